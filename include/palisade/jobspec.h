@@ -1,0 +1,142 @@
+/*
+ * jobspec.h - job files: YAML -> validated job specs -> canonical JSON + digest.
+ *
+ * A job file holds `jobs: [ ... ]` (docs/jobs.md lists every key).  Loading
+ * validates everything and collects *all* problems as diagnostics naming
+ * file:line:col, instead of stopping at the first.  Secrets stay as
+ * ${ENV_NAME} references: they are never resolved here (resolution happens
+ * at call time in the executor).
+ *
+ * Ownership: a pal_jobset and a pal_diags own every string they point to;
+ * free them with pal_jobset_free() / pal_diags_free().
+ */
+#ifndef PALISADE_JOBSPEC_H
+#define PALISADE_JOBSPEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <jansson.h>
+#include "palisade/err.h"
+#include "palisade/cron.h"
+
+typedef enum { PAL_MISFIRE_FIRE_ALL, PAL_MISFIRE_FIRE_ONCE, PAL_MISFIRE_SKIP, PAL_MISFIRE_MANUAL } pal_misfire_policy;
+typedef enum { PAL_OVERLAP_ALLOW, PAL_OVERLAP_FORBID, PAL_OVERLAP_QUEUE, PAL_OVERLAP_REPLACE } pal_overlap_policy;
+typedef enum { PAL_JITTER_FULL, PAL_JITTER_EQUAL, PAL_JITTER_NONE } pal_jitter;
+
+/* One excluded range of local calendar dates, inclusive, in the job's zone. */
+typedef struct pal_exclusion {
+	int64_t first_day; /* days since 1970-01-01 */
+	int64_t last_day;  /* == first_day for a single date */
+} pal_exclusion;
+
+typedef struct pal_header {
+	char *name;
+	char *value; /* may contain ${ENV} references, unresolved */
+} pal_header;
+
+typedef struct pal_job_spec {
+	char *id;     /* [a-z0-9._-]+, unique across the loaded set */
+	char *tenant; /* default "default" */
+	char *group;  /* resource group, default "default" */
+
+	/* schedule */
+	char *cron;     /* as written (trimmed) */
+	char *timezone; /* IANA, default "UTC" */
+	pal_dst_policy dst;
+	bool has_start, has_end;
+	int64_t start, end; /* UTC instants; start inclusive, end exclusive */
+	pal_exclusion *exclusions;
+	size_t n_exclusions;
+
+	/* misfire */
+	pal_misfire_policy misfire;
+	int64_t catchup_window_ms; /* default 1h */
+	int32_t max_catchup;       /* default 100 */
+
+	pal_overlap_policy overlap; /* default allow */
+	int32_t partitions;         /* 1..1024, default 1 */
+	int32_t priority;           /* -100..100, default 0 */
+	int32_t max_in_flight;      /* 0 = unlimited, default 0 */
+	int64_t deadline_ms;        /* 0 = none */
+	char *idempotency_key;      /* template, default "{job}/{scheduled_at}/{partition}" */
+
+	/* target */
+	char *method; /* GET POST PUT PATCH DELETE, default POST */
+	char *url;    /* http or https */
+	pal_header *headers;
+	size_t n_headers;
+	char *body;           /* template, may be NULL */
+	int64_t timeout_ms;   /* default 30s */
+	char *status_url;     /* template, may be NULL */
+
+	/* retry */
+	int32_t max_attempts; /* default 5 */
+	int64_t backoff_initial_ms, backoff_max_ms; /* default 1s, 5m */
+	double backoff_multiplier;                  /* default 2.0 */
+	pal_jitter jitter;                          /* default full */
+	int64_t max_age_ms;                         /* 0 = none; default 1h */
+
+	/* where it came from, for messages */
+	char *file;
+	int line, col;
+} pal_job_spec;
+
+typedef struct pal_jobset {
+	pal_job_spec *jobs;
+	size_t n;
+} pal_jobset;
+
+typedef struct pal_diag {
+	char *file;
+	int line, col; /* 1-based; 0 when unknown */
+	char *msg;     /* lower-case, no trailing period */
+} pal_diag;
+
+typedef struct pal_diags {
+	pal_diag *v;
+	size_t n;
+} pal_diags;
+
+/*
+ * Load and validate job files PATHS[0..n).  Specs of every file are appended
+ * to SET; every problem is appended to DIAGS (file:line:col, what was expected).
+ * Duplicate job ids across all files are diagnosed.  Returns 0 when no
+ * diagnostic was produced, PAL_EINVAL otherwise (SET then holds the valid
+ * jobs only and must not be applied).
+ * Limits: files over 4 MiB, YAML aliases, non-UTF-8 input and empty files
+ * are rejected with a diagnostic.
+ */
+PAL_MUST_CHECK int pal_jobfiles_load(const char *const *paths, size_t n, pal_jobset *set,
+				     pal_diags *diags);
+
+void pal_jobset_free(pal_jobset *set);
+void pal_diags_free(pal_diags *d);
+/* Print each diagnostic as "file:line:col: error: msg\n". */
+void pal_diags_print(const pal_diags *d, FILE *fp);
+
+/*
+ * Canonical JSON of a spec: every key present with its effective default,
+ * fixed key order, durations in ms, times in RFC 3339 UTC, no source
+ * position.  Two specs with the same meaning give byte-identical output.
+ * Returns a new reference (json_decref) or NULL on ENOMEM.
+ */
+json_t *pal_job_spec_canonical(const pal_job_spec *s);
+
+/* Canonical JSON serialised compactly (caller frees) and its SHA-256 hex
+ * digest into hex[65]. */
+PAL_MUST_CHECK int pal_job_spec_digest(const pal_job_spec *s, char **canon_json, char hex[65]);
+
+/*
+ * Rebuild a spec from its canonical JSON (as stored in job_versions.spec).
+ * Returns 0 or PAL_EINVAL with a message.  Free with pal_job_spec_clear().
+ */
+PAL_MUST_CHECK int pal_job_spec_from_canonical(const json_t *j, pal_job_spec *out, char *err,
+					       size_t errlen);
+void pal_job_spec_clear(pal_job_spec *s);
+
+/* Shard of a job id: stable hash (FNV-1a 64 of the id) mod n_shards. */
+int pal_job_shard(const char *job_id, int n_shards);
+
+#endif

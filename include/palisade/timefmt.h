@@ -1,0 +1,30 @@
+/*
+ * timefmt.h - RFC 3339 instants, dates and durations, zone-free.
+ */
+#ifndef PALISADE_TIMEFMT_H
+#define PALISADE_TIMEFMT_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include "palisade/err.h"
+
+/* Civil date <-> days since 1970-01-01 (proleptic Gregorian). */
+int64_t pal_days_from_civil(int64_t y, unsigned m, unsigned d);
+void pal_civil_from_days(int64_t days, int64_t *y, unsigned *m, unsigned *d);
+
+/* Format UTC instant t as "2026-03-29T01:00:00Z" into buf (>= 21 bytes). */
+void pal_fmt_rfc3339(int64_t t, char *buf, size_t len);
+
+/* Parse an RFC 3339 timestamp with Z or a numeric offset ("2026-01-01T00:00:00Z",
+ * "2026-01-01T02:00:00+02:00", fractional seconds truncated). */
+PAL_MUST_CHECK int pal_parse_rfc3339(const char *s, int64_t *out);
+
+/* Parse "YYYY-MM-DD" into days since epoch. */
+PAL_MUST_CHECK int pal_parse_date(const char *s, int64_t *days);
+
+/* Parse a duration: one or more <number><unit> groups, units ms s m h d
+ * ("90s", "1h30m", "500ms").  Result in milliseconds; rejects empty, negative,
+ * unit-less and overflowing input. */
+PAL_MUST_CHECK int pal_parse_duration_ms(const char *s, int64_t *ms);
+
+#endif

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# ops/deps.sh - install the Debian packages palisade needs, when missing.
+#
+# Checks each package with dpkg-query and runs `apt-get install` only for the
+# missing ones (through sudo when not root).  Fast and silent when everything
+# is present, so the Makefile can call it before every build.
+# docs/dependencies.md says why each package is here.
+set -euo pipefail
+
+PACKAGES=(
+	build-essential pkg-config
+	libzookeeper-mt-dev zookeeper            # ZooKeeper C client; server for dev/test
+	postgresql-15 libpq-dev                  # PostgreSQL server for dev/test; libpq
+	libyaml-dev libjansson-dev libglib2.0-dev # YAML, JSON, time zones + SHA-256
+	libcurl4-openssl-dev libmicrohttpd-dev   # HTTP client (executor), server (admin, sink)
+	libsystemd-dev                           # sd_notify
+	libcmocka-dev                            # unit tests
+	clang-14 libclang-rt-14-dev libfuzzer-14-dev # sanitizers, fuzzing
+	python3 python3-croniter tzdata          # reference checks of the cron engine
+	procps iproute2 netcat-openbsd           # pgrep-free process checks, ports
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+		missing+=("$p")
+	fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "ops/deps.sh: installing missing packages: ${missing[*]}" >&2
+SUDO=()
+if [ "$(id -u)" -ne 0 ]; then
+	command -v sudo >/dev/null || { echo "ops/deps.sh: not root and no sudo; install: ${missing[*]}" >&2; exit 1; }
+	SUDO=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+# apt-get update only when the lists are missing or older than a day.
+if [ -z "$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -mtime -1 2>/dev/null | head -1)" ]; then
+	"${SUDO[@]}" apt-get update -qq
+fi
+"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "ops/deps.sh: done" >&2

@@ -1,0 +1,56 @@
+/*
+ * main.c - bin/palisade: dispatch to a subcommand (include/palisade/cli.h).
+ */
+#include <stdio.h>
+#include <string.h>
+#include "palisade/cli.h"
+#include "palisade/err.h"
+
+#ifndef PALISADE_VERSION
+#define PALISADE_VERSION "0.1.0"
+#endif
+
+struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct command commands[] = {
+	{ "migrate", pal_cmd_migrate, "apply schema migrations (safe to run concurrently)" },
+	{ "validate", pal_cmd_validate, "check job files without touching the cluster" },
+	{ "apply", pal_cmd_apply, "store job files as new plan versions where changed" },
+	{ "jobs", pal_cmd_jobs, "list jobs and their versions" },
+	{ "plan", pal_cmd_plan, "plan diff FILE...: how next fire instants would move" },
+	{ "cron", pal_cmd_cron, "cron next EXPR: preview fire instants" },
+};
+
+static void usage(FILE *fp)
+{
+	fprintf(fp, "usage: palisade COMMAND [ARGS...]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		fprintf(fp, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	fprintf(fp, "\n'palisade COMMAND --help' describes a command.  See palisade(1).\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return PAL_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return PAL_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("palisade %s\n", PALISADE_VERSION);
+		return PAL_EXIT_OK;
+	}
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "palisade: unknown command \"%s\"\n", argv[1]);
+	usage(stderr);
+	return PAL_EXIT_USAGE;
+}
