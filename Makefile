@@ -36,7 +36,8 @@ CLI_SRC  := $(wildcard src/cli/*.c)
 SINK_SRC := $(wildcard src/sink/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 
-LIB_OBJ  := $(LIB_SRC:%.c=$(O)/%.o)
+SQL      := $(sort $(wildcard sql/[0-9]*.sql))
+LIB_OBJ  := $(LIB_SRC:%.c=$(O)/%.o) $(O)/gen/migrations.o
 CLI_OBJ  := $(CLI_SRC:%.c=$(O)/%.o)
 SINK_OBJ := $(SINK_SRC:%.c=$(O)/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(O)/tests/%)
@@ -73,6 +74,13 @@ deps:
 $(O)/%.o: %.c $(O)/.deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(O)/gen/migrations.c: $(SQL) ops/embed-sql.sh
+	@mkdir -p $(dir $@)
+	bash ops/embed-sql.sh $@ $(SQL)
+
+$(O)/gen/%.o: $(O)/gen/%.c
+	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(LIBPAL): $(LIB_OBJ)
 	@rm -f $@

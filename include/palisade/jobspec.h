@@ -139,4 +139,37 @@ void pal_job_spec_clear(pal_job_spec *s);
 /* Shard of a job id: stable hash (FNV-1a 64 of the id) mod n_shards. */
 int pal_job_shard(const char *job_id, int n_shards);
 
+/* ---- additions by the config module (src/config/) ---- */
+
+/* At most this many diagnostics are kept in one pal_diags; the last one kept
+ * says that further diagnostics were suppressed (a garbage file must not
+ * produce a million lines). */
+#define PAL_DIAGS_MAX 1000
+
+/* Append a diagnostic (FILE may be NULL).  Copies everything it is given.
+ * On allocation failure the diagnostic is dropped: callers track failure by
+ * their own return codes, never by d->n alone. */
+void pal_diags_addf(pal_diags *d, const char *file, int line, int col, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+/*
+ * Load one job file from memory: LEN bytes at BUF, NAME used in diagnostics.
+ * Same checks and result convention as pal_jobfiles_load(); ids are checked
+ * for duplicates against the jobs already in SET.  This is the entry point
+ * of the fuzz target.
+ */
+PAL_MUST_CHECK int pal_jobfile_load_buffer(const char *name, const void *buf, size_t len,
+					   pal_jobset *set, pal_diags *diags);
+
+/* Fill S (whose previous contents are ignored) with every default of
+ * docs/jobs.md; the default strings (tenant and group "default", timezone
+ * "UTC", method "POST", the idempotency key template) are allocated, id, cron
+ * and url stay NULL.  Returns 0 or PAL_ENOMEM; free with pal_job_spec_clear(). */
+PAL_MUST_CHECK int pal_job_spec_defaults(pal_job_spec *s);
+
+/* YAML / canonical spellings of the enums ("fire_once", "forbid", "full"). */
+const char *pal_misfire_policy_name(pal_misfire_policy p);
+const char *pal_overlap_policy_name(pal_overlap_policy p);
+const char *pal_jitter_name(pal_jitter j);
+
 #endif

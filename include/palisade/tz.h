@@ -46,4 +46,12 @@ int64_t pal_tz_to_local(const pal_tz *tz, int64_t t);
  */
 int pal_tz_resolve(const pal_tz *tz, int64_t local, int64_t out[2], int64_t *gap_end);
 
+/*
+ * Smallest / largest UTC offset in effect at any instant of [from, to]
+ * (from <= to).  The cron engine uses them to bound its local-time search
+ * around transitions.
+ */
+int32_t pal_tz_min_offset(const pal_tz *tz, int64_t from, int64_t to);
+int32_t pal_tz_max_offset(const pal_tz *tz, int64_t from, int64_t to);
+
 #endif

@@ -1,0 +1,35 @@
+/*
+ * schedule.h - the fire instants of one job version: its cron expression in
+ * its time zone under its DST policy, clipped to [start, end), with calendar
+ * exclusions flagged.  Used by the controller to plan and by `palisade plan
+ * diff` / `palisade verify` to recompute the plan set.
+ *
+ * A pal_schedule is immutable after pal_schedule_open() and safe to share.
+ */
+#ifndef PALISADE_SCHEDULE_H
+#define PALISADE_SCHEDULE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "palisade/err.h"
+#include "palisade/jobspec.h"
+
+typedef struct pal_schedule pal_schedule;
+
+/* Build the schedule of spec S (copies what it needs; S may be freed after).
+ * Fails with PAL_EINVAL / PAL_ENOENT and a message for a bad cron or zone.
+ * Free with pal_schedule_close(). */
+PAL_MUST_CHECK int pal_schedule_open(const pal_job_spec *s, pal_schedule **out, char *err,
+				     size_t errlen);
+void pal_schedule_close(pal_schedule *sc);
+
+/*
+ * Next instant strictly after AFTER that lies in [start, end).  *excluded is
+ * set when the instant falls on an excluded local date (the caller records it
+ * as a misfire with reason "excluded" instead of planning it).  PAL_ENOENT
+ * when the schedule has no further instant.
+ */
+PAL_MUST_CHECK int pal_schedule_next(const pal_schedule *sc, int64_t after, int64_t *next,
+				     bool *excluded);
+
+#endif

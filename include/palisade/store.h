@@ -1,0 +1,96 @@
+/*
+ * store.h - PostgreSQL access: connections, migrations, job versions.
+ *
+ * PostgreSQL is the single source of truth (DESIGN.md §4).  All SQL text of
+ * palisade lives in sql/ (schema) and in src/store/ (queries); other modules
+ * call these functions.  A pal_store is one connection and is not
+ * thread-safe: give each thread or role its own.
+ */
+#ifndef PALISADE_STORE_H
+#define PALISADE_STORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <libpq-fe.h>
+#include "palisade/err.h"
+#include "palisade/jobspec.h"
+
+/* The migrations compiled into this binary (generated from sql/). */
+typedef struct pal_migration {
+	int version;
+	const char *name;
+	const char *sql;
+} pal_migration;
+extern const pal_migration pal_migrations[];
+extern const int pal_n_migrations;
+
+typedef struct pal_store pal_store;
+
+/*
+ * Connect with CONNINFO (libpq keyword/value string or URI).  Sets
+ * application_name to "palisade" unless the conninfo names one.  Fails with
+ * PAL_EDB and libpq's message.  Free with pal_store_close().
+ */
+PAL_MUST_CHECK int pal_store_open(const char *conninfo, pal_store **out, char *err, size_t errlen);
+void pal_store_close(pal_store *st);
+PGconn *pal_store_conn(pal_store *st);
+
+/*
+ * Apply every compiled-in migration the database lacks, each in its own
+ * transaction, all under one session-level pg_advisory_lock, so that any
+ * number of concurrent callers converge to one schema (G8).  *applied
+ * receives how many this call applied.  Refuses with PAL_ESCHEMA when the
+ * database records a version this binary does not know.
+ */
+PAL_MUST_CHECK int pal_store_migrate(pal_store *st, int *applied, char *err, size_t errlen);
+
+/*
+ * Check that the schema is exactly what this binary knows: PAL_ESCHEMA when
+ * newer (refuse to run), PAL_EINVAL when older or missing (run migrate).
+ * *version receives the database's highest applied version (0 if none).
+ */
+PAL_MUST_CHECK int pal_store_schema_check(pal_store *st, int *version, char *err, size_t errlen);
+
+/* Shard count of the cluster: stored at first use (INSERT ... ON CONFLICT DO
+ * NOTHING with DEFAULT_SHARDS), then fixed.  Also seeds the shards rows. */
+PAL_MUST_CHECK int pal_store_shard_count(pal_store *st, int default_shards, int *n, char *err,
+					 size_t errlen);
+
+typedef enum { PAL_APPLY_CREATED, PAL_APPLY_UPDATED, PAL_APPLY_UNCHANGED } pal_apply_outcome;
+
+typedef struct pal_apply_result {
+	char job_id[128];
+	pal_apply_outcome outcome;
+	int version; /* the job's latest version after apply */
+} pal_apply_result;
+
+/*
+ * Store SET as plan versions, in one transaction: per job, version n+1 when
+ * the canonical digest differs from version n, nothing when it is the same.
+ * History is never rewritten.  Writes one audit_log row per created or
+ * updated job and NOTIFYs channel palisade_apply on commit.  RESULTS must
+ * hold set->n entries.  On any error nothing is stored.
+ */
+PAL_MUST_CHECK int pal_store_apply(pal_store *st, const pal_jobset *set, const char *actor,
+				   const char *reason, int default_shards, pal_apply_result *results,
+				   char *err, size_t errlen);
+
+/* Latest stored canonical spec of JOB_ID into *spec_json (json_decref) and
+ * its version; PAL_ENOENT when the job does not exist. */
+PAL_MUST_CHECK int pal_store_latest_spec(pal_store *st, const char *job_id, json_t **spec_json,
+					 int *version, char *err, size_t errlen);
+
+/* Jobs with their versions as a JSON array (json_decref); JOB_ID NULL for
+ * all jobs.  Fields: job_id tenant group shard latest_version active_version
+ * created_at updated_at versions[{version digest cron timezone partitions
+ * created_by created_at activated_at}]. */
+PAL_MUST_CHECK int pal_store_jobs_json(pal_store *st, const char *job_id, json_t **out, char *err,
+				       size_t errlen);
+
+/* Run SQL (a fixed string of src/store) that returns rows; returns the
+ * PGresult (PQclear) or NULL with err filled.  Internal to src/store. */
+PGresult *pal__store_query(pal_store *st, const char *sql, int nparams, const char *const *params,
+			   char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,212 @@
+-- 001_init.sql - palisade core schema (DESIGN.md §4).
+--
+-- The table names and the columns named in docs/schema.md are a public
+-- contract: operators query them.  Migrations are forward-only; each runs in
+-- its own transaction under pg_advisory_lock (palisade migrate).
+
+CREATE SEQUENCE palisade_fence AS bigint START 1;
+
+-- Cluster-wide settings fixed at creation (e.g. the shard count).
+CREATE TABLE cluster_settings (
+	name        text PRIMARY KEY,
+	value       text NOT NULL,
+	created_at  timestamptz NOT NULL DEFAULT now()
+);
+
+-- Job identity.  latest_version is what `apply` stored last; active_version
+-- is what a controller plans with (moved only by a fenced controller, G6).
+CREATE TABLE jobs (
+	job_id          text PRIMARY KEY CHECK (job_id ~ '^[a-z0-9._-]+$'),
+	tenant          text NOT NULL,
+	resource_group  text NOT NULL,
+	shard           integer NOT NULL CHECK (shard >= 0),
+	latest_version  integer NOT NULL,
+	active_version  integer,
+	created_at      timestamptz NOT NULL DEFAULT now(),
+	updated_at      timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX jobs_shard ON jobs (shard);
+
+-- Immutable plan versions.  Never updated except activated_at/activated_epoch,
+-- which a controller sets once when it starts planning with the version.
+CREATE TABLE job_versions (
+	job_id             text NOT NULL REFERENCES jobs (job_id),
+	version            integer NOT NULL CHECK (version >= 1),
+	spec               jsonb NOT NULL,
+	digest             text NOT NULL,
+	cron               text NOT NULL,
+	timezone           text NOT NULL,
+	misfire_policy     text NOT NULL CHECK (misfire_policy IN ('fire_all', 'fire_once', 'skip', 'manual')),
+	catchup_window_ms  bigint NOT NULL,
+	max_catchup        integer NOT NULL,
+	overlap_policy     text NOT NULL CHECK (overlap_policy IN ('allow', 'forbid', 'queue', 'replace')),
+	priority           integer NOT NULL,
+	deadline_ms        bigint NOT NULL,
+	max_in_flight      integer NOT NULL,
+	idempotency_key    text NOT NULL,
+	retry              jsonb NOT NULL,
+	resource_group     text NOT NULL,
+	target             jsonb NOT NULL,
+	partitions         integer NOT NULL CHECK (partitions >= 1),
+	created_by         text NOT NULL,
+	created_at         timestamptz NOT NULL DEFAULT now(),
+	activated_at       timestamptz,
+	activated_epoch    bigint,
+	PRIMARY KEY (job_id, version)
+);
+
+-- Shard leadership and planning progress.  epoch is the czxid of the leading
+-- controller's election znode; watermark is the latest instant whose triggers
+-- are committed.
+CREATE TABLE shards (
+	shard_id    integer PRIMARY KEY CHECK (shard_id >= 0),
+	epoch       bigint NOT NULL DEFAULT 0,
+	leader      text,
+	watermark   timestamptz,
+	updated_at  timestamptz NOT NULL DEFAULT now()
+);
+
+-- One row per planned execution intent (DESIGN.md §4, §5).
+CREATE TABLE triggers (
+	id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	job_id           text NOT NULL REFERENCES jobs (job_id),
+	version          integer NOT NULL,
+	scheduled_at     timestamptz NOT NULL,
+	partition        integer NOT NULL DEFAULT 0 CHECK (partition >= 0),
+	source           text NOT NULL CHECK (source IN ('schedule', 'catchup', 'manual', 'backfill')),
+	request_id       text,
+	state            text NOT NULL DEFAULT 'pending' CHECK (state IN (
+	                     'pending', 'running', 'succeeded', 'retry_wait', 'failed', 'unknown',
+	                     'pausing', 'paused', 'cancelling', 'cancelled', 'manual', 'skipped')),
+	priority         integer NOT NULL DEFAULT 0,
+	due_at           timestamptz NOT NULL,
+	fence            bigint,
+	lease_owner      text,
+	lease_until      timestamptz,
+	attempt_count    integer NOT NULL DEFAULT 0,
+	next_attempt_at  timestamptz,
+	checkpoint       jsonb,
+	last_error_class text,
+	shard            integer NOT NULL,
+	epoch            bigint NOT NULL DEFAULT 0,
+	created_at       timestamptz NOT NULL DEFAULT now(),
+	updated_at       timestamptz NOT NULL DEFAULT now(),
+	finished_at      timestamptz,
+	CHECK ((source IN ('schedule', 'catchup')) = (request_id IS NULL)),
+	FOREIGN KEY (job_id, version) REFERENCES job_versions (job_id, version)
+) WITH (fillfactor = 80, autovacuum_vacuum_scale_factor = 0.01,
+        autovacuum_analyze_scale_factor = 0.02, autovacuum_vacuum_cost_delay = 0);
+
+-- G2: at most one trigger per plan key.
+CREATE UNIQUE INDEX triggers_plan_key ON triggers (job_id, scheduled_at, partition)
+	WHERE request_id IS NULL;
+CREATE UNIQUE INDEX triggers_request_key ON triggers (job_id, request_id, scheduled_at, partition)
+	WHERE request_id IS NOT NULL;
+-- Claim path: due, claimable work.
+CREATE INDEX triggers_due ON triggers (due_at) WHERE state IN ('pending', 'retry_wait');
+CREATE INDEX triggers_live ON triggers (lease_until) WHERE state IN ('running', 'pausing', 'cancelling', 'unknown');
+
+-- G7: every state change is a legal edge of the state machine (DESIGN.md §5).
+-- running -> running is the re-claim of an expired lease (new token).
+CREATE FUNCTION palisade_trigger_edge_ok(old_state text, new_state text) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT CASE old_state
+		WHEN 'pending'    THEN new_state IN ('running', 'cancelled', 'manual', 'skipped')
+		WHEN 'running'    THEN new_state IN ('running', 'succeeded', 'retry_wait', 'failed', 'unknown',
+		                                     'pausing', 'cancelling', 'manual', 'pending')
+		WHEN 'retry_wait' THEN new_state IN ('pending', 'running', 'cancelled', 'manual', 'failed')
+		WHEN 'unknown'    THEN new_state IN ('running', 'succeeded', 'retry_wait', 'manual', 'failed')
+		WHEN 'pausing'    THEN new_state IN ('paused', 'succeeded', 'failed', 'retry_wait', 'manual', 'pausing')
+		WHEN 'paused'     THEN new_state IN ('pending', 'cancelled', 'manual')
+		WHEN 'cancelling' THEN new_state IN ('cancelled', 'succeeded')
+		WHEN 'manual'     THEN new_state IN ('pending', 'succeeded', 'failed', 'cancelled')
+		ELSE false  -- succeeded, failed, cancelled, skipped are terminal
+	END
+$$;
+
+CREATE FUNCTION palisade_trigger_state_guard() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+	IF NEW.state IS DISTINCT FROM OLD.state OR NEW.fence IS DISTINCT FROM OLD.fence THEN
+		IF NOT palisade_trigger_edge_ok(OLD.state, NEW.state) THEN
+			RAISE EXCEPTION 'illegal trigger state change % -> % (trigger %)', OLD.state, NEW.state, OLD.id
+				USING ERRCODE = 'check_violation';
+		END IF;
+	END IF;
+	NEW.updated_at := clock_timestamp();
+	RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER triggers_state_guard BEFORE UPDATE ON triggers
+	FOR EACH ROW EXECUTE FUNCTION palisade_trigger_state_guard();
+
+-- One row per claim; never overwritten by later attempts.
+CREATE TABLE attempts (
+	id            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	trigger_id    bigint NOT NULL REFERENCES triggers (id),
+	fence         bigint NOT NULL UNIQUE,
+	node          text NOT NULL,
+	claimed_at    timestamptz NOT NULL DEFAULT clock_timestamp(),
+	ended_at      timestamptz,
+	outcome       text,
+	error_class   text,
+	http_status   integer,
+	duration_ms   integer
+);
+CREATE INDEX attempts_trigger ON attempts (trigger_id);
+
+-- Recorded decisions for instants not fired (G1): job, range, count, policy, epoch.
+CREATE TABLE misfires (
+	id            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	job_id        text NOT NULL REFERENCES jobs (job_id),
+	version       integer NOT NULL,
+	partition     integer,            -- NULL: every partition
+	range_from    timestamptz NOT NULL,
+	range_to      timestamptz NOT NULL,
+	count         integer NOT NULL CHECK (count >= 0),
+	policy        text NOT NULL,
+	reason        text NOT NULL,      -- missed, excluded, overlap, ...
+	shard         integer NOT NULL,
+	epoch         bigint NOT NULL,
+	decided_at    timestamptz NOT NULL DEFAULT now(),
+	CHECK (range_from <= range_to)
+);
+CREATE INDEX misfires_job ON misfires (job_id, range_from);
+
+-- Persistent pause state by scope: 'global', 'group:G', 'tenant:T', 'job:J'.
+CREATE TABLE gates (
+	scope       text PRIMARY KEY CHECK (scope = 'global' OR scope ~ '^(group|tenant|job):.+$'),
+	paused      boolean NOT NULL,
+	reason      text NOT NULL,
+	actor       text NOT NULL,
+	since       timestamptz NOT NULL DEFAULT now()
+);
+
+-- Manual-intervention cases.
+CREATE TABLE tickets (
+	id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	trigger_id       bigint REFERENCES triggers (id),
+	job_id           text REFERENCES jobs (job_id),
+	reason           text NOT NULL,
+	evidence         jsonb,
+	allowed_actions  text[] NOT NULL DEFAULT ARRAY['retry', 'mark_succeeded', 'abandon'],
+	state            text NOT NULL DEFAULT 'open' CHECK (state IN ('open', 'resolved')),
+	resolution       text,
+	actor            text,
+	created_at       timestamptz NOT NULL DEFAULT now(),
+	resolved_at      timestamptz
+);
+CREATE INDEX tickets_open ON tickets (created_at) WHERE state = 'open';
+
+-- Every operator action and every automatic decision worth explaining.
+CREATE TABLE audit_log (
+	id       bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	at       timestamptz NOT NULL DEFAULT clock_timestamp(),
+	actor    text NOT NULL,
+	action   text NOT NULL,
+	scope    text,
+	reason   text,
+	details  jsonb
+);
+CREATE INDEX audit_log_at ON audit_log (at);

@@ -1,0 +1,99 @@
+/*
+ * common.c - options and connection set-up shared by the subcommands.
+ */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <pwd.h>
+#include "palisade/err.h"
+#include "cli_int.h"
+
+void pal_cli_err(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "palisade %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+bool pal_cli_common_opt(pal_cli_common *c, int opt, const char *arg)
+{
+	switch (opt) {
+	case 0x100: c->pg = arg; return true;
+	case 0x101: c->zk = arg; return true;
+	case 0x102: c->config = arg; return true;
+	case 0x103:
+		if (!strcmp(arg, "json"))
+			c->json = true;
+		else if (!strcmp(arg, "table"))
+			c->json = false;
+		else {
+			fprintf(stderr, "palisade: unknown --output \"%s\" (expected table or json)\n", arg);
+			exit(PAL_EXIT_USAGE);
+		}
+		return true;
+	default:
+		return false;
+	}
+}
+
+const char *pal_cli_pg(const pal_cli_common *c)
+{
+	if (c->pg && *c->pg)
+		return c->pg;
+	if (c->config) {
+		const char *v = pal__cli_config_pg(c->config);
+		if (v && *v)
+			return v;
+	}
+	const char *e = getenv("PALISADE_PG");
+	if (e && *e)
+		return e;
+	return NULL;
+}
+
+int pal_cli_connect(const pal_cli_common *c, bool migrating, pal_store **out)
+{
+	char err[1024];
+	const char *ci = pal_cli_pg(c);
+	if (!ci) {
+		fprintf(stderr, "palisade: no PostgreSQL connection string: pass --pg, set "
+				"postgres.conninfo in --config FILE, or export PALISADE_PG\n");
+		return PAL_EXIT_USAGE;
+	}
+	int rc = pal_store_open(ci, out, err, sizeof err);
+	if (rc) {
+		fprintf(stderr, "palisade: %s\n", err);
+		return PAL_EXIT_UNAVAIL;
+	}
+	if (migrating)
+		return PAL_EXIT_OK;
+	int v;
+	rc = pal_store_schema_check(*out, &v, err, sizeof err);
+	if (rc) {
+		fprintf(stderr, "palisade: %s\n", err);
+		pal_store_close(*out);
+		*out = NULL;
+		return rc == PAL_ESCHEMA ? PAL_EXIT_SOFTWARE : rc == PAL_EDB ? PAL_EXIT_UNAVAIL
+									: PAL_EXIT_SOFTWARE;
+	}
+	return PAL_EXIT_OK;
+}
+
+const char *pal_cli_actor(void)
+{
+	static char buf[256];
+	const char *a = getenv("PALISADE_ACTOR");
+	if (a && *a)
+		return a;
+	char host[128] = "localhost";
+	gethostname(host, sizeof host - 1);
+	struct passwd *pw = getpwuid(getuid());
+	snprintf(buf, sizeof buf, "%s@%s", pw ? pw->pw_name : "unknown", host);
+	return buf;
+}

@@ -1,0 +1,93 @@
+/*
+ * conn.c - one PostgreSQL connection (pal_store) and the query helper every
+ * src/store file goes through, so that each PGresult is checked and cleared
+ * on every path.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "palisade/store.h"
+#include "store_int.h"
+
+int pal_store_open(const char *conninfo, pal_store **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	if (!conninfo || !*conninfo) {
+		snprintf(err, errlen,
+			 "no PostgreSQL connection string: pass --pg, set postgres.conninfo in the "
+			 "config file, or export PALISADE_PG");
+		return PAL_EINVAL;
+	}
+	const char *keys[] = { "dbname", "fallback_application_name", "connect_timeout", NULL };
+	const char *vals[] = { conninfo, "palisade", "5", NULL };
+	PGconn *c = PQconnectdbParams(keys, vals, 1);
+	if (!c)
+		return PAL_ENOMEM;
+	if (PQstatus(c) != CONNECTION_OK) {
+		const char *m = PQerrorMessage(c);
+		size_t n = strlen(m);
+		while (n && (m[n - 1] == '\n' || m[n - 1] == ' '))
+			n--;
+		snprintf(err, errlen, "cannot connect to PostgreSQL: %.*s", (int)n, m);
+		PQfinish(c);
+		return PAL_EDB;
+	}
+	pal_store *st = calloc(1, sizeof *st);
+	if (!st) {
+		PQfinish(c);
+		return PAL_ENOMEM;
+	}
+	st->conn = c;
+	*out = st;
+	return PAL_OK;
+}
+
+void pal_store_close(pal_store *st)
+{
+	if (!st)
+		return;
+	PQfinish(st->conn);
+	free(st);
+}
+
+PGconn *pal_store_conn(pal_store *st)
+{
+	return st->conn;
+}
+
+void pal__store_errmsg(pal_store *st, const PGresult *r, const char *what, char *err, size_t errlen)
+{
+	const char *m = r ? PQresultErrorMessage(r) : PQerrorMessage(st->conn);
+	if (!m || !*m)
+		m = PQerrorMessage(st->conn);
+	size_t n = strlen(m);
+	while (n && (m[n - 1] == '\n' || m[n - 1] == ' '))
+		n--;
+	snprintf(err, errlen, "%s: %.*s", what, (int)n, m);
+}
+
+PGresult *pal__store_query(pal_store *st, const char *sql, int nparams, const char *const *params,
+			   char *err, size_t errlen)
+{
+	PGresult *r = PQexecParams(st->conn, sql, nparams, NULL, params, NULL, NULL, 0);
+	ExecStatusType s = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+	if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK)
+		return r;
+	pal__store_errmsg(st, r, "query failed", err, errlen);
+	PQclear(r);
+	return NULL;
+}
+
+int pal__store_exec(pal_store *st, const char *sql, char *err, size_t errlen)
+{
+	PGresult *r = pal__store_query(st, sql, 0, NULL, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	PQclear(r);
+	return PAL_OK;
+}
+
+void pal__store_rollback(pal_store *st)
+{
+	PQclear(PQexec(st->conn, "ROLLBACK"));
+}

@@ -1,0 +1,21 @@
+/* store_int.h - what the files of src/store share and nobody else needs. */
+#ifndef PALISADE_STORE_INT_H
+#define PALISADE_STORE_INT_H
+
+#include "palisade/store.h"
+
+struct pal_store {
+	PGconn *conn;
+};
+
+/* Execute SQL returning no rows; PAL_EDB with err filled on failure. */
+int pal__store_exec(pal_store *st, const char *sql, char *err, size_t errlen);
+/* Best-effort ROLLBACK after a failure. */
+void pal__store_rollback(pal_store *st);
+/* Fill err with "WHAT: <server message>". */
+void pal__store_errmsg(pal_store *st, const PGresult *r, const char *what, char *err, size_t errlen);
+
+/* pg_advisory_lock key of the migration lock ("palisade" as 8 bytes). */
+#define PAL_MIGRATE_LOCK_KEY "7075283591402447205"
+
+#endif
