@@ -32,11 +32,17 @@ static int max_known(void)
 /* Highest applied version, or 0 when schema_migrations is absent or empty. */
 static int applied_version(pal_store *st, int *version, char *err, size_t errlen)
 {
-	PGresult *r = pal__store_query(
-		st,
-		"SELECT CASE WHEN to_regclass('schema_migrations') IS NULL THEN 0"
-		" ELSE (SELECT coalesce(max(version), 0) FROM schema_migrations) END",
-		0, NULL, err, errlen);
+	PGresult *r = pal__store_query(st, "SELECT to_regclass('schema_migrations') IS NOT NULL", 0,
+				       NULL, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	bool exists = PQgetvalue(r, 0, 0)[0] == 't';
+	PQclear(r);
+	*version = 0;
+	if (!exists)
+		return PAL_OK;
+	r = pal__store_query(st, "SELECT coalesce(max(version), 0) FROM schema_migrations", 0, NULL,
+			     err, errlen);
 	if (!r)
 		return PAL_EDB;
 	*version = atoi(PQgetvalue(r, 0, 0));

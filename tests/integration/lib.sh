@@ -1,0 +1,49 @@
+# tests/integration/lib.sh - helpers sourced by the integration tests.
+# The harness (run.sh) has exported PALISADE_PG, PALISADE_ZK, PALISADE_BIN and
+# PALISADE_TEST_TMP; each test gets a fresh database (fresh_db).
+
+PAL=${PALISADE_BIN:-bin}/palisade
+T_FAILS=0
+T_CHECKS=0
+
+# Name the guarantee the test proves; printed once at the top.
+guarantee() { echo "  proves: $*"; }
+
+pass() { T_CHECKS=$((T_CHECKS + 1)); echo "    ok   $*"; }
+fail() { T_CHECKS=$((T_CHECKS + 1)); T_FAILS=$((T_FAILS + 1)); echo "    FAIL $*"; }
+
+# check DESC COMMAND...: passes when COMMAND succeeds.
+check() { local d=$1; shift; if "$@"; then pass "$d"; else fail "$d"; fi; }
+
+# expect_eq DESC EXPECTED ACTUAL
+expect_eq() {
+	if [ "$2" == "$3" ]; then pass "$1"; else fail "$1: expected [$2], got [$3]"; fi
+}
+
+# expect_exit DESC CODE COMMAND...: runs COMMAND, output into $OUT (stdout+stderr).
+expect_exit() {
+	local d=$1 want=$2; shift 2
+	OUT=$("$@" 2>&1); local rc=$?
+	if [ "$rc" -eq "$want" ]; then pass "$d (exit $rc)"; else fail "$d: exit $rc, want $want: $(echo "$OUT" | head -5)"; fi
+}
+
+# expect_match DESC REGEX TEXT
+expect_match() {
+	if grep -qE -- "$2" <<<"$3"; then pass "$1"; else fail "$1: no match for /$2/ in: $(echo "$3" | head -5)"; fi
+}
+
+# sql QUERY: one value or rows, unaligned.
+sql() { psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -c "$1"; }
+
+# fresh_db NAME: create an empty database NAME and point PALISADE_PG at it.
+fresh_db() {
+	local name=$1
+	PGOPTIONS="-c client_min_messages=warning" psql "$PALISADE_PG_ADMIN dbname=postgres" -XAtq -c "DROP DATABASE IF EXISTS \"$name\" WITH (FORCE)" \
+		-c "CREATE DATABASE \"$name\"" >/dev/null
+	export PALISADE_PG="$PALISADE_PG_ADMIN dbname=$name"
+}
+
+finish() {
+	echo "  $T_CHECKS checks, $T_FAILS failed"
+	[ "$T_FAILS" -eq 0 ]
+}
