@@ -35,12 +35,14 @@ LIB_SRC  := $(filter-out src/cli/% src/sink/%,$(wildcard src/*/*.c))
 CLI_SRC  := $(wildcard src/cli/*.c)
 SINK_SRC := $(wildcard src/sink/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
+ITEST_SRC := $(wildcard tests/integration/*.c)
 
 SQL      := $(sort $(wildcard sql/[0-9]*.sql))
 LIB_OBJ  := $(LIB_SRC:%.c=$(O)/%.o) $(O)/gen/migrations.o
 CLI_OBJ  := $(CLI_SRC:%.c=$(O)/%.o)
 SINK_OBJ := $(SINK_SRC:%.c=$(O)/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(O)/tests/%)
+ITEST_BIN := $(ITEST_SRC:tests/integration/%.c=$(O)/itests/%)
 LIBPAL   := $(O)/libpalisade.a
 
 PROGS := $(BIN)/palisade
@@ -50,7 +52,7 @@ endif
 
 .PHONY: all deps test unit integration asan bench demo clean format lint help reference fuzz docs
 
-all: $(O)/.deps $(PROGS) $(UNIT_BIN)
+all: $(O)/.deps $(PROGS) $(UNIT_BIN) $(ITEST_BIN)
 
 help:
 	@echo "make            build bin/palisade (and the unit tests)"
@@ -98,15 +100,20 @@ $(O)/tests/%: tests/unit/%.c $(LIBPAL)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) -o $@ $< $(LIBPAL) $(PKG_LIBS) -lcmocka $(LDLIBS) $(LDFLAGS)
 
+# Integration test programs (C) that drive real servers; run by tests/integration/*.sh.
+$(O)/itests/%: tests/integration/%.c $(LIBPAL)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) -o $@ $< $(LIBPAL) $(PKG_LIBS) $(LDLIBS) $(LDFLAGS)
+
 unit: all
 	@bash tests/run-unit.sh $(O)
 
 integration: all
-	@PALISADE_BIN=$(abspath $(BIN)) bash tests/integration/run.sh
+	@PALISADE_BIN=$(abspath $(BIN)) PALISADE_ITESTS=$(abspath $(O)/itests) bash tests/integration/run.sh
 
 test: all
 	@bash tests/run-unit.sh $(O)
-	@PALISADE_BIN=$(abspath $(BIN)) bash tests/integration/run.sh
+	@PALISADE_BIN=$(abspath $(BIN)) PALISADE_ITESTS=$(abspath $(O)/itests) bash tests/integration/run.sh
 
 asan:
 	$(MAKE) O=build-asan SAN=1 test

@@ -27,8 +27,10 @@ CREATE TABLE jobs (
 );
 CREATE INDEX jobs_shard ON jobs (shard);
 
--- Immutable plan versions.  Never updated except activated_at/activated_epoch,
--- which a controller sets once when it starts planning with the version.
+-- Immutable plan versions.  Never updated except the activation columns,
+-- which a fenced controller sets once when it starts planning with the
+-- version: instants strictly after effective_from (and up to the next
+-- version's effective_from) are planned from this version.
 CREATE TABLE job_versions (
 	job_id             text NOT NULL REFERENCES jobs (job_id),
 	version            integer NOT NULL CHECK (version >= 1),
@@ -52,6 +54,7 @@ CREATE TABLE job_versions (
 	created_at         timestamptz NOT NULL DEFAULT now(),
 	activated_at       timestamptz,
 	activated_epoch    bigint,
+	effective_from     timestamptz,
 	PRIMARY KEY (job_id, version)
 );
 

@@ -15,6 +15,7 @@
 #include <libpq-fe.h>
 #include "palisade/err.h"
 #include "palisade/jobspec.h"
+#include "palisade/planner.h"
 
 /* The migrations compiled into this binary (generated from sql/). */
 typedef struct pal_migration {
@@ -87,6 +88,41 @@ PAL_MUST_CHECK int pal_store_latest_spec(pal_store *st, const char *job_id, json
  * created_by created_at activated_at}]. */
 PAL_MUST_CHECK int pal_store_jobs_json(pal_store *st, const char *job_id, json_t **out, char *err,
 				       size_t errlen);
+
+/* ---- controller (src/store/plan.c) ---------------------------------------- */
+
+/*
+ * Claim SHARD for EPOCH in PostgreSQL: succeeds only when the stored epoch is
+ * lower (or equal and ours, after a reconnect).  *watermark receives the
+ * shard's watermark (PAL_NO_TIME if none).  PAL_ESTALE with a message when a
+ * newer or equal foreign epoch holds it.
+ */
+PAL_MUST_CHECK int pal_store_shard_claim(pal_store *st, int shard, int64_t epoch, const char *node,
+					 int64_t *watermark, char *err, size_t errlen);
+
+/*
+ * Jobs of SHARD (or only JOB_ID when not NULL) with the versions a planner
+ * needs given re-scan start CUTOFF: JSON array of {job_id, latest_version,
+ * versions: [{version, spec, effective_from (epoch s or null)}]}.
+ */
+PAL_MUST_CHECK int pal_store_shard_jobs(pal_store *st, int shard, const char *job_id,
+					int64_t cutoff, json_t **out, char *err, size_t errlen);
+
+/*
+ * Open the fenced tick transaction: BEGIN, lock the shard row if it still
+ * holds EPOCH.  Returns the committed watermark and the database clock
+ * (clock_timestamp, seconds).  PAL_ESTALE (rolled back) when fenced.
+ */
+PAL_MUST_CHECK int pal_store_tick_begin(pal_store *st, int shard, int64_t epoch,
+					int64_t *watermark, int64_t *now, char *err, size_t errlen);
+
+/* Write BATCH (activations, triggers, misfires, tickets, watermark, NOTIFY)
+ * and COMMIT.  *inserted = trigger rows inserted (conflicts excluded).  On
+ * any failure the transaction is rolled back; PAL_ESTALE when fenced. */
+PAL_MUST_CHECK int pal_store_tick_commit(pal_store *st, int shard, int64_t epoch, const char *node,
+					 const pal_plan_batch *b, int64_t *inserted, char *err,
+					 size_t errlen);
+void pal_store_tick_abort(pal_store *st);
 
 /* Run SQL (a fixed string of src/store) that returns rows; returns the
  * PGresult (PQclear) or NULL with err filled.  Internal to src/store. */

@@ -1,10 +1,10 @@
 /*
  * tz.h - IANA time zones, thread-safe (no setenv("TZ"), no localtime()).
  *
- * Backed by GLib's GTimeZone, which reads the system TZif files including
- * their POSIX footer rule, so instants past the last listed transition are
- * right too.  A pal_tz is immutable after pal_tz_open() and may be shared
- * between threads.
+ * Reads the system TZif files (RFC 8536) itself, including their POSIX
+ * footer rule, so instants past the last listed transition are right too
+ * (src/tz/tz.c says why GLib's GTimeZone is not used).  A pal_tz is
+ * immutable after pal_tz_open() and may be shared between threads.
  *
  * Time is int64_t seconds.  "UTC instant" means seconds since the Unix epoch.
  * "Local wall time" means the wall-clock reading expressed as if it were a

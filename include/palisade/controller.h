@@ -1,0 +1,55 @@
+/*
+ * controller.h - the trigger controller role of a node (DESIGN.md §3, §7).
+ *
+ * One thread with its own PostgreSQL connection.  It follows the shard
+ * leadership published by pal_coord, claims each won shard in PostgreSQL
+ * with the epoch, keeps a pal_planner per led shard, and every scan interval
+ * runs one fenced planning transaction per shard.  It LISTENs on
+ * palisade_apply so new job versions are picked up within a fraction of a
+ * second (a full reload every reload interval is the fallback).
+ *
+ * Safety does not depend on this thread being prompt: every write is fenced
+ * by the epoch in PostgreSQL (G6), so a paused or partitioned controller that
+ * resumes late gets 0 rows, steps down and tells pal_coord to resign.
+ */
+#ifndef PALISADE_CONTROLLER_H
+#define PALISADE_CONTROLLER_H
+
+#include <jansson.h>
+#include "palisade/coord.h"
+#include "palisade/err.h"
+#include "palisade/metrics.h"
+
+typedef struct pal_controller_config {
+	const char *conninfo;
+	const char *node_id;
+	int n_shards;
+	int scan_interval_ms;     /* default 1000 */
+	int64_t overlap_s;        /* default 10 */
+	int64_t lookahead_s;      /* default 5 */
+	int64_t misfire_threshold_s; /* default 60 */
+	int reload_interval_ms;   /* full job reload fallback, default 30000 */
+} pal_controller_config;
+
+typedef struct pal_controller pal_controller;
+
+/* Start the controller thread (copies CFG).  COORD and M must outlive it.
+ * The database need not be up: the thread retries and plans nothing
+ * meanwhile (metric palisade_controller_db_up = 0).  Free with
+ * pal_controller_stop(). */
+PAL_MUST_CHECK int pal_controller_start(const pal_controller_config *cfg, pal_coord *coord,
+					pal_metrics *m, pal_controller **out, char *err,
+					size_t errlen);
+
+/* Finish the current tick, stop planning, close the connection, join the
+ * thread and free C. */
+void pal_controller_stop(pal_controller *c);
+
+/* Ask for a full reload of the jobs of every led shard (SIGHUP). */
+void pal_controller_reload(pal_controller *c);
+
+/* {"db_up": bool, "shards": [{"shard", "epoch", "watermark", "jobs",
+ * "last_tick_ms"}...]}; new reference.  Thread-safe. */
+json_t *pal_controller_status(pal_controller *c);
+
+#endif

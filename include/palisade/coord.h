@@ -1,0 +1,93 @@
+/*
+ * coord.h - ZooKeeper coordination: node registry and per-shard leader
+ * election whose epoch is the controller's fencing token (DESIGN.md §3).
+ *
+ * Layout under ROOT/CLUSTER (ROOT default /palisade):
+ *   nodes/<node-id>                              ephemeral, JSON node info
+ *   shards/<NNNN>/election/_c_<uuid>-n_<seq>     ephemeral-sequential
+ *
+ * The module owns one ZooKeeper session (multi-threaded C client) and one
+ * thread of its own that does every synchronous zoo_* call; watcher
+ * callbacks only set flags and wake that thread.  Nothing here touches
+ * PostgreSQL: leadership from this module is a *hint*; the controller turns
+ * it into authority by claiming the shard in PostgreSQL with the epoch and
+ * re-checking it in every transaction (G6).
+ *
+ * Epoch = czxid of our election znode (from zoo_create2).  A later leader's
+ * znode is always younger, so its czxid is larger.  Never the sequence
+ * suffix.
+ *
+ * Connection handling: on disconnect every shard is reported as not led
+ * (suspended) at once; on reconnect with the same session the children are
+ * re-read and leadership resumes only if still lowest; on session expiry all
+ * shards are dropped, a new session is opened and the node re-joins (new
+ * znodes, hence new, larger epochs).
+ */
+#ifndef PALISADE_COORD_H
+#define PALISADE_COORD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "palisade/err.h"
+#include "palisade/metrics.h"
+
+typedef struct pal_coord_config {
+	const char *connect;      /* "127.0.0.1:2181,..." */
+	int session_timeout_ms;   /* requested; the server may adjust */
+	const char *root;         /* default "/palisade" */
+	const char *cluster;      /* default "default" */
+	const char *node_id;      /* unique per node */
+	const char *node_info;    /* JSON stored in nodes/<node-id> (version, roles, admin) */
+	int n_shards;
+	bool controller;          /* join the shard elections */
+	bool balance;             /* hand off shards above ceil(shards / live controllers) */
+} pal_coord_config;
+
+typedef struct pal_coord pal_coord;
+
+/* Per-shard view published to the controller. */
+typedef struct pal_shard_lead {
+	bool leading;  /* we hold the lowest election znode and are connected */
+	int64_t epoch; /* czxid of our znode while leading, else 0 */
+} pal_shard_lead;
+
+/*
+ * Connect and start the coordination thread.  Creates the persistent parent
+ * znodes if missing, registers nodes/<node-id> (fails with PAL_EBUSY if a
+ * live node already uses that id) and, when cfg->controller, joins the
+ * election of every shard.  Copies CFG.  M receives counters (elections,
+ * handoffs, suspensions, session expiries) and may be NULL.
+ * Free with pal_coord_close().
+ */
+PAL_MUST_CHECK int pal_coord_open(const pal_coord_config *cfg, pal_metrics *m, pal_coord **out,
+				  char *err, size_t errlen);
+
+/*
+ * Copy the current view into OUT[0..n_shards) and return its generation,
+ * which increases on every change.  *connected tells whether the session is
+ * currently connected.  Non-blocking.
+ */
+uint64_t pal_coord_snapshot(pal_coord *c, pal_shard_lead *out, bool *connected);
+
+/* Block until the generation differs from GEN or TIMEOUT_MS passes; returns
+ * the current generation. */
+uint64_t pal_coord_wait(pal_coord *c, uint64_t gen, int timeout_ms);
+
+/* The controller found itself fenced in PostgreSQL for SHARD (or gives it up):
+ * delete our election znode for it and re-join at the tail.  Asynchronous. */
+void pal_coord_resign(pal_coord *c, int shard);
+
+/* Handoff for drain: delete all our election znodes at once and stop joining
+ * elections (successors take over immediately).  Blocks until the deletes
+ * were acknowledged or TIMEOUT_MS passed; returns 0 when all were deleted. */
+int pal_coord_handoff(pal_coord *c, int timeout_ms);
+
+/* Live node ids (children of nodes/), as a NULL-terminated array the caller
+ * frees with pal_coord_free_list(). */
+char **pal_coord_nodes(pal_coord *c);
+void pal_coord_free_list(char **list);
+
+/* Delete our znodes (handoff), close the session, join the thread. */
+void pal_coord_close(pal_coord *c);
+
+#endif

@@ -1,0 +1,147 @@
+/*
+ * nodeconf.h - the node configuration (config/palisade.yaml).
+ *
+ * The configuration is a table (pal_nodeconf_table()): every key with its
+ * type, default, unit, bounds and whether a running node may pick up a new
+ * value on reload or needs a restart.  docs/config.md and the sample
+ * config/palisade.yaml are copies of this table; tests/unit/test_nodeconf.c
+ * checks that the sample lists exactly the table's keys with their defaults.
+ *
+ * Loading parses into a fresh struct, validates every key (file:line:col
+ * diagnostics, did-you-mean for unknown keys) and the relations between
+ * keys, and only then returns it; a caller reloading keeps its old struct
+ * when the load fails, and uses pal_nodeconf_restart_changes() to report
+ * keys whose new value needs a restart.
+ *
+ * Connection settings may be left empty in the file; pal_nodeconf_pg() and
+ * pal_nodeconf_zk() resolve them: command-line flag > config file >
+ * environment ($PALISADE_PG, $PALISADE_ZK).
+ *
+ * Ownership: a pal_nodeconf owns all its strings and its groups; free it
+ * with pal_nodeconf_free().  The table is static and immutable.
+ */
+#ifndef PALISADE_NODECONF_H
+#define PALISADE_NODECONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "palisade/err.h"
+#include "palisade/jobspec.h" /* pal_diags */
+
+enum { PAL_ROLE_CONTROLLER = 1u << 0, PAL_ROLE_EXECUTOR = 1u << 1 };
+
+typedef enum { PAL_LOG_DEBUG, PAL_LOG_INFO, PAL_LOG_WARN, PAL_LOG_ERROR } pal_log_level;
+
+/* executor.groups.<name>: limits of one resource group. */
+typedef struct pal_group_conf {
+	char *name;                  /* [a-z0-9._-], as in a job's group key */
+	int32_t concurrency;         /* calls in flight per node, 0 = only max_inflight */
+	int32_t cluster_concurrency; /* calls in flight cluster-wide, 0 = unlimited */
+} pal_group_conf;
+
+typedef struct pal_nodeconf {
+	/* node */
+	char *node_id;  /* the host name when the file leaves it empty */
+	unsigned roles; /* PAL_ROLE_* bits, never 0 */
+	/* cluster */
+	char *cluster; /* cluster.name */
+	int32_t shards;
+	/* zookeeper */
+	char *zk_connect; /* "" = unset (see pal_nodeconf_zk) */
+	int64_t zk_session_timeout_ms;
+	char *zk_root; /* the cluster lives at <root>/<cluster> */
+	/* postgres */
+	char *pg_conninfo; /* "" = unset (see pal_nodeconf_pg) */
+	/* controller */
+	int64_t scan_interval_ms;
+	int64_t overlap_ms;
+	int64_t lookahead_ms;
+	int64_t misfire_threshold_ms;
+	/* executor */
+	int64_t lease_ms;
+	int64_t heartbeat_ms;
+	int32_t batch;
+	int32_t max_inflight;
+	int32_t renew_failures_to_close_gate;
+	pal_group_conf *groups; /* sorted by name */
+	size_t n_groups;
+	/* admin, log */
+	char *admin_listen; /* host:port */
+	pal_log_level log_level;
+
+	char *file; /* where it was loaded from; NULL for pure defaults */
+} pal_nodeconf;
+
+typedef enum {
+	PAL_CONF_STRING,
+	PAL_CONF_INT,
+	PAL_CONF_DURATION, /* stored in ms */
+	PAL_CONF_ENUM,
+	PAL_CONF_ROLES,  /* list of controller, executor */
+	PAL_CONF_GROUPS, /* mapping name -> {concurrency, cluster_concurrency} */
+} pal_conf_type;
+
+typedef struct pal_conf_key {
+	const char *name;    /* dotted path, "zookeeper.session_timeout" */
+	pal_conf_type type;
+	const char *def;     /* the default, written as in the YAML file */
+	const char *unit;    /* "ms" for durations (as stored), "" otherwise */
+	int64_t min, max;    /* INT: value; DURATION: ms; STRING: length */
+	bool reloadable;     /* false: restart-only */
+	const char *help;    /* one line for docs and the sample */
+	/* how nodeconf.c stores and checks it */
+	size_t offset;
+	const char *const *names; /* ENUM: allowed values */
+	size_t n_names;
+} pal_conf_key;
+
+/* The table, in file order.  *n receives its length. */
+const pal_conf_key *pal_nodeconf_table(size_t *n);
+
+/* Fill C with every default (node.id: the host name).  Returns 0 or
+ * PAL_ENOMEM.  Free with pal_nodeconf_free(). */
+PAL_MUST_CHECK int pal_nodeconf_defaults(pal_nodeconf *c);
+
+/*
+ * Load config file PATH into OUT: defaults, then the file's keys, then the
+ * checks that span keys.  Returns 0 with OUT filled, or PAL_EINVAL / PAL_EIO
+ * / PAL_ETOOBIG / PAL_ENOMEM with every problem appended to DIAGS and OUT
+ * zeroed (nothing to free).  OUT's previous contents are ignored, so a
+ * caller reloading passes a fresh struct and swaps it in on success.
+ */
+PAL_MUST_CHECK int pal_nodeconf_load(const char *path, pal_nodeconf *out, pal_diags *diags);
+
+/* The same from memory (tests, fuzzing); NAME is used in diagnostics. */
+PAL_MUST_CHECK int pal_nodeconf_load_buffer(const char *name, const void *buf, size_t len,
+					    pal_nodeconf *out, pal_diags *diags);
+
+void pal_nodeconf_free(pal_nodeconf *c);
+
+/*
+ * PostgreSQL conninfo / ZooKeeper connect string to use: FLAG when non-empty,
+ * else the config's value when non-empty, else $PALISADE_PG / $PALISADE_ZK
+ * when non-empty, else NULL.  C may be NULL (no config file).  The result
+ * points into FLAG, C or the environment: do not free it.
+ */
+const char *pal_nodeconf_pg(const pal_nodeconf *c, const char *flag);
+const char *pal_nodeconf_zk(const pal_nodeconf *c, const char *flag);
+
+/* Value of key K in C formatted as it would be written in the YAML file
+ * ("6s", "[controller, executor]").  Returns a new string (free()) or NULL
+ * on ENOMEM. */
+char *pal_nodeconf_format(const pal_nodeconf *c, const pal_conf_key *k);
+
+/* Two configs agree on key K. */
+bool pal_nodeconf_key_equal(const pal_nodeconf *a, const pal_nodeconf *b, const pal_conf_key *k);
+
+/*
+ * For a reload: append to DIAGS one entry per restart-only key whose value
+ * differs between OLD and NEW ("cluster.shards changed from 16 to 32; it
+ * takes effect only after a restart"), naming NEW's file.  Returns the
+ * number of such keys.
+ */
+int pal_nodeconf_restart_changes(const pal_nodeconf *old, const pal_nodeconf *new_,
+				 pal_diags *diags);
+
+#endif

@@ -1,0 +1,132 @@
+/*
+ * planner.h - the in-memory schedule of one led shard and the decisions of a
+ * planning tick (DESIGN.md §7), without any I/O.
+ *
+ * The controller owns one pal_planner per shard it leads.  Jobs sit in a
+ * min-heap keyed by their next unplanned instant, so a tick touches only the
+ * jobs due before the horizon: O(due instants · log n), idle jobs cost
+ * nothing.  A tick is *tentative*: pal_planner_tick() fills a batch without
+ * changing the planner; the controller writes the batch in one fenced
+ * transaction and then calls pal_planner_commit() (or nothing, on failure,
+ * and the same instants come out of the next tick again).
+ *
+ * Times are int64 seconds since the epoch (UTC).  PAL_NO_TIME marks "none".
+ *
+ * Versions: instant t of a job belongs to the version v with
+ * effective_from(v) < t <= effective_from(v+1).  A version whose
+ * effective_from is not yet known is activated by the next tick: at the
+ * shard watermark when the job had an active version (it applies only to
+ * instants not yet planned), at "now" for a brand-new job.
+ *
+ * Misfires: an instant later than the committed watermark W and at or
+ * before now - misfire_threshold was never planned in time; the job's policy
+ * decides (fire_all / fire_once / skip / manual) and every instant not
+ * planned is reported as a misfire range.  Instants on excluded dates are
+ * reported with reason "excluded".
+ */
+#ifndef PALISADE_PLANNER_H
+#define PALISADE_PLANNER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+#include "palisade/err.h"
+#include "palisade/jobspec.h"
+
+#define PAL_NO_TIME INT64_MIN
+
+typedef struct pal_planner pal_planner;
+
+typedef struct pal_planner_config {
+	int64_t overlap_s;           /* re-scan below the watermark when (re)loading */
+	int64_t lookahead_s;         /* plan up to now + lookahead */
+	int64_t misfire_threshold_s; /* older unplanned instants are misfires */
+	int max_rows_per_tick;       /* cap on trigger rows per tick (rest next tick) */
+} pal_planner_config;
+
+/* One stored version of a job, handed to the planner (spec is moved in). */
+typedef struct pal_plan_version {
+	int version;
+	pal_job_spec spec;
+	int64_t effective_from; /* PAL_NO_TIME when not activated yet */
+} pal_plan_version;
+
+typedef enum { PAL_SOURCE_SCHEDULE, PAL_SOURCE_CATCHUP } pal_plan_source;
+
+typedef struct pal_plan_trigger {
+	const char *job_id; /* points into the planner; valid until the next put/remove */
+	int version;
+	int64_t at;
+	int partition;
+	pal_plan_source source;
+	int priority;
+} pal_plan_trigger;
+
+typedef struct pal_plan_misfire {
+	const char *job_id;
+	int version;
+	int64_t from, to; /* first and last instant of the range, inclusive */
+	int count;        /* instants in the range (per partition) */
+	const char *policy;
+	const char *reason; /* missed, outside_window, over_max_catchup, excluded */
+} pal_plan_misfire;
+
+typedef struct pal_plan_activation {
+	const char *job_id;
+	int version;
+	int64_t effective_from;
+} pal_plan_activation;
+
+typedef struct pal_plan_ticket {
+	const char *job_id;
+	int version;
+	int64_t from, to;
+	int count;
+} pal_plan_ticket;
+
+typedef struct pal_plan_batch {
+	pal_plan_trigger *trig;
+	size_t n_trig, cap_trig;
+	pal_plan_misfire *mis;
+	size_t n_mis, cap_mis;
+	pal_plan_activation *act;
+	size_t n_act, cap_act;
+	pal_plan_ticket *tick;
+	size_t n_tick, cap_tick;
+	int64_t watermark; /* the new watermark to store */
+	bool complete;     /* false when max_rows_per_tick cut the tick short */
+} pal_plan_batch;
+
+/* New planner for SHARD; free with pal_planner_free(). NULL on ENOMEM. */
+pal_planner *pal_planner_new(int shard, const pal_planner_config *cfg);
+void pal_planner_free(pal_planner *p);
+int pal_planner_shard(const pal_planner *p);
+size_t pal_planner_jobs(const pal_planner *p);
+
+/*
+ * Add or replace job JOB_ID with VERSIONS[0..n) (ascending by version; the
+ * spec of each is moved into the planner, leaving the caller's zeroed).
+ * WATERMARK is the shard's committed watermark (PAL_NO_TIME if none): the
+ * job resumes planning at watermark - overlap (re-inserting what is already
+ * planned is harmless: the plan key is unique).  Returns PAL_EINVAL with a
+ * message when a version's cron or zone cannot be opened.
+ */
+PAL_MUST_CHECK int pal_planner_put_job(pal_planner *p, const char *job_id,
+				       pal_plan_version *versions, size_t n, int64_t watermark,
+				       char *err, size_t errlen);
+void pal_planner_remove_job(pal_planner *p, const char *job_id);
+
+/*
+ * Compute the tick at database time NOW given committed WATERMARK: every
+ * instant up to now + lookahead not planned yet.  Fills BATCH (emptied
+ * first; reuse it across ticks) without changing P.
+ */
+PAL_MUST_CHECK int pal_planner_tick(pal_planner *p, int64_t watermark, int64_t now,
+				    pal_plan_batch *batch);
+
+/* BATCH (from the last tick) is committed: advance the schedule. */
+void pal_planner_commit(pal_planner *p, const pal_plan_batch *batch);
+
+void pal_plan_batch_free(pal_plan_batch *b);
+
+#endif

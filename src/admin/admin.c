@@ -1,0 +1,602 @@
+/*
+ * admin.c - the node's admin HTTP endpoint (admin.h): metrics, health,
+ * readiness, status JSON, a status page and the drain action.
+ *
+ * Threading: libmicrohttpd runs one internal polling thread (epoll through
+ * MHD_USE_AUTO, so a process with more than FD_SETSIZE descriptors still
+ * works) that serves every connection; the status and action callbacks are
+ * therefore called from that thread, one request at a time, never from the
+ * thread that called pal_admin_start().  Nothing here blocks on the network
+ * beyond the socket being served, and connections time out after
+ * CONN_TIMEOUT_S, so a stuck client cannot hold the endpoint.
+ *
+ * Requests carry no useful body: bodies are read and discarded, and one
+ * announced or sent beyond BODY_MAX is refused (413, or the connection is
+ * closed when it is only discovered mid-stream).
+ *
+ * libmicrohttpd's own messages go through log_mhd(): captured into the error
+ * buffer while starting, afterwards logged at debug level (clients that
+ * misbehave should not fill the node's log).
+ *
+ * Ownership: pal_admin_start() allocates the pal_admin and the daemon;
+ * pal_admin_stop() stops the thread and frees both.  The metrics registry
+ * and ARG are borrowed and must outlive the endpoint.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <glib.h>
+#include <microhttpd.h>
+#include "palisade/admin.h"
+#include "palisade/log.h"
+
+#define BODY_MAX 65536	  /* bytes of request body we are willing to read */
+#define CONN_LIMIT 64	  /* concurrent connections */
+#define CONN_TIMEOUT_S 10 /* idle connection timeout */
+
+struct pal_admin {
+	struct MHD_Daemon *daemon;
+	struct sockaddr_storage sa;
+	pal_metrics *metrics;
+	pal_admin_status_fn status;
+	pal_admin_action_fn action;
+	void *arg;
+	int port;
+	atomic_bool started; /* false while MHD_start_daemon() runs */
+	char start_err[256]; /* last libmicrohttpd message while starting */
+};
+
+/* Per-request state, freed in request_done(). */
+typedef struct request {
+	size_t body_bytes;
+} request;
+
+/* ---- address parsing ------------------------------------------------- */
+
+static int parse_port(const char *s, int *port)
+{
+	if (*s == '\0' || strlen(s) > 5)
+		return -1;
+	long v = 0;
+	for (const char *p = s; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		v = v * 10 + (*p - '0');
+	}
+	if (v > 65535)
+		return -1;
+	*port = (int)v;
+	return 0;
+}
+
+/*
+ * ADDR is "host:port" or "[v6]:port"; host may be a name (resolved once,
+ * first address wins).  Fills SA; returns 0 or PAL_EINVAL with ERR filled.
+ */
+static int parse_addr(const char *addr, struct sockaddr_storage *sa, char *err, size_t errlen)
+{
+	char host[256];
+	const char *port_s;
+	bool bracketed = false;
+	int port;
+
+	if (addr == NULL || *addr == '\0') {
+		snprintf(err, errlen, "admin address is empty (expected host:port, e.g. 127.0.0.1:9464)");
+		return PAL_EINVAL;
+	}
+	if (addr[0] == '[') {
+		const char *close = strchr(addr, ']');
+		if (close == NULL || close[1] != ':') {
+			snprintf(err, errlen,
+				 "admin address \"%s\": expected [ipv6]:port, e.g. [::1]:9464", addr);
+			return PAL_EINVAL;
+		}
+		size_t n = (size_t)(close - addr - 1);
+		if (n == 0 || n >= sizeof host) {
+			snprintf(err, errlen, "admin address \"%s\": bad IPv6 address", addr);
+			return PAL_EINVAL;
+		}
+		memcpy(host, addr + 1, n);
+		host[n] = '\0';
+		port_s = close + 2;
+		bracketed = true;
+	} else {
+		const char *colon = strrchr(addr, ':');
+		if (colon == NULL) {
+			snprintf(err, errlen,
+				 "admin address \"%s\" has no port (expected host:port, e.g. "
+				 "127.0.0.1:9464)",
+				 addr);
+			return PAL_EINVAL;
+		}
+		size_t n = (size_t)(colon - addr);
+		if (memchr(addr, ':', n) != NULL) {
+			snprintf(err, errlen,
+				 "admin address \"%s\": an IPv6 address needs brackets, e.g. [::1]:9464",
+				 addr);
+			return PAL_EINVAL;
+		}
+		if (n == 0) {
+			snprintf(err, errlen,
+				 "admin address \"%s\" has no host (use 0.0.0.0:PORT to listen on "
+				 "every interface)",
+				 addr);
+			return PAL_EINVAL;
+		}
+		if (n >= sizeof host) {
+			snprintf(err, errlen, "admin address \"%.40s...\": host name too long", addr);
+			return PAL_EINVAL;
+		}
+		memcpy(host, addr, n);
+		host[n] = '\0';
+		port_s = colon + 1;
+	}
+	if (parse_port(port_s, &port) != 0) {
+		snprintf(err, errlen, "admin address \"%s\": port \"%s\" is not a number in 0..65535",
+			 addr, port_s);
+		return PAL_EINVAL;
+	}
+
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
+	hints.ai_family = bracketed ? AF_INET6 : AF_UNSPEC;
+	if (bracketed)
+		hints.ai_flags |= AI_NUMERICHOST;
+	struct addrinfo *res = NULL;
+	int rc = getaddrinfo(host, port_s, &hints, &res);
+	if (rc != 0 || res == NULL) {
+		snprintf(err, errlen, "admin address \"%s\": cannot resolve \"%s\": %s", addr, host,
+			 rc ? gai_strerror(rc) : "no address");
+		return PAL_EINVAL;
+	}
+	memset(sa, 0, sizeof *sa);
+	memcpy(sa, res->ai_addr, res->ai_addrlen);
+	freeaddrinfo(res);
+	return 0;
+}
+
+/* ---- responses ------------------------------------------------------- */
+
+/* Queue BODY (LEN bytes; freed with free() when OWNED) with CODE and the
+ * headers every admin response carries. */
+static enum MHD_Result respond(struct MHD_Connection *conn, unsigned code, const char *ctype,
+			       char *body, size_t len, bool owned)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(
+		len, body, owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+	if (r == NULL) {
+		if (owned)
+			free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	enum MHD_Result ret = MHD_queue_response(conn, code, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result respond_text(struct MHD_Connection *conn, unsigned code, const char *text)
+{
+	return respond(conn, code, "text/plain; charset=utf-8", (char *)text, strlen(text), false);
+}
+
+/* The status object from the callback, or NULL when there is none. */
+static json_t *get_status(pal_admin *a)
+{
+	return a->status ? a->status(a->arg) : NULL;
+}
+
+/* ---- the status page ------------------------------------------------- */
+
+static void html_escape(GString *out, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '&': g_string_append(out, "&amp;"); break;
+		case '<': g_string_append(out, "&lt;"); break;
+		case '>': g_string_append(out, "&gt;"); break;
+		case '"': g_string_append(out, "&quot;"); break;
+		case '\'': g_string_append(out, "&#39;"); break;
+		default: g_string_append_c(out, *s);
+		}
+	}
+}
+
+/* A JSON value as cell text: strings as they are, null as nothing, arrays
+ * of scalars comma-joined, anything else as compact JSON. */
+static void html_value(GString *out, const json_t *v)
+{
+	if (json_is_string(v)) {
+		html_escape(out, json_string_value(v));
+		return;
+	}
+	if (json_is_null(v))
+		return;
+	if (json_is_array(v)) {
+		size_t i;
+		const json_t *e;
+		bool scalars = true;
+		json_array_foreach(v, i, e)
+		{
+			if (json_is_object(e) || json_is_array(e))
+				scalars = false;
+		}
+		if (scalars) {
+			json_array_foreach(v, i, e)
+			{
+				if (i > 0)
+					g_string_append(out, ", ");
+				html_value(out, e);
+			}
+			return;
+		}
+	}
+	char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+	if (s != NULL) {
+		html_escape(out, s);
+		free(s);
+	}
+}
+
+static bool is_table(const json_t *v)
+{
+	if (!json_is_array(v) || json_array_size(v) == 0)
+		return json_is_array(v); /* an empty array still gets its section */
+	size_t i;
+	const json_t *e;
+	json_array_foreach(v, i, e)
+	{
+		if (!json_is_object(e))
+			return false;
+	}
+	return true;
+}
+
+static void html_kv_table(GString *out, const json_t *obj, bool top)
+{
+	const char *k;
+	const json_t *v;
+	g_string_append(out, "<table class=\"kv\">\n");
+	json_object_foreach((json_t *)obj, k, v)
+	{
+		if (top && (json_is_object(v) || is_table(v)))
+			continue; /* rendered as sections of their own */
+		g_string_append(out, "<tr><th>");
+		html_escape(out, k);
+		g_string_append(out, "</th><td>");
+		html_value(out, v);
+		g_string_append(out, "</td></tr>\n");
+	}
+	g_string_append(out, "</table>\n");
+}
+
+/* An array of objects as a table whose columns are the union of the keys,
+ * in order of first appearance. */
+static void html_rows_table(GString *out, const json_t *rows)
+{
+	if (json_array_size(rows) == 0) {
+		g_string_append(out, "<p class=\"none\">none</p>\n");
+		return;
+	}
+	json_t *cols = json_object(); /* used as an ordered set of keys */
+	size_t i;
+	const json_t *row;
+	const char *k;
+	const json_t *v;
+	json_array_foreach(rows, i, row)
+	{
+		json_object_foreach((json_t *)row, k, v)
+			json_object_set_new(cols, k, json_true());
+	}
+	g_string_append(out, "<table>\n<tr>");
+	json_object_foreach(cols, k, v)
+	{
+		g_string_append(out, "<th>");
+		html_escape(out, k);
+		g_string_append(out, "</th>");
+	}
+	g_string_append(out, "</tr>\n");
+	json_array_foreach(rows, i, row)
+	{
+		g_string_append(out, "<tr>");
+		json_object_foreach(cols, k, v)
+		{
+			g_string_append(out, "<td>");
+			html_value(out, json_object_get(row, k));
+			g_string_append(out, "</td>");
+		}
+		g_string_append(out, "</tr>\n");
+	}
+	g_string_append(out, "</table>\n");
+	json_decref(cols);
+}
+
+static const char page_head[] =
+	"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+	"<meta http-equiv=\"refresh\" content=\"5\">\n"
+	"<style>body{font:14px system-ui,sans-serif;margin:1.5em}"
+	"table{border-collapse:collapse;margin:.3em 0 1.2em}"
+	"th,td{border:1px solid #ccc;padding:.2em .6em;text-align:left}"
+	"th{background:#f3f3f3}table.kv th{width:14em}"
+	"p.none{color:#777}footer{color:#777;margin-top:2em}</style>\n";
+
+/* The whole page for STATUS (may be NULL); returns malloc()ed HTML. */
+static char *render_page(const json_t *status)
+{
+	GString *out = g_string_new(page_head);
+	const char *node = json_string_value(json_object_get(status, "node"));
+	g_string_append(out, "<title>palisade ");
+	html_escape(out, node ? node : "");
+	g_string_append(out, "</title></head><body>\n<h1>palisade ");
+	html_escape(out, node ? node : "");
+	g_string_append(out, "</h1>\n");
+	if (!json_is_object(status)) {
+		g_string_append(out, "<p class=\"none\">status unavailable</p>\n");
+	} else {
+		html_kv_table(out, status, true);
+		const char *k;
+		const json_t *v;
+		json_object_foreach((json_t *)status, k, v)
+		{
+			if (!json_is_object(v) && !is_table(v))
+				continue;
+			g_string_append(out, "<h2>");
+			html_escape(out, k);
+			g_string_append(out, "</h2>\n");
+			if (json_is_object(v))
+				html_kv_table(out, v, false);
+			else
+				html_rows_table(out, v);
+		}
+	}
+	g_string_append(out, "<footer><a href=\"/status\">/status</a> &middot; "
+			     "<a href=\"/metrics\">/metrics</a> &middot; refreshes every 5 s"
+			     "</footer>\n</body></html>\n");
+	/* g_malloc is malloc since GLib 2.46, so MHD may free() this */
+	return g_string_free(out, FALSE);
+}
+
+/* ---- routes ----------------------------------------------------------- */
+
+typedef enum MHD_Result (*route_fn)(pal_admin *a, struct MHD_Connection *conn);
+
+static enum MHD_Result h_metrics(pal_admin *a, struct MHD_Connection *conn)
+{
+	char *text = pal_metrics_render(a->metrics);
+	if (text == NULL)
+		return respond_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+	return respond(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", text,
+		       strlen(text), true);
+}
+
+static enum MHD_Result h_healthz(pal_admin *a, struct MHD_Connection *conn)
+{
+	return respond_text(conn, MHD_HTTP_OK, "ok\n");
+}
+
+static enum MHD_Result h_readyz(pal_admin *a, struct MHD_Connection *conn)
+{
+	json_t *st = get_status(a);
+	bool ready = json_is_true(json_object_get(st, "ready"));
+	json_decref(st);
+	return ready ? respond_text(conn, MHD_HTTP_OK, "ready\n")
+		     : respond_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "not ready\n");
+}
+
+static enum MHD_Result h_status(pal_admin *a, struct MHD_Connection *conn)
+{
+	json_t *st = get_status(a);
+	char *text = st ? json_dumps(st, JSON_INDENT(2) | JSON_ENCODE_ANY) : NULL;
+	json_decref(st);
+	if (text == NULL) {
+		static const char unavailable[] = "{\"error\": \"status unavailable\"}\n";
+		return respond(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "application/json",
+			       (char *)unavailable, sizeof unavailable - 1, false);
+	}
+	size_t n = strlen(text);
+	char *body = realloc(text, n + 2);
+	if (body == NULL) {
+		free(text);
+		return respond_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+	}
+	body[n] = '\n';
+	body[n + 1] = '\0';
+	return respond(conn, MHD_HTTP_OK, "application/json", body, n + 1, true);
+}
+
+static enum MHD_Result h_page(pal_admin *a, struct MHD_Connection *conn)
+{
+	json_t *st = get_status(a);
+	char *html = render_page(st);
+	json_decref(st);
+	struct MHD_Response *r =
+		MHD_create_response_from_buffer(strlen(html), html, MHD_RESPMEM_MUST_FREE);
+	if (r == NULL) {
+		free(html);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/html; charset=utf-8");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	/* the page shows operator-supplied strings: forbid scripts outright */
+	MHD_add_response_header(r, "Content-Security-Policy",
+				"default-src 'none'; style-src 'unsafe-inline'");
+	enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result h_drain(pal_admin *a, struct MHD_Connection *conn)
+{
+	if (a->action == NULL)
+		return respond_text(conn, MHD_HTTP_NOT_IMPLEMENTED, "no actions on this node\n");
+	int rc = a->action(a->arg, "drain");
+	pal_log(PAL_LOG_INFO, "admin.drain", "{s:b, s:i}", "accepted", rc == 0, "rc", rc);
+	return rc == 0 ? respond_text(conn, MHD_HTTP_ACCEPTED, "draining\n")
+		       : respond_text(conn, MHD_HTTP_CONFLICT, "drain refused\n");
+}
+
+static const struct route {
+	const char *path;
+	bool post; /* POST only; otherwise GET and HEAD */
+	route_fn fn;
+} routes[] = {
+	{ "/metrics", false, h_metrics }, { "/healthz", false, h_healthz },
+	{ "/readyz", false, h_readyz },	  { "/status", false, h_status },
+	{ "/", false, h_page },		  { "/drain", true, h_drain },
+};
+
+static enum MHD_Result dispatch(pal_admin *a, struct MHD_Connection *conn, const char *url,
+				const char *method)
+{
+	for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+		const struct route *r = &routes[i];
+		if (strcmp(url, r->path) != 0)
+			continue;
+		bool ok = r->post ? strcmp(method, MHD_HTTP_METHOD_POST) == 0
+				  : (strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
+				     strcmp(method, MHD_HTTP_METHOD_HEAD) == 0);
+		if (ok)
+			return r->fn(a, conn);
+		struct MHD_Response *resp = MHD_create_response_from_buffer(
+			strlen("method not allowed\n"), (void *)"method not allowed\n",
+			MHD_RESPMEM_PERSISTENT);
+		if (resp == NULL)
+			return MHD_NO;
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+					"text/plain; charset=utf-8");
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->post ? "POST" : "GET, HEAD");
+		enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_METHOD_NOT_ALLOWED, resp);
+		MHD_destroy_response(resp);
+		return ret;
+	}
+	return respond_text(conn, MHD_HTTP_NOT_FOUND, "not found\n");
+}
+
+/* libmicrohttpd's request callback: first call with headers only, then once
+ * per body chunk, then once more with no data, when we answer. */
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version, const char *upload_data,
+				  size_t *upload_data_size, void **con_cls)
+{
+	pal_admin *a = cls;
+	request *req = *con_cls;
+	if (req == NULL) {
+		req = calloc(1, sizeof *req);
+		if (req == NULL)
+			return MHD_NO;
+		*con_cls = req;
+		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+							     MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (cl != NULL && strtoull(cl, NULL, 10) > BODY_MAX)
+			return respond_text(conn, MHD_HTTP_CONTENT_TOO_LARGE,
+					    "request body too large\n");
+		return MHD_YES;
+	}
+	if (*upload_data_size != 0) {
+		req->body_bytes += *upload_data_size;
+		*upload_data_size = 0; /* discarded: no route needs a body */
+		return req->body_bytes > BODY_MAX ? MHD_NO : MHD_YES;
+	}
+	return dispatch(a, conn, url, method);
+}
+
+static void request_done(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	free(*con_cls);
+	*con_cls = NULL;
+}
+
+static void log_mhd(void *cls, const char *fmt, va_list ap)
+{
+	pal_admin *a = cls;
+	char msg[256];
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	msg[strcspn(msg, "\r\n")] = '\0';
+	if (!atomic_load(&a->started))
+		snprintf(a->start_err, sizeof a->start_err, "%s", msg);
+	else
+		pal_log(PAL_LOG_DEBUG, "admin.httpd", "{s:s}", "message", msg);
+}
+
+/* ---- public ---------------------------------------------------------- */
+
+int pal_admin_start(const char *addr, pal_metrics *m, pal_admin_status_fn status,
+		    pal_admin_action_fn action, void *arg, pal_admin **out, char *err,
+		    size_t errlen)
+{
+	*out = NULL;
+	pal_admin *a = calloc(1, sizeof *a);
+	if (a == NULL) {
+		snprintf(err, errlen, "admin endpoint: out of memory");
+		return PAL_ENOMEM;
+	}
+	int rc = parse_addr(addr, &a->sa, err, errlen);
+	if (rc != 0) {
+		free(a);
+		return rc;
+	}
+	a->metrics = m;
+	a->status = status;
+	a->action = action;
+	a->arg = arg;
+
+	unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+	if (a->sa.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	errno = 0;
+	a->daemon = MHD_start_daemon(
+		flags, 0, NULL, NULL, on_request, a, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, a,
+		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a->sa, MHD_OPTION_CONNECTION_LIMIT,
+		(unsigned)CONN_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONN_TIMEOUT_S,
+		MHD_OPTION_NOTIFY_COMPLETED, request_done, NULL, MHD_OPTION_END);
+	if (a->daemon == NULL) {
+		int e = errno;
+		snprintf(err, errlen, "admin endpoint: cannot listen on %s: %s", addr,
+			 a->start_err[0] ? a->start_err
+					 : (e ? strerror(e) : "libmicrohttpd refused to start"));
+		free(a);
+		return PAL_EIO;
+	}
+	atomic_store(&a->started, true); /* from now on log_mhd() runs in MHD's thread */
+
+	const union MHD_DaemonInfo *info =
+		MHD_get_daemon_info(a->daemon, MHD_DAEMON_INFO_BIND_PORT);
+	a->port = info ? info->port : 0;
+	if (a->port == 0) {
+		struct sockaddr_storage bound;
+		socklen_t len = sizeof bound;
+		info = MHD_get_daemon_info(a->daemon, MHD_DAEMON_INFO_LISTEN_FD);
+		if (info && getsockname(info->listen_fd, (struct sockaddr *)&bound, &len) == 0)
+			a->port = ntohs(bound.ss_family == AF_INET6
+						? ((struct sockaddr_in6 *)&bound)->sin6_port
+						: ((struct sockaddr_in *)&bound)->sin_port);
+	}
+	pal_log(PAL_LOG_INFO, "admin.listening", "{s:s, s:i}", "addr", addr, "port", a->port);
+	*out = a;
+	return PAL_OK;
+}
+
+int pal_admin_port(const pal_admin *a)
+{
+	return a ? a->port : 0;
+}
+
+void pal_admin_stop(pal_admin *a)
+{
+	if (a == NULL)
+		return;
+	MHD_stop_daemon(a->daemon);
+	free(a);
+}

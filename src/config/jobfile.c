@@ -1,0 +1,1375 @@
+/*
+ * jobfile.c - job files: YAML tree -> validated pal_job_spec list.
+ *
+ * Every key of a job lives in a table (struct keydef): its name, its type,
+ * where it is stored in pal_job_spec, its bounds, and whether it is required.
+ * walk_section() applies a table to a mapping; keys it does not know get a
+ * did-you-mean from the same table, or a pointer to the section they belong
+ * in.  Checks that span keys (start < end, backoff initial <= max, the
+ * idempotency key template against partitions, a cron that never fires)
+ * run after the walk.  Validation never stops at the first problem: every
+ * key of every job is checked and every problem becomes a diagnostic.
+ *
+ * Nothing here resolves ${ENV} secrets or touches the cluster; cron and zone
+ * checks call the cron and tz modules (pure functions).  docs/jobs.md is the
+ * user-facing copy of these tables; keep them in step.
+ */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <glib.h>
+#include "palisade/jobspec.h"
+#include "palisade/cron.h"
+#include "palisade/timefmt.h"
+#include "palisade/tz.h"
+#include "palisade/yamltree.h"
+
+_Static_assert(sizeof(pal_misfire_policy) == sizeof(int), "enum stored as int");
+_Static_assert(sizeof(pal_overlap_policy) == sizeof(int), "enum stored as int");
+_Static_assert(sizeof(pal_jitter) == sizeof(int), "enum stored as int");
+
+#define MS_S 1000LL
+#define MS_M (60 * MS_S)
+#define MS_H (60 * MS_M)
+#define MS_D (24 * MS_H)
+
+#define NAME_MAX_LEN 128
+#define TEMPLATE_MAX_LEN 1024
+#define URL_MAX_LEN 2048
+#define BODY_MAX_LEN (64 * 1024)
+#define MAX_HEADERS 64
+#define MAX_EXCLUSIONS 1000
+
+/* Per-job validation state. */
+struct jctx {
+	const pal_ydoc *doc;
+	pal_diags *diags;
+	int errors; /* problems found in the current job */
+
+	/* nodes remembered for the checks that span keys */
+	const pal_ynode *n_cron, *n_start, *n_end, *n_idem, *n_partitions;
+	const pal_ynode *n_backoff_max, *n_body, *n_status_url;
+	bool cron_ok, tz_ok;
+};
+
+static void jdiag(struct jctx *c, const pal_ynode *n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void jdiag(struct jctx *c, const pal_ynode *n, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	pal_ydiag(c->diags, c->doc, n, "%s", msg);
+	c->errors++;
+}
+
+/* Diagnostic at byte offset OFF inside scalar N: exact when the scalar is on
+ * one line without escapes, otherwise at the scalar's start. */
+static void jdiag_at(struct jctx *c, const pal_ynode *n, size_t off, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void jdiag_at(struct jctx *c, const pal_ynode *n, size_t off, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	int col = n->col;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (n->kind == PAL_YNODE_SCALAR && n->line == n->end_line && off <= n->len &&
+	    (n->style == PAL_YSTYLE_PLAIN || n->style == PAL_YSTYLE_SINGLE ||
+	     n->style == PAL_YSTYLE_DOUBLE)) {
+		int q = n->style == PAL_YSTYLE_PLAIN ? 0 : 1;
+		long chars = g_utf8_strlen(n->str, (gssize)n->len);
+
+		if ((long)(n->end_col - n->col) == chars + 2 * q)
+			col = n->col + q + (int)g_utf8_strlen(n->str, (gssize)off);
+	}
+	pal_diags_addf(c->diags, c->doc->file, n->line, col, "%s", msg);
+	c->errors++;
+}
+
+/* Wrap the typed accessors so that failures count against the job. */
+#define CHECK(c, call)                      \
+	do {                                \
+		if ((call) != 0)            \
+			(c)->errors++;      \
+	} while (0)
+
+/* ---- the key tables ---- */
+
+enum ktype {
+	K_NAME,      /* char *, [a-z0-9][a-z0-9._-]* */
+	K_INT32,     /* int32_t in [min, max] */
+	K_DURATION,  /* int64_t ms in [min, max] */
+	K_DURATION0, /* the same, or 0 meaning none */
+	K_NUMBER,    /* double in [min, max] */
+	K_ENUM,      /* enum stored as int */
+	K_SECTION,   /* nested mapping, walked with sub */
+	K_CUSTOM,    /* fn */
+};
+
+struct section;
+
+struct keydef {
+	const char *name;
+	enum ktype type;
+	size_t off; /* into pal_job_spec */
+	int64_t min, max;
+	const char *const *names; /* K_ENUM */
+	size_t n_names;
+	const char *what; /* K_ENUM: "misfire policy" */
+	const struct section *sub;
+	void (*fn)(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+	bool required;
+};
+
+struct section {
+	const char *name; /* for messages: "job", "schedule", ... */
+	const struct keydef *keys;
+	size_t n;
+};
+
+static const char *const misfire_names[] = { "fire_all", "fire_once", "skip", "manual" };
+static const char *const overlap_names[] = { "allow", "forbid", "queue", "replace" };
+static const char *const jitter_names[] = { "full", "equal", "none" };
+static const char *const method_names[] = { "GET", "POST", "PUT", "PATCH", "DELETE" };
+static const char *const gap_names[] = { "shift", "skip" };
+static const char *const dst_overlap_names[] = { "first", "last", "both" };
+
+#define OFF(field) offsetof(pal_job_spec, field)
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+static void k_cron(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+static void k_timezone(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+static void k_dst(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+static void k_dst_gap(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+static void k_dst_overlap(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+static void k_start(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+static void k_end(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+static void k_exclude(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+static void k_misfire(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+static void k_idem(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+static void k_method(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+static void k_url(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+static void k_headers(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+static void k_body(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+static void k_status_url(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+static void k_partitions(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+static void k_backoff_max(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+
+static const struct keydef dst_keys[] = {
+	{ "gap", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_dst_gap, false },
+	{ "overlap", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_dst_overlap, false },
+};
+static const struct section dst_section = { "schedule.dst", dst_keys, N(dst_keys) };
+
+static const struct keydef schedule_keys[] = {
+	{ "cron", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_cron, true },
+	{ "timezone", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_timezone, false },
+	{ "dst", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_dst, false },
+	{ "start", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_start, false },
+	{ "end", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_end, false },
+	{ "exclude", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_exclude, false },
+};
+static const struct section schedule_section = { "schedule", schedule_keys, N(schedule_keys) };
+
+static const struct keydef misfire_keys[] = {
+	{ "policy", K_ENUM, OFF(misfire), 0, 0, misfire_names, N(misfire_names), "misfire policy",
+	  NULL, NULL, false },
+	{ "catchup_window", K_DURATION, OFF(catchup_window_ms), 1 * MS_S, 90 * MS_D, NULL, 0, NULL,
+	  NULL, NULL, false },
+	{ "max_catchup", K_INT32, OFF(max_catchup), 1, 100000, NULL, 0, NULL, NULL, NULL, false },
+};
+static const struct section misfire_section = { "misfire", misfire_keys, N(misfire_keys) };
+
+static const struct keydef target_keys[] = {
+	{ "method", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_method, false },
+	{ "url", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_url, true },
+	{ "headers", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_headers, false },
+	{ "body", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_body, false },
+	{ "timeout", K_DURATION, OFF(timeout_ms), 100, 1 * MS_H, NULL, 0, NULL, NULL, NULL, false },
+	{ "status_url", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_status_url, false },
+};
+static const struct section target_section = { "target", target_keys, N(target_keys) };
+
+static const struct keydef backoff_keys[] = {
+	{ "initial", K_DURATION, OFF(backoff_initial_ms), 1, 1 * MS_H, NULL, 0, NULL, NULL, NULL,
+	  false },
+	{ "max", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_backoff_max, false },
+	{ "multiplier", K_NUMBER, OFF(backoff_multiplier), 1, 10, NULL, 0, NULL, NULL, NULL, false },
+	{ "jitter", K_ENUM, OFF(jitter), 0, 0, jitter_names, N(jitter_names), "jitter", NULL, NULL,
+	  false },
+};
+static const struct section backoff_section = { "retry.backoff", backoff_keys, N(backoff_keys) };
+
+static const struct keydef retry_keys[] = {
+	{ "max_attempts", K_INT32, OFF(max_attempts), 1, 1000, NULL, 0, NULL, NULL, NULL, false },
+	{ "backoff", K_SECTION, 0, 0, 0, NULL, 0, NULL, &backoff_section, NULL, false },
+	{ "max_age", K_DURATION0, OFF(max_age_ms), 1 * MS_S, 90 * MS_D, NULL, 0, NULL, NULL, NULL,
+	  false },
+};
+static const struct section retry_section = { "retry", retry_keys, N(retry_keys) };
+
+static const struct keydef job_keys[] = {
+	{ "id", K_NAME, OFF(id), 1, NAME_MAX_LEN, NULL, 0, NULL, NULL, NULL, true },
+	{ "tenant", K_NAME, OFF(tenant), 1, 64, NULL, 0, NULL, NULL, NULL, false },
+	{ "group", K_NAME, OFF(group), 1, 64, NULL, 0, NULL, NULL, NULL, false },
+	{ "schedule", K_SECTION, 0, 0, 0, NULL, 0, NULL, &schedule_section, NULL, true },
+	{ "misfire", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_misfire, false },
+	{ "overlap", K_ENUM, OFF(overlap), 0, 0, overlap_names, N(overlap_names), "overlap policy",
+	  NULL, NULL, false },
+	{ "partitions", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_partitions, false },
+	{ "priority", K_INT32, OFF(priority), -100, 100, NULL, 0, NULL, NULL, NULL, false },
+	{ "max_in_flight", K_INT32, OFF(max_in_flight), 0, 1000000, NULL, 0, NULL, NULL, NULL,
+	  false },
+	{ "deadline", K_DURATION0, OFF(deadline_ms), 1 * MS_S, 90 * MS_D, NULL, 0, NULL, NULL, NULL,
+	  false },
+	{ "idempotency_key", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_idem, false },
+	{ "target", K_SECTION, 0, 0, 0, NULL, 0, NULL, &target_section, NULL, true },
+	{ "retry", K_SECTION, 0, 0, 0, NULL, 0, NULL, &retry_section, NULL, false },
+};
+static const struct section job_section = { "job", job_keys, N(job_keys) };
+
+/* Every section, to say where a misplaced key belongs. */
+static const struct section *const all_sections[] = {
+	&job_section,	  &schedule_section, &dst_section,	&misfire_section,
+	&target_section, &retry_section,    &backoff_section,
+};
+
+/* ---- generic value checks ---- */
+
+static bool name_char(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' ||
+	       ch == '-';
+}
+
+/* An id, tenant or group name: [a-z0-9][a-z0-9._-]*, at most MAX bytes. */
+static void check_name(struct jctx *c, const pal_ynode *v, const char *what, int64_t max,
+		       char **out)
+{
+	char *s = NULL;
+
+	if (pal_yget_string(c->doc, v, what, &s, c->diags) != 0) {
+		c->errors++;
+		return;
+	}
+	if ((int64_t)strlen(s) > max) {
+		jdiag(c, v, "%s: \"%.32s...\" is too long (%zu bytes, at most %lld)", what, s,
+		      strlen(s), (long long)max);
+		free(s);
+		return;
+	}
+	for (size_t i = 0; s[i]; i++) {
+		if (!name_char(s[i]) || (i == 0 && (s[i] == '.' || s[i] == '_' || s[i] == '-'))) {
+			jdiag_at(c, v, i,
+				 "%s: invalid character '%c' in \"%.64s\" (allowed: lower-case "
+				 "letters, digits, '.', '_' and '-', starting with a letter or "
+				 "digit)",
+				 what, isprint((unsigned char)s[i]) ? s[i] : '?', s);
+			free(s);
+			return;
+		}
+	}
+	free(*out);
+	*out = s;
+}
+
+static void apply_key(struct jctx *c, const struct keydef *k, const pal_ynode *v,
+		      pal_job_spec *s);
+
+/*
+ * Apply table SEC to mapping MAP.  WHERE names the mapping in messages
+ * ("job", "schedule", ...).  Unknown keys get a suggestion; missing required
+ * keys are reported at the mapping.
+ */
+static void walk_section(struct jctx *c, const struct section *sec, const pal_ynode *map,
+			 pal_job_spec *s)
+{
+	const char *names[16];
+	bool seen[16] = { false };
+
+	if (pal_yexpect_map(c->doc, map, sec->name, c->diags) != 0) {
+		c->errors++;
+		return;
+	}
+	for (size_t i = 0; i < sec->n; i++)
+		names[i] = sec->keys[i].name;
+	for (size_t i = 0; i < map->n; i++) {
+		const pal_ynode *kn = map->keys[i];
+		const struct keydef *k = NULL;
+
+		for (size_t j = 0; j < sec->n; j++) {
+			if (!strcmp(kn->str, sec->keys[j].name)) {
+				k = &sec->keys[j];
+				seen[j] = true;
+			}
+		}
+		if (k) {
+			apply_key(c, k, map->vals[i], s);
+			continue;
+		}
+		{
+			const char *hint = pal_suggest(kn->str, names, sec->n);
+			const char *home = NULL;
+
+			for (size_t j = 0; !hint && !home && j < N(all_sections); j++) {
+				if (all_sections[j] == sec)
+					continue;
+				for (size_t m = 0; m < all_sections[j]->n; m++)
+					if (!strcmp(kn->str, all_sections[j]->keys[m].name))
+						home = all_sections[j]->name;
+			}
+			if (hint)
+				jdiag(c, kn, "unknown key \"%.64s\" in %s (did you mean \"%s\"?)",
+				      kn->str, sec->name, hint);
+			else if (home)
+				jdiag(c, kn,
+				      "unknown key \"%.64s\" in %s; hint: it belongs in the %s "
+				      "section",
+				      kn->str, sec->name, home);
+			else
+				jdiag(c, kn, "unknown key \"%.64s\" in %s; hint: docs/jobs.md lists "
+				      "the keys", kn->str, sec->name);
+		}
+	}
+	for (size_t j = 0; j < sec->n; j++)
+		if (sec->keys[j].required && !seen[j])
+			jdiag(c, map, "%s is missing the required key \"%s\"", sec->name,
+			      sec->keys[j].name);
+}
+
+static void apply_key(struct jctx *c, const struct keydef *k, const pal_ynode *v,
+		      pal_job_spec *s)
+{
+	char *base = (char *)s;
+	int64_t i64;
+	double d;
+	int e;
+
+	switch (k->type) {
+	case K_NAME:
+		check_name(c, v, k->name, k->max, (char **)(base + k->off));
+		break;
+	case K_INT32:
+		if (pal_yget_int(c->doc, v, k->name, k->min, k->max, &i64, c->diags) == 0)
+			*(int32_t *)(base + k->off) = (int32_t)i64;
+		else
+			c->errors++;
+		break;
+	case K_DURATION:
+	case K_DURATION0:
+		if (pal_yget_duration(c->doc, v, k->name, k->min, k->max, k->type == K_DURATION0,
+				      &i64, c->diags) == 0)
+			*(int64_t *)(base + k->off) = i64;
+		else
+			c->errors++;
+		break;
+	case K_NUMBER:
+		if (pal_yget_number(c->doc, v, k->name, (double)k->min, (double)k->max, &d,
+				    c->diags) == 0)
+			*(double *)(base + k->off) = d;
+		else
+			c->errors++;
+		break;
+	case K_ENUM:
+		if (pal_yget_enum(c->doc, v, k->what, k->names, k->n_names, &e, c->diags) == 0)
+			memcpy(base + k->off, &e, sizeof e);
+		else
+			c->errors++;
+		break;
+	case K_SECTION:
+		walk_section(c, k->sub, v, s);
+		break;
+	case K_CUSTOM:
+		k->fn(c, v, s);
+		break;
+	}
+}
+
+/* ---- templates and secrets ---- */
+
+enum {
+	PH_JOB = 1 << 0,
+	PH_SCHEDULED_AT = 1 << 1,
+	PH_SCHEDULED_DATE = 1 << 2,
+	PH_PARTITION = 1 << 3,
+	PH_TRIGGER = 1 << 4,
+	PH_REQUEST_ID = 1 << 5,
+	PH_IDEMPOTENCY_KEY = 1 << 6,
+};
+
+static const char *const placeholder_names[] = {
+	"job", "scheduled_at", "scheduled_date", "partition", "trigger", "request_id",
+	"idempotency_key",
+};
+
+#define PH_COMMON (PH_JOB | PH_SCHEDULED_AT | PH_SCHEDULED_DATE | PH_PARTITION | PH_TRIGGER | \
+		   PH_REQUEST_ID)
+
+static bool is_upper_ident(char ch, bool first)
+{
+	return (ch >= 'A' && ch <= 'Z') || ch == '_' || (!first && ch >= '0' && ch <= '9');
+}
+
+static bool is_lower_ident(char ch, bool first)
+{
+	return (ch >= 'a' && ch <= 'z') || ch == '_' || (!first && ch >= '0' && ch <= '9');
+}
+
+/*
+ * Check a string that may hold ${SECRET} references (when SECRETS) and
+ * {placeholder}s from ALLOWED (a PH_* mask; 0 means placeholders are not
+ * expanded in this field, so one that looks like a placeholder is refused
+ * rather than sent literally).  A '{' not followed by identifier + '}' is a
+ * literal brace (JSON bodies are full of them).  Returns the mask of the
+ * placeholders used.
+ */
+static unsigned check_template(struct jctx *c, const pal_ynode *v, const char *what,
+			       unsigned allowed, bool secrets)
+{
+	const char *s = v->str;
+	unsigned used = 0;
+
+	for (size_t i = 0; s[i]; i++) {
+		if (s[i] == '$' && s[i + 1] == '{') {
+			size_t j = i + 2;
+
+			while (s[j] && is_upper_ident(s[j], j == i + 2))
+				j++;
+			if (j == i + 2 || s[j] != '}') {
+				size_t close = strcspn(s + i, "}");
+				int shown = (int)(s[i + close] ? close + 1 : close);
+
+				jdiag_at(c, v, i,
+					 "%s: malformed secret reference \"%.*s\"%s (expected "
+					 "${NAME} with NAME made of A-Z, 0-9 and _, not starting "
+					 "with a digit)",
+					 what, shown > 40 ? 40 : shown, s + i, shown > 40 ? "..." : "");
+				return used;
+			}
+			if (!secrets) {
+				jdiag_at(c, v, i,
+					 "%s: secret references such as \"%.*s\" are not allowed "
+					 "here; hint: secrets belong in target.headers, url, body "
+					 "or status_url",
+					 what, (int)(j - i + 1), s + i);
+			}
+			i = j;
+			continue;
+		}
+		if (s[i] == '{' && is_lower_ident(s[i + 1], true)) {
+			size_t j = i + 1;
+			int found = -1;
+
+			while (s[j] && is_lower_ident(s[j], false))
+				j++;
+			if (s[j] != '}')
+				continue; /* a literal brace */
+			for (size_t p = 0; p < N(placeholder_names); p++)
+				if (strlen(placeholder_names[p]) == j - i - 1 &&
+				    !strncmp(placeholder_names[p], s + i + 1, j - i - 1))
+					found = (int)p;
+			if (found >= 0 && (allowed & (1u << found))) {
+				used |= 1u << found;
+			} else if (!allowed) {
+				jdiag_at(c, v, i,
+					 "%s: placeholders such as \"%.*s\" are not expanded here; "
+					 "hint: they work in idempotency_key, body and status_url",
+					 what, (int)(j - i + 1), s + i);
+			} else {
+				GString *list = g_string_new(NULL);
+				char word[64];
+				const char *cands[N(placeholder_names)];
+				size_t nc = 0;
+				const char *hint;
+
+				for (size_t p = 0; p < N(placeholder_names); p++) {
+					if (!(allowed & (1u << p)))
+						continue;
+					g_string_append_printf(list, "%s{%s}", nc ? ", " : "",
+							       placeholder_names[p]);
+					cands[nc++] = placeholder_names[p];
+				}
+				snprintf(word, sizeof word, "%.*s", (int)(j - i - 1), s + i + 1);
+				hint = pal_suggest(word, cands, nc);
+				if (hint)
+					jdiag_at(c, v, i,
+						 "%s: unknown placeholder \"{%s}\" (did you mean "
+						 "\"{%s}\"?)",
+						 what, word, hint);
+				else
+					jdiag_at(c, v, i,
+						 "%s: unknown placeholder \"{%s}\" (expected %s)", what,
+						 word, list->str);
+				g_string_free(list, TRUE);
+			}
+			i = j;
+		}
+	}
+	return used;
+}
+
+/* A string key of at most MAX bytes; NULL (with a diagnostic) otherwise. */
+static char *get_str(struct jctx *c, const pal_ynode *v, const char *what, size_t max)
+{
+	char *s = NULL;
+
+	if (pal_yget_string(c->doc, v, what, &s, c->diags) != 0) {
+		c->errors++;
+		return NULL;
+	}
+	if (strlen(s) > max) {
+		jdiag(c, v, "%s: too long (%zu bytes, at most %zu)", what, strlen(s), max);
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+static bool host_char(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+	       ch == '.' || ch == '-';
+}
+
+/*
+ * http:// or https://, a literal host (name, IPv4 or [IPv6]) with an
+ * optional port, then any path and query.  No spaces, controls, non-ASCII
+ * or credentials.  Placeholders and secrets are checked by check_template().
+ */
+static bool check_url(struct jctx *c, const pal_ynode *v, const char *what, const char *u)
+{
+	const char *p, *host, *end;
+	size_t hl;
+
+	for (size_t i = 0; u[i]; i++) {
+		unsigned char ch = (unsigned char)u[i];
+
+		if (ch <= 0x20 || ch >= 0x7F) {
+			jdiag_at(c, v, i,
+				 "%s: invalid character in url (spaces, control characters and "
+				 "non-ascii are not allowed); hint: percent-encode it",
+				 what);
+			return false;
+		}
+	}
+	if (!strncmp(u, "http://", 7)) {
+		host = u + 7;
+	} else if (!strncmp(u, "https://", 8)) {
+		host = u + 8;
+	} else {
+		jdiag(c, v, "%s: \"%.64s\" is not an http or https url; hint: write it as "
+		      "http://host:port/path", what, u);
+		return false;
+	}
+	end = host + strcspn(host, "/?#");
+	if (memchr(host, '@', (size_t)(end - host))) {
+		jdiag_at(c, v, (size_t)(host - u),
+			 "%s: credentials in the url are not allowed; hint: send them in a header "
+			 "with a ${SECRET} reference",
+			 what);
+		return false;
+	}
+	if (*end == '#') {
+		jdiag_at(c, v, (size_t)(end - u), "%s: a url fragment (#...) is never sent; remove it",
+			 what);
+		return false;
+	}
+	p = host;
+	if (*p == '[') {
+		while (p < end && *p != ']')
+			p++;
+		if (p == end || p == host + 1) {
+			jdiag_at(c, v, (size_t)(host - u), "%s: malformed ipv6 address in url", what);
+			return false;
+		}
+		for (const char *q = host + 1; q < p; q++) {
+			if (!isxdigit((unsigned char)*q) && *q != ':' && *q != '.') {
+				jdiag_at(c, v, (size_t)(q - u),
+					 "%s: malformed ipv6 address in url", what);
+				return false;
+			}
+		}
+		p++;
+		hl = (size_t)(p - host);
+	} else {
+		while (p < end && host_char(*p))
+			p++;
+		hl = (size_t)(p - host);
+		if (hl == 0) {
+			jdiag_at(c, v, (size_t)(host - u), "%s: the url has no host", what);
+			return false;
+		}
+		if (p < end && *p != ':') {
+			jdiag_at(c, v, (size_t)(p - u),
+				 "%s: invalid character '%c' in the host of the url; hint: "
+				 "placeholders and secrets may only appear in the path and query",
+				 what, *p);
+			return false;
+		}
+	}
+	if (p < end && *p == ':') {
+		const char *ps = ++p;
+		long port = 0;
+
+		while (p < end && *p >= '0' && *p <= '9' && port <= 65535)
+			port = port * 10 + (*p++ - '0');
+		if (p == ps || p != end || port < 1 || port > 65535) {
+			jdiag_at(c, v, (size_t)(ps - u),
+				 "%s: invalid port in url (expected 1 to 65535)", what);
+			return false;
+		}
+	} else if (p != end) {
+		jdiag_at(c, v, (size_t)(p - u), "%s: malformed host in url", what);
+		return false;
+	}
+	(void)hl;
+	return true;
+}
+
+/* ---- custom keys ---- */
+
+/* Byte offset of 1-based field K of cron text S (fields split by blanks). */
+static size_t cron_field_offset(const char *s, int k)
+{
+	size_t i = 0;
+
+	for (int f = 1;; f++) {
+		while (s[i] && isspace((unsigned char)s[i]))
+			i++;
+		if (f == k || !s[i])
+			return i;
+		while (s[i] && !isspace((unsigned char)s[i]))
+			i++;
+	}
+}
+
+/* Trim and collapse blank runs: "0  30 2 * * ?" and "0 30 2 * * ?" mean
+ * the same and must canonicalise the same. */
+static char *normalise_cron(const char *s)
+{
+	char *out = malloc(strlen(s) + 1);
+	size_t o = 0;
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; s[i];) {
+		if (isspace((unsigned char)s[i])) {
+			while (s[i] && isspace((unsigned char)s[i]))
+				i++;
+			if (o && s[i])
+				out[o++] = ' ';
+			continue;
+		}
+		out[o++] = s[i++];
+	}
+	out[o] = '\0';
+	return out;
+}
+
+static void k_cron(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
+{
+	char *raw = get_str(c, v, "cron", 256), *norm;
+	char err[256] = "";
+	pal_cron *cr = NULL;
+	int field = 0;
+
+	c->n_cron = v;
+	if (!raw)
+		return;
+	norm = normalise_cron(raw);
+	if (!norm) {
+		free(raw);
+		c->errors++;
+		return;
+	}
+	if (pal_cron_parse(norm, &cr, err, sizeof err, &field) != 0) {
+		jdiag_at(c, v, field > 0 ? cron_field_offset(raw, field) : 0,
+			 "invalid cron expression \"%.128s\": %s", norm,
+			 err[0] ? err : "not a valid expression");
+		free(norm);
+	} else {
+		pal_cron_free(cr);
+		free(s->cron);
+		s->cron = norm;
+		c->cron_ok = true;
+	}
+	free(raw);
+}
+
+static void k_timezone(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
+{
+	char *name = get_str(c, v, "timezone", 128);
+	char err[256] = "";
+	pal_tz *tz = NULL;
+
+	if (!name) {
+		c->tz_ok = false;
+		return;
+	}
+	if (pal_tz_open(name, &tz, err, sizeof err) != 0) {
+		if (err[0])
+			jdiag(c, v, "timezone: %s", err);
+		else
+			jdiag(c, v, "unknown time zone \"%.128s\"; hint: use an IANA name such as "
+			      "Europe/Berlin or UTC", name);
+		free(name);
+		c->tz_ok = false;
+		return;
+	}
+	pal_tz_close(tz);
+	free(s->timezone);
+	s->timezone = name;
+}
+
+static void k_dst(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
+{
+	if (v->kind == PAL_YNODE_SCALAR && !pal_ynode_is_null(v)) {
+		if (!strcmp(v->str, "auto")) {
+			s->dst = PAL_DST_AUTO;
+			return;
+		}
+		jdiag(c, v,
+		      "unknown dst policy \"%.64s\" (expected auto, or a mapping such as {gap: "
+		      "shift, overlap: first})",
+		      v->str);
+		return;
+	}
+	if (v->kind != PAL_YNODE_MAP) {
+		jdiag(c, v, "dst: expected auto or a mapping {gap, overlap}, got %s",
+		      pal_ynode_describe(v));
+		return;
+	}
+	/* an explicit policy: omitted keys take the fixed-time defaults */
+	s->dst.is_auto = false;
+	s->dst.gap = PAL_DST_GAP_SHIFT;
+	s->dst.overlap = PAL_DST_OVERLAP_FIRST;
+	walk_section(c, &dst_section, v, s);
+}
+
+static void k_dst_gap(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
+{
+	int e;
+
+	if (pal_yget_enum(c->doc, v, "dst gap policy", gap_names, N(gap_names), &e, c->diags))
+		c->errors++;
+	else
+		s->dst.gap = (pal_dst_gap)e;
+}
+
+static void k_dst_overlap(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
+{
+	int e;
+
+	if (pal_yget_enum(c->doc, v, "dst overlap policy", dst_overlap_names,
+			  N(dst_overlap_names), &e, c->diags))
+		c->errors++;
+	else
+		s->dst.overlap = (pal_dst_overlap)e;
+}
+
+static void get_instant(struct jctx *c, const pal_ynode *v, const char *what, bool *has,
+			int64_t *out)
+{
+	char *str = get_str(c, v, what, 64);
+	int64_t t;
+
+	if (!str)
+		return;
+	if (pal_parse_rfc3339(str, &t) != 0) {
+		jdiag(c, v,
+		      "%s: invalid timestamp \"%.64s\" (expected rfc 3339 with a zone, such as "
+		      "2026-01-01T00:00:00Z or 2026-01-01T02:00:00+02:00)",
+		      what, str);
+	} else {
+		*has = true;
+		*out = t;
+	}
+	free(str);
+}
+
+static void k_start(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
+{
+	c->n_start = v;
+	get_instant(c, v, "start", &s->has_start, &s->start);
+}
+
+static void k_end(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
+{
+	c->n_end = v;
+	get_instant(c, v, "end", &s->has_end, &s->end);
+}
+
+static void k_exclude(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
+{
+	pal_exclusion *ex;
+	size_t n = 0;
+
+	if (pal_yexpect_seq(c->doc, v, "exclude", c->diags) != 0) {
+		c->errors++;
+		return;
+	}
+	if (v->n > MAX_EXCLUSIONS) {
+		jdiag(c, v, "exclude: too many entries (%zu, at most %d); hint: use date ranges "
+		      "such as 2026-12-24..2027-01-01", v->n, MAX_EXCLUSIONS);
+		return;
+	}
+	ex = calloc(v->n ? v->n : 1, sizeof *ex);
+	if (!ex) {
+		jdiag(c, v, "exclude: out of memory");
+		return;
+	}
+	for (size_t i = 0; i < v->n; i++) {
+		const pal_ynode *it = v->vals[i];
+		char *str = get_str(c, it, "exclude", 64), *dots;
+		int64_t a, b;
+
+		if (!str)
+			continue;
+		dots = strstr(str, "..");
+		if (dots) {
+			*dots = '\0';
+			if (pal_parse_date(str, &a) != 0 || pal_parse_date(dots + 2, &b) != 0) {
+				*dots = '.';
+				jdiag(c, it,
+				      "exclude: invalid date range \"%.64s\" (expected "
+				      "YYYY-MM-DD..YYYY-MM-DD)",
+				      str);
+			} else if (a > b) {
+				jdiag(c, it,
+				      "exclude: range \"%s..%s\" ends before it starts; hint: write "
+				      "the earlier date first",
+				      str, dots + 2);
+			} else {
+				ex[n].first_day = a;
+				ex[n++].last_day = b;
+			}
+		} else if (pal_parse_date(str, &a) != 0) {
+			jdiag(c, it,
+			      "exclude: invalid date \"%.64s\" (expected YYYY-MM-DD or "
+			      "YYYY-MM-DD..YYYY-MM-DD)",
+			      str);
+		} else {
+			ex[n].first_day = ex[n].last_day = a;
+			n++;
+		}
+		free(str);
+	}
+	free(s->exclusions);
+	s->exclusions = ex;
+	s->n_exclusions = n;
+}
+
+static void k_misfire(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
+{
+	int e;
+
+	/* shorthand: `misfire: skip` is `misfire: {policy: skip}` */
+	if (v->kind == PAL_YNODE_SCALAR) {
+		if (pal_yget_enum(c->doc, v, "misfire policy", misfire_names, N(misfire_names), &e,
+				  c->diags) == 0)
+			s->misfire = (pal_misfire_policy)e;
+		else
+			c->errors++;
+		return;
+	}
+	walk_section(c, &misfire_section, v, s);
+}
+
+static void k_partitions(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
+{
+	int64_t n;
+
+	c->n_partitions = v;
+	if (pal_yget_int(c->doc, v, "partitions", 1, 1024, &n, c->diags) == 0)
+		s->partitions = (int32_t)n;
+	else
+		c->errors++;
+}
+
+static void k_backoff_max(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
+{
+	c->n_backoff_max = v;
+	CHECK(c, pal_yget_duration(c->doc, v, "max", 1, 1 * MS_D, false, &s->backoff_max_ms,
+				   c->diags));
+}
+
+static void k_idem(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
+{
+	char *str = get_str(c, v, "idempotency_key", TEMPLATE_MAX_LEN);
+
+	c->n_idem = v;
+	if (!str)
+		return;
+	if (!str[0]) {
+		jdiag(c, v, "idempotency_key: must not be empty; hint: remove the key to use "
+		      "the default {job}/{scheduled_at}/{partition}");
+		free(str);
+		return;
+	}
+	free(s->idempotency_key);
+	s->idempotency_key = str;
+}
+
+static void k_method(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
+{
+	int e;
+	char *m;
+
+	if (pal_yget_enum(c->doc, v, "http method", method_names, N(method_names), &e,
+			  c->diags) != 0) {
+		c->errors++;
+		return;
+	}
+	m = strdup(method_names[e]);
+	if (!m) {
+		c->errors++;
+		return;
+	}
+	free(s->method);
+	s->method = m;
+}
+
+static void k_url(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
+{
+	char *u = get_str(c, v, "url", URL_MAX_LEN);
+	int before = c->errors;
+
+	if (!u)
+		return;
+	if (check_url(c, v, "url", u))
+		check_template(c, v, "url", 0, true);
+	if (c->errors != before) {
+		free(u);
+		return;
+	}
+	free(s->url);
+	s->url = u;
+}
+
+static void k_status_url(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
+{
+	char *u = get_str(c, v, "status_url", URL_MAX_LEN);
+	int before = c->errors;
+
+	c->n_status_url = v;
+	if (!u)
+		return;
+	if (check_url(c, v, "status_url", u))
+		check_template(c, v, "status_url", PH_COMMON | PH_IDEMPOTENCY_KEY, true);
+	if (c->errors != before) {
+		free(u);
+		return;
+	}
+	free(s->status_url);
+	s->status_url = u;
+}
+
+static void k_body(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
+{
+	char *b = get_str(c, v, "body", BODY_MAX_LEN);
+	int before = c->errors;
+
+	c->n_body = v;
+	if (!b)
+		return;
+	check_template(c, v, "body", PH_COMMON, true);
+	if (c->errors != before) {
+		free(b);
+		return;
+	}
+	free(s->body);
+	s->body = b;
+}
+
+static bool tchar(char ch)
+{
+	return isalnum((unsigned char)ch) || strchr("!#$%&'*+-.^_`|~", ch);
+}
+
+/* Headers the executor sets itself (docs/jobs.md, DESIGN §6). */
+static bool reserved_header(const char *name)
+{
+	static const char *const reserved[] = { "idempotency-key", "host", "content-length",
+						"transfer-encoding", "connection" };
+
+	if (!g_ascii_strncasecmp(name, "palisade-", 9))
+		return true;
+	for (size_t i = 0; i < N(reserved); i++)
+		if (!g_ascii_strcasecmp(name, reserved[i]))
+			return true;
+	return false;
+}
+
+static void k_headers(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
+{
+	pal_header *h;
+	size_t n = 0;
+
+	if (pal_yexpect_map(c->doc, v, "headers", c->diags) != 0) {
+		c->errors++;
+		return;
+	}
+	if (v->n > MAX_HEADERS) {
+		jdiag(c, v, "headers: too many headers (%zu, at most %d)", v->n, MAX_HEADERS);
+		return;
+	}
+	h = calloc(v->n ? v->n : 1, sizeof *h);
+	if (!h) {
+		jdiag(c, v, "headers: out of memory");
+		return;
+	}
+	for (size_t i = 0; i < v->n; i++) {
+		const pal_ynode *kn = v->keys[i], *vn = v->vals[i];
+		const char *name = kn->str;
+		bool ok = name[0] != '\0' && strlen(name) <= 128;
+		char *val;
+		int before = c->errors;
+
+		for (size_t k = 0; ok && name[k]; k++)
+			ok = tchar(name[k]);
+		if (!ok) {
+			jdiag(c, kn, "headers: invalid header name \"%.64s\" (letters, digits and "
+			      "!#$%%&'*+-.^_`|~ only)", name);
+			continue;
+		}
+		if (reserved_header(name)) {
+			jdiag(c, kn,
+			      "headers: \"%s\" is set by palisade itself and cannot be "
+			      "configured; hint: see the side-effect protocol in docs/jobs.md",
+			      name);
+			continue;
+		}
+		for (size_t k = 0; k < n; k++) {
+			if (!g_ascii_strcasecmp(h[k].name, name)) {
+				jdiag(c, kn, "headers: \"%s\" repeats \"%s\" (header names are "
+				      "case-insensitive)", name, h[k].name);
+				break;
+			}
+		}
+		if (c->errors != before)
+			continue;
+		val = get_str(c, vn, "header value", 8192);
+		if (!val)
+			continue;
+		if (strpbrk(val, "\r\n")) {
+			jdiag(c, vn, "headers: the value of \"%s\" contains a line break; hint: use "
+			      "a quoted single-line string", name);
+			free(val);
+			continue;
+		}
+		check_template(c, vn, "header value", 0, true);
+		if (c->errors != before) {
+			free(val);
+			continue;
+		}
+		h[n].name = strdup(name);
+		h[n].value = val;
+		if (!h[n].name) {
+			free(val);
+			c->errors++;
+			continue;
+		}
+		n++;
+	}
+	for (size_t i = 0; i < s->n_headers; i++) {
+		free(s->headers[i].name);
+		free(s->headers[i].value);
+	}
+	free(s->headers);
+	s->headers = h;
+	s->n_headers = n;
+}
+
+/* ---- checks that span keys ---- */
+
+static void cross_checks(struct jctx *c, const pal_ynode *job, pal_job_spec *s)
+{
+	/* only meaningful when the parts they combine are valid */
+	if (s->has_start && s->has_end && s->start >= s->end) {
+		char a[32], b[32];
+
+		pal_fmt_rfc3339(s->start, a, sizeof a);
+		pal_fmt_rfc3339(s->end, b, sizeof b);
+		jdiag(c, c->n_end, "end (%s) is not after start (%s); hint: end is exclusive", b, a);
+	}
+	if (c->n_backoff_max && s->backoff_max_ms < s->backoff_initial_ms) {
+		char a[32], b[32];
+
+		jdiag(c, c->n_backoff_max, "retry.backoff.max (%s) is less than initial (%s)",
+		      pal_fmt_duration(s->backoff_max_ms, a, sizeof a),
+		      pal_fmt_duration(s->backoff_initial_ms, b, sizeof b));
+	}
+	if (s->idempotency_key) {
+		const pal_ynode *n = c->n_idem ? c->n_idem : job;
+		unsigned used;
+		int before = c->errors;
+
+		if (c->n_idem) {
+			used = check_template(c, n, "idempotency_key", PH_COMMON, false);
+		} else {
+			/* the default template: always valid */
+			used = PH_JOB | PH_SCHEDULED_AT | PH_PARTITION;
+		}
+		if (c->errors == before) {
+			if (!(used & PH_JOB))
+				jdiag(c, n, "idempotency_key: must contain {job}: without it two jobs "
+				      "can share a key and one effect would be suppressed");
+			if (!(used & PH_SCHEDULED_AT))
+				jdiag(c, n, "idempotency_key: must contain {scheduled_at}: without "
+				      "it every instant shares one key and only the first would "
+				      "take effect");
+			if (s->partitions > 1 && !(used & PH_PARTITION))
+				jdiag(c, n, "idempotency_key: must contain {partition} when "
+				      "partitions is %d: partitions would share one key",
+				      (int)s->partitions);
+		}
+	}
+	if (c->n_body && s->method && !strcmp(s->method, "GET"))
+		jdiag(c, c->n_body, "body: a GET request carries no body; hint: use POST or "
+		      "remove body");
+
+	/* a schedule that can never fire is a mistake, not a job */
+	if (c->cron_ok && c->tz_ok && s->cron && s->timezone &&
+	    (!s->has_start || !s->has_end || s->start < s->end)) {
+		pal_cron *cr = NULL;
+		pal_tz *tz = NULL;
+		char err[64];
+		int64_t next;
+
+		if (pal_cron_parse(s->cron, &cr, err, sizeof err, NULL) == 0 &&
+		    pal_tz_open(s->timezone, &tz, err, sizeof err) == 0) {
+			int64_t after = s->has_start ? s->start - 1 : 0;
+			int rc = pal_cron_next(cr, tz, s->dst, after, &next);
+
+			if (rc == PAL_ENOENT)
+				jdiag(c, c->n_cron, "cron expression \"%s\" never fires%s", s->cron,
+				      s->has_start ? " after start" : "");
+			else if (rc == 0 && s->has_end && next >= s->end)
+				jdiag(c, c->n_cron,
+				      "cron expression \"%s\" never fires between start and end",
+				      s->cron);
+		}
+		pal_cron_free(cr);
+		pal_tz_close(tz);
+	}
+}
+
+/* ---- jobs and files ---- */
+
+struct idpos {
+	char *file;
+	int line, col;
+};
+
+static void idpos_free(void *p)
+{
+	struct idpos *ip = p;
+
+	free(ip->file);
+	free(ip);
+}
+
+static int append_job(pal_jobset *set, pal_job_spec *s)
+{
+	pal_job_spec *v = realloc(set->jobs, (set->n + 1) * sizeof *v);
+
+	if (!v)
+		return PAL_ENOMEM;
+	set->jobs = v;
+	set->jobs[set->n++] = *s;
+	return 0;
+}
+
+/* Validate one job mapping; append it to SET when it has no problem.
+ * Returns the number of problems. */
+static int load_job(const pal_ydoc *doc, const pal_ynode *jn, pal_jobset *set, GHashTable *ids,
+		    pal_diags *diags)
+{
+	struct jctx c = { .doc = doc, .diags = diags, .tz_ok = true };
+	pal_job_spec s;
+
+	if (pal_job_spec_defaults(&s) != 0) {
+		pal_ydiag(diags, doc, jn, "out of memory");
+		return 1;
+	}
+	if (jn->kind != PAL_YNODE_MAP) {
+		pal_ydiag(diags, doc, jn, "job: expected a mapping with keys id, schedule, target, "
+			  "got %s", pal_ynode_describe(jn));
+		pal_job_spec_clear(&s);
+		return 1;
+	}
+	walk_section(&c, &job_section, jn, &s);
+	cross_checks(&c, jn, &s);
+
+	if (s.id) {
+		const pal_ynode *idn = pal_ynode_get(jn, "id");
+		struct idpos *first = g_hash_table_lookup(ids, s.id);
+
+		if (first) {
+			jdiag(&c, idn,
+			      "duplicate job id \"%s\" (first defined at %s:%d:%d); hint: job ids "
+			      "are unique across all files",
+			      s.id, first->file ? first->file : "?", first->line, first->col);
+		} else {
+			struct idpos *ip = calloc(1, sizeof *ip);
+			char *key = strdup(s.id);
+
+			if (ip && key) {
+				ip->file = strdup(doc->file);
+				ip->line = idn->line;
+				ip->col = idn->col;
+				g_hash_table_insert(ids, key, ip);
+			} else {
+				free(ip);
+				free(key);
+			}
+		}
+	}
+	if (c.errors == 0) {
+		s.file = strdup(doc->file);
+		s.line = jn->line;
+		s.col = jn->col;
+		if (!s.file || append_job(set, &s) != 0) {
+			pal_ydiag(diags, doc, jn, "out of memory");
+			pal_job_spec_clear(&s);
+			return 1;
+		}
+		return 0;
+	}
+	pal_job_spec_clear(&s);
+	return c.errors;
+}
+
+static int load_doc(const pal_ydoc *doc, pal_jobset *set, GHashTable *ids, pal_diags *diags)
+{
+	static const char *const top[] = { "jobs" };
+	const pal_ynode *root = doc->root, *jobs = NULL;
+	int errors = 0;
+
+	if (!root || root->kind != PAL_YNODE_MAP) {
+		pal_ydiag(diags, doc, root,
+			  "expected a mapping with the key \"jobs\", got %s; hint: start the file "
+			  "with \"jobs:\" followed by a list of jobs",
+			  pal_ynode_describe(root));
+		return 1;
+	}
+	for (size_t i = 0; i < root->n; i++) {
+		const pal_ynode *kn = root->keys[i];
+		const char *hint;
+
+		if (!strcmp(kn->str, "jobs")) {
+			jobs = root->vals[i];
+			continue;
+		}
+		hint = pal_suggest(kn->str, top, 1);
+		errors++;
+		if (hint)
+			pal_ydiag(diags, doc, kn, "unknown key \"%.64s\" at the top level (did you "
+				  "mean \"%s\"?)", kn->str, hint);
+		else
+			pal_ydiag(diags, doc, kn, "unknown key \"%.64s\" at the top level; hint: "
+				  "a job file holds only \"jobs:\"", kn->str);
+	}
+	if (!jobs) {
+		if (!errors)
+			pal_ydiag(diags, doc, root, "the key \"jobs\" is missing; hint: start the file "
+				  "with \"jobs:\" followed by a list of jobs");
+		return errors + 1;
+	}
+	if (pal_yexpect_seq(doc, jobs, "jobs", diags) != 0)
+		return errors + 1;
+	for (size_t i = 0; i < jobs->n; i++)
+		errors += load_job(doc, jobs->vals[i], set, ids, diags);
+	return errors;
+}
+
+static gint diag_cmp(gconstpointer a, gconstpointer b, gpointer unused)
+{
+	const pal_diag *x = a, *y = b;
+	long lx = x->line > 0 ? x->line : 0x7fffffffL, ly = y->line > 0 ? y->line : 0x7fffffffL;
+
+	(void)unused;
+	if (lx != ly)
+		return lx < ly ? -1 : 1;
+	return x->col < y->col ? -1 : x->col > y->col;
+}
+
+/* Diagnostics of one file read best in file order; checks that span keys
+ * run last, so sort (stable: same position keeps its order). */
+static void sort_diags(pal_diags *d, size_t from)
+{
+	if (d && d->n > from + 1)
+		g_qsort_with_data(d->v + from, (gint)(d->n - from), sizeof *d->v, diag_cmp, NULL);
+}
+
+static GHashTable *ids_new(const pal_jobset *set)
+{
+	GHashTable *ids = g_hash_table_new_full(g_str_hash, g_str_equal, free, idpos_free);
+
+	for (size_t i = 0; i < set->n; i++) {
+		struct idpos *ip = calloc(1, sizeof *ip);
+		char *key = set->jobs[i].id ? strdup(set->jobs[i].id) : NULL;
+
+		if (!ip || !key) {
+			free(ip);
+			free(key);
+			continue;
+		}
+		ip->file = set->jobs[i].file ? strdup(set->jobs[i].file) : NULL;
+		ip->line = set->jobs[i].line;
+		ip->col = set->jobs[i].col;
+		g_hash_table_insert(ids, key, ip);
+	}
+	return ids;
+}
+
+int pal_jobfile_load_buffer(const char *name, const void *buf, size_t len, pal_jobset *set,
+			    pal_diags *diags)
+{
+	GHashTable *ids = ids_new(set);
+	pal_ydoc doc;
+	int rc, errors = 0;
+
+	size_t from = diags->n;
+
+	rc = pal_ydoc_load_buffer(name, buf, len, &doc, diags);
+	if (rc == 0)
+		errors = load_doc(&doc, set, ids, diags);
+	sort_diags(diags, from);
+	pal_ydoc_free(&doc);
+	g_hash_table_destroy(ids);
+	if (rc)
+		return rc == PAL_ENOMEM ? PAL_ENOMEM : PAL_EINVAL;
+	return errors ? PAL_EINVAL : 0;
+}
+
+int pal_jobfiles_load(const char *const *paths, size_t n, pal_jobset *set, pal_diags *diags)
+{
+	GHashTable *ids = ids_new(set);
+	int bad = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		pal_ydoc doc;
+		size_t from = diags->n;
+		int rc = pal_ydoc_load_file(paths[i], &doc, diags);
+
+		if (rc == 0)
+			bad += load_doc(&doc, set, ids, diags);
+		else
+			bad++;
+		sort_diags(diags, from);
+		pal_ydoc_free(&doc);
+	}
+	g_hash_table_destroy(ids);
+	return bad ? PAL_EINVAL : 0;
+}

@@ -1,0 +1,802 @@
+/*
+ * nodeconf.c - node configuration: the key table, loading and validation.
+ *
+ * The table below is the single source of truth for the node config: the
+ * loader, the defaults (each default is parsed from its YAML text through
+ * the same code as the file, so a default can never be invalid), the
+ * restart-only diff, docs/config.md and the sample config/palisade.yaml all
+ * follow it.  Keys are two levels deep ("section.key"); the YAML file nests
+ * them as mappings.
+ *
+ * Loading: defaults -> every key of the file (all problems reported, with
+ * did-you-mean) -> checks between keys -> node.id defaults to the host
+ * name.  Nothing here connects anywhere or keeps global state.
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <glib.h>
+#include "palisade/nodeconf.h"
+#include "palisade/yamltree.h"
+
+_Static_assert(sizeof(pal_log_level) == sizeof(int), "enum stored as int");
+
+#define MS_S 1000LL
+#define MS_M (60 * MS_S)
+#define MS_H (60 * MS_M)
+#define MS_D (24 * MS_H)
+
+#define OFF(f) offsetof(pal_nodeconf, f)
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char *const log_level_names[] = { "debug", "info", "warn", "error" };
+static const char *const role_names[] = { "controller", "executor" };
+
+/* clang-format off */
+static const pal_conf_key table[] = {
+	{ "node.id", PAL_CONF_STRING, "\"\"", "", 0, 64, false,
+	  "unique name of this node in the cluster; empty: the host name", OFF(node_id), NULL, 0 },
+	{ "node.roles", PAL_CONF_ROLES, "[controller, executor]", "", 1, 2, false,
+	  "what this node runs: controller (plans triggers), executor (runs them)", OFF(roles), NULL, 0 },
+	{ "cluster.name", PAL_CONF_STRING, "default", "", 1, 64, false,
+	  "cluster name; its ZooKeeper nodes live under zookeeper.root/<name>", OFF(cluster), NULL, 0 },
+	{ "cluster.shards", PAL_CONF_INT, "16", "", 1, 1024, false,
+	  "number of shards; fixed when the cluster is created (a database holds one value)",
+	  OFF(shards), NULL, 0 },
+	{ "zookeeper.connect", PAL_CONF_STRING, "\"\"", "", 0, 1024, false,
+	  "ZooKeeper hosts, host:port[,host:port...]; empty: --zk, then $PALISADE_ZK",
+	  OFF(zk_connect), NULL, 0 },
+	{ "zookeeper.session_timeout", PAL_CONF_DURATION, "6s", "ms", 2 * MS_S, 60 * MS_S, false,
+	  "ZooKeeper session timeout: how long a silent node keeps its shard leadership",
+	  OFF(zk_session_timeout_ms), NULL, 0 },
+	{ "zookeeper.root", PAL_CONF_STRING, "/palisade", "", 2, 256, false,
+	  "ZooKeeper path under which every cluster lives", OFF(zk_root), NULL, 0 },
+	{ "postgres.conninfo", PAL_CONF_STRING, "\"\"", "", 0, 4096, false,
+	  "libpq connection string or URI; empty: --pg, then $PALISADE_PG", OFF(pg_conninfo), NULL, 0 },
+	{ "controller.scan_interval", PAL_CONF_DURATION, "1s", "ms", 100, 60 * MS_S, true,
+	  "how often a shard leader plans due instants", OFF(scan_interval_ms), NULL, 0 },
+	{ "controller.overlap", PAL_CONF_DURATION, "10s", "ms", 0, 1 * MS_H, true,
+	  "each scan re-plans this far behind the watermark (idempotent; catches late commits)",
+	  OFF(overlap_ms), NULL, 0 },
+	{ "controller.lookahead", PAL_CONF_DURATION, "5s", "ms", 0, 10 * MS_M, true,
+	  "instants are planned this far ahead of now", OFF(lookahead_ms), NULL, 0 },
+	{ "controller.misfire_threshold", PAL_CONF_DURATION, "60s", "ms", 1 * MS_S, 1 * MS_D, true,
+	  "an instant not planned this long after it was due is a misfire (misfire policy applies)",
+	  OFF(misfire_threshold_ms), NULL, 0 },
+	{ "executor.lease", PAL_CONF_DURATION, "30s", "ms", 2 * MS_S, 1 * MS_H, false,
+	  "lease length of a claimed trigger, judged by the database clock", OFF(lease_ms), NULL, 0 },
+	{ "executor.heartbeat", PAL_CONF_DURATION, "10s", "ms", 500, 10 * MS_M, false,
+	  "interval of the batched lease renewal; at most half of executor.lease",
+	  OFF(heartbeat_ms), NULL, 0 },
+	{ "executor.batch", PAL_CONF_INT, "64", "", 1, 10000, true,
+	  "triggers claimed per claim statement", OFF(batch), NULL, 0 },
+	{ "executor.max_inflight", PAL_CONF_INT, "256", "", 1, 100000, true,
+	  "side-effect calls in flight on this node, all groups together", OFF(max_inflight), NULL, 0 },
+	{ "executor.renew_failures_to_close_gate", PAL_CONF_INT, "3", "", 1, 100, true,
+	  "consecutive failed renewals after which the node stops starting side effects",
+	  OFF(renew_failures_to_close_gate), NULL, 0 },
+	{ "executor.groups", PAL_CONF_GROUPS, "{}", "", 0, 1000, true,
+	  "resource groups: name -> {concurrency: per node, cluster_concurrency: cluster-wide}; "
+	  "0 or absent = no limit of its own", OFF(groups), NULL, 0 },
+	{ "admin.listen", PAL_CONF_STRING, "127.0.0.1:9464", "", 3, 256, false,
+	  "address of the admin HTTP endpoint (metrics, health, status), host:port",
+	  OFF(admin_listen), NULL, 0 },
+	{ "log.level", PAL_CONF_ENUM, "info", "", 0, 0, true,
+	  "least severe level logged: debug, info, warn or error", OFF(log_level),
+	  log_level_names, N(log_level_names) },
+};
+/* clang-format on */
+
+const pal_conf_key *pal_nodeconf_table(size_t *n)
+{
+	*n = N(table);
+	return table;
+}
+
+/* ---- field access ---- */
+
+static char **str_at(pal_nodeconf *c, const pal_conf_key *k)
+{
+	return (char **)((char *)c + k->offset);
+}
+
+static const char *cstr_at(const pal_nodeconf *c, const pal_conf_key *k)
+{
+	return *(char *const *)((const char *)c + k->offset);
+}
+
+static int32_t *i32_at(pal_nodeconf *c, const pal_conf_key *k)
+{
+	return (int32_t *)((char *)c + k->offset);
+}
+
+static int32_t ci32_at(const pal_nodeconf *c, const pal_conf_key *k)
+{
+	return *(const int32_t *)((const char *)c + k->offset);
+}
+
+static int64_t *i64_at(pal_nodeconf *c, const pal_conf_key *k)
+{
+	return (int64_t *)((char *)c + k->offset);
+}
+
+static int64_t ci64_at(const pal_nodeconf *c, const pal_conf_key *k)
+{
+	return *(const int64_t *)((const char *)c + k->offset);
+}
+
+static void groups_free(pal_group_conf *g, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(g[i].name);
+	free(g);
+}
+
+void pal_nodeconf_free(pal_nodeconf *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < N(table); i++)
+		if (table[i].type == PAL_CONF_STRING)
+			free(*str_at(c, &table[i]));
+	groups_free(c->groups, c->n_groups);
+	free(c->file);
+	memset(c, 0, sizeof *c);
+}
+
+/* ---- value checks ---- */
+
+struct nctx {
+	const pal_ydoc *doc;
+	pal_diags *diags;
+	int errors;
+};
+
+static void ndiag(struct nctx *x, const pal_ynode *n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void ndiag(struct nctx *x, const pal_ynode *n, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	pal_ydiag(x->diags, x->doc, n, "%s", msg);
+	x->errors++;
+}
+
+static bool name_ok(const char *s, bool upper)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++) {
+		char ch = *s;
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '.' ||
+		      ch == '_' || ch == '-' || (upper && ch >= 'A' && ch <= 'Z')))
+			return false;
+	}
+	return true;
+}
+
+/* host:port with host a name, an IPv4 address or [IPv6]; port 0..65535
+ * (0: any free port, for tests). */
+static bool listen_ok(const char *s)
+{
+	const char *colon;
+	char *end;
+	long port;
+
+	if (*s == '[') {
+		const char *rb = strchr(s, ']');
+
+		if (!rb || rb == s + 1 || rb[1] != ':')
+			return false;
+		for (const char *p = s + 1; p < rb; p++)
+			if (!g_ascii_isxdigit(*p) && *p != ':' && *p != '.')
+				return false;
+		colon = rb + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon || colon == s)
+			return false;
+		for (const char *p = s; p < colon; p++)
+			if (!g_ascii_isalnum(*p) && *p != '.' && *p != '-')
+				return false;
+	}
+	if (!g_ascii_isdigit(colon[1]))
+		return false;
+	port = strtol(colon + 1, &end, 10);
+	return *end == '\0' && port >= 0 && port <= 65535;
+}
+
+/* Key-specific checks of a string value; S is already length-checked. */
+static void check_string(struct nctx *x, const pal_conf_key *k, const pal_ynode *n,
+			 const char *s)
+{
+	if (!strcmp(k->name, "node.id")) {
+		if (*s && !name_ok(s, true))
+			ndiag(x, n, "node.id: invalid node id \"%.64s\" (allowed: letters, digits, "
+			      "'.', '_' and '-'); hint: leave it empty to use the host name", s);
+	} else if (!strcmp(k->name, "cluster.name")) {
+		if (!name_ok(s, false))
+			ndiag(x, n, "cluster.name: invalid cluster name \"%.64s\" (allowed: "
+			      "lower-case letters, digits, '.', '_' and '-')", s);
+	} else if (!strcmp(k->name, "zookeeper.root")) {
+		bool ok = s[0] == '/' && s[strlen(s) - 1] != '/' && !strstr(s, "//");
+
+		for (const char *p = s; ok && *p; p++)
+			ok = g_ascii_isalnum(*p) || strchr("/._-", *p);
+		if (!ok)
+			ndiag(x, n, "zookeeper.root: invalid path \"%.64s\" (expected an absolute "
+			      "znode path such as /palisade, without a trailing slash)", s);
+	} else if (!strcmp(k->name, "zookeeper.connect")) {
+		for (const char *p = s; *p; p++) {
+			if (g_ascii_isspace(*p)) {
+				ndiag(x, n, "zookeeper.connect: spaces are not allowed (expected "
+				      "host:port[,host:port...])");
+				break;
+			}
+		}
+	} else if (!strcmp(k->name, "admin.listen")) {
+		if (!listen_ok(s))
+			ndiag(x, n, "admin.listen: invalid address \"%.64s\" (expected host:port "
+			      "such as 127.0.0.1:9464 or [::1]:9464)", s);
+	}
+}
+
+static void set_roles(struct nctx *x, const pal_conf_key *k, const pal_ynode *v, pal_nodeconf *c)
+{
+	unsigned roles = 0;
+
+	if (pal_yexpect_seq(x->doc, v, k->name, x->diags) != 0) {
+		x->errors++;
+		return;
+	}
+	if (v->n == 0) {
+		ndiag(x, v, "%s: a node needs at least one role (expected controller, executor "
+		      "or both)", k->name);
+		return;
+	}
+	for (size_t i = 0; i < v->n; i++) {
+		int r;
+
+		if (pal_yget_enum(x->doc, v->vals[i], "role", role_names, N(role_names), &r,
+				  x->diags) != 0) {
+			x->errors++;
+			continue;
+		}
+		if (roles & (1u << r))
+			ndiag(x, v->vals[i], "%s: role \"%s\" is listed twice", k->name,
+			      role_names[r]);
+		roles |= 1u << r;
+	}
+	if (roles)
+		c->roles = roles;
+}
+
+static int group_cmp(const void *a, const void *b)
+{
+	return strcmp(((const pal_group_conf *)a)->name, ((const pal_group_conf *)b)->name);
+}
+
+static void set_groups(struct nctx *x, const pal_conf_key *k, const pal_ynode *v,
+		       pal_nodeconf *c)
+{
+	static const char *const gkeys[] = { "concurrency", "cluster_concurrency" };
+	pal_group_conf *g;
+	size_t n = 0;
+
+	if (pal_yexpect_map(x->doc, v, k->name, x->diags) != 0) {
+		x->errors++;
+		return;
+	}
+	if ((int64_t)v->n > k->max) {
+		ndiag(x, v, "%s: too many groups (%zu, at most %lld)", k->name, v->n,
+		      (long long)k->max);
+		return;
+	}
+	g = calloc(v->n ? v->n : 1, sizeof *g);
+	if (!g) {
+		ndiag(x, v, "%s: out of memory", k->name);
+		return;
+	}
+	for (size_t i = 0; i < v->n; i++) {
+		const pal_ynode *kn = v->keys[i], *gv = v->vals[i];
+		pal_group_conf one = { 0 };
+		int before = x->errors;
+
+		if (!name_ok(kn->str, false) || strlen(kn->str) > 64) {
+			ndiag(x, kn, "%s: invalid group name \"%.64s\" (allowed: lower-case "
+			      "letters, digits, '.', '_' and '-', as in a job's group key)",
+			      k->name, kn->str);
+			continue;
+		}
+		if (pal_yexpect_map(x->doc, gv, "group", x->diags) != 0) {
+			x->errors++;
+			continue;
+		}
+		for (size_t j = 0; j < gv->n; j++) {
+			const pal_ynode *gk = gv->keys[j];
+			int64_t val;
+
+			if (!strcmp(gk->str, "concurrency")) {
+				if (pal_yget_int(x->doc, gv->vals[j], "concurrency", 0, 100000, &val,
+						 x->diags) == 0)
+					one.concurrency = (int32_t)val;
+				else
+					x->errors++;
+			} else if (!strcmp(gk->str, "cluster_concurrency")) {
+				if (pal_yget_int(x->doc, gv->vals[j], "cluster_concurrency", 0,
+						 10000000, &val, x->diags) == 0)
+					one.cluster_concurrency = (int32_t)val;
+				else
+					x->errors++;
+			} else {
+				const char *hint = pal_suggest(gk->str, gkeys, N(gkeys));
+
+				if (hint)
+					ndiag(x, gk, "unknown key \"%.64s\" in group \"%s\" (did you "
+					      "mean \"%s\"?)", gk->str, kn->str, hint);
+				else
+					ndiag(x, gk, "unknown key \"%.64s\" in group \"%s\" (expected "
+					      "concurrency, cluster_concurrency)", gk->str, kn->str);
+			}
+		}
+		if (x->errors != before)
+			continue;
+		one.name = strdup(kn->str);
+		if (!one.name) {
+			ndiag(x, kn, "out of memory");
+			continue;
+		}
+		g[n++] = one;
+	}
+	qsort(g, n, sizeof *g, group_cmp);
+	groups_free(c->groups, c->n_groups);
+	c->groups = g;
+	c->n_groups = n;
+}
+
+/* Apply value V of key K to C. */
+static void apply(struct nctx *x, const pal_conf_key *k, const pal_ynode *v, pal_nodeconf *c)
+{
+	int64_t i64;
+	int e;
+	char *s = NULL;
+
+	switch (k->type) {
+	case PAL_CONF_STRING:
+		if (pal_yget_string(x->doc, v, k->name, &s, x->diags) != 0) {
+			x->errors++;
+			return;
+		}
+		if ((int64_t)strlen(s) < k->min || (int64_t)strlen(s) > k->max) {
+			ndiag(x, v, "%s: length %zu is out of range (expected %lld to %lld bytes)",
+			      k->name, strlen(s), (long long)k->min, (long long)k->max);
+			free(s);
+			return;
+		}
+		{
+			int before = x->errors;
+
+			check_string(x, k, v, s);
+			if (x->errors != before) {
+				free(s);
+				return;
+			}
+		}
+		free(*str_at(c, k));
+		*str_at(c, k) = s;
+		break;
+	case PAL_CONF_INT:
+		if (pal_yget_int(x->doc, v, k->name, k->min, k->max, &i64, x->diags) == 0)
+			*i32_at(c, k) = (int32_t)i64;
+		else
+			x->errors++;
+		break;
+	case PAL_CONF_DURATION:
+		if (pal_yget_duration(x->doc, v, k->name, k->min, k->max, k->min == 0, &i64,
+				      x->diags) == 0)
+			*i64_at(c, k) = i64;
+		else
+			x->errors++;
+		break;
+	case PAL_CONF_ENUM:
+		if (pal_yget_enum(x->doc, v, k->name, k->names, k->n_names, &e, x->diags) == 0)
+			memcpy((char *)c + k->offset, &e, sizeof e);
+		else
+			x->errors++;
+		break;
+	case PAL_CONF_ROLES:
+		set_roles(x, k, v, c);
+		break;
+	case PAL_CONF_GROUPS:
+		set_groups(x, k, v, c);
+		break;
+	}
+}
+
+/* ---- defaults ---- */
+
+static int resolve_node_id(pal_nodeconf *c)
+{
+	if (c->node_id && *c->node_id)
+		return 0;
+	free(c->node_id);
+	/* g_get_host_name() never fails ("localhost" at worst) */
+	c->node_id = strdup(g_get_host_name());
+	return c->node_id ? 0 : PAL_ENOMEM;
+}
+
+/* Defaults without node.id resolution: a fresh struct for the loader. */
+static int defaults(pal_nodeconf *c, pal_diags *diags)
+{
+	memset(c, 0, sizeof *c);
+	for (size_t i = 0; i < N(table); i++) {
+		pal_ydoc doc;
+		struct nctx x = { .doc = &doc, .diags = diags };
+		int rc = pal_ydoc_load_buffer(table[i].name, table[i].def, strlen(table[i].def), &doc,
+					      diags);
+
+		if (rc == 0)
+			apply(&x, &table[i], doc.root, c);
+		pal_ydoc_free(&doc);
+		if (rc != 0 || x.errors) {
+			pal_nodeconf_free(c);
+			return rc == PAL_ENOMEM ? PAL_ENOMEM : PAL_EINVAL;
+		}
+	}
+	return 0;
+}
+
+int pal_nodeconf_defaults(pal_nodeconf *c)
+{
+	pal_diags d = { 0 };
+	int rc = defaults(c, &d);
+
+	/* a diagnostic here is a bug in the table, caught by test_nodeconf */
+	pal_diags_free(&d);
+	if (rc == 0 && resolve_node_id(c) != 0) {
+		pal_nodeconf_free(c);
+		rc = PAL_ENOMEM;
+	}
+	return rc;
+}
+
+/* ---- loading ---- */
+
+static void cross_checks(struct nctx *x, const pal_ynode *root, pal_nodeconf *c)
+{
+	char a[32], b[32];
+
+	if (c->heartbeat_ms * 2 > c->lease_ms) {
+		const pal_ynode *n = pal_ynode_get(pal_ynode_get(root, "executor"), "heartbeat");
+
+		ndiag(x, n ? n : root,
+		      "executor.heartbeat (%s) must be at most half of executor.lease (%s): a "
+		      "lease needs at least two renewal chances before it expires",
+		      pal_fmt_duration(c->heartbeat_ms, a, sizeof a),
+		      pal_fmt_duration(c->lease_ms, b, sizeof b));
+	}
+	if (c->lookahead_ms < c->scan_interval_ms) {
+		const pal_ynode *n = pal_ynode_get(pal_ynode_get(root, "controller"), "lookahead");
+
+		ndiag(x, n ? n : root,
+		      "controller.lookahead (%s) is shorter than controller.scan_interval (%s): "
+		      "instants would be planned after they are due",
+		      pal_fmt_duration(c->lookahead_ms, a, sizeof a),
+		      pal_fmt_duration(c->scan_interval_ms, b, sizeof b));
+	}
+	if (c->misfire_threshold_ms <= c->scan_interval_ms + c->lookahead_ms) {
+		const pal_ynode *n =
+			pal_ynode_get(pal_ynode_get(root, "controller"), "misfire_threshold");
+
+		ndiag(x, n ? n : root,
+		      "controller.misfire_threshold (%s) must exceed scan_interval + lookahead "
+		      "(%s): every instant would count as a misfire",
+		      pal_fmt_duration(c->misfire_threshold_ms, a, sizeof a),
+		      pal_fmt_duration(c->scan_interval_ms + c->lookahead_ms, b, sizeof b));
+	}
+}
+
+/* Walk the file: ROOT's keys are sections, each a mapping of keys. */
+static void walk(struct nctx *x, const pal_ynode *root, pal_nodeconf *c)
+{
+	const char *sections[N(table)];
+	size_t n_sections = 0;
+
+	for (size_t i = 0; i < N(table); i++) {
+		size_t sl = (size_t)(strchr(table[i].name, '.') - table[i].name);
+		bool dup = false;
+
+		for (size_t j = 0; j < n_sections; j++)
+			dup = dup || (strlen(sections[j]) == sl &&
+				      !strncmp(sections[j], table[i].name, sl));
+		if (!dup)
+			sections[n_sections++] = table[i].name; /* compared by prefix */
+	}
+
+	for (size_t i = 0; i < root->n; i++) {
+		const pal_ynode *sk = root->keys[i], *sv = root->vals[i];
+		const char *keys[N(table)];
+		const pal_conf_key *kdefs[N(table)];
+		size_t nk = 0;
+
+		for (size_t j = 0; j < N(table); j++) {
+			size_t sl = (size_t)(strchr(table[j].name, '.') - table[j].name);
+
+			if (strlen(sk->str) == sl && !strncmp(table[j].name, sk->str, sl)) {
+				kdefs[nk] = &table[j];
+				keys[nk++] = table[j].name + sl + 1;
+			}
+		}
+		if (nk == 0) {
+			char names[N(table)][32];
+			const char *cands[N(table)];
+			const char *hint;
+
+			for (size_t j = 0; j < n_sections; j++) {
+				snprintf(names[j], sizeof names[j], "%.*s",
+					 (int)(strchr(sections[j], '.') - sections[j]), sections[j]);
+				cands[j] = names[j];
+			}
+			hint = pal_suggest(sk->str, cands, n_sections);
+			/* a known key written at the top level? */
+			for (size_t j = 0; !hint && j < N(table); j++) {
+				if (!strcmp(strchr(table[j].name, '.') + 1, sk->str)) {
+					ndiag(x, sk, "unknown section \"%.64s\"; hint: did you mean "
+					      "\"%s\" (nested under its section)?", sk->str,
+					      table[j].name);
+					goto next;
+				}
+			}
+			if (hint)
+				ndiag(x, sk, "unknown section \"%.64s\" (did you mean \"%s\"?)",
+				      sk->str, hint);
+			else
+				ndiag(x, sk, "unknown section \"%.64s\"; hint: docs/config.md lists "
+				      "the keys", sk->str);
+			continue;
+		}
+		if (pal_yexpect_map(x->doc, sv, sk->str, x->diags) != 0) {
+			x->errors++;
+			continue;
+		}
+		for (size_t m = 0; m < sv->n; m++) {
+			const pal_ynode *kn = sv->keys[m];
+			const pal_conf_key *k = NULL;
+
+			for (size_t j = 0; j < nk; j++)
+				if (!strcmp(kn->str, keys[j]))
+					k = kdefs[j];
+			if (k) {
+				apply(x, k, sv->vals[m], c);
+			} else {
+				const char *hint = pal_suggest(kn->str, keys, nk);
+
+				if (hint)
+					ndiag(x, kn, "unknown key \"%.64s\" in %s (did you mean "
+					      "\"%s\"?)", kn->str, sk->str, hint);
+				else
+					ndiag(x, kn, "unknown key \"%.64s\" in %s; hint: docs/config.md "
+					      "lists the keys", kn->str, sk->str);
+			}
+		}
+next:;
+	}
+}
+
+static int load_doc(const pal_ydoc *doc, pal_nodeconf *out, pal_diags *diags)
+{
+	struct nctx x = { .doc = doc, .diags = diags };
+	pal_nodeconf c;
+	int rc;
+
+	rc = defaults(&c, diags);
+	if (rc)
+		return rc;
+	if (pal_ynode_is_null(doc->root)) {
+		/* a file of comments only: every default (the sample minus values) */
+	} else if (doc->root->kind != PAL_YNODE_MAP) {
+		ndiag(&x, doc->root, "expected a mapping of sections (node, cluster, zookeeper, "
+		      "...), got %s", pal_ynode_describe(doc->root));
+	} else {
+		walk(&x, doc->root, &c);
+		if (x.errors == 0)
+			cross_checks(&x, doc->root, &c);
+	}
+	if (x.errors == 0 && resolve_node_id(&c) != 0) {
+		pal_ydiag(diags, doc, NULL, "out of memory");
+		x.errors++;
+	}
+	if (x.errors == 0) {
+		c.file = strdup(doc->file);
+		if (!c.file)
+			x.errors++;
+	}
+	if (x.errors) {
+		pal_nodeconf_free(&c);
+		return PAL_EINVAL;
+	}
+	*out = c;
+	return 0;
+}
+
+int pal_nodeconf_load_buffer(const char *name, const void *buf, size_t len, pal_nodeconf *out,
+			     pal_diags *diags)
+{
+	pal_ydoc doc;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	rc = pal_ydoc_load_buffer(name, buf, len, &doc, diags);
+	if (rc == 0)
+		rc = load_doc(&doc, out, diags);
+	pal_ydoc_free(&doc);
+	return rc;
+}
+
+int pal_nodeconf_load(const char *path, pal_nodeconf *out, pal_diags *diags)
+{
+	pal_ydoc doc;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	rc = pal_ydoc_load_file(path, &doc, diags);
+	if (rc == 0)
+		rc = load_doc(&doc, out, diags);
+	pal_ydoc_free(&doc);
+	return rc;
+}
+
+/* ---- resolution, formatting, comparison ---- */
+
+static const char *resolve(const char *flag, const char *conf, const char *env)
+{
+	const char *e;
+
+	if (flag && *flag)
+		return flag;
+	if (conf && *conf)
+		return conf;
+	e = getenv(env);
+	return e && *e ? e : NULL;
+}
+
+const char *pal_nodeconf_pg(const pal_nodeconf *c, const char *flag)
+{
+	return resolve(flag, c ? c->pg_conninfo : NULL, "PALISADE_PG");
+}
+
+const char *pal_nodeconf_zk(const pal_nodeconf *c, const char *flag)
+{
+	return resolve(flag, c ? c->zk_connect : NULL, "PALISADE_ZK");
+}
+
+/* A YAML scalar for S: plain when that reads back as the same string. */
+static void append_scalar(GString *out, const char *s)
+{
+	bool plain = *s && !strchr("!&*-?:,[]{}#|>@`\"'%~ ", *s) && s[strlen(s) - 1] != ' ';
+
+	for (const char *p = s; plain && *p; p++)
+		plain = (unsigned char)*p >= 0x20 && !(p[0] == ':' && p[1] == ' ') &&
+			!(p[0] == ' ' && p[1] == '#');
+	if (plain && (!strcmp(s, "null") || !strcmp(s, "true") || !strcmp(s, "false")))
+		plain = false;
+	if (plain) {
+		g_string_append(out, s);
+		return;
+	}
+	g_string_append_c(out, '"');
+	for (const char *p = s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			g_string_append_c(out, '\\');
+		g_string_append_c(out, *p);
+	}
+	g_string_append_c(out, '"');
+}
+
+char *pal_nodeconf_format(const pal_nodeconf *c, const pal_conf_key *k)
+{
+	GString *out = g_string_new(NULL);
+	char buf[64];
+	char *res;
+
+	switch (k->type) {
+	case PAL_CONF_STRING:
+		append_scalar(out, cstr_at(c, k) ? cstr_at(c, k) : "");
+		break;
+	case PAL_CONF_INT:
+		g_string_append_printf(out, "%d", (int)ci32_at(c, k));
+		break;
+	case PAL_CONF_DURATION:
+		g_string_append(out, pal_fmt_duration(ci64_at(c, k), buf, sizeof buf));
+		break;
+	case PAL_CONF_ENUM: {
+		int e;
+
+		memcpy(&e, (const char *)c + k->offset, sizeof e);
+		g_string_append(out, e >= 0 && (size_t)e < k->n_names ? k->names[e] : "?");
+		break;
+	}
+	case PAL_CONF_ROLES: {
+		bool first = true;
+
+		g_string_append_c(out, '[');
+		for (size_t i = 0; i < N(role_names); i++) {
+			if (c->roles & (1u << i)) {
+				g_string_append_printf(out, "%s%s", first ? "" : ", ", role_names[i]);
+				first = false;
+			}
+		}
+		g_string_append_c(out, ']');
+		break;
+	}
+	case PAL_CONF_GROUPS:
+		g_string_append_c(out, '{');
+		for (size_t i = 0; i < c->n_groups; i++)
+			g_string_append_printf(out, "%s%s: {concurrency: %d, cluster_concurrency: %d}",
+					       i ? ", " : "", c->groups[i].name,
+					       (int)c->groups[i].concurrency,
+					       (int)c->groups[i].cluster_concurrency);
+		g_string_append_c(out, '}');
+		break;
+	}
+	res = strdup(out->str);
+	g_string_free(out, TRUE);
+	return res;
+}
+
+bool pal_nodeconf_key_equal(const pal_nodeconf *a, const pal_nodeconf *b, const pal_conf_key *k)
+{
+	switch (k->type) {
+	case PAL_CONF_STRING: {
+		const char *x = cstr_at(a, k), *y = cstr_at(b, k);
+
+		return (!x && !y) || (x && y && !strcmp(x, y));
+	}
+	case PAL_CONF_INT:
+		return ci32_at(a, k) == ci32_at(b, k);
+	case PAL_CONF_DURATION:
+		return ci64_at(a, k) == ci64_at(b, k);
+	case PAL_CONF_ENUM:
+		return !memcmp((const char *)a + k->offset, (const char *)b + k->offset, sizeof(int));
+	case PAL_CONF_ROLES:
+		return a->roles == b->roles;
+	case PAL_CONF_GROUPS:
+		if (a->n_groups != b->n_groups)
+			return false;
+		for (size_t i = 0; i < a->n_groups; i++)
+			if (strcmp(a->groups[i].name, b->groups[i].name) ||
+			    a->groups[i].concurrency != b->groups[i].concurrency ||
+			    a->groups[i].cluster_concurrency != b->groups[i].cluster_concurrency)
+				return false;
+		return true;
+	}
+	return false;
+}
+
+int pal_nodeconf_restart_changes(const pal_nodeconf *old, const pal_nodeconf *new_,
+				 pal_diags *diags)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < N(table); i++) {
+		char *a, *b;
+
+		if (table[i].reloadable || pal_nodeconf_key_equal(old, new_, &table[i]))
+			continue;
+		n++;
+		a = pal_nodeconf_format(old, &table[i]);
+		b = pal_nodeconf_format(new_, &table[i]);
+		pal_diags_addf(diags, new_->file, 0, 0,
+			       "%s changed from %s to %s; it takes effect only after a restart",
+			       table[i].name, a ? a : "?", b ? b : "?");
+		free(a);
+		free(b);
+	}
+	return n;
+}

@@ -1,0 +1,706 @@
+/*
+ * planner.c - in-memory schedule of one shard and the decisions of a tick
+ * (see include/palisade/planner.h for the contract).
+ *
+ * Data: every job sits in a binary min-heap keyed by `next`, its first
+ * unplanned instant.  A tick finds the due jobs by walking only the part of
+ * the heap whose keys are <= the horizon (heap order lets it skip whole
+ * subtrees), works on tentative copies of their cursors, and merges their
+ * instants in time order through a small temporary heap so that a row cap
+ * cuts the tick at a clean instant.  pal_planner_commit() makes the
+ * tentative cursors real and re-sifts those jobs: O(k log n) for k due jobs.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "palisade/planner.h"
+#include "palisade/schedule.h"
+
+#define NEVER INT64_MAX
+
+typedef struct pversion {
+	int version;
+	pal_job_spec spec;
+	pal_schedule *sched;
+	int64_t eff; /* PAL_NO_TIME: pending activation */
+} pversion;
+
+typedef struct pjob {
+	char *id;
+	pversion *v;
+	size_t nv;
+	int64_t cursor; /* every instant <= cursor is planned (PAL_NO_TIME: none yet) */
+	int64_t next;   /* first instant > cursor, NEVER when none */
+	bool next_excl;
+	size_t hidx;    /* index in the main heap */
+	/* tentative state of the current tick */
+	bool touched;
+	int64_t t_cursor, t_next, t_eff;
+	bool t_next_excl;
+	size_t t_hidx;
+} pjob;
+
+struct pal_planner {
+	int shard;
+	pal_planner_config cfg;
+	pjob **heap;
+	size_t n, cap;
+	pjob **touched; /* jobs of the last tick */
+	size_t n_touched, cap_touched;
+};
+
+/* ---- heap ---------------------------------------------------------------- */
+
+static void heap_swap(pjob **h, size_t a, size_t b)
+{
+	pjob *t = h[a];
+	h[a] = h[b];
+	h[b] = t;
+	h[a]->hidx = a;
+	h[b]->hidx = b;
+}
+
+static void sift_up(pjob **h, size_t i)
+{
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (h[p]->next <= h[i]->next)
+			break;
+		heap_swap(h, p, i);
+		i = p;
+	}
+}
+
+static void sift_down(pjob **h, size_t n, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+		if (l < n && h[l]->next < h[m]->next)
+			m = l;
+		if (r < n && h[r]->next < h[m]->next)
+			m = r;
+		if (m == i)
+			return;
+		heap_swap(h, i, m);
+		i = m;
+	}
+}
+
+static void heap_fix(pal_planner *p, size_t i)
+{
+	sift_up(p->heap, i);
+	sift_down(p->heap, p->n, p->heap[i]->hidx);
+}
+
+/* Temporary heap of the tick, keyed by t_next. */
+typedef struct theap {
+	pjob **h;
+	size_t n;
+} theap;
+
+static void t_swap(theap *t, size_t a, size_t b)
+{
+	pjob *x = t->h[a];
+	t->h[a] = t->h[b];
+	t->h[b] = x;
+}
+
+static void t_push(theap *t, pjob *j)
+{
+	size_t i = t->n++;
+	t->h[i] = j;
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (t->h[p]->t_next <= t->h[i]->t_next)
+			break;
+		t_swap(t, p, i);
+		i = p;
+	}
+}
+
+static pjob *t_pop(theap *t)
+{
+	pjob *top = t->h[0];
+	t->h[0] = t->h[--t->n];
+	size_t i = 0;
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+		if (l < t->n && t->h[l]->t_next < t->h[m]->t_next)
+			m = l;
+		if (r < t->n && t->h[r]->t_next < t->h[m]->t_next)
+			m = r;
+		if (m == i)
+			break;
+		t_swap(t, i, m);
+		i = m;
+	}
+	return top;
+}
+
+/* ---- instants -------------------------------------------------------------- */
+
+static int64_t eff_of(const pjob *j, size_t i, bool tentative)
+{
+	if (j->v[i].eff != PAL_NO_TIME)
+		return j->v[i].eff;
+	return tentative ? j->t_eff : PAL_NO_TIME;
+}
+
+/*
+ * First instant of job J strictly after T, across its versions: instant x
+ * belongs to version i when eff(i) < x <= eff(i+1).  Versions not activated
+ * (and, when TENTATIVE, not activated by this tick) are ignored.
+ */
+static int64_t next_after(const pjob *j, int64_t t, bool tentative, bool *excl)
+{
+	for (size_t i = 0; i < j->nv; i++) {
+		int64_t lo = eff_of(j, i, tentative);
+		if (lo == PAL_NO_TIME)
+			continue;
+		int64_t hi = NEVER;
+		for (size_t k = i + 1; k < j->nv; k++) {
+			int64_t e = eff_of(j, k, tentative);
+			if (e != PAL_NO_TIME) {
+				hi = e;
+				break;
+			}
+		}
+		if (t != PAL_NO_TIME && t >= hi)
+			continue;
+		int64_t start = (t == PAL_NO_TIME || t < lo) ? lo : t;
+		int64_t x;
+		bool ex = false;
+		if (pal_schedule_next(j->v[i].sched, start, &x, &ex) != PAL_OK)
+			continue;
+		if (x <= hi) {
+			*excl = ex;
+			return x;
+		}
+	}
+	*excl = false;
+	return NEVER;
+}
+
+/* Version owning instant X (tentative view). */
+static const pversion *version_of(const pjob *j, int64_t x)
+{
+	const pversion *best = NULL;
+	for (size_t i = 0; i < j->nv; i++) {
+		int64_t e = eff_of(j, i, true);
+		if (e != PAL_NO_TIME && e < x)
+			best = &j->v[i];
+	}
+	return best ? best : &j->v[j->nv - 1];
+}
+
+static bool has_pending(const pjob *j)
+{
+	return j->nv && j->v[j->nv - 1].eff == PAL_NO_TIME;
+}
+
+static bool has_active(const pjob *j)
+{
+	for (size_t i = 0; i < j->nv; i++)
+		if (j->v[i].eff != PAL_NO_TIME)
+			return true;
+	return false;
+}
+
+/* ---- batch ----------------------------------------------------------------- */
+
+#define GROW(arr, n, cap)                                                                          \
+	do {                                                                                       \
+		if ((n) == (cap)) {                                                                \
+			size_t nc = (cap) ? (cap) * 2 : 64;                                        \
+			void *np = realloc((arr), nc * sizeof *(arr));                             \
+			if (!np)                                                                   \
+				return PAL_ENOMEM;                                                 \
+			(arr) = np;                                                                \
+			(cap) = nc;                                                                \
+		}                                                                                  \
+	} while (0)
+
+static int add_trigger(pal_plan_batch *b, const pjob *j, const pversion *v, int64_t at,
+		       pal_plan_source src)
+{
+	for (int part = 0; part < v->spec.partitions; part++) {
+		GROW(b->trig, b->n_trig, b->cap_trig);
+		b->trig[b->n_trig++] = (pal_plan_trigger){ .job_id = j->id,
+							   .version = v->version,
+							   .at = at,
+							   .partition = part,
+							   .source = src,
+							   .priority = v->spec.priority };
+	}
+	return PAL_OK;
+}
+
+static int add_misfire(pal_plan_batch *b, const pjob *j, int version, int64_t from, int64_t to,
+		       int count, const char *policy, const char *reason)
+{
+	if (count <= 0)
+		return PAL_OK;
+	GROW(b->mis, b->n_mis, b->cap_mis);
+	b->mis[b->n_mis++] = (pal_plan_misfire){ .job_id = j->id,
+						 .version = version,
+						 .from = from,
+						 .to = to,
+						 .count = count,
+						 .policy = policy,
+						 .reason = reason };
+	return PAL_OK;
+}
+
+void pal_plan_batch_free(pal_plan_batch *b)
+{
+	free(b->trig);
+	free(b->mis);
+	free(b->act);
+	free(b->tick);
+	memset(b, 0, sizeof *b);
+}
+
+static const char *policy_name(pal_misfire_policy p)
+{
+	static const char *const n[] = { "fire_all", "fire_once", "skip", "manual" };
+	return n[p];
+}
+
+/* Run-length of excluded instants of one job, flushed as one misfire row. */
+typedef struct excl_run {
+	int64_t from, to;
+	int count, version;
+} excl_run;
+
+static int flush_excl(pal_plan_batch *b, const pjob *j, excl_run *r)
+{
+	int rc = add_misfire(b, j, r->version, r->from, r->to, r->count, "exclude", "excluded");
+	r->count = 0;
+	return rc;
+}
+
+static int note_excl(pal_plan_batch *b, const pjob *j, excl_run *r, int64_t at, int version)
+{
+	if (r->count && r->version != version) {
+		int rc = flush_excl(b, j, r);
+		if (rc)
+			return rc;
+	}
+	if (!r->count) {
+		r->from = at;
+		r->version = version;
+	}
+	r->to = at;
+	r->count++;
+	return PAL_OK;
+}
+
+/*
+ * The missed run of job J: instants in (W, LIMIT] (LIMIT = now - threshold)
+ * starting at j->t_next.  Decides per the policy of the version owning the
+ * last missed instant, emits catch-up triggers and misfire ranges, and leaves
+ * j->t_cursor / t_next after the run.
+ */
+static int plan_missed(pal_planner *p, pal_plan_batch *b, pjob *j, int64_t now, int64_t limit)
+{
+	excl_run ex = { 0 };
+	int64_t first = PAL_NO_TIME, last = PAL_NO_TIME;
+	int count = 0, rc;
+	/* fire_all keeps the last max_catchup instants inside the window. */
+	const pversion *lastv = version_of(j, j->t_next);
+	int64_t cap = 0;
+	int64_t *keep = NULL;
+	size_t nkeep = 0, kpos = 0;
+	int64_t x = j->t_next;
+	bool xe = j->t_next_excl;
+	/* Policy of the newest version in the run decides; find it as we go. */
+	while (x != NEVER && x <= limit) {
+		const pversion *v = version_of(j, x);
+		if (xe) {
+			if ((rc = note_excl(b, j, &ex, x, v->version)))
+				goto out;
+		} else {
+			if (first == PAL_NO_TIME)
+				first = x;
+			last = x;
+			lastv = v;
+			count++;
+		}
+		j->t_cursor = x;
+		x = next_after(j, x, true, &xe);
+	}
+	j->t_next = x;
+	j->t_next_excl = xe;
+	if ((rc = flush_excl(b, j, &ex)))
+		goto out;
+	if (!count)
+		goto out;
+	const pal_job_spec *s = &lastv->spec;
+	const char *pol = policy_name(s->misfire);
+	switch (s->misfire) {
+	case PAL_MISFIRE_SKIP:
+		rc = add_misfire(b, j, lastv->version, first, last, count, pol, "missed");
+		break;
+	case PAL_MISFIRE_MANUAL:
+		rc = add_misfire(b, j, lastv->version, first, last, count, pol, "missed");
+		if (!rc) {
+			GROW(b->tick, b->n_tick, b->cap_tick);
+			b->tick[b->n_tick++] = (pal_plan_ticket){ .job_id = j->id,
+								  .version = lastv->version,
+								  .from = first,
+								  .to = last,
+								  .count = count };
+		}
+		break;
+	case PAL_MISFIRE_FIRE_ONCE: {
+		/* Fire the latest missed instant; the rest form one range before it. */
+		if (count > 1) {
+			bool e2;
+			int64_t prev = first, y = first;
+			while ((y = next_after(j, y, true, &e2)) < last)
+				if (!e2)
+					prev = y;
+			rc = add_misfire(b, j, lastv->version, first, prev, count - 1, pol, "missed");
+		}
+		if (!rc)
+			rc = add_trigger(b, j, version_of(j, last), last, PAL_SOURCE_CATCHUP);
+		break;
+	}
+	case PAL_MISFIRE_FIRE_ALL: {
+		int64_t window_start = now - s->catchup_window_ms / 1000;
+		cap = s->max_catchup;
+		keep = calloc((size_t)(cap > 0 ? cap : 1), sizeof *keep);
+		if (!keep) {
+			rc = PAL_ENOMEM;
+			break;
+		}
+		/* Second pass over the run: classify each missed instant. */
+		int64_t out_from = PAL_NO_TIME, out_to = 0, cap_from = PAL_NO_TIME, cap_to = 0;
+		int out_n = 0, cap_n = 0;
+		bool e2 = false;
+		for (int64_t y = first; y != NEVER && y <= last; y = next_after(j, y, true, &e2)) {
+			if (e2)
+				continue;
+			if (y < window_start) {
+				if (out_from == PAL_NO_TIME)
+					out_from = y;
+				out_to = y, out_n++;
+				continue;
+			}
+			if (cap <= 0) {
+				if (cap_from == PAL_NO_TIME)
+					cap_from = y;
+				cap_to = y, cap_n++;
+				continue;
+			}
+			if (nkeep == (size_t)cap) {
+				/* keep[kpos] is the oldest kept: it becomes over the cap. */
+				int64_t old = keep[kpos];
+				if (cap_from == PAL_NO_TIME)
+					cap_from = old;
+				cap_to = old, cap_n++;
+				keep[kpos] = y;
+				kpos = (kpos + 1) % (size_t)cap;
+			} else {
+				keep[nkeep++] = y;
+			}
+		}
+		rc = add_misfire(b, j, lastv->version, out_from, out_to, out_n, pol,
+				 "outside_window");
+		if (!rc)
+			rc = add_misfire(b, j, lastv->version, cap_from, cap_to, cap_n, pol,
+					 "over_max_catchup");
+		for (size_t k = 0; !rc && k < nkeep; k++) {
+			int64_t at = keep[(kpos + k) % nkeep];
+			rc = add_trigger(b, j, version_of(j, at), at, PAL_SOURCE_CATCHUP);
+		}
+		break;
+	}
+	}
+out:
+	free(keep);
+	(void)p;
+	return rc;
+}
+
+/* ---- API ------------------------------------------------------------------- */
+
+pal_planner *pal_planner_new(int shard, const pal_planner_config *cfg)
+{
+	pal_planner *p = calloc(1, sizeof *p);
+	if (!p)
+		return NULL;
+	p->shard = shard;
+	p->cfg = *cfg;
+	if (p->cfg.max_rows_per_tick <= 0)
+		p->cfg.max_rows_per_tick = 50000;
+	return p;
+}
+
+static void job_free(pjob *j)
+{
+	if (!j)
+		return;
+	for (size_t i = 0; i < j->nv; i++) {
+		pal_schedule_close(j->v[i].sched);
+		pal_job_spec_clear(&j->v[i].spec);
+	}
+	free(j->v);
+	free(j->id);
+	free(j);
+}
+
+void pal_planner_free(pal_planner *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->n; i++)
+		job_free(p->heap[i]);
+	free(p->heap);
+	free(p->touched);
+	free(p);
+}
+
+int pal_planner_shard(const pal_planner *p)
+{
+	return p->shard;
+}
+
+size_t pal_planner_jobs(const pal_planner *p)
+{
+	return p->n;
+}
+
+static pjob *find(const pal_planner *p, const char *id)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (!strcmp(p->heap[i]->id, id))
+			return p->heap[i];
+	return NULL;
+}
+
+static void heap_remove(pal_planner *p, pjob *j)
+{
+	size_t i = j->hidx;
+	p->n--;
+	if (i != p->n) {
+		p->heap[i] = p->heap[p->n];
+		p->heap[i]->hidx = i;
+		heap_fix(p, i);
+	}
+}
+
+void pal_planner_remove_job(pal_planner *p, const char *job_id)
+{
+	pjob *j = find(p, job_id);
+	if (!j)
+		return;
+	heap_remove(p, j);
+	p->n_touched = 0; /* a pending tick may point at it: drop that tick */
+	job_free(j);
+}
+
+int pal_planner_put_job(pal_planner *p, const char *job_id, pal_plan_version *versions, size_t n,
+			int64_t watermark, char *err, size_t errlen)
+{
+	if (n == 0) {
+		snprintf(err, errlen, "job %s: no versions", job_id);
+		return PAL_EINVAL;
+	}
+	pjob *j = calloc(1, sizeof *j);
+	if (!j || !(j->v = calloc(n, sizeof *j->v)) || !(j->id = strdup(job_id))) {
+		job_free(j);
+		return PAL_ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		pversion *v = &j->v[j->nv];
+		v->version = versions[i].version;
+		v->eff = versions[i].effective_from;
+		v->spec = versions[i].spec;
+		memset(&versions[i].spec, 0, sizeof versions[i].spec);
+		j->nv++;
+		int rc = pal_schedule_open(&v->spec, &v->sched, err, errlen);
+		if (rc) {
+			job_free(j);
+			return rc;
+		}
+	}
+	/* Resume at watermark - overlap (or the first activation); instants at
+	 * or below the cursor count as planned. */
+	j->cursor = watermark == PAL_NO_TIME ? PAL_NO_TIME : watermark - p->cfg.overlap_s;
+	j->next = next_after(j, j->cursor, false, &j->next_excl);
+
+	pjob *old = find(p, job_id);
+	if (old) {
+		/* Keep the old cursor if it is further: a reload must not re-plan. */
+		if (old->cursor != PAL_NO_TIME && (j->cursor == PAL_NO_TIME || old->cursor > j->cursor)) {
+			j->cursor = old->cursor;
+			j->next = next_after(j, j->cursor, false, &j->next_excl);
+		}
+		heap_remove(p, old);
+		p->n_touched = 0;
+		job_free(old);
+	}
+	if (p->n == p->cap) {
+		size_t nc = p->cap ? p->cap * 2 : 64;
+		pjob **nh = realloc(p->heap, nc * sizeof *nh);
+		if (!nh) {
+			job_free(j);
+			return PAL_ENOMEM;
+		}
+		p->heap = nh;
+		p->cap = nc;
+	}
+	j->hidx = p->n;
+	p->heap[p->n++] = j;
+	sift_up(p->heap, j->hidx);
+	return PAL_OK;
+}
+
+static int touch(pal_planner *p, pjob *j)
+{
+	if (j->touched)
+		return PAL_OK;
+	if (p->n_touched == p->cap_touched) {
+		size_t nc = p->cap_touched ? p->cap_touched * 2 : 64;
+		pjob **nt = realloc(p->touched, nc * sizeof *nt);
+		if (!nt)
+			return PAL_ENOMEM;
+		p->touched = nt;
+		p->cap_touched = nc;
+	}
+	j->touched = true;
+	j->t_cursor = j->cursor;
+	j->t_next = j->next;
+	j->t_next_excl = j->next_excl;
+	j->t_eff = PAL_NO_TIME;
+	p->touched[p->n_touched++] = j;
+	return PAL_OK;
+}
+
+/* Collect jobs due by HORIZON (heap keys <= horizon) and pending ones. */
+static int collect(pal_planner *p, size_t i, int64_t horizon)
+{
+	if (i >= p->n)
+		return PAL_OK;
+	pjob *j = p->heap[i];
+	bool due = j->next <= horizon;
+	if (due || has_pending(j)) {
+		int rc = touch(p, j);
+		if (rc)
+			return rc;
+	}
+	if (!due)
+		return PAL_OK; /* the subtree's keys are >= this one */
+	int rc = collect(p, 2 * i + 1, horizon);
+	return rc ? rc : collect(p, 2 * i + 2, horizon);
+}
+
+int pal_planner_tick(pal_planner *p, int64_t watermark, int64_t now, pal_plan_batch *b)
+{
+	b->n_trig = b->n_mis = b->n_act = b->n_tick = 0;
+	b->complete = true;
+	for (size_t i = 0; i < p->n_touched; i++)
+		p->touched[i]->touched = false;
+	p->n_touched = 0;
+
+	int64_t horizon = now + p->cfg.lookahead_s;
+	int64_t limit = now - p->cfg.misfire_threshold_s;
+	int rc = collect(p, 0, horizon);
+	/* Pending activations can sit anywhere in the heap (their key is the
+	 * old version's next); they are rare, so a scan is fine. */
+	for (size_t i = 0; !rc && i < p->n; i++)
+		if (has_pending(p->heap[i]))
+			rc = touch(p, p->heap[i]);
+	if (rc)
+		return rc;
+
+	theap th = { .h = malloc((p->n_touched ? p->n_touched : 1) * sizeof(pjob *)), .n = 0 };
+	if (!th.h)
+		return PAL_ENOMEM;
+	for (size_t i = 0; i < p->n_touched; i++) {
+		pjob *j = p->touched[i];
+		if (has_pending(j)) {
+			/* A new job starts now; a new version takes over at the watermark
+			 * (it applies only to instants not planned yet). */
+			j->t_eff = (has_active(j) && watermark != PAL_NO_TIME) ? watermark : now;
+			for (size_t k = 0; k + 1 < j->nv; k++)
+				if (j->v[k].eff != PAL_NO_TIME && j->v[k].eff > j->t_eff)
+					j->t_eff = j->v[k].eff;
+			if (!has_active(j) && (j->t_cursor == PAL_NO_TIME || j->t_cursor < now))
+				j->t_cursor = now;
+			GROW(b->act, b->n_act, b->cap_act);
+			b->act[b->n_act++] = (pal_plan_activation){ .job_id = j->id,
+								    .version = j->v[j->nv - 1].version,
+								    .effective_from = j->t_eff };
+			j->t_next = next_after(j, j->t_cursor, true, &j->t_next_excl);
+		}
+		/* Instants never planned and already past the threshold: misfires. */
+		if (watermark != PAL_NO_TIME && j->t_next != NEVER && j->t_next <= limit) {
+			/* Re-planting below the watermark is a re-scan, not a misfire. */
+			while (j->t_next != NEVER && j->t_next <= watermark && j->t_next <= horizon) {
+				/* Excluded instants here were recorded when first passed. */
+				if (!j->t_next_excl &&
+				    (rc = add_trigger(b, j, version_of(j, j->t_next), j->t_next,
+						      PAL_SOURCE_SCHEDULE)))
+					goto out;
+				j->t_cursor = j->t_next;
+				j->t_next = next_after(j, j->t_cursor, true, &j->t_next_excl);
+			}
+			if (j->t_next != NEVER && j->t_next <= limit &&
+			    (rc = plan_missed(p, b, j, now, limit)))
+				goto out;
+		}
+		if (j->t_next <= horizon)
+			t_push(&th, j);
+	}
+
+	/* Merge the remaining instants in time order, under the row cap. */
+	while (th.n) {
+		if (b->n_trig >= (size_t)p->cfg.max_rows_per_tick) {
+			b->complete = false;
+			break;
+		}
+		pjob *j = t_pop(&th);
+		int64_t at = j->t_next;
+		const pversion *v = version_of(j, at);
+		if (j->t_next_excl) {
+			/* Recorded once: not again when a re-scan passes it. */
+			if ((watermark == PAL_NO_TIME || at > watermark) &&
+			    (rc = add_misfire(b, j, v->version, at, at, 1, "exclude", "excluded")))
+				goto out;
+		} else if (!j->t_next_excl &&
+			   (rc = add_trigger(b, j, v, at, PAL_SOURCE_SCHEDULE))) {
+			goto out;
+		}
+		j->t_cursor = at;
+		j->t_next = next_after(j, at, true, &j->t_next_excl);
+		if (j->t_next <= horizon)
+			t_push(&th, j);
+	}
+	b->watermark = horizon;
+	if (!b->complete && th.n)
+		b->watermark = th.h[0]->t_next - 1;
+	if (watermark != PAL_NO_TIME && b->watermark < watermark)
+		b->watermark = watermark;
+	rc = PAL_OK;
+out:
+	free(th.h);
+	return rc;
+}
+
+void pal_planner_commit(pal_planner *p, const pal_plan_batch *b)
+{
+	(void)b;
+	for (size_t i = 0; i < p->n_touched; i++) {
+		pjob *j = p->touched[i];
+		if (j->t_eff != PAL_NO_TIME && has_pending(j))
+			j->v[j->nv - 1].eff = j->t_eff;
+		j->cursor = j->t_cursor;
+		j->next = j->t_next;
+		j->next_excl = j->t_next_excl;
+		j->touched = false;
+		heap_fix(p, j->hidx);
+	}
+	p->n_touched = 0;
+}

@@ -1,0 +1,682 @@
+/*
+ * test_jobfile.c - job file loading and validation (src/config/jobfile.c).
+ *
+ * One fixture per kind of bad input (tests/unit/fixtures/*.yaml), asserting
+ * the exact file:line:col and message; a file with many problems must have
+ * all of them reported; valid files must produce the right spec with every
+ * default filled in.  The shipped examples (config/jobs/*.yaml) must
+ * validate.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <glob.h>
+#include <cmocka.h>
+#include "palisade/jobspec.h"
+#include "palisade/timefmt.h"
+
+static const char *fixture(const char *name)
+{
+	static char buf[8][4096];
+	static int k;
+	const char *dir = getenv("PALISADE_FIXTURES");
+	const char *src = __FILE__;
+	const char *slash = strrchr(src, '/');
+	char *b = buf[k++ % 8];
+
+	if (dir && *dir)
+		snprintf(b, 4096, "%s/%s", dir, name);
+	else if (slash)
+		snprintf(b, 4096, "%.*s/fixtures/%s", (int)(slash - src), src, name);
+	else
+		snprintf(b, 4096, "fixtures/%s", name);
+	return b;
+}
+
+/* The repository root, derived like the fixtures (tests/unit/x.c -> .). */
+static const char *repo_path(const char *rel)
+{
+	static char buf[4096];
+	const char *src = __FILE__;
+	const char *p = strstr(src, "tests/unit/");
+
+	if (p)
+		snprintf(buf, sizeof buf, "%.*s%s", (int)(p - src), src, rel);
+	else
+		snprintf(buf, sizeof buf, "%s", rel);
+	return buf;
+}
+
+static int find_diag(const pal_diags *d, int line, int col, const char *needle)
+{
+	for (size_t i = 0; i < d->n; i++)
+		if ((!line || d->v[i].line == line) && (!col || d->v[i].col == col) &&
+		    strstr(d->v[i].msg, needle))
+			return (int)i;
+	return -1;
+}
+
+#define ASSERT_DIAG(d, line, col, needle)                                 \
+	do {                                                              \
+		if (find_diag((d), (line), (col), (needle)) < 0) {        \
+			pal_diags_print((d), stderr);                     \
+			fail_msg("no diagnostic %d:%d containing \"%s\"", \
+				 (line), (col), (needle));                \
+		}                                                         \
+	} while (0)
+
+struct loaded {
+	pal_jobset set;
+	pal_diags diags;
+	int rc;
+};
+
+static void load1(const char *name, struct loaded *l)
+{
+	const char *p = fixture(name);
+
+	memset(l, 0, sizeof *l);
+	l->rc = pal_jobfiles_load(&p, 1, &l->set, &l->diags);
+}
+
+static void load_str(const char *text, struct loaded *l)
+{
+	memset(l, 0, sizeof *l);
+	l->rc = pal_jobfile_load_buffer("t.yaml", text, strlen(text), &l->set, &l->diags);
+}
+
+static void done(struct loaded *l)
+{
+	pal_jobset_free(&l->set);
+	pal_diags_free(&l->diags);
+}
+
+/* A minimal valid job with EXTRA lines spliced into the job mapping. */
+static void load_job(const char *extra, struct loaded *l)
+{
+	char buf[8192];
+
+	snprintf(buf, sizeof buf,
+		 "jobs:\n"
+		 "  - id: t.job\n"
+		 "    schedule: {cron: \"* * * * *\"}\n"
+		 "    target: {url: \"http://127.0.0.1:8089/x\"}\n"
+		 "%s",
+		 extra);
+	load_str(buf, l);
+}
+
+/* ---- valid input ---- */
+
+static void test_jobfile_full_example_loads_every_key(void **state)
+{
+	struct loaded l;
+	const pal_job_spec *s;
+	int64_t t;
+
+	(void)state;
+	load1("full.yaml", &l);
+	if (l.diags.n)
+		pal_diags_print(&l.diags, stderr);
+	assert_int_equal(l.rc, 0);
+	assert_int_equal(l.diags.n, 0);
+	assert_int_equal(l.set.n, 2);
+	s = &l.set.jobs[0];
+	assert_string_equal(s->id, "billing.daily-summary");
+	assert_string_equal(s->tenant, "billing");
+	assert_string_equal(s->group, "reports");
+	assert_string_equal(s->cron, "0 30 2 * * ?");
+	assert_string_equal(s->timezone, "Europe/Berlin");
+	assert_true(s->dst.is_auto);
+	assert_true(s->has_start && s->has_end);
+	assert_int_equal(pal_parse_rfc3339("2026-01-01T00:00:00Z", &t), 0);
+	assert_int_equal(s->start, t);
+	assert_int_equal(s->n_exclusions, 2);
+	assert_int_equal(s->exclusions[0].first_day, pal_days_from_civil(2026, 12, 25));
+	assert_int_equal(s->exclusions[0].last_day, pal_days_from_civil(2026, 12, 25));
+	assert_int_equal(s->exclusions[1].first_day, pal_days_from_civil(2026, 12, 30));
+	assert_int_equal(s->exclusions[1].last_day, pal_days_from_civil(2027, 1, 2));
+	assert_int_equal(s->misfire, PAL_MISFIRE_FIRE_ONCE);
+	assert_int_equal(s->catchup_window_ms, 3600000);
+	assert_int_equal(s->max_catchup, 100);
+	assert_int_equal(s->overlap, PAL_OVERLAP_FORBID);
+	assert_int_equal(s->partitions, 4);
+	assert_int_equal(s->priority, 5);
+	assert_int_equal(s->max_in_flight, 2);
+	assert_int_equal(s->deadline_ms, 600000);
+	assert_string_equal(s->idempotency_key, "{job}/{scheduled_at}/{partition}");
+	assert_string_equal(s->method, "POST");
+	assert_string_equal(s->url, "http://127.0.0.1:8089/effects/summary");
+	assert_int_equal(s->n_headers, 1);
+	assert_string_equal(s->headers[0].name, "Authorization");
+	/* secrets stay unresolved */
+	assert_string_equal(s->headers[0].value, "Bearer ${SUMMARY_TOKEN}");
+	assert_string_equal(s->body, "{\"day\": \"{scheduled_date}\", \"partition\": {partition}}");
+	assert_int_equal(s->timeout_ms, 30000);
+	assert_string_equal(s->status_url, "http://127.0.0.1:8089/effects/{idempotency_key}");
+	assert_int_equal(s->max_attempts, 5);
+	assert_int_equal(s->backoff_initial_ms, 1000);
+	assert_int_equal(s->backoff_max_ms, 300000);
+	assert_true(s->backoff_multiplier == 2.0);
+	assert_int_equal(s->jitter, PAL_JITTER_FULL);
+	assert_int_equal(s->max_age_ms, 3600000);
+	assert_non_null(strstr(s->file, "full.yaml"));
+	assert_int_equal(s->line, 2);
+	assert_int_equal(s->col, 5);
+	done(&l);
+}
+
+static void test_jobfile_minimal_job_gets_defaults(void **state)
+{
+	struct loaded l;
+	const pal_job_spec *s;
+
+	(void)state;
+	load_job("", &l);
+	assert_int_equal(l.rc, 0);
+	assert_int_equal(l.set.n, 1);
+	s = &l.set.jobs[0];
+	assert_string_equal(s->tenant, "default");
+	assert_string_equal(s->group, "default");
+	assert_string_equal(s->timezone, "UTC");
+	assert_true(s->dst.is_auto);
+	assert_false(s->has_start);
+	assert_false(s->has_end);
+	assert_int_equal(s->n_exclusions, 0);
+	assert_int_equal(s->misfire, PAL_MISFIRE_FIRE_ONCE);
+	assert_int_equal(s->catchup_window_ms, 3600000);
+	assert_int_equal(s->max_catchup, 100);
+	assert_int_equal(s->overlap, PAL_OVERLAP_ALLOW);
+	assert_int_equal(s->partitions, 1);
+	assert_int_equal(s->priority, 0);
+	assert_int_equal(s->max_in_flight, 0);
+	assert_int_equal(s->deadline_ms, 0);
+	assert_string_equal(s->idempotency_key, "{job}/{scheduled_at}/{partition}");
+	assert_string_equal(s->method, "POST");
+	assert_int_equal(s->n_headers, 0);
+	assert_null(s->body);
+	assert_null(s->status_url);
+	assert_int_equal(s->timeout_ms, 30000);
+	assert_int_equal(s->max_attempts, 5);
+	assert_int_equal(s->backoff_initial_ms, 1000);
+	assert_int_equal(s->backoff_max_ms, 300000);
+	assert_true(s->backoff_multiplier == 2.0);
+	assert_int_equal(s->jitter, PAL_JITTER_FULL);
+	assert_int_equal(s->max_age_ms, 3600000);
+	done(&l);
+}
+
+static void test_jobfile_shipped_examples_validate(void **state)
+{
+	glob_t g;
+	pal_jobset set = { 0 };
+	pal_diags d = { 0 };
+	int rc;
+
+	(void)state;
+	assert_int_equal(glob(repo_path("config/jobs/*.yaml"), 0, NULL, &g), 0);
+	assert_true(g.gl_pathc >= 2);
+	rc = pal_jobfiles_load((const char *const *)g.gl_pathv, g.gl_pathc, &set, &d);
+	if (d.n)
+		pal_diags_print(&d, stderr);
+	assert_int_equal(rc, 0);
+	assert_int_equal(d.n, 0);
+	assert_true(set.n >= g.gl_pathc);
+	globfree(&g);
+	pal_jobset_free(&set);
+}
+
+static void test_jobfile_dst_and_misfire_forms(void **state)
+{
+	struct loaded l;
+
+	(void)state;
+	load_job("    misfire: skip\n"
+		 "    retry: {backoff: {jitter: none, multiplier: 1.5}, max_age: 0}\n",
+		 &l);
+	assert_int_equal(l.rc, 0);
+	assert_int_equal(l.set.jobs[0].misfire, PAL_MISFIRE_SKIP);
+	assert_int_equal(l.set.jobs[0].jitter, PAL_JITTER_NONE);
+	assert_true(l.set.jobs[0].backoff_multiplier == 1.5);
+	assert_int_equal(l.set.jobs[0].max_age_ms, 0);
+	done(&l);
+
+	load_str("jobs:\n"
+		 "  - id: dst.explicit\n"
+		 "    schedule: {cron: \"0 30 2 * * ?\", timezone: Europe/Berlin, dst: {gap: skip}}\n"
+		 "    target: {url: \"http://127.0.0.1:8089/x\"}\n",
+		 &l);
+	assert_int_equal(l.rc, 0);
+	assert_false(l.set.jobs[0].dst.is_auto);
+	assert_int_equal(l.set.jobs[0].dst.gap, PAL_DST_GAP_SKIP);
+	assert_int_equal(l.set.jobs[0].dst.overlap, PAL_DST_OVERLAP_FIRST);
+	done(&l);
+
+	load_str("jobs:\n"
+		 "  - id: dst.bad\n"
+		 "    schedule: {cron: \"0 30 2 * * ?\", dst: {gap: jump, overlaps: both}}\n"
+		 "    target: {url: \"http://127.0.0.1:8089/x\"}\n",
+		 &l);
+	assert_int_equal(l.rc, PAL_EINVAL);
+	ASSERT_DIAG(&l.diags, 3, 55, "unknown dst gap policy \"jump\" (expected shift, skip)");
+	ASSERT_DIAG(&l.diags, 3, 61,
+		    "unknown key \"overlaps\" in schedule.dst (did you mean \"overlap\"?)");
+	done(&l);
+}
+
+/* ---- one fixture per bad input ---- */
+
+static void test_jobfile_unknown_key_suggests(void **state)
+{
+	struct loaded l;
+
+	(void)state;
+	load1("unknown_key.yaml", &l);
+	assert_int_equal(l.rc, PAL_EINVAL);
+	assert_int_equal(l.diags.n, 1);
+	ASSERT_DIAG(&l.diags, 5, 5, "unknown key \"misfir\" in job (did you mean \"misfire\"?)");
+	assert_non_null(strstr(l.diags.v[0].file, "unknown_key.yaml"));
+	assert_int_equal(l.set.n, 0);
+	done(&l);
+
+	/* a key in the wrong section says where it belongs */
+	load_job("    timezone: UTC\n", &l);
+	ASSERT_DIAG(&l.diags, 5, 5,
+		    "unknown key \"timezone\" in job; hint: it belongs in the schedule section");
+	done(&l);
+}
+
+static void test_jobfile_wrong_types(void **state)
+{
+	struct loaded l;
+
+	(void)state;
+	load1("wrong_type.yaml", &l);
+	assert_int_equal(l.rc, PAL_EINVAL);
+	assert_int_equal(l.diags.n, 3);
+	ASSERT_DIAG(&l.diags, 5, 17, "partitions: expected an integer, got a mapping");
+	ASSERT_DIAG(&l.diags, 6, 15, "priority: expected an integer, got a string (\"5\")");
+	ASSERT_DIAG(&l.diags, 7, 13, "target: expected a mapping, got a string");
+	done(&l);
+
+	load_str("jobs: {a: 1}\n", &l);
+	ASSERT_DIAG(&l.diags, 1, 7, "jobs: expected a sequence, got a mapping");
+	done(&l);
+	load_str("- a\n", &l);
+	ASSERT_DIAG(&l.diags, 1, 1, "expected a mapping with the key \"jobs\", got a sequence");
+	done(&l);
+	load_str("jobs:\n  - just a string\n", &l);
+	ASSERT_DIAG(&l.diags, 2, 5, "job: expected a mapping");
+	done(&l);
+	load_str("job:\n  - id: x\n", &l);
+	ASSERT_DIAG(&l.diags, 1, 1, "unknown key \"job\" at the top level (did you mean \"jobs\"?)");
+	done(&l);
+}
+
+static void test_jobfile_invalid_cron_names_field(void **state)
+{
+	struct loaded l;
+
+	(void)state;
+	load1("invalid_cron.yaml", &l);
+	assert_int_equal(l.rc, PAL_EINVAL);
+	assert_int_equal(l.diags.n, 1);
+	/* column of the hour field inside the quoted expression */
+	ASSERT_DIAG(&l.diags, 4, 19, "invalid cron expression \"0 30 25 * * ?\": field 3 (hour)");
+	done(&l);
+}
+
+static void test_jobfile_cron_that_never_fires(void **state)
+{
+	struct loaded l;
+
+	(void)state;
+	load_str("jobs:\n"
+		 "  - id: feb.thirtieth\n"
+		 "    schedule: {cron: \"0 0 0 30 2 ?\"}\n"
+		 "    target: {url: \"http://127.0.0.1:8089/x\"}\n",
+		 &l);
+	assert_int_equal(l.rc, PAL_EINVAL);
+	ASSERT_DIAG(&l.diags, 3, 24, "never fires");
+	done(&l);
+
+	load_str("jobs:\n"
+		 "  - id: outside.window\n"
+		 "    schedule: {cron: \"0 0 0 1 1 ? 2030\", start: 2026-01-01T00:00:00Z,\n"
+		 "               end: 2027-01-01T00:00:00Z}\n"
+		 "    target: {url: \"http://127.0.0.1:8089/x\"}\n",
+		 &l);
+	ASSERT_DIAG(&l.diags, 3, 24, "never fires between start and end");
+	done(&l);
+}
+
+static void test_jobfile_unknown_zone(void **state)
+{
+	struct loaded l;
+
+	(void)state;
+	load1("unknown_zone.yaml", &l);
+	assert_int_equal(l.rc, PAL_EINVAL);
+	assert_int_equal(l.diags.n, 1);
+	ASSERT_DIAG(&l.diags, 5, 17, "Europe/Berln");
+	ASSERT_DIAG(&l.diags, 5, 17, "timezone:");
+	done(&l);
+}
+
+static void test_jobfile_duplicate_ids_name_both_positions(void **state)
+{
+	const char *paths[2];
+	pal_jobset set = { 0 };
+	pal_diags d = { 0 };
+	char want[4200];
+
+	(void)state;
+	paths[0] = fixture("duplicate_ids_a.yaml");
+	paths[1] = fixture("duplicate_ids_b.yaml");
+	assert_int_equal(pal_jobfiles_load(paths, 2, &set, &d), PAL_EINVAL);
+	assert_int_equal(d.n, 1);
+	snprintf(want, sizeof want, "duplicate job id \"shared.id\" (first defined at %s:2:9)",
+		 paths[0]);
+	ASSERT_DIAG(&d, 5, 9, want);
+	assert_non_null(strstr(d.v[0].file, "duplicate_ids_b.yaml"));
+	/* the valid jobs are kept, the duplicate is not */
+	assert_int_equal(set.n, 2);
+	assert_string_equal(set.jobs[0].id, "shared.id");
+	assert_string_equal(set.jobs[1].id, "other.id");
+	pal_jobset_free(&set);
+	pal_diags_free(&d);
+
+	/* the same within one buffer, and against a set loaded before */
+	{
+		struct loaded l;
+		static const char text[] = "jobs:\n"
+					   "  - id: a\n    schedule: {cron: \"* * * * *\"}\n"
+					   "    target: {url: \"http://h/x\"}\n";
+
+		load_str(text, &l);
+		assert_int_equal(l.rc, 0);
+		assert_int_equal(pal_jobfile_load_buffer("u.yaml", text, strlen(text), &l.set,
+							 &l.diags),
+				 PAL_EINVAL);
+		ASSERT_DIAG(&l.diags, 2, 9, "duplicate job id \"a\" (first defined at t.yaml:2:5)");
+		done(&l);
+	}
+}
+
+static void test_jobfile_bad_durations(void **state)
+{
+	struct loaded l;
+
+	(void)state;
+	load1("bad_duration.yaml", &l);
+	assert_int_equal(l.rc, PAL_EINVAL);
+	assert_int_equal(l.diags.n, 2);
+	ASSERT_DIAG(&l.diags, 4, 15, "deadline: invalid duration \"10 minutes\"");
+	ASSERT_DIAG(&l.diags, 7, 16, "timeout: expected a duration, got an integer (30)");
+	done(&l);
+
+	load_job("    misfire: {catchup_window: 100d}\n", &l);
+	ASSERT_DIAG(&l.diags, 5, 31, "catchup_window: 100d is out of range (expected 1s to 90d)");
+	done(&l);
+}
+
+static void test_jobfile_bad_urls(void **state)
+{
+	struct loaded l;
+
+	(void)state;
+	load1("bad_url.yaml", &l);
+	assert_int_equal(l.rc, PAL_EINVAL);
+	assert_int_equal(l.diags.n, 4);
+	ASSERT_DIAG(&l.diags, 4, 19, "url: \"ftp://127.0.0.1/x\" is not an http or https url");
+	ASSERT_DIAG(&l.diags, 7, 27, "url: the url has no host");
+	ASSERT_DIAG(&l.diags, 10, 37, "url: invalid port in url");
+	ASSERT_DIAG(&l.diags, 13, 28, "credentials in the url are not allowed");
+	assert_int_equal(l.set.n, 0);
+	done(&l);
+
+	load_str("jobs:\n  - id: u\n    schedule: {cron: \"* * * * *\"}\n"
+		 "    target: {url: \"http://h/{job}\"}\n",
+		 &l);
+	ASSERT_DIAG(&l.diags, 4, 30, "url: placeholders such as \"{job}\" are not expanded here");
+	done(&l);
+	load_str("jobs:\n  - id: u\n    schedule: {cron: \"* * * * *\"}\n"
+		 "    target: {url: \"http://[::1]:8089/x?token=${TOKEN}\"}\n",
+		 &l);
+	assert_int_equal(l.rc, 0);
+	done(&l);
+}
+
+static void test_jobfile_yaml_level_rejections(void **state)
+{
+	struct loaded l;
+
+	(void)state;
+	load1("syntax_error_indent.yaml", &l);
+	assert_int_equal(l.rc, PAL_EINVAL);
+	ASSERT_DIAG(&l.diags, 5, 6, "yaml syntax error");
+	done(&l);
+	load1("syntax_error.yaml", &l);
+	ASSERT_DIAG(&l.diags, 0, 0, "while scanning a quoted scalar started at line 4, column 13");
+	done(&l);
+	load1("alias_bomb.yaml", &l);
+	assert_int_equal(l.rc, PAL_EINVAL);
+	assert_int_equal(l.diags.n, 1);
+	ASSERT_DIAG(&l.diags, 1, 4, "yaml anchors are not allowed");
+	done(&l);
+	load1("non_utf8.yaml", &l);
+	ASSERT_DIAG(&l.diags, 3, 16, "invalid utf-8 byte 0xe9");
+	done(&l);
+	load1("empty.yaml", &l);
+	assert_int_equal(l.rc, PAL_EINVAL);
+	ASSERT_DIAG(&l.diags, 1, 1, "file is empty");
+	done(&l);
+}
+
+static void test_jobfile_oversized_file(void **state)
+{
+	char path[] = "/tmp/palisade-test-jobs-XXXXXX";
+	int fd = mkstemp(path);
+	FILE *fp;
+	const char *p = path;
+	pal_jobset set = { 0 };
+	pal_diags d = { 0 };
+	size_t n = 0;
+
+	(void)state;
+	assert_true(fd >= 0);
+	fp = fdopen(fd, "w");
+	assert_non_null(fp);
+	fputs("jobs:\n", fp);
+	while (n < ((size_t)4 << 20)) {
+		char line[160];
+		int w = snprintf(line, sizeof line,
+				 "  - {id: j%zu, schedule: {cron: \"* * * * *\"}, "
+				 "target: {url: \"http://h/x\"}}\n",
+				 n);
+
+		fputs(line, fp);
+		n += (size_t)w;
+	}
+	fclose(fp);
+	assert_int_equal(pal_jobfiles_load(&p, 1, &set, &d), PAL_EINVAL);
+	assert_int_equal(d.n, 1);
+	ASSERT_DIAG(&d, 0, 0, "file is too large");
+	assert_int_equal(set.n, 0);
+	pal_diags_free(&d);
+	unlink(path);
+}
+
+static void test_jobfile_every_error_is_reported(void **state)
+{
+	struct loaded l;
+
+	(void)state;
+	load1("multiple_errors.yaml", &l);
+	assert_int_equal(l.rc, PAL_EINVAL);
+	ASSERT_DIAG(&l.diags, 2, 9, "id: invalid character 'M'");
+	ASSERT_DIAG(&l.diags, 5, 17, "Mars/Olympus");
+	ASSERT_DIAG(&l.diags, 7, 12, "end (2026-01-01T00:00:00Z) is not after start");
+	ASSERT_DIAG(&l.diags, 8, 17, "exclude: range \"2026-12-31..2026-12-01\" ends before it starts");
+	ASSERT_DIAG(&l.diags, 8, 43, "exclude: invalid date \"2026-02-30\"");
+	ASSERT_DIAG(&l.diags, 9, 23,
+		    "unknown misfire policy \"fire_twice\" (expected fire_all, fire_once, skip, "
+		    "manual)");
+	ASSERT_DIAG(&l.diags, 10, 14, "unknown overlap policy \"sometimes\"");
+	ASSERT_DIAG(&l.diags, 11, 17, "partitions: 2000 is out of range (expected an integer from 1 to 1024)");
+	ASSERT_DIAG(&l.diags, 12, 44, "unknown placeholder \"{partiton}\" (did you mean \"{partition}\"?)");
+	ASSERT_DIAG(&l.diags, 14, 15, "unknown http method \"FETCH\"");
+	ASSERT_DIAG(&l.diags, 16, 27, "malformed secret reference \"${bad\"");
+	ASSERT_DIAG(&l.diags, 17, 22, "unknown placeholder \"{scheduledat}\" (did you mean \"{scheduled_at}\"?)");
+	ASSERT_DIAG(&l.diags, 18, 27, "max_attempts: 0 is out of range");
+	ASSERT_DIAG(&l.diags, 18, 59, "retry.backoff.max (1s) is less than initial (10s)");
+	ASSERT_DIAG(&l.diags, 22, 5, "unknown key \"retyr\" in job (did you mean \"retry\"?)");
+	assert_int_equal(l.diags.n, 15);
+	/* sorted by position */
+	for (size_t i = 1; i < l.diags.n; i++)
+		assert_true(l.diags.v[i - 1].line < l.diags.v[i].line ||
+			    (l.diags.v[i - 1].line == l.diags.v[i].line &&
+			     l.diags.v[i - 1].col <= l.diags.v[i].col));
+	assert_int_equal(l.set.n, 0);
+	done(&l);
+}
+
+static void test_jobfile_templates_and_secrets(void **state)
+{
+	struct loaded l;
+
+	(void)state;
+	load_job("    partitions: 3\n    idempotency_key: \"{job}/{scheduled_at}\"\n", &l);
+	ASSERT_DIAG(&l.diags, 6, 22, "idempotency_key: must contain {partition} when partitions is 3");
+	done(&l);
+	load_job("    idempotency_key: \"{job}/{partition}\"\n", &l);
+	ASSERT_DIAG(&l.diags, 5, 22, "must contain {scheduled_at}");
+	done(&l);
+	load_job("    idempotency_key: \"{job}/{scheduled_at}/${TOKEN}\"\n", &l);
+	ASSERT_DIAG(&l.diags, 5, 42, "secret references such as \"${TOKEN}\" are not allowed here");
+	done(&l);
+	load_job("    idempotency_key: \"{job}/{scheduled_at}/{idempotency_key}\"\n", &l);
+	ASSERT_DIAG(&l.diags, 5, 42, "unknown placeholder \"{idempotency_key}\"");
+	done(&l);
+	load_job("    idempotency_key: \"{job}/{scheduled_at}/{request_id}/{trigger}/{scheduled_date}\"\n",
+		 &l);
+	assert_int_equal(l.rc, 0);
+	done(&l);
+
+	load_str("jobs:\n  - id: s\n    schedule: {cron: \"* * * * *\"}\n"
+		 "    target:\n"
+		 "      url: http://h/x\n"
+		 "      headers: {X-A: \"${A_1}\", x-a: b, Palisade-Fencing-Token: \"1\", \"bad name\": x}\n"
+		 "      body: '{\"k\": \"${lower}\", \"j\": {job}}'\n",
+		 &l);
+	ASSERT_DIAG(&l.diags, 6, 33, "headers: \"x-a\" repeats \"X-A\"");
+	ASSERT_DIAG(&l.diags, 6, 41, "\"Palisade-Fencing-Token\" is set by palisade itself");
+	ASSERT_DIAG(&l.diags, 6, 70, "invalid header name \"bad name\"");
+	ASSERT_DIAG(&l.diags, 7, 21, "body: malformed secret reference \"${lower}\"");
+	assert_int_equal(l.diags.n, 4);
+	done(&l);
+
+	load_str("jobs:\n  - id: g\n    schedule: {cron: \"* * * * *\"}\n"
+		 "    target: {method: GET, url: \"http://h/x\", body: x}\n",
+		 &l);
+	ASSERT_DIAG(&l.diags, 4, 54, "body: a GET request carries no body");
+	done(&l);
+}
+
+static void test_jobfile_ranges_and_required_keys(void **state)
+{
+	struct loaded l;
+
+	(void)state;
+	load_str("jobs:\n  - tenant: x\n", &l);
+	ASSERT_DIAG(&l.diags, 2, 5, "job is missing the required key \"id\"");
+	ASSERT_DIAG(&l.diags, 2, 5, "job is missing the required key \"schedule\"");
+	ASSERT_DIAG(&l.diags, 2, 5, "job is missing the required key \"target\"");
+	done(&l);
+	load_str("jobs:\n  - id: x\n    schedule: {timezone: UTC}\n    target: {method: GET}\n", &l);
+	ASSERT_DIAG(&l.diags, 3, 15, "schedule is missing the required key \"cron\"");
+	ASSERT_DIAG(&l.diags, 4, 13, "target is missing the required key \"url\"");
+	done(&l);
+	load_job("    partitions: 0\n    priority: -101\n    max_in_flight: -1\n", &l);
+	ASSERT_DIAG(&l.diags, 5, 17, "partitions: 0 is out of range (expected an integer from 1 to 1024)");
+	ASSERT_DIAG(&l.diags, 6, 15, "priority: -101 is out of range");
+	ASSERT_DIAG(&l.diags, 7, 20, "max_in_flight: -1 is out of range");
+	assert_int_equal(l.diags.n, 3);
+	done(&l);
+	load_job("    partitions: 1024\n", &l);
+	assert_int_equal(l.rc, 0);
+	done(&l);
+	load_str("jobs:\n  - id: .x\n    schedule: {cron: \"* * * * *\"}\n"
+		 "    target: {url: \"http://h/x\"}\n",
+		 &l);
+	ASSERT_DIAG(&l.diags, 2, 9, "id: invalid character '.'");
+	done(&l);
+	load_job("    schedule2: {start: 2026-01-01}\n", &l);
+	ASSERT_DIAG(&l.diags, 5, 5, "unknown key \"schedule2\" in job (did you mean \"schedule\"?)");
+	done(&l);
+	load_str("jobs:\n  - id: st\n    schedule: {cron: \"* * * * *\", start: 2026-01-01}\n"
+		 "    target: {url: \"http://h/x\"}\n",
+		 &l);
+	ASSERT_DIAG(&l.diags, 3, 46, "start: invalid timestamp \"2026-01-01\"");
+	done(&l);
+}
+
+static void test_jobfile_garbage_never_crashes(void **state)
+{
+	static const char *const inputs[] = {
+		"jobs:\n  - id: [1, 2]\n    schedule: [cron]\n    target: {headers: [a]}\n",
+		"jobs:\n  -\n  - ~\n  - {}\n",
+		"jobs: ~\n",
+		"jobs:\n  - id: x\n    schedule: {cron: \"\", timezone: \"\", exclude: [[1]]}\n"
+		"    target: {url: \"\", headers: {\"\": \"\"}}\n",
+		"jobs:\n  - id: x\n    schedule: {cron: \"@daily\", dst: [1], exclude: \"2026-01-01\"}\n"
+		"    target: {url: \"http://[zz]/\", status_url: \"http://h/{idempotency_key\"}\n"
+		"    retry: {backoff: 5}\n",
+		"\"\\u0000\"",
+		"jobs:\n  - id: x\n    schedule: {cron: \"* * * * *\"}\n"
+		"    target: {url: \"http://h:0/x\", body: \"${\"}\n",
+		"jobs:\n  - id: x\n    schedule: {cron: \"* * * * *\"}\n"
+		"    target: {url: \"http://h:/x\", body: \"${A\"}\n",
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
+		struct loaded l;
+
+		load_str(inputs[i], &l);
+		assert_int_not_equal(l.rc, 0);
+		assert_true(l.diags.n > 0);
+		done(&l);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_jobfile_full_example_loads_every_key),
+		cmocka_unit_test(test_jobfile_minimal_job_gets_defaults),
+		cmocka_unit_test(test_jobfile_shipped_examples_validate),
+		cmocka_unit_test(test_jobfile_dst_and_misfire_forms),
+		cmocka_unit_test(test_jobfile_unknown_key_suggests),
+		cmocka_unit_test(test_jobfile_wrong_types),
+		cmocka_unit_test(test_jobfile_invalid_cron_names_field),
+		cmocka_unit_test(test_jobfile_cron_that_never_fires),
+		cmocka_unit_test(test_jobfile_unknown_zone),
+		cmocka_unit_test(test_jobfile_duplicate_ids_name_both_positions),
+		cmocka_unit_test(test_jobfile_bad_durations),
+		cmocka_unit_test(test_jobfile_bad_urls),
+		cmocka_unit_test(test_jobfile_yaml_level_rejections),
+		cmocka_unit_test(test_jobfile_oversized_file),
+		cmocka_unit_test(test_jobfile_every_error_is_reported),
+		cmocka_unit_test(test_jobfile_templates_and_secrets),
+		cmocka_unit_test(test_jobfile_ranges_and_required_keys),
+		cmocka_unit_test(test_jobfile_garbage_never_crashes),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,319 @@
+/*
+ * test_planner.c - the planning decisions of a tick, without a database:
+ * activation of new jobs and versions, re-scan below the watermark, every
+ * misfire policy, exclusions, and the row cap.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "palisade/planner.h"
+
+static pal_planner_config cfg = { .overlap_s = 10, .lookahead_s = 5, .misfire_threshold_s = 60,
+				  .max_rows_per_tick = 50000 };
+
+static pal_job_spec spec(const char *id, const char *cron, pal_misfire_policy mp)
+{
+	pal_job_spec s = { 0 };
+	s.id = strdup(id);
+	s.tenant = strdup("t");
+	s.group = strdup("g");
+	s.cron = strdup(cron);
+	s.timezone = strdup("UTC");
+	s.dst = PAL_DST_AUTO;
+	s.misfire = mp;
+	s.catchup_window_ms = 3600 * 1000;
+	s.max_catchup = 100;
+	s.partitions = 1;
+	s.idempotency_key = strdup("{job}/{scheduled_at}/{partition}");
+	s.method = strdup("POST");
+	s.url = strdup("http://127.0.0.1/x");
+	return s;
+}
+
+static void put1(pal_planner *p, pal_job_spec s, int version, int64_t eff, int64_t wm)
+{
+	pal_plan_version v = { .version = version, .spec = s, .effective_from = eff };
+	char err[256];
+	assert_int_equal(pal_planner_put_job(p, s.id ? v.spec.id : "x", &v, 1, wm, err, sizeof err), 0);
+	pal_job_spec_clear(&v.spec);
+}
+
+static size_t count_source(const pal_plan_batch *b, pal_plan_source src)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < b->n_trig; i++)
+		n += b->trig[i].source == src;
+	return n;
+}
+
+static void test_planner_new_job_activates_now_and_plans_lookahead(void **st)
+{
+	pal_planner *p = pal_planner_new(0, &cfg);
+	pal_job_spec s = spec("a.every-second", "* * * * * ?", PAL_MISFIRE_SKIP);
+	s.partitions = 3;
+	put1(p, s, 1, PAL_NO_TIME, PAL_NO_TIME);
+	pal_plan_batch b = { 0 };
+	assert_int_equal(pal_planner_tick(p, PAL_NO_TIME, 1000, &b), 0);
+	assert_int_equal(b.n_act, 1);
+	assert_int_equal(b.act[0].effective_from, 1000);
+	/* instants 1001..1005, three partitions each */
+	assert_int_equal(b.n_trig, 15);
+	assert_int_equal(b.trig[0].at, 1001);
+	assert_int_equal(b.trig[14].at, 1005);
+	assert_int_equal(b.trig[14].partition, 2);
+	assert_int_equal(b.watermark, 1005);
+	assert_int_equal(b.n_mis, 0);
+	pal_planner_commit(p, &b);
+	/* next tick: only the new second */
+	assert_int_equal(pal_planner_tick(p, 1005, 1001, &b), 0);
+	assert_int_equal(b.n_act, 0);
+	assert_int_equal(b.n_trig, 3);
+	assert_int_equal(b.trig[0].at, 1006);
+	pal_planner_commit(p, &b);
+	pal_plan_batch_free(&b);
+	pal_planner_free(p);
+}
+
+static void test_planner_uncommitted_tick_is_repeated(void **st)
+{
+	pal_planner *p = pal_planner_new(0, &cfg);
+	put1(p, spec("a.j", "*/2 * * * * ?", PAL_MISFIRE_SKIP), 1, 0, 1000);
+	pal_plan_batch b = { 0 };
+	assert_int_equal(pal_planner_tick(p, 1000, 1000, &b), 0);
+	size_t n1 = b.n_trig;
+	int64_t last1 = b.trig[n1 - 1].at;
+	/* no commit (transaction failed): the same instants come out again */
+	assert_int_equal(pal_planner_tick(p, 1000, 1000, &b), 0);
+	assert_int_equal(b.n_trig, n1);
+	assert_int_equal(b.trig[n1 - 1].at, last1);
+	pal_plan_batch_free(&b);
+	pal_planner_free(p);
+}
+
+static void test_planner_rescan_below_watermark_is_not_a_misfire(void **st)
+{
+	pal_planner *p = pal_planner_new(0, &cfg);
+	put1(p, spec("a.j", "*/2 * * * * ?", PAL_MISFIRE_SKIP), 1, 0, 1000);
+	pal_plan_batch b = { 0 };
+	/* watermark 1000, now 1001: re-scan (990, 1000] then (1000, 1006] */
+	assert_int_equal(pal_planner_tick(p, 1000, 1001, &b), 0);
+	assert_int_equal(b.n_mis, 0);
+	assert_int_equal(b.trig[0].at, 992);
+	assert_int_equal(b.trig[b.n_trig - 1].at, 1006);
+	assert_int_equal(count_source(&b, PAL_SOURCE_SCHEDULE), b.n_trig);
+	pal_plan_batch_free(&b);
+	pal_planner_free(p);
+}
+
+/* Down from watermark 1000 to now 2000, every 10 s, threshold 60 s:
+ * missed = 1010..1940 (94 instants), planned normally = 1950..2005. */
+static pal_plan_batch after_downtime(pal_misfire_policy mp, int64_t window_s, int max_catchup)
+{
+	pal_planner *p = pal_planner_new(0, &cfg);
+	pal_job_spec s = spec("a.j", "*/10 * * * * ?", mp);
+	s.catchup_window_ms = window_s * 1000;
+	s.max_catchup = max_catchup;
+	put1(p, s, 1, 0, 1000);
+	pal_plan_batch b = { 0 };
+	assert_int_equal(pal_planner_tick(p, 1000, 2000, &b), 0);
+	pal_planner_free(p);
+	return b;
+}
+
+static void test_planner_misfire_skip_records_all(void **st)
+{
+	pal_plan_batch b = after_downtime(PAL_MISFIRE_SKIP, 3600, 100);
+	assert_int_equal(count_source(&b, PAL_SOURCE_CATCHUP), 0);
+	assert_int_equal(b.n_mis, 1);
+	assert_int_equal(b.mis[0].from, 1010);
+	assert_int_equal(b.mis[0].to, 1940);
+	assert_int_equal(b.mis[0].count, 94);
+	assert_string_equal(b.mis[0].policy, "skip");
+	/* rescan 1000 + normal 1950..2000 */
+	assert_int_equal(count_source(&b, PAL_SOURCE_SCHEDULE), 1 + 6);
+	assert_int_equal(b.n_tick, 0);
+	pal_plan_batch_free(&b);
+}
+
+static void test_planner_misfire_fire_once_fires_latest(void **st)
+{
+	pal_plan_batch b = after_downtime(PAL_MISFIRE_FIRE_ONCE, 3600, 100);
+	assert_int_equal(count_source(&b, PAL_SOURCE_CATCHUP), 1);
+	for (size_t i = 0; i < b.n_trig; i++)
+		if (b.trig[i].source == PAL_SOURCE_CATCHUP)
+			assert_int_equal(b.trig[i].at, 1940);
+	assert_int_equal(b.n_mis, 1);
+	assert_int_equal(b.mis[0].from, 1010);
+	assert_int_equal(b.mis[0].to, 1930);
+	assert_int_equal(b.mis[0].count, 93);
+	pal_plan_batch_free(&b);
+}
+
+static void test_planner_misfire_fire_all_window_and_cap(void **st)
+{
+	/* window 300 s: 1700..1940 inside (25), 1010..1690 outside (69);
+	 * cap 10 keeps 1850..1940, 1700..1840 over the cap (15). */
+	pal_plan_batch b = after_downtime(PAL_MISFIRE_FIRE_ALL, 300, 10);
+	assert_int_equal(count_source(&b, PAL_SOURCE_CATCHUP), 10);
+	int64_t lo = INT64_MAX, hi = 0;
+	for (size_t i = 0; i < b.n_trig; i++)
+		if (b.trig[i].source == PAL_SOURCE_CATCHUP) {
+			lo = b.trig[i].at < lo ? b.trig[i].at : lo;
+			hi = b.trig[i].at > hi ? b.trig[i].at : hi;
+		}
+	assert_int_equal(lo, 1850);
+	assert_int_equal(hi, 1940);
+	assert_int_equal(b.n_mis, 2);
+	assert_string_equal(b.mis[0].reason, "outside_window");
+	assert_int_equal(b.mis[0].from, 1010);
+	assert_int_equal(b.mis[0].to, 1690);
+	assert_int_equal(b.mis[0].count, 69);
+	assert_string_equal(b.mis[1].reason, "over_max_catchup");
+	assert_int_equal(b.mis[1].from, 1700);
+	assert_int_equal(b.mis[1].to, 1840);
+	assert_int_equal(b.mis[1].count, 15);
+	/* every missed instant is either fired or recorded: 69 + 15 + 10 = 94 */
+	pal_plan_batch_free(&b);
+}
+
+static void test_planner_misfire_fire_all_everything_in_window(void **st)
+{
+	pal_plan_batch b = after_downtime(PAL_MISFIRE_FIRE_ALL, 3600, 100);
+	assert_int_equal(count_source(&b, PAL_SOURCE_CATCHUP), 94);
+	assert_int_equal(b.n_mis, 0);
+	pal_plan_batch_free(&b);
+}
+
+static void test_planner_misfire_manual_opens_ticket(void **st)
+{
+	pal_plan_batch b = after_downtime(PAL_MISFIRE_MANUAL, 3600, 100);
+	assert_int_equal(count_source(&b, PAL_SOURCE_CATCHUP), 0);
+	assert_int_equal(b.n_mis, 1);
+	assert_int_equal(b.mis[0].count, 94);
+	assert_string_equal(b.mis[0].policy, "manual");
+	assert_int_equal(b.n_tick, 1);
+	assert_int_equal(b.tick[0].from, 1010);
+	assert_int_equal(b.tick[0].to, 1940);
+	pal_plan_batch_free(&b);
+}
+
+static void test_planner_new_version_applies_after_watermark(void **st)
+{
+	pal_planner *p = pal_planner_new(0, &cfg);
+	pal_plan_version v[2] = {
+		{ .version = 1, .spec = spec("a.j", "*/10 * * * * ?", PAL_MISFIRE_SKIP), .effective_from = 0 },
+		{ .version = 2, .spec = spec("a.j", "*/3 * * * * ?", PAL_MISFIRE_SKIP), .effective_from = PAL_NO_TIME },
+	};
+	char err[256];
+	assert_int_equal(pal_planner_put_job(p, "a.j", v, 2, 1000, err, sizeof err), 0);
+	pal_plan_batch b = { 0 };
+	assert_int_equal(pal_planner_tick(p, 1000, 1001, &b), 0);
+	assert_int_equal(b.n_act, 1);
+	assert_int_equal(b.act[0].version, 2);
+	assert_int_equal(b.act[0].effective_from, 1000);
+	/* (990, 1000] from v1: 1000; (1000, 1006] from v2: 1002, 1005 */
+	assert_int_equal(b.n_trig, 3);
+	assert_int_equal(b.trig[0].at, 1000);
+	assert_int_equal(b.trig[0].version, 1);
+	assert_int_equal(b.trig[1].at, 1002);
+	assert_int_equal(b.trig[1].version, 2);
+	assert_int_equal(b.trig[2].at, 1005);
+	pal_planner_commit(p, &b);
+	assert_int_equal(pal_planner_tick(p, 1006, 1004, &b), 0);
+	assert_int_equal(b.n_act, 0);
+	assert_int_equal(b.n_trig, 1);
+	assert_int_equal(b.trig[0].at, 1008);
+	assert_int_equal(b.trig[0].version, 2);
+	pal_plan_batch_free(&b);
+	pal_planner_free(p);
+}
+
+static void test_planner_excluded_dates_are_recorded(void **st)
+{
+	pal_planner *p = pal_planner_new(0, &cfg);
+	pal_job_spec s = spec("a.j", "0 0 * * * ?", PAL_MISFIRE_SKIP);
+	/* 1970-01-02 excluded (day 1) */
+	s.exclusions = calloc(1, sizeof *s.exclusions);
+	s.exclusions[0] = (pal_exclusion){ 1, 1 };
+	s.n_exclusions = 1;
+	put1(p, s, 1, 0, 86400 - 10);
+	pal_plan_batch b = { 0 };
+	/* now = end of day 1 + 1h: day 1's 24 hourly instants are excluded, not missed */
+	assert_int_equal(pal_planner_tick(p, 86400 - 10, 2 * 86400 + 3600, &b), 0);
+	size_t excluded = 0, missed = 0;
+	for (size_t i = 0; i < b.n_mis; i++) {
+		if (!strcmp(b.mis[i].reason, "excluded"))
+			excluded += b.mis[i].count;
+		else
+			missed += b.mis[i].count;
+	}
+	assert_int_equal(excluded, 24);
+	/* day 2 00:00 is missed (past the threshold) */
+	assert_int_equal(missed, 1);
+	pal_plan_batch_free(&b);
+	pal_planner_free(p);
+}
+
+static void test_planner_row_cap_cuts_at_clean_instant(void **st)
+{
+	pal_planner_config small = cfg;
+	small.max_rows_per_tick = 4;
+	small.lookahead_s = 20;
+	pal_planner *p = pal_planner_new(0, &small);
+	put1(p, spec("a.one", "* * * * * ?", PAL_MISFIRE_SKIP), 1, 0, 1000);
+	put1(p, spec("a.two", "* * * * * ?", PAL_MISFIRE_SKIP), 1, 0, 1000);
+	pal_plan_batch b = { 0 };
+	assert_int_equal(pal_planner_tick(p, 1000, 1000, &b), 0);
+	/* re-scan from 991: 991, 991, 992, 992 then cut */
+	assert_false(b.complete);
+	assert_int_equal(b.n_trig, 4);
+	assert_int_equal(b.watermark, 1000); /* never moves backwards */
+	pal_planner_commit(p, &b);
+	assert_int_equal(pal_planner_tick(p, 1000, 1000, &b), 0);
+	assert_int_equal(b.trig[0].at, 993);
+	pal_plan_batch_free(&b);
+	pal_planner_free(p);
+}
+
+static void test_planner_idle_jobs_are_not_touched(void **st)
+{
+	pal_planner *p = pal_planner_new(0, &cfg);
+	char id[32];
+	for (int i = 0; i < 2000; i++) {
+		snprintf(id, sizeof id, "idle.%d", i);
+		put1(p, spec(id, "0 0 0 1 1 ? 2090", PAL_MISFIRE_SKIP), 1, 0, 1000);
+	}
+	put1(p, spec("busy.one", "* * * * * ?", PAL_MISFIRE_SKIP), 1, 0, 1000);
+	assert_int_equal(pal_planner_jobs(p), 2001);
+	pal_plan_batch b = { 0 };
+	assert_int_equal(pal_planner_tick(p, 1005, 1001, &b), 0);
+	pal_planner_commit(p, &b);
+	assert_int_equal(pal_planner_tick(p, 1006, 1002, &b), 0);
+	assert_int_equal(b.n_trig, 1);
+	assert_int_equal(b.trig[0].at, 1007);
+	pal_plan_batch_free(&b);
+	pal_planner_free(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_planner_new_job_activates_now_and_plans_lookahead),
+		cmocka_unit_test(test_planner_uncommitted_tick_is_repeated),
+		cmocka_unit_test(test_planner_rescan_below_watermark_is_not_a_misfire),
+		cmocka_unit_test(test_planner_misfire_skip_records_all),
+		cmocka_unit_test(test_planner_misfire_fire_once_fires_latest),
+		cmocka_unit_test(test_planner_misfire_fire_all_window_and_cap),
+		cmocka_unit_test(test_planner_misfire_fire_all_everything_in_window),
+		cmocka_unit_test(test_planner_misfire_manual_opens_ticket),
+		cmocka_unit_test(test_planner_new_version_applies_after_watermark),
+		cmocka_unit_test(test_planner_excluded_dates_are_recorded),
+		cmocka_unit_test(test_planner_row_cap_cuts_at_clean_instant),
+		cmocka_unit_test(test_planner_idle_jobs_are_not_touched),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
