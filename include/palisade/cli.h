@@ -12,5 +12,9 @@ int pal_cmd_migrate(int argc, char **argv);
 int pal_cmd_apply(int argc, char **argv);
 int pal_cmd_jobs(int argc, char **argv);
 int pal_cmd_plan(int argc, char **argv);     /* plan diff FILE... */
+int pal_cmd_verify(int argc, char **argv);
+int pal_cmd_status(int argc, char **argv);
+int pal_cmd_node(int argc, char **argv);
+int pal_cmd_drain(int argc, char **argv);
 
 #endif

@@ -30,6 +30,7 @@
 #include <stdint.h>
 #include "palisade/err.h"
 #include "palisade/metrics.h"
+#include <jansson.h>
 
 typedef struct pal_coord_config {
 	const char *connect;      /* "127.0.0.1:2181,..." */
@@ -89,5 +90,20 @@ void pal_coord_free_list(char **list);
 
 /* Delete our znodes (handoff), close the session, join the thread. */
 void pal_coord_close(pal_coord *c);
+
+/* Testing only (tests/integration/coord_probe.c): the next N election
+ * creates that succeed are treated as if their reply had been lost to a
+ * connection loss, so that the protected-create recovery (find our znode by
+ * uuid, never create a second one) runs against a real server.  Asynchronous. */
+void pal_coord_debug_drop_create_replies(pal_coord *c, int n);
+
+/*
+ * Read-only, for the CLI (src/coord/inspect.c): live nodes of CLUSTER under
+ * ROOT as a JSON array [{"id", "info"}] (info: the node's JSON), using a
+ * short-lived session of its own.  PAL_EZK with a message when ZooKeeper is
+ * unreachable within TIMEOUT_MS.
+ */
+PAL_MUST_CHECK int pal_coord_list_nodes(const char *connect, const char *root, const char *cluster,
+					int timeout_ms, json_t **out, char *err, size_t errlen);
 
 #endif

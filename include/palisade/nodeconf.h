@@ -28,10 +28,10 @@
 #include <stdint.h>
 #include "palisade/err.h"
 #include "palisade/jobspec.h" /* pal_diags */
+#include "palisade/log.h"     /* pal_log_level */
 
 enum { PAL_ROLE_CONTROLLER = 1u << 0, PAL_ROLE_EXECUTOR = 1u << 1 };
 
-typedef enum { PAL_LOG_DEBUG, PAL_LOG_INFO, PAL_LOG_WARN, PAL_LOG_ERROR } pal_log_level;
 
 /* executor.groups.<name>: limits of one resource group. */
 typedef struct pal_group_conf {

@@ -36,6 +36,9 @@ typedef struct pal_store pal_store;
 PAL_MUST_CHECK int pal_store_open(const char *conninfo, pal_store **out, char *err, size_t errlen);
 void pal_store_close(pal_store *st);
 PGconn *pal_store_conn(pal_store *st);
+/* The last failed query hit lock_timeout (SQLSTATE 55P03): the row is held
+ * elsewhere (e.g. by a paused process); retry later, the connection is fine. */
+bool pal_store_lock_timeout(const pal_store *st);
 
 /*
  * Apply every compiled-in migration the database lacks, each in its own
@@ -123,6 +126,25 @@ PAL_MUST_CHECK int pal_store_tick_commit(pal_store *st, int shard, int64_t epoch
 					 const pal_plan_batch *b, int64_t *inserted, char *err,
 					 size_t errlen);
 void pal_store_tick_abort(pal_store *st);
+
+/* ---- verify (src/store/verify.c) ------------------------------------------- */
+
+/* Activated versions of every job (or JOB_ID): JSON [{job_id, versions:
+ * [{version, spec, effective_from}]}], versions ascending. */
+PAL_MUST_CHECK int pal_store_activated_versions(pal_store *st, const char *job_id, json_t **out,
+						char *err, size_t errlen);
+
+/* Plan keys of JOB_ID's scheduled triggers with at in [FROM, TO] as
+ * [[at, partition, rows]...] ascending, and its misfire ranges overlapping
+ * the interval as [[from, to, partition|null, reason]...]. */
+PAL_MUST_CHECK int pal_store_planned(pal_store *st, const char *job_id, int64_t from, int64_t to,
+				     json_t **triggers, json_t **misfires, char *err,
+				     size_t errlen);
+
+/* Cluster status JSON (src/store/status.c): {now, shards: [{shard leader
+ * epoch watermark lag_s jobs due planned running oldest_due_s}], triggers:
+ * {state: count}, open_tickets, misfires}. */
+PAL_MUST_CHECK int pal_store_status_json(pal_store *st, json_t **out, char *err, size_t errlen);
 
 /* Run SQL (a fixed string of src/store) that returns rows; returns the
  * PGresult (PQclear) or NULL with err filled.  Internal to src/store. */

@@ -90,14 +90,16 @@ static int parse_addr(const char *addr, struct sockaddr_storage *sa, char *err, 
 	int port;
 
 	if (addr == NULL || *addr == '\0') {
-		snprintf(err, errlen, "admin address is empty (expected host:port, e.g. 127.0.0.1:9464)");
+		snprintf(err, errlen,
+			 "admin address is empty (expected host:port, e.g. 127.0.0.1:9464)");
 		return PAL_EINVAL;
 	}
 	if (addr[0] == '[') {
 		const char *close = strchr(addr, ']');
 		if (close == NULL || close[1] != ':') {
 			snprintf(err, errlen,
-				 "admin address \"%s\": expected [ipv6]:port, e.g. [::1]:9464", addr);
+				 "admin address \"%s\": expected [ipv6]:port, e.g. [::1]:9464",
+				 addr);
 			return PAL_EINVAL;
 		}
 		size_t n = (size_t)(close - addr - 1);
@@ -120,9 +122,10 @@ static int parse_addr(const char *addr, struct sockaddr_storage *sa, char *err, 
 		}
 		size_t n = (size_t)(colon - addr);
 		if (memchr(addr, ':', n) != NULL) {
-			snprintf(err, errlen,
-				 "admin address \"%s\": an IPv6 address needs brackets, e.g. [::1]:9464",
-				 addr);
+			snprintf(
+			    err, errlen,
+			    "admin address \"%s\": an IPv6 address needs brackets, e.g. [::1]:9464",
+			    addr);
 			return PAL_EINVAL;
 		}
 		if (n == 0) {
@@ -133,7 +136,8 @@ static int parse_addr(const char *addr, struct sockaddr_storage *sa, char *err, 
 			return PAL_EINVAL;
 		}
 		if (n >= sizeof host) {
-			snprintf(err, errlen, "admin address \"%.40s...\": host name too long", addr);
+			snprintf(err, errlen, "admin address \"%.40s...\": host name too long",
+				 addr);
 			return PAL_EINVAL;
 		}
 		memcpy(host, addr, n);
@@ -141,12 +145,13 @@ static int parse_addr(const char *addr, struct sockaddr_storage *sa, char *err, 
 		port_s = colon + 1;
 	}
 	if (parse_port(port_s, &port) != 0) {
-		snprintf(err, errlen, "admin address \"%s\": port \"%s\" is not a number in 0..65535",
-			 addr, port_s);
+		snprintf(err, errlen,
+			 "admin address \"%s\": port \"%s\" is not a number in 0..65535", addr,
+			 port_s);
 		return PAL_EINVAL;
 	}
 
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
 	hints.ai_family = bracketed ? AF_INET6 : AF_UNSPEC;
 	if (bracketed)
 		hints.ai_flags |= AI_NUMERICHOST;
@@ -163,26 +168,45 @@ static int parse_addr(const char *addr, struct sockaddr_storage *sa, char *err, 
 	return 0;
 }
 
+static uint16_t sa_port(const struct sockaddr_storage *sa)
+{
+	return ntohs(sa->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)sa)->sin6_port
+					       : ((const struct sockaddr_in *)sa)->sin_port);
+}
+
 /* ---- responses ------------------------------------------------------- */
 
-/* Queue BODY (LEN bytes; freed with free() when OWNED) with CODE and the
- * headers every admin response carries. */
-static enum MHD_Result respond(struct MHD_Connection *conn, unsigned code, const char *ctype,
-			       char *body, size_t len, bool owned)
+/* A response with BODY (LEN bytes; freed with free() when OWNED, also on
+ * failure) and the headers every admin response carries; NULL on ENOMEM. */
+static struct MHD_Response *new_response(const char *ctype, char *body, size_t len, bool owned)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(
-		len, body, owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+	    len, body, owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
 	if (r == NULL) {
 		if (owned)
 			free(body);
-		return MHD_NO;
+		return NULL;
 	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	return r;
+}
+
+/* Queue R (may be NULL: the connection is then closed) and drop our reference. */
+static enum MHD_Result queue(struct MHD_Connection *conn, unsigned code, struct MHD_Response *r)
+{
+	if (r == NULL)
+		return MHD_NO;
 	enum MHD_Result ret = MHD_queue_response(conn, code, r);
 	MHD_destroy_response(r);
 	return ret;
+}
+
+static enum MHD_Result respond(struct MHD_Connection *conn, unsigned code, const char *ctype,
+			       char *body, size_t len, bool owned)
+{
+	return queue(conn, code, new_response(ctype, body, len, owned));
 }
 
 static enum MHD_Result respond_text(struct MHD_Connection *conn, unsigned code, const char *text)
@@ -202,12 +226,23 @@ static void html_escape(GString *out, const char *s)
 {
 	for (; *s; s++) {
 		switch (*s) {
-		case '&': g_string_append(out, "&amp;"); break;
-		case '<': g_string_append(out, "&lt;"); break;
-		case '>': g_string_append(out, "&gt;"); break;
-		case '"': g_string_append(out, "&quot;"); break;
-		case '\'': g_string_append(out, "&#39;"); break;
-		default: g_string_append_c(out, *s);
+		case '&':
+			g_string_append(out, "&amp;");
+			break;
+		case '<':
+			g_string_append(out, "&lt;");
+			break;
+		case '>':
+			g_string_append(out, "&gt;");
+			break;
+		case '"':
+			g_string_append(out, "&quot;");
+			break;
+		case '\'':
+			g_string_append(out, "&#39;");
+			break;
+		default:
+			g_string_append_c(out, *s);
 		}
 	}
 }
@@ -296,7 +331,9 @@ static void html_rows_table(GString *out, const json_t *rows)
 	json_array_foreach(rows, i, row)
 	{
 		json_object_foreach((json_t *)row, k, v)
+		{
 			json_object_set_new(cols, k, json_true());
+		}
 	}
 	g_string_append(out, "<table>\n<tr>");
 	json_object_foreach(cols, k, v)
@@ -322,13 +359,13 @@ static void html_rows_table(GString *out, const json_t *rows)
 }
 
 static const char page_head[] =
-	"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-	"<meta http-equiv=\"refresh\" content=\"5\">\n"
-	"<style>body{font:14px system-ui,sans-serif;margin:1.5em}"
-	"table{border-collapse:collapse;margin:.3em 0 1.2em}"
-	"th,td{border:1px solid #ccc;padding:.2em .6em;text-align:left}"
-	"th{background:#f3f3f3}table.kv th{width:14em}"
-	"p.none{color:#777}footer{color:#777;margin-top:2em}</style>\n";
+    "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+    "<meta http-equiv=\"refresh\" content=\"5\">\n"
+    "<style>body{font:14px system-ui,sans-serif;margin:1.5em}"
+    "table{border-collapse:collapse;margin:.3em 0 1.2em}"
+    "th,td{border:1px solid #ccc;padding:.2em .6em;text-align:left}"
+    "th{background:#f3f3f3}table.kv th{width:14em}"
+    "p.none{color:#777}footer{color:#777;margin-top:2em}</style>\n";
 
 /* The whole page for STATUS (may be NULL); returns malloc()ed HTML. */
 static char *render_page(const json_t *status)
@@ -419,21 +456,12 @@ static enum MHD_Result h_page(pal_admin *a, struct MHD_Connection *conn)
 	json_t *st = get_status(a);
 	char *html = render_page(st);
 	json_decref(st);
-	struct MHD_Response *r =
-		MHD_create_response_from_buffer(strlen(html), html, MHD_RESPMEM_MUST_FREE);
-	if (r == NULL) {
-		free(html);
-		return MHD_NO;
-	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/html; charset=utf-8");
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	struct MHD_Response *r = new_response("text/html; charset=utf-8", html, strlen(html), true);
 	/* the page shows operator-supplied strings: forbid scripts outright */
-	MHD_add_response_header(r, "Content-Security-Policy",
-				"default-src 'none'; style-src 'unsafe-inline'");
-	enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
-	MHD_destroy_response(r);
-	return ret;
+	if (r != NULL)
+		MHD_add_response_header(r, "Content-Security-Policy",
+					"default-src 'none'; style-src 'unsafe-inline'");
+	return queue(conn, MHD_HTTP_OK, r);
 }
 
 static enum MHD_Result h_drain(pal_admin *a, struct MHD_Connection *conn)
@@ -451,9 +479,8 @@ static const struct route {
 	bool post; /* POST only; otherwise GET and HEAD */
 	route_fn fn;
 } routes[] = {
-	{ "/metrics", false, h_metrics }, { "/healthz", false, h_healthz },
-	{ "/readyz", false, h_readyz },	  { "/status", false, h_status },
-	{ "/", false, h_page },		  { "/drain", true, h_drain },
+    {"/metrics", false, h_metrics}, {"/healthz", false, h_healthz}, {"/readyz", false, h_readyz},
+    {"/status", false, h_status},   {"/", false, h_page},	    {"/drain", true, h_drain},
 };
 
 static enum MHD_Result dispatch(pal_admin *a, struct MHD_Connection *conn, const char *url,
@@ -468,17 +495,13 @@ static enum MHD_Result dispatch(pal_admin *a, struct MHD_Connection *conn, const
 				     strcmp(method, MHD_HTTP_METHOD_HEAD) == 0);
 		if (ok)
 			return r->fn(a, conn);
-		struct MHD_Response *resp = MHD_create_response_from_buffer(
-			strlen("method not allowed\n"), (void *)"method not allowed\n",
-			MHD_RESPMEM_PERSISTENT);
-		if (resp == NULL)
-			return MHD_NO;
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-					"text/plain; charset=utf-8");
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->post ? "POST" : "GET, HEAD");
-		enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_METHOD_NOT_ALLOWED, resp);
-		MHD_destroy_response(resp);
-		return ret;
+		static const char msg[] = "method not allowed\n";
+		struct MHD_Response *resp =
+		    new_response("text/plain; charset=utf-8", (char *)msg, sizeof msg - 1, false);
+		if (resp != NULL)
+			MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
+						r->post ? "POST" : "GET, HEAD");
+		return queue(conn, MHD_HTTP_METHOD_NOT_ALLOWED, resp);
 	}
 	return respond_text(conn, MHD_HTTP_NOT_FOUND, "not found\n");
 }
@@ -555,12 +578,14 @@ int pal_admin_start(const char *addr, pal_metrics *m, pal_admin_status_fn status
 	unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
 	if (a->sa.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	/* MHD binds SOCK_ADDR and uses the port argument only in its messages */
+	uint16_t port = sa_port(&a->sa);
 	errno = 0;
 	a->daemon = MHD_start_daemon(
-		flags, 0, NULL, NULL, on_request, a, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, a,
-		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a->sa, MHD_OPTION_CONNECTION_LIMIT,
-		(unsigned)CONN_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONN_TIMEOUT_S,
-		MHD_OPTION_NOTIFY_COMPLETED, request_done, NULL, MHD_OPTION_END);
+	    flags, port, NULL, NULL, on_request, a, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, a,
+	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a->sa, MHD_OPTION_CONNECTION_LIMIT,
+	    (unsigned)CONN_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONN_TIMEOUT_S,
+	    MHD_OPTION_NOTIFY_COMPLETED, request_done, NULL, MHD_OPTION_END);
 	if (a->daemon == NULL) {
 		int e = errno;
 		snprintf(err, errlen, "admin endpoint: cannot listen on %s: %s", addr,
@@ -572,16 +597,14 @@ int pal_admin_start(const char *addr, pal_metrics *m, pal_admin_status_fn status
 	atomic_store(&a->started, true); /* from now on log_mhd() runs in MHD's thread */
 
 	const union MHD_DaemonInfo *info =
-		MHD_get_daemon_info(a->daemon, MHD_DAEMON_INFO_BIND_PORT);
+	    MHD_get_daemon_info(a->daemon, MHD_DAEMON_INFO_BIND_PORT);
 	a->port = info ? info->port : 0;
 	if (a->port == 0) {
 		struct sockaddr_storage bound;
 		socklen_t len = sizeof bound;
 		info = MHD_get_daemon_info(a->daemon, MHD_DAEMON_INFO_LISTEN_FD);
 		if (info && getsockname(info->listen_fd, (struct sockaddr *)&bound, &len) == 0)
-			a->port = ntohs(bound.ss_family == AF_INET6
-						? ((struct sockaddr_in6 *)&bound)->sin6_port
-						: ((struct sockaddr_in *)&bound)->sin_port);
+			a->port = sa_port(&bound);
 	}
 	pal_log(PAL_LOG_INFO, "admin.listening", "{s:s, s:i}", "addr", addr, "port", a->port);
 	*out = a;

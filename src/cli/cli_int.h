@@ -35,6 +35,12 @@ const char *pal__cli_config_pg(const char *path);
 const char *pal__cli_config_zk(const char *path);
 /* Default shard count for a new cluster: the config's shards, else 16. */
 int pal__cli_config_shards(const pal_cli_common *c);
+/* zookeeper.root and cluster.name of --config, else the defaults. */
+const char *pal__cli_config_zk_root(const pal_cli_common *c);
+const char *pal__cli_config_cluster(const pal_cli_common *c);
+
+/* Add "nodes": [{id, info}] from ZooKeeper to STATUS (or "nodes_error"). */
+void pal__cli_add_nodes(const pal_cli_common *c, json_t *status);
 
 /* Connect, and unless MIGRATING, check the schema version.  Prints the
  * error and returns the exit code (0 on success). */

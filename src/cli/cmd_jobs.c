@@ -6,20 +6,64 @@
 #include <string.h>
 #include "palisade/cli.h"
 #include "palisade/err.h"
+#include "palisade/schedule.h"
+#include "palisade/timefmt.h"
+#include <stdlib.h>
+#include <time.h>
 #include "cli_int.h"
 
 static void usage(FILE *fp)
 {
-	fprintf(fp, "usage: palisade jobs [--versions] [--output table|json] [--pg CONNINFO]\n"
-		    "                     [--config FILE] [JOB]\n"
+	fprintf(fp, "usage: palisade jobs [--versions] [--next N] [--output table|json]\n"
+		    "                     [--pg CONNINFO] [--config FILE] [JOB]\n"
 		    "List jobs (or one JOB) with their latest and active plan versions;\n"
-		    "--versions adds one line per stored version.  JSON always holds the versions.\n");
+		    "--versions adds one line per stored version, --next N the next N fire\n"
+		    "instants of the latest version.  JSON always holds the versions.\n");
 }
 
 static const char *str(json_t *o, const char *k)
 {
 	const char *s = json_string_value(json_object_get(o, k));
 	return s ? s : "-";
+}
+
+/* Add "next": [RFC 3339...] (N instants of the latest version) to each job. */
+static int add_next(pal_store *st, json_t *jobs, int n)
+{
+	size_t i;
+	json_t *j;
+	int64_t now = (int64_t)time(NULL);
+	json_array_foreach(jobs, i, j)
+	{
+		const char *id = json_string_value(json_object_get(j, "job_id"));
+		json_t *spec_json;
+		int version;
+		char err[1024];
+		if (pal_store_latest_spec(st, id, &spec_json, &version, err, sizeof err)) {
+			pal_cli_err("jobs", "%s", err);
+			return PAL_EXIT_UNAVAIL;
+		}
+		pal_job_spec spec;
+		pal_schedule *sc = NULL;
+		json_t *next = json_array();
+		if (!pal_job_spec_from_canonical(spec_json, &spec, err, sizeof err)) {
+			if (!pal_schedule_open(&spec, &sc, err, sizeof err)) {
+				int64_t t = now, x;
+				bool ex;
+				for (int k = 0; k < n && pal_schedule_next(sc, t, &x, &ex) == PAL_OK; k++) {
+					char buf[32];
+					pal_fmt_rfc3339(x, buf, sizeof buf);
+					json_array_append_new(next, json_string(buf));
+					t = x;
+				}
+				pal_schedule_close(sc);
+			}
+			pal_job_spec_clear(&spec);
+		}
+		json_decref(spec_json);
+		json_object_set_new(j, "next", next);
+	}
+	return PAL_EXIT_OK;
 }
 
 static void print_table(json_t *jobs, bool versions)
@@ -41,6 +85,15 @@ static void print_table(json_t *jobs, bool versions)
 		       (long long)json_integer_value(json_object_get(j, "shard")), "v",
 		       (long long)json_integer_value(json_object_get(j, "latest_version")), active,
 		       str(last, "cron"), str(last, "timezone"));
+		json_t *next = json_object_get(j, "next");
+		if (json_array_size(next)) {
+			printf("    next:");
+			size_t k;
+			json_t *x;
+			json_array_foreach(next, k, x)
+			printf(" %s", json_string_value(x));
+			putchar('\n');
+		}
 		if (!versions)
 			continue;
 		size_t k;
@@ -59,14 +112,24 @@ int pal_cmd_jobs(int argc, char **argv)
 {
 	pal_cli_common c = { 0 };
 	bool versions = false;
+	int next = 0;
 	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
 					    { "versions", no_argument, NULL, 'V' },
+					    { "next", required_argument, NULL, 'N' },
 					    { "help", no_argument, NULL, 'h' },
 					    { 0 } };
 	int opt;
 	while ((opt = getopt_long(argc, argv, "hV", lo, NULL)) != -1) {
 		if (pal_cli_common_opt(&c, opt, optarg))
 			continue;
+		if (opt == 'N') {
+			next = atoi(optarg);
+			if (next < 1 || next > 1000) {
+				pal_cli_err("jobs", "--next must be 1..1000");
+				return PAL_EXIT_USAGE;
+			}
+			continue;
+		}
 		if (opt == 'V') {
 			versions = true;
 			continue;
@@ -90,11 +153,17 @@ int pal_cmd_jobs(int argc, char **argv)
 	json_t *jobs;
 	char err[1024];
 	int rc = pal_store_jobs_json(st, job, &jobs, err, sizeof err);
-	pal_store_close(st);
 	if (rc) {
+		pal_store_close(st);
 		pal_cli_err("jobs", "%s", err);
 		return PAL_EXIT_UNAVAIL;
 	}
+	if (next && (ec = add_next(st, jobs, next))) {
+		pal_store_close(st);
+		json_decref(jobs);
+		return ec;
+	}
+	pal_store_close(st);
 	if (job && json_array_size(jobs) == 0) {
 		pal_cli_err("jobs", "no job \"%s\"", job);
 		json_decref(jobs);

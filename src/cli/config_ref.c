@@ -1,26 +1,69 @@
 /*
- * config_ref.c - read the connection settings of a node config file for the
- * CLI (precedence: flag > config file > environment).
+ * config_ref.c - the node config as the CLI sees it: connection settings and
+ * cluster identity (precedence: flag > config file > environment).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include "palisade/err.h"
+#include "palisade/coord.h"
+#include "palisade/nodeconf.h"
 #include "cli_int.h"
+
+/* The config is loaded once per process and kept until exit. */
+static pal_nodeconf *load(const char *path)
+{
+	static pal_nodeconf conf;
+	static const char *loaded;
+	if (loaded)
+		return &conf;
+	pal_diags d = { 0 };
+	if (pal_nodeconf_load(path, &conf, &d)) {
+		pal_diags_print(&d, stderr);
+		pal_diags_free(&d);
+		exit(PAL_EXIT_DATAERR);
+	}
+	pal_diags_free(&d);
+	loaded = path;
+	return &conf;
+}
 
 const char *pal__cli_config_pg(const char *path)
 {
-	fprintf(stderr, "palisade: --config %s: node config loading is not available yet\n", path);
-	exit(PAL_EXIT_SOFTWARE);
+	return load(path)->pg_conninfo;
 }
 
 const char *pal__cli_config_zk(const char *path)
 {
-	return pal__cli_config_pg(path);
+	return load(path)->zk_connect;
 }
 
 int pal__cli_config_shards(const pal_cli_common *c)
 {
-	if (c->config)
-		(void)pal__cli_config_pg(c->config);
-	return 16;
+	return c->config ? load(c->config)->shards : 16;
+}
+
+const char *pal__cli_config_zk_root(const pal_cli_common *c)
+{
+	return c->config ? load(c->config)->zk_root : "/palisade";
+}
+
+const char *pal__cli_config_cluster(const pal_cli_common *c)
+{
+	return c->config ? load(c->config)->cluster : "default";
+}
+
+void pal__cli_add_nodes(const pal_cli_common *c, json_t *status)
+{
+	const char *zk = c->zk && *c->zk ? c->zk : (c->config ? load(c->config)->zk_connect : NULL);
+	if (!zk || !*zk)
+		zk = getenv("PALISADE_ZK");
+	if (!zk || !*zk)
+		return;
+	json_t *nodes;
+	char err[512];
+	if (pal_coord_list_nodes(zk, pal__cli_config_zk_root(c), pal__cli_config_cluster(c), 3000,
+				 &nodes, err, sizeof err))
+		json_object_set_new(status, "nodes_error", json_string(err));
+	else
+		json_object_set_new(status, "nodes", nodes);
 }

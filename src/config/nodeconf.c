@@ -60,7 +60,7 @@ static const pal_conf_key table[] = {
 	  OFF(overlap_ms), NULL, 0 },
 	{ "controller.lookahead", PAL_CONF_DURATION, "5s", "ms", 0, 10 * MS_M, true,
 	  "instants are planned this far ahead of now", OFF(lookahead_ms), NULL, 0 },
-	{ "controller.misfire_threshold", PAL_CONF_DURATION, "60s", "ms", 1 * MS_S, 1 * MS_D, true,
+	{ "controller.misfire_threshold", PAL_CONF_DURATION, "1m", "ms", 1 * MS_S, 1 * MS_D, true,
 	  "an instant not planned this long after it was due is a misfire (misfire policy applies)",
 	  OFF(misfire_threshold_ms), NULL, 0 },
 	{ "executor.lease", PAL_CONF_DURATION, "30s", "ms", 2 * MS_S, 1 * MS_H, false,

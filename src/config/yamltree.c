@@ -139,7 +139,6 @@ struct frame {
 	pal_ynode *node;
 	GHashTable *keys;       /* maps only: key text -> first key node */
 	pal_ynode *pending_key; /* maps only: key whose value is still to come */
-	bool pending_dup;       /* that key repeats an earlier one: drop the pair */
 	size_t cap;
 };
 
@@ -210,9 +209,12 @@ static int grow(struct frame *f)
 
 /*
  * Attach N to the innermost open collection (or make it the root).
- * Takes ownership of N in every case.  Returns 0, PAL_ENOMEM, or PAL_EINVAL
- * for a fatal structural problem (non-scalar key).  A duplicate key is
- * reported and its pair dropped, and 0 is returned so the parse goes on.
+ * Takes ownership of N in every case; on a non-zero return N is freed.
+ * Returns 0, PAL_ENOMEM, or PAL_EINVAL for a fatal structural problem
+ * (non-scalar key).  A duplicate key is reported and its pair kept (the
+ * value may be a collection still being filled); the whole tree is dropped
+ * at the end because the load failed, and 0 is returned so the parse goes
+ * on and every duplicate is named.
  */
 static int attach(struct builder *b, pal_ynode *n)
 {
@@ -238,7 +240,6 @@ static int attach(struct builder *b, pal_ynode *n)
 		}
 		first = g_hash_table_lookup(f->keys, n->str);
 		f->pending_key = n;
-		f->pending_dup = first != NULL;
 		if (first) {
 			pal_diags_addf(b->diags, b->doc->file, n->line, n->col,
 				       "duplicate key \"%.64s\" (first at line %d, column %d); hint: "
@@ -248,13 +249,6 @@ static int attach(struct builder *b, pal_ynode *n)
 		} else {
 			g_hash_table_insert(f->keys, n->str, n);
 		}
-		return 0;
-	}
-	if (p->kind == PAL_YNODE_MAP && f->pending_dup) {
-		node_free(f->pending_key);
-		node_free(n);
-		f->pending_key = NULL;
-		f->pending_dup = false;
 		return 0;
 	}
 	if (p->n == f->cap && grow(f) != 0) {

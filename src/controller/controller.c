@@ -232,6 +232,12 @@ static void acquire_shard(pal_controller *c, int s, int64_t epoch)
 		pal_coord_resign(c->coord, s);
 		return;
 	}
+	if (rc && pal_store_lock_timeout(c->st)) {
+		/* The shard row is locked by a (paused?) previous leader; its
+		 * transaction dies at idle_in_transaction_session_timeout. */
+		pal_log(PAL_LOG_WARN, "controller.claim_waiting", "{s:i, s:s}", "shard", s, "error", err);
+		return;
+	}
 	if (rc) {
 		db_failed(c, "claim shard", err);
 		return;
@@ -274,6 +280,10 @@ static void tick_shard(pal_controller *c, int s)
 	int rc = pal_store_tick_begin(c->st, s, l->epoch, &wm, &now, err, sizeof err);
 	if (rc == PAL_ESTALE) {
 		fenced(c, s, err);
+		return;
+	}
+	if (rc && pal_store_lock_timeout(c->st)) {
+		pal_log(PAL_LOG_WARN, "controller.tick_waiting", "{s:i, s:s}", "shard", s, "error", err);
 		return;
 	}
 	if (rc) {
@@ -367,7 +377,13 @@ static bool ensure_db(pal_controller *c)
 		return false;
 	char err[1024];
 	if (pal_store_open(c->conninfo, &c->st, err, sizeof err) == PAL_OK) {
-		PGresult *r = PQexec(pal_store_conn(c->st), "LISTEN palisade_apply");
+		/* A transaction left open by a paused controller must not keep the
+		 * shard row locked from its successor for long, and a successor
+		 * must not queue forever behind it. */
+		PGresult *r = PQexec(pal_store_conn(c->st),
+				     "SET idle_in_transaction_session_timeout = '5s';"
+				     " SET lock_timeout = '2s'; SET statement_timeout = '30s';"
+				     " LISTEN palisade_apply");
 		bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
 		PQclear(r);
 		if (ok) {
@@ -392,6 +408,14 @@ static void *run(void *arg)
 {
 	pal_controller *c = arg;
 	uint64_t gen = 0;
+	/* Drill-only fault injection: keep planning shards after ZooKeeper says
+	 * they are lost, to prove that PostgreSQL fencing alone stops a stale
+	 * controller (docs/election.md). */
+	const char *fault = getenv("PALISADE_FAULT_IGNORE_ZK_LOSS");
+	bool ignore_zk = fault && !strcmp(fault, "1");
+	if (ignore_zk)
+		pal_log(PAL_LOG_WARN, "controller.fault_injection", "{s:s}", "fault",
+			"ignore zookeeper leadership loss");
 	c->next_tick_ms = mono_ms();
 	c->next_reload_ms = mono_ms() + c->cfg.reload_interval_ms;
 	while (!atomic_load(&c->stop)) {
@@ -406,7 +430,7 @@ static void *run(void *arg)
 			bool leading = connected && c->lead[s].leading;
 			if (leading && (!c->led[s].planner || c->led[s].epoch != c->lead[s].epoch))
 				acquire_shard(c, s, c->lead[s].epoch);
-			else if (!leading && c->led[s].planner)
+			else if (!leading && c->led[s].planner && !ignore_zk)
 				drop_shard(c, s, connected ? "lost leadership" : "zookeeper disconnected");
 		}
 		if (c->st)
@@ -425,8 +449,8 @@ static void *run(void *arg)
 			for (int s = 0; s < c->cfg.n_shards && c->st; s++) {
 				if (!c->led[s].planner || atomic_load(&c->stop))
 					continue;
-				if (!connected || !c->lead[s].leading ||
-				    c->lead[s].epoch != c->led[s].epoch)
+				if (!ignore_zk && (!connected || !c->lead[s].leading ||
+						   c->lead[s].epoch != c->led[s].epoch))
 					continue; /* handled at the top of the next pass */
 				tick_shard(c, s);
 			}

@@ -64,7 +64,8 @@ typedef struct coord_shard {
 	char *watched;	     /* predecessor we set a watch on, or NULL; owned */
 	bool want;	     /* we should be in this election */
 	bool uncertain;	     /* a create/delete outcome is unknown: look up by uuid */
-	bool leading;	     /* lowest at the last evaluation in this connection */
+	bool leading;	     /* lowest at the last evaluation */
+	bool verified;	     /* that evaluation happened in the current connection */
 	bool counted_lost;   /* "lost" already counted for the current znode */
 	bool dirty;	     /* needs reconcile() */
 	coord_handoff_reason rejoin; /* delete and re-create at the tail */
@@ -117,6 +118,7 @@ struct pal_coord {
 	bool nodes_dirty;
 	int live_controllers; /* from nodes/ */
 	int drop_creates;     /* test hook, copied from drop_create_replies */
+	uint64_t round_seq;   /* conn_changes when the current round began */
 	int64_t retry_at_ms;  /* 0 = none */
 	int64_t balance_at_ms;
 };

@@ -140,6 +140,16 @@ static const char *reason_name(coord_handoff_reason r)
 	}
 }
 
+/* DIR/NAME into BUF.  Paths are bounded by the validation in pal_coord_open()
+ * (root and cluster lengths), so truncation cannot happen; if it did, the
+ * empty path makes the ZooKeeper call fail with ZBADARGUMENTS. */
+static void child_path(char *buf, size_t len, const char *dir, const char *name)
+{
+	int n = snprintf(buf, len, "%s/%s", dir, name);
+	if (n < 0 || (size_t)n >= len)
+		buf[0] = '\0';
+}
+
 static void set_str(char **dst, const char *src)
 {
 	free(*dst);
@@ -153,6 +163,7 @@ static void forget_node(coord_shard *s)
 	set_str(&s->watched, NULL);
 	s->czxid = 0;
 	s->leading = false;
+	s->verified = false;
 	s->counted_lost = false;
 }
 
@@ -180,7 +191,7 @@ static coord_step delete_own(pal_coord *c, coord_shard *s)
 	char path[PAL_COORD_PATH_MAX];
 	char dir[PAL_COORD_PATH_MAX];
 	pal_coord__election_path(c, s->idx, dir, sizeof dir);
-	snprintf(path, sizeof path, "%s/%s", dir, s->node);
+	child_path(path, sizeof path, dir, s->node);
 	bool was_leading = s->leading;
 	int64_t epoch = s->czxid;
 	step_down(c, s);
@@ -195,9 +206,12 @@ static coord_step delete_own(pal_coord *c, coord_shard *s)
 	}
 	if (s->rejoin != HANDOFF_NONE || c->draining) {
 		coord_handoff_reason r = s->rejoin != HANDOFF_NONE ? s->rejoin : HANDOFF_DRAIN;
+		/* A drain steps down on every shard before the first delete and
+		 * marks the shards it led with rejoin = HANDOFF_DRAIN. */
+		bool led = was_leading || s->rejoin == HANDOFF_DRAIN;
 		pal_log(PAL_LOG_INFO, "election.handoff", "{s:i, s:I, s:s, s:b}", "shard", s->idx, "epoch",
-			(json_int_t)epoch, "reason", reason_name(r), "was_leading", was_leading);
-		if (was_leading) {
+			(json_int_t)epoch, "reason", reason_name(r), "was_leading", led);
+		if (led) {
 			char labels[48];
 			snprintf(labels, sizeof labels, "reason=\"%s\"", reason_name(r));
 			pal_coord__count(c, "palisade_coord_handoffs_total", labels);
@@ -212,7 +226,9 @@ static coord_step create_own(pal_coord *c, coord_shard *s)
 {
 	char dir[PAL_COORD_PATH_MAX], prefix[PAL_COORD_PATH_MAX], created[PAL_COORD_PATH_MAX];
 	pal_coord__election_path(c, s->idx, dir, sizeof dir);
-	snprintf(prefix, sizeof prefix, "%s/" PREFIX "%s" SEQ_MARK, dir, c->uuid);
+	char leaf[PREFIX_LEN + PAL_COORD_UUID_HEX + SEQ_MARK_LEN + 1];
+	snprintf(leaf, sizeof leaf, PREFIX "%s" SEQ_MARK, c->uuid);
+	child_path(prefix, sizeof prefix, dir, leaf);
 	struct Stat st;
 	memset(&st, 0, sizeof st);
 	int zrc = zoo_create2(c->zh, prefix, c->node_id, (int)strlen(c->node_id), &ZOO_OPEN_ACL_UNSAFE,
@@ -251,7 +267,7 @@ static int adopt(pal_coord *c, coord_shard *s, const char *dir, const char *name
 {
 	char path[PAL_COORD_PATH_MAX];
 	struct Stat st;
-	snprintf(path, sizeof path, "%s/%s", dir, name);
+	child_path(path, sizeof path, dir, name);
 	int zrc = zoo_exists(c->zh, path, 0, &st);
 	if (zrc != ZOK)
 		return zrc;
@@ -315,14 +331,14 @@ static coord_step evaluate(pal_coord *c, coord_shard *s, bool *again)
 			if (kids.data[i] == own || !pal_coord__name_has_uuid(kids.data[i], c->uuid))
 				continue;
 			char path[PAL_COORD_PATH_MAX];
-			snprintf(path, sizeof path, "%s/%s", dir, kids.data[i]);
+			child_path(path, sizeof path, dir, kids.data[i]);
 			int drc = zoo_delete(c->zh, path, -1);
 			pal_log(PAL_LOG_WARN, "election.duplicate_deleted", "{s:i, s:s, s:s}", "shard", s->idx,
 				"znode", kids.data[i], "result", zerror(drc));
 		}
 	}
-	if (was_uncertain && s->rejoin != HANDOFF_NONE) {
-		*again = true; /* the pending handoff deletes it next */
+	if (was_uncertain && (s->rejoin != HANDOFF_NONE || !s->want)) {
+		*again = true; /* the pending handoff or drain deletes it next */
 		goto out;
 	}
 	if (pred == NULL) {
@@ -332,9 +348,14 @@ static coord_step evaluate(pal_coord *c, coord_shard *s, bool *again)
 			pal_log(PAL_LOG_INFO, "election.won", "{s:i, s:I, s:s}", "shard", s->idx, "epoch",
 				(json_int_t)s->czxid, "znode", s->node);
 			count_election(c, s->idx, "won");
+		} else if (!s->verified) {
+			pal_log(PAL_LOG_INFO, "election.resumed", "{s:i, s:I}", "shard", s->idx, "epoch",
+				(json_int_t)s->czxid);
 		}
+		s->verified = true;
 		goto out;
 	}
+	s->verified = true;
 	if (s->leading) {
 		/* Cannot happen with sequential names (a newer znode is never
 		 * lower); if it does, the safe move is to step down loudly. */
@@ -352,7 +373,7 @@ static coord_step evaluate(pal_coord *c, coord_shard *s, bool *again)
 		goto out; /* the watch set earlier is still armed */
 	char ppath[PAL_COORD_PATH_MAX];
 	struct Stat st;
-	snprintf(ppath, sizeof ppath, "%s/%s", dir, pred);
+	child_path(ppath, sizeof ppath, dir, pred);
 	zrc = zoo_wexists(c->zh, ppath, pal_coord__shard_watcher, s, &st);
 	if (zrc == ZNONODE) {
 		set_str(&s->watched, NULL);

@@ -50,6 +50,11 @@ void pal_store_close(pal_store *st)
 	free(st);
 }
 
+bool pal_store_lock_timeout(const pal_store *st)
+{
+	return !strcmp(st->sqlstate, "55P03");
+}
+
 PGconn *pal_store_conn(pal_store *st)
 {
 	return st->conn;
@@ -71,8 +76,12 @@ PGresult *pal__store_query(pal_store *st, const char *sql, int nparams, const ch
 {
 	PGresult *r = PQexecParams(st->conn, sql, nparams, NULL, params, NULL, NULL, 0);
 	ExecStatusType s = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
-	if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK)
+	if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) {
+		st->sqlstate[0] = '\0';
 		return r;
+	}
+	const char *code = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+	snprintf(st->sqlstate, sizeof st->sqlstate, "%s", code ? code : "");
 	pal__store_errmsg(st, r, "query failed", err, errlen);
 	PQclear(r);
 	return NULL;

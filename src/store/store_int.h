@@ -6,6 +6,7 @@
 
 struct pal_store {
 	PGconn *conn;
+	char sqlstate[6]; /* of the last failed query, "" when none */
 };
 
 /* Execute SQL returning no rows; PAL_EDB with err filled on failure. */

@@ -29,7 +29,7 @@
 #include <jansson.h>
 #include "palisade/log.h"
 
-#define NODE_MAX 128	 /* node ids are short; longer ones are truncated */
+#define NODE_MAX 128	/* node ids are short; longer ones are truncated */
 #define LINE_STACK 2048 /* lines up to this size need no allocation */
 
 static struct {
@@ -38,15 +38,15 @@ static struct {
 	atomic_int min_level;
 	atomic_int fd;
 } LOG = {
-	.mu = PTHREAD_MUTEX_INITIALIZER,
-	.node = "",
-	.min_level = PAL_LOG_INFO,
-	.fd = 1,
+    .mu = PTHREAD_MUTEX_INITIALIZER,
+    .node = "",
+    .min_level = PAL_LOG_INFO,
+    .fd = 1,
 };
 
-static const char *const level_names[] = { "debug", "info", "warn", "error" };
+static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
-static const char *const reserved_keys[] = { "ts", "level", "node", "event" };
+static const char *const reserved_keys[] = {"ts", "level", "node", "event"};
 
 const char *pal_log_level_name(pal_log_level lvl)
 {

@@ -157,8 +157,7 @@ static bool warn_first_time(pal_metrics *m, const warning *w)
 {
 	char *key = g_strdup_printf("%s|%s|%s", w->event, w->name ? w->name : "",
 				    w->labels ? w->labels : "");
-	if (g_hash_table_contains(m->warned, key) ||
-	    g_hash_table_size(m->warned) >= MAX_WARNINGS) {
+	if (g_hash_table_contains(m->warned, key) || g_hash_table_size(m->warned) >= MAX_WARNINGS) {
 		g_free(key);
 		return false;
 	}
@@ -168,15 +167,15 @@ static bool warn_first_time(pal_metrics *m, const warning *w)
 
 static void log_warning(const warning *w)
 {
-	pal_log(PAL_LOG_WARN, w->event, "{s:s?, s:s?, s:s}", "metric", w->name, "labels",
-		w->labels, "detail", w->detail);
+	pal_log(PAL_LOG_WARN, w->event, "{s:s?, s:s?, s:s}", "metric", w->name, "labels", w->labels,
+		"detail", w->detail);
 }
 
 void pal_metric_declare(pal_metrics *m, const char *name, pal_metric_type type, const char *help)
 {
 	if (m == NULL)
 		return;
-	warning w = { .event = NULL, .name = name };
+	warning w = {.event = NULL, .name = name};
 	bool report = false;
 	pthread_mutex_lock(&m->mu);
 	if (!pal_metric_name_valid(name)) {
@@ -214,7 +213,7 @@ static void update(pal_metrics *m, const char *name, const char *labels, double 
 		return;
 	if (labels == NULL)
 		labels = "";
-	warning w = { .event = NULL, .name = name, .labels = labels };
+	warning w = {.event = NULL, .name = name, .labels = labels};
 	bool report = false;
 	pthread_mutex_lock(&m->mu);
 	family *f = name ? g_hash_table_lookup(m->families, name) : NULL;
@@ -235,7 +234,8 @@ static void update(pal_metrics *m, const char *name, const char *labels, double 
 		if (val == NULL) {
 			if (!pal_metric_labels_valid(labels)) {
 				w.event = "metrics.bad_labels";
-				w.detail = "labels must be name=\"value\" pairs separated by commas";
+				w.detail =
+				    "labels must be name=\"value\" pairs separated by commas";
 			} else {
 				val = g_new0(double, 1);
 				g_hash_table_insert(f->samples, g_strdup(labels), val);
@@ -325,9 +325,9 @@ char *pal_metrics_render(pal_metrics *m)
 			const char **labels = sorted_keys(f->samples, &ns);
 			for (guint j = 0; j < ns; j++) {
 				char val[32];
-				pal_metric_format_value(*(double *)g_hash_table_lookup(f->samples,
-										       labels[j]),
-							val, sizeof val);
+				pal_metric_format_value(
+				    *(double *)g_hash_table_lookup(f->samples, labels[j]), val,
+				    sizeof val);
 				if (labels[j][0] != '\0')
 					fprintf(out, "%s{%s} %s\n", names[i], labels[j], val);
 				else

@@ -1,10 +1,10 @@
 /*
  * test_jobfile.c - job file loading and validation (src/config/jobfile.c).
  *
- * One fixture per kind of bad input (tests/unit/fixtures/*.yaml), asserting
+ * One fixture per kind of bad input (tests/unit/fixtures/NAME.yaml), asserting
  * the exact file:line:col and message; a file with many problems must have
  * all of them reported; valid files must produce the right spec with every
- * default filled in.  The shipped examples (config/jobs/*.yaml) must
+ * default filled in.  The shipped examples (config/jobs/NAME.yaml) must
  * validate.
  */
 #include <setjmp.h>
@@ -263,8 +263,8 @@ static void test_jobfile_dst_and_misfire_forms(void **state)
 		 "    target: {url: \"http://127.0.0.1:8089/x\"}\n",
 		 &l);
 	assert_int_equal(l.rc, PAL_EINVAL);
-	ASSERT_DIAG(&l.diags, 3, 55, "unknown dst gap policy \"jump\" (expected shift, skip)");
-	ASSERT_DIAG(&l.diags, 3, 61,
+	ASSERT_DIAG(&l.diags, 3, 49, "unknown dst gap policy \"jump\" (expected shift, skip)");
+	ASSERT_DIAG(&l.diags, 3, 55,
 		    "unknown key \"overlaps\" in schedule.dst (did you mean \"overlap\"?)");
 	done(&l);
 }
@@ -342,7 +342,7 @@ static void test_jobfile_cron_that_never_fires(void **state)
 		 "    target: {url: \"http://127.0.0.1:8089/x\"}\n",
 		 &l);
 	assert_int_equal(l.rc, PAL_EINVAL);
-	ASSERT_DIAG(&l.diags, 3, 24, "never fires");
+	ASSERT_DIAG(&l.diags, 3, 22, "never fires");
 	done(&l);
 
 	load_str("jobs:\n"
@@ -351,7 +351,7 @@ static void test_jobfile_cron_that_never_fires(void **state)
 		 "               end: 2027-01-01T00:00:00Z}\n"
 		 "    target: {url: \"http://127.0.0.1:8089/x\"}\n",
 		 &l);
-	ASSERT_DIAG(&l.diags, 3, 24, "never fires between start and end");
+	ASSERT_DIAG(&l.diags, 3, 22, "never fires between start and end");
 	done(&l);
 }
 
@@ -443,7 +443,7 @@ static void test_jobfile_bad_urls(void **state)
 	load_str("jobs:\n  - id: u\n    schedule: {cron: \"* * * * *\"}\n"
 		 "    target: {url: \"http://h/{job}\"}\n",
 		 &l);
-	ASSERT_DIAG(&l.diags, 4, 30, "url: placeholders such as \"{job}\" are not expanded here");
+	ASSERT_DIAG(&l.diags, 4, 29, "url: placeholders such as \"{job}\" are not expanded here");
 	done(&l);
 	load_str("jobs:\n  - id: u\n    schedule: {cron: \"* * * * *\"}\n"
 		 "    target: {url: \"http://[::1]:8089/x?token=${TOKEN}\"}\n",
@@ -558,10 +558,10 @@ static void test_jobfile_templates_and_secrets(void **state)
 	ASSERT_DIAG(&l.diags, 5, 22, "must contain {scheduled_at}");
 	done(&l);
 	load_job("    idempotency_key: \"{job}/{scheduled_at}/${TOKEN}\"\n", &l);
-	ASSERT_DIAG(&l.diags, 5, 42, "secret references such as \"${TOKEN}\" are not allowed here");
+	ASSERT_DIAG(&l.diags, 5, 44, "secret references such as \"${TOKEN}\" are not allowed here");
 	done(&l);
 	load_job("    idempotency_key: \"{job}/{scheduled_at}/{idempotency_key}\"\n", &l);
-	ASSERT_DIAG(&l.diags, 5, 42, "unknown placeholder \"{idempotency_key}\"");
+	ASSERT_DIAG(&l.diags, 5, 44, "unknown placeholder \"{idempotency_key}\"");
 	done(&l);
 	load_job("    idempotency_key: \"{job}/{scheduled_at}/{request_id}/{trigger}/{scheduled_date}\"\n",
 		 &l);
@@ -574,9 +574,9 @@ static void test_jobfile_templates_and_secrets(void **state)
 		 "      headers: {X-A: \"${A_1}\", x-a: b, Palisade-Fencing-Token: \"1\", \"bad name\": x}\n"
 		 "      body: '{\"k\": \"${lower}\", \"j\": {job}}'\n",
 		 &l);
-	ASSERT_DIAG(&l.diags, 6, 33, "headers: \"x-a\" repeats \"X-A\"");
-	ASSERT_DIAG(&l.diags, 6, 41, "\"Palisade-Fencing-Token\" is set by palisade itself");
-	ASSERT_DIAG(&l.diags, 6, 70, "invalid header name \"bad name\"");
+	ASSERT_DIAG(&l.diags, 6, 32, "headers: \"x-a\" repeats \"X-A\"");
+	ASSERT_DIAG(&l.diags, 6, 40, "\"Palisade-Fencing-Token\" is set by palisade itself");
+	ASSERT_DIAG(&l.diags, 6, 69, "invalid header name \"bad name\"");
 	ASSERT_DIAG(&l.diags, 7, 21, "body: malformed secret reference \"${lower}\"");
 	assert_int_equal(l.diags.n, 4);
 	done(&l);
@@ -584,7 +584,7 @@ static void test_jobfile_templates_and_secrets(void **state)
 	load_str("jobs:\n  - id: g\n    schedule: {cron: \"* * * * *\"}\n"
 		 "    target: {method: GET, url: \"http://h/x\", body: x}\n",
 		 &l);
-	ASSERT_DIAG(&l.diags, 4, 54, "body: a GET request carries no body");
+	ASSERT_DIAG(&l.diags, 4, 52, "body: a GET request carries no body");
 	done(&l);
 }
 
@@ -622,7 +622,7 @@ static void test_jobfile_ranges_and_required_keys(void **state)
 	load_str("jobs:\n  - id: st\n    schedule: {cron: \"* * * * *\", start: 2026-01-01}\n"
 		 "    target: {url: \"http://h/x\"}\n",
 		 &l);
-	ASSERT_DIAG(&l.diags, 3, 46, "start: invalid timestamp \"2026-01-01\"");
+	ASSERT_DIAG(&l.diags, 3, 42, "start: invalid timestamp \"2026-01-01\"");
 	done(&l);
 }
 

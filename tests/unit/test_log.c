@@ -50,7 +50,7 @@ static char *drain(void)
 {
 	size_t cap = 1 << 16, len = 0;
 	char *buf = malloc(cap);
-	struct pollfd p = { .fd = pipe_fd[0], .events = POLLIN };
+	struct pollfd p = {.fd = pipe_fd[0], .events = POLLIN};
 	if (poll(&p, 1, 1000) > 0) {
 		for (;;) {
 			if (len + 4096 > cap)
@@ -95,7 +95,7 @@ static void test_log_line_has_standard_keys_first(void **state)
 	pal_log(PAL_LOG_INFO, "election.won", "{s:i, s:I}", "shard", 3, "epoch",
 		(json_int_t)4294967299LL);
 	json_t *obj = one_line();
-	static const char *const order[] = { "ts", "level", "node", "event", "shard", "epoch" };
+	static const char *const order[] = {"ts", "level", "node", "event", "shard", "epoch"};
 	size_t i = 0;
 	const char *key;
 	json_t *v;
@@ -122,14 +122,14 @@ static void test_log_ts_is_rfc3339_utc_millis_and_now(void **state)
 	json_t *obj = one_line();
 	const char *ts = str(obj, "ts");
 	regex_t re;
-	assert_int_equal(regcomp(&re,
-				 "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z$",
-				 REG_EXTENDED | REG_NOSUB),
-			 0);
+	assert_int_equal(
+	    regcomp(&re, "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z$",
+		    REG_EXTENDED | REG_NOSUB),
+	    0);
 	if (regexec(&re, ts, 0, NULL, 0) != 0)
 		fail_msg("ts \"%s\" is not RFC 3339 UTC with milliseconds", ts);
 	regfree(&re);
-	struct tm tm = { 0 };
+	struct tm tm = {0};
 	assert_non_null(strptime(ts, "%Y-%m-%dT%H:%M:%S", &tm));
 	time_t t = timegm(&tm);
 	assert_true(t >= before && t <= after);
@@ -263,7 +263,7 @@ typedef struct reader {
 static void *reader_main(void *p)
 {
 	reader *r = p;
-	struct pollfd pfd = { .fd = r->fd, .events = POLLIN };
+	struct pollfd pfd = {.fd = r->fd, .events = POLLIN};
 	for (;;) {
 		if (r->len + 65536 > r->cap)
 			r->buf = realloc(r->buf, r->cap = r->cap * 2 + 65536);
@@ -303,7 +303,7 @@ static void test_log_concurrent_lines_never_interleave(void **state)
 	fcntl(fds[0], F_SETFL, O_NONBLOCK);
 	pal_log_set_fd(fds[1]);
 
-	reader r = { .fd = fds[0] };
+	reader r = {.fd = fds[0]};
 	pthread_t rt, wt[THREADS];
 	assert_int_equal(pthread_create(&rt, NULL, reader_main, &r), 0);
 	for (int t = 0; t < THREADS; t++)
@@ -315,7 +315,7 @@ static void test_log_concurrent_lines_never_interleave(void **state)
 	pthread_join(rt, NULL);
 	close(fds[0]);
 
-	int next[THREADS] = { 0 };
+	int next[THREADS] = {0};
 	int lines = 0;
 	char *save = NULL;
 	assert_true(r.len > 0 && r.buf[r.len - 1] == '\n');
@@ -342,24 +342,22 @@ static void test_log_concurrent_lines_never_interleave(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_log_line_has_standard_keys_first, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_log_ts_is_rfc3339_utc_millis_and_now, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_log_below_min_level_is_dropped, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_log_bad_format_still_logs_event_with_log_error,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_log_fields_cannot_forge_standard_keys, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_log_escapes_strings, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_log_long_line_is_one_line, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_log_filtered_line_releases_stolen_reference,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_log_node_unset_is_null, setup, teardown),
-		cmocka_unit_test(test_log_level_parse_and_names),
-		cmocka_unit_test_setup_teardown(test_log_concurrent_lines_never_interleave, setup,
-						teardown),
+	    cmocka_unit_test_setup_teardown(test_log_line_has_standard_keys_first, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_log_ts_is_rfc3339_utc_millis_and_now, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_log_below_min_level_is_dropped, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_log_bad_format_still_logs_event_with_log_error,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_log_fields_cannot_forge_standard_keys, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_log_escapes_strings, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_log_long_line_is_one_line, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_log_filtered_line_releases_stolen_reference, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_log_node_unset_is_null, setup, teardown),
+	    cmocka_unit_test(test_log_level_parse_and_names),
+	    cmocka_unit_test_setup_teardown(test_log_concurrent_lines_never_interleave, setup,
+					    teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

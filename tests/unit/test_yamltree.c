@@ -310,6 +310,13 @@ static void test_yaml_every_duplicate_key_reported(void **state)
 	ASSERT_DIAG(&d, 6, 11, "duplicate key \"y\"");
 	pal_diags_free(&d);
 	pal_ydoc_free(&doc);
+
+	/* regression (fuzz): the value of a duplicate key is a collection */
+	assert_int_equal(load_str("a: [1]\na: {b: [2, {c: 3}]}\nd: 4\n", &doc, &d), PAL_EINVAL);
+	assert_int_equal(d.n, 1);
+	ASSERT_DIAG(&d, 2, 1, "duplicate key \"a\"");
+	pal_diags_free(&d);
+	pal_ydoc_free(&doc);
 }
 
 static void test_yaml_nesting_limit(void **state)

@@ -1,0 +1,157 @@
+/*
+ * cmd_drain.c - `palisade drain`: ask a node to hand its shards off and
+ * exit (POST /drain on its admin endpoint), optionally waiting until it has
+ * left the cluster.
+ */
+#include <curl/curl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "palisade/cli.h"
+#include "palisade/coord.h"
+#include "palisade/err.h"
+#include "palisade/nodeconf.h"
+#include "cli_int.h"
+
+static void usage(FILE *fp)
+{
+	fprintf(fp,
+		"usage: palisade drain (--node ID | --admin HOST:PORT) [--wait SECONDS]\n"
+		"                      [--zk HOSTS] [--config FILE]\n"
+		"Ask a node to drain: stop planning, delete its election znodes so that the\n"
+		"next nodes in line take its shards over at once, and exit 0.  --node looks\n"
+		"its admin address up in ZooKeeper; --wait waits until it has left.\n"
+		"Exit: 0 accepted (and gone, with --wait), 1 refused or still there, 69 unreachable.\n");
+}
+
+static size_t discard(char *p, size_t s, size_t n, void *u)
+{
+	(void)p, (void)u;
+	return s * n;
+}
+
+/* Admin address of node ID from its ZooKeeper record; NULL when absent. */
+static char *lookup_admin(const pal_cli_common *c, const char *id, bool *present, int *ec)
+{
+	const char *zk = c->zk && *c->zk ? c->zk : (c->config ? pal__cli_config_zk(c->config) : NULL);
+	if (!zk || !*zk)
+		zk = getenv("PALISADE_ZK");
+	if (!zk || !*zk) {
+		pal_cli_err("drain", "no ZooKeeper connect string: pass --zk or export PALISADE_ZK");
+		*ec = PAL_EXIT_USAGE;
+		return NULL;
+	}
+	json_t *nodes;
+	char err[512];
+	if (pal_coord_list_nodes(zk, pal__cli_config_zk_root(c), pal__cli_config_cluster(c), 5000,
+				 &nodes, err, sizeof err)) {
+		pal_cli_err("drain", "%s", err);
+		*ec = PAL_EXIT_UNAVAIL;
+		return NULL;
+	}
+	char *admin = NULL;
+	*present = false;
+	size_t i;
+	json_t *n;
+	json_array_foreach(nodes, i, n)
+	{
+		if (strcmp(json_string_value(json_object_get(n, "id")), id))
+			continue;
+		*present = true;
+		const char *a = json_string_value(json_object_get(json_object_get(n, "info"), "admin"));
+		if (a)
+			admin = strdup(a);
+	}
+	json_decref(nodes);
+	return admin;
+}
+
+int pal_cmd_drain(int argc, char **argv)
+{
+	pal_cli_common c = { 0 };
+	const char *node = NULL, *admin = NULL;
+	int wait_s = 0;
+	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
+					    { "node", required_argument, NULL, 'n' },
+					    { "admin", required_argument, NULL, 'a' },
+					    { "wait", required_argument, NULL, 'w' },
+					    { "help", no_argument, NULL, 'h' },
+					    { 0 } };
+	int opt;
+	while ((opt = getopt_long(argc, argv, "hn:a:w:", lo, NULL)) != -1) {
+		if (pal_cli_common_opt(&c, opt, optarg))
+			continue;
+		switch (opt) {
+		case 'n': node = optarg; break;
+		case 'a': admin = optarg; break;
+		case 'w': wait_s = atoi(optarg); break;
+		case 'h': usage(stdout); return PAL_EXIT_OK;
+		default: usage(stderr); return PAL_EXIT_USAGE;
+		}
+	}
+	if (optind != argc || (!node == !admin) || (wait_s && !node)) {
+		if (wait_s && !node)
+			pal_cli_err("drain", "--wait needs --node (to watch the node leave)");
+		usage(stderr);
+		return PAL_EXIT_USAGE;
+	}
+	char *found = NULL;
+	int ec = 0;
+	if (node) {
+		bool present;
+		found = lookup_admin(&c, node, &present, &ec);
+		if (ec)
+			return ec;
+		if (!present) {
+			pal_cli_err("drain", "node \"%s\" is not live in the cluster", node);
+			return PAL_EXIT_FAIL;
+		}
+		if (!found) {
+			pal_cli_err("drain", "node \"%s\" publishes no admin address", node);
+			return PAL_EXIT_FAIL;
+		}
+		admin = found;
+	}
+	char url[512];
+	snprintf(url, sizeof url, "http://%s/drain", admin);
+	CURL *h = curl_easy_init();
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 5000L);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
+	CURLcode cc = curl_easy_perform(h);
+	long code = 0;
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_cleanup(h);
+	if (cc != CURLE_OK) {
+		pal_cli_err("drain", "cannot reach %s: %s", url, curl_easy_strerror(cc));
+		free(found);
+		return PAL_EXIT_UNAVAIL;
+	}
+	if (code != 202) {
+		pal_cli_err("drain", "%s answered HTTP %ld", url, code);
+		free(found);
+		return PAL_EXIT_FAIL;
+	}
+	printf("drain: accepted by %s%s%s\n", node ? node : admin, node ? " at " : "",
+	       node ? admin : "");
+	free(found);
+	if (!wait_s)
+		return PAL_EXIT_OK;
+	for (int i = 0; i < wait_s * 10; i++) {
+		bool present = true;
+		free(lookup_admin(&c, node, &present, &ec));
+		if (ec)
+			return ec;
+		if (!present) {
+			printf("drain: %s left the cluster after %.1f s\n", node, i / 10.0);
+			return PAL_EXIT_OK;
+		}
+		struct timespec ts = { 0, 100 * 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	pal_cli_err("drain", "%s is still live after %d s", node, wait_s);
+	return PAL_EXIT_FAIL;
+}

@@ -1,0 +1,114 @@
+/*
+ * cmd_status.c - `palisade status`: nodes (from ZooKeeper), shards with
+ * leader, epoch, watermark lag and backlog (from PostgreSQL).
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include "palisade/cli.h"
+#include "palisade/err.h"
+#include "cli_int.h"
+
+static void usage(FILE *fp)
+{
+	fprintf(fp, "usage: palisade status [--output table|json] [--pg CONNINFO] [--zk HOSTS]\n"
+		    "                       [--config FILE]\n"
+		    "Live nodes (from ZooKeeper, when reachable) and, per shard: leader, epoch,\n"
+		    "watermark lag, due and planned triggers, oldest due age.\n");
+}
+
+static double num(json_t *o, const char *k)
+{
+	return json_number_value(json_object_get(o, k));
+}
+
+static void print_table(json_t *st)
+{
+	json_t *nodes = json_object_get(st, "nodes");
+	if (json_is_array(nodes)) {
+		printf("nodes: %zu live\n", json_array_size(nodes));
+		size_t i;
+		json_t *n;
+		json_array_foreach(nodes, i, n)
+		{
+			char *info = json_dumps(json_object_get(n, "info"), JSON_COMPACT);
+			printf("  %-20s %s\n", json_string_value(json_object_get(n, "id")),
+			       info ? info : "");
+			free(info);
+		}
+	} else {
+		printf("nodes: unknown (%s)\n", json_string_value(json_object_get(st, "nodes_error"))
+							? json_string_value(json_object_get(st, "nodes_error"))
+							: "no ZooKeeper given");
+	}
+	printf("%5s %-16s %20s %9s %5s %7s %7s %7s %9s\n", "SHARD", "LEADER", "EPOCH", "LAG_S",
+	       "JOBS", "DUE", "PLANNED", "RUNNING", "OLDEST_S");
+	size_t i;
+	json_t *s;
+	json_array_foreach(json_object_get(st, "shards"), i, s)
+	{
+		const char *leader = json_string_value(json_object_get(s, "leader"));
+		json_t *old = json_object_get(s, "oldest_due_s");
+		char oldest[32] = "-";
+		if (json_is_number(old))
+			snprintf(oldest, sizeof oldest, "%.1f", json_number_value(old));
+		char lag[32] = "-";
+		if (json_is_number(json_object_get(s, "lag_s")))
+			snprintf(lag, sizeof lag, "%.1f", num(s, "lag_s"));
+		printf("%5d %-16s %20lld %9s %5lld %7lld %7lld %7lld %9s\n",
+		       (int)json_integer_value(json_object_get(s, "shard")), leader ? leader : "-",
+		       (long long)json_integer_value(json_object_get(s, "epoch")), lag,
+		       (long long)json_integer_value(json_object_get(s, "jobs")),
+		       (long long)json_integer_value(json_object_get(s, "due")),
+		       (long long)json_integer_value(json_object_get(s, "planned")),
+		       (long long)json_integer_value(json_object_get(s, "running")), oldest);
+	}
+	char *trig = json_dumps(json_object_get(st, "triggers"), JSON_COMPACT);
+	printf("triggers by state: %s\nopen tickets: %lld   misfired instants: %lld\n",
+	       trig ? trig : "{}", (long long)json_integer_value(json_object_get(st, "open_tickets")),
+	       (long long)json_integer_value(json_object_get(st, "misfires")));
+	free(trig);
+}
+
+int pal_cmd_status(int argc, char **argv)
+{
+	pal_cli_common c = { 0 };
+	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS, { "help", no_argument, NULL, 'h' },
+					    { 0 } };
+	int opt;
+	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		if (pal_cli_common_opt(&c, opt, optarg))
+			continue;
+		if (opt == 'h') {
+			usage(stdout);
+			return PAL_EXIT_OK;
+		}
+		usage(stderr);
+		return PAL_EXIT_USAGE;
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return PAL_EXIT_USAGE;
+	}
+	pal_store *st;
+	int ec = pal_cli_connect(&c, false, &st);
+	if (ec)
+		return ec;
+	json_t *status;
+	char err[1024];
+	int rc = pal_store_status_json(st, &status, err, sizeof err);
+	pal_store_close(st);
+	if (rc) {
+		pal_cli_err("status", "%s", err);
+		return PAL_EXIT_UNAVAIL;
+	}
+	pal__cli_add_nodes(&c, status);
+	if (c.json) {
+		json_dumpf(status, stdout, JSON_INDENT(2));
+		putchar('\n');
+	} else {
+		print_table(status);
+	}
+	json_decref(status);
+	return PAL_EXIT_OK;
+}

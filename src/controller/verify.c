@@ -1,0 +1,210 @@
+/*
+ * verify.c - recompute the plan set and compare it with triggers and
+ * misfires (see include/palisade/verify.h).  Independent of the planner: it
+ * walks each version's schedule from its effective_from, so a planner bug
+ * shows up as missing or unexpected instants.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "palisade/schedule.h"
+#include "palisade/timefmt.h"
+#include "palisade/verify.h"
+
+#define MAX_SAMPLES 20
+
+static void sample(pal_verify_report *r, const char *kind, const char *job, int64_t at, int part,
+		   int rows)
+{
+	json_t *a = json_object_get(r->samples, kind);
+	if (!a) {
+		a = json_array();
+		json_object_set_new(r->samples, kind, a);
+	}
+	if (json_array_size(a) >= MAX_SAMPLES)
+		return;
+	char ts[32];
+	pal_fmt_rfc3339(at, ts, sizeof ts);
+	json_t *o = json_pack("{s:s, s:s, s:i}", "job", job, "at", ts, "partition", part);
+	if (rows)
+		json_object_set_new(o, "rows", json_integer(rows));
+	json_array_append_new(a, o);
+}
+
+static bool covered(json_t *misfires, int64_t at, int part)
+{
+	size_t i;
+	json_t *m;
+	json_array_foreach(misfires, i, m)
+	{
+		int64_t f = json_integer_value(json_array_get(m, 0));
+		int64_t t = json_integer_value(json_array_get(m, 1));
+		json_t *p = json_array_get(m, 2);
+		if (at >= f && at <= t && (json_is_null(p) || json_integer_value(p) == part))
+			return true;
+	}
+	return false;
+}
+
+typedef struct inst {
+	int64_t at;
+	int part;
+} inst;
+
+static int cmp_inst(const void *a, const void *b)
+{
+	const inst *x = a, *y = b;
+	if (x->at != y->at)
+		return x->at < y->at ? -1 : 1;
+	return x->part - y->part;
+}
+
+/* Expected (instant, partition) pairs of one job in [from, to]. */
+static int plan_set(json_t *versions, const char *job, int64_t from, int64_t to, inst **out,
+		    size_t *n, char *err, size_t errlen)
+{
+	size_t cap = 256, k = 0;
+	inst *v = malloc(cap * sizeof *v);
+	if (!v)
+		return PAL_ENOMEM;
+	size_t nv = json_array_size(versions);
+	int rc = PAL_OK;
+	for (size_t i = 0; i < nv && !rc; i++) {
+		json_t *ver = json_array_get(versions, i);
+		int64_t lo = json_integer_value(json_object_get(ver, "effective_from"));
+		int64_t hi = i + 1 < nv ? json_integer_value(json_object_get(
+						  json_array_get(versions, i + 1), "effective_from"))
+					: INT64_MAX;
+		if (hi <= lo || hi < from || lo >= to)
+			continue;
+		pal_job_spec spec;
+		if ((rc = pal_job_spec_from_canonical(json_object_get(ver, "spec"), &spec, err, errlen)))
+			break;
+		pal_schedule *sc;
+		if ((rc = pal_schedule_open(&spec, &sc, err, errlen))) {
+			pal_job_spec_clear(&spec);
+			break;
+		}
+		int64_t t = lo > from - 1 ? lo : from - 1;
+		int64_t x;
+		bool excl;
+		while (pal_schedule_next(sc, t, &x, &excl) == PAL_OK && x <= to && x <= hi) {
+			t = x;
+			for (int p = 0; p < spec.partitions; p++) {
+				if (k == cap) {
+					inst *nv2 = realloc(v, (cap *= 2) * sizeof *v);
+					if (!nv2) {
+						rc = PAL_ENOMEM;
+						break;
+					}
+					v = nv2;
+				}
+				v[k++] = (inst){ x, p };
+			}
+			if (rc)
+				break;
+		}
+		pal_schedule_close(sc);
+		pal_job_spec_clear(&spec);
+	}
+	(void)job;
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*n = k;
+	return PAL_OK;
+}
+
+static int verify_job(pal_store *st, json_t *job, int64_t from, int64_t to, pal_verify_report *r,
+		      char *err, size_t errlen)
+{
+	const char *id = json_string_value(json_object_get(job, "job_id"));
+	json_t *versions = json_object_get(job, "versions");
+	inst *exp = NULL;
+	size_t nexp = 0;
+	int rc = PAL_OK;
+	if (json_array_size(versions)) {
+		rc = plan_set(versions, id, from, to, &exp, &nexp, err, errlen);
+		if (rc)
+			return rc;
+	}
+	json_t *trig, *mis;
+	rc = pal_store_planned(st, id, from, to, &trig, &mis, err, errlen);
+	if (rc) {
+		free(exp);
+		return rc;
+	}
+	r->jobs++;
+	r->expected += (int64_t)nexp;
+	size_t nt = json_array_size(trig), i = 0, j = 0;
+	qsort(exp, nexp, sizeof *exp, cmp_inst);
+	/* Merge the two ascending lists. */
+	while (i < nexp || j < nt) {
+		json_t *t = j < nt ? json_array_get(trig, j) : NULL;
+		inst got = { 0, 0 };
+		int rows = 0;
+		if (t) {
+			got.at = json_integer_value(json_array_get(t, 0));
+			got.part = (int)json_integer_value(json_array_get(t, 1));
+			rows = (int)json_integer_value(json_array_get(t, 2));
+		}
+		int c = !t ? -1 : i >= nexp ? 1 : cmp_inst(&exp[i], &got);
+		if (c < 0) {
+			if (covered(mis, exp[i].at, exp[i].part)) {
+				r->misfired++;
+			} else {
+				r->missing++;
+				sample(r, "missing", id, exp[i].at, exp[i].part, 0);
+			}
+			i++;
+		} else if (c > 0) {
+			r->unexpected++;
+			sample(r, "unexpected", id, got.at, got.part, rows);
+			j++;
+		} else {
+			r->triggered++;
+			if (rows > 1) {
+				r->duplicates += rows - 1;
+				sample(r, "duplicates", id, got.at, got.part, rows);
+			}
+			i++, j++;
+		}
+	}
+	json_decref(trig);
+	json_decref(mis);
+	free(exp);
+	return PAL_OK;
+}
+
+int pal_verify(pal_store *st, int64_t from, int64_t to, const char *job_id, pal_verify_report *r,
+	       char *err, size_t errlen)
+{
+	memset(r, 0, sizeof *r);
+	r->samples = json_object();
+	json_t *jobs;
+	int rc = pal_store_activated_versions(st, job_id, &jobs, err, errlen);
+	if (rc)
+		return rc;
+	if (job_id && json_array_size(jobs) == 0) {
+		snprintf(err, errlen, "no job \"%s\"", job_id);
+		json_decref(jobs);
+		return PAL_ENOENT;
+	}
+	size_t i;
+	json_t *j;
+	json_array_foreach(jobs, i, j)
+	{
+		if ((rc = verify_job(st, j, from, to, r, err, errlen)))
+			break;
+	}
+	json_decref(jobs);
+	return rc;
+}
+
+void pal_verify_report_free(pal_verify_report *r)
+{
+	json_decref(r->samples);
+	r->samples = NULL;
+}

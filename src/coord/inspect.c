@@ -1,0 +1,74 @@
+/*
+ * inspect.c - read-only look at a cluster's ZooKeeper tree for the CLI
+ * (`palisade status`, `palisade drain --node`): a short-lived session of its
+ * own, independent of a node's pal_coord.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zookeeper.h>
+#include "palisade/coord.h"
+
+static void quiet_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+	(void)zh, (void)type, (void)state, (void)path, (void)ctx;
+}
+
+int pal_coord_list_nodes(const char *connect, const char *root, const char *cluster,
+			 int timeout_ms, json_t **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+	zhandle_t *zh = zookeeper_init(connect, quiet_watcher, timeout_ms > 2000 ? timeout_ms : 2000,
+				       NULL, NULL, 0);
+	if (!zh) {
+		snprintf(err, errlen, "cannot start a ZooKeeper session to %s: %s", connect,
+			 strerror(errno));
+		return PAL_EZK;
+	}
+	struct timespec ts = { 0, 20 * 1000000 };
+	for (int waited = 0; zoo_state(zh) != ZOO_CONNECTED_STATE; waited += 20) {
+		if (waited >= timeout_ms) {
+			snprintf(err, errlen, "ZooKeeper at %s not reachable within %d ms", connect,
+				 timeout_ms);
+			zookeeper_close(zh);
+			return PAL_EZK;
+		}
+		nanosleep(&ts, NULL);
+	}
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s/nodes", root, cluster);
+	struct String_vector kids = { 0, NULL };
+	int zrc = zoo_get_children(zh, path, 0, &kids);
+	json_t *arr = json_array();
+	if (zrc == ZNONODE) {
+		zookeeper_close(zh);
+		*out = arr;
+		return PAL_OK;
+	}
+	if (zrc != ZOK) {
+		snprintf(err, errlen, "cannot list %s: %s", path, zerror(zrc));
+		json_decref(arr);
+		zookeeper_close(zh);
+		return PAL_EZK;
+	}
+	for (int i = 0; i < kids.count; i++) {
+		char child[768], buf[4096];
+		int len = sizeof buf - 1;
+		snprintf(child, sizeof child, "%s/%s", path, kids.data[i]);
+		json_t *info = NULL;
+		if (zoo_get(zh, child, 0, buf, &len, NULL) == ZOK && len >= 0) {
+			buf[len] = '\0';
+			info = json_loads(buf, 0, NULL);
+			if (!info)
+				info = json_string(buf);
+		}
+		json_array_append_new(arr, json_pack("{s:s, s:o*}", "id", kids.data[i], "info", info));
+	}
+	deallocate_String_vector(&kids);
+	zookeeper_close(zh);
+	*out = arr;
+	return PAL_OK;
+}

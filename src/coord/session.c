@@ -1,0 +1,397 @@
+/*
+ * session.c - the ZooKeeper session of a pal_coord: watcher callbacks,
+ * session start and restart with a fresh node uuid, registration of
+ * nodes/<node-id>, and the cached listing of nodes/.
+ *
+ * Watchers run on the ZooKeeper client's completion thread.  They only
+ * record events under pal_coord.mu and signal pal_coord.wake; the one thing
+ * a watcher publishes itself is a suspension: on a disconnect or an expiry
+ * it clears every shard's published leadership at once, because the
+ * coordination thread may at that moment be blocked in a synchronous call
+ * for up to the session timeout.  Everything else in this file runs on the
+ * coordination thread.
+ *
+ * Each handle gets a coord_handle_ctx with a serial number; events of a
+ * handle that has been replaced (after an expiry) are dropped.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <jansson.h>
+#include "palisade/log.h"
+#include "coord_int.h"
+
+#define NODE_DATA_MAX 16384
+#define REGISTER_RETRY_MS 200
+
+/* ---- watchers (completion thread) ---------------------------------------- */
+
+/* Clear the published leadership; caller holds mu. */
+static void suspend_locked(pal_coord *c)
+{
+	bool changed = c->pub_connected;
+	for (int i = 0; i < c->n_shards; i++) {
+		changed |= c->pub[i].leading;
+		c->pub[i].leading = false;
+		c->pub[i].epoch = 0;
+	}
+	c->pub_connected = false;
+	if (changed) {
+		c->gen++;
+		pthread_cond_broadcast(&c->changed);
+	}
+}
+
+static void session_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+	const coord_handle_ctx *h = zoo_get_context(zh);
+	if (h == NULL || type != ZOO_SESSION_EVENT)
+		return;
+	pal_coord *c = h->c;
+	pthread_mutex_lock(&c->mu);
+	if (h->serial == c->serial) {
+		c->conn_changes++;
+		if (state == ZOO_CONNECTED_STATE) {
+			c->zk_connected = true;
+			c->ev_connected = true;
+		} else {
+			c->zk_connected = false;
+			suspend_locked(c);
+			if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE)
+				c->ev_expired = true;
+			else
+				c->ev_disconnected = true;
+		}
+		pthread_cond_signal(&c->wake);
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
+void pal_coord__shard_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+	const coord_handle_ctx *h = zoo_get_context(zh);
+	coord_shard *s = ctx;
+	if (h == NULL || s == NULL || type == ZOO_SESSION_EVENT)
+		return; /* session events are the session watcher's */
+	pal_coord *c = s->c;
+	pthread_mutex_lock(&c->mu);
+	if (h->serial == c->serial) {
+		c->ev_watch[s->idx] = true;
+		pthread_cond_signal(&c->wake);
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
+static void nodes_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+	const coord_handle_ctx *h = zoo_get_context(zh);
+	pal_coord *c = ctx;
+	if (h == NULL || c == NULL || type == ZOO_SESSION_EVENT)
+		return;
+	pthread_mutex_lock(&c->mu);
+	if (h->serial == c->serial) {
+		c->ev_nodes = true;
+		pthread_cond_signal(&c->wake);
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* The client library's own log lines (warnings and errors only, see
+ * pal_coord_open) become structured log lines. */
+static void zk_log(const char *message)
+{
+	char buf[512];
+	snprintf(buf, sizeof buf, "%s", message ? message : "");
+	size_t n = strlen(buf);
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		buf[--n] = '\0';
+	pal_log(PAL_LOG_WARN, "zk.client", "{s:s}", "message", buf);
+}
+
+/* ---- helpers (coordination thread) ----------------------------------------- */
+
+coord_step pal_coord__classify(int zrc)
+{
+	if (zrc == ZOK)
+		return COORD_DONE;
+	if (zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT || zrc == ZSESSIONEXPIRED || zrc == ZINVALIDSTATE ||
+	    zrc == ZSESSIONMOVED || zrc == ZCLOSING)
+		return COORD_CONN;
+	return COORD_LATER;
+}
+
+int pal_coord__ensure_path(pal_coord *c, const char *path)
+{
+	char buf[PAL_COORD_PATH_MAX];
+	snprintf(buf, sizeof buf, "%s", path);
+	for (char *p = buf + 1;; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char saved = *p;
+		*p = '\0';
+		int zrc = zoo_create(c->zh, buf, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT, NULL, 0);
+		*p = saved;
+		if (zrc != ZOK && zrc != ZNODEEXISTS)
+			return zrc;
+		if (saved == '\0')
+			return ZOK;
+	}
+}
+
+/* Sleep MS on the wake condvar; true when stop was requested. */
+static bool nap(pal_coord *c, int ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&c->mu);
+	while (!c->stop && pthread_cond_timedwait(&c->wake, &c->mu, &ts) == 0)
+		;
+	bool stop = c->stop;
+	pthread_mutex_unlock(&c->mu);
+	return stop;
+}
+
+static void new_uuid(char out[PAL_COORD_UUID_HEX + 1])
+{
+	unsigned char r[16];
+	size_t got = 0;
+	while (got < sizeof r) {
+		ssize_t n = getrandom(r + got, sizeof r - got, 0);
+		if (n > 0)
+			got += (size_t)n;
+		else if (errno != EINTR)
+			break;
+	}
+	if (got < sizeof r) { /* no entropy source: mix time and address */
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)(uintptr_t)out;
+		for (size_t i = got; i < sizeof r; i++) {
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+			r[i] = (unsigned char)(x >> 56);
+		}
+	}
+	for (int i = 0; i < 16; i++)
+		snprintf(out + 2 * i, 3, "%02x", r[i]);
+}
+
+void pal_coord__session_close(pal_coord *c)
+{
+	if (c->zh != NULL) {
+		zookeeper_close(c->zh); /* joins the client's threads: no callback after this */
+		c->zh = NULL;
+	}
+	free(c->hctx);
+	c->hctx = NULL;
+	pthread_mutex_lock(&c->mu);
+	c->zk_connected = false;
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* Wait until the new handle is connected; false on timeout, expiry or stop. */
+static bool wait_connected(pal_coord *c, int wait_ms)
+{
+	int64_t deadline = wait_ms >= 0 ? pal_coord__now_ms() + wait_ms : INT64_MAX;
+	pthread_mutex_lock(&c->mu);
+	while (!c->zk_connected && !c->stop && !c->ev_expired) {
+		int64_t left = deadline - pal_coord__now_ms();
+		if (left <= 0)
+			break;
+		if (left > 200)
+			left = 200;
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += (long)left * 1000000L;
+		ts.tv_sec += ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&c->wake, &c->mu, &ts);
+	}
+	bool ok = c->zk_connected;
+	if (ok)
+		c->ev_connected = false; /* consumed here */
+	pthread_mutex_unlock(&c->mu);
+	return ok;
+}
+
+/* Create nodes/<node-id> as ours.  See pal_coord__session_open(). */
+static int register_node(pal_coord *c, bool first, char *err, size_t errlen)
+{
+	int64_t warn_at = pal_coord__now_ms() + 2 * (int64_t)c->session_timeout_ms;
+	for (;;) {
+		int zrc = zoo_create(c->zh, c->self_path, c->node_info, (int)strlen(c->node_info),
+				     &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL, 0);
+		if (zrc == ZOK)
+			return 0;
+		if (zrc == ZNODEEXISTS) {
+			struct Stat st;
+			zrc = zoo_exists(c->zh, c->self_path, 0, &st);
+			if (zrc == ZOK && st.ephemeralOwner == c->session_id)
+				return 0; /* created by us; the reply was lost */
+			if (zrc == ZOK) {
+				if (first) {
+					snprintf(err, errlen,
+						 "node id %s is already in use by a live node (ZooKeeper session 0x%llx "
+						 "holds %s); if that node just died, its session expires within its "
+						 "timeout: retry then",
+						 c->node_id, (unsigned long long)st.ephemeralOwner, c->self_path);
+					return PAL_EBUSY;
+				}
+				if (pal_coord__now_ms() > warn_at) {
+					pal_log(PAL_LOG_ERROR, "coord.node_id_busy", "{s:s, s:s}", "node_id",
+						c->node_id, "path", c->self_path);
+					warn_at = pal_coord__now_ms() + 5000;
+				}
+			}
+		} else if (pal_coord__classify(zrc) == COORD_LATER) {
+			snprintf(err, errlen, "cannot register %s in ZooKeeper: %s", c->self_path, zerror(zrc));
+			return PAL_EZK;
+		} else {
+			bool expired;
+			pthread_mutex_lock(&c->mu);
+			expired = c->ev_expired;
+			pthread_mutex_unlock(&c->mu);
+			if (expired) {
+				snprintf(err, errlen, "ZooKeeper session expired while registering %s", c->self_path);
+				return PAL_EZK;
+			}
+		}
+		if (nap(c, REGISTER_RETRY_MS)) {
+			snprintf(err, errlen, "stopped while registering %s", c->self_path);
+			return PAL_EZK;
+		}
+	}
+}
+
+int pal_coord__session_open(pal_coord *c, bool first, int wait_ms, char *err, size_t errlen)
+{
+	coord_handle_ctx *h = calloc(1, sizeof *h);
+	if (h == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return PAL_ENOMEM;
+	}
+	new_uuid(c->uuid);
+	h->c = c;
+	pthread_mutex_lock(&c->mu);
+	h->serial = ++c->serial;
+	c->zk_connected = false;
+	c->ev_connected = c->ev_disconnected = c->ev_expired = false;
+	pthread_mutex_unlock(&c->mu);
+
+	c->hctx = h;
+	c->zh = zookeeper_init2(c->connect, session_watcher, c->session_timeout_ms, NULL, h, 0, zk_log);
+	if (c->zh == NULL) {
+		snprintf(err, errlen, "cannot start a ZooKeeper client for %s: %s", c->connect, strerror(errno));
+		free(h);
+		c->hctx = NULL;
+		return PAL_EZK;
+	}
+	if (!wait_connected(c, wait_ms)) {
+		snprintf(err, errlen, "cannot connect to ZooKeeper at %s within %d ms", c->connect, wait_ms);
+		pal_coord__session_close(c);
+		return PAL_EZK;
+	}
+	c->session_id = zoo_client_id(c->zh)->client_id;
+	int zrc = pal_coord__ensure_path(c, c->nodes_path);
+	if (zrc != ZOK) {
+		snprintf(err, errlen, "cannot create %s in ZooKeeper: %s", c->nodes_path, zerror(zrc));
+		pal_coord__session_close(c);
+		return PAL_EZK;
+	}
+	int rc = register_node(c, first, err, errlen);
+	if (rc != 0) {
+		pal_coord__session_close(c);
+		return rc;
+	}
+	char sid[24];
+	snprintf(sid, sizeof sid, "0x%llx", (unsigned long long)c->session_id);
+	pal_log(PAL_LOG_INFO, "coord.session.started", "{s:s, s:s, s:i, s:s}", "session", sid, "uuid", c->uuid,
+		"timeout_ms", zoo_recv_timeout(c->zh), "node_path", c->self_path);
+	return 0;
+}
+
+/* Does the node info JSON say the node runs the controller role?  Info that
+ * is not a JSON object with a "roles" array counts as a controller (older or
+ * foreign writers), so that the estimate errs towards more controllers,
+ * which only makes the quota smaller, never the spread worse. */
+static bool is_controller(const char *data, int len)
+{
+	if (len <= 0)
+		return true;
+	json_error_t jerr;
+	json_t *j = json_loadb(data, (size_t)len, 0, &jerr);
+	bool ctl = true;
+	json_t *roles = j ? json_object_get(j, "roles") : NULL;
+	if (json_is_array(roles)) {
+		ctl = false;
+		size_t i;
+		json_t *r;
+		json_array_foreach(roles, i, r)
+		{
+			if (json_is_string(r) && strcmp(json_string_value(r), "controller") == 0)
+				ctl = true;
+		}
+	}
+	json_decref(j);
+	return ctl;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+coord_step pal_coord__refresh_nodes(pal_coord *c)
+{
+	struct String_vector kids = { 0, NULL };
+	int zrc = zoo_wget_children(c->zh, c->nodes_path, nodes_watcher, c, &kids);
+	if (zrc != ZOK)
+		return pal_coord__classify(zrc);
+	char **list = calloc((size_t)kids.count + 1, sizeof *list);
+	char *data = malloc(NODE_DATA_MAX);
+	int n = 0, controllers = 0;
+	coord_step ret = COORD_DONE;
+	if (list == NULL || data == NULL) {
+		ret = COORD_LATER;
+		goto out;
+	}
+	for (int i = 0; i < kids.count; i++) {
+		char path[PAL_COORD_PATH_MAX];
+		int len = NODE_DATA_MAX;
+		snprintf(path, sizeof path, "%s/%s", c->nodes_path, kids.data[i]);
+		zrc = zoo_get(c->zh, path, 0, data, &len, NULL);
+		if (zrc == ZNONODE)
+			continue; /* left meanwhile; the watch fires again */
+		if (zrc != ZOK) {
+			ret = pal_coord__classify(zrc);
+			goto out;
+		}
+		if ((list[n] = strdup(kids.data[i])) == NULL) {
+			ret = COORD_LATER;
+			goto out;
+		}
+		n++;
+		controllers += is_controller(data, len);
+	}
+	qsort(list, (size_t)n, sizeof *list, cmp_str);
+	pthread_mutex_lock(&c->mu);
+	char **old = c->nodes_cache;
+	c->nodes_cache = list;
+	pthread_mutex_unlock(&c->mu);
+	list = old;
+	if (controllers != c->live_controllers)
+		pal_log(PAL_LOG_INFO, "coord.nodes", "{s:i, s:i}", "live", n, "controllers", controllers);
+	c->live_controllers = controllers;
+out:
+	pal_coord_free_list(list);
+	free(data);
+	deallocate_String_vector(&kids);
+	return ret;
+}
