@@ -32,17 +32,16 @@
 
 enum { PAL_ROLE_CONTROLLER = 1u << 0, PAL_ROLE_EXECUTOR = 1u << 1 };
 
-
 /* executor.groups.<name>: limits of one resource group. */
 typedef struct pal_group_conf {
-	char *name;                  /* [a-z0-9._-], as in a job's group key */
-	int32_t concurrency;         /* calls in flight per node, 0 = only max_inflight */
+	char *name;		     /* [a-z0-9._-], as in a job's group key */
+	int32_t concurrency;	     /* calls in flight per node, 0 = only max_inflight */
 	int32_t cluster_concurrency; /* calls in flight cluster-wide, 0 = unlimited */
 } pal_group_conf;
 
 typedef struct pal_nodeconf {
 	/* node */
-	char *node_id;  /* the host name when the file leaves it empty */
+	char *node_id;	/* the host name when the file leaves it empty */
 	unsigned roles; /* PAL_ROLE_* bits, never 0 */
 	/* cluster */
 	char *cluster; /* cluster.name */
@@ -78,18 +77,18 @@ typedef enum {
 	PAL_CONF_INT,
 	PAL_CONF_DURATION, /* stored in ms */
 	PAL_CONF_ENUM,
-	PAL_CONF_ROLES,  /* list of controller, executor */
+	PAL_CONF_ROLES,	 /* list of controller, executor */
 	PAL_CONF_GROUPS, /* mapping name -> {concurrency, cluster_concurrency} */
 } pal_conf_type;
 
 typedef struct pal_conf_key {
-	const char *name;    /* dotted path, "zookeeper.session_timeout" */
+	const char *name; /* dotted path, "zookeeper.session_timeout" */
 	pal_conf_type type;
-	const char *def;     /* the default, written as in the YAML file */
-	const char *unit;    /* "ms" for durations (as stored), "" otherwise */
-	int64_t min, max;    /* INT: value; DURATION: ms; STRING: length */
-	bool reloadable;     /* false: restart-only */
-	const char *help;    /* one line for docs and the sample */
+	const char *def;  /* the default, written as in the YAML file */
+	const char *unit; /* "ms" for durations (as stored), "" otherwise */
+	int64_t min, max; /* INT: value; DURATION: ms; STRING: length */
+	bool reloadable;  /* false: restart-only */
+	const char *help; /* one line for docs and the sample */
 	/* how nodeconf.c stores and checks it */
 	size_t offset;
 	const char *const *names; /* ENUM: allowed values */

@@ -51,7 +51,7 @@ typedef struct pal_ynode pal_ynode;
 
 struct pal_ynode {
 	pal_ynode_kind kind;
-	int line, col;         /* start, 1-based */
+	int line, col;	       /* start, 1-based */
 	int end_line, end_col; /* just past the end, 1-based */
 
 	/* PAL_YNODE_SCALAR: NUL-terminated text (never contains a NUL byte) */
@@ -67,7 +67,7 @@ struct pal_ynode {
 };
 
 typedef struct pal_ydoc {
-	char *file;      /* as given to the loader; used in diagnostics */
+	char *file;	 /* as given to the loader; used in diagnostics */
 	pal_ynode *root; /* NULL when loading failed */
 } pal_ydoc;
 
@@ -99,7 +99,7 @@ const char *pal_ynode_describe(const pal_ynode *n);
 
 /* Append "file:line:col" diagnostic at node N (N may be NULL: position 0:0). */
 void pal_ydiag(pal_diags *diags, const pal_ydoc *doc, const pal_ynode *n, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 /*
  * Typed accessors.  Each checks N, stores the value in *out and returns 0,

@@ -18,6 +18,8 @@
 #include "palisade/tz.h"
 
 #define COUNT_MAX 1000000
+#define HINT "usage: palisade cron next EXPR [--tz ZONE] [--from RFC3339] [--count N] [--dst POLICY]\n" \
+	     "'palisade cron --help' says more.\n"
 
 static void usage(FILE *fp)
 {
@@ -97,7 +99,8 @@ int pal_cmd_cron(int argc, char **argv)
 	char err[512];
 
 	optind = 0; /* GNU getopt: full re-initialisation */
-	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	opterr = 0; /* our own messages, prefixed like every other one */
+	while ((opt = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'z': zone = optarg; break;
 		case 'f': from_s = optarg; break;
@@ -110,7 +113,13 @@ int pal_cmd_cron(int argc, char **argv)
 			break;
 		case 'd': dst_s = optarg; break;
 		case 'h': usage(stdout); return PAL_EXIT_OK;
-		default: usage(stderr); return PAL_EXIT_USAGE;
+		case ':':
+			fprintf(stderr, "palisade cron: option \"%s\" needs a value\n%s", argv[optind - 1],
+				HINT);
+			return PAL_EXIT_USAGE;
+		default:
+			fprintf(stderr, "palisade cron: unknown option \"%s\"\n%s", argv[optind - 1], HINT);
+			return PAL_EXIT_USAGE;
 		}
 	}
 	if (argc - optind != 2 || strcmp(argv[optind], "next")) {
@@ -119,7 +128,7 @@ int pal_cmd_cron(int argc, char **argv)
 				argv[optind]);
 		else
 			fprintf(stderr, "palisade cron next: expected exactly one EXPR (quote it)\n");
-		usage(stderr);
+		fputs(HINT, stderr);
 		return PAL_EXIT_USAGE;
 	}
 	const char *expr = argv[optind + 1];

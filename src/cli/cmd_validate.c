@@ -18,25 +18,24 @@
 
 static void usage(FILE *fp)
 {
-	fprintf(fp,
-		"usage: palisade validate FILE...\n"
-		"\n"
-		"Check job files (docs/jobs.md) without touching the cluster: YAML syntax,\n"
-		"every key and value, cron expressions, time zones, templates, and job ids\n"
-		"unique across all the files given.  Every problem is printed to stderr as\n"
-		"FILE:LINE:COL: error: MESSAGE.\n"
-		"\n"
-		"exit status: 0 valid, 65 invalid, 64 usage error\n");
+	fprintf(fp, "usage: palisade validate FILE...\n"
+		    "\n"
+		    "Check job files (docs/jobs.md) without touching the cluster: YAML syntax,\n"
+		    "every key and value, cron expressions, time zones, templates, and job ids\n"
+		    "unique across all the files given.  Every problem is printed to stderr as\n"
+		    "FILE:LINE:COL: error: MESSAGE.\n"
+		    "\n"
+		    "exit status: 0 valid, 65 invalid, 64 usage error\n");
 }
 
 int pal_cmd_validate(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
-	pal_jobset set = { 0 };
-	pal_diags diags = { 0 };
+	pal_jobset set = {0};
+	pal_diags diags = {0};
 	int opt, rc;
 	size_t n_files;
 

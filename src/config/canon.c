@@ -47,7 +47,8 @@ void pal_diags_addf(pal_diags *d, const char *file, int line, int col, const cha
 	if (!d || d->n >= PAL_DIAGS_MAX)
 		return;
 	if (d->n == PAL_DIAGS_MAX - 1) {
-		snprintf(buf, sizeof buf, "too many problems; the remaining diagnostics are "
+		snprintf(buf, sizeof buf,
+			 "too many problems; the remaining diagnostics are "
 			 "suppressed");
 		line = col = 0;
 	} else {
@@ -99,12 +100,12 @@ void pal_diags_print(const pal_diags *d, FILE *fp)
 
 /* ---- names ---- */
 
-static const char *const misfire_names[] = { "fire_all", "fire_once", "skip", "manual" };
-static const char *const overlap_names[] = { "allow", "forbid", "queue", "replace" };
-static const char *const jitter_names[] = { "full", "equal", "none" };
-static const char *const gap_names[] = { "shift", "skip" };
-static const char *const dst_overlap_names[] = { "first", "last", "both" };
-static const char *const method_names[] = { "GET", "POST", "PUT", "PATCH", "DELETE" };
+static const char *const misfire_names[] = {"fire_all", "fire_once", "skip", "manual"};
+static const char *const overlap_names[] = {"allow", "forbid", "queue", "replace"};
+static const char *const jitter_names[] = {"full", "equal", "none"};
+static const char *const gap_names[] = {"shift", "skip"};
+static const char *const dst_overlap_names[] = {"first", "last", "both"};
+static const char *const method_names[] = {"GET", "POST", "PUT", "PATCH", "DELETE"};
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -305,7 +306,7 @@ json_t *pal_job_spec_canonical(const pal_job_spec *s)
 	if (!root || !sched || !dst || !mis || !tgt || !hdr || !retry || !bo)
 		goto fail;
 
-	/* json_object_set_new() steals the value even when it fails */
+		/* json_object_set_new() steals the value even when it fails */
 #define SET(obj, key, val) (ok = json_object_set_new((obj), (key), (val)) == 0 && ok)
 	SET(root, "format", json_integer(CANON_FORMAT));
 	SET(root, "id", str_or_null(s->id));
@@ -318,8 +319,9 @@ json_t *pal_job_spec_canonical(const pal_job_spec *s)
 		SET(dst, "auto", json_true());
 	} else {
 		SET(dst, "gap", json_string(name_of(gap_names, N(gap_names), (int)s->dst.gap)));
-		SET(dst, "overlap", json_string(name_of(dst_overlap_names, N(dst_overlap_names),
-							 (int)s->dst.overlap)));
+		SET(dst, "overlap",
+		    json_string(
+			name_of(dst_overlap_names, N(dst_overlap_names), (int)s->dst.overlap)));
 	}
 	SET(sched, "dst", dst);
 	dst = NULL;
@@ -442,14 +444,15 @@ static bool cj_keys(struct cj *c, const json_t *obj, const char *path, const cha
 		cj_fail(c, "%s: expected an object", path);
 		return false;
 	}
-	json_object_foreach((json_t *)obj, k, v) {
+	json_object_foreach((json_t *)obj, k, v)
+	{
 		bool known = false;
 
 		for (size_t i = 0; i < n; i++)
 			known = known || !strcmp(k, keys[i]);
 		if (!known) {
-			cj_fail(c, "%s: unknown key \"%s\"; hint: written by a newer palisade?", path,
-				k);
+			cj_fail(c, "%s: unknown key \"%s\"; hint: written by a newer palisade?",
+				path, k);
 			return false;
 		}
 	}
@@ -569,21 +572,19 @@ static void cj_exclusions(struct cj *c, const json_t *arr, pal_job_spec *s)
 
 int pal_job_spec_from_canonical(const json_t *j, pal_job_spec *out, char *err, size_t errlen)
 {
-	static const char *const k_root[] = { "format",	   "id",	 "tenant",
-					       "group",	   "schedule",	 "misfire",
-					       "overlap",  "partitions", "priority",
-					       "max_in_flight", "deadline_ms", "idempotency_key",
-					       "target",   "retry" };
-	static const char *const k_sched[] = { "cron", "timezone", "dst", "start", "end",
-						"exclude" };
-	static const char *const k_mis[] = { "policy", "catchup_window_ms", "max_catchup" };
-	static const char *const k_tgt[] = { "method",	   "url",	 "headers", "body",
-					      "timeout_ms", "status_url" };
-	static const char *const k_retry[] = { "max_attempts", "backoff", "max_age_ms" };
-	static const char *const k_bo[] = { "initial_ms", "max_ms", "multiplier", "jitter" };
-	static const char *const k_dst_auto[] = { "auto" };
-	static const char *const k_dst[] = { "gap", "overlap" };
-	struct cj c = { .err = err, .errlen = errlen };
+	static const char *const k_root[] = {
+	    "format",  "id",	     "tenant",	 "group",	  "schedule",	 "misfire",
+	    "overlap", "partitions", "priority", "max_in_flight", "deadline_ms", "idempotency_key",
+	    "target",  "retry"};
+	static const char *const k_sched[] = {"cron", "timezone", "dst", "start", "end", "exclude"};
+	static const char *const k_mis[] = {"policy", "catchup_window_ms", "max_catchup"};
+	static const char *const k_tgt[] = {"method", "url",	    "headers",
+					    "body",   "timeout_ms", "status_url"};
+	static const char *const k_retry[] = {"max_attempts", "backoff", "max_age_ms"};
+	static const char *const k_bo[] = {"initial_ms", "max_ms", "multiplier", "jitter"};
+	static const char *const k_dst_auto[] = {"auto"};
+	static const char *const k_dst[] = {"gap", "overlap"};
+	struct cj c = {.err = err, .errlen = errlen};
 	const json_t *sched, *dst, *mis, *tgt, *hdr, *retry, *bo, *mult;
 	const int64_t day = 86400000LL;
 
@@ -593,9 +594,10 @@ int pal_job_spec_from_canonical(const json_t *j, pal_job_spec *out, char *err, s
 	if (!cj_keys(&c, j, "spec", k_root, N(k_root)))
 		goto fail;
 	if (cj_int(&c, j, "format", 1, 1000000) != CANON_FORMAT) {
-		cj_fail(&c, "format %lld is not understood by this binary (it reads %d); hint: "
-			"upgrade palisade", (long long)json_integer_value(json_object_get(j, "format")),
-			CANON_FORMAT);
+		cj_fail(&c,
+			"format %lld is not understood by this binary (it reads %d); hint: "
+			"upgrade palisade",
+			(long long)json_integer_value(json_object_get(j, "format")), CANON_FORMAT);
 		goto fail;
 	}
 	sched = json_object_get(j, "schedule");
@@ -633,13 +635,13 @@ int pal_job_spec_from_canonical(const json_t *j, pal_job_spec *out, char *err, s
 	cj_instant(&c, sched, "end", &out->has_end, &out->end);
 	cj_exclusions(&c, json_object_get(sched, "exclude"), out);
 
-	out->misfire = (pal_misfire_policy)cj_enum(&c, mis, "policy", misfire_names,
-						   N(misfire_names));
+	out->misfire =
+	    (pal_misfire_policy)cj_enum(&c, mis, "policy", misfire_names, N(misfire_names));
 	out->catchup_window_ms = cj_int(&c, mis, "catchup_window_ms", 0, 3650 * day);
 	out->max_catchup = (int32_t)cj_int(&c, mis, "max_catchup", 0, INT32_MAX);
 
-	out->overlap = (pal_overlap_policy)cj_enum(&c, j, "overlap", overlap_names,
-						   N(overlap_names));
+	out->overlap =
+	    (pal_overlap_policy)cj_enum(&c, j, "overlap", overlap_names, N(overlap_names));
 	out->partitions = (int32_t)cj_int(&c, j, "partitions", 1, 1024);
 	out->priority = (int32_t)cj_int(&c, j, "priority", -100, 100);
 	out->max_in_flight = (int32_t)cj_int(&c, j, "max_in_flight", 0, INT32_MAX);
@@ -665,7 +667,8 @@ int pal_job_spec_from_canonical(const json_t *j, pal_job_spec *out, char *err, s
 		out->headers = calloc(json_object_size(hdr) + 1, sizeof *out->headers);
 		if (!out->headers)
 			cj_fail(&c, "out of memory");
-		json_object_foreach((json_t *)hdr, k, v) {
+		json_object_foreach((json_t *)hdr, k, v)
+		{
 			if (c.bad)
 				break;
 			if (!json_is_string(v)) {
@@ -691,13 +694,12 @@ int pal_job_spec_from_canonical(const json_t *j, pal_job_spec *out, char *err, s
 		out->backoff_multiplier = json_number_value(mult);
 	out->jitter = (pal_jitter)cj_enum(&c, bo, "jitter", jitter_names, N(jitter_names));
 
-	if (!c.bad && (!out->method))
+	if (!c.bad && !out->method)
 		cj_fail(&c, "out of memory");
 	if (!c.bad)
 		return 0;
 fail:
-	if (!c.bad)
-		cj_fail(&c, "malformed");
+	/* every path here has recorded its reason through cj_fail() */
 	pal_job_spec_clear(out);
 	return PAL_EINVAL;
 }

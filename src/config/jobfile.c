@@ -55,7 +55,7 @@ struct jctx {
 };
 
 static void jdiag(struct jctx *c, const pal_ynode *n, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static void jdiag(struct jctx *c, const pal_ynode *n, const char *fmt, ...)
 {
@@ -72,7 +72,7 @@ static void jdiag(struct jctx *c, const pal_ynode *n, const char *fmt, ...)
 /* Diagnostic at byte offset OFF inside scalar N: exact when the scalar is on
  * one line without escapes, otherwise at the scalar's start. */
 static void jdiag_at(struct jctx *c, const pal_ynode *n, size_t off, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 static void jdiag_at(struct jctx *c, const pal_ynode *n, size_t off, const char *fmt, ...)
 {
@@ -97,21 +97,21 @@ static void jdiag_at(struct jctx *c, const pal_ynode *n, size_t off, const char 
 }
 
 /* Wrap the typed accessors so that failures count against the job. */
-#define CHECK(c, call)                      \
-	do {                                \
-		if ((call) != 0)            \
-			(c)->errors++;      \
+#define CHECK(c, call)                                                                             \
+	do {                                                                                       \
+		if ((call) != 0)                                                                   \
+			(c)->errors++;                                                             \
 	} while (0)
 
 /* ---- the key tables ---- */
 
 enum ktype {
-	K_NAME,      /* char *, [a-z0-9][a-z0-9._-]* */
+	K_NAME,	     /* char *, [a-z0-9][a-z0-9._-]* */
 	K_INT32,     /* int32_t in [min, max] */
 	K_DURATION,  /* int64_t ms in [min, max] */
 	K_DURATION0, /* the same, or 0 meaning none */
 	K_NUMBER,    /* double in [min, max] */
-	K_ENUM,      /* enum stored as int */
+	K_ENUM,	     /* enum stored as int */
 	K_SECTION,   /* nested mapping, walked with sub */
 	K_CUSTOM,    /* fn */
 };
@@ -137,12 +137,12 @@ struct section {
 	size_t n;
 };
 
-static const char *const misfire_names[] = { "fire_all", "fire_once", "skip", "manual" };
-static const char *const overlap_names[] = { "allow", "forbid", "queue", "replace" };
-static const char *const jitter_names[] = { "full", "equal", "none" };
-static const char *const method_names[] = { "GET", "POST", "PUT", "PATCH", "DELETE" };
-static const char *const gap_names[] = { "shift", "skip" };
-static const char *const dst_overlap_names[] = { "first", "last", "both" };
+static const char *const misfire_names[] = {"fire_all", "fire_once", "skip", "manual"};
+static const char *const overlap_names[] = {"allow", "forbid", "queue", "replace"};
+static const char *const jitter_names[] = {"full", "equal", "none"};
+static const char *const method_names[] = {"GET", "POST", "PUT", "PATCH", "DELETE"};
+static const char *const gap_names[] = {"shift", "skip"};
+static const char *const dst_overlap_names[] = {"first", "last", "both"};
 
 #define OFF(field) offsetof(pal_job_spec, field)
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -166,82 +166,80 @@ static void k_partitions(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_backoff_max(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 
 static const struct keydef dst_keys[] = {
-	{ "gap", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_dst_gap, false },
-	{ "overlap", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_dst_overlap, false },
+    {"gap", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_dst_gap, false},
+    {"overlap", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_dst_overlap, false},
 };
-static const struct section dst_section = { "schedule.dst", dst_keys, N(dst_keys) };
+static const struct section dst_section = {"schedule.dst", dst_keys, N(dst_keys)};
 
 static const struct keydef schedule_keys[] = {
-	{ "cron", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_cron, true },
-	{ "timezone", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_timezone, false },
-	{ "dst", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_dst, false },
-	{ "start", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_start, false },
-	{ "end", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_end, false },
-	{ "exclude", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_exclude, false },
+    {"cron", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_cron, true},
+    {"timezone", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_timezone, false},
+    {"dst", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_dst, false},
+    {"start", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_start, false},
+    {"end", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_end, false},
+    {"exclude", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_exclude, false},
 };
-static const struct section schedule_section = { "schedule", schedule_keys, N(schedule_keys) };
+static const struct section schedule_section = {"schedule", schedule_keys, N(schedule_keys)};
 
 static const struct keydef misfire_keys[] = {
-	{ "policy", K_ENUM, OFF(misfire), 0, 0, misfire_names, N(misfire_names), "misfire policy",
-	  NULL, NULL, false },
-	{ "catchup_window", K_DURATION, OFF(catchup_window_ms), 1 * MS_S, 90 * MS_D, NULL, 0, NULL,
-	  NULL, NULL, false },
-	{ "max_catchup", K_INT32, OFF(max_catchup), 1, 100000, NULL, 0, NULL, NULL, NULL, false },
+    {"policy", K_ENUM, OFF(misfire), 0, 0, misfire_names, N(misfire_names), "misfire policy", NULL,
+     NULL, false},
+    {"catchup_window", K_DURATION, OFF(catchup_window_ms), 1 * MS_S, 90 * MS_D, NULL, 0, NULL, NULL,
+     NULL, false},
+    {"max_catchup", K_INT32, OFF(max_catchup), 1, 100000, NULL, 0, NULL, NULL, NULL, false},
 };
-static const struct section misfire_section = { "misfire", misfire_keys, N(misfire_keys) };
+static const struct section misfire_section = {"misfire", misfire_keys, N(misfire_keys)};
 
 static const struct keydef target_keys[] = {
-	{ "method", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_method, false },
-	{ "url", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_url, true },
-	{ "headers", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_headers, false },
-	{ "body", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_body, false },
-	{ "timeout", K_DURATION, OFF(timeout_ms), 100, 1 * MS_H, NULL, 0, NULL, NULL, NULL, false },
-	{ "status_url", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_status_url, false },
+    {"method", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_method, false},
+    {"url", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_url, true},
+    {"headers", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_headers, false},
+    {"body", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_body, false},
+    {"timeout", K_DURATION, OFF(timeout_ms), 100, 1 * MS_H, NULL, 0, NULL, NULL, NULL, false},
+    {"status_url", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_status_url, false},
 };
-static const struct section target_section = { "target", target_keys, N(target_keys) };
+static const struct section target_section = {"target", target_keys, N(target_keys)};
 
 static const struct keydef backoff_keys[] = {
-	{ "initial", K_DURATION, OFF(backoff_initial_ms), 1, 1 * MS_H, NULL, 0, NULL, NULL, NULL,
-	  false },
-	{ "max", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_backoff_max, false },
-	{ "multiplier", K_NUMBER, OFF(backoff_multiplier), 1, 10, NULL, 0, NULL, NULL, NULL, false },
-	{ "jitter", K_ENUM, OFF(jitter), 0, 0, jitter_names, N(jitter_names), "jitter", NULL, NULL,
-	  false },
+    {"initial", K_DURATION, OFF(backoff_initial_ms), 1, 1 * MS_H, NULL, 0, NULL, NULL, NULL, false},
+    {"max", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_backoff_max, false},
+    {"multiplier", K_NUMBER, OFF(backoff_multiplier), 1, 10, NULL, 0, NULL, NULL, NULL, false},
+    {"jitter", K_ENUM, OFF(jitter), 0, 0, jitter_names, N(jitter_names), "jitter", NULL, NULL,
+     false},
 };
-static const struct section backoff_section = { "retry.backoff", backoff_keys, N(backoff_keys) };
+static const struct section backoff_section = {"retry.backoff", backoff_keys, N(backoff_keys)};
 
 static const struct keydef retry_keys[] = {
-	{ "max_attempts", K_INT32, OFF(max_attempts), 1, 1000, NULL, 0, NULL, NULL, NULL, false },
-	{ "backoff", K_SECTION, 0, 0, 0, NULL, 0, NULL, &backoff_section, NULL, false },
-	{ "max_age", K_DURATION0, OFF(max_age_ms), 1 * MS_S, 90 * MS_D, NULL, 0, NULL, NULL, NULL,
-	  false },
+    {"max_attempts", K_INT32, OFF(max_attempts), 1, 1000, NULL, 0, NULL, NULL, NULL, false},
+    {"backoff", K_SECTION, 0, 0, 0, NULL, 0, NULL, &backoff_section, NULL, false},
+    {"max_age", K_DURATION0, OFF(max_age_ms), 1 * MS_S, 90 * MS_D, NULL, 0, NULL, NULL, NULL,
+     false},
 };
-static const struct section retry_section = { "retry", retry_keys, N(retry_keys) };
+static const struct section retry_section = {"retry", retry_keys, N(retry_keys)};
 
 static const struct keydef job_keys[] = {
-	{ "id", K_NAME, OFF(id), 1, NAME_MAX_LEN, NULL, 0, NULL, NULL, NULL, true },
-	{ "tenant", K_NAME, OFF(tenant), 1, 64, NULL, 0, NULL, NULL, NULL, false },
-	{ "group", K_NAME, OFF(group), 1, 64, NULL, 0, NULL, NULL, NULL, false },
-	{ "schedule", K_SECTION, 0, 0, 0, NULL, 0, NULL, &schedule_section, NULL, true },
-	{ "misfire", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_misfire, false },
-	{ "overlap", K_ENUM, OFF(overlap), 0, 0, overlap_names, N(overlap_names), "overlap policy",
-	  NULL, NULL, false },
-	{ "partitions", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_partitions, false },
-	{ "priority", K_INT32, OFF(priority), -100, 100, NULL, 0, NULL, NULL, NULL, false },
-	{ "max_in_flight", K_INT32, OFF(max_in_flight), 0, 1000000, NULL, 0, NULL, NULL, NULL,
-	  false },
-	{ "deadline", K_DURATION0, OFF(deadline_ms), 1 * MS_S, 90 * MS_D, NULL, 0, NULL, NULL, NULL,
-	  false },
-	{ "idempotency_key", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_idem, false },
-	{ "target", K_SECTION, 0, 0, 0, NULL, 0, NULL, &target_section, NULL, true },
-	{ "retry", K_SECTION, 0, 0, 0, NULL, 0, NULL, &retry_section, NULL, false },
+    {"id", K_NAME, OFF(id), 1, NAME_MAX_LEN, NULL, 0, NULL, NULL, NULL, true},
+    {"tenant", K_NAME, OFF(tenant), 1, 64, NULL, 0, NULL, NULL, NULL, false},
+    {"group", K_NAME, OFF(group), 1, 64, NULL, 0, NULL, NULL, NULL, false},
+    {"schedule", K_SECTION, 0, 0, 0, NULL, 0, NULL, &schedule_section, NULL, true},
+    {"misfire", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_misfire, false},
+    {"overlap", K_ENUM, OFF(overlap), 0, 0, overlap_names, N(overlap_names), "overlap policy", NULL,
+     NULL, false},
+    {"partitions", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_partitions, false},
+    {"priority", K_INT32, OFF(priority), -100, 100, NULL, 0, NULL, NULL, NULL, false},
+    {"max_in_flight", K_INT32, OFF(max_in_flight), 0, 1000000, NULL, 0, NULL, NULL, NULL, false},
+    {"deadline", K_DURATION0, OFF(deadline_ms), 1 * MS_S, 90 * MS_D, NULL, 0, NULL, NULL, NULL,
+     false},
+    {"idempotency_key", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_idem, false},
+    {"target", K_SECTION, 0, 0, 0, NULL, 0, NULL, &target_section, NULL, true},
+    {"retry", K_SECTION, 0, 0, 0, NULL, 0, NULL, &retry_section, NULL, false},
 };
-static const struct section job_section = { "job", job_keys, N(job_keys) };
+static const struct section job_section = {"job", job_keys, N(job_keys)};
 
 /* Every section, to say where a misplaced key belongs. */
 static const struct section *const all_sections[] = {
-	&job_section,	  &schedule_section, &dst_section,	&misfire_section,
-	&target_section, &retry_section,    &backoff_section,
+    &job_section,    &schedule_section, &dst_section,	  &misfire_section,
+    &target_section, &retry_section,	&backoff_section,
 };
 
 /* ---- generic value checks ---- */
@@ -283,8 +281,7 @@ static void check_name(struct jctx *c, const pal_ynode *v, const char *what, int
 	*out = s;
 }
 
-static void apply_key(struct jctx *c, const struct keydef *k, const pal_ynode *v,
-		      pal_job_spec *s);
+static void apply_key(struct jctx *c, const struct keydef *k, const pal_ynode *v, pal_job_spec *s);
 
 /*
  * Apply table SEC to mapping MAP.  WHERE names the mapping in messages
@@ -295,7 +292,7 @@ static void walk_section(struct jctx *c, const struct section *sec, const pal_yn
 			 pal_job_spec *s)
 {
 	const char *names[16];
-	bool seen[16] = { false };
+	bool seen[16] = {false};
 
 	if (pal_yexpect_map(c->doc, map, sec->name, c->diags) != 0) {
 		c->errors++;
@@ -337,8 +334,10 @@ static void walk_section(struct jctx *c, const struct section *sec, const pal_yn
 				      "section",
 				      kn->str, sec->name, home);
 			else
-				jdiag(c, kn, "unknown key \"%.64s\" in %s; hint: docs/jobs.md lists "
-				      "the keys", kn->str, sec->name);
+				jdiag(c, kn,
+				      "unknown key \"%.64s\" in %s; hint: docs/jobs.md lists "
+				      "the keys",
+				      kn->str, sec->name);
 		}
 	}
 	for (size_t j = 0; j < sec->n; j++)
@@ -347,8 +346,7 @@ static void walk_section(struct jctx *c, const struct section *sec, const pal_yn
 			      sec->keys[j].name);
 }
 
-static void apply_key(struct jctx *c, const struct keydef *k, const pal_ynode *v,
-		      pal_job_spec *s)
+static void apply_key(struct jctx *c, const struct keydef *k, const pal_ynode *v, pal_job_spec *s)
 {
 	char *base = (char *)s;
 	int64_t i64;
@@ -360,23 +358,26 @@ static void apply_key(struct jctx *c, const struct keydef *k, const pal_ynode *v
 		check_name(c, v, k->name, k->max, (char **)(base + k->off));
 		break;
 	case K_INT32:
-		if (pal_yget_int(c->doc, v, k->name, k->min, k->max, &i64, c->diags) == 0)
-			*(int32_t *)(base + k->off) = (int32_t)i64;
-		else
+		if (pal_yget_int(c->doc, v, k->name, k->min, k->max, &i64, c->diags) == 0) {
+			int32_t i32 = (int32_t)i64;
+
+			memcpy(base + k->off, &i32, sizeof i32);
+		} else {
 			c->errors++;
+		}
 		break;
 	case K_DURATION:
 	case K_DURATION0:
 		if (pal_yget_duration(c->doc, v, k->name, k->min, k->max, k->type == K_DURATION0,
 				      &i64, c->diags) == 0)
-			*(int64_t *)(base + k->off) = i64;
+			memcpy(base + k->off, &i64, sizeof i64);
 		else
 			c->errors++;
 		break;
 	case K_NUMBER:
 		if (pal_yget_number(c->doc, v, k->name, (double)k->min, (double)k->max, &d,
 				    c->diags) == 0)
-			*(double *)(base + k->off) = d;
+			memcpy(base + k->off, &d, sizeof d);
 		else
 			c->errors++;
 		break;
@@ -408,12 +409,12 @@ enum {
 };
 
 static const char *const placeholder_names[] = {
-	"job", "scheduled_at", "scheduled_date", "partition", "trigger", "request_id",
-	"idempotency_key",
+    "job",     "scheduled_at", "scheduled_date",  "partition",
+    "trigger", "request_id",   "idempotency_key",
 };
 
-#define PH_COMMON (PH_JOB | PH_SCHEDULED_AT | PH_SCHEDULED_DATE | PH_PARTITION | PH_TRIGGER | \
-		   PH_REQUEST_ID)
+#define PH_COMMON                                                                                  \
+	(PH_JOB | PH_SCHEDULED_AT | PH_SCHEDULED_DATE | PH_PARTITION | PH_TRIGGER | PH_REQUEST_ID)
 
 static bool is_upper_ident(char ch, bool first)
 {
@@ -453,7 +454,8 @@ static unsigned check_template(struct jctx *c, const pal_ynode *v, const char *w
 					 "%s: malformed secret reference \"%.*s\"%s (expected "
 					 "${NAME} with NAME made of A-Z, 0-9 and _, not starting "
 					 "with a digit)",
-					 what, shown > 40 ? 40 : shown, s + i, shown > 40 ? "..." : "");
+					 what, shown > 40 ? 40 : shown, s + i,
+					 shown > 40 ? "..." : "");
 				return used;
 			}
 			if (!secrets) {
@@ -508,8 +510,8 @@ static unsigned check_template(struct jctx *c, const pal_ynode *v, const char *w
 						 what, word, hint);
 				else
 					jdiag_at(c, v, i,
-						 "%s: unknown placeholder \"{%s}\" (expected %s)", what,
-						 word, list->str);
+						 "%s: unknown placeholder \"{%s}\" (expected %s)",
+						 what, word, list->str);
 				g_string_free(list, TRUE);
 			}
 			i = j;
@@ -567,8 +569,10 @@ static bool check_url(struct jctx *c, const pal_ynode *v, const char *what, cons
 	} else if (!strncmp(u, "https://", 8)) {
 		host = u + 8;
 	} else {
-		jdiag(c, v, "%s: \"%.64s\" is not an http or https url; hint: write it as "
-		      "http://host:port/path", what, u);
+		jdiag(c, v,
+		      "%s: \"%.64s\" is not an http or https url; hint: write it as "
+		      "http://host:port/path",
+		      what, u);
 		return false;
 	}
 	end = host + strcspn(host, "/?#");
@@ -580,8 +584,8 @@ static bool check_url(struct jctx *c, const pal_ynode *v, const char *what, cons
 		return false;
 	}
 	if (*end == '#') {
-		jdiag_at(c, v, (size_t)(end - u), "%s: a url fragment (#...) is never sent; remove it",
-			 what);
+		jdiag_at(c, v, (size_t)(end - u),
+			 "%s: a url fragment (#...) is never sent; remove it", what);
 		return false;
 	}
 	p = host;
@@ -589,13 +593,14 @@ static bool check_url(struct jctx *c, const pal_ynode *v, const char *what, cons
 		while (p < end && *p != ']')
 			p++;
 		if (p == end || p == host + 1) {
-			jdiag_at(c, v, (size_t)(host - u), "%s: malformed ipv6 address in url", what);
+			jdiag_at(c, v, (size_t)(host - u), "%s: malformed ipv6 address in url",
+				 what);
 			return false;
 		}
 		for (const char *q = host + 1; q < p; q++) {
 			if (!isxdigit((unsigned char)*q) && *q != ':' && *q != '.') {
-				jdiag_at(c, v, (size_t)(q - u),
-					 "%s: malformed ipv6 address in url", what);
+				jdiag_at(c, v, (size_t)(q - u), "%s: malformed ipv6 address in url",
+					 what);
 				return false;
 			}
 		}
@@ -720,8 +725,10 @@ static void k_timezone(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 		if (err[0])
 			jdiag(c, v, "timezone: %s", err);
 		else
-			jdiag(c, v, "unknown time zone \"%.128s\"; hint: use an IANA name such as "
-			      "Europe/Berlin or UTC", name);
+			jdiag(c, v,
+			      "unknown time zone \"%.128s\"; hint: use an IANA name such as "
+			      "Europe/Berlin or UTC",
+			      name);
 		free(name);
 		c->tz_ok = false;
 		return;
@@ -770,8 +777,8 @@ static void k_dst_overlap(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 {
 	int e;
 
-	if (pal_yget_enum(c->doc, v, "dst overlap policy", dst_overlap_names,
-			  N(dst_overlap_names), &e, c->diags))
+	if (pal_yget_enum(c->doc, v, "dst overlap policy", dst_overlap_names, N(dst_overlap_names),
+			  &e, c->diags))
 		c->errors++;
 	else
 		s->dst.overlap = (pal_dst_overlap)e;
@@ -819,8 +826,10 @@ static void k_exclude(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 		return;
 	}
 	if (v->n > MAX_EXCLUSIONS) {
-		jdiag(c, v, "exclude: too many entries (%zu, at most %d); hint: use date ranges "
-		      "such as 2026-12-24..2027-01-01", v->n, MAX_EXCLUSIONS);
+		jdiag(c, v,
+		      "exclude: too many entries (%zu, at most %d); hint: use date ranges "
+		      "such as 2026-12-24..2027-01-01",
+		      v->n, MAX_EXCLUSIONS);
 		return;
 	}
 	ex = calloc(v->n ? v->n : 1, sizeof *ex);
@@ -845,10 +854,11 @@ static void k_exclude(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 				      "YYYY-MM-DD..YYYY-MM-DD)",
 				      str);
 			} else if (a > b) {
-				jdiag(c, it,
-				      "exclude: range \"%s..%s\" ends before it starts; hint: write "
-				      "the earlier date first",
-				      str, dots + 2);
+				jdiag(
+				    c, it,
+				    "exclude: range \"%s..%s\" ends before it starts; hint: write "
+				    "the earlier date first",
+				    str, dots + 2);
 			} else {
 				ex[n].first_day = a;
 				ex[n++].last_day = b;
@@ -911,7 +921,8 @@ static void k_idem(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 	if (!str)
 		return;
 	if (!str[0]) {
-		jdiag(c, v, "idempotency_key: must not be empty; hint: remove the key to use "
+		jdiag(c, v,
+		      "idempotency_key: must not be empty; hint: remove the key to use "
 		      "the default {job}/{scheduled_at}/{partition}");
 		free(str);
 		return;
@@ -925,8 +936,8 @@ static void k_method(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 	int e;
 	char *m;
 
-	if (pal_yget_enum(c->doc, v, "http method", method_names, N(method_names), &e,
-			  c->diags) != 0) {
+	if (pal_yget_enum(c->doc, v, "http method", method_names, N(method_names), &e, c->diags) !=
+	    0) {
 		c->errors++;
 		return;
 	}
@@ -999,8 +1010,8 @@ static bool tchar(char ch)
 /* Headers the executor sets itself (docs/jobs.md, DESIGN §6). */
 static bool reserved_header(const char *name)
 {
-	static const char *const reserved[] = { "idempotency-key", "host", "content-length",
-						"transfer-encoding", "connection" };
+	static const char *const reserved[] = {"idempotency-key", "host", "content-length",
+					       "transfer-encoding", "connection"};
 
 	if (!g_ascii_strncasecmp(name, "palisade-", 9))
 		return true;
@@ -1038,8 +1049,10 @@ static void k_headers(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 		for (size_t k = 0; ok && name[k]; k++)
 			ok = tchar(name[k]);
 		if (!ok) {
-			jdiag(c, kn, "headers: invalid header name \"%.64s\" (letters, digits and "
-			      "!#$%%&'*+-.^_`|~ only)", name);
+			jdiag(c, kn,
+			      "headers: invalid header name \"%.64s\" (letters, digits and "
+			      "!#$%%&'*+-.^_`|~ only)",
+			      name);
 			continue;
 		}
 		if (reserved_header(name)) {
@@ -1051,8 +1064,10 @@ static void k_headers(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 		}
 		for (size_t k = 0; k < n; k++) {
 			if (!g_ascii_strcasecmp(h[k].name, name)) {
-				jdiag(c, kn, "headers: \"%s\" repeats \"%s\" (header names are "
-				      "case-insensitive)", name, h[k].name);
+				jdiag(c, kn,
+				      "headers: \"%s\" repeats \"%s\" (header names are "
+				      "case-insensitive)",
+				      name, h[k].name);
 				break;
 			}
 		}
@@ -1062,8 +1077,10 @@ static void k_headers(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 		if (!val)
 			continue;
 		if (strpbrk(val, "\r\n")) {
-			jdiag(c, vn, "headers: the value of \"%s\" contains a line break; hint: use "
-			      "a quoted single-line string", name);
+			jdiag(c, vn,
+			      "headers: the value of \"%s\" contains a line break; hint: use "
+			      "a quoted single-line string",
+			      name);
 			free(val);
 			continue;
 		}
@@ -1100,7 +1117,8 @@ static void cross_checks(struct jctx *c, const pal_ynode *job, pal_job_spec *s)
 
 		pal_fmt_rfc3339(s->start, a, sizeof a);
 		pal_fmt_rfc3339(s->end, b, sizeof b);
-		jdiag(c, c->n_end, "end (%s) is not after start (%s); hint: end is exclusive", b, a);
+		jdiag(c, c->n_end, "end (%s) is not after start (%s); hint: end is exclusive", b,
+		      a);
 	}
 	if (c->n_backoff_max && s->backoff_max_ms < s->backoff_initial_ms) {
 		char a[32], b[32];
@@ -1122,20 +1140,24 @@ static void cross_checks(struct jctx *c, const pal_ynode *job, pal_job_spec *s)
 		}
 		if (c->errors == before) {
 			if (!(used & PH_JOB))
-				jdiag(c, n, "idempotency_key: must contain {job}: without it two jobs "
+				jdiag(c, n,
+				      "idempotency_key: must contain {job}: without it two jobs "
 				      "can share a key and one effect would be suppressed");
 			if (!(used & PH_SCHEDULED_AT))
-				jdiag(c, n, "idempotency_key: must contain {scheduled_at}: without "
+				jdiag(c, n,
+				      "idempotency_key: must contain {scheduled_at}: without "
 				      "it every instant shares one key and only the first would "
 				      "take effect");
 			if (s->partitions > 1 && !(used & PH_PARTITION))
-				jdiag(c, n, "idempotency_key: must contain {partition} when "
+				jdiag(c, n,
+				      "idempotency_key: must contain {partition} when "
 				      "partitions is %d: partitions would share one key",
 				      (int)s->partitions);
 		}
 	}
 	if (c->n_body && s->method && !strcmp(s->method, "GET"))
-		jdiag(c, c->n_body, "body: a GET request carries no body; hint: use POST or "
+		jdiag(c, c->n_body,
+		      "body: a GET request carries no body; hint: use POST or "
 		      "remove body");
 
 	/* a schedule that can never fire is a mistake, not a job */
@@ -1195,7 +1217,7 @@ static int append_job(pal_jobset *set, pal_job_spec *s)
 static int load_job(const pal_ydoc *doc, const pal_ynode *jn, pal_jobset *set, GHashTable *ids,
 		    pal_diags *diags)
 {
-	struct jctx c = { .doc = doc, .diags = diags, .tz_ok = true };
+	struct jctx c = {.doc = doc, .diags = diags, .tz_ok = true};
 	pal_job_spec s;
 
 	if (pal_job_spec_defaults(&s) != 0) {
@@ -1203,8 +1225,10 @@ static int load_job(const pal_ydoc *doc, const pal_ynode *jn, pal_jobset *set, G
 		return 1;
 	}
 	if (jn->kind != PAL_YNODE_MAP) {
-		pal_ydiag(diags, doc, jn, "job: expected a mapping with keys id, schedule, target, "
-			  "got %s", pal_ynode_describe(jn));
+		pal_ydiag(diags, doc, jn,
+			  "job: expected a mapping with keys id, schedule, target, "
+			  "got %s",
+			  pal_ynode_describe(jn));
 		pal_job_spec_clear(&s);
 		return 1;
 	}
@@ -1252,7 +1276,7 @@ static int load_job(const pal_ydoc *doc, const pal_ynode *jn, pal_jobset *set, G
 
 static int load_doc(const pal_ydoc *doc, pal_jobset *set, GHashTable *ids, pal_diags *diags)
 {
-	static const char *const top[] = { "jobs" };
+	static const char *const top[] = {"jobs"};
 	const pal_ynode *root = doc->root, *jobs = NULL;
 	int errors = 0;
 
@@ -1274,15 +1298,20 @@ static int load_doc(const pal_ydoc *doc, pal_jobset *set, GHashTable *ids, pal_d
 		hint = pal_suggest(kn->str, top, 1);
 		errors++;
 		if (hint)
-			pal_ydiag(diags, doc, kn, "unknown key \"%.64s\" at the top level (did you "
-				  "mean \"%s\"?)", kn->str, hint);
+			pal_ydiag(diags, doc, kn,
+				  "unknown key \"%.64s\" at the top level (did you "
+				  "mean \"%s\"?)",
+				  kn->str, hint);
 		else
-			pal_ydiag(diags, doc, kn, "unknown key \"%.64s\" at the top level; hint: "
-				  "a job file holds only \"jobs:\"", kn->str);
+			pal_ydiag(diags, doc, kn,
+				  "unknown key \"%.64s\" at the top level; hint: "
+				  "a job file holds only \"jobs:\"",
+				  kn->str);
 	}
 	if (!jobs) {
 		if (!errors)
-			pal_ydiag(diags, doc, root, "the key \"jobs\" is missing; hint: start the file "
+			pal_ydiag(diags, doc, root,
+				  "the key \"jobs\" is missing; hint: start the file "
 				  "with \"jobs:\" followed by a list of jobs");
 		return errors + 1;
 	}

@@ -29,8 +29,8 @@ _Static_assert(sizeof(pal_log_level) == sizeof(int), "enum stored as int");
 #define OFF(f) offsetof(pal_nodeconf, f)
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
-static const char *const log_level_names[] = { "debug", "info", "warn", "error" };
-static const char *const role_names[] = { "controller", "executor" };
+static const char *const log_level_names[] = {"debug", "info", "warn", "error"};
+static const char *const role_names[] = {"controller", "executor"};
 
 /* clang-format off */
 static const pal_conf_key table[] = {
@@ -153,7 +153,7 @@ struct nctx {
 };
 
 static void ndiag(struct nctx *x, const pal_ynode *n, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static void ndiag(struct nctx *x, const pal_ynode *n, const char *fmt, ...)
 {
@@ -213,37 +213,45 @@ static bool listen_ok(const char *s)
 }
 
 /* Key-specific checks of a string value; S is already length-checked. */
-static void check_string(struct nctx *x, const pal_conf_key *k, const pal_ynode *n,
-			 const char *s)
+static void check_string(struct nctx *x, const pal_conf_key *k, const pal_ynode *n, const char *s)
 {
 	if (!strcmp(k->name, "node.id")) {
 		if (*s && !name_ok(s, true))
-			ndiag(x, n, "node.id: invalid node id \"%.64s\" (allowed: letters, digits, "
-			      "'.', '_' and '-'); hint: leave it empty to use the host name", s);
+			ndiag(x, n,
+			      "node.id: invalid node id \"%.64s\" (allowed: letters, digits, "
+			      "'.', '_' and '-'); hint: leave it empty to use the host name",
+			      s);
 	} else if (!strcmp(k->name, "cluster.name")) {
 		if (!name_ok(s, false))
-			ndiag(x, n, "cluster.name: invalid cluster name \"%.64s\" (allowed: "
-			      "lower-case letters, digits, '.', '_' and '-')", s);
+			ndiag(x, n,
+			      "cluster.name: invalid cluster name \"%.64s\" (allowed: "
+			      "lower-case letters, digits, '.', '_' and '-')",
+			      s);
 	} else if (!strcmp(k->name, "zookeeper.root")) {
 		bool ok = s[0] == '/' && s[strlen(s) - 1] != '/' && !strstr(s, "//");
 
 		for (const char *p = s; ok && *p; p++)
 			ok = g_ascii_isalnum(*p) || strchr("/._-", *p);
 		if (!ok)
-			ndiag(x, n, "zookeeper.root: invalid path \"%.64s\" (expected an absolute "
-			      "znode path such as /palisade, without a trailing slash)", s);
+			ndiag(x, n,
+			      "zookeeper.root: invalid path \"%.64s\" (expected an absolute "
+			      "znode path such as /palisade, without a trailing slash)",
+			      s);
 	} else if (!strcmp(k->name, "zookeeper.connect")) {
 		for (const char *p = s; *p; p++) {
 			if (g_ascii_isspace(*p)) {
-				ndiag(x, n, "zookeeper.connect: spaces are not allowed (expected "
+				ndiag(x, n,
+				      "zookeeper.connect: spaces are not allowed (expected "
 				      "host:port[,host:port...])");
 				break;
 			}
 		}
 	} else if (!strcmp(k->name, "admin.listen")) {
 		if (!listen_ok(s))
-			ndiag(x, n, "admin.listen: invalid address \"%.64s\" (expected host:port "
-			      "such as 127.0.0.1:9464 or [::1]:9464)", s);
+			ndiag(x, n,
+			      "admin.listen: invalid address \"%.64s\" (expected host:port "
+			      "such as 127.0.0.1:9464 or [::1]:9464)",
+			      s);
 	}
 }
 
@@ -256,8 +264,10 @@ static void set_roles(struct nctx *x, const pal_conf_key *k, const pal_ynode *v,
 		return;
 	}
 	if (v->n == 0) {
-		ndiag(x, v, "%s: a node needs at least one role (expected controller, executor "
-		      "or both)", k->name);
+		ndiag(x, v,
+		      "%s: a node needs at least one role (expected controller, executor "
+		      "or both)",
+		      k->name);
 		return;
 	}
 	for (size_t i = 0; i < v->n; i++) {
@@ -282,10 +292,9 @@ static int group_cmp(const void *a, const void *b)
 	return strcmp(((const pal_group_conf *)a)->name, ((const pal_group_conf *)b)->name);
 }
 
-static void set_groups(struct nctx *x, const pal_conf_key *k, const pal_ynode *v,
-		       pal_nodeconf *c)
+static void set_groups(struct nctx *x, const pal_conf_key *k, const pal_ynode *v, pal_nodeconf *c)
 {
-	static const char *const gkeys[] = { "concurrency", "cluster_concurrency" };
+	static const char *const gkeys[] = {"concurrency", "cluster_concurrency"};
 	pal_group_conf *g;
 	size_t n = 0;
 
@@ -305,11 +314,12 @@ static void set_groups(struct nctx *x, const pal_conf_key *k, const pal_ynode *v
 	}
 	for (size_t i = 0; i < v->n; i++) {
 		const pal_ynode *kn = v->keys[i], *gv = v->vals[i];
-		pal_group_conf one = { 0 };
+		pal_group_conf one = {0};
 		int before = x->errors;
 
 		if (!name_ok(kn->str, false) || strlen(kn->str) > 64) {
-			ndiag(x, kn, "%s: invalid group name \"%.64s\" (allowed: lower-case "
+			ndiag(x, kn,
+			      "%s: invalid group name \"%.64s\" (allowed: lower-case "
 			      "letters, digits, '.', '_' and '-', as in a job's group key)",
 			      k->name, kn->str);
 			continue;
@@ -323,8 +333,8 @@ static void set_groups(struct nctx *x, const pal_conf_key *k, const pal_ynode *v
 			int64_t val;
 
 			if (!strcmp(gk->str, "concurrency")) {
-				if (pal_yget_int(x->doc, gv->vals[j], "concurrency", 0, 100000, &val,
-						 x->diags) == 0)
+				if (pal_yget_int(x->doc, gv->vals[j], "concurrency", 0, 100000,
+						 &val, x->diags) == 0)
 					one.concurrency = (int32_t)val;
 				else
 					x->errors++;
@@ -338,11 +348,15 @@ static void set_groups(struct nctx *x, const pal_conf_key *k, const pal_ynode *v
 				const char *hint = pal_suggest(gk->str, gkeys, N(gkeys));
 
 				if (hint)
-					ndiag(x, gk, "unknown key \"%.64s\" in group \"%s\" (did you "
-					      "mean \"%s\"?)", gk->str, kn->str, hint);
+					ndiag(x, gk,
+					      "unknown key \"%.64s\" in group \"%s\" (did you "
+					      "mean \"%s\"?)",
+					      gk->str, kn->str, hint);
 				else
-					ndiag(x, gk, "unknown key \"%.64s\" in group \"%s\" (expected "
-					      "concurrency, cluster_concurrency)", gk->str, kn->str);
+					ndiag(x, gk,
+					      "unknown key \"%.64s\" in group \"%s\" (expected "
+					      "concurrency, cluster_concurrency)",
+					      gk->str, kn->str);
 			}
 		}
 		if (x->errors != before)
@@ -437,9 +451,9 @@ static int defaults(pal_nodeconf *c, pal_diags *diags)
 	memset(c, 0, sizeof *c);
 	for (size_t i = 0; i < N(table); i++) {
 		pal_ydoc doc;
-		struct nctx x = { .doc = &doc, .diags = diags };
-		int rc = pal_ydoc_load_buffer(table[i].name, table[i].def, strlen(table[i].def), &doc,
-					      diags);
+		struct nctx x = {.doc = &doc, .diags = diags};
+		int rc = pal_ydoc_load_buffer(table[i].name, table[i].def, strlen(table[i].def),
+					      &doc, diags);
 
 		if (rc == 0)
 			apply(&x, &table[i], doc.root, c);
@@ -454,7 +468,7 @@ static int defaults(pal_nodeconf *c, pal_diags *diags)
 
 int pal_nodeconf_defaults(pal_nodeconf *c)
 {
-	pal_diags d = { 0 };
+	pal_diags d = {0};
 	int rc = defaults(c, &d);
 
 	/* a diagnostic here is a bug in the table, caught by test_nodeconf */
@@ -492,7 +506,7 @@ static void cross_checks(struct nctx *x, const pal_ynode *root, pal_nodeconf *c)
 	}
 	if (c->misfire_threshold_ms <= c->scan_interval_ms + c->lookahead_ms) {
 		const pal_ynode *n =
-			pal_ynode_get(pal_ynode_get(root, "controller"), "misfire_threshold");
+		    pal_ynode_get(pal_ynode_get(root, "controller"), "misfire_threshold");
 
 		ndiag(x, n ? n : root,
 		      "controller.misfire_threshold (%s) must exceed scan_interval + lookahead "
@@ -505,7 +519,7 @@ static void cross_checks(struct nctx *x, const pal_ynode *root, pal_nodeconf *c)
 /* Walk the file: ROOT's keys are sections, each a mapping of keys. */
 static void walk(struct nctx *x, const pal_ynode *root, pal_nodeconf *c)
 {
-	const char *sections[N(table)];
+	const char *sections[N(table)] = {NULL};
 	size_t n_sections = 0;
 
 	for (size_t i = 0; i < N(table); i++) {
@@ -540,16 +554,18 @@ static void walk(struct nctx *x, const pal_ynode *root, pal_nodeconf *c)
 
 			for (size_t j = 0; j < n_sections; j++) {
 				snprintf(names[j], sizeof names[j], "%.*s",
-					 (int)(strchr(sections[j], '.') - sections[j]), sections[j]);
+					 (int)(strchr(sections[j], '.') - sections[j]),
+					 sections[j]);
 				cands[j] = names[j];
 			}
 			hint = pal_suggest(sk->str, cands, n_sections);
 			/* a known key written at the top level? */
 			for (size_t j = 0; !hint && j < N(table); j++) {
 				if (!strcmp(strchr(table[j].name, '.') + 1, sk->str)) {
-					ndiag(x, sk, "unknown section \"%.64s\"; hint: did you mean "
-					      "\"%s\" (nested under its section)?", sk->str,
-					      table[j].name);
+					ndiag(x, sk,
+					      "unknown section \"%.64s\"; hint: did you mean "
+					      "\"%s\" (nested under its section)?",
+					      sk->str, table[j].name);
 					goto next;
 				}
 			}
@@ -557,8 +573,10 @@ static void walk(struct nctx *x, const pal_ynode *root, pal_nodeconf *c)
 				ndiag(x, sk, "unknown section \"%.64s\" (did you mean \"%s\"?)",
 				      sk->str, hint);
 			else
-				ndiag(x, sk, "unknown section \"%.64s\"; hint: docs/config.md lists "
-				      "the keys", sk->str);
+				ndiag(x, sk,
+				      "unknown section \"%.64s\"; hint: docs/config.md lists "
+				      "the keys",
+				      sk->str);
 			continue;
 		}
 		if (pal_yexpect_map(x->doc, sv, sk->str, x->diags) != 0) {
@@ -578,20 +596,24 @@ static void walk(struct nctx *x, const pal_ynode *root, pal_nodeconf *c)
 				const char *hint = pal_suggest(kn->str, keys, nk);
 
 				if (hint)
-					ndiag(x, kn, "unknown key \"%.64s\" in %s (did you mean "
-					      "\"%s\"?)", kn->str, sk->str, hint);
+					ndiag(x, kn,
+					      "unknown key \"%.64s\" in %s (did you mean "
+					      "\"%s\"?)",
+					      kn->str, sk->str, hint);
 				else
-					ndiag(x, kn, "unknown key \"%.64s\" in %s; hint: docs/config.md "
-					      "lists the keys", kn->str, sk->str);
+					ndiag(x, kn,
+					      "unknown key \"%.64s\" in %s; hint: docs/config.md "
+					      "lists the keys",
+					      kn->str, sk->str);
 			}
 		}
-next:;
+	next:;
 	}
 }
 
 static int load_doc(const pal_ydoc *doc, pal_nodeconf *out, pal_diags *diags)
 {
-	struct nctx x = { .doc = doc, .diags = diags };
+	struct nctx x = {.doc = doc, .diags = diags};
 	pal_nodeconf c;
 	int rc;
 
@@ -601,8 +623,10 @@ static int load_doc(const pal_ydoc *doc, pal_nodeconf *out, pal_diags *diags)
 	if (pal_ynode_is_null(doc->root)) {
 		/* a file of comments only: every default (the sample minus values) */
 	} else if (doc->root->kind != PAL_YNODE_MAP) {
-		ndiag(&x, doc->root, "expected a mapping of sections (node, cluster, zookeeper, "
-		      "...), got %s", pal_ynode_describe(doc->root));
+		ndiag(&x, doc->root,
+		      "expected a mapping of sections (node, cluster, zookeeper, "
+		      "...), got %s",
+		      pal_ynode_describe(doc->root));
 	} else {
 		walk(&x, doc->root, &c);
 		if (x.errors == 0)
@@ -728,7 +752,8 @@ char *pal_nodeconf_format(const pal_nodeconf *c, const pal_conf_key *k)
 		g_string_append_c(out, '[');
 		for (size_t i = 0; i < N(role_names); i++) {
 			if (c->roles & (1u << i)) {
-				g_string_append_printf(out, "%s%s", first ? "" : ", ", role_names[i]);
+				g_string_append_printf(out, "%s%s", first ? "" : ", ",
+						       role_names[i]);
 				first = false;
 			}
 		}
@@ -738,10 +763,10 @@ char *pal_nodeconf_format(const pal_nodeconf *c, const pal_conf_key *k)
 	case PAL_CONF_GROUPS:
 		g_string_append_c(out, '{');
 		for (size_t i = 0; i < c->n_groups; i++)
-			g_string_append_printf(out, "%s%s: {concurrency: %d, cluster_concurrency: %d}",
-					       i ? ", " : "", c->groups[i].name,
-					       (int)c->groups[i].concurrency,
-					       (int)c->groups[i].cluster_concurrency);
+			g_string_append_printf(
+			    out, "%s%s: {concurrency: %d, cluster_concurrency: %d}", i ? ", " : "",
+			    c->groups[i].name, (int)c->groups[i].concurrency,
+			    (int)c->groups[i].cluster_concurrency);
 		g_string_append_c(out, '}');
 		break;
 	}
@@ -763,7 +788,8 @@ bool pal_nodeconf_key_equal(const pal_nodeconf *a, const pal_nodeconf *b, const 
 	case PAL_CONF_DURATION:
 		return ci64_at(a, k) == ci64_at(b, k);
 	case PAL_CONF_ENUM:
-		return !memcmp((const char *)a + k->offset, (const char *)b + k->offset, sizeof(int));
+		return !memcmp((const char *)a + k->offset, (const char *)b + k->offset,
+			       sizeof(int));
 	case PAL_CONF_ROLES:
 		return a->roles == b->roles;
 	case PAL_CONF_GROUPS:

@@ -137,7 +137,7 @@ static size_t utf8_scan(const unsigned char *s, size_t len)
 
 struct frame {
 	pal_ynode *node;
-	GHashTable *keys;       /* maps only: key text -> first key node */
+	GHashTable *keys;	/* maps only: key text -> first key node */
 	pal_ynode *pending_key; /* maps only: key whose value is still to come */
 	size_t cap;
 };
@@ -173,7 +173,7 @@ static void set_end(pal_ynode *n, const yaml_mark_t *m)
 }
 
 static void bdiag(struct builder *b, const yaml_mark_t *m, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static void bdiag(struct builder *b, const yaml_mark_t *m, const char *fmt, ...)
 {
@@ -241,10 +241,11 @@ static int attach(struct builder *b, pal_ynode *n)
 		first = g_hash_table_lookup(f->keys, n->str);
 		f->pending_key = n;
 		if (first) {
-			pal_diags_addf(b->diags, b->doc->file, n->line, n->col,
-				       "duplicate key \"%.64s\" (first at line %d, column %d); hint: "
-				       "each key may appear once per mapping",
-				       n->str, first->line, first->col);
+			pal_diags_addf(
+			    b->diags, b->doc->file, n->line, n->col,
+			    "duplicate key \"%.64s\" (first at line %d, column %d); hint: "
+			    "each key may appear once per mapping",
+			    n->str, first->line, first->col);
 			b->errors++;
 		} else {
 			g_hash_table_insert(f->keys, n->str, n);
@@ -335,11 +336,16 @@ static int check_props(struct builder *b, const yaml_event_t *ev, const yaml_cha
 static pal_yscalar_style map_style(yaml_scalar_style_t s)
 {
 	switch (s) {
-	case YAML_SINGLE_QUOTED_SCALAR_STYLE: return PAL_YSTYLE_SINGLE;
-	case YAML_DOUBLE_QUOTED_SCALAR_STYLE: return PAL_YSTYLE_DOUBLE;
-	case YAML_LITERAL_SCALAR_STYLE: return PAL_YSTYLE_LITERAL;
-	case YAML_FOLDED_SCALAR_STYLE: return PAL_YSTYLE_FOLDED;
-	default: return PAL_YSTYLE_PLAIN;
+	case YAML_SINGLE_QUOTED_SCALAR_STYLE:
+		return PAL_YSTYLE_SINGLE;
+	case YAML_DOUBLE_QUOTED_SCALAR_STYLE:
+		return PAL_YSTYLE_DOUBLE;
+	case YAML_LITERAL_SCALAR_STYLE:
+		return PAL_YSTYLE_LITERAL;
+	case YAML_FOLDED_SCALAR_STYLE:
+		return PAL_YSTYLE_FOLDED;
+	default:
+		return PAL_YSTYLE_PLAIN;
 	}
 }
 
@@ -425,8 +431,7 @@ static void syntax_diag(struct builder *b, const yaml_parser_t *p, const unsigne
 	const char *problem = p->problem ? p->problem : "unknown problem";
 
 	if (p->error == YAML_MEMORY_ERROR) {
-		pal_diags_addf(b->diags, b->doc->file, 0, 0,
-			       "out of memory while parsing yaml");
+		pal_diags_addf(b->diags, b->doc->file, 0, 0, "out of memory while parsing yaml");
 	} else if (p->error == YAML_READER_ERROR) {
 		position_of(buf, p->problem_offset < len ? p->problem_offset : len, &line, &col);
 		pal_diags_addf(b->diags, b->doc->file, line, col,
@@ -630,7 +635,7 @@ static bool is_decimal_number(const char *s)
 
 static bool is_bool(const char *s)
 {
-	static const char *const words[] = { "true", "false", "yes", "no", "on", "off", "y", "n" };
+	static const char *const words[] = {"true", "false", "yes", "no", "on", "off", "y", "n"};
 
 	for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
 		if (!g_ascii_strcasecmp(s, words[i]))
@@ -746,8 +751,9 @@ int pal_yget_number(const pal_ydoc *doc, const pal_ynode *n, const char *what, d
 	if (expect_scalar(doc, n, what, "a number", diags))
 		return PAL_EINVAL;
 	if (n->style != PAL_YSTYLE_PLAIN || !is_decimal_number(n->str) || n->len > 32) {
-		pal_ydiag(diags, doc, n, "%s: expected a number such as 2 or 1.5, got %s (\"%.64s\")",
-			  what, pal_ynode_describe(n), n->str);
+		pal_ydiag(diags, doc, n,
+			  "%s: expected a number such as 2 or 1.5, got %s (\"%.64s\")", what,
+			  pal_ynode_describe(n), n->str);
 		return PAL_EINVAL;
 	}
 	v = g_ascii_strtod(n->str, NULL); /* locale-independent */
@@ -793,7 +799,8 @@ int pal_yget_duration(const pal_ydoc *doc, const pal_ynode *n, const char *what,
 	if (ms < min_ms || ms > max_ms) {
 		pal_ydiag(diags, doc, n, "%s: %.64s is out of range (expected %s to %s%s)", what,
 			  n->str, pal_fmt_duration(min_ms, a, sizeof a),
-			  pal_fmt_duration(max_ms, b, sizeof b), allow_zero ? ", or 0 for none" : "");
+			  pal_fmt_duration(max_ms, b, sizeof b),
+			  allow_zero ? ", or 0 for none" : "");
 		return PAL_EINVAL;
 	}
 	*out = ms;
@@ -883,7 +890,7 @@ char *pal_fmt_duration(int64_t ms, char *buf, size_t len)
 	static const struct {
 		const char *unit;
 		int64_t ms;
-	} units[] = { { "d", 86400000 }, { "h", 3600000 }, { "m", 60000 }, { "s", 1000 }, { "ms", 1 } };
+	} units[] = {{"d", 86400000}, {"h", 3600000}, {"m", 60000}, {"s", 1000}, {"ms", 1}};
 	size_t off = 0;
 
 	if (len == 0)

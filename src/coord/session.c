@@ -103,7 +103,9 @@ static void nodes_watcher(zhandle_t *zh, int type, int state, const char *path, 
 static void zk_log(const char *message)
 {
 	char buf[512];
-	snprintf(buf, sizeof buf, "%s", message ? message : "");
+	const char *m = message ? message : "";
+	const char *lvl = strstr(m, "ZOO_"); /* skip the library's own time/pid/thread prefix */
+	snprintf(buf, sizeof buf, "%s", lvl ? lvl : m);
 	size_t n = strlen(buf);
 	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
 		buf[--n] = '\0';

@@ -67,8 +67,8 @@ static void check_roundtrip(const pal_job_spec *s)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	pal_jobset set = { 0 };
-	pal_diags d = { 0 };
+	pal_jobset set = {0};
+	pal_diags d = {0};
 	pal_nodeconf conf;
 	int rc;
 

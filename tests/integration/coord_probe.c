@@ -27,6 +27,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,8 +108,51 @@ static void print_stats(pal_metrics *m, int n)
 	fflush(stdout);
 }
 
+/* pal_coord_handoff() blocks; it runs on its own thread so that the main
+ * loop keeps printing the snapshot, in particular the step-down that the
+ * module publishes before its first delete. */
+typedef struct {
+	pal_coord *c;
+	pthread_t th;
+	bool running;
+	atomic_bool done;
+	int rc;
+	long long t0, t1;
+} probe_handoff;
+
+static void *handoff_main(void *arg)
+{
+	probe_handoff *h = arg;
+	h->rc = pal_coord_handoff(h->c, 5000);
+	h->t1 = now_unix_ms();
+	atomic_store(&h->done, true);
+	return NULL;
+}
+
+static void handoff_start(probe_handoff *h, pal_coord *c)
+{
+	if (h->running)
+		return;
+	h->c = c;
+	h->t0 = now_unix_ms();
+	atomic_store(&h->done, false);
+	h->running = pthread_create(&h->th, NULL, handoff_main, h) == 0;
+}
+
+/* Reap a finished handoff; true when one was reaped. */
+static bool handoff_reap(probe_handoff *h)
+{
+	if (!h->running || !atomic_load(&h->done))
+		return false;
+	pthread_join(h->th, NULL);
+	h->running = false;
+	printf("handoff rc=%d ms=%lld\n", h->rc, h->t1 - h->t0);
+	fflush(stdout);
+	return true;
+}
+
 /* One command line from stdin; returns false on "quit". */
-static bool command(pal_coord *c, pal_metrics *m, int n, const char *line)
+static bool command(pal_coord *c, pal_metrics *m, int n, probe_handoff *h, const char *line)
 {
 	int arg;
 	if (sscanf(line, "resign %d", &arg) == 1) {
@@ -116,10 +160,7 @@ static bool command(pal_coord *c, pal_metrics *m, int n, const char *line)
 	} else if (sscanf(line, "dropcreate %d", &arg) == 1) {
 		pal_coord_debug_drop_create_replies(c, arg);
 	} else if (strncmp(line, "handoff", 7) == 0) {
-		long long t0 = now_unix_ms();
-		int rc = pal_coord_handoff(c, 5000);
-		printf("handoff rc=%d ms=%lld\n", rc, now_unix_ms() - t0);
-		fflush(stdout);
+		handoff_start(h, c);
 	} else if (strncmp(line, "stats", 5) == 0) {
 		print_stats(m, n);
 	} else if (strncmp(line, "nodes", 5) == 0) {
@@ -139,7 +180,8 @@ static bool command(pal_coord *c, pal_metrics *m, int n, const char *line)
 }
 
 /* Read what stdin has (non-blocking) and run complete lines. */
-static bool pump_stdin(pal_coord *c, pal_metrics *m, int n, char *buf, size_t cap, size_t *len, bool *eof)
+static bool pump_stdin(pal_coord *c, pal_metrics *m, int n, probe_handoff *h, char *buf, size_t cap, size_t *len,
+		       bool *eof)
 {
 	if (*eof)
 		return true;
@@ -157,7 +199,7 @@ static bool pump_stdin(pal_coord *c, pal_metrics *m, int n, char *buf, size_t ca
 	char *nl;
 	while ((nl = strchr(buf, '\n')) != NULL) {
 		*nl = '\0';
-		bool go_on = command(c, m, n, buf);
+		bool go_on = command(c, m, n, h, buf);
 		size_t used = (size_t)(nl - buf) + 1;
 		memmove(buf, nl + 1, *len - used + 1);
 		*len -= used;
@@ -416,22 +458,29 @@ int main(int argc, char **argv)
 
 	char buf[1024];
 	size_t len = 0;
-	bool eof = false, run = true;
+	bool eof = false;
 	uint64_t gen = 0;
-	while (run && !g_term) {
+	probe_handoff h = { 0 };
+	bool draining = false;
+	for (;;) {
 		uint64_t g = pal_coord_wait(c, gen, 20);
 		if (g != gen) {
 			gen = g;
 			print_snapshot(c, shards);
 		}
-		run = pump_stdin(c, m, shards, buf, sizeof buf, &len, &eof);
+		if (g_term && !draining) {
+			draining = true;
+			handoff_start(&h, c);
+		}
+		if (handoff_reap(&h) && draining)
+			break; /* SIGTERM: handed off, now close */
+		if (draining && !h.running)
+			break; /* the handoff thread could not start: close anyway */
+		if (!draining && !pump_stdin(c, m, shards, &h, buf, sizeof buf, &len, &eof))
+			break;
 	}
-	if (g_term) {
-		long long t0 = now_unix_ms();
-		rc = pal_coord_handoff(c, 5000);
-		printf("handoff rc=%d ms=%lld\n", rc, now_unix_ms() - t0);
-		print_snapshot(c, shards);
-	}
+	while (h.running && !handoff_reap(&h))
+		usleep(10000);
 	pal_coord_close(c);
 	printf("bye\n");
 	fflush(stdout);

@@ -17,7 +17,7 @@ jobs:
   - {id: mf.skip, schedule: {cron: "*/2 * * * * ?"}, misfire: {policy: skip}, target: {url: "http://127.0.0.1:9/x"}}
   - {id: mf.manual, schedule: {cron: "*/2 * * * * ?"}, misfire: {policy: manual}, target: {url: "http://127.0.0.1:9/x"}}
 YAML
-"$PAL" apply "$NODE_DIR/jobs.yaml" >/dev/null
+"$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml" >/dev/null
 start_node m1
 start_node m2
 wait_until "shards led" 20 all_shards_led

@@ -43,8 +43,8 @@ static const char *fixture(const char *name)
 /* Load TEXT (one job) and return its digest in HEX (and canonical JSON). */
 static void digest_of_text(const char *text, char hex[65], char **json)
 {
-	pal_jobset set = { 0 };
-	pal_diags d = { 0 };
+	pal_jobset set = {0};
+	pal_diags d = {0};
 	int rc = pal_jobfile_load_buffer("t.yaml", text, strlen(text), &set, &d);
 
 	if (rc != 0)
@@ -60,8 +60,8 @@ static void digest_of_text(const char *text, char hex[65], char **json)
 static void digest_of_file(const char *name, size_t idx, char hex[65])
 {
 	const char *p = fixture(name);
-	pal_jobset set = { 0 };
-	pal_diags d = { 0 };
+	pal_jobset set = {0};
+	pal_diags d = {0};
 
 	assert_int_equal(pal_jobfiles_load(&p, 1, &set, &d), 0);
 	assert_true(set.n > idx);
@@ -70,8 +70,8 @@ static void digest_of_file(const char *name, size_t idx, char hex[65])
 	pal_diags_free(&d);
 }
 
-#define JOB3(sched_extra, target_extra, job_extra)                                  \
-	"jobs:\n  - id: c.job\n    schedule: {cron: \"0 30 2 * * ?\"" sched_extra "}\n" \
+#define JOB3(sched_extra, target_extra, job_extra)                                                 \
+	"jobs:\n  - id: c.job\n    schedule: {cron: \"0 30 2 * * ?\"" sched_extra "}\n"            \
 	"    target: {url: \"http://127.0.0.1:8089/x\"" target_extra "}\n" job_extra
 #define JOB(sched_extra, job_extra) JOB3(sched_extra, "", job_extra)
 
@@ -93,19 +93,20 @@ static void test_canon_reordered_keys_and_equivalent_values_same_digest(void **s
 
 	/* explicit defaults are the defaults */
 	digest_of_text(JOB("", ""), a, NULL);
-	digest_of_text(JOB(", timezone: UTC, dst: auto",
-			   "    tenant: default\n    partitions: 1\n    overlap: allow\n"
-			   "    misfire: {policy: fire_once, catchup_window: 1h, max_catchup: 100}\n"
-			   "    retry: {max_attempts: 5, max_age: 1h,\n"
-			   "            backoff: {initial: 1s, max: 5m, multiplier: 2, jitter: full}}\n"),
-		       b, NULL);
+	digest_of_text(
+	    JOB(", timezone: UTC, dst: auto",
+		"    tenant: default\n    partitions: 1\n    overlap: allow\n"
+		"    misfire: {policy: fire_once, catchup_window: 1h, max_catchup: 100}\n"
+		"    retry: {max_attempts: 5, max_age: 1h,\n"
+		"            backoff: {initial: 1s, max: 5m, multiplier: 2, jitter: full}}\n"),
+	    b, NULL);
 	assert_string_equal(a, b);
 
 	/* overlapping and adjacent exclusions merge */
 	digest_of_text(JOB(", exclude: [\"2026-12-24..2026-12-26\", \"2026-12-27\"]", ""), a, NULL);
-	digest_of_text(JOB(", exclude: [\"2026-12-27\", \"2026-12-25..2026-12-26\", \"2026-12-24\"]",
-			   ""),
-		       b, NULL);
+	digest_of_text(
+	    JOB(", exclude: [\"2026-12-27\", \"2026-12-25..2026-12-26\", \"2026-12-24\"]", ""), b,
+	    NULL);
 	assert_string_equal(a, b);
 }
 
@@ -131,8 +132,8 @@ static void test_canon_meaning_changes_change_digest(void **state)
 
 static void test_canon_layout_has_every_key_with_defaults(void **state)
 {
-	pal_jobset set = { 0 };
-	pal_diags d = { 0 };
+	pal_jobset set = {0};
+	pal_diags d = {0};
 	json_t *j;
 	static const char text[] = JOB3("", ", headers: {A: \"${SECRET_A}\"}", "");
 
@@ -142,25 +143,25 @@ static void test_canon_layout_has_every_key_with_defaults(void **state)
 	assert_non_null(j);
 	assert_int_equal(json_integer_value(json_object_get(j, "format")), 1);
 	assert_string_equal(json_string_value(json_object_get(j, "tenant")), "default");
-	assert_true(json_is_true(json_object_get(
-		json_object_get(json_object_get(j, "schedule"), "dst"), "auto")));
+	assert_true(json_is_true(
+	    json_object_get(json_object_get(json_object_get(j, "schedule"), "dst"), "auto")));
 	assert_true(json_is_null(json_object_get(json_object_get(j, "schedule"), "start")));
-	assert_int_equal(json_array_size(json_object_get(json_object_get(j, "schedule"), "exclude")),
-			 0);
+	assert_int_equal(
+	    json_array_size(json_object_get(json_object_get(j, "schedule"), "exclude")), 0);
 	assert_int_equal(json_integer_value(json_object_get(j, "deadline_ms")), 0);
-	assert_int_equal(json_integer_value(
-				 json_object_get(json_object_get(j, "misfire"), "catchup_window_ms")),
-			 3600000);
+	assert_int_equal(
+	    json_integer_value(json_object_get(json_object_get(j, "misfire"), "catchup_window_ms")),
+	    3600000);
 	assert_string_equal(json_string_value(json_object_get(j, "idempotency_key")),
 			    "{job}/{scheduled_at}/{partition}");
 	/* secrets are not resolved */
 	assert_string_equal(json_string_value(json_object_get(
-				    json_object_get(json_object_get(j, "target"), "headers"), "A")),
+				json_object_get(json_object_get(j, "target"), "headers"), "A")),
 			    "${SECRET_A}");
 	assert_true(json_is_null(json_object_get(json_object_get(j, "target"), "body")));
-	assert_true(json_real_value(json_object_get(
-			    json_object_get(json_object_get(j, "retry"), "backoff"), "multiplier")) ==
-		    2.0);
+	assert_true(
+	    json_real_value(json_object_get(json_object_get(json_object_get(j, "retry"), "backoff"),
+					    "multiplier")) == 2.0);
 	assert_null(json_object_get(j, "file"));
 	json_decref(j);
 	pal_jobset_free(&set);
@@ -216,8 +217,8 @@ static void roundtrip(const pal_job_spec *s)
 static void test_canon_round_trip_keeps_digest(void **state)
 {
 	const char *p = fixture("full.yaml");
-	pal_jobset set = { 0 };
-	pal_diags d = { 0 };
+	pal_jobset set = {0};
+	pal_diags d = {0};
 
 	(void)state;
 	assert_int_equal(pal_jobfiles_load(&p, 1, &set, &d), 0);
@@ -225,17 +226,18 @@ static void test_canon_round_trip_keeps_digest(void **state)
 		roundtrip(&set.jobs[i]);
 	pal_jobset_free(&set);
 
-	assert_int_equal(pal_jobfile_load_buffer(
-				 "t.yaml",
-				 JOB(", dst: {gap: skip, overlap: both}",
-				     "    retry: {backoff: {multiplier: 1.1, jitter: equal}, max_age: 0}\n"
-				     "    misfire: manual\n"),
-				 strlen(JOB(", dst: {gap: skip, overlap: both}",
-					    "    retry: {backoff: {multiplier: 1.1, jitter: equal}, "
-					    "max_age: 0}\n"
-					    "    misfire: manual\n")),
-				 &set, &d),
-			 0);
+	assert_int_equal(
+	    pal_jobfile_load_buffer(
+		"t.yaml",
+		JOB(", dst: {gap: skip, overlap: both}",
+		    "    retry: {backoff: {multiplier: 1.1, jitter: equal}, max_age: 0}\n"
+		    "    misfire: manual\n"),
+		strlen(JOB(", dst: {gap: skip, overlap: both}",
+			   "    retry: {backoff: {multiplier: 1.1, jitter: equal}, "
+			   "max_age: 0}\n"
+			   "    misfire: manual\n")),
+		&set, &d),
+	    0);
 	roundtrip(&set.jobs[0]);
 	pal_jobset_free(&set);
 	pal_diags_free(&d);
@@ -244,8 +246,8 @@ static void test_canon_round_trip_keeps_digest(void **state)
 static void test_canon_from_canonical_refuses_unknown_and_malformed(void **state)
 {
 	const char *p = fixture("full.yaml");
-	pal_jobset set = { 0 };
-	pal_diags d = { 0 };
+	pal_jobset set = {0};
+	pal_diags d = {0};
 	pal_job_spec out;
 	char err[256];
 	json_t *j;
@@ -298,17 +300,17 @@ static void test_canon_digest_is_pinned(void **state)
 	/* If this changes, every stored job version gets a new digest and the
 	 * next apply re-versions every job: change "format" instead. */
 	assert_string_equal(
-		json,
-		"{\"deadline_ms\":0,\"format\":1,\"group\":\"default\",\"id\":\"c.job\","
-		"\"idempotency_key\":\"{job}/{scheduled_at}/{partition}\",\"max_in_flight\":0,"
-		"\"misfire\":{\"catchup_window_ms\":3600000,\"max_catchup\":100,\"policy\":"
-		"\"fire_once\"},\"overlap\":\"allow\",\"partitions\":1,\"priority\":0,"
-		"\"retry\":{\"backoff\":{\"initial_ms\":1000,\"jitter\":\"full\",\"max_ms\":300000,"
-		"\"multiplier\":2.0},\"max_age_ms\":3600000,\"max_attempts\":5},"
-		"\"schedule\":{\"cron\":\"0 30 2 * * ?\",\"dst\":{\"auto\":true},\"end\":null,"
-		"\"exclude\":[],\"start\":null,\"timezone\":\"UTC\"},"
-		"\"target\":{\"body\":null,\"headers\":{},\"method\":\"POST\",\"status_url\":null,"
-		"\"timeout_ms\":30000,\"url\":\"http://127.0.0.1:8089/x\"},\"tenant\":\"default\"}");
+	    json,
+	    "{\"deadline_ms\":0,\"format\":1,\"group\":\"default\",\"id\":\"c.job\","
+	    "\"idempotency_key\":\"{job}/{scheduled_at}/{partition}\",\"max_in_flight\":0,"
+	    "\"misfire\":{\"catchup_window_ms\":3600000,\"max_catchup\":100,\"policy\":"
+	    "\"fire_once\"},\"overlap\":\"allow\",\"partitions\":1,\"priority\":0,"
+	    "\"retry\":{\"backoff\":{\"initial_ms\":1000,\"jitter\":\"full\",\"max_ms\":300000,"
+	    "\"multiplier\":2.0},\"max_age_ms\":3600000,\"max_attempts\":5},"
+	    "\"schedule\":{\"cron\":\"0 30 2 * * ?\",\"dst\":{\"auto\":true},\"end\":null,"
+	    "\"exclude\":[],\"start\":null,\"timezone\":\"UTC\"},"
+	    "\"target\":{\"body\":null,\"headers\":{},\"method\":\"POST\",\"status_url\":null,"
+	    "\"timeout_ms\":30000,\"url\":\"http://127.0.0.1:8089/x\"},\"tenant\":\"default\"}");
 	assert_string_equal(hex, PINNED_DIGEST);
 	free(json);
 }
@@ -326,7 +328,7 @@ static void test_canon_non_ascii_is_escaped(void **state)
 
 static void test_job_shard_is_fnv1a_mod_n(void **state)
 {
-	int counts[16] = { 0 };
+	int counts[16] = {0};
 	char id[32];
 
 	(void)state;
@@ -351,7 +353,7 @@ static void test_job_shard_is_fnv1a_mod_n(void **state)
 
 static void test_diags_print_format(void **state)
 {
-	pal_diags d = { 0 };
+	pal_diags d = {0};
 	char buf[512] = "";
 	FILE *fp = fmemopen(buf, sizeof buf, "w");
 
@@ -371,16 +373,16 @@ static void test_diags_print_format(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_canon_reordered_keys_and_equivalent_values_same_digest),
-		cmocka_unit_test(test_canon_meaning_changes_change_digest),
-		cmocka_unit_test(test_canon_layout_has_every_key_with_defaults),
-		cmocka_unit_test(test_canon_exclusions_and_times_formatted),
-		cmocka_unit_test(test_canon_round_trip_keeps_digest),
-		cmocka_unit_test(test_canon_from_canonical_refuses_unknown_and_malformed),
-		cmocka_unit_test(test_canon_digest_is_pinned),
-		cmocka_unit_test(test_canon_non_ascii_is_escaped),
-		cmocka_unit_test(test_job_shard_is_fnv1a_mod_n),
-		cmocka_unit_test(test_diags_print_format),
+	    cmocka_unit_test(test_canon_reordered_keys_and_equivalent_values_same_digest),
+	    cmocka_unit_test(test_canon_meaning_changes_change_digest),
+	    cmocka_unit_test(test_canon_layout_has_every_key_with_defaults),
+	    cmocka_unit_test(test_canon_exclusions_and_times_formatted),
+	    cmocka_unit_test(test_canon_round_trip_keeps_digest),
+	    cmocka_unit_test(test_canon_from_canonical_refuses_unknown_and_malformed),
+	    cmocka_unit_test(test_canon_digest_is_pinned),
+	    cmocka_unit_test(test_canon_non_ascii_is_escaped),
+	    cmocka_unit_test(test_job_shard_is_fnv1a_mod_n),
+	    cmocka_unit_test(test_diags_print_format),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -61,13 +61,13 @@ static int find_diag(const pal_diags *d, int line, int col, const char *needle)
 	return -1;
 }
 
-#define ASSERT_DIAG(d, line, col, needle)                                 \
-	do {                                                              \
-		if (find_diag((d), (line), (col), (needle)) < 0) {        \
-			pal_diags_print((d), stderr);                     \
-			fail_msg("no diagnostic %d:%d containing \"%s\"", \
-				 (line), (col), (needle));                \
-		}                                                         \
+#define ASSERT_DIAG(d, line, col, needle)                                                          \
+	do {                                                                                       \
+		if (find_diag((d), (line), (col), (needle)) < 0) {                                 \
+			pal_diags_print((d), stderr);                                              \
+			fail_msg("no diagnostic %d:%d containing \"%s\"", (line), (col),           \
+				 (needle));                                                        \
+		}                                                                                  \
 	} while (0)
 
 struct loaded {
@@ -214,8 +214,8 @@ static void test_jobfile_minimal_job_gets_defaults(void **state)
 static void test_jobfile_shipped_examples_validate(void **state)
 {
 	glob_t g;
-	pal_jobset set = { 0 };
-	pal_diags d = { 0 };
+	pal_jobset set = {0};
+	pal_diags d = {0};
 	int rc;
 
 	(void)state;
@@ -246,11 +246,12 @@ static void test_jobfile_dst_and_misfire_forms(void **state)
 	assert_int_equal(l.set.jobs[0].max_age_ms, 0);
 	done(&l);
 
-	load_str("jobs:\n"
-		 "  - id: dst.explicit\n"
-		 "    schedule: {cron: \"0 30 2 * * ?\", timezone: Europe/Berlin, dst: {gap: skip}}\n"
-		 "    target: {url: \"http://127.0.0.1:8089/x\"}\n",
-		 &l);
+	load_str(
+	    "jobs:\n"
+	    "  - id: dst.explicit\n"
+	    "    schedule: {cron: \"0 30 2 * * ?\", timezone: Europe/Berlin, dst: {gap: skip}}\n"
+	    "    target: {url: \"http://127.0.0.1:8089/x\"}\n",
+	    &l);
 	assert_int_equal(l.rc, 0);
 	assert_false(l.set.jobs[0].dst.is_auto);
 	assert_int_equal(l.set.jobs[0].dst.gap, PAL_DST_GAP_SKIP);
@@ -314,7 +315,8 @@ static void test_jobfile_wrong_types(void **state)
 	ASSERT_DIAG(&l.diags, 2, 5, "job: expected a mapping");
 	done(&l);
 	load_str("job:\n  - id: x\n", &l);
-	ASSERT_DIAG(&l.diags, 1, 1, "unknown key \"job\" at the top level (did you mean \"jobs\"?)");
+	ASSERT_DIAG(&l.diags, 1, 1,
+		    "unknown key \"job\" at the top level (did you mean \"jobs\"?)");
 	done(&l);
 }
 
@@ -371,8 +373,8 @@ static void test_jobfile_unknown_zone(void **state)
 static void test_jobfile_duplicate_ids_name_both_positions(void **state)
 {
 	const char *paths[2];
-	pal_jobset set = { 0 };
-	pal_diags d = { 0 };
+	pal_jobset set = {0};
+	pal_diags d = {0};
 	char want[4200];
 
 	(void)state;
@@ -400,9 +402,9 @@ static void test_jobfile_duplicate_ids_name_both_positions(void **state)
 
 		load_str(text, &l);
 		assert_int_equal(l.rc, 0);
-		assert_int_equal(pal_jobfile_load_buffer("u.yaml", text, strlen(text), &l.set,
-							 &l.diags),
-				 PAL_EINVAL);
+		assert_int_equal(
+		    pal_jobfile_load_buffer("u.yaml", text, strlen(text), &l.set, &l.diags),
+		    PAL_EINVAL);
 		ASSERT_DIAG(&l.diags, 2, 9, "duplicate job id \"a\" (first defined at t.yaml:2:5)");
 		done(&l);
 	}
@@ -484,8 +486,8 @@ static void test_jobfile_oversized_file(void **state)
 	int fd = mkstemp(path);
 	FILE *fp;
 	const char *p = path;
-	pal_jobset set = { 0 };
-	pal_diags d = { 0 };
+	pal_jobset set = {0};
+	pal_diags d = {0};
 	size_t n = 0;
 
 	(void)state;
@@ -522,17 +524,21 @@ static void test_jobfile_every_error_is_reported(void **state)
 	ASSERT_DIAG(&l.diags, 2, 9, "id: invalid character 'M'");
 	ASSERT_DIAG(&l.diags, 5, 17, "Mars/Olympus");
 	ASSERT_DIAG(&l.diags, 7, 12, "end (2026-01-01T00:00:00Z) is not after start");
-	ASSERT_DIAG(&l.diags, 8, 17, "exclude: range \"2026-12-31..2026-12-01\" ends before it starts");
+	ASSERT_DIAG(&l.diags, 8, 17,
+		    "exclude: range \"2026-12-31..2026-12-01\" ends before it starts");
 	ASSERT_DIAG(&l.diags, 8, 43, "exclude: invalid date \"2026-02-30\"");
 	ASSERT_DIAG(&l.diags, 9, 23,
 		    "unknown misfire policy \"fire_twice\" (expected fire_all, fire_once, skip, "
 		    "manual)");
 	ASSERT_DIAG(&l.diags, 10, 14, "unknown overlap policy \"sometimes\"");
-	ASSERT_DIAG(&l.diags, 11, 17, "partitions: 2000 is out of range (expected an integer from 1 to 1024)");
-	ASSERT_DIAG(&l.diags, 12, 44, "unknown placeholder \"{partiton}\" (did you mean \"{partition}\"?)");
+	ASSERT_DIAG(&l.diags, 11, 17,
+		    "partitions: 2000 is out of range (expected an integer from 1 to 1024)");
+	ASSERT_DIAG(&l.diags, 12, 44,
+		    "unknown placeholder \"{partiton}\" (did you mean \"{partition}\"?)");
 	ASSERT_DIAG(&l.diags, 14, 15, "unknown http method \"FETCH\"");
 	ASSERT_DIAG(&l.diags, 16, 27, "malformed secret reference \"${bad\"");
-	ASSERT_DIAG(&l.diags, 17, 22, "unknown placeholder \"{scheduledat}\" (did you mean \"{scheduled_at}\"?)");
+	ASSERT_DIAG(&l.diags, 17, 22,
+		    "unknown placeholder \"{scheduledat}\" (did you mean \"{scheduled_at}\"?)");
 	ASSERT_DIAG(&l.diags, 18, 27, "max_attempts: 0 is out of range");
 	ASSERT_DIAG(&l.diags, 18, 59, "retry.backoff.max (1s) is less than initial (10s)");
 	ASSERT_DIAG(&l.diags, 22, 5, "unknown key \"retyr\" in job (did you mean \"retry\"?)");
@@ -552,7 +558,8 @@ static void test_jobfile_templates_and_secrets(void **state)
 
 	(void)state;
 	load_job("    partitions: 3\n    idempotency_key: \"{job}/{scheduled_at}\"\n", &l);
-	ASSERT_DIAG(&l.diags, 6, 22, "idempotency_key: must contain {partition} when partitions is 3");
+	ASSERT_DIAG(&l.diags, 6, 22,
+		    "idempotency_key: must contain {partition} when partitions is 3");
 	done(&l);
 	load_job("    idempotency_key: \"{job}/{partition}\"\n", &l);
 	ASSERT_DIAG(&l.diags, 5, 22, "must contain {scheduled_at}");
@@ -563,7 +570,8 @@ static void test_jobfile_templates_and_secrets(void **state)
 	load_job("    idempotency_key: \"{job}/{scheduled_at}/{idempotency_key}\"\n", &l);
 	ASSERT_DIAG(&l.diags, 5, 44, "unknown placeholder \"{idempotency_key}\"");
 	done(&l);
-	load_job("    idempotency_key: \"{job}/{scheduled_at}/{request_id}/{trigger}/{scheduled_date}\"\n",
+	load_job("    idempotency_key: "
+		 "\"{job}/{scheduled_at}/{request_id}/{trigger}/{scheduled_date}\"\n",
 		 &l);
 	assert_int_equal(l.rc, 0);
 	done(&l);
@@ -571,7 +579,8 @@ static void test_jobfile_templates_and_secrets(void **state)
 	load_str("jobs:\n  - id: s\n    schedule: {cron: \"* * * * *\"}\n"
 		 "    target:\n"
 		 "      url: http://h/x\n"
-		 "      headers: {X-A: \"${A_1}\", x-a: b, Palisade-Fencing-Token: \"1\", \"bad name\": x}\n"
+		 "      headers: {X-A: \"${A_1}\", x-a: b, Palisade-Fencing-Token: \"1\", \"bad "
+		 "name\": x}\n"
 		 "      body: '{\"k\": \"${lower}\", \"j\": {job}}'\n",
 		 &l);
 	ASSERT_DIAG(&l.diags, 6, 32, "headers: \"x-a\" repeats \"X-A\"");
@@ -598,12 +607,14 @@ static void test_jobfile_ranges_and_required_keys(void **state)
 	ASSERT_DIAG(&l.diags, 2, 5, "job is missing the required key \"schedule\"");
 	ASSERT_DIAG(&l.diags, 2, 5, "job is missing the required key \"target\"");
 	done(&l);
-	load_str("jobs:\n  - id: x\n    schedule: {timezone: UTC}\n    target: {method: GET}\n", &l);
+	load_str("jobs:\n  - id: x\n    schedule: {timezone: UTC}\n    target: {method: GET}\n",
+		 &l);
 	ASSERT_DIAG(&l.diags, 3, 15, "schedule is missing the required key \"cron\"");
 	ASSERT_DIAG(&l.diags, 4, 13, "target is missing the required key \"url\"");
 	done(&l);
 	load_job("    partitions: 0\n    priority: -101\n    max_in_flight: -1\n", &l);
-	ASSERT_DIAG(&l.diags, 5, 17, "partitions: 0 is out of range (expected an integer from 1 to 1024)");
+	ASSERT_DIAG(&l.diags, 5, 17,
+		    "partitions: 0 is out of range (expected an integer from 1 to 1024)");
 	ASSERT_DIAG(&l.diags, 6, 15, "priority: -101 is out of range");
 	ASSERT_DIAG(&l.diags, 7, 20, "max_in_flight: -1 is out of range");
 	assert_int_equal(l.diags.n, 3);
@@ -617,7 +628,8 @@ static void test_jobfile_ranges_and_required_keys(void **state)
 	ASSERT_DIAG(&l.diags, 2, 9, "id: invalid character '.'");
 	done(&l);
 	load_job("    schedule2: {start: 2026-01-01}\n", &l);
-	ASSERT_DIAG(&l.diags, 5, 5, "unknown key \"schedule2\" in job (did you mean \"schedule\"?)");
+	ASSERT_DIAG(&l.diags, 5, 5,
+		    "unknown key \"schedule2\" in job (did you mean \"schedule\"?)");
 	done(&l);
 	load_str("jobs:\n  - id: st\n    schedule: {cron: \"* * * * *\", start: 2026-01-01}\n"
 		 "    target: {url: \"http://h/x\"}\n",
@@ -629,19 +641,20 @@ static void test_jobfile_ranges_and_required_keys(void **state)
 static void test_jobfile_garbage_never_crashes(void **state)
 {
 	static const char *const inputs[] = {
-		"jobs:\n  - id: [1, 2]\n    schedule: [cron]\n    target: {headers: [a]}\n",
-		"jobs:\n  -\n  - ~\n  - {}\n",
-		"jobs: ~\n",
-		"jobs:\n  - id: x\n    schedule: {cron: \"\", timezone: \"\", exclude: [[1]]}\n"
-		"    target: {url: \"\", headers: {\"\": \"\"}}\n",
-		"jobs:\n  - id: x\n    schedule: {cron: \"@daily\", dst: [1], exclude: \"2026-01-01\"}\n"
-		"    target: {url: \"http://[zz]/\", status_url: \"http://h/{idempotency_key\"}\n"
-		"    retry: {backoff: 5}\n",
-		"\"\\u0000\"",
-		"jobs:\n  - id: x\n    schedule: {cron: \"* * * * *\"}\n"
-		"    target: {url: \"http://h:0/x\", body: \"${\"}\n",
-		"jobs:\n  - id: x\n    schedule: {cron: \"* * * * *\"}\n"
-		"    target: {url: \"http://h:/x\", body: \"${A\"}\n",
+	    "jobs:\n  - id: [1, 2]\n    schedule: [cron]\n    target: {headers: [a]}\n",
+	    "jobs:\n  -\n  - ~\n  - {}\n",
+	    "jobs: ~\n",
+	    "jobs:\n  - id: x\n    schedule: {cron: \"\", timezone: \"\", exclude: [[1]]}\n"
+	    "    target: {url: \"\", headers: {\"\": \"\"}}\n",
+	    "jobs:\n  - id: x\n    schedule: {cron: \"@daily\", dst: [1], exclude: "
+	    "\"2026-01-01\"}\n"
+	    "    target: {url: \"http://[zz]/\", status_url: \"http://h/{idempotency_key\"}\n"
+	    "    retry: {backoff: 5}\n",
+	    "\"\\u0000\"",
+	    "jobs:\n  - id: x\n    schedule: {cron: \"* * * * *\"}\n"
+	    "    target: {url: \"http://h:0/x\", body: \"${\"}\n",
+	    "jobs:\n  - id: x\n    schedule: {cron: \"* * * * *\"}\n"
+	    "    target: {url: \"http://h:/x\", body: \"${A\"}\n",
 	};
 
 	(void)state;
@@ -658,24 +671,24 @@ static void test_jobfile_garbage_never_crashes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_jobfile_full_example_loads_every_key),
-		cmocka_unit_test(test_jobfile_minimal_job_gets_defaults),
-		cmocka_unit_test(test_jobfile_shipped_examples_validate),
-		cmocka_unit_test(test_jobfile_dst_and_misfire_forms),
-		cmocka_unit_test(test_jobfile_unknown_key_suggests),
-		cmocka_unit_test(test_jobfile_wrong_types),
-		cmocka_unit_test(test_jobfile_invalid_cron_names_field),
-		cmocka_unit_test(test_jobfile_cron_that_never_fires),
-		cmocka_unit_test(test_jobfile_unknown_zone),
-		cmocka_unit_test(test_jobfile_duplicate_ids_name_both_positions),
-		cmocka_unit_test(test_jobfile_bad_durations),
-		cmocka_unit_test(test_jobfile_bad_urls),
-		cmocka_unit_test(test_jobfile_yaml_level_rejections),
-		cmocka_unit_test(test_jobfile_oversized_file),
-		cmocka_unit_test(test_jobfile_every_error_is_reported),
-		cmocka_unit_test(test_jobfile_templates_and_secrets),
-		cmocka_unit_test(test_jobfile_ranges_and_required_keys),
-		cmocka_unit_test(test_jobfile_garbage_never_crashes),
+	    cmocka_unit_test(test_jobfile_full_example_loads_every_key),
+	    cmocka_unit_test(test_jobfile_minimal_job_gets_defaults),
+	    cmocka_unit_test(test_jobfile_shipped_examples_validate),
+	    cmocka_unit_test(test_jobfile_dst_and_misfire_forms),
+	    cmocka_unit_test(test_jobfile_unknown_key_suggests),
+	    cmocka_unit_test(test_jobfile_wrong_types),
+	    cmocka_unit_test(test_jobfile_invalid_cron_names_field),
+	    cmocka_unit_test(test_jobfile_cron_that_never_fires),
+	    cmocka_unit_test(test_jobfile_unknown_zone),
+	    cmocka_unit_test(test_jobfile_duplicate_ids_name_both_positions),
+	    cmocka_unit_test(test_jobfile_bad_durations),
+	    cmocka_unit_test(test_jobfile_bad_urls),
+	    cmocka_unit_test(test_jobfile_yaml_level_rejections),
+	    cmocka_unit_test(test_jobfile_oversized_file),
+	    cmocka_unit_test(test_jobfile_every_error_is_reported),
+	    cmocka_unit_test(test_jobfile_templates_and_secrets),
+	    cmocka_unit_test(test_jobfile_ranges_and_required_keys),
+	    cmocka_unit_test(test_jobfile_garbage_never_crashes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

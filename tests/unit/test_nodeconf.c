@@ -41,13 +41,13 @@ static int find_diag(const pal_diags *d, int line, int col, const char *needle)
 	return -1;
 }
 
-#define ASSERT_DIAG(d, line, col, needle)                                 \
-	do {                                                              \
-		if (find_diag((d), (line), (col), (needle)) < 0) {        \
-			pal_diags_print((d), stderr);                     \
-			fail_msg("no diagnostic %d:%d containing \"%s\"", \
-				 (line), (col), (needle));                \
-		}                                                         \
+#define ASSERT_DIAG(d, line, col, needle)                                                          \
+	do {                                                                                       \
+		if (find_diag((d), (line), (col), (needle)) < 0) {                                 \
+			pal_diags_print((d), stderr);                                              \
+			fail_msg("no diagnostic %d:%d containing \"%s\"", (line), (col),           \
+				 (needle));                                                        \
+		}                                                                                  \
 	} while (0)
 
 static int load_str(const char *text, pal_nodeconf *c, pal_diags *d)
@@ -110,8 +110,8 @@ static void collect_keys(const pal_ynode *root, GPtrArray *out)
 
 		assert_int_equal(sec->kind, PAL_YNODE_MAP);
 		for (size_t j = 0; j < sec->n; j++)
-			g_ptr_array_add(out, g_strdup_printf("%s.%s", root->keys[i]->str,
-							     sec->keys[j]->str));
+			g_ptr_array_add(
+			    out, g_strdup_printf("%s.%s", root->keys[i]->str, sec->keys[j]->str));
 	}
 }
 
@@ -119,7 +119,7 @@ static void test_nodeconf_sample_lists_every_key_with_its_default(void **state)
 {
 	const char *path = repo_path("config/palisade.yaml");
 	pal_ydoc doc;
-	pal_diags d = { 0 };
+	pal_diags d = {0};
 	GPtrArray *keys = g_ptr_array_new_with_free_func(g_free);
 	pal_nodeconf sample, def;
 	size_t n;
@@ -168,24 +168,43 @@ static void test_nodeconf_sample_lists_every_key_with_its_default(void **state)
 	pal_nodeconf_free(&def);
 }
 
+static void test_nodeconf_docs_list_every_key(void **state)
+{
+	gchar *text = NULL;
+	size_t n;
+	const pal_conf_key *t = pal_nodeconf_table(&n);
+
+	(void)state;
+	assert_true(g_file_get_contents(repo_path("docs/config.md"), &text, NULL, NULL));
+	for (size_t i = 0; i < n; i++) {
+		gchar *cell = g_strdup_printf("| `%s` |", t[i].name);
+
+		if (!strstr(text, cell))
+			fail_msg("docs/config.md has no table row for %s", t[i].name);
+		g_free(cell);
+	}
+	g_free(text);
+}
+
 static void test_nodeconf_values_and_groups_load(void **state)
 {
 	pal_nodeconf c;
-	pal_diags d = { 0 };
+	pal_diags d = {0};
 
 	(void)state;
-	assert_int_equal(load_str("node: {id: node-a.1, roles: [executor]}\n"
-				  "cluster: {name: prod, shards: 64}\n"
-				  "zookeeper: {connect: \"zk1:2181,zk2:2181/chroot\", session_timeout: 10s}\n"
-				  "controller: {scan_interval: 500ms, lookahead: 2s}\n"
-				  "executor:\n"
-				  "  groups:\n"
-				  "    reports: {concurrency: 4, cluster_concurrency: 8}\n"
-				  "    billing: {concurrency: 2}\n"
-				  "admin: {listen: \"[::1]:0\"}\n"
-				  "log: {level: debug}\n",
-				  &c, &d),
-			 0);
+	assert_int_equal(
+	    load_str("node: {id: node-a.1, roles: [executor]}\n"
+		     "cluster: {name: prod, shards: 64}\n"
+		     "zookeeper: {connect: \"zk1:2181,zk2:2181/chroot\", session_timeout: 10s}\n"
+		     "controller: {scan_interval: 500ms, lookahead: 2s}\n"
+		     "executor:\n"
+		     "  groups:\n"
+		     "    reports: {concurrency: 4, cluster_concurrency: 8}\n"
+		     "    billing: {concurrency: 2}\n"
+		     "admin: {listen: \"[::1]:0\"}\n"
+		     "log: {level: debug}\n",
+		     &c, &d),
+	    0);
 	assert_int_equal(d.n, 0);
 	assert_string_equal(c.node_id, "node-a.1");
 	assert_int_equal(c.roles, PAL_ROLE_EXECUTOR);
@@ -210,7 +229,7 @@ static void test_nodeconf_values_and_groups_load(void **state)
 static void test_nodeconf_every_problem_reported_with_position(void **state)
 {
 	pal_nodeconf c;
-	pal_diags d = { 0 };
+	pal_diags d = {0};
 
 	(void)state;
 	assert_int_equal(load_str("node:\n"
@@ -234,15 +253,20 @@ static void test_nodeconf_every_problem_reported_with_position(void **state)
 	ASSERT_DIAG(&d, 2, 7, "node.id: invalid node id \"bad id\"");
 	ASSERT_DIAG(&d, 3, 23, "node.roles: role \"controller\" is listed twice");
 	ASSERT_DIAG(&d, 3, 35, "unknown role \"janitor\" (expected controller, executor)");
-	ASSERT_DIAG(&d, 5, 11, "cluster.shards: 2000 is out of range (expected an integer from 1 to 1024)");
+	ASSERT_DIAG(&d, 5, 11,
+		    "cluster.shards: 2000 is out of range (expected an integer from 1 to 1024)");
 	ASSERT_DIAG(&d, 6, 1, "unknown section \"zookeper\" (did you mean \"zookeeper\"?)");
-	ASSERT_DIAG(&d, 9, 3, "unknown key \"scan_intervall\" in controller (did you mean \"scan_interval\"?)");
+	ASSERT_DIAG(
+	    &d, 9, 3,
+	    "unknown key \"scan_intervall\" in controller (did you mean \"scan_interval\"?)");
 	ASSERT_DIAG(&d, 11, 10, "executor.lease: expected a duration, got an integer (30)");
 	ASSERT_DIAG(&d, 12, 10, "executor.batch: expected an integer, got a string");
 	ASSERT_DIAG(&d, 13, 12, "invalid group name \"Reports\"");
-	ASSERT_DIAG(&d, 13, 44, "unknown key \"concurency\" in group \"ok\" (did you mean \"concurrency\"?)");
+	ASSERT_DIAG(&d, 13, 44,
+		    "unknown key \"concurency\" in group \"ok\" (did you mean \"concurrency\"?)");
 	ASSERT_DIAG(&d, 14, 17, "admin.listen: invalid address \"localhost\"");
-	ASSERT_DIAG(&d, 15, 14, "unknown log.level \"verbose\" (expected debug, info, warn, error)");
+	ASSERT_DIAG(&d, 15, 14,
+		    "unknown log.level \"verbose\" (expected debug, info, warn, error)");
 	ASSERT_DIAG(&d, 16, 1, "unknown section \"shards\"; hint: did you mean \"cluster.shards\"");
 	assert_int_equal(d.n, 13);
 	/* nothing to free on failure, and the struct is zeroed */
@@ -253,16 +277,21 @@ static void test_nodeconf_every_problem_reported_with_position(void **state)
 static void test_nodeconf_relations_between_keys(void **state)
 {
 	pal_nodeconf c;
-	pal_diags d = { 0 };
+	pal_diags d = {0};
 
 	(void)state;
-	assert_int_equal(load_str("executor: {lease: 10s, heartbeat: 6s}\n"
-				  "controller: {scan_interval: 10s, lookahead: 5s, misfire_threshold: 12s}\n",
-				  &c, &d),
-			 PAL_EINVAL);
-	ASSERT_DIAG(&d, 1, 35, "executor.heartbeat (6s) must be at most half of executor.lease (10s)");
-	ASSERT_DIAG(&d, 2, 45, "controller.lookahead (5s) is shorter than controller.scan_interval (10s)");
-	ASSERT_DIAG(&d, 2, 68, "controller.misfire_threshold (12s) must exceed scan_interval + lookahead (15s)");
+	assert_int_equal(
+	    load_str("executor: {lease: 10s, heartbeat: 6s}\n"
+		     "controller: {scan_interval: 10s, lookahead: 5s, misfire_threshold: 12s}\n",
+		     &c, &d),
+	    PAL_EINVAL);
+	ASSERT_DIAG(&d, 1, 35,
+		    "executor.heartbeat (6s) must be at most half of executor.lease (10s)");
+	ASSERT_DIAG(&d, 2, 45,
+		    "controller.lookahead (5s) is shorter than controller.scan_interval (10s)");
+	ASSERT_DIAG(
+	    &d, 2, 68,
+	    "controller.misfire_threshold (12s) must exceed scan_interval + lookahead (15s)");
 	assert_int_equal(d.n, 3);
 	pal_diags_free(&d);
 
@@ -287,12 +316,12 @@ static void test_nodeconf_relations_between_keys(void **state)
 static void test_nodeconf_connection_precedence_flag_file_env(void **state)
 {
 	pal_nodeconf c;
-	pal_diags d = { 0 };
+	pal_diags d = {0};
 
 	(void)state;
-	assert_int_equal(load_str("postgres: {conninfo: \"host=file\"}\nzookeeper: {connect: \"\"}\n",
-				  &c, &d),
-			 0);
+	assert_int_equal(
+	    load_str("postgres: {conninfo: \"host=file\"}\nzookeeper: {connect: \"\"}\n", &c, &d),
+	    0);
 	setenv("PALISADE_PG", "host=env", 1);
 	setenv("PALISADE_ZK", "envzk:2181", 1);
 	assert_string_equal(pal_nodeconf_pg(&c, "host=flag"), "host=flag");
@@ -311,7 +340,7 @@ static void test_nodeconf_connection_precedence_flag_file_env(void **state)
 static void test_nodeconf_reload_reports_restart_only_changes(void **state)
 {
 	pal_nodeconf a, b;
-	pal_diags d = { 0 };
+	pal_diags d = {0};
 
 	(void)state;
 	assert_int_equal(load_str("log: {level: info}\n", &a, &d), 0);
@@ -320,7 +349,8 @@ static void test_nodeconf_reload_reports_restart_only_changes(void **state)
 				  &b, &d),
 			 0);
 	assert_int_equal(pal_nodeconf_restart_changes(&a, &b, &d), 1);
-	ASSERT_DIAG(&d, 0, 0, "cluster.shards changed from 16 to 32; it takes effect only after a restart");
+	ASSERT_DIAG(&d, 0, 0,
+		    "cluster.shards changed from 16 to 32; it takes effect only after a restart");
 	assert_int_equal(pal_nodeconf_restart_changes(&a, &a, &d), 0);
 	pal_diags_free(&d);
 	pal_nodeconf_free(&a);
@@ -330,13 +360,14 @@ static void test_nodeconf_reload_reports_restart_only_changes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_nodeconf_defaults_match_table),
-		cmocka_unit_test(test_nodeconf_sample_lists_every_key_with_its_default),
-		cmocka_unit_test(test_nodeconf_values_and_groups_load),
-		cmocka_unit_test(test_nodeconf_every_problem_reported_with_position),
-		cmocka_unit_test(test_nodeconf_relations_between_keys),
-		cmocka_unit_test(test_nodeconf_connection_precedence_flag_file_env),
-		cmocka_unit_test(test_nodeconf_reload_reports_restart_only_changes),
+	    cmocka_unit_test(test_nodeconf_defaults_match_table),
+	    cmocka_unit_test(test_nodeconf_sample_lists_every_key_with_its_default),
+	    cmocka_unit_test(test_nodeconf_docs_list_every_key),
+	    cmocka_unit_test(test_nodeconf_values_and_groups_load),
+	    cmocka_unit_test(test_nodeconf_every_problem_reported_with_position),
+	    cmocka_unit_test(test_nodeconf_relations_between_keys),
+	    cmocka_unit_test(test_nodeconf_connection_precedence_flag_file_env),
+	    cmocka_unit_test(test_nodeconf_reload_reports_restart_only_changes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

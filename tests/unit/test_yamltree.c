@@ -50,13 +50,13 @@ static void dump(const pal_diags *d)
 	pal_diags_print(d, stderr);
 }
 
-#define ASSERT_DIAG(d, line, col, needle)                              \
-	do {                                                           \
-		if (find_diag((d), (line), (col), (needle)) < 0) {     \
-			dump(d);                                       \
-			fail_msg("no diagnostic %d:%d containing \"%s\"", \
-				 (line), (col), (needle));             \
-		}                                                      \
+#define ASSERT_DIAG(d, line, col, needle)                                                          \
+	do {                                                                                       \
+		if (find_diag((d), (line), (col), (needle)) < 0) {                                 \
+			dump(d);                                                                   \
+			fail_msg("no diagnostic %d:%d containing \"%s\"", (line), (col),           \
+				 (needle));                                                        \
+		}                                                                                  \
 	} while (0)
 
 static int load_str(const char *text, pal_ydoc *doc, pal_diags *d)
@@ -67,13 +67,12 @@ static int load_str(const char *text, pal_ydoc *doc, pal_diags *d)
 static void test_yaml_tree_positions_and_styles(void **state)
 {
 	pal_ydoc doc;
-	pal_diags d = { 0 };
+	pal_diags d = {0};
 	const pal_ynode *jobs, *job, *v;
 
 	(void)state;
-	assert_int_equal(load_str("jobs:\n  - id: x\n    n: 5\n    q: \"5\"\n    s: 'a b'\n",
-				  &doc, &d),
-			 0);
+	assert_int_equal(
+	    load_str("jobs:\n  - id: x\n    n: 5\n    q: \"5\"\n    s: 'a b'\n", &doc, &d), 0);
 	assert_int_equal(d.n, 0);
 	assert_int_equal(doc.root->kind, PAL_YNODE_MAP);
 	jobs = pal_ynode_get(doc.root, "jobs");
@@ -103,7 +102,7 @@ static void test_yaml_tree_positions_and_styles(void **state)
 static void test_yaml_syntax_error_names_position(void **state)
 {
 	pal_ydoc doc;
-	pal_diags d = { 0 };
+	pal_diags d = {0};
 
 	(void)state;
 	assert_int_equal(pal_ydoc_load_file(fixture("syntax_error_indent.yaml"), &doc, &d),
@@ -124,7 +123,7 @@ static void test_yaml_syntax_error_names_position(void **state)
 static void test_yaml_billion_laughs_refused_at_first_anchor(void **state)
 {
 	pal_ydoc doc;
-	pal_diags d = { 0 };
+	pal_diags d = {0};
 
 	(void)state;
 	assert_int_equal(pal_ydoc_load_file(fixture("alias_bomb.yaml"), &doc, &d), PAL_EINVAL);
@@ -138,7 +137,7 @@ static void test_yaml_billion_laughs_refused_at_first_anchor(void **state)
 static void test_yaml_alias_without_anchor_refused(void **state)
 {
 	pal_ydoc doc;
-	pal_diags d = { 0 };
+	pal_diags d = {0};
 
 	(void)state;
 	assert_int_equal(load_str("a: 1\nb: *x\n", &doc, &d), PAL_EINVAL);
@@ -150,7 +149,7 @@ static void test_yaml_alias_without_anchor_refused(void **state)
 static void test_yaml_tags_refused(void **state)
 {
 	pal_ydoc doc;
-	pal_diags d = { 0 };
+	pal_diags d = {0};
 
 	(void)state;
 	assert_int_equal(load_str("a: !!str 5\n", &doc, &d), PAL_EINVAL);
@@ -165,7 +164,7 @@ static void test_yaml_oversized_file_refused_before_reading(void **state)
 	int fd = mkstemp(path);
 	FILE *fp;
 	pal_ydoc doc;
-	pal_diags d = { 0 };
+	pal_diags d = {0};
 	char *buf;
 
 	(void)state;
@@ -203,7 +202,7 @@ static void test_yaml_oversized_file_refused_before_reading(void **state)
 static void test_yaml_non_utf8_names_first_bad_byte(void **state)
 {
 	pal_ydoc doc;
-	pal_diags d = { 0 };
+	pal_diags d = {0};
 	static const char overlong[] = "a: \"\xc0\xaf\"\n";
 	static const char surrogate[] = "a: x\nb: \xed\xa0\x80\n";
 	static const char truncated[] = "a: \xe2\x82";
@@ -245,7 +244,7 @@ static void test_yaml_non_utf8_names_first_bad_byte(void **state)
 static void test_yaml_nul_bytes_refused(void **state)
 {
 	pal_ydoc doc;
-	pal_diags d = { 0 };
+	pal_diags d = {0};
 	static const char raw[] = "a: 1\nb: x\0y\n";
 
 	(void)state;
@@ -263,7 +262,7 @@ static void test_yaml_nul_bytes_refused(void **state)
 static void test_yaml_empty_and_comment_only_files_refused(void **state)
 {
 	pal_ydoc doc;
-	pal_diags d = { 0 };
+	pal_diags d = {0};
 
 	(void)state;
 	assert_int_equal(pal_ydoc_load_file(fixture("empty.yaml"), &doc, &d), PAL_EINVAL);
@@ -283,7 +282,7 @@ static void test_yaml_empty_and_comment_only_files_refused(void **state)
 static void test_yaml_second_document_refused(void **state)
 {
 	pal_ydoc doc;
-	pal_diags d = { 0 };
+	pal_diags d = {0};
 
 	(void)state;
 	assert_int_equal(load_str("a: 1\n---\nb: 2\n", &doc, &d), PAL_EINVAL);
@@ -298,7 +297,7 @@ static void test_yaml_second_document_refused(void **state)
 static void test_yaml_every_duplicate_key_reported(void **state)
 {
 	pal_ydoc doc;
-	pal_diags d = { 0 };
+	pal_diags d = {0};
 
 	(void)state;
 	assert_int_equal(load_str("a: 1\nb:\n  x: 1\n  x: 2\na: 3\nc: {y: 1, y: 2}\n", &doc, &d),
@@ -322,7 +321,7 @@ static void test_yaml_every_duplicate_key_reported(void **state)
 static void test_yaml_nesting_limit(void **state)
 {
 	pal_ydoc doc;
-	pal_diags d = { 0 };
+	pal_diags d = {0};
 	char buf[512];
 	size_t o = 0;
 
@@ -365,7 +364,7 @@ static void test_yaml_nesting_limit(void **state)
 static void test_yaml_collection_keys_refused(void **state)
 {
 	pal_ydoc doc;
-	pal_diags d = { 0 };
+	pal_diags d = {0};
 
 	(void)state;
 	assert_int_equal(load_str("? [a, b]\n: 1\n", &doc, &d), PAL_EINVAL);
@@ -377,12 +376,12 @@ static void test_yaml_collection_keys_refused(void **state)
 static void test_yaml_typed_accessors(void **state)
 {
 	pal_ydoc doc;
-	pal_diags d = { 0 };
+	pal_diags d = {0};
 	int64_t i = 0;
 	double x = 0;
 	int e = -1;
 	char *s = NULL;
-	static const char *const names[] = { "fire_all", "fire_once", "skip", "manual" };
+	static const char *const names[] = {"fire_all", "fire_once", "skip", "manual"};
 
 	(void)state;
 	assert_int_equal(load_str("i: 42\nq: \"42\"\nz: 010\nbig: 99999999999999999999\n"
@@ -399,7 +398,8 @@ static void test_yaml_typed_accessors(void **state)
 
 	assert_int_equal(pal_yget_int(&doc, pal_ynode_get(doc.root, "q"), "q", 0, 100, &i, &d),
 			 PAL_EINVAL);
-	ASSERT_DIAG(&d, 2, 4, "q: expected an integer, got a string (\"42\"); hint: remove the quotes");
+	ASSERT_DIAG(&d, 2, 4,
+		    "q: expected an integer, got a string (\"42\"); hint: remove the quotes");
 	assert_int_equal(pal_yget_int(&doc, pal_ynode_get(doc.root, "z"), "z", 0, 100, &i, &d),
 			 PAL_EINVAL);
 	assert_int_equal(pal_yget_int(&doc, pal_ynode_get(doc.root, "big"), "big", 0, 100, &i, &d),
@@ -430,17 +430,18 @@ static void test_yaml_typed_accessors(void **state)
 					   false, &i, &d),
 			 PAL_EINVAL);
 	ASSERT_DIAG(&d, 8, 4, "n: expected a duration, got an integer (30); hint: add a unit");
-	assert_int_equal(pal_yget_duration(&doc, pal_ynode_get(doc.root, "d"), "d", 1000, 60000,
-					   false, &i, &d),
-			 PAL_EINVAL);
+	assert_int_equal(
+	    pal_yget_duration(&doc, pal_ynode_get(doc.root, "d"), "d", 1000, 60000, false, &i, &d),
+	    PAL_EINVAL);
 	ASSERT_DIAG(&d, 6, 4, "d: 90s is out of range (expected 1s to 1m)");
 
-	assert_int_equal(pal_yget_number(&doc, pal_ynode_get(doc.root, "m"), "m", 1, 10, &x, &d), 0);
+	assert_int_equal(pal_yget_number(&doc, pal_ynode_get(doc.root, "m"), "m", 1, 10, &x, &d),
+			 0);
 	assert_true(x == 1.5);
 
-	assert_int_equal(pal_yget_enum(&doc, pal_ynode_get(doc.root, "e"), "misfire policy", names,
-				       4, &e, &d),
-			 PAL_EINVAL);
+	assert_int_equal(
+	    pal_yget_enum(&doc, pal_ynode_get(doc.root, "e"), "misfire policy", names, 4, &e, &d),
+	    PAL_EINVAL);
 	ASSERT_DIAG(&d, 10, 4,
 		    "unknown misfire policy \"fire_twice\" (expected fire_all, fire_once, skip, "
 		    "manual)");
@@ -457,8 +458,8 @@ static void test_yaml_typed_accessors(void **state)
 
 static void test_suggest_finds_plausible_typos_only(void **state)
 {
-	static const char *const keys[] = { "id", "tenant", "schedule", "misfire", "overlap",
-					    "partitions", "retry", "target" };
+	static const char *const keys[] = {"id",      "tenant",	    "schedule", "misfire",
+					   "overlap", "partitions", "retry",	"target"};
 
 	(void)state;
 	assert_string_equal(pal_suggest("misfir", keys, 8), "misfire");
@@ -484,7 +485,7 @@ static void test_fmt_duration(void **state)
 
 static void test_diags_capped(void **state)
 {
-	pal_diags d = { 0 };
+	pal_diags d = {0};
 
 	(void)state;
 	for (int i = 0; i < 3 * PAL_DIAGS_MAX; i++)
@@ -499,23 +500,23 @@ static void test_diags_capped(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_yaml_tree_positions_and_styles),
-		cmocka_unit_test(test_yaml_syntax_error_names_position),
-		cmocka_unit_test(test_yaml_billion_laughs_refused_at_first_anchor),
-		cmocka_unit_test(test_yaml_alias_without_anchor_refused),
-		cmocka_unit_test(test_yaml_tags_refused),
-		cmocka_unit_test(test_yaml_oversized_file_refused_before_reading),
-		cmocka_unit_test(test_yaml_non_utf8_names_first_bad_byte),
-		cmocka_unit_test(test_yaml_nul_bytes_refused),
-		cmocka_unit_test(test_yaml_empty_and_comment_only_files_refused),
-		cmocka_unit_test(test_yaml_second_document_refused),
-		cmocka_unit_test(test_yaml_every_duplicate_key_reported),
-		cmocka_unit_test(test_yaml_nesting_limit),
-		cmocka_unit_test(test_yaml_collection_keys_refused),
-		cmocka_unit_test(test_yaml_typed_accessors),
-		cmocka_unit_test(test_suggest_finds_plausible_typos_only),
-		cmocka_unit_test(test_fmt_duration),
-		cmocka_unit_test(test_diags_capped),
+	    cmocka_unit_test(test_yaml_tree_positions_and_styles),
+	    cmocka_unit_test(test_yaml_syntax_error_names_position),
+	    cmocka_unit_test(test_yaml_billion_laughs_refused_at_first_anchor),
+	    cmocka_unit_test(test_yaml_alias_without_anchor_refused),
+	    cmocka_unit_test(test_yaml_tags_refused),
+	    cmocka_unit_test(test_yaml_oversized_file_refused_before_reading),
+	    cmocka_unit_test(test_yaml_non_utf8_names_first_bad_byte),
+	    cmocka_unit_test(test_yaml_nul_bytes_refused),
+	    cmocka_unit_test(test_yaml_empty_and_comment_only_files_refused),
+	    cmocka_unit_test(test_yaml_second_document_refused),
+	    cmocka_unit_test(test_yaml_every_duplicate_key_reported),
+	    cmocka_unit_test(test_yaml_nesting_limit),
+	    cmocka_unit_test(test_yaml_collection_keys_refused),
+	    cmocka_unit_test(test_yaml_typed_accessors),
+	    cmocka_unit_test(test_suggest_finds_plausible_typos_only),
+	    cmocka_unit_test(test_fmt_duration),
+	    cmocka_unit_test(test_diags_capped),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,446 @@
+#!/usr/bin/env bash
+# ZooKeeper coordination (src/coord, docs/election.md) against the harness's
+# real ZooKeeper (tickTime 100 ms): shard elections, epoch = czxid, balance,
+# handoff, failover after kill -9 and after a pause past the session timeout,
+# suspension on disconnect, no herd, protected create.
+#
+# Each probe is tests/integration/coord_probe: one pal_coord per process,
+# one stdout line per snapshot change ("t=<unix ms> ... leading=.. epochs=..").
+source tests/integration/lib.sh
+guarantee "G6, ZooKeeper half - at most one current leader per shard; every new leader's epoch (czxid) is larger than every earlier leader's; a paused or disconnected leader stops claiming its shards; handoff is immediate, failover bounded by the session timeout"
+
+PROBE=${PALISADE_ITESTS:-build/itests}/coord_probe
+ZK=$PALISADE_ZK
+W=$PALISADE_TEST_TMP/coord
+mkdir -p "$W"
+RUN=$$
+SESS=1500 # session timeout of the failover probes (ms)
+declare -A PID FD
+PROXY_PID=
+
+cleanup() {
+	for n in "${!PID[@]}"; do
+		kill -CONT "${PID[$n]}" 2>/dev/null
+		kill -9 "${PID[$n]}" 2>/dev/null
+	done
+	[ -n "$PROXY_PID" ] && kill "$PROXY_PID" 2>/dev/null
+	wait 2>/dev/null
+}
+trap cleanup EXIT
+
+now_ms() { date +%s%3N; }
+
+# start NAME CLUSTER SHARDS [probe options...]: a probe reading commands from a FIFO.
+start() {
+	local name=$1 cluster=$2 shards=$3
+	shift 3
+	rm -f "$W/$name.in"
+	mkfifo "$W/$name.in"
+	"$PROBE" --zk "${ZKVIA:-$ZK}" --node-id "$name" --cluster "$cluster-$RUN" --shards "$shards" \
+		--session-ms "$SESS" "$@" <"$W/$name.in" >"$W/$name.out" 2>"$W/$name.err" &
+	PID[$name]=$!
+	local fd
+	exec {fd}>"$W/$name.in"
+	FD[$name]=$fd
+}
+send() { echo "$2" >&"${FD[$1]}"; }
+# finish NAME: the probe has exited or was killed; forget it.
+finish_probe() {
+	wait "${PID[$1]}" 2>/dev/null
+	exec {FD[$1]}>&-
+	unset "PID[$1]" "FD[$1]"
+}
+state() { grep '^t=' "$W/$1.out" | tail -1; }
+field() { state "$1" | sed -n "s/.* $2=\([^ ]*\).*/\1/p"; }
+# epoch_of NAME SHARD: the epoch NAME reports for SHARD in its latest view ("" when not led).
+epoch_of() { state "$1" | sed 's/.* epochs=//' | tr ',' '\n' | sed -n "s/^$2://p"; }
+# new_epoch NAME SHARD OLD: NAME leads SHARD with an epoch other than OLD (one read).
+new_epoch() { local e; e=$(epoch_of "$1" "$2"); [ -n "$e" ] && [ "$e" != "$3" ]; }
+nled() { local l; l=$(field "$1" leading); [ -z "$l" ] && echo 0 || tr ',' '\n' <<<"$l" | wc -l; }
+stat_of() { grep '^stats' "$W/$1.out" | tail -1 | sed -n "s/.* $2=\([^ ]*\).*/\1/p"; }
+# more_lines NAME REGEX N: NAME's output has more than N lines matching REGEX.
+more_lines() { [ "$(grep -c "$2" "$W/$1.out")" -gt "$3" ]; }
+stats() { # stats NAME...: ask for fresh counters, wait for the line
+	local n before
+	for n in "$@"; do
+		before=$(grep -c '^stats' "$W/$n.out")
+		send "$n" stats
+		wait_until 3000 more_lines "$n" '^stats' "$before"
+	done
+}
+sleep_ms() { sleep "$(awk -v m="$1" 'BEGIN { printf "%.3f", (m > 0 ? m : 0) / 1000 }')"; }
+# wait_until MS COMMAND...: poll every 50 ms.
+wait_until() {
+	local deadline=$(($(now_ms) + $1))
+	shift
+	while ! "$@" 2>/dev/null; do
+		[ "$(now_ms)" -ge "$deadline" ] && return 1
+		sleep 0.05
+	done
+}
+dump() { "$PROBE" --dump --zk "$ZK" --cluster "$1-$RUN" --shards "$2"; }
+
+cat >"$W/analyze.py" <<'PY'
+import re, sys
+
+def lines(path):
+    out = []
+    for l in open(path):
+        m = re.match(r"t=(\d+) gen=\d+ connected=(\d) leading=(\S*) epochs=(\S*)", l)
+        if m:
+            ep = dict((int(a), int(b)) for a, b in (x.split(":") for x in m.group(4).split(",") if x))
+            out.append((int(m.group(1)), m.group(2) == "1", ep))
+    return out
+
+def name(p):
+    return p.rsplit("/", 1)[-1].split(".")[0].split(":")[0]
+
+cmd = sys.argv[1]
+if cmd == "cover":
+    # ms from T0 until the probes' latest views together lead every shard in SHARDS
+    t0, shards, files = int(sys.argv[2]), set(int(x) for x in sys.argv[3].split(",") if x), sys.argv[4:]
+    cur, ev = {}, []
+    for f in files:
+        for t, c, ep in lines(f):
+            if t < t0:
+                cur[f] = set(ep)
+            else:
+                ev.append((t, f, set(ep)))
+    for t, f, s in sorted(ev, key=lambda e: e[0]):
+        cur[f] = s
+        if shards <= set().union(*cur.values()):
+            print(t - t0)
+            sys.exit(0)
+    print(-1)
+elif cmd == "epochs":
+    # every (shard, epoch) is claimed by one node only, and successive leaders
+    # of a shard (ordered by when they first claimed it) have increasing epochs
+    owner, acq, bad = {}, {}, []
+    for f in sys.argv[2:]:
+        for t, c, ep in lines(f):
+            for s, e in ep.items():
+                o = owner.setdefault((s, e), name(f))
+                if o != name(f):
+                    bad.append("shard %d epoch %d claimed by %s and %s" % (s, e, o, name(f)))
+                acq.setdefault(s, {}).setdefault(e, t)
+    n = 0
+    for s, m in acq.items():
+        seq = sorted(m.items(), key=lambda kv: kv[1])
+        n += len(seq)
+        for (e1, t1), (e2, t2) in zip(seq, seq[1:]):
+            if e2 <= e1:
+                bad.append("shard %d: epoch %d (t=%d) after epoch %d (t=%d)" % (s, e2, t2, e1, t1))
+    print("ok %d leaderships" % n if not bad else "; ".join(bad[:5]))
+elif cmd == "overlap":
+    # largest number of probes claiming one shard at the same time, from the
+    # lines of each probe up to UNTIL (a killed probe's claims end at FILE:END)
+    until, files = int(sys.argv[2]), sys.argv[3:]
+    ev = []
+    for spec in files:
+        f, _, end = spec.partition(":")
+        prev = set()
+        for t, c, ep in lines(f):
+            if t > until:
+                break
+            for s in set(ep) - prev:
+                ev.append((t, 1, s))
+            for s in prev - set(ep):
+                ev.append((t, -1, s))
+            prev = set(ep)
+        stop = int(end) if end else until
+        for s in prev:
+            ev.append((stop, -1, s))
+    cnt, worst = {}, (0, None, None)
+    for t, d, s in sorted(ev, key=lambda e: (e[0], e[1])):  # releases first at equal t
+        cnt[s] = cnt.get(s, 0) + d
+        if cnt[s] > worst[0]:
+            worst = (cnt[s], s, t)
+    print(worst[0] if worst[0] <= 1 else "%d (shard %s at t=%s)" % worst)
+elif cmd == "log":
+    # number of JSON log lines of EVENT whose fields match every key=value
+    import json
+    want = dict(kv.split("=", 1) for kv in sys.argv[4:])
+    n = 0
+    for l in open(sys.argv[2]):
+        try:
+            j = json.loads(l)
+        except ValueError:
+            continue
+        if j.get("event") == sys.argv[3] and all(str(j.get(k)) == v for k, v in want.items()):
+            n += 1
+    print(n)
+PY
+ana() { python3 "$W/analyze.py" "$@"; }
+# logged FILE EVENT [key=value...]: the JSON log has such a line.
+logged() { [ "$(ana log "$@")" -gt 0 ]; }
+
+# settled N NAME...: the probes are connected and together lead shards 0..N-1
+# exactly once each.
+settled() {
+	local n=$1 all="" name
+	shift
+	for name in "$@"; do
+		[ "$(field "$name" connected)" = 1 ] || return 1
+		all="$all,$(field "$name" leading)"
+	done
+	[ "$(tr ',' '\n' <<<"$all" | grep -c .)" -eq "$n" ] && [ "$(tr ',' '\n' <<<"$all" | grep . | sort -u | wc -l)" -eq "$n" ]
+}
+max_led() { local m=0 n; for n in "$@"; do [ "$(nled "$n")" -gt $m ] && m=$(nled "$n"); done; echo $m; }
+balanced() { settled 16 "$@" && [ "$(max_led "$@")" -le $(((16 + $# - 1) / $#)) ]; }
+# epochs_match_dump CLUSTER N NAME...: every led shard's epoch is the czxid of
+# the lowest election znode, whose data is the leader's node id (independent read).
+epochs_match_dump() {
+	local cluster=$1 n=$2 name s e
+	shift 2
+	local d
+	d=$(dump "$cluster" "$n")
+	for name in "$@"; do
+		for se in $(field "$name" epochs | tr ',' ' '); do
+			s=${se%%:*} e=${se#*:}
+			grep -q "^znode shard=$s rank=0 name=[^ ]* czxid=$e owner=[^ ]* data=$name\$" <<<"$d" || {
+				echo "shard $s: $name claims epoch $e; dump: $(grep "^znode shard=$s " <<<"$d" | head -2)"
+				return 1
+			}
+		done
+	done
+}
+
+echo "  -- pure helpers"
+expect_exit "find-own-znode-by-uuid and predecessor logic (coord_probe --selftest)" 0 "$PROBE" --selftest
+expect_match "all helper checks pass" "checks, 0 failed" "$OUT"
+
+echo "  -- one node"
+start a solo 16
+check "a single node leads all 16 shards" wait_until 5000 settled 16 a
+expect_eq "epochs are distinct per shard" 16 "$(field a epochs | tr ',' '\n' | cut -d: -f2 | sort -u | wc -l)"
+OUTD=$(epochs_match_dump solo 16 a)
+expect_eq "each epoch is the czxid of the node's own election znode (independent read)" "" "$OUTD"
+expect_eq "one znode per shard election" 16 "$(dump solo 16 | grep -c '^znode')"
+expect_exit "a second process with the same node id is refused (node id busy)" 3 \
+	"$PROBE" --zk "$ZK" --node-id a --cluster "solo-$RUN" --shards 16 --session-ms $SESS
+expect_match "with a message naming the id" "node id a is already in use by a live node" "$OUT"
+e5=$(epoch_of a 5)
+send a "resign 5"
+check "resign: the node re-joins shard 5 at the tail and, alone, wins again" wait_until 3000 new_epoch a 5 "$e5"
+e5b=$(epoch_of a 5)
+check "with a larger epoch ($e5 -> $e5b)" test "${e5b:-0}" -gt "$e5"
+e7=$(epoch_of a 7)
+send a "dropcreate 1"
+send a "resign 7"
+check "protected create: after a lost create reply the node leads shard 7 again" wait_until 3000 new_epoch a 7 "$e7"
+check "the lost reply was simulated" logged "$W/a.err" election.test_drop_reply shard=7
+check "the znode was found again by uuid" logged "$W/a.err" election.create_recovered shard=7
+expect_eq "and no duplicate znode was created (shard 7 has one znode)" 1 "$(dump solo 16 | grep -c '^znode shard=7 ')"
+OUTD=$(epochs_match_dump solo 16 a)
+expect_eq "the adopted znode's czxid is the epoch" "" "$OUTD"
+stats a
+expect_eq "recoveries counted" 1 "$(stat_of a recoveries)"
+send a quit
+finish_probe a
+
+echo "  -- three nodes, balance"
+start a trio 16
+wait_until 5000 settled 16 a
+start b trio 16
+check "two nodes settle 8/8" wait_until 8000 balanced a b
+t_join=$(now_ms)
+start c trio 16
+check "a third node joins; 16 shards spread so that nobody leads more than 6" wait_until 8000 balanced a b c
+echo "    settled $(($(now_ms) - t_join)) ms after the third node started: a=$(nled a) b=$(nled b) c=$(nled c)"
+OUTD=$(epochs_match_dump trio 16 a b c)
+expect_eq "each shard's leader holds its lowest znode and reports its czxid" "" "$OUTD"
+stats a b c
+check "the joining node got its share ($(nled c) shards)" test "$(nled c)" -ge 4
+check "by handoff (balance handoffs a=$(stat_of a handoffs_balance) b=$(stat_of b handoffs_balance))" \
+	test $(($(stat_of a handoffs_balance) + $(stat_of b handoffs_balance))) -gt 0
+expect_eq "not by session expiry" "0 0 0" "$(stat_of a expiries) $(stat_of b expiries) $(stat_of c expiries)"
+sleep 1
+check "no flapping once balanced (still balanced 1 s later)" balanced a b c
+
+echo "  -- graceful handoff (SIGTERM)"
+big=a
+for n in b c; do [ "$(nled $n)" -gt "$(nled $big)" ] && big=$n; done
+rest=$(echo a b c | tr ' ' '\n' | grep -vx $big | tr '\n' ' ')
+shards_big=$(field $big leading)
+t0=$(now_ms)
+kill -TERM "${PID[$big]}"
+files=""
+for n in $rest; do files="$files $W/$n.out"; done
+check "the others take over $big's shards ($shards_big)" wait_until 3000 settled 16 $rest
+ms=$(ana cover "$t0" "$shards_big" $files)
+echo "    FIGURE graceful handoff: successors led all of $big's shards ${ms} ms after SIGTERM"
+check "within 1 s (${ms} ms)" test "$ms" -ge 0 -a "$ms" -lt 1000
+check "$big's handoff completed" grep -q '^handoff rc=0' "$W/$big.out"
+finish_probe $big
+expect_eq "$big's znodes are gone" 0 "$(dump trio 16 | grep -c "data=$big\$")"
+set -- $rest
+x=$1 y=$2
+check "the two remaining nodes rebalance to 8/8" wait_until 8000 balanced $x $y
+
+echo "  -- kill -9 of a leader"
+shards_x=$(field $x leading)
+t_kill=$(now_ms)
+{
+	kill -9 "${PID[$x]}"
+	finish_probe $x
+} 2>/dev/null # no "Killed" job notice
+check "$y takes over $x's shards after $x's session expires" wait_until $((SESS * 4)) settled 16 $y
+ms=$(ana cover "$t_kill" "$shards_x" "$W/$y.out")
+echo "    FIGURE kill -9 failover: $y led all of $x's shards ${ms} ms after the kill (session timeout ${SESS} ms)"
+check "within session timeout + 1 s (${ms} ms)" test "$ms" -ge 0 -a "$ms" -lt $((SESS + 1000))
+specs=""
+for n in a b c; do
+	if [ $n = $x ]; then specs="$specs $W/$n.out:$t_kill"; else specs="$specs $W/$n.out"; fi
+done
+OV=$(ana overlap "$(now_ms)" $specs)
+expect_eq "one leader per shard at a time across joins, balance, handoff and kill -9" 1 "$OV"
+
+echo "  -- pause (SIGSTOP) past the session timeout"
+start d trio 16
+check "a new node joins and the pair rebalances" wait_until 8000 balanced $y d
+shards_y=$(field $y leading)
+epochs_y=$(field $y epochs)
+t_stop=$(now_ms)
+kill -STOP "${PID[$y]}"
+check "while $y is stopped, d takes over its shards" wait_until $((SESS * 4)) settled 16 d
+ms=$(ana cover "$t_stop" "$shards_y" "$W/d.out")
+echo "    FIGURE pause failover: d led all of $y's shards ${ms} ms after SIGSTOP"
+bigger=1
+for se in $(tr ',' ' ' <<<"$epochs_y"); do
+	s=${se%%:*} e=${se#*:}
+	ne=$(epoch_of d "$s")
+	[ "${ne:-0}" -gt "$e" ] || { bigger=0; echo "    shard $s: d epoch $ne <= $y epoch $e"; }
+done
+expect_eq "with larger epochs than $y's" 1 "$bigger"
+sleep_ms $((SESS * 2 - ($(now_ms) - t_stop)))
+lines_before=$(grep -c '^t=' "$W/$y.out")
+kill -CONT "${PID[$y]}"
+check "after SIGCONT (stopped $(($(now_ms) - t_stop)) ms), $y publishes a new view" wait_until 3000 more_lines $y '^t=' "$lines_before"
+first=$(grep '^t=' "$W/$y.out" | sed -n "$((lines_before + 1))p")
+expect_match "and its first view after resuming claims no shard" "leading= epochs=$" "$first"
+check "$y observes the expiry, opens a new session and re-joins" wait_until 8000 balanced $y d
+stats $y d
+expect_eq "$y counted one session expiry" 1 "$(stat_of $y expiries)"
+expect_eq "d counted none" 0 "$(stat_of d expiries)"
+check "$y's new leaderships carry epochs larger than d's takeover" bash -c "
+	for se in \$(grep '^t=' '$W/$y.out' | tail -1 | sed 's/.*epochs=//' | tr ',' ' '); do
+		s=\${se%%:*} e=\${se#*:}
+		for de in \$(grep '^t=' '$W/d.out' | sed 's/.*epochs=//' | tr ',' '\n' | sed -n \"s/^\$s://p\"); do
+			[ \$e -gt \$de ] || exit 1
+		done
+	done"
+OUTD=$(epochs_match_dump trio 16 $y d)
+expect_eq "and they are the czxids of the new session's znodes" "" "$OUTD"
+EP=$(ana epochs "$W"/a.out "$W"/b.out "$W"/c.out "$W"/d.out)
+expect_match "epochs of successive leaders strictly increase and no epoch is claimed twice ($EP)" "^ok " "$EP"
+send $y quit
+send d quit
+finish_probe $y
+finish_probe d
+
+echo "  -- no herd: each waiter watches only its predecessor"
+SESS=4000
+start h1 herd 4 --no-balance --log-level debug
+wait_until 5000 settled 4 h1
+start h2 herd 4 --no-balance --log-level debug
+wait_until 3000 logged "$W/h2.err" election.lost shard=3
+start h3 herd 4 --no-balance --log-level debug
+wait_until 3000 logged "$W/h3.err" election.lost shard=3
+stats h1 h2 h3
+expect_eq "watches set: leader 0, second 4, third 4 (one per shard)" "0 4 4" \
+	"$(stat_of h1 watches) $(stat_of h2 watches) $(stat_of h3 watches)"
+D=$(dump herd 4)
+ok=1
+for s in 0 1 2 3; do
+	r0=$(sed -n "s/^znode shard=$s rank=0 name=\([^ ]*\) .*data=h1$/\1/p" <<<"$D")
+	r1=$(sed -n "s/^znode shard=$s rank=1 name=\([^ ]*\) .*data=h2$/\1/p" <<<"$D")
+	logged "$W/h2.err" election.watch shard=$s predecessor="$r0" || ok=0
+	logged "$W/h3.err" election.watch shard=$s predecessor="$r1" || ok=0
+	[ -n "$r0" ] && [ -n "$r1" ] || ok=0
+done
+expect_eq "h2 watches h1's znode and h3 watches h2's, in every shard (not the leader's)" 1 "$ok"
+t0=$(now_ms)
+send h1 handoff
+check "after h1 hands off, h2 leads all 4 shards" wait_until 3000 settled 4 h2
+ms=$(ana cover "$t0" 0,1,2,3 "$W/h2.out")
+echo "    FIGURE handoff command: h2 led all 4 shards ${ms} ms after 'handoff' was sent"
+stats h2 h3
+expect_eq "only the direct successor was woken: watch events h2=4, h3=0" "4 0" \
+	"$(stat_of h2 watch_events) $(stat_of h3 watch_events)"
+expect_eq "h3 set no new watch (still 4)" 4 "$(stat_of h3 watches)"
+for n in h1 h2 h3; do send $n quit; finish_probe $n; done
+
+echo "  -- disconnect without expiry: suspend at once, resume with the same epochs"
+PORT_FILE=$W/proxy.port
+cat >"$W/zkproxy.py" <<'PY'
+# TCP proxy to ZooKeeper; SIGUSR1 drops every connection and refuses new
+# ones for CUT seconds (a network cut that the client sees at once).
+import signal, socket, sys, threading, time
+target = (sys.argv[1].split(":")[0], int(sys.argv[1].split(":")[1]))
+cut = float(sys.argv[2])
+live, lock, state = set(), threading.Lock(), {"until": 0.0}
+def pump(a, b):
+    try:
+        while True:
+            d = a.recv(65536)
+            if not d:
+                break
+            b.sendall(d)
+    except OSError:
+        pass
+    for s in (a, b):
+        try: s.shutdown(socket.SHUT_RDWR)
+        except OSError: pass
+def on_usr1(sig, frm):
+    state["until"] = time.time() + cut
+    with lock:
+        for s in list(live):
+            try: s.shutdown(socket.SHUT_RDWR)
+            except OSError: pass
+signal.signal(signal.SIGUSR1, on_usr1)
+srv = socket.socket()
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", 0)); srv.listen(16); srv.settimeout(0.05)
+open(sys.argv[3], "w").write(str(srv.getsockname()[1]))
+while True:
+    try:
+        cl, _ = srv.accept()
+    except (socket.timeout, InterruptedError):
+        continue
+    if time.time() < state["until"]:
+        cl.close(); continue
+    try:
+        up = socket.create_connection(target)
+    except OSError:
+        cl.close(); continue
+    with lock:
+        live.update((cl, up))
+    threading.Thread(target=pump, args=(cl, up), daemon=True).start()
+    threading.Thread(target=pump, args=(up, cl), daemon=True).start()
+PY
+python3 "$W/zkproxy.py" "$ZK" 1.0 "$PORT_FILE" &
+PROXY_PID=$!
+wait_until 3000 test -s "$PORT_FILE"
+SESS=5000
+ZKVIA=127.0.0.1:$(cat "$PORT_FILE") start p net 4
+check "a node behind the proxy leads all 4 shards" wait_until 5000 settled 4 p
+epochs_p=$(field p epochs)
+lines_before=$(grep -c '^t=' "$W/p.out")
+t_cut=$(now_ms)
+kill -USR1 $PROXY_PID
+check "on the cut it publishes 'not connected, nothing led'" \
+	wait_until 3000 bash -c "grep '^t=' '$W/p.out' | sed -n '$((lines_before + 1)),\$p' | grep -q 'connected=0 leading= '"
+t_susp=$(grep '^t=' "$W/p.out" | sed -n "$((lines_before + 1)),\$p" | grep -m1 'connected=0 leading= ' | sed 's/^t=\([0-9]*\).*/\1/')
+echo "    FIGURE suspension: nothing led ${t_susp:+$((t_susp - t_cut))} ms after the connection was cut"
+check "after reconnecting with the same session it leads again" wait_until $((SESS + 3000)) settled 4 p
+expect_eq "with the same epochs (same znodes, nothing was re-elected)" "$epochs_p" "$(field p epochs)"
+stats p
+expect_eq "one suspension, no expiry" "1 0" "$(stat_of p suspensions) $(stat_of p expiries)"
+check "suspension and resume were logged" logged "$W/p.err" coord.suspended
+check "resume was logged" logged "$W/p.err" coord.resumed
+send p quit
+finish_probe p
+kill $PROXY_PID 2>/dev/null
+wait $PROXY_PID 2>/dev/null
+PROXY_PID=
+finish
