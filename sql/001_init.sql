@@ -49,6 +49,7 @@ CREATE TABLE job_versions (
 	retry              jsonb NOT NULL,
 	resource_group     text NOT NULL,
 	target             jsonb NOT NULL,
+	target_host        text NOT NULL DEFAULT '',  -- host of target.url, for per-host circuit breakers
 	partitions         integer NOT NULL CHECK (partitions >= 1),
 	created_by         text NOT NULL,
 	created_at         timestamptz NOT NULL DEFAULT now(),
@@ -78,6 +79,8 @@ CREATE TABLE triggers (
 	partition        integer NOT NULL DEFAULT 0 CHECK (partition >= 0),
 	source           text NOT NULL CHECK (source IN ('schedule', 'catchup', 'manual', 'backfill')),
 	request_id       text,
+	tenant           text NOT NULL,
+	resource_group   text NOT NULL,
 	state            text NOT NULL DEFAULT 'pending' CHECK (state IN (
 	                     'pending', 'running', 'succeeded', 'retry_wait', 'failed', 'unknown',
 	                     'pausing', 'paused', 'cancelling', 'cancelled', 'manual', 'skipped')),
@@ -152,6 +155,7 @@ CREATE TABLE attempts (
 	node          text NOT NULL,
 	claimed_at    timestamptz NOT NULL DEFAULT clock_timestamp(),
 	ended_at      timestamptz,
+	idempotency_key text,             -- the key this attempt sent (stable per trigger, G5)
 	outcome       text,
 	error_class   text,
 	http_status   integer,

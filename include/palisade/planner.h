@@ -60,6 +60,7 @@ typedef struct pal_plan_trigger {
 	int partition;
 	pal_plan_source source;
 	int priority;
+	const char *tenant, *group; /* point into the planner, like job_id */
 } pal_plan_trigger;
 
 typedef struct pal_plan_misfire {

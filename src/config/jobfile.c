@@ -260,6 +260,11 @@ static void check_name(struct jctx *c, const pal_ynode *v, const char *what, int
 		c->errors++;
 		return;
 	}
+	if (!s[0]) {
+		jdiag(c, v, "%s: must not be empty", what);
+		free(s);
+		return;
+	}
 	if ((int64_t)strlen(s) > max) {
 		jdiag(c, v, "%s: \"%.32s...\" is too long (%zu bytes, at most %lld)", what, s,
 		      strlen(s), (long long)max);
@@ -917,7 +922,6 @@ static void k_idem(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 {
 	char *str = get_str(c, v, "idempotency_key", TEMPLATE_MAX_LEN);
 
-	c->n_idem = v;
 	if (!str)
 		return;
 	if (!str[0]) {
@@ -929,6 +933,7 @@ static void k_idem(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 	}
 	free(s->idempotency_key);
 	s->idempotency_key = str;
+	c->n_idem = v; /* a scalar: checked as a template in cross_checks() */
 }
 
 static void k_method(struct jctx *c, const pal_ynode *v, pal_job_spec *s)

@@ -230,7 +230,9 @@ static int add_trigger(pal_plan_batch *b, const pjob *j, const pversion *v, int6
 							   .at = at,
 							   .partition = part,
 							   .source = src,
-							   .priority = v->spec.priority };
+							   .priority = v->spec.priority,
+							   .tenant = v->spec.tenant,
+							   .group = v->spec.group };
 	}
 	return PAL_OK;
 }

@@ -103,55 +103,142 @@ void pal_coord__publish(pal_coord *c)
 
 /*
  * One balance step: when we lead more than ceil(shards / live controllers),
- * hand off one led shard that has a successor (delete our znode, re-join at
- * the tail), then pause BALANCE_PAUSE_MS before the next, so that the
- * successors' own balance decisions can catch up and nothing flaps.
+ * hand off one led shard (delete our znode, re-join at the tail), then pause
+ * BALANCE_PAUSE_MS before the next, so that the successors' own decisions
+ * can catch up and nothing flaps.
+ *
  * "Live controllers" is the smaller of the controllers registered in nodes/
- * and the candidates queued in the shard's election: a node that has
+ * and the distinct candidates queued in the elections: a node that has
  * registered but not yet joined, or that is draining, takes nothing.
+ *
+ * Which shard: ZooKeeper gives a shard to the next in its queue, and that
+ * node may itself be full and pass it on.  So we survey every election
+ * (leaders are the queue heads, told apart by their uuids, which gives every
+ * candidate's load) and pick the led shard whose queue reaches an
+ * under-quota node soonest, then the least-loaded successor.  A shard then
+ * moves straight to where it is needed when the queues allow, and otherwise
+ * along the shortest chain.
  */
+typedef struct {
+	char uuid[PAL_COORD_UUID_HEX + 1];
+	int load;
+} balance_peer;
+
+typedef struct {
+	int *order; /* peer indexes of the queue after us, in queue order; owned */
+	int len;
+} balance_queue;
+
+/* Index of the peer whose uuid NAME carries, added with load 0 if new.
+ * PEERS has room for one more (the caller grows it per election). */
+static int peer_of(balance_peer *peers, int *n, const char *name)
+{
+	const char *u = name + 3; /* "_c_" */
+	for (int i = 0; i < *n; i++)
+		if (strncmp(peers[i].uuid, u, PAL_COORD_UUID_HEX) == 0)
+			return i;
+	balance_peer *p = &peers[*n];
+	memcpy(p->uuid, u, PAL_COORD_UUID_HEX);
+	p->uuid[PAL_COORD_UUID_HEX] = '\0';
+	p->load = 0;
+	return (*n)++;
+}
+
 static coord_step balance_step(pal_coord *c)
 {
 	if (!c->balance || !c->controller || c->draining)
 		return COORD_DONE;
 	int led = led_count(c);
 	int live = c->live_controllers > 0 ? c->live_controllers : 1;
-	int quota = (c->n_shards + live - 1) / live;
 	int64_t now = pal_coord__now_ms();
-	if (led <= quota) {
+	if (led <= (c->n_shards + live - 1) / live) {
 		c->balance_at_ms = 0;
 		return COORD_DONE;
 	}
 	if (c->balance_at_ms != 0 && now < c->balance_at_ms)
 		return COORD_DONE;
-	for (int i = c->n_shards - 1; i >= 0; i--) {
-		coord_shard *s = &c->sh[i];
-		if (!s->leading || s->dirty)
-			continue;
+
+	/* Survey every election: who leads what, and who queues behind us. */
+	int cap = 0, npeers = 0;
+	balance_peer *peers = NULL;
+	balance_queue *qs = calloc((size_t)c->n_shards, sizeof *qs);
+	coord_step ret = COORD_DONE;
+	if (qs == NULL)
+		return COORD_LATER;
+	for (int i = 0; i < c->n_shards; i++) {
 		char dir[PAL_COORD_PATH_MAX];
 		struct String_vector kids = { 0, NULL };
 		pal_coord__election_path(c, i, dir, sizeof dir);
 		int zrc = zoo_get_children(c->zh, dir, 0, &kids);
+		if (zrc == ZNONODE)
+			continue;
 		if (zrc != ZOK) {
-			c->balance_at_ms = now + RETRY_CONN_MS;
-			return pal_coord__classify(zrc);
+			ret = pal_coord__classify(zrc);
+			goto out;
 		}
-		int parts = pal_coord__participants(kids.data, kids.count);
+		if (npeers + kids.count > cap) {
+			int ncap = (npeers + kids.count) * 2 + 8;
+			balance_peer *np = realloc(peers, (size_t)ncap * sizeof *np);
+			if (np == NULL) {
+				deallocate_String_vector(&kids);
+				ret = COORD_LATER;
+				goto out;
+			}
+			peers = np;
+			cap = ncap;
+		}
+		int valid = pal_coord__sort_queue(kids.data, kids.count);
+		for (int j = 0; j < valid; j++)
+			(void)peer_of(peers, &npeers, kids.data[j]);
+		if (valid > 0)
+			peers[peer_of(peers, &npeers, kids.data[0])].load++;
+		if (valid > 1 && c->sh[i].leading && !c->sh[i].dirty &&
+		    pal_coord__name_has_uuid(kids.data[0], c->uuid)) {
+			qs[i].order = malloc((size_t)(valid - 1) * sizeof *qs[i].order);
+			for (int j = 1; qs[i].order != NULL && j < valid; j++)
+				qs[i].order[qs[i].len++] = peer_of(peers, &npeers, kids.data[j]);
+		}
 		deallocate_String_vector(&kids);
-		int eff = parts < live ? parts : live;
-		int q = (c->n_shards + eff - 1) / eff;
-		if (parts < 2 || led <= q)
-			continue; /* nobody to take it, or the others have not joined yet */
-		pal_log(PAL_LOG_INFO, "coord.balance", "{s:i, s:i, s:i, s:i, s:I}", "led", led, "quota", q,
-			"controllers", eff, "shard", i, "epoch", (json_int_t)s->czxid);
-		s->rejoin = HANDOFF_BALANCE;
-		coord_step st = pal_coord__reconcile(c, s);
-		s->dirty = st != COORD_DONE;
-		c->balance_at_ms = now + BALANCE_PAUSE_MS;
-		return st;
 	}
-	c->balance_at_ms = now + BALANCE_RECHECK_MS;
-	return COORD_DONE;
+	int eff = npeers < live ? npeers : live;
+	int quota = eff > 0 ? (c->n_shards + eff - 1) / eff : c->n_shards;
+	int best = -1, best_hops = 0, best_load = 0;
+	for (int i = c->n_shards - 1; i >= 0 && led > quota; i--) {
+		if (qs[i].len == 0)
+			continue;
+		int hops = qs[i].len + 1; /* nobody under quota behind us */
+		for (int j = 0; j < qs[i].len && hops > qs[i].len; j++)
+			if (peers[qs[i].order[j]].load < quota && strcmp(peers[qs[i].order[j]].uuid, c->uuid) != 0)
+				hops = j + 1;
+		int load = peers[qs[i].order[0]].load;
+		if (best < 0 || hops < best_hops || (hops == best_hops && load < best_load)) {
+			best = i;
+			best_hops = hops;
+			best_load = load;
+		}
+	}
+	if (best < 0) {
+		/* Within quota for the candidates actually queued, or nobody
+		 * queues behind us yet: look again shortly (joins take a moment). */
+		c->balance_at_ms = now + BALANCE_RECHECK_MS;
+		goto out;
+	}
+	coord_shard *s = &c->sh[best];
+	pal_log(PAL_LOG_INFO, "coord.balance", "{s:i, s:i, s:i, s:i, s:I, s:i, s:i}", "led", led, "quota", quota,
+		"controllers", eff, "shard", best, "epoch", (json_int_t)s->czxid, "hops", best_hops,
+		"successor_leads", best_load);
+	s->rejoin = HANDOFF_BALANCE;
+	ret = pal_coord__reconcile(c, s);
+	s->dirty = ret != COORD_DONE;
+	c->balance_at_ms = now + BALANCE_PAUSE_MS;
+out:
+	if (ret != COORD_DONE && c->balance_at_ms <= now)
+		c->balance_at_ms = now + RETRY_CONN_MS;
+	for (int i = 0; i < c->n_shards; i++)
+		free(qs[i].order);
+	free(qs);
+	free(peers);
+	return ret;
 }
 
 /* ---- the coordination thread ---------------------------------------------- */

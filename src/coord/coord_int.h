@@ -145,8 +145,10 @@ bool pal_coord__name_has_uuid(const char *name, const char *uuid);
 int pal_coord__rank(char *const *names, int n, const char *uuid, const char **own, const char **pred,
 		    int *n_dups, int *n_valid);
 
-/* Number of distinct uuids among the protected NAMES[0..N). */
-int pal_coord__participants(char *const *names, int n);
+/* Sort NAMES[0..N) in place into queue order: protected names by sequence
+ * first (the leader at [0]), foreign names after them.  Returns the number
+ * of protected names. */
+int pal_coord__sort_queue(char **names, int n);
 
 /* ---- election.c: per-shard work (coordination thread) ------------------ */
 

@@ -104,19 +104,23 @@ int pal_coord__rank(char *const *names, int n, const char *uuid, const char **ow
 	return o != NULL ? 0 : PAL_ENOENT;
 }
 
-int pal_coord__participants(char *const *names, int n)
+static int cmp_queue(const void *a, const void *b)
 {
-	int count = 0;
-	for (int i = 0; i < n; i++) {
-		if (pal_coord__parse_seq(names[i]) < 0)
-			continue;
-		bool seen = false;
-		for (int j = 0; j < i && !seen; j++)
-			seen = pal_coord__parse_seq(names[j]) >= 0 &&
-			       strncmp(names[i] + PREFIX_LEN, names[j] + PREFIX_LEN, PAL_COORD_UUID_HEX) == 0;
-		count += !seen;
-	}
-	return count;
+	int64_t x = pal_coord__parse_seq(*(char *const *)a), y = pal_coord__parse_seq(*(char *const *)b);
+	if (x < 0 || y < 0)
+		return (x < 0) - (y < 0); /* foreign names last */
+	return x < y ? -1 : x > y;
+}
+
+int pal_coord__sort_queue(char **names, int n)
+{
+	if (n <= 0)
+		return 0;
+	qsort(names, (size_t)n, sizeof *names, cmp_queue);
+	int valid = 0;
+	while (valid < n && pal_coord__parse_seq(names[valid]) >= 0)
+		valid++;
+	return valid;
 }
 
 /* ---- per-shard work (coordination thread) ---------------------------------- */

@@ -13,6 +13,7 @@
 #include <string.h>
 #include "palisade/store.h"
 #include "store_int.h"
+#include "palisade/callpolicy.h"
 
 static const char *misfire_name(pal_misfire_policy p)
 {
@@ -38,19 +39,21 @@ static int insert_version(pal_store *st, const pal_job_spec *s, int v, const cha
 	snprintf(dl, sizeof dl, "%lld", (long long)s->deadline_ms);
 	snprintf(mif, sizeof mif, "%d", s->max_in_flight);
 	snprintf(parts, sizeof parts, "%d", s->partitions);
+	char host[256];
+	pal_url_host(s->url, host, sizeof host);
 	const char *p[] = { s->id,	       ver, canon, hex, s->cron, s->timezone,
 			    misfire_name(s->misfire), cw,  mc,	  overlap_name(s->overlap),
 			    pr,	       dl,  mif,   s->idempotency_key,
-			    s->group,  parts, actor };
+			    s->group,  parts, actor, host };
 	PGresult *r = pal__store_query(
 		st,
 		"INSERT INTO job_versions (job_id, version, spec, digest, cron, timezone,"
 		" misfire_policy, catchup_window_ms, max_catchup, overlap_policy, priority,"
 		" deadline_ms, max_in_flight, idempotency_key, retry, resource_group, target,"
-		" partitions, created_by)"
+		" partitions, created_by, target_host)"
 		" VALUES ($1, $2, $3::jsonb, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
-		" $3::jsonb -> 'retry', $15, $3::jsonb -> 'target', $16, $17)",
-		17, p, err, errlen);
+		" $3::jsonb -> 'retry', $15, $3::jsonb -> 'target', $16, $17, $18)",
+		18, p, err, errlen);
 	if (!r)
 		return PAL_EDB;
 	PQclear(r);

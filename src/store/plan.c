@@ -158,14 +158,14 @@ static int write_triggers(pal_store *st, int shard, int64_t epoch, const pal_pla
 	*inserted = 0;
 	if (!b->n_trig)
 		return PAL_OK;
-	GString *a[6];
-	for (int i = 0; i < 6; i++) {
+	GString *a[8];
+	for (int i = 0; i < 8; i++) {
 		a[i] = g_string_sized_new(b->n_trig * 12);
 		arr_open(a[i]);
 	}
 	for (size_t i = 0; i < b->n_trig; i++) {
 		const pal_plan_trigger *t = &b->trig[i];
-		for (int k = 0; k < 6; k++)
+		for (int k = 0; k < 8; k++)
 			arr_sep(a[k]);
 		g_string_append(a[0], t->job_id);
 		g_string_append_printf(a[1], "%d", t->version);
@@ -173,23 +173,26 @@ static int write_triggers(pal_store *st, int shard, int64_t epoch, const pal_pla
 		g_string_append_printf(a[3], "%d", t->partition);
 		g_string_append(a[4], t->source == PAL_SOURCE_CATCHUP ? "catchup" : "schedule");
 		g_string_append_printf(a[5], "%d", t->priority);
+		g_string_append(a[6], t->tenant);
+		g_string_append(a[7], t->group);
 	}
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < 8; i++)
 		arr_close(a[i]);
 	char s[16], e[24];
 	snprintf(s, sizeof s, "%d", shard);
 	snprintf(e, sizeof e, "%" PRId64, epoch);
-	const char *p[] = { a[0]->str, a[1]->str, a[2]->str, a[3]->str, a[4]->str, a[5]->str, s, e };
+	const char *p[] = { a[0]->str, a[1]->str, a[2]->str, a[3]->str, a[4]->str,
+			    a[5]->str, s,	  e,	     a[6]->str, a[7]->str };
 	PGresult *r = pal__store_query(
 		st,
 		"INSERT INTO triggers (job_id, version, scheduled_at, partition, source, priority,"
-		" due_at, shard, epoch)"
-		" SELECT u.j, u.v, to_timestamp(u.a), u.p, u.s, u.pr, to_timestamp(u.a), $7, $8"
-		" FROM unnest($1::text[], $2::int[], $3::bigint[], $4::int[], $5::text[], $6::int[])"
-		"   AS u(j, v, a, p, s, pr)"
+		" due_at, shard, epoch, tenant, resource_group)"
+		" SELECT u.j, u.v, to_timestamp(u.a), u.p, u.s, u.pr, to_timestamp(u.a), $7, $8, u.te, u.g"
+		" FROM unnest($1::text[], $2::int[], $3::bigint[], $4::int[], $5::text[], $6::int[],"
+		"   $9::text[], $10::text[]) AS u(j, v, a, p, s, pr, te, g)"
 		" ON CONFLICT (job_id, scheduled_at, partition) WHERE request_id IS NULL DO NOTHING",
-		8, p, err, errlen);
-	for (int i = 0; i < 6; i++)
+		10, p, err, errlen);
+	for (int i = 0; i < 8; i++)
 		g_string_free(a[i], TRUE);
 	if (!r)
 		return PAL_EDB;

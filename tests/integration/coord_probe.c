@@ -349,10 +349,14 @@ static int selftest(void)
 	EXPECT(own == l3[2] && pred == NULL && dups == 1 && valid == 3);
 	EXPECT(pal_coord__rank(l3, 4, B, &own, &pred, &dups, &valid) == 0);
 	EXPECT(own == l3[1] && pred == l3[2]);
-	/* participants count distinct uuids */
-	EXPECT(pal_coord__participants(l3, 4) == 2);
-	EXPECT(pal_coord__participants(l1, 3) == 3);
-	EXPECT(pal_coord__participants(NULL, 0) == 0);
+	/* queue order for balance: by sequence, foreign names after the queue */
+	char *q[] = { l3[3], l3[0], l3[1], l3[2] };
+	EXPECT(pal_coord__sort_queue(q, 4) == 3);
+	EXPECT(q[0] == l3[2] && q[1] == l3[1] && q[2] == l3[0] && q[3] == l3[3]);
+	char *q1[] = { l1[0], l1[1], l1[2] };
+	EXPECT(pal_coord__sort_queue(q1, 3) == 3);
+	EXPECT(q1[0] == l1[1] && q1[1] == l1[2] && q1[2] == l1[0]);
+	EXPECT(pal_coord__sort_queue(NULL, 0) == 0);
 
 	printf("selftest %d checks, %d failed\n", st_pass + st_fail, st_fail);
 	return st_fail ? 1 : 0;

@@ -187,6 +187,17 @@ settled() {
 }
 max_led() { local m=0 n; for n in "$@"; do [ "$(nled "$n")" -gt $m ] && m=$(nled "$n"); done; echo $m; }
 balanced() { settled 16 "$@" && [ "$(max_led "$@")" -le $(((16 + $# - 1) / $#)) ]; }
+# stable NAME...: balanced, and nobody's view changes for 600 ms (three
+# balance pauses): the cluster has converged, not just passed through.
+stable() {
+	balanced "$@" || return 1
+	local n before=""
+	for n in "$@"; do before="$before $(field "$n" leading)"; done
+	sleep 0.6
+	local after=""
+	for n in "$@"; do after="$after $(field "$n" leading)"; done
+	[ "$before" = "$after" ] && balanced "$@"
+}
 # epochs_match_dump CLUSTER N NAME...: every led shard's epoch is the czxid of
 # the lowest election znode, whose data is the leader's node id (independent read).
 epochs_match_dump() {
@@ -242,11 +253,11 @@ echo "  -- three nodes, balance"
 start a trio 16
 wait_until 5000 settled 16 a
 start b trio 16
-check "two nodes settle 8/8" wait_until 8000 balanced a b
+check "two nodes settle 8/8" wait_until 8000 stable a b
 t_join=$(now_ms)
 start c trio 16
-check "a third node joins; 16 shards spread so that nobody leads more than 6" wait_until 8000 balanced a b c
-echo "    settled $(($(now_ms) - t_join)) ms after the third node started: a=$(nled a) b=$(nled b) c=$(nled c)"
+check "a third node joins; 16 shards spread so that nobody leads more than 6" wait_until 8000 stable a b c
+echo "    FIGURE balance: stable $(($(now_ms) - t_join)) ms after the third node started (incl. 600 ms of stability): a=$(nled a) b=$(nled b) c=$(nled c)"
 OUTD=$(epochs_match_dump trio 16 a b c)
 expect_eq "each shard's leader holds its lowest znode and reports its czxid" "" "$OUTD"
 stats a b c
@@ -254,8 +265,7 @@ check "the joining node got its share ($(nled c) shards)" test "$(nled c)" -ge 4
 check "by handoff (balance handoffs a=$(stat_of a handoffs_balance) b=$(stat_of b handoffs_balance))" \
 	test $(($(stat_of a handoffs_balance) + $(stat_of b handoffs_balance))) -gt 0
 expect_eq "not by session expiry" "0 0 0" "$(stat_of a expiries) $(stat_of b expiries) $(stat_of c expiries)"
-sleep 1
-check "no flapping once balanced (still balanced 1 s later)" balanced a b c
+check "no flapping once balanced (unchanged over another 600 ms)" stable a b c
 
 echo "  -- graceful handoff (SIGTERM)"
 big=a
@@ -275,7 +285,7 @@ finish_probe $big
 expect_eq "$big's znodes are gone" 0 "$(dump trio 16 | grep -c "data=$big\$")"
 set -- $rest
 x=$1 y=$2
-check "the two remaining nodes rebalance to 8/8" wait_until 8000 balanced $x $y
+check "the two remaining nodes rebalance to 8/8" wait_until 8000 stable $x $y
 
 echo "  -- kill -9 of a leader"
 shards_x=$(field $x leading)
@@ -297,7 +307,7 @@ expect_eq "one leader per shard at a time across joins, balance, handoff and kil
 
 echo "  -- pause (SIGSTOP) past the session timeout"
 start d trio 16
-check "a new node joins and the pair rebalances" wait_until 8000 balanced $y d
+check "a new node joins and the pair rebalances" wait_until 8000 stable $y d
 shards_y=$(field $y leading)
 epochs_y=$(field $y epochs)
 t_stop=$(now_ms)
@@ -318,7 +328,7 @@ kill -CONT "${PID[$y]}"
 check "after SIGCONT (stopped $(($(now_ms) - t_stop)) ms), $y publishes a new view" wait_until 3000 more_lines $y '^t=' "$lines_before"
 first=$(grep '^t=' "$W/$y.out" | sed -n "$((lines_before + 1))p")
 expect_match "and its first view after resuming claims no shard" "leading= epochs=$" "$first"
-check "$y observes the expiry, opens a new session and re-joins" wait_until 8000 balanced $y d
+check "$y observes the expiry, opens a new session and re-joins" wait_until 8000 stable $y d
 stats $y d
 expect_eq "$y counted one session expiry" 1 "$(stat_of $y expiries)"
 expect_eq "d counted none" 0 "$(stat_of d expiries)"

@@ -627,6 +627,13 @@ static void test_jobfile_ranges_and_required_keys(void **state)
 		 &l);
 	ASSERT_DIAG(&l.diags, 2, 9, "id: invalid character '.'");
 	done(&l);
+	load_str("jobs:\n  - id: \"\"\n    tenant: \"\"\n    schedule: {cron: \"* * * * *\"}\n"
+		 "    target: {url: \"http://h/x\"}\n",
+		 &l);
+	ASSERT_DIAG(&l.diags, 2, 9, "id: must not be empty");
+	ASSERT_DIAG(&l.diags, 3, 13, "tenant: must not be empty");
+	assert_int_equal(l.set.n, 0);
+	done(&l);
 	load_job("    schedule2: {start: 2026-01-01}\n", &l);
 	ASSERT_DIAG(&l.diags, 5, 5,
 		    "unknown key \"schedule2\" in job (did you mean \"schedule\"?)");
@@ -655,6 +662,11 @@ static void test_jobfile_garbage_never_crashes(void **state)
 	    "    target: {url: \"http://h:0/x\", body: \"${\"}\n",
 	    "jobs:\n  - id: x\n    schedule: {cron: \"* * * * *\"}\n"
 	    "    target: {url: \"http://h:/x\", body: \"${A\"}\n",
+	    /* regression (fuzz): a collection where the key template belongs */
+	    "jobs:\n  - id: x\n    schedule: {cron: \"* * * * *\"}\n"
+	    "    target: {url: \"http://h/x\"}\n    idempotency_key: {a: 1}\n",
+	    "jobs:\n  - id: x\n    schedule: {cron: \"* * * * *\"}\n"
+	    "    target: {url: \"http://h/x\"}\n    idempotency_key: [a]\n",
 	};
 
 	(void)state;

@@ -1,0 +1,97 @@
+/*
+ * callpolicy.h - the executor's decisions about one side-effect call, pure
+ * functions without I/O (DESIGN.md §6, §8): how a response is classified,
+ * when and whether to retry, and the per-host circuit breaker.
+ */
+#ifndef PALISADE_CALLPOLICY_H
+#define PALISADE_CALLPOLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "palisade/err.h"
+#include "palisade/jobspec.h"
+
+/* ---- classification ------------------------------------------------------ */
+
+typedef enum {
+	PAL_OUT_SUCCESS,     /* 2xx: applied (or replayed) */
+	PAL_OUT_MORE,        /* 2xx with has_more: a chunk committed, continue */
+	PAL_OUT_STALE,       /* 409 with Palisade-Stale-Token: fenced */
+	PAL_OUT_PERMANENT,   /* 4xx (not 408/409/429), 422, redirects, TLS */
+	PAL_OUT_RETRYABLE,   /* 408, 429, 5xx, 409 in progress, failure before sending */
+	PAL_OUT_UNKNOWN,     /* failure after sending: outcome unknown, query first */
+} pal_outcome;
+
+/* What the transfer produced (filled by the executor from libcurl). */
+typedef struct pal_http_result {
+	int curl_code;          /* CURLcode; 0 = a response was received */
+	long status;            /* HTTP status, 0 when none */
+	bool request_sent;      /* bytes of the request reached the socket */
+	bool stale_header;      /* Palisade-Stale-Token present */
+	int64_t retry_after_ms; /* Retry-After, -1 when absent */
+	const char *body;       /* NUL-terminated, possibly truncated */
+	size_t body_len;
+	bool body_truncated;    /* over the executor's cap */
+} pal_http_result;
+
+typedef struct pal_class {
+	pal_outcome outcome;
+	char error_class[48]; /* "http_503", "timeout_after_send", "connect", "tls", ... */
+	/* PAL_OUT_MORE: */
+	char *checkpoint;     /* JSON text of "checkpoint" (caller frees) */
+	int64_t next_delay_ms;
+} pal_class;
+
+/* Classify R per the table of DESIGN.md §6.  Fills C (free c->checkpoint). */
+void pal_classify(const pal_http_result *r, pal_class *c);
+
+/* ---- retry ------------------------------------------------------------------ */
+
+typedef struct pal_retry_decision {
+	bool retry;
+	int64_t at_ms;       /* when to retry (ms since epoch) */
+	const char *reason;  /* when not: "max_attempts", "max_age", "deadline" */
+} pal_retry_decision;
+
+/*
+ * After ATTEMPTS failed attempts (1-based count so far) at NOW_MS of a
+ * trigger scheduled at SCHEDULED_MS, with spec S's retry policy: retry after
+ * exponential backoff with S's jitter (full by default), not before
+ * RETRY_AFTER_MS (-1: none), unless a budget (attempts, age since the
+ * scheduled instant, job deadline) would be spent.  RNG is a xorshift state.
+ */
+pal_retry_decision pal_retry_decide(const pal_job_spec *s, int attempts, int64_t now_ms,
+				    int64_t scheduled_ms, int64_t retry_after_ms, uint64_t *rng);
+
+/* The un-jittered backoff before attempt ATTEMPTS+1, in ms. */
+int64_t pal_backoff_ms(const pal_job_spec *s, int attempts);
+
+/* ---- circuit breaker per target host ------------------------------------------ */
+
+typedef struct pal_breakers pal_breakers;
+
+typedef struct pal_breaker_config {
+	int window;            /* outcomes remembered per host (default 20) */
+	int min_samples;       /* before the rate is judged (default 10) */
+	double failure_rate;   /* open at or above (default 0.5) */
+	int64_t open_ms;       /* stay open this long, then half-open (default 5000) */
+} pal_breaker_config;
+
+typedef enum { PAL_BREAKER_CLOSED, PAL_BREAKER_OPEN, PAL_BREAKER_HALF_OPEN } pal_breaker_state;
+
+pal_breakers *pal_breakers_new(const pal_breaker_config *cfg);
+void pal_breakers_free(pal_breakers *b);
+/* May a call to HOST start now?  In half-open state one probe at a time. */
+bool pal_breaker_allow(pal_breakers *b, const char *host, int64_t now_ms);
+/* Record the end of a call to HOST (FAILED: retryable or unknown outcome). */
+void pal_breaker_record(pal_breakers *b, const char *host, bool failed, int64_t now_ms);
+pal_breaker_state pal_breaker_state_of(pal_breakers *b, const char *host, int64_t now_ms);
+/* Hosts whose breaker is open now, as a PostgreSQL text[] literal "{a,b}"
+ * (caller frees); "{}" when none. */
+char *pal_breakers_open_hosts(pal_breakers *b, int64_t now_ms);
+
+/* Host of URL ("http://h:1/x" -> "h"), into buf; "" when unparsable. */
+void pal_url_host(const char *url, char *buf, size_t len);
+
+#endif

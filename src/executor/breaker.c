@@ -1,0 +1,198 @@
+/*
+ * breaker.c - a circuit breaker per target host.  Closed: calls flow and
+ * outcomes fill a ring of the last `window` results; at `min_samples` or
+ * more with a failure share >= `failure_rate` it opens.  Open: no calls for
+ * `open_ms`; the executor also keeps claims for that host back (the open
+ * hosts go into the claim statement).  Then half-open: one probe at a time;
+ * a success closes it, a failure opens it again.  Owned by one executor
+ * thread; not thread-safe.
+ */
+#include <glib.h>
+#include <stdlib.h>
+#include <string.h>
+#include "palisade/callpolicy.h"
+
+typedef struct host {
+	pal_breaker_state state;
+	bool *ring;
+	int n, pos, fails;
+	int64_t opened_at;
+	bool probing;
+} host;
+
+struct pal_breakers {
+	pal_breaker_config cfg;
+	GHashTable *hosts; /* char* -> host* */
+};
+
+static void host_free(void *p)
+{
+	host *h = p;
+	free(h->ring);
+	free(h);
+}
+
+pal_breakers *pal_breakers_new(const pal_breaker_config *cfg)
+{
+	pal_breakers *b = calloc(1, sizeof *b);
+	if (!b)
+		return NULL;
+	b->cfg = cfg ? *cfg : (pal_breaker_config){ 0 };
+	if (b->cfg.window <= 0)
+		b->cfg.window = 20;
+	if (b->cfg.min_samples <= 0)
+		b->cfg.min_samples = 10;
+	if (b->cfg.min_samples > b->cfg.window)
+		b->cfg.min_samples = b->cfg.window;
+	if (b->cfg.failure_rate <= 0)
+		b->cfg.failure_rate = 0.5;
+	if (b->cfg.open_ms <= 0)
+		b->cfg.open_ms = 5000;
+	b->hosts = g_hash_table_new_full(g_str_hash, g_str_equal, free, host_free);
+	return b;
+}
+
+void pal_breakers_free(pal_breakers *b)
+{
+	if (!b)
+		return;
+	g_hash_table_destroy(b->hosts);
+	free(b);
+}
+
+static host *get(pal_breakers *b, const char *name)
+{
+	host *h = g_hash_table_lookup(b->hosts, name);
+	if (h)
+		return h;
+	h = calloc(1, sizeof *h);
+	h->ring = calloc((size_t)b->cfg.window, sizeof *h->ring);
+	g_hash_table_insert(b->hosts, strdup(name), h);
+	return h;
+}
+
+static void advance(pal_breakers *b, host *h, int64_t now)
+{
+	if (h->state == PAL_BREAKER_OPEN && now - h->opened_at >= b->cfg.open_ms) {
+		h->state = PAL_BREAKER_HALF_OPEN;
+		h->probing = false;
+	}
+}
+
+static void reset(host *h, int window)
+{
+	memset(h->ring, 0, (size_t)window * sizeof *h->ring);
+	h->n = h->pos = h->fails = 0;
+}
+
+bool pal_breaker_allow(pal_breakers *b, const char *name, int64_t now)
+{
+	host *h = get(b, name);
+	advance(b, h, now);
+	switch (h->state) {
+	case PAL_BREAKER_CLOSED:
+		return true;
+	case PAL_BREAKER_OPEN:
+		return false;
+	case PAL_BREAKER_HALF_OPEN:
+	default:
+		if (h->probing)
+			return false;
+		h->probing = true;
+		return true;
+	}
+}
+
+void pal_breaker_record(pal_breakers *b, const char *name, bool failed, int64_t now)
+{
+	host *h = get(b, name);
+	advance(b, h, now);
+	if (h->state == PAL_BREAKER_HALF_OPEN) {
+		h->probing = false;
+		if (failed) {
+			h->state = PAL_BREAKER_OPEN;
+			h->opened_at = now;
+		} else {
+			h->state = PAL_BREAKER_CLOSED;
+			reset(h, b->cfg.window);
+		}
+		return;
+	}
+	if (h->state == PAL_BREAKER_OPEN)
+		return; /* a call that started before it opened */
+	if (h->n == b->cfg.window)
+		h->fails -= h->ring[h->pos];
+	else
+		h->n++;
+	h->ring[h->pos] = failed;
+	h->fails += failed;
+	h->pos = (h->pos + 1) % b->cfg.window;
+	if (h->n >= b->cfg.min_samples && (double)h->fails / h->n >= b->cfg.failure_rate) {
+		h->state = PAL_BREAKER_OPEN;
+		h->opened_at = now;
+		reset(h, b->cfg.window);
+	}
+}
+
+pal_breaker_state pal_breaker_state_of(pal_breakers *b, const char *name, int64_t now)
+{
+	host *h = get(b, name);
+	advance(b, h, now);
+	return h->state;
+}
+
+char *pal_breakers_open_hosts(pal_breakers *b, int64_t now)
+{
+	GString *g = g_string_new("{");
+	GHashTableIter it;
+	void *k, *v;
+	g_hash_table_iter_init(&it, b->hosts);
+	while (g_hash_table_iter_next(&it, &k, &v)) {
+		host *h = v;
+		advance(b, h, now);
+		if (h->state != PAL_BREAKER_OPEN)
+			continue;
+		if (g->len > 1)
+			g_string_append_c(g, ',');
+		/* quote: host names may hold characters special to array syntax */
+		g_string_append_c(g, '"');
+		for (const char *p = k; *p; p++) {
+			if (*p == '"' || *p == '\\')
+				g_string_append_c(g, '\\');
+			g_string_append_c(g, *p);
+		}
+		g_string_append_c(g, '"');
+	}
+	g_string_append_c(g, '}');
+	return g_string_free(g, FALSE);
+}
+
+void pal_url_host(const char *url, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	const char *p = strstr(url, "://");
+	if (!p)
+		return;
+	p += 3;
+	const char *at = NULL;
+	for (const char *q = p; *q && *q != '/' && *q != '?' && *q != '#'; q++)
+		if (*q == '@')
+			at = q;
+	if (at)
+		p = at + 1;
+	const char *e = p;
+	if (*p == '[') {
+		e = strchr(p, ']');
+		if (!e)
+			return;
+		e++;
+	} else {
+		while (*e && *e != ':' && *e != '/' && *e != '?' && *e != '#')
+			e++;
+	}
+	size_t n = (size_t)(e - p);
+	if (n >= len)
+		n = len - 1;
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+}

@@ -1,0 +1,146 @@
+/*
+ * classify.c - response classification (DESIGN.md §6 table).
+ *
+ * The distinction that matters most is *before* versus *after* sending: a
+ * failure before any byte of the request left is safely retryable; a
+ * timeout or reset after sending leaves the outcome unknown, and the
+ * executor must ask the status URL with the same key before anything else
+ * (G5).
+ */
+#include <curl/curl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include "palisade/callpolicy.h"
+
+static void set(pal_class *c, pal_outcome o, const char *cls)
+{
+	c->outcome = o;
+	snprintf(c->error_class, sizeof c->error_class, "%s", cls);
+}
+
+static void transport(const pal_http_result *r, pal_class *c)
+{
+	switch ((CURLcode)r->curl_code) {
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+		set(c, PAL_OUT_RETRYABLE, "resolve");
+		return;
+	case CURLE_COULDNT_CONNECT:
+		set(c, PAL_OUT_RETRYABLE, "connect");
+		return;
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CIPHER:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_ISSUER_ERROR:
+		/* Before any request byte: nothing was applied.  A bad certificate
+		 * does not heal by retrying: permanent, an operator must act. */
+		set(c, PAL_OUT_PERMANENT, "tls");
+		return;
+	case CURLE_URL_MALFORMAT:
+	case CURLE_UNSUPPORTED_PROTOCOL:
+		set(c, PAL_OUT_PERMANENT, "bad_url");
+		return;
+	case CURLE_TOO_MANY_REDIRECTS:
+		set(c, PAL_OUT_PERMANENT, "redirect");
+		return;
+	default:
+		break;
+	}
+	if (!r->request_sent) {
+		set(c, PAL_OUT_RETRYABLE, r->curl_code == CURLE_OPERATION_TIMEDOUT ? "timeout_before_send"
+										  : "send_failed");
+		return;
+	}
+	/* Sent, then timed out, reset, or answered with garbage: unknown. */
+	switch ((CURLcode)r->curl_code) {
+	case CURLE_OPERATION_TIMEDOUT:
+		set(c, PAL_OUT_UNKNOWN, "timeout_after_send");
+		break;
+	case CURLE_GOT_NOTHING:
+		set(c, PAL_OUT_UNKNOWN, "empty_reply");
+		break;
+	case CURLE_WEIRD_SERVER_REPLY:
+		set(c, PAL_OUT_UNKNOWN, "garbage_reply");
+		break;
+	default:
+		set(c, PAL_OUT_UNKNOWN, "reset_after_send");
+		break;
+	}
+}
+
+/* 2xx body: {"has_more": true, "checkpoint": ..., "next_delay_s": n}? */
+static void success(const pal_http_result *r, pal_class *c)
+{
+	set(c, PAL_OUT_SUCCESS, "");
+	if (!r->body || !r->body_len || r->body_truncated)
+		return;
+	json_t *j = json_loadb(r->body, r->body_len, 0, NULL);
+	if (!json_is_object(j)) {
+		json_decref(j);
+		return;
+	}
+	if (json_is_true(json_object_get(j, "has_more"))) {
+		json_t *cp = json_object_get(j, "checkpoint");
+		c->checkpoint = cp ? json_dumps(cp, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+		if (!c->checkpoint) {
+			/* has_more without a checkpoint cannot be resumed: a broken
+			 * service; treat as permanent rather than loop forever. */
+			set(c, PAL_OUT_PERMANENT, "has_more_without_checkpoint");
+		} else {
+			c->outcome = PAL_OUT_MORE;
+			json_t *d = json_object_get(j, "next_delay_s");
+			double s = json_is_number(d) ? json_number_value(d) : 0;
+			if (s < 0)
+				s = 0;
+			if (s > 3600)
+				s = 3600;
+			c->next_delay_ms = (int64_t)(s * 1000);
+		}
+	}
+	json_decref(j);
+}
+
+void pal_classify(const pal_http_result *r, pal_class *c)
+{
+	memset(c, 0, sizeof *c);
+	if (r->curl_code && !(r->curl_code == CURLE_WRITE_ERROR && r->status)) {
+		transport(r, c);
+		return;
+	}
+	long s = r->status;
+	char cls[32];
+	snprintf(cls, sizeof cls, "http_%ld", s);
+	if (s >= 200 && s < 300) {
+		success(r, c);
+		return;
+	}
+	if (s == 409 && r->stale_header) {
+		set(c, PAL_OUT_STALE, "stale_token");
+		return;
+	}
+	if (s == 409) {
+		set(c, PAL_OUT_RETRYABLE, "in_progress");
+		return;
+	}
+	if (s == 422) {
+		set(c, PAL_OUT_PERMANENT, "payload_mismatch");
+		return;
+	}
+	if (s == 408 || s == 429 || (s >= 500 && s < 600)) {
+		set(c, PAL_OUT_RETRYABLE, cls);
+		return;
+	}
+	if (s >= 300 && s < 400) {
+		set(c, PAL_OUT_PERMANENT, "redirect");
+		return;
+	}
+	if (s >= 400 && s < 500) {
+		set(c, PAL_OUT_PERMANENT, cls);
+		return;
+	}
+	/* 1xx or nonsense status after sending: we cannot know. */
+	set(c, PAL_OUT_UNKNOWN, "bad_status");
+}

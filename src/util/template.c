@@ -1,0 +1,102 @@
+/*
+ * template.c - placeholder and secret substitution (see template.h).
+ */
+#include <ctype.h>
+#include <glib.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "palisade/template.h"
+#include "palisade/timefmt.h"
+
+static void append_value(GString *g, const char *v, bool url)
+{
+	if (!url) {
+		g_string_append(g, v);
+		return;
+	}
+	for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+		if (isalnum(*p) || strchr("-._~", *p))
+			g_string_append_c(g, (char)*p);
+		else
+			g_string_append_printf(g, "%%%02X", *p);
+	}
+}
+
+/* Value of placeholder NAME[0..n) or NULL when not a placeholder. */
+static const char *lookup(const pal_tpl_vars *v, const char *name, size_t n, char *buf, size_t len)
+{
+#define IS(s) (n == sizeof(s) - 1 && !memcmp(name, s, n))
+	if (IS("job"))
+		return v->job;
+	if (IS("scheduled_at")) {
+		pal_fmt_rfc3339(v->scheduled_at, buf, len);
+		return buf;
+	}
+	if (IS("scheduled_date"))
+		return v->scheduled_date ? v->scheduled_date : "";
+	if (IS("partition")) {
+		snprintf(buf, len, "%d", v->partition);
+		return buf;
+	}
+	if (IS("trigger")) {
+		snprintf(buf, len, "%" PRId64, v->trigger);
+		return buf;
+	}
+	if (IS("request_id"))
+		return v->request_id ? v->request_id : "";
+	if (IS("idempotency_key"))
+		return v->idempotency_key;
+	return NULL;
+#undef IS
+}
+
+int pal_tpl_render(const char *tpl, const pal_tpl_vars *v, unsigned flags, char **out, char *err,
+		   size_t errlen)
+{
+	*out = NULL;
+	GString *g = g_string_sized_new(strlen(tpl) + 64);
+	char buf[64];
+	for (const char *p = tpl; *p;) {
+		if (p[0] == '$' && p[1] == '{' && (flags & PAL_TPL_SECRETS)) {
+			const char *e = strchr(p + 2, '}');
+			if (e && e > p + 2) {
+				char name[128];
+				size_t n = (size_t)(e - p - 2);
+				if (n < sizeof name) {
+					memcpy(name, p + 2, n);
+					name[n] = '\0';
+					const char *val = getenv(name);
+					if (!val) {
+						snprintf(err, errlen,
+							 "secret reference ${%s}: environment variable %s is not set on this node",
+							 name, name);
+						g_string_free(g, TRUE);
+						return PAL_ENOENT;
+					}
+					g_string_append(g, val);
+					p = e + 1;
+					continue;
+				}
+			}
+		}
+		if (p[0] == '{') {
+			const char *e = p + 1;
+			while (*e && (islower((unsigned char)*e) || *e == '_'))
+				e++;
+			if (*e == '}' && e > p + 1) {
+				const char *val = lookup(v, p + 1, (size_t)(e - p - 1), buf, sizeof buf);
+				if (val) {
+					append_value(g, val, flags & PAL_TPL_URL);
+					p = e + 1;
+					continue;
+				}
+			}
+		}
+		g_string_append_c(g, *p++);
+	}
+	*out = g_string_free(g, FALSE);
+	return *out ? PAL_OK : PAL_ENOMEM;
+}
