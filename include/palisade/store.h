@@ -146,6 +146,9 @@ PAL_MUST_CHECK int pal_store_planned(pal_store *st, const char *job_id, int64_t 
  * {state: count}, open_tickets, misfires}. */
 PAL_MUST_CHECK int pal_store_status_json(pal_store *st, json_t **out, char *err, size_t errlen);
 
+/* SELECT 1: checks the connection (lease thread with nothing to renew). */
+PAL_MUST_CHECK int pal__store_ping(pal_store *st, char *err, size_t errlen);
+
 /* Run SQL (a fixed string of src/store) that returns rows; returns the
  * PGresult (PQclear) or NULL with err filled.  Internal to src/store. */
 PGresult *pal__store_query(pal_store *st, const char *sql, int nparams, const char *const *params,

@@ -27,9 +27,9 @@
 #include "palisade/log.h"
 #include "coord_int.h"
 
-#define RETRY_CONN_MS 100	 /* re-check after a connection-class failure */
-#define RETRY_LATER_MS 1000	 /* back-off after any other failure */
-#define BALANCE_PAUSE_MS 200	 /* between two balance handoffs */
+#define RETRY_CONN_MS 100      /* re-check after a connection-class failure */
+#define RETRY_LATER_MS 1000    /* back-off after any other failure */
+#define BALANCE_PAUSE_MS 200   /* between two balance handoffs */
 #define BALANCE_RECHECK_MS 300 /* over quota but nothing could be handed off */
 #define DEFAULT_SESSION_MS 10000
 
@@ -167,7 +167,7 @@ static coord_step balance_step(pal_coord *c)
 		return COORD_LATER;
 	for (int i = 0; i < c->n_shards; i++) {
 		char dir[PAL_COORD_PATH_MAX];
-		struct String_vector kids = { 0, NULL };
+		struct String_vector kids = {0, NULL};
 		pal_coord__election_path(c, i, dir, sizeof dir);
 		int zrc = zoo_get_children(c->zh, dir, 0, &kids);
 		if (zrc == ZNONODE)
@@ -208,7 +208,8 @@ static coord_step balance_step(pal_coord *c)
 			continue;
 		int hops = qs[i].len + 1; /* nobody under quota behind us */
 		for (int j = 0; j < qs[i].len && hops > qs[i].len; j++)
-			if (peers[qs[i].order[j]].load < quota && strcmp(peers[qs[i].order[j]].uuid, c->uuid) != 0)
+			if (peers[qs[i].order[j]].load < quota &&
+			    strcmp(peers[qs[i].order[j]].uuid, c->uuid) != 0)
 				hops = j + 1;
 		int load = peers[qs[i].order[0]].load;
 		if (best < 0 || hops < best_hops || (hops == best_hops && load < best_load)) {
@@ -224,9 +225,9 @@ static coord_step balance_step(pal_coord *c)
 		goto out;
 	}
 	coord_shard *s = &c->sh[best];
-	pal_log(PAL_LOG_INFO, "coord.balance", "{s:i, s:i, s:i, s:i, s:I, s:i, s:i}", "led", led, "quota", quota,
-		"controllers", eff, "shard", best, "epoch", (json_int_t)s->czxid, "hops", best_hops,
-		"successor_leads", best_load);
+	pal_log(PAL_LOG_INFO, "coord.balance", "{s:i, s:i, s:i, s:i, s:I, s:i, s:i}", "led", led,
+		"quota", quota, "controllers", eff, "shard", best, "epoch", (json_int_t)s->czxid,
+		"hops", best_hops, "successor_leads", best_load);
 	s->rejoin = HANDOFF_BALANCE;
 	ret = pal_coord__reconcile(c, s);
 	s->dirty = ret != COORD_DONE;
@@ -263,8 +264,8 @@ static void handle_expiry(pal_coord *c)
 {
 	char sid[24];
 	snprintf(sid, sizeof sid, "0x%llx", (unsigned long long)c->session_id);
-	pal_log(PAL_LOG_WARN, "coord.session.expired", "{s:s, s:s, s:i}", "session", sid, "uuid", c->uuid, "led",
-		led_count(c));
+	pal_log(PAL_LOG_WARN, "coord.session.expired", "{s:s, s:s, s:i}", "session", sid, "uuid",
+		c->uuid, "led", led_count(c));
 	pal_coord__count(c, "palisade_coord_session_expiries_total", NULL);
 	reset_shards_after_expiry(c);
 	c->suspended = false;
@@ -308,7 +309,7 @@ typedef struct {
 /* Wait for something to do and take every pending event (under mu). */
 static coord_events take_events(pal_coord *c)
 {
-	coord_events ev = { 0 };
+	coord_events ev = {0};
 	int64_t due = 0;
 	if (c->retry_at_ms != 0)
 		due = c->retry_at_ms;
@@ -316,8 +317,8 @@ static coord_events take_events(pal_coord *c)
 		due = c->balance_at_ms;
 	pthread_mutex_lock(&c->mu);
 	for (;;) {
-		bool any = c->stop || c->ev_connected || c->ev_disconnected || c->ev_expired || c->ev_nodes ||
-			   c->req_handoff || c->drop_create_replies > 0;
+		bool any = c->stop || c->ev_connected || c->ev_disconnected || c->ev_expired ||
+			   c->ev_nodes || c->req_handoff || c->drop_create_replies > 0;
 		for (int i = 0; i < c->n_shards && !any; i++)
 			any = c->ev_watch[i] || c->req_resign[i];
 		int64_t now = pal_coord__now_ms();
@@ -509,7 +510,7 @@ static void *coord_main(void *arg)
 	pal_coord__session_close(c);
 	pthread_mutex_lock(&c->mu);
 	for (int i = 0; i < c->n_shards; i++)
-		c->pub[i] = (pal_shard_lead){ false, 0 };
+		c->pub[i] = (pal_shard_lead){false, 0};
 	c->pub_connected = false;
 	c->gen++;
 	c->handoff_done = true;
@@ -549,7 +550,8 @@ static void coord_free(pal_coord *c)
 
 static bool valid_name(const char *s)
 {
-	if (s == NULL || *s == '\0' || strcmp(s, ".") == 0 || strcmp(s, "..") == 0 || strlen(s) > 128)
+	if (s == NULL || *s == '\0' || strcmp(s, ".") == 0 || strcmp(s, "..") == 0 ||
+	    strlen(s) > 128)
 		return false;
 	for (; *s; s++)
 		if (*s == '/' || (unsigned char)*s < 0x20)
@@ -562,22 +564,29 @@ static void declare_metrics(pal_metrics *m)
 	if (m == NULL)
 		return;
 	pal_metric_declare(m, "palisade_coord_elections_total", PAL_METRIC_COUNTER,
-			   "Shard elections by outcome: won (became leader) or lost (queued behind a predecessor).");
-	pal_metric_declare(m, "palisade_coord_handoffs_total", PAL_METRIC_COUNTER,
-			   "Shards this node stopped leading on purpose, by reason (balance, resign, drain).");
-	pal_metric_declare(m, "palisade_coord_suspensions_total", PAL_METRIC_COUNTER,
-			   "ZooKeeper disconnects; all leadership is suspended until the session is re-checked.");
-	pal_metric_declare(m, "palisade_coord_session_expiries_total", PAL_METRIC_COUNTER,
-			   "ZooKeeper session expiries; all shards were dropped and re-joined in a new session.");
+			   "Shard elections by outcome: won (became leader) or lost (queued behind "
+			   "a predecessor).");
+	pal_metric_declare(
+	    m, "palisade_coord_handoffs_total", PAL_METRIC_COUNTER,
+	    "Shards this node stopped leading on purpose, by reason (balance, resign, drain).");
+	pal_metric_declare(
+	    m, "palisade_coord_suspensions_total", PAL_METRIC_COUNTER,
+	    "ZooKeeper disconnects; all leadership is suspended until the session is re-checked.");
+	pal_metric_declare(
+	    m, "palisade_coord_session_expiries_total", PAL_METRIC_COUNTER,
+	    "ZooKeeper session expiries; all shards were dropped and re-joined in a new session.");
 	pal_metric_declare(m, "palisade_coord_connected", PAL_METRIC_GAUGE,
 			   "1 while the ZooKeeper session is connected and the view is current.");
-	pal_metric_declare(m, "palisade_coord_shards_led", PAL_METRIC_GAUGE, "Shards this node currently leads.");
-	pal_metric_declare(m, "palisade_coord_watches_total", PAL_METRIC_COUNTER,
-			   "Watches set on an election predecessor (one per predecessor change: no herd).");
+	pal_metric_declare(m, "palisade_coord_shards_led", PAL_METRIC_GAUGE,
+			   "Shards this node currently leads.");
+	pal_metric_declare(
+	    m, "palisade_coord_watches_total", PAL_METRIC_COUNTER,
+	    "Watches set on an election predecessor (one per predecessor change: no herd).");
 	pal_metric_declare(m, "palisade_coord_watch_events_total", PAL_METRIC_COUNTER,
 			   "Predecessor watches that fired and woke this node.");
-	pal_metric_declare(m, "palisade_coord_create_recoveries_total", PAL_METRIC_COUNTER,
-			   "Election znodes found again by uuid after a create whose reply was lost.");
+	pal_metric_declare(
+	    m, "palisade_coord_create_recoveries_total", PAL_METRIC_COUNTER,
+	    "Election znodes found again by uuid after a create whose reply was lost.");
 }
 
 static char *dup_or(const char *s, const char *dflt)
@@ -585,31 +594,39 @@ static char *dup_or(const char *s, const char *dflt)
 	return strdup(s != NULL && *s != '\0' ? s : dflt);
 }
 
-int pal_coord_open(const pal_coord_config *cfg, pal_metrics *m, pal_coord **out, char *err, size_t errlen)
+int pal_coord_open(const pal_coord_config *cfg, pal_metrics *m, pal_coord **out, char *err,
+		   size_t errlen)
 {
 	*out = NULL;
 	const char *root = cfg->root && *cfg->root ? cfg->root : "/palisade";
 	const char *cluster = cfg->cluster && *cfg->cluster ? cfg->cluster : "default";
 	if (cfg->connect == NULL || *cfg->connect == '\0') {
-		snprintf(err, errlen, "no ZooKeeper connect string (expected host:port[,host:port...])");
+		snprintf(err, errlen,
+			 "no ZooKeeper connect string (expected host:port[,host:port...])");
 		return PAL_EINVAL;
 	}
 	if (!valid_name(cfg->node_id)) {
-		snprintf(err, errlen, "invalid node id \"%s\" (expected 1-128 characters without '/')",
+		snprintf(err, errlen,
+			 "invalid node id \"%s\" (expected 1-128 characters without '/')",
 			 cfg->node_id ? cfg->node_id : "");
 		return PAL_EINVAL;
 	}
-	if (root[0] != '/' || (strlen(root) > 1 && root[strlen(root) - 1] == '/') || strlen(root) > 200) {
-		snprintf(err, errlen, "invalid ZooKeeper root \"%s\" (expected an absolute path like /palisade)",
+	if (root[0] != '/' || (strlen(root) > 1 && root[strlen(root) - 1] == '/') ||
+	    strlen(root) > 200) {
+		snprintf(err, errlen,
+			 "invalid ZooKeeper root \"%s\" (expected an absolute path like /palisade)",
 			 root);
 		return PAL_EINVAL;
 	}
 	if (!valid_name(cluster)) {
-		snprintf(err, errlen, "invalid cluster name \"%s\" (expected 1-128 characters without '/')", cluster);
+		snprintf(err, errlen,
+			 "invalid cluster name \"%s\" (expected 1-128 characters without '/')",
+			 cluster);
 		return PAL_EINVAL;
 	}
 	if (cfg->n_shards < 1 || cfg->n_shards > PAL_COORD_MAX_SHARDS) {
-		snprintf(err, errlen, "invalid shard count %d (expected 1..%d)", cfg->n_shards, PAL_COORD_MAX_SHARDS);
+		snprintf(err, errlen, "invalid shard count %d (expected 1..%d)", cfg->n_shards,
+			 PAL_COORD_MAX_SHARDS);
 		return PAL_EINVAL;
 	}
 	if (cfg->session_timeout_ms < 0) {
@@ -628,7 +645,8 @@ int pal_coord_open(const pal_coord_config *cfg, pal_metrics *m, pal_coord **out,
 	pthread_cond_init(&c->changed, &ca);
 	pthread_condattr_destroy(&ca);
 	c->n_shards = cfg->n_shards;
-	c->session_timeout_ms = cfg->session_timeout_ms > 0 ? cfg->session_timeout_ms : DEFAULT_SESSION_MS;
+	c->session_timeout_ms =
+	    cfg->session_timeout_ms > 0 ? cfg->session_timeout_ms : DEFAULT_SESSION_MS;
 	c->controller = cfg->controller;
 	c->balance = cfg->balance;
 	c->m = m;
@@ -646,8 +664,8 @@ int pal_coord_open(const pal_coord_config *cfg, pal_metrics *m, pal_coord **out,
 		c->nodes_path = NULL;
 	if (c->nodes_path && asprintf(&c->self_path, "%s/%s", c->nodes_path, c->node_id) < 0)
 		c->self_path = NULL;
-	if (!c->connect || !c->node_id || !c->node_info || !c->sh || !c->pub || !c->ev_watch || !c->req_resign ||
-	    !c->nodes_cache || !c->self_path)
+	if (!c->connect || !c->node_id || !c->node_info || !c->sh || !c->pub || !c->ev_watch ||
+	    !c->req_resign || !c->nodes_cache || !c->self_path)
 		goto nomem;
 	for (int i = 0; i < c->n_shards; i++) {
 		c->sh[i].c = c;
@@ -710,7 +728,8 @@ uint64_t pal_coord_wait(pal_coord *c, uint64_t gen, int timeout_ms)
 void pal_coord_resign(pal_coord *c, int shard)
 {
 	if (shard < 0 || shard >= c->n_shards) {
-		pal_log(PAL_LOG_WARN, "coord.resign_ignored", "{s:i, s:s}", "shard", shard, "reason", "no such shard");
+		pal_log(PAL_LOG_WARN, "coord.resign_ignored", "{s:i, s:s}", "shard", shard,
+			"reason", "no such shard");
 		return;
 	}
 	pthread_mutex_lock(&c->mu);

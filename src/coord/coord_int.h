@@ -32,7 +32,7 @@
 #include "palisade/coord.h"
 #include "palisade/metrics.h"
 
-#define PAL_COORD_UUID_HEX 32	/* 128-bit node uuid, lower-case hex */
+#define PAL_COORD_UUID_HEX 32 /* 128-bit node uuid, lower-case hex */
 #define PAL_COORD_PATH_MAX 512
 #define PAL_COORD_MAX_SHARDS 9999 /* shard directories are %04d */
 
@@ -59,15 +59,15 @@ typedef struct coord_shard {
 	struct pal_coord *c; /* watcher context back-pointer (immutable) */
 	int idx;	     /* shard number (immutable) */
 	/* thread: */
-	char *node;	     /* basename of our election znode, NULL when none; owned */
-	int64_t czxid;	     /* its czxid = our epoch for this shard */
-	char *watched;	     /* predecessor we set a watch on, or NULL; owned */
-	bool want;	     /* we should be in this election */
-	bool uncertain;	     /* a create/delete outcome is unknown: look up by uuid */
-	bool leading;	     /* lowest at the last evaluation */
-	bool verified;	     /* that evaluation happened in the current connection */
-	bool counted_lost;   /* "lost" already counted for the current znode */
-	bool dirty;	     /* needs reconcile() */
+	char *node;		     /* basename of our election znode, NULL when none; owned */
+	int64_t czxid;		     /* its czxid = our epoch for this shard */
+	char *watched;		     /* predecessor we set a watch on, or NULL; owned */
+	bool want;		     /* we should be in this election */
+	bool uncertain;		     /* a create/delete outcome is unknown: look up by uuid */
+	bool leading;		     /* lowest at the last evaluation */
+	bool verified;		     /* that evaluation happened in the current connection */
+	bool counted_lost;	     /* "lost" already counted for the current znode */
+	bool dirty;		     /* needs reconcile() */
 	coord_handoff_reason rejoin; /* delete and re-create at the tail */
 } coord_shard;
 
@@ -93,11 +93,11 @@ struct pal_coord {
 	char **nodes_cache; /* NULL-terminated, owned */
 
 	/* Under mu: events recorded by watchers. */
-	uint64_t serial;	/* of the current handle */
-	bool zk_connected;	/* raw session state from the session watcher */
-	uint64_t conn_changes;	/* number of session state changes seen */
+	uint64_t serial;       /* of the current handle */
+	bool zk_connected;     /* raw session state from the session watcher */
+	uint64_t conn_changes; /* number of session state changes seen */
 	bool ev_connected, ev_disconnected, ev_expired, ev_nodes;
-	bool *ev_watch;		/* per shard: a predecessor watch fired */
+	bool *ev_watch; /* per shard: a predecessor watch fired */
 
 	/* Under mu: requests from API callers. */
 	bool *req_resign;
@@ -113,8 +113,8 @@ struct pal_coord {
 	int64_t session_id;
 	char uuid[PAL_COORD_UUID_HEX + 1];
 	coord_shard *sh;
-	bool draining;	    /* handoff done or requested: never join again */
-	bool suspended;	    /* a disconnect was seen and not yet resumed */
+	bool draining;	/* handoff done or requested: never join again */
+	bool suspended; /* a disconnect was seen and not yet resumed */
 	bool nodes_dirty;
 	int live_controllers; /* from nodes/ */
 	int drop_creates;     /* test hook, copied from drop_create_replies */
@@ -142,8 +142,8 @@ bool pal_coord__name_has_uuid(const char *name, const char *uuid);
  * number of protected names.  Returned pointers point into NAMES.
  * Returns 0, or PAL_ENOENT when we have no znode.
  */
-int pal_coord__rank(char *const *names, int n, const char *uuid, const char **own, const char **pred,
-		    int *n_dups, int *n_valid);
+int pal_coord__rank(char *const *names, int n, const char *uuid, const char **own,
+		    const char **pred, int *n_dups, int *n_valid);
 
 /* Sort NAMES[0..N) in place into queue order: protected names by sequence
  * first (the leader at [0]), foreign names after them.  Returns the number

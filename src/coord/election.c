@@ -67,8 +67,8 @@ bool pal_coord__name_has_uuid(const char *name, const char *uuid)
 	       strncmp(name + PREFIX_LEN, uuid, PAL_COORD_UUID_HEX) == 0;
 }
 
-int pal_coord__rank(char *const *names, int n, const char *uuid, const char **own, const char **pred,
-		    int *n_dups, int *n_valid)
+int pal_coord__rank(char *const *names, int n, const char *uuid, const char **own,
+		    const char **pred, int *n_dups, int *n_valid)
 {
 	const char *o = NULL, *p = NULL;
 	int64_t oseq = -1, pseq = -1;
@@ -106,7 +106,8 @@ int pal_coord__rank(char *const *names, int n, const char *uuid, const char **ow
 
 static int cmp_queue(const void *a, const void *b)
 {
-	int64_t x = pal_coord__parse_seq(*(char *const *)a), y = pal_coord__parse_seq(*(char *const *)b);
+	int64_t x = pal_coord__parse_seq(*(char *const *)a),
+		y = pal_coord__parse_seq(*(char *const *)b);
 	if (x < 0 || y < 0)
 		return (x < 0) - (y < 0); /* foreign names last */
 	return x < y ? -1 : x > y;
@@ -204,8 +205,8 @@ static coord_step delete_own(pal_coord *c, coord_shard *s)
 		coord_step st = pal_coord__classify(zrc);
 		if (st == COORD_CONN)
 			s->uncertain = true;
-		pal_log(PAL_LOG_WARN, "election.delete_failed", "{s:i, s:s, s:s}", "shard", s->idx, "znode",
-			s->node, "error", zerror(zrc));
+		pal_log(PAL_LOG_WARN, "election.delete_failed", "{s:i, s:s, s:s}", "shard", s->idx,
+			"znode", s->node, "error", zerror(zrc));
 		return st;
 	}
 	if (s->rejoin != HANDOFF_NONE || c->draining) {
@@ -213,8 +214,8 @@ static coord_step delete_own(pal_coord *c, coord_shard *s)
 		/* A drain steps down on every shard before the first delete and
 		 * marks the shards it led with rejoin = HANDOFF_DRAIN. */
 		bool led = was_leading || s->rejoin == HANDOFF_DRAIN;
-		pal_log(PAL_LOG_INFO, "election.handoff", "{s:i, s:I, s:s, s:b}", "shard", s->idx, "epoch",
-			(json_int_t)epoch, "reason", reason_name(r), "was_leading", led);
+		pal_log(PAL_LOG_INFO, "election.handoff", "{s:i, s:I, s:s, s:b}", "shard", s->idx,
+			"epoch", (json_int_t)epoch, "reason", reason_name(r), "was_leading", led);
 		if (led) {
 			char labels[48];
 			snprintf(labels, sizeof labels, "reason=\"%s\"", reason_name(r));
@@ -235,8 +236,9 @@ static coord_step create_own(pal_coord *c, coord_shard *s)
 	child_path(prefix, sizeof prefix, dir, leaf);
 	struct Stat st;
 	memset(&st, 0, sizeof st);
-	int zrc = zoo_create2(c->zh, prefix, c->node_id, (int)strlen(c->node_id), &ZOO_OPEN_ACL_UNSAFE,
-			      ZOO_EPHEMERAL_SEQUENTIAL, created, sizeof created, &st);
+	int zrc =
+	    zoo_create2(c->zh, prefix, c->node_id, (int)strlen(c->node_id), &ZOO_OPEN_ACL_UNSAFE,
+			ZOO_EPHEMERAL_SEQUENTIAL, created, sizeof created, &st);
 	if (zrc == ZNONODE) {
 		int prc = pal_coord__ensure_path(c, dir);
 		return prc == ZOK ? COORD_DONE : pal_coord__classify(prc);
@@ -246,23 +248,23 @@ static coord_step create_own(pal_coord *c, coord_shard *s)
 		 * reply had been lost on the way, exactly what a connection
 		 * loss after the request was sent looks like. */
 		c->drop_creates--;
-		pal_log(PAL_LOG_WARN, "election.test_drop_reply", "{s:i, s:s}", "shard", s->idx, "znode",
-			strrchr(created, '/') + 1);
+		pal_log(PAL_LOG_WARN, "election.test_drop_reply", "{s:i, s:s}", "shard", s->idx,
+			"znode", strrchr(created, '/') + 1);
 		zrc = ZCONNECTIONLOSS;
 	}
 	if (zrc != ZOK) {
 		coord_step step = pal_coord__classify(zrc);
 		if (zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT)
 			s->uncertain = true; /* may exist: find it by uuid, never blindly retry */
-		pal_log(PAL_LOG_WARN, "election.create_failed", "{s:i, s:s, s:b}", "shard", s->idx, "error",
-			zerror(zrc), "uncertain", s->uncertain);
+		pal_log(PAL_LOG_WARN, "election.create_failed", "{s:i, s:s, s:b}", "shard", s->idx,
+			"error", zerror(zrc), "uncertain", s->uncertain);
 		return step;
 	}
 	set_str(&s->node, strrchr(created, '/') + 1);
 	s->czxid = st.czxid;
 	s->counted_lost = false;
-	pal_log(PAL_LOG_DEBUG, "election.joined", "{s:i, s:s, s:I}", "shard", s->idx, "znode", s->node,
-		"czxid", (json_int_t)s->czxid);
+	pal_log(PAL_LOG_DEBUG, "election.joined", "{s:i, s:s, s:I}", "shard", s->idx, "znode",
+		s->node, "czxid", (json_int_t)s->czxid);
 	return COORD_DONE;
 }
 
@@ -291,7 +293,7 @@ static int adopt(pal_coord *c, coord_shard *s, const char *dir, const char *name
 static coord_step evaluate(pal_coord *c, coord_shard *s, bool *again)
 {
 	char dir[PAL_COORD_PATH_MAX];
-	struct String_vector kids = { 0, NULL };
+	struct String_vector kids = {0, NULL};
 	pal_coord__election_path(c, s->idx, dir, sizeof dir);
 	*again = false;
 	int zrc = zoo_get_children(c->zh, dir, 0, &kids);
@@ -309,8 +311,8 @@ static coord_step evaluate(pal_coord *c, coord_shard *s, bool *again)
 	s->uncertain = false;
 	if (own == NULL) {
 		if (s->node != NULL && !was_uncertain)
-			pal_log(PAL_LOG_WARN, "election.znode_vanished", "{s:i, s:s}", "shard", s->idx, "znode",
-				s->node);
+			pal_log(PAL_LOG_WARN, "election.znode_vanished", "{s:i, s:s}", "shard",
+				s->idx, "znode", s->node);
 		if (s->leading)
 			step_down(c, s);
 		forget_node(s);
@@ -325,8 +327,8 @@ static coord_step evaluate(pal_coord *c, coord_shard *s, bool *again)
 			goto out;
 		}
 		if (was_uncertain) {
-			pal_log(PAL_LOG_INFO, "election.create_recovered", "{s:i, s:s, s:I}", "shard", s->idx,
-				"znode", own, "czxid", (json_int_t)s->czxid);
+			pal_log(PAL_LOG_INFO, "election.create_recovered", "{s:i, s:s, s:I}",
+				"shard", s->idx, "znode", own, "czxid", (json_int_t)s->czxid);
 			pal_coord__count(c, "palisade_coord_create_recoveries_total", NULL);
 		}
 	}
@@ -337,8 +339,8 @@ static coord_step evaluate(pal_coord *c, coord_shard *s, bool *again)
 			char path[PAL_COORD_PATH_MAX];
 			child_path(path, sizeof path, dir, kids.data[i]);
 			int drc = zoo_delete(c->zh, path, -1);
-			pal_log(PAL_LOG_WARN, "election.duplicate_deleted", "{s:i, s:s, s:s}", "shard", s->idx,
-				"znode", kids.data[i], "result", zerror(drc));
+			pal_log(PAL_LOG_WARN, "election.duplicate_deleted", "{s:i, s:s, s:s}",
+				"shard", s->idx, "znode", kids.data[i], "result", zerror(drc));
 		}
 	}
 	if (was_uncertain && (s->rejoin != HANDOFF_NONE || !s->want)) {
@@ -349,12 +351,12 @@ static coord_step evaluate(pal_coord *c, coord_shard *s, bool *again)
 		set_str(&s->watched, NULL);
 		if (!s->leading) {
 			s->leading = true;
-			pal_log(PAL_LOG_INFO, "election.won", "{s:i, s:I, s:s}", "shard", s->idx, "epoch",
-				(json_int_t)s->czxid, "znode", s->node);
+			pal_log(PAL_LOG_INFO, "election.won", "{s:i, s:I, s:s}", "shard", s->idx,
+				"epoch", (json_int_t)s->czxid, "znode", s->node);
 			count_election(c, s->idx, "won");
 		} else if (!s->verified) {
-			pal_log(PAL_LOG_INFO, "election.resumed", "{s:i, s:I}", "shard", s->idx, "epoch",
-				(json_int_t)s->czxid);
+			pal_log(PAL_LOG_INFO, "election.resumed", "{s:i, s:I}", "shard", s->idx,
+				"epoch", (json_int_t)s->czxid);
 		}
 		s->verified = true;
 		goto out;
@@ -363,14 +365,14 @@ static coord_step evaluate(pal_coord *c, coord_shard *s, bool *again)
 	if (s->leading) {
 		/* Cannot happen with sequential names (a newer znode is never
 		 * lower); if it does, the safe move is to step down loudly. */
-		pal_log(PAL_LOG_ERROR, "election.lost_lead", "{s:i, s:I, s:s}", "shard", s->idx, "epoch",
-			(json_int_t)s->czxid, "predecessor", pred);
+		pal_log(PAL_LOG_ERROR, "election.lost_lead", "{s:i, s:I, s:s}", "shard", s->idx,
+			"epoch", (json_int_t)s->czxid, "predecessor", pred);
 		step_down(c, s);
 	}
 	if (!s->counted_lost) {
 		s->counted_lost = true;
-		pal_log(PAL_LOG_INFO, "election.lost", "{s:i, s:s, s:s, s:i}", "shard", s->idx, "znode",
-			s->node, "predecessor", pred, "queue", valid);
+		pal_log(PAL_LOG_INFO, "election.lost", "{s:i, s:s, s:s, s:i}", "shard", s->idx,
+			"znode", s->node, "predecessor", pred, "queue", valid);
 		count_election(c, s->idx, "lost");
 	}
 	if (s->watched != NULL && strcmp(s->watched, pred) == 0)
@@ -388,8 +390,8 @@ static coord_step evaluate(pal_coord *c, coord_shard *s, bool *again)
 	} else {
 		set_str(&s->watched, pred);
 		pal_coord__count(c, "palisade_coord_watches_total", NULL);
-		pal_log(PAL_LOG_DEBUG, "election.watch", "{s:i, s:s, s:s}", "shard", s->idx, "znode", s->node,
-			"predecessor", pred);
+		pal_log(PAL_LOG_DEBUG, "election.watch", "{s:i, s:s, s:s}", "shard", s->idx,
+			"znode", s->node, "predecessor", pred);
 	}
 out:
 	deallocate_String_vector(&kids);

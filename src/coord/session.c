@@ -118,8 +118,8 @@ coord_step pal_coord__classify(int zrc)
 {
 	if (zrc == ZOK)
 		return COORD_DONE;
-	if (zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT || zrc == ZSESSIONEXPIRED || zrc == ZINVALIDSTATE ||
-	    zrc == ZSESSIONMOVED || zrc == ZCLOSING)
+	if (zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT || zrc == ZSESSIONEXPIRED ||
+	    zrc == ZINVALIDSTATE || zrc == ZSESSIONMOVED || zrc == ZCLOSING)
 		return COORD_CONN;
 	return COORD_LATER;
 }
@@ -133,7 +133,8 @@ int pal_coord__ensure_path(pal_coord *c, const char *path)
 			continue;
 		char saved = *p;
 		*p = '\0';
-		int zrc = zoo_create(c->zh, buf, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT, NULL, 0);
+		int zrc =
+		    zoo_create(c->zh, buf, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT, NULL, 0);
 		*p = saved;
 		if (zrc != ZOK && zrc != ZNODEEXISTS)
 			return zrc;
@@ -175,7 +176,8 @@ static void new_uuid(char out[PAL_COORD_UUID_HEX + 1])
 	if (got < sizeof r) { /* no entropy source: mix time and address */
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)(uintptr_t)out;
+		uint64_t x =
+		    (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)(uintptr_t)out;
 		for (size_t i = got; i < sizeof r; i++) {
 			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
 			r[i] = (unsigned char)(x >> 56);
@@ -240,20 +242,24 @@ static int register_node(pal_coord *c, bool first, char *err, size_t errlen)
 			if (zrc == ZOK) {
 				if (first) {
 					snprintf(err, errlen,
-						 "node id %s is already in use by a live node (ZooKeeper session 0x%llx "
-						 "holds %s); if that node just died, its session expires within its "
+						 "node id %s is already in use by a live node "
+						 "(ZooKeeper session 0x%llx "
+						 "holds %s); if that node just died, its session "
+						 "expires within its "
 						 "timeout: retry then",
-						 c->node_id, (unsigned long long)st.ephemeralOwner, c->self_path);
+						 c->node_id, (unsigned long long)st.ephemeralOwner,
+						 c->self_path);
 					return PAL_EBUSY;
 				}
 				if (pal_coord__now_ms() > warn_at) {
-					pal_log(PAL_LOG_ERROR, "coord.node_id_busy", "{s:s, s:s}", "node_id",
-						c->node_id, "path", c->self_path);
+					pal_log(PAL_LOG_ERROR, "coord.node_id_busy", "{s:s, s:s}",
+						"node_id", c->node_id, "path", c->self_path);
 					warn_at = pal_coord__now_ms() + 5000;
 				}
 			}
 		} else if (pal_coord__classify(zrc) == COORD_LATER) {
-			snprintf(err, errlen, "cannot register %s in ZooKeeper: %s", c->self_path, zerror(zrc));
+			snprintf(err, errlen, "cannot register %s in ZooKeeper: %s", c->self_path,
+				 zerror(zrc));
 			return PAL_EZK;
 		} else {
 			bool expired;
@@ -261,7 +267,9 @@ static int register_node(pal_coord *c, bool first, char *err, size_t errlen)
 			expired = c->ev_expired;
 			pthread_mutex_unlock(&c->mu);
 			if (expired) {
-				snprintf(err, errlen, "ZooKeeper session expired while registering %s", c->self_path);
+				snprintf(err, errlen,
+					 "ZooKeeper session expired while registering %s",
+					 c->self_path);
 				return PAL_EZK;
 			}
 		}
@@ -288,22 +296,26 @@ int pal_coord__session_open(pal_coord *c, bool first, int wait_ms, char *err, si
 	pthread_mutex_unlock(&c->mu);
 
 	c->hctx = h;
-	c->zh = zookeeper_init2(c->connect, session_watcher, c->session_timeout_ms, NULL, h, 0, zk_log);
+	c->zh =
+	    zookeeper_init2(c->connect, session_watcher, c->session_timeout_ms, NULL, h, 0, zk_log);
 	if (c->zh == NULL) {
-		snprintf(err, errlen, "cannot start a ZooKeeper client for %s: %s", c->connect, strerror(errno));
+		snprintf(err, errlen, "cannot start a ZooKeeper client for %s: %s", c->connect,
+			 strerror(errno));
 		free(h);
 		c->hctx = NULL;
 		return PAL_EZK;
 	}
 	if (!wait_connected(c, wait_ms)) {
-		snprintf(err, errlen, "cannot connect to ZooKeeper at %s within %d ms", c->connect, wait_ms);
+		snprintf(err, errlen, "cannot connect to ZooKeeper at %s within %d ms", c->connect,
+			 wait_ms);
 		pal_coord__session_close(c);
 		return PAL_EZK;
 	}
 	c->session_id = zoo_client_id(c->zh)->client_id;
 	int zrc = pal_coord__ensure_path(c, c->nodes_path);
 	if (zrc != ZOK) {
-		snprintf(err, errlen, "cannot create %s in ZooKeeper: %s", c->nodes_path, zerror(zrc));
+		snprintf(err, errlen, "cannot create %s in ZooKeeper: %s", c->nodes_path,
+			 zerror(zrc));
 		pal_coord__session_close(c);
 		return PAL_EZK;
 	}
@@ -314,8 +326,8 @@ int pal_coord__session_open(pal_coord *c, bool first, int wait_ms, char *err, si
 	}
 	char sid[24];
 	snprintf(sid, sizeof sid, "0x%llx", (unsigned long long)c->session_id);
-	pal_log(PAL_LOG_INFO, "coord.session.started", "{s:s, s:s, s:i, s:s}", "session", sid, "uuid", c->uuid,
-		"timeout_ms", zoo_recv_timeout(c->zh), "node_path", c->self_path);
+	pal_log(PAL_LOG_INFO, "coord.session.started", "{s:s, s:s, s:i, s:s}", "session", sid,
+		"uuid", c->uuid, "timeout_ms", zoo_recv_timeout(c->zh), "node_path", c->self_path);
 	return 0;
 }
 
@@ -352,7 +364,7 @@ static int cmp_str(const void *a, const void *b)
 
 coord_step pal_coord__refresh_nodes(pal_coord *c)
 {
-	struct String_vector kids = { 0, NULL };
+	struct String_vector kids = {0, NULL};
 	int zrc = zoo_wget_children(c->zh, c->nodes_path, nodes_watcher, c, &kids);
 	if (zrc != ZOK)
 		return pal_coord__classify(zrc);
@@ -389,7 +401,8 @@ coord_step pal_coord__refresh_nodes(pal_coord *c)
 	pthread_mutex_unlock(&c->mu);
 	list = old;
 	if (controllers != c->live_controllers)
-		pal_log(PAL_LOG_INFO, "coord.nodes", "{s:i, s:i}", "live", n, "controllers", controllers);
+		pal_log(PAL_LOG_INFO, "coord.nodes", "{s:i, s:i}", "live", n, "controllers",
+			controllers);
 	c->live_controllers = controllers;
 out:
 	pal_coord_free_list(list);

@@ -18,6 +18,7 @@
 #include "palisade/admin.h"
 #include "palisade/controller.h"
 #include "palisade/coord.h"
+#include "palisade/executor.h"
 #include "palisade/log.h"
 #include "palisade/metrics.h"
 #include "palisade/node.h"
@@ -49,6 +50,7 @@ typedef struct node {
 	pal_metrics *m;
 	pal_coord *coord;
 	pal_controller *ctl;
+	pal_executor *exe;
 	pal_admin *admin;
 	atomic_bool drain_requested, ready, draining;
 	struct timespec started;
@@ -87,6 +89,8 @@ static json_t *status_cb(void *arg)
 			free(lead);
 		}
 	}
+	if (n->exe)
+		json_object_set_new(st, "executor", pal_executor_status(n->exe));
 	if (n->ctl) {
 		json_t *cs = pal_controller_status(n->ctl);
 		json_object_set(st, "db_up", json_object_get(cs, "db_up"));
@@ -320,6 +324,24 @@ int pal_node_run(const pal_node_opts *o)
 			goto out;
 		}
 	}
+	if (n.conf.roles & PAL_ROLE_EXECUTOR) {
+		pal_executor_config ecfg = {
+			.conninfo = n.pg,
+			.node_id = n.conf.node_id,
+			.lease_ms = n.conf.lease_ms,
+			.heartbeat_ms = n.conf.heartbeat_ms,
+			.batch = n.conf.batch,
+			.max_inflight = n.conf.max_inflight,
+			.renew_failures = n.conf.renew_failures_to_close_gate,
+			.groups = n.conf.groups,
+			.n_groups = n.conf.n_groups,
+		};
+		if (pal_executor_start(&ecfg, n.m, &n.exe, err, sizeof err)) {
+			pal_log(PAL_LOG_ERROR, "node.executor_failed", "{s:s}", "error", err);
+			ec = PAL_EXIT_SOFTWARE;
+			goto out;
+		}
+	}
 	atomic_store(&n.ready, true);
 	sd_notify(0, "READY=1");
 	pal_log(PAL_LOG_INFO, "node.ready", "{s:s}", "admin", admin_addr);
@@ -345,8 +367,13 @@ int pal_node_run(const pal_node_opts *o)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	pal_log(PAL_LOG_INFO, "node.handoff_done", "{s:b, s:f}", "complete", hrc == 0, "seconds",
 		(double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+	/* In-flight calls finish or reach a safe point within the grace period;
+	 * the rest are left to lease expiry (another executor queries first). */
+	pal_executor_stop(n.exe, 10000);
+	n.exe = NULL;
 	ec = PAL_EXIT_OK;
 out:
+	pal_executor_stop(n.exe, 0);
 	pal_controller_stop(n.ctl);
 	if (n.coord)
 		pal_coord_close(n.coord);

@@ -100,3 +100,8 @@ void pal__store_rollback(pal_store *st)
 {
 	PQclear(PQexec(st->conn, "ROLLBACK"));
 }
+
+int pal__store_ping(pal_store *st, char *err, size_t errlen)
+{
+	return pal__store_exec(st, "SELECT 1", err, errlen) ? PAL_EDB : PAL_OK;
+}

@@ -59,7 +59,8 @@ static void print_snapshot(pal_coord *c, int n)
 	pal_shard_lead *v = calloc((size_t)n, sizeof *v);
 	bool conn = false;
 	uint64_t gen = pal_coord_snapshot(c, v, &conn);
-	printf("t=%lld gen=%llu connected=%d leading=", now_unix_ms(), (unsigned long long)gen, conn ? 1 : 0);
+	printf("t=%lld gen=%llu connected=%d leading=", now_unix_ms(), (unsigned long long)gen,
+	       conn ? 1 : 0);
 	const char *sep = "";
 	for (int i = 0; i < n; i++)
 		if (v[i].leading) {
@@ -92,7 +93,8 @@ static double metric_sum_shards(pal_metrics *m, const char *name, const char *ou
 static void print_stats(pal_metrics *m, int n)
 {
 	printf("stats watches=%.0f watch_events=%.0f won=%.0f lost=%.0f handoffs_balance=%.0f "
-	       "handoffs_resign=%.0f handoffs_drain=%.0f suspensions=%.0f expiries=%.0f recoveries=%.0f "
+	       "handoffs_resign=%.0f handoffs_drain=%.0f suspensions=%.0f expiries=%.0f "
+	       "recoveries=%.0f "
 	       "led=%.0f connected=%.0f\n",
 	       pal_metric_get(m, "palisade_coord_watches_total", NULL),
 	       pal_metric_get(m, "palisade_coord_watch_events_total", NULL),
@@ -104,7 +106,8 @@ static void print_stats(pal_metrics *m, int n)
 	       pal_metric_get(m, "palisade_coord_suspensions_total", NULL),
 	       pal_metric_get(m, "palisade_coord_session_expiries_total", NULL),
 	       pal_metric_get(m, "palisade_coord_create_recoveries_total", NULL),
-	       pal_metric_get(m, "palisade_coord_shards_led", NULL), pal_metric_get(m, "palisade_coord_connected", NULL));
+	       pal_metric_get(m, "palisade_coord_shards_led", NULL),
+	       pal_metric_get(m, "palisade_coord_connected", NULL));
 	fflush(stdout);
 }
 
@@ -180,12 +183,12 @@ static bool command(pal_coord *c, pal_metrics *m, int n, probe_handoff *h, const
 }
 
 /* Read what stdin has (non-blocking) and run complete lines. */
-static bool pump_stdin(pal_coord *c, pal_metrics *m, int n, probe_handoff *h, char *buf, size_t cap, size_t *len,
-		       bool *eof)
+static bool pump_stdin(pal_coord *c, pal_metrics *m, int n, probe_handoff *h, char *buf, size_t cap,
+		       size_t *len, bool *eof)
 {
 	if (*eof)
 		return true;
-	struct pollfd pfd = { .fd = 0, .events = POLLIN };
+	struct pollfd pfd = {.fd = 0, .events = POLLIN};
 	if (poll(&pfd, 1, 0) <= 0)
 		return true;
 	ssize_t r = read(0, buf + *len, cap - 1 - *len);
@@ -229,7 +232,8 @@ static void dump_watcher(zhandle_t *zh, int type, int state, const char *path, v
 
 static int cmp_seq(const void *a, const void *b)
 {
-	int64_t x = pal_coord__parse_seq(*(char *const *)a), y = pal_coord__parse_seq(*(char *const *)b);
+	int64_t x = pal_coord__parse_seq(*(char *const *)a),
+		y = pal_coord__parse_seq(*(char *const *)b);
 	return x < y ? -1 : x > y;
 }
 
@@ -254,7 +258,7 @@ static int dump(const char *zk, const char *root, const char *cluster, int n)
 	}
 	char base[512], path[768];
 	snprintf(base, sizeof base, "%s/%s", strcmp(root, "/") == 0 ? "" : root, cluster);
-	struct String_vector kids = { 0, NULL };
+	struct String_vector kids = {0, NULL};
 	snprintf(path, sizeof path, "%s/nodes", base);
 	if (zoo_get_children(zh, path, 0, &kids) == ZOK) {
 		for (int i = 0; i < kids.count; i++) {
@@ -262,8 +266,8 @@ static int dump(const char *zk, const char *root, const char *cluster, int n)
 			struct Stat st;
 			snprintf(p2, sizeof p2, "%s/%s", path, kids.data[i]);
 			if (zoo_exists(zh, p2, 0, &st) == ZOK)
-				printf("node id=%s czxid=%lld owner=0x%llx\n", kids.data[i], (long long)st.czxid,
-				       (unsigned long long)st.ephemeralOwner);
+				printf("node id=%s czxid=%lld owner=0x%llx\n", kids.data[i],
+				       (long long)st.czxid, (unsigned long long)st.ephemeralOwner);
 		}
 		deallocate_String_vector(&kids);
 	}
@@ -280,8 +284,9 @@ static int dump(const char *zk, const char *root, const char *cluster, int n)
 			if (zoo_get(zh, p2, 0, data, &len, &st) != ZOK)
 				continue;
 			data[len > 0 ? len : 0] = '\0';
-			printf("znode shard=%d rank=%d name=%s czxid=%lld owner=0x%llx data=%s\n", s, i, kids.data[i],
-			       (long long)st.czxid, (unsigned long long)st.ephemeralOwner, data);
+			printf("znode shard=%d rank=%d name=%s czxid=%lld owner=0x%llx data=%s\n",
+			       s, i, kids.data[i], (long long)st.czxid,
+			       (unsigned long long)st.ephemeralOwner, data);
 		}
 		deallocate_String_vector(&kids);
 	}
@@ -293,14 +298,14 @@ static int dump(const char *zk, const char *root, const char *cluster, int n)
 /* ---- --selftest ---------------------------------------------------------------- */
 
 static int st_fail, st_pass;
-#define EXPECT(cond)                                                                 \
-	do {                                                                         \
-		if (cond) {                                                          \
-			st_pass++;                                                   \
-		} else {                                                             \
-			st_fail++;                                                   \
-			fprintf(stderr, "selftest: %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-		}                                                                    \
+#define EXPECT(cond)                                                                               \
+	do {                                                                                       \
+		if (cond) {                                                                        \
+			st_pass++;                                                                 \
+		} else {                                                                           \
+			st_fail++;                                                                 \
+			fprintf(stderr, "selftest: %s:%d: %s\n", __FILE__, __LINE__, #cond);       \
+		}                                                                                  \
 	} while (0)
 
 static int selftest(void)
@@ -316,19 +321,21 @@ static int selftest(void)
 	EXPECT(pal_coord__parse_seq("_c_0123456789abcdef-n_0000000001") == -1);
 	EXPECT(pal_coord__parse_seq("lock-0000000001") == -1);
 	EXPECT(pal_coord__parse_seq("_c_0123456789abcdef0123456789abcdef-n_00000x0001") == -1);
-	EXPECT(pal_coord__parse_seq("_c_0123456789abcdef0123456789abcdef-n_2147483648") == 2147483648LL);
+	EXPECT(pal_coord__parse_seq("_c_0123456789abcdef0123456789abcdef-n_2147483648") ==
+	       2147483648LL);
 
 	/* name_has_uuid: the whole uuid, not a prefix of it */
 	EXPECT(pal_coord__name_has_uuid("_c_0123456789abcdef0123456789abcdef-n_0000000001", A));
 	EXPECT(!pal_coord__name_has_uuid("_c_0123456789abcdef0123456789abcdef-n_0000000001", B));
-	EXPECT(!pal_coord__name_has_uuid("_c_0123456789abcdef0123456789abcdef-n_0000000001", "0123456789abcdef"));
+	EXPECT(!pal_coord__name_has_uuid("_c_0123456789abcdef0123456789abcdef-n_0000000001",
+					 "0123456789abcdef"));
 
 	const char *own, *pred;
 	int dups, valid;
 	/* lowest leads; the order is by sequence, not by listing order or uuid */
-	char *l1[] = { "_c_fedcba9876543210fedcba9876543210-n_0000000007",
-		       "_c_0123456789abcdef0123456789abcdef-n_0000000003",
-		       "_c_00000000000000000000000000000000-n_0000000005" };
+	char *l1[] = {"_c_fedcba9876543210fedcba9876543210-n_0000000007",
+		      "_c_0123456789abcdef0123456789abcdef-n_0000000003",
+		      "_c_00000000000000000000000000000000-n_0000000005"};
 	EXPECT(pal_coord__rank(l1, 3, A, &own, &pred, &dups, &valid) == 0);
 	EXPECT(own == l1[1] && pred == NULL && dups == 0 && valid == 3);
 	/* a waiter's predecessor is the next lower sequence only (no herd) */
@@ -337,23 +344,23 @@ static int selftest(void)
 	EXPECT(pal_coord__rank(l1, 3, C, &own, &pred, &dups, &valid) == 0);
 	EXPECT(own == l1[2] && pred == l1[1]);
 	/* after a lost create reply: our znode is found by uuid, or reported absent */
-	char *l2[] = { "_c_fedcba9876543210fedcba9876543210-n_0000000010" };
+	char *l2[] = {"_c_fedcba9876543210fedcba9876543210-n_0000000010"};
 	EXPECT(pal_coord__rank(l2, 1, A, &own, &pred, &dups, &valid) == PAL_ENOENT);
 	EXPECT(own == NULL && pred == NULL && valid == 1);
 	EXPECT(pal_coord__rank(NULL, 0, A, &own, &pred, &dups, &valid) == PAL_ENOENT);
 	/* duplicates of ours: the lowest is kept, the others are reported */
-	char *l3[] = { "_c_0123456789abcdef0123456789abcdef-n_0000000012",
-		       "_c_fedcba9876543210fedcba9876543210-n_0000000011",
-		       "_c_0123456789abcdef0123456789abcdef-n_0000000009", "foreign-0000000001" };
+	char *l3[] = {"_c_0123456789abcdef0123456789abcdef-n_0000000012",
+		      "_c_fedcba9876543210fedcba9876543210-n_0000000011",
+		      "_c_0123456789abcdef0123456789abcdef-n_0000000009", "foreign-0000000001"};
 	EXPECT(pal_coord__rank(l3, 4, A, &own, &pred, &dups, &valid) == 0);
 	EXPECT(own == l3[2] && pred == NULL && dups == 1 && valid == 3);
 	EXPECT(pal_coord__rank(l3, 4, B, &own, &pred, &dups, &valid) == 0);
 	EXPECT(own == l3[1] && pred == l3[2]);
 	/* queue order for balance: by sequence, foreign names after the queue */
-	char *q[] = { l3[3], l3[0], l3[1], l3[2] };
+	char *q[] = {l3[3], l3[0], l3[1], l3[2]};
 	EXPECT(pal_coord__sort_queue(q, 4) == 3);
 	EXPECT(q[0] == l3[2] && q[1] == l3[1] && q[2] == l3[0] && q[3] == l3[3]);
-	char *q1[] = { l1[0], l1[1], l1[2] };
+	char *q1[] = {l1[0], l1[1], l1[2]};
 	EXPECT(pal_coord__sort_queue(q1, 3) == 3);
 	EXPECT(q1[0] == l1[1] && q1[1] == l1[2] && q1[2] == l1[0]);
 	EXPECT(pal_coord__sort_queue(NULL, 0) == 0);
@@ -366,24 +373,34 @@ static int selftest(void)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: coord_probe --zk HOSTS --node-id ID --shards N [--session-ms MS] [--cluster C]\n"
-			"                   [--root R] [--no-balance] [--no-controller] [--log-level L]\n"
-			"       coord_probe --dump --zk HOSTS --shards N [--cluster C] [--root R]\n"
-			"       coord_probe --selftest\n");
+	fprintf(stderr,
+		"usage: coord_probe --zk HOSTS --node-id ID --shards N [--session-ms MS] "
+		"[--cluster C]\n"
+		"                   [--root R] [--no-balance] [--no-controller] [--log-level L]\n"
+		"       coord_probe --dump --zk HOSTS --shards N [--cluster C] [--root R]\n"
+		"       coord_probe --selftest\n");
 	exit(64);
 }
 
 int main(int argc, char **argv)
 {
-	const char *zk = NULL, *node = NULL, *cluster = "default", *root = "/palisade", *level = "info";
-	int shards = 0, session_ms = 4000, do_dump = 0, do_selftest = 0, no_balance = 0, no_controller = 0;
+	const char *zk = NULL, *node = NULL, *cluster = "default", *root = "/palisade",
+		   *level = "info";
+	int shards = 0, session_ms = 4000, do_dump = 0, do_selftest = 0, no_balance = 0,
+	    no_controller = 0;
 	const struct option opts[] = {
-		{ "zk", required_argument, NULL, 'z' },	     { "node-id", required_argument, NULL, 'n' },
-		{ "shards", required_argument, NULL, 's' },	     { "session-ms", required_argument, NULL, 't' },
-		{ "cluster", required_argument, NULL, 'c' },     { "root", required_argument, NULL, 'r' },
-		{ "log-level", required_argument, NULL, 'l' },   { "no-balance", no_argument, &no_balance, 1 },
-		{ "no-controller", no_argument, &no_controller, 1 }, { "dump", no_argument, &do_dump, 1 },
-		{ "selftest", no_argument, &do_selftest, 1 },    { NULL, 0, NULL, 0 },
+	    {"zk", required_argument, NULL, 'z'},
+	    {"node-id", required_argument, NULL, 'n'},
+	    {"shards", required_argument, NULL, 's'},
+	    {"session-ms", required_argument, NULL, 't'},
+	    {"cluster", required_argument, NULL, 'c'},
+	    {"root", required_argument, NULL, 'r'},
+	    {"log-level", required_argument, NULL, 'l'},
+	    {"no-balance", no_argument, &no_balance, 1},
+	    {"no-controller", no_argument, &no_controller, 1},
+	    {"dump", no_argument, &do_dump, 1},
+	    {"selftest", no_argument, &do_selftest, 1},
+	    {NULL, 0, NULL, 0},
 	};
 	int o;
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -439,15 +456,15 @@ int main(int argc, char **argv)
 	snprintf(info, sizeof info, "{\"version\":\"coord_probe\",\"roles\":[%s]}",
 		 no_controller ? "\"executor\"" : "\"controller\",\"executor\"");
 	pal_coord_config cfg = {
-		.connect = zk,
-		.session_timeout_ms = session_ms,
-		.root = root,
-		.cluster = cluster,
-		.node_id = node,
-		.node_info = info,
-		.n_shards = shards,
-		.controller = !no_controller,
-		.balance = !no_balance,
+	    .connect = zk,
+	    .session_timeout_ms = session_ms,
+	    .root = root,
+	    .cluster = cluster,
+	    .node_id = node,
+	    .node_info = info,
+	    .n_shards = shards,
+	    .controller = !no_controller,
+	    .balance = !no_balance,
 	};
 	pal_coord *c = NULL;
 	int rc = pal_coord_open(&cfg, m, &c, err, sizeof err);
@@ -464,7 +481,7 @@ int main(int argc, char **argv)
 	size_t len = 0;
 	bool eof = false;
 	uint64_t gen = 0;
-	probe_handoff h = { 0 };
+	probe_handoff h = {0};
 	bool draining = false;
 	for (;;) {
 		uint64_t g = pal_coord_wait(c, gen, 20);

@@ -39,6 +39,10 @@ Where croniter differs (and is therefore not consulted):
     it knows no W, no '?', no year: never used for 6/7-field expressions.
   * croniter gives up after 50 years without a match; palisade searches to
     2099-12-31.  Only instants croniter found are compared.
+  * croniter bug: a day-of-month list with a day past the end of the current
+    month overshoots into the next month and skips its early days
+    ('0 0 31,1 * *' after 2026-02-27 gives Mar 31, not Mar 1).  Lists with a
+    day >= 29 and more than one value go to brute.
 
 Prints the first mismatches and a summary line
   reference: N cases, M mismatches (croniter a, zdump b, brute c, errors d)
@@ -569,8 +573,12 @@ def croniter_case(rng, zones, zds, mappers, cases):
     vixie_or = not sp.dom_star and not sp.dow_star
     fam = "croniter"
     exp = None
+    # croniter 1.3.5 overshoots into the next month when a listed day is past
+    # the end of the current one: '0 0 31,1 * *' after Feb 27 skips Mar 1.
+    dom_set = sp.dom[1]
+    long_days_ok = dom_set == set(range(1, 32)) or max(dom_set) <= 28 or len(dom_set) == 1
     partial = False
-    if cron_or == vixie_or:
+    if cron_or == vixie_or and long_days_ok:
         exp = []
         try:
             it = croniter(sp.text, dt.datetime.fromtimestamp(after, ZoneInfo(zone)))

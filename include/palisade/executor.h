@@ -1,0 +1,57 @@
+/*
+ * executor.h - the executor role of a node (DESIGN.md §5, §6, §8).
+ *
+ * Threads: the executor thread owns one PostgreSQL connection (claims,
+ * checkpoints, result commits) and a libcurl multi handle (many calls in
+ * flight, never a transaction open across a call); the lease thread owns a
+ * second connection and renews every held lease in one statement per
+ * heartbeat, so renewals never wait behind HTTP or a long query.
+ *
+ * Safety: a claim takes a new token from one sequence and a lease judged by
+ * the database clock (G3); every later write is conditional on (id, token,
+ * state) (G4); each call carries the token and a stable idempotency key, and
+ * an unknown outcome is resolved by querying the status URL with the same
+ * key before any retry (G5).  After `renew_failures` failed renewals in a
+ * row the commit gate closes (no new claims, no new calls), and a call whose
+ * CLOCK_MONOTONIC lease deadline (last renewal sent + lease - margin) passes
+ * is abandoned before anyone else can take the trigger over.
+ */
+#ifndef PALISADE_EXECUTOR_H
+#define PALISADE_EXECUTOR_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include "palisade/err.h"
+#include "palisade/metrics.h"
+#include "palisade/nodeconf.h"
+
+typedef struct pal_executor_config {
+	const char *conninfo;
+	const char *node_id;
+	int64_t lease_ms;       /* default 30 s */
+	int64_t heartbeat_ms;   /* default 10 s */
+	int batch;              /* claims per statement */
+	int max_inflight;       /* calls in flight on this node */
+	int renew_failures;     /* consecutive failed renewals that close the gate */
+	const pal_group_conf *groups; /* resource groups with limits */
+	size_t n_groups;
+	int64_t poll_ms;        /* claim poll interval when idle (NOTIFY wakes earlier); default 200 */
+	int64_t body_cap;       /* bytes of a response kept, default 64 KiB */
+} pal_executor_config;
+
+typedef struct pal_executor pal_executor;
+
+/* Start both threads (copies CFG and the groups).  The database need not be
+ * up.  Free with pal_executor_stop(). */
+PAL_MUST_CHECK int pal_executor_start(const pal_executor_config *cfg, pal_metrics *m,
+				      pal_executor **out, char *err, size_t errlen);
+
+/* Drain: stop claiming, let calls in flight finish (or reach a safe point)
+ * for up to GRACE_MS, then abandon the rest (their leases expire and
+ * another executor resolves them by querying), join the threads, free. */
+void pal_executor_stop(pal_executor *ex, int64_t grace_ms);
+
+/* {"gate_open", "inflight", "held_leases", "claimed", "stale_rejections"...} */
+json_t *pal_executor_status(pal_executor *ex);
+
+#endif

@@ -1,0 +1,185 @@
+/*
+ * cmd_pause.c - `palisade pause` and `palisade resume`: persistent gates by
+ * scope (job, group, tenant, global), audited (src/store/ops.c does the SQL;
+ * docs/operations.md describes the effect and the safe points).
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include "palisade/cli.h"
+#include "palisade/err.h"
+#include "palisade/ops.h"
+#include "cli_int.h"
+
+static void usage(FILE *fp, bool pause)
+{
+	if (pause)
+		fprintf(fp,
+			"usage: palisade pause (--job JOB | --group GROUP | --tenant TENANT | --all)\n"
+			"                      --reason TEXT [--output table|json]\n"
+			"                      [--pg CONNINFO] [--config FILE]\n"
+			"Set a persistent gate on the scope: executors claim no trigger of a paused\n"
+			"scope, and running triggers of the scope are asked to pause (state\n"
+			"'pausing'); each stops at its next safe point with its checkpoint and\n"
+			"becomes 'paused'.  Pending triggers stay pending.  Pausing a paused scope\n"
+			"updates the reason.  Written to audit_log with actor and reason.\n"
+			"Exit: 0 done, 1 no such job, 64 usage (--reason is required),\n"
+			"69 database unreachable or gates lock not available.\n");
+	else
+		fprintf(fp,
+			"usage: palisade resume (--job JOB | --group GROUP | --tenant TENANT | --all)\n"
+			"                       [--reason TEXT] [--output table|json]\n"
+			"                       [--pg CONNINFO] [--config FILE]\n"
+			"Delete the scope's gate and move its paused triggers back to 'pending'\n"
+			"unless another paused gate still covers them (the next claim gives them a\n"
+			"new token; their checkpoint stays).  Resuming a scope without a gate only\n"
+			"releases paused triggers that no gate covers.  Written to audit_log.\n"
+			"Exit: 0 done, 1 no such job, 64 usage, 69 database unreachable.\n");
+}
+
+static const char *plural(int64_t n, const char *one, const char *many)
+{
+	return n == 1 ? one : many;
+}
+
+static int gate_cmd(int argc, char **argv, bool pause)
+{
+	const char *cmd = pause ? "pause" : "resume";
+	pal_cli_common c = { 0 };
+	pal_scope sc = { PAL_SCOPE_GLOBAL, NULL };
+	int nscopes = 0;
+	const char *reason = NULL;
+	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
+					    { "job", required_argument, NULL, 'j' },
+					    { "group", required_argument, NULL, 'g' },
+					    { "tenant", required_argument, NULL, 't' },
+					    { "all", no_argument, NULL, 'a' },
+					    { "reason", required_argument, NULL, 'r' },
+					    { "help", no_argument, NULL, 'h' },
+					    { 0 } };
+	int opt;
+	while ((opt = getopt_long(argc, argv, "hj:g:t:ar:", lo, NULL)) != -1) {
+		if (pal_cli_common_opt(&c, opt, optarg))
+			continue;
+		switch (opt) {
+		case 'j':
+		case 'g':
+		case 't':
+			if (!*optarg) {
+				pal_cli_err(cmd, "an empty scope name is not a scope");
+				return PAL_EXIT_USAGE;
+			}
+			sc.kind = opt == 'j' ? PAL_SCOPE_JOB : opt == 'g' ? PAL_SCOPE_GROUP : PAL_SCOPE_TENANT;
+			sc.name = optarg;
+			nscopes++;
+			break;
+		case 'a':
+			sc.kind = PAL_SCOPE_GLOBAL;
+			sc.name = NULL;
+			nscopes++;
+			break;
+		case 'r':
+			reason = optarg;
+			break;
+		case 'h':
+			usage(stdout, pause);
+			return PAL_EXIT_OK;
+		default:
+			usage(stderr, pause);
+			return PAL_EXIT_USAGE;
+		}
+	}
+	if (optind != argc || nscopes != 1) {
+		if (nscopes != 1)
+			pal_cli_err(cmd, "name exactly one scope: --job, --group, --tenant or --all");
+		usage(stderr, pause);
+		return PAL_EXIT_USAGE;
+	}
+	if (pause && (!reason || !*reason)) {
+		pal_cli_err(cmd, "--reason is required: say why, it is kept in the audit log");
+		return PAL_EXIT_USAGE;
+	}
+	pal_store *st;
+	int ec = pal_cli_connect(&c, false, &st);
+	if (ec)
+		return ec;
+	char scope[300], err[1024];
+	pal_scope_format(&sc, scope, sizeof scope);
+	int rc;
+	if (pause) {
+		pal_pause_result r;
+		rc = pal_ops_pause(st, &sc, pal_cli_actor(), reason, &r, err, sizeof err);
+		pal_store_close(st);
+		if (rc) {
+			pal_cli_err(cmd, "%s", err);
+			return pal_ops_exit_code(rc);
+		}
+		if (c.json) {
+			json_t *o = json_pack("{s:s, s:b, s:s, s:I, s:I, s:I}", "scope", scope,
+					      "was_paused", r.was_paused, "since", r.since,
+					      "running_to_pausing", (json_int_t)r.asked, "pending_held",
+					      (json_int_t)r.held, "jobs", (json_int_t)r.jobs);
+			json_dumpf(o, stdout, JSON_INDENT(2));
+			putchar('\n');
+			json_decref(o);
+			return PAL_EXIT_OK;
+		}
+		printf("paused %s; %lld running %s asked to pause\n", scope, (long long)r.asked,
+		       plural(r.asked, "trigger", "triggers"));
+		if (r.was_paused)
+			printf("  %s was already paused since %s; reason updated (was: \"%s\")\n", scope,
+			       r.since, r.prev_reason);
+		printf("  %lld pending %s will not be claimed while paused\n", (long long)r.held,
+		       plural(r.held, "trigger", "triggers"));
+		if (!r.jobs && sc.kind != PAL_SCOPE_GLOBAL)
+			printf("  note: no job is in %s yet; the gate applies to jobs added later\n",
+			       scope);
+		return PAL_EXIT_OK;
+	}
+	pal_resume_result r;
+	rc = pal_ops_resume(st, &sc, pal_cli_actor(), reason, &r, err, sizeof err);
+	pal_store_close(st);
+	if (rc) {
+		pal_cli_err(cmd, "%s", err);
+		return pal_ops_exit_code(rc);
+	}
+	if (c.json) {
+		json_t *o = json_pack("{s:s, s:b, s:I, s:I, s:I, s:I}", "scope", scope, "had_gate",
+				      r.had_gate, "paused_to_pending", (json_int_t)r.resumed,
+				      "still_gated", (json_int_t)r.still_gated, "still_pausing",
+				      (json_int_t)r.pausing, "expired_pausing_to_paused",
+				      (json_int_t)r.expired);
+		json_dumpf(o, stdout, JSON_INDENT(2));
+		putchar('\n');
+		json_decref(o);
+		return PAL_EXIT_OK;
+	}
+	if (r.had_gate)
+		printf("resumed %s; %lld paused %s back to pending\n", scope, (long long)r.resumed,
+		       plural(r.resumed, "trigger", "triggers"));
+	else
+		printf("%s was not paused; %lld paused %s back to pending\n", scope,
+		       (long long)r.resumed, plural(r.resumed, "trigger", "triggers"));
+	if (r.expired)
+		printf("  %lld pausing %s had lost their executor (lease expired) and were resumed\n",
+		       (long long)r.expired, plural(r.expired, "trigger", "triggers"));
+	if (r.still_gated)
+		printf("  %lld paused %s stay paused: another gate still covers them "
+		       "(SELECT * FROM gates)\n",
+		       (long long)r.still_gated, plural(r.still_gated, "trigger", "triggers"));
+	if (r.pausing)
+		printf("  %lld %s still pausing: they become paused at their next safe point; "
+		       "run resume again then\n",
+		       (long long)r.pausing, plural(r.pausing, "trigger is", "triggers are"));
+	return PAL_EXIT_OK;
+}
+
+int pal_cmd_pause(int argc, char **argv)
+{
+	return gate_cmd(argc, argv, true);
+}
+
+int pal_cmd_resume(int argc, char **argv)
+{
+	return gate_cmd(argc, argv, false);
+}

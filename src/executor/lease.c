@@ -1,0 +1,267 @@
+/*
+ * lease.c - the lease table and the lease thread.
+ *
+ * The lease thread owns its own PostgreSQL connection and, every heartbeat,
+ * renews every lease this node holds in ONE statement (judged by the
+ * database clock).  A lease missing from the answer is lost: the executor
+ * thread abandons that call without writing anything.  The time a renewal
+ * was *sent* (CLOCK_MONOTONIC) moves the lease's self-stop deadline:
+ * sent + lease - margin; if renewals keep failing, the executor gives up
+ * the call before the database could hand the trigger to someone else.
+ * After `renew_failures` consecutive failures the commit gate closes: no new
+ * claims and no new side effects until a renewal succeeds.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "executor_int.h"
+#include "palisade/execstore.h"
+#include "palisade/log.h"
+
+struct pal_lease_thread {
+	pthread_t thread;
+	atomic_bool stop;
+	pal_leases *l;
+	pal_executor_config cfg;
+	pal_store *st;
+};
+
+int64_t pal__lease_margin(const pal_executor_config *cfg)
+{
+	int64_t m = cfg->lease_ms / 10 + 1000;
+	return m > cfg->lease_ms / 2 ? cfg->lease_ms / 2 : m;
+}
+
+static void free_view(void *p)
+{
+	free(p);
+}
+
+int pal__leases_init(pal_leases *l, const pal_executor_config *cfg, pal_metrics *m)
+{
+	(void)cfg;
+	pthread_mutex_init(&l->mu, NULL);
+	l->map = g_hash_table_new_full(g_int64_hash, g_int64_equal, free, free_view);
+	atomic_store(&l->gate_open, true);
+	l->failures = 0;
+	l->m = m;
+	if (m) {
+		pal_metric_declare(m, "palisade_executor_gate_open", PAL_METRIC_GAUGE,
+				   "1 while this node may start side effects (lease renewals succeed)");
+		pal_metric_declare(m, "palisade_executor_renewals_total", PAL_METRIC_COUNTER,
+				   "batched lease renewals, by outcome");
+		pal_metric_declare(m, "palisade_executor_held_leases", PAL_METRIC_GAUGE,
+				   "leases this node holds");
+		pal_metric_set(m, "palisade_executor_gate_open", NULL, 1);
+	}
+	return l->map ? 0 : PAL_ENOMEM;
+}
+
+void pal__leases_free(pal_leases *l)
+{
+	if (l->map)
+		g_hash_table_destroy(l->map);
+	l->map = NULL;
+	pthread_mutex_destroy(&l->mu);
+}
+
+void pal__leases_add(pal_leases *l, int64_t id, int64_t fence, int64_t sent_ms)
+{
+	int64_t *k = malloc(sizeof *k);
+	pal_lease_view *v = calloc(1, sizeof *v);
+	if (!k || !v) {
+		free(k);
+		free(v);
+		return;
+	}
+	*k = id;
+	v->fence = fence;
+	v->sent_ms = sent_ms;
+	snprintf(v->state, sizeof v->state, "running");
+	pthread_mutex_lock(&l->mu);
+	g_hash_table_replace(l->map, k, v);
+	pthread_mutex_unlock(&l->mu);
+}
+
+void pal__leases_set_sent(pal_leases *l, int64_t id, int64_t sent_ms)
+{
+	pthread_mutex_lock(&l->mu);
+	pal_lease_view *v = g_hash_table_lookup(l->map, &id);
+	if (v)
+		v->sent_ms = sent_ms;
+	pthread_mutex_unlock(&l->mu);
+}
+
+void pal__leases_remove(pal_leases *l, int64_t id)
+{
+	pthread_mutex_lock(&l->mu);
+	g_hash_table_remove(l->map, &id);
+	pthread_mutex_unlock(&l->mu);
+}
+
+bool pal__leases_get(pal_leases *l, int64_t id, pal_lease_view *out)
+{
+	pthread_mutex_lock(&l->mu);
+	pal_lease_view *v = g_hash_table_lookup(l->map, &id);
+	if (v)
+		*out = *v;
+	pthread_mutex_unlock(&l->mu);
+	return v != NULL;
+}
+
+bool pal__leases_gate_open(pal_leases *l)
+{
+	return atomic_load(&l->gate_open);
+}
+
+int pal__leases_count(pal_leases *l)
+{
+	pthread_mutex_lock(&l->mu);
+	int n = (int)g_hash_table_size(l->map);
+	pthread_mutex_unlock(&l->mu);
+	return n;
+}
+
+static void sleep_ms(int64_t ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+static void renewal_failed(pal_lease_thread *t, const char *err)
+{
+	pal_leases *l = t->l;
+	l->failures++;
+	if (l->m)
+		pal_metric_inc(l->m, "palisade_executor_renewals_total", "outcome=\"failed\"", 1);
+	pal_log(PAL_LOG_WARN, "executor.renew_failed", "{s:i, s:s}", "consecutive", l->failures,
+		"error", err);
+	if (l->failures >= t->cfg.renew_failures && atomic_exchange(&l->gate_open, false)) {
+		pal_log(PAL_LOG_ERROR, "executor.gate_closed", "{s:i}", "failures", l->failures);
+		if (l->m)
+			pal_metric_set(l->m, "palisade_executor_gate_open", NULL, 0);
+	}
+	pal_store_close(t->st);
+	t->st = NULL;
+}
+
+static void renew_once(pal_lease_thread *t)
+{
+	pal_leases *l = t->l;
+	char err[1024];
+	if (!t->st && pal_store_open(t->cfg.conninfo, &t->st, err, sizeof err)) {
+		renewal_failed(t, err);
+		return;
+	}
+	pthread_mutex_lock(&l->mu);
+	int n = (int)g_hash_table_size(l->map);
+	pal_lease_ref *refs = calloc(n ? (size_t)n : 1, sizeof *refs);
+	pal_lease_state *got = calloc(n ? (size_t)n : 1, sizeof *got);
+	GHashTableIter it;
+	void *k, *v;
+	int i = 0;
+	g_hash_table_iter_init(&it, l->map);
+	while (refs && g_hash_table_iter_next(&it, &k, &v) && i < n) {
+		refs[i].id = *(int64_t *)k;
+		refs[i].fence = ((pal_lease_view *)v)->fence;
+		i++;
+	}
+	pthread_mutex_unlock(&l->mu);
+	if (!refs || !got) {
+		free(refs);
+		free(got);
+		return;
+	}
+	int64_t sent = pal__mono_ms();
+	int n_out = 0;
+	int rc = n ? pal_store_renew(t->st, t->cfg.node_id, t->cfg.lease_ms, refs, n, got, &n_out,
+				     err, sizeof err)
+		   : pal__store_ping(t->st, err, sizeof err);
+	if (rc) {
+		renewal_failed(t, err);
+		free(refs);
+		free(got);
+		return;
+	}
+	pthread_mutex_lock(&l->mu);
+	int lost = 0;
+	for (int j = 0; j < n; j++) {
+		pal_lease_view *lv = g_hash_table_lookup(l->map, &refs[j].id);
+		if (!lv || lv->fence != refs[j].fence)
+			continue; /* finished meanwhile */
+		bool held = false;
+		for (int x = 0; x < n_out; x++)
+			if (got[x].id == refs[j].id) {
+				held = true;
+				snprintf(lv->state, sizeof lv->state, "%s", got[x].state);
+				break;
+			}
+		if (held) {
+			lv->sent_ms = sent;
+		} else {
+			lv->lost = true;
+			lost++;
+		}
+	}
+	pthread_mutex_unlock(&l->mu);
+	if (l->m) {
+		pal_metric_inc(l->m, "palisade_executor_renewals_total", "outcome=\"ok\"", 1);
+		pal_metric_set(l->m, "palisade_executor_held_leases", NULL, n_out);
+	}
+	if (lost)
+		pal_log(PAL_LOG_WARN, "executor.leases_lost", "{s:i, s:i}", "lost", lost, "held", n_out);
+	l->failures = 0;
+	if (!atomic_exchange(&l->gate_open, true)) {
+		pal_log(PAL_LOG_INFO, "executor.gate_open", NULL);
+		if (l->m)
+			pal_metric_set(l->m, "palisade_executor_gate_open", NULL, 1);
+	}
+	free(refs);
+	free(got);
+}
+
+static void *run(void *arg)
+{
+	pal_lease_thread *t = arg;
+	int64_t next = pal__mono_ms() + t->cfg.heartbeat_ms;
+	while (!atomic_load(&t->stop)) {
+		int64_t now = pal__mono_ms();
+		if (now >= next) {
+			renew_once(t);
+			next = now + t->cfg.heartbeat_ms;
+		}
+		sleep_ms(next - pal__mono_ms() > 50 ? 50 : (next > now ? next - now : 1));
+	}
+	pal_store_close(t->st);
+	return NULL;
+}
+
+int pal__lease_thread_start(pal_leases *l, const pal_executor_config *cfg, pal_lease_thread **out,
+			    char *err, size_t errlen)
+{
+	pal_lease_thread *t = calloc(1, sizeof *t);
+	if (!t)
+		return PAL_ENOMEM;
+	t->l = l;
+	t->cfg = *cfg;
+	if (pthread_create(&t->thread, NULL, run, t)) {
+		snprintf(err, errlen, "cannot start the lease thread");
+		free(t);
+		return PAL_ENOMEM;
+	}
+	*out = t;
+	return PAL_OK;
+}
+
+void pal__lease_thread_stop(pal_lease_thread *t)
+{
+	if (!t)
+		return;
+	atomic_store(&t->stop, true);
+	pthread_join(t->thread, NULL);
+	free(t);
+}

@@ -1,0 +1,393 @@
+/*
+ * effect.c - the sink's transaction: check the fencing token and the
+ * idempotency key atomically with the effect (G4, G5), and the status query
+ * the executor uses after an unknown outcome.
+ *
+ * One apply request is one PostgreSQL transaction, in this order:
+ *
+ *   0. pg_try_advisory_xact_lock(hashtextextended(key)): false means another
+ *      request for the key is in flight -> 409 in_progress.  This catches a
+ *      duplicate of a key that has no fence row yet, where step 1 would find
+ *      nothing to lock and step 2 would block on the other's insert.
+ *   1. SELECT ... FROM sink_fences WHERE resource = key FOR UPDATE NOWAIT
+ *      (lock_not_available -> 409 in_progress), then the upsert
+ *      fence = greatest(stored, token) RETURNING fence: a result above our
+ *      token means a newer attempt exists -> 409 stale, Palisade-Stale-Token.
+ *   2. SELECT the effect row: another payload digest (or chunk count) -> 422;
+ *      the same payload and a chunk already applied -> replay the stored
+ *      answer (the fence row still moves, the transaction commits).
+ *   3. otherwise insert (or advance) the effect row and append one
+ *      sink_ledger row per applied chunk, hold --delay-ms, COMMIT.
+ *
+ * Every statement is prepared once per connection (sink_conn.prepared).
+ * Threading: called from a request thread that owns the borrowed sink_conn
+ * for the whole call; nothing here is shared.  Every PGresult is cleared on
+ * every path before the function returns; the connection is left idle (a
+ * failed transaction is rolled back, a broken connection is left for the
+ * pool to close).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <jansson.h>
+#include "palisade/log.h"
+#include "sink_int.h"
+
+#define SQLSTATE_LOCK_NOT_AVAILABLE "55P03"
+
+enum stmt {
+	S_KEY_LOCK,
+	S_FENCE_LOCK,
+	S_FENCE_UPSERT,
+	S_EFFECT_GET,
+	S_EFFECT_NEW,
+	S_EFFECT_ADVANCE,
+	S_EFFECT_QUERY,
+	S_COUNT
+};
+
+static const struct {
+	const char *name;
+	const char *sql;
+} stmts[S_COUNT] = {
+    [S_KEY_LOCK] = {"sink_key_lock", "SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0))"},
+    [S_FENCE_LOCK] = {"sink_fence_lock",
+		      "SELECT fence FROM sink_fences WHERE resource = $1 FOR UPDATE NOWAIT"},
+    [S_FENCE_UPSERT] = {"sink_fence_upsert",
+			"INSERT INTO sink_fences (resource, fence) VALUES ($1, $2) "
+			"ON CONFLICT (resource) DO UPDATE "
+			"SET fence = greatest(sink_fences.fence, excluded.fence), "
+			"updated_at = clock_timestamp() "
+			"RETURNING fence"},
+    [S_EFFECT_GET] = {"sink_effect_get",
+		      "SELECT status, payload_digest, body, chunks_done, chunks_total "
+		      "FROM sink_effects WHERE idempotency_key = $1"},
+    /* $1 key $2 fence $3 digest $4 status $5 body $6 method $7 path
+     * $8 trigger $9 attempt $10 scheduled_at $11 chunks_total */
+    [S_EFFECT_NEW] = {"sink_effect_new",
+		      "WITH e AS (INSERT INTO sink_effects (idempotency_key, fence, "
+		      "payload_digest, status, body, method, path, trigger_id, attempt, "
+		      "scheduled_at, chunks_done, chunks_total) "
+		      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 1, $11) "
+		      "RETURNING idempotency_key, fence, trigger_id, attempt) "
+		      "INSERT INTO sink_ledger (idempotency_key, chunk, fence, trigger_id, attempt) "
+		      "SELECT idempotency_key, 1, fence, trigger_id, attempt FROM e"},
+    /* $1 key $2 chunk $3 fence $4 status $5 body $6 trigger $7 attempt */
+    [S_EFFECT_ADVANCE] = {"sink_effect_advance",
+			  "WITH e AS (UPDATE sink_effects SET chunks_done = $2, fence = $3, "
+			  "status = $4, body = $5, trigger_id = $6, attempt = $7, "
+			  "updated_at = clock_timestamp() "
+			  "WHERE idempotency_key = $1 AND chunks_done = $2 - 1 "
+			  "RETURNING idempotency_key, chunks_done, fence, trigger_id, attempt) "
+			  "INSERT INTO sink_ledger (idempotency_key, chunk, fence, trigger_id, "
+			  "attempt) "
+			  "SELECT idempotency_key, chunks_done, fence, trigger_id, attempt FROM e"},
+    [S_EFFECT_QUERY] = {"sink_effect_query",
+			"SELECT e.fence, e.status, e.body, "
+			"to_char(e.applied_at AT TIME ZONE 'UTC', "
+			"'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'), "
+			"to_char(e.updated_at AT TIME ZONE 'UTC', "
+			"'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'), "
+			"e.chunks_done, e.chunks_total, e.method, e.path, e.trigger_id, e.attempt, "
+			"f.fence "
+			"FROM sink_effects e LEFT JOIN sink_fences f ON f.resource = e.idempotency_key "
+			"WHERE e.idempotency_key = $1"},
+};
+
+/* Outcome of one statement. */
+typedef struct q {
+	PGresult *r;	  /* non-NULL only on success; the caller clears it */
+	char sqlstate[6]; /* on failure, "" when the connection failed */
+} q;
+
+static void log_db_error(PGconn *pg, const PGresult *r, const char *what)
+{
+	char msg[256];
+	snprintf(msg, sizeof msg, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(pg));
+	msg[strcspn(msg, "\n")] = '\0';
+	const char *st = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+	pal_log(PAL_LOG_WARN, "sink.db_error", "{s:s, s:s, s:s}", "statement", what, "sqlstate",
+		st ? st : "", "message", msg);
+}
+
+static int prepare_all(sink_conn *c)
+{
+	for (int i = 0; i < S_COUNT; i++) {
+		PGresult *r = PQprepare(c->pg, stmts[i].name, stmts[i].sql, 0, NULL);
+		bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+		if (!ok)
+			log_db_error(c->pg, r, stmts[i].name);
+		PQclear(r);
+		if (!ok)
+			return PAL_EDB;
+	}
+	c->prepared = true;
+	return PAL_OK;
+}
+
+/* Run prepared statement S; returns true with Q->r set when its status is
+ * WANT.  On failure nothing is left to clear; LOCK_NOT_AVAILABLE is expected
+ * and not logged. */
+static bool run(sink_conn *c, enum stmt s, int n, const char *const *params,
+		ExecStatusType want, q *out)
+{
+	out->r = NULL;
+	out->sqlstate[0] = '\0';
+	PGresult *r = PQexecPrepared(c->pg, stmts[s].name, n, params, NULL, NULL, 0);
+	if (PQresultStatus(r) == want) {
+		out->r = r;
+		return true;
+	}
+	const char *st = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+	snprintf(out->sqlstate, sizeof out->sqlstate, "%s", st ? st : "");
+	if (strcmp(out->sqlstate, SQLSTATE_LOCK_NOT_AVAILABLE) != 0)
+		log_db_error(c->pg, r, stmts[s].name);
+	PQclear(r);
+	return false;
+}
+
+/* Simple-protocol command without rows (BEGIN, COMMIT, ROLLBACK). */
+static bool command(sink_conn *c, const char *sql)
+{
+	PGresult *r = PQexec(c->pg, sql);
+	bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+	if (!ok)
+		log_db_error(c->pg, r, sql);
+	PQclear(r);
+	return ok;
+}
+
+static void rollback(sink_conn *c)
+{
+	if (PQstatus(c->pg) == CONNECTION_OK && PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+		command(c, "ROLLBACK");
+}
+
+static void reply(sink_reply *out, sink_outcome o, unsigned status, char *body)
+{
+	out->outcome = o;
+	out->status = status;
+	out->body = body;
+}
+
+static void reply_db_error(sink_reply *out)
+{
+	reply(out, SINK_DB_ERROR, 503, pal__sink_body_error("db_unavailable", NULL));
+}
+
+/* Step 0 and 1: claim the key and move its fence.  Returns true to go on;
+ * false when OUT holds the answer (the transaction is still open). */
+static bool claim_and_fence(sink_conn *c, const sink_apply_req *rq, const char *tok,
+			    sink_reply *out)
+{
+	q res;
+	const char *p1[] = {rq->key};
+	if (!run(c, S_KEY_LOCK, 1, p1, PGRES_TUPLES_OK, &res)) {
+		reply_db_error(out);
+		return false;
+	}
+	bool got = PQgetvalue(res.r, 0, 0)[0] == 't';
+	PQclear(res.r);
+	if (!got) {
+		reply(out, SINK_IN_PROGRESS, 409, pal__sink_body_error("in_progress", NULL));
+		return false;
+	}
+
+	if (!run(c, S_FENCE_LOCK, 1, p1, PGRES_TUPLES_OK, &res)) {
+		if (strcmp(res.sqlstate, SQLSTATE_LOCK_NOT_AVAILABLE) == 0)
+			reply(out, SINK_IN_PROGRESS, 409, pal__sink_body_error("in_progress", NULL));
+		else
+			reply_db_error(out);
+		return false;
+	}
+	PQclear(res.r);
+
+	const char *p2[] = {rq->key, tok};
+	if (!run(c, S_FENCE_UPSERT, 2, p2, PGRES_TUPLES_OK, &res)) {
+		reply_db_error(out);
+		return false;
+	}
+	int64_t highest = strtoll(PQgetvalue(res.r, 0, 0), NULL, 10);
+	PQclear(res.r);
+	if (highest > rq->token) {
+		out->highest = highest;
+		reply(out, SINK_STALE, 409, pal__sink_body_error("stale_token", NULL));
+		return false;
+	}
+	return true;
+}
+
+/* The answer for chunk K of a chunked effect, or of a plain one. */
+static char *body_for(const sink_apply_req *rq, int k)
+{
+	return rq->chunks > 1 ? pal__sink_body_chunk(rq->key, k, rq->chunks)
+			      : pal__sink_body_applied(rq->key, rq->token);
+}
+
+/* Step 2 and 3.  Returns true when the transaction should commit. */
+static bool apply_or_replay(sink_conn *c, const sink_apply_req *rq, const char *tok,
+			    sink_reply *out)
+{
+	q res;
+	const char *p1[] = {rq->key};
+	if (!run(c, S_EFFECT_GET, 1, p1, PGRES_TUPLES_OK, &res)) {
+		reply_db_error(out);
+		return false;
+	}
+	bool found = PQntuples(res.r) > 0;
+	if (found) {
+		int status = atoi(PQgetvalue(res.r, 0, 0));
+		bool same = strcmp(PQgetvalue(res.r, 0, 1), rq->digest) == 0;
+		int done = atoi(PQgetvalue(res.r, 0, 3));
+		int total = atoi(PQgetvalue(res.r, 0, 4));
+		char *stored = PQgetisnull(res.r, 0, 2) ? NULL : strdup(PQgetvalue(res.r, 0, 2));
+		bool stored_missing = !PQgetisnull(res.r, 0, 2) && stored == NULL;
+		PQclear(res.r);
+
+		if (!same || total != rq->chunks) {
+			free(stored);
+			reply(out, SINK_MISMATCH, 422,
+			      pal__sink_body_error("payload_mismatch",
+						   same ? "the chunk count differs" : NULL));
+			return false;
+		}
+		if (rq->chunk <= done) {
+			/* the last chunk's answer is stored; earlier ones are regenerated */
+			if (rq->chunk == done && !stored_missing) {
+				reply(out, SINK_REPLAYED, (unsigned)status, stored);
+			} else {
+				free(stored);
+				reply(out, SINK_REPLAYED, 200, body_for(rq, rq->chunk));
+			}
+			return true;
+		}
+		free(stored);
+		if (rq->chunk > done + 1) {
+			reply(out, SINK_BAD_CHECKPOINT, 400,
+			      pal__sink_body_error("bad_checkpoint",
+						   "the checkpoint is ahead of the stored progress"));
+			return false;
+		}
+	} else {
+		PQclear(res.r);
+		if (rq->chunk != 1) {
+			reply(out, SINK_BAD_CHECKPOINT, 400,
+			      pal__sink_body_error("bad_checkpoint",
+						   "a checkpoint for an effect never started"));
+			return false;
+		}
+	}
+
+	/* apply: chunk 1 creates the row, later chunks advance it */
+	char *body = body_for(rq, rq->chunk);
+	if (body == NULL) {
+		reply(out, SINK_DB_ERROR, 500, NULL);
+		return false;
+	}
+	unsigned status = rq->chunks > 1 ? 200 : 201;
+	char st[8], chunk[16], total[16];
+	snprintf(st, sizeof st, "%u", status);
+	snprintf(chunk, sizeof chunk, "%d", rq->chunk);
+	snprintf(total, sizeof total, "%d", rq->chunks);
+	bool ok;
+	if (!found) {
+		const char *p[] = {rq->key,	    tok,	rq->digest,	 st,
+				   body,	    rq->method, rq->target,	 rq->trigger,
+				   rq->attempt,	    rq->scheduled_at, total};
+		ok = run(c, S_EFFECT_NEW, 11, p, PGRES_COMMAND_OK, &res);
+	} else {
+		const char *p[] = {rq->key, chunk, tok, st, body, rq->trigger, rq->attempt};
+		ok = run(c, S_EFFECT_ADVANCE, 7, p, PGRES_COMMAND_OK, &res);
+	}
+	/* exactly one ledger row, or the effect row moved under us: never commit */
+	if (ok && strcmp(PQcmdTuples(res.r), "1") != 0) {
+		pal_log(PAL_LOG_ERROR, "sink.ledger_mismatch", "{s:s, s:s}", "key", rq->key,
+			"rows", PQcmdTuples(res.r));
+		ok = false;
+	}
+	PQclear(res.r);
+	if (!ok) {
+		free(body);
+		reply_db_error(out);
+		return false;
+	}
+	reply(out, SINK_APPLIED, status, body);
+	return true;
+}
+
+void pal__sink_effect_apply(sink_ctx *ctx, sink_conn *c, const sink_apply_req *rq,
+			    sink_reply *out)
+{
+	memset(out, 0, sizeof *out);
+	if (!c->prepared && prepare_all(c) != PAL_OK) {
+		reply_db_error(out);
+		return;
+	}
+	char tok[24];
+	snprintf(tok, sizeof tok, "%lld", (long long)rq->token);
+	if (!command(c, "BEGIN")) {
+		reply_db_error(out);
+		return;
+	}
+	if (!claim_and_fence(c, rq, tok, out) || !apply_or_replay(c, rq, tok, out)) {
+		rollback(c);
+		return;
+	}
+	/* the injected slowness of the service, inside the transaction: a
+	 * concurrent duplicate meanwhile sees 409 in_progress */
+	pal__sink_sleep_ms(ctx, rq->delay_ms);
+	if (!command(c, "COMMIT")) {
+		/* COMMIT's fate is unknown to us: the client must query or retry */
+		rollback(c);
+		free(out->body);
+		memset(out, 0, sizeof *out);
+		reply_db_error(out);
+		return;
+	}
+	out->committed = true;
+}
+
+void pal__sink_effect_query(sink_conn *c, const char *key, sink_reply *out)
+{
+	memset(out, 0, sizeof *out);
+	if (!c->prepared && prepare_all(c) != PAL_OK) {
+		reply_db_error(out);
+		return;
+	}
+	q res;
+	const char *p[] = {key};
+	if (!run(c, S_EFFECT_QUERY, 1, p, PGRES_TUPLES_OK, &res)) {
+		reply_db_error(out);
+		return;
+	}
+	if (PQntuples(res.r) == 0) {
+		PQclear(res.r);
+		reply(out, SINK_APPLIED, 404, pal__sink_body_error("not_found", NULL));
+		return;
+	}
+	PGresult *r = res.r;
+#define V(i) (PQgetisnull(r, 0, (i)) ? NULL : PQgetvalue(r, 0, (i)))
+#define I(i) (json_int_t) strtoll(PQgetvalue(r, 0, (i)), NULL, 10)
+	int done = atoi(PQgetvalue(r, 0, 5)), total = atoi(PQgetvalue(r, 0, 6));
+	json_t *j = json_pack("{s:s, s:I, s:i, s:s?, s:s, s:s, s:{s:i, s:i}, s:s?, s:s?}", "key",
+			      key, "fence", I(0), "status", atoi(PQgetvalue(r, 0, 1)), "body",
+			      V(2), "applied_at", PQgetvalue(r, 0, 3), "updated_at",
+			      PQgetvalue(r, 0, 4), "progress", "done", done, "of", total,
+			      "method", V(7), "path", V(8));
+	if (j != NULL) {
+		json_object_set_new(j, "trigger", V(9) ? json_integer(I(9)) : json_null());
+		json_object_set_new(j, "attempt", V(10) ? json_integer(I(10)) : json_null());
+		json_object_set_new(j, "highest_fence", V(11) ? json_integer(I(11)) : json_null());
+		if (done < total) {
+			/* a chunked effect still under way is not "applied" yet */
+			json_object_set_new(j, "error", json_string("incomplete"));
+		}
+	}
+#undef V
+#undef I
+	PQclear(r);
+	char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	unsigned status = done < total ? 404 : 200;
+	json_decref(j);
+	reply(out, SINK_APPLIED, status, body);
+}

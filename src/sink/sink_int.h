@@ -1,0 +1,246 @@
+/*
+ * sink_int.h - what the files of src/sink share and nobody else needs.
+ *
+ * bin/palisade-sink is the reference side-effect service of docs/protocol.md:
+ * it applies "effects" into PostgreSQL, honouring idempotency keys and
+ * fencing tokens atomically with the effect (guarantees G4 and G5).
+ *
+ *   main.c    options, ordered start-up, sigwait() loop, ordered shutdown
+ *   proto.c   pure helpers: header values, percent-decoding, payload digest,
+ *             response bodies (unit-tested by tests/unit/test_sink_proto.c)
+ *   faults.c  run-time fault settings (delay, error rate, drop, pause)
+ *   pool.c    a fixed pool of PostgreSQL connections, one per busy request
+ *   schema.c  the sink's own schema (sql/sink/NNN_name.sql), applied at start-up
+ *   effect.c  the one transaction per apply request, and the status query
+ *   http.c    both HTTP listeners (effects, admin): request life cycle
+ *   admin.c   the admin routes (/admin/stats, /admin/faults, /metrics)
+ *
+ * Process state lives in one sink_ctx, made by main() and passed everywhere;
+ * there are no mutable globals.  Helpers shared between these files are
+ * named pal__sink_*.
+ */
+#ifndef PALISADE_SINK_INT_H
+#define PALISADE_SINK_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <libpq-fe.h>
+#include "palisade/err.h"
+#include "palisade/metrics.h"
+
+#define SINK_KEY_MAX 512	     /* bytes of Idempotency-Key */
+#define SINK_BODY_MAX (1u << 20)     /* bytes of request body (1 MiB) */
+#define SINK_CHUNKS_MAX 100000	     /* Palisade-Test-Chunks upper bound */
+#define SINK_DELAY_MAX_MS 3600000    /* delay_ms upper bound (one hour) */
+#define SINK_THREADS_MAX 256	     /* --threads upper bound */
+
+/* ---- proto.c: pure helpers --------------------------------------------- */
+
+/* A fencing token: 1 to 20 ASCII digits, nothing else (no sign, no blanks),
+ * value <= INT64_MAX (tokens come from a PostgreSQL bigint sequence).
+ * Returns 0, or PAL_EINVAL (syntax) / PAL_ETOOBIG (above INT64_MAX). */
+PAL_MUST_CHECK int pal__sink_parse_token(const char *s, int64_t *out);
+
+/* A decimal integer in [MIN, MAX] (digits only, optional leading '-' when
+ * MIN < 0).  Returns 0 or PAL_EINVAL. */
+PAL_MUST_CHECK int pal__sink_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
+
+/* Strict percent-decoding of a URL path segment into OUT (OUTLEN bytes,
+ * NUL-terminated).  '+' stays '+'.  Refuses a malformed escape, a decoded
+ * NUL byte and invalid UTF-8 (PAL_EINVAL), and a result of more than
+ * OUTLEN - 1 bytes (PAL_ETOOBIG). */
+PAL_MUST_CHECK int pal__sink_pct_decode(const char *in, char *out, size_t outlen);
+
+/* Percent-encode S for use as one path segment (unreserved characters kept).
+ * Returns a malloc()ed string the caller frees, NULL on ENOMEM. */
+char *pal__sink_pct_encode(const char *s);
+
+/* The payload digest: lower-case hex SHA-256 over METHOD "\n" TARGET "\n"
+ * BODY, where TARGET is the request-target as sent (path and query).  HEX
+ * receives 64 characters and a NUL. */
+void pal__sink_digest(const char *method, const char *target, const void *body, size_t len,
+		      char hex[65]);
+
+/* Response bodies; each returns a malloc()ed JSON text (caller frees), NULL
+ * on ENOMEM or when KEY is not valid UTF-8. */
+char *pal__sink_body_applied(const char *key, int64_t fence);
+/* A chunked effect after chunk DONE of TOTAL: {"has_more", "checkpoint",
+ * "progress", "next_delay_s", "key"} (+ "applied": true on the last chunk).
+ * Depends on (KEY, DONE, TOTAL) only, so a replay can regenerate it. */
+char *pal__sink_body_chunk(const char *key, int done, int total);
+/* {"error": CODE} plus DETAIL as "detail" when not NULL. */
+char *pal__sink_body_error(const char *code, const char *detail);
+
+/* ---- faults.c: run-time fault settings ---------------------------------- */
+
+typedef struct sink_faults {
+	int64_t delay_ms;   /* held inside the transaction before COMMIT */
+	double error_rate;  /* share answered 503 before touching the database */
+	double drop_rate;   /* share whose connection is dropped after COMMIT */
+	bool paused;	    /* apply requests wait until unpaused */
+} sink_faults;
+
+/* ---- pool.c: PostgreSQL connections ------------------------------------- */
+
+typedef struct sink_pool sink_pool;
+
+/* One pooled connection.  PREPARED is owned by effect.c: it is cleared by
+ * the pool whenever the connection is (re)opened. */
+typedef struct sink_conn {
+	PGconn *pg;
+	bool busy;
+	bool prepared;
+} sink_conn;
+
+/* A pool of N lazily opened connections to CONNINFO (copied).  Free with
+ * pal__sink_pool_free().  Returns 0 or PAL_ENOMEM. */
+PAL_MUST_CHECK int pal__sink_pool_new(const char *conninfo, int n, sink_pool **out);
+/* Open a single connection outside the pool (start-up schema work); the
+ * caller PQfinish()es it.  PAL_EDB with ERR filled on failure. */
+PAL_MUST_CHECK int pal__sink_connect(const char *conninfo, PGconn **out, char *err,
+				     size_t errlen);
+/* Take a free connection, waiting while all are busy; (re)connects a slot
+ * whose connection is absent or broken.  Returns 0, PAL_EDB (cannot
+ * connect; ERR filled) or PAL_EBUSY (the pool is shutting down).  Give it
+ * back with pal__sink_pool_release() on every path. */
+PAL_MUST_CHECK int pal__sink_pool_acquire(sink_pool *p, sink_conn **out, char *err,
+					  size_t errlen);
+/* Return C; a connection left inside a transaction or broken is closed. */
+void pal__sink_pool_release(sink_pool *p, sink_conn *c);
+/* Wake every waiter of acquire() with PAL_EBUSY; later acquires fail too. */
+void pal__sink_pool_interrupt(sink_pool *p);
+/* Close all connections and free P.  No connection may be in use. */
+void pal__sink_pool_free(sink_pool *p);
+
+/* ---- schema.c: the sink's own schema ------------------------------------ */
+
+/* Apply the compiled-in sql/sink/NNN_name.sql files the database lacks, each
+ * in one transaction with its sink_schema_migrations row, under a
+ * session-level advisory lock.  *APPLIED receives how many were applied.
+ * PAL_ESCHEMA when the database records a version this binary lacks. */
+PAL_MUST_CHECK int pal__sink_schema_apply(PGconn *pg, int *applied, char *err, size_t errlen);
+/* Write the compiled-in schema text to stdout, files in order. */
+void pal__sink_schema_print(void);
+
+/* ---- the process context ------------------------------------------------ */
+
+typedef struct sink_listener sink_listener;
+
+typedef struct sink_opts {
+	const char *listen;  /* effects listener, host:port */
+	const char *admin;   /* admin listener or NULL */
+	const char *pg;	     /* conninfo (PALISADE_PG or --pg) */
+	int threads;	     /* PostgreSQL connections = concurrent transactions */
+	int max_conns;	     /* concurrent HTTP connections per listener */
+	bool noop;	     /* answer applies without PostgreSQL */
+} sink_opts;
+
+typedef struct sink_ctx {
+	sink_opts opts;
+	pal_metrics *metrics; /* owned; counters are the stats of /admin/stats */
+	sink_pool *pool;      /* owned; NULL in --noop mode */
+	sink_listener *http;  /* owned */
+	sink_listener *admin; /* owned, NULL without --admin */
+
+	pthread_mutex_t mu;   /* guards faults, stopping, inflight */
+	pthread_cond_t cv;    /* broadcast on fault change and on stop */
+	sink_faults faults;
+	bool stopping;
+	int inflight; /* apply requests past validation, not yet answered */
+} sink_ctx;
+
+/* faults.c */
+void pal__sink_faults_get(sink_ctx *ctx, sink_faults *out);
+/* Validate a JSON object {"delay_ms", "error_rate", "drop_after_commit_rate",
+ * "paused"} (any subset, nothing else) and apply it all or nothing.  Returns
+ * 0 or PAL_EINVAL with ERR filled; OUT receives the settings now in force. */
+PAL_MUST_CHECK int pal__sink_faults_update(sink_ctx *ctx, const char *json, size_t len,
+					   sink_faults *out, char *err, size_t errlen);
+/* Block while paused; returns false when the sink is stopping. */
+bool pal__sink_wait_unpaused(sink_ctx *ctx);
+/* Sleep MS milliseconds, cut short when the sink starts stopping. */
+void pal__sink_sleep_ms(sink_ctx *ctx, int64_t ms);
+/* Export the settings as gauges (called after every change). */
+void pal__sink_faults_publish(sink_ctx *ctx, const sink_faults *f);
+
+/* ---- effect.c: the transaction ------------------------------------------ */
+
+typedef enum sink_outcome {
+	SINK_APPLIED,	    /* the effect (or one chunk) committed */
+	SINK_REPLAYED,	    /* same key, same payload: stored answer */
+	SINK_STALE,	    /* a higher token was seen for the key */
+	SINK_IN_PROGRESS,   /* another request for the key is in flight */
+	SINK_MISMATCH,	    /* same key, another payload */
+	SINK_BAD_CHECKPOINT, /* checkpoint ahead of the stored progress */
+	SINK_DB_ERROR,	    /* PostgreSQL failed; outcome of COMMIT unknown */
+} sink_outcome;
+
+/* One validated apply request; strings are borrowed. */
+typedef struct sink_apply_req {
+	const char *key;
+	int64_t token;
+	const char *method;
+	const char *target;	  /* request-target as sent */
+	const char *digest;	  /* pal__sink_digest() */
+	const char *trigger;	  /* decimal or NULL */
+	const char *attempt;	  /* decimal or NULL */
+	const char *scheduled_at; /* RFC 3339 or NULL */
+	int chunks;		  /* 1 = a plain effect */
+	int chunk;		  /* the chunk asked for, 1..chunks */
+	int64_t delay_ms;	  /* held before COMMIT */
+} sink_apply_req;
+
+typedef struct sink_reply {
+	sink_outcome outcome;
+	unsigned status;
+	char *body;	 /* malloc()ed JSON; the caller frees */
+	int64_t highest; /* SINK_STALE: the highest token seen */
+	bool committed;	 /* COMMIT succeeded */
+} sink_reply;
+
+/* Run the apply transaction of docs/sink.md on C.  Always fills OUT (body
+ * may be NULL on ENOMEM); the connection is idle again on return. */
+void pal__sink_effect_apply(sink_ctx *ctx, sink_conn *c, const sink_apply_req *rq,
+			    sink_reply *out);
+/* GET /effects/<key>: 200 with the record when the effect is complete, 404
+ * otherwise, 503 when PostgreSQL fails.  Fills OUT like apply. */
+void pal__sink_effect_query(sink_conn *c, const char *key, sink_reply *out);
+
+/* ---- http.c / admin.c ---------------------------------------------------- */
+
+/* Start a listener on ADDR (host:port, [v6]:port; port 0 = any).  ADMIN
+ * selects the admin routes and a single serving thread; otherwise every
+ * connection gets its own thread (requests block inside PostgreSQL).
+ * Free with pal__sink_listener_stop(). */
+PAL_MUST_CHECK int pal__sink_listener_start(sink_ctx *ctx, const char *addr, bool admin,
+					    sink_listener **out, char *err, size_t errlen);
+int pal__sink_listener_port(const sink_listener *l);
+/* Stop accepting, close connections, join threads, free L (NULL is a no-op). */
+void pal__sink_listener_stop(sink_listener *l);
+
+struct MHD_Connection;
+/* A JSON response: BODY is malloc()ed and taken (NULL answers 500 "out of
+ * memory").  Extra headers as name/value pairs ending with NULL. */
+int pal__sink_respond(struct MHD_Connection *conn, unsigned status, char *body, ...);
+
+/* Admin routes; BODY/LEN is the request body.  Returns an MHD_Result. */
+int pal__sink_admin_route(sink_ctx *ctx, struct MHD_Connection *conn, const char *url,
+			  const char *method, const char *body, size_t len);
+
+/* Metric names (families declared in main.c). */
+#define SINK_M_REQUESTS "palisade_sink_requests_total"
+#define SINK_M_OUTCOMES "palisade_sink_outcomes_total"
+#define SINK_M_INFLIGHT "palisade_sink_inflight"
+#define SINK_M_FAULT "palisade_sink_fault"
+
+/* The outcome counters (label values of SINK_M_OUTCOMES), in the order
+ * /admin/stats lists them; defined in admin.c. */
+extern const char *const pal__sink_outcomes[];
+extern const size_t pal__sink_n_outcomes;
+
+/* Count one outcome: pal_metric_inc of SINK_M_OUTCOMES{outcome=NAME}. */
+void pal__sink_count(sink_ctx *ctx, const char *name);
+
+#endif
