@@ -16,5 +16,12 @@ int pal_cmd_verify(int argc, char **argv);
 int pal_cmd_status(int argc, char **argv);
 int pal_cmd_node(int argc, char **argv);
 int pal_cmd_drain(int argc, char **argv);
+int pal_cmd_triggers(int argc, char **argv);
+int pal_cmd_pause(int argc, char **argv);
+int pal_cmd_resume(int argc, char **argv);
+int pal_cmd_cancel(int argc, char **argv);
+int pal_cmd_trigger(int argc, char **argv);  /* run now (manual) */
+int pal_cmd_backfill(int argc, char **argv);
+int pal_cmd_tickets(int argc, char **argv);  /* tickets list|show|resolve */
 
 #endif

@@ -166,11 +166,15 @@ int pal_cmd_cron(int argc, char **argv)
 	}
 
 	int64_t t = from;
+	char buf[32];
 	for (long i = 0; i < count; i++) {
 		int64_t next;
-		if (pal_cron_next(c, tz, dst, t, &next))
+		if (pal_cron_next(c, tz, dst, t, &next)) {
+			pal_fmt_rfc3339(t, buf, sizeof buf);
+			fprintf(stderr, "palisade cron: no fire instant after %s (searched through 2099)\n",
+				buf);
 			break;
-		char buf[32];
+		}
 		pal_fmt_rfc3339(next, buf, sizeof buf);
 		puts(buf);
 		t = next;

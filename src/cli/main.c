@@ -27,6 +27,13 @@ static const struct command commands[] = {
 	{ "status", pal_cmd_status, "nodes, shards, leaders, epochs, lag, backlog" },
 	{ "verify", pal_cmd_verify, "check the plan set: missing and duplicate instants" },
 	{ "drain", pal_cmd_drain, "hand a node's shards off and stop it" },
+	{ "triggers", pal_cmd_triggers, "list triggers: state, fence, lease, attempts" },
+	{ "pause", pal_cmd_pause, "pause a job, group, tenant or everything (audited)" },
+	{ "resume", pal_cmd_resume, "resume a paused scope (audited)" },
+	{ "cancel", pal_cmd_cancel, "cancel a trigger or a job's triggers (audited)" },
+	{ "trigger", pal_cmd_trigger, "run a job now or at --at, as a manual run" },
+	{ "backfill", pal_cmd_backfill, "plan every instant of a job in a past range" },
+	{ "tickets", pal_cmd_tickets, "list, show and resolve manual-intervention tickets" },
 };
 
 static void usage(FILE *fp)

@@ -692,7 +692,7 @@ def main():
     zds = {z: ZdumpZone(z) for z in ZONES}
     mappers = {z: ZoneinfoMapper(z, zds[z]) for z in ZONES}
     cases = []
-    for _ in range(int(2500 * args.scale)):
+    for _ in range(int(3500 * args.scale)):
         croniter_case(rng, ZONES, zds, mappers, cases)
     for _ in range(int(2500 * args.scale)):
         brute_case(rng, ZONES, zds, mappers, cases)

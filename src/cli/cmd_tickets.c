@@ -1,0 +1,272 @@
+/*
+ * cmd_tickets.c - `palisade tickets list|show|resolve`: manual-intervention
+ * cases and their resolution with an allowed action, in one audited
+ * transaction (src/store/ops.c; docs/operations.md).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "palisade/cli.h"
+#include "palisade/err.h"
+#include "palisade/ops.h"
+#include "cli_int.h"
+
+#define DEFAULT_MAX 1000
+
+static void usage(FILE *fp)
+{
+	fprintf(fp,
+		"usage: palisade tickets [list] [--all] [--output table|json]\n"
+		"       palisade tickets show ID [--output table|json]\n"
+		"       palisade tickets resolve ID --action ACTION --reason TEXT\n"
+		"                        [--evidence JSON] [--max N]\n"
+		"       (each also takes --pg CONNINFO and --config FILE)\n"
+		"list shows open tickets (--all: resolved ones too), show one ticket.\n"
+		"resolve applies one of the ticket's allowed actions, in one transaction:\n"
+		"  retry           its trigger goes manual -> pending (same trigger, same\n"
+		"                  idempotency key; the next claim gives it a new token)\n"
+		"  mark_succeeded  its trigger goes manual -> succeeded (say why in --evidence)\n"
+		"  abandon         its trigger goes manual -> failed; a misfire ticket is\n"
+		"                  just resolved\n"
+		"  backfill        misfire ticket: plan its evidence range as a backfill\n"
+		"                  (request id ticket-ID; at most --max instants, default %d)\n"
+		"The ticket becomes resolved with actor, time, reason and evidence; audited.\n"
+		"Exit: 0 done, 1 no such ticket, already resolved, or its trigger is not in\n"
+		"'manual', 64 usage, 65 action not allowed / bad evidence / over --max,\n"
+		"69 database unreachable.\n",
+		DEFAULT_MAX);
+}
+
+static const char *str(json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+	return s ? s : "-";
+}
+
+static void actions(json_t *t, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	size_t i, used = 0;
+	json_t *a;
+	json_array_foreach(json_object_get(t, "allowed_actions"), i, a)
+	{
+		int n = snprintf(buf + used, len - used, "%s%s", i ? "," : "", json_string_value(a));
+		if (n < 0 || (size_t)n >= len - used)
+			break;
+		used += (size_t)n;
+	}
+}
+
+static void print_list(json_t *list)
+{
+	printf("%6s %-8s %-28s %8s %-10s %-20s %-28s %s\n", "ID", "STATE", "JOB", "TRIGGER",
+	       "TR.STATE", "CREATED", "ALLOWED", "REASON");
+	size_t i;
+	json_t *t;
+	json_array_foreach(list, i, t)
+	{
+		char trig[24] = "-", acts[128];
+		if (json_is_integer(json_object_get(t, "trigger_id")))
+			snprintf(trig, sizeof trig, "%lld",
+				 (long long)json_integer_value(json_object_get(t, "trigger_id")));
+		actions(t, acts, sizeof acts);
+		printf("%6lld %-8s %-28s %8s %-10s %-20s %-28s %s\n",
+		       (long long)json_integer_value(json_object_get(t, "id")), str(t, "state"),
+		       str(t, "job_id"), trig, str(t, "trigger_state"), str(t, "created_at"), acts,
+		       str(t, "reason"));
+	}
+	if (!json_array_size(list))
+		printf("(no tickets)\n");
+}
+
+static void print_one(json_t *t)
+{
+	char acts[128];
+	actions(t, acts, sizeof acts);
+	printf("ticket %lld (%s)\n", (long long)json_integer_value(json_object_get(t, "id")),
+	       str(t, "state"));
+	printf("  job:       %s\n", str(t, "job_id"));
+	if (json_is_integer(json_object_get(t, "trigger_id")))
+		printf("  trigger:   %lld (%s)\n",
+		       (long long)json_integer_value(json_object_get(t, "trigger_id")),
+		       str(t, "trigger_state"));
+	printf("  reason:    %s\n  allowed:   %s\n  created:   %s\n", str(t, "reason"), acts,
+	       str(t, "created_at"));
+	if (json_is_string(json_object_get(t, "resolution")))
+		printf("  resolved:  %s by %s at %s\n", str(t, "resolution"), str(t, "actor"),
+		       str(t, "resolved_at"));
+	char *ev = json_dumps(json_object_get(t, "evidence"), JSON_INDENT(2) | JSON_ENCODE_ANY);
+	printf("  evidence:  %s\n", ev ? ev : "null");
+	free(ev);
+}
+
+static bool parse_id(const char *arg, int64_t *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(arg, &end, 10);
+	if (errno || *end || end == arg || v <= 0)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool known_action(const char *a)
+{
+	return !strcmp(a, "retry") || !strcmp(a, "mark_succeeded") || !strcmp(a, "abandon") ||
+	       !strcmp(a, "backfill");
+}
+
+static void dump(json_t *o)
+{
+	json_dumpf(o, stdout, JSON_INDENT(2));
+	putchar('\n');
+}
+
+int pal_cmd_tickets(int argc, char **argv)
+{
+	const char *sub = "list";
+	if (argc > 1 && argv[1][0] != '-') {
+		sub = argv[1];
+		argc--, argv++;
+	}
+	bool list = !strcmp(sub, "list"), show = !strcmp(sub, "show"),
+	     resolve = !strcmp(sub, "resolve");
+	if (!list && !show && !resolve) {
+		pal_cli_err("tickets", "unknown subcommand \"%s\" (expected list, show or resolve)",
+			    sub);
+		usage(stderr);
+		return PAL_EXIT_USAGE;
+	}
+	pal_cli_common c = { 0 };
+	bool all = false;
+	const char *action = NULL, *reason = NULL, *evidence = NULL;
+	int64_t max = DEFAULT_MAX;
+	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
+					    { "all", no_argument, NULL, 'a' },
+					    { "action", required_argument, NULL, 'A' },
+					    { "reason", required_argument, NULL, 'r' },
+					    { "evidence", required_argument, NULL, 'E' },
+					    { "max", required_argument, NULL, 'M' },
+					    { "help", no_argument, NULL, 'h' },
+					    { 0 } };
+	int opt;
+	while ((opt = getopt_long(argc, argv, "har:", lo, NULL)) != -1) {
+		if (pal_cli_common_opt(&c, opt, optarg))
+			continue;
+		switch (opt) {
+		case 'a':
+			all = true;
+			break;
+		case 'A':
+			action = optarg;
+			break;
+		case 'r':
+			reason = optarg;
+			break;
+		case 'E':
+			evidence = optarg;
+			break;
+		case 'M':
+			if (!parse_id(optarg, &max) || max > 10000000) {
+				pal_cli_err("tickets", "--max \"%s\": expected 1..10000000", optarg);
+				return PAL_EXIT_USAGE;
+			}
+			break;
+		case 'h':
+			usage(stdout);
+			return PAL_EXIT_OK;
+		default:
+			usage(stderr);
+			return PAL_EXIT_USAGE;
+		}
+	}
+	int64_t id = 0;
+	if (list) {
+		if (optind != argc || action || reason || evidence) {
+			usage(stderr);
+			return PAL_EXIT_USAGE;
+		}
+	} else {
+		if (argc - optind != 1 || !parse_id(argv[optind], &id)) {
+			pal_cli_err("tickets", "%s needs one ticket id", sub);
+			usage(stderr);
+			return PAL_EXIT_USAGE;
+		}
+		if (show && (action || reason || evidence)) {
+			usage(stderr);
+			return PAL_EXIT_USAGE;
+		}
+	}
+	if (resolve) {
+		if (!action || !known_action(action)) {
+			pal_cli_err("tickets",
+				    "--action is required: retry, mark_succeeded, abandon or backfill");
+			return PAL_EXIT_USAGE;
+		}
+		if (!reason || !*reason) {
+			pal_cli_err("tickets",
+				    "--reason is required: say why, it is kept in the ticket and the "
+				    "audit log");
+			return PAL_EXIT_USAGE;
+		}
+	}
+	pal_store *st;
+	int ec = pal_cli_connect(&c, false, &st);
+	if (ec)
+		return ec;
+	char err[1024];
+	int rc;
+	json_t *out = NULL;
+	if (list || show) {
+		rc = list ? pal_ops_tickets_json(st, all, &out, err, sizeof err)
+			  : pal_ops_ticket_json(st, id, &out, err, sizeof err);
+		pal_store_close(st);
+		if (rc) {
+			pal_cli_err("tickets", "%s", err);
+			return pal_ops_exit_code(rc);
+		}
+		if (c.json)
+			dump(out);
+		else if (list)
+			print_list(out);
+		else
+			print_one(out);
+		json_decref(out);
+		return PAL_EXIT_OK;
+	}
+	pal_resolve_result r;
+	rc = pal_ops_ticket_resolve(st, id, action, evidence, max, pal_cli_actor(), reason, &r, err,
+				    sizeof err);
+	pal_store_close(st);
+	if (rc) {
+		pal_cli_err("tickets", "%s", err);
+		return pal_ops_exit_code(rc);
+	}
+	if (c.json) {
+		out = json_pack("{s:I, s:s, s:s}", "ticket", (json_int_t)id, "action", action, "state",
+				"resolved");
+		if (r.trigger_state[0])
+			json_object_set_new(out, "trigger_state", json_string(r.trigger_state));
+		if (!strcmp(action, "backfill"))
+			json_object_set_new(out, "backfill",
+					    json_pack("{s:I, s:I, s:I}", "instants",
+						      (json_int_t)r.backfill.instants, "rows",
+						      (json_int_t)r.backfill.rows, "inserted",
+						      (json_int_t)r.backfill.inserted));
+		dump(out);
+		json_decref(out);
+		return PAL_EXIT_OK;
+	}
+	printf("resolved ticket %lld with %s", (long long)id, action);
+	if (r.trigger_state[0])
+		printf("; its trigger is now %s", r.trigger_state);
+	if (!strcmp(action, "backfill"))
+		printf("; backfill request ticket-%lld: %lld instants, %lld triggers created",
+		       (long long)id, (long long)r.backfill.instants,
+		       (long long)r.backfill.inserted);
+	putchar('\n');
+	return PAL_EXIT_OK;
+}

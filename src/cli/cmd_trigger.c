@@ -1,0 +1,293 @@
+/*
+ * cmd_trigger.c - `palisade trigger` (run a job now or at an instant, as a
+ * manual run with its own request id) and `palisade backfill` (every instant
+ * of a past range, one request id for the whole backfill).  The SQL is in
+ * src/store/ops.c; docs/operations.md describes both.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "palisade/cli.h"
+#include "palisade/err.h"
+#include "palisade/ops.h"
+#include "palisade/timefmt.h"
+#include "cli_int.h"
+
+#define DEFAULT_MAX 1000
+
+static void usage_trigger(FILE *fp)
+{
+	fprintf(fp,
+		"usage: palisade trigger --job JOB [--at RFC3339] [--request-id ID] --reason TEXT\n"
+		"                        [--output table|json] [--pg CONNINFO] [--config FILE]\n"
+		"Plan a manual run of JOB: one trigger per partition of its active version\n"
+		"(else its latest), source 'manual', scheduled and due at --at or now (the\n"
+		"database clock).  Its idempotency keys include the request id: a new id is a\n"
+		"new, deliberate effect; repeating an id creates nothing (\"already exists\").\n"
+		"Without --request-id a random UUID is used.  Written to audit_log.\n"
+		"Exit: 0 created or already existing, 1 no such job, 64 usage,\n"
+		"65 request id already used differently, 69 database unreachable.\n");
+}
+
+static void usage_backfill(FILE *fp)
+{
+	fprintf(fp,
+		"usage: palisade backfill --job JOB --from RFC3339 --to RFC3339 [--max N]\n"
+		"                         [--request-id ID] --reason TEXT [--output table|json]\n"
+		"                         [--pg CONNINFO] [--config FILE]\n"
+		"Plan every instant of JOB in [from, to] (inclusive) as computed from its stored\n"
+		"versions (each for its effective range), times its partitions, as source\n"
+		"'backfill' under one request id (given, else a random UUID).  Rows that exist\n"
+		"already for that request id are kept (ON CONFLICT DO NOTHING), so repeating a\n"
+		"backfill with its request id creates nothing new.  Refuses ranges of more than\n"
+		"--max instants (default %d).  Written to audit_log.\n"
+		"Exit: 0 done, 1 no such job, 64 usage, 65 over --max or request id already\n"
+		"used by a manual run, 69 database unreachable.\n",
+		DEFAULT_MAX);
+}
+
+/* Request ids end up in idempotency keys and headers: a conservative set. */
+static bool request_id_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n < 1 || n > 128)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-", s[i]))
+			return false;
+	return true;
+}
+
+static bool parse_time(const char *cmd, const char *opt, const char *arg, int64_t *out)
+{
+	if (pal_parse_rfc3339(arg, out)) {
+		pal_cli_err(cmd, "--%s \"%s\": expected RFC 3339 (2026-01-01T00:00:00Z)", opt, arg);
+		return false;
+	}
+	return true;
+}
+
+/* The given request id, or a new UUID into BUF.  NULL when none can be made. */
+static const char *request_id(const char *cmd, const char *given, char buf[37])
+{
+	if (given)
+		return given;
+	if (pal_ops_uuid4(buf)) {
+		pal_cli_err(cmd, "cannot read /dev/urandom for a request id; hint: pass --request-id");
+		return NULL;
+	}
+	return buf;
+}
+
+int pal_cmd_trigger(int argc, char **argv)
+{
+	pal_cli_common c = { 0 };
+	const char *job = NULL, *reason = NULL, *rid = NULL;
+	int64_t at = PAL_OPS_NOW;
+	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
+					    { "job", required_argument, NULL, 'j' },
+					    { "at", required_argument, NULL, 'A' },
+					    { "request-id", required_argument, NULL, 'R' },
+					    { "reason", required_argument, NULL, 'r' },
+					    { "help", no_argument, NULL, 'h' },
+					    { 0 } };
+	int opt;
+	while ((opt = getopt_long(argc, argv, "hj:r:", lo, NULL)) != -1) {
+		if (pal_cli_common_opt(&c, opt, optarg))
+			continue;
+		switch (opt) {
+		case 'j':
+			job = optarg;
+			break;
+		case 'A':
+			if (!parse_time("trigger", "at", optarg, &at))
+				return PAL_EXIT_USAGE;
+			break;
+		case 'R':
+			rid = optarg;
+			break;
+		case 'r':
+			reason = optarg;
+			break;
+		case 'h':
+			usage_trigger(stdout);
+			return PAL_EXIT_OK;
+		default:
+			usage_trigger(stderr);
+			return PAL_EXIT_USAGE;
+		}
+	}
+	if (optind != argc || !job) {
+		if (!job)
+			pal_cli_err("trigger", "--job is required");
+		usage_trigger(stderr);
+		return PAL_EXIT_USAGE;
+	}
+	if (!reason || !*reason) {
+		pal_cli_err("trigger", "--reason is required: say why, it is kept in the audit log");
+		return PAL_EXIT_USAGE;
+	}
+	if (rid && !request_id_ok(rid)) {
+		pal_cli_err("trigger",
+			    "--request-id \"%s\": expected 1-128 characters of A-Z a-z 0-9 . _ : -", rid);
+		return PAL_EXIT_USAGE;
+	}
+	char uuid[37];
+	if (!(rid = request_id("trigger", rid, uuid)))
+		return PAL_EXIT_SOFTWARE;
+	pal_store *st;
+	int ec = pal_cli_connect(&c, false, &st);
+	if (ec)
+		return ec;
+	pal_run_result r;
+	char err[1024];
+	int rc = pal_ops_trigger(st, job, at, rid, pal_cli_actor(), reason, &r, err, sizeof err);
+	pal_store_close(st);
+	if (rc) {
+		pal_cli_err("trigger", "%s", err);
+		pal_run_result_clear(&r);
+		return pal_ops_exit_code(rc);
+	}
+	char ts[32];
+	pal_fmt_rfc3339(r.at, ts, sizeof ts);
+	if (c.json) {
+		json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:b, s:O}", "job_id", job, "request_id",
+				      rid, "version", r.version, "scheduled_at", ts, "existed",
+				      r.existed, "triggers", r.ids);
+		json_dumpf(o, stdout, JSON_INDENT(2));
+		putchar('\n');
+		json_decref(o);
+	} else {
+		if (r.existed)
+			printf("request %s of job %s already exists (v%d at %s); nothing created; "
+			       "triggers:",
+			       rid, job, r.version, ts);
+		else
+			printf("triggered job %s v%d at %s, request %s; triggers:", job, r.version, ts,
+			       rid);
+		size_t i;
+		json_t *id;
+		json_array_foreach(r.ids, i, id)
+		printf(" %lld", (long long)json_integer_value(id));
+		putchar('\n');
+	}
+	pal_run_result_clear(&r);
+	return PAL_EXIT_OK;
+}
+
+int pal_cmd_backfill(int argc, char **argv)
+{
+	pal_cli_common c = { 0 };
+	const char *job = NULL, *reason = NULL, *rid = NULL;
+	int64_t from = 0, to = 0, max = DEFAULT_MAX;
+	bool have_from = false, have_to = false;
+	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
+					    { "job", required_argument, NULL, 'j' },
+					    { "from", required_argument, NULL, 'f' },
+					    { "to", required_argument, NULL, 't' },
+					    { "max", required_argument, NULL, 'M' },
+					    { "request-id", required_argument, NULL, 'R' },
+					    { "reason", required_argument, NULL, 'r' },
+					    { "help", no_argument, NULL, 'h' },
+					    { 0 } };
+	int opt;
+	while ((opt = getopt_long(argc, argv, "hj:f:t:r:", lo, NULL)) != -1) {
+		if (pal_cli_common_opt(&c, opt, optarg))
+			continue;
+		switch (opt) {
+		case 'j':
+			job = optarg;
+			break;
+		case 'f':
+			if (!parse_time("backfill", "from", optarg, &from))
+				return PAL_EXIT_USAGE;
+			have_from = true;
+			break;
+		case 't':
+			if (!parse_time("backfill", "to", optarg, &to))
+				return PAL_EXIT_USAGE;
+			have_to = true;
+			break;
+		case 'M': {
+			char *end;
+			errno = 0;
+			long long v = strtoll(optarg, &end, 10);
+			if (errno || *end || end == optarg || v < 1 || v > 10000000) {
+				pal_cli_err("backfill", "--max \"%s\": expected 1..10000000", optarg);
+				return PAL_EXIT_USAGE;
+			}
+			max = v;
+			break;
+		}
+		case 'R':
+			rid = optarg;
+			break;
+		case 'r':
+			reason = optarg;
+			break;
+		case 'h':
+			usage_backfill(stdout);
+			return PAL_EXIT_OK;
+		default:
+			usage_backfill(stderr);
+			return PAL_EXIT_USAGE;
+		}
+	}
+	if (optind != argc || !job || !have_from || !have_to) {
+		pal_cli_err("backfill", "--job, --from and --to are required");
+		usage_backfill(stderr);
+		return PAL_EXIT_USAGE;
+	}
+	if (to < from) {
+		pal_cli_err("backfill", "--to is before --from");
+		return PAL_EXIT_USAGE;
+	}
+	if (!reason || !*reason) {
+		pal_cli_err("backfill", "--reason is required: say why, it is kept in the audit log");
+		return PAL_EXIT_USAGE;
+	}
+	if (rid && !request_id_ok(rid)) {
+		pal_cli_err("backfill",
+			    "--request-id \"%s\": expected 1-128 characters of A-Z a-z 0-9 . _ : -", rid);
+		return PAL_EXIT_USAGE;
+	}
+	char uuid[37];
+	if (!(rid = request_id("backfill", rid, uuid)))
+		return PAL_EXIT_SOFTWARE;
+	pal_store *st;
+	int ec = pal_cli_connect(&c, false, &st);
+	if (ec)
+		return ec;
+	pal_backfill_result r;
+	char err[1024];
+	int rc = pal_ops_backfill(st, job, from, to, max, rid, pal_cli_actor(), reason, &r, err,
+				  sizeof err);
+	pal_store_close(st);
+	if (rc) {
+		pal_cli_err("backfill", "%s", err);
+		return pal_ops_exit_code(rc);
+	}
+	char f[32], t[32];
+	pal_fmt_rfc3339(from, f, sizeof f);
+	pal_fmt_rfc3339(to, t, sizeof t);
+	if (c.json) {
+		json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I}", "job_id", job,
+				      "request_id", rid, "from", f, "to", t, "instants",
+				      (json_int_t)r.instants, "excluded", (json_int_t)r.excluded,
+				      "rows", (json_int_t)r.rows, "inserted", (json_int_t)r.inserted);
+		json_dumpf(o, stdout, JSON_INDENT(2));
+		putchar('\n');
+		json_decref(o);
+		return PAL_EXIT_OK;
+	}
+	printf("backfill job %s [%s, %s], request %s: %lld instants, %lld triggers created", job, f,
+	       t, rid, (long long)r.instants, (long long)r.inserted);
+	if (r.rows > r.inserted)
+		printf(", %lld already existed", (long long)(r.rows - r.inserted));
+	if (r.excluded)
+		printf(", %lld instants on excluded dates skipped", (long long)r.excluded);
+	putchar('\n');
+	return PAL_EXIT_OK;
+}

@@ -1,0 +1,141 @@
+/*
+ * cmd_triggers.c - `palisade triggers [--job JOB]`: planned executions with
+ * their state, fence and lease, newest first (src/store/ops.c).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "palisade/cli.h"
+#include "palisade/err.h"
+#include "palisade/ops.h"
+#include "palisade/timefmt.h"
+#include "cli_int.h"
+
+static void usage(FILE *fp)
+{
+	fprintf(fp,
+		"usage: palisade triggers [--job JOB] [--state STATE] [--since RFC3339]\n"
+		"                         [--limit N] [--output table|json]\n"
+		"                         [--pg CONNINFO] [--config FILE]\n"
+		"List triggers of JOB (or of all jobs), newest scheduled instant first, at most\n"
+		"--limit (default 50): id, job, version, scheduled_at, partition, source,\n"
+		"state, fence, lease owner and expiry, attempts, last error class.\n"
+		"STATE: pending running succeeded retry_wait failed unknown pausing paused\n"
+		"cancelling cancelled manual skipped.  --since keeps instants at or after it.\n"
+		"Exit: 0 listed, 1 no such job, 64 usage, 69 database unreachable.\n");
+}
+
+static const char *str(json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+	return s ? s : "-";
+}
+
+static void print_table(json_t *list)
+{
+	printf("%8s %-24s %4s %-20s %4s %-8s %-10s %8s %-16s %-20s %3s %s\n", "ID", "JOB", "VER",
+	       "SCHEDULED_AT", "PART", "SOURCE", "STATE", "FENCE", "LEASE_OWNER", "LEASE_UNTIL",
+	       "ATT", "ERROR");
+	size_t i;
+	json_t *t;
+	json_array_foreach(list, i, t)
+	{
+		char fence[24] = "-";
+		if (json_is_integer(json_object_get(t, "fence")))
+			snprintf(fence, sizeof fence, "%lld",
+				 (long long)json_integer_value(json_object_get(t, "fence")));
+		printf("%8lld %-24s %4lld %-20s %4lld %-8s %-10s %8s %-16s %-20s %3lld %s\n",
+		       (long long)json_integer_value(json_object_get(t, "id")), str(t, "job_id"),
+		       (long long)json_integer_value(json_object_get(t, "version")),
+		       str(t, "scheduled_at"),
+		       (long long)json_integer_value(json_object_get(t, "partition")),
+		       str(t, "source"), str(t, "state"), fence, str(t, "lease_owner"),
+		       str(t, "lease_until"),
+		       (long long)json_integer_value(json_object_get(t, "attempt_count")),
+		       str(t, "last_error_class"));
+	}
+	if (!json_array_size(list))
+		printf("(no triggers)\n");
+}
+
+int pal_cmd_triggers(int argc, char **argv)
+{
+	pal_cli_common c = { 0 };
+	const char *job = NULL, *state = NULL;
+	int64_t since = PAL_OPS_NOW;
+	int limit = 50;
+	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
+					    { "job", required_argument, NULL, 'j' },
+					    { "state", required_argument, NULL, 's' },
+					    { "since", required_argument, NULL, 'S' },
+					    { "limit", required_argument, NULL, 'n' },
+					    { "help", no_argument, NULL, 'h' },
+					    { 0 } };
+	int opt;
+	while ((opt = getopt_long(argc, argv, "hj:s:n:", lo, NULL)) != -1) {
+		if (pal_cli_common_opt(&c, opt, optarg))
+			continue;
+		switch (opt) {
+		case 'j':
+			job = optarg;
+			break;
+		case 's':
+			if (!pal_ops_state_valid(optarg)) {
+				pal_cli_err("triggers", "--state \"%s\": not a trigger state (see --help)",
+					    optarg);
+				return PAL_EXIT_USAGE;
+			}
+			state = optarg;
+			break;
+		case 'S':
+			if (pal_parse_rfc3339(optarg, &since)) {
+				pal_cli_err("triggers", "--since \"%s\": expected RFC 3339", optarg);
+				return PAL_EXIT_USAGE;
+			}
+			break;
+		case 'n': {
+			char *end;
+			errno = 0;
+			long v = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || v < 1 || v > 100000) {
+				pal_cli_err("triggers", "--limit \"%s\": expected 1..100000", optarg);
+				return PAL_EXIT_USAGE;
+			}
+			limit = (int)v;
+			break;
+		}
+		case 'h':
+			usage(stdout);
+			return PAL_EXIT_OK;
+		default:
+			usage(stderr);
+			return PAL_EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return PAL_EXIT_USAGE;
+	}
+	pal_store *st;
+	int ec = pal_cli_connect(&c, false, &st);
+	if (ec)
+		return ec;
+	json_t *list;
+	char err[1024];
+	int rc = pal_ops_triggers_json(st, job, state, since, limit, &list, err, sizeof err);
+	pal_store_close(st);
+	if (rc) {
+		pal_cli_err("triggers", "%s", err);
+		return pal_ops_exit_code(rc);
+	}
+	if (c.json) {
+		json_dumpf(list, stdout, JSON_INDENT(2));
+		putchar('\n');
+	} else {
+		print_table(list);
+	}
+	json_decref(list);
+	return PAL_EXIT_OK;
+}
