@@ -36,6 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 #include <glib.h>
 #include <jansson.h>
 #include <microhttpd.h>
@@ -53,6 +55,8 @@ struct sink_listener {
 	struct MHD_Daemon *daemon;
 	struct sockaddr_storage sa;
 	int port;
+	int quiesced_fd;     /* listen socket handed back by MHD_quiesce_daemon(), or -1 */
+	atomic_int active;   /* requests between on_uri() and request_done() */
 	atomic_bool started; /* false while MHD_start_daemon() runs */
 	char start_err[256]; /* last libmicrohttpd message while starting */
 };
@@ -407,6 +411,7 @@ static enum MHD_Result effects_route(sink_ctx *ctx, struct MHD_Connection *conn,
 
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
+	sink_listener *l = cls;
 	request *req = calloc(1, sizeof *req);
 	if (req == NULL)
 		return NULL;
@@ -415,6 +420,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 		free(req);
 		return NULL;
 	}
+	atomic_fetch_add(&l->active, 1); /* MHD calls request_done() for it */
 	return req;
 }
 
@@ -481,8 +487,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void request_done(void *cls, struct MHD_Connection *conn, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
+	sink_listener *l = cls;
 	request *req = *con_cls;
 	if (req != NULL) {
+		atomic_fetch_sub(&l->active, 1);
 		free(req->target);
 		free(req->body);
 		free(req);
@@ -521,7 +529,8 @@ int pal__sink_listener_start(sink_ctx *ctx, const char *addr, bool admin, sink_l
 	}
 	l->ctx = ctx;
 	l->admin = admin;
-	unsigned flags = MHD_USE_ERROR_LOG;
+	l->quiesced_fd = -1;
+	unsigned flags = MHD_USE_ERROR_LOG | MHD_USE_ITC; /* ITC: for MHD_quiesce_daemon() */
 	if (admin)
 		flags |= MHD_USE_AUTO_INTERNAL_THREAD;
 	else
@@ -566,10 +575,24 @@ int pal__sink_listener_port(const sink_listener *l)
 	return l ? l->port : 0;
 }
 
+void pal__sink_listener_drain(sink_listener *l, int timeout_ms)
+{
+	if (l == NULL)
+		return;
+	if (l->quiesced_fd < 0)
+		l->quiesced_fd = (int)MHD_quiesce_daemon(l->daemon);
+	for (int waited = 0; atomic_load(&l->active) > 0 && waited < timeout_ms; waited += 10) {
+		struct timespec ts = {0, 10 * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+}
+
 void pal__sink_listener_stop(sink_listener *l)
 {
 	if (l == NULL)
 		return;
 	MHD_stop_daemon(l->daemon);
+	if (l->quiesced_fd >= 0)
+		close(l->quiesced_fd);
 	free(l);
 }

@@ -25,6 +25,8 @@
 #include "palisade/log.h"
 #include "sink_int.h"
 
+#define DRAIN_MS 5000 /* grace for requests under way at SIGTERM */
+
 #ifndef PALISADE_VERSION
 #define PALISADE_VERSION "0.1.0"
 #endif
@@ -277,6 +279,10 @@ static void ctx_stop(sink_ctx *ctx)
 	pthread_cond_broadcast(&ctx->cv);
 	pthread_mutex_unlock(&ctx->mu);
 	pal__sink_pool_interrupt(ctx->pool);
+	/* every blocking point (pause, delay, pool) now returns at once: let the
+	 * requests under way send their answers before connections are closed */
+	pal__sink_listener_drain(ctx->admin, 0);
+	pal__sink_listener_drain(ctx->http, DRAIN_MS);
 	pal__sink_listener_stop(ctx->http);
 	pal__sink_listener_stop(ctx->admin);
 	ctx->http = ctx->admin = NULL;

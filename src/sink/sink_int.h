@@ -217,7 +217,10 @@ void pal__sink_effect_query(sink_conn *c, const char *key, sink_reply *out);
 PAL_MUST_CHECK int pal__sink_listener_start(sink_ctx *ctx, const char *addr, bool admin,
 					    sink_listener **out, char *err, size_t errlen);
 int pal__sink_listener_port(const sink_listener *l);
-/* Stop accepting, close connections, join threads, free L (NULL is a no-op). */
+/* Stop accepting new connections and wait up to TIMEOUT_MS for the requests
+ * under way to be answered (NULL is a no-op). */
+void pal__sink_listener_drain(sink_listener *l, int timeout_ms);
+/* Close connections, join threads, free L (NULL is a no-op). */
 void pal__sink_listener_stop(sink_listener *l);
 
 struct MHD_Connection;

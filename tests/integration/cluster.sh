@@ -111,3 +111,54 @@ shards_of() { sql "select string_agg(shard_id::text, ',' order by shard_id) from
 
 now_rfc3339() { date -u +%Y-%m-%dT%H:%M:%SZ; }
 rfc3339_ago() { date -u -d "@$(( $(date +%s) - $1 ))" +%Y-%m-%dT%H:%M:%SZ; }
+
+# ---- the reference sink -----------------------------------------------------------
+SINK_PID=
+# start_sink [args...]: palisade-sink on a free port; SINK_URL, SINK_ADMIN set.
+start_sink() {
+	local port admin
+	port=$(free_port)
+	admin=$(free_port)
+	SINK_ADDR=127.0.0.1:$port
+	SINK_ADMIN=127.0.0.1:$admin
+	"$PALISADE_BIN/palisade-sink" --listen "$SINK_ADDR" --admin "$SINK_ADMIN" "$@" \
+		>>"$NODE_DIR/sink.log" 2>&1 &
+	SINK_PID=$!
+	for _ in $(seq 1 100); do
+		curl -sf "http://$SINK_ADMIN/healthz" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	echo "sink did not start:"; tail -5 "$NODE_DIR/sink.log"
+	return 1
+}
+stop_sink() {
+	[ -n "$SINK_PID" ] || return 0
+	kill "$SINK_PID" 2>/dev/null
+	wait "$SINK_PID" 2>/dev/null
+	SINK_PID=
+}
+sink_stat() { curl -s "http://$SINK_ADMIN/admin/stats" | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
+sink_faults() { curl -s -X POST -d "$1" "http://$SINK_ADMIN/admin/faults" >/dev/null; }
+trap 'stop_all_nodes; stop_sink' EXIT
+
+# gen_sink_jobs FILE N CRON [TENANT] [PREFIX] [extra job lines...]
+gen_sink_jobs() {
+	local f=$1 n=$2 cron=$3 tenant=${4:-t1} prefix=${5:-load}
+	shift 5 2>/dev/null || shift $#
+	{
+		echo "jobs:"
+		for i in $(seq 1 "$n"); do
+			echo "  - id: $prefix.job-$i"
+			echo "    tenant: $tenant"
+			echo "    schedule: {cron: \"$cron\"}"
+			echo "    misfire: {policy: fire_all}"
+			echo "    target:"
+			echo "      url: http://$SINK_ADDR/effects/$prefix"
+			echo "      body: '{\"job\": \"{job}\", \"at\": \"{scheduled_at}\"}'"
+			echo "      timeout: 2s"
+			echo "      status_url: http://$SINK_ADDR/effects/{idempotency_key}"
+			echo "    retry: {max_attempts: 20, backoff: {initial: 200ms, max: 1s}, max_age: 10m}"
+			for l in "$@"; do echo "    $l"; done
+		done
+	} >"$f"
+}

@@ -1,0 +1,191 @@
+/*
+ * test_sink_proto.c - the pure helpers of palisade-sink (src/sink/proto.c):
+ * fencing-token and integer parsing, strict percent-decoding of the status
+ * URL, the payload digest and the chunk bodies.
+ *
+ * The sink's objects are not part of libpalisade.a (the Makefile links them
+ * into bin/palisade-sink only), so this test compiles proto.c directly.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <jansson.h>
+#include "../../src/sink/proto.c"
+
+static void test_sink_token_accepts_decimal_up_to_bigint(void **state)
+{
+	(void)state;
+	int64_t v = -1;
+	assert_int_equal(pal__sink_parse_token("0", &v), PAL_OK);
+	assert_int_equal(v, 0);
+	assert_int_equal(pal__sink_parse_token("42", &v), PAL_OK);
+	assert_int_equal(v, 42);
+	assert_int_equal(pal__sink_parse_token("007", &v), PAL_OK);
+	assert_int_equal(v, 7);
+	assert_int_equal(pal__sink_parse_token("9223372036854775807", &v), PAL_OK);
+	assert_true(v == INT64_MAX);
+}
+
+static void test_sink_token_rejects_garbage_and_overflow(void **state)
+{
+	(void)state;
+	int64_t v = 5;
+	const char *bad[] = {"", "-1", "+1", " 1", "1 ", "1a", "0x10", "1.0", "1e3", "١"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		assert_int_equal(pal__sink_parse_token(bad[i], &v), PAL_EINVAL);
+	assert_int_equal(pal__sink_parse_token(NULL, &v), PAL_EINVAL);
+	/* valid u64, but above what a PostgreSQL sequence can hand out */
+	assert_int_equal(pal__sink_parse_token("9223372036854775808", &v), PAL_ETOOBIG);
+	assert_int_equal(pal__sink_parse_token("18446744073709551615", &v), PAL_ETOOBIG);
+	/* beyond u64, and 21 digits */
+	assert_int_equal(pal__sink_parse_token("18446744073709551616", &v), PAL_ETOOBIG);
+	assert_int_equal(pal__sink_parse_token("000000000000000000001", &v), PAL_EINVAL);
+	assert_int_equal(v, 5); /* untouched on failure */
+}
+
+static void test_sink_int_bounds(void **state)
+{
+	(void)state;
+	int64_t v;
+	assert_int_equal(pal__sink_parse_int("3", 1, 3, &v), PAL_OK);
+	assert_int_equal(v, 3);
+	assert_int_equal(pal__sink_parse_int("4", 1, 3, &v), PAL_EINVAL);
+	assert_int_equal(pal__sink_parse_int("0", 1, 3, &v), PAL_EINVAL);
+	assert_int_equal(pal__sink_parse_int("-1", 0, 3, &v), PAL_EINVAL);
+	assert_int_equal(pal__sink_parse_int("-1", -5, 3, &v), PAL_OK);
+	assert_int_equal(v, -1);
+	assert_int_equal(pal__sink_parse_int("-", -5, 3, &v), PAL_EINVAL);
+	assert_int_equal(pal__sink_parse_int("99999999999999999999", 0, INT64_MAX, &v), PAL_EINVAL);
+	assert_int_equal(pal__sink_parse_int("9223372036854775807", 0, INT64_MAX, &v), PAL_OK);
+}
+
+static void test_sink_pct_decode_strict(void **state)
+{
+	(void)state;
+	char out[32];
+	assert_int_equal(pal__sink_pct_decode("job%2Fa%20b%3F%23%25", out, sizeof out), PAL_OK);
+	assert_string_equal(out, "job/a b?#%");
+	assert_int_equal(pal__sink_pct_decode("a+b", out, sizeof out), PAL_OK);
+	assert_string_equal(out, "a+b"); /* '+' is not a space in a path */
+	assert_int_equal(pal__sink_pct_decode("caf%C3%A9", out, sizeof out), PAL_OK);
+	assert_string_equal(out, "caf\xc3\xa9");
+	assert_int_equal(pal__sink_pct_decode("", out, sizeof out), PAL_OK);
+	assert_string_equal(out, "");
+
+	assert_int_equal(pal__sink_pct_decode("%zz", out, sizeof out), PAL_EINVAL);
+	assert_int_equal(pal__sink_pct_decode("%4", out, sizeof out), PAL_EINVAL);
+	assert_int_equal(pal__sink_pct_decode("abc%", out, sizeof out), PAL_EINVAL);
+	assert_int_equal(pal__sink_pct_decode("a%00b", out, sizeof out), PAL_EINVAL);
+	assert_int_equal(pal__sink_pct_decode("%C3%28", out, sizeof out), PAL_EINVAL); /* bad UTF-8 */
+}
+
+static void test_sink_pct_decode_length_limit(void **state)
+{
+	(void)state;
+	char out[4];
+	assert_int_equal(pal__sink_pct_decode("abc", out, sizeof out), PAL_OK);
+	assert_int_equal(pal__sink_pct_decode("abcd", out, sizeof out), PAL_ETOOBIG);
+	assert_int_equal(pal__sink_pct_decode("%41%42%43", out, sizeof out), PAL_OK);
+	assert_string_equal(out, "ABC");
+	assert_int_equal(pal__sink_pct_decode("%41%42%43%44", out, sizeof out), PAL_ETOOBIG);
+}
+
+static void test_sink_pct_encode_round_trips(void **state)
+{
+	(void)state;
+	const char *keys[] = {"plain-key_1.~", "job/2026-11-30T08:00:00Z/0", "a b?#%&+=", "caf\xc3\xa9"};
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+		char *enc = pal__sink_pct_encode(keys[i]);
+		assert_non_null(enc);
+		assert_null(strpbrk(enc, "/?# &+=:"));
+		char dec[64];
+		assert_int_equal(pal__sink_pct_decode(enc, dec, sizeof dec), PAL_OK);
+		assert_string_equal(dec, keys[i]);
+		free(enc);
+	}
+}
+
+static void test_sink_digest_covers_method_target_and_body(void **state)
+{
+	(void)state;
+	char a[65], b[65];
+	pal__sink_digest("POST", "/effects/x", "", 0, a);
+	/* sha256("POST\n/effects/x\n") */
+	assert_string_equal(a, "20fade0d92f7e9064992eb380c559249083d9b85d23523ce1044633f0596b683");
+	pal__sink_digest("POST", "/effects/x", "body", 4, a);
+	pal__sink_digest("POST", "/effects/x", "body", 4, b);
+	assert_string_equal(a, b);
+	assert_int_equal(strlen(a), 64);
+	pal__sink_digest("PUT", "/effects/x", "body", 4, b);
+	assert_string_not_equal(a, b);
+	pal__sink_digest("POST", "/effects/y", "body", 4, b);
+	assert_string_not_equal(a, b);
+	pal__sink_digest("POST", "/effects/x?a=1", "body", 4, b);
+	assert_string_not_equal(a, b);
+	pal__sink_digest("POST", "/effects/x", "bodY", 4, b);
+	assert_string_not_equal(a, b);
+	/* bodies with NUL bytes are hashed by length, not as strings */
+	pal__sink_digest("POST", "/effects/x", "a\0b", 3, a);
+	pal__sink_digest("POST", "/effects/x", "a\0c", 3, b);
+	assert_string_not_equal(a, b);
+}
+
+static void test_sink_chunk_body_has_more_until_last(void **state)
+{
+	(void)state;
+	char *s = pal__sink_body_chunk("k", 1, 3);
+	assert_non_null(s);
+	json_t *j = json_loads(s, 0, NULL);
+	assert_non_null(j);
+	assert_true(json_is_true(json_object_get(j, "has_more")));
+	assert_string_equal(json_string_value(json_object_get(j, "checkpoint")), "1");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "progress"), "of")),
+			 3);
+	assert_int_equal(json_integer_value(json_object_get(j, "next_delay_s")), 0);
+	assert_null(json_object_get(j, "applied"));
+	json_decref(j);
+	free(s);
+
+	s = pal__sink_body_chunk("k", 3, 3);
+	j = json_loads(s, 0, NULL);
+	assert_true(json_is_false(json_object_get(j, "has_more")));
+	assert_true(json_is_true(json_object_get(j, "applied")));
+	json_decref(j);
+	/* a replay regenerates exactly the same answer */
+	char *again = pal__sink_body_chunk("k", 3, 3);
+	assert_string_equal(s, again);
+	free(again);
+	free(s);
+}
+
+static void test_sink_bodies_refuse_invalid_utf8(void **state)
+{
+	(void)state;
+	assert_null(pal__sink_body_applied("\xff", 1));
+	char *s = pal__sink_body_applied("k", 9223372036854775807LL);
+	assert_string_equal(s, "{\"applied\":true,\"key\":\"k\",\"fence\":9223372036854775807}");
+	free(s);
+	s = pal__sink_body_error("bad_request", "why");
+	assert_string_equal(s, "{\"error\":\"bad_request\",\"detail\":\"why\"}");
+	free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_sink_token_accepts_decimal_up_to_bigint),
+	    cmocka_unit_test(test_sink_token_rejects_garbage_and_overflow),
+	    cmocka_unit_test(test_sink_int_bounds),
+	    cmocka_unit_test(test_sink_pct_decode_strict),
+	    cmocka_unit_test(test_sink_pct_decode_length_limit),
+	    cmocka_unit_test(test_sink_pct_encode_round_trips),
+	    cmocka_unit_test(test_sink_digest_covers_method_target_and_body),
+	    cmocka_unit_test(test_sink_chunk_body_has_more_until_last),
+	    cmocka_unit_test(test_sink_bodies_refuse_invalid_utf8),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
