@@ -22,10 +22,9 @@
 #include "sink_int.h"
 
 const char *const pal__sink_outcomes[] = {
-    "applied",	      "replayed",	  "stale",	"in_progress",
-    "payload_mismatch", "bad_request",  "bad_checkpoint", "too_large",
-    "errors_injected",  "dropped_after_commit", "db_errors",	"found",
-    "not_found",
+    "applied",	   "replayed",	     "stale",	  "in_progress",     "payload_mismatch",
+    "bad_request", "bad_checkpoint", "too_large", "errors_injected", "dropped_after_commit",
+    "db_errors",   "found",	     "not_found",
 };
 const size_t pal__sink_n_outcomes = sizeof pal__sink_outcomes / sizeof pal__sink_outcomes[0];
 
@@ -64,7 +63,7 @@ static int h_stats(sink_ctx *ctx, struct MHD_Connection *conn)
 	json_object_set_new(j, "inflight", json_integer(inflight));
 	json_object_set_new(j, "noop", json_boolean(ctx->opts.noop));
 	json_object_set_new(j, "faults", faults_json(&f));
-	return pal__sink_respond(conn, MHD_HTTP_OK, dump(j), NULL);
+	return pal__sink_respond(conn, MHD_HTTP_OK, dump(j), NULL, NULL);
 }
 
 static int h_faults(sink_ctx *ctx, struct MHD_Connection *conn, bool post, const char *body,
@@ -73,23 +72,23 @@ static int h_faults(sink_ctx *ctx, struct MHD_Connection *conn, bool post, const
 	sink_faults f;
 	if (!post) {
 		pal__sink_faults_get(ctx, &f);
-		return pal__sink_respond(conn, MHD_HTTP_OK, dump(faults_json(&f)), NULL);
+		return pal__sink_respond(conn, MHD_HTTP_OK, dump(faults_json(&f)), NULL, NULL);
 	}
 	char err[256];
 	if (pal__sink_faults_update(ctx, body, len, &f, err, sizeof err) != PAL_OK)
 		return pal__sink_respond(conn, MHD_HTTP_BAD_REQUEST,
-					 pal__sink_body_error("bad_request", err), NULL);
+					 pal__sink_body_error("bad_request", err), NULL, NULL);
 	pal_log(PAL_LOG_INFO, "sink.faults", "{s:I, s:f, s:f, s:b}", "delay_ms",
 		(json_int_t)f.delay_ms, "error_rate", f.error_rate, "drop_after_commit_rate",
 		f.drop_rate, "paused", f.paused);
-	return pal__sink_respond(conn, MHD_HTTP_OK, dump(faults_json(&f)), NULL);
+	return pal__sink_respond(conn, MHD_HTTP_OK, dump(faults_json(&f)), NULL, NULL);
 }
 
 static int h_metrics(sink_ctx *ctx, struct MHD_Connection *conn)
 {
 	char *text = pal_metrics_render(ctx->metrics);
 	if (text == NULL)
-		return pal__sink_respond(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, NULL);
+		return pal__sink_respond(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, NULL, NULL);
 	struct MHD_Response *r =
 	    MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
 	if (r == NULL) {
@@ -106,8 +105,8 @@ static int h_metrics(sink_ctx *ctx, struct MHD_Connection *conn)
 int pal__sink_admin_route(sink_ctx *ctx, struct MHD_Connection *conn, const char *url,
 			  const char *method, const char *body, size_t len)
 {
-	bool get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
-		   strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+	bool get =
+	    strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
 	bool post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
 	if (strcmp(url, "/admin/faults") == 0 && (get || post))
 		return h_faults(ctx, conn, post, body, len);
@@ -116,15 +115,14 @@ int pal__sink_admin_route(sink_ctx *ctx, struct MHD_Connection *conn, const char
 	if (get && strcmp(url, "/metrics") == 0)
 		return h_metrics(ctx, conn);
 	if (get && strcmp(url, "/healthz") == 0)
-		return pal__sink_respond(conn, MHD_HTTP_OK, strdup("{\"ok\":true}"), NULL);
+		return pal__sink_respond(conn, MHD_HTTP_OK, strdup("{\"ok\":true}"), NULL, NULL);
 	bool known = strcmp(url, "/admin/faults") == 0 || strcmp(url, "/admin/stats") == 0 ||
 		     strcmp(url, "/metrics") == 0 || strcmp(url, "/healthz") == 0;
 	if (known)
 		return pal__sink_respond(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
 					 pal__sink_body_error("method_not_allowed", NULL), "Allow",
 					 strcmp(url, "/admin/faults") == 0 ? "GET, HEAD, POST"
-									   : "GET, HEAD",
-					 NULL);
+									   : "GET, HEAD");
 	return pal__sink_respond(conn, MHD_HTTP_NOT_FOUND, pal__sink_body_error("not_found", NULL),
-				 NULL);
+				 NULL, NULL);
 }

@@ -64,14 +64,15 @@ static const struct {
 		      "FROM sink_effects WHERE idempotency_key = $1"},
     /* $1 key $2 fence $3 digest $4 status $5 body $6 method $7 path
      * $8 trigger $9 attempt $10 scheduled_at $11 chunks_total */
-    [S_EFFECT_NEW] = {"sink_effect_new",
-		      "WITH e AS (INSERT INTO sink_effects (idempotency_key, fence, "
-		      "payload_digest, status, body, method, path, trigger_id, attempt, "
-		      "scheduled_at, chunks_done, chunks_total) "
-		      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 1, $11) "
-		      "RETURNING idempotency_key, fence, trigger_id, attempt) "
-		      "INSERT INTO sink_ledger (idempotency_key, chunk, fence, trigger_id, attempt) "
-		      "SELECT idempotency_key, 1, fence, trigger_id, attempt FROM e"},
+    [S_EFFECT_NEW] =
+	{"sink_effect_new",
+	 "WITH e AS (INSERT INTO sink_effects (idempotency_key, fence, "
+	 "payload_digest, status, body, method, path, trigger_id, attempt, "
+	 "scheduled_at, chunks_done, chunks_total) "
+	 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 1, $11) "
+	 "RETURNING idempotency_key, fence, trigger_id, attempt) "
+	 "INSERT INTO sink_ledger (idempotency_key, chunk, fence, trigger_id, attempt) "
+	 "SELECT idempotency_key, 1, fence, trigger_id, attempt FROM e"},
     /* $1 key $2 chunk $3 fence $4 status $5 body $6 trigger $7 attempt */
     [S_EFFECT_ADVANCE] = {"sink_effect_advance",
 			  "WITH e AS (UPDATE sink_effects SET chunks_done = $2, fence = $3, "
@@ -82,16 +83,17 @@ static const struct {
 			  "INSERT INTO sink_ledger (idempotency_key, chunk, fence, trigger_id, "
 			  "attempt) "
 			  "SELECT idempotency_key, chunks_done, fence, trigger_id, attempt FROM e"},
-    [S_EFFECT_QUERY] = {"sink_effect_query",
-			"SELECT e.fence, e.status, e.body, "
-			"to_char(e.applied_at AT TIME ZONE 'UTC', "
-			"'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'), "
-			"to_char(e.updated_at AT TIME ZONE 'UTC', "
-			"'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'), "
-			"e.chunks_done, e.chunks_total, e.method, e.path, e.trigger_id, e.attempt, "
-			"f.fence "
-			"FROM sink_effects e LEFT JOIN sink_fences f ON f.resource = e.idempotency_key "
-			"WHERE e.idempotency_key = $1"},
+    [S_EFFECT_QUERY] =
+	{"sink_effect_query",
+	 "SELECT e.fence, e.status, e.body, "
+	 "to_char(e.applied_at AT TIME ZONE 'UTC', "
+	 "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'), "
+	 "to_char(e.updated_at AT TIME ZONE 'UTC', "
+	 "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'), "
+	 "e.chunks_done, e.chunks_total, e.method, e.path, e.trigger_id, e.attempt, "
+	 "f.fence "
+	 "FROM sink_effects e LEFT JOIN sink_fences f ON f.resource = e.idempotency_key "
+	 "WHERE e.idempotency_key = $1"},
 };
 
 /* Outcome of one statement. */
@@ -128,8 +130,8 @@ static int prepare_all(sink_conn *c)
 /* Run prepared statement S; returns true with Q->r set when its status is
  * WANT.  On failure nothing is left to clear; LOCK_NOT_AVAILABLE is expected
  * and not logged. */
-static bool run(sink_conn *c, enum stmt s, int n, const char *const *params,
-		ExecStatusType want, q *out)
+static bool run(sink_conn *c, enum stmt s, int n, const char *const *params, ExecStatusType want,
+		q *out)
 {
 	out->r = NULL;
 	out->sqlstate[0] = '\0';
@@ -155,6 +157,30 @@ static bool command(sink_conn *c, const char *sql)
 		log_db_error(c->pg, r, sql);
 	PQclear(r);
 	return ok;
+}
+
+/* Make C ready for a request: on a connection PostgreSQL dropped while it
+ * sat in the pool (a server restart) the first statement fails before
+ * anything was done, so reconnecting once and going on is safe.  With
+ * BEGIN set, also opens the transaction.  Returns false when that fails. */
+static bool ready(sink_conn *c, bool begin)
+{
+	for (int tries = 0; tries < 2; tries++) {
+		if (tries > 0) {
+			if (PQstatus(c->pg) == CONNECTION_OK)
+				return false; /* a real error, not a dropped connection */
+			PQreset(c->pg);
+			c->prepared = false;
+			if (PQstatus(c->pg) != CONNECTION_OK)
+				return false;
+			pal_log(PAL_LOG_INFO, "sink.db_reconnected", NULL);
+		}
+		if (!c->prepared && prepare_all(c) != PAL_OK)
+			continue;
+		if (!begin || command(c, "BEGIN"))
+			return true;
+	}
+	return false;
 }
 
 static void rollback(sink_conn *c)
@@ -195,7 +221,8 @@ static bool claim_and_fence(sink_conn *c, const sink_apply_req *rq, const char *
 
 	if (!run(c, S_FENCE_LOCK, 1, p1, PGRES_TUPLES_OK, &res)) {
 		if (strcmp(res.sqlstate, SQLSTATE_LOCK_NOT_AVAILABLE) == 0)
-			reply(out, SINK_IN_PROGRESS, 409, pal__sink_body_error("in_progress", NULL));
+			reply(out, SINK_IN_PROGRESS, 409,
+			      pal__sink_body_error("in_progress", NULL));
 		else
 			reply_db_error(out);
 		return false;
@@ -263,9 +290,10 @@ static bool apply_or_replay(sink_conn *c, const sink_apply_req *rq, const char *
 		}
 		free(stored);
 		if (rq->chunk > done + 1) {
-			reply(out, SINK_BAD_CHECKPOINT, 400,
-			      pal__sink_body_error("bad_checkpoint",
-						   "the checkpoint is ahead of the stored progress"));
+			reply(
+			    out, SINK_BAD_CHECKPOINT, 400,
+			    pal__sink_body_error("bad_checkpoint",
+						 "the checkpoint is ahead of the stored progress"));
 			return false;
 		}
 	} else {
@@ -291,9 +319,9 @@ static bool apply_or_replay(sink_conn *c, const sink_apply_req *rq, const char *
 	snprintf(total, sizeof total, "%d", rq->chunks);
 	bool ok;
 	if (!found) {
-		const char *p[] = {rq->key,	    tok,	rq->digest,	 st,
-				   body,	    rq->method, rq->target,	 rq->trigger,
-				   rq->attempt,	    rq->scheduled_at, total};
+		const char *p[] = {
+		    rq->key,	 tok,	      rq->digest,	st,   body, rq->method, rq->target,
+		    rq->trigger, rq->attempt, rq->scheduled_at, total};
 		ok = run(c, S_EFFECT_NEW, 11, p, PGRES_COMMAND_OK, &res);
 	} else {
 		const char *p[] = {rq->key, chunk, tok, st, body, rq->trigger, rq->attempt};
@@ -301,8 +329,8 @@ static bool apply_or_replay(sink_conn *c, const sink_apply_req *rq, const char *
 	}
 	/* exactly one ledger row, or the effect row moved under us: never commit */
 	if (ok && strcmp(PQcmdTuples(res.r), "1") != 0) {
-		pal_log(PAL_LOG_ERROR, "sink.ledger_mismatch", "{s:s, s:s}", "key", rq->key,
-			"rows", PQcmdTuples(res.r));
+		pal_log(PAL_LOG_ERROR, "sink.ledger_mismatch", "{s:s, s:s}", "key", rq->key, "rows",
+			PQcmdTuples(res.r));
 		ok = false;
 	}
 	PQclear(res.r);
@@ -315,17 +343,12 @@ static bool apply_or_replay(sink_conn *c, const sink_apply_req *rq, const char *
 	return true;
 }
 
-void pal__sink_effect_apply(sink_ctx *ctx, sink_conn *c, const sink_apply_req *rq,
-			    sink_reply *out)
+void pal__sink_effect_apply(sink_ctx *ctx, sink_conn *c, const sink_apply_req *rq, sink_reply *out)
 {
 	memset(out, 0, sizeof *out);
-	if (!c->prepared && prepare_all(c) != PAL_OK) {
-		reply_db_error(out);
-		return;
-	}
 	char tok[24];
 	snprintf(tok, sizeof tok, "%lld", (long long)rq->token);
-	if (!command(c, "BEGIN")) {
+	if (!ready(c, true)) {
 		reply_db_error(out);
 		return;
 	}
@@ -350,7 +373,7 @@ void pal__sink_effect_apply(sink_ctx *ctx, sink_conn *c, const sink_apply_req *r
 void pal__sink_effect_query(sink_conn *c, const char *key, sink_reply *out)
 {
 	memset(out, 0, sizeof *out);
-	if (!c->prepared && prepare_all(c) != PAL_OK) {
+	if (!ready(c, false)) {
 		reply_db_error(out);
 		return;
 	}
@@ -370,10 +393,9 @@ void pal__sink_effect_query(sink_conn *c, const char *key, sink_reply *out)
 #define I(i) (json_int_t) strtoll(PQgetvalue(r, 0, (i)), NULL, 10)
 	int done = atoi(PQgetvalue(r, 0, 5)), total = atoi(PQgetvalue(r, 0, 6));
 	json_t *j = json_pack("{s:s, s:I, s:i, s:s?, s:s, s:s, s:{s:i, s:i}, s:s?, s:s?}", "key",
-			      key, "fence", I(0), "status", atoi(PQgetvalue(r, 0, 1)), "body",
-			      V(2), "applied_at", PQgetvalue(r, 0, 3), "updated_at",
-			      PQgetvalue(r, 0, 4), "progress", "done", done, "of", total,
-			      "method", V(7), "path", V(8));
+			      key, "fence", I(0), "status", atoi(PQgetvalue(r, 0, 1)), "body", V(2),
+			      "applied_at", PQgetvalue(r, 0, 3), "updated_at", PQgetvalue(r, 0, 4),
+			      "progress", "done", done, "of", total, "method", V(7), "path", V(8));
 	if (j != NULL) {
 		json_object_set_new(j, "trigger", V(9) ? json_integer(I(9)) : json_null());
 		json_object_set_new(j, "attempt", V(10) ? json_integer(I(10)) : json_null());

@@ -27,8 +27,7 @@ void pal__sink_faults_publish(sink_ctx *ctx, const sink_faults *f)
 {
 	pal_metric_set(ctx->metrics, SINK_M_FAULT, "name=\"delay_ms\"", (double)f->delay_ms);
 	pal_metric_set(ctx->metrics, SINK_M_FAULT, "name=\"error_rate\"", f->error_rate);
-	pal_metric_set(ctx->metrics, SINK_M_FAULT, "name=\"drop_after_commit_rate\"",
-		       f->drop_rate);
+	pal_metric_set(ctx->metrics, SINK_M_FAULT, "name=\"drop_after_commit_rate\"", f->drop_rate);
 	pal_metric_set(ctx->metrics, SINK_M_FAULT, "name=\"paused\"", f->paused ? 1 : 0);
 }
 
@@ -50,8 +49,9 @@ int pal__sink_faults_update(sink_ctx *ctx, const char *text, size_t len, sink_fa
 	json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!json_is_object(j)) {
 		if (j == NULL)
-			snprintf(err, errlen, "fault settings are not JSON: %s (line %d, column %d)",
-				 jerr.text, jerr.line, jerr.column);
+			snprintf(err, errlen,
+				 "fault settings are not JSON: %s (line %d, column %d)", jerr.text,
+				 jerr.line, jerr.column);
 		else
 			snprintf(err, errlen, "fault settings must be a JSON object");
 		json_decref(j);
@@ -71,7 +71,8 @@ int pal__sink_faults_update(sink_ctx *ctx, const char *text, size_t len, sink_fa
 			if (!json_is_integer(v) || json_integer_value(v) < 0 ||
 			    json_integer_value(v) > SINK_DELAY_MAX_MS) {
 				snprintf(err, errlen,
-					 "\"delay_ms\" must be an integer between 0 and %d", SINK_DELAY_MAX_MS);
+					 "\"delay_ms\" must be an integer between 0 and %d",
+					 SINK_DELAY_MAX_MS);
 				rc = PAL_EINVAL;
 			} else {
 				f.delay_ms = json_integer_value(v);

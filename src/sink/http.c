@@ -135,7 +135,8 @@ static int sa_port(const struct sockaddr_storage *sa)
 
 /* ---- responses ----------------------------------------------------------- */
 
-int pal__sink_respond(struct MHD_Connection *conn, unsigned status, char *body, ...)
+int pal__sink_respond(struct MHD_Connection *conn, unsigned status, char *body, const char *hname,
+		      const char *hvalue)
 {
 	static const char oom[] = "{\"error\":\"out_of_memory\"}";
 	struct MHD_Response *r;
@@ -152,13 +153,8 @@ int pal__sink_respond(struct MHD_Connection *conn, unsigned status, char *body, 
 		return MHD_NO;
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	va_list ap;
-	va_start(ap, body);
-	for (const char *name; (name = va_arg(ap, const char *)) != NULL;) {
-		const char *value = va_arg(ap, const char *);
-		MHD_add_response_header(r, name, value);
-	}
-	va_end(ap);
+	if (hname != NULL)
+		MHD_add_response_header(r, hname, hvalue);
 	enum MHD_Result ret = MHD_queue_response(conn, status, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -176,13 +172,13 @@ static enum MHD_Result bad_request(sink_ctx *ctx, struct MHD_Connection *conn, c
 	pal__sink_count(ctx, "bad_request");
 	pal_log(PAL_LOG_DEBUG, "sink.bad_request", "{s:s}", "detail", why);
 	return pal__sink_respond(conn, MHD_HTTP_BAD_REQUEST,
-				 pal__sink_body_error("bad_request", why), NULL);
+				 pal__sink_body_error("bad_request", why), NULL, NULL);
 }
 
 static enum MHD_Result unavailable(struct MHD_Connection *conn, const char *code)
 {
 	return pal__sink_respond(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
-				 pal__sink_body_error(code, NULL), "Retry-After", "1", NULL);
+				 pal__sink_body_error(code, NULL), "Retry-After", "1");
 }
 
 /* ---- query: GET /effects/<key> -------------------------------------------- */
@@ -201,7 +197,7 @@ static enum MHD_Result query(sink_ctx *ctx, struct MHD_Connection *conn, const c
 		pal__sink_count(ctx, "not_found");
 		return pal__sink_respond(
 		    conn, MHD_HTTP_NOT_FOUND,
-		    pal__sink_body_error("not_found", "noop mode keeps no records"), NULL);
+		    pal__sink_body_error("not_found", "noop mode keeps no records"), NULL, NULL);
 	}
 	sink_conn *c;
 	char err[256];
@@ -215,10 +211,10 @@ static enum MHD_Result query(sink_ctx *ctx, struct MHD_Connection *conn, const c
 	pal__sink_pool_release(ctx->pool, c);
 	if (rep.outcome == SINK_DB_ERROR) {
 		pal__sink_count(ctx, "db_errors");
-		return pal__sink_respond(conn, rep.status, rep.body, "Retry-After", "1", NULL);
+		return pal__sink_respond(conn, rep.status, rep.body, "Retry-After", "1");
 	}
 	pal__sink_count(ctx, rep.status == MHD_HTTP_OK ? "found" : "not_found");
-	return pal__sink_respond(conn, rep.status, rep.body, NULL);
+	return pal__sink_respond(conn, rep.status, rep.body, NULL, NULL);
 }
 
 /* ---- apply: any other method on /effects/... ------------------------------ */
@@ -261,19 +257,23 @@ static const char *validate(struct MHD_Connection *conn, const request *req, sin
 		return "Palisade-Scheduled-At is not an RFC 3339 timestamp";
 	rq->chunks = 1;
 	rq->chunk = 1;
+	/* jobs cannot set Palisade-* headers (jobs.md), so a job's target URL
+	 * may ask for chunked work with ?chunks=N instead */
 	const char *chunks = header(conn, "Palisade-Test-Chunks");
+	if (chunks == NULL)
+		chunks = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "chunks");
 	if (chunks != NULL) {
 		if (pal__sink_parse_int(chunks, 1, SINK_CHUNKS_MAX, &v) != PAL_OK)
-			return "Palisade-Test-Chunks is not an integer in 1..100000";
+			return "Palisade-Test-Chunks (or ?chunks=) is not an integer in 1..100000";
 		rq->chunks = (int)v;
 	}
 	/* the checkpoint is opaque to palisade; this sink's checkpoints are the
 	 * number of chunks done, so only a chunked effect reads it */
 	const char *cp = header(conn, "Palisade-Checkpoint");
 	if (rq->chunks > 1 && cp != NULL) {
-		if (pal__sink_parse_int(cp, 0, rq->chunks - 1, &v) != PAL_OK)
+		if (pal__sink_parse_checkpoint(cp, rq->chunks - 1, &v) != PAL_OK)
 			return "Palisade-Checkpoint is not a checkpoint this sink gave (an integer "
-			       "below Palisade-Test-Chunks)";
+			       "below the chunk count, bare or as a JSON string)";
 		rq->chunk = (int)v + 1;
 	}
 	rq->target = req->target;
@@ -340,8 +340,8 @@ static enum MHD_Result apply_validated(sink_ctx *ctx, struct MHD_Connection *con
 	}
 	pal__sink_count(ctx, outcome_name(rep.outcome));
 	pal_log(PAL_LOG_DEBUG, "sink.apply", "{s:s, s:I, s:i, s:i, s:s, s:i}", "key", rq->key,
-		"token", (json_int_t)rq->token, "chunk", rq->chunk, "chunks", rq->chunks,
-		"outcome", outcome_name(rep.outcome), "status", (int)rep.status);
+		"token", (json_int_t)rq->token, "chunk", rq->chunk, "chunks", rq->chunks, "outcome",
+		outcome_name(rep.outcome), "status", (int)rep.status);
 
 	if (rep.committed && f.drop_rate > 0 && g_random_double() < f.drop_rate) {
 		/* the lost response: committed, and the client hears nothing */
@@ -354,17 +354,16 @@ static enum MHD_Result apply_validated(sink_ctx *ctx, struct MHD_Connection *con
 	char highest[24];
 	switch (rep.outcome) {
 	case SINK_REPLAYED:
-		return pal__sink_respond(conn, rep.status, rep.body, "Idempotent-Replayed", "true",
-					 NULL);
+		return pal__sink_respond(conn, rep.status, rep.body, "Idempotent-Replayed", "true");
 	case SINK_STALE:
 		snprintf(highest, sizeof highest, "%lld", (long long)rep.highest);
 		return pal__sink_respond(conn, rep.status, rep.body, "Palisade-Stale-Token",
-					 highest, NULL);
+					 highest);
 	case SINK_IN_PROGRESS:
 	case SINK_DB_ERROR:
-		return pal__sink_respond(conn, rep.status, rep.body, "Retry-After", "1", NULL);
+		return pal__sink_respond(conn, rep.status, rep.body, "Retry-After", "1");
 	default:
-		return pal__sink_respond(conn, rep.status, rep.body, NULL);
+		return pal__sink_respond(conn, rep.status, rep.body, NULL, NULL);
 	}
 }
 
@@ -394,17 +393,17 @@ static enum MHD_Result effects_route(sink_ctx *ctx, struct MHD_Connection *conn,
 				     const char *method, const request *req)
 {
 	static const char prefix[] = "/effects/";
-	bool get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
-		   strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+	bool get =
+	    strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
 	if (strncmp(url, prefix, sizeof prefix - 1) == 0) {
 		if (get)
 			return query(ctx, conn, url + sizeof prefix - 1);
 		return apply(ctx, conn, method, req);
 	}
 	if (get && strcmp(url, "/healthz") == 0)
-		return pal__sink_respond(conn, MHD_HTTP_OK, strdup("{\"ok\":true}"), NULL);
+		return pal__sink_respond(conn, MHD_HTTP_OK, strdup("{\"ok\":true}"), NULL, NULL);
 	return pal__sink_respond(conn, MHD_HTTP_NOT_FOUND, pal__sink_body_error("not_found", NULL),
-				 NULL);
+				 NULL, NULL);
 }
 
 /* ---- libmicrohttpd callbacks ---------------------------------------------- */
@@ -466,7 +465,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (cl != NULL && strtoull(cl, NULL, 10) > max) {
 			pal__sink_count(l->ctx, "too_large");
 			return pal__sink_respond(conn, MHD_HTTP_CONTENT_TOO_LARGE,
-						 pal__sink_body_error("too_large", NULL), NULL);
+						 pal__sink_body_error("too_large", NULL), NULL,
+						 NULL);
 		}
 		return MHD_YES;
 	}
@@ -534,19 +534,18 @@ int pal__sink_listener_start(sink_ctx *ctx, const char *addr, bool admin, sink_l
 	if (admin)
 		flags |= MHD_USE_AUTO_INTERNAL_THREAD;
 	else
-		flags |= MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-			 MHD_USE_POLL;
+		flags |=
+		    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
 	if (l->sa.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	unsigned limit = admin ? ADMIN_CONN_LIMIT : (unsigned)ctx->opts.max_conns;
 	errno = 0;
 	l->daemon = MHD_start_daemon(
-	    flags, (uint16_t)sa_port(&l->sa), NULL, NULL, on_request, l,
-	    MHD_OPTION_EXTERNAL_LOGGER, log_mhd, l, MHD_OPTION_SOCK_ADDR,
-	    (struct sockaddr *)&l->sa, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
-	    MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_CONNECTION_TIMEOUT,
-	    (unsigned)CONN_TIMEOUT_S, MHD_OPTION_URI_LOG_CALLBACK, on_uri, l,
-	    MHD_OPTION_UNESCAPE_CALLBACK, unescape_none, l, MHD_OPTION_NOTIFY_COMPLETED,
+	    flags, (uint16_t)sa_port(&l->sa), NULL, NULL, on_request, l, MHD_OPTION_EXTERNAL_LOGGER,
+	    log_mhd, l, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&l->sa,
+	    MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_CONNECTION_LIMIT, limit,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONN_TIMEOUT_S, MHD_OPTION_URI_LOG_CALLBACK,
+	    on_uri, l, MHD_OPTION_UNESCAPE_CALLBACK, unescape_none, l, MHD_OPTION_NOTIFY_COMPLETED,
 	    request_done, l, MHD_OPTION_END);
 	if (l->daemon == NULL) {
 		int e = errno;
@@ -557,7 +556,8 @@ int pal__sink_listener_start(sink_ctx *ctx, const char *addr, bool admin, sink_l
 		return PAL_EIO;
 	}
 	atomic_store(&l->started, true);
-	const union MHD_DaemonInfo *info = MHD_get_daemon_info(l->daemon, MHD_DAEMON_INFO_BIND_PORT);
+	const union MHD_DaemonInfo *info =
+	    MHD_get_daemon_info(l->daemon, MHD_DAEMON_INFO_BIND_PORT);
 	l->port = info ? info->port : 0;
 	if (l->port == 0) {
 		struct sockaddr_storage bound;

@@ -142,8 +142,8 @@ static int parse_cmdline(int argc, char **argv, cmdline *cl)
 			break;
 		case OPT_THREADS:
 			if (pal__sink_parse_int(optarg, 1, SINK_THREADS_MAX, &v) != PAL_OK)
-				return usage_error("--threads \"%s\": expected an integer in 1..256",
-						   optarg);
+				return usage_error(
+				    "--threads \"%s\": expected an integer in 1..256", optarg);
 			cl->opts.threads = (int)v;
 			break;
 		case OPT_MAX_CONNS:
@@ -156,7 +156,8 @@ static int parse_cmdline(int argc, char **argv, cmdline *cl)
 		case OPT_DELAY:
 			if (pal__sink_parse_int(optarg, 0, SINK_DELAY_MAX_MS, &v) != PAL_OK)
 				return usage_error(
-				    "--delay-ms \"%s\": expected milliseconds in 0..3600000", optarg);
+				    "--delay-ms \"%s\": expected milliseconds in 0..3600000",
+				    optarg);
 			cl->faults.delay_ms = v;
 			break;
 		case OPT_ERROR_RATE:
@@ -177,7 +178,8 @@ static int parse_cmdline(int argc, char **argv, cmdline *cl)
 			cl->log_level = pal_log_level_parse(optarg);
 			if (cl->log_level < 0)
 				return usage_error(
-				    "--log-level \"%s\": expected debug, info, warn or error", optarg);
+				    "--log-level \"%s\": expected debug, info, warn or error",
+				    optarg);
 			break;
 		case OPT_MIGRATE_ONLY:
 			cl->migrate_only = true;
@@ -193,8 +195,7 @@ static int parse_cmdline(int argc, char **argv, cmdline *cl)
 			cl->version = true;
 			break;
 		default:
-			return usage_error("unknown or incomplete option \"%s\"",
-					   argv[optind - 1]);
+			return usage_error("unknown or incomplete option \"%s\"", argv[optind - 1]);
 		}
 	}
 	if (optind < argc)
@@ -299,9 +300,10 @@ static void ctx_free(sink_ctx *ctx)
 
 static json_t *final_counts(pal_metrics *m)
 {
-	static const char *const shown[] = {"applied", "replayed", "stale", "in_progress",
-					    "payload_mismatch", "dropped_after_commit",
-					    "db_errors"};
+	static const char *const shown[] = {
+	    "applied",	   "replayed",	       "stale",
+	    "in_progress", "payload_mismatch", "dropped_after_commit",
+	    "db_errors"};
 	json_t *j = json_object();
 	json_object_set_new(j, "requests",
 			    json_integer((json_int_t)pal_metric_get(m, SINK_M_REQUESTS, NULL)));
@@ -309,7 +311,8 @@ static json_t *final_counts(pal_metrics *m)
 		char labels[64];
 		snprintf(labels, sizeof labels, "outcome=\"%s\"", shown[i]);
 		json_object_set_new(
-		    j, shown[i], json_integer((json_int_t)pal_metric_get(m, SINK_M_OUTCOMES, labels)));
+		    j, shown[i],
+		    json_integer((json_int_t)pal_metric_get(m, SINK_M_OUTCOMES, labels)));
 	}
 	return j;
 }

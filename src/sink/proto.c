@@ -67,6 +67,20 @@ int pal__sink_parse_int(const char *s, int64_t min, int64_t max, int64_t *out)
 	return PAL_OK;
 }
 
+int pal__sink_parse_checkpoint(const char *s, int64_t max, int64_t *out)
+{
+	char buf[24];
+	size_t n = strlen(s);
+	if (n >= 2 && s[0] == '"' && s[n - 1] == '"') {
+		if (n - 2 >= sizeof buf)
+			return PAL_EINVAL;
+		memcpy(buf, s + 1, n - 2);
+		buf[n - 2] = '\0';
+		s = buf;
+	}
+	return pal__sink_parse_int(s, 0, max, out);
+}
+
 static int hexval(char c)
 {
 	if (c >= '0' && c <= '9')
@@ -152,17 +166,17 @@ static char *dump(json_t *j)
 
 char *pal__sink_body_applied(const char *key, int64_t fence)
 {
-	return dump(json_pack("{s:b, s:s, s:I}", "applied", 1, "key", key, "fence",
-			      (json_int_t)fence));
+	return dump(
+	    json_pack("{s:b, s:s, s:I}", "applied", 1, "key", key, "fence", (json_int_t)fence));
 }
 
 char *pal__sink_body_chunk(const char *key, int done, int total)
 {
 	char cp[16];
 	snprintf(cp, sizeof cp, "%d", done);
-	json_t *j = json_pack("{s:b, s:s, s:{s:i, s:i}, s:i, s:s}", "has_more", done < total,
-			      "checkpoint", cp, "progress", "done", done, "of", total,
-			      "next_delay_s", 0, "key", key);
+	json_t *j =
+	    json_pack("{s:b, s:s, s:{s:i, s:i}, s:i, s:s}", "has_more", done < total, "checkpoint",
+		      cp, "progress", "done", done, "of", total, "next_delay_s", 0, "key", key);
 	if (j != NULL && done >= total)
 		json_object_set_new(j, "applied", json_true());
 	return dump(j);

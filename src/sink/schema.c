@@ -28,62 +28,61 @@ static const struct sink_migration {
 	const char *name;
 	const char *sql;
 } migrations[] = {
-	{1, "001_sink",
-	  "-- sql/sink/001_sink.sql - the schema of palisade-sink, the reference\n"
-	  "-- side-effect service (docs/sink.md).  NOT one of palisade's migrations:\n"
-	  "-- palisade-sink applies the files of sql/sink/ itself at start-up, each in\n"
-	  "-- one transaction with its row in sink_schema_migrations, under its own\n"
-	  "-- advisory lock.  These rows are durable and outlive every retry.\n"
-	  "\n"
-	  "-- The highest fencing token seen per resource.  The resource is the\n"
-	  "-- idempotency key: a request whose token is lower than the highest token\n"
-	  "-- seen for its key is stale (409 with Palisade-Stale-Token).\n"
-	  "CREATE TABLE sink_fences (\n"
-	  "	resource text PRIMARY KEY,\n"
-	  "	fence bigint NOT NULL CHECK (fence >= 0),\n"
-	  "	updated_at timestamptz NOT NULL DEFAULT clock_timestamp()\n"
-	  ");\n"
-	  "\n"
-	  "-- One row per idempotency key: what was applied and the answer to replay.\n"
-	  "-- A chunked effect (Palisade-Test-Chunks) records its progress here.\n"
-	  "CREATE TABLE sink_effects (\n"
-	  "	idempotency_key text PRIMARY KEY,\n"
-	  "	fence bigint NOT NULL,               -- token of the request that last advanced it\n"
-	  "	payload_digest text NOT NULL,        -- sha256(method \\n target \\n body), hex\n"
-	  "	status int NOT NULL,                 -- the stored answer, replayed verbatim\n"
-	  "	body text,\n"
-	  "	applied_at timestamptz NOT NULL DEFAULT clock_timestamp(),\n"
-	  "	updated_at timestamptz NOT NULL DEFAULT clock_timestamp(),\n"
-	  "	method text,\n"
-	  "	path text,\n"
-	  "	trigger_id bigint,\n"
-	  "	attempt int,\n"
-	  "	scheduled_at timestamptz,\n"
-	  "	chunks_done int NOT NULL DEFAULT 1,\n"
-	  "	chunks_total int NOT NULL DEFAULT 1,\n"
-	  "	CHECK (chunks_total >= 1 AND chunks_done BETWEEN 1 AND chunks_total)\n"
-	  ");\n"
-	  "\n"
-	  "-- The effect itself: one row per (key, chunk) applied, never for a replay.\n"
-	  "-- Deliberately without a unique constraint: the tests count these rows to\n"
-	  "-- prove \"one effect per key\", so a duplicate must be able to show up here.\n"
-	  "CREATE TABLE sink_ledger (\n"
-	  "	id bigserial PRIMARY KEY,\n"
-	  "	idempotency_key text NOT NULL,\n"
-	  "	chunk int NOT NULL,\n"
-	  "	fence bigint NOT NULL,\n"
-	  "	trigger_id bigint,\n"
-	  "	attempt int,\n"
-	  "	applied_at timestamptz NOT NULL DEFAULT clock_timestamp()\n"
-	  ");\n"
-	  "CREATE INDEX sink_ledger_key ON sink_ledger (idempotency_key, chunk);\n"
-	},
+    {1, "001_sink",
+     "-- sql/sink/001_sink.sql - the schema of palisade-sink, the reference\n"
+     "-- side-effect service (docs/sink.md).  NOT one of palisade's migrations:\n"
+     "-- palisade-sink applies the files of sql/sink/ itself at start-up, each in\n"
+     "-- one transaction with its row in sink_schema_migrations, under its own\n"
+     "-- advisory lock.  These rows are durable and outlive every retry.\n"
+     "\n"
+     "-- The highest fencing token seen per resource.  The resource is the\n"
+     "-- idempotency key: a request whose token is lower than the highest token\n"
+     "-- seen for its key is stale (409 with Palisade-Stale-Token).\n"
+     "CREATE TABLE sink_fences (\n"
+     "	resource text PRIMARY KEY,\n"
+     "	fence bigint NOT NULL CHECK (fence >= 0),\n"
+     "	updated_at timestamptz NOT NULL DEFAULT clock_timestamp()\n"
+     ");\n"
+     "\n"
+     "-- One row per idempotency key: what was applied and the answer to replay.\n"
+     "-- A chunked effect (Palisade-Test-Chunks) records its progress here.\n"
+     "CREATE TABLE sink_effects (\n"
+     "	idempotency_key text PRIMARY KEY,\n"
+     "	fence bigint NOT NULL,               -- token of the request that last advanced it\n"
+     "	payload_digest text NOT NULL,        -- sha256(method \\n target \\n body), hex\n"
+     "	status int NOT NULL,                 -- the stored answer, replayed verbatim\n"
+     "	body text,\n"
+     "	applied_at timestamptz NOT NULL DEFAULT clock_timestamp(),\n"
+     "	updated_at timestamptz NOT NULL DEFAULT clock_timestamp(),\n"
+     "	method text,\n"
+     "	path text,\n"
+     "	trigger_id bigint,\n"
+     "	attempt int,\n"
+     "	scheduled_at timestamptz,\n"
+     "	chunks_done int NOT NULL DEFAULT 1,\n"
+     "	chunks_total int NOT NULL DEFAULT 1,\n"
+     "	CHECK (chunks_total >= 1 AND chunks_done BETWEEN 1 AND chunks_total)\n"
+     ");\n"
+     "\n"
+     "-- The effect itself: one row per (key, chunk) applied, never for a replay.\n"
+     "-- Deliberately without a unique constraint: the tests count these rows to\n"
+     "-- prove \"one effect per key\", so a duplicate must be able to show up here.\n"
+     "CREATE TABLE sink_ledger (\n"
+     "	id bigserial PRIMARY KEY,\n"
+     "	idempotency_key text NOT NULL,\n"
+     "	chunk int NOT NULL,\n"
+     "	fence bigint NOT NULL,\n"
+     "	trigger_id bigint,\n"
+     "	attempt int,\n"
+     "	applied_at timestamptz NOT NULL DEFAULT clock_timestamp()\n"
+     ");\n"
+     "CREATE INDEX sink_ledger_key ON sink_ledger (idempotency_key, chunk);\n"},
 };
 
 static const char SQL_CREATE_TABLE[] =
-	"CREATE TABLE IF NOT EXISTS sink_schema_migrations ("
-	" version integer PRIMARY KEY, name text NOT NULL,"
-	" applied_at timestamptz NOT NULL DEFAULT clock_timestamp())";
+    "CREATE TABLE IF NOT EXISTS sink_schema_migrations ("
+    " version integer PRIMARY KEY, name text NOT NULL,"
+    " applied_at timestamptz NOT NULL DEFAULT clock_timestamp())";
 
 /* Run SQL (no rows expected, no parameters); PAL_EDB with ERR filled. */
 static int exec(PGconn *pg, const char *sql, const char *what, char *err, size_t errlen)
@@ -104,8 +103,8 @@ static int exec(PGconn *pg, const char *sql, const char *what, char *err, size_t
 
 /* One value of a one-row query with parameter P1 (may be NULL for none),
  * copied into OUT; "" when there is no row. */
-static int value(PGconn *pg, const char *sql, const char *p1, char *out, size_t outlen,
-		 char *err, size_t errlen)
+static int value(PGconn *pg, const char *sql, const char *p1, char *out, size_t outlen, char *err,
+		 size_t errlen)
 {
 	const char *params[] = {p1};
 	PGresult *r = PQexecParams(pg, sql, p1 ? 1 : 0, NULL, p1 ? params : NULL, NULL, NULL, 0);
@@ -160,8 +159,8 @@ int pal__sink_schema_apply(PGconn *pg, int *applied, char *err, size_t errlen)
 			known = migrations[i].version;
 
 	*applied = 0;
-	int rc = exec(pg, "SELECT pg_advisory_lock(" SCHEMA_LOCK ")", "sink schema lock", err,
-		      errlen);
+	int rc =
+	    exec(pg, "SELECT pg_advisory_lock(" SCHEMA_LOCK ")", "sink schema lock", err, errlen);
 	if (rc != PAL_OK)
 		return rc;
 	/* quiet the NOTICE "relation already exists, skipping" */

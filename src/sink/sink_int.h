@@ -30,11 +30,11 @@
 #include "palisade/err.h"
 #include "palisade/metrics.h"
 
-#define SINK_KEY_MAX 512	     /* bytes of Idempotency-Key */
-#define SINK_BODY_MAX (1u << 20)     /* bytes of request body (1 MiB) */
-#define SINK_CHUNKS_MAX 100000	     /* Palisade-Test-Chunks upper bound */
-#define SINK_DELAY_MAX_MS 3600000    /* delay_ms upper bound (one hour) */
-#define SINK_THREADS_MAX 256	     /* --threads upper bound */
+#define SINK_KEY_MAX 512	  /* bytes of Idempotency-Key */
+#define SINK_BODY_MAX (1u << 20)  /* bytes of request body (1 MiB) */
+#define SINK_CHUNKS_MAX 100000	  /* Palisade-Test-Chunks upper bound */
+#define SINK_DELAY_MAX_MS 3600000 /* delay_ms upper bound (one hour) */
+#define SINK_THREADS_MAX 256	  /* --threads upper bound */
 
 /* ---- proto.c: pure helpers --------------------------------------------- */
 
@@ -46,6 +46,11 @@ PAL_MUST_CHECK int pal__sink_parse_token(const char *s, int64_t *out);
 /* A decimal integer in [MIN, MAX] (digits only, optional leading '-' when
  * MIN < 0).  Returns 0 or PAL_EINVAL. */
 PAL_MUST_CHECK int pal__sink_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
+
+/* A Palisade-Checkpoint of this sink: an integer in [0, MAX], bare ("2") or
+ * as the JSON string the executor sends for a string checkpoint ("\"2\"").
+ * Returns 0 or PAL_EINVAL. */
+PAL_MUST_CHECK int pal__sink_parse_checkpoint(const char *s, int64_t max, int64_t *out);
 
 /* Strict percent-decoding of a URL path segment into OUT (OUTLEN bytes,
  * NUL-terminated).  '+' stays '+'.  Refuses a malformed escape, a decoded
@@ -76,10 +81,10 @@ char *pal__sink_body_error(const char *code, const char *detail);
 /* ---- faults.c: run-time fault settings ---------------------------------- */
 
 typedef struct sink_faults {
-	int64_t delay_ms;   /* held inside the transaction before COMMIT */
-	double error_rate;  /* share answered 503 before touching the database */
-	double drop_rate;   /* share whose connection is dropped after COMMIT */
-	bool paused;	    /* apply requests wait until unpaused */
+	int64_t delay_ms;  /* held inside the transaction before COMMIT */
+	double error_rate; /* share answered 503 before touching the database */
+	double drop_rate;  /* share whose connection is dropped after COMMIT */
+	bool paused;	   /* apply requests wait until unpaused */
 } sink_faults;
 
 /* ---- pool.c: PostgreSQL connections ------------------------------------- */
@@ -99,14 +104,12 @@ typedef struct sink_conn {
 PAL_MUST_CHECK int pal__sink_pool_new(const char *conninfo, int n, sink_pool **out);
 /* Open a single connection outside the pool (start-up schema work); the
  * caller PQfinish()es it.  PAL_EDB with ERR filled on failure. */
-PAL_MUST_CHECK int pal__sink_connect(const char *conninfo, PGconn **out, char *err,
-				     size_t errlen);
+PAL_MUST_CHECK int pal__sink_connect(const char *conninfo, PGconn **out, char *err, size_t errlen);
 /* Take a free connection, waiting while all are busy; (re)connects a slot
  * whose connection is absent or broken.  Returns 0, PAL_EDB (cannot
  * connect; ERR filled) or PAL_EBUSY (the pool is shutting down).  Give it
  * back with pal__sink_pool_release() on every path. */
-PAL_MUST_CHECK int pal__sink_pool_acquire(sink_pool *p, sink_conn **out, char *err,
-					  size_t errlen);
+PAL_MUST_CHECK int pal__sink_pool_acquire(sink_pool *p, sink_conn **out, char *err, size_t errlen);
 /* Return C; a connection left inside a transaction or broken is closed. */
 void pal__sink_pool_release(sink_pool *p, sink_conn *c);
 /* Wake every waiter of acquire() with PAL_EBUSY; later acquires fail too. */
@@ -129,12 +132,12 @@ void pal__sink_schema_print(void);
 typedef struct sink_listener sink_listener;
 
 typedef struct sink_opts {
-	const char *listen;  /* effects listener, host:port */
-	const char *admin;   /* admin listener or NULL */
-	const char *pg;	     /* conninfo (PALISADE_PG or --pg) */
-	int threads;	     /* PostgreSQL connections = concurrent transactions */
-	int max_conns;	     /* concurrent HTTP connections per listener */
-	bool noop;	     /* answer applies without PostgreSQL */
+	const char *listen; /* effects listener, host:port */
+	const char *admin;  /* admin listener or NULL */
+	const char *pg;	    /* conninfo (PALISADE_PG or --pg) */
+	int threads;	    /* PostgreSQL connections = concurrent transactions */
+	int max_conns;	    /* concurrent HTTP connections per listener */
+	bool noop;	    /* answer applies without PostgreSQL */
 } sink_opts;
 
 typedef struct sink_ctx {
@@ -144,8 +147,8 @@ typedef struct sink_ctx {
 	sink_listener *http;  /* owned */
 	sink_listener *admin; /* owned, NULL without --admin */
 
-	pthread_mutex_t mu;   /* guards faults, stopping, inflight */
-	pthread_cond_t cv;    /* broadcast on fault change and on stop */
+	pthread_mutex_t mu; /* guards faults, stopping, inflight */
+	pthread_cond_t cv;  /* broadcast on fault change and on stop */
 	sink_faults faults;
 	bool stopping;
 	int inflight; /* apply requests past validation, not yet answered */
@@ -168,13 +171,13 @@ void pal__sink_faults_publish(sink_ctx *ctx, const sink_faults *f);
 /* ---- effect.c: the transaction ------------------------------------------ */
 
 typedef enum sink_outcome {
-	SINK_APPLIED,	    /* the effect (or one chunk) committed */
-	SINK_REPLAYED,	    /* same key, same payload: stored answer */
-	SINK_STALE,	    /* a higher token was seen for the key */
-	SINK_IN_PROGRESS,   /* another request for the key is in flight */
-	SINK_MISMATCH,	    /* same key, another payload */
+	SINK_APPLIED,	     /* the effect (or one chunk) committed */
+	SINK_REPLAYED,	     /* same key, same payload: stored answer */
+	SINK_STALE,	     /* a higher token was seen for the key */
+	SINK_IN_PROGRESS,    /* another request for the key is in flight */
+	SINK_MISMATCH,	     /* same key, another payload */
 	SINK_BAD_CHECKPOINT, /* checkpoint ahead of the stored progress */
-	SINK_DB_ERROR,	    /* PostgreSQL failed; outcome of COMMIT unknown */
+	SINK_DB_ERROR,	     /* PostgreSQL failed; outcome of COMMIT unknown */
 } sink_outcome;
 
 /* One validated apply request; strings are borrowed. */
@@ -202,8 +205,7 @@ typedef struct sink_reply {
 
 /* Run the apply transaction of docs/sink.md on C.  Always fills OUT (body
  * may be NULL on ENOMEM); the connection is idle again on return. */
-void pal__sink_effect_apply(sink_ctx *ctx, sink_conn *c, const sink_apply_req *rq,
-			    sink_reply *out);
+void pal__sink_effect_apply(sink_ctx *ctx, sink_conn *c, const sink_apply_req *rq, sink_reply *out);
 /* GET /effects/<key>: 200 with the record when the effect is complete, 404
  * otherwise, 503 when PostgreSQL fails.  Fills OUT like apply. */
 void pal__sink_effect_query(sink_conn *c, const char *key, sink_reply *out);
@@ -224,9 +226,10 @@ void pal__sink_listener_drain(sink_listener *l, int timeout_ms);
 void pal__sink_listener_stop(sink_listener *l);
 
 struct MHD_Connection;
-/* A JSON response: BODY is malloc()ed and taken (NULL answers 500 "out of
- * memory").  Extra headers as name/value pairs ending with NULL. */
-int pal__sink_respond(struct MHD_Connection *conn, unsigned status, char *body, ...);
+/* Queue a JSON response: BODY is malloc()ed and taken (NULL answers 500
+ * "out of memory"); HNAME/HVALUE one extra header, HNAME NULL for none. */
+int pal__sink_respond(struct MHD_Connection *conn, unsigned status, char *body, const char *hname,
+		      const char *hvalue);
 
 /* Admin routes; BODY/LEN is the request body.  Returns an MHD_Result. */
 int pal__sink_admin_route(sink_ctx *ctx, struct MHD_Connection *conn, const char *url,

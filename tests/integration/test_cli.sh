@@ -10,7 +10,7 @@ expect_eq "fires 01:30Z, then at the transition (01:00Z), then 00:30Z" \
 expect_exit "cron next, 5-field" 0 "$PAL" cron next "*/15 * * * *" --from 2026-01-01T00:00:00Z --count 2
 expect_eq "every 15 minutes, strictly after --from" "2026-01-01T00:15:00Z 2026-01-01T00:30:00Z" "$(echo $OUT)"
 expect_exit "cron next stops early when instants run out" 0 "$PAL" cron next "0 0 0 1 1 ? 2026" --from 2025-06-01T00:00:00Z --count 5
-expect_eq "one instant only" "2026-01-01T00:00:00Z" "$(echo $OUT)"
+expect_eq "one instant only on stdout" "2026-01-01T00:00:00Z" "$("$PAL" cron next "0 0 0 1 1 ? 2026" --from 2025-06-01T00:00:00Z --count 5 2>/dev/null)"
 expect_exit "invalid hour exits 65" 65 "$PAL" cron next "0 0 25 * * ?"
 expect_match "naming the field" "hour" "$OUT"
 expect_exit "unknown zone exits 65" 65 "$PAL" cron next "0 0 * * *" --tz Mars/Olympus

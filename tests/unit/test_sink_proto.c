@@ -63,6 +63,23 @@ static void test_sink_int_bounds(void **state)
 	assert_int_equal(pal__sink_parse_int("9223372036854775807", 0, INT64_MAX, &v), PAL_OK);
 }
 
+static void test_sink_checkpoint_bare_or_json_string(void **state)
+{
+	(void)state;
+	int64_t v;
+	assert_int_equal(pal__sink_parse_checkpoint("2", 2, &v), PAL_OK);
+	assert_int_equal(v, 2);
+	/* the executor sends a string checkpoint as its JSON text */
+	assert_int_equal(pal__sink_parse_checkpoint("\"2\"", 2, &v), PAL_OK);
+	assert_int_equal(v, 2);
+	assert_int_equal(pal__sink_parse_checkpoint("\"3\"", 2, &v), PAL_EINVAL);
+	assert_int_equal(pal__sink_parse_checkpoint("\"\"", 2, &v), PAL_EINVAL);
+	assert_int_equal(pal__sink_parse_checkpoint("\"", 2, &v), PAL_EINVAL);
+	assert_int_equal(pal__sink_parse_checkpoint("\"2", 2, &v), PAL_EINVAL);
+	assert_int_equal(pal__sink_parse_checkpoint("{\"c\":2}", 2, &v), PAL_EINVAL);
+	assert_int_equal(pal__sink_parse_checkpoint("-1", 2, &v), PAL_EINVAL);
+}
+
 static void test_sink_pct_decode_strict(void **state)
 {
 	(void)state;
@@ -80,7 +97,8 @@ static void test_sink_pct_decode_strict(void **state)
 	assert_int_equal(pal__sink_pct_decode("%4", out, sizeof out), PAL_EINVAL);
 	assert_int_equal(pal__sink_pct_decode("abc%", out, sizeof out), PAL_EINVAL);
 	assert_int_equal(pal__sink_pct_decode("a%00b", out, sizeof out), PAL_EINVAL);
-	assert_int_equal(pal__sink_pct_decode("%C3%28", out, sizeof out), PAL_EINVAL); /* bad UTF-8 */
+	assert_int_equal(pal__sink_pct_decode("%C3%28", out, sizeof out),
+			 PAL_EINVAL); /* bad UTF-8 */
 }
 
 static void test_sink_pct_decode_length_limit(void **state)
@@ -97,7 +115,8 @@ static void test_sink_pct_decode_length_limit(void **state)
 static void test_sink_pct_encode_round_trips(void **state)
 {
 	(void)state;
-	const char *keys[] = {"plain-key_1.~", "job/2026-11-30T08:00:00Z/0", "a b?#%&+=", "caf\xc3\xa9"};
+	const char *keys[] = {"plain-key_1.~", "job/2026-11-30T08:00:00Z/0",
+			      "a b?#%&+=", "caf\xc3\xa9"};
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
 		char *enc = pal__sink_pct_encode(keys[i]);
 		assert_non_null(enc);
@@ -180,6 +199,7 @@ int main(void)
 	    cmocka_unit_test(test_sink_token_accepts_decimal_up_to_bigint),
 	    cmocka_unit_test(test_sink_token_rejects_garbage_and_overflow),
 	    cmocka_unit_test(test_sink_int_bounds),
+	    cmocka_unit_test(test_sink_checkpoint_bare_or_json_string),
 	    cmocka_unit_test(test_sink_pct_decode_strict),
 	    cmocka_unit_test(test_sink_pct_decode_length_limit),
 	    cmocka_unit_test(test_sink_pct_encode_round_trips),
