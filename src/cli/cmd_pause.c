@@ -168,9 +168,9 @@ static int gate_cmd(int argc, char **argv, bool pause)
 		       "(SELECT * FROM gates)\n",
 		       (long long)r.still_gated, plural(r.still_gated, "trigger", "triggers"));
 	if (r.pausing)
-		printf("  %lld %s still pausing: they become paused at their next safe point; "
-		       "run resume again then\n",
-		       (long long)r.pausing, plural(r.pausing, "trigger is", "triggers are"));
+		printf("  %lld pausing %s not resumed yet: each becomes paused at its executor's "
+		       "next safe point; run resume again then\n",
+		       (long long)r.pausing, plural(r.pausing, "trigger", "triggers"));
 	return PAL_EXIT_OK;
 }
 

@@ -97,7 +97,7 @@ static void print_one(json_t *t)
 	if (json_is_string(json_object_get(t, "resolution")))
 		printf("  resolved:  %s by %s at %s\n", str(t, "resolution"), str(t, "actor"),
 		       str(t, "resolved_at"));
-	char *ev = json_dumps(json_object_get(t, "evidence"), JSON_INDENT(2) | JSON_ENCODE_ANY);
+	char *ev = json_dumps(json_object_get(t, "evidence"), JSON_COMPACT | JSON_ENCODE_ANY);
 	printf("  evidence:  %s\n", ev ? ev : "null");
 	free(ev);
 }

@@ -431,7 +431,6 @@ static int cancel_body(pal_store *st, void *vctx, char *err, size_t errlen)
 		int64_t *counts[] = { &res->from_paused, &res->from_retry_wait, &res->from_pending };
 		for (int i = 0; i < 3; i++) {
 			const char *pc[] = { p[0], p[1], from_states[i] };
-			int64_t n;
 			if ((rc = exec_n(st,
 					 "UPDATE triggers SET state = 'cancelled',"
 					 " finished_at = clock_timestamp(), lease_owner = NULL,"
@@ -665,8 +664,10 @@ static int trigger_body(pal_store *st, void *vctx, char *err, size_t errlen)
 		PQclear(r);
 		if ((rc = job_exists(st, c->job_id, err, errlen)))
 			return rc;
-		snprintf(err, errlen, "job %s has no stored version to run; hint: apply it first",
-			 c->job_id);
+		snprintf(err, errlen,
+			 "job %s: no trigger inserted: its version has no row to plan, or request id "
+			 "\"%s\" conflicts with existing triggers; hint: `palisade triggers --job %s`",
+			 c->job_id, c->request_id, c->job_id);
 		return PAL_EINVAL;
 	}
 	res->version = atoi(PQgetvalue(r, 0, 1));
