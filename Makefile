@@ -50,7 +50,7 @@ ifneq ($(SINK_SRC),)
 PROGS += $(BIN)/palisade-sink
 endif
 
-.PHONY: all deps test unit integration asan bench demo clean format lint help reference fuzz docs
+.PHONY: all deps test unit integration asan bench demo clean format lint help reference fuzz docs man
 
 all: $(O)/.deps $(PROGS) $(UNIT_BIN) $(ITEST_BIN)
 
@@ -62,6 +62,7 @@ help:
 	@echo "make reference  compare 'cron next' with croniter and zdump on many cases"
 	@echo "make fuzz       run the libFuzzer targets for a short while"
 	@echo "make bench      benchmarks"
+	@echo "make man        man pages (scdoc) into $(O)/man"
 	@echo "make format | lint | clean"
 
 # Installs missing Debian packages (ops/deps.sh); re-checked when the list changes.
@@ -130,11 +131,18 @@ bench: all
 demo: all
 	@bash ops/demo.sh $(BIN)
 
+MAN_SRC := $(wildcard docs/man/*.scd)
+man: $(MAN_SRC:docs/man/%.scd=$(O)/man/%)
+$(O)/man/%: docs/man/%.scd
+	@mkdir -p $(dir $@)
+	scdoc < $< > $@
+
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
+		--suppress=unknownMacro --suppress=missingIncludeSystem \
 		-Iinclude -I/usr/include/zookeeper -DTHREADED src
 
 clean:

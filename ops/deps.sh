@@ -17,7 +17,8 @@ PACKAGES=(
 	libcmocka-dev                            # unit tests
 	clang-14 libclang-rt-14-dev libfuzzer-14-dev # sanitizers, fuzzing
 	python3 python3-croniter tzdata          # reference checks of the cron engine
-	procps iproute2 netcat-openbsd           # pgrep-free process checks, ports
+	procps iproute2 netcat-openbsd curl      # process checks, ports, tests
+	scdoc cppcheck                           # man pages, make lint
 )
 
 missing=()

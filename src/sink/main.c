@@ -43,7 +43,7 @@ static const char usage_text[] =
     "                               /metrics, /healthz (default: none)\n"
     "  --pg CONNINFO                PostgreSQL conninfo (default: $PALISADE_PG)\n"
     "  --threads N                  PostgreSQL connections = transactions at once\n"
-    "                               (default 8, 1..256)\n"
+    "                               (default 32, 1..256)\n"
     "  --max-connections N          concurrent HTTP connections (default 1000)\n"
     "  --delay-ms N                 hold each transaction N ms before COMMIT (default 0)\n"
     "  --error-rate R               answer this share 503 before the database (0..1)\n"
@@ -122,7 +122,7 @@ static bool parse_rate(const char *s, double *out)
 static int parse_cmdline(int argc, char **argv, cmdline *cl)
 {
 	memset(cl, 0, sizeof *cl);
-	cl->opts.threads = 8;
+	cl->opts.threads = 32;
 	cl->opts.max_conns = 1000;
 	cl->opts.pg = getenv("PALISADE_PG");
 	cl->log_level = PAL_LOG_INFO;

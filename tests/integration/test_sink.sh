@@ -280,9 +280,9 @@ URL=$URL xargs -P 20 -L 1 bash "$W/one.sh" <"$W/burst.in" >"$W/burst.out" 2>&1
 expect_eq "all 200 burst requests answered" 200 "$(wc -l <"$W/burst.out")"
 expect_eq "G5: exactly one ledger row per burst key (20 keys)" "20|20" \
 	"$(sql "select count(*), count(distinct idempotency_key) from sink_ledger where idempotency_key like 'burst-%'")"
-expect_eq "G5: exactly 20 non-replayed 201s" 20 "$(grep -c ' 201 ' "$W/burst.out")"
+expect_eq "G5: exactly 20 non-replayed 201s" 20 "$(awk '$3 == "201"' "$W/burst.out" | wc -l)"
 expect_eq "every other answer is a replay or a 409 (no 5xx, no other 4xx)" 180 \
-	"$(grep -cE ' (R201|409) ' "$W/burst.out")"
+	"$(awk '$3 == "R201" || $3 == "409"' "$W/burst.out" | wc -l)"
 expect_eq "G4: every stale refusal named a higher token than the request's" 0 \
 	"$(awk '$3 == 409 && $4 != "-" && $2 + 0 >= $4 + 0' "$W/burst.out" | wc -l)"
 expect_eq "G4: each key's fence is the highest token that was accepted (201) for it" \
