@@ -20,6 +20,9 @@
  *      sink_ledger row per applied chunk, hold --delay-ms, COMMIT.
  *
  * Every statement is prepared once per connection (sink_conn.prepared).
+ * A pooled connection PostgreSQL dropped while idle (a server restart) is
+ * reset and the request goes on, but only when its first statement failed,
+ * that is before anything was done (ready()).
  * Threading: called from a request thread that owns the borrowed sink_conn
  * for the whole call; nothing here is shared.  Every PGresult is cleared on
  * every path before the function returns; the connection is left idle (a
