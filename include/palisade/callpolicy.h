@@ -74,7 +74,7 @@ typedef struct pal_breakers pal_breakers;
 typedef struct pal_breaker_config {
 	int window;            /* outcomes remembered per host (default 20) */
 	int min_samples;       /* before the rate is judged (default 10) */
-	double failure_rate;   /* open at or above (default 0.5) */
+	double failure_rate;   /* open at or above (default 0.8) */
 	int64_t open_ms;       /* stay open this long, then half-open (default 5000) */
 } pal_breaker_config;
 
@@ -87,11 +87,13 @@ bool pal_breaker_allow(pal_breakers *b, const char *host, int64_t now_ms);
 /* Record the end of a call to HOST (FAILED: retryable or unknown outcome). */
 void pal_breaker_record(pal_breakers *b, const char *host, bool failed, int64_t now_ms);
 pal_breaker_state pal_breaker_state_of(pal_breakers *b, const char *host, int64_t now_ms);
-/* Hosts whose breaker is open now, as a PostgreSQL text[] literal "{a,b}"
- * (caller frees); "{}" when none. */
+/* Hosts that must not be claimed for now - breaker open, or half-open with
+ * its probe in flight - as a PostgreSQL text[] literal "{a,b}" (caller
+ * frees); "{}" when none. */
 char *pal_breakers_open_hosts(pal_breakers *b, int64_t now_ms);
 
-/* Host of URL ("http://h:1/x" -> "h"), into buf; "" when unparsable. */
+/* The breaker identity of URL: host and explicit port ("http://h:1/x" ->
+ * "h:1", "https://h/x" -> "h"), userinfo dropped; "" when unparsable. */
 void pal_url_host(const char *url, char *buf, size_t len);
 
 #endif

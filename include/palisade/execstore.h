@@ -73,7 +73,8 @@ PAL_MUST_CHECK int pal_store_renew(pal_store *st, const char *node, int64_t leas
 /* One result to commit. */
 typedef struct pal_result {
 	int64_t id, fence;
-	const char *state;       /* succeeded, failed, retry_wait, unknown, manual */
+	const char *state;       /* succeeded, failed, retry_wait, unknown, manual, or
+				    pending: deferred before calling, the attempt is given back */
 	const char *error_class; /* "" when none */
 	int http_status;         /* 0 when none */
 	int64_t next_attempt_ms; /* retry_wait / unknown: when; 0 otherwise */

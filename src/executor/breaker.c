@@ -45,7 +45,7 @@ pal_breakers *pal_breakers_new(const pal_breaker_config *cfg)
 	if (b->cfg.min_samples > b->cfg.window)
 		b->cfg.min_samples = b->cfg.window;
 	if (b->cfg.failure_rate <= 0)
-		b->cfg.failure_rate = 0.5;
+		b->cfg.failure_rate = 0.8;
 	if (b->cfg.open_ms <= 0)
 		b->cfg.open_ms = 5000;
 	b->hosts = g_hash_table_new_full(g_str_hash, g_str_equal, free, host_free);
@@ -150,7 +150,9 @@ char *pal_breakers_open_hosts(pal_breakers *b, int64_t now)
 	while (g_hash_table_iter_next(&it, &k, &v)) {
 		host *h = v;
 		advance(b, h, now);
-		if (h->state != PAL_BREAKER_OPEN)
+		/* Open, or half-open with its one probe in flight: claim nothing
+		 * for it now. */
+		if (h->state == PAL_BREAKER_CLOSED || (h->state == PAL_BREAKER_HALF_OPEN && !h->probing))
 			continue;
 		if (g->len > 1)
 			g_string_append_c(g, ',');
@@ -180,16 +182,17 @@ void pal_url_host(const char *url, char *buf, size_t len)
 			at = q;
 	if (at)
 		p = at + 1;
+	/* host[:port] - the port is part of the identity: two services on one
+	 * host fail independently. */
 	const char *e = p;
 	if (*p == '[') {
 		e = strchr(p, ']');
 		if (!e)
 			return;
 		e++;
-	} else {
-		while (*e && *e != ':' && *e != '/' && *e != '?' && *e != '#')
-			e++;
 	}
+	while (*e && *e != '/' && *e != '?' && *e != '#')
+		e++;
 	size_t n = (size_t)(e - p);
 	if (n >= len)
 		n = len - 1;

@@ -49,7 +49,8 @@ typedef struct call {
 	int64_t retry_after_ms;
 	int64_t started_ms, resume_at_ms;
 	char host[256];
-	bool breaker_probe;
+	bool called;      /* this claim already sent the side-effect request */
+	char last_class[48];
 	struct call *next;
 } call;
 
@@ -474,11 +475,16 @@ static void finish_transfer(pal_executor *ex, call *k, CURLcode code)
 		minc(ex, "palisade_executor_status_queries_total", lab, 1);
 		if (!strcmp(answer, "found")) {
 			queue_result(ex, k, "succeeded", "resolved_by_query", (int)status, 0, NULL);
-		} else if (!strcmp(answer, "not_found")) {
-			/* Not applied: send it now, with the same key. */
+		} else if (!strcmp(answer, "not_found") && !k->called) {
+			/* Not applied (the unknown outcome was an earlier claim's):
+			 * send it now, with the same key. */
 			k->ph = PHASE_CALL;
 			if (start_transfer(ex, k))
 				queue_result(ex, k, "failed", "render", 0, 0, NULL);
+		} else if (!strcmp(answer, "not_found")) {
+			/* Our own call of this claim was not applied: an ordinary
+			 * retry, with the same key, under the retry budget. */
+			retry_or_fail(ex, k, k->last_class, 0, -1);
 		} else {
 			pal_retry_decision d = pal_retry_decide(&k->spec->spec, k->c.attempt, wall_ms(),
 								k->c.scheduled_at * 1000, -1, &ex->rng);
@@ -493,6 +499,8 @@ static void finish_transfer(pal_executor *ex, call *k, CURLcode code)
 		free(cl.checkpoint);
 		return;
 	}
+	k->called = true;
+	snprintf(k->last_class, sizeof k->last_class, "%s", cl.error_class);
 	char lab[64];
 	static const char *const names[] = { "success", "more", "stale", "permanent", "retryable",
 					     "unknown" };
@@ -584,7 +592,9 @@ static void begin_call(pal_executor *ex, pal_claimed *c)
 			      !strcmp(k->c.prev_error, "reset_after_send");
 	k->ph = unknown_before && s->status_url ? PHASE_QUERY : PHASE_CALL;
 	if (!pal_breaker_allow(ex->breakers, k->host, pal__mono_ms())) {
-		queue_result(ex, k, "retry_wait", "breaker_open", 0, wall_ms() + 1000, NULL);
+		/* Back to pending without spending an attempt: the call never
+		 * started (the commit gives the attempt back). */
+		queue_result(ex, k, "pending", "breaker_open", 0, wall_ms() + 1000, NULL);
 		return;
 	}
 	if (start_transfer(ex, k))
@@ -768,6 +778,10 @@ static void *run(void *arg)
 					queue_result(ex, k, "failed", "render", 0, 0, NULL);
 			}
 		}
+		/* Lease checks come before any I/O of the pass: after a pause
+		 * (SIGSTOP, a long GC-like stall) nothing more is sent for a call
+		 * whose lease is lost or whose monotonic deadline has passed. */
+		enforce_leases(ex);
 		int running = 0;
 		curl_multi_perform(ex->multi, &running);
 		CURLMsg *msg;
@@ -780,7 +794,6 @@ static void *run(void *arg)
 			if (k)
 				finish_transfer(ex, k, msg->data.result);
 		}
-		enforce_leases(ex);
 		commit_results(ex);
 		if (now >= next_status) {
 			publish_status(ex);

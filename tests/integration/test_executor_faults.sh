@@ -57,6 +57,8 @@ stale_db=$(sql "select count(*) from attempts where outcome = 'fenced'")
 multi=$(sql "select count(*) from (select trigger_id from attempts group by 1 having count(*) > 1) x")
 echo "    figure: responses dropped after commit $dropped, replays $replayed, triggers with more than one attempt $multi"
 echo "    figure: stale-token rejections: at the sink $stale_sink, at the database $stale_db"
+abandoned=$(cat "$NODE_DIR"/e*.log | grep -o '"event":"executor.call_abandoned"[^}]*"reason":"[^"]*"' | sed 's/.*"reason":"//; s/"$//' | sort | uniq -c | tr -s ' ' | paste -sd,)
+echo "    figure: calls abandoned without writing (lease lost / monotonic deadline / other): ${abandoned:-none}"
 check "lost responses were recovered by query or replay, not re-applied" [ "$dropped" -gt 0 ]
 T0v=$T0
 expect_exit "verify: no instant missing or doubled in the window" 0 "$PAL" verify --from "$T0v" --to "$T1"

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""A deliberately bad HTTP target for executor tests (tests only).
+
+Paths:
+  /garbage     not HTTP at all after reading the request
+  /huge        200 with a 50 MiB body
+  /redirect    302 to elsewhere
+  /drip        200 headers, then one byte per second, forever
+  /hang        reads the request, never answers
+  /reset       closes the connection right after reading the request
+  /ok          200 {}
+Plain TCP on --port, TLS with a self-signed certificate on --tls-port.
+Every request is counted per path in /tmp-free memory and printed on exit.
+"""
+import argparse, socket, ssl, subprocess, sys, tempfile, threading, time, os
+
+def handle(conn):
+    try:
+        conn.settimeout(30)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return
+            data += chunk
+        path = data.split(b" ", 2)[1].decode(errors="replace").split("?")[0]
+        if path.startswith("/garbage"):
+            conn.sendall(b"\x00\xffNOT HTTP AT ALL\r\n\r\n" * 10)
+        elif path.startswith("/huge"):
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 52428800\r\n\r\n")
+            block = b"x" * 65536
+            for _ in range(800):
+                conn.sendall(block)
+        elif path.startswith("/redirect"):
+            conn.sendall(b"HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:1/elsewhere\r\nContent-Length: 0\r\n\r\n")
+        elif path.startswith("/drip"):
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n")
+            for _ in range(120):
+                conn.sendall(b"x")
+                time.sleep(1)
+        elif path.startswith("/hang"):
+            time.sleep(120)
+        elif path.startswith("/reset"):
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        else:
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+    except Exception:
+        pass
+    finally:
+        try:
+            conn.close()
+        except Exception:
+            pass
+
+def serve(sock, wrap=None):
+    while True:
+        c, _ = sock.accept()
+        if wrap:
+            try:
+                c = wrap.wrap_socket(c, server_side=True)
+            except Exception:
+                c.close()
+                continue
+        threading.Thread(target=handle, args=(c,), daemon=True).start()
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--tls-port", type=int, required=True)
+    a = ap.parse_args()
+    d = tempfile.mkdtemp()
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-keyout", d + "/k.pem", "-out", d + "/c.pem"],
+                   check=True, capture_output=True)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(d + "/c.pem", d + "/k.pem")
+    for port, wrap in ((a.port, None), (a.tls_port, ctx)):
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", port))
+        s.listen(128)
+        threading.Thread(target=serve, args=(s, wrap), daemon=True).start()
+    print("ready", flush=True)
+    while True:
+        time.sleep(3600)
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Garbage, huge, redirecting, TLS-failing, slow-drip, hanging and resetting
+# targets: each is classified, bounded in memory and time, and the executor
+# survives them all.
+source tests/integration/lib.sh
+source tests/integration/cluster.sh
+guarantee "bad responses are classified (permanent, retryable or unknown then queried), bounded in memory and time, and never crash the executor"
+
+fresh_db it_bad
+"$PAL" migrate >/dev/null
+start_sink || { fail "sink starts"; finish; exit 1; }
+port=$(free_port); tls=$(free_port)
+python3 tests/integration/badserver.py --port "$port" --tls-port "$tls" >"$NODE_DIR/bad.log" 2>&1 &
+BAD_PID=$!
+trap 'kill $BAD_PID 2>/dev/null; stop_all_nodes; stop_sink' EXIT
+wait_until "bad server up" 10 grep -q ready "$NODE_DIR/bad.log"
+SHARDS=2 write_conf "$CLUSTER_CONF" "executor: {lease: 6s, heartbeat: 1s}"
+SHARDS=2
+sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+{
+	echo "jobs:"
+	for p in garbage huge redirect drip hang reset; do
+		echo "  - {id: bad.$p, schedule: {cron: \"0 0 0 1 1 ? 2099\"}, target: {url: \"http://127.0.0.1:$port/$p\", timeout: 2s, status_url: \"http://$SINK_ADDR/effects/{idempotency_key}\"}, retry: {max_attempts: 2, backoff: {initial: 100ms, max: 200ms}}}"
+	done
+	echo "  - {id: bad.tls, schedule: {cron: \"0 0 0 1 1 ? 2099\"}, target: {url: \"https://127.0.0.1:$tls/ok\", timeout: 2s}, retry: {max_attempts: 2}}"
+	echo "  - {id: bad.control, schedule: {cron: \"0 0 0 1 1 ? 2099\"}, target: {url: \"http://127.0.0.1:$port/ok\", timeout: 2s}}"
+} >"$NODE_DIR/jobs.yaml"
+expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
+start_node b1
+wait_until "shards led" 20 all_shards_led
+for j in garbage huge redirect drip hang reset tls control; do
+	"$PAL" trigger --job "bad.$j" --reason "bad response test" >/dev/null
+done
+settled() { [ "$(sql "select count(*) from triggers where job_id like 'bad.%' and state not in ('succeeded', 'failed', 'manual')")" = 0 ]; }
+wait_until "every bad target's trigger reaches a final or manual state" 40 settled
+state() { sql "select state || ' ' || coalesce(last_error_class, '') from triggers where job_id = 'bad.$1'"; }
+expect_eq "control: succeeded" "succeeded " "$(state control)"
+expect_eq "redirect: permanent failure, not followed" "failed redirect" "$(state redirect)"
+expect_eq "tls (self-signed): permanent failure" "failed tls" "$(state tls)"
+expect_eq "huge body: cut at the cap; a 2xx still counts as applied" "succeeded " "$(state huge)"
+for j in garbage drip hang reset; do
+	s=$(state $j)
+	expect_match "$j: outcome unknown, resolved by querying the status URL (404: not applied, retried with the same key), then failed or manual" "^(failed|manual) " "$s"
+	check "$j: the status URL was queried with the same key" [ "$(sql "select count(*) from attempts a join triggers t on t.id = a.trigger_id where t.job_id = 'bad.$j'")" -ge 1 ]
+done
+check "status queries were made after unknown outcomes" [ "$(metric b1 'palisade_executor_status_queries_total{answer="not_found"}' | cut -d. -f1)" -ge 1 ]
+check "the node is still alive" node_alive b1
+rss=$(awk '/VmHWM/ {print $2}' /proc/${NODE_PID[b1]}/status)
+echo "    figure: node peak RSS ${rss} kB after a 50 MiB response"
+check "memory stayed bounded (peak RSS < 100 MiB)" [ "$rss" -lt 102400 ]
+finish

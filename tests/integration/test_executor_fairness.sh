@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# One tenant with ten times the load of another, on an executor that cannot
+# keep up with the heavy one.
+source tests/integration/lib.sh
+source tests/integration/cluster.sh
+BOUND_S=${FAIRNESS_P99_BOUND_S:-3}
+guarantee "fairness - a tenant with 10x the load (more than the executor can serve) does not push the light tenant's p99 wait (claim - due) past ${BOUND_S} s"
+
+fresh_db it_fair
+"$PAL" migrate >/dev/null
+start_sink --delay-ms 100 || { fail "sink starts"; finish; exit 1; }
+SHARDS=4 write_conf "$CLUSTER_CONF" "executor: {lease: 10s, heartbeat: 2s, batch: 8, max_inflight: 4}"
+SHARDS=4
+sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+{
+	echo "jobs:"
+	for i in $(seq 1 50); do
+		echo "  - {id: heavy.job-$i, tenant: heavy, schedule: {cron: \"* * * * * ?\"}, target: {url: \"http://$SINK_ADDR/effects/h\"}, retry: {max_age: 1h}}"
+	done
+	for i in $(seq 1 5); do
+		echo "  - {id: light.job-$i, tenant: light, schedule: {cron: \"* * * * * ?\"}, target: {url: \"http://$SINK_ADDR/effects/l\"}, retry: {max_age: 1h}}"
+	done
+} >"$NODE_DIR/jobs.yaml"
+expect_exit "apply 50 heavy and 5 light jobs" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
+start_node f1
+wait_until "shards led" 20 all_shards_led
+T0=$(sql "select clock_timestamp() + interval '2 s'")
+sleep 30
+T1=$(sql "select clock_timestamp() - interval '5 s'")
+wait_s() {
+	sql "select coalesce(round(percentile_cont($2) within group (order by extract(epoch from a.claimed_at - t.due_at))::numeric, 2), -1)
+	     from triggers t join attempts a on a.trigger_id = t.id and a.fence = (select min(fence) from attempts x where x.trigger_id = t.id)
+	     where t.tenant = '$1' and t.due_at between '$T0' and '$T1'"
+}
+backlog=$(sql "select count(*) from triggers where tenant = 'heavy' and state = 'pending' and due_at < clock_timestamp()")
+lp50=$(wait_s light 0.5); lp99=$(wait_s light 0.99); hp50=$(wait_s heavy 0.5)
+echo "    figure: heavy backlog $backlog due triggers; waits: light p50 ${lp50}s p99 ${lp99}s, heavy p50 ${hp50}s (claimed ones)"
+check "the heavy tenant overloads the executor (a backlog builds)" [ "$backlog" -gt 50 ]
+check "light tenant's p99 wait <= ${BOUND_S} s" python3 -c "import sys; sys.exit(0 if 0 <= float('$lp99') <= $BOUND_S else 1)"
+expect_eq "every light trigger in the window was claimed" 0 "$(sql "select count(*) from triggers where tenant = 'light' and due_at between '$T0' and '$T1' and attempt_count = 0")"
+finish
