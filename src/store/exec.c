@@ -46,29 +46,36 @@ static const char SQL_CLAIM[] =
 	"   AND resource_group IN (SELECT g FROM lim WHERE cl > 0) GROUP BY 1),"
 	" live AS (SELECT id, job_id, partition FROM triggers"
 	"   WHERE state IN ('running', 'pausing', 'cancelling', 'unknown')),"
-	" cand AS (SELECT t.id, t.tenant, t.resource_group, t.job_id, t.partition,"
-	"   v.overlap_policy AS ov, coalesce(t.next_attempt_at, t.due_at) AS ready_at,"
+	" ten AS (SELECT DISTINCT t.tenant FROM triggers t WHERE " CLAIMABLE("t") "),"
+	/* Each tenant's oldest claimable work: a flood from one tenant cannot
+	 * crowd another out of the candidate set. */
+	" cand AS (SELECT c.* FROM ten, LATERAL (SELECT t.id, t.tenant, t.resource_group, t.job_id,"
+	"   t.partition, v.overlap_policy AS ov, coalesce(t.next_attempt_at, t.due_at) AS ready_at,"
 	"   t.priority + floor(extract(epoch FROM clock_timestamp()"
 	"     - coalesce(t.next_attempt_at, t.due_at)) / 10) AS eff_prio"
 	"   FROM triggers t JOIN job_versions v ON v.job_id = t.job_id AND v.version = t.version"
-	"   WHERE " CLAIMABLE("t")
+	"   WHERE t.tenant = ten.tenant AND " CLAIMABLE("t")
 	"   AND NOT EXISTS (SELECT 1 FROM gates g WHERE g.paused AND g.scope IN ('global',"
 	"     'job:' || t.job_id, 'group:' || t.resource_group, 'tenant:' || t.tenant))"
 	"   AND v.target_host <> ALL ($4::text[])"
 	"   AND (v.overlap_policy IN ('allow', 'replace') OR NOT EXISTS (SELECT 1 FROM live l"
 	"     WHERE l.job_id = t.job_id AND l.partition = t.partition AND l.id <> t.id))"
-	"   ORDER BY coalesce(t.next_attempt_at, t.due_at) LIMIT 5000),"
+	"   ORDER BY coalesce(t.next_attempt_at, t.due_at) LIMIT 4 * $3::int) c),"
+	" trun AS (SELECT tenant, count(*)::int AS n FROM triggers"
+	"   WHERE state IN ('running', 'pausing', 'cancelling') GROUP BY 1),"
 	" ranked AS (SELECT c.*,"
 	"   row_number() OVER (PARTITION BY c.tenant ORDER BY c.eff_prio DESC, c.ready_at) AS trank,"
 	"   row_number() OVER (PARTITION BY c.resource_group ORDER BY c.eff_prio DESC, c.ready_at) AS grank,"
 	"   row_number() OVER (PARTITION BY c.job_id, c.partition ORDER BY c.ready_at) AS jrank"
 	"   FROM cand c),"
 	" pick AS (SELECT r.id FROM ranked r LEFT JOIN lim ON lim.g = r.resource_group"
-	"   LEFT JOIN run ON run.g = r.resource_group"
+	"   LEFT JOIN run ON run.g = r.resource_group LEFT JOIN trun ON trun.tenant = r.tenant"
 	"   WHERE (lim.g IS NULL OR (r.grank <= lim.nr"
 	"     AND (lim.cl = 0 OR r.grank <= lim.cl - coalesce(run.n, 0))))"
 	"   AND (r.ov = 'allow' OR r.jrank = 1)"
-	"   ORDER BY r.trank, r.eff_prio DESC, r.ready_at LIMIT $3),"
+	/* Fair share: a tenant's next slot ranks after the calls it already
+	 * has in flight (so the idle tenant goes first), then aged priority. */
+	"   ORDER BY r.trank + coalesce(trun.n, 0), r.eff_prio DESC, r.ready_at LIMIT $3),"
 	" locked AS (SELECT t.id, t.state AS prev_state, coalesce(t.last_error_class, '') AS prev_err"
 	"   FROM triggers t WHERE t.id IN (SELECT id FROM pick) AND " CLAIMABLE("t")
 	"   FOR UPDATE SKIP LOCKED),"

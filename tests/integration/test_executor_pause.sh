@@ -53,7 +53,7 @@ expect_exit "resume the chunked job" 0 "$PAL" resume --job p.chunky --reason "go
 wait_until "the chunked trigger completes after resume" 20 bash -c "[ \"\$(psql '$PALISADE_PG' -XAtqc 'select state from triggers where id = $tid')\" = succeeded ]"
 check "it continued with a new, larger token" [ "$(sql "select fence from triggers where id = $tid")" -gt "$fence1" ]
 key=$(sql "select idempotency_key from attempts where trigger_id = $tid and idempotency_key is not null limit 1")
-expect_eq "each of the 6 chunks was applied exactly once" "6 6" "$(sql "select count(*), count(distinct chunk) from sink_ledger where idempotency_key = '$key'")"
+expect_eq "each of the 6 chunks was applied exactly once" "6|6" "$(sql "select count(*), count(distinct chunk) from sink_ledger where idempotency_key = '$key'")"
 check "the resumed attempt started past chunk 1 (its first request carried the checkpoint)" [ "$(sql "select count(*) from attempts where trigger_id = $tid")" -ge 2 ]
 
 # Cancel racing completion: a slow sink, cancel every in-flight trigger of a job.
