@@ -114,10 +114,12 @@ integration: all
 
 test: all
 	@bash tests/run-unit.sh $(O)
+	@python3 tests/reference/cron_reference.py --bin $(BIN)/palisade
 	@PALISADE_BIN=$(abspath $(BIN)) PALISADE_ITESTS=$(abspath $(O)/itests) bash tests/integration/run.sh
 
+# The same suite under ASan + UBSan; the long load test runs 45 s instead of 180 s.
 asan:
-	$(MAKE) O=build-asan SAN=1 test
+	$(MAKE) O=build-asan SAN=1 LOAD_SECONDS=45 test
 
 reference: all
 	@python3 tests/reference/cron_reference.py --bin $(BIN)/palisade

@@ -45,6 +45,11 @@ PAL_MUST_CHECK int pal_controller_start(const pal_controller_config *cfg, pal_co
  * thread and free C. */
 void pal_controller_stop(pal_controller *c);
 
+/* New timing (scan interval, overlap, lookahead, misfire threshold; the
+ * reloadable controller keys), applied by the thread at its next pass. */
+void pal_controller_set_timing(pal_controller *c, int scan_interval_ms, int64_t overlap_s,
+			       int64_t lookahead_s, int64_t misfire_threshold_s);
+
 /* Ask for a full reload of the jobs of every led shard (SIGHUP). */
 void pal_controller_reload(pal_controller *c);
 

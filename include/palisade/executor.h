@@ -51,6 +51,11 @@ PAL_MUST_CHECK int pal_executor_start(const pal_executor_config *cfg, pal_metric
  * another executor resolves them by querying), join the threads, free. */
 void pal_executor_stop(pal_executor *ex, int64_t grace_ms);
 
+/* New limits (the reloadable executor keys: batch, max_inflight,
+ * renew_failures, groups; copied), applied at the executor's next pass. */
+void pal_executor_set_limits(pal_executor *ex, int batch, int max_inflight, int renew_failures,
+			     const pal_group_conf *groups, size_t n_groups);
+
 /* {"gate_open", "inflight", "held_leases", "claimed", "stale_rejections"...} */
 json_t *pal_executor_status(pal_executor *ex);
 

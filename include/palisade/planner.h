@@ -102,6 +102,8 @@ typedef struct pal_plan_batch {
 pal_planner *pal_planner_new(int shard, const pal_planner_config *cfg);
 void pal_planner_free(pal_planner *p);
 int pal_planner_shard(const pal_planner *p);
+/* Replace the configuration (a reload); takes effect at the next tick. */
+void pal_planner_set_config(pal_planner *p, const pal_planner_config *cfg);
 size_t pal_planner_jobs(const pal_planner *p);
 
 /*

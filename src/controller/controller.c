@@ -43,9 +43,11 @@ struct pal_controller {
 	int db_backoff_ms;
 	int64_t next_db_try_ms, next_reload_ms, next_tick_ms;
 
-	/* status snapshot, under mu */
+	/* status snapshot and a pending timing change, under mu */
 	pthread_mutex_t mu;
 	json_t *status;
+	bool timing_changed;
+	pal_controller_config new_timing;
 };
 
 static int64_t mono_ms(void)
@@ -404,6 +406,43 @@ static bool ensure_db(pal_controller *c)
 	return false;
 }
 
+/* Apply a timing change from pal_controller_set_timing (a reload). */
+static void apply_timing(pal_controller *c)
+{
+	pthread_mutex_lock(&c->mu);
+	bool changed = c->timing_changed;
+	pal_controller_config t = c->new_timing;
+	c->timing_changed = false;
+	pthread_mutex_unlock(&c->mu);
+	if (!changed)
+		return;
+	c->cfg.scan_interval_ms = t.scan_interval_ms;
+	c->cfg.overlap_s = t.overlap_s;
+	c->cfg.lookahead_s = t.lookahead_s;
+	c->cfg.misfire_threshold_s = t.misfire_threshold_s;
+	pal_planner_config pc = { .overlap_s = t.overlap_s,
+				  .lookahead_s = t.lookahead_s,
+				  .misfire_threshold_s = t.misfire_threshold_s };
+	for (int s = 0; s < c->cfg.n_shards; s++)
+		if (c->led[s].planner)
+			pal_planner_set_config(c->led[s].planner, &pc);
+	pal_log(PAL_LOG_INFO, "controller.timing_reloaded", "{s:i, s:I, s:I, s:I}", "scan_interval_ms",
+		t.scan_interval_ms, "overlap_s", (json_int_t)t.overlap_s, "lookahead_s",
+		(json_int_t)t.lookahead_s, "misfire_threshold_s", (json_int_t)t.misfire_threshold_s);
+}
+
+void pal_controller_set_timing(pal_controller *c, int scan_interval_ms, int64_t overlap_s,
+			       int64_t lookahead_s, int64_t misfire_threshold_s)
+{
+	pthread_mutex_lock(&c->mu);
+	c->new_timing.scan_interval_ms = scan_interval_ms > 0 ? scan_interval_ms : 1000;
+	c->new_timing.overlap_s = overlap_s;
+	c->new_timing.lookahead_s = lookahead_s;
+	c->new_timing.misfire_threshold_s = misfire_threshold_s;
+	c->timing_changed = true;
+	pthread_mutex_unlock(&c->mu);
+}
+
 static void *run(void *arg)
 {
 	pal_controller *c = arg;
@@ -420,6 +459,7 @@ static void *run(void *arg)
 	c->next_reload_ms = mono_ms() + c->cfg.reload_interval_ms;
 	while (!atomic_load(&c->stop)) {
 		bool connected = false;
+		apply_timing(c);
 		gen = pal_coord_snapshot(c->coord, c->lead, &connected);
 		if (!ensure_db(c)) {
 			publish_status(c);

@@ -463,6 +463,14 @@ void pal_planner_free(pal_planner *p)
 	free(p);
 }
 
+void pal_planner_set_config(pal_planner *p, const pal_planner_config *cfg)
+{
+	int cap = p->cfg.max_rows_per_tick;
+	p->cfg = *cfg;
+	if (p->cfg.max_rows_per_tick <= 0)
+		p->cfg.max_rows_per_tick = cap;
+}
+
 int pal_planner_shard(const pal_planner *p)
 {
 	return p->shard;

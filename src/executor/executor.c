@@ -77,6 +77,12 @@ struct pal_executor {
 	pal_leases leases; /* shared with the lease thread */
 	pal_lease_thread *lt;
 
+	/* a pending limits change (reload), under mu */
+	bool limits_changed;
+	int new_batch, new_max_inflight, new_renew_failures;
+	pal_group_conf *new_groups;
+	size_t new_n_groups;
+
 	/* counters for status */
 	atomic_llong claimed, succeeded, failed, stale_db, stale_sink, lost, self_stops;
 	pthread_mutex_t mu;
@@ -752,11 +758,70 @@ json_t *pal_executor_status(pal_executor *ex)
 	return s;
 }
 
+static void free_groups(pal_group_conf *g, size_t n)
+{
+	for (size_t i = 0; g && i < n; i++)
+		free(g[i].name);
+	free(g);
+}
+
+static pal_group_conf *copy_groups(const pal_group_conf *src, size_t n)
+{
+	if (!n)
+		return NULL;
+	pal_group_conf *g = calloc(n, sizeof *g);
+	for (size_t i = 0; g && i < n; i++) {
+		g[i] = src[i];
+		g[i].name = strdup(src[i].name);
+	}
+	return g;
+}
+
+void pal_executor_set_limits(pal_executor *ex, int batch, int max_inflight, int renew_failures,
+			     const pal_group_conf *groups, size_t n_groups)
+{
+	pal_group_conf *g = copy_groups(groups, n_groups);
+	pthread_mutex_lock(&ex->mu);
+	free_groups(ex->new_groups, ex->new_n_groups);
+	ex->new_groups = g;
+	ex->new_n_groups = g ? n_groups : 0;
+	ex->new_batch = batch;
+	ex->new_max_inflight = max_inflight;
+	ex->new_renew_failures = renew_failures;
+	ex->limits_changed = true;
+	pthread_mutex_unlock(&ex->mu);
+}
+
+static void apply_limits(pal_executor *ex)
+{
+	pthread_mutex_lock(&ex->mu);
+	if (!ex->limits_changed) {
+		pthread_mutex_unlock(&ex->mu);
+		return;
+	}
+	free_groups((pal_group_conf *)ex->cfg.groups, ex->cfg.n_groups);
+	ex->cfg.groups = ex->new_groups;
+	ex->cfg.n_groups = ex->new_n_groups;
+	ex->new_groups = NULL;
+	ex->new_n_groups = 0;
+	if (ex->new_batch > 0)
+		ex->cfg.batch = ex->new_batch;
+	if (ex->new_max_inflight > 0)
+		ex->cfg.max_inflight = ex->new_max_inflight;
+	if (ex->new_renew_failures > 0)
+		atomic_store(&ex->leases.renew_failures, ex->new_renew_failures);
+	ex->limits_changed = false;
+	pthread_mutex_unlock(&ex->mu);
+	pal_log(PAL_LOG_INFO, "executor.limits_reloaded", "{s:i, s:i, s:i}", "batch", ex->cfg.batch,
+		"max_inflight", ex->cfg.max_inflight, "groups", (int)ex->cfg.n_groups);
+}
+
 static void *run(void *arg)
 {
 	pal_executor *ex = arg;
 	int64_t next_status = 0;
 	for (;;) {
+		apply_limits(ex);
 		int64_t now = pal__mono_ms();
 		bool draining = atomic_load(&ex->draining);
 		if (draining && (!ex->calls || now >= ex->drain_deadline_ms) && !ex->n_results)
@@ -848,15 +913,8 @@ int pal_executor_start(const pal_executor_config *cfg, pal_metrics *m, pal_execu
 		ex->cfg.poll_ms = 200;
 	if (ex->cfg.body_cap <= 0)
 		ex->cfg.body_cap = 65536;
-	ex->cfg.groups = NULL;
-	if (cfg->n_groups) {
-		pal_group_conf *g = calloc(cfg->n_groups, sizeof *g);
-		for (size_t i = 0; g && i < cfg->n_groups; i++) {
-			g[i] = cfg->groups[i];
-			g[i].name = strdup(cfg->groups[i].name);
-		}
-		ex->cfg.groups = g;
-	}
+	ex->cfg.groups = copy_groups(cfg->groups, cfg->n_groups);
+	ex->cfg.n_groups = ex->cfg.groups ? cfg->n_groups : 0;
 	ex->m = m;
 	ex->multi = curl_multi_init();
 	curl_multi_setopt(ex->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 64L);
@@ -898,9 +956,8 @@ void pal_executor_stop(pal_executor *ex, int64_t grace_ms)
 	free(ex->result_calls);
 	json_decref(ex->status);
 	pthread_mutex_destroy(&ex->mu);
-	for (size_t i = 0; i < ex->cfg.n_groups; i++)
-		free(ex->cfg.groups[i].name);
-	free((void *)ex->cfg.groups);
+	free_groups((pal_group_conf *)ex->cfg.groups, ex->cfg.n_groups);
+	free_groups(ex->new_groups, ex->new_n_groups);
 	free((void *)ex->cfg.conninfo);
 	free((void *)ex->cfg.node_id);
 	free(ex);

@@ -43,6 +43,7 @@ typedef struct pal_leases {
 	pthread_mutex_t mu;
 	GHashTable *map; /* int64 id -> pal_lease_view* */
 	atomic_bool gate_open;
+	atomic_int renew_failures; /* threshold that closes the gate (reloadable) */
 	int failures;
 	pal_metrics *m;
 } pal_leases;

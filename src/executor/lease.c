@@ -42,7 +42,7 @@ static void free_view(void *p)
 
 int pal__leases_init(pal_leases *l, const pal_executor_config *cfg, pal_metrics *m)
 {
-	(void)cfg;
+	atomic_store(&l->renew_failures, cfg->renew_failures);
 	pthread_mutex_init(&l->mu, NULL);
 	l->map = g_hash_table_new_full(g_int64_hash, g_int64_equal, free, free_view);
 	atomic_store(&l->gate_open, true);
@@ -140,7 +140,7 @@ static void renewal_failed(pal_lease_thread *t, const char *err)
 		pal_metric_inc(l->m, "palisade_executor_renewals_total", "outcome=\"failed\"", 1);
 	pal_log(PAL_LOG_WARN, "executor.renew_failed", "{s:i, s:s}", "consecutive", l->failures,
 		"error", err);
-	if (l->failures >= t->cfg.renew_failures && atomic_exchange(&l->gate_open, false)) {
+	if (l->failures >= atomic_load(&l->renew_failures) && atomic_exchange(&l->gate_open, false)) {
 		pal_log(PAL_LOG_ERROR, "executor.gate_closed", "{s:i}", "failures", l->failures);
 		if (l->m)
 			pal_metric_set(l->m, "palisade_executor_gate_open", NULL, 0);

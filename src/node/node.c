@@ -219,7 +219,18 @@ static void reload(node *n, const pal_node_opts *o)
 			for (size_t i = 0; i < d.n; i++)
 				pal_log(PAL_LOG_WARN, "node.reload_needs_restart", "{s:s}", "key", d.v[i].msg);
 			pal_diags_free(&d);
-			pal_log(PAL_LOG_INFO, "node.config_checked", "{s:i}", "restart_only_changes", k);
+			/* The reloadable keys take effect now; restart-only ones keep
+			 * their running values (logged above). */
+			pal_log_set_level(fresh.log_level);
+			if (n->ctl)
+				pal_controller_set_timing(n->ctl, (int)fresh.scan_interval_ms,
+							  fresh.overlap_ms / 1000, fresh.lookahead_ms / 1000,
+							  fresh.misfire_threshold_ms / 1000);
+			if (n->exe)
+				pal_executor_set_limits(n->exe, fresh.batch, fresh.max_inflight,
+							fresh.renew_failures_to_close_gate, fresh.groups,
+							fresh.n_groups);
+			pal_log(PAL_LOG_INFO, "node.config_reloaded", "{s:i}", "restart_only_changes", k);
 			pal_nodeconf_free(&fresh);
 		}
 	}

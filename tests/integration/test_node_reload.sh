@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# SIGHUP: reloadable keys take effect, restart-only keys are reported, a
+# broken file is refused and the old configuration stays.
+source tests/integration/lib.sh
+source tests/integration/cluster.sh
+guarantee "configuration reload: a valid SIGHUP applies the reloadable keys, names restart-only changes, and a broken file keeps the running configuration"
+
+fresh_db it_reload
+"$PAL" migrate >/dev/null
+SHARDS=2 write_conf "$CLUSTER_CONF"
+SHARDS=2
+start_node h1
+wait_until "node up" 20 all_shards_led
+sed -i 's/scan_interval: 1s/scan_interval: 2s/' "$CLUSTER_CONF"
+echo "log: {level: debug}" >>"$CLUSTER_CONF"
+sed -i 's/shards: 2}/shards: 4}/' "$CLUSTER_CONF"
+kill -HUP "${NODE_PID[h1]}"
+wait_until "the reload is logged" 5 grep -q '"event":"node.config_reloaded"' "$NODE_DIR/h1.log"
+wait_until "the new scan interval reached the controller" 5 grep -q '"event":"controller.timing_reloaded".*"scan_interval_ms":2000' "$NODE_DIR/h1.log"
+expect_match "the restart-only shard count change is named" 'node.reload_needs_restart.*shards' "$(cat "$NODE_DIR/h1.log")"
+echo "controller: {scan_interval: 0s" >>"$CLUSTER_CONF"
+kill -HUP "${NODE_PID[h1]}"
+wait_until "a broken file is refused with file:line:col" 5 grep -q '"event":"node.reload_rejected"' "$NODE_DIR/h1.log"
+check "the node keeps running" node_alive h1
+stop_node h1
+expect_eq "and still drains cleanly (exit 0)" 0 "${NODE_EXIT[h1]}"
+finish
