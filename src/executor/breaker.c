@@ -18,6 +18,7 @@ typedef struct host {
 	int n, pos, fails;
 	int64_t opened_at;
 	bool probing;
+	int64_t probe_started; /* a probe that never reports (abandoned call) expires */
 } host;
 
 struct pal_breakers {
@@ -79,6 +80,14 @@ static void advance(pal_breakers *b, host *h, int64_t now)
 	}
 }
 
+/* A half-open host's probe is in flight (and not older than open_ms: a
+ * probe whose call was abandoned without an outcome must not block the
+ * host forever). */
+static bool probe_pending(const pal_breakers *b, const host *h, int64_t now)
+{
+	return h->probing && now - h->probe_started < b->cfg.open_ms;
+}
+
 static void reset(host *h, int window)
 {
 	memset(h->ring, 0, (size_t)window * sizeof *h->ring);
@@ -96,9 +105,10 @@ bool pal_breaker_allow(pal_breakers *b, const char *name, int64_t now)
 		return false;
 	case PAL_BREAKER_HALF_OPEN:
 	default:
-		if (h->probing)
+		if (probe_pending(b, h, now))
 			return false;
 		h->probing = true;
+		h->probe_started = now;
 		return true;
 	}
 }
@@ -152,7 +162,8 @@ char *pal_breakers_open_hosts(pal_breakers *b, int64_t now)
 		advance(b, h, now);
 		/* Open, or half-open with its one probe in flight: claim nothing
 		 * for it now. */
-		if (h->state == PAL_BREAKER_CLOSED || (h->state == PAL_BREAKER_HALF_OPEN && !h->probing))
+		if (h->state == PAL_BREAKER_CLOSED ||
+		    (h->state == PAL_BREAKER_HALF_OPEN && !probe_pending(b, h, now)))
 			continue;
 		if (g->len > 1)
 			g_string_append_c(g, ',');

@@ -14,7 +14,9 @@ expect_exit "apply 200 jobs" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/
 
 for n in n1 n2 n3; do start_node "$n"; done
 wait_until "all 16 shards led and planned ahead" 30 all_shards_led
-T0=$(now_rfc3339)
+# The window starts after every job's activation (a new job's instants are
+# those strictly after its effective_from).
+T0=$(rfc3339_ago -1)
 wait_until "leadership spreads: no node leads more than 6 shards" 20 \
 	bash -c "[ \"\$(psql '$PALISADE_PG' -XAtqc 'select max(c) from (select count(*) c from shards group by leader) x')\" -le 6 ]"
 sleep 8
@@ -71,6 +73,7 @@ echo "    $OUT" | head -3
 expect_eq "SQL: no plan key has more than one trigger" 0 \
 	"$(sql "select count(*) from (select 1 from triggers where request_id is null group by job_id, scheduled_at, partition having count(*) > 1) d")"
 n_inst=$(sql "select count(*) from generate_series('$T0'::timestamptz, '$T1'::timestamptz, interval '1 s') g where extract(epoch from g)::bigint % 2 = 0")
+echo "    window $T0 .. $T1; per-job trigger counts: $(sql "select string_agg(n || ' instants: ' || c || ' jobs', ', ') from (select n, count(*) c from (select count(*) n from triggers where scheduled_at between '$T0' and '$T1' group by job_id) x group by n) y")"
 expect_eq "SQL: every job has every 2-second instant in the window ($n_inst each)" "200" \
 	"$(sql "select count(*) from (select job_id from triggers where scheduled_at between '$T0' and '$T1' group by job_id having count(*) = $n_inst) x")"
 fenced=$(cat "$NODE_DIR"/*.log | grep -c '"event":"controller.fenced"')

@@ -179,6 +179,9 @@ static void test_breaker_opens_half_opens_and_closes(void **st)
 	open = pal_breakers_open_hosts(b, 1011); /* probe in flight: still not claimable */
 	assert_string_equal(open, "{\"h\"}");
 	free(open);
+	/* a probe that never reports expires after open_ms */
+	assert_false(pal_breaker_allow(b, "h", 2000));
+	assert_true(pal_breaker_allow(b, "h", 2011));
 	pal_breaker_record(b, "h", true, 1020);
 	assert_int_equal(pal_breaker_state_of(b, "h", 1020), PAL_BREAKER_OPEN);
 	assert_true(pal_breaker_allow(b, "h", 2030));
