@@ -15,7 +15,7 @@
  *   JSON_SORT_KEYS      key order by bytes, so the digest does not depend on
  *                       the order this file inserts keys in (a refactor here
  *                       must never change stored digests);
- *   JSON_ENSURE_ASCII   non-ASCII as \uXXXX, so the bytes hashed do not
+ *   JSON_ENSURE_ASCII   non-ASCII as \u escapes, so the bytes hashed do not
  *                       depend on any transport's encoding;
  *   JSON_REAL_PRECISION(15)  the one real (backoff.multiplier) prints as
  *                       written ("1.1", not "1.1000000000000001"), and reads
