@@ -35,9 +35,10 @@ as_pg() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; 
 as_pg /usr/lib/postgresql/15/bin/pg_ctl -D "$PGD" -m fast -w stop >/dev/null
 wait_until "the controller reports the database down (log)" 15 grep -q '"event":"controller.db_error"\|"event":"controller.db_unavailable"' "$NODE_DIR/o1.log" "$NODE_DIR/o2.log"
 check "palisade_controller_db_up or palisade_executor_db_up is 0" bash -c "[ \"\$(curl -s http://${NODE_ADMIN[o1]}/metrics | awk '/^palisade_(controller|executor)_db_up / {print \$2}' | sort | head -1)\" = 0 ]"
-sleep 4
+wait_until "the executor closes its commit gate after failed renewals" 15 grep -q '"event":"executor.gate_closed"' "$NODE_DIR/o1.log" "$NODE_DIR/o2.log"
 as_pg /usr/lib/postgresql/15/bin/pg_ctl -D "$PGD" -l "$(dirname "$PGD")/postgres.log" -o "-p $PALISADE_PG_PORT" -w start >/dev/null
 wait_until "planning resumes after PostgreSQL returns" 30 all_shards_led
+wait_until "the commit gate opens again" 15 grep -q '"event":"executor.gate_open"' "$NODE_DIR/o1.log" "$NODE_DIR/o2.log"
 sleep 10
 T1=$(rfc3339_ago 4)
 settled() { [ "$(sql "select count(*) from triggers where scheduled_at between '$T0' and '$T1' and state <> 'succeeded'")" = 0 ]; }
