@@ -66,7 +66,15 @@ static void session_watcher(zhandle_t *zh, int type, int state, const char *path
 		}
 		pthread_cond_signal(&c->wake);
 	}
+	bool down = !c->zk_connected;
 	pthread_mutex_unlock(&c->mu);
+	/* The coordination thread may sit in a blocked zoo_* call for a while:
+	 * the gauges must say "disconnected" now (metrics take their own lock
+	 * and make no ZooKeeper call). */
+	if (down && c->m != NULL) {
+		pal_metric_set(c->m, "palisade_coord_connected", NULL, 0);
+		pal_metric_set(c->m, "palisade_coord_shards_led", NULL, 0);
+	}
 }
 
 void pal_coord__shard_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)

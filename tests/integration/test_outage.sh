@@ -23,7 +23,8 @@ sleep 6
 zk=$(cat "$PALISADE_STATE/zk/zk.pid")
 kill -STOP "$zk"
 wait_until "nodes suspend planning when ZooKeeper is unreachable" 15 grep -q '"event":"coord.suspended"' "$NODE_DIR/o1.log"
-check "palisade_coord_connected is 0 on a node" [ "$(metric o1 palisade_coord_connected | cut -d. -f1)" = 0 ] || [ "$(metric o2 palisade_coord_connected | cut -d. -f1)" = 0 ]
+coord_down() { [ "$(metric o1 palisade_coord_connected | cut -d. -f1)" = 0 ] || [ "$(metric o2 palisade_coord_connected | cut -d. -f1)" = 0 ]; }
+wait_until "palisade_coord_connected is 0 on a node" 10 coord_down
 sleep 2
 kill -CONT "$zk"
 wait_until "leadership resumes after ZooKeeper returns" 20 all_shards_led
