@@ -23,16 +23,18 @@
 	".due_at) <= clock_timestamp()) OR (" t ".state = 'running' AND " t                          \
 	".lease_until < clock_timestamp()))"
 
+/* Due pending triggers of `overlap: forbid` jobs whose job and partition
+ * have a live run become skipped (and recorded).  Driven from the few live
+ * runs through the plan-key index, not from the backlog. */
 static const char SQL_SKIP_FORBIDDEN[] =
 	"WITH live AS (SELECT id, job_id, partition FROM triggers"
 	"   WHERE state IN ('running', 'pausing', 'cancelling', 'unknown')),"
 	" sk AS (UPDATE triggers t SET state = 'skipped', finished_at = clock_timestamp(),"
 	"   last_error_class = 'overlap'"
-	"   FROM job_versions v WHERE v.job_id = t.job_id AND v.version = t.version"
-	"   AND v.overlap_policy = 'forbid' AND t.state = 'pending'"
-	"   AND t.due_at <= clock_timestamp()"
-	"   AND EXISTS (SELECT 1 FROM live l WHERE l.job_id = t.job_id AND l.partition = t.partition"
-	"     AND l.id <> t.id)"
+	"   FROM live l, job_versions v"
+	"   WHERE t.job_id = l.job_id AND t.partition = l.partition AND t.id <> l.id"
+	"   AND v.job_id = t.job_id AND v.version = t.version AND v.overlap_policy = 'forbid'"
+	"   AND t.state = 'pending' AND t.request_id IS NULL AND t.due_at <= clock_timestamp()"
 	"   RETURNING t.job_id, t.version, t.scheduled_at, t.partition, t.shard, t.epoch)"
 	" INSERT INTO misfires (job_id, version, partition, range_from, range_to, count, policy,"
 	"   reason, shard, epoch)"
@@ -40,27 +42,52 @@ static const char SQL_SKIP_FORBIDDEN[] =
 	"   shard, epoch FROM sk";
 
 static const char SQL_CLAIM[] =
-	"WITH lim AS (SELECT g, nr, cl FROM unnest($5::text[], $6::int[], $7::int[]) AS x(g, nr, cl)),"
+	"WITH RECURSIVE lim AS (SELECT g, nr, cl FROM unnest($5::text[], $6::int[], $7::int[]) AS x(g, nr, cl)),"
 	" run AS (SELECT resource_group AS g, count(*)::int AS n FROM triggers"
 	"   WHERE state IN ('running', 'pausing', 'cancelling')"
 	"   AND resource_group IN (SELECT g FROM lim WHERE cl > 0) GROUP BY 1),"
 	" live AS (SELECT id, job_id, partition FROM triggers"
 	"   WHERE state IN ('running', 'pausing', 'cancelling', 'unknown')),"
-	" ten AS (SELECT DISTINCT t.tenant FROM triggers t WHERE " CLAIMABLE("t") "),"
-	/* Each tenant's oldest claimable work: a flood from one tenant cannot
-	 * crowd another out of the candidate set. */
+	/* Tenants with waiting work: a loose index scan (one probe per tenant)
+	 * over triggers_tenant_ready, not a pass over the backlog. */
+	" gated AS (SELECT coalesce(array_agg(substr(scope, 5)) FILTER (WHERE scope LIKE 'job:%'), '{}') AS jobs,"
+	"   coalesce(array_agg(substr(scope, 7)) FILTER (WHERE scope LIKE 'group:%'), '{}') AS grps,"
+	"   coalesce(array_agg(substr(scope, 8)) FILTER (WHERE scope LIKE 'tenant:%'), '{}') AS tens,"
+	"   bool_or(scope = 'global') AS global FROM gates WHERE paused),"
+	" ten AS (SELECT min(tenant) AS tenant FROM triggers"
+	"     WHERE state IN ('pending', 'retry_wait', 'unknown')"
+	"   UNION ALL SELECT (SELECT min(x.tenant) FROM triggers x"
+	"     WHERE x.state IN ('pending', 'retry_wait', 'unknown') AND x.tenant > ten.tenant)"
+	"   FROM ten WHERE ten.tenant IS NOT NULL),"
+	/* Each tenant's oldest ready work, in index order (a flood from one
+	 * tenant cannot crowd another out), plus expired leases. */
 	" cand AS (SELECT c.* FROM ten, LATERAL (SELECT t.id, t.tenant, t.resource_group, t.job_id,"
-	"   t.partition, v.overlap_policy AS ov, coalesce(t.next_attempt_at, t.due_at) AS ready_at,"
-	"   t.priority + floor(extract(epoch FROM clock_timestamp()"
-	"     - coalesce(t.next_attempt_at, t.due_at)) / 10) AS eff_prio"
-	"   FROM triggers t JOIN job_versions v ON v.job_id = t.job_id AND v.version = t.version"
-	"   WHERE t.tenant = ten.tenant AND " CLAIMABLE("t")
-	"   AND NOT EXISTS (SELECT 1 FROM gates g WHERE g.paused AND g.scope IN ('global',"
-	"     'job:' || t.job_id, 'group:' || t.resource_group, 'tenant:' || t.tenant))"
+	"   t.partition, v.overlap_policy AS ov, t.ready_at,"
+	"   t.priority + floor(extract(epoch FROM clock_timestamp() - t.ready_at) / 10) AS eff_prio"
+	/* The inner scan walks triggers_tenant_ready in order and stops early;
+	 * filters apply to that window only (docs/executor.md: a paused job
+	 * with a backlog of more than 32 batches at the head of its tenant's
+	 * queue delays that tenant's other work until it is resumed). */
+	"   FROM (SELECT x.*, coalesce(x.next_attempt_at, x.due_at) AS ready_at FROM triggers x"
+	"     WHERE x.tenant = ten.tenant AND x.state IN ('pending', 'retry_wait', 'unknown')"
+	"     AND coalesce(x.next_attempt_at, x.due_at) <= statement_timestamp()"
+	"     ORDER BY coalesce(x.next_attempt_at, x.due_at) LIMIT 32 * $3::int) t"
+	"   JOIN job_versions v ON v.job_id = t.job_id AND v.version = t.version"
+	"   WHERE t.job_id <> ALL ((SELECT jobs FROM gated)::text[])"
+	"   AND t.resource_group <> ALL ((SELECT grps FROM gated)::text[])"
 	"   AND v.target_host <> ALL ($4::text[])"
 	"   AND (v.overlap_policy IN ('allow', 'replace') OR NOT EXISTS (SELECT 1 FROM live l"
 	"     WHERE l.job_id = t.job_id AND l.partition = t.partition AND l.id <> t.id))"
-	"   ORDER BY coalesce(t.next_attempt_at, t.due_at) LIMIT 4 * $3::int) c),"
+	"   ORDER BY t.ready_at LIMIT 4 * $3::int) c"
+	"   WHERE ten.tenant IS NOT NULL AND ten.tenant <> ALL ((SELECT tens FROM gated)::text[])"
+	"   AND NOT coalesce((SELECT global FROM gated), false)"
+	"  UNION ALL SELECT t.id, t.tenant, t.resource_group, t.job_id, t.partition,"
+	"   v.overlap_policy, t.lease_until, t.priority"
+	"   FROM triggers t JOIN job_versions v ON v.job_id = t.job_id AND v.version = t.version"
+	"   WHERE t.state = 'running' AND t.lease_until < clock_timestamp()"
+	"   AND NOT EXISTS (SELECT 1 FROM gates g WHERE g.paused AND g.scope IN ('global',"
+	"     'job:' || t.job_id, 'group:' || t.resource_group, 'tenant:' || t.tenant))"
+	"   AND v.target_host <> ALL ($4::text[]) LIMIT $3),"
 	" trun AS (SELECT tenant, count(*)::int AS n FROM triggers"
 	"   WHERE state IN ('running', 'pausing', 'cancelling') GROUP BY 1),"
 	" ranked AS (SELECT c.*,"
