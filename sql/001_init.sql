@@ -73,7 +73,7 @@ CREATE TABLE shards (
 -- One row per planned execution intent (DESIGN.md §4, §5).
 CREATE TABLE triggers (
 	id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-	job_id           text NOT NULL REFERENCES jobs (job_id),
+	job_id           text NOT NULL,   -- a job_versions row; no FK: see below
 	version          integer NOT NULL,
 	scheduled_at     timestamptz NOT NULL,
 	partition        integer NOT NULL DEFAULT 0 CHECK (partition >= 0),
@@ -98,8 +98,12 @@ CREATE TABLE triggers (
 	created_at       timestamptz NOT NULL DEFAULT now(),
 	updated_at       timestamptz NOT NULL DEFAULT now(),
 	finished_at      timestamptz,
-	CHECK ((source IN ('schedule', 'catchup')) = (request_id IS NULL)),
-	FOREIGN KEY (job_id, version) REFERENCES job_versions (job_id, version)
+	CHECK ((source IN ('schedule', 'catchup')) = (request_id IS NULL))
+	-- No foreign key to job_versions: PostgreSQL checks one row at a time,
+	-- which doubled the cost of a planning insert (measured: 15 000 rows
+	-- 570 ms with it, 250 ms without).  Versions are never deleted, and only
+	-- controllers (from loaded versions) and the operator commands (from
+	-- the job's own version) insert triggers.
 ) WITH (fillfactor = 80, autovacuum_vacuum_scale_factor = 0.01,
         autovacuum_analyze_scale_factor = 0.02, autovacuum_vacuum_cost_delay = 0);
 
@@ -108,8 +112,6 @@ CREATE UNIQUE INDEX triggers_plan_key ON triggers (job_id, scheduled_at, partiti
 	WHERE request_id IS NULL;
 CREATE UNIQUE INDEX triggers_request_key ON triggers (job_id, request_id, scheduled_at, partition)
 	WHERE request_id IS NOT NULL;
--- Claim path: due, claimable work.
-CREATE INDEX triggers_due ON triggers (due_at) WHERE state IN ('pending', 'retry_wait');
 CREATE INDEX triggers_live ON triggers (lease_until) WHERE state IN ('running', 'pausing', 'cancelling', 'unknown');
 
 -- G7: every state change is a legal edge of the state machine (DESIGN.md §5).
