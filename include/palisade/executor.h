@@ -37,6 +37,7 @@ typedef struct pal_executor_config {
 	size_t n_groups;
 	int64_t poll_ms;        /* claim poll interval when idle (NOTIFY wakes earlier); default 200 */
 	int64_t body_cap;       /* bytes of a response kept, default 64 KiB */
+	const char *proxy;      /* NULL/"" direct (environment ignored), "env", or a URL */
 } pal_executor_config;
 
 typedef struct pal_executor pal_executor;

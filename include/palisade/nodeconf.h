@@ -65,6 +65,7 @@ typedef struct pal_nodeconf {
 	int32_t renew_failures_to_close_gate;
 	pal_group_conf *groups; /* sorted by name */
 	size_t n_groups;
+	char *proxy; /* "" direct, "env", or a proxy URL */
 	/* admin, log */
 	char *admin_listen; /* host:port */
 	pal_log_level log_level;

@@ -78,6 +78,10 @@ static const pal_conf_key table[] = {
 	{ "executor.groups", PAL_CONF_GROUPS, "{}", "", 0, 1000, true,
 	  "resource groups: name -> {concurrency: per node, cluster_concurrency: cluster-wide}; "
 	  "0 or absent = no limit of its own", OFF(groups), NULL, 0 },
+	{ "executor.proxy", PAL_CONF_STRING, "\"\"", "", 0, 1024, false,
+	  "HTTP proxy for side-effect calls: empty = connect directly (proxy variables in the "
+	  "environment are ignored), a URL = use it, env = honour http_proxy/https_proxy/no_proxy",
+	  OFF(proxy), NULL, 0 },
 	{ "admin.listen", PAL_CONF_STRING, "127.0.0.1:9464", "", 3, 256, false,
 	  "address of the admin HTTP endpoint (metrics, health, status), host:port",
 	  OFF(admin_listen), NULL, 0 },

@@ -298,6 +298,11 @@ static int start_transfer(pal_executor *ex, call *k)
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+	/* A side effect goes where the job says, not wherever a proxy variable
+	 * inherited from the environment would send it: "" (the default) sets
+	 * an empty proxy, which makes libcurl ignore http_proxy and friends. */
+	if (strcmp(ex->cfg.proxy, "env") != 0)
+		curl_easy_setopt(e, CURLOPT_PROXY, ex->cfg.proxy);
 	long timeout = s->timeout_ms > 0 ? (long)s->timeout_ms : 30000;
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, timeout < 5000 ? timeout : 5000L);
@@ -899,6 +904,7 @@ int pal_executor_start(const pal_executor_config *cfg, pal_metrics *m, pal_execu
 	ex->cfg = *cfg;
 	ex->cfg.conninfo = strdup(cfg->conninfo);
 	ex->cfg.node_id = strdup(cfg->node_id);
+	ex->cfg.proxy = strdup(cfg->proxy ? cfg->proxy : "");
 	if (ex->cfg.lease_ms <= 0)
 		ex->cfg.lease_ms = 30000;
 	if (ex->cfg.heartbeat_ms <= 0)
@@ -960,5 +966,6 @@ void pal_executor_stop(pal_executor *ex, int64_t grace_ms)
 	free_groups(ex->new_groups, ex->new_n_groups);
 	free((void *)ex->cfg.conninfo);
 	free((void *)ex->cfg.node_id);
+	free((void *)ex->cfg.proxy);
 	free(ex);
 }

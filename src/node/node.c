@@ -346,6 +346,7 @@ int pal_node_run(const pal_node_opts *o)
 			.renew_failures = n.conf.renew_failures_to_close_gate,
 			.groups = n.conf.groups,
 			.n_groups = n.conf.n_groups,
+			.proxy = n.conf.proxy,
 		};
 		if (pal_executor_start(&ecfg, n.m, &n.exe, err, sizeof err)) {
 			pal_log(PAL_LOG_ERROR, "node.executor_failed", "{s:s}", "error", err);

@@ -3,6 +3,9 @@
 # PALISADE_TEST_TMP; each test gets a fresh database (fresh_db).
 
 PAL=${PALISADE_BIN:-bin}/palisade
+# Tests talk only to loopback: keep the test tools' own HTTP (curl, Python)
+# off any proxy the machine's environment names.
+export no_proxy=127.0.0.1,localhost NO_PROXY=127.0.0.1,localhost
 T_FAILS=0
 T_CHECKS=0
 

@@ -26,7 +26,14 @@ sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
 	echo "  - {id: bad.control, schedule: {cron: \"0 0 0 1 1 ? 2099\"}, target: {url: \"http://127.0.0.1:$port/ok\", timeout: 2s}}"
 } >"$NODE_DIR/jobs.yaml"
 expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
+# Proxy variables in the node's environment must not divert side effects
+# (executor.proxy defaults to direct): point them at a dead port, and every
+# target below must still be reached directly.
+unset no_proxy NO_PROXY
+export http_proxy=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9
 start_node b1
+unset http_proxy https_proxy HTTPS_PROXY ALL_PROXY
+export no_proxy=127.0.0.1,localhost NO_PROXY=127.0.0.1,localhost
 wait_until "shards led" 20 all_shards_led
 for j in garbage huge redirect drip hang reset tls control; do
 	"$PAL" trigger --job "bad.$j" --reason "bad response test" >/dev/null
