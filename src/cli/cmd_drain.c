@@ -120,6 +120,7 @@ int pal_cmd_drain(int argc, char **argv)
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 5000L);
+	curl_easy_setopt(h, CURLOPT_PROXY, ""); /* a node admin address, never via an env proxy */
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
 	CURLcode cc = curl_easy_perform(h);
 	long code = 0;
