@@ -15,6 +15,7 @@ declare -A DRILLS=(
 	[zookeeper-and-postgres-outage]=tests/integration/test_outage.sh
 	[cold-start-concurrent-migrate]=tests/integration/test_migrate.sh
 	[bad-targets]=tests/integration/test_executor_bad_responses.sh
+	[stale-executor]=tests/integration/test_executor_stale.sh
 )
 if [ "${1:-}" = --list ]; then
 	for d in "${!DRILLS[@]}"; do echo "$d -> ${DRILLS[$d]}"; done | sort

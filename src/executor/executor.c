@@ -79,6 +79,7 @@ struct pal_executor {
 
 	/* a pending limits change (reload), under mu */
 	bool limits_changed;
+	bool ignore_lease_loss; /* drill only: PALISADE_FAULT_IGNORE_LEASE_LOSS=1 */
 	int new_batch, new_max_inflight, new_renew_failures;
 	pal_group_conf *new_groups;
 	size_t new_n_groups;
@@ -716,6 +717,8 @@ static void drain_notifies(pal_executor *ex)
 /* Lost leases and monotonic deadlines, from the lease table. */
 static void enforce_leases(pal_executor *ex)
 {
+	if (ex->ignore_lease_loss)
+		return;
 	int64_t now = pal__mono_ms();
 	for (call *k = ex->calls, *next; k; k = next) {
 		next = k->next;
@@ -905,6 +908,15 @@ int pal_executor_start(const pal_executor_config *cfg, pal_metrics *m, pal_execu
 	ex->cfg.conninfo = strdup(cfg->conninfo);
 	ex->cfg.node_id = strdup(cfg->node_id);
 	ex->cfg.proxy = strdup(cfg->proxy ? cfg->proxy : "");
+	/* Drill-only fault injection: keep a call going after its lease is
+	 * lost or its monotonic deadline passed, so that the result reaches
+	 * the database with a stale token and the fence there must refuse it
+	 * (docs/executor.md).  Never set in production. */
+	const char *fault = getenv("PALISADE_FAULT_IGNORE_LEASE_LOSS");
+	ex->ignore_lease_loss = fault && !strcmp(fault, "1");
+	if (ex->ignore_lease_loss)
+		pal_log(PAL_LOG_WARN, "executor.fault_injection", "{s:s}", "fault",
+			"ignore lost leases and monotonic lease deadlines");
 	if (ex->cfg.lease_ms <= 0)
 		ex->cfg.lease_ms = 30000;
 	if (ex->cfg.heartbeat_ms <= 0)
