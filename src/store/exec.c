@@ -64,18 +64,18 @@ static const char SQL_CLAIM[] =
 	" cand AS (SELECT c.* FROM ten, LATERAL (SELECT t.id, t.tenant, t.resource_group, t.job_id,"
 	"   t.partition, v.overlap_policy AS ov, t.ready_at,"
 	"   t.priority + floor(extract(epoch FROM clock_timestamp() - t.ready_at) / 10) AS eff_prio"
-	/* The inner scan walks triggers_tenant_ready in order and stops early;
-	 * filters apply to that window only (docs/executor.md: a paused job
-	 * with a backlog of more than 32 batches at the head of its tenant's
-	 * queue delays that tenant's other work until it is resumed). */
+	/* The inner scan walks triggers_tenant_ready in order and stops after
+	 * 32 batches.  Paused jobs and groups are skipped while it walks, so a
+	 * paused backlog cannot fill the window and starve the tenant's other
+	 * jobs (it costs a pass over that backlog instead; docs/executor.md). */
 	"   FROM (SELECT x.*, coalesce(x.next_attempt_at, x.due_at) AS ready_at FROM triggers x"
 	"     WHERE x.tenant = ten.tenant AND x.state IN ('pending', 'retry_wait', 'unknown')"
 	"     AND coalesce(x.next_attempt_at, x.due_at) <= statement_timestamp()"
+	"     AND x.job_id <> ALL ((SELECT jobs FROM gated)::text[])"
+	"     AND x.resource_group <> ALL ((SELECT grps FROM gated)::text[])"
 	"     ORDER BY coalesce(x.next_attempt_at, x.due_at) LIMIT 32 * $3::int) t"
 	"   JOIN job_versions v ON v.job_id = t.job_id AND v.version = t.version"
-	"   WHERE t.job_id <> ALL ((SELECT jobs FROM gated)::text[])"
-	"   AND t.resource_group <> ALL ((SELECT grps FROM gated)::text[])"
-	"   AND v.target_host <> ALL ($4::text[])"
+	"   WHERE v.target_host <> ALL ($4::text[])"
 	"   AND (v.overlap_policy IN ('allow', 'replace') OR NOT EXISTS (SELECT 1 FROM live l"
 	"     WHERE l.job_id = t.job_id AND l.partition = t.partition AND l.id <> t.id))"
 	"   ORDER BY t.ready_at LIMIT 4 * $3::int) c"
