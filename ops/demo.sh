@@ -68,7 +68,7 @@ show() {
 	"$PAL" triggers --job demo.heartbeat --limit 5 | cut -c1-150
 	echo
 	echo "sink effects: $(psql "$PALISADE_PG" -XAtqc "select count(*) from sink_effects") applied," \
-		"$(curl -s http://127.0.0.1:8090/admin/stats | python3 -c 'import json,sys; s=json.load(sys.stdin); print(s["replayed"], "replayed,", s["stale"], "stale tokens refused")' 2>/dev/null)"
+		"$(curl -s --noproxy "*" http://127.0.0.1:8090/admin/stats | python3 -c 'import json,sys; s=json.load(sys.stdin); print(s["replayed"], "replayed,", s["stale"], "stale tokens refused")' 2>/dev/null)"
 	psql "$PALISADE_PG" -XAtqc "select '  ' || idempotency_key || '  fence ' || fence || '  ' || to_char(applied_at, 'HH24:MI:SS') from sink_effects order by applied_at desc limit 5"
 	echo
 	echo "try: $PAL drain --node n2    $PAL pause --job demo.heartbeat --reason demo    open http://127.0.0.1:9464/"
