@@ -16,6 +16,7 @@ declare -A DRILLS=(
 	[cold-start-concurrent-migrate]=tests/integration/test_migrate.sh
 	[bad-targets]=tests/integration/test_executor_bad_responses.sh
 	[stale-executor]=tests/integration/test_executor_stale.sh
+	[rolling-upgrade]=tests/integration/test_rolling_upgrade.sh
 )
 if [ "${1:-}" = --list ]; then
 	for d in "${!DRILLS[@]}"; do echo "$d -> ${DRILLS[$d]}"; done | sort
