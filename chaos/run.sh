@@ -17,6 +17,7 @@ declare -A DRILLS=(
 	[bad-targets]=tests/integration/test_executor_bad_responses.sh
 	[stale-executor]=tests/integration/test_executor_stale.sh
 	[rolling-upgrade]=tests/integration/test_rolling_upgrade.sh
+	[clock-skew]=tests/integration/test_clock_skew.sh
 )
 if [ "${1:-}" = --list ]; then
 	for d in "${!DRILLS[@]}"; do echo "$d -> ${DRILLS[$d]}"; done | sort

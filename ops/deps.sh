@@ -18,6 +18,7 @@ PACKAGES=(
 	clang-14 libclang-rt-14-dev libfuzzer-14-dev # sanitizers, fuzzing
 	python3 python3-croniter tzdata          # reference checks of the cron engine
 	procps iproute2 netcat-openbsd curl      # process checks, ports, tests
+	libfaketime openssl                      # clock-skew drill; TLS test target
 	scdoc cppcheck                           # man pages, make lint
 )
 

@@ -80,6 +80,8 @@ struct pal_executor {
 	/* a pending limits change (reload), under mu */
 	bool limits_changed;
 	bool ignore_lease_loss; /* drill only: PALISADE_FAULT_IGNORE_LEASE_LOSS=1 */
+	int64_t db_offset_ms;    /* database clock - CLOCK_REALTIME */
+	int64_t db_offset_at_ms; /* CLOCK_MONOTONIC of that measurement, 0 = never */
 	int new_batch, new_max_inflight, new_renew_failures;
 	pal_group_conf *new_groups;
 	size_t new_n_groups;
@@ -104,6 +106,16 @@ static int64_t wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Now by the database's clock.  Retry instants, max_age and deadlines are
+ * compared with times the database wrote (scheduled_at, due_at) and are
+ * written back for the database to compare (next_attempt_at), so they are
+ * judged by its clock: a host clock that is off cannot fail a trigger early
+ * or park its retry for an hour (tests/integration/test_clock_skew.sh). */
+static int64_t db_ms(const pal_executor *ex)
+{
+	return wall_ms() + ex->db_offset_ms;
+}
+
 static void minc(pal_executor *ex, const char *name, const char *labels, double v)
 {
 	if (ex->m)
@@ -122,6 +134,8 @@ static void declare_metrics(pal_metrics *m)
 			   "results committed, by final state");
 	pal_metric_declare(m, "palisade_executor_stale_rejections_total", PAL_METRIC_COUNTER,
 			   "writes or calls refused because a newer token exists (at=db|sink)");
+	pal_metric_declare(m, "palisade_executor_clock_offset_seconds", PAL_METRIC_GAUGE,
+			   "database clock minus this host's clock, as last measured");
 	pal_metric_declare(m, "palisade_executor_leases_lost_total", PAL_METRIC_COUNTER,
 			   "leases found lost at renewal");
 	pal_metric_declare(m, "palisade_executor_self_stops_total", PAL_METRIC_COUNTER,
@@ -376,7 +390,7 @@ static void abandon(pal_executor *ex, call *k, const char *why)
 
 static void retry_or_fail(pal_executor *ex, call *k, const char *cls, int http, int64_t retry_after)
 {
-	pal_retry_decision d = pal_retry_decide(&k->spec->spec, k->c.attempt, wall_ms(),
+	pal_retry_decision d = pal_retry_decide(&k->spec->spec, k->c.attempt, db_ms(ex),
 						k->c.scheduled_at * 1000, retry_after, &ex->rng);
 	if (d.retry)
 		queue_result(ex, k, "retry_wait", cls, http, d.at_ms, NULL);
@@ -498,7 +512,7 @@ static void finish_transfer(pal_executor *ex, call *k, CURLcode code)
 			 * retry, with the same key, under the retry budget. */
 			retry_or_fail(ex, k, k->last_class, 0, -1);
 		} else {
-			pal_retry_decision d = pal_retry_decide(&k->spec->spec, k->c.attempt, wall_ms(),
+			pal_retry_decision d = pal_retry_decide(&k->spec->spec, k->c.attempt, db_ms(ex),
 								k->c.scheduled_at * 1000, -1, &ex->rng);
 			if (d.retry)
 				queue_result(ex, k, "unknown", "status_query_failed", (int)status,
@@ -547,7 +561,7 @@ static void finish_transfer(pal_executor *ex, call *k, CURLcode code)
 			k->ph = PHASE_QUERY;
 			if (start_transfer(ex, k))
 				queue_result(ex, k, "unknown", cl.error_class, 0,
-					     wall_ms() + pal_backoff_ms(&k->spec->spec, k->c.attempt),
+					     db_ms(ex) + pal_backoff_ms(&k->spec->spec, k->c.attempt),
 					     NULL);
 		} else {
 			/* No status URL: the same key again; a service that honours
@@ -593,7 +607,7 @@ static void begin_call(pal_executor *ex, pal_claimed *c)
 	}
 	pal_url_host(k->spec->spec.url, k->host, sizeof k->host);
 	const pal_job_spec *s = &k->spec->spec;
-	int64_t age = wall_ms() - k->c.scheduled_at * 1000;
+	int64_t age = db_ms(ex) - k->c.scheduled_at * 1000;
 	if (s->deadline_ms > 0 && age > s->deadline_ms) {
 		queue_result(ex, k, "failed", "deadline", 0, 0, NULL);
 		return;
@@ -606,7 +620,7 @@ static void begin_call(pal_executor *ex, pal_claimed *c)
 	if (!pal_breaker_allow(ex->breakers, k->host, pal__mono_ms())) {
 		/* Back to pending without spending an attempt: the call never
 		 * started (the commit gives the attempt back). */
-		queue_result(ex, k, "pending", "breaker_open", 0, wall_ms() + 1000, NULL);
+		queue_result(ex, k, "pending", "breaker_open", 0, db_ms(ex) + 1000, NULL);
 		return;
 	}
 	if (start_transfer(ex, k))
@@ -712,6 +726,27 @@ static void drain_notifies(pal_executor *ex)
 	}
 	if (any)
 		ex->next_claim_ms = 0;
+}
+
+/* Measure the database clock's offset at most once a second (one short
+ * query on the executor's connection); keep the last value on failure. */
+static void refresh_db_clock(pal_executor *ex, int64_t now)
+{
+	if (ex->db_offset_at_ms && now - ex->db_offset_at_ms < 1000)
+		return;
+	char err[256];
+	int64_t off;
+	if (pal_store_db_clock_offset(ex->st, &off, err, sizeof err))
+		return;
+	int64_t prev = ex->db_offset_ms;
+	bool first = !ex->db_offset_at_ms;
+	ex->db_offset_ms = off;
+	ex->db_offset_at_ms = now;
+	if (ex->m)
+		pal_metric_set(ex->m, "palisade_executor_clock_offset_seconds", NULL, (double)off / 1000);
+	if ((first && llabs(off) >= 1000) || (!first && llabs(off - prev) >= 1000))
+		pal_log(PAL_LOG_WARN, "executor.clock_offset", "{s:I}", "db_minus_local_ms",
+			(json_int_t)off);
 }
 
 /* Lost leases and monotonic deadlines, from the lease table. */
@@ -836,6 +871,7 @@ static void *run(void *arg)
 			break;
 		if (ensure_db(ex)) {
 			drain_notifies(ex);
+			refresh_db_clock(ex, now);
 			if (!draining && pal__leases_gate_open(&ex->leases) && ex->st &&
 			    now >= ex->next_claim_ms)
 				claim(ex);

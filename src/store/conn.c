@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "palisade/store.h"
 #include "store_int.h"
 
@@ -109,4 +110,23 @@ void pal__store_rollback(pal_store *st)
 int pal__store_ping(pal_store *st, char *err, size_t errlen)
 {
 	return pal__store_exec(st, "SELECT 1", err, errlen) ? PAL_EDB : PAL_OK;
+}
+
+int pal_store_db_clock_offset(pal_store *st, int64_t *offset_ms, char *err, size_t errlen)
+{
+	struct timespec a, b;
+	clock_gettime(CLOCK_REALTIME, &a);
+	PGresult *r = pal__store_query(
+		st, "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint", 0, NULL, err,
+		errlen);
+	clock_gettime(CLOCK_REALTIME, &b);
+	if (!r)
+		return PAL_EDB;
+	int64_t db = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+	PQclear(r);
+	int64_t mid = ((int64_t)a.tv_sec * 1000 + a.tv_nsec / 1000000 + (int64_t)b.tv_sec * 1000 +
+		       b.tv_nsec / 1000000) /
+		      2;
+	*offset_ms = db - mid;
+	return PAL_OK;
 }
