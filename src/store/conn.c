@@ -19,8 +19,15 @@ int pal_store_open(const char *conninfo, pal_store **out, char *err, size_t errl
 			 "config file, or export PALISADE_PG");
 		return PAL_EINVAL;
 	}
-	const char *keys[] = { "dbname", "fallback_application_name", "connect_timeout", NULL };
-	const char *vals[] = { conninfo, "palisade", "5", NULL };
+	/* Defaults first: the caller's conninfo (expanded in dbname's place)
+	 * overrides them.  On a network partition the packets vanish and a
+	 * statement would wait out TCP's retransmissions (about 15 minutes);
+	 * keepalives and tcp_user_timeout turn that into an error within ~10 s,
+	 * so the node reports the database unavailable and retries. */
+	const char *keys[] = { "connect_timeout", "keepalives", "keepalives_idle",
+			       "keepalives_interval", "keepalives_count", "tcp_user_timeout",
+			       "dbname", "fallback_application_name", NULL };
+	const char *vals[] = { "5", "1", "5", "2", "3", "10000", conninfo, "palisade", NULL };
 	PGconn *c = PQconnectdbParams(keys, vals, 1);
 	if (!c)
 		return PAL_ENOMEM;
