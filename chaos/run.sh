@@ -18,6 +18,7 @@ declare -A DRILLS=(
 	[stale-executor]=tests/integration/test_executor_stale.sh
 	[rolling-upgrade]=tests/integration/test_rolling_upgrade.sh
 	[clock-skew]=tests/integration/test_clock_skew.sh
+	[partition]=tests/integration/test_partition.sh
 )
 if [ "${1:-}" = --list ]; then
 	for d in "${!DRILLS[@]}"; do echo "$d -> ${DRILLS[$d]}"; done | sort

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """A TCP forwarder that delays the FIRST connection it accepts (tests only).
 
-  slowlane.py --listen PORT --to HOST:PORT (--hold-request S | --hold-response S)
+  slowlane.py [--host ADDR] --listen PORT --to HOST:PORT [--hold-request S | --hold-response S]
+
+Without a hold it is a plain forwarder (the partition drill uses it to give a
+node in a network namespace a path to the loopback PostgreSQL and ZooKeeper).
 
 --hold-request S   the first connection's request bytes reach the upstream
                    only S seconds after they arrived: a request delayed in
@@ -71,29 +74,31 @@ def pump(src, dst, hold_until=None, on_hold=None, on_release=None, half_close=Tr
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--listen", type=int, required=True)
     ap.add_argument("--to", required=True)
-    g = ap.add_mutually_exclusive_group(required=True)
+    g = ap.add_mutually_exclusive_group()
     g.add_argument("--hold-request", type=float)
     g.add_argument("--hold-response", type=float)
     a = ap.parse_args()
     host, port = a.to.rsplit(":", 1)
     ls = socket.socket()
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind(("127.0.0.1", a.listen))
+    ls.bind((a.host, a.listen))
     ls.listen(64)
     log("ready")
     first = True
     while True:
         c, _ = ls.accept()
-        u = socket.create_connection((host, int(port)))
+        try:
+            u = socket.create_connection((host, int(port)))
+        except OSError:
+            c.close()
+            continue
         req_hold = resp_hold = None
         if first:
             first = False
-            if a.hold_request is not None:
-                req_hold = a.hold_request
-            else:
-                resp_hold = a.hold_response
+            req_hold, resp_hold = a.hold_request, a.hold_response
         held = lambda: log("held")
         released = lambda: log("released")
         up = threading.Thread(target=pump, daemon=True, args=(c, u),
