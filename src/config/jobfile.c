@@ -16,6 +16,7 @@
  */
 #include <ctype.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -37,6 +38,22 @@ _Static_assert(sizeof(pal_jitter) == sizeof(int), "enum stored as int");
 
 #define NAME_MAX_LEN 128
 #define TEMPLATE_MAX_LEN 1024
+/*
+ * The longest idempotency key a template may expand to, in bytes: the
+ * protocol's limit on Idempotency-Key (docs/protocol.md), which the reference
+ * sink enforces as SINK_KEY_MAX (src/sink/sink_int.h; the two are tied by
+ * tests/unit/test_sink_proto.c).  It stays below what the executor can put
+ * in its 1024-byte header line ("Idempotency-Key: " + key + NUL: 1006).
+ */
+#define IDEM_KEY_MAX 1000
+/* Placeholders at their longest: a request id (`palisade trigger` and
+ * `backfill --request-id`: 1-128 characters), a positive bigint trigger id,
+ * an RFC 3339 UTC instant of a four-digit year, a partition below 1024. */
+#define REQUEST_ID_MAX_LEN 128
+#define TRIGGER_ID_MAX_LEN 19
+#define SCHEDULED_AT_LEN 20
+#define SCHEDULED_DATE_LEN 10
+#define PARTITION_MAX_LEN 4
 #define URL_MAX_LEN 2048
 #define BODY_MAX_LEN (64 * 1024)
 #define MAX_HEADERS 64
@@ -525,6 +542,52 @@ static unsigned check_template(struct jctx *c, const pal_ynode *v, const char *w
 	return used;
 }
 
+/*
+ * The most bytes idempotency-key template TPL expands to for job JOB_ID, with
+ * every placeholder at its longest.  Walks TPL as pal_tpl_render() does
+ * without flags: a '{', lower-case letters or '_', and '}' naming a
+ * placeholder is replaced, every other byte is copied.
+ */
+static size_t idem_key_max_len(const char *tpl, const char *job_id)
+{
+	static const struct {
+		const char *name;
+		size_t len;
+	} widths[] = {
+	    {"scheduled_at", SCHEDULED_AT_LEN}, {"scheduled_date", SCHEDULED_DATE_LEN},
+	    {"partition", PARTITION_MAX_LEN},	{"trigger", TRIGGER_ID_MAX_LEN},
+	    {"request_id", REQUEST_ID_MAX_LEN},
+	};
+	size_t n = 0;
+
+	for (const char *p = tpl; *p;) {
+		if (*p == '{') {
+			const char *e = p + 1;
+
+			while ((*e >= 'a' && *e <= 'z') || *e == '_')
+				e++;
+			if (*e == '}' && e > p + 1) {
+				size_t len = (size_t)(e - p - 1), w = SIZE_MAX;
+
+				if (len == 3 && !memcmp(p + 1, "job", 3))
+					w = job_id ? strlen(job_id) : NAME_MAX_LEN;
+				for (size_t i = 0; i < N(widths); i++)
+					if (strlen(widths[i].name) == len &&
+					    !memcmp(p + 1, widths[i].name, len))
+						w = widths[i].len;
+				if (w != SIZE_MAX) {
+					n += w;
+					p = e + 1;
+					continue;
+				}
+			}
+		}
+		n++;
+		p++;
+	}
+	return n;
+}
+
 /* A string key of at most MAX bytes; NULL (with a diagnostic) otherwise. */
 static char *get_str(struct jctx *c, const pal_ynode *v, const char *what, size_t max)
 {
@@ -931,6 +994,18 @@ static void k_idem(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 		free(str);
 		return;
 	}
+	for (size_t i = 0; str[i]; i++) {
+		unsigned char ch = (unsigned char)str[i];
+
+		if (ch < 0x20 || ch == 0x7F) {
+			jdiag_at(c, v, i,
+				 "idempotency_key: control character 0x%02X; the key travels "
+				 "in an HTTP header line and must be printable",
+				 ch);
+			free(str);
+			return;
+		}
+	}
 	free(s->idempotency_key);
 	s->idempotency_key = str;
 	c->n_idem = v; /* a scalar: checked as a template in cross_checks() */
@@ -1158,6 +1233,21 @@ static void cross_checks(struct jctx *c, const pal_ynode *job, pal_job_spec *s)
 				      "idempotency_key: must contain {partition} when "
 				      "partitions is %d: partitions would share one key",
 				      (int)s->partitions);
+		}
+		if (c->errors == before && c->n_idem) {
+			size_t max = idem_key_max_len(s->idempotency_key, s->id);
+
+			if (max > IDEM_KEY_MAX)
+				jdiag(c, n,
+				      "idempotency_key: expands to up to %zu bytes, more than the "
+				      "%d an Idempotency-Key may have (docs/protocol.md); "
+				      "placeholders count at their longest: {job} %zu, "
+				      "{scheduled_at} %d, {scheduled_date} %d, {partition} %d, "
+				      "{trigger} %d, {request_id} %d; hint: shorten the fixed text",
+				      max, IDEM_KEY_MAX,
+				      s->id ? strlen(s->id) : (size_t)NAME_MAX_LEN,
+				      SCHEDULED_AT_LEN, SCHEDULED_DATE_LEN, PARTITION_MAX_LEN,
+				      TRIGGER_ID_MAX_LEN, REQUEST_ID_MAX_LEN);
 		}
 	}
 	if (c->n_body && s->method && !strcmp(s->method, "GET"))

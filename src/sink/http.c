@@ -188,7 +188,8 @@ static enum MHD_Result query(sink_ctx *ctx, struct MHD_Connection *conn, const c
 	char key[SINK_KEY_MAX + 1];
 	int rc = pal__sink_pct_decode(enc, key, sizeof key);
 	if (rc == PAL_ETOOBIG)
-		return bad_request(ctx, conn, "the key is longer than 512 bytes");
+		return bad_request(ctx, conn,
+				   "the key is longer than " SINK_STR(SINK_KEY_MAX) " bytes");
 	if (rc != PAL_OK || key[0] == '\0')
 		return bad_request(ctx, conn,
 				   "the key in the path is empty, not valid percent-encoding, "
@@ -230,12 +231,9 @@ static const char *validate(struct MHD_Connection *conn, const request *req, sin
 {
 	int64_t v;
 	rq->key = header(conn, "Idempotency-Key");
-	if (rq->key == NULL || rq->key[0] == '\0')
-		return "missing or empty Idempotency-Key header";
-	if (strlen(rq->key) > SINK_KEY_MAX)
-		return "Idempotency-Key is longer than 512 bytes";
-	if (!g_utf8_validate(rq->key, -1, NULL))
-		return "Idempotency-Key is not valid UTF-8";
+	const char *why = pal__sink_check_key(rq->key);
+	if (why != NULL)
+		return why;
 	const char *tok = header(conn, "Palisade-Fencing-Token");
 	if (tok == NULL)
 		return "missing Palisade-Fencing-Token header";

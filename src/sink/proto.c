@@ -81,6 +81,17 @@ int pal__sink_parse_checkpoint(const char *s, int64_t max, int64_t *out)
 	return pal__sink_parse_int(s, 0, max, out);
 }
 
+const char *pal__sink_check_key(const char *key)
+{
+	if (key == NULL || key[0] == '\0')
+		return "missing or empty Idempotency-Key header";
+	if (strlen(key) > SINK_KEY_MAX)
+		return "Idempotency-Key is longer than " SINK_STR(SINK_KEY_MAX) " bytes";
+	if (!g_utf8_validate(key, -1, NULL))
+		return "Idempotency-Key is not valid UTF-8";
+	return NULL;
+}
+
 static int hexval(char c)
 {
 	if (c >= '0' && c <= '9')

@@ -30,7 +30,10 @@
 #include "palisade/err.h"
 #include "palisade/metrics.h"
 
-#define SINK_KEY_MAX 512	  /* bytes of Idempotency-Key */
+/* Bytes of Idempotency-Key: the protocol's limit (docs/protocol.md), the
+ * same as the longest key a valid job can expand to (IDEM_KEY_MAX in
+ * src/config/jobfile.c; tests/unit/test_sink_proto.c ties the two). */
+#define SINK_KEY_MAX 1000
 #define SINK_BODY_MAX (1u << 20)  /* bytes of request body (1 MiB) */
 #define SINK_CHUNKS_MAX 100000	  /* Palisade-Test-Chunks upper bound */
 #define SINK_DELAY_MAX_MS 3600000 /* delay_ms upper bound (one hour) */
@@ -51,6 +54,15 @@ PAL_MUST_CHECK int pal__sink_parse_int(const char *s, int64_t min, int64_t max, 
  * as the JSON string the executor sends for a string checkpoint ("\"2\"").
  * Returns 0 or PAL_EINVAL. */
 PAL_MUST_CHECK int pal__sink_parse_checkpoint(const char *s, int64_t max, int64_t *out);
+
+/* SINK_KEY_MAX as text, for messages. */
+#define SINK_STR_(x) #x
+#define SINK_STR(x) SINK_STR_(x)
+
+/* An Idempotency-Key header value: 1 to SINK_KEY_MAX bytes of UTF-8.
+ * Returns NULL when KEY is acceptable, else the reason (a static string)
+ * for the 400 answer. */
+const char *pal__sink_check_key(const char *key);
 
 /* Strict percent-decoding of a URL path segment into OUT (OUTLEN bytes,
  * NUL-terminated).  '+' stays '+'.  Refuses a malformed escape, a decoded

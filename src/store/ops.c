@@ -311,6 +311,20 @@ static int resume_body(pal_store *st, void *vctx, char *err, size_t errlen)
 			 IN_SCOPE("t"),
 			 2, pk, &res->expired, err, errlen)))
 		return rc;
+	/* A live pausing trigger whose pause no gate asks for any more goes back
+	 * to running (edge of sql/004): its executor keeps lease and token and
+	 * carries on.  Left pausing, it would reach 'paused' at its safe point
+	 * after this resume and stay there until the next one.  A lease that
+	 * expired since the statement above leaves a running trigger with an
+	 * expired lease, which the next claim retakes (from its checkpoint).
+	 * This runs before the paused -> pending sweep: a trigger its executor
+	 * pauses meanwhile is then caught by the sweep's fresh snapshot. */
+	int64_t to_running = 0;
+	if ((rc = exec_n(st,
+			 "UPDATE triggers t SET state = 'running'"
+			 " WHERE t.state = 'pausing' AND " IN_SCOPE("t") " AND NOT " GATED("t"),
+			 2, pk, &to_running, err, errlen)))
+		return rc;
 	if ((rc = exec_n(st,
 			 "UPDATE triggers t SET state = 'pending', lease_owner = NULL,"
 			 " lease_until = NULL, next_attempt_at = NULL"
@@ -326,20 +340,21 @@ static int resume_body(pal_store *st, void *vctx, char *err, size_t errlen)
 			    2, pk, &res->pausing, err, errlen)))
 		return rc;
 
-	char resumed[24], gated[24], pausing[24], expired[24];
+	char resumed[24], gated[24], pausing[24], expired[24], running[24];
 	i64s(resumed, sizeof resumed, res->resumed);
 	i64s(gated, sizeof gated, res->still_gated);
 	i64s(pausing, sizeof pausing, res->pausing);
 	i64s(expired, sizeof expired, res->expired);
+	i64s(running, sizeof running, to_running);
 	const char *pa[] = { c->actor, c->scope, c->reason, resumed, gated, pausing,
-			     res->had_gate ? "true" : "false", expired };
+			     res->had_gate ? "true" : "false", expired, running };
 	if ((rc = exec_n(st,
 			 "INSERT INTO audit_log (actor, action, scope, reason, details)"
 			 " VALUES ($1, 'resume', $2, $3, jsonb_build_object("
 			 "  'paused_to_pending', $4::bigint, 'still_gated', $5::bigint,"
 			 "  'still_pausing', $6::bigint, 'had_gate', $7::boolean,"
-			 "  'expired_pausing_to_paused', $8::bigint))",
-			 8, pa, NULL, err, errlen)))
+			 "  'expired_pausing_to_paused', $8::bigint, 'pausing_to_running', $9::bigint))",
+			 9, pa, NULL, err, errlen)))
 		return rc;
 	if ((rc = notify(st,
 			 "SELECT pg_notify('palisade_ops',"

@@ -134,14 +134,37 @@ expect_eq "expired running -> pausing" "pausing" "$(state "$X2")"
 expect_exit "resume with an expired pausing trigger" 0 "$PAL" resume --job billing.ledger --reason "node gone"
 expect_eq "pausing (lease expired) -> paused -> pending" "pending" "$(state "$X2")"
 expect_match "and reports it" "lost their executor" "$OUT"
-# A live pausing trigger is left to its executor.
+# A resume that arrives while a live trigger is still pausing (its executor
+# has not reached a safe point yet): one resume is enough.  The trigger goes
+# back to running under the same lease and token, so its executor's next
+# checkpoint or result commits as if the pause had never been asked.
 X3=$(mk billing.ledger running)
+f3=$(sql "SELECT fence FROM triggers WHERE id = $X3")
 "$PAL" pause --job billing.ledger --reason "again" >/dev/null
-"$PAL" resume --job billing.ledger --reason "again over" >/dev/null
-expect_eq "a live pausing trigger is left for its executor's safe point" "pausing" "$(state "$X3")"
+expect_eq "pause: the live trigger is pausing" "pausing" "$(state "$X3")"
+expect_exit "resume while it is still pausing" 0 "$PAL" resume --job billing.ledger --reason "again over"
+expect_eq "pausing -> running: same token, lease kept for its executor" "running|$f3|node-a|t" \
+	"$(sql "SELECT state, fence, lease_owner, lease_until > clock_timestamp() FROM triggers WHERE id = $X3")"
+expect_eq "audited as pausing_to_running (paused_to_pending and still_pausing unchanged in meaning)" "1|0|0" \
+	"$(sql "SELECT details->>'pausing_to_running', details->>'paused_to_pending', details->>'still_pausing' FROM audit_log WHERE action = 'resume' ORDER BY id DESC LIMIT 1")"
+expect_eq "its executor's safe point (conditional on its token) then keeps it running" "running" \
+	"$(sql "UPDATE triggers SET state = CASE state WHEN 'pausing' THEN 'paused' ELSE state END WHERE id = $X3 AND fence = $f3 AND state IN ('running', 'pausing', 'cancelling') RETURNING state")"
+expect_eq "and its result commits: no second resume needed" "succeeded" \
+	"$(sql "UPDATE triggers SET state = 'succeeded', lease_owner = NULL, lease_until = NULL, finished_at = clock_timestamp() WHERE id = $X3 AND fence = $f3 AND state IN ('running', 'pausing', 'cancelling') RETURNING state")"
+# ... but not while another gate still covers it: then it stops at its safe
+# point and stays paused until that gate is resumed.
+X4=$(mk billing.ledger running)
+"$PAL" pause --group ledger --reason "ledger freeze" >/dev/null
+"$PAL" pause --job billing.ledger --reason "job freeze" >/dev/null
+expect_exit "resume the job while its group stays paused" 0 "$PAL" resume --job billing.ledger --reason "job ok"
+expect_eq "a pausing trigger another gate covers stays pausing" "pausing" "$(state "$X4")"
+expect_match "and is reported as still pausing" "1 pausing trigger" "$OUT"
 safe_point
-"$PAL" resume --job billing.ledger --reason "sweep" >/dev/null
-expect_eq "a second resume releases it once paused" "pending" "$(state "$X3")"
+expect_eq "it stops at its safe point" "paused" "$(state "$X4")"
+"$PAL" resume --group ledger --reason "group ok" >/dev/null
+expect_eq "resuming the covering gate releases it" "pending" "$(state "$X4")"
+X5=$(mk ops.heartbeat paused)
+expect_exit "the guard still refuses paused -> running (G7): only pausing may go back" 1 sql "UPDATE triggers SET state = 'running' WHERE id = $X5"
 
 echo "  -- cancel (G7)"
 C1=$(mk ops.heartbeat pending)

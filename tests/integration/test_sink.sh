@@ -146,7 +146,8 @@ expect_eq "G4: the stale requests wrote no effect" 1 "$(ledger k2)"
 n_before=$(sql "select count(*) from sink_effects")
 post - 1 x;                  expect_eq "no Idempotency-Key: 400" 400 "$CODE"
 post '' 1 x -H 'Idempotency-Key;'; expect_eq "an empty Idempotency-Key: 400" 400 "$CODE"
-post "$(head -c 513 /dev/zero | tr '\0' k)" 1 x; expect_eq "a 513-byte key: 400" 400 "$CODE"
+post "$(head -c 1001 /dev/zero | tr '\0' k)" 1 x
+expect_eq "a 1001-byte key: 400 naming the limit" "400 Idempotency-Key is longer than 1000 bytes" "$CODE $(jq -r .detail <<<"$BODY")"
 post v1 -  x;                expect_eq "no Palisade-Fencing-Token: 400" 400 "$CODE"
 post v1 12a x;               expect_eq "a token '12a': 400" 400 "$CODE"
 post v1 -1 x;                expect_eq "a token '-1': 400" 400 "$CODE"
@@ -159,8 +160,31 @@ CODE=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Idempotency-Key: big' 
 	-H 'Palisade-Fencing-Token: 1' --data-binary @"$W/big" "$URL/effects/x")
 expect_eq "a body over 1 MiB: 413" 413 "$CODE"
 expect_eq "no refused request wrote a row" "$n_before" "$(sql "select count(*) from sink_effects")"
-post "$(head -c 512 /dev/zero | tr '\0' k)" 1 x; expect_eq "a 512-byte key is accepted" 201 "$CODE"
 expect_eq "bad requests are counted" 10 "$(stat bad_request)"
+
+# ---- the key limit: 1000 bytes, the longest key a valid job can expand to ------
+long_key=$(head -c 1000 /dev/zero | tr '\0' k)
+post "$long_key" 1 x; expect_eq "a 1000-byte key is accepted" 201 "$CODE"
+post "$long_key" 1 x
+expect_eq "... and replayed" "201 true" "$CODE $(hdr Idempotent-Replayed)"
+expect_eq "... stored whole, one effect" "1000|1" "$(sql "select length(idempotency_key), count(*) from sink_ledger where idempotency_key = '$long_key' group by 1")"
+get_key "$(head -c 1000 /dev/zero | tr '\0' '/' | sed 's#/#%2F#g')"
+expect_eq "a 1000-byte key percent-encoded in the status URL (3000 bytes) is looked up: 404, not 400" 404 "$CODE"
+get_key "${long_key}k"
+expect_eq "a 1001-byte key in the status URL: 400 naming the limit" "400 the key is longer than 1000 bytes" "$CODE $(jq -r .detail <<<"$BODY")"
+get_key "$long_key"
+expect_eq "the 1000-byte key is found by its status URL" 200 "$CODE"
+# The loader refuses a job whose key could expand past the limit, counting
+# each placeholder at its longest ({job} = the job's id), so that every key a
+# valid job sends is one this sink accepts.
+ph='{job}/{scheduled_at}/{scheduled_date}/{partition}/{trigger}/{request_id}/'
+id=$(head -c 128 /dev/zero | tr '\0' j)   # the longest job id
+job_yaml() { printf 'jobs:\n  - id: %s\n    schedule: {cron: "* * * * *"}\n    partitions: 2\n    idempotency_key: "%s%s"\n    target: {url: "http://127.0.0.1:8089/x"}\n' "$id" "$ph" "$1" >"$W/long.yaml"; }
+job_yaml "$(head -c $((1000 - 128 - 20 - 10 - 4 - 19 - 128 - 6)) /dev/zero | tr '\0' f)"
+expect_exit "a key template that expands to at most 1000 bytes is valid" 0 "$PAL" validate "$W/long.yaml"
+job_yaml "$(head -c $((1000 - 128 - 20 - 10 - 4 - 19 - 128 - 6 + 1)) /dev/zero | tr '\0' f)"
+expect_exit "one byte more is refused at validation" 65 "$PAL" validate "$W/long.yaml"
+expect_match "... saying why" "idempotency_key: expands to up to 1001 bytes, more than the 1000 an Idempotency-Key may have" "$OUT"
 
 # ---- query: GET /effects/<key> ----------------------------------------------
 get_key k1

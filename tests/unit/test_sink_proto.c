@@ -1,7 +1,8 @@
 /*
  * test_sink_proto.c - the pure helpers of palisade-sink (src/sink/proto.c):
- * fencing-token and integer parsing, strict percent-decoding of the status
- * URL, the payload digest and the chunk bodies.
+ * fencing-token and integer parsing, the Idempotency-Key limit (and that it
+ * admits every key a valid job can expand to), strict percent-decoding of
+ * the status URL, the payload digest and the chunk bodies.
  *
  * The sink's objects are not part of libpalisade.a (the Makefile links them
  * into bin/palisade-sink only), so this test compiles proto.c directly.
@@ -14,6 +15,8 @@
 #include <string.h>
 #include <cmocka.h>
 #include <jansson.h>
+#include "palisade/jobspec.h"
+#include "palisade/template.h"
 #include "../../src/sink/proto.c"
 
 static void test_sink_token_accepts_decimal_up_to_bigint(void **state)
@@ -193,6 +196,132 @@ static void test_sink_bodies_refuse_invalid_utf8(void **state)
 	free(s);
 }
 
+/* A string of N copies of CH (caller frees). */
+static char *repeat(char ch, size_t n)
+{
+	char *s = malloc(n + 1);
+	assert_non_null(s);
+	memset(s, ch, n);
+	s[n] = '\0';
+	return s;
+}
+
+static void test_sink_key_limit_is_the_protocol_limit(void **state)
+{
+	(void)state;
+	assert_int_equal(SINK_KEY_MAX, 1000); /* docs/protocol.md states it */
+	char *k = repeat('k', SINK_KEY_MAX);
+	assert_null(pal__sink_check_key(k));
+	free(k);
+	k = repeat('k', SINK_KEY_MAX + 1);
+	const char *why = pal__sink_check_key(k);
+	assert_non_null(why);
+	assert_string_equal(why, "Idempotency-Key is longer than 1000 bytes");
+	free(k);
+	/* bytes, not characters: 500 two-byte characters are exactly the limit */
+	GString *g = g_string_new(NULL);
+	for (int i = 0; i < SINK_KEY_MAX / 2; i++)
+		g_string_append(g, "\xc3\xa9");
+	assert_null(pal__sink_check_key(g->str));
+	g_string_append_c(g, 'x');
+	assert_non_null(pal__sink_check_key(g->str));
+	g_string_free(g, TRUE);
+	assert_non_null(pal__sink_check_key(NULL));
+	assert_non_null(pal__sink_check_key(""));
+	assert_non_null(pal__sink_check_key("\xff"));
+
+	/* the status URL: a key at the limit, percent-encoded, decodes into the
+	 * query's buffer; one byte more does not */
+	char out[SINK_KEY_MAX + 1];
+	k = repeat('/', SINK_KEY_MAX);
+	char *enc = pal__sink_pct_encode(k);
+	assert_int_equal(strlen(enc), 3 * SINK_KEY_MAX);
+	assert_int_equal(pal__sink_pct_decode(enc, out, sizeof out), PAL_OK);
+	assert_string_equal(out, k);
+	free(enc);
+	free(k);
+	k = repeat('/', SINK_KEY_MAX + 1);
+	enc = pal__sink_pct_encode(k);
+	assert_int_equal(pal__sink_pct_decode(enc, out, sizeof out), PAL_ETOOBIG);
+	free(enc);
+	free(k);
+}
+
+/* Load one job with id ID and idempotency-key template TPL (1024 partitions,
+ * so {partition} can reach 4 digits).  Returns the loader's result; on
+ * success *KEY receives the template rendered with every placeholder at its
+ * longest (caller frees), and DIAG the first diagnostic otherwise. */
+static int load_and_render_longest(const char *id, const char *tpl, char **key, char *diag,
+				   size_t diaglen)
+{
+	char *yaml = g_strdup_printf("jobs:\n"
+				     "  - id: %s\n"
+				     "    schedule: {cron: \"* * * * *\"}\n"
+				     "    partitions: 1024\n"
+				     "    idempotency_key: \"%s\"\n"
+				     "    target: {url: \"http://127.0.0.1:8089/x\"}\n",
+				     id, tpl);
+	pal_jobset set = {0};
+	pal_diags diags = {0};
+	int rc = pal_jobfile_load_buffer("t.yaml", yaml, strlen(yaml), &set, &diags);
+	g_free(yaml);
+	*key = NULL;
+	snprintf(diag, diaglen, "%s", diags.n ? diags.v[0].msg : "");
+	if (rc == PAL_OK) {
+		assert_int_equal(set.n, 1);
+		char *rid = repeat('r', 128); /* --request-id: at most 128 characters */
+		pal_tpl_vars v = {.job = id,
+				  .scheduled_at = 4102444799, /* 2099-12-31T23:59:59Z */
+				  .scheduled_date = "2099-12-31",
+				  .partition = 1023,
+				  .trigger = INT64_MAX,
+				  .request_id = rid};
+		char err[256];
+		assert_int_equal(
+		    pal_tpl_render(set.jobs[0].idempotency_key, &v, 0, key, err, sizeof err),
+		    PAL_OK);
+		free(rid);
+	}
+	pal_jobset_free(&set);
+	pal_diags_free(&diags);
+	return rc;
+}
+
+static void test_sink_accepts_every_key_a_valid_job_can_render(void **state)
+{
+	(void)state;
+	/* the longest job id, every placeholder once, filler up to the limit */
+	char *id = repeat('j', 128);
+	const char *ph =
+	    "{job}/{scheduled_at}/{scheduled_date}/{partition}/{trigger}/{request_id}/";
+	size_t longest = 128 + 20 + 10 + 4 + 19 + 128 + 6;
+	char *fill = repeat('f', SINK_KEY_MAX - longest);
+	char *tpl = g_strconcat(ph, fill, NULL);
+	char *key, diag[1024];
+	assert_int_equal(load_and_render_longest(id, tpl, &key, diag, sizeof diag), PAL_OK);
+	assert_int_equal(strlen(key), SINK_KEY_MAX);
+	assert_null(pal__sink_check_key(key));
+	free(key);
+	g_free(tpl);
+
+	/* one byte more of fixed text, and the job is refused when it is loaded,
+	 * not by the service when its first trigger runs */
+	tpl = g_strconcat(ph, fill, "f", NULL);
+	assert_int_equal(load_and_render_longest(id, tpl, &key, diag, sizeof diag), PAL_EINVAL);
+	assert_null(key);
+	assert_non_null(strstr(diag, "expands to up to 1001 bytes, more than the 1000"));
+	g_free(tpl);
+	/* a short id leaves room: {job} counts as this job's id */
+	tpl = g_strconcat(ph, fill, "f", NULL);
+	assert_int_equal(load_and_render_longest("short.id", tpl, &key, diag, sizeof diag), PAL_OK);
+	assert_true(strlen(key) < SINK_KEY_MAX);
+	assert_null(pal__sink_check_key(key));
+	free(key);
+	g_free(tpl);
+	free(fill);
+	free(id);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -206,6 +335,8 @@ int main(void)
 	    cmocka_unit_test(test_sink_digest_covers_method_target_and_body),
 	    cmocka_unit_test(test_sink_chunk_body_has_more_until_last),
 	    cmocka_unit_test(test_sink_bodies_refuse_invalid_utf8),
+	    cmocka_unit_test(test_sink_key_limit_is_the_protocol_limit),
+	    cmocka_unit_test(test_sink_accepts_every_key_a_valid_job_can_render),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
