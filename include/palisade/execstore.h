@@ -35,7 +35,7 @@ typedef struct pal_claimed {
 	int version;
 	int64_t scheduled_at; /* s */
 	int partition;
-	char request_id[64]; /* "" for scheduled */
+	char request_id[129]; /* "" for scheduled; up to 128 characters */
 	int attempt;         /* attempt number of this claim (1-based) */
 	char prev_state[16]; /* pending, retry_wait, unknown, running (expired lease) */
 	char prev_error[48];

@@ -68,7 +68,8 @@ typedef struct pal_resume_result {
 	int64_t resumed;     /* paused -> pending */
 	int64_t expired;     /* pausing with an expired lease -> paused (then resumed) */
 	int64_t still_gated; /* paused triggers of the scope held by another gate */
-	int64_t pausing;     /* triggers of the scope still on their way to 'paused' */
+	int64_t continued;   /* live pausing -> running (the executor carries on) */
+	int64_t pausing;     /* pausing triggers another gate still holds */
 } pal_resume_result;
 
 /*
@@ -76,7 +77,9 @@ typedef struct pal_resume_result {
  * paused gate covers to 'pending' (their checkpoint stays; the next claim
  * gives them a new token), write the audit row, in one transaction.
  * Pausing triggers whose lease expired (their executor is gone) are moved
- * to paused first, so they resume too.  Run
+ * to paused first, so they resume too; live pausing triggers no other gate
+ * holds go back to running under the same lease and token, so one resume
+ * is always enough.  Run
  * on a scope without a gate it only sweeps paused triggers (no error).
  */
 PAL_MUST_CHECK int pal_ops_resume(pal_store *st, const pal_scope *sc, const char *actor,

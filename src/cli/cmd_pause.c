@@ -32,7 +32,9 @@ static void usage(FILE *fp, bool pause)
 			"                       [--pg CONNINFO] [--config FILE]\n"
 			"Delete the scope's gate and move its paused triggers back to 'pending'\n"
 			"unless another paused gate still covers them (the next claim gives them a\n"
-			"new token; their checkpoint stays).  Resuming a scope without a gate only\n"
+			"new token; their checkpoint stays).  Triggers still 'pausing' (their\n"
+			"executor has not reached a safe point) go back to 'running' under the\n"
+			"same token, so one resume is enough.  Resuming a scope without a gate only\n"
 			"releases paused triggers that no gate covers.  Written to audit_log.\n"
 			"Exit: 0 done, 1 no such job, 64 usage, 69 database unreachable.\n");
 }
@@ -144,8 +146,9 @@ static int gate_cmd(int argc, char **argv, bool pause)
 		return pal_ops_exit_code(rc);
 	}
 	if (c.json) {
-		json_t *o = json_pack("{s:s, s:b, s:I, s:I, s:I, s:I}", "scope", scope, "had_gate",
-				      r.had_gate, "paused_to_pending", (json_int_t)r.resumed,
+		json_t *o = json_pack("{s:s, s:b, s:I, s:I, s:I, s:I, s:I}", "scope", scope,
+				      "had_gate", r.had_gate, "paused_to_pending", (json_int_t)r.resumed,
+				      "pausing_to_running", (json_int_t)r.continued,
 				      "still_gated", (json_int_t)r.still_gated, "still_pausing",
 				      (json_int_t)r.pausing, "expired_pausing_to_paused",
 				      (json_int_t)r.expired);
@@ -167,9 +170,12 @@ static int gate_cmd(int argc, char **argv, bool pause)
 		printf("  %lld paused %s stay paused: another gate still covers them "
 		       "(SELECT * FROM gates)\n",
 		       (long long)r.still_gated, plural(r.still_gated, "trigger", "triggers"));
+	if (r.continued)
+		printf("  %lld pausing %s had not reached a safe point yet and carry on running\n",
+		       (long long)r.continued, plural(r.continued, "trigger", "triggers"));
 	if (r.pausing)
-		printf("  %lld pausing %s not resumed yet: each becomes paused at its executor's "
-		       "next safe point; run resume again then\n",
+		printf("  %lld pausing %s stay on their way to paused: another gate still covers "
+		       "them (SELECT * FROM gates)\n",
 		       (long long)r.pausing, plural(r.pausing, "trigger", "triggers"));
 	return PAL_EXIT_OK;
 }

@@ -213,6 +213,14 @@ static void call_free(call *k)
 
 /* ---- building requests --------------------------------------------------------- */
 
+/* Append header line H (g_free'd here) to LIST. */
+static struct curl_slist *append_hdr(struct curl_slist *list, char *h)
+{
+	struct curl_slist *l = h ? curl_slist_append(list, h) : NULL;
+	g_free(h);
+	return l ? l : list;
+}
+
 static int render_all(pal_executor *ex, call *k, char *err, size_t errlen)
 {
 	const pal_job_spec *s = &k->spec->spec;
@@ -249,22 +257,24 @@ static int render_all(pal_executor *ex, call *k, char *err, size_t errlen)
 	if (rc)
 		return rc;
 	k->hdrs = NULL;
-	char h[1024];
-	snprintf(h, sizeof h, "Idempotency-Key: %s", k->key);
-	k->hdrs = curl_slist_append(k->hdrs, h);
-	snprintf(h, sizeof h, "Palisade-Fencing-Token: %" PRId64, k->c.fence);
-	k->hdrs = curl_slist_append(k->hdrs, h);
-	snprintf(h, sizeof h, "Palisade-Trigger: %" PRId64, k->c.id);
-	k->hdrs = curl_slist_append(k->hdrs, h);
-	snprintf(h, sizeof h, "Palisade-Attempt: %d", k->c.attempt);
-	k->hdrs = curl_slist_append(k->hdrs, h);
+	/* Header lines are built to size: a key (up to 1000 bytes) or a
+	 * checkpoint is never cut short. */
+	char *h;
+	h = g_strdup_printf("Idempotency-Key: %s", k->key);
+	k->hdrs = append_hdr(k->hdrs, h);
+	h = g_strdup_printf("Palisade-Fencing-Token: %" PRId64, k->c.fence);
+	k->hdrs = append_hdr(k->hdrs, h);
+	h = g_strdup_printf("Palisade-Trigger: %" PRId64, k->c.id);
+	k->hdrs = append_hdr(k->hdrs, h);
+	h = g_strdup_printf("Palisade-Attempt: %d", k->c.attempt);
+	k->hdrs = append_hdr(k->hdrs, h);
 	char at[32];
 	pal_fmt_rfc3339(k->c.scheduled_at, at, sizeof at);
-	snprintf(h, sizeof h, "Palisade-Scheduled-At: %s", at);
-	k->hdrs = curl_slist_append(k->hdrs, h);
+	h = g_strdup_printf("Palisade-Scheduled-At: %s", at);
+	k->hdrs = append_hdr(k->hdrs, h);
 	if (k->c.checkpoint && k->ph == PHASE_CALL) {
-		snprintf(h, sizeof h, "Palisade-Checkpoint: %s", k->c.checkpoint);
-		k->hdrs = curl_slist_append(k->hdrs, h);
+		h = g_strdup_printf("Palisade-Checkpoint: %s", k->c.checkpoint);
+		k->hdrs = append_hdr(k->hdrs, h);
 	}
 	bool has_ct = false;
 	if (k->ph == PHASE_CALL) {
@@ -273,11 +283,11 @@ static int render_all(pal_executor *ex, call *k, char *err, size_t errlen)
 			rc = pal_tpl_render(s->headers[i].value, &v, PAL_TPL_SECRETS, &val, err, errlen);
 			if (rc)
 				return rc;
-			snprintf(h, sizeof h, "%s: %s", s->headers[i].name, val);
+			h = g_strdup_printf("%s: %s", s->headers[i].name, val);
 			free(val);
 			if (!strcasecmp(s->headers[i].name, "Content-Type"))
 				has_ct = true;
-			k->hdrs = curl_slist_append(k->hdrs, h);
+			k->hdrs = append_hdr(k->hdrs, h);
 		}
 		if (k->body && !has_ct)
 			k->hdrs = curl_slist_append(k->hdrs, "Content-Type: application/json");

@@ -319,11 +319,10 @@ static int resume_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	 * expired lease, which the next claim retakes (from its checkpoint).
 	 * This runs before the paused -> pending sweep: a trigger its executor
 	 * pauses meanwhile is then caught by the sweep's fresh snapshot. */
-	int64_t to_running = 0;
 	if ((rc = exec_n(st,
 			 "UPDATE triggers t SET state = 'running'"
 			 " WHERE t.state = 'pausing' AND " IN_SCOPE("t") " AND NOT " GATED("t"),
-			 2, pk, &to_running, err, errlen)))
+			 2, pk, &res->continued, err, errlen)))
 		return rc;
 	if ((rc = exec_n(st,
 			 "UPDATE triggers t SET state = 'pending', lease_owner = NULL,"
@@ -345,7 +344,7 @@ static int resume_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	i64s(gated, sizeof gated, res->still_gated);
 	i64s(pausing, sizeof pausing, res->pausing);
 	i64s(expired, sizeof expired, res->expired);
-	i64s(running, sizeof running, to_running);
+	i64s(running, sizeof running, res->continued);
 	const char *pa[] = { c->actor, c->scope, c->reason, resumed, gated, pausing,
 			     res->had_gate ? "true" : "false", expired, running };
 	if ((rc = exec_n(st,
