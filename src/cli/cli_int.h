@@ -24,6 +24,20 @@ typedef struct pal_cli_common {
  * Exits with 64 on a bad --output value. */
 bool pal_cli_common_opt(pal_cli_common *c, int opt, const char *arg);
 
+/* An option the command does not handle itself: a common one (returns -1,
+ * go on), -h/--help (usage on stdout, returns 0) or anything else (usage on
+ * stderr, returns 64).  A command's option loop ends with
+ *   default: if ((ec = pal_cli_opt_other(&c, opt, optarg, usage)) >= 0) return ec; */
+int pal_cli_opt_other(pal_cli_common *c, int opt, const char *arg, void (*usage)(FILE *));
+
+/* The whole command line of a command that takes only the common options
+ * and no arguments: -1 when it parsed, else the exit code to return. */
+int pal_cli_parse_common(int argc, char **argv, pal_cli_common *c, void (*usage)(FILE *));
+
+/* --NAME ARG as an integer in LO..HI; false (message printed) otherwise. */
+bool pal_cli_int(const char *cmd, const char *name, const char *arg, long long lo, long long hi,
+		 long long *out);
+
 /* Resolve the PostgreSQL conninfo: --pg, else the config file's
  * postgres.conninfo, else $PALISADE_PG.  NULL when none (message printed).
  * The returned string is owned by the process (lives until exit). */

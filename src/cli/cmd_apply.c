@@ -30,20 +30,14 @@ int pal_cmd_apply(int argc, char **argv)
 					    { "reason", required_argument, NULL, 'r' },
 					    { "help", no_argument, NULL, 'h' },
 					    { 0 } };
-	int opt;
+	int opt, ec;
 	while ((opt = getopt_long(argc, argv, "hr:", lo, NULL)) != -1) {
-		if (pal_cli_common_opt(&c, opt, optarg))
-			continue;
 		if (opt == 'r') {
 			reason = optarg;
 			continue;
 		}
-		if (opt == 'h') {
-			usage(stdout);
-			return PAL_EXIT_OK;
-		}
-		usage(stderr);
-		return PAL_EXIT_USAGE;
+		if ((ec = pal_cli_opt_other(&c, opt, optarg, usage)) >= 0)
+			return ec;
 	}
 	if (optind >= argc) {
 		usage(stderr);
@@ -63,7 +57,7 @@ int pal_cmd_apply(int argc, char **argv)
 	pal_diags_free(&diags);
 
 	pal_store *st;
-	int ec = pal_cli_connect(&c, false, &st);
+	ec = pal_cli_connect(&c, false, &st);
 	if (ec) {
 		pal_jobset_free(&set);
 		return ec;

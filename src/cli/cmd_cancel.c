@@ -3,7 +3,6 @@
  * cancel planned work with conditional updates that never overwrite a
  * concurrent executor commit (src/store/ops.c; docs/operations.md).
  */
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,20 +54,14 @@ int pal_cmd_cancel(int argc, char **argv)
 					    { "reason", required_argument, NULL, 'r' },
 					    { "help", no_argument, NULL, 'h' },
 					    { 0 } };
-	int opt;
+	int opt, ec;
 	while ((opt = getopt_long(argc, argv, "hT:j:r:", lo, NULL)) != -1) {
-		if (pal_cli_common_opt(&c, opt, optarg))
-			continue;
 		switch (opt) {
 		case 'T': {
-			char *end;
-			errno = 0;
-			trigger = strtoll(optarg, &end, 10);
-			if (errno || *end || end == optarg || trigger <= 0) {
-				pal_cli_err("cancel", "--trigger \"%s\": expected a trigger id (a positive "
-						      "integer)", optarg);
+			long long v;
+			if (!pal_cli_int("cancel", "trigger", optarg, 1, INT64_MAX, &v))
 				return PAL_EXIT_USAGE;
-			}
+			trigger = v;
 			break;
 		}
 		case 'j':
@@ -77,12 +70,9 @@ int pal_cmd_cancel(int argc, char **argv)
 		case 'r':
 			reason = optarg;
 			break;
-		case 'h':
-			usage(stdout);
-			return PAL_EXIT_OK;
 		default:
-			usage(stderr);
-			return PAL_EXIT_USAGE;
+			if ((ec = pal_cli_opt_other(&c, opt, optarg, usage)) >= 0)
+				return ec;
 		}
 	}
 	if (optind != argc || (!trigger) == (!job)) {
@@ -95,7 +85,7 @@ int pal_cmd_cancel(int argc, char **argv)
 		return PAL_EXIT_USAGE;
 	}
 	pal_store *st;
-	int ec = pal_cli_connect(&c, false, &st);
+	ec = pal_cli_connect(&c, false, &st);
 	if (ec)
 		return ec;
 	pal_cancel_result r;

@@ -79,16 +79,21 @@ int pal_cmd_drain(int argc, char **argv)
 					    { "wait", required_argument, NULL, 'w' },
 					    { "help", no_argument, NULL, 'h' },
 					    { 0 } };
-	int opt;
+	int opt, ec;
 	while ((opt = getopt_long(argc, argv, "hn:a:w:", lo, NULL)) != -1) {
-		if (pal_cli_common_opt(&c, opt, optarg))
-			continue;
 		switch (opt) {
 		case 'n': node = optarg; break;
 		case 'a': admin = optarg; break;
-		case 'w': wait_s = atoi(optarg); break;
-		case 'h': usage(stdout); return PAL_EXIT_OK;
-		default: usage(stderr); return PAL_EXIT_USAGE;
+		case 'w': {
+			long long v;
+			if (!pal_cli_int("drain", "wait", optarg, 0, 3600, &v))
+				return PAL_EXIT_USAGE;
+			wait_s = (int)v;
+			break;
+		}
+		default:
+			if ((ec = pal_cli_opt_other(&c, opt, optarg, usage)) >= 0)
+				return ec;
 		}
 	}
 	if (optind != argc || (!node == !admin) || (wait_s && !node)) {
@@ -98,7 +103,7 @@ int pal_cmd_drain(int argc, char **argv)
 		return PAL_EXIT_USAGE;
 	}
 	char *found = NULL;
-	int ec = 0;
+	ec = 0;
 	if (node) {
 		bool present;
 		found = lookup_admin(&c, node, &present, &ec);

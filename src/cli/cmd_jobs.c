@@ -118,28 +118,21 @@ int pal_cmd_jobs(int argc, char **argv)
 					    { "next", required_argument, NULL, 'N' },
 					    { "help", no_argument, NULL, 'h' },
 					    { 0 } };
-	int opt;
+	int opt, ec;
 	while ((opt = getopt_long(argc, argv, "hV", lo, NULL)) != -1) {
-		if (pal_cli_common_opt(&c, opt, optarg))
-			continue;
 		if (opt == 'N') {
-			next = atoi(optarg);
-			if (next < 1 || next > 1000) {
-				pal_cli_err("jobs", "--next must be 1..1000");
+			long long v;
+			if (!pal_cli_int("jobs", "next", optarg, 1, 1000, &v))
 				return PAL_EXIT_USAGE;
-			}
+			next = (int)v;
 			continue;
 		}
 		if (opt == 'V') {
 			versions = true;
 			continue;
 		}
-		if (opt == 'h') {
-			usage(stdout);
-			return PAL_EXIT_OK;
-		}
-		usage(stderr);
-		return PAL_EXIT_USAGE;
+		if ((ec = pal_cli_opt_other(&c, opt, optarg, usage)) >= 0)
+			return ec;
 	}
 	if (argc - optind > 1) {
 		usage(stderr);
@@ -147,7 +140,7 @@ int pal_cmd_jobs(int argc, char **argv)
 	}
 	const char *job = optind < argc ? argv[optind] : NULL;
 	pal_store *st;
-	int ec = pal_cli_connect(&c, false, &st);
+	ec = pal_cli_connect(&c, false, &st);
 	if (ec)
 		return ec;
 	json_t *jobs;

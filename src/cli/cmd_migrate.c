@@ -2,7 +2,6 @@
  * cmd_migrate.c - `palisade migrate`: bring the schema up to this binary's
  * version.  Safe to run from any number of processes at once (G8).
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include "palisade/cli.h"
@@ -20,25 +19,11 @@ static void usage(FILE *fp)
 int pal_cmd_migrate(int argc, char **argv)
 {
 	pal_cli_common c = { 0 };
-	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS, { "help", no_argument, NULL, 'h' },
-					    { 0 } };
-	int opt;
-	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		if (pal_cli_common_opt(&c, opt, optarg))
-			continue;
-		if (opt == 'h') {
-			usage(stdout);
-			return PAL_EXIT_OK;
-		}
-		usage(stderr);
-		return PAL_EXIT_USAGE;
-	}
-	if (optind != argc) {
-		usage(stderr);
-		return PAL_EXIT_USAGE;
-	}
+	int ec = pal_cli_parse_common(argc, argv, &c, usage);
+	if (ec >= 0)
+		return ec;
 	pal_store *st;
-	int ec = pal_cli_connect(&c, true, &st);
+	ec = pal_cli_connect(&c, true, &st);
 	if (ec)
 		return ec;
 	char err[1024];

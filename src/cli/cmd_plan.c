@@ -168,18 +168,13 @@ int pal_cmd_plan(int argc, char **argv)
 		return PAL_EXIT_USAGE;
 	}
 	argc--, argv++;
-	int opt;
+	int opt, ec;
 	while ((opt = getopt_long(argc, argv, "hn:f:", lo, NULL)) != -1) {
-		if (pal_cli_common_opt(&c, opt, optarg))
-			continue;
 		switch (opt) {
 		case 'n': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-			if (*end || v < 1 || v > 10000) {
-				pal_cli_err("plan diff", "--count must be 1..10000");
+			long long v;
+			if (!pal_cli_int("plan diff", "count", optarg, 1, 10000, &v))
 				return PAL_EXIT_USAGE;
-			}
 			count = (int)v;
 			break;
 		}
@@ -189,12 +184,9 @@ int pal_cmd_plan(int argc, char **argv)
 				return PAL_EXIT_USAGE;
 			}
 			break;
-		case 'h':
-			usage(stdout);
-			return PAL_EXIT_OK;
 		default:
-			usage(stderr);
-			return PAL_EXIT_USAGE;
+			if ((ec = pal_cli_opt_other(&c, opt, optarg, usage)) >= 0)
+				return ec;
 		}
 	}
 	if (optind >= argc) {
@@ -212,7 +204,7 @@ int pal_cmd_plan(int argc, char **argv)
 	}
 	pal_diags_free(&diags);
 	pal_store *st;
-	int ec = pal_cli_connect(&c, false, &st);
+	ec = pal_cli_connect(&c, false, &st);
 	if (ec) {
 		pal_jobset_free(&set);
 		return ec;

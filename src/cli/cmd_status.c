@@ -2,7 +2,6 @@
  * cmd_status.c - `palisade status`: nodes (from ZooKeeper), shards with
  * leader, epoch, watermark lag and backlog (from PostgreSQL).
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include "palisade/cli.h"
@@ -73,25 +72,11 @@ static void print_table(json_t *st)
 int pal_cmd_status(int argc, char **argv)
 {
 	pal_cli_common c = { 0 };
-	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS, { "help", no_argument, NULL, 'h' },
-					    { 0 } };
-	int opt;
-	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		if (pal_cli_common_opt(&c, opt, optarg))
-			continue;
-		if (opt == 'h') {
-			usage(stdout);
-			return PAL_EXIT_OK;
-		}
-		usage(stderr);
-		return PAL_EXIT_USAGE;
-	}
-	if (optind != argc) {
-		usage(stderr);
-		return PAL_EXIT_USAGE;
-	}
+	int ec = pal_cli_parse_common(argc, argv, &c, usage);
+	if (ec >= 0)
+		return ec;
 	pal_store *st;
-	int ec = pal_cli_connect(&c, false, &st);
+	ec = pal_cli_connect(&c, false, &st);
 	if (ec)
 		return ec;
 	json_t *status;

@@ -152,10 +152,8 @@ int pal_cmd_tickets(int argc, char **argv)
 					    { "max", required_argument, NULL, 'M' },
 					    { "help", no_argument, NULL, 'h' },
 					    { 0 } };
-	int opt;
+	int opt, ec;
 	while ((opt = getopt_long(argc, argv, "har:", lo, NULL)) != -1) {
-		if (pal_cli_common_opt(&c, opt, optarg))
-			continue;
 		switch (opt) {
 		case 'a':
 			all = true;
@@ -169,18 +167,16 @@ int pal_cmd_tickets(int argc, char **argv)
 		case 'E':
 			evidence = optarg;
 			break;
-		case 'M':
-			if (!parse_id(optarg, &max) || max > 10000000) {
-				pal_cli_err("tickets", "--max \"%s\": expected 1..10000000", optarg);
+		case 'M': {
+			long long v;
+			if (!pal_cli_int("tickets", "max", optarg, 1, 10000000, &v))
 				return PAL_EXIT_USAGE;
-			}
+			max = v;
 			break;
-		case 'h':
-			usage(stdout);
-			return PAL_EXIT_OK;
+		}
 		default:
-			usage(stderr);
-			return PAL_EXIT_USAGE;
+			if ((ec = pal_cli_opt_other(&c, opt, optarg, usage)) >= 0)
+				return ec;
 		}
 	}
 	int64_t id = 0;
@@ -214,7 +210,7 @@ int pal_cmd_tickets(int argc, char **argv)
 		}
 	}
 	pal_store *st;
-	int ec = pal_cli_connect(&c, false, &st);
+	ec = pal_cli_connect(&c, false, &st);
 	if (ec)
 		return ec;
 	char err[1024];

@@ -4,7 +4,6 @@
  * of a past range, one request id for the whole backfill).  The SQL is in
  * src/store/ops.c; docs/operations.md describes both.
  */
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,10 +92,8 @@ int pal_cmd_trigger(int argc, char **argv)
 					    { "reason", required_argument, NULL, 'r' },
 					    { "help", no_argument, NULL, 'h' },
 					    { 0 } };
-	int opt;
+	int opt, ec;
 	while ((opt = getopt_long(argc, argv, "hj:r:", lo, NULL)) != -1) {
-		if (pal_cli_common_opt(&c, opt, optarg))
-			continue;
 		switch (opt) {
 		case 'j':
 			job = optarg;
@@ -111,12 +108,9 @@ int pal_cmd_trigger(int argc, char **argv)
 		case 'r':
 			reason = optarg;
 			break;
-		case 'h':
-			usage_trigger(stdout);
-			return PAL_EXIT_OK;
 		default:
-			usage_trigger(stderr);
-			return PAL_EXIT_USAGE;
+			if ((ec = pal_cli_opt_other(&c, opt, optarg, usage_trigger)) >= 0)
+				return ec;
 		}
 	}
 	if (optind != argc || !job) {
@@ -138,7 +132,7 @@ int pal_cmd_trigger(int argc, char **argv)
 	if (!(rid = request_id("trigger", rid, uuid)))
 		return PAL_EXIT_SOFTWARE;
 	pal_store *st;
-	int ec = pal_cli_connect(&c, false, &st);
+	ec = pal_cli_connect(&c, false, &st);
 	if (ec)
 		return ec;
 	pal_run_result r;
@@ -192,10 +186,8 @@ int pal_cmd_backfill(int argc, char **argv)
 					    { "reason", required_argument, NULL, 'r' },
 					    { "help", no_argument, NULL, 'h' },
 					    { 0 } };
-	int opt;
+	int opt, ec;
 	while ((opt = getopt_long(argc, argv, "hj:f:t:r:", lo, NULL)) != -1) {
-		if (pal_cli_common_opt(&c, opt, optarg))
-			continue;
 		switch (opt) {
 		case 'j':
 			job = optarg;
@@ -211,13 +203,9 @@ int pal_cmd_backfill(int argc, char **argv)
 			have_to = true;
 			break;
 		case 'M': {
-			char *end;
-			errno = 0;
-			long long v = strtoll(optarg, &end, 10);
-			if (errno || *end || end == optarg || v < 1 || v > 10000000) {
-				pal_cli_err("backfill", "--max \"%s\": expected 1..10000000", optarg);
+			long long v;
+			if (!pal_cli_int("backfill", "max", optarg, 1, 10000000, &v))
 				return PAL_EXIT_USAGE;
-			}
 			max = v;
 			break;
 		}
@@ -227,12 +215,9 @@ int pal_cmd_backfill(int argc, char **argv)
 		case 'r':
 			reason = optarg;
 			break;
-		case 'h':
-			usage_backfill(stdout);
-			return PAL_EXIT_OK;
 		default:
-			usage_backfill(stderr);
-			return PAL_EXIT_USAGE;
+			if ((ec = pal_cli_opt_other(&c, opt, optarg, usage_backfill)) >= 0)
+				return ec;
 		}
 	}
 	if (optind != argc || !job || !have_from || !have_to) {
@@ -257,7 +242,7 @@ int pal_cmd_backfill(int argc, char **argv)
 	if (!(rid = request_id("backfill", rid, uuid)))
 		return PAL_EXIT_SOFTWARE;
 	pal_store *st;
-	int ec = pal_cli_connect(&c, false, &st);
+	ec = pal_cli_connect(&c, false, &st);
 	if (ec)
 		return ec;
 	pal_backfill_result r;

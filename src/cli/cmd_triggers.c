@@ -2,7 +2,6 @@
  * cmd_triggers.c - `palisade triggers [--job JOB]`: planned executions with
  * their state, fence and lease, newest first (src/store/ops.c).
  */
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,10 +72,8 @@ int pal_cmd_triggers(int argc, char **argv)
 					    { "limit", required_argument, NULL, 'n' },
 					    { "help", no_argument, NULL, 'h' },
 					    { 0 } };
-	int opt;
+	int opt, ec;
 	while ((opt = getopt_long(argc, argv, "hj:s:n:", lo, NULL)) != -1) {
-		if (pal_cli_common_opt(&c, opt, optarg))
-			continue;
 		switch (opt) {
 		case 'j':
 			job = optarg;
@@ -96,22 +93,15 @@ int pal_cmd_triggers(int argc, char **argv)
 			}
 			break;
 		case 'n': {
-			char *end;
-			errno = 0;
-			long v = strtol(optarg, &end, 10);
-			if (errno || *end || end == optarg || v < 1 || v > 100000) {
-				pal_cli_err("triggers", "--limit \"%s\": expected 1..100000", optarg);
+			long long v;
+			if (!pal_cli_int("triggers", "limit", optarg, 1, 100000, &v))
 				return PAL_EXIT_USAGE;
-			}
 			limit = (int)v;
 			break;
 		}
-		case 'h':
-			usage(stdout);
-			return PAL_EXIT_OK;
 		default:
-			usage(stderr);
-			return PAL_EXIT_USAGE;
+			if ((ec = pal_cli_opt_other(&c, opt, optarg, usage)) >= 0)
+				return ec;
 		}
 	}
 	if (optind != argc) {
@@ -119,7 +109,7 @@ int pal_cmd_triggers(int argc, char **argv)
 		return PAL_EXIT_USAGE;
 	}
 	pal_store *st;
-	int ec = pal_cli_connect(&c, false, &st);
+	ec = pal_cli_connect(&c, false, &st);
 	if (ec)
 		return ec;
 	json_t *list;

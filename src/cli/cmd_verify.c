@@ -37,10 +37,8 @@ int pal_cmd_verify(int argc, char **argv)
 					    { "job", required_argument, NULL, 'j' },
 					    { "help", no_argument, NULL, 'h' },
 					    { 0 } };
-	int opt;
+	int opt, ec;
 	while ((opt = getopt_long(argc, argv, "hf:t:j:", lo, NULL)) != -1) {
-		if (pal_cli_common_opt(&c, opt, optarg))
-			continue;
 		switch (opt) {
 		case 'f':
 		case 't':
@@ -54,12 +52,9 @@ int pal_cmd_verify(int argc, char **argv)
 		case 'j':
 			job = optarg;
 			break;
-		case 'h':
-			usage(stdout);
-			return PAL_EXIT_OK;
 		default:
-			usage(stderr);
-			return PAL_EXIT_USAGE;
+			if ((ec = pal_cli_opt_other(&c, opt, optarg, usage)) >= 0)
+				return ec;
 		}
 	}
 	if (optind != argc || !have_from || !have_to || to < from) {
@@ -69,7 +64,7 @@ int pal_cmd_verify(int argc, char **argv)
 		return PAL_EXIT_USAGE;
 	}
 	pal_store *st;
-	int ec = pal_cli_connect(&c, false, &st);
+	ec = pal_cli_connect(&c, false, &st);
 	if (ec)
 		return ec;
 	pal_verify_report r;

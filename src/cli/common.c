@@ -1,6 +1,7 @@
 /*
  * common.c - options and connection set-up shared by the subcommands.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -40,6 +41,48 @@ bool pal_cli_common_opt(pal_cli_common *c, int opt, const char *arg)
 	default:
 		return false;
 	}
+}
+
+int pal_cli_opt_other(pal_cli_common *c, int opt, const char *arg, void (*usage)(FILE *))
+{
+	if (pal_cli_common_opt(c, opt, arg))
+		return -1;
+	if (opt == 'h') {
+		usage(stdout);
+		return PAL_EXIT_OK;
+	}
+	usage(stderr);
+	return PAL_EXIT_USAGE;
+}
+
+int pal_cli_parse_common(int argc, char **argv, pal_cli_common *c, void (*usage)(FILE *))
+{
+	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
+					    { "help", no_argument, NULL, 'h' },
+					    { 0 } };
+	int opt, ec;
+	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1)
+		if ((ec = pal_cli_opt_other(c, opt, optarg, usage)) >= 0)
+			return ec;
+	if (optind != argc) {
+		usage(stderr);
+		return PAL_EXIT_USAGE;
+	}
+	return -1;
+}
+
+bool pal_cli_int(const char *cmd, const char *name, const char *arg, long long lo, long long hi,
+		 long long *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(arg, &end, 10);
+	if (errno || end == arg || *end || v < lo || v > hi) {
+		pal_cli_err(cmd, "--%s \"%s\": expected an integer in %lld..%lld", name, arg, lo, hi);
+		return false;
+	}
+	*out = v;
+	return true;
 }
 
 const char *pal_cli_pg(const pal_cli_common *c)
