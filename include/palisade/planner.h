@@ -112,11 +112,29 @@ size_t pal_planner_jobs(const pal_planner *p);
  * WATERMARK is the shard's committed watermark (PAL_NO_TIME if none): the
  * job resumes planning at watermark - overlap (re-inserting what is already
  * planned is harmless: the plan key is unique).  Returns PAL_EINVAL with a
- * message when a version's cron or zone cannot be opened.
+ * message when a version's cron or zone cannot be opened; the job loaded
+ * before, if any, is then kept unchanged.
+ *
+ * A (job_id, version) pair names one immutable spec, as job_versions rows
+ * do: when the job is loaded with the same versions and activations
+ * (pal_planner_job_current()) the put keeps it as it is and frees the specs
+ * handed in; versions it already had keep their compiled schedules.
+ * O(versions) besides opening new schedules.
  */
 PAL_MUST_CHECK int pal_planner_put_job(pal_planner *p, const char *job_id,
 				       pal_plan_version *versions, size_t n, int64_t watermark,
 				       char *err, size_t errlen);
+
+/*
+ * True when job JOB_ID is loaded with exactly VERSIONS[0..n), compared by
+ * version number and effective_from (specs are not looked at and may be
+ * empty): a put of them would change nothing, so a reload can skip parsing
+ * their specs.  O(n).
+ */
+bool pal_planner_job_current(const pal_planner *p, const char *job_id,
+			     const pal_plan_version *versions, size_t n);
+
+/* Remove job JOB_ID if loaded (O(log n)); drops a tick not yet committed. */
 void pal_planner_remove_job(pal_planner *p, const char *job_id);
 
 /*

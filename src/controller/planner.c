@@ -9,7 +9,20 @@
  * instants in time order through a small temporary heap so that a row cap
  * cuts the tick at a clean instant.  pal_planner_commit() makes the
  * tentative cursors real and re-sifts those jobs: O(k log n) for k due jobs.
+ *
+ * `by_id` indexes the same jobs by id (key: the job's own id string, value:
+ * the job; the table owns neither), so put/remove find a job in O(1) and
+ * loading a shard of n jobs costs O(n log n), not O(n^2).  Membership
+ * changes in two places only, pal_planner_put_job() (insert) and
+ * heap_remove(), and each updates both.
+ *
+ * A reload puts every job again.  A stored version never changes once
+ * written (job_versions is immutable but for its activation), so a put whose
+ * (version, effective_from) list equals the loaded one keeps the loaded job,
+ * its compiled schedules and its cursor; a put that adds or activates a
+ * version reuses the compiled schedules of the versions it already had.
  */
+#include <glib.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +58,7 @@ struct pal_planner {
 	pal_planner_config cfg;
 	pjob **heap;
 	size_t n, cap;
+	GHashTable *by_id; /* id -> pjob, the heap's members exactly */
 	pjob **touched; /* jobs of the last tick */
 	size_t n_touched, cap_touched;
 };
@@ -432,6 +446,8 @@ pal_planner *pal_planner_new(int shard, const pal_planner_config *cfg)
 	pal_planner *p = calloc(1, sizeof *p);
 	if (!p)
 		return NULL;
+	/* Keys are the jobs' own id strings: freed with the job, never by the table. */
+	p->by_id = g_hash_table_new(g_str_hash, g_str_equal);
 	p->shard = shard;
 	p->cfg = *cfg;
 	if (p->cfg.max_rows_per_tick <= 0)
@@ -458,6 +474,7 @@ void pal_planner_free(pal_planner *p)
 		return;
 	for (size_t i = 0; i < p->n; i++)
 		job_free(p->heap[i]);
+	g_hash_table_destroy(p->by_id);
 	free(p->heap);
 	free(p->touched);
 	free(p);
@@ -478,19 +495,20 @@ int pal_planner_shard(const pal_planner *p)
 
 size_t pal_planner_jobs(const pal_planner *p)
 {
-	return p->n;
+	/* The index and the heap hold the same jobs; counting through the index
+	 * lets a test see an index that missed an insert or a removal. */
+	return g_hash_table_size(p->by_id);
 }
 
 static pjob *find(const pal_planner *p, const char *id)
 {
-	for (size_t i = 0; i < p->n; i++)
-		if (!strcmp(p->heap[i]->id, id))
-			return p->heap[i];
-	return NULL;
+	return g_hash_table_lookup(p->by_id, id);
 }
 
+/* Take J out of the heap and the index; J itself is left to the caller. */
 static void heap_remove(pal_planner *p, pjob *j)
 {
+	g_hash_table_remove(p->by_id, j->id);
 	size_t i = j->hidx;
 	p->n--;
 	if (i != p->n) {
@@ -498,6 +516,34 @@ static void heap_remove(pal_planner *p, pjob *j)
 		p->heap[i]->hidx = i;
 		heap_fix(p, i);
 	}
+}
+
+/* Version VERSION of loaded job J, or NULL. */
+static pversion *version_no(const pjob *j, int version)
+{
+	for (size_t i = 0; i < j->nv; i++)
+		if (j->v[i].version == version)
+			return &j->v[i];
+	return NULL;
+}
+
+/* J holds exactly VERSIONS[0..n): same numbers, same activations. */
+static bool same_versions(const pjob *j, const pal_plan_version *versions, size_t n)
+{
+	if (j->nv != n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (j->v[i].version != versions[i].version ||
+		    j->v[i].eff != versions[i].effective_from)
+			return false;
+	return true;
+}
+
+bool pal_planner_job_current(const pal_planner *p, const char *job_id,
+			     const pal_plan_version *versions, size_t n)
+{
+	const pjob *j = find(p, job_id);
+	return j && n && same_versions(j, versions, n);
 }
 
 void pal_planner_remove_job(pal_planner *p, const char *job_id)
@@ -517,6 +563,17 @@ int pal_planner_put_job(pal_planner *p, const char *job_id, pal_plan_version *ve
 		snprintf(err, errlen, "job %s: no versions", job_id);
 		return PAL_EINVAL;
 	}
+	pjob *old = find(p, job_id);
+	if (old && same_versions(old, versions, n)) {
+		/* Nothing changed (a reload): keep the loaded job, its schedules
+		 * and its cursor; WATERMARK is not needed.  A replacement would
+		 * only raise the cursor to watermark - overlap, below which the
+		 * loaded job has nothing left to plan (its next instant is past
+		 * the watermark of its last committed tick): the same instants. */
+		for (size_t i = 0; i < n; i++)
+			pal_job_spec_clear(&versions[i].spec);
+		return PAL_OK;
+	}
 	pjob *j = calloc(1, sizeof *j);
 	if (!j || !(j->v = calloc(n, sizeof *j->v)) || !(j->id = strdup(job_id))) {
 		job_free(j);
@@ -529,27 +586,14 @@ int pal_planner_put_job(pal_planner *p, const char *job_id, pal_plan_version *ve
 		v->spec = versions[i].spec;
 		memset(&versions[i].spec, 0, sizeof versions[i].spec);
 		j->nv++;
+		/* Compiled already: taken from OLD below, once nothing can fail. */
+		if (old && version_no(old, v->version))
+			continue;
 		int rc = pal_schedule_open(&v->spec, &v->sched, err, errlen);
 		if (rc) {
 			job_free(j);
 			return rc;
 		}
-	}
-	/* Resume at watermark - overlap (or the first activation); instants at
-	 * or below the cursor count as planned. */
-	j->cursor = watermark == PAL_NO_TIME ? PAL_NO_TIME : watermark - p->cfg.overlap_s;
-	j->next = next_after(j, j->cursor, false, &j->next_excl);
-
-	pjob *old = find(p, job_id);
-	if (old) {
-		/* Keep the old cursor if it is further: a reload must not re-plan. */
-		if (old->cursor != PAL_NO_TIME && (j->cursor == PAL_NO_TIME || old->cursor > j->cursor)) {
-			j->cursor = old->cursor;
-			j->next = next_after(j, j->cursor, false, &j->next_excl);
-		}
-		heap_remove(p, old);
-		p->n_touched = 0;
-		job_free(old);
 	}
 	if (p->n == p->cap) {
 		size_t nc = p->cap ? p->cap * 2 : 64;
@@ -561,8 +605,33 @@ int pal_planner_put_job(pal_planner *p, const char *job_id, pal_plan_version *ve
 		p->heap = nh;
 		p->cap = nc;
 	}
+	if (old) {
+		for (size_t i = 0; i < j->nv; i++) {
+			pversion *ov = j->v[i].sched ? NULL : version_no(old, j->v[i].version);
+			if (ov) {
+				j->v[i].sched = ov->sched;
+				ov->sched = NULL;
+			}
+		}
+	}
+	/* Resume at watermark - overlap (or the first activation); instants at
+	 * or below the cursor count as planned. */
+	j->cursor = watermark == PAL_NO_TIME ? PAL_NO_TIME : watermark - p->cfg.overlap_s;
+	j->next = next_after(j, j->cursor, false, &j->next_excl);
+
+	if (old) {
+		/* Keep the old cursor if it is further: a reload must not re-plan. */
+		if (old->cursor != PAL_NO_TIME && (j->cursor == PAL_NO_TIME || old->cursor > j->cursor)) {
+			j->cursor = old->cursor;
+			j->next = next_after(j, j->cursor, false, &j->next_excl);
+		}
+		heap_remove(p, old);
+		p->n_touched = 0;
+		job_free(old);
+	}
 	j->hidx = p->n;
 	p->heap[p->n++] = j;
+	g_hash_table_insert(p->by_id, j->id, j);
 	sift_up(p->heap, j->hidx);
 	return PAL_OK;
 }

@@ -1,7 +1,8 @@
 /*
  * test_planner.c - the planning decisions of a tick, without a database:
  * activation of new jobs and versions, re-scan below the watermark, every
- * misfire policy, exclusions, and the row cap.
+ * misfire policy, exclusions, the row cap, and the job index under loads,
+ * reloads and removals.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -299,6 +300,140 @@ static void test_planner_idle_jobs_are_not_touched(void **st)
 	pal_planner_free(p);
 }
 
+/* Put job ID as version VERSION (activated at EFF) with CRON. */
+static void put_v(pal_planner *p, const char *id, const char *cron, int version, int64_t eff,
+		  int64_t wm)
+{
+	pal_plan_version v = { .version = version,
+			       .spec = spec(id, cron, PAL_MISFIRE_SKIP),
+			       .effective_from = eff };
+	char err[256];
+	assert_int_equal(pal_planner_put_job(p, id, &v, 1, wm, err, sizeof err), 0);
+	pal_job_spec_clear(&v.spec);
+}
+
+/* Every trigger of B belongs to JOB_ID at VERSION; returns how many. */
+static size_t only_job(const pal_plan_batch *b, const char *job_id, int version)
+{
+	for (size_t i = 0; i < b->n_trig; i++) {
+		assert_string_equal(b->trig[i].job_id, job_id);
+		assert_int_equal(b->trig[i].version, version);
+	}
+	return b->n_trig;
+}
+
+static bool current(const pal_planner *p, const char *id, int version, int64_t eff)
+{
+	pal_plan_version v = { .version = version, .effective_from = eff };
+	return pal_planner_job_current(p, id, &v, 1);
+}
+
+/* The id index stays in step with the heap through loads, reloads,
+ * replacements and removals of a large shard. */
+static void test_planner_index_follows_50000_jobs(void **st)
+{
+	enum { N = 50000 };
+	const char *idle = "0 0 0 1 1 ? 2090", *busy = "* * * * * ?";
+	pal_planner *p = pal_planner_new(0, &cfg);
+	char id[32];
+	for (int i = 0; i < N; i++) {
+		snprintf(id, sizeof id, "j.%d", i);
+		put_v(p, id, idle, 1, 0, 1000);
+	}
+	assert_int_equal(pal_planner_jobs(p), N);
+	/* a full reload with nothing changed */
+	for (int i = 0; i < N; i++) {
+		snprintf(id, sizeof id, "j.%d", i);
+		put_v(p, id, idle, 1, 0, 1000);
+	}
+	assert_int_equal(pal_planner_jobs(p), N);
+	assert_true(current(p, "j.31337", 1, 0));
+	assert_false(current(p, "j.31337", 1, 5)); /* another activation */
+	assert_false(current(p, "j.31337", 2, 0));
+	assert_false(current(p, "j.50000", 1, 0));
+
+	/* replace one job deep in the heap by a busy version: found, not doubled */
+	put_v(p, "j.31337", busy, 2, 0, 1000);
+	assert_int_equal(pal_planner_jobs(p), N);
+	assert_true(current(p, "j.31337", 2, 0));
+	pal_plan_batch b = { 0 };
+	assert_int_equal(pal_planner_tick(p, 1000, 1000, &b), 0);
+	assert_int_equal(only_job(&b, "j.31337", 2), 15); /* 991..1005 */
+	pal_planner_commit(p, &b);
+
+	/* remove every odd job (j.31337 among them), twice: the second is a no-op */
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 1; i < N; i += 2) {
+			snprintf(id, sizeof id, "j.%d", i);
+			pal_planner_remove_job(p, id);
+		}
+	assert_int_equal(pal_planner_jobs(p), N / 2);
+	assert_false(current(p, "j.31337", 2, 0));
+	assert_true(current(p, "j.4242", 1, 0));
+	assert_int_equal(pal_planner_tick(p, 1005, 1001, &b), 0);
+	assert_int_equal(b.n_trig, 0);
+
+	/* after the heap has been reshuffled, replace and re-add still land */
+	put_v(p, "j.4242", busy, 2, 0, 1005);
+	put_v(p, "j.31337", idle, 3, 0, 1005);
+	assert_int_equal(pal_planner_jobs(p), N / 2 + 1);
+	assert_int_equal(pal_planner_tick(p, 1005, 1001, &b), 0);
+	assert_int_equal(only_job(&b, "j.4242", 2), 11); /* 996..1006 */
+	pal_planner_remove_job(p, "j.4242");
+	assert_int_equal(pal_planner_jobs(p), N / 2);
+	assert_int_equal(pal_planner_tick(p, 1005, 1001, &b), 0);
+	assert_int_equal(b.n_trig, 0);
+	pal_plan_batch_free(&b);
+	pal_planner_free(p);
+}
+
+/* A reload that brings the same versions keeps the job's place: nothing
+ * already planned comes out again. */
+static void test_planner_reload_unchanged_keeps_cursor(void **st)
+{
+	pal_planner *p = pal_planner_new(0, &cfg);
+	put_v(p, "a.j", "*/2 * * * * ?", 1, 0, 1000);
+	pal_plan_batch b = { 0 };
+	assert_int_equal(pal_planner_tick(p, 1000, 1000, &b), 0);
+	assert_int_equal(b.trig[b.n_trig - 1].at, 1004);
+	pal_planner_commit(p, &b);
+	put_v(p, "a.j", "*/2 * * * * ?", 1, 0, b.watermark);
+	assert_int_equal(pal_planner_tick(p, 1005, 1002, &b), 0);
+	assert_int_equal(b.n_trig, 1);
+	assert_int_equal(b.trig[0].at, 1006);
+	pal_plan_batch_free(&b);
+	pal_planner_free(p);
+}
+
+/* A reload that brings a new version keeps planning the versions it had
+ * (their compiled schedules are carried over) and activates the new one. */
+static void test_planner_reload_new_version_keeps_old_schedule(void **st)
+{
+	pal_planner *p = pal_planner_new(0, &cfg);
+	put_v(p, "a.j", "*/10 * * * * ?", 1, 0, 1000);
+	pal_plan_version v[2] = {
+		{ .version = 1, .spec = spec("a.j", "*/10 * * * * ?", PAL_MISFIRE_SKIP), .effective_from = 0 },
+		{ .version = 2, .spec = spec("a.j", "*/3 * * * * ?", PAL_MISFIRE_SKIP), .effective_from = PAL_NO_TIME },
+	};
+	char err[256];
+	assert_false(pal_planner_job_current(p, "a.j", v, 2));
+	assert_int_equal(pal_planner_put_job(p, "a.j", v, 2, 1000, err, sizeof err), 0);
+	assert_int_equal(pal_planner_jobs(p), 1);
+	pal_plan_batch b = { 0 };
+	assert_int_equal(pal_planner_tick(p, 1000, 1001, &b), 0);
+	assert_int_equal(b.n_act, 1);
+	assert_int_equal(b.n_trig, 3); /* 1000 from v1; 1002, 1005 from v2 */
+	assert_int_equal(b.trig[0].version, 1);
+	assert_int_equal(b.trig[0].at, 1000);
+	assert_int_equal(b.trig[1].version, 2);
+	pal_planner_commit(p, &b);
+	/* the activation is now known: the same rows, activated, are current */
+	v[1].effective_from = 1000;
+	assert_true(pal_planner_job_current(p, "a.j", v, 2));
+	pal_plan_batch_free(&b);
+	pal_planner_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -314,6 +449,9 @@ int main(void)
 		cmocka_unit_test(test_planner_excluded_dates_are_recorded),
 		cmocka_unit_test(test_planner_row_cap_cuts_at_clean_instant),
 		cmocka_unit_test(test_planner_idle_jobs_are_not_touched),
+		cmocka_unit_test(test_planner_index_follows_50000_jobs),
+		cmocka_unit_test(test_planner_reload_unchanged_keeps_cursor),
+		cmocka_unit_test(test_planner_reload_new_version_keeps_old_schedule),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
