@@ -82,15 +82,27 @@ static int apply_job(pal_store *st, const pal_job_spec *s, int nshards, const ch
 		goto fail;
 	PQclear(r);
 	const char *p2[] = { s->id };
-	r = pal__store_query(st,
-			     "SELECT j.latest_version, v.digest FROM jobs j"
-			     " LEFT JOIN job_versions v ON v.job_id = j.job_id AND v.version = j.latest_version"
-			     " WHERE j.job_id = $1 FOR UPDATE OF j",
-			     1, p2, err, errlen);
+	/* Lock first, read the latest digest in a second statement.  In one
+	 * statement (a join FOR UPDATE OF jobs) a concurrent apply that commits
+	 * while we wait for the lock makes PostgreSQL re-check only the locked
+	 * row: the new latest version's digest is not in our snapshot, the
+	 * join comes back empty, and a second version with the same digest
+	 * would be created.  The second statement takes a fresh snapshot
+	 * (READ COMMITTED) that sees the version committed before the lock. */
+	r = pal__store_query(st, "SELECT latest_version FROM jobs WHERE job_id = $1 FOR UPDATE", 1,
+			     p2, err, errlen);
 	if (!r)
 		goto fail;
 	int latest = atoi(PQgetvalue(r, 0, 0));
-	bool same = !PQgetisnull(r, 0, 1) && !strcmp(PQgetvalue(r, 0, 1), hex);
+	PQclear(r);
+	char latest_s[16];
+	snprintf(latest_s, sizeof latest_s, "%d", latest);
+	const char *pd[] = { s->id, latest_s };
+	r = pal__store_query(st, "SELECT digest FROM job_versions WHERE job_id = $1 AND version = $2",
+			     2, pd, err, errlen);
+	if (!r)
+		goto fail;
+	bool same = PQntuples(r) == 1 && !strcmp(PQgetvalue(r, 0, 0), hex);
 	PQclear(r);
 	if (same) {
 		res->outcome = PAL_APPLY_UNCHANGED;

@@ -77,9 +77,22 @@ expect_match "names file:line:col" "bad.yaml:[0-9]+:[0-9]+:" "$OUT"
 expect_eq "and stores nothing, not even the valid job" "0" "$(sql "select count(*) from jobs where job_id='ops.new-job'")"
 
 # Concurrent applies of the same change converge on one new version.
-sed -i 's/0 15 4 \* \* ?/0 0 5 * * ?/' "$D/jobs.yaml"
-for i in 1 2 3 4; do "$PAL" apply "$D/jobs.yaml" >/dev/null 2>&1 & done
+# Five rounds: each changes the schedule once and races 8 applies of it (a
+# race that loses shows as a second version with the same digest).
+for round in 1 2 3 4 5; do
+	sed -i "s/0 [0-9]* [0-9]* \* \* ?/0 $round 5 * * ?/" "$D/jobs.yaml"
+	for i in 1 2 3 4 5 6 7 8; do "$PAL" apply "$D/jobs.yaml" >/dev/null 2>&1 & done
+	wait
+done
+# Deterministic form of the race: two applies of one change both wait for
+# the job's row lock (held here by psql), then run one after the other; the
+# second must see the first's version (a fresh snapshot after the lock).
+sed -i "s/0 [0-9]* [0-9]* \* \* ?/0 9 6 * * ?/" "$D/jobs.yaml"
+psql "$PALISADE_PG" -XAtq -c "begin; select 1 from jobs where job_id = 'billing.daily-summary' for update; select pg_sleep(1.5); commit;" >/dev/null &
+sleep 0.5
+for i in 1 2; do "$PAL" apply "$D/jobs.yaml" >/dev/null 2>&1 & done
 wait
-expect_eq "4 concurrent applies of one change create exactly one version" "3" "$(sql "select max(version) from job_versions where job_id='billing.daily-summary'")"
+expect_eq "5 rounds of 8 concurrent applies, then 2 applies released by one lock: exactly one version per change" "8" "$(sql "select max(version) from job_versions where job_id='billing.daily-summary'")"
+expect_eq "no two versions of a job share a digest in a row" "0" "$(sql "select count(*) from job_versions a join job_versions b on b.job_id = a.job_id and b.version = a.version + 1 and b.digest = a.digest")"
 expect_eq "no duplicate (job, version)" "0" "$(sql "select count(*) - count(distinct (job_id, version)) from job_versions")"
 finish
