@@ -31,20 +31,28 @@ wait_until "shards led again" 20 all_shards_led
 sleep 4
 catchup() { sql "select count(*) from triggers where job_id = '$1' and source = 'catchup'"; }
 missed() { sql "select coalesce(sum(count), 0) from misfires where job_id = '$1' and reason <> 'excluded'"; }
-N=$(( $(catchup mf.fire-all) + $(missed mf.fire-all) ))
-echo "    figure: instants missed during ~20 s of downtime per job: $N"
+# Each job's shard stopped and resumed planning at its own moment (the two
+# nodes stopped one after the other), so jobs on different shards can miss
+# one instant more or less: each policy is checked against its own job's
+# count, and the counts against each other.  verify (below) proves that
+# every instant of every job was fired or recorded.
+total() { echo $(( $(catchup "$1") + $(missed "$1") )); }
+N=$(total mf.fire-all)
+echo "    figure: instants missed during ~20 s of downtime per job: $(for j in fire-all fire-all-capped fire-once skip manual; do printf '%s=%s ' $j "$(total mf.$j)"; done)"
 check "the downtime missed at least 5 instants" [ "$N" -ge 5 ]
+spread=$(for j in fire-all fire-all-capped fire-once skip manual; do total mf.$j; done | sort -n | sed -n '1p;$p' | paste -sd' ' | awk '{print $2 - $1}')
+check "every job missed the same instants, give or take the one at a shard's stop (spread $spread)" [ "$spread" -le 1 ]
 expect_eq "fire_all: every missed instant fired as catch-up" "$N" "$(catchup mf.fire-all)"
 expect_eq "fire_all: nothing recorded as misfire" 0 "$(missed mf.fire-all)"
 expect_eq "fire_all capped at 3: three catch-ups" 3 "$(catchup mf.fire-all-capped)"
-expect_eq "fire_all capped: the rest recorded as over_max_catchup" "$((N - 3))" "$(sql "select coalesce(sum(count),0) from misfires where job_id = 'mf.fire-all-capped' and reason = 'over_max_catchup'")"
+expect_eq "fire_all capped: the rest recorded as over_max_catchup" "$(( $(total mf.fire-all-capped) - 3 ))" "$(sql "select coalesce(sum(count),0) from misfires where job_id = 'mf.fire-all-capped' and reason = 'over_max_catchup'")"
 expect_eq "fire_once: one catch-up" 1 "$(catchup mf.fire-once)"
 check "fire_once: the catch-up is later than every recorded misfire" [ "$(sql "select (select scheduled_at from triggers where job_id = 'mf.fire-once' and source = 'catchup') > (select max(range_to) from misfires where job_id = 'mf.fire-once')")" = t ]
-expect_eq "fire_once: the others recorded" "$((N - 1))" "$(missed mf.fire-once)"
+check "fire_once: the others recorded (at least 4)" [ "$(missed mf.fire-once)" -ge 4 ]
 expect_eq "skip: no catch-up" 0 "$(catchup mf.skip)"
-expect_eq "skip: all recorded" "$N" "$(missed mf.skip)"
+check "skip: all recorded (at least 5)" [ "$(missed mf.skip)" -ge 5 ]
 expect_eq "manual: no catch-up" 0 "$(catchup mf.manual)"
-expect_eq "manual: all recorded" "$N" "$(missed mf.manual)"
+check "manual: all recorded (at least 5)" [ "$(missed mf.manual)" -ge 5 ]
 expect_eq "manual: one open ticket" 1 "$(sql "select count(*) from tickets where job_id = 'mf.manual' and state = 'open'")"
 expect_eq "misfire rows carry the deciding epoch" 0 "$(sql "select count(*) from misfires m where epoch <> (select epoch from shards s where s.shard_id = m.shard)")"
 T0=$(sql "select to_char(min(effective_from) at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') from job_versions")
