@@ -17,13 +17,7 @@ LOOKAHEAD=${BENCH_LOOKAHEAD:-120}
 EXEC_TRIGGERS=${BENCH_TRIGGERS:-20000}
 SECS=${BENCH_SECONDS:-5}
 
-free_port() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 20000))
-		if ! (echo >/dev/tcp/127.0.0.1/$p) 2>/dev/null; then echo $p; return; fi
-	done
-}
+source tests/ports.sh # free_port (the working directory is the checkout)
 export PALISADE_STATE=$(mktemp -d /tmp/palisade-bench.XXXXXX)
 export PALISADE_PG_PORT=$(free_port) PALISADE_ZK_PORT=$(free_port)
 PIDS=()

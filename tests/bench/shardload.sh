@@ -22,13 +22,7 @@ for b in "$@"; do BINS+=("$(cd "$b" && pwd)"); done
 [ ${#BINS[@]} -gt 0 ] || { echo "usage: shardload.sh N BIN..." >&2; exit 2; }
 WINDOW=${SHARDLOAD_WINDOW:-25}
 
-free_port() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 20000))
-		if ! (echo >/dev/tcp/127.0.0.1/$p) 2>/dev/null; then echo $p; return; fi
-	done
-}
+source tests/ports.sh # free_port (the working directory is the checkout)
 export PALISADE_STATE=$(mktemp -d /tmp/palisade-shardload.XXXXXX)
 export PALISADE_PG_PORT=$(free_port) PALISADE_ZK_PORT=$(free_port)
 export PALISADE_ZK_TICK_MS=100 PALISADE_PG_FAST=1

@@ -8,7 +8,9 @@
 #   wait_until DESC SECONDS CMD...    poll CMD every 0.1 s
 #   gen_jobs FILE N CRON [POLICY]     N jobs firing on CRON
 
-NODE_DIR=$PALISADE_TEST_TMP/nodes
+# Each test gets its own directory of node logs and configs (node names are
+# reused across tests; a log must hold one test's lines only).
+NODE_DIR=$PALISADE_TEST_TMP/nodes/$(basename "$0" .sh)
 mkdir -p "$NODE_DIR"
 declare -A NODE_PID NODE_ADMIN
 CLUSTER_CONF=$NODE_DIR/palisade.yaml
@@ -24,13 +26,7 @@ write_conf() {
 	} >"$f"
 }
 
-free_port() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 20000))
-		if ! (echo >/dev/tcp/127.0.0.1/$p) 2>/dev/null; then echo $p; return; fi
-	done
-}
+source "$(dirname "${BASH_SOURCE[0]}")/../ports.sh" # free_port
 
 start_node() {
 	local id=$1; shift
@@ -116,17 +112,24 @@ rfc3339_ago() { date -u -d "@$(( $(date +%s) - $1 ))" +%Y-%m-%dT%H:%M:%SZ; }
 SINK_PID=
 # start_sink [args...]: palisade-sink on a free port; SINK_URL, SINK_ADMIN set.
 start_sink() {
-	local port admin
-	port=$(free_port)
-	admin=$(free_port)
-	SINK_ADDR=127.0.0.1:$port
-	SINK_ADMIN=127.0.0.1:$admin
-	"$PALISADE_BIN/palisade-sink" --listen "$SINK_ADDR" --admin "$SINK_ADMIN" "$@" \
-		>>"$NODE_DIR/sink.log" 2>&1 &
-	SINK_PID=$!
-	for _ in $(seq 1 100); do
-		curl -sf "http://$SINK_ADMIN/healthz" >/dev/null 2>&1 && return 0
-		sleep 0.1
+	local port admin try
+	# A port can still be taken between free_port and the bind: a sink that
+	# exits at once is started again on other ports (three tries).
+	for try in 1 2 3; do
+		port=$(free_port)
+		admin=$(free_port)
+		SINK_ADDR=127.0.0.1:$port
+		SINK_ADMIN=127.0.0.1:$admin
+		"$PALISADE_BIN/palisade-sink" --listen "$SINK_ADDR" --admin "$SINK_ADMIN" "$@" \
+			>>"$NODE_DIR/sink.log" 2>&1 &
+		SINK_PID=$!
+		for _ in $(seq 1 100); do
+			curl -sf "http://$SINK_ADMIN/healthz" >/dev/null 2>&1 && return 0
+			kill -0 "$SINK_PID" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -0 "$SINK_PID" 2>/dev/null && break
+		wait "$SINK_PID" 2>/dev/null
 	done
 	echo "sink did not start:"; tail -5 "$NODE_DIR/sink.log"
 	return 1

@@ -8,13 +8,7 @@ cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
 export PALISADE_BIN=${PALISADE_BIN:-$ROOT/bin}
 
-free_port() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 20000))
-		if ! (echo >/dev/tcp/127.0.0.1/$p) 2>/dev/null; then echo $p; return; fi
-	done
-}
+source tests/ports.sh # free_port (the working directory is the checkout)
 
 export PALISADE_TEST_TMP=$(mktemp -d /tmp/palisade-it.XXXXXX)
 export PALISADE_STATE=$PALISADE_TEST_TMP/state

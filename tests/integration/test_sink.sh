@@ -13,13 +13,7 @@ mkdir -p "$W"
 SINK_PID=
 declare -a ALL_PIDS=()
 
-free_port() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 20000))
-		if ! (echo >/dev/tcp/127.0.0.1/$p) 2>/dev/null; then echo $p; return; fi
-	done
-}
+source "$(dirname "${BASH_SOURCE[0]}")/../ports.sh" # free_port
 
 cleanup() {
 	local p
@@ -32,18 +26,21 @@ trap cleanup EXIT
 # (effects) and ADM (admin); fails the test when it does not come up.
 start_sink() {
 	local name=$1; shift
-	local p a
-	p=$(free_port); a=$(free_port)
-	while [ "$a" = "$p" ]; do a=$(free_port); done
-	URL=http://127.0.0.1:$p
-	ADM=http://127.0.0.1:$a
-	"$SINK" --listen "127.0.0.1:$p" --admin "127.0.0.1:$a" "$@" >"$W/$name.log" 2>&1 &
-	SINK_PID=$!
-	ALL_PIDS+=("$SINK_PID")
-	for _ in $(seq 1 100); do
-		curl -sf "$ADM/healthz" >/dev/null 2>&1 && return 0
-		kill -0 "$SINK_PID" 2>/dev/null || break
-		sleep 0.1
+	local p a try
+	# A port can still be taken between free_port and the bind: three tries.
+	for try in 1 2 3; do
+		p=$(free_port); a=$(free_port)
+		URL=http://127.0.0.1:$p
+		ADM=http://127.0.0.1:$a
+		"$SINK" --listen "127.0.0.1:$p" --admin "127.0.0.1:$a" "$@" >"$W/$name.log" 2>&1 &
+		SINK_PID=$!
+		ALL_PIDS+=("$SINK_PID")
+		for _ in $(seq 1 100); do
+			curl -sf "$ADM/healthz" >/dev/null 2>&1 && return 0
+			kill -0 "$SINK_PID" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -0 "$SINK_PID" 2>/dev/null && break
 	done
 	fail "sink $name did not start: $(tail -3 "$W/$name.log")"
 	finish
