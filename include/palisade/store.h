@@ -112,10 +112,13 @@ PAL_MUST_CHECK int pal_store_shard_claim(pal_store *st, int shard, int64_t epoch
 /*
  * Jobs of SHARD (or only JOB_ID when not NULL) with the versions a planner
  * needs given re-scan start CUTOFF: JSON array of {job_id, latest_version,
- * versions: [{version, spec, effective_from (epoch s or null)}]}.
+ * versions: [{version, spec, effective_from (epoch s or null)}]}.  Without
+ * WITH_SPECS every spec is null: the version lists alone, for a reload that
+ * then fetches only the jobs whose lists changed.
  */
 PAL_MUST_CHECK int pal_store_shard_jobs(pal_store *st, int shard, const char *job_id,
-					int64_t cutoff, json_t **out, char *err, size_t errlen);
+					int64_t cutoff, bool with_specs, json_t **out, char *err,
+					size_t errlen);
 
 /*
  * Open the fenced tick transaction: BEGIN, lock the shard row if it still

@@ -6,6 +6,7 @@
  * Other threads only touch the status snapshot (under `mu`) and the atomic
  * flags stop / reload.
  */
+#include <glib.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -215,28 +216,101 @@ typedef struct load_stats {
 	size_t jobs, changed;
 } load_stats;
 
+/* Versions of one shard_jobs JSON entry without their specs, as the
+ * planner compares them; true when the planner already holds exactly those. */
+static bool job_json_current(const pal_planner *p, json_t *job)
+{
+	const char *id = json_string_value(json_object_get(job, "job_id"));
+	json_t *vs = json_object_get(job, "versions");
+	size_t n = json_array_size(vs);
+	if (!id || !n)
+		return true; /* nothing to put (put_job_json skips it too) */
+	pal_plan_version *pv = calloc(n, sizeof *pv);
+	if (!pv)
+		return false; /* then put_job_json decides (and reports ENOMEM) */
+	for (size_t k = 0; k < n; k++) {
+		json_t *v = json_array_get(vs, k);
+		pv[k].version = (int)json_integer_value(json_object_get(v, "version"));
+		json_t *ef = json_object_get(v, "effective_from");
+		pv[k].effective_from = json_is_integer(ef) ? json_integer_value(ef) : PAL_NO_TIME;
+	}
+	bool current = pal_planner_job_current(p, id, pv, n);
+	free(pv);
+	return current;
+}
+
+/* Above this many changed jobs a full reload fetches every spec in one
+ * statement instead of one statement per changed job. */
+#define RELOAD_ONE_BY_ONE_MAX 64
+
 /* (Re)load job JOB_ID of shard S, or all of its jobs when NULL, adding to
- * *ST.  A database error drops every shard (db_failed). */
+ * *ST.  A full reload of a shard already loaded reads the version lists
+ * first (no specs: 50 000 jobs' specs are ~40 MB of JSON) and then the
+ * specs of the jobs whose lists changed.  A database error drops every
+ * shard (db_failed). */
 static int load_jobs(pal_controller *c, int s, const char *job_id, load_stats *st)
 {
 	led_shard *l = &c->led[s];
 	char err[1024];
 	json_t *jobs;
 	int64_t cutoff = l->watermark == PAL_NO_TIME ? PAL_NO_TIME : l->watermark - c->cfg.overlap_s;
-	int rc = pal_store_shard_jobs(c->st, s, job_id, cutoff, &jobs, err, sizeof err);
+	bool lists_first = !job_id && pal_planner_jobs(l->planner) > 0;
+	int rc = pal_store_shard_jobs(c->st, s, job_id, cutoff, !lists_first, &jobs, err,
+				      sizeof err);
 	if (rc) {
 		db_failed(c, "load jobs", err);
 		return rc;
 	}
 	size_t i;
 	json_t *j;
+	GPtrArray *stale = lists_first ? g_ptr_array_new_with_free_func(g_free) : NULL;
 	json_array_foreach(jobs, i, j)
 	{
 		st->jobs++;
+		if (lists_first) {
+			if (!job_json_current(l->planner, j))
+				g_ptr_array_add(stale, g_strdup(json_string_value(
+							       json_object_get(j, "job_id"))));
+			continue;
+		}
 		if ((rc = put_job_json(c, l->planner, j, l->watermark, &st->changed)))
 			break;
 	}
 	json_decref(jobs);
+	if (!lists_first || !stale->len) {
+		if (stale)
+			g_ptr_array_free(stale, TRUE);
+		return rc;
+	}
+	if (stale->len > RELOAD_ONE_BY_ONE_MAX) {
+		g_ptr_array_free(stale, TRUE);
+		if ((rc = pal_store_shard_jobs(c->st, s, NULL, cutoff, true, &jobs, err,
+					       sizeof err))) {
+			db_failed(c, "load jobs", err);
+			return rc;
+		}
+		json_array_foreach(jobs, i, j)
+		{
+			if ((rc = put_job_json(c, l->planner, j, l->watermark, &st->changed)))
+				break;
+		}
+		json_decref(jobs);
+		return rc;
+	}
+	for (guint k = 0; k < stale->len && !rc; k++) {
+		if ((rc = pal_store_shard_jobs(c->st, s, g_ptr_array_index(stale, k), cutoff, true,
+					       &jobs, err, sizeof err))) {
+			db_failed(c, "load jobs", err);
+			break;
+		}
+		json_array_foreach(jobs, i, j)
+		{
+			if ((rc = put_job_json(c, l->planner, j, l->watermark, &st->changed)))
+				break;
+		}
+		json_decref(jobs);
+	}
+	g_ptr_array_free(stale, TRUE);
 	return rc;
 }
 

@@ -62,20 +62,21 @@ int pal_store_shard_claim(pal_store *st, int shard, int64_t epoch, const char *n
 	return PAL_OK;
 }
 
-int pal_store_shard_jobs(pal_store *st, int shard, const char *job_id, int64_t cutoff, json_t **out,
-			 char *err, size_t errlen)
+int pal_store_shard_jobs(pal_store *st, int shard, const char *job_id, int64_t cutoff,
+			 bool with_specs, json_t **out, char *err, size_t errlen)
 {
 	char s[16], c[24];
 	snprintf(s, sizeof s, "%d", shard);
 	snprintf(c, sizeof c, "%" PRId64, cutoff == PAL_NO_TIME ? (int64_t)0 : cutoff);
-	const char *p[] = { s, job_id, c };
+	const char *p[] = { s, job_id, c, with_specs ? "t" : "f" };
 	/* Versions still relevant: the latest one activated at or before the
 	 * cutoff, every later activated one, and the latest (maybe pending). */
 	PGresult *r = pal__store_query(
 		st,
 		"SELECT coalesce(json_agg(x), '[]')::text FROM ("
 		" SELECT j.job_id, j.latest_version,"
-		"  (SELECT json_agg(json_build_object('version', v.version, 'spec', v.spec,"
+		"  (SELECT json_agg(json_build_object('version', v.version,"
+		"     'spec', CASE WHEN $4::bool THEN v.spec END,"
 		"     'effective_from', floor(extract(epoch FROM v.effective_from))::bigint)"
 		"     ORDER BY v.version)"
 		"   FROM job_versions v WHERE v.job_id = j.job_id AND ("
@@ -83,7 +84,7 @@ int pal_store_shard_jobs(pal_store *st, int shard, const char *job_id, int64_t c
 		"       (SELECT max(w.version) FROM job_versions w WHERE w.job_id = j.job_id"
 		"         AND w.effective_from <= to_timestamp($3::bigint)), 0)))) AS versions"
 		" FROM jobs j WHERE j.shard = $1 AND ($2::text IS NULL OR j.job_id = $2)) x",
-		3, p, err, errlen);
+		4, p, err, errlen);
 	if (!r)
 		return PAL_EDB;
 	json_error_t je;
