@@ -73,16 +73,19 @@ typedef struct pal_breakers pal_breakers;
 
 typedef struct pal_breaker_config {
 	int window;            /* outcomes remembered per host (default 20) */
-	int min_samples;       /* before the rate is judged (default 10) */
+	int min_samples;       /* before the rate is judged (default: window) */
 	double failure_rate;   /* open at or above (default 0.8) */
 	int64_t open_ms;       /* stay open this long, then half-open (default 5000) */
+	int probe_failures;    /* consecutive failed probes that re-open (default 3) */
 } pal_breaker_config;
 
 typedef enum { PAL_BREAKER_CLOSED, PAL_BREAKER_OPEN, PAL_BREAKER_HALF_OPEN } pal_breaker_state;
 
 pal_breakers *pal_breakers_new(const pal_breaker_config *cfg);
 void pal_breakers_free(pal_breakers *b);
-/* May a call to HOST start now?  In half-open state one probe at a time. */
+/* May a call to HOST start now?  In half-open state one probe at a time:
+ * the first success closes the breaker, PROBE_FAILURES failed probes in a
+ * row open it again. */
 bool pal_breaker_allow(pal_breakers *b, const char *host, int64_t now_ms);
 /* Record the end of a call to HOST (FAILED: retryable or unknown outcome). */
 void pal_breaker_record(pal_breakers *b, const char *host, bool failed, int64_t now_ms);

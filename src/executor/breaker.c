@@ -1,11 +1,21 @@
 /*
  * breaker.c - a circuit breaker per target host.  Closed: calls flow and
  * outcomes fill a ring of the last `window` results; at `min_samples` or
- * more with a failure share >= `failure_rate` it opens.  Open: no calls for
- * `open_ms`; the executor also keeps claims for that host back (the open
- * hosts go into the claim statement).  Then half-open: one probe at a time;
- * a success closes it, a failure opens it again.  Owned by one executor
- * thread; not thread-safe.
+ * more (default: the whole window) with a failure share >= `failure_rate`
+ * it opens.  Open: no calls for `open_ms`; the executor also keeps claims
+ * for that host back (the open hosts go into the claim statement).  Then
+ * half-open: one probe at a time; a success closes it, `probe_failures`
+ * failed probes in a row open it again.
+ *
+ * Why not one probe and a judgement on 10 samples: a target that fails
+ * half of its calls is degraded, not down.  With those settings such a
+ * target's breaker spent most of its time open or half-open (a burst of 64
+ * results from one claim batch crosses 80% on 10 samples often enough, and
+ * each failed probe meant another 5 s open), and its triggers piled up
+ * (tests/integration/test_executor_retry.sh).  A down target fails every
+ * probe and is re-opened after `probe_failures` fast failures.
+ *
+ * Owned by one executor thread; not thread-safe.
  */
 #include <glib.h>
 #include <stdlib.h>
@@ -16,6 +26,7 @@ typedef struct host {
 	pal_breaker_state state;
 	bool *ring;
 	int n, pos, fails;
+	int probe_fails; /* failed probes in a row while half-open */
 	int64_t opened_at;
 	bool probing;
 	int64_t probe_started; /* a probe that never reports (abandoned call) expires */
@@ -42,13 +53,15 @@ pal_breakers *pal_breakers_new(const pal_breaker_config *cfg)
 	if (b->cfg.window <= 0)
 		b->cfg.window = 20;
 	if (b->cfg.min_samples <= 0)
-		b->cfg.min_samples = 10;
+		b->cfg.min_samples = b->cfg.window;
 	if (b->cfg.min_samples > b->cfg.window)
 		b->cfg.min_samples = b->cfg.window;
 	if (b->cfg.failure_rate <= 0)
 		b->cfg.failure_rate = 0.8;
 	if (b->cfg.open_ms <= 0)
 		b->cfg.open_ms = 5000;
+	if (b->cfg.probe_failures <= 0)
+		b->cfg.probe_failures = 3;
 	b->hosts = g_hash_table_new_full(g_str_hash, g_str_equal, free, host_free);
 	return b;
 }
@@ -77,6 +90,7 @@ static void advance(pal_breakers *b, host *h, int64_t now)
 	if (h->state == PAL_BREAKER_OPEN && now - h->opened_at >= b->cfg.open_ms) {
 		h->state = PAL_BREAKER_HALF_OPEN;
 		h->probing = false;
+		h->probe_fails = 0;
 	}
 }
 
@@ -120,8 +134,10 @@ void pal_breaker_record(pal_breakers *b, const char *name, bool failed, int64_t 
 	if (h->state == PAL_BREAKER_HALF_OPEN) {
 		h->probing = false;
 		if (failed) {
-			h->state = PAL_BREAKER_OPEN;
-			h->opened_at = now;
+			if (++h->probe_fails >= b->cfg.probe_failures) {
+				h->state = PAL_BREAKER_OPEN;
+				h->opened_at = now;
+			}
 		} else {
 			h->state = PAL_BREAKER_CLOSED;
 			reset(h, b->cfg.window);

@@ -33,7 +33,9 @@
 #include "palisade/tz.h"
 #include "executor_int.h"
 
-typedef enum { PHASE_QUERY, PHASE_CALL, PHASE_WAIT } phase;
+/* PHASE_PARKED: claimed while its host's breaker was half-open with the
+ * probe in flight; waits (lease held) for the probe's verdict. */
+typedef enum { PHASE_QUERY, PHASE_CALL, PHASE_WAIT, PHASE_PARKED } phase;
 
 typedef struct call {
 	pal_executor *ex;
@@ -48,6 +50,8 @@ typedef struct call {
 	bool resp_truncated, stale_header;
 	int64_t retry_after_ms;
 	int64_t started_ms, resume_at_ms;
+	phase parked_ph;   /* the phase to start when unparked */
+	int64_t parked_ms; /* CLOCK_MONOTONIC when parked */
 	char host[256];
 	bool called;      /* this claim already sent the side-effect request */
 	char last_class[48];
@@ -627,7 +631,17 @@ static void begin_call(pal_executor *ex, pal_claimed *c)
 			      !strncmp(k->c.prev_error, "timeout_after", 13) ||
 			      !strcmp(k->c.prev_error, "reset_after_send");
 	k->ph = unknown_before && s->status_url ? PHASE_QUERY : PHASE_CALL;
-	if (!pal_breaker_allow(ex->breakers, k->host, pal__mono_ms())) {
+	int64_t now = pal__mono_ms();
+	if (!pal_breaker_allow(ex->breakers, k->host, now)) {
+		if (pal_breaker_state_of(ex->breakers, k->host, now) == PAL_BREAKER_HALF_OPEN) {
+			/* The probe is in flight: wait for its verdict here rather
+			 * than hand the trigger back and claim it again. */
+			k->parked_ph = k->ph;
+			k->ph = PHASE_PARKED;
+			k->parked_ms = now;
+			k->resume_at_ms = now + 100;
+			return;
+		}
 		/* Back to pending without spending an attempt: the call never
 		 * started (the commit gives the attempt back). */
 		queue_result(ex, k, "pending", "breaker_open", 0, db_ms(ex) + 1000, NULL);
@@ -635,6 +649,34 @@ static void begin_call(pal_executor *ex, pal_claimed *c)
 	}
 	if (start_transfer(ex, k))
 		queue_result(ex, k, "failed", "render", 0, 0, NULL);
+}
+
+/* Longest a call waits parked for its host's probe before it is handed back. */
+#define PARK_MAX_MS 30000
+
+/* A parked call after the probe: start it if the breaker lets it (closed,
+ * or it is the next probe), keep waiting while a probe is in flight, hand
+ * it back (pending, attempt not spent) when the breaker opened again, the
+ * node drains, or it waited PARK_MAX_MS. */
+static void unpark(pal_executor *ex, call *k, int64_t now, bool draining)
+{
+	if (!draining && now - k->parked_ms < PARK_MAX_MS) {
+		if (!pal__leases_gate_open(&ex->leases)) {
+			k->resume_at_ms = now + 100; /* no new side effects while closed */
+			return;
+		}
+		if (pal_breaker_allow(ex->breakers, k->host, now)) {
+			k->ph = k->parked_ph;
+			if (start_transfer(ex, k))
+				queue_result(ex, k, "failed", "render", 0, 0, NULL);
+			return;
+		}
+		if (pal_breaker_state_of(ex->breakers, k->host, now) == PAL_BREAKER_HALF_OPEN) {
+			k->resume_at_ms = now + 100;
+			return;
+		}
+	}
+	queue_result(ex, k, "pending", "breaker_open", 0, db_ms(ex) + 1000, NULL);
 }
 
 static void claim(pal_executor *ex)
@@ -886,9 +928,13 @@ static void *run(void *arg)
 			    now >= ex->next_claim_ms)
 				claim(ex);
 		}
-		/* Calls waiting for their next chunk. */
+		/* Calls waiting for their next chunk, or parked for a probe. */
 		for (call *k = ex->calls, *next; k; k = next) {
 			next = k->next;
+			if (k->ph == PHASE_PARKED && now >= k->resume_at_ms) {
+				unpark(ex, k, now, draining);
+				continue;
+			}
 			if (k->ph == PHASE_WAIT && now >= k->resume_at_ms) {
 				if (!pal__leases_gate_open(&ex->leases) || draining)
 					continue; /* no new side effects while the gate is closed */

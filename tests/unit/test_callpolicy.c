@@ -159,7 +159,8 @@ static void test_retry_budgets(void **st)
 
 static void test_breaker_opens_half_opens_and_closes(void **st)
 {
-	pal_breaker_config cfg = { .window = 10, .min_samples = 4, .failure_rate = 0.5, .open_ms = 1000 };
+	pal_breaker_config cfg = { .window = 10, .min_samples = 4, .failure_rate = 0.5, .open_ms = 1000,
+				   .probe_failures = 1 };
 	pal_breakers *b = pal_breakers_new(&cfg);
 	assert_true(pal_breaker_allow(b, "h", 0));
 	pal_breaker_record(b, "h", false, 0);
@@ -193,6 +194,41 @@ static void test_breaker_opens_half_opens_and_closes(void **st)
 	pal_breakers_free(b);
 }
 
+/* Defaults: judged on a full window of 20, and a half-open breaker needs 3
+ * failed probes in a row to open again; one success closes it. */
+static void test_breaker_defaults_tolerate_a_degraded_target(void **st)
+{
+	pal_breakers *b = pal_breakers_new(NULL);
+	/* 9 failures of the first 10: not judged yet (10 < 20 samples) */
+	for (int i = 0; i < 10; i++)
+		pal_breaker_record(b, "h", i != 0, 0);
+	assert_int_equal(pal_breaker_state_of(b, "h", 0), PAL_BREAKER_CLOSED);
+	/* alternate: 50% over the window stays closed */
+	for (int i = 0; i < 40; i++)
+		pal_breaker_record(b, "h", i % 2, 0);
+	assert_int_equal(pal_breaker_state_of(b, "h", 0), PAL_BREAKER_CLOSED);
+	/* 16 of the last 20 failed: open */
+	for (int i = 0; i < 16; i++)
+		pal_breaker_record(b, "h", true, 0);
+	assert_int_equal(pal_breaker_state_of(b, "h", 0), PAL_BREAKER_OPEN);
+	/* half-open: two failed probes keep it half-open, the third opens it */
+	for (int i = 0; i < 2; i++) {
+		assert_true(pal_breaker_allow(b, "h", 5000 + i));
+		pal_breaker_record(b, "h", true, 5000 + i);
+		assert_int_equal(pal_breaker_state_of(b, "h", 5000 + i), PAL_BREAKER_HALF_OPEN);
+	}
+	assert_true(pal_breaker_allow(b, "h", 5002));
+	pal_breaker_record(b, "h", true, 5002);
+	assert_int_equal(pal_breaker_state_of(b, "h", 5002), PAL_BREAKER_OPEN);
+	/* next half-open: the count starts again; a success closes it */
+	assert_true(pal_breaker_allow(b, "h", 10002));
+	pal_breaker_record(b, "h", true, 10002);
+	assert_true(pal_breaker_allow(b, "h", 10003));
+	pal_breaker_record(b, "h", false, 10003);
+	assert_int_equal(pal_breaker_state_of(b, "h", 10003), PAL_BREAKER_CLOSED);
+	pal_breakers_free(b);
+}
+
 static void test_url_host(void **st)
 {
 	char h[64];
@@ -220,6 +256,7 @@ int main(void)
 		cmocka_unit_test(test_full_jitter_stays_within_backoff),
 		cmocka_unit_test(test_retry_budgets),
 		cmocka_unit_test(test_breaker_opens_half_opens_and_closes),
+		cmocka_unit_test(test_breaker_defaults_tolerate_a_degraded_target),
 		cmocka_unit_test(test_url_host),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
