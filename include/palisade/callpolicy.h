@@ -90,9 +90,13 @@ bool pal_breaker_allow(pal_breakers *b, const char *host, int64_t now_ms);
 /* Record the end of a call to HOST (FAILED: retryable or unknown outcome). */
 void pal_breaker_record(pal_breakers *b, const char *host, bool failed, int64_t now_ms);
 pal_breaker_state pal_breaker_state_of(pal_breakers *b, const char *host, int64_t now_ms);
+/* Calls the executor holds for HOST while its probe is in flight (DELTA +1
+ * when one is parked, -1 when it leaves), and how many it holds now. */
+void pal_breaker_parked(pal_breakers *b, const char *host, int delta);
+int pal_breaker_parked_count(pal_breakers *b, const char *host);
 /* Hosts that must not be claimed for now - breaker open, or half-open with
- * its probe in flight - as a PostgreSQL text[] literal "{a,b}" (caller
- * frees); "{}" when none. */
+ * its probe in flight or calls parked for the next probes - as a
+ * PostgreSQL text[] literal "{a,b}" (caller frees); "{}" when none. */
 char *pal_breakers_open_hosts(pal_breakers *b, int64_t now_ms);
 
 /* The breaker identity of URL: host and explicit port ("http://h:1/x" ->

@@ -27,6 +27,7 @@ typedef struct host {
 	bool *ring;
 	int n, pos, fails;
 	int probe_fails; /* failed probes in a row while half-open */
+	int parked;      /* calls the executor holds for the next probes */
 	int64_t opened_at;
 	bool probing;
 	int64_t probe_started; /* a probe that never reports (abandoned call) expires */
@@ -160,6 +161,19 @@ void pal_breaker_record(pal_breakers *b, const char *name, bool failed, int64_t 
 	}
 }
 
+void pal_breaker_parked(pal_breakers *b, const char *name, int delta)
+{
+	host *h = get(b, name);
+	h->parked += delta;
+	if (h->parked < 0)
+		h->parked = 0;
+}
+
+int pal_breaker_parked_count(pal_breakers *b, const char *name)
+{
+	return get(b, name)->parked;
+}
+
 pal_breaker_state pal_breaker_state_of(pal_breakers *b, const char *name, int64_t now)
 {
 	host *h = get(b, name);
@@ -176,10 +190,10 @@ char *pal_breakers_open_hosts(pal_breakers *b, int64_t now)
 	while (g_hash_table_iter_next(&it, &k, &v)) {
 		host *h = v;
 		advance(b, h, now);
-		/* Open, or half-open with its one probe in flight: claim nothing
-		 * for it now. */
+		/* Open, or half-open with its one probe in flight or calls
+		 * parked for the next ones: claim nothing for it now. */
 		if (h->state == PAL_BREAKER_CLOSED ||
-		    (h->state == PAL_BREAKER_HALF_OPEN && !probe_pending(b, h, now)))
+		    (h->state == PAL_BREAKER_HALF_OPEN && !probe_pending(b, h, now) && !h->parked))
 			continue;
 		if (g->len > 1)
 			g_string_append_c(g, ',');

@@ -33,6 +33,12 @@
 #include "palisade/tz.h"
 #include "executor_int.h"
 
+/* Longest a call waits parked for its host's probe before it is handed
+ * back, and how many calls one host may have parked (the rest of a claim
+ * batch goes back to pending: parked calls count against max_inflight). */
+#define PARK_MAX_MS 30000
+#define PARK_PER_HOST 8
+
 /* PHASE_PARKED: claimed while its host's breaker was half-open with the
  * probe in flight; waits (lease held) for the probe's verdict. */
 typedef enum { PHASE_QUERY, PHASE_CALL, PHASE_WAIT, PHASE_PARKED } phase;
@@ -354,8 +360,18 @@ static int start_transfer(pal_executor *ex, call *k)
 
 /* ---- results ---------------------------------------------------------------------- */
 
+/* K leaves PHASE_PARKED (to start as PH, or to be handed back: PH unused). */
+static void leave_park(pal_executor *ex, call *k, phase ph)
+{
+	if (k->ph != PHASE_PARKED)
+		return;
+	pal_breaker_parked(ex->breakers, k->host, -1);
+	k->ph = ph;
+}
+
 static void unlink_call(pal_executor *ex, call *k)
 {
+	leave_park(ex, k, k->parked_ph);
 	for (call **pp = &ex->calls; *pp; pp = &(*pp)->next)
 		if (*pp == k) {
 			*pp = k->next;
@@ -452,6 +468,13 @@ static void commit_results(pal_executor *ex)
 static void on_chunk(pal_executor *ex, call *k, pal_class *cl)
 {
 	char err[512], state[16];
+	if (!ex->st) {
+		/* The connection was dropped earlier in this pass: the lease
+		 * expires and the next claim resumes from the stored checkpoint
+		 * (the service replays the chunk it already applied). */
+		abandon(ex, k, "no database connection at checkpoint");
+		return;
+	}
 	int rc = pal_store_checkpoint(ex->st, k->c.id, k->c.fence, cl->checkpoint, state, err,
 				      sizeof err);
 	if (rc == PAL_ESTALE) {
@@ -633,13 +656,16 @@ static void begin_call(pal_executor *ex, pal_claimed *c)
 	k->ph = unknown_before && s->status_url ? PHASE_QUERY : PHASE_CALL;
 	int64_t now = pal__mono_ms();
 	if (!pal_breaker_allow(ex->breakers, k->host, now)) {
-		if (pal_breaker_state_of(ex->breakers, k->host, now) == PAL_BREAKER_HALF_OPEN) {
+		if (pal_breaker_state_of(ex->breakers, k->host, now) == PAL_BREAKER_HALF_OPEN &&
+		    pal_breaker_parked_count(ex->breakers, k->host) < PARK_PER_HOST) {
 			/* The probe is in flight: wait for its verdict here rather
-			 * than hand the trigger back and claim it again. */
+			 * than hand the trigger back and claim it again.  While
+			 * calls are parked, claims leave the host alone. */
 			k->parked_ph = k->ph;
 			k->ph = PHASE_PARKED;
 			k->parked_ms = now;
 			k->resume_at_ms = now + 100;
+			pal_breaker_parked(ex->breakers, k->host, +1);
 			return;
 		}
 		/* Back to pending without spending an attempt: the call never
@@ -650,9 +676,6 @@ static void begin_call(pal_executor *ex, pal_claimed *c)
 	if (start_transfer(ex, k))
 		queue_result(ex, k, "failed", "render", 0, 0, NULL);
 }
-
-/* Longest a call waits parked for its host's probe before it is handed back. */
-#define PARK_MAX_MS 30000
 
 /* A parked call after the probe: start it if the breaker lets it (closed,
  * or it is the next probe), keep waiting while a probe is in flight, hand
@@ -666,7 +689,7 @@ static void unpark(pal_executor *ex, call *k, int64_t now, bool draining)
 			return;
 		}
 		if (pal_breaker_allow(ex->breakers, k->host, now)) {
-			k->ph = k->parked_ph;
+			leave_park(ex, k, k->parked_ph);
 			if (start_transfer(ex, k))
 				queue_result(ex, k, "failed", "render", 0, 0, NULL);
 			return;
@@ -784,7 +807,8 @@ static void drain_notifies(pal_executor *ex)
  * query on the executor's connection); keep the last value on failure. */
 static void refresh_db_clock(pal_executor *ex, int64_t now)
 {
-	if (ex->db_offset_at_ms && now - ex->db_offset_at_ms < 1000)
+	/* drain_notifies() may just have dropped a broken connection. */
+	if (!ex->st || (ex->db_offset_at_ms && now - ex->db_offset_at_ms < 1000))
 		return;
 	char err[256];
 	int64_t off;

@@ -38,6 +38,17 @@ for t in "${tests[@]}"; do
 		echo "   passed in $((SECONDS - start))s"
 	else
 		failed+=("$(basename "$t" .sh)")
+		# What CI shows of a failure is this output only: the last lines
+		# of each process log of the test, and any sanitizer report whole.
+		for f in "$PALISADE_TEST_TMP/nodes/$(basename "$t" .sh)"/*.log; do
+			[ -f "$f" ] || continue
+			echo "   --- $(basename "$f") (last 8 lines)"
+			tail -8 "$f" | cut -c1-400 | sed 's/^/   | /'
+			if grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$f"; then
+				echo "   --- sanitizer report in $(basename "$f")"
+				grep -A40 -E 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$f" | head -60 | sed 's/^/   | /'
+			fi
+		done
 	fi
 done
 echo "integration: ${#tests[@]} tests, ${#failed[@]} failed ${failed[*]:-}"
