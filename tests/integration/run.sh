@@ -42,6 +42,7 @@ for t in "${tests[@]}"; do
 		# of each process log of the test, and any sanitizer report whole.
 		for f in "$PALISADE_TEST_TMP/nodes/$(basename "$t" .sh)"/*.log; do
 			[ -f "$f" ] || continue
+			echo "   --- $(basename "$f"): events $(grep -o '"event":"[^"]*"' "$f" | cut -d'"' -f4 | sort | uniq -c | sort -rn | head -12 | awk '{printf "%s=%s ", $2, $1}')"
 			echo "   --- $(basename "$f") (last 8 lines)"
 			tail -8 "$f" | cut -c1-400 | sed 's/^/   | /'
 			if grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$f"; then
