@@ -144,6 +144,8 @@ static void declare_metrics(pal_metrics *m)
 			   "results committed, by final state");
 	pal_metric_declare(m, "palisade_executor_stale_rejections_total", PAL_METRIC_COUNTER,
 			   "writes or calls refused because a newer token exists (at=db|sink)");
+	pal_metric_declare(m, "palisade_executor_claim_lock_timeouts_total", PAL_METRIC_COUNTER,
+			   "claims that gave up waiting 5 s for the cluster claim lock (retried)");
 	pal_metric_declare(m, "palisade_executor_clock_offset_seconds", PAL_METRIC_GAUGE,
 			   "database clock minus this host's clock, as last measured");
 	pal_metric_declare(m, "palisade_executor_leases_lost_total", PAL_METRIC_COUNTER,
@@ -731,6 +733,14 @@ static void claim(pal_executor *ex)
 	int rc = pal_store_claim(ex->st, &q, &c, &n, &skipped, err, sizeof err);
 	free(open);
 	free(g);
+	if (rc && pal_store_lock_timeout(ex->st)) {
+		/* The claim lock is held elsewhere (a slow or cut-off executor):
+		 * the connection is fine, try again shortly. */
+		pal_log(PAL_LOG_WARN, "executor.claim_waiting", "{s:s}", "error", err);
+		minc(ex, "palisade_executor_claim_lock_timeouts_total", NULL, 1);
+		ex->next_claim_ms = pal__mono_ms() + ex->cfg.poll_ms;
+		return;
+	}
 	if (rc) {
 		pal_log(PAL_LOG_ERROR, "executor.claim_failed", "{s:s}", "error", err);
 		pal_store_close(ex->st);
@@ -760,7 +770,11 @@ static bool ensure_db(pal_executor *ex)
 		return false;
 	char err[1024];
 	if (pal_store_open(ex->cfg.conninfo, &ex->st, err, sizeof err) == PAL_OK) {
+		/* lock_timeout: a claim waiting for the cluster claim lock gives
+		 * up after 5 s and tries again (the holder may be cut off; the
+		 * server ends its transaction at idle_in_transaction_session_timeout). */
 		PGresult *r = PQexec(pal_store_conn(ex->st), "SET statement_timeout = '30s';"
+							    " SET lock_timeout = '5s';"
 							    " LISTEN palisade_triggers");
 		bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
 		PQclear(r);

@@ -45,6 +45,14 @@ int pal_store_open(const char *conninfo, pal_store **out, char *err, size_t errl
 	 * ~50 ms per claim on the bench box. */
 	PGresult *r = PQexec(c, "SET jit = off");
 	PQclear(r);
+	/* A session that vanishes inside a transaction (a partition, a
+	 * SIGSTOP) would keep its locks until the server's TCP keepalive
+	 * notices, two hours by default: the executors' claim lock would stall
+	 * every claim in the cluster.  The server ends such a session after
+	 * 5 s instead (no palisade transaction waits on anything but the
+	 * database).  Callers may set it lower. */
+	r = PQexec(c, "SET idle_in_transaction_session_timeout = '5s'");
+	PQclear(r);
 	pal_store *st = calloc(1, sizeof *st);
 	if (!st) {
 		PQfinish(c);
