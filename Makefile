@@ -82,7 +82,7 @@ $(O)/gen/migrations.c: $(SQL) ops/embed-sql.sh
 	@mkdir -p $(dir $@)
 	bash ops/embed-sql.sh $@ $(SQL)
 
-$(O)/gen/%.o: $(O)/gen/%.c
+$(O)/gen/%.o: $(O)/gen/%.c $(O)/.deps
 	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(LIBPAL): $(LIB_OBJ)
