@@ -1,0 +1,56 @@
+/*
+ * pgarray.c - the one encoder of array parameters handed to PostgreSQL.
+ *
+ * Every array palisade sends (ids, tokens, job ids, groups, hosts, keys) is
+ * built here as an array literal in PostgreSQL's text input syntax and sent
+ * as one parameter ($n::text[], $n::bigint[], ...).  Text elements are
+ * always double-quoted with '"' and '\' escaped, so every legal value
+ * round-trips: the empty string, the words NULL, null, true or default,
+ * values with commas, braces, quotes, backslashes or blanks.  A NULL
+ * pointer becomes an SQL NULL element.  (A job called "null" once stopped
+ * the planning of a whole shard because an unquoted element read as NULL.)
+ */
+#include <inttypes.h>
+#include "store_int.h"
+
+void pal__pgarr_init(pal_pgarr *a)
+{
+	a->s = g_string_new("{");
+	a->n = 0;
+}
+
+static void sep(pal_pgarr *a)
+{
+	if (a->n++)
+		g_string_append_c(a->s, ',');
+}
+
+void pal__pgarr_text(pal_pgarr *a, const char *v)
+{
+	sep(a);
+	if (!v) {
+		g_string_append(a->s, "NULL");
+		return;
+	}
+	g_string_append_c(a->s, '"');
+	for (const char *p = v; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			g_string_append_c(a->s, '\\');
+		g_string_append_c(a->s, *p);
+	}
+	g_string_append_c(a->s, '"');
+}
+
+void pal__pgarr_i64(pal_pgarr *a, int64_t v)
+{
+	sep(a);
+	g_string_append_printf(a->s, "%" PRId64, v);
+}
+
+char *pal__pgarr_end(pal_pgarr *a)
+{
+	g_string_append_c(a->s, '}');
+	char *s = g_string_free(a->s, FALSE);
+	a->s = NULL;
+	return s;
+}
