@@ -112,6 +112,21 @@ PAL_MUST_CHECK int pal_jobfiles_load(const char *const *paths, size_t n, pal_job
 				     pal_diags *diags);
 
 void pal_jobset_free(pal_jobset *set);
+/*
+ * The same, one file at a time, for a caller that handles each file's jobs
+ * before reading the next (apply, so that memory does not grow with the
+ * number of files): a loader remembers every job id it has seen, so that
+ * duplicates across files are still diagnosed.  pal_jobloader_file appends
+ * PATH's valid jobs to SET and its problems to DIAGS, with the result
+ * convention of pal_jobfiles_load.  pal_jobloader_new returns NULL on
+ * ENOMEM; free with pal_jobloader_free.
+ */
+typedef struct pal_jobloader pal_jobloader;
+pal_jobloader *pal_jobloader_new(void);
+PAL_MUST_CHECK int pal_jobloader_file(pal_jobloader *l, const char *path, pal_jobset *set,
+				      pal_diags *diags);
+void pal_jobloader_free(pal_jobloader *l);
+
 void pal_diags_free(pal_diags *d);
 /* Print each diagnostic as "file:line:col: error: msg\n". */
 void pal_diags_print(const pal_diags *d, FILE *fp);
@@ -127,6 +142,15 @@ json_t *pal_job_spec_canonical(const pal_job_spec *s);
 /* Canonical JSON serialised compactly (caller frees) and its SHA-256 hex
  * digest into hex[65]. */
 PAL_MUST_CHECK int pal_job_spec_digest(const pal_job_spec *s, char **canon_json, char hex[65]);
+/* The same, and where the values of the top-level keys "retry" and
+ * "target" lie in the canonical text (job_versions stores them as columns
+ * of their own; the store sends these slices instead of having the server
+ * extract them from the parsed spec). */
+typedef struct pal_canon_spans {
+	size_t retry_off, retry_len, target_off, target_len;
+} pal_canon_spans;
+PAL_MUST_CHECK int pal_job_spec_digest_spans(const pal_job_spec *s, char **canon_json,
+					     char hex[65], pal_canon_spans *spans);
 
 /*
  * Rebuild a spec from its canonical JSON (as stored in job_versions.spec).

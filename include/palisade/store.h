@@ -69,19 +69,39 @@ PAL_MUST_CHECK int pal_store_shard_count(pal_store *st, int default_shards, int 
 
 typedef enum { PAL_APPLY_CREATED, PAL_APPLY_UPDATED, PAL_APPLY_UNCHANGED } pal_apply_outcome;
 
+/* What apply did with one job (the job is the spec at the same index). */
 typedef struct pal_apply_result {
-	char job_id[128];
 	pal_apply_outcome outcome;
 	int version; /* the job's latest version after apply */
 } pal_apply_result;
 
 /*
- * Store SET as plan versions, in one transaction: per job, version n+1 when
- * the canonical digest differs from version n, nothing when it is the same.
- * History is never rewritten.  Writes one audit_log row per created or
- * updated job and NOTIFYs channel palisade_apply on commit.  RESULTS must
- * hold set->n entries.  On any error nothing is stored.
+ * Store job specs as plan versions, in one transaction fed in batches
+ * (src/store/apply.c): per job, version n+1 when the canonical digest
+ * differs from version n, nothing when it is the same.  History is never
+ * rewritten.  Writes one audit_log row per created or updated job and
+ * NOTIFYs channel palisade_apply (payload: the job id) on commit.
+ * Concurrent appliers serialise per job (row locks taken in job-id order
+ * within a batch).  Job ids must be unique across the whole set.
+ *
+ * pal_store_apply_begin opens the transaction (*out, ended by exactly one
+ * of commit or abort, which free it).  pal_store_apply_add stores N specs,
+ * RESULTS[i] for SPECS[i]; the specs may be freed when it returns.  Its
+ * last statement may still be running on the server when it returns (so
+ * the caller can read the next file meanwhile): an error it hits is
+ * reported by the next add or by commit.  On any error nothing is stored:
+ * call pal_store_apply_abort.
  */
+typedef struct pal_apply pal_apply;
+PAL_MUST_CHECK int pal_store_apply_begin(pal_store *st, const char *actor, const char *reason,
+					 int default_shards, pal_apply **out, char *err,
+					 size_t errlen);
+PAL_MUST_CHECK int pal_store_apply_add(pal_apply *a, const pal_job_spec *specs, size_t n,
+				       pal_apply_result *results, char *err, size_t errlen);
+PAL_MUST_CHECK int pal_store_apply_commit(pal_apply *a, char *err, size_t errlen);
+void pal_store_apply_abort(pal_apply *a);
+
+/* The whole of SET in one call: begin, add, commit. */
 PAL_MUST_CHECK int pal_store_apply(pal_store *st, const pal_jobset *set, const char *actor,
 				   const char *reason, int default_shards, pal_apply_result *results,
 				   char *err, size_t errlen);

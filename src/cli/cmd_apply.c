@@ -1,6 +1,14 @@
 /*
  * cmd_apply.c - `palisade apply FILE...`: validate, canonicalise and store job
  * specs as plan versions, in one transaction.
+ *
+ * Files are read one at a time and each file's jobs are handed to the store
+ * (pal_store_apply_add) before the next file is read, so memory follows the
+ * largest file, not the whole set, and the server stores one file while the
+ * next is parsed.  A problem in any file rolls the transaction back: nothing
+ * is stored, and the remaining files are still validated so that every
+ * problem is reported.  The per-job report waits in a temporary file until
+ * the commit succeeded.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -9,6 +17,7 @@
 #include "palisade/cli.h"
 #include "palisade/err.h"
 #include "palisade/jobspec.h"
+#include "palisade/store.h"
 #include "cli_int.h"
 
 static void usage(FILE *fp)
@@ -20,6 +29,69 @@ static void usage(FILE *fp)
 		"canonical spec changed (version n+1), or report it unchanged.  All jobs go in\n"
 		"one transaction: on any error nothing is stored.  History is never rewritten.\n"
 		"Exit: 0 applied, 65 invalid files (nothing stored), 69 database unreachable.\n");
+}
+
+static const char *const word[] = { "created", "updated", "unchanged" };
+
+/* One line (table) or one array element (json) per job into OUT. */
+static void report(FILE *out, bool json, size_t *count, const pal_job_spec *s,
+		   const pal_apply_result *r)
+{
+	if (json) {
+		json_t *id = json_string(s->id);
+		char *q = id ? json_dumps(id, JSON_ENCODE_ANY) : NULL;
+		fprintf(out, "%s  {\n    \"job_id\": %s,\n    \"outcome\": \"%s\",\n    \"version\": %d\n  }",
+			count[0] + count[1] + count[2] ? ",\n" : "", q ? q : "null", word[r->outcome],
+			r->version);
+		free(q);
+		json_decref(id);
+	} else {
+		fprintf(out, "%-9s %s v%d\n", word[r->outcome], s->id, r->version);
+	}
+	count[r->outcome]++;
+}
+
+/* The state of one apply run. */
+struct run {
+	pal_cli_common *c;
+	const char *reason;
+	pal_store *st;
+	pal_apply *ap;
+	int db_ec; /* exit code of a database failure, 0 when none */
+	FILE *out;
+	size_t count[3];
+};
+
+/* Hand SET to the store (connecting on first use); a failure is kept in
+ * r->db_ec and stops further stores, not the validation of later files. */
+static void store_set(struct run *r, const pal_jobset *set)
+{
+	char err[1024];
+	if (r->db_ec)
+		return;
+	if (!r->ap) {
+		if ((r->db_ec = pal_cli_connect(r->c, false, &r->st)))
+			return;
+		int rc = pal_store_apply_begin(r->st, pal_cli_actor(), r->reason,
+					       pal__cli_config_shards(r->c), &r->ap, err, sizeof err);
+		if (rc) {
+			pal_cli_err("apply", "%s; nothing applied", err);
+			r->db_ec = rc == PAL_EDB ? PAL_EXIT_UNAVAIL : PAL_EXIT_SOFTWARE;
+			return;
+		}
+	}
+	pal_apply_result *res = calloc(set->n ? set->n : 1, sizeof *res);
+	int rc = res ? pal_store_apply_add(r->ap, set->jobs, set->n, res, err, sizeof err)
+		     : PAL_ENOMEM;
+	if (rc) {
+		pal_cli_err("apply", "%s; nothing applied", rc == PAL_ENOMEM ? "out of memory" : err);
+		pal_store_apply_abort(r->ap);
+		r->ap = NULL;
+		r->db_ec = rc == PAL_EDB ? PAL_EXIT_UNAVAIL : PAL_EXIT_SOFTWARE;
+	}
+	for (size_t i = 0; !rc && i < set->n; i++)
+		report(r->out, r->c->json, r->count, &set->jobs[i], &res[i]);
+	free(res);
 }
 
 int pal_cmd_apply(int argc, char **argv)
@@ -43,58 +115,66 @@ int pal_cmd_apply(int argc, char **argv)
 		usage(stderr);
 		return PAL_EXIT_USAGE;
 	}
-	pal_jobset set = { 0 };
+	struct run r = { .c = &c, .reason = reason, .out = tmpfile() };
+	pal_jobloader *l = pal_jobloader_new();
+	if (!r.out || !l) {
+		pal_cli_err("apply", "%s; nothing applied",
+			    r.out ? "out of memory" : "cannot create a temporary file");
+		if (r.out)
+			fclose(r.out);
+		pal_jobloader_free(l);
+		return PAL_EXIT_SOFTWARE;
+	}
 	pal_diags diags = { 0 };
-	if (pal_jobfiles_load((const char *const *)argv + optind, (size_t)(argc - optind), &set,
-			      &diags)) {
+	size_t bad = 0;
+	for (int i = optind; i < argc; i++) {
+		pal_jobset set = { 0 };
+		if (pal_jobloader_file(l, argv[i], &set, &diags))
+			bad++;
+		else if (!bad)
+			store_set(&r, &set);
+		pal_jobset_free(&set);
+	}
+	pal_jobloader_free(l);
+	if (!bad && !r.ap && !r.db_ec) {
+		pal_jobset none = { 0 }; /* files without jobs: still one (empty) apply */
+		store_set(&r, &none);
+	}
+	if (bad) {
+		pal_store_apply_abort(r.ap);
+		pal_store_close(r.st);
+		fclose(r.out);
 		pal_diags_print(&diags, stderr);
 		fprintf(stderr, "palisade apply: %zu error%s; nothing applied\n", diags.n,
 			diags.n == 1 ? "" : "s");
 		pal_diags_free(&diags);
-		pal_jobset_free(&set);
 		return PAL_EXIT_DATAERR;
 	}
 	pal_diags_free(&diags);
-
-	pal_store *st;
-	ec = pal_cli_connect(&c, false, &st);
-	if (ec) {
-		pal_jobset_free(&set);
-		return ec;
-	}
-	pal_apply_result *res = calloc(set.n ? set.n : 1, sizeof *res);
 	char err[1024];
-	int rc = res ? pal_store_apply(st, &set, pal_cli_actor(), reason, pal__cli_config_shards(&c),
-				       res, err, sizeof err)
-		     : PAL_ENOMEM;
-	pal_store_close(st);
+	int rc = r.db_ec ? 0 : pal_store_apply_commit(r.ap, err, sizeof err);
+	pal_store_close(r.st);
 	if (rc) {
-		pal_cli_err("apply", "%s; nothing applied", rc == PAL_ENOMEM ? "out of memory" : err);
-		free(res);
-		pal_jobset_free(&set);
-		return rc == PAL_EDB ? PAL_EXIT_UNAVAIL : PAL_EXIT_SOFTWARE;
+		pal_cli_err("apply", "%s; nothing applied", err);
+		r.db_ec = rc == PAL_EDB ? PAL_EXIT_UNAVAIL : PAL_EXIT_SOFTWARE;
 	}
-	static const char *const word[] = { "created", "updated", "unchanged" };
-	size_t count[3] = { 0 };
-	json_t *arr = c.json ? json_array() : NULL;
-	for (size_t i = 0; i < set.n; i++) {
-		count[res[i].outcome]++;
-		if (arr)
-			json_array_append_new(arr, json_pack("{s:s, s:s, s:i}", "job_id", res[i].job_id,
-							     "outcome", word[res[i].outcome],
-							     "version", res[i].version));
-		else
-			printf("%-9s %s v%d\n", word[res[i].outcome], res[i].job_id, res[i].version);
+	if (r.db_ec) {
+		fclose(r.out);
+		return r.db_ec;
 	}
-	if (arr) {
-		json_dumpf(arr, stdout, JSON_INDENT(2));
-		putchar('\n');
-		json_decref(arr);
-	} else {
-		printf("apply: %zu created, %zu updated, %zu unchanged\n", count[0], count[1],
-		       count[2]);
-	}
-	free(res);
-	pal_jobset_free(&set);
+	/* Committed: now the report. */
+	if (c.json)
+		fputs(r.count[0] + r.count[1] + r.count[2] ? "[\n" : "[", stdout);
+	rewind(r.out);
+	char buf[65536];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof buf, r.out)) > 0)
+		fwrite(buf, 1, n, stdout);
+	fclose(r.out);
+	if (c.json)
+		fputs(r.count[0] + r.count[1] + r.count[2] ? "\n]\n" : "]\n", stdout);
+	else
+		printf("apply: %zu created, %zu updated, %zu unchanged\n", r.count[0], r.count[1],
+		       r.count[2]);
 	return PAL_EXIT_OK;
 }

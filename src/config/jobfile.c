@@ -69,7 +69,13 @@ struct jctx {
 	const pal_ynode *n_cron, *n_start, *n_end, *n_idem, *n_partitions;
 	const pal_ynode *n_backoff_max, *n_body, *n_status_url;
 	bool cron_ok, tz_ok;
+	struct pal_jobloader *l; /* the caches of parsed crons and zones */
 };
+
+static const pal_tz *cached_tz(struct pal_jobloader *l, const char *name, char *err,
+			       size_t errlen);
+static const pal_cron *cached_cron(struct pal_jobloader *l, const char *expr, char *err,
+				   size_t errlen, int *field);
 
 static void jdiag(struct jctx *c, const pal_ynode *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -753,7 +759,6 @@ static void k_cron(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 {
 	char *raw = get_str(c, v, "cron", 256), *norm;
 	char err[256] = "";
-	pal_cron *cr = NULL;
 	int field = 0;
 
 	c->n_cron = v;
@@ -765,13 +770,12 @@ static void k_cron(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 		c->errors++;
 		return;
 	}
-	if (pal_cron_parse(norm, &cr, err, sizeof err, &field) != 0) {
+	if (!cached_cron(c->l, norm, err, sizeof err, &field)) {
 		jdiag_at(c, v, field > 0 ? cron_field_offset(raw, field) : 0,
 			 "invalid cron expression \"%.128s\": %s", norm,
 			 err[0] ? err : "not a valid expression");
 		free(norm);
 	} else {
-		pal_cron_free(cr);
 		free(s->cron);
 		s->cron = norm;
 		c->cron_ok = true;
@@ -783,13 +787,12 @@ static void k_timezone(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 {
 	char *name = get_str(c, v, "timezone", 128);
 	char err[256] = "";
-	pal_tz *tz = NULL;
 
 	if (!name) {
 		c->tz_ok = false;
 		return;
 	}
-	if (pal_tz_open(name, &tz, err, sizeof err) != 0) {
+	if (!cached_tz(c->l, name, err, sizeof err)) {
 		if (err[0])
 			jdiag(c, v, "timezone: %s", err);
 		else
@@ -801,7 +804,6 @@ static void k_timezone(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 		c->tz_ok = false;
 		return;
 	}
-	pal_tz_close(tz);
 	free(s->timezone);
 	s->timezone = name;
 }
@@ -1258,13 +1260,13 @@ static void cross_checks(struct jctx *c, const pal_ynode *job, pal_job_spec *s)
 	/* a schedule that can never fire is a mistake, not a job */
 	if (c->cron_ok && c->tz_ok && s->cron && s->timezone &&
 	    (!s->has_start || !s->has_end || s->start < s->end)) {
-		pal_cron *cr = NULL;
-		pal_tz *tz = NULL;
+		const pal_cron *cr;
+		const pal_tz *tz;
 		char err[64];
 		int64_t next;
 
-		if (pal_cron_parse(s->cron, &cr, err, sizeof err, NULL) == 0 &&
-		    pal_tz_open(s->timezone, &tz, err, sizeof err) == 0) {
+		if ((cr = cached_cron(c->l, s->cron, err, sizeof err, NULL)) &&
+		    (tz = cached_tz(c->l, s->timezone, err, sizeof err))) {
 			int64_t after = s->has_start ? s->start - 1 : 0;
 			int rc = pal_cron_next(cr, tz, s->dst, after, &next);
 
@@ -1276,43 +1278,152 @@ static void cross_checks(struct jctx *c, const pal_ynode *job, pal_job_spec *s)
 				      "cron expression \"%s\" never fires between start and end",
 				      s->cron);
 		}
-		pal_cron_free(cr);
-		pal_tz_close(tz);
 	}
 }
 
 /* ---- jobs and files ---- */
 
+/* Where a job id was first defined, for the duplicate diagnostic; the id
+ * itself follows the struct (it is the hash table's key) and the file name
+ * is the loader's copy, shared by every job of the file. */
 struct idpos {
-	char *file;
+	const char *file;
 	int line, col;
+	char id[];
 };
 
-static void idpos_free(void *p)
-{
-	struct idpos *ip = p;
+struct pal_jobloader {
+	GHashTable *ids;   /* id -> struct idpos (freed with the table) */
+	GPtrArray *files;  /* the file names idpos point to */
+	/* Zones and crons that parsed, by name and normalised expression: a
+	 * million jobs share a handful of each, and opening a zone (a file
+	 * read) and parsing a cron twice per job was a fifth of a load. */
+	GHashTable *tzs;   /* name -> pal_tz */
+	GHashTable *crons; /* expression -> pal_cron */
+};
 
-	free(ip->file);
-	free(ip);
+static const pal_tz *cached_tz(struct pal_jobloader *l, const char *name, char *err,
+			       size_t errlen)
+{
+	pal_tz *tz = g_hash_table_lookup(l->tzs, name);
+	char *key;
+
+	if (tz)
+		return tz;
+	if (pal_tz_open(name, &tz, err, errlen) != 0)
+		return NULL;
+	if ((key = strdup(name)))
+		g_hash_table_insert(l->tzs, key, tz);
+	else
+		pal_tz_close(tz); /* out of memory: fail like a bad zone would */
+	return key ? tz : NULL;
 }
 
+static const pal_cron *cached_cron(struct pal_jobloader *l, const char *expr, char *err,
+				   size_t errlen, int *field)
+{
+	pal_cron *cr = g_hash_table_lookup(l->crons, expr);
+	char *key;
+
+	if (cr)
+		return cr;
+	if (pal_cron_parse(expr, &cr, err, errlen, field) != 0)
+		return NULL;
+	if ((key = strdup(expr)))
+		g_hash_table_insert(l->crons, key, cr);
+	else
+		pal_cron_free(cr);
+	return key ? cr : NULL;
+}
+
+static void tz_free(void *p)
+{
+	pal_tz_close(p);
+}
+
+static void cron_free(void *p)
+{
+	pal_cron_free(p);
+}
+
+pal_jobloader *pal_jobloader_new(void)
+{
+	pal_jobloader *l = calloc(1, sizeof *l);
+
+	if (!l)
+		return NULL;
+	l->ids = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, free);
+	l->files = g_ptr_array_new_with_free_func(free);
+	l->tzs = g_hash_table_new_full(g_str_hash, g_str_equal, free, tz_free);
+	l->crons = g_hash_table_new_full(g_str_hash, g_str_equal, free, cron_free);
+	return l;
+}
+
+void pal_jobloader_free(pal_jobloader *l)
+{
+	if (!l)
+		return;
+	g_hash_table_destroy(l->ids);
+	g_ptr_array_free(l->files, TRUE);
+	g_hash_table_destroy(l->tzs);
+	g_hash_table_destroy(l->crons);
+	free(l);
+}
+
+/* The loader's copy of file name NAME (the last one added when equal). */
+static const char *intern_file(pal_jobloader *l, const char *name)
+{
+	if (!name)
+		return NULL;
+	if (l->files->len && !strcmp(g_ptr_array_index(l->files, l->files->len - 1), name))
+		return g_ptr_array_index(l->files, l->files->len - 1);
+	char *copy = strdup(name);
+
+	if (copy)
+		g_ptr_array_add(l->files, copy);
+	return copy;
+}
+
+/* Remember ID as defined at FILE:LINE:COL (FILE interned), unless it is
+ * known already (the first definition is the one diagnostics name). */
+static void remember_id(pal_jobloader *l, const char *id, const char *file, int line, int col)
+{
+	size_t n = strlen(id);
+	struct idpos *ip;
+
+	if (g_hash_table_contains(l->ids, id) || !(ip = malloc(sizeof *ip + n + 1)))
+		return;
+	memcpy(ip->id, id, n + 1);
+	ip->file = file;
+	ip->line = line;
+	ip->col = col;
+	g_hash_table_insert(l->ids, ip->id, ip);
+}
+
+/* Append S to SET, growing the array geometrically (set->n alone says how
+ * much is allocated: the next power of two, at least 16). */
 static int append_job(pal_jobset *set, pal_job_spec *s)
 {
-	pal_job_spec *v = realloc(set->jobs, (set->n + 1) * sizeof *v);
+	size_t n = set->n;
 
-	if (!v)
-		return PAL_ENOMEM;
-	set->jobs = v;
+	if (n == 0 || (n >= 16 && (n & (n - 1)) == 0)) {
+		size_t cap = n < 16 ? 16 : 2 * n;
+		pal_job_spec *v = realloc(set->jobs, cap * sizeof *v);
+
+		if (!v)
+			return PAL_ENOMEM;
+		set->jobs = v;
+	}
 	set->jobs[set->n++] = *s;
 	return 0;
 }
 
 /* Validate one job mapping; append it to SET when it has no problem.
  * Returns the number of problems. */
-static int load_job(const pal_ydoc *doc, const pal_ynode *jn, pal_jobset *set, GHashTable *ids,
-		    pal_diags *diags)
+static int load_job(const pal_ydoc *doc, const char *file, const pal_ynode *jn, pal_jobset *set,
+		    pal_jobloader *l, pal_diags *diags)
 {
-	struct jctx c = {.doc = doc, .diags = diags, .tz_ok = true};
+	struct jctx c = {.doc = doc, .diags = diags, .tz_ok = true, .l = l};
 	pal_job_spec s;
 
 	if (pal_job_spec_defaults(&s) != 0) {
@@ -1332,27 +1443,15 @@ static int load_job(const pal_ydoc *doc, const pal_ynode *jn, pal_jobset *set, G
 
 	if (s.id) {
 		const pal_ynode *idn = pal_ynode_get(jn, "id");
-		struct idpos *first = g_hash_table_lookup(ids, s.id);
+		struct idpos *first = g_hash_table_lookup(l->ids, s.id);
 
-		if (first) {
+		if (first)
 			jdiag(&c, idn,
 			      "duplicate job id \"%s\" (first defined at %s:%d:%d); hint: job ids "
 			      "are unique across all files",
 			      s.id, first->file ? first->file : "?", first->line, first->col);
-		} else {
-			struct idpos *ip = calloc(1, sizeof *ip);
-			char *key = strdup(s.id);
-
-			if (ip && key) {
-				ip->file = strdup(doc->file);
-				ip->line = idn->line;
-				ip->col = idn->col;
-				g_hash_table_insert(ids, key, ip);
-			} else {
-				free(ip);
-				free(key);
-			}
-		}
+		else
+			remember_id(l, s.id, file, idn->line, idn->col);
 	}
 	if (c.errors == 0) {
 		s.file = strdup(doc->file);
@@ -1369,7 +1468,7 @@ static int load_job(const pal_ydoc *doc, const pal_ynode *jn, pal_jobset *set, G
 	return c.errors;
 }
 
-static int load_doc(const pal_ydoc *doc, pal_jobset *set, GHashTable *ids, pal_diags *diags)
+static int load_doc(const pal_ydoc *doc, pal_jobset *set, pal_jobloader *l, pal_diags *diags)
 {
 	static const char *const top[] = {"jobs"};
 	const pal_ynode *root = doc->root, *jobs = NULL;
@@ -1412,8 +1511,10 @@ static int load_doc(const pal_ydoc *doc, pal_jobset *set, GHashTable *ids, pal_d
 	}
 	if (pal_yexpect_seq(doc, jobs, "jobs", diags) != 0)
 		return errors + 1;
+	const char *file = intern_file(l, doc->file);
+
 	for (size_t i = 0; i < jobs->n; i++)
-		errors += load_job(doc, jobs->vals[i], set, ids, diags);
+		errors += load_job(doc, file, jobs->vals[i], set, l, diags);
 	return errors;
 }
 
@@ -1436,64 +1537,63 @@ static void sort_diags(pal_diags *d, size_t from)
 		g_qsort_with_data(d->v + from, (gint)(d->n - from), sizeof *d->v, diag_cmp, NULL);
 }
 
-static GHashTable *ids_new(const pal_jobset *set)
+/* A loader that knows the ids of SET already (NULL on ENOMEM). */
+static pal_jobloader *loader_for(const pal_jobset *set)
 {
-	GHashTable *ids = g_hash_table_new_full(g_str_hash, g_str_equal, free, idpos_free);
+	pal_jobloader *l = pal_jobloader_new();
 
-	for (size_t i = 0; i < set->n; i++) {
-		struct idpos *ip = calloc(1, sizeof *ip);
-		char *key = set->jobs[i].id ? strdup(set->jobs[i].id) : NULL;
-
-		if (!ip || !key) {
-			free(ip);
-			free(key);
-			continue;
-		}
-		ip->file = set->jobs[i].file ? strdup(set->jobs[i].file) : NULL;
-		ip->line = set->jobs[i].line;
-		ip->col = set->jobs[i].col;
-		g_hash_table_insert(ids, key, ip);
-	}
-	return ids;
+	for (size_t i = 0; l && i < set->n; i++)
+		if (set->jobs[i].id)
+			remember_id(l, set->jobs[i].id, intern_file(l, set->jobs[i].file),
+				    set->jobs[i].line, set->jobs[i].col);
+	return l;
 }
 
 int pal_jobfile_load_buffer(const char *name, const void *buf, size_t len, pal_jobset *set,
 			    pal_diags *diags)
 {
-	GHashTable *ids = ids_new(set);
+	pal_jobloader *l = loader_for(set);
 	pal_ydoc doc;
 	int rc, errors = 0;
 
 	size_t from = diags->n;
 
+	if (!l)
+		return PAL_ENOMEM;
 	rc = pal_ydoc_load_buffer(name, buf, len, &doc, diags);
 	if (rc == 0)
-		errors = load_doc(&doc, set, ids, diags);
+		errors = load_doc(&doc, set, l, diags);
 	sort_diags(diags, from);
 	pal_ydoc_free(&doc);
-	g_hash_table_destroy(ids);
+	pal_jobloader_free(l);
 	if (rc)
 		return rc == PAL_ENOMEM ? PAL_ENOMEM : PAL_EINVAL;
 	return errors ? PAL_EINVAL : 0;
 }
 
+int pal_jobloader_file(pal_jobloader *l, const char *path, pal_jobset *set, pal_diags *diags)
+{
+	pal_ydoc doc;
+	size_t from = diags->n;
+	int rc = pal_ydoc_load_file(path, &doc, diags), bad = 0;
+
+	if (rc == 0)
+		bad = load_doc(&doc, set, l, diags);
+	sort_diags(diags, from);
+	pal_ydoc_free(&doc);
+	return rc || bad ? PAL_EINVAL : 0;
+}
+
 int pal_jobfiles_load(const char *const *paths, size_t n, pal_jobset *set, pal_diags *diags)
 {
-	GHashTable *ids = ids_new(set);
+	pal_jobloader *l = loader_for(set);
 	int bad = 0;
 
-	for (size_t i = 0; i < n; i++) {
-		pal_ydoc doc;
-		size_t from = diags->n;
-		int rc = pal_ydoc_load_file(paths[i], &doc, diags);
-
-		if (rc == 0)
-			bad += load_doc(&doc, set, ids, diags);
-		else
+	if (!l)
+		return PAL_ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (pal_jobloader_file(l, paths[i], set, diags))
 			bad++;
-		sort_diags(diags, from);
-		pal_ydoc_free(&doc);
-	}
-	g_hash_table_destroy(ids);
+	pal_jobloader_free(l);
 	return bad ? PAL_EINVAL : 0;
 }

@@ -370,6 +370,95 @@ static void test_diags_print_format(void **state)
 	pal_diags_free(&d);
 }
 
+/* pal_job_spec_digest writes the canonical text itself; it must be, byte
+ * for byte, what json_dumps of the jansson object gives (the flags of
+ * canon.c), or stored digests would change.  Specs with every optional key,
+ * strings that need escaping (quotes, backslash, slash, controls, DEL,
+ * non-ASCII in and beyond the BMP), unsorted headers, exclusions, reals. */
+static void expect_same_text(const pal_job_spec *s)
+{
+	const size_t flags =
+	    JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(15);
+	json_t *j = pal_job_spec_canonical(s);
+	char *want, *got = NULL, hex[65], *retry, *target;
+	pal_canon_spans sp;
+
+	assert_non_null(j);
+	want = json_dumps(j, flags);
+	retry = json_dumps(json_object_get(j, "retry"), flags);
+	target = json_dumps(json_object_get(j, "target"), flags);
+	json_decref(j);
+	assert_non_null(want);
+	assert_int_equal(pal_job_spec_digest_spans(s, &got, hex, &sp), 0);
+	assert_string_equal(got, want);
+	/* the slices the store sends as job_versions.retry and .target */
+	assert_int_equal(sp.retry_len, strlen(retry));
+	assert_memory_equal(got + sp.retry_off, retry, sp.retry_len);
+	assert_int_equal(sp.target_len, strlen(target));
+	assert_memory_equal(got + sp.target_off, target, sp.target_len);
+	free(got);
+	free(want);
+	free(retry);
+	free(target);
+}
+
+static void test_canon_direct_text_matches_jansson(void **state)
+{
+	static const char *const strings[] = {
+	    "plain", "", "quote\"d", "back\\slash", "a/b", "tab\there", "nl\nx", "cr\rx",
+	    "\b\f\x01\x1f", "del\x7f", "caf\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80 smile",
+	    "${SECRET_TOKEN}", "{job}/{scheduled_at}/{partition}", "null", "true"};
+	static const double reals[] = {1, 1.1, 1.5, 2, 2.5, 3.3333333333333335, 9.99, 10, 1.0000001};
+	const char *p = fixture("full.yaml");
+	pal_jobset set = {0};
+	pal_diags d = {0};
+
+	(void)state;
+	assert_int_equal(pal_jobfiles_load(&p, 1, &set, &d), 0);
+	for (size_t i = 0; i < set.n; i++)
+		expect_same_text(&set.jobs[i]);
+
+	pal_job_spec s;
+	pal_header h[3];
+	pal_exclusion ex[3] = {{20500, 20502}, {20400, 20400}, {20401, 20410}};
+	for (size_t k = 0; k < sizeof strings / sizeof *strings; k++) {
+		assert_int_equal(pal_job_spec_defaults(&s), 0);
+		char *str = (char *)strings[k];
+		s.id = "x.job";
+		s.cron = str;
+		s.url = str;
+		s.body = k % 2 ? str : NULL;
+		s.status_url = k % 3 ? NULL : str;
+		h[0] = (pal_header){"X-Zeta", str};
+		h[1] = (pal_header){"Authorization", "Bearer ${T}"};
+		h[2] = (pal_header){"x-alpha", str};
+		s.headers = h;
+		s.n_headers = k % 4;
+		s.exclusions = ex;
+		s.n_exclusions = k % 4;
+		s.has_start = k % 2;
+		s.start = 1767225600 + (int64_t)k;
+		s.has_end = k % 3 == 0;
+		s.end = 1798761600;
+		s.dst.is_auto = k % 2;
+		s.dst.gap = (int)(k % 2);
+		s.dst.overlap = (int)(k % 3);
+		s.backoff_multiplier = reals[k % (sizeof reals / sizeof *reals)];
+		s.priority = -(int)k;
+		s.deadline_ms = 86400000LL * (int64_t)k;
+		expect_same_text(&s);
+		/* the strings above belong to the test */
+		s.id = s.cron = s.url = s.body = s.status_url = NULL;
+		s.headers = NULL;
+		s.n_headers = 0;
+		s.exclusions = NULL;
+		s.n_exclusions = 0;
+		pal_job_spec_clear(&s);
+	}
+	pal_jobset_free(&set);
+	pal_diags_free(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -381,6 +470,7 @@ int main(void)
 	    cmocka_unit_test(test_canon_from_canonical_refuses_unknown_and_malformed),
 	    cmocka_unit_test(test_canon_digest_is_pinned),
 	    cmocka_unit_test(test_canon_non_ascii_is_escaped),
+	    cmocka_unit_test(test_canon_direct_text_matches_jansson),
 	    cmocka_unit_test(test_job_shard_is_fnv1a_mod_n),
 	    cmocka_unit_test(test_diags_print_format),
 	};
