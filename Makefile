@@ -131,6 +131,7 @@ fuzz:
 	@bash tests/fuzz/run.sh
 
 bench: all
+	@bash ops/deps.sh --bench
 	@bash tests/bench/run.sh $(BIN)
 
 demo: all

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# ops/deps.sh - install the Debian packages palisade needs, when missing.
+# ops/deps.sh [--bench] - install the Debian packages palisade needs, when
+# missing; --bench adds the load tools of `make bench` (wrk).
 #
 # Checks each package with dpkg-query and runs `apt-get install` only for the
 # missing ones (through sudo when not root).  Fast and silent when everything
@@ -21,6 +22,7 @@ PACKAGES=(
 	libfaketime openssl                      # clock-skew drill; TLS test target
 	scdoc cppcheck                           # man pages, make lint
 )
+[ "${1:-}" = --bench ] && PACKAGES+=(wrk)   # make bench: the HTTP ceiling
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -87,6 +87,27 @@ void pal_breakers_free(pal_breakers *b);
  * the first success closes the breaker, PROBE_FAILURES failed probes in a
  * row open it again. */
 bool pal_breaker_allow(pal_breakers *b, const char *host, int64_t now_ms);
+/* What the executor does with a classified response: the response table of
+ * docs/protocol.md as one pure function (src/executor/classify.c). */
+typedef enum {
+	PAL_ACT_SUCCEED,    /* commit `succeeded` */
+	PAL_ACT_CHECKPOINT, /* a chunk: store its checkpoint, continue later */
+	PAL_ACT_STALE,      /* the service holds a newer token: stop, write nothing */
+	PAL_ACT_FAIL,       /* permanent: `failed` */
+	PAL_ACT_TICKET,     /* permanent, for a person to judge: `manual` + ticket */
+	PAL_ACT_RETRY,      /* `retry_wait` with backoff (`failed` once the budget is spent) */
+	PAL_ACT_QUERY,      /* outcome unknown: GET the status URL with the same key */
+	PAL_ACT_SEND,       /* the status URL says not applied, never sent by this claim: send */
+	PAL_ACT_UNKNOWN,    /* the status URL gave no answer: `unknown`, query again later
+			       (`manual` + ticket once the budget is spent) */
+} pal_action;
+
+/* QUERY: C classifies an answer of the status URL (STATUS its HTTP status);
+ * otherwise the answer to the side-effect request.  CALLED: this claim has
+ * sent the request already; HAS_STATUS_URL: the job declares one. */
+pal_action pal_outcome_decide(bool query, const pal_class *c, long status, bool called,
+			      bool has_status_url);
+
 /* Record the end of a call to HOST (FAILED: retryable or unknown outcome). */
 void pal_breaker_record(pal_breakers *b, const char *host, bool failed, int64_t now_ms);
 pal_breaker_state pal_breaker_state_of(pal_breakers *b, const char *host, int64_t now_ms);
@@ -96,8 +117,8 @@ void pal_breaker_parked(pal_breakers *b, const char *host, int delta);
 int pal_breaker_parked_count(pal_breakers *b, const char *host);
 /* Hosts that must not be claimed for now - breaker open, or half-open with
  * its probe in flight or calls parked for the next probes - as a
- * PostgreSQL text[] literal "{a,b}" (caller frees); "{}" when none. */
-char *pal_breakers_open_hosts(pal_breakers *b, int64_t now_ms);
+ * NULL-terminated vector (caller frees with g_strfreev; empty when none). */
+char **pal_breakers_open_hosts(pal_breakers *b, int64_t now_ms);
 
 /* The breaker identity of URL: host and explicit port ("http://h:1/x" ->
  * "h:1", "https://h/x" -> "h"), userinfo dropped; "" when unparsable. */

@@ -20,13 +20,23 @@ typedef struct pal_claim_group {
 	int cluster_limit;  /* 0 = no cluster-wide limit */
 } pal_claim_group;
 
+/* Per-tenant quota passed to a claim (the same on every node). */
+typedef struct pal_claim_tenant {
+	const char *tenant;
+	int cap;       /* calls in flight cluster-wide, 0 = unlimited */
+	double weight; /* share of the claims beside other tenants, default 1 */
+} pal_claim_tenant;
+
 typedef struct pal_claim_req {
 	const char *node;
 	int64_t lease_ms;
 	int limit;
-	const char *open_hosts; /* text[] literal of hosts with an open breaker */
+	int64_t ahead_ms;                /* also claim triggers ready this much later */
+	const char *const *open_hosts;   /* hosts with an open breaker, NULL-terminated (or NULL) */
 	const pal_claim_group *groups;
 	int n_groups;
+	const pal_claim_tenant *tenants;
+	int n_tenants;
 } pal_claim_req;
 
 typedef struct pal_claimed {
@@ -34,6 +44,7 @@ typedef struct pal_claimed {
 	char job_id[128];
 	int version;
 	int64_t scheduled_at; /* s */
+	int64_t ready_ms;     /* when it is due (next_attempt_at or due_at), ms since the epoch */
 	int partition;
 	char request_id[129]; /* "" for scheduled; up to 128 characters */
 	int attempt;         /* attempt number of this claim (1-based) */
@@ -43,12 +54,34 @@ typedef struct pal_claimed {
 	char tenant[64], group[64];
 } pal_claimed;
 
-/* Claim up to req->limit due triggers (one transaction, cluster-wide claim
- * lock, overlap policies applied).  *out is malloc'd (free with
- * pal_claimed_free).  Also reports forbid-skips in *skipped. */
-PAL_MUST_CHECK int pal_store_claim(pal_store *st, const pal_claim_req *req, pal_claimed **out,
-				   int *n, int *skipped, char *err, size_t errlen);
+/* What one claim returned. */
+typedef struct pal_claim_out {
+	pal_claimed *c; /* malloc'd, n entries (free with pal_claimed_free) */
+	int n;
+	int skipped;           /* forbid-skips this claim recorded */
+	int64_t next_ready_ms; /* the earliest trigger ready after the horizon, 0 = none */
+} pal_claim_out;
+
+/*
+ * Claim up to req->limit triggers due by req->ahead_ms from now: one call of
+ * the SQL function palisade_claim() (sql/005_parallel_claim.sql), which
+ * applies the overlap policies, group and tenant limits and max_in_flight
+ * exactly without a cluster-wide lock.  Blocking.
+ */
+PAL_MUST_CHECK int pal_store_claim(pal_store *st, const pal_claim_req *req, pal_claim_out *out,
+				   char *err, size_t errlen);
 void pal_claimed_free(pal_claimed *c, int n);
+
+/*
+ * The same without blocking: _send puts the claim on the wire (the store
+ * must be idle), the caller polls the socket (pal_store_socket) and calls
+ * pal_store_consume until it reports the answer complete, then _recv reads
+ * it.  The store holds one statement at a time.
+ */
+PAL_MUST_CHECK int pal_store_claim_send(pal_store *st, const pal_claim_req *req, char *err,
+					size_t errlen);
+PAL_MUST_CHECK int pal_store_claim_recv(pal_store *st, pal_claim_out *out, char *err,
+					size_t errlen);
 
 /* Spec JSON (canonical) of JOB_ID version V; new reference. */
 PAL_MUST_CHECK int pal_store_version_spec(pal_store *st, const char *job_id, int version,
@@ -89,9 +122,18 @@ typedef struct pal_result {
 /* Commit results in one transaction with conditional updates; sets
  * committed/final_state per result.  A 'cancelling' trigger ends 'cancelled'
  * unless the result is a success (first commit wins); a 'pausing' one ends
- * 'paused' unless it succeeded or failed for good. */
+ * 'paused' unless it succeeded or failed for good.  Blocking. */
 PAL_MUST_CHECK int pal_store_commit_results(pal_store *st, pal_result *r, int n, char *err,
 					    size_t errlen);
+/* Make ST a connection for result commits only: the commit statement
+ * prepared, and planner settings that suit it (not other statements). */
+PAL_MUST_CHECK int pal_store_prepare_commits(pal_store *st, char *err, size_t errlen);
+/* The same without blocking (see pal_store_claim_send): R must stay in
+ * place, unchanged, until _recv has filled in committed/final_state. */
+PAL_MUST_CHECK int pal_store_commit_send(pal_store *st, const pal_result *r, int n, char *err,
+					 size_t errlen);
+PAL_MUST_CHECK int pal_store_commit_recv(pal_store *st, pal_result *r, int n, char *err,
+					 size_t errlen);
 
 /* Store CHECKPOINT (JSON text) for a running trigger with its token: a safe
  * point.  *state receives the state after the write: "running" (continue),

@@ -35,6 +35,9 @@ typedef struct pal_executor_config {
 	int renew_failures;     /* consecutive failed renewals that close the gate */
 	const pal_group_conf *groups; /* resource groups with limits */
 	size_t n_groups;
+	const pal_tenant_conf *tenants; /* tenant quotas */
+	size_t n_tenants;
+	int64_t claim_ahead_ms; /* claim triggers ready this much later, call them at their instant */
 	int64_t poll_ms;        /* claim poll interval when idle (NOTIFY wakes earlier); default 200 */
 	int64_t body_cap;       /* bytes of a response kept, default 64 KiB */
 	const char *proxy;      /* NULL/"" direct (environment ignored), "env", or a URL */
@@ -53,9 +56,11 @@ PAL_MUST_CHECK int pal_executor_start(const pal_executor_config *cfg, pal_metric
 void pal_executor_stop(pal_executor *ex, int64_t grace_ms);
 
 /* New limits (the reloadable executor keys: batch, max_inflight,
- * renew_failures, groups; copied), applied at the executor's next pass. */
+ * renew_failures, groups, tenants; copied), applied at the executor's next
+ * pass. */
 void pal_executor_set_limits(pal_executor *ex, int batch, int max_inflight, int renew_failures,
-			     const pal_group_conf *groups, size_t n_groups);
+			     const pal_group_conf *groups, size_t n_groups,
+			     const pal_tenant_conf *tenants, size_t n_tenants);
 
 /* {"gate_open", "inflight", "held_leases", "claimed", "stale_rejections"...} */
 json_t *pal_executor_status(pal_executor *ex);

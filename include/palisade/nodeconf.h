@@ -39,6 +39,13 @@ typedef struct pal_group_conf {
 	int32_t cluster_concurrency; /* calls in flight cluster-wide, 0 = unlimited */
 } pal_group_conf;
 
+/* executor.tenants.<name>: the quota of one tenant (same on every node). */
+typedef struct pal_tenant_conf {
+	char *name;  /* as in a job's tenant key */
+	int32_t cap; /* calls in flight cluster-wide, 0 = unlimited */
+	double weight; /* share beside other tenants when both wait, default 1 */
+} pal_tenant_conf;
+
 typedef struct pal_nodeconf {
 	/* node */
 	char *node_id;	/* the host name when the file leaves it empty */
@@ -65,6 +72,9 @@ typedef struct pal_nodeconf {
 	int32_t renew_failures_to_close_gate;
 	pal_group_conf *groups; /* sorted by name */
 	size_t n_groups;
+	pal_tenant_conf *tenants; /* sorted by name */
+	size_t n_tenants;
+	int64_t claim_ahead_ms;
 	char *proxy; /* "" direct, "env", or a proxy URL */
 	/* admin, log */
 	char *admin_listen; /* host:port */
@@ -80,6 +90,7 @@ typedef enum {
 	PAL_CONF_ENUM,
 	PAL_CONF_ROLES,	 /* list of controller, executor */
 	PAL_CONF_GROUPS, /* mapping name -> {concurrency, cluster_concurrency} */
+	PAL_CONF_TENANTS, /* mapping name -> {cap, weight} */
 } pal_conf_type;
 
 typedef struct pal_conf_key {

@@ -36,6 +36,13 @@ typedef struct pal_store pal_store;
 PAL_MUST_CHECK int pal_store_open(const char *conninfo, pal_store **out, char *err, size_t errlen);
 void pal_store_close(pal_store *st);
 PGconn *pal_store_conn(pal_store *st);
+/* Asynchronous statements (one at a time per store): the socket to poll
+ * for input, whether a statement is in flight, and reading what arrived -
+ * *done becomes true when the answer is complete (then call the matching
+ * _recv).  PAL_EDB when the connection broke. */
+int pal_store_socket(pal_store *st);
+bool pal_store_busy(const pal_store *st);
+PAL_MUST_CHECK int pal_store_consume(pal_store *st, bool *done, char *err, size_t errlen);
 /* The last failed query hit lock_timeout (SQLSTATE 55P03): the row is held
  * elsewhere (e.g. by a paused process); retry later, the connection is fine. */
 bool pal_store_lock_timeout(const pal_store *st);

@@ -78,6 +78,13 @@ static const pal_conf_key table[] = {
 	{ "executor.groups", PAL_CONF_GROUPS, "{}", "", 0, 1000, true,
 	  "resource groups: name -> {concurrency: per node, cluster_concurrency: cluster-wide}; "
 	  "0 or absent = no limit of its own", OFF(groups), NULL, 0 },
+	{ "executor.tenants", PAL_CONF_TENANTS, "{}", "", 0, 1000, true,
+	  "tenant quotas: name -> {cap: calls in flight cluster-wide (0 = unlimited), weight: "
+	  "share of claims beside other waiting tenants (default 1)}; the same on every node",
+	  OFF(tenants), NULL, 0 },
+	{ "executor.claim_ahead", PAL_CONF_DURATION, "200ms", "ms", 0, 10 * MS_S, false,
+	  "claim triggers due this much ahead of their instant and call them at the instant "
+	  "(0 = only due triggers); at most lease / 4", OFF(claim_ahead_ms), NULL, 0 },
 	{ "executor.proxy", PAL_CONF_STRING, "\"\"", "", 0, 1024, false,
 	  "HTTP proxy for side-effect calls: empty = connect directly (proxy variables in the "
 	  "environment are ignored), a URL = use it, env = honour http_proxy/https_proxy/no_proxy",
@@ -136,6 +143,13 @@ static void groups_free(pal_group_conf *g, size_t n)
 	free(g);
 }
 
+static void tenants_free(pal_tenant_conf *t, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(t[i].name);
+	free(t);
+}
+
 void pal_nodeconf_free(pal_nodeconf *c)
 {
 	if (!c)
@@ -144,6 +158,7 @@ void pal_nodeconf_free(pal_nodeconf *c)
 		if (table[i].type == PAL_CONF_STRING)
 			free(*str_at(c, &table[i]));
 	groups_free(c->groups, c->n_groups);
+	tenants_free(c->tenants, c->n_tenants);
 	free(c->file);
 	memset(c, 0, sizeof *c);
 }
@@ -378,6 +393,95 @@ static void set_groups(struct nctx *x, const pal_conf_key *k, const pal_ynode *v
 	c->n_groups = n;
 }
 
+static int tenant_cmp(const void *a, const void *b)
+{
+	return strcmp(((const pal_tenant_conf *)a)->name, ((const pal_tenant_conf *)b)->name);
+}
+
+static void set_tenants(struct nctx *x, const pal_conf_key *k, const pal_ynode *v,
+			pal_nodeconf *c)
+{
+	static const char *const tkeys[] = {"cap", "weight"};
+	pal_tenant_conf *t;
+	size_t n = 0;
+
+	if (pal_yexpect_map(x->doc, v, k->name, x->diags) != 0) {
+		x->errors++;
+		return;
+	}
+	if ((int64_t)v->n > k->max) {
+		ndiag(x, v, "%s: too many tenants (%zu, at most %lld)", k->name, v->n,
+		      (long long)k->max);
+		return;
+	}
+	t = calloc(v->n ? v->n : 1, sizeof *t);
+	if (!t) {
+		ndiag(x, v, "%s: out of memory", k->name);
+		return;
+	}
+	for (size_t i = 0; i < v->n; i++) {
+		const pal_ynode *kn = v->keys[i], *tv = v->vals[i];
+		pal_tenant_conf one = {.weight = 1.0};
+		int before = x->errors;
+
+		if (!name_ok(kn->str, false) || strlen(kn->str) > 64) {
+			ndiag(x, kn,
+			      "%s: invalid tenant name \"%.64s\" (allowed: lower-case "
+			      "letters, digits, '.', '_' and '-', as in a job's tenant key)",
+			      k->name, kn->str);
+			continue;
+		}
+		if (pal_yexpect_map(x->doc, tv, "tenant", x->diags) != 0) {
+			x->errors++;
+			continue;
+		}
+		for (size_t j = 0; j < tv->n; j++) {
+			const pal_ynode *tk = tv->keys[j];
+			int64_t ival;
+			double dval;
+
+			if (!strcmp(tk->str, "cap")) {
+				if (pal_yget_int(x->doc, tv->vals[j], "cap", 0, 10000000, &ival,
+						 x->diags) == 0)
+					one.cap = (int32_t)ival;
+				else
+					x->errors++;
+			} else if (!strcmp(tk->str, "weight")) {
+				if (pal_yget_number(x->doc, tv->vals[j], "weight", 0.01, 1000, &dval,
+						    x->diags) == 0)
+					one.weight = dval;
+				else
+					x->errors++;
+			} else {
+				const char *hint = pal_suggest(tk->str, tkeys, N(tkeys));
+
+				if (hint)
+					ndiag(x, tk,
+					      "unknown key \"%.64s\" in tenant \"%s\" (did you "
+					      "mean \"%s\"?)",
+					      tk->str, kn->str, hint);
+				else
+					ndiag(x, tk,
+					      "unknown key \"%.64s\" in tenant \"%s\" (expected "
+					      "cap, weight)",
+					      tk->str, kn->str);
+			}
+		}
+		if (x->errors != before)
+			continue;
+		one.name = strdup(kn->str);
+		if (!one.name) {
+			ndiag(x, kn, "out of memory");
+			continue;
+		}
+		t[n++] = one;
+	}
+	qsort(t, n, sizeof *t, tenant_cmp);
+	tenants_free(c->tenants, c->n_tenants);
+	c->tenants = t;
+	c->n_tenants = n;
+}
+
 /* Apply value V of key K to C. */
 static void apply(struct nctx *x, const pal_conf_key *k, const pal_ynode *v, pal_nodeconf *c)
 {
@@ -433,6 +537,9 @@ static void apply(struct nctx *x, const pal_conf_key *k, const pal_ynode *v, pal
 		break;
 	case PAL_CONF_GROUPS:
 		set_groups(x, k, v, c);
+		break;
+	case PAL_CONF_TENANTS:
+		set_tenants(x, k, v, c);
 		break;
 	}
 }
@@ -773,6 +880,14 @@ char *pal_nodeconf_format(const pal_nodeconf *c, const pal_conf_key *k)
 			    (int)c->groups[i].cluster_concurrency);
 		g_string_append_c(out, '}');
 		break;
+	case PAL_CONF_TENANTS:
+		g_string_append_c(out, '{');
+		for (size_t i = 0; i < c->n_tenants; i++)
+			g_string_append_printf(out, "%s%s: {cap: %d, weight: %g}", i ? ", " : "",
+					       c->tenants[i].name, (int)c->tenants[i].cap,
+					       c->tenants[i].weight);
+		g_string_append_c(out, '}');
+		break;
 	}
 	res = strdup(out->str);
 	g_string_free(out, TRUE);
@@ -803,6 +918,15 @@ bool pal_nodeconf_key_equal(const pal_nodeconf *a, const pal_nodeconf *b, const 
 			if (strcmp(a->groups[i].name, b->groups[i].name) ||
 			    a->groups[i].concurrency != b->groups[i].concurrency ||
 			    a->groups[i].cluster_concurrency != b->groups[i].cluster_concurrency)
+				return false;
+		return true;
+	case PAL_CONF_TENANTS:
+		if (a->n_tenants != b->n_tenants)
+			return false;
+		for (size_t i = 0; i < a->n_tenants; i++)
+			if (strcmp(a->tenants[i].name, b->tenants[i].name) ||
+			    a->tenants[i].cap != b->tenants[i].cap ||
+			    a->tenants[i].weight != b->tenants[i].weight)
 				return false;
 		return true;
 	}

@@ -181,9 +181,9 @@ pal_breaker_state pal_breaker_state_of(pal_breakers *b, const char *name, int64_
 	return h->state;
 }
 
-char *pal_breakers_open_hosts(pal_breakers *b, int64_t now)
+char **pal_breakers_open_hosts(pal_breakers *b, int64_t now)
 {
-	GString *g = g_string_new("{");
+	GPtrArray *a = g_ptr_array_new();
 	GHashTableIter it;
 	void *k, *v;
 	g_hash_table_iter_init(&it, b->hosts);
@@ -195,19 +195,10 @@ char *pal_breakers_open_hosts(pal_breakers *b, int64_t now)
 		if (h->state == PAL_BREAKER_CLOSED ||
 		    (h->state == PAL_BREAKER_HALF_OPEN && !probe_pending(b, h, now) && !h->parked))
 			continue;
-		if (g->len > 1)
-			g_string_append_c(g, ',');
-		/* quote: host names may hold characters special to array syntax */
-		g_string_append_c(g, '"');
-		for (const char *p = k; *p; p++) {
-			if (*p == '"' || *p == '\\')
-				g_string_append_c(g, '\\');
-			g_string_append_c(g, *p);
-		}
-		g_string_append_c(g, '"');
+		g_ptr_array_add(a, g_strdup(k));
 	}
-	g_string_append_c(g, '}');
-	return g_string_free(g, FALSE);
+	g_ptr_array_add(a, NULL);
+	return (char **)g_ptr_array_free(a, FALSE);
 }
 
 void pal_url_host(const char *url, char *buf, size_t len)

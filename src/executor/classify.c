@@ -144,3 +144,35 @@ void pal_classify(const pal_http_result *r, pal_class *c)
 	/* 1xx or nonsense status after sending: we cannot know. */
 	set(c, PAL_OUT_UNKNOWN, "bad_status");
 }
+
+pal_action pal_outcome_decide(bool query, const pal_class *c, long status, bool called,
+			      bool has_status_url)
+{
+	if (query) {
+		if (status >= 200 && status < 300)
+			return PAL_ACT_SUCCEED; /* found: it was applied */
+		if (status == 404)
+			/* Not applied.  An earlier claim's outcome was unknown:
+			 * send now, with the same key; this claim's own call was
+			 * not applied: an ordinary retry under the budget. */
+			return called ? PAL_ACT_RETRY : PAL_ACT_SEND;
+		return PAL_ACT_UNKNOWN;
+	}
+	switch (c->outcome) {
+	case PAL_OUT_SUCCESS:
+		return PAL_ACT_SUCCEED;
+	case PAL_OUT_MORE:
+		return PAL_ACT_CHECKPOINT;
+	case PAL_OUT_STALE:
+		return PAL_ACT_STALE;
+	case PAL_OUT_PERMANENT:
+		return strcmp(c->error_class, "payload_mismatch") ? PAL_ACT_FAIL : PAL_ACT_TICKET;
+	case PAL_OUT_RETRYABLE:
+		return PAL_ACT_RETRY;
+	case PAL_OUT_UNKNOWN:
+		/* Without a status URL: the same key again; a service that
+		 * honours the protocol replays instead of applying twice. */
+		return has_status_url ? PAL_ACT_QUERY : PAL_ACT_RETRY;
+	}
+	return PAL_ACT_RETRY;
+}

@@ -6,6 +6,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <curl/curl.h>
+#include "palisade/callpolicy.h"
+#include "palisade/execstore.h"
 #include "palisade/executor.h"
 #include "palisade/jobspec.h"
 #include "palisade/store.h"
@@ -29,6 +32,51 @@ void pal__spec_cache_free(spec_cache *c);
 /* The spec of JOB version V, fetched through ST on a miss; NULL with err. */
 const spec_entry *pal__spec_get(spec_cache *c, pal_store *st, const char *job, int v, char *err,
 				size_t errlen);
+
+/* ---- the executor and its calls ---------------------------------------------
+ *
+ * Files: executor.c (the loop, connections, start/stop), claim.c (claims
+ * and starting calls), call.c (requests and transfers), outcome.c (what a
+ * response means for the trigger), results.c (the batched result commits).
+ * Everything here runs on the executor thread except the lease table.
+ */
+
+/* Longest a call waits parked for its host's probe before it is handed
+ * back, and how many calls one host may have parked (the rest of a claim
+ * batch goes back to pending: parked calls count against max_inflight). */
+#define PAL__PARK_MAX_MS 30000
+#define PAL__PARK_PER_HOST 8
+
+/* Phases of a call:
+ *   AHEAD   claimed ahead of its instant: waits (lease held) until it is due
+ *   QUERY   the previous outcome is unknown: GET the status URL with the
+ *           same key first (found -> succeeded; 404 -> CALL; else unknown)
+ *   CALL    the side-effect request with token and key
+ *   WAIT    has_more: checkpoint stored, next chunk after next_delay_s
+ *   PARKED  claimed while its host's breaker was half-open with the probe
+ *           in flight; waits (lease held) for the probe's verdict */
+typedef enum { PHASE_AHEAD, PHASE_QUERY, PHASE_CALL, PHASE_WAIT, PHASE_PARKED } pal__phase;
+
+typedef struct pal__call {
+	struct pal_executor *ex;
+	pal_claimed c;
+	const struct spec_entry *spec;
+	pal__phase ph;
+	CURL *easy;
+	struct curl_slist *hdrs;
+	char *url, *body, *key;
+	char *resp;
+	size_t resp_len;
+	bool resp_truncated, stale_header;
+	int64_t retry_after_ms;
+	int64_t started_ms, resume_at_ms;
+	pal__phase parked_ph; /* the phase to start when unparked */
+	int64_t parked_ms;    /* CLOCK_MONOTONIC when parked */
+	char host[256];
+	bool called; /* this claim already sent the side-effect request */
+	char last_class[48];
+	struct pal__call *next;
+} pal__call;
 
 /* ---- the lease table (lease.c), shared by the executor and lease threads --- */
 
@@ -60,6 +108,85 @@ bool pal__leases_gate_open(pal_leases *l);
 int pal__leases_count(pal_leases *l);
 /* Safety margin subtracted from the lease for the monotonic self-stop. */
 int64_t pal__lease_margin(const pal_executor_config *cfg);
+
+/* ---- the executor ------------------------------------------------------------ */
+
+struct pal_executor {
+	pal_executor_config cfg;
+	pal_metrics *m;
+	pthread_t thread;
+	atomic_bool stop, draining;
+	int64_t drain_deadline_ms;
+
+	pal_store *st;  /* specs, checkpoints, LISTEN, the clock (blocking) */
+	pal_store *cst; /* claims (asynchronous) */
+	pal_store *rst; /* result commits (asynchronous) */
+	CURLM *multi;
+	pal__call *calls; /* in flight or waiting */
+	int inflight;
+	pal_breakers *breakers;
+	spec_cache specs;
+	uint64_t rng;
+	int64_t next_claim_ms, db_backoff_ms, next_db_ms;
+	int64_t claim_sent_ms; /* CLOCK_MONOTONIC when the claim in flight was sent */
+
+	/* results waiting for the next commit, and the batch being committed */
+	pal_result *results;
+	pal__call **result_calls;
+	int n_results, cap_results;
+	pal_result *batch;
+	pal__call **batch_calls;
+	int n_batch, cap_batch;
+
+	pal_leases leases; /* shared with the lease thread */
+	struct pal_lease_thread *lt;
+
+	/* a pending limits change (reload), under mu */
+	bool limits_changed;
+	bool ignore_lease_loss; /* drill only: PALISADE_FAULT_IGNORE_LEASE_LOSS=1 */
+	int64_t db_offset_ms;    /* database clock - CLOCK_REALTIME */
+	int64_t db_offset_at_ms; /* CLOCK_MONOTONIC of that measurement, 0 = never */
+	int new_batch, new_max_inflight, new_renew_failures;
+	pal_group_conf *new_groups;
+	size_t new_n_groups;
+	pal_tenant_conf *new_tenants;
+	size_t new_n_tenants;
+
+	/* counters for status */
+	atomic_llong claimed, succeeded, failed, stale_db, stale_sink, lost, self_stops;
+	pthread_mutex_t mu;
+	json_t *status;
+};
+
+/* executor.c */
+int64_t pal__db_ms(const pal_executor *ex); /* now by the database's clock */
+void pal__minc(pal_executor *ex, const char *name, const char *labels, double v);
+/* Drop a connection after an error (logged by the caller). */
+void pal__drop_conn(pal_executor *ex, pal_store **which);
+
+/* claim.c */
+void pal__claim_send(pal_executor *ex);
+void pal__claim_recv(pal_executor *ex);
+void pal__call_due(pal_executor *ex, pal__call *k); /* an AHEAD call's instant came */
+void pal__unpark(pal_executor *ex, pal__call *k, int64_t now, bool draining);
+void pal__leave_park(pal_executor *ex, pal__call *k, pal__phase ph);
+
+/* call.c */
+int pal__call_start(pal_executor *ex, pal__call *k); /* render and add the transfer */
+void pal__call_reset_transfer(pal__call *k);
+void pal__call_free(pal__call *k);
+
+/* outcome.c */
+void pal__call_finished(pal_executor *ex, pal__call *k, CURLcode code);
+void pal__abandon(pal_executor *ex, pal__call *k, const char *why);
+
+/* results.c: queue K's result (K moves to the results queue) */
+void pal__queue_result(pal_executor *ex, pal__call *k, const char *state, const char *error_class,
+		       int http, int64_t next_attempt_ms, const char *ticket_reason);
+void pal__unlink_call(pal_executor *ex, pal__call *k);
+void pal__commit_send(pal_executor *ex);
+void pal__commit_recv(pal_executor *ex);
+void pal__results_free(pal_executor *ex);
 
 int pal__lease_thread_start(pal_leases *l, const pal_executor_config *cfg, pal_lease_thread **out,
 			    char *err, size_t errlen);

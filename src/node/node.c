@@ -229,7 +229,7 @@ static void reload(node *n, const pal_node_opts *o)
 			if (n->exe)
 				pal_executor_set_limits(n->exe, fresh.batch, fresh.max_inflight,
 							fresh.renew_failures_to_close_gate, fresh.groups,
-							fresh.n_groups);
+							fresh.n_groups, fresh.tenants, fresh.n_tenants);
 			pal_log(PAL_LOG_INFO, "node.config_reloaded", "{s:i}", "restart_only_changes", k);
 			pal_nodeconf_free(&fresh);
 		}
@@ -346,6 +346,9 @@ int pal_node_run(const pal_node_opts *o)
 			.renew_failures = n.conf.renew_failures_to_close_gate,
 			.groups = n.conf.groups,
 			.n_groups = n.conf.n_groups,
+			.tenants = n.conf.tenants,
+			.n_tenants = n.conf.n_tenants,
+			.claim_ahead_ms = n.conf.claim_ahead_ms,
 			.proxy = n.conf.proxy,
 		};
 		if (pal_executor_start(&ecfg, n.m, &n.exe, err, sizeof err)) {

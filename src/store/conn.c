@@ -71,6 +71,94 @@ void pal_store_close(pal_store *st)
 	free(st);
 }
 
+int pal_store_socket(pal_store *st)
+{
+	return PQsocket(st->conn);
+}
+
+bool pal_store_busy(const pal_store *st)
+{
+	return st->busy;
+}
+
+int pal_store_consume(pal_store *st, bool *done, char *err, size_t errlen)
+{
+	*done = false;
+	if (!PQconsumeInput(st->conn)) {
+		pal__store_errmsg(st, NULL, "connection lost", err, errlen);
+		return PAL_EDB;
+	}
+	*done = !st->busy || !PQisBusy(st->conn);
+	return PAL_OK;
+}
+
+int pal__store_prepare(pal_store *st, unsigned bit, const char *name, const char *sql, int nparams,
+		       char *err, size_t errlen)
+{
+	if (st->prepared & bit)
+		return PAL_OK;
+	PGresult *r = PQprepare(st->conn, name, sql, nparams, NULL);
+	if (!r || PQresultStatus(r) != PGRES_COMMAND_OK) {
+		pal__store_errmsg(st, r, "prepare failed", err, errlen);
+		PQclear(r);
+		return PAL_EDB;
+	}
+	PQclear(r);
+	st->prepared |= bit;
+	return PAL_OK;
+}
+
+int pal__store_send_prepared(pal_store *st, const char *name, int nparams,
+			     const char *const *params, char *err, size_t errlen)
+{
+	if (st->busy) {
+		snprintf(err, errlen, "internal error: a statement is already in flight");
+		return PAL_EINVAL;
+	}
+	if (!PQsendQueryPrepared(st->conn, name, nparams, params, NULL, NULL, 0)) {
+		pal__store_errmsg(st, NULL, "send failed", err, errlen);
+		return PAL_EDB;
+	}
+	st->busy = true;
+	return PAL_OK;
+}
+
+PGresult *pal__store_result(pal_store *st, char *err, size_t errlen)
+{
+	PGresult *res = NULL, *r;
+	/* Read to the end (NULL) so the connection is ready for the next one;
+	 * keep the first result, or the first error. */
+	while ((r = PQgetResult(st->conn))) {
+		if (!res)
+			res = r;
+		else if (PQresultStatus(r) == PGRES_FATAL_ERROR &&
+			 PQresultStatus(res) != PGRES_FATAL_ERROR) {
+			PQclear(res);
+			res = r;
+		} else
+			PQclear(r);
+	}
+	st->busy = false;
+	ExecStatusType s = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+	if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) {
+		st->sqlstate[0] = '\0';
+		return res;
+	}
+	const char *code = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	snprintf(st->sqlstate, sizeof st->sqlstate, "%s", code ? code : "");
+	pal__store_errmsg(st, res, "query failed", err, errlen);
+	PQclear(res);
+	return NULL;
+}
+
+PGresult *pal__store_query_prepared(pal_store *st, const char *name, int nparams,
+				    const char *const *params, char *err, size_t errlen)
+{
+	if (pal__store_send_prepared(st, name, nparams, params, err, errlen))
+		return NULL;
+	return pal__store_result(st, err, errlen);
+}
+
 bool pal_store_lock_timeout(const pal_store *st)
 {
 	return !strcmp(st->sqlstate, "55P03");

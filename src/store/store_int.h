@@ -9,7 +9,24 @@
 struct pal_store {
 	PGconn *conn;
 	char sqlstate[6]; /* of the last failed query, "" when none */
+	bool busy;         /* an asynchronous statement is in flight */
+	unsigned prepared; /* PAL__PREP_* bits: statements prepared on this connection */
 };
+
+/* Statements prepared once per connection (names "pal_claim", ...). */
+enum { PAL__PREP_CLAIM = 1u << 0, PAL__PREP_COMMIT = 1u << 1, PAL__PREP_RENEW = 1u << 2 };
+/* Prepare SQL as NAME on ST unless BIT is already set. */
+int pal__store_prepare(pal_store *st, unsigned bit, const char *name, const char *sql, int nparams,
+		       char *err, size_t errlen);
+/* Send the prepared NAME without waiting (st->busy until the result is read). */
+int pal__store_send_prepared(pal_store *st, const char *name, int nparams,
+			     const char *const *params, char *err, size_t errlen);
+/* The result of the statement in flight (blocks if it is not complete);
+ * NULL with err on failure.  Clears st->busy. */
+PGresult *pal__store_result(pal_store *st, char *err, size_t errlen);
+/* Run the prepared NAME and wait for its result. */
+PGresult *pal__store_query_prepared(pal_store *st, const char *name, int nparams,
+				    const char *const *params, char *err, size_t errlen);
 
 /* Execute SQL returning no rows; PAL_EDB with err filled on failure. */
 int pal__store_exec(pal_store *st, const char *sql, char *err, size_t errlen);

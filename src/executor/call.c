@@ -1,0 +1,215 @@
+/*
+ * call.c - one side-effect call on the wire: the request rendered from the
+ * job version (idempotency key, URL, body, headers with the fencing token),
+ * the libcurl easy handle added to the executor's multi handle, and the
+ * callbacks that keep a bounded copy of the response.  What the response
+ * means is outcome.c's business.
+ */
+#include <curl/curl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include "palisade/log.h"
+#include "palisade/template.h"
+#include "palisade/timefmt.h"
+#include "palisade/tz.h"
+#include "executor_int.h"
+
+/* ---- response buffers ---------------------------------------------------------- */
+
+static size_t on_body(char *p, size_t size, size_t n, void *ud)
+{
+	pal__call *k = ud;
+	size_t len = size * n, cap = (size_t)k->ex->cfg.body_cap;
+	if (k->resp_len + len > cap) {
+		k->resp_truncated = true;
+		return 0; /* abort the transfer: bounded memory */
+	}
+	char *nb = realloc(k->resp, k->resp_len + len + 1);
+	if (!nb)
+		return 0;
+	memcpy(nb + k->resp_len, p, len);
+	k->resp = nb;
+	k->resp_len += len;
+	k->resp[k->resp_len] = '\0';
+	return len;
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *ud)
+{
+	pal__call *k = ud;
+	size_t len = size * n;
+	if (len > 22 && !strncasecmp(p, "Palisade-Stale-Token:", 21))
+		k->stale_header = true;
+	if (len > 12 && !strncasecmp(p, "Retry-After:", 12)) {
+		long s = strtol(p + 12, NULL, 10);
+		if (s > 0 && s < 86400)
+			k->retry_after_ms = s * 1000;
+	}
+	return len;
+}
+
+void pal__call_reset_transfer(pal__call *k)
+{
+	if (k->easy) {
+		curl_easy_cleanup(k->easy);
+		k->easy = NULL;
+	}
+	curl_slist_free_all(k->hdrs);
+	k->hdrs = NULL;
+	free(k->resp);
+	k->resp = NULL;
+	k->resp_len = 0;
+	k->resp_truncated = k->stale_header = false;
+	k->retry_after_ms = -1;
+}
+
+void pal__call_free(pal__call *k)
+{
+	pal__call_reset_transfer(k);
+	free(k->url);
+	free(k->body);
+	free(k->key);
+	free(k->c.checkpoint);
+	free(k);
+}
+
+/* ---- building requests --------------------------------------------------------- */
+
+/* Append header line H (g_free'd here) to LIST. */
+static struct curl_slist *append_hdr(struct curl_slist *list, char *h)
+{
+	struct curl_slist *l = h ? curl_slist_append(list, h) : NULL;
+	g_free(h);
+	return l ? l : list;
+}
+
+static int render_all(pal_executor *ex, pal__call *k, char *err, size_t errlen)
+{
+	const pal_job_spec *s = &k->spec->spec;
+	char date[16] = "";
+	int64_t local = k->spec->tz ? pal_tz_to_local(k->spec->tz, k->c.scheduled_at)
+				    : k->c.scheduled_at;
+	int64_t y;
+	unsigned mo, d;
+	int64_t days = local / 86400 - (local % 86400 < 0);
+	pal_civil_from_days(days, &y, &mo, &d);
+	snprintf(date, sizeof date, "%04lld-%02u-%02u", (long long)y, mo, d);
+	pal_tpl_vars v = { .job = k->c.job_id,
+			   .scheduled_at = k->c.scheduled_at,
+			   .scheduled_date = date,
+			   .partition = k->c.partition,
+			   .trigger = k->c.id,
+			   .request_id = k->c.request_id,
+			   .idempotency_key = NULL };
+	(void)ex;
+	int rc = pal_tpl_render(s->idempotency_key, &v, 0, &k->key, err, errlen);
+	if (rc)
+		return rc;
+	v.idempotency_key = k->key;
+	const char *url_tpl = k->ph == PHASE_QUERY ? s->status_url : s->url;
+	free(k->url);
+	k->url = NULL;
+	rc = pal_tpl_render(url_tpl, &v, PAL_TPL_URL | PAL_TPL_SECRETS, &k->url, err, errlen);
+	if (rc)
+		return rc;
+	free(k->body);
+	k->body = NULL;
+	if (k->ph == PHASE_CALL && s->body)
+		rc = pal_tpl_render(s->body, &v, PAL_TPL_SECRETS, &k->body, err, errlen);
+	if (rc)
+		return rc;
+	k->hdrs = NULL;
+	/* Header lines are built to size: a key (up to 1000 bytes) or a
+	 * checkpoint is never cut short. */
+	char *h;
+	h = g_strdup_printf("Idempotency-Key: %s", k->key);
+	k->hdrs = append_hdr(k->hdrs, h);
+	h = g_strdup_printf("Palisade-Fencing-Token: %" PRId64, k->c.fence);
+	k->hdrs = append_hdr(k->hdrs, h);
+	h = g_strdup_printf("Palisade-Trigger: %" PRId64, k->c.id);
+	k->hdrs = append_hdr(k->hdrs, h);
+	h = g_strdup_printf("Palisade-Attempt: %d", k->c.attempt);
+	k->hdrs = append_hdr(k->hdrs, h);
+	char at[32];
+	pal_fmt_rfc3339(k->c.scheduled_at, at, sizeof at);
+	h = g_strdup_printf("Palisade-Scheduled-At: %s", at);
+	k->hdrs = append_hdr(k->hdrs, h);
+	if (k->c.checkpoint && k->ph == PHASE_CALL) {
+		h = g_strdup_printf("Palisade-Checkpoint: %s", k->c.checkpoint);
+		k->hdrs = append_hdr(k->hdrs, h);
+	}
+	bool has_ct = false;
+	if (k->ph == PHASE_CALL) {
+		for (size_t i = 0; i < s->n_headers; i++) {
+			char *val = NULL;
+			rc = pal_tpl_render(s->headers[i].value, &v, PAL_TPL_SECRETS, &val, err, errlen);
+			if (rc)
+				return rc;
+			h = g_strdup_printf("%s: %s", s->headers[i].name, val);
+			free(val);
+			if (!strcasecmp(s->headers[i].name, "Content-Type"))
+				has_ct = true;
+			k->hdrs = append_hdr(k->hdrs, h);
+		}
+		if (k->body && !has_ct)
+			k->hdrs = curl_slist_append(k->hdrs, "Content-Type: application/json");
+	}
+	k->hdrs = curl_slist_append(k->hdrs, "Expect:");
+	return PAL_OK;
+}
+
+int pal__call_start(pal_executor *ex, pal__call *k)
+{
+	char err[512];
+	pal__call_reset_transfer(k);
+	int rc = render_all(ex, k, err, sizeof err);
+	if (rc) {
+		pal_log(PAL_LOG_ERROR, "executor.render_failed", "{s:I, s:s, s:s}", "trigger",
+			(json_int_t)k->c.id, "job", k->c.job_id, "error", err);
+		return rc;
+	}
+	const pal_job_spec *s = &k->spec->spec;
+	CURL *e = curl_easy_init();
+	if (!e)
+		return PAL_ENOMEM;
+	k->easy = e;
+	curl_easy_setopt(e, CURLOPT_URL, k->url);
+	curl_easy_setopt(e, CURLOPT_PRIVATE, k);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, k->hdrs);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, k);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, k);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+	/* A side effect goes where the job says, not wherever a proxy variable
+	 * inherited from the environment would send it: "" (the default) sets
+	 * an empty proxy, which makes libcurl ignore http_proxy and friends. */
+	if (strcmp(ex->cfg.proxy, "env") != 0)
+		curl_easy_setopt(e, CURLOPT_PROXY, ex->cfg.proxy);
+	long timeout = s->timeout_ms > 0 ? (long)s->timeout_ms : 30000;
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, timeout < 5000 ? timeout : 5000L);
+	if (k->ph == PHASE_QUERY) {
+		curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+	} else {
+		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, s->method ? s->method : "POST");
+		if (k->body) {
+			curl_easy_setopt(e, CURLOPT_POSTFIELDS, k->body);
+			curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(k->body));
+		} else if (s->method && strcmp(s->method, "GET") && strcmp(s->method, "DELETE")) {
+			curl_easy_setopt(e, CURLOPT_POSTFIELDS, "");
+		}
+	}
+	k->started_ms = pal__mono_ms();
+	if (curl_multi_add_handle(ex->multi, e) != CURLM_OK)
+		return PAL_EIO;
+	return PAL_OK;
+}
+

@@ -1,0 +1,221 @@
+/*
+ * claim.c - claiming triggers and starting their calls.
+ *
+ * A claim is one call of palisade_claim() on the executor's claim
+ * connection, sent without blocking (pal__claim_send) and read when its
+ * answer is complete (pal__claim_recv); the loop keeps driving HTTP
+ * meanwhile.  It asks for up to min(batch, room) triggers ready within
+ * executor.claim_ahead, within this node's group limits; the database
+ * applies the cluster-wide ones.  A trigger claimed ahead of its instant
+ * waits in PHASE_AHEAD (lease held) and is called at the instant, so that
+ * the claim's own latency does not make the effect late.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "palisade/log.h"
+#include "executor_int.h"
+
+static int group_inflight(pal_executor *ex, const char *group)
+{
+	int n = 0;
+	for (pal__call *k = ex->calls; k; k = k->next)
+		n += !strcmp(k->c.group, group);
+	return n;
+}
+
+void pal__claim_send(pal_executor *ex)
+{
+	int room = ex->cfg.max_inflight - ex->inflight;
+	if (room <= 0 || !ex->cst || pal_store_busy(ex->cst))
+		return;
+	int limit = room < ex->cfg.batch ? room : ex->cfg.batch;
+	pal_claim_group *g = calloc(ex->cfg.n_groups ? ex->cfg.n_groups : 1, sizeof *g);
+	pal_claim_tenant *t = calloc(ex->cfg.n_tenants ? ex->cfg.n_tenants : 1, sizeof *t);
+	if (!g || !t) {
+		free(g);
+		free(t);
+		return;
+	}
+	int ng = 0;
+	for (size_t i = 0; i < ex->cfg.n_groups; i++) {
+		const pal_group_conf *gc = &ex->cfg.groups[i];
+		int nr = gc->concurrency > 0 ? gc->concurrency - group_inflight(ex, gc->name) : limit;
+		g[ng++] = (pal_claim_group){ .group = gc->name,
+					     .node_remaining = nr < 0 ? 0 : nr,
+					     .cluster_limit = gc->cluster_concurrency };
+	}
+	for (size_t i = 0; i < ex->cfg.n_tenants; i++)
+		t[i] = (pal_claim_tenant){ .tenant = ex->cfg.tenants[i].name,
+					   .cap = ex->cfg.tenants[i].cap,
+					   .weight = ex->cfg.tenants[i].weight };
+	char **open = pal_breakers_open_hosts(ex->breakers, pal__mono_ms());
+	pal_claim_req q = { .node = ex->cfg.node_id,
+			    .lease_ms = ex->cfg.lease_ms,
+			    .limit = limit,
+			    .ahead_ms = ex->cfg.claim_ahead_ms,
+			    .open_hosts = (const char *const *)open,
+			    .groups = g,
+			    .n_groups = ng,
+			    .tenants = t,
+			    .n_tenants = (int)ex->cfg.n_tenants };
+	char err[1024];
+	ex->claim_sent_ms = pal__mono_ms();
+	int rc = pal_store_claim_send(ex->cst, &q, err, sizeof err);
+	g_strfreev(open);
+	free(g);
+	free(t);
+	if (rc) {
+		pal_log(PAL_LOG_ERROR, "executor.claim_failed", "{s:s}", "error", err);
+		pal__drop_conn(ex, &ex->cst);
+	}
+}
+
+void pal__leave_park(pal_executor *ex, pal__call *k, pal__phase ph)
+{
+	if (k->ph != PHASE_PARKED)
+		return;
+	pal_breaker_parked(ex->breakers, k->host, -1);
+	k->ph = ph;
+}
+
+/* K's instant has come (or it was due when claimed): judge the deadline,
+ * the breaker, then start the query or the call. */
+void pal__call_due(pal_executor *ex, pal__call *k)
+{
+	const pal_job_spec *s = &k->spec->spec;
+	int64_t age = pal__db_ms(ex) - k->c.scheduled_at * 1000;
+	if (s->deadline_ms > 0 && age > s->deadline_ms) {
+		pal__queue_result(ex, k, "failed", "deadline", 0, 0, NULL);
+		return;
+	}
+	bool unknown_before = !strcmp(k->c.prev_state, "unknown") ||
+			      !strcmp(k->c.prev_state, "running") ||
+			      !strncmp(k->c.prev_error, "timeout_after", 13) ||
+			      !strcmp(k->c.prev_error, "reset_after_send");
+	k->ph = unknown_before && s->status_url ? PHASE_QUERY : PHASE_CALL;
+	int64_t now = pal__mono_ms();
+	if (!pal_breaker_allow(ex->breakers, k->host, now)) {
+		if (pal_breaker_state_of(ex->breakers, k->host, now) == PAL_BREAKER_HALF_OPEN &&
+		    pal_breaker_parked_count(ex->breakers, k->host) < PAL__PARK_PER_HOST) {
+			/* The probe is in flight: wait for its verdict here rather
+			 * than hand the trigger back and claim it again.  While
+			 * calls are parked, claims leave the host alone. */
+			k->parked_ph = k->ph;
+			k->ph = PHASE_PARKED;
+			k->parked_ms = now;
+			k->resume_at_ms = now + 100;
+			pal_breaker_parked(ex->breakers, k->host, +1);
+			return;
+		}
+		/* Back to pending without spending an attempt: the call never
+		 * started (the commit gives the attempt back). */
+		pal__queue_result(ex, k, "pending", "breaker_open", 0, pal__db_ms(ex) + 1000, NULL);
+		return;
+	}
+	if (pal__call_start(ex, k))
+		pal__queue_result(ex, k, "failed", "render", 0, 0, NULL);
+}
+
+static void begin_call(pal_executor *ex, pal_claimed *c, int64_t sent)
+{
+	pal__call *k = calloc(1, sizeof *k);
+	if (!k)
+		return; /* the lease expires; another claim takes it */
+	k->ex = ex;
+	k->c = *c;
+	c->checkpoint = NULL; /* moved */
+	k->retry_after_ms = -1;
+	char err[512] = "";
+	k->spec = ex->st ? pal__spec_get(&ex->specs, ex->st, k->c.job_id, k->c.version, err,
+					 sizeof err)
+			 : NULL;
+	if (!ex->st)
+		snprintf(err, sizeof err, "no database connection to read the job version");
+	k->next = ex->calls;
+	ex->calls = k;
+	ex->inflight++;
+	pal__leases_add(&ex->leases, k->c.id, k->c.fence, sent);
+	atomic_fetch_add(&ex->claimed, 1);
+	if (!k->spec) {
+		pal_log(PAL_LOG_ERROR, "executor.spec_missing", "{s:s, s:i, s:s}", "job", k->c.job_id,
+			"version", k->c.version, "error", err);
+		pal__queue_result(ex, k, "failed", "bad_spec", 0, 0, NULL);
+		return;
+	}
+	pal_url_host(k->spec->spec.url, k->host, sizeof k->host);
+	int64_t wait = k->c.ready_ms - pal__db_ms(ex);
+	if (wait > 0) {
+		k->ph = PHASE_AHEAD;
+		k->resume_at_ms = pal__mono_ms() + wait;
+		return;
+	}
+	pal__call_due(ex, k);
+}
+
+void pal__claim_recv(pal_executor *ex)
+{
+	if (!ex->cst || !pal_store_busy(ex->cst))
+		return;
+	char err[1024];
+	bool done;
+	if (pal_store_consume(ex->cst, &done, err, sizeof err)) {
+		pal_log(PAL_LOG_ERROR, "executor.claim_failed", "{s:s}", "error", err);
+		pal__drop_conn(ex, &ex->cst);
+		return;
+	}
+	if (!done)
+		return;
+	pal_claim_out o;
+	if (pal_store_claim_recv(ex->cst, &o, err, sizeof err)) {
+		pal_log(PAL_LOG_ERROR, "executor.claim_failed", "{s:s}", "error", err);
+		pal__drop_conn(ex, &ex->cst);
+		return;
+	}
+	if (o.skipped)
+		pal__minc(ex, "palisade_executor_skipped_total", NULL, o.skipped);
+	if (o.n)
+		pal__minc(ex, "palisade_executor_claimed_total", NULL, o.n);
+	for (int i = 0; i < o.n; i++)
+		begin_call(ex, &o.c[i], ex->claim_sent_ms);
+	pal_claimed_free(o.c, o.n);
+	/* A full batch means more is waiting: claim again at once.  Otherwise
+	 * sleep until the next trigger becomes ready (less the claim-ahead
+	 * window), at most the poll interval; NOTIFY wakes the loop earlier. */
+	int64_t now = pal__mono_ms();
+	int room = ex->cfg.max_inflight - ex->inflight;
+	int64_t next = now + ex->cfg.poll_ms;
+	if (o.n > 0 && room > 0 && o.n >= (room < ex->cfg.batch ? room : ex->cfg.batch) / 2)
+		next = now;
+	else if (o.next_ready_ms > 0) {
+		int64_t at = now + (o.next_ready_ms - ex->cfg.claim_ahead_ms - pal__db_ms(ex));
+		if (at < next)
+			next = at > now ? at : now;
+	}
+	ex->next_claim_ms = next;
+}
+
+/* A parked call after the probe: start it if the breaker lets it (closed,
+ * or it is the next probe), keep waiting while a probe is in flight, hand
+ * it back (pending, attempt not spent) when the breaker opened again, the
+ * node drains, or it waited PAL__PARK_MAX_MS. */
+void pal__unpark(pal_executor *ex, pal__call *k, int64_t now, bool draining)
+{
+	if (!draining && now - k->parked_ms < PAL__PARK_MAX_MS) {
+		if (!pal__leases_gate_open(&ex->leases)) {
+			k->resume_at_ms = now + 100; /* no new side effects while closed */
+			return;
+		}
+		if (pal_breaker_allow(ex->breakers, k->host, now)) {
+			pal__leave_park(ex, k, k->parked_ph);
+			if (pal__call_start(ex, k))
+				pal__queue_result(ex, k, "failed", "render", 0, 0, NULL);
+			return;
+		}
+		if (pal_breaker_state_of(ex->breakers, k->host, now) == PAL_BREAKER_HALF_OPEN) {
+			k->resume_at_ms = now + 100;
+			return;
+		}
+	}
+	pal__queue_result(ex, k, "pending", "breaker_open", 0, pal__db_ms(ex) + 1000, NULL);
+}

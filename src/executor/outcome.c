@@ -1,0 +1,177 @@
+/*
+ * outcome.c - what a finished transfer means for its trigger.
+ *
+ * The response is classified (pal_classify) and the action chosen by the
+ * pure pal_outcome_decide() (both in classify.c, unit-tested); this file
+ * carries the action out: queue a result for the next batched commit,
+ * store a chunk's checkpoint (a safe point), start the status query or the
+ * request, or abandon the call without writing anything (a newer token
+ * exists, the lease is lost).
+ */
+#include <curl/curl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "palisade/log.h"
+#include "executor_int.h"
+
+/* Drop K without writing anything (lease lost, fenced by the sink, self-stop). */
+void pal__abandon(pal_executor *ex, pal__call *k, const char *why)
+{
+	if (k->easy)
+		curl_multi_remove_handle(ex->multi, k->easy);
+	pal_log(PAL_LOG_WARN, "executor.call_abandoned", "{s:I, s:I, s:s, s:s}", "trigger",
+		(json_int_t)k->c.id, "fence", (json_int_t)k->c.fence, "job", k->c.job_id, "reason",
+		why);
+	pal__unlink_call(ex, k);
+	pal__call_free(k);
+}
+
+static void retry_or_fail(pal_executor *ex, pal__call *k, const char *cls, int http,
+			  int64_t retry_after)
+{
+	pal_retry_decision d = pal_retry_decide(&k->spec->spec, k->c.attempt, pal__db_ms(ex),
+						k->c.scheduled_at * 1000, retry_after, &ex->rng);
+	if (d.retry)
+		pal__queue_result(ex, k, "retry_wait", cls, http, d.at_ms, NULL);
+	else
+		pal__queue_result(ex, k, "failed", cls, http, 0, NULL);
+}
+
+static void on_chunk(pal_executor *ex, pal__call *k, pal_class *cl)
+{
+	char err[512], state[16];
+	if (!ex->st) {
+		/* The connection was dropped earlier in this pass: the lease
+		 * expires and the next claim resumes from the stored checkpoint
+		 * (the service replays the chunk it already applied). */
+		pal__abandon(ex, k, "no database connection at checkpoint");
+		return;
+	}
+	int rc = pal_store_checkpoint(ex->st, k->c.id, k->c.fence, cl->checkpoint, state, err,
+				      sizeof err);
+	if (rc == PAL_ESTALE) {
+		atomic_fetch_add(&ex->stale_db, 1);
+		pal__minc(ex, "palisade_executor_stale_rejections_total", "at=\"db\"", 1);
+		pal__abandon(ex, k, "checkpoint fenced");
+		return;
+	}
+	if (rc) {
+		pal_log(PAL_LOG_ERROR, "executor.checkpoint_failed", "{s:I, s:s}", "trigger",
+			(json_int_t)k->c.id, "error", err);
+		pal__drop_conn(ex, &ex->st);
+		pal__abandon(ex, k, "database error at checkpoint");
+		return;
+	}
+	if (strcmp(state, "running")) {
+		/* A safe point: paused (resume continues from the checkpoint with
+		 * a new token) or cancelled. */
+		pal_log(PAL_LOG_INFO, "executor.safe_point", "{s:I, s:s}", "trigger",
+			(json_int_t)k->c.id, "state", state);
+		pal__unlink_call(ex, k);
+		pal__call_free(k);
+		return;
+	}
+	free(k->c.checkpoint);
+	k->c.checkpoint = cl->checkpoint;
+	cl->checkpoint = NULL;
+	k->ph = PHASE_WAIT;
+	k->resume_at_ms = pal__mono_ms() + cl->next_delay_ms;
+	pal__call_reset_transfer(k);
+}
+
+void pal__call_finished(pal_executor *ex, pal__call *k, CURLcode code)
+{
+	long status = 0;
+	curl_easy_getinfo(k->easy, CURLINFO_RESPONSE_CODE, &status);
+	long req_size = 0;
+	curl_easy_getinfo(k->easy, CURLINFO_REQUEST_SIZE, &req_size);
+	curl_multi_remove_handle(ex->multi, k->easy);
+	pal_http_result r = { .curl_code = code,
+			      .status = status,
+			      .request_sent = req_size > 0,
+			      .stale_header = k->stale_header,
+			      .retry_after_ms = k->retry_after_ms,
+			      .body = k->resp,
+			      .body_len = k->resp_len,
+			      .body_truncated = k->resp_truncated };
+	pal_class cl;
+	pal_classify(&r, &cl);
+	bool failed_for_breaker = cl.outcome == PAL_OUT_RETRYABLE || cl.outcome == PAL_OUT_UNKNOWN;
+	pal_breaker_record(ex->breakers, k->host, failed_for_breaker, pal__mono_ms());
+
+	bool query = k->ph == PHASE_QUERY;
+	pal_action act = pal_outcome_decide(query, &cl, status, k->called,
+					    k->spec->spec.status_url != NULL);
+	char lab[64];
+	if (query) {
+		const char *answer = act == PAL_ACT_SUCCEED		       ? "found"
+				     : act == PAL_ACT_SEND || act == PAL_ACT_RETRY ? "not_found"
+										   : "unknown";
+		snprintf(lab, sizeof lab, "answer=\"%s\"", answer);
+		pal__minc(ex, "palisade_executor_status_queries_total", lab, 1);
+	} else {
+		k->called = true;
+		snprintf(k->last_class, sizeof k->last_class, "%s", cl.error_class);
+		static const char *const names[] = { "success",	  "more",      "stale",
+						     "permanent", "retryable", "unknown" };
+		snprintf(lab, sizeof lab, "outcome=\"%s\"", names[cl.outcome]);
+		pal__minc(ex, "palisade_executor_calls_total", lab, 1);
+	}
+	switch (act) {
+	case PAL_ACT_SUCCEED:
+		pal__queue_result(ex, k, "succeeded", query ? "resolved_by_query" : "", (int)status,
+				  0, NULL);
+		break;
+	case PAL_ACT_CHECKPOINT:
+		on_chunk(ex, k, &cl);
+		break;
+	case PAL_ACT_STALE:
+		atomic_fetch_add(&ex->stale_sink, 1);
+		pal__minc(ex, "palisade_executor_stale_rejections_total", "at=\"sink\"", 1);
+		pal__abandon(ex, k, "the service holds a newer token");
+		break;
+	case PAL_ACT_FAIL:
+		pal__queue_result(ex, k, "failed", cl.error_class, (int)status, 0, NULL);
+		break;
+	case PAL_ACT_TICKET:
+		pal__queue_result(ex, k, "manual", cl.error_class, (int)status, 0,
+				  "the service has this idempotency key with a different payload (422)");
+		break;
+	case PAL_ACT_RETRY:
+		if (query)
+			retry_or_fail(ex, k, k->last_class, 0, -1);
+		else
+			retry_or_fail(ex, k, cl.error_class, cl.outcome == PAL_OUT_UNKNOWN ? 0 : (int)status,
+				      cl.outcome == PAL_OUT_UNKNOWN ? -1 : k->retry_after_ms);
+		break;
+	case PAL_ACT_SEND:
+		k->ph = PHASE_CALL;
+		if (pal__call_start(ex, k))
+			pal__queue_result(ex, k, "failed", "render", 0, 0, NULL);
+		break;
+	case PAL_ACT_QUERY:
+		pal_log(PAL_LOG_INFO, "executor.outcome_unknown", "{s:I, s:s, s:s}", "trigger",
+			(json_int_t)k->c.id, "class", cl.error_class, "next", "query status URL");
+		k->ph = PHASE_QUERY;
+		if (pal__call_start(ex, k))
+			pal__queue_result(ex, k, "unknown", cl.error_class, 0,
+					  pal__db_ms(ex) + pal_backoff_ms(&k->spec->spec, k->c.attempt),
+					  NULL);
+		break;
+	case PAL_ACT_UNKNOWN: {
+		pal_retry_decision d = pal_retry_decide(&k->spec->spec, k->c.attempt, pal__db_ms(ex),
+							k->c.scheduled_at * 1000, -1, &ex->rng);
+		if (d.retry)
+			pal__queue_result(ex, k, "unknown", "status_query_failed", (int)status, d.at_ms,
+					  NULL);
+		else
+			pal__queue_result(ex, k, "manual", "unknown_outcome", (int)status, 0,
+					  "outcome unknown and the status URL gave no answer within "
+					  "the retry budget");
+		break;
+	}
+	}
+	free(cl.checkpoint);
+}

@@ -1,0 +1,229 @@
+# tests/bench/lib.sh - helpers of `make bench` (tests/bench/run.sh), sourced
+# with the checkout as the working directory after BIN, B_STATE and
+# B_RESULTS are set.  Every process is started here and tracked by PID
+# (B_PIDS); nothing is ever killed by name.
+#
+#   ms                         host clock, epoch milliseconds
+#   sql QUERY                  one statement on $PALISADE_PG, unaligned
+#   new_db NAME                a fresh database bench_NAME (migrated), PALISADE_PG
+#                              pointed at it
+#   record NAME VALUE UNIT TARGET BETTER [NOTE] [K=V...]   one figure (report.py add)
+#   not_run NAME UNIT TARGET BETTER NOTE                   a figure with value null
+#   node_conf FILE CLUSTER ROLES [yaml lines...]            a node configuration
+#   start_node ID CONF         palisade node; NODE_PID/NODE_LOG/NODE_ADMIN[ID]
+#   stop_node ID | kill9_node ID
+#   metric_sum NAME ID...      a sample summed over nodes' /metrics
+#   start_sink ID [args...]    palisade-sink; SINK_ADDR[ID] (host:port)
+#   stop_sink ID
+#   write_jobs_sql N PREFIX IDLE_TPL [BURST_N BURST_TPL]    N jobs written with SQL
+#   wait_planned ID T0_MS SECS every shard led by ID, watermark past T0; prints ms
+#   lateness_stats LABEL T0 T1 lateness of sink effects under /effects/LABEL with
+#                              scheduled instants in [T0, T1): "n p50 p99 max"
+
+export no_proxy=127.0.0.1,localhost NO_PROXY=127.0.0.1,localhost
+B_PIDS=()
+declare -A NODE_PID NODE_LOG NODE_ADMIN SINK_PID SINK_ADDR SINK_ADMIN
+
+ms() { date +%s%3N; }
+sql() { psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -c "$1"; }
+say() { echo "bench: $*" >&2; }
+
+# Seconds left before the run's own deadline (B_DEADLINE, epoch ms).
+left_s() { echo $(((B_DEADLINE - $(ms)) / 1000)); }
+
+new_db() {
+	local name=bench_$1
+	PGOPTIONS="-c client_min_messages=warning" psql "$B_PG_BASE dbname=postgres" -XAtq \
+		-c "DROP DATABASE IF EXISTS $name WITH (FORCE)" -c "CREATE DATABASE $name" >/dev/null
+	export PALISADE_PG="$B_PG_BASE dbname=$name"
+	"$PAL" migrate >/dev/null
+}
+
+record() {
+	python3 tests/bench/report.py add "$B_RESULTS" "$@"
+	local v=$2
+	say "$(printf '%-58s %s %s (target %s)' "$1" "$v" "$3" "$4")"
+}
+not_run() { record "$1" null "$2" "$3" "$4" "$5"; }
+
+# node_conf FILE CLUSTER ROLES [yaml lines...]: ROLES like "controller, executor".
+node_conf() {
+	local f=$1 cluster=$2 roles=$3
+	shift 3
+	{
+		echo "node: {roles: [$roles]}"
+		echo "cluster: {name: $cluster, shards: 16}"
+		echo "zookeeper: {session_timeout: ${B_SESSION}s, root: /bench}"
+		for l in "$@"; do echo "$l"; done
+	} >"$f"
+}
+
+start_node() {
+	local id=$1 conf=$2 port
+	port=$(free_port)
+	NODE_ADMIN[$id]=127.0.0.1:$port
+	NODE_LOG[$id]=$B_STATE/logs/$id.log
+	mkdir -p "$B_STATE/logs"
+	"$PAL" node --config "$conf" --node-id "$id" --admin "127.0.0.1:$port" >>"${NODE_LOG[$id]}" 2>&1 &
+	NODE_PID[$id]=$!
+	B_PIDS+=($!)
+}
+
+# Wait for a node's pid to exit, at most SECS (default 30), then kill -9.
+reap() {
+	local pid=$1 secs=${2:-30} i
+	for i in $(seq 1 $((secs * 10))); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -9 "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+}
+stop_node() {
+	local pid=${NODE_PID[$1]:-}
+	[ -n "$pid" ] || return 0
+	kill -TERM "$pid" 2>/dev/null
+	reap "$pid" 30
+	unset "NODE_PID[$1]"
+}
+kill9_node() {
+	local pid=${NODE_PID[$1]:-}
+	[ -n "$pid" ] || return 0
+	kill -9 "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	unset "NODE_PID[$1]"
+}
+stop_all_nodes() { local id; for id in "${!NODE_PID[@]}"; do stop_node "$id"; done; }
+
+metric_sum() {
+	local name=$1 id s=0 v
+	shift
+	for id in "$@"; do
+		v=$(curl -s --max-time 2 "http://${NODE_ADMIN[$id]}/metrics" |
+			awk -v m="$name" '$1 == m { v = $2 } END { print v + 0 }')
+		s=$((s + ${v%.*}))
+	done
+	echo "$s"
+}
+# Wait until a node serves /healthz (at most SECS).
+node_up() {
+	local id=$1 secs=${2:-20} i
+	for i in $(seq 1 $((secs * 10))); do
+		curl -sf --max-time 1 "http://${NODE_ADMIN[$id]}/healthz" >/dev/null 2>&1 && return 0
+		kill -0 "${NODE_PID[$id]:-0}" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+# start_sink ID [--port P] [sink args...]
+start_sink() {
+	local id=$1 port admin try
+	shift
+	port=$(free_port)
+	if [ "${1:-}" = --port ]; then port=$2; shift 2; fi
+	for try in 1 2 3; do
+		admin=$(free_port)
+		SINK_ADDR[$id]=127.0.0.1:$port
+		SINK_ADMIN[$id]=127.0.0.1:$admin
+		mkdir -p "$B_STATE/logs"
+		"$BIN/palisade-sink" --listen "${SINK_ADDR[$id]}" --admin "${SINK_ADMIN[$id]}" "$@" \
+			>>"$B_STATE/logs/sink-$id.log" 2>&1 &
+		SINK_PID[$id]=$!
+		B_PIDS+=($!)
+		for _ in $(seq 1 100); do
+			curl -sf --max-time 1 "http://${SINK_ADMIN[$id]}/healthz" >/dev/null 2>&1 && return 0
+			kill -0 "${SINK_PID[$id]}" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -0 "${SINK_PID[$id]}" 2>/dev/null && return 0
+		wait "${SINK_PID[$id]}" 2>/dev/null
+		port=$(free_port)
+	done
+	say "sink $id did not start: $(tail -3 "$B_STATE/logs/sink-$id.log")"
+	return 1
+}
+stop_sink() {
+	local pid=${SINK_PID[$1]:-}
+	[ -n "$pid" ] || return 0
+	kill -TERM "$pid" 2>/dev/null
+	reap "$pid" 15
+	unset "SINK_PID[$1]"
+}
+
+# write_jobs_sql N PREFIX TPL [BURST_N BURST_TPL]: jobs PREFIX.job-1..N written
+# straight into jobs/job_versions as copies of the applied template job TPL
+# (its canonical spec with the id substituted; shard = FNV-1a 64 of the id
+# mod 16, as pal_job_shard computes it) and an idle cron: once a year, about
+# six months ahead, at a minute, hour and day spread over the jobs, in six
+# time zones.  The first BURST_N copy BURST_TPL as it is (its cron too).  Much faster than `palisade apply` today; the apply rate is
+# measured on its own.  The templates are deleted afterwards.
+write_jobs_sql() {
+	local n=$1 prefix=$2 tpl=$3 bn=${4:-0} btpl=${5:-}
+	python3 - "$n" "$prefix" "$bn" >"$B_STATE/ids.csv" <<'PY'
+import sys
+n, prefix, bn = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+w = sys.stdout.write
+for i in range(1, n + 1):
+    jid = "%s.job-%d" % (prefix, i)
+    h = 0xcbf29ce484222325
+    for b in jid.encode():
+        h ^= b
+        h = (h * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    w("%s,%d,%d,%d\n" % (jid, h % 16, 1 if i <= bn else 0, i))
+PY
+	sql "CREATE UNLOGGED TABLE bench_ids (job_id text, shard int, burst int, i int)" || return 1
+	psql "$PALISADE_PG" -XAtq -c "\\copy bench_ids FROM '$B_STATE/ids.csv' CSV" || return 1
+	sql "
+INSERT INTO jobs (job_id, tenant, resource_group, shard, latest_version)
+  SELECT b.job_id, j.tenant, j.resource_group, b.shard, 1 FROM bench_ids b
+  JOIN jobs j ON j.job_id = CASE WHEN b.burst = 1 THEN '$btpl' ELSE '$tpl' END;
+INSERT INTO job_versions (job_id, version, spec, digest, cron, timezone, misfire_policy,
+  catchup_window_ms, max_catchup, overlap_policy, priority, deadline_ms, max_in_flight,
+  idempotency_key, retry, resource_group, target, target_host, partitions, created_by)
+  SELECT b.job_id, 1,
+    CASE WHEN b.burst = 1 THEN jsonb_set(v.spec, '{id}', to_jsonb(b.job_id))
+    ELSE jsonb_set(jsonb_set(jsonb_set(v.spec, '{id}', to_jsonb(b.job_id)),
+      '{schedule,cron}', to_jsonb(c.cron)), '{schedule,timezone}', to_jsonb(c.tz)) END,
+    md5(b.job_id), CASE WHEN b.burst = 1 THEN v.cron ELSE c.cron END,
+    CASE WHEN b.burst = 1 THEN v.timezone ELSE c.tz END,
+    v.misfire_policy, v.catchup_window_ms, v.max_catchup, v.overlap_policy,
+    v.priority, v.deadline_ms, v.max_in_flight, v.idempotency_key, v.retry, v.resource_group,
+    v.target, v.target_host, v.partitions, v.created_by
+  FROM bench_ids b JOIN job_versions v
+    ON v.job_id = CASE WHEN b.burst = 1 THEN '$btpl' ELSE '$tpl' END AND v.version = 1
+  CROSS JOIN LATERAL (SELECT
+    format('0 %s %s %s %s ?', b.i % 60, (b.i / 60) % 24, 1 + (b.i / 1440) % 28,
+      (extract(month FROM now())::int + 5) % 12 + 1) AS cron,
+    (ARRAY['UTC', 'Europe/Paris', 'America/New_York', 'Asia/Tokyo', 'Australia/Sydney',
+      'America/Sao_Paulo'])[b.i % 6 + 1] AS tz) c;
+DELETE FROM job_versions WHERE job_id IN ('$tpl', '$btpl');
+DELETE FROM jobs WHERE job_id IN ('$tpl', '$btpl'); DELETE FROM audit_log;
+DROP TABLE bench_ids" >/dev/null || return 1
+	sql "VACUUM ANALYZE jobs" && sql "VACUUM ANALYZE job_versions" && sql "CHECKPOINT"
+}
+
+# wait_planned ID T0_MS SECS: every shard led by ID in PostgreSQL with a
+# watermark past T0 (so planned by ID after T0); prints the epoch ms when
+# seen, or nothing after SECS.
+wait_planned() {
+	local id=$1 t0=$2 lim=$(($(ms) + $3 * 1000))
+	while [ "$(ms)" -lt $lim ]; do
+		if [ "$(sql "SELECT count(*) FROM shards WHERE leader = '$id'
+			AND watermark > to_timestamp($t0 / 1000.0)")" = 16 ]; then
+			ms
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
+# lateness_stats LABEL T0 T1 (epoch seconds): effect applied (the sink's
+# sink_effects.applied_at, clock_timestamp() of the applying transaction)
+# minus the scheduled instant, in ms, for the effects of /effects/LABEL.
+lateness_stats() {
+	sql "SELECT extract(epoch FROM applied_at - scheduled_at) * 1000 FROM sink_effects
+	     WHERE path = '/effects/$1' AND scheduled_at >= to_timestamp($2)
+	     AND scheduled_at < to_timestamp($3)" | python3 tests/bench/report.py stats
+}
