@@ -12,6 +12,13 @@
  *
  * Times are int64 seconds since the epoch (UTC).  PAL_NO_TIME marks "none".
  *
+ * Memory: a job holds its id, its cursors and per version a compact record
+ * (schedule, policy numbers, interned tenant and group); schedules are
+ * shared process-wide (pal_schedule_acquire), tenants and groups per
+ * planner.  No spec is kept.
+ *
+ * The batch and version types live in planbatch.h, below the store.
+ *
  * Versions: instant t of a job belongs to the version v with
  * effective_from(v) < t <= effective_from(v+1).  A version whose
  * effective_from is not yet known is activated by the next tick: at the
@@ -31,9 +38,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include "palisade/err.h"
-#include "palisade/jobspec.h"
-
-#define PAL_NO_TIME INT64_MIN
+#include "palisade/planbatch.h"
 
 typedef struct pal_planner pal_planner;
 
@@ -42,61 +47,12 @@ typedef struct pal_planner_config {
 	int64_t lookahead_s;         /* plan up to now + lookahead */
 	int64_t misfire_threshold_s; /* older unplanned instants are misfires */
 	int max_rows_per_tick;       /* cap on trigger rows per tick (rest next tick) */
+	/* cap on activations of brand-new jobs with no instant by the horizon
+	 * (the rest wait for later ticks); <= 0: PAL_PLANNER_ACTIVATIONS_PER_TICK */
+	int max_activations_per_tick;
 } pal_planner_config;
 
-/* One stored version of a job, handed to the planner (spec is moved in). */
-typedef struct pal_plan_version {
-	int version;
-	pal_job_spec spec;
-	int64_t effective_from; /* PAL_NO_TIME when not activated yet */
-} pal_plan_version;
-
-typedef enum { PAL_SOURCE_SCHEDULE, PAL_SOURCE_CATCHUP } pal_plan_source;
-
-typedef struct pal_plan_trigger {
-	const char *job_id; /* points into the planner; valid until the next put/remove */
-	int version;
-	int64_t at;
-	int partition;
-	pal_plan_source source;
-	int priority;
-	const char *tenant, *group; /* point into the planner, like job_id */
-} pal_plan_trigger;
-
-typedef struct pal_plan_misfire {
-	const char *job_id;
-	int version;
-	int64_t from, to; /* first and last instant of the range, inclusive */
-	int count;        /* instants in the range (per partition) */
-	const char *policy;
-	const char *reason; /* missed, outside_window, over_max_catchup, excluded */
-} pal_plan_misfire;
-
-typedef struct pal_plan_activation {
-	const char *job_id;
-	int version;
-	int64_t effective_from;
-} pal_plan_activation;
-
-typedef struct pal_plan_ticket {
-	const char *job_id;
-	int version;
-	int64_t from, to;
-	int count;
-} pal_plan_ticket;
-
-typedef struct pal_plan_batch {
-	pal_plan_trigger *trig;
-	size_t n_trig, cap_trig;
-	pal_plan_misfire *mis;
-	size_t n_mis, cap_mis;
-	pal_plan_activation *act;
-	size_t n_act, cap_act;
-	pal_plan_ticket *tick;
-	size_t n_tick, cap_tick;
-	int64_t watermark; /* the new watermark to store */
-	bool complete;     /* false when max_rows_per_tick cut the tick short */
-} pal_plan_batch;
+#define PAL_PLANNER_ACTIVATIONS_PER_TICK 1000
 
 /* New planner for SHARD; free with pal_planner_free(). NULL on ENOMEM. */
 pal_planner *pal_planner_new(int shard, const pal_planner_config *cfg);
@@ -107,8 +63,8 @@ void pal_planner_set_config(pal_planner *p, const pal_planner_config *cfg);
 size_t pal_planner_jobs(const pal_planner *p);
 
 /*
- * Add or replace job JOB_ID with VERSIONS[0..n) (ascending by version; the
- * spec of each is moved into the planner, leaving the caller's zeroed).
+ * Add or replace job JOB_ID with VERSIONS[0..n) (ascending by version; they
+ * are borrowed: the planner copies what it keeps).
  * WATERMARK is the shard's committed watermark (PAL_NO_TIME if none): the
  * job resumes planning at watermark - overlap (re-inserting what is already
  * planned is harmless: the plan key is unique).  Returns PAL_EINVAL with a
@@ -117,18 +73,18 @@ size_t pal_planner_jobs(const pal_planner *p);
  *
  * A (job_id, version) pair names one immutable spec, as job_versions rows
  * do: when the job is loaded with the same versions and activations
- * (pal_planner_job_current()) the put keeps it as it is and frees the specs
- * handed in; versions it already had keep their compiled schedules.
+ * (pal_planner_job_current()) the put keeps it as it is; versions it
+ * already had keep their schedules.
  * O(versions) besides opening new schedules.
  */
 PAL_MUST_CHECK int pal_planner_put_job(pal_planner *p, const char *job_id,
-				       pal_plan_version *versions, size_t n, int64_t watermark,
+				       const pal_plan_version *versions, size_t n, int64_t watermark,
 				       char *err, size_t errlen);
 
 /*
  * True when job JOB_ID is loaded with exactly VERSIONS[0..n), compared by
  * version number and effective_from (specs are not looked at and may be
- * empty): a put of them would change nothing, so a reload can skip parsing
+ * empty): a put of them would change nothing, so a reload can skip reading
  * their specs.  O(n).
  */
 bool pal_planner_job_current(const pal_planner *p, const char *job_id,
@@ -148,6 +104,7 @@ PAL_MUST_CHECK int pal_planner_tick(pal_planner *p, int64_t watermark, int64_t n
 /* BATCH (from the last tick) is committed: advance the schedule. */
 void pal_planner_commit(pal_planner *p, const pal_plan_batch *batch);
 
-void pal_plan_batch_free(pal_plan_batch *b);
+/* Versions waiting for activation (O(1)): a tick with none skips looking. */
+size_t pal_planner_pending(const pal_planner *p);
 
 #endif

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include "palisade/err.h"
 #include "palisade/jobspec.h"
+#include "palisade/planbatch.h"
 
 typedef struct pal_schedule pal_schedule;
 
@@ -22,6 +23,21 @@ typedef struct pal_schedule pal_schedule;
 PAL_MUST_CHECK int pal_schedule_open(const pal_job_spec *s, pal_schedule **out, char *err,
 				     size_t errlen);
 void pal_schedule_close(pal_schedule *sc);
+
+/*
+ * The schedule of planning version V, shared across the process: one
+ * pal_schedule per distinct (cron, zone, DST policy, start, end, exclusions),
+ * built on one compiled cron per distinct expression and one pal_tz per zone
+ * name, so a million jobs in a few zones hold a few zones' tables, not a
+ * million.  Reference-counted; release with pal_schedule_release() (never
+ * pal_schedule_close()).  Thread-safe (one mutex around the tables).  Fails
+ * like pal_schedule_open(); JOB_ID names the job in the message.
+ */
+PAL_MUST_CHECK int pal_schedule_acquire(const pal_plan_version *v, const char *job_id,
+					pal_schedule **out, char *err, size_t errlen);
+void pal_schedule_release(pal_schedule *sc);
+/* Distinct shared schedules, crons and zones alive (for tests and benches). */
+void pal_schedule_shared_counts(size_t *schedules, size_t *crons, size_t *zones);
 
 /*
  * Next instant strictly after AFTER that lies in [start, end).  *excluded is

@@ -15,7 +15,7 @@
 #include <libpq-fe.h>
 #include "palisade/err.h"
 #include "palisade/jobspec.h"
-#include "palisade/planner.h"
+#include "palisade/planbatch.h"
 
 /* The migrations compiled into this binary (generated from sql/). */
 typedef struct pal_migration {
@@ -137,14 +137,29 @@ PAL_MUST_CHECK int pal_store_shard_claim(pal_store *st, int shard, int64_t epoch
 					 int64_t *watermark, char *err, size_t errlen);
 
 /*
- * Jobs of SHARD (or only JOB_ID when not NULL) with the versions a planner
- * needs given re-scan start CUTOFF: JSON array of {job_id, latest_version,
- * versions: [{version, spec, effective_from (epoch s or null)}]}.  Without
- * WITH_SPECS every spec is null: the version lists alone, for a reload that
- * then fetches only the jobs whose lists changed.
+ * Called once per job of a shard load with its shard and its versions,
+ * ascending (borrowed: valid during the call only).  A non-zero return stops
+ * the load and is returned by pal_store_shard_jobs().
  */
-PAL_MUST_CHECK int pal_store_shard_jobs(pal_store *st, int shard, const char *job_id,
-					int64_t cutoff, bool with_specs, json_t **out, char *err,
+typedef int (*pal_shard_job_fn)(void *ctx, int shard, const char *job_id,
+				const pal_plan_version *versions, size_t n);
+
+/*
+ * Stream the jobs of SHARDS[0..n_shards) (or only JOB_ID when not NULL) to
+ * FN, one job at a time, with the versions a planner needs given each
+ * shard's re-scan start CUTOFFS[i] (the latest version activated at or
+ * before it, every later activated one, and the latest, maybe pending), as
+ * typed planning versions read from the columns of job_versions (no spec
+ * JSON is sent or decoded).  Rows arrive in libpq's single-row mode, so
+ * memory stays flat whatever the shards' size; loading many shards at once
+ * reads job_versions once.  Without WITH_SPECS only version and
+ * effective_from are filled: the version lists alone, for a reload that
+ * then fetches only the jobs whose lists changed.  *jobs receives how many
+ * jobs FN saw.  Blocks for the whole load.
+ */
+PAL_MUST_CHECK int pal_store_shard_jobs(pal_store *st, const int *shards, const int64_t *cutoffs,
+					size_t n_shards, const char *job_id, bool with_specs,
+					pal_shard_job_fn fn, void *ctx, size_t *jobs, char *err,
 					size_t errlen);
 
 /*
@@ -156,7 +171,8 @@ PAL_MUST_CHECK int pal_store_tick_begin(pal_store *st, int shard, int64_t epoch,
 					int64_t *watermark, int64_t *now, char *err, size_t errlen);
 
 /* Write BATCH (activations, triggers, misfires, tickets, watermark, NOTIFY)
- * and COMMIT.  *inserted = trigger rows inserted (conflicts excluded).  On
+ * and COMMIT: one statement per kind of row, every array through the one
+ * encoder (quoted elements).  *inserted = trigger rows inserted (conflicts excluded).  On
  * any failure the transaction is rolled back; PAL_ESTALE when fenced. */
 PAL_MUST_CHECK int pal_store_tick_commit(pal_store *st, int shard, int64_t epoch, const char *node,
 					 const pal_plan_batch *b, int64_t *inserted, char *err,

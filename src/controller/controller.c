@@ -26,6 +26,7 @@ typedef struct led_shard {
 	int64_t watermark;
 	int64_t last_tick_ms;
 	int64_t planned; /* trigger rows inserted since acquired */
+	bool ticked;	 /* a planning transaction committed since acquired */
 } led_shard;
 
 struct pal_controller {
@@ -160,161 +161,126 @@ static void db_failed(pal_controller *c, const char *what, const char *err)
 	c->next_db_try_ms = mono_ms() + c->db_backoff_ms;
 }
 
-/*
- * Convert one shard_jobs JSON entry into planner versions and put it.  A job
- * whose (version, effective_from) list the planner already holds is left
- * alone before its specs are parsed: the 30 s full reload then costs a
- * comparison per unchanged job, not a spec parse, a cron compile and a TZif
- * read per version.
- */
-static int put_job_json(pal_controller *c, pal_planner *p, json_t *job, int64_t watermark,
-			size_t *changed)
-{
-	const char *id = json_string_value(json_object_get(job, "job_id"));
-	json_t *vs = json_object_get(job, "versions");
-	size_t n = json_array_size(vs);
-	if (!id || !n)
-		return PAL_OK;
-	pal_plan_version *pv = calloc(n, sizeof *pv);
-	if (!pv)
-		return PAL_ENOMEM;
-	for (size_t k = 0; k < n; k++) {
-		json_t *v = json_array_get(vs, k);
-		pv[k].version = (int)json_integer_value(json_object_get(v, "version"));
-		json_t *ef = json_object_get(v, "effective_from");
-		pv[k].effective_from = json_is_integer(ef) ? json_integer_value(ef) : PAL_NO_TIME;
-	}
-	if (pal_planner_job_current(p, id, pv, n)) {
-		free(pv);
-		return PAL_OK;
-	}
-	(*changed)++;
-	char err[512];
-	int rc = PAL_OK;
-	for (size_t k = 0; k < n && !rc; k++) {
-		rc = pal_job_spec_from_canonical(json_object_get(json_array_get(vs, k), "spec"),
-						 &pv[k].spec, err, sizeof err);
-		if (rc)
-			pal_log(PAL_LOG_ERROR, "controller.bad_spec", "{s:s, s:i, s:s}", "job", id,
-				"version", pv[k].version, "error", err);
-	}
-	if (!rc) {
-		rc = pal_planner_put_job(p, id, pv, n, watermark, err, sizeof err);
-		if (rc)
-			pal_log(PAL_LOG_ERROR, "controller.bad_job", "{s:s, s:s}", "job", id, "error",
-				err);
-	}
-	for (size_t i = 0; i < n; i++)
-		pal_job_spec_clear(&pv[i].spec);
-	free(pv);
-	/* A bad job must not stop the shard: it is logged and skipped. */
-	return rc == PAL_ENOMEM ? rc : PAL_OK;
-}
-
 /* Counts of one load_jobs() call: rows read, rows that were not current. */
 typedef struct load_stats {
 	size_t jobs, changed;
 } load_stats;
 
-/* Versions of one shard_jobs JSON entry without their specs, as the
- * planner compares them; true when the planner already holds exactly those. */
-static bool job_json_current(const pal_planner *p, json_t *job)
+/* What the shard-load callbacks work on. */
+typedef struct load_ctx {
+	pal_controller *c; /* rows go to c->led[shard] */
+	load_stats *st;
+	GPtrArray *stale; /* lists-only pass: ids whose lists differ (g_free) */
+} load_ctx;
+
+/*
+ * Put one job of a shard load.  A job whose (version, effective_from) list
+ * the planner already holds is left alone (pal_planner_put_job compares
+ * first): the 30 s full reload then costs a comparison per unchanged job.
+ */
+static int put_loaded(void *arg, int shard, const char *id, const pal_plan_version *v, size_t n)
 {
-	const char *id = json_string_value(json_object_get(job, "job_id"));
-	json_t *vs = json_object_get(job, "versions");
-	size_t n = json_array_size(vs);
-	if (!id || !n)
-		return true; /* nothing to put (put_job_json skips it too) */
-	pal_plan_version *pv = calloc(n, sizeof *pv);
-	if (!pv)
-		return false; /* then put_job_json decides (and reports ENOMEM) */
-	for (size_t k = 0; k < n; k++) {
-		json_t *v = json_array_get(vs, k);
-		pv[k].version = (int)json_integer_value(json_object_get(v, "version"));
-		json_t *ef = json_object_get(v, "effective_from");
-		pv[k].effective_from = json_is_integer(ef) ? json_integer_value(ef) : PAL_NO_TIME;
-	}
-	bool current = pal_planner_job_current(p, id, pv, n);
-	free(pv);
-	return current;
+	load_ctx *lc = arg;
+	if (shard < 0 || shard >= lc->c->cfg.n_shards || !lc->c->led[shard].planner)
+		return PAL_OK;
+	led_shard *l = &lc->c->led[shard];
+	if (pal_planner_job_current(l->planner, id, v, n))
+		return PAL_OK;
+	lc->st->changed++;
+	char err[512];
+	int rc = pal_planner_put_job(l->planner, id, v, n, l->watermark, err, sizeof err);
+	if (rc)
+		pal_log(PAL_LOG_ERROR, "controller.bad_job", "{s:s, s:s}", "job", id, "error", err);
+	/* A bad job must not stop the shard: it is logged and skipped. */
+	return rc == PAL_ENOMEM ? rc : PAL_OK;
 }
 
-/* Above this many changed jobs a full reload fetches every spec in one
- * statement instead of one statement per changed job. */
+/* A job whose version list changed, found by a lists-only pass. */
+typedef struct stale_job {
+	int shard;
+	char *id;
+} stale_job;
+
+static void stale_free(gpointer p)
+{
+	stale_job *sj = p;
+	g_free(sj->id);
+	g_free(sj);
+}
+
+/* Lists-only pass: note the jobs whose version lists changed. */
+static int note_stale(void *arg, int shard, const char *id, const pal_plan_version *v, size_t n)
+{
+	load_ctx *lc = arg;
+	if (shard < 0 || shard >= lc->c->cfg.n_shards || !lc->c->led[shard].planner)
+		return PAL_OK;
+	if (!pal_planner_job_current(lc->c->led[shard].planner, id, v, n)) {
+		stale_job *sj = g_new(stale_job, 1);
+		sj->shard = shard;
+		sj->id = g_strdup(id);
+		g_ptr_array_add(lc->stale, sj);
+	}
+	return PAL_OK;
+}
+
+/* Above this many changed jobs a full reload fetches every job's planning
+ * columns in one statement instead of one statement per changed job. */
 #define RELOAD_ONE_BY_ONE_MAX 64
 
-/* (Re)load job JOB_ID of shard S, or all of its jobs when NULL, adding to
- * *ST.  A full reload of a shard already loaded reads the version lists
- * first (no specs: 50 000 jobs' specs are ~40 MB of JSON) and then the
- * specs of the jobs whose lists changed.  A database error drops every
- * shard (db_failed). */
-static int load_jobs(pal_controller *c, int s, const char *job_id, load_stats *st)
+/*
+ * (Re)load job JOB_ID of shard SHARDS[0] (N == 1), or every job of the led
+ * shards SHARDS[0..n) when JOB_ID is NULL, adding to *ST.  A full reload
+ * reads the version lists of all those shards in one statement first and
+ * then the planning columns of the jobs whose lists changed.  A database
+ * error drops every shard (db_failed).
+ */
+static int load_jobs(pal_controller *c, const int *shards, size_t n, const char *job_id,
+		     load_stats *st)
 {
-	led_shard *l = &c->led[s];
 	char err[1024];
-	json_t *jobs;
-	int64_t cutoff = l->watermark == PAL_NO_TIME ? PAL_NO_TIME : l->watermark - c->cfg.overlap_s;
-	bool lists_first = !job_id && pal_planner_jobs(l->planner) > 0;
-	int rc = pal_store_shard_jobs(c->st, s, job_id, cutoff, !lists_first, &jobs, err,
-				      sizeof err);
-	if (rc) {
+	int64_t cutoffs[n];
+	for (size_t i = 0; i < n; i++) {
+		int64_t wm = c->led[shards[i]].watermark;
+		cutoffs[i] = wm == PAL_NO_TIME ? PAL_NO_TIME : wm - c->cfg.overlap_s;
+	}
+	load_ctx lc = { .c = c, .st = st };
+	size_t seen = 0;
+	if (job_id) {
+		int rc = pal_store_shard_jobs(c->st, shards, cutoffs, 1, job_id, true, put_loaded, &lc,
+					      &seen, err, sizeof err);
+		st->jobs += seen;
+		if (rc == PAL_EDB)
+			db_failed(c, "load jobs", err);
+		return rc;
+	}
+	lc.stale = g_ptr_array_new_with_free_func(stale_free);
+	int rc = pal_store_shard_jobs(c->st, shards, cutoffs, n, NULL, false, note_stale, &lc, &seen,
+				      err, sizeof err);
+	st->jobs += seen;
+	if (rc == PAL_EDB) {
 		db_failed(c, "load jobs", err);
-		return rc;
-	}
-	size_t i;
-	json_t *j;
-	GPtrArray *stale = lists_first ? g_ptr_array_new_with_free_func(g_free) : NULL;
-	json_array_foreach(jobs, i, j)
-	{
-		st->jobs++;
-		if (lists_first) {
-			if (!job_json_current(l->planner, j))
-				g_ptr_array_add(stale, g_strdup(json_string_value(
-							       json_object_get(j, "job_id"))));
-			continue;
-		}
-		if ((rc = put_job_json(c, l->planner, j, l->watermark, &st->changed)))
-			break;
-	}
-	json_decref(jobs);
-	if (!lists_first || !stale->len) {
-		if (stale)
-			g_ptr_array_free(stale, TRUE);
-		return rc;
-	}
-	if (stale->len > RELOAD_ONE_BY_ONE_MAX) {
-		g_ptr_array_free(stale, TRUE);
-		if ((rc = pal_store_shard_jobs(c->st, s, NULL, cutoff, true, &jobs, err,
-					       sizeof err))) {
+	} else if (!rc && lc.stale->len > RELOAD_ONE_BY_ONE_MAX) {
+		if ((rc = pal_store_shard_jobs(c->st, shards, cutoffs, n, NULL, true, put_loaded, &lc,
+					       &seen, err, sizeof err)) == PAL_EDB)
 			db_failed(c, "load jobs", err);
-			return rc;
+	} else {
+		for (guint k = 0; !rc && k < lc.stale->len; k++) {
+			stale_job *sj = g_ptr_array_index(lc.stale, k);
+			int64_t wm = c->led[sj->shard].watermark;
+			int64_t cut = wm == PAL_NO_TIME ? PAL_NO_TIME : wm - c->cfg.overlap_s;
+			if ((rc = pal_store_shard_jobs(c->st, &sj->shard, &cut, 1, sj->id, true,
+						       put_loaded, &lc, &seen, err, sizeof err)) ==
+			    PAL_EDB)
+				db_failed(c, "load jobs", err);
 		}
-		json_array_foreach(jobs, i, j)
-		{
-			if ((rc = put_job_json(c, l->planner, j, l->watermark, &st->changed)))
-				break;
-		}
-		json_decref(jobs);
-		return rc;
 	}
-	for (guint k = 0; k < stale->len && !rc; k++) {
-		if ((rc = pal_store_shard_jobs(c->st, s, g_ptr_array_index(stale, k), cutoff, true,
-					       &jobs, err, sizeof err))) {
-			db_failed(c, "load jobs", err);
-			break;
-		}
-		json_array_foreach(jobs, i, j)
-		{
-			if ((rc = put_job_json(c, l->planner, j, l->watermark, &st->changed)))
-				break;
-		}
-		json_decref(jobs);
-	}
-	g_ptr_array_free(stale, TRUE);
+	g_ptr_array_free(lc.stale, TRUE);
 	return rc;
 }
 
-static void acquire_shard(pal_controller *c, int s, int64_t epoch)
+/* Claim shard S for EPOCH in PostgreSQL and give it an empty planner; its
+ * jobs are loaded by load_claimed().  False when not claimed. */
+static bool claim_shard(pal_controller *c, int s, int64_t epoch)
 {
 	led_shard *l = &c->led[s];
 	if (l->planner)
@@ -327,17 +293,17 @@ static void acquire_shard(pal_controller *c, int s, int64_t epoch)
 			"epoch", (json_int_t)epoch, "error", err);
 		minc(c, "palisade_controller_claims_total", "outcome=\"rejected\"", 1);
 		pal_coord_resign(c->coord, s);
-		return;
+		return false;
 	}
 	if (rc && pal_store_lock_timeout(c->st)) {
 		/* The shard row is locked by a (paused?) previous leader; its
 		 * transaction dies at idle_in_transaction_session_timeout. */
 		pal_log(PAL_LOG_WARN, "controller.claim_waiting", "{s:i, s:s}", "shard", s, "error", err);
-		return;
+		return false;
 	}
 	if (rc) {
 		db_failed(c, "claim shard", err);
-		return;
+		return false;
 	}
 	pal_planner_config pc = { .overlap_s = c->cfg.overlap_s,
 				  .lookahead_s = c->cfg.lookahead_s,
@@ -346,19 +312,55 @@ static void acquire_shard(pal_controller *c, int s, int64_t epoch)
 	l->planner = pal_planner_new(s, &pc);
 	l->epoch = epoch;
 	l->watermark = wm;
+	if (!l->planner) {
+		pal_log(PAL_LOG_ERROR, "controller.tick_failed", "{s:i, s:s}", "shard", s, "error",
+			pal_strerror(PAL_ENOMEM));
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Load the jobs of the shards just claimed, SHARDS[0..n), in one streamed
+ * statement: a first start wins every shard at once, and one pass over
+ * job_versions for all of them costs less than one index probe per job
+ * (pal_store_shard_jobs).  A failed load drops them (a database error drops
+ * every shard).
+ */
+static void load_claimed(pal_controller *c, const int *shards, size_t n)
+{
+	int64_t cutoffs[n];
+	for (size_t i = 0; i < n; i++) {
+		int64_t wm = c->led[shards[i]].watermark;
+		cutoffs[i] = wm == PAL_NO_TIME ? PAL_NO_TIME : wm - c->cfg.overlap_s;
+	}
 	load_stats ls = { 0 };
-	if (!l->planner || load_jobs(c, s, NULL, &ls)) {
-		if (c->st)
-			drop_shard(c, s, "job load failed");
+	load_ctx lc = { .c = c, .st = &ls };
+	size_t seen = 0;
+	char err[1024];
+	int64_t t0 = mono_ms();
+	int rc = pal_store_shard_jobs(c->st, shards, cutoffs, n, NULL, true, put_loaded, &lc, &seen,
+				      err, sizeof err);
+	if (rc == PAL_EDB) {
+		db_failed(c, "load jobs", err);
 		return;
 	}
-	minc(c, "palisade_controller_claims_total", "outcome=\"claimed\"", 1);
-	char w[32] = "";
-	if (wm != PAL_NO_TIME)
-		pal_fmt_rfc3339(wm, w, sizeof w);
-	pal_log(PAL_LOG_INFO, "controller.shard_acquired", "{s:i, s:I, s:s?, s:I}", "shard", s,
-		"epoch", (json_int_t)epoch, "watermark", *w ? w : NULL, "jobs",
-		(json_int_t)pal_planner_jobs(l->planner));
+	for (size_t i = 0; i < n; i++) {
+		int s = shards[i];
+		led_shard *l = &c->led[s];
+		if (rc) {
+			drop_shard(c, s, "job load failed");
+			continue;
+		}
+		minc(c, "palisade_controller_claims_total", "outcome=\"claimed\"", 1);
+		char w[32] = "";
+		if (l->watermark != PAL_NO_TIME)
+			pal_fmt_rfc3339(l->watermark, w, sizeof w);
+		pal_log(PAL_LOG_INFO, "controller.shard_acquired", "{s:i, s:I, s:s?, s:I, s:I, s:i}",
+			"shard", s, "epoch", (json_int_t)l->epoch, "watermark", *w ? w : NULL, "jobs",
+			(json_int_t)pal_planner_jobs(l->planner), "load_ms",
+			(json_int_t)(mono_ms() - t0), "loaded_with", (int)n);
+	}
 }
 
 static void fenced(pal_controller *c, int s, const char *err)
@@ -414,6 +416,13 @@ static void tick_shard(pal_controller *c, int s)
 	l->watermark = c->batch.watermark;
 	l->last_tick_ms = mono_ms() - t0;
 	l->planned += inserted;
+	if (!l->ticked) {
+		/* The shard is useful from here on: log what its first tick cost. */
+		l->ticked = true;
+		pal_log(PAL_LOG_INFO, "controller.shard_planned", "{s:i, s:I, s:I, s:I, s:I}", "shard",
+			s, "epoch", (json_int_t)l->epoch, "triggers", (json_int_t)inserted,
+			"activations", (json_int_t)c->batch.n_act, "ms", (json_int_t)l->last_tick_ms);
+	}
 	minc(c, "palisade_controller_ticks_total", NULL, 1);
 	if (inserted)
 		minc(c, "palisade_controller_triggers_planned_total", NULL, (double)inserted);
@@ -462,7 +471,7 @@ static void handle_notifies(pal_controller *c)
 			pal_log(PAL_LOG_DEBUG, "controller.job_changed", "{s:s, s:i}", "job", n->extra,
 				"shard", s);
 			load_stats ls = { 0 };
-			load_jobs(c, s, n->extra, &ls);
+			load_jobs(c, &s, 1, n->extra, &ls);
 		}
 		PQfreemem(n);
 	}
@@ -563,28 +572,42 @@ static void *run(void *arg)
 			pal_coord_wait(c->coord, gen, 200);
 			continue;
 		}
+		int claimed[c->cfg.n_shards];
+		size_t n_claimed = 0;
 		for (int s = 0; s < c->cfg.n_shards && c->st; s++) {
 			bool leading = connected && c->lead[s].leading;
-			if (leading && (!c->led[s].planner || c->led[s].epoch != c->lead[s].epoch))
-				acquire_shard(c, s, c->lead[s].epoch);
-			else if (!leading && c->led[s].planner && !ignore_zk)
+			if (leading && (!c->led[s].planner || c->led[s].epoch != c->lead[s].epoch)) {
+				if (claim_shard(c, s, c->lead[s].epoch))
+					claimed[n_claimed++] = s;
+			} else if (!leading && c->led[s].planner && !ignore_zk) {
 				drop_shard(c, s, connected ? "lost leadership" : "zookeeper disconnected");
+			}
+		}
+		if (c->st && n_claimed) {
+			load_claimed(c, claimed, n_claimed);
+			/* Plan them at once: a shard is useful when its first tick
+			 * commits, not at the next scan interval. */
+			for (size_t i = 0; i < n_claimed && c->st; i++)
+				if (c->led[claimed[i]].planner)
+					tick_shard(c, claimed[i]);
 		}
 		if (c->st)
 			handle_notifies(c);
 		int64_t now = mono_ms();
 		if (c->st && (atomic_exchange(&c->reload, false) || now >= c->next_reload_ms)) {
-			/* The fallback for missed notifications: unchanged jobs cost a
-			 * comparison each (put_job_json). */
+			/* The fallback for missed notifications: the version lists of
+			 * every led shard in one statement; unchanged jobs cost a
+			 * comparison each. */
 			load_stats ls = { 0 };
-			int shards = 0;
-			for (int s = 0; s < c->cfg.n_shards && c->st; s++)
-				if (c->led[s].planner) {
-					shards++;
-					load_jobs(c, s, NULL, &ls);
-				}
+			int led[c->cfg.n_shards];
+			size_t shards = 0;
+			for (int s = 0; s < c->cfg.n_shards; s++)
+				if (c->led[s].planner)
+					led[shards++] = s;
+			if (shards)
+				load_jobs(c, led, shards, NULL, &ls);
 			pal_log(PAL_LOG_DEBUG, "controller.jobs_reloaded", "{s:i, s:I, s:I, s:I}",
-				"shards", shards, "jobs", (json_int_t)ls.jobs, "changed",
+				"shards", (int)shards, "jobs", (json_int_t)ls.jobs, "changed",
 				(json_int_t)ls.changed, "ms", (json_int_t)(mono_ms() - now));
 			c->next_reload_ms = now + c->cfg.reload_interval_ms;
 		}

@@ -16,6 +16,12 @@
  * changes in two places only, pal_planner_put_job() (insert) and
  * heap_remove(), and each updates both.
  *
+ * Memory per job: one allocation holding the job, its compact versions and
+ * its id.  A version keeps its shared schedule (pal_schedule_acquire: one
+ * per distinct cron/zone/policy in the process), its policy numbers and its
+ * tenant and group interned in the planner's string chunk - not the spec:
+ * 1M jobs cost a few hundred bytes each.
+ *
  * A reload puts every job again.  A stored version never changes once
  * written (job_versions is immutable but for its activation), so a put whose
  * (version, effective_from) list equals the loaded one keeps the loaded job,
@@ -32,25 +38,30 @@
 #define NEVER INT64_MAX
 
 typedef struct pversion {
-	int version;
-	pal_job_spec spec;
-	pal_schedule *sched;
 	int64_t eff; /* PAL_NO_TIME: pending activation */
+	int64_t catchup_window_ms;
+	pal_schedule *sched; /* shared: pal_schedule_release */
+	const char *tenant, *group; /* interned in the planner's `strings` */
+	int32_t version, partitions, priority, max_catchup;
+	pal_misfire_policy misfire;
 } pversion;
 
 typedef struct pjob {
-	char *id;
-	pversion *v;
-	size_t nv;
+	const char *id; /* points after v[nv], in the same allocation */
 	int64_t cursor; /* every instant <= cursor is planned (PAL_NO_TIME: none yet) */
 	int64_t next;   /* first instant > cursor, NEVER when none */
-	bool next_excl;
-	size_t hidx;    /* index in the main heap */
+	/* a brand-new job awaiting activation: the tick that first saw it and
+	 * its first instant from then (PAL_NO_TIME until seen) */
+	int64_t pend_since, pend_next;
 	/* tentative state of the current tick */
-	bool touched;
 	int64_t t_cursor, t_next, t_eff;
-	bool t_next_excl;
-	size_t t_hidx;
+	uint32_t hidx; /* index in the main heap */
+	uint32_t nv;
+	/* this tick's slot in batch->refs and the version it is for */
+	uint32_t t_ref;
+	int32_t t_ref_version;
+	bool next_excl, touched, t_next_excl;
+	pversion v[]; /* nv of them, then the id */
 } pjob;
 
 struct pal_planner {
@@ -59,6 +70,8 @@ struct pal_planner {
 	pjob **heap;
 	size_t n, cap;
 	GHashTable *by_id; /* id -> pjob, the heap's members exactly */
+	GStringChunk *strings; /* tenants and groups, interned; freed with the planner */
+	size_t n_pending;      /* jobs whose last version awaits activation */
 	pjob **touched; /* jobs of the last tick */
 	size_t n_touched, cap_touched;
 };
@@ -234,19 +247,32 @@ static bool has_active(const pjob *j)
 		}                                                                                  \
 	} while (0)
 
-static int add_trigger(pal_plan_batch *b, const pjob *j, const pversion *v, int64_t at,
+static int add_trigger(pal_plan_batch *b, pjob *j, const pversion *v, int64_t at,
 		       pal_plan_source src)
 {
-	for (int part = 0; part < v->spec.partitions; part++) {
+	/* One ref per job version of the batch: a job's instants come in time
+	 * order, so once it moves to a newer version it never returns. */
+	if (j->t_ref_version != v->version) {
+		GROW(b->refs, b->n_refs, b->cap_refs);
+		j->t_ref = (uint32_t)b->n_refs;
+		j->t_ref_version = v->version;
+		b->refs[b->n_refs++] = (pal_plan_jobref){ .job_id = j->id,
+							  .version = v->version,
+							  .priority = v->priority,
+							  .tenant = v->tenant,
+							  .group = v->group };
+	}
+	for (int part = 0; part < v->partitions; part++) {
 		GROW(b->trig, b->n_trig, b->cap_trig);
 		b->trig[b->n_trig++] = (pal_plan_trigger){ .job_id = j->id,
 							   .version = v->version,
 							   .at = at,
 							   .partition = part,
 							   .source = src,
-							   .priority = v->spec.priority,
-							   .tenant = v->spec.tenant,
-							   .group = v->spec.group };
+							   .priority = v->priority,
+							   .tenant = v->tenant,
+							   .group = v->group,
+							   .ref = j->t_ref };
 	}
 	return PAL_OK;
 }
@@ -265,15 +291,6 @@ static int add_misfire(pal_plan_batch *b, const pjob *j, int version, int64_t fr
 						 .policy = policy,
 						 .reason = reason };
 	return PAL_OK;
-}
-
-void pal_plan_batch_free(pal_plan_batch *b)
-{
-	free(b->trig);
-	free(b->mis);
-	free(b->act);
-	free(b->tick);
-	memset(b, 0, sizeof *b);
 }
 
 static const char *policy_name(pal_misfire_policy p)
@@ -351,7 +368,7 @@ static int plan_missed(pal_planner *p, pal_plan_batch *b, pjob *j, int64_t now, 
 		goto out;
 	if (!count)
 		goto out;
-	const pal_job_spec *s = &lastv->spec;
+	const pversion *s = lastv;
 	const char *pol = policy_name(s->misfire);
 	switch (s->misfire) {
 	case PAL_MISFIRE_SKIP:
@@ -448,10 +465,13 @@ pal_planner *pal_planner_new(int shard, const pal_planner_config *cfg)
 		return NULL;
 	/* Keys are the jobs' own id strings: freed with the job, never by the table. */
 	p->by_id = g_hash_table_new(g_str_hash, g_str_equal);
+	p->strings = g_string_chunk_new(1024);
 	p->shard = shard;
 	p->cfg = *cfg;
 	if (p->cfg.max_rows_per_tick <= 0)
 		p->cfg.max_rows_per_tick = 50000;
+	if (p->cfg.max_activations_per_tick <= 0)
+		p->cfg.max_activations_per_tick = PAL_PLANNER_ACTIVATIONS_PER_TICK;
 	return p;
 }
 
@@ -459,12 +479,8 @@ static void job_free(pjob *j)
 {
 	if (!j)
 		return;
-	for (size_t i = 0; i < j->nv; i++) {
-		pal_schedule_close(j->v[i].sched);
-		pal_job_spec_clear(&j->v[i].spec);
-	}
-	free(j->v);
-	free(j->id);
+	for (size_t i = 0; i < j->nv; i++)
+		pal_schedule_release(j->v[i].sched);
 	free(j);
 }
 
@@ -475,6 +491,7 @@ void pal_planner_free(pal_planner *p)
 	for (size_t i = 0; i < p->n; i++)
 		job_free(p->heap[i]);
 	g_hash_table_destroy(p->by_id);
+	g_string_chunk_free(p->strings);
 	free(p->heap);
 	free(p->touched);
 	free(p);
@@ -482,10 +499,12 @@ void pal_planner_free(pal_planner *p)
 
 void pal_planner_set_config(pal_planner *p, const pal_planner_config *cfg)
 {
-	int cap = p->cfg.max_rows_per_tick;
+	int cap = p->cfg.max_rows_per_tick, acts = p->cfg.max_activations_per_tick;
 	p->cfg = *cfg;
 	if (p->cfg.max_rows_per_tick <= 0)
 		p->cfg.max_rows_per_tick = cap;
+	if (p->cfg.max_activations_per_tick <= 0)
+		p->cfg.max_activations_per_tick = acts;
 }
 
 int pal_planner_shard(const pal_planner *p)
@@ -509,6 +528,8 @@ static pjob *find(const pal_planner *p, const char *id)
 static void heap_remove(pal_planner *p, pjob *j)
 {
 	g_hash_table_remove(p->by_id, j->id);
+	if (has_pending(j))
+		p->n_pending--;
 	size_t i = j->hidx;
 	p->n--;
 	if (i != p->n) {
@@ -519,7 +540,7 @@ static void heap_remove(pal_planner *p, pjob *j)
 }
 
 /* Version VERSION of loaded job J, or NULL. */
-static pversion *version_no(const pjob *j, int version)
+static pversion *version_no(pjob *j, int version)
 {
 	for (size_t i = 0; i < j->nv; i++)
 		if (j->v[i].version == version)
@@ -556,8 +577,8 @@ void pal_planner_remove_job(pal_planner *p, const char *job_id)
 	job_free(j);
 }
 
-int pal_planner_put_job(pal_planner *p, const char *job_id, pal_plan_version *versions, size_t n,
-			int64_t watermark, char *err, size_t errlen)
+int pal_planner_put_job(pal_planner *p, const char *job_id, const pal_plan_version *versions,
+			size_t n, int64_t watermark, char *err, size_t errlen)
 {
 	if (n == 0) {
 		snprintf(err, errlen, "job %s: no versions", job_id);
@@ -570,26 +591,36 @@ int pal_planner_put_job(pal_planner *p, const char *job_id, pal_plan_version *ve
 		 * only raise the cursor to watermark - overlap, below which the
 		 * loaded job has nothing left to plan (its next instant is past
 		 * the watermark of its last committed tick): the same instants. */
-		for (size_t i = 0; i < n; i++)
-			pal_job_spec_clear(&versions[i].spec);
 		return PAL_OK;
 	}
-	pjob *j = calloc(1, sizeof *j);
-	if (!j || !(j->v = calloc(n, sizeof *j->v)) || !(j->id = strdup(job_id))) {
-		job_free(j);
-		return PAL_ENOMEM;
+	if (p->n >= UINT32_MAX) {
+		snprintf(err, errlen, "job %s: too many jobs in one shard", job_id);
+		return PAL_EINVAL;
 	}
+	size_t idlen = strlen(job_id) + 1;
+	pjob *j = calloc(1, sizeof *j + n * sizeof(pversion) + idlen);
+	if (!j)
+		return PAL_ENOMEM;
+	memcpy((char *)&j->v[n], job_id, idlen);
+	j->id = (const char *)&j->v[n];
+	j->pend_since = j->pend_next = PAL_NO_TIME;
 	for (size_t i = 0; i < n; i++) {
+		const pal_plan_version *in = &versions[i];
 		pversion *v = &j->v[j->nv];
-		v->version = versions[i].version;
-		v->eff = versions[i].effective_from;
-		v->spec = versions[i].spec;
-		memset(&versions[i].spec, 0, sizeof versions[i].spec);
+		v->version = in->version;
+		v->eff = in->effective_from;
+		v->partitions = in->partitions > 0 ? in->partitions : 1;
+		v->priority = in->priority;
+		v->max_catchup = in->max_catchup;
+		v->catchup_window_ms = in->catchup_window_ms;
+		v->misfire = in->misfire;
+		v->tenant = g_string_chunk_insert_const(p->strings, in->tenant ? in->tenant : "");
+		v->group = g_string_chunk_insert_const(p->strings, in->group ? in->group : "");
 		j->nv++;
 		/* Compiled already: taken from OLD below, once nothing can fail. */
 		if (old && version_no(old, v->version))
 			continue;
-		int rc = pal_schedule_open(&v->spec, &v->sched, err, errlen);
+		int rc = pal_schedule_acquire(in, job_id, &v->sched, err, errlen);
 		if (rc) {
 			job_free(j);
 			return rc;
@@ -629,11 +660,18 @@ int pal_planner_put_job(pal_planner *p, const char *job_id, pal_plan_version *ve
 		p->n_touched = 0;
 		job_free(old);
 	}
-	j->hidx = p->n;
+	j->hidx = (uint32_t)p->n;
 	p->heap[p->n++] = j;
-	g_hash_table_insert(p->by_id, j->id, j);
+	g_hash_table_insert(p->by_id, (gpointer)j->id, j);
+	if (has_pending(j))
+		p->n_pending++;
 	sift_up(p->heap, j->hidx);
 	return PAL_OK;
+}
+
+size_t pal_planner_pending(const pal_planner *p)
+{
+	return p->n_pending;
 }
 
 static int touch(pal_planner *p, pjob *j)
@@ -649,6 +687,7 @@ static int touch(pal_planner *p, pjob *j)
 		p->cap_touched = nc;
 	}
 	j->touched = true;
+	j->t_ref_version = -1;
 	j->t_cursor = j->cursor;
 	j->t_next = j->next;
 	j->t_next_excl = j->next_excl;
@@ -677,7 +716,7 @@ static int collect(pal_planner *p, size_t i, int64_t horizon)
 
 int pal_planner_tick(pal_planner *p, int64_t watermark, int64_t now, pal_plan_batch *b)
 {
-	b->n_trig = b->n_mis = b->n_act = b->n_tick = 0;
+	b->n_trig = b->n_refs = b->n_mis = b->n_act = b->n_tick = 0;
 	b->complete = true;
 	for (size_t i = 0; i < p->n_touched; i++)
 		p->touched[i]->touched = false;
@@ -687,10 +726,39 @@ int pal_planner_tick(pal_planner *p, int64_t watermark, int64_t now, pal_plan_ba
 	int64_t limit = now - p->cfg.misfire_threshold_s;
 	int rc = collect(p, 0, horizon);
 	/* Pending activations can sit anywhere in the heap (their key is the
-	 * old version's next); they are rare, so a scan is fine. */
-	for (size_t i = 0; !rc && i < p->n; i++)
-		if (has_pending(p->heap[i]))
-			rc = touch(p, p->heap[i]);
+	 * old version's next): a scan, only while there are any.  A new
+	 * version of an active job is activated at once (it takes over at the
+	 * watermark).  Brand-new jobs - a first start after a large apply has
+	 * a whole shard of them - are activated at once when they have an
+	 * instant by the horizon, the others at most max_activations_per_tick
+	 * per tick: an activation rewrites its job_versions row (~1 KB), and a
+	 * shard of 62 500 of them in one transaction took minutes of
+	 * PostgreSQL time before the shard could plan anything.  A deferred
+	 * job is activated as of the tick that first saw it (pend_since), so
+	 * deferring changes when the row is written, not what is planned: it
+	 * has no instant in (pend_since, horizon] until it is activated. */
+	int quota = p->cfg.max_activations_per_tick;
+	for (size_t i = 0; !rc && p->n_pending && i < p->n; i++) {
+		pjob *j = p->heap[i];
+		if (!has_pending(j))
+			continue;
+		if (!has_active(j)) {
+			if (j->pend_since == PAL_NO_TIME) {
+				bool ex;
+				int64_t keep = j->t_eff;
+				j->pend_since = now;
+				j->t_eff = now;
+				j->pend_next = next_after(j, now, true, &ex);
+				j->t_eff = keep;
+			}
+			if (j->pend_next > horizon && !j->touched) {
+				if (quota <= 0)
+					continue;
+				quota--;
+			}
+		}
+		rc = touch(p, j);
+	}
 	if (rc)
 		return rc;
 
@@ -700,14 +768,18 @@ int pal_planner_tick(pal_planner *p, int64_t watermark, int64_t now, pal_plan_ba
 	for (size_t i = 0; i < p->n_touched; i++) {
 		pjob *j = p->touched[i];
 		if (has_pending(j)) {
-			/* A new job starts now; a new version takes over at the watermark
-			 * (it applies only to instants not planned yet). */
-			j->t_eff = (has_active(j) && watermark != PAL_NO_TIME) ? watermark : now;
+			/* A new job starts when a tick first saw it (now, unless its
+			 * activation was deferred); a new version takes over at the
+			 * watermark (it applies only to instants not planned yet). */
+			bool active = has_active(j);
+			if (!active && j->pend_since == PAL_NO_TIME)
+				j->pend_since = now;
+			j->t_eff = active ? (watermark != PAL_NO_TIME ? watermark : now) : j->pend_since;
 			for (size_t k = 0; k + 1 < j->nv; k++)
 				if (j->v[k].eff != PAL_NO_TIME && j->v[k].eff > j->t_eff)
 					j->t_eff = j->v[k].eff;
-			if (!has_active(j) && (j->t_cursor == PAL_NO_TIME || j->t_cursor < now))
-				j->t_cursor = now;
+			if (!active && (j->t_cursor == PAL_NO_TIME || j->t_cursor < j->t_eff))
+				j->t_cursor = j->t_eff;
 			GROW(b->act, b->n_act, b->cap_act);
 			b->act[b->n_act++] = (pal_plan_activation){ .job_id = j->id,
 								    .version = j->v[j->nv - 1].version,
@@ -773,8 +845,10 @@ void pal_planner_commit(pal_planner *p, const pal_plan_batch *b)
 	(void)b;
 	for (size_t i = 0; i < p->n_touched; i++) {
 		pjob *j = p->touched[i];
-		if (j->t_eff != PAL_NO_TIME && has_pending(j))
+		if (j->t_eff != PAL_NO_TIME && has_pending(j)) {
 			j->v[j->nv - 1].eff = j->t_eff;
+			p->n_pending--;
+		}
 		j->cursor = j->t_cursor;
 		j->next = j->t_next;
 		j->next_excl = j->t_next_excl;

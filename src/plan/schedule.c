@@ -1,7 +1,17 @@
 /*
  * schedule.c - a job version's fire instants: cron + zone + DST policy,
  * bounded by start/end, with exclusion dates flagged (see schedule.h).
+ *
+ * Shared schedules (pal_schedule_acquire): three process-wide tables under
+ * one mutex - compiled crons by expression, zones by name, schedules by the
+ * key of everything they hold - each entry reference-counted and freed with
+ * its last reference.  A controller of 1M jobs in six zones then holds six
+ * zone tables (a TZif table is ~3 KiB) and one pal_schedule per distinct
+ * (cron, zone, policy, bounds) instead of one of each per job version.
+ * pal_schedule_open() still builds a private one (verify, plan diff, ops).
  */
+#include <glib.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +27,21 @@ struct pal_schedule {
 	int64_t start, end;
 	pal_exclusion *excl;
 	size_t n_excl;
+	/* shared ones only (pal_schedule_acquire) */
+	unsigned refs;
+	char *key;		 /* in `schedules`; owned */
+	struct shared *cron_ref, *tz_ref; /* entries holding cron and tz */
 };
+
+/* One compiled cron or zone in the shared tables. */
+struct shared {
+	char *name; /* the table key, owned */
+	void *obj;  /* pal_cron * or pal_tz * */
+	unsigned refs;
+};
+
+static GMutex shared_mu;
+static GHashTable *crons, *zones, *schedules; /* created on first use */
 
 int pal_schedule_open(const pal_job_spec *s, pal_schedule **out, char *err, size_t errlen)
 {
@@ -65,6 +89,159 @@ void pal_schedule_close(pal_schedule *sc)
 	pal_tz_close(sc->tz);
 	free(sc->excl);
 	free(sc);
+}
+
+static void tables_init(void)
+{
+	if (!crons) {
+		crons = g_hash_table_new(g_str_hash, g_str_equal);
+		zones = g_hash_table_new(g_str_hash, g_str_equal);
+		schedules = g_hash_table_new(g_str_hash, g_str_equal);
+	}
+}
+
+/* Entry for NAME in TABLE, opened by OPEN when absent; refs + 1.  Under the mutex. */
+static int shared_get(GHashTable *table, const char *name, bool is_cron, struct shared **out,
+		      char *e, size_t elen)
+{
+	struct shared *sh = g_hash_table_lookup(table, name);
+	if (!sh) {
+		void *obj = NULL;
+		int rc = is_cron ? pal_cron_parse(name, (pal_cron **)&obj, e, elen, NULL)
+				 : pal_tz_open(name, (pal_tz **)&obj, e, elen);
+		if (rc)
+			return rc;
+		sh = calloc(1, sizeof *sh);
+		if (!sh || !(sh->name = strdup(name))) {
+			free(sh);
+			if (is_cron)
+				pal_cron_free(obj);
+			else
+				pal_tz_close(obj);
+			return PAL_ENOMEM;
+		}
+		sh->obj = obj;
+		g_hash_table_insert(table, sh->name, sh);
+	}
+	sh->refs++;
+	*out = sh;
+	return PAL_OK;
+}
+
+static void shared_put(GHashTable *table, struct shared *sh, bool is_cron)
+{
+	if (!sh || --sh->refs)
+		return;
+	g_hash_table_remove(table, sh->name);
+	if (is_cron)
+		pal_cron_free(sh->obj);
+	else
+		pal_tz_close(sh->obj);
+	free(sh->name);
+	free(sh);
+}
+
+static void schedule_free(pal_schedule *sc)
+{
+	free(sc->excl);
+	free(sc->key);
+	free(sc);
+}
+
+int pal_schedule_acquire(const pal_plan_version *v, const char *job_id, pal_schedule **out,
+			 char *err, size_t errlen)
+{
+	*out = NULL;
+	if (!v->cron || !v->timezone) {
+		snprintf(err, errlen, "job %s: version %d has no cron or time zone", job_id,
+			 v->version);
+		return PAL_EINVAL;
+	}
+	/* Everything the schedule holds, as its table key. */
+	GString *k = g_string_sized_new(64);
+	g_string_append_printf(k, "%s\x1f%s\x1f%d.%d.%d", v->cron, v->timezone, v->dst.is_auto,
+			       (int)v->dst.gap, (int)v->dst.overlap);
+	if (v->has_start)
+		g_string_append_printf(k, "\x1f" "s%" PRId64, v->start);
+	if (v->has_end)
+		g_string_append_printf(k, "\x1f" "e%" PRId64, v->end);
+	for (size_t i = 0; i < v->n_exclusions; i++)
+		g_string_append_printf(k, "\x1f" "x%" PRId64 ".%" PRId64, v->exclusions[i].first_day,
+				       v->exclusions[i].last_day);
+	int rc = PAL_OK;
+	g_mutex_lock(&shared_mu);
+	tables_init();
+	pal_schedule *sc = g_hash_table_lookup(schedules, k->str);
+	if (sc) {
+		sc->refs++;
+		goto done;
+	}
+	struct shared *cr = NULL, *tz = NULL;
+	char e[256];
+	if ((rc = shared_get(crons, v->cron, true, &cr, e, sizeof e))) {
+		snprintf(err, errlen, "job %s: cron \"%s\": %s", job_id, v->cron, e);
+		goto done;
+	}
+	if ((rc = shared_get(zones, v->timezone, false, &tz, e, sizeof e))) {
+		snprintf(err, errlen, "job %s: %s", job_id, e);
+		shared_put(crons, cr, true);
+		goto done;
+	}
+	sc = calloc(1, sizeof *sc);
+	if (!sc || (v->n_exclusions && !(sc->excl = malloc(v->n_exclusions * sizeof *sc->excl)))) {
+		free(sc);
+		sc = NULL;
+		shared_put(crons, cr, true);
+		shared_put(zones, tz, false);
+		rc = PAL_ENOMEM;
+		goto done;
+	}
+	sc->cron = cr->obj;
+	sc->tz = tz->obj;
+	sc->cron_ref = cr;
+	sc->tz_ref = tz;
+	sc->dst = v->dst;
+	sc->has_start = v->has_start;
+	sc->has_end = v->has_end;
+	sc->start = v->start;
+	sc->end = v->end;
+	if (v->n_exclusions)
+		memcpy(sc->excl, v->exclusions, v->n_exclusions * sizeof *sc->excl);
+	sc->n_excl = v->n_exclusions;
+	sc->refs = 1;
+	sc->key = g_string_free(k, FALSE);
+	k = NULL;
+	g_hash_table_insert(schedules, sc->key, sc);
+done:
+	g_mutex_unlock(&shared_mu);
+	if (k)
+		g_string_free(k, TRUE);
+	*out = sc;
+	return rc;
+}
+
+void pal_schedule_release(pal_schedule *sc)
+{
+	if (!sc)
+		return;
+	g_mutex_lock(&shared_mu);
+	if (--sc->refs == 0) {
+		g_hash_table_remove(schedules, sc->key);
+		shared_put(crons, sc->cron_ref, true);
+		shared_put(zones, sc->tz_ref, false);
+		schedule_free(sc);
+	}
+	g_mutex_unlock(&shared_mu);
+}
+
+void pal_schedule_shared_counts(size_t *n_sched, size_t *n_cron, size_t *n_zone)
+{
+	g_mutex_lock(&shared_mu);
+	tables_init();
+	*n_sched = g_hash_table_size(schedules);
+	*n_cron = g_hash_table_size(crons);
+	*n_zone = g_hash_table_size(zones);
+	g_mutex_unlock(&shared_mu);
 }
 
 static int64_t floor_div(int64_t a, int64_t b)

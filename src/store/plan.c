@@ -14,7 +14,6 @@
  * same transaction (G1: it never passes instants whose rows are not
  * committed).
  */
-#include <glib.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,39 +61,270 @@ int pal_store_shard_claim(pal_store *st, int shard, int64_t epoch, const char *n
 	return PAL_OK;
 }
 
-int pal_store_shard_jobs(pal_store *st, int shard, const char *job_id, int64_t cutoff,
-			 bool with_specs, json_t **out, char *err, size_t errlen)
+/* Columns of the shard load, in order. */
+enum {
+	SJ_SHARD, SJ_JOB, SJ_VERSION, SJ_EFF, SJ_CRON, SJ_TZ, SJ_DST, SJ_START, SJ_END, SJ_EXCL,
+	SJ_MISFIRE, SJ_CATCHUP_MS, SJ_MAX_CATCHUP, SJ_PARTITIONS, SJ_PRIORITY, SJ_TENANT, SJ_GROUP,
+	SJ_NCOLS
+};
+
+/* The select list of both load statements (src/store/plan.c is the only
+ * reader of the plan_* columns of sql/006_planning.sql). */
+#define SJ_COLUMNS                                                                                 \
+	"j.shard, v.job_id, v.version, floor(extract(epoch FROM v.effective_from))::bigint,"      \
+	" v.cron, v.timezone, v.plan_dst,"                                                         \
+	" floor(extract(epoch FROM v.plan_start::timestamptz))::bigint,"                           \
+	" floor(extract(epoch FROM v.plan_end::timestamptz))::bigint,"                             \
+	" CASE WHEN v.plan_exclude IS NOT NULL THEN"                                               \
+	"  (SELECT string_agg((split_part(e, '..', 1)::date - date '1970-01-01') || ' ' ||"     \
+	"    (coalesce(nullif(split_part(e, '..', 2), ''), e)::date - date '1970-01-01'), ' ')"    \
+	"   FROM jsonb_array_elements_text(v.plan_exclude) e) END,"                                \
+	" v.misfire_policy, v.catchup_window_ms, v.max_catchup, v.partitions, v.priority,"        \
+	" v.plan_tenant, v.resource_group"
+/* The version lists alone (a reload's first pass): the same columns, the
+ * planning ones NULL. */
+#define SJ_LIST_COLUMNS                                                                            \
+	"j.shard, v.job_id, v.version, floor(extract(epoch FROM v.effective_from))::bigint,"      \
+	" NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
+
+/* One job's rows while they stream in: single-row mode gives each row its
+ * own PGresult, and the versions borrow their strings from them. */
+typedef struct sj_job {
+	PGresult **rows;
+	pal_plan_version *v;
+	pal_exclusion **excl;
+	size_t n, cap;
+} sj_job;
+
+static void sj_clear(sj_job *j)
 {
-	char s[16], c[24];
-	snprintf(s, sizeof s, "%d", shard);
-	snprintf(c, sizeof c, "%" PRId64, cutoff == PAL_NO_TIME ? (int64_t)0 : cutoff);
-	const char *p[] = { s, job_id, c, with_specs ? "t" : "f" };
-	/* Versions still relevant: the latest one activated at or before the
-	 * cutoff, every later activated one, and the latest (maybe pending). */
-	PGresult *r = pal__store_query(
-		st,
-		"SELECT coalesce(json_agg(x), '[]')::text FROM ("
-		" SELECT j.job_id, j.latest_version,"
-		"  (SELECT json_agg(json_build_object('version', v.version,"
-		"     'spec', CASE WHEN $4::bool THEN v.spec END,"
-		"     'effective_from', floor(extract(epoch FROM v.effective_from))::bigint)"
-		"     ORDER BY v.version)"
-		"   FROM job_versions v WHERE v.job_id = j.job_id AND ("
-		"     v.version = j.latest_version OR (v.effective_from IS NOT NULL AND v.version >= coalesce("
-		"       (SELECT max(w.version) FROM job_versions w WHERE w.job_id = j.job_id"
-		"         AND w.effective_from <= to_timestamp($3::bigint)), 0)))) AS versions"
-		" FROM jobs j WHERE j.shard = $1 AND ($2::text IS NULL OR j.job_id = $2)) x",
-		4, p, err, errlen);
-	if (!r)
-		return PAL_EDB;
-	json_error_t je;
-	*out = json_loads(PQgetvalue(r, 0, 0), 0, &je);
-	PQclear(r);
-	if (!*out) {
-		snprintf(err, errlen, "cannot parse shard jobs: %s", je.text);
+	for (size_t i = 0; i < j->n; i++) {
+		PQclear(j->rows[i]);
+		free(j->excl[i]);
+	}
+	j->n = 0;
+}
+
+static bool col_null(const PGresult *r, int c)
+{
+	return PQgetisnull(r, 0, c);
+}
+
+static const char *col(const PGresult *r, int c)
+{
+	return PQgetisnull(r, 0, c) ? NULL : PQgetvalue(r, 0, c);
+}
+
+/* Exclusions as "first last first last ..." day numbers (the SQL below). */
+static int parse_excl(const char *s, pal_exclusion **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (!s || !*s)
+		return PAL_OK;
+	size_t words = 1;
+	for (const char *q = s; *q; q++)
+		words += *q == ' ';
+	pal_exclusion *x = calloc(words / 2 + 1, sizeof *x);
+	if (!x)
+		return PAL_ENOMEM;
+	char *end;
+	while (*s) {
+		x[*n].first_day = strtoll(s, &end, 10);
+		x[*n].last_day = strtoll(end, &end, 10);
+		(*n)++;
+		s = end;
+		while (*s == ' ')
+			s++;
+	}
+	*out = x;
+	return PAL_OK;
+}
+
+/* Row R (taken) into the next version of J; PAL_EINVAL on a value this
+ * binary cannot read (err filled). */
+static int sj_add(sj_job *j, PGresult *r, bool with_specs, char *err, size_t errlen)
+{
+	if (j->n == j->cap) {
+		size_t nc = j->cap ? j->cap * 2 : 4;
+		PGresult **nr = realloc(j->rows, nc * sizeof *nr);
+		if (nr)
+			j->rows = nr;
+		pal_plan_version *nv = nr ? realloc(j->v, nc * sizeof *nv) : NULL;
+		if (nv)
+			j->v = nv;
+		pal_exclusion **ne = nv ? realloc(j->excl, nc * sizeof *ne) : NULL;
+		if (!ne) {
+			PQclear(r);
+			return PAL_ENOMEM;
+		}
+		j->excl = ne;
+		j->cap = nc;
+	}
+	size_t i = j->n++;
+	j->rows[i] = r;
+	j->excl[i] = NULL;
+	pal_plan_version *v = &j->v[i];
+	memset(v, 0, sizeof *v);
+	v->version = atoi(PQgetvalue(r, 0, SJ_VERSION));
+	v->effective_from = val_i64(r, 0, SJ_EFF);
+	if (!with_specs)
+		return PAL_OK;
+	v->cron = col(r, SJ_CRON);
+	v->timezone = col(r, SJ_TZ);
+	if (col_null(r, SJ_DST)) {
+		v->dst = PAL_DST_AUTO;
+	} else {
+		char e[128];
+		if (pal_dst_policy_parse(col(r, SJ_DST), &v->dst, e, sizeof e)) {
+			snprintf(err, errlen, "job %s v%d: dst policy: %s", PQgetvalue(r, 0, SJ_JOB),
+				 v->version, e);
+			return PAL_EINVAL;
+		}
+	}
+	v->has_start = !col_null(r, SJ_START);
+	v->start = v->has_start ? val_i64(r, 0, SJ_START) : 0;
+	v->has_end = !col_null(r, SJ_END);
+	v->end = v->has_end ? val_i64(r, 0, SJ_END) : 0;
+	if (parse_excl(col(r, SJ_EXCL), &j->excl[i], &v->n_exclusions))
+		return PAL_ENOMEM;
+	v->exclusions = j->excl[i];
+	const char *mp = PQgetvalue(r, 0, SJ_MISFIRE);
+	int m = 0;
+	while (m < 4 && strcmp(mp, pal_misfire_policy_name((pal_misfire_policy)m)))
+		m++;
+	if (m == 4) {
+		snprintf(err, errlen, "job %s v%d: unknown misfire policy \"%s\"",
+			 PQgetvalue(r, 0, SJ_JOB), v->version, mp);
 		return PAL_EINVAL;
 	}
+	v->misfire = (pal_misfire_policy)m;
+	v->catchup_window_ms = val_i64(r, 0, SJ_CATCHUP_MS);
+	v->max_catchup = atoi(PQgetvalue(r, 0, SJ_MAX_CATCHUP));
+	v->partitions = atoi(PQgetvalue(r, 0, SJ_PARTITIONS));
+	v->priority = atoi(PQgetvalue(r, 0, SJ_PRIORITY));
+	v->tenant = col(r, SJ_TENANT);
+	v->group = col(r, SJ_GROUP);
 	return PAL_OK;
+}
+
+/* Run one load statement in single-row mode, handing each job to FN. */
+static int stream_jobs(pal_store *st, const char *sql, int np, const char *const *p,
+		       bool with_specs, pal_shard_job_fn fn, void *ctx, size_t *jobs, char *err,
+		       size_t errlen)
+{
+	if (!PQsendQueryParams(st->conn, sql, np, NULL, p, NULL, NULL, 0) ||
+	    !PQsetSingleRowMode(st->conn)) {
+		pal__store_errmsg(st, NULL, "shard load failed", err, errlen);
+		return PAL_EDB;
+	}
+	st->sqlstate[0] = '\0';
+	sj_job j = { 0 };
+	int rc = PAL_OK;
+	PGresult *r;
+#define SJ_FLUSH()                                                                                 \
+	do {                                                                                       \
+		rc = fn(ctx, atoi(PQgetvalue(j.rows[0], 0, SJ_SHARD)),                             \
+			PQgetvalue(j.rows[0], 0, SJ_JOB), j.v, j.n);                               \
+		(*jobs)++;                                                                         \
+		sj_clear(&j);                                                                      \
+	} while (0)
+	while ((r = PQgetResult(st->conn))) {
+		ExecStatusType rs = PQresultStatus(r);
+		if (rs == PGRES_SINGLE_TUPLE && rc == PAL_OK) {
+			if (PQnfields(r) != SJ_NCOLS) {
+				snprintf(err, errlen, "shard load: %d columns, expected %d",
+					 PQnfields(r), SJ_NCOLS);
+				rc = PAL_EINVAL;
+				PQclear(r);
+				continue;
+			}
+			/* The rows of one job are adjacent: a new id completes the previous job. */
+			if (j.n && strcmp(PQgetvalue(j.rows[0], 0, SJ_JOB), PQgetvalue(r, 0, SJ_JOB)))
+				SJ_FLUSH();
+			if (rc == PAL_OK)
+				rc = sj_add(&j, r, with_specs, err, errlen);
+			else
+				PQclear(r);
+			continue;
+		}
+		if (rs == PGRES_TUPLES_OK && rc == PAL_OK && j.n) {
+			SJ_FLUSH();
+		} else if (rs != PGRES_TUPLES_OK && rs != PGRES_SINGLE_TUPLE && rc == PAL_OK) {
+			const char *code = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+			snprintf(st->sqlstate, sizeof st->sqlstate, "%s", code ? code : "");
+			pal__store_errmsg(st, r, "shard load failed", err, errlen);
+			rc = PAL_EDB;
+		}
+		PQclear(r); /* the rest of a stopped load is read and dropped */
+	}
+#undef SJ_FLUSH
+	sj_clear(&j);
+	free(j.rows);
+	free(j.v);
+	free(j.excl);
+	return rc;
+}
+
+int pal_store_shard_jobs(pal_store *st, const int *shards, const int64_t *cutoffs,
+			 size_t n_shards, const char *job_id, bool with_specs, pal_shard_job_fn fn,
+			 void *ctx, size_t *jobs, char *err, size_t errlen)
+{
+	*jobs = 0;
+	if (!n_shards)
+		return PAL_OK;
+	pal_pgarr as, ac;
+	pal__pgarr_init(&as);
+	pal__pgarr_init(&ac);
+	for (size_t i = 0; i < n_shards; i++) {
+		pal__pgarr_i64(&as, shards[i]);
+		pal__pgarr_i64(&ac, cutoffs[i] == PAL_NO_TIME ? 0 : cutoffs[i]);
+	}
+	char *sa = pal__pgarr_end(&as), *ca = pal__pgarr_end(&ac);
+	const char *p[] = { sa, job_id, ca };
+	/*
+	 * Two statements.  Jobs with one version (nearly all of them) need no
+	 * ordering: the first streams them as the join yields them.  For a
+	 * few shards it walks jobs_shard and the version's primary key (a
+	 * nested loop: ~10 us a job); for many it scans job_versions once (a
+	 * hash join: one pass over the table for every shard at once, where
+	 * a loop per shard would probe it a million times).  The second takes
+	 * the jobs with several versions, ordered so that a job's rows are
+	 * adjacent, with the versions still relevant at the shard's re-scan
+	 * start (the latest one activated at or before the cutoff, every later
+	 * activated one, and the latest, maybe pending).
+	 */
+	const char *cols = with_specs ? SJ_COLUMNS : SJ_LIST_COLUMNS;
+	char q[2048];
+	snprintf(q, sizeof q,
+		 n_shards <= 3 || job_id
+			 ? "SELECT %s FROM jobs j CROSS JOIN LATERAL ("
+			   " SELECT * FROM job_versions v WHERE v.job_id = j.job_id AND v.version = 1"
+			   " OFFSET 0) v"
+			   " WHERE j.shard = ANY($1::int[]) AND j.latest_version = 1"
+			   " AND ($2::text IS NULL OR j.job_id = $2) AND $3::bigint[] IS NOT NULL"
+			 : "SELECT %s FROM jobs j JOIN job_versions v"
+			   " ON v.job_id = j.job_id AND v.version = 1"
+			   " WHERE j.shard = ANY($1::int[]) AND j.latest_version = 1"
+			   " AND ($2::text IS NULL OR j.job_id = $2) AND $3::bigint[] IS NOT NULL",
+		 cols);
+	int rc = stream_jobs(st, q, 3, p, with_specs, fn, ctx, jobs, err, errlen);
+	if (!rc) {
+		snprintf(q, sizeof q,
+			 "SELECT %s FROM unnest($1::int[], $3::bigint[]) s(shard, cutoff)"
+			 " JOIN jobs j ON j.shard = s.shard JOIN job_versions v ON v.job_id = j.job_id"
+			 " WHERE j.latest_version > 1 AND ($2::text IS NULL OR j.job_id = $2) AND ("
+			 "  v.version = j.latest_version OR (v.effective_from IS NOT NULL AND"
+			 "   v.version >= coalesce((SELECT max(w.version) FROM job_versions w"
+			 "    WHERE w.job_id = j.job_id AND w.effective_from <= to_timestamp(s.cutoff)),"
+			 "    0)))"
+			 " ORDER BY v.job_id, v.version",
+			 cols);
+		rc = stream_jobs(st, q, 3, p, with_specs, fn, ctx, jobs, err, errlen);
+	}
+	g_free(sa);
+	g_free(ca);
+	return rc;
 }
 
 int pal_store_tick_begin(pal_store *st, int shard, int64_t epoch, int64_t *watermark, int64_t *now,
@@ -135,66 +365,76 @@ void pal_store_tick_abort(pal_store *st)
 	pal__store_rollback(st);
 }
 
-/* Append "{a,b,...}" array literals; values are plain tokens (ids match
- * [a-z0-9._-], numbers, fixed words) so no quoting is needed. */
-static void arr_open(GString *g)
+/* N array parameters being built with the one encoder (pgarray.c). */
+static void arrs_init(pal_pgarr *a, int n)
 {
-	g_string_assign(g, "{");
+	for (int i = 0; i < n; i++)
+		pal__pgarr_init(&a[i]);
 }
 
-static void arr_sep(GString *g)
+static void arrs_end(pal_pgarr *a, char **out, int n)
 {
-	if (g->len > 1)
-		g_string_append_c(g, ',');
+	for (int i = 0; i < n; i++)
+		out[i] = pal__pgarr_end(&a[i]);
 }
 
-static void arr_close(GString *g)
+static void arrs_free(char **s, int n)
 {
-	g_string_append_c(g, '}');
+	for (int i = 0; i < n; i++)
+		g_free(s[i]);
 }
 
+/*
+ * The tick's triggers in one INSERT ... ON CONFLICT DO NOTHING (G2).  What
+ * the triggers of one job version share (id, version, priority, tenant,
+ * group) goes once per version, joined back by ordinality; per trigger only
+ * numbers travel (version slot, instant, partition, catch-up flag).  The
+ * server then parses four numeric arrays and a few short text arrays
+ * instead of eight arrays with a quoted id, tenant and group per row.
+ */
 static int write_triggers(pal_store *st, int shard, int64_t epoch, const pal_plan_batch *b,
 			  int64_t *inserted, char *err, size_t errlen)
 {
 	*inserted = 0;
 	if (!b->n_trig)
 		return PAL_OK;
-	GString *a[8];
-	for (int i = 0; i < 8; i++) {
-		a[i] = g_string_sized_new(b->n_trig * 12);
-		arr_open(a[i]);
-	}
+	enum { NA = 9 };
+	pal_pgarr a[NA];
+	char *v[NA];
+	arrs_init(a, NA);
 	for (size_t i = 0; i < b->n_trig; i++) {
 		const pal_plan_trigger *t = &b->trig[i];
-		for (int k = 0; k < 8; k++)
-			arr_sep(a[k]);
-		g_string_append(a[0], t->job_id);
-		g_string_append_printf(a[1], "%d", t->version);
-		g_string_append_printf(a[2], "%" PRId64, t->at);
-		g_string_append_printf(a[3], "%d", t->partition);
-		g_string_append(a[4], t->source == PAL_SOURCE_CATCHUP ? "catchup" : "schedule");
-		g_string_append_printf(a[5], "%d", t->priority);
-		g_string_append(a[6], t->tenant);
-		g_string_append(a[7], t->group);
+		pal__pgarr_i64(&a[0], (int64_t)t->ref + 1);
+		pal__pgarr_i64(&a[1], t->at);
+		pal__pgarr_i64(&a[2], t->partition);
+		pal__pgarr_i64(&a[3], t->source == PAL_SOURCE_CATCHUP);
 	}
-	for (int i = 0; i < 8; i++)
-		arr_close(a[i]);
+	for (size_t i = 0; i < b->n_refs; i++) {
+		const pal_plan_jobref *r = &b->refs[i];
+		pal__pgarr_text(&a[4], r->job_id);
+		pal__pgarr_i64(&a[5], r->version);
+		pal__pgarr_i64(&a[6], r->priority);
+		pal__pgarr_text(&a[7], r->tenant);
+		pal__pgarr_text(&a[8], r->group);
+	}
+	arrs_end(a, v, NA);
 	char s[16], e[24];
 	snprintf(s, sizeof s, "%d", shard);
 	snprintf(e, sizeof e, "%" PRId64, epoch);
-	const char *p[] = { a[0]->str, a[1]->str, a[2]->str, a[3]->str, a[4]->str,
-			    a[5]->str, s,	  e,	     a[6]->str, a[7]->str };
+	const char *p[] = { v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], s, e };
 	PGresult *r = pal__store_query(
 		st,
 		"INSERT INTO triggers (job_id, version, scheduled_at, partition, source, priority,"
 		" due_at, shard, epoch, tenant, resource_group)"
-		" SELECT u.j, u.v, to_timestamp(u.a), u.p, u.s, u.pr, to_timestamp(u.a), $7, $8, u.te, u.g"
-		" FROM unnest($1::text[], $2::int[], $3::bigint[], $4::int[], $5::text[], $6::int[],"
-		"   $9::text[], $10::text[]) AS u(j, v, a, p, s, pr, te, g)"
+		" SELECT j.id, j.v, t.at, t.p, CASE WHEN t.c = 1 THEN 'catchup' ELSE 'schedule' END,"
+		"  j.pr, t.at, $10, $11, j.te, j.g"
+		" FROM (SELECT u.r, to_timestamp(u.a) AS at, u.p, u.c"
+		"   FROM unnest($1::int[], $2::bigint[], $3::int[], $4::int[]) AS u(r, a, p, c)) t"
+		" JOIN unnest($5::text[], $6::int[], $7::int[], $8::text[], $9::text[])"
+		"   WITH ORDINALITY AS j(id, v, pr, te, g, n) ON j.n = t.r"
 		" ON CONFLICT (job_id, scheduled_at, partition) WHERE request_id IS NULL DO NOTHING",
-		10, p, err, errlen);
-	for (int i = 0; i < 8; i++)
-		g_string_free(a[i], TRUE);
+		11, p, err, errlen);
+	arrs_free(v, NA);
 	if (!r)
 		return PAL_EDB;
 	*inserted = strtoll(PQcmdTuples(r), NULL, 10);
@@ -207,30 +447,25 @@ static int write_misfires(pal_store *st, int shard, int64_t epoch, const pal_pla
 {
 	if (!b->n_mis)
 		return PAL_OK;
-	GString *a[7];
-	for (int i = 0; i < 7; i++) {
-		a[i] = g_string_sized_new(b->n_mis * 12);
-		arr_open(a[i]);
-	}
+	enum { NA = 7 };
+	pal_pgarr a[NA];
+	char *v[NA];
+	arrs_init(a, NA);
 	for (size_t i = 0; i < b->n_mis; i++) {
 		const pal_plan_misfire *m = &b->mis[i];
-		for (int k = 0; k < 7; k++)
-			arr_sep(a[k]);
-		g_string_append(a[0], m->job_id);
-		g_string_append_printf(a[1], "%d", m->version);
-		g_string_append_printf(a[2], "%" PRId64, m->from);
-		g_string_append_printf(a[3], "%" PRId64, m->to);
-		g_string_append_printf(a[4], "%d", m->count);
-		g_string_append(a[5], m->policy);
-		g_string_append(a[6], m->reason);
+		pal__pgarr_text(&a[0], m->job_id);
+		pal__pgarr_i64(&a[1], m->version);
+		pal__pgarr_i64(&a[2], m->from);
+		pal__pgarr_i64(&a[3], m->to);
+		pal__pgarr_i64(&a[4], m->count);
+		pal__pgarr_text(&a[5], m->policy);
+		pal__pgarr_text(&a[6], m->reason);
 	}
-	for (int i = 0; i < 7; i++)
-		arr_close(a[i]);
+	arrs_end(a, v, NA);
 	char s[16], e[24];
 	snprintf(s, sizeof s, "%d", shard);
 	snprintf(e, sizeof e, "%" PRId64, epoch);
-	const char *p[] = { a[0]->str, a[1]->str, a[2]->str, a[3]->str, a[4]->str,
-			    a[5]->str, a[6]->str, s, e };
+	const char *p[] = { v[0], v[1], v[2], v[3], v[4], v[5], v[6], s, e };
 	PGresult *r = pal__store_query(
 		st,
 		"INSERT INTO misfires (job_id, version, range_from, range_to, count, policy, reason,"
@@ -239,48 +474,64 @@ static int write_misfires(pal_store *st, int shard, int64_t epoch, const pal_pla
 		" FROM unnest($1::text[], $2::int[], $3::bigint[], $4::bigint[], $5::int[],"
 		"   $6::text[], $7::text[]) AS u(j, v, f, t, c, po, re)",
 		9, p, err, errlen);
-	for (int i = 0; i < 7; i++)
-		g_string_free(a[i], TRUE);
+	arrs_free(v, NA);
 	if (!r)
 		return PAL_EDB;
 	PQclear(r);
 	return PAL_OK;
 }
 
+/* Every activation of the tick in one statement (a first start activates
+ * a whole shard: one statement per job took most of the start).  The
+ * `job_id = ANY($1)` terms give the planner the primary keys to probe;
+ * without them it could hash-join a scan of every job (measured: 0.5 s
+ * for 12 500 activations at 200 000 jobs). */
 static int write_activations(pal_store *st, int64_t epoch, const char *node,
 			     const pal_plan_batch *b, char *err, size_t errlen)
 {
+	if (!b->n_act)
+		return PAL_OK;
+	enum { NA = 3 };
+	pal_pgarr a[NA];
+	char *v[NA];
+	arrs_init(a, NA);
+	for (size_t i = 0; i < b->n_act; i++) {
+		pal__pgarr_text(&a[0], b->act[i].job_id);
+		pal__pgarr_i64(&a[1], b->act[i].version);
+		pal__pgarr_i64(&a[2], b->act[i].effective_from);
+	}
+	arrs_end(a, v, NA);
 	char e[24];
 	snprintf(e, sizeof e, "%" PRId64, epoch);
-	for (size_t i = 0; i < b->n_act; i++) {
-		const pal_plan_activation *a = &b->act[i];
-		char v[16], f[24];
-		snprintf(v, sizeof v, "%d", a->version);
-		snprintf(f, sizeof f, "%" PRId64, a->effective_from);
-		const char *p[] = { a->job_id, v, f, e, node };
-		PGresult *r = pal__store_query(
-			st,
-			"WITH act AS (UPDATE job_versions SET activated_at = clock_timestamp(),"
-			"   activated_epoch = $4, effective_from = to_timestamp($3::bigint)"
-			"   WHERE job_id = $1 AND version = $2 AND effective_from IS NULL RETURNING version),"
-			" j AS (UPDATE jobs SET active_version = $2, updated_at = now()"
-			"   WHERE job_id = $1 AND coalesce(active_version, 0) < $2 AND EXISTS (SELECT 1 FROM act)"
-			"   RETURNING job_id),"
-			" au AS (INSERT INTO audit_log (actor, action, scope, details)"
-			"   SELECT 'controller:' || $5, 'job.activate', 'job:' || $1,"
-			"   jsonb_build_object('version', $2::int, 'epoch', $4::bigint,"
-			"     'effective_from', to_timestamp($3::bigint)) FROM act)"
-			" SELECT count(*) FROM act",
-			5, p, err, errlen);
-		if (!r)
-			return PAL_EDB;
-		bool done = atoi(PQgetvalue(r, 0, 0)) == 1;
-		PQclear(r);
-		if (!done) {
-			snprintf(err, errlen, "job %s v%d was activated by someone else; reloading",
-				 a->job_id, a->version);
-			return PAL_ESTALE;
-		}
+	const char *p[] = { v[0], v[1], v[2], e, node };
+	PGresult *r = pal__store_query(
+		st,
+		"WITH a AS (SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[]) AS a(j, v, f)),"
+		" act AS (UPDATE job_versions jv SET activated_at = clock_timestamp(),"
+		"   activated_epoch = $4, effective_from = to_timestamp(a.f)"
+		"   FROM a WHERE jv.job_id = a.j AND jv.version = a.v AND jv.effective_from IS NULL"
+		"   AND jv.job_id = ANY($1::text[])"
+		"   RETURNING jv.job_id, jv.version, jv.effective_from),"
+		" j AS (UPDATE jobs SET active_version = act.version, updated_at = now() FROM act"
+		"   WHERE jobs.job_id = act.job_id AND coalesce(jobs.active_version, 0) < act.version"
+		"   AND jobs.job_id = ANY($1::text[])"
+		"   RETURNING jobs.job_id),"
+		" au AS (INSERT INTO audit_log (actor, action, scope, details)"
+		"   SELECT 'controller:' || $5, 'job.activate', 'job:' || act.job_id,"
+		"   jsonb_build_object('version', act.version, 'epoch', $4::bigint,"
+		"     'effective_from', act.effective_from) FROM act)"
+		" SELECT count(*) FROM act",
+		5, p, err, errlen);
+	arrs_free(v, NA);
+	if (!r)
+		return PAL_EDB;
+	long done = atol(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	if (done != (long)b->n_act) {
+		snprintf(err, errlen,
+			 "%zu of %zu job versions (first: %s v%d) were activated by someone else; reloading",
+			 b->n_act - (size_t)done, b->n_act, b->act[0].job_id, b->act[0].version);
+		return PAL_ESTALE;
 	}
 	return PAL_OK;
 }

@@ -3,29 +3,26 @@
  * of the periodic full reload, without a database.  Prints figures; asserts
  * nothing (built and run by tests/bench/hotpath.sh, not by `make`).
  *
- * For each job count N it builds N canonical job specs (varied crons and
- * time zones, as job_versions.spec stores them) and then times what
- * src/controller/controller.c does with the rows of pal_store_shard_jobs():
+ * For each job count N it builds N typed planning versions (varied crons and
+ * time zones, daily and busier ones, as pal_store_shard_jobs hands them to
+ * the controller) and times:
  *
- *   load     N jobs into an empty planner: canonical JSON -> spec -> put_job
+ *   load     N jobs into an empty planner (pal_planner_put_job)
  *   reload   the same N rows again (the 30 s full reload, nothing changed)
  *   remove   N/10 jobs by id
  *   tick     one planning tick at "now" (every job is due within the lookahead)
+ *   idle     the median of 20 ticks at an instant where no job is due
  *
- * pal_planner_job_current() is declared weak so that this one program also
- * measures a library that predates it: there, reload re-parses every spec
- * and re-opens every schedule, as the controller then did.
+ * and the resident memory the planner added per job (VmRSS before/after the
+ * load), with the distinct shared schedules, crons and zones it holds.
  */
 #include <inttypes.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "palisade/planner.h"
-
-bool pal_planner_job_current(const pal_planner *p, const char *job_id,
-			     const pal_plan_version *versions, size_t n) __attribute__((weak));
+#include "palisade/schedule.h"
 
 static const char *const crons[] = { "* * * * * ?", "0 */5 * * * ?", "0 0 9 ? * MON-FRI",
 				     "0 30 2 * * ?", "0 15 */2 * * ?", "0 0 0 1 * ?" };
@@ -41,68 +38,70 @@ static double secs(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* Canonical spec of job I (caller json_decrefs). */
-static json_t *make_spec(size_t i)
+static long rss_kib(void)
 {
-	pal_job_spec s;
-	if (pal_job_spec_defaults(&s))
-		return NULL;
-	char id[64];
-	snprintf(id, sizeof id, "bench.job-%zu", i);
-	s.id = strdup(id);
-	s.cron = strdup(crons[i % (sizeof crons / sizeof *crons)]);
-	free(s.timezone);
-	s.timezone = strdup(zones[(i / 7) % (sizeof zones / sizeof *zones)]);
-	s.url = strdup("http://127.0.0.1:1/x");
-	json_t *j = pal_job_spec_canonical(&s);
-	pal_job_spec_clear(&s);
-	return j;
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long kib = 0;
+	while (f && fgets(line, sizeof line, f))
+		if (!strncmp(line, "VmRSS:", 6))
+			kib = strtol(line + 6, NULL, 10);
+	if (f)
+		fclose(f);
+	return kib;
 }
 
-/* What controller.c's put_job_json does with one row of one version. */
-static int put_row(pal_planner *p, const char *id, const json_t *spec, int64_t eff, int64_t wm)
+static int cmp_d(const void *a, const void *b)
 {
-	pal_plan_version v = { .version = 1, .effective_from = eff };
-	if (pal_planner_job_current && pal_planner_job_current(p, id, &v, 1))
-		return 0;
-	char err[256];
-	int rc = pal_job_spec_from_canonical(spec, &v.spec, err, sizeof err);
-	if (!rc)
-		rc = pal_planner_put_job(p, id, &v, 1, wm, err, sizeof err);
-	if (rc)
-		fprintf(stderr, "bench_planner: %s: %s\n", id, err);
-	pal_job_spec_clear(&v.spec);
-	return rc;
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
 }
 
 static int run(size_t n)
 {
-	json_t **specs = calloc(n, sizeof *specs);
-	char (*ids)[64] = calloc(n, sizeof *ids);
-	if (!specs || !ids)
+	char (*ids)[32] = calloc(n, sizeof *ids);
+	if (!ids)
 		return 1;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++)
 		snprintf(ids[i], sizeof ids[i], "bench.job-%zu", i);
-		if (!(specs[i] = make_spec(i)))
-			return 1;
-	}
 	pal_planner_config cfg = { .overlap_s = 10,
 				   .lookahead_s = 120,
 				   .misfire_threshold_s = 300,
 				   .max_rows_per_tick = 50000 };
 	pal_planner *p = pal_planner_new(0, &cfg);
 	int64_t eff = NOW - 3600, wm = NOW;
-
+	pal_plan_version v = { .version = 1,
+			       .effective_from = eff,
+			       .dst = PAL_DST_AUTO,
+			       .misfire = PAL_MISFIRE_FIRE_ALL,
+			       .catchup_window_ms = 3600000,
+			       .max_catchup = 100,
+			       .partitions = 1,
+			       .tenant = "default",
+			       .group = "default" };
+	char err[256];
+	long rss0 = rss_kib();
 	double t0 = secs();
-	for (size_t i = 0; i < n; i++)
-		if (put_row(p, ids[i], specs[i], eff, wm))
+	for (size_t i = 0; i < n; i++) {
+		v.cron = crons[i % (sizeof crons / sizeof *crons)];
+		v.timezone = zones[(i / 7) % (sizeof zones / sizeof *zones)];
+		if (pal_planner_put_job(p, ids[i], &v, 1, wm, err, sizeof err)) {
+			fprintf(stderr, "bench_planner: %s\n", err);
 			return 1;
+		}
+	}
 	double t_load = secs() - t0;
+	long rss1 = rss_kib();
+	size_t ns, nc, nz;
+	pal_schedule_shared_counts(&ns, &nc, &nz);
 
 	t0 = secs();
-	for (size_t i = 0; i < n; i++)
-		if (put_row(p, ids[i], specs[i], eff, wm))
+	for (size_t i = 0; i < n; i++) {
+		v.cron = crons[i % (sizeof crons / sizeof *crons)];
+		v.timezone = zones[(i / 7) % (sizeof zones / sizeof *zones)];
+		if (pal_planner_put_job(p, ids[i], &v, 1, wm, err, sizeof err))
 			return 1;
+	}
 	double t_reload = secs() - t0;
 
 	t0 = secs();
@@ -117,16 +116,31 @@ static int run(size_t n)
 	double t_tick = secs() - t0;
 	if (rc)
 		return 1;
+	size_t rows = b.n_trig;
+	pal_planner_commit(p, &b);
+	/* Plan the whole lookahead, then tick again at the same instant:
+	 * nothing is due, every job idle. */
+	for (int k = 0; k < 1000 && !b.complete; k++) {
+		if (pal_planner_tick(p, b.watermark, NOW, &b))
+			return 1;
+		pal_planner_commit(p, &b);
+	}
+	double idle[20];
+	for (int k = 0; k < 20; k++) {
+		t0 = secs();
+		if (pal_planner_tick(p, b.watermark, NOW, &b))
+			return 1;
+		idle[k] = secs() - t0;
+	}
+	qsort(idle, 20, sizeof *idle, cmp_d);
 
-	printf("planner: %6zu jobs  load %7.3f s  reload %7.3f s  remove %6zu %7.3f s"
-	       "  tick %7.3f s (%zu rows, %zu jobs left)%s\n",
-	       n, t_load, t_reload, (n + 9) / 10, t_remove, t_tick, b.n_trig, left,
-	       pal_planner_job_current ? "" : "  [library without pal_planner_job_current]");
+	printf("planner: %7zu jobs  load %7.3f s  reload %7.3f s  remove %6zu %7.3f s"
+	       "  tick %7.3f s (%zu rows)  idle tick %7.1f us (%zu rows)  rss %5.0f B/job"
+	       "  shared: %zu schedules %zu crons %zu zones (%zu jobs left)\n",
+	       n, t_load, t_reload, (n + 9) / 10, t_remove, t_tick, rows, idle[10] * 1e6,
+	       b.n_trig, (double)(rss1 - rss0) * 1024 / (double)n, ns, nc, nz, left);
 	pal_plan_batch_free(&b);
 	pal_planner_free(p);
-	for (size_t i = 0; i < n; i++)
-		json_decref(specs[i]);
-	free(specs);
 	free(ids);
 	return 0;
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tests/bench/hotpath.sh [BUILD_DIR [N...]] - in-process timings of hot paths,
-# no servers: the planner's shard load, full reload, removals and one tick for
-# N jobs (bench_planner.c, default 10000 and 50000), and the result matching
+# no servers: the planner's shard load (typed versions, as pal_store_shard_jobs
+# hands them over), full reload, removals, one full tick and an idle tick for
+# N jobs, with the memory per job (bench_planner.c, default 10000 and 50000;
+# 62500 is a 1M-job shard of 16), and the result matching
 # of pal_store_commit_results (bench_match.c).  BUILD_DIR (default build) must
 # hold a built libpalisade.a; headers come from $PAL_SRC (default this tree),
 # so the same programs measure an older checkout:

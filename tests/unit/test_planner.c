@@ -12,6 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "palisade/planner.h"
+#include "palisade/schedule.h"
 
 static pal_planner_config cfg = { .overlap_s = 10, .lookahead_s = 5, .misfire_threshold_s = 60,
 				  .max_rows_per_tick = 50000 };
@@ -37,10 +38,10 @@ static pal_job_spec spec(const char *id, const char *cron, pal_misfire_policy mp
 
 static void put1(pal_planner *p, pal_job_spec s, int version, int64_t eff, int64_t wm)
 {
-	pal_plan_version v = { .version = version, .spec = s, .effective_from = eff };
+	pal_plan_version v = pal_plan_version_of_spec(&s, version, eff);
 	char err[256];
-	assert_int_equal(pal_planner_put_job(p, s.id ? v.spec.id : "x", &v, 1, wm, err, sizeof err), 0);
-	pal_job_spec_clear(&v.spec);
+	assert_int_equal(pal_planner_put_job(p, s.id ? s.id : "x", &v, 1, wm, err, sizeof err), 0);
+	pal_job_spec_clear(&s);
 }
 
 static size_t count_source(const pal_plan_batch *b, pal_plan_source src)
@@ -205,12 +206,14 @@ static void test_planner_misfire_manual_opens_ticket(void **st)
 static void test_planner_new_version_applies_after_watermark(void **st)
 {
 	pal_planner *p = pal_planner_new(0, &cfg);
-	pal_plan_version v[2] = {
-		{ .version = 1, .spec = spec("a.j", "*/10 * * * * ?", PAL_MISFIRE_SKIP), .effective_from = 0 },
-		{ .version = 2, .spec = spec("a.j", "*/3 * * * * ?", PAL_MISFIRE_SKIP), .effective_from = PAL_NO_TIME },
-	};
+	pal_job_spec s1 = spec("a.j", "*/10 * * * * ?", PAL_MISFIRE_SKIP),
+		     s2 = spec("a.j", "*/3 * * * * ?", PAL_MISFIRE_SKIP);
+	pal_plan_version v[2] = { pal_plan_version_of_spec(&s1, 1, 0),
+				  pal_plan_version_of_spec(&s2, 2, PAL_NO_TIME) };
 	char err[256];
 	assert_int_equal(pal_planner_put_job(p, "a.j", v, 2, 1000, err, sizeof err), 0);
+	pal_job_spec_clear(&s1);
+	pal_job_spec_clear(&s2);
 	pal_plan_batch b = { 0 };
 	assert_int_equal(pal_planner_tick(p, 1000, 1001, &b), 0);
 	assert_int_equal(b.n_act, 1);
@@ -223,6 +226,14 @@ static void test_planner_new_version_applies_after_watermark(void **st)
 	assert_int_equal(b.trig[1].at, 1002);
 	assert_int_equal(b.trig[1].version, 2);
 	assert_int_equal(b.trig[2].at, 1005);
+	/* one ref per job version, and every trigger points at its own */
+	assert_int_equal(b.n_refs, 2);
+	for (size_t k = 0; k < b.n_trig; k++) {
+		assert_true(b.trig[k].ref < b.n_refs);
+		assert_int_equal(b.refs[b.trig[k].ref].version, b.trig[k].version);
+		assert_string_equal(b.refs[b.trig[k].ref].job_id, b.trig[k].job_id);
+		assert_string_equal(b.refs[b.trig[k].ref].tenant, "t");
+	}
 	pal_planner_commit(p, &b);
 	assert_int_equal(pal_planner_tick(p, 1006, 1004, &b), 0);
 	assert_int_equal(b.n_act, 0);
@@ -304,12 +315,11 @@ static void test_planner_idle_jobs_are_not_touched(void **st)
 static void put_v(pal_planner *p, const char *id, const char *cron, int version, int64_t eff,
 		  int64_t wm)
 {
-	pal_plan_version v = { .version = version,
-			       .spec = spec(id, cron, PAL_MISFIRE_SKIP),
-			       .effective_from = eff };
+	pal_job_spec s = spec(id, cron, PAL_MISFIRE_SKIP);
+	pal_plan_version v = pal_plan_version_of_spec(&s, version, eff);
 	char err[256];
 	assert_int_equal(pal_planner_put_job(p, id, &v, 1, wm, err, sizeof err), 0);
-	pal_job_spec_clear(&v.spec);
+	pal_job_spec_clear(&s);
 }
 
 /* Every trigger of B belongs to JOB_ID at VERSION; returns how many. */
@@ -411,13 +421,15 @@ static void test_planner_reload_new_version_keeps_old_schedule(void **st)
 {
 	pal_planner *p = pal_planner_new(0, &cfg);
 	put_v(p, "a.j", "*/10 * * * * ?", 1, 0, 1000);
-	pal_plan_version v[2] = {
-		{ .version = 1, .spec = spec("a.j", "*/10 * * * * ?", PAL_MISFIRE_SKIP), .effective_from = 0 },
-		{ .version = 2, .spec = spec("a.j", "*/3 * * * * ?", PAL_MISFIRE_SKIP), .effective_from = PAL_NO_TIME },
-	};
+	pal_job_spec s1 = spec("a.j", "*/10 * * * * ?", PAL_MISFIRE_SKIP),
+		     s2 = spec("a.j", "*/3 * * * * ?", PAL_MISFIRE_SKIP);
+	pal_plan_version v[2] = { pal_plan_version_of_spec(&s1, 1, 0),
+				  pal_plan_version_of_spec(&s2, 2, PAL_NO_TIME) };
 	char err[256];
 	assert_false(pal_planner_job_current(p, "a.j", v, 2));
 	assert_int_equal(pal_planner_put_job(p, "a.j", v, 2, 1000, err, sizeof err), 0);
+	pal_job_spec_clear(&s1);
+	pal_job_spec_clear(&s2);
 	assert_int_equal(pal_planner_jobs(p), 1);
 	pal_plan_batch b = { 0 };
 	assert_int_equal(pal_planner_tick(p, 1000, 1001, &b), 0);
@@ -434,10 +446,87 @@ static void test_planner_reload_new_version_keeps_old_schedule(void **st)
 	pal_planner_free(p);
 }
 
+/* A first start after a large apply: brand-new jobs with an instant by the
+ * horizon are activated at once, the others a few per tick, each as of the
+ * tick that first saw it - so deferring changes when the row is written,
+ * not which instants are planned. */
+static void test_planner_defers_idle_activations(void **st)
+{
+	pal_planner_config c = cfg;
+	c.max_activations_per_tick = 2;
+	pal_planner *p = pal_planner_new(0, &c);
+	put1(p, spec("a.busy", "* * * * * ?", PAL_MISFIRE_SKIP), 1, PAL_NO_TIME, PAL_NO_TIME);
+	char id[16];
+	for (int i = 0; i < 4; i++) {
+		snprintf(id, sizeof id, "a.idle-%d", i);
+		put1(p, spec(id, "0 0 0 1 1 ? 2090", PAL_MISFIRE_SKIP), 1, PAL_NO_TIME, PAL_NO_TIME);
+	}
+	assert_int_equal(pal_planner_pending(p), 5);
+	pal_plan_batch b = { 0 };
+	assert_int_equal(pal_planner_tick(p, PAL_NO_TIME, 1000, &b), 0);
+	assert_int_equal(b.n_act, 3); /* the busy one and two idle ones */
+	bool busy = false;
+	for (size_t i = 0; i < b.n_act; i++) {
+		assert_int_equal(b.act[i].effective_from, 1000);
+		busy |= !strcmp(b.act[i].job_id, "a.busy");
+	}
+	assert_true(busy);
+	assert_int_equal(b.n_trig, 5); /* 1001..1005 of the busy job */
+	pal_planner_commit(p, &b);
+	assert_int_equal(pal_planner_pending(p), 2);
+	/* an uncommitted tick leaves them pending, with the same effective_from */
+	assert_int_equal(pal_planner_tick(p, 1005, 1003, &b), 0);
+	assert_int_equal(b.n_act, 2);
+	assert_int_equal(b.act[0].effective_from, 1000);
+	assert_int_equal(b.act[1].effective_from, 1000);
+	assert_int_equal(pal_planner_pending(p), 2);
+	assert_int_equal(pal_planner_tick(p, 1005, 1004, &b), 0);
+	assert_int_equal(b.n_act, 2);
+	assert_int_equal(b.act[0].effective_from, 1000);
+	pal_planner_commit(p, &b);
+	assert_int_equal(pal_planner_pending(p), 0);
+	assert_int_equal(pal_planner_tick(p, b.watermark, 1005, &b), 0);
+	assert_int_equal(b.n_act, 0);
+	pal_plan_batch_free(&b);
+	pal_planner_free(p);
+}
+
+/* One shared schedule per distinct (cron, zone), one cron per expression,
+ * one zone per name, whatever the number of jobs; freed with the last job. */
+static void test_planner_shares_schedules_and_zones(void **st)
+{
+	size_t s0, c0, z0, s1, c1, z1;
+	pal_schedule_shared_counts(&s0, &c0, &z0);
+	pal_planner *p = pal_planner_new(0, &cfg);
+	static const char *const crons[] = { "*/5 * * * * ?", "0 0 * * * ?" };
+	static const char *const zones[] = { "UTC", "Europe/Paris" };
+	char id[32], err[256];
+	for (int i = 0; i < 1000; i++) {
+		pal_job_spec s = spec("x", crons[i % 2], PAL_MISFIRE_SKIP);
+		free(s.timezone);
+		s.timezone = strdup(zones[(i / 2) % 2]);
+		pal_plan_version v = pal_plan_version_of_spec(&s, 1, 0);
+		snprintf(id, sizeof id, "j.%d", i);
+		assert_int_equal(pal_planner_put_job(p, id, &v, 1, 1000, err, sizeof err), 0);
+		pal_job_spec_clear(&s);
+	}
+	pal_schedule_shared_counts(&s1, &c1, &z1);
+	assert_int_equal(s1 - s0, 4);
+	assert_int_equal(c1 - c0, 2);
+	assert_int_equal(z1 - z0, 2);
+	pal_planner_free(p);
+	pal_schedule_shared_counts(&s1, &c1, &z1);
+	assert_int_equal(s1, s0);
+	assert_int_equal(c1, c0);
+	assert_int_equal(z1, z0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_planner_new_job_activates_now_and_plans_lookahead),
+		cmocka_unit_test(test_planner_defers_idle_activations),
+		cmocka_unit_test(test_planner_shares_schedules_and_zones),
 		cmocka_unit_test(test_planner_uncommitted_tick_is_repeated),
 		cmocka_unit_test(test_planner_rescan_below_watermark_is_not_a_misfire),
 		cmocka_unit_test(test_planner_misfire_skip_records_all),
