@@ -875,25 +875,21 @@ static int backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int64
 			 request_id, job_id);
 		return PAL_EINVAL;
 	}
-	GString *vs = g_string_new("{"), *as = g_string_new("{"), *ps = g_string_new("{");
+	pal_pgarr vs, as, ps;
+	pal__pgarr_init(&vs);
+	pal__pgarr_init(&as);
+	pal__pgarr_init(&ps);
 	for (size_t i = 0; i < pl.n; i++) {
 		for (int k = 0; k < pl.v[i].partitions; k++) {
-			if (vs->len > 1) {
-				g_string_append_c(vs, ',');
-				g_string_append_c(as, ',');
-				g_string_append_c(ps, ',');
-			}
-			g_string_append_printf(vs, "%d", pl.v[i].version);
-			g_string_append_printf(as, "%" PRId64, pl.v[i].at);
-			g_string_append_printf(ps, "%d", k);
+			pal__pgarr_i64(&vs, pl.v[i].version);
+			pal__pgarr_i64(&as, pl.v[i].at);
+			pal__pgarr_i64(&ps, k);
 			res->rows++;
 		}
 	}
 	free(pl.v);
-	g_string_append_c(vs, '}');
-	g_string_append_c(as, '}');
-	g_string_append_c(ps, '}');
-	const char *pi[] = { job_id, request_id, vs->str, as->str, ps->str };
+	char *va = pal__pgarr_end(&vs), *aa = pal__pgarr_end(&as), *pa = pal__pgarr_end(&ps);
+	const char *pi[] = { job_id, request_id, va, aa, pa };
 	rc = exec_n(st,
 		    "INSERT INTO triggers (job_id, version, scheduled_at, partition, source, request_id,"
 		    " tenant, resource_group, priority, due_at, shard)"
@@ -906,9 +902,9 @@ static int backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int64
 		    " ON CONFLICT (job_id, request_id, scheduled_at, partition)"
 		    " WHERE request_id IS NOT NULL DO NOTHING",
 		    5, pi, &res->inserted, err, errlen);
-	g_string_free(vs, TRUE);
-	g_string_free(as, TRUE);
-	g_string_free(ps, TRUE);
+	g_free(va);
+	g_free(aa);
+	g_free(pa);
 	if (!rc && res->inserted)
 		rc = notify(st, "NOTIFY palisade_triggers", 0, NULL, err, errlen);
 	return rc;
