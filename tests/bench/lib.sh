@@ -16,6 +16,7 @@
 #   start_sink ID [args...]    palisade-sink; SINK_ADDR[ID] (host:port)
 #   stop_sink ID
 #   write_jobs_sql N PREFIX IDLE_TPL [BURST_N BURST_TPL]    N jobs written with SQL
+#                              (B_ACTIVATE=1: versions already active)
 #   wait_planned ID T0_MS SECS every shard led by ID, watermark past T0; prints ms
 #   lateness_stats LABEL T0 T1 lateness of sink effects under /effects/LABEL with
 #                              scheduled instants in [T0, T1): "n p50 p99 max"
@@ -156,10 +157,15 @@ stop_sink() {
 # (its canonical spec with the id substituted; shard = FNV-1a 64 of the id
 # mod 16, as pal_job_shard computes it) and an idle cron: once a year, about
 # six months ahead, at a minute, hour and day spread over the jobs, in six
-# time zones.  The first BURST_N copy BURST_TPL as it is (its cron too).  Much faster than `palisade apply` today; the apply rate is
-# measured on its own.  The templates are deleted afterwards.
+# time zones.  The first BURST_N copy BURST_TPL as it is (its cron too).
+# With B_ACTIVATE=1 every version is written as activated a minute ago at
+# epoch 0 (a cluster in its steady state); otherwise every version is still
+# to be activated, as right after an apply.  Much faster than `palisade
+# apply` today; the apply rate is measured on its own.  The templates are
+# deleted afterwards.
 write_jobs_sql() {
-	local n=$1 prefix=$2 tpl=$3 bn=${4:-0} btpl=${5:-}
+	local n=$1 prefix=$2 tpl=$3 bn=${4:-0} btpl=${5:-} act=NULL
+	[ "${B_ACTIVATE:-0}" = 1 ] && act=1
 	python3 - "$n" "$prefix" "$bn" >"$B_STATE/ids.csv" <<'PY'
 import sys
 n, prefix, bn = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
@@ -175,12 +181,13 @@ PY
 	sql "CREATE UNLOGGED TABLE bench_ids (job_id text, shard int, burst int, i int)" || return 1
 	psql "$PALISADE_PG" -XAtq -c "\\copy bench_ids FROM '$B_STATE/ids.csv' CSV" || return 1
 	sql "
-INSERT INTO jobs (job_id, tenant, resource_group, shard, latest_version)
-  SELECT b.job_id, j.tenant, j.resource_group, b.shard, 1 FROM bench_ids b
+INSERT INTO jobs (job_id, tenant, resource_group, shard, latest_version, active_version)
+  SELECT b.job_id, j.tenant, j.resource_group, b.shard, 1, $act FROM bench_ids b
   JOIN jobs j ON j.job_id = CASE WHEN b.burst = 1 THEN '$btpl' ELSE '$tpl' END;
 INSERT INTO job_versions (job_id, version, spec, digest, cron, timezone, misfire_policy,
   catchup_window_ms, max_catchup, overlap_policy, priority, deadline_ms, max_in_flight,
-  idempotency_key, retry, resource_group, target, target_host, partitions, created_by)
+  idempotency_key, retry, resource_group, target, target_host, partitions, created_by,
+  activated_at, activated_epoch, effective_from)
   SELECT b.job_id, 1,
     CASE WHEN b.burst = 1 THEN jsonb_set(v.spec, '{id}', to_jsonb(b.job_id))
     ELSE jsonb_set(jsonb_set(jsonb_set(v.spec, '{id}', to_jsonb(b.job_id)),
@@ -189,7 +196,9 @@ INSERT INTO job_versions (job_id, version, spec, digest, cron, timezone, misfire
     CASE WHEN b.burst = 1 THEN v.timezone ELSE c.tz END,
     v.misfire_policy, v.catchup_window_ms, v.max_catchup, v.overlap_policy,
     v.priority, v.deadline_ms, v.max_in_flight, v.idempotency_key, v.retry, v.resource_group,
-    v.target, v.target_host, v.partitions, v.created_by
+    v.target, v.target_host, v.partitions, v.created_by,
+    CASE WHEN $act = 1 THEN now() END, CASE WHEN $act = 1 THEN 0 END,
+    CASE WHEN $act = 1 THEN now() - interval '1 minute' END
   FROM bench_ids b JOIN job_versions v
     ON v.job_id = CASE WHEN b.burst = 1 THEN '$btpl' ELSE '$tpl' END AND v.version = 1
   CROSS JOIN LATERAL (SELECT
