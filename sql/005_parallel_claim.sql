@@ -61,6 +61,12 @@ $fn$;
 
 DROP TRIGGER triggers_state_guard ON triggers;
 DROP FUNCTION palisade_trigger_state_guard();
+-- The check joins the two transition tables by id: a hash join, whatever
+-- planner settings the updating statement runs with (the claim turns sorts
+-- off; a nested loop over two tuplestores would be quadratic in the batch).
+ALTER FUNCTION palisade_trigger_edges_check() SET enable_nestloop = off;
+ALTER FUNCTION palisade_trigger_edges_check() SET enable_sort = on;
+
 CREATE TRIGGER triggers_state_edges AFTER UPDATE ON triggers
 	REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
 	FOR EACH STATEMENT EXECUTE FUNCTION palisade_trigger_edges_check();

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -245,6 +246,35 @@ static void test_url_host(void **st)
 	assert_string_equal(h, "");
 }
 
+/* docs/protocol.md's response table, row by row. */
+static void test_outcome_follows_the_protocol_table(void **st)
+{
+	pal_class c = { 0 };
+#define CALL(o, cls, status, url) \
+	(c.outcome = (o), snprintf(c.error_class, sizeof c.error_class, "%s", cls), \
+	 pal_outcome_decide(false, &c, status, false, url))
+	assert_int_equal(CALL(PAL_OUT_SUCCESS, "", 200, true), PAL_ACT_SUCCEED);
+	assert_int_equal(CALL(PAL_OUT_MORE, "", 200, true), PAL_ACT_CHECKPOINT);
+	assert_int_equal(CALL(PAL_OUT_STALE, "stale", 409, true), PAL_ACT_STALE);
+	assert_int_equal(CALL(PAL_OUT_PERMANENT, "payload_mismatch", 422, true), PAL_ACT_TICKET);
+	assert_int_equal(CALL(PAL_OUT_PERMANENT, "http_404", 404, true), PAL_ACT_FAIL);
+	assert_int_equal(CALL(PAL_OUT_RETRYABLE, "http_503", 503, true), PAL_ACT_RETRY);
+	/* unknown after sending: ask the status URL; without one, the same key again */
+	assert_int_equal(CALL(PAL_OUT_UNKNOWN, "timeout_after_send", 0, true), PAL_ACT_QUERY);
+	assert_int_equal(CALL(PAL_OUT_UNKNOWN, "timeout_after_send", 0, false), PAL_ACT_RETRY);
+#undef CALL
+	/* the status URL's answers */
+	c.outcome = PAL_OUT_SUCCESS;
+	assert_int_equal(pal_outcome_decide(true, &c, 200, true, true), PAL_ACT_SUCCEED);
+	c.outcome = PAL_OUT_PERMANENT;
+	assert_int_equal(pal_outcome_decide(true, &c, 404, false, true), PAL_ACT_SEND);
+	assert_int_equal(pal_outcome_decide(true, &c, 404, true, true), PAL_ACT_RETRY);
+	c.outcome = PAL_OUT_RETRYABLE;
+	assert_int_equal(pal_outcome_decide(true, &c, 503, true, true), PAL_ACT_UNKNOWN);
+	c.outcome = PAL_OUT_UNKNOWN;
+	assert_int_equal(pal_outcome_decide(true, &c, 0, false, true), PAL_ACT_UNKNOWN);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -261,6 +291,7 @@ int main(void)
 		cmocka_unit_test(test_breaker_opens_half_opens_and_closes),
 		cmocka_unit_test(test_breaker_defaults_tolerate_a_degraded_target),
 		cmocka_unit_test(test_url_host),
+		cmocka_unit_test(test_outcome_follows_the_protocol_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -226,6 +226,41 @@ static void test_nodeconf_values_and_groups_load(void **state)
 	pal_nodeconf_free(&c);
 }
 
+static void test_nodeconf_tenants_load_and_are_checked(void **state)
+{
+	pal_nodeconf c;
+	pal_diags d = {0};
+
+	(void)state;
+	assert_int_equal(load_str("executor:\n"
+				  "  claim_ahead: 500ms\n"
+				  "  tenants:\n"
+				  "    payroll: {cap: 5}\n"
+				  "    billing: {cap: 50, weight: 2.5}\n",
+				  &c, &d),
+			 0);
+	assert_int_equal(d.n, 0);
+	assert_int_equal(c.claim_ahead_ms, 500);
+	assert_int_equal(c.n_tenants, 2);
+	assert_string_equal(c.tenants[0].name, "billing"); /* sorted */
+	assert_int_equal(c.tenants[0].cap, 50);
+	assert_true(c.tenants[0].weight > 2.49 && c.tenants[0].weight < 2.51);
+	assert_string_equal(c.tenants[1].name, "payroll");
+	assert_true(c.tenants[1].weight > 0.99 && c.tenants[1].weight < 1.01); /* default 1 */
+	pal_nodeconf_free(&c);
+
+	assert_int_equal(load_str("executor:\n"
+				  "  tenants: {Bad: {cap: 1}, ok: {cap: -1}, fine: {wieght: 2}, w: {weight: 0}}\n",
+				  &c, &d),
+			 PAL_EINVAL);
+	ASSERT_DIAG(&d, 2, 13, "invalid tenant name \"Bad\"");
+	ASSERT_DIAG(&d, 2, 38, "cap: -1 is out of range");
+	ASSERT_DIAG(&d, 2, 50, "unknown key \"wieght\" in tenant \"fine\" (did you mean \"weight\"?)");
+	ASSERT_DIAG(&d, 2, 74, "weight: 0 is out of range");
+	assert_int_equal(d.n, 4);
+	pal_diags_free(&d);
+}
+
 static void test_nodeconf_every_problem_reported_with_position(void **state)
 {
 	pal_nodeconf c;
@@ -368,6 +403,7 @@ int main(void)
 	    cmocka_unit_test(test_nodeconf_relations_between_keys),
 	    cmocka_unit_test(test_nodeconf_connection_precedence_flag_file_env),
 	    cmocka_unit_test(test_nodeconf_reload_reports_restart_only_changes),
+	    cmocka_unit_test(test_nodeconf_tenants_load_and_are_checked),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
