@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "palisade/store.h"
+#include "palisade/tstate.h"
 
 /* Per-group limits passed to a claim. */
 typedef struct pal_claim_group {
@@ -48,7 +49,7 @@ typedef struct pal_claimed {
 	int partition;
 	char request_id[129]; /* "" for scheduled; up to 128 characters */
 	int attempt;         /* attempt number of this claim (1-based) */
-	char prev_state[16]; /* pending, retry_wait, unknown, running (expired lease) */
+	pal_tstate prev_state; /* pending, retry_wait, unknown, running (expired lease) */
 	char prev_error[48];
 	char *checkpoint;    /* JSON text or NULL (caller frees) */
 	char tenant[64], group[64];
@@ -93,7 +94,7 @@ typedef struct pal_lease_ref {
 
 typedef struct pal_lease_state {
 	int64_t id;
-	char state[16]; /* running, pausing, cancelling */
+	pal_tstate state; /* running, pausing, cancelling */
 } pal_lease_state;
 
 /* Renew every lease of NODE in REFS in one statement.  OUT[0..*n_out) are the
@@ -106,7 +107,7 @@ PAL_MUST_CHECK int pal_store_renew(pal_store *st, const char *node, int64_t leas
 /* One result to commit. */
 typedef struct pal_result {
 	int64_t id, fence;
-	const char *state;       /* succeeded, failed, retry_wait, unknown, manual, or
+	pal_tstate state;        /* succeeded, failed, retry_wait, unknown, manual, or
 				    pending: deferred before calling, the attempt is given back */
 	const char *error_class; /* "" when none */
 	int http_status;         /* 0 when none */
@@ -116,7 +117,7 @@ typedef struct pal_result {
 	const char *ticket_reason; /* state manual: the ticket's reason */
 	/* out: */
 	bool committed;          /* false: fenced (the lease was lost) */
-	char final_state[16];
+	pal_tstate final_state;
 } pal_result;
 
 /* Commit results in one transaction with conditional updates; sets
@@ -139,7 +140,7 @@ PAL_MUST_CHECK int pal_store_commit_recv(pal_store *st, pal_result *r, int n, ch
  * point.  *state receives the state after the write: "running" (continue),
  * "paused" or "cancelled" (stop).  PAL_ESTALE when the lease was lost. */
 PAL_MUST_CHECK int pal_store_checkpoint(pal_store *st, int64_t id, int64_t fence,
-					const char *checkpoint, char state[16], char *err,
+					const char *checkpoint, pal_tstate *state, char *err,
 					size_t errlen);
 
 #endif

@@ -199,11 +199,19 @@ PAL_MUST_CHECK int pal_store_planned(pal_store *st, const char *job_id, int64_t 
 PAL_MUST_CHECK int pal_store_status_json(pal_store *st, json_t **out, char *err, size_t errlen);
 
 /* SELECT 1: checks the connection (lease thread with nothing to renew). */
-PAL_MUST_CHECK int pal__store_ping(pal_store *st, char *err, size_t errlen);
+PAL_MUST_CHECK int pal_store_ping(pal_store *st, char *err, size_t errlen);
 
-/* Run SQL (a fixed string of src/store) that returns rows; returns the
- * PGresult (PQclear) or NULL with err filled.  Internal to src/store. */
-PGresult *pal__store_query(pal_store *st, const char *sql, int nparams, const char *const *params,
-			   char *err, size_t errlen);
+/* Limit every later statement of ST to MS milliseconds (statement_timeout). */
+PAL_MUST_CHECK int pal_store_set_statement_timeout(pal_store *st, int64_t ms, char *err,
+						   size_t errlen);
+/* LISTEN on CHANNEL (an identifier of palisade's, not user input). */
+PAL_MUST_CHECK int pal_store_listen(pal_store *st, const char *channel, char *err, size_t errlen);
+/* Called for each notification: its channel and payload (borrowed). */
+typedef void (*pal_notify_fn)(void *ctx, const char *channel, const char *payload);
+/* Read what arrived on ST without blocking and hand every notification to
+ * FN (NULL: only count them); *n receives how many.  PAL_EDB when the
+ * connection broke (err says why).  Not while a statement is in flight. */
+PAL_MUST_CHECK int pal_store_notifications(pal_store *st, pal_notify_fn fn, void *ctx, int *n,
+					   char *err, size_t errlen);
 
 #endif

@@ -86,11 +86,11 @@ void pal__call_due(pal_executor *ex, pal__call *k)
 	const pal_job_spec *s = &k->spec->spec;
 	int64_t age = pal__db_ms(ex) - k->c.scheduled_at * 1000;
 	if (s->deadline_ms > 0 && age > s->deadline_ms) {
-		pal__queue_result(ex, k, "failed", "deadline", 0, 0, NULL);
+		pal__queue_result(ex, k, PAL_TS_FAILED, "deadline", 0, 0, NULL);
 		return;
 	}
-	bool unknown_before = !strcmp(k->c.prev_state, "unknown") ||
-			      !strcmp(k->c.prev_state, "running") ||
+	bool unknown_before = k->c.prev_state == PAL_TS_UNKNOWN ||
+			      k->c.prev_state == PAL_TS_RUNNING ||
 			      !strncmp(k->c.prev_error, "timeout_after", 13) ||
 			      !strcmp(k->c.prev_error, "reset_after_send");
 	k->ph = unknown_before && s->status_url ? PHASE_QUERY : PHASE_CALL;
@@ -110,11 +110,11 @@ void pal__call_due(pal_executor *ex, pal__call *k)
 		}
 		/* Back to pending without spending an attempt: the call never
 		 * started (the commit gives the attempt back). */
-		pal__queue_result(ex, k, "pending", "breaker_open", 0, pal__db_ms(ex) + 1000, NULL);
+		pal__queue_result(ex, k, PAL_TS_PENDING, "breaker_open", 0, pal__db_ms(ex) + 1000, NULL);
 		return;
 	}
 	if (pal__call_start(ex, k))
-		pal__queue_result(ex, k, "failed", "render", 0, 0, NULL);
+		pal__queue_result(ex, k, PAL_TS_FAILED, "render", 0, 0, NULL);
 }
 
 static void begin_call(pal_executor *ex, pal_claimed *c, int64_t sent)
@@ -140,7 +140,7 @@ static void begin_call(pal_executor *ex, pal_claimed *c, int64_t sent)
 	if (!k->spec) {
 		pal_log(PAL_LOG_ERROR, "executor.spec_missing", "{s:s, s:i, s:s}", "job", k->c.job_id,
 			"version", k->c.version, "error", err);
-		pal__queue_result(ex, k, "failed", "bad_spec", 0, 0, NULL);
+		pal__queue_result(ex, k, PAL_TS_FAILED, "bad_spec", 0, 0, NULL);
 		return;
 	}
 	pal_url_host(k->spec->spec.url, k->host, sizeof k->host);
@@ -209,7 +209,7 @@ void pal__unpark(pal_executor *ex, pal__call *k, int64_t now, bool draining)
 		if (pal_breaker_allow(ex->breakers, k->host, now)) {
 			pal__leave_park(ex, k, k->parked_ph);
 			if (pal__call_start(ex, k))
-				pal__queue_result(ex, k, "failed", "render", 0, 0, NULL);
+				pal__queue_result(ex, k, PAL_TS_FAILED, "render", 0, 0, NULL);
 			return;
 		}
 		if (pal_breaker_state_of(ex->breakers, k->host, now) == PAL_BREAKER_HALF_OPEN) {
@@ -217,5 +217,5 @@ void pal__unpark(pal_executor *ex, pal__call *k, int64_t now, bool draining)
 			return;
 		}
 	}
-	pal__queue_result(ex, k, "pending", "breaker_open", 0, pal__db_ms(ex) + 1000, NULL);
+	pal__queue_result(ex, k, PAL_TS_PENDING, "breaker_open", 0, pal__db_ms(ex) + 1000, NULL);
 }

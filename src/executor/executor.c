@@ -105,14 +105,8 @@ static int open_conn(pal_executor *ex, pal_store **out, bool listen, char *err, 
 {
 	if (pal_store_open(ex->cfg.conninfo, out, err, errlen) != PAL_OK)
 		return PAL_EDB;
-	PGresult *r = PQexec(pal_store_conn(*out), listen ? "SET statement_timeout = '30s';"
-							    " LISTEN palisade_triggers"
-							  : "SET statement_timeout = '30s'");
-	bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-	if (!ok)
-		snprintf(err, errlen, "session setup failed: %s", PQresultErrorMessage(r));
-	PQclear(r);
-	if (!ok) {
+	if (pal_store_set_statement_timeout(*out, 30000, err, errlen) ||
+	    (listen && pal_store_listen(*out, "palisade_triggers", err, errlen))) {
 		pal_store_close(*out);
 		*out = NULL;
 		return PAL_EDB;
@@ -160,20 +154,15 @@ static void drain_notifies(pal_executor *ex)
 {
 	if (!ex->st)
 		return;
-	PGconn *c = pal_store_conn(ex->st);
-	if (!PQconsumeInput(c)) {
-		pal_log(PAL_LOG_ERROR, "executor.db_lost", "{s:s}", "error", PQerrorMessage(c));
+	char err[512];
+	int n;
+	if (pal_store_notifications(ex->st, NULL, NULL, &n, err, sizeof err)) {
+		pal_log(PAL_LOG_ERROR, "executor.db_lost", "{s:s}", "error", err);
 		pal__drop_conn(ex, &ex->st);
 		return;
 	}
-	PGnotify *n;
-	bool any = false;
-	while ((n = PQnotifies(c))) {
-		any = true;
-		PQfreemem(n);
-	}
-	if (any)
-		ex->next_claim_ms = 0;
+	if (n)
+		ex->next_claim_ms = 0; /* a controller planned triggers: claim now */
 }
 
 /* Measure the database clock's offset at most once a second (one short
@@ -359,9 +348,9 @@ static int64_t run_waiting(pal_executor *ex, int64_t now, bool draining)
 			 * paused or cancelled). */
 			pal_lease_view v;
 			bool live = !pal__leases_get(&ex->leases, k->c.id, &v) ||
-				    !strcmp(v.state, "running");
+				    v.state == PAL_TS_RUNNING;
 			if (draining || !live) {
-				pal__queue_result(ex, k, "pending", "handed_back", 0, 0, NULL);
+				pal__queue_result(ex, k, PAL_TS_PENDING, "handed_back", 0, 0, NULL);
 			} else if (!gate) {
 				k->resume_at_ms = now + 100; /* no new side effects while closed */
 			} else {
@@ -379,7 +368,7 @@ static int64_t run_waiting(pal_executor *ex, int64_t now, bool draining)
 			}
 			k->ph = PHASE_CALL;
 			if (pal__call_start(ex, k))
-				pal__queue_result(ex, k, "failed", "render", 0, 0, NULL);
+				pal__queue_result(ex, k, PAL_TS_FAILED, "render", 0, 0, NULL);
 			break;
 		default:
 			break;

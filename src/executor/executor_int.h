@@ -84,7 +84,7 @@ typedef struct pal_lease_view {
 	int64_t fence;
 	int64_t sent_ms; /* monotonic time the last successful renewal (or the claim) was sent */
 	bool lost;
-	char state[16];
+	pal_tstate state;
 } pal_lease_view;
 
 typedef struct pal_leases {
@@ -181,7 +181,7 @@ void pal__call_finished(pal_executor *ex, pal__call *k, CURLcode code);
 void pal__abandon(pal_executor *ex, pal__call *k, const char *why);
 
 /* results.c: queue K's result (K moves to the results queue) */
-void pal__queue_result(pal_executor *ex, pal__call *k, const char *state, const char *error_class,
+void pal__queue_result(pal_executor *ex, pal__call *k, pal_tstate state, const char *error_class,
 		       int http, int64_t next_attempt_ms, const char *ticket_reason);
 void pal__unlink_call(pal_executor *ex, pal__call *k);
 void pal__commit_send(pal_executor *ex);

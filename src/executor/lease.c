@@ -80,7 +80,7 @@ void pal__leases_add(pal_leases *l, int64_t id, int64_t fence, int64_t sent_ms)
 	*k = id;
 	v->fence = fence;
 	v->sent_ms = sent_ms;
-	snprintf(v->state, sizeof v->state, "running");
+	v->state = PAL_TS_RUNNING;
 	pthread_mutex_lock(&l->mu);
 	g_hash_table_replace(l->map, k, v);
 	pthread_mutex_unlock(&l->mu);
@@ -180,7 +180,7 @@ static void renew_once(pal_lease_thread *t)
 	int n_out = 0;
 	int rc = n ? pal_store_renew(t->st, t->cfg.node_id, t->cfg.lease_ms, refs, n, got, &n_out,
 				     err, sizeof err)
-		   : pal__store_ping(t->st, err, sizeof err);
+		   : pal_store_ping(t->st, err, sizeof err);
 	if (rc) {
 		renewal_failed(t, err);
 		free(refs);
@@ -197,7 +197,7 @@ static void renew_once(pal_lease_thread *t)
 		for (int x = 0; x < n_out; x++)
 			if (got[x].id == refs[j].id) {
 				held = true;
-				snprintf(lv->state, sizeof lv->state, "%s", got[x].state);
+				lv->state = got[x].state;
 				break;
 			}
 		if (held) {

@@ -34,14 +34,15 @@ static void retry_or_fail(pal_executor *ex, pal__call *k, const char *cls, int h
 	pal_retry_decision d = pal_retry_decide(&k->spec->spec, k->c.attempt, pal__db_ms(ex),
 						k->c.scheduled_at * 1000, retry_after, &ex->rng);
 	if (d.retry)
-		pal__queue_result(ex, k, "retry_wait", cls, http, d.at_ms, NULL);
+		pal__queue_result(ex, k, PAL_TS_RETRY_WAIT, cls, http, d.at_ms, NULL);
 	else
-		pal__queue_result(ex, k, "failed", cls, http, 0, NULL);
+		pal__queue_result(ex, k, PAL_TS_FAILED, cls, http, 0, NULL);
 }
 
 static void on_chunk(pal_executor *ex, pal__call *k, pal_class *cl)
 {
-	char err[512], state[16];
+	char err[512];
+	pal_tstate state;
 	if (!ex->st) {
 		/* The connection was dropped earlier in this pass: the lease
 		 * expires and the next claim resumes from the stored checkpoint
@@ -49,7 +50,7 @@ static void on_chunk(pal_executor *ex, pal__call *k, pal_class *cl)
 		pal__abandon(ex, k, "no database connection at checkpoint");
 		return;
 	}
-	int rc = pal_store_checkpoint(ex->st, k->c.id, k->c.fence, cl->checkpoint, state, err,
+	int rc = pal_store_checkpoint(ex->st, k->c.id, k->c.fence, cl->checkpoint, &state, err,
 				      sizeof err);
 	if (rc == PAL_ESTALE) {
 		atomic_fetch_add(&ex->stale_db, 1);
@@ -64,11 +65,11 @@ static void on_chunk(pal_executor *ex, pal__call *k, pal_class *cl)
 		pal__abandon(ex, k, "database error at checkpoint");
 		return;
 	}
-	if (strcmp(state, "running")) {
+	if (state != PAL_TS_RUNNING) {
 		/* A safe point: paused (resume continues from the checkpoint with
 		 * a new token) or cancelled. */
 		pal_log(PAL_LOG_INFO, "executor.safe_point", "{s:I, s:s}", "trigger",
-			(json_int_t)k->c.id, "state", state);
+			(json_int_t)k->c.id, "state", pal_tstate_name(state));
 		pal__unlink_call(ex, k);
 		pal__call_free(k);
 		return;
@@ -121,7 +122,7 @@ void pal__call_finished(pal_executor *ex, pal__call *k, CURLcode code)
 	}
 	switch (act) {
 	case PAL_ACT_SUCCEED:
-		pal__queue_result(ex, k, "succeeded", query ? "resolved_by_query" : "", (int)status,
+		pal__queue_result(ex, k, PAL_TS_SUCCEEDED, query ? "resolved_by_query" : "", (int)status,
 				  0, NULL);
 		break;
 	case PAL_ACT_CHECKPOINT:
@@ -133,10 +134,10 @@ void pal__call_finished(pal_executor *ex, pal__call *k, CURLcode code)
 		pal__abandon(ex, k, "the service holds a newer token");
 		break;
 	case PAL_ACT_FAIL:
-		pal__queue_result(ex, k, "failed", cl.error_class, (int)status, 0, NULL);
+		pal__queue_result(ex, k, PAL_TS_FAILED, cl.error_class, (int)status, 0, NULL);
 		break;
 	case PAL_ACT_TICKET:
-		pal__queue_result(ex, k, "manual", cl.error_class, (int)status, 0,
+		pal__queue_result(ex, k, PAL_TS_MANUAL, cl.error_class, (int)status, 0,
 				  "the service has this idempotency key with a different payload (422)");
 		break;
 	case PAL_ACT_RETRY:
@@ -149,14 +150,14 @@ void pal__call_finished(pal_executor *ex, pal__call *k, CURLcode code)
 	case PAL_ACT_SEND:
 		k->ph = PHASE_CALL;
 		if (pal__call_start(ex, k))
-			pal__queue_result(ex, k, "failed", "render", 0, 0, NULL);
+			pal__queue_result(ex, k, PAL_TS_FAILED, "render", 0, 0, NULL);
 		break;
 	case PAL_ACT_QUERY:
 		pal_log(PAL_LOG_INFO, "executor.outcome_unknown", "{s:I, s:s, s:s}", "trigger",
 			(json_int_t)k->c.id, "class", cl.error_class, "next", "query status URL");
 		k->ph = PHASE_QUERY;
 		if (pal__call_start(ex, k))
-			pal__queue_result(ex, k, "unknown", cl.error_class, 0,
+			pal__queue_result(ex, k, PAL_TS_UNKNOWN, cl.error_class, 0,
 					  pal__db_ms(ex) + pal_backoff_ms(&k->spec->spec, k->c.attempt),
 					  NULL);
 		break;
@@ -164,10 +165,10 @@ void pal__call_finished(pal_executor *ex, pal__call *k, CURLcode code)
 		pal_retry_decision d = pal_retry_decide(&k->spec->spec, k->c.attempt, pal__db_ms(ex),
 							k->c.scheduled_at * 1000, -1, &ex->rng);
 		if (d.retry)
-			pal__queue_result(ex, k, "unknown", "status_query_failed", (int)status, d.at_ms,
+			pal__queue_result(ex, k, PAL_TS_UNKNOWN, "status_query_failed", (int)status, d.at_ms,
 					  NULL);
 		else
-			pal__queue_result(ex, k, "manual", "unknown_outcome", (int)status, 0,
+			pal__queue_result(ex, k, PAL_TS_MANUAL, "unknown_outcome", (int)status, 0,
 					  "outcome unknown and the status URL gave no answer within "
 					  "the retry budget");
 		break;

@@ -48,7 +48,7 @@ static bool grow(pal_result **r, pal__call ***calls, int *cap, int need)
 	return true;
 }
 
-void pal__queue_result(pal_executor *ex, pal__call *k, const char *state, const char *error_class,
+void pal__queue_result(pal_executor *ex, pal__call *k, pal_tstate state, const char *error_class,
 		       int http, int64_t next_attempt_ms, const char *ticket_reason)
 {
 	if (!grow(&ex->results, &ex->result_calls, &ex->cap_results, ex->n_results + 1)) {
@@ -149,17 +149,18 @@ void pal__commit_recv(pal_executor *ex)
 		pal_result *r = &ex->batch[i];
 		char lab[64];
 		if (r->committed) {
-			snprintf(lab, sizeof lab, "state=\"%s\"", r->final_state);
+			snprintf(lab, sizeof lab, "state=\"%s\"", pal_tstate_name(r->final_state));
 			pal__minc(ex, "palisade_executor_results_total", lab, 1);
-			if (!strcmp(r->final_state, "succeeded"))
+			if (r->final_state == PAL_TS_SUCCEEDED)
 				atomic_fetch_add(&ex->succeeded, 1);
-			else if (!strcmp(r->final_state, "failed"))
+			else if (r->final_state == PAL_TS_FAILED)
 				atomic_fetch_add(&ex->failed, 1);
 		} else {
 			atomic_fetch_add(&ex->stale_db, 1);
 			pal__minc(ex, "palisade_executor_stale_rejections_total", "at=\"db\"", 1);
 			pal_log(PAL_LOG_WARN, "executor.result_fenced", "{s:I, s:I, s:s}", "trigger",
-				(json_int_t)r->id, "fence", (json_int_t)r->fence, "state", r->state);
+				(json_int_t)r->id, "fence", (json_int_t)r->fence, "state",
+				pal_tstate_name(r->state));
 		}
 		pal__call_free(ex->batch_calls[i]);
 	}

@@ -210,9 +210,53 @@ void pal__store_rollback(pal_store *st)
 	PQclear(PQexec(st->conn, "ROLLBACK"));
 }
 
-int pal__store_ping(pal_store *st, char *err, size_t errlen)
+int pal_store_ping(pal_store *st, char *err, size_t errlen)
 {
 	return pal__store_exec(st, "SELECT 1", err, errlen) ? PAL_EDB : PAL_OK;
+}
+
+int pal_store_set_statement_timeout(pal_store *st, int64_t ms, char *err, size_t errlen)
+{
+	char v[32];
+	snprintf(v, sizeof v, "%lld", (long long)(ms > 0 ? ms : 0));
+	const char *p[] = { v };
+	PGresult *r = pal__store_query(st, "SELECT set_config('statement_timeout', $1, false)", 1, p,
+				       err, errlen);
+	if (!r)
+		return PAL_EDB;
+	PQclear(r);
+	return PAL_OK;
+}
+
+int pal_store_listen(pal_store *st, const char *channel, char *err, size_t errlen)
+{
+	char *id = PQescapeIdentifier(st->conn, channel, strlen(channel));
+	if (!id) {
+		pal__store_errmsg(st, NULL, "LISTEN failed", err, errlen);
+		return PAL_EDB;
+	}
+	char sql[256];
+	snprintf(sql, sizeof sql, "LISTEN %s", id);
+	PQfreemem(id);
+	return pal__store_exec(st, sql, err, errlen);
+}
+
+int pal_store_notifications(pal_store *st, pal_notify_fn fn, void *ctx, int *n, char *err,
+			    size_t errlen)
+{
+	*n = 0;
+	if (!PQconsumeInput(st->conn)) {
+		pal__store_errmsg(st, NULL, "connection lost", err, errlen);
+		return PAL_EDB;
+	}
+	PGnotify *nt;
+	while ((nt = PQnotifies(st->conn))) {
+		(*n)++;
+		if (fn)
+			fn(ctx, nt->relname, nt->extra ? nt->extra : "");
+		PQfreemem(nt);
+	}
+	return PAL_OK;
 }
 
 int pal_store_db_clock_offset(pal_store *st, int64_t *offset_ms, char *err, size_t errlen)

@@ -112,7 +112,8 @@ int pal_store_claim_recv(pal_store *st, pal_claim_out *out, char *err, size_t er
 		x->partition = atoi(PQgetvalue(r, i, 5));
 		copy(x->request_id, sizeof x->request_id, PQgetvalue(r, i, 6));
 		x->attempt = atoi(PQgetvalue(r, i, 7));
-		copy(x->prev_state, sizeof x->prev_state, PQgetvalue(r, i, 8));
+		if (pal_tstate_parse(PQgetvalue(r, i, 8), &x->prev_state))
+			x->prev_state = PAL_TS_PENDING; /* the claim only takes known states */
 		copy(x->prev_error, sizeof x->prev_error, PQgetvalue(r, i, 9));
 		x->checkpoint = PQgetisnull(r, i, 10) ? NULL : strdup(PQgetvalue(r, i, 10));
 		copy(x->tenant, sizeof x->tenant, PQgetvalue(r, i, 11));
@@ -194,7 +195,8 @@ int pal_store_renew(pal_store *st, const char *node, int64_t lease_ms, const pal
 	int rows = PQntuples(r);
 	for (int i = 0; i < rows && i < n; i++) {
 		out[i].id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
-		copy(out[i].state, sizeof out[i].state, PQgetvalue(r, i, 1));
+		if (pal_tstate_parse(PQgetvalue(r, i, 1), &out[i].state))
+			out[i].state = PAL_TS_RUNNING;
 	}
 	*n_out = rows < n ? rows : n;
 	PQclear(r);
@@ -271,7 +273,7 @@ int pal_store_commit_send(pal_store *st, const pal_result *res, int n, char *err
 		const pal_result *x = &res[i];
 		pal__pgarr_i64(&a[0], x->id);
 		pal__pgarr_i64(&a[1], x->fence);
-		pal__pgarr_text(&a[2], x->state);
+		pal__pgarr_text(&a[2], pal_tstate_name(x->state));
 		pal__pgarr_text(&a[3], x->error_class ? x->error_class : "");
 		pal__pgarr_i64(&a[4], x->http_status);
 		pal__pgarr_i64(&a[5], x->next_attempt_ms);
@@ -325,7 +327,8 @@ int pal_store_commit_recv(pal_store *st, pal_result *res, int n, char *err, size
 		for (; lo < (size_t)n && by_id[lo].id == id; lo++) {
 			pal_result *x = &res[by_id[lo].i];
 			x->committed = true;
-			copy(x->final_state, sizeof x->final_state, PQgetvalue(r, j, 1));
+			if (pal_tstate_parse(PQgetvalue(r, j, 1), &x->final_state))
+				x->final_state = x->state;
 		}
 	}
 	free(by_id);
@@ -343,7 +346,7 @@ int pal_store_commit_results(pal_store *st, pal_result *res, int n, char *err, s
 }
 
 int pal_store_checkpoint(pal_store *st, int64_t id, int64_t fence, const char *checkpoint,
-			 char state[16], char *err, size_t errlen)
+			 pal_tstate *state, char *err, size_t errlen)
 {
 	char i[24], f[24];
 	snprintf(i, sizeof i, "%" PRId64, id);
@@ -370,7 +373,8 @@ int pal_store_checkpoint(pal_store *st, int64_t id, int64_t fence, const char *c
 		snprintf(err, errlen, "trigger %s: checkpoint rejected, token %s no longer holds it", i, f);
 		return PAL_ESTALE;
 	}
-	copy(state, 16, PQgetvalue(r, 0, 0));
+	if (pal_tstate_parse(PQgetvalue(r, 0, 0), state))
+		*state = PAL_TS_RUNNING;
 	PQclear(r);
 	return PAL_OK;
 }

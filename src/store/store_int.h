@@ -28,6 +28,10 @@ PGresult *pal__store_result(pal_store *st, char *err, size_t errlen);
 PGresult *pal__store_query_prepared(pal_store *st, const char *name, int nparams,
 				    const char *const *params, char *err, size_t errlen);
 
+/* Run SQL (a fixed string of src/store) that returns rows; returns the
+ * PGresult (PQclear) or NULL with err filled. */
+PGresult *pal__store_query(pal_store *st, const char *sql, int nparams, const char *const *params,
+			   char *err, size_t errlen);
 /* Execute SQL returning no rows; PAL_EDB with err filled on failure. */
 int pal__store_exec(pal_store *st, const char *sql, char *err, size_t errlen);
 /* Best-effort ROLLBACK after a failure. */
