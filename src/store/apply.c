@@ -93,12 +93,15 @@ int pal_store_apply_begin(pal_store *st, const char *actor, const char *reason,
 	/* Every statement of apply looks jobs up by key, a few thousand at a
 	 * time: with hash or merge joins the planner reads the whole jobs
 	 * table for each chunk (measured: 335 ms per 5000 jobs at 200,000
-	 * jobs, growing with the table; 10 ms as index lookups). */
+	 * jobs, growing with the table; 10 ms as index lookups).  Statement 4
+	 * keeps a chunk's rows (specs parsed and as text, ~15 MiB) in a
+	 * tuplestore: with the default 4 MB of work_mem it went to disk. */
 	if (!rc && (pal__store_exec(st, "BEGIN", err, errlen) ||
 		    pal__store_exec(st, "SET LOCAL idle_in_transaction_session_timeout = '60s'", err,
 				    errlen) ||
 		    pal__store_exec(st, "SET LOCAL enable_hashjoin = off", err, errlen) ||
-		    pal__store_exec(st, "SET LOCAL enable_mergejoin = off", err, errlen))) {
+		    pal__store_exec(st, "SET LOCAL enable_mergejoin = off", err, errlen) ||
+		    pal__store_exec(st, "SET LOCAL work_mem = '64MB'", err, errlen))) {
 		pal__store_rollback(st);
 		rc = PAL_EDB;
 	}
