@@ -35,25 +35,6 @@
 
 /* ---- small helpers ------------------------------------------------------- */
 
-int64_t pal_coord__now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static struct timespec deadline_in(int64_t ms)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	return ts;
-}
 
 void pal_coord__count(pal_coord *c, const char *name, const char *labels)
 {
@@ -150,7 +131,7 @@ static coord_step balance_step(pal_coord *c)
 		return COORD_DONE;
 	int led = led_count(c);
 	int live = c->live_controllers > 0 ? c->live_controllers : 1;
-	int64_t now = pal_coord__now_ms();
+	int64_t now = pal_mono_ms();
 	if (led <= (c->n_shards + live - 1) / live) {
 		c->balance_at_ms = 0;
 		return COORD_DONE;
@@ -280,7 +261,7 @@ static void handle_expiry(pal_coord *c)
 		if (stop)
 			return;
 		pal_log(PAL_LOG_WARN, "coord.session.reopen_failed", "{s:s}", "error", err);
-		struct timespec ts = deadline_in(RETRY_LATER_MS);
+		struct timespec ts = pal_mono_deadline(RETRY_LATER_MS);
 		pthread_mutex_lock(&c->mu);
 		while (!c->stop && pthread_cond_timedwait(&c->wake, &c->mu, &ts) == 0)
 			;
@@ -321,13 +302,13 @@ static coord_events take_events(pal_coord *c)
 			   c->ev_nodes || c->req_handoff || c->drop_create_replies > 0;
 		for (int i = 0; i < c->n_shards && !any; i++)
 			any = c->ev_watch[i] || c->req_resign[i];
-		int64_t now = pal_coord__now_ms();
+		int64_t now = pal_mono_ms();
 		/* Timers and pending work matter only while connected; while
 		 * disconnected only an event can make progress. */
 		bool timed = c->zk_connected && due != 0;
 		if (any || (timed && now >= due) || (c->zk_connected && work_pending(c)))
 			break;
-		struct timespec ts = deadline_in(timed ? due - now : 60000);
+		struct timespec ts = pal_mono_deadline(timed ? due - now : 60000);
 		pthread_cond_timedwait(&c->wake, &c->mu, &ts);
 	}
 	ev.stop = c->stop;
@@ -379,7 +360,7 @@ static void finish_handoff_if_done(pal_coord *c)
 
 static void run_round(pal_coord *c)
 {
-	int64_t now = pal_coord__now_ms();
+	int64_t now = pal_mono_ms();
 	if (c->retry_at_ms != 0 && now >= c->retry_at_ms)
 		c->retry_at_ms = 0;
 	for (int i = 0; i < c->n_shards; i++) {
@@ -714,7 +695,7 @@ uint64_t pal_coord_snapshot(pal_coord *c, pal_shard_lead *out, bool *connected)
 
 uint64_t pal_coord_wait(pal_coord *c, uint64_t gen, int timeout_ms)
 {
-	struct timespec ts = deadline_in(timeout_ms > 0 ? timeout_ms : 0);
+	struct timespec ts = pal_mono_deadline(timeout_ms > 0 ? timeout_ms : 0);
 	pthread_mutex_lock(&c->mu);
 	while (c->gen == gen && timeout_ms > 0) {
 		if (pthread_cond_timedwait(&c->changed, &c->mu, &ts) == ETIMEDOUT)
@@ -744,7 +725,7 @@ void pal_coord_resign(pal_coord *c, int shard)
  * rest).  Leadership is published as given up before the first delete. */
 int pal_coord_handoff(pal_coord *c, int timeout_ms)
 {
-	struct timespec ts = deadline_in(timeout_ms > 0 ? timeout_ms : 0);
+	struct timespec ts = pal_mono_deadline(timeout_ms > 0 ? timeout_ms : 0);
 	pthread_mutex_lock(&c->mu);
 	if (!c->handoff_done) {
 		c->req_handoff = true;

@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <zookeeper.h>
+#include "palisade/clock.h"
 #include "palisade/coord.h"
 #include "palisade/metrics.h"
 
@@ -184,7 +185,6 @@ void pal_coord__shard_watcher(zhandle_t *zh, int type, int state, const char *pa
  * generation when anything changed. */
 void pal_coord__publish(pal_coord *c);
 /* CLOCK_MONOTONIC in milliseconds. */
-int64_t pal_coord__now_ms(void);
 /* Metric helpers: no-ops when c->m is NULL. */
 void pal_coord__count(pal_coord *c, const char *name, const char *labels);
 

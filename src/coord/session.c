@@ -154,14 +154,7 @@ int pal_coord__ensure_path(pal_coord *c, const char *path)
 /* Sleep MS on the wake condvar; true when stop was requested. */
 static bool nap(pal_coord *c, int ms)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	struct timespec ts = pal_mono_deadline(ms);
 	pthread_mutex_lock(&c->mu);
 	while (!c->stop && pthread_cond_timedwait(&c->wake, &c->mu, &ts) == 0)
 		;
@@ -211,19 +204,15 @@ void pal_coord__session_close(pal_coord *c)
 /* Wait until the new handle is connected; false on timeout, expiry or stop. */
 static bool wait_connected(pal_coord *c, int wait_ms)
 {
-	int64_t deadline = wait_ms >= 0 ? pal_coord__now_ms() + wait_ms : INT64_MAX;
+	int64_t deadline = wait_ms >= 0 ? pal_mono_ms() + wait_ms : INT64_MAX;
 	pthread_mutex_lock(&c->mu);
 	while (!c->zk_connected && !c->stop && !c->ev_expired) {
-		int64_t left = deadline - pal_coord__now_ms();
+		int64_t left = deadline - pal_mono_ms();
 		if (left <= 0)
 			break;
 		if (left > 200)
 			left = 200;
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += (long)left * 1000000L;
-		ts.tv_sec += ts.tv_nsec / 1000000000L;
-		ts.tv_nsec %= 1000000000L;
+		struct timespec ts = pal_mono_deadline(left);
 		pthread_cond_timedwait(&c->wake, &c->mu, &ts);
 	}
 	bool ok = c->zk_connected;
@@ -236,7 +225,7 @@ static bool wait_connected(pal_coord *c, int wait_ms)
 /* Create nodes/<node-id> as ours.  See pal_coord__session_open(). */
 static int register_node(pal_coord *c, bool first, char *err, size_t errlen)
 {
-	int64_t warn_at = pal_coord__now_ms() + 2 * (int64_t)c->session_timeout_ms;
+	int64_t warn_at = pal_mono_ms() + 2 * (int64_t)c->session_timeout_ms;
 	for (;;) {
 		int zrc = zoo_create(c->zh, c->self_path, c->node_info, (int)strlen(c->node_info),
 				     &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL, 0);
@@ -259,10 +248,10 @@ static int register_node(pal_coord *c, bool first, char *err, size_t errlen)
 						 c->self_path);
 					return PAL_EBUSY;
 				}
-				if (pal_coord__now_ms() > warn_at) {
+				if (pal_mono_ms() > warn_at) {
 					pal_log(PAL_LOG_ERROR, "coord.node_id_busy", "{s:s, s:s}",
 						"node_id", c->node_id, "path", c->self_path);
-					warn_at = pal_coord__now_ms() + 5000;
+					warn_at = pal_mono_ms() + 5000;
 				}
 			}
 		} else if (pal_coord__classify(zrc) == COORD_LATER) {

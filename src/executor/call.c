@@ -207,7 +207,7 @@ int pal__call_start(pal_executor *ex, pal__call *k)
 			curl_easy_setopt(e, CURLOPT_POSTFIELDS, "");
 		}
 	}
-	k->started_ms = pal__mono_ms();
+	k->started_ms = pal_mono_ms();
 	if (curl_multi_add_handle(ex->multi, e) != CURLM_OK)
 		return PAL_EIO;
 	return PAL_OK;

@@ -49,7 +49,7 @@ void pal__claim_send(pal_executor *ex)
 		t[i] = (pal_claim_tenant){ .tenant = ex->cfg.tenants[i].name,
 					   .cap = ex->cfg.tenants[i].cap,
 					   .weight = ex->cfg.tenants[i].weight };
-	char **open = pal_breakers_open_hosts(ex->breakers, pal__mono_ms());
+	char **open = pal_breakers_open_hosts(ex->breakers, pal_mono_ms());
 	pal_claim_req q = { .node = ex->cfg.node_id,
 			    .lease_ms = ex->cfg.lease_ms,
 			    .limit = limit,
@@ -60,7 +60,7 @@ void pal__claim_send(pal_executor *ex)
 			    .tenants = t,
 			    .n_tenants = (int)ex->cfg.n_tenants };
 	char err[1024];
-	ex->claim_sent_ms = pal__mono_ms();
+	ex->claim_sent_ms = pal_mono_ms();
 	int rc = pal_store_claim_send(ex->cst, &q, err, sizeof err);
 	g_strfreev(open);
 	free(g);
@@ -94,7 +94,7 @@ void pal__call_due(pal_executor *ex, pal__call *k)
 			      !strncmp(k->c.prev_error, "timeout_after", 13) ||
 			      !strcmp(k->c.prev_error, "reset_after_send");
 	k->ph = unknown_before && s->status_url ? PHASE_QUERY : PHASE_CALL;
-	int64_t now = pal__mono_ms();
+	int64_t now = pal_mono_ms();
 	if (!pal_breaker_allow(ex->breakers, k->host, now)) {
 		if (pal_breaker_state_of(ex->breakers, k->host, now) == PAL_BREAKER_HALF_OPEN &&
 		    pal_breaker_parked_count(ex->breakers, k->host) < PAL__PARK_PER_HOST) {
@@ -147,7 +147,7 @@ static void begin_call(pal_executor *ex, pal_claimed *c, int64_t sent)
 	int64_t wait = k->c.ready_ms - pal__db_ms(ex);
 	if (wait > 0) {
 		k->ph = PHASE_AHEAD;
-		k->resume_at_ms = pal__mono_ms() + wait;
+		k->resume_at_ms = pal_mono_ms() + wait;
 		return;
 	}
 	pal__call_due(ex, k);
@@ -182,7 +182,7 @@ void pal__claim_recv(pal_executor *ex)
 	/* A full batch means more is waiting: claim again at once.  Otherwise
 	 * sleep until the next trigger becomes ready (less the claim-ahead
 	 * window), at most the poll interval; NOTIFY wakes the loop earlier. */
-	int64_t now = pal__mono_ms();
+	int64_t now = pal_mono_ms();
 	int room = ex->cfg.max_inflight - ex->inflight;
 	int64_t next = now + ex->cfg.poll_ms;
 	if (o.n > 0 && room > 0 && o.n >= (room < ex->cfg.batch ? room : ex->cfg.batch) / 2)

@@ -31,20 +31,6 @@
 #include "palisade/tz.h"
 #include "executor_int.h"
 
-int64_t pal__mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t wall_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Now by the database's clock.  Retry instants, max_age and deadlines are
  * compared with times the database wrote (scheduled_at, due_at) and are
  * written back for the database to compare (next_attempt_at), so they are
@@ -52,7 +38,7 @@ static int64_t wall_ms(void)
  * or park its retry for an hour (tests/integration/test_clock_skew.sh). */
 int64_t pal__db_ms(const pal_executor *ex)
 {
-	return wall_ms() + ex->db_offset_ms;
+	return pal_wall_ms() + ex->db_offset_ms;
 }
 
 void pal__minc(pal_executor *ex, const char *name, const char *labels, double v)
@@ -119,7 +105,7 @@ static bool ensure_db(pal_executor *ex)
 {
 	if (ex->st && ex->cst && ex->rst)
 		return true;
-	if (pal__mono_ms() < ex->next_db_ms)
+	if (pal_mono_ms() < ex->next_db_ms)
 		return false;
 	char err[1024] = "";
 	int rc = PAL_OK;
@@ -145,7 +131,7 @@ static bool ensure_db(pal_executor *ex)
 		pal_metric_set(ex->m, "palisade_executor_db_up", NULL, 0);
 	pal_log(PAL_LOG_WARN, "executor.db_unavailable", "{s:s, s:I}", "error", err, "retry_ms",
 		(json_int_t)ex->db_backoff_ms);
-	ex->next_db_ms = pal__mono_ms() + ex->db_backoff_ms;
+	ex->next_db_ms = pal_mono_ms() + ex->db_backoff_ms;
 	ex->db_backoff_ms = ex->db_backoff_ms * 2 > 10000 ? 10000 : ex->db_backoff_ms * 2;
 	return false;
 }
@@ -192,7 +178,7 @@ static void enforce_leases(pal_executor *ex)
 {
 	if (ex->ignore_lease_loss)
 		return;
-	int64_t now = pal__mono_ms();
+	int64_t now = pal_mono_ms();
 	for (pal__call *k = ex->calls, *next; k; k = next) {
 		next = k->next;
 		pal_lease_view v;
@@ -394,7 +380,7 @@ static void *run(void *arg)
 	int64_t next_status = 0;
 	for (;;) {
 		apply_limits(ex);
-		int64_t now = pal__mono_ms();
+		int64_t now = pal_mono_ms();
 		bool draining = atomic_load(&ex->draining);
 		bool claiming = ex->cst && pal_store_busy(ex->cst);
 		if (draining && (!ex->calls || now >= ex->drain_deadline_ms) && !ex->n_results &&
@@ -438,7 +424,7 @@ static void *run(void *arg)
 		}
 		/* Sleep until a transfer, an answer from the database, a
 		 * notification, a waiting call's time or the next claim. */
-		now = pal__mono_ms();
+		now = pal_mono_ms();
 		int64_t until = now + (ex->calls ? 100 : 500);
 		if (!draining && ex->cst && !pal_store_busy(ex->cst) && ex->next_claim_ms < until)
 			until = ex->next_claim_ms;
@@ -506,7 +492,7 @@ int pal_executor_start(const pal_executor_config *cfg, pal_metrics *m, pal_execu
 	ex->multi = curl_multi_init();
 	curl_multi_setopt(ex->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 64L);
 	ex->breakers = pal_breakers_new(NULL);
-	ex->rng = (uint64_t)wall_ms() ^ ((uint64_t)getpid() << 32);
+	ex->rng = (uint64_t)pal_wall_ms() ^ ((uint64_t)getpid() << 32);
 	ex->db_backoff_ms = 500;
 	pal__spec_cache_init(&ex->specs);
 	pthread_mutex_init(&ex->mu, NULL);
@@ -528,7 +514,7 @@ void pal_executor_stop(pal_executor *ex, int64_t grace_ms)
 {
 	if (!ex)
 		return;
-	ex->drain_deadline_ms = pal__mono_ms() + grace_ms;
+	ex->drain_deadline_ms = pal_mono_ms() + grace_ms;
 	atomic_store(&ex->draining, true);
 	pthread_join(ex->thread, NULL);
 	pal__lease_thread_stop(ex->lt);

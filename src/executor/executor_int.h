@@ -8,13 +8,13 @@
 #include <stdbool.h>
 #include <curl/curl.h>
 #include "palisade/callpolicy.h"
+#include "palisade/clock.h"
 #include "palisade/execstore.h"
 #include "palisade/executor.h"
 #include "palisade/jobspec.h"
 #include "palisade/store.h"
 #include "palisade/tz.h"
 
-int64_t pal__mono_ms(void);
 
 /* ---- spec cache (specs.c): job versions are immutable, so cache forever --- */
 

@@ -176,7 +176,7 @@ static void renew_once(pal_lease_thread *t)
 		free(got);
 		return;
 	}
-	int64_t sent = pal__mono_ms();
+	int64_t sent = pal_mono_ms();
 	int n_out = 0;
 	int rc = n ? pal_store_renew(t->st, t->cfg.node_id, t->cfg.lease_ms, refs, n, got, &n_out,
 				     err, sizeof err)
@@ -227,14 +227,14 @@ static void renew_once(pal_lease_thread *t)
 static void *run(void *arg)
 {
 	pal_lease_thread *t = arg;
-	int64_t next = pal__mono_ms() + t->cfg.heartbeat_ms;
+	int64_t next = pal_mono_ms() + t->cfg.heartbeat_ms;
 	while (!atomic_load(&t->stop)) {
-		int64_t now = pal__mono_ms();
+		int64_t now = pal_mono_ms();
 		if (now >= next) {
 			renew_once(t);
 			next = now + t->cfg.heartbeat_ms;
 		}
-		sleep_ms(next - pal__mono_ms() > 50 ? 50 : (next > now ? next - now : 1));
+		sleep_ms(next - pal_mono_ms() > 50 ? 50 : (next > now ? next - now : 1));
 	}
 	pal_store_close(t->st);
 	return NULL;

@@ -78,7 +78,7 @@ static void on_chunk(pal_executor *ex, pal__call *k, pal_class *cl)
 	k->c.checkpoint = cl->checkpoint;
 	cl->checkpoint = NULL;
 	k->ph = PHASE_WAIT;
-	k->resume_at_ms = pal__mono_ms() + cl->next_delay_ms;
+	k->resume_at_ms = pal_mono_ms() + cl->next_delay_ms;
 	pal__call_reset_transfer(k);
 }
 
@@ -100,7 +100,7 @@ void pal__call_finished(pal_executor *ex, pal__call *k, CURLcode code)
 	pal_class cl;
 	pal_classify(&r, &cl);
 	bool failed_for_breaker = cl.outcome == PAL_OUT_RETRYABLE || cl.outcome == PAL_OUT_UNKNOWN;
-	pal_breaker_record(ex->breakers, k->host, failed_for_breaker, pal__mono_ms());
+	pal_breaker_record(ex->breakers, k->host, failed_for_breaker, pal_mono_ms());
 
 	bool query = k->ph == PHASE_QUERY;
 	pal_action act = pal_outcome_decide(query, &cl, status, k->called,

@@ -57,7 +57,7 @@ void pal__queue_result(pal_executor *ex, pal__call *k, pal_tstate state, const c
 		pal__abandon(ex, k, "out of memory for its result");
 		return;
 	}
-	int64_t dur = k->started_ms ? pal__mono_ms() - k->started_ms : 0;
+	int64_t dur = k->started_ms ? pal_mono_ms() - k->started_ms : 0;
 	ex->results[ex->n_results] = (pal_result){ .id = k->c.id,
 						   .fence = k->c.fence,
 						   .state = state,

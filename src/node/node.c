@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <systemd/sd-daemon.h>
 #include "palisade/admin.h"
+#include "palisade/clock.h"
 #include "palisade/controller.h"
 #include "palisade/coord.h"
 #include "palisade/executor.h"
@@ -368,8 +369,7 @@ int pal_node_run(const pal_node_opts *o)
 	}
 
 	/* Drain: stop planning, hand shards off, then leave. */
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int64_t t0 = pal_mono_ms();
 	atomic_store(&n.draining, true);
 	atomic_store(&n.ready, false);
 	pal_metric_set(n.m, "palisade_node_draining", NULL, 1);
@@ -379,9 +379,8 @@ int pal_node_run(const pal_node_opts *o)
 	pal_controller_stop(n.ctl);
 	n.ctl = NULL;
 	int hrc = pal_coord_handoff(n.coord, 5000);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
 	pal_log(PAL_LOG_INFO, "node.handoff_done", "{s:b, s:f}", "complete", hrc == 0, "seconds",
-		(double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+		(double)(pal_mono_ms() - t0) / 1e3);
 	/* In-flight calls finish or reach a safe point within the grace period;
 	 * the rest are left to lease expiry (another executor queries first). */
 	pal_executor_stop(n.exe, 10000);
