@@ -24,11 +24,17 @@ static int group_inflight(pal_executor *ex, const char *group)
 	return n;
 }
 
-void pal__claim_send(pal_executor *ex)
+bool pal__claim_busy(const pal_executor *ex)
 {
-	int room = ex->cfg.max_inflight - ex->inflight;
-	if (room <= 0 || !ex->cst || pal_store_busy(ex->cst))
-		return;
+	for (int i = 0; i < PAL__CLAIM_CONNS; i++)
+		if (ex->cst[i] && pal_store_busy(ex->cst[i]))
+			return true;
+	return false;
+}
+
+/* Send one claim on connection I; OTHERS: claims already in flight. */
+static void send_one(pal_executor *ex, int i, int room, bool others)
+{
 	int limit = room < ex->cfg.batch ? room : ex->cfg.batch;
 	pal_claim_group *g = calloc(ex->cfg.n_groups ? ex->cfg.n_groups : 1, sizeof *g);
 	pal_claim_tenant *t = calloc(ex->cfg.n_tenants ? ex->cfg.n_tenants : 1, sizeof *t);
@@ -38,17 +44,21 @@ void pal__claim_send(pal_executor *ex)
 		return;
 	}
 	int ng = 0;
-	for (size_t i = 0; i < ex->cfg.n_groups; i++) {
-		const pal_group_conf *gc = &ex->cfg.groups[i];
-		int nr = gc->concurrency > 0 ? gc->concurrency - group_inflight(ex, gc->name) : limit;
+	for (size_t j = 0; j < ex->cfg.n_groups; j++) {
+		const pal_group_conf *gc = &ex->cfg.groups[j];
+		/* A group with a per-node limit is claimed by one claim at a
+		 * time: a claim in flight may take what is left of it. */
+		int nr = gc->concurrency <= 0 ? limit
+			 : others	      ? 0
+					      : gc->concurrency - group_inflight(ex, gc->name);
 		g[ng++] = (pal_claim_group){ .group = gc->name,
 					     .node_remaining = nr < 0 ? 0 : nr,
 					     .cluster_limit = gc->cluster_concurrency };
 	}
-	for (size_t i = 0; i < ex->cfg.n_tenants; i++)
-		t[i] = (pal_claim_tenant){ .tenant = ex->cfg.tenants[i].name,
-					   .cap = ex->cfg.tenants[i].cap,
-					   .weight = ex->cfg.tenants[i].weight };
+	for (size_t j = 0; j < ex->cfg.n_tenants; j++)
+		t[j] = (pal_claim_tenant){ .tenant = ex->cfg.tenants[j].name,
+					   .cap = ex->cfg.tenants[j].cap,
+					   .weight = ex->cfg.tenants[j].weight };
 	char **open = pal_breakers_open_hosts(ex->breakers, pal_mono_ms());
 	pal_claim_req q = { .node = ex->cfg.node_id,
 			    .lease_ms = ex->cfg.lease_ms,
@@ -60,14 +70,41 @@ void pal__claim_send(pal_executor *ex)
 			    .tenants = t,
 			    .n_tenants = (int)ex->cfg.n_tenants };
 	char err[1024];
-	ex->claim_sent_ms = pal_mono_ms();
-	int rc = pal_store_claim_send(ex->cst, &q, err, sizeof err);
+	ex->claim_sent_ms[i] = pal_mono_ms();
+	ex->claim_limit[i] = limit;
+	int rc = pal_store_claim_send(ex->cst[i], &q, err, sizeof err);
 	g_strfreev(open);
 	free(g);
 	free(t);
 	if (rc) {
 		pal_log(PAL_LOG_ERROR, "executor.claim_failed", "{s:s}", "error", err);
-		pal__drop_conn(ex, &ex->cst);
+		pal__drop_conn(ex, &ex->cst[i]);
+	}
+}
+
+void pal__claim_send(pal_executor *ex)
+{
+	/* Room: calls in flight or waiting, and what the claims in flight may
+	 * still bring.  A second claim goes out only while there is a backlog
+	 * (the last claim came back full). */
+	int room = ex->cfg.max_inflight - ex->inflight, busy = 0;
+	for (int i = 0; i < PAL__CLAIM_CONNS; i++)
+		if (ex->cst[i] && pal_store_busy(ex->cst[i])) {
+			room -= ex->claim_limit[i];
+			busy++;
+		}
+	for (int i = 0; i < PAL__CLAIM_CONNS && room > 0; i++) {
+		if (!ex->cst[i] || pal_store_busy(ex->cst[i]))
+			continue;
+		if (busy && !ex->claim_full)
+			break;
+		send_one(ex, i, room, busy > 0);
+		if (!ex->cst[i])
+			continue;
+		room -= ex->claim_limit[i];
+		busy++;
+		if (!ex->claim_full)
+			break;
 	}
 }
 
@@ -153,39 +190,39 @@ static void begin_call(pal_executor *ex, pal_claimed *c, int64_t sent)
 	pal__call_due(ex, k);
 }
 
-void pal__claim_recv(pal_executor *ex)
+static void recv_one(pal_executor *ex, int i)
 {
-	if (!ex->cst || !pal_store_busy(ex->cst))
-		return;
 	char err[1024];
 	bool done;
-	if (pal_store_consume(ex->cst, &done, err, sizeof err)) {
+	if (pal_store_consume(ex->cst[i], &done, err, sizeof err)) {
 		pal_log(PAL_LOG_ERROR, "executor.claim_failed", "{s:s}", "error", err);
-		pal__drop_conn(ex, &ex->cst);
+		pal__drop_conn(ex, &ex->cst[i]);
 		return;
 	}
 	if (!done)
 		return;
 	pal_claim_out o;
-	if (pal_store_claim_recv(ex->cst, &o, err, sizeof err)) {
+	if (pal_store_claim_recv(ex->cst[i], &o, err, sizeof err)) {
 		pal_log(PAL_LOG_ERROR, "executor.claim_failed", "{s:s}", "error", err);
-		pal__drop_conn(ex, &ex->cst);
+		pal__drop_conn(ex, &ex->cst[i]);
 		return;
 	}
 	if (o.skipped)
 		pal__minc(ex, "palisade_executor_skipped_total", NULL, o.skipped);
 	if (o.n)
 		pal__minc(ex, "palisade_executor_claimed_total", NULL, o.n);
-	for (int i = 0; i < o.n; i++)
-		begin_call(ex, &o.c[i], ex->claim_sent_ms);
+	for (int j = 0; j < o.n; j++)
+		begin_call(ex, &o.c[j], ex->claim_sent_ms[i]);
 	pal_claimed_free(o.c, o.n);
-	/* A full batch means more is waiting: claim again at once.  Otherwise
-	 * sleep until the next trigger becomes ready (less the claim-ahead
-	 * window), at most the poll interval; NOTIFY wakes the loop earlier. */
+	/* A full batch (half of what was asked, allowing for rows a
+	 * concurrent claim took) means more is waiting: claim again at once.
+	 * Otherwise sleep until the next trigger becomes ready (less the
+	 * claim-ahead window), at most the poll interval; NOTIFY wakes the
+	 * loop earlier. */
 	int64_t now = pal_mono_ms();
-	int room = ex->cfg.max_inflight - ex->inflight;
 	int64_t next = now + ex->cfg.poll_ms;
-	if (o.n > 0 && room > 0 && o.n >= (room < ex->cfg.batch ? room : ex->cfg.batch) / 2)
+	ex->claim_full = o.n > 0 && o.n >= ex->claim_limit[i] / 2;
+	if (ex->claim_full)
 		next = now;
 	else if (o.next_ready_ms > 0) {
 		int64_t at = now + (o.next_ready_ms - ex->cfg.claim_ahead_ms - pal__db_ms(ex));
@@ -193,6 +230,13 @@ void pal__claim_recv(pal_executor *ex)
 			next = at > now ? at : now;
 	}
 	ex->next_claim_ms = next;
+}
+
+void pal__claim_recv(pal_executor *ex)
+{
+	for (int i = 0; i < PAL__CLAIM_CONNS; i++)
+		if (ex->cst[i] && pal_store_busy(ex->cst[i]))
+			recv_one(ex, i);
 }
 
 /* A parked call after the probe: start it if the breaker lets it (closed,

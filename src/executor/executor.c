@@ -103,7 +103,10 @@ static int open_conn(pal_executor *ex, pal_store **out, bool listen, char *err, 
 /* All three connections up (reconnecting with backoff); true when they are. */
 static bool ensure_db(pal_executor *ex)
 {
-	if (ex->st && ex->cst && ex->rst)
+	bool all = ex->st && ex->rst;
+	for (int i = 0; i < PAL__CLAIM_CONNS; i++)
+		all = all && ex->cst[i];
+	if (all)
 		return true;
 	if (pal_mono_ms() < ex->next_db_ms)
 		return false;
@@ -111,8 +114,9 @@ static bool ensure_db(pal_executor *ex)
 	int rc = PAL_OK;
 	if (!ex->st)
 		rc = open_conn(ex, &ex->st, true, err, sizeof err);
-	if (!rc && !ex->cst)
-		rc = open_conn(ex, &ex->cst, false, err, sizeof err);
+	for (int i = 0; !rc && i < PAL__CLAIM_CONNS; i++)
+		if (!ex->cst[i])
+			rc = open_conn(ex, &ex->cst[i], false, err, sizeof err);
 	if (!rc && !ex->rst) {
 		rc = open_conn(ex, &ex->rst, false, err, sizeof err);
 		if (!rc && pal_store_prepare_commits(ex->rst, err, sizeof err)) {
@@ -382,7 +386,7 @@ static void *run(void *arg)
 		apply_limits(ex);
 		int64_t now = pal_mono_ms();
 		bool draining = atomic_load(&ex->draining);
-		bool claiming = ex->cst && pal_store_busy(ex->cst);
+		bool claiming = pal__claim_busy(ex);
 		if (draining && (!ex->calls || now >= ex->drain_deadline_ms) && !ex->n_results &&
 		    !ex->n_batch && !claiming)
 			break;
@@ -392,7 +396,7 @@ static void *run(void *arg)
 			refresh_db_clock(ex, now);
 		}
 		pal__claim_recv(ex);
-		if (!draining && pal__leases_gate_open(&ex->leases) && ex->st && ex->cst &&
+		if (!draining && pal__leases_gate_open(&ex->leases) && ex->st &&
 		    now >= ex->next_claim_ms)
 			pal__claim_send(ex);
 		int64_t wake = run_waiting(ex, now, draining);
@@ -426,7 +430,7 @@ static void *run(void *arg)
 		 * notification, a waiting call's time or the next claim. */
 		now = pal_mono_ms();
 		int64_t until = now + (ex->calls ? 100 : 500);
-		if (!draining && ex->cst && !pal_store_busy(ex->cst) && ex->next_claim_ms < until)
+		if (!draining && !pal__claim_busy(ex) && ex->next_claim_ms < until)
 			until = ex->next_claim_ms;
 		if (wake < until)
 			until = wake;
@@ -435,10 +439,11 @@ static void *run(void *arg)
 		int64_t wait = until - now;
 		if (wait < 0)
 			wait = 0;
-		struct curl_waitfd wfd[3];
+		struct curl_waitfd wfd[2 + PAL__CLAIM_CONNS];
 		int nfd = 0;
 		add_wait_fd(wfd, &nfd, ex->st, false);
-		add_wait_fd(wfd, &nfd, ex->cst, true);
+		for (int i = 0; i < PAL__CLAIM_CONNS; i++)
+			add_wait_fd(wfd, &nfd, ex->cst[i], true);
 		add_wait_fd(wfd, &nfd, ex->rst, true);
 		curl_multi_poll(ex->multi, nfd ? wfd : NULL, (unsigned)nfd, (int)wait, NULL);
 	}
@@ -526,7 +531,8 @@ void pal_executor_stop(pal_executor *ex, int64_t grace_ms)
 	pal__spec_cache_free(&ex->specs);
 	pal__leases_free(&ex->leases);
 	pal_store_close(ex->st);
-	pal_store_close(ex->cst);
+	for (int i = 0; i < PAL__CLAIM_CONNS; i++)
+		pal_store_close(ex->cst[i]);
 	pal_store_close(ex->rst);
 	json_decref(ex->status);
 	pthread_mutex_destroy(&ex->mu);
