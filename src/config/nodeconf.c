@@ -68,9 +68,9 @@ static const pal_conf_key table[] = {
 	{ "executor.heartbeat", PAL_CONF_DURATION, "10s", "ms", 500, 10 * MS_M, false,
 	  "interval of the batched lease renewal; at most half of executor.lease",
 	  OFF(heartbeat_ms), NULL, 0 },
-	{ "executor.batch", PAL_CONF_INT, "64", "", 1, 10000, true,
+	{ "executor.batch", PAL_CONF_INT, "256", "", 1, 10000, true,
 	  "triggers claimed per claim statement", OFF(batch), NULL, 0 },
-	{ "executor.max_inflight", PAL_CONF_INT, "256", "", 1, 100000, true,
+	{ "executor.max_inflight", PAL_CONF_INT, "1024", "", 1, 100000, true,
 	  "side-effect calls in flight on this node, all groups together", OFF(max_inflight), NULL, 0 },
 	{ "executor.renew_failures_to_close_gate", PAL_CONF_INT, "3", "", 1, 100, true,
 	  "consecutive failed renewals after which the node stops starting side effects",
@@ -82,7 +82,7 @@ static const pal_conf_key table[] = {
 	  "tenant quotas: name -> {cap: calls in flight cluster-wide (0 = unlimited), weight: "
 	  "share of claims beside other waiting tenants (default 1)}; the same on every node",
 	  OFF(tenants), NULL, 0 },
-	{ "executor.claim_ahead", PAL_CONF_DURATION, "200ms", "ms", 0, 10 * MS_S, false,
+	{ "executor.claim_ahead", PAL_CONF_DURATION, "500ms", "ms", 0, 10 * MS_S, false,
 	  "claim triggers due this much ahead of their instant and call them at the instant "
 	  "(0 = only due triggers); at most lease / 4", OFF(claim_ahead_ms), NULL, 0 },
 	{ "executor.proxy", PAL_CONF_STRING, "\"\"", "", 0, 1024, false,

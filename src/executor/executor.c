@@ -476,9 +476,9 @@ int pal_executor_start(const pal_executor_config *cfg, pal_metrics *m, pal_execu
 	if (ex->cfg.heartbeat_ms <= 0)
 		ex->cfg.heartbeat_ms = 10000;
 	if (ex->cfg.batch <= 0)
-		ex->cfg.batch = 64;
+		ex->cfg.batch = 256;
 	if (ex->cfg.max_inflight <= 0)
-		ex->cfg.max_inflight = 256;
+		ex->cfg.max_inflight = 1024;
 	if (ex->cfg.renew_failures <= 0)
 		ex->cfg.renew_failures = 3;
 	if (ex->cfg.poll_ms <= 0)

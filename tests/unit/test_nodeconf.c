@@ -78,10 +78,12 @@ static void test_nodeconf_defaults_match_table(void **state)
 	assert_int_equal(c.misfire_threshold_ms, 60000);
 	assert_int_equal(c.lease_ms, 30000);
 	assert_int_equal(c.heartbeat_ms, 10000);
-	assert_int_equal(c.batch, 64);
-	assert_int_equal(c.max_inflight, 256);
+	assert_int_equal(c.batch, 256);
+	assert_int_equal(c.max_inflight, 1024);
 	assert_int_equal(c.renew_failures_to_close_gate, 3);
 	assert_int_equal(c.n_groups, 0);
+	assert_int_equal(c.n_tenants, 0);
+	assert_int_equal(c.claim_ahead_ms, 500);
 	assert_string_equal(c.admin_listen, "127.0.0.1:9464");
 	assert_int_equal(c.log_level, PAL_LOG_INFO);
 	assert_null(c.file);
