@@ -2,8 +2,9 @@
 -- the PostgreSQL ceilings of `make bench` (tests/bench/run.sh): the same
 -- columns, defaults, identity, checks, unique keys and partial indexes
 -- (LIKE ... INCLUDING ALL, so an index added by a migration is copied too),
--- the same storage parameters, every row trigger of `triggers` (the G7
--- state guard) and the foreign keys of `attempts`, re-pointed at the copy.
+-- the same storage parameters, every trigger of `triggers` (the G7 state
+-- guard, row-level or statement-level over transition tables) and the
+-- foreign keys of `attempts`, re-pointed at the copy.
 -- Run after `palisade migrate` in the benchmark's own database.
 DROP TABLE IF EXISTS bench_attempts, bench_triggers;
 DROP SEQUENCE IF EXISTS bench_fence;

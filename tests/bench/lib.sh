@@ -1,7 +1,7 @@
 # tests/bench/lib.sh - helpers of `make bench` (tests/bench/run.sh), sourced
 # with the checkout as the working directory after BIN, B_STATE and
 # B_RESULTS are set.  Every process is started here and tracked by PID
-# (B_PIDS); nothing is ever killed by name.
+# (B_LIVE); nothing is ever killed by name.
 #
 #   ms                         host clock, epoch milliseconds
 #   sql QUERY                  one statement on $PALISADE_PG, unaligned
@@ -22,7 +22,9 @@
 #                              scheduled instants in [T0, T1): "n p50 p99 max"
 
 export no_proxy=127.0.0.1,localhost NO_PROXY=127.0.0.1,localhost
-B_PIDS=()
+# Children not yet waited for: a PID stays ours (a zombie at worst) until
+# reaped, so cleanup never signals a recycled PID.
+declare -A B_LIVE
 declare -A NODE_PID NODE_LOG NODE_ADMIN SINK_PID SINK_ADDR SINK_ADMIN
 
 ms() { date +%s%3N; }
@@ -67,7 +69,7 @@ start_node() {
 	mkdir -p "$B_STATE/logs"
 	"$PAL" node --config "$conf" --node-id "$id" --admin "127.0.0.1:$port" >>"${NODE_LOG[$id]}" 2>&1 &
 	NODE_PID[$id]=$!
-	B_PIDS+=($!)
+	B_LIVE[$!]=1
 }
 
 # Wait for a node's pid to exit, at most SECS (default 30), then kill -9.
@@ -79,6 +81,7 @@ reap() {
 	done
 	kill -9 "$pid" 2>/dev/null
 	wait "$pid" 2>/dev/null
+	unset "B_LIVE[$pid]"
 }
 stop_node() {
 	local pid=${NODE_PID[$1]:-}
@@ -92,7 +95,7 @@ kill9_node() {
 	[ -n "$pid" ] || return 0
 	kill -9 "$pid" 2>/dev/null
 	wait "$pid" 2>/dev/null
-	unset "NODE_PID[$1]"
+	unset "B_LIVE[$pid]" "NODE_PID[$1]"
 }
 stop_all_nodes() { local id; for id in "${!NODE_PID[@]}"; do stop_node "$id"; done; }
 
@@ -131,7 +134,7 @@ start_sink() {
 		"$BIN/palisade-sink" --listen "${SINK_ADDR[$id]}" --admin "${SINK_ADMIN[$id]}" "$@" \
 			>>"$B_STATE/logs/sink-$id.log" 2>&1 &
 		SINK_PID[$id]=$!
-		B_PIDS+=($!)
+		B_LIVE[$!]=1
 		for _ in $(seq 1 100); do
 			curl -sf --max-time 1 "http://${SINK_ADMIN[$id]}/healthz" >/dev/null 2>&1 && return 0
 			kill -0 "${SINK_PID[$id]}" 2>/dev/null || break
@@ -139,6 +142,7 @@ start_sink() {
 		done
 		kill -0 "${SINK_PID[$id]}" 2>/dev/null && return 0
 		wait "${SINK_PID[$id]}" 2>/dev/null
+		unset "B_LIVE[${SINK_PID[$id]}]"
 		port=$(free_port)
 	done
 	say "sink $id did not start: $(tail -3 "$B_STATE/logs/sink-$id.log")"
