@@ -7,6 +7,7 @@
 #define PALISADE_CALLPOLICY_H
 
 #include <stdbool.h>
+#include "palisade/url.h" /* pal_url_host: the breaker identity of a target */
 #include <stddef.h>
 #include <stdint.h>
 #include "palisade/err.h"
@@ -120,8 +121,6 @@ int pal_breaker_parked_count(pal_breakers *b, const char *host);
  * NULL-terminated vector (caller frees with g_strfreev; empty when none). */
 char **pal_breakers_open_hosts(pal_breakers *b, int64_t now_ms);
 
-/* The breaker identity of URL: host and explicit port ("http://h:1/x" ->
- * "h:1", "https://h/x" -> "h"), userinfo dropped; "" when unparsable. */
-void pal_url_host(const char *url, char *buf, size_t len);
+
 
 #endif

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "palisade/log.h"
+#include "palisade/url.h"
 #include "executor_int.h"
 
 static int group_inflight(pal_executor *ex, const char *group)

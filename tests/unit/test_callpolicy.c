@@ -13,6 +13,7 @@
 #include <curl/curl.h>
 #include <glib.h>
 #include "palisade/callpolicy.h"
+#include "palisade/url.h"
 
 static pal_class classify(int curl, long status, bool sent, bool stale, const char *body)
 {

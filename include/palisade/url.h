@@ -1,0 +1,14 @@
+/*
+ * url.h - the one home of URL parsing outside libcurl (src/util/url.c).
+ */
+#ifndef PALISADE_URL_H
+#define PALISADE_URL_H
+
+#include <stddef.h>
+
+/* The breaker identity of URL: host and explicit port ("http://h:1/x" ->
+ * "h:1", "https://h/x" -> "h"), userinfo dropped; "" when unparsable.
+ * Written to BUF (LEN bytes, cut to fit). */
+void pal_url_host(const char *url, char *buf, size_t len);
+
+#endif
