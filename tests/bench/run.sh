@@ -265,8 +265,7 @@ YAML
 	}
 	plant $((EXEC_LOW + EXEC_N))
 	sql "VACUUM ANALYZE triggers"
-	node_conf "$conf" "exec$nodes" executor \
-		"executor: {batch: 256, max_inflight: 512, lease: 30s, heartbeat: 5s}"
+	node_conf "$conf" "exec$nodes" executor
 	for i in $(seq 1 "$nodes"); do
 		start_node "exec$nodes-$i" "$conf"
 		ids+=("exec$nodes-$i")
@@ -645,7 +644,7 @@ YAML
 	B_ACTIVATE=1 write_jobs_sql "$BURST_JOBS" burst tpl.burst "$BURST_JOBS" tpl.burst || return
 	start_sink burst --port "$sport" --threads 64 || return
 	node_conf "$conf" burst controller
-	node_conf "$econf" burst executor "executor: {batch: 256, max_inflight: 512}"
+	node_conf "$econf" burst executor
 	t0=$(ms)
 	start_node burst-c "$conf"
 	start_node burst-e "$econf"
@@ -728,7 +727,7 @@ section_soak() {
 	local win=$((mins >= 10 ? 5 : (mins + 1) / 2))
 	new_db soak
 	start_sink soak --threads 64 || return
-	node_conf "$conf" soak "controller, executor" "executor: {batch: 256, max_inflight: 1024}"
+	node_conf "$conf" soak "controller, executor"
 	python3 - "$B_STATE/soak" "$rate" "${SINK_ADDR[soak]}" <<'PY'
 import os, sys
 d, n, addr = sys.argv[1], int(sys.argv[2]), sys.argv[3]
