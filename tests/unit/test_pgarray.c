@@ -22,13 +22,14 @@ static void test_pgarray_text_always_quoted(void **state)
 {
 	pal_pgarr a;
 	pal__pgarr_init(&a);
-	const char *v[] = { "null", "NULL", "", "true", "default", "a,b", "{x}", "q\"uo\\te", " sp " };
+	const char *v[] = { "null", "NULL", "", "true", "default", "a,b", "{x}", "q\"uo\\te", " sp ",
+			    "\\", "\"\"" };
 	for (size_t i = 0; i < sizeof v / sizeof *v; i++)
 		pal__pgarr_text(&a, v[i]);
 	pal__pgarr_text(&a, NULL);
 	char *s = pal__pgarr_end(&a);
 	assert_string_equal(s, "{\"null\",\"NULL\",\"\",\"true\",\"default\",\"a,b\",\"{x}\","
-			       "\"q\\\"uo\\\\te\",\" sp \",NULL}");
+			       "\"q\\\"uo\\\\te\",\" sp \",\"\\\\\",\"\\\"\\\"\",NULL}");
 	g_free(s);
 }
 
@@ -39,8 +40,10 @@ static void test_pgarray_integers(void **state)
 	pal__pgarr_i64(&a, 0);
 	pal__pgarr_i64(&a, -7);
 	pal__pgarr_i64(&a, INT64_MAX);
+	pal__pgarr_i64(&a, INT64_MIN);
+	pal__pgarr_i64(&a, 1234567890);
 	char *s = pal__pgarr_end(&a);
-	assert_string_equal(s, "{0,-7,9223372036854775807}");
+	assert_string_equal(s, "{0,-7,9223372036854775807,-9223372036854775808,1234567890}");
 	g_free(s);
 }
 
