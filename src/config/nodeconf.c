@@ -311,171 +311,167 @@ static int group_cmp(const void *a, const void *b)
 	return strcmp(((const pal_group_conf *)a)->name, ((const pal_group_conf *)b)->name);
 }
 
-static void set_groups(struct nctx *x, const pal_conf_key *k, const pal_ynode *v, pal_nodeconf *c)
+static int tenant_cmp(const void *a, const void *b)
 {
-	static const char *const gkeys[] = {"concurrency", "cluster_concurrency"};
-	pal_group_conf *g;
-	size_t n = 0;
+	return strcmp(((const pal_tenant_conf *)a)->name, ((const pal_tenant_conf *)b)->name);
+}
 
+/* One entry of a named table: its value VAL (a mapping, already checked)
+ * parsed into ONE; problems reported through X (counted in x->errors). */
+typedef void (*entry_fn)(struct nctx *x, const pal_ynode *kn, const pal_ynode *val, void *one);
+
+/*
+ * A table keyed by name (executor.groups, executor.tenants): a mapping from
+ * names in [a-z0-9._-] (at most 64 bytes) to mappings, each parsed by FN
+ * into an entry of SIZE bytes whose first member is its name (strdup'd
+ * here).  Returns the entries that parsed cleanly (calloc'd, caller frees;
+ * NULL when none), their count in *N.  KIND names an entry in messages.
+ */
+_Static_assert(offsetof(pal_group_conf, name) == 0, "a table entry's name comes first");
+_Static_assert(offsetof(pal_tenant_conf, name) == 0, "a table entry's name comes first");
+
+static void *set_named(struct nctx *x, const pal_conf_key *k, const pal_ynode *v,
+		       const char *kind, size_t size, entry_fn fn, size_t *n)
+{
+	*n = 0;
 	if (pal_yexpect_map(x->doc, v, k->name, x->diags) != 0) {
 		x->errors++;
-		return;
+		return NULL;
 	}
 	if ((int64_t)v->n > k->max) {
-		ndiag(x, v, "%s: too many groups (%zu, at most %lld)", k->name, v->n,
+		ndiag(x, v, "%s: too many entries (%zu, at most %lld)", k->name, v->n,
 		      (long long)k->max);
-		return;
+		return NULL;
 	}
-	g = calloc(v->n ? v->n : 1, sizeof *g);
-	if (!g) {
+	char *t = calloc(v->n ? v->n : 1, size);
+	if (!t) {
 		ndiag(x, v, "%s: out of memory", k->name);
-		return;
+		return NULL;
 	}
-	for (size_t i = 0; i < v->n; i++) {
-		const pal_ynode *kn = v->keys[i], *gv = v->vals[i];
-		pal_group_conf one = {0};
+	char *one = calloc(1, size);
+	for (size_t i = 0; one && i < v->n; i++) {
+		const pal_ynode *kn = v->keys[i], *ev = v->vals[i];
 		int before = x->errors;
 
 		if (!name_ok(kn->str, false) || strlen(kn->str) > 64) {
 			ndiag(x, kn,
-			      "%s: invalid group name \"%.64s\" (allowed: lower-case "
-			      "letters, digits, '.', '_' and '-', as in a job's group key)",
-			      k->name, kn->str);
+			      "%s: invalid %s name \"%.64s\" (allowed: lower-case "
+			      "letters, digits, '.', '_' and '-', as in a job's %s key)",
+			      k->name, kind, kn->str, kind);
 			continue;
 		}
-		if (pal_yexpect_map(x->doc, gv, "group", x->diags) != 0) {
+		if (pal_yexpect_map(x->doc, ev, kind, x->diags) != 0) {
 			x->errors++;
 			continue;
 		}
-		for (size_t j = 0; j < gv->n; j++) {
-			const pal_ynode *gk = gv->keys[j];
-			int64_t val;
-
-			if (!strcmp(gk->str, "concurrency")) {
-				if (pal_yget_int(x->doc, gv->vals[j], "concurrency", 0, 100000,
-						 &val, x->diags) == 0)
-					one.concurrency = (int32_t)val;
-				else
-					x->errors++;
-			} else if (!strcmp(gk->str, "cluster_concurrency")) {
-				if (pal_yget_int(x->doc, gv->vals[j], "cluster_concurrency", 0,
-						 10000000, &val, x->diags) == 0)
-					one.cluster_concurrency = (int32_t)val;
-				else
-					x->errors++;
-			} else {
-				const char *hint = pal_suggest(gk->str, gkeys, N(gkeys));
-
-				if (hint)
-					ndiag(x, gk,
-					      "unknown key \"%.64s\" in group \"%s\" (did you "
-					      "mean \"%s\"?)",
-					      gk->str, kn->str, hint);
-				else
-					ndiag(x, gk,
-					      "unknown key \"%.64s\" in group \"%s\" (expected "
-					      "concurrency, cluster_concurrency)",
-					      gk->str, kn->str);
-			}
-		}
+		memset(one, 0, size);
+		fn(x, kn, ev, one);
 		if (x->errors != before)
 			continue;
-		one.name = strdup(kn->str);
-		if (!one.name) {
+		char *name = strdup(kn->str);
+		if (!name) {
 			ndiag(x, kn, "out of memory");
 			continue;
 		}
-		g[n++] = one;
+		memcpy(one, &name, sizeof name); /* the first member */
+		memcpy(t + (*n)++ * size, one, size);
 	}
+	free(one);
+	return t;
+}
+
+/* Report unknown key KEY of entry KN (KIND) against the known KEYS. */
+static void unknown_entry_key(struct nctx *x, const pal_ynode *key, const pal_ynode *kn,
+			      const char *kind, const char *const *keys, size_t n_keys,
+			      const char *expected)
+{
+	const char *hint = pal_suggest(key->str, keys, n_keys);
+
+	if (hint)
+		ndiag(x, key, "unknown key \"%.64s\" in %s \"%s\" (did you mean \"%s\"?)", key->str,
+		      kind, kn->str, hint);
+	else
+		ndiag(x, key, "unknown key \"%.64s\" in %s \"%s\" (expected %s)", key->str, kind,
+		      kn->str, expected);
+}
+
+static void group_entry(struct nctx *x, const pal_ynode *kn, const pal_ynode *gv, void *out)
+{
+	static const char *const gkeys[] = {"concurrency", "cluster_concurrency"};
+	pal_group_conf *one = out;
+
+	for (size_t j = 0; j < gv->n; j++) {
+		const pal_ynode *gk = gv->keys[j];
+		int64_t val;
+
+		if (!strcmp(gk->str, "concurrency")) {
+			if (pal_yget_int(x->doc, gv->vals[j], "concurrency", 0, 100000, &val,
+					 x->diags) == 0)
+				one->concurrency = (int32_t)val;
+			else
+				x->errors++;
+		} else if (!strcmp(gk->str, "cluster_concurrency")) {
+			if (pal_yget_int(x->doc, gv->vals[j], "cluster_concurrency", 0, 10000000, &val,
+					 x->diags) == 0)
+				one->cluster_concurrency = (int32_t)val;
+			else
+				x->errors++;
+		} else {
+			unknown_entry_key(x, gk, kn, "group", gkeys, N(gkeys),
+					  "concurrency, cluster_concurrency");
+		}
+	}
+}
+
+static void tenant_entry(struct nctx *x, const pal_ynode *kn, const pal_ynode *tv, void *out)
+{
+	static const char *const tkeys[] = {"cap", "weight"};
+	pal_tenant_conf *one = out;
+
+	one->weight = 1.0;
+	for (size_t j = 0; j < tv->n; j++) {
+		const pal_ynode *tk = tv->keys[j];
+		int64_t ival;
+		double dval;
+
+		if (!strcmp(tk->str, "cap")) {
+			if (pal_yget_int(x->doc, tv->vals[j], "cap", 0, 10000000, &ival, x->diags) == 0)
+				one->cap = (int32_t)ival;
+			else
+				x->errors++;
+		} else if (!strcmp(tk->str, "weight")) {
+			if (pal_yget_number(x->doc, tv->vals[j], "weight", 0.01, 1000, &dval,
+					    x->diags) == 0)
+				one->weight = dval;
+			else
+				x->errors++;
+		} else {
+			unknown_entry_key(x, tk, kn, "tenant", tkeys, N(tkeys), "cap, weight");
+		}
+	}
+}
+
+static void set_groups(struct nctx *x, const pal_conf_key *k, const pal_ynode *v, pal_nodeconf *c)
+{
+	size_t n;
+	pal_group_conf *g = set_named(x, k, v, "group", sizeof *g, group_entry, &n);
+
+	if (!g)
+		return;
 	qsort(g, n, sizeof *g, group_cmp);
 	groups_free(c->groups, c->n_groups);
 	c->groups = g;
 	c->n_groups = n;
 }
 
-static int tenant_cmp(const void *a, const void *b)
-{
-	return strcmp(((const pal_tenant_conf *)a)->name, ((const pal_tenant_conf *)b)->name);
-}
-
 static void set_tenants(struct nctx *x, const pal_conf_key *k, const pal_ynode *v,
 			pal_nodeconf *c)
 {
-	static const char *const tkeys[] = {"cap", "weight"};
-	pal_tenant_conf *t;
-	size_t n = 0;
+	size_t n;
+	pal_tenant_conf *t = set_named(x, k, v, "tenant", sizeof *t, tenant_entry, &n);
 
-	if (pal_yexpect_map(x->doc, v, k->name, x->diags) != 0) {
-		x->errors++;
+	if (!t)
 		return;
-	}
-	if ((int64_t)v->n > k->max) {
-		ndiag(x, v, "%s: too many tenants (%zu, at most %lld)", k->name, v->n,
-		      (long long)k->max);
-		return;
-	}
-	t = calloc(v->n ? v->n : 1, sizeof *t);
-	if (!t) {
-		ndiag(x, v, "%s: out of memory", k->name);
-		return;
-	}
-	for (size_t i = 0; i < v->n; i++) {
-		const pal_ynode *kn = v->keys[i], *tv = v->vals[i];
-		pal_tenant_conf one = {.weight = 1.0};
-		int before = x->errors;
-
-		if (!name_ok(kn->str, false) || strlen(kn->str) > 64) {
-			ndiag(x, kn,
-			      "%s: invalid tenant name \"%.64s\" (allowed: lower-case "
-			      "letters, digits, '.', '_' and '-', as in a job's tenant key)",
-			      k->name, kn->str);
-			continue;
-		}
-		if (pal_yexpect_map(x->doc, tv, "tenant", x->diags) != 0) {
-			x->errors++;
-			continue;
-		}
-		for (size_t j = 0; j < tv->n; j++) {
-			const pal_ynode *tk = tv->keys[j];
-			int64_t ival;
-			double dval;
-
-			if (!strcmp(tk->str, "cap")) {
-				if (pal_yget_int(x->doc, tv->vals[j], "cap", 0, 10000000, &ival,
-						 x->diags) == 0)
-					one.cap = (int32_t)ival;
-				else
-					x->errors++;
-			} else if (!strcmp(tk->str, "weight")) {
-				if (pal_yget_number(x->doc, tv->vals[j], "weight", 0.01, 1000, &dval,
-						    x->diags) == 0)
-					one.weight = dval;
-				else
-					x->errors++;
-			} else {
-				const char *hint = pal_suggest(tk->str, tkeys, N(tkeys));
-
-				if (hint)
-					ndiag(x, tk,
-					      "unknown key \"%.64s\" in tenant \"%s\" (did you "
-					      "mean \"%s\"?)",
-					      tk->str, kn->str, hint);
-				else
-					ndiag(x, tk,
-					      "unknown key \"%.64s\" in tenant \"%s\" (expected "
-					      "cap, weight)",
-					      tk->str, kn->str);
-			}
-		}
-		if (x->errors != before)
-			continue;
-		one.name = strdup(kn->str);
-		if (!one.name) {
-			ndiag(x, kn, "out of memory");
-			continue;
-		}
-		t[n++] = one;
-	}
 	qsort(t, n, sizeof *t, tenant_cmp);
 	tenants_free(c->tenants, c->n_tenants);
 	c->tenants = t;

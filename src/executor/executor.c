@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,43 +230,37 @@ json_t *pal_executor_status(pal_executor *ex)
 	return s;
 }
 
-static void free_groups(pal_group_conf *g, size_t n)
+/* The group and tenant tables: entries whose first member is their name,
+ * copied with their names and freed with them. */
+_Static_assert(offsetof(pal_group_conf, name) == 0, "name first");
+_Static_assert(offsetof(pal_tenant_conf, name) == 0, "name first");
+
+static void free_named(void *a, size_t n, size_t size)
 {
-	for (size_t i = 0; g && i < n; i++)
-		free(g[i].name);
-	free(g);
+	for (size_t i = 0; a && i < n; i++)
+		free(*(char **)((char *)a + i * size));
+	free(a);
 }
 
-static pal_group_conf *copy_groups(const pal_group_conf *src, size_t n)
+static void *copy_named(const void *src, size_t n, size_t size)
 {
 	if (!n)
 		return NULL;
-	pal_group_conf *g = calloc(n, sizeof *g);
-	for (size_t i = 0; g && i < n; i++) {
-		g[i] = src[i];
-		g[i].name = strdup(src[i].name);
-	}
-	return g;
-}
-
-static void free_tenants(pal_tenant_conf *t, size_t n)
-{
-	for (size_t i = 0; t && i < n; i++)
-		free(t[i].name);
-	free(t);
-}
-
-static pal_tenant_conf *copy_tenants(const pal_tenant_conf *src, size_t n)
-{
-	if (!n)
+	char *a = malloc(n * size);
+	if (!a)
 		return NULL;
-	pal_tenant_conf *t = calloc(n, sizeof *t);
-	for (size_t i = 0; t && i < n; i++) {
-		t[i] = src[i];
-		t[i].name = strdup(src[i].name);
+	memcpy(a, src, n * size);
+	for (size_t i = 0; i < n; i++) {
+		char **name = (char **)(a + i * size);
+		*name = strdup(*name);
 	}
-	return t;
+	return a;
 }
+
+#define free_groups(g, n) free_named((g), (n), sizeof(pal_group_conf))
+#define copy_groups(g, n) ((pal_group_conf *)copy_named((g), (n), sizeof(pal_group_conf)))
+#define free_tenants(t, n) free_named((t), (n), sizeof(pal_tenant_conf))
+#define copy_tenants(t, n) ((pal_tenant_conf *)copy_named((t), (n), sizeof(pal_tenant_conf)))
 
 void pal_executor_set_limits(pal_executor *ex, int batch, int max_inflight, int renew_failures,
 			     const pal_group_conf *groups, size_t n_groups,

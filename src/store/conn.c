@@ -71,6 +71,22 @@ void pal_store_close(pal_store *st)
 	free(st);
 }
 
+/* R if it succeeded (the last SQLSTATE cleared); otherwise NULL, R cleared,
+ * its SQLSTATE kept and ERR filled. */
+static PGresult *checked(pal_store *st, PGresult *r, char *err, size_t errlen)
+{
+	ExecStatusType s = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+	if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) {
+		st->sqlstate[0] = '\0';
+		return r;
+	}
+	const char *code = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+	snprintf(st->sqlstate, sizeof st->sqlstate, "%s", code ? code : "");
+	pal__store_errmsg(st, r, "query failed", err, errlen);
+	PQclear(r);
+	return NULL;
+}
+
 int pal_store_socket(pal_store *st)
 {
 	return PQsocket(st->conn);
@@ -139,16 +155,7 @@ PGresult *pal__store_result(pal_store *st, char *err, size_t errlen)
 			PQclear(r);
 	}
 	st->busy = false;
-	ExecStatusType s = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
-	if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) {
-		st->sqlstate[0] = '\0';
-		return res;
-	}
-	const char *code = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-	snprintf(st->sqlstate, sizeof st->sqlstate, "%s", code ? code : "");
-	pal__store_errmsg(st, res, "query failed", err, errlen);
-	PQclear(res);
-	return NULL;
+	return checked(st, res, err, errlen);
 }
 
 PGresult *pal__store_query_prepared(pal_store *st, const char *name, int nparams,
@@ -183,17 +190,8 @@ void pal__store_errmsg(pal_store *st, const PGresult *r, const char *what, char 
 PGresult *pal__store_query(pal_store *st, const char *sql, int nparams, const char *const *params,
 			   char *err, size_t errlen)
 {
-	PGresult *r = PQexecParams(st->conn, sql, nparams, NULL, params, NULL, NULL, 0);
-	ExecStatusType s = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
-	if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) {
-		st->sqlstate[0] = '\0';
-		return r;
-	}
-	const char *code = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
-	snprintf(st->sqlstate, sizeof st->sqlstate, "%s", code ? code : "");
-	pal__store_errmsg(st, r, "query failed", err, errlen);
-	PQclear(r);
-	return NULL;
+	return checked(st, PQexecParams(st->conn, sql, nparams, NULL, params, NULL, NULL, 0), err,
+		       errlen);
 }
 
 int pal__store_exec(pal_store *st, const char *sql, char *err, size_t errlen)
