@@ -38,7 +38,7 @@
 #include <string.h>
 #include "palisade/store.h"
 #include "store_int.h"
-#include "palisade/callpolicy.h"
+#include "palisade/url.h"
 
 /* Jobs per set of statements: large enough that the round trips vanish
  * (~4 per chunk), small enough that a chunk's arrays stay a few MiB. */
