@@ -7,7 +7,6 @@
 #define PALISADE_CALLPOLICY_H
 
 #include <stdbool.h>
-#include "palisade/url.h" /* pal_url_host: the breaker identity of a target */
 #include <stddef.h>
 #include <stdint.h>
 #include "palisade/err.h"
