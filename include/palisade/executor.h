@@ -23,7 +23,7 @@
 #include <stdint.h>
 #include "palisade/err.h"
 #include "palisade/metrics.h"
-#include "palisade/nodeconf.h"
+#include "palisade/limits.h"
 
 typedef struct pal_executor_config {
 	const char *conninfo;

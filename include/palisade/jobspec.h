@@ -1,14 +1,12 @@
 /*
- * jobspec.h - job files: YAML -> validated job specs -> canonical JSON + digest.
+ * jobspec.h - the job-spec model (src/spec/canon.c): a validated job spec,
+ * its canonical JSON and digest, the shard of a job id, the names of the
+ * policies.  The loader of job files (jobfile.h) produces specs; the store
+ * keeps their canonical form as immutable versions; the controller and the
+ * executor read them back.  Nothing here parses YAML or node config.
  *
- * A job file holds `jobs: [ ... ]` (docs/jobs.md lists every key).  Loading
- * validates everything and collects *all* problems as diagnostics naming
- * file:line:col, instead of stopping at the first.  Secrets stay as
- * ${ENV_NAME} references: they are never resolved here (resolution happens
- * at call time in the executor).
- *
- * Ownership: a pal_jobset and a pal_diags own every string they point to;
- * free them with pal_jobset_free() / pal_diags_free().
+ * Ownership: a pal_jobset owns every string it points to; free it with
+ * pal_jobset_free() (a single spec: pal_job_spec_clear()).
  */
 #ifndef PALISADE_JOBSPEC_H
 #define PALISADE_JOBSPEC_H
@@ -88,48 +86,7 @@ typedef struct pal_jobset {
 	size_t n;
 } pal_jobset;
 
-typedef struct pal_diag {
-	char *file;
-	int line, col; /* 1-based; 0 when unknown */
-	char *msg;     /* lower-case, no trailing period */
-} pal_diag;
-
-typedef struct pal_diags {
-	pal_diag *v;
-	size_t n;
-} pal_diags;
-
-/*
- * Load and validate job files PATHS[0..n).  Specs of every file are appended
- * to SET; every problem is appended to DIAGS (file:line:col, what was expected).
- * Duplicate job ids across all files are diagnosed.  Returns 0 when no
- * diagnostic was produced, PAL_EINVAL otherwise (SET then holds the valid
- * jobs only and must not be applied).
- * Limits: files over 4 MiB, YAML aliases, non-UTF-8 input and empty files
- * are rejected with a diagnostic.
- */
-PAL_MUST_CHECK int pal_jobfiles_load(const char *const *paths, size_t n, pal_jobset *set,
-				     pal_diags *diags);
-
 void pal_jobset_free(pal_jobset *set);
-/*
- * The same, one file at a time, for a caller that handles each file's jobs
- * before reading the next (apply, so that memory does not grow with the
- * number of files): a loader remembers every job id it has seen, so that
- * duplicates across files are still diagnosed.  pal_jobloader_file appends
- * PATH's valid jobs to SET and its problems to DIAGS, with the result
- * convention of pal_jobfiles_load.  pal_jobloader_new returns NULL on
- * ENOMEM; free with pal_jobloader_free.
- */
-typedef struct pal_jobloader pal_jobloader;
-pal_jobloader *pal_jobloader_new(void);
-PAL_MUST_CHECK int pal_jobloader_file(pal_jobloader *l, const char *path, pal_jobset *set,
-				      pal_diags *diags);
-void pal_jobloader_free(pal_jobloader *l);
-
-void pal_diags_free(pal_diags *d);
-/* Print each diagnostic as "file:line:col: error: msg\n". */
-void pal_diags_print(const pal_diags *d, FILE *fp);
 
 /*
  * Canonical JSON of a spec: every key present with its effective default,
@@ -162,28 +119,6 @@ void pal_job_spec_clear(pal_job_spec *s);
 
 /* Shard of a job id: stable hash (FNV-1a 64 of the id) mod n_shards. */
 int pal_job_shard(const char *job_id, int n_shards);
-
-/* ---- additions by the config module (src/config/) ---- */
-
-/* At most this many diagnostics are kept in one pal_diags; the last one kept
- * says that further diagnostics were suppressed (a garbage file must not
- * produce a million lines). */
-#define PAL_DIAGS_MAX 1000
-
-/* Append a diagnostic (FILE may be NULL).  Copies everything it is given.
- * On allocation failure the diagnostic is dropped: callers track failure by
- * their own return codes, never by d->n alone. */
-void pal_diags_addf(pal_diags *d, const char *file, int line, int col, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-
-/*
- * Load one job file from memory: LEN bytes at BUF, NAME used in diagnostics.
- * Same checks and result convention as pal_jobfiles_load(); ids are checked
- * for duplicates against the jobs already in SET.  This is the entry point
- * of the fuzz target.
- */
-PAL_MUST_CHECK int pal_jobfile_load_buffer(const char *name, const void *buf, size_t len,
-					   pal_jobset *set, pal_diags *diags);
 
 /* Fill S (whose previous contents are ignored) with every default of
  * docs/jobs.md; the default strings (tenant and group "default", timezone

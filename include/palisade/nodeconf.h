@@ -27,24 +27,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "palisade/err.h"
-#include "palisade/jobspec.h" /* pal_diags */
+#include "palisade/diags.h"
+#include "palisade/limits.h"  /* pal_group_conf, pal_tenant_conf */
 #include "palisade/log.h"     /* pal_log_level */
 
 enum { PAL_ROLE_CONTROLLER = 1u << 0, PAL_ROLE_EXECUTOR = 1u << 1 };
-
-/* executor.groups.<name>: limits of one resource group. */
-typedef struct pal_group_conf {
-	char *name;		     /* [a-z0-9._-], as in a job's group key */
-	int32_t concurrency;	     /* calls in flight per node, 0 = only max_inflight */
-	int32_t cluster_concurrency; /* calls in flight cluster-wide, 0 = unlimited */
-} pal_group_conf;
-
-/* executor.tenants.<name>: the quota of one tenant (same on every node). */
-typedef struct pal_tenant_conf {
-	char *name;  /* as in a job's tenant key */
-	int32_t cap; /* calls in flight cluster-wide, 0 = unlimited */
-	double weight; /* share beside other tenants when both wait, default 1 */
-} pal_tenant_conf;
 
 typedef struct pal_nodeconf {
 	/* node */

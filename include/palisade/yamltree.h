@@ -32,7 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "palisade/err.h"
-#include "palisade/jobspec.h" /* pal_diags */
+#include "palisade/diags.h"
 
 #define PAL_YAML_MAX_BYTES ((size_t)4 << 20) /* 4 MiB */
 #define PAL_YAML_MAX_DEPTH 64

@@ -16,7 +16,7 @@
 #include <string.h>
 #include "palisade/cli.h"
 #include "palisade/err.h"
-#include "palisade/jobspec.h"
+#include "palisade/jobfile.h"
 #include "palisade/store.h"
 #include "cli_int.h"
 

@@ -9,7 +9,7 @@
 #include <time.h>
 #include "palisade/cli.h"
 #include "palisade/err.h"
-#include "palisade/jobspec.h"
+#include "palisade/jobfile.h"
 #include "palisade/schedule.h"
 #include "palisade/timefmt.h"
 #include "cli_int.h"

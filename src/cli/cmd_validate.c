@@ -14,7 +14,7 @@
 #include <string.h>
 #include "palisade/cli.h"
 #include "palisade/err.h"
-#include "palisade/jobspec.h"
+#include "palisade/jobfile.h"
 
 static void usage(FILE *fp)
 {

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <time.h>
 #include <glib.h>
-#include "palisade/jobspec.h"
+#include "palisade/jobfile.h"
 #include "palisade/cron.h"
 #include "palisade/timefmt.h"
 #include "palisade/tz.h"

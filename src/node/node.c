@@ -23,6 +23,7 @@
 #include "palisade/log.h"
 #include "palisade/metrics.h"
 #include "palisade/node.h"
+#include "palisade/nodeconf.h"
 #include "palisade/store.h"
 
 #ifndef PALISADE_VERSION

@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "palisade/jobspec.h"
+#include "palisade/jobfile.h"
 #include "palisade/nodeconf.h"
 
 static void check_diags(const pal_diags *d, int rc)

@@ -1,5 +1,5 @@
 /*
- * test_canon.c - canonical JSON and digest of job specs (src/config/canon.c).
+ * test_canon.c - canonical JSON and digest of job specs (src/spec/canon.c).
  *
  * The digest decides whether `apply` creates a new job version, so: same
  * meaning -> same digest (key order, equivalent durations, blank runs in the
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include <glib.h>
-#include "palisade/jobspec.h"
+#include "palisade/jobfile.h"
 
 /* sha256 of the canonical JSON pinned in test_canon_digest_is_pinned (checked
  * independently with python3 hashlib). */

@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <glob.h>
 #include <cmocka.h>
-#include "palisade/jobspec.h"
+#include "palisade/jobfile.h"
 #include "palisade/timefmt.h"
 
 static const char *fixture(const char *name)

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include <jansson.h>
-#include "palisade/jobspec.h"
+#include "palisade/jobfile.h"
 #include "palisade/template.h"
 #include "../../src/sink/proto.c"
 

@@ -1,0 +1,55 @@
+/*
+ * jobfile.h - job files: YAML -> validated job specs (src/config/jobfile.c).
+ *
+ * A job file holds `jobs: [ ... ]` (docs/jobs.md lists every key).  Loading
+ * validates everything and collects *all* problems as diagnostics naming
+ * file:line:col, instead of stopping at the first.  Secrets stay as
+ * ${ENV_NAME} references: they are never resolved here (resolution happens
+ * at call time in the executor).  The specs themselves, their canonical
+ * form and digest are the job-spec model (jobspec.h): the controller, the
+ * executor and the store use that and never this loader.
+ */
+#ifndef PALISADE_JOBFILE_H
+#define PALISADE_JOBFILE_H
+
+#include "palisade/diags.h"
+#include "palisade/jobspec.h"
+
+/*
+ * Load and validate job files PATHS[0..n).  Specs of every file are appended
+ * to SET; every problem is appended to DIAGS (file:line:col, what was expected).
+ * Duplicate job ids across all files are diagnosed.  Returns 0 when no
+ * diagnostic was produced, PAL_EINVAL otherwise (SET then holds the valid
+ * jobs only and must not be applied).
+ * Limits: files over 4 MiB, YAML aliases, non-UTF-8 input and empty files
+ * are rejected with a diagnostic.
+ */
+PAL_MUST_CHECK int pal_jobfiles_load(const char *const *paths, size_t n, pal_jobset *set,
+				     pal_diags *diags);
+
+
+/*
+ * The same, one file at a time, for a caller that handles each file's jobs
+ * before reading the next (apply, so that memory does not grow with the
+ * number of files): a loader remembers every job id it has seen, so that
+ * duplicates across files are still diagnosed.  pal_jobloader_file appends
+ * PATH's valid jobs to SET and its problems to DIAGS, with the result
+ * convention of pal_jobfiles_load.  pal_jobloader_new returns NULL on
+ * ENOMEM; free with pal_jobloader_free.
+ */
+typedef struct pal_jobloader pal_jobloader;
+pal_jobloader *pal_jobloader_new(void);
+PAL_MUST_CHECK int pal_jobloader_file(pal_jobloader *l, const char *path, pal_jobset *set,
+				      pal_diags *diags);
+void pal_jobloader_free(pal_jobloader *l);
+
+/*
+ * Load one job file from memory: LEN bytes at BUF, NAME used in diagnostics.
+ * Same checks and result convention as pal_jobfiles_load(); ids are checked
+ * for duplicates against the jobs already in SET.  This is the entry point
+ * of the fuzz target.
+ */
+PAL_MUST_CHECK int pal_jobfile_load_buffer(const char *name, const void *buf, size_t len,
+					   pal_jobset *set, pal_diags *diags);
+
+#endif
