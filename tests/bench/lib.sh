@@ -80,7 +80,8 @@ reap() {
 		sleep 0.1
 	done
 	kill -9 "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
+	# (bash forgets the status of a child that ended long ago: no message)
+	{ wait "$pid"; } 2>/dev/null
 	unset "B_LIVE[$pid]"
 }
 stop_node() {

@@ -521,35 +521,34 @@ section_handoff() {
 }
 
 # ---- 1,000,000 jobs -----------------------------------------------------------------------
-# apply: `palisade apply` of files of 5,000 jobs for APPLY_BUDGET seconds.
+# apply: `palisade apply` of files of 5,000 new jobs (written just before each
+# apply, not timed) until APPLY_BUDGET seconds of applying or 1,000,000 jobs.
 section_apply() {
 	new_db apply
-	local f=0 n=0 t0 t1 lim
-	python3 - "$B_STATE/apply" <<'PY'
-import os, sys
-d = sys.argv[1]
-os.makedirs(d, exist_ok=True)
+	local f n=0 spent=0 t0 rc=0
+	mkdir -p "$B_STATE/apply"
+	for f in $(seq 0 199); do
+		[ $spent -lt $((APPLY_BUDGET * 1000)) ] || break
+		python3 - "$B_STATE/apply/jobs.yaml" "$f" <<'PY'
+import sys
+path, f = sys.argv[1], int(sys.argv[2])
 zones = ["UTC", "Europe/Paris", "America/New_York", "Asia/Tokyo", "Australia/Sydney", "America/Sao_Paulo"]
-for f in range(40):
-    with open("%s/jobs-%02d.yaml" % (d, f), "w") as o:
-        o.write("jobs:\n")
-        for i in range(f * 5000 + 1, f * 5000 + 5001):
-            o.write('  - {id: apply.job-%d, schedule: {cron: "0 %d %d %d 6 ?", timezone: %s}, '
-                    'target: {url: "http://127.0.0.1:1/x"}}\n'
-                    % (i, i % 60, (i // 60) % 24, 1 + (i // 1440) % 28, zones[i % 6]))
+with open(path, "w") as o:
+    o.write("jobs:\n")
+    for i in range(f * 5000 + 1, f * 5000 + 5001):
+        o.write('  - {id: apply.job-%d, schedule: {cron: "0 %d %d %d 6 ?", timezone: %s}, '
+                'target: {url: "http://127.0.0.1:1/x"}}\n'
+                % (i, i % 60, (i // 60) % 24, 1 + (i // 1440) % 28, zones[i % 6]))
 PY
-	t0=$(ms)
-	lim=$((t0 + APPLY_BUDGET * 1000))
-	for file in "$B_STATE"/apply/jobs-*.yaml; do
-		[ "$(ms)" -lt $lim ] || break
-		"$PAL" apply "$file" >/dev/null || break
+		t0=$(ms)
+		"$PAL" apply "$B_STATE/apply/jobs.yaml" >/dev/null || { rc=1; break; }
+		spent=$((spent + $(ms) - t0))
 		n=$((n + 5000))
 	done
-	t1=$(ms)
 	local rate=null
-	[ $n -gt 0 ] && rate=$((n * 1000 / (t1 - t0)))
+	[ $n -gt 0 ] && rate=$((n * 1000 / spent))
 	record "1,000,000 jobs: palisade apply rate" "$rate" jobs/s 20000 higher \
-		"$n jobs applied (files of 5,000, new jobs) in $((t1 - t0)) ms, budget ${APPLY_BUDGET} s" n="$n"
+		"$n jobs applied in files of 5,000 new jobs, $spent ms of apply (budget ${APPLY_BUDGET} s)$([ $rc = 1 ] && echo "; an apply failed")" n="$n"
 }
 
 # scale: SCALE_JOBS idle jobs written with SQL, one controller from a cold
