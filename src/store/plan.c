@@ -75,12 +75,19 @@ enum {
 	" v.cron, v.timezone, v.plan_dst,"                                                         \
 	" floor(extract(epoch FROM v.plan_start::timestamptz))::bigint,"                           \
 	" floor(extract(epoch FROM v.plan_end::timestamptz))::bigint,"                             \
-	" CASE WHEN v.plan_exclude IS NOT NULL THEN"                                               \
+	" CASE WHEN v.plan_has_exclude THEN"                                                       \
 	"  (SELECT string_agg((split_part(e, '..', 1)::date - date '1970-01-01') || ' ' ||"     \
 	"    (coalesce(nullif(split_part(e, '..', 2), ''), e)::date - date '1970-01-01'), ' ')"    \
-	"   FROM jsonb_array_elements_text(v.plan_exclude) e) END,"                                \
+	"   FROM job_versions x, jsonb_array_elements_text(x.plan_exclude) e"                      \
+	"   WHERE x.job_id = v.job_id AND x.version = v.version) END,"                             \
 	" v.misfire_policy, v.catchup_window_ms, v.max_catchup, v.partitions, v.priority,"        \
 	" v.plan_tenant, v.resource_group"
+/* The columns of job_versions the load reads: those of the covering index
+ * job_versions_plan (sql/006_planning.sql), so that it is an index-only scan. */
+#define SJ_VCOLS                                                                                   \
+	"v.job_id, v.version, v.effective_from, v.cron, v.timezone, v.misfire_policy,"            \
+	" v.catchup_window_ms, v.max_catchup, v.partitions, v.priority, v.resource_group,"        \
+	" v.plan_tenant, v.plan_dst, v.plan_start, v.plan_end, v.plan_has_exclude"
 /* The version lists alone (a reload's first pass): the same columns, the
  * planning ones NULL. */
 #define SJ_LIST_COLUMNS                                                                            \
@@ -285,21 +292,23 @@ int pal_store_shard_jobs(pal_store *st, const int *shards, const int64_t *cutoff
 	/*
 	 * Two statements.  Jobs with one version (nearly all of them) need no
 	 * ordering: the first streams them as the join yields them.  For a
-	 * few shards it walks jobs_shard and the version's primary key (a
-	 * nested loop: ~10 us a job); for many it scans job_versions once (a
-	 * hash join: one pass over the table for every shard at once, where
-	 * a loop per shard would probe it a million times).  The second takes
-	 * the jobs with several versions, ordered so that a job's rows are
-	 * adjacent, with the versions still relevant at the shard's re-scan
-	 * start (the latest one activated at or before the cutoff, every later
-	 * activated one, and the latest, maybe pending).
+	 * few shards it walks jobs_shard and probes job_versions_plan (a
+	 * nested loop: ~10 us a job); for many it reads job_versions_plan
+	 * once for every shard at once (a hash join; an index-only scan of
+	 * the covering index where the visibility map allows, instead of the
+	 * fat heap rows).  The second takes the jobs with several versions,
+	 * ordered so that a job's rows are adjacent, with the versions still
+	 * relevant at the shard's re-scan start (the latest one activated at
+	 * or before the cutoff, every later activated one, and the latest,
+	 * maybe pending).
 	 */
 	const char *cols = with_specs ? SJ_COLUMNS : SJ_LIST_COLUMNS;
 	char q[2048];
 	snprintf(q, sizeof q,
 		 n_shards <= 3 || job_id
 			 ? "SELECT %s FROM jobs j CROSS JOIN LATERAL ("
-			   " SELECT * FROM job_versions v WHERE v.job_id = j.job_id AND v.version = 1"
+			   " SELECT " SJ_VCOLS " FROM job_versions v"
+			   " WHERE v.job_id = j.job_id AND v.version = 1"
 			   " OFFSET 0) v"
 			   " WHERE j.shard = ANY($1::int[]) AND j.latest_version = 1"
 			   " AND ($2::text IS NULL OR j.job_id = $2) AND $3::bigint[] IS NOT NULL"

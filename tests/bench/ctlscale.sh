@@ -113,13 +113,13 @@ if [ -n "${CTLSCALE_SETUP_ONLY:-}" ]; then
 fi
 port_of() { grep -m1 admin.listening "$1" | sed 's/.*"port":\([0-9]*\).*/\1/'; }
 # Wait until every shard is led by NODE and planned by a tick begun after
-# epoch-ms T (its watermark at T + the 5 s lookahead).
+# epoch-ms T (its watermark at T + the 5 s lookahead, or T + LEAD s).
 wait_planned() {
-	local node=$1 t=$2 lim=$(($(ms) + ${3:-300} * 1000))
+	local node=$1 t=$2 lim=$(($(ms) + ${3:-300} * 1000)) lead=${4:-5}
 	while [ "$(ms)" -lt $lim ]; do
 		[ "$(sql "SELECT count(*) FROM shards WHERE leader = '$node'
 			AND updated_at > to_timestamp($t / 1000.0)
-			AND watermark >= to_timestamp(floor($t / 1000.0) + 5)")" = 16 ] && { ms; return 0; }
+			AND watermark >= to_timestamp(floor($t / 1000.0) + $lead)")" = 16 ] && { ms; return 0; }
 		sleep 0.1
 	done
 	echo TIMEOUT
@@ -167,7 +167,9 @@ for bin in "${BINS[@]}"; do
 	sleep 2
 	printf 'ctlscale: %-36s tick     %s  rss %s\n' "$bin" "$(tick_stats "$(port_of "$log")")" "$(rss "$p1")"
 	stop_node "$p1"
-	sql "UPDATE shards SET leader = NULL" >/dev/null
+	# A planned shard must be a tick of the new node: its watermark below
+	# what that tick writes.
+	sql "UPDATE shards SET leader = NULL, watermark = watermark - interval '10 s'" >/dev/null
 	t0=$(ms)
 	start_node "$bin" n1 "$log"
 	p1=$NODE_PID
@@ -185,7 +187,8 @@ for bin in "${BINS[@]}"; do
 		k=$(ms)
 		kill -9 "$p1"
 		wait "$p1" 2>/dev/null
-		t1=$(wait_planned n2 "$k" 120)
+		# +6: past any watermark the killed node wrote (at most its now + 5).
+		t1=$(wait_planned n2 "$k" 120 6)
 		printf 'ctlscale: %-36s failover %6s ms  (kill -9 of the node leading %s shards, session 6 s)\n' \
 			"$bin" "$((t1 - k))" "$held"
 		stop_node "$p2"
