@@ -12,7 +12,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
-#include <libpq-fe.h>
 #include "palisade/err.h"
 #include "palisade/jobspec.h"
 #include "palisade/planbatch.h"
@@ -35,7 +34,6 @@ typedef struct pal_store pal_store;
  */
 PAL_MUST_CHECK int pal_store_open(const char *conninfo, pal_store **out, char *err, size_t errlen);
 void pal_store_close(pal_store *st);
-PGconn *pal_store_conn(pal_store *st);
 /* Asynchronous statements (one at a time per store): the socket to poll
  * for input, whether a statement is in flight, and reading what arrived -
  * *done becomes true when the answer is complete (then call the matching
@@ -201,9 +199,12 @@ PAL_MUST_CHECK int pal_store_status_json(pal_store *st, json_t **out, char *err,
 /* SELECT 1: checks the connection (lease thread with nothing to renew). */
 PAL_MUST_CHECK int pal_store_ping(pal_store *st, char *err, size_t errlen);
 
-/* Limit every later statement of ST to MS milliseconds (statement_timeout). */
+/* Limit every later statement of ST to MS milliseconds (statement_timeout),
+ * and every wait for a lock (lock_timeout). */
 PAL_MUST_CHECK int pal_store_set_statement_timeout(pal_store *st, int64_t ms, char *err,
 						   size_t errlen);
+PAL_MUST_CHECK int pal_store_set_lock_timeout(pal_store *st, int64_t ms, char *err,
+					      size_t errlen);
 /* LISTEN on CHANNEL (an identifier of palisade's, not user input). */
 PAL_MUST_CHECK int pal_store_listen(pal_store *st, const char *channel, char *err, size_t errlen);
 /* Called for each notification: its channel and payload (borrowed). */

@@ -458,23 +458,55 @@ static void tick_shard(pal_controller *c, int s)
 
 /* ---- notifications -------------------------------------------------------------- */
 
+/* Above this many notified jobs in one shard and one pass, the shard is
+ * reloaded once (version lists, then the changed jobs) instead of job by
+ * job: an apply of a million jobs notifies each of them. */
+#define NOTIFY_RELOAD_AT 64
+
+typedef struct notified {
+	pal_controller *c;
+	GPtrArray **by_shard; /* job ids (owned) per led shard, lazily made */
+} notified;
+
+static void on_notify(void *ctx, const char *channel, const char *payload)
+{
+	notified *nt = ctx;
+	pal_controller *c = nt->c;
+	int s = pal_job_shard(payload, c->cfg.n_shards);
+	if (s < 0 || s >= c->cfg.n_shards || !c->led[s].planner)
+		return;
+	if (!nt->by_shard[s])
+		nt->by_shard[s] = g_ptr_array_new_with_free_func(g_free);
+	if (nt->by_shard[s]->len <= NOTIFY_RELOAD_AT)
+		g_ptr_array_add(nt->by_shard[s], g_strdup(payload));
+}
+
 static void handle_notifies(pal_controller *c)
 {
-	if (!PQconsumeInput(pal_store_conn(c->st))) {
-		db_failed(c, "consume input", PQerrorMessage(pal_store_conn(c->st)));
-		return;
-	}
-	PGnotify *n;
-	while (c->st && (n = PQnotifies(pal_store_conn(c->st)))) {
-		int s = pal_job_shard(n->extra, c->cfg.n_shards);
-		if (s >= 0 && s < c->cfg.n_shards && c->led[s].planner) {
-			pal_log(PAL_LOG_DEBUG, "controller.job_changed", "{s:s, s:i}", "job", n->extra,
-				"shard", s);
-			load_stats ls = { 0 };
-			load_jobs(c, &s, 1, n->extra, &ls);
+	char err[512];
+	int n;
+	notified nt = { c, g_new0(GPtrArray *, c->cfg.n_shards) };
+	if (pal_store_notifications(c->st, on_notify, &nt, &n, err, sizeof err))
+		db_failed(c, "consume input", err);
+	for (int s = 0; s < c->cfg.n_shards; s++) {
+		GPtrArray *ids = nt.by_shard[s];
+		if (!ids)
+			continue;
+		load_stats ls = { 0 };
+		if (c->st && c->led[s].planner && ids->len > NOTIFY_RELOAD_AT) {
+			pal_log(PAL_LOG_DEBUG, "controller.jobs_changed", "{s:i, s:s}", "shard", s,
+				"load", "shard");
+			load_jobs(c, &s, 1, NULL, &ls);
+		} else {
+			for (unsigned i = 0; c->st && c->led[s].planner && i < ids->len; i++) {
+				pal_log(PAL_LOG_DEBUG, "controller.job_changed", "{s:s, s:i}", "job",
+					(const char *)ids->pdata[i], "shard", s);
+				load_jobs(c, &s, 1, ids->pdata[i], &ls);
+			}
 		}
-		PQfreemem(n);
+		g_ptr_array_free(ids, TRUE);
 	}
+	g_free(nt.by_shard);
 }
 
 static bool ensure_db(pal_controller *c)
@@ -488,19 +520,14 @@ static bool ensure_db(pal_controller *c)
 		/* A transaction left open by a paused controller must not keep the
 		 * shard row locked from its successor for long, and a successor
 		 * must not queue forever behind it. */
-		PGresult *r = PQexec(pal_store_conn(c->st),
-				     "SET idle_in_transaction_session_timeout = '5s';"
-				     " SET lock_timeout = '2s'; SET statement_timeout = '30s';"
-				     " LISTEN palisade_apply");
-		bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-		PQclear(r);
-		if (ok) {
+		if (!pal_store_set_lock_timeout(c->st, 2000, err, sizeof err) &&
+		    !pal_store_set_statement_timeout(c->st, 30000, err, sizeof err) &&
+		    !pal_store_listen(c->st, "palisade_apply", err, sizeof err)) {
 			c->db_backoff_ms = 500;
 			mset(c, "palisade_controller_db_up", NULL, 1);
 			pal_log(PAL_LOG_INFO, "controller.db_connected", NULL);
 			return true;
 		}
-		snprintf(err, sizeof err, "LISTEN failed: %s", PQerrorMessage(pal_store_conn(c->st)));
 		pal_store_close(c->st);
 		c->st = NULL;
 	}

@@ -171,10 +171,6 @@ bool pal_store_lock_timeout(const pal_store *st)
 	return !strcmp(st->sqlstate, "55P03");
 }
 
-PGconn *pal_store_conn(pal_store *st)
-{
-	return st->conn;
-}
 
 void pal__store_errmsg(pal_store *st, const PGresult *r, const char *what, char *err, size_t errlen)
 {
@@ -213,17 +209,26 @@ int pal_store_ping(pal_store *st, char *err, size_t errlen)
 	return pal__store_exec(st, "SELECT 1", err, errlen) ? PAL_EDB : PAL_OK;
 }
 
-int pal_store_set_statement_timeout(pal_store *st, int64_t ms, char *err, size_t errlen)
+static int set_ms(pal_store *st, const char *name, int64_t ms, char *err, size_t errlen)
 {
 	char v[32];
 	snprintf(v, sizeof v, "%lld", (long long)(ms > 0 ? ms : 0));
-	const char *p[] = { v };
-	PGresult *r = pal__store_query(st, "SELECT set_config('statement_timeout', $1, false)", 1, p,
-				       err, errlen);
+	const char *p[] = { name, v };
+	PGresult *r = pal__store_query(st, "SELECT set_config($1, $2, false)", 2, p, err, errlen);
 	if (!r)
 		return PAL_EDB;
 	PQclear(r);
 	return PAL_OK;
+}
+
+int pal_store_set_statement_timeout(pal_store *st, int64_t ms, char *err, size_t errlen)
+{
+	return set_ms(st, "statement_timeout", ms, err, errlen);
+}
+
+int pal_store_set_lock_timeout(pal_store *st, int64_t ms, char *err, size_t errlen)
+{
+	return set_ms(st, "lock_timeout", ms, err, errlen);
 }
 
 int pal_store_listen(pal_store *st, const char *channel, char *err, size_t errlen)

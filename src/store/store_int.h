@@ -3,6 +3,7 @@
 #define PALISADE_STORE_INT_H
 
 #include <glib.h>
+#include <libpq-fe.h>
 #include <stdint.h>
 #include "palisade/store.h"
 
