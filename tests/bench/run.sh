@@ -29,9 +29,10 @@
 # stays under 15 minutes while parts of palisade are still slow.
 set -o pipefail
 cd "$(dirname "$0")/../.."
-# bash reports every node the run kills with -9 ("line N: PID Killed ..."):
-# expected here, so kept off the output.
-exec 2> >(grep --line-buffered -v '^tests/bench/run.sh: line [0-9]*: *[0-9]* Killed' >&2)
+# bash reports every node the run kills with -9 ("line N: PID Killed ...")
+# and children whose status it forgot: expected here, kept off the output.
+exec 2> >(grep --line-buffered -v -e '^tests/bench/run.sh: line [0-9]*: *[0-9]* Killed' \
+	-e 'wait_for: No record of process' >&2)
 BIN=$(cd "${1:-bin}" && pwd)
 PAL=$BIN/palisade
 QUICK=${BENCH_QUICK:-0}
