@@ -8,6 +8,14 @@
 #include <stddef.h>
 #include "palisade/err.h"
 
+/* A / B rounded towards minus infinity (B != 0): the day of an instant
+ * before 1970 is floor_div(t, 86400), not t / 86400.  The one copy of the
+ * calendar arithmetic's helper. */
+static inline int64_t pal_floor_div(int64_t a, int64_t b)
+{
+	return a / b - (a % b != 0 && (a < 0) != (b < 0));
+}
+
 /* Civil date <-> days since 1970-01-01 (proleptic Gregorian). */
 int64_t pal_days_from_civil(int64_t y, unsigned m, unsigned d);
 void pal_civil_from_days(int64_t days, int64_t *y, unsigned *m, unsigned *d);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "palisade/clock.h"
 #include "palisade/controller.h"
 #include "palisade/log.h"
 #include "palisade/planner.h"
@@ -51,13 +52,6 @@ struct pal_controller {
 	bool timing_changed;
 	pal_controller_config new_timing;
 };
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void declare_metrics(pal_metrics *m)
 {
@@ -158,7 +152,7 @@ static void db_failed(pal_controller *c, const char *what, const char *err)
 	pal_store_close(c->st);
 	c->st = NULL;
 	mset(c, "palisade_controller_db_up", NULL, 0);
-	c->next_db_try_ms = mono_ms() + c->db_backoff_ms;
+	c->next_db_try_ms = pal_mono_ms() + c->db_backoff_ms;
 }
 
 /* Counts of one load_jobs() call: rows read, rows that were not current. */
@@ -338,7 +332,7 @@ static void load_claimed(pal_controller *c, const int *shards, size_t n)
 	load_ctx lc = { .c = c, .st = &ls };
 	size_t seen = 0;
 	char err[1024];
-	int64_t t0 = mono_ms();
+	int64_t t0 = pal_mono_ms();
 	int rc = pal_store_shard_jobs(c->st, shards, cutoffs, n, NULL, true, put_loaded, &lc, &seen,
 				      err, sizeof err);
 	if (rc == PAL_EDB) {
@@ -359,7 +353,7 @@ static void load_claimed(pal_controller *c, const int *shards, size_t n)
 		pal_log(PAL_LOG_INFO, "controller.shard_acquired", "{s:i, s:I, s:s?, s:I, s:I, s:i}",
 			"shard", s, "epoch", (json_int_t)l->epoch, "watermark", *w ? w : NULL, "jobs",
 			(json_int_t)pal_planner_jobs(l->planner), "load_ms",
-			(json_int_t)(mono_ms() - t0), "loaded_with", (int)n);
+			(json_int_t)(pal_mono_ms() - t0), "loaded_with", (int)n);
 	}
 }
 
@@ -376,7 +370,7 @@ static void tick_shard(pal_controller *c, int s)
 {
 	led_shard *l = &c->led[s];
 	char err[1024];
-	int64_t wm, now, t0 = mono_ms();
+	int64_t wm, now, t0 = pal_mono_ms();
 	int rc = pal_store_tick_begin(c->st, s, l->epoch, &wm, &now, err, sizeof err);
 	if (rc == PAL_ESTALE) {
 		fenced(c, s, err);
@@ -414,7 +408,7 @@ static void tick_shard(pal_controller *c, int s)
 	}
 	pal_planner_commit(l->planner, &c->batch);
 	l->watermark = c->batch.watermark;
-	l->last_tick_ms = mono_ms() - t0;
+	l->last_tick_ms = pal_mono_ms() - t0;
 	l->planned += inserted;
 	if (!l->ticked) {
 		/* The shard is useful from here on: log what its first tick cost. */
@@ -513,7 +507,7 @@ static bool ensure_db(pal_controller *c)
 {
 	if (c->st)
 		return true;
-	if (mono_ms() < c->next_db_try_ms)
+	if (pal_mono_ms() < c->next_db_try_ms)
 		return false;
 	char err[1024];
 	if (pal_store_open(c->conninfo, &c->st, err, sizeof err) == PAL_OK) {
@@ -534,7 +528,7 @@ static bool ensure_db(pal_controller *c)
 	pal_log(PAL_LOG_WARN, "controller.db_unavailable", "{s:s, s:i}", "error", err, "retry_ms",
 		c->db_backoff_ms);
 	mset(c, "palisade_controller_db_up", NULL, 0);
-	c->next_db_try_ms = mono_ms() + c->db_backoff_ms;
+	c->next_db_try_ms = pal_mono_ms() + c->db_backoff_ms;
 	c->db_backoff_ms = c->db_backoff_ms * 2 > 10000 ? 10000 : c->db_backoff_ms * 2;
 	return false;
 }
@@ -588,8 +582,8 @@ static void *run(void *arg)
 	if (ignore_zk)
 		pal_log(PAL_LOG_WARN, "controller.fault_injection", "{s:s}", "fault",
 			"ignore zookeeper leadership loss");
-	c->next_tick_ms = mono_ms();
-	c->next_reload_ms = mono_ms() + c->cfg.reload_interval_ms;
+	c->next_tick_ms = pal_mono_ms();
+	c->next_reload_ms = pal_mono_ms() + c->cfg.reload_interval_ms;
 	while (!atomic_load(&c->stop)) {
 		bool connected = false;
 		apply_timing(c);
@@ -620,7 +614,7 @@ static void *run(void *arg)
 		}
 		if (c->st)
 			handle_notifies(c);
-		int64_t now = mono_ms();
+		int64_t now = pal_mono_ms();
 		if (c->st && (atomic_exchange(&c->reload, false) || now >= c->next_reload_ms)) {
 			/* The fallback for missed notifications: the version lists of
 			 * every led shard in one statement; unchanged jobs cost a
@@ -635,7 +629,7 @@ static void *run(void *arg)
 				load_jobs(c, led, shards, NULL, &ls);
 			pal_log(PAL_LOG_DEBUG, "controller.jobs_reloaded", "{s:i, s:I, s:I, s:I}",
 				"shards", (int)shards, "jobs", (json_int_t)ls.jobs, "changed",
-				(json_int_t)ls.changed, "ms", (json_int_t)(mono_ms() - now));
+				(json_int_t)ls.changed, "ms", (json_int_t)(pal_mono_ms() - now));
 			c->next_reload_ms = now + c->cfg.reload_interval_ms;
 		}
 		if (c->st && now >= c->next_tick_ms) {
@@ -655,7 +649,7 @@ static void *run(void *arg)
 				c->next_tick_ms = now + c->cfg.scan_interval_ms;
 			publish_status(c);
 		}
-		int64_t wait = c->next_tick_ms - mono_ms();
+		int64_t wait = c->next_tick_ms - pal_mono_ms();
 		if (wait > 100)
 			wait = 100; /* notifications are polled at this granularity */
 		if (wait > 0)

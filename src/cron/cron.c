@@ -608,14 +608,6 @@ pal_dst_policy pal_cron_effective_dst(const pal_cron *c, pal_dst_policy p)
 
 /* ---------------------------------------------------------------- matching */
 
-static int64_t floor_div(int64_t a, int64_t b)
-{
-	int64_t q = a / b;
-	if ((a % b != 0) && ((a < 0) != (b < 0)))
-		q--;
-	return q;
-}
-
 static bool is_leap(int64_t y)
 {
 	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
@@ -745,7 +737,7 @@ static bool next_local(const pal_cron *c, int64_t from, int64_t *out)
 		from = LOCAL_MIN;
 	if (from > LOCAL_MAX)
 		return false;
-	int64_t days = floor_div(from, 86400);
+	int64_t days = pal_floor_div(from, 86400);
 	int sod = (int)(from - days * 86400);
 	int64_t y;
 	unsigned m, d;

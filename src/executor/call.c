@@ -94,7 +94,7 @@ static int render_all(pal_executor *ex, pal__call *k, char *err, size_t errlen)
 				    : k->c.scheduled_at;
 	int64_t y;
 	unsigned mo, d;
-	int64_t days = local / 86400 - (local % 86400 < 0);
+	int64_t days = pal_floor_div(local, 86400);
 	pal_civil_from_days(days, &y, &mo, &d);
 	snprintf(date, sizeof date, "%04lld-%02u-%02u", (long long)y, mo, d);
 	pal_tpl_vars v = { .job = k->c.job_id,

@@ -244,11 +244,6 @@ void pal_schedule_shared_counts(size_t *n_sched, size_t *n_cron, size_t *n_zone)
 	g_mutex_unlock(&shared_mu);
 }
 
-static int64_t floor_div(int64_t a, int64_t b)
-{
-	return a / b - (a % b != 0 && (a < 0) != (b < 0));
-}
-
 int pal_schedule_next(const pal_schedule *sc, int64_t after, int64_t *next, bool *excluded)
 {
 	if (sc->has_start && after < sc->start - 1)
@@ -261,7 +256,7 @@ int pal_schedule_next(const pal_schedule *sc, int64_t after, int64_t *next, bool
 		return PAL_ENOENT;
 	bool ex = false;
 	if (sc->n_excl) {
-		int64_t day = floor_div(pal_tz_to_local(sc->tz, t), 86400);
+		int64_t day = pal_floor_div(pal_tz_to_local(sc->tz, t), 86400);
 		for (size_t i = 0; i < sc->n_excl && !ex; i++)
 			ex = day >= sc->excl[i].first_day && day <= sc->excl[i].last_day;
 	}

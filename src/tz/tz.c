@@ -66,14 +66,6 @@ static int64_t clamp_instant(int64_t t)
 	return t < -TZ_CLAMP ? -TZ_CLAMP : t > TZ_CLAMP ? TZ_CLAMP : t;
 }
 
-static int64_t floor_div(int64_t a, int64_t b)
-{
-	int64_t q = a / b;
-	if ((a % b != 0) && ((a < 0) != (b < 0)))
-		q--;
-	return q;
-}
-
 static bool is_leap(int64_t y)
 {
 	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
@@ -267,7 +259,7 @@ static int64_t year_of(int64_t t)
 {
 	int64_t y;
 	unsigned m, d;
-	pal_civil_from_days(floor_div(t, 86400), &y, &m, &d);
+	pal_civil_from_days(pal_floor_div(t, 86400), &y, &m, &d);
 	return y;
 }
 

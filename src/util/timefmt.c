@@ -13,14 +13,6 @@
 #include "palisade/timefmt.h"
 
 /* floor division for the days/seconds split of negative instants. */
-static int64_t floor_div(int64_t a, int64_t b)
-{
-	int64_t q = a / b;
-	if ((a % b != 0) && ((a < 0) != (b < 0)))
-		q--;
-	return q;
-}
-
 /*
  * Howard Hinnant's days_from_civil: days since 1970-01-01 of the proleptic
  * Gregorian date y-m-d.  Valid for any y whose result fits in int64_t; m in
@@ -70,7 +62,7 @@ void pal_fmt_rfc3339(int64_t t, char *buf, size_t len)
 {
 	if (!buf || len == 0)
 		return;
-	int64_t days = floor_div(t, 86400);
+	int64_t days = pal_floor_div(t, 86400);
 	int64_t sod = t - days * 86400;
 	int64_t y;
 	unsigned m, d;
