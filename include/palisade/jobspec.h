@@ -126,7 +126,15 @@ int pal_job_shard(const char *job_id, int n_shards);
  * and url stay NULL.  Returns 0 or PAL_ENOMEM; free with pal_job_spec_clear(). */
 PAL_MUST_CHECK int pal_job_spec_defaults(pal_job_spec *s);
 
-/* YAML / canonical spellings of the enums ("fire_once", "forbid", "full"). */
+/* YAML / canonical spellings of the enums ("fire_once", "forbid", "full"),
+ * indexed by the enum: the one table of each, for the loader (which
+ * parses them), the canonical form and the planner. */
+extern const char *const pal_misfire_policy_names[4];
+extern const char *const pal_overlap_policy_names[4];
+extern const char *const pal_jitter_names[3];
+extern const char *const pal_dst_gap_names[2];     /* pal_dst_gap order: shift, skip */
+extern const char *const pal_dst_overlap_names[3]; /* first, last, both */
+extern const char *const pal_http_method_names[5]; /* GET POST PUT PATCH DELETE */
 const char *pal_misfire_policy_name(pal_misfire_policy p);
 const char *pal_overlap_policy_name(pal_overlap_policy p);
 const char *pal_jitter_name(pal_jitter j);

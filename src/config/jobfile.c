@@ -160,12 +160,13 @@ struct section {
 	size_t n;
 };
 
-static const char *const misfire_names[] = {"fire_all", "fire_once", "skip", "manual"};
-static const char *const overlap_names[] = {"allow", "forbid", "queue", "replace"};
-static const char *const jitter_names[] = {"full", "equal", "none"};
-static const char *const method_names[] = {"GET", "POST", "PUT", "PATCH", "DELETE"};
-static const char *const gap_names[] = {"shift", "skip"};
-static const char *const dst_overlap_names[] = {"first", "last", "both"};
+/* The name tables are the model's (jobspec.h), one of each. */
+#define misfire_names pal_misfire_policy_names
+#define overlap_names pal_overlap_policy_names
+#define jitter_names pal_jitter_names
+#define method_names pal_http_method_names
+#define gap_names pal_dst_gap_names
+#define dst_overlap_names pal_dst_overlap_names
 
 #define OFF(field) offsetof(pal_job_spec, field)
 #define N(a) (sizeof(a) / sizeof((a)[0]))

@@ -295,8 +295,7 @@ static int add_misfire(pal_plan_batch *b, const pjob *j, int version, int64_t fr
 
 static const char *policy_name(pal_misfire_policy p)
 {
-	static const char *const n[] = { "fire_all", "fire_once", "skip", "manual" };
-	return n[p];
+	return pal_misfire_policy_name(p);
 }
 
 /* Run-length of excluded instants of one job, flushed as one misfire row. */

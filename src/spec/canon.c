@@ -40,12 +40,18 @@
 
 /* ---- names ---- */
 
-static const char *const misfire_names[] = {"fire_all", "fire_once", "skip", "manual"};
-static const char *const overlap_names[] = {"allow", "forbid", "queue", "replace"};
-static const char *const jitter_names[] = {"full", "equal", "none"};
-static const char *const gap_names[] = {"shift", "skip"};
-static const char *const dst_overlap_names[] = {"first", "last", "both"};
-static const char *const method_names[] = {"GET", "POST", "PUT", "PATCH", "DELETE"};
+const char *const pal_misfire_policy_names[4] = {"fire_all", "fire_once", "skip", "manual"};
+const char *const pal_overlap_policy_names[4] = {"allow", "forbid", "queue", "replace"};
+const char *const pal_jitter_names[3] = {"full", "equal", "none"};
+const char *const pal_dst_gap_names[2] = {"shift", "skip"};
+const char *const pal_dst_overlap_names[3] = {"first", "last", "both"};
+const char *const pal_http_method_names[5] = {"GET", "POST", "PUT", "PATCH", "DELETE"};
+#define misfire_names pal_misfire_policy_names
+#define overlap_names pal_overlap_policy_names
+#define jitter_names pal_jitter_names
+#define gap_names pal_dst_gap_names
+#define dst_overlap_names pal_dst_overlap_names
+#define method_names pal_http_method_names
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
