@@ -224,7 +224,13 @@ BEGIN
 	      (l.state IN ('pausing', 'cancelling')
 	        OR (l.state = 'running' AND l.lease_until >= clock_timestamp())) AS holds
 	    FROM triggers l WHERE l.state IN ('running', 'pausing', 'cancelling', 'unknown')
-	      AND l.tenant IN (SELECT c.tenant FROM c)),
+	      AND l.tenant IN (SELECT c.tenant FROM c)
+	      -- needed only for a limit, an exclusive job or a fair share
+	      -- between tenants: one tenant's unlimited work skips the scan
+	      AND ((SELECT count(DISTINCT c.tenant) FROM c) > 1 OR EXISTS (SELECT 1 FROM c
+	        LEFT JOIN lg ON lg.name = c.resource_group LEFT JOIN lt ON lt.name = c.tenant
+	        WHERE c.ov <> 'allow' OR c.mif > 0 OR coalesce(lg.cl, 0) > 0
+	          OR coalesce(lt.cap, 0) > 0))),
 	  grun AS (SELECT lv.resource_group AS name, count(*)::int AS n FROM lv WHERE lv.holds GROUP BY 1),
 	  trun AS (SELECT lv.tenant AS name, count(*)::int AS n FROM lv WHERE lv.holds GROUP BY 1),
 	  jrun AS (SELECT lv.job_id AS name, count(*)::int AS n FROM lv WHERE lv.holds GROUP BY 1),

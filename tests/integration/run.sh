@@ -34,9 +34,15 @@ failed=()
 for t in "${tests[@]}"; do
 	echo "== $(basename "$t" .sh)"
 	start=$SECONDS
-	if (cd "$ROOT" && bash "$t"); then
+	# A sanitizer report in any process log of the test fails it, even
+	# when every check passed: a leak or a use after free found at a
+	# node's exit is a defect of the run.
+	san=
+	if (cd "$ROOT" && bash "$t") && ! san=$(grep -lE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' \
+		"$PALISADE_TEST_TMP/nodes/$(basename "$t" .sh)"/*.log 2>/dev/null); then
 		echo "   passed in $((SECONDS - start))s"
 	else
+		[ -n "${san:-}" ] && echo "   sanitizer report in: $san"
 		failed+=("$(basename "$t" .sh)")
 		# What CI shows of a failure is this output only: the last lines
 		# of each process log of the test, and any sanitizer report whole.
