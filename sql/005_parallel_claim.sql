@@ -100,6 +100,7 @@ DECLARE
 	v_held text[];
 	v_horizon timestamptz := clock_timestamp() + p_ahead_ms * interval '1 millisecond';
 	v_next timestamptz;
+	v_simple boolean;
 BEGIN
 	-- 1. forbid-skips, driven from the few live runs.
 	WITH live AS (SELECT l.id, l.job_id, l.partition FROM triggers l
@@ -205,6 +206,42 @@ BEGIN
 	  WHERE k.ok;
 
 	-- 4. the claim, with a snapshot taken after the keys were acquired.
+	-- The common case first: one tenant, and no candidate under a limit
+	-- (group, tenant, job, overlap, this node's group concurrency) - the
+	-- order of the candidates is the claim order, nothing to count or rank.
+	SELECT count(DISTINCT c.tenant) <= 1 AND NOT bool_or(c.ov <> 'allow' OR c.mif > 0
+	    OR coalesce(gl.cl, 0) > 0 OR coalesce(gl.nr, p_limit) < p_limit OR coalesce(tl.cap, 0) > 0)
+	  INTO v_simple
+	  FROM unnest(v_cand) c
+	  LEFT JOIN unnest(p_groups, p_group_node, p_group_cluster) AS gl(name, nr, cl)
+	    ON gl.name = c.resource_group
+	  LEFT JOIN unnest(p_tenants, p_tenant_cap) AS tl(name, cap) ON tl.name = c.tenant;
+	IF coalesce(v_simple, true) THEN
+	RETURN QUERY
+	WITH pick AS (SELECT c.id FROM unnest(v_cand) c
+	    WHERE NOT EXISTS (SELECT 1 FROM gates g WHERE g.paused AND g.scope IN ('global',
+	      'job:' || c.job_id, 'group:' || c.resource_group, 'tenant:' || c.tenant))
+	    ORDER BY c.running DESC, c.eff_prio DESC, c.ready_at
+	    LIMIT p_limit),
+	  prev AS (SELECT t.id, t.state AS prev_state, coalesce(t.last_error_class, '') AS prev_err
+	    FROM triggers t WHERE t.id IN (SELECT pick.id FROM pick)),
+	  upd AS (UPDATE triggers t SET state = 'running', fence = nextval('palisade_fence'),
+	      lease_owner = p_node,
+	      lease_until = clock_timestamp() + p_lease_ms * interval '1 millisecond',
+	      attempt_count = t.attempt_count + 1, updated_at = clock_timestamp()
+	    FROM prev WHERE t.id = prev.id
+	    RETURNING t.id, t.fence, t.job_id, t.version,
+	      floor(extract(epoch FROM t.scheduled_at))::bigint AS at, t.partition,
+	      coalesce(t.request_id, '') AS request_id, t.attempt_count, prev.prev_state, prev.prev_err,
+	      t.checkpoint::text AS checkpoint, t.tenant, t.resource_group,
+	      floor(extract(epoch FROM coalesce(t.next_attempt_at, t.due_at)) * 1000)::bigint AS ready_ms),
+	  att AS (INSERT INTO attempts (trigger_id, fence, node)
+	    SELECT upd.id, upd.fence, p_node FROM upd)
+	SELECT upd.id, upd.fence, upd.job_id, upd.version, upd.at, upd.partition, upd.request_id,
+	  upd.attempt_count, upd.prev_state, upd.prev_err, upd.checkpoint, upd.tenant,
+	  upd.resource_group, upd.ready_ms, NULL::integer, NULL::bigint
+	FROM upd ORDER BY upd.id;
+	ELSE
 	RETURN QUERY
 	WITH lg AS (SELECT gl.name, gl.nr, gl.cl FROM unnest(p_groups, p_group_node, p_group_cluster)
 	      AS gl(name, nr, cl)),
@@ -279,6 +316,7 @@ BEGIN
 	  upd.attempt_count, upd.prev_state, upd.prev_err, upd.checkpoint, upd.tenant,
 	  upd.resource_group, upd.ready_ms, NULL::integer, NULL::bigint
 	FROM upd ORDER BY upd.id;
+	END IF;
 
 	-- The summary: when the next trigger becomes ready after the horizon.
 	WITH RECURSIVE s AS (
