@@ -101,6 +101,7 @@ DECLARE
 	v_horizon timestamptz := clock_timestamp() + p_ahead_ms * interval '1 millisecond';
 	v_next timestamptz;
 	v_simple boolean;
+	v_pick bigint[];
 BEGIN
 	-- 1. forbid-skips, driven from the few live runs.
 	WITH live AS (SELECT l.id, l.job_id, l.partition FROM triggers l
@@ -217,32 +218,13 @@ BEGIN
 	    ON gl.name = c.resource_group
 	  LEFT JOIN unnest(p_tenants, p_tenant_cap) AS tl(name, cap) ON tl.name = c.tenant;
 	IF coalesce(v_simple, true) THEN
-	RETURN QUERY
 	WITH pick AS (SELECT c.id FROM unnest(v_cand) c
 	    WHERE NOT EXISTS (SELECT 1 FROM gates g WHERE g.paused AND g.scope IN ('global',
 	      'job:' || c.job_id, 'group:' || c.resource_group, 'tenant:' || c.tenant))
 	    ORDER BY c.running DESC, c.eff_prio DESC, c.ready_at
-	    LIMIT p_limit),
-	  prev AS (SELECT t.id, t.state AS prev_state, coalesce(t.last_error_class, '') AS prev_err
-	    FROM triggers t WHERE t.id IN (SELECT pick.id FROM pick)),
-	  upd AS (UPDATE triggers t SET state = 'running', fence = nextval('palisade_fence'),
-	      lease_owner = p_node,
-	      lease_until = clock_timestamp() + p_lease_ms * interval '1 millisecond',
-	      attempt_count = t.attempt_count + 1, updated_at = clock_timestamp()
-	    FROM prev WHERE t.id = prev.id
-	    RETURNING t.id, t.fence, t.job_id, t.version,
-	      floor(extract(epoch FROM t.scheduled_at))::bigint AS at, t.partition,
-	      coalesce(t.request_id, '') AS request_id, t.attempt_count, prev.prev_state, prev.prev_err,
-	      t.checkpoint::text AS checkpoint, t.tenant, t.resource_group,
-	      floor(extract(epoch FROM coalesce(t.next_attempt_at, t.due_at)) * 1000)::bigint AS ready_ms),
-	  att AS (INSERT INTO attempts (trigger_id, fence, node)
-	    SELECT upd.id, upd.fence, p_node FROM upd)
-	SELECT upd.id, upd.fence, upd.job_id, upd.version, upd.at, upd.partition, upd.request_id,
-	  upd.attempt_count, upd.prev_state, upd.prev_err, upd.checkpoint, upd.tenant,
-	  upd.resource_group, upd.ready_ms, NULL::integer, NULL::bigint
-	FROM upd ORDER BY upd.id;
+	    LIMIT p_limit)
+	SELECT coalesce(array_agg(pick.id), '{}') INTO v_pick FROM pick;
 	ELSE
-	RETURN QUERY
 	WITH lg AS (SELECT gl.name, gl.nr, gl.cl FROM unnest(p_groups, p_group_node, p_group_cluster)
 	      AS gl(name, nr, cl)),
 	  lt AS (SELECT tl.name, tl.cap, tl.w FROM unnest(p_tenants, p_tenant_cap, p_tenant_weight)
@@ -292,9 +274,15 @@ BEGIN
 	    -- has in flight, scaled by its weight; then aged priority.
 	    ORDER BY (r.trank + coalesce(trun.n, 0))::double precision / coalesce(nullif(lt.w, 0), 1),
 	      r.eff_prio DESC, r.ready_at
-	    LIMIT p_limit),
-	  prev AS (SELECT t.id, t.state AS prev_state, coalesce(t.last_error_class, '') AS prev_err
-	    FROM triggers t WHERE t.id IN (SELECT pick.id FROM pick)),
+	    LIMIT p_limit)
+	SELECT coalesce(array_agg(pick.id), '{}') INTO v_pick FROM pick;
+	END IF;
+
+	-- The picked candidates become running with a new token and lease, get
+	-- their attempt rows, and replace the live runs of `replace` jobs.
+	RETURN QUERY
+	WITH prev AS (SELECT t.id, t.state AS prev_state, coalesce(t.last_error_class, '') AS prev_err
+	    FROM triggers t WHERE t.id = ANY (v_pick)),
 	  upd AS (UPDATE triggers t SET state = 'running', fence = nextval('palisade_fence'),
 	      lease_owner = p_node,
 	      lease_until = clock_timestamp() + p_lease_ms * interval '1 millisecond',
@@ -309,14 +297,13 @@ BEGIN
 	    SELECT upd.id, upd.fence, p_node FROM upd),
 	  rep AS (UPDATE triggers t SET state = 'cancelling', last_error_class = 'replaced'
 	    FROM (SELECT DISTINCT upd.job_id, upd.partition FROM upd
-	        JOIN pick ON pick.id = upd.id WHERE pick.ov = 'replace') r
+	        JOIN unnest(v_cand) c ON c.id = upd.id WHERE c.ov = 'replace') r
 	    WHERE t.job_id = r.job_id AND t.partition = r.partition AND t.state = 'running'
-	      AND t.id NOT IN (SELECT pick.id FROM pick))
+	      AND t.id <> ALL (v_pick))
 	SELECT upd.id, upd.fence, upd.job_id, upd.version, upd.at, upd.partition, upd.request_id,
 	  upd.attempt_count, upd.prev_state, upd.prev_err, upd.checkpoint, upd.tenant,
 	  upd.resource_group, upd.ready_ms, NULL::integer, NULL::bigint
 	FROM upd ORDER BY upd.id;
-	END IF;
 
 	-- The summary: when the next trigger becomes ready after the horizon.
 	WITH RECURSIVE s AS (
