@@ -81,6 +81,9 @@ typedef struct pal__call {
 	char host[256];
 	bool called; /* this claim already sent the side-effect request */
 	char last_class[48];
+	/* The error class of the queued result, copied: the commit reads it
+	 * passes later, when the classifier's buffer is long gone. */
+	char result_class[48];
 	struct pal__call *next;
 } pal__call;
 

@@ -58,10 +58,16 @@ void pal__queue_result(pal_executor *ex, pal__call *k, pal_tstate state, const c
 		return;
 	}
 	int64_t dur = k->started_ms ? pal_mono_ms() - k->started_ms : 0;
+	/* ERROR_CLASS often lives on the caller's stack (the classification
+	 * of the transfer that just ended); the batched commit reads it later,
+	 * so the result points at K's own copy.  A dangling pointer here wrote
+	 * the class of some later transfer (a status query's http_404) onto a
+	 * trigger that failed for TLS. */
+	snprintf(k->result_class, sizeof k->result_class, "%s", error_class ? error_class : "");
 	ex->results[ex->n_results] = (pal_result){ .id = k->c.id,
 						   .fence = k->c.fence,
 						   .state = state,
-						   .error_class = error_class,
+						   .error_class = k->result_class,
 						   .http_status = http,
 						   .next_attempt_ms = next_attempt_ms,
 						   .duration_ms = (int)dur,

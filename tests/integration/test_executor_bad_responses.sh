@@ -41,6 +41,8 @@ done
 settled() { [ "$(sql "select count(*) from triggers where job_id like 'bad.%' and state not in ('succeeded', 'failed', 'manual')")" = 0 ]; }
 wait_until "every bad target's trigger reaches a final or manual state" 40 settled
 state() { sql "select state || ' ' || coalesce(last_error_class, '') from triggers where job_id = 'bad.$1'"; }
+# Every attempt, for the record: a wrong class below is explained here.
+sql "select t.job_id, a.fence, coalesce(a.outcome, '-'), coalesce(a.error_class, '-'), coalesce(a.http_status::text, '-'), a.duration_ms from attempts a join triggers t on t.id = a.trigger_id where t.job_id like 'bad.%' order by 1, 2" | sed 's/^/    attempt: /'
 expect_eq "control: succeeded" "succeeded " "$(state control)"
 expect_eq "redirect: permanent failure, not followed" "failed redirect" "$(state redirect)"
 expect_eq "tls (self-signed): permanent failure" "failed tls" "$(state tls)"
