@@ -21,6 +21,7 @@ PACKAGES=(
 	procps iproute2 netcat-openbsd curl      # process checks, ports, tests
 	libfaketime openssl                      # clock-skew drill; TLS test target
 	scdoc cppcheck                           # man pages, make lint
+	prometheus                               # promtool: the metrics text and the alert rules are checked in make test
 )
 [ "${1:-}" = --bench ] && PACKAGES+=(wrk)   # make bench: the HTTP ceiling
 

@@ -16,7 +16,10 @@
 
 typedef struct pal_metrics pal_metrics;
 
-typedef enum { PAL_METRIC_COUNTER, PAL_METRIC_GAUGE } pal_metric_type;
+typedef enum { PAL_METRIC_COUNTER, PAL_METRIC_GAUGE, PAL_METRIC_HISTOGRAM } pal_metric_type;
+
+/* Most bucket bounds a histogram family may have (+Inf is implicit). */
+#define PAL_METRIC_MAX_BUCKETS 24
 
 /* New empty registry; free with pal_metrics_free(). NULL on ENOMEM. */
 pal_metrics *pal_metrics_new(void);
@@ -25,6 +28,21 @@ void pal_metrics_free(pal_metrics *m);
 /* Declare a family.  Re-declaring the same name is a no-op.  NAME must match
  * [a-zA-Z_:][a-zA-Z0-9_:]*; counters should end in _total. */
 void pal_metric_declare(pal_metrics *m, const char *name, pal_metric_type type, const char *help);
+
+/* Declare a histogram family with N upper bounds BOUNDS (strictly
+ * increasing, finite, N <= PAL_METRIC_MAX_BUCKETS; +Inf is added).  Every
+ * sample of the family (one per label string) has these buckets.  Bad
+ * bounds leave the family undeclared (logged once at warn).  Declaring it
+ * with pal_metric_declare(..., PAL_METRIC_HISTOGRAM, ...) is refused. */
+void pal_metric_declare_histogram(pal_metrics *m, const char *name, const char *help,
+				  const double *bounds, int n);
+/* Record one observation V in the histogram NAME{LABELS}: the count of
+ * every bucket whose bound is >= V, _sum += V, _count += 1.  LABELS must
+ * not contain "le".  NaN is ignored (logged once). */
+void pal_metric_observe(pal_metrics *m, const char *name, const char *labels, double v);
+/* The bounds most latency histograms here use, in seconds: 1 ms .. 60 s. */
+extern const double pal_metric_latency_bounds[];
+extern const int pal_metric_latency_nbounds;
 
 /* Counter += V (V >= 0).  The family must be declared (else ignored and
  * logged once at warn).  On a gauge, adds V of either sign.  A negative or
@@ -36,12 +54,15 @@ void pal_metric_declare(pal_metrics *m, const char *name, pal_metric_type type, 
 void pal_metric_inc(pal_metrics *m, const char *name, const char *labels, double v);
 /* Gauge = V.  Setting a counter is refused (logged once at warn). */
 void pal_metric_set(pal_metrics *m, const char *name, const char *labels, double v);
-/* Current value of a sample (0 when absent); for tests and status JSON. */
+/* Current value of a sample (0 when absent); for tests and status JSON.
+ * On a histogram: its _count. */
 double pal_metric_get(pal_metrics *m, const char *name, const char *labels);
 
 /* The whole registry in text format 0.0.4, families sorted by name, samples
  * sorted by labels.  Caller frees with free().  NULL on ENOMEM.
  * A family without samples renders its # HELP and # TYPE lines only.
+ * A histogram sample renders as NAME_bucket{LABELS,le="B"} (cumulative,
+ * ending with le="+Inf"), NAME_sum{LABELS} and NAME_count{LABELS}.
  * Values: integers up to 2^53 without exponent, other finite values in the
  * shortest form that reads back exactly (at most 17 digits, like the Go
  * client's FormatFloat(v, 'g', -1)), +Inf, -Inf, NaN. */

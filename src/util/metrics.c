@@ -16,9 +16,11 @@
  * releases it with every family and sample.  Names, help and label strings
  * are copied.  pal_metrics_render() returns malloc()ed text.
  */
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +34,24 @@
 typedef struct family {
 	pal_metric_type type;
 	char *help;
-	GHashTable *samples; /* label string -> double* */
+	GHashTable *samples; /* label string -> double* (histograms: hist*) */
+	int nb;              /* histograms: bucket bounds, +Inf implicit */
+	double bounds[PAL_METRIC_MAX_BUCKETS];
 } family;
+
+/* One histogram sample: per-bucket counts (not cumulative; the last one is
+ * +Inf), their sum and total.  g_free()d like a plain double. */
+typedef struct hist {
+	double sum;
+	uint64_t count;
+	uint64_t buckets[PAL_METRIC_MAX_BUCKETS + 1];
+} hist;
+
+const double pal_metric_latency_bounds[] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+					     0.1,   0.25,   0.5,   1,    2.5,   5,
+					     10,    30,     60 };
+const int pal_metric_latency_nbounds =
+    (int)(sizeof pal_metric_latency_bounds / sizeof pal_metric_latency_bounds[0]);
 
 struct pal_metrics {
 	pthread_mutex_t mu;
@@ -171,7 +189,19 @@ static void log_warning(const warning *w)
 		"detail", w->detail);
 }
 
-void pal_metric_declare(pal_metrics *m, const char *name, pal_metric_type type, const char *help)
+/* Whether BOUNDS[0..N) can be a histogram's buckets. */
+static bool bounds_valid(const double *bounds, int n)
+{
+	if (n < 1 || n > PAL_METRIC_MAX_BUCKETS || bounds == NULL)
+		return false;
+	for (int i = 0; i < n; i++)
+		if (!isfinite(bounds[i]) || (i && !(bounds[i] > bounds[i - 1])))
+			return false;
+	return true;
+}
+
+static void declare(pal_metrics *m, const char *name, pal_metric_type type, const char *help,
+		    const double *bounds, int nb)
 {
 	if (m == NULL)
 		return;
@@ -182,6 +212,11 @@ void pal_metric_declare(pal_metrics *m, const char *name, pal_metric_type type, 
 		w.event = "metrics.bad_name";
 		w.detail = "name must match [a-zA-Z_:][a-zA-Z0-9_:]*; family not declared";
 		report = warn_first_time(m, &w);
+	} else if (type == PAL_METRIC_HISTOGRAM && !bounds_valid(bounds, nb)) {
+		w.event = "metrics.bad_buckets";
+		w.detail = "histogram bounds must be 1..24 finite, strictly increasing values; "
+			   "family not declared";
+		report = warn_first_time(m, &w);
 	} else {
 		family *f = g_hash_table_lookup(m->families, name);
 		if (f == NULL) {
@@ -189,6 +224,10 @@ void pal_metric_declare(pal_metrics *m, const char *name, pal_metric_type type, 
 			f->type = type;
 			f->help = g_utf8_make_valid(help ? help : "", -1);
 			f->samples = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+			if (type == PAL_METRIC_HISTOGRAM) {
+				f->nb = nb;
+				memcpy(f->bounds, bounds, (size_t)nb * sizeof *bounds);
+			}
 			g_hash_table_insert(m->families, g_strdup(name), f);
 			if (type == PAL_METRIC_COUNTER && !g_str_has_suffix(name, "_total")) {
 				w.event = "metrics.counter_name";
@@ -206,6 +245,40 @@ void pal_metric_declare(pal_metrics *m, const char *name, pal_metric_type type, 
 		log_warning(&w);
 }
 
+void pal_metric_declare(pal_metrics *m, const char *name, pal_metric_type type, const char *help)
+{
+	if (type == PAL_METRIC_HISTOGRAM) {
+		warning w = {.event = "metrics.bad_buckets",
+			     .name = name,
+			     .detail = "a histogram is declared with pal_metric_declare_histogram"};
+		bool report = false;
+		if (m) {
+			pthread_mutex_lock(&m->mu);
+			report = warn_first_time(m, &w);
+			pthread_mutex_unlock(&m->mu);
+		}
+		if (report)
+			log_warning(&w);
+		return;
+	}
+	declare(m, name, type, help, NULL, 0);
+}
+
+void pal_metric_declare_histogram(pal_metrics *m, const char *name, const char *help,
+				  const double *bounds, int n)
+{
+	declare(m, name, PAL_METRIC_HISTOGRAM, help, bounds, n);
+}
+
+/* Whether LABELS names a label "le" (reserved for a histogram's buckets). */
+static bool has_le(const char *labels)
+{
+	for (const char *p = labels; (p = strstr(p, "le=\"")) != NULL; p++)
+		if (p == labels || p[-1] == ',')
+			return true;
+	return false;
+}
+
 /* The one door for sample updates: SET replaces, otherwise V is added. */
 static void update(pal_metrics *m, const char *name, const char *labels, double v, bool set)
 {
@@ -220,6 +293,10 @@ static void update(pal_metrics *m, const char *name, const char *labels, double 
 	if (f == NULL) {
 		w.event = "metrics.unknown_family";
 		w.detail = "update of an undeclared metric ignored";
+		w.labels = NULL;
+	} else if (f->type == PAL_METRIC_HISTOGRAM) {
+		w.event = "metrics.histogram_update";
+		w.detail = "a histogram takes observations (pal_metric_observe), not inc or set";
 		w.labels = NULL;
 	} else if (set && f->type == PAL_METRIC_COUNTER) {
 		w.event = "metrics.counter_set";
@@ -251,6 +328,52 @@ static void update(pal_metrics *m, const char *name, const char *labels, double 
 		log_warning(&w);
 }
 
+void pal_metric_observe(pal_metrics *m, const char *name, const char *labels, double v)
+{
+	if (m == NULL)
+		return;
+	if (labels == NULL)
+		labels = "";
+	warning w = {.event = NULL, .name = name, .labels = labels};
+	bool report = false;
+	pthread_mutex_lock(&m->mu);
+	family *f = name ? g_hash_table_lookup(m->families, name) : NULL;
+	if (f == NULL || f->type != PAL_METRIC_HISTOGRAM) {
+		w.event = f ? "metrics.not_histogram" : "metrics.unknown_family";
+		w.detail = "observation of a metric that is not a declared histogram ignored";
+		w.labels = NULL;
+	} else if (isnan(v)) {
+		w.event = "metrics.nan_observation";
+		w.detail = "NaN observation ignored";
+		w.labels = NULL;
+	} else {
+		hist *h = g_hash_table_lookup(f->samples, labels);
+		if (h == NULL) {
+			if (!pal_metric_labels_valid(labels) || has_le(labels)) {
+				w.event = "metrics.bad_labels";
+				w.detail = "labels must be name=\"value\" pairs separated by "
+					   "commas, without le";
+			} else {
+				h = g_new0(hist, 1);
+				g_hash_table_insert(f->samples, g_strdup(labels), h);
+			}
+		}
+		if (h != NULL) {
+			int b = 0;
+			while (b < f->nb && v > f->bounds[b])
+				b++;
+			h->buckets[b]++;
+			h->count++;
+			h->sum += v;
+		}
+	}
+	if (w.event != NULL)
+		report = warn_first_time(m, &w);
+	pthread_mutex_unlock(&m->mu);
+	if (report)
+		log_warning(&w);
+}
+
 void pal_metric_inc(pal_metrics *m, const char *name, const char *labels, double v)
 {
 	update(m, name, labels, v, false);
@@ -268,9 +391,9 @@ double pal_metric_get(pal_metrics *m, const char *name, const char *labels)
 	double v = 0;
 	pthread_mutex_lock(&m->mu);
 	family *f = g_hash_table_lookup(m->families, name);
-	double *val = f ? g_hash_table_lookup(f->samples, labels ? labels : "") : NULL;
+	void *val = f ? g_hash_table_lookup(f->samples, labels ? labels : "") : NULL;
 	if (val != NULL)
-		v = *val;
+		v = f->type == PAL_METRIC_HISTOGRAM ? (double)((hist *)val)->count : *(double *)val;
 	pthread_mutex_unlock(&m->mu);
 	return v;
 }
@@ -301,6 +424,29 @@ static void put_help(FILE *out, const char *help)
 	}
 }
 
+/* One histogram sample: cumulative buckets, +Inf, _sum, _count. */
+static void render_hist(FILE *out, const char *name, const family *f, const char *l,
+			const hist *h)
+{
+	const char *sep = l[0] ? "," : "";
+	uint64_t cum = 0;
+	char b[32];
+	for (int k = 0; k < f->nb; k++) {
+		cum += h->buckets[k];
+		pal_metric_format_value(f->bounds[k], b, sizeof b);
+		fprintf(out, "%s_bucket{%s%sle=\"%s\"} %" PRIu64 "\n", name, l, sep, b, cum);
+	}
+	cum += h->buckets[f->nb];
+	fprintf(out, "%s_bucket{%s%sle=\"+Inf\"} %" PRIu64 "\n", name, l, sep, cum);
+	pal_metric_format_value(h->sum, b, sizeof b);
+	if (l[0]) {
+		fprintf(out, "%s_sum{%s} %s\n", name, l, b);
+		fprintf(out, "%s_count{%s} %" PRIu64 "\n", name, l, h->count);
+	} else {
+		fprintf(out, "%s_sum %s\n%s_count %" PRIu64 "\n", name, b, name, h->count);
+	}
+}
+
 char *pal_metrics_render(pal_metrics *m)
 {
 	char *text = NULL;
@@ -319,17 +465,22 @@ char *pal_metrics_render(pal_metrics *m)
 				put_help(out, f->help);
 				fputc('\n', out);
 			}
-			fprintf(out, "# TYPE %s %s\n", names[i],
-				f->type == PAL_METRIC_COUNTER ? "counter" : "gauge");
+			static const char *const type_names[] = { "counter", "gauge", "histogram" };
+			fprintf(out, "# TYPE %s %s\n", names[i], type_names[f->type]);
 			guint ns;
 			const char **labels = sorted_keys(f->samples, &ns);
 			for (guint j = 0; j < ns; j++) {
+				const char *l = labels[j];
+				if (f->type == PAL_METRIC_HISTOGRAM) {
+					render_hist(out, names[i], f, l,
+						    g_hash_table_lookup(f->samples, l));
+					continue;
+				}
 				char val[32];
-				pal_metric_format_value(
-				    *(double *)g_hash_table_lookup(f->samples, labels[j]), val,
-				    sizeof val);
-				if (labels[j][0] != '\0')
-					fprintf(out, "%s{%s} %s\n", names[i], labels[j], val);
+				pal_metric_format_value(*(double *)g_hash_table_lookup(f->samples, l),
+							val, sizeof val);
+				if (l[0] != '\0')
+					fprintf(out, "%s{%s} %s\n", names[i], l, val);
 				else
 					fprintf(out, "%s %s\n", names[i], val);
 			}

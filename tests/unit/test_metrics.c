@@ -332,6 +332,60 @@ static void test_metrics_concurrent_updates_are_exact(void **state)
 	assert_true(pal_metric_get(m, "level", NULL) == 0);
 }
 
+static void test_metrics_histogram_renders_cumulative_buckets(void **state)
+{
+	pal_metrics *m = *state;
+	const double b[] = { 0.01, 0.1, 1 };
+	pal_metric_declare_histogram(m, "palisade_call_seconds", "Call duration.", b, 3);
+	pal_metric_observe(m, "palisade_call_seconds", "host=\"a\"", 0.005);
+	pal_metric_observe(m, "palisade_call_seconds", "host=\"a\"", 0.01); /* le is inclusive */
+	pal_metric_observe(m, "palisade_call_seconds", "host=\"a\"", 0.5);
+	pal_metric_observe(m, "palisade_call_seconds", "host=\"a\"", 7);
+	pal_metric_observe(m, "palisade_call_seconds", NULL, 0.25);
+	char *text = pal_metrics_render(m);
+	assert_string_equal(text, "# HELP palisade_call_seconds Call duration.\n"
+				  "# TYPE palisade_call_seconds histogram\n"
+				  "palisade_call_seconds_bucket{le=\"0.01\"} 0\n"
+				  "palisade_call_seconds_bucket{le=\"0.1\"} 0\n"
+				  "palisade_call_seconds_bucket{le=\"1\"} 1\n"
+				  "palisade_call_seconds_bucket{le=\"+Inf\"} 1\n"
+				  "palisade_call_seconds_sum 0.25\n"
+				  "palisade_call_seconds_count 1\n"
+				  "palisade_call_seconds_bucket{host=\"a\",le=\"0.01\"} 2\n"
+				  "palisade_call_seconds_bucket{host=\"a\",le=\"0.1\"} 2\n"
+				  "palisade_call_seconds_bucket{host=\"a\",le=\"1\"} 3\n"
+				  "palisade_call_seconds_bucket{host=\"a\",le=\"+Inf\"} 4\n"
+				  "palisade_call_seconds_sum{host=\"a\"} 7.515\n"
+				  "palisade_call_seconds_count{host=\"a\"} 4\n");
+	free(text);
+	assert_true(pal_metric_get(m, "palisade_call_seconds", "host=\"a\"") == 4);
+	expect_no_log();
+}
+
+static void test_metrics_histogram_misuse_ignored(void **state)
+{
+	pal_metrics *m = *state;
+	const double bad[] = { 1, 0.5 };
+	pal_metric_declare_histogram(m, "h_bad", "x", bad, 2);
+	expect_one_warning("metrics.bad_buckets", "h_bad");
+	pal_metric_declare(m, "h_plain", PAL_METRIC_HISTOGRAM, "x");
+	expect_one_warning("metrics.bad_buckets", "h_plain");
+	pal_metric_declare_histogram(m, "h", "x", pal_metric_latency_bounds,
+				     pal_metric_latency_nbounds);
+	pal_metric_inc(m, "h", NULL, 1);
+	expect_one_warning("metrics.histogram_update", "h");
+	pal_metric_observe(m, "h", "le=\"1\"", 1);
+	expect_one_warning("metrics.bad_labels", "h");
+	pal_metric_observe(m, "h", NULL, NAN);
+	expect_one_warning("metrics.nan_observation", "h");
+	pal_metric_declare(m, "g", PAL_METRIC_GAUGE, "x");
+	pal_metric_observe(m, "g", NULL, 1);
+	expect_one_warning("metrics.not_histogram", "g");
+	char *text = pal_metrics_render(m);
+	assert_string_equal(text, "# HELP g x\n# TYPE g gauge\n# HELP h x\n# TYPE h histogram\n");
+	free(text);
+}
+
 /* Run promtool on TEXT; returns its exit status, output into OUT. */
 static int promtool_check(const char *text, char *out, size_t outlen)
 {
@@ -370,6 +424,10 @@ static void test_metrics_promtool_accepts_rendering(void **state)
 	pal_metric_set(m, "palisade_lag_seconds", "job=\"inf\"", INFINITY);
 	pal_metric_set(m, "palisade_lag_seconds", "job=\"nan\"", NAN);
 	pal_metric_set(m, "palisade_lag_seconds", "job=\"tiny\"", 1.5e-300);
+	pal_metric_declare_histogram(m, "palisade_fire_lateness_seconds", "Lateness.",
+				     pal_metric_latency_bounds, pal_metric_latency_nbounds);
+	pal_metric_observe(m, "palisade_fire_lateness_seconds", "group=\"g\"", 0.003);
+	pal_metric_observe(m, "palisade_fire_lateness_seconds", NULL, 100);
 	char *text = pal_metrics_render(m);
 	char out[4096];
 	int rc = promtool_check(text, out, sizeof out);
@@ -398,6 +456,8 @@ int main(void)
 	    T(test_metrics_declare_rules),
 	    T(test_metrics_null_registry_is_noop),
 	    T(test_metrics_concurrent_updates_are_exact),
+	    T(test_metrics_histogram_renders_cumulative_buckets),
+	    T(test_metrics_histogram_misuse_ignored),
 	    T(test_metrics_promtool_accepts_rendering),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
