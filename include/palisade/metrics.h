@@ -68,6 +68,10 @@ double pal_metric_get(pal_metrics *m, const char *name, const char *labels);
  * client's FormatFloat(v, 'g', -1)), +Inf, -Inf, NaN. */
 char *pal_metrics_render(pal_metrics *m);
 
+/* NAME="VALUE" with VALUE escaped as the exposition wants (\\, \", \n);
+ * invalid UTF-8 is replaced.  Caller frees with g_free(); NULL on ENOMEM. */
+char *pal_metric_label_pair(const char *name, const char *value);
+
 /* Whether NAME matches [a-zA-Z_:][a-zA-Z0-9_:]*. */
 int pal_metric_name_valid(const char *name);
 /* Whether LABELS (NULL or "" allowed) is valid label syntax, as above. */

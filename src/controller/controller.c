@@ -79,6 +79,9 @@ static void declare_metrics(pal_metrics *m)
 			   "database now minus shard watermark (0 when the watermark is ahead)");
 	pal_metric_declare(m, "palisade_controller_tick_seconds", PAL_METRIC_GAUGE,
 			   "duration of the last planning transaction of a shard");
+	pal_metric_declare(m, "palisade_controller_shard_epoch", PAL_METRIC_GAUGE,
+			   "election epoch (fencing token) this node plans a shard under; 0 when "
+			   "it does not lead the shard");
 }
 
 static void minc(pal_controller *c, const char *name, const char *labels, double v)
@@ -141,6 +144,9 @@ static void drop_shard(pal_controller *c, int s, const char *why)
 		(json_int_t)l->epoch, "reason", why);
 	pal_planner_free(l->planner);
 	memset(l, 0, sizeof *l);
+	char lab[32];
+	snprintf(lab, sizeof lab, "shard=\"%d\"", s);
+	mset(c, "palisade_controller_shard_epoch", lab, 0);
 }
 
 static void db_failed(pal_controller *c, const char *what, const char *err)
@@ -425,6 +431,7 @@ static void tick_shard(pal_controller *c, int s)
 	mset(c, "palisade_controller_watermark_lag_seconds", lab,
 	     now > c->batch.watermark ? (double)(now - c->batch.watermark) : 0);
 	mset(c, "palisade_controller_tick_seconds", lab, l->last_tick_ms / 1000.0);
+	mset(c, "palisade_controller_shard_epoch", lab, (double)l->epoch);
 	for (size_t i = 0; i < c->batch.n_act; i++) {
 		const pal_plan_activation *a = &c->batch.act[i];
 		char ef[32];

@@ -56,6 +56,10 @@ static void declare_metrics(pal_metrics *m)
 			   "triggers claimed (each with a new fencing token)");
 	pal_metric_declare(m, "palisade_executor_calls_total", PAL_METRIC_COUNTER,
 			   "side-effect calls finished, by outcome");
+	pal_metric_declare(m, "palisade_executor_unknown_tickets_total", PAL_METRIC_COUNTER,
+			   "triggers sent to manual because their budget ran out with the outcome unknown");
+	pal_metric_declare(m, "palisade_executor_render_skips_total", PAL_METRIC_COUNTER,
+			   "triggers handed back because a secret of the request is missing on this node");
 	pal_metric_declare(m, "palisade_executor_results_total", PAL_METRIC_COUNTER,
 			   "results committed, by final state");
 	pal_metric_declare(m, "palisade_executor_stale_rejections_total", PAL_METRIC_COUNTER,
@@ -76,6 +80,94 @@ static void declare_metrics(pal_metrics *m)
 			   "1 when the executor's PostgreSQL connection is up");
 	pal_metric_declare(m, "palisade_executor_breaker_open", PAL_METRIC_GAUGE,
 			   "1 while the circuit breaker of a target host is open");
+	const double *lb = pal_metric_latency_bounds;
+	int nb = pal_metric_latency_nbounds;
+	pal_metric_declare_histogram(m, "palisade_executor_call_duration_seconds",
+				     "duration of one HTTP transfer (call, status query or chunk), "
+				     "by phase",
+				     lb, nb);
+	pal_metric_declare_histogram(m, "palisade_executor_fire_lateness_seconds",
+				     "first call of a trigger's first attempt: start minus the "
+				     "scheduled instant (database clock)",
+				     lb, nb);
+	pal_metric_declare_histogram(m, "palisade_executor_claim_seconds",
+				     "claim statement round trip (sent to answered)", lb, nb);
+	pal_metric_declare_histogram(m, "palisade_executor_commit_seconds",
+				     "result commit statement round trip (sent to answered)", lb, nb);
+	/* Every fixed label set starts at 0, so that rate() and absent()
+	 * work before the first event. */
+	static const char *const zero[][2] = {
+		{ "palisade_executor_calls_total", "outcome=\"success\"" },
+		{ "palisade_executor_calls_total", "outcome=\"more\"" },
+		{ "palisade_executor_calls_total", "outcome=\"stale\"" },
+		{ "palisade_executor_calls_total", "outcome=\"permanent\"" },
+		{ "palisade_executor_calls_total", "outcome=\"retryable\"" },
+		{ "palisade_executor_calls_total", "outcome=\"unknown\"" },
+		{ "palisade_executor_stale_rejections_total", "at=\"db\"" },
+		{ "palisade_executor_stale_rejections_total", "at=\"sink\"" },
+		{ "palisade_executor_status_queries_total", "answer=\"found\"" },
+		{ "palisade_executor_status_queries_total", "answer=\"not_found\"" },
+		{ "palisade_executor_status_queries_total", "answer=\"unknown\"" },
+		{ "palisade_executor_claimed_total", NULL },
+		{ "palisade_executor_leases_lost_total", NULL },
+		{ "palisade_executor_self_stops_total", NULL },
+		{ "palisade_executor_skipped_total", NULL },
+	};
+	for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++)
+		pal_metric_inc(m, zero[i][0], zero[i][1], 0);
+}
+
+static void observe_ms(pal_executor *ex, const char *name, int64_t ms)
+{
+	if (ex->m && ms >= 0)
+		pal_metric_observe(ex->m, name, NULL, (double)ms / 1000.0);
+}
+
+/* A transfer of K just ended: its duration by phase, and for the first
+ * call of a first attempt how late it started against its instant. */
+static void observe_transfer(pal_executor *ex, const pal__call *k)
+{
+	if (!ex->m || !k->started_ms)
+		return;
+	int64_t now = pal_mono_ms(), took = now - k->started_ms;
+	const char *phase = k->ph == PHASE_QUERY ? "phase=\"query\""
+			    : k->c.checkpoint	     ? "phase=\"chunk\""
+						     : "phase=\"call\"";
+	pal_metric_observe(ex->m, "palisade_executor_call_duration_seconds", phase,
+			   (double)took / 1000.0);
+	if (k->ph == PHASE_CALL && k->c.attempt == 1 && !k->called && !k->c.checkpoint) {
+		int64_t late = pal__db_ms(ex) - took - k->c.scheduled_at * 1000;
+		pal_metric_observe(ex->m, "palisade_executor_fire_lateness_seconds", NULL,
+				   late > 0 ? (double)late / 1000.0 : 0);
+	}
+}
+
+/* palisade_executor_breaker_open{host}: 1 for each host whose breaker is
+ * open now, 0 for a host that was open at the last publication. */
+static void publish_breakers(pal_executor *ex)
+{
+	if (!ex->m)
+		return;
+	char **open = pal_breakers_open_hosts(ex->breakers, pal_mono_ms());
+	GHashTable *now = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	for (char **h = open; h && *h; h++) {
+		char *lab = pal_metric_label_pair("host", *h);
+		if (!lab)
+			continue;
+		pal_metric_set(ex->m, "palisade_executor_breaker_open", lab, 1);
+		g_hash_table_add(now, lab);
+	}
+	if (ex->breakers_shown) {
+		GHashTableIter it;
+		gpointer key;
+		g_hash_table_iter_init(&it, ex->breakers_shown);
+		while (g_hash_table_iter_next(&it, &key, NULL))
+			if (!g_hash_table_contains(now, key))
+				pal_metric_set(ex->m, "palisade_executor_breaker_open", key, 0);
+		g_hash_table_destroy(ex->breakers_shown);
+	}
+	ex->breakers_shown = now;
+	g_strfreev(open);
 }
 
 /* ---- loop ----------------------------------------------------------------------------- */
@@ -220,6 +312,7 @@ static void publish_status(pal_executor *ex)
 	pthread_mutex_unlock(&ex->mu);
 	if (ex->m)
 		pal_metric_set(ex->m, "palisade_executor_inflight", NULL, ex->inflight);
+	publish_breakers(ex);
 }
 
 json_t *pal_executor_status(pal_executor *ex)
@@ -376,7 +469,7 @@ static void add_wait_fd(struct curl_waitfd *w, int *n, pal_store *st, bool only_
 static void *run(void *arg)
 {
 	pal_executor *ex = arg;
-	int64_t next_status = 0;
+	int64_t next_status = 0, commit_sent = 0;
 	for (;;) {
 		apply_limits(ex);
 		int64_t now = pal_mono_ms();
@@ -390,7 +483,14 @@ static void *run(void *arg)
 			drain_notifies(ex);
 			refresh_db_clock(ex, now);
 		}
+		bool claim_busy[PAL__CLAIM_CONNS];
+		for (int i = 0; i < PAL__CLAIM_CONNS; i++)
+			claim_busy[i] = ex->cst[i] && pal_store_busy(ex->cst[i]);
 		pal__claim_recv(ex);
+		for (int i = 0; i < PAL__CLAIM_CONNS; i++)
+			if (claim_busy[i] && ex->cst[i] && !pal_store_busy(ex->cst[i]))
+				observe_ms(ex, "palisade_executor_claim_seconds",
+					   pal_mono_ms() - ex->claim_sent_ms[i]);
 		if (!draining && pal__leases_gate_open(&ex->leases) && ex->st &&
 		    now >= ex->next_claim_ms)
 			pal__claim_send(ex);
@@ -408,11 +508,18 @@ static void *run(void *arg)
 				continue;
 			pal__call *k = NULL;
 			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&k);
-			if (k)
+			if (k) {
+				observe_transfer(ex, k);
 				pal__call_finished(ex, k, msg->data.result);
+			}
 		}
+		bool committing = ex->n_batch > 0;
 		pal__commit_recv(ex);
+		if (committing && !ex->n_batch)
+			observe_ms(ex, "palisade_executor_commit_seconds", pal_mono_ms() - commit_sent);
 		pal__commit_send(ex);
+		if (!committing && ex->n_batch)
+			commit_sent = pal_mono_ms();
 		if (now >= next_status) {
 			publish_status(ex);
 			next_status = now + 500;
@@ -523,6 +630,8 @@ void pal_executor_stop(pal_executor *ex, int64_t grace_ms)
 	pal__results_free(ex);
 	curl_multi_cleanup(ex->multi);
 	pal_breakers_free(ex->breakers);
+	if (ex->breakers_shown)
+		g_hash_table_destroy(ex->breakers_shown);
 	pal__spec_cache_free(&ex->specs);
 	pal__leases_free(&ex->leases);
 	pal_store_close(ex->st);

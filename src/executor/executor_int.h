@@ -84,6 +84,14 @@ typedef struct pal__call {
 	/* The error class of the queued result, copied: the commit reads it
 	 * passes later, when the classifier's buffer is long gone. */
 	char result_class[48];
+	/* Honest outcomes: an earlier send's outcome is unknown (seeded from
+	 * the claim, updated by pal_unknown_after; committed as the trigger's
+	 * outcome_unknown); the answers of this claim's status queries; a
+	 * render failure for a missing secret (the node skips the job). */
+	bool unknown;
+	char queries[96];
+	bool render_skip;
+	char render_err[512];
 	struct pal__call *next;
 } pal__call;
 
@@ -137,6 +145,7 @@ struct pal_executor {
 	pal__call *calls; /* in flight or waiting */
 	int inflight;
 	pal_breakers *breakers;
+	GHashTable *breakers_shown; /* host label strings published as open */
 	spec_cache specs;
 	uint64_t rng;
 	int64_t next_claim_ms, db_backoff_ms, next_db_ms;
@@ -184,12 +193,25 @@ void pal__unpark(pal_executor *ex, pal__call *k, int64_t now, bool draining);
 void pal__leave_park(pal_executor *ex, pal__call *k, pal__phase ph);
 
 /* call.c */
-int pal__call_start(pal_executor *ex, pal__call *k); /* render and add the transfer */
+/* Render and add the transfer; on a render failure K->render_err holds the
+ * message and the return code says why (PAL_ENOENT: a ${ENV} secret is not
+ * set on this node). */
+int pal__call_start(pal_executor *ex, pal__call *k);
+/* RC is pal__call_start's failure: for a missing secret, hand K back
+ * (pending, attempt not spent, a skip of the job for this node, a ticket
+ * when no live node can render it) and return true; else false. */
+bool pal__render_skip(pal_executor *ex, pal__call *k, int rc);
+/* Start K; when it cannot be rendered, defer it (missing secret) or end it
+ * (`failed`, `manual` while its outcome is unknown). */
+void pal__start_or_defer(pal_executor *ex, pal__call *k);
 void pal__call_reset_transfer(pal__call *k);
 void pal__call_free(pal__call *k);
 
 /* outcome.c */
 void pal__call_finished(pal_executor *ex, pal__call *k, CURLcode code);
+/* No retry is left (budget WHY: max_attempts, max_age, deadline): `failed`
+ * with CLS, or `manual` with a ticket while K's outcome is unknown. */
+void pal__spent(pal_executor *ex, pal__call *k, const char *cls, int http, const char *why);
 void pal__abandon(pal_executor *ex, pal__call *k, const char *why);
 
 /* results.c: queue K's result (K moves to the results queue) */

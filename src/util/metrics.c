@@ -141,6 +141,24 @@ int pal_metric_labels_valid(const char *labels)
 	}
 }
 
+char *pal_metric_label_pair(const char *name, const char *value)
+{
+	char *v = g_utf8_make_valid(value ? value : "", -1);
+	GString *g = g_string_new(name);
+	g_string_append(g, "=\"");
+	for (const char *p = v; *p; p++) {
+		if (*p == '\\' || *p == '"')
+			g_string_append_c(g, '\\');
+		if (*p == '\n')
+			g_string_append(g, "\\n");
+		else
+			g_string_append_c(g, *p);
+	}
+	g_string_append_c(g, '"');
+	g_free(v);
+	return g_string_free(g, FALSE);
+}
+
 void pal_metric_format_value(double v, char *buf, size_t len)
 {
 	if (isnan(v)) {

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 #include "palisade/log.h"
+#include <glib.h>
 #include "palisade/metrics.h"
 
 static int log_fd[2];
@@ -362,6 +363,17 @@ static void test_metrics_histogram_renders_cumulative_buckets(void **state)
 	expect_no_log();
 }
 
+static void test_metrics_label_pair_escapes(void **state)
+{
+	char *l = pal_metric_label_pair("job", "a\"b\\c\nd");
+	assert_string_equal(l, "job=\"a\\\"b\\\\c\\nd\"");
+	assert_true(pal_metric_labels_valid(l));
+	g_free(l);
+	l = pal_metric_label_pair("host", "\xff");
+	assert_true(pal_metric_labels_valid(l));
+	g_free(l);
+}
+
 static void test_metrics_histogram_misuse_ignored(void **state)
 {
 	pal_metrics *m = *state;
@@ -458,6 +470,7 @@ int main(void)
 	    T(test_metrics_concurrent_updates_are_exact),
 	    T(test_metrics_histogram_renders_cumulative_buckets),
 	    T(test_metrics_histogram_misuse_ignored),
+	    cmocka_unit_test(test_metrics_label_pair_escapes),
 	    T(test_metrics_promtool_accepts_rendering),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
