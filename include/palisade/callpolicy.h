@@ -108,6 +108,20 @@ typedef enum {
 pal_action pal_outcome_decide(bool query, const pal_class *c, long status, bool called,
 			      bool has_status_url);
 
+/* Whether an earlier send of this trigger stays of unknown outcome after
+ * this transfer (UNKNOWN: it was before; QUERY, C, STATUS as for
+ * pal_outcome_decide).  Set by a call whose outcome is unknown and by an
+ * in_progress answer (409 without Palisade-Stale-Token: a request with the
+ * key is in flight); cleared only by a status query that answers (2xx
+ * applied, 404 not applied).  Any other answer to a query (409 in_progress,
+ * 5xx, no answer) leaves it unknown: that is not "not applied". */
+bool pal_unknown_after(bool unknown, bool query, const pal_class *c, long status);
+
+/* The retry budget is spent (or the deadline passed): PAL_ACT_FAIL, or
+ * PAL_ACT_TICKET while the outcome is UNKNOWN - an unknown outcome never
+ * becomes `failed`. */
+pal_action pal_spent_action(bool unknown);
+
 /* Record the end of a call to HOST (FAILED: retryable or unknown outcome). */
 void pal_breaker_record(pal_breakers *b, const char *host, bool failed, int64_t now_ms);
 pal_breaker_state pal_breaker_state_of(pal_breakers *b, const char *host, int64_t now_ms);

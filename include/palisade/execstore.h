@@ -53,6 +53,8 @@ typedef struct pal_claimed {
 	char prev_error[48];
 	char *checkpoint;    /* JSON text or NULL (caller frees) */
 	char tenant[64], group[64];
+	bool unknown;        /* an earlier attempt's outcome is unknown and no status
+				query has answered "not applied" since (outcome_unknown) */
 } pal_claimed;
 
 /* What one claim returned. */
@@ -114,14 +116,24 @@ typedef struct pal_result {
 	int64_t next_attempt_ms; /* retry_wait / unknown: when; 0 otherwise */
 	int duration_ms;
 	const char *idempotency_key;
-	const char *ticket_reason; /* state manual: the ticket's reason */
+	const char *ticket_reason; /* state manual: the ticket's reason; with
+				      render_node: the render error */
+	bool unknown;              /* stored as the trigger's outcome_unknown */
+	const char *status_queries; /* this attempt's status query answers,
+				       comma-separated ("404,409"), or NULL */
+	const char *render_node;   /* state pending after a render failure (a
+				      missing secret): the node that could not
+				      render; it skips the job for a while, and
+				      when no live executor node can render it the
+				      trigger goes manual with a ticket.  NULL else */
 	/* out: */
 	bool committed;          /* false: fenced (the lease was lost) */
 	pal_tstate final_state;
 } pal_result;
 
 /* Commit results in one transaction with conditional updates; sets
- * committed/final_state per result.  A 'cancelling' trigger ends 'cancelled'
+ * committed/final_state per result; a `manual` result opens a ticket
+ * (with every attempt and its status queries when `unknown`).  A 'cancelling' trigger ends 'cancelled'
  * unless the result is a success (first commit wins); a 'pausing' one ends
  * 'paused' unless it succeeded or failed for good.  Blocking. */
 PAL_MUST_CHECK int pal_store_commit_results(pal_store *st, pal_result *r, int n, char *err,

@@ -173,6 +173,7 @@ int pal__call_start(pal_executor *ex, pal__call *k)
 	pal__call_reset_transfer(k);
 	int rc = render_all(ex, k, err, sizeof err);
 	if (rc) {
+		snprintf(k->render_err, sizeof k->render_err, "%s", err);
 		pal_log(PAL_LOG_ERROR, "executor.render_failed", "{s:I, s:s, s:s}", "trigger",
 			(json_int_t)k->c.id, "job", k->c.job_id, "error", err);
 		return rc;
@@ -217,5 +218,28 @@ int pal__call_start(pal_executor *ex, pal__call *k)
 	if (curl_multi_add_handle(ex->multi, e) != CURLM_OK)
 		return PAL_EIO;
 	return PAL_OK;
+}
+
+bool pal__render_skip(pal_executor *ex, pal__call *k, int rc)
+{
+	if (rc != PAL_ENOENT)
+		return false;
+	/* A secret this node lacks may be set on another: nothing was sent,
+	 * so the trigger goes back (the attempt is given back) and this node
+	 * passes the job over for a while (render_skips, sql/007). */
+	pal_log(PAL_LOG_WARN, "executor.render_skip", "{s:I, s:s, s:s, s:s, s:s}", "trigger",
+		(json_int_t)k->c.id, "job", k->c.job_id, "node", ex->cfg.node_id, "error",
+		k->render_err, "skip", "5m");
+	pal__minc(ex, "palisade_executor_render_skips_total", NULL, 1);
+	k->render_skip = true;
+	pal__queue_result(ex, k, PAL_TS_PENDING, "render_secret", 0, pal__db_ms(ex) + 1000, NULL);
+	return true;
+}
+
+void pal__start_or_defer(pal_executor *ex, pal__call *k)
+{
+	int rc = pal__call_start(ex, k);
+	if (rc && !pal__render_skip(ex, k, rc))
+		pal__spent(ex, k, "render", 0, NULL);
 }
 

@@ -124,14 +124,12 @@ void pal__call_due(pal_executor *ex, pal__call *k)
 	const pal_job_spec *s = &k->spec->spec;
 	int64_t age = pal__db_ms(ex) - k->c.scheduled_at * 1000;
 	if (s->deadline_ms > 0 && age > s->deadline_ms) {
-		pal__queue_result(ex, k, PAL_TS_FAILED, "deadline", 0, 0, NULL);
+		/* `failed`, or `manual` with a ticket while an earlier outcome
+		 * is unknown */
+		pal__spent(ex, k, "deadline", 0, "deadline");
 		return;
 	}
-	bool unknown_before = k->c.prev_state == PAL_TS_UNKNOWN ||
-			      k->c.prev_state == PAL_TS_RUNNING ||
-			      !strncmp(k->c.prev_error, "timeout_after", 13) ||
-			      !strcmp(k->c.prev_error, "reset_after_send");
-	k->ph = unknown_before && s->status_url ? PHASE_QUERY : PHASE_CALL;
+	k->ph = k->unknown && s->status_url ? PHASE_QUERY : PHASE_CALL;
 	int64_t now = pal_mono_ms();
 	if (!pal_breaker_allow(ex->breakers, k->host, now)) {
 		if (pal_breaker_state_of(ex->breakers, k->host, now) == PAL_BREAKER_HALF_OPEN &&
@@ -151,8 +149,7 @@ void pal__call_due(pal_executor *ex, pal__call *k)
 		pal__queue_result(ex, k, PAL_TS_PENDING, "breaker_open", 0, pal__db_ms(ex) + 1000, NULL);
 		return;
 	}
-	if (pal__call_start(ex, k))
-		pal__queue_result(ex, k, PAL_TS_FAILED, "render", 0, 0, NULL);
+	pal__start_or_defer(ex, k);
 }
 
 static void begin_call(pal_executor *ex, pal_claimed *c, int64_t sent)
@@ -164,6 +161,12 @@ static void begin_call(pal_executor *ex, pal_claimed *c, int64_t sent)
 	k->c = *c;
 	c->checkpoint = NULL; /* moved */
 	k->retry_after_ms = -1;
+	/* An earlier attempt sent its request and nobody knows its fate: the
+	 * stored flag (cleared only by a status query's 404 or 2xx), an
+	 * `unknown` state, or a lease lost while running (nothing was written:
+	 * the request may have been sent). */
+	k->unknown = k->c.unknown || k->c.prev_state == PAL_TS_UNKNOWN ||
+		     k->c.prev_state == PAL_TS_RUNNING;
 	char err[512] = "";
 	k->spec = ex->st ? pal__spec_get(&ex->specs, ex->st, k->c.job_id, k->c.version, err,
 					 sizeof err)
@@ -178,7 +181,7 @@ static void begin_call(pal_executor *ex, pal_claimed *c, int64_t sent)
 	if (!k->spec) {
 		pal_log(PAL_LOG_ERROR, "executor.spec_missing", "{s:s, s:i, s:s}", "job", k->c.job_id,
 			"version", k->c.version, "error", err);
-		pal__queue_result(ex, k, PAL_TS_FAILED, "bad_spec", 0, 0, NULL);
+		pal__spent(ex, k, "bad_spec", 0, NULL);
 		return;
 	}
 	pal_url_host(k->spec->spec.url, k->host, sizeof k->host);
@@ -253,8 +256,7 @@ void pal__unpark(pal_executor *ex, pal__call *k, int64_t now, bool draining)
 		}
 		if (pal_breaker_allow(ex->breakers, k->host, now)) {
 			pal__leave_park(ex, k, k->parked_ph);
-			if (pal__call_start(ex, k))
-				pal__queue_result(ex, k, PAL_TS_FAILED, "render", 0, 0, NULL);
+			pal__start_or_defer(ex, k);
 			return;
 		}
 		if (pal_breaker_state_of(ex->breakers, k->host, now) == PAL_BREAKER_HALF_OPEN) {

@@ -40,8 +40,16 @@ static void transport(const pal_http_result *r, pal_class *c)
 		set(c, PAL_OUT_PERMANENT, "tls");
 		return;
 	case CURLE_URL_MALFORMAT:
-	case CURLE_UNSUPPORTED_PROTOCOL:
 		set(c, PAL_OUT_PERMANENT, "bad_url");
+		return;
+	case CURLE_UNSUPPORTED_PROTOCOL:
+		/* Before sending: the URL's scheme.  After: libcurl's answer to
+		 * a reply that is not HTTP (HTTP/0.9 is refused), and the
+		 * request may have been applied: unknown, like any garbage. */
+		if (r->request_sent)
+			set(c, PAL_OUT_UNKNOWN, "garbage_reply");
+		else
+			set(c, PAL_OUT_PERMANENT, "bad_url");
 		return;
 	case CURLE_TOO_MANY_REDIRECTS:
 		set(c, PAL_OUT_PERMANENT, "redirect");
@@ -143,6 +151,28 @@ void pal_classify(const pal_http_result *r, pal_class *c)
 	}
 	/* 1xx or nonsense status after sending: we cannot know. */
 	set(c, PAL_OUT_UNKNOWN, "bad_status");
+}
+
+bool pal_unknown_after(bool unknown, bool query, const pal_class *c, long status)
+{
+	if (query)
+		return !((status >= 200 && status < 300) || status == 404);
+	switch (c->outcome) {
+	case PAL_OUT_UNKNOWN:
+		return true;
+	case PAL_OUT_RETRYABLE:
+		return unknown || !strcmp(c->error_class, "in_progress");
+	case PAL_OUT_SUCCESS:
+	case PAL_OUT_MORE:
+		return false;
+	default:
+		return unknown;
+	}
+}
+
+pal_action pal_spent_action(bool unknown)
+{
+	return unknown ? PAL_ACT_TICKET : PAL_ACT_FAIL;
 }
 
 pal_action pal_outcome_decide(bool query, const pal_class *c, long status, bool called,

@@ -28,6 +28,39 @@ void pal__abandon(pal_executor *ex, pal__call *k, const char *why)
 	pal__call_free(k);
 }
 
+/* The ticket's reason when budget WHY ran out with the outcome unknown
+ * (static strings: the batched commit reads them later). */
+static const char *unknown_reason(const char *why)
+{
+	if (why && !strcmp(why, "max_attempts"))
+		return "outcome unknown and the retry budget is spent (max_attempts): the effect "
+		       "may have been applied; check the service for the idempotency key, then "
+		       "mark_succeeded, or retry (same trigger, same key)";
+	if (why && !strcmp(why, "max_age"))
+		return "outcome unknown and the retry budget is spent (max_age): the effect may "
+		       "have been applied; check the service for the idempotency key, then "
+		       "mark_succeeded, or retry (same trigger, same key)";
+	if (why && !strcmp(why, "deadline"))
+		return "outcome unknown and the deadline has passed: the effect may have been "
+		       "applied; check the service for the idempotency key, then mark_succeeded, "
+		       "or retry (same trigger, same key)";
+	return "outcome unknown and no further attempt can be made: the effect may have been "
+	       "applied; check the service for the idempotency key";
+}
+
+void pal__spent(pal_executor *ex, pal__call *k, const char *cls, int http, const char *why)
+{
+	if (pal_spent_action(k->unknown) == PAL_ACT_TICKET) {
+		pal_log(PAL_LOG_WARN, "executor.unknown_outcome_ticket", "{s:I, s:s, s:s, s:s, s:s}",
+			"trigger", (json_int_t)k->c.id, "job", k->c.job_id, "key",
+			k->key ? k->key : "", "budget", why ? why : "", "status_queries", k->queries);
+		pal__minc(ex, "palisade_executor_unknown_tickets_total", NULL, 1);
+		pal__queue_result(ex, k, PAL_TS_MANUAL, cls, http, 0, unknown_reason(why));
+	} else {
+		pal__queue_result(ex, k, PAL_TS_FAILED, cls, http, 0, NULL);
+	}
+}
+
 static void retry_or_fail(pal_executor *ex, pal__call *k, const char *cls, int http,
 			  int64_t retry_after)
 {
@@ -36,7 +69,22 @@ static void retry_or_fail(pal_executor *ex, pal__call *k, const char *cls, int h
 	if (d.retry)
 		pal__queue_result(ex, k, PAL_TS_RETRY_WAIT, cls, http, d.at_ms, NULL);
 	else
-		pal__queue_result(ex, k, PAL_TS_FAILED, cls, http, 0, NULL);
+		pal__spent(ex, k, cls, http, d.reason);
+}
+
+/* Keep the answer of a status query for the attempt's record: the HTTP
+ * status, or the transport class when there was none. */
+static void note_query(pal__call *k, long status, const char *cls)
+{
+	size_t n = strlen(k->queries);
+	char one[56];
+	if (status > 0)
+		snprintf(one, sizeof one, "%ld", status);
+	else
+		snprintf(one, sizeof one, "%s", cls[0] ? cls : "no_answer");
+	if (n + strlen(one) + 2 > sizeof k->queries)
+		return; /* the first answers are kept */
+	snprintf(k->queries + n, sizeof k->queries - n, "%s%s", n ? "," : "", one);
 }
 
 static void on_chunk(pal_executor *ex, pal__call *k, pal_class *cl)
@@ -105,6 +153,7 @@ void pal__call_finished(pal_executor *ex, pal__call *k, CURLcode code)
 	bool query = k->ph == PHASE_QUERY;
 	pal_action act = pal_outcome_decide(query, &cl, status, k->called,
 					    k->spec->spec.status_url != NULL);
+	k->unknown = pal_unknown_after(k->unknown, query, &cl, status);
 	char lab[64];
 	if (query) {
 		const char *answer = act == PAL_ACT_SUCCEED		       ? "found"
@@ -112,6 +161,10 @@ void pal__call_finished(pal_executor *ex, pal__call *k, CURLcode code)
 										   : "unknown";
 		snprintf(lab, sizeof lab, "answer=\"%s\"", answer);
 		pal__minc(ex, "palisade_executor_status_queries_total", lab, 1);
+		note_query(k, status, cl.error_class);
+		pal_log(PAL_LOG_INFO, "executor.status_query", "{s:I, s:s, s:i, s:s, s:s}", "trigger",
+			(json_int_t)k->c.id, "key", k->key ? k->key : "", "http", (int)status, "class",
+			cl.error_class, "answer", answer);
 	} else {
 		k->called = true;
 		snprintf(k->last_class, sizeof k->last_class, "%s", cl.error_class);
@@ -149,14 +202,14 @@ void pal__call_finished(pal_executor *ex, pal__call *k, CURLcode code)
 		break;
 	case PAL_ACT_SEND:
 		k->ph = PHASE_CALL;
-		if (pal__call_start(ex, k))
-			pal__queue_result(ex, k, PAL_TS_FAILED, "render", 0, 0, NULL);
+		pal__start_or_defer(ex, k);
 		break;
 	case PAL_ACT_QUERY:
 		pal_log(PAL_LOG_INFO, "executor.outcome_unknown", "{s:I, s:s, s:s}", "trigger",
 			(json_int_t)k->c.id, "class", cl.error_class, "next", "query status URL");
 		k->ph = PHASE_QUERY;
-		if (pal__call_start(ex, k))
+		int rc = pal__call_start(ex, k);
+		if (rc && !pal__render_skip(ex, k, rc))
 			pal__queue_result(ex, k, PAL_TS_UNKNOWN, cl.error_class, 0,
 					  pal__db_ms(ex) + pal_backoff_ms(&k->spec->spec, k->c.attempt),
 					  NULL);
@@ -168,9 +221,7 @@ void pal__call_finished(pal_executor *ex, pal__call *k, CURLcode code)
 			pal__queue_result(ex, k, PAL_TS_UNKNOWN, "status_query_failed", (int)status, d.at_ms,
 					  NULL);
 		else
-			pal__queue_result(ex, k, PAL_TS_MANUAL, "unknown_outcome", (int)status, 0,
-					  "outcome unknown and the status URL gave no answer within "
-					  "the retry budget");
+			pal__spent(ex, k, "unknown_outcome", (int)status, d.reason);
 		break;
 	}
 	}

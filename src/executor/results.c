@@ -72,7 +72,12 @@ void pal__queue_result(pal_executor *ex, pal__call *k, pal_tstate state, const c
 						   .next_attempt_ms = next_attempt_ms,
 						   .duration_ms = (int)dur,
 						   .idempotency_key = k->key,
-						   .ticket_reason = ticket_reason };
+						   .ticket_reason = k->render_skip ? k->render_err
+										   : ticket_reason,
+						   .unknown = k->unknown,
+						   .status_queries = k->queries[0] ? k->queries : NULL,
+						   .render_node = k->render_skip ? ex->cfg.node_id
+										 : NULL };
 	ex->result_calls[ex->n_results++] = k;
 	pal__unlink_call(ex, k);
 }

@@ -1,7 +1,8 @@
 /*
  * effect.c - the sink's transaction: check the fencing token and the
  * idempotency key atomically with the effect (G4, G5), and the status query
- * the executor uses after an unknown outcome.
+ * the executor uses after an unknown outcome (409 in_progress, never 404,
+ * while an apply transaction for the key is open).
  *
  * One apply request is one PostgreSQL transaction, in this order:
  *
@@ -46,6 +47,7 @@ enum stmt {
 	S_EFFECT_NEW,
 	S_EFFECT_ADVANCE,
 	S_EFFECT_QUERY,
+	S_KEY_PEEK,
 	S_COUNT
 };
 
@@ -97,6 +99,9 @@ static const struct {
 	 "f.fence "
 	 "FROM sink_effects e LEFT JOIN sink_fences f ON f.resource = e.idempotency_key "
 	 "WHERE e.idempotency_key = $1"},
+    /* the status query's view of step 0: false while an apply holds the key */
+    [S_KEY_PEEK] = {"sink_key_peek",
+		    "SELECT pg_try_advisory_xact_lock_shared(hashtextextended($1, 0))"},
 };
 
 /* Outcome of one statement. */
@@ -376,14 +381,37 @@ void pal__sink_effect_apply(sink_ctx *ctx, sink_conn *c, const sink_apply_req *r
 void pal__sink_effect_query(sink_conn *c, const char *key, sink_reply *out)
 {
 	memset(out, 0, sizeof *out);
-	if (!ready(c, false)) {
+	if (!ready(c, true)) {
 		reply_db_error(out);
 		return;
 	}
+	/* The key's lock first, shared: while an apply transaction holds it
+	 * (step 0) its effect may still commit, so "nothing committed" would
+	 * be a guess.  Taken, it keeps applies out until this read is done,
+	 * and the read below (a later statement, hence a later snapshot at
+	 * READ COMMITTED) sees everything committed before it: the answer is
+	 * exact.  Not taken: a complete record still answers 200; anything
+	 * else is 409 in_progress. */
 	q res;
 	const char *p[] = {key};
-	if (!run(c, S_EFFECT_QUERY, 1, p, PGRES_TUPLES_OK, &res)) {
+	if (!run(c, S_KEY_PEEK, 1, p, PGRES_TUPLES_OK, &res)) {
+		rollback(c);
 		reply_db_error(out);
+		return;
+	}
+	bool free_key = PQgetvalue(res.r, 0, 0)[0] == 't';
+	PQclear(res.r);
+	bool ok = run(c, S_EFFECT_QUERY, 1, p, PGRES_TUPLES_OK, &res);
+	rollback(c); /* read only: ends the transaction and releases the lock */
+	if (!ok) {
+		reply_db_error(out);
+		return;
+	}
+	bool complete = PQntuples(res.r) > 0 &&
+			atoi(PQgetvalue(res.r, 0, 5)) >= atoi(PQgetvalue(res.r, 0, 6));
+	if (!free_key && !complete) {
+		PQclear(res.r);
+		reply(out, SINK_IN_PROGRESS, 409, pal__sink_body_error("in_progress", NULL));
 		return;
 	}
 	if (PQntuples(res.r) == 0) {

@@ -214,6 +214,11 @@ static enum MHD_Result query(sink_ctx *ctx, struct MHD_Connection *conn, const c
 		pal__sink_count(ctx, "db_errors");
 		return pal__sink_respond(conn, rep.status, rep.body, "Retry-After", "1");
 	}
+	if (rep.outcome == SINK_IN_PROGRESS) {
+		/* an apply for the key is open: not "not found", ask again */
+		pal__sink_count(ctx, "query_in_progress");
+		return pal__sink_respond(conn, rep.status, rep.body, "Retry-After", "1");
+	}
 	pal__sink_count(ctx, rep.status == MHD_HTTP_OK ? "found" : "not_found");
 	return pal__sink_respond(conn, rep.status, rep.body, NULL, NULL);
 }

@@ -218,8 +218,9 @@ typedef struct sink_reply {
 /* Run the apply transaction of docs/sink.md on C.  Always fills OUT (body
  * may be NULL on ENOMEM); the connection is idle again on return. */
 void pal__sink_effect_apply(sink_ctx *ctx, sink_conn *c, const sink_apply_req *rq, sink_reply *out);
-/* GET /effects/<key>: 200 with the record when the effect is complete, 404
- * otherwise, 503 when PostgreSQL fails.  Fills OUT like apply. */
+/* GET /effects/<key>: 200 with the record when the effect is complete;
+ * 409 in_progress (SINK_IN_PROGRESS) while an apply transaction holds the
+ * key; 404 otherwise; 503 when PostgreSQL fails.  Fills OUT like apply. */
 void pal__sink_effect_query(sink_conn *c, const char *key, sink_reply *out);
 
 /* ---- http.c / admin.c ---------------------------------------------------- */

@@ -119,6 +119,7 @@ int pal_store_claim_recv(pal_store *st, pal_claim_out *out, char *err, size_t er
 		copy(x->tenant, sizeof x->tenant, PQgetvalue(r, i, 11));
 		copy(x->group, sizeof x->group, PQgetvalue(r, i, 12));
 		x->ready_ms = strtoll(PQgetvalue(r, i, 13), NULL, 10);
+		x->unknown = PQnfields(r) > 16 && !strcmp(PQgetvalue(r, i, 16), "t");
 	}
 	PQclear(r);
 	out->c = c;
@@ -221,18 +222,34 @@ static int result_ref_cmp(const void *a, const void *b)
  * statistics of a queue table are always stale, and the planner, believing
  * one live trigger, nested a 1 024-row batch against a CTE scan per row
  * (1.2-3 s per commit, measured with auto_explain). */
+/* How long a node that could not render a job's request passes the job
+ * over (docs/executor.md). */
+#define PAL_RENDER_SKIP_SQL "interval '5 minutes'"
+#define NCOMMIT 12
+
 static const char SQL_COMMIT[] =
 	"WITH u AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[],"
-	"   $5::int[], $6::bigint[], $7::int[], $8::text[], $9::text[])"
-	"   AS u(id, fence, st, err, http, nxt, dur, ikey, tr)),"
+	"   $5::int[], $6::bigint[], $7::int[], $8::text[], $9::text[], $10::boolean[],"
+	"   $11::text[], $12::text[])"
+	"   AS u(id, fence, st, err, http, nxt, dur, ikey, tr, unk, sq, rnode)),"
+	/* a render hand-back whose job no other live executor can render
+	 * either (each has a live skip for it): manual, with a ticket */
+	" nowhere AS (SELECT u.id FROM u JOIN triggers t ON t.id = u.id"
+	"   WHERE u.rnode <> '' AND t.id = ANY ($1::bigint[]) AND NOT EXISTS ("
+	"     SELECT 1 FROM executor_nodes n WHERE n.node <> u.rnode"
+	"       AND n.seen_at > clock_timestamp() - interval '1 minute'"
+	"       AND NOT EXISTS (SELECT 1 FROM render_skips s WHERE s.node = n.node"
+	"         AND s.job_id = t.job_id AND s.until > clock_timestamp()))),"
 	" upd AS (UPDATE triggers t SET"
 	"   state = CASE"
 	"     WHEN t.state = 'cancelling' AND u.st <> 'succeeded' THEN 'cancelled'"
 	"     WHEN t.state = 'pausing' AND u.st NOT IN ('succeeded', 'failed', 'manual') THEN 'paused'"
+	"     WHEN u.id IN (SELECT id FROM nowhere) THEN 'manual'"
 	"     ELSE u.st END,"
 	"   last_error_class = nullif(u.err, ''),"
 	"   attempt_count = t.attempt_count - (u.st = 'pending')::int,"
 	"   next_attempt_at = CASE WHEN u.nxt > 0 THEN to_timestamp(u.nxt / 1000.0) END,"
+	"   outcome_unknown = u.unk,"
 	"   lease_owner = NULL, lease_until = NULL, updated_at = clock_timestamp(),"
 	"   finished_at = CASE WHEN u.st IN ('succeeded', 'failed')"
 	"     OR t.state = 'cancelling' THEN clock_timestamp() END"
@@ -245,12 +262,44 @@ static const char SQL_COMMIT[] =
 	"   outcome = CASE WHEN upd.id IS NULL"
 	"     THEN 'fenced' WHEN u.st = 'pending' THEN 'deferred' ELSE u.st END,"
 	"   error_class = nullif(u.err, ''), http_status = nullif(u.http, 0),"
-	"   duration_ms = u.dur, idempotency_key = nullif(u.ikey, '')"
+	"   duration_ms = u.dur, idempotency_key = nullif(u.ikey, ''),"
+	"   status_queries = string_to_array(nullif(u.sq, ''), ',')"
 	"   FROM u LEFT JOIN upd ON upd.fence = u.fence"
 	"   WHERE a.fence = u.fence AND a.fence = ANY ($2::bigint[])),"
+	/* the node that could not render stops claiming the job for a while */
+	" rs AS (INSERT INTO render_skips AS s (node, job_id, until, error)"
+	"   SELECT DISTINCT ON (u.rnode, t.job_id) u.rnode, t.job_id,"
+	"     clock_timestamp() + " PAL_RENDER_SKIP_SQL ", u.tr"
+	"   FROM u JOIN triggers t ON t.id = u.id WHERE u.rnode <> '' AND t.id = ANY ($1::bigint[])"
+	"   ON CONFLICT (node, job_id) DO UPDATE SET until = excluded.until, error = excluded.error,"
+	"     at = clock_timestamp()),"
+	/* Evidence: what the executor knew.  An unknown outcome's ticket lists
+	 * every attempt of the trigger (this one from the batch: the UPDATE
+	 * above is not visible to this statement) with its status queries; a
+	 * render ticket, the nodes that could not render the job. */
 	" tk AS (INSERT INTO tickets (trigger_id, job_id, reason, evidence, allowed_actions)"
-	"   SELECT upd.id, upd.job_id, u.tr, jsonb_build_object('error_class', u.err,"
-	"     'http_status', u.http, 'fence', u.fence, 'idempotency_key', u.ikey),"
+	"   SELECT upd.id, upd.job_id,"
+	"     CASE WHEN u.rnode <> '' THEN 'no live executor node can render the request: ' || u.tr"
+	"       ELSE u.tr END,"
+	"     jsonb_build_object('error_class', u.err,"
+	"     'http_status', u.http, 'fence', u.fence, 'idempotency_key', u.ikey,"
+	"     'outcome_unknown', u.unk)"
+	"     || CASE WHEN u.unk THEN jsonb_build_object('attempts', (SELECT jsonb_agg("
+	"       jsonb_build_object('attempt', a.n, 'fence', a.fence, 'node', a.node,"
+	"       'claimed_at', a.claimed_at,"
+	"       'outcome', CASE WHEN a.fence = u.fence THEN 'manual' ELSE a.outcome END,"
+	"       'error_class', CASE WHEN a.fence = u.fence THEN nullif(u.err, '') ELSE a.error_class END,"
+	"       'http_status', CASE WHEN a.fence = u.fence THEN nullif(u.http, 0) ELSE a.http_status END,"
+	"       'status_queries', to_jsonb(CASE WHEN a.fence = u.fence"
+	"         THEN string_to_array(nullif(u.sq, ''), ',') ELSE a.status_queries END))"
+	"       ORDER BY a.fence) FROM (SELECT x.*, row_number() OVER (ORDER BY x.fence) AS n"
+	"       FROM attempts x WHERE x.trigger_id = upd.id) a)) ELSE '{}'::jsonb END"
+	"     || CASE WHEN u.rnode <> '' THEN jsonb_build_object('render_error', u.tr,"
+	"       'nodes_that_cannot_render', (SELECT jsonb_agg(DISTINCT s.node) FROM ("
+	"         SELECT s.node FROM render_skips s WHERE s.job_id = upd.job_id"
+	"           AND s.until > clock_timestamp() UNION SELECT u.rnode) s))"
+	"       ELSE '{}'::jsonb END,"
+	/* never "run with a new key": retry keeps the trigger, hence the key */
 	"     ARRAY['retry', 'mark_succeeded', 'abandon']"
 	"   FROM upd JOIN u ON u.id = upd.id WHERE upd.state = 'manual')"
 	" SELECT id, state FROM upd";
@@ -259,15 +308,15 @@ int pal_store_prepare_commits(pal_store *st, char *err, size_t errlen)
 {
 	if (pal__store_exec(st, "SET enable_nestloop = off", err, errlen))
 		return PAL_EDB;
-	return pal__store_prepare(st, PAL__PREP_COMMIT, "pal_commit", SQL_COMMIT, 9, err, errlen);
+	return pal__store_prepare(st, PAL__PREP_COMMIT, "pal_commit", SQL_COMMIT, NCOMMIT, err, errlen);
 }
 
 int pal_store_commit_send(pal_store *st, const pal_result *res, int n, char *err, size_t errlen)
 {
-	if (pal__store_prepare(st, PAL__PREP_COMMIT, "pal_commit", SQL_COMMIT, 9, err, errlen))
+	if (pal__store_prepare(st, PAL__PREP_COMMIT, "pal_commit", SQL_COMMIT, NCOMMIT, err, errlen))
 		return PAL_EDB;
-	pal_pgarr a[9];
-	for (int k = 0; k < 9; k++)
+	pal_pgarr a[NCOMMIT];
+	for (int k = 0; k < NCOMMIT; k++)
 		pal__pgarr_init(&a[k]);
 	for (int i = 0; i < n; i++) {
 		const pal_result *x = &res[i];
@@ -280,13 +329,16 @@ int pal_store_commit_send(pal_store *st, const pal_result *res, int n, char *err
 		pal__pgarr_i64(&a[6], x->duration_ms);
 		pal__pgarr_text(&a[7], x->idempotency_key ? x->idempotency_key : "");
 		pal__pgarr_text(&a[8], x->ticket_reason ? x->ticket_reason : "");
+		pal__pgarr_text(&a[9], x->unknown ? "t" : "f");
+		pal__pgarr_text(&a[10], x->status_queries ? x->status_queries : "");
+		pal__pgarr_text(&a[11], x->render_node ? x->render_node : "");
 	}
-	char *lit[9];
-	const char *p[9];
-	for (int k = 0; k < 9; k++)
+	char *lit[NCOMMIT];
+	const char *p[NCOMMIT];
+	for (int k = 0; k < NCOMMIT; k++)
 		p[k] = lit[k] = pal__pgarr_end(&a[k]);
-	int rc = pal__store_send_prepared(st, "pal_commit", 9, p, err, errlen);
-	for (int k = 0; k < 9; k++)
+	int rc = pal__store_send_prepared(st, "pal_commit", NCOMMIT, p, err, errlen);
+	for (int k = 0; k < NCOMMIT; k++)
 		g_free(lit[k]);
 	return rc;
 }

@@ -47,10 +47,21 @@ expect_eq "control: succeeded" "succeeded " "$(state control)"
 expect_eq "redirect: permanent failure, not followed" "failed redirect" "$(state redirect)"
 expect_eq "tls (self-signed): permanent failure" "failed tls" "$(state tls)"
 expect_eq "huge body: cut at the cap; a 2xx still counts as applied" "succeeded " "$(state huge)"
+# Not HTTP after the request was sent (libcurl: unsupported protocol, the
+# HTTP/0.9 refusal): the request may have been applied, so it is unknown and
+# queried, never the permanent bad_url of a wrong scheme.
+att() { sql "select string_agg(coalesce($2, '-'), ' ' order by a.fence) from attempts a join triggers t on t.id = a.trigger_id where t.job_id = 'bad.$1'"; }
+expect_eq "garbage: each attempt's class is garbage_reply (unknown), not bad_url" \
+	"garbage_reply garbage_reply" "$(att garbage a.error_class)"
+expect_eq "garbage: the sink said 'not applied' (404) to each attempt's status query, so it may fail" \
+	"failed garbage_reply" "$(state garbage)"
 for j in garbage drip hang reset; do
 	s=$(state $j)
-	expect_match "$j: outcome unknown, resolved by querying the status URL (404: not applied, retried with the same key), then failed or manual" "^(failed|manual) " "$s"
-	check "$j: the status URL was queried with the same key" [ "$(sql "select count(*) from attempts a join triggers t on t.id = a.trigger_id where t.job_id = 'bad.$j'")" -ge 1 ]
+	expect_match "$j: outcome unknown, resolved by querying the status URL (404: not applied, retried with the same key), then failed" "^failed " "$s"
+	expect_eq "$j: each of its 2 attempts queried the status URL and heard 404" "{404} {404}" "$(att $j a.status_queries::text)"
+	key=$(sql "select distinct a.idempotency_key from attempts a join triggers t on t.id = a.trigger_id where t.job_id = 'bad.$j'")
+	check "$j: the status queries asked for the attempts' own key ($key)" \
+		[ "$(grep '"event":"executor.status_query"' "$NODE_DIR/b1.log" | grep -cF "\"key\":\"$key\"")" -ge 2 ]
 done
 check "status queries were made after unknown outcomes" [ "$(metric b1 'palisade_executor_status_queries_total{answer="not_found"}' | cut -d. -f1)" -ge 1 ]
 check "the node is still alive" node_alive b1

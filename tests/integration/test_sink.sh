@@ -208,12 +208,24 @@ for key in race-new k1; do
 	post "$key" "$tok" "$body"
 	expect_eq "G5: a duplicate while the first ($key) is in flight: 409" 409 "$CODE"
 	expect_match "G5: ... in_progress with Retry-After: 1" "in_progress 1" "$(jq -r .error <<<"$BODY") $(hdr Retry-After)"
-	[ "$key" = race-new ] && { get_key race-new; expect_eq "a query while the first is uncommitted: 404" 404 "$CODE"; }
+	# The status query while the transaction is open: a new key is "in
+	# progress" (409, never 404: the executor would read 404 as "not
+	# applied"); an effect committed earlier is still found.
+	get_key "$key"
+	if [ "$key" = race-new ]; then
+		expect_eq "G5: a status query while the first is uncommitted: 409 in_progress, Retry-After: 1 (not 404)" \
+			"409 in_progress 1" "$CODE $(jq -r .error <<<"$BODY") $(curl -s -D - -o /dev/null "$URL/effects/$key" | tr -d '\r' | sed -n 's/^Retry-After: //Ip')"
+	else
+		expect_eq "G5: a status query for an applied key while a replay is in flight: 200" 200 "$CODE"
+	fi
 	wait "$bg"
 	expect_eq "G5: the first request ($key) completes" 201 "$(cat "$W/first.code")"
 	expect_eq "G5: one ledger row for $key" 1 "$(ledger "$key")"
 done
 faults '{"delay_ms": 0}'
+get_key race-new
+expect_eq "after the commit the status query finds race-new" 200 "$CODE"
+expect_eq "in-progress status answers are counted (query_in_progress)" 2 "$(stat query_in_progress)"
 
 # ---- pause: requests wait, they do not fail -------------------------------------
 faults '{"paused": true}'

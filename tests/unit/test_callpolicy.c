@@ -276,6 +276,58 @@ static void test_outcome_follows_the_protocol_table(void **st)
 	assert_int_equal(pal_outcome_decide(true, &c, 0, false, true), PAL_ACT_UNKNOWN);
 }
 
+/* A reply that is not HTTP after the request left (libcurl refuses
+ * HTTP/0.9: CURLE_UNSUPPORTED_PROTOCOL, or a weird server reply) may have
+ * been applied: unknown, never the permanent bad_url of a wrong scheme. */
+static void test_classify_garbage_after_send_is_unknown(void **st)
+{
+	pal_class c = classify(CURLE_UNSUPPORTED_PROTOCOL, 0, true, false, NULL);
+	assert_int_equal(c.outcome, PAL_OUT_UNKNOWN);
+	assert_string_equal(c.error_class, "garbage_reply");
+	c = classify(CURLE_WEIRD_SERVER_REPLY, 0, true, false, NULL);
+	assert_int_equal(c.outcome, PAL_OUT_UNKNOWN);
+	assert_string_equal(c.error_class, "garbage_reply");
+	c = classify(CURLE_UNSUPPORTED_PROTOCOL, 0, false, false, NULL);
+	assert_int_equal(c.outcome, PAL_OUT_PERMANENT);
+	assert_string_equal(c.error_class, "bad_url");
+	assert_int_equal(pal_outcome_decide(false, &c, 0, false, true), PAL_ACT_FAIL);
+	c = classify(CURLE_UNSUPPORTED_PROTOCOL, 0, true, false, NULL);
+	assert_int_equal(pal_outcome_decide(false, &c, 0, false, true), PAL_ACT_QUERY);
+}
+
+/* Which transfers leave an earlier send's outcome unknown, and what a spent
+ * budget writes: an unknown outcome never becomes `failed`. */
+static void test_unknown_outcome_is_never_failed(void **st)
+{
+	pal_class c = { 0 };
+#define CALL(o, cls) \
+	(c.outcome = (o), snprintf(c.error_class, sizeof c.error_class, "%s", cls), &c)
+	/* calls */
+	assert_true(pal_unknown_after(false, false, CALL(PAL_OUT_UNKNOWN, "timeout_after_send"), 0));
+	assert_true(pal_unknown_after(false, false, CALL(PAL_OUT_RETRYABLE, "in_progress"), 409));
+	assert_false(pal_unknown_after(false, false, CALL(PAL_OUT_RETRYABLE, "http_503"), 503));
+	/* a 503 says nothing about what an earlier request did */
+	assert_true(pal_unknown_after(true, false, CALL(PAL_OUT_RETRYABLE, "http_503"), 503));
+	assert_true(pal_unknown_after(true, false, CALL(PAL_OUT_RETRYABLE, "connect"), 0));
+	assert_true(pal_unknown_after(true, false, CALL(PAL_OUT_PERMANENT, "http_400"), 400));
+	assert_false(pal_unknown_after(true, false, CALL(PAL_OUT_SUCCESS, ""), 200));
+	assert_false(pal_unknown_after(true, false, CALL(PAL_OUT_MORE, ""), 200));
+	/* status queries: only 2xx and 404 answer */
+	assert_false(pal_unknown_after(true, true, CALL(PAL_OUT_SUCCESS, ""), 200));
+	assert_false(pal_unknown_after(true, true, CALL(PAL_OUT_PERMANENT, "http_404"), 404));
+	/* 409 in_progress (no stale header): an apply is open, not "not applied" */
+	pal_class ip = classify(0, 409, true, false, "{\"error\":\"in_progress\"}");
+	assert_true(pal_unknown_after(true, true, &ip, 409));
+	assert_int_equal(pal_outcome_decide(true, &ip, 409, true, true), PAL_ACT_UNKNOWN);
+	assert_true(pal_unknown_after(true, true, CALL(PAL_OUT_RETRYABLE, "http_503"), 503));
+	assert_true(pal_unknown_after(true, true, CALL(PAL_OUT_UNKNOWN, "timeout_after_send"), 0));
+	assert_true(pal_unknown_after(true, true, CALL(PAL_OUT_RETRYABLE, "connect"), 0));
+#undef CALL
+	/* the budget is spent */
+	assert_int_equal(pal_spent_action(true), PAL_ACT_TICKET);
+	assert_int_equal(pal_spent_action(false), PAL_ACT_FAIL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -293,6 +345,8 @@ int main(void)
 		cmocka_unit_test(test_breaker_defaults_tolerate_a_degraded_target),
 		cmocka_unit_test(test_url_host),
 		cmocka_unit_test(test_outcome_follows_the_protocol_table),
+		cmocka_unit_test(test_classify_garbage_after_send_is_unknown),
+		cmocka_unit_test(test_unknown_outcome_is_never_failed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
