@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The metrics an operator alerts on: the executor's histograms, the breaker
+# gauge, the epoch per shard, and the cluster gauges read from PostgreSQL
+# (backlog by group and state, open tickets, last success per job); the
+# whole /metrics text passes `promtool check metrics`, and the alert rules
+# in ops/prometheus pass `promtool check rules` and their unit tests.
+source tests/integration/lib.sh
+source tests/integration/cluster.sh
+guarantee "metrics - histograms, breakers, epochs and the cluster gauges show the state PostgreSQL holds; promtool accepts the text and the rules"
+
+if ! command -v promtool >/dev/null; then
+	fail "promtool is installed (ops/deps.sh installs prometheus)"
+	finish
+	exit 1
+fi
+expect_exit "promtool check rules ops/prometheus/palisade-rules.yml" 0 promtool check rules ops/prometheus/palisade-rules.yml
+expect_exit "promtool test rules (alert unit tests)" 0 promtool test rules ops/prometheus/palisade-rules.test.yml
+
+fresh_db it_metrics
+"$PAL" migrate >/dev/null
+start_sink || { fail "sink starts"; finish; exit 1; }
+trap 'stop_all_nodes; stop_sink' EXIT
+SHARDS=2 write_conf "$CLUSTER_CONF" "executor: {lease: 6s, heartbeat: 1s}" "metrics: {cluster_interval: 1s}"
+SHARDS=2
+sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+{
+	echo "jobs:"
+	echo "  - {id: m.ok, group: fast, schedule: {cron: \"* * * * * ?\"}, target: {url: \"http://$SINK_ADDR/effects/ok\"}}"
+	# a job whose group is paused: its due triggers wait as backlog
+	echo "  - {id: m.held, group: held, schedule: {cron: \"* * * * * ?\"}, target: {url: \"http://$SINK_ADDR/effects/held\"}}"
+	# connection refused: retried, and the host's breaker opens
+	for i in 1 2 3 4; do
+		echo "  - {id: m.dead-$i, group: dead, schedule: {cron: \"* * * * * ?\"}, target: {url: \"http://127.0.0.1:1/x\", timeout: 1s}, retry: {max_attempts: 20, backoff: {initial: 100ms, max: 200ms}}}"
+	done
+} >"$NODE_DIR/jobs.yaml"
+expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
+expect_exit "pause group held" 0 "$PAL" pause --config "$CLUSTER_CONF" --group held --reason "metrics test"
+start_node m1
+wait_until "shards led" 20 all_shards_led
+ok_done() { [ "$(sql "select count(*) from triggers where job_id = 'm.ok' and state = 'succeeded'")" -ge 3 ]; }
+wait_until "m.ok succeeds" 20 ok_done
+# a ticket the cluster gauge must count
+sql "insert into tickets (job_id, reason) values ('m.ok', 'metrics test ticket')" >/dev/null
+sleep 3
+M="$NODE_DIR/metrics.txt"
+curl -s "http://${NODE_ADMIN[m1]}/metrics" >"$M"
+val() { awk -v m="$1" '$1 == m { v = $2 } END { if (v == "") v = 0; print v }' "$M"; }
+
+out=$(promtool check metrics <"$M" 2>&1); rc=$?
+check "promtool check metrics accepts the node's /metrics (exit $rc${out:+: $(echo "$out" | head -3)})" [ "$rc" = 0 -a -z "$out" ]
+
+check "call duration histogram has observations" [ "$(val 'palisade_executor_call_duration_seconds_count{phase="call"}')" -ge 3 ]
+check "fire lateness histogram has observations" [ "$(val palisade_executor_fire_lateness_seconds_count)" -ge 3 ]
+check "its +Inf bucket equals its count" [ "$(val 'palisade_executor_fire_lateness_seconds_bucket{le="+Inf"}')" = "$(val palisade_executor_fire_lateness_seconds_count)" ]
+check "claim round trips are observed" [ "$(val palisade_executor_claim_seconds_count)" -ge 1 ]
+check "commit round trips are observed" [ "$(val palisade_executor_commit_seconds_count)" -ge 1 ]
+expect_match "a counter without events still has its sample at 0" '^palisade_executor_stale_rejections_total\{at="sink"\} 0$' "$(cat "$M")"
+for s in 0 1; do
+	epoch=$(sql "select epoch from shards where shard_id = $s")
+	expect_eq "shard $s: the epoch gauge is the shard's epoch in PostgreSQL" "$epoch" "$(val "palisade_controller_shard_epoch{shard=\"$s\"}")"
+done
+expect_eq "breaker of the refusing host is open" 1 "$(val 'palisade_executor_breaker_open{host="127.0.0.1:1"}')"
+tickets=$(sql "select count(*) from tickets where state = 'open'")
+check "open tickets gauge ($(val palisade_cluster_tickets_open)) is the database's count ($tickets), >= 1" [ "$tickets" -ge 1 -a "$(val palisade_cluster_tickets_open)" = "$tickets" ]
+held=$(val 'palisade_cluster_backlog_triggers{group="held",state="paused"}')
+held=$((held + $(val 'palisade_cluster_backlog_triggers{group="held",state="pending"}')))
+check "the paused group's due triggers are backlog ($held)" [ "$held" -ge 2 ]
+check "the paused group's oldest due trigger is seconds old" python3 -c "import sys; sys.exit(0 if float('$(val 'palisade_cluster_backlog_oldest_seconds{group="held"}')') >= 1 else 1)"
+last=$(sql "select extract(epoch from max(finished_at)) from triggers where job_id = 'm.ok' and state = 'succeeded'")
+got=$(val 'palisade_cluster_job_last_success_timestamp_seconds{job="m.ok"}')
+check "last success of m.ok ($got) is within the refresh interval of the database's ($last)" python3 -c "import sys; sys.exit(0 if 0 <= $last - $got <= 3 else 1)"
+expect_eq "cluster stats read PostgreSQL" 1 "$(val palisade_cluster_stats_up)"
+
+# The group is resumed: its backlog drains and the gauge follows.
+"$PAL" resume --config "$CLUSTER_CONF" --group held >/dev/null
+held_drained() {
+	curl -s "http://${NODE_ADMIN[m1]}/metrics" >"$M"
+	[ "$(val 'palisade_cluster_backlog_triggers{group="held",state="paused"}')" = 0 ] &&
+		[ "$(val 'palisade_cluster_backlog_triggers{group="held",state="pending"}')" = 0 ]
+}
+wait_until "the held backlog drains, and the gauge follows to 0" 20 held_drained
+finish
