@@ -42,6 +42,9 @@ pal_jobloader *pal_jobloader_new(void);
 PAL_MUST_CHECK int pal_jobloader_file(pal_jobloader *l, const char *path, pal_jobset *set,
 				      pal_diags *diags);
 void pal_jobloader_free(pal_jobloader *l);
+/* Whether a file loaded so far defined job ID (`apply --prune` retires the
+ * stored jobs that none did). */
+bool pal_jobloader_seen(const pal_jobloader *l, const char *id);
 
 /*
  * Load one job file from memory: LEN bytes at BUF, NAME used in diagnostics.

@@ -76,6 +76,13 @@ typedef struct pal_job_spec {
 	pal_jitter jitter;                          /* default full */
 	int64_t max_age_ms;                         /* 0 = none; default 1h */
 
+	/* About the job, not its plan: kept on the jobs row, outside the
+	 * canonical form and its digest (a change of these never makes a new
+	 * version).  NULL when absent. */
+	char *owner;       /* free text, one line */
+	char *description; /* free text */
+	bool suspend;      /* `suspend: true`: the job's gate is closed by apply */
+
 	/* where it came from, for messages */
 	char *file;
 	int line, col;

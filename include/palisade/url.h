@@ -11,4 +11,10 @@
  * Written to BUF (LEN bytes, cut to fit). */
 void pal_url_host(const char *url, char *buf, size_t len);
 
+/* URL as it may appear in a message or log: the password of its userinfo
+ * replaced by "***" ("http://u:pw@h/x" -> "http://u:***@h/x"); everything
+ * else as given.  Every message that shows a URL goes through this.
+ * Written to BUF (LEN bytes, cut to fit). */
+void pal_url_redact(const char *url, char *buf, size_t len);
+
 #endif

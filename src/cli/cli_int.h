@@ -3,6 +3,7 @@
 #define PALISADE_CLI_INT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include "palisade/store.h"
 
@@ -62,6 +63,54 @@ int pal_cli_connect(const pal_cli_common *c, bool migrating, pal_store **out);
 
 /* Actor for audit rows: $PALISADE_ACTOR, else user@host. Static buffer. */
 const char *pal_cli_actor(void);
+
+/*
+ * Exit codes beside those of err.h (0 ok, 64 usage, 65 invalid input, 69
+ * unavailable, 70 internal), one per outcome a script tells apart:
+ *   2  verify ran and found a mismatch (the cluster disagrees with its plan)
+ *   3  not found: the job, trigger or ticket named does not exist
+ *   4  refused: the action is not allowed in the object's current state
+ *      (a trigger already finished, a ticket already resolved, a re-run that
+ *      could duplicate an effect without --new-effect, a retired job)
+ * docs/operations.md and palisade(1) list them.
+ */
+enum {
+	PAL_EXIT_MISMATCH = 2,
+	PAL_EXIT_NOTFOUND = 3,
+	PAL_EXIT_REFUSED = 4,
+};
+
+/* Exit code for a PAL_E* code of a store or ops function: ENOENT 3,
+ * ESTALE 4, EINVAL and ETOOBIG 65, EDB and EBUSY 69, else 70. */
+int pal_cli_exit_code(int rc);
+
+/* A job id (WHAT "job", at most 128 bytes) or a tenant or group name (64
+ * bytes) given on the command line, checked like the keys of a job file:
+ * [a-z0-9][a-z0-9._-]*.  False (message printed) otherwise. */
+bool pal_cli_name(const char *cmd, const char *what, const char *arg);
+#define PAL_CLI_JOB_MAX 128
+#define PAL_CLI_GROUP_MAX 64
+
+/* --OPT ARG as an RFC 3339 instant in whole seconds into *out.  A fraction
+ * other than zero is refused: instants are whole seconds, and cutting it
+ * off would name another instant than the one asked for.  False (message
+ * printed) otherwise. */
+bool pal_cli_time(const char *cmd, const char *opt, const char *arg, int64_t *out);
+
+/* Commands of cmd_lifecycle.c and cmd_read.c. */
+int pal_cmd_delete(int argc, char **argv);   /* delete JOB... (retire) */
+int pal_cmd_attempts(int argc, char **argv); /* attempts TRIGGER */
+int pal_cmd_gates(int argc, char **argv);
+int pal_cmd_misfires(int argc, char **argv);
+int pal_cmd_audit(int argc, char **argv);
+
+/* After a commit that retired IDS[0..n): wait up to WAIT_MS for the
+ * controllers to take the retiring versions in, then cancel the triggers
+ * they planned from the old versions meanwhile.  Prints what it did on
+ * stderr (table) and returns the exit code (0, or 69 when the database
+ * failed). */
+int pal__cli_retire_settle(const char *cmd, pal_store *st, const char *const *ids, size_t n,
+			   const char *reason, int64_t wait_ms, int64_t *late_cancelled);
 
 /* Print "palisade CMD: " + message to stderr. */
 void pal_cli_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -17,17 +17,29 @@
 #include "palisade/cli.h"
 #include "palisade/err.h"
 #include "palisade/jobfile.h"
+#include "palisade/lifecycle.h"
 #include "palisade/store.h"
+#include "palisade/timefmt.h"
 #include "cli_int.h"
+#include <glib.h>
 
 static void usage(FILE *fp)
 {
 	fprintf(fp,
-		"usage: palisade apply [--reason TEXT] [--pg CONNINFO] [--config FILE]\n"
-		"                      [--output table|json] FILE...\n"
+		"usage: palisade apply [--prune] [--dry-run] [--reason TEXT] [--pg CONNINFO]\n"
+		"                      [--config FILE] [--output table|json] FILE...\n"
 		"Validate the job files, then store each job as a new plan version when its\n"
 		"canonical spec changed (version n+1), or report it unchanged.  All jobs go in\n"
 		"one transaction: on any error nothing is stored.  History is never rewritten.\n"
+		"owner and description are updated in place (no new version).  A job with\n"
+		"`suspend: true` gets its gate closed (as `palisade pause --job`, source\n"
+		"'spec'); without it, a gate that a job file closed is lifted (an operator's\n"
+		"pause is never lifted by apply).\n"
+		"--prune  also retire every stored live job that none of the files defines\n"
+		"         (as `palisade delete` does: history kept; applying it again later\n"
+		"         makes a new version).\n"
+		"--dry-run  do everything in a transaction that is rolled back: report what\n"
+		"         would be created, updated, retired, suspended; store nothing.\n"
 		"Exit: 0 applied, 65 invalid files (nothing stored), 69 database unreachable.\n");
 }
 
@@ -60,6 +72,8 @@ struct run {
 	int db_ec; /* exit code of a database failure, 0 when none */
 	FILE *out;
 	size_t count[3];
+	GPtrArray *suspended; /* ids of the jobs whose file says suspend: true */
+	GHashTable *defined;  /* every id the files define (for the gates) */
 };
 
 /* Hand SET to the store (connecting on first use); a failure is kept in
@@ -89,8 +103,11 @@ static void store_set(struct run *r, const pal_jobset *set)
 		r->ap = NULL;
 		r->db_ec = rc == PAL_EDB ? PAL_EXIT_UNAVAIL : PAL_EXIT_SOFTWARE;
 	}
-	for (size_t i = 0; !rc && i < set->n; i++)
+	for (size_t i = 0; !rc && i < set->n; i++) {
 		report(r->out, r->c->json, r->count, &set->jobs[i], &res[i]);
+		if (set->jobs[i].suspend)
+			g_ptr_array_add(r->suspended, g_strdup(set->jobs[i].id));
+	}
 	free(res);
 }
 
@@ -98,14 +115,21 @@ int pal_cmd_apply(int argc, char **argv)
 {
 	pal_cli_common c = { 0 };
 	const char *reason = "";
+	bool prune = false, dry = false;
 	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
 					    { "reason", required_argument, NULL, 'r' },
+					    { "prune", no_argument, NULL, 'P' },
+					    { "dry-run", no_argument, NULL, 'n' },
 					    { "help", no_argument, NULL, 'h' },
 					    { 0 } };
 	int opt, ec;
-	while ((opt = getopt_long(argc, argv, "hr:", lo, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "hr:n", lo, NULL)) != -1) {
 		if (opt == 'r') {
 			reason = optarg;
+			continue;
+		}
+		if (opt == 'P' || opt == 'n') {
+			*(opt == 'P' ? &prune : &dry) = true;
 			continue;
 		}
 		if ((ec = pal_cli_opt_other(&c, opt, optarg, usage)) >= 0)
@@ -115,7 +139,8 @@ int pal_cmd_apply(int argc, char **argv)
 		usage(stderr);
 		return PAL_EXIT_USAGE;
 	}
-	struct run r = { .c = &c, .reason = reason, .out = tmpfile() };
+	struct run r = { .c = &c, .reason = reason, .out = tmpfile(),
+			 .suspended = g_ptr_array_new_with_free_func(g_free) };
 	pal_jobloader *l = pal_jobloader_new();
 	if (!r.out || !l) {
 		pal_cli_err("apply", "%s; nothing applied",
@@ -135,12 +160,13 @@ int pal_cmd_apply(int argc, char **argv)
 			store_set(&r, &set);
 		pal_jobset_free(&set);
 	}
-	pal_jobloader_free(l);
 	if (!bad && !r.ap && !r.db_ec) {
 		pal_jobset none = { 0 }; /* files without jobs: still one (empty) apply */
 		store_set(&r, &none);
 	}
 	if (bad) {
+		pal_jobloader_free(l);
+		g_ptr_array_free(r.suspended, TRUE);
 		pal_store_apply_abort(r.ap);
 		pal_store_close(r.st);
 		fclose(r.out);
@@ -152,19 +178,145 @@ int pal_cmd_apply(int argc, char **argv)
 	}
 	pal_diags_free(&diags);
 	char err[1024];
-	int rc = r.db_ec ? 0 : pal_store_apply_commit(r.ap, err, sizeof err);
-	pal_store_close(r.st);
-	if (rc) {
-		pal_cli_err("apply", "%s; nothing applied", err);
-		r.db_ec = rc == PAL_EDB ? PAL_EXIT_UNAVAIL : PAL_EXIT_SOFTWARE;
+	int rc = 0;
+	/* --prune: the live jobs no file defines, retired in this transaction. */
+	GPtrArray *gone = g_ptr_array_new_with_free_func(g_free);
+	pal_retire_result *gres = NULL;
+	if (!r.db_ec && prune) {
+		json_t *live = NULL;
+		rc = pal_store_apply_sync(r.ap, err, sizeof err);
+		if (!rc)
+			rc = pal_store_live_job_ids(r.st, &live, err, sizeof err);
+		size_t i;
+		json_t *id;
+		json_array_foreach(live, i, id)
+		if (!pal_jobloader_seen(l, json_string_value(id)))
+			g_ptr_array_add(gone, g_strdup(json_string_value(id)));
+		json_decref(live);
+		gres = calloc(gone->len ? gone->len : 1, sizeof *gres);
+		if (!rc && !gres)
+			rc = PAL_ENOMEM;
+		if (!rc && gone->len)
+			rc = pal_store_apply_retire(r.ap, (const char *const *)gone->pdata, gone->len,
+						    gres, err, sizeof err);
+		if (rc) {
+			pal_store_apply_abort(r.ap);
+			r.ap = NULL;
+		}
 	}
+	/* The gates of `suspend`: computed before the commit (what the job
+	 * files ask for), changed after it, each as its own audited pause or
+	 * resume.  Only jobs whose gate must change cost a round trip. */
+	GPtrArray *close = g_ptr_array_new(), *lift = g_ptr_array_new();
+	json_t *gates = NULL;
+	if (!rc && !r.db_ec) {
+		rc = pal_store_apply_sync(r.ap, err, sizeof err);
+		if (!rc)
+			rc = pal_store_job_gates(r.st, &gates, err, sizeof err);
+		if (rc) {
+			pal_store_apply_abort(r.ap);
+			r.ap = NULL;
+		}
+	}
+	GHashTable *susp = g_hash_table_new(g_str_hash, g_str_equal);
+	for (guint i = 0; i < r.suspended->len; i++)
+		g_hash_table_add(susp, r.suspended->pdata[i]);
+	if (!rc && !r.db_ec) {
+		for (guint i = 0; i < r.suspended->len; i++)
+			if (!json_object_get(gates, r.suspended->pdata[i]))
+				g_ptr_array_add(close, r.suspended->pdata[i]);
+		const char *job;
+		json_t *src;
+		json_object_foreach(gates, job, src)
+		if (!strcmp(json_string_value(src), "spec") && pal_jobloader_seen(l, job) &&
+		    !g_hash_table_contains(susp, job))
+			g_ptr_array_add(lift, (gpointer)job);
+	}
+	pal_jobloader_free(l);
+	if (!rc && !r.db_ec) {
+		if (dry) {
+			pal_store_apply_abort(r.ap);
+			r.ap = NULL;
+		} else {
+			rc = pal_store_apply_commit(r.ap, err, sizeof err);
+		}
+	}
+	if (rc) {
+		pal_cli_err("apply", "%s; nothing applied", rc == PAL_ENOMEM ? "out of memory" : err);
+		r.db_ec = pal_cli_exit_code(rc);
+	}
+	int64_t late = 0;
+	size_t n_gate_err = 0;
+	if (!r.db_ec && !dry) {
+		/* After the commit: the gates, then the retired jobs' stragglers. */
+		for (guint i = 0; i < close->len; i++) {
+			pal_pause_result pr;
+			if (pal_ops_suspend(r.st, close->pdata[i], pal_cli_actor(),
+					    "suspend: true in the job file", &pr, err, sizeof err)) {
+				pal_cli_err("apply", "job %s: closing its gate (suspend: true): %s",
+					    (char *)close->pdata[i], err);
+				n_gate_err++;
+			}
+		}
+		for (guint i = 0; i < lift->len; i++) {
+			pal_resume_result rr;
+			if (pal_ops_unsuspend(r.st, lift->pdata[i], pal_cli_actor(),
+					      "suspend no longer set in the job file", &rr, err,
+					      sizeof err)) {
+				pal_cli_err("apply", "job %s: lifting its gate (suspend unset): %s",
+					    (char *)lift->pdata[i], err);
+				n_gate_err++;
+			}
+		}
+		if (gone->len &&
+		    (ec = pal__cli_retire_settle("apply", r.st, (const char *const *)gone->pdata,
+						 gone->len, reason, 10000, &late)))
+			r.db_ec = ec;
+	}
+	pal_store_close(r.st);
 	if (r.db_ec) {
 		fclose(r.out);
-		return r.db_ec;
+		goto out;
 	}
+	/* Extra report lines: retired, suspended, lifted. */
+	const char *w_ret = dry ? "would retire" : "retired", *w_sus = dry ? "would suspend" : "suspended",
+		   *w_lift = dry ? "would resume" : "resumed";
+	size_t n_ret = 0;
+	for (guint i = 0; i < gone->len; i++) {
+		if (gres[i].outcome != PAL_RETIRE_RETIRED)
+			continue;
+		n_ret++;
+		if (c.json)
+			fprintf(r.out, "%s  {\n    \"job_id\": \"%s\",\n    \"outcome\": \"%s\",\n"
+				"    \"version\": %d,\n    \"cancelled\": %lld\n  }",
+				r.count[0] + r.count[1] + r.count[2] + n_ret > 1 ? ",\n" : "",
+				(char *)gone->pdata[i], w_ret, gres[i].version,
+				(long long)gres[i].cancelled);
+		else
+			fprintf(r.out, "%-9s %s v%d (%lld pending %s cancelled)\n", w_ret,
+				(char *)gone->pdata[i], gres[i].version, (long long)gres[i].cancelled,
+				gres[i].cancelled == 1 ? "trigger" : "triggers");
+	}
+	size_t extra = n_ret;
+	for (int k = 0; k < 2; k++) {
+		GPtrArray *g = k ? lift : close;
+		for (guint i = 0; i < g->len; i++) {
+			extra++;
+			if (c.json)
+				fprintf(r.out,
+					"%s  {\n    \"job_id\": \"%s\",\n    \"outcome\": \"%s\"\n  }",
+					r.count[0] + r.count[1] + r.count[2] + extra > 1 ? ",\n" : "",
+					(char *)g->pdata[i], k ? w_lift : w_sus);
+			else
+				fprintf(r.out, "%-9s %s (%s)\n", k ? w_lift : w_sus, (char *)g->pdata[i],
+					k ? "suspend no longer set: its gate is lifted"
+					  : "suspend: true: its gate is closed");
+		}
+	}
+	size_t total = r.count[0] + r.count[1] + r.count[2] + extra;
 	/* Committed: now the report. */
 	if (c.json)
-		fputs(r.count[0] + r.count[1] + r.count[2] ? "[\n" : "[", stdout);
+		fputs(total ? "[\n" : "[", stdout);
 	rewind(r.out);
 	char buf[65536];
 	size_t n;
@@ -172,9 +324,29 @@ int pal_cmd_apply(int argc, char **argv)
 		fwrite(buf, 1, n, stdout);
 	fclose(r.out);
 	if (c.json)
-		fputs(r.count[0] + r.count[1] + r.count[2] ? "\n]\n" : "]\n", stdout);
-	else
-		printf("apply: %zu created, %zu updated, %zu unchanged\n", r.count[0], r.count[1],
+		fputs(total ? "\n]\n" : "]\n", stdout);
+	else {
+		printf("apply: %zu created, %zu updated, %zu unchanged", r.count[0], r.count[1],
 		       r.count[2]);
-	return PAL_EXIT_OK;
+		if (prune)
+			printf(", %zu retired", n_ret);
+		if (close->len || lift->len)
+			printf(", %u suspended, %u resumed", close->len, lift->len);
+		printf("%s\n", dry ? " (dry run: nothing stored)" : "");
+		if (late)
+			printf("%lld more %s of retired jobs planned before their last version took "
+			       "over: cancelled\n",
+			       (long long)late, late == 1 ? "trigger" : "triggers");
+	}
+	if (n_gate_err)
+		r.db_ec = PAL_EXIT_UNAVAIL;
+out:
+	json_decref(gates);
+	g_hash_table_destroy(susp);
+	g_ptr_array_free(close, TRUE);
+	g_ptr_array_free(lift, TRUE);
+	g_ptr_array_free(gone, TRUE);
+	g_ptr_array_free(r.suspended, TRUE);
+	free(gres);
+	return r.db_ec;
 }

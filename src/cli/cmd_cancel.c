@@ -25,7 +25,7 @@ static void usage(FILE *fp)
 		"                                  first wins\n"
 		"  unknown, pausing, manual     -> not cancelled (reported; see the message)\n"
 		"Future instants of a job are still planned: pause the job to stop them.\n"
-		"Exit: 0 done (or already cancelling), 1 no such trigger/job, or the trigger\n"
+		"Exit: 0 done (or already cancelling), 3 no such trigger/job, 4 the trigger\n"
 		"is finished or not cancellable (its state is named), 64 usage,\n"
 		"69 database unreachable.\n");
 }
@@ -65,6 +65,8 @@ int pal_cmd_cancel(int argc, char **argv)
 			break;
 		}
 		case 'j':
+			if (!pal_cli_name("cancel", "job", optarg))
+				return PAL_EXIT_USAGE;
 			job = optarg;
 			break;
 		case 'r':
@@ -102,7 +104,7 @@ int pal_cmd_cancel(int argc, char **argv)
 			json_decref(o);
 		}
 		pal_cancel_result_clear(&r);
-		return pal_ops_exit_code(rc);
+		return pal_cli_exit_code(rc);
 	}
 	if (c.json) {
 		json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:O}", "pending_to_cancelled",

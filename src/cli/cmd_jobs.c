@@ -6,6 +6,7 @@
 #include <string.h>
 #include "palisade/cli.h"
 #include "palisade/err.h"
+#include "palisade/lifecycle.h"
 #include "palisade/schedule.h"
 #include "palisade/timefmt.h"
 #include <stdlib.h>
@@ -14,11 +15,14 @@
 
 static void usage(FILE *fp)
 {
-	fprintf(fp, "usage: palisade jobs [--versions] [--next N] [--output table|json]\n"
+	fprintf(fp, "usage: palisade jobs [--versions] [--next N] [--retired] [--output table|json]\n"
 		    "                     [--pg CONNINFO] [--config FILE] [JOB]\n"
-		    "List jobs (or one JOB) with their latest and active plan versions;\n"
-		    "--versions adds one line per stored version, --next N the next N fire\n"
-		    "instants of the latest version.  JSON always holds the versions.\n");
+		    "List the live jobs (or one JOB, live or retired) with their latest and\n"
+		    "active plan versions, owner and description; --versions adds one line per\n"
+		    "stored version, --next N the next N fire instants of the latest version.\n"
+		    "JSON always holds the versions.  --retired lists the retired jobs instead\n"
+		    "(`palisade delete`, `apply --prune`), with when they were retired.\n"
+		    "Exit: 0 listed, 3 no such job, 64 usage, 69 database unreachable.\n");
 }
 
 static const char *str(json_t *o, const char *k)
@@ -80,11 +84,19 @@ static void print_table(json_t *jobs, bool versions)
 		char active[16] = "-";
 		if (json_is_integer(act))
 			snprintf(active, sizeof active, "v%lld", (long long)json_integer_value(act));
-		printf("%-32s %-12s %-12s %5lld %5s%lld %6s  %s (%s)\n", str(j, "job_id"),
+		printf("%-32s %-12s %-12s %5lld %5s%lld %6s  %s (%s)%s%s\n", str(j, "job_id"),
 		       str(j, "tenant"), str(j, "group"),
 		       (long long)json_integer_value(json_object_get(j, "shard")), "v",
 		       (long long)json_integer_value(json_object_get(j, "latest_version")), active,
-		       str(last, "cron"), str(last, "timezone"));
+		       str(last, "cron"), str(last, "timezone"),
+		       json_is_string(json_object_get(j, "retired_at")) ? "  retired at " : "",
+		       json_is_string(json_object_get(j, "retired_at")) ? str(j, "retired_at") : "");
+		const char *ow = json_string_value(json_object_get(j, "owner"));
+		const char *de = json_string_value(json_object_get(j, "description"));
+		if (ow && *ow)
+			printf("    owner: %s\n", ow);
+		if (de && *de)
+			printf("    description: %.*s\n", (int)strcspn(de, "\n"), de);
 		json_t *next = json_object_get(j, "next");
 		if (json_array_size(next)) {
 			printf("    next:");
@@ -111,10 +123,11 @@ static void print_table(json_t *jobs, bool versions)
 int pal_cmd_jobs(int argc, char **argv)
 {
 	pal_cli_common c = { 0 };
-	bool versions = false;
+	bool versions = false, retired = false;
 	int next = 0;
 	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
 					    { "versions", no_argument, NULL, 'V' },
+					    { "retired", no_argument, NULL, 'X' },
 					    { "next", required_argument, NULL, 'N' },
 					    { "help", no_argument, NULL, 'h' },
 					    { 0 } };
@@ -131,6 +144,10 @@ int pal_cmd_jobs(int argc, char **argv)
 			versions = true;
 			continue;
 		}
+		if (opt == 'X') {
+			retired = true;
+			continue;
+		}
 		if ((ec = pal_cli_opt_other(&c, opt, optarg, usage)) >= 0)
 			return ec;
 	}
@@ -139,18 +156,60 @@ int pal_cmd_jobs(int argc, char **argv)
 		return PAL_EXIT_USAGE;
 	}
 	const char *job = optind < argc ? argv[optind] : NULL;
+	if (job && !pal_cli_name("jobs", "job", job))
+		return PAL_EXIT_USAGE;
 	pal_store *st;
 	ec = pal_cli_connect(&c, false, &st);
 	if (ec)
 		return ec;
-	json_t *jobs;
+	json_t *jobs, *meta = NULL;
 	char err[1024];
+	if (retired) {
+		int rc = pal_store_retired_json(st, &jobs, err, sizeof err);
+		pal_store_close(st);
+		if (rc) {
+			pal_cli_err("jobs", "%s", err);
+			return pal_cli_exit_code(rc);
+		}
+		if (c.json) {
+			json_dumpf(jobs, stdout, JSON_INDENT(2));
+			putchar('\n');
+		} else {
+			printf("%-32s %-12s %-12s %6s %-20s  %s\n", "JOB", "TENANT", "GROUP", "LATEST",
+			       "RETIRED", "OWNER");
+			size_t i;
+			json_t *j;
+			json_array_foreach(jobs, i, j)
+			printf("%-32s %-12s %-12s %5s%lld %-20s  %s\n", str(j, "job_id"),
+			       str(j, "tenant"), str(j, "group"), "v",
+			       (long long)json_integer_value(json_object_get(j, "latest_version")),
+			       str(j, "retired_at"), str(j, "owner"));
+		}
+		json_decref(jobs);
+		return PAL_EXIT_OK;
+	}
 	int rc = pal_store_jobs_json(st, job, &jobs, err, sizeof err);
+	if (!rc)
+		rc = pal_store_job_meta_json(st, job, &meta, err, sizeof err);
 	if (rc) {
 		pal_store_close(st);
 		pal_cli_err("jobs", "%s", err);
+		json_decref(jobs);
 		return PAL_EXIT_UNAVAIL;
 	}
+	/* Owner, description and retirement from the jobs row; retired jobs
+	 * are listed only when named. */
+	for (size_t i = json_array_size(jobs); i-- > 0;) {
+		json_t *j = json_array_get(jobs, i);
+		json_t *m = json_object_get(meta, json_string_value(json_object_get(j, "job_id")));
+		if (!job && m && json_is_string(json_object_get(m, "retired_at"))) {
+			json_array_remove(jobs, i);
+			continue;
+		}
+		if (m)
+			json_object_update(j, m);
+	}
+	json_decref(meta);
 	if (next && (ec = add_next(st, jobs, next))) {
 		pal_store_close(st);
 		json_decref(jobs);
@@ -160,7 +219,7 @@ int pal_cmd_jobs(int argc, char **argv)
 	if (job && json_array_size(jobs) == 0) {
 		pal_cli_err("jobs", "no job \"%s\"", job);
 		json_decref(jobs);
-		return PAL_EXIT_FAIL;
+		return PAL_EXIT_NOTFOUND;
 	}
 	if (c.json) {
 		json_dumpf(jobs, stdout, JSON_INDENT(2));

@@ -23,8 +23,8 @@ static void usage(FILE *fp, bool pause)
 			"'pausing'); each stops at its next safe point with its checkpoint and\n"
 			"becomes 'paused'.  Pending triggers stay pending.  Pausing a paused scope\n"
 			"updates the reason.  Written to audit_log with actor and reason.\n"
-			"Exit: 0 done, 1 no such job, 64 usage (--reason is required),\n"
-			"69 database unreachable or gates lock not available.\n");
+			"Exit: 0 done, 3 no such job, 64 usage (--reason is required, names are\n"
+			"checked like those of job files), 69 database unreachable or gates lock not available.\n");
 	else
 		fprintf(fp,
 			"usage: palisade resume (--job JOB | --group GROUP | --tenant TENANT | --all)\n"
@@ -36,7 +36,7 @@ static void usage(FILE *fp, bool pause)
 			"executor has not reached a safe point) go back to 'running' under the\n"
 			"same token, so one resume is enough.  Resuming a scope without a gate only\n"
 			"releases paused triggers that no gate covers.  Written to audit_log.\n"
-			"Exit: 0 done, 1 no such job, 64 usage, 69 database unreachable.\n");
+			"Exit: 0 done, 3 no such job, 64 usage, 69 database unreachable.\n");
 }
 
 static const char *plural(int64_t n, const char *one, const char *many)
@@ -67,10 +67,9 @@ static int gate_cmd(int argc, char **argv, bool pause)
 		case 'j':
 		case 'g':
 		case 't':
-			if (!*optarg) {
-				pal_cli_err(cmd, "an empty scope name is not a scope");
+			if (!pal_cli_name(cmd, opt == 'j' ? "job" : opt == 'g' ? "group" : "tenant",
+					  optarg))
 				return PAL_EXIT_USAGE;
-			}
 			sc.kind = opt == 'j' ? PAL_SCOPE_JOB : opt == 'g' ? PAL_SCOPE_GROUP : PAL_SCOPE_TENANT;
 			sc.name = optarg;
 			nscopes++;
@@ -114,7 +113,7 @@ static int gate_cmd(int argc, char **argv, bool pause)
 		pal_store_close(st);
 		if (rc) {
 			pal_cli_err(cmd, "%s", err);
-			return pal_ops_exit_code(rc);
+			return pal_cli_exit_code(rc);
 		}
 		if (c.json) {
 			json_t *o = json_pack("{s:s, s:b, s:s, s:I, s:I, s:I}", "scope", scope,
@@ -143,7 +142,7 @@ static int gate_cmd(int argc, char **argv, bool pause)
 	pal_store_close(st);
 	if (rc) {
 		pal_cli_err(cmd, "%s", err);
-		return pal_ops_exit_code(rc);
+		return pal_cli_exit_code(rc);
 	}
 	if (c.json) {
 		json_t *o = json_pack("{s:s, s:b, s:I, s:I, s:I, s:I, s:I}", "scope", scope,

@@ -33,7 +33,7 @@ static void usage(FILE *fp)
 		"  backfill        misfire ticket: plan its evidence range as a backfill\n"
 		"                  (request id ticket-ID; at most --max instants, default %d)\n"
 		"The ticket becomes resolved with actor, time, reason and evidence; audited.\n"
-		"Exit: 0 done, 1 no such ticket, already resolved, or its trigger is not in\n"
+		"Exit: 0 done, 3 no such ticket, 4 already resolved or its trigger not in\n"
 		"'manual', 64 usage, 65 action not allowed / bad evidence / over --max,\n"
 		"69 database unreachable.\n",
 		DEFAULT_MAX);
@@ -222,7 +222,7 @@ int pal_cmd_tickets(int argc, char **argv)
 		pal_store_close(st);
 		if (rc) {
 			pal_cli_err("tickets", "%s", err);
-			return pal_ops_exit_code(rc);
+			return pal_cli_exit_code(rc);
 		}
 		if (c.json)
 			dump(out);
@@ -239,7 +239,7 @@ int pal_cmd_tickets(int argc, char **argv)
 	pal_store_close(st);
 	if (rc) {
 		pal_cli_err("tickets", "%s", err);
-		return pal_ops_exit_code(rc);
+		return pal_cli_exit_code(rc);
 	}
 	if (c.json) {
 		out = json_pack("{s:I, s:s, s:s}", "ticket", (json_int_t)id, "action", action, "state",

@@ -11,6 +11,7 @@
 #include "palisade/cli.h"
 #include "palisade/err.h"
 #include "palisade/ops.h"
+#include "palisade/lifecycle.h"
 #include "palisade/timefmt.h"
 #include "cli_int.h"
 
@@ -19,14 +20,23 @@
 static void usage_trigger(FILE *fp)
 {
 	fprintf(fp,
-		"usage: palisade trigger --job JOB [--at RFC3339] [--request-id ID] --reason TEXT\n"
-		"                        [--output table|json] [--pg CONNINFO] [--config FILE]\n"
+		"usage: palisade trigger --job JOB [--at RFC3339] [--request-id ID] [--new-effect]\n"
+		"                        --reason TEXT [--output table|json] [--pg CONNINFO]\n"
+		"                        [--config FILE]\n"
 		"Plan a manual run of JOB: one trigger per partition of its active version\n"
 		"(else its latest), source 'manual', scheduled and due at --at or now (the\n"
 		"database clock).  Its idempotency keys include the request id: a new id is a\n"
 		"new, deliberate effect; repeating an id creates nothing (\"already exists\").\n"
 		"Without --request-id a random UUID is used.  Written to audit_log.\n"
-		"Exit: 0 created or already existing, 1 no such job, 64 usage,\n"
+		"--at is whole seconds (a fraction is refused, not cut off).  When a trigger\n"
+		"of JOB at that instant already had an attempt whose outcome is unknown (a\n"
+		"request sent and not answered; trigger state unknown or manual), the effect\n"
+		"may have happened: a re-run with a new key could make it twice.  Then the\n"
+		"command names those triggers and refuses unless --new-effect says that a\n"
+		"second effect is what you want (resolve the ticket instead: `palisade\n"
+		"tickets`, action retry keeps the key).  A retired job is refused.\n"
+		"Exit: 0 created or already existing, 3 no such job, 4 refused (unknown\n"
+		"outcome without --new-effect, or the job is retired), 64 usage,\n"
 		"65 request id already used differently, 69 database unreachable.\n");
 }
 
@@ -42,7 +52,7 @@ static void usage_backfill(FILE *fp)
 		"already for that request id are kept (ON CONFLICT DO NOTHING), so repeating a\n"
 		"backfill with its request id creates nothing new.  Refuses ranges of more than\n"
 		"--max instants (default %d).  Written to audit_log.\n"
-		"Exit: 0 done, 1 no such job, 64 usage, 65 over --max or request id already\n"
+		"Exit: 0 done, 3 no such job, 64 usage, 65 over --max or request id already\n"
 		"used by a manual run, 69 database unreachable.\n",
 		DEFAULT_MAX);
 }
@@ -59,15 +69,6 @@ static bool request_id_ok(const char *s)
 	return true;
 }
 
-static bool parse_time(const char *cmd, const char *opt, const char *arg, int64_t *out)
-{
-	if (pal_parse_rfc3339(arg, out)) {
-		pal_cli_err(cmd, "--%s \"%s\": expected RFC 3339 (2026-01-01T00:00:00Z)", opt, arg);
-		return false;
-	}
-	return true;
-}
-
 /* The given request id, or a new UUID into BUF.  NULL when none can be made. */
 static const char *request_id(const char *cmd, const char *given, char buf[37])
 {
@@ -80,14 +81,90 @@ static const char *request_id(const char *cmd, const char *given, char buf[37])
 	return buf;
 }
 
+/*
+ * Before a manual run of JOB at AT: refuse a retired job, and a re-run of an
+ * instant whose effect may already have happened (an attempt with an
+ * unknown outcome) unless NEW_EFFECT; the triggers of the same request id
+ * do not count (repeating it creates nothing).  0 to go on, else the exit
+ * code (message printed).
+ */
+static int check_rerun(pal_store *st, const char *job, int64_t at, const char *rid,
+		       bool new_effect)
+{
+	char err[1024];
+	bool retired;
+	int rc = pal_store_job_retired(st, job, &retired, err, sizeof err);
+	if (rc) {
+		pal_cli_err("trigger", "%s", err);
+		return pal_cli_exit_code(rc);
+	}
+	if (retired) {
+		pal_cli_err("trigger",
+			    "job %s is retired (`palisade jobs --retired`); apply it again to run it",
+			    job);
+		return PAL_EXIT_REFUSED;
+	}
+	if (at == PAL_OPS_NOW)
+		return 0; /* a fresh instant: nothing ran at it */
+	json_t *unk = NULL;
+	if ((rc = pal_store_unknown_at(st, job, at, &unk, err, sizeof err))) {
+		pal_cli_err("trigger", "%s", err);
+		return pal_cli_exit_code(rc);
+	}
+	size_t i, n = 0;
+	json_t *t;
+	json_array_foreach(unk, i, t)
+	{
+		const char *r = json_string_value(json_object_get(t, "request_id"));
+		if (r && !strcmp(r, rid))
+			continue;
+		if (!n++) {
+			char ts[32];
+			pal_fmt_rfc3339(at, ts, sizeof ts);
+			fprintf(stderr,
+				"palisade trigger: warning: job %s at %s already had an attempt whose "
+				"outcome is unknown: the effect may have happened, and a run with a new "
+				"key could make it a second time:\n",
+				job, ts);
+		}
+		fprintf(stderr, "  trigger %lld (%s, state %s):",
+			(long long)json_integer_value(json_object_get(t, "trigger_id")),
+			json_string_value(json_object_get(t, "source")),
+			json_string_value(json_object_get(t, "state")));
+		size_t k;
+		json_t *a;
+		json_array_foreach(json_object_get(t, "attempts"), k, a)
+		{
+			const char *o = json_string_value(json_object_get(a, "outcome"));
+			const char *e = json_string_value(json_object_get(a, "error_class"));
+			fprintf(stderr, " [fence %lld %s%s%s]",
+				(long long)json_integer_value(json_object_get(a, "fence")),
+				o ? o : "running", e ? " " : "", e ? e : "");
+		}
+		fputc('\n', stderr);
+	}
+	json_decref(unk);
+	if (n && !new_effect) {
+		fprintf(stderr, "palisade trigger: refused; hint: resolve its ticket (`palisade "
+				"tickets`: retry keeps the key, mark_succeeded if it happened), or pass "
+				"--new-effect to run it again with a new key anyway\n");
+		return PAL_EXIT_REFUSED;
+	}
+	if (n)
+		fprintf(stderr, "palisade trigger: --new-effect given: running it again\n");
+	return 0;
+}
+
 int pal_cmd_trigger(int argc, char **argv)
 {
 	pal_cli_common c = { 0 };
 	const char *job = NULL, *reason = NULL, *rid = NULL;
 	int64_t at = PAL_OPS_NOW;
+	bool new_effect = false;
 	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
 					    { "job", required_argument, NULL, 'j' },
 					    { "at", required_argument, NULL, 'A' },
+					    { "new-effect", no_argument, NULL, 'E' },
 					    { "request-id", required_argument, NULL, 'R' },
 					    { "reason", required_argument, NULL, 'r' },
 					    { "help", no_argument, NULL, 'h' },
@@ -96,14 +173,19 @@ int pal_cmd_trigger(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "hj:r:", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'j':
+			if (!pal_cli_name("trigger", "job", optarg))
+				return PAL_EXIT_USAGE;
 			job = optarg;
 			break;
 		case 'A':
-			if (!parse_time("trigger", "at", optarg, &at))
+			if (!pal_cli_time("trigger", "at", optarg, &at))
 				return PAL_EXIT_USAGE;
 			break;
 		case 'R':
 			rid = optarg;
+			break;
+		case 'E':
+			new_effect = true;
 			break;
 		case 'r':
 			reason = optarg;
@@ -135,14 +217,18 @@ int pal_cmd_trigger(int argc, char **argv)
 	ec = pal_cli_connect(&c, false, &st);
 	if (ec)
 		return ec;
-	pal_run_result r;
 	char err[1024];
+	if ((ec = check_rerun(st, job, at, rid, new_effect))) {
+		pal_store_close(st);
+		return ec;
+	}
+	pal_run_result r;
 	int rc = pal_ops_trigger(st, job, at, rid, pal_cli_actor(), reason, &r, err, sizeof err);
 	pal_store_close(st);
 	if (rc) {
 		pal_cli_err("trigger", "%s", err);
 		pal_run_result_clear(&r);
-		return pal_ops_exit_code(rc);
+		return pal_cli_exit_code(rc);
 	}
 	char ts[32];
 	pal_fmt_rfc3339(r.at, ts, sizeof ts);
@@ -190,15 +276,17 @@ int pal_cmd_backfill(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "hj:f:t:r:", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'j':
+			if (!pal_cli_name("backfill", "job", optarg))
+				return PAL_EXIT_USAGE;
 			job = optarg;
 			break;
 		case 'f':
-			if (!parse_time("backfill", "from", optarg, &from))
+			if (!pal_cli_time("backfill", "from", optarg, &from))
 				return PAL_EXIT_USAGE;
 			have_from = true;
 			break;
 		case 't':
-			if (!parse_time("backfill", "to", optarg, &to))
+			if (!pal_cli_time("backfill", "to", optarg, &to))
 				return PAL_EXIT_USAGE;
 			have_to = true;
 			break;
@@ -252,7 +340,7 @@ int pal_cmd_backfill(int argc, char **argv)
 	pal_store_close(st);
 	if (rc) {
 		pal_cli_err("backfill", "%s", err);
-		return pal_ops_exit_code(rc);
+		return pal_cli_exit_code(rc);
 	}
 	char f[32], t[32];
 	pal_fmt_rfc3339(from, f, sizeof f);

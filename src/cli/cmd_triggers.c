@@ -23,7 +23,7 @@ static void usage(FILE *fp)
 		"state, fence, lease owner and expiry, attempts, last error class.\n"
 		"STATE: pending running succeeded retry_wait failed unknown pausing paused\n"
 		"cancelling cancelled manual skipped.  --since keeps instants at or after it.\n"
-		"Exit: 0 listed, 1 no such job, 64 usage, 69 database unreachable.\n");
+		"Exit: 0 listed, 3 no such job, 64 usage, 69 database unreachable.\n");
 }
 
 static const char *str(json_t *o, const char *k)
@@ -76,6 +76,8 @@ int pal_cmd_triggers(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "hj:s:n:", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'j':
+			if (!pal_cli_name("triggers", "job", optarg))
+				return PAL_EXIT_USAGE;
 			job = optarg;
 			break;
 		case 's':
@@ -118,7 +120,7 @@ int pal_cmd_triggers(int argc, char **argv)
 	pal_store_close(st);
 	if (rc) {
 		pal_cli_err("triggers", "%s", err);
-		return pal_ops_exit_code(rc);
+		return pal_cli_exit_code(rc);
 	}
 	if (c.json) {
 		json_dumpf(list, stdout, JSON_INDENT(2));

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <pwd.h>
 #include "palisade/err.h"
+#include "palisade/timefmt.h"
 #include "cli_int.h"
 
 void pal_cli_err(const char *cmd, const char *fmt, ...)
@@ -139,4 +140,68 @@ const char *pal_cli_actor(void)
 	struct passwd *pw = getpwuid(getuid());
 	snprintf(buf, sizeof buf, "%s@%s", pw ? pw->pw_name : "unknown", host);
 	return buf;
+}
+
+int pal_cli_exit_code(int rc)
+{
+	switch (rc) {
+	case PAL_OK: return PAL_EXIT_OK;
+	case PAL_ENOENT: return PAL_EXIT_NOTFOUND;
+	case PAL_ESTALE: return PAL_EXIT_REFUSED;
+	case PAL_EINVAL:
+	case PAL_ETOOBIG: return PAL_EXIT_DATAERR;
+	case PAL_EDB:
+	case PAL_EBUSY: return PAL_EXIT_UNAVAIL;
+	default: return PAL_EXIT_SOFTWARE;
+	}
+}
+
+bool pal_cli_name(const char *cmd, const char *what, const char *arg)
+{
+	size_t max = !strcmp(what, "job") ? PAL_CLI_JOB_MAX : PAL_CLI_GROUP_MAX;
+	size_t n = strlen(arg);
+	if (!n) {
+		pal_cli_err(cmd, "an empty %s name names nothing", what);
+		return false;
+	}
+	if (n > max) {
+		pal_cli_err(cmd, "%s name \"%.32s...\" is too long (%zu bytes, at most %zu)", what,
+			    arg, n, max);
+		return false;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char ch = arg[i];
+		bool ok = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+			  (i > 0 && (ch == '.' || ch == '_' || ch == '-'));
+		if (!ok) {
+			pal_cli_err(cmd,
+				    "%s name \"%.64s\": invalid character at byte %zu (allowed: "
+				    "lower-case letters, digits, '.', '_' and '-', starting with a "
+				    "letter or digit)",
+				    what, arg, i + 1);
+			return false;
+		}
+	}
+	return true;
+}
+
+bool pal_cli_time(const char *cmd, const char *opt, const char *arg, int64_t *out)
+{
+	if (pal_parse_rfc3339(arg, out)) {
+		pal_cli_err(cmd, "--%s \"%s\": expected RFC 3339 (2026-01-01T00:00:00Z)", opt, arg);
+		return false;
+	}
+	/* The fraction follows the seconds: "YYYY-MM-DDTHH:MM:SS.fff". */
+	if (strlen(arg) > 19 && arg[19] == '.') {
+		for (const char *p = arg + 20; *p >= '0' && *p <= '9'; p++)
+			if (*p != '0') {
+				pal_cli_err(cmd,
+					    "--%s \"%s\": instants are whole seconds; a fraction "
+					    "would be cut off and name another instant; hint: write "
+					    "%.19s%s",
+					    opt, arg, arg, arg + strcspn(arg + 20, "Zz+-") + 20);
+				return false;
+			}
+	}
+	return true;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "palisade/cli.h"
 #include "palisade/err.h"
+#include "cli_int.h"
 
 #ifndef PALISADE_VERSION
 #define PALISADE_VERSION "0.1.0"
@@ -34,6 +35,11 @@ static const struct command commands[] = {
 	{ "trigger", pal_cmd_trigger, "run a job now or at --at, as a manual run" },
 	{ "backfill", pal_cmd_backfill, "plan every instant of a job in a past range" },
 	{ "tickets", pal_cmd_tickets, "list, show and resolve manual-intervention tickets" },
+	{ "delete", pal_cmd_delete, "retire jobs: nothing planned after now, history kept" },
+	{ "attempts", pal_cmd_attempts, "list the attempts (claims) of a trigger" },
+	{ "gates", pal_cmd_gates, "list the gates (pauses) and who set them" },
+	{ "misfires", pal_cmd_misfires, "list recorded non-runs (misfires) of jobs" },
+	{ "audit", pal_cmd_audit, "list the audit log" },
 };
 
 static void usage(FILE *fp)
@@ -41,6 +47,8 @@ static void usage(FILE *fp)
 	fprintf(fp, "usage: palisade COMMAND [ARGS...]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 		fprintf(fp, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	fprintf(fp, "\nexit codes: 0 ok, 2 verify found a mismatch, 3 not found, 4 refused,\n"
+		    "64 usage, 65 invalid input, 69 database or ZooKeeper unavailable, 70 internal\n");
 	fprintf(fp, "\n'palisade COMMAND --help' describes a command.  See palisade(1).\n");
 }
 

@@ -25,6 +25,7 @@
 #include "palisade/cron.h"
 #include "palisade/timefmt.h"
 #include "palisade/tz.h"
+#include "palisade/url.h"
 #include "palisade/yamltree.h"
 
 _Static_assert(sizeof(pal_misfire_policy) == sizeof(int), "enum stored as int");
@@ -58,6 +59,8 @@ _Static_assert(sizeof(pal_jitter) == sizeof(int), "enum stored as int");
 #define BODY_MAX_LEN (64 * 1024)
 #define MAX_HEADERS 64
 #define MAX_EXCLUSIONS 1000
+#define OWNER_MAX_LEN 256
+#define DESCRIPTION_MAX_LEN 4096
 
 /* Per-job validation state. */
 struct jctx {
@@ -181,6 +184,9 @@ static void k_end(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_exclude(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_misfire(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_idem(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+static void k_suspend(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+static void k_owner(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+static void k_description(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_method(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_url(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_headers(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
@@ -257,6 +263,9 @@ static const struct keydef job_keys[] = {
     {"idempotency_key", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_idem, false},
     {"target", K_SECTION, 0, 0, 0, NULL, 0, NULL, &target_section, NULL, true},
     {"retry", K_SECTION, 0, 0, 0, NULL, 0, NULL, &retry_section, NULL, false},
+    {"suspend", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_suspend, false},
+    {"owner", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_owner, false},
+    {"description", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_description, false},
 };
 static const struct section job_section = {"job", job_keys, N(job_keys)};
 
@@ -644,10 +653,13 @@ static bool check_url(struct jctx *c, const pal_ynode *v, const char *what, cons
 	} else if (!strncmp(u, "https://", 8)) {
 		host = u + 8;
 	} else {
+		char shown[80];
+
+		pal_url_redact(u, shown, sizeof shown);
 		jdiag(c, v,
 		      "%s: \"%.64s\" is not an http or https url; hint: write it as "
 		      "http://host:port/path",
-		      what, u);
+		      what, shown);
 		return false;
 	}
 	end = host + strcspn(host, "/?#");
@@ -997,6 +1009,15 @@ static void k_idem(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 		free(str);
 		return;
 	}
+	if (str[0] == ' ' || str[strlen(str) - 1] == ' ') {
+		jdiag(c, v,
+		      "idempotency_key: \"%.64s\" begins or ends with a space; HTTP drops "
+		      "such spaces from a header value, so the sink would store another key "
+		      "than the one palisade asks about; remove them",
+		      str);
+		free(str);
+		return;
+	}
 	for (size_t i = 0; str[i]; i++) {
 		unsigned char ch = (unsigned char)str[i];
 
@@ -1012,6 +1033,49 @@ static void k_idem(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 	free(s->idempotency_key);
 	s->idempotency_key = str;
 	c->n_idem = v; /* a scalar: checked as a template in cross_checks() */
+}
+
+static void k_suspend(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
+{
+	static const char *const names[] = {"false", "true"};
+	int e;
+
+	if (pal_yget_enum(c->doc, v, "suspend (true or false)", names, 2, &e, c->diags) == 0)
+		s->suspend = e == 1;
+	else
+		c->errors++;
+}
+
+/* Free text kept with the job (owner, description): printable, no control
+ * characters but newlines (and tabs) in a description. */
+static void meta_text(struct jctx *c, const pal_ynode *v, const char *what, size_t max,
+		      bool multiline, char **out)
+{
+	char *str = get_str(c, v, what, max);
+
+	if (!str)
+		return;
+	for (size_t i = 0; str[i]; i++) {
+		unsigned char ch = (unsigned char)str[i];
+
+		if ((ch < 0x20 && !(multiline && (ch == '\n' || ch == '\t'))) || ch == 0x7F) {
+			jdiag_at(c, v, i, "%s: control character 0x%02X", what, ch);
+			free(str);
+			return;
+		}
+	}
+	free(*out);
+	*out = str;
+}
+
+static void k_owner(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
+{
+	meta_text(c, v, "owner", OWNER_MAX_LEN, false, &s->owner);
+}
+
+static void k_description(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
+{
+	meta_text(c, v, "description", DESCRIPTION_MAX_LEN, true, &s->description);
 }
 
 static void k_method(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
@@ -1268,13 +1332,21 @@ static void cross_checks(struct jctx *c, const pal_ynode *job, pal_job_spec *s)
 
 		if ((cr = cached_cron(c->l, s->cron, err, sizeof err, NULL)) &&
 		    (tz = cached_tz(c->l, s->timezone, err, sizeof err))) {
+			/* "Never fires" means never again: a cron whose years are
+			 * all past (0 0 0 31 * ? 1999-2001) is as dead as Feb 30.
+			 * The cron alone is searched from now (or start, when
+			 * later); the window check stays from start, so that a
+			 * job file with a past end is not refused by the mere
+			 * passing of time. */
+			int64_t now = (int64_t)time(NULL);
 			int64_t after = s->has_start ? s->start - 1 : 0;
-			int rc = pal_cron_next(cr, tz, s->dst, after, &next);
+			int rc = pal_cron_next(cr, tz, s->dst, after > now ? after : now, &next);
 
 			if (rc == PAL_ENOENT)
 				jdiag(c, c->n_cron, "cron expression \"%s\" never fires%s", s->cron,
-				      s->has_start ? " after start" : "");
-			else if (rc == 0 && s->has_end && next >= s->end)
+				      after > now ? " after start" : " again (every instant it names is past)");
+			else if (rc == 0 && s->has_end &&
+				 (pal_cron_next(cr, tz, s->dst, after, &next) || next >= s->end))
 				jdiag(c, c->n_cron,
 				      "cron expression \"%s\" never fires between start and end",
 				      s->cron);
@@ -1369,6 +1441,11 @@ void pal_jobloader_free(pal_jobloader *l)
 	g_hash_table_destroy(l->tzs);
 	g_hash_table_destroy(l->crons);
 	free(l);
+}
+
+bool pal_jobloader_seen(const pal_jobloader *l, const char *id)
+{
+	return l && g_hash_table_contains(l->ids, id);
 }
 
 /* The loader's copy of file name NAME (the last one added when equal). */

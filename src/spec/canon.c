@@ -128,6 +128,8 @@ void pal_job_spec_clear(pal_job_spec *s)
 	free(s->headers);
 	free(s->body);
 	free(s->status_url);
+	free(s->owner);
+	free(s->description);
 	free(s->file);
 	memset(s, 0, sizeof *s);
 }

@@ -39,6 +39,7 @@
 #include "palisade/store.h"
 #include "store_int.h"
 #include "palisade/url.h"
+#include "palisade/lifecycle.h"
 
 /* Jobs per set of statements: large enough that the round trips vanish
  * (~4 per chunk), small enough that a chunk's arrays stay a few MiB. */
@@ -49,6 +50,10 @@ struct pal_apply {
 	char *actor, *reason;
 	int nshards;
 	bool pending; /* statement 4 sent, result not read yet */
+	/* retiring (pal_store_apply_retire): statement 4 audits job.retire,
+	 * and the jobs' owner and description are left as they are */
+	bool retiring;
+	size_t meta_changed; /* jobs whose owner or description apply changed */
 };
 
 /* Read the result of the statement in flight, if any. */
@@ -149,7 +154,13 @@ struct item {
 	pal_canon_spans sp; /* of retry and target in canon */
 	int latest; /* latest_version before this apply, 0 for a new job */
 	bool fresh; /* its jobs row was inserted by this apply */
+	bool meta;  /* an existing job whose owner or description differ */
 };
+
+static const char *nz(const char *s)
+{
+	return s ? s : "";
+}
 
 static int cmp_item(const void *x, const void *y)
 {
@@ -177,27 +188,33 @@ static int query_rows(pal_apply *a, const char *sql, int np, const char *const *
  * inserted in the same transaction), so statement 4 need not update it. */
 static int lock_jobs(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
 {
-	pal_pgarr ids, te, gr, sh;
+	pal_pgarr ids, te, gr, sh, ow, de;
 	pal__pgarr_init(&ids);
 	pal__pgarr_init(&te);
 	pal__pgarr_init(&gr);
 	pal__pgarr_init(&sh);
+	pal__pgarr_init(&ow);
+	pal__pgarr_init(&de);
 	for (size_t i = 0; i < n; i++) {
 		pal__pgarr_text(&ids, it[i].s->id);
 		pal__pgarr_text(&te, it[i].s->tenant);
 		pal__pgarr_text(&gr, it[i].s->group);
 		pal__pgarr_i64(&sh, pal_job_shard(it[i].s->id, a->nshards));
+		pal__pgarr_text(&ow, nz(it[i].s->owner));
+		pal__pgarr_text(&de, nz(it[i].s->description));
 	}
 	char *p[] = { pal__pgarr_end(&ids), pal__pgarr_end(&te), pal__pgarr_end(&gr),
-		      pal__pgarr_end(&sh), NULL };
+		      pal__pgarr_end(&sh), pal__pgarr_end(&ow), pal__pgarr_end(&de), NULL };
+	enum { REST = 6 };
 	PGresult *r = NULL;
 	int rc = query_rows(a,
-			    "INSERT INTO jobs (job_id, tenant, resource_group, shard, latest_version)"
-			    " SELECT u.id, u.te, u.gr, u.sh, 1"
-			    " FROM unnest($1::text[], $2::text[], $3::text[], $4::int[])"
-			    "  WITH ORDINALITY AS u(id, te, gr, sh, i)"
+			    "INSERT INTO jobs (job_id, tenant, resource_group, shard, latest_version,"
+			    "  owner, description)"
+			    " SELECT u.id, u.te, u.gr, u.sh, 1, u.ow, u.de"
+			    " FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[],"
+			    "  $6::text[]) WITH ORDINALITY AS u(id, te, gr, sh, ow, de, i)"
 			    " ORDER BY u.i ON CONFLICT (job_id) DO NOTHING RETURNING job_id",
-			    4, (const char *const *)p, -1, &r, err, errlen);
+			    6, (const char *const *)p, -1, &r, err, errlen);
 	size_t old = n;
 	if (!rc && PQntuples(r) > 0) {
 		GHashTable *fresh = g_hash_table_new(g_str_hash, g_str_equal);
@@ -214,22 +231,30 @@ static int lock_jobs(pal_apply *a, struct item *it, size_t n, char *err, size_t 
 			}
 		}
 		g_hash_table_destroy(fresh);
-		p[4] = pal__pgarr_end(&rest);
+		p[REST] = pal__pgarr_end(&rest);
 	}
 	PQclear(r);
 	r = NULL;
-	/* The jobs that existed: lock them (in chunk order) and read. */
+	/* The jobs that existed: lock them (in chunk order) and read their
+	 * latest version and metadata (compared here: no statement of its own
+	 * for what rarely changes). */
 	if (!rc && old)
 		rc = query_rows(a,
-				"SELECT j.latest_version FROM unnest($1::text[]) WITH ORDINALITY AS u(id, i)"
+				"SELECT j.latest_version, j.owner, j.description"
+				" FROM unnest($1::text[]) WITH ORDINALITY AS u(id, i)"
 				" JOIN jobs j ON j.job_id = u.id ORDER BY u.i FOR UPDATE OF j",
-				1, (const char *const *)(p[4] ? &p[4] : &p[0]), (int)old, &r, err,
+				1, (const char *const *)(p[REST] ? &p[REST] : &p[0]), (int)old, &r, err,
 				errlen);
 	for (size_t i = 0, row = 0; !rc && old && i < n; i++)
-		if (!it[i].fresh)
-			it[i].latest = atoi(PQgetvalue(r, (int)row++, 0));
+		if (!it[i].fresh) {
+			it[i].latest = atoi(PQgetvalue(r, (int)row, 0));
+			it[i].meta = !a->retiring &&
+				     (strcmp(PQgetvalue(r, (int)row, 1), nz(it[i].s->owner)) ||
+				      strcmp(PQgetvalue(r, (int)row, 2), nz(it[i].s->description)));
+			row++;
+		}
 	PQclear(r);
-	for (size_t k = 0; k < 5; k++)
+	for (size_t k = 0; k < REST + 1; k++)
 		g_free(p[k]);
 	return rc;
 }
@@ -279,6 +304,49 @@ static int compare_digests(pal_apply *a, struct item *it, size_t n, char *err, s
 	}
 	for (size_t k = 0; k < 3; k++)
 		g_free(p[k]);
+	return rc;
+}
+
+/* Statement 5, only for a chunk where some existing job's owner or
+ * description changed: update them in place and audit old and new (they
+ * are not part of the spec, so no version is made for them). */
+static int update_meta(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
+{
+	pal_pgarr ids, ow, de;
+	size_t m = 0;
+	pal__pgarr_init(&ids);
+	pal__pgarr_init(&ow);
+	pal__pgarr_init(&de);
+	for (size_t i = 0; i < n; i++)
+		if (it[i].meta) {
+			pal__pgarr_text(&ids, it[i].s->id);
+			pal__pgarr_text(&ow, nz(it[i].s->owner));
+			pal__pgarr_text(&de, nz(it[i].s->description));
+			m++;
+		}
+	const char *p[] = { pal__pgarr_end(&ids), pal__pgarr_end(&ow), pal__pgarr_end(&de),
+			    a->actor, a->reason };
+	int rc = PAL_OK;
+	PGresult *r = NULL;
+	if (m)
+		rc = query_rows(a,
+				"WITH u AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[])"
+				"   AS u(id, ow, de)),"
+				" old AS (SELECT j.job_id, j.owner, j.description FROM jobs j"
+				"   JOIN u ON u.id = j.job_id),"
+				" upd AS (UPDATE jobs j SET owner = u.ow, description = u.de,"
+				"   updated_at = now() FROM u WHERE j.job_id = u.id)"
+				" INSERT INTO audit_log (actor, action, scope, reason, details)"
+				" SELECT $4, 'job.meta', 'job:' || u.id, $5, jsonb_build_object("
+				"   'owner', u.ow, 'description', u.de,"
+				"   'previous_owner', old.owner, 'previous_description', old.description)"
+				" FROM u JOIN old ON old.job_id = u.id",
+				5, p, -1, &r, err, errlen);
+	PQclear(r);
+	if (!rc)
+		a->meta_changed += m;
+	for (size_t k = 0; k < 3; k++)
+		g_free((char *)p[k]);
 	return rc;
 }
 
@@ -332,12 +400,14 @@ static int send_versions(pal_apply *a, struct item *it, size_t n, char *err, siz
 		it[i].res->version = it[i].latest + 1;
 		m++;
 	}
-	const char *p[NA + 2];
+	const char *p[NA + 3];
 	for (int k = 0; k < NA; k++)
 		p[k] = pal__pgarr_end(&arr[k]);
 	p[NA] = a->actor;
 	p[NA + 1] = a->reason;
-	/* $1..$21 arrays, $22 actor, $23 reason */
+	p[NA + 2] = a->retiring ? "job.retire" : NULL;
+	/* $1..$21 arrays, $22 actor, $23 reason, $24 audit action (NULL: create
+	 * or update) */
 	int rc = PAL_OK;
 	/* u is referenced four times, so it is computed (and each spec parsed
 	 * as jsonb) once. */
@@ -357,14 +427,15 @@ static int send_versions(pal_apply *a, struct item *it, size_t n, char *err, siz
 			 "  SELECT id, v, sj, dg, cron, tz, mis, cw, mc, ov, pr, dl, mif, idem,"
 			 "   retry::jsonb, grp, target::jsonb, parts, $22, host FROM u),"
 			 " upd AS (UPDATE jobs j SET latest_version = u.v, tenant = u.te,"
-			 "   resource_group = u.grp, updated_at = now() FROM u"
+			 "   resource_group = u.grp, updated_at = now(), retired_at = NULL FROM u"
 			 "   WHERE j.job_id = u.id AND u.fresh = 0),"
 			 " aud AS (INSERT INTO audit_log (actor, action, scope, reason, details)"
-			 "  SELECT $22, CASE WHEN u.v = 1 THEN 'job.create' ELSE 'job.update' END,"
+			 "  SELECT $22, coalesce($24::text,"
+			 "   CASE WHEN u.v = 1 THEN 'job.create' ELSE 'job.update' END),"
 			 "   'job:' || u.id, $23, jsonb_build_object('version', u.v, 'digest', u.dg)"
 			 "  FROM u)"
 			 " SELECT count(pg_notify('palisade_apply', u.id)) FROM u",
-			 NA + 2, NULL, p, NULL, NULL, 0)) {
+			 NA + 3, NULL, p, NULL, NULL, 0)) {
 		pal__store_errmsg(a->st, NULL, "storing job versions", err, errlen);
 		rc = PAL_EDB;
 	} else if (m) {
@@ -392,6 +463,8 @@ static int apply_chunk(pal_apply *a, struct item *it, size_t n, char *err, size_
 		rc = lock_jobs(a, it, n, err, errlen);
 	if (!rc)
 		rc = compare_digests(a, it, n, err, errlen);
+	if (!rc)
+		rc = update_meta(a, it, n, err, errlen);
 	for (size_t i = 0; !rc && i < n; i++)
 		if (it[i].res->outcome == PAL_APPLY_UNCHANGED)
 			it[i].res->version = it[i].latest;
@@ -434,4 +507,176 @@ int pal_store_apply(pal_store *st, const pal_jobset *set, const char *actor, con
 		return rc;
 	}
 	return pal_store_apply_commit(a, err, errlen);
+}
+
+/* ---- retiring (include/palisade/lifecycle.h) --------------------------------- */
+
+/* Cancel the not-yet-claimed triggers (pending, retry_wait, paused) of the
+ * retired jobs among $1, one trigger.cancel audit row per job with the ids;
+ * with $5 set, first mark the jobs retired at $5 (epoch seconds).  Rows:
+ * job_id, count. */
+#define RETIRE_CANCEL_SQL                                                                          \
+	"WITH r AS (UPDATE jobs SET retired_at = to_timestamp($5::bigint), updated_at = now()"    \
+	"   WHERE $5::bigint IS NOT NULL AND job_id = ANY($1::text[]) RETURNING job_id),"         \
+	" c AS (UPDATE triggers t SET state = 'cancelled', finished_at = clock_timestamp(),"      \
+	"   lease_owner = NULL, lease_until = NULL, next_attempt_at = NULL"                         \
+	"   WHERE t.job_id = ANY($1::text[]) AND t.state IN ('pending', 'retry_wait', 'paused')"   \
+	"   AND ($5::bigint IS NOT NULL OR t.job_id IN (SELECT job_id FROM jobs"                    \
+	"     WHERE job_id = ANY($1::text[]) AND retired_at IS NOT NULL))"                          \
+	"   RETURNING t.job_id, t.id),"                                                             \
+	" aud AS (INSERT INTO audit_log (actor, action, scope, reason, details)"                   \
+	"   SELECT $2, 'cancel', 'job:' || c.job_id, $3, jsonb_build_object('cause', $4::text,"    \
+	"     'cancelled', count(*), 'trigger_ids', jsonb_agg(c.id ORDER BY c.id))"                \
+	"   FROM c GROUP BY c.job_id)"                                                               \
+	" SELECT c.job_id, count(*) FROM c GROUP BY c.job_id"
+
+static int cancel_retired(pal_store *st, const char *ids, const char *actor, const char *reason,
+			  const char *cause, const char *at, GHashTable *counts, int64_t *total,
+			  char *err, size_t errlen)
+{
+	const char *p[] = { ids, actor, reason, cause, at };
+	PGresult *r = pal__store_query(st, RETIRE_CANCEL_SQL, 5, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	for (int row = 0; row < PQntuples(r); row++) {
+		int64_t k = strtoll(PQgetvalue(r, row, 1), NULL, 10);
+		*total += k;
+		if (counts)
+			g_hash_table_insert(counts, g_strdup(PQgetvalue(r, row, 0)),
+					    GINT_TO_POINTER((int)k));
+	}
+	PQclear(r);
+	return PAL_OK;
+}
+
+int pal_store_apply_retire(pal_apply *a, const char *const *ids, size_t n,
+			   pal_retire_result *res, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < n; i++)
+		res[i] = (pal_retire_result){ .outcome = PAL_RETIRE_NOT_FOUND };
+	int rc = collect(a, err, errlen);
+	if (rc || !n)
+		return rc;
+	pal_pgarr arr;
+	pal__pgarr_init(&arr);
+	for (size_t i = 0; i < n; i++)
+		pal__pgarr_text(&arr, ids[i]);
+	char *all = pal__pgarr_end(&arr);
+	/* Lock in job-id order, as apply does. */
+	const char *p[] = { all };
+	PGresult *r = pal__store_query(
+		a->st,
+		"SELECT j.job_id, j.retired_at IS NOT NULL, j.latest_version, v.spec::text,"
+		" ceil(extract(epoch FROM clock_timestamp()))::bigint"
+		" FROM jobs j JOIN job_versions v ON v.job_id = j.job_id AND v.version = j.latest_version"
+		" WHERE j.job_id = ANY($1::text[]) ORDER BY j.job_id COLLATE \"C\" FOR UPDATE OF j",
+		1, p, err, errlen);
+	if (!r) {
+		g_free(all);
+		return PAL_EDB;
+	}
+	GHashTable *index = g_hash_table_new(g_str_hash, g_str_equal);
+	for (size_t i = 0; i < n; i++)
+		g_hash_table_insert(index, (gpointer)ids[i], GSIZE_TO_POINTER(i + 1));
+	int nr = PQntuples(r);
+	pal_job_spec *specs = calloc(nr ? (size_t)nr : 1, sizeof *specs);
+	pal_apply_result *ar = calloc(nr ? (size_t)nr : 1, sizeof *ar);
+	size_t *of = calloc(nr ? (size_t)nr : 1, sizeof *of);
+	size_t m = 0;
+	int64_t at = nr ? strtoll(PQgetvalue(r, 0, 4), NULL, 10) : 0;
+	if (!specs || !ar || !of) {
+		snprintf(err, errlen, "out of memory");
+		rc = PAL_ENOMEM;
+	}
+	for (int row = 0; !rc && row < nr; row++) {
+		size_t i = GPOINTER_TO_SIZE(g_hash_table_lookup(index, PQgetvalue(r, row, 0)));
+		if (!i)
+			continue;
+		i--;
+		res[i].version = atoi(PQgetvalue(r, row, 2));
+		if (!strcmp(PQgetvalue(r, row, 1), "t")) {
+			res[i].outcome = PAL_RETIRE_ALREADY;
+			continue;
+		}
+		json_error_t je;
+		json_t *j = json_loads(PQgetvalue(r, row, 3), 0, &je);
+		if (!j || pal_job_spec_from_canonical(j, &specs[m], err, errlen)) {
+			if (!j)
+				snprintf(err, errlen, "job %s: stored spec is not JSON", ids[i]);
+			json_decref(j);
+			rc = PAL_EINVAL;
+			break;
+		}
+		json_decref(j);
+		/* The retiring version: the latest spec, its schedule ending now
+		 * (end is exclusive; never before its start). */
+		pal_job_spec *s = &specs[m];
+		int64_t end = s->has_end && s->end < at ? s->end : at;
+		if (s->has_start && end < s->start)
+			end = s->start;
+		s->has_end = true;
+		s->end = end;
+		res[i].outcome = PAL_RETIRE_RETIRED;
+		res[i].end = end;
+		of[m++] = i;
+	}
+	PQclear(r);
+	g_hash_table_destroy(index);
+	if (!rc && m) {
+		a->retiring = true;
+		rc = pal_store_apply_add(a, specs, m, ar, err, errlen);
+		a->retiring = false;
+		if (!rc)
+			rc = collect(a, err, errlen);
+	}
+	for (size_t k = 0; !rc && k < m; k++)
+		res[of[k]].version = ar[k].version;
+	if (!rc && m) {
+		pal_pgarr ret;
+		pal__pgarr_init(&ret);
+		for (size_t k = 0; k < m; k++)
+			pal__pgarr_text(&ret, ids[of[k]]);
+		char *rids = pal__pgarr_end(&ret);
+		char ats[24];
+		snprintf(ats, sizeof ats, "%lld", (long long)at);
+		GHashTable *counts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+		int64_t total = 0;
+		rc = cancel_retired(a->st, rids, a->actor, a->reason, "job retired", ats, counts,
+				    &total, err, errlen);
+		for (size_t k = 0; !rc && k < m; k++)
+			res[of[k]].cancelled =
+				GPOINTER_TO_INT(g_hash_table_lookup(counts, ids[of[k]]));
+		g_hash_table_destroy(counts);
+		g_free(rids);
+	}
+	for (size_t k = 0; k < m; k++)
+		pal_job_spec_clear(&specs[k]);
+	free(specs);
+	free(ar);
+	free(of);
+	g_free(all);
+	return rc;
+}
+
+int pal_store_retire_sweep(pal_store *st, const char *const *ids, size_t n, const char *actor,
+			   const char *reason, int64_t *cancelled, char *err, size_t errlen)
+{
+	*cancelled = 0;
+	if (!n)
+		return PAL_OK;
+	pal_pgarr arr;
+	pal__pgarr_init(&arr);
+	for (size_t i = 0; i < n; i++)
+		pal__pgarr_text(&arr, ids[i]);
+	char *all = pal__pgarr_end(&arr);
+	int rc = cancel_retired(st, all, actor, reason ? reason : "",
+				"job retired (planned before its retiring version took over)",
+				NULL, NULL, cancelled, err, errlen);
+	g_free(all);
+	return rc;
+}
+
+int pal_store_apply_sync(pal_apply *a, char *err, size_t errlen)
+{
+	return collect(a, err, errlen);
 }

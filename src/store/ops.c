@@ -35,6 +35,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "palisade/ops.h"
+#include "palisade/lifecycle.h"
 #include "palisade/schedule.h"
 #include "palisade/timefmt.h"
 #include "store_int.h"
@@ -199,6 +200,10 @@ typedef struct gate_ctx {
 	const char *actor, *reason;
 	char scope[300];
 	void *res;
+	/* "operator" (pause, resume), or "spec" for the gate of a job file's
+	 * `suspend` (lifecycle.h): it closes no gate that exists and lifts
+	 * only a gate of its own source */
+	const char *source;
 } gate_ctx;
 
 static int pause_body(pal_store *st, void *vctx, char *err, size_t errlen)
@@ -222,17 +227,20 @@ static int pause_body(pal_store *st, void *vctx, char *err, size_t errlen)
 		snprintf(res->prev_reason, sizeof res->prev_reason, "%s", PQgetvalue(r, 0, 1));
 	}
 	PQclear(r);
+	if (res->was_paused && !strcmp(c->source, "spec"))
+		return PAL_OK; /* a gate is closed already: the job file changes nothing */
 
-	const char *pg[] = { c->scope, c->reason, c->actor };
+	const char *pg[] = { c->scope, c->reason, c->actor, c->source };
+	/* An operator's pause over a job file's gate makes it the operator's. */
 	r = pal__store_query(
 		st,
-		"INSERT INTO gates (scope, paused, reason, actor, since)"
-		" VALUES ($1, true, $2, $3, clock_timestamp())"
+		"INSERT INTO gates (scope, paused, reason, actor, since, source)"
+		" VALUES ($1, true, $2, $3, clock_timestamp(), $4)"
 		" ON CONFLICT (scope) DO UPDATE SET paused = true, reason = EXCLUDED.reason,"
-		"  actor = EXCLUDED.actor,"
+		"  actor = EXCLUDED.actor, source = EXCLUDED.source,"
 		"  since = CASE WHEN gates.paused THEN gates.since ELSE EXCLUDED.since END"
 		" RETURNING " TS("since"),
-		3, pg, err, errlen);
+		4, pg, err, errlen);
 	if (!r)
 		return PAL_EDB;
 	snprintf(res->since, sizeof res->since, "%s", PQgetvalue(r, 0, 0));
@@ -259,13 +267,13 @@ static int pause_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	i64s(held, sizeof held, res->held);
 	const char *pa[] = { c->actor,	c->scope, c->reason, asked,
 			     held,	res->was_paused ? "true" : "false",
-			     res->was_paused ? res->prev_reason : NULL };
+			     res->was_paused ? res->prev_reason : NULL, c->source };
 	if ((rc = exec_n(st,
 			 "INSERT INTO audit_log (actor, action, scope, reason, details)"
 			 " VALUES ($1, 'pause', $2, $3, jsonb_build_object("
 			 "  'running_to_pausing', $4::bigint, 'pending_held', $5::bigint,"
-			 "  'was_paused', $6::boolean, 'previous_reason', $7::text))",
-			 7, pa, NULL, err, errlen)))
+			 "  'was_paused', $6::boolean, 'previous_reason', $7::text, 'source', $8::text))",
+			 8, pa, NULL, err, errlen)))
 		return rc;
 	return notify(st,
 		      "SELECT pg_notify('palisade_ops',"
@@ -276,7 +284,7 @@ static int pause_body(pal_store *st, void *vctx, char *err, size_t errlen)
 int pal_ops_pause(pal_store *st, const pal_scope *sc, const char *actor, const char *reason,
 		  pal_pause_result *res, char *err, size_t errlen)
 {
-	gate_ctx c = { .sc = sc, .actor = actor, .reason = reason, .res = res };
+	gate_ctx c = { .sc = sc, .actor = actor, .reason = reason, .res = res, .source = "operator" };
 	pal_scope_format(sc, c.scope, sizeof c.scope);
 	return in_tx(st, pause_body, &c, err, errlen);
 }
@@ -297,9 +305,13 @@ static int resume_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	int64_t n;
 	/* The gate row is deleted (not kept with paused = false): the audit log
 	 * keeps the history, and a claim's gate test stays one EXISTS. */
-	if ((rc = exec_n(st, "DELETE FROM gates WHERE scope = $1", 1, ps, &n, err, errlen)))
+	const char *pd[] = { c->scope, c->source };
+	if ((rc = exec_n(st, "DELETE FROM gates WHERE scope = $1 AND ($2 = 'operator' OR source = $2)",
+			 2, pd, &n, err, errlen)))
 		return rc;
 	res->had_gate = n > 0;
+	if (!res->had_gate && !strcmp(c->source, "spec"))
+		return PAL_OK; /* the gate is an operator's (or gone): the job file lifts nothing */
 
 	const char *pk[] = { scope_kind(c->sc->kind), c->sc->name };
 	/* A pausing trigger whose lease expired lost its executor before the
@@ -346,14 +358,15 @@ static int resume_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	i64s(expired, sizeof expired, res->expired);
 	i64s(running, sizeof running, res->continued);
 	const char *pa[] = { c->actor, c->scope, c->reason, resumed, gated, pausing,
-			     res->had_gate ? "true" : "false", expired, running };
+			     res->had_gate ? "true" : "false", expired, running, c->source };
 	if ((rc = exec_n(st,
 			 "INSERT INTO audit_log (actor, action, scope, reason, details)"
 			 " VALUES ($1, 'resume', $2, $3, jsonb_build_object("
 			 "  'paused_to_pending', $4::bigint, 'still_gated', $5::bigint,"
 			 "  'still_pausing', $6::bigint, 'had_gate', $7::boolean,"
-			 "  'expired_pausing_to_paused', $8::bigint, 'pausing_to_running', $9::bigint))",
-			 9, pa, NULL, err, errlen)))
+			 "  'expired_pausing_to_paused', $8::bigint, 'pausing_to_running', $9::bigint,"
+			 "  'source', $10::text))",
+			 10, pa, NULL, err, errlen)))
 		return rc;
 	if ((rc = notify(st,
 			 "SELECT pg_notify('palisade_ops',"
@@ -366,8 +379,28 @@ static int resume_body(pal_store *st, void *vctx, char *err, size_t errlen)
 int pal_ops_resume(pal_store *st, const pal_scope *sc, const char *actor, const char *reason,
 		   pal_resume_result *res, char *err, size_t errlen)
 {
-	gate_ctx c = { .sc = sc, .actor = actor, .reason = reason ? reason : "", .res = res };
+	gate_ctx c = { .sc = sc, .actor = actor, .reason = reason ? reason : "", .res = res,
+		       .source = "operator" };
 	pal_scope_format(sc, c.scope, sizeof c.scope);
+	return in_tx(st, resume_body, &c, err, errlen);
+}
+
+int pal_ops_suspend(pal_store *st, const char *job_id, const char *actor, const char *reason,
+		    pal_pause_result *res, char *err, size_t errlen)
+{
+	pal_scope sc = { PAL_SCOPE_JOB, job_id };
+	gate_ctx c = { .sc = &sc, .actor = actor, .reason = reason, .res = res, .source = "spec" };
+	pal_scope_format(&sc, c.scope, sizeof c.scope);
+	return in_tx(st, pause_body, &c, err, errlen);
+}
+
+int pal_ops_unsuspend(pal_store *st, const char *job_id, const char *actor, const char *reason,
+		      pal_resume_result *res, char *err, size_t errlen)
+{
+	pal_scope sc = { PAL_SCOPE_JOB, job_id };
+	gate_ctx c = { .sc = &sc, .actor = actor, .reason = reason ? reason : "", .res = res,
+		       .source = "spec" };
+	pal_scope_format(&sc, c.scope, sizeof c.scope);
 	return in_tx(st, resume_body, &c, err, errlen);
 }
 

@@ -95,4 +95,136 @@ wait
 expect_eq "5 rounds of 8 concurrent applies, then 2 applies released by one lock: exactly one version per change" "8" "$(sql "select max(version) from job_versions where job_id='billing.daily-summary'")"
 expect_eq "no two versions of a job share a digest in a row" "0" "$(sql "select count(*) from job_versions a join job_versions b on b.job_id = a.job_id and b.version = a.version + 1 and b.digest = a.digest")"
 expect_eq "no duplicate (job, version)" "0" "$(sql "select count(*) - count(distinct (job_id, version)) from job_versions")"
+# ---- lifecycle: owner/description, suspend, delete, apply --prune ----------
+fresh_db it_lifecycle
+"$PAL" migrate >/dev/null
+export PALISADE_ACTOR=carol@ops
+L=$PALISADE_TEST_TMP/lifecycle
+mkdir -p "$L"
+cat >"$L/a.yaml" <<'YAML'
+jobs:
+  - id: life.keep
+    owner: team-a
+    description: "Keeps going."
+    schedule: {cron: "*/5 * * * *"}
+    target: {url: http://127.0.0.1:8089/effects/keep}
+  - id: life.gone
+    schedule: {cron: "* * * * * ?"}
+    target: {url: http://127.0.0.1:8089/effects/gone}
+  - id: life.later
+    schedule: {cron: "0 0 * * * ?"}
+    target: {url: http://127.0.0.1:8089/effects/later}
+YAML
+expect_exit "apply with owner and description" 0 "$PAL" apply --reason setup "$L/a.yaml"
+expect_eq "owner and description stored on the job" "team-a|Keeps going." "$(sql "select owner || '|' || description from jobs where job_id = 'life.keep'")"
+sed -i 's/Keeps going\./Keeps going, daily./' "$L/a.yaml"
+expect_exit "a description change applies" 0 "$PAL" apply --reason describe "$L/a.yaml"
+expect_match "and is no new version" "unchanged +life.keep v1" "$OUT"
+expect_eq "the new description is stored" "Keeps going, daily." "$(sql "select description from jobs where job_id = 'life.keep'")"
+expect_eq "audited with old and new" "Keeps going.|Keeps going, daily." "$(sql "select details->>'previous_description' || '|' || (details->>'description') from audit_log where action = 'job.meta' and scope = 'job:life.keep'")"
+expect_exit "jobs shows the owner" 0 "$PAL" jobs life.keep
+expect_match "owner line" "owner: team-a" "$OUT"
+
+# suspend: true closes the job's gate (source spec), audited as a pause.
+sed -i 's/^  - id: life.later$/  - id: life.later\n    suspend: true/' "$L/a.yaml"
+expect_exit "apply with suspend: true" 0 "$PAL" apply --reason suspend "$L/a.yaml"
+expect_match "reports the gate" "suspended +life.later" "$OUT"
+expect_eq "the job's gate is closed, source spec" "true|spec" "$(sql "select paused || '|' || source from gates where scope = 'job:life.later'")"
+expect_eq "audited as a pause from the spec" "1" "$(sql "select count(*) from audit_log where action = 'pause' and scope = 'job:life.later' and details->>'source' = 'spec'")"
+expect_exit "re-applying the same file" 0 "$PAL" apply "$L/a.yaml"
+expect_eq "changes no gate and writes no second pause" "1" "$(sql "select count(*) from audit_log where action = 'pause' and scope = 'job:life.later'")"
+expect_exit "gates lists it" 0 "$PAL" gates --output json
+expect_eq "with its source" "spec" "$(echo "$OUT" | python3 -c 'import json,sys; print([g["source"] for g in json.load(sys.stdin) if g["scope"]=="job:life.later"][0])')"
+sed -i '/^    suspend: true$/d' "$L/a.yaml"
+expect_exit "apply without suspend" 0 "$PAL" apply --reason unsuspend "$L/a.yaml"
+expect_match "lifts the gate the file set" "resumed +life.later" "$OUT"
+expect_eq "the gate is gone" "0" "$(sql "select count(*) from gates where scope = 'job:life.later'")"
+# An operator's pause is never lifted by a job file.
+"$PAL" pause --job life.later --reason "by hand" >/dev/null
+expect_exit "apply without suspend over a manual pause" 0 "$PAL" apply "$L/a.yaml"
+expect_eq "leaves the operator's gate" "true|operator" "$(sql "select paused || '|' || source from gates where scope = 'job:life.later'")"
+sed -i 's/^  - id: life.later$/  - id: life.later\n    suspend: true/' "$L/a.yaml"
+expect_exit "suspend: true over a manual pause" 0 "$PAL" apply "$L/a.yaml"
+sed -i '/^    suspend: true$/d' "$L/a.yaml"
+expect_exit "and suspend removed again" 0 "$PAL" apply "$L/a.yaml"
+expect_eq "the operator's gate stays throughout" "true|operator|by hand" "$(sql "select paused || '|' || source || '|' || reason from gates where scope = 'job:life.later'")"
+"$PAL" resume --job life.later >/dev/null
+
+# delete: a last version ending now, pending triggers cancelled, history kept.
+sql "INSERT INTO triggers (job_id, version, scheduled_at, source, tenant, resource_group, state, due_at, shard)
+     SELECT job_id, 1, now() + g * interval '1 second', 'schedule', tenant, resource_group, 'pending', now() + g * interval '1 second', shard
+     FROM jobs, generate_series(1, 5) g WHERE job_id = 'life.gone'" >/dev/null
+sql "INSERT INTO triggers (job_id, version, scheduled_at, source, tenant, resource_group, state, due_at, shard, finished_at)
+     SELECT job_id, 1, now() - interval '1 hour', 'schedule', tenant, resource_group, 'succeeded', now() - interval '1 hour', shard, now()
+     FROM jobs WHERE job_id = 'life.gone'" >/dev/null
+expect_exit "delete of an unknown job" 3 "$PAL" delete --reason x life.gone no.such-job
+expect_eq "retires nothing" "0" "$(sql "select count(*) from jobs where retired_at is not null")"
+expect_exit "delete --dry-run" 0 "$PAL" delete --dry-run life.gone
+expect_match "says what would go" "would retire life.gone" "$OUT"
+expect_eq "and stores nothing" "1" "$(sql "select latest_version from jobs where job_id = 'life.gone'")"
+expect_exit "delete without --reason" 64 "$PAL" delete life.gone
+expect_exit "delete" 0 "$PAL" delete --wait 0 --reason "no longer needed" life.gone
+expect_match "reports the cancelled triggers" "retired life.gone v2: .*5 pending triggers cancelled" "$OUT"
+expect_eq "a retiring version v2 whose schedule ends" "2|true" "$(sql "select latest_version || '|' || (retired_at is not null) from jobs where job_id = 'life.gone'")"
+expect_eq "v2 ends at the retirement (nothing planned after it)" "t" "$(sql "select (v.spec #>> '{schedule,end}')::timestamptz = date_trunc('second', j.retired_at) from jobs j join job_versions v on v.job_id = j.job_id and v.version = 2 where j.job_id = 'life.gone'")"
+expect_eq "pending triggers cancelled" "5" "$(sql "select count(*) from triggers where job_id = 'life.gone' and state = 'cancelled'")"
+expect_eq "history kept" "1|1" "$(sql "select count(*) filter (where state = 'succeeded') || '|' || (select count(*) from job_versions where job_id = 'life.gone' and version = 1) from triggers where job_id = 'life.gone'")"
+expect_eq "the cancellation is recorded with the trigger ids" "5" "$(sql "select jsonb_array_length(details->'trigger_ids') from audit_log where action = 'cancel' and scope = 'job:life.gone'")"
+expect_eq "and the retirement" "1" "$(sql "select count(*) from audit_log where action = 'job.retire' and scope = 'job:life.gone'")"
+expect_exit "jobs hides the retired job" 0 "$PAL" jobs
+check "not listed" bash -c "! grep -q life.gone <<<\"\$1\"" _ "$OUT"
+expect_exit "jobs --retired --output json" 0 "$PAL" jobs --retired --output json
+expect_eq "lists it" "life.gone" "$(echo "$OUT" | python3 -c 'import json,sys; print(",".join(j["job_id"] for j in json.load(sys.stdin)))')"
+expect_exit "delete again" 0 "$PAL" delete --wait 0 --reason again life.gone
+expect_match "already retired" "already retired life.gone" "$OUT"
+expect_exit "trigger of a retired job is refused" 4 "$PAL" trigger --job life.gone --reason x
+expect_exit "re-apply of the retired job" 0 "$PAL" apply --reason back "$L/a.yaml"
+expect_match "is a new version, never an old one" "updated +life.gone v3" "$OUT"
+expect_eq "and lives again" "3|false" "$(sql "select latest_version || '|' || (retired_at is not null) from jobs where job_id = 'life.gone'")"
+
+# apply --prune: the jobs absent from the files are retired.
+cat >"$L/b.yaml" <<'YAML'
+jobs:
+  - id: life.keep
+    owner: team-a
+    description: "Keeps going, daily."
+    schedule: {cron: "*/5 * * * *"}
+    target: {url: http://127.0.0.1:8089/effects/keep}
+YAML
+expect_exit "apply --prune --dry-run" 0 "$PAL" apply --prune --dry-run "$L/b.yaml"
+expect_match "shows what would go" "would retire life.gone" "$OUT"
+expect_match "..." "would retire life.later" "$OUT"
+expect_match "and says nothing was stored" "dry run: nothing stored" "$OUT"
+expect_eq "nothing retired" "0" "$(sql "select count(*) from jobs where retired_at is not null")"
+expect_exit "apply --prune" 0 "$PAL" apply --prune --reason prune "$L/b.yaml"
+expect_match "retires them" "retired +life.later v2" "$OUT"
+expect_match "..." "1 unchanged, 2 retired" "$OUT"
+expect_eq "two retired, the kept one live" "life.gone,life.later" "$(sql "select string_agg(job_id, ',' order by job_id) from jobs where retired_at is not null")"
+expect_exit "apply --prune again retires nothing more" 0 "$PAL" apply --prune --reason prune "$L/b.yaml"
+expect_match "..." "0 retired" "$OUT"
+
+# The read commands.
+expect_exit "audit --output json" 0 "$PAL" audit --output json --limit 500
+expect_eq "holds the retirements" "3" "$(echo "$OUT" | python3 -c 'import json,sys; print(sum(1 for a in json.load(sys.stdin) if a["action"]=="job.retire"))')"
+expect_exit "audit --since the future" 0 "$PAL" audit --since 2999-01-01T00:00:00Z --output json
+expect_eq "is empty" "[]" "$(echo $OUT)"
+expect_exit "audit table" 0 "$PAL" audit --limit 3
+expect_match "has a header" "^AT +ACTOR +ACTION" "$OUT"
+sql "INSERT INTO misfires (job_id, version, range_from, range_to, count, policy, reason, shard, epoch)
+     VALUES ('life.keep', 1, '2026-03-01T00:00:00Z', '2026-03-01T01:00:00Z', 12, 'skip', 'missed', 0, 1),
+            ('life.keep', 1, '2026-04-01T00:00:00Z', '2026-04-01T00:05:00Z', 1, 'skip', 'missed', 0, 1)" >/dev/null
+expect_exit "misfires --job --from --to" 0 "$PAL" misfires --job life.keep --from 2026-02-01T00:00:00Z --to 2026-03-15T00:00:00Z --output json
+expect_eq "only the range in the interval" "12" "$(echo "$OUT" | python3 -c 'import json,sys; print(",".join(str(m["count"]) for m in json.load(sys.stdin)))')"
+expect_exit "misfires table" 0 "$PAL" misfires
+expect_match "both rows" "life.keep .* 2026-04-01T00:00:00Z" "$OUT"
+expect_exit "misfires of an unknown job" 3 "$PAL" misfires --job no.such-job
+T1=$(sql "select min(id) from triggers where job_id = 'life.gone'")
+sql "INSERT INTO attempts (trigger_id, fence, node, idempotency_key, outcome, error_class, http_status, duration_ms, ended_at)
+     VALUES ($T1, nextval('palisade_fence'), 'node-a', 'life.gone/x/0', 'retry_wait', 'http_503', 503, 12, now())" >/dev/null
+expect_exit "attempts TRIGGER --output json" 0 "$PAL" attempts "$T1" --output json
+expect_eq "the attempt" "node-a|http_503|503" "$(echo "$OUT" | python3 -c 'import json,sys; a=json.load(sys.stdin)[0]; print(a["node"]+"|"+a["error_class"]+"|"+str(a["http_status"]))')"
+expect_exit "attempts table" 0 "$PAL" attempts "$T1"
+expect_match "a row" "node-a .*http_503" "$OUT"
+expect_exit "attempts of a missing trigger" 3 "$PAL" attempts 99999999
+unset PALISADE_ACTOR
 finish

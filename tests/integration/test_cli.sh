@@ -37,4 +37,31 @@ expect_exit "validate accepts the example jobs" 0 "$PAL" validate config/jobs/*.
 expect_exit "validate without files is a usage error" 64 "$PAL" validate
 env -u PALISADE_PG "$PAL" validate config/jobs/*.yaml >/dev/null 2>&1
 expect_eq "validate needs no cluster" 0 $?
+# Issue 8, point 6: names and instants on the command line are checked like
+# those of job files, before any connection is made.
+LONG=$(head -c 10240 /dev/zero | tr '\0' g)
+expect_exit "pause --group with a 10 KB name is a usage error" 64 "$PAL" pause --group "$LONG" --reason x
+expect_match "saying it is too long" "too long \(10240 bytes, at most 64\)" "$OUT"
+expect_exit "pause --job with a 129-byte id" 64 "$PAL" pause --job "$(head -c 129 /dev/zero | tr '\0' j)" --reason x
+expect_exit "pause --tenant with an upper-case name" 64 "$PAL" pause --tenant Billing --reason x
+expect_exit "cancel --job with a space" 64 "$PAL" cancel --job "a b" --reason x
+expect_exit "delete of an invalid job name" 64 "$PAL" delete --reason x "$LONG"
+expect_exit "a fractional --at is refused, not truncated" 64 "$PAL" trigger --job some.job --at 2026-01-01T00:00:00.5Z --reason x
+expect_match "naming whole seconds" "whole seconds.*2026-01-01T00:00:00Z" "$OUT"
+expect_exit "a fractional backfill --from is refused" 64 "$PAL" backfill --job some.job --from 2026-01-01T00:00:00.25+01:00 --to 2026-01-02T00:00:00Z --reason x
+expect_exit "a zero fraction is whole seconds (then it needs a cluster)" 0 bash -c "'$PAL' trigger --job some.job --at 2026-01-01T00:00:00.000Z --reason x --pg 'host=/nonexistent' >/dev/null 2>&1; [ \$? -eq 69 ]"
+cat >"$D/past.yaml" <<'YAML'
+jobs:
+  - id: past.cron
+    schedule: {cron: "0 0 0 31 * ? 1999-2001"}
+    target: {url: "ftp://ops:hunter2@files.example/x"}
+    idempotency_key: " {job}/{scheduled_at}/{partition}"
+YAML
+expect_exit "validate refuses a cron that never fires again, a bad URL, a spaced key" 65 "$PAL" validate "$D/past.yaml"
+expect_match "the cron" "past.yaml:3:[0-9]+: .*never fires again" "$OUT"
+expect_match "the key" "past.yaml:5:[0-9]+: .*begins or ends with a space" "$OUT"
+expect_match "the URL with its password masked" "ftp://ops:\*\*\*@files.example" "$OUT"
+check "and the password is never shown" bash -c "! grep -q hunter2 <<<\"\$1\"" _ "$OUT"
+expect_exit "--help lists the exit codes" 0 "$PAL" --help
+expect_match "not found, refused, mismatch" "2 verify found a mismatch, 3 not found, 4 refused" "$OUT"
 finish

@@ -82,7 +82,7 @@ expect_exit "pausing a paused scope again" 0 "$PAL" pause --job billing.invoices
 expect_match "says it was already paused and shows the old reason" "already paused .*was: \"invoice freeze\"" "$OUT"
 expect_eq "the reason is updated in place (one gate)" "1|freeze extended" "$(sql "SELECT count(*), max(reason) FROM gates WHERE scope LIKE 'job:%'")"
 expect_eq "both pauses are audited" "2" "$(audits pause)"
-expect_exit "pause of an unknown job" 1 "$PAL" pause --job no.such-job --reason x
+expect_exit "pause of an unknown job" 3 "$PAL" pause --job no.such-job --reason x
 expect_eq "creates no gate" "0" "$(sql "SELECT count(*) FROM gates WHERE scope = 'job:no.such-job'")"
 
 echo "  -- pause: group, tenant and global scopes (G7)"
@@ -186,17 +186,17 @@ C4=$(mk ops.heartbeat paused)
 expect_eq "retry_wait and paused -> cancelled" "cancelled|cancelled" "$(state "$C3")|$(state "$C4")"
 S1=$(mk ops.heartbeat succeeded)
 n_audit=$(audits cancel)
-expect_exit "cancel of a succeeded trigger is refused" 1 "$PAL" cancel --trigger "$S1" --reason "too late"
+expect_exit "cancel of a succeeded trigger is refused" 4 "$PAL" cancel --trigger "$S1" --reason "too late"
 expect_match "naming its state" "already finished \(succeeded\)" "$OUT"
 expect_eq "it stays succeeded" "succeeded" "$(state "$S1")"
 expect_eq "a refused cancel writes no audit row" "$n_audit" "$(audits cancel)"
-expect_exit "cancel of a cancelled trigger is refused" 1 "$PAL" cancel --trigger "$C1" --reason again
+expect_exit "cancel of a cancelled trigger is refused" 4 "$PAL" cancel --trigger "$C1" --reason again
 expect_match "naming its state" "already finished \(cancelled\)" "$OUT"
 U1=$(mk ops.heartbeat unknown)
-expect_exit "cancel of an unknown trigger is refused" 1 "$PAL" cancel --trigger "$U1" --reason r
+expect_exit "cancel of an unknown trigger is refused" 4 "$PAL" cancel --trigger "$U1" --reason r
 expect_match "naming its state" "is unknown" "$OUT"
-expect_exit "cancel of a missing trigger" 1 "$PAL" cancel --trigger 99999999 --reason r
-expect_exit "cancel of a missing job" 1 "$PAL" cancel --job no.such-job --reason r
+expect_exit "cancel of a missing trigger" 3 "$PAL" cancel --trigger 99999999 --reason r
+expect_exit "cancel of a missing job" 3 "$PAL" cancel --job no.such-job --reason r
 expect_exit "the guard refuses re-opening a cancelled trigger (G7)" 1 sql "UPDATE triggers SET state = 'pending' WHERE id = $C1"
 expect_exit "the guard refuses cancelling -> running (G7)" 1 sql "UPDATE triggers SET state = 'running' WHERE id = $C2"
 
@@ -230,7 +230,7 @@ for i in $(seq 1 50); do
 		bad=$((bad + 1)); echo "    round $i: cancel rc=$crc won=$c_won, executor won=$e_won, final=$final: $(cat "$D/c.out" "$D/e.out")"
 	elif [ $c_won = 1 ] && [ "$final" != cancelling ]; then
 		bad=$((bad + 1)); echo "    round $i: cancel won but final state $final"
-	elif [ $e_won = 1 ] && { [ "$final" != succeeded ] || [ "$crc" != 1 ] || ! grep -q "already finished (succeeded)" "$D/c.out"; }; then
+	elif [ $e_won = 1 ] && { [ "$final" != succeeded ] || [ "$crc" != 4 ] || ! grep -q "already finished (succeeded)" "$D/c.out"; }; then
 		bad=$((bad + 1)); echo "    round $i: executor won but final $final, cancel rc=$crc: $(cat "$D/c.out")"
 	fi
 	cancel_wins=$((cancel_wins + c_won)); exec_wins=$((exec_wins + e_won))
@@ -268,8 +268,27 @@ for k in 1 2 3 4 5; do "$PAL" trigger --job ops.heartbeat --request-id burst-1 -
 wait
 expect_eq "5 concurrent runs with one request id plan one run" "1" "$(sql "SELECT count(*) FROM triggers WHERE request_id = 'burst-1'")"
 sql "UPDATE jobs SET active_version = 1 WHERE job_id = 'ops.heartbeat'" >/dev/null
-expect_exit "trigger of an unknown job" 1 "$PAL" trigger --job no.such-job --reason x
+expect_exit "trigger of an unknown job" 3 "$PAL" trigger --job no.such-job --reason x
 expect_exit "a bad request id is a usage error" 64 "$PAL" trigger --job ops.heartbeat --request-id "a b" --reason x
+# Re-running an instant whose outcome is unknown could duplicate its effect:
+# trigger warns, names the attempts, and wants --new-effect.
+U=$(sql "INSERT INTO triggers (job_id, version, scheduled_at, partition, source, tenant, resource_group, state, due_at, shard, attempt_count)
+         SELECT job_id, 1, '2026-02-01 00:00Z', 0, 'schedule', tenant, resource_group, 'retry_wait', '2026-02-01 00:00Z', shard, 1
+         FROM jobs WHERE job_id = 'ops.heartbeat' RETURNING id")
+sql "INSERT INTO attempts (trigger_id, fence, node, outcome, error_class, ended_at)
+     VALUES ($U, nextval('palisade_fence'), 'node-a', 'retry_wait', 'timeout_after_send', now())" >/dev/null
+n=$(sql "SELECT count(*) FROM triggers")
+expect_exit "trigger at an instant with an unknown outcome is refused" 4 "$PAL" trigger --job ops.heartbeat --at 2026-02-01T00:00:00Z --reason again
+expect_match "with a warning naming the trigger and its attempt" "outcome is unknown.*|trigger $U .*timeout_after_send" "$OUT"
+expect_match "and the way out" "new-effect" "$OUT"
+expect_eq "nothing is created" "$n" "$(sql "SELECT count(*) FROM triggers")"
+sql "UPDATE triggers SET state = 'manual' WHERE id = $U" >/dev/null
+sql "UPDATE attempts SET error_class = 'http_503' WHERE trigger_id = $U" >/dev/null
+expect_exit "a trigger in manual counts too" 4 "$PAL" trigger --job ops.heartbeat --at 2026-02-01T00:00:00Z --reason again
+expect_exit "with --new-effect it runs" 0 "$PAL" trigger --job ops.heartbeat --at 2026-02-01T00:00:00Z --new-effect --request-id new-eff-1 --reason "second effect wanted"
+expect_match "still warning" "outcome is unknown" "$OUT"
+expect_eq "one new manual trigger at the instant" "1" "$(sql "SELECT count(*) FROM triggers WHERE request_id = 'new-eff-1' AND scheduled_at = '2026-02-01 00:00Z'")"
+expect_exit "an instant without unknown outcomes needs no flag" 0 "$PAL" trigger --job ops.heartbeat --at 2026-02-02T00:00:00Z --reason x
 
 echo "  -- backfill (G2)"
 expect_exit "backfill one hour of a 5-minute job" 0 "$PAL" backfill --job ops.heartbeat --from 2026-01-01T00:00:00Z --to 2026-01-01T01:00:00Z --request-id bf-1 --reason "outage 2026-01-01"
@@ -319,7 +338,7 @@ expect_eq "the same trigger goes manual -> pending" "pending" "$(state "$T1")"
 expect_eq "no new trigger (same idempotency key)" "$n" "$(sql "SELECT count(*) FROM triggers")"
 expect_eq "the ticket is resolved with action, actor, time" "resolved|retry|alice@ops|t" "$(sql "SELECT state, resolution, actor, resolved_at IS NOT NULL FROM tickets WHERE id = $K1")"
 expect_eq "audited" "alice@ops|sink was down, it is back|retry" "$(sql "SELECT actor, reason, details->>'action' FROM audit_log WHERE action = 'ticket.resolve' ORDER BY id DESC LIMIT 1")"
-expect_exit "resolving it again is refused" 1 "$PAL" tickets resolve "$K1" --action retry --reason x
+expect_exit "resolving it again is refused" 4 "$PAL" tickets resolve "$K1" --action retry --reason x
 expect_match "already resolved" "already resolved" "$OUT"
 K2=$(ticket manual); T2=$(sql "SELECT trigger_id FROM tickets WHERE id = $K2")
 expect_exit "resolve with mark_succeeded and evidence" 0 "$PAL" tickets resolve "$K2" --action mark_succeeded --reason "applied per sink ledger" --evidence '{"sink_row": 9912}'
@@ -335,10 +354,10 @@ expect_eq "ticket stays open, trigger stays manual" "open|manual" "$(sql "SELECT
 expect_exit "invalid evidence JSON is refused" 65 "$PAL" tickets resolve "$K4" --action retry --reason x --evidence '{oops'
 expect_exit "an unknown action is a usage error" 64 "$PAL" tickets resolve "$K4" --action reboot --reason x
 sql "UPDATE triggers SET state = 'pending' WHERE id = $T4" >/dev/null   # someone else moved it meanwhile
-expect_exit "retry when the trigger is no longer manual is refused" 1 "$PAL" tickets resolve "$K4" --action retry --reason x
+expect_exit "retry when the trigger is no longer manual is refused" 4 "$PAL" tickets resolve "$K4" --action retry --reason x
 expect_match "naming its state" "is pending, not manual" "$OUT"
 expect_eq "and the ticket stays open" "open" "$(sql "SELECT state FROM tickets WHERE id = $K4")"
-expect_exit "resolve of a missing ticket" 1 "$PAL" tickets resolve 99999999 --action retry --reason x
+expect_exit "resolve of a missing ticket" 3 "$PAL" tickets resolve 99999999 --action retry --reason x
 # Misfire tickets (job-level), as the controller opens them for policy manual.
 M1=$(sql "INSERT INTO tickets (job_id, reason, evidence, allowed_actions) VALUES ('billing.invoices',
 	'misfire: 3 instants missed (policy manual)', jsonb_build_object('version', 1,
@@ -373,7 +392,7 @@ expect_eq "only instants at or after --since" "True" "$(echo "$OUT" | python3 -c
 expect_exit "table output" 0 "$PAL" triggers --job billing.invoices
 expect_match "has a header" "SCHEDULED_AT +PART +SOURCE +STATE +FENCE" "$OUT"
 expect_exit "an unknown --state is a usage error" 64 "$PAL" triggers --state bogus
-expect_exit "an unknown job" 1 "$PAL" triggers --job no.such-job
+expect_exit "an unknown job" 3 "$PAL" triggers --job no.such-job
 
 echo "  -- audit trail (G7)"
 expect_eq "every operator audit row names actor and reason" "0" \

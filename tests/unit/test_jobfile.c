@@ -680,6 +680,117 @@ static void test_jobfile_garbage_never_crashes(void **state)
 	}
 }
 
+/* Issue 8, point 6: a cron whose instants are all past can never fire again
+ * and is refused like Feb 30 (docs/jobs.md). */
+static void test_jobfile_cron_with_only_past_years(void **state)
+{
+	struct loaded l;
+
+	(void)state;
+	load_str("jobs:\n"
+		 "  - id: past.years\n"
+		 "    schedule: {cron: \"0 0 0 31 * ? 1999-2001\"}\n"
+		 "    target: {url: \"http://127.0.0.1:8089/x\"}\n",
+		 &l);
+	assert_int_equal(l.rc, PAL_EINVAL);
+	ASSERT_DIAG(&l.diags, 3, 22, "never fires again");
+	done(&l);
+	/* a past end alone is not refused (a file must not go bad with time) */
+	load_str("jobs:\n"
+		 "  - id: past.window\n"
+		 "    schedule: {cron: \"0 0 0 * * ?\", start: 2020-01-01T00:00:00Z,\n"
+		 "               end: 2021-01-01T00:00:00Z}\n"
+		 "    target: {url: \"http://127.0.0.1:8089/x\"}\n",
+		 &l);
+	assert_int_equal(l.rc, 0);
+	done(&l);
+}
+
+/* HTTP drops leading and trailing spaces of a header value: a key
+ * template with them would make the sink store another key. */
+static void test_jobfile_idempotency_key_spaces(void **state)
+{
+	static const char *const keys[] = { "\" {job}/{scheduled_at}/{partition}\"",
+					     "\"{job}/{scheduled_at}/{partition} \"" };
+
+	(void)state;
+	for (size_t i = 0; i < 2; i++) {
+		char buf[512];
+		struct loaded l;
+
+		snprintf(buf, sizeof buf,
+			 "jobs:\n  - id: spaced.key\n    schedule: {cron: \"* * * * *\"}\n"
+			 "    target: {url: \"http://127.0.0.1:8089/x\"}\n    idempotency_key: %s\n",
+			 keys[i]);
+		load_str(buf, &l);
+		assert_int_equal(l.rc, PAL_EINVAL);
+		ASSERT_DIAG(&l.diags, 5, 0, "begins or ends with a space");
+		done(&l);
+	}
+}
+
+/* A URL in a message never shows the password of its userinfo. */
+static void test_jobfile_url_messages_mask_passwords(void **state)
+{
+	struct loaded l;
+
+	(void)state;
+	load_str("jobs:\n  - id: secret.url\n    schedule: {cron: \"* * * * *\"}\n"
+		 "    target: {url: \"ftp://alice:hunter2@files.example/x\","
+		 " status_url: \"gopher://bob:s3cret@h/{idempotency_key}\"}\n",
+		 &l);
+	assert_int_equal(l.rc, PAL_EINVAL);
+	ASSERT_DIAG(&l.diags, 4, 0, "ftp://alice:***@files.example/x");
+	ASSERT_DIAG(&l.diags, 4, 0, "gopher://bob:***@h/");
+	for (size_t i = 0; i < l.diags.n; i++) {
+		assert_null(strstr(l.diags.v[i].msg, "hunter2"));
+		assert_null(strstr(l.diags.v[i].msg, "s3cret"));
+	}
+	done(&l);
+}
+
+/* owner, description and suspend load; they stay out of the canonical
+ * form, so changing them does not change the digest (no new version). */
+static void test_jobfile_owner_description_suspend(void **state)
+{
+	struct loaded a, b;
+	char *ca, *cb, ha[65], hb[65];
+
+	(void)state;
+	load_str("jobs:\n  - id: meta.job\n    owner: team-billing\n"
+		 "    description: \"Sends the invoices.\\nPage billing on failure.\"\n"
+		 "    suspend: true\n    schedule: {cron: \"* * * * *\"}\n"
+		 "    target: {url: \"http://127.0.0.1:8089/x\"}\n",
+		 &a);
+	assert_int_equal(a.rc, 0);
+	assert_string_equal(a.set.jobs[0].owner, "team-billing");
+	assert_non_null(strstr(a.set.jobs[0].description, "\nPage"));
+	assert_true(a.set.jobs[0].suspend);
+	load_str("jobs:\n  - id: meta.job\n    schedule: {cron: \"* * * * *\"}\n"
+		 "    target: {url: \"http://127.0.0.1:8089/x\"}\n",
+		 &b);
+	assert_int_equal(b.rc, 0);
+	assert_null(b.set.jobs[0].owner);
+	assert_false(b.set.jobs[0].suspend);
+	assert_int_equal(pal_job_spec_digest(&a.set.jobs[0], &ca, ha), 0);
+	assert_int_equal(pal_job_spec_digest(&b.set.jobs[0], &cb, hb), 0);
+	assert_string_equal(ha, hb);
+	assert_null(strstr(ca, "team-billing"));
+	free(ca);
+	free(cb);
+	done(&a);
+	done(&b);
+
+	load_str("jobs:\n  - id: meta.bad\n    suspend: maybe\n    owner: \"a\\tb\"\n"
+		 "    schedule: {cron: \"* * * * *\"}\n"
+		 "    target: {url: \"http://127.0.0.1:8089/x\"}\n",
+		 &a);
+	assert_int_equal(a.rc, PAL_EINVAL);
+	ASSERT_DIAG(&a.diags, 3, 0, "suspend");
+	ASSERT_DIAG(&a.diags, 4, 0, "owner: control character");
+	done(&a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -691,6 +802,10 @@ int main(void)
 	    cmocka_unit_test(test_jobfile_wrong_types),
 	    cmocka_unit_test(test_jobfile_invalid_cron_names_field),
 	    cmocka_unit_test(test_jobfile_cron_that_never_fires),
+	    cmocka_unit_test(test_jobfile_cron_with_only_past_years),
+	    cmocka_unit_test(test_jobfile_idempotency_key_spaces),
+	    cmocka_unit_test(test_jobfile_url_messages_mask_passwords),
+	    cmocka_unit_test(test_jobfile_owner_description_suspend),
 	    cmocka_unit_test(test_jobfile_unknown_zone),
 	    cmocka_unit_test(test_jobfile_duplicate_ids_name_both_positions),
 	    cmocka_unit_test(test_jobfile_bad_durations),

@@ -1,0 +1,128 @@
+/*
+ * lifecycle.h - a job's life after apply: retiring (`palisade delete`,
+ * `apply --prune`), the gates job files close (`suspend: true`), and the
+ * read commands of the operator (attempts, gates, misfires, audit, retired
+ * jobs).  SQL in src/store/apply.c (retiring, inside an apply transaction),
+ * src/store/ops.c (the gates) and src/store/lifecycle.c (the rest);
+ * docs/operations.md describes the commands.
+ */
+#ifndef PALISADE_LIFECYCLE_H
+#define PALISADE_LIFECYCLE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <jansson.h>
+#include "palisade/err.h"
+#include "palisade/ops.h"
+#include "palisade/store.h"
+
+/* ---- retiring ------------------------------------------------------------- */
+
+typedef enum { PAL_RETIRE_RETIRED, PAL_RETIRE_ALREADY, PAL_RETIRE_NOT_FOUND } pal_retire_outcome;
+
+typedef struct pal_retire_result {
+	pal_retire_outcome outcome;
+	int version;       /* retired: the retiring version; already: the latest */
+	int64_t end;       /* retired: where its schedule ends (epoch seconds) */
+	int64_t cancelled; /* retired: pending/retry_wait/paused triggers cancelled */
+} pal_retire_result;
+
+/*
+ * Retire IDS[0..n) inside apply transaction A (pal_store_apply_begin): per
+ * live job, version n+1 = its latest spec with schedule.end at the database
+ * clock (rounded up to the second; never before its start), so that no
+ * controller plans an instant at or after it; jobs.retired_at set; its
+ * pending, retry_wait and paused triggers cancelled with one audit row
+ * (action cancel, the trigger ids) and the version audited as job.retire.
+ * Running triggers finish on their own.  History stays.  RES[i] for
+ * IDS[i]; unknown ids and retired ones are reported, not errors.  Re-applying
+ * a retired job stores version n+2 and clears retired_at.
+ */
+PAL_MUST_CHECK int pal_store_apply_retire(pal_apply *a, const char *const *ids, size_t n,
+					  pal_retire_result *res, char *err, size_t errlen);
+
+/* Wait for the statement apply left in flight (so that the connection can
+ * serve another query inside the apply transaction). */
+PAL_MUST_CHECK int pal_store_apply_sync(pal_apply *a, char *err, size_t errlen);
+
+/* After the commit: cancel (and audit) the not-yet-claimed triggers of the
+ * retired jobs among IDS that a controller planned from the old version
+ * before it took the retiring version in.  *cancelled counts them. */
+PAL_MUST_CHECK int pal_store_retire_sweep(pal_store *st, const char *const *ids, size_t n,
+					  const char *actor, const char *reason,
+					  int64_t *cancelled, char *err, size_t errlen);
+
+/* How many of the retired jobs among IDS have a latest (retiring) version
+ * that no controller has activated yet. */
+PAL_MUST_CHECK int pal_store_retire_pending(pal_store *st, const char *const *ids, size_t n,
+					    int64_t *pending, char *err, size_t errlen);
+
+/* Ids of every live (not retired) job, as a JSON array of strings. */
+PAL_MUST_CHECK int pal_store_live_job_ids(pal_store *st, json_t **out, char *err,
+					  size_t errlen);
+
+/* ---- gates of job files ---------------------------------------------------- */
+
+/* Job-scope gates as {job_id: source} ("operator" or "spec"). */
+PAL_MUST_CHECK int pal_store_job_gates(pal_store *st, json_t **out, char *err, size_t errlen);
+
+/*
+ * The gate of job JOB_ID closed or lifted because its job file says
+ * `suspend: true` (or no longer does): the same gate, the same effect on
+ * triggers and the same audit rows as pal_ops_pause / pal_ops_resume, with
+ * source 'spec'.  Suspend leaves an existing gate as it is (res->was_paused;
+ * an operator's pause stays the operator's); unsuspend deletes the gate
+ * only while its source is 'spec' (res->had_gate false otherwise).
+ */
+PAL_MUST_CHECK int pal_ops_suspend(pal_store *st, const char *job_id, const char *actor,
+				   const char *reason, pal_pause_result *res, char *err,
+				   size_t errlen);
+PAL_MUST_CHECK int pal_ops_unsuspend(pal_store *st, const char *job_id, const char *actor,
+				     const char *reason, pal_resume_result *res, char *err,
+				     size_t errlen);
+
+/* ---- reading --------------------------------------------------------------- */
+
+/* Attempts of trigger ID, oldest first: [{id fence node claimed_at ended_at
+ * idempotency_key outcome error_class http_status duration_ms}].
+ * PAL_ENOENT when the trigger does not exist. */
+PAL_MUST_CHECK int pal_store_attempts_json(pal_store *st, int64_t trigger_id, json_t **out,
+					   char *err, size_t errlen);
+/* Gates: [{scope paused reason actor since source}] by scope. */
+PAL_MUST_CHECK int pal_store_gates_json(pal_store *st, json_t **out, char *err, size_t errlen);
+/* Misfire rows of JOB_ID (NULL: all) whose range overlaps [FROM, TO]
+ * (PAL_OPS_NOW: open), newest first, at most LIMIT: [{id job_id version
+ * partition range_from range_to count policy reason decided_at}].
+ * PAL_ENOENT when JOB_ID names no job. */
+PAL_MUST_CHECK int pal_store_misfires_json(pal_store *st, const char *job_id, int64_t from,
+					   int64_t to, int limit, json_t **out, char *err,
+					   size_t errlen);
+/* Audit rows at or after SINCE (PAL_OPS_NOW: any), newest first, at most
+ * LIMIT: [{id at actor action scope reason details}]. */
+PAL_MUST_CHECK int pal_store_audit_json(pal_store *st, int64_t since, int limit, json_t **out,
+					char *err, size_t errlen);
+/* Retired jobs: [{job_id tenant group latest_version retired_at owner
+ * description}], by job id. */
+PAL_MUST_CHECK int pal_store_retired_json(pal_store *st, json_t **out, char *err, size_t errlen);
+/* Owner and description of every job (JOB_ID NULL) or one: {job_id:
+ * {owner, description, retired_at}}. */
+PAL_MUST_CHECK int pal_store_job_meta_json(pal_store *st, const char *job_id, json_t **out,
+					   char *err, size_t errlen);
+
+/*
+ * Whether a manual re-run of JOB_ID at AT (epoch seconds) could duplicate
+ * an effect: triggers of the job scheduled at AT (any source) whose state
+ * is unknown or manual, or with an attempt whose outcome was unknown (its
+ * outcome unknown or manual, or an error class of a request that was sent
+ * and not answered: timeout_after_send, reset_after_send, empty_reply,
+ * garbage_reply, in_progress).  *out: [{trigger_id state attempts
+ * [{fence outcome error_class}]}] (empty when none).
+ */
+PAL_MUST_CHECK int pal_store_unknown_at(pal_store *st, const char *job_id, int64_t at,
+					json_t **out, char *err, size_t errlen);
+/* Whether JOB_ID is retired (*retired); PAL_ENOENT when it does not exist. */
+PAL_MUST_CHECK int pal_store_job_retired(pal_store *st, const char *job_id, bool *retired,
+					 char *err, size_t errlen);
+
+#endif

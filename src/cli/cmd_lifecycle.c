@@ -1,0 +1,231 @@
+/*
+ * cmd_lifecycle.c - `palisade delete JOB...`: retire jobs (their history
+ * stays; see include/palisade/lifecycle.h and docs/operations.md), and the
+ * settling step it shares with `apply --prune`.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "palisade/cli.h"
+#include "palisade/err.h"
+#include "palisade/lifecycle.h"
+#include "palisade/timefmt.h"
+#include "cli_int.h"
+
+#define DEFAULT_WAIT_MS 10000
+
+static void usage(FILE *fp)
+{
+	fprintf(fp,
+		"usage: palisade delete [--dry-run] [--wait SECONDS] --reason TEXT\n"
+		"                       [--output table|json] [--pg CONNINFO] [--config FILE] JOB...\n"
+		"Retire each JOB: a last version (its latest spec, the schedule ending now) so\n"
+		"that nothing is planned after now; its pending, retry_wait and paused\n"
+		"triggers are cancelled (audit_log: one 'cancel' row with their ids, and a\n"
+		"'job.retire' row).  Running triggers finish on their own (`palisade cancel\n"
+		"--job` stops them).  Versions, triggers, attempts, misfires and audit rows\n"
+		"stay; `palisade jobs --retired` lists retired jobs.  Applying the job again\n"
+		"later makes a new version (n+2) and the job lives again.  After the commit\n"
+		"it waits up to --wait seconds (default %d) for the controllers to take the\n"
+		"last version in and cancels what they planned meanwhile.  --dry-run shows\n"
+		"what would be retired and stores nothing.  All jobs go in one transaction.\n"
+		"Exit: 0 retired (or already retired), 3 a JOB does not exist (nothing\n"
+		"retired), 64 usage, 69 database unreachable.\n",
+		DEFAULT_WAIT_MS / 1000);
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+int pal__cli_retire_settle(const char *cmd, pal_store *st, const char *const *ids, size_t n,
+			   const char *reason, int64_t wait_ms, int64_t *late_cancelled)
+{
+	char err[1024];
+	int64_t pending = 0, waited = 0;
+	*late_cancelled = 0;
+	for (;;) {
+		if (pal_store_retire_pending(st, ids, n, &pending, err, sizeof err)) {
+			pal_cli_err(cmd, "%s", err);
+			return PAL_EXIT_UNAVAIL;
+		}
+		if (!pending || waited >= wait_ms)
+			break;
+		sleep_ms(200);
+		waited += 200;
+	}
+	if (pal_store_retire_sweep(st, ids, n, pal_cli_actor(), reason, late_cancelled, err,
+				   sizeof err)) {
+		pal_cli_err(cmd, "%s", err);
+		return PAL_EXIT_UNAVAIL;
+	}
+	if (pending)
+		fprintf(stderr,
+			"palisade %s: note: %lld retiring version%s not taken in by a controller yet "
+			"(none leads the shard?); one that starts later plans nothing after the end, "
+			"and `palisade delete` again cancels what an old plan left\n",
+			cmd, (long long)pending, pending == 1 ? "" : "s");
+	return PAL_EXIT_OK;
+}
+
+int pal_cmd_delete(int argc, char **argv)
+{
+	pal_cli_common c = { 0 };
+	const char *reason = NULL;
+	bool dry = false;
+	int64_t wait_ms = DEFAULT_WAIT_MS;
+	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
+					    { "reason", required_argument, NULL, 'r' },
+					    { "dry-run", no_argument, NULL, 'n' },
+					    { "wait", required_argument, NULL, 'w' },
+					    { "help", no_argument, NULL, 'h' },
+					    { 0 } };
+	int opt, ec;
+	while ((opt = getopt_long(argc, argv, "hr:n", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'r':
+			reason = optarg;
+			break;
+		case 'n':
+			dry = true;
+			break;
+		case 'w': {
+			long long v;
+			if (!pal_cli_int("delete", "wait", optarg, 0, 3600, &v))
+				return PAL_EXIT_USAGE;
+			wait_ms = v * 1000;
+			break;
+		}
+		default:
+			if ((ec = pal_cli_opt_other(&c, opt, optarg, usage)) >= 0)
+				return ec;
+		}
+	}
+	if (optind >= argc) {
+		pal_cli_err("delete", "name at least one JOB");
+		usage(stderr);
+		return PAL_EXIT_USAGE;
+	}
+	if (!dry && (!reason || !*reason)) {
+		pal_cli_err("delete", "--reason is required: say why, it is kept in the audit log");
+		return PAL_EXIT_USAGE;
+	}
+	for (int i = optind; i < argc; i++)
+		if (!pal_cli_name("delete", "job", argv[i]))
+			return PAL_EXIT_USAGE;
+	const char *const *ids = (const char *const *)argv + optind;
+	size_t n = (size_t)(argc - optind);
+	pal_store *st;
+	if ((ec = pal_cli_connect(&c, false, &st)))
+		return ec;
+	char err[1024];
+	pal_retire_result *res = calloc(n, sizeof *res);
+	if (!res) {
+		pal_store_close(st);
+		return PAL_EXIT_SOFTWARE;
+	}
+	int rc;
+	if (dry) {
+		/* What would go: existence and state only, nothing written. */
+		json_t *meta = NULL;
+		rc = pal_store_job_meta_json(st, NULL, &meta, err, sizeof err);
+		for (size_t i = 0; !rc && i < n; i++) {
+			json_t *m = json_object_get(meta, ids[i]);
+			res[i].outcome = !m ? PAL_RETIRE_NOT_FOUND
+				       : json_is_string(json_object_get(m, "retired_at"))
+					       ? PAL_RETIRE_ALREADY
+					       : PAL_RETIRE_RETIRED;
+		}
+		json_decref(meta);
+	} else {
+		pal_apply *a;
+		rc = pal_store_apply_begin(st, pal_cli_actor(), reason, pal__cli_config_shards(&c), &a,
+					   err, sizeof err);
+		if (!rc) {
+			rc = pal_store_apply_retire(a, ids, n, res, err, sizeof err);
+			bool missing = false;
+			for (size_t i = 0; !rc && i < n; i++)
+				missing |= res[i].outcome == PAL_RETIRE_NOT_FOUND;
+			if (rc || missing) {
+				pal_store_apply_abort(a);
+			} else {
+				rc = pal_store_apply_commit(a, err, sizeof err);
+			}
+		}
+	}
+	if (rc) {
+		pal_cli_err("delete", "%s; nothing retired", err);
+		free(res);
+		pal_store_close(st);
+		return pal_cli_exit_code(rc);
+	}
+	size_t missing = 0;
+	for (size_t i = 0; i < n; i++)
+		if (res[i].outcome == PAL_RETIRE_NOT_FOUND) {
+			pal_cli_err("delete", "no job \"%s\"; hint: `palisade jobs` lists the jobs",
+				    ids[i]);
+			missing++;
+		}
+	if (missing) {
+		if (!dry)
+			pal_cli_err("delete", "nothing retired");
+		free(res);
+		pal_store_close(st);
+		return PAL_EXIT_NOTFOUND;
+	}
+	int64_t late = 0;
+	if (!dry && (ec = pal__cli_retire_settle("delete", st, ids, n, reason, wait_ms, &late))) {
+		free(res);
+		pal_store_close(st);
+		return ec;
+	}
+	pal_store_close(st);
+	static const char *const word[] = { "retired", "already retired", "missing" };
+	json_t *out = json_array();
+	for (size_t i = 0; i < n; i++) {
+		char end[32] = "";
+		if (res[i].outcome == PAL_RETIRE_RETIRED && !dry)
+			pal_fmt_rfc3339(res[i].end, end, sizeof end);
+		if (c.json) {
+			json_t *o = json_pack("{s:s, s:s, s:b}", "job_id", ids[i], "outcome",
+					      dry && res[i].outcome == PAL_RETIRE_RETIRED
+						      ? "would retire"
+						      : word[res[i].outcome],
+					      "dry_run", dry);
+			if (!dry && res[i].outcome == PAL_RETIRE_RETIRED) {
+				json_object_set_new(o, "version", json_integer(res[i].version));
+				json_object_set_new(o, "end", json_string(end));
+				json_object_set_new(o, "cancelled", json_integer(res[i].cancelled));
+			}
+			json_array_append_new(out, o);
+		} else if (dry) {
+			printf("%s %s\n",
+			       res[i].outcome == PAL_RETIRE_RETIRED ? "would retire" : "already retired",
+			       ids[i]);
+		} else if (res[i].outcome == PAL_RETIRE_RETIRED) {
+			printf("retired %s v%d: nothing planned from %s; %lld pending %s cancelled\n",
+			       ids[i], res[i].version, end, (long long)res[i].cancelled,
+			       res[i].cancelled == 1 ? "trigger" : "triggers");
+		} else {
+			printf("already retired %s (v%d)\n", ids[i], res[i].version);
+		}
+	}
+	if (c.json) {
+		json_t *o = json_pack("{s:o, s:I}", "jobs", out, "cancelled_after_commit",
+				      (json_int_t)late);
+		json_dumpf(o, stdout, JSON_INDENT(2));
+		putchar('\n');
+		json_decref(o);
+	} else {
+		json_decref(out);
+		if (late)
+			printf("%lld more %s planned before the last version took over: cancelled\n",
+			       (long long)late, late == 1 ? "trigger" : "triggers");
+	}
+	free(res);
+	return PAL_EXIT_OK;
+}

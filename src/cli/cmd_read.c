@@ -1,0 +1,320 @@
+/*
+ * cmd_read.c - the read commands of the operator: `palisade attempts
+ * TRIGGER`, `gates`, `misfires`, `audit` (SQL in src/store/lifecycle.c).
+ * A readable table by default, the rows as JSON with --output json.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "palisade/cli.h"
+#include "palisade/err.h"
+#include "palisade/lifecycle.h"
+#include "cli_int.h"
+
+#define DEFAULT_LIMIT 100
+
+static const char *s_(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	if (json_is_string(v))
+		return json_string_value(v);
+	return "-";
+}
+
+static long long i_(json_t *o, const char *k)
+{
+	return (long long)json_integer_value(json_object_get(o, k));
+}
+
+static void dump(json_t *j)
+{
+	json_dumpf(j, stdout, JSON_INDENT(2));
+	putchar('\n');
+}
+
+/* What a command reads: its rows from the store (ctx: its arguments). */
+typedef int (*read_fn)(pal_store *st, const void *ctx, json_t **rows, char *err, size_t errlen);
+
+/* Connect, read with FN and print the rows: JSON, or TABLE. */
+static int run(const char *cmd, const pal_cli_common *c, read_fn fn, const void *ctx,
+	       void (*table)(json_t *rows))
+{
+	pal_store *st;
+	int ec = pal_cli_connect(c, false, &st);
+	if (ec)
+		return ec;
+	json_t *rows = NULL;
+	char err[1024];
+	int rc = fn(st, ctx, &rows, err, sizeof err);
+	pal_store_close(st);
+	if (rc) {
+		pal_cli_err(cmd, "%s", err);
+		return pal_cli_exit_code(rc);
+	}
+	if (c->json)
+		dump(rows);
+	else
+		table(rows);
+	json_decref(rows);
+	return PAL_EXIT_OK;
+}
+
+/* ---- attempts ---- */
+
+static void usage_attempts(FILE *fp)
+{
+	fprintf(fp, "usage: palisade attempts [--output table|json] [--pg CONNINFO] [--config FILE]\n"
+		    "                         TRIGGER\n"
+		    "Every attempt (claim) of trigger TRIGGER, oldest first: fence, node, when,\n"
+		    "the idempotency key sent, outcome, error class, HTTP status, duration.\n"
+		    "Exit: 0 listed, 3 no such trigger, 64 usage, 69 database unreachable.\n");
+}
+
+static void table_attempts(json_t *rows)
+{
+	printf("%-8s %-16s %-20s %-20s %-10s %-20s %4s %7s  %s\n", "FENCE", "NODE", "CLAIMED",
+	       "ENDED", "OUTCOME", "ERROR", "HTTP", "MS", "KEY");
+	size_t i;
+	json_t *a;
+	json_array_foreach(rows, i, a)
+	{
+		char http[8] = "-", ms[16] = "-";
+		if (json_is_integer(json_object_get(a, "http_status")))
+			snprintf(http, sizeof http, "%lld", i_(a, "http_status"));
+		if (json_is_integer(json_object_get(a, "duration_ms")))
+			snprintf(ms, sizeof ms, "%lld", i_(a, "duration_ms"));
+		printf("%-8lld %-16s %-20s %-20s %-10s %-20s %4s %7s  %s\n", i_(a, "fence"),
+		       s_(a, "node"), s_(a, "claimed_at"), s_(a, "ended_at"), s_(a, "outcome"),
+		       s_(a, "error_class"), http, ms, s_(a, "idempotency_key"));
+	}
+	if (!json_array_size(rows))
+		printf("(no attempts: the trigger was never claimed)\n");
+}
+
+static int read_attempts(pal_store *st, const void *ctx, json_t **rows, char *err, size_t errlen)
+{
+	return pal_store_attempts_json(st, *(const long long *)ctx, rows, err, errlen);
+}
+
+int pal_cmd_attempts(int argc, char **argv)
+{
+	pal_cli_common c = { 0 };
+	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
+					    { "help", no_argument, NULL, 'h' },
+					    { 0 } };
+	int opt, ec;
+	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1)
+		if ((ec = pal_cli_opt_other(&c, opt, optarg, usage_attempts)) >= 0)
+			return ec;
+	long long id;
+	if (argc - optind != 1) {
+		usage_attempts(stderr);
+		return PAL_EXIT_USAGE;
+	}
+	if (!pal_cli_int("attempts", "trigger", argv[optind], 1, INT64_MAX, &id))
+		return PAL_EXIT_USAGE;
+	return run("attempts", &c, read_attempts, &id, table_attempts);
+}
+
+/* ---- gates ---- */
+
+static void usage_gates(FILE *fp)
+{
+	fprintf(fp, "usage: palisade gates [--output table|json] [--pg CONNINFO] [--config FILE]\n"
+		    "Every gate (persistent pause): scope, since, who set it and why, and its\n"
+		    "source: 'operator' (`palisade pause`) or 'spec' (`suspend: true` in a job\n"
+		    "file, lifted by apply when the file no longer says so).\n"
+		    "Exit: 0 listed, 64 usage, 69 database unreachable.\n");
+}
+
+static void table_gates(json_t *rows)
+{
+	printf("%-40s %-20s %-8s %-20s  %s\n", "SCOPE", "SINCE", "SOURCE", "ACTOR", "REASON");
+	size_t i;
+	json_t *g;
+	json_array_foreach(rows, i, g)
+	printf("%-40s %-20s %-8s %-20s  %s\n", s_(g, "scope"), s_(g, "since"), s_(g, "source"),
+	       s_(g, "actor"), s_(g, "reason"));
+	if (!json_array_size(rows))
+		printf("(no gates: nothing is paused)\n");
+}
+
+static int read_gates(pal_store *st, const void *ctx, json_t **rows, char *err, size_t errlen)
+{
+	return pal_store_gates_json(st, rows, err, errlen);
+}
+
+int pal_cmd_gates(int argc, char **argv)
+{
+	pal_cli_common c = { 0 };
+	int ec = pal_cli_parse_common(argc, argv, &c, usage_gates);
+	if (ec >= 0)
+		return ec;
+	return run("gates", &c, read_gates, NULL, table_gates);
+}
+
+/* ---- misfires ---- */
+
+static void usage_misfires(FILE *fp)
+{
+	fprintf(fp,
+		"usage: palisade misfires [--job JOB] [--from RFC3339] [--to RFC3339] [--limit N]\n"
+		"                         [--output table|json] [--pg CONNINFO] [--config FILE]\n"
+		"The ledger of non-runs: every recorded decision not to fire (missed, excluded,\n"
+		"overlap, ...), one row per range, newest first; --from/--to keep the ranges\n"
+		"that overlap the interval (whole seconds); at most --limit rows (default %d).\n"
+		"Exit: 0 listed, 3 no such job, 64 usage, 69 database unreachable.\n",
+		DEFAULT_LIMIT);
+}
+
+static void table_misfires(json_t *rows)
+{
+	printf("%-32s %4s %4s %-20s %-20s %7s %-10s  %s\n", "JOB", "VER", "PART", "FROM", "TO",
+	       "COUNT", "POLICY", "REASON");
+	size_t i;
+	json_t *m;
+	json_array_foreach(rows, i, m)
+	{
+		char part[8] = "all";
+		if (json_is_integer(json_object_get(m, "partition")))
+			snprintf(part, sizeof part, "%lld", i_(m, "partition"));
+		printf("%-32s %4lld %4s %-20s %-20s %7lld %-10s  %s\n", s_(m, "job_id"),
+		       i_(m, "version"), part, s_(m, "range_from"), s_(m, "range_to"),
+		       i_(m, "count"), s_(m, "policy"), s_(m, "reason"));
+	}
+	if (!json_array_size(rows))
+		printf("(no misfires recorded)\n");
+}
+
+struct misfires_args {
+	const char *job;
+	int64_t from, to;
+	int limit;
+};
+
+static int read_misfires(pal_store *st, const void *ctx, json_t **rows, char *err, size_t errlen)
+{
+	const struct misfires_args *a = ctx;
+	return pal_store_misfires_json(st, a->job, a->from, a->to, a->limit, rows, err, errlen);
+}
+
+int pal_cmd_misfires(int argc, char **argv)
+{
+	pal_cli_common c = { 0 };
+	const char *job = NULL;
+	int64_t from = PAL_OPS_NOW, to = PAL_OPS_NOW;
+	long long limit = DEFAULT_LIMIT;
+	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
+					    { "job", required_argument, NULL, 'j' },
+					    { "from", required_argument, NULL, 'f' },
+					    { "to", required_argument, NULL, 't' },
+					    { "limit", required_argument, NULL, 'n' },
+					    { "help", no_argument, NULL, 'h' },
+					    { 0 } };
+	int opt, ec;
+	while ((opt = getopt_long(argc, argv, "hj:n:", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'j':
+			if (!pal_cli_name("misfires", "job", optarg))
+				return PAL_EXIT_USAGE;
+			job = optarg;
+			break;
+		case 'f':
+			if (!pal_cli_time("misfires", "from", optarg, &from))
+				return PAL_EXIT_USAGE;
+			break;
+		case 't':
+			if (!pal_cli_time("misfires", "to", optarg, &to))
+				return PAL_EXIT_USAGE;
+			break;
+		case 'n':
+			if (!pal_cli_int("misfires", "limit", optarg, 1, 100000, &limit))
+				return PAL_EXIT_USAGE;
+			break;
+		default:
+			if ((ec = pal_cli_opt_other(&c, opt, optarg, usage_misfires)) >= 0)
+				return ec;
+		}
+	}
+	if (optind != argc) {
+		usage_misfires(stderr);
+		return PAL_EXIT_USAGE;
+	}
+	if (from != PAL_OPS_NOW && to != PAL_OPS_NOW && to < from) {
+		pal_cli_err("misfires", "--to is before --from");
+		return PAL_EXIT_USAGE;
+	}
+	struct misfires_args a = { job, from, to, (int)limit };
+	return run("misfires", &c, read_misfires, &a, table_misfires);
+}
+
+/* ---- audit ---- */
+
+static void usage_audit(FILE *fp)
+{
+	fprintf(fp,
+		"usage: palisade audit [--since RFC3339] [--limit N] [--output table|json]\n"
+		"                      [--pg CONNINFO] [--config FILE]\n"
+		"The audit log, newest first: every operator action and every automatic\n"
+		"decision worth explaining, with actor, scope, reason and details; rows at or\n"
+		"after --since (whole seconds), at most --limit (default %d).\n"
+		"Exit: 0 listed, 64 usage, 69 database unreachable.\n",
+		DEFAULT_LIMIT);
+}
+
+static void table_audit(json_t *rows)
+{
+	printf("%-20s %-20s %-14s %-36s  %s\n", "AT", "ACTOR", "ACTION", "SCOPE", "REASON / DETAILS");
+	size_t i;
+	json_t *a;
+	json_array_foreach(rows, i, a)
+	{
+		char *d = json_dumps(json_object_get(a, "details"), JSON_COMPACT | JSON_ENCODE_ANY);
+		printf("%-20s %-20s %-14s %-36s  %s %s\n", s_(a, "at"), s_(a, "actor"),
+		       s_(a, "action"), s_(a, "scope"), s_(a, "reason"), d ? d : "");
+		free(d);
+	}
+	if (!json_array_size(rows))
+		printf("(no audit rows)\n");
+}
+
+static int read_audit(pal_store *st, const void *ctx, json_t **rows, char *err, size_t errlen)
+{
+	const int64_t *a = ctx;
+	return pal_store_audit_json(st, a[0], (int)a[1], rows, err, errlen);
+}
+
+int pal_cmd_audit(int argc, char **argv)
+{
+	pal_cli_common c = { 0 };
+	int64_t since = PAL_OPS_NOW;
+	long long limit = DEFAULT_LIMIT;
+	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
+					    { "since", required_argument, NULL, 's' },
+					    { "limit", required_argument, NULL, 'n' },
+					    { "help", no_argument, NULL, 'h' },
+					    { 0 } };
+	int opt, ec;
+	while ((opt = getopt_long(argc, argv, "hn:", lo, NULL)) != -1) {
+		switch (opt) {
+		case 's':
+			if (!pal_cli_time("audit", "since", optarg, &since))
+				return PAL_EXIT_USAGE;
+			break;
+		case 'n':
+			if (!pal_cli_int("audit", "limit", optarg, 1, 100000, &limit))
+				return PAL_EXIT_USAGE;
+			break;
+		default:
+			if ((ec = pal_cli_opt_other(&c, opt, optarg, usage_audit)) >= 0)
+				return ec;
+		}
+	}
+	if (optind != argc) {
+		usage_audit(stderr);
+		return PAL_EXIT_USAGE;
+	}
+	int64_t a[2] = { since, limit };
+	return run("audit", &c, read_audit, a, table_audit);
+}
