@@ -50,9 +50,19 @@ ifneq ($(SINK_SRC),)
 PROGS += $(BIN)/palisade-sink
 endif
 
-.PHONY: all deps test unit integration asan bench demo clean format lint help reference fuzz docs man
+.PHONY: all deps test unit integration asan bench demo clean format lint help reference fuzz docs man \
+	install uninstall check-units
 
-all: $(O)/.deps $(PROGS) $(UNIT_BIN) $(ITEST_BIN)
+# Plain `make` only builds: ops/deps.sh --check names the missing packages
+# and the one command that installs them.  The goals that run things (test,
+# demo, deps, ...) install what they need first, so a fresh machine needs
+# nothing but `make test` or `make demo`.
+INSTALL_GOALS := deps test unit integration asan bench demo reference fuzz
+INSTALL_DEPS  := $(if $(filter $(INSTALL_GOALS),$(MAKECMDGOALS)),1,)
+DEPS_STAMP    := $(O)/.deps$(if $(INSTALL_DEPS),-all,-build)
+HAVE_SCDOC    := $(shell command -v scdoc 2>/dev/null)
+
+all: $(DEPS_STAMP) $(PROGS) $(UNIT_BIN) $(ITEST_BIN) $(if $(HAVE_SCDOC),man)
 
 help:
 	@echo "make            build bin/palisade (and the unit tests)"
@@ -63,18 +73,27 @@ help:
 	@echo "make fuzz       run the libFuzzer targets for a short while"
 	@echo "make bench      benchmarks"
 	@echo "make man        man pages (scdoc) into $(O)/man"
+	@echo "make install    PREFIX=/usr/local DESTDIR=: binaries, man pages, units, config, SQL, rules"
+	@echo "make uninstall  remove what make install put there (same PREFIX/DESTDIR)"
+	@echo "make deps       install the Debian packages of build, test and demo (ops/deps.sh)"
 	@echo "make format | lint | clean"
 
-# Installs missing Debian packages (ops/deps.sh); re-checked when the list changes.
-$(O)/.deps: ops/deps.sh
+# The build packages are checked (plain make) or every package installed
+# (the goals above); re-done when the list changes.
+$(O)/.deps-build: ops/deps.sh
+	@mkdir -p $(O)
+	@bash ops/deps.sh --check
+	@touch $@
+
+$(O)/.deps-all: ops/deps.sh
 	@mkdir -p $(O)
 	@bash ops/deps.sh
-	@touch $@
+	@touch $@ $(O)/.deps-build
 
 deps:
 	@bash ops/deps.sh
 
-$(O)/%.o: %.c $(O)/.deps
+$(O)/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
@@ -82,7 +101,7 @@ $(O)/gen/migrations.c: $(SQL) ops/embed-sql.sh
 	@mkdir -p $(dir $@)
 	bash ops/embed-sql.sh $@ $(SQL)
 
-$(O)/gen/%.o: $(O)/gen/%.c $(O)/.deps
+$(O)/gen/%.o: $(O)/gen/%.c | $(DEPS_STAMP)
 	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(LIBPAL): $(LIB_OBJ)
@@ -140,11 +159,76 @@ bench: all
 demo: all
 	@bash ops/demo.sh $(BIN)
 
-MAN_SRC := $(wildcard docs/man/*.scd)
+# Man pages: docs/man/*.scd as they are; *.scd.in get their key tables
+# from docs/config.md and docs/jobs.md (ops/man-tables.py), so the pages
+# and the docs cannot disagree.
+MAN_SRC := $(wildcard docs/man/*.scd) $(patsubst %.in,%,$(wildcard docs/man/*.scd.in))
+JOB_TABLES := '\#\#\# Job' '\#\#\# `schedule`' '\#\#\# `misfire`' '\#\#\# `target`' \
+	'\#\#\# `retry` and `retry.backoff`' '\#\# Templates'
 man: $(MAN_SRC:docs/man/%.scd=$(O)/man/%)
 $(O)/man/%: docs/man/%.scd
 	@mkdir -p $(dir $@)
 	scdoc < $< > $@
+$(O)/man/%: $(O)/man/%.scd
+	scdoc < $< > $@
+$(O)/man/palisade.yaml.5.scd: docs/man/palisade.yaml.5.scd.in docs/config.md ops/man-tables.py
+	@mkdir -p $(dir $@)
+	python3 ops/man-tables.py config docs/config.md >$@.tables
+	sed -e '/@TABLES@/{r $@.tables' -e 'd}' $< >$@ && rm -f $@.tables
+$(O)/man/palisade-jobs.5.scd: docs/man/palisade-jobs.5.scd.in docs/jobs.md ops/man-tables.py
+	@mkdir -p $(dir $@)
+	python3 ops/man-tables.py jobs docs/jobs.md $(JOB_TABLES) >$@.tables
+	sed -e '/@TABLES@/{r $@.tables' -e 'd}' $< >$@ && rm -f $@.tables
+
+# ---- install -----------------------------------------------------------------
+# make install PREFIX=/usr DESTDIR=/tmp/pkg ; the config directory is /etc
+# under PREFIX=/usr, else $(PREFIX)/etc.  Units name the installed paths.
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+BINDIR     ?= $(PREFIX)/bin
+MANDIR     ?= $(PREFIX)/share/man
+DATADIR    ?= $(PREFIX)/share/palisade
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+UNITS      := $(wildcard ops/systemd/*.service)
+RULES      := $(wildcard ops/prometheus/*.yml)
+MAN_OUT     = $(MAN_SRC:docs/man/%.scd=$(O)/man/%)
+
+install: $(PROGS) $(if $(HAVE_SCDOC),man)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
+		$(DESTDIR)$(DATADIR)/sql $(DESTDIR)$(DATADIR)/prometheus $(DESTDIR)$(SYSCONFDIR)/palisade
+	install -m 0755 $(PROGS) $(DESTDIR)$(BINDIR)/
+	@for u in $(UNITS); do \
+		sed -e 's|/usr/local/bin/|$(BINDIR)/|g' -e 's|/etc/palisade|$(SYSCONFDIR)/palisade|g' $$u \
+			>$(DESTDIR)$(UNITDIR)/$$(basename $$u) && chmod 0644 $(DESTDIR)$(UNITDIR)/$$(basename $$u); \
+		echo "install $$u -> $(DESTDIR)$(UNITDIR)/"; done
+	install -m 0644 ops/sysusers/palisade.conf $(DESTDIR)$(SYSUSERSDIR)/palisade.conf
+	install -m 0644 $(SQL) $(DESTDIR)$(DATADIR)/sql/
+	$(if $(RULES),install -m 0644 $(RULES) $(DESTDIR)$(DATADIR)/prometheus/)
+	install -m 0644 config/palisade.yaml $(DESTDIR)$(DATADIR)/palisade.yaml.example
+	@# the live config is never overwritten
+	test -e $(DESTDIR)$(SYSCONFDIR)/palisade/palisade.yaml || \
+		install -m 0640 config/palisade.yaml $(DESTDIR)$(SYSCONFDIR)/palisade/palisade.yaml
+	@if [ -n "$(HAVE_SCDOC)" ]; then for m in $(MAN_OUT); do s=$${m##*.}; \
+		install -d $(DESTDIR)$(MANDIR)/man$$s && install -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/ && \
+		echo "install $$m -> $(DESTDIR)$(MANDIR)/man$$s/"; done; \
+	else echo "make install: scdoc missing, no man pages (apt-get install scdoc)"; fi
+
+# Removes what install put there; the live config in SYSCONFDIR stays.
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(PROGS)))
+	rm -f $(addprefix $(DESTDIR)$(UNITDIR)/,$(notdir $(UNITS))) $(DESTDIR)$(SYSUSERSDIR)/palisade.conf
+	rm -f $(foreach m,$(MAN_SRC:docs/man/%.scd=%),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m))
+	rm -rf $(DESTDIR)$(DATADIR)
+	@echo "make uninstall: kept $(DESTDIR)$(SYSCONFDIR)/palisade (configuration, tokens)"
+
+# systemd-analyze verify on the units as installed (their binaries exist).
+check-units: $(PROGS)
+	@d=$$(mktemp -d) && trap 'rm -rf $$d' EXIT && \
+	$(MAKE) --no-print-directory install PREFIX=$$d >/dev/null && \
+	systemd-analyze verify --man=no $$d/lib/systemd/system/*.service && \
+	echo "check-units: systemd-analyze verify clean"
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# ops/deps.sh [--bench] - install the Debian packages palisade needs, when
-# missing; --bench adds the load tools of `make bench` (wrk).
+# ops/deps.sh [--bench | --check] - install the Debian packages palisade
+# needs, when missing; --bench adds the load tools of `make bench` (wrk).
+# --check installs nothing: it names the missing packages of the build
+# (plain `make`) and the one command that installs them, and fails.
 #
 # Checks each package with dpkg-query and runs `apt-get install` only for the
 # missing ones (through sudo when not root).  Fast and silent when everything
@@ -23,7 +25,15 @@ PACKAGES=(
 	scdoc cppcheck                           # man pages, make lint
 	prometheus                               # promtool: the metrics text and the alert rules are checked in make test
 )
+# What plain `make` needs (compilers, headers, scdoc for the man pages is
+# optional); servers and test tools come with `make deps`/`test`/`demo`.
+BUILD_PACKAGES=(
+	build-essential pkg-config libzookeeper-mt-dev libpq-dev libyaml-dev
+	libjansson-dev libglib2.0-dev libcurl4-openssl-dev libmicrohttpd-dev
+	libsystemd-dev libcmocka-dev
+)
 [ "${1:-}" = --bench ] && PACKAGES+=(wrk)   # make bench: the HTTP ceiling
+[ "${1:-}" = --check ] && PACKAGES=("${BUILD_PACKAGES[@]}")
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -32,6 +42,11 @@ for p in "${PACKAGES[@]}"; do
 	fi
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
+if [ "${1:-}" = --check ]; then
+	echo "make: missing packages to build palisade: ${missing[*]}" >&2
+	echo "make: install them with:  make deps   (or: sudo apt-get install -y ${missing[*]})" >&2
+	exit 1
+fi
 
 echo "ops/deps.sh: installing missing packages: ${missing[*]}" >&2
 SUDO=()
