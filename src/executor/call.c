@@ -43,6 +43,8 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 	size_t len = size * n;
 	if (len > 22 && !strncasecmp(p, "Palisade-Stale-Token:", 21))
 		k->stale_header = true;
+	if (len > 20 && !strncasecmp(p, "Idempotent-Replayed:", 20) && strstr(p + 20, "true"))
+		k->replayed = true;
 	if (len > 12 && !strncasecmp(p, "Retry-After:", 12)) {
 		long s = strtol(p + 12, NULL, 10);
 		if (s > 0 && s < 86400)
@@ -62,7 +64,7 @@ void pal__call_reset_transfer(pal__call *k)
 	free(k->resp);
 	k->resp = NULL;
 	k->resp_len = 0;
-	k->resp_truncated = k->stale_header = false;
+	k->resp_truncated = k->stale_header = k->replayed = false;
 	k->retry_after_ms = -1;
 }
 

@@ -80,6 +80,9 @@ static void declare_metrics(pal_metrics *m)
 			   "1 when the executor's PostgreSQL connection is up");
 	pal_metric_declare(m, "palisade_executor_breaker_open", PAL_METRIC_GAUGE,
 			   "1 while the circuit breaker of a target host is open");
+	pal_metric_declare(m, "palisade_executor_idempotent_replays_total", PAL_METRIC_COUNTER,
+			   "calls the service answered as a replay of an earlier apply of the same "
+			   "key (Idempotent-Replayed: true): an attempt repeated, no effect doubled");
 	const double *lb = pal_metric_latency_bounds;
 	int nb = pal_metric_latency_nbounds;
 	pal_metric_declare_histogram(m, "palisade_executor_call_duration_seconds",
@@ -112,6 +115,7 @@ static void declare_metrics(pal_metrics *m)
 		{ "palisade_executor_leases_lost_total", NULL },
 		{ "palisade_executor_self_stops_total", NULL },
 		{ "palisade_executor_skipped_total", NULL },
+		{ "palisade_executor_idempotent_replays_total", NULL },
 	};
 	for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++)
 		pal_metric_inc(m, zero[i][0], zero[i][1], 0);
@@ -135,6 +139,8 @@ static void observe_transfer(pal_executor *ex, const pal__call *k)
 						     : "phase=\"call\"";
 	pal_metric_observe(ex->m, "palisade_executor_call_duration_seconds", phase,
 			   (double)took / 1000.0);
+	if (k->replayed && k->ph != PHASE_QUERY)
+		pal_metric_inc(ex->m, "palisade_executor_idempotent_replays_total", NULL, 1);
 	if (k->ph == PHASE_CALL && k->c.attempt == 1 && !k->called && !k->c.checkpoint) {
 		int64_t late = pal__db_ms(ex) - took - k->c.scheduled_at * 1000;
 		pal_metric_observe(ex->m, "palisade_executor_fire_lateness_seconds", NULL,

@@ -84,6 +84,7 @@ typedef struct pal__call {
 	/* The error class of the queued result, copied: the commit reads it
 	 * passes later, when the classifier's buffer is long gone. */
 	char result_class[48];
+	bool replayed; /* the answer carried Idempotent-Replayed: true */
 	/* Honest outcomes: an earlier send's outcome is unknown (seeded from
 	 * the claim, updated by pal_unknown_after; committed as the trigger's
 	 * outcome_unknown); the answers of this claim's status queries; a

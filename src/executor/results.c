@@ -166,6 +166,19 @@ void pal__commit_recv(pal_executor *ex)
 				atomic_fetch_add(&ex->succeeded, 1);
 			else if (r->final_state == PAL_TS_FAILED)
 				atomic_fetch_add(&ex->failed, 1);
+			if (r->final_state == PAL_TS_FAILED || r->final_state == PAL_TS_MANUAL) {
+				/* One line per trigger that needs a person: what failed,
+				 * under which token, and why. */
+				const pal__call *k = ex->batch_calls[i];
+				pal_log(r->final_state == PAL_TS_FAILED ? PAL_LOG_WARN : PAL_LOG_ERROR,
+					r->final_state == PAL_TS_FAILED ? "executor.trigger_failed"
+									: "executor.trigger_manual",
+					"{s:s, s:I, s:I, s:i, s:s, s:i, s:s?}", "job", k->c.job_id,
+					"trigger", (json_int_t)r->id, "fence", (json_int_t)r->fence,
+					"attempt", k->c.attempt, "error_class",
+					r->error_class ? r->error_class : "", "http_status",
+					r->http_status, "ticket", r->ticket_reason);
+			}
 		} else {
 			atomic_fetch_add(&ex->stale_db, 1);
 			pal__minc(ex, "palisade_executor_stale_rejections_total", "at=\"db\"", 1);

@@ -18,7 +18,9 @@ expect_exit "promtool test rules (alert unit tests)" 0 promtool test rules ops/p
 
 fresh_db it_metrics
 "$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
+# A fifth of the applies lose their answer after the commit: the retry with
+# the same key is answered as a replay.
+start_sink --drop-after-commit-rate 0.2 || { fail "sink starts"; finish; exit 1; }
 trap 'stop_all_nodes; stop_sink' EXIT
 SHARDS=2 write_conf "$CLUSTER_CONF" "executor: {lease: 6s, heartbeat: 1s}" "metrics: {cluster_interval: 1s}"
 SHARDS=2
@@ -28,6 +30,8 @@ sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
 	echo "  - {id: m.ok, group: fast, schedule: {cron: \"* * * * * ?\"}, target: {url: \"http://$SINK_ADDR/effects/ok\"}}"
 	# a job whose group is paused: its due triggers wait as backlog
 	echo "  - {id: m.held, group: held, schedule: {cron: \"* * * * * ?\"}, target: {url: \"http://$SINK_ADDR/effects/held\"}}"
+	# a permanent failure (404): one log line names job, trigger, fence and class
+	echo "  - {id: m.gone, group: fast, schedule: {cron: \"* * * * * ?\"}, target: {url: \"http://$SINK_ADDR/not-here\"}}"
 	# connection refused: retried, and the host's breaker opens
 	for i in 1 2 3 4; do
 		echo "  - {id: m.dead-$i, group: dead, schedule: {cron: \"* * * * * ?\"}, target: {url: \"http://127.0.0.1:1/x\", timeout: 1s}, retry: {max_attempts: 20, backoff: {initial: 100ms, max: 200ms}}}"
@@ -39,6 +43,8 @@ start_node m1
 wait_until "shards led" 20 all_shards_led
 ok_done() { [ "$(sql "select count(*) from triggers where job_id = 'm.ok' and state = 'succeeded'")" -ge 3 ]; }
 wait_until "m.ok succeeds" 20 ok_done
+replayed() { [ "$(metric m1 palisade_executor_idempotent_replays_total)" -ge 1 ]; }
+wait_until "a lost answer was retried and replayed" 20 replayed
 # a ticket the cluster gauge must count
 sql "insert into tickets (job_id, reason) values ('m.ok', 'metrics test ticket')" >/dev/null
 sleep 3
@@ -70,6 +76,9 @@ last=$(sql "select extract(epoch from max(finished_at)) from triggers where job_
 got=$(val 'palisade_cluster_job_last_success_timestamp_seconds{job="m.ok"}')
 check "last success of m.ok ($got) is within the refresh interval of the database's ($last)" python3 -c "import sys; sys.exit(0 if 0 <= $last - $got <= 3 else 1)"
 expect_eq "cluster stats read PostgreSQL" 1 "$(val palisade_cluster_stats_up)"
+check "idempotent replays are counted ($(val palisade_executor_idempotent_replays_total))" [ "$(val palisade_executor_idempotent_replays_total)" -ge 1 ]
+line=$(grep '"executor.trigger_failed"' "$NODE_DIR/m1.log" | grep '"job":"m.gone"' | head -1)
+expect_match "a failed trigger logs one line with job, trigger, fence and error class" '"trigger":[0-9]+,"fence":[0-9]+,.*"error_class":"http_404"' "$line"
 
 # The group is resumed: its backlog drains and the gauge follows.
 "$PAL" resume --config "$CLUSTER_CONF" --group held >/dev/null
