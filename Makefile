@@ -50,14 +50,14 @@ ifneq ($(SINK_SRC),)
 PROGS += $(BIN)/palisade-sink
 endif
 
-.PHONY: all deps test unit integration asan bench demo clean format lint help reference fuzz docs man \
+.PHONY: all deps test unit integration asan chaos bench demo clean format lint help reference fuzz docs man \
 	install uninstall check-units
 
 # Plain `make` only builds: ops/deps.sh --check names the missing packages
 # and the one command that installs them.  The goals that run things (test,
 # demo, deps, ...) install what they need first, so a fresh machine needs
 # nothing but `make test` or `make demo`.
-INSTALL_GOALS := deps test unit integration asan bench demo reference fuzz
+INSTALL_GOALS := deps test unit integration asan chaos bench demo reference fuzz
 INSTALL_DEPS  := $(if $(filter $(INSTALL_GOALS),$(MAKECMDGOALS)),1,)
 DEPS_STAMP    := $(O)/.deps$(if $(INSTALL_DEPS),-all,-build)
 HAVE_SCDOC    := $(shell command -v scdoc 2>/dev/null)
@@ -68,6 +68,7 @@ help:
 	@echo "make            build bin/palisade (and the unit tests)"
 	@echo "make test       unit + integration tests (starts its own PostgreSQL/ZooKeeper)"
 	@echo "make asan       the same suite under ASan + UBSan (clang-14)"
+	@echo "make chaos      every fault drill (chaos/run.sh), long variants"
 	@echo "make demo       dev cluster up, migrate, apply config/jobs, show next instants"
 	@echo "make reference  compare 'cron next' with croniter and zdump on many cases"
 	@echo "make fuzz       run the libFuzzer targets for a short while"
@@ -132,13 +133,21 @@ integration: all
 	@PALISADE_BIN=$(abspath $(BIN)) PALISADE_ITESTS=$(abspath $(O)/itests) bash tests/integration/run.sh
 
 REFERENCE ?= 1
+# The load of the controller fault test (kill -9, SIGSTOP, drain under 200
+# jobs): 60 s in `make test`, the full 180 s in `make chaos`.
+LOAD_SECONDS ?= 60
 test: all
 	@bash tests/run-unit.sh $(O)
 	@if [ "$(REFERENCE)" = 1 ]; then python3 tests/reference/cron_reference.py --bin $(BIN)/palisade; fi
-	@PALISADE_BIN=$(abspath $(BIN)) PALISADE_ITESTS=$(abspath $(O)/itests) bash tests/integration/run.sh
+	@LOAD_SECONDS=$(LOAD_SECONDS) PALISADE_BIN=$(abspath $(BIN)) PALISADE_ITESTS=$(abspath $(O)/itests) bash tests/integration/run.sh
+
+# Every fault drill (chaos/run.sh), each with its verdict line and JSON
+# report; the long variants: 180 s of load in the controller fault drill.
+chaos: all
+	@LOAD_SECONDS=180 PALISADE_BIN=$(abspath $(BIN)) PALISADE_ITESTS=$(abspath $(O)/itests) bash chaos/run.sh
 
 # The same suite under ASan + UBSan; the long load test runs 45 s instead of
-# 180 s, and the cron reference comparison (process-heavy, same engine as the
+# 60 s, and the cron reference comparison (process-heavy, same engine as the
 # unit tests) runs in `make test` only.
 # detect_stack_use_after_return: a pointer to a returned frame kept for a
 # later pass (the executor's batched commits) is caught at once instead of
