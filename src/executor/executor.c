@@ -116,6 +116,8 @@ static void declare_metrics(pal_metrics *m)
 		{ "palisade_executor_self_stops_total", NULL },
 		{ "palisade_executor_skipped_total", NULL },
 		{ "palisade_executor_idempotent_replays_total", NULL },
+		{ "palisade_executor_unknown_tickets_total", NULL },
+		{ "palisade_executor_render_skips_total", NULL },
 	};
 	for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++)
 		pal_metric_inc(m, zero[i][0], zero[i][1], 0);

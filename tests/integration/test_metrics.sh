@@ -60,6 +60,12 @@ check "fire lateness histogram has observations" [ "$(val palisade_executor_fire
 check "its +Inf bucket equals its count" [ "$(val 'palisade_executor_fire_lateness_seconds_bucket{le="+Inf"}')" = "$(val palisade_executor_fire_lateness_seconds_count)" ]
 check "claim round trips are observed" [ "$(val palisade_executor_claim_seconds_count)" -ge 1 ]
 check "commit round trips are observed" [ "$(val palisade_executor_commit_seconds_count)" -ge 1 ]
+# Every counter has a sample from the start (increase() and absent() need
+# one), except those whose labels name what happened (a shard and reason of
+# a foreign znode): they appear with the first event.
+bare=$(awk '/^# TYPE/ { if (fam != "" && type == "counter" && !seen) print fam; fam = $3; type = $4; seen = 0; next }
+	/^[a-z]/ { seen = 1 } END { if (fam != "" && type == "counter" && !seen) print fam }' "$M" | grep -v '^palisade_coord_foreign_znodes_total$')
+expect_eq "every counter family has a sample" "" "$(echo $bare)"
 expect_match "a counter without events still has its sample at 0" '^palisade_executor_stale_rejections_total\{at="sink"\} 0$' "$(cat "$M")"
 for s in 0 1; do
 	epoch=$(sql "select epoch from shards where shard_id = $s")
