@@ -5,6 +5,9 @@
 # invariants from the database itself.  It prints one verdict line:
 #   DRILL <name>: PASS|FAIL  <figures>
 # Without arguments every drill runs.  `chaos/run.sh --list` lists them.
+# Each drill also leaves a JSON report in $CHAOS_REPORT_DIR (default
+# /tmp/palisade-chaos)/<name>.json: the drill's own when it writes one to
+# $PALISADE_DRILL_REPORT, else the verdict, checks and figures.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 declare -A DRILLS=(
@@ -19,6 +22,11 @@ declare -A DRILLS=(
 	[rolling-upgrade]=tests/integration/test_rolling_upgrade.sh
 	[clock-skew]=tests/integration/test_clock_skew.sh
 	[partition]=tests/integration/test_partition.sh
+	[zk-follower-kill]=chaos/zk_ensemble.sh
+	[zk-leader-kill]=chaos/zk_ensemble.sh
+	[zk-quorum-loss]=chaos/zk_ensemble.sh
+	[zk-ensemble]=chaos/zk_ensemble.sh
+	[zk-foreign-znode]=chaos/zk_acl.sh
 )
 if [ "${1:-}" = --list ]; then
 	for d in "${!DRILLS[@]}"; do echo "$d -> ${DRILLS[$d]}"; done | sort
@@ -27,15 +35,33 @@ fi
 names=("$@")
 [ ${#names[@]} -eq 0 ] && names=($(printf '%s\n' "${!DRILLS[@]}" | sort))
 export PALISADE_BIN=${PALISADE_BIN:-$PWD/bin}
+REPORTS=${CHAOS_REPORT_DIR:-/tmp/palisade-chaos}
+mkdir -p "$REPORTS"
 rc=0
 for d in "${names[@]}"; do
 	t=${DRILLS[$d]:-}
 	[ -n "$t" ] || { echo "DRILL $d: unknown (chaos/run.sh --list)"; rc=64; continue; }
 	log=$(mktemp)
-	if bash tests/integration/run.sh "$t" >"$log" 2>&1; then v=PASS; else v=FAIL; rc=1; fi
-	figs=$(grep -E '^\s+figure:|^\s+verify:' "$log" | sed 's/^ *figure: //; s/^ *//' | paste -sd';' | cut -c1-400)
+	report=$REPORTS/$d.json
+	rm -f "$report"
+	if PALISADE_DRILL=$d PALISADE_DRILL_REPORT=$report bash tests/integration/run.sh "$t" >"$log" 2>&1; then v=PASS; else v=FAIL; rc=1; fi
+	figs=$(grep -E '^\s+figure:|^\s+verify:' "$log" | sed 's/^ *figure: //; s/^ *//' | paste -sd';' | cut -c1-600)
 	checks=$(grep -E '^\s+[0-9]+ checks' "$log" | tail -1 | sed 's/^ *//')
 	echo "DRILL $d: $v  $checks  $figs"
+	if [ -s "$report" ]; then
+		python3 - "$report" "$v" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); r["verdict"] = sys.argv[2]
+json.dump(r, open(sys.argv[1], "w"), indent=1)
+PY
+	else
+		python3 - "$report" "$d" "$v" "$checks" "$figs" <<'PY'
+import json, sys
+f, d, v, c, figs = sys.argv[1:]
+json.dump({"drill": d, "verdict": v, "checks": c, "figures": [x for x in figs.split(";") if x]},
+          open(f, "w"), indent=1)
+PY
+	fi
 	[ "$v" = FAIL ] && grep -E 'FAIL' "$log" | head -5 | sed 's/^/    /'
 	rm -f "$log"
 done

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# ops/devcluster.sh - a local PostgreSQL 15 and a standalone ZooKeeper for
-# development, tests and the demo, on loopback ports, under a state directory.
+# ops/devcluster.sh - a local PostgreSQL 15 and a ZooKeeper (one standalone
+# server by default, or an ensemble of 3 or 5) for development, tests, drills
+# and the demo, on loopback ports, under a state directory.
 #
-#   ops/devcluster.sh up|down|status|env [--state DIR]
+#   ops/devcluster.sh up|down|status|env|destroy [--state DIR] [--zk N] [--only zk|pg]
+#   ops/devcluster.sh zk-kill|zk-stop|zk-cont|zk-start I [--state DIR]
+#   ops/devcluster.sh zk-modes [--state DIR]
 #
 #   up      start both (idempotent: a running server is left alone), create the
 #           database, and print `export PALISADE_PG=...` / `export PALISADE_ZK=...`
@@ -10,9 +13,19 @@
 #   down    stop what `up` started, by the PIDs it recorded (never by name).
 #   status  say what runs; exit 0 only when both run.
 #   env     print the export lines only.
+#   --zk N  ZooKeeper servers: 1 (default: a standalone server, as always), 3
+#           or 5 (an ensemble: QuorumPeerMain per server, each with its own
+#           data directory, myid, zoo.cfg and PID under STATE/zk/sI/).  The
+#           size is recorded at the first `up`; later commands use it.
+#   --only  start/stop only ZooKeeper or only PostgreSQL.
+#   zk-kill I     kill -9 ensemble server I (1-based); zk-stop/zk-cont I send
+#                 SIGSTOP/SIGCONT; zk-start I starts it again (same data).
+#   zk-modes      one line per server: "I PORT leader|follower|standalone|down".
 #
 # Environment: PALISADE_STATE (default .state), PALISADE_PG_PORT (54329),
-# PALISADE_ZK_PORT (21819), PALISADE_ZK_TICK_MS (tickTime, default 500; lower
+# PALISADE_ZK_PORT (21819: the client port of server 1; the other ports of
+# an ensemble are free ports chosen at the first `up` and recorded in
+# STATE/zk/ports), PALISADE_ZK_TICK_MS (tickTime, default 500; lower
 # allows short session timeouts in tests), PALISADE_PG_FAST=1 (fsync off, for
 # throwaway test clusters only).
 #
@@ -25,15 +38,35 @@ set -euo pipefail
 cmd=${1:-}
 shift || true
 STATE=${PALISADE_STATE:-.state}
+ZK_N=
+ONLY=
+ARG=
+case "$cmd" in zk-kill | zk-stop | zk-cont | zk-start) ARG=${1:-}; shift || true ;; esac
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--state) STATE=$2; shift 2 ;;
 	--state=*) STATE=${1#*=}; shift ;;
+	--zk) ZK_N=$2; shift 2 ;;
+	--zk=*) ZK_N=${1#*=}; shift ;;
+	--only) ONLY=$2; shift 2 ;;
+	--only=*) ONLY=${1#*=}; shift ;;
 	*) echo "devcluster: unknown argument $1" >&2; exit 64 ;;
 	esac
 done
+case "$ONLY" in "" | zk | pg) ;; *) echo "devcluster: --only zk or --only pg" >&2; exit 64 ;; esac
 mkdir -p "$STATE"
 STATE=$(cd "$STATE" && pwd)
+# The ensemble size: recorded at the first `up`, then fixed for the state.
+if [ -f "$STATE/zk/servers" ]; then
+	rec=$(cat "$STATE/zk/servers")
+	if [ -n "$ZK_N" ] && [ "$ZK_N" != "$rec" ]; then
+		echo "devcluster: $STATE holds a ZooKeeper of $rec server(s); destroy it first to use --zk $ZK_N" >&2
+		exit 64
+	fi
+	ZK_N=$rec
+fi
+ZK_N=${ZK_N:-1}
+case "$ZK_N" in 1 | 3 | 5) ;; *) echo "devcluster: --zk takes 1, 3 or 5" >&2; exit 64 ;; esac
 PG_PORT=${PALISADE_PG_PORT:-54329}
 ZK_PORT=${PALISADE_ZK_PORT:-21819}
 ZK_TICK=${PALISADE_ZK_TICK_MS:-500}
@@ -132,44 +165,178 @@ CFG
 	exit 1
 }
 
+# ---- ZooKeeper ensemble (--zk 3|5) ----------------------------------------------
+# Server I lives in STATE/zk/sI: zoo.cfg, data/myid, zk.pid, zookeeper.log.
+# STATE/zk/ports holds "I client peer election" per server, chosen once.
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+ens_ports() {
+	if [ ! -s "$STATE/zk/ports" ]; then
+		mkdir -p "$STATE/zk"
+		local i c
+		for i in $(seq 1 "$ZK_N"); do
+			if [ "$i" = 1 ]; then c=$ZK_PORT; else c=$(free_port); fi
+			echo "$i $c $(free_port) $(free_port)"
+		done > "$STATE/zk/ports.tmp"
+		mv "$STATE/zk/ports.tmp" "$STATE/zk/ports"
+	fi
+	cat "$STATE/zk/ports"
+}
+ens_client_port() { ens_ports | awk -v i="$1" '$1 == i { print $2 }'; }
+ens_pid() { [ -f "$STATE/zk/s$1/zk.pid" ] && cat "$STATE/zk/s$1/zk.pid"; }
+ens_running() {
+	local p; p=$(ens_pid "$1") || return 1
+	kill -0 "$p" 2>/dev/null && tr '\0' ' ' < "/proc/$p/cmdline" | grep -q QuorumPeerMain
+}
+# ens_mode I: leader, follower, standalone or down (as the server says).
+ens_mode() {
+	local m
+	m=$(echo srvr | nc -q1 -w2 127.0.0.1 "$(ens_client_port "$1")" 2>/dev/null | sed -n 's/^Mode: //p')
+	echo "${m:-down}"
+}
+ens_quorum_ok() {
+	local i n=0
+	for i in $(seq 1 "$ZK_N"); do
+		case "$(ens_mode "$i")" in leader | follower) n=$((n + 1)) ;; esac
+	done
+	[ "$n" -gt $((ZK_N / 2)) ]
+}
+ens_start() { # ens_start I: start server I (idempotent)
+	local i=$1 d="$STATE/zk/s$1"
+	ens_running "$i" && return 0
+	mkdir -p "$d/data"
+	echo "$i" > "$d/data/myid"
+	{
+		echo "tickTime=$ZK_TICK"
+		echo "initLimit=20"
+		echo "syncLimit=10"
+		echo "dataDir=$d/data"
+		echo "clientPort=$(ens_client_port "$i")"
+		echo "clientPortAddress=127.0.0.1"
+		echo "admin.enableServer=false"
+		echo "minSessionTimeout=$((ZK_TICK * 2))"
+		echo "maxSessionTimeout=120000"
+		echo "4lw.commands.whitelist=srvr,stat,ruok,mntr,cons"
+		echo "reconfigEnabled=false"
+		ens_ports | while read -r j c p e; do echo "server.$j=127.0.0.1:$p:$e"; done
+	} > "$d/zoo.cfg"
+	log "starting ZooKeeper server $i of $ZK_N on 127.0.0.1:$(ens_client_port "$i")"
+	setsid java -Xmx128m -XX:+UseSerialGC -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
+		-Dzookeeper.jmx.log4j.disable=true -cp "$ZK_CP" \
+		org.apache.zookeeper.server.quorum.QuorumPeerMain "$d/zoo.cfg" \
+		>>"$d/zookeeper.log" 2>&1 </dev/null &
+	echo $! > "$d/zk.pid"
+}
+ens_stop() { # ens_stop I: SIGTERM, then SIGKILL after 5 s
+	local p
+	ens_running "$1" || { rm -f "$STATE/zk/s$1/zk.pid"; return 0; }
+	p=$(ens_pid "$1"); log "stopping ZooKeeper server $1 (pid $p)"
+	kill -CONT "$p" 2>/dev/null || true
+	kill "$p"
+	for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+	kill -9 "$p" 2>/dev/null || true
+	rm -f "$STATE/zk/s$1/zk.pid"
+}
+ens_up() {
+	local i
+	for i in $(seq 1 "$ZK_N"); do ens_start "$i"; done
+	for _ in $(seq 1 300); do
+		ens_quorum_ok && return 0
+		sleep 0.2
+	done
+	log "the ZooKeeper ensemble formed no quorum; see $STATE/zk/s*/zookeeper.log"
+	for i in $(seq 1 "$ZK_N"); do tail -5 "$STATE/zk/s$i/zookeeper.log" >&2; done
+	exit 1
+}
+ens_connect() { ens_ports | awk '{ printf "%s127.0.0.1:%s", (NR > 1 ? "," : ""), $2 }'; }
+
+zk_connect() { if [ "$ZK_N" = 1 ]; then echo "127.0.0.1:$ZK_PORT"; else ens_connect; fi; }
+
 print_env() {
-	echo "export PALISADE_PG='host=127.0.0.1 port=$PG_PORT user=palisade dbname=palisade'"
-	echo "export PALISADE_ZK='127.0.0.1:$ZK_PORT'"
+	[ "$ONLY" = zk ] || echo "export PALISADE_PG='host=127.0.0.1 port=$PG_PORT user=palisade dbname=palisade'"
+	[ "$ONLY" = pg ] || echo "export PALISADE_ZK='$(zk_connect)'"
+}
+
+zk_all_up() {
+	mkdir -p "$STATE/zk"
+	echo "$ZK_N" > "$STATE/zk/servers"
+	if [ "$ZK_N" = 1 ]; then zk_up; else ens_up; fi
+}
+zk_all_down() {
+	if [ "$ZK_N" = 1 ]; then
+		if zk_running; then
+			p=$(zk_pid); log "stopping ZooKeeper (pid $p)"
+			kill "$p"
+			for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+			kill -9 "$p" 2>/dev/null || true
+		fi
+		rm -f "$STATE/zk/zk.pid"
+	else
+		for i in $(seq 1 "$ZK_N"); do ens_stop "$i"; done
+	fi
+}
+server_arg() {
+	case "$ARG" in '' | *[!0-9]*) echo "devcluster: $cmd takes a server number 1..$ZK_N" >&2; exit 64 ;; esac
+	[ "$ZK_N" -gt 1 ] && [ "$ARG" -ge 1 ] && [ "$ARG" -le "$ZK_N" ] \
+		|| { echo "devcluster: $cmd needs an ensemble (--zk 3|5) and a server 1..$ZK_N" >&2; exit 64; }
 }
 
 case "$cmd" in
 up)
-	pg_up
-	zk_up
+	[ "$ONLY" = zk ] || pg_up
+	[ "$ONLY" = pg ] || zk_all_up
 	print_env
 	;;
 down)
-	if zk_running; then
-		p=$(zk_pid); log "stopping ZooKeeper (pid $p)"
-		kill "$p"
-		for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-		kill -9 "$p" 2>/dev/null || true
-	fi
-	rm -f "$STATE/zk/zk.pid"
-	if pg_running; then
+	[ "$ONLY" = pg ] || zk_all_down
+	if [ "$ONLY" != zk ] && pg_running; then
 		log "stopping PostgreSQL"
 		as_pg "$PGBIN/pg_ctl" -D "$(pg_datadir)/data" -m fast -w stop >/dev/null
 	fi
 	;;
 destroy)
-	"$0" down --state "$STATE"
-	d=$(pg_datadir)
-	rm -rf "$d" "$STATE"
+	if [ -n "$ONLY" ]; then
+		"$0" down --state "$STATE" --only "$ONLY"
+		if [ "$ONLY" = zk ]; then rm -rf "$STATE/zk"; else rm -rf "$(pg_datadir)" "$STATE/pg.path"; fi
+	else
+		"$0" down --state "$STATE"
+		d=$(pg_datadir)
+		rm -rf "$d" "$STATE"
+	fi
+	;;
+zk-kill) server_arg; p=$(ens_pid "$ARG") && kill -9 "$p" 2>/dev/null; rm -f "$STATE/zk/s$ARG/zk.pid"; log "killed ZooKeeper server $ARG (pid ${p:-none})" ;;
+zk-stop) server_arg; p=$(ens_pid "$ARG") && kill -STOP "$p" ;;
+zk-cont) server_arg; p=$(ens_pid "$ARG") && kill -CONT "$p" ;;
+zk-start) server_arg; ens_start "$ARG" ;;
+zk-modes)
+	if [ "$ZK_N" = 1 ]; then
+		m=$(echo srvr | nc -q1 -w2 127.0.0.1 "$ZK_PORT" 2>/dev/null | sed -n 's/^Mode: //p')
+		echo "1 $ZK_PORT ${m:-down}"
+	else
+		for i in $(seq 1 "$ZK_N"); do echo "$i $(ens_client_port "$i") $(ens_mode "$i")"; done
+	fi
 	;;
 status)
 	rc=0
-	if pg_running; then echo "postgresql: running on 127.0.0.1:$PG_PORT ($(pg_datadir)/data)"; else echo "postgresql: stopped"; rc=1; fi
-	if zk_running; then echo "zookeeper: running on 127.0.0.1:$ZK_PORT (pid $(zk_pid))"; else echo "zookeeper: stopped"; rc=1; fi
+	if [ "$ONLY" != zk ]; then
+		if pg_running; then echo "postgresql: running on 127.0.0.1:$PG_PORT ($(pg_datadir)/data)"; else echo "postgresql: stopped"; rc=1; fi
+	fi
+	if [ "$ONLY" = pg ]; then :
+	elif [ "$ZK_N" = 1 ]; then
+		if zk_running; then echo "zookeeper: running on 127.0.0.1:$ZK_PORT (pid $(zk_pid))"; else echo "zookeeper: stopped"; rc=1; fi
+	else
+		for i in $(seq 1 "$ZK_N"); do
+			if ens_running "$i"; then echo "zookeeper $i/$ZK_N: $(ens_mode "$i") on 127.0.0.1:$(ens_client_port "$i") (pid $(ens_pid "$i"))"
+			else echo "zookeeper $i/$ZK_N: stopped"; rc=1; fi
+		done
+	fi
 	exit $rc
 	;;
 env) print_env ;;
 *)
-	echo "usage: ops/devcluster.sh up|down|status|env|destroy [--state DIR]" >&2
+	echo "usage: ops/devcluster.sh up|down|status|env|destroy [--state DIR] [--zk 1|3|5] [--only zk|pg]" >&2
+	echo "       ops/devcluster.sh zk-kill|zk-stop|zk-cont|zk-start I | zk-modes [--state DIR]" >&2
 	exit 64
 	;;
 esac

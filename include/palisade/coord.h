@@ -17,6 +17,24 @@
  * znode is always younger, so its czxid is larger.  Never the sequence
  * suffix.
  *
+ * Access control: with credentials (cfg->auth, "user:password") the session
+ * authenticates with the digest scheme and every znode from ROOT/CLUSTER
+ * down is created with the ACL "the authenticated identity may do
+ * everything" (ZooKeeper's auth scheme): a process with other credentials, or
+ * none, can neither read, create nor delete there.  Components of ROOT above
+ * the cluster are created world-readable and world-creatable only (several
+ * clusters with different credentials may share ROOT; nobody can delete a
+ * cluster's root).  A tree created earlier without credentials is taken
+ * over at the first session (its ACLs are set to ours).  Without
+ * credentials everything is world:anyone as before.
+ *
+ * Foreign election znodes: a child of an election counts as a candidate only
+ * when it has the protected name form, is ephemeral, carries our ACL (with
+ * credentials), and its data names a node registered in nodes/ by the same
+ * session.  Anything else is ignored (it cannot block a shard) and reported
+ * once: log event election.foreign_znode, counter
+ * palisade_coord_foreign_znodes_total.
+ *
  * Connection handling: on disconnect every shard is reported as not led
  * (suspended) at once; on reconnect with the same session the children are
  * re-read and leadership resumes only if still lowest; on session expiry all
@@ -42,7 +60,18 @@ typedef struct pal_coord_config {
 	int n_shards;
 	bool controller;          /* join the shard elections */
 	bool balance;             /* hand off shards above ceil(shards / live controllers) */
+	const char *auth;         /* digest credentials "user:password"; NULL or "" = none */
 } pal_coord_config;
+
+/*
+ * Resolve ZooKeeper digest credentials: the first line of FILE when FILE is
+ * non-empty, else the value of the environment variable ENV (NULL: the
+ * default PALISADE_ZK_AUTH; "": none).  *OUT is a malloc'd "user:password"
+ * or NULL when nothing is configured.  PAL_EINVAL (with ERR) when the file
+ * cannot be read or the value has no "user:" part.
+ */
+PAL_MUST_CHECK int pal_coord_auth_load(const char *file, const char *env, char **out, char *err,
+				       size_t errlen);
 
 typedef struct pal_coord pal_coord;
 
@@ -101,7 +130,8 @@ void pal_coord_debug_drop_create_replies(pal_coord *c, int n);
  * Read-only, for the CLI (src/coord/inspect.c): live nodes of CLUSTER under
  * ROOT as a JSON array [{"id", "info"}] (info: the node's JSON), using a
  * short-lived session of its own.  PAL_EZK with a message when ZooKeeper is
- * unreachable within TIMEOUT_MS.
+ * unreachable within TIMEOUT_MS.  Credentials: $PALISADE_ZK_AUTH_FILE (a
+ * file holding user:password), else $PALISADE_ZK_AUTH.
  */
 PAL_MUST_CHECK int pal_coord_list_nodes(const char *connect, const char *root, const char *cluster,
 					int timeout_ms, json_t **out, char *err, size_t errlen);

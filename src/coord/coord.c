@@ -32,6 +32,13 @@
 #define BALANCE_PAUSE_MS 200   /* between two balance handoffs */
 #define BALANCE_RECHECK_MS 300 /* over quota but nothing could be handed off */
 #define DEFAULT_SESSION_MS 10000
+#define AUTH_MAX 1024
+
+/* Above the cluster's base (ROOT's own components, maybe shared by clusters
+ * with other credentials): anyone may read and create, nobody may delete a
+ * child (a cluster's base) or change the ACL. */
+static struct ACL up_entries[] = {{0, {(char *)"world", (char *)"anyone"}}}; /* perms: open() */
+static struct ACL_vector up_acl_auth = {1, up_entries};
 
 /* ---- small helpers ------------------------------------------------------- */
 
@@ -169,6 +176,19 @@ static coord_step balance_step(pal_coord *c)
 			cap = ncap;
 		}
 		int valid = pal_coord__sort_queue(kids.data, kids.count);
+		/* Foreign znodes found by the shard's election are no candidates. */
+		int kept = 0;
+		for (int j = 0; j < valid; j++) {
+			if (pal_coord__is_foreign(&c->sh[i], kids.data[j])) {
+				free(kids.data[j]);
+				continue;
+			}
+			kids.data[kept++] = kids.data[j];
+		}
+		for (int j = valid; j < kids.count; j++)
+			kids.data[kept + j - valid] = kids.data[j];
+		kids.count -= valid - kept;
+		valid = kept;
 		for (int j = 0; j < valid; j++)
 			(void)peer_of(peers, &npeers, kids.data[j]);
 		if (valid > 0)
@@ -231,7 +251,8 @@ static void reset_shards_after_expiry(pal_coord *c)
 		coord_shard *s = &c->sh[i];
 		free(s->node);
 		free(s->watched);
-		s->node = s->watched = NULL;
+		free(s->checked_pred);
+		s->node = s->watched = s->checked_pred = NULL;
 		s->czxid = 0;
 		s->leading = s->verified = s->uncertain = s->counted_lost = false;
 		s->rejoin = HANDOFF_NONE;
@@ -510,6 +531,10 @@ static void coord_free(pal_coord *c)
 		for (int i = 0; i < c->n_shards; i++) {
 			free(c->sh[i].node);
 			free(c->sh[i].watched);
+			free(c->sh[i].checked_pred);
+			for (int j = 0; j < c->sh[i].n_foreign; j++)
+				free(c->sh[i].foreign[j]);
+			free(c->sh[i].foreign);
 		}
 	}
 	free(c->sh);
@@ -518,6 +543,10 @@ static void coord_free(pal_coord *c)
 	free(c->req_resign);
 	pal_coord_free_list(c->nodes_cache);
 	free(c->connect);
+	if (c->auth != NULL)
+		memset(c->auth, 0, strlen(c->auth));
+	free(c->auth);
+	free(c->ident);
 	free(c->node_id);
 	free(c->node_info);
 	free(c->base);
@@ -565,9 +594,73 @@ static void declare_metrics(pal_metrics *m)
 	    "Watches set on an election predecessor (one per predecessor change: no herd).");
 	pal_metric_declare(m, "palisade_coord_watch_events_total", PAL_METRIC_COUNTER,
 			   "Predecessor watches that fired and woke this node.");
+	pal_metric_declare(m, "palisade_coord_foreign_znodes_total", PAL_METRIC_COUNTER,
+			   "Election znodes ignored as foreign (not a registered palisade node's, "
+			   "wrong ACL, persistent or badly named), by shard and reason.");
 	pal_metric_declare(
 	    m, "palisade_coord_create_recoveries_total", PAL_METRIC_COUNTER,
 	    "Election znodes found again by uuid after a create whose reply was lost.");
+	/* Counters start at 0, so that increase() and absent() see them
+	 * before the first event. */
+	static const char *const zero[][2] = {
+		{ "palisade_coord_handoffs_total", "reason=\"balance\"" },
+		{ "palisade_coord_handoffs_total", "reason=\"resign\"" },
+		{ "palisade_coord_handoffs_total", "reason=\"drain\"" },
+		{ "palisade_coord_suspensions_total", NULL },
+		{ "palisade_coord_session_expiries_total", NULL },
+		{ "palisade_coord_watches_total", NULL },
+		{ "palisade_coord_watch_events_total", NULL },
+		{ "palisade_coord_create_recoveries_total", NULL },
+	};
+	for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++)
+		pal_metric_inc(m, zero[i][0], zero[i][1], 0);
+}
+
+int pal_coord_auth_load(const char *file, const char *env, char **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	char buf[AUTH_MAX + 2];
+	const char *src;
+	if (file != NULL && *file != '\0') {
+		FILE *f = fopen(file, "r");
+		if (f == NULL) {
+			snprintf(err, errlen, "cannot read ZooKeeper credentials from %s: %s", file,
+				 strerror(errno));
+			return PAL_EINVAL;
+		}
+		if (fgets(buf, sizeof buf, f) == NULL)
+			buf[0] = '\0';
+		fclose(f);
+		buf[strcspn(buf, "\r\n")] = '\0';
+		src = file;
+	} else {
+		const char *name = env != NULL ? env : "PALISADE_ZK_AUTH";
+		const char *v = *name != '\0' ? getenv(name) : NULL;
+		if (v == NULL || *v == '\0')
+			return 0;
+		if (strlen(v) > AUTH_MAX) {
+			snprintf(err, errlen, "$%s: credentials longer than %d bytes", name, AUTH_MAX);
+			return PAL_EINVAL;
+		}
+		snprintf(buf, sizeof buf, "%s", v);
+		src = name;
+	}
+	const char *colon = strchr(buf, ':');
+	if (colon == NULL || colon == buf || strlen(buf) > AUTH_MAX) {
+		snprintf(err, errlen,
+			 "%s: ZooKeeper credentials must be user:password on one line (at most %d "
+			 "bytes)",
+			 src, AUTH_MAX);
+		memset(buf, 0, sizeof buf);
+		return PAL_EINVAL;
+	}
+	*out = strdup(buf);
+	memset(buf, 0, sizeof buf);
+	if (*out == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return PAL_ENOMEM;
+	}
+	return 0;
 }
 
 static char *dup_or(const char *s, const char *dflt)
@@ -631,7 +724,16 @@ int pal_coord_open(const pal_coord_config *cfg, pal_metrics *m, pal_coord **out,
 	c->controller = cfg->controller;
 	c->balance = cfg->balance;
 	c->m = m;
-	c->connect = strdup(cfg->connect);
+	c->connect = strdup(cfg->connect); /* passed to the client as given: host:port,... */
+	c->acl = &ZOO_OPEN_ACL_UNSAFE;
+	c->up_acl = &ZOO_OPEN_ACL_UNSAFE;
+	if (cfg->auth != NULL && *cfg->auth != '\0') {
+		if ((c->auth = strdup(cfg->auth)) == NULL)
+			goto nomem;
+		c->acl = &ZOO_CREATOR_ALL_ACL;
+		up_entries[0].perms = ZOO_PERM_READ | ZOO_PERM_CREATE; /* the library's constants */
+		c->up_acl = &up_acl_auth;
+	}
 	c->node_id = strdup(cfg->node_id);
 	c->node_info = dup_or(cfg->node_info, "{}");
 	c->sh = calloc((size_t)c->n_shards, sizeof *c->sh);

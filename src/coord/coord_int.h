@@ -70,11 +70,17 @@ typedef struct coord_shard {
 	bool counted_lost;	     /* "lost" already counted for the current znode */
 	bool dirty;		     /* needs reconcile() */
 	coord_handoff_reason rejoin; /* delete and re-create at the tail */
+	char *checked_pred;	     /* predecessor found to be a palisade candidate; owned */
+	char **foreign;		     /* election children found foreign (reported once); owned */
+	int n_foreign;
 } coord_shard;
 
 struct pal_coord {
 	/* Immutable after pal_coord_open(); owned copies of the config. */
 	char *connect, *node_id, *node_info;
+	char *auth;			 /* digest "user:password", NULL = none */
+	const struct ACL_vector *acl;	 /* for znodes from base down */
+	const struct ACL_vector *up_acl; /* for components of ROOT above base */
 	char *base;	  /* ROOT/CLUSTER */
 	char *nodes_path; /* base/nodes */
 	char *self_path;  /* base/nodes/<node-id> */
@@ -113,6 +119,8 @@ struct pal_coord {
 	coord_handle_ctx *hctx;
 	int64_t session_id;
 	char uuid[PAL_COORD_UUID_HEX + 1];
+	char *ident;	   /* our digest id "user:hash" as the server stores it; NULL without auth */
+	bool tree_secured; /* the ACL pass over base ran (first session) */
 	coord_shard *sh;
 	bool draining;	/* handoff done or requested: never join again */
 	bool suspended; /* a disconnect was seen and not yet resumed */
@@ -157,6 +165,8 @@ int pal_coord__sort_queue(char **names, int n);
  * outcome by uuid, delete for handoff, create at the tail, evaluate and
  * watch the predecessor.  Updates s->leading. */
 coord_step pal_coord__reconcile(pal_coord *c, coord_shard *s);
+/* NAME was found foreign in shard S's election. */
+bool pal_coord__is_foreign(const coord_shard *s, const char *name);
 /* Path of shard IDX's election znode directory into BUF. */
 void pal_coord__election_path(const pal_coord *c, int idx, char *buf, size_t len);
 
@@ -172,8 +182,11 @@ int pal_coord__session_open(pal_coord *c, bool first, int wait_ms, char *err, si
 void pal_coord__session_close(pal_coord *c);
 /* Re-read nodes/ with a watch; update the cache and live_controllers. */
 coord_step pal_coord__refresh_nodes(pal_coord *c);
-/* Create every missing component of PATH as a persistent znode. */
+/* Create every missing component of PATH as a persistent znode (components
+ * above base with up_acl, base and below with acl). */
 int pal_coord__ensure_path(pal_coord *c, const char *path);
+/* Does ACL (of a znode from base down) say "only us"?  True without auth. */
+bool pal_coord__acl_is_ours(const pal_coord *c, const struct ACL_vector *acl);
 /* Classify a ZooKeeper return code of a synchronous call. */
 coord_step pal_coord__classify(int zrc);
 /* The predecessor watcher (context: coord_shard *). */

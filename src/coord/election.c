@@ -161,6 +161,141 @@ static void set_str(char **dst, const char *src)
 	*dst = src ? strdup(src) : NULL;
 }
 
+bool pal_coord__is_foreign(const coord_shard *s, const char *name)
+{
+	for (int i = 0; i < s->n_foreign; i++)
+		if (strcmp(s->foreign[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* Record and report a foreign election znode (once per name). */
+static void note_foreign(pal_coord *c, coord_shard *s, const char *name, const char *reason,
+			 int64_t owner, const char *data)
+{
+	char **nf = realloc(s->foreign, (size_t)(s->n_foreign + 1) * sizeof *nf);
+	if (nf != NULL) {
+		s->foreign = nf;
+		if ((nf[s->n_foreign] = strdup(name)) != NULL)
+			s->n_foreign++;
+	}
+	char sid[24], labels[80];
+	snprintf(sid, sizeof sid, "0x%llx", (unsigned long long)owner);
+	pal_log(PAL_LOG_WARN, "election.foreign_znode", "{s:i, s:s, s:s, s:s, s:s}", "shard",
+		s->idx, "znode", name, "reason", reason, "owner_session", sid, "data", data);
+	snprintf(labels, sizeof labels, "shard=\"%d\",reason=\"%s\"", s->idx, reason);
+	pal_coord__count(c, "palisade_coord_foreign_znodes_total", labels);
+}
+
+/*
+ * Is NAME (protected form, a child of DIR) a palisade candidate?  ZOK with
+ * *OK set, ZNONODE when it is gone, another code on a ZooKeeper failure.
+ * A candidate is ephemeral, carries our ACL (with credentials), and its
+ * data names a node whose nodes/ znode belongs to the same session.  Every
+ * real candidate passes: a node registers before it joins, and the server
+ * deletes a session's ephemerals together.  The verdict cannot change over
+ * a znode's life, so foreign names are remembered and never looked at again.
+ */
+static int check_candidate(pal_coord *c, coord_shard *s, const char *dir, const char *name,
+			   bool *ok)
+{
+	char path[PAL_COORD_PATH_MAX], data[160];
+	struct ACL_vector acl = {0, NULL};
+	struct Stat st;
+	*ok = false;
+	child_path(path, sizeof path, dir, name);
+	int zrc = zoo_get_acl(c->zh, path, &acl, &st);
+	if (zrc != ZOK)
+		return zrc;
+	bool acl_ok = pal_coord__acl_is_ours(c, &acl);
+	deallocate_ACL_vector(&acl);
+	int len = sizeof data - 1;
+	zrc = zoo_get(c->zh, path, 0, data, &len, NULL);
+	if (zrc != ZOK)
+		return zrc;
+	data[len > 0 ? len : 0] = '\0';
+	if (st.ephemeralOwner == 0) {
+		note_foreign(c, s, name, "persistent", 0, data);
+		return ZOK;
+	}
+	if (!acl_ok) {
+		note_foreign(c, s, name, "acl", st.ephemeralOwner, data);
+		return ZOK;
+	}
+	struct Stat nst;
+	char npath[PAL_COORD_PATH_MAX];
+	zrc = ZNONODE;
+	if (len > 0 && strchr(data, '/') == NULL) {
+		child_path(npath, sizeof npath, c->nodes_path, data);
+		zrc = zoo_exists(c->zh, npath, 0, &nst);
+	}
+	if (zrc != ZOK && zrc != ZNONODE)
+		return zrc;
+	if (zrc == ZOK && nst.ephemeralOwner == st.ephemeralOwner) {
+		*ok = true;
+		return ZOK;
+	}
+	/* Its node is not registered by its session: a planted znode, or the
+	 * owner's session ended between our two reads (then both are gone). */
+	struct Stat again;
+	zrc = zoo_exists(c->zh, path, 0, &again);
+	if (zrc != ZOK)
+		return zrc;
+	note_foreign(c, s, name, "owner", st.ephemeralOwner, data);
+	return ZOK;
+}
+
+static int cmp_seq_desc(const void *a, const void *b)
+{
+	int64_t x = pal_coord__parse_seq(*(char *const *)a),
+		y = pal_coord__parse_seq(*(char *const *)b);
+	return x > y ? -1 : x < y;
+}
+
+/*
+ * Our predecessor among the real candidates: the highest sequence below
+ * OWN that passes check_candidate(); foreign znodes are skipped (they can
+ * block nothing).  *PRED NULL: we are the lowest candidate.  COORD_DONE, or
+ * the class of a ZooKeeper failure.
+ */
+static coord_step find_pred(pal_coord *c, coord_shard *s, const char *dir, char *const *names,
+			    int n, const char *own, const char **pred)
+{
+	*pred = NULL;
+	int64_t oseq = pal_coord__parse_seq(own);
+	const char **below = malloc((size_t)(n > 0 ? n : 1) * sizeof *below);
+	if (below == NULL)
+		return COORD_LATER;
+	int nb = 0;
+	for (int i = 0; i < n; i++) {
+		int64_t q = pal_coord__parse_seq(names[i]);
+		if (q >= 0 && q < oseq && !pal_coord__is_foreign(s, names[i]))
+			below[nb++] = names[i];
+	}
+	qsort(below, (size_t)nb, sizeof *below, cmp_seq_desc);
+	coord_step ret = COORD_DONE;
+	for (int i = 0; i < nb && *pred == NULL; i++) {
+		if (s->checked_pred != NULL && strcmp(s->checked_pred, below[i]) == 0) {
+			*pred = below[i];
+			break;
+		}
+		bool ok;
+		int zrc = check_candidate(c, s, dir, below[i], &ok);
+		if (zrc == ZNONODE)
+			continue; /* gone meanwhile: the next lower one */
+		if (zrc != ZOK) {
+			ret = pal_coord__classify(zrc);
+			break;
+		}
+		if (ok) {
+			*pred = below[i];
+			set_str(&s->checked_pred, below[i]);
+		}
+	}
+	free(below);
+	return ret;
+}
+
 /* Forget our znode (deleted, vanished or from a dead session). */
 static void forget_node(coord_shard *s)
 {
@@ -237,7 +372,7 @@ static coord_step create_own(pal_coord *c, coord_shard *s)
 	struct Stat st;
 	memset(&st, 0, sizeof st);
 	int zrc =
-	    zoo_create2(c->zh, prefix, c->node_id, (int)strlen(c->node_id), &ZOO_OPEN_ACL_UNSAFE,
+	    zoo_create2(c->zh, prefix, c->node_id, (int)strlen(c->node_id), c->acl,
 			ZOO_EPHEMERAL_SEQUENTIAL, created, sizeof created, &st);
 	if (zrc == ZNONODE) {
 		int prc = pal_coord__ensure_path(c, dir);
@@ -306,6 +441,7 @@ static coord_step evaluate(pal_coord *c, coord_shard *s, bool *again)
 	int dups, valid;
 	(void)pal_coord__rank(kids.data, kids.count, c->uuid, &own, &pred, &dups, &valid);
 	coord_step ret = COORD_DONE;
+	valid -= s->n_foreign < valid ? s->n_foreign : valid; /* roughly: queue length */
 
 	bool was_uncertain = s->uncertain;
 	s->uncertain = false;
@@ -347,6 +483,10 @@ static coord_step evaluate(pal_coord *c, coord_shard *s, bool *again)
 		*again = true; /* the pending handoff or drain deletes it next */
 		goto out;
 	}
+	/* The lexical predecessor may be foreign: the real one is below it. */
+	if (pred != NULL && (ret = find_pred(c, s, dir, kids.data, kids.count, own, &pred)) !=
+			       COORD_DONE)
+		goto out;
 	if (pred == NULL) {
 		set_str(&s->watched, NULL);
 		if (!s->leading) {

@@ -1,7 +1,8 @@
 /*
  * inspect.c - read-only look at a cluster's ZooKeeper tree for the CLI
  * (`palisade status`, `palisade drain --node`): a short-lived session of its
- * own, independent of a node's pal_coord.
+ * own, independent of a node's pal_coord.  Credentials for a cluster whose
+ * znodes are protected: $PALISADE_ZK_AUTH_FILE, else $PALISADE_ZK_AUTH.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -20,13 +21,28 @@ int pal_coord_list_nodes(const char *connect, const char *root, const char *clus
 			 int timeout_ms, json_t **out, char *err, size_t errlen)
 {
 	*out = NULL;
+	char *auth = NULL;
+	int arc = pal_coord_auth_load(getenv("PALISADE_ZK_AUTH_FILE"), NULL, &auth, err, errlen);
+	if (arc != 0)
+		return arc;
 	zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
 	zhandle_t *zh = zookeeper_init(connect, quiet_watcher, timeout_ms > 2000 ? timeout_ms : 2000,
 				       NULL, NULL, 0);
 	if (!zh) {
 		snprintf(err, errlen, "cannot start a ZooKeeper session to %s: %s", connect,
 			 strerror(errno));
+		free(auth);
 		return PAL_EZK;
+	}
+	if (auth != NULL) {
+		arc = zoo_add_auth(zh, "digest", auth, (int)strlen(auth), NULL, NULL);
+		memset(auth, 0, strlen(auth));
+		free(auth);
+		if (arc != ZOK) {
+			snprintf(err, errlen, "cannot add ZooKeeper credentials: %s", zerror(arc));
+			zookeeper_close(zh);
+			return PAL_EZK;
+		}
 	}
 	struct timespec ts = { 0, 20 * 1000000 };
 	for (int waited = 0; zoo_state(zh) != ZOO_CONNECTED_STATE; waited += 20) {
@@ -49,7 +65,10 @@ int pal_coord_list_nodes(const char *connect, const char *root, const char *clus
 		return PAL_OK;
 	}
 	if (zrc != ZOK) {
-		snprintf(err, errlen, "cannot list %s: %s", path, zerror(zrc));
+		snprintf(err, errlen, "cannot list %s: %s%s", path, zerror(zrc),
+			 zrc == ZNOAUTH ? " (protected: export PALISADE_ZK_AUTH_FILE or "
+					  "PALISADE_ZK_AUTH with the cluster's credentials)"
+					: "");
 		json_decref(arr);
 		zookeeper_close(zh);
 		return PAL_EZK;

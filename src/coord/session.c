@@ -135,14 +135,15 @@ coord_step pal_coord__classify(int zrc)
 int pal_coord__ensure_path(pal_coord *c, const char *path)
 {
 	char buf[PAL_COORD_PATH_MAX];
+	size_t base_len = strlen(c->base);
 	snprintf(buf, sizeof buf, "%s", path);
 	for (char *p = buf + 1;; p++) {
 		if (*p != '/' && *p != '\0')
 			continue;
 		char saved = *p;
 		*p = '\0';
-		int zrc =
-		    zoo_create(c->zh, buf, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT, NULL, 0);
+		const struct ACL_vector *acl = (size_t)(p - buf) < base_len ? c->up_acl : c->acl;
+		int zrc = zoo_create(c->zh, buf, NULL, -1, acl, ZOO_PERSISTENT, NULL, 0);
 		*p = saved;
 		if (zrc != ZOK && zrc != ZNODEEXISTS)
 			return zrc;
@@ -222,13 +223,120 @@ static bool wait_connected(pal_coord *c, int wait_ms)
 	return ok;
 }
 
+/* ---- access control (coordination thread) --------------------------------- */
+
+static void auth_done(int rc, const void *data)
+{
+	(void)data;
+	if (rc != ZOK)
+		pal_log(PAL_LOG_ERROR, "coord.auth_failed", "{s:s}", "error", zerror(rc));
+}
+
+static const char *no_auth_hint(const pal_coord *c)
+{
+	return c->auth != NULL ? " (the cluster's znodes belong to other ZooKeeper credentials)"
+			       : " (the cluster's znodes are protected: configure "
+				 "zookeeper.auth_file or $PALISADE_ZK_AUTH)";
+}
+
+bool pal_coord__acl_is_ours(const pal_coord *c, const struct ACL_vector *acl)
+{
+	if (c->auth == NULL)
+		return true;
+	if (c->ident == NULL || acl == NULL || acl->count != 1)
+		return false;
+	const struct ACL *a = &acl->data[0];
+	return a->perms == ZOO_PERM_ALL && a->id.scheme && strcmp(a->id.scheme, "digest") == 0 &&
+	       a->id.id && strcmp(a->id.id, c->ident) == 0;
+}
+
+/* Our identity as the server recorded it in the ACL of our node znode
+ * (digest "user:base64(sha1(user:password))"). */
+static int learn_ident(pal_coord *c, char *err, size_t errlen)
+{
+	struct ACL_vector acl = {0, NULL};
+	struct Stat st;
+	int zrc = zoo_get_acl(c->zh, c->self_path, &acl, &st);
+	if (zrc != ZOK) {
+		snprintf(err, errlen, "cannot read the ACL of %s: %s", c->self_path, zerror(zrc));
+		return PAL_EZK;
+	}
+	int rc = 0;
+	if (acl.count == 1 && acl.data[0].id.scheme && strcmp(acl.data[0].id.scheme, "digest") == 0) {
+		free(c->ident);
+		c->ident = strdup(acl.data[0].id.id);
+		if (c->ident == NULL)
+			rc = PAL_ENOMEM;
+	} else {
+		snprintf(err, errlen,
+			 "%s was not created with our digest identity (the server ignored the "
+			 "credentials?)",
+			 c->self_path);
+		rc = PAL_EZK;
+	}
+	deallocate_ACL_vector(&acl);
+	if (rc == PAL_ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	return rc;
+}
+
+/* Take over one persistent znode of the tree: set our ACL when it has
+ * another (a tree created before credentials were configured). */
+static int secure_one(pal_coord *c, const char *path, char *err, size_t errlen)
+{
+	struct ACL_vector acl = {0, NULL};
+	struct Stat st;
+	int zrc = zoo_get_acl(c->zh, path, &acl, &st);
+	if (zrc == ZNONODE)
+		return 0; /* created with our ACL when first needed */
+	if (zrc != ZOK) {
+		snprintf(err, errlen, "cannot read the ACL of %s: %s", path, zerror(zrc));
+		return PAL_EZK;
+	}
+	bool ours = pal_coord__acl_is_ours(c, &acl);
+	deallocate_ACL_vector(&acl);
+	if (ours)
+		return 0;
+	zrc = zoo_set_acl(c->zh, path, -1, c->acl);
+	if (zrc != ZOK) {
+		snprintf(err, errlen, "cannot set our ACL on %s: %s%s", path, zerror(zrc),
+			 zrc == ZNOAUTH ? no_auth_hint(c) : "");
+		return PAL_EZK;
+	}
+	pal_log(PAL_LOG_WARN, "coord.acl_taken_over", "{s:s}", "path", path);
+	return 0;
+}
+
+/* The ACL pass of the first session: base, nodes/, shards/ and every
+ * shard's directories end up with our ACL. */
+static int secure_tree(pal_coord *c, char *err, size_t errlen)
+{
+	char path[PAL_COORD_PATH_MAX];
+	int rc = secure_one(c, c->base, err, errlen);
+	if (rc == 0)
+		rc = secure_one(c, c->nodes_path, err, errlen);
+	snprintf(path, sizeof path, "%s/shards", c->base);
+	if (rc == 0)
+		rc = secure_one(c, path, err, errlen);
+	for (int i = 0; rc == 0 && i < c->n_shards; i++) {
+		snprintf(path, sizeof path, "%s/shards/%04d", c->base, i);
+		rc = secure_one(c, path, err, errlen);
+		if (rc == 0) {
+			pal_coord__election_path(c, i, path, sizeof path);
+			rc = secure_one(c, path, err, errlen);
+		}
+	}
+	c->tree_secured = rc == 0;
+	return rc;
+}
+
 /* Create nodes/<node-id> as ours.  See pal_coord__session_open(). */
 static int register_node(pal_coord *c, bool first, char *err, size_t errlen)
 {
 	int64_t warn_at = pal_mono_ms() + 2 * (int64_t)c->session_timeout_ms;
 	for (;;) {
 		int zrc = zoo_create(c->zh, c->self_path, c->node_info, (int)strlen(c->node_info),
-				     &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL, 0);
+				     c->acl, ZOO_EPHEMERAL, NULL, 0);
 		if (zrc == ZOK)
 			return 0;
 		if (zrc == ZNODEEXISTS) {
@@ -255,8 +363,8 @@ static int register_node(pal_coord *c, bool first, char *err, size_t errlen)
 				}
 			}
 		} else if (pal_coord__classify(zrc) == COORD_LATER) {
-			snprintf(err, errlen, "cannot register %s in ZooKeeper: %s", c->self_path,
-				 zerror(zrc));
+			snprintf(err, errlen, "cannot register %s in ZooKeeper: %s%s", c->self_path,
+				 zerror(zrc), zrc == ZNOAUTH ? no_auth_hint(c) : "");
 			return PAL_EZK;
 		} else {
 			bool expired;
@@ -302,6 +410,16 @@ int pal_coord__session_open(pal_coord *c, bool first, int wait_ms, char *err, si
 		c->hctx = NULL;
 		return PAL_EZK;
 	}
+	if (c->auth != NULL) {
+		/* Queued now, sent first on every (re)connection of this handle. */
+		int arc = zoo_add_auth(c->zh, "digest", c->auth, (int)strlen(c->auth),
+				       auth_done, NULL);
+		if (arc != ZOK) {
+			snprintf(err, errlen, "cannot add ZooKeeper credentials: %s", zerror(arc));
+			pal_coord__session_close(c);
+			return PAL_EZK;
+		}
+	}
 	if (!wait_connected(c, wait_ms)) {
 		snprintf(err, errlen, "cannot connect to ZooKeeper at %s within %d ms", c->connect,
 			 wait_ms);
@@ -311,12 +429,16 @@ int pal_coord__session_open(pal_coord *c, bool first, int wait_ms, char *err, si
 	c->session_id = zoo_client_id(c->zh)->client_id;
 	int zrc = pal_coord__ensure_path(c, c->nodes_path);
 	if (zrc != ZOK) {
-		snprintf(err, errlen, "cannot create %s in ZooKeeper: %s", c->nodes_path,
-			 zerror(zrc));
+		snprintf(err, errlen, "cannot create %s in ZooKeeper: %s%s", c->nodes_path,
+			 zerror(zrc), zrc == ZNOAUTH ? no_auth_hint(c) : "");
 		pal_coord__session_close(c);
 		return PAL_EZK;
 	}
 	int rc = register_node(c, first, err, errlen);
+	if (rc == 0 && c->auth != NULL)
+		rc = learn_ident(c, err, errlen);
+	if (rc == 0 && c->auth != NULL && !c->tree_secured)
+		rc = secure_tree(c, err, errlen);
 	if (rc != 0) {
 		pal_coord__session_close(c);
 		return rc;

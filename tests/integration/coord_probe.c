@@ -14,6 +14,15 @@
  *   coord_probe --dump --zk HOSTS --shards N [--cluster C] [--root R]
  *       Independent read of the layout with its own session: one line per
  *       registered node and per election znode with its czxid and owner.
+ *   coord_probe --intrude OP --path P --zk HOSTS [--auth user:password]
+ *       One operation in a session of its own, as another process would do
+ *       it: OP is children, get, create (persistent, world ACL), delete,
+ *       plant-persistent or plant-ephemeral (a protected-form election znode
+ *       "P/_c_<random uuid>-n_<seq>" whose data is "ghost"; the ephemeral one
+ *       lives until stdin closes; missing parents are created first).
+ *       Prints "intrude OP rc=<code> (<text>) [name=<created>]".
+ *   --auth user:password (every mode): digest credentials; a node's pal_coord
+ *       then creates its znodes with the creator-only ACL.
  *   coord_probe --selftest
  *       Unit checks of the pure election helpers (coord_int.h): sequence
  *       parsing, finding our znode by uuid, predecessor choice.
@@ -40,6 +49,13 @@
 #include "../../src/coord/coord_int.h"
 
 static volatile sig_atomic_t g_term;
+static const char *g_auth; /* --auth */
+
+static void add_auth(zhandle_t *zh)
+{
+	if (g_auth != NULL)
+		(void)zoo_add_auth(zh, "digest", g_auth, (int)strlen(g_auth), NULL, NULL);
+}
 
 static void on_term(int sig)
 {
@@ -90,11 +106,24 @@ static double metric_sum_shards(pal_metrics *m, const char *name, const char *ou
 	return sum;
 }
 
+static double foreign_sum(pal_metrics *m, int n)
+{
+	static const char *const reasons[] = {"persistent", "acl", "owner"};
+	double sum = 0;
+	for (int i = 0; i < n; i++)
+		for (int r = 0; r < 3; r++) {
+			char labels[64];
+			snprintf(labels, sizeof labels, "shard=\"%d\",reason=\"%s\"", i, reasons[r]);
+			sum += pal_metric_get(m, "palisade_coord_foreign_znodes_total", labels);
+		}
+	return sum;
+}
+
 static void print_stats(pal_metrics *m, int n)
 {
 	printf("stats watches=%.0f watch_events=%.0f won=%.0f lost=%.0f handoffs_balance=%.0f "
 	       "handoffs_resign=%.0f handoffs_drain=%.0f suspensions=%.0f expiries=%.0f "
-	       "recoveries=%.0f "
+	       "recoveries=%.0f foreign=%.0f "
 	       "led=%.0f connected=%.0f\n",
 	       pal_metric_get(m, "palisade_coord_watches_total", NULL),
 	       pal_metric_get(m, "palisade_coord_watch_events_total", NULL),
@@ -106,7 +135,7 @@ static void print_stats(pal_metrics *m, int n)
 	       pal_metric_get(m, "palisade_coord_suspensions_total", NULL),
 	       pal_metric_get(m, "palisade_coord_session_expiries_total", NULL),
 	       pal_metric_get(m, "palisade_coord_create_recoveries_total", NULL),
-	       pal_metric_get(m, "palisade_coord_shards_led", NULL),
+	       foreign_sum(m, n), pal_metric_get(m, "palisade_coord_shards_led", NULL),
 	       pal_metric_get(m, "palisade_coord_connected", NULL));
 	fflush(stdout);
 }
@@ -237,12 +266,13 @@ static int cmp_seq(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int dump(const char *zk, const char *root, const char *cluster, int n)
+/* A session of our own (with --auth's credentials), connected within 10 s. */
+static zhandle_t *connect_own(const char *zk)
 {
-	zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
 	zhandle_t *zh = zookeeper_init(zk, dump_watcher, 10000, NULL, NULL, 0);
 	if (zh == NULL)
-		return 1;
+		return NULL;
+	add_auth(zh);
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ts.tv_sec += 10;
@@ -254,8 +284,17 @@ static int dump(const char *zk, const char *root, const char *cluster, int n)
 	if (!ok) {
 		fprintf(stderr, "coord_probe: cannot connect to %s\n", zk);
 		zookeeper_close(zh);
-		return 1;
+		return NULL;
 	}
+	return zh;
+}
+
+static int dump(const char *zk, const char *root, const char *cluster, int n)
+{
+	zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+	zhandle_t *zh = connect_own(zk);
+	if (zh == NULL)
+		return 1;
 	char base[512], path[768];
 	snprintf(base, sizeof base, "%s/%s", strcmp(root, "/") == 0 ? "" : root, cluster);
 	struct String_vector kids = {0, NULL};
@@ -296,6 +335,65 @@ static int dump(const char *zk, const char *root, const char *cluster, int n)
 }
 
 /* ---- --selftest ---------------------------------------------------------------- */
+
+/* ---- --intrude ------------------------------------------------------------------ */
+
+static int intrude(const char *zk, const char *op, const char *path)
+{
+	zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+	zhandle_t *zh = connect_own(zk);
+	if (zh == NULL)
+		return 1;
+	const struct ACL_vector *acl = g_auth ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
+	char created[1024] = "";
+	int rc;
+	bool hold = false;
+	if (strcmp(op, "children") == 0) {
+		struct String_vector kids = {0, NULL};
+		rc = zoo_get_children(zh, path, 0, &kids);
+		deallocate_String_vector(&kids);
+	} else if (strcmp(op, "get") == 0) {
+		char buf[1024];
+		int len = sizeof buf;
+		rc = zoo_get(zh, path, 0, buf, &len, NULL);
+	} else if (strcmp(op, "create") == 0) {
+		rc = zoo_create(zh, path, "x", 1, &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT, created,
+				sizeof created);
+	} else if (strcmp(op, "delete") == 0) {
+		rc = zoo_delete(zh, path, -1);
+	} else if (strcmp(op, "plant-persistent") == 0 || strcmp(op, "plant-ephemeral") == 0) {
+		char buf[1024];
+		snprintf(buf, sizeof buf, "%s", path);
+		for (char *q = buf + 1; *q; q++) { /* parents, like a node would */
+			if (*q != '/')
+				continue;
+			*q = '\0';
+			(void)zoo_create(zh, buf, NULL, -1, acl, ZOO_PERSISTENT, NULL, 0);
+			*q = '/';
+		}
+		(void)zoo_create(zh, path, NULL, -1, acl, ZOO_PERSISTENT, NULL, 0);
+		hold = strcmp(op, "plant-ephemeral") == 0;
+		snprintf(buf, sizeof buf, "%s/_c_%08x%08x%08x%08x-n_", path, (unsigned)random(),
+			 (unsigned)random(), (unsigned)getpid(), (unsigned)time(NULL));
+		rc = zoo_create(zh, buf, "ghost", 5, acl,
+				hold ? ZOO_EPHEMERAL_SEQUENTIAL : ZOO_PERSISTENT_SEQUENTIAL, created,
+				sizeof created);
+	} else {
+		fprintf(stderr, "coord_probe: unknown --intrude operation %s\n", op);
+		zookeeper_close(zh);
+		return 64;
+	}
+	printf("intrude %s rc=%d (%s)%s%s\n", op, rc, zerror(rc), *created ? " name=" : "",
+	       *created ? (strrchr(created, '/') ? strrchr(created, '/') + 1 : created) : "");
+	fflush(stdout);
+	if (hold && rc == ZOK) {
+		char b[64];
+		while (fgets(b, sizeof b, stdin) != NULL)
+			;
+	}
+	zookeeper_close(zh);
+	return 0;
+}
 
 static int st_fail, st_pass;
 #define EXPECT(cond)                                                                               \
@@ -378,6 +476,7 @@ static void usage(void)
 		"[--cluster C]\n"
 		"                   [--root R] [--no-balance] [--no-controller] [--log-level L]\n"
 		"       coord_probe --dump --zk HOSTS --shards N [--cluster C] [--root R]\n"
+		"       coord_probe --intrude OP --path P --zk HOSTS [--auth user:password]\n"
 		"       coord_probe --selftest\n");
 	exit(64);
 }
@@ -385,7 +484,7 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	const char *zk = NULL, *node = NULL, *cluster = "default", *root = "/palisade",
-		   *level = "info";
+		   *level = "info", *intrude_op = NULL, *intrude_path = NULL;
 	int shards = 0, session_ms = 4000, do_dump = 0, do_selftest = 0, no_balance = 0,
 	    no_controller = 0;
 	const struct option opts[] = {
@@ -400,6 +499,9 @@ int main(int argc, char **argv)
 	    {"no-controller", no_argument, &no_controller, 1},
 	    {"dump", no_argument, &do_dump, 1},
 	    {"selftest", no_argument, &do_selftest, 1},
+	    {"auth", required_argument, NULL, 'a'},
+	    {"intrude", required_argument, NULL, 'i'},
+	    {"path", required_argument, NULL, 'p'},
 	    {NULL, 0, NULL, 0},
 	};
 	int o;
@@ -428,12 +530,26 @@ int main(int argc, char **argv)
 		case 'l':
 			level = optarg;
 			break;
+		case 'a':
+			g_auth = optarg;
+			break;
+		case 'i':
+			intrude_op = optarg;
+			break;
+		case 'p':
+			intrude_path = optarg;
+			break;
 		default:
 			usage();
 		}
 	}
 	if (do_selftest)
 		return selftest();
+	if (intrude_op != NULL) {
+		if (zk == NULL || intrude_path == NULL)
+			usage();
+		return intrude(zk, intrude_op, intrude_path);
+	}
 	if (zk == NULL || shards <= 0)
 		usage();
 	if (do_dump)
@@ -465,6 +581,7 @@ int main(int argc, char **argv)
 	    .n_shards = shards,
 	    .controller = !no_controller,
 	    .balance = !no_balance,
+	    .auth = g_auth,
 	};
 	pal_coord *c = NULL;
 	int rc = pal_coord_open(&cfg, m, &c, err, sizeof err);

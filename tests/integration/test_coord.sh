@@ -187,6 +187,7 @@ settled() {
 }
 max_led() { local m=0 n; for n in "$@"; do [ "$(nled "$n")" -gt $m ] && m=$(nled "$n"); done; echo $m; }
 balanced() { settled 16 "$@" && [ "$(max_led "$@")" -le $(((16 + $# - 1) / $#)) ]; }
+balanced2() { settled 2 a b && [ "$(nled a)" = 1 ] && [ "$(nled b)" = 1 ]; }
 # stable NAME...: balanced, and nobody's view changes for 600 ms (three
 # balance pauses): the cluster has converged, not just passed through.
 stable() {
@@ -453,4 +454,77 @@ finish_probe p
 kill $PROXY_PID 2>/dev/null
 wait $PROXY_PID 2>/dev/null
 PROXY_PID=
+echo "  -- access control: digest credentials, ACLs, foreign election znodes"
+# The tree is first created without credentials (a cluster from before
+# access control), and someone plants election znodes in it: a persistent
+# one (shard 0) and an ephemeral one whose session registered no node
+# (shard 1), both lower than any candidate's.
+SESS=1500
+AUTH=pal:s3cret-$RUN
+BASE=/palisade/acl-$RUN
+intrude() { "$PROBE" --intrude "$1" --path "$2" --zk "$ZK" "${@:3}"; }
+start o acl 2 --no-balance
+check "a node without credentials creates the tree (open ACL)" wait_until 5000 settled 2 o
+send o quit
+finish_probe o
+plant0=$(intrude plant-persistent "$BASE/shards/0000/election")
+expect_match "a persistent election znode planted in shard 0 (no credentials)" 'rc=0 ' "$plant0"
+rm -f "$W/ghost.in"
+mkfifo "$W/ghost.in"
+"$PROBE" --intrude plant-ephemeral --path "$BASE/shards/0001/election" --zk "$ZK" \
+	<"$W/ghost.in" >"$W/ghost.out" 2>&1 &
+PID[ghost]=$!
+exec {gfd}>"$W/ghost.in"
+check "an ephemeral one in shard 1, by a session that registered no node" \
+	wait_until 5000 grep -q 'rc=0 ' "$W/ghost.out"
+# and one by a process that has the credentials but is no registered node
+rm -f "$W/ghost2.in"
+mkfifo "$W/ghost2.in"
+"$PROBE" --intrude plant-ephemeral --path "$BASE/shards/0001/election" --zk "$ZK" --auth "$AUTH" \
+	<"$W/ghost2.in" >"$W/ghost2.out" 2>&1 &
+PID[ghost2]=$!
+exec {gfd2}>"$W/ghost2.in"
+check "another in shard 1, with the credentials, by a session that registered no node" \
+	wait_until 5000 grep -q 'rc=0 ' "$W/ghost2.out"
+start a acl 2 --auth "$AUTH"
+check "a node with credentials leads both shards despite the planted znodes" wait_until 8000 settled 2 a
+check "it took the old open tree over (coord.acl_taken_over)" logged "$W/a.err" coord.acl_taken_over path="$BASE"
+check "the persistent znode was reported foreign" logged "$W/a.err" election.foreign_znode shard=0 reason=persistent
+check "the one without our ACL was reported foreign" logged "$W/a.err" election.foreign_znode shard=1 reason=acl
+check "the one of no registered node was reported foreign" logged "$W/a.err" election.foreign_znode shard=1 reason=owner
+stats a
+expect_eq "palisade_coord_foreign_znodes_total counts all three" 3 "$(stat_of a foreign)"
+D=$("$PROBE" --dump --zk "$ZK" --cluster "acl-$RUN" --shards 2 --auth "$AUTH")
+lead1=$(sed -n 's/^znode shard=1 rank=[0-9]* name=\([^ ]*\) .*data=a$/\1/p' <<<"$D" | head -1)
+check "its own election znode is found with the credentials" test -n "$lead1"
+for who in none other; do
+	[ $who = none ] && cred=() || cred=(--auth "intruder:guess")
+	out="$(intrude children "$BASE/nodes" "${cred[@]}")"
+	out+=" $(intrude create "$BASE/intruder" "${cred[@]}")"
+	out+=" $(intrude create "$BASE/shards/0000/election/_c_00000000000000000000000000000000-n_0000000000" "${cred[@]}")"
+	out+=" $(intrude delete "$BASE/shards/0001/election/$lead1" "${cred[@]}")"
+	out+=" $(intrude delete "$BASE/nodes/a" "${cred[@]}")"
+	out+=" $(intrude plant-persistent "$BASE/shards/0001/election" "${cred[@]}")"
+	expect_eq "credentials $who: list, create, plant and delete under the cluster root are all refused" \
+		"6 0" "$(grep -o 'rc=-102 ' <<<"$out" | wc -l) $(grep -c 'rc=0 ' <<<"$out")"
+done
+expect_match "nobody can delete the cluster root itself" 'rc=-102 |rc=-111 ' "$(intrude delete "$BASE")"
+"$PROBE" --zk "$ZK" --node-id w --cluster "acl-$RUN" --shards 2 --auth intruder:guess --session-ms "$SESS" \
+	</dev/null >"$W/w.out" 2>"$W/w.err"
+expect_match "a node with other credentials cannot join (open fails)" '^open failed' "$(cat "$W/w.out")"
+check "and says why" grep -q "other ZooKeeper credentials" "$W/w.err"
+start b acl 2 --auth "$AUTH"
+check "a second node with the credentials joins; the two balance" wait_until 8000 balanced2
+t0=$(now_ms)
+kill -9 "${PID[a]}"
+finish_probe a
+check "after kill -9 of a, b leads both shards: the foreign znodes below it block nothing" \
+	wait_until $((SESS * 4 + 3000)) settled 2 b
+echo "    FIGURE foreign znodes: b led both shards $(ana cover "$t0" 0,1 "$W/b.out") ms after a's kill -9 (session ${SESS} ms)"
+check "b reported the foreign znodes too" logged "$W/b.err" election.foreign_znode shard=0 reason=persistent
+send b quit
+finish_probe b
+exec {gfd}>&- {gfd2}>&-
+wait "${PID[ghost]}" "${PID[ghost2]}" 2>/dev/null
+unset "PID[ghost]" "PID[ghost2]"
 finish
