@@ -17,4 +17,9 @@ void pal_url_host(const char *url, char *buf, size_t len);
  * Written to BUF (LEN bytes, cut to fit). */
 void pal_url_redact(const char *url, char *buf, size_t len);
 
+/* TEXT (a message that may quote URLs, such as libpq's error for a bad
+ * postgresql:// conninfo) with the password of every URL in it masked the
+ * same way.  Written to BUF (LEN bytes, cut to fit). */
+void pal_url_redact_text(const char *text, char *buf, size_t len);
+
 #endif

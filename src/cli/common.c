@@ -11,6 +11,7 @@
 #include <pwd.h>
 #include "palisade/err.h"
 #include "palisade/timefmt.h"
+#include "palisade/url.h"
 #include "cli_int.h"
 
 void pal_cli_err(const char *cmd, const char *fmt, ...)
@@ -112,7 +113,10 @@ int pal_cli_connect(const pal_cli_common *c, bool migrating, pal_store **out)
 	}
 	int rc = pal_store_open(ci, out, err, sizeof err);
 	if (rc) {
-		fprintf(stderr, "palisade: %s\n", err);
+		/* libpq quotes a conninfo URI it cannot parse: mask its password */
+		char shown[sizeof err];
+		pal_url_redact_text(err, shown, sizeof shown);
+		fprintf(stderr, "palisade: %s\n", shown);
 		return PAL_EXIT_UNAVAIL;
 	}
 	if (migrating)

@@ -61,3 +61,38 @@ void pal_url_redact(const char *url, char *buf, size_t len)
 	}
 	snprintf(buf, len, "%.*s:***%s", (int)(colon - url), url, at);
 }
+
+void pal_url_redact_text(const char *text, char *buf, size_t len)
+{
+	if (!len)
+		return;
+	size_t o = 0;
+	for (const char *p = text ? text : ""; *p && o + 1 < len;) {
+		if (strncmp(p, "://", 3)) {
+			buf[o++] = *p++;
+			continue;
+		}
+		/* An authority: up to the path, query, fragment, a blank or a
+		 * quote (the URL's end inside a message). */
+		const char *a = p + 3, *e = a, *at = NULL, *colon = NULL;
+		while (*e && !strchr("/?#\"' \t\r\n", *e))
+			e++;
+		for (const char *q = a; q < e; q++)
+			if (*q == '@')
+				at = q;
+		for (const char *q = a; at && q < at; q++)
+			if (*q == ':') {
+				colon = q;
+				break;
+			}
+		const char *stop = colon ? colon + 1 : e;
+		while (p < stop && o + 1 < len)
+			buf[o++] = *p++;
+		if (colon) {
+			for (const char *m = "***"; *m && o + 1 < len; m++)
+				buf[o++] = *m;
+			p = at;
+		}
+	}
+	buf[o] = '\0';
+}

@@ -62,6 +62,9 @@ expect_match "the cron" "past.yaml:3:[0-9]+: .*never fires again" "$OUT"
 expect_match "the key" "past.yaml:5:[0-9]+: .*begins or ends with a space" "$OUT"
 expect_match "the URL with its password masked" "ftp://ops:\*\*\*@files.example" "$OUT"
 check "and the password is never shown" bash -c "! grep -q hunter2 <<<\"\$1\"" _ "$OUT"
+expect_exit "a conninfo URI libpq cannot parse" 69 "$PAL" jobs --pg 'postgresql://app:hunter2@[::1/db'
+expect_match "is quoted with its password masked" 'postgresql://app:\*\*\*@' "$OUT"
+check "and never shown" bash -c "! grep -q hunter2 <<<\"\$1\"" _ "$OUT"
 expect_exit "--help lists the exit codes" 0 "$PAL" --help
 expect_match "not found, refused, mismatch" "2 verify found a mismatch, 3 not found, 4 refused" "$OUT"
 finish
