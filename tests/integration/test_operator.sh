@@ -279,7 +279,8 @@ sql "INSERT INTO attempts (trigger_id, fence, node, outcome, error_class, ended_
      VALUES ($U, nextval('palisade_fence'), 'node-a', 'retry_wait', 'timeout_after_send', now())" >/dev/null
 n=$(sql "SELECT count(*) FROM triggers")
 expect_exit "trigger at an instant with an unknown outcome is refused" 4 "$PAL" trigger --job ops.heartbeat --at 2026-02-01T00:00:00Z --reason again
-expect_match "with a warning naming the trigger and its attempt" "outcome is unknown.*|trigger $U .*timeout_after_send" "$OUT"
+expect_match "with a warning" "outcome is unknown" "$OUT"
+expect_match "naming the trigger and its attempt" "trigger $U \(schedule, state retry_wait\): \[fence [0-9]+ retry_wait timeout_after_send\]" "$OUT"
 expect_match "and the way out" "new-effect" "$OUT"
 expect_eq "nothing is created" "$n" "$(sql "SELECT count(*) FROM triggers")"
 sql "UPDATE triggers SET state = 'manual' WHERE id = $U" >/dev/null
