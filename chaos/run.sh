@@ -27,6 +27,7 @@ declare -A DRILLS=(
 	[zk-quorum-loss]=chaos/zk_ensemble.sh
 	[zk-ensemble]=chaos/zk_ensemble.sh
 	[zk-foreign-znode]=chaos/zk_acl.sh
+	[pg-failover]=chaos/pg_failover.sh
 )
 if [ "${1:-}" = --list ]; then
 	for d in "${!DRILLS[@]}"; do echo "$d -> ${DRILLS[$d]}"; done | sort

@@ -3,7 +3,7 @@
 # server by default, or an ensemble of 3 or 5) for development, tests, drills
 # and the demo, on loopback ports, under a state directory.
 #
-#   ops/devcluster.sh up|down|status|env|destroy [--state DIR] [--zk N] [--only zk|pg]
+#   ops/devcluster.sh up|down|status|env|destroy [--state DIR] [--zk N] [--pg single|ha] [--only zk|pg]
 #   ops/devcluster.sh zk-kill|zk-stop|zk-cont|zk-start I [--state DIR]
 #   ops/devcluster.sh zk-modes [--state DIR]
 #
@@ -17,7 +17,15 @@
 #           or 5 (an ensemble: QuorumPeerMain per server, each with its own
 #           data directory, myid, zoo.cfg and PID under STATE/zk/sI/).  The
 #           size is recorded at the first `up`; later commands use it.
+#   --pg ha three PostgreSQL members under Patroni (Debian's patroni and
+#           python3-kazoo), synchronous replication, this state's ZooKeeper as
+#           the DCS; PALISADE_PG is then a multi-host conninfo
+#           (host=a,b,c port=p1,p2,p3 target_session_attrs=read-write).
+#           Recorded at the first `up` like --zk.  Default: single (as always).
 #   --only  start/stop only ZooKeeper or only PostgreSQL.
+#   pg-kill I     kill -9 of member I's Patroni and PostgreSQL; pg-stop I
+#                 stops it cleanly, pg-start I starts it again; pg-roles:
+#                 "I PORT primary|replica|down" per member.
 #   zk-kill I     kill -9 ensemble server I (1-based); zk-stop/zk-cont I send
 #                 SIGSTOP/SIGCONT; zk-start I starts it again (same data).
 #   zk-modes      one line per server: "I PORT leader|follower|standalone|down".
@@ -39,15 +47,18 @@ cmd=${1:-}
 shift || true
 STATE=${PALISADE_STATE:-.state}
 ZK_N=
+PG_MODE=
 ONLY=
 ARG=
-case "$cmd" in zk-kill | zk-stop | zk-cont | zk-start) ARG=${1:-}; shift || true ;; esac
+case "$cmd" in zk-kill | zk-stop | zk-cont | zk-start | pg-kill | pg-start | pg-stop) ARG=${1:-}; shift || true ;; esac
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--state) STATE=$2; shift 2 ;;
 	--state=*) STATE=${1#*=}; shift ;;
 	--zk) ZK_N=$2; shift 2 ;;
 	--zk=*) ZK_N=${1#*=}; shift ;;
+	--pg) PG_MODE=$2; shift 2 ;;
+	--pg=*) PG_MODE=${1#*=}; shift ;;
 	--only) ONLY=$2; shift 2 ;;
 	--only=*) ONLY=${1#*=}; shift ;;
 	*) echo "devcluster: unknown argument $1" >&2; exit 64 ;;
@@ -66,6 +77,17 @@ if [ -f "$STATE/zk/servers" ]; then
 	ZK_N=$rec
 fi
 ZK_N=${ZK_N:-1}
+# The PostgreSQL kind: single (default) or ha (Patroni), recorded likewise.
+if [ -f "$STATE/pg.mode" ]; then
+	rec=$(cat "$STATE/pg.mode")
+	if [ -n "$PG_MODE" ] && [ "$PG_MODE" != "$rec" ]; then
+		echo "devcluster: $STATE holds a PostgreSQL of kind $rec; destroy it first to use --pg $PG_MODE" >&2
+		exit 64
+	fi
+	PG_MODE=$rec
+fi
+PG_MODE=${PG_MODE:-single}
+case "$PG_MODE" in single | ha) ;; *) echo "devcluster: --pg takes single or ha" >&2; exit 64 ;; esac
 case "$ZK_N" in 1 | 3 | 5) ;; *) echo "devcluster: --zk takes 1, 3 or 5" >&2; exit 64 ;; esac
 PG_PORT=${PALISADE_PG_PORT:-54329}
 ZK_PORT=${PALISADE_ZK_PORT:-21819}
@@ -251,10 +273,160 @@ ens_up() {
 }
 ens_connect() { ens_ports | awk '{ printf "%s127.0.0.1:%s", (NR > 1 ? "," : ""), $2 }'; }
 
+# ---- PostgreSQL under Patroni (--pg ha) ---------------------------------------------
+# Three members, each a Patroni process (which runs its PostgreSQL) with its
+# own data directory, PostgreSQL port and REST port, using this state's
+# ZooKeeper (start it first: `up --zk 3`, or the default standalone server)
+# as its DCS, synchronous replication (synchronous_mode), pg_rewind on.
+# Member I lives in PGHA/mI (PGHA: STATE/pgha, or /var/tmp/palisade-pgha.<hash>
+# when run as root and the postgres user cannot reach STATE); STATE/pgha.ports
+# holds "I pgport restport".  Patroni runs as the postgres user when root.
+pgha_dir() {
+	if [ -f "$STATE/pgha.path" ]; then cat "$STATE/pgha.path"; return; fi
+	local d="$STATE/pgha"
+	if [ "$(id -u)" -eq 0 ] && ! runuser -u postgres -- test -x "$STATE" 2>/dev/null; then
+		d="/var/tmp/palisade-pgha.$(echo -n "$STATE" | sha1sum | cut -c1-12)"
+	fi
+	echo "$d" > "$STATE/pgha.path"
+	echo "$d"
+}
+pgha_ports() {
+	if [ ! -s "$STATE/pgha.ports" ]; then
+		local i p
+		for i in 1 2 3; do
+			if [ "$i" = 1 ]; then p=$PG_PORT; else p=$(free_port); fi
+			echo "$i $p $(free_port)"
+		done > "$STATE/pgha.ports.tmp"
+		mv "$STATE/pgha.ports.tmp" "$STATE/pgha.ports"
+	fi
+	cat "$STATE/pgha.ports"
+}
+pgha_port() { pgha_ports | awk -v i="$1" '$1 == i { print $2 }'; }
+pgha_rest() { pgha_ports | awk -v i="$1" '$1 == i { print $3 }'; }
+pgha_pid() { [ -f "$(pgha_dir)/m$1/patroni.pid" ] && cat "$(pgha_dir)/m$1/patroni.pid"; }
+pgha_running() {
+	local p; p=$(pgha_pid "$1") || return 1
+	kill -0 "$p" 2>/dev/null && tr '\0' ' ' < "/proc/$p/cmdline" | grep -q patroni
+}
+# pgha_role I: primary, replica or down (Patroni's REST API).
+pgha_role() {
+	local r
+	r=$(curl -s --max-time 2 "http://127.0.0.1:$(pgha_rest "$1")/patroni" 2>/dev/null |
+		python3 -c 'import json,sys; j=json.load(sys.stdin); print(j.get("role","down") if j.get("state")=="running" else "down")' 2>/dev/null)
+	case "$r" in master | primary) echo primary ;; replica | standby_leader) echo replica ;; *) echo down ;; esac
+}
+pgha_primary() {
+	local i
+	for i in 1 2 3; do [ "$(pgha_role "$i")" = primary ] && { echo "$i"; return 0; }; done
+	return 1
+}
+pgha_start() { # pgha_start I (idempotent)
+	local i=$1 d; d="$(pgha_dir)/m$1"
+	pgha_running "$i" && return 0
+	mkdir -p "$d"
+	local hosts; hosts=$(zk_connect | tr ',' '\n' | sed "s/.*/'&'/" | paste -sd, -)
+	cat > "$d/patroni.yml" <<YML
+scope: palisade
+namespace: /palisade-patroni/
+name: m$i
+restapi:
+  listen: 127.0.0.1:$(pgha_rest "$i")
+  connect_address: 127.0.0.1:$(pgha_rest "$i")
+zookeeper:
+  hosts: [$hosts]
+bootstrap:
+  dcs:
+    ttl: 10
+    loop_wait: 1
+    retry_timeout: 4
+    maximum_lag_on_failover: 1048576
+    synchronous_mode: true
+    postgresql:
+      use_pg_rewind: true
+      use_slots: true
+      parameters:
+        wal_level: replica
+        hot_standby: "on"
+        max_wal_senders: 10
+        max_replication_slots: 10
+        wal_log_hints: "on"
+        max_connections: 200
+        shared_buffers: 128MB
+  initdb: [{encoding: UTF8}, {locale: C.UTF-8}]
+  pg_hba:
+    - local all all trust
+    - host replication palisade 127.0.0.1/32 trust
+    - host all all 127.0.0.1/32 trust
+postgresql:
+  listen: 127.0.0.1:$(pgha_port "$i")
+  connect_address: 127.0.0.1:$(pgha_port "$i")
+  data_dir: $d/data
+  bin_dir: $PGBIN
+  pgpass: $d/pgpass
+  authentication:
+    superuser: {username: palisade}
+    replication: {username: palisade}
+    rewind: {username: palisade}
+  parameters:
+    unix_socket_directories: '$d'
+    log_min_messages: warning
+log:
+  level: WARNING
+YML
+	if [ "$(id -u)" -eq 0 ]; then chown -R postgres: "$d"; chmod 0700 "$d"; fi
+	log "starting Patroni member m$i (PostgreSQL 127.0.0.1:$(pgha_port "$i"), REST :$(pgha_rest "$i"))"
+	if [ "$(id -u)" -eq 0 ]; then
+		setsid setpriv --reuid=postgres --regid=postgres --init-groups -- patroni "$d/patroni.yml" \
+			>>"$d/patroni.log" 2>&1 </dev/null &
+	else
+		setsid patroni "$d/patroni.yml" >>"$d/patroni.log" 2>&1 </dev/null &
+	fi
+	echo $! > "$d/patroni.pid"
+}
+pgha_kill() { # pgha_kill I: kill -9 of member I's Patroni and its PostgreSQL
+	local d p pm; d="$(pgha_dir)/m$1"
+	p=$(pgha_pid "$1") || true
+	pm=$(head -1 "$d/data/postmaster.pid" 2>/dev/null) || true
+	[ -n "$p" ] && kill -9 "$p" 2>/dev/null
+	[ -n "$pm" ] && kill -9 "$pm" 2>/dev/null
+	rm -f "$d/patroni.pid"
+	log "killed Patroni member m$1 (patroni ${p:-none}, postmaster ${pm:-none})"
+}
+pgha_stop() {
+	local p
+	pgha_running "$1" || { rm -f "$(pgha_dir)/m$1/patroni.pid"; return 0; }
+	p=$(pgha_pid "$1"); log "stopping Patroni member m$1 (pid $p)"
+	kill "$p"
+	for _ in $(seq 1 150); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+	kill -9 "$p" 2>/dev/null || true
+	rm -f "$(pgha_dir)/m$1/patroni.pid"
+}
+pgha_up() {
+	command -v patroni >/dev/null || { log "patroni is not installed (apt-get install -y patroni python3-kazoo)"; exit 1; }
+	local i p
+	for i in 1 2 3; do pgha_start "$i"; done
+	for _ in $(seq 1 300); do p=$(pgha_primary) && break; sleep 0.5; done
+	[ -n "${p:-}" ] || { log "no Patroni primary; see $(pgha_dir)/m*/patroni.log"; tail -5 "$(pgha_dir)"/m*/patroni.log >&2; exit 1; }
+	for _ in $(seq 1 300); do
+		[ "$(for i in 1 2 3; do pgha_role "$i"; done | grep -c replica)" = 2 ] && break
+		sleep 0.5
+	done
+	if ! as_pg "$PGBIN/psql" -h 127.0.0.1 -p "$(pgha_port "$p")" -U palisade -d postgres -Atqc \
+		"select 1 from pg_database where datname='palisade'" | grep -q 1; then
+		as_pg "$PGBIN/createdb" -h 127.0.0.1 -p "$(pgha_port "$p")" -U palisade palisade
+	fi
+}
+pgha_conninfo() {
+	echo "host=127.0.0.1,127.0.0.1,127.0.0.1 port=$(pgha_ports | awk '{print $2}' | paste -sd, -) user=palisade dbname=palisade target_session_attrs=read-write"
+}
+
 zk_connect() { if [ "$ZK_N" = 1 ]; then echo "127.0.0.1:$ZK_PORT"; else ens_connect; fi; }
 
 print_env() {
-	[ "$ONLY" = zk ] || echo "export PALISADE_PG='host=127.0.0.1 port=$PG_PORT user=palisade dbname=palisade'"
+	if [ "$ONLY" = zk ]; then :
+	elif [ "$PG_MODE" = ha ]; then echo "export PALISADE_PG='$(pgha_conninfo)'"
+	else echo "export PALISADE_PG='host=127.0.0.1 port=$PG_PORT user=palisade dbname=palisade'"
+	fi
 	[ "$ONLY" = pg ] || echo "export PALISADE_ZK='$(zk_connect)'"
 }
 
@@ -284,11 +456,17 @@ server_arg() {
 
 case "$cmd" in
 up)
-	[ "$ONLY" = zk ] || pg_up
 	[ "$ONLY" = pg ] || zk_all_up
+	if [ "$ONLY" != zk ]; then
+		echo "$PG_MODE" > "$STATE/pg.mode"
+		if [ "$PG_MODE" = ha ]; then pgha_up; else pg_up; fi
+	fi
 	print_env
 	;;
 down)
+	if [ "$PG_MODE" = ha ] && [ "$ONLY" != zk ]; then
+		for i in 1 2 3; do pgha_stop "$i"; done
+	fi
 	[ "$ONLY" = pg ] || zk_all_down
 	if [ "$ONLY" != zk ] && pg_running; then
 		log "stopping PostgreSQL"
@@ -302,6 +480,7 @@ destroy)
 	else
 		"$0" down --state "$STATE"
 		d=$(pg_datadir)
+		[ "$PG_MODE" = ha ] && rm -rf "$(pgha_dir)"
 		rm -rf "$d" "$STATE"
 	fi
 	;;
@@ -309,6 +488,15 @@ zk-kill) server_arg; p=$(ens_pid "$ARG") && kill -9 "$p" 2>/dev/null; rm -f "$ST
 zk-stop) server_arg; p=$(ens_pid "$ARG") && kill -STOP "$p" ;;
 zk-cont) server_arg; p=$(ens_pid "$ARG") && kill -CONT "$p" ;;
 zk-start) server_arg; ens_start "$ARG" ;;
+pg-kill | pg-start | pg-stop)
+	[ "$PG_MODE" = ha ] && case "$ARG" in 1 | 2 | 3) ;; *) false ;; esac \
+		|| { echo "devcluster: $cmd needs --pg ha and a member 1..3" >&2; exit 64; }
+	case "$cmd" in pg-kill) pgha_kill "$ARG" ;; pg-start) pgha_start "$ARG" ;; pg-stop) pgha_stop "$ARG" ;; esac
+	;;
+pg-roles)
+	[ "$PG_MODE" = ha ] || { echo "devcluster: pg-roles needs --pg ha" >&2; exit 64; }
+	for i in 1 2 3; do echo "$i $(pgha_port "$i") $(pgha_role "$i")"; done
+	;;
 zk-modes)
 	if [ "$ZK_N" = 1 ]; then
 		m=$(echo srvr | nc -q1 -w2 127.0.0.1 "$ZK_PORT" 2>/dev/null | sed -n 's/^Mode: //p')
@@ -319,7 +507,12 @@ zk-modes)
 	;;
 status)
 	rc=0
-	if [ "$ONLY" != zk ]; then
+	if [ "$ONLY" != zk ] && [ "$PG_MODE" = ha ]; then
+		for i in 1 2 3; do
+			if pgha_running "$i"; then echo "postgresql m$i/3: $(pgha_role "$i") on 127.0.0.1:$(pgha_port "$i") (patroni pid $(pgha_pid "$i"))"
+			else echo "postgresql m$i/3: stopped"; rc=1; fi
+		done
+	elif [ "$ONLY" != zk ]; then
 		if pg_running; then echo "postgresql: running on 127.0.0.1:$PG_PORT ($(pg_datadir)/data)"; else echo "postgresql: stopped"; rc=1; fi
 	fi
 	if [ "$ONLY" = pg ]; then :
@@ -337,6 +530,7 @@ env) print_env ;;
 *)
 	echo "usage: ops/devcluster.sh up|down|status|env|destroy [--state DIR] [--zk 1|3|5] [--only zk|pg]" >&2
 	echo "       ops/devcluster.sh zk-kill|zk-stop|zk-cont|zk-start I | zk-modes [--state DIR]" >&2
+	echo "       ops/devcluster.sh pg-kill|pg-stop|pg-start I | pg-roles [--state DIR]   (--pg ha)" >&2
 	exit 64
 	;;
 esac
