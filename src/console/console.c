@@ -1,0 +1,1155 @@
+/*
+ * console.c - the cluster console (console.h): gathers one model of the
+ * cluster and renders it as HTML or JSON.
+ *
+ * The model of a cluster page, built per request:
+ *   - PostgreSQL (pal_store_console_cluster): shards, backlogs, leases,
+ *     attempts, misfires, tickets, breakers, jobs - the same whichever node
+ *     serves the page;
+ *   - ZooKeeper (pal_coord_list_nodes): the live nodes and what they
+ *     registered (version, roles, schema, admin address);
+ *   - each live peer's /status (ready, draining, its executor's counters),
+ *     fetched with a short timeout; this node's own status from memory.
+ * A source that fails is named on the page (and in the JSON under
+ * database/zookeeper) and the rest still renders.  After a failure the
+ * source is not retried for RETRY_MS, so a page with the database down
+ * answers at once instead of waiting out a connect timeout every time.
+ *
+ * Threading: called from the admin endpoint's thread(s); one request at a
+ * time (c->mu), which also keeps the one connection single-threaded.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <curl/curl.h>
+#include "palisade/clock.h"
+#include "palisade/console.h"
+#include "palisade/consolestore.h"
+#include "palisade/coord.h"
+#include "palisade/jobspec.h"
+#include "palisade/log.h"
+#include "palisade/schedule.h"
+#include "palisade/store.h"
+#include "palisade/timefmt.h"
+#include "console_int.h"
+
+#define RETRY_MS 5000	     /* a failed source is not asked again before this */
+#define PEER_TIMEOUT_MS 800  /* a peer's /status */
+#define PEER_BODY_MAX 262144 /* bytes of a peer's /status we read */
+
+struct pal_console {
+	char *conninfo, *zk_connect, *zk_root, *cluster, *node_id, *peer_token;
+	int timeout_ms;
+	pthread_mutex_t mu;
+	pal_store *st; /* NULL until the first page, and after a failure */
+	int64_t db_retry_at, zk_retry_at;
+	char db_err[512], zk_err[512];
+};
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+int pal_console_open(const pal_console_config *cfg, pal_console **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	pal_console *c = calloc(1, sizeof *c);
+	if (!c) {
+		snprintf(err, errlen, "console: out of memory");
+		return PAL_ENOMEM;
+	}
+	c->conninfo = dup_or_null(cfg->conninfo);
+	c->zk_connect = dup_or_null(cfg->zk_connect);
+	c->zk_root = strdup(cfg->zk_root ? cfg->zk_root : "/palisade");
+	c->cluster = strdup(cfg->cluster ? cfg->cluster : "default");
+	c->node_id = strdup(cfg->node_id ? cfg->node_id : "");
+	c->peer_token = cfg->peer_token && *cfg->peer_token ? strdup(cfg->peer_token) : NULL;
+	c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 2000;
+	pthread_mutex_init(&c->mu, NULL);
+	*out = c;
+	return PAL_OK;
+}
+
+void pal_console_close(pal_console *c)
+{
+	if (!c)
+		return;
+	pal_store_close(c->st);
+	pthread_mutex_destroy(&c->mu);
+	free(c->conninfo);
+	free(c->zk_connect);
+	free(c->zk_root);
+	free(c->cluster);
+	free(c->node_id);
+	free(c->peer_token);
+	free(c);
+}
+
+/* ---- sources ----------------------------------------------------------- */
+
+/* The console's connection, opened if needed; NULL with c->db_err. */
+static pal_store *db(pal_console *c)
+{
+	if (c->st)
+		return c->st;
+	if (pal_mono_ms() < c->db_retry_at)
+		return NULL; /* c->db_err still says why */
+	char err[512];
+	if (pal_store_console_open(c->conninfo, c->timeout_ms, &c->st, err, sizeof err)) {
+		snprintf(c->db_err, sizeof c->db_err, "%s", err);
+		c->db_retry_at = pal_mono_ms() + RETRY_MS;
+		c->st = NULL;
+		return NULL;
+	}
+	c->db_err[0] = '\0';
+	return c->st;
+}
+
+/* A query on the console's connection failed: drop it (the next page
+ * reconnects after RETRY_MS) and remember why. */
+static void db_failed(pal_console *c, const char *err)
+{
+	snprintf(c->db_err, sizeof c->db_err, "%s", err);
+	pal_store_close(c->st);
+	c->st = NULL;
+	c->db_retry_at = pal_mono_ms() + RETRY_MS;
+	pal_log(PAL_LOG_WARN, "console.db_failed", "{s:s}", "error", err);
+}
+
+static json_t *zk_nodes(pal_console *c)
+{
+	if (!c->zk_connect) {
+		snprintf(c->zk_err, sizeof c->zk_err, "no ZooKeeper configured");
+		return NULL;
+	}
+	if (pal_mono_ms() < c->zk_retry_at)
+		return NULL;
+	json_t *nodes;
+	char err[512];
+	if (pal_coord_list_nodes(c->zk_connect, c->zk_root, c->cluster, c->timeout_ms, &nodes, err,
+				 sizeof err)) {
+		snprintf(c->zk_err, sizeof c->zk_err, "%s", err);
+		c->zk_retry_at = pal_mono_ms() + RETRY_MS;
+		return NULL;
+	}
+	c->zk_err[0] = '\0';
+	return nodes;
+}
+
+static size_t peer_write(char *p, size_t size, size_t n, void *arg)
+{
+	GString *b = arg;
+	if (b->len + size * n > PEER_BODY_MAX)
+		return 0; /* aborts the transfer */
+	g_string_append_len(b, p, (gssize)(size * n));
+	return size * n;
+}
+
+/* A peer's /status at ADMIN ("host:port"), or NULL with ERR. */
+static json_t *peer_status(pal_console *c, const char *admin, char *err, size_t errlen)
+{
+	CURL *h = curl_easy_init();
+	if (!h) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	char url[600];
+	snprintf(url, sizeof url, "http://%s/status", admin);
+	GString *body = g_string_new(NULL);
+	struct curl_slist *hdr = NULL;
+	if (c->peer_token) {
+		char *a = g_strdup_printf("Authorization: Bearer %s", c->peer_token);
+		hdr = curl_slist_append(hdr, a);
+		g_free(a);
+	}
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
+	curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)PEER_TIMEOUT_MS);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)PEER_TIMEOUT_MS);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, peer_write);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
+	if (hdr)
+		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	CURLcode rc = curl_easy_perform(h);
+	long code = 0;
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_cleanup(h);
+	curl_slist_free_all(hdr);
+	json_t *st = NULL;
+	if (rc != CURLE_OK)
+		snprintf(err, errlen, "%s", curl_easy_strerror(rc));
+	else if (code != 200)
+		snprintf(err, errlen, "/status answered %ld", code);
+	else if (!(st = json_loads(body->str, 0, NULL)) || !json_is_object(st)) {
+		json_decref(st);
+		st = NULL;
+		snprintf(err, errlen, "/status is not a JSON object");
+	}
+	g_string_free(body, TRUE);
+	return st;
+}
+
+/* ---- the model ----------------------------------------------------------- */
+
+/* The next N instants of the job whose canonical spec is SPEC (RFC 3339,
+ * after now); an empty array when it has none or the spec does not load. */
+static json_t *next_instants(const json_t *spec, int n)
+{
+	json_t *out = json_array();
+	if (!json_is_object(spec))
+		return out;
+	pal_job_spec js;
+	char err[256];
+	if (pal_job_spec_from_canonical(spec, &js, err, sizeof err))
+		return out;
+	pal_schedule *sc = NULL;
+	if (!pal_schedule_open(&js, &sc, err, sizeof err)) {
+		int64_t t = (int64_t)time(NULL), x;
+		bool ex;
+		for (int k = 0; k < n && pal_schedule_next(sc, t, &x, &ex) == PAL_OK; k++) {
+			char buf[32];
+			pal_fmt_rfc3339(x, buf, sizeof buf);
+			json_array_append_new(out, json_string(buf));
+			t = x;
+		}
+		pal_schedule_close(sc);
+	}
+	pal_job_spec_clear(&js);
+	return out;
+}
+
+static json_t *find_by(json_t *arr, const char *key, const char *val)
+{
+	size_t i;
+	json_t *e;
+	json_array_foreach(arr, i, e)
+	{
+		const char *v = json_string_value(json_object_get(e, key));
+		if (v && !strcmp(v, val))
+			return e;
+	}
+	return NULL;
+}
+
+static void set_from(json_t *dst, const char *dkey, json_t *src, const char *skey)
+{
+	json_t *v = json_object_get(src, skey);
+	if (v)
+		json_object_set(dst, dkey, v);
+}
+
+/* One row per node known to any source: ZooKeeper (live), the database
+ * (shard leaders, lease holders, attempt makers), and this node. */
+static json_t *merge_nodes(pal_console *c, json_t *zk, json_t *view, const json_t *self)
+{
+	json_t *rows = json_array();
+	json_t *activity = json_object_get(view, "nodes");
+	json_t *shards = json_object_get(view, "shards");
+	size_t i;
+	json_t *e;
+#define ADD_ID(id)                                                                                 \
+	do {                                                                                       \
+		const char *id_ = (id);                                                            \
+		if (id_ && *id_ && !find_by(rows, "node", id_))                                    \
+			json_array_append_new(rows, json_pack("{s:s}", "node", id_));              \
+	} while (0)
+	json_array_foreach(zk, i, e) ADD_ID(json_string_value(json_object_get(e, "id")));
+	ADD_ID(c->node_id);
+	json_array_foreach(activity, i, e) ADD_ID(json_string_value(json_object_get(e, "node")));
+	json_array_foreach(shards, i, e) ADD_ID(json_string_value(json_object_get(e, "leader")));
+#undef ADD_ID
+	json_array_foreach(rows, i, e)
+	{
+		const char *id = json_string_value(json_object_get(e, "node"));
+		bool is_self = !strcmp(id, c->node_id);
+		json_t *z = find_by(zk, "id", id);
+		json_t *info = json_object_get(z, "info");
+		json_object_set_new(e, "live", zk ? json_boolean(z != NULL) : json_null());
+		json_object_set_new(e, "this_node", json_boolean(is_self));
+		set_from(e, "version", info, "version");
+		set_from(e, "roles", info, "roles");
+		set_from(e, "schema_max", info, "schema");
+		set_from(e, "admin", info, "admin");
+		json_t *st = NULL;
+		if (is_self) {
+			st = json_incref((json_t *)self);
+		} else if (z && json_is_string(json_object_get(info, "admin"))) {
+			char err[256];
+			st = peer_status(c, json_string_value(json_object_get(info, "admin")), err,
+					 sizeof err);
+			if (!st)
+				json_object_set_new(e, "status_error", json_string(err));
+		}
+		if (st) {
+			if (!json_object_get(e, "version"))
+				set_from(e, "version", st, "version");
+			if (!json_object_get(e, "roles"))
+				set_from(e, "roles", st, "roles");
+			set_from(e, "ready", st, "ready");
+			set_from(e, "draining", st, "draining");
+			json_t *ex = json_object_get(st, "executor");
+			set_from(e, "stale_rejections_sink", ex, "stale_rejections_sink");
+			set_from(e, "stale_rejections_db", ex, "stale_rejections_db");
+			json_decref(st);
+		}
+		int led = 0;
+		size_t k;
+		json_t *s;
+		json_array_foreach(shards, k, s)
+		{
+			const char *l = json_string_value(json_object_get(s, "leader"));
+			led += l && !strcmp(l, id);
+		}
+		json_object_set_new(e, "shards_led", json_integer(led));
+		json_t *a = find_by(activity, "node", id);
+		const char *keys[] = { "held_leases", "expired_leases", "attempts", "succeeded",
+				       "failed", "fenced", "deferred", "last_claim" };
+		for (size_t q = 0; q < sizeof keys / sizeof keys[0]; q++)
+			if (a)
+				set_from(e, keys[q], a, keys[q]);
+			else if (view)
+				json_object_set_new(e, keys[q],
+						    q == 7 ? json_null() : json_integer(0));
+	}
+	return rows;
+}
+
+static json_t *source(bool ok, const char *err)
+{
+	return json_pack("{s:b, s:s?}", "ok", ok, "error", ok ? NULL : err);
+}
+
+/* The whole cluster model (a new reference). */
+static json_t *cluster_model(pal_console *c, const json_t *self)
+{
+	json_t *m = json_object();
+	char now[32];
+	pal_fmt_rfc3339((int64_t)time(NULL), now, sizeof now);
+	json_object_set_new(m, "now", json_string(now));
+	json_object_set_new(m, "cluster", json_string(c->cluster));
+	json_object_set_new(m, "served_by", json_string(c->node_id));
+	json_t *view = NULL;
+	pal_store *st = db(c);
+	if (st) {
+		char err[1024];
+		if (pal_store_console_cluster(st, NULL, &view, err, sizeof err))
+			db_failed(c, err);
+	}
+	json_object_set_new(m, "database", source(view != NULL, c->db_err));
+	json_t *zk = zk_nodes(c);
+	json_object_set_new(m, "zookeeper", source(zk != NULL, c->zk_err));
+	json_object_set_new(m, "this_node", self ? json_deep_copy(self) : json_null());
+	json_object_set_new(m, "nodes", merge_nodes(c, zk, view, self));
+	if (view) {
+		json_object_del(view, "nodes"); /* merged above */
+		size_t i;
+		json_t *j;
+		json_array_foreach(json_object_get(json_object_get(view, "jobs"), "rows"), i, j)
+		{
+			json_object_set_new(j, "next", next_instants(json_object_get(j, "spec"), 2));
+			json_object_del(j, "spec");
+		}
+		json_object_update(m, view);
+		json_decref(view);
+	}
+	json_decref(zk);
+	return m;
+}
+
+/* ---- HTML: common parts --------------------------------------------------- */
+
+static const char CSS[] =
+	"body{font:13px/1.35 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}"
+	"header{background:#1d2330;color:#fff;padding:.5em 1.2em;display:flex;gap:1.5em;"
+	"align-items:baseline;flex-wrap:wrap}header h1{font-size:16px;margin:0}"
+	"header a{color:#cfe0ff}main{padding:.6em 1.2em;max-width:1400px}"
+	".banner{padding:.5em .8em;margin:.5em 0;border-radius:4px;background:#fde2e1;"
+	"border:1px solid #e5a3a0}"
+	".cards{display:flex;flex-wrap:wrap;gap:.6em;margin:.6em 0}"
+	".card{background:#fff;border:1px solid #d8dce3;border-radius:4px;padding:.4em .8em;"
+	"min-width:8.5em}.card b{display:block;font-size:20px}.card.bad{border-color:#d9534f;"
+	"background:#fff3f2}.card span{color:#5a6272}"
+	".grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(620px,1fr));gap:0 1.4em}"
+	"section{margin:.4em 0 1em}h2{font-size:14px;margin:.8em 0 .2em}"
+	"p.src{margin:0 0 .3em;color:#5a6272;font-size:12px}code{font-size:12px}"
+	"table{border-collapse:collapse;background:#fff;width:100%}"
+	"th,td{border:1px solid #d8dce3;padding:.15em .45em;text-align:left;vertical-align:top}"
+	"th{background:#eceff3;font-weight:600}td.num{text-align:right;"
+	"font-variant-numeric:tabular-nums}tr.bad td{background:#fff3f2}"
+	"tr.warn td{background:#fffbe6}table.sub{width:auto;margin:.2em 0 .2em 1.5em}"
+	"p.none{color:#5a6272;margin:.2em 0}a{color:#1750b8}";
+
+static void page_begin(GString *o, const char *title, bool refresh)
+{
+	g_string_append(o, "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+			   "<meta name=\"viewport\" content=\"width=device-width\">\n");
+	if (refresh)
+		g_string_append(o, "<meta http-equiv=\"refresh\" content=\"15\">\n");
+	g_string_append(o, "<title>");
+	pal__html_text(o, title);
+	g_string_append_printf(o, "</title><style>%s</style></head><body>\n", CSS);
+}
+
+static void header_bar(GString *o, const json_t *m, const char *api)
+{
+	g_string_append(o, "<header><h1>palisade &middot; ");
+	pal__html_text(o, json_string_value(json_object_get(m, "cluster")));
+	g_string_append(o, "</h1><span>served by ");
+	pal__html_text(o, json_string_value(json_object_get(m, "served_by")));
+	g_string_append(o, " at ");
+	pal__html_text(o, json_string_value(json_object_get(m, "now")));
+	g_string_append(o, "</span><a href=\"/console\">cluster</a><a href=\"");
+	pal__html_text(o, api);
+	g_string_append(o, "\">JSON</a><a href=\"/\">this node</a><a href=\"/metrics\">metrics</a>"
+			   "</header>\n<main>\n");
+}
+
+static void banners(GString *o, const json_t *m)
+{
+	const char *names[] = { "database", "zookeeper" };
+	const char *labels[] = { "PostgreSQL unreachable", "ZooKeeper unreachable" };
+	for (int i = 0; i < 2; i++) {
+		json_t *s = json_object_get(m, names[i]);
+		if (!s || json_is_true(json_object_get(s, "ok")))
+			continue;
+		g_string_append_printf(o, "<p class=\"banner\" id=\"%s-down\"><b>%s</b>: ", names[i],
+				       labels[i]);
+		pal__html_text(o, json_string_value(json_object_get(s, "error")));
+		g_string_append(o, i == 0 ? " &mdash; the database sections are missing; what this "
+					    "node knows is shown below.</p>\n"
+					  : " &mdash; the live-node list is missing.</p>\n");
+	}
+}
+
+/* "<section><h2>TITLE</h2><p class=src>CLI ... JSON ...</p>". */
+static void section_begin(GString *o, const char *id, const char *title, const char *cli,
+			  const char *json_href)
+{
+	g_string_append_printf(o, "<section id=\"%s\"><h2>%s</h2><p class=\"src\">", id, title);
+	if (cli) {
+		g_string_append(o, "CLI <code>");
+		pal__html_text(o, cli);
+		g_string_append(o, "</code> &middot; ");
+	}
+	g_string_append(o, "JSON <a href=\"");
+	pal__html_text(o, json_href);
+	g_string_append(o, "\">");
+	pal__html_text(o, json_href);
+	g_string_append(o, "</a></p>\n");
+}
+
+static void fmt_secs(GString *o, double s)
+{
+	if (s < 0)
+		s = 0;
+	if (s < 60)
+		g_string_append_printf(o, "%.1f s", s);
+	else if (s < 3600)
+		g_string_append_printf(o, "%d min %d s", (int)(s / 60), (int)s % 60);
+	else if (s < 86400 * 2)
+		g_string_append_printf(o, "%d h %d min", (int)(s / 3600), ((int)s % 3600) / 60);
+	else
+		g_string_append_printf(o, "%d d %d h", (int)(s / 86400), ((int)s % 86400) / 3600);
+}
+
+/* A number that links to where the same figure comes from: HREF (a JSON
+ * endpoint) with the CLI command as its title. */
+static void num_link(GString *o, const json_t *v, const char *href, const char *cli)
+{
+	g_string_append(o, "<a href=\"");
+	pal__html_text(o, href);
+	g_string_append(o, "\"");
+	if (cli) {
+		g_string_append(o, " title=\"");
+		pal__html_text(o, cli);
+		g_string_append(o, "\"");
+	}
+	g_string_append(o, ">");
+	pal__html_value(o, v);
+	g_string_append(o, "</a>");
+}
+
+/* Column kinds of a table. */
+enum { C_TEXT, C_NUM, C_SECS, C_JOB, C_LIST, C_BOOL, C_TICKET, C_TRIGGER };
+
+typedef struct col {
+	const char *key, *label;
+	int kind;
+} col;
+
+static void cell(GString *o, const json_t *row, const col *k, const char *href, const char *cli)
+{
+	const json_t *v = json_object_get(row, k->key);
+	switch (k->kind) {
+	case C_NUM:
+		g_string_append(o, "<td class=\"num\">");
+		if (json_is_number(v))
+			num_link(o, v, href, cli);
+		else
+			pal__html_value(o, v);
+		break;
+	case C_SECS:
+		g_string_append(o, "<td class=\"num\">");
+		if (json_is_number(v)) {
+			GString *t = g_string_new(NULL);
+			fmt_secs(t, json_number_value(v));
+			json_t *tv = json_string(t->str);
+			num_link(o, tv, href, cli);
+			json_decref(tv);
+			g_string_free(t, TRUE);
+		} else {
+			pal__html_value(o, v);
+		}
+		break;
+	case C_JOB:
+		g_string_append(o, "<td>");
+		if (json_is_string(v)) {
+			g_string_append(o, "<a class=\"job\" href=\"/console/job?id=");
+			GString *u = g_string_new(NULL);
+			pal__html_urlarg(u, json_string_value(v));
+			pal__html_text(o, u->str);
+			g_string_free(u, TRUE);
+			g_string_append(o, "\">");
+			pal__html_text(o, json_string_value(v));
+			g_string_append(o, "</a>");
+		} else {
+			pal__html_value(o, v);
+		}
+		break;
+	case C_TICKET:
+	case C_TRIGGER: {
+		g_string_append(o, "<td class=\"num\">");
+		if (json_is_integer(v)) {
+			char cmd[96];
+			if (k->kind == C_TICKET)
+				snprintf(cmd, sizeof cmd, "palisade tickets show %lld",
+					 (long long)json_integer_value(v));
+			else
+				snprintf(cmd, sizeof cmd, "palisade triggers --job JOB (trigger %lld)",
+					 (long long)json_integer_value(v));
+			num_link(o, v, href, cmd);
+		} else {
+			pal__html_value(o, v);
+		}
+		break;
+	}
+	case C_LIST:
+		g_string_append(o, "<td>");
+		if (json_is_array(v)) {
+			size_t i;
+			json_t *e;
+			json_array_foreach(v, i, e)
+			{
+				if (i)
+					g_string_append(o, ", ");
+				pal__html_value(o, e);
+			}
+		} else {
+			pal__html_value(o, v);
+		}
+		break;
+	default:
+		g_string_append(o, "<td>");
+		pal__html_value(o, v);
+	}
+	g_string_append(o, "</td>");
+}
+
+typedef const char *(*row_class_fn)(const json_t *row);
+
+static void table(GString *o, const json_t *rows, const col *cols, size_t n, const char *href,
+		  const char *cli, row_class_fn cls)
+{
+	if (!json_is_array(rows)) {
+		g_string_append(o, "<p class=\"none\">not available</p>\n");
+		return;
+	}
+	if (json_array_size(rows) == 0) {
+		g_string_append(o, "<p class=\"none\">none</p>\n");
+		return;
+	}
+	g_string_append(o, "<table><tr>");
+	for (size_t i = 0; i < n; i++)
+		g_string_append_printf(o, "<th>%s</th>", cols[i].label);
+	g_string_append(o, "</tr>\n");
+	size_t r;
+	json_t *row;
+	json_array_foreach((json_t *)rows, r, row)
+	{
+		const char *c = cls ? cls(row) : NULL;
+		g_string_append_printf(o, "<tr%s%s%s>", c ? " class=\"" : "", c ? c : "",
+				       c ? "\"" : "");
+		for (size_t i = 0; i < n; i++)
+			cell(o, row, &cols[i], href, cli);
+		g_string_append(o, "</tr>\n");
+	}
+	g_string_append(o, "</table>\n");
+}
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+static void card(GString *o, const char *id, const char *label, const json_t *v, const char *href,
+		 const char *cli, bool bad)
+{
+	g_string_append_printf(o, "<div class=\"card%s\" id=\"card-%s\"><b>", bad ? " bad" : "", id);
+	num_link(o, v, href, cli);
+	g_string_append_printf(o, "</b><span>%s</span></div>\n", label);
+}
+
+static int64_t sum_key(const json_t *rows, const char *key)
+{
+	int64_t s = 0;
+	size_t i;
+	json_t *e;
+	json_array_foreach((json_t *)rows, i, e) s += json_integer_value(json_object_get(e, key));
+	return s;
+}
+
+/* ---- the cluster page ------------------------------------------------------ */
+
+static const char *node_class(const json_t *r)
+{
+	if (json_is_false(json_object_get(r, "live")) || json_object_get(r, "status_error"))
+		return "bad";
+	if (json_is_true(json_object_get(r, "draining")) ||
+	    json_is_false(json_object_get(r, "ready")))
+		return "warn";
+	return NULL;
+}
+
+static const char *shard_class(const json_t *r)
+{
+	return json_is_null(json_object_get(r, "leader")) ? "bad" : NULL;
+}
+
+static const char *backlog_class(const json_t *r)
+{
+	if (json_is_true(json_object_get(r, "gate_paused")))
+		return "warn";
+	return json_integer_value(json_object_get(r, "due")) > 0 &&
+			       json_is_null(json_object_get(r, "recovery_s"))
+		       ? "bad"
+		       : NULL;
+}
+
+static const char *job_class(const json_t *r)
+{
+	json_t *f = json_object_get(r, "last_failure");
+	if (json_is_object(f)) {
+		const char *fa = json_string_value(json_object_get(f, "at"));
+		const char *ok = json_string_value(json_object_get(r, "last_success"));
+		if (!ok || (fa && strcmp(fa, ok) > 0))
+			return "bad";
+	}
+	return json_is_string(json_object_get(r, "paused_by")) ? "warn" : NULL;
+}
+
+/* Jobs rows flattened for the table: last failure's fields on the row. */
+static json_t *job_rows(const json_t *jobs)
+{
+	json_t *rows = json_array();
+	size_t i;
+	json_t *j;
+	json_array_foreach(json_object_get(jobs, "rows"), i, j)
+	{
+		json_t *r = json_deep_copy(j);
+		json_t *f = json_object_get(j, "last_failure");
+		if (json_is_object(f)) {
+			GString *s = g_string_new(NULL);
+			g_string_append_printf(s, "%s %s (%s)",
+					       json_string_value(json_object_get(f, "at")) ?: "",
+					       json_string_value(json_object_get(f, "error_class")) ?: "-",
+					       json_string_value(json_object_get(f, "state")) ?: "");
+			json_object_set_new(r, "failure", json_string(s->str));
+			g_string_free(s, TRUE);
+			set_from(r, "failure_class", f, "error_class");
+		}
+		json_array_append_new(rows, r);
+	}
+	return rows;
+}
+
+static void render_cluster(GString *o, const json_t *m)
+{
+	page_begin(o, "palisade console", true);
+	header_bar(o, m, "/api/cluster");
+	banners(o, m);
+	bool db_ok = json_is_true(json_object_get(json_object_get(m, "database"), "ok"));
+	json_t *nodes = json_object_get(m, "nodes");
+	json_t *shards = json_object_get(m, "shards");
+	json_t *tickets = json_object_get(m, "tickets");
+	json_t *backlog = json_object_get(m, "backlog");
+	json_t *gates = json_object_get(m, "gates");
+
+	/* the figures an operator looks at first */
+	g_string_append(o, "<div class=\"cards\">\n");
+	int64_t live = 0, led = 0;
+	size_t i;
+	json_t *e;
+	json_array_foreach(nodes, i, e) live += json_is_true(json_object_get(e, "live"));
+	json_array_foreach(shards, i, e) led += !json_is_null(json_object_get(e, "leader"));
+	json_t *v = json_integer(live);
+	card(o, "nodes", "live nodes", v, "/api/cluster?section=nodes", "palisade status", false);
+	json_decref(v);
+	if (db_ok) {
+		v = json_sprintf("%lld/%zu", (long long)led, json_array_size(shards));
+		card(o, "shards", "shards led", v, "/api/cluster?section=shards", "palisade status",
+		     (size_t)led < json_array_size(shards));
+		json_decref(v);
+		v = json_integer(sum_key(json_object_get(backlog, "groups"), "due"));
+		card(o, "due", "due backlog", v, "/api/cluster?section=backlog", "palisade status",
+		     false);
+		json_decref(v);
+		v = json_object_get(tickets, "open");
+		card(o, "tickets", "open tickets", v, "/api/cluster?section=tickets",
+		     "palisade tickets list", json_integer_value(v) > 0);
+		v = json_integer((json_int_t)json_array_size(gates));
+		card(o, "paused", "paused scopes", v, "/api/cluster?section=gates",
+		     "palisade status (gates: SELECT * FROM gates)", json_array_size(gates) > 0);
+		json_decref(v);
+		v = json_object_get(m, "misfired_instants");
+		card(o, "misfires", "misfired instants", v, "/api/cluster?section=misfires",
+		     "palisade status", false);
+		v = json_integer(sum_key(nodes, "fenced"));
+		card(o, "stale", "stale-token rejections", v, "/api/cluster?section=nodes",
+		     "palisade status", json_integer_value(v) > 0);
+		json_decref(v);
+		v = json_integer((json_int_t)json_array_size(json_object_get(m, "breakers")));
+		card(o, "breakers", "open breakers", v, "/api/cluster?section=breakers", NULL,
+		     json_integer_value(v) > 0);
+		json_decref(v);
+	}
+	g_string_append(o, "</div>\n");
+
+	section_begin(o, "nodes", "Nodes", "palisade status", "/api/cluster?section=nodes");
+	static const col ncols[] = {
+		{ "node", "node", C_TEXT },	     { "live", "live (ZooKeeper)", C_BOOL },
+		{ "version", "version", C_TEXT },    { "roles", "roles", C_LIST },
+		{ "schema_max", "schema (knows up to)", C_NUM },
+		{ "ready", "ready", C_BOOL },	     { "draining", "draining", C_BOOL },
+		{ "shards_led", "shards led", C_NUM }, { "held_leases", "leases held", C_NUM },
+		{ "expired_leases", "leases expired", C_NUM }, { "attempts", "attempts", C_NUM },
+		{ "failed", "failed", C_NUM },	     { "fenced", "stale-token rejections (db)", C_NUM },
+		{ "stale_rejections_sink", "stale rejections (sink)", C_NUM },
+		{ "admin", "admin", C_TEXT },	     { "status_error", "status", C_TEXT },
+	};
+	table(o, nodes, ncols, N(ncols), "/api/cluster?section=nodes", "palisade status", node_class);
+	if (db_ok) {
+		g_string_append_printf(o, "<p class=\"src\">database schema version %lld; attempts "
+					  "and rejections over the latest attempts (rate window ",
+				       (long long)json_integer_value(json_object_get(m, "schema_version")));
+		fmt_secs(o, json_number_value(json_object_get(m, "rate_window_s")));
+		g_string_append(o, ")</p>\n");
+	}
+	g_string_append(o, "</section>\n");
+
+	if (db_ok) {
+		g_string_append(o, "<div class=\"grid\">\n");
+		section_begin(o, "shards", "Shards", "palisade status", "/api/cluster?section=shards");
+		static const col scols[] = {
+			{ "shard", "shard", C_TEXT },	    { "leader", "leader", C_TEXT },
+			{ "epoch", "epoch", C_NUM },	    { "lag_s", "watermark lag", C_SECS },
+			{ "jobs", "jobs", C_NUM },	    { "due", "due", C_NUM },
+			{ "planned", "planned", C_NUM },    { "running", "running", C_NUM },
+			{ "oldest_due_s", "oldest due", C_SECS },
+		};
+		table(o, shards, scols, N(scols), "/api/cluster?section=shards", "palisade status",
+		      shard_class);
+		g_string_append(o, "</section>\n<div>\n");
+
+		section_begin(o, "states", "Triggers by state", "palisade triggers --state STATE",
+			      "/api/cluster?section=triggers");
+		json_t *states = json_object_get(m, "triggers");
+		if (json_object_size(states) == 0) {
+			g_string_append(o, "<p class=\"none\">none</p>\n");
+		} else {
+			g_string_append(o, "<table><tr><th>state</th><th>triggers</th></tr>\n");
+			const char *k;
+			json_object_foreach(states, k, v)
+			{
+				g_string_append(o, "<tr><td>");
+				pal__html_text(o, k);
+				g_string_append(o, "</td><td class=\"num\">");
+				GString *cli = g_string_new("palisade triggers --state ");
+				g_string_append(cli, k);
+				num_link(o, v, "/api/cluster?section=triggers", cli->str);
+				g_string_free(cli, TRUE);
+				g_string_append(o, "</td></tr>\n");
+			}
+			g_string_append(o, "</table>\n");
+		}
+		g_string_append(o, "</section>\n");
+		section_begin(o, "gates", "Paused scopes", "palisade resume --group G --reason R",
+			      "/api/cluster?section=gates");
+		static const col gcols[] = { { "scope", "scope", C_TEXT },
+					     { "reason", "reason", C_TEXT },
+					     { "actor", "actor", C_TEXT },
+					     { "since", "since", C_TEXT } };
+		table(o, gates, gcols, N(gcols), NULL, NULL, NULL);
+		g_string_append(o, "</section>\n</div>\n");
+
+		static const col bcols[] = {
+			{ "name", "name", C_TEXT },
+			{ "due", "due", C_NUM },
+			{ "oldest_pending_s", "oldest pending", C_SECS },
+			{ "planned", "planned", C_NUM },
+			{ "running", "running", C_NUM },
+			{ "paused", "paused", C_NUM },
+			{ "done_per_s", "done/s", C_NUM },
+			{ "recovery_s", "recovery estimate", C_SECS },
+			{ "gate_paused", "gate paused", C_BOOL },
+		};
+		section_begin(o, "backlog-groups", "Backlog by group", "palisade status",
+			      "/api/cluster?section=backlog");
+		table(o, json_object_get(backlog, "groups"), bcols, N(bcols),
+		      "/api/cluster?section=backlog", "palisade status", backlog_class);
+		g_string_append(o, "</section>\n");
+		section_begin(o, "backlog-tenants", "Backlog by tenant", "palisade status",
+			      "/api/cluster?section=backlog");
+		table(o, json_object_get(backlog, "tenants"), bcols, N(bcols),
+		      "/api/cluster?section=backlog", "palisade status", backlog_class);
+		g_string_append(o, "</section>\n");
+
+		section_begin(o, "tickets", "Open tickets", "palisade tickets list",
+			      "/api/cluster?section=tickets");
+		static const col tcols[] = {
+			{ "id", "ticket", C_TICKET },	  { "job_id", "job", C_JOB },
+			{ "trigger_id", "trigger", C_TRIGGER }, { "reason", "reason", C_TEXT },
+			{ "error_class", "error class", C_TEXT },
+			{ "allowed_actions", "allowed actions", C_LIST },
+			{ "age_s", "open for", C_SECS },
+		};
+		table(o, json_object_get(tickets, "rows"), tcols, N(tcols),
+		      "/api/cluster?section=tickets", "palisade tickets list", NULL);
+		g_string_append(o, "</section>\n<div>\n");
+
+		section_begin(o, "misfires", "Misfires by reason", "palisade verify",
+			      "/api/cluster?section=misfires");
+		static const col mcols[] = { { "reason", "reason", C_TEXT },
+					     { "decisions", "decisions", C_NUM },
+					     { "instants", "instants", C_NUM },
+					     { "last", "last", C_TEXT } };
+		table(o, json_object_get(m, "misfires"), mcols, N(mcols),
+		      "/api/cluster?section=misfires", "palisade verify", NULL);
+		g_string_append(o, "</section>\n");
+		section_begin(o, "breakers", "Open breakers (calls held back, last 2 min)", NULL,
+			      "/api/cluster?section=breakers");
+		static const col brcols[] = { { "host", "host", C_TEXT },
+					      { "node", "node", C_TEXT },
+					      { "held", "calls held", C_NUM },
+					      { "last", "last", C_TEXT } };
+		table(o, json_object_get(m, "breakers"), brcols, N(brcols),
+		      "/api/cluster?section=breakers", NULL, NULL);
+		g_string_append(o, "</section>\n</div>\n</div>\n");
+
+		json_t *jobs = json_object_get(m, "jobs");
+		GString *title = g_string_new(NULL);
+		g_string_append_printf(title, "Jobs (%zu of %lld)",
+				       json_array_size(json_object_get(jobs, "rows")),
+				       (long long)json_integer_value(json_object_get(jobs, "total")));
+		section_begin(o, "jobs", title->str, "palisade jobs --next 2",
+			      "/api/cluster?section=jobs");
+		g_string_free(title, TRUE);
+		static const col jcols[] = {
+			{ "job_id", "job", C_JOB },
+			{ "tenant", "tenant", C_TEXT },
+			{ "group", "group", C_TEXT },
+			{ "active_version", "version", C_NUM },
+			{ "cron", "cron", C_TEXT },
+			{ "last_success", "last success", C_TEXT },
+			{ "failure", "last failure (error class)", C_TEXT },
+			{ "next", "next instants", C_LIST },
+			{ "paused_by", "paused by", C_TEXT },
+			{ "due", "backlog", C_NUM },
+			{ "oldest_due_s", "oldest due", C_SECS },
+		};
+		json_t *rows = job_rows(jobs);
+		table(o, rows, jcols, N(jcols), "/api/cluster?section=jobs", "palisade jobs",
+		      job_class);
+		json_decref(rows);
+		g_string_append(o, "</section>\n");
+	}
+	g_string_append(o, "</main></body></html>\n");
+}
+
+/* ---- the job page ------------------------------------------------------------ */
+
+static const char *trigger_class(const json_t *r)
+{
+	const char *s = json_string_value(json_object_get(r, "state"));
+	if (!s)
+		return NULL;
+	if (!strcmp(s, "failed") || !strcmp(s, "manual") || !strcmp(s, "unknown"))
+		return "bad";
+	if (!strcmp(s, "retry_wait") || !strcmp(s, "paused") || !strcmp(s, "pausing"))
+		return "warn";
+	return NULL;
+}
+
+static void render_job(GString *o, const json_t *m, const char *id)
+{
+	GString *api = g_string_new("/api/job?id=");
+	pal__html_urlarg(api, id);
+	GString *t = g_string_new("palisade job ");
+	g_string_append(t, id);
+	page_begin(o, t->str, false);
+	g_string_free(t, TRUE);
+	header_bar(o, m, api->str);
+	banners(o, m);
+	json_t *job = json_object_get(m, "job");
+	const char *err = json_string_value(json_object_get(m, "error"));
+	g_string_append(o, "<h2 id=\"job-id\">job ");
+	pal__html_text(o, id);
+	g_string_append(o, "</h2>\n");
+	if (!job) {
+		g_string_append(o, "<p class=\"banner\" id=\"job-error\">");
+		pal__html_text(o, err ? err : "not available");
+		g_string_append(o, "</p></main></body></html>\n");
+		g_string_free(api, TRUE);
+		return;
+	}
+	GString *cli = g_string_new(NULL);
+	g_string_append(o, "<table id=\"job-summary\" style=\"width:auto\">\n");
+	static const struct {
+		const char *key, *label;
+	} rows[] = { { "tenant", "tenant" },
+		     { "group", "group" },
+		     { "shard", "shard" },
+		     { "latest_version", "latest version" },
+		     { "active_version", "planned with version" },
+		     { "paused_by", "paused by" },
+		     { "created_at", "created" },
+		     { "updated_at", "updated" } };
+	for (size_t i = 0; i < N(rows); i++) {
+		g_string_append_printf(o, "<tr><th>%s</th><td>", rows[i].label);
+		json_t *v = json_object_get(job, rows[i].key);
+		if (json_is_integer(v)) {
+			g_string_assign(cli, "palisade jobs --versions ");
+			pal__shell_quote(cli, id);
+			num_link(o, v, api->str, cli->str);
+		} else {
+			pal__html_value(o, v);
+		}
+		g_string_append(o, "</td></tr>\n");
+	}
+	g_string_append(o, "<tr><th>next instants</th><td>");
+	size_t i;
+	json_t *e;
+	json_array_foreach(json_object_get(m, "next"), i, e)
+	{
+		if (i)
+			g_string_append(o, ", ");
+		pal__html_value(o, e);
+	}
+	g_string_append(o, "</td></tr>\n</table>\n");
+
+	GString *jcli = g_string_new("palisade jobs --versions ");
+	pal__shell_quote(jcli, id);
+	section_begin(o, "versions", "Versions", jcli->str, api->str);
+	static const col vcols[] = {
+		{ "version", "version", C_NUM },	{ "digest", "digest", C_TEXT },
+		{ "cron", "cron", C_TEXT },		{ "timezone", "zone", C_TEXT },
+		{ "misfire_policy", "misfire", C_TEXT }, { "overlap_policy", "overlap", C_TEXT },
+		{ "partitions", "partitions", C_NUM },	{ "target_host", "host", C_TEXT },
+		{ "created_by", "created by", C_TEXT },	{ "created_at", "created", C_TEXT },
+		{ "activated_at", "activated", C_TEXT }, { "effective_from", "effective from", C_TEXT },
+	};
+	table(o, json_object_get(m, "versions"), vcols, N(vcols), api->str, jcli->str, NULL);
+	g_string_append(o, "</section>\n");
+
+	g_string_assign(jcli, "palisade triggers --job ");
+	pal__shell_quote(jcli, id);
+	section_begin(o, "triggers", "Recent triggers and their attempts", jcli->str, api->str);
+	json_t *trs = json_object_get(m, "triggers");
+	static const col tcols[] = {
+		{ "id", "trigger", C_NUM },	       { "scheduled_at", "instant", C_TEXT },
+		{ "partition", "part", C_NUM },	       { "source", "source", C_TEXT },
+		{ "state", "state", C_TEXT },	       { "attempt_count", "attempts", C_NUM },
+		{ "fence", "fence", C_NUM },	       { "lease_owner", "lease owner", C_TEXT },
+		{ "last_error_class", "error class", C_TEXT },
+		{ "next_attempt_at", "next attempt", C_TEXT },
+		{ "finished_at", "finished", C_TEXT },
+	};
+	static const col acols[] = {
+		{ "fence", "fence", C_NUM },	      { "node", "node", C_TEXT },
+		{ "claimed_at", "claimed", C_TEXT },  { "ended_at", "ended", C_TEXT },
+		{ "outcome", "outcome", C_TEXT },     { "error_class", "error class", C_TEXT },
+		{ "http_status", "HTTP", C_NUM },     { "duration_ms", "ms", C_NUM },
+	};
+	if (json_array_size(trs) == 0) {
+		g_string_append(o, "<p class=\"none\">none</p>\n");
+	} else {
+		g_string_append(o, "<table><tr>");
+		for (size_t k = 0; k < N(tcols); k++)
+			g_string_append_printf(o, "<th>%s</th>", tcols[k].label);
+		g_string_append(o, "</tr>\n");
+		json_array_foreach(trs, i, e)
+		{
+			const char *c = trigger_class(e);
+			g_string_append_printf(o, "<tr class=\"trigger%s%s\">", c ? " " : "",
+					       c ? c : "");
+			for (size_t k = 0; k < N(tcols); k++)
+				cell(o, e, &tcols[k], api->str, jcli->str);
+			g_string_append(o, "</tr>\n");
+			json_t *atts = json_object_get(e, "attempts");
+			if (json_array_size(atts)) {
+				g_string_append_printf(o, "<tr><td colspan=\"%zu\">", N(tcols));
+				g_string_append(o, "<table class=\"sub\"><tr>");
+				for (size_t k = 0; k < N(acols); k++)
+					g_string_append_printf(o, "<th>%s</th>", acols[k].label);
+				g_string_append(o, "</tr>\n");
+				size_t a;
+				json_t *at;
+				json_array_foreach(atts, a, at)
+				{
+					g_string_append(o, "<tr class=\"attempt\">");
+					for (size_t k = 0; k < N(acols); k++)
+						cell(o, at, &acols[k], api->str, jcli->str);
+					g_string_append(o, "</tr>\n");
+				}
+				g_string_append(o, "</table></td></tr>\n");
+			}
+		}
+		g_string_append(o, "</table>\n");
+	}
+	g_string_append(o, "</section>\n<div class=\"grid\">\n");
+
+	section_begin(o, "misfires", "Misfires", "palisade verify", api->str);
+	static const col mcols[] = { { "range_from", "from", C_TEXT }, { "range_to", "to", C_TEXT },
+				     { "count", "instants", C_NUM },   { "reason", "reason", C_TEXT },
+				     { "policy", "policy", C_TEXT },   { "decided_at", "decided", C_TEXT } };
+	table(o, json_object_get(m, "misfires"), mcols, N(mcols), api->str, "palisade verify", NULL);
+	g_string_append(o, "</section>\n");
+	section_begin(o, "tickets", "Tickets", "palisade tickets list --all", api->str);
+	static const col kcols[] = {
+		{ "id", "ticket", C_TICKET },	       { "state", "state", C_TEXT },
+		{ "trigger_id", "trigger", C_NUM },    { "reason", "reason", C_TEXT },
+		{ "error_class", "error class", C_TEXT },
+		{ "allowed_actions", "allowed actions", C_LIST },
+		{ "created_at", "created", C_TEXT },
+	};
+	table(o, json_object_get(m, "tickets"), kcols, N(kcols), api->str, NULL, NULL);
+	g_string_append(o, "</section>\n</div>\n</main></body></html>\n");
+	g_string_free(jcli, TRUE);
+	g_string_free(cli, TRUE);
+	g_string_free(api, TRUE);
+}
+
+/* The job model (a new reference): the store's object plus next instants,
+ * or {error} with database/zookeeper sources. */
+static json_t *job_model(pal_console *c, const char *id, unsigned *status)
+{
+	json_t *m = NULL;
+	*status = 200;
+	char err[1024] = "";
+	pal_store *st = db(c);
+	if (!id || !*id) {
+		*status = 400;
+		snprintf(err, sizeof err, "no job id: use ?id=JOB");
+	} else if (st) {
+		int rc = pal_store_console_job(st, id, NULL, &m, err, sizeof err);
+		if (rc == PAL_ENOENT) {
+			*status = 404;
+		} else if (rc) {
+			db_failed(c, err);
+			*status = 503;
+		}
+	} else {
+		*status = 503;
+		snprintf(err, sizeof err, "%s", c->db_err);
+	}
+	if (!m) {
+		m = json_object();
+		json_object_set_new(m, "error", json_string(err));
+	} else {
+		json_object_set_new(m, "next", next_instants(json_object_get(m, "spec"), 5));
+	}
+	char now[32];
+	pal_fmt_rfc3339((int64_t)time(NULL), now, sizeof now);
+	json_object_set_new(m, "now", json_string(now));
+	json_object_set_new(m, "cluster", json_string(c->cluster));
+	json_object_set_new(m, "served_by", json_string(c->node_id));
+	json_object_set_new(m, "database", source(c->st != NULL && *status != 503, c->db_err));
+	return m;
+}
+
+/* ---- serving ------------------------------------------------------------------ */
+
+static void reply_json(pal_console_reply *out, unsigned status, const json_t *v)
+{
+	char *s = json_dumps(v, JSON_INDENT(2) | JSON_ENCODE_ANY);
+	size_t n = s ? strlen(s) : 0;
+	char *b = malloc(n + 2);
+	if (b) {
+		memcpy(b, s ? s : "", n);
+		b[n] = '\n';
+		b[n + 1] = '\0';
+	}
+	free(s);
+	out->status = b ? status : 500;
+	out->content_type = "application/json";
+	out->body = b ? b : strdup("");
+	out->len = b ? n + 1 : 0;
+}
+
+static void reply_html(pal_console_reply *out, unsigned status, GString *html)
+{
+	out->status = status;
+	out->content_type = "text/html; charset=utf-8";
+	out->len = html->len;
+	/* g_malloc is malloc since GLib 2.46: the caller may free() it */
+	out->body = g_string_free(html, FALSE);
+}
+
+bool pal_console_serve(pal_console *c, const char *path, const char *id, const char *section,
+		       const json_t *node_status, pal_console_reply *out)
+{
+	bool page = !strcmp(path, "/console"), api = !strcmp(path, "/api/cluster");
+	bool jpage = !strcmp(path, "/console/job"), japi = !strcmp(path, "/api/job");
+	if (!page && !api && !jpage && !japi)
+		return false;
+	pthread_mutex_lock(&c->mu);
+	if (page || api) {
+		json_t *m = cluster_model(c, node_status);
+		if (page) {
+			GString *o = g_string_new(NULL);
+			render_cluster(o, m);
+			reply_html(out, 200, o);
+		} else if (section && *section) {
+			json_t *v = json_object_get(m, section);
+			if (v) {
+				json_t *one = json_pack("{s:O}", section, v);
+				reply_json(out, 200, one);
+				json_decref(one);
+			} else {
+				json_t *e = json_pack("{s:s, s:s}", "error", "no such section",
+						      "section", section);
+				reply_json(out, 404, e);
+				json_decref(e);
+			}
+		} else {
+			reply_json(out, 200, m);
+		}
+		json_decref(m);
+	} else {
+		unsigned status;
+		json_t *m = job_model(c, id, &status);
+		if (jpage) {
+			GString *o = g_string_new(NULL);
+			render_job(o, m, id ? id : "");
+			reply_html(out, status, o);
+		} else {
+			json_object_del(m, "spec");
+			reply_json(out, status, m);
+		}
+		json_decref(m);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return true;
+}

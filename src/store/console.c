@@ -1,0 +1,294 @@
+/*
+ * console.c - the queries of the cluster console (consolestore.h).  Each
+ * page is one statement that builds its JSON in the database, so a page
+ * costs one round trip and sees one snapshot.  Reads only.
+ *
+ * Everything that could grow with history is bounded: rates, stale
+ * rejections and breakers are read from the latest attempts (by id, an
+ * index scan of the primary key), a job's last success and failure from its
+ * latest triggers (triggers_job_at), backlogs from the ready-work index
+ * (triggers_tenant_ready) and the live-lease index (triggers_live).
+ */
+#include <stdio.h>
+#include <string.h>
+#include "palisade/consolestore.h"
+#include "store_int.h"
+
+#define TS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+#define AGE(col) "extract(epoch FROM clock_timestamp() - " col ")::float8"
+
+const pal_console_limits pal_console_default_limits = {
+	.jobs = 200, .tickets = 100, .attempt_sample = 20000, .job_lookback = 500, .triggers = 30
+};
+
+int pal_store_console_open(const char *conninfo, int timeout_ms, pal_store **out, char *err,
+			   size_t errlen)
+{
+	*out = NULL;
+	if (!conninfo || !*conninfo) {
+		snprintf(err, errlen, "no PostgreSQL connection string");
+		return PAL_EINVAL;
+	}
+	if (timeout_ms < 100)
+		timeout_ms = 100;
+	char connect_s[16], tcp_s[16];
+	snprintf(connect_s, sizeof connect_s, "%d", timeout_ms < 1000 ? 1 : (timeout_ms + 999) / 1000);
+	snprintf(tcp_s, sizeof tcp_s, "%d", timeout_ms + 1000);
+	/* Our defaults first; the node's conninfo (expanded in dbname's place)
+	 * overrides them, as in pal_store_open(). */
+	const char *keys[] = { "connect_timeout", "tcp_user_timeout", "keepalives", "keepalives_idle",
+			       "keepalives_interval", "keepalives_count", "dbname",
+			       "fallback_application_name", NULL };
+	const char *vals[] = { connect_s, tcp_s, "1", "2", "1", "2", conninfo, "palisade-console",
+			       NULL };
+	PGconn *c = PQconnectdbParams(keys, vals, 1);
+	if (!c)
+		return PAL_ENOMEM;
+	if (PQstatus(c) != CONNECTION_OK) {
+		const char *m = PQerrorMessage(c);
+		size_t n = strlen(m);
+		while (n && (m[n - 1] == '\n' || m[n - 1] == ' '))
+			n--;
+		snprintf(err, errlen, "cannot connect to PostgreSQL: %.*s", (int)n, m);
+		PQfinish(c);
+		return PAL_EDB;
+	}
+	pal_store *st = calloc(1, sizeof *st);
+	if (!st) {
+		PQfinish(c);
+		return PAL_ENOMEM;
+	}
+	st->conn = c;
+	char sql[96];
+	snprintf(sql, sizeof sql, "SET statement_timeout = %d", timeout_ms);
+	if (pal__store_exec(st, sql, err, errlen) ||
+	    pal__store_exec(st, "SET jit = off", err, errlen) ||
+	    pal__store_exec(st, "SET default_transaction_read_only = on", err, errlen)) {
+		pal_store_close(st);
+		return PAL_EDB;
+	}
+	*out = st;
+	return PAL_OK;
+}
+
+/* Run SQL (returning one text column of JSON) and parse it into *out. */
+static int query_json(pal_store *st, const char *sql, int n, const char *const *p, json_t **out,
+		      char *err, size_t errlen)
+{
+	*out = NULL;
+	PGresult *r = pal__store_query(st, sql, n, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	json_error_t je;
+	*out = PQntuples(r) == 1 ? json_loads(PQgetvalue(r, 0, 0), JSON_DECODE_ANY, &je) : NULL;
+	PQclear(r);
+	if (!*out) {
+		snprintf(err, errlen, "console: cannot parse the database's answer");
+		return PAL_EINVAL;
+	}
+	return PAL_OK;
+}
+
+/* Covering pause gates of a job row J as 'scope, scope' or NULL. */
+#define PAUSED_BY(j)                                                                               \
+	"(SELECT string_agg(g.scope, ', ' ORDER BY g.scope) FROM gates g WHERE g.paused AND"       \
+	" g.scope IN ('global', 'job:' || " j ".job_id, 'group:' || " j ".resource_group,"          \
+	" 'tenant:' || " j ".tenant))"
+
+/* $1 attempt sample, $2 tickets, $3 jobs, $4 job lookback. */
+static const char SQL_CLUSTER[] =
+	"WITH s AS (SELECT a.trigger_id, a.node, a.claimed_at, a.ended_at, a.outcome, a.error_class"
+	"   FROM attempts a ORDER BY a.id DESC LIMIT $1::int),"
+	/* the rate window: five minutes, or less when the sample is shorter */
+	" cut AS (SELECT greatest(clock_timestamp() - interval '5 minutes',"
+	"   CASE WHEN (SELECT count(*) FROM s) >= $1::int THEN (SELECT min(claimed_at) FROM s) END) AS t),"
+	" win AS (SELECT greatest(1, extract(epoch FROM clock_timestamp() - (SELECT t FROM cut)))::float8 AS s),"
+	" d AS (SELECT tr.resource_group AS grp, tr.tenant FROM s JOIN triggers tr ON tr.id = s.trigger_id"
+	"   WHERE s.ended_at >= (SELECT t FROM cut)"
+	"   AND s.outcome IN ('succeeded', 'failed', 'manual', 'cancelled')),"
+	" b AS (SELECT job_id, resource_group AS grp, tenant, coalesce(next_attempt_at, due_at) AS ready_at"
+	"   FROM triggers WHERE state IN ('pending', 'retry_wait', 'unknown')),"
+	" ev AS (SELECT grp, tenant, CASE WHEN ready_at <= clock_timestamp() THEN 'due' ELSE 'planned' END AS k,"
+	"     ready_at FROM b"
+	"   UNION ALL SELECT resource_group, tenant, 'running', NULL FROM triggers"
+	"     WHERE state IN ('running', 'pausing', 'cancelling')"
+	"   UNION ALL SELECT resource_group, tenant, 'paused', NULL FROM triggers WHERE state = 'paused'"
+	"   UNION ALL SELECT grp, tenant, 'done', NULL FROM d),"
+	" bl AS (SELECT GROUPING(grp) = 0 AS is_group, coalesce(grp, tenant) AS name,"
+	"     count(*) FILTER (WHERE k = 'due') AS due, count(*) FILTER (WHERE k = 'planned') AS planned,"
+	"     count(*) FILTER (WHERE k = 'running') AS running, count(*) FILTER (WHERE k = 'paused') AS paused,"
+	"     count(*) FILTER (WHERE k = 'done') / (SELECT s FROM win) AS done_per_s,"
+	"     " AGE("min(ready_at) FILTER (WHERE k = 'due')") " AS oldest"
+	"   FROM ev GROUP BY GROUPING SETS ((grp), (tenant))),"
+	" blj AS (SELECT is_group, json_agg(json_build_object('name', name, 'due', due, 'planned', planned,"
+	"     'running', running, 'paused', paused, 'done_per_s', round(done_per_s::numeric, 3),"
+	"     'oldest_pending_s', round(oldest::numeric, 1),"
+	"     'recovery_s', CASE WHEN due = 0 THEN 0 WHEN done_per_s = 0 THEN NULL"
+	"       ELSE round((due / done_per_s)::numeric, 1) END,"
+	"     'gate_paused', EXISTS (SELECT 1 FROM gates g WHERE g.paused AND"
+	"       g.scope = CASE WHEN is_group THEN 'group:' ELSE 'tenant:' END || name))"
+	"     ORDER BY name) AS rows FROM bl GROUP BY is_group),"
+	" ls AS (SELECT lease_owner AS node, count(*) FILTER (WHERE lease_until > clock_timestamp()) AS held,"
+	"     count(*) FILTER (WHERE lease_until <= clock_timestamp()) AS expired"
+	"   FROM triggers WHERE state IN ('running', 'pausing', 'cancelling') AND lease_owner IS NOT NULL"
+	"   GROUP BY lease_owner),"
+	" an AS (SELECT node, count(*) AS attempts, count(*) FILTER (WHERE outcome = 'succeeded') AS ok,"
+	"     count(*) FILTER (WHERE outcome IN ('failed', 'retry_wait', 'manual')) AS failed,"
+	"     count(*) FILTER (WHERE outcome = 'fenced') AS fenced,"
+	"     count(*) FILTER (WHERE outcome = 'deferred') AS deferred, max(claimed_at) AS last_claim"
+	"   FROM s GROUP BY node),"
+	" jl AS (SELECT j.*, v.cron, v.timezone, v.spec FROM jobs j"
+	"   LEFT JOIN job_versions v ON v.job_id = j.job_id"
+	"     AND v.version = coalesce(j.active_version, j.latest_version)"
+	"   ORDER BY j.job_id LIMIT $3::int),"
+	" bj AS (SELECT job_id, count(*) AS due, min(ready_at) AS oldest FROM b"
+	"   WHERE ready_at <= clock_timestamp() AND job_id IN (SELECT job_id FROM jl) GROUP BY job_id)"
+	" SELECT json_build_object("
+	"  'schema_version', (SELECT coalesce(max(version), 0) FROM schema_migrations),"
+	"  'shard_count', (SELECT value::int FROM cluster_settings WHERE name = 'shards'),"
+	"  'rate_window_s', (SELECT round(s::numeric, 1) FROM win),"
+	"  'gates', (SELECT coalesce(json_agg(json_build_object('scope', scope, 'reason', reason,"
+	"     'actor', actor, 'since', " TS("since") ") ORDER BY scope), '[]') FROM gates WHERE paused),"
+	"  'backlog', json_build_object("
+	"     'groups', coalesce((SELECT rows FROM blj WHERE is_group), '[]'),"
+	"     'tenants', coalesce((SELECT rows FROM blj WHERE NOT is_group), '[]')),"
+	"  'nodes', (SELECT coalesce(json_agg(json_build_object('node', coalesce(ls.node, an.node),"
+	"     'held_leases', coalesce(ls.held, 0), 'expired_leases', coalesce(ls.expired, 0),"
+	"     'attempts', coalesce(an.attempts, 0), 'succeeded', coalesce(an.ok, 0),"
+	"     'failed', coalesce(an.failed, 0), 'fenced', coalesce(an.fenced, 0),"
+	"     'deferred', coalesce(an.deferred, 0), 'last_claim', " TS("an.last_claim") ")"
+	"     ORDER BY coalesce(ls.node, an.node)), '[]') FROM ls FULL JOIN an ON an.node = ls.node),"
+	"  'misfires', (SELECT coalesce(json_agg(json_build_object('reason', reason, 'decisions', n,"
+	"     'instants', c, 'last', " TS("l") ") ORDER BY reason), '[]') FROM"
+	"     (SELECT reason, count(*) AS n, sum(count) AS c, max(decided_at) AS l FROM misfires"
+	"      GROUP BY reason) m),"
+	"  'tickets', json_build_object("
+	"     'open', (SELECT count(*) FROM tickets WHERE state = 'open'),"
+	"     'rows', (SELECT coalesce(json_agg(x ORDER BY (x->>'id')::bigint DESC), '[]') FROM"
+	"      (SELECT json_build_object('id', t.id, 'job_id', coalesce(t.job_id, tr.job_id),"
+	"        'trigger_id', t.trigger_id, 'trigger_state', tr.state, 'reason', t.reason,"
+	"        'error_class', t.evidence->>'error_class', 'allowed_actions', t.allowed_actions,"
+	"        'created_at', " TS("t.created_at") ", 'age_s', round(" AGE("t.created_at") "::numeric, 1)) AS x"
+	"       FROM tickets t LEFT JOIN triggers tr ON tr.id = t.trigger_id WHERE t.state = 'open'"
+	"       ORDER BY t.id DESC LIMIT $2::int) tk)),"
+	"  'breakers', (SELECT coalesce(json_agg(json_build_object('host', host, 'node', node, 'held', n,"
+	"     'last', " TS("l") ") ORDER BY host, node), '[]') FROM"
+	"     (SELECT v.target_host AS host, s.node, count(*) AS n, max(s.ended_at) AS l FROM s"
+	"      JOIN triggers tr ON tr.id = s.trigger_id"
+	"      JOIN job_versions v ON v.job_id = tr.job_id AND v.version = tr.version"
+	"      WHERE s.error_class = 'breaker_open' AND s.ended_at > clock_timestamp() - interval '2 minutes'"
+	"      GROUP BY 1, 2) br),"
+	"  'jobs', json_build_object('total', (SELECT count(*) FROM jobs),"
+	"   'rows', (SELECT coalesce(json_agg(json_build_object('job_id', jl.job_id, 'tenant', jl.tenant,"
+	"     'group', jl.resource_group, 'shard', jl.shard, 'latest_version', jl.latest_version,"
+	"     'active_version', jl.active_version, 'cron', jl.cron, 'timezone', jl.timezone,"
+	"     'spec', jl.spec, 'paused_by', " PAUSED_BY("jl") ","
+	"     'due', coalesce(bj.due, 0), 'oldest_due_s', round(" AGE("bj.oldest") "::numeric, 1),"
+	"     'last_success', (SELECT " TS("coalesce(t.finished_at, t.updated_at)") " FROM"
+	"       (SELECT state, finished_at, updated_at, scheduled_at FROM triggers"
+	"        WHERE job_id = jl.job_id ORDER BY scheduled_at DESC LIMIT $4::int) t"
+	"       WHERE t.state = 'succeeded' ORDER BY t.scheduled_at DESC LIMIT 1),"
+	"     'last_failure', (SELECT json_build_object('trigger_id', t.id,"
+	"        'scheduled_at', " TS("t.scheduled_at") ", 'at', " TS("coalesce(t.finished_at, t.updated_at)") ","
+	"        'state', t.state, 'error_class', t.last_error_class) FROM"
+	"       (SELECT id, state, finished_at, updated_at, scheduled_at, last_error_class FROM triggers"
+	"        WHERE job_id = jl.job_id ORDER BY scheduled_at DESC LIMIT $4::int) t"
+	"       WHERE t.state IN ('failed', 'manual', 'retry_wait', 'unknown')"
+	"       ORDER BY t.scheduled_at DESC LIMIT 1),"
+	"     'planned_next', (SELECT " TS("min(t.scheduled_at)") " FROM triggers t"
+	"       WHERE t.job_id = jl.job_id AND t.state = 'pending' AND t.scheduled_at > clock_timestamp()))"
+	"     ORDER BY jl.job_id), '[]') FROM jl LEFT JOIN bj ON bj.job_id = jl.job_id))"
+	" )::text";
+
+int pal_store_console_cluster(pal_store *st, const pal_console_limits *lim, json_t **out,
+			      char *err, size_t errlen)
+{
+	*out = NULL;
+	if (!lim)
+		lim = &pal_console_default_limits;
+	char a[16], b[16], c[16], d[16];
+	snprintf(a, sizeof a, "%d", lim->attempt_sample);
+	snprintf(b, sizeof b, "%d", lim->tickets);
+	snprintf(c, sizeof c, "%d", lim->jobs);
+	snprintf(d, sizeof d, "%d", lim->job_lookback);
+	const char *p[] = { a, b, c, d };
+	json_t *status, *view;
+	int rc = pal_store_status_json(st, &status, err, errlen);
+	if (rc)
+		return rc;
+	if ((rc = query_json(st, SQL_CLUSTER, 4, p, &view, err, errlen))) {
+		json_decref(status);
+		return rc;
+	}
+	/* status.misfires is the total of misfired instants: keep it apart
+	 * from the per-reason table */
+	json_object_set(view, "misfired_instants", json_object_get(status, "misfires"));
+	json_object_del(status, "misfires");
+	json_object_update_missing(view, status);
+	json_decref(status);
+	*out = view;
+	return PAL_OK;
+}
+
+/* $1 job id, $2 triggers. */
+static const char SQL_JOB[] =
+	"SELECT coalesce((SELECT json_build_object('now', " TS("clock_timestamp()") ","
+	" 'job', json_build_object('job_id', j.job_id, 'tenant', j.tenant, 'group', j.resource_group,"
+	"   'shard', j.shard, 'latest_version', j.latest_version, 'active_version', j.active_version,"
+	"   'created_at', " TS("j.created_at") ", 'updated_at', " TS("j.updated_at") ","
+	"   'paused_by', " PAUSED_BY("j") "),"
+	" 'spec', (SELECT v.spec FROM job_versions v WHERE v.job_id = j.job_id"
+	"   AND v.version = coalesce(j.active_version, j.latest_version)),"
+	" 'versions', (SELECT coalesce(json_agg(json_build_object('version', v.version,"
+	"   'digest', v.digest, 'cron', v.cron, 'timezone', v.timezone,"
+	"   'misfire_policy', v.misfire_policy, 'overlap_policy', v.overlap_policy,"
+	"   'partitions', v.partitions, 'target_host', v.target_host, 'created_by', v.created_by,"
+	"   'created_at', " TS("v.created_at") ", 'activated_at', " TS("v.activated_at") ","
+	"   'effective_from', " TS("v.effective_from") ") ORDER BY v.version DESC), '[]')"
+	"   FROM job_versions v WHERE v.job_id = j.job_id),"
+	" 'triggers', (SELECT coalesce(json_agg(json_build_object('id', t.id, 'version', t.version,"
+	"   'scheduled_at', " TS("t.scheduled_at") ", 'partition', t.partition, 'source', t.source,"
+	"   'state', t.state, 'due_at', " TS("t.due_at") ", 'fence', t.fence,"
+	"   'lease_owner', t.lease_owner, 'lease_until', " TS("t.lease_until") ","
+	"   'attempt_count', t.attempt_count, 'next_attempt_at', " TS("t.next_attempt_at") ","
+	"   'last_error_class', t.last_error_class, 'finished_at', " TS("t.finished_at") ","
+	"   'attempts', (SELECT coalesce(json_agg(json_build_object('fence', a.fence, 'node', a.node,"
+	"     'claimed_at', " TS("a.claimed_at") ", 'ended_at', " TS("a.ended_at") ","
+	"     'outcome', a.outcome, 'error_class', a.error_class, 'http_status', a.http_status,"
+	"     'duration_ms', a.duration_ms) ORDER BY a.id), '[]') FROM attempts a"
+	"     WHERE a.trigger_id = t.id))"
+	"   ORDER BY t.scheduled_at DESC, t.partition, t.id), '[]')"
+	"   FROM (SELECT * FROM triggers WHERE job_id = j.job_id"
+	"     ORDER BY scheduled_at DESC, partition, id LIMIT $2::int) t),"
+	" 'misfires', (SELECT coalesce(json_agg(json_build_object('range_from', " TS("m.range_from") ","
+	"   'range_to', " TS("m.range_to") ", 'count', m.count, 'policy', m.policy, 'reason', m.reason,"
+	"   'partition', m.partition, 'decided_at', " TS("m.decided_at") ") ORDER BY m.range_from DESC), '[]')"
+	"   FROM (SELECT * FROM misfires WHERE job_id = j.job_id ORDER BY range_from DESC LIMIT 20) m),"
+	" 'tickets', (SELECT coalesce(json_agg(json_build_object('id', k.id, 'trigger_id', k.trigger_id,"
+	"   'state', k.state, 'reason', k.reason, 'error_class', k.evidence->>'error_class',"
+	"   'allowed_actions', k.allowed_actions, 'resolution', k.resolution,"
+	"   'created_at', " TS("k.created_at") ") ORDER BY k.state = 'open' DESC, k.id DESC), '[]')"
+	"   FROM (SELECT * FROM tickets WHERE job_id = j.job_id"
+	"     ORDER BY state = 'open' DESC, id DESC LIMIT 20) k))"
+	" FROM jobs j WHERE j.job_id = $1), 'null')::text";
+
+int pal_store_console_job(pal_store *st, const char *job_id, const pal_console_limits *lim,
+			  json_t **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	if (!lim)
+		lim = &pal_console_default_limits;
+	char n[16];
+	snprintf(n, sizeof n, "%d", lim->triggers);
+	const char *p[] = { job_id, n };
+	int rc = query_json(st, SQL_JOB, 2, p, out, err, errlen);
+	if (rc)
+		return rc;
+	if (json_is_null(*out)) {
+		json_decref(*out);
+		*out = NULL;
+		snprintf(err, errlen, "no job with this id");
+		return PAL_ENOENT;
+	}
+	return PAL_OK;
+}

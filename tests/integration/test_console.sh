@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# The cluster console in a real browser: two nodes (controller + executor)
+# driven into a known state - a failing job, a paused group, an open ticket,
+# a misfire - and the pages that headless Chromium renders from either node
+# show each of them, escaped; a third node whose database is unreachable
+# still answers, says so, and shows what it knows.  Screenshots are kept as
+# artifacts ($PALISADE_ARTIFACTS, default .state/artifacts/console).
+source tests/integration/lib.sh
+source tests/integration/cluster.sh
+guarantee "the console is one cluster view read from PostgreSQL and ZooKeeper, served alike by every node, every value escaped, and still served (with the outage named) when the database is unreachable"
+
+CHROME=$(command -v chromium || command -v chromium-browser)
+if [ -z "$CHROME" ]; then
+	fail "chromium is not installed (apt-get install -y chromium)"
+	finish
+	exit
+fi
+ART=${PALISADE_ARTIFACTS:-$PWD/.state/artifacts}/console
+mkdir -p "$ART"
+DOMCHECK="python3 tests/integration/console_dom.py"
+
+fresh_db it_console
+"$PAL" migrate >/dev/null || { echo "  migrate failed"; exit 1; }
+SHARDS=4 LOOKAHEAD=2s OVERLAP=2s write_conf "$CLUSTER_CONF"
+SHARDS=4
+
+# A service that accepts connections and never answers: every call to it
+# times out with an unknown outcome.
+HOLD_PORT=$(free_port)
+python3 -c 'import socket,sys,time
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(512); time.sleep(600)' "$HOLD_PORT" &
+HOLD_PID=$!
+trap 'stop_all_nodes; kill $HOLD_PID 2>/dev/null; wait $HOLD_PID 2>/dev/null' EXIT
+
+cat >"$NODE_DIR/jobs.yaml" <<YAML
+jobs:
+  # connection refused, one attempt: failed, error class "connect"
+  - id: con.failing
+    tenant: shop
+    schedule: {cron: "* * * * * ?"}
+    retry: {max_attempts: 1}
+    target: {url: "http://127.0.0.1:9/refused", timeout: 1s}
+  # never answered, one attempt: unknown outcome spent -> a ticket; the next
+  # instant while it runs is skipped (overlap: forbid) -> a misfire
+  - id: con.hang
+    tenant: shop
+    schedule: {cron: "* * * * * ?"}
+    overlap: forbid
+    retry: {max_attempts: 1}
+    target: {url: "http://127.0.0.1:$HOLD_PORT/hold", timeout: 2s}
+  - id: con.paused
+    tenant: books
+    group: nightly
+    schedule: {cron: "* * * * * ?"}
+    target: {url: "http://127.0.0.1:9/never-called"}
+YAML
+"$PAL" apply --config "$CLUSTER_CONF" --reason setup "$NODE_DIR/jobs.yaml" >/dev/null || { echo "  apply failed"; exit 1; }
+REASON='<script>alert(1)</script> & "maintenance"'
+"$PAL" pause --group nightly --reason "$REASON" >/dev/null
+
+start_node c1 --roles controller,executor
+start_node c2 --roles controller,executor
+# has QUERY: the query's count is above zero (evaluated at every poll)
+has() { [ "$(sql "$1")" -gt 0 ]; }
+wait_until "shards led" 20 all_shards_led
+wait_until "a failed trigger of con.failing" 20 has "select count(*) from triggers where job_id = 'con.failing' and state = 'failed'"
+wait_until "an open ticket for con.hang" 20 has "select count(*) from tickets where job_id = 'con.hang' and state = 'open'"
+wait_until "an overlap misfire of con.hang" 20 has "select count(*) from misfires where job_id = 'con.hang' and reason = 'overlap'"
+wait_until "a due backlog in the paused group" 20 has "select count(*) from triggers where resource_group = 'nightly' and state = 'pending' and due_at < clock_timestamp()"
+TICKET=$(sql "select min(id) from tickets where job_id = 'con.hang' and state = 'open'")
+CLASS=$(sql "select last_error_class from triggers where job_id = 'con.failing' and state = 'failed' order by id desc limit 1")
+echo "    state: ticket $TICKET, con.failing fails with error class [$CLASS]"
+
+# browse URL NAME: DOM into $ART/NAME.html and a 1366x900 screenshot NAME.png
+browse() {
+	local t0=$SECONDS
+	timeout 60 "$CHROME" --headless --no-sandbox --disable-gpu --hide-scrollbars \
+		--user-data-dir="$PALISADE_TEST_TMP/chromium-$2" --window-size=1366,900 \
+		--screenshot="$ART/$2.png" --dump-dom "$1" >"$ART/$2.html" 2>"$PALISADE_TEST_TMP/chromium-$2.log"
+	echo "    figure: $2 rendered in $((SECONDS - t0)) s ($(wc -c <"$ART/$2.html") bytes of DOM)"
+}
+# dom NAME DESC ID TEXT...: the element ID of the rendered page contains each TEXT
+dom() {
+	local name=$1 desc=$2; shift 2
+	local out; out=$($DOMCHECK "$ART/$name.html" "$@" 2>&1)
+	if [ $? -eq 0 ]; then pass "$desc"; else fail "$desc: $(echo "$out" | tail -2)"; fi
+}
+
+echo "  -- the cluster page, from c1"
+A1=${NODE_ADMIN[c1]}
+browse "http://$A1/console" cluster
+check "the screenshot exists" [ -s "$ART/cluster.png" ]
+dom cluster "both nodes are listed live, with version and roles" nodes c1 c2 controller executor
+dom cluster "the failing job shows its last failure and error class" jobs con.failing "$CLASS"
+dom cluster "the paused group is listed with its reason, as text" gates "group:nightly" "$REASON"
+dom cluster "the paused group's backlog is marked paused" backlog-groups nightly
+dom cluster "the open ticket with its allowed actions" tickets "$TICKET" con.hang retry mark_succeeded abandon
+dom cluster "the misfire by reason" misfires overlap
+dom cluster "the open-tickets figure" card-tickets "open tickets"
+dom cluster "shards with leaders and epochs" shards c1
+dom cluster "no script element (the reason stayed text)" script
+check "every figure links to a JSON endpoint or the job page" \
+	[ "$(grep -o '<a href="[^"]*"' "$ART/cluster.html" | grep -vc 'href="/api/\|href="/console\|href="/metrics"\|href="/"')" = 0 ]
+
+echo "  -- the job page"
+browse "http://$A1/console/job?id=con.hang" job
+dom job "versions" versions "$(sql "select digest from job_versions where job_id = 'con.hang' and version = 1" | cut -c1-12)"
+dom job "recent triggers with their attempts (node, outcome)" triggers manual c
+dom job "the job's ticket" tickets "$TICKET"
+dom job "the job's misfires" misfires overlap
+check "an attempt row under a trigger" grep -q 'class="attempt"' "$ART/job.html"
+
+echo "  -- the same view from c2, as JSON"
+open_tickets() { sql "select count(*) from tickets where state = 'open'"; }
+api_tickets() { curl -s "http://$1/api/cluster?section=tickets" | python3 -c 'import json,sys; print(json.load(sys.stdin)["tickets"]["open"])'; }
+before=$(open_tickets)
+n1=$(api_tickets "$A1")
+n2=$(api_tickets "${NODE_ADMIN[c2]}")
+after=$(open_tickets)
+echo "    figure: open tickets: database $before..$after, c1 $n1, c2 $n2"
+check "c1 and c2 count the open tickets the database holds (tickets keep opening meanwhile)" \
+	[ "$before" -le "$n1" -a "$n1" -le "$n2" -a "$n2" -le "$after" ]
+expect_eq "the job endpoint answers 404 for an unknown job" 404 "$(curl -s -o /dev/null -w '%{http_code}' "http://$A1/api/job?id=no.such")"
+expect_eq "an unknown section is 404" 404 "$(curl -s -o /dev/null -w '%{http_code}' "http://$A1/api/cluster?section=nope")"
+
+echo "  -- a node whose database is unreachable"
+start_node c3 --roles controller --pg "host=127.0.0.1 port=1 dbname=none connect_timeout=1"
+wait_until "c3 answers /healthz" 20 curl -sf "http://${NODE_ADMIN[c3]}/healthz"
+browse "http://${NODE_ADMIN[c3]}/console" db-down
+dom db-down "the page names the unreachable database" database-down "PostgreSQL unreachable"
+dom db-down "and still lists the live nodes from ZooKeeper" nodes c1 c2 c3
+t0=$(date +%s%N)
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://${NODE_ADMIN[c3]}/api/cluster")
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+expect_eq "/api/cluster still answers 200" 200 "$code"
+echo "    figure: /api/cluster with the database unreachable answered in $ms ms"
+echo "  artifacts: $ART/{cluster,job,db-down}.png"
+finish
