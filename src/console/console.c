@@ -476,7 +476,7 @@ static void num_link(GString *o, const json_t *v, const char *href, const char *
 }
 
 /* Column kinds of a table. */
-enum { C_TEXT, C_NUM, C_SECS, C_JOB, C_LIST, C_BOOL, C_TICKET, C_TRIGGER };
+enum { C_TEXT, C_NUM, C_SECS, C_JOB, C_LIST, C_BOOL, C_TICKET, C_TRIGGER, C_DIGEST };
 
 typedef struct col {
 	const char *key, *label;
@@ -531,7 +531,7 @@ static void cell(GString *o, const json_t *row, const col *k, const char *href, 
 				snprintf(cmd, sizeof cmd, "palisade tickets show %lld",
 					 (long long)json_integer_value(v));
 			else
-				snprintf(cmd, sizeof cmd, "palisade triggers --job JOB (trigger %lld)",
+				snprintf(cmd, sizeof cmd, "palisade attempts %lld",
 					 (long long)json_integer_value(v));
 			num_link(o, v, href, cmd);
 		} else {
@@ -539,6 +539,19 @@ static void cell(GString *o, const json_t *row, const col *k, const char *href, 
 		}
 		break;
 	}
+	case C_DIGEST: /* the first 12 characters, the whole digest as the title */
+		g_string_append(o, "<td title=\"");
+		pal__html_value(o, v);
+		g_string_append(o, "\"><code>");
+		if (json_is_string(v)) {
+			char head[13];
+			snprintf(head, sizeof head, "%s", json_string_value(v));
+			pal__html_text(o, head);
+		} else {
+			pal__html_value(o, v);
+		}
+		g_string_append(o, "</code>");
+		break;
 	case C_LIST:
 		g_string_append(o, "<td>");
 		if (json_is_array(v)) {
@@ -711,11 +724,11 @@ static void render_cluster(GString *o, const json_t *m)
 		     "palisade tickets list", json_integer_value(v) > 0);
 		v = json_integer((json_int_t)json_array_size(gates));
 		card(o, "paused", "paused scopes", v, "/api/cluster?section=gates",
-		     "palisade status (gates: SELECT * FROM gates)", json_array_size(gates) > 0);
+		     "palisade gates", json_array_size(gates) > 0);
 		json_decref(v);
 		v = json_object_get(m, "misfired_instants");
 		card(o, "misfires", "misfired instants", v, "/api/cluster?section=misfires",
-		     "palisade status", false);
+		     "palisade misfires", false);
 		v = json_integer(sum_key(nodes, "fenced"));
 		card(o, "stale", "stale-token rejections", v, "/api/cluster?section=nodes",
 		     "palisade status", json_integer_value(v) > 0);
@@ -785,7 +798,7 @@ static void render_cluster(GString *o, const json_t *m)
 			g_string_append(o, "</table>\n");
 		}
 		g_string_append(o, "</section>\n");
-		section_begin(o, "gates", "Paused scopes", "palisade resume --group G --reason R",
+		section_begin(o, "gates", "Paused scopes", "palisade gates",
 			      "/api/cluster?section=gates");
 		static const col gcols[] = { { "scope", "scope", C_TEXT },
 					     { "reason", "reason", C_TEXT },
@@ -829,14 +842,14 @@ static void render_cluster(GString *o, const json_t *m)
 		      "/api/cluster?section=tickets", "palisade tickets list", NULL);
 		g_string_append(o, "</section>\n<div>\n");
 
-		section_begin(o, "misfires", "Misfires by reason", "palisade verify",
+		section_begin(o, "misfires", "Misfires by reason", "palisade misfires",
 			      "/api/cluster?section=misfires");
 		static const col mcols[] = { { "reason", "reason", C_TEXT },
 					     { "decisions", "decisions", C_NUM },
 					     { "instants", "instants", C_NUM },
 					     { "last", "last", C_TEXT } };
 		table(o, json_object_get(m, "misfires"), mcols, N(mcols),
-		      "/api/cluster?section=misfires", "palisade verify", NULL);
+		      "/api/cluster?section=misfires", "palisade misfires", NULL);
 		g_string_append(o, "</section>\n");
 		section_begin(o, "breakers", "Open breakers (calls held back, last 2 min)", NULL,
 			      "/api/cluster?section=breakers");
@@ -953,7 +966,7 @@ static void render_job(GString *o, const json_t *m, const char *id)
 	pal__shell_quote(jcli, id);
 	section_begin(o, "versions", "Versions", jcli->str, api->str);
 	static const col vcols[] = {
-		{ "version", "version", C_NUM },	{ "digest", "digest", C_TEXT },
+		{ "version", "version", C_NUM },	{ "digest", "digest", C_DIGEST },
 		{ "cron", "cron", C_TEXT },		{ "timezone", "zone", C_TEXT },
 		{ "misfire_policy", "misfire", C_TEXT }, { "overlap_policy", "overlap", C_TEXT },
 		{ "partitions", "partitions", C_NUM },	{ "target_host", "host", C_TEXT },
@@ -968,7 +981,7 @@ static void render_job(GString *o, const json_t *m, const char *id)
 	section_begin(o, "triggers", "Recent triggers and their attempts", jcli->str, api->str);
 	json_t *trs = json_object_get(m, "triggers");
 	static const col tcols[] = {
-		{ "id", "trigger", C_NUM },	       { "scheduled_at", "instant", C_TEXT },
+		{ "id", "trigger", C_TRIGGER },	       { "scheduled_at", "instant", C_TEXT },
 		{ "partition", "part", C_NUM },	       { "source", "source", C_TEXT },
 		{ "state", "state", C_TEXT },	       { "attempt_count", "attempts", C_NUM },
 		{ "fence", "fence", C_NUM },	       { "lease_owner", "lease owner", C_TEXT },
@@ -1020,11 +1033,13 @@ static void render_job(GString *o, const json_t *m, const char *id)
 	}
 	g_string_append(o, "</section>\n<div class=\"grid\">\n");
 
-	section_begin(o, "misfires", "Misfires", "palisade verify", api->str);
+	g_string_assign(jcli, "palisade misfires --job ");
+	pal__shell_quote(jcli, id);
+	section_begin(o, "misfires", "Misfires", jcli->str, api->str);
 	static const col mcols[] = { { "range_from", "from", C_TEXT }, { "range_to", "to", C_TEXT },
 				     { "count", "instants", C_NUM },   { "reason", "reason", C_TEXT },
 				     { "policy", "policy", C_TEXT },   { "decided_at", "decided", C_TEXT } };
-	table(o, json_object_get(m, "misfires"), mcols, N(mcols), api->str, "palisade verify", NULL);
+	table(o, json_object_get(m, "misfires"), mcols, N(mcols), api->str, jcli->str, NULL);
 	g_string_append(o, "</section>\n");
 	section_begin(o, "tickets", "Tickets", "palisade tickets list --all", api->str);
 	static const col kcols[] = {
