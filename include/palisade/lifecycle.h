@@ -73,7 +73,10 @@ PAL_MUST_CHECK int pal_store_job_gates(pal_store *st, json_t **out, char *err, s
  * triggers and the same audit rows as pal_ops_pause / pal_ops_resume, with
  * source 'spec'.  Suspend leaves an existing gate as it is (res->was_paused;
  * an operator's pause stays the operator's); unsuspend deletes the gate
- * only while its source is 'spec' (res->had_gate false otherwise).
+ * only while its source is 'spec' (res->had_gate false otherwise).  Both
+ * run inside the transaction open on ST (apply's, after its last chunk:
+ * the gates lock is then held only until its commit), so a job created
+ * with `suspend: true` is never claimable, not even for an instant.
  */
 PAL_MUST_CHECK int pal_ops_suspend(pal_store *st, const char *job_id, const char *actor,
 				   const char *reason, pal_pause_result *res, char *err,

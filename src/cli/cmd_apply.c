@@ -233,41 +233,35 @@ int pal_cmd_apply(int argc, char **argv)
 			g_ptr_array_add(lift, (gpointer)job);
 	}
 	pal_jobloader_free(l);
-	if (!rc && !r.db_ec) {
-		if (dry) {
+	/* The gates, in the apply transaction (just before its commit: the
+	 * gates lock, which claims wait for, is held for milliseconds). */
+	for (guint i = 0; !rc && !r.db_ec && i < close->len; i++) {
+		pal_pause_result pr;
+		if ((rc = pal_ops_suspend(r.st, close->pdata[i], pal_cli_actor(),
+					  "suspend: true in the job file", &pr, err, sizeof err)))
 			pal_store_apply_abort(r.ap);
-			r.ap = NULL;
-		} else {
+	}
+	for (guint i = 0; !rc && !r.db_ec && i < lift->len; i++) {
+		pal_resume_result rr;
+		if ((rc = pal_ops_unsuspend(r.st, lift->pdata[i], pal_cli_actor(),
+					    "suspend no longer set in the job file", &rr, err,
+					    sizeof err)))
+			pal_store_apply_abort(r.ap);
+	}
+	if (!rc && !r.db_ec) {
+		if (dry)
+			pal_store_apply_abort(r.ap);
+		else
 			rc = pal_store_apply_commit(r.ap, err, sizeof err);
-		}
+		r.ap = NULL;
 	}
 	if (rc) {
 		pal_cli_err("apply", "%s; nothing applied", rc == PAL_ENOMEM ? "out of memory" : err);
 		r.db_ec = pal_cli_exit_code(rc);
 	}
 	int64_t late = 0;
-	size_t n_gate_err = 0;
 	if (!r.db_ec && !dry) {
-		/* After the commit: the gates, then the retired jobs' stragglers. */
-		for (guint i = 0; i < close->len; i++) {
-			pal_pause_result pr;
-			if (pal_ops_suspend(r.st, close->pdata[i], pal_cli_actor(),
-					    "suspend: true in the job file", &pr, err, sizeof err)) {
-				pal_cli_err("apply", "job %s: closing its gate (suspend: true): %s",
-					    (char *)close->pdata[i], err);
-				n_gate_err++;
-			}
-		}
-		for (guint i = 0; i < lift->len; i++) {
-			pal_resume_result rr;
-			if (pal_ops_unsuspend(r.st, lift->pdata[i], pal_cli_actor(),
-					      "suspend no longer set in the job file", &rr, err,
-					      sizeof err)) {
-				pal_cli_err("apply", "job %s: lifting its gate (suspend unset): %s",
-					    (char *)lift->pdata[i], err);
-				n_gate_err++;
-			}
-		}
+		/* After the commit: the retired jobs' stragglers. */
 		if (gone->len &&
 		    (ec = pal__cli_retire_settle("apply", r.st, (const char *const *)gone->pdata,
 						 gone->len, reason, 10000, &late)))
@@ -338,8 +332,6 @@ int pal_cmd_apply(int argc, char **argv)
 			       "over: cancelled\n",
 			       (long long)late, late == 1 ? "trigger" : "triggers");
 	}
-	if (n_gate_err)
-		r.db_ec = PAL_EXIT_UNAVAIL;
 out:
 	json_decref(gates);
 	g_hash_table_destroy(susp);

@@ -391,7 +391,7 @@ int pal_ops_suspend(pal_store *st, const char *job_id, const char *actor, const 
 	pal_scope sc = { PAL_SCOPE_JOB, job_id };
 	gate_ctx c = { .sc = &sc, .actor = actor, .reason = reason, .res = res, .source = "spec" };
 	pal_scope_format(&sc, c.scope, sizeof c.scope);
-	return in_tx(st, pause_body, &c, err, errlen);
+	return pause_body(st, &c, err, errlen); /* in the caller's transaction */
 }
 
 int pal_ops_unsuspend(pal_store *st, const char *job_id, const char *actor, const char *reason,
@@ -401,7 +401,7 @@ int pal_ops_unsuspend(pal_store *st, const char *job_id, const char *actor, cons
 	gate_ctx c = { .sc = &sc, .actor = actor, .reason = reason ? reason : "", .res = res,
 		       .source = "spec" };
 	pal_scope_format(&sc, c.scope, sizeof c.scope);
-	return in_tx(st, resume_body, &c, err, errlen);
+	return resume_body(st, &c, err, errlen); /* in the caller's transaction */
 }
 
 /* ---- cancel ------------------------------------------------------------------- */

@@ -1,6 +1,17 @@
 #!/usr/bin/env bash
 # apply / jobs / plan diff against a real PostgreSQL.
 source tests/integration/lib.sh
+# add_attempt TRIGGER COLUMNS VALUES: an attempt row of TRIGGER as an
+# executor writes it (with the trigger's scheduled_at where the schema
+# partitions attempts by it).
+add_attempt() {
+	sql "DO \$\$ BEGIN
+	  IF EXISTS (SELECT 1 FROM information_schema.columns WHERE table_name = 'attempts' AND column_name = 'scheduled_at') THEN
+	    INSERT INTO attempts (trigger_id, scheduled_at, $2) SELECT id, scheduled_at, $3 FROM triggers WHERE id = $1;
+	  ELSE
+	    INSERT INTO attempts (trigger_id, $2) SELECT id, $3 FROM triggers WHERE id = $1;
+	  END IF; END \$\$" >/dev/null
+}
 guarantee "plan versions are immutable: re-applying the same spec creates nothing, a change creates version n+1, history is never rewritten; invalid files store nothing"
 
 fresh_db it_apply
@@ -219,8 +230,8 @@ expect_exit "misfires table" 0 "$PAL" misfires
 expect_match "both rows" "life.keep .* 2026-04-01T00:00:00Z" "$OUT"
 expect_exit "misfires of an unknown job" 3 "$PAL" misfires --job no.such-job
 T1=$(sql "select min(id) from triggers where job_id = 'life.gone'")
-sql "INSERT INTO attempts (trigger_id, fence, node, idempotency_key, outcome, error_class, http_status, duration_ms, ended_at)
-     VALUES ($T1, nextval('palisade_fence'), 'node-a', 'life.gone/x/0', 'retry_wait', 'http_503', 503, 12, now())" >/dev/null
+add_attempt "$T1" "fence, node, idempotency_key, outcome, error_class, http_status, duration_ms, ended_at" \
+	"nextval('palisade_fence'), 'node-a', 'life.gone/x/0', 'retry_wait', 'http_503', 503, 12, now()"
 expect_exit "attempts TRIGGER --output json" 0 "$PAL" attempts "$T1" --output json
 expect_eq "the attempt" "node-a|http_503|503" "$(echo "$OUT" | python3 -c 'import json,sys; a=json.load(sys.stdin)[0]; print(a["node"]+"|"+a["error_class"]+"|"+str(a["http_status"]))')"
 expect_exit "attempts table" 0 "$PAL" attempts "$T1"

@@ -4,6 +4,17 @@
 # backfills, tickets and the trigger listing.  No executor runs here: the
 # triggers an executor would have moved are put in place with SQL.
 source tests/integration/lib.sh
+# add_attempt TRIGGER COLUMNS VALUES: an attempt row of TRIGGER as an
+# executor writes it (with the trigger's scheduled_at where the schema
+# partitions attempts by it).
+add_attempt() {
+	sql "DO \$\$ BEGIN
+	  IF EXISTS (SELECT 1 FROM information_schema.columns WHERE table_name = 'attempts' AND column_name = 'scheduled_at') THEN
+	    INSERT INTO attempts (trigger_id, scheduled_at, $2) SELECT id, scheduled_at, $3 FROM triggers WHERE id = $1;
+	  ELSE
+	    INSERT INTO attempts (trigger_id, $2) SELECT id, $3 FROM triggers WHERE id = $1;
+	  END IF; END \$\$" >/dev/null
+}
 guarantee "G7: every operator action is a legal edge of the trigger state machine, made by conditional updates that never overwrite an executor's commit, and leaves an audit row with actor, reason, scope and time; G2 for manual runs and backfills (a repeated request id plans nothing new)"
 
 fresh_db it_operator
@@ -275,8 +286,8 @@ expect_exit "a bad request id is a usage error" 64 "$PAL" trigger --job ops.hear
 U=$(sql "INSERT INTO triggers (job_id, version, scheduled_at, partition, source, tenant, resource_group, state, due_at, shard, attempt_count)
          SELECT job_id, 1, '2026-02-01 00:00Z', 0, 'schedule', tenant, resource_group, 'retry_wait', '2026-02-01 00:00Z', shard, 1
          FROM jobs WHERE job_id = 'ops.heartbeat' RETURNING id")
-sql "INSERT INTO attempts (trigger_id, fence, node, outcome, error_class, ended_at)
-     VALUES ($U, nextval('palisade_fence'), 'node-a', 'retry_wait', 'timeout_after_send', now())" >/dev/null
+add_attempt "$U" "fence, node, outcome, error_class, ended_at" \
+	"nextval('palisade_fence'), 'node-a', 'retry_wait', 'timeout_after_send', now()"
 n=$(sql "SELECT count(*) FROM triggers")
 expect_exit "trigger at an instant with an unknown outcome is refused" 4 "$PAL" trigger --job ops.heartbeat --at 2026-02-01T00:00:00Z --reason again
 expect_match "with a warning" "outcome is unknown" "$OUT"
