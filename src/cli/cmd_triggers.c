@@ -89,10 +89,8 @@ int pal_cmd_triggers(int argc, char **argv)
 			state = optarg;
 			break;
 		case 'S':
-			if (pal_parse_rfc3339(optarg, &since)) {
-				pal_cli_err("triggers", "--since \"%s\": expected RFC 3339", optarg);
+			if (!pal_cli_time("triggers", "since", optarg, &since))
 				return PAL_EXIT_USAGE;
-			}
 			break;
 		case 'n': {
 			long long v;

@@ -48,6 +48,7 @@ expect_exit "cancel --job with a space" 64 "$PAL" cancel --job "a b" --reason x
 expect_exit "delete of an invalid job name" 64 "$PAL" delete --reason x "$LONG"
 expect_exit "a fractional --at is refused, not truncated" 64 "$PAL" trigger --job some.job --at 2026-01-01T00:00:00.5Z --reason x
 expect_match "naming whole seconds" "whole seconds.*2026-01-01T00:00:00Z" "$OUT"
+expect_exit "a fractional triggers --since is refused" 64 "$PAL" triggers --since 2026-01-01T00:00:00.9Z
 expect_exit "a fractional backfill --from is refused" 64 "$PAL" backfill --job some.job --from 2026-01-01T00:00:00.25+01:00 --to 2026-01-02T00:00:00Z --reason x
 expect_exit "a zero fraction is whole seconds (then it needs a cluster)" 0 bash -c "'$PAL' trigger --job some.job --at 2026-01-01T00:00:00.000Z --reason x --pg 'host=/nonexistent' >/dev/null 2>&1; [ \$? -eq 69 ]"
 cat >"$D/past.yaml" <<'YAML'
