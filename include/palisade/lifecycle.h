@@ -54,7 +54,9 @@ PAL_MUST_CHECK int pal_store_retire_sweep(pal_store *st, const char *const *ids,
 					  int64_t *cancelled, char *err, size_t errlen);
 
 /* How many of the retired jobs among IDS have a latest (retiring) version
- * that no controller has activated yet. */
+ * not activated yet on a shard that a controller plans now (its shard row
+ * touched in the last 10 s): those a controller may still plan from the
+ * old version until it takes the new one in. */
 PAL_MUST_CHECK int pal_store_retire_pending(pal_store *st, const char *const *ids, size_t n,
 					    int64_t *pending, char *err, size_t errlen);
 

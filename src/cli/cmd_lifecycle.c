@@ -28,8 +28,9 @@ static void usage(FILE *fp)
 		"--job` stops them).  Versions, triggers, attempts, misfires and audit rows\n"
 		"stay; `palisade jobs --retired` lists retired jobs.  Applying the job again\n"
 		"later makes a new version (n+2) and the job lives again.  After the commit\n"
-		"it waits up to --wait seconds (default %d) for the controllers to take the\n"
-		"last version in and cancels what they planned meanwhile.  --dry-run shows\n"
+		"it waits up to --wait seconds (default %d) for the controllers planning the\n"
+		"jobs' shards to take the last version in (no wait where no controller plans)\n"
+		"and cancels what they planned meanwhile.  --dry-run shows\n"
 		"what would be retired and stores nothing.  All jobs go in one transaction.\n"
 		"Exit: 0 retired (or already retired), 3 a JOB does not exist (nothing\n"
 		"retired), 64 usage, 69 database unreachable.\n",
@@ -65,9 +66,8 @@ int pal__cli_retire_settle(const char *cmd, pal_store *st, const char *const *id
 	}
 	if (pending)
 		fprintf(stderr,
-			"palisade %s: note: %lld retiring version%s not taken in by a controller yet "
-			"(none leads the shard?); one that starts later plans nothing after the end, "
-			"and `palisade delete` again cancels what an old plan left\n",
+			"palisade %s: note: %lld retiring version%s not taken in by its controller "
+			"within the wait; `palisade delete` again cancels what the old plan left\n",
 			cmd, (long long)pending, pending == 1 ? "" : "s");
 	return PAL_EXIT_OK;
 }

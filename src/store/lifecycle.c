@@ -64,7 +64,11 @@ int pal_store_retire_pending(pal_store *st, const char *const *ids, size_t n, in
 	int rc = query_i64(st,
 			   "SELECT count(*) FROM jobs j JOIN job_versions v ON v.job_id = j.job_id"
 			   " AND v.version = j.latest_version WHERE j.job_id = ANY($1::text[])"
-			   " AND j.retired_at IS NOT NULL AND v.activated_at IS NULL",
+			   " AND j.retired_at IS NOT NULL AND v.activated_at IS NULL"
+			   /* only where a controller plans: its ticks touch the shard row */
+			   " AND EXISTS (SELECT 1 FROM shards s WHERE s.shard_id = j.shard"
+			   "  AND s.leader IS NOT NULL"
+			   "  AND s.updated_at > clock_timestamp() - interval '10 seconds')",
 			   1, p, pending, err, errlen);
 	g_free(a);
 	return rc;
