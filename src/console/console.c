@@ -413,7 +413,7 @@ static void header_bar(GString *o, const json_t *m, const char *api)
 static void banners(GString *o, const json_t *m)
 {
 	const char *names[] = { "database", "zookeeper" };
-	const char *labels[] = { "PostgreSQL unreachable", "ZooKeeper unreachable" };
+	const char *labels[] = { "PostgreSQL unavailable", "ZooKeeper unavailable" };
 	for (int i = 0; i < 2; i++) {
 		json_t *s = json_object_get(m, names[i]);
 		if (!s || json_is_true(json_object_get(s, "ok")))

@@ -128,7 +128,7 @@ echo "  -- a node whose database is unreachable"
 start_node c3 --roles controller --pg "host=127.0.0.1 port=1 dbname=none connect_timeout=1"
 wait_until "c3 answers /healthz" 20 curl -sf "http://${NODE_ADMIN[c3]}/healthz"
 browse "http://${NODE_ADMIN[c3]}/console" db-down
-dom db-down "the page names the unreachable database" database-down "PostgreSQL unreachable"
+dom db-down "the page names the unreachable database" database-down "PostgreSQL unavailable" "Connection refused"
 dom db-down "and still lists the live nodes from ZooKeeper" nodes c1 c2 c3
 t0=$(date +%s%N)
 code=$(curl -s -o /dev/null -w '%{http_code}' "http://${NODE_ADMIN[c3]}/api/cluster")
