@@ -32,7 +32,7 @@ zk-quorum-loss) PHASES="quorum" ;;
 *) PHASES="follower leader quorum" ;;
 esac
 OUTAGE=${ZK_OUTAGE_S:-30}
-declare -A FIG
+declare -A FIG susp0
 
 # ---- the ensemble --------------------------------------------------------------------
 export ZK3_STATE=$PALISADE_TEST_TMP/zk3
@@ -116,6 +116,7 @@ for phase in $PHASES; do
 	leader)
 		echo "  -- zk-leader-kill"
 		exp0=$(sum_metric palisade_coord_session_expiries_total)
+		for n in z1 z2 z3; do susp0[$n]=$(metric "$n" palisade_coord_suspensions_total); done
 		wait_until "the ensemble has a leader" 30 bash -c "PALISADE_STATE=$ZK3_STATE PALISADE_ZK_PORT=$ZK3_PORT bash ops/devcluster.sh zk-modes | grep -q ' leader$'"
 		l=$(server_of_mode leader)
 		t=$(ms_now)
@@ -125,6 +126,9 @@ for phase in $PHASES; do
 		wait_until "every shard led again after the leader server's death" 30 all_shards_led
 		sleep 3
 		FIG[leader_max_suspension_ms]=$(max_suspension "$t")
+		nsusp=0
+		for n in z1 z2 z3; do [ "$(metric "$n" palisade_coord_suspensions_total)" != "${susp0[$n]}" ] && nsusp=$((nsusp + 1)); done
+		expect_eq "every node lost its server while the ensemble elected, and suspended (killed: server $l)" 3 "$nsusp"
 		FIG[leader_expiries]=$(($(sum_metric palisade_coord_session_expiries_total) - exp0))
 		echo "    figure: leader kill: new ZooKeeper leader within ${FIG[leader_zk_election_ms]} ms (polled), longest node suspension ${FIG[leader_max_suspension_ms]} ms, session expiries ${FIG[leader_expiries]}"
 		restart_all_servers
@@ -133,6 +137,7 @@ for phase in $PHASES; do
 	quorum)
 		echo "  -- zk-quorum-loss (${OUTAGE} s) and restore"
 		s0=$(sum_metric palisade_coord_suspensions_total)
+		x0=$(sum_metric palisade_coord_session_expiries_total)
 		eff0=$(sql "select count(*) from sink_ledger")
 		have_leader() { [ -n "$(server_of_mode leader)" ] && [ -n "$(server_of_mode follower)" ]; }
 		wait_until "the ensemble has a leader and a follower" 30 have_leader
@@ -163,7 +168,8 @@ for phase in $PHASES; do
 		wait_until "every shard led again after the quorum returned" 60 all_shards_led
 		FIG[quorum_resume_ms]=$(($(ms_now) - tr))
 		FIG[quorum_suspensions]=$(($(sum_metric palisade_coord_suspensions_total) - s0))
-		echo "    figure: quorum restored: all shards led $((FIG[quorum_resume_ms])) ms after the servers were restarted (outage ${FIG[quorum_outage_ms]} ms, suspensions ${FIG[quorum_suspensions]})"
+		FIG[quorum_expiries]=$(($(sum_metric palisade_coord_session_expiries_total) - x0))
+		echo "    figure: quorum restored: all shards led $((FIG[quorum_resume_ms])) ms after the servers were restarted (outage ${FIG[quorum_outage_ms]} ms, suspensions ${FIG[quorum_suspensions]}, session expiries ${FIG[quorum_expiries]})"
 		sleep 3
 		;;
 	esac
