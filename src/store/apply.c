@@ -549,8 +549,10 @@ static int cancel_retired(pal_store *st, const char *ids, const char *actor, con
 	return PAL_OK;
 }
 
-int pal_store_apply_retire(pal_apply *a, const char *const *ids, size_t n,
-			   pal_retire_result *res, char *err, size_t errlen)
+/* pal_store_apply_retire for at most CHUNK ids (their specs are read at
+ * once). */
+static int retire_chunk(pal_apply *a, const char *const *ids, size_t n, pal_retire_result *res,
+			char *err, size_t errlen)
 {
 	for (size_t i = 0; i < n; i++)
 		res[i] = (pal_retire_result){ .outcome = PAL_RETIRE_NOT_FOUND };
@@ -679,4 +681,17 @@ int pal_store_retire_sweep(pal_store *st, const char *const *ids, size_t n, cons
 int pal_store_apply_sync(pal_apply *a, char *err, size_t errlen)
 {
 	return collect(a, err, errlen);
+}
+
+int pal_store_apply_retire(pal_apply *a, const char *const *ids, size_t n,
+			   pal_retire_result *res, char *err, size_t errlen)
+{
+	int rc = PAL_OK;
+	for (size_t off = 0; !rc && (off < n || !n); off += CHUNK) {
+		rc = retire_chunk(a, ids + off, n - off < CHUNK ? n - off : CHUNK, res + off, err,
+				  errlen);
+		if (!n)
+			break;
+	}
+	return rc;
 }
