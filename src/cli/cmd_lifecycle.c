@@ -13,6 +13,7 @@
 #include "palisade/lifecycle.h"
 #include "palisade/timefmt.h"
 #include "cli_int.h"
+#include <glib.h>
 
 #define DEFAULT_WAIT_MS 10000
 
@@ -72,6 +73,9 @@ int pal__cli_retire_settle(const char *cmd, pal_store *st, const char *const *id
 	return PAL_EXIT_OK;
 }
 
+static int delete_jobs(const pal_cli_common *cc, const char *const *ids, size_t n,
+		       const char *reason, bool dry, int64_t wait_ms);
+
 int pal_cmd_delete(int argc, char **argv)
 {
 	pal_cli_common c = { 0 };
@@ -117,8 +121,27 @@ int pal_cmd_delete(int argc, char **argv)
 	for (int i = optind; i < argc; i++)
 		if (!pal_cli_name("delete", "job", argv[i]))
 			return PAL_EXIT_USAGE;
-	const char *const *ids = (const char *const *)argv + optind;
-	size_t n = (size_t)(argc - optind);
+	/* each job once, in the order given */
+	const char **uniq = calloc((size_t)(argc - optind), sizeof *uniq);
+	GHashTable *seen = g_hash_table_new(g_str_hash, g_str_equal);
+	size_t n = 0;
+	for (int i = optind; uniq && i < argc; i++)
+		if (g_hash_table_add(seen, argv[i]))
+			uniq[n++] = argv[i];
+	g_hash_table_destroy(seen);
+	if (!uniq)
+		return PAL_EXIT_SOFTWARE;
+	const char *const *ids = uniq;
+	int ret = delete_jobs(&c, ids, n, reason, dry, wait_ms);
+	free(uniq);
+	return ret;
+}
+
+static int delete_jobs(const pal_cli_common *cc, const char *const *ids, size_t n,
+		       const char *reason, bool dry, int64_t wait_ms)
+{
+	pal_cli_common c = *cc;
+	int ec;
 	pal_store *st;
 	if ((ec = pal_cli_connect(&c, false, &st)))
 		return ec;

@@ -186,7 +186,7 @@ expect_exit "jobs hides the retired job" 0 "$PAL" jobs
 check "not listed" bash -c "! grep -q life.gone <<<\"\$1\"" _ "$OUT"
 expect_exit "jobs --retired --output json" 0 "$PAL" jobs --retired --output json
 expect_eq "lists it" "life.gone" "$(echo "$OUT" | python3 -c 'import json,sys; print(",".join(j["job_id"] for j in json.load(sys.stdin)))')"
-expect_exit "delete again" 0 "$PAL" delete --wait 0 --reason again life.gone
+expect_exit "delete again (named twice)" 0 "$PAL" delete --wait 0 --reason again life.gone life.gone
 expect_match "already retired" "already retired life.gone" "$OUT"
 expect_exit "trigger of a retired job is refused" 4 "$PAL" trigger --job life.gone --reason x
 expect_exit "re-apply of the retired job" 0 "$PAL" apply --reason back "$L/a.yaml"
