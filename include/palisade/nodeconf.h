@@ -44,8 +44,12 @@ typedef struct pal_nodeconf {
 	char *zk_connect; /* "" = unset (see pal_nodeconf_zk) */
 	int64_t zk_session_timeout_ms;
 	char *zk_root; /* the cluster lives at <root>/<cluster> */
+	char *zk_auth_file; /* "" = read zk_auth_env instead */
+	char *zk_auth_env;  /* variable holding user:password; "" = none */
 	/* postgres */
 	char *pg_conninfo; /* "" = unset (see pal_nodeconf_pg) */
+	int64_t pg_idle_in_transaction_timeout_ms; /* every session of the node */
+	int64_t pg_statement_timeout_ms;
 	/* controller */
 	int64_t scan_interval_ms;
 	int64_t overlap_ms;
@@ -65,6 +69,18 @@ typedef struct pal_nodeconf {
 	char *proxy; /* "" direct, "env", or a proxy URL */
 	/* admin, log */
 	char *admin_listen; /* host:port */
+	char *admin_token_file; /* "" = read admin_token_env instead */
+	char *admin_token_env;  /* variable name; "" = no token */
+	int admin_reads;	/* 0 open, 1 token (PAL_ADMIN_READS_*) */
+	char *admin_host;	/* "" = the listen address */
+	/* metrics */
+	int64_t cluster_stats_interval_ms;
+	int32_t job_series;
+	/* retention (include/palisade/retention.h) */
+	int64_t retention_keep_ms;
+	int64_t retention_interval_ms;
+	int64_t retention_ahead_ms;
+	int64_t retention_check_ms;
 	pal_log_level log_level;
 
 	char *file; /* where it was loaded from; NULL for pure defaults */
@@ -141,5 +157,11 @@ bool pal_nodeconf_key_equal(const pal_nodeconf *a, const pal_nodeconf *b, const 
  */
 int pal_nodeconf_restart_changes(const pal_nodeconf *old, const pal_nodeconf *new_,
 				 pal_diags *diags);
+
+/* The admin bearer token: admin.token_file's first line, else the variable
+ * named by admin.token_env; *OUT is NULL when neither gives one (malloc()ed
+ * otherwise).  PAL_EINVAL with ERR filled when the file is set but cannot
+ * be read or is empty. */
+int pal_nodeconf_admin_token(const pal_nodeconf *c, char **out, char *err, size_t errlen);
 
 #endif

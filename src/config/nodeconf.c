@@ -12,6 +12,8 @@
  * did-you-mean) -> checks between keys -> node.id defaults to the host
  * name.  Nothing here connects anywhere or keeps global state.
  */
+#include <errno.h>
+#include <stdio.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +32,7 @@ _Static_assert(sizeof(pal_log_level) == sizeof(int), "enum stored as int");
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *const log_level_names[] = {"debug", "info", "warn", "error"};
+static const char *const admin_reads_names[] = {"open", "token"};
 static const char *const role_names[] = {"controller", "executor"};
 
 /* clang-format off */
@@ -51,8 +54,21 @@ static const pal_conf_key table[] = {
 	  OFF(zk_session_timeout_ms), NULL, 0 },
 	{ "zookeeper.root", PAL_CONF_STRING, "/palisade", "", 2, 256, false,
 	  "ZooKeeper path under which every cluster lives", OFF(zk_root), NULL, 0 },
+	{ "zookeeper.auth_file", PAL_CONF_STRING, "\"\"", "", 0, 4096, false,
+	  "file holding the ZooKeeper digest credentials user:password (first line); "
+	  "empty: zookeeper.auth_env", OFF(zk_auth_file), NULL, 0 },
+	{ "zookeeper.auth_env", PAL_CONF_STRING, "PALISADE_ZK_AUTH", "", 0, 128, false,
+	  "environment variable holding user:password when zookeeper.auth_file is empty; "
+	  "no credentials: the cluster's znodes are open to anyone", OFF(zk_auth_env), NULL, 0 },
 	{ "postgres.conninfo", PAL_CONF_STRING, "\"\"", "", 0, 4096, false,
 	  "libpq connection string or URI; empty: --pg, then $PALISADE_PG", OFF(pg_conninfo), NULL, 0 },
+	{ "postgres.idle_in_transaction_timeout", PAL_CONF_DURATION, "5s", "ms", 1 * MS_S, 1 * MS_H,
+	  false, "the server ends a session of this node idle this long inside a transaction "
+	  "(a vanished or frozen node then stops holding its locks)",
+	  OFF(pg_idle_in_transaction_timeout_ms), NULL, 0 },
+	{ "postgres.statement_timeout", PAL_CONF_DURATION, "30s", "ms", 1 * MS_S, 1 * MS_H, false,
+	  "longest statement of the node's controller session (the executor bounds its own at "
+	  "30 s)", OFF(pg_statement_timeout_ms), NULL, 0 },
 	{ "controller.scan_interval", PAL_CONF_DURATION, "1s", "ms", 100, 60 * MS_S, true,
 	  "how often a shard leader plans due instants", OFF(scan_interval_ms), NULL, 0 },
 	{ "controller.overlap", PAL_CONF_DURATION, "10s", "ms", 0, 1 * MS_H, true,
@@ -92,6 +108,38 @@ static const pal_conf_key table[] = {
 	{ "admin.listen", PAL_CONF_STRING, "127.0.0.1:9464", "", 3, 256, false,
 	  "address of the admin HTTP endpoint (metrics, health, status), host:port",
 	  OFF(admin_listen), NULL, 0 },
+	{ "admin.token_file", PAL_CONF_STRING, "\"\"", "", 0, 4096, false,
+	  "file holding the bearer token of the admin endpoint (first line); empty: admin.token_env",
+	  OFF(admin_token_file), NULL, 0 },
+	{ "admin.token_env", PAL_CONF_STRING, "PALISADE_ADMIN_TOKEN", "", 0, 128, false,
+	  "environment variable holding the bearer token when admin.token_file is empty",
+	  OFF(admin_token_env), NULL, 0 },
+	{ "admin.reads", PAL_CONF_ENUM, "open", "", 0, 0, false,
+	  "reads of the admin endpoint (metrics, health, status): open, or token (bearer token)",
+	  OFF(admin_reads), admin_reads_names, N(admin_reads_names) },
+	{ "admin.host", PAL_CONF_STRING, "\"\"", "", 0, 256, false,
+	  "host[:port] that requests must name in Host and Origin; empty: the listen address "
+	  "(and localhost when it is loopback)", OFF(admin_host), NULL, 0 },
+	{ "metrics.cluster_interval", PAL_CONF_DURATION, "10s", "ms", 1 * MS_S, 10 * MS_M, false,
+	  "how often the node reads the cluster gauges (palisade_cluster_*: backlog, open "
+	  "tickets, last success per job) from PostgreSQL", OFF(cluster_stats_interval_ms), NULL, 0 },
+	{ "metrics.job_series", PAL_CONF_INT, "1000", "", 0, 100000, false,
+	  "jobs (the first by id, with a success in the last 7 days) that get a "
+	  "palisade_cluster_job_last_success_timestamp_seconds series; 0 = none",
+	  OFF(job_series), NULL, 0 },
+	{ "retention.triggers", PAL_CONF_DURATION, "14d", "ms", 1 * MS_S, 3650 * MS_D, false,
+	  "how long terminal triggers and their attempts are kept: a time range of both tables "
+	  "is dropped once it ended this long ago and holds no live trigger",
+	  OFF(retention_keep_ms), NULL, 0 },
+	{ "retention.partition_interval", PAL_CONF_DURATION, "1d", "ms", 1 * MS_S, 31 * MS_D, false,
+	  "length of the time range of each new partition of triggers and attempts (the "
+	  "granularity of dropping)", OFF(retention_interval_ms), NULL, 0 },
+	{ "retention.ahead", PAL_CONF_DURATION, "2d", "ms", 1 * MS_S, 365 * MS_D, false,
+	  "partitions exist this far ahead of now (an instant beyond lands in the default "
+	  "partition until its range is created)", OFF(retention_ahead_ms), NULL, 0 },
+	{ "retention.check_interval", PAL_CONF_DURATION, "1m", "ms", 1 * MS_S, 1 * MS_D, false,
+	  "how often a node runs a round of partition maintenance (one node at a time works, "
+	  "under an advisory lock)", OFF(retention_check_ms), NULL, 0 },
 	{ "log.level", PAL_CONF_ENUM, "info", "", 0, 0, true,
 	  "least severe level logged: debug, info, warn or error", OFF(log_level),
 	  log_level_names, N(log_level_names) },
@@ -621,6 +669,16 @@ static void cross_checks(struct nctx *x, const pal_ynode *root, pal_nodeconf *c)
 		      pal_fmt_duration(c->misfire_threshold_ms, a, sizeof a),
 		      pal_fmt_duration(c->scan_interval_ms + c->lookahead_ms, b, sizeof b));
 	}
+	if (c->retention_keep_ms < c->retention_interval_ms ||
+	    c->retention_ahead_ms < c->retention_interval_ms) {
+		const pal_ynode *n =
+		    pal_ynode_get(pal_ynode_get(root, "retention"), "partition_interval");
+
+		ndiag(x, n ? n : root,
+		      "retention.partition_interval (%s) must be at most retention.triggers and "
+		      "retention.ahead: a partition is the smallest unit kept or dropped",
+		      pal_fmt_duration(c->retention_interval_ms, a, sizeof a));
+	}
 }
 
 /* Walk the file: ROOT's keys are sections, each a mapping of keys. */
@@ -949,4 +1007,33 @@ int pal_nodeconf_restart_changes(const pal_nodeconf *old, const pal_nodeconf *ne
 		free(b);
 	}
 	return n;
+}
+
+int pal_nodeconf_admin_token(const pal_nodeconf *c, char **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	if (c->admin_token_file && c->admin_token_file[0]) {
+		FILE *f = fopen(c->admin_token_file, "r");
+		char line[1024];
+		if (!f) {
+			snprintf(err, errlen, "admin.token_file %s: %s", c->admin_token_file,
+				 strerror(errno));
+			return PAL_EINVAL;
+		}
+		if (!fgets(line, sizeof line, f))
+			line[0] = '\0';
+		fclose(f);
+		line[strcspn(line, "\r\n")] = '\0';
+		if (!line[0]) {
+			snprintf(err, errlen, "admin.token_file %s is empty", c->admin_token_file);
+			return PAL_EINVAL;
+		}
+		*out = strdup(line);
+		return *out ? PAL_OK : PAL_ENOMEM;
+	}
+	const char *v = c->admin_token_env && c->admin_token_env[0] ? getenv(c->admin_token_env)
+								      : NULL;
+	if (v && *v)
+		*out = strdup(v);
+	return PAL_OK;
 }

@@ -1,0 +1,63 @@
+/*
+ * retention.h - bounded storage: partition maintenance of triggers and
+ * attempts (docs/schema.md, "Retention"; sql/010_partitioning.sql).
+ *
+ * One round creates the time ranges needed up to now + ahead and drops the
+ * ranges that ended more than `keep` ago and hold no live trigger (a range
+ * with one is kept and reported, and looked at again next round).  A round
+ * runs in one transaction under a cluster-wide advisory lock, so any number
+ * of nodes and `palisade retention` runs may call it: one works at a time,
+ * the others are told `busy`.
+ */
+#ifndef PALISADE_RETENTION_H
+#define PALISADE_RETENTION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "palisade/err.h"
+#include "palisade/store.h"
+
+typedef struct pal_retention_conf {
+	int64_t keep_ms;     /* terminal triggers and their attempts */
+	int64_t interval_ms; /* length of a new range */
+	int64_t ahead_ms;    /* ranges exist up to now + ahead */
+	int64_t lock_ms;     /* longest wait for a DDL lock */
+} pal_retention_conf;
+
+typedef struct pal_retention_report {
+	int created, dropped, kept, busy;
+	int64_t kept_live;     /* live triggers in the kept ranges */
+	int64_t dropped_bytes; /* what the dropped partitions held */
+	char first_kept[128];  /* the oldest kept partition, "" if none */
+	char lines[4096];      /* one line per action, for the caller's log */
+} pal_retention_report;
+
+/* Check C (interval >= 1 s, keep >= interval, ahead >= interval); ERR
+ * names the problem.  PAL_EINVAL when refused. */
+int pal_retention_check(const pal_retention_conf *c, char *err, size_t errlen);
+
+/* One maintenance round; REP filled.  PAL_EDB with ERR on a database error. */
+PAL_MUST_CHECK int pal_store_retention(pal_store *st, const pal_retention_conf *c,
+				       pal_retention_report *rep, char *err, size_t errlen);
+
+/* The horizon: instants before *AT_MS (ms since the epoch) may have been
+ * dropped; *HAVE is false while nothing was ever dropped. */
+PAL_MUST_CHECK int pal_store_retention_horizon(pal_store *st, bool *have, int64_t *at_ms,
+					       char *err, size_t errlen);
+
+/* The node's worker: a thread that runs a round every CHECK_MS on a
+ * connection of its own, logs what it did (retention.round; a range kept
+ * past retention: retention.kept, a warning) and counts it in M
+ * (palisade_retention_*).  Stop with pal_retention_stop (NULL is fine). */
+typedef struct pal_retention_worker pal_retention_worker;
+struct pal_metrics;
+PAL_MUST_CHECK int pal_retention_start(const char *conninfo, const pal_retention_conf *conf,
+				       int64_t check_ms, struct pal_metrics *m,
+				       pal_retention_worker **out, char *err, size_t errlen);
+void pal_retention_stop(pal_retention_worker *w);
+
+/* `palisade retention` (src/cli/cmd_retention.c). */
+int pal_cmd_retention(int argc, char **argv);
+
+#endif

@@ -1,0 +1,257 @@
+/*
+ * retention.c - one round of partition maintenance (palisade_retention() of
+ * sql/010_partitioning.sql) and the retention horizon.
+ *
+ * The round is one statement, hence one transaction: the function takes
+ * the cluster-wide advisory lock, creates ranges ahead, drops old ones
+ * whose triggers are all terminal and reports what it did, one row per
+ * action.  Its DDL waits at most lock_ms for a lock, so a round never
+ * queues the executors' claims behind it for long.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "palisade/log.h"
+#include "palisade/metrics.h"
+#include "palisade/retention.h"
+#include "store_int.h"
+
+int pal_retention_check(const pal_retention_conf *c, char *err, size_t errlen)
+{
+	if (c->interval_ms < 1000) {
+		snprintf(err, errlen, "retention.partition_interval must be at least 1s");
+		return PAL_EINVAL;
+	}
+	if (c->keep_ms < c->interval_ms) {
+		snprintf(err, errlen, "retention.triggers (%lld ms) must be at least "
+			 "retention.partition_interval (%lld ms)", (long long)c->keep_ms,
+			 (long long)c->interval_ms);
+		return PAL_EINVAL;
+	}
+	if (c->ahead_ms < c->interval_ms) {
+		snprintf(err, errlen, "retention.ahead (%lld ms) must be at least "
+			 "retention.partition_interval (%lld ms)", (long long)c->ahead_ms,
+			 (long long)c->interval_ms);
+		return PAL_EINVAL;
+	}
+	return PAL_OK;
+}
+
+static void line(pal_retention_report *rep, const char *fmt, const char *a, const char *b,
+		 const char *c, const char *d)
+{
+	size_t n = strlen(rep->lines);
+	if (n < sizeof rep->lines - 1)
+		snprintf(rep->lines + n, sizeof rep->lines - n, fmt, a, b, c, d);
+}
+
+int pal_store_retention(pal_store *st, const pal_retention_conf *c, pal_retention_report *rep,
+			char *err, size_t errlen)
+{
+	memset(rep, 0, sizeof *rep);
+	if (pal_retention_check(c, err, errlen))
+		return PAL_EINVAL;
+	char iv[32], ah[32], kp[32], lk[32];
+	snprintf(iv, sizeof iv, "%lld", (long long)c->interval_ms);
+	snprintf(ah, sizeof ah, "%lld", (long long)c->ahead_ms);
+	snprintf(kp, sizeof kp, "%lld", (long long)c->keep_ms);
+	snprintf(lk, sizeof lk, "%lld", (long long)(c->lock_ms > 0 ? c->lock_ms : 1000));
+	const char *p[] = { iv, ah, kp, lk };
+	PGresult *r = pal__store_query(st,
+		"SELECT action, coalesce(part, ''), coalesce(to_char(range_from AT TIME ZONE 'UTC',"
+		"  'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), '-infinity'),"
+		" coalesce(to_char(range_to AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), ''),"
+		" coalesce(live, 0), coalesce(bytes, 0)"
+		" FROM palisade_retention($1::bigint * interval '1 ms', $2::bigint * interval '1 ms',"
+		"  $3::bigint * interval '1 ms', $4::int)", 4, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	for (int i = 0; i < PQntuples(r); i++) {
+		const char *act = PQgetvalue(r, i, 0), *part = PQgetvalue(r, i, 1);
+		const char *from = PQgetvalue(r, i, 2), *to = PQgetvalue(r, i, 3);
+		const char *live = PQgetvalue(r, i, 4), *bytes = PQgetvalue(r, i, 5);
+		if (!strcmp(act, "created")) {
+			rep->created++;
+			line(rep, "created %s [%s, %s)%s\n", part, from, to, "");
+		} else if (!strcmp(act, "dropped")) {
+			rep->dropped++;
+			rep->dropped_bytes += atoll(bytes);
+			line(rep, "dropped %s [%s, %s) %s bytes\n", part, from, to, bytes);
+		} else if (!strcmp(act, "kept")) {
+			rep->kept++;
+			rep->kept_live += atoll(live);
+			if (!rep->first_kept[0])
+				snprintf(rep->first_kept, sizeof rep->first_kept, "%s", part);
+			line(rep, "kept %s [%s, %s): %s live triggers\n", part, from, to, live);
+		} else {
+			rep->busy++;
+			line(rep, "busy %s%s%s%s\n", part[0] ? part : "(another round holds the lock)",
+			     "", "", "");
+		}
+	}
+	PQclear(r);
+	return PAL_OK;
+}
+
+int pal_store_retention_horizon(pal_store *st, bool *have, int64_t *at_ms, char *err,
+				size_t errlen)
+{
+	*have = false;
+	*at_ms = 0;
+	PGresult *r = pal__store_query(st,
+		"SELECT floor(extract(epoch FROM palisade_retention_horizon()) * 1000)::bigint",
+		0, NULL, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	if (PQntuples(r) == 1 && !PQgetisnull(r, 0, 0)) {
+		*have = true;
+		*at_ms = atoll(PQgetvalue(r, 0, 0));
+	}
+	PQclear(r);
+	return PAL_OK;
+}
+
+/* ---- the node's worker: one round every check_ms on its own connection ---- */
+
+struct pal_retention_worker {
+	char *conninfo;
+	pal_retention_conf conf;
+	int64_t check_ms;
+	pal_metrics *m;
+	pal_store *st;
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stop, running;
+};
+
+#define F_ROUNDS "palisade_retention_rounds_total"
+#define F_DROPPED "palisade_retention_dropped_partitions_total"
+#define F_DROPPED_BYTES "palisade_retention_dropped_bytes_total"
+#define F_KEPT "palisade_retention_kept_partitions"
+#define F_KEPT_LIVE "palisade_retention_kept_live_triggers"
+
+static void worker_round(struct pal_retention_worker *w)
+{
+	char err[1024] = "";
+	if (!w->st && pal_store_open(w->conninfo, &w->st, err, sizeof err)) {
+		pal_log(PAL_LOG_WARN, "retention.failed", "{s:s}", "error", err);
+		pal_metric_inc(w->m, F_ROUNDS, "result=\"failed\"", 1);
+		return;
+	}
+	pal_retention_report rep;
+	if (pal_store_retention(w->st, &w->conf, &rep, err, sizeof err)) {
+		pal_log(PAL_LOG_WARN, "retention.failed", "{s:s}", "error", err);
+		pal_metric_inc(w->m, F_ROUNDS, "result=\"failed\"", 1);
+		pal_store_close(w->st);
+		w->st = NULL;
+		return;
+	}
+	bool busy_only = rep.busy && !rep.created && !rep.dropped && !rep.kept;
+	pal_metric_inc(w->m, F_ROUNDS, busy_only ? "result=\"busy\"" : "result=\"done\"", 1);
+	if (busy_only)
+		return;
+	pal_metric_inc(w->m, F_DROPPED, NULL, rep.dropped);
+	pal_metric_inc(w->m, F_DROPPED_BYTES, NULL, (double)rep.dropped_bytes);
+	pal_metric_set(w->m, F_KEPT, NULL, rep.kept);
+	pal_metric_set(w->m, F_KEPT_LIVE, NULL, (double)rep.kept_live);
+	if (rep.created || rep.dropped || rep.busy)
+		pal_log(PAL_LOG_INFO, "retention.round", "{s:i, s:i, s:I, s:i, s:i, s:s}", "created",
+			rep.created, "dropped", rep.dropped, "dropped_bytes",
+			(json_int_t)rep.dropped_bytes, "kept", rep.kept, "busy", rep.busy, "actions",
+			rep.lines);
+	if (rep.kept)
+		pal_log(PAL_LOG_WARN, "retention.kept", "{s:i, s:I, s:s}", "partitions", rep.kept,
+			"live_triggers", (json_int_t)rep.kept_live, "oldest", rep.first_kept);
+}
+
+static void *worker_run(void *arg)
+{
+	struct pal_retention_worker *w = arg;
+	pthread_mutex_lock(&w->mu);
+	while (!w->stop) {
+		pthread_mutex_unlock(&w->mu);
+		worker_round(w);
+		pthread_mutex_lock(&w->mu);
+		struct timespec until;
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		int64_t ns = until.tv_nsec + w->check_ms * 1000000;
+		until.tv_sec += ns / 1000000000;
+		until.tv_nsec = ns % 1000000000;
+		while (!w->stop && pthread_cond_timedwait(&w->cv, &w->mu, &until) != ETIMEDOUT)
+			;
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+int pal_retention_start(const char *conninfo, const pal_retention_conf *conf, int64_t check_ms,
+			pal_metrics *m, pal_retention_worker **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	if (pal_retention_check(conf, err, errlen))
+		return PAL_EINVAL;
+	struct pal_retention_worker *w = calloc(1, sizeof *w);
+	if (!w || !(w->conninfo = strdup(conninfo ? conninfo : ""))) {
+		free(w);
+		return PAL_ENOMEM;
+	}
+	w->conf = *conf;
+	w->check_ms = check_ms > 0 ? check_ms : 60000;
+	w->m = m;
+	pal_metric_declare(m, F_ROUNDS, PAL_METRIC_COUNTER,
+			   "partition maintenance rounds by result (done, busy: another node's "
+			   "round held the lock, failed)");
+	pal_metric_declare(m, F_DROPPED, PAL_METRIC_COUNTER,
+			   "time ranges of triggers and attempts dropped by this node");
+	pal_metric_declare(m, F_DROPPED_BYTES, PAL_METRIC_COUNTER,
+			   "bytes the partitions dropped by this node held");
+	pal_metric_declare(m, F_KEPT, PAL_METRIC_GAUGE,
+			   "ranges past retention kept at the last round because they hold a live "
+			   "trigger");
+	pal_metric_declare(m, F_KEPT_LIVE, PAL_METRIC_GAUGE,
+			   "live triggers in those kept ranges at the last round");
+	pal_metric_inc(m, F_ROUNDS, "result=\"done\"", 0);
+	pal_metric_inc(m, F_ROUNDS, "result=\"busy\"", 0);
+	pal_metric_inc(m, F_ROUNDS, "result=\"failed\"", 0);
+	pal_metric_inc(m, F_DROPPED, NULL, 0);
+	pal_metric_inc(m, F_DROPPED_BYTES, NULL, 0);
+	pal_metric_set(m, F_KEPT, NULL, 0);
+	pal_metric_set(m, F_KEPT_LIVE, NULL, 0);
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if (pthread_create(&w->th, NULL, worker_run, w) != 0) {
+		snprintf(err, errlen, "cannot start the retention thread");
+		pal_retention_stop(w);
+		return PAL_EIO;
+	}
+	w->running = true;
+	*out = w;
+	return PAL_OK;
+}
+
+void pal_retention_stop(pal_retention_worker *w)
+{
+	if (!w)
+		return;
+	if (w->running) {
+		pthread_mutex_lock(&w->mu);
+		w->stop = true;
+		pthread_cond_signal(&w->cv);
+		pthread_mutex_unlock(&w->mu);
+		pthread_join(w->th, NULL);
+	}
+	pal_store_close(w->st);
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+	free(w->conninfo);
+	free(w);
+}
