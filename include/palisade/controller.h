@@ -29,6 +29,7 @@ typedef struct pal_controller_config {
 	int64_t lookahead_s;      /* default 5 */
 	int64_t misfire_threshold_s; /* default 60 */
 	int reload_interval_ms;   /* full job reload fallback, default 30000 */
+	int64_t statement_timeout_ms; /* postgres.statement_timeout; default 30000 */
 } pal_controller_config;
 
 typedef struct pal_controller pal_controller;

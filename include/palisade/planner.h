@@ -107,4 +107,16 @@ void pal_planner_commit(pal_planner *p, const pal_plan_batch *batch);
 /* Versions waiting for activation (O(1)): a tick with none skips looking. */
 size_t pal_planner_pending(const pal_planner *p);
 
+/*
+ * Quarantine (a job whose planning failed): pal_planner_quarantine() flags
+ * JOB_ID and, when called between a tick and its commit, takes the job out
+ * of that tick (its cursor stays where it was; its rows were not written).
+ * From then on every tick records the job's instants as misfires with
+ * reason "quarantined" instead of planning them, until the flag is cleared.
+ * pal_planner_set_quarantined() makes IDS[0..n) exactly the flagged jobs of
+ * P (a reload after an operator's release).  PAL_ENOENT: not loaded.
+ */
+int pal_planner_quarantine(pal_planner *p, const char *job_id);
+void pal_planner_set_quarantined(pal_planner *p, const char *const *ids, size_t n);
+bool pal_planner_is_quarantined(const pal_planner *p, const char *job_id);
 #endif

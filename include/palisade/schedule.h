@@ -48,4 +48,17 @@ void pal_schedule_shared_counts(size_t *schedules, size_t *crons, size_t *zones)
 PAL_MUST_CHECK int pal_schedule_next(const pal_schedule *sc, int64_t after, int64_t *next,
 				     bool *excluded);
 
+/*
+ * Count the instants of SC in (AFTER, UNTIL] without visiting each one:
+ * *count, and the first and last of them in *first / *last (PAL_NO_TIME
+ * when none).  Exact for every cron, zone and DST policy; costs a few
+ * hundred cron probes for a range of any length, plus a walk of a couple of
+ * hours around each offset change of the zone inside the range.  Only for
+ * a schedule without exclusions (pal_schedule_countable); PAL_EINVAL
+ * otherwise.  Excluded or not, instants count the same as
+ * pal_schedule_next() would return them.
+ */
+bool pal_schedule_countable(const pal_schedule *sc);
+PAL_MUST_CHECK int pal_schedule_count(const pal_schedule *sc, int64_t after, int64_t until,
+				      int64_t *count, int64_t *first, int64_t *last);
 #endif

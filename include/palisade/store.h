@@ -33,6 +33,11 @@ typedef struct pal_store pal_store;
  * PAL_EDB and libpq's message.  Free with pal_store_close().
  */
 PAL_MUST_CHECK int pal_store_open(const char *conninfo, pal_store **out, char *err, size_t errlen);
+/* Session timeouts of every later pal_store_open() in this process:
+ * idle_in_transaction_session_timeout (default 5 s) and statement_timeout
+ * (0, the default: the server's).  A node sets the first from its config
+ * (postgres.idle_in_transaction_timeout). */
+void pal_store_set_session_timeouts(int64_t idle_in_transaction_ms, int64_t statement_ms);
 void pal_store_close(pal_store *st);
 /* Asynchronous statements (one at a time per store): the socket to poll
  * for input, whether a statement is in flight, and reading what arrived -
@@ -177,6 +182,77 @@ PAL_MUST_CHECK int pal_store_tick_commit(pal_store *st, int shard, int64_t epoch
 					 size_t errlen);
 void pal_store_tick_abort(pal_store *st);
 
+/* The last failure was a statement the server refused (a constraint, bad
+ * data, a bug in it) on a connection that is still up: retrying the same
+ * rows cannot succeed, but other rows can. */
+bool pal_store_statement_failed(const pal_store *st);
+
+/* A job taken out of planning, and the server's error that put it there. */
+typedef struct pal_quarantined {
+	const char *job_id; /* points into the batch's strings (the planner's) */
+	char error[512];
+} pal_quarantined;
+
+/*
+ * After pal_store_tick_commit() failed with a refused statement and a new
+ * pal_store_tick_begin(): write B job by job in savepoints, bisecting the
+ * jobs of the batch down to the ones whose rows the server refuses; those
+ * are quarantined (pal_store_quarantine_job, SINCE = the watermark of the
+ * failed tick) in the same transaction, the rest is committed with the
+ * watermark.  *bad (free()) lists the quarantined jobs.  Cost on failure:
+ * O(k log n) statements for k bad jobs of n.
+ */
+PAL_MUST_CHECK int pal_store_tick_commit_isolated(pal_store *st, int shard, int64_t epoch,
+						  const char *node, int64_t since,
+						  const pal_plan_batch *b, int64_t *inserted,
+						  pal_quarantined **bad, size_t *n_bad, char *err,
+						  size_t errlen);
+
+/* Quarantine JOB_ID (a quarantine row and an open ticket whose allowed
+ * action is "release"); nothing when it already is.  SINCE: its first
+ * instant not planned (PAL_NO_TIME: now). */
+PAL_MUST_CHECK int pal_store_quarantine_job(pal_store *st, const char *job_id, int shard,
+					    int64_t epoch, int64_t since, const char *error,
+					    char *err, size_t errlen);
+
+/* The quarantined jobs (JOB_ID only, when not NULL), as a JSON array of
+ * {job, version, since, error, ticket}. */
+PAL_MUST_CHECK int pal_store_quarantine_json(pal_store *st, const char *job_id, json_t **out,
+					     char *err, size_t errlen);
+
+/* verify: the latest versions of jobs (JOB_ID only, when not NULL) that
+ * have no activated version although created at or before CREATED_BEFORE,
+ * as [{job_id, version, spec, created_at}]. */
+PAL_MUST_CHECK int pal_store_never_activated_json(pal_store *st, const char *job_id,
+						  int64_t created_before, json_t **out, char *err,
+						  size_t errlen);
+
+/* verify: triggers scheduled in [FROM, TO] in a non-terminal state (pending,
+ * retry_wait, running, unknown, pausing, cancelling) unchanged and overdue
+ * for more than OLDER_THAN_S, as [{trigger, job, at, state, since}]. */
+PAL_MUST_CHECK int pal_store_stuck_json(pal_store *st, const char *job_id, int64_t from,
+					int64_t to, int64_t older_than_s, json_t **out, char *err,
+					size_t errlen);
+
+/* verify --sink-pg: effects applied twice in a palisade-sink database SINK
+ * (sql/sink/): keys with more than one ledger row for one chunk, the last
+ * applied at or after FROM (TO is not a bound: an instant's effect may be
+ * applied long after it), as [{key, chunk, rows}]. */
+PAL_MUST_CHECK int pal_store_sink_duplicates_json(pal_store *sink, int64_t from, int64_t to,
+						  json_t **out, char *err, size_t errlen);
+
+/* Ids of the quarantined jobs of SHARD: a NULL-terminated array in *OUT
+ * (free with g_strfreev), *N of them. */
+PAL_MUST_CHECK int pal_store_quarantined_ids(pal_store *st, int shard, char ***out, size_t *n,
+					     char *err, size_t errlen);
+
+/* Release JOB_ID from quarantine: delete its row, resolve its ticket, audit
+ * (actor, reason) and notify the controllers (palisade_apply), in one
+ * transaction.  PAL_ENOENT when it is not quarantined. */
+PAL_MUST_CHECK int pal_store_release_quarantine(pal_store *st, const char *job_id,
+						const char *actor, const char *reason, char *err,
+						size_t errlen);
+
 /* ---- verify (src/store/verify.c) ------------------------------------------- */
 
 /* Activated versions of every job (or JOB_ID): JSON [{job_id, versions:
@@ -195,6 +271,12 @@ PAL_MUST_CHECK int pal_store_planned(pal_store *st, const char *job_id, int64_t 
  * epoch watermark lag_s jobs due planned running oldest_due_s}], triggers:
  * {state: count}, open_tickets, misfires}. */
 PAL_MUST_CHECK int pal_store_status_json(pal_store *st, json_t **out, char *err, size_t errlen);
+
+/* One audit_log row (an operator action outside the ops module, such as a
+ * drain over the admin endpoint); DETAILS_JSON may be NULL. */
+PAL_MUST_CHECK int pal_store_audit(pal_store *st, const char *actor, const char *action,
+				   const char *scope, const char *reason, const char *details_json,
+				   char *err, size_t errlen);
 
 /* SELECT 1: checks the connection (lease thread with nothing to renew). */
 PAL_MUST_CHECK int pal_store_ping(pal_store *st, char *err, size_t errlen);

@@ -8,7 +8,13 @@
  *   missing    = plan set - triggers - instants covered by a misfire range
  *   duplicates = plan keys with more than one scheduled trigger row
  *   unexpected = scheduled trigger rows at instants outside the plan set
- * A correct cluster has all three at zero.
+ *   quarantined = jobs whose planning failed and was stopped (their
+ *              instants are recorded as misfires while their schedule opens)
+ *   never activated = jobs with no activated version although stored long
+ *              enough ago; their instants since are counted as missing
+ *   stuck      = triggers in a non-terminal state past a bound
+ *   sink duplicates = effects applied twice (with a sink database)
+ * A correct cluster has all of them at zero.
  */
 #ifndef PALISADE_VERIFY_H
 #define PALISADE_VERIFY_H
@@ -26,13 +32,34 @@ typedef struct pal_verify_report {
 	int64_t missing;
 	int64_t duplicates;
 	int64_t unexpected;
+	int64_t quarantined; /* jobs taken out of planning (docs/controller.md) */
+	int64_t never_activated; /* jobs with no activated version past the grace */
+	int64_t stuck;		 /* triggers in a non-terminal state past the bound */
+	int64_t sink_duplicates; /* keys applied twice at the sink (--sink-pg) */
 	json_t *samples; /* up to 20 examples per kind: {"missing": [...], ...} */
 } pal_verify_report;
 
+/* What pal_verify checks beside the plan set. */
+typedef struct pal_verify_opts {
+	/* a job with no activated version whose latest version was stored this
+	 * long before TO should have been activated: its instants after it was
+	 * stored count as missing */
+	int64_t activation_grace_s;
+	/* a trigger in a non-terminal state, unchanged and overdue this long,
+	 * is stuck; <= 0: not checked */
+	int64_t stuck_after_s;
+	pal_store *sink; /* a palisade-sink database, or NULL */
+} pal_verify_opts;
+
+#define PAL_VERIFY_ACTIVATION_GRACE_S 60
+#define PAL_VERIFY_STUCK_AFTER_S 3600
+
 /* Check [FROM, TO] for JOB_ID (NULL: every job).  Fills R (free with
- * pal_verify_report_free).  PAL_EDB / PAL_EINVAL with a message on failure. */
+ * pal_verify_report_free).  PAL_EDB / PAL_EINVAL with a message on failure.
+ * OPTS may be NULL (the defaults, no sink). */
 PAL_MUST_CHECK int pal_verify(pal_store *st, int64_t from, int64_t to, const char *job_id,
-			      pal_verify_report *r, char *err, size_t errlen);
+			      const pal_verify_opts *opts, pal_verify_report *r, char *err,
+			      size_t errlen);
 void pal_verify_report_free(pal_verify_report *r);
 
 #endif

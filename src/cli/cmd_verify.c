@@ -1,7 +1,8 @@
 /*
  * cmd_verify.c - `palisade verify --from T --to T [--job J]`: recompute the
  * plan set from the job versions; report missing instants (plan - triggers -
- * misfires), duplicates and unexpected triggers.  Exit 0 only when all are 0.
+ * misfires), duplicates, unexpected triggers and quarantined jobs.  Exit 0
+ * only when all are 0, 2 (verify found a mismatch) otherwise.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -16,29 +17,43 @@ static void usage(FILE *fp)
 {
 	fprintf(fp,
 		"usage: palisade verify --from RFC3339 --to RFC3339 [--job JOB]\n"
+		"                       [--stuck-after DURATION] [--sink-pg CONNINFO]\n"
 		"                       [--output table|json] [--pg CONNINFO] [--config FILE]\n"
 		"Recompute every instant of every activated job version in [from, to] and\n"
 		"compare with the triggers and misfire decisions in the database.\n"
 		"  missing     instants with neither a trigger nor a misfire record (G1)\n"
 		"  duplicates  extra trigger rows for one plan key (G2)\n"
 		"  unexpected  scheduled triggers at instants outside the plan set\n"
-		"Exit: 0 all three zero, 1 otherwise, 64 usage, 69 database unreachable.\n");
+		"  quarantined jobs whose planning failed and was stopped (palisade release)\n"
+		"  never activated  jobs with no activated version 60 s after they were\n"
+		"              stored: their instants since count as missing\n"
+		"  stuck       triggers scheduled in the range still pending, retry_wait,\n"
+		"              running, unknown, pausing or cancelling, unchanged and overdue\n"
+		"              for longer than --stuck-after (default 1h; 0: not checked)\n"
+		"  sink duplicates  with --sink-pg, a palisade-sink database: keys whose\n"
+		"              effect was applied more than once (the last at or after --from)\n"
+		"Exit: 0 all zero, 2 verify found a mismatch, 3 no such job, 64 usage,\n"
+		"69 database unreachable.\n");
 }
 
 int pal_cmd_verify(int argc, char **argv)
 {
 	pal_cli_common c = { 0 };
-	const char *job = NULL;
+	const char *job = NULL, *sink_pg = NULL;
+	pal_verify_opts vo = { .activation_grace_s = PAL_VERIFY_ACTIVATION_GRACE_S,
+			       .stuck_after_s = PAL_VERIFY_STUCK_AFTER_S };
 	int64_t from = 0, to = 0;
 	bool have_from = false, have_to = false;
 	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
 					    { "from", required_argument, NULL, 'f' },
 					    { "to", required_argument, NULL, 't' },
 					    { "job", required_argument, NULL, 'j' },
+					    { "stuck-after", required_argument, NULL, 'S' },
+					    { "sink-pg", required_argument, NULL, 'K' },
 					    { "help", no_argument, NULL, 'h' },
 					    { 0 } };
 	int opt, ec;
-	while ((opt = getopt_long(argc, argv, "hf:t:j:", lo, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "hf:t:j:S:K:", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'f':
 		case 't':
@@ -51,6 +66,22 @@ int pal_cmd_verify(int argc, char **argv)
 			break;
 		case 'j':
 			job = optarg;
+			break;
+		case 'S': {
+			int64_t ms;
+			if (!strcmp(optarg, "0")) {
+				vo.stuck_after_s = 0;
+			} else if (pal_parse_duration_ms(optarg, &ms) || ms < 1000) {
+				pal_cli_err("verify", "--stuck-after \"%s\": expected a duration of "
+					    "at least 1s (e.g. 15m), or 0", optarg);
+				return PAL_EXIT_USAGE;
+			} else {
+				vo.stuck_after_s = ms / 1000;
+			}
+			break;
+		}
+		case 'K':
+			sink_pg = optarg;
 			break;
 		default:
 			if ((ec = pal_cli_opt_other(&c, opt, optarg, usage)) >= 0)
@@ -69,16 +100,28 @@ int pal_cmd_verify(int argc, char **argv)
 		return ec;
 	pal_verify_report r;
 	char err[1024];
-	int rc = pal_verify(st, from, to, job, &r, err, sizeof err);
+	if (sink_pg && pal_store_open(sink_pg, &vo.sink, err, sizeof err)) {
+		pal_cli_err("verify", "--sink-pg: %s", err);
+		pal_store_close(st);
+		return PAL_EXIT_UNAVAIL;
+	}
+	int rc = pal_verify(st, from, to, job, &vo, &r, err, sizeof err);
 	pal_store_close(st);
+	if (vo.sink)
+		pal_store_close(vo.sink);
 	if (rc) {
 		pal_cli_err("verify", "%s", err);
 		pal_verify_report_free(&r);
-		return rc == PAL_ENOENT ? PAL_EXIT_FAIL : PAL_EXIT_UNAVAIL;
+		return rc == PAL_ENOENT ? PAL_EXIT_NOTFOUND : PAL_EXIT_UNAVAIL;
 	}
-	bool ok = !r.missing && !r.duplicates && !r.unexpected;
+	bool ok = !r.missing && !r.duplicates && !r.unexpected && !r.quarantined &&
+		  !r.never_activated && !r.stuck && !r.sink_duplicates;
 	if (c.json) {
-		json_t *o = json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:O}", "ok", ok, "jobs",
+		json_t *o = json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:O}",
+				      "ok", ok, "quarantined", (json_int_t)r.quarantined,
+				      "never_activated", (json_int_t)r.never_activated, "stuck",
+				      (json_int_t)r.stuck, "sink_duplicates",
+				      (json_int_t)r.sink_duplicates, "jobs",
 				      (json_int_t)r.jobs, "expected", (json_int_t)r.expected,
 				      "triggered", (json_int_t)r.triggered, "misfired",
 				      (json_int_t)r.misfired, "missing", (json_int_t)r.missing,
@@ -89,16 +132,46 @@ int pal_cmd_verify(int argc, char **argv)
 		json_decref(o);
 	} else {
 		printf("verify: %s jobs=%lld expected=%lld triggered=%lld misfired=%lld "
-		       "missing=%lld duplicates=%lld unexpected=%lld\n",
+		       "missing=%lld duplicates=%lld unexpected=%lld quarantined=%lld "
+		       "never_activated=%lld stuck=%lld%s",
 		       ok ? "OK" : "FAILED", (long long)r.jobs, (long long)r.expected,
 		       (long long)r.triggered, (long long)r.misfired, (long long)r.missing,
-		       (long long)r.duplicates, (long long)r.unexpected);
+		       (long long)r.duplicates, (long long)r.unexpected, (long long)r.quarantined,
+		       (long long)r.never_activated, (long long)r.stuck, sink_pg ? "" : "\n");
+		if (sink_pg)
+			printf(" sink_duplicates=%lld\n", (long long)r.sink_duplicates);
 		const char *key;
 		json_t *arr;
 		json_object_foreach(r.samples, key, arr)
 		{
 			size_t i;
 			json_t *s;
+			if (!strcmp(key, "quarantined")) {
+				json_array_foreach(arr, i, s)
+				printf("  %-10s %s since %s: %s\n", "quarantined",
+				       json_string_value(json_object_get(s, "job")),
+				       json_string_value(json_object_get(s, "since")),
+				       json_string_value(json_object_get(s, "error")));
+				continue;
+			}
+			if (!strcmp(key, "stuck")) {
+				json_array_foreach(arr, i, s)
+				printf("  %-10s trigger %lld %s %s %s since %s\n", "stuck",
+				       (long long)json_integer_value(json_object_get(s, "trigger")),
+				       json_string_value(json_object_get(s, "job")),
+				       json_string_value(json_object_get(s, "at")),
+				       json_string_value(json_object_get(s, "state")),
+				       json_string_value(json_object_get(s, "since")));
+				continue;
+			}
+			if (!strcmp(key, "sink_duplicates")) {
+				json_array_foreach(arr, i, s)
+				printf("  %-10s key %s chunk %lld applied %lld times\n", "sink_dup",
+				       json_string_value(json_object_get(s, "key")),
+				       (long long)json_integer_value(json_object_get(s, "chunk")),
+				       (long long)json_integer_value(json_object_get(s, "rows")));
+				continue;
+			}
 			json_array_foreach(arr, i, s)
 			printf("  %-10s %s %s partition %lld\n", key,
 			       json_string_value(json_object_get(s, "job")),
@@ -107,5 +180,5 @@ int pal_cmd_verify(int argc, char **argv)
 		}
 	}
 	pal_verify_report_free(&r);
-	return ok ? PAL_EXIT_OK : PAL_EXIT_FAIL;
+	return ok ? PAL_EXIT_OK : PAL_EXIT_MISMATCH;
 }

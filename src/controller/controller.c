@@ -26,6 +26,7 @@ typedef struct led_shard {
 	int64_t epoch;
 	int64_t watermark;
 	int64_t last_tick_ms;
+	int64_t max_tick_ms; /* longest planning transaction since acquired */
 	int64_t planned; /* trigger rows inserted since acquired */
 	bool ticked;	 /* a planning transaction committed since acquired */
 } led_shard;
@@ -43,6 +44,7 @@ struct pal_controller {
 	led_shard *led;
 	pal_shard_lead *lead;
 	pal_plan_batch batch;
+	GPtrArray *load_bad; /* bad_load: jobs a load could not put, to quarantine */
 	int db_backoff_ms;
 	int64_t next_db_try_ms, next_reload_ms, next_tick_ms;
 
@@ -79,9 +81,25 @@ static void declare_metrics(pal_metrics *m)
 			   "database now minus shard watermark (0 when the watermark is ahead)");
 	pal_metric_declare(m, "palisade_controller_tick_seconds", PAL_METRIC_GAUGE,
 			   "duration of the last planning transaction of a shard");
+	pal_metric_declare(m, "palisade_controller_quarantined_total", PAL_METRIC_COUNTER,
+			   "jobs quarantined because their planning failed");
+	pal_metric_declare(m, "palisade_controller_tick_seconds_max", PAL_METRIC_GAUGE,
+			   "longest planning transaction of a shard since this node acquired it");
 	pal_metric_declare(m, "palisade_controller_shard_epoch", PAL_METRIC_GAUGE,
 			   "election epoch (fencing token) this node plans a shard under; 0 when "
 			   "it does not lead the shard");
+	/* Counters start at 0 (increase() and absent() need a sample). */
+	pal_metric_inc(m, "palisade_controller_db_errors_total", NULL, 0);
+	pal_metric_inc(m, "palisade_controller_fenced_total", NULL, 0);
+	pal_metric_inc(m, "palisade_controller_quarantined_total", NULL, 0);
+	static const char *const reasons[] = { "missed", "quarantined" };
+	for (int p = 0; p < 4; p++)
+		for (int r = 0; r < 2; r++) {
+			char lab[96];
+			snprintf(lab, sizeof lab, "policy=\"%s\",reason=\"%s\"",
+				 pal_misfire_policy_names[p], reasons[r]);
+			pal_metric_inc(m, "palisade_controller_misfires_total", lab, 0);
+		}
 }
 
 static void minc(pal_controller *c, const char *name, const char *labels, double v)
@@ -161,6 +179,63 @@ static void db_failed(pal_controller *c, const char *what, const char *err)
 	c->next_db_try_ms = pal_mono_ms() + c->db_backoff_ms;
 }
 
+/* A job a load could not put into its planner (its cron or zone does not
+ * open): quarantined once the load's statement is over. */
+typedef struct bad_load {
+	int shard;
+	char *id, *error;
+} bad_load;
+
+static void bad_load_free(gpointer p)
+{
+	bad_load *bl = p;
+	g_free(bl->id);
+	g_free(bl->error);
+	g_free(bl);
+}
+
+static void quarantined_metric(pal_controller *c, int s, const char *id, const char *error)
+{
+	pal_log(PAL_LOG_ERROR, "controller.job_quarantined", "{s:s, s:i, s:I, s:s}", "job", id,
+		"shard", s, "epoch", (json_int_t)c->led[s].epoch, "error", error);
+	minc(c, "palisade_controller_quarantined_total", NULL, 1);
+}
+
+/*
+ * After a load of SHARDS[0..n): quarantine the jobs it could not put, then
+ * make the planners' quarantine flags those of the database (a release by
+ * an operator clears one).  A database error drops every shard.
+ */
+static void quarantine_after_load(pal_controller *c, const int *shards, size_t n)
+{
+	char err[1024];
+	for (guint i = 0; c->st && i < c->load_bad->len; i++) {
+		bad_load *bl = g_ptr_array_index(c->load_bad, i);
+		if (!c->led[bl->shard].planner)
+			continue;
+		if (pal_store_quarantine_job(c->st, bl->id, bl->shard, c->led[bl->shard].epoch,
+					     PAL_NO_TIME, bl->error, err, sizeof err)) {
+			db_failed(c, "quarantine job", err);
+			break;
+		}
+		quarantined_metric(c, bl->shard, bl->id, bl->error);
+	}
+	g_ptr_array_set_size(c->load_bad, 0);
+	for (size_t i = 0; c->st && i < n; i++) {
+		led_shard *l = &c->led[shards[i]];
+		if (!l->planner)
+			continue;
+		char **ids;
+		size_t k;
+		if (pal_store_quarantined_ids(c->st, shards[i], &ids, &k, err, sizeof err)) {
+			db_failed(c, "load quarantine", err);
+			return;
+		}
+		pal_planner_set_quarantined(l->planner, (const char *const *)ids, k);
+		g_strfreev(ids);
+	}
+}
+
 /* Counts of one load_jobs() call: rows read, rows that were not current. */
 typedef struct load_stats {
 	size_t jobs, changed;
@@ -189,9 +264,16 @@ static int put_loaded(void *arg, int shard, const char *id, const pal_plan_versi
 	lc->st->changed++;
 	char err[512];
 	int rc = pal_planner_put_job(l->planner, id, v, n, l->watermark, err, sizeof err);
-	if (rc)
+	if (rc && rc != PAL_ENOMEM) {
 		pal_log(PAL_LOG_ERROR, "controller.bad_job", "{s:s, s:s}", "job", id, "error", err);
-	/* A bad job must not stop the shard: it is logged and skipped. */
+		bad_load *bl = g_new(bad_load, 1);
+		bl->shard = shard;
+		bl->id = g_strdup(id);
+		bl->error = g_strdup(err);
+		g_ptr_array_add(lc->c->load_bad, bl);
+	}
+	/* A bad job must not stop the shard: it is logged, skipped and
+	 * quarantined after the load (quarantine_after_load). */
 	return rc == PAL_ENOMEM ? rc : PAL_OK;
 }
 
@@ -251,6 +333,8 @@ static int load_jobs(pal_controller *c, const int *shards, size_t n, const char 
 		st->jobs += seen;
 		if (rc == PAL_EDB)
 			db_failed(c, "load jobs", err);
+		else
+			quarantine_after_load(c, shards, 1);
 		return rc;
 	}
 	lc.stale = g_ptr_array_new_with_free_func(stale_free);
@@ -275,6 +359,8 @@ static int load_jobs(pal_controller *c, const int *shards, size_t n, const char 
 		}
 	}
 	g_ptr_array_free(lc.stale, TRUE);
+	if (rc != PAL_EDB)
+		quarantine_after_load(c, shards, n);
 	return rc;
 }
 
@@ -361,6 +447,8 @@ static void load_claimed(pal_controller *c, const int *shards, size_t n)
 			(json_int_t)pal_planner_jobs(l->planner), "load_ms",
 			(json_int_t)(pal_mono_ms() - t0), "loaded_with", (int)n);
 	}
+	if (!rc)
+		quarantine_after_load(c, shards, n);
 }
 
 static void fenced(pal_controller *c, int s, const char *err)
@@ -400,6 +488,26 @@ static void tick_shard(pal_controller *c, int s)
 	int64_t inserted = 0;
 	rc = pal_store_tick_commit(c->st, s, l->epoch, c->node_id, &c->batch, &inserted, err,
 				   sizeof err);
+	pal_quarantined *bad = NULL;
+	size_t n_bad = 0;
+	if (rc == PAL_EDB && pal_store_statement_failed(c->st)) {
+		/* The server refused a row of the batch: find the job (or jobs)
+		 * whose rows it refuses, quarantine them, commit the rest. */
+		pal_log(PAL_LOG_WARN, "controller.tick_refused", "{s:i, s:s}", "shard", s, "error",
+			err);
+		int64_t wm2, now2;
+		rc = pal_store_tick_begin(c->st, s, l->epoch, &wm2, &now2, err, sizeof err);
+		if (!rc)
+			rc = pal_store_tick_commit_isolated(c->st, s, l->epoch, c->node_id, wm,
+							    &c->batch, &inserted, &bad, &n_bad, err,
+							    sizeof err);
+		for (size_t i = 0; !rc && i < n_bad; i++) {
+			if (pal_planner_quarantine(l->planner, bad[i].job_id) != PAL_OK)
+				continue;
+			quarantined_metric(c, s, bad[i].job_id, bad[i].error);
+		}
+		free(bad);
+	}
 	if (rc == PAL_ESTALE) {
 		if (strstr(err, "activated by someone else")) {
 			drop_shard(c, s, err); /* re-acquired and reloaded on the next pass */
@@ -415,6 +523,8 @@ static void tick_shard(pal_controller *c, int s)
 	pal_planner_commit(l->planner, &c->batch);
 	l->watermark = c->batch.watermark;
 	l->last_tick_ms = pal_mono_ms() - t0;
+	if (l->last_tick_ms > l->max_tick_ms)
+		l->max_tick_ms = l->last_tick_ms;
 	l->planned += inserted;
 	if (!l->ticked) {
 		/* The shard is useful from here on: log what its first tick cost. */
@@ -431,6 +541,7 @@ static void tick_shard(pal_controller *c, int s)
 	mset(c, "palisade_controller_watermark_lag_seconds", lab,
 	     now > c->batch.watermark ? (double)(now - c->batch.watermark) : 0);
 	mset(c, "palisade_controller_tick_seconds", lab, l->last_tick_ms / 1000.0);
+	mset(c, "palisade_controller_tick_seconds_max", lab, l->max_tick_ms / 1000.0);
 	mset(c, "palisade_controller_shard_epoch", lab, (double)l->epoch);
 	for (size_t i = 0; i < c->batch.n_act; i++) {
 		const pal_plan_activation *a = &c->batch.act[i];
@@ -520,9 +631,12 @@ static bool ensure_db(pal_controller *c)
 	if (pal_store_open(c->conninfo, &c->st, err, sizeof err) == PAL_OK) {
 		/* A transaction left open by a paused controller must not keep the
 		 * shard row locked from its successor for long, and a successor
-		 * must not queue forever behind it. */
+		 * must not queue forever behind it.  Idle transactions are
+		 * bounded by the session timeout the node set
+		 * (postgres.idle_in_transaction_timeout). */
+		int64_t stmt = c->cfg.statement_timeout_ms > 0 ? c->cfg.statement_timeout_ms : 30000;
 		if (!pal_store_set_lock_timeout(c->st, 2000, err, sizeof err) &&
-		    !pal_store_set_statement_timeout(c->st, 30000, err, sizeof err) &&
+		    !pal_store_set_statement_timeout(c->st, stmt, err, sizeof err) &&
 		    !pal_store_listen(c->st, "palisade_apply", err, sizeof err)) {
 			c->db_backoff_ms = 500;
 			mset(c, "palisade_controller_db_up", NULL, 1);
@@ -685,6 +799,7 @@ int pal_controller_start(const pal_controller_config *cfg, pal_coord *coord, pal
 	c->conninfo = strdup(cfg->conninfo ? cfg->conninfo : "");
 	c->node_id = strdup(cfg->node_id);
 	c->led = calloc((size_t)cfg->n_shards, sizeof *c->led);
+	c->load_bad = g_ptr_array_new_with_free_func(bad_load_free);
 	c->lead = calloc((size_t)cfg->n_shards, sizeof *c->lead);
 	if (!c->conninfo || !c->node_id || !c->led || !c->lead) {
 		snprintf(err, errlen, "out of memory");
@@ -703,6 +818,8 @@ int pal_controller_start(const pal_controller_config *cfg, pal_coord *coord, pal
 	*out = c;
 	return PAL_OK;
 fail:
+	if (c->load_bad)
+		g_ptr_array_free(c->load_bad, TRUE);
 	free(c->conninfo);
 	free(c->node_id);
 	free(c->led);
@@ -723,6 +840,7 @@ void pal_controller_stop(pal_controller *c)
 	atomic_store(&c->stop, true);
 	pthread_join(c->thread, NULL);
 	pal_plan_batch_free(&c->batch);
+	g_ptr_array_free(c->load_bad, TRUE);
 	json_decref(c->status);
 	pthread_mutex_destroy(&c->mu);
 	free(c->conninfo);

@@ -61,6 +61,7 @@ typedef struct pjob {
 	uint32_t t_ref;
 	int32_t t_ref_version;
 	bool next_excl, touched, t_next_excl;
+	bool quarantined; /* its instants become misfires (reason quarantined) */
 	pversion v[]; /* nv of them, then the id */
 } pjob;
 
@@ -173,6 +174,24 @@ static int64_t eff_of(const pjob *j, size_t i, bool tentative)
 	return tentative ? j->t_eff : PAL_NO_TIME;
 }
 
+/* The instants version I of J owns: (*lo, *hi] (hi NEVER for the last
+ * activated one).  False when I is not activated (in the TENTATIVE view). */
+static bool owned_span(const pjob *j, size_t i, bool tentative, int64_t *lo, int64_t *hi)
+{
+	*lo = eff_of(j, i, tentative);
+	if (*lo == PAL_NO_TIME)
+		return false;
+	*hi = NEVER;
+	for (size_t k = i + 1; k < j->nv; k++) {
+		int64_t e = eff_of(j, k, tentative);
+		if (e != PAL_NO_TIME) {
+			*hi = e;
+			break;
+		}
+	}
+	return true;
+}
+
 /*
  * First instant of job J strictly after T, across its versions: instant x
  * belongs to version i when eff(i) < x <= eff(i+1).  Versions not activated
@@ -181,17 +200,9 @@ static int64_t eff_of(const pjob *j, size_t i, bool tentative)
 static int64_t next_after(const pjob *j, int64_t t, bool tentative, bool *excl)
 {
 	for (size_t i = 0; i < j->nv; i++) {
-		int64_t lo = eff_of(j, i, tentative);
-		if (lo == PAL_NO_TIME)
+		int64_t lo, hi;
+		if (!owned_span(j, i, tentative, &lo, &hi))
 			continue;
-		int64_t hi = NEVER;
-		for (size_t k = i + 1; k < j->nv; k++) {
-			int64_t e = eff_of(j, k, tentative);
-			if (e != PAL_NO_TIME) {
-				hi = e;
-				break;
-			}
-		}
 		if (t != PAL_NO_TIME && t >= hi)
 			continue;
 		int64_t start = (t == PAL_NO_TIME || t < lo) ? lo : t;
@@ -328,6 +339,163 @@ static int note_excl(pal_plan_batch *b, const pjob *j, excl_run *r, int64_t at, 
 }
 
 /*
+ * Instants of J (tentative view) in (A, B], across its versions, counted
+ * without visiting each (pal_schedule_count): *n, the first and the last,
+ * and the version owning the last.  False when a version in the way has
+ * exclusions: the caller walks instead.
+ */
+static bool count_run(const pjob *j, int64_t a, int64_t b, int64_t *n, int64_t *first,
+		      int64_t *last, const pversion **lastv)
+{
+	*n = 0;
+	*first = *last = PAL_NO_TIME;
+	*lastv = NULL;
+	for (size_t i = 0; i < j->nv; i++) {
+		int64_t lo, hi;
+		if (!owned_span(j, i, true, &lo, &hi))
+			continue;
+		int64_t s = a > lo ? a : lo, e = b < hi ? b : hi;
+		if (s >= e)
+			continue;
+		if (!pal_schedule_countable(j->v[i].sched))
+			return false;
+		int64_t c, f, l;
+		if (pal_schedule_count(j->v[i].sched, s, e, &c, &f, &l) != PAL_OK)
+			return false;
+		if (!c)
+			continue;
+		if (!*n)
+			*first = f;
+		*last = l;
+		*lastv = &j->v[i];
+		*n += c;
+	}
+	return true;
+}
+
+/* Instants of J in [T, LAST] (count_run over (T - 1, LAST]). */
+static int64_t count_from(const pjob *j, int64_t t, int64_t last)
+{
+	int64_t n, f, l;
+	const pversion *v;
+	if (!count_run(j, t - 1, last, &n, &f, &l, &v))
+		return -1;
+	return n;
+}
+
+/* Up to N catch-up triggers: the instants of J after A, in order. */
+static int add_catchups(pal_plan_batch *b, pjob *j, int64_t a, int64_t n)
+{
+	bool ex;
+	int64_t x = a;
+	for (int64_t k = 0; k < n; k++) {
+		x = next_after(j, x, true, &ex);
+		if (x == NEVER)
+			break;
+		int rc = add_trigger(b, j, version_of(j, x), x, PAL_SOURCE_CATCHUP);
+		if (rc)
+			return rc;
+	}
+	return PAL_OK;
+}
+
+/*
+ * The missed run of job J, (t_cursor, LIMIT], decided from counts instead of
+ * a walk: the cost does not grow with the length of the outage (30 days of
+ * an every-second job are a few hundred cron probes, not 2.6 million), so a
+ * planning transaction stays short however long every node was down.  The
+ * rows are those the walk made: one per range and reason.  Returns 1 (and
+ * changes nothing) when a version has exclusions: the caller walks.
+ */
+static int plan_missed_counted(pal_plan_batch *b, pjob *j, int64_t now, int64_t limit)
+{
+	int64_t c0 = j->t_cursor, n, first, last;
+	const pversion *lastv;
+	if (!count_run(j, c0, limit, &n, &first, &last, &lastv))
+		return 1;
+	if (!n)
+		return 1;
+	j->t_cursor = last;
+	j->t_next = next_after(j, last, true, &j->t_next_excl);
+	const char *pol = policy_name(lastv->misfire);
+	int rc = PAL_OK;
+	switch (lastv->misfire) {
+	case PAL_MISFIRE_SKIP:
+		return add_misfire(b, j, lastv->version, first, last, (int)n, pol, "missed");
+	case PAL_MISFIRE_MANUAL:
+		rc = add_misfire(b, j, lastv->version, first, last, (int)n, pol, "missed");
+		if (!rc) {
+			GROW(b->tick, b->n_tick, b->cap_tick);
+			b->tick[b->n_tick++] = (pal_plan_ticket){ .job_id = j->id,
+								  .version = lastv->version,
+								  .from = first,
+								  .to = last,
+								  .count = (int)n };
+		}
+		return rc;
+	case PAL_MISFIRE_FIRE_ONCE:
+		if (n > 1) {
+			int64_t m, f, prev;
+			const pversion *pv;
+			if (!count_run(j, c0, last - 1, &m, &f, &prev, &pv))
+				return PAL_EINVAL;
+			rc = add_misfire(b, j, lastv->version, f, prev, (int)m, pol, "missed");
+		}
+		return rc ? rc : add_trigger(b, j, version_of(j, last), last, PAL_SOURCE_CATCHUP);
+	case PAL_MISFIRE_FIRE_ALL:
+		break;
+	}
+	int64_t ws = now - lastv->catchup_window_ms / 1000;
+	int64_t on = 0, of = 0, ol = 0, ni, fi, li;
+	const pversion *v;
+	if (ws - 1 > c0 && !count_run(j, c0, ws - 1, &on, &of, &ol, &v))
+		return PAL_EINVAL;
+	int64_t a0 = ws - 1 > c0 ? ws - 1 : c0;
+	if (!count_run(j, a0, last, &ni, &fi, &li, &v))
+		return PAL_EINVAL;
+	rc = add_misfire(b, j, lastv->version, of, ol, (int)on, pol, "outside_window");
+	int64_t cap = lastv->max_catchup;
+	if (rc || !ni)
+		return rc;
+	if (cap <= 0)
+		return add_misfire(b, j, lastv->version, fi, li, (int)ni, pol, "over_max_catchup");
+	if (ni <= cap)
+		return add_catchups(b, j, a0, ni);
+	/* The first kept instant: the latest t with cap instants in [t, li].
+	 * lo has at least cap after it, hi fewer: gallop back from li, then
+	 * bisect. */
+	int64_t lo = fi, hi = li + 1;
+	for (int64_t d = 1;; d *= 2) {
+		int64_t t = li - d;
+		if (t <= fi)
+			break;
+		int64_t g = count_from(j, t, li);
+		if (g < 0)
+			return PAL_EINVAL;
+		if (g >= cap) {
+			lo = t;
+			break;
+		}
+		hi = t;
+	}
+	while (hi - lo > 1) {
+		int64_t m = lo + (hi - lo) / 2;
+		int64_t g = count_from(j, m, li);
+		if (g < 0)
+			return PAL_EINVAL;
+		if (g >= cap)
+			lo = m;
+		else
+			hi = m;
+	}
+	int64_t mo, mf, ml;
+	if (!count_run(j, a0, lo - 1, &mo, &mf, &ml, &v))
+		return PAL_EINVAL;
+	rc = add_misfire(b, j, lastv->version, mf, ml, (int)mo, pol, "over_max_catchup");
+	return rc ? rc : add_catchups(b, j, lo - 1, cap);
+}
+
+/*
  * The missed run of job J: instants in (W, LIMIT] (LIMIT = now - threshold)
  * starting at j->t_next.  Decides per the policy of the version owning the
  * last missed instant, emits catch-up triggers and misfire ranges, and leaves
@@ -335,6 +503,9 @@ static int note_excl(pal_plan_batch *b, const pjob *j, excl_run *r, int64_t at, 
  */
 static int plan_missed(pal_planner *p, pal_plan_batch *b, pjob *j, int64_t now, int64_t limit)
 {
+	int fast = plan_missed_counted(b, j, now, limit);
+	if (fast != 1)
+		return fast;
 	excl_run ex = { 0 };
 	int64_t first = PAL_NO_TIME, last = PAL_NO_TIME;
 	int count = 0, rc;
@@ -453,6 +624,43 @@ out:
 	free(keep);
 	(void)p;
 	return rc;
+}
+
+/*
+ * A quarantined job plans nothing: its instants after its cursor up to the
+ * horizon are recorded as one misfire range with reason "quarantined" (a
+ * job flagged when loaded re-records the re-scan below the watermark: an
+ * instant may then have both a trigger and a misfire, never neither).  Counted where the
+ * versions allow it, else walked (every instant up to the horizon, at most
+ * one tick's worth once caught up).  Its pending activation waits.
+ */
+static int plan_quarantined(pal_plan_batch *b, pjob *j, int64_t horizon)
+{
+	int64_t from = j->t_cursor;
+	if (from == PAL_NO_TIME || !has_active(j))
+		return PAL_OK;
+	int64_t n = 0, first = PAL_NO_TIME, last = PAL_NO_TIME;
+	const pversion *lastv = NULL;
+	if (!count_run(j, from, horizon, &n, &first, &last, &lastv)) {
+		n = 0;
+		bool ex;
+		for (int64_t x = next_after(j, from, true, &ex); x != NEVER && x <= horizon;
+		     x = next_after(j, x, true, &ex)) {
+			if (ex)
+				continue;
+			if (!n)
+				first = x;
+			last = x;
+			lastv = version_of(j, x);
+			n++;
+		}
+	}
+	j->t_cursor = horizon;
+	j->t_next = next_after(j, horizon, true, &j->t_next_excl);
+	if (!n)
+		return PAL_OK;
+	return add_misfire(b, j, lastv->version, first, last, (int)n,
+			   policy_name(lastv->misfire), "quarantined");
 }
 
 /* ---- API ------------------------------------------------------------------- */
@@ -762,10 +970,16 @@ int pal_planner_tick(pal_planner *p, int64_t watermark, int64_t now, pal_plan_ba
 		return rc;
 
 	theap th = { .h = malloc((p->n_touched ? p->n_touched : 1) * sizeof(pjob *)), .n = 0 };
+	int64_t deferred = NEVER; /* earliest missed instant left for the next tick */
 	if (!th.h)
 		return PAL_ENOMEM;
 	for (size_t i = 0; i < p->n_touched; i++) {
 		pjob *j = p->touched[i];
+		if (j->quarantined) {
+			if ((rc = plan_quarantined(b, j, horizon)))
+				goto out;
+			continue;
+		}
 		if (has_pending(j)) {
 			/* A new job starts when a tick first saw it (now, unless its
 			 * activation was deferred); a new version takes over at the
@@ -797,9 +1011,20 @@ int pal_planner_tick(pal_planner *p, int64_t watermark, int64_t now, pal_plan_ba
 				j->t_cursor = j->t_next;
 				j->t_next = next_after(j, j->t_cursor, true, &j->t_next_excl);
 			}
-			if (j->t_next != NEVER && j->t_next <= limit &&
-			    (rc = plan_missed(p, b, j, now, limit)))
-				goto out;
+			if (j->t_next != NEVER && j->t_next <= limit) {
+				/* Catch-up is done in slices: once the tick holds half
+				 * its row cap (the other half is for current
+				 * instants), the missed runs of the remaining jobs
+				 * wait for the next tick (the watermark stays below
+				 * them). */
+				if (b->n_trig >= (size_t)p->cfg.max_rows_per_tick / 2) {
+					if (j->t_next < deferred)
+						deferred = j->t_next;
+					continue;
+				}
+				if ((rc = plan_missed(p, b, j, now, limit)))
+					goto out;
+			}
 		}
 		if (j->t_next <= horizon)
 			t_push(&th, j);
@@ -831,6 +1056,11 @@ int pal_planner_tick(pal_planner *p, int64_t watermark, int64_t now, pal_plan_ba
 	b->watermark = horizon;
 	if (!b->complete && th.n)
 		b->watermark = th.h[0]->t_next - 1;
+	if (deferred != NEVER) {
+		b->complete = false;
+		if (deferred - 1 < b->watermark)
+			b->watermark = deferred - 1;
+	}
 	if (watermark != PAL_NO_TIME && b->watermark < watermark)
 		b->watermark = watermark;
 	rc = PAL_OK;
@@ -855,4 +1085,38 @@ void pal_planner_commit(pal_planner *p, const pal_plan_batch *b)
 		heap_fix(p, j->hidx);
 	}
 	p->n_touched = 0;
+}
+
+int pal_planner_quarantine(pal_planner *p, const char *job_id)
+{
+	pjob *j = find(p, job_id);
+	if (!j)
+		return PAL_ENOENT;
+	j->quarantined = true;
+	if (j->touched) {
+		/* Undo what the tick would have done for it (the rows it planned
+		 * were not written). */
+		j->t_cursor = j->cursor;
+		j->t_next = j->next;
+		j->t_next_excl = j->next_excl;
+		j->t_eff = PAL_NO_TIME;
+	}
+	return PAL_OK;
+}
+
+void pal_planner_set_quarantined(pal_planner *p, const char *const *ids, size_t n)
+{
+	for (size_t i = 0; i < p->n; i++)
+		p->heap[i]->quarantined = false;
+	for (size_t i = 0; i < n; i++) {
+		pjob *j = find(p, ids[i]);
+		if (j)
+			j->quarantined = true;
+	}
+}
+
+bool pal_planner_is_quarantined(const pal_planner *p, const char *job_id)
+{
+	const pjob *j = find(p, job_id);
+	return j && j->quarantined;
 }

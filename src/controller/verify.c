@@ -178,9 +178,66 @@ static int verify_job(pal_store *st, json_t *job, int64_t from, int64_t to, pal_
 	return PAL_OK;
 }
 
-int pal_verify(pal_store *st, int64_t from, int64_t to, const char *job_id, pal_verify_report *r,
-	       char *err, size_t errlen)
+/*
+ * Jobs that should have been activated and were not: every instant of their
+ * latest version after it was stored (and after FROM) is missing.
+ */
+static int never_activated(pal_store *st, int64_t from, int64_t to, const char *job_id,
+			   int64_t grace, pal_verify_report *r, char *err, size_t errlen)
 {
+	json_t *jobs;
+	int rc = pal_store_never_activated_json(st, job_id, to - grace, &jobs, err, errlen);
+	if (rc)
+		return rc;
+	size_t i;
+	json_t *j;
+	json_array_foreach(jobs, i, j)
+	{
+		const char *id = json_string_value(json_object_get(j, "job_id"));
+		int64_t created = json_integer_value(json_object_get(j, "created_at"));
+		pal_job_spec spec;
+		if ((rc = pal_job_spec_from_canonical(json_object_get(j, "spec"), &spec, err, errlen)))
+			break;
+		pal_schedule *sc;
+		if ((rc = pal_schedule_open(&spec, &sc, err, errlen))) {
+			pal_job_spec_clear(&spec);
+			break;
+		}
+		int64_t t = created > from - 1 ? created : from - 1, x, n = 0, first = 0;
+		bool excl;
+		while (pal_schedule_next(sc, t, &x, &excl) == PAL_OK && x <= to) {
+			t = x;
+			if (!n)
+				first = x;
+			n += excl ? 0 : spec.partitions;
+		}
+		r->never_activated++;
+		r->expected += n;
+		r->missing += n;
+		if (n)
+			sample(r, "never_activated", id, first, 0, (int)n);
+		pal_schedule_close(sc);
+		pal_job_spec_clear(&spec);
+	}
+	json_decref(jobs);
+	return rc;
+}
+
+/* Append every element of A (consumed) to the samples under KIND. */
+static void samples_of(pal_verify_report *r, const char *kind, json_t *a)
+{
+	if (json_array_size(a))
+		json_object_set(r->samples, kind, a);
+	json_decref(a);
+}
+
+int pal_verify(pal_store *st, int64_t from, int64_t to, const char *job_id,
+	       const pal_verify_opts *opts, pal_verify_report *r, char *err, size_t errlen)
+{
+	pal_verify_opts dflt = { .activation_grace_s = PAL_VERIFY_ACTIVATION_GRACE_S,
+				 .stuck_after_s = PAL_VERIFY_STUCK_AFTER_S };
+	if (!opts)
+		opts = &dflt;
 	memset(r, 0, sizeof *r);
 	r->samples = json_object();
 	json_t *jobs;
@@ -200,7 +257,30 @@ int pal_verify(pal_store *st, int64_t from, int64_t to, const char *job_id, pal_
 			break;
 	}
 	json_decref(jobs);
-	return rc;
+	if (rc)
+		return rc;
+	/* Quarantined jobs: planning is not keeping its promise for them. */
+	json_t *q;
+	if ((rc = pal_store_quarantine_json(st, job_id, &q, err, errlen)))
+		return rc;
+	r->quarantined = (int64_t)json_array_size(q);
+	samples_of(r, "quarantined", q);
+	if ((rc = never_activated(st, from, to, job_id, opts->activation_grace_s, r, err, errlen)))
+		return rc;
+	if (opts->stuck_after_s > 0) {
+		if ((rc = pal_store_stuck_json(st, job_id, from, to, opts->stuck_after_s, &q, err,
+					       errlen)))
+			return rc;
+		r->stuck = (int64_t)json_array_size(q);
+		samples_of(r, "stuck", q);
+	}
+	if (opts->sink) {
+		if ((rc = pal_store_sink_duplicates_json(opts->sink, from, to, &q, err, errlen)))
+			return rc;
+		r->sink_duplicates = (int64_t)json_array_size(q);
+		samples_of(r, "sink_duplicates", q);
+	}
+	return PAL_OK;
 }
 
 void pal_verify_report_free(pal_verify_report *r)

@@ -265,3 +265,162 @@ int pal_schedule_next(const pal_schedule *sc, int64_t after, int64_t *next, bool
 		*excluded = ex;
 	return PAL_OK;
 }
+
+/* ---- counting ---------------------------------------------------------------- */
+
+/*
+ * Counting the instants of a long range without visiting each one.  A cron
+ * expression is a product: a set of local days (day of month, month, day of
+ * week, year) times one set of hours, one of minutes and one of seconds.
+ * Where the zone's offset does not change, the instants of a matching local
+ * day are therefore always as many (|H|*|M|*|S|), those of a matching hour
+ * |M|*|S|, those of a matching minute |S|: the range is cut into aligned
+ * local days, hours and minutes, each full block is found with one
+ * pal_cron_next() probe (which skips non-matching blocks itself) and counted
+ * as its level's constant, and only partial minutes at the ends are walked.
+ * Around an offset change (a DST transition) the product breaks (skipped and
+ * repeated wall times): there the instants are walked one by one, from an
+ * hour plus the size of the change before it to as much after it.
+ */
+typedef struct cnt_ctx {
+	const pal_schedule *sc;
+	int64_t n, first, last;
+	int64_t k[4]; /* instants in a full matching block per level; -1 unknown */
+} cnt_ctx;
+
+static const int64_t UNIT[4] = { 1, 60, 3600, 86400 };
+
+/* First instant >= T, INT64_MAX when none. */
+static int64_t at_or_after(const pal_schedule *sc, int64_t t)
+{
+	int64_t x;
+	if (pal_cron_next(sc->cron, sc->tz, sc->dst, t - 1, &x) != PAL_OK)
+		return INT64_MAX;
+	return x;
+}
+
+static void note(cnt_ctx *c, int64_t first, int64_t last)
+{
+	if (!c->n)
+		c->first = first;
+	c->last = last;
+	c->n++;
+}
+
+/* Walk [lo, hi) instant by instant. */
+static void walk(cnt_ctx *c, int64_t lo, int64_t hi)
+{
+	for (int64_t x = at_or_after(c->sc, lo); x < hi; x = at_or_after(c->sc, x + 1))
+		note(c, x, x);
+}
+
+/* [lo, hi) at constant offset OFF, in blocks of UNIT[level] local seconds. */
+static void blocks(cnt_ctx *c, int64_t lo, int64_t hi, int32_t off, int level)
+{
+	if (lo >= hi)
+		return;
+	if (level == 0) {
+		walk(c, lo, hi);
+		return;
+	}
+	int64_t u = UNIT[level];
+	int64_t b0 = -pal_floor_div(-(lo + off), u) * u - off; /* first block start >= lo */
+	int64_t b1 = pal_floor_div(hi + off, u) * u - off;      /* last block end <= hi */
+	if (b0 >= b1) {
+		blocks(c, lo, hi, off, level - 1);
+		return;
+	}
+	blocks(c, lo, b0, off, level - 1);
+	int64_t lastblk = INT64_MIN, nfull = 0;
+	for (int64_t cur = b0; cur < b1;) {
+		int64_t x = at_or_after(c->sc, cur);
+		if (x >= b1)
+			break;
+		int64_t blk = pal_floor_div(x + off, u) * u - off;
+		if (c->k[level] < 0) {
+			/* The first matching block: count it one level down. */
+			cnt_ctx sub = { .sc = c->sc, .k = { -1, -1, -1, -1 } };
+			memcpy(sub.k, c->k, sizeof sub.k);
+			blocks(&sub, blk, blk + u, off, level - 1);
+			memcpy(c->k, sub.k, sizeof c->k);
+			c->k[level] = sub.n;
+		}
+		if (!c->n)
+			c->first = x;
+		c->n += c->k[level];
+		nfull++;
+		lastblk = blk;
+		cur = blk + u;
+	}
+	if (nfull) {
+		/* The last instant lies in the last matching block. */
+		cnt_ctx sub = { .sc = c->sc };
+		memcpy(sub.k, c->k, sizeof sub.k);
+		blocks(&sub, lastblk, lastblk + u, off, level - 1);
+		c->last = sub.last;
+	}
+	blocks(c, b1, hi, off, level - 1);
+}
+
+/* [lo, hi), offsets possibly changing inside. */
+static void span(cnt_ctx *c, int64_t lo, int64_t hi)
+{
+	while (lo < hi) {
+		int32_t mn = pal_tz_min_offset(c->sc->tz, lo, hi - 1);
+		int32_t mx = pal_tz_max_offset(c->sc->tz, lo, hi - 1);
+		if (mn == mx) {
+			for (int l = 0; l < 4; l++)
+				c->k[l] = -1;
+			blocks(c, lo, hi, mn, 3);
+			return;
+		}
+		/* Bisect to the first change: [a, b] holds it, b - a = 1. */
+		int64_t a = lo, b = hi - 1;
+		while (b - a > 1) {
+			int64_t m = a + (b - a) / 2;
+			if (pal_tz_min_offset(c->sc->tz, a, m) != pal_tz_max_offset(c->sc->tz, a, m))
+				b = m;
+			else
+				a = m;
+		}
+		int64_t margin = 3600 + (int64_t)(mx - mn);
+		int64_t wlo = b - margin < lo ? lo : b - margin;
+		int64_t whi = b + margin > hi ? hi : b + margin;
+		if (wlo > lo) {
+			for (int l = 0; l < 4; l++)
+				c->k[l] = -1;
+			blocks(c, lo, wlo, pal_tz_offset_at(c->sc->tz, lo), 3);
+		}
+		walk(c, wlo, whi);
+		lo = whi;
+	}
+}
+
+bool pal_schedule_countable(const pal_schedule *sc)
+{
+	return sc->n_excl == 0;
+}
+
+int pal_schedule_count(const pal_schedule *sc, int64_t after, int64_t until, int64_t *count,
+		       int64_t *first, int64_t *last)
+{
+	*count = 0;
+	*first = *last = PAL_NO_TIME;
+	if (sc->n_excl)
+		return PAL_EINVAL;
+	int64_t lo = after + 1, hi = until + 1;
+	if (sc->has_start && lo < sc->start)
+		lo = sc->start;
+	if (sc->has_end && hi > sc->end)
+		hi = sc->end;
+	if (lo >= hi)
+		return PAL_OK;
+	cnt_ctx c = { .sc = sc, .k = { -1, -1, -1, -1 } };
+	span(&c, lo, hi);
+	*count = c.n;
+	if (c.n) {
+		*first = c.first;
+		*last = c.last;
+	}
+	return PAL_OK;
+}

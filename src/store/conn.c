@@ -3,12 +3,40 @@
  * src/store file goes through, so that each PGresult is checked and cleared
  * on every path.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "palisade/log.h"
 #include "palisade/store.h"
 #include "store_int.h"
+
+/* libpq's notices and warnings (by default printed raw on stderr) become
+ * log lines; the logger rate-limits the "pg.notice" event (node.c). */
+static void notice_to_log(void *arg, const char *message)
+{
+	(void)arg;
+	const char *m = message ? message : "";
+	size_t n = strlen(m);
+	while (n && (m[n - 1] == '\n' || m[n - 1] == ' '))
+		n--;
+	char buf[1024];
+	snprintf(buf, sizeof buf, "%.*s", (int)n, m);
+	pal_log(strncmp(buf, "WARNING", 7) ? PAL_LOG_INFO : PAL_LOG_WARN, "pg.notice", "{s:s}",
+		"message", buf);
+}
+
+/* Session timeouts every later pal_store_open() applies (a node sets them
+ * from postgres.idle_in_transaction_timeout / statement_timeout). */
+static int64_t session_idle_ms = 5000, session_statement_ms = 0;
+
+void pal_store_set_session_timeouts(int64_t idle_in_transaction_ms, int64_t statement_ms)
+{
+	if (idle_in_transaction_ms > 0)
+		session_idle_ms = idle_in_transaction_ms;
+	session_statement_ms = statement_ms;
+}
 
 int pal_store_open(const char *conninfo, pal_store **out, char *err, size_t errlen)
 {
@@ -40,6 +68,7 @@ int pal_store_open(const char *conninfo, pal_store **out, char *err, size_t errl
 		PQfinish(c);
 		return PAL_EDB;
 	}
+	PQsetNoticeProcessor(c, notice_to_log, NULL);
 	/* Every palisade statement is short OLTP: JIT compilation (PostgreSQL
 	 * turns it on above jit_above_cost) would cost more than the statement,
 	 * ~50 ms per claim on the bench box. */
@@ -51,8 +80,14 @@ int pal_store_open(const char *conninfo, pal_store **out, char *err, size_t errl
 	 * every claim in the cluster.  The server ends such a session after
 	 * 5 s instead (no palisade transaction waits on anything but the
 	 * database).  Callers may set it lower. */
-	r = PQexec(c, "SET idle_in_transaction_session_timeout = '5s'");
-	PQclear(r);
+	char set[96];
+	snprintf(set, sizeof set, "SET idle_in_transaction_session_timeout = %" PRId64,
+		 session_idle_ms);
+	PQclear(PQexec(c, set));
+	if (session_statement_ms > 0) {
+		snprintf(set, sizeof set, "SET statement_timeout = %" PRId64, session_statement_ms);
+		PQclear(PQexec(c, set));
+	}
 	pal_store *st = calloc(1, sizeof *st);
 	if (!st) {
 		PQfinish(c);
@@ -202,6 +237,20 @@ int pal__store_exec(pal_store *st, const char *sql, char *err, size_t errlen)
 void pal__store_rollback(pal_store *st)
 {
 	PQclear(PQexec(st->conn, "ROLLBACK"));
+}
+
+int pal_store_audit(pal_store *st, const char *actor, const char *action, const char *scope,
+		    const char *reason, const char *details_json, char *err, size_t errlen)
+{
+	const char *p[] = { actor, action, scope, reason, details_json };
+	PGresult *r = pal__store_query(st,
+				       "INSERT INTO audit_log (actor, action, scope, reason, details)"
+				       " VALUES ($1, $2, $3, $4, $5::jsonb)",
+				       5, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	PQclear(r);
+	return PAL_OK;
 }
 
 int pal_store_ping(pal_store *st, char *err, size_t errlen)

@@ -14,6 +14,7 @@
  * same transaction (G1: it never passes instants whose rows are not
  * committed).
  */
+#include <glib.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -572,9 +573,11 @@ static int write_tickets(pal_store *st, int64_t epoch, const pal_plan_batch *b, 
 	return PAL_OK;
 }
 
-int pal_store_tick_commit(pal_store *st, int shard, int64_t epoch, const char *node,
-			  const pal_plan_batch *b, int64_t *inserted, char *err, size_t errlen)
+/* The rows of batch B (no watermark, no commit). */
+static int write_batch(pal_store *st, int shard, int64_t epoch, const char *node,
+		       const pal_plan_batch *b, int64_t *inserted, char *err, size_t errlen)
 {
+	*inserted = 0;
 	int rc = write_activations(st, epoch, node, b, err, errlen);
 	if (!rc)
 		rc = write_triggers(st, shard, epoch, b, inserted, err, errlen);
@@ -582,6 +585,13 @@ int pal_store_tick_commit(pal_store *st, int shard, int64_t epoch, const char *n
 		rc = write_misfires(st, shard, epoch, b, err, errlen);
 	if (!rc)
 		rc = write_tickets(st, epoch, b, err, errlen);
+	return rc;
+}
+
+/* Move the watermark, notify, commit (or roll back when RC failed). */
+static int finish_tick(pal_store *st, int shard, int64_t epoch, const pal_plan_batch *b,
+		       int64_t inserted, int rc, char *err, size_t errlen)
+{
 	if (!rc) {
 		char s[16], e[24], w[24];
 		snprintf(s, sizeof s, "%d", shard);
@@ -605,7 +615,7 @@ int pal_store_tick_commit(pal_store *st, int shard, int64_t epoch, const char *n
 			PQclear(r);
 		}
 	}
-	if (!rc && *inserted > 0) {
+	if (!rc && inserted > 0) {
 		PGresult *r = pal__store_query(st, "NOTIFY palisade_triggers", 0, NULL, err, errlen);
 		if (!r)
 			rc = PAL_EDB;
@@ -620,4 +630,348 @@ int pal_store_tick_commit(pal_store *st, int shard, int64_t epoch, const char *n
 		return PAL_EDB;
 	}
 	return PAL_OK;
+}
+
+int pal_store_tick_commit(pal_store *st, int shard, int64_t epoch, const char *node,
+			  const pal_plan_batch *b, int64_t *inserted, char *err, size_t errlen)
+{
+	int rc = write_batch(st, shard, epoch, node, b, inserted, err, errlen);
+	return finish_tick(st, shard, epoch, b, *inserted, rc, err, errlen);
+}
+
+bool pal_store_statement_failed(const pal_store *st)
+{
+	/* The server refused a statement (a constraint, bad data, a bug in
+	 * it) and the session is still there: not a lost connection. */
+	return st->conn && PQstatus(st->conn) == CONNECTION_OK && st->sqlstate[0] &&
+	       strcmp(st->sqlstate, "55P03") && strncmp(st->sqlstate, "57", 2) &&
+	       strncmp(st->sqlstate, "08", 2) && strncmp(st->sqlstate, "40", 2) &&
+	       strncmp(st->sqlstate, "53", 2);
+}
+
+/* ---- quarantine: the jobs of a failed batch, one by one ---------------------------- */
+
+/* The rows of B that belong to the jobs in SET, into O (arrays owned). */
+static int subset(const pal_plan_batch *b, GHashTable *set, pal_plan_batch *o)
+{
+	memset(o, 0, sizeof *o);
+	o->watermark = b->watermark;
+	o->refs = malloc((b->n_refs + 1) * sizeof *o->refs);
+	o->trig = malloc((b->n_trig + 1) * sizeof *o->trig);
+	o->mis = malloc((b->n_mis + 1) * sizeof *o->mis);
+	o->act = malloc((b->n_act + 1) * sizeof *o->act);
+	o->tick = malloc((b->n_tick + 1) * sizeof *o->tick);
+	uint32_t *map = malloc((b->n_refs + 1) * sizeof *map);
+	if (!o->refs || !o->trig || !o->mis || !o->act || !o->tick || !map) {
+		free(map);
+		pal_plan_batch_free(o);
+		return PAL_ENOMEM;
+	}
+	for (size_t i = 0; i < b->n_refs; i++)
+		if (g_hash_table_contains(set, b->refs[i].job_id)) {
+			map[i] = (uint32_t)o->n_refs;
+			o->refs[o->n_refs++] = b->refs[i];
+		}
+	for (size_t i = 0; i < b->n_trig; i++)
+		if (g_hash_table_contains(set, b->trig[i].job_id)) {
+			o->trig[o->n_trig] = b->trig[i];
+			o->trig[o->n_trig++].ref = map[b->trig[i].ref];
+		}
+	for (size_t i = 0; i < b->n_mis; i++)
+		if (g_hash_table_contains(set, b->mis[i].job_id))
+			o->mis[o->n_mis++] = b->mis[i];
+	for (size_t i = 0; i < b->n_act; i++)
+		if (g_hash_table_contains(set, b->act[i].job_id))
+			o->act[o->n_act++] = b->act[i];
+	for (size_t i = 0; i < b->n_tick; i++)
+		if (g_hash_table_contains(set, b->tick[i].job_id))
+			o->tick[o->n_tick++] = b->tick[i];
+	free(map);
+	return PAL_OK;
+}
+
+typedef struct iso_ctx {
+	pal_store *st;
+	int shard;
+	int64_t epoch;
+	const char *node;
+	const pal_plan_batch *b;
+	int64_t inserted;
+	pal_quarantined *bad;
+	size_t n_bad;
+} iso_ctx;
+
+/* Write the rows of IDS[0..n) inside a savepoint; on a refused statement
+ * roll back to it and split, down to the one job that fails. */
+static int isolate(iso_ctx *x, const char **ids, size_t n, char *err, size_t errlen)
+{
+	if (!n)
+		return PAL_OK;
+	GHashTable *set = g_hash_table_new(g_str_hash, g_str_equal);
+	for (size_t i = 0; i < n; i++)
+		g_hash_table_add(set, (gpointer)ids[i]);
+	pal_plan_batch o;
+	int rc = subset(x->b, set, &o);
+	g_hash_table_destroy(set);
+	if (rc)
+		return rc;
+	if ((rc = pal__store_exec(x->st, "SAVEPOINT pal_isolate", err, errlen))) {
+		pal_plan_batch_free(&o);
+		return rc;
+	}
+	int64_t ins = 0;
+	char e[512];
+	rc = write_batch(x->st, x->shard, x->epoch, x->node, &o, &ins, e, sizeof e);
+	pal_plan_batch_free(&o);
+	if (!rc) {
+		x->inserted += ins;
+		return pal__store_exec(x->st, "RELEASE SAVEPOINT pal_isolate", err, errlen);
+	}
+	if (rc != PAL_EDB || !pal_store_statement_failed(x->st)) {
+		snprintf(err, errlen, "%s", e);
+		return rc;
+	}
+	if ((rc = pal__store_exec(x->st, "ROLLBACK TO SAVEPOINT pal_isolate", err, errlen)) ||
+	    (rc = pal__store_exec(x->st, "RELEASE SAVEPOINT pal_isolate", err, errlen)))
+		return rc;
+	if (n == 1) {
+		pal_quarantined *q = &x->bad[x->n_bad++];
+		q->job_id = ids[0];
+		snprintf(q->error, sizeof q->error, "%s", e);
+		return PAL_OK;
+	}
+	rc = isolate(x, ids, n / 2, err, errlen);
+	return rc ? rc : isolate(x, ids + n / 2, n - n / 2, err, errlen);
+}
+
+int pal_store_quarantine_job(pal_store *st, const char *job_id, int shard, int64_t epoch,
+			     int64_t since, const char *error, char *err, size_t errlen)
+{
+	char s[16], e[24], f[24];
+	snprintf(s, sizeof s, "%d", shard);
+	snprintf(e, sizeof e, "%" PRId64, epoch);
+	snprintf(f, sizeof f, "%" PRId64, since);
+	const char *p[] = { job_id, s, e, error, since == PAL_NO_TIME ? NULL : f };
+	/* The ticket first (the quarantine row names it); nothing when the
+	 * job is quarantined already. */
+	PGresult *r = pal__store_query(
+		st,
+		"WITH j AS (SELECT job_id, coalesce(active_version, latest_version) AS v,"
+		"   coalesce(to_timestamp($5::bigint), now()) AS since FROM jobs"
+		"   WHERE job_id = $1 AND NOT EXISTS (SELECT 1 FROM quarantine q WHERE q.job_id = $1)),"
+		" t AS (INSERT INTO tickets (job_id, reason, evidence, allowed_actions)"
+		"   SELECT j.job_id, 'quarantined: planning failed', jsonb_build_object('version', j.v,"
+		"   'since', j.since, 'error', $4::text, 'shard', $2::int, 'epoch', $3::bigint),"
+		"   ARRAY['release'] FROM j RETURNING id, job_id),"
+		" q AS (INSERT INTO quarantine (job_id, version, shard, epoch, since, error, ticket_id)"
+		"   SELECT j.job_id, j.v, $2::int, $3::bigint, j.since, $4, t.id FROM j JOIN t USING (job_id)"
+		"   ON CONFLICT (job_id) DO NOTHING RETURNING job_id)"
+		" SELECT count(*) FROM q",
+		5, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	PQclear(r);
+	return PAL_OK;
+}
+
+int pal_store_tick_commit_isolated(pal_store *st, int shard, int64_t epoch, const char *node,
+				   int64_t since, const pal_plan_batch *b, int64_t *inserted,
+				   pal_quarantined **bad, size_t *n_bad, char *err, size_t errlen)
+{
+	*inserted = 0;
+	*bad = NULL;
+	*n_bad = 0;
+	/* The jobs of the batch, each once (their id strings are the planner's). */
+	GHashTable *seen = g_hash_table_new(g_str_hash, g_str_equal);
+	GPtrArray *ids = g_ptr_array_new();
+#define NOTE(id)                                                                                   \
+	do {                                                                                       \
+		if (g_hash_table_add(seen, (gpointer)(id)))                                        \
+			g_ptr_array_add(ids, (gpointer)(id));                                      \
+	} while (0)
+	for (size_t i = 0; i < b->n_refs; i++)
+		NOTE(b->refs[i].job_id);
+	for (size_t i = 0; i < b->n_mis; i++)
+		NOTE(b->mis[i].job_id);
+	for (size_t i = 0; i < b->n_act; i++)
+		NOTE(b->act[i].job_id);
+	for (size_t i = 0; i < b->n_tick; i++)
+		NOTE(b->tick[i].job_id);
+#undef NOTE
+	g_hash_table_destroy(seen);
+	iso_ctx x = { .st = st, .shard = shard, .epoch = epoch, .node = node, .b = b };
+	x.bad = calloc(ids->len + 1, sizeof *x.bad);
+	int rc = x.bad ? isolate(&x, (const char **)ids->pdata, ids->len, err, errlen) : PAL_ENOMEM;
+	g_ptr_array_free(ids, TRUE);
+	for (size_t i = 0; !rc && i < x.n_bad; i++)
+		rc = pal_store_quarantine_job(st, x.bad[i].job_id, shard, epoch, since,
+					      x.bad[i].error, err, errlen);
+	rc = finish_tick(st, shard, epoch, b, x.inserted, rc, err, errlen);
+	if (rc) {
+		free(x.bad);
+		return rc;
+	}
+	*inserted = x.inserted;
+	*bad = x.bad;
+	*n_bad = x.n_bad;
+	return PAL_OK;
+}
+
+int pal_store_quarantined_ids(pal_store *st, int shard, char ***out, size_t *n, char *err,
+			      size_t errlen)
+{
+	*out = NULL;
+	*n = 0;
+	char s[16];
+	snprintf(s, sizeof s, "%d", shard);
+	const char *p[] = { s };
+	PGresult *r = pal__store_query(st, "SELECT job_id FROM quarantine WHERE shard = $1::int", 1,
+				       p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	int k = PQntuples(r);
+	char **a = g_new0(char *, k + 1);
+	for (int i = 0; i < k; i++)
+		a[i] = g_strdup(PQgetvalue(r, i, 0));
+	PQclear(r);
+	*out = a;
+	*n = (size_t)k;
+	return PAL_OK;
+}
+
+int pal_store_quarantine_json(pal_store *st, const char *job_id, json_t **out, char *err,
+			      size_t errlen)
+{
+	*out = NULL;
+	const char *p[] = { job_id };
+	PGresult *r = pal__store_query(
+		st,
+		"SELECT coalesce(json_agg(json_build_object('job', job_id, 'version', version, 'since',"
+		" since, 'error', error, 'ticket', ticket_id) ORDER BY job_id), '[]')::text"
+		" FROM quarantine WHERE $1::text IS NULL OR job_id = $1",
+		1, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	json_error_t je;
+	*out = json_loads(PQgetvalue(r, 0, 0), 0, &je);
+	PQclear(r);
+	if (!*out) {
+		snprintf(err, errlen, "cannot parse the quarantine list: %s", je.text);
+		return PAL_EINVAL;
+	}
+	return PAL_OK;
+}
+
+int pal_store_release_quarantine(pal_store *st, const char *job_id, const char *actor,
+				 const char *reason, char *err, size_t errlen)
+{
+	if (pal__store_exec(st, "BEGIN", err, errlen))
+		return PAL_EDB;
+	const char *p[] = { job_id, actor, reason };
+	PGresult *r = pal__store_query(
+		st,
+		"WITH q AS (DELETE FROM quarantine WHERE job_id = $1 RETURNING *),"
+		" t AS (UPDATE tickets SET state = 'resolved', resolution = 'released', actor = $2,"
+		"   resolved_at = now() FROM q WHERE tickets.id = q.ticket_id AND tickets.state = 'open'"
+		"   RETURNING tickets.id),"
+		" a AS (INSERT INTO audit_log (actor, action, scope, reason, details)"
+		"   SELECT $2, 'job.release', 'job:' || q.job_id, $3, jsonb_build_object('version',"
+		"   q.version, 'since', q.since, 'error', q.error, 'ticket', q.ticket_id) FROM q)"
+		" SELECT count(*), count(pg_notify('palisade_apply', q.job_id)) FROM q",
+		3, p, err, errlen);
+	if (!r) {
+		pal__store_rollback(st);
+		return PAL_EDB;
+	}
+	bool found = atoi(PQgetvalue(r, 0, 0)) > 0;
+	PQclear(r);
+	if (!found) {
+		pal__store_rollback(st);
+		snprintf(err, errlen, "job %s is not quarantined", job_id);
+		return PAL_ENOENT;
+	}
+	if (pal__store_exec(st, "COMMIT", err, errlen)) {
+		pal__store_rollback(st);
+		return PAL_EDB;
+	}
+	return PAL_OK;
+}
+
+/* ---- verify's reads beside the plan set --------------------------------------------- */
+
+static int json_query(pal_store *st, const char *sql, int n, const char *const *p, json_t **out,
+		      char *err, size_t errlen)
+{
+	*out = NULL;
+	PGresult *r = pal__store_query(st, sql, n, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	json_error_t je;
+	*out = json_loads(PQgetvalue(r, 0, 0), 0, &je);
+	PQclear(r);
+	if (!*out) {
+		snprintf(err, errlen, "cannot parse a result: %s", je.text);
+		return PAL_EINVAL;
+	}
+	return PAL_OK;
+}
+
+int pal_store_never_activated_json(pal_store *st, const char *job_id, int64_t created_before,
+				   json_t **out, char *err, size_t errlen)
+{
+	char c[24];
+	snprintf(c, sizeof c, "%" PRId64, created_before);
+	const char *p[] = { job_id, c };
+	return json_query(
+		st,
+		"SELECT coalesce(json_agg(json_build_object('job_id', v.job_id, 'version', v.version,"
+		" 'spec', v.spec, 'created_at', floor(extract(epoch FROM v.created_at))::bigint)"
+		" ORDER BY v.job_id), '[]')::text"
+		" FROM jobs j JOIN job_versions v ON v.job_id = j.job_id AND v.version = j.latest_version"
+		" WHERE j.active_version IS NULL AND v.effective_from IS NULL"
+		" AND v.created_at <= to_timestamp($2::bigint)"
+		" AND ($1::text IS NULL OR j.job_id = $1)",
+		2, p, out, err, errlen);
+}
+
+int pal_store_stuck_json(pal_store *st, const char *job_id, int64_t from, int64_t to,
+			 int64_t older_than_s, json_t **out, char *err, size_t errlen)
+{
+	char f[24], t[24], o[24];
+	snprintf(f, sizeof f, "%" PRId64, from);
+	snprintf(t, sizeof t, "%" PRId64, to);
+	snprintf(o, sizeof o, "%" PRId64, older_than_s);
+	const char *p[] = { job_id, f, t, o };
+	return json_query(
+		st,
+		"SELECT coalesce(json_agg(json_build_object('trigger', id, 'job', job_id, 'at',"
+		" to_char(scheduled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), 'state',"
+		" state, 'since', to_char(updated_at AT TIME ZONE 'UTC',"
+		" 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')) ORDER BY id), '[]')::text FROM triggers"
+		" WHERE state IN ('pending', 'retry_wait', 'running', 'unknown', 'pausing', 'cancelling')"
+		" AND scheduled_at BETWEEN to_timestamp($2::bigint) AND to_timestamp($3::bigint)"
+		" AND updated_at < now() - make_interval(secs => $4::bigint)"
+		" AND coalesce(next_attempt_at, due_at) < now() - make_interval(secs => $4::bigint)"
+		" AND ($1::text IS NULL OR job_id = $1)",
+		4, p, out, err, errlen);
+}
+
+int pal_store_sink_duplicates_json(pal_store *sink, int64_t from, int64_t to, json_t **out,
+				   char *err, size_t errlen)
+{
+	char f[24], t[24];
+	snprintf(f, sizeof f, "%" PRId64, from);
+	snprintf(t, sizeof t, "%" PRId64, to);
+	const char *p[] = { f, t };
+	/* One ledger row per applied chunk of a key: a second row for the same
+	 * key and chunk is the effect done twice.  An instant's effect may be
+	 * applied well after it (retries), so TO does not bound the rows. */
+	return json_query(
+		sink,
+		"SELECT coalesce(json_agg(json_build_object('key', idempotency_key, 'chunk', chunk,"
+		" 'rows', n) ORDER BY idempotency_key), '[]')::text FROM ("
+		" SELECT idempotency_key, chunk, count(*) AS n FROM sink_ledger"
+		" GROUP BY 1, 2 HAVING count(*) > 1"
+		" AND max(applied_at) >= to_timestamp($1::bigint) AND $2::bigint IS NOT NULL) d",
+		2, p, out, err, errlen);
 }

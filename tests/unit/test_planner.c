@@ -291,6 +291,46 @@ static void test_planner_row_cap_cuts_at_clean_instant(void **st)
 	pal_planner_free(p);
 }
 
+static void test_planner_catchup_sliced_by_row_cap(void **st)
+{
+	/* Three jobs missed 30 days of seconds (fire_all, window 1 h, cap 100):
+	 * catch-up may take half of a tick's 400 rows, so the first tick
+	 * decides two jobs' runs (10 re-scanned + 100 rows each), the third
+	 * waits and the watermark stays below its run; the current instants
+	 * of the first two are planned in the same tick. */
+	pal_planner_config small = cfg;
+	small.max_rows_per_tick = 400;
+	pal_planner *p = pal_planner_new(0, &small);
+	int64_t w = 1000, now = w + 30 * 86400;
+	const char *ids[] = { "slice.a", "slice.b", "slice.c" };
+	for (int i = 0; i < 3; i++) {
+		pal_job_spec s = spec(ids[i], "* * * * * ?", PAL_MISFIRE_FIRE_ALL);
+		put1(p, s, 1, 0, w);
+	}
+	pal_plan_batch b = { 0 };
+	assert_int_equal(pal_planner_tick(p, w, now, &b), 0);
+	assert_false(b.complete);
+	assert_int_equal(b.watermark, w); /* the waiting run starts at w + 1 */
+	size_t catchup = count_source(&b, PAL_SOURCE_CATCHUP);
+	assert_int_equal(catchup, 200);
+	assert_int_equal(b.n_mis, 4);
+	int64_t total = 0;
+	for (size_t i = 0; i < b.n_mis; i++)
+		total += b.mis[i].count;
+	/* (w, now - 60]: 30 days less a minute per job; 100 of each fired */
+	assert_int_equal(total, 2 * (30 * 86400 - 60 - 100));
+	/* each job re-scans (w - 10, w]; a and b plan (now - 60, now + 5] */
+	assert_int_equal(count_source(&b, PAL_SOURCE_SCHEDULE), 3 * 10 + 2 * 65);
+	pal_planner_commit(p, &b);
+	assert_int_equal(pal_planner_tick(p, b.watermark, now + 1, &b), 0);
+	assert_int_equal(count_source(&b, PAL_SOURCE_CATCHUP), 100);
+	assert_int_equal(b.n_mis, 2);
+	assert_true(b.complete);
+	assert_true(b.watermark > now);
+	pal_plan_batch_free(&b);
+	pal_planner_free(p);
+}
+
 static void test_planner_idle_jobs_are_not_touched(void **st)
 {
 	pal_planner *p = pal_planner_new(0, &cfg);
@@ -537,6 +577,7 @@ int main(void)
 		cmocka_unit_test(test_planner_new_version_applies_after_watermark),
 		cmocka_unit_test(test_planner_excluded_dates_are_recorded),
 		cmocka_unit_test(test_planner_row_cap_cuts_at_clean_instant),
+		cmocka_unit_test(test_planner_catchup_sliced_by_row_cap),
 		cmocka_unit_test(test_planner_idle_jobs_are_not_touched),
 		cmocka_unit_test(test_planner_index_follows_50000_jobs),
 		cmocka_unit_test(test_planner_reload_unchanged_keeps_cursor),
