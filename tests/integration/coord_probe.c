@@ -22,7 +22,9 @@
  *       lives until stdin closes; missing parents are created first).
  *       Prints "intrude OP rc=<code> (<text>) [name=<created>]".
  *   --auth user:password (every mode): digest credentials; a node's pal_coord
- *       then creates its znodes with the creator-only ACL.
+ *       then creates its znodes with the creator-only ACL.  --auth-file F: the
+ *       same, read from F by pal_coord_auth_load() (as a node reads
+ *       zookeeper.auth_file); a bad file exits 1 with its message.
  *   coord_probe --selftest
  *       Unit checks of the pure election helpers (coord_int.h): sequence
  *       parsing, finding our znode by uuid, predecessor choice.
@@ -50,6 +52,12 @@
 
 static volatile sig_atomic_t g_term;
 static const char *g_auth; /* --auth */
+static char *g_loaded_auth; /* --auth-file's, owned */
+
+static void free_loaded_auth(void)
+{
+	free(g_loaded_auth);
+}
 
 static void add_auth(zhandle_t *zh)
 {
@@ -484,7 +492,7 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	const char *zk = NULL, *node = NULL, *cluster = "default", *root = "/palisade",
-		   *level = "info", *intrude_op = NULL, *intrude_path = NULL;
+		   *level = "info", *intrude_op = NULL, *intrude_path = NULL, *auth_file = NULL;
 	int shards = 0, session_ms = 4000, do_dump = 0, do_selftest = 0, no_balance = 0,
 	    no_controller = 0;
 	const struct option opts[] = {
@@ -500,6 +508,7 @@ int main(int argc, char **argv)
 	    {"dump", no_argument, &do_dump, 1},
 	    {"selftest", no_argument, &do_selftest, 1},
 	    {"auth", required_argument, NULL, 'a'},
+	    {"auth-file", required_argument, NULL, 'A'},
 	    {"intrude", required_argument, NULL, 'i'},
 	    {"path", required_argument, NULL, 'p'},
 	    {NULL, 0, NULL, 0},
@@ -533,6 +542,9 @@ int main(int argc, char **argv)
 		case 'a':
 			g_auth = optarg;
 			break;
+		case 'A':
+			auth_file = optarg;
+			break;
 		case 'i':
 			intrude_op = optarg;
 			break;
@@ -545,6 +557,17 @@ int main(int argc, char **argv)
 	}
 	if (do_selftest)
 		return selftest();
+	if (auth_file != NULL) {
+		char aerr[256];
+		char *loaded = NULL;
+		if (pal_coord_auth_load(auth_file, "", &loaded, aerr, sizeof aerr) != 0) {
+			fprintf(stderr, "coord_probe: %s\n", aerr);
+			printf("open failed auth\n");
+			return 1;
+		}
+		g_auth = g_loaded_auth = loaded;
+		atexit(free_loaded_auth);
+	}
 	if (intrude_op != NULL) {
 		if (zk == NULL || intrude_path == NULL)
 			usage();

@@ -513,8 +513,13 @@ expect_match "nobody can delete the cluster root itself" 'rc=-102 |rc=-111 ' "$(
 	</dev/null >"$W/w.out" 2>"$W/w.err"
 expect_match "a node with other credentials cannot join (open fails)" '^open failed' "$(cat "$W/w.out")"
 check "and says why" grep -q "other ZooKeeper credentials" "$W/w.err"
-start b acl 2 --auth "$AUTH"
-check "a second node with the credentials joins; the two balance" wait_until 8000 balanced2
+echo "nocolon" >"$W/bad.auth"
+"$PROBE" --zk "$ZK" --node-id v --cluster "acl-$RUN" --shards 2 --auth-file "$W/bad.auth" \
+	</dev/null >"$W/v.out" 2>"$W/v.err"
+check "a credentials file without user: is refused with its reason" grep -q "must be user:password" "$W/v.err"
+(umask 077; echo "$AUTH" >"$W/good.auth")
+start b acl 2 --auth-file "$W/good.auth"
+check "a second node with the credentials (read from a file) joins; the two balance" wait_until 8000 balanced2
 t0=$(now_ms)
 kill -9 "${PID[a]}"
 finish_probe a
