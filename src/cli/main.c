@@ -3,6 +3,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include "palisade/retention.h"
 #include "palisade/cli.h"
 #include "palisade/err.h"
 #include "cli_int.h"
@@ -17,6 +18,8 @@ struct command {
 	const char *summary;
 };
 
+int pal_cmd_release(int argc, char **argv); /* cmd_quarantine.c */
+
 static const struct command commands[] = {
 	{ "migrate", pal_cmd_migrate, "apply schema migrations (safe to run concurrently)" },
 	{ "validate", pal_cmd_validate, "check job files without touching the cluster" },
@@ -27,6 +30,7 @@ static const struct command commands[] = {
 	{ "node", pal_cmd_node, "run a cluster node (controller and/or executor)" },
 	{ "status", pal_cmd_status, "nodes, shards, leaders, epochs, lag, backlog" },
 	{ "verify", pal_cmd_verify, "check the plan set: missing and duplicate instants" },
+	{ "retention", pal_cmd_retention, "partition maintenance: create ahead, drop old history" },
 	{ "drain", pal_cmd_drain, "hand a node's shards off and stop it" },
 	{ "triggers", pal_cmd_triggers, "list triggers: state, fence, lease, attempts" },
 	{ "pause", pal_cmd_pause, "pause a job, group, tenant or everything (audited)" },
@@ -40,6 +44,7 @@ static const struct command commands[] = {
 	{ "gates", pal_cmd_gates, "list the gates (pauses) and who set them" },
 	{ "misfires", pal_cmd_misfires, "list recorded non-runs (misfires) of jobs" },
 	{ "audit", pal_cmd_audit, "list the audit log" },
+	{ "release", pal_cmd_release, "release a quarantined job (audited)" },
 };
 
 static void usage(FILE *fp)
