@@ -18,6 +18,12 @@
  * them.  Arguments must still match the format's types (C cannot check that).
  * An "o" argument's reference is stolen even when the level is filtered out.
  * Writing to a closed pipe raises SIGPIPE: the daemon ignores that signal.
+ *
+ * --log-format text writes "ts level node event key=value..." instead, for
+ * a human at a terminal.  Under systemd, pal_log_journal_detect() turns on
+ * the "<N>" priority prefix journald understands (3 error, 4 warn, 6 info,
+ * 7 debug).  pal_log_limit() caps a noisy event (the ZooKeeper client's and
+ * libpq's own messages).
  */
 #ifndef PALISADE_LOG_H
 #define PALISADE_LOG_H
@@ -38,6 +44,18 @@ void pal_log_set_level(pal_log_level min_level);
 int pal_log_enabled(pal_log_level lvl);
 /* Redirect output to FD (default 1); for tests. */
 void pal_log_set_fd(int fd);
+
+typedef enum { PAL_LOG_JSON, PAL_LOG_TEXT } pal_log_format;
+/* "json" | "text" -> the format, or -1. */
+int pal_log_format_parse(const char *s);
+void pal_log_set_format(pal_log_format f);
+/* Prefix lines with "<N>" when $JOURNAL_STREAM names the output fd (the
+ * service's stdout is journald's stream); returns whether it does. */
+int pal_log_journal_detect(void);
+/* At most BURST lines of EVENT per WINDOW_MS; the next line let through
+ * carries "suppressed": how many were dropped.  Call before threads start
+ * (up to 8 events). */
+void pal_log_limit(const char *event, int burst, int window_ms);
 
 void pal_log(pal_log_level lvl, const char *event, const char *fmt, ...);
 

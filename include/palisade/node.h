@@ -23,6 +23,7 @@ typedef struct pal_node_opts {
 	const char *admin;       /* --admin overrides admin.listen */
 	const char *roles;       /* --roles "controller,executor" */
 	const char *pg, *zk;     /* --pg / --zk (flag > file > env) */
+	const char *log_format;  /* --log-format json|text (NULL: json) */
 } pal_node_opts;
 
 /* Run the node until drained; returns the process exit code. */

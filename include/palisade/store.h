@@ -191,6 +191,7 @@ bool pal_store_statement_failed(const pal_store *st);
 typedef struct pal_quarantined {
 	const char *job_id; /* points into the batch's strings (the planner's) */
 	char error[512];
+	bool created; /* false: it was quarantined already */
 } pal_quarantined;
 
 /*
@@ -209,11 +210,11 @@ PAL_MUST_CHECK int pal_store_tick_commit_isolated(pal_store *st, int shard, int6
 						  size_t errlen);
 
 /* Quarantine JOB_ID (a quarantine row and an open ticket whose allowed
- * action is "release"); nothing when it already is.  SINCE: its first
- * instant not planned (PAL_NO_TIME: now). */
+ * action is "release"); nothing when it already is (*created false; CREATED
+ * may be NULL).  SINCE: its first instant not planned (PAL_NO_TIME: now). */
 PAL_MUST_CHECK int pal_store_quarantine_job(pal_store *st, const char *job_id, int shard,
 					    int64_t epoch, int64_t since, const char *error,
-					    char *err, size_t errlen);
+					    bool *created, char *err, size_t errlen);
 
 /* The quarantined jobs (JOB_ID only, when not NULL), as a JSON array of
  * {job, version, since, error, ticket}. */

@@ -10,6 +10,12 @@
  * beyond the socket being served, and connections time out after
  * CONN_TIMEOUT_S, so a stuck client cannot hold the endpoint.
  *
+ * Security checks run on the first call of each request, before any
+ * route: Host, then Origin / Sec-Fetch-Site, then the form content types
+ * and the bearer token (admin.h).  A refused write is logged with the
+ * client address; an accepted one goes to the action callback with it,
+ * which records it (the node writes audit_log).
+ *
  * Requests carry no useful body: bodies are read and discarded, and one
  * announced or sent beyond BODY_MAX is refused (413, or the connection is
  * closed when it is only discovered mid-stream).
@@ -33,10 +39,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <glib.h>
 #include <microhttpd.h>
 #include "palisade/admin.h"
+#include "palisade/console.h"
 #include "palisade/log.h"
 
 #define BODY_MAX 65536	  /* bytes of request body we are willing to read */
@@ -49,7 +57,14 @@ struct pal_admin {
 	pal_metrics *metrics;
 	pal_admin_status_fn status;
 	pal_admin_action_fn action;
+	pal_admin_check_fn healthy, ready;
 	void *arg;
+	pal_console *console; /* the cluster console's paths; NULL: 404 */
+	char *token;	    /* NULL: writes refused */
+	bool protect_reads;
+	char *host;	    /* configured Host, or NULL */
+	bool loopback_names; /* also localhost/127.0.0.1/[::1] with our port */
+	char listen_host[264]; /* as written in Host: "127.0.0.1", "[::1]" */
 	int port;
 	atomic_bool started; /* false while MHD_start_daemon() runs */
 	char start_err[256]; /* last libmicrohttpd message while starting */
@@ -58,6 +73,8 @@ struct pal_admin {
 /* Per-request state, freed in request_done(). */
 typedef struct request {
 	size_t body_bytes;
+	unsigned refused;	/* a status code decided on the headers, 0 = none */
+	const char *why;	/* its text */
 } request;
 
 /* ---- address parsing ------------------------------------------------- */
@@ -416,18 +433,40 @@ static enum MHD_Result h_metrics(pal_admin *a, struct MHD_Connection *conn)
 		       strlen(text), true);
 }
 
+/* 200 TEXT, or 503 "not TEXT: why" (the why comes from the callback). */
+static enum MHD_Result respond_check(struct MHD_Connection *conn, bool ok, const char *text,
+				     const char *why)
+{
+	if (ok) {
+		char *body = g_strdup_printf("%s\n", text);
+		return respond(conn, MHD_HTTP_OK, "text/plain; charset=utf-8", body, strlen(body),
+			       true);
+	}
+	char *body = why[0] ? g_strdup_printf("not %s: %s\n", text, why)
+			    : g_strdup_printf("not %s\n", text);
+	return respond(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8", body,
+		       strlen(body), true);
+}
+
 static enum MHD_Result h_healthz(pal_admin *a, struct MHD_Connection *conn)
 {
-	return respond_text(conn, MHD_HTTP_OK, "ok\n");
+	char why[512] = "";
+	bool ok = a->healthy ? a->healthy(a->arg, why, sizeof why) : true;
+	return respond_check(conn, ok, ok ? "ok" : "healthy", why);
 }
 
 static enum MHD_Result h_readyz(pal_admin *a, struct MHD_Connection *conn)
 {
-	json_t *st = get_status(a);
-	bool ready = json_is_true(json_object_get(st, "ready"));
-	json_decref(st);
-	return ready ? respond_text(conn, MHD_HTTP_OK, "ready\n")
-		     : respond_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "not ready\n");
+	char why[512] = "";
+	bool ok;
+	if (a->ready) {
+		ok = a->ready(a->arg, why, sizeof why);
+	} else {
+		json_t *st = get_status(a);
+		ok = json_is_true(json_object_get(st, "ready"));
+		json_decref(st);
+	}
+	return respond_check(conn, ok, "ready", why);
 }
 
 static enum MHD_Result h_status(pal_admin *a, struct MHD_Connection *conn)
@@ -464,15 +503,64 @@ static enum MHD_Result h_page(pal_admin *a, struct MHD_Connection *conn)
 	return queue(conn, MHD_HTTP_OK, r);
 }
 
+/* "addr:port" of the client into BUF. */
+static const char *client_addr(struct MHD_Connection *conn, char *buf, size_t len)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	snprintf(buf, len, "unknown");
+	if (ci == NULL || ci->client_addr == NULL)
+		return buf;
+	const struct sockaddr *sa = ci->client_addr;
+	char host[INET6_ADDRSTRLEN] = "?";
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+		snprintf(buf, len, "%s:%u", host, ntohs(in->sin_port));
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+		snprintf(buf, len, "[%s]:%u", host, ntohs(in6->sin6_port));
+	}
+	return buf;
+}
+
 static enum MHD_Result h_drain(pal_admin *a, struct MHD_Connection *conn)
 {
 	if (a->action == NULL)
 		return respond_text(conn, MHD_HTTP_NOT_IMPLEMENTED, "no actions on this node\n");
-	int rc = a->action(a->arg, "drain");
-	pal_log(PAL_LOG_INFO, "admin.drain", "{s:b, s:i}", "accepted", rc == 0, "rc", rc);
+	char client[80];
+	client_addr(conn, client, sizeof client);
+	int rc = a->action(a->arg, "drain", client);
+	pal_log(PAL_LOG_INFO, "admin.drain", "{s:b, s:i, s:s}", "accepted", rc == 0, "rc", rc,
+		"client", client);
 	return rc == 0 ? respond_text(conn, MHD_HTTP_ACCEPTED, "draining\n")
 		       : respond_text(conn, MHD_HTTP_CONFLICT, "drain refused\n");
 }
+
+/* The cluster console (console.h) for PATH: a read, routed like the others. */
+static enum MHD_Result console_route(pal_admin *a, struct MHD_Connection *conn, const char *path)
+{
+	pal_console_reply rep;
+	json_t *st = get_status(a);
+	bool ok = a->console &&
+		  pal_console_serve(a->console, path,
+				    MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "id"),
+				    MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "section"),
+				    st, &rep);
+	json_decref(st);
+	if (!ok)
+		return respond_text(conn, MHD_HTTP_NOT_FOUND, "no console on this node\n");
+	struct MHD_Response *r = new_response(rep.content_type, rep.body, rep.len, true);
+	if (r != NULL)
+		MHD_add_response_header(r, "Content-Security-Policy",
+					"default-src 'none'; style-src 'unsafe-inline'");
+	return queue(conn, rep.status, r);
+}
+static enum MHD_Result h_console(pal_admin *a, struct MHD_Connection *c) { return console_route(a, c, "/console"); }
+static enum MHD_Result h_console_job(pal_admin *a, struct MHD_Connection *c) { return console_route(a, c, "/console/job"); }
+static enum MHD_Result h_api_cluster(pal_admin *a, struct MHD_Connection *c) { return console_route(a, c, "/api/cluster"); }
+static enum MHD_Result h_api_job(pal_admin *a, struct MHD_Connection *c) { return console_route(a, c, "/api/job"); }
 
 static const struct route {
 	const char *path;
@@ -481,7 +569,153 @@ static const struct route {
 } routes[] = {
     {"/metrics", false, h_metrics}, {"/healthz", false, h_healthz}, {"/readyz", false, h_readyz},
     {"/status", false, h_status},   {"/", false, h_page},	    {"/drain", true, h_drain},
+    {"/console", false, h_console}, {"/console/job", false, h_console_job},
+    {"/api/cluster", false, h_api_cluster}, {"/api/job", false, h_api_job},
 };
+
+/* ---- security (admin.h) ------------------------------------------------ */
+
+/* Equal strings, in a time that depends on the lengths only. */
+static bool secret_equal(const char *given, const char *want)
+{
+	size_t n = strlen(given), m = strlen(want);
+	unsigned char d = n != m;
+	for (size_t i = 0; i < m; i++)
+		d |= (unsigned char)want[i] ^ (unsigned char)(n ? given[i % n] : 0);
+	return d == 0;
+}
+
+/* HOST (a Host header value, or an Origin's authority) names this
+ * endpoint: the configured host (its port optional in the config), or
+ * the listen address or, on loopback, a localhost name with our port. */
+static bool host_allowed(const pal_admin *a, const char *host, size_t len)
+{
+	if (a->host != NULL) {
+		size_t hl = strlen(a->host);
+		if (len == hl && strncasecmp(host, a->host, hl) == 0)
+			return true;
+		/* "name" in the config accepts "name:PORT" of our port */
+		char with_port[300];
+		snprintf(with_port, sizeof with_port, "%s:%d", a->host, a->port);
+		return len == strlen(with_port) && strncasecmp(host, with_port, len) == 0;
+	}
+	char cand[300];
+	const char *names[4] = {a->listen_host, NULL, NULL, NULL};
+	if (a->loopback_names) {
+		names[1] = "localhost";
+		names[2] = "127.0.0.1";
+		names[3] = "[::1]";
+	}
+	for (size_t i = 0; i < 4; i++) {
+		if (names[i] == NULL || names[i][0] == '\0')
+			continue;
+		snprintf(cand, sizeof cand, "%s:%d", names[i], a->port);
+		if (len == strlen(cand) && strncasecmp(host, cand, len) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* A form content type: what a plain HTML form (or a "simple" fetch) sends. */
+static bool simple_content_type(const char *ct)
+{
+	static const char *const forms[] = {"application/x-www-form-urlencoded",
+					    "multipart/form-data", "text/plain"};
+	while (*ct == ' ' || *ct == '\t')
+		ct++;
+	for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+		size_t n = strlen(forms[i]);
+		if (strncasecmp(ct, forms[i], n) == 0 &&
+		    (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' '))
+			return true;
+	}
+	return false;
+}
+
+static bool is_write_route(const char *url)
+{
+	return strcmp(url, "/drain") == 0;
+}
+
+/* The bearer token check: 0 when it passes, else the status to answer. */
+static unsigned check_token(const pal_admin *a, struct MHD_Connection *conn, const char **why)
+{
+	if (a->token == NULL) {
+		*why = "no admin token is configured on this node (admin.token_file, "
+		       "admin.token_env)\n";
+		return MHD_HTTP_FORBIDDEN;
+	}
+	const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+						       MHD_HTTP_HEADER_AUTHORIZATION);
+	if (auth == NULL || strncasecmp(auth, "Bearer ", 7) != 0) {
+		*why = "authorization required (Authorization: Bearer TOKEN)\n";
+		return MHD_HTTP_UNAUTHORIZED;
+	}
+	const char *given = auth + 7;
+	while (*given == ' ')
+		given++;
+	if (!secret_equal(given, a->token)) {
+		*why = "wrong token\n";
+		return MHD_HTTP_UNAUTHORIZED;
+	}
+	return 0;
+}
+
+/* Every check that the headers decide; 0 when the request may proceed. */
+static unsigned check_request(const pal_admin *a, struct MHD_Connection *conn, const char *url,
+			      const char *method, const char **why)
+{
+	const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+	if (host == NULL || !host_allowed(a, host, strlen(host))) {
+		*why = "this endpoint does not serve that Host (admin.host)\n";
+		return MHD_HTTP_MISDIRECTED_REQUEST;
+	}
+	const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
+	if (origin != NULL) {
+		const char *auth = NULL;
+		if (strncasecmp(origin, "http://", 7) == 0)
+			auth = origin + 7;
+		else if (strncasecmp(origin, "https://", 8) == 0)
+			auth = origin + 8;
+		if (auth == NULL || !host_allowed(a, auth, strcspn(auth, "/"))) {
+			*why = "cross-origin requests are refused\n";
+			return MHD_HTTP_FORBIDDEN;
+		}
+	}
+	const char *site = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-Fetch-Site");
+	if (site != NULL && strcasecmp(site, "same-origin") != 0 && strcasecmp(site, "none") != 0) {
+		*why = "cross-site requests are refused\n";
+		return MHD_HTTP_FORBIDDEN;
+	}
+	bool write = is_write_route(url) && strcmp(method, MHD_HTTP_METHOD_POST) == 0;
+	if (write) {
+		const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+							     MHD_HTTP_HEADER_CONTENT_TYPE);
+		if (ct != NULL && simple_content_type(ct)) {
+			*why = "form content types are refused: a write sends no body\n";
+			return MHD_HTTP_UNSUPPORTED_MEDIA_TYPE;
+		}
+	}
+	if (write || a->protect_reads)
+		return check_token(a, conn, why);
+	return 0;
+}
+
+static enum MHD_Result refuse(const pal_admin *a, struct MHD_Connection *conn, const char *url,
+			      const char *method, unsigned code, const char *why)
+{
+	char client[80];
+	client_addr(conn, client, sizeof client);
+	pal_log(is_write_route(url) ? PAL_LOG_WARN : PAL_LOG_DEBUG, "admin.refused",
+		"{s:s, s:s, s:s, s:i, s:s}", "client", client, "method", method, "path", url,
+		"status", (int)code, "reason", why);
+	struct MHD_Response *r =
+	    new_response("text/plain; charset=utf-8", (char *)why, strlen(why), false);
+	if (r != NULL && code == MHD_HTTP_UNAUTHORIZED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+					"Bearer realm=\"palisade\"");
+	return queue(conn, code, r);
+}
 
 static enum MHD_Result dispatch(pal_admin *a, struct MHD_Connection *conn, const char *url,
 				const char *method)
@@ -519,6 +753,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (req == NULL)
 			return MHD_NO;
 		*con_cls = req;
+		req->refused = check_request(a, conn, url, method, &req->why);
 		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 							     MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl != NULL && strtoull(cl, NULL, 10) > BODY_MAX)
@@ -531,6 +766,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*upload_data_size = 0; /* discarded: no route needs a body */
 		return req->body_bytes > BODY_MAX ? MHD_NO : MHD_YES;
 	}
+	if (req->refused)
+		return refuse(a, conn, url, method, req->refused, req->why);
 	return dispatch(a, conn, url, method);
 }
 
@@ -555,11 +792,36 @@ static void log_mhd(void *cls, const char *fmt, va_list ap)
 
 /* ---- public ---------------------------------------------------------- */
 
-int pal_admin_start(const char *addr, pal_metrics *m, pal_admin_status_fn status,
-		    pal_admin_action_fn action, void *arg, pal_admin **out, char *err,
-		    size_t errlen)
+/* The host part of the listen address as a client writes it in Host, and
+ * whether localhost names are accepted too (loopback or every interface). */
+static void listen_names(pal_admin *a)
+{
+	char h[INET6_ADDRSTRLEN] = "";
+	if (a->sa.ss_family == AF_INET6) {
+		const struct in6_addr *in6 = &((const struct sockaddr_in6 *)&a->sa)->sin6_addr;
+		inet_ntop(AF_INET6, in6, h, sizeof h);
+		snprintf(a->listen_host, sizeof a->listen_host, "[%s]", h);
+		a->loopback_names = IN6_IS_ADDR_LOOPBACK(in6) || IN6_IS_ADDR_UNSPECIFIED(in6);
+	} else {
+		const struct in_addr *in = &((const struct sockaddr_in *)&a->sa)->sin_addr;
+		inet_ntop(AF_INET, in, h, sizeof h);
+		snprintf(a->listen_host, sizeof a->listen_host, "%s", h);
+		uint32_t v = ntohl(in->s_addr);
+		a->loopback_names = (v >> 24) == 127 || v == 0;
+	}
+}
+
+static void admin_free(pal_admin *a)
+{
+	free(a->token);
+	free(a->host);
+	free(a);
+}
+
+int pal_admin_start(const pal_admin_config *cfg, pal_admin **out, char *err, size_t errlen)
 {
 	*out = NULL;
+	const char *addr = cfg->listen;
 	pal_admin *a = calloc(1, sizeof *a);
 	if (a == NULL) {
 		snprintf(err, errlen, "admin endpoint: out of memory");
@@ -570,16 +832,24 @@ int pal_admin_start(const char *addr, pal_metrics *m, pal_admin_status_fn status
 		free(a);
 		return rc;
 	}
-	a->metrics = m;
-	a->status = status;
-	a->action = action;
-	a->arg = arg;
+	a->metrics = cfg->metrics;
+	a->status = cfg->status;
+	a->action = cfg->action;
+	a->healthy = cfg->healthy;
+	a->ready = cfg->ready;
+	a->arg = cfg->arg;
+	a->console = cfg->console;
+	a->token = cfg->token && cfg->token[0] ? strdup(cfg->token) : NULL;
+	a->host = cfg->host && cfg->host[0] ? strdup(cfg->host) : NULL;
+	a->protect_reads = cfg->protect_reads;
+	listen_names(a);
 
 	unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
 	if (a->sa.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	/* MHD binds SOCK_ADDR and uses the port argument only in its messages */
 	uint16_t port = sa_port(&a->sa);
+	a->port = port; /* Host checks of the first requests; port 0 is fixed below */
 	errno = 0;
 	a->daemon = MHD_start_daemon(
 	    flags, port, NULL, NULL, on_request, a, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, a,
@@ -591,7 +861,7 @@ int pal_admin_start(const char *addr, pal_metrics *m, pal_admin_status_fn status
 		snprintf(err, errlen, "admin endpoint: cannot listen on %s: %s", addr,
 			 a->start_err[0] ? a->start_err
 					 : (e ? strerror(e) : "libmicrohttpd refused to start"));
-		free(a);
+		admin_free(a);
 		return PAL_EIO;
 	}
 	atomic_store(&a->started, true); /* from now on log_mhd() runs in MHD's thread */
@@ -606,7 +876,9 @@ int pal_admin_start(const char *addr, pal_metrics *m, pal_admin_status_fn status
 		if (info && getsockname(info->listen_fd, (struct sockaddr *)&bound, &len) == 0)
 			a->port = sa_port(&bound);
 	}
-	pal_log(PAL_LOG_INFO, "admin.listening", "{s:s, s:i}", "addr", addr, "port", a->port);
+	pal_log(PAL_LOG_INFO, "admin.listening", "{s:s, s:i, s:b, s:b, s:s?}", "addr", addr, "port",
+		a->port, "writes", a->token != NULL, "reads_need_token", a->protect_reads, "host",
+		a->host);
 	*out = a;
 	return PAL_OK;
 }
@@ -621,5 +893,5 @@ void pal_admin_stop(pal_admin *a)
 	if (a == NULL)
 		return;
 	MHD_stop_daemon(a->daemon);
-	free(a);
+	admin_free(a);
 }

@@ -23,7 +23,10 @@ static void usage(FILE *fp)
 		"Ask a node to drain: stop planning, delete its election znodes so that the\n"
 		"next nodes in line take its shards over at once, and exit 0.  --node looks\n"
 		"its admin address up in ZooKeeper; --wait waits until it has left.\n"
-		"Exit: 0 accepted (and gone, with --wait), 1 refused or still there, 69 unreachable.\n");
+		"The request carries the node's admin token: --config's admin.token_file,\n"
+		"else $PALISADE_ADMIN_TOKEN (admin.token_env).\n"
+		"Exit: 0 accepted (and gone, with --wait), 1 refused or still there, 65 token\n"
+		"file unreadable, 69 unreachable.\n");
 }
 
 static size_t discard(char *p, size_t s, size_t n, void *u)
@@ -119,11 +122,33 @@ int pal_cmd_drain(int argc, char **argv)
 		}
 		admin = found;
 	}
-	char url[512];
+	/* The admin token: --config's admin.token_file / admin.token_env, else
+	 * $PALISADE_ADMIN_TOKEN (the default of admin.token_env). */
+	pal_nodeconf tc;
+	pal_diags td = { 0 };
+	char *token = NULL, terr[512];
+	int trc = c.config ? pal_nodeconf_load(c.config, &tc, &td) : pal_nodeconf_defaults(&tc);
+	pal_diags_free(&td);
+	if (!trc) {
+		trc = pal_nodeconf_admin_token(&tc, &token, terr, sizeof terr);
+		pal_nodeconf_free(&tc);
+		if (trc) {
+			pal_cli_err("drain", "%s", terr);
+			free(found);
+			return PAL_EXIT_DATAERR;
+		}
+	}
+	char url[512], auth[1100];
 	snprintf(url, sizeof url, "http://%s/drain", admin);
+	snprintf(auth, sizeof auth, "Authorization: Bearer %s", token ? token : "");
+	free(token);
+	/* no body and no form content type: the node refuses those (CSRF) */
+	struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type:");
+	hdr = curl_slist_append(hdr, auth);
 	CURL *h = curl_easy_init();
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 5000L);
 	curl_easy_setopt(h, CURLOPT_PROXY, ""); /* a node admin address, never via an env proxy */
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
@@ -131,13 +156,18 @@ int pal_cmd_drain(int argc, char **argv)
 	long code = 0;
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
 	curl_easy_cleanup(h);
+	curl_slist_free_all(hdr);
 	if (cc != CURLE_OK) {
 		pal_cli_err("drain", "cannot reach %s: %s", url, curl_easy_strerror(cc));
 		free(found);
 		return PAL_EXIT_UNAVAIL;
 	}
 	if (code != 202) {
-		pal_cli_err("drain", "%s answered HTTP %ld", url, code);
+		pal_cli_err("drain", "%s answered HTTP %ld%s", url, code,
+			    code == 401 || code == 403
+				? " (the node's admin token: $PALISADE_ADMIN_TOKEN, or --config "
+				  "with admin.token_file)"
+				: "");
 		free(found);
 		return PAL_EXIT_FAIL;
 	}

@@ -5,6 +5,11 @@
  * Threads: main (this loop), the controller thread, the coordination thread
  * and ZooKeeper's own I/O threads, the admin HTTP thread.  The main thread
  * never blocks on the database or ZooKeeper after start-up.
+ *
+ * systemd (docs/operations.md): READY=1 once the roles run, WATCHDOG=1 from
+ * the main loop while every registered thread beats (health.h), RELOADING=1
+ * ... READY=1 around a SIGHUP reload, STOPPING=1 when the drain starts.
+ * Outside systemd (no $NOTIFY_SOCKET) sd_notify() does nothing.
  */
 #include <errno.h>
 #include <signal.h>
@@ -18,12 +23,16 @@
 #include "palisade/admin.h"
 #include "palisade/clock.h"
 #include "palisade/controller.h"
+#include "palisade/console.h"
 #include "palisade/coord.h"
 #include "palisade/executor.h"
+#include "palisade/health.h"
 #include "palisade/log.h"
 #include "palisade/metrics.h"
+#include "palisade/clusterstats.h"
 #include "palisade/node.h"
 #include "palisade/nodeconf.h"
+#include "palisade/retention.h"
 #include "palisade/store.h"
 
 #ifndef PALISADE_VERSION
@@ -53,10 +62,20 @@ typedef struct node {
 	pal_coord *coord;
 	pal_controller *ctl;
 	pal_executor *exe;
+	pal_clusterstats *stats; /* the cluster gauges (palisade_cluster_*) */
+	pal_retention_worker *retention; /* partition maintenance rounds */
 	pal_admin *admin;
+	pal_console *console; /* served by the admin thread, with a connection of its own */
 	atomic_bool drain_requested, ready, draining;
+	atomic_bool db_prepared;
+	char *token; /* admin bearer token, NULL when none */
 	struct timespec started;
 } node;
+
+/* A thread's loop that has not beaten for this long is stuck (/healthz
+ * fails, the watchdog pings stop).  Loops pass at least every second;
+ * drills shorten it with $PALISADE_STALL_LIMIT_MS. */
+static int64_t STALL_MS = 15000;
 
 static void sleep_ms(int ms)
 {
@@ -64,6 +83,8 @@ static void sleep_ms(int ms)
 	while (nanosleep(&ts, &ts) && errno == EINTR && !term_signals)
 		;
 }
+
+static bool ready_check(node *n, char *why, size_t len);
 
 static json_t *status_cb(void *arg)
 {
@@ -73,10 +94,24 @@ static json_t *status_cb(void *arg)
 		json_array_append_new(roles, json_string("controller"));
 	if (n->conf.roles & PAL_ROLE_EXECUTOR)
 		json_array_append_new(roles, json_string("executor"));
-	json_t *st = json_pack("{s:s, s:s, s:s, s:o, s:b, s:b, s:i}", "node", n->conf.node_id,
-			       "cluster", n->conf.cluster, "version", PALISADE_VERSION, "roles",
-			       roles, "ready", atomic_load(&n->ready), "draining",
-			       atomic_load(&n->draining), "shard_count", n->n_shards);
+	char why[256] = "", hwhy[512] = "";
+	bool ready = ready_check(n, why, sizeof why);
+	bool healthy = pal_health_check(hwhy, sizeof hwhy);
+	json_t *st = json_pack("{s:s, s:s, s:s, s:o, s:b, s:s?, s:b, s:s?, s:b, s:i}", "node",
+			       n->conf.node_id, "cluster", n->conf.cluster, "version",
+			       PALISADE_VERSION, "roles", roles, "ready", ready, "not_ready",
+			       ready ? NULL : why, "healthy", healthy, "unhealthy",
+			       healthy ? NULL : hwhy, "draining", atomic_load(&n->draining),
+			       "shard_count", n->n_shards);
+	char names[PAL_HEALTH_MAX][32];
+	int64_t age[PAL_HEALTH_MAX], lim[PAL_HEALTH_MAX];
+	size_t nt = pal_health_list(names, age, lim, PAL_HEALTH_MAX);
+	json_t *threads = json_object();
+	for (size_t i = 0; i < nt; i++)
+		json_object_set_new(threads, names[i],
+				    json_pack("{s:I, s:I}", "last_beat_ms_ago", (json_int_t)age[i],
+					      "stall_ms", (json_int_t)lim[i]));
+	json_object_set_new(st, "threads", threads);
 	if (n->coord) {
 		pal_shard_lead *lead = calloc((size_t)n->n_shards, sizeof *lead);
 		bool connected = false;
@@ -102,14 +137,95 @@ static json_t *status_cb(void *arg)
 	return st;
 }
 
-static int action_cb(void *arg, const char *action)
+/* The audit row of an admin write; a database that cannot take it does not
+ * stop the action (a drain is how an operator gets out of an outage), the
+ * log line names the client either way. */
+static void audit(node *n, const char *action, const char *client)
+{
+	char err[512] = "";
+	pal_store *st = NULL;
+	json_t *d = json_pack("{s:s, s:s}", "client", client, "via", "admin endpoint");
+	char *details = json_dumps(d, JSON_COMPACT);
+	json_decref(d);
+	char actor[160], scope[160];
+	snprintf(actor, sizeof actor, "admin@%s", client);
+	snprintf(scope, sizeof scope, "node:%s", n->conf.node_id);
+	int rc = pal_store_open(n->pg, &st, err, sizeof err);
+	if (!rc)
+		rc = pal_store_audit(st, actor, action, scope, "POST /drain", details, err,
+				     sizeof err);
+	pal_store_close(st);
+	free(details);
+	if (rc)
+		pal_log(PAL_LOG_ERROR, "node.audit_failed", "{s:s, s:s, s:s}", "action", action,
+			"client", client, "error", err);
+}
+
+static int action_cb(void *arg, const char *action, const char *client)
 {
 	node *n = arg;
 	if (!strcmp(action, "drain")) {
+		audit(n, "drain", client);
 		atomic_store(&n->drain_requested, true);
 		return 0;
 	}
 	return -1;
+}
+
+static bool healthy_cb(void *arg, char *why, size_t len)
+{
+	return pal_health_check(why, len);
+}
+
+/* Ready: started, not draining, PostgreSQL and ZooKeeper reachable. */
+static bool ready_check(node *n, char *why, size_t len)
+{
+	if (atomic_load(&n->draining)) {
+		snprintf(why, len, "draining");
+		return false;
+	}
+	if (!atomic_load(&n->db_prepared)) {
+		snprintf(why, len, "waiting for PostgreSQL (schema check)");
+		return false;
+	}
+	if (!n->coord) {
+		snprintf(why, len, "ZooKeeper unreachable (connecting)");
+		return false;
+	}
+	if (!atomic_load(&n->ready)) {
+		snprintf(why, len, "starting the roles");
+		return false;
+	}
+	if (n->coord) {
+		bool connected = false;
+		pal_shard_lead *lead = calloc((size_t)n->n_shards, sizeof *lead);
+		if (lead)
+			pal_coord_snapshot(n->coord, lead, &connected);
+		free(lead);
+		if (!connected) {
+			snprintf(why, len, "ZooKeeper unreachable");
+			return false;
+		}
+	}
+	json_t *parts[2] = { n->ctl ? pal_controller_status(n->ctl) : NULL,
+			     n->exe ? pal_executor_status(n->exe) : NULL };
+	bool db = true;
+	for (int i = 0; i < 2; i++) {
+		json_t *v = parts[i] ? json_object_get(parts[i], "db_up") : NULL;
+		if (v && !json_is_true(v))
+			db = false;
+		json_decref(parts[i]);
+	}
+	if (!db) {
+		snprintf(why, len, "PostgreSQL unreachable");
+		return false;
+	}
+	return true;
+}
+
+static bool ready_cb(void *arg, char *why, size_t len)
+{
+	return ready_check(arg, why, len);
 }
 
 /* Migrations at start-up, retried while the database is unreachable. */
@@ -118,6 +234,7 @@ static int prepare_database(node *n)
 	char err[1024];
 	int backoff = 500;
 	while (!term_signals) {
+		pal_health_beat("main", STALL_MS + 10000); /* connect_timeout 5 s + backoff */
 		pal_store *st;
 		int rc = pal_store_open(n->pg, &st, err, sizeof err);
 		if (!rc) {
@@ -147,24 +264,17 @@ static int prepare_database(node *n)
 	return PAL_EXIT_OK;
 }
 
-static int apply_opts(node *n, const pal_node_opts *o)
+/* The command line's overrides of CONF (at start and on every reload, so
+ * that a SIGHUP does not revert them to the file's values). */
+static int apply_overrides(pal_nodeconf *conf, const pal_node_opts *o)
 {
-	pal_diags d = { 0 };
-	int rc = o->config_path ? pal_nodeconf_load(o->config_path, &n->conf, &d)
-				: pal_nodeconf_defaults(&n->conf);
-	if (rc) {
-		pal_diags_print(&d, stderr);
-		pal_diags_free(&d);
-		return PAL_EXIT_DATAERR;
-	}
-	pal_diags_free(&d);
 	if (o->node_id) {
-		free(n->conf.node_id);
-		n->conf.node_id = strdup(o->node_id);
+		free(conf->node_id);
+		conf->node_id = strdup(o->node_id);
 	}
 	if (o->admin) {
-		free(n->conf.admin_listen);
-		n->conf.admin_listen = strdup(o->admin);
+		free(conf->admin_listen);
+		conf->admin_listen = strdup(o->admin);
 	}
 	if (o->roles) {
 		unsigned r = 0;
@@ -185,7 +295,28 @@ static int apply_opts(node *n, const pal_node_opts *o)
 			fprintf(stderr, "palisade node: --roles is empty\n");
 			return PAL_EXIT_USAGE;
 		}
-		n->conf.roles = r;
+		conf->roles = r;
+	}
+	return 0;
+}
+
+static int apply_opts(node *n, const pal_node_opts *o)
+{
+	pal_diags d = { 0 };
+	int rc = o->config_path ? pal_nodeconf_load(o->config_path, &n->conf, &d)
+				: pal_nodeconf_defaults(&n->conf);
+	if (rc) {
+		pal_diags_print(&d, stderr);
+		pal_diags_free(&d);
+		return PAL_EXIT_DATAERR;
+	}
+	pal_diags_free(&d);
+	if ((rc = apply_overrides(&n->conf, o)))
+		return rc;
+	char terr[512];
+	if (pal_nodeconf_admin_token(&n->conf, &n->token, terr, sizeof terr)) {
+		fprintf(stderr, "palisade node: %s\n", terr);
+		return PAL_EXIT_DATAERR;
 	}
 	n->pg = pal_nodeconf_pg(&n->conf, o->pg);
 	n->zk = pal_nodeconf_zk(&n->conf, o->zk);
@@ -202,14 +333,32 @@ static int apply_opts(node *n, const pal_node_opts *o)
 	return 0;
 }
 
+/* RELOADING=1 with the monotonic time (systemd's reload protocol). */
+static void notify_reloading(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	sd_notifyf(0, "RELOADING=1\nSTATUS=reloading the configuration\nMONOTONIC_USEC=%llu",
+		   (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000);
+}
+
 static void reload(node *n, const pal_node_opts *o)
 {
 	hup_signal = 0;
+	notify_reloading();
 	pal_log(PAL_LOG_INFO, "node.reload", NULL);
+	const char *result = "reloaded";
+	int restart_only = 0;
 	if (o->config_path) {
 		pal_nodeconf fresh;
 		pal_diags d = { 0 };
-		if (pal_nodeconf_load(o->config_path, &fresh, &d)) {
+		int rc = pal_nodeconf_load(o->config_path, &fresh, &d);
+		if (!rc && apply_overrides(&fresh, o)) {
+			pal_nodeconf_free(&fresh);
+			rc = -1; /* cannot happen: the same flags passed at start */
+		}
+		if (rc) {
+			result = "rejected";
 			for (size_t i = 0; i < d.n; i++)
 				pal_log(PAL_LOG_ERROR, "node.reload_rejected", "{s:s, s:i, s:i, s:s}",
 					"file", d.v[i].file, "line", d.v[i].line, "col", d.v[i].col,
@@ -217,7 +366,7 @@ static void reload(node *n, const pal_node_opts *o)
 			pal_diags_free(&d);
 		} else {
 			pal_diags_free(&d);
-			int k = pal_nodeconf_restart_changes(&n->conf, &fresh, &d);
+			int k = restart_only = pal_nodeconf_restart_changes(&n->conf, &fresh, &d);
 			for (size_t i = 0; i < d.n; i++)
 				pal_log(PAL_LOG_WARN, "node.reload_needs_restart", "{s:s}", "key", d.v[i].msg);
 			pal_diags_free(&d);
@@ -238,6 +387,11 @@ static void reload(node *n, const pal_node_opts *o)
 	}
 	if (n->ctl)
 		pal_controller_reload(n->ctl);
+	pal_log(!strcmp(result, "rejected") ? PAL_LOG_ERROR : PAL_LOG_INFO, "node.reload_done",
+		"{s:s, s:i}", "result", result, "restart_only_changes", restart_only);
+	sd_notifyf(0, "READY=1\nSTATUS=%s%s", !strcmp(result, "rejected")
+		   ? "reload rejected (configuration file invalid), running the previous one"
+		   : "ready, configuration reloaded", "");
 }
 
 int pal_node_run(const pal_node_opts *o)
@@ -247,7 +401,19 @@ int pal_node_run(const pal_node_opts *o)
 	int ec = apply_opts(&n, o);
 	if (ec)
 		return ec;
+	const char *lim = getenv("PALISADE_STALL_LIMIT_MS");
+	if (lim && atoi(lim) > 0)
+		STALL_MS = atoi(lim);
 	pal_log_init(n.conf.node_id, n.conf.log_level);
+	pal_store_set_session_timeouts(n.conf.pg_idle_in_transaction_timeout_ms, 0);
+	if (o->log_format)
+		pal_log_set_format(pal_log_format_parse(o->log_format) == PAL_LOG_TEXT ? PAL_LOG_TEXT
+											: PAL_LOG_JSON);
+	pal_log_journal_detect();
+	/* The client libraries' own messages: a burst each 10 s at most (an
+	 * unreachable ZooKeeper makes its client log ~24 lines a second). */
+	pal_log_limit("zk.client", 5, 10000);
+	pal_log_limit("pg.notice", 20, 10000);
 
 	struct sigaction sa = { 0 };
 	sa.sa_handler = on_term;
@@ -260,8 +426,6 @@ int pal_node_run(const pal_node_opts *o)
 	pal_log(PAL_LOG_INFO, "node.starting", "{s:s, s:s, s:b, s:b}", "version", PALISADE_VERSION,
 		"cluster", n.conf.cluster, "controller", (n.conf.roles & PAL_ROLE_CONTROLLER) != 0,
 		"executor", (n.conf.roles & PAL_ROLE_EXECUTOR) != 0);
-	if ((ec = prepare_database(&n)) || term_signals)
-		goto out;
 
 	n.m = pal_metrics_new();
 	char err[1024];
@@ -272,29 +436,67 @@ int pal_node_run(const pal_node_opts *o)
 	snprintf(lab, sizeof lab, "node=\"%s\",version=\"%s\"", n.conf.node_id, PALISADE_VERSION);
 	pal_metric_set(n.m, "palisade_node_info", lab, 1);
 
-	/* Admin first, so that health and metrics answer while ZooKeeper connects. */
-	if (pal_admin_start(n.conf.admin_listen, n.m, status_cb, action_cb, &n, &n.admin, err,
-			    sizeof err)) {
+	/* Admin first, so that health and metrics answer (not ready) while the
+	 * database and ZooKeeper are reached. */
+	pal_console_config kcfg = { .conninfo = n.pg,
+				    .zk_connect = n.zk,
+				    .zk_root = n.conf.zk_root,
+				    .cluster = n.conf.cluster,
+				    .node_id = n.conf.node_id,
+				    .peer_token = n.token };
+	if (pal_console_open(&kcfg, &n.console, err, sizeof err))
+		pal_log(PAL_LOG_WARN, "node.console_failed", "{s:s}", "error", err);
+	pal_admin_config acfg = { .listen = n.conf.admin_listen,
+				  .console = n.console,
+				  .metrics = n.m,
+				  .status = status_cb,
+				  .action = action_cb,
+				  .healthy = healthy_cb,
+				  .ready = ready_cb,
+				  .arg = &n,
+				  .token = n.token,
+				  .protect_reads = n.conf.admin_reads == 1,
+				  .host = n.conf.admin_host };
+	if (pal_admin_start(&acfg, &n.admin, err, sizeof err)) {
 		pal_log(PAL_LOG_ERROR, "node.admin_failed", "{s:s, s:s}", "listen",
 			n.conf.admin_listen, "error", err);
 		ec = PAL_EXIT_UNAVAIL;
 		goto out;
 	}
+	if (!n.token)
+		pal_log(PAL_LOG_WARN, "node.admin_read_only", "{s:s}", "hint",
+			"no admin token (admin.token_file, admin.token_env): POST /drain is refused; "
+			"SIGTERM still drains");
+	sd_notify(0, "STATUS=waiting for PostgreSQL");
+	if ((ec = prepare_database(&n)) || term_signals)
+		goto out;
+	atomic_store(&n.db_prepared, true);
+	sd_notify(0, "STATUS=connecting to ZooKeeper");
 	/* Publish the address actually bound (admin.listen may say port 0). */
 	char admin_addr[300];
 	const char *colon = strrchr(n.conf.admin_listen, ':');
 	snprintf(admin_addr, sizeof admin_addr, "%.*s:%d",
 		 colon ? (int)(colon - n.conf.admin_listen) : (int)strlen(n.conf.admin_listen),
 		 n.conf.admin_listen, pal_admin_port(n.admin));
-	json_t *info = json_pack("{s:s, s:[], s:s, s:i}", "version", PALISADE_VERSION, "roles",
-				 "admin", admin_addr, "pid", (int)getpid());
+	json_t *info = json_pack("{s:s, s:[], s:s, s:i, s:i}", "version", PALISADE_VERSION, "roles",
+				 "admin", admin_addr, "pid", (int)getpid(), "schema",
+				 pal_migrations[pal_n_migrations - 1].version);
 	if (n.conf.roles & PAL_ROLE_CONTROLLER)
 		json_array_append_new(json_object_get(info, "roles"), json_string("controller"));
 	if (n.conf.roles & PAL_ROLE_EXECUTOR)
 		json_array_append_new(json_object_get(info, "roles"), json_string("executor"));
 	char *info_s = json_dumps(info, JSON_COMPACT);
 	json_decref(info);
-	pal_coord_config cc = { .connect = n.zk,
+	char *zk_auth = NULL;
+	if (pal_coord_auth_load(n.conf.zk_auth_file, n.conf.zk_auth_env, &zk_auth, err,
+				sizeof err) != 0) {
+		fprintf(stderr, "palisade node: %s\n", err);
+		ec = PAL_EXIT_USAGE;
+		free(info_s);
+		goto out;
+	}
+	pal_coord_config cc = { .auth = zk_auth,
+				.connect = n.zk,
 				.session_timeout_ms = (int)n.conf.zk_session_timeout_ms,
 				.root = n.conf.zk_root,
 				.cluster = n.conf.cluster,
@@ -305,6 +507,7 @@ int pal_node_run(const pal_node_opts *o)
 				.balance = true };
 	int backoff = 500;
 	while (!term_signals) {
+		pal_health_beat("main", STALL_MS + 35000); /* an open waits up to 30 s */
 		int rc = pal_coord_open(&cc, n.m, &n.coord, err, sizeof err);
 		if (!rc)
 			break;
@@ -313,11 +516,14 @@ int pal_node_run(const pal_node_opts *o)
 		if (rc == PAL_EBUSY) {
 			ec = PAL_EXIT_USAGE;
 			free(info_s);
+			free(zk_auth);
 			goto out;
 		}
 		sleep_ms(backoff);
 		backoff = backoff * 2 > 10000 ? 10000 : backoff * 2;
 	}
+	free(zk_auth); /* pal_coord_open copied it */
+	zk_auth = NULL;
 	free(info_s);
 	if (term_signals)
 		goto out;
@@ -330,6 +536,7 @@ int pal_node_run(const pal_node_opts *o)
 			.overlap_s = n.conf.overlap_ms / 1000,
 			.lookahead_s = n.conf.lookahead_ms / 1000,
 			.misfire_threshold_s = n.conf.misfire_threshold_ms / 1000,
+			.statement_timeout_ms = n.conf.pg_statement_timeout_ms,
 		};
 		if (pal_controller_start(&ccfg, n.coord, n.m, &n.ctl, err, sizeof err)) {
 			pal_log(PAL_LOG_ERROR, "node.controller_failed", "{s:s}", "error", err);
@@ -359,13 +566,61 @@ int pal_node_run(const pal_node_opts *o)
 			goto out;
 		}
 	}
+	{
+		/* Every node exports the same cluster gauges, read from
+		 * PostgreSQL on a connection of their own. */
+		pal_clusterstats_config scfg = { .conninfo = n.pg,
+						 .interval_ms = n.conf.cluster_stats_interval_ms,
+						 .job_series = n.conf.job_series };
+		if (pal_clusterstats_start(&scfg, n.m, &n.stats, err, sizeof err))
+			pal_log(PAL_LOG_WARN, "node.cluster_stats_failed", "{s:s}", "error", err);
+	}
+	{
+		/* Partition maintenance of triggers and attempts: every node runs
+		 * rounds, an advisory lock lets one work at a time. */
+		pal_retention_conf rcf = { .keep_ms = n.conf.retention_keep_ms,
+					   .interval_ms = n.conf.retention_interval_ms,
+					   .ahead_ms = n.conf.retention_ahead_ms,
+					   .lock_ms = 1000 };
+		if (pal_retention_start(n.pg, &rcf, n.conf.retention_check_ms, n.m, &n.retention, err,
+					sizeof err))
+			pal_log(PAL_LOG_WARN, "node.retention_failed", "{s:s}", "error", err);
+	}
 	atomic_store(&n.ready, true);
-	sd_notify(0, "READY=1");
+	sd_notify(0, "READY=1\nSTATUS=ready");
 	pal_log(PAL_LOG_INFO, "node.ready", "{s:s}", "admin", admin_addr);
 
+	/* The watchdog is pinged at half its interval, and only while every
+	 * thread that registered a heartbeat beats. */
+	uint64_t wd_usec = 0;
+	int64_t wd_every = sd_watchdog_enabled(0, &wd_usec) > 0 ? (int64_t)(wd_usec / 2000) : 0;
+	int64_t next_wd = 0;
+	bool was_healthy = true;
+	const char *stall = getenv("PALISADE_FAULT_STALL_MAIN_MS"); /* drills only */
 	while (!term_signals && !atomic_load(&n.drain_requested)) {
+		pal_health_beat("main", STALL_MS);
+		if (stall && hup_signal) {
+			hup_signal = 0;
+			/* drill: SIGHUP makes the main loop hang this long */
+			pal_log(PAL_LOG_WARN, "node.fault_stall", "{s:s}", "ms", stall);
+			sleep_ms(atoi(stall));
+			continue;
+		}
 		if (hup_signal)
 			reload(&n, o);
+		char why[512];
+		bool healthy = pal_health_check(why, sizeof why);
+		if (healthy != was_healthy) {
+			pal_log(healthy ? PAL_LOG_INFO : PAL_LOG_ERROR,
+				healthy ? "node.healthy" : "node.unhealthy", "{s:s}", "reason",
+				healthy ? "every thread beats" : why);
+			was_healthy = healthy;
+		}
+		int64_t now = pal_mono_ms();
+		if (wd_every && healthy && now >= next_wd) {
+			sd_notify(0, "WATCHDOG=1");
+			next_wd = now + wd_every;
+		}
 		sleep_ms(100);
 	}
 
@@ -374,7 +629,7 @@ int pal_node_run(const pal_node_opts *o)
 	atomic_store(&n.draining, true);
 	atomic_store(&n.ready, false);
 	pal_metric_set(n.m, "palisade_node_draining", NULL, 1);
-	sd_notify(0, "STOPPING=1");
+	sd_notify(0, "STOPPING=1\nSTATUS=draining");
 	pal_log(PAL_LOG_INFO, "node.draining", "{s:s}", "cause",
 		term_signals ? "signal" : "drain request");
 	pal_controller_stop(n.ctl);
@@ -388,13 +643,17 @@ int pal_node_run(const pal_node_opts *o)
 	n.exe = NULL;
 	ec = PAL_EXIT_OK;
 out:
+	pal_clusterstats_stop(n.stats);
+	pal_retention_stop(n.retention);
 	pal_executor_stop(n.exe, 0);
 	pal_controller_stop(n.ctl);
 	if (n.coord)
 		pal_coord_close(n.coord);
 	pal_admin_stop(n.admin);
+	pal_console_close(n.console);
 	pal_metrics_free(n.m);
 	pal_log(PAL_LOG_INFO, "node.stopped", "{s:i}", "exit", ec);
 	pal_nodeconf_free(&n.conf);
+	free(n.token);
 	return ec;
 }

@@ -12,11 +12,20 @@
  * lines larger than PIPE_BUF, or a short write that has to be resumed, still
  * never interleave with another thread's line.
  *
+ * Formats: JSON (the default) or --log-format text, one human line
+ * "ts level node event key=value...".  Under systemd (JOURNAL_STREAM names
+ * our output) each line starts with "<N>", the syslog priority journald
+ * reads and strips.  Noisy events (the libraries' own messages) can be
+ * limited to a burst per window; the first line after a window that
+ * dropped some carries "suppressed": N.
+ *
  * Global state: the logger is the one process-wide object of palisade (there
  * is one stdout).  It is the static LOG below; nothing is allocated, so
  * there is nothing to free.
  */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -24,6 +33,7 @@
 #include <string.h>
 #include <strings.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <jansson.h>
@@ -31,12 +41,26 @@
 
 #define NODE_MAX 128	/* node ids are short; longer ones are truncated */
 #define LINE_STACK 2048 /* lines up to this size need no allocation */
+#define LIMITS_MAX 8
+
+typedef struct {
+	char event[48];
+	int burst;
+	int64_t window_ms;
+	int64_t window_start;
+	int count;
+	int suppressed;
+} log_limit;
 
 static struct {
 	pthread_mutex_t mu;
 	char node[NODE_MAX]; /* "" until pal_log_init(): written as null */
 	atomic_int min_level;
 	atomic_int fd;
+	atomic_int format;  /* pal_log_format */
+	atomic_int journal; /* prefix "<N>" */
+	log_limit limits[LIMITS_MAX];
+	int n_limits;
 } LOG = {
     .mu = PTHREAD_MUTEX_INITIALIZER,
     .node = "",
@@ -88,6 +112,142 @@ int pal_log_enabled(pal_log_level lvl)
 void pal_log_set_fd(int fd)
 {
 	atomic_store(&LOG.fd, fd);
+}
+
+int pal_log_format_parse(const char *s)
+{
+	if (s && !strcasecmp(s, "json"))
+		return PAL_LOG_JSON;
+	if (s && !strcasecmp(s, "text"))
+		return PAL_LOG_TEXT;
+	return -1;
+}
+
+void pal_log_set_format(pal_log_format f)
+{
+	atomic_store(&LOG.format, (int)f);
+}
+
+int pal_log_journal_detect(void)
+{
+	const char *js = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat sb;
+	int on = js && sscanf(js, "%llu:%llu", &dev, &ino) == 2 &&
+		 fstat(atomic_load(&LOG.fd), &sb) == 0 && (unsigned long long)sb.st_dev == dev &&
+		 (unsigned long long)sb.st_ino == ino;
+	atomic_store(&LOG.journal, on);
+	return on;
+}
+
+void pal_log_limit(const char *event, int burst, int window_ms)
+{
+	pthread_mutex_lock(&LOG.mu);
+	if (LOG.n_limits < LIMITS_MAX) {
+		log_limit *l = &LOG.limits[LOG.n_limits++];
+		snprintf(l->event, sizeof l->event, "%s", event);
+		l->burst = burst;
+		l->window_ms = window_ms;
+		l->window_start = -1;
+	}
+	pthread_mutex_unlock(&LOG.mu);
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* -1: drop the line; otherwise how many lines of EVENT were dropped before
+ * it (0 usually). */
+static int limit_pass(const char *event)
+{
+	int r = 0;
+	pthread_mutex_lock(&LOG.mu);
+	for (int i = 0; i < LOG.n_limits; i++) {
+		log_limit *l = &LOG.limits[i];
+		if (strcmp(l->event, event))
+			continue;
+		int64_t now = mono_ms();
+		if (l->window_start < 0 || now - l->window_start >= l->window_ms) {
+			l->window_start = now;
+			l->count = 0;
+		}
+		if (l->count >= l->burst) {
+			l->suppressed++;
+			r = -1;
+		} else {
+			l->count++;
+			r = l->suppressed;
+			l->suppressed = 0;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&LOG.mu);
+	return r;
+}
+
+/* The syslog priority of LVL (sd-daemon.h's SD_DEBUG..SD_ERR). */
+static int journal_priority(pal_log_level lvl)
+{
+	static const int prio[] = {7, 6, 4, 3};
+	return prio[lvl];
+}
+
+/* "ts level node event k=v ..." of LINE (already built as JSON). */
+static char *text_line(json_t *line)
+{
+	size_t cap = 256, n = 0;
+	char *out = malloc(cap);
+	if (!out)
+		return NULL;
+	const char *key;
+	json_t *val;
+	int i = 0;
+	json_object_foreach(line, key, val)
+	{
+		char *v = json_is_string(val) ? strdup(json_string_value(val))
+					      : json_dumps(val, JSON_COMPACT | JSON_ENCODE_ANY);
+		if (!v)
+			continue;
+		bool std = i < 4; /* ts, level, node, event: values only */
+		bool quote = !std && json_is_string(val) && (strpbrk(v, " \"=") || !*v);
+		size_t need = strlen(key) + strlen(v) * 2 + 8;
+		if (n + need + 2 > cap) {
+			cap = (n + need + 2) * 2;
+			char *bigger = realloc(out, cap);
+			if (!bigger) {
+				free(v);
+				free(out);
+				return NULL;
+			}
+			out = bigger;
+		}
+		if (i)
+			out[n++] = ' ';
+		if (std && i == 1) {
+			n += (size_t)sprintf(out + n, "%-5s", v);
+		} else if (std) {
+			n += (size_t)sprintf(out + n, "%s", v);
+		} else {
+			n += (size_t)sprintf(out + n, "%s=", key);
+			if (quote)
+				out[n++] = '"';
+			for (const char *p = v; *p; p++) {
+				if (quote && (*p == '"' || *p == '\\'))
+					out[n++] = '\\';
+				out[n++] = *p == '\n' ? ' ' : *p;
+			}
+			if (quote)
+				out[n++] = '"';
+		}
+		free(v);
+		i++;
+	}
+	out[n] = '\0';
+	return out;
 }
 
 /* "2026-11-30T08:00:00.123Z" into BUF (32 bytes are enough). */
@@ -172,7 +332,8 @@ void pal_log(pal_log_level lvl, const char *event, const char *fmt, ...)
 			fields = NULL;
 		}
 	}
-	if (!enabled) {
+	int suppressed = enabled && event ? limit_pass(event) : 0;
+	if (!enabled || suppressed < 0) {
 		json_decref(fields);
 		return;
 	}
@@ -198,23 +359,40 @@ void pal_log(pal_log_level lvl, const char *event, const char *fmt, ...)
 		merge_fields(line, fields);
 	if (log_error[0])
 		json_object_set_new(line, "log_error", json_string(log_error));
+	if (suppressed > 0)
+		json_object_set_new(line, "suppressed", json_integer(suppressed));
 	json_decref(fields);
 
-	/* Dump into a stack buffer, or a heap one when the line is long; keep one
-	 * byte for the newline. */
+	/* Dump into a stack buffer, or a heap one when the line is long; keep
+	 * four bytes for the journal prefix and one for the newline. */
 	char stack[LINE_STACK];
-	char *buf = stack;
-	size_t n = json_dumpb(line, stack, sizeof stack - 1, JSON_COMPACT);
-	if (n > sizeof stack - 1) {
-		buf = malloc(n + 1);
+	char *buf = stack, *text = NULL;
+	size_t pre = atomic_load(&LOG.journal) ? 3 : 0;
+	size_t n;
+	if (atomic_load(&LOG.format) == PAL_LOG_TEXT && (text = text_line(line)) != NULL) {
+		n = strlen(text);
+		buf = n + pre + 1 <= sizeof stack ? stack : malloc(n + pre + 1);
 		if (buf != NULL)
-			n = json_dumpb(line, buf, n, JSON_COMPACT);
+			memcpy(buf + pre, text, n);
+		free(text);
+	} else {
+		n = json_dumpb(line, stack + pre, sizeof stack - 1 - pre, JSON_COMPACT);
+		if (n > sizeof stack - 1 - pre) {
+			buf = malloc(n + pre + 1);
+			if (buf != NULL)
+				n = json_dumpb(line, buf + pre, n, JSON_COMPACT);
+		}
 	}
 	json_decref(line);
 	if (buf == NULL || n == 0)
 		return;
-	buf[n] = '\n';
-	write_line(buf, n + 1);
+	if (pre) {
+		buf[0] = '<';
+		buf[1] = (char)('0' + journal_priority(lvl));
+		buf[2] = '>';
+	}
+	buf[pre + n] = '\n';
+	write_line(buf, pre + n + 1);
 	if (buf != stack)
 		free(buf);
 }

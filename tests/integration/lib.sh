@@ -6,6 +6,8 @@ PAL=${PALISADE_BIN:-bin}/palisade
 # Tests talk only to loopback: keep the test tools' own HTTP (curl, Python)
 # off any proxy the machine's environment names.
 export no_proxy=127.0.0.1,localhost NO_PROXY=127.0.0.1,localhost
+# The admin token of every test node and of `palisade drain` (writes need it).
+export PALISADE_ADMIN_TOKEN=${PALISADE_ADMIN_TOKEN:-it-admin-token-$$}
 T_FAILS=0
 T_CHECKS=0
 

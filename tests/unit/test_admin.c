@@ -59,11 +59,15 @@ static json_t *node_status(void *arg)
 			 0, "tickets");
 }
 
-static int node_action(void *arg, const char *action)
+#define TOKEN "s3cret-token"
+#define AUTH "Authorization: Bearer " TOKEN "\r\n"
+
+static int node_action(void *arg, const char *action, const char *client)
 {
 	node *n = arg;
 	if (strcmp(action, "drain") != 0)
 		return -1;
+	assert_true(strncmp(client, "127.0.0.1:", 10) == 0);
 	atomic_fetch_add(&n->drains, 1);
 	return atomic_load(&n->drain_rc);
 }
@@ -76,8 +80,14 @@ static int setup(void **state)
 	pal_metric_declare(f->m, "palisade_up", PAL_METRIC_GAUGE, "Always 1.");
 	pal_metric_set(f->m, "palisade_up", NULL, 1);
 	char err[256] = "";
-	int rc = pal_admin_start("127.0.0.1:0", f->m, node_status, node_action, &f->n, &f->a, err,
-				 sizeof err);
+	pal_admin_config cfg = {.listen = "127.0.0.1:0",
+				.metrics = f->m,
+				.status = node_status,
+				.action = node_action,
+				.arg = &f->n,
+				.token = TOKEN,
+				.host = "test"};
+	int rc = pal_admin_start(&cfg, &f->a, err, sizeof err);
 	if (rc != 0) {
 		fprintf(stderr, "pal_admin_start: %s\n", err);
 		return -1;
@@ -336,13 +346,13 @@ static void test_admin_drain_calls_action(void **state)
 {
 	fixture *f = *state;
 	reply r;
-	request(f->port, "POST", "/drain", "Content-Length: 0\r\n", &r);
+	request(f->port, "POST", "/drain", AUTH "Content-Length: 0\r\n", &r);
 	assert_int_equal(r.code, 202);
 	assert_int_equal(atomic_load(&f->n.drains), 1);
 	free(r.body);
 
 	atomic_store(&f->n.drain_rc, -1);
-	request(f->port, "POST", "/drain", "Content-Length: 3\r\n\r\nx=1", &r);
+	request(f->port, "POST", "/drain", AUTH "Content-Length: 3\r\n\r\nx=1", &r);
 	assert_int_equal(r.code, 409);
 	assert_int_equal(atomic_load(&f->n.drains), 2);
 	free(r.body);
@@ -394,11 +404,17 @@ static void test_admin_oversized_body_refused(void **state)
 	free(r.body);
 }
 
+static int start_bare(const char *addr, pal_admin **a, char *err, size_t errlen)
+{
+	pal_admin_config cfg = {.listen = addr, .host = "test"};
+	return pal_admin_start(&cfg, a, err, errlen);
+}
+
 static void expect_bad_addr(const char *addr)
 {
 	pal_admin *a = (pal_admin *)1;
 	char err[256] = "";
-	int rc = pal_admin_start(addr, NULL, NULL, NULL, NULL, &a, err, sizeof err);
+	int rc = start_bare(addr, &a, err, sizeof err);
 	if (rc != PAL_EINVAL)
 		fail_msg("address \"%s\": rc %d, want PAL_EINVAL", addr ? addr : "(null)", rc);
 	assert_null(a);
@@ -424,8 +440,7 @@ static void test_admin_rejects_bad_addresses(void **state)
 
 	char err[256];
 	pal_admin *a;
-	assert_int_equal(pal_admin_start("127.0.0.1", NULL, NULL, NULL, NULL, &a, err, sizeof err),
-			 PAL_EINVAL);
+	assert_int_equal(start_bare("127.0.0.1", &a, err, sizeof err), PAL_EINVAL);
 	assert_non_null(strstr(err, "no port"));
 }
 
@@ -435,7 +450,7 @@ static void test_admin_port_in_use_fails_with_reason(void **state)
 	char addr[64], err[256] = "";
 	snprintf(addr, sizeof addr, "127.0.0.1:%d", f->port);
 	pal_admin *b = NULL;
-	int rc = pal_admin_start(addr, NULL, NULL, NULL, NULL, &b, err, sizeof err);
+	int rc = start_bare(addr, &b, err, sizeof err);
 	assert_int_equal(rc, PAL_EIO);
 	assert_null(b);
 	if (strstr(err, addr) == NULL)
@@ -446,8 +461,8 @@ static void test_admin_no_callbacks(void **state)
 {
 	pal_admin *a = NULL;
 	char err[256];
-	assert_int_equal(
-	    pal_admin_start("localhost:0", NULL, NULL, NULL, NULL, &a, err, sizeof err), 0);
+	pal_admin_config cfg = {.listen = "localhost:0", .host = "test", .token = "t"};
+	assert_int_equal(pal_admin_start(&cfg, &a, err, sizeof err), 0);
 	int port = pal_admin_port(a);
 	reply r;
 	request(port, "GET", "/metrics", NULL, &r);
@@ -457,7 +472,7 @@ static void test_admin_no_callbacks(void **state)
 	request(port, "GET", "/readyz", NULL, &r);
 	assert_int_equal(r.code, 503);
 	free(r.body);
-	request(port, "POST", "/drain", "Content-Length: 0\r\n", &r);
+	request(port, "POST", "/drain", "Authorization: Bearer t\r\nContent-Length: 0\r\n", &r);
 	assert_int_equal(r.code, 501);
 	free(r.body);
 	pal_admin_stop(a);
@@ -491,16 +506,150 @@ static void test_admin_ipv6_loopback(void **state)
 	}
 	pal_admin *a = NULL;
 	char err[256] = "";
-	int rc = pal_admin_start("[::1]:0", NULL, NULL, NULL, NULL, &a, err, sizeof err);
+	pal_admin_config cfg = {.listen = "[::1]:0"};
+	int rc = pal_admin_start(&cfg, &a, err, sizeof err);
 	if (rc != 0)
 		fail_msg("[::1]:0: %s", err);
 	int port = pal_admin_port(a);
 	assert_true(port > 0);
 	reply r;
-	exchange(AF_INET6, port, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-		 &r);
+	char raw[256];
+	/* no admin.host: the listen address with its port is the Host to name */
+	snprintf(raw, sizeof raw, "GET /healthz HTTP/1.1\r\nHost: [::1]:%d\r\nConnection: close\r\n\r\n",
+		 port);
+	exchange(AF_INET6, port, raw, &r);
 	assert_int_equal(r.code, 200);
 	assert_string_equal(r.body, "ok\n");
+	free(r.body);
+	pal_admin_stop(a);
+}
+
+/* ---- security -------------------------------------------------------- */
+
+static int code_of(int port, const char *raw)
+{
+	reply r;
+	exchange(AF_INET, port, raw, &r);
+	free(r.body);
+	return r.code;
+}
+
+static void test_admin_writes_need_the_token(void **state)
+{
+	fixture *f = *state;
+	reply r;
+	request(f->port, "POST", "/drain", "Content-Length: 0\r\n", &r);
+	assert_int_equal(r.code, 401);
+	expect_header(&r, "WWW-Authenticate", "Bearer realm=\"palisade\"");
+	free(r.body);
+	static const char *const wrong[] = {
+	    "Authorization: Bearer s3cret\r\n",	      /* a prefix */
+	    "Authorization: Bearer s3cret-token-and-more\r\n", /* longer */
+	    "Authorization: Bearer S3CRET-TOKEN\r\n",	      /* case */
+	    "Authorization: Basic czNjcmV0LXRva2Vu\r\n",	      /* another scheme */
+	    "Authorization: Bearer \r\n",
+	};
+	for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
+		char extra[256];
+		snprintf(extra, sizeof extra, "%sContent-Length: 0\r\n", wrong[i]);
+		request(f->port, "POST", "/drain", extra, &r);
+		if (r.code != 401)
+			fail_msg("%s: %d, want 401", wrong[i], r.code);
+		free(r.body);
+	}
+	assert_int_equal(atomic_load(&f->n.drains), 0);
+	/* reads stay open by default */
+	request(f->port, "GET", "/metrics", NULL, &r);
+	assert_int_equal(r.code, 200);
+	free(r.body);
+}
+
+static void test_admin_refuses_cross_site_requests(void **state)
+{
+	fixture *f = *state;
+	char raw[1024];
+	/* a foreign Host: DNS rebinding, reads included */
+	snprintf(raw, sizeof raw, "GET /status HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n");
+	assert_int_equal(code_of(f->port, raw), 421);
+	snprintf(raw, sizeof raw, "POST /drain HTTP/1.1\r\nHost: evil.example:%d\r\n" AUTH
+		 "Content-Length: 0\r\nConnection: close\r\n\r\n", f->port);
+	assert_int_equal(code_of(f->port, raw), 421);
+	snprintf(raw, sizeof raw, "GET /status HTTP/1.1\r\nConnection: close\r\n\r\n");
+	assert_int_equal(code_of(f->port, raw), 421); /* no Host at all */
+	/* an auto-submitted form of another site: Origin, form type, no token */
+	snprintf(raw, sizeof raw,
+		 "POST /drain HTTP/1.1\r\nHost: test\r\nOrigin: http://evil.example\r\n"
+		 "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 3\r\n"
+		 "Connection: close\r\n\r\nx=1");
+	assert_int_equal(code_of(f->port, raw), 403);
+	/* even with the token, another Origin or a cross-site fetch is refused */
+	snprintf(raw, sizeof raw, "POST /drain HTTP/1.1\r\nHost: test\r\nOrigin: null\r\n" AUTH
+		 "Content-Length: 0\r\nConnection: close\r\n\r\n");
+	assert_int_equal(code_of(f->port, raw), 403);
+	snprintf(raw, sizeof raw, "POST /drain HTTP/1.1\r\nHost: test\r\nSec-Fetch-Site: cross-site\r\n" AUTH
+		 "Content-Length: 0\r\nConnection: close\r\n\r\n");
+	assert_int_equal(code_of(f->port, raw), 403);
+	/* a form content type is refused whatever the credentials */
+	static const char *const forms[] = {"application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
+					    "text/plain;charset=UTF-8", "TEXT/PLAIN"};
+	for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+		snprintf(raw, sizeof raw, "POST /drain HTTP/1.1\r\nHost: test\r\nContent-Type: %s\r\n" AUTH
+			 "Content-Length: 0\r\nConnection: close\r\n\r\n", forms[i]);
+		if (code_of(f->port, raw) != 415)
+			fail_msg("Content-Type %s not refused with 415", forms[i]);
+	}
+	assert_int_equal(atomic_load(&f->n.drains), 0);
+	/* the same origin, the token, no body type: accepted */
+	snprintf(raw, sizeof raw, "POST /drain HTTP/1.1\r\nHost: TEST:%d\r\nOrigin: http://test:%d\r\n"
+		 "Sec-Fetch-Site: same-origin\r\n" AUTH "Content-Type: application/json\r\n"
+		 "Content-Length: 0\r\nConnection: close\r\n\r\n", f->port, f->port);
+	assert_int_equal(code_of(f->port, raw), 202);
+	assert_int_equal(atomic_load(&f->n.drains), 1);
+}
+
+static bool sick(void *arg, char *why, size_t len)
+{
+	snprintf(why, len, "controller silent for 20000 ms (limit 15000)");
+	return false;
+}
+
+static void test_admin_without_token_refuses_writes_and_guards_reads(void **state)
+{
+	pal_admin *a = NULL;
+	char err[256];
+	node n = {.name = "x"};
+	/* no token: writes refused outright; listen address as Host */
+	pal_admin_config cfg = {.listen = "127.0.0.1:0", .action = node_action, .arg = &n, .healthy = sick};
+	assert_int_equal(pal_admin_start(&cfg, &a, err, sizeof err), 0);
+	int port = pal_admin_port(a);
+	char raw[512];
+	snprintf(raw, sizeof raw, "POST /drain HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" AUTH
+		 "Content-Length: 0\r\nConnection: close\r\n\r\n", port);
+	assert_int_equal(code_of(port, raw), 403);
+	/* localhost names with our port are accepted on loopback, others not */
+	snprintf(raw, sizeof raw, "GET /metrics HTTP/1.1\r\nHost: localhost:%d\r\nConnection: close\r\n\r\n", port);
+	assert_int_equal(code_of(port, raw), 200);
+	snprintf(raw, sizeof raw, "GET /metrics HTTP/1.1\r\nHost: localhost:%d\r\nConnection: close\r\n\r\n", port + 1);
+	assert_int_equal(code_of(port, raw), 421);
+	/* a health callback saying no: 503 with its reason */
+	reply r;
+	snprintf(raw, sizeof raw, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n", port);
+	exchange(AF_INET, port, raw, &r);
+	assert_int_equal(r.code, 503);
+	assert_non_null(strstr(r.body, "controller silent"));
+	free(r.body);
+	pal_admin_stop(a);
+	assert_int_equal(atomic_load(&n.drains), 0);
+
+	/* reads protected */
+	pal_admin_config pcfg = {.listen = "127.0.0.1:0", .token = TOKEN, .protect_reads = true, .host = "test"};
+	assert_int_equal(pal_admin_start(&pcfg, &a, err, sizeof err), 0);
+	port = pal_admin_port(a);
+	request(port, "GET", "/metrics", NULL, &r);
+	assert_int_equal(r.code, 401);
+	free(r.body);
+	request(port, "GET", "/healthz", AUTH, &r);
+	assert_int_equal(r.code, 200);
 	free(r.body);
 	pal_admin_stop(a);
 }
@@ -516,6 +665,9 @@ int main(void)
 	    T(test_admin_status_is_the_callback_json),
 	    T(test_admin_page_renders_tables_escaped),
 	    T(test_admin_drain_calls_action),
+	    T(test_admin_writes_need_the_token),
+	    T(test_admin_refuses_cross_site_requests),
+	    T(test_admin_without_token_refuses_writes_and_guards_reads),
 	    T(test_admin_wrong_method_is_405),
 	    T(test_admin_unknown_path_is_404),
 	    T(test_admin_oversized_body_refused),

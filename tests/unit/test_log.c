@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <cmocka.h>
 #include <jansson.h>
 #include "palisade/log.h"
@@ -339,6 +340,73 @@ static void test_log_concurrent_lines_never_interleave(void **state)
 	free(r.buf);
 }
 
+static void test_log_text_format_is_one_readable_line(void **state)
+{
+	pal_log_set_format(PAL_LOG_TEXT);
+	pal_log(PAL_LOG_WARN, "zk.client", "{s:s, s:i}", "message", "a b=\"c\"", "n", 3);
+	pal_log_set_format(PAL_LOG_JSON);
+	char *text = drain();
+	/* "<ts> warn  n1 zk.client message=\"a b=\\\"c\\\"\" n=3\n" */
+	char *sp = strchr(text, ' ');
+	assert_non_null(sp);
+	assert_true(sp - text == 24 && text[23] == 'Z');
+	assert_string_equal(sp + 1, "warn  n1 zk.client message=\"a b=\\\"c\\\"\" n=3\n");
+	free(text);
+}
+
+static void test_log_journal_prefix_only_when_journal_stream_is_ours(void **state)
+{
+	struct stat sb;
+	assert_int_equal(fstat(pipe_fd[1], &sb), 0);
+	char js[64];
+	snprintf(js, sizeof js, "%llu:%llu", (unsigned long long)sb.st_dev,
+		 (unsigned long long)sb.st_ino + 1);
+	setenv("JOURNAL_STREAM", js, 1);
+	assert_false(pal_log_journal_detect()); /* another stream: no prefix */
+	snprintf(js, sizeof js, "%llu:%llu", (unsigned long long)sb.st_dev,
+		 (unsigned long long)sb.st_ino);
+	setenv("JOURNAL_STREAM", js, 1);
+	assert_true(pal_log_journal_detect());
+	pal_log(PAL_LOG_ERROR, "a", NULL);
+	pal_log(PAL_LOG_WARN, "b", NULL);
+	pal_log(PAL_LOG_INFO, "c", NULL);
+	unsetenv("JOURNAL_STREAM");
+	assert_false(pal_log_journal_detect());
+	char *text = drain();
+	char *l2 = strchr(text, '\n') + 1, *l3 = strchr(l2, '\n') + 1;
+	assert_true(strncmp(text, "<3>{", 4) == 0);
+	assert_true(strncmp(l2, "<4>{", 4) == 0);
+	assert_true(strncmp(l3, "<6>{", 4) == 0);
+	free(text);
+}
+
+static void test_log_limit_drops_a_burst_and_counts_it(void **state)
+{
+	pal_log_limit("noisy.event", 3, 60000);
+	for (int i = 0; i < 10; i++)
+		pal_log(PAL_LOG_WARN, "noisy.event", "{s:i}", "i", i);
+	pal_log(PAL_LOG_INFO, "other.event", NULL); /* not limited */
+	char *text = drain();
+	int lines = 0;
+	for (char *p = text; (p = strchr(p, '\n')); p++)
+		lines++;
+	assert_int_equal(lines, 4);
+	assert_non_null(strstr(text, "\"i\":2"));
+	assert_null(strstr(text, "\"i\":3"));
+	assert_null(strstr(text, "suppressed")); /* reported when the window turns */
+	free(text);
+
+	pal_log_limit("noisy.two", 1, 50);
+	for (int i = 0; i < 3; i++)
+		pal_log(PAL_LOG_WARN, "noisy.two", NULL);
+	free(drain());
+	usleep(60000); /* the window has turned: the next line says what was dropped */
+	pal_log(PAL_LOG_WARN, "noisy.two", NULL);
+	json_t *o = one_line();
+	assert_int_equal(json_integer_value(json_object_get(o, "suppressed")), 2);
+	json_decref(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -357,6 +425,12 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_log_node_unset_is_null, setup, teardown),
 	    cmocka_unit_test(test_log_level_parse_and_names),
 	    cmocka_unit_test_setup_teardown(test_log_concurrent_lines_never_interleave, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_log_text_format_is_one_readable_line, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_log_journal_prefix_only_when_journal_stream_is_ours,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_log_limit_drops_a_burst_and_counts_it, setup,
 					    teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
