@@ -213,12 +213,14 @@ static void quarantine_after_load(pal_controller *c, const int *shards, size_t n
 		bad_load *bl = g_ptr_array_index(c->load_bad, i);
 		if (!c->led[bl->shard].planner)
 			continue;
+		bool created;
 		if (pal_store_quarantine_job(c->st, bl->id, bl->shard, c->led[bl->shard].epoch,
-					     PAL_NO_TIME, bl->error, err, sizeof err)) {
+					     PAL_NO_TIME, bl->error, &created, err, sizeof err)) {
 			db_failed(c, "quarantine job", err);
 			break;
 		}
-		quarantined_metric(c, bl->shard, bl->id, bl->error);
+		if (created) /* a reload finds it again every 30 s: counted once */
+			quarantined_metric(c, bl->shard, bl->id, bl->error);
 	}
 	g_ptr_array_set_size(c->load_bad, 0);
 	for (size_t i = 0; c->st && i < n; i++) {
@@ -460,6 +462,15 @@ static void fenced(pal_controller *c, int s, const char *err)
 	pal_coord_resign(c->coord, s);
 }
 
+/* Job ID is one of the N_BAD jobs whose rows this tick's isolation refused. */
+static bool refused(const pal_quarantined *bad, size_t n_bad, const char *id)
+{
+	for (size_t i = 0; i < n_bad; i++)
+		if (!strcmp(bad[i].job_id, id))
+			return true;
+	return false;
+}
+
 static void tick_shard(pal_controller *c, int s)
 {
 	led_shard *l = &c->led[s];
@@ -504,20 +515,23 @@ static void tick_shard(pal_controller *c, int s)
 		for (size_t i = 0; !rc && i < n_bad; i++) {
 			if (pal_planner_quarantine(l->planner, bad[i].job_id) != PAL_OK)
 				continue;
-			quarantined_metric(c, s, bad[i].job_id, bad[i].error);
+			if (bad[i].created)
+				quarantined_metric(c, s, bad[i].job_id, bad[i].error);
 		}
-		free(bad);
 	}
 	if (rc == PAL_ESTALE) {
 		if (strstr(err, "activated by someone else")) {
 			drop_shard(c, s, err); /* re-acquired and reloaded on the next pass */
+			free(bad);
 			return;
 		}
 		fenced(c, s, err);
+		free(bad);
 		return;
 	}
 	if (rc) {
 		db_failed(c, "tick commit", err);
+		free(bad);
 		return;
 	}
 	pal_planner_commit(l->planner, &c->batch);
@@ -545,6 +559,8 @@ static void tick_shard(pal_controller *c, int s)
 	mset(c, "palisade_controller_shard_epoch", lab, (double)l->epoch);
 	for (size_t i = 0; i < c->batch.n_act; i++) {
 		const pal_plan_activation *a = &c->batch.act[i];
+		if (refused(bad, n_bad, a->job_id))
+			continue; /* not written: the job was quarantined */
 		char ef[32];
 		pal_fmt_rfc3339(a->effective_from, ef, sizeof ef);
 		minc(c, "palisade_controller_activations_total", NULL, 1);
@@ -554,6 +570,8 @@ static void tick_shard(pal_controller *c, int s)
 	}
 	for (size_t i = 0; i < c->batch.n_mis; i++) {
 		const pal_plan_misfire *m = &c->batch.mis[i];
+		if (refused(bad, n_bad, m->job_id))
+			continue;
 		char f[32], t[32];
 		pal_fmt_rfc3339(m->from, f, sizeof f);
 		pal_fmt_rfc3339(m->to, t, sizeof t);
@@ -566,6 +584,7 @@ static void tick_shard(pal_controller *c, int s)
 	if (c->batch.n_tick)
 		pal_log(PAL_LOG_WARN, "controller.tickets_opened", "{s:i, s:i}", "shard", s, "count",
 			(int)c->batch.n_tick);
+	free(bad);
 }
 
 /* ---- notifications -------------------------------------------------------------- */

@@ -745,8 +745,11 @@ static int isolate(iso_ctx *x, const char **ids, size_t n, char *err, size_t err
 }
 
 int pal_store_quarantine_job(pal_store *st, const char *job_id, int shard, int64_t epoch,
-			     int64_t since, const char *error, char *err, size_t errlen)
+			     int64_t since, const char *error, bool *created, char *err,
+			     size_t errlen)
 {
+	if (created)
+		*created = false;
 	char s[16], e[24], f[24];
 	snprintf(s, sizeof s, "%d", shard);
 	snprintf(e, sizeof e, "%" PRId64, epoch);
@@ -770,6 +773,8 @@ int pal_store_quarantine_job(pal_store *st, const char *job_id, int shard, int64
 		5, p, err, errlen);
 	if (!r)
 		return PAL_EDB;
+	if (created)
+		*created = atoi(PQgetvalue(r, 0, 0)) > 0;
 	PQclear(r);
 	return PAL_OK;
 }
@@ -805,7 +810,7 @@ int pal_store_tick_commit_isolated(pal_store *st, int shard, int64_t epoch, cons
 	g_ptr_array_free(ids, TRUE);
 	for (size_t i = 0; !rc && i < x.n_bad; i++)
 		rc = pal_store_quarantine_job(st, x.bad[i].job_id, shard, epoch, since,
-					      x.bad[i].error, err, errlen);
+					      x.bad[i].error, &x.bad[i].created, err, errlen);
 	rc = finish_tick(st, shard, epoch, b, x.inserted, rc, err, errlen);
 	if (rc) {
 		free(x.bad);
