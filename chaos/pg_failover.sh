@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# chaos/pg_failover.sh - drill pg-failover (chaos/run.sh): kill -9 of the
-# PostgreSQL primary under load, with PostgreSQL under Patroni
+# chaos/pg_failover.sh - drills pg-failover and pg-switchover (chaos/run.sh):
+# kill -9 of the PostgreSQL primary under load (pg-switchover: a planned
+# `patronictl switchover` instead), with PostgreSQL under Patroni
 # (ops/devcluster.sh --pg ha: 3 members, synchronous_mode, the harness's
 # ZooKeeper as DCS).  Nodes, CLI and sink get the multi-host conninfo
 # (host=a,b,c port=p1,p2,p3 target_session_attrs=read-write) and must find
@@ -16,6 +17,7 @@ source tests/integration/cluster.sh
 source chaos/lib.sh
 guarantee "G1 + G2 through a PostgreSQL failover: with synchronous replication a kill -9 of the primary loses no committed plan or effect; nodes and sink reconnect to the promoted replica by themselves; nothing is missed or doubled"
 declare -A FIG
+MODE=${PALISADE_DRILL:-pg-failover}
 
 command -v patroni >/dev/null || { fail "patroni is installed (apt-get install -y patroni python3-kazoo)"; finish; exit 1; }
 HA_STATE=$PALISADE_TEST_TMP/pgha
@@ -46,9 +48,16 @@ sleep 10
 old=$(dc pg-roles | awk '$3 == "primary" { print $1 }')
 kill_ts=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)
 t=$(date +%s%3N)
-dc pg-kill "$old" 2>/dev/null
+if [ "$MODE" = pg-switchover ]; then
+	what="switchover from primary m$old"
+	expect_exit "patronictl switchover --leader m$old (Patroni picks the synchronous standby)" 0 \
+		patronictl -c "$(cat "$HA_STATE/pgha.path")/m$old/patroni.yml" switchover palisade --leader "m$old" --force
+else
+	what="kill -9 of primary m$old"
+	dc pg-kill "$old" 2>/dev/null
+fi
 new_primary() { dc pg-roles | awk -v o="$old" '$3 == "primary" && $1 != o' | grep -q .; }
-wait_until "Patroni promotes a replica after kill -9 of primary m$old" 60 new_primary
+wait_until "Patroni promotes a replica after the $what" 60 new_primary
 FIG[promoted_ms]=$(($(date +%s%3N) - t))
 q() { psql "$PALISADE_PG connect_timeout=2" -XAtq -c "$1" 2>/dev/null; }
 planned_again() { [ "$(q "select count(*) from triggers where created_at > '$kill_ts'")" -gt 0 ]; }
@@ -58,10 +67,10 @@ FIG[planning_resumed_ms]=$(($(date +%s%3N) - t))
 wait_until "execution resumes (effects applied at the sink)" 60 applied_again
 FIG[execution_resumed_ms]=$(($(date +%s%3N) - t))
 FIG[new_primary]=$(dc pg-roles | awk '$3 == "primary" { print $1 }')
-echo "    figure: kill -9 of primary m$old: m${FIG[new_primary]} promoted ${FIG[promoted_ms]} ms, planning resumed ${FIG[planning_resumed_ms]} ms, execution resumed ${FIG[execution_resumed_ms]} ms after the kill (Patroni ttl 10 s, loop_wait 1 s)"
-dc pg-start "$old" 2>/dev/null
+echo "    figure: $what: m${FIG[new_primary]} promoted ${FIG[promoted_ms]} ms, planning resumed ${FIG[planning_resumed_ms]} ms, execution resumed ${FIG[execution_resumed_ms]} ms after the $what began (Patroni ttl 10 s, loop_wait 1 s)"
+dc pg-start "$old" 2>/dev/null # after a kill; a switchover's old primary runs on
 rejoined() { [ "$(dc pg-roles | awk -v o="$old" '$1 == o { print $3 }')" = replica ]; }
-wait_until "the killed member rejoins as a replica" 90 rejoined
+wait_until "the old primary rejoins as a replica" 90 rejoined
 
 sleep 10
 T1=$(rfc3339_ago 4)
@@ -77,5 +86,5 @@ expect_eq "no instant planned twice" 0 "${FIG[planned_twice]}"
 expect_eq "one effect per key at the sink" 0 "${FIG[effects_doubled]}"
 check "both nodes still run" bash -c "kill -0 ${NODE_PID[p1]} && kill -0 ${NODE_PID[p2]}"
 echo "    figure: ${FIG[triggers]} triggers in the window, missing ${FIG[missing]:-?}, planned twice ${FIG[planned_twice]}, effects doubled ${FIG[effects_doubled]}"
-write_report pg-failover "replication=\"synchronous\""
+write_report "$MODE" "replication=\"synchronous\""
 finish

@@ -28,6 +28,7 @@ declare -A DRILLS=(
 	[zk-ensemble]=chaos/zk_ensemble.sh
 	[zk-foreign-znode]=chaos/zk_acl.sh
 	[pg-failover]=chaos/pg_failover.sh
+	[pg-switchover]=chaos/pg_failover.sh
 )
 if [ "${1:-}" = --list ]; then
 	for d in "${!DRILLS[@]}"; do echo "$d -> ${DRILLS[$d]}"; done | sort
