@@ -217,6 +217,9 @@ CREATE INDEX triggers_open ON triggers (scheduled_at)
 -- palisade_retention(interval, ahead, keep, lock_ms): one round of
 -- partition maintenance, at most one at a time in the cluster (advisory
 -- lock 7076/1; a second caller gets one row 'busy' and does nothing).
+--   0. after a change of INTERVAL, the empty ranges at the end that have
+--      not ended yet and have the old length are dropped ('reshaped'),
+--      latest first, up to the first that holds a row;
 --   1. ranges exist up to now + AHEAD, each INTERVAL long, aligned on
 --      multiples of INTERVAL since the epoch (a gap left by a long stop
 --      becomes one range up to the current interval);
@@ -228,7 +231,7 @@ CREATE INDEX triggers_open ON triggers (scheduled_at)
 -- DDL waits at most LOCK_MS for its locks (lock_timeout), so that a
 -- maintenance never queues claims behind it for long; a range that could
 -- not be locked is reported 'busy' and retried next round.
--- Rows: action (created, dropped, kept, busy), partition (the triggers
+-- Rows: action (created, dropped, kept, busy, reshaped), partition (the triggers
 -- table of the range), range_from, range_to, live (kept: live triggers),
 -- bytes (dropped: what the two tables held).
 CREATE FUNCTION palisade_retention(p_interval interval, p_ahead interval, p_keep interval,
@@ -245,6 +248,7 @@ DECLARE
 	r record;
 	v_live bigint;
 	v_bytes bigint;
+	v_busy boolean;
 BEGIN
 	IF p_interval < interval '1 second' OR p_keep < interval '0' OR p_ahead < interval '0' THEN
 		RAISE EXCEPTION 'palisade_retention: interval must be at least 1 s, keep and ahead not negative'
@@ -256,6 +260,29 @@ BEGIN
 		RETURN;
 	END IF;
 	PERFORM set_config('lock_timeout', p_lock_ms || 'ms', true);
+
+	-- 0. a new interval: the latest ranges that have not ended, hold no
+	-- row and are not INTERVAL long go (latest first, so no gap opens), and
+	-- step 1 makes them again with the new length.
+	FOR r IN SELECT p.* FROM palisade_partitions p WHERE p.range_to > v_now
+	    ORDER BY p.range_from DESC LOOP
+		EXIT WHEN r.range_to - r.range_from = p_interval;
+		EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I) OR EXISTS (SELECT 1 FROM %I)',
+			r.triggers_part, r.attempts_part) INTO v_busy;
+		EXIT WHEN v_busy;
+		BEGIN
+			EXECUTE format('DROP TABLE %I', r.attempts_part);
+			EXECUTE format('ALTER TABLE triggers DETACH PARTITION %I', r.triggers_part);
+			EXECUTE format('DROP TABLE %I', r.triggers_part);
+			DELETE FROM palisade_partitions p WHERE p.range_from = r.range_from;
+			RETURN QUERY SELECT 'reshaped'::text, r.triggers_part, r.range_from, r.range_to,
+				NULL::bigint, NULL::bigint;
+		EXCEPTION WHEN lock_not_available THEN
+			RETURN QUERY SELECT 'busy'::text, r.triggers_part, r.range_from, r.range_to,
+				NULL::bigint, NULL::bigint;
+			EXIT;
+		END;
+	END LOOP;
 
 	-- 1. ahead
 	v_cur := date_bin(p_interval, v_now, timestamptz '1970-01-01 00:00:00+00');

@@ -27,10 +27,11 @@ typedef struct pal_retention_conf {
 
 typedef struct pal_retention_report {
 	int created, dropped, kept, busy;
+	int reshaped;          /* empty future ranges of another interval dropped */
 	int64_t kept_live;     /* live triggers in the kept ranges */
 	int64_t dropped_bytes; /* what the dropped partitions held */
 	char first_kept[128];  /* the oldest kept partition, "" if none */
-	char lines[4096];      /* one line per action, for the caller's log */
+	char lines[32768];     /* one line per action (truncated past this), for the log */
 } pal_retention_report;
 
 /* Check C (interval >= 1 s, keep >= interval, ahead >= interval); ERR

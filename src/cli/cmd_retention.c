@@ -122,7 +122,7 @@ int pal_cmd_retention(int argc, char **argv)
 	}
 	fputs(rep.lines, stdout);
 	printf("retention: %d created, %d dropped (%lld bytes), %d kept (%lld live triggers), "
-	       "%d busy\n", rep.created, rep.dropped, (long long)rep.dropped_bytes, rep.kept,
-	       (long long)rep.kept_live, rep.busy);
+	       "%d busy, %d reshaped\n", rep.created, rep.dropped, (long long)rep.dropped_bytes,
+	       rep.kept, (long long)rep.kept_live, rep.busy, rep.reshaped);
 	return PAL_EXIT_OK;
 }

@@ -81,6 +81,9 @@ int pal_store_retention(pal_store *st, const pal_retention_conf *c, pal_retentio
 			rep->dropped++;
 			rep->dropped_bytes += atoll(bytes);
 			line(rep, "dropped %s [%s, %s) %s bytes\n", part, from, to, bytes);
+		} else if (!strcmp(act, "reshaped")) {
+			rep->reshaped++;
+			line(rep, "reshaped %s [%s, %s): empty, another interval%s\n", part, from, to, "");
 		} else if (!strcmp(act, "kept")) {
 			rep->kept++;
 			rep->kept_live += atoll(live);
@@ -151,7 +154,7 @@ static void worker_round(struct pal_retention_worker *w)
 		w->st = NULL;
 		return;
 	}
-	bool busy_only = rep.busy && !rep.created && !rep.dropped && !rep.kept;
+	bool busy_only = rep.busy && !rep.created && !rep.dropped && !rep.kept && !rep.reshaped;
 	pal_metric_inc(w->m, F_ROUNDS, busy_only ? "result=\"busy\"" : "result=\"done\"", 1);
 	if (busy_only)
 		return;
@@ -159,11 +162,11 @@ static void worker_round(struct pal_retention_worker *w)
 	pal_metric_inc(w->m, F_DROPPED_BYTES, NULL, (double)rep.dropped_bytes);
 	pal_metric_set(w->m, F_KEPT, NULL, rep.kept);
 	pal_metric_set(w->m, F_KEPT_LIVE, NULL, (double)rep.kept_live);
-	if (rep.created || rep.dropped || rep.busy)
-		pal_log(PAL_LOG_INFO, "retention.round", "{s:i, s:i, s:I, s:i, s:i, s:s}", "created",
-			rep.created, "dropped", rep.dropped, "dropped_bytes",
-			(json_int_t)rep.dropped_bytes, "kept", rep.kept, "busy", rep.busy, "actions",
-			rep.lines);
+	if (rep.created || rep.dropped || rep.busy || rep.reshaped)
+		pal_log(PAL_LOG_INFO, "retention.round", "{s:i, s:i, s:I, s:i, s:i, s:i, s:s}",
+			"created", rep.created, "dropped", rep.dropped, "dropped_bytes",
+			(json_int_t)rep.dropped_bytes, "kept", rep.kept, "busy", rep.busy, "reshaped",
+			rep.reshaped, "actions", rep.lines);
 	if (rep.kept)
 		pal_log(PAL_LOG_WARN, "retention.kept", "{s:i, s:I, s:s}", "partitions", rep.kept,
 			"live_triggers", (json_int_t)rep.kept_live, "oldest", rep.first_kept);
