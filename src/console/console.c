@@ -320,6 +320,30 @@ static json_t *merge_nodes(pal_console *c, json_t *zk, json_t *view, const json_
 	return rows;
 }
 
+static int by_node(const void *a, const void *b)
+{
+	return strcmp(json_string_value(json_object_get(*(json_t *const *)a, "node")),
+		      json_string_value(json_object_get(*(json_t *const *)b, "node")));
+}
+
+/* ROWS sorted by node id (ZooKeeper lists children in no fixed order). */
+static json_t *sort_nodes(json_t *rows)
+{
+	size_t n = json_array_size(rows);
+	json_t **v = calloc(n ? n : 1, sizeof *v);
+	json_t *out = json_array();
+	if (!v)
+		return rows;
+	for (size_t i = 0; i < n; i++)
+		v[i] = json_array_get(rows, i);
+	qsort(v, n, sizeof *v, by_node);
+	for (size_t i = 0; i < n; i++)
+		json_array_append(out, v[i]);
+	free(v);
+	json_decref(rows);
+	return out;
+}
+
 static json_t *source(bool ok, const char *err)
 {
 	return json_pack("{s:b, s:s?}", "ok", ok, "error", ok ? NULL : err);
@@ -345,7 +369,7 @@ static json_t *cluster_model(pal_console *c, const json_t *self)
 	json_t *zk = zk_nodes(c);
 	json_object_set_new(m, "zookeeper", source(zk != NULL, c->zk_err));
 	json_object_set_new(m, "this_node", self ? json_deep_copy(self) : json_null());
-	json_object_set_new(m, "nodes", merge_nodes(c, zk, view, self));
+	json_object_set_new(m, "nodes", sort_nodes(merge_nodes(c, zk, view, self)));
 	if (view) {
 		json_object_del(view, "nodes"); /* merged above */
 		size_t i;

@@ -124,6 +124,17 @@ check "c1 and c2 count the open tickets the database holds (tickets keep opening
 expect_eq "the job endpoint answers 404 for an unknown job" 404 "$(curl -s -o /dev/null -w '%{http_code}' "http://$A1/api/job?id=no.such")"
 expect_eq "an unknown section is 404" 404 "$(curl -s -o /dev/null -w '%{http_code}' "http://$A1/api/cluster?section=nope")"
 
+echo "  -- reads behind the token (admin.reads: token)"
+SHARDS=4 LOOKAHEAD=2s OVERLAP=2s write_conf "$NODE_DIR/token.yaml" "admin: {reads: token}"
+PALISADE_ADMIN_TOKEN=console-test-token CLUSTER_CONF=$NODE_DIR/token.yaml start_node c4 --roles executor
+A4=${NODE_ADMIN[c4]}
+wait_until "c4 answers with the token" 20 curl -sf -H "Authorization: Bearer console-test-token" "http://$A4/healthz"
+expect_eq "/console without the token is refused" 401 "$(curl -s -o /dev/null -w '%{http_code}' "http://$A4/console")"
+expect_eq "/api/cluster without the token is refused" 401 "$(curl -s -o /dev/null -w '%{http_code}' "http://$A4/api/cluster")"
+tk=$(curl -s -H "Authorization: Bearer console-test-token" "http://$A4/api/cluster?section=nodes")
+expect_eq "with the token it serves the view: c1, c2 and c4 ready" "c1=True c2=True c4=True" \
+	"$(python3 -c 'import json,sys; print(" ".join("%s=%s" % (n["node"], n.get("ready")) for n in sorted(json.load(sys.stdin)["nodes"], key=lambda n: n["node"]) if n["node"] in ("c1","c2","c4")))' <<<"$tk")"
+
 echo "  -- a node whose database is unreachable"
 start_node c3 --roles controller --pg "host=127.0.0.1 port=1 dbname=none connect_timeout=1"
 wait_until "c3 answers /healthz" 20 curl -sf "http://${NODE_ADMIN[c3]}/healthz"
