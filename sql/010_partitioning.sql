@@ -127,6 +127,12 @@ DECLARE
 	v_a text := 'attempts_p' || v_sfx;
 	v_moved bigint;
 BEGIN
+	-- The two parents first, in the order every claim and commit takes
+	-- them (triggers, then attempts): attaching a partition of a table that
+	-- attempts refers to also locks attempts, and took it after a claim
+	-- held attempts and waited for the new partition (a deadlock; the
+	-- claim was the victim).
+	LOCK TABLE triggers, attempts IN SHARE ROW EXCLUSIVE MODE;
 	-- Rows the default partitions hold in this range move into the new
 	-- pair (attaching over them would be refused): attempts first, so
 	-- that no attempt refers to a moved trigger while neither new table is
@@ -271,6 +277,7 @@ BEGIN
 			r.triggers_part, r.attempts_part) INTO v_busy;
 		EXIT WHEN v_busy;
 		BEGIN
+			LOCK TABLE triggers, attempts IN ACCESS EXCLUSIVE MODE;
 			EXECUTE format('DROP TABLE %I', r.attempts_part);
 			EXECUTE format('ALTER TABLE triggers DETACH PARTITION %I', r.triggers_part);
 			EXECUTE format('DROP TABLE %I', r.triggers_part);
@@ -328,6 +335,7 @@ BEGIN
 		BEGIN
 			v_bytes := pg_total_relation_size(r.triggers_part::regclass)
 				+ pg_total_relation_size(r.attempts_part::regclass);
+			LOCK TABLE triggers, attempts IN ACCESS EXCLUSIVE MODE;
 			EXECUTE format('DROP TABLE %I', r.attempts_part);
 			EXECUTE format('ALTER TABLE triggers DETACH PARTITION %I', r.triggers_part);
 			EXECUTE format('DROP TABLE %I', r.triggers_part);
