@@ -122,6 +122,9 @@ echo "    figure: open tickets: database $before..$after, c1 $n1, c2 $n2"
 check "c1 and c2 count the open tickets the database holds (tickets keep opening meanwhile)" \
 	[ "$before" -le "$n1" -a "$n1" -le "$n2" -a "$n2" -le "$after" ]
 expect_eq "the job endpoint answers 404 for an unknown job" 404 "$(curl -s -o /dev/null -w '%{http_code}' "http://$A1/api/job?id=no.such")"
+weird=$(curl -s -w '\n%{http_code}' "http://$A1/console/job?id=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E%27%22%0A")
+expect_eq "a job id with markup in it: 404" 404 "$(tail -1 <<<"$weird")"
+check "and the id is shown escaped, never as markup" bash -c '! grep -q "<img" <<<"$1" && grep -q "&lt;img src=x onerror=alert(1)&gt;&#39;&quot;" <<<"$1"' _ "$weird"
 expect_eq "an unknown section is 404" 404 "$(curl -s -o /dev/null -w '%{http_code}' "http://$A1/api/cluster?section=nope")"
 
 echo "  -- reads behind the token (admin.reads: token)"
