@@ -306,7 +306,7 @@ static json_t *merge_nodes(pal_console *c, json_t *zk, json_t *view, const json_
 			const char *l = json_string_value(json_object_get(s, "leader"));
 			led += l && !strcmp(l, id);
 		}
-		json_object_set_new(e, "shards_led", json_integer(led));
+		json_object_set_new(e, "shards_led", view ? json_integer(led) : json_null());
 		json_t *a = find_by(activity, "node", id);
 		const char *keys[] = { "held_leases", "expired_leases", "attempts", "succeeded",
 				       "failed", "fenced", "deferred", "last_claim" };
