@@ -9,6 +9,7 @@
 #include <string.h>
 #include "palisade/cli.h"
 #include "palisade/err.h"
+#include "palisade/retention.h"
 #include "palisade/timefmt.h"
 #include "palisade/verify.h"
 #include "cli_int.h"
@@ -32,8 +33,10 @@ static void usage(FILE *fp)
 		"              for longer than --stuck-after (default 1h; 0: not checked)\n"
 		"  sink duplicates  with --sink-pg, a palisade-sink database: keys whose\n"
 		"              effect was applied more than once (the last at or after --from)\n"
-		"Exit: 0 all zero, 2 verify found a mismatch, 3 no such job, 64 usage,\n"
-		"69 database unreachable.\n");
+		"A range that starts before the retention horizon (`palisade retention\n"
+		"--horizon`) is refused: its triggers may have been dropped.\n"
+		"Exit: 0 all zero, 2 verify found a mismatch, 3 no such job, 4 range before\n"
+		"the retention horizon, 64 usage, 69 database unreachable.\n");
 }
 
 int pal_cmd_verify(int argc, char **argv)
@@ -100,6 +103,25 @@ int pal_cmd_verify(int argc, char **argv)
 		return ec;
 	pal_verify_report r;
 	char err[1024];
+	/* Before the retention horizon, triggers may have been dropped with
+	 * their partition: a range there would count them as missing. */
+	bool have_h;
+	int64_t h_ms;
+	if (pal_store_retention_horizon(st, &have_h, &h_ms, err, sizeof err)) {
+		pal_cli_err("verify", "%s", err);
+		pal_store_close(st);
+		return PAL_EXIT_UNAVAIL;
+	}
+	if (have_h && from * 1000 < h_ms) {
+		char a[40], b[40];
+		pal_fmt_rfc3339(from, a, sizeof a);
+		pal_fmt_rfc3339((h_ms + 999) / 1000, b, sizeof b);
+		pal_cli_err("verify", "--from %s is before the retention horizon %s: the triggers of "
+			    "earlier instants may have been dropped (retention.triggers); verify "
+			    "from %s on", a, b, b);
+		pal_store_close(st);
+		return PAL_EXIT_REFUSED;
+	}
 	if (sink_pg && pal_store_open(sink_pg, &vo.sink, err, sizeof err)) {
 		pal_cli_err("verify", "--sink-pg: %s", err);
 		pal_store_close(st);

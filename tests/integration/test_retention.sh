@@ -74,6 +74,13 @@ expect_eq "the horizon is the oldest range left" \
 	"$(sql "select to_char(('${D}T00:00Z'::timestamptz - interval '2 days') at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')")" \
 	"$("$PAL" retention --horizon)"
 
+H=$("$PAL" retention --horizon)
+expect_exit "verify refuses a range that starts before the horizon" 4 \
+	"$PAL" verify --from "$(date -u -d "$H - 1 hour" +%Y-%m-%dT%H:%M:%SZ)" --to "$H"
+expect_match "with a clear message" "is before the retention horizon $H: the triggers of earlier instants may have been dropped" "$OUT"
+"$PAL" verify --from "$H" --to "$(date -u -d "$H + 1 hour" +%Y-%m-%dT%H:%M:%SZ)" >"$PALISADE_TEST_TMP/v.out" 2>&1
+check "verify from the horizon on is not refused" bash -c "! grep -q 'retention horizon' '$PALISADE_TEST_TMP/v.out' && grep -q '^verify: ' '$PALISADE_TEST_TMP/v.out'"
+
 # -- once the live trigger is terminal, the next round drops its range
 sql "update triggers set state = 'failed' where state = 'retry_wait'" >/dev/null
 expect_exit "a round after the live trigger ended" 0 "$PAL" retention --interval 1h --ahead 3d --keep 1d
