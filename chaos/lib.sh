@@ -16,3 +16,33 @@ write_report() {
 		echo "}"
 	} >"$PALISADE_DRILL_REPORT"
 }
+
+# drill_load SHARDS SESSION LEASE HEARTBEAT NJOBS PREFIX: the sink, a node
+# config (controller + executor) and NJOBS sink jobs every 2 s, applied.
+# Sets SHARDS.  Fails the drill (and exits) when the sink does not start.
+drill_load() {
+	SHARDS=$1
+	start_sink || { fail "sink starts"; finish; exit 1; }
+	ZK_SESSION=$2 write_conf "$CLUSTER_CONF" "executor: {lease: $3, heartbeat: $4}"
+	sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+	gen_sink_jobs "$NODE_DIR/jobs.yaml" "$5" "*/2 * * * * ?" t1 "$6"
+	expect_exit "apply $5 jobs" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
+}
+
+# check_window T0 T1: every trigger of [T0, T1] ends succeeded; palisade
+# verify is clean; no instant planned twice; one effect per key at the sink.
+# FIG[triggers], FIG[missing], FIG[planned_twice], FIG[effects_doubled].
+check_window() {
+	local t0=$1 t1=$2
+	window_settled() { [ "$(sql "select count(*) from triggers where scheduled_at between '$t0' and '$t1' and state <> 'succeeded'")" = 0 ]; }
+	wait_until "every trigger of the window ends succeeded" 90 window_settled
+	expect_exit "verify: nothing missing or doubled over the window" 0 "$PAL" verify --from "$t0" --to "$t1"
+	echo "    $(echo "$OUT" | head -1)"
+	FIG[missing]=$(sed -n 's/.* missing=\([0-9]*\).*/\1/p' <<<"$OUT" | head -1)
+	FIG[triggers]=$(sql "select count(*) from triggers where scheduled_at between '$t0' and '$t1'")
+	FIG[planned_twice]=$(sql "select count(*) from (select 1 from triggers where scheduled_at between '$t0' and '$t1' group by job_id, scheduled_at, partition having count(*) > 1) d")
+	FIG[effects_doubled]=$(sql "select count(*) from (select idempotency_key from sink_ledger group by 1 having count(*) > 1) d")
+	expect_eq "no instant planned twice" 0 "${FIG[planned_twice]}"
+	expect_eq "one effect per key at the sink" 0 "${FIG[effects_doubled]}"
+	echo "    figure: ${FIG[triggers]} triggers in the window, missing ${FIG[missing]:-?}, planned twice ${FIG[planned_twice]}, effects doubled ${FIG[effects_doubled]}"
+}

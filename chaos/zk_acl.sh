@@ -24,12 +24,7 @@ declare -A FIG
 
 fresh_db it_zk_acl
 "$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
-SHARDS=4
-SHARDS=4 ZK_SESSION=3s write_conf "$CLUSTER_CONF" "executor: {lease: 6s, heartbeat: 1s}"
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
-gen_sink_jobs "$NODE_DIR/jobs.yaml" 20 "*/2 * * * * ?" t1 acl
-"$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml" >/dev/null
+drill_load 4 3s 6s 1s 20 acl
 
 p0=$(intrude plant-persistent "$BASE/shards/0000/election" --auth "$PALISADE_ZK_AUTH")
 expect_match "a persistent foreign znode heads shard 0's election" 'rc=0 .*n_0000000000' "$p0"
@@ -85,11 +80,6 @@ echo "    figure: failover past the foreign znodes ${FIG[failover_ms]} ms (sessi
 check "the ghost's znode is still there (it was skipped, not removed)" bash -c "kill -0 $GHOST"
 sleep 6
 T1=$(rfc3339_ago 4)
-settled() { [ "$(sql "select count(*) from triggers where scheduled_at between '$T0' and '$T1' and state <> 'succeeded'")" = 0 ]; }
-wait_until "every trigger of the window ends succeeded" 60 settled
-expect_exit "verify: nothing missing or doubled" 0 "$PAL" verify --from "$T0" --to "$T1"
-echo "    $(echo "$OUT" | head -1)"
-FIG[effects_doubled]=$(sql "select count(*) from (select idempotency_key from sink_ledger group by 1 having count(*) > 1) d")
-expect_eq "one effect per key at the sink" 0 "${FIG[effects_doubled]}"
+check_window "$T0" "$T1"
 write_report "zk-foreign-znode"
 finish
