@@ -51,7 +51,7 @@ PROGS += $(BIN)/palisade-sink
 endif
 
 .PHONY: all deps test unit integration asan chaos bench demo clean format lint help reference fuzz docs man \
-	install uninstall check-units
+	install uninstall check-install check-units
 
 # Plain `make` only builds: ops/deps.sh --check names the missing packages
 # and the one command that installs them.  The goals that run things (test,
@@ -140,6 +140,7 @@ test: all
 	@bash tests/run-unit.sh $(O)
 	@if [ "$(REFERENCE)" = 1 ]; then python3 tests/reference/cron_reference.py --bin $(BIN)/palisade; fi
 	@LOAD_SECONDS=$(LOAD_SECONDS) PALISADE_BIN=$(abspath $(BIN)) PALISADE_ITESTS=$(abspath $(O)/itests) bash tests/integration/run.sh
+	@$(MAKE) --no-print-directory check-install check-units
 
 # Every fault drill (chaos/run.sh), each with its verdict line and JSON
 # report; the long variants: 180 s of load in the controller fault drill.
@@ -231,6 +232,14 @@ uninstall:
 	rm -f $(foreach m,$(MAN_SRC:docs/man/%.scd=%),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m))
 	rm -rf $(DESTDIR)$(DATADIR)
 	@echo "make uninstall: kept $(DESTDIR)$(SYSCONFDIR)/palisade (configuration, tokens)"
+
+# make install into an empty DESTDIR gives a tree that runs.
+check-install: $(PROGS)
+	@d=$$(mktemp -d) && trap 'rm -rf $$d' EXIT && \
+	$(MAKE) --no-print-directory install DESTDIR=$$d >/dev/null && \
+	v=$$($$d/usr/local/bin/palisade --version) && \
+	$$d/usr/local/bin/palisade-sink --help >/dev/null && \
+	echo "check-install: make install DESTDIR=$$d gives a tree that runs ($$v)"
 
 # systemd-analyze verify on the units as installed (their binaries exist).
 check-units: $(PROGS)

@@ -24,6 +24,8 @@ PACKAGES=(
 	libfaketime openssl                      # clock-skew drill; TLS test target
 	scdoc cppcheck                           # man pages, make lint
 	prometheus                               # promtool: the metrics text and the alert rules are checked in make test
+	chromium                                 # headless browser of the console test (tests/integration/test_console.sh)
+	systemd                                  # systemd-analyze verify of the units (make test: check-units)
 )
 # What plain `make` needs (compilers, headers, scdoc for the man pages is
 # optional); servers and test tools come with `make deps`/`test`/`demo`.

@@ -31,6 +31,7 @@
 #include "palisade/timefmt.h"
 #include "palisade/tz.h"
 #include "executor_int.h"
+#include "palisade/health.h"
 
 /* Now by the database's clock.  Retry instants, max_age and deadlines are
  * compared with times the database wrote (scheduled_at, due_at) and are
@@ -41,6 +42,9 @@ int64_t pal__db_ms(const pal_executor *ex)
 {
 	return pal_wall_ms() + ex->db_offset_ms;
 }
+
+/* A pass of the loop later than this is a stuck executor (health.h). */
+#define EXECUTOR_STALL_MS 45000
 
 void pal__minc(pal_executor *ex, const char *name, const char *labels, double v)
 {
@@ -479,6 +483,9 @@ static void *run(void *arg)
 	pal_executor *ex = arg;
 	int64_t next_status = 0, commit_sent = 0;
 	for (;;) {
+		/* /healthz and the watchdog: a pass waits at most 500 ms, a
+		 * synchronous statement at most its 30 s timeout. */
+		pal_health_beat("executor", EXECUTOR_STALL_MS);
 		apply_limits(ex);
 		int64_t now = pal_mono_ms();
 		bool draining = atomic_load(&ex->draining);
@@ -558,6 +565,7 @@ static void *run(void *arg)
 		curl_multi_poll(ex->multi, nfd ? wfd : NULL, (unsigned)nfd, (int)wait, NULL);
 	}
 	publish_status(ex);
+	pal_health_forget("executor");
 	return NULL;
 }
 
