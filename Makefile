@@ -145,6 +145,7 @@ test: all
 # Every fault drill (chaos/run.sh), each with its verdict line and JSON
 # report; the long variants: 180 s of load in the controller fault drill.
 chaos: all
+	@bash ops/deps.sh --chaos || echo "make chaos: could not install patroni; the PostgreSQL failover drills will fail"
 	@LOAD_SECONDS=180 PALISADE_BIN=$(abspath $(BIN)) PALISADE_ITESTS=$(abspath $(O)/itests) bash chaos/run.sh
 
 # The same suite under ASan + UBSan; the long load test runs 45 s instead of

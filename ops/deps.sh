@@ -35,6 +35,7 @@ BUILD_PACKAGES=(
 	libsystemd-dev libcmocka-dev
 )
 [ "${1:-}" = --bench ] && PACKAGES+=(wrk)   # make bench: the HTTP ceiling
+[ "${1:-}" = --chaos ] && PACKAGES+=(patroni python3-kazoo) # make chaos: PostgreSQL failover drills
 [ "${1:-}" = --check ] && PACKAGES=("${BUILD_PACKAGES[@]}")
 
 missing=()

@@ -16,6 +16,7 @@
 #include <time.h>
 #include "palisade/clock.h"
 #include "palisade/controller.h"
+#include "palisade/health.h"
 #include "palisade/log.h"
 #include "palisade/planner.h"
 #include "palisade/store.h"
@@ -710,6 +711,9 @@ void pal_controller_set_timing(pal_controller *c, int scan_interval_ms, int64_t 
 	pthread_mutex_unlock(&c->mu);
 }
 
+/* A pass of the planning loop later than this is a stuck controller. */
+#define CONTROLLER_STALL_MS 60000
+
 static void *run(void *arg)
 {
 	pal_controller *c = arg;
@@ -725,6 +729,10 @@ static void *run(void *arg)
 	c->next_tick_ms = pal_mono_ms();
 	c->next_reload_ms = pal_mono_ms() + c->cfg.reload_interval_ms;
 	while (!atomic_load(&c->stop)) {
+		/* /healthz and the watchdog (health.h): a pass waits at most
+		 * 100 ms; its statements are bounded by the statement timeout,
+		 * and a catch-up is done in slices. */
+		pal_health_beat("controller", CONTROLLER_STALL_MS);
 		bool connected = false;
 		apply_timing(c);
 		gen = pal_coord_snapshot(c->coord, c->lead, &connected);
@@ -797,6 +805,7 @@ static void *run(void *arg)
 	}
 	for (int s = 0; s < c->cfg.n_shards; s++)
 		drop_shard(c, s, "controller stopping");
+	pal_health_forget("controller");
 	publish_status(c);
 	pal_store_close(c->st);
 	c->st = NULL;
