@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# ops/deps.sh [--bench | --check] - install the Debian packages palisade
-# needs, when missing; --bench adds the load tools of `make bench` (wrk).
+# ops/deps.sh [--bench | --chaos | --check] - install the Debian packages palisade
+# needs, when missing; --bench adds the load tools of `make bench` (wrk),
+# --chaos Patroni and kazoo for the PostgreSQL failover drills of `make chaos`.
 # --check installs nothing: it names the missing packages of the build
 # (plain `make`) and the one command that installs them, and fails.
 #
