@@ -234,9 +234,12 @@ CREATE INDEX triggers_open ON triggers (scheduled_at)
 --      holds no trigger in a non-terminal state; else it is kept and
 --      reported ('kept', with the count of live triggers), and every later
 --      round looks again.
--- DDL waits at most LOCK_MS for its locks (lock_timeout), so that a
--- maintenance never queues claims behind it for long; a range that could
--- not be locked is reported 'busy' and retried next round.
+-- A round with something to do takes ACCESS EXCLUSIVE on triggers and
+-- attempts (in that order) before its first DDL, waiting at most LOCK_MS
+-- (lock_timeout), so that it never queues claims behind it for long; a
+-- round that could not lock reports 'busy' and the next one tries again.
+-- Claims wait for the round's DDL (milliseconds).  A round with nothing
+-- to drop or create takes no lock and only reports the kept ranges.
 -- Rows: action (created, dropped, kept, busy, reshaped), partition (the triggers
 -- table of the range), range_from, range_to, live (kept: live triggers),
 -- bytes (dropped: what the two tables held).
@@ -255,6 +258,7 @@ DECLARE
 	v_live bigint;
 	v_bytes bigint;
 	v_busy boolean;
+	v_work boolean;
 BEGIN
 	IF p_interval < interval '1 second' OR p_keep < interval '0' OR p_ahead < interval '0' THEN
 		RAISE EXCEPTION 'palisade_retention: interval must be at least 1 s, keep and ahead not negative'
@@ -266,6 +270,45 @@ BEGIN
 		RETURN;
 	END IF;
 	PERFORM set_config('lock_timeout', p_lock_ms || 'ms', true);
+
+	-- Anything to do?  Read without locks; then, if so, both parents are
+	-- locked at once, in the order of the claims and commits (triggers,
+	-- then attempts), before any DDL: taking a weaker lock for one step
+	-- and a stronger one for the next deadlocked with the claims queued
+	-- in between.  Liveness is checked again under the lock.
+	v_cur := date_bin(p_interval, v_now, timestamptz '1970-01-01 00:00:00+00');
+	SELECT max(p.range_to) INTO v_hi FROM palisade_partitions p;
+	v_work := v_hi IS NULL OR v_hi < v_now + p_ahead;
+	FOR r IN SELECT p.* FROM palisade_partitions p ORDER BY p.range_from DESC LOOP
+		EXIT WHEN v_work;
+		IF r.range_to > v_now AND r.range_to - r.range_from <> p_interval THEN
+			EXECUTE format('SELECT NOT EXISTS (SELECT 1 FROM %I) AND NOT EXISTS (SELECT 1 FROM %I)',
+				r.triggers_part, r.attempts_part) INTO v_work;
+		ELSIF r.range_to <= v_now - p_keep THEN
+			EXECUTE format('SELECT NOT EXISTS (SELECT 1 FROM %I WHERE state NOT IN'
+				' (''succeeded'', ''failed'', ''cancelled'', ''skipped''))', r.triggers_part)
+				INTO v_work;
+		END IF;
+	END LOOP;
+	IF NOT v_work THEN
+		-- report the ranges kept for their live triggers, change nothing
+		FOR r IN SELECT p.* FROM palisade_partitions p WHERE p.range_to <= v_now - p_keep
+		    ORDER BY p.range_from LOOP
+			EXECUTE format('SELECT count(*) FROM %I WHERE state NOT IN'
+				' (''succeeded'', ''failed'', ''cancelled'', ''skipped'')', r.triggers_part)
+				INTO v_live;
+			RETURN QUERY SELECT 'kept'::text, r.triggers_part, r.range_from, r.range_to, v_live,
+				NULL::bigint;
+		END LOOP;
+		RETURN;
+	END IF;
+	BEGIN
+		LOCK TABLE triggers, attempts IN ACCESS EXCLUSIVE MODE;
+	EXCEPTION WHEN lock_not_available THEN
+		RETURN QUERY SELECT 'busy'::text, NULL::text, NULL::timestamptz, NULL::timestamptz,
+			NULL::bigint, NULL::bigint;
+		RETURN;
+	END;
 
 	-- 0. a new interval: the latest ranges that have not ended, hold no
 	-- row and are not INTERVAL long go (latest first, so no gap opens), and
