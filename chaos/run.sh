@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# chaos/run.sh [DRILL...] - scripted fault drills (DESIGN.md §11).  Each drill
+# chaos/run.sh [DRILL...] - scripted fault drills (chaos/README.md).  Each drill
 # brings up PostgreSQL, ZooKeeper, palisade nodes (and the sink where calls
 # matter) on this machine, injects its fault, heals it, and checks the
 # invariants from the database itself.  It prints one verdict line:

@@ -1,6 +1,6 @@
 /*
  * callpolicy.h - the executor's decisions about one side-effect call, pure
- * functions without I/O (DESIGN.md §6, §8): how a response is classified,
+ * functions without I/O (docs/protocol.md, docs/executor.md): how a response is classified,
  * when and whether to retry, and the per-host circuit breaker.
  */
 #ifndef PALISADE_CALLPOLICY_H
@@ -43,7 +43,7 @@ typedef struct pal_class {
 	int64_t next_delay_ms;
 } pal_class;
 
-/* Classify R per the table of DESIGN.md §6.  Fills C (free c->checkpoint). */
+/* Classify R per the response table of docs/protocol.md.  Fills C (free c->checkpoint). */
 void pal_classify(const pal_http_result *r, pal_class *c);
 
 /* ---- retry ------------------------------------------------------------------ */

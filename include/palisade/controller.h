@@ -1,5 +1,5 @@
 /*
- * controller.h - the trigger controller role of a node (DESIGN.md §3, §7).
+ * controller.h - the trigger controller role of a node (docs/controller.md).
  *
  * One thread with its own PostgreSQL connection.  It follows the shard
  * leadership published by pal_coord, claims each won shard in PostgreSQL

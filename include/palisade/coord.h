@@ -1,6 +1,6 @@
 /*
  * coord.h - ZooKeeper coordination: node registry and per-shard leader
- * election whose epoch is the controller's fencing token (DESIGN.md §3).
+ * election whose epoch is the controller's fencing token (docs/election.md).
  *
  * Layout under ROOT/CLUSTER (ROOT default /palisade):
  *   nodes/<node-id>                              ephemeral, JSON node info

@@ -1,5 +1,5 @@
 /*
- * executor.h - the executor role of a node (DESIGN.md §5, §6, §8).
+ * executor.h - the executor role of a node (docs/executor.md, docs/protocol.md).
  *
  * Threads: the executor thread owns one PostgreSQL connection (claims,
  * checkpoints, result commits) and a libcurl multi handle (many calls in

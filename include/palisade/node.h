@@ -1,6 +1,6 @@
 /*
  * node.h - `palisade node`: the daemon that hosts the roles of one cluster
- * member (DESIGN.md §2, §10).
+ * member (docs/architecture.md, docs/operations.md).
  *
  * Start-up is ordered and idempotent (G8): config, logger, PostgreSQL
  * migrations under the advisory lock (retrying while the database is

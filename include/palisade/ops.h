@@ -1,6 +1,6 @@
 /*
  * ops.h - operator actions: pause, resume, cancel, manual runs, backfills,
- * ticket resolution, and the trigger listing (DESIGN.md §5, §8, §10; G7).
+ * ticket resolution, and the trigger listing (docs/operations.md; G7).
  *
  * Every action is one PostgreSQL transaction that makes its change with
  * conditional UPDATEs (WHERE state IN (...)), so that a concurrent executor

@@ -1,6 +1,6 @@
 /*
  * planner.h - the in-memory schedule of one led shard and the decisions of a
- * planning tick (DESIGN.md §7), without any I/O.
+ * planning tick (docs/controller.md), without any I/O.
  *
  * The controller owns one pal_planner per shard it leads.  Jobs sit in a
  * min-heap keyed by their next unplanned instant, so a tick touches only the

@@ -1,7 +1,7 @@
 /*
  * store.h - PostgreSQL access: connections, migrations, job versions.
  *
- * PostgreSQL is the single source of truth (DESIGN.md §4).  All SQL text of
+ * PostgreSQL is the single source of truth (docs/schema.md).  All SQL text of
  * palisade lives in sql/ (schema) and in src/store/ (queries); other modules
  * call these functions.  A pal_store is one connection and is not
  * thread-safe: give each thread or role its own.

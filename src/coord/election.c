@@ -1,5 +1,5 @@
 /*
- * election.c - one shard's leader election (DESIGN.md §3, docs/election.md).
+ * election.c - one shard's leader election (docs/election.md).
  *
  * Layout: BASE/shards/NNNN/election/_c_<uuid>-n_<seq>, ephemeral-sequential,
  * data = our node id (for operators; the protocol never reads it).  The

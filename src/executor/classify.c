@@ -1,5 +1,5 @@
 /*
- * classify.c - response classification (DESIGN.md §6 table).
+ * classify.c - response classification (the response table of docs/protocol.md).
  *
  * The distinction that matters most is *before* versus *after* sending: a
  * failure before any byte of the request left is safely retryable; a

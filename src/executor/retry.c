@@ -1,6 +1,6 @@
 /*
  * retry.c - exponential backoff with jitter under attempt, age and deadline
- * budgets (DESIGN.md §8).
+ * budgets (docs/executor.md).
  */
 #include <math.h>
 #include "palisade/callpolicy.h"

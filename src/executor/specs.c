@@ -1,6 +1,6 @@
 /*
  * specs.c - cache of job version specs for the executor.  Versions are
- * immutable (DESIGN.md §4), so an entry never goes stale; the cache lives
+ * immutable (docs/schema.md), so an entry never goes stale; the cache lives
  * as long as the executor.  Owned by the executor thread.
  */
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * apply.c - store job specs as immutable plan versions (DESIGN.md §4).
+ * apply.c - store job specs as immutable plan versions (docs/schema.md, docs/jobs.md).
  *
  * One transaction for the whole set, fed in chunks of up to CHUNK jobs, each
  * chunk in four set-based statements whose arrays are built by the one

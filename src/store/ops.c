@@ -1,7 +1,7 @@
 /*
  * ops.c - the SQL of the operator actions (include/palisade/ops.h): gates
  * (pause, resume), cancel, manual runs, backfills, ticket resolution and the
- * trigger and ticket listings.  DESIGN.md §5 (state machine), §8 (pause,
+ * trigger and ticket listings.  docs/schema.md (state machine), docs/operations.md (pause,
  * resume, cancel act through gates and conditional updates), G7.
  *
  * Flow: each action runs in one transaction (in_tx) at READ COMMITTED.  State

@@ -1,6 +1,6 @@
 /*
  * plan.c - the controller's SQL: shard claim, shard job loading, and the
- * fenced planning transaction (DESIGN.md §3, §7; guarantees G1, G2, G6).
+ * fenced planning transaction (docs/controller.md; guarantees G1, G2, G6).
  *
  * Every write of a controller happens inside a transaction whose first
  * statement locks the shard row *and* checks the epoch:

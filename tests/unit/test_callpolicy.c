@@ -1,5 +1,5 @@
 /*
- * test_callpolicy.c - classification of responses (DESIGN.md §6), retry
+ * test_callpolicy.c - classification of responses (docs/protocol.md), retry
  * budgets with jitter, and the per-host circuit breaker.
  */
 #include <setjmp.h>
