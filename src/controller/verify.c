@@ -139,7 +139,8 @@ static int verify_job(pal_store *st, json_t *job, int64_t from, int64_t to, pal_
 	r->jobs++;
 	r->expected += (int64_t)nexp;
 	size_t nt = json_array_size(trig), i = 0, j = 0;
-	qsort(exp, nexp, sizeof *exp, cmp_inst);
+	if (nexp) /* qsort(NULL, 0, ...) is undefined (a job with no active version) */
+		qsort(exp, nexp, sizeof *exp, cmp_inst);
 	/* Merge the two ascending lists. */
 	while (i < nexp || j < nt) {
 		json_t *t = j < nt ? json_array_get(trig, j) : NULL;
