@@ -138,9 +138,9 @@ WITH locked AS (SELECT t.id FROM bench_triggers t
    lease_owner = 'bench-' || :client_id,
    lease_until = clock_timestamp() + 30000 * interval '1 millisecond',
    attempt_count = t.attempt_count + 1, updated_at = clock_timestamp()
-   FROM locked l WHERE t.id = l.id RETURNING t.id, t.fence),
- att AS (INSERT INTO bench_attempts (trigger_id, fence, node)
-   SELECT id, fence, 'bench-' || :client_id FROM upd)
+   FROM locked l WHERE t.id = l.id RETURNING t.id, t.fence, t.scheduled_at),
+ att AS (INSERT INTO bench_attempts (trigger_id, fence, node, scheduled_at)
+   SELECT id, fence, 'bench-' || :client_id, scheduled_at FROM upd)
 SELECT coalesce(array_agg(id)::text, '{}') AS ids, coalesce(array_agg(fence)::text, '{}') AS fences FROM upd \gset
 WITH u AS (SELECT * FROM unnest(':ids'::bigint[], ':fences'::bigint[]) AS u(id, fence)),
  upd AS (UPDATE bench_triggers t SET state = 'succeeded', last_error_class = NULL,
