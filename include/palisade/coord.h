@@ -128,7 +128,9 @@ void pal_coord_debug_drop_create_replies(pal_coord *c, int n);
 
 /*
  * Read-only, for the CLI (src/coord/inspect.c): live nodes of CLUSTER under
- * ROOT as a JSON array [{"id", "info"}] (info: the node's JSON), using a
+ * ROOT as a JSON array [{"id", "version", "schema_range", "info"}] (info: the
+ * node's JSON; version and schema_range read from it, "unknown" when it has
+ * none, as for a node of v0.1.0), using a
  * short-lived session of its own.  PAL_EZK with a message when ZooKeeper is
  * unreachable within TIMEOUT_MS.  Credentials: $PALISADE_ZK_AUTH_FILE (a
  * file holding user:password), else $PALISADE_ZK_AUTH.

@@ -25,7 +25,32 @@ typedef struct pal_migration {
 extern const pal_migration pal_migrations[];
 extern const int pal_n_migrations;
 
+/* The oldest binary schema that works against a database with M applied:
+ * the N of a "-- compatible_from: N" line in M's leading comment block (an
+ * expand step), else M's own version (a contract step).  docs/upgrades.md. */
+int pal_migration_compatible_from(const pal_migration *m);
+
+/* A binary's schema range and a database's schema, side by side. */
+typedef struct pal_schema_range {
+	int binary;	     /* highest migration compiled in */
+	int min;	     /* lowest database schema it runs on (it migrates up to it) */
+	int compatible_from; /* declared by its own newest migration */
+	int db_version;	     /* highest applied version, 0 when none */
+	int db_compatible_from; /* largest compatible_from recorded */
+	int db_compatible_by;	/* the version that declares it */
+} pal_schema_range;
+
+/* The binary's side of R (the database's fields are zeroed). */
+void pal_store_binary_schema(pal_schema_range *r);
+/* The database supports this binary: db_version >= min and
+ * db_compatible_from <= binary. */
+bool pal_schema_supported(const pal_schema_range *r);
+
 typedef struct pal_store pal_store;
+
+/* Fill R for this binary and the database of ST (no lock, read only). */
+PAL_MUST_CHECK int pal_store_schema_range(pal_store *st, pal_schema_range *r, char *err,
+					  size_t errlen);
 
 /*
  * Connect with CONNINFO (libpq keyword/value string or URI).  Sets
@@ -60,14 +85,17 @@ PAL_MUST_CHECK int pal_store_db_clock_offset(pal_store *st, int64_t *offset_ms, 
  * Apply every compiled-in migration the database lacks, each in its own
  * transaction, all under one session-level pg_advisory_lock, so that any
  * number of concurrent callers converge to one schema (G8).  *applied
- * receives how many this call applied.  Refuses with PAL_ESCHEMA when the
- * database records a version this binary does not know.
+ * receives how many this call applied.  A database at a version this binary
+ * does not know is run against when every recorded compatible_from is <= the
+ * binary's schema (expand steps); otherwise PAL_ESCHEMA, before anything is
+ * applied.
  */
 PAL_MUST_CHECK int pal_store_migrate(pal_store *st, int *applied, char *err, size_t errlen);
 
 /*
- * Check that the schema is exactly what this binary knows: PAL_ESCHEMA when
- * newer (refuse to run), PAL_EINVAL when older or missing (run migrate).
+ * Check that the schema is in this binary's range: PAL_ESCHEMA when newer
+ * by a contract step (refuse to run), PAL_EINVAL when older or missing (run
+ * migrate); a newer schema of expand steps only is accepted.
  * *version receives the database's highest applied version (0 if none).
  */
 PAL_MUST_CHECK int pal_store_schema_check(pal_store *st, int *version, char *err, size_t errlen);

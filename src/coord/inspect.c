@@ -12,6 +12,20 @@
 #include <zookeeper.h>
 #include "palisade/coord.h"
 
+/* The schema range a node advertises (docs/election.md): {"min", "max",
+ * "compatible_from"} from its info, or the string "unknown" for a node that
+ * does not advertise one (v0.1.0 writes "schema" but no "schema_min").
+ * Returns a new reference. */
+static json_t *schema_range(json_t *info)
+{
+	json_t *min = json_object_get(info, "schema_min"), *max = json_object_get(info, "schema");
+	if (!json_is_integer(min) || !json_is_integer(max))
+		return json_string("unknown");
+	json_t *cf = json_object_get(info, "schema_compatible_from");
+	return json_pack("{s:O, s:O, s:O}", "min", min, "max", max, "compatible_from",
+			 json_is_integer(cf) ? cf : max);
+}
+
 static void quiet_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
 	(void)zh, (void)type, (void)state, (void)path, (void)ctx;
@@ -84,7 +98,13 @@ int pal_coord_list_nodes(const char *connect, const char *root, const char *clus
 			if (!info)
 				info = json_string(buf);
 		}
-		json_array_append_new(arr, json_pack("{s:s, s:o*}", "id", kids.data[i], "info", info));
+		json_t *v = json_object_get(info, "version");
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:o, s:o*}", "id", kids.data[i],
+						     "version",
+						     json_is_string(v) ? json_string_value(v)
+								       : "unknown",
+						     "schema_range", schema_range(info), "info",
+						     info));
 	}
 	deallocate_String_vector(&kids);
 	zookeeper_close(zh);

@@ -12,6 +12,7 @@
  * Outside systemd (no $NOTIFY_SOCKET) sd_notify() does nothing.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -68,6 +69,14 @@ typedef struct node {
 	pal_console *console; /* served by the admin thread, with a connection of its own */
 	atomic_bool drain_requested, ready, draining;
 	atomic_bool db_prepared;
+	/* The schema check's outcome (docs/upgrades.md), read by the admin
+	 * thread under schema_mu.  A node under a database schema outside its
+	 * range does not start its roles (no election, no claims) and says why
+	 * in schema_refused until the schema is back in range. */
+	pthread_mutex_t schema_mu;
+	pal_schema_range schema;
+	bool schema_known;
+	char schema_refused[512]; /* "" when not refused */
 	char *token; /* admin bearer token, NULL when none */
 	struct timespec started;
 } node;
@@ -112,6 +121,20 @@ static json_t *status_cb(void *arg)
 				    json_pack("{s:I, s:I}", "last_beat_ms_ago", (json_int_t)age[i],
 					      "stall_ms", (json_int_t)lim[i]));
 	json_object_set_new(st, "threads", threads);
+	pthread_mutex_lock(&n->schema_mu);
+	const pal_schema_range *r = &n->schema;
+	json_t *sc = json_pack("{s:i, s:i, s:i}", "binary", r->binary, "min", r->min,
+			       "compatible_from", r->compatible_from);
+	if (n->schema_known) {
+		json_object_set_new(sc, "database", json_integer(r->db_version));
+		json_object_set_new(sc, "database_compatible_from",
+				    json_integer(r->db_compatible_from));
+		json_object_set_new(sc, "supported", json_boolean(!n->schema_refused[0]));
+	}
+	if (n->schema_refused[0])
+		json_object_set_new(sc, "refused", json_string(n->schema_refused));
+	pthread_mutex_unlock(&n->schema_mu);
+	json_object_set_new(st, "schema", sc);
 	if (n->coord) {
 		pal_shard_lead *lead = calloc((size_t)n->n_shards, sizeof *lead);
 		bool connected = false;
@@ -184,6 +207,13 @@ static bool ready_check(node *n, char *why, size_t len)
 		snprintf(why, len, "draining");
 		return false;
 	}
+	pthread_mutex_lock(&n->schema_mu);
+	bool refused = n->schema_refused[0] != '\0';
+	if (refused)
+		snprintf(why, len, "refusing to lead: %s", n->schema_refused);
+	pthread_mutex_unlock(&n->schema_mu);
+	if (refused)
+		return false;
 	if (!atomic_load(&n->db_prepared)) {
 		snprintf(why, len, "waiting for PostgreSQL (schema check)");
 		return false;
@@ -228,7 +258,39 @@ static bool ready_cb(void *arg, char *why, size_t len)
 	return ready_check(arg, why, len);
 }
 
-/* Migrations at start-up, retried while the database is unreachable. */
+/* Record the schema check's outcome for /status, /readyz and the metrics;
+ * REFUSED is the reason ("" when the schema is in range).  Logs a change. */
+static void schema_outcome(node *n, const pal_schema_range *r, bool known, const char *refused)
+{
+	pthread_mutex_lock(&n->schema_mu);
+	bool was = n->schema_refused[0] != '\0';
+	bool same = !strcmp(n->schema_refused, refused);
+	if (known) {
+		n->schema = *r;
+		n->schema_known = true;
+	}
+	snprintf(n->schema_refused, sizeof n->schema_refused, "%s", refused);
+	pthread_mutex_unlock(&n->schema_mu);
+	pal_metric_set(n->m, "palisade_node_schema_refused", NULL, *refused ? 1 : 0);
+	if (known) {
+		pal_metric_set(n->m, "palisade_node_schema", "of=\"binary\"", r->binary);
+		pal_metric_set(n->m, "palisade_node_schema", "of=\"database\"", r->db_version);
+		pal_metric_set(n->m, "palisade_node_schema", "of=\"database_compatible_from\"",
+			       r->db_compatible_from);
+	}
+	if (*refused && !same)
+		pal_log(PAL_LOG_ERROR, "node.schema_refused", "{s:s, s:i, s:i, s:s}", "error",
+			refused, "binary_schema", r->binary, "db_schema", r->db_version, "hint",
+			"not leading and not claiming until the schema is back in this binary's "
+			"range; start a newer palisade instead");
+	else if (!*refused && was)
+		pal_log(PAL_LOG_INFO, "node.schema_accepted", "{s:i, s:i}", "binary_schema",
+			r->binary, "db_schema", r->db_version);
+}
+
+/* Migrations at start-up, retried while the database is unreachable or its
+ * schema is outside this binary's range (docs/upgrades.md): in the latter
+ * case the node stays up, not ready, and takes no role until it is in range. */
 static int prepare_database(node *n)
 {
 	char err[1024];
@@ -236,24 +298,35 @@ static int prepare_database(node *n)
 	while (!term_signals) {
 		pal_health_beat("main", STALL_MS + 10000); /* connect_timeout 5 s + backoff */
 		pal_store *st;
+		pal_schema_range r;
+		pal_store_binary_schema(&r);
 		int rc = pal_store_open(n->pg, &st, err, sizeof err);
 		if (!rc) {
 			int applied = 0;
 			rc = pal_store_migrate(st, &applied, err, sizeof err);
+			char rerr[256];
+			bool known = pal_store_schema_range(st, &r, rerr, sizeof rerr) == 0;
 			if (!rc)
 				rc = pal_store_shard_count(st, n->conf.shards, &n->n_shards, err, sizeof err);
 			pal_store_close(st);
 			if (!rc) {
-				pal_log(PAL_LOG_INFO, "node.schema_ready", "{s:i, s:i}", "applied",
-					applied, "shards", n->n_shards);
+				schema_outcome(n, &r, known, "");
+				pal_log(PAL_LOG_INFO, "node.schema_ready", "{s:i, s:i, s:i, s:i}", "applied",
+					applied, "shards", n->n_shards, "binary_schema", r.binary,
+					"db_schema", r.db_version);
+				if (r.db_version > r.binary)
+					pal_log(PAL_LOG_WARN, "node.schema_newer", "{s:i, s:i, s:i}",
+						"binary_schema", r.binary, "db_schema", r.db_version,
+						"db_compatible_from", r.db_compatible_from);
 				if (n->n_shards != n->conf.shards)
 					pal_log(PAL_LOG_WARN, "node.shard_count_fixed", "{s:i, s:i}",
 						"configured", n->conf.shards, "cluster", n->n_shards);
 				return 0;
 			}
 			if (rc == PAL_ESCHEMA) {
-				pal_log(PAL_LOG_ERROR, "node.schema_too_new", "{s:s}", "error", err);
-				return PAL_EXIT_SOFTWARE;
+				schema_outcome(n, &r, known, err);
+				sleep_ms(5000);
+				continue;
 			}
 		}
 		pal_log(PAL_LOG_WARN, "node.db_unavailable", "{s:s, s:i}", "error", err, "retry_ms",
@@ -398,6 +471,8 @@ int pal_node_run(const pal_node_opts *o)
 {
 	node n;
 	memset(&n, 0, sizeof n);
+	pthread_mutex_init(&n.schema_mu, NULL);
+	pal_store_binary_schema(&n.schema);
 	int ec = apply_opts(&n, o);
 	if (ec)
 		return ec;
@@ -432,6 +507,12 @@ int pal_node_run(const pal_node_opts *o)
 	pal_metric_declare(n.m, "palisade_node_info", PAL_METRIC_GAUGE, "node identity (value 1)");
 	pal_metric_declare(n.m, "palisade_node_draining", PAL_METRIC_GAUGE,
 			   "1 while the node drains");
+	pal_metric_declare(n.m, "palisade_node_schema_refused", PAL_METRIC_GAUGE,
+			   "1 while the database schema is outside this binary's range (not leading)");
+	pal_metric_declare(n.m, "palisade_node_schema", PAL_METRIC_GAUGE,
+			   "schema versions: of the binary, of the database, the database's "
+			   "compatible_from");
+	pal_metric_set(n.m, "palisade_node_schema_refused", NULL, 0);
 	char lab[256];
 	snprintf(lab, sizeof lab, "node=\"%s\",version=\"%s\"", n.conf.node_id, PALISADE_VERSION);
 	pal_metric_set(n.m, "palisade_node_info", lab, 1);
@@ -478,9 +559,12 @@ int pal_node_run(const pal_node_opts *o)
 	snprintf(admin_addr, sizeof admin_addr, "%.*s:%d",
 		 colon ? (int)(colon - n.conf.admin_listen) : (int)strlen(n.conf.admin_listen),
 		 n.conf.admin_listen, pal_admin_port(n.admin));
-	json_t *info = json_pack("{s:s, s:[], s:s, s:i, s:i}", "version", PALISADE_VERSION, "roles",
-				 "admin", admin_addr, "pid", (int)getpid(), "schema",
-				 pal_migrations[pal_n_migrations - 1].version);
+	/* schema_min and schema_compatible_from: the range (docs/election.md);
+	 * a node of v0.1.0 writes neither and reads as "range unknown". */
+	json_t *info = json_pack("{s:s, s:[], s:s, s:i, s:i, s:i, s:i}", "version",
+				 PALISADE_VERSION, "roles", "admin", admin_addr, "pid", (int)getpid(),
+				 "schema", n.schema.binary, "schema_min", n.schema.min,
+				 "schema_compatible_from", n.schema.compatible_from);
 	if (n.conf.roles & PAL_ROLE_CONTROLLER)
 		json_array_append_new(json_object_get(info, "roles"), json_string("controller"));
 	if (n.conf.roles & PAL_ROLE_EXECUTOR)
@@ -655,5 +739,6 @@ out:
 	pal_log(PAL_LOG_INFO, "node.stopped", "{s:i}", "exit", ec);
 	pal_nodeconf_free(&n.conf);
 	free(n.token);
+	pthread_mutex_destroy(&n.schema_mu);
 	return ec;
 }

@@ -5,8 +5,17 @@
  * schema_migrations if absent, and applies the compiled-in migrations the
  * database lacks, each in its own transaction together with its
  * schema_migrations row.  Concurrent callers therefore queue on the lock and
- * the later ones find nothing left to do.  A database that records a version
- * this binary does not know is refused: an old binary must not write to a
+ * the later ones find nothing left to do.
+ *
+ * Schema range (docs/upgrades.md): every migration declares, in a header
+ * line "-- compatible_from: N", the oldest binary schema that still works
+ * against a database with it applied (expand style: the previous release's
+ * schema; no line: its own version, i.e. a contract step).  The row of
+ * schema_migrations records it, so that a binary can judge versions it does
+ * not know.  A binary of schema S supports a database when, once its own
+ * migrations are applied, the largest compatible_from recorded is <= S; a
+ * newer schema made in expand style is therefore run against, a contract
+ * step beyond S is refused (PAL_ESCHEMA): an old binary must not write to a
  * schema it does not understand.
  */
 #include <stdio.h>
@@ -19,6 +28,17 @@ static const char SQL_CREATE_TABLE[] =
 	"CREATE TABLE IF NOT EXISTS schema_migrations ("
 	" version integer PRIMARY KEY, name text NOT NULL,"
 	" applied_at timestamptz NOT NULL DEFAULT now())";
+/* Added in place (not by a numbered migration): the column must exist before
+ * the first migration that declares a compatible_from is recorded.  A binary
+ * of v0.1.0 inserts (version, name) only, which leaves it NULL: NULL reads as
+ * the row's own version. */
+static const char SQL_ADD_COMPAT[] =
+	"ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS compatible_from integer";
+static const char SQL_RANGE[] =
+	"SELECT coalesce(max(version), 0), coalesce(max(coalesce(compatible_from, version)), 0),"
+	" (SELECT version FROM schema_migrations"
+	"   ORDER BY coalesce(compatible_from, version) DESC, version DESC LIMIT 1)"
+	" FROM schema_migrations";
 
 static int max_known(void)
 {
@@ -29,25 +49,86 @@ static int max_known(void)
 	return m;
 }
 
-/* Highest applied version, or 0 when schema_migrations is absent or empty. */
-static int applied_version(pal_store *st, int *version, char *err, size_t errlen)
+int pal_migration_compatible_from(const pal_migration *m)
 {
-	PGresult *r = pal__store_query(st, "SELECT to_regclass('schema_migrations') IS NOT NULL", 0,
+	static const char key[] = "-- compatible_from:";
+	for (const char *l = m->sql; l && *l;) {
+		if (!strncmp(l, key, sizeof key - 1)) {
+			char *end;
+			long v = strtol(l + sizeof key - 1, &end, 10);
+			if (end != l + sizeof key - 1 && v > 0 && v <= m->version)
+				return (int)v;
+			return m->version; /* malformed or above itself: contract */
+		}
+		if (strncmp(l, "--", 2))
+			break; /* the header ends at the first line that is not a comment */
+		const char *nl = strchr(l, '\n');
+		l = nl ? nl + 1 : NULL;
+	}
+	return m->version;
+}
+
+void pal_store_binary_schema(pal_schema_range *r)
+{
+	*r = (pal_schema_range){ .binary = max_known(), .min = max_known() };
+	for (int i = 0; i < pal_n_migrations; i++)
+		if (pal_migrations[i].version == r->binary)
+			r->compatible_from = pal_migration_compatible_from(&pal_migrations[i]);
+}
+
+/* The database's side of R: highest applied version and the largest
+ * compatible_from recorded (0 and 0 when schema_migrations is absent or
+ * empty), and the version that declares it. */
+static int db_range(pal_store *st, pal_schema_range *r, char *err, size_t errlen)
+{
+	PGresult *q = pal__store_query(st, "SELECT to_regclass('schema_migrations') IS NOT NULL", 0,
 				       NULL, err, errlen);
-	if (!r)
+	if (!q)
 		return PAL_EDB;
-	bool exists = PQgetvalue(r, 0, 0)[0] == 't';
-	PQclear(r);
-	*version = 0;
+	bool exists = PQgetvalue(q, 0, 0)[0] == 't';
+	PQclear(q);
+	r->db_version = r->db_compatible_from = r->db_compatible_by = 0;
 	if (!exists)
 		return PAL_OK;
-	r = pal__store_query(st, "SELECT coalesce(max(version), 0) FROM schema_migrations", 0, NULL,
-			     err, errlen);
-	if (!r)
+	/* Before the column exists (a database of v0.1.0 not yet migrated by
+	 * this binary) every row reads as compatible from its own version. */
+	q = pal__store_query(st,
+			     "SELECT count(*) FROM information_schema.columns WHERE table_name ="
+			     " 'schema_migrations' AND column_name = 'compatible_from'"
+			     " AND table_schema = current_schema()",
+			     0, NULL, err, errlen);
+	if (!q)
 		return PAL_EDB;
-	*version = atoi(PQgetvalue(r, 0, 0));
-	PQclear(r);
+	bool has_col = atoi(PQgetvalue(q, 0, 0)) > 0;
+	PQclear(q);
+	q = pal__store_query(st,
+			     has_col ? SQL_RANGE
+				     : "SELECT coalesce(max(version), 0), coalesce(max(version), 0),"
+				       " max(version) FROM schema_migrations",
+			     0, NULL, err, errlen);
+	if (!q)
+		return PAL_EDB;
+	r->db_version = atoi(PQgetvalue(q, 0, 0));
+	r->db_compatible_from = atoi(PQgetvalue(q, 0, 1));
+	r->db_compatible_by = PQgetisnull(q, 0, 2) ? 0 : atoi(PQgetvalue(q, 0, 2));
+	PQclear(q);
 	return PAL_OK;
+}
+
+bool pal_schema_supported(const pal_schema_range *r)
+{
+	return r->db_version >= r->min && r->db_compatible_from <= r->binary;
+}
+
+/* The refusal of a database beyond R's binary: PAL_ESCHEMA with ERR. */
+static int refuse_newer(const pal_schema_range *r, char *err, size_t errlen)
+{
+	snprintf(err, errlen,
+		 "database schema is at version %d but this binary knows only up to %d, and "
+		 "migration %d is compatible only from schema %d on (contract step); upgrade "
+		 "palisade before running it against this database",
+		 r->db_version, r->binary, r->db_compatible_by, r->db_compatible_from);
+	return PAL_ESCHEMA;
 }
 
 static int is_applied(pal_store *st, int version, bool *yes, char *err, size_t errlen)
@@ -80,10 +161,14 @@ static int apply_one(pal_store *st, const pal_migration *m, char *err, size_t er
 	}
 	PQclear(r);
 	char v[16];
+	char cf[16];
 	snprintf(v, sizeof v, "%d", m->version);
-	const char *p[] = { v, m->name };
-	r = pal__store_query(st, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
-			     2, p, err, errlen);
+	snprintf(cf, sizeof cf, "%d", pal_migration_compatible_from(m));
+	const char *p[] = { v, m->name, cf };
+	r = pal__store_query(st,
+			     "INSERT INTO schema_migrations (version, name, compatible_from)"
+			     " VALUES ($1, $2, $3)",
+			     3, p, err, errlen);
 	if (!r) {
 		pal__store_rollback(st);
 		return PAL_EDB;
@@ -95,6 +180,8 @@ static int apply_one(pal_store *st, const pal_migration *m, char *err, size_t er
 int pal_store_migrate(pal_store *st, int *applied, char *err, size_t errlen)
 {
 	*applied = 0;
+	pal_schema_range r;
+	pal_store_binary_schema(&r);
 	int rc = pal__store_exec(st, "SELECT pg_advisory_lock(" PAL_MIGRATE_LOCK_KEY ")", err,
 				 errlen);
 	if (rc)
@@ -103,16 +190,14 @@ int pal_store_migrate(pal_store *st, int *applied, char *err, size_t errlen)
 	rc = pal__store_exec(st, "SET client_min_messages = warning", err, errlen);
 	if (!rc)
 		rc = pal__store_exec(st, SQL_CREATE_TABLE, err, errlen);
-	int have = 0;
 	if (!rc)
-		rc = applied_version(st, &have, err, errlen);
-	if (!rc && have > max_known()) {
-		snprintf(err, errlen,
-			 "database schema is at version %d but this binary knows only up to %d; "
-			 "upgrade palisade before running it against this database",
-			 have, max_known());
-		rc = PAL_ESCHEMA;
-	}
+		rc = pal__store_exec(st, SQL_ADD_COMPAT, err, errlen);
+	if (!rc)
+		rc = db_range(st, &r, err, errlen);
+	/* Checked before applying anything: a binary must not add its
+	 * migrations under a contract step it does not know. */
+	if (!rc && r.db_compatible_from > r.binary)
+		rc = refuse_newer(&r, err, errlen);
 	for (int i = 0; !rc && i < pal_n_migrations; i++) {
 		bool done = false;
 		rc = is_applied(st, pal_migrations[i].version, &done, err, errlen);
@@ -131,22 +216,25 @@ int pal_store_migrate(pal_store *st, int *applied, char *err, size_t errlen)
 	return rc;
 }
 
+int pal_store_schema_range(pal_store *st, pal_schema_range *r, char *err, size_t errlen)
+{
+	pal_store_binary_schema(r);
+	return db_range(st, r, err, errlen);
+}
+
 int pal_store_schema_check(pal_store *st, int *version, char *err, size_t errlen)
 {
-	int rc = applied_version(st, version, err, errlen);
+	pal_schema_range r;
+	int rc = pal_store_schema_range(st, &r, err, errlen);
+	*version = r.db_version;
 	if (rc)
 		return rc;
-	if (*version > max_known()) {
-		snprintf(err, errlen,
-			 "database schema is at version %d but this binary knows only up to %d; "
-			 "upgrade palisade before running it against this database",
-			 *version, max_known());
-		return PAL_ESCHEMA;
-	}
-	if (*version < max_known()) {
+	if (r.db_compatible_from > r.binary)
+		return refuse_newer(&r, err, errlen);
+	if (r.db_version < r.min) {
 		snprintf(err, errlen,
 			 "database schema is at version %d, this binary needs %d; run 'palisade migrate'",
-			 *version, max_known());
+			 r.db_version, r.min);
 		return PAL_EINVAL;
 	}
 	return PAL_OK;

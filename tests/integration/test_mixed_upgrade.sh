@@ -1,0 +1,246 @@
+#!/usr/bin/env bash
+# Mixed-version rolling upgrade (chaos/run.sh mixed-version-upgrade,
+# docs/upgrades.md).  A 3-node cluster (controllers + executors) and the
+# reference sink run the PREVIOUS release (built from its git tag in a
+# worktree of its own), under load.  The new tree's migrations are applied
+# while every node still runs the old binary, which must keep planning,
+# claiming and committing against them; then each node is rolled to the new
+# binary in turn (ops/rolling-upgrade.sh: drain, wait for the handoff, start
+# the new binary, wait until ready and leading).  Checks: verify clean over
+# the roll window, one effect per key at the sink, every trigger succeeded,
+# no database error logged by an old node under the new schema, each handoff
+# (drain to the first plan of the new leader of each shard the drained node
+# led) under one second.  Then the schema range check: a node started under
+# a database whose recorded compatible_from is beyond its schema (a fake
+# future contract step) refuses to lead and says so in its log, /readyz,
+# /status and a metric; the same future step declared expand-style is
+# accepted and the node leads.
+#
+# Environment: PALISADE_OLD_TAG (default v0.1.0), PALISADE_OLD_TREE (the
+# worktree, default /tmp/pal-v010; kept and reused: its bin/ is the cache;
+# PALISADE_OLD_CLEAN=1 removes it at the end), PALISADE_REFUSAL_BIN (the
+# binary whose refusal is checked, default the new one: pointing it at the
+# old one shows the check failing).
+source tests/integration/lib.sh
+source tests/integration/cluster.sh
+guarantee "G1 + G2 + G3 + G6 - a roll from the previous release to this tree under load, with this tree's migrations applied while old nodes run: no instant missing or doubled, one effect per key, handoffs under 1 s; a node outside its schema range does not lead"
+
+NEW_PAL=$PAL
+OLD_TAG=${PALISADE_OLD_TAG:-v0.1.0}
+OLD_TREE=${PALISADE_OLD_TREE:-/tmp/pal-v010}
+REFUSAL_PAL=${PALISADE_REFUSAL_BIN:-$NEW_PAL}
+
+# ---- the previous release's binaries (cached in the worktree's bin/) -------------
+build_old() {
+	local want; want=$(git rev-parse "$OLD_TAG^{commit}") || return 1
+	(
+		flock 9
+		if [ ! -d "$OLD_TREE" ]; then
+			git worktree add --detach "$OLD_TREE" "$OLD_TAG" >/dev/null 2>&1 || exit 1
+		fi
+		[ "$(git -C "$OLD_TREE" rev-parse HEAD)" = "$want" ] || { echo "$OLD_TREE is not at $OLD_TAG"; exit 1; }
+		if [ -x "$OLD_TREE/bin/palisade" ] && [ -x "$OLD_TREE/bin/palisade-sink" ] &&
+			[ "$(cat "$OLD_TREE/bin/.built-from" 2>/dev/null)" = "$want" ]; then
+			exit 0
+		fi
+		make -C "$OLD_TREE" O=build -j2 bin/palisade bin/palisade-sink >"$OLD_TREE.build.log" 2>&1 ||
+			{ tail -5 "$OLD_TREE.build.log"; exit 1; }
+		echo "$want" >"$OLD_TREE/bin/.built-from"
+	) 9>"$OLD_TREE.lock"
+}
+t=$(date +%s)
+build_old || { fail "the previous release $OLD_TAG builds in $OLD_TREE"; finish; exit 1; }
+echo "    figure: old binaries $OLD_TAG ready in $(($(date +%s) - t)) s (cached after the first run)"
+OLD_PAL=$OLD_TREE/bin/palisade
+
+fresh_db it_mixed
+expect_exit "the old binary migrates an empty database" 0 "$OLD_PAL" migrate
+OLD_SCHEMA=$(sql "select max(version) from schema_migrations")
+PALISADE_BIN=$OLD_TREE/bin start_sink || { fail "old sink starts"; finish; exit 1; }
+SHARDS=8 write_conf "$CLUSTER_CONF" "executor: {lease: 4s, heartbeat: 1s}"
+SHARDS=8
+sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+gen_sink_jobs "$NODE_DIR/jobs.yaml" 60 "*/2 * * * * ?" t1 mixed
+expect_exit "old CLI applies 60 jobs" 0 "$OLD_PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
+for n in r1 r2 r3; do PAL=$OLD_PAL start_node "$n"; done
+wait_until "all shards led by old nodes" 30 all_shards_led
+T0=$(now_rfc3339)
+sleep 4
+
+# ---- the new tree's migrations while every node runs the old binary --------------
+mig_ts=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)
+expect_exit "new binary applies this tree's migrations beside the old nodes" 0 "$NEW_PAL" migrate
+echo "    | $OUT"
+NEW_SCHEMA=$(sql "select max(version) from schema_migrations")
+DB_CF=$(sql "select max(coalesce(compatible_from, version)) from schema_migrations where version > $OLD_SCHEMA")
+echo "    figure: schema $OLD_SCHEMA -> $NEW_SCHEMA; new migrations: $(sql "select string_agg(name || ' (compatible_from ' || coalesce(compatible_from::text, 'none') || ')', ', ' order by version) from schema_migrations where version > $OLD_SCHEMA")"
+check "every migration after $OLD_SCHEMA declares itself compatible with schema $OLD_SCHEMA (expand style: compatible_from <= $OLD_SCHEMA; is ${DB_CF:-none})" \
+	[ -z "$DB_CF" -o "${DB_CF:-0}" -le "$OLD_SCHEMA" ]
+sleep 8
+# What an old node logged as a database error since the migration.
+old_errors() {
+	python3 - "$mig_ts" "$NODE_DIR"/r?.log <<'PY'
+import json, sys
+since, bad = sys.argv[1], {"executor.claim_failed", "executor.commit_failed", "executor.checkpoint_failed",
+    "executor.db_lost", "controller.tick_failed", "controller.db_error", "controller.claim_rejected",
+    "executor.spec_missing", "executor.render_failed"}
+seen = {}
+for f in sys.argv[2:]:
+    for line in open(f, errors="replace"):
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue
+        if e.get("ts", "") >= since and e.get("event") in bad:
+            k = (f.rsplit("/", 1)[-1][:-4], e["event"])
+            seen.setdefault(k, [0, e.get("error", "")])[0] += 1
+for (n, ev), (c, err) in sorted(seen.items()):
+    print(f"{n} {ev} x{c}: {err[:300]}")
+PY
+}
+ERRS=$(old_errors)
+[ -n "$ERRS" ] && echo "$ERRS" | sed 's/^/    | old node under the new schema: /'
+expect_eq "old nodes log no database error under the new schema" "" "$ERRS"
+after=$(sql "select count(*) from attempts where ended_at > '$mig_ts' and outcome = 'succeeded'")
+check "old executors committed successful attempts after the migration ($after)" [ "${after:-0}" -gt 0 ]
+
+# The advertisement: old nodes have no range, as the new CLI reads them.
+ranges() {
+	"$NEW_PAL" status --config "$CLUSTER_CONF" --output json 2>/dev/null | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+for n in sorted(s.get("nodes", []), key=lambda n: n["id"]):
+    r = n.get("schema_range")
+    print(n["id"], n.get("version"), r if isinstance(r, str) else "%d-%d/cf%d" % (r["min"], r["max"], r["compatible_from"]))
+'
+}
+R=$(ranges)
+echo "$R" | sed 's/^/    | before the roll: /'
+expect_eq "the new CLI reads every old node's schema range as unknown" 3 "$(echo "$R" | grep -c ' unknown$')"
+
+# ---- the roll: one node at a time, old -> new --------------------------------------
+cat >"$NODE_DIR/restart.sh" <<SH
+#!/usr/bin/env bash
+id=\$1
+case \$id in
+r1) admin=${NODE_ADMIN[r1]} ;; r2) admin=${NODE_ADMIN[r2]} ;; r3) admin=${NODE_ADMIN[r3]} ;;
+*) exit 1 ;;
+esac
+setsid "$NEW_PAL" node --config "$CLUSTER_CONF" --node-id "\$id" --admin "\$admin" >>"$NODE_DIR/\$id.log" 2>&1 </dev/null &
+echo \$! >"$NODE_DIR/\$id.pid"
+SH
+# handoff NODE SINCE SHARDS: ms from NODE's node.draining (after SINCE) to
+# the first controller.shard_planned of each shard in SHARDS on another node.
+handoff() {
+	python3 - "$1" "$2" "$3" "$NODE_DIR" <<'PY'
+import json, sys, glob, datetime
+node, since, shards, d = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+want = [int(x) for x in shards.split(",") if x]
+ts = lambda s: datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
+def events(f):
+    for line in open(f, errors="replace"):
+        try:
+            yield json.loads(line)
+        except ValueError:
+            pass
+drain = min((e["ts"] for e in events(f"{d}/{node}.log") if e.get("event") == "node.draining" and e["ts"] >= since), default=None)
+if drain is None:
+    print("nodrain"); sys.exit()
+first = {}
+for f in glob.glob(f"{d}/r?.log"):
+    if f.endswith(f"/{node}.log"):
+        continue
+    for e in events(f):
+        if e.get("event") == "controller.shard_planned" and e["ts"] > drain and e.get("shard") in want:
+            s = e["shard"]
+            if s not in first or e["ts"] < first[s]:
+                first[s] = e["ts"]
+out = []
+for s in want:
+    out.append(f"{s}:{round((ts(first[s]) - ts(drain)) * 1000) if s in first else 'none'}")
+print(" ".join(out))
+PY
+}
+old_pids="${NODE_PID[r1]} ${NODE_PID[r2]} ${NODE_PID[r3]}"
+HANDOFFS=()
+for n in r1 r2 r3; do
+	led=$(shards_of "$n")
+	since=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)
+	OUT=$(bash ops/rolling-upgrade.sh --config "$CLUSTER_CONF" --palisade "$NEW_PAL" --timeout 60 \
+		--restart "bash $NODE_DIR/restart.sh {node}" "$n" 2>&1)
+	rc=$?
+	echo "$OUT" | grep -v '^rolling-upgrade: nodes:' | sed 's/^/    | /'
+	[ -f "$NODE_DIR/$n.pid" ] && NODE_PID[$n]=$(cat "$NODE_DIR/$n.pid")
+	expect_eq "roll of $n to the new binary (exit)" 0 "$rc"
+	h=$(handoff "$n" "$since" "$led")
+	echo "    figure: handoff $n (led ${led:-none}): shard:ms $h"
+	for x in $h; do HANDOFFS+=("$n/$x"); done
+done
+for p in $old_pids; do
+	check "old process $p has exited" bash -c "! kill -0 $p 2>/dev/null"
+done
+R=$(ranges)
+echo "$R" | sed 's/^/    | after the roll: /'
+expect_eq "every node advertises its schema range after the roll" 0 "$(echo "$R" | grep -c ' unknown$')"
+worst=0 over=0 none=0
+for x in "${HANDOFFS[@]}"; do
+	ms=${x##*:}
+	case $ms in none) none=$((none + 1)); continue ;; esac
+	[ "$ms" -gt "$worst" ] && worst=$ms
+	[ "$ms" -ge 1000 ] && over=$((over + 1))
+done
+echo "    figure: handoffs ${#HANDOFFS[@]}, max ${worst} ms, >= 1 s: $over, not measured: $none"
+check "at least one handoff per controller measured" [ "${#HANDOFFS[@]}" -ge 3 ]
+expect_eq "every shard a drained node led was planned by its new leader" 0 "$none"
+expect_eq "every handoff under one second" 0 "$over"
+
+sleep 6
+T1=$(rfc3339_ago 0)
+settled() { [ "$(sql "select count(*) from triggers where scheduled_at between '$T0' and '$T1' and state <> 'succeeded'")" = 0 ]; }
+wait_until "every trigger planned in the roll window ends succeeded" 60 settled
+echo "    figure: $(sql "select count(*) from triggers where scheduled_at between '$T0' and '$T1'") triggers in the roll window $T0 .. $T1"
+expect_exit "verify: no instant missing or doubled across the mixed-version roll" 0 "$NEW_PAL" verify --from "$T0" --to "$T1"
+echo "    verify: $(echo "$OUT" | tail -1)"
+expect_eq "no idempotency key has more than one effect at the sink" 0 \
+	"$(sql "select count(*) from (select idempotency_key from sink_ledger group by 1 having count(*) > 1) d")"
+
+# ---- the schema range: a future contract step is refused, an expand step run -------
+BIN_SCHEMA=$NEW_SCHEMA
+expect_exit "drain r3 for the schema check" 0 "$NEW_PAL" drain --node r3 --wait 30 --config "$CLUSTER_CONF"
+for _ in $(seq 1 50); do kill -0 "${NODE_PID[r3]}" 2>/dev/null || break; sleep 0.1; done
+unset "NODE_PID[r3]"
+sql "insert into schema_migrations (version, name, compatible_from) values (9999, '9999_future_contract', 9999)"
+PAL=$REFUSAL_PAL start_node r3
+A=${NODE_ADMIN[r3]}
+refusing() { curl -s --noproxy '*' -m 2 "http://$A/readyz" | grep -q "refusing to lead"; }
+wait_until "r3 answers /readyz with the refusal" 20 refusing
+body=$(curl -s --noproxy '*' -m 2 "http://$A/readyz")
+echo "    | /readyz: $body"
+check "r3 keeps running under the out-of-range schema" node_alive r3
+expect_match "/readyz names the range" "compatible only from schema 9999" "$body"
+st=$(curl -s --noproxy '*' -m 2 "http://$A/status")
+expect_eq "/status: schema.supported false, refused names the cause" "false 1" \
+	"$(echo "$st" | python3 -c 'import json,sys; s=json.load(sys.stdin)["schema"]; print(str(s.get("supported")).lower(), int("9999" in s.get("refused", "")))' 2>/dev/null)"
+expect_eq "metric palisade_node_schema_refused is 1" 1 "$(curl -s --noproxy '*' "http://$A/metrics" | awk '$1 == "palisade_node_schema_refused" {print $2}')"
+check "the log says so (node.schema_refused)" grep -q '"event":"node.schema_refused"' "$NODE_DIR/r3.log"
+sleep 3
+expect_eq "r3 leads no shard" "" "$(shards_of r3)"
+# No ZooKeeper session yet (the CLI, refusing the schema too, cannot list
+# the nodes): /status has no elected_shards without one.
+expect_eq "r3 is no candidate: no ZooKeeper session, no election" "absent" \
+	"$(curl -s --noproxy '*' -m 2 "http://$A/status" | python3 -c 'import json,sys; print("elected_shards" in json.load(sys.stdin) and "present" or "absent")')"
+check "r1 and r2 lead every shard meanwhile" all_shards_led
+# The same future step declared expand-style (compatible from this binary's
+# schema): the node accepts it and takes its share.
+sql "update schema_migrations set name = '9999_future_expand', compatible_from = $BIN_SCHEMA where version = 9999"
+ready3() { curl -sf --noproxy '*' -m 2 "http://$A/readyz" >/dev/null; }
+wait_until "r3 accepts a newer schema of expand steps and becomes ready" 30 ready3
+leads3() { [ -n "$(shards_of r3)" ]; }
+wait_until "r3 leads shards again" 30 leads3
+check "the log names the newer schema (node.schema_newer)" grep -q '"event":"node.schema_newer"' "$NODE_DIR/r3.log"
+expect_eq "metric palisade_node_schema_refused back to 0" 0 "$(curl -s --noproxy '*' "http://$A/metrics" | awk '$1 == "palisade_node_schema_refused" {print $2}')"
+sql "delete from schema_migrations where version = 9999"
+if [ "${PALISADE_OLD_CLEAN:-0}" = 1 ]; then
+	git worktree remove --force "$OLD_TREE" && rm -f "$OLD_TREE.lock" "$OLD_TREE.build.log"
+fi
+finish
