@@ -20,6 +20,7 @@ declare -A DRILLS=(
 	[bad-targets]=tests/integration/test_executor_bad_responses.sh
 	[stale-executor]=tests/integration/test_executor_stale.sh
 	[rolling-upgrade]=tests/integration/test_rolling_upgrade.sh
+	[mixed-version-upgrade]=tests/integration/test_mixed_upgrade.sh
 	[clock-skew]=tests/integration/test_clock_skew.sh
 	[partition]=tests/integration/test_partition.sh
 	[zk-follower-kill]=chaos/zk_ensemble.sh
