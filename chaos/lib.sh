@@ -32,6 +32,8 @@ drill_load() {
 # check_window T0 T1: every trigger of [T0, T1] ends succeeded; palisade
 # verify is clean; no instant planned twice; one effect per key at the sink.
 # FIG[triggers], FIG[missing], FIG[planned_twice], FIG[effects_doubled].
+# The sink's ledger is read with $SINK_SQL (a function or command taking
+# one query; default sql: the sink's tables in the palisade database).
 check_window() {
 	local t0=$1 t1=$2
 	window_settled() { [ "$(sql "select count(*) from triggers where scheduled_at between '$t0' and '$t1' and state <> 'succeeded'")" = 0 ]; }
@@ -41,7 +43,7 @@ check_window() {
 	FIG[missing]=$(sed -n 's/.* missing=\([0-9]*\).*/\1/p' <<<"$OUT" | head -1)
 	FIG[triggers]=$(sql "select count(*) from triggers where scheduled_at between '$t0' and '$t1'")
 	FIG[planned_twice]=$(sql "select count(*) from (select 1 from triggers where scheduled_at between '$t0' and '$t1' group by job_id, scheduled_at, partition having count(*) > 1) d")
-	FIG[effects_doubled]=$(sql "select count(*) from (select idempotency_key from sink_ledger group by 1 having count(*) > 1) d")
+	FIG[effects_doubled]=$(${SINK_SQL:-sql} "select count(*) from (select idempotency_key from sink_ledger group by 1 having count(*) > 1) d")
 	expect_eq "no instant planned twice" 0 "${FIG[planned_twice]}"
 	expect_eq "one effect per key at the sink" 0 "${FIG[effects_doubled]}"
 	echo "    figure: ${FIG[triggers]} triggers in the window, missing ${FIG[missing]:-?}, planned twice ${FIG[planned_twice]}, effects doubled ${FIG[effects_doubled]}"

@@ -3,7 +3,7 @@
 # server by default, or an ensemble of 3 or 5) for development, tests, drills
 # and the demo, on loopback ports, under a state directory.
 #
-#   ops/devcluster.sh up|down|status|env|destroy [--state DIR] [--zk N] [--pg single|ha] [--only zk|pg]
+#   ops/devcluster.sh up|down|status|env|destroy [--state DIR] [--zk N] [--pg single|ha|ha-async] [--only zk|pg]
 #   ops/devcluster.sh zk-kill|zk-stop|zk-cont|zk-start I [--state DIR]
 #   ops/devcluster.sh zk-modes [--state DIR]
 #
@@ -22,6 +22,10 @@
 #           the DCS; PALISADE_PG is then a multi-host conninfo
 #           (host=a,b,c port=p1,p2,p3 target_session_attrs=read-write).
 #           Recorded at the first `up` like --zk.  Default: single (as always).
+#   --pg ha-async  the same three members with asynchronous replication
+#           (synchronous_mode off: a commit returns before any replica has
+#           it; a failover can lose the last acknowledged commits, up to
+#           maximum_lag_on_failover, 1 MiB).
 #   --only  start/stop only ZooKeeper or only PostgreSQL.
 #   pg-kill I     kill -9 of member I's Patroni and PostgreSQL; pg-stop I
 #                 stops it cleanly, pg-start I starts it again; pg-roles:
@@ -87,7 +91,11 @@ if [ -f "$STATE/pg.mode" ]; then
 	PG_MODE=$rec
 fi
 PG_MODE=${PG_MODE:-single}
-case "$PG_MODE" in single | ha) ;; *) echo "devcluster: --pg takes single or ha" >&2; exit 64 ;; esac
+case "$PG_MODE" in single | ha | ha-async) ;; *) echo "devcluster: --pg takes single, ha or ha-async" >&2; exit 64 ;; esac
+# ha and ha-async are both Patroni clusters; they differ in synchronous_mode.
+pg_ha() { [ "$PG_MODE" = ha ] || [ "$PG_MODE" = ha-async ]; }
+PGHA_SYNC=true
+[ "$PG_MODE" = ha-async ] && PGHA_SYNC=false
 case "$ZK_N" in 1 | 3 | 5) ;; *) echo "devcluster: --zk takes 1, 3 or 5" >&2; exit 64 ;; esac
 PG_PORT=${PALISADE_PG_PORT:-54329}
 ZK_PORT=${PALISADE_ZK_PORT:-21819}
@@ -340,7 +348,7 @@ bootstrap:
     loop_wait: 1
     retry_timeout: 4
     maximum_lag_on_failover: 1048576
-    synchronous_mode: true
+    synchronous_mode: $PGHA_SYNC
     postgresql:
       use_pg_rewind: true
       use_slots: true
@@ -424,7 +432,7 @@ zk_connect() { if [ "$ZK_N" = 1 ]; then echo "127.0.0.1:$ZK_PORT"; else ens_conn
 
 print_env() {
 	if [ "$ONLY" = zk ]; then :
-	elif [ "$PG_MODE" = ha ]; then echo "export PALISADE_PG='$(pgha_conninfo)'"
+	elif pg_ha; then echo "export PALISADE_PG='$(pgha_conninfo)'"
 	else echo "export PALISADE_PG='host=127.0.0.1 port=$PG_PORT user=palisade dbname=palisade'"
 	fi
 	[ "$ONLY" = pg ] || echo "export PALISADE_ZK='$(zk_connect)'"
@@ -459,12 +467,12 @@ up)
 	[ "$ONLY" = pg ] || zk_all_up
 	if [ "$ONLY" != zk ]; then
 		echo "$PG_MODE" > "$STATE/pg.mode"
-		if [ "$PG_MODE" = ha ]; then pgha_up; else pg_up; fi
+		if pg_ha; then pgha_up; else pg_up; fi
 	fi
 	print_env
 	;;
 down)
-	if [ "$PG_MODE" = ha ] && [ "$ONLY" != zk ]; then
+	if pg_ha && [ "$ONLY" != zk ]; then
 		for i in 1 2 3; do pgha_stop "$i"; done
 	fi
 	[ "$ONLY" = pg ] || zk_all_down
@@ -480,7 +488,7 @@ destroy)
 	else
 		"$0" down --state "$STATE"
 		d=$(pg_datadir)
-		[ "$PG_MODE" = ha ] && rm -rf "$(pgha_dir)"
+		pg_ha && rm -rf "$(pgha_dir)"
 		rm -rf "$d" "$STATE"
 	fi
 	;;
@@ -489,12 +497,12 @@ zk-stop) server_arg; p=$(ens_pid "$ARG") && kill -STOP "$p" ;;
 zk-cont) server_arg; p=$(ens_pid "$ARG") && kill -CONT "$p" ;;
 zk-start) server_arg; ens_start "$ARG" ;;
 pg-kill | pg-start | pg-stop)
-	[ "$PG_MODE" = ha ] && case "$ARG" in 1 | 2 | 3) ;; *) false ;; esac \
-		|| { echo "devcluster: $cmd needs --pg ha and a member 1..3" >&2; exit 64; }
+	pg_ha && case "$ARG" in 1 | 2 | 3) ;; *) false ;; esac \
+		|| { echo "devcluster: $cmd needs --pg ha|ha-async and a member 1..3" >&2; exit 64; }
 	case "$cmd" in pg-kill) pgha_kill "$ARG" ;; pg-start) pgha_start "$ARG" ;; pg-stop) pgha_stop "$ARG" ;; esac
 	;;
 pg-roles)
-	[ "$PG_MODE" = ha ] || { echo "devcluster: pg-roles needs --pg ha" >&2; exit 64; }
+	pg_ha || { echo "devcluster: pg-roles needs --pg ha or ha-async" >&2; exit 64; }
 	for i in 1 2 3; do echo "$i $(pgha_port "$i") $(pgha_role "$i")"; done
 	;;
 zk-modes)
@@ -507,7 +515,7 @@ zk-modes)
 	;;
 status)
 	rc=0
-	if [ "$ONLY" != zk ] && [ "$PG_MODE" = ha ]; then
+	if [ "$ONLY" != zk ] && pg_ha; then
 		for i in 1 2 3; do
 			if pgha_running "$i"; then echo "postgresql m$i/3: $(pgha_role "$i") on 127.0.0.1:$(pgha_port "$i") (patroni pid $(pgha_pid "$i"))"
 			else echo "postgresql m$i/3: stopped"; rc=1; fi
@@ -530,7 +538,7 @@ env) print_env ;;
 *)
 	echo "usage: ops/devcluster.sh up|down|status|env|destroy [--state DIR] [--zk 1|3|5] [--only zk|pg]" >&2
 	echo "       ops/devcluster.sh zk-kill|zk-stop|zk-cont|zk-start I | zk-modes [--state DIR]" >&2
-	echo "       ops/devcluster.sh pg-kill|pg-stop|pg-start I | pg-roles [--state DIR]   (--pg ha)" >&2
+	echo "       ops/devcluster.sh pg-kill|pg-stop|pg-start I | pg-roles [--state DIR]   (--pg ha|ha-async)" >&2
 	exit 64
 	;;
 esac
