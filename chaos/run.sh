@@ -30,6 +30,10 @@ declare -A DRILLS=(
 	[zk-foreign-znode]=chaos/zk_acl.sh
 	[pg-failover]=chaos/pg_failover.sh
 	[pg-switchover]=chaos/pg_failover.sh
+	[pg-async-failover]=chaos/pg_async_failover.sh
+	[zk-cutoff]=chaos/zk_cutoff.sh
+	[slow-sink]=chaos/slow_sink.sh
+	[delayed-responses]=chaos/delayed_responses.sh
 )
 if [ "${1:-}" = --list ]; then
 	for d in "${!DRILLS[@]}"; do echo "$d -> ${DRILLS[$d]}"; done | sort
