@@ -81,6 +81,11 @@ typedef struct pal_nodeconf {
 	int64_t retention_interval_ms;
 	int64_t retention_ahead_ms;
 	int64_t retention_check_ms;
+	int64_t retention_misfires_ms; /* misfires: whole range older than this */
+	int64_t retention_audit_ms;    /* audit_log */
+	int32_t retention_slice;       /* rows per delete transaction */
+	/* sink (what the side-effect services promise; src/config/keyhorizon.c) */
+	int64_t sink_key_retention_ms;
 	pal_log_level log_level;
 
 	char *file; /* where it was loaded from; NULL for pure defaults */

@@ -23,6 +23,9 @@ typedef struct pal_retention_conf {
 	int64_t interval_ms; /* length of a new range */
 	int64_t ahead_ms;    /* ranges exist up to now + ahead */
 	int64_t lock_ms;     /* longest wait for a DDL lock */
+	int64_t misfires_ms; /* misfire records whose range ended this long ago; 0: kept */
+	int64_t audit_ms;    /* audit_log rows; 0: kept */
+	int32_t slice;       /* rows per delete transaction (0: 5000) */
 } pal_retention_conf;
 
 typedef struct pal_retention_report {
@@ -31,19 +34,34 @@ typedef struct pal_retention_report {
 	int64_t kept_live;     /* live triggers in the kept ranges */
 	int64_t dropped_bytes; /* what the dropped partitions held */
 	char first_kept[128];  /* the oldest kept partition, "" if none */
+	int64_t misfires_deleted, audit_deleted; /* pal_store_history_retention */
+	int history_busy;      /* tables whose slice another round held */
+	bool history_more;     /* the slice limit stopped it: rows older than the cutoff remain */
 	char lines[32768];     /* one line per action (truncated past this), for the log */
 } pal_retention_report;
 
-/* Check C (interval >= 1 s, keep >= interval, ahead >= interval); ERR
- * names the problem.  PAL_EINVAL when refused. */
+/* Check C (interval >= 1 s, keep >= interval, ahead >= interval, misfires
+ * 0 or >= keep); ERR names the problem.  PAL_EINVAL when refused. */
 int pal_retention_check(const pal_retention_conf *c, char *err, size_t errlen);
 
 /* One maintenance round; REP filled.  PAL_EDB with ERR on a database error. */
 PAL_MUST_CHECK int pal_store_retention(pal_store *st, const pal_retention_conf *c,
 				       pal_retention_report *rep, char *err, size_t errlen);
 
-/* The horizon: instants before *AT_MS (ms since the epoch) may have been
- * dropped; *HAVE is false while nothing was ever dropped. */
+/* The history part of a round (sql/013_history_retention.sql): delete
+ * misfire records whose whole range ended more than misfires_ms ago and
+ * audit rows older than audit_ms, slice rows per transaction (each slice
+ * its own statement, so no transaction holds many row locks or much WAL),
+ * until a slice is not full or HISTORY_SLICES_MAX (100) slices per table.
+ * Adds the counts and a line per table to REP (not cleared: call it after
+ * pal_store_retention).  PAL_EDB with ERR on a database error. */
+#define PAL_HISTORY_SLICES_MAX 100
+PAL_MUST_CHECK int pal_store_history_retention(pal_store *st, const pal_retention_conf *c,
+					       pal_retention_report *rep, char *err, size_t errlen);
+
+/* The horizon: instants before *AT_MS (ms since the epoch) may have lost
+ * their trigger (a dropped partition) or their misfire record (deleted);
+ * *HAVE is false while neither happened. */
 PAL_MUST_CHECK int pal_store_retention_horizon(pal_store *st, bool *have, int64_t *at_ms,
 					       char *err, size_t errlen);
 

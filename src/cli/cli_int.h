@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "palisade/jobfile.h"
 #include "palisade/store.h"
 
 /* Options every cluster-touching command accepts. */
@@ -50,6 +51,11 @@ const char *pal__cli_config_pg(const char *path);
 const char *pal__cli_config_zk(const char *path);
 /* Default shard count for a new cluster: the config's shards, else 16. */
 int pal__cli_config_shards(const pal_cli_common *c);
+/* sink.key_retention of node config PATH (NULL: the default). */
+int64_t pal__cli_config_key_retention(const char *path);
+/* Check every job of SET against that retention (pal_job_key_horizon_check);
+ * returns how many were refused, their diagnostics appended to D. */
+int pal__cli_check_key_horizons(const char *config, const pal_jobset *set, pal_diags *d);
 /* zookeeper.root and cluster.name of --config, else the defaults. */
 const char *pal__cli_config_zk_root(const pal_cli_common *c);
 const char *pal__cli_config_cluster(const pal_cli_common *c);

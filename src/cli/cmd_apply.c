@@ -40,6 +40,8 @@ static void usage(FILE *fp)
 		"         makes a new version).\n"
 		"--dry-run  do everything in a transaction that is rolled back: report what\n"
 		"         would be created, updated, retired, suspended; store nothing.\n"
+		"A job that may repeat an idempotency key later than the config's\n"
+		"sink.key_retention (default 7d) after its instant is refused (docs/protocol.md).\n"
 		"Exit: 0 applied, 65 invalid files (nothing stored), 69 database unreachable.\n");
 }
 
@@ -154,7 +156,8 @@ int pal_cmd_apply(int argc, char **argv)
 	size_t bad = 0;
 	for (int i = optind; i < argc; i++) {
 		pal_jobset set = { 0 };
-		if (pal_jobloader_file(l, argv[i], &set, &diags))
+		if (pal_jobloader_file(l, argv[i], &set, &diags) ||
+		    pal__cli_check_key_horizons(c.config, &set, &diags))
 			bad++;
 		else if (!bad)
 			store_set(&r, &set);

@@ -1,7 +1,8 @@
 /*
- * cmd_retention.c - `palisade retention`: one round of partition
- * maintenance by hand (nodes run one every retention.check_interval), or
- * the retention horizon alone (--horizon).
+ * cmd_retention.c - `palisade retention`: one round of retention by hand
+ * (nodes run one every retention.check_interval): partition maintenance of
+ * triggers and attempts, then slices of misfires and audit_log; or the
+ * retention horizon alone (--horizon).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -16,12 +17,16 @@
 static void usage(FILE *fp)
 {
 	fprintf(fp,
-		"usage: palisade retention [--keep DUR] [--interval DUR] [--ahead DUR] [--horizon]\n"
+		"usage: palisade retention [--keep DUR] [--interval DUR] [--ahead DUR]\n"
+		"                          [--misfires DUR] [--audit DUR] [--horizon]\n"
 		"                          [--pg CONNINFO] [--config FILE]\n"
-		"One round of partition maintenance of triggers and attempts: create the time\n"
-		"ranges up to now + ahead, drop the ranges that ended more than keep ago and\n"
-		"hold no live trigger (a range with one is kept and listed).  Defaults: the\n"
-		"config's retention.triggers, retention.partition_interval, retention.ahead.\n"
+		"One round of retention.  Partition maintenance of triggers and attempts:\n"
+		"create the time ranges up to now + ahead, drop the ranges that ended more\n"
+		"than keep ago and hold no live trigger (a range with one is kept and listed).\n"
+		"Then delete, in slices of retention.delete_slice rows, the misfire records\n"
+		"whose whole range ended more than --misfires ago and the audit_log rows\n"
+		"older than --audit (0: keep them).  Defaults: the config's\n"
+		"retention.triggers, partition_interval, ahead, misfires, audit.\n"
 		"Rounds never overlap: a round that finds another running prints 'busy'.\n"
 		"--horizon prints the retention horizon only (instants before it may be gone).\n"
 		"Exit: 0 done (also busy), 64 usage, 65 invalid config, 69 database unreachable.\n");
@@ -41,10 +46,11 @@ int pal_cmd_retention(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "keep", required_argument, NULL, 'k' }, { "interval", required_argument, NULL, 'i' },
 		{ "ahead", required_argument, NULL, 'a' }, { "horizon", no_argument, NULL, 'H' },
+		{ "misfires", required_argument, NULL, 'm' }, { "audit", required_argument, NULL, 'u' },
 		{ "help", no_argument, NULL, 'h' }, PAL_CLI_COMMON_LONGOPTS, { 0 }
 	};
 	pal_cli_common c = { 0 };
-	int64_t keep = -1, iv = -1, ahead = -1;
+	int64_t keep = -1, iv = -1, ahead = -1, mis = -1, aud = -1;
 	bool horizon = false;
 	int opt, ec;
 	optind = 1;
@@ -60,6 +66,14 @@ int pal_cmd_retention(int argc, char **argv)
 			break;
 		case 'a':
 			if (!dur("ahead", optarg, &ahead))
+				return PAL_EXIT_USAGE;
+			break;
+		case 'm':
+			if (!dur("misfires", optarg, &mis))
+				return PAL_EXIT_USAGE;
+			break;
+		case 'u':
+			if (!dur("audit", optarg, &aud))
 				return PAL_EXIT_USAGE;
 			break;
 		case 'H':
@@ -87,6 +101,9 @@ int pal_cmd_retention(int argc, char **argv)
 		.interval_ms = iv >= 0 ? iv : nc.retention_interval_ms,
 		.ahead_ms = ahead >= 0 ? ahead : nc.retention_ahead_ms,
 		.lock_ms = 1000,
+		.misfires_ms = mis >= 0 ? mis : nc.retention_misfires_ms,
+		.audit_ms = aud >= 0 ? aud : nc.retention_audit_ms,
+		.slice = nc.retention_slice,
 	};
 	pal_nodeconf_free(&nc);
 	char err[1024];
@@ -115,6 +132,8 @@ int pal_cmd_retention(int argc, char **argv)
 	}
 	pal_retention_report rep;
 	rcode = pal_store_retention(st, &rc, &rep, err, sizeof err);
+	if (!rcode)
+		rcode = pal_store_history_retention(st, &rc, &rep, err, sizeof err);
 	pal_store_close(st);
 	if (rcode) {
 		pal_cli_err("retention", "%s", err);
@@ -122,7 +141,9 @@ int pal_cmd_retention(int argc, char **argv)
 	}
 	fputs(rep.lines, stdout);
 	printf("retention: %d created, %d dropped (%lld bytes), %d kept (%lld live triggers), "
-	       "%d busy, %d reshaped\n", rep.created, rep.dropped, (long long)rep.dropped_bytes,
-	       rep.kept, (long long)rep.kept_live, rep.busy, rep.reshaped);
+	       "%d busy, %d reshaped, %lld misfires and %lld audit rows deleted\n", rep.created,
+	       rep.dropped, (long long)rep.dropped_bytes, rep.kept, (long long)rep.kept_live,
+	       rep.busy + rep.history_busy, rep.reshaped, (long long)rep.misfires_deleted,
+	       (long long)rep.audit_deleted);
 	return PAL_EXIT_OK;
 }

@@ -15,15 +15,19 @@
 #include "palisade/cli.h"
 #include "palisade/err.h"
 #include "palisade/jobfile.h"
+#include "cli_int.h"
 
 static void usage(FILE *fp)
 {
-	fprintf(fp, "usage: palisade validate FILE...\n"
+	fprintf(fp, "usage: palisade validate [--config FILE] FILE...\n"
 		    "\n"
 		    "Check job files (docs/jobs.md) without touching the cluster: YAML syntax,\n"
 		    "every key and value, cron expressions, time zones, templates, and job ids\n"
 		    "unique across all the files given.  Every problem is printed to stderr as\n"
 		    "FILE:LINE:COL: error: MESSAGE.\n"
+		    "A job whose retry and catch-up horizon exceeds sink.key_retention of the\n"
+		    "node config FILE (default 7d) is refused: the services it calls would have\n"
+		    "forgotten its idempotency key (docs/protocol.md).\n"
 		    "\n"
 		    "exit status: 0 valid, 65 invalid, 64 usage error\n");
 }
@@ -32,8 +36,10 @@ int pal_cmd_validate(int argc, char **argv)
 {
 	static const struct option opts[] = {
 	    {"help", no_argument, NULL, 'h'},
+	    {"config", required_argument, NULL, 'c'},
 	    {NULL, 0, NULL, 0},
 	};
+	const char *config = NULL;
 	pal_jobset set = {0};
 	pal_diags diags = {0};
 	int opt, rc;
@@ -41,8 +47,11 @@ int pal_cmd_validate(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+hc:", opts, NULL)) != -1) {
 		switch (opt) {
+		case 'c':
+			config = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return PAL_EXIT_OK;
@@ -61,6 +70,8 @@ int pal_cmd_validate(int argc, char **argv)
 	}
 	n_files = (size_t)(argc - optind);
 	rc = pal_jobfiles_load((const char *const *)(argv + optind), n_files, &set, &diags);
+	if (rc == 0 && pal__cli_check_key_horizons(config, &set, &diags))
+		rc = PAL_EINVAL;
 	if (rc == 0 && diags.n == 0) {
 		printf("ok: %zu job%s in %zu file%s\n", set.n, set.n == 1 ? "" : "s", n_files,
 		       n_files == 1 ? "" : "s");

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include "palisade/err.h"
 #include "palisade/coord.h"
+#include "palisade/keyhorizon.h"
 #include "palisade/nodeconf.h"
 #include "cli_int.h"
 
@@ -40,6 +41,26 @@ const char *pal__cli_config_zk(const char *path)
 int pal__cli_config_shards(const pal_cli_common *c)
 {
 	return c->config ? load(c->config)->shards : 16;
+}
+
+int64_t pal__cli_config_key_retention(const char *path)
+{
+	if (path)
+		return load(path)->sink_key_retention_ms;
+	pal_nodeconf d;
+	int64_t v = pal_nodeconf_defaults(&d) ? 0 : d.sink_key_retention_ms;
+	pal_nodeconf_free(&d);
+	return v;
+}
+
+int pal__cli_check_key_horizons(const char *config, const pal_jobset *set, pal_diags *d)
+{
+	int64_t keep = pal__cli_config_key_retention(config);
+	int bad = 0;
+	for (size_t i = 0; i < set->n; i++)
+		if (pal_job_key_horizon_check(&set->jobs[i], keep, d))
+			bad++;
+	return bad;
 }
 
 const char *pal__cli_config_zk_root(const pal_cli_common *c)

@@ -140,6 +140,18 @@ static const pal_conf_key table[] = {
 	{ "retention.check_interval", PAL_CONF_DURATION, "1m", "ms", 1 * MS_S, 1 * MS_D, false,
 	  "how often a node runs a round of partition maintenance (one node at a time works, "
 	  "under an advisory lock)", OFF(retention_check_ms), NULL, 0 },
+	{ "retention.misfires", PAL_CONF_DURATION, "90d", "ms", 1 * MS_S, 3650 * MS_D, false,
+	  "how long misfire records are kept: a record goes once its whole range ended this long "
+	  "ago (at least retention.triggers)", OFF(retention_misfires_ms), NULL, 0 },
+	{ "retention.audit", PAL_CONF_DURATION, "90d", "ms", 1 * MS_S, 3650 * MS_D, false,
+	  "how long audit_log rows are kept", OFF(retention_audit_ms), NULL, 0 },
+	{ "retention.delete_slice", PAL_CONF_INT, "5000", "", 1, 1000000, false,
+	  "rows of misfires or audit_log deleted per transaction by a round (a round deletes "
+	  "slices until none is full, at most 100)", OFF(retention_slice), NULL, 0 },
+	{ "sink.key_retention", PAL_CONF_DURATION, "7d", "ms", 1 * MS_S, 3650 * MS_D, false,
+	  "how long the side-effect services the jobs call keep idempotency keys and fences "
+	  "(palisade-sink --key-retention); apply and validate --config refuse a job whose "
+	  "retry and catch-up horizon is longer", OFF(sink_key_retention_ms), NULL, 0 },
 	{ "log.level", PAL_CONF_ENUM, "info", "", 0, 0, true,
 	  "least severe level logged: debug, info, warn or error", OFF(log_level),
 	  log_level_names, N(log_level_names) },
@@ -678,6 +690,15 @@ static void cross_checks(struct nctx *x, const pal_ynode *root, pal_nodeconf *c)
 		      "retention.partition_interval (%s) must be at most retention.triggers and "
 		      "retention.ahead: a partition is the smallest unit kept or dropped",
 		      pal_fmt_duration(c->retention_interval_ms, a, sizeof a));
+	}
+	if (c->retention_misfires_ms < c->retention_keep_ms) {
+		const pal_ynode *n = pal_ynode_get(pal_ynode_get(root, "retention"), "misfires");
+
+		ndiag(x, n ? n : root,
+		      "retention.misfires (%s) must be at least retention.triggers (%s): verify "
+		      "needs the misfire record of every instant whose trigger is still kept",
+		      pal_fmt_duration(c->retention_misfires_ms, a, sizeof a),
+		      pal_fmt_duration(c->retention_keep_ms, b, sizeof b));
 	}
 }
 

@@ -129,7 +129,7 @@ static json_t *status_cb(void *arg)
 		json_object_set_new(sc, "database", json_integer(r->db_version));
 		json_object_set_new(sc, "database_compatible_from",
 				    json_integer(r->db_compatible_from));
-		json_object_set_new(sc, "supported", json_boolean(!n->schema_refused[0]));
+		json_object_set_new(sc, "supported", json_boolean(pal_schema_supported(r)));
 	}
 	if (n->schema_refused[0])
 		json_object_set_new(sc, "refused", json_string(n->schema_refused));
@@ -665,7 +665,10 @@ int pal_node_run(const pal_node_opts *o)
 		pal_retention_conf rcf = { .keep_ms = n.conf.retention_keep_ms,
 					   .interval_ms = n.conf.retention_interval_ms,
 					   .ahead_ms = n.conf.retention_ahead_ms,
-					   .lock_ms = 1000 };
+					   .lock_ms = 1000,
+					   .misfires_ms = n.conf.retention_misfires_ms,
+					   .audit_ms = n.conf.retention_audit_ms,
+					   .slice = n.conf.retention_slice };
 		if (pal_retention_start(n.pg, &rcf, n.conf.retention_check_ms, n.m, &n.retention, err,
 					sizeof err))
 			pal_log(PAL_LOG_WARN, "node.retention_failed", "{s:s}", "error", err);

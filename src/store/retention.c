@@ -1,12 +1,17 @@
 /*
- * retention.c - one round of partition maintenance (palisade_retention() of
- * sql/010_partitioning.sql) and the retention horizon.
+ * retention.c - one round of retention: partition maintenance of triggers
+ * and attempts (palisade_retention() of sql/010_partitioning.sql), then the
+ * history part, slices of misfires and audit_log
+ * (palisade_history_retention() of sql/013_history_retention.sql), and the
+ * retention horizon.
  *
- * The round is one statement, hence one transaction: the function takes
- * the cluster-wide advisory lock, creates ranges ahead, drops old ones
- * whose triggers are all terminal and reports what it did, one row per
- * action.  Its DDL waits at most lock_ms for a lock, so a round never
- * queues the executors' claims behind it for long.
+ * The partition round is one statement, hence one transaction: the
+ * function takes the cluster-wide advisory lock, creates ranges ahead,
+ * drops old ones whose triggers are all terminal and reports what it did,
+ * one row per action.  Its DDL waits at most lock_ms for a lock, so a round
+ * never queues the executors' claims behind it for long.  Each history
+ * slice is a statement of its own (autocommit): row locks of at most
+ * `slice` rows, held for milliseconds.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -36,6 +41,13 @@ int pal_retention_check(const pal_retention_conf *c, char *err, size_t errlen)
 		snprintf(err, errlen, "retention.ahead (%lld ms) must be at least "
 			 "retention.partition_interval (%lld ms)", (long long)c->ahead_ms,
 			 (long long)c->interval_ms);
+		return PAL_EINVAL;
+	}
+	if (c->misfires_ms > 0 && c->misfires_ms < c->keep_ms) {
+		snprintf(err, errlen, "retention.misfires (%lld ms) must be at least "
+			 "retention.triggers (%lld ms): verify needs the misfire record of every "
+			 "instant whose trigger is kept", (long long)c->misfires_ms,
+			 (long long)c->keep_ms);
 		return PAL_EINVAL;
 	}
 	return PAL_OK;
@@ -100,6 +112,65 @@ int pal_store_retention(pal_store *st, const pal_retention_conf *c, pal_retentio
 	return PAL_OK;
 }
 
+/* Slices of one table until one is not full; adds to *N, sets *BUSY. */
+static int history_table(pal_store *st, const char *table, int64_t keep_ms, int32_t slice,
+			 int64_t *n, bool *busy, bool *more, char *cutoff, size_t cutlen, char *err,
+			 size_t errlen)
+{
+	char kp[32], sl[16];
+	snprintf(kp, sizeof kp, "%lld", (long long)keep_ms);
+	snprintf(sl, sizeof sl, "%d", slice > 0 ? slice : 5000);
+	const char *p[] = { table, kp, sl };
+	*busy = *more = false;
+	for (int i = 0; i < PAL_HISTORY_SLICES_MAX; i++) {
+		PGresult *r = pal__store_query(st,
+			"SELECT deleted, more, busy, to_char(cutoff AT TIME ZONE 'UTC',"
+			"  'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+			" FROM palisade_history_retention($1, $2::bigint * interval '1 ms', $3::int)",
+			3, p, err, errlen);
+		if (!r)
+			return PAL_EDB;
+		*n += atoll(PQgetvalue(r, 0, 0));
+		*more = PQgetvalue(r, 0, 1)[0] == 't';
+		*busy = PQgetvalue(r, 0, 2)[0] == 't';
+		snprintf(cutoff, cutlen, "%s", PQgetvalue(r, 0, 3));
+		PQclear(r);
+		if (!*more)
+			break;
+	}
+	return PAL_OK;
+}
+
+int pal_store_history_retention(pal_store *st, const pal_retention_conf *c,
+				pal_retention_report *rep, char *err, size_t errlen)
+{
+	static const char *const names[] = { "misfires", "audit_log" };
+	const int64_t keep[] = { c->misfires_ms, c->audit_ms };
+	int64_t *count[] = { &rep->misfires_deleted, &rep->audit_deleted };
+	for (int t = 0; t < 2; t++) {
+		if (keep[t] <= 0)
+			continue;
+		int64_t n = 0;
+		bool busy, more;
+		char cut[40] = "", num[32];
+		int rc = history_table(st, names[t], keep[t], c->slice, &n, &busy, &more, cut,
+				       sizeof cut, err, errlen);
+		if (rc)
+			return rc;
+		*count[t] += n;
+		rep->history_busy += busy;
+		rep->history_more = rep->history_more || more;
+		snprintf(num, sizeof num, "%lld", (long long)n);
+		if (busy)
+			line(rep, "busy %s (another round holds its slice)%s%s%s\n", names[t], "", "",
+			     "");
+		else
+			line(rep, "deleted %s %s rows before %s%s\n", num, names[t], cut,
+			     more ? " (slice limit reached: more next round)" : "");
+	}
+	return PAL_OK;
+}
+
 int pal_store_retention_horizon(pal_store *st, bool *have, int64_t *at_ms, char *err,
 				size_t errlen)
 {
@@ -137,6 +208,7 @@ struct pal_retention_worker {
 #define F_DROPPED_BYTES "palisade_retention_dropped_bytes_total"
 #define F_KEPT "palisade_retention_kept_partitions"
 #define F_KEPT_LIVE "palisade_retention_kept_live_triggers"
+#define F_HISTORY "palisade_retention_deleted_rows_total"
 
 static void worker_round(struct pal_retention_worker *w)
 {
@@ -154,6 +226,15 @@ static void worker_round(struct pal_retention_worker *w)
 		w->st = NULL;
 		return;
 	}
+	if (pal_store_history_retention(w->st, &w->conf, &rep, err, sizeof err)) {
+		pal_log(PAL_LOG_WARN, "retention.failed", "{s:s}", "error", err);
+		pal_metric_inc(w->m, F_ROUNDS, "result=\"failed\"", 1);
+		pal_store_close(w->st);
+		w->st = NULL;
+		return;
+	}
+	pal_metric_inc(w->m, F_HISTORY, "table=\"misfires\"", (double)rep.misfires_deleted);
+	pal_metric_inc(w->m, F_HISTORY, "table=\"audit_log\"", (double)rep.audit_deleted);
 	bool busy_only = rep.busy && !rep.created && !rep.dropped && !rep.kept && !rep.reshaped;
 	pal_metric_inc(w->m, F_ROUNDS, busy_only ? "result=\"busy\"" : "result=\"done\"", 1);
 	if (busy_only)
@@ -162,11 +243,14 @@ static void worker_round(struct pal_retention_worker *w)
 	pal_metric_inc(w->m, F_DROPPED_BYTES, NULL, (double)rep.dropped_bytes);
 	pal_metric_set(w->m, F_KEPT, NULL, rep.kept);
 	pal_metric_set(w->m, F_KEPT_LIVE, NULL, (double)rep.kept_live);
-	if (rep.created || rep.dropped || rep.busy || rep.reshaped)
-		pal_log(PAL_LOG_INFO, "retention.round", "{s:i, s:i, s:I, s:i, s:i, s:i, s:s}",
-			"created", rep.created, "dropped", rep.dropped, "dropped_bytes",
-			(json_int_t)rep.dropped_bytes, "kept", rep.kept, "busy", rep.busy, "reshaped",
-			rep.reshaped, "actions", rep.lines);
+	if (rep.created || rep.dropped || rep.busy || rep.reshaped || rep.misfires_deleted ||
+	    rep.audit_deleted)
+		pal_log(PAL_LOG_INFO, "retention.round",
+			"{s:i, s:i, s:I, s:i, s:i, s:i, s:I, s:I, s:s}", "created", rep.created,
+			"dropped", rep.dropped, "dropped_bytes", (json_int_t)rep.dropped_bytes, "kept",
+			rep.kept, "busy", rep.busy, "reshaped", rep.reshaped, "misfires_deleted",
+			(json_int_t)rep.misfires_deleted, "audit_deleted",
+			(json_int_t)rep.audit_deleted, "actions", rep.lines);
 	if (rep.kept)
 		pal_log(PAL_LOG_WARN, "retention.kept", "{s:i, s:I, s:s}", "partitions", rep.kept,
 			"live_triggers", (json_int_t)rep.kept_live, "oldest", rep.first_kept);
@@ -218,6 +302,11 @@ int pal_retention_start(const char *conninfo, const pal_retention_conf *conf, in
 			   "trigger");
 	pal_metric_declare(m, F_KEPT_LIVE, PAL_METRIC_GAUGE,
 			   "live triggers in those kept ranges at the last round");
+	pal_metric_declare(m, F_HISTORY, PAL_METRIC_COUNTER,
+			   "rows of misfires and audit_log deleted by this node's rounds (past "
+			   "retention.misfires, retention.audit)");
+	pal_metric_inc(m, F_HISTORY, "table=\"misfires\"", 0);
+	pal_metric_inc(m, F_HISTORY, "table=\"audit_log\"", 0);
 	pal_metric_inc(m, F_ROUNDS, "result=\"done\"", 0);
 	pal_metric_inc(m, F_ROUNDS, "result=\"busy\"", 0);
 	pal_metric_inc(m, F_ROUNDS, "result=\"failed\"", 0);
