@@ -76,6 +76,21 @@ void pal_store_binary_schema(pal_schema_range *r)
 			r->compatible_from = pal_migration_compatible_from(&pal_migrations[i]);
 }
 
+/* Does schema_migrations have its compatible_from column yet? */
+static int has_compat_column(pal_store *st, bool *yes, char *err, size_t errlen)
+{
+	PGresult *q = pal__store_query(st,
+				       "SELECT count(*) FROM information_schema.columns WHERE"
+				       " table_name = 'schema_migrations' AND column_name ="
+				       " 'compatible_from' AND table_schema = current_schema()",
+				       0, NULL, err, errlen);
+	if (!q)
+		return PAL_EDB;
+	*yes = atoi(PQgetvalue(q, 0, 0)) > 0;
+	PQclear(q);
+	return PAL_OK;
+}
+
 /* The database's side of R: highest applied version and the largest
  * compatible_from recorded (0 and 0 when schema_migrations is absent or
  * empty), and the version that declares it. */
@@ -92,15 +107,9 @@ static int db_range(pal_store *st, pal_schema_range *r, char *err, size_t errlen
 		return PAL_OK;
 	/* Before the column exists (a database of v0.1.0 not yet migrated by
 	 * this binary) every row reads as compatible from its own version. */
-	q = pal__store_query(st,
-			     "SELECT count(*) FROM information_schema.columns WHERE table_name ="
-			     " 'schema_migrations' AND column_name = 'compatible_from'"
-			     " AND table_schema = current_schema()",
-			     0, NULL, err, errlen);
-	if (!q)
+	bool has_col = false;
+	if (has_compat_column(st, &has_col, err, errlen))
 		return PAL_EDB;
-	bool has_col = atoi(PQgetvalue(q, 0, 0)) > 0;
-	PQclear(q);
 	q = pal__store_query(st,
 			     has_col ? SQL_RANGE
 				     : "SELECT coalesce(max(version), 0), coalesce(max(version), 0),"
@@ -190,7 +199,12 @@ int pal_store_migrate(pal_store *st, int *applied, char *err, size_t errlen)
 	rc = pal__store_exec(st, "SET client_min_messages = warning", err, errlen);
 	if (!rc)
 		rc = pal__store_exec(st, SQL_CREATE_TABLE, err, errlen);
+	/* Only when missing: ALTER TABLE takes an exclusive lock even when the
+	 * column is there, and every start passes here. */
+	bool has_col = false;
 	if (!rc)
+		rc = has_compat_column(st, &has_col, err, errlen);
+	if (!rc && !has_col)
 		rc = pal__store_exec(st, SQL_ADD_COMPAT, err, errlen);
 	if (!rc)
 		rc = db_range(st, &r, err, errlen);

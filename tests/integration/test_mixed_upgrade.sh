@@ -20,7 +20,10 @@
 # worktree, default /tmp/pal-v010; kept and reused: its bin/ is the cache;
 # PALISADE_OLD_CLEAN=1 removes it at the end), PALISADE_REFUSAL_BIN (the
 # binary whose refusal is checked, default the new one: pointing it at the
-# old one shows the check failing).
+# old one shows the check failing), PALISADE_MIXED_BREAK=claim-result (the
+# drill's self-test: right after the migrations, palisade_claim is replaced
+# by one returning one more column, as a migration that is not expand-style
+# would; the old executors' claims must then be caught failing).
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "G1 + G2 + G3 + G6 - a roll from the previous release to this tree under load, with this tree's migrations applied while old nodes run: no instant missing or doubled, one effect per key, handoffs under 1 s; a node outside its schema range does not lead"
@@ -71,6 +74,23 @@ sleep 4
 mig_ts=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)
 expect_exit "new binary applies this tree's migrations beside the old nodes" 0 "$NEW_PAL" migrate
 echo "    | $OUT"
+if [ "${PALISADE_MIXED_BREAK:-}" = claim-result ]; then
+	psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
+DO $do$
+DECLARE p oid; args text; ident text; res text; pos text;
+BEGIN
+	SELECT oid, pg_get_function_arguments(oid), pg_get_function_identity_arguments(oid),
+	       pg_get_function_result(oid), (SELECT string_agg('$' || i, ', ') FROM generate_series(1, pronargs) i)
+	  INTO p, args, ident, res, pos FROM pg_proc WHERE proname = 'palisade_claim';
+	EXECUTE format('ALTER FUNCTION palisade_claim(%s) RENAME TO palisade_claim_drill', ident);
+	EXECUTE format('CREATE FUNCTION palisade_claim(%s) RETURNS %s LANGUAGE sql AS %L', args,
+	               regexp_replace(res, '\)$', ', drill_extra bigint)'),
+	               format('SELECT c.*, 0::bigint FROM palisade_claim_drill(%s) c', pos));
+END
+$do$;
+SQL
+	echo "    | self-test: palisade_claim now returns one more column"
+fi
 NEW_SCHEMA=$(sql "select max(version) from schema_migrations")
 DB_CF=$(sql "select max(coalesce(compatible_from, version)) from schema_migrations where version > $OLD_SCHEMA")
 echo "    figure: schema $OLD_SCHEMA -> $NEW_SCHEMA; new migrations: $(sql "select string_agg(name || ' (compatible_from ' || coalesce(compatible_from::text, 'none') || ')', ', ' order by version) from schema_migrations where version > $OLD_SCHEMA")"
@@ -189,7 +209,7 @@ for x in "${HANDOFFS[@]}"; do
 	[ "$ms" -gt "$worst" ] && worst=$ms
 	[ "$ms" -ge 1000 ] && over=$((over + 1))
 done
-echo "    figure: handoffs ${#HANDOFFS[@]}, max ${worst} ms, >= 1 s: $over, not measured: $none"
+echo "    figure: handoffs ${#HANDOFFS[@]}, max ${worst} ms, >= 1 s: $over, not measured: $none (load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores)"
 check "at least one handoff per controller measured" [ "${#HANDOFFS[@]}" -ge 3 ]
 expect_eq "every shard a drained node led was planned by its new leader" 0 "$none"
 expect_eq "every handoff under one second" 0 "$over"
@@ -228,7 +248,7 @@ expect_eq "r3 leads no shard" "" "$(shards_of r3)"
 # No ZooKeeper session yet (the CLI, refusing the schema too, cannot list
 # the nodes): /status has no elected_shards without one.
 expect_eq "r3 is no candidate: no ZooKeeper session, no election" "absent" \
-	"$(curl -s --noproxy '*' -m 2 "http://$A/status" | python3 -c 'import json,sys; print("elected_shards" in json.load(sys.stdin) and "present" or "absent")')"
+	"$(curl -s --noproxy '*' -m 2 "http://$A/status" | python3 -c 'import json,sys; print("elected_shards" in json.load(sys.stdin) and "present" or "absent")' 2>/dev/null)"
 check "r1 and r2 lead every shard meanwhile" all_shards_led
 # The same future step declared expand-style (compatible from this binary's
 # schema): the node accepts it and takes its share.
