@@ -106,6 +106,11 @@ PAL_MUST_CHECK int pal_store_renew(pal_store *st, const char *node, int64_t leas
 				   const pal_lease_ref *refs, int n, pal_lease_state *out,
 				   int *n_out, char *err, size_t errlen);
 
+/* End 'cancelling' triggers whose lease expired (their executor never reached
+ * a safe point) as 'cancelled'; *n: how many.  Skips rows locked by others. */
+PAL_MUST_CHECK int pal_store_reap_cancelling(pal_store *st, int64_t *n, char *err,
+					     size_t errlen);
+
 /* One result to commit. */
 typedef struct pal_result {
 	int64_t id, fence;

@@ -9,7 +9,10 @@
  * sent + lease - margin; if renewals keep failing, the executor gives up
  * the call before the database could hand the trigger to someone else.
  * After `renew_failures` consecutive failures the commit gate closes: no new
- * claims and no new side effects until a renewal succeeds.
+ * claims and no new side effects until a renewal succeeds.  Every third
+ * heartbeat the thread also ends expired 'cancelling' triggers (whoever held
+ * them died or gave up before a safe point): one short statement that skips
+ * locked rows, so it never waits behind a claim or a commit.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -224,14 +227,32 @@ static void renew_once(pal_lease_thread *t)
 	free(got);
 }
 
+/* Every few heartbeats, after a renewal: expired 'cancelling' triggers end
+ * 'cancelled' (pal_store_reap_cancelling).  A failure only waits for the
+ * next round; it is not a failed renewal. */
+static void reap_once(pal_lease_thread *t)
+{
+	char err[1024];
+	int64_t n = 0;
+	if (!t->st)
+		return;
+	if (pal_store_reap_cancelling(t->st, &n, err, sizeof err))
+		pal_log(PAL_LOG_WARN, "executor.reap_failed", "{s:s}", "error", err);
+	else if (n)
+		pal_log(PAL_LOG_INFO, "executor.cancelling_expired", "{s:I}", "cancelled", (json_int_t)n);
+}
+
 static void *run(void *arg)
 {
 	pal_lease_thread *t = arg;
 	int64_t next = pal_mono_ms() + t->cfg.heartbeat_ms;
+	int beats = 0;
 	while (!atomic_load(&t->stop)) {
 		int64_t now = pal_mono_ms();
 		if (now >= next) {
 			renew_once(t);
+			if (++beats % 3 == 0)
+				reap_once(t);
 			next = now + t->cfg.heartbeat_ms;
 		}
 		sleep_ms(next - pal_mono_ms() > 50 ? 50 : (next > now ? next - now : 1));

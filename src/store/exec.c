@@ -204,6 +204,33 @@ int pal_store_renew(pal_store *st, const char *node, int64_t lease_ms, const pal
 	return PAL_OK;
 }
 
+/*
+ * A 'cancelling' trigger (replaced by a newer run of its job, or cancelled by
+ * an operator while running) whose lease expired before its executor reached
+ * a safe point: no claim takes it back (only expired 'running' leases are
+ * re-claimed), so nobody would ever move it.  It ends 'cancelled' here, the
+ * same step `palisade cancel` takes for it; its holder, if still alive, is
+ * fenced by the state (renewal and commit require the token and a live
+ * state).  Rows another transaction holds are left for the next round.
+ */
+static const char SQL_REAP_CANCELLING[] =
+	"UPDATE triggers t SET state = 'cancelled', finished_at = clock_timestamp(),"
+	" updated_at = clock_timestamp(), lease_owner = NULL, lease_until = NULL"
+	" FROM (SELECT x.id, x.scheduled_at FROM triggers x WHERE x.state = 'cancelling'"
+	"   AND x.lease_until < clock_timestamp() LIMIT 1000 FOR UPDATE OF x SKIP LOCKED) e"
+	" WHERE t.id = e.id AND t.scheduled_at = e.scheduled_at AND t.state = 'cancelling'";
+
+int pal_store_reap_cancelling(pal_store *st, int64_t *n, char *err, size_t errlen)
+{
+	*n = 0;
+	PGresult *r = pal__store_query(st, SQL_REAP_CANCELLING, 0, NULL, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	*n = strtoll(PQcmdTuples(r), NULL, 10);
+	PQclear(r);
+	return PAL_OK;
+}
+
 /* One result's id and its index in the caller's array, sorted by id. */
 typedef struct result_ref {
 	int64_t id;
