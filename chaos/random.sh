@@ -1,0 +1,301 @@
+#!/usr/bin/env bash
+# chaos/random.sh - the randomized drill (Jepsen-style), run by
+# `chaos/run.sh random --minutes M --seed S` through tests/integration/run.sh
+# (which provides PostgreSQL; the 3-server ZooKeeper ensemble is this drill's
+# own, under its state).  Environment: RANDOM_MINUTES (default 3),
+# RANDOM_SEED (default: drawn and printed), RANDOM_JOBS (default 150),
+# RANDOM_STUCK_S (default 180), RANDOM_PG (none; `ha` is refused: not yet).
+#
+# The cluster: four nodes (controller + executor) - n1, n2 plain, n3 in its
+# own network namespace behind a veth link (PostgreSQL and the ZooKeeper
+# servers through forwarders on the link's host side), n4 under libfaketime
+# with its wall clock read from a file (jumps at run time; monotonic time is
+# left alone, as an NTP step would) - ZooKeeper session 4 s, lease 6 s, 8
+# shards, and the reference sink on the link's host side, dropping 5% of
+# answers after commit, failing 2% with 503 and holding each transaction
+# 20 ms.  The workload: RANDOM_JOBS jobs in 4 tenants and 3 groups, every
+# second or every 2 s, a tenth with 3 partitions, a tenth chunked (3 chunks
+# with checkpoints), overlap allow/forbid/queue/replace, misfire
+# fire_all/fire_once/skip.
+#
+# The nemesis (chaos/random/schedule.py) draws a fault every 5-20 s from a
+# PRNG seeded with the seed alone; each heals after its duration; at the end
+# everything is healed again, the backlog drains (every trigger up to the
+# end of the faults terminal within RANDOM_STUCK_S), and chaos/check_random.py
+# checks from PostgreSQL directly: missing / unexpected / doubled instants,
+# doubled or lost effects, stale writes accepted, stuck triggers, watermark
+# and epoch monotonicity per shard (sampled every second during the run).
+source tests/integration/lib.sh
+source tests/integration/cluster.sh
+source chaos/lib.sh
+guarantee "G1 + G2 + G3 + G5 + G6 under a random schedule of combined faults (kill -9, SIGSTOP within and past session and lease, network cut-off, ZooKeeper server and quorum loss, clock jumps, rolling restarts, operator pause/resume/cancel, a slow and failing sink): nothing missing, planned twice or applied twice, no stale write accepted, nothing stuck, watermarks and epochs monotonic"
+declare -A FIG
+
+MINUTES=${RANDOM_MINUTES:-3}
+SEED=${RANDOM_SEED:-$(( (RANDOM << 15) | RANDOM ))}
+NJOBS=${RANDOM_JOBS:-150}
+STUCK_S=${RANDOM_STUCK_S:-180}
+SECONDS_RUN=$(python3 -c "print(int(float('$MINUTES') * 60))")
+REPLAY="chaos/run.sh random --minutes $MINUTES --seed $SEED"
+echo "    replay: $REPLAY   (seed $SEED, $MINUTES minutes)"
+if [ "${RANDOM_PG:-none}" != none ]; then
+	fail "--pg ${RANDOM_PG}: PostgreSQL failover inside the random drill is not implemented (chaos/pg_failover.sh drills it alone)"
+	finish
+	exit 1
+fi
+FT=
+for f in /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1 /usr/lib/*/faketime/libfaketimeMT.so.1; do
+	[ -f "$f" ] && FT=$f && break
+done
+CHECK_PY=python3
+/usr/bin/python3 -c 'import croniter' 2>/dev/null && CHECK_PY=/usr/bin/python3
+"$CHECK_PY" -c 'import croniter' 2>/dev/null || { fail "python3-croniter is installed (ops/deps.sh)"; finish; exit 1; }
+[ -n "$FT" ] || { fail "libfaketime is installed (ops/deps.sh)"; finish; exit 1; }
+
+# ---- ZooKeeper ensemble ---------------------------------------------------------------
+export ZK3_STATE=$PALISADE_TEST_TMP/zk3
+ZK3_PORT=$(free_port)
+dc() { PALISADE_STATE=$ZK3_STATE PALISADE_ZK_PORT=$ZK3_PORT bash ops/devcluster.sh "$@"; }
+zk_env=$(dc up --zk 3 --only zk) || { fail "a ZooKeeper ensemble of 3 starts"; finish; exit 1; }
+eval "$zk_env"
+pass "a ZooKeeper ensemble of 3 starts ($PALISADE_ZK)"
+
+# ---- the network namespace of n3 ----------------------------------------------------
+NS=palisade-rnd-$$
+HV=prh$$
+NV=prn$$
+NET=10.$((200 + RANDOM % 50)).$((RANDOM % 250))
+HIP=$NET.1
+NIP=$NET.2
+FWD_PIDS=()
+SAMPLER=
+ROLL_PID=
+declare -A PIDF
+cleanup() {
+	[ -n "$SAMPLER" ] && kill "$SAMPLER" 2>/dev/null
+	[ -n "$ROLL_PID" ] && kill "$ROLL_PID" 2>/dev/null
+	local n p
+	for n in n1 n2 n3 n4; do
+		p=$(cat "$NODE_DIR/$n.pid" 2>/dev/null) || continue
+		kill -CONT "$p" 2>/dev/null
+		kill -TERM "$p" 2>/dev/null
+	done
+	sleep 2
+	for n in n1 n2 n3 n4; do
+		p=$(cat "$NODE_DIR/$n.pid" 2>/dev/null) && kill -9 "$p" 2>/dev/null
+	done
+	stop_sink
+	for p in "${FWD_PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	ip link del "$HV" 2>/dev/null
+	ip netns del "$NS" 2>/dev/null
+	dc down >/dev/null 2>&1
+}
+trap cleanup EXIT
+if ! { ip netns add "$NS" && ip link add "$HV" type veth peer name "$NV" &&
+	ip link set "$NV" netns "$NS" && ip addr add "$HIP/24" dev "$HV" && ip link set "$HV" up &&
+	ip -n "$NS" addr add "$NIP/24" dev "$NV" && ip -n "$NS" link set "$NV" up &&
+	ip -n "$NS" link set lo up; } 2>"$NODE_DIR/netns.err"; then
+	fail "network namespace and veth pair set up (needs root and CAP_NET_ADMIN): $(head -1 "$NODE_DIR/netns.err")"
+	finish
+	exit 1
+fi
+pass "network namespace $NS for n3 ($HIP <-> $NIP)"
+pg_port=$(sed -n 's/.*port=\([0-9]*\).*/\1/p' <<<"$PALISADE_PG_ADMIN")
+fpg=$(free_port)
+python3 tests/integration/slowlane.py --host "$HIP" --listen "$fpg" --to "127.0.0.1:$pg_port" >"$NODE_DIR/fwd_pg.log" 2>&1 &
+FWD_PIDS+=($!)
+NS_ZK=
+for hp in ${PALISADE_ZK//,/ }; do
+	p=$(free_port)
+	python3 tests/integration/slowlane.py --host "$HIP" --listen "$p" --to "$hp" >"$NODE_DIR/fwd_zk_$p.log" 2>&1 &
+	FWD_PIDS+=($!)
+	NS_ZK=${NS_ZK:+$NS_ZK,}$HIP:$p
+done
+fwd_ready() { [ "$(cat "$NODE_DIR"/fwd_*.log 2>/dev/null | grep -c ready)" -ge 4 ]; }
+wait_until "forwarders to PostgreSQL and the three ZooKeeper servers up" 10 fwd_ready
+
+# ---- database, sink, jobs ------------------------------------------------------------
+fresh_db it_random
+"$PAL" migrate >/dev/null
+NS_PG=$(sed "s/host=[^ ]*/host=$HIP/; s/port=[0-9]*/port=$fpg/" <<<"$PALISADE_PG")
+SINK_ADDR=$HIP:$(free_port)
+SINK_ADMIN=127.0.0.1:$(free_port)
+SINK_BASE='{"delay_ms": 20, "error_rate": 0.02, "drop_after_commit_rate": 0.05}'
+"$PALISADE_BIN/palisade-sink" --listen "$SINK_ADDR" --admin "$SINK_ADMIN" --threads 64 \
+	--delay-ms 20 --error-rate 0.02 --drop-after-commit-rate 0.05 >>"$NODE_DIR/sink.log" 2>&1 &
+SINK_PID=$!
+wait_until "sink up on $SINK_ADDR" 10 curl -sf "http://$SINK_ADMIN/healthz"
+SHARDS=8
+ZK_SESSION=4s SHARDS=8 write_conf "$CLUSTER_CONF" "executor: {lease: 6s, heartbeat: 2s}"
+sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+python3 - "$NJOBS" "$SINK_ADDR" >"$NODE_DIR/jobs.yaml" <<'PY'
+import sys
+n, sink = int(sys.argv[1]), sys.argv[2]
+print("jobs:")
+overlap = ["allow", "forbid", "queue", "replace", "allow", "allow", "allow"]
+misfire = ["fire_all", "fire_all", "fire_once", "skip", "fire_all"]
+for i in range(1, n + 1):
+    chunked = i % 10 == 1
+    print(f"  - id: rnd.job-{i}")
+    print(f"    tenant: t{i % 4 + 1}")
+    print(f"    group: g{i % 3 + 1}")
+    print(f"    schedule: {{cron: \"{'* * * * * ?' if i % 5 == 0 else '*/2 * * * * ?'}\"}}")
+    print(f"    misfire: {{policy: {misfire[i % 5]}}}")
+    print(f"    overlap: {overlap[i % 7]}")
+    if i % 10 == 0:
+        print("    partitions: 3")
+    print("    target:")
+    print(f"      url: http://{sink}/effects/rnd{'?chunks=3' if chunked else ''}")
+    print("      body: '{\"job\": \"{job}\", \"at\": \"{scheduled_at}\", \"p\": {partition}}'")
+    print("      timeout: 2s")
+    print(f"      status_url: http://{sink}/effects/{{idempotency_key}}")
+    print("    retry: {max_attempts: 200, backoff: {initial: 200ms, max: 2s}, max_age: 30m}")
+PY
+expect_exit "apply $NJOBS jobs" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
+
+# ---- nodes: one launcher for the drill and for ops/rolling-upgrade.sh --------------
+declare -A ADM=([n1]=127.0.0.1:$(free_port) [n2]=127.0.0.1:$(free_port) [n3]=$NIP:$(free_port) [n4]=127.0.0.1:$(free_port))
+CLOCK=$NODE_DIR/n4.faketime
+echo "+0" >"$CLOCK"
+cat >"$NODE_DIR/launch.sh" <<SH
+#!/usr/bin/env bash
+# launch.sh ID: start node ID as the drill does, its PID into $NODE_DIR/ID.pid
+id=\$1
+case \$id in
+n1) adm=${ADM[n1]}; pre=() ;;
+n2) adm=${ADM[n2]}; pre=() ;;
+n3) adm=${ADM[n3]}; pre=(ip netns exec $NS env "PALISADE_PG=$NS_PG" PALISADE_ZK=$NS_ZK) ;;
+n4) adm=${ADM[n4]}; pre=(env LD_PRELOAD=$FT FAKETIME_TIMESTAMP_FILE=$CLOCK FAKETIME_CACHE_DURATION=1 FAKETIME_DONT_FAKE_MONOTONIC=1) ;;
+*) exit 1 ;;
+esac
+setsid "\${pre[@]}" "$PAL" node --config "$CLUSTER_CONF" --node-id "\$id" --admin "\$adm" >>"$NODE_DIR/\$id.log" 2>&1 </dev/null &
+echo \$! >"$NODE_DIR/\$id.pid"
+SH
+launch() { bash "$NODE_DIR/launch.sh" "$1"; }
+npid() { cat "$NODE_DIR/$1.pid" 2>/dev/null; }
+nalive() { local p; p=$(npid "$1") && [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
+kill9() { local p; p=$(npid "$1") || return; kill -9 "$p" 2>/dev/null; for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done; }
+for n in n1 n2 n3 n4; do launch "$n"; done
+for n in n1 n2 n3 n4; do NODE_ADMIN[$n]=${ADM[$n]}; done
+wait_until "all 8 shards led" 40 all_shards_led
+leads() { [ -n "$(shards_of "$1")" ]; }
+wait_until "the namespaced node n3 leads shards" 40 leads n3
+
+# ---- the sampler: shards' epoch, leader and watermark every second -------------------
+SAMPLES=$NODE_DIR/samples.tsv
+(
+	while :; do
+		psql "$PALISADE_PG" -XAtq -F $'\t' -c "select extract(epoch from clock_timestamp()), shard_id, epoch, coalesce(leader, ''), coalesce(extract(epoch from watermark)::text, '') from shards" >>"$SAMPLES" 2>/dev/null
+		sleep 1
+	done
+) &
+SAMPLER=$!
+
+# ---- the nemesis ----------------------------------------------------------------------
+SCHED=$NODE_DIR/schedule.txt
+python3 chaos/random/schedule.py --seed "$SEED" --seconds "$SECONDS_RUN" >"$SCHED"
+FIG[faults]=$(grep -c ' start ' "$SCHED")
+echo "    schedule: seed $SEED, ${FIG[faults]} faults: $(awk '$2 == "start" { print $4 }' "$SCHED" | sort | uniq -c | awk '{ printf "%s%s=%s", sep, $2, $1; sep = " " }')"
+T0=$(rfc3339_ago -2)
+sleep 2
+start_ms=$(date +%s%3N)
+declare -A PAUSED_GATES
+ROLL_RC=
+nem() { echo "    nemesis: +$(( ($(date +%s%3N) - start_ms) / 1000 ))s $*"; }
+job_of() { echo "rnd.job-$(( ${1#job-} % NJOBS + 1 ))"; }
+gate_args() { case $1 in tenant:*) echo "--tenant ${1#tenant:}" ;; group:*) echo "--group ${1#group:}" ;; esac; }
+do_start() { # KIND TARGET DURATION
+	local kind=$1 tg=$2 d=$3 p
+	case $kind in
+	kill9-*) kill9 "$tg" ;;
+	pause-*) p=$(npid "$tg") && kill -STOP "$p" ;;
+	partition) ip link set "$HV" down ;;
+	zk-kill) dc zk-kill "$tg" >/dev/null 2>&1 ;;
+	zk-quorum) for s in ${tg//,/ }; do dc zk-kill "$s" >/dev/null 2>&1; done ;;
+	clock-jump) echo "$tg" >"$CLOCK" ;;
+	rolling-restart)
+		bash ops/rolling-upgrade.sh --palisade "$PAL" --timeout 90 \
+			--restart "bash $NODE_DIR/launch.sh {node}" n1 n2 n3 n4 >"$NODE_DIR/roll.out" 2>&1 &
+		ROLL_PID=$! ;;
+	op-pause) "$PAL" pause $(gate_args "$tg") --reason "random drill" >/dev/null 2>&1 && PAUSED_GATES[$tg]=1 ;;
+	op-cancel) "$PAL" cancel --job "$(job_of "$tg")" --reason "random drill" >/dev/null 2>&1 ;;
+	sink-slow) sink_faults '{"delay_ms": 2500}' ;;
+	sink-errors) sink_faults '{"error_rate": 0.5}' ;;
+	esac
+}
+do_heal() { # KIND TARGET
+	local kind=$1 tg=$2 p
+	case $kind in
+	kill9-*) nalive "$tg" || launch "$tg" ;;
+	pause-*) p=$(npid "$tg") && kill -CONT "$p" ;;
+	partition) ip link set "$HV" up ;;
+	zk-kill) dc zk-start "$tg" >/dev/null 2>&1 ;;
+	zk-quorum) for s in ${tg//,/ }; do dc zk-start "$s" >/dev/null 2>&1; done ;;
+	clock-jump) echo "+0" >"$CLOCK" ;;
+	rolling-restart)
+		for _ in $(seq 300); do kill -0 "$ROLL_PID" 2>/dev/null || break; sleep 1; done
+		kill "$ROLL_PID" 2>/dev/null
+		wait "$ROLL_PID"
+		ROLL_RC=$?
+		ROLL_PID=
+		echo "    rolling restart: exit $ROLL_RC; $(grep -c 'restarted' "$NODE_DIR/roll.out") lines 'restarted'; last: $(tail -1 "$NODE_DIR/roll.out")" ;;
+	op-pause) "$PAL" resume $(gate_args "$tg") --reason "random drill" >/dev/null 2>&1 && unset "PAUSED_GATES[$tg]" ;;
+	sink-slow | sink-errors) sink_faults "$SINK_BASE" ;;
+	esac
+}
+while read -r t what id kind tg d; do
+	due=$((start_ms + ${t%.*} * 1000 + ${t#*.} * 100))
+	now=$(date +%s%3N)
+	[ "$due" -gt "$now" ] && sleep "$(((due - now) / 1000)).$(printf %03d $(((due - now) % 1000)))"
+	if [ "$what" = start ]; then
+		nem "start #$id $kind $tg ${d}s"
+		do_start "$kind" "$tg" "$d"
+	else
+		do_heal "$kind" "$tg"
+		nem "heal  #$id $kind $tg"
+	fi
+done <"$SCHED"
+rest=$((start_ms + SECONDS_RUN * 1000 - $(date +%s%3N)))
+[ "$rest" -gt 0 ] && sleep "$((rest / 1000))"
+
+# ---- heal everything, drain, check --------------------------------------------------------
+nem "heal everything"
+for n in n1 n2 n3 n4; do p=$(npid "$n") && kill -CONT "$p" 2>/dev/null; nalive "$n" || launch "$n"; done
+ip link set "$HV" up
+for s in 1 2 3; do dc zk-start "$s" >/dev/null 2>&1; done
+echo "+0" >"$CLOCK"
+for g in "${!PAUSED_GATES[@]}"; do "$PAL" resume $(gate_args "$g") --reason "random drill" >/dev/null 2>&1; done
+sink_faults "$SINK_BASE"
+T1=$(now_rfc3339)
+FIG[run_s]=$(( ($(date +%s%3N) - start_ms) / 1000 ))
+# wait_wall DESC SECONDS CMD...: like wait_until, by the wall clock (a
+# poll of a loaded database can take longer than its 0.1 s sleep)
+wait_wall() {
+	local desc=$1 secs=$2 t0=$SECONDS
+	shift 2
+	while [ $((SECONDS - t0)) -lt "$secs" ]; do
+		if "$@" >/dev/null 2>&1; then pass "$desc (after ~$((SECONDS - t0)) s)"; return 0; fi
+		sleep 1
+	done
+	fail "$desc (not within ${secs} s)"
+	return 1
+}
+wait_wall "every shard led after the heal" 90 all_shards_led
+drained() { [ "$(sql "select count(*) from triggers where scheduled_at <= '$T1' and state not in ('succeeded', 'failed', 'cancelled', 'skipped', 'manual')")" = 0 ]; }
+t_heal=$(date +%s%3N)
+wait_wall "the backlog drained: every trigger up to the heal terminal (bound ${STUCK_S} s)" "$STUCK_S" drained
+FIG[drain_ms]=$(($(date +%s%3N) - t_heal))
+sleep 2
+kill "$SAMPLER" 2>/dev/null
+SAMPLER=
+for n in n1 n2 n3 n4; do check "node $n runs at the end" nalive "$n"; done
+RES=$NODE_DIR/check.json
+"$CHECK_PY" chaos/check_random.py --from "$T0" --to "$T1" --samples "$SAMPLES" --json "$RES" | sed 's/^/    /'
+crc=${PIPESTATUS[0]}
+expect_eq "check_random.py: every invariant holds (exit)" 0 "$crc"
+echo "    figure: seed $SEED, ${FIG[faults]} faults in ${FIG[run_s]} s, drained in ${FIG[drain_ms]} ms; $(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(', '.join('%s %s' % (k, r[k]) for k in ('triggers','expected','missing','unexpected','planned_twice','misfired','effects_doubled','effects_lost','stale_accepted','stuck','failed','manual','watermark_regressions','epoch_regressions')))" "$RES" 2>/dev/null)"
+[ "$T_FAILS" -gt 0 ] && echo "    replay: $REPLAY   (this run FAILED)"
+sched_json=$(python3 -c "import json,sys; print(json.dumps([l.split() for l in open(sys.argv[1]) if ' start ' in l]))" "$SCHED")
+write_report random "seed=$SEED" "minutes=$MINUTES" "replay=\"$REPLAY\"" "schedule=$sched_json" \
+	"check=$(cat "$RES" 2>/dev/null || echo null)" "rolling_restart_exit=${ROLL_RC:-null}"
+finish
