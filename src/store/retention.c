@@ -14,7 +14,6 @@
  * `slice` rows, held for milliseconds.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +21,7 @@
 #include <time.h>
 #include "palisade/log.h"
 #include "palisade/metrics.h"
+#include "palisade/periodic.h"
 #include "palisade/retention.h"
 #include "store_int.h"
 
@@ -194,13 +194,9 @@ int pal_store_retention_horizon(pal_store *st, bool *have, int64_t *at_ms, char 
 struct pal_retention_worker {
 	char *conninfo;
 	pal_retention_conf conf;
-	int64_t check_ms;
 	pal_metrics *m;
-	pal_store *st;
-	pthread_t th;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	bool stop, running;
+	pal_store *st;	   /* the thread's own connection, opened on first use */
+	pal_periodic *th; /* calls worker_round every check_ms */
 };
 
 #define F_ROUNDS "palisade_retention_rounds_total"
@@ -210,8 +206,9 @@ struct pal_retention_worker {
 #define F_KEPT_LIVE "palisade_retention_kept_live_triggers"
 #define F_HISTORY "palisade_retention_deleted_rows_total"
 
-static void worker_round(struct pal_retention_worker *w)
+static void worker_round(void *arg)
 {
+	struct pal_retention_worker *w = arg;
 	char err[1024] = "";
 	if (!w->st && pal_store_open(w->conninfo, &w->st, err, sizeof err)) {
 		pal_log(PAL_LOG_WARN, "retention.failed", "{s:s}", "error", err);
@@ -235,7 +232,8 @@ static void worker_round(struct pal_retention_worker *w)
 	}
 	pal_metric_inc(w->m, F_HISTORY, "table=\"misfires\"", (double)rep.misfires_deleted);
 	pal_metric_inc(w->m, F_HISTORY, "table=\"audit_log\"", (double)rep.audit_deleted);
-	bool busy_only = rep.busy && !rep.created && !rep.dropped && !rep.kept && !rep.reshaped;
+	bool busy_only = rep.busy && !rep.created && !rep.dropped && !rep.kept && !rep.reshaped &&
+			 !rep.misfires_deleted && !rep.audit_deleted;
 	pal_metric_inc(w->m, F_ROUNDS, busy_only ? "result=\"busy\"" : "result=\"done\"", 1);
 	if (busy_only)
 		return;
@@ -256,26 +254,6 @@ static void worker_round(struct pal_retention_worker *w)
 			"live_triggers", (json_int_t)rep.kept_live, "oldest", rep.first_kept);
 }
 
-static void *worker_run(void *arg)
-{
-	struct pal_retention_worker *w = arg;
-	pthread_mutex_lock(&w->mu);
-	while (!w->stop) {
-		pthread_mutex_unlock(&w->mu);
-		worker_round(w);
-		pthread_mutex_lock(&w->mu);
-		struct timespec until;
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		int64_t ns = until.tv_nsec + w->check_ms * 1000000;
-		until.tv_sec += ns / 1000000000;
-		until.tv_nsec = ns % 1000000000;
-		while (!w->stop && pthread_cond_timedwait(&w->cv, &w->mu, &until) != ETIMEDOUT)
-			;
-	}
-	pthread_mutex_unlock(&w->mu);
-	return NULL;
-}
-
 int pal_retention_start(const char *conninfo, const pal_retention_conf *conf, int64_t check_ms,
 			pal_metrics *m, pal_retention_worker **out, char *err, size_t errlen)
 {
@@ -288,7 +266,6 @@ int pal_retention_start(const char *conninfo, const pal_retention_conf *conf, in
 		return PAL_ENOMEM;
 	}
 	w->conf = *conf;
-	w->check_ms = check_ms > 0 ? check_ms : 60000;
 	w->m = m;
 	pal_metric_declare(m, F_ROUNDS, PAL_METRIC_COUNTER,
 			   "partition maintenance rounds by result (done, busy: another node's "
@@ -314,18 +291,11 @@ int pal_retention_start(const char *conninfo, const pal_retention_conf *conf, in
 	pal_metric_inc(m, F_DROPPED_BYTES, NULL, 0);
 	pal_metric_set(m, F_KEPT, NULL, 0);
 	pal_metric_set(m, F_KEPT_LIVE, NULL, 0);
-	pthread_mutex_init(&w->mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&w->cv, &ca);
-	pthread_condattr_destroy(&ca);
-	if (pthread_create(&w->th, NULL, worker_run, w) != 0) {
+	if (pal_periodic_start(worker_round, w, check_ms > 0 ? check_ms : 60000, &w->th)) {
 		snprintf(err, errlen, "cannot start the retention thread");
 		pal_retention_stop(w);
 		return PAL_EIO;
 	}
-	w->running = true;
 	*out = w;
 	return PAL_OK;
 }
@@ -334,16 +304,8 @@ void pal_retention_stop(pal_retention_worker *w)
 {
 	if (!w)
 		return;
-	if (w->running) {
-		pthread_mutex_lock(&w->mu);
-		w->stop = true;
-		pthread_cond_signal(&w->cv);
-		pthread_mutex_unlock(&w->mu);
-		pthread_join(w->th, NULL);
-	}
+	pal_periodic_stop(w->th);
 	pal_store_close(w->st);
-	pthread_cond_destroy(&w->cv);
-	pthread_mutex_destroy(&w->mu);
 	free(w->conninfo);
 	free(w);
 }
