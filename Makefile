@@ -143,10 +143,11 @@ test: all
 	@$(MAKE) --no-print-directory check-install check-units
 
 # Every fault drill (chaos/run.sh), each with its verdict line and JSON
-# report; the long variants: 180 s of load in the controller fault drill.
+# report; the long variants: 180 s of load in the controller fault drill,
+# a 20-minute random drill (chaos/README.md).
 chaos: all
 	@bash ops/deps.sh --chaos || echo "make chaos: could not install patroni; the PostgreSQL failover drills will fail"
-	@LOAD_SECONDS=180 PALISADE_BIN=$(abspath $(BIN)) PALISADE_ITESTS=$(abspath $(O)/itests) bash chaos/run.sh
+	@LOAD_SECONDS=180 RANDOM_MINUTES=20 PALISADE_BIN=$(abspath $(BIN)) PALISADE_ITESTS=$(abspath $(O)/itests) bash chaos/run.sh
 
 # The same suite under ASan + UBSan; the long load test runs 45 s instead of
 # 60 s, and the cron reference comparison (process-heavy, same engine as the

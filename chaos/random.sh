@@ -3,20 +3,21 @@
 # `chaos/run.sh random --minutes M --seed S` through tests/integration/run.sh
 # (which provides PostgreSQL; the 3-server ZooKeeper ensemble is this drill's
 # own, under its state).  Environment: RANDOM_MINUTES (default 3),
-# RANDOM_SEED (default: drawn and printed), RANDOM_JOBS (default 150),
+# RANDOM_SEED (default: drawn and printed), RANDOM_JOBS (default 100),
 # RANDOM_STUCK_S (default 180), RANDOM_PG (none; `ha` is refused: not yet).
 #
 # The cluster: four nodes (controller + executor) - n1, n2 plain, n3 in its
 # own network namespace behind a veth link (PostgreSQL and the ZooKeeper
 # servers through forwarders on the link's host side), n4 under libfaketime
 # with its wall clock read from a file (jumps at run time; monotonic time is
-# left alone, as an NTP step would) - ZooKeeper session 4 s, lease 6 s, 8
-# shards, and the reference sink on the link's host side, dropping 5% of
+# left alone, as an NTP step would) - ZooKeeper session 4 s, lease 15 s
+# (claims of 64, at most 256 calls in flight per node), 8 shards, and the reference sink on the link's host side, dropping 5% of
 # answers after commit, failing 2% with 503 and holding each transaction
-# 20 ms.  The workload: RANDOM_JOBS jobs in 4 tenants and 3 groups, every
-# second or every 2 s, a tenth with 3 partitions, a tenth chunked (3 chunks
-# with checkpoints), overlap allow/forbid/queue/replace, misfire
-# fire_all/fire_once/skip.
+# 20 ms.  The workload: RANDOM_JOBS jobs in 4 tenants and 3 groups, a
+# tenth with 3 partitions, a tenth chunked (3 chunks with checkpoints, every
+# 5 s), overlap allow/forbid/queue/replace (queue jobs every 10 s: a queue
+# must be able to drain), the others every second (a fifth) or every 2 s,
+# misfire fire_all/fire_once/skip.
 #
 # The nemesis (chaos/random/schedule.py) draws a fault every 5-20 s from a
 # PRNG seeded with the seed alone; each heals after its duration; at the end
@@ -33,7 +34,7 @@ declare -A FIG
 
 MINUTES=${RANDOM_MINUTES:-3}
 SEED=${RANDOM_SEED:-$(( (RANDOM << 15) | RANDOM ))}
-NJOBS=${RANDOM_JOBS:-150}
+NJOBS=${RANDOM_JOBS:-100}
 STUCK_S=${RANDOM_STUCK_S:-180}
 SECONDS_RUN=$(python3 -c "print(int(float('$MINUTES') * 60))")
 REPLAY="chaos/run.sh random --minutes $MINUTES --seed $SEED"
@@ -126,7 +127,7 @@ SINK_BASE='{"delay_ms": 20, "error_rate": 0.02, "drop_after_commit_rate": 0.05}'
 SINK_PID=$!
 wait_until "sink up on $SINK_ADDR" 10 curl -sf "http://$SINK_ADMIN/healthz"
 SHARDS=8
-ZK_SESSION=4s SHARDS=8 write_conf "$CLUSTER_CONF" "executor: {lease: 6s, heartbeat: 2s}"
+ZK_SESSION=4s SHARDS=8 write_conf "$CLUSTER_CONF" "executor: {lease: 15s, heartbeat: 3s, batch: 64, max_inflight: 256}"
 sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
 python3 - "$NJOBS" "$SINK_ADDR" >"$NODE_DIR/jobs.yaml" <<'PY'
 import sys
@@ -136,12 +137,18 @@ overlap = ["allow", "forbid", "queue", "replace", "allow", "allow", "allow"]
 misfire = ["fire_all", "fire_all", "fire_once", "skip", "fire_all"]
 for i in range(1, n + 1):
     chunked = i % 10 == 1
+    ov = overlap[i % 7]
+    # queue jobs wait for their previous run: every 10 s (a run that can
+    # take longer than its period would make an endless queue); chunked
+    # ones every 5 s; a fifth of the rest every second, the others every 2 s
+    cron = "*/10 * * * * ?" if ov == "queue" else "*/5 * * * * ?" if chunked else \
+        "* * * * * ?" if i % 5 == 0 else "*/2 * * * * ?"
     print(f"  - id: rnd.job-{i}")
     print(f"    tenant: t{i % 4 + 1}")
     print(f"    group: g{i % 3 + 1}")
-    print(f"    schedule: {{cron: \"{'* * * * * ?' if i % 5 == 0 else '*/2 * * * * ?'}\"}}")
+    print(f"    schedule: {{cron: \"{cron}\"}}")
     print(f"    misfire: {{policy: {misfire[i % 5]}}}")
-    print(f"    overlap: {overlap[i % 7]}")
+    print(f"    overlap: {ov}")
     if i % 10 == 0:
         print("    partitions: 3")
     print("    target:")

@@ -18,6 +18,7 @@ declare -A DRILLS=(
 	[zookeeper-and-postgres-outage]=tests/integration/test_outage.sh
 	[cold-start-concurrent-migrate]=tests/integration/test_migrate.sh
 	[bad-targets]=tests/integration/test_executor_bad_responses.sh
+	[random]=chaos/random.sh
 	[stale-executor]=tests/integration/test_executor_stale.sh
 	[rolling-upgrade]=tests/integration/test_rolling_upgrade.sh
 	[mixed-version-upgrade]=tests/integration/test_mixed_upgrade.sh
@@ -39,7 +40,14 @@ if [ "${1:-}" = --list ]; then
 	for d in "${!DRILLS[@]}"; do echo "$d -> ${DRILLS[$d]}"; done | sort
 	exit 0
 fi
-names=("$@")
+names=()
+# The random drill's options (chaos/README.md): --minutes M --seed S.
+while [ $# -gt 0 ]; do
+	case $1 in
+	--minutes | --seed | --pg) v=${1#--}; export "RANDOM_${v^^}=${2:-}"; shift 2 ;;
+	*) names+=("$1"); shift ;;
+	esac
+done
 [ ${#names[@]} -eq 0 ] && names=($(printf '%s\n' "${!DRILLS[@]}" | sort))
 export PALISADE_BIN=${PALISADE_BIN:-$PWD/bin}
 REPORTS=${CHAOS_REPORT_DIR:-/tmp/palisade-chaos}
@@ -54,6 +62,7 @@ for d in "${names[@]}"; do
 	if PALISADE_DRILL=$d PALISADE_DRILL_REPORT=$report bash tests/integration/run.sh "$t" >"$log" 2>&1; then v=PASS; else v=FAIL; rc=1; fi
 	figs=$(grep -E '^\s+figure:|^\s+verify:' "$log" | sed 's/^ *figure: //; s/^ *//' | paste -sd';' | cut -c1-600)
 	checks=$(grep -E '^\s+[0-9]+ checks' "$log" | tail -1 | sed 's/^ *//')
+	grep -E '^\s+(schedule|nemesis|replay):' "$log" | sed 's/^ */  /' # the random drill's fault schedule
 	echo "DRILL $d: $v  $checks  $figs"
 	if [ -s "$report" ]; then
 		python3 - "$report" "$v" <<'PY'

@@ -18,10 +18,12 @@ takes every resource: it starts only when nothing else is active.  Every
 fault heals before N; the drill heals everything again at the end anyway.
 
 The menu (node ids: n1 n2 plain, n3 in its own network namespace, n4 under
-libfaketime; ZooKeeper session 4 s, executor lease 6 s):
-  kill9-short / kill9-long   kill -9 of a node, restarted after 1-3 s / 8-20 s
-  pause-short / pause-long   SIGSTOP of a node for 1-3 s (within the session
-                             and the lease) / 8-20 s (past both)
+libfaketime; ZooKeeper session 4 s, executor lease 15 s):
+  kill9-short / kill9-long   kill -9 of a node, restarted after 1-3 s / 16-25 s
+  pause-short / pause-mid / pause-long
+                             SIGSTOP of a node for 1-3 s (within the session
+                             and the lease) / 5-10 s (past the session, within
+                             the lease) / 16-25 s (past both)
   partition                  n3's veth link down for 5-20 s
   zk-kill                    kill -9 of one ZooKeeper server for 5-20 s
   zk-quorum                  kill -9 of two of the three servers for 5-20 s
@@ -50,9 +52,10 @@ def menu(pg_ha):
     # kind -> (weight, targets, resources-of-target, duration range)
     m = {
         "kill9-short": (3, NODES, lambda t: ["node:" + t], (1, 3)),
-        "kill9-long": (3, NODES, lambda t: ["node:" + t], (8, 20)),
+        "kill9-long": (3, NODES, lambda t: ["node:" + t], (16, 25)),
         "pause-short": (3, NODES, lambda t: ["node:" + t], (1, 3)),
-        "pause-long": (3, NODES, lambda t: ["node:" + t], (8, 20)),
+        "pause-mid": (2, NODES, lambda t: ["node:" + t], (5, 10)),
+        "pause-long": (3, NODES, lambda t: ["node:" + t], (16, 25)),
         "partition": (3, ["n3"], lambda t: ["node:n3", "net:n3"], (5, 20)),
         "zk-kill": (2, ZK, lambda t: ["zk:" + t], (5, 20)),
         "zk-quorum": (2, ["1,2", "1,3", "2,3"], lambda t: ["zk:" + s for s in t.split(",")], (5, 20)),
