@@ -48,6 +48,7 @@ enum stmt {
 	S_EFFECT_ADVANCE,
 	S_EFFECT_QUERY,
 	S_KEY_PEEK,
+	S_GROUP,
 	S_COUNT
 };
 
@@ -102,6 +103,9 @@ static const struct {
     /* the status query's view of step 0: false while an apply holds the key */
     [S_KEY_PEEK] = {"sink_key_peek",
 		    "SELECT pg_try_advisory_xact_lock_shared(hashtextextended($1, 0))"},
+    /* a group: every step above, per request, inside sql/sink/002_group.sql */
+    [S_GROUP] = {"sink_group", "SELECT r_outcome, r_status, r_body, r_highest, r_done "
+			       "FROM sink_apply_group($1::jsonb)"},
 };
 
 /* Outcome of one statement. */
@@ -209,6 +213,32 @@ static void reply_db_error(sink_reply *out)
 	reply(out, SINK_DB_ERROR, 503, pal__sink_body_error("db_unavailable", NULL));
 }
 
+/* The refusals, shared by a request alone and a group. */
+static void reply_in_progress(sink_reply *out)
+{
+	reply(out, SINK_IN_PROGRESS, 409, pal__sink_body_error("in_progress", NULL));
+}
+
+static void reply_stale(sink_reply *out, int64_t highest)
+{
+	out->highest = highest;
+	reply(out, SINK_STALE, 409, pal__sink_body_error("stale_token", NULL));
+}
+
+static void reply_mismatch(sink_reply *out, bool same_digest)
+{
+	reply(out, SINK_MISMATCH, 422,
+	      pal__sink_body_error("payload_mismatch", same_digest ? "the chunk count differs" : NULL));
+}
+
+static void reply_bad_checkpoint(sink_reply *out, bool started)
+{
+	reply(out, SINK_BAD_CHECKPOINT, 400,
+	      pal__sink_body_error("bad_checkpoint", started
+							 ? "the checkpoint is ahead of the stored progress"
+							 : "a checkpoint for an effect never started"));
+}
+
 /* Step 0 and 1: claim the key and move its fence.  Returns true to go on;
  * false when OUT holds the answer (the transaction is still open). */
 static bool claim_and_fence(sink_conn *c, const sink_apply_req *rq, const char *tok,
@@ -223,14 +253,13 @@ static bool claim_and_fence(sink_conn *c, const sink_apply_req *rq, const char *
 	bool got = PQgetvalue(res.r, 0, 0)[0] == 't';
 	PQclear(res.r);
 	if (!got) {
-		reply(out, SINK_IN_PROGRESS, 409, pal__sink_body_error("in_progress", NULL));
+		reply_in_progress(out);
 		return false;
 	}
 
 	if (!run(c, S_FENCE_LOCK, 1, p1, PGRES_TUPLES_OK, &res)) {
 		if (strcmp(res.sqlstate, SQLSTATE_LOCK_NOT_AVAILABLE) == 0)
-			reply(out, SINK_IN_PROGRESS, 409,
-			      pal__sink_body_error("in_progress", NULL));
+			reply_in_progress(out);
 		else
 			reply_db_error(out);
 		return false;
@@ -245,8 +274,7 @@ static bool claim_and_fence(sink_conn *c, const sink_apply_req *rq, const char *
 	int64_t highest = strtoll(PQgetvalue(res.r, 0, 0), NULL, 10);
 	PQclear(res.r);
 	if (highest > rq->token) {
-		out->highest = highest;
-		reply(out, SINK_STALE, 409, pal__sink_body_error("stale_token", NULL));
+		reply_stale(out, highest);
 		return false;
 	}
 	return true;
@@ -257,6 +285,21 @@ static char *body_for(const sink_apply_req *rq, int k)
 {
 	return rq->chunks > 1 ? pal__sink_body_chunk(rq->key, k, rq->chunks)
 			      : pal__sink_body_applied(rq->key, rq->token);
+}
+
+/* A replay of chunk rq->chunk, DONE chunks being stored: the last chunk's
+ * answer is stored (STATUS, STORED: taken, NULL when the column is NULL;
+ * STORED_MISSING when copying it ran out of memory); earlier ones are
+ * regenerated. */
+static void reply_replay(sink_reply *out, const sink_apply_req *rq, int done, unsigned status,
+			 char *stored, bool stored_missing)
+{
+	if (rq->chunk == done && !stored_missing) {
+		reply(out, SINK_REPLAYED, status, stored);
+	} else {
+		free(stored);
+		reply(out, SINK_REPLAYED, 200, body_for(rq, rq->chunk));
+	}
 }
 
 /* Step 2 and 3.  Returns true when the transaction should commit. */
@@ -281,35 +324,22 @@ static bool apply_or_replay(sink_conn *c, const sink_apply_req *rq, const char *
 
 		if (!same || total != rq->chunks) {
 			free(stored);
-			reply(out, SINK_MISMATCH, 422,
-			      pal__sink_body_error("payload_mismatch",
-						   same ? "the chunk count differs" : NULL));
+			reply_mismatch(out, same);
 			return false;
 		}
 		if (rq->chunk <= done) {
-			/* the last chunk's answer is stored; earlier ones are regenerated */
-			if (rq->chunk == done && !stored_missing) {
-				reply(out, SINK_REPLAYED, (unsigned)status, stored);
-			} else {
-				free(stored);
-				reply(out, SINK_REPLAYED, 200, body_for(rq, rq->chunk));
-			}
+			reply_replay(out, rq, done, (unsigned)status, stored, stored_missing);
 			return true;
 		}
 		free(stored);
 		if (rq->chunk > done + 1) {
-			reply(
-			    out, SINK_BAD_CHECKPOINT, 400,
-			    pal__sink_body_error("bad_checkpoint",
-						 "the checkpoint is ahead of the stored progress"));
+			reply_bad_checkpoint(out, true);
 			return false;
 		}
 	} else {
 		PQclear(res.r);
 		if (rq->chunk != 1) {
-			reply(out, SINK_BAD_CHECKPOINT, 400,
-			      pal__sink_body_error("bad_checkpoint",
-						   "a checkpoint for an effect never started"));
+			reply_bad_checkpoint(out, false);
 			return false;
 		}
 	}
@@ -378,6 +408,108 @@ void pal__sink_effect_apply(sink_ctx *ctx, sink_conn *c, const sink_apply_req *r
 	out->committed = true;
 }
 
+/* The group's requests as the JSON array sink_apply_group() reads, with
+ * the answer each would store when applied (BODIES[i], malloc()ed, NULL
+ * on ENOMEM).  Returns a malloc()ed text or NULL on ENOMEM. */
+static char *group_json(const sink_apply_req *const *rqs, char **bodies, int n)
+{
+	json_t *a = json_array();
+	bool ok = a != NULL;
+	for (int i = 0; ok && i < n; i++) {
+		const sink_apply_req *rq = rqs[i];
+		bodies[i] = body_for(rq, rq->chunk);
+		json_t *o = json_pack("{s:s, s:I, s:s, s:s, s:s, s:s?, s:s?, s:s?, s:i, s:i, s:i, s:s?}",
+				      "k", rq->key, "t", (json_int_t)rq->token, "d", rq->digest,
+				      "m", rq->method, "p", rq->target, "tr", rq->trigger, "at",
+				      rq->attempt, "s", rq->scheduled_at, "n", rq->chunks, "c",
+				      rq->chunk, "st", rq->chunks > 1 ? 200 : 201, "b", bodies[i]);
+		ok = bodies[i] != NULL && o != NULL && json_array_append_new(a, o) == 0;
+	}
+	char *text = ok ? json_dumps(a, JSON_COMPACT) : NULL;
+	json_decref(a);
+	return text;
+}
+
+/* Every request of a group gets the unknown answer (503 db_unavailable):
+ * the group's transaction failed or its COMMIT's fate is unknown. */
+static void group_failed(sink_conn *c, sink_reply *outs, int n)
+{
+	rollback(c);
+	for (int i = 0; i < n; i++) {
+		free(outs[i].body);
+		memset(&outs[i], 0, sizeof outs[i]);
+		reply_db_error(&outs[i]);
+	}
+}
+
+/* Row I of sink_apply_group()'s result into OUT; BODY (taken) is the
+ * answer of an applied request. */
+static void group_row(const PGresult *r, int i, const sink_apply_req *rq, char *body,
+		      sink_reply *out)
+{
+	const char *o = PQgetvalue(r, i, 0);
+	if (strcmp(o, "applied") == 0) {
+		reply(out, SINK_APPLIED, rq->chunks > 1 ? 200 : 201, body);
+		return;
+	}
+	if (strcmp(o, "replayed") == 0) {
+		char *stored = PQgetisnull(r, i, 2) ? NULL : strdup(PQgetvalue(r, i, 2));
+		reply_replay(out, rq, atoi(PQgetvalue(r, i, 4)), (unsigned)atoi(PQgetvalue(r, i, 1)),
+			     stored, !PQgetisnull(r, i, 2) && stored == NULL);
+	} else if (strcmp(o, "stale") == 0) {
+		reply_stale(out, strtoll(PQgetvalue(r, i, 3), NULL, 10));
+	} else if (strcmp(o, "in_progress") == 0) {
+		reply_in_progress(out);
+	} else if (strcmp(o, "mismatch") == 0) {
+		reply_mismatch(out, atoi(PQgetvalue(r, i, 4)) == 1);
+	} else if (strcmp(o, "ahead") == 0 || strcmp(o, "unstarted") == 0) {
+		reply_bad_checkpoint(out, o[0] == 'a');
+	} else {
+		/* an SQL error inside the request's subtransaction: nothing of
+		 * it is kept, and the other requests of the group go on */
+		pal_log(PAL_LOG_WARN, "sink.db_error", "{s:s, s:s, s:s}", "statement",
+			stmts[S_GROUP].name, "key", rq->key, "message", PQgetvalue(r, i, 2));
+		reply_db_error(out);
+	}
+	free(body);
+}
+
+void pal__sink_effect_group(sink_conn *c, const sink_apply_req *const *rqs, sink_reply *outs,
+			    int n)
+{
+	memset(outs, 0, (size_t)n * sizeof *outs);
+	char **bodies = calloc((size_t)n, sizeof *bodies);
+	char *text = bodies ? group_json(rqs, bodies, n) : NULL;
+	q res = {0};
+	bool ok = text != NULL && ready(c, true);
+	if (ok) {
+		const char *p[] = {text};
+		ok = run(c, S_GROUP, 1, p, PGRES_TUPLES_OK, &res);
+	}
+	free(text);
+	if (ok && PQntuples(res.r) != n) {
+		pal_log(PAL_LOG_ERROR, "sink.group_mismatch", "{s:i, s:i}", "requests", n, "rows",
+			PQntuples(res.r));
+		ok = false;
+	}
+	for (int i = 0; ok && i < n; i++) {
+		group_row(res.r, i, rqs[i], bodies[i], &outs[i]);
+		bodies[i] = NULL;
+	}
+	PQclear(res.r);
+	for (int i = 0; bodies != NULL && i < n; i++)
+		free(bodies[i]);
+	free(bodies);
+	/* every answer waits for the COMMIT: a 2xx only for a durable effect */
+	if (!ok || !command(c, "COMMIT")) {
+		group_failed(c, outs, n);
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		outs[i].committed =
+		    outs[i].outcome == SINK_APPLIED || outs[i].outcome == SINK_REPLAYED;
+}
+
 void pal__sink_effect_query(sink_conn *c, const char *key, sink_reply *out)
 {
 	memset(out, 0, sizeof *out);
@@ -411,7 +543,7 @@ void pal__sink_effect_query(sink_conn *c, const char *key, sink_reply *out)
 			atoi(PQgetvalue(res.r, 0, 5)) >= atoi(PQgetvalue(res.r, 0, 6));
 	if (!free_key && !complete) {
 		PQclear(res.r);
-		reply(out, SINK_IN_PROGRESS, 409, pal__sink_body_error("in_progress", NULL));
+		reply_in_progress(out);
 		return;
 	}
 	if (PQntuples(res.r) == 0) {

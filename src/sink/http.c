@@ -330,7 +330,12 @@ static enum MHD_Result apply_validated(sink_ctx *ctx, struct MHD_Connection *con
 		rep.status = MHD_HTTP_OK;
 		rep.body = strdup("{\"applied\":true}");
 		rep.committed = true;
+	} else if (ctx->group != NULL && rq->delay_ms == 0) {
+		pal__sink_group_apply(ctx->group, rq, &rep);
 	} else {
+		/* one transaction of its own: with --group-max 1, and for a
+		 * request with a delay (the slow service holds its own
+		 * transaction, not a whole group and its committer) */
 		sink_conn *c;
 		char err[256];
 		if (pal__sink_pool_acquire(ctx->pool, &c, err, sizeof err) != PAL_OK) {

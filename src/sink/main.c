@@ -45,7 +45,14 @@ static const char usage_text[] =
     "  --threads N                  PostgreSQL connections = transactions at once\n"
     "                               (default 32, 1..256)\n"
     "  --max-connections N          concurrent HTTP connections (default 1000)\n"
-    "  --delay-ms N                 hold each transaction N ms before COMMIT (default 0)\n"
+    "  --group-max N                apply up to N requests that arrive together in one\n"
+    "                               transaction, one COMMIT (default 64, 1..1000;\n"
+    "                               1 = one transaction per request)\n"
+    "  --group-wait-ms N            wait at most N ms for a group to fill (default 2,\n"
+    "                               0..1000)\n"
+    "  --group-committers N         group transactions at once (default 4, 1..--threads)\n"
+    "  --delay-ms N                 hold each transaction N ms before COMMIT (default 0;\n"
+    "                               such a request is applied in its own transaction)\n"
     "  --error-rate R               answer this share 503 before the database (0..1)\n"
     "  --drop-after-commit-rate R   commit, then close without answering (0..1)\n"
     "  --noop                       answer every apply 200 without PostgreSQL\n"
@@ -61,6 +68,9 @@ enum {
 	OPT_THREADS,
 	OPT_MAX_CONNS,
 	OPT_DELAY,
+	OPT_GROUP_MAX,
+	OPT_GROUP_WAIT,
+	OPT_GROUP_COMMITTERS,
 	OPT_ERROR_RATE,
 	OPT_DROP_RATE,
 	OPT_NOOP,
@@ -78,6 +88,9 @@ static const struct option long_opts[] = {
     {"threads", required_argument, NULL, OPT_THREADS},
     {"max-connections", required_argument, NULL, OPT_MAX_CONNS},
     {"delay-ms", required_argument, NULL, OPT_DELAY},
+    {"group-max", required_argument, NULL, OPT_GROUP_MAX},
+    {"group-wait-ms", required_argument, NULL, OPT_GROUP_WAIT},
+    {"group-committers", required_argument, NULL, OPT_GROUP_COMMITTERS},
     {"error-rate", required_argument, NULL, OPT_ERROR_RATE},
     {"drop-after-commit-rate", required_argument, NULL, OPT_DROP_RATE},
     {"noop", no_argument, NULL, OPT_NOOP},
@@ -124,6 +137,9 @@ static int parse_cmdline(int argc, char **argv, cmdline *cl)
 	memset(cl, 0, sizeof *cl);
 	cl->opts.threads = 32;
 	cl->opts.max_conns = 1000;
+	cl->opts.group_max = 64;
+	cl->opts.group_wait_ms = 2;
+	cl->opts.group_committers = 4;
 	cl->opts.pg = getenv("PALISADE_PG");
 	cl->log_level = PAL_LOG_INFO;
 	int64_t v;
@@ -159,6 +175,24 @@ static int parse_cmdline(int argc, char **argv, cmdline *cl)
 				    "--delay-ms \"%s\": expected milliseconds in 0..3600000",
 				    optarg);
 			cl->faults.delay_ms = v;
+			break;
+		case OPT_GROUP_MAX:
+			if (pal__sink_parse_int(optarg, 1, SINK_GROUP_MAX, &v) != PAL_OK)
+				return usage_error("--group-max \"%s\": expected an integer in 1..1000",
+						   optarg);
+			cl->opts.group_max = (int)v;
+			break;
+		case OPT_GROUP_WAIT:
+			if (pal__sink_parse_int(optarg, 0, SINK_GROUP_WAIT_MAX, &v) != PAL_OK)
+				return usage_error(
+				    "--group-wait-ms \"%s\": expected milliseconds in 0..1000", optarg);
+			cl->opts.group_wait_ms = (int)v;
+			break;
+		case OPT_GROUP_COMMITTERS:
+			if (pal__sink_parse_int(optarg, 1, SINK_THREADS_MAX, &v) != PAL_OK)
+				return usage_error(
+				    "--group-committers \"%s\": expected an integer in 1..256", optarg);
+			cl->opts.group_committers = (int)v;
 			break;
 		case OPT_ERROR_RATE:
 			if (!parse_rate(optarg, &cl->faults.error_rate))
@@ -206,6 +240,8 @@ static int parse_cmdline(int argc, char **argv, cmdline *cl)
 		return usage_error("%s", "--migrate-only needs PostgreSQL; drop --noop");
 	if (cl->opts.listen == NULL && !cl->migrate_only)
 		return usage_error("%s", "--listen ADDR is required");
+	if (cl->opts.group_committers > cl->opts.threads)
+		cl->opts.group_committers = cl->opts.threads; /* each needs a connection */
 	if (!cl->opts.noop && (cl->opts.pg == NULL || cl->opts.pg[0] == '\0'))
 		return usage_error("%s", "no PostgreSQL conninfo: set PALISADE_PG or pass --pg "
 					 "(or run with --noop)");
@@ -287,6 +323,8 @@ static void ctx_stop(sink_ctx *ctx)
 	pal__sink_listener_stop(ctx->http);
 	pal__sink_listener_stop(ctx->admin);
 	ctx->http = ctx->admin = NULL;
+	pal__sink_group_stop(ctx->group); /* no request waits on it any more */
+	ctx->group = NULL;
 	pal__sink_pool_free(ctx->pool);
 	ctx->pool = NULL;
 }
@@ -326,6 +364,12 @@ static int run(sink_ctx *ctx, const sigset_t *stop_set)
 		fprintf(stderr, "palisade-sink: out of memory\n");
 		return PAL_EXIT_SOFTWARE;
 	}
+	if (!ctx->opts.noop && ctx->opts.group_max > 1 &&
+	    pal__sink_group_start(ctx, ctx->opts.group_max, ctx->opts.group_wait_ms,
+				  ctx->opts.group_committers, &ctx->group) != PAL_OK) {
+		fprintf(stderr, "palisade-sink: out of memory\n");
+		return PAL_EXIT_SOFTWARE;
+	}
 	if (pal__sink_listener_start(ctx, ctx->opts.listen, false, &ctx->http, err, sizeof err) !=
 		PAL_OK ||
 	    (ctx->opts.admin != NULL &&
@@ -335,10 +379,13 @@ static int run(sink_ctx *ctx, const sigset_t *stop_set)
 		fprintf(stderr, "palisade-sink: %s\n", err);
 		return PAL_EXIT_UNAVAIL;
 	}
-	pal_log(PAL_LOG_INFO, "sink.started", "{s:s, s:i, s:s?, s:i, s:i, s:b, s:I, s:f, s:f}",
-		"listen", ctx->opts.listen, "port", pal__sink_listener_port(ctx->http), "admin",
+	pal_log(PAL_LOG_INFO, "sink.started",
+		"{s:s, s:i, s:s?, s:i, s:i, s:i, s:i, s:i, s:b, s:I, s:f, s:f}", "listen",
+		ctx->opts.listen, "port", pal__sink_listener_port(ctx->http), "admin",
 		ctx->opts.admin, "admin_port", pal__sink_listener_port(ctx->admin), "threads",
-		ctx->opts.threads, "noop", ctx->opts.noop, "delay_ms",
+		ctx->opts.threads, "group_max", ctx->opts.group_max, "group_wait_ms",
+		ctx->opts.group_wait_ms, "group_committers", ctx->opts.group_committers, "noop",
+		ctx->opts.noop, "delay_ms",
 		(json_int_t)ctx->faults.delay_ms, "error_rate", ctx->faults.error_rate,
 		"drop_after_commit_rate", ctx->faults.drop_rate);
 

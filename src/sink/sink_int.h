@@ -11,7 +11,10 @@
  *   faults.c  run-time fault settings (delay, error rate, drop, pause)
  *   pool.c    a fixed pool of PostgreSQL connections, one per busy request
  *   schema.c  the sink's own schema (sql/sink/NNN_name.sql), applied at start-up
- *   effect.c  the one transaction per apply request, and the status query
+ *   effect.c  the apply transaction (one request, or a group under
+ *             savepoints), and the status query
+ *   group.c   group commit: requests that arrive close together share one
+ *             transaction, applied by a committer thread
  *   http.c    both HTTP listeners (effects, admin): request life cycle
  *   admin.c   the admin routes (/admin/stats, /admin/faults, /metrics)
  *
@@ -142,6 +145,7 @@ void pal__sink_schema_print(void);
 /* ---- the process context ------------------------------------------------ */
 
 typedef struct sink_listener sink_listener;
+typedef struct sink_group sink_group;
 
 typedef struct sink_opts {
 	const char *listen; /* effects listener, host:port */
@@ -150,12 +154,16 @@ typedef struct sink_opts {
 	int threads;	    /* PostgreSQL connections = concurrent transactions */
 	int max_conns;	    /* concurrent HTTP connections per listener */
 	bool noop;	    /* answer applies without PostgreSQL */
+	int group_max;	    /* requests per group transaction; 1 = one each */
+	int group_wait_ms;  /* longest wait for a group to fill */
+	int group_committers; /* committer threads (transactions at once) */
 } sink_opts;
 
 typedef struct sink_ctx {
 	sink_opts opts;
 	pal_metrics *metrics; /* owned; counters are the stats of /admin/stats */
 	sink_pool *pool;      /* owned; NULL in --noop mode */
+	sink_group *group;    /* owned; NULL with --group-max 1 or --noop */
 	sink_listener *http;  /* owned */
 	sink_listener *admin; /* owned, NULL without --admin */
 
@@ -222,6 +230,34 @@ void pal__sink_effect_apply(sink_ctx *ctx, sink_conn *c, const sink_apply_req *r
  * 409 in_progress (SINK_IN_PROGRESS) while an apply transaction holds the
  * key; 404 otherwise; 503 when PostgreSQL fails.  Fills OUT like apply. */
 void pal__sink_effect_query(sink_conn *c, const char *key, sink_reply *out);
+/* Apply the N requests RQS in one transaction on C: BEGIN, one call of
+ * sink_apply_group() (sql/sink/002_group.sql: the steps of
+ * pal__sink_effect_apply for each request in a subtransaction of its own,
+ * what a request alone would roll back rolled back for it only, then the
+ * group's applied_at), COMMIT.  OUTS[i] answers RQS[i] (bodies malloc()ed,
+ * the caller frees); when the transaction fails or its COMMIT does, every
+ * OUTS[i] is 503 db_unavailable.  No delay is held (requests with one are
+ * applied alone).  C is idle again on return. */
+void pal__sink_effect_group(sink_conn *c, const sink_apply_req *const *rqs, sink_reply *outs,
+			    int n);
+
+/* ---- group.c: group commit ---------------------------------------------- */
+
+#define SINK_GROUP_MAX 1000	/* --group-max upper bound */
+#define SINK_GROUP_WAIT_MAX 1000 /* --group-wait-ms upper bound */
+
+/* Start COMMITTERS committer threads applying groups of at most MAX
+ * requests, each waiting at most WAIT_MS for a group to fill, over CTX's
+ * pool.  Free with pal__sink_group_stop().  Returns 0 or PAL_ENOMEM. */
+PAL_MUST_CHECK int pal__sink_group_start(sink_ctx *ctx, int max, int wait_ms, int committers,
+					 sink_group **out);
+/* Apply RQ (borrowed until return) in the next group; blocks until that
+ * group's COMMIT returned (or failed), then fills OUT like
+ * pal__sink_effect_apply. */
+void pal__sink_group_apply(sink_group *g, const sink_apply_req *rq, sink_reply *out);
+/* Answer what is queued, join the committers, free G (NULL is a no-op).
+ * No request may be waiting in pal__sink_group_apply() after it returns. */
+void pal__sink_group_stop(sink_group *g);
 
 /* ---- http.c / admin.c ---------------------------------------------------- */
 
