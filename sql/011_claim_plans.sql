@@ -1,0 +1,25 @@
+-- 011_claim_plans.sql - the claim plans once per connection, not once per call.
+--
+-- compatible_from: 10
+--
+-- Why: since 010 every query of palisade_claim that reads `triggers` is
+-- planned against each partition and each of its indexes.  PL/pgSQL caches
+-- a plan per statement, but keeps re-planning a statement (a "custom" plan)
+-- while the custom plans look cheaper than the generic one, and the
+-- candidate query always did: pg_stat_statements (track = all,
+-- track_planning = on) over one executor draining 20,000 due triggers in
+-- batches of 256 counted 82 plans in 80 calls, 2,176 ms of planning against
+-- 378 ms of execution (27 ms of planning per claim; before 010, 4 ms).  With
+-- the generic plan the same query executed in the same time and planned
+-- twice per connection.  docs/performance.md has the before/after.
+--
+-- The generic plan is safe here because the claim's statements do not
+-- depend on their parameter values for a good plan: every one is driven by
+-- the partial state indexes and bounded by p_limit; the values that change
+-- per call (the horizon, the gated scopes, the open hosts, the picked ids)
+-- filter, they do not select between plans.  Partition pruning that needs a
+-- parameter value happens at execution (initial pruning), as before.
+--
+-- Expand style: only the function's settings change; a binary of schema 10
+-- calls the same function with the same arguments and reads the same rows.
+ALTER FUNCTION palisade_claim SET plan_cache_mode = force_generic_plan;
