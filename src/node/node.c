@@ -3,7 +3,8 @@
  * set by signal handlers and the admin endpoint, ordered drain.
  *
  * Threads: main (this loop), the controller thread, the coordination thread
- * and ZooKeeper's own I/O threads, the admin HTTP thread.  The main thread
+ * and ZooKeeper's own I/O threads, the admin HTTP thread, the schema watch
+ * (re-reads the database's schema range every 10 s, docs/upgrades.md).  The main thread
  * never blocks on the database or ZooKeeper after start-up.
  *
  * systemd (docs/operations.md): READY=1 once the roles run, WATCHDOG=1 from
@@ -33,6 +34,7 @@
 #include "palisade/clusterstats.h"
 #include "palisade/node.h"
 #include "palisade/nodeconf.h"
+#include "palisade/periodic.h"
 #include "palisade/retention.h"
 #include "palisade/store.h"
 
@@ -77,6 +79,9 @@ typedef struct node {
 	pal_schema_range schema;
 	bool schema_known;
 	char schema_refused[512]; /* "" when not refused */
+	pal_periodic *schema_watch; /* re-checks the range while the roles run */
+	pal_store *schema_st;	    /* its connection (its thread only), NULL when none */
+	atomic_bool schema_resign;  /* the range was left while running: drain, exit 70 */
 	char *token; /* admin bearer token, NULL when none */
 	struct timespec started;
 } node;
@@ -286,6 +291,37 @@ static void schema_outcome(node *n, const pal_schema_range *r, bool known, const
 	else if (!*refused && was)
 		pal_log(PAL_LOG_INFO, "node.schema_accepted", "{s:i, s:i}", "binary_schema",
 			r->binary, "db_schema", r->db_version);
+}
+
+/* How often a running node re-reads the database's schema range. */
+#define SCHEMA_WATCH_MS 10000
+
+/* The periodic re-check (its own thread and connection): a database that
+ * left this binary's range while the roles run (a contract step applied
+ * beside it) makes the node resign: the main loop drains it (shards handed
+ * off, no more claims) and it exits 70; started again, it waits refusing.
+ * An unreachable database is not judged here (the roles report it). */
+static void schema_watch(void *arg)
+{
+	node *n = arg;
+	char err[512];
+	if (!n->schema_st && pal_store_open(n->pg, &n->schema_st, err, sizeof err))
+		return;
+	int v = 0;
+	int rc = pal_store_schema_check(n->schema_st, &v, err, sizeof err);
+	if (rc != PAL_ESCHEMA) {
+		if (rc == PAL_EDB) {
+			pal_store_close(n->schema_st);
+			n->schema_st = NULL;
+		}
+		return;
+	}
+	pal_schema_range r;
+	char rerr[256];
+	bool known = pal_store_schema_range(n->schema_st, &r, rerr, sizeof rerr) == 0;
+	schema_outcome(n, &r, known, err);
+	atomic_store(&n->schema_resign, true);
+	atomic_store(&n->drain_requested, true);
 }
 
 /* Migrations at start-up, retried while the database is unreachable or its
@@ -673,6 +709,9 @@ int pal_node_run(const pal_node_opts *o)
 					sizeof err))
 			pal_log(PAL_LOG_WARN, "node.retention_failed", "{s:s}", "error", err);
 	}
+	if (pal_periodic_start(schema_watch, &n, SCHEMA_WATCH_MS, &n.schema_watch))
+		pal_log(PAL_LOG_WARN, "node.schema_watch_failed", "{s:s}", "error",
+			"no thread: the schema range is checked at start-up only");
 	atomic_store(&n.ready, true);
 	sd_notify(0, "READY=1\nSTATUS=ready");
 	pal_log(PAL_LOG_INFO, "node.ready", "{s:s}", "admin", admin_addr);
@@ -717,8 +756,11 @@ int pal_node_run(const pal_node_opts *o)
 	atomic_store(&n.ready, false);
 	pal_metric_set(n.m, "palisade_node_draining", NULL, 1);
 	sd_notify(0, "STOPPING=1\nSTATUS=draining");
-	pal_log(PAL_LOG_INFO, "node.draining", "{s:s}", "cause",
-		term_signals ? "signal" : "drain request");
+	bool resign = atomic_load(&n.schema_resign);
+	pal_log(resign ? PAL_LOG_ERROR : PAL_LOG_INFO, "node.draining", "{s:s}", "cause",
+		term_signals ? "signal"
+		: resign     ? "database schema outside this binary's range (node.schema_refused)"
+			     : "drain request");
 	pal_controller_stop(n.ctl);
 	n.ctl = NULL;
 	int hrc = pal_coord_handoff(n.coord, 5000);
@@ -728,8 +770,10 @@ int pal_node_run(const pal_node_opts *o)
 	 * the rest are left to lease expiry (another executor queries first). */
 	pal_executor_stop(n.exe, 10000);
 	n.exe = NULL;
-	ec = PAL_EXIT_OK;
+	ec = resign && !term_signals ? PAL_EXIT_SOFTWARE : PAL_EXIT_OK;
 out:
+	pal_periodic_stop(n.schema_watch);
+	pal_store_close(n.schema_st);
 	pal_clusterstats_stop(n.stats);
 	pal_retention_stop(n.retention);
 	pal_executor_stop(n.exe, 0);
