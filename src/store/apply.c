@@ -186,8 +186,11 @@ static int query_rows(pal_apply *a, const char *sql, int np, const char *const *
 
 /* Statements 1 and 2: a row for every job, locked, and its latest_version.
  * A new job's row is inserted with latest_version 1 at once (version 1 is
- * inserted in the same transaction), so statement 4 need not update it. */
-static int lock_jobs(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
+ * inserted in the same transaction), so statement 4 need not update it.
+ * Statement 1 is sent first (lock_jobs_send) and its rows read by
+ * lock_jobs(): the CLI canonicalises the chunk in between, while the server
+ * inserts (statement 1 needs only ids, tenants, groups and shards). */
+static int lock_jobs_send(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
 {
 	pal_pgarr ids, te, gr, sh, ow, de;
 	pal__pgarr_init(&ids);
@@ -205,17 +208,43 @@ static int lock_jobs(pal_apply *a, struct item *it, size_t n, char *err, size_t 
 		pal__pgarr_text(&de, nz(it[i].s->description));
 	}
 	char *p[] = { pal__pgarr_end(&ids), pal__pgarr_end(&te), pal__pgarr_end(&gr),
-		      pal__pgarr_end(&sh), pal__pgarr_end(&ow), pal__pgarr_end(&de), NULL };
-	enum { REST = 6 };
-	PGresult *r = NULL;
-	int rc = query_rows(a,
-			    "INSERT INTO jobs (job_id, tenant, resource_group, shard, latest_version,"
-			    "  owner, description)"
-			    " SELECT u.id, u.te, u.gr, u.sh, 1, u.ow, u.de"
-			    " FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[],"
-			    "  $6::text[]) WITH ORDINALITY AS u(id, te, gr, sh, ow, de, i)"
-			    " ORDER BY u.i ON CONFLICT (job_id) DO NOTHING RETURNING job_id",
-			    6, (const char *const *)p, -1, &r, err, errlen);
+		      pal__pgarr_end(&sh), pal__pgarr_end(&ow), pal__pgarr_end(&de) };
+	int rc = PAL_OK;
+	if (!PQsendQueryParams(a->st->conn,
+			       "INSERT INTO jobs (job_id, tenant, resource_group, shard, latest_version,"
+			       "  owner, description)"
+			       " SELECT u.id, u.te, u.gr, u.sh, 1, u.ow, u.de"
+			       " FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[],"
+			       "  $6::text[]) WITH ORDINALITY AS u(id, te, gr, sh, ow, de, i)"
+			       " ORDER BY u.i ON CONFLICT (job_id) DO NOTHING RETURNING job_id",
+			       6, NULL, (const char *const *)p, NULL, NULL, 0)) {
+		pal__store_errmsg(a->st, NULL, "storing jobs", err, errlen);
+		rc = PAL_EDB;
+	} else {
+		a->pending = true; /* read by lock_jobs(), or dropped by an abort */
+	}
+	for (size_t k = 0; k < 6; k++)
+		g_free(p[k]);
+	return rc;
+}
+
+static int lock_jobs(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
+{
+	PGresult *r = NULL, *x;
+	int rc = PAL_OK;
+	a->pending = false;
+	while ((x = PQgetResult(a->st->conn))) {
+		if (rc == PAL_OK && PQresultStatus(x) != PGRES_TUPLES_OK) {
+			pal__store_errmsg(a->st, x, "storing jobs", err, errlen);
+			rc = PAL_EDB;
+		}
+		if (rc == PAL_OK && !r)
+			r = x;
+		else
+			PQclear(x);
+	}
+	char *p[] = { NULL, NULL };
+	enum { REST = 0 };
 	size_t old = n;
 	if (!rc && PQntuples(r) > 0) {
 		GHashTable *fresh = g_hash_table_new(g_str_hash, g_str_equal);
@@ -236,6 +265,13 @@ static int lock_jobs(pal_apply *a, struct item *it, size_t n, char *err, size_t 
 	}
 	PQclear(r);
 	r = NULL;
+	if (!rc && old && !p[REST]) { /* every job existed */
+		pal_pgarr all;
+		pal__pgarr_init(&all);
+		for (size_t i = 0; i < n; i++)
+			pal__pgarr_text(&all, it[i].s->id);
+		p[REST] = pal__pgarr_end(&all);
+	}
 	/* The jobs that existed: lock them (in chunk order) and read their
 	 * latest version and metadata (compared here: no statement of its own
 	 * for what rarely changes). */
@@ -244,8 +280,7 @@ static int lock_jobs(pal_apply *a, struct item *it, size_t n, char *err, size_t 
 				"SELECT j.latest_version, j.owner, j.description"
 				" FROM unnest($1::text[]) WITH ORDINALITY AS u(id, i)"
 				" JOIN jobs j ON j.job_id = u.id ORDER BY u.i FOR UPDATE OF j",
-				1, (const char *const *)(p[REST] ? &p[REST] : &p[0]), (int)old, &r, err,
-				errlen);
+				1, (const char *const *)&p[REST], (int)old, &r, err, errlen);
 	for (size_t i = 0, row = 0; !rc && old && i < n; i++)
 		if (!it[i].fresh) {
 			it[i].latest = atoi(PQgetvalue(r, (int)row, 0));
@@ -255,8 +290,7 @@ static int lock_jobs(pal_apply *a, struct item *it, size_t n, char *err, size_t 
 			row++;
 		}
 	PQclear(r);
-	for (size_t k = 0; k < REST + 1; k++)
-		g_free(p[k]);
+	g_free(p[REST]);
 	return rc;
 }
 
@@ -473,17 +507,18 @@ static int send_versions(pal_apply *a, struct item *it, size_t n, char *err, siz
 
 static int apply_chunk(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
 {
-	for (size_t i = 0; i < n; i++) {
-		int rc = pal_job_spec_digest_spans(it[i].s, &it[i].canon, it[i].hex, &it[i].sp);
-		if (rc) {
-			snprintf(err, errlen, "job %s: cannot canonicalise spec: %s", it[i].s->id,
-				 pal_strerror(rc));
-			return rc;
-		}
+	for (size_t i = 0; i < n; i++)
 		it[i].res->outcome = PAL_APPLY_CREATED; /* until compared */
-	}
 	qsort(it, n, sizeof *it, cmp_item);
 	int rc = collect(a, err, errlen);
+	if (!rc)
+		rc = lock_jobs_send(a, it, n, err, errlen);
+	for (size_t i = 0; !rc && i < n; i++) {
+		rc = pal_job_spec_digest_spans(it[i].s, &it[i].canon, it[i].hex, &it[i].sp);
+		if (rc)
+			snprintf(err, errlen, "job %s: cannot canonicalise spec: %s", it[i].s->id,
+				 pal_strerror(rc));
+	}
 	if (!rc)
 		rc = lock_jobs(a, it, n, err, errlen);
 	if (!rc)
