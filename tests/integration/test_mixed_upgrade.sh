@@ -13,8 +13,8 @@
 # led) under one second.  Then the schema range check: a node started under
 # a database whose recorded compatible_from is beyond its schema (a fake
 # future contract step) refuses to lead and says so in its log, /readyz,
-# /status and a metric; the same future step declared expand-style is
-# accepted and the node leads.
+# /status and a metric, and running nodes resign (drain, exit 70); the same
+# future step declared expand-style is accepted and the node leads.
 #
 # Environment: PALISADE_OLD_TAG (default v0.1.0), PALISADE_OLD_TREE (the
 # worktree, default /tmp/pal-v010; kept and reused: its bin/ is the cache;
@@ -226,10 +226,22 @@ expect_eq "no idempotency key has more than one effect at the sink" 0 \
 
 # ---- the schema range: a future contract step is refused, an expand step run -------
 BIN_SCHEMA=$NEW_SCHEMA
-expect_exit "drain r3 for the schema check" 0 "$NEW_PAL" drain --node r3 --wait 30 --config "$CLUSTER_CONF"
-for _ in $(seq 1 50); do kill -0 "${NODE_PID[r3]}" 2>/dev/null || break; sleep 0.1; done
-unset "NODE_PID[r3]"
+# Running nodes: a contract step applied beside them (beyond their schema)
+# makes each resign within its re-check interval: drain, exit 70.
+t=$(date +%s%3N)
 sql "insert into schema_migrations (version, name, compatible_from) values (9999, '9999_future_contract', 9999)"
+gone() { for n in r1 r2 r3; do kill -0 "${NODE_PID[$n]}" 2>/dev/null && return 1; done; return 0; }
+wait_until "every running node resigns under a future contract step (drains and exits)" 40 gone
+echo "    figure: all three resigned $(($(date +%s%3N) - t)) ms after the contract step was recorded (re-check every 10 s)"
+for n in r1 r2 r3; do
+	check "$n logged node.schema_refused and exited 70 after its drain" \
+		grep -q '"event":"node.stopped","exit":70' "$NODE_DIR/$n.log"
+	unset "NODE_PID[$n]"
+done
+# What PostgreSQL says of the shards (leader, epoch, watermark): it only
+# changes when someone plans or claims a shard.
+shard_snap() { sql "select string_agg(shard_id || ':' || coalesce(leader, '-') || ':' || epoch || ':' || coalesce(watermark::text, '-'), ' ' order by shard_id) from shards"; }
+SNAP=$(shard_snap)
 PAL=$REFUSAL_PAL start_node r3
 A=${NODE_ADMIN[r3]}
 refusing() { curl -s --noproxy '*' -m 2 "http://$A/readyz" | grep -q "refusing to lead"; }
@@ -244,19 +256,19 @@ expect_eq "/status: schema.supported false, refused names the cause" "false 1" \
 expect_eq "metric palisade_node_schema_refused is 1" 1 "$(curl -s --noproxy '*' "http://$A/metrics" | awk '$1 == "palisade_node_schema_refused" {print $2}')"
 check "the log says so (node.schema_refused)" grep -q '"event":"node.schema_refused"' "$NODE_DIR/r3.log"
 sleep 3
-expect_eq "r3 leads no shard" "" "$(shards_of r3)"
+expect_eq "nobody claims or plans a shard while r3 refuses (shards unchanged)" "$SNAP" "$(shard_snap)"
 # No ZooKeeper session yet (the CLI, refusing the schema too, cannot list
 # the nodes): /status has no elected_shards without one.
 expect_eq "r3 is no candidate: no ZooKeeper session, no election" "absent" \
 	"$(curl -s --noproxy '*' -m 2 "http://$A/status" | python3 -c 'import json,sys; print("elected_shards" in json.load(sys.stdin) and "present" or "absent")' 2>/dev/null)"
-check "r1 and r2 lead every shard meanwhile" all_shards_led
 # The same future step declared expand-style (compatible from this binary's
 # schema): the node accepts it and takes its share.
 sql "update schema_migrations set name = '9999_future_expand', compatible_from = $BIN_SCHEMA where version = 9999"
 ready3() { curl -sf --noproxy '*' -m 2 "http://$A/readyz" >/dev/null; }
 wait_until "r3 accepts a newer schema of expand steps and becomes ready" 30 ready3
-leads3() { [ -n "$(shards_of r3)" ]; }
-wait_until "r3 leads shards again" 30 leads3
+leads3() { [ "$(shard_snap)" != "$SNAP" ] && curl -s --noproxy '*' -m 2 "http://$A/status" |
+	python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin).get("elected_shards") else 1)' 2>/dev/null; }
+wait_until "r3 is elected and claims shards in PostgreSQL again" 30 leads3
 check "the log names the newer schema (node.schema_newer)" grep -q '"event":"node.schema_newer"' "$NODE_DIR/r3.log"
 expect_eq "metric palisade_node_schema_refused back to 0" 0 "$(curl -s --noproxy '*' "http://$A/metrics" | awk '$1 == "palisade_node_schema_refused" {print $2}')"
 sql "delete from schema_migrations where version = 9999"
