@@ -213,11 +213,5 @@ PAL_MUST_CHECK int pal_ops_triggers_json(pal_store *st, const char *job_id, cons
 					 int64_t since, int limit, json_t **out, char *err,
 					 size_t errlen);
 
-/* Known trigger state name? */
-bool pal_ops_state_valid(const char *state);
-
-/* Exit code of the CLI for a PAL_E* code of these functions: ENOENT and
- * ESTALE 1, EINVAL and ETOOBIG 65, EDB and EBUSY 69, else 70. */
-int pal_ops_exit_code(int rc);
 
 #endif

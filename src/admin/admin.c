@@ -45,6 +45,7 @@
 #include <microhttpd.h>
 #include "palisade/admin.h"
 #include "palisade/console.h"
+#include "palisade/html.h"
 #include "palisade/log.h"
 
 #define BODY_MAX 65536	  /* bytes of request body we are willing to read */
@@ -239,37 +240,12 @@ static json_t *get_status(pal_admin *a)
 
 /* ---- the status page ------------------------------------------------- */
 
-static void html_escape(GString *out, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '&':
-			g_string_append(out, "&amp;");
-			break;
-		case '<':
-			g_string_append(out, "&lt;");
-			break;
-		case '>':
-			g_string_append(out, "&gt;");
-			break;
-		case '"':
-			g_string_append(out, "&quot;");
-			break;
-		case '\'':
-			g_string_append(out, "&#39;");
-			break;
-		default:
-			g_string_append_c(out, *s);
-		}
-	}
-}
-
 /* A JSON value as cell text: strings as they are, null as nothing, arrays
  * of scalars comma-joined, anything else as compact JSON. */
 static void html_value(GString *out, const json_t *v)
 {
 	if (json_is_string(v)) {
-		html_escape(out, json_string_value(v));
+		pal_html_text(out, json_string_value(v));
 		return;
 	}
 	if (json_is_null(v))
@@ -295,7 +271,7 @@ static void html_value(GString *out, const json_t *v)
 	}
 	char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 	if (s != NULL) {
-		html_escape(out, s);
+		pal_html_text(out, s);
 		free(s);
 	}
 }
@@ -324,7 +300,7 @@ static void html_kv_table(GString *out, const json_t *obj, bool top)
 		if (top && (json_is_object(v) || is_table(v)))
 			continue; /* rendered as sections of their own */
 		g_string_append(out, "<tr><th>");
-		html_escape(out, k);
+		pal_html_text(out, k);
 		g_string_append(out, "</th><td>");
 		html_value(out, v);
 		g_string_append(out, "</td></tr>\n");
@@ -356,7 +332,7 @@ static void html_rows_table(GString *out, const json_t *rows)
 	json_object_foreach(cols, k, v)
 	{
 		g_string_append(out, "<th>");
-		html_escape(out, k);
+		pal_html_text(out, k);
 		g_string_append(out, "</th>");
 	}
 	g_string_append(out, "</tr>\n");
@@ -390,9 +366,9 @@ static char *render_page(const json_t *status)
 	GString *out = g_string_new(page_head);
 	const char *node = json_string_value(json_object_get(status, "node"));
 	g_string_append(out, "<title>palisade ");
-	html_escape(out, node ? node : "");
+	pal_html_text(out, node ? node : "");
 	g_string_append(out, "</title></head><body>\n<h1>palisade ");
-	html_escape(out, node ? node : "");
+	pal_html_text(out, node ? node : "");
 	g_string_append(out, "</h1>\n");
 	if (!json_is_object(status)) {
 		g_string_append(out, "<p class=\"none\">status unavailable</p>\n");
@@ -405,7 +381,7 @@ static char *render_page(const json_t *status)
 			if (!json_is_object(v) && !is_table(v))
 				continue;
 			g_string_append(out, "<h2>");
-			html_escape(out, k);
+			pal_html_text(out, k);
 			g_string_append(out, "</h2>\n");
 			if (json_is_object(v))
 				html_kv_table(out, v, false);

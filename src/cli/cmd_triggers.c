@@ -10,6 +10,7 @@
 #include "palisade/err.h"
 #include "palisade/ops.h"
 #include "palisade/timefmt.h"
+#include "palisade/tstate.h"
 #include "cli_int.h"
 
 static void usage(FILE *fp)
@@ -80,14 +81,16 @@ int pal_cmd_triggers(int argc, char **argv)
 				return PAL_EXIT_USAGE;
 			job = optarg;
 			break;
-		case 's':
-			if (!pal_ops_state_valid(optarg)) {
+		case 's': {
+			pal_tstate st;
+			if (pal_tstate_parse(optarg, &st)) {
 				pal_cli_err("triggers", "--state \"%s\": not a trigger state (see --help)",
 					    optarg);
 				return PAL_EXIT_USAGE;
 			}
 			state = optarg;
 			break;
+		}
 		case 'S':
 			if (!pal_cli_time("triggers", "since", optarg, &since))
 				return PAL_EXIT_USAGE;

@@ -29,12 +29,12 @@
 #include "palisade/console.h"
 #include "palisade/consolestore.h"
 #include "palisade/coord.h"
+#include "palisade/html.h"
 #include "palisade/jobspec.h"
 #include "palisade/log.h"
 #include "palisade/schedule.h"
 #include "palisade/store.h"
 #include "palisade/timefmt.h"
-#include "console_int.h"
 
 #define RETRY_MS 5000	     /* a failed source is not asked again before this */
 #define PEER_TIMEOUT_MS 800  /* a peer's /status */
@@ -416,20 +416,20 @@ static void page_begin(GString *o, const char *title, bool refresh)
 	if (refresh)
 		g_string_append(o, "<meta http-equiv=\"refresh\" content=\"15\">\n");
 	g_string_append(o, "<title>");
-	pal__html_text(o, title);
+	pal_html_text(o, title);
 	g_string_append_printf(o, "</title><style>%s</style></head><body>\n", CSS);
 }
 
 static void header_bar(GString *o, const json_t *m, const char *api)
 {
 	g_string_append(o, "<header><h1>palisade &middot; ");
-	pal__html_text(o, json_string_value(json_object_get(m, "cluster")));
+	pal_html_text(o, json_string_value(json_object_get(m, "cluster")));
 	g_string_append(o, "</h1><span>served by ");
-	pal__html_text(o, json_string_value(json_object_get(m, "served_by")));
+	pal_html_text(o, json_string_value(json_object_get(m, "served_by")));
 	g_string_append(o, " at ");
-	pal__html_text(o, json_string_value(json_object_get(m, "now")));
+	pal_html_text(o, json_string_value(json_object_get(m, "now")));
 	g_string_append(o, "</span><a href=\"/console\">cluster</a><a href=\"");
-	pal__html_text(o, api);
+	pal_html_text(o, api);
 	g_string_append(o, "\">JSON</a><a href=\"/\">this node</a><a href=\"/metrics\">metrics</a>"
 			   "</header>\n<main>\n");
 }
@@ -444,7 +444,7 @@ static void banners(GString *o, const json_t *m)
 			continue;
 		g_string_append_printf(o, "<p class=\"banner\" id=\"%s-down\"><b>%s</b>: ", names[i],
 				       labels[i]);
-		pal__html_text(o, json_string_value(json_object_get(s, "error")));
+		pal_html_text(o, json_string_value(json_object_get(s, "error")));
 		g_string_append(o, i == 0 ? " &mdash; the database sections are missing; what this "
 					    "node knows is shown below.</p>\n"
 					  : " &mdash; the live-node list is missing.</p>\n");
@@ -458,13 +458,13 @@ static void section_begin(GString *o, const char *id, const char *title, const c
 	g_string_append_printf(o, "<section id=\"%s\"><h2>%s</h2><p class=\"src\">", id, title);
 	if (cli) {
 		g_string_append(o, "CLI <code>");
-		pal__html_text(o, cli);
+		pal_html_text(o, cli);
 		g_string_append(o, "</code> &middot; ");
 	}
 	g_string_append(o, "JSON <a href=\"");
-	pal__html_text(o, json_href);
+	pal_html_text(o, json_href);
 	g_string_append(o, "\">");
-	pal__html_text(o, json_href);
+	pal_html_text(o, json_href);
 	g_string_append(o, "</a></p>\n");
 }
 
@@ -487,15 +487,15 @@ static void fmt_secs(GString *o, double s)
 static void num_link(GString *o, const json_t *v, const char *href, const char *cli)
 {
 	g_string_append(o, "<a href=\"");
-	pal__html_text(o, href);
+	pal_html_text(o, href);
 	g_string_append(o, "\"");
 	if (cli) {
 		g_string_append(o, " title=\"");
-		pal__html_text(o, cli);
+		pal_html_text(o, cli);
 		g_string_append(o, "\"");
 	}
 	g_string_append(o, ">");
-	pal__html_value(o, v);
+	pal_html_value(o, v);
 	g_string_append(o, "</a>");
 }
 
@@ -516,7 +516,7 @@ static void cell(GString *o, const json_t *row, const col *k, const char *href, 
 		if (json_is_number(v))
 			num_link(o, v, href, cli);
 		else
-			pal__html_value(o, v);
+			pal_html_value(o, v);
 		break;
 	case C_SECS:
 		g_string_append(o, "<td class=\"num\">");
@@ -528,7 +528,7 @@ static void cell(GString *o, const json_t *row, const col *k, const char *href, 
 			json_decref(tv);
 			g_string_free(t, TRUE);
 		} else {
-			pal__html_value(o, v);
+			pal_html_value(o, v);
 		}
 		break;
 	case C_JOB:
@@ -536,14 +536,14 @@ static void cell(GString *o, const json_t *row, const col *k, const char *href, 
 		if (json_is_string(v)) {
 			g_string_append(o, "<a class=\"job\" href=\"/console/job?id=");
 			GString *u = g_string_new(NULL);
-			pal__html_urlarg(u, json_string_value(v));
-			pal__html_text(o, u->str);
+			pal_html_urlarg(u, json_string_value(v));
+			pal_html_text(o, u->str);
 			g_string_free(u, TRUE);
 			g_string_append(o, "\">");
-			pal__html_text(o, json_string_value(v));
+			pal_html_text(o, json_string_value(v));
 			g_string_append(o, "</a>");
 		} else {
-			pal__html_value(o, v);
+			pal_html_value(o, v);
 		}
 		break;
 	case C_TICKET:
@@ -559,20 +559,20 @@ static void cell(GString *o, const json_t *row, const col *k, const char *href, 
 					 (long long)json_integer_value(v));
 			num_link(o, v, href, cmd);
 		} else {
-			pal__html_value(o, v);
+			pal_html_value(o, v);
 		}
 		break;
 	}
 	case C_DIGEST: /* the first 12 characters, the whole digest as the title */
 		g_string_append(o, "<td title=\"");
-		pal__html_value(o, v);
+		pal_html_value(o, v);
 		g_string_append(o, "\"><code>");
 		if (json_is_string(v)) {
 			char head[13];
 			snprintf(head, sizeof head, "%s", json_string_value(v));
-			pal__html_text(o, head);
+			pal_html_text(o, head);
 		} else {
-			pal__html_value(o, v);
+			pal_html_value(o, v);
 		}
 		g_string_append(o, "</code>");
 		break;
@@ -585,15 +585,15 @@ static void cell(GString *o, const json_t *row, const col *k, const char *href, 
 			{
 				if (i)
 					g_string_append(o, ", ");
-				pal__html_value(o, e);
+				pal_html_value(o, e);
 			}
 		} else {
-			pal__html_value(o, v);
+			pal_html_value(o, v);
 		}
 		break;
 	default:
 		g_string_append(o, "<td>");
-		pal__html_value(o, v);
+		pal_html_value(o, v);
 	}
 	g_string_append(o, "</td>");
 }
@@ -811,7 +811,7 @@ static void render_cluster(GString *o, const json_t *m)
 			json_object_foreach(states, k, v)
 			{
 				g_string_append(o, "<tr><td>");
-				pal__html_text(o, k);
+				pal_html_text(o, k);
 				g_string_append(o, "</td><td class=\"num\">");
 				GString *cli = g_string_new("palisade triggers --state ");
 				g_string_append(cli, k);
@@ -932,7 +932,7 @@ static const char *trigger_class(const json_t *r)
 static void render_job(GString *o, const json_t *m, const char *id)
 {
 	GString *api = g_string_new("/api/job?id=");
-	pal__html_urlarg(api, id);
+	pal_html_urlarg(api, id);
 	GString *t = g_string_new("palisade job ");
 	g_string_append(t, id);
 	page_begin(o, t->str, false);
@@ -942,11 +942,11 @@ static void render_job(GString *o, const json_t *m, const char *id)
 	json_t *job = json_object_get(m, "job");
 	const char *err = json_string_value(json_object_get(m, "error"));
 	g_string_append(o, "<h2 id=\"job-id\">job ");
-	pal__html_text(o, id);
+	pal_html_text(o, id);
 	g_string_append(o, "</h2>\n");
 	if (!job) {
 		g_string_append(o, "<p class=\"banner\" id=\"job-error\">");
-		pal__html_text(o, err ? err : "not available");
+		pal_html_text(o, err ? err : "not available");
 		g_string_append(o, "</p></main></body></html>\n");
 		g_string_free(api, TRUE);
 		return;
@@ -968,10 +968,10 @@ static void render_job(GString *o, const json_t *m, const char *id)
 		json_t *v = json_object_get(job, rows[i].key);
 		if (json_is_integer(v)) {
 			g_string_assign(cli, "palisade jobs --versions ");
-			pal__shell_quote(cli, id);
+			pal_shell_quote(cli, id);
 			num_link(o, v, api->str, cli->str);
 		} else {
-			pal__html_value(o, v);
+			pal_html_value(o, v);
 		}
 		g_string_append(o, "</td></tr>\n");
 	}
@@ -982,12 +982,12 @@ static void render_job(GString *o, const json_t *m, const char *id)
 	{
 		if (i)
 			g_string_append(o, ", ");
-		pal__html_value(o, e);
+		pal_html_value(o, e);
 	}
 	g_string_append(o, "</td></tr>\n</table>\n");
 
 	GString *jcli = g_string_new("palisade jobs --versions ");
-	pal__shell_quote(jcli, id);
+	pal_shell_quote(jcli, id);
 	section_begin(o, "versions", "Versions", jcli->str, api->str);
 	static const col vcols[] = {
 		{ "version", "version", C_NUM },	{ "digest", "digest", C_DIGEST },
@@ -1001,7 +1001,7 @@ static void render_job(GString *o, const json_t *m, const char *id)
 	g_string_append(o, "</section>\n");
 
 	g_string_assign(jcli, "palisade triggers --job ");
-	pal__shell_quote(jcli, id);
+	pal_shell_quote(jcli, id);
 	section_begin(o, "triggers", "Recent triggers and their attempts", jcli->str, api->str);
 	json_t *trs = json_object_get(m, "triggers");
 	static const col tcols[] = {
@@ -1058,7 +1058,7 @@ static void render_job(GString *o, const json_t *m, const char *id)
 	g_string_append(o, "</section>\n<div class=\"grid\">\n");
 
 	g_string_assign(jcli, "palisade misfires --job ");
-	pal__shell_quote(jcli, id);
+	pal_shell_quote(jcli, id);
 	section_begin(o, "misfires", "Misfires", jcli->str, api->str);
 	static const col mcols[] = { { "range_from", "from", C_TEXT }, { "range_to", "to", C_TEXT },
 				     { "count", "instants", C_NUM },   { "reason", "reason", C_TEXT },

@@ -1241,28 +1241,3 @@ int pal_ops_triggers_json(pal_store *st, const char *job_id, const char *state, 
 	}
 	return rc;
 }
-
-bool pal_ops_state_valid(const char *state)
-{
-	static const char *const states[] = { "pending", "running",  "succeeded", "retry_wait",
-					      "failed",	 "unknown",  "pausing",	  "paused",
-					      "cancelling", "cancelled", "manual",	  "skipped" };
-	for (size_t i = 0; i < sizeof states / sizeof states[0]; i++)
-		if (!strcmp(state, states[i]))
-			return true;
-	return false;
-}
-
-int pal_ops_exit_code(int rc)
-{
-	switch (rc) {
-	case PAL_OK: return PAL_EXIT_OK;
-	case PAL_ENOENT:
-	case PAL_ESTALE: return PAL_EXIT_FAIL;
-	case PAL_EINVAL:
-	case PAL_ETOOBIG: return PAL_EXIT_DATAERR;
-	case PAL_EDB:
-	case PAL_EBUSY: return PAL_EXIT_UNAVAIL;
-	default: return PAL_EXIT_SOFTWARE;
-	}
-}

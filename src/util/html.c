@@ -1,15 +1,15 @@
 /*
- * html.c - escaping for the console's pages.  Every value the console
- * prints comes from the database, ZooKeeper or another node and goes
- * through one of these functions; none is trusted to be HTML, a URL or a
- * shell word.
+ * html.c - escaping for the pages the nodes serve (the console, the admin
+ * status page).  Every value a page prints comes from the database,
+ * ZooKeeper or another node and goes through one of these functions; none
+ * is trusted to be HTML, a URL or a shell word.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "console_int.h"
+#include "palisade/html.h"
 
-void pal__html_text(GString *out, const char *s)
+void pal_html_text(GString *out, const char *s)
 {
 	if (!s)
 		return;
@@ -48,7 +48,7 @@ void pal__html_text(GString *out, const char *s)
 	}
 }
 
-void pal__html_urlarg(GString *out, const char *s)
+void pal_html_urlarg(GString *out, const char *s)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
@@ -62,12 +62,12 @@ void pal__html_urlarg(GString *out, const char *s)
 	}
 }
 
-void pal__html_value(GString *out, const json_t *v)
+void pal_html_value(GString *out, const json_t *v)
 {
 	if (v == NULL || json_is_null(v)) {
 		g_string_append(out, "-");
 	} else if (json_is_string(v)) {
-		pal__html_text(out, json_string_value(v));
+		pal_html_text(out, json_string_value(v));
 	} else if (json_is_true(v)) {
 		g_string_append(out, "yes");
 	} else if (json_is_false(v)) {
@@ -78,12 +78,12 @@ void pal__html_value(GString *out, const json_t *v)
 		g_string_append_printf(out, "%.10g", json_real_value(v));
 	} else {
 		char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-		pal__html_text(out, s);
+		pal_html_text(out, s);
 		free(s);
 	}
 }
 
-void pal__shell_quote(GString *out, const char *s)
+void pal_shell_quote(GString *out, const char *s)
 {
 	g_string_append_c(out, '\'');
 	for (const char *p = s ? s : ""; *p; p++) {

@@ -1,5 +1,5 @@
 /*
- * test_console_html.c - the console's escaping (src/console/html.c): every
+ * test_html.c - the escaping of the nodes' pages (src/util/html.c): every
  * value from the database, ZooKeeper or a peer is text, never markup, a URL
  * or a shell word.
  */
@@ -10,16 +10,16 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
-#include "../../src/console/console_int.h"
+#include "palisade/html.h"
 
 static char *run_text(const char *s)
 {
 	GString *o = g_string_new(NULL);
-	pal__html_text(o, s);
+	pal_html_text(o, s);
 	return g_string_free(o, FALSE);
 }
 
-static void test_console_html_escapes_markup(void **state)
+static void test_html_escapes_markup(void **state)
 {
 	(void)state;
 	char *s = run_text("<script>alert('x')</script> & \"q\"");
@@ -30,7 +30,7 @@ static void test_console_html_escapes_markup(void **state)
 	g_free(s);
 }
 
-static void test_console_html_replaces_controls_and_bad_utf8(void **state)
+static void test_html_replaces_controls_and_bad_utf8(void **state)
 {
 	(void)state;
 	/* ESC, DEL, a C1 control, a lone continuation byte; tab and newline stay */
@@ -42,34 +42,34 @@ static void test_console_html_replaces_controls_and_bad_utf8(void **state)
 	g_free(s);
 }
 
-static void test_console_html_urlarg(void **state)
+static void test_html_urlarg(void **state)
 {
 	(void)state;
 	GString *o = g_string_new(NULL);
-	pal__html_urlarg(o, "a b&c=d/\"<>#%\xc3\xa9.-_~");
+	pal_html_urlarg(o, "a b&c=d/\"<>#%\xc3\xa9.-_~");
 	assert_string_equal(o->str, "a%20b%26c%3Dd%2F%22%3C%3E%23%25%C3%A9.-_~");
 	g_string_free(o, TRUE);
 }
 
-static void test_console_html_shell_quote(void **state)
+static void test_html_shell_quote(void **state)
 {
 	(void)state;
 	GString *o = g_string_new(NULL);
-	pal__shell_quote(o, "it's; rm -rf /");
+	pal_shell_quote(o, "it's; rm -rf /");
 	assert_string_equal(o->str, "'it'\\''s; rm -rf /'");
 	g_string_free(o, TRUE);
 }
 
-static void test_console_html_value(void **state)
+static void test_html_value(void **state)
 {
 	(void)state;
 	GString *o = g_string_new(NULL);
 	json_t *v = json_pack("[s, n, b, i, f]", "<b>", true, 42, 1.5);
 	for (size_t i = 0; i < json_array_size(v); i++) {
-		pal__html_value(o, json_array_get(v, i));
+		pal_html_value(o, json_array_get(v, i));
 		g_string_append_c(o, '|');
 	}
-	pal__html_value(o, NULL);
+	pal_html_value(o, NULL);
 	assert_string_equal(o->str, "&lt;b&gt;|-|yes|42|1.5|-");
 	json_decref(v);
 	g_string_free(o, TRUE);
@@ -78,11 +78,11 @@ static void test_console_html_value(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_console_html_escapes_markup),
-		cmocka_unit_test(test_console_html_replaces_controls_and_bad_utf8),
-		cmocka_unit_test(test_console_html_urlarg),
-		cmocka_unit_test(test_console_html_shell_quote),
-		cmocka_unit_test(test_console_html_value),
+		cmocka_unit_test(test_html_escapes_markup),
+		cmocka_unit_test(test_html_replaces_controls_and_bad_utf8),
+		cmocka_unit_test(test_html_urlarg),
+		cmocka_unit_test(test_html_shell_quote),
+		cmocka_unit_test(test_html_value),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
