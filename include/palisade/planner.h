@@ -37,6 +37,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
+#include <glib.h>
 #include "palisade/err.h"
 #include "palisade/planbatch.h"
 
@@ -119,4 +120,18 @@ size_t pal_planner_pending(const pal_planner *p);
 int pal_planner_quarantine(pal_planner *p, const char *job_id);
 void pal_planner_set_quarantined(pal_planner *p, const char *const *ids, size_t n);
 bool pal_planner_is_quarantined(const pal_planner *p, const char *job_id);
+
+/*
+ * Handoff (docs/controller.md, "Graceful handoff").  pal_planner_due_ids()
+ * fills OUT with the ids (borrowed from P; valid until the next put or
+ * removal) of every job whose first unplanned instant is at or before T,
+ * and of every job with a version awaiting activation: after the last
+ * committed tick, every other job has no instant in (watermark, T].
+ * PAL_ETOOBIG when more than MAX qualify (OUT is then incomplete).
+ * pal_planner_cap_horizon() makes ticks plan no later than T (PAL_NO_TIME:
+ * no cap, the default): a successor that loaded only those jobs plans with
+ * the cap until it has loaded the rest.
+ */
+PAL_MUST_CHECK int pal_planner_due_ids(const pal_planner *p, int64_t t, size_t max, GPtrArray *out);
+void pal_planner_cap_horizon(pal_planner *p, int64_t t);
 #endif

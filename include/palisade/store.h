@@ -193,6 +193,35 @@ PAL_MUST_CHECK int pal_store_shard_jobs(pal_store *st, const int *shards, const 
 					pal_shard_job_fn fn, void *ctx, size_t *jobs, char *err,
 					size_t errlen);
 
+/* pal_store_shard_jobs (with specs) of only the jobs IDS[0..n_ids) of
+ * SHARDS[0..n_shards): a successor's first load after a handoff. */
+PAL_MUST_CHECK int pal_store_shard_jobs_ids(pal_store *st, const int *shards,
+					    const int64_t *cutoffs, size_t n_shards,
+					    const char *const *ids, size_t n_ids, pal_shard_job_fn fn,
+					    void *ctx, size_t *jobs, char *err, size_t errlen);
+
+/*
+ * Graceful handoff (src/store/jobs.c, sql/014_shard_handoff.sql).
+ * pal_store_handoff_write: as leader of SHARD at EPOCH whose committed
+ * watermark is WATERMARK, record IDS[0..n) as the jobs with an instant in
+ * (watermark, horizon]; PAL_ESTALE (nothing written) when the shard no
+ * longer has that epoch and watermark.
+ * pal_store_handoff_read: for each SHARDS[i], the row whose watermark is
+ * the shard's current one: HORIZONS[i] (PAL_NO_TIME: none usable) and
+ * IDS[i] (a NULL-terminated array of ids, NULL when none; the caller frees
+ * it with g_strfreev).
+ * pal_store_handoff_clear: delete the rows of SHARDS[0..n).
+ */
+PAL_MUST_CHECK int pal_store_handoff_write(pal_store *st, int shard, int64_t epoch,
+					   const char *node, int64_t watermark, int64_t horizon,
+					   const char *const *ids, size_t n, char *err,
+					   size_t errlen);
+PAL_MUST_CHECK int pal_store_handoff_read(pal_store *st, const int *shards, size_t n,
+					  int64_t *horizons, char ***ids, char *err,
+					  size_t errlen);
+PAL_MUST_CHECK int pal_store_handoff_clear(pal_store *st, const int *shards, size_t n,
+					   char *err, size_t errlen);
+
 /*
  * Open the fenced tick transaction: BEGIN, lock the shard row if it still
  * holds EPOCH.  Returns the committed watermark and the database clock

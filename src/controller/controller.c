@@ -30,6 +30,9 @@ typedef struct led_shard {
 	int64_t max_tick_ms; /* longest planning transaction since acquired */
 	int64_t planned; /* trigger rows inserted since acquired */
 	bool ticked;	 /* a planning transaction committed since acquired */
+	/* acquired from a handoff row: only the jobs it named are loaded, ticks
+	 * are capped at its horizon until load_handoff_rest() loads the rest */
+	bool rest_pending;
 } led_shard;
 
 struct pal_controller {
@@ -409,24 +412,125 @@ static bool claim_shard(pal_controller *c, int s, int64_t epoch)
 	return true;
 }
 
+/* How far past its watermark a draining leader names the due jobs of a
+ * shard (beyond the lookahead): the time its successor has to load the rest
+ * before planning waits for it.  The most ids it writes per shard (more:
+ * no handoff row, the successor loads the whole shard first). */
+#define HANDOFF_HORIZON_S 30
+#define HANDOFF_MAX_IDS 20000
+
 /*
- * Load the jobs of the shards just claimed, SHARDS[0..n), in one streamed
- * statement: a first start wins every shard at once, and one pass over
- * job_versions for all of them costs less than one index probe per job
- * (pal_store_shard_jobs).  A failed load drops them (a database error drops
- * every shard).
+ * Load the jobs of the shards just claimed, SHARDS[0..n).  A shard whose
+ * previous leader drained and left a handoff row that still holds (the
+ * shard's watermark is the row's: nobody planned since) gets only the jobs
+ * the row names, with its ticks capped at the row's horizon: every other
+ * job has no instant up to there, so the shard plans at once and
+ * load_handoff_rest() loads the rest after this pass's first ticks.  The
+ * other shards are loaded in one streamed statement: a first start wins
+ * every shard at once, and one pass over job_versions for all of them
+ * costs less than one index probe per job (pal_store_shard_jobs).  A failed
+ * load drops them (a database error drops every shard).
  */
 static void load_claimed(pal_controller *c, const int *shards, size_t n)
 {
-	int64_t cutoffs[n];
+	int64_t cutoffs[n], horizons[n];
+	char **hids[n];
+	int full[n], part[n];
+	int64_t cut_full[n], cut_part[n];
+	size_t n_full = 0, n_part = 0;
+	char err[1024];
+	int64_t t0 = pal_mono_ms();
 	for (size_t i = 0; i < n; i++) {
 		int64_t wm = c->led[shards[i]].watermark;
 		cutoffs[i] = wm == PAL_NO_TIME ? PAL_NO_TIME : wm - c->cfg.overlap_s;
 	}
+	if (pal_store_handoff_read(c->st, shards, n, horizons, hids, err, sizeof err)) {
+		db_failed(c, "read handoff", err);
+		return;
+	}
+	GPtrArray *ids = g_ptr_array_new();
+	for (size_t i = 0; i < n; i++) {
+		if (horizons[i] != PAL_NO_TIME && c->led[shards[i]].watermark != PAL_NO_TIME) {
+			for (char **p = hids[i]; p && *p; p++)
+				g_ptr_array_add(ids, *p);
+			cut_part[n_part] = cutoffs[i];
+			part[n_part++] = shards[i];
+			led_shard *l = &c->led[shards[i]];
+			l->rest_pending = true;
+			pal_planner_cap_horizon(l->planner, horizons[i]);
+		} else {
+			cut_full[n_full] = cutoffs[i];
+			full[n_full++] = shards[i];
+		}
+	}
 	load_stats ls = { 0 };
 	load_ctx lc = { .c = c, .st = &ls };
 	size_t seen = 0;
+	int rc = PAL_OK, rc_part = PAL_OK;
+	if (n_part)
+		rc_part = pal_store_shard_jobs_ids(c->st, part, cut_part, n_part,
+						   (const char *const *)ids->pdata, ids->len, put_loaded,
+						   &lc, &seen, err, sizeof err);
+	int64_t t_part = pal_mono_ms();
+	g_ptr_array_free(ids, TRUE);
+	for (size_t i = 0; i < n; i++)
+		g_strfreev(hids[i]);
+	if (rc_part != PAL_EDB && n_full)
+		rc = pal_store_shard_jobs(c->st, full, cut_full, n_full, NULL, true, put_loaded, &lc,
+					  &seen, err, sizeof err);
+	if (rc == PAL_EDB || rc_part == PAL_EDB) {
+		db_failed(c, "load jobs", err);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		int s = shards[i];
+		led_shard *l = &c->led[s];
+		bool handoff = l->rest_pending;
+		if (handoff ? rc_part : rc) {
+			drop_shard(c, s, "job load failed");
+			continue;
+		}
+		minc(c, "palisade_controller_claims_total", "outcome=\"claimed\"", 1);
+		char w[32] = "";
+		if (l->watermark != PAL_NO_TIME)
+			pal_fmt_rfc3339(l->watermark, w, sizeof w);
+		pal_log(PAL_LOG_INFO, "controller.shard_acquired",
+			"{s:i, s:I, s:s?, s:I, s:I, s:i, s:b}", "shard", s, "epoch",
+			(json_int_t)l->epoch, "watermark", *w ? w : NULL, "jobs",
+			(json_int_t)pal_planner_jobs(l->planner), "load_ms",
+			(json_int_t)((handoff ? t_part : pal_mono_ms()) - t0), "loaded_with", (int)n,
+			"handoff", handoff);
+	}
+	if (!rc || !rc_part)
+		quarantine_after_load(c, shards, n);
+}
+
+/*
+ * The rest of the shards acquired from a handoff row (load_claimed): every
+ * job of them in one streamed statement (the ones already loaded are
+ * compared and kept), then their ticks are no longer capped and the rows
+ * are deleted.  Runs right after the first ticks of the pass that claimed
+ * them, on the controller thread (the other shards' ticks wait for it, as
+ * for a full reload).
+ */
+static void load_handoff_rest(pal_controller *c)
+{
+	int shards[c->cfg.n_shards];
+	int64_t cutoffs[c->cfg.n_shards];
+	size_t n = 0;
+	for (int s = 0; s < c->cfg.n_shards; s++) {
+		led_shard *l = &c->led[s];
+		if (!l->planner || !l->rest_pending)
+			continue;
+		cutoffs[n] = l->watermark == PAL_NO_TIME ? PAL_NO_TIME : l->watermark - c->cfg.overlap_s;
+		shards[n++] = s;
+	}
+	if (!n)
+		return;
 	char err[1024];
+	load_stats ls = { 0 };
+	load_ctx lc = { .c = c, .st = &ls };
+	size_t seen = 0;
 	int64_t t0 = pal_mono_ms();
 	int rc = pal_store_shard_jobs(c->st, shards, cutoffs, n, NULL, true, put_loaded, &lc, &seen,
 				      err, sizeof err);
@@ -435,23 +539,57 @@ static void load_claimed(pal_controller *c, const int *shards, size_t n)
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		int s = shards[i];
-		led_shard *l = &c->led[s];
+		led_shard *l = &c->led[shards[i]];
 		if (rc) {
-			drop_shard(c, s, "job load failed");
+			drop_shard(c, shards[i], "job load failed");
 			continue;
 		}
-		minc(c, "palisade_controller_claims_total", "outcome=\"claimed\"", 1);
-		char w[32] = "";
-		if (l->watermark != PAL_NO_TIME)
-			pal_fmt_rfc3339(l->watermark, w, sizeof w);
-		pal_log(PAL_LOG_INFO, "controller.shard_acquired", "{s:i, s:I, s:s?, s:I, s:I, s:i}",
-			"shard", s, "epoch", (json_int_t)l->epoch, "watermark", *w ? w : NULL, "jobs",
+		l->rest_pending = false;
+		pal_planner_cap_horizon(l->planner, PAL_NO_TIME);
+		pal_log(PAL_LOG_INFO, "controller.shard_loaded", "{s:i, s:I, s:I, s:I, s:i}", "shard",
+			shards[i], "epoch", (json_int_t)l->epoch, "jobs",
 			(json_int_t)pal_planner_jobs(l->planner), "load_ms",
 			(json_int_t)(pal_mono_ms() - t0), "loaded_with", (int)n);
 	}
-	if (!rc)
-		quarantine_after_load(c, shards, n);
+	if (rc)
+		return;
+	quarantine_after_load(c, shards, n);
+	if (c->st && pal_store_handoff_clear(c->st, shards, n, err, sizeof err))
+		db_failed(c, "clear handoff", err);
+}
+
+/*
+ * Stopping (a drain): for each shard led with all its jobs loaded and a
+ * committed tick, write the handoff row its successor starts from (fenced
+ * by our epoch and the watermark our planner's state belongs to).  A shard
+ * with too many jobs due gets none; a failure is logged and changes
+ * nothing else (the successor loads the whole shard).
+ */
+static void write_handoffs(pal_controller *c)
+{
+	GPtrArray *ids = g_ptr_array_new();
+	for (int s = 0; c->st && s < c->cfg.n_shards; s++) {
+		led_shard *l = &c->led[s];
+		if (!l->planner || !l->ticked || l->rest_pending || l->watermark == PAL_NO_TIME)
+			continue;
+		int64_t horizon = l->watermark + c->cfg.lookahead_s + HANDOFF_HORIZON_S;
+		char err[512];
+		int rc = pal_planner_due_ids(l->planner, horizon, HANDOFF_MAX_IDS, ids);
+		if (rc) {
+			pal_log(PAL_LOG_INFO, "controller.handoff_skipped", "{s:i, s:s}", "shard", s,
+				"reason", "too many jobs due");
+			continue;
+		}
+		rc = pal_store_handoff_write(c->st, s, l->epoch, c->node_id, l->watermark, horizon,
+					     (const char *const *)ids->pdata, ids->len, err, sizeof err);
+		if (rc)
+			pal_log(PAL_LOG_WARN, "controller.handoff_failed", "{s:i, s:s}", "shard", s,
+				"error", err);
+		else
+			pal_log(PAL_LOG_DEBUG, "controller.handoff_written", "{s:i, s:I, s:i}", "shard",
+				s, "epoch", (json_int_t)l->epoch, "jobs", (int)ids->len);
+	}
+	g_ptr_array_free(ids, TRUE);
 }
 
 static void fenced(pal_controller *c, int s, const char *err)
@@ -759,6 +897,8 @@ static void *run(void *arg)
 			for (size_t i = 0; i < n_claimed && c->st; i++)
 				if (c->led[claimed[i]].planner)
 					tick_shard(c, claimed[i]);
+			if (c->st)
+				load_handoff_rest(c);
 		}
 		if (c->st)
 			handle_notifies(c);
@@ -803,6 +943,7 @@ static void *run(void *arg)
 		if (wait > 0)
 			pal_coord_wait(c->coord, gen, (int)wait);
 	}
+	write_handoffs(c);
 	for (int s = 0; s < c->cfg.n_shards; s++)
 		drop_shard(c, s, "controller stopping");
 	pal_health_forget("controller");

@@ -73,6 +73,7 @@ struct pal_planner {
 	GHashTable *by_id; /* id -> pjob, the heap's members exactly */
 	GStringChunk *strings; /* tenants and groups, interned; freed with the planner */
 	size_t n_pending;      /* jobs whose last version awaits activation */
+	int64_t horizon_cap;   /* ticks plan no later than this (PAL_NO_TIME: no cap) */
 	pjob **touched; /* jobs of the last tick */
 	size_t n_touched, cap_touched;
 };
@@ -674,6 +675,7 @@ pal_planner *pal_planner_new(int shard, const pal_planner_config *cfg)
 	p->by_id = g_hash_table_new(g_str_hash, g_str_equal);
 	p->strings = g_string_chunk_new(1024);
 	p->shard = shard;
+	p->horizon_cap = PAL_NO_TIME;
 	p->cfg = *cfg;
 	if (p->cfg.max_rows_per_tick <= 0)
 		p->cfg.max_rows_per_tick = 50000;
@@ -930,6 +932,8 @@ int pal_planner_tick(pal_planner *p, int64_t watermark, int64_t now, pal_plan_ba
 	p->n_touched = 0;
 
 	int64_t horizon = now + p->cfg.lookahead_s;
+	if (p->horizon_cap != PAL_NO_TIME && horizon > p->horizon_cap)
+		horizon = p->horizon_cap;
 	int64_t limit = now - p->cfg.misfire_threshold_s;
 	int rc = collect(p, 0, horizon);
 	/* Pending activations can sit anywhere in the heap (their key is the
@@ -1119,4 +1123,38 @@ bool pal_planner_is_quarantined(const pal_planner *p, const char *job_id)
 {
 	const pjob *j = find(p, job_id);
 	return j && j->quarantined;
+}
+
+/* ---- handoff (pal_planner_due_ids, pal_planner_cap_horizon) ---------------- */
+
+/* Walk the heap part with keys <= T (as collect() does); false when more
+ * than MAX jobs qualify. */
+static bool due_walk(const pal_planner *p, size_t i, int64_t t, size_t max, GPtrArray *out)
+{
+	if (i >= p->n || p->heap[i]->next > t)
+		return true;
+	if (!has_pending(p->heap[i])) /* pending ones are added by the scan */
+		g_ptr_array_add(out, (gpointer)p->heap[i]->id);
+	if (out->len > max)
+		return false;
+	return due_walk(p, 2 * i + 1, t, max, out) && due_walk(p, 2 * i + 2, t, max, out);
+}
+
+int pal_planner_due_ids(const pal_planner *p, int64_t t, size_t max, GPtrArray *out)
+{
+	g_ptr_array_set_size(out, 0);
+	if (!due_walk(p, 0, t, max, out))
+		return PAL_ETOOBIG;
+	for (size_t i = 0; p->n_pending && i < p->n; i++)
+		if (has_pending(p->heap[i])) {
+			g_ptr_array_add(out, (gpointer)p->heap[i]->id);
+			if (out->len > max)
+				return PAL_ETOOBIG;
+		}
+	return PAL_OK;
+}
+
+void pal_planner_cap_horizon(pal_planner *p, int64_t t)
+{
+	p->horizon_cap = t;
 }

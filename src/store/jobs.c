@@ -91,3 +91,119 @@ int pal_store_jobs_json(pal_store *st, const char *job_id, json_t **out, char *e
 	}
 	return PAL_OK;
 }
+
+/* ---- graceful handoff (sql/014_shard_handoff.sql) ------------------------- */
+
+int pal_store_handoff_write(pal_store *st, int shard, int64_t epoch, const char *node,
+			    int64_t watermark, int64_t horizon, const char *const *ids, size_t n,
+			    char *err, size_t errlen)
+{
+	char s[16], e[24], w[24], h[24];
+	snprintf(s, sizeof s, "%d", shard);
+	snprintf(e, sizeof e, "%lld", (long long)epoch);
+	snprintf(w, sizeof w, "%lld", (long long)watermark);
+	snprintf(h, sizeof h, "%lld", (long long)horizon);
+	pal_pgarr a;
+	pal__pgarr_init(&a);
+	for (size_t i = 0; i < n; i++)
+		pal__pgarr_text(&a, ids[i]);
+	char *arr = pal__pgarr_end(&a);
+	const char *p[] = { s, e, node, w, h, arr };
+	/* Fenced: only while the shard still has our epoch and the watermark
+	 * our planner's state belongs to. */
+	PGresult *r = pal__store_query(
+		st,
+		"INSERT INTO shard_handoffs (shard_id, epoch, leader, watermark, horizon, job_ids)"
+		" SELECT shard_id, $2, $3, watermark, to_timestamp($5::bigint), $6::text[] FROM shards"
+		" WHERE shard_id = $1 AND epoch = $2 AND leader = $3"
+		" AND watermark = to_timestamp($4::bigint)"
+		" ON CONFLICT (shard_id) DO UPDATE SET epoch = excluded.epoch,"
+		" leader = excluded.leader, watermark = excluded.watermark,"
+		" horizon = excluded.horizon, job_ids = excluded.job_ids,"
+		" written_at = clock_timestamp()"
+		" RETURNING 1",
+		6, p, err, errlen);
+	g_free(arr);
+	if (!r)
+		return PAL_EDB;
+	int rows = PQntuples(r);
+	PQclear(r);
+	if (!rows) {
+		snprintf(err, errlen, "shard %d: no longer at epoch %s and watermark %s", shard, e, w);
+		return PAL_ESTALE;
+	}
+	return PAL_OK;
+}
+
+int pal_store_handoff_read(pal_store *st, const int *shards, size_t n, int64_t *horizons,
+			   char ***ids, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < n; i++) {
+		horizons[i] = PAL_NO_TIME;
+		ids[i] = NULL;
+	}
+	if (!n)
+		return PAL_OK;
+	pal_pgarr a;
+	pal__pgarr_init(&a);
+	for (size_t i = 0; i < n; i++)
+		pal__pgarr_i64(&a, shards[i]);
+	char *arr = pal__pgarr_end(&a);
+	const char *p[] = { arr };
+	/* Usable only while nobody planned the shard since it was written: the
+	 * row speaks about the instants after that watermark. */
+	PGresult *r = pal__store_query(
+		st,
+		"SELECT h.shard_id, floor(extract(epoch FROM h.horizon))::bigint, u.id"
+		" FROM shard_handoffs h JOIN shards s ON s.shard_id = h.shard_id"
+		" LEFT JOIN LATERAL unnest(h.job_ids) u(id) ON true"
+		" WHERE h.shard_id = ANY($1::int[]) AND s.watermark = h.watermark"
+		" ORDER BY h.shard_id",
+		1, p, err, errlen);
+	g_free(arr);
+	if (!r)
+		return PAL_EDB;
+	GPtrArray *cur = NULL;
+	size_t ci = n;
+	for (int row = 0; row <= PQntuples(r); row++) {
+		int s = row < PQntuples(r) ? atoi(PQgetvalue(r, row, 0)) : -1;
+		if (cur && (row == PQntuples(r) || shards[ci] != s)) {
+			g_ptr_array_add(cur, NULL);
+			ids[ci] = (char **)g_ptr_array_free(cur, FALSE);
+			cur = NULL;
+		}
+		if (row == PQntuples(r))
+			break;
+		if (!cur) {
+			for (ci = 0; ci < n && shards[ci] != s; ci++)
+				;
+			if (ci == n)
+				continue;
+			cur = g_ptr_array_new();
+			horizons[ci] = strtoll(PQgetvalue(r, row, 1), NULL, 10);
+		}
+		if (!PQgetisnull(r, row, 2))
+			g_ptr_array_add(cur, g_strdup(PQgetvalue(r, row, 2)));
+	}
+	PQclear(r);
+	return PAL_OK;
+}
+
+int pal_store_handoff_clear(pal_store *st, const int *shards, size_t n, char *err, size_t errlen)
+{
+	if (!n)
+		return PAL_OK;
+	pal_pgarr a;
+	pal__pgarr_init(&a);
+	for (size_t i = 0; i < n; i++)
+		pal__pgarr_i64(&a, shards[i]);
+	char *arr = pal__pgarr_end(&a);
+	const char *p[] = { arr };
+	PGresult *r = pal__store_query(st, "DELETE FROM shard_handoffs WHERE shard_id = ANY($1::int[])",
+				       1, p, err, errlen);
+	g_free(arr);
+	if (!r)
+		return PAL_EDB;
+	PQclear(r);
+	return PAL_OK;
+}

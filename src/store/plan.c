@@ -274,21 +274,26 @@ static int stream_jobs(pal_store *st, const char *sql, int np, const char *const
 	return rc;
 }
 
-int pal_store_shard_jobs(pal_store *st, const int *shards, const int64_t *cutoffs,
-			 size_t n_shards, const char *job_id, bool with_specs, pal_shard_job_fn fn,
-			 void *ctx, size_t *jobs, char *err, size_t errlen)
+/* pal_store_shard_jobs, or only the jobs IDS[0..n_ids) when IDS is not NULL. */
+static int shard_jobs(pal_store *st, const int *shards, const int64_t *cutoffs, size_t n_shards,
+		      const char *const *ids, size_t n_ids, bool with_specs, pal_shard_job_fn fn,
+		      void *ctx, size_t *jobs, char *err, size_t errlen)
 {
 	*jobs = 0;
-	if (!n_shards)
+	if (!n_shards || (ids && !n_ids))
 		return PAL_OK;
-	pal_pgarr as, ac;
+	pal_pgarr as, ac, ai;
 	pal__pgarr_init(&as);
 	pal__pgarr_init(&ac);
+	pal__pgarr_init(&ai);
 	for (size_t i = 0; i < n_shards; i++) {
 		pal__pgarr_i64(&as, shards[i]);
 		pal__pgarr_i64(&ac, cutoffs[i] == PAL_NO_TIME ? 0 : cutoffs[i]);
 	}
-	char *sa = pal__pgarr_end(&as), *ca = pal__pgarr_end(&ac);
+	for (size_t i = 0; ids && i < n_ids; i++)
+		pal__pgarr_text(&ai, ids[i]);
+	char *sa = pal__pgarr_end(&as), *ca = pal__pgarr_end(&ac), *ia = pal__pgarr_end(&ai);
+	const char *job_id = ids ? ia : NULL;
 	const char *p[] = { sa, job_id, ca };
 	/*
 	 * Two statements.  Jobs with one version (nearly all of them) need no
@@ -306,24 +311,24 @@ int pal_store_shard_jobs(pal_store *st, const int *shards, const int64_t *cutoff
 	const char *cols = with_specs ? SJ_COLUMNS : SJ_LIST_COLUMNS;
 	char q[2048];
 	snprintf(q, sizeof q,
-		 n_shards <= 3 || job_id
+		 n_shards <= 3 || ids
 			 ? "SELECT %s FROM jobs j CROSS JOIN LATERAL ("
 			   " SELECT " SJ_VCOLS " FROM job_versions v"
 			   " WHERE v.job_id = j.job_id AND v.version = 1"
 			   " OFFSET 0) v"
 			   " WHERE j.shard = ANY($1::int[]) AND j.latest_version = 1"
-			   " AND ($2::text IS NULL OR j.job_id = $2) AND $3::bigint[] IS NOT NULL"
+			   " AND ($2::text[] IS NULL OR j.job_id = ANY($2::text[])) AND $3::bigint[] IS NOT NULL"
 			 : "SELECT %s FROM jobs j JOIN job_versions v"
 			   " ON v.job_id = j.job_id AND v.version = 1"
 			   " WHERE j.shard = ANY($1::int[]) AND j.latest_version = 1"
-			   " AND ($2::text IS NULL OR j.job_id = $2) AND $3::bigint[] IS NOT NULL",
+			   " AND ($2::text[] IS NULL OR j.job_id = ANY($2::text[])) AND $3::bigint[] IS NOT NULL",
 		 cols);
 	int rc = stream_jobs(st, q, 3, p, with_specs, fn, ctx, jobs, err, errlen);
 	if (!rc) {
 		snprintf(q, sizeof q,
 			 "SELECT %s FROM unnest($1::int[], $3::bigint[]) s(shard, cutoff)"
 			 " JOIN jobs j ON j.shard = s.shard JOIN job_versions v ON v.job_id = j.job_id"
-			 " WHERE j.latest_version > 1 AND ($2::text IS NULL OR j.job_id = $2) AND ("
+			 " WHERE j.latest_version > 1 AND ($2::text[] IS NULL OR j.job_id = ANY($2::text[])) AND ("
 			 "  v.version = j.latest_version OR (v.effective_from IS NOT NULL AND"
 			 "   v.version >= coalesce((SELECT max(w.version) FROM job_versions w"
 			 "    WHERE w.job_id = j.job_id AND w.effective_from <= to_timestamp(s.cutoff)),"
@@ -334,7 +339,27 @@ int pal_store_shard_jobs(pal_store *st, const int *shards, const int64_t *cutoff
 	}
 	g_free(sa);
 	g_free(ca);
+	g_free(ia);
 	return rc;
+}
+
+int pal_store_shard_jobs(pal_store *st, const int *shards, const int64_t *cutoffs,
+			 size_t n_shards, const char *job_id, bool with_specs, pal_shard_job_fn fn,
+			 void *ctx, size_t *jobs, char *err, size_t errlen)
+{
+	return shard_jobs(st, shards, cutoffs, n_shards, job_id ? &job_id : NULL, job_id ? 1 : 0,
+			  with_specs, fn, ctx, jobs, err, errlen);
+}
+
+int pal_store_shard_jobs_ids(pal_store *st, const int *shards, const int64_t *cutoffs,
+			     size_t n_shards, const char *const *ids, size_t n_ids,
+			     pal_shard_job_fn fn, void *ctx, size_t *jobs, char *err, size_t errlen)
+{
+	*jobs = 0;
+	if (!n_ids) /* IDS may then be NULL, which shard_jobs reads as "every job" */
+		return PAL_OK;
+	return shard_jobs(st, shards, cutoffs, n_shards, ids, n_ids, true, fn, ctx, jobs, err,
+			  errlen);
 }
 
 int pal_store_tick_begin(pal_store *st, int shard, int64_t epoch, int64_t *watermark, int64_t *now,

@@ -351,6 +351,58 @@ static void test_planner_idle_jobs_are_not_touched(void **st)
 	pal_planner_free(p);
 }
 
+
+/* A handoff: after a committed tick at watermark W, pal_planner_due_ids(H)
+ * names exactly the jobs with an instant in (W, H] (and pending ones); a
+ * planner capped at H plans nothing past it and its watermark stops there
+ * until the cap is lifted. */
+static void test_planner_handoff_due_ids_and_cap(void **st)
+{
+	pal_planner *p = pal_planner_new(0, &cfg);
+	char id[32];
+	for (int i = 0; i < 500; i++) {
+		snprintf(id, sizeof id, "idle.%d", i);
+		put1(p, spec(id, "0 0 0 1 1 ? 2090", PAL_MISFIRE_SKIP), 1, 0, 1000);
+	}
+	put1(p, spec("busy.every", "* * * * * ?", PAL_MISFIRE_SKIP), 1, 0, 1000);
+	put1(p, spec("soon.at-1030", "10 17 0 1 1 ? 1970", PAL_MISFIRE_SKIP), 1, 0, 1000);
+	put1(p, spec("late.at-1100", "20 18 0 1 1 ? 1970", PAL_MISFIRE_SKIP), 1, 0, 1000);
+	pal_plan_batch b = { 0 };
+	assert_int_equal(pal_planner_tick(p, 1000, 1000, &b), 0);
+	pal_planner_commit(p, &b);
+	assert_int_equal(b.watermark, 1005);
+	/* applied after that tick: awaits activation */
+	put1(p, spec("new.pending", "0 0 0 1 1 ? 2090", PAL_MISFIRE_SKIP), 1, PAL_NO_TIME, 1005);
+
+	GPtrArray *ids = g_ptr_array_new();
+	assert_int_equal(pal_planner_due_ids(p, 1040, 100, ids), 0);
+	/* busy (every second), soon (1030) and the pending new job; not late
+	 * (1100) nor the idle ones */
+	assert_int_equal(ids->len, 3);
+	bool busy = false, soon = false;
+	for (guint i = 0; i < ids->len; i++) {
+		busy |= !strcmp(ids->pdata[i], "busy.every");
+		soon |= !strcmp(ids->pdata[i], "soon.at-1030");
+		assert_true(strcmp(ids->pdata[i], "late.at-1100"));
+	}
+	assert_true(busy && soon);
+	assert_int_equal(pal_planner_due_ids(p, 1040, 2, ids), PAL_ETOOBIG);
+
+	/* Capped at 1040: at now 1100 the tick stops at 1040. */
+	pal_planner_cap_horizon(p, 1040);
+	assert_int_equal(pal_planner_tick(p, 1005, 1100, &b), 0);
+	assert_int_equal(b.watermark, 1040);
+	for (size_t i = 0; i < b.n_trig; i++)
+		assert_true(b.trig[i].at <= 1040);
+	pal_planner_commit(p, &b);
+	pal_planner_cap_horizon(p, PAL_NO_TIME);
+	assert_int_equal(pal_planner_tick(p, 1040, 1100, &b), 0);
+	assert_int_equal(b.watermark, 1105);
+	pal_plan_batch_free(&b);
+	g_ptr_array_free(ids, TRUE);
+	pal_planner_free(p);
+}
+
 /* Put job ID as version VERSION (activated at EFF) with CRON. */
 static void put_v(pal_planner *p, const char *id, const char *cron, int version, int64_t eff,
 		  int64_t wm)
@@ -579,6 +631,7 @@ int main(void)
 		cmocka_unit_test(test_planner_row_cap_cuts_at_clean_instant),
 		cmocka_unit_test(test_planner_catchup_sliced_by_row_cap),
 		cmocka_unit_test(test_planner_idle_jobs_are_not_touched),
+		cmocka_unit_test(test_planner_handoff_due_ids_and_cap),
 		cmocka_unit_test(test_planner_index_follows_50000_jobs),
 		cmocka_unit_test(test_planner_reload_unchanged_keeps_cursor),
 		cmocka_unit_test(test_planner_reload_new_version_keeps_old_schedule),
