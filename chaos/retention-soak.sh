@@ -3,7 +3,7 @@
 # "Retention"): N every-second jobs (default 2000: 2,000 fires/s) run for
 # SOAK_SECS (default 1200) through one controller+executor node and the
 # sink (--noop), with retention shortened to SOAK_KEEP (default 2m) on
-# SOAK_INTERVAL ranges (default 30s).  Every SOAK_SAMPLE seconds (60) it
+# SOAK_INTERVAL ranges (default 30s), and misfires and audit_log too.  Every SOAK_SAMPLE seconds (60) it
 # records the size of triggers and attempts (every partition, indexes
 # included), the number of ranges and the fires completed since the last
 # sample, and the live (non-terminal) triggers: a backlog the executor
@@ -30,7 +30,7 @@ expect_exit "migrate" 0 "$PAL" migrate
 start_sink --noop || { finish; exit 1; }
 SHARDS=4 write_conf "$CLUSTER_CONF" \
 	"executor: {batch: 512, max_inflight: 2048, lease: 30s, heartbeat: 5s}" \
-	"retention: {triggers: $KEEP, partition_interval: $IV, ahead: 2m, check_interval: 10s}"
+	"retention: {triggers: $KEEP, partition_interval: $IV, ahead: 2m, check_interval: 10s, misfires: $KEEP, audit: $KEEP}"
 sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
 {
 	echo "jobs:"
@@ -49,7 +49,7 @@ t0=$t_start
 prev=$(succ)
 rates=() tsz=() asz=()
 first_drop_size=
-echo "    t_s  fires/s  triggers_MB  attempts_MB  ranges  rows_triggers  live_triggers  dropped_total"
+echo "    t_s  fires/s  triggers_MB  attempts_MB  ranges  rows_triggers  live_triggers  dropped_total  misfires  audit"
 while [ $(($(date +%s) - t_start)) -lt "$SECS" ]; do
 	sleep "$SAMPLE"
 	now=$(date +%s)
@@ -61,10 +61,11 @@ while [ $(($(date +%s) - t_start)) -lt "$SECS" ]; do
 	rows=$(sql "select count(*) from triggers")
 	live=$(sql "select count(*) from triggers where state not in ('succeeded', 'failed', 'cancelled', 'skipped')")
 	dropped=$(metric s1 palisade_retention_dropped_partitions_total)
+	mrows=$(sql "select count(*) from misfires") arows=$(sql "select count(*) from audit_log")
 	rates+=("$rate") tsz+=("$ts") asz+=("$as")
 	[ -z "$first_drop_size" ] && [ "${dropped%.*}" -gt 0 ] && first_drop_size=$((ts + as))
-	printf "    %4d  %7d  %11.1f  %11.1f  %6d  %13d  %13d  %13d\n" $((now - t_start)) "$rate" \
-		"$(echo "$ts / 1048576" | bc -l)" "$(echo "$as / 1048576" | bc -l)" "$ranges" "$rows" "$live" "${dropped%.*}"
+	printf "    %4d  %7d  %11.1f  %11.1f  %6d  %13d  %13d  %13d  %8d  %5d\n" $((now - t_start)) "$rate" \
+		"$(echo "$ts / 1048576" | bc -l)" "$(echo "$as / 1048576" | bc -l)" "$ranges" "$rows" "$live" "${dropped%.*}" "$mrows" "$arows"
 done
 n=${#rates[@]}
 last=$(( ${tsz[$((n - 1))]} + ${asz[$((n - 1))]} ))
@@ -80,7 +81,11 @@ FIG[first_third_fires_per_s]=$a FIG[last_third_fires_per_s]=$b FIG[end_bytes]=$l
 FIG[kept_partitions_max]=$(grep -c '"event":"retention.kept"' "$NODE_DIR/s1.log")
 dl=$(grep -c '"event":"executor.claim_failed"' "$NODE_DIR/s1.log")
 expect_eq "no claim failed (a round's DDL once deadlocked with the claims)" 0 "$dl"
-h=$("$PAL" retention --horizon)
+[ "$dl" -gt 0 ] && grep '"event":"executor.claim_failed"' "$NODE_DIR/s1.log" |
+	python3 -c 'import json,sys,collections; print(collections.Counter(json.loads(l).get("error","")[:120] for l in sys.stdin).most_common(3))' | sed 's/^/    claim_failed: /'
+FIG[uptime_load]="$(cut -d' ' -f1-3 /proc/loadavg)"
+echo "    load average at the end: ${FIG[uptime_load]} (2 cores)"
+h=$("$PAL" retention --horizon 2>"$PALISADE_TEST_TMP/horizon.err") || echo "    retention --horizon failed: $(head -2 "$PALISADE_TEST_TMP/horizon.err")"
 from=$(date -u -d "$h + 30 seconds" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null || echo "$h")
 to=$(rfc3339_ago 30)
 expect_exit "verify is clean from the horizon ($h) to 30 s ago" 0 "$PAL" verify --from "$from" --to "$to"

@@ -24,6 +24,7 @@
 #include "palisade/err.h"
 #include "palisade/log.h"
 #include "sink_int.h"
+#include "retention.h"
 
 #define DRAIN_MS 5000 /* grace for requests under way at SIGTERM */
 
@@ -56,6 +57,7 @@ static const char usage_text[] =
     "  --error-rate R               answer this share 503 before the database (0..1)\n"
     "  --drop-after-commit-rate R   commit, then close without answering (0..1)\n"
     "  --noop                       answer every apply 200 without PostgreSQL\n"
+    SINK_RETENTION_USAGE
     "  --log-level LEVEL            debug, info, warn, error (default info)\n"
     "  --migrate-only               apply the sink schema and exit\n"
     "  --print-schema               print the compiled-in schema (sql/sink/*.sql)\n"
@@ -97,6 +99,7 @@ static const struct option long_opts[] = {
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"migrate-only", no_argument, NULL, OPT_MIGRATE_ONLY},
     {"print-schema", no_argument, NULL, OPT_PRINT_SCHEMA},
+    SINK_RETENTION_LONGOPTS,
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -109,6 +112,7 @@ typedef struct cmdline {
 	int log_level;
 	bool migrate_only;
 	bool print_schema;
+	sink_retention_opts retention; /* retention.c */
 	bool help;
 	bool version;
 } cmdline;
@@ -142,6 +146,7 @@ static int parse_cmdline(int argc, char **argv, cmdline *cl)
 	cl->opts.group_committers = 4;
 	cl->opts.pg = getenv("PALISADE_PG");
 	cl->log_level = PAL_LOG_INFO;
+	pal__sink_retention_defaults(&cl->retention);
 	int64_t v;
 	int c;
 	opterr = 0;
@@ -229,6 +234,11 @@ static int parse_cmdline(int argc, char **argv, cmdline *cl)
 			cl->version = true;
 			break;
 		default:
+			if ((v = pal__sink_retention_opt(&cl->retention, c, optarg)) <= 0) {
+				if (v < 0)
+					return PAL_EXIT_USAGE;
+				break;
+			}
 			return usage_error("unknown or incomplete option \"%s\"", argv[optind - 1]);
 		}
 	}
@@ -238,7 +248,9 @@ static int parse_cmdline(int argc, char **argv, cmdline *cl)
 		return 0;
 	if (cl->migrate_only && cl->opts.noop)
 		return usage_error("%s", "--migrate-only needs PostgreSQL; drop --noop");
-	if (cl->opts.listen == NULL && !cl->migrate_only)
+	if (cl->retention.once && cl->opts.noop)
+		return usage_error("%s", "--retention-once needs PostgreSQL; drop --noop");
+	if (cl->opts.listen == NULL && !cl->migrate_only && !cl->retention.once)
 		return usage_error("%s", "--listen ADDR is required");
 	if (cl->opts.group_committers > cl->opts.threads)
 		cl->opts.group_committers = cl->opts.threads; /* each needs a connection */
@@ -441,13 +453,21 @@ int main(int argc, char **argv)
 		rc = prepare_schema(cl.opts.pg);
 		if (rc != PAL_EXIT_OK || cl.migrate_only)
 			return rc;
+		if (cl.retention.once)
+			return pal__sink_retention_once(cl.opts.pg, &cl.retention);
 	}
 	sink_ctx ctx;
 	if (ctx_init(&ctx, &cl) != PAL_OK) {
 		fprintf(stderr, "palisade-sink: out of memory\n");
 		return PAL_EXIT_SOFTWARE;
 	}
+	sink_retention *ret = NULL;
+	if (!cl.opts.noop &&
+	    pal__sink_retention_start(cl.opts.pg, &cl.retention, ctx.metrics, &ret) != PAL_OK)
+		pal_log(PAL_LOG_WARN, "sink.retention_failed", "{s:s}", "message",
+			"cannot start the key retention thread");
 	rc = run(&ctx, &stop_set);
+	pal__sink_retention_stop(ret);
 	ctx_stop(&ctx);
 	json_t *counts = final_counts(ctx.metrics);
 	pal_log(PAL_LOG_INFO, "sink.stopped", "{s:o}", "counts", counts);

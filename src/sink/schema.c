@@ -206,6 +206,17 @@ static const struct sink_migration {
      "	END IF;\n"
      "END\n"
      "$$;\n"},
+    {3, "003_retention",
+     "-- sql/sink/003_retention.sql - what the sink's key retention reads\n"
+     "-- (src/sink/retention.c, docs/sink.md \"Key retention\").\n"
+     "--\n"
+     "-- A key is forgotten once its last request (sink_fences.updated_at: every\n"
+     "-- apply, replay or stale request moves it) and its effect\n"
+     "-- (sink_effects.updated_at) are both older than --key-retention: its fence,\n"
+     "-- its effect and its ledger rows go together.  These indexes find the\n"
+     "-- oldest keys without scanning the tables.\n"
+     "CREATE INDEX sink_fences_updated_at ON sink_fences (updated_at);\n"
+     "CREATE INDEX sink_effects_updated_at ON sink_effects (updated_at);\n"},
 };
 
 static const char SQL_CREATE_TABLE[] =

@@ -17,6 +17,7 @@
  *             transaction, applied by a committer thread
  *   http.c    both HTTP listeners (effects, admin): request life cycle
  *   admin.c   the admin routes (/admin/stats, /admin/faults, /metrics)
+ *   retention.c forget keys past --key-retention (header: retention.h)
  *
  * Process state lives in one sink_ctx, made by main() and passed everywhere;
  * there are no mutable globals.  Helpers shared between these files are
@@ -284,7 +285,7 @@ int pal__sink_respond(struct MHD_Connection *conn, unsigned status, char *body, 
 int pal__sink_admin_route(sink_ctx *ctx, struct MHD_Connection *conn, const char *url,
 			  const char *method, const char *body, size_t len);
 
-/* Metric names (families declared in main.c). */
+/* Metric names (families declared in main.c; group.c declares its own). */
 #define SINK_M_REQUESTS "palisade_sink_requests_total"
 #define SINK_M_OUTCOMES "palisade_sink_outcomes_total"
 #define SINK_M_INFLIGHT "palisade_sink_inflight"

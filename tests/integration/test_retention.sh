@@ -4,7 +4,8 @@
 # triggers are all terminal, and keeps (and reports) a range that still
 # holds a live trigger.
 source tests/integration/lib.sh
-guarantee "retention - ranges are created ahead; an old range of terminal triggers is dropped with its attempts (DROP, not DELETE); an old range holding a live trigger is kept and reported; G2 holds across partitions"
+source tests/integration/cluster.sh
+guarantee "retention - ranges are created ahead; an old range of terminal triggers is dropped with its attempts (DROP, not DELETE); an old range holding a live trigger is kept and reported; G2 holds across partitions; misfires and audit_log rows past their retention are deleted in slices (a misfire range reaching past the cutoff is kept whole) and move the verify horizon; apply refuses a job whose key horizon exceeds sink.key_retention; the sink forgets keys past --key-retention and never a key whose fence is newer"
 
 fresh_db it_retention
 expect_exit "migrate" 0 "$PAL" migrate
@@ -101,4 +102,112 @@ expect_eq "with the same id and foreign key" "1" "$(sql "select count(*) from at
 
 expect_exit "an interval longer than the retention is refused" 64 "$PAL" retention --interval 2d --keep 1d
 expect_match "with the reason" "must be at least retention.partition_interval" "$OUT"
+# -- misfires and audit_log: deleted in slices by the same round
+mis() { # mis FROM TO: one misfire record of ret.job over [FROM, TO]
+	sql "insert into misfires (job_id, version, range_from, range_to, count, policy, reason, shard, epoch)
+	     select job_id, 1, now() - interval '$1', now() - interval '$2', 3, 'skip', 'missed', shard, 1 from jobs where job_id = 'ret.job'" >/dev/null
+}
+sql "delete from misfires; delete from audit_log" >/dev/null
+# an old range kept for a live trigger: the oldest range, before a 1-day cutoff
+sql "select palisade_partition_create('${D}T00:00Z'::timestamptz - interval '10 days', '${D}T00:00Z'::timestamptz - interval '9 days')" >/dev/null
+ins "$(sql "select '${D}T05:00Z'::timestamptz - interval '10 days'")" pending
+for i in 1 2 3 4 5; do mis "120 days" "100 days"; done
+mis "100 days" "80 days"   # reaches past a 90-day cutoff: kept whole
+mis "50 hours" "26 hours"
+mis "30 hours" "20 hours"  # reaches past a 1-day cutoff: kept whole
+sql "insert into audit_log (at, actor, action) values (now() - interval '100 days', 't', 'old'), (now() - interval '89 days', 't', 'young')" >/dev/null
+printf 'retention: {delete_slice: 2}\n' >"$PALISADE_TEST_TMP/slice.yaml"
+expect_exit "a round with 90 days for misfires and audit rows, slices of 2" 0 \
+	"$PAL" retention --config "$PALISADE_TEST_TMP/slice.yaml" --interval 1h --ahead 4d --keep 1d --misfires 90d --audit 90d
+expect_match "deletes the five old misfire records (three slices)" "deleted 5 misfires rows before " "$OUT"
+expect_match "and the old audit row" "deleted 1 audit_log rows before " "$OUT"
+expect_match "and counts both" "5 misfires and 1 audit rows deleted" "$OUT"
+expect_eq "the range reaching past the cutoff and the young ones stay, untrimmed (count@hours ago)" \
+	"3@1920,3@26,3@20" \
+	"$(sql "select string_agg(count || '@' || round(extract(epoch from now() - range_to) / 3600), ',' order by range_to) from misfires")"
+expect_eq "the young audit row stays" "young" "$(sql "select string_agg(action, ',') from audit_log")"
+PMIN="select to_char(min(range_from) at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') from palisade_partitions"
+expect_eq "a 90-day cutoff is older than the oldest range: the horizon is that range's start" "$(sql "$PMIN")" "$("$PAL" retention --horizon)"
+expect_exit "a round with 1 day for misfires (as long as for triggers)" 0 "$PAL" retention --interval 1h --ahead 4d --keep 1d --misfires 1d --audit 90d
+expect_match "deletes the two records that ended before it" "deleted 2 misfires rows before " "$OUT"
+expect_eq "keeps the one reaching past it, whole" "3@20" \
+	"$(sql "select string_agg(count || '@' || round(extract(epoch from now() - range_to) / 3600), ',') from misfires")"
+H1=$("$PAL" retention --horizon)
+expect_eq "the horizon moved to that cutoff, past the oldest range (verify needs the misfire record of an instant)" "1" \
+	"$(sql "select (('$H1'::timestamptz > ($PMIN)::timestamptz) and '$H1'::timestamptz between now() - interval '1 day 1 minute' and now() - interval '1 day')::int")"
+expect_exit "verify refuses a range before it" 4 \
+	"$PAL" verify --from "$(date -u -d "$H1 - 1 hour" +%Y-%m-%dT%H:%M:%SZ)" --to "$H1"
+expect_exit "misfires kept shorter than triggers is refused" 64 "$PAL" retention --keep 3d --misfires 2d
+expect_match "with the reason" "retention.misfires .* must be at least retention.triggers" "$OUT"
+printf 'retention: {triggers: 3d, misfires: 2d}\n' >"$PALISADE_TEST_TMP/short.yaml"
+expect_exit "and so is such a node config" 65 "$PAL" retention --config "$PALISADE_TEST_TMP/short.yaml"
+expect_match "naming the key" "retention.misfires \(2d\) must be at least retention.triggers \(3d\)" "$OUT"
+
+# -- the key horizon: apply and validate refuse a job the sink would forget
+cat >"$PALISADE_TEST_TMP/long.yaml" <<'YAML'
+jobs:
+  - id: ret.long
+    schedule: {cron: "0 0 * * * ?"}
+    target: {url: http://127.0.0.1:9/x}
+    retry: {max_attempts: 1000, backoff: {max: 1h}, max_age: 0}
+YAML
+cat >"$PALISADE_TEST_TMP/aged.yaml" <<'YAML'
+jobs:
+  - id: ret.aged
+    schedule: {cron: "0 0 * * * ?"}
+    target: {url: http://127.0.0.1:9/x, timeout: 10s}
+    retry: {max_attempts: 1000, backoff: {max: 1h}, max_age: 10d}
+YAML
+expect_exit "apply refuses a job retrying for 1000 x (30s + 1h) with sink.key_retention 7d" 65 \
+	"$PAL" apply "$PALISADE_TEST_TMP/long.yaml"
+expect_match "naming the job, its horizon, the retention and what to change" \
+	"long.yaml:[0-9]+:[0-9]+: error: job \"ret.long\" may send the same idempotency key up to .* after its instant \(catch-up 1h \+ retries .*\), longer than sink.key_retention 7d: a retry after the service forgot the key would apply the effect twice; hint: set retry.max_age" "$OUT"
+expect_eq "nothing was stored" "0" "$(sql "select count(*) from jobs where job_id = 'ret.long'")"
+expect_exit "validate refuses it too" 65 "$PAL" validate "$PALISADE_TEST_TMP/long.yaml"
+expect_exit "a job cut by max_age 10d is refused under 7d" 65 "$PAL" validate "$PALISADE_TEST_TMP/aged.yaml"
+expect_match "its horizon is max_age + timeout" "up to 10d10s after its instant .*cut to 10d" "$OUT"
+printf 'sink: {key_retention: 10d}\n' >"$PALISADE_TEST_TMP/k10.yaml"
+expect_exit "and still under a key retention of exactly 10d" 65 "$PAL" validate --config "$PALISADE_TEST_TMP/k10.yaml" "$PALISADE_TEST_TMP/aged.yaml"
+printf 'sink: {key_retention: 11d}\n' >"$PALISADE_TEST_TMP/k11.yaml"
+expect_exit "validate accepts it with sink.key_retention 11d" 0 "$PAL" validate --config "$PALISADE_TEST_TMP/k11.yaml" "$PALISADE_TEST_TMP/aged.yaml"
+expect_exit "and apply stores it" 0 "$PAL" apply --config "$PALISADE_TEST_TMP/k11.yaml" "$PALISADE_TEST_TMP/aged.yaml"
+
+# -- the sink's key retention
+SINK=$PALISADE_BIN/palisade-sink
+expect_exit "the sink schema" 0 "$SINK" --migrate-only --pg "$PALISADE_PG"
+expect_exit "the sink refuses a key retention below its floor" 64 "$SINK" --listen 127.0.0.1:0 --pg "$PALISADE_PG" --key-retention 1h
+expect_match "and says why" "key-retention \"1h\": expected a duration of at least 1d" "$OUT"
+expect_exit "--help lists the option" 0 "$SINK" --help
+expect_match "with its default" "--key-retention DUR .*default 7d" "$(echo "$OUT" | tr -s ' \n' ' ')"
+key() { # key NAME FENCE_AGE EFFECT_AGE(or -) LEDGER_ROWS
+	sql "insert into sink_fences (resource, fence, updated_at) values ('$1', 5, now() - interval '$2')" >/dev/null
+	[ "$3" = - ] && return
+	sql "insert into sink_effects (idempotency_key, fence, payload_digest, status, applied_at, updated_at)
+	     values ('$1', 5, 'd', 201, now() - interval '$3', now() - interval '$3')" >/dev/null
+	for c in $(seq 1 "$4"); do sql "insert into sink_ledger (idempotency_key, chunk, fence, applied_at) values ('$1', $c, 5, now() - interval '$3')" >/dev/null; done
+}
+key old-a "10 days" "10 days" 2
+key old-b "9 days" "9 days" 1
+key old-fence-only "8 days" - 0
+key stale-lately "1 hour" "10 days" 1   # its effect is old, but a request came an hour ago
+key new-c "12 hours" "12 hours" 1
+key edge "6 days 23 hours" "6 days 23 hours" 1
+expect_exit "one pass with 7 days, slices of one key" 0 "$SINK" --retention-once --key-retention 7d --retention-slice 1 --pg "$PALISADE_PG"
+expect_match "forgets the three keys older than 7 days" "retention: 3 keys forgotten \(2 effects, 3 ledger rows\)" "$OUT"
+expect_eq "what is left: the key whose fence is newer, the young ones" "edge,new-c,stale-lately" \
+	"$(sql "select string_agg(resource, ',' order by resource) from sink_fences")"
+expect_eq "their effects" "edge,new-c,stale-lately" "$(sql "select string_agg(idempotency_key, ',' order by idempotency_key) from sink_effects")"
+expect_eq "their ledger rows" "edge,new-c,stale-lately" "$(sql "select string_agg(idempotency_key, ',' order by idempotency_key) from sink_ledger")"
+expect_exit "--key-retention 0 keeps every key" 0 "$SINK" --retention-once --key-retention 0 --pg "$PALISADE_PG"
+expect_eq "all three still there" "3" "$(sql "select count(*) from sink_fences")"
+# the periodic pass of a running sink, and a key forgotten is a new key
+start_sink --pg "$PALISADE_PG" --key-retention 1d --retention-interval 1s
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Idempotency-Key: live-k' -H 'Palisade-Fencing-Token: 7' "http://$SINK_ADDR/effects/x")
+expect_eq "an effect applied" "201" "$code"
+sql "update sink_fences set updated_at = now() - interval '2 days' where resource = 'live-k'; update sink_effects set updated_at = now() - interval '2 days' where idempotency_key = 'live-k'" >/dev/null
+wait_until "the running sink forgets it within a pass" 10 bash -c "[ \"\$(psql \"\$PALISADE_PG\" -XAtqc \"select count(*) from sink_ledger where idempotency_key = 'live-k'\")\" = 0 ]"
+expect_match "and counts it" 'palisade_sink_retention_deleted_total\{table="sink_fences"\} [1-9]' "$(curl -s "http://$SINK_ADMIN/metrics")"
+expect_match "and publishes its retention" 'palisade_sink_key_retention_seconds 86400' "$(curl -s "http://$SINK_ADMIN/metrics")"
+expect_eq "keys younger than a day stay, and the one whose fence is newer" "new-c,stale-lately" "$(sql "select string_agg(resource, ',' order by resource) from sink_fences")"
+stop_sink
 finish
