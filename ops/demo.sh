@@ -49,6 +49,9 @@ step "three nodes: n1 n2 n3 (admin on 127.0.0.1:9464-9466, logs in $LOGS/)"
 # The example jobs reference these secrets; a real deployment sets them in
 # the node's environment (they are never stored resolved).
 export SUMMARY_TOKEN=demo-summary-token INVENTORY_TOKEN=demo-inventory-token
+# The nodes' admin token (admin.token_env's default variable): writes to the
+# admin endpoint (drain) need it; the CLI sends it from the same variable.
+export PALISADE_ADMIN_TOKEN=${PALISADE_ADMIN_TOKEN:-demo-admin-token}
 for i in 1 2 3; do
 	"$PAL" node --config config/palisade.yaml --node-id "n$i" --admin "127.0.0.1:946$((3 + i))" \
 		>"$LOGS/n$i.log" 2>&1 &
@@ -71,7 +74,7 @@ show() {
 		"$(curl -s --noproxy "*" http://127.0.0.1:8090/admin/stats | python3 -c 'import json,sys; s=json.load(sys.stdin); print(s["replayed"], "replayed,", s["stale"], "stale tokens refused")' 2>/dev/null)"
 	psql "$PALISADE_PG" -XAtqc "select '  ' || idempotency_key || '  fence ' || fence || '  ' || to_char(applied_at, 'HH24:MI:SS') from sink_effects order by applied_at desc limit 5"
 	echo
-	echo "try: $PAL drain --node n2    $PAL pause --job demo.heartbeat --reason demo    open http://127.0.0.1:9464/"
+	echo "try: PALISADE_ADMIN_TOKEN=$PALISADE_ADMIN_TOKEN $PAL drain --node n2    $PAL pause --job demo.heartbeat --reason demo    open http://127.0.0.1:9464/"
 }
 
 start=$SECONDS
