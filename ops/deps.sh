@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ops/deps.sh [--bench | --chaos | --check] - install the Debian packages palisade
 # needs, when missing; --bench adds the load tools of `make bench` (wrk),
-# --chaos Patroni and kazoo for the PostgreSQL failover drills of `make chaos`.
+# --chaos Patroni and kazoo for the PostgreSQL failover drills of `make chaos`,
+#         iptables for the zk-cutoff drill.
 # --check installs nothing: it names the missing packages of the build
 # (plain `make`) and the one command that installs them, and fails.
 #
@@ -36,7 +37,7 @@ BUILD_PACKAGES=(
 	libsystemd-dev libcmocka-dev
 )
 [ "${1:-}" = --bench ] && PACKAGES+=(wrk)   # make bench: the HTTP ceiling
-[ "${1:-}" = --chaos ] && PACKAGES+=(patroni python3-kazoo) # make chaos: PostgreSQL failover drills
+[ "${1:-}" = --chaos ] && PACKAGES+=(patroni python3-kazoo iptables) # make chaos: PostgreSQL failover drills, zk-cutoff
 [ "${1:-}" = --check ] && PACKAGES=("${BUILD_PACKAGES[@]}")
 
 missing=()

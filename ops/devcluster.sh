@@ -285,7 +285,8 @@ ens_connect() { ens_ports | awk '{ printf "%s127.0.0.1:%s", (NR > 1 ? "," : ""),
 # Three members, each a Patroni process (which runs its PostgreSQL) with its
 # own data directory, PostgreSQL port and REST port, using this state's
 # ZooKeeper (start it first: `up --zk 3`, or the default standalone server)
-# as its DCS, synchronous replication (synchronous_mode), pg_rewind on.
+# as its DCS, synchronous replication (synchronous_mode; off for --pg
+# ha-async), pg_rewind on.
 # Member I lives in PGHA/mI (PGHA: STATE/pgha, or /var/tmp/palisade-pgha.<hash>
 # when run as root and the postgres user cannot reach STATE); STATE/pgha.ports
 # holds "I pgport restport".  Patroni runs as the postgres user when root.
