@@ -20,6 +20,11 @@
  *   3. otherwise insert (or advance) the effect row and append one
  *      sink_ledger row per applied chunk, hold --delay-ms, COMMIT.
  *
+ * A group (group.c) runs the same steps for each of its requests inside
+ * one call of sink_apply_group() (sql/sink/002_group.sql), each request in
+ * a subtransaction of its own, then one COMMIT: pal__sink_effect_group().
+ * The refusals' answers are built by the same helpers on both paths.
+ *
  * Every statement is prepared once per connection (sink_conn.prepared).
  * A pooled connection PostgreSQL dropped while idle (a server restart) is
  * reset and the request goes on, but only when its first statement failed,

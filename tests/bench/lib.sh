@@ -121,7 +121,8 @@ node_up() {
 	return 1
 }
 
-# start_sink ID [--port P] [sink args...]
+# start_sink ID [--port P] [sink args...]; BENCH_SINK_ARGS (e.g. "--group-max 1",
+# to A/B group commit) go to every sink, before ARGS (which win)
 start_sink() {
 	local id=$1 port admin try
 	shift
@@ -132,7 +133,9 @@ start_sink() {
 		SINK_ADDR[$id]=127.0.0.1:$port
 		SINK_ADMIN[$id]=127.0.0.1:$admin
 		mkdir -p "$B_STATE/logs"
-		"$BIN/palisade-sink" --listen "${SINK_ADDR[$id]}" --admin "${SINK_ADMIN[$id]}" "$@" \
+		# shellcheck disable=SC2086 # BENCH_SINK_ARGS is a list of words
+		"$BIN/palisade-sink" --listen "${SINK_ADDR[$id]}" --admin "${SINK_ADMIN[$id]}" \
+			${BENCH_SINK_ARGS:-} "$@" \
 			>>"$B_STATE/logs/sink-$id.log" 2>&1 &
 		SINK_PID[$id]=$!
 		B_LIVE[$!]=1
