@@ -198,6 +198,18 @@ SAMPLES=$NODE_DIR/samples.tsv
 ) &
 SAMPLER=$!
 
+# wait_wall DESC SECONDS CMD...: like wait_until, by the wall clock (a
+# poll of a loaded database can take longer than its 0.1 s sleep)
+wait_wall() {
+	local desc=$1 secs=$2 t0=$SECONDS
+	shift 2
+	while [ $((SECONDS - t0)) -lt "$secs" ]; do
+		if "$@" >/dev/null 2>&1; then pass "$desc (after ~$((SECONDS - t0)) s)"; return 0; fi
+		sleep 1
+	done
+	fail "$desc (not within ${secs} s)"
+	return 1
+}
 # ---- the nemesis ----------------------------------------------------------------------
 SCHED=$NODE_DIR/schedule.txt
 python3 chaos/random/schedule.py --seed "$SEED" --seconds "$SECONDS_RUN" >"$SCHED"
@@ -221,7 +233,8 @@ do_start() { # KIND TARGET DURATION
 	zk-quorum) for s in ${tg//,/ }; do dc zk-kill "$s" >/dev/null 2>&1; done ;;
 	clock-jump) echo "$tg" >"$CLOCK" ;;
 	rolling-restart)
-		bash ops/rolling-upgrade.sh --palisade "$PAL" --timeout 90 \
+		wait_wall "every shard led before the rolling restart" 60 all_shards_led
+		bash ops/rolling-upgrade.sh --config "$CLUSTER_CONF" --palisade "$PAL" --timeout 90 \
 			--restart "bash $NODE_DIR/launch.sh {node}" n1 n2 n3 n4 >"$NODE_DIR/roll.out" 2>&1 &
 		ROLL_PID=$! ;;
 	op-pause) "$PAL" pause $(gate_args "$tg") --reason "random drill" >/dev/null 2>&1 && PAUSED_GATES[$tg]=1 ;;
@@ -245,7 +258,8 @@ do_heal() { # KIND TARGET
 		wait "$ROLL_PID"
 		ROLL_RC=$?
 		ROLL_PID=
-		echo "    rolling restart: exit $ROLL_RC; $(grep -c 'restarted' "$NODE_DIR/roll.out") lines 'restarted'; last: $(tail -1 "$NODE_DIR/roll.out")" ;;
+		echo "    rolling restart: exit $ROLL_RC; last line: $(tail -1 "$NODE_DIR/roll.out")"
+		expect_eq "the rolling restart of n1..n4 completed (ops/rolling-upgrade.sh exit)" 0 "$ROLL_RC" ;;
 	op-pause) "$PAL" resume $(gate_args "$tg") --reason "random drill" >/dev/null 2>&1 && unset "PAUSED_GATES[$tg]" ;;
 	sink-slow | sink-errors) sink_faults "$SINK_BASE" ;;
 	esac
@@ -275,18 +289,6 @@ for g in "${!PAUSED_GATES[@]}"; do "$PAL" resume $(gate_args "$g") --reason "ran
 sink_faults "$SINK_BASE"
 T1=$(now_rfc3339)
 FIG[run_s]=$(( ($(date +%s%3N) - start_ms) / 1000 ))
-# wait_wall DESC SECONDS CMD...: like wait_until, by the wall clock (a
-# poll of a loaded database can take longer than its 0.1 s sleep)
-wait_wall() {
-	local desc=$1 secs=$2 t0=$SECONDS
-	shift 2
-	while [ $((SECONDS - t0)) -lt "$secs" ]; do
-		if "$@" >/dev/null 2>&1; then pass "$desc (after ~$((SECONDS - t0)) s)"; return 0; fi
-		sleep 1
-	done
-	fail "$desc (not within ${secs} s)"
-	return 1
-}
 wait_wall "every shard led after the heal" 90 all_shards_led
 drained() { [ "$(sql "select count(*) from triggers where scheduled_at <= '$T1' and state not in ('succeeded', 'failed', 'cancelled', 'skipped', 'manual')")" = 0 ]; }
 t_heal=$(date +%s%3N)
