@@ -231,8 +231,8 @@ BIN_SCHEMA=$NEW_SCHEMA
 t=$(date +%s%3N)
 sql "insert into schema_migrations (version, name, compatible_from) values (9999, '9999_future_contract', 9999)"
 gone() { for n in r1 r2 r3; do kill -0 "${NODE_PID[$n]}" 2>/dev/null && return 1; done; return 0; }
-wait_until "every running node resigns under a future contract step (drains and exits)" 40 gone
-echo "    figure: all three resigned $(($(date +%s%3N) - t)) ms after the contract step was recorded (re-check every 10 s)"
+wait_until "every running node resigns under a future contract step (drains and exits)" 40 gone &&
+	echo "    figure: all three resigned $(($(date +%s%3N) - t)) ms after the contract step was recorded (re-check every 10 s)"
 for n in r1 r2 r3; do
 	check "$n logged node.schema_refused and exited 70 after its drain" \
 		grep -q '"event":"node.stopped","exit":70' "$NODE_DIR/$n.log"
