@@ -10,8 +10,8 @@
 # own network namespace behind a veth link (PostgreSQL and the ZooKeeper
 # servers through forwarders on the link's host side), n4 under libfaketime
 # with its wall clock read from a file (jumps at run time; monotonic time is
-# left alone, as an NTP step would) - ZooKeeper session 4 s, lease 15 s
-# (claims of 64, at most 256 calls in flight per node), 8 shards, and the reference sink on the link's host side, dropping 5% of
+# left alone, as an NTP step would) - ZooKeeper session 4 s, lease 30 s
+# (the default; claims of 64, at most 256 calls in flight per node), 8 shards, and the reference sink on the link's host side, dropping 5% of
 # answers after commit, failing 2% with 503 and holding each transaction
 # 20 ms.  The workload: RANDOM_JOBS jobs in 4 tenants and 3 groups, a
 # tenth with 3 partitions, a tenth chunked (3 chunks with checkpoints, every
@@ -32,6 +32,7 @@ source chaos/lib.sh
 guarantee "G1 + G2 + G3 + G5 + G6 under a random schedule of combined faults (kill -9, SIGSTOP within and past session and lease, network cut-off, ZooKeeper server and quorum loss, clock jumps, rolling restarts, operator pause/resume/cancel, a slow and failing sink): nothing missing, planned twice or applied twice, no stale write accepted, nothing stuck, watermarks and epochs monotonic"
 declare -A FIG
 
+WALL0=$SECONDS
 MINUTES=${RANDOM_MINUTES:-3}
 SEED=${RANDOM_SEED:-$(( (RANDOM << 15) | RANDOM ))}
 NJOBS=${RANDOM_JOBS:-100}
@@ -127,7 +128,7 @@ SINK_BASE='{"delay_ms": 20, "error_rate": 0.02, "drop_after_commit_rate": 0.05}'
 SINK_PID=$!
 wait_until "sink up on $SINK_ADDR" 10 curl -sf "http://$SINK_ADMIN/healthz"
 SHARDS=8
-ZK_SESSION=4s SHARDS=8 write_conf "$CLUSTER_CONF" "executor: {lease: 15s, heartbeat: 3s, batch: 64, max_inflight: 256}"
+ZK_SESSION=4s SHARDS=8 write_conf "$CLUSTER_CONF" "executor: {lease: 30s, heartbeat: 5s, batch: 64, max_inflight: 256}"
 sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
 python3 - "$NJOBS" "$SINK_ADDR" >"$NODE_DIR/jobs.yaml" <<'PY'
 import sys
@@ -218,6 +219,7 @@ echo "    schedule: seed $SEED, ${FIG[faults]} faults: $(awk '$2 == "start" { pr
 T0=$(rfc3339_ago -2)
 sleep 2
 start_ms=$(date +%s%3N)
+FIG[setup_s]=$((SECONDS - WALL0))
 declare -A PAUSED_GATES
 ROLL_RC=
 nem() { echo "    nemesis: +$(( ($(date +%s%3N) - start_ms) / 1000 ))s $*"; }
@@ -235,7 +237,7 @@ do_start() { # KIND TARGET DURATION
 	rolling-restart)
 		wait_wall "every shard led before the rolling restart" 60 all_shards_led
 		bash ops/rolling-upgrade.sh --config "$CLUSTER_CONF" --palisade "$PAL" --timeout 90 \
-			--restart "bash $NODE_DIR/launch.sh {node}" n1 n2 n3 n4 >"$NODE_DIR/roll.out" 2>&1 &
+			--restart "bash $NODE_DIR/launch.sh {node}" ${tg//,/ } >"$NODE_DIR/roll.out" 2>&1 &
 		ROLL_PID=$! ;;
 	op-pause) "$PAL" pause $(gate_args "$tg") --reason "random drill" >/dev/null 2>&1 && PAUSED_GATES[$tg]=1 ;;
 	op-cancel) "$PAL" cancel --job "$(job_of "$tg")" --reason "random drill" >/dev/null 2>&1 ;;
@@ -259,7 +261,7 @@ do_heal() { # KIND TARGET
 		ROLL_RC=$?
 		ROLL_PID=
 		echo "    rolling restart: exit $ROLL_RC; last line: $(tail -1 "$NODE_DIR/roll.out")"
-		expect_eq "the rolling restart of n1..n4 completed (ops/rolling-upgrade.sh exit)" 0 "$ROLL_RC" ;;
+		expect_eq "the rolling restart of $tg completed (ops/rolling-upgrade.sh exit)" 0 "$ROLL_RC" ;;
 	op-pause) "$PAL" resume $(gate_args "$tg") --reason "random drill" >/dev/null 2>&1 && unset "PAUSED_GATES[$tg]" ;;
 	sink-slow | sink-errors) sink_faults "$SINK_BASE" ;;
 	esac
@@ -301,8 +303,9 @@ for n in n1 n2 n3 n4; do check "node $n runs at the end" nalive "$n"; done
 RES=$NODE_DIR/check.json
 "$CHECK_PY" chaos/check_random.py --from "$T0" --to "$T1" --samples "$SAMPLES" --json "$RES" | sed 's/^/    /'
 crc=${PIPESTATUS[0]}
+FIG[wall_s]=$((SECONDS - WALL0))
 expect_eq "check_random.py: every invariant holds (exit)" 0 "$crc"
-echo "    figure: seed $SEED, ${FIG[faults]} faults in ${FIG[run_s]} s, drained in ${FIG[drain_ms]} ms; $(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(', '.join('%s %s' % (k, r[k]) for k in ('triggers','expected','missing','unexpected','planned_twice','misfired','effects_doubled','effects_lost','stale_accepted','stuck','failed','manual','watermark_regressions','epoch_regressions')))" "$RES" 2>/dev/null)"
+echo "    figure: seed $SEED, ${FIG[faults]} faults in ${FIG[run_s]} s, drained in ${FIG[drain_ms]} ms, setup ${FIG[setup_s]} s, wall ${FIG[wall_s]} s; $(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(', '.join('%s %s' % (k, r[k]) for k in ('triggers','expected','missing','unexpected','planned_twice','misfired','effects_doubled','effects_lost','stale_accepted','stuck','failed','manual','watermark_regressions','epoch_regressions')))" "$RES" 2>/dev/null)"
 [ "$T_FAILS" -gt 0 ] && echo "    replay: $REPLAY   (this run FAILED)"
 sched_json=$(python3 -c "import json,sys; print(json.dumps([l.split() for l in open(sys.argv[1]) if ' start ' in l]))" "$SCHED")
 write_report random "seed=$SEED" "minutes=$MINUTES" "replay=\"$REPLAY\"" "schedule=$sched_json" \

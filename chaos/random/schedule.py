@@ -18,18 +18,18 @@ takes every resource: it starts only when nothing else is active.  Every
 fault heals before N; the drill heals everything again at the end anyway.
 
 The menu (node ids: n1 n2 plain, n3 in its own network namespace, n4 under
-libfaketime; ZooKeeper session 4 s, executor lease 15 s):
-  kill9-short / kill9-long   kill -9 of a node, restarted after 1-3 s / 16-25 s
+libfaketime; ZooKeeper session 4 s, executor lease 30 s):
+  kill9-short / kill9-long   kill -9 of a node, restarted after 1-3 s / 31-40 s
   pause-short / pause-mid / pause-long
                              SIGSTOP of a node for 1-3 s (within the session
-                             and the lease) / 5-10 s (past the session, within
-                             the lease) / 16-25 s (past both)
+                             and the lease) / 5-20 s (past the session, within
+                             the lease) / 31-40 s (past both)
   partition                  n3's veth link down for 5-20 s
   zk-kill                    kill -9 of one ZooKeeper server for 5-20 s
   zk-quorum                  kill -9 of two of the three servers for 5-20 s
   clock-jump                 n4's wall clock jumps (+30s, -90s, +10m, -10m,
                              +1h) for 10-30 s, then back
-  rolling-restart            ops/rolling-upgrade.sh over n1..n4
+  rolling-restart            ops/rolling-upgrade.sh over two of the nodes
   op-pause                   palisade pause of a tenant or group for 5-15 s,
                              then palisade resume
   op-cancel                  palisade cancel --job of one job (instant)
@@ -52,15 +52,15 @@ def menu(pg_ha):
     # kind -> (weight, targets, resources-of-target, duration range)
     m = {
         "kill9-short": (3, NODES, lambda t: ["node:" + t], (1, 3)),
-        "kill9-long": (3, NODES, lambda t: ["node:" + t], (16, 25)),
+        "kill9-long": (3, NODES, lambda t: ["node:" + t], (31, 40)),
         "pause-short": (3, NODES, lambda t: ["node:" + t], (1, 3)),
-        "pause-mid": (2, NODES, lambda t: ["node:" + t], (5, 10)),
-        "pause-long": (3, NODES, lambda t: ["node:" + t], (16, 25)),
+        "pause-mid": (2, NODES, lambda t: ["node:" + t], (5, 20)),
+        "pause-long": (3, NODES, lambda t: ["node:" + t], (31, 40)),
         "partition": (3, ["n3"], lambda t: ["node:n3", "net:n3"], (5, 20)),
         "zk-kill": (2, ZK, lambda t: ["zk:" + t], (5, 20)),
         "zk-quorum": (2, ["1,2", "1,3", "2,3"], lambda t: ["zk:" + s for s in t.split(",")], (5, 20)),
         "clock-jump": (2, JUMPS, lambda t: ["clock:n4"], (10, 30)),
-        "rolling-restart": (1, ["all"], None, (60, 60)),
+        "rolling-restart": (1, ["n1,n2", "n1,n3", "n2,n4", "n3,n4"], None, (40, 40)),
         "op-pause": (2, GATES, lambda t: ["gate:" + t], (5, 15)),
         "op-cancel": (1, ["job"], lambda t: [], (0, 0)),
         "sink-slow": (2, ["sink"], lambda t: ["sink"], (3, 8)),
