@@ -5,9 +5,9 @@
  *
  * Threading: the effects listener runs one thread per HTTP connection
  * (keep-alive connections keep their thread), because a request blocks for
- * the length of its PostgreSQL transaction, an injected delay or a pause;
- * the PostgreSQL connections come from the pool (pool.c), which bounds the
- * transactions running at once.  The admin listener serves every
+ * the length of its PostgreSQL transaction (or its group's, group.c), an
+ * injected delay or a pause; the PostgreSQL connections come from the pool
+ * (pool.c), which bounds the transactions running at once.  The admin listener serves every
  * connection from one internal thread: its requests never block.
  *
  * Request life cycle: MHD calls on_uri() first with the request-target as

@@ -10,6 +10,7 @@
  *             response bodies (unit-tested by tests/unit/test_sink_proto.c)
  *   faults.c  run-time fault settings (delay, error rate, drop, pause)
  *   pool.c    a fixed pool of PostgreSQL connections, one per busy request
+ *             or group
  *   schema.c  the sink's own schema (sql/sink/NNN_name.sql), applied at start-up
  *   effect.c  the apply transaction (one request, or a group under
  *             savepoints), and the status query
