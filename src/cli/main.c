@@ -8,9 +8,7 @@
 #include "palisade/err.h"
 #include "cli_int.h"
 
-#ifndef PALISADE_VERSION
-#define PALISADE_VERSION "0.1.0"
-#endif
+#include "palisade/version.h"
 
 struct command {
 	const char *name;

@@ -38,9 +38,7 @@
 #include "palisade/retention.h"
 #include "palisade/store.h"
 
-#ifndef PALISADE_VERSION
-#define PALISADE_VERSION "0.1.0"
-#endif
+#include "palisade/version.h"
 
 static volatile sig_atomic_t term_signals, hup_signal;
 

@@ -28,9 +28,7 @@
 
 #define DRAIN_MS 5000 /* grace for requests under way at SIGTERM */
 
-#ifndef PALISADE_VERSION
-#define PALISADE_VERSION "0.1.0"
-#endif
+#include "palisade/version.h"
 
 static const char usage_text[] =
     "usage: palisade-sink --listen ADDR [options]\n"
