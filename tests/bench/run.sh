@@ -20,6 +20,9 @@
 #                          lateness lease handoff apply scale burst handoff200k
 #                          soak
 #   BENCH_SESSION=4        ZooKeeper session timeout of every node, seconds
+#   BENCH_SINK_ARGS="..."  extra arguments of every reference sink the run
+#                          starts, e.g. '--group-max 1' to A/B group commit in
+#                          the lateness and burst sections (tests/bench/lib.sh)
 #   BENCH_SCALE_JOBS, BENCH_BIG_JOBS, BENCH_BURST_JOBS, BENCH_APPLY_BUDGET,
 #   BENCH_HANDOFF_RUNS
 #                          override the sizes and budgets chosen below
@@ -847,6 +850,7 @@ ceiling: DB, claim 100 + complete 100, 4 clients|rows/s|null|higher
 ceiling: HTTP no-op POST with protocol headers, 64 connections|req/s|null|higher
 ceiling: combined 1/(1/db + 1/http)|/s|null|higher
 ceiling: reference sink, durable applies, 64 connections|req/s|null|higher
+ceiling: reference sink, durable applies, one transaction per effect (--group-max 1)|req/s|null|higher
 execution, 1 node, no-op sink|triggers/s|10000|higher
 execution, 3 executor nodes on the same database|triggers/s|null|higher
 planning, 1 controller|rows/s|null|higher
