@@ -463,6 +463,17 @@ static void load_claimed(pal_controller *c, const int *shards, size_t n)
 			full[n_full++] = shards[i];
 		}
 	}
+	/* A row serves one successor: consumed at once, so that a successor
+	 * that fails before its own first tick moves the watermark (having
+	 * activated a version the row does not know of, at that watermark)
+	 * leaves no row behind that would still look current. */
+	if (n_part && pal_store_handoff_clear(c->st, part, n_part, err, sizeof err)) {
+		g_ptr_array_free(ids, TRUE);
+		for (size_t i = 0; i < n; i++)
+			g_strfreev(hids[i]);
+		db_failed(c, "clear handoff", err);
+		return;
+	}
 	load_stats ls = { 0 };
 	load_ctx lc = { .c = c, .st = &ls };
 	size_t seen = 0;
@@ -508,10 +519,9 @@ static void load_claimed(pal_controller *c, const int *shards, size_t n)
 /*
  * The rest of the shards acquired from a handoff row (load_claimed): every
  * job of them in one streamed statement (the ones already loaded are
- * compared and kept), then their ticks are no longer capped and the rows
- * are deleted.  Runs right after the first ticks of the pass that claimed
- * them, on the controller thread (the other shards' ticks wait for it, as
- * for a full reload).
+ * compared and kept), then their ticks are no longer capped.  Runs right
+ * after the first ticks of the pass that claimed them, on the controller
+ * thread (the other shards' ticks wait for it, as for a full reload).
  */
 static void load_handoff_rest(pal_controller *c)
 {
@@ -551,11 +561,8 @@ static void load_handoff_rest(pal_controller *c)
 			(json_int_t)pal_planner_jobs(l->planner), "load_ms",
 			(json_int_t)(pal_mono_ms() - t0), "loaded_with", (int)n);
 	}
-	if (rc)
-		return;
-	quarantine_after_load(c, shards, n);
-	if (c->st && pal_store_handoff_clear(c->st, shards, n, err, sizeof err))
-		db_failed(c, "clear handoff", err);
+	if (!rc)
+		quarantine_after_load(c, shards, n);
 }
 
 /*

@@ -68,7 +68,7 @@ for s in ${victim_shards//,/ }; do
 	expect_match "shard $s: then all $all jobs" "\"jobs\":$all," \
 		"$(echo "$after" | grep '"event":"controller.shard_loaded"' | grep "\"shard\":$s,")"
 done
-expect_eq "the rows are deleted once the rest is loaded" 0 \
+expect_eq "the successor deleted the rows it used" 0 \
 	"$(sql "select count(*) from shard_handoffs where shard_id in ($victim_shards)")"
 
 # Past the later jobs' instant (and planned well before it).
