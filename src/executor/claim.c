@@ -168,16 +168,33 @@ static void begin_call(pal_executor *ex, pal_claimed *c, int64_t sent)
 	k->unknown = k->c.unknown || k->c.prev_state == PAL_TS_UNKNOWN ||
 		     k->c.prev_state == PAL_TS_RUNNING;
 	char err[512] = "";
-	k->spec = ex->st ? pal__spec_get(&ex->specs, ex->st, k->c.job_id, k->c.version, err,
-					 sizeof err)
-			 : NULL;
-	if (!ex->st)
+	bool transient = true;
+	if (ex->spec_read_faults > 0) {
+		ex->spec_read_faults--;
+		snprintf(err, sizeof err, "fault injection: PALISADE_FAULT_SPEC_READ");
+	} else if (ex->st) {
+		k->spec = pal__spec_get(&ex->specs, ex->st, k->c.job_id, k->c.version, err, sizeof err,
+					&transient);
+	} else {
 		snprintf(err, sizeof err, "no database connection to read the job version");
+	}
 	k->next = ex->calls;
 	ex->calls = k;
 	ex->inflight++;
 	pal__leases_add(&ex->leases, k->c.id, k->c.fence, sent);
 	atomic_fetch_add(&ex->claimed, 1);
+	if (!k->spec && transient) {
+		/* The version could not be read (a connection lost, a query
+		 * that failed): nothing is wrong with the trigger.  It is given
+		 * back, ready again in a second; if the database is gone, the
+		 * lease expires and another claim takes it. */
+		pal_log(PAL_LOG_WARN, "executor.spec_unavailable", "{s:s, s:i, s:s}", "job",
+			k->c.job_id, "version", k->c.version, "error", err);
+		pal__minc(ex, "palisade_executor_spec_unavailable_total", NULL, 1);
+		pal__queue_result(ex, k, PAL_TS_PENDING, "spec_unavailable", 0, pal__db_ms(ex) + 1000,
+				  NULL);
+		return;
+	}
 	if (!k->spec) {
 		pal_log(PAL_LOG_ERROR, "executor.spec_missing", "{s:s, s:i, s:s}", "job", k->c.job_id,
 			"version", k->c.version, "error", err);

@@ -64,6 +64,9 @@ static void declare_metrics(pal_metrics *m)
 			   "triggers sent to manual because their budget ran out with the outcome unknown");
 	pal_metric_declare(m, "palisade_executor_render_skips_total", PAL_METRIC_COUNTER,
 			   "triggers handed back because a secret of the request is missing on this node");
+	pal_metric_declare(m, "palisade_executor_spec_unavailable_total", PAL_METRIC_COUNTER,
+			   "triggers handed back because their job version could not be read "
+			   "(database error), not failed");
 	pal_metric_declare(m, "palisade_executor_results_total", PAL_METRIC_COUNTER,
 			   "results committed, by final state");
 	pal_metric_declare(m, "palisade_executor_stale_rejections_total", PAL_METRIC_COUNTER,
@@ -122,6 +125,7 @@ static void declare_metrics(pal_metrics *m)
 		{ "palisade_executor_idempotent_replays_total", NULL },
 		{ "palisade_executor_unknown_tickets_total", NULL },
 		{ "palisade_executor_render_skips_total", NULL },
+		{ "palisade_executor_spec_unavailable_total", NULL },
 	};
 	for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++)
 		pal_metric_inc(m, zero[i][0], zero[i][1], 0);
@@ -589,6 +593,13 @@ int pal_executor_start(const pal_executor_config *cfg, pal_metrics *m, pal_execu
 	if (ex->ignore_lease_loss)
 		pal_log(PAL_LOG_WARN, "executor.fault_injection", "{s:s}", "fault",
 			"ignore lost leases and monotonic lease deadlines");
+	/* Test-only: the first N job-version reads fail as a lost connection
+	 * would (tests/integration/test_executor_spec_transient.sh). */
+	const char *sf = getenv("PALISADE_FAULT_SPEC_READ");
+	ex->spec_read_faults = sf ? atoi(sf) : 0;
+	if (ex->spec_read_faults > 0)
+		pal_log(PAL_LOG_WARN, "executor.fault_injection", "{s:s, s:i}", "fault",
+			"fail job-version reads", "count", ex->spec_read_faults);
 	if (ex->cfg.lease_ms <= 0)
 		ex->cfg.lease_ms = 30000;
 	if (ex->cfg.heartbeat_ms <= 0)

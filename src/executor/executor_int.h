@@ -30,8 +30,13 @@ typedef struct spec_cache {
 void pal__spec_cache_init(spec_cache *c);
 void pal__spec_cache_free(spec_cache *c);
 /* The spec of JOB version V, fetched through ST on a miss; NULL with err. */
+/* The compiled spec of JOB's version V, cached.  NULL on failure, with ERR
+ * and *TRANSIENT: true when the version could not be read (no connection,
+ * a query that failed, out of memory: another attempt may succeed), false
+ * when the version itself is unusable (missing, or a spec that does not
+ * decode). */
 const spec_entry *pal__spec_get(spec_cache *c, pal_store *st, const char *job, int v, char *err,
-				size_t errlen);
+				size_t errlen, bool *transient);
 
 /* ---- the executor and its calls ---------------------------------------------
  *
@@ -165,6 +170,8 @@ struct pal_executor {
 	/* a pending limits change (reload), under mu */
 	bool limits_changed;
 	bool ignore_lease_loss; /* drill only: PALISADE_FAULT_IGNORE_LEASE_LOSS=1 */
+	int spec_read_faults;   /* test only: PALISADE_FAULT_SPEC_READ=N fails the first N
+				   job-version reads as the database would (transient) */
 	int64_t db_offset_ms;    /* database clock - CLOCK_REALTIME */
 	int64_t db_offset_at_ms; /* CLOCK_MONOTONIC of that measurement, 0 = never */
 	int new_batch, new_max_inflight, new_renew_failures;

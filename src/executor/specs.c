@@ -30,8 +30,9 @@ void pal__spec_cache_free(spec_cache *c)
 }
 
 const spec_entry *pal__spec_get(spec_cache *c, pal_store *st, const char *job, int v, char *err,
-				size_t errlen)
+				size_t errlen, bool *transient)
 {
+	*transient = true;
 	char key[192];
 	snprintf(key, sizeof key, "%s#%d", job, v);
 	spec_entry *e = g_hash_table_lookup(c->map, key);
@@ -42,14 +43,19 @@ const spec_entry *pal__spec_get(spec_cache *c, pal_store *st, const char *job, i
 		return NULL;
 	}
 	json_t *j;
-	if (pal_store_version_spec(st, job, v, &j, err, errlen))
+	int rc = pal_store_version_spec(st, job, v, &j, err, errlen);
+	if (rc) {
+		*transient = rc != PAL_ENOENT && rc != PAL_EINVAL;
 		return NULL;
+	}
 	e = calloc(1, sizeof *e);
 	if (!e) {
 		json_decref(j);
+		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	int rc = pal_job_spec_from_canonical(j, &e->spec, err, errlen);
+	*transient = false;
+	rc = pal_job_spec_from_canonical(j, &e->spec, err, errlen);
 	json_decref(j);
 	if (rc) {
 		free(e);
