@@ -132,6 +132,9 @@ SHARDS=4 LOOKAHEAD=2s OVERLAP=2s write_conf "$NODE_DIR/token.yaml" "admin: {read
 PALISADE_ADMIN_TOKEN=console-test-token CLUSTER_CONF=$NODE_DIR/token.yaml start_node c4 --roles executor
 A4=${NODE_ADMIN[c4]}
 wait_until "c4 answers with the token" 20 curl -sf -H "Authorization: Bearer console-test-token" "http://$A4/healthz"
+# ready (its schema checked, its database and ZooKeeper sessions up) a moment
+# after it first answers: the view below reads the readiness peers report
+wait_until "c4 is ready" 20 curl -sf -H "Authorization: Bearer console-test-token" "http://$A4/readyz"
 expect_eq "/console without the token is refused" 401 "$(curl -s -o /dev/null -w '%{http_code}' "http://$A4/console")"
 expect_eq "/api/cluster without the token is refused" 401 "$(curl -s -o /dev/null -w '%{http_code}' "http://$A4/api/cluster")"
 tk=$(curl -s -H "Authorization: Bearer console-test-token" "http://$A4/api/cluster?section=nodes")
