@@ -105,7 +105,7 @@ command -v wrk >/dev/null || bash ops/deps.sh --bench >/dev/null 2>&1 || true
 # The same statement shapes as src/store/plan.c (planning insert) and the
 # executor's claim (palisade_claim(), sql/005_parallel_claim.sql: its UPDATE
 # of the locked candidates and INSERT of the attempts) and complete
-# (pal_store_commit_results), on scratch copies of triggers and attempts with
+# (pal_store_commit_results), on scratch copies of triggers and attempts, partitioned like them, with
 # every index, the storage parameters and the G7 state guard
 # (tests/bench/ceiling.sql).
 INS_CEIL= DB_CEIL= HTTP_CEIL= COMB_CEIL=
