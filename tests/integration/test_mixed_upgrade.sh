@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Mixed-version rolling upgrade (chaos/run.sh mixed-version-upgrade,
 # docs/upgrades.md).  A 3-node cluster (controllers + executors) and the
-# reference sink run the PREVIOUS release (built from its git tag in a
-# worktree of its own), under load.  The new tree's migrations are applied
+# reference sink run the PREVIOUS release (built from its source archive,
+# ops/releases/, in a build tree of its own), under load.  The new tree's migrations are applied
 # while every node still runs the old binary, which must keep planning,
 # claiming and committing against them; then each node is rolled to the new
 # binary in turn (ops/rolling-upgrade.sh: drain, wait for the handoff, start
@@ -16,8 +16,9 @@
 # /status and a metric, and running nodes resign (drain, exit 70); the same
 # future step declared expand-style is accepted and the node leads.
 #
-# Environment: PALISADE_OLD_TAG (default v0.1.0), PALISADE_OLD_TREE (the
-# worktree, default /tmp/pal-v010; kept and reused: its bin/ is the cache;
+# Environment: PALISADE_OLD_TAG (default v0.1.0), PALISADE_OLD_ARCHIVE (default
+# ops/releases/palisade-0.1.0.tar.xz), PALISADE_OLD_TREE (the build tree,
+# default /tmp/palisade-0.1.0-build; kept and reused: its bin/ is the cache;
 # PALISADE_OLD_CLEAN=1 removes it at the end), PALISADE_REFUSAL_BIN (the
 # binary whose refusal is checked, default the new one: pointing it at the
 # old one shows the check failing), PALISADE_MIXED_BREAK=claim-result (the
@@ -30,29 +31,35 @@ guarantee "G1 + G2 + G3 + G6 - a roll from the previous release to this tree und
 
 NEW_PAL=$PAL
 OLD_TAG=${PALISADE_OLD_TAG:-v0.1.0}
-OLD_TREE=${PALISADE_OLD_TREE:-/tmp/pal-v010}
+OLD_ARCHIVE=${PALISADE_OLD_ARCHIVE:-ops/releases/palisade-${OLD_TAG#v}.tar.xz}
+OLD_TREE=${PALISADE_OLD_TREE:-/tmp/palisade-${OLD_TAG#v}-build}
 REFUSAL_PAL=${PALISADE_REFUSAL_BIN:-$NEW_PAL}
 
-# ---- the previous release's binaries (cached in the worktree's bin/) -------------
+# ---- the previous release's binaries (cached in the build tree's bin/) ----------
+# Built from the release's source archive (ops/release-archive.sh), not from
+# git: a CI checkout may have no tags or history.  Where the tag is present,
+# the archive is first checked against it.
 build_old() {
-	local want; want=$(git rev-parse "$OLD_TAG^{commit}") || return 1
+	[ -f "$OLD_ARCHIVE" ] || { echo "no release archive $OLD_ARCHIVE"; return 1; }
+	if git rev-parse -q --verify "$OLD_TAG^{commit}" >/dev/null 2>&1; then
+		ops/release-archive.sh --check "$OLD_TAG" || return 1
+	fi
+	local want; want=$(sha256sum "$OLD_ARCHIVE" | cut -d' ' -f1)
 	(
 		flock 9
-		if [ ! -d "$OLD_TREE" ]; then
-			git worktree add --detach "$OLD_TREE" "$OLD_TAG" >/dev/null 2>&1 || exit 1
-		fi
-		[ "$(git -C "$OLD_TREE" rev-parse HEAD)" = "$want" ] || { echo "$OLD_TREE is not at $OLD_TAG"; exit 1; }
 		if [ -x "$OLD_TREE/bin/palisade" ] && [ -x "$OLD_TREE/bin/palisade-sink" ] &&
 			[ "$(cat "$OLD_TREE/bin/.built-from" 2>/dev/null)" = "$want" ]; then
 			exit 0
 		fi
+		rm -rf "$OLD_TREE" && mkdir -p "$OLD_TREE" &&
+			tar -x -C "$OLD_TREE" --strip-components=1 -f "$OLD_ARCHIVE" || exit 1
 		make -C "$OLD_TREE" O=build -j2 bin/palisade bin/palisade-sink >"$OLD_TREE.build.log" 2>&1 ||
 			{ tail -5 "$OLD_TREE.build.log"; exit 1; }
 		echo "$want" >"$OLD_TREE/bin/.built-from"
 	) 9>"$OLD_TREE.lock"
 }
 t=$(date +%s)
-build_old || { fail "the previous release $OLD_TAG builds in $OLD_TREE"; finish; exit 1; }
+build_old || { fail "the previous release $OLD_TAG builds from $OLD_ARCHIVE in $OLD_TREE"; finish; exit 1; }
 echo "    figure: old binaries $OLD_TAG ready in $(($(date +%s) - t)) s (cached after the first run)"
 OLD_PAL=$OLD_TREE/bin/palisade
 
@@ -273,6 +280,6 @@ check "the log names the newer schema (node.schema_newer)" grep -q '"event":"nod
 expect_eq "metric palisade_node_schema_refused back to 0" 0 "$(curl -s --noproxy '*' "http://$A/metrics" | awk '$1 == "palisade_node_schema_refused" {print $2}')"
 sql "delete from schema_migrations where version = 9999"
 if [ "${PALISADE_OLD_CLEAN:-0}" = 1 ]; then
-	git worktree remove --force "$OLD_TREE" && rm -f "$OLD_TREE.lock" "$OLD_TREE.build.log"
+	rm -rf "$OLD_TREE" "$OLD_TREE.lock" "$OLD_TREE.build.log"
 fi
 finish
