@@ -5,9 +5,12 @@
  * chunk in four set-based statements whose arrays are built by the one
  * encoder (pgarray.c):
  *
- *   1. INSERT INTO jobs ... FROM unnest(...) ON CONFLICT DO NOTHING
- *      RETURNING: the new jobs get their row (latest_version 1: version 1
- *      follows in statement 4), held by us until commit;
+ *   1. SELECT job_id FROM jobs WHERE job_id = ANY(ids), then a binary
+ *      COPY into jobs of the rows it did not find, in a savepoint: the new
+ *      jobs get their row (latest_version 1: version 1 follows in
+ *      statement 4), held by us until commit.  When another apply created
+ *      one of them meanwhile, the COPY fails on the key and the chunk goes
+ *      through INSERT ... ON CONFLICT DO NOTHING RETURNING instead;
  *   2. SELECT ... FROM jobs JOIN unnest(ids) ... ORDER BY ord FOR UPDATE OF
  *      jobs: lock the other rows and read their latest_version.  Locks are
  *      taken in the order of the chunk, which is sorted by job id (bytes),
@@ -21,11 +24,10 @@
  *      with the same digest would be created.  A fresh statement takes a
  *      fresh snapshot (READ COMMITTED) that sees every version committed
  *      before our locks;
- *   4. for the changed jobs only: INSERT version n+1, UPDATE jobs (not
- *      for new ones), an
- *      audit_log row each and one NOTIFY palisade_apply per job (payload:
- *      the job id, which the controller loads; delivered on commit), all in
- *      one statement.
+ *   4. for the changed jobs only: UPDATE jobs (not for new ones) and one
+ *      NOTIFY palisade_apply per job (payload: the job id, which the
+ *      controller loads; delivered on commit) in one statement, then an
+ *      audit_log row each and version n+1 by binary COPY.
  *
  * Statement 4 is sent without waiting for its result: the CLI canonicalises
  * the next chunk (and parses the next file) while the server inserts, and
@@ -50,7 +52,8 @@ struct pal_apply {
 	pal_store *st;
 	char *actor, *reason;
 	int nshards;
-	bool pending; /* statement 4 sent, result not read yet */
+	bool pending;	/* statement 4 (or the jobs COPY) sent, result not read yet */
+	bool jobs_copy; /* the pending result is the jobs COPY's (a savepoint open) */
 	/* retiring (pal_store_apply_retire): statement 4 audits job.retire,
 	 * and the jobs' owner and description are left as they are */
 	bool retiring;
@@ -187,100 +190,176 @@ static int query_rows(pal_apply *a, const char *sql, int np, const char *const *
 /* Statements 1 and 2: a row for every job, locked, and its latest_version.
  * A new job's row is inserted with latest_version 1 at once (version 1 is
  * inserted in the same transaction), so statement 4 need not update it.
- * Statement 1 is sent first (lock_jobs_send) and its rows read by
- * lock_jobs(): the CLI canonicalises the chunk in between, while the server
- * inserts (statement 1 needs only ids, tenants, groups and shards). */
-static int lock_jobs_send(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
+ *
+ * Statement 1 is a probe (probe_jobs: which ids have a row; read, not
+ * locked: nothing deletes a jobs row) and a binary COPY of the rows the
+ * probe did not find (jobs_copy_send), inside a savepoint.  The COPY's
+ * result is read by jobs_copy_finish() after the CLI canonicalised the
+ * chunk, so the server inserts meanwhile.  A plain insert costs the server
+ * about half of an INSERT ... ON CONFLICT (no speculative insertion, no
+ * array literals to parse).  Should a concurrent apply have created one of
+ * those jobs since the probe, the COPY fails with a unique violation (after
+ * waiting for that apply, as ON CONFLICT would): we roll back to the
+ * savepoint and insert the chunk's rows with ON CONFLICT DO NOTHING
+ * RETURNING (jobs_upsert), whose rows say which are ours.  Both insert in
+ * the order of the chunk, sorted by job id. */
+#define JOBS_COPY_SQL                                                                              \
+	"COPY jobs (job_id, tenant, resource_group, shard, latest_version, owner, description)"  \
+	" FROM STDIN (FORMAT binary)"
+
+static char *ids_array(const struct item *it, size_t n)
 {
-	pal_pgarr ids, te, gr, sh, ow, de;
+	pal_pgarr ids;
 	pal__pgarr_init(&ids);
+	for (size_t i = 0; i < n; i++)
+		pal__pgarr_text(&ids, it[i].s->id);
+	return pal__pgarr_end(&ids);
+}
+
+/* it[i].fresh = no jobs row for it (yet). */
+static int probe_jobs(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
+{
+	const char *p[] = { ids_array(it, n) };
+	PGresult *r = pal__store_query(a->st, "SELECT job_id FROM jobs WHERE job_id = ANY($1::text[])",
+				       1, p, err, errlen);
+	g_free((char *)p[0]);
+	if (!r)
+		return PAL_EDB;
+	GHashTable *found = g_hash_table_new(g_str_hash, g_str_equal);
+	for (int row = 0; row < PQntuples(r); row++)
+		g_hash_table_add(found, PQgetvalue(r, row, 0));
+	for (size_t i = 0; i < n; i++)
+		it[i].fresh = !g_hash_table_contains(found, it[i].s->id);
+	g_hash_table_destroy(found);
+	PQclear(r);
+	return PAL_OK;
+}
+
+static int jobs_copy_send(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
+{
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++)
+		m += it[i].fresh;
+	if (!m)
+		return PAL_OK;
+	if (pal__store_exec(a->st, "SAVEPOINT apply_jobs", err, errlen))
+		return PAL_EDB;
+	pal_pgcopy cp;
+	pal__pgcopy_init(&cp);
+	for (size_t i = 0; i < n; i++) {
+		const pal_job_spec *s = it[i].s;
+		if (!it[i].fresh)
+			continue;
+		pal__pgcopy_row(&cp, 7);
+		pal__pgcopy_text(&cp, s->id);
+		pal__pgcopy_text(&cp, s->tenant);
+		pal__pgcopy_text(&cp, s->group);
+		pal__pgcopy_i32(&cp, pal_job_shard(s->id, a->nshards));
+		pal__pgcopy_i32(&cp, 1);
+		pal__pgcopy_text(&cp, nz(s->owner));
+		pal__pgcopy_text(&cp, nz(s->description));
+	}
+	int rc = pal__pgcopy_send(a->st, &cp, JOBS_COPY_SQL, false, "storing jobs", err, errlen);
+	if (!rc)
+		a->pending = a->jobs_copy = true;
+	return rc;
+}
+
+/* The ON CONFLICT insert of every job of the chunk; it[i].fresh = its row
+ * was inserted here. */
+static int jobs_upsert(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
+{
+	pal_pgarr te, gr, sh, ow, de;
 	pal__pgarr_init(&te);
 	pal__pgarr_init(&gr);
 	pal__pgarr_init(&sh);
 	pal__pgarr_init(&ow);
 	pal__pgarr_init(&de);
 	for (size_t i = 0; i < n; i++) {
-		pal__pgarr_text(&ids, it[i].s->id);
 		pal__pgarr_text(&te, it[i].s->tenant);
 		pal__pgarr_text(&gr, it[i].s->group);
 		pal__pgarr_i64(&sh, pal_job_shard(it[i].s->id, a->nshards));
 		pal__pgarr_text(&ow, nz(it[i].s->owner));
 		pal__pgarr_text(&de, nz(it[i].s->description));
 	}
-	char *p[] = { pal__pgarr_end(&ids), pal__pgarr_end(&te), pal__pgarr_end(&gr),
+	char *p[] = { ids_array(it, n),	     pal__pgarr_end(&te), pal__pgarr_end(&gr),
 		      pal__pgarr_end(&sh), pal__pgarr_end(&ow), pal__pgarr_end(&de) };
-	int rc = PAL_OK;
-	if (!PQsendQueryParams(a->st->conn,
-			       "INSERT INTO jobs (job_id, tenant, resource_group, shard, latest_version,"
-			       "  owner, description)"
-			       " SELECT u.id, u.te, u.gr, u.sh, 1, u.ow, u.de"
-			       " FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[],"
-			       "  $6::text[]) WITH ORDINALITY AS u(id, te, gr, sh, ow, de, i)"
-			       " ORDER BY u.i ON CONFLICT (job_id) DO NOTHING RETURNING job_id",
-			       6, NULL, (const char *const *)p, NULL, NULL, 0)) {
-		pal__store_errmsg(a->st, NULL, "storing jobs", err, errlen);
-		rc = PAL_EDB;
-	} else {
-		a->pending = true; /* read by lock_jobs(), or dropped by an abort */
-	}
+	PGresult *r = NULL;
+	int rc = query_rows(a,
+			    "INSERT INTO jobs (job_id, tenant, resource_group, shard, latest_version,"
+			    "  owner, description)"
+			    " SELECT u.id, u.te, u.gr, u.sh, 1, u.ow, u.de"
+			    " FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[],"
+			    "  $6::text[]) WITH ORDINALITY AS u(id, te, gr, sh, ow, de, i)"
+			    " ORDER BY u.i ON CONFLICT (job_id) DO NOTHING RETURNING job_id",
+			    6, (const char *const *)p, -1, &r, err, errlen);
 	for (size_t k = 0; k < 6; k++)
 		g_free(p[k]);
-	return rc;
+	if (rc)
+		return rc;
+	GHashTable *fresh = g_hash_table_new(g_str_hash, g_str_equal);
+	for (int row = 0; row < PQntuples(r); row++)
+		g_hash_table_add(fresh, PQgetvalue(r, row, 0));
+	for (size_t i = 0; i < n; i++)
+		it[i].fresh = g_hash_table_contains(fresh, it[i].s->id);
+	g_hash_table_destroy(fresh);
+	PQclear(r);
+	return PAL_OK;
 }
 
-static int lock_jobs(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
+/* Read the jobs COPY's result: release the savepoint, or after a unique
+ * violation roll back to it and upsert the chunk instead. */
+static int jobs_copy_finish(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
 {
-	PGresult *r = NULL, *x;
+	if (!a->jobs_copy)
+		return PAL_OK;
+	a->jobs_copy = a->pending = false;
 	int rc = PAL_OK;
-	a->pending = false;
-	while ((x = PQgetResult(a->st->conn))) {
-		if (rc == PAL_OK && PQresultStatus(x) != PGRES_TUPLES_OK) {
-			pal__store_errmsg(a->st, x, "storing jobs", err, errlen);
+	bool conflict = false;
+	PGresult *r;
+	while ((r = PQgetResult(a->st->conn))) {
+		if (rc == PAL_OK && PQresultStatus(r) != PGRES_COMMAND_OK) {
+			const char *code = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+			conflict = code && !strcmp(code, "23505");
+			if (!conflict)
+				pal__store_errmsg(a->st, r, "storing jobs", err, errlen);
 			rc = PAL_EDB;
 		}
-		if (rc == PAL_OK && !r)
-			r = x;
-		else
-			PQclear(x);
+		PQclear(r);
 	}
-	char *p[] = { NULL, NULL };
-	enum { REST = 0 };
-	size_t old = n;
-	if (!rc && PQntuples(r) > 0) {
-		GHashTable *fresh = g_hash_table_new(g_str_hash, g_str_equal);
-		for (int row = 0; row < PQntuples(r); row++)
-			g_hash_table_add(fresh, PQgetvalue(r, row, 0));
-		pal_pgarr rest;
-		pal__pgarr_init(&rest);
-		old = 0;
-		for (size_t i = 0; i < n; i++) {
-			it[i].fresh = g_hash_table_contains(fresh, it[i].s->id);
-			if (!it[i].fresh) {
-				pal__pgarr_text(&rest, it[i].s->id);
-				old++;
-			}
+	if (!rc)
+		return pal__store_exec(a->st, "RELEASE SAVEPOINT apply_jobs", err, errlen) ? PAL_EDB
+										     : PAL_OK;
+	if (!conflict)
+		return rc;
+	if (pal__store_exec(a->st, "ROLLBACK TO SAVEPOINT apply_jobs", err, errlen) ||
+	    pal__store_exec(a->st, "RELEASE SAVEPOINT apply_jobs", err, errlen))
+		return PAL_EDB;
+	return jobs_upsert(a, it, n, err, errlen);
+}
+
+/* Statement 2: lock the jobs that existed (in chunk order) and read their
+ * latest version and metadata (compared here: no statement of its own for
+ * what rarely changes). */
+static int lock_jobs(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
+{
+	pal_pgarr rest;
+	size_t old = 0;
+	pal__pgarr_init(&rest);
+	for (size_t i = 0; i < n; i++)
+		if (!it[i].fresh) {
+			pal__pgarr_text(&rest, it[i].s->id);
+			old++;
 		}
-		g_hash_table_destroy(fresh);
-		p[REST] = pal__pgarr_end(&rest);
-	}
-	PQclear(r);
-	r = NULL;
-	if (!rc && old && !p[REST]) { /* every job existed */
-		pal_pgarr all;
-		pal__pgarr_init(&all);
-		for (size_t i = 0; i < n; i++)
-			pal__pgarr_text(&all, it[i].s->id);
-		p[REST] = pal__pgarr_end(&all);
-	}
-	/* The jobs that existed: lock them (in chunk order) and read their
-	 * latest version and metadata (compared here: no statement of its own
-	 * for what rarely changes). */
-	if (!rc && old)
+	char *p = pal__pgarr_end(&rest);
+	PGresult *r = NULL;
+	int rc = PAL_OK;
+	if (old)
 		rc = query_rows(a,
 				"SELECT j.latest_version, j.owner, j.description"
 				" FROM unnest($1::text[]) WITH ORDINALITY AS u(id, i)"
 				" JOIN jobs j ON j.job_id = u.id ORDER BY u.i FOR UPDATE OF j",
-				1, (const char *const *)&p[REST], (int)old, &r, err, errlen);
+				1, (const char *const *)&p, (int)old, &r, err, errlen);
 	for (size_t i = 0, row = 0; !rc && old && i < n; i++)
 		if (!it[i].fresh) {
 			it[i].latest = atoi(PQgetvalue(r, (int)row, 0));
@@ -290,7 +369,7 @@ static int lock_jobs(pal_apply *a, struct item *it, size_t n, char *err, size_t 
 			row++;
 		}
 	PQclear(r);
-	g_free(p[REST]);
+	g_free(p);
 	return rc;
 }
 
@@ -512,13 +591,17 @@ static int apply_chunk(pal_apply *a, struct item *it, size_t n, char *err, size_
 	qsort(it, n, sizeof *it, cmp_item);
 	int rc = collect(a, err, errlen);
 	if (!rc)
-		rc = lock_jobs_send(a, it, n, err, errlen);
+		rc = probe_jobs(a, it, n, err, errlen);
+	if (!rc)
+		rc = jobs_copy_send(a, it, n, err, errlen);
 	for (size_t i = 0; !rc && i < n; i++) {
 		rc = pal_job_spec_digest_spans(it[i].s, &it[i].canon, it[i].hex, &it[i].sp);
 		if (rc)
 			snprintf(err, errlen, "job %s: cannot canonicalise spec: %s", it[i].s->id,
 				 pal_strerror(rc));
 	}
+	if (!rc)
+		rc = jobs_copy_finish(a, it, n, err, errlen);
 	if (!rc)
 		rc = lock_jobs(a, it, n, err, errlen);
 	if (!rc)

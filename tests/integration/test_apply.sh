@@ -106,6 +106,27 @@ wait
 expect_eq "5 rounds of 8 concurrent applies, then 2 applies released by one lock: exactly one version per change" "8" "$(sql "select max(version) from job_versions where job_id='billing.daily-summary'")"
 expect_eq "no two versions of a job share a digest in a row" "0" "$(sql "select count(*) from job_versions a join job_versions b on b.job_id = a.job_id and b.version = a.version + 1 and b.digest = a.digest")"
 expect_eq "no duplicate (job, version)" "0" "$(sql "select count(*) - count(distinct (job_id, version)) from job_versions")"
+# A new job that another apply creates between our probe of the jobs rows
+# and our COPY of them: the COPY waits for that apply, fails on the key when
+# it commits, and apply rolls back to its savepoint and inserts the rows with
+# ON CONFLICT instead.  Apply A (race.job-2 alone) is held after its jobs
+# row by psql's lock on audit_log; apply B (race.job-1..3) probes then, and
+# A commits while B waits.
+cat >"$D/race-a.yaml" <<'YAML'
+jobs:
+  - {id: race.job-2, schedule: {cron: "0 0 3 * * ?"}, target: {url: http://127.0.0.1:8089/x}}
+YAML
+{ echo "jobs:"; for i in 1 2 3; do echo "  - {id: race.job-$i, schedule: {cron: \"0 0 3 * * ?\"}, target: {url: http://127.0.0.1:8089/x}}"; done; } >"$D/race-b.yaml"
+psql "$PALISADE_PG" -XAtq -c "begin; lock table audit_log in exclusive mode; select pg_sleep(3); commit;" >/dev/null &
+sleep 0.5
+"$PAL" apply "$D/race-a.yaml" >"$D/race-a.out" 2>&1 &
+sleep 1
+expect_exit "an apply racing another apply that creates one of its new jobs succeeds" 0 "$PAL" apply "$D/race-b.yaml"
+expect_match "and finds that job unchanged, the others created" "2 created, 0 updated, 1 unchanged" "$OUT"
+wait
+expect_match "the other apply created it" "1 created" "$(cat "$D/race-a.out")"
+expect_eq "one version per raced job" "3|3|1" "$(sql "select count(*), count(distinct job_id), max(version) from job_versions where job_id like 'race.%'")"
+expect_eq "one job.create audit row per raced job" "3" "$(sql "select count(*) from audit_log where action = 'job.create' and scope like 'job:race.%'")"
 # ---- lifecycle: owner/description, suspend, delete, apply --prune ----------
 fresh_db it_lifecycle
 "$PAL" migrate >/dev/null

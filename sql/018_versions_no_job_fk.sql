@@ -1,0 +1,15 @@
+-- 018_versions_no_job_fk.sql - job_versions loses its foreign key to jobs
+-- (docs/schema.md, docs/performance.md "Apply: jobs rows by COPY, no
+-- version foreign key").
+--
+-- compatible_from: 1
+--
+-- The key was checked once per inserted version: a lookup of the jobs row
+-- and a FOR KEY SHARE lock on it, which writes WAL and dirties the jobs
+-- page, for a row that `apply` inserted or locked a moment before in the
+-- same transaction.  Versions are only written by `apply` (and `delete` /
+-- `apply --prune`, through the same code), always after the job's row in
+-- the same transaction, and nothing deletes a jobs row, so the key could
+-- never fire.  Dropped as the one from triggers was (001 -> 010).  Every
+-- binary works with or without it: compatible_from 1.
+ALTER TABLE job_versions DROP CONSTRAINT IF EXISTS job_versions_job_id_fkey;
