@@ -30,6 +30,10 @@ typedef struct pal_controller_config {
 	int64_t misfire_threshold_s; /* default 60 */
 	int reload_interval_ms;   /* full job reload fallback, default 30000 */
 	int64_t statement_timeout_ms; /* postgres.statement_timeout; default 30000 */
+	/* sink.key_retention: the jobs of a shard are checked against it when
+	 * the shard is acquired, when a job changes and on
+	 * pal_controller_set_key_retention(); <= 0: no check */
+	int64_t key_retention_ms;
 } pal_controller_config;
 
 typedef struct pal_controller pal_controller;
@@ -54,8 +58,13 @@ void pal_controller_set_timing(pal_controller *c, int scan_interval_ms, int64_t 
 /* Ask for a full reload of the jobs of every led shard (SIGHUP). */
 void pal_controller_reload(pal_controller *c);
 
-/* {"db_up": bool, "shards": [{"shard", "epoch", "watermark", "jobs",
- * "last_tick_ms"}...]}; new reference.  Thread-safe. */
+/* The node config's sink.key_retention (a reload): the thread re-checks
+ * every job of its led shards against it at its next pass, even when it
+ * did not change (docs/protocol.md, "How long to keep keys"). */
+void pal_controller_set_key_retention(pal_controller *c, int64_t key_retention_ms);
+
+/* {"db_up": bool, "key_horizon_exceeded": n, "shards": [{"shard", "epoch",
+ * "watermark", "jobs", "last_tick_ms"}...]}; new reference.  Thread-safe. */
 json_t *pal_controller_status(pal_controller *c);
 
 #endif

@@ -93,6 +93,16 @@ typedef struct pal_plan_ticket {
 	int count;
 } pal_plan_ticket;
 
+/* A job whose planning failed in the tick (anything but running out of
+ * memory: a bug, a value its schedule cannot handle, an injected fault).  It
+ * has no other row in the batch; the tick's transaction quarantines it
+ * (its first instant not planned: SINCE, the tick's committed watermark). */
+typedef struct pal_plan_failed {
+	const char *job_id; /* points into the planner, like the others */
+	int64_t since;      /* PAL_NO_TIME: the shard had no watermark yet */
+	char error[256];
+} pal_plan_failed;
+
 typedef struct pal_plan_batch {
 	pal_plan_trigger *trig;
 	size_t n_trig, cap_trig;
@@ -104,6 +114,8 @@ typedef struct pal_plan_batch {
 	size_t n_act, cap_act;
 	pal_plan_ticket *tick;
 	size_t n_tick, cap_tick;
+	pal_plan_failed *failed; /* jobs left out of the tick, to quarantine */
+	size_t n_failed, cap_failed;
 	int64_t watermark; /* the new watermark to store */
 	bool complete;     /* false when max_rows_per_tick cut the tick short */
 } pal_plan_batch;

@@ -51,6 +51,11 @@ typedef struct pal_planner_config {
 	/* cap on activations of brand-new jobs with no instant by the horizon
 	 * (the rest wait for later ticks); <= 0: PAL_PLANNER_ACTIVATIONS_PER_TICK */
 	int max_activations_per_tick;
+	/* test only: planning this job fails in every tick, as a bug in its
+	 * planning would (the controller's PALISADE_FAULT_PLAN_JOB); borrowed,
+	 * must outlive the planner; NULL: none.  A new config without one
+	 * keeps the old one. */
+	const char *fault_job;
 } pal_planner_config;
 
 #define PAL_PLANNER_ACTIVATIONS_PER_TICK 1000
@@ -98,6 +103,13 @@ void pal_planner_remove_job(pal_planner *p, const char *job_id);
  * Compute the tick at database time NOW given committed WATERMARK: every
  * instant up to now + lookahead not planned yet.  Fills BATCH (emptied
  * first; reuse it across ticks) without changing P.
+ *
+ * One job's failure is that job's alone: when planning a job fails for any
+ * reason but PAL_ENOMEM, the job's rows are taken back out of the batch,
+ * its cursor stays where it was, and it is listed in batch->failed (with
+ * the error) for the controller to quarantine in the tick's transaction;
+ * every other job is planned as usual and the tick returns PAL_OK.  Only
+ * PAL_ENOMEM fails the whole tick.
  */
 PAL_MUST_CHECK int pal_planner_tick(pal_planner *p, int64_t watermark, int64_t now,
 				    pal_plan_batch *batch);

@@ -14,6 +14,8 @@
  *              enough ago; their instants since are counted as missing
  *   stuck      = triggers in a non-terminal state past a bound
  *   sink duplicates = effects applied twice (with a sink database)
+ *   key horizon = jobs whose key horizon exceeds a controller's
+ *              sink.key_retention (their open tickets; docs/protocol.md)
  * A correct cluster has all of them at zero.
  */
 #ifndef PALISADE_VERIFY_H
@@ -36,6 +38,7 @@ typedef struct pal_verify_report {
 	int64_t never_activated; /* jobs with no activated version past the grace */
 	int64_t stuck;		 /* triggers in a non-terminal state past the bound */
 	int64_t sink_duplicates; /* keys applied twice at the sink (--sink-pg) */
+	int64_t key_horizon;	 /* jobs over sink.key_retention (open tickets) */
 	json_t *samples; /* up to 20 examples per kind: {"missing": [...], ...} */
 } pal_verify_report;
 

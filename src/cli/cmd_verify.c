@@ -33,6 +33,8 @@ static void usage(FILE *fp)
 		"              for longer than --stuck-after (default 1h; 0: not checked)\n"
 		"  sink duplicates  with --sink-pg, a palisade-sink database: keys whose\n"
 		"              effect was applied more than once (the last at or after --from)\n"
+		"  key horizon jobs a controller found may send a key later than its\n"
+		"              sink.key_retention (an open ticket each; docs/protocol.md)\n"
 		"A range that starts before the retention horizon (`palisade retention\n"
 		"--horizon`) is refused: its triggers may have been dropped.\n"
 		"Exit: 0 all zero, 2 verify found a mismatch, 3 no such job, 4 range before\n"
@@ -137,10 +139,11 @@ int pal_cmd_verify(int argc, char **argv)
 		return rc == PAL_ENOENT ? PAL_EXIT_NOTFOUND : PAL_EXIT_UNAVAIL;
 	}
 	bool ok = !r.missing && !r.duplicates && !r.unexpected && !r.quarantined &&
-		  !r.never_activated && !r.stuck && !r.sink_duplicates;
+		  !r.never_activated && !r.stuck && !r.sink_duplicates && !r.key_horizon;
 	if (c.json) {
-		json_t *o = json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:O}",
+		json_t *o = json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:O}",
 				      "ok", ok, "quarantined", (json_int_t)r.quarantined,
+				      "key_horizon", (json_int_t)r.key_horizon,
 				      "never_activated", (json_int_t)r.never_activated, "stuck",
 				      (json_int_t)r.stuck, "sink_duplicates",
 				      (json_int_t)r.sink_duplicates, "jobs",
@@ -155,11 +158,12 @@ int pal_cmd_verify(int argc, char **argv)
 	} else {
 		printf("verify: %s jobs=%lld expected=%lld triggered=%lld misfired=%lld "
 		       "missing=%lld duplicates=%lld unexpected=%lld quarantined=%lld "
-		       "never_activated=%lld stuck=%lld%s",
+		       "never_activated=%lld stuck=%lld key_horizon=%lld%s",
 		       ok ? "OK" : "FAILED", (long long)r.jobs, (long long)r.expected,
 		       (long long)r.triggered, (long long)r.misfired, (long long)r.missing,
 		       (long long)r.duplicates, (long long)r.unexpected, (long long)r.quarantined,
-		       (long long)r.never_activated, (long long)r.stuck, sink_pg ? "" : "\n");
+		       (long long)r.never_activated, (long long)r.stuck, (long long)r.key_horizon,
+		       sink_pg ? "" : "\n");
 		if (sink_pg)
 			printf(" sink_duplicates=%lld\n", (long long)r.sink_duplicates);
 		const char *key;
@@ -174,6 +178,21 @@ int pal_cmd_verify(int argc, char **argv)
 				       json_string_value(json_object_get(s, "job")),
 				       json_string_value(json_object_get(s, "since")),
 				       json_string_value(json_object_get(s, "error")));
+				continue;
+			}
+			if (!strcmp(key, "key_horizon")) {
+				json_array_foreach(arr, i, s)
+				printf("  %-10s %s v%lld may send a key %lld s after its instant, "
+				       "sink.key_retention of node %s is %lld s (ticket %lld)\n",
+				       "key_horizon", json_string_value(json_object_get(s, "job")),
+				       (long long)json_integer_value(json_object_get(s, "version")),
+				       (long long)json_integer_value(json_object_get(s, "horizon_ms")) /
+					       1000,
+				       json_string_value(json_object_get(s, "node")),
+				       (long long)json_integer_value(
+					       json_object_get(s, "key_retention_ms")) /
+					       1000,
+				       (long long)json_integer_value(json_object_get(s, "ticket")));
 				continue;
 			}
 			if (!strcmp(key, "stuck")) {

@@ -148,10 +148,12 @@ static const pal_conf_key table[] = {
 	{ "retention.delete_slice", PAL_CONF_INT, "5000", "", 1, 1000000, false,
 	  "rows of misfires or audit_log deleted per transaction by a round (a round deletes "
 	  "slices until none is full, at most 100)", OFF(retention_slice), NULL, 0 },
-	{ "sink.key_retention", PAL_CONF_DURATION, "7d", "ms", 1 * MS_S, 3650 * MS_D, false,
+	{ "sink.key_retention", PAL_CONF_DURATION, "7d", "ms", 1 * MS_S, 3650 * MS_D, true,
 	  "how long the side-effect services the jobs call keep idempotency keys and fences "
 	  "(palisade-sink --key-retention); apply and validate --config refuse a job whose "
-	  "retry and catch-up horizon is longer", OFF(sink_key_retention_ms), NULL, 0 },
+	  "retry and catch-up horizon is longer, and a controller reports (log, metric, "
+	  "ticket, verify) every job of its shards that exceeds it at start and on reload",
+	  OFF(sink_key_retention_ms), NULL, 0 },
 	{ "log.level", PAL_CONF_ENUM, "info", "", 0, 0, true,
 	  "least severe level logged: debug, info, warn or error", OFF(log_level),
 	  log_level_names, N(log_level_names) },

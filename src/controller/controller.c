@@ -17,10 +17,13 @@
 #include "palisade/clock.h"
 #include "palisade/controller.h"
 #include "palisade/health.h"
+#include "palisade/horizoncheck.h"
+#include "palisade/keyhorizon.h"
 #include "palisade/log.h"
 #include "palisade/planner.h"
 #include "palisade/store.h"
 #include "palisade/timefmt.h"
+#include "palisade/yamltree.h" /* pal_fmt_duration */
 
 typedef struct led_shard {
 	pal_planner *planner; /* NULL when not led */
@@ -42,6 +45,7 @@ struct pal_controller {
 	pal_metrics *m;
 	pthread_t thread;
 	atomic_bool stop, reload;
+	atomic_bool horizon_check; /* re-check every led shard's key horizons */
 
 	/* owned by the thread */
 	pal_store *st;
@@ -49,6 +53,10 @@ struct pal_controller {
 	pal_shard_lead *lead;
 	pal_plan_batch batch;
 	GPtrArray *load_bad; /* bad_load: jobs a load could not put, to quarantine */
+	char *fault_plan_job; /* test only: PALISADE_FAULT_PLAN_JOB, its planning fails */
+	/* jobs of the led shards whose key horizon exceeds sink.key_retention
+	 * at their last check: id (owned) -> shard + 1 */
+	GHashTable *over_horizon;
 	int db_backoff_ms;
 	int64_t next_db_try_ms, next_reload_ms, next_tick_ms;
 
@@ -57,6 +65,7 @@ struct pal_controller {
 	json_t *status;
 	bool timing_changed;
 	pal_controller_config new_timing;
+	int64_t new_key_retention_ms; /* from pal_controller_set_key_retention */
 };
 
 static void declare_metrics(pal_metrics *m)
@@ -89,6 +98,9 @@ static void declare_metrics(pal_metrics *m)
 			   "jobs quarantined because their planning failed");
 	pal_metric_declare(m, "palisade_controller_tick_seconds_max", PAL_METRIC_GAUGE,
 			   "longest planning transaction of a shard since this node acquired it");
+	pal_metric_declare(m, "palisade_controller_jobs_key_horizon_exceeded", PAL_METRIC_GAUGE,
+			   "jobs of the led shards whose key horizon exceeds sink.key_retention "
+			   "(each has an open ticket; docs/protocol.md)");
 	pal_metric_declare(m, "palisade_controller_shard_epoch", PAL_METRIC_GAUGE,
 			   "election epoch (fencing token) this node plans a shard under; 0 when "
 			   "it does not lead the shard");
@@ -96,6 +108,7 @@ static void declare_metrics(pal_metrics *m)
 	pal_metric_inc(m, "palisade_controller_db_errors_total", NULL, 0);
 	pal_metric_inc(m, "palisade_controller_fenced_total", NULL, 0);
 	pal_metric_inc(m, "palisade_controller_quarantined_total", NULL, 0);
+	pal_metric_set(m, "palisade_controller_jobs_key_horizon_exceeded", NULL, 0);
 	static const char *const reasons[] = { "missed", "quarantined" };
 	for (int p = 0; p < 4; p++)
 		for (int r = 0; r < 2; r++) {
@@ -140,7 +153,8 @@ static void publish_status(pal_controller *c)
 						(json_int_t)l->planned));
 	}
 	mset(c, "palisade_controller_shards_led", NULL, n);
-	json_t *st = json_pack("{s:b, s:o}", "db_up", c->st != NULL, "shards", shards);
+	json_t *st = json_pack("{s:b, s:I, s:o}", "db_up", c->st != NULL, "key_horizon_exceeded",
+			       (json_int_t)g_hash_table_size(c->over_horizon), "shards", shards);
 	pthread_mutex_lock(&c->mu);
 	json_decref(c->status);
 	c->status = st;
@@ -157,6 +171,23 @@ json_t *pal_controller_status(pal_controller *c)
 
 /* ---- shards -------------------------------------------------------------------- */
 
+/* Forget the over-horizon jobs of shard S (only JOB_ID, when not NULL). */
+static void forget_over_horizon(pal_controller *c, int s, const char *job_id)
+{
+	if (job_id) {
+		g_hash_table_remove(c->over_horizon, job_id);
+	} else {
+		GHashTableIter it;
+		gpointer k, v;
+		g_hash_table_iter_init(&it, c->over_horizon);
+		while (g_hash_table_iter_next(&it, &k, &v))
+			if (GPOINTER_TO_INT(v) == s + 1)
+				g_hash_table_iter_remove(&it);
+	}
+	mset(c, "palisade_controller_jobs_key_horizon_exceeded", NULL,
+	     g_hash_table_size(c->over_horizon));
+}
+
 static void drop_shard(pal_controller *c, int s, const char *why)
 {
 	led_shard *l = &c->led[s];
@@ -166,6 +197,7 @@ static void drop_shard(pal_controller *c, int s, const char *why)
 		(json_int_t)l->epoch, "reason", why);
 	pal_planner_free(l->planner);
 	memset(l, 0, sizeof *l);
+	forget_over_horizon(c, s, NULL);
 	char lab[32];
 	snprintf(lab, sizeof lab, "shard=\"%d\"", s);
 	mset(c, "palisade_controller_shard_epoch", lab, 0);
@@ -370,6 +402,102 @@ static int load_jobs(pal_controller *c, const int *shards, size_t n, const char 
 	return rc;
 }
 
+/* ---- key horizons (docs/protocol.md, "How long to keep keys") ------------------ */
+
+/* A scan's violations so far (one row per job; should a scan ever yield
+ * several versions of a job, adjacent, the job keeps its largest horizon). */
+typedef struct horizon_scan {
+	int64_t retention_ms;
+	GArray *over;	/* pal_horizon_violation; job_id g_strdup */
+	int64_t jobs;	/* versions read */
+} horizon_scan;
+
+static int horizon_row(void *arg, const char *job_id, int version, const pal_job_spec *spec)
+{
+	horizon_scan *hs = arg;
+	pal_key_horizon h;
+	pal_job_key_horizon(spec, &h);
+	if (h.total_ms <= hs->retention_ms)
+		return PAL_OK;
+	pal_horizon_violation *last =
+		hs->over->len ? &g_array_index(hs->over, pal_horizon_violation, hs->over->len - 1)
+			      : NULL;
+	if (last && !strcmp(last->job_id, job_id)) {
+		if (h.total_ms > last->horizon_ms) {
+			last->horizon_ms = h.total_ms;
+			last->version = version;
+		}
+		return PAL_OK;
+	}
+	pal_horizon_violation v = { .job_id = g_strdup(job_id), .version = version,
+				    .horizon_ms = h.total_ms };
+	g_array_append_val(hs->over, v);
+	return PAL_OK;
+}
+
+/* Log at most this many jobs per check by name (the rest in the summary). */
+#define HORIZON_LOG_MAX 100
+
+/*
+ * Check the live jobs of led shard S (only JOB_ID, when not NULL) against
+ * sink.key_retention: log each job whose key horizon exceeds it
+ * (controller.key_horizon_exceeded), keep its ticket open (and close the
+ * tickets of jobs that fit again), and update the gauge.  The jobs keep
+ * being planned: a warning, not a refusal (docs/protocol.md).  WHY names
+ * the occasion in the log.  A database error drops every shard.
+ */
+static void check_key_horizons(pal_controller *c, int s, const char *job_id, const char *why)
+{
+	if (c->cfg.key_retention_ms <= 0 || !c->st || !c->led[s].planner)
+		return;
+	char err[1024];
+	horizon_scan hs = { .retention_ms = c->cfg.key_retention_ms,
+			    .over = g_array_new(FALSE, FALSE, sizeof(pal_horizon_violation)) };
+	size_t n = 0;
+	int64_t opened = 0, resolved = 0;
+	int rc = pal_store_horizon_scan(c->st, s, job_id, horizon_row, &hs, &n, err, sizeof err);
+	if (!rc)
+		rc = pal_store_horizon_tickets(c->st, s, job_id, (pal_horizon_violation *)hs.over->data,
+					       hs.over->len, c->cfg.key_retention_ms, c->node_id,
+					       &opened, &resolved, err, sizeof err);
+	if (rc) {
+		for (guint i = 0; i < hs.over->len; i++)
+			g_free((char *)g_array_index(hs.over, pal_horizon_violation, i).job_id);
+		g_array_free(hs.over, TRUE);
+		db_failed(c, "key horizon check", err);
+		return;
+	}
+	forget_over_horizon(c, s, job_id);
+	char keep[32];
+	pal_fmt_duration(c->cfg.key_retention_ms, keep, sizeof keep);
+	for (guint i = 0; i < hs.over->len; i++) {
+		pal_horizon_violation *v = &g_array_index(hs.over, pal_horizon_violation, i);
+		if (i < HORIZON_LOG_MAX) {
+			char hz[32];
+			pal_fmt_duration(v->horizon_ms, hz, sizeof hz);
+			pal_log(PAL_LOG_WARN, "controller.key_horizon_exceeded",
+				"{s:s, s:i, s:i, s:s, s:s, s:s, s:s}", "job", v->job_id, "version",
+				v->version, "shard", s, "key_horizon", hz, "key_retention", keep,
+				"checked", why, "hint",
+				"a retry or catch-up of this job may reach a service after it forgot "
+				"the key and apply the effect twice: raise sink.key_retention (and "
+				"the services' own retention) or shorten the job's retries, "
+				"catch-up window, retry.max_age or deadline, then reload");
+		}
+		g_hash_table_insert(c->over_horizon, (gpointer)v->job_id, GINT_TO_POINTER(s + 1));
+	}
+	mset(c, "palisade_controller_jobs_key_horizon_exceeded", NULL,
+	     g_hash_table_size(c->over_horizon));
+	if (!job_id || hs.over->len || resolved)
+		pal_log(hs.over->len ? PAL_LOG_WARN : PAL_LOG_INFO, "controller.key_horizon_checked",
+			"{s:i, s:s?, s:s, s:I, s:i, s:I, s:I, s:s}", "shard", s, "job", job_id,
+			"key_retention", keep, "versions", (json_int_t)n, "exceeded",
+			(int)hs.over->len, "tickets_opened", (json_int_t)opened,
+			"tickets_resolved", (json_int_t)resolved, "checked", why);
+	g_array_free(hs.over, TRUE); /* the ids now belong to over_horizon */
+	publish_status(c);
+}
+
 /* Claim shard S for EPOCH in PostgreSQL and give it an empty planner; its
  * jobs are loaded by load_claimed().  False when not claimed. */
 static bool claim_shard(pal_controller *c, int s, int64_t epoch)
@@ -400,7 +528,8 @@ static bool claim_shard(pal_controller *c, int s, int64_t epoch)
 	pal_planner_config pc = { .overlap_s = c->cfg.overlap_s,
 				  .lookahead_s = c->cfg.lookahead_s,
 				  .misfire_threshold_s = c->cfg.misfire_threshold_s,
-				  .max_rows_per_tick = 50000 };
+				  .max_rows_per_tick = 50000,
+				  .fault_job = c->fault_plan_job };
 	l->planner = pal_planner_new(s, &pc);
 	l->epoch = epoch;
 	l->watermark = wm;
@@ -680,6 +809,13 @@ static void tick_shard(pal_controller *c, int s)
 		free(bad);
 		return;
 	}
+	/* Jobs the planner left out of the tick (their planning failed): the
+	 * commit quarantined them; the rest of the shard was planned. */
+	for (size_t i = 0; i < c->batch.n_failed; i++) {
+		const pal_plan_failed *f = &c->batch.failed[i];
+		if (pal_planner_quarantine(l->planner, f->job_id) == PAL_OK)
+			quarantined_metric(c, s, f->job_id, f->error);
+	}
 	pal_planner_commit(l->planner, &c->batch);
 	l->watermark = c->batch.watermark;
 	l->last_tick_ms = pal_mono_ms() - t0;
@@ -774,11 +910,13 @@ static void handle_notifies(pal_controller *c)
 			pal_log(PAL_LOG_DEBUG, "controller.jobs_changed", "{s:i, s:s}", "shard", s,
 				"load", "shard");
 			load_jobs(c, &s, 1, NULL, &ls);
+			check_key_horizons(c, s, NULL, "jobs changed");
 		} else {
 			for (unsigned i = 0; c->st && c->led[s].planner && i < ids->len; i++) {
 				pal_log(PAL_LOG_DEBUG, "controller.job_changed", "{s:s, s:i}", "job",
 					(const char *)ids->pdata[i], "shard", s);
 				load_jobs(c, &s, 1, ids->pdata[i], &ls);
+				check_key_horizons(c, s, ids->pdata[i], "job changed");
 			}
 		}
 		g_ptr_array_free(ids, TRUE);
@@ -871,6 +1009,9 @@ static void *run(void *arg)
 	if (ignore_zk)
 		pal_log(PAL_LOG_WARN, "controller.fault_injection", "{s:s}", "fault",
 			"ignore zookeeper leadership loss");
+	if (c->fault_plan_job)
+		pal_log(PAL_LOG_WARN, "controller.fault_injection", "{s:s, s:s}", "fault",
+			"planning of one job fails", "job", c->fault_plan_job);
 	c->next_tick_ms = pal_mono_ms();
 	c->next_reload_ms = pal_mono_ms() + c->cfg.reload_interval_ms;
 	while (!atomic_load(&c->stop)) {
@@ -906,6 +1047,16 @@ static void *run(void *arg)
 					tick_shard(c, claimed[i]);
 			if (c->st)
 				load_handoff_rest(c);
+			/* After the first ticks: the check must not delay planning. */
+			for (size_t i = 0; i < n_claimed && c->st; i++)
+				check_key_horizons(c, claimed[i], NULL, "shard acquired");
+		}
+		if (c->st && atomic_exchange(&c->horizon_check, false)) {
+			pthread_mutex_lock(&c->mu);
+			c->cfg.key_retention_ms = c->new_key_retention_ms;
+			pthread_mutex_unlock(&c->mu);
+			for (int s = 0; s < c->cfg.n_shards && c->st; s++)
+				check_key_horizons(c, s, NULL, "configuration reloaded");
 		}
 		if (c->st)
 			handle_notifies(c);
@@ -976,7 +1127,13 @@ int pal_controller_start(const pal_controller_config *cfg, pal_coord *coord, pal
 	c->node_id = strdup(cfg->node_id);
 	c->led = calloc((size_t)cfg->n_shards, sizeof *c->led);
 	c->load_bad = g_ptr_array_new_with_free_func(bad_load_free);
+	c->over_horizon = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	c->lead = calloc((size_t)cfg->n_shards, sizeof *c->lead);
+	/* Test only (tests/integration/test_controller_quarantine.sh): the
+	 * planning of this job fails in every tick, as a bug in it would. */
+	const char *fpj = getenv("PALISADE_FAULT_PLAN_JOB");
+	if (fpj && *fpj)
+		c->fault_plan_job = strdup(fpj);
 	if (!c->conninfo || !c->node_id || !c->led || !c->lead) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
@@ -996,6 +1153,9 @@ int pal_controller_start(const pal_controller_config *cfg, pal_coord *coord, pal
 fail:
 	if (c->load_bad)
 		g_ptr_array_free(c->load_bad, TRUE);
+	if (c->over_horizon)
+		g_hash_table_destroy(c->over_horizon);
+	free(c->fault_plan_job);
 	free(c->conninfo);
 	free(c->node_id);
 	free(c->led);
@@ -1009,6 +1169,14 @@ void pal_controller_reload(pal_controller *c)
 	atomic_store(&c->reload, true);
 }
 
+void pal_controller_set_key_retention(pal_controller *c, int64_t key_retention_ms)
+{
+	pthread_mutex_lock(&c->mu);
+	c->new_key_retention_ms = key_retention_ms;
+	pthread_mutex_unlock(&c->mu);
+	atomic_store(&c->horizon_check, true);
+}
+
 void pal_controller_stop(pal_controller *c)
 {
 	if (!c)
@@ -1017,8 +1185,10 @@ void pal_controller_stop(pal_controller *c)
 	pthread_join(c->thread, NULL);
 	pal_plan_batch_free(&c->batch);
 	g_ptr_array_free(c->load_bad, TRUE);
+	g_hash_table_destroy(c->over_horizon);
 	json_decref(c->status);
 	pthread_mutex_destroy(&c->mu);
+	free(c->fault_plan_job);
 	free(c->conninfo);
 	free(c->node_id);
 	free(c->led);

@@ -709,7 +709,10 @@ void pal_planner_free(pal_planner *p)
 void pal_planner_set_config(pal_planner *p, const pal_planner_config *cfg)
 {
 	int cap = p->cfg.max_rows_per_tick, acts = p->cfg.max_activations_per_tick;
+	const char *fault = p->cfg.fault_job;
 	p->cfg = *cfg;
+	if (!p->cfg.fault_job)
+		p->cfg.fault_job = fault;
 	if (p->cfg.max_rows_per_tick <= 0)
 		p->cfg.max_rows_per_tick = cap;
 	if (p->cfg.max_activations_per_tick <= 0)
@@ -923,9 +926,86 @@ static int collect(pal_planner *p, size_t i, int64_t horizon)
 	return rc ? rc : collect(p, 2 * i + 2, horizon);
 }
 
+/*
+ * The part of a tick before the merge for one touched job J: a quarantined
+ * job's misfires, an activation, the re-scan below the watermark and the
+ * missed run.  *MERGE: J has an instant by the horizon left for the merge.
+ * A failure (ERR filled when it has more to say than the code) concerns J
+ * alone but for PAL_ENOMEM; the caller takes J's rows back out.
+ */
+static int plan_due(pal_planner *p, pal_plan_batch *b, pjob *j, int64_t watermark, int64_t now,
+		    int64_t limit, int64_t horizon, int64_t *deferred, bool *merge, char *err,
+		    size_t errlen)
+{
+	int rc;
+	*err = '\0';
+	if (j->quarantined)
+		return plan_quarantined(b, j, horizon);
+	if (has_pending(j)) {
+		/* A new job starts when a tick first saw it (now, unless its
+		 * activation was deferred); a new version takes over at the
+		 * watermark (it applies only to instants not planned yet). */
+		bool active = has_active(j);
+		if (!active && j->pend_since == PAL_NO_TIME)
+			j->pend_since = now;
+		j->t_eff = active ? (watermark != PAL_NO_TIME ? watermark : now) : j->pend_since;
+		for (size_t k = 0; k + 1 < j->nv; k++)
+			if (j->v[k].eff != PAL_NO_TIME && j->v[k].eff > j->t_eff)
+				j->t_eff = j->v[k].eff;
+		if (!active && (j->t_cursor == PAL_NO_TIME || j->t_cursor < j->t_eff))
+			j->t_cursor = j->t_eff;
+		GROW(b->act, b->n_act, b->cap_act);
+		b->act[b->n_act++] = (pal_plan_activation){ .job_id = j->id,
+							    .version = j->v[j->nv - 1].version,
+							    .effective_from = j->t_eff };
+		j->t_next = next_after(j, j->t_cursor, true, &j->t_next_excl);
+	}
+	/* Instants never planned and already past the threshold: misfires. */
+	if (watermark != PAL_NO_TIME && j->t_next != NEVER && j->t_next <= limit) {
+		/* Re-planting below the watermark is a re-scan, not a misfire. */
+		while (j->t_next != NEVER && j->t_next <= watermark && j->t_next <= horizon) {
+			/* Excluded instants here were recorded when first passed. */
+			if (!j->t_next_excl && (rc = add_trigger(b, j, version_of(j, j->t_next),
+								 j->t_next, PAL_SOURCE_SCHEDULE)))
+				return rc;
+			j->t_cursor = j->t_next;
+			j->t_next = next_after(j, j->t_cursor, true, &j->t_next_excl);
+		}
+		if (j->t_next != NEVER && j->t_next <= limit) {
+			/* Catch-up is done in slices: once the tick holds half its
+			 * row cap (the other half is for current instants), the
+			 * missed runs of the remaining jobs wait for the next tick
+			 * (the watermark stays below them). */
+			if (b->n_trig >= (size_t)p->cfg.max_rows_per_tick / 2) {
+				if (j->t_next < *deferred)
+					*deferred = j->t_next;
+				return PAL_OK;
+			}
+			if ((rc = plan_missed(p, b, j, now, limit))) {
+				if (rc != PAL_ENOMEM)
+					snprintf(err, errlen,
+						 "job %s: planning its missed instants failed: %s", j->id,
+						 pal_strerror(rc));
+				return rc;
+			}
+		}
+	}
+	if (p->cfg.fault_job && !strcmp(j->id, p->cfg.fault_job)) {
+		/* After its rows went into the batch, as a failure computing its
+		 * next instant would: the caller must take them back out. */
+		snprintf(err, errlen,
+			 "job %s: computing its next instant failed (fault injection: "
+			 "PALISADE_FAULT_PLAN_JOB)",
+			 j->id);
+		return PAL_EINVAL;
+	}
+	*merge = j->t_next <= horizon;
+	return PAL_OK;
+}
+
 int pal_planner_tick(pal_planner *p, int64_t watermark, int64_t now, pal_plan_batch *b)
 {
-	b->n_trig = b->n_refs = b->n_mis = b->n_act = b->n_tick = 0;
+	b->n_trig = b->n_refs = b->n_mis = b->n_act = b->n_tick = b->n_failed = 0;
 	b->complete = true;
 	for (size_t i = 0; i < p->n_touched; i++)
 		p->touched[i]->touched = false;
@@ -979,58 +1059,48 @@ int pal_planner_tick(pal_planner *p, int64_t watermark, int64_t now, pal_plan_ba
 		return PAL_ENOMEM;
 	for (size_t i = 0; i < p->n_touched; i++) {
 		pjob *j = p->touched[i];
-		if (j->quarantined) {
-			if ((rc = plan_quarantined(b, j, horizon)))
-				goto out;
+		/* Where the batch stood before J: a job's rows of this phase are
+		 * contiguous, so a failure of J takes exactly its rows back. */
+		size_t n_trig = b->n_trig, n_refs = b->n_refs, n_mis = b->n_mis, n_act = b->n_act,
+		       n_tick = b->n_tick;
+		int64_t was_deferred = deferred;
+		bool merge = false;
+		char e[sizeof b->failed->error];
+		rc = plan_due(p, b, j, watermark, now, limit, horizon, &deferred, &merge, e, sizeof e);
+		if (rc == PAL_ENOMEM)
+			goto out;
+		if (rc) {
+			b->n_trig = n_trig;
+			b->n_refs = n_refs;
+			b->n_mis = n_mis;
+			b->n_act = n_act;
+			b->n_tick = n_tick;
+			deferred = was_deferred;
+			j->t_cursor = j->cursor;
+			j->t_next = j->next;
+			j->t_next_excl = j->next_excl;
+			j->t_eff = PAL_NO_TIME;
+			j->t_ref_version = -1;
+			if (b->n_failed == b->cap_failed) {
+				size_t nc = b->cap_failed ? b->cap_failed * 2 : 8;
+				void *np = realloc(b->failed, nc * sizeof *b->failed);
+				if (!np) {
+					rc = PAL_ENOMEM;
+					goto out;
+				}
+				b->failed = np;
+				b->cap_failed = nc;
+			}
+			pal_plan_failed *f = &b->failed[b->n_failed++];
+			f->job_id = j->id;
+			f->since = watermark;
+			if (!*e)
+				snprintf(e, sizeof e, "planning failed: %s", pal_strerror(rc));
+			memcpy(f->error, e, sizeof f->error);
+			rc = PAL_OK;
 			continue;
 		}
-		if (has_pending(j)) {
-			/* A new job starts when a tick first saw it (now, unless its
-			 * activation was deferred); a new version takes over at the
-			 * watermark (it applies only to instants not planned yet). */
-			bool active = has_active(j);
-			if (!active && j->pend_since == PAL_NO_TIME)
-				j->pend_since = now;
-			j->t_eff = active ? (watermark != PAL_NO_TIME ? watermark : now) : j->pend_since;
-			for (size_t k = 0; k + 1 < j->nv; k++)
-				if (j->v[k].eff != PAL_NO_TIME && j->v[k].eff > j->t_eff)
-					j->t_eff = j->v[k].eff;
-			if (!active && (j->t_cursor == PAL_NO_TIME || j->t_cursor < j->t_eff))
-				j->t_cursor = j->t_eff;
-			GROW(b->act, b->n_act, b->cap_act);
-			b->act[b->n_act++] = (pal_plan_activation){ .job_id = j->id,
-								    .version = j->v[j->nv - 1].version,
-								    .effective_from = j->t_eff };
-			j->t_next = next_after(j, j->t_cursor, true, &j->t_next_excl);
-		}
-		/* Instants never planned and already past the threshold: misfires. */
-		if (watermark != PAL_NO_TIME && j->t_next != NEVER && j->t_next <= limit) {
-			/* Re-planting below the watermark is a re-scan, not a misfire. */
-			while (j->t_next != NEVER && j->t_next <= watermark && j->t_next <= horizon) {
-				/* Excluded instants here were recorded when first passed. */
-				if (!j->t_next_excl &&
-				    (rc = add_trigger(b, j, version_of(j, j->t_next), j->t_next,
-						      PAL_SOURCE_SCHEDULE)))
-					goto out;
-				j->t_cursor = j->t_next;
-				j->t_next = next_after(j, j->t_cursor, true, &j->t_next_excl);
-			}
-			if (j->t_next != NEVER && j->t_next <= limit) {
-				/* Catch-up is done in slices: once the tick holds half
-				 * its row cap (the other half is for current
-				 * instants), the missed runs of the remaining jobs
-				 * wait for the next tick (the watermark stays below
-				 * them). */
-				if (b->n_trig >= (size_t)p->cfg.max_rows_per_tick / 2) {
-					if (j->t_next < deferred)
-						deferred = j->t_next;
-					continue;
-				}
-				if ((rc = plan_missed(p, b, j, now, limit)))
-					goto out;
-			}
-		}
-		if (j->t_next <= horizon)
+		if (merge)
 			t_push(&th, j);
 	}
 

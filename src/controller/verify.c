@@ -9,6 +9,7 @@
 #include <string.h>
 #include "palisade/schedule.h"
 #include "palisade/timefmt.h"
+#include "palisade/horizoncheck.h"
 #include "palisade/verify.h"
 
 #define MAX_SAMPLES 20
@@ -266,6 +267,12 @@ int pal_verify(pal_store *st, int64_t from, int64_t to, const char *job_id,
 		return rc;
 	r->quarantined = (int64_t)json_array_size(q);
 	samples_of(r, "quarantined", q);
+	/* Jobs whose keys a service may forget before their last retry: a
+	 * controller found them and keeps a ticket open while they do. */
+	if ((rc = pal_store_horizon_json(st, job_id, &q, err, errlen)))
+		return rc;
+	r->key_horizon = (int64_t)json_array_size(q);
+	samples_of(r, "key_horizon", q);
 	if ((rc = never_activated(st, from, to, job_id, opts->activation_grace_s, r, err, errlen)))
 		return rc;
 	if (opts->stuck_after_s > 0) {

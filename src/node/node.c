@@ -158,6 +158,8 @@ static json_t *status_cb(void *arg)
 		json_t *cs = pal_controller_status(n->ctl);
 		json_object_set(st, "db_up", json_object_get(cs, "db_up"));
 		json_object_set(st, "shards", json_object_get(cs, "shards"));
+		json_object_set(st, "key_horizon_exceeded",
+				json_object_get(cs, "key_horizon_exceeded"));
 		json_decref(cs);
 	}
 	return st;
@@ -480,10 +482,14 @@ static void reload(node *n, const pal_node_opts *o)
 			/* The reloadable keys take effect now; restart-only ones keep
 			 * their running values (logged above). */
 			pal_log_set_level(fresh.log_level);
-			if (n->ctl)
+			if (n->ctl) {
 				pal_controller_set_timing(n->ctl, (int)fresh.scan_interval_ms,
 							  fresh.overlap_ms / 1000, fresh.lookahead_ms / 1000,
 							  fresh.misfire_threshold_ms / 1000);
+				/* Lowered or not: the jobs are checked against it again. */
+				pal_controller_set_key_retention(n->ctl, fresh.sink_key_retention_ms);
+			}
+			n->conf.sink_key_retention_ms = fresh.sink_key_retention_ms;
 			if (n->exe)
 				pal_executor_set_limits(n->exe, fresh.batch, fresh.max_inflight,
 							fresh.renew_failures_to_close_gate, fresh.groups,
@@ -655,6 +661,7 @@ int pal_node_run(const pal_node_opts *o)
 			.lookahead_s = n.conf.lookahead_ms / 1000,
 			.misfire_threshold_s = n.conf.misfire_threshold_ms / 1000,
 			.statement_timeout_ms = n.conf.pg_statement_timeout_ms,
+			.key_retention_ms = n.conf.sink_key_retention_ms,
 		};
 		if (pal_controller_start(&ccfg, n.coord, n.m, &n.ctl, err, sizeof err)) {
 			pal_log(PAL_LOG_ERROR, "node.controller_failed", "{s:s}", "error", err);

@@ -36,5 +36,6 @@ void pal_plan_batch_free(pal_plan_batch *b)
 	free(b->mis);
 	free(b->act);
 	free(b->tick);
+	free(b->failed);
 	memset(b, 0, sizeof *b);
 }

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "palisade/horizoncheck.h"
 #include "palisade/store.h"
 #include "store_int.h"
 
@@ -598,6 +599,19 @@ static int write_tickets(pal_store *st, int64_t epoch, const pal_plan_batch *b, 
 	return PAL_OK;
 }
 
+/* The jobs whose planning failed in the planner (batch->failed): each is
+ * quarantined in the tick's transaction, with the planner's error. */
+static int write_failed(pal_store *st, int shard, int64_t epoch, const pal_plan_batch *b,
+			char *err, size_t errlen)
+{
+	int rc = PAL_OK;
+	for (size_t i = 0; !rc && i < b->n_failed; i++)
+		rc = pal_store_quarantine_job(st, b->failed[i].job_id, shard, epoch,
+					      b->failed[i].since, b->failed[i].error, NULL, err,
+					      errlen);
+	return rc;
+}
+
 /* The rows of batch B (no watermark, no commit). */
 static int write_batch(pal_store *st, int shard, int64_t epoch, const char *node,
 		       const pal_plan_batch *b, int64_t *inserted, char *err, size_t errlen)
@@ -610,6 +624,8 @@ static int write_batch(pal_store *st, int shard, int64_t epoch, const char *node
 		rc = write_misfires(st, shard, epoch, b, err, errlen);
 	if (!rc)
 		rc = write_tickets(st, epoch, b, err, errlen);
+	if (!rc)
+		rc = write_failed(st, shard, epoch, b, err, errlen);
 	return rc;
 }
 
@@ -686,8 +702,9 @@ static int subset(const pal_plan_batch *b, GHashTable *set, pal_plan_batch *o)
 	o->mis = malloc((b->n_mis + 1) * sizeof *o->mis);
 	o->act = malloc((b->n_act + 1) * sizeof *o->act);
 	o->tick = malloc((b->n_tick + 1) * sizeof *o->tick);
+	o->failed = malloc((b->n_failed + 1) * sizeof *o->failed);
 	uint32_t *map = malloc((b->n_refs + 1) * sizeof *map);
-	if (!o->refs || !o->trig || !o->mis || !o->act || !o->tick || !map) {
+	if (!o->refs || !o->trig || !o->mis || !o->act || !o->tick || !o->failed || !map) {
 		free(map);
 		pal_plan_batch_free(o);
 		return PAL_ENOMEM;
@@ -711,6 +728,9 @@ static int subset(const pal_plan_batch *b, GHashTable *set, pal_plan_batch *o)
 	for (size_t i = 0; i < b->n_tick; i++)
 		if (g_hash_table_contains(set, b->tick[i].job_id))
 			o->tick[o->n_tick++] = b->tick[i];
+	for (size_t i = 0; i < b->n_failed; i++)
+		if (g_hash_table_contains(set, b->failed[i].job_id))
+			o->failed[o->n_failed++] = b->failed[i];
 	free(map);
 	return PAL_OK;
 }
@@ -804,6 +824,14 @@ int pal_store_quarantine_job(pal_store *st, const char *job_id, int shard, int64
 	return PAL_OK;
 }
 
+/*
+ * Besides what store.h says: both commits (this one and
+ * pal_store_tick_commit) also quarantine, in the same transaction, the jobs
+ * the planner left out of B (B->failed; write_failed).  When every job of
+ * the batch (two or more) is refused on its own, the cause is not a job's:
+ * nothing is quarantined, the transaction is rolled back and PAL_EDB
+ * returned.
+ */
 int pal_store_tick_commit_isolated(pal_store *st, int shard, int64_t epoch, const char *node,
 				   int64_t since, const pal_plan_batch *b, int64_t *inserted,
 				   pal_quarantined **bad, size_t *n_bad, char *err, size_t errlen)
@@ -827,11 +855,24 @@ int pal_store_tick_commit_isolated(pal_store *st, int shard, int64_t epoch, cons
 		NOTE(b->act[i].job_id);
 	for (size_t i = 0; i < b->n_tick; i++)
 		NOTE(b->tick[i].job_id);
+	for (size_t i = 0; i < b->n_failed; i++)
+		NOTE(b->failed[i].job_id);
 #undef NOTE
 	g_hash_table_destroy(seen);
 	iso_ctx x = { .st = st, .shard = shard, .epoch = epoch, .node = node, .b = b };
 	x.bad = calloc(ids->len + 1, sizeof *x.bad);
 	int rc = x.bad ? isolate(&x, (const char **)ids->pdata, ids->len, err, errlen) : PAL_ENOMEM;
+	if (!rc && x.n_bad > 1 && x.n_bad == ids->len) {
+		/* Every job refused on its own: the cause is the shard's or the
+		 * database's (a trigger, a missing partition, a full disk's
+		 * error class), not one job's.  Quarantining them all would stop
+		 * the shard behind a ticket per job; fail the tick instead. */
+		snprintf(err, errlen,
+			 "every one of the %u jobs of the batch was refused on its own, so the "
+			 "cause is not one job (nothing quarantined); first: %s",
+			 ids->len, x.bad[0].error);
+		rc = PAL_EDB;
+	}
 	g_ptr_array_free(ids, TRUE);
 	for (size_t i = 0; !rc && i < x.n_bad; i++)
 		rc = pal_store_quarantine_job(st, x.bad[i].job_id, shard, epoch, since,
@@ -961,6 +1002,22 @@ int pal_store_never_activated_json(pal_store *st, const char *job_id, int64_t cr
 		" WHERE j.active_version IS NULL AND v.effective_from IS NULL"
 		" AND v.created_at <= to_timestamp($2::bigint)"
 		" AND ($1::text IS NULL OR j.job_id = $1)",
+		2, p, out, err, errlen);
+}
+
+int pal_store_horizon_json(pal_store *st, const char *job_id, json_t **out, char *err,
+			   size_t errlen)
+{
+	const char *p[] = { job_id, PAL_HORIZON_TICKET_REASON };
+	return json_query(
+		st,
+		"SELECT coalesce(json_agg(json_build_object('job', job_id, 'version',"
+		" (evidence ->> 'version')::int, 'horizon_ms', (evidence ->> 'horizon_ms')::bigint,"
+		" 'key_retention_ms', (evidence ->> 'key_retention_ms')::bigint, 'node',"
+		" evidence ->> 'node', 'ticket', id, 'since', to_char(created_at AT TIME ZONE 'UTC',"
+		" 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')) ORDER BY job_id), '[]')::text"
+		" FROM tickets WHERE state = 'open' AND reason = $2"
+		" AND ($1::text IS NULL OR job_id = $1)",
 		2, p, out, err, errlen);
 }
 

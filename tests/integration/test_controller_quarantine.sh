@@ -75,4 +75,30 @@ g1=$(good_at)
 sleep 3
 check "the rest of the shard is planned after the restart" [ "$(good_at)" -gt "$g1" ]
 expect_match "its error names the zone" "Gone/Nowhere" "$(sql "select error from quarantine where job_id = 'qz.badzone'")"
+
+# The planner itself fails on one job (computing its next instants; no
+# real input reaches such a failure, so the test switch
+# PALISADE_FAULT_PLAN_JOB injects it after the job's rows went into the
+# tick's batch).  Without isolation the shard's every tick failed and no job
+# of it was planned; now the job alone is quarantined in the same tick.
+stop_node q1
+PALISADE_FAULT_PLAN_JOB=qz.good3 start_node q1
+wait_until "a job whose planning fails in the planner is quarantined" 20 quarantined qz.good3
+g1=$(good_at)
+sleep 3
+check "the rest of the shard keeps being planned (planner failure)" [ "$(good_at)" -gt "$g1" ]
+expect_eq "no failed tick, dropped shard or database error after the restart" 0 \
+	"$(sed -n '/controller.fault_injection/,$p' "$NODE_DIR/q1.log" | grep -c '"event":"controller.tick_failed"\|"event":"controller.shard_dropped"\|"event":"controller.db_error"')"
+expect_match "its error names the failure" "PALISADE_FAULT_PLAN_JOB" "$(sql "select error from quarantine where job_id = 'qz.good3'")"
+expect_eq "an open ticket for it whose action is release" "open|{release}" \
+	"$(sql "select t.state, t.allowed_actions from tickets t join quarantine q on q.ticket_id = t.id where q.job_id = 'qz.good3'")"
+q_misfires_of() { [ "$(sql "select coalesce(sum(count), 0) from misfires where job_id = '$1' and reason = 'quarantined'")" -gt 0 ]; }
+wait_until "its instants are recorded as misfires with reason quarantined (planner failure)" 10 q_misfires_of qz.good3
+check "metric palisade_controller_quarantined_total counts it" [ "$(metric q1 palisade_controller_quarantined_total | cut -d. -f1)" -ge 1 ]
+check "log controller.job_quarantined names it" grep -q '"event":"controller.job_quarantined".*"job":"qz.good3"' "$NODE_DIR/q1.log"
+expect_eq "nothing of it planned after its quarantine" 0 \
+	"$(sql "select count(*) from triggers t join quarantine q using (job_id) where job_id = 'qz.good3' and t.scheduled_at > q.since")"
+T3=$(rfc3339_ago 1)
+expect_exit "verify reports it (exit 2)" 2 "$PAL" verify --job qz.good3 --from "$T0" --to "$T3"
+expect_match "verify names it" "quarantined +qz.good3" "$OUT"
 finish

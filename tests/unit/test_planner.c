@@ -585,6 +585,51 @@ static void test_planner_defers_idle_activations(void **st)
 
 /* One shared schedule per distinct (cron, zone), one cron per expression,
  * one zone per name, whatever the number of jobs; freed with the last job. */
+/* One job whose planning fails is left out of the tick alone: its rows
+ * (activation, re-scan) are taken back out, it is listed in failed with its
+ * error, its cursor stays, and every other job is planned as usual. */
+static void test_planner_failing_job_is_left_out_alone(void **st)
+{
+	pal_planner_config c = cfg;
+	c.fault_job = "a.bad";
+	pal_planner *p = pal_planner_new(0, &c);
+	put1(p, spec("a.good1", "* * * * * ?", PAL_MISFIRE_SKIP), 1, 0, 1000);
+	put1(p, spec("a.bad", "* * * * * ?", PAL_MISFIRE_SKIP), 1, 0, 1000);
+	put1(p, spec("a.good2", "* * * * * ?", PAL_MISFIRE_SKIP), 1, PAL_NO_TIME, 1000);
+	pal_plan_batch b = { 0 };
+	assert_int_equal(pal_planner_tick(p, 1000, 1000, &b), 0);
+	assert_int_equal(b.n_failed, 1);
+	assert_string_equal(b.failed[0].job_id, "a.bad");
+	assert_int_equal(b.failed[0].since, 1000);
+	assert_non_null(strstr(b.failed[0].error, "PALISADE_FAULT_PLAN_JOB"));
+	size_t good1 = 0, good2 = 0;
+	for (size_t i = 0; i < b.n_trig; i++) {
+		assert_string_not_equal(b.trig[i].job_id, "a.bad");
+		good1 += !strcmp(b.trig[i].job_id, "a.good1");
+		good2 += !strcmp(b.trig[i].job_id, "a.good2");
+	}
+	for (size_t i = 0; i < b.n_refs; i++)
+		assert_string_not_equal(b.refs[i].job_id, "a.bad");
+	assert_int_equal(good1, 10 + 5); /* re-scan 991..1000, then 1001..1005 */
+	assert_int_equal(good2, 5);
+	assert_int_equal(b.n_act, 1);
+	assert_string_equal(b.act[0].job_id, "a.good2");
+	assert_int_equal(b.watermark, 1005);
+	/* The controller quarantines it; from then on its instants are misfires. */
+	assert_int_equal(pal_planner_quarantine(p, "a.bad"), 0);
+	pal_planner_commit(p, &b);
+	assert_int_equal(pal_planner_tick(p, 1005, 1001, &b), 0);
+	assert_int_equal(b.n_failed, 0);
+	assert_int_equal(b.n_mis, 1);
+	assert_string_equal(b.mis[0].job_id, "a.bad");
+	assert_string_equal(b.mis[0].reason, "quarantined");
+	assert_int_equal(b.mis[0].from, 991); /* from its cursor: nothing of it was planned */
+	assert_int_equal(b.mis[0].to, 1006);
+	assert_int_equal(b.n_trig, 2);
+	pal_plan_batch_free(&b);
+	pal_planner_free(p);
+}
+
 static void test_planner_shares_schedules_and_zones(void **st)
 {
 	size_t s0, c0, z0, s1, c1, z1;
@@ -619,6 +664,7 @@ int main(void)
 		cmocka_unit_test(test_planner_new_job_activates_now_and_plans_lookahead),
 		cmocka_unit_test(test_planner_defers_idle_activations),
 		cmocka_unit_test(test_planner_shares_schedules_and_zones),
+		cmocka_unit_test(test_planner_failing_job_is_left_out_alone),
 		cmocka_unit_test(test_planner_uncommitted_tick_is_repeated),
 		cmocka_unit_test(test_planner_rescan_below_watermark_is_not_a_misfire),
 		cmocka_unit_test(test_planner_misfire_skip_records_all),
