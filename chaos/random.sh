@@ -45,10 +45,7 @@ if [ "${RANDOM_PG:-none}" != none ]; then
 	finish
 	exit 1
 fi
-FT=
-for f in /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1 /usr/lib/*/faketime/libfaketimeMT.so.1; do
-	[ -f "$f" ] && FT=$f && break
-done
+FT=$(faketime_lib)
 CHECK_PY=python3
 /usr/bin/python3 -c 'import croniter' 2>/dev/null && CHECK_PY=/usr/bin/python3
 "$CHECK_PY" -c 'import croniter' 2>/dev/null || { fail "python3-croniter is installed (ops/deps.sh)"; finish; exit 1; }
@@ -199,18 +196,6 @@ SAMPLES=$NODE_DIR/samples.tsv
 ) &
 SAMPLER=$!
 
-# wait_wall DESC SECONDS CMD...: like wait_until, by the wall clock (a
-# poll of a loaded database can take longer than its 0.1 s sleep)
-wait_wall() {
-	local desc=$1 secs=$2 t0=$SECONDS
-	shift 2
-	while [ $((SECONDS - t0)) -lt "$secs" ]; do
-		if "$@" >/dev/null 2>&1; then pass "$desc (after ~$((SECONDS - t0)) s)"; return 0; fi
-		sleep 1
-	done
-	fail "$desc (not within ${secs} s)"
-	return 1
-}
 # ---- the nemesis ----------------------------------------------------------------------
 SCHED=$NODE_DIR/schedule.txt
 python3 chaos/random/schedule.py --seed "$SEED" --seconds "$SECONDS_RUN" >"$SCHED"

@@ -50,7 +50,8 @@ void pal_classify(const pal_http_result *r, pal_class *c);
 
 typedef struct pal_retry_decision {
 	bool retry;
-	int64_t at_ms;       /* when to retry (ms since epoch) */
+	int64_t at_ms;       /* when to retry (ms since epoch, NOW_MS + delay_ms) */
+	int64_t delay_ms;    /* how long from NOW_MS */
 	const char *reason;  /* when not: "max_attempts", "max_age", "deadline" */
 } pal_retry_decision;
 

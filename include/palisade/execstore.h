@@ -111,6 +111,9 @@ PAL_MUST_CHECK int pal_store_renew(pal_store *st, const char *node, int64_t leas
 PAL_MUST_CHECK int pal_store_reap_cancelling(pal_store *st, int64_t *n, char *err,
 					     size_t errlen);
 
+/* A result without a next attempt (next_attempt_at NULL). */
+#define PAL_NEXT_NONE (-1)
+
 /* One result to commit. */
 typedef struct pal_result {
 	int64_t id, fence;
@@ -118,7 +121,10 @@ typedef struct pal_result {
 				    pending: deferred before calling, the attempt is given back */
 	const char *error_class; /* "" when none */
 	int http_status;         /* 0 when none */
-	int64_t next_attempt_ms; /* retry_wait / unknown: when; 0 otherwise */
+	int64_t next_delay_ms;   /* retry_wait / unknown / pending: the next attempt is
+				    due this long after the commit, by the database's
+				    clock (clock_timestamp() + delay; a node's clock
+				    never decides it); PAL_NEXT_NONE: none */
 	int duration_ms;
 	const char *idempotency_key;
 	const char *ticket_reason; /* state manual: the ticket's reason; with

@@ -74,12 +74,14 @@ PAL_MUST_CHECK int pal_store_consume(pal_store *st, bool *done, char *err, size_
 /* The last failed query hit lock_timeout (SQLSTATE 55P03): the row is held
  * elsewhere (e.g. by a paused process); retry later, the connection is fine. */
 bool pal_store_lock_timeout(const pal_store *st);
-/* The database clock minus this host's CLOCK_REALTIME, in ms (measured
- * around one round trip).  Decisions that compare times stored in the
- * database (retry instants, max_age, deadlines) add it to the local clock,
- * so that a host whose clock is off cannot move them. */
-PAL_MUST_CHECK int pal_store_db_clock_offset(pal_store *st, int64_t *offset_ms, char *err,
-					     size_t errlen);
+/* The database clock minus this host's CLOCK_MONOTONIC (*MINUS_MONO_MS) and
+ * minus its CLOCK_REALTIME (*MINUS_WALL_MS), in ms, measured around one
+ * round trip.  Decisions that compare times stored in the database
+ * (max_age, deadlines, a claimed trigger's instant) add the first to the
+ * monotonic clock: a wall clock that is off, or steps (NTP, an operator),
+ * never enters them.  The second is for the operator (a metric). */
+PAL_MUST_CHECK int pal_store_db_clock_offsets(pal_store *st, int64_t *minus_mono_ms,
+					      int64_t *minus_wall_ms, char *err, size_t errlen);
 
 /*
  * Apply every compiled-in migration the database lacks, each in its own

@@ -234,7 +234,7 @@ bool pal__render_skip(pal_executor *ex, pal__call *k, int rc)
 		k->render_err, "skip", "5m");
 	pal__minc(ex, "palisade_executor_render_skips_total", NULL, 1);
 	k->render_skip = true;
-	pal__queue_result(ex, k, PAL_TS_PENDING, "render_secret", 0, pal__db_ms(ex) + 1000, NULL);
+	pal__queue_result(ex, k, PAL_TS_PENDING, "render_secret", 0, 1000, NULL);
 	return true;
 }
 

@@ -146,7 +146,7 @@ void pal__call_due(pal_executor *ex, pal__call *k)
 		}
 		/* Back to pending without spending an attempt: the call never
 		 * started (the commit gives the attempt back). */
-		pal__queue_result(ex, k, PAL_TS_PENDING, "breaker_open", 0, pal__db_ms(ex) + 1000, NULL);
+		pal__queue_result(ex, k, PAL_TS_PENDING, "breaker_open", 0, 1000, NULL);
 		return;
 	}
 	pal__start_or_defer(ex, k);
@@ -191,7 +191,7 @@ static void begin_call(pal_executor *ex, pal_claimed *c, int64_t sent)
 		pal_log(PAL_LOG_WARN, "executor.spec_unavailable", "{s:s, s:i, s:s}", "job",
 			k->c.job_id, "version", k->c.version, "error", err);
 		pal__minc(ex, "palisade_executor_spec_unavailable_total", NULL, 1);
-		pal__queue_result(ex, k, PAL_TS_PENDING, "spec_unavailable", 0, pal__db_ms(ex) + 1000,
+		pal__queue_result(ex, k, PAL_TS_PENDING, "spec_unavailable", 0, 1000,
 				  NULL);
 		return;
 	}
@@ -281,5 +281,5 @@ void pal__unpark(pal_executor *ex, pal__call *k, int64_t now, bool draining)
 			return;
 		}
 	}
-	pal__queue_result(ex, k, PAL_TS_PENDING, "breaker_open", 0, pal__db_ms(ex) + 1000, NULL);
+	pal__queue_result(ex, k, PAL_TS_PENDING, "breaker_open", 0, 1000, NULL);
 }

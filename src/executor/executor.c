@@ -33,14 +33,19 @@
 #include "executor_int.h"
 #include "palisade/health.h"
 
-/* Now by the database's clock.  Retry instants, max_age and deadlines are
- * compared with times the database wrote (scheduled_at, due_at) and are
- * written back for the database to compare (next_attempt_at), so they are
- * judged by its clock: a host clock that is off cannot fail a trigger early
- * or park its retry for an hour (tests/integration/test_clock_skew.sh). */
+/* Now by the database's clock: this host's monotonic clock plus its
+ * measured offset from the database's.  max_age, deadlines and a claimed
+ * trigger's instant are compared with times the database wrote
+ * (scheduled_at, due_at), so they are judged by its clock: a host clock that
+ * is off cannot fail a trigger early (tests/integration/test_clock_skew.sh).
+ * Not the wall clock plus an offset: when the wall clock stepped, that sum
+ * was off by the step until the next measurement (up to a second), and
+ * retries decided meanwhile were parked 10 minutes ahead
+ * (tests/integration/test_executor_clock_skew.sh).  Retry instants are not
+ * computed here at all: the commit writes clock_timestamp() + the delay. */
 int64_t pal__db_ms(const pal_executor *ex)
 {
-	return pal_wall_ms() + ex->db_offset_ms;
+	return pal_mono_ms() + ex->db_offset_ms;
 }
 
 /* A pass of the loop later than this is a stuck executor (health.h). */
@@ -264,20 +269,22 @@ static void drain_notifies(pal_executor *ex)
 		ex->next_claim_ms = 0; /* a controller planned triggers: claim now */
 }
 
-/* Measure the database clock's offset at most once a second (one short
- * query on the executor's connection); keep the last value on failure. */
+/* Measure the database clock's offsets at most once a second (one short
+ * query on the executor's connection); keep the last values on failure
+ * (the monotonic one stays right while the database is away). */
 static void refresh_db_clock(pal_executor *ex, int64_t now)
 {
 	/* drain_notifies() may just have dropped a broken connection. */
 	if (!ex->st || (ex->db_offset_at_ms && now - ex->db_offset_at_ms < 1000))
 		return;
 	char err[256];
-	int64_t off;
-	if (pal_store_db_clock_offset(ex->st, &off, err, sizeof err))
+	int64_t mono, off;
+	if (pal_store_db_clock_offsets(ex->st, &mono, &off, err, sizeof err))
 		return;
-	int64_t prev = ex->db_offset_ms;
+	int64_t prev = ex->db_wall_offset_ms;
 	bool first = !ex->db_offset_at_ms;
-	ex->db_offset_ms = off;
+	ex->db_offset_ms = mono;
+	ex->db_wall_offset_ms = off;
 	ex->db_offset_at_ms = now;
 	if (ex->m)
 		pal_metric_set(ex->m, "palisade_executor_clock_offset_seconds", NULL, (double)off / 1000);
@@ -444,7 +451,7 @@ static int64_t run_waiting(pal_executor *ex, int64_t now, bool draining)
 			bool live = !pal__leases_get(&ex->leases, k->c.id, &v) ||
 				    v.state == PAL_TS_RUNNING;
 			if (draining || !live) {
-				pal__queue_result(ex, k, PAL_TS_PENDING, "handed_back", 0, 0, NULL);
+				pal__queue_result(ex, k, PAL_TS_PENDING, "handed_back", 0, PAL_NEXT_NONE, NULL);
 			} else if (!gate) {
 				k->resume_at_ms = now + 100; /* no new side effects while closed */
 			} else {
@@ -462,7 +469,7 @@ static int64_t run_waiting(pal_executor *ex, int64_t now, bool draining)
 			}
 			k->ph = PHASE_CALL;
 			if (pal__call_start(ex, k))
-				pal__queue_result(ex, k, PAL_TS_FAILED, "render", 0, 0, NULL);
+				pal__queue_result(ex, k, PAL_TS_FAILED, "render", 0, PAL_NEXT_NONE, NULL);
 			break;
 		default:
 			break;
@@ -510,8 +517,10 @@ static void *run(void *arg)
 			if (claim_busy[i] && ex->cst[i] && !pal_store_busy(ex->cst[i]))
 				observe_ms(ex, "palisade_executor_claim_seconds",
 					   pal_mono_ms() - ex->claim_sent_ms[i]);
+		/* No claim before the database's clock is known: every
+		 * decision on a claimed trigger is judged by it. */
 		if (!draining && pal__leases_gate_open(&ex->leases) && ex->st &&
-		    now >= ex->next_claim_ms)
+		    ex->db_offset_at_ms && now >= ex->next_claim_ms)
 			pal__claim_send(ex);
 		int64_t wake = run_waiting(ex, now, draining);
 		/* Lease checks come before any I/O of the pass: after a pause

@@ -172,8 +172,9 @@ struct pal_executor {
 	bool ignore_lease_loss; /* drill only: PALISADE_FAULT_IGNORE_LEASE_LOSS=1 */
 	int spec_read_faults;   /* test only: PALISADE_FAULT_SPEC_READ=N fails the first N
 				   job-version reads as the database would (transient) */
-	int64_t db_offset_ms;    /* database clock - CLOCK_REALTIME */
-	int64_t db_offset_at_ms; /* CLOCK_MONOTONIC of that measurement, 0 = never */
+	int64_t db_offset_ms;      /* database clock - CLOCK_MONOTONIC (pal__db_ms) */
+	int64_t db_wall_offset_ms; /* database clock - CLOCK_REALTIME (the metric) */
+	int64_t db_offset_at_ms;   /* CLOCK_MONOTONIC of that measurement, 0 = never */
 	int new_batch, new_max_inflight, new_renew_failures;
 	pal_group_conf *new_groups;
 	size_t new_n_groups;
@@ -222,9 +223,11 @@ void pal__call_finished(pal_executor *ex, pal__call *k, CURLcode code);
 void pal__spent(pal_executor *ex, pal__call *k, const char *cls, int http, const char *why);
 void pal__abandon(pal_executor *ex, pal__call *k, const char *why);
 
-/* results.c: queue K's result (K moves to the results queue) */
+/* results.c: queue K's result (K moves to the results queue).  NEXT_DELAY_MS:
+ * the next attempt is due that long after the commit, by the database's
+ * clock; PAL_NEXT_NONE for none. */
 void pal__queue_result(pal_executor *ex, pal__call *k, pal_tstate state, const char *error_class,
-		       int http, int64_t next_attempt_ms, const char *ticket_reason);
+		       int http, int64_t next_delay_ms, const char *ticket_reason);
 void pal__unlink_call(pal_executor *ex, pal__call *k);
 void pal__commit_send(pal_executor *ex);
 void pal__commit_recv(pal_executor *ex);

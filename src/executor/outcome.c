@@ -55,9 +55,9 @@ void pal__spent(pal_executor *ex, pal__call *k, const char *cls, int http, const
 			"trigger", (json_int_t)k->c.id, "job", k->c.job_id, "key",
 			k->key ? k->key : "", "budget", why ? why : "", "status_queries", k->queries);
 		pal__minc(ex, "palisade_executor_unknown_tickets_total", NULL, 1);
-		pal__queue_result(ex, k, PAL_TS_MANUAL, cls, http, 0, unknown_reason(why));
+		pal__queue_result(ex, k, PAL_TS_MANUAL, cls, http, PAL_NEXT_NONE, unknown_reason(why));
 	} else {
-		pal__queue_result(ex, k, PAL_TS_FAILED, cls, http, 0, NULL);
+		pal__queue_result(ex, k, PAL_TS_FAILED, cls, http, PAL_NEXT_NONE, NULL);
 	}
 }
 
@@ -67,7 +67,7 @@ static void retry_or_fail(pal_executor *ex, pal__call *k, const char *cls, int h
 	pal_retry_decision d = pal_retry_decide(&k->spec->spec, k->c.attempt, pal__db_ms(ex),
 						k->c.scheduled_at * 1000, retry_after, &ex->rng);
 	if (d.retry)
-		pal__queue_result(ex, k, PAL_TS_RETRY_WAIT, cls, http, d.at_ms, NULL);
+		pal__queue_result(ex, k, PAL_TS_RETRY_WAIT, cls, http, d.delay_ms, NULL);
 	else
 		pal__spent(ex, k, cls, http, d.reason);
 }
@@ -176,7 +176,7 @@ void pal__call_finished(pal_executor *ex, pal__call *k, CURLcode code)
 	switch (act) {
 	case PAL_ACT_SUCCEED:
 		pal__queue_result(ex, k, PAL_TS_SUCCEEDED, query ? "resolved_by_query" : "", (int)status,
-				  0, NULL);
+				  PAL_NEXT_NONE, NULL);
 		break;
 	case PAL_ACT_CHECKPOINT:
 		on_chunk(ex, k, &cl);
@@ -187,10 +187,10 @@ void pal__call_finished(pal_executor *ex, pal__call *k, CURLcode code)
 		pal__abandon(ex, k, "the service holds a newer token");
 		break;
 	case PAL_ACT_FAIL:
-		pal__queue_result(ex, k, PAL_TS_FAILED, cl.error_class, (int)status, 0, NULL);
+		pal__queue_result(ex, k, PAL_TS_FAILED, cl.error_class, (int)status, PAL_NEXT_NONE, NULL);
 		break;
 	case PAL_ACT_TICKET:
-		pal__queue_result(ex, k, PAL_TS_MANUAL, cl.error_class, (int)status, 0,
+		pal__queue_result(ex, k, PAL_TS_MANUAL, cl.error_class, (int)status, PAL_NEXT_NONE,
 				  "the service has this idempotency key with a different payload (422)");
 		break;
 	case PAL_ACT_RETRY:
@@ -211,15 +211,14 @@ void pal__call_finished(pal_executor *ex, pal__call *k, CURLcode code)
 		int rc = pal__call_start(ex, k);
 		if (rc && !pal__render_skip(ex, k, rc))
 			pal__queue_result(ex, k, PAL_TS_UNKNOWN, cl.error_class, 0,
-					  pal__db_ms(ex) + pal_backoff_ms(&k->spec->spec, k->c.attempt),
-					  NULL);
+					  pal_backoff_ms(&k->spec->spec, k->c.attempt), NULL);
 		break;
 	case PAL_ACT_UNKNOWN: {
 		pal_retry_decision d = pal_retry_decide(&k->spec->spec, k->c.attempt, pal__db_ms(ex),
 							k->c.scheduled_at * 1000, -1, &ex->rng);
 		if (d.retry)
-			pal__queue_result(ex, k, PAL_TS_UNKNOWN, "status_query_failed", (int)status, d.at_ms,
-					  NULL);
+			pal__queue_result(ex, k, PAL_TS_UNKNOWN, "status_query_failed", (int)status,
+					  d.delay_ms, NULL);
 		else
 			pal__spent(ex, k, "unknown_outcome", (int)status, d.reason);
 		break;

@@ -49,7 +49,7 @@ static bool grow(pal_result **r, pal__call ***calls, int *cap, int need)
 }
 
 void pal__queue_result(pal_executor *ex, pal__call *k, pal_tstate state, const char *error_class,
-		       int http, int64_t next_attempt_ms, const char *ticket_reason)
+		       int http, int64_t next_delay_ms, const char *ticket_reason)
 {
 	if (!grow(&ex->results, &ex->result_calls, &ex->cap_results, ex->n_results + 1)) {
 		/* Out of memory: nothing is written; the lease expires and
@@ -69,7 +69,7 @@ void pal__queue_result(pal_executor *ex, pal__call *k, pal_tstate state, const c
 						   .state = state,
 						   .error_class = k->result_class,
 						   .http_status = http,
-						   .next_attempt_ms = next_attempt_ms,
+						   .next_delay_ms = next_delay_ms,
 						   .duration_ms = (int)dur,
 						   .idempotency_key = k->key,
 						   .ticket_reason = k->render_skip ? k->render_err

@@ -59,5 +59,6 @@ pal_retry_decision pal_retry_decide(const pal_job_spec *s, int attempts, int64_t
 	}
 	d.retry = true;
 	d.at_ms = at;
+	d.delay_ms = delay;
 	return d;
 }

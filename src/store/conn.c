@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "palisade/clock.h"
 #include "palisade/log.h"
 #include "palisade/store.h"
 #include "store_int.h"
@@ -311,21 +312,19 @@ int pal_store_notifications(pal_store *st, pal_notify_fn fn, void *ctx, int *n, 
 	return PAL_OK;
 }
 
-int pal_store_db_clock_offset(pal_store *st, int64_t *offset_ms, char *err, size_t errlen)
+int pal_store_db_clock_offsets(pal_store *st, int64_t *minus_mono_ms, int64_t *minus_wall_ms,
+			       char *err, size_t errlen)
 {
-	struct timespec a, b;
-	clock_gettime(CLOCK_REALTIME, &a);
+	int64_t m0 = pal_mono_ms(), w0 = pal_wall_ms();
 	PGresult *r = pal__store_query(
 		st, "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint", 0, NULL, err,
 		errlen);
-	clock_gettime(CLOCK_REALTIME, &b);
+	int64_t w1 = pal_wall_ms(), m1 = pal_mono_ms();
 	if (!r)
 		return PAL_EDB;
 	int64_t db = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
 	PQclear(r);
-	int64_t mid = ((int64_t)a.tv_sec * 1000 + a.tv_nsec / 1000000 + (int64_t)b.tv_sec * 1000 +
-		       b.tv_nsec / 1000000) /
-		      2;
-	*offset_ms = db - mid;
+	*minus_mono_ms = db - (m0 + m1) / 2;
+	*minus_wall_ms = db - (w0 + w1) / 2;
 	return PAL_OK;
 }

@@ -275,7 +275,8 @@ static const char SQL_COMMIT[] =
 	"     ELSE u.st END,"
 	"   last_error_class = nullif(u.err, ''),"
 	"   attempt_count = t.attempt_count - (u.st = 'pending')::int,"
-	"   next_attempt_at = CASE WHEN u.nxt > 0 THEN to_timestamp(u.nxt / 1000.0) END,"
+	"   next_attempt_at = CASE WHEN u.nxt >= 0"
+	"     THEN clock_timestamp() + u.nxt * interval '1 millisecond' END,"
 	"   outcome_unknown = u.unk,"
 	"   lease_owner = NULL, lease_until = NULL, updated_at = clock_timestamp(),"
 	"   finished_at = CASE WHEN u.st IN ('succeeded', 'failed')"
@@ -352,7 +353,7 @@ int pal_store_commit_send(pal_store *st, const pal_result *res, int n, char *err
 		pal__pgarr_text(&a[2], pal_tstate_name(x->state));
 		pal__pgarr_text(&a[3], x->error_class ? x->error_class : "");
 		pal__pgarr_i64(&a[4], x->http_status);
-		pal__pgarr_i64(&a[5], x->next_attempt_ms);
+		pal__pgarr_i64(&a[5], x->next_delay_ms);
 		pal__pgarr_i64(&a[6], x->duration_ms);
 		pal__pgarr_text(&a[7], x->idempotency_key ? x->idempotency_key : "");
 		pal__pgarr_text(&a[8], x->ticket_reason ? x->ticket_reason : "");

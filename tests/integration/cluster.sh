@@ -6,6 +6,8 @@
 #   stop_node ID                      SIGTERM and wait (drain)
 #   kill9_node ID | pause_node ID | resume_node ID
 #   wait_until DESC SECONDS CMD...    poll CMD every 0.1 s
+#   wait_wall DESC SECONDS CMD...     poll CMD every second, by the wall clock
+#   faketime_lib                      the path of libfaketimeMT, if installed
 #   gen_jobs FILE N CRON [POLICY]     N jobs firing on CRON
 
 # Each test gets its own directory of node logs and configs (node names are
@@ -76,6 +78,30 @@ wait_until() {
 		sleep 0.1
 	done
 	fail "$desc (not within ${secs}s)"
+	return 1
+}
+
+# wait_wall DESC SECONDS CMD...: like wait_until, by the wall clock (a poll
+# of a loaded database can take longer than wait_until's 0.1 s step, so its
+# SECONDS stretch).
+wait_wall() {
+	local desc=$1 secs=$2 t0=$SECONDS
+	shift 2
+	while [ $((SECONDS - t0)) -lt "$secs" ]; do
+		if "$@" >/dev/null 2>&1; then pass "$desc (after ~$((SECONDS - t0)) s)"; return 0; fi
+		sleep 1
+	done
+	fail "$desc (not within ${secs} s)"
+	return 1
+}
+
+# faketime_lib: print the path of libfaketimeMT (LD_PRELOAD it to give one
+# process its own wall clock); fails when it is not installed.
+faketime_lib() {
+	local f
+	for f in /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1 /usr/lib/*/faketime/libfaketimeMT.so.1; do
+		[ -f "$f" ] && echo "$f" && return 0
+	done
 	return 1
 }
 

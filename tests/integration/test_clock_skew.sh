@@ -8,10 +8,7 @@ source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "G1 + G2 + G3 under clock skew (+1h and -30m nodes): plan, claim and retry timing follow the database clock; no instant missing or doubled, every trigger succeeded, one effect per key"
 
-FT=
-for f in /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1 /usr/lib/*/faketime/libfaketimeMT.so.1; do
-	[ -f "$f" ] && FT=$f && break
-done
+FT=$(faketime_lib)
 if [ -z "$FT" ]; then
 	fail "libfaketime is installed (ops/deps.sh installs the libfaketime package)"
 	finish

@@ -130,6 +130,7 @@ static void test_full_jitter_stays_within_backoff(void **st)
 		assert_true(d.retry);
 		int64_t delay = d.at_ms - 100000;
 		assert_true(delay >= 0 && delay <= 4000);
+		assert_int_equal(d.delay_ms, delay); /* the commit adds it to the database's now */
 		lo = delay < lo ? delay : lo;
 		hi = delay > hi ? delay : hi;
 	}
@@ -158,6 +159,9 @@ static void test_retry_budgets(void **st)
 	d = pal_retry_decide(&s, 1, 0, 0, 7000, &rng);
 	assert_true(d.retry);
 	assert_int_equal(d.at_ms, 7000); /* Retry-After honoured */
+	d = pal_retry_decide(&s, 1, 50000, 0, 7000, &rng);
+	assert_true(d.retry);
+	assert_int_equal(d.delay_ms, 7000); /* a delay, whatever the clock said */
 }
 
 static void test_breaker_opens_half_opens_and_closes(void **st)
