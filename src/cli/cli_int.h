@@ -66,6 +66,10 @@ void pal__cli_add_nodes(const pal_cli_common *c, json_t *status);
 /* Connect, and unless MIGRATING, check the schema version.  Prints the
  * error and returns the exit code (0 on success). */
 int pal_cli_connect(const pal_cli_common *c, bool migrating, pal_store **out);
+/* The same for the conninfo CI (pal_cli_pg(); NULL when there is none),
+ * without printing: the message (a line, "" when none) goes to MSG for the
+ * caller to print.  Touches no CLI state: safe in a thread of its own. */
+int pal__cli_connect_msg(const char *ci, bool migrating, pal_store **out, char *msg, size_t msglen);
 
 /* Actor for audit rows: $PALISADE_ACTOR, else user@host. Static buffer. */
 const char *pal_cli_actor(void);

@@ -9,8 +9,17 @@
  * is stored, and the remaining files are still validated so that every
  * problem is reported.  The per-job report waits in a temporary file until
  * the commit succeeded.
+ *
+ * The connection and the apply transaction are opened by a thread of their
+ * own while the first file is parsed (struct opener): a new backend, the
+ * schema check and BEGIN are round trips and server start-up that would
+ * otherwise wait for the parse.  Its result is taken when the first valid
+ * file is stored, and its messages printed then, as if it had connected
+ * there; when no file is valid it is dropped unseen.
  */
 #include <getopt.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +74,88 @@ static void report(FILE *out, bool json, size_t *count, const pal_job_spec *s,
 	count[r->outcome]++;
 }
 
+/* The connection and transaction opened in the background (see the top). */
+struct opener {
+	pthread_t tid;
+	bool started;
+	atomic_bool done;
+	char *conninfo, *actor; /* copies: a detached thread outlives the run */
+	const char *reason;	/* an argv string */
+	int shards;
+	pal_store *st;
+	pal_apply *ap;
+	int ec, rc;	/* pal__cli_connect_msg's exit code, pal_store_apply_begin's rc */
+	char msg[2100]; /* a connection failure, as pal_cli_connect prints it */
+	char err[1024]; /* a failed BEGIN */
+};
+
+static void *opener_run(void *arg)
+{
+	struct opener *o = arg;
+	o->ec = pal__cli_connect_msg(o->conninfo, false, &o->st, o->msg, sizeof o->msg);
+	if (!o->ec)
+		o->rc = pal_store_apply_begin(o->st, o->actor, o->reason, o->shards, &o->ap, o->err,
+					      sizeof o->err);
+	atomic_store(&o->done, true);
+	return NULL;
+}
+
+/* Start opening; the thread gets copies of what it reads.  Freed by
+ * opener_take() or opener_drop(). */
+static struct opener *opener_start(const pal_cli_common *c, const char *reason)
+{
+	struct opener *o = g_new0(struct opener, 1);
+	atomic_init(&o->done, false);
+	o->reason = reason;
+	o->conninfo = g_strdup(pal_cli_pg(c));
+	o->shards = pal__cli_config_shards(c);
+	o->actor = g_strdup(pal_cli_actor());
+	o->started = !pthread_create(&o->tid, NULL, opener_run, o);
+	return o;
+}
+
+/* Wait for the opener (or open here, if no thread started) and free it;
+ * its connection and transaction go to *ST and *AP (NULL on a failure, whose
+ * message is printed here).  Returns the exit code of a failure, 0. */
+static int opener_take(struct opener *o, pal_store **st, pal_apply **ap)
+{
+	if (o->started)
+		pthread_join(o->tid, NULL);
+	else
+		opener_run(o);
+	*st = o->st;
+	*ap = o->ap;
+	int ec = o->ec;
+	if (ec)
+		fputs(o->msg, stderr);
+	else if (o->rc) {
+		pal_cli_err("apply", "%s; nothing applied", o->err);
+		ec = o->rc == PAL_EDB ? PAL_EXIT_UNAVAIL : PAL_EXIT_SOFTWARE;
+	}
+	g_free(o->conninfo);
+	g_free(o->actor);
+	g_free(o);
+	return ec;
+}
+
+/* Drop what the opener opened, unseen.  A connection attempt still under
+ * way is not waited for (the process is about to exit): the thread is
+ * detached and keeps its struct. */
+static void opener_drop(struct opener *o)
+{
+	if (o->started && !atomic_load(&o->done)) {
+		pthread_detach(o->tid);
+		return;
+	}
+	if (o->started)
+		pthread_join(o->tid, NULL);
+	pal_store_apply_abort(o->ap);
+	pal_store_close(o->st);
+	g_free(o->conninfo);
+	g_free(o->actor);
+	g_free(o);
+}
+
 /* The state of one apply run. */
 struct run {
 	pal_cli_common *c;
@@ -76,6 +167,7 @@ struct run {
 	size_t count[3];
 	GPtrArray *suspended; /* ids of the jobs whose file says suspend: true */
 	GHashTable *defined;  /* every id the files define (for the gates) */
+	struct opener *op; /* until the first store_set(), or the end of a failed run */
 };
 
 /* Hand SET to the store (connecting on first use); a failure is kept in
@@ -86,15 +178,10 @@ static void store_set(struct run *r, const pal_jobset *set)
 	if (r->db_ec)
 		return;
 	if (!r->ap) {
-		if ((r->db_ec = pal_cli_connect(r->c, false, &r->st)))
+		r->db_ec = opener_take(r->op, &r->st, &r->ap);
+		r->op = NULL;
+		if (r->db_ec)
 			return;
-		int rc = pal_store_apply_begin(r->st, pal_cli_actor(), r->reason,
-					       pal__cli_config_shards(r->c), &r->ap, err, sizeof err);
-		if (rc) {
-			pal_cli_err("apply", "%s; nothing applied", err);
-			r->db_ec = rc == PAL_EDB ? PAL_EXIT_UNAVAIL : PAL_EXIT_SOFTWARE;
-			return;
-		}
 	}
 	pal_apply_result *res = calloc(set->n ? set->n : 1, sizeof *res);
 	int rc = res ? pal_store_apply_add(r->ap, set->jobs, set->n, res, err, sizeof err)
@@ -152,6 +239,7 @@ int pal_cmd_apply(int argc, char **argv)
 		pal_jobloader_free(l);
 		return PAL_EXIT_SOFTWARE;
 	}
+	r.op = opener_start(&c, reason);
 	pal_diags diags = { 0 };
 	size_t bad = 0;
 	for (int i = optind; i < argc; i++) {
@@ -168,6 +256,8 @@ int pal_cmd_apply(int argc, char **argv)
 		store_set(&r, &none);
 	}
 	if (bad) {
+		if (r.op)
+			opener_drop(r.op);
 		pal_jobloader_free(l);
 		g_ptr_array_free(r.suspended, TRUE);
 		pal_store_apply_abort(r.ap);

@@ -102,13 +102,14 @@ const char *pal_cli_pg(const pal_cli_common *c)
 	return NULL;
 }
 
-int pal_cli_connect(const pal_cli_common *c, bool migrating, pal_store **out)
+int pal__cli_connect_msg(const char *ci, bool migrating, pal_store **out, char *msg, size_t msglen)
 {
 	char err[1024];
-	const char *ci = pal_cli_pg(c);
+	*msg = '\0';
+	*out = NULL;
 	if (!ci) {
-		fprintf(stderr, "palisade: no PostgreSQL connection string: pass --pg, set "
-				"postgres.conninfo in --config FILE, or export PALISADE_PG\n");
+		snprintf(msg, msglen, "palisade: no PostgreSQL connection string: pass --pg, set "
+				      "postgres.conninfo in --config FILE, or export PALISADE_PG\n");
 		return PAL_EXIT_USAGE;
 	}
 	int rc = pal_store_open(ci, out, err, sizeof err);
@@ -116,7 +117,7 @@ int pal_cli_connect(const pal_cli_common *c, bool migrating, pal_store **out)
 		/* libpq quotes a conninfo URI it cannot parse: mask its password */
 		char shown[sizeof err];
 		pal_url_redact_text(err, shown, sizeof shown);
-		fprintf(stderr, "palisade: %s\n", shown);
+		snprintf(msg, msglen, "palisade: %s\n", shown);
 		return PAL_EXIT_UNAVAIL;
 	}
 	if (migrating)
@@ -124,13 +125,21 @@ int pal_cli_connect(const pal_cli_common *c, bool migrating, pal_store **out)
 	int v;
 	rc = pal_store_schema_check(*out, &v, err, sizeof err);
 	if (rc) {
-		fprintf(stderr, "palisade: %s\n", err);
+		snprintf(msg, msglen, "palisade: %s\n", err);
 		pal_store_close(*out);
 		*out = NULL;
 		return rc == PAL_ESCHEMA ? PAL_EXIT_SOFTWARE : rc == PAL_EDB ? PAL_EXIT_UNAVAIL
 									: PAL_EXIT_SOFTWARE;
 	}
 	return PAL_EXIT_OK;
+}
+
+int pal_cli_connect(const pal_cli_common *c, bool migrating, pal_store **out)
+{
+	char msg[2100];
+	int ec = pal__cli_connect_msg(pal_cli_pg(c), migrating, out, msg, sizeof msg);
+	fputs(msg, stderr);
+	return ec;
 }
 
 const char *pal_cli_actor(void)
