@@ -31,11 +31,11 @@
  * call only.  A non-zero return stops the scan and is returned. */
 typedef int (*pal_horizon_fn)(void *ctx, const char *job_id, int version, const pal_job_spec *s);
 
-/* Scan the live (not retired) jobs of SHARD, or only JOB_ID when not NULL.
- * *N: versions read.  One statement, no transaction. */
-PAL_MUST_CHECK int pal_store_horizon_scan(pal_store *st, int shard, const char *job_id,
-					  pal_horizon_fn fn, void *ctx, size_t *n, char *err,
-					  size_t errlen);
+/* Scan the live (not retired) jobs of SHARD, or only those of IDS[0..n_ids)
+ * when IDS is not NULL.  *N: versions read.  One statement, no transaction. */
+PAL_MUST_CHECK int pal_store_horizon_scan(pal_store *st, int shard, const char *const *ids,
+					  size_t n_ids, pal_horizon_fn fn, void *ctx, size_t *n,
+					  char *err, size_t errlen);
 
 /* A job whose key horizon exceeds the retention. */
 typedef struct pal_horizon_violation {
@@ -45,7 +45,8 @@ typedef struct pal_horizon_violation {
 } pal_horizon_violation;
 
 /*
- * Make the tickets of SHARD's jobs (JOB_ID only, when not NULL) those of
+ * Make the tickets of SHARD's jobs (those of IDS[0..n_ids) only, when IDS
+ * is not NULL) those of
  * V[0..n), the violations a scan of the same jobs found: an open ticket
  * (reason PAL_HORIZON_TICKET_REASON, evidence: version, horizon, retention,
  * node; allowed action abandon, which only resolves it) for each violating
@@ -53,8 +54,8 @@ typedef struct pal_horizon_violation {
  * (resolution "fits", actor controller:NODE).  *OPENED, *RESOLVED: how many
  * (either may be NULL).  One statement.
  */
-PAL_MUST_CHECK int pal_store_horizon_tickets(pal_store *st, int shard, const char *job_id,
-					     const pal_horizon_violation *v, size_t n,
+PAL_MUST_CHECK int pal_store_horizon_tickets(pal_store *st, int shard, const char *const *ids,
+					     size_t n_ids, const pal_horizon_violation *v, size_t n,
 					     int64_t key_retention_ms, const char *node,
 					     int64_t *opened, int64_t *resolved, char *err,
 					     size_t errlen);

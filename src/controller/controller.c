@@ -36,6 +36,9 @@ typedef struct led_shard {
 	/* acquired from a handoff row: only the jobs it named are loaded, ticks
 	 * are capped at its horizon until load_handoff_rest() loads the rest */
 	bool rest_pending;
+	/* many of its jobs changed (a large apply): check their key horizons
+	 * with the next periodic reload, once, not at every notified pass */
+	bool horizon_due;
 } led_shard;
 
 struct pal_controller {
@@ -171,11 +174,13 @@ json_t *pal_controller_status(pal_controller *c)
 
 /* ---- shards -------------------------------------------------------------------- */
 
-/* Forget the over-horizon jobs of shard S (only JOB_ID, when not NULL). */
-static void forget_over_horizon(pal_controller *c, int s, const char *job_id)
+/* Forget the over-horizon jobs of shard S (only IDS[0..n), when IDS is not
+ * NULL). */
+static void forget_over_horizon(pal_controller *c, int s, const char *const *ids, size_t n)
 {
-	if (job_id) {
-		g_hash_table_remove(c->over_horizon, job_id);
+	if (ids) {
+		for (size_t i = 0; i < n; i++)
+			g_hash_table_remove(c->over_horizon, ids[i]);
 	} else {
 		GHashTableIter it;
 		gpointer k, v;
@@ -197,7 +202,7 @@ static void drop_shard(pal_controller *c, int s, const char *why)
 		(json_int_t)l->epoch, "reason", why);
 	pal_planner_free(l->planner);
 	memset(l, 0, sizeof *l);
-	forget_over_horizon(c, s, NULL);
+	forget_over_horizon(c, s, NULL, 0);
 	char lab[32];
 	snprintf(lab, sizeof lab, "shard=\"%d\"", s);
 	mset(c, "palisade_controller_shard_epoch", lab, 0);
@@ -439,25 +444,29 @@ static int horizon_row(void *arg, const char *job_id, int version, const pal_job
 #define HORIZON_LOG_MAX 100
 
 /*
- * Check the live jobs of led shard S (only JOB_ID, when not NULL) against
- * sink.key_retention: log each job whose key horizon exceeds it
+ * Check the live jobs of led shard S (only IDS[0..n_ids), when IDS is not
+ * NULL) against sink.key_retention: log each job whose key horizon exceeds it
  * (controller.key_horizon_exceeded), keep its ticket open (and close the
  * tickets of jobs that fit again), and update the gauge.  The jobs keep
  * being planned: a warning, not a refusal (docs/protocol.md).  WHY names
  * the occasion in the log.  A database error drops every shard.
  */
-static void check_key_horizons(pal_controller *c, int s, const char *job_id, const char *why)
+static void check_key_horizons(pal_controller *c, int s, const char *const *ids, size_t n_ids,
+			       const char *why)
 {
 	if (c->cfg.key_retention_ms <= 0 || !c->st || !c->led[s].planner)
 		return;
+	if (!ids)
+		c->led[s].horizon_due = false;
 	char err[1024];
 	horizon_scan hs = { .retention_ms = c->cfg.key_retention_ms,
 			    .over = g_array_new(FALSE, FALSE, sizeof(pal_horizon_violation)) };
 	size_t n = 0;
 	int64_t opened = 0, resolved = 0;
-	int rc = pal_store_horizon_scan(c->st, s, job_id, horizon_row, &hs, &n, err, sizeof err);
+	int rc = pal_store_horizon_scan(c->st, s, ids, n_ids, horizon_row, &hs, &n, err, sizeof err);
 	if (!rc)
-		rc = pal_store_horizon_tickets(c->st, s, job_id, (pal_horizon_violation *)hs.over->data,
+		rc = pal_store_horizon_tickets(c->st, s, ids, n_ids,
+					       (pal_horizon_violation *)hs.over->data,
 					       hs.over->len, c->cfg.key_retention_ms, c->node_id,
 					       &opened, &resolved, err, sizeof err);
 	if (rc) {
@@ -467,7 +476,7 @@ static void check_key_horizons(pal_controller *c, int s, const char *job_id, con
 		db_failed(c, "key horizon check", err);
 		return;
 	}
-	forget_over_horizon(c, s, job_id);
+	forget_over_horizon(c, s, ids, n_ids);
 	char keep[32];
 	pal_fmt_duration(c->cfg.key_retention_ms, keep, sizeof keep);
 	for (guint i = 0; i < hs.over->len; i++) {
@@ -488,10 +497,11 @@ static void check_key_horizons(pal_controller *c, int s, const char *job_id, con
 	}
 	mset(c, "palisade_controller_jobs_key_horizon_exceeded", NULL,
 	     g_hash_table_size(c->over_horizon));
-	if (!job_id || hs.over->len || resolved)
+	if (!ids || hs.over->len || resolved)
 		pal_log(hs.over->len ? PAL_LOG_WARN : PAL_LOG_INFO, "controller.key_horizon_checked",
-			"{s:i, s:s?, s:s, s:I, s:i, s:I, s:I, s:s}", "shard", s, "job", job_id,
-			"key_retention", keep, "versions", (json_int_t)n, "exceeded",
+			"{s:i, s:s?, s:s, s:I, s:i, s:I, s:I, s:s}", "shard", s, "job",
+			ids && n_ids == 1 ? ids[0] : NULL, "key_retention", keep, "versions",
+			(json_int_t)n, "exceeded",
 			(int)hs.over->len, "tickets_opened", (json_int_t)opened,
 			"tickets_resolved", (json_int_t)resolved, "checked", why);
 	g_array_free(hs.over, TRUE); /* the ids now belong to over_horizon */
@@ -910,14 +920,17 @@ static void handle_notifies(pal_controller *c)
 			pal_log(PAL_LOG_DEBUG, "controller.jobs_changed", "{s:i, s:s}", "shard", s,
 				"load", "shard");
 			load_jobs(c, &s, 1, NULL, &ls);
-			check_key_horizons(c, s, NULL, "jobs changed");
+			if (c->led[s].planner)
+				c->led[s].horizon_due = true;
 		} else {
 			for (unsigned i = 0; c->st && c->led[s].planner && i < ids->len; i++) {
 				pal_log(PAL_LOG_DEBUG, "controller.job_changed", "{s:s, s:i}", "job",
 					(const char *)ids->pdata[i], "shard", s);
 				load_jobs(c, &s, 1, ids->pdata[i], &ls);
-				check_key_horizons(c, s, ids->pdata[i], "job changed");
 			}
+			/* One check for the pass's changed jobs of the shard. */
+			check_key_horizons(c, s, (const char *const *)ids->pdata, ids->len,
+					   "job changed");
 		}
 		g_ptr_array_free(ids, TRUE);
 	}
@@ -1049,14 +1062,14 @@ static void *run(void *arg)
 				load_handoff_rest(c);
 			/* After the first ticks: the check must not delay planning. */
 			for (size_t i = 0; i < n_claimed && c->st; i++)
-				check_key_horizons(c, claimed[i], NULL, "shard acquired");
+				check_key_horizons(c, claimed[i], NULL, 0, "shard acquired");
 		}
 		if (c->st && atomic_exchange(&c->horizon_check, false)) {
 			pthread_mutex_lock(&c->mu);
 			c->cfg.key_retention_ms = c->new_key_retention_ms;
 			pthread_mutex_unlock(&c->mu);
 			for (int s = 0; s < c->cfg.n_shards && c->st; s++)
-				check_key_horizons(c, s, NULL, "configuration reloaded");
+				check_key_horizons(c, s, NULL, 0, "configuration reloaded");
 		}
 		if (c->st)
 			handle_notifies(c);
@@ -1073,6 +1086,9 @@ static void *run(void *arg)
 					led[shards++] = s;
 			if (shards)
 				load_jobs(c, led, shards, NULL, &ls);
+			for (size_t i = 0; i < shards && c->st; i++)
+				if (c->led[led[i]].horizon_due)
+					check_key_horizons(c, led[i], NULL, 0, "jobs changed");
 			pal_log(PAL_LOG_DEBUG, "controller.jobs_reloaded", "{s:i, s:I, s:I, s:I}",
 				"shards", (int)shards, "jobs", (json_int_t)ls.jobs, "changed",
 				(json_int_t)ls.changed, "ms", (json_int_t)(pal_mono_ms() - now));

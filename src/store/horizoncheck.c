@@ -22,13 +22,28 @@ static int64_t num(const PGresult *r, int row, int col)
 	return PQgetisnull(r, row, col) ? 0 : strtoll(PQgetvalue(r, row, col), NULL, 10);
 }
 
-int pal_store_horizon_scan(pal_store *st, int shard, const char *job_id, pal_horizon_fn fn,
-			   void *ctx, size_t *n, char *err, size_t errlen)
+/* IDS[0..n) as a text[] parameter (g_free), NULL when IDS is NULL: "every job". */
+static char *ids_param(const char *const *ids, size_t n)
+{
+	if (!ids)
+		return NULL;
+	pal_pgarr a;
+	pal__pgarr_init(&a);
+	for (size_t i = 0; i < n; i++)
+		pal__pgarr_text(&a, ids[i]);
+	return pal__pgarr_end(&a);
+}
+
+int pal_store_horizon_scan(pal_store *st, int shard, const char *const *ids, size_t n_ids,
+			   pal_horizon_fn fn, void *ctx, size_t *n, char *err, size_t errlen)
 {
 	*n = 0;
+	if (ids && !n_ids)
+		return PAL_OK;
 	char s[16];
 	snprintf(s, sizeof s, "%d", shard);
-	const char *p[] = { s, job_id };
+	char *ia = ids_param(ids, n_ids);
+	const char *p[] = { s, ia };
 	PGresult *r = pal__store_query(
 		st,
 		"SELECT v.job_id, v.version, v.misfire_policy, v.catchup_window_ms, v.deadline_ms,"
@@ -36,9 +51,10 @@ int pal_store_horizon_scan(pal_store *st, int shard, const char *job_id, pal_hor
 		" (v.retry ->> 'max_age_ms')::bigint, (v.target ->> 'timeout_ms')::bigint"
 		" FROM jobs j JOIN job_versions v ON v.job_id = j.job_id AND v.version = j.latest_version"
 		" WHERE j.shard = $1::int AND j.retired_at IS NULL"
-		" AND ($2::text IS NULL OR j.job_id = $2)"
+		" AND ($2::text[] IS NULL OR j.job_id = ANY($2::text[]))"
 		" ORDER BY v.job_id, v.version",
 		2, p, err, errlen);
+	g_free(ia);
 	if (!r)
 		return PAL_EDB;
 	int rc = PAL_OK;
@@ -62,11 +78,17 @@ int pal_store_horizon_scan(pal_store *st, int shard, const char *job_id, pal_hor
 	return rc;
 }
 
-int pal_store_horizon_tickets(pal_store *st, int shard, const char *job_id,
+int pal_store_horizon_tickets(pal_store *st, int shard, const char *const *ids, size_t n_ids,
 			      const pal_horizon_violation *v, size_t n, int64_t key_retention_ms,
 			      const char *node, int64_t *opened, int64_t *resolved, char *err,
 			      size_t errlen)
 {
+	if (opened)
+		*opened = 0;
+	if (resolved)
+		*resolved = 0;
+	if (ids && !n_ids)
+		return PAL_OK;
 	pal_pgarr aj, av, ah;
 	pal__pgarr_init(&aj);
 	pal__pgarr_init(&av);
@@ -76,11 +98,12 @@ int pal_store_horizon_tickets(pal_store *st, int shard, const char *job_id,
 		pal__pgarr_i64(&av, v[i].version);
 		pal__pgarr_i64(&ah, v[i].horizon_ms);
 	}
-	char *sj = pal__pgarr_end(&aj), *sv = pal__pgarr_end(&av), *sh = pal__pgarr_end(&ah);
+	char *sj = pal__pgarr_end(&aj), *sv = pal__pgarr_end(&av), *sh = pal__pgarr_end(&ah),
+	     *ia = ids_param(ids, n_ids);
 	char s[16], k[24];
 	snprintf(s, sizeof s, "%d", shard);
 	snprintf(k, sizeof k, "%" PRId64, key_retention_ms);
-	const char *p[] = { sj, sv, sh, s, job_id, k, node, PAL_HORIZON_TICKET_REASON };
+	const char *p[] = { sj, sv, sh, s, ia, k, node, PAL_HORIZON_TICKET_REASON };
 	/* Both halves read the open tickets through tickets_open (a partial
 	 * index: open tickets are few), never the whole table. */
 	PGresult *r = pal__store_query(
@@ -89,7 +112,7 @@ int pal_store_horizon_tickets(pal_store *st, int shard, const char *job_id,
 		"   horizon_ms)),"
 		" o AS (SELECT t.id, t.job_id FROM tickets t JOIN jobs j ON j.job_id = t.job_id"
 		"   WHERE t.state = 'open' AND t.reason = $8 AND j.shard = $4::int"
-		"   AND ($5::text IS NULL OR t.job_id = $5)),"
+		"   AND ($5::text[] IS NULL OR t.job_id = ANY($5::text[]))),"
 		" res AS (UPDATE tickets t SET state = 'resolved', resolution = 'fits',"
 		"   actor = 'controller:' || $7, resolved_at = clock_timestamp()"
 		"   FROM o WHERE t.id = o.id AND NOT EXISTS (SELECT 1 FROM v WHERE v.job_id = o.job_id)"
@@ -103,6 +126,7 @@ int pal_store_horizon_tickets(pal_store *st, int shard, const char *job_id,
 	g_free(sj);
 	g_free(sv);
 	g_free(sh);
+	g_free(ia);
 	if (!r)
 		return PAL_EDB;
 	if (opened)
