@@ -9,6 +9,9 @@
 #   wait_wall DESC SECONDS CMD...     poll CMD every second, by the wall clock
 #   faketime_lib                      the path of libfaketimeMT, if installed
 #   gen_jobs FILE N CRON [POLICY]     N jobs firing on CRON
+#   netns_up NAME | netns_down        a network namespace behind a veth link
+#   netns_forward LOG HOST:PORT       a forwarder from the link's host side
+#   netns_forward_cluster             ... to PostgreSQL and ZooKeeper: NS_PG, NS_ZK
 
 # Each test gets its own directory of node logs and configs (node names are
 # reused across tests; a log must hold one test's lines only).
@@ -190,4 +193,59 @@ gen_sink_jobs() {
 			for l in "$@"; do echo "    $l"; done
 		done
 	} >"$f"
+}
+
+# ---- a node cut off behind a veth link -------------------------------------------
+# netns_up NAME: the network namespace palisade-NAME-PID joined to the host by
+# a veth pair on a random 10.x.y.0/24; sets NS, HV (the host side, the link
+# to set down for a partition), HIP (its address) and NIP (the namespace
+# side's).  Needs root (CAP_NET_ADMIN): fails the check and returns 1 when
+# any step fails (the reason in $NODE_DIR/netns.err).  The caller's EXIT
+# trap calls netns_down, which ends the forwarders and removes the link and
+# the namespace (both of which outlive the test otherwise).
+FWD_PIDS=()
+netns_up() {
+	local net=10.$((200 + RANDOM % 50)).$((RANDOM % 250))
+	NS=palisade-$1-$$ HV=p${1:0:1}h$$ NV=p${1:0:1}n$$ HIP=$net.1 NIP=$net.2
+	if ! { ip netns add "$NS" && ip link add "$HV" type veth peer name "$NV" &&
+		ip link set "$NV" netns "$NS" && ip addr add "$HIP/24" dev "$HV" && ip link set "$HV" up &&
+		ip -n "$NS" addr add "$NIP/24" dev "$NV" && ip -n "$NS" link set "$NV" up &&
+		ip -n "$NS" link set lo up; } 2>"$NODE_DIR/netns.err"; then
+		fail "network namespace and veth pair set up (needs root and CAP_NET_ADMIN): $(head -1 "$NODE_DIR/netns.err")"
+		return 1
+	fi
+	pass "network namespace $NS with a veth link ($HIP <-> $NIP)"
+}
+netns_down() {
+	local p
+	for p in "${FWD_PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	[ -n "${HV:-}" ] && ip link del "$HV" 2>/dev/null
+	[ -n "${NS:-}" ] && ip netns del "$NS" 2>/dev/null
+	return 0
+}
+
+# netns_forward LOG HOST:PORT: a TCP forwarder (slowlane.py) listening on the
+# link's host side, HIP, to HOST:PORT (reachable from the namespace, which
+# has no path to the host's loopback); sets FWD_PORT, logs to
+# $NODE_DIR/fwd_LOG.log, which says "ready" once it listens.
+netns_forward() {
+	FWD_PORT=$(free_port)
+	python3 tests/integration/slowlane.py --host "$HIP" --listen "$FWD_PORT" --to "$2" \
+		>"$NODE_DIR/fwd_$1.log" 2>&1 &
+	FWD_PIDS+=($!)
+}
+# netns_forwarders_ready N: N forwarders say they listen.
+netns_forwarders_ready() { [ "$(cat "$NODE_DIR"/fwd_*.log 2>/dev/null | grep -c ready)" -ge "$1" ]; }
+
+# netns_forward_cluster: forwarders to the harness's PostgreSQL and ZooKeeper
+# (FWD_PG_PORT, FWD_ZK_PORT), waited for; NS_PG and NS_ZK are the connection
+# strings a node inside the namespace uses.
+netns_forward_cluster() {
+	netns_forward pg "127.0.0.1:$(sed -n 's/.*port=\([0-9]*\).*/\1/p' <<<"$PALISADE_PG")"
+	FWD_PG_PORT=$FWD_PORT
+	netns_forward zk "127.0.0.1:${PALISADE_ZK##*:}"
+	FWD_ZK_PORT=$FWD_PORT
+	wait_until "forwarders up" 10 netns_forwarders_ready 2
+	NS_PG=$(sed "s/host=[^ ]*/host=$HIP/; s/port=[0-9]*/port=$FWD_PG_PORT/" <<<"$PALISADE_PG")
+	NS_ZK=$HIP:$FWD_ZK_PORT
 }

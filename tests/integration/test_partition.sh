@@ -11,28 +11,8 @@ source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "G1 + G2 + G3 + G6 through a network partition of one node (veth link down 20 s under load): its shards move within session + scan, it degrades visibly, no instant missing or doubled, one effect per key"
 
-NS=palisade-it-$$
-HV=pvh$$
-NV=pvn$$
-NET=10.$((200 + RANDOM % 50)).$((RANDOM % 250))
-HIP=$NET.1
-NIP=$NET.2
-FWD_PIDS=()
-cleanup_net() {
-	for p in "${FWD_PIDS[@]}"; do kill "$p" 2>/dev/null; done
-	ip link del "$HV" 2>/dev/null
-	ip netns del "$NS" 2>/dev/null
-}
-trap 'stop_all_nodes; stop_sink; cleanup_net' EXIT
-if ! { ip netns add "$NS" && ip link add "$HV" type veth peer name "$NV" &&
-	ip link set "$NV" netns "$NS" && ip addr add "$HIP/24" dev "$HV" && ip link set "$HV" up &&
-	ip -n "$NS" addr add "$NIP/24" dev "$NV" && ip -n "$NS" link set "$NV" up &&
-	ip -n "$NS" link set lo up; } 2>"$NODE_DIR/netns.err"; then
-	fail "network namespace and veth pair set up (needs root and CAP_NET_ADMIN): $(head -1 "$NODE_DIR/netns.err")"
-	finish
-	exit 1
-fi
-pass "network namespace $NS with a veth link ($HIP <-> $NIP)"
+trap 'stop_all_nodes; stop_sink; netns_down' EXIT
+netns_up it || { finish; exit 1; }
 
 fresh_db it_partition
 "$PAL" migrate >/dev/null
@@ -45,16 +25,7 @@ SINK_ADMIN=127.0.0.1:$admin
 SINK_PID=$!
 wait_until "sink up on $SINK_ADDR" 10 curl -sf "http://$SINK_ADMIN/healthz"
 # Paths from the namespace to the loopback PostgreSQL and ZooKeeper.
-pg_port=$(sed -n 's/.*port=\([0-9]*\).*/\1/p' <<<"$PALISADE_PG")
-zk_port=${PALISADE_ZK##*:}
-fpg=$(free_port); fzk=$(free_port)
-python3 tests/integration/slowlane.py --host "$HIP" --listen "$fpg" --to "127.0.0.1:$pg_port" >"$NODE_DIR/fwd_pg.log" 2>&1 &
-FWD_PIDS+=($!)
-python3 tests/integration/slowlane.py --host "$HIP" --listen "$fzk" --to "127.0.0.1:$zk_port" >"$NODE_DIR/fwd_zk.log" 2>&1 &
-FWD_PIDS+=($!)
-wait_until "forwarders up" 10 bash -c "grep -q ready '$NODE_DIR/fwd_pg.log' && grep -q ready '$NODE_DIR/fwd_zk.log'"
-NS_PG=$(sed "s/host=[^ ]*/host=$HIP/; s/port=[0-9]*/port=$fpg/" <<<"$PALISADE_PG")
-NS_ZK=$HIP:$fzk
+netns_forward_cluster
 
 SHARDS=8 write_conf "$CLUSTER_CONF" "executor: {lease: 4s, heartbeat: 1s}"
 SHARDS=8
