@@ -1,32 +1,29 @@
 /*
- * clusterstats.c - the collector thread of clusterstats.h: every interval
- * it reads the backlog, the open tickets and the jobs' last successes on a
- * connection of its own and sets the palisade_cluster_* gauges.  A label
- * set seen before and absent now is set to 0 (the registry never forgets a
- * sample, and a stale value would keep an alert firing).
+ * clusterstats.c - the collector of clusterstats.h: a periodic thread
+ * (util/periodic.c) that every interval reads the backlog, the open
+ * tickets and the jobs' last successes on a connection of its own and sets
+ * the palisade_cluster_* gauges.  A label set seen before and absent now is
+ * set to 0 (the registry never forgets a sample, and a stale value would
+ * keep an alert firing).
  */
-#include <errno.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <glib.h>
 #include "palisade/clock.h"
 #include "palisade/clusterstats.h"
 #include "palisade/log.h"
+#include "palisade/periodic.h"
 #include "palisade/store.h"
 
 struct pal_clusterstats {
 	pal_clusterstats_config cfg;
 	char *conninfo;
 	pal_metrics *m;
-	pal_store *st;
-	pthread_t th;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	bool stop, running, was_down;
+	pal_store *st;	  /* the collector's own connection, opened on demand */
+	pal_periodic *th; /* calls collect every cfg.interval_ms */
+	bool was_down;
 	/* label strings set at the last refresh, per family */
 	GHashTable *shown_backlog, *shown_oldest, *shown_success;
 };
@@ -165,25 +162,10 @@ down:
 	return PAL_EDB;
 }
 
-static void *run(void *arg)
+static void collect(void *arg)
 {
-	pal_clusterstats *cs = arg;
-	pthread_mutex_lock(&cs->mu);
-	while (!cs->stop) {
-		pthread_mutex_unlock(&cs->mu);
-		char err[512] = "";
-		(void)pal_clusterstats_refresh(cs, err, sizeof err);
-		pthread_mutex_lock(&cs->mu);
-		struct timespec until;
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		int64_t ns = until.tv_nsec + (int64_t)cs->cfg.interval_ms * 1000000;
-		until.tv_sec += ns / 1000000000;
-		until.tv_nsec = ns % 1000000000;
-		while (!cs->stop && pthread_cond_timedwait(&cs->cv, &cs->mu, &until) != ETIMEDOUT)
-			;
-	}
-	pthread_mutex_unlock(&cs->mu);
-	return NULL;
+	char err[512] = "";
+	(void)pal_clusterstats_refresh(arg, err, sizeof err);
 }
 
 int pal_clusterstats_start(const pal_clusterstats_config *cfg, pal_metrics *m,
@@ -198,19 +180,13 @@ int pal_clusterstats_start(const pal_clusterstats_config *cfg, pal_metrics *m,
 		cs->cfg.interval_ms = 10000;
 	cs->conninfo = strdup(cfg->conninfo ? cfg->conninfo : "");
 	cs->m = m;
-	pthread_mutex_init(&cs->mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&cs->cv, &ca);
-	pthread_condattr_destroy(&ca);
 	declare(m);
-	if (pthread_create(&cs->th, NULL, run, cs) != 0) {
+	int rc = pal_periodic_start(collect, cs, cs->cfg.interval_ms, &cs->th);
+	if (rc) {
 		snprintf(err, errlen, "cannot start the cluster-stats thread");
 		pal_clusterstats_stop(cs);
-		return PAL_EIO;
+		return rc;
 	}
-	cs->running = true;
 	*out = cs;
 	return PAL_OK;
 }
@@ -219,13 +195,7 @@ void pal_clusterstats_stop(pal_clusterstats *cs)
 {
 	if (!cs)
 		return;
-	if (cs->running) {
-		pthread_mutex_lock(&cs->mu);
-		cs->stop = true;
-		pthread_cond_signal(&cs->cv);
-		pthread_mutex_unlock(&cs->mu);
-		pthread_join(cs->th, NULL);
-	}
+	pal_periodic_stop(cs->th);
 	pal_store_close(cs->st);
 	if (cs->shown_backlog)
 		g_hash_table_destroy(cs->shown_backlog);
@@ -233,8 +203,6 @@ void pal_clusterstats_stop(pal_clusterstats *cs)
 		g_hash_table_destroy(cs->shown_oldest);
 	if (cs->shown_success)
 		g_hash_table_destroy(cs->shown_success);
-	pthread_cond_destroy(&cs->cv);
-	pthread_mutex_destroy(&cs->mu);
 	free(cs->conninfo);
 	free(cs);
 }
