@@ -15,7 +15,8 @@
  * schema check and BEGIN are round trips and server start-up that would
  * otherwise wait for the parse.  Its result is taken when the first valid
  * file is stored, and its messages printed then, as if it had connected
- * there; when no file is valid it is dropped unseen.
+ * there; when no file is valid it is dropped unseen, and a connection
+ * attempt still under way is not waited for (exit 65 at once, as before).
  */
 #include <getopt.h>
 #include <pthread.h>
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "palisade/cli.h"
 #include "palisade/err.h"
 #include "palisade/jobfile.h"
@@ -138,15 +140,15 @@ static int opener_take(struct opener *o, pal_store **st, pal_apply **ap)
 	return ec;
 }
 
-/* Drop what the opener opened, unseen.  A connection attempt still under
- * way is not waited for (the process is about to exit): the thread is
- * detached and keeps its struct. */
-static void opener_drop(struct opener *o)
+/* Drop what the opener opened, unseen.  Returns false, and drops nothing,
+ * while its connection attempt is still under way: the caller then ends the
+ * process with _exit() instead of waiting for it (refused files must not
+ * wait for an unreachable database) or running the exit handlers under it
+ * (libpq's and OpenSSL's state, which the thread is using). */
+static bool opener_drop(struct opener *o)
 {
-	if (o->started && !atomic_load(&o->done)) {
-		pthread_detach(o->tid);
-		return;
-	}
+	if (o->started && !atomic_load(&o->done))
+		return false;
 	if (o->started)
 		pthread_join(o->tid, NULL);
 	pal_store_apply_abort(o->ap);
@@ -154,6 +156,7 @@ static void opener_drop(struct opener *o)
 	g_free(o->conninfo);
 	g_free(o->actor);
 	g_free(o);
+	return true;
 }
 
 /* The state of one apply run. */
@@ -256,8 +259,7 @@ int pal_cmd_apply(int argc, char **argv)
 		store_set(&r, &none);
 	}
 	if (bad) {
-		if (r.op)
-			opener_drop(r.op);
+		bool dropped = !r.op || opener_drop(r.op);
 		pal_jobloader_free(l);
 		g_ptr_array_free(r.suspended, TRUE);
 		pal_store_apply_abort(r.ap);
@@ -267,6 +269,10 @@ int pal_cmd_apply(int argc, char **argv)
 		fprintf(stderr, "palisade apply: %zu error%s; nothing applied\n", diags.n,
 			diags.n == 1 ? "" : "s");
 		pal_diags_free(&diags);
+		if (!dropped) {
+			fflush(NULL);
+			_exit(PAL_EXIT_DATAERR);
+		}
 		return PAL_EXIT_DATAERR;
 	}
 	pal_diags_free(&diags);

@@ -86,6 +86,21 @@ YAML
 expect_exit "apply of an invalid file exits 65" 65 "$PAL" apply "$D/bad.yaml"
 expect_match "names file:line:col" "bad.yaml:[0-9]+:[0-9]+:" "$OUT"
 expect_eq "and stores nothing, not even the valid job" "0" "$(sql "select count(*) from jobs where job_id='ops.new-job'")"
+# apply connects while it parses; an invalid file must still exit 65 at
+# once, not wait for a database that does not answer (a loopback listener
+# that accepts and never replies; libpq would wait its connect_timeout).
+python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
+print(s.getsockname()[1], flush=True); time.sleep(60)' >"$D/mute.port" &
+mute=$!
+for _ in $(seq 50); do [ -s "$D/mute.port" ] && break; sleep 0.1; done
+t0=$(date +%s%3N)
+expect_exit "an invalid file with a database that never answers exits 65" 65 \
+	env PALISADE_PG="host=127.0.0.1 port=$(cat "$D/mute.port") connect_timeout=20" "$PAL" apply "$D/bad.yaml"
+took=$(($(date +%s%3N) - t0))
+check "at once, without waiting for the connection ($took ms)" [ "$took" -lt 5000 ]
+kill "$mute" 2>/dev/null
+wait "$mute" 2>/dev/null
 
 # Concurrent applies of the same change converge on one new version.
 # Five rounds: each changes the schedule once and races 8 applies of it (a
