@@ -179,6 +179,9 @@ static void begin_call(pal_executor *ex, pal_claimed *c, int64_t sent)
 		snprintf(err, sizeof err, "no database connection to read the job version");
 	}
 	k->next = ex->calls;
+	if (k->next)
+		k->next->pprev = &k->next;
+	k->pprev = &ex->calls;
 	ex->calls = k;
 	ex->inflight++;
 	pal__leases_add(&ex->leases, k->c.id, k->c.fence, sent);

@@ -99,6 +99,7 @@ typedef struct pal__call {
 	bool render_skip;
 	char render_err[512];
 	struct pal__call *next;
+	struct pal__call **pprev; /* the pointer to this call in the list; NULL out of it */
 } pal__call;
 
 /* ---- the lease table (lease.c), shared by the executor and lease threads --- */

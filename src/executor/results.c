@@ -20,11 +20,14 @@
 void pal__unlink_call(pal_executor *ex, pal__call *k)
 {
 	pal__leave_park(ex, k, k->parked_ph);
-	for (pal__call **pp = &ex->calls; *pp; pp = &(*pp)->next)
-		if (*pp == k) {
-			*pp = k->next;
-			break;
-		}
+	/* O(1): a list walk here cost O(calls in flight) per finished call */
+	if (k->pprev) {
+		*k->pprev = k->next;
+		if (k->next)
+			k->next->pprev = k->pprev;
+		k->pprev = NULL;
+		k->next = NULL;
+	}
 	ex->inflight--;
 	pal__leases_remove(&ex->leases, k->c.id);
 }
