@@ -40,6 +40,16 @@ expect_match() {
 # sql QUERY: one value or rows, unaligned.
 sql() { psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -c "$1"; }
 
+# sql_samples N SECONDS QUERY: QUERY run N times, SECONDS apart, in one psql
+# session (each run its own statement: a fresh snapshot and clock); prints
+# its rows, unaligned, with an empty line after each (the pause's).  A psql
+# process per sample stretches the interval several times on a loaded box.
+sql_samples() {
+	local i
+	for ((i = 0; i < $1; i++)); do echo "$3;"; echo "select pg_sleep($2);"; done |
+		psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1
+}
+
 # fresh_db NAME: create an empty database NAME and point PALISADE_PG at it.
 fresh_db() {
 	local name=$1

@@ -27,20 +27,19 @@ expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml
 start_node v1
 start_node v2
 wait_until "shards led" 20 all_shards_led
-maxlive() { sql "select coalesce(max(n), 0) from (select count(*) n from triggers where job_id = '$1' and state in ('running', 'pausing', 'cancelling') group by partition) x"; }
-peak_q=0; peak_a=0; peak_cap=0; replaced=0
-for _ in $(seq 1 60); do
-	q=$(maxlive ov.queue); a=$(maxlive ov.allow)
-	# a replaced run is cancelling until its call returns (then it may
-	# still end succeeded): seen while it happens
-	r=$(sql "select count(*) from triggers where job_id = 'ov.replace' and (last_error_class = 'replaced' or state in ('cancelling', 'cancelled'))")
-	[ "$r" -gt "$replaced" ] && replaced=$r
-	c=$(sql "select count(*) from triggers where resource_group = 'capped' and state in ('running', 'pausing', 'cancelling')")
-	[ "$q" -gt "$peak_q" ] && peak_q=$q
-	[ "$a" -gt "$peak_a" ] && peak_a=$a
-	[ "$c" -gt "$peak_cap" ] && peak_cap=$c
-	sleep 0.25
-done
+# 60 samples 0.25 s apart (sql_samples: one psql session), each reading
+# the four figures in one snapshot: the most live runs of one partition of
+# the queue and the allow job, the replace job's replaced runs, the capped
+# group's live runs.
+live="state in ('running', 'pausing', 'cancelling')"
+maxlive() { echo "(select coalesce(max(n), 0) from (select count(*) n from triggers where job_id = '$1' and $live group by partition) x)"; }
+# a replaced run is cancelling until its call returns (then it may still
+# end succeeded): seen while it happens
+replaced_q="(select count(*) from triggers where job_id = 'ov.replace' and (last_error_class = 'replaced' or state in ('cancelling', 'cancelled')))"
+capped_q="(select count(*) from triggers where resource_group = 'capped' and $live)"
+read -r n_samples peak_q peak_a replaced peak_cap <<<"$(sql_samples 60 0.25 "select $(maxlive ov.queue), $(maxlive ov.allow), $replaced_q, $capped_q" |
+	awk -F'|' 'NF == 4 { s++; for (i = 1; i <= 4; i++) if ($i > m[i]) m[i] = $i } END { print s + 0, m[1] + 0, m[2] + 0, m[3] + 0, m[4] + 0 }')"
+expect_eq "60 samples taken" 60 "$n_samples"
 echo "    figure: peak live runs: allow $peak_a, queue $peak_q; capped group peak $peak_cap (limit 2, 6 jobs every 1 s, 2 executors)"
 check "allow: runs overlap (more than one live at once)" [ "$peak_a" -gt 1 ]
 expect_eq "queue: never two live runs of the job at once" 1 "$peak_q"

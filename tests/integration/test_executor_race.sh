@@ -44,15 +44,12 @@ start_node e3
 wait_until "shards led" 20 all_shards_led
 
 # Sample the replace rule (at most one run of the job that is not being
-# replaced) 20 times a second for 20 s.
+# replaced) 20 times a second for 20 s (sql_samples: one psql session; a
+# psql process per sample stretched the 20 s to ~120 s on a loaded box).
 # A replaced run is `cancelling` until its call returns (and ends `succeeded`
 # if that call won), so replacements are seen while they happen.
-# One psql session runs the 400 samples, each its own statement (autocommit:
-# a fresh snapshot and clock each time), 50 ms apart: a psql process per
-# sample stretched the 20 s to ~120 s on a loaded box (load 11).
-sample="select count(*) filter (where state = 'running' and lease_until > clock_timestamp()), count(*) filter (where state in ('cancelling', 'cancelled') or last_error_class = 'replaced') from triggers where job_id = 'race.replace';"
-read -r n_samples worst_replace replaced_seen <<<"$(for _ in $(seq 1 400); do echo "$sample"; echo "select pg_sleep(0.05);"; done |
-	psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 |
+sample="select count(*) filter (where state = 'running' and lease_until > clock_timestamp()), count(*) filter (where state in ('cancelling', 'cancelled') or last_error_class = 'replaced') from triggers where job_id = 'race.replace'"
+read -r n_samples worst_replace replaced_seen <<<"$(sql_samples 400 0.05 "$sample" |
 	awk -F'|' 'NF == 2 { s++; if ($1 > n) n = $1; if ($2 > c) c = $2 } END { print s + 0, n + 0, c + 0 }')"
 expect_eq "the replace rule was sampled 400 times" 400 "$n_samples"
 
