@@ -804,6 +804,15 @@ static void tick_shard(pal_controller *c, int s)
 				quarantined_metric(c, s, bad[i].job_id, bad[i].error);
 		}
 	}
+	if (rc == PAL_EBUSY) {
+		/* Every job of the batch refused: not one job's fault (a table
+		 * trigger, a missing partition).  Nothing quarantined; this shard
+		 * waits for the next tick, the others go on. */
+		pal_log(PAL_LOG_ERROR, "controller.tick_failed", "{s:i, s:s}", "shard", s, "error",
+			err);
+		free(bad);
+		return;
+	}
 	if (rc == PAL_ESTALE) {
 		if (strstr(err, "activated by someone else")) {
 			drop_shard(c, s, err); /* re-acquired and reloaded on the next pass */

@@ -827,10 +827,10 @@ int pal_store_quarantine_job(pal_store *st, const char *job_id, int shard, int64
 /*
  * Besides what store.h says: both commits (this one and
  * pal_store_tick_commit) also quarantine, in the same transaction, the jobs
- * the planner left out of B (B->failed; write_failed).  When every job of
- * the batch (two or more) is refused on its own, the cause is not a job's:
- * nothing is quarantined, the transaction is rolled back and PAL_EDB
- * returned.
+ * the planner left out of B (B->failed; write_failed).  When the rows of
+ * every job with triggers in B (two or more) are refused, each on its own,
+ * the cause is not a job's: nothing is quarantined, the transaction is
+ * rolled back and PAL_EBUSY returned (err says why).
  */
 int pal_store_tick_commit_isolated(pal_store *st, int shard, int64_t epoch, const char *node,
 				   int64_t since, const pal_plan_batch *b, int64_t *inserted,
@@ -862,16 +862,29 @@ int pal_store_tick_commit_isolated(pal_store *st, int shard, int64_t epoch, cons
 	iso_ctx x = { .st = st, .shard = shard, .epoch = epoch, .node = node, .b = b };
 	x.bad = calloc(ids->len + 1, sizeof *x.bad);
 	int rc = x.bad ? isolate(&x, (const char **)ids->pdata, ids->len, err, errlen) : PAL_ENOMEM;
-	if (!rc && x.n_bad > 1 && x.n_bad == ids->len) {
-		/* Every job refused on its own: the cause is the shard's or the
-		 * database's (a trigger, a missing partition, a full disk's
-		 * error class), not one job's.  Quarantining them all would stop
-		 * the shard behind a ticket per job; fail the tick instead. */
+	/* The jobs with triggers in the batch, and how many of them were refused:
+	 * when that is all of them (two or more), the cause is the shard's or
+	 * the database's (a trigger on the table, a missing partition), not
+	 * one job's.  Quarantining them all would bury the shard under a
+	 * ticket per job; the tick fails instead and the next one tries again
+	 * (once a healthy job is due in the same tick, bad ones are found). */
+	size_t with_trig = 0, bad_trig = 0;
+	if (!rc && x.n_bad > 1) {
+		GHashTable *trig = g_hash_table_new(g_str_hash, g_str_equal);
+		for (size_t i = 0; i < b->n_refs; i++)
+			g_hash_table_add(trig, (gpointer)b->refs[i].job_id);
+		with_trig = g_hash_table_size(trig);
+		for (size_t i = 0; i < x.n_bad; i++)
+			bad_trig += g_hash_table_contains(trig, x.bad[i].job_id);
+		g_hash_table_destroy(trig);
+	}
+	if (!rc && with_trig > 1 && bad_trig == with_trig) {
 		snprintf(err, errlen,
-			 "every one of the %u jobs of the batch was refused on its own, so the "
-			 "cause is not one job (nothing quarantined); first: %s",
-			 ids->len, x.bad[0].error);
-		rc = PAL_EDB;
+			 "the rows of every one of the %zu jobs with triggers in the batch were "
+			 "refused, each on its own: the cause is not one job, nothing is "
+			 "quarantined; first: %s",
+			 with_trig, x.bad[0].error);
+		rc = PAL_EBUSY;
 	}
 	g_ptr_array_free(ids, TRUE);
 	for (size_t i = 0; !rc && i < x.n_bad; i++)
