@@ -4,7 +4,10 @@
 # (which provides PostgreSQL; the 3-server ZooKeeper ensemble is this drill's
 # own, under its state).  Environment: RANDOM_MINUTES (default 3),
 # RANDOM_SEED (default: drawn and printed), RANDOM_JOBS (default 100),
-# RANDOM_STUCK_S (default 180), RANDOM_PG (none; `ha` is refused: not yet).
+# RANDOM_STUCK_S (default 180), RANDOM_PG (none, or ha: PostgreSQL under
+# Patroni, 3 members with synchronous replication, the harness's standalone
+# ZooKeeper as its DCS - not the drill's ensemble, whose faults are the
+# nodes' - and pg-failover in the menu: kill -9 of the primary).
 #
 # The cluster: four nodes (controller + executor) - n1, n2 plain, n3 in its
 # own network namespace behind a veth link (PostgreSQL and the ZooKeeper
@@ -39,12 +42,13 @@ NJOBS=${RANDOM_JOBS:-100}
 STUCK_S=${RANDOM_STUCK_S:-180}
 SECONDS_RUN=$(python3 -c "print(int(float('$MINUTES') * 60))")
 REPLAY="chaos/run.sh random --minutes $MINUTES --seed $SEED"
-echo "    replay: $REPLAY   (seed $SEED, $MINUTES minutes)"
-if [ "${RANDOM_PG:-none}" != none ]; then
-	fail "--pg ${RANDOM_PG}: PostgreSQL failover inside the random drill is not implemented (chaos/pg_failover.sh drills it alone)"
-	finish
-	exit 1
-fi
+PG_HA=
+case ${RANDOM_PG:-none} in
+none) ;;
+ha) PG_HA=1; REPLAY="$REPLAY --pg ha" ;;
+*) echo "    replay: $REPLAY"; fail "--pg ${RANDOM_PG}: expected ha (or nothing)"; finish; exit 1 ;;
+esac
+echo "    replay: $REPLAY   (seed $SEED, $MINUTES minutes${PG_HA:+, PostgreSQL under Patroni})"
 FT=$(faketime_lib)
 CHECK_PY=python3
 /usr/bin/python3 -c 'import croniter' 2>/dev/null && CHECK_PY=/usr/bin/python3
@@ -58,6 +62,22 @@ dc() { PALISADE_STATE=$ZK3_STATE PALISADE_ZK_PORT=$ZK3_PORT bash ops/devcluster.
 zk_env=$(dc up --zk 3 --only zk) || { fail "a ZooKeeper ensemble of 3 starts"; finish; exit 1; }
 eval "$zk_env"
 pass "a ZooKeeper ensemble of 3 starts ($PALISADE_ZK)"
+
+# ---- PostgreSQL under Patroni (--pg ha) ------------------------------------------
+# dh: ops/devcluster.sh on the Patroni cluster's own state, with the
+# harness's standalone ZooKeeper as its DCS.
+HA_STATE=$PALISADE_TEST_TMP/pgha
+HA_PORT=$(free_port)
+dh() { PALISADE_STATE=$HA_STATE PALISADE_PG_PORT=$HA_PORT PALISADE_ZK_PORT=$PALISADE_ZK_PORT bash ops/devcluster.sh "$@"; }
+PG_KILLED=
+if [ -n "$PG_HA" ]; then
+	command -v patroni >/dev/null || { fail "patroni is installed (apt-get install -y patroni python3-kazoo)"; dc down >/dev/null 2>&1; finish; exit 1; }
+	t=$(date +%s%3N)
+	env_ha=$(dh up --pg ha --only pg) || { fail "a Patroni cluster of 3 starts"; dh destroy >/dev/null 2>&1; dc down >/dev/null 2>&1; finish; exit 1; }
+	eval "$env_ha"
+	export PALISADE_PG # multi-host, target_session_attrs=read-write: nodes, CLI, sink, checker
+	pass "a Patroni cluster of 3 starts in $(($(date +%s%3N) - t)) ms: $(dh pg-roles | tr '\n' ' ')"
+fi
 
 # ---- the network namespace of n3 ----------------------------------------------------
 NS=palisade-rnd-$$
@@ -88,6 +108,7 @@ cleanup() {
 	ip link del "$HV" 2>/dev/null
 	ip netns del "$NS" 2>/dev/null
 	dc down >/dev/null 2>&1
+	[ -n "$PG_HA" ] && dh destroy >/dev/null 2>&1
 }
 trap cleanup EXIT
 if ! { ip netns add "$NS" && ip link add "$HV" type veth peer name "$NV" &&
@@ -99,10 +120,16 @@ if ! { ip netns add "$NS" && ip link add "$HV" type veth peer name "$NV" &&
 	exit 1
 fi
 pass "network namespace $NS for n3 ($HIP <-> $NIP)"
-pg_port=$(sed -n 's/.*port=\([0-9]*\).*/\1/p' <<<"$PALISADE_PG_ADMIN")
-fpg=$(free_port)
-python3 tests/integration/slowlane.py --host "$HIP" --listen "$fpg" --to "127.0.0.1:$pg_port" >"$NODE_DIR/fwd_pg.log" 2>&1 &
-FWD_PIDS+=($!)
+# One forwarder per PostgreSQL server (three under Patroni).
+if [ -n "$PG_HA" ]; then pg_ports=$(sed -n 's/.*port=\([0-9,]*\).*/\1/p' <<<"$PALISADE_PG"); else
+	pg_ports=$(sed -n 's/.*port=\([0-9]*\).*/\1/p' <<<"$PALISADE_PG_ADMIN"); fi
+NS_PG_PORTS=
+for pp in ${pg_ports//,/ }; do
+	fpg=$(free_port)
+	python3 tests/integration/slowlane.py --host "$HIP" --listen "$fpg" --to "127.0.0.1:$pp" >"$NODE_DIR/fwd_pg_$pp.log" 2>&1 &
+	FWD_PIDS+=($!)
+	NS_PG_PORTS=${NS_PG_PORTS:+$NS_PG_PORTS,}$fpg
+done
 NS_ZK=
 for hp in ${PALISADE_ZK//,/ }; do
 	p=$(free_port)
@@ -110,13 +137,14 @@ for hp in ${PALISADE_ZK//,/ }; do
 	FWD_PIDS+=($!)
 	NS_ZK=${NS_ZK:+$NS_ZK,}$HIP:$p
 done
-fwd_ready() { [ "$(cat "$NODE_DIR"/fwd_*.log 2>/dev/null | grep -c ready)" -ge 4 ]; }
+N_FWD=${#FWD_PIDS[@]}
+fwd_ready() { [ "$(cat "$NODE_DIR"/fwd_*.log 2>/dev/null | grep -c ready)" -ge "$N_FWD" ]; }
 wait_until "forwarders to PostgreSQL and the three ZooKeeper servers up" 10 fwd_ready
 
 # ---- database, sink, jobs ------------------------------------------------------------
-fresh_db it_random
+[ -n "$PG_HA" ] || fresh_db it_random # (a new Patroni cluster's database is fresh)
 "$PAL" migrate >/dev/null
-NS_PG=$(sed "s/host=[^ ]*/host=$HIP/; s/port=[0-9]*/port=$fpg/" <<<"$PALISADE_PG")
+NS_PG=$(sed "s/host=[^ ]*/host=$(sed "s/[^,]*/$HIP/g" <<<"${NS_PG_PORTS}")/; s/port=[0-9,]*/port=$NS_PG_PORTS/" <<<"$PALISADE_PG")
 SINK_ADDR=$HIP:$(free_port)
 SINK_ADMIN=127.0.0.1:$(free_port)
 SINK_BASE='{"delay_ms": 20, "error_rate": 0.02, "drop_after_commit_rate": 0.05}'
@@ -198,7 +226,7 @@ SAMPLER=$!
 
 # ---- the nemesis ----------------------------------------------------------------------
 SCHED=$NODE_DIR/schedule.txt
-python3 chaos/random/schedule.py --seed "$SEED" --seconds "$SECONDS_RUN" >"$SCHED"
+python3 chaos/random/schedule.py --seed "$SEED" --seconds "$SECONDS_RUN" ${PG_HA:+--pg-ha} >"$SCHED"
 FIG[faults]=$(grep -c ' start ' "$SCHED")
 echo "    schedule: seed $SEED, ${FIG[faults]} faults: $(awk '$2 == "start" { print $4 }' "$SCHED" | sort | uniq -c | awk '{ printf "%s%s=%s", sep, $2, $1; sep = " " }')"
 T0=$(rfc3339_ago -2)
@@ -228,6 +256,10 @@ do_start() { # KIND TARGET DURATION
 	op-cancel) "$PAL" cancel --job "$(job_of "$tg")" --reason "random drill" >/dev/null 2>&1 ;;
 	sink-slow) sink_faults '{"delay_ms": 2500}' ;;
 	sink-errors) sink_faults '{"error_rate": 0.5}' ;;
+	pg-failover)
+		PG_KILLED=$(dh pg-roles | awk '$3 == "primary" { print $1 }')
+		[ -n "$PG_KILLED" ] && dh pg-kill "$PG_KILLED" >/dev/null 2>&1
+		echo "    nemesis: killed Patroni primary m${PG_KILLED:-?}" ;;
 	esac
 }
 do_heal() { # KIND TARGET
@@ -249,6 +281,10 @@ do_heal() { # KIND TARGET
 		expect_eq "the rolling restart of $tg completed (ops/rolling-upgrade.sh exit)" 0 "$ROLL_RC" ;;
 	op-pause) "$PAL" resume $(gate_args "$tg") --reason "random drill" >/dev/null 2>&1 && unset "PAUSED_GATES[$tg]" ;;
 	sink-slow | sink-errors) sink_faults "$SINK_BASE" ;;
+	pg-failover)
+		[ -n "$PG_KILLED" ] && dh pg-start "$PG_KILLED" >/dev/null 2>&1
+		echo "    nemesis: m${PG_KILLED:-?} started again; roles: $(dh pg-roles 2>/dev/null | tr '\n' ' ')"
+		PG_KILLED= ;;
 	esac
 }
 while read -r t what id kind tg d; do
@@ -271,6 +307,7 @@ nem "heal everything"
 for n in n1 n2 n3 n4; do p=$(npid "$n") && kill -CONT "$p" 2>/dev/null; nalive "$n" || launch "$n"; done
 ip link set "$HV" up
 for s in 1 2 3; do dc zk-start "$s" >/dev/null 2>&1; done
+[ -n "$PG_HA" ] && for m in 1 2 3; do dh pg-start "$m" >/dev/null 2>&1; done
 echo "+0" >"$CLOCK"
 for g in "${!PAUSED_GATES[@]}"; do "$PAL" resume $(gate_args "$g") --reason "random drill" >/dev/null 2>&1; done
 sink_faults "$SINK_BASE"
