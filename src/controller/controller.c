@@ -39,6 +39,10 @@ typedef struct led_shard {
 	/* many of its jobs changed (a large apply): check their key horizons
 	 * with the next periodic reload, once, not at every notified pass */
 	bool horizon_due;
+	/* every job of its last batch was refused (not one job's fault): no
+	 * tick before refused_until_ms (mono), the wait doubling to 30 s */
+	int64_t refused_until_ms;
+	int refused_backoff_ms;
 } led_shard;
 
 struct pal_controller {
@@ -807,9 +811,14 @@ static void tick_shard(pal_controller *c, int s)
 	if (rc == PAL_EBUSY) {
 		/* Every job of the batch refused: not one job's fault (a table
 		 * trigger, a missing partition).  Nothing quarantined; this shard
-		 * waits for the next tick, the others go on. */
-		pal_log(PAL_LOG_ERROR, "controller.tick_failed", "{s:i, s:s}", "shard", s, "error",
-			err);
+		 * tries again after a wait (each try bisects the whole batch),
+		 * the others go on. */
+		l->refused_backoff_ms = l->refused_backoff_ms ? l->refused_backoff_ms * 2 : 1000;
+		if (l->refused_backoff_ms > 30000)
+			l->refused_backoff_ms = 30000;
+		l->refused_until_ms = pal_mono_ms() + l->refused_backoff_ms;
+		pal_log(PAL_LOG_ERROR, "controller.tick_failed", "{s:i, s:s, s:i}", "shard", s,
+			"error", err, "retry_ms", l->refused_backoff_ms);
 		free(bad);
 		return;
 	}
@@ -836,6 +845,7 @@ static void tick_shard(pal_controller *c, int s)
 			quarantined_metric(c, s, f->job_id, f->error);
 	}
 	pal_planner_commit(l->planner, &c->batch);
+	l->refused_backoff_ms = 0;
 	l->watermark = c->batch.watermark;
 	l->last_tick_ms = pal_mono_ms() - t0;
 	if (l->last_tick_ms > l->max_tick_ms)
@@ -1113,6 +1123,8 @@ static void *run(void *arg)
 				if (!ignore_zk && (!connected || !c->lead[s].leading ||
 						   c->lead[s].epoch != c->led[s].epoch))
 					continue; /* handled at the top of the next pass */
+				if (c->led[s].refused_backoff_ms && now < c->led[s].refused_until_ms)
+					continue; /* its whole batch was refused: waiting */
 				tick_shard(c, s);
 			}
 			c->next_tick_ms += c->cfg.scan_interval_ms;
