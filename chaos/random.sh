@@ -80,13 +80,6 @@ if [ -n "$PG_HA" ]; then
 fi
 
 # ---- the network namespace of n3 ----------------------------------------------------
-NS=palisade-rnd-$$
-HV=prh$$
-NV=prn$$
-NET=10.$((200 + RANDOM % 50)).$((RANDOM % 250))
-HIP=$NET.1
-NIP=$NET.2
-FWD_PIDS=()
 SAMPLER=
 ROLL_PID=
 declare -A PIDF
@@ -104,42 +97,27 @@ cleanup() {
 		p=$(cat "$NODE_DIR/$n.pid" 2>/dev/null) && kill -9 "$p" 2>/dev/null
 	done
 	stop_sink
-	for p in "${FWD_PIDS[@]}"; do kill "$p" 2>/dev/null; done
-	ip link del "$HV" 2>/dev/null
-	ip netns del "$NS" 2>/dev/null
+	netns_down
 	dc down >/dev/null 2>&1
 	[ -n "$PG_HA" ] && dh destroy >/dev/null 2>&1
 }
 trap cleanup EXIT
-if ! { ip netns add "$NS" && ip link add "$HV" type veth peer name "$NV" &&
-	ip link set "$NV" netns "$NS" && ip addr add "$HIP/24" dev "$HV" && ip link set "$HV" up &&
-	ip -n "$NS" addr add "$NIP/24" dev "$NV" && ip -n "$NS" link set "$NV" up &&
-	ip -n "$NS" link set lo up; } 2>"$NODE_DIR/netns.err"; then
-	fail "network namespace and veth pair set up (needs root and CAP_NET_ADMIN): $(head -1 "$NODE_DIR/netns.err")"
-	finish
-	exit 1
-fi
-pass "network namespace $NS for n3 ($HIP <-> $NIP)"
+netns_up rnd || { finish; exit 1; }
 # One forwarder per PostgreSQL server (three under Patroni).
 if [ -n "$PG_HA" ]; then pg_ports=$(sed -n 's/.*port=\([0-9,]*\).*/\1/p' <<<"$PALISADE_PG"); else
 	pg_ports=$(sed -n 's/.*port=\([0-9]*\).*/\1/p' <<<"$PALISADE_PG_ADMIN"); fi
 NS_PG_PORTS=
 for pp in ${pg_ports//,/ }; do
-	fpg=$(free_port)
-	python3 tests/integration/slowlane.py --host "$HIP" --listen "$fpg" --to "127.0.0.1:$pp" >"$NODE_DIR/fwd_pg_$pp.log" 2>&1 &
-	FWD_PIDS+=($!)
-	NS_PG_PORTS=${NS_PG_PORTS:+$NS_PG_PORTS,}$fpg
+	netns_forward "pg_$pp" "127.0.0.1:$pp"
+	NS_PG_PORTS=${NS_PG_PORTS:+$NS_PG_PORTS,}$FWD_PORT
 done
 NS_ZK=
 for hp in ${PALISADE_ZK//,/ }; do
-	p=$(free_port)
-	python3 tests/integration/slowlane.py --host "$HIP" --listen "$p" --to "$hp" >"$NODE_DIR/fwd_zk_$p.log" 2>&1 &
-	FWD_PIDS+=($!)
-	NS_ZK=${NS_ZK:+$NS_ZK,}$HIP:$p
+	netns_forward "zk_${hp##*:}" "$hp"
+	NS_ZK=${NS_ZK:+$NS_ZK,}$HIP:$FWD_PORT
 done
-N_FWD=${#FWD_PIDS[@]}
-fwd_ready() { [ "$(cat "$NODE_DIR"/fwd_*.log 2>/dev/null | grep -c ready)" -ge "$N_FWD" ]; }
-wait_until "forwarders to PostgreSQL and the three ZooKeeper servers up" 10 fwd_ready
+wait_until "forwarders to PostgreSQL and the three ZooKeeper servers up" 10 \
+	netns_forwarders_ready "${#FWD_PIDS[@]}"
 
 # ---- database, sink, jobs ------------------------------------------------------------
 [ -n "$PG_HA" ] || fresh_db it_random # (a new Patroni cluster's database is fresh)
