@@ -49,9 +49,9 @@ wait_until "the jumping executor schedules retries" 30 retries
 # parked: waiting triggers whose next attempt lies further ahead than any
 # backoff (1 s) or deferral (1 s) allows, by the database's clock.
 PARKED_SQL="select count(*) from triggers where state in ('retry_wait', 'pending', 'unknown') and next_attempt_at > clock_timestamp() + interval '20 seconds'"
-sample_parked() { # sample_parked SECONDS: the largest parked count seen
-	local most=0 n
-	for _ in $(seq 1 $(($1 * 4))); do
+sample_parked() { # sample_parked SECONDS: the largest parked count seen (wall clock)
+	local most=0 n end=$((SECONDS + $1))
+	while [ "$SECONDS" -lt "$end" ]; do
 		n=$(sql "$PARKED_SQL")
 		[ "${n:-0}" -gt "$most" ] && most=$n
 		sleep 0.25
