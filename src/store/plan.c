@@ -84,8 +84,9 @@ enum {
 	"   WHERE x.job_id = v.job_id AND x.version = v.version) END,"                             \
 	" v.misfire_policy, v.catchup_window_ms, v.max_catchup, v.partitions, v.priority,"        \
 	" v.plan_tenant, v.resource_group"
-/* The columns of job_versions the load reads: those of the covering index
- * job_versions_plan (sql/006_planning.sql), so that it is an index-only scan. */
+/* The columns of job_versions the load reads: those of its covering primary
+ * key (sql/018_version_writes.sql; the index job_versions_plan of 006
+ * before), so that it is an index-only scan. */
 #define SJ_VCOLS                                                                                   \
 	"v.job_id, v.version, v.effective_from, v.cron, v.timezone, v.misfire_policy,"            \
 	" v.catchup_window_ms, v.max_catchup, v.partitions, v.priority, v.resource_group,"        \
@@ -299,8 +300,8 @@ static int shard_jobs(pal_store *st, const int *shards, const int64_t *cutoffs, 
 	/*
 	 * Two statements.  Jobs with one version (nearly all of them) need no
 	 * ordering: the first streams them as the join yields them.  For a
-	 * few shards it walks jobs_shard and probes job_versions_plan (a
-	 * nested loop: ~10 us a job); for many it reads job_versions_plan
+	 * few shards it walks jobs_shard and probes the versions' covering
+	 * key (a nested loop: ~10 us a job); for many it reads that index
 	 * once for every shard at once (a hash join; an index-only scan of
 	 * the covering index where the visibility map allows, instead of the
 	 * fat heap rows).  The second takes the jobs with several versions,
