@@ -249,6 +249,10 @@ done
 # changes when someone plans or claims a shard.
 shard_snap() { sql "select string_agg(shard_id || ':' || coalesce(leader, '-') || ':' || epoch || ':' || coalesce(watermark::text, '-'), ' ' order by shard_id) from shards"; }
 SNAP=$(shard_snap)
+# An r3 that failed to resign is stopped now: starting another r3 over its
+# pid would leave it running after the test (it did, for 75 minutes, when a
+# stale binary failed the check).
+stop_node r3
 PAL=$REFUSAL_PAL start_node r3
 A=${NODE_ADMIN[r3]}
 refusing() { curl -s --noproxy '*' -m 2 "http://$A/readyz" | grep -q "refusing to lead"; }
