@@ -881,6 +881,7 @@ for s in ceilings planning exec lateness lease handoff apply scale burst handoff
 		say "$s skipped: time budget ($(left_s) s left, $need needed)"
 		continue
 	fi
+	settle
 	say "-- $s ($(($(ms) - T_START)) ms)"
 	"section_$s"
 	stop_all_nodes
