@@ -251,7 +251,9 @@ static int jobs_copy_send(pal_apply *a, struct item *it, size_t n, char *err, si
 	if (pal__store_exec(a->st, "SAVEPOINT apply_jobs", err, errlen))
 		return PAL_EDB;
 	pal_pgcopy cp;
-	pal__pgcopy_init(&cp);
+	int rc = pal__pgcopy_begin(a->st, &cp, JOBS_COPY_SQL, "storing jobs", err, errlen);
+	if (rc)
+		return rc;
 	for (size_t i = 0; i < n; i++) {
 		const pal_job_spec *s = it[i].s;
 		if (!it[i].fresh)
@@ -265,7 +267,7 @@ static int jobs_copy_send(pal_apply *a, struct item *it, size_t n, char *err, si
 		pal__pgcopy_text(&cp, nz(s->owner));
 		pal__pgcopy_text(&cp, nz(s->description));
 	}
-	int rc = pal__pgcopy_send(a->st, &cp, JOBS_COPY_SQL, false, "storing jobs", err, errlen);
+	rc = pal__pgcopy_end(&cp, false, err, errlen);
 	if (!rc)
 		a->pending = a->jobs_copy = true;
 	return rc;
@@ -528,21 +530,18 @@ static void version_row(pal_apply *a, pal_pgcopy *cp, const struct item *it, int
 }
 
 /* Statement 4 for the changed jobs of a chunk: 4a (waited for), the COPY
- * of 4c, and while the server inserts those audit rows the CLI builds the
- * version rows (the larger part of its work here); then the COPY of 4b,
- * whose result is left pending: the CLI goes on (the next chunk, the next
- * file) while the server inserts the rows. */
+ * of 4c (waited for: the connection carries one statement at a time), then
+ * the COPY of 4b, streamed: the server parses and inserts the first version
+ * rows while the CLI builds the others (the larger part of its work here),
+ * and its result is left pending: the CLI goes on (the next chunk, the next
+ * file) while the server inserts the last rows. */
 static int send_versions(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
 {
 	enum { ID, VER, TEN, GRP, FRESH, NA };
 	pal_pgarr arr[NA];
-	pal_pgcopy cp, au;
 	size_t m = 0;
 	for (int k = 0; k < NA; k++)
 		pal__pgarr_init(&arr[k]);
-	pal__pgcopy_init(&cp);
-	pal__pgcopy_init(&au);
-	GString *scope = g_string_new(NULL), *details = g_string_new(NULL);
 	for (size_t i = 0; i < n; i++) {
 		const pal_job_spec *s = it[i].s;
 		if (it[i].res->outcome == PAL_APPLY_UNCHANGED)
@@ -553,23 +552,10 @@ static int send_versions(pal_apply *a, struct item *it, size_t n, char *err, siz
 		pal__pgarr_text(&arr[TEN], s->tenant);
 		pal__pgarr_text(&arr[GRP], s->group);
 		pal__pgarr_i64(&arr[FRESH], it[i].fresh);
-
-		/* the audit row: the digest is hex and the id [a-z0-9._-], so
-		 * neither needs JSON escaping */
-		g_string_printf(scope, "job:%s", s->id);
-		g_string_printf(details, "{\"digest\": \"%s\", \"version\": %d}", it[i].hex, v);
-		pal__pgcopy_row(&au, 5);
-		pal__pgcopy_text(&au, a->actor);
-		pal__pgcopy_text(&au, a->retiring ? "job.retire" : v == 1 ? "job.create" : "job.update");
-		pal__pgcopy_text_len(&au, scope->str, scope->len);
-		pal__pgcopy_text(&au, a->reason);
-		pal__pgcopy_jsonb_len(&au, details->str, details->len);
 		it[i].res->outcome = it[i].latest ? PAL_APPLY_UPDATED : PAL_APPLY_CREATED;
 		it[i].res->version = v;
 		m++;
 	}
-	g_string_free(scope, TRUE);
-	g_string_free(details, TRUE);
 	const char *p[NA];
 	for (int k = 0; k < NA; k++)
 		p[k] = pal__pgarr_end(&arr[k]);
@@ -580,26 +566,48 @@ static int send_versions(pal_apply *a, struct item *it, size_t n, char *err, siz
 			rc = PAL_EDB;
 		PQclear(r);
 	}
+	for (int k = 0; k < NA; k++)
+		g_free((char *)p[k]);
+	pal_pgcopy cp;
 	if (m && !rc)
-		rc = pal__pgcopy_send(a->st, &au, AUDIT_COPY_SQL, false, "auditing job versions", err,
-				      errlen);
+		rc = pal__pgcopy_begin(a->st, &cp, AUDIT_COPY_SQL, "auditing job versions", err,
+				       errlen);
 	if (m && !rc) {
-		a->pending = true;
+		/* the digest is hex and the id [a-z0-9._-], so neither needs
+		 * JSON escaping */
+		GString *scope = g_string_new(NULL);
+		char details[128];
+		for (size_t i = 0; i < n; i++) {
+			if (it[i].res->outcome == PAL_APPLY_UNCHANGED)
+				continue;
+			const pal_job_spec *s = it[i].s;
+			int v = it[i].res->version;
+			g_string_printf(scope, "job:%s", s->id);
+			int dl = snprintf(details, sizeof details,
+					  "{\"digest\": \"%s\", \"version\": %d}", it[i].hex, v);
+			pal__pgcopy_row(&cp, 5);
+			pal__pgcopy_text(&cp, a->actor);
+			pal__pgcopy_text(&cp, a->retiring ? "job.retire"
+					      : v == 1	  ? "job.create"
+							  : "job.update");
+			pal__pgcopy_text_len(&cp, scope->str, scope->len);
+			pal__pgcopy_text(&cp, a->reason);
+			pal__pgcopy_jsonb_len(&cp, details, (size_t)dl);
+		}
+		g_string_free(scope, TRUE);
+		rc = pal__pgcopy_end(&cp, true, err, errlen);
+	}
+	if (m && !rc)
+		rc = pal__pgcopy_begin(a->st, &cp, VERSIONS_COPY_SQL, "storing job versions", err,
+				       errlen);
+	if (m && !rc) {
 		for (size_t i = 0; i < n; i++)
 			if (it[i].res->outcome != PAL_APPLY_UNCHANGED)
 				version_row(a, &cp, &it[i], it[i].res->version);
-		rc = drain(a, "auditing job versions", err, errlen);
-	}
-	if (m && !rc) {
-		rc = pal__pgcopy_send(a->st, &cp, VERSIONS_COPY_SQL, false, "storing job versions",
-				      err, errlen);
+		rc = pal__pgcopy_end(&cp, false, err, errlen);
 		if (!rc)
 			a->pending = true;
 	}
-	pal__pgcopy_free(&au);
-	pal__pgcopy_free(&cp);
-	for (int k = 0; k < NA; k++)
-		g_free((char *)p[k]);
 	return rc;
 }
 
