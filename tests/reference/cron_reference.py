@@ -4,9 +4,12 @@
 Usage: python3 tests/reference/cron_reference.py --bin bin/palisade [--seed N] [--scale F]
 
 Generates a deterministic (seeded) set of cases - expression x zone x start
-instant x DST policy - runs `palisade cron next EXPR --tz ZONE --from START
---count N --dst POLICY` once per case and compares the instants with one of
-three references that share no code with the C engine:
+instant x DST policy - runs them all through `palisade cron batch` (one
+process per --jobs chunk, one line per case) and compares the instants with
+one of three references that share no code with the C engine.  Every error
+case and every 50th other one also runs as `palisade cron next EXPR --tz ZONE
+--from START --count N --dst POLICY`, its own process, which must give the
+same exit code and instants as the batch.  The references:
 
   croniter  python3-croniter (Debian 12 ships 1.3.5) for 5-field expressions.
             Compared only where its semantics are the Vixie semantics palisade
@@ -70,6 +73,7 @@ except ImportError:  # pyenv & co. do not see Debian's dist-packages
 from zoneinfo import ZoneInfo
 
 UTC = dt.timezone.utc
+ARGV_EVERY = 50  # every 50th case also through `palisade cron next` (its own process)
 EPOCH = dt.datetime(1970, 1, 1)
 LOCAL_END = int((dt.datetime(2100, 1, 1) - EPOCH).total_seconds())  # local seconds
 
@@ -525,12 +529,28 @@ class Case:
 
 
 def run_case(binary, case):
+    """One case through `palisade cron next` (its own process): (rc, got, stderr)."""
     p = subprocess.run(case.argv(binary), capture_output=True, text=True, timeout=60)
-    case.rc = p.returncode
-    case.stderr = p.stderr
-    case.got = [calendar.timegm(time.strptime(line, "%Y-%m-%dT%H:%M:%SZ"))
-                for line in p.stdout.split()]
-    return case
+    got = [calendar.timegm(time.strptime(line, "%Y-%m-%dT%H:%M:%SZ")) for line in p.stdout.split()]
+    return p.returncode, got, p.stderr
+
+
+def run_batch(binary, cases):
+    """Many cases through one `palisade cron batch`: sets rc, got, stderr of each."""
+    lines = "".join(f"{c.expr}\t{c.zone}\t{fmt(c.after)}\t{c.count}\t{c.policy}\n" for c in cases)
+    p = subprocess.run([binary, "cron", "batch"], input=lines, capture_output=True, text=True,
+                       timeout=600)
+    out = p.stdout.splitlines()
+    if p.returncode != 0 or len(out) != len(cases):
+        sys.exit(f"cron_reference: palisade cron batch exited {p.returncode} with {len(out)} lines "
+                 f"for {len(cases)} cases: {p.stderr.strip()[:300]}")
+    for c, line in zip(cases, out):
+        code, _, rest = line.partition(" ")
+        c.rc = int(code)
+        if c.rc == 0:
+            c.got = [calendar.timegm(time.strptime(w, "%Y-%m-%dT%H:%M:%SZ")) for w in rest.split()]
+        else:
+            c.got, c.stderr = [], rest
 
 
 def check(case):
@@ -700,9 +720,19 @@ def main():
     error_cases(cases)
     t1 = time.time()
 
+    # Every case through `palisade cron batch` (one process per --jobs
+    # chunk: a process per case cost ~30 s of process starts), and a sample
+    # through `palisade cron next` itself: every error case and every
+    # ARGV_EVERY-th other one must give the same exit code and instants.
+    chunks = [cases[i::args.jobs] for i in range(args.jobs)]
     with ThreadPoolExecutor(max_workers=args.jobs) as ex:
-        list(ex.map(lambda c: run_case(args.bin, c), cases))
+        list(ex.map(lambda ch: run_batch(args.bin, ch), chunks))
+    sample = [c for i, c in enumerate(cases) if c.family == "errors" or i % ARGV_EVERY == 0]
+    with ThreadPoolExecutor(max_workers=args.jobs) as ex:
+        single = list(ex.map(lambda c: run_case(args.bin, c), sample))
     t2 = time.time()
+    argv_bad = [(c, rc, got) for c, (rc, got, _) in zip(sample, single)
+                if rc != c.rc or (rc == 0 and got != c.got)]
 
     fams = {"croniter": 0, "zdump": 0, "brute": 0, "errors": 0}
     bad = []
@@ -716,10 +746,15 @@ def main():
         print(f"   expected{' (prefix)' if c.prefix_only else ''}: "
               f"{' '.join(fmt(u) for u in (c.expected or []))}")
         print(f"   got:      {' '.join(fmt(u) for u in (c.got or []))}")
+    for c, rc, got in argv_bad[:15]:
+        print(f"ARGV DIFFERS from cron batch: {c.describe()}")
+        print(f"   batch: exit {c.rc}: {' '.join(fmt(u) for u in (c.got or []))}")
+        print(f"   next:  exit {rc}: {' '.join(fmt(u) for u in got)}")
     print(f"(references {t1 - t0:.1f}s, binary {t2 - t1:.1f}s)", file=sys.stderr)
     print(f"reference: {len(cases)} cases, {len(bad)} mismatches ("
-          + ", ".join(f"{k} {v}" for k, v in fams.items()) + ")")
-    return 1 if bad else 0
+          + ", ".join(f"{k} {v}" for k, v in fams.items()) + f"); {len(sample)} of them also "
+          f"through cron next, {len(argv_bad)} differ")
+    return 1 if bad or argv_bad else 0
 
 
 if __name__ == "__main__":
