@@ -233,10 +233,11 @@ void pal__sink_effect_apply(sink_ctx *ctx, sink_conn *c, const sink_apply_req *r
  * key; 404 otherwise; 503 when PostgreSQL fails.  Fills OUT like apply. */
 void pal__sink_effect_query(sink_conn *c, const char *key, sink_reply *out);
 /* Apply the N requests RQS in one transaction on C: BEGIN, one call of
- * sink_apply_group() (sql/sink/002_group.sql: the steps of
- * pal__sink_effect_apply for each request in a subtransaction of its own,
- * what a request alone would roll back rolled back for it only, then the
- * group's applied_at), COMMIT.  OUTS[i] answers RQS[i] (bodies malloc()ed,
+ * sink_apply_group() (sql/sink/004_group_set.sql: the steps of
+ * pal__sink_effect_apply for every request, set-based when the keys are
+ * distinct and every request is for chunk 1, else for each request in a
+ * subtransaction of its own; what a request alone would roll back rolled
+ * back for it only; then the group's applied_at), COMMIT.  OUTS[i] answers RQS[i] (bodies malloc()ed,
  * the caller frees); when the transaction fails or its COMMIT does, every
  * OUTS[i] is 503 db_unavailable.  No delay is held (requests with one are
  * applied alone).  C is idle again on return. */

@@ -1,0 +1,236 @@
+-- sql/sink/004_group_set.sql - sink_apply_group() (002_group.sql) applies a
+-- group of plain requests for distinct keys in a few set-based statements
+-- instead of a subtransaction and six statements per request
+-- (docs/sink.md "Group commit").
+--
+-- The set path: when every request of REQS asks for chunk 1 and no key
+-- appears twice, the requests cannot see each other, so applying them one
+-- after the other and applying them together give the same answers.  In
+-- one subtransaction for the whole group: the key locks of step 0 (one
+-- statement, array order), then (a later statement, so a later snapshot)
+-- the fence rows locked NOWAIT, then one statement that reads the fence
+-- and effect rows of the locked keys and classifies each request (in
+-- progress, stale, mismatch, replayed or applied), then the fence upsert
+-- of the applied and replayed requests, then the effect and ledger rows of
+-- the applied ones, stamped with one clock_timestamp() taken after every
+-- other statement of the group ran.  Any SQL error on the way (a fence row
+-- locked by someone else, a value PostgreSQL refuses, a row inserted behind
+-- the sink's back) rolls the whole set path back and the group is applied
+-- by the loop below, request by request, as before: every refusal and
+-- error stays that request's own.
+--
+-- The loop path (duplicate keys, chunked work, a failed set path) is the
+-- body of 002_group.sql, except that its last statement, which stamps the
+-- group's applied_at, is two updates by key (ledger ids, effect keys)
+-- instead of a join: planned once per connection while the tables were
+-- small, the join kept sequential scans of both tables for good.
+--
+-- SET enable_seqscan = off: plpgsql keeps one generic plan per statement
+-- and connection, chosen while the tables may still be tiny, when a
+-- sequential scan is cheapest; every lookup here is by key and must stay
+-- an index scan whatever the size of the tables later.
+CREATE OR REPLACE FUNCTION sink_apply_group(reqs jsonb)
+RETURNS TABLE (r_outcome text, r_status int, r_body text, r_highest bigint, r_done int)
+LANGUAGE plpgsql
+SET enable_seqscan = off
+AS $$
+DECLARE
+	q record;
+	v_set bool;
+	v_got bool[];
+	v_keys text[];
+	v_out text[];
+	v_st int[];
+	v_b text[];
+	v_his bigint[];
+	v_dn int[];
+	v_applied int;
+	v_rows bigint;
+	v_hi bigint;
+	v_e record;
+	v_id bigint;
+	v_ids bigint[] := '{}';
+	v_akeys text[] := '{}';
+	v_first text[] := '{}';
+	v_at timestamptz;
+BEGIN
+	SELECT count(DISTINCT x.k) = count(*) AND coalesce(bool_and(x.c = 1), true) INTO v_set
+	FROM jsonb_to_recordset(reqs) AS x(k text, c int);
+	IF v_set THEN
+		BEGIN
+			-- step 0 for every request (OFFSET 0: one lock try per row)
+			SELECT coalesce(array_agg(l.g ORDER BY l.o), '{}'),
+			       coalesce(array_agg(l.k) FILTER (WHERE l.g), '{}')
+			INTO v_got, v_keys
+			FROM (SELECT x.o, x.k, pg_try_advisory_xact_lock(hashtextextended(x.k, 0)) AS g
+			      FROM ROWS FROM (jsonb_to_recordset(reqs) AS (k text)) WITH ORDINALITY
+			           AS x(k, o)
+			      OFFSET 0) l;
+			-- step 1a, in a later statement (a snapshot taken after the
+			-- key locks); lock_not_available sends the group to the loop
+			PERFORM 1 FROM sink_fences WHERE resource = ANY (v_keys) FOR UPDATE NOWAIT;
+			-- steps 1b and 2, read only: each request's outcome and the
+			-- row it returns
+			SELECT array_agg(c.outcome ORDER BY c.o), array_agg(c.st ORDER BY c.o),
+			       array_agg(c.b ORDER BY c.o), array_agg(c.hi ORDER BY c.o),
+			       array_agg(c.dn ORDER BY c.o), count(*) FILTER (WHERE c.outcome = 'applied')
+			INTO v_out, v_st, v_b, v_his, v_dn, v_applied
+			FROM (SELECT x.o, y.outcome,
+				     CASE WHEN y.outcome = 'replayed' THEN e.status END AS st,
+				     CASE WHEN y.outcome = 'replayed' THEN e.body END AS b,
+				     CASE WHEN y.outcome = 'stale' THEN f.fence END AS hi,
+				     CASE y.outcome WHEN 'replayed' THEN e.chunks_done
+					  WHEN 'mismatch' THEN (e.payload_digest = x.d)::int END AS dn
+			      FROM ROWS FROM (jsonb_to_recordset(reqs) AS (k text, t bigint, d text, n int))
+				   WITH ORDINALITY AS x(k, t, d, n, o)
+			      LEFT JOIN (SELECT resource, fence FROM sink_fences
+					 WHERE resource = ANY (v_keys)) f ON f.resource = x.k
+			      LEFT JOIN (SELECT idempotency_key, status, body, payload_digest, chunks_done,
+						chunks_total FROM sink_effects
+					 WHERE idempotency_key = ANY (v_keys)) e ON e.idempotency_key = x.k
+			      CROSS JOIN LATERAL (SELECT CASE
+					WHEN NOT v_got[x.o] THEN 'in_progress'
+					WHEN f.fence > x.t THEN 'stale'
+					WHEN e.idempotency_key IS NULL THEN 'applied'
+					WHEN e.payload_digest <> x.d OR e.chunks_total <> x.n THEN 'mismatch'
+					ELSE 'replayed' END AS outcome) y) c;
+			-- step 1b, write: the fences of the applied and replayed requests
+			-- (a replay commits: its fence moves, as alone)
+			INSERT INTO sink_fences (resource, fence)
+			SELECT x.k, x.t
+			FROM ROWS FROM (jsonb_to_recordset(reqs) AS (k text, t bigint)) WITH ORDINALITY
+			     AS x(k, t, o)
+			WHERE v_out[x.o] IN ('applied', 'replayed')
+			ORDER BY x.o
+			ON CONFLICT (resource) DO UPDATE
+			SET fence = greatest(sink_fences.fence, excluded.fence),
+			    updated_at = clock_timestamp();
+			-- step 3, last: the effect and ledger rows, one time for the group
+			IF v_applied > 0 THEN
+				v_at := clock_timestamp();
+				WITH e AS (INSERT INTO sink_effects (idempotency_key, fence, payload_digest,
+					status, body, method, path, trigger_id, attempt, scheduled_at,
+					chunks_done, chunks_total, applied_at, updated_at)
+					SELECT x.k, x.t, x.d, x.st, x.b, x.m, x.p, x.tr::bigint, x.at::int,
+					       x.s::timestamptz, 1, x.n, v_at, v_at
+					FROM ROWS FROM (jsonb_to_recordset(reqs) AS (k text, t bigint, d text,
+						m text, p text, tr text, at text, s text, n int, st int, b text))
+					     WITH ORDINALITY AS x(k, t, d, m, p, tr, at, s, n, st, b, o)
+					WHERE v_out[x.o] = 'applied'
+					ORDER BY x.o
+					RETURNING idempotency_key, fence, trigger_id, attempt)
+				INSERT INTO sink_ledger (idempotency_key, chunk, fence, trigger_id, attempt,
+					applied_at)
+				SELECT idempotency_key, 1, fence, trigger_id, attempt, v_at FROM e;
+				GET DIAGNOSTICS v_rows = ROW_COUNT;
+				IF v_rows <> v_applied THEN
+					RAISE EXCEPTION 'ledger mismatch: % ledger rows for % effects', v_rows,
+						v_applied;
+				END IF;
+			END IF;
+		EXCEPTION
+			WHEN OTHERS THEN
+				v_set := false; -- everything above is undone: the loop path
+		END;
+		IF v_set THEN
+			RETURN QUERY SELECT * FROM unnest(v_out, v_st, v_b, v_his, v_dn);
+			RETURN;
+		END IF;
+	END IF;
+
+	-- the loop path: 002_group.sql, request by request
+	FOR q IN SELECT * FROM jsonb_to_recordset(reqs) AS x(k text, t bigint, d text, m text,
+		p text, tr text, at text, s text, n int, c int, st int, b text)
+	LOOP
+		r_outcome := NULL; r_status := NULL; r_body := NULL; r_highest := NULL;
+		r_done := NULL; v_id := NULL;
+		BEGIN
+			IF NOT pg_try_advisory_xact_lock(hashtextextended(q.k, 0)) THEN
+				r_outcome := 'in_progress';
+				RAISE SQLSTATE 'SK000';
+			END IF;
+			PERFORM 1 FROM sink_fences WHERE resource = q.k FOR UPDATE NOWAIT;
+			INSERT INTO sink_fences (resource, fence) VALUES (q.k, q.t)
+			ON CONFLICT (resource) DO UPDATE
+			SET fence = greatest(sink_fences.fence, excluded.fence),
+			    updated_at = clock_timestamp()
+			RETURNING fence INTO v_hi;
+			IF v_hi > q.t THEN
+				r_outcome := 'stale';
+				r_highest := v_hi;
+				RAISE SQLSTATE 'SK000';
+			END IF;
+			SELECT status, payload_digest, body, chunks_done, chunks_total INTO v_e
+			FROM sink_effects WHERE idempotency_key = q.k;
+			IF FOUND THEN
+				IF v_e.payload_digest <> q.d OR v_e.chunks_total <> q.n THEN
+					r_outcome := 'mismatch';
+					r_done := CASE WHEN v_e.payload_digest = q.d THEN 1 ELSE 0 END;
+					RAISE SQLSTATE 'SK000';
+				END IF;
+				IF q.c <= v_e.chunks_done THEN
+					-- a replay commits: the fence row moved
+					r_outcome := 'replayed';
+					r_status := v_e.status;
+					r_body := v_e.body;
+					r_done := v_e.chunks_done;
+				ELSIF q.c > v_e.chunks_done + 1 THEN
+					r_outcome := 'ahead';
+					RAISE SQLSTATE 'SK000';
+				ELSE
+					WITH e AS (UPDATE sink_effects SET chunks_done = q.c, fence = q.t,
+						status = q.st, body = q.b, trigger_id = q.tr::bigint, attempt = q.at::int,
+						updated_at = clock_timestamp()
+						WHERE idempotency_key = q.k AND chunks_done = q.c - 1
+						RETURNING idempotency_key, chunks_done, fence, trigger_id, attempt)
+					INSERT INTO sink_ledger (idempotency_key, chunk, fence, trigger_id,
+						attempt)
+					SELECT idempotency_key, chunks_done, fence, trigger_id, attempt FROM e
+					RETURNING id INTO v_id;
+				END IF;
+			ELSIF q.c <> 1 THEN
+				r_outcome := 'unstarted';
+				RAISE SQLSTATE 'SK000';
+			ELSE
+				WITH e AS (INSERT INTO sink_effects (idempotency_key, fence,
+					payload_digest, status, body, method, path, trigger_id, attempt,
+					scheduled_at, chunks_done, chunks_total)
+					VALUES (q.k, q.t, q.d, q.st, q.b, q.m, q.p, q.tr::bigint, q.at::int,
+						q.s::timestamptz, 1, q.n)
+					RETURNING idempotency_key, fence, trigger_id, attempt)
+				INSERT INTO sink_ledger (idempotency_key, chunk, fence, trigger_id, attempt)
+				SELECT idempotency_key, 1, fence, trigger_id, attempt FROM e
+				RETURNING id INTO v_id;
+			END IF;
+			IF r_outcome IS NULL THEN
+				IF v_id IS NULL THEN
+					-- no ledger row: the effect row moved under us; never commit it
+					RAISE EXCEPTION 'ledger mismatch for key %', q.k;
+				END IF;
+				r_outcome := 'applied';
+				v_ids := v_ids || v_id;
+				v_akeys := v_akeys || q.k;
+				IF q.c = 1 THEN
+					v_first := v_first || q.k;
+				END IF;
+			END IF;
+		EXCEPTION
+			WHEN SQLSTATE 'SK000' THEN
+				NULL; -- the refusal set above; the request's changes are undone
+			WHEN lock_not_available THEN
+				r_outcome := 'in_progress';
+			WHEN OTHERS THEN
+				r_outcome := 'error';
+				r_body := SQLSTATE || ' ' || SQLERRM;
+		END;
+		RETURN NEXT;
+	END LOOP;
+	IF cardinality(v_ids) > 0 THEN
+		v_at := clock_timestamp();
+		UPDATE sink_ledger SET applied_at = v_at WHERE id = ANY (v_ids);
+		UPDATE sink_effects SET updated_at = v_at,
+			applied_at = CASE WHEN idempotency_key = ANY (v_first) THEN v_at ELSE applied_at END
+		WHERE idempotency_key = ANY (v_akeys);
+	END IF;
+END
+$$;
