@@ -90,9 +90,30 @@ PAL_MUST_CHECK int pal_store_db_clock_offsets(pal_store *st, int64_t *minus_mono
  * receives how many this call applied.  A database at a version this binary
  * does not know is run against when every recorded compatible_from is <= the
  * binary's schema (expand steps); otherwise PAL_ESCHEMA, before anything is
- * applied.
+ * applied.  A contract step for the nodes running (pal_store_pending_contract)
+ * is not applied either: PAL_ESCHEMA, nothing applied, ERR naming it and
+ * `palisade migrate`.  pal_store_migrate_all() applies those too (the CLI,
+ * once it has checked the live nodes).
  */
 PAL_MUST_CHECK int pal_store_migrate(pal_store *st, int *applied, char *err, size_t errlen);
+PAL_MUST_CHECK int pal_store_migrate_all(pal_store *st, int *applied, char *err, size_t errlen);
+
+/* The migrations this binary would apply to a database that are contract
+ * steps for the nodes running on it: those whose compatible_from is above
+ * the database's (the largest recorded), not yet applied.  None for an
+ * empty database (no node runs on it).  docs/upgrades.md. */
+typedef struct pal_pending_contract {
+	int steps;	     /* how many such migrations (0: nothing to check) */
+	int compatible_from; /* the largest compatible_from among them */
+	int version;	     /* the migration that declares it */
+	const char *name;    /* its name (static), NULL when steps == 0 */
+	int db_version;	     /* the database's schema and compatible_from now */
+	int db_compatible_from;
+} pal_pending_contract;
+/* Fill PC for ST's database (read only, no lock: a snapshot; a concurrent
+ * migrate may apply some meanwhile). */
+PAL_MUST_CHECK int pal_store_pending_contract(pal_store *st, pal_pending_contract *pc, char *err,
+					      size_t errlen);
 
 /*
  * Check that the schema is in this binary's range: PAL_ESCHEMA when newer

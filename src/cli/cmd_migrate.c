@@ -1,34 +1,209 @@
 /*
  * cmd_migrate.c - `palisade migrate`: bring the schema up to this binary's
  * version.  Safe to run from any number of processes at once (G8).
+ *
+ * Before applying anything it asks the store which of the migrations it
+ * would apply are contract steps for the nodes running now
+ * (pal_store_pending_contract: compatible_from above the database's), and
+ * when there are any, reads the live nodes from ZooKeeper (their ephemeral
+ * nodes/<id> records, which advertise the binary's schema) and refuses while
+ * one of them runs a schema below that compatible_from, or while it cannot
+ * tell.  --force applies them anyway and writes an audit_log row
+ * (schema.contract_forced) naming the steps and the nodes it overrode.
+ * docs/upgrades.md.
  */
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "palisade/cli.h"
+#include "palisade/coord.h"
 #include "palisade/err.h"
 #include "cli_int.h"
 
 static void usage(FILE *fp)
 {
-	fprintf(fp, "usage: palisade migrate [--pg CONNINFO] [--config FILE]\n"
-		    "Apply the schema migrations this binary carries (sql/NNN_*.sql) under an\n"
-		    "advisory lock.  Refuses a database whose schema is newer than the binary.\n"
-		    "Exit: 0 done, 69 database unreachable, 70 schema newer than this binary.\n");
+	fprintf(fp,
+		"usage: palisade migrate [--pg CONNINFO] [--zk HOSTS] [--config FILE]\n"
+		"                        [--force [--reason TEXT]]\n"
+		"Apply the schema migrations this binary carries (sql/NNN_*.sql) under an\n"
+		"advisory lock.  Refuses a database whose schema is newer than the binary.\n"
+		"Refuses a contract step (a migration whose compatible_from is above the\n"
+		"database's) while a live node (ZooKeeper: --zk, the config's\n"
+		"zookeeper.connect, else $PALISADE_ZK) runs an older schema than it needs,\n"
+		"or while the live nodes cannot be read.  --force applies it anyway and\n"
+		"records that in the audit log (schema.contract_forced, with --reason).\n"
+		"Exit: 0 done, 4 contract step refused (older nodes live), 69 database or\n"
+		"ZooKeeper unreachable, 70 schema newer than this binary.\n");
+}
+
+/* The advertised schema of node record N, or -1 when it has none. */
+static int node_schema(json_t *n)
+{
+	json_t *s = json_object_get(json_object_get(n, "info"), "schema");
+	return json_is_integer(s) ? (int)json_integer_value(s) : -1;
+}
+
+/*
+ * The live nodes that run a schema below PC's compatible_from, as a JSON
+ * array of {id, version, schema} (new reference) into *older.  Returns 0,
+ * else the exit code after printing why the nodes could not be read
+ * (with FORCE: a warning, 0, and *zk_error set, a static string).
+ */
+static int older_nodes(const pal_cli_common *c, const pal_pending_contract *pc, bool force,
+		       json_t **older, const char **zk_error)
+{
+	static char err[512];
+	*older = json_array();
+	*zk_error = NULL;
+	const char *zk = c->zk && *c->zk ? c->zk : (c->config ? pal__cli_config_zk(c->config) : NULL);
+	if (!zk || !*zk)
+		zk = getenv("PALISADE_ZK");
+	json_t *nodes = NULL;
+	int ec = PAL_EXIT_OK;
+	if (!zk || !*zk) {
+		snprintf(err, sizeof err,
+			 "no ZooKeeper connect string to read the live nodes from (pass --zk or "
+			 "--config, or export PALISADE_ZK)");
+		ec = PAL_EXIT_USAGE;
+	} else if (pal_coord_list_nodes(zk, pal__cli_config_zk_root(c), pal__cli_config_cluster(c),
+					5000, &nodes, err, sizeof err)) {
+		ec = PAL_EXIT_UNAVAIL;
+	}
+	if (ec) {
+		pal_cli_err("migrate", "%s: cannot tell whether nodes older than schema %d are live%s",
+			    err, pc->compatible_from,
+			    force ? "; applying anyway (--force)" : "; nothing applied");
+		if (!force)
+			return ec;
+		*zk_error = err;
+		return PAL_EXIT_OK;
+	}
+	size_t i;
+	json_t *n;
+	json_array_foreach(nodes, i, n)
+	{
+		int s = node_schema(n);
+		if (s >= pc->compatible_from)
+			continue;
+		json_array_append_new(*older,
+				      json_pack("{s:O, s:O, s:o}", "id", json_object_get(n, "id"),
+						"version", json_object_get(n, "version"), "schema",
+						s < 0 ? json_string("unknown") : json_integer(s)));
+	}
+	json_decref(nodes);
+	return PAL_EXIT_OK;
+}
+
+/* "id (version, schema S), ..." of the nodes of OLDER into BUF. */
+static const char *describe(json_t *older, char *buf, size_t len)
+{
+	size_t at = 0, i;
+	json_t *n;
+	buf[0] = '\0';
+	json_array_foreach(older, i, n)
+	{
+		json_t *s = json_object_get(n, "schema");
+		char sch[32];
+		if (json_is_integer(s))
+			snprintf(sch, sizeof sch, "schema %lld", (long long)json_integer_value(s));
+		else
+			snprintf(sch, sizeof sch, "schema unknown");
+		int w = snprintf(buf + at, len - at, "%s%s (%s, %s)", i ? ", " : "",
+				 json_string_value(json_object_get(n, "id")),
+				 json_string_value(json_object_get(n, "version")), sch);
+		if (w < 0 || (size_t)w >= len - at)
+			break;
+		at += (size_t)w;
+	}
+	return buf;
 }
 
 int pal_cmd_migrate(int argc, char **argv)
 {
 	pal_cli_common c = { 0 };
-	int ec = pal_cli_parse_common(argc, argv, &c, usage);
-	if (ec >= 0)
-		return ec;
+	bool force = false;
+	const char *reason = NULL;
+	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
+					    { "force", no_argument, NULL, 'f' },
+					    { "reason", required_argument, NULL, 'r' },
+					    { "help", no_argument, NULL, 'h' },
+					    { 0 } };
+	int opt, ec;
+	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'f': force = true; break;
+		case 'r': reason = optarg; break;
+		default:
+			if ((ec = pal_cli_opt_other(&c, opt, optarg, usage)) >= 0)
+				return ec;
+		}
+	}
+	if (optind != argc || (reason && !force)) {
+		if (reason && !force)
+			pal_cli_err("migrate", "--reason goes with --force (it is the audit's reason)");
+		usage(stderr);
+		return PAL_EXIT_USAGE;
+	}
 	pal_store *st;
 	ec = pal_cli_connect(&c, true, &st);
 	if (ec)
 		return ec;
 	char err[1024];
+	pal_pending_contract pc;
+	int rc = pal_store_pending_contract(st, &pc, err, sizeof err);
+	json_t *older = NULL;
+	const char *zk_error = NULL;
+	if (!rc && pc.steps > 0) {
+		if ((ec = older_nodes(&c, &pc, force, &older, &zk_error))) {
+			pal_store_close(st);
+			json_decref(older);
+			return ec;
+		}
+		if (json_array_size(older) > 0) {
+			char who[1024];
+			describe(older, who, sizeof who);
+			if (!force) {
+				pal_cli_err("migrate",
+					    "refusing contract step %s (compatible_from %d; %d contract "
+					    "step%s pending, database at schema %d): live node%s older "
+					    "than schema %d: %s; roll %s to a release of schema >= %d "
+					    "first (docs/upgrades.md), or pass --force; nothing applied",
+					    pc.name, pc.compatible_from, pc.steps,
+					    pc.steps == 1 ? "" : "s", pc.db_version,
+					    json_array_size(older) == 1 ? "" : "s", pc.compatible_from,
+					    who, json_array_size(older) == 1 ? "it" : "them",
+					    pc.compatible_from);
+				pal_store_close(st);
+				json_decref(older);
+				return PAL_EXIT_REFUSED;
+			}
+			pal_cli_err("migrate",
+				    "applying contract step %s (compatible_from %d) with older nodes "
+				    "live (--force): %s; they will refuse to lead under it",
+				    pc.name, pc.compatible_from, who);
+		}
+	}
 	int applied = 0, version = 0;
-	int rc = pal_store_migrate(st, &applied, err, sizeof err);
+	if (!rc)
+		rc = pal_store_migrate_all(st, &applied, err, sizeof err);
+	/* The override is recorded once it took effect (audit_log exists then
+	 * whatever the starting schema was). */
+	if (!rc && force && pc.steps > 0 && (zk_error || json_array_size(older) > 0)) {
+		json_t *d = json_pack("{s:s, s:i, s:i, s:i, s:i, s:O, s:s?}", "step", pc.name,
+				      "compatible_from", pc.compatible_from, "contract_steps",
+				      pc.steps, "from_schema", pc.db_version, "applied", applied,
+				      "older_nodes", older, "zk_error", zk_error);
+		char *ds = json_dumps(d, JSON_COMPACT);
+		json_decref(d);
+		rc = pal_store_audit(st, pal_cli_actor(), "schema.contract_forced", "schema",
+				     reason ? reason : "palisade migrate --force", ds, err, sizeof err);
+		free(ds);
+		if (rc)
+			pal_cli_err("migrate", "the migrations were applied, but the audit row of "
+					       "--force was not written");
+	}
+	json_decref(older);
 	if (!rc)
 		rc = pal_store_schema_check(st, &version, err, sizeof err);
 	pal_store_close(st);

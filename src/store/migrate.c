@@ -17,6 +17,13 @@
  * newer schema made in expand style is therefore run against, a contract
  * step beyond S is refused (PAL_ESCHEMA): an old binary must not write to a
  * schema it does not understand.
+ *
+ * Contract steps and live nodes (pal_store_pending_contract): a migration
+ * whose compatible_from is above the database's is a contract step for the
+ * nodes running on it now (each of them runs a schema >= the database's
+ * compatible_from, or it refuses to lead); `palisade migrate` looks those
+ * steps up before applying anything and refuses them while a live node
+ * advertises an older schema (src/cli/cmd_migrate.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,7 +193,39 @@ static int apply_one(pal_store *st, const pal_migration *m, char *err, size_t er
 	return pal__store_exec(st, "COMMIT", err, errlen) ? PAL_EDB : PAL_OK;
 }
 
-int pal_store_migrate(pal_store *st, int *applied, char *err, size_t errlen)
+/* PC from the database's side of R: the migrations not yet applied whose
+ * compatible_from is above the database's.  None on an empty database:
+ * every node migrates to its own minimum before it registers, so no node
+ * runs on it. */
+static int pending_contract(pal_store *st, const pal_schema_range *r, pal_pending_contract *pc,
+			    char *err, size_t errlen)
+{
+	*pc = (pal_pending_contract){ .db_version = r->db_version,
+				      .db_compatible_from = r->db_compatible_from };
+	if (r->db_version == 0)
+		return PAL_OK;
+	for (int i = 0; i < pal_n_migrations; i++) {
+		const pal_migration *m = &pal_migrations[i];
+		int cf = pal_migration_compatible_from(m);
+		if (cf <= r->db_compatible_from)
+			continue; /* every live node already runs a schema that demands as much */
+		bool done = false;
+		int rc = is_applied(st, m->version, &done, err, errlen);
+		if (rc)
+			return rc;
+		if (done)
+			continue;
+		pc->steps++;
+		if (cf > pc->compatible_from) {
+			pc->compatible_from = cf;
+			pc->version = m->version;
+			pc->name = m->name;
+		}
+	}
+	return PAL_OK;
+}
+
+static int migrate(pal_store *st, bool contract, int *applied, char *err, size_t errlen)
 {
 	*applied = 0;
 	pal_schema_range r;
@@ -212,6 +251,16 @@ int pal_store_migrate(pal_store *st, int *applied, char *err, size_t errlen)
 	 * migrations under a contract step it does not know. */
 	if (!rc && r.db_compatible_from > r.binary)
 		rc = refuse_newer(&r, err, errlen);
+	pal_pending_contract pc;
+	if (!rc && !contract && !(rc = pending_contract(st, &r, &pc, err, errlen)) && pc.steps > 0) {
+		snprintf(err, errlen,
+			 "migration %s is a contract step (compatible_from %d, above the "
+			 "database's %d) and is not applied by a node: apply it with 'palisade "
+			 "migrate' of this release, which checks first that no older node is live "
+			 "(docs/upgrades.md)",
+			 pc.name, pc.compatible_from, pc.db_compatible_from);
+		rc = PAL_ESCHEMA;
+	}
 	for (int i = 0; !rc && i < pal_n_migrations; i++) {
 		bool done = false;
 		rc = is_applied(st, pal_migrations[i].version, &done, err, errlen);
@@ -228,6 +277,25 @@ int pal_store_migrate(pal_store *st, int *applied, char *err, size_t errlen)
 		rc = PAL_EDB;
 	}
 	return rc;
+}
+
+int pal_store_pending_contract(pal_store *st, pal_pending_contract *pc, char *err, size_t errlen)
+{
+	*pc = (pal_pending_contract){ 0 };
+	pal_schema_range r;
+	pal_store_binary_schema(&r);
+	int rc = db_range(st, &r, err, errlen);
+	return rc ? rc : pending_contract(st, &r, pc, err, errlen);
+}
+
+int pal_store_migrate(pal_store *st, int *applied, char *err, size_t errlen)
+{
+	return migrate(st, false, applied, err, errlen);
+}
+
+int pal_store_migrate_all(pal_store *st, int *applied, char *err, size_t errlen)
+{
+	return migrate(st, true, applied, err, errlen);
 }
 
 int pal_store_schema_range(pal_store *st, pal_schema_range *r, char *err, size_t errlen)

@@ -36,28 +36,9 @@ OLD_TREE=${PALISADE_OLD_TREE:-/tmp/palisade-${OLD_TAG#v}-build}
 REFUSAL_PAL=${PALISADE_REFUSAL_BIN:-$NEW_PAL}
 
 # ---- the previous release's binaries (cached in the build tree's bin/) ----------
-# Built from the release's source archive (ops/release-archive.sh), not from
-# git: a CI checkout may have no tags or history.  Where the tag is present,
-# the archive is first checked against it.
-build_old() {
-	[ -f "$OLD_ARCHIVE" ] || { echo "no release archive $OLD_ARCHIVE"; return 1; }
-	if git rev-parse -q --verify "$OLD_TAG^{commit}" >/dev/null 2>&1; then
-		ops/release-archive.sh --check "$OLD_TAG" || return 1
-	fi
-	local want; want=$(sha256sum "$OLD_ARCHIVE" | cut -d' ' -f1)
-	(
-		flock 9
-		if [ -x "$OLD_TREE/bin/palisade" ] && [ -x "$OLD_TREE/bin/palisade-sink" ] &&
-			[ "$(cat "$OLD_TREE/bin/.built-from" 2>/dev/null)" = "$want" ]; then
-			exit 0
-		fi
-		rm -rf "$OLD_TREE" && mkdir -p "$OLD_TREE" &&
-			tar -x -C "$OLD_TREE" --strip-components=1 -f "$OLD_ARCHIVE" || exit 1
-		make -C "$OLD_TREE" O=build -j2 bin/palisade bin/palisade-sink >"$OLD_TREE.build.log" 2>&1 ||
-			{ tail -5 "$OLD_TREE.build.log"; exit 1; }
-		echo "$want" >"$OLD_TREE/bin/.built-from"
-	) 9>"$OLD_TREE.lock"
-}
+# build_release (releases.sh): from the release's source archive, not from git.
+source tests/integration/releases.sh
+build_old() { build_release "$OLD_TAG" "$OLD_ARCHIVE" "$OLD_TREE"; }
 t=$(date +%s)
 build_old || { fail "the previous release $OLD_TAG builds from $OLD_ARCHIVE in $OLD_TREE"; finish; exit 1; }
 echo "    figure: old binaries $OLD_TAG ready in $(($(date +%s) - t)) s (cached after the first run)"

@@ -1,0 +1,54 @@
+# tests/integration/releases.sh - binaries of other releases for the upgrade
+# tests.  Sourced after lib.sh.
+#
+#   build_release TAG ARCHIVE TREE    the release TAG's palisade and
+#       palisade-sink, built from its source archive ARCHIVE (ops/releases/,
+#       written by ops/release-archive.sh) in the build tree TREE, whose bin/
+#       is the cache (rebuilt when the archive changes; flock'd, so tests
+#       running at once build it once).  Built from the archive, not from
+#       git: a CI checkout may have no tags or history; where the tag is
+#       present the archive is first checked against it.
+#   build_with_migration DIR SQLFILE  this tree's palisade with one more
+#       migration (SQLFILE, named NNN_name.sql) in DIR/bin/palisade: a
+#       build of its own under DIR (make O=DIR, kept as the cache), starting
+#       from the objects of the build under test ($PALISADE_ITESTS/..)
+#       when it has them, so that only the migrations are compiled again
+build_release() {
+	local tag=$1 archive=$2 tree=$3
+	[ -f "$archive" ] || { echo "no release archive $archive"; return 1; }
+	if git rev-parse -q --verify "$tag^{commit}" >/dev/null 2>&1; then
+		ops/release-archive.sh --check "$tag" || return 1
+	fi
+	local want; want=$(sha256sum "$archive" | cut -d' ' -f1)
+	(
+		flock 9
+		if [ -x "$tree/bin/palisade" ] && [ -x "$tree/bin/palisade-sink" ] &&
+			[ "$(cat "$tree/bin/.built-from" 2>/dev/null)" = "$want" ]; then
+			exit 0
+		fi
+		rm -rf "$tree" && mkdir -p "$tree" &&
+			tar -x -C "$tree" --strip-components=1 -f "$archive" || exit 1
+		make -C "$tree" O=build -j2 bin/palisade bin/palisade-sink >"$tree.build.log" 2>&1 ||
+			{ tail -5 "$tree.build.log"; exit 1; }
+		echo "$want" >"$tree/bin/.built-from"
+	) 9>"$tree.lock"
+}
+
+build_with_migration() {
+	local dir=$1 extra=$2 main san=
+	main=$(dirname "${PALISADE_ITESTS:-/nonexistent/itests}")
+	mkdir -p "$dir"
+	(
+		flock 9
+		# The objects of the build under test, when there is one: only the
+		# embedded migrations are compiled again, and the program linked.
+		if [ -f "$main/libpalisade.a" ]; then
+			(cd "$main" && find src -name '*.[od]' -print0 | xargs -0 -r cp -pu --parents -t "$dir") || exit 1
+			cp -p "$main"/.deps-* "$dir"/ 2>/dev/null
+			nm -A "$main/libpalisade.a" 2>/dev/null | grep -q __asan_init && san=1
+		fi
+		make --no-print-directory O="$dir" SAN="$san" -j2 \
+			SQL="$(ls sql/[0-9]*.sql | sort | tr '\n' ' ') $extra" \
+			"$dir/bin/palisade" >"$dir.build.log" 2>&1 || { tail -5 "$dir.build.log"; exit 1; }
+	) 9>"$dir.lock"
+}
