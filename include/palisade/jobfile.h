@@ -41,6 +41,18 @@ typedef struct pal_jobloader pal_jobloader;
 pal_jobloader *pal_jobloader_new(void);
 PAL_MUST_CHECK int pal_jobloader_file(pal_jobloader *l, const char *path, pal_jobset *set,
 				      pal_diags *diags);
+/*
+ * The same, with the jobs handed over while the file is still being parsed:
+ * TAKE(ARG, SET) gets every SIZE valid jobs in file order as soon as they
+ * are read, as long as no problem was found in the file so far, and the
+ * rest once the whole file proved valid (a valid file: every job went to
+ * TAKE exactly once).  TAKE owns SET's jobs (pal_jobset_free).  Returns 0,
+ * or PAL_EINVAL with the problems in DIAGS: jobs TAKE got before the
+ * problem was found must then be discarded (`apply` rolls back).
+ */
+typedef void (*pal_jobbatch_fn)(void *arg, pal_jobset *set);
+PAL_MUST_CHECK int pal_jobloader_file_batches(pal_jobloader *l, const char *path, size_t size,
+					      pal_jobbatch_fn take, void *arg, pal_diags *diags);
 void pal_jobloader_free(pal_jobloader *l);
 /* Whether a file loaded so far defined job ID (`apply --prune` retires the
  * stored jobs that none did). */

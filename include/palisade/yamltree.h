@@ -80,6 +80,19 @@ typedef struct pal_ydoc {
  */
 PAL_MUST_CHECK int pal_ydoc_load_file(const char *path, pal_ydoc *doc, pal_diags *diags);
 
+/*
+ * The same, and FN(ARG, DOC, KEY, ITEM) is called while the file is still
+ * being parsed, for each complete item of a sequence that is the value of
+ * KEY in the root mapping (`jobs:`'s jobs), in file order, as long as no
+ * problem was found in the file so far.  DOC->root is not set yet then; the
+ * nodes stay valid until pal_ydoc_free().  The result may still be a
+ * failure after items were handed over (a later syntax error, say).
+ */
+typedef void (*pal_ydoc_item_fn)(void *arg, const pal_ydoc *doc, const pal_ynode *key,
+				 const pal_ynode *item);
+PAL_MUST_CHECK int pal_ydoc_load_file_items(const char *path, pal_ydoc *doc, pal_diags *diags,
+					    pal_ydoc_item_fn fn, void *arg);
+
 /* The same for LEN bytes at BUF (need not be NUL-terminated); NAME is used
  * in diagnostics. */
 PAL_MUST_CHECK int pal_ydoc_load_buffer(const char *name, const void *buf, size_t len,

@@ -1546,7 +1546,10 @@ static int load_job(const pal_ydoc *doc, const char *file, const pal_ynode *jn, 
 	return c.errors;
 }
 
-static int load_doc(const pal_ydoc *doc, pal_jobset *set, pal_jobloader *l, pal_diags *diags)
+/* The top level of DOC and its jobs, the first SKIP of which were loaded
+ * already (while the file was parsed: pal_jobloader_file_batches). */
+static int load_doc(const pal_ydoc *doc, pal_jobset *set, pal_jobloader *l, pal_diags *diags,
+		    size_t skip)
 {
 	static const char *const top[] = {"jobs"};
 	const pal_ynode *root = doc->root, *jobs = NULL;
@@ -1591,7 +1594,7 @@ static int load_doc(const pal_ydoc *doc, pal_jobset *set, pal_jobloader *l, pal_
 		return errors + 1;
 	const char *file = intern_file(l, doc->file);
 
-	for (size_t i = 0; i < jobs->n; i++)
+	for (size_t i = skip; i < jobs->n; i++)
 		errors += load_job(doc, file, jobs->vals[i], set, l, diags);
 	return errors;
 }
@@ -1640,7 +1643,7 @@ int pal_jobfile_load_buffer(const char *name, const void *buf, size_t len, pal_j
 		return PAL_ENOMEM;
 	rc = pal_ydoc_load_buffer(name, buf, len, &doc, diags);
 	if (rc == 0)
-		errors = load_doc(&doc, set, l, diags);
+		errors = load_doc(&doc, set, l, diags, 0);
 	sort_diags(diags, from);
 	pal_ydoc_free(&doc);
 	pal_jobloader_free(l);
@@ -1656,10 +1659,63 @@ int pal_jobloader_file(pal_jobloader *l, const char *path, pal_jobset *set, pal_
 	int rc = pal_ydoc_load_file(path, &doc, diags), bad = 0;
 
 	if (rc == 0)
-		bad = load_doc(&doc, set, l, diags);
+		bad = load_doc(&doc, set, l, diags, 0);
 	sort_diags(diags, from);
 	pal_ydoc_free(&doc);
 	return rc || bad ? PAL_EINVAL : 0;
+}
+
+/* One file's load by pal_jobloader_file_batches. */
+struct batches {
+	pal_jobloader *l;
+	pal_diags *diags;
+	size_t size;
+	pal_jobbatch_fn take;
+	void *arg;
+	pal_jobset cur; /* valid jobs not handed over yet */
+	size_t done;	/* items of `jobs` loaded while the file was parsed */
+	int errors;
+};
+
+static void hand_over(struct batches *b)
+{
+	pal_jobset set = b->cur;
+
+	b->cur = (pal_jobset){0};
+	b->take(b->arg, &set);
+}
+
+/* An item of `jobs`, just parsed: validate it now (pal_ydoc_item_fn). */
+static void batch_item(void *arg, const pal_ydoc *doc, const pal_ynode *key,
+		       const pal_ynode *item)
+{
+	struct batches *b = arg;
+
+	if (strcmp(key->str, "jobs"))
+		return; /* an unknown top-level key: load_doc reports it */
+	b->errors += load_job(doc, intern_file(b->l, doc->file), item, &b->cur, b->l, b->diags);
+	b->done++;
+	if (!b->errors && b->cur.n >= b->size)
+		hand_over(b);
+}
+
+int pal_jobloader_file_batches(pal_jobloader *l, const char *path, size_t size,
+			       pal_jobbatch_fn take, void *arg, pal_diags *diags)
+{
+	pal_ydoc doc;
+	size_t from = diags->n;
+	struct batches b = {.l = l, .diags = diags, .size = size ? size : 1, .take = take,
+			    .arg = arg};
+	int rc = pal_ydoc_load_file_items(path, &doc, diags, batch_item, &b);
+
+	if (rc == 0)
+		b.errors += load_doc(&doc, &b.cur, l, diags, b.done);
+	if (rc == 0 && !b.errors)
+		hand_over(&b);
+	pal_jobset_free(&b.cur);
+	sort_diags(diags, from);
+	pal_ydoc_free(&doc);
+	return rc || b.errors ? PAL_EINVAL : 0;
 }
 
 int pal_jobfiles_load(const char *const *paths, size_t n, pal_jobset *set, pal_diags *diags)

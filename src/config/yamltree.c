@@ -212,6 +212,8 @@ struct builder {
 	pal_ynode *root;
 	int n_docs;
 	int errors;
+	pal_ydoc_item_fn item_fn; /* pal_ydoc_load_file_items; NULL otherwise */
+	void *item_arg;
 };
 
 static pal_ynode *node_new(struct builder *b, pal_ynode_kind kind, const yaml_mark_t *m)
@@ -388,6 +390,19 @@ static void pop(struct builder *b, const yaml_mark_t *end)
 	close_frame(f);
 }
 
+/* N, just completed, is an item of a sequence that is the value of a key
+ * of the root mapping (depth 2): hand it to the item function, unless a
+ * problem was found already (the load fails anyway). */
+static void item_done(struct builder *b, const pal_ynode *n)
+{
+	if (!b->item_fn || b->errors || b->depth != 2)
+		return;
+	const pal_ynode *root = b->stack[0].node, *seq = b->stack[1].node;
+	if (root->kind == PAL_YNODE_MAP && seq->kind == PAL_YNODE_SEQ && root->n &&
+	    root->vals[root->n - 1] == seq)
+		b->item_fn(b->item_arg, b->doc, root->keys[root->n - 1], n);
+}
+
 static void unwind(struct builder *b)
 {
 	while (b->depth > 0)
@@ -479,7 +494,10 @@ static int on_event(struct builder *b, const yaml_event_t *ev)
 		n->len = ev->data.scalar.length;
 		n->style = map_style(ev->data.scalar.style);
 		set_end(n, &ev->end_mark);
-		return attach(b, n);
+		rc = attach(b, n);
+		if (!rc)
+			item_done(b, n);
+		return rc;
 	case YAML_SEQUENCE_START_EVENT:
 	case YAML_MAPPING_START_EVENT: {
 		bool seq = ev->type == YAML_SEQUENCE_START_EVENT;
@@ -497,8 +515,11 @@ static int on_event(struct builder *b, const yaml_event_t *ev)
 	}
 	case YAML_SEQUENCE_END_EVENT:
 	case YAML_MAPPING_END_EVENT:
-		if (b->depth > 0)
+		if (b->depth > 0) {
+			n = b->stack[b->depth - 1].node;
 			pop(b, &ev->end_mark);
+			item_done(b, n);
+		}
 		return 0;
 	}
 	return 0;
@@ -530,8 +551,8 @@ static void syntax_diag(struct builder *b, const yaml_parser_t *p, const unsigne
 	b->errors++;
 }
 
-int pal_ydoc_load_buffer(const char *name, const void *buf, size_t len, pal_ydoc *doc,
-			 pal_diags *diags)
+static int load_buffer(const char *name, const void *buf, size_t len, pal_ydoc *doc,
+		       pal_diags *diags, pal_ydoc_item_fn fn, void *arg)
 {
 	const unsigned char *s = buf;
 	struct builder b;
@@ -571,6 +592,8 @@ int pal_ydoc_load_buffer(const char *name, const void *buf, size_t len, pal_ydoc
 	b.doc = doc;
 	b.arena = arena;
 	b.diags = diags;
+	b.item_fn = fn;
+	b.item_arg = arg;
 	if (!yaml_parser_initialize(&parser))
 		return PAL_ENOMEM;
 	yaml_parser_set_input_string(&parser, s, len);
@@ -609,7 +632,14 @@ int pal_ydoc_load_buffer(const char *name, const void *buf, size_t len, pal_ydoc
 	return rc;
 }
 
-int pal_ydoc_load_file(const char *path, pal_ydoc *doc, pal_diags *diags)
+int pal_ydoc_load_buffer(const char *name, const void *buf, size_t len, pal_ydoc *doc,
+			 pal_diags *diags)
+{
+	return load_buffer(name, buf, len, doc, diags, NULL, NULL);
+}
+
+int pal_ydoc_load_file_items(const char *path, pal_ydoc *doc, pal_diags *diags,
+			     pal_ydoc_item_fn fn, void *arg)
 {
 	struct stat st;
 	FILE *fp;
@@ -658,9 +688,14 @@ int pal_ydoc_load_file(const char *path, pal_ydoc *doc, pal_diags *diags)
 		return PAL_EIO;
 	}
 	fclose(fp);
-	rc = pal_ydoc_load_buffer(path, buf, got, doc, diags);
+	rc = load_buffer(path, buf, got, doc, diags, fn, arg);
 	free(buf);
 	return rc;
+}
+
+int pal_ydoc_load_file(const char *path, pal_ydoc *doc, pal_diags *diags)
+{
+	return pal_ydoc_load_file_items(path, doc, diags, NULL, NULL);
 }
 
 /* ---- lookups and typed accessors ---- */

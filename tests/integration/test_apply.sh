@@ -99,8 +99,24 @@ expect_exit "an invalid file with a database that never answers exits 65" 65 \
 	env PALISADE_PG="host=127.0.0.1 port=$(cat "$D/mute.port") connect_timeout=20" "$PAL" apply "$D/bad.yaml"
 took=$(($(date +%s%3N) - t0))
 check "at once, without waiting for the connection ($took ms)" [ "$took" -lt 5000 ]
+# apply hands the store 1,000 jobs at a time while it parses: a file whose
+# problem comes after 2,500 valid jobs is refused just as whole, at once
+# with a database that does not answer, and stores none of them with one
+# that does.
+{ echo "jobs:"; for i in $(seq 2500); do
+	echo "  - {id: late.job-$i, schedule: {cron: \"0 0 3 * * ?\"}, target: {url: http://127.0.0.1:8089/x}}"
+done; echo "  - {id: late.bad, schedule: {cron: \"61 * * * *\"}, target: {url: http://127.0.0.1:8089/x}}"; } >"$D/late-bad.yaml"
+t0=$(date +%s%3N)
+expect_exit "a file with a problem after 2,500 valid jobs and a database that never answers exits 65" 65 \
+	env PALISADE_PG="host=127.0.0.1 port=$(cat "$D/mute.port") connect_timeout=20" "$PAL" apply "$D/late-bad.yaml"
+took=$(($(date +%s%3N) - t0))
+check "at once ($took ms)" [ "$took" -lt 5000 ]
 kill "$mute" 2>/dev/null
 wait "$mute" 2>/dev/null
+expect_exit "the same file with a database exits 65" 65 "$PAL" apply "$D/late-bad.yaml"
+expect_match "names the late problem" "late-bad.yaml:2502:" "$OUT"
+expect_eq "and stores none of the 2,500 valid jobs, no version, no audit row" "0|0|0" \
+	"$(sql "select (select count(*) from jobs where job_id like 'late.%'), (select count(*) from job_versions where job_id like 'late.%'), (select count(*) from audit_log where scope like 'job:late.%')")"
 
 # Concurrent applies of the same change converge on one new version.
 # Five rounds: each changes the schedule once and races 8 applies of it (a

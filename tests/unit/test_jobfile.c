@@ -791,6 +791,137 @@ static void test_jobfile_owner_description_suspend(void **state)
 	done(&a);
 }
 
+/* ---- jobs handed over while the file is parsed (apply) ---- */
+
+struct taken {
+	pal_jobset all;	 /* every job taken, in order */
+	size_t sizes[16]; /* of each batch */
+	size_t batches;
+};
+
+static void take_into(void *arg, pal_jobset *set)
+{
+	struct taken *t = arg;
+
+	assert_true(t->batches < 16);
+	t->sizes[t->batches++] = set->n;
+	for (size_t i = 0; i < set->n; i++) {
+		t->all.jobs = realloc(t->all.jobs, (t->all.n + 1) * sizeof *t->all.jobs);
+		t->all.jobs[t->all.n++] = set->jobs[i];
+	}
+	free(set->jobs); /* the specs' strings now belong to t->all */
+	set->jobs = NULL;
+	set->n = 0;
+}
+
+/* Write TEXT to a temporary file; its path in PATH (unlink after). */
+static void tmp_yaml(const char *text, char *path, size_t len)
+{
+	snprintf(path, len, "/tmp/test_jobfile.XXXXXX");
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+static struct taken load_batches(const char *text, size_t size, pal_diags *diags, int *rc)
+{
+	char path[64];
+	struct taken t = {0};
+	pal_jobloader *l = pal_jobloader_new();
+
+	tmp_yaml(text, path, sizeof path);
+	*rc = pal_jobloader_file_batches(l, path, size, take_into, &t, diags);
+	pal_jobloader_free(l);
+	unlink(path);
+	return t;
+}
+
+static void test_jobfile_batches_in_file_order(void **state)
+{
+	(void)state;
+	char text[4096] = "jobs:\n";
+
+	for (int i = 1; i <= 7; i++)
+		snprintf(text + strlen(text), sizeof text - strlen(text),
+			 "  - {id: b.job-%d, schedule: {cron: \"0 %d * * * ?\"}, target: {url: "
+			 "\"http://127.0.0.1:8089/x\"}}\n",
+			 i, i);
+	pal_diags d = {0};
+	int rc;
+	struct taken t = load_batches(text, 3, &d, &rc);
+
+	assert_int_equal(rc, 0);
+	assert_int_equal(d.n, 0);
+	assert_int_equal(t.batches, 3);
+	assert_int_equal(t.sizes[0], 3);
+	assert_int_equal(t.sizes[1], 3);
+	assert_int_equal(t.sizes[2], 1);
+	/* the same jobs as a whole-file load, in the same order */
+	struct loaded whole;
+
+	load_str(text, &whole);
+	assert_int_equal(whole.rc, 0);
+	assert_int_equal(t.all.n, whole.set.n);
+	for (size_t i = 0; i < t.all.n; i++) {
+		assert_string_equal(t.all.jobs[i].id, whole.set.jobs[i].id);
+		assert_string_equal(t.all.jobs[i].cron, whole.set.jobs[i].cron);
+		assert_int_equal(t.all.jobs[i].line, whole.set.jobs[i].line);
+	}
+	done(&whole);
+	pal_jobset_free(&t.all);
+	pal_diags_free(&d);
+}
+
+static void test_jobfile_batches_stop_at_a_problem(void **state)
+{
+	(void)state;
+	static const char *job = "  - {id: b.job-%d, schedule: {cron: \"%s\"}, target: {url: "
+				 "\"http://127.0.0.1:8089/x\"}}\n";
+	char text[4096] = "jobs:\n";
+
+	for (int i = 1; i <= 6; i++)
+		snprintf(text + strlen(text), sizeof text - strlen(text), job, i,
+			 i == 5 ? "0 61 * * * ?" : "0 1 * * * ?");
+	pal_diags d = {0};
+	int rc;
+	struct taken t = load_batches(text, 2, &d, &rc);
+
+	/* jobs 1-4 went before job 5 proved bad; nothing after it */
+	assert_int_equal(rc, PAL_EINVAL);
+	assert_int_equal(t.batches, 2);
+	assert_int_equal(t.all.n, 4);
+	ASSERT_DIAG(&d, 6, 0, "minute");
+	pal_jobset_free(&t.all);
+	pal_diags_free(&d);
+
+	/* valid jobs, then a syntax error: a failure after jobs were handed over */
+	memset(&d, 0, sizeof d);
+	t = load_batches("jobs:\n"
+			 "  - {id: b.a, schedule: {cron: \"* * * * *\"}, target: {url: \"http://h/x\"}}\n"
+			 "  - {id: b.b, schedule: {cron: \"* * * * *\"}, target: {url: \"http://h/x\"}}\n"
+			 "  - {id: b.c, schedule: [\n",
+			 1, &d, &rc);
+	assert_int_equal(rc, PAL_EINVAL);
+	assert_int_equal(t.all.n, 2);
+	ASSERT_DIAG(&d, 0, 0, "yaml syntax error");
+	pal_jobset_free(&t.all);
+	pal_diags_free(&d);
+
+	/* an unknown top-level key after the jobs: found once the file is read */
+	memset(&d, 0, sizeof d);
+	t = load_batches("jobs:\n"
+			 "  - {id: b.a, schedule: {cron: \"* * * * *\"}, target: {url: \"http://h/x\"}}\n"
+			 "jobz: []\n",
+			 5, &d, &rc);
+	assert_int_equal(rc, PAL_EINVAL);
+	assert_int_equal(t.all.n, 0); /* the last batch waits for the end of the file */
+	ASSERT_DIAG(&d, 3, 1, "unknown key \"jobz\"");
+	pal_jobset_free(&t.all);
+	pal_diags_free(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -816,6 +947,8 @@ int main(void)
 	    cmocka_unit_test(test_jobfile_templates_and_secrets),
 	    cmocka_unit_test(test_jobfile_ranges_and_required_keys),
 	    cmocka_unit_test(test_jobfile_garbage_never_crashes),
+	    cmocka_unit_test(test_jobfile_batches_in_file_order),
+	    cmocka_unit_test(test_jobfile_batches_stop_at_a_problem),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
