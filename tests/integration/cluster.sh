@@ -5,8 +5,8 @@
 #   start_node ID [args...]           palisade node, log in $NODE_DIR/ID.log
 #   stop_node ID                      SIGTERM and wait (drain)
 #   kill9_node ID | pause_node ID | resume_node ID
-#   wait_until DESC SECONDS CMD...    poll CMD every 0.1 s
-#   wait_wall DESC SECONDS CMD...     poll CMD every second, by the wall clock
+#   wait_until DESC SECONDS CMD...    poll CMD every 0.1 s (WAIT_STEP) for SECONDS
+#   wait_wall DESC SECONDS CMD...     the same, polling every second
 #   faketime_lib                      the path of libfaketimeMT, if installed
 #   gen_jobs FILE N CRON [POLICY]     N jobs firing on CRON
 #   netns_up NAME | netns_down        a network namespace behind a veth link
@@ -19,12 +19,15 @@ NODE_DIR=$PALISADE_TEST_TMP/nodes/$(basename "$0" .sh)
 mkdir -p "$NODE_DIR"
 declare -A NODE_PID NODE_ADMIN
 CLUSTER_CONF=$NODE_DIR/palisade.yaml
+# The ZooKeeper cluster name of the test's nodes, its own (tests may run
+# side by side against one ZooKeeper: run.sh, PALISADE_IT_JOBS).
+IT_CLUSTER=$(basename "$0" .sh | tr -c 'a-z0-9._\n-' '-')
 
 write_conf() {
 	local f=$1; shift
 	{
 		echo "zookeeper: {session_timeout: ${ZK_SESSION:-2s}, root: /palisade-test}"
-		echo "cluster: {name: ${CLUSTER_NAME:-it}, shards: ${SHARDS:-16}}"
+		echo "cluster: {name: ${CLUSTER_NAME:-$IT_CLUSTER}, shards: ${SHARDS:-16}}"
 		echo "controller: {scan_interval: ${SCAN:-1s}, overlap: ${OVERLAP:-10s}, lookahead: ${LOOKAHEAD:-5s}, misfire_threshold: ${MISFIRE:-60s}}"
 		echo "node: {roles: [controller]}"
 		for l in "$@"; do echo "$l"; done
@@ -73,30 +76,33 @@ stop_all_nodes() {
 }
 trap stop_all_nodes EXIT
 
+# wait_until DESC SECONDS CMD...: poll CMD (its output discarded) every
+# ${WAIT_STEP:-0.1} s until it succeeds; passes with the wall-clock time it
+# took.  It gives up once SECONDS of wall clock have passed AND it has polled
+# SECONDS/STEP times: a poll of a loaded database can take longer than the
+# step, and a slow but healthy run then gets more time rather than a failure.
+# wait_wall is the same with a 1 s step (fewer polls of a busy database).
 wait_until() {
-	local desc=$1 secs=$2; shift 2
-	local i
-	for i in $(seq 1 $((secs * 10))); do
-		if "$@" >/dev/null 2>&1; then pass "$desc (after ~$((i / 10)).$((i % 10))s)"; return 0; fi
-		sleep 0.1
+	local desc=$1 secs=$2
+	shift 2
+	local step=${WAIT_STEP:-0.1} t0 now n=0 polls
+	polls=$(awk -v s="$secs" -v d="$step" 'BEGIN { printf "%d", s / d }')
+	t0=${EPOCHREALTIME//[.,]/}
+	while :; do
+		n=$((n + 1))
+		if "$@" >/dev/null 2>&1; then
+			now=$(((${EPOCHREALTIME//[.,]/} - t0) / 100000))
+			pass "$desc (after ~$((now / 10)).$((now % 10))s)"
+			return 0
+		fi
+		now=${EPOCHREALTIME//[.,]/}
+		[ "$n" -ge "$polls" ] && [ $((now - t0)) -ge $((secs * 1000000)) ] && break
+		sleep "$step"
 	done
 	fail "$desc (not within ${secs}s)"
 	return 1
 }
-
-# wait_wall DESC SECONDS CMD...: like wait_until, by the wall clock (a poll
-# of a loaded database can take longer than wait_until's 0.1 s step, so its
-# SECONDS stretch).
-wait_wall() {
-	local desc=$1 secs=$2 t0=$SECONDS
-	shift 2
-	while [ $((SECONDS - t0)) -lt "$secs" ]; do
-		if "$@" >/dev/null 2>&1; then pass "$desc (after ~$((SECONDS - t0)) s)"; return 0; fi
-		sleep 1
-	done
-	fail "$desc (not within ${secs} s)"
-	return 1
-}
+wait_wall() { WAIT_STEP=1 wait_until "$@"; }
 
 # faketime_lib: print the path of libfaketimeMT (LD_PRELOAD it to give one
 # process its own wall clock); fails when it is not installed.
