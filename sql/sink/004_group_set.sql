@@ -6,18 +6,17 @@
 -- The set path: when every request of REQS asks for chunk 1 and no key
 -- appears twice, the requests cannot see each other, so applying them one
 -- after the other and applying them together give the same answers.  In
--- one subtransaction for the whole group: the key locks of step 0 (one
--- statement, array order), then (a later statement, so a later snapshot)
--- the fence rows locked NOWAIT, then one statement that reads the fence
--- and effect rows of the locked keys and classifies each request (in
--- progress, stale, mismatch, replayed or applied), then the fence upsert
--- of the applied and replayed requests, then the effect and ledger rows of
--- the applied ones, stamped with one clock_timestamp() taken after every
--- other statement of the group ran.  Any SQL error on the way (a fence row
--- locked by someone else, a value PostgreSQL refuses, a row inserted behind
--- the sink's back) rolls the whole set path back and the group is applied
--- by the loop below, request by request, as before: every refusal and
--- error stays that request's own.
+-- one subtransaction for the whole group, three statements: the key locks
+-- of step 0 (array order); then, in a later statement (so a snapshot taken
+-- after the locks), the fence rows locked NOWAIT and, with the effect rows,
+-- read to classify each request (in progress, stale, mismatch, replayed or
+-- applied); last, the writes: the fences of the applied and replayed
+-- requests, the effect and ledger rows of the applied ones, all stamped
+-- with one clock_timestamp() taken after the reads.  Any SQL error on the
+-- way (a fence row locked by someone else, a value PostgreSQL refuses, a
+-- row inserted behind the sink's back) rolls the whole set path back and
+-- the group is applied by the loop below, request by request, as before:
+-- every refusal and error stays that request's own.
 --
 -- The loop path (duplicate keys, chunked work, a failed set path) is the
 -- body of 002_group.sql, except that its last statement, which stamps the
@@ -28,11 +27,16 @@
 -- SET enable_seqscan = off: plpgsql keeps one generic plan per statement
 -- and connection, chosen while the tables may still be tiny, when a
 -- sequential scan is cheapest; every lookup here is by key and must stay
--- an index scan whatever the size of the tables later.
+-- an index scan whatever the size of the tables later.  SET
+-- plan_cache_mode = force_generic_plan: every statement is bounded by its
+-- keys (= ANY of the group's keys, by index), so one plan serves any group
+-- size, and planning each call anew (custom plans) cost more than a small
+-- group's whole apply.
 CREATE OR REPLACE FUNCTION sink_apply_group(reqs jsonb)
 RETURNS TABLE (r_outcome text, r_status int, r_body text, r_highest bigint, r_done int)
 LANGUAGE plpgsql
 SET enable_seqscan = off
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
 	q record;
@@ -54,23 +58,24 @@ DECLARE
 	v_first text[] := '{}';
 	v_at timestamptz;
 BEGIN
-	SELECT count(DISTINCT x.k) = count(*) AND coalesce(bool_and(x.c = 1), true) INTO v_set
-	FROM jsonb_to_recordset(reqs) AS x(k text, c int);
-	IF v_set THEN
-		BEGIN
-			-- step 0 for every request (OFFSET 0: one lock try per row)
-			SELECT coalesce(array_agg(l.g ORDER BY l.o), '{}'),
-			       coalesce(array_agg(l.k) FILTER (WHERE l.g), '{}')
-			INTO v_got, v_keys
-			FROM (SELECT x.o, x.k, pg_try_advisory_xact_lock(hashtextextended(x.k, 0)) AS g
-			      FROM ROWS FROM (jsonb_to_recordset(reqs) AS (k text)) WITH ORDINALITY
-			           AS x(k, o)
-			      OFFSET 0) l;
-			-- step 1a, in a later statement (a snapshot taken after the
-			-- key locks); lock_not_available sends the group to the loop
-			PERFORM 1 FROM sink_fences WHERE resource = ANY (v_keys) FOR UPDATE NOWAIT;
-			-- steps 1b and 2, read only: each request's outcome and the
-			-- row it returns
+	BEGIN
+		-- step 0 for every request, when the group can take the set path
+		-- (OFFSET 0: one lock try per row)
+		SELECT bool_and(l.ok), coalesce(array_agg(l.g ORDER BY l.o), '{}'),
+		       coalesce(array_agg(l.k) FILTER (WHERE l.g), '{}')
+		INTO v_set, v_got, v_keys
+		FROM (SELECT x.o, x.k, s.ok,
+			     CASE WHEN s.ok THEN pg_try_advisory_xact_lock(hashtextextended(x.k, 0))
+			     END AS g
+		      FROM ROWS FROM (jsonb_to_recordset(reqs) AS (k text)) WITH ORDINALITY AS x(k, o),
+			   (SELECT count(DISTINCT y.k) = count(*) AND coalesce(bool_and(y.c = 1), true)
+				   AS ok
+			    FROM jsonb_to_recordset(reqs) AS y(k text, c int)) s
+		      OFFSET 0) l;
+		IF v_set THEN
+			-- steps 1a, 1b and 2, read: the fence rows locked (NOWAIT:
+			-- lock_not_available sends the group to the loop path), each
+			-- request's outcome and the row it returns
 			SELECT array_agg(c.outcome ORDER BY c.o), array_agg(c.st ORDER BY c.o),
 			       array_agg(c.b ORDER BY c.o), array_agg(c.hi ORDER BY c.o),
 			       array_agg(c.dn ORDER BY c.o), count(*) FILTER (WHERE c.outcome = 'applied')
@@ -84,7 +89,8 @@ BEGIN
 			      FROM ROWS FROM (jsonb_to_recordset(reqs) AS (k text, t bigint, d text, n int))
 				   WITH ORDINALITY AS x(k, t, d, n, o)
 			      LEFT JOIN (SELECT resource, fence FROM sink_fences
-					 WHERE resource = ANY (v_keys)) f ON f.resource = x.k
+					 WHERE resource = ANY (v_keys) FOR UPDATE NOWAIT) f
+				ON f.resource = x.k
 			      LEFT JOIN (SELECT idempotency_key, status, body, payload_digest, chunks_done,
 						chunks_total FROM sink_effects
 					 WHERE idempotency_key = ANY (v_keys)) e ON e.idempotency_key = x.k
@@ -94,48 +100,43 @@ BEGIN
 					WHEN e.idempotency_key IS NULL THEN 'applied'
 					WHEN e.payload_digest <> x.d OR e.chunks_total <> x.n THEN 'mismatch'
 					ELSE 'replayed' END AS outcome) y) c;
-			-- step 1b, write: the fences of the applied and replayed requests
-			-- (a replay commits: its fence moves, as alone)
-			INSERT INTO sink_fences (resource, fence)
-			SELECT x.k, x.t
-			FROM ROWS FROM (jsonb_to_recordset(reqs) AS (k text, t bigint)) WITH ORDINALITY
-			     AS x(k, t, o)
-			WHERE v_out[x.o] IN ('applied', 'replayed')
-			ORDER BY x.o
-			ON CONFLICT (resource) DO UPDATE
-			SET fence = greatest(sink_fences.fence, excluded.fence),
-			    updated_at = clock_timestamp();
-			-- step 3, last: the effect and ledger rows, one time for the group
-			IF v_applied > 0 THEN
-				v_at := clock_timestamp();
-				WITH e AS (INSERT INTO sink_effects (idempotency_key, fence, payload_digest,
-					status, body, method, path, trigger_id, attempt, scheduled_at,
-					chunks_done, chunks_total, applied_at, updated_at)
-					SELECT x.k, x.t, x.d, x.st, x.b, x.m, x.p, x.tr::bigint, x.at::int,
-					       x.s::timestamptz, 1, x.n, v_at, v_at
-					FROM ROWS FROM (jsonb_to_recordset(reqs) AS (k text, t bigint, d text,
-						m text, p text, tr text, at text, s text, n int, st int, b text))
-					     WITH ORDINALITY AS x(k, t, d, m, p, tr, at, s, n, st, b, o)
-					WHERE v_out[x.o] = 'applied'
-					ORDER BY x.o
-					RETURNING idempotency_key, fence, trigger_id, attempt)
-				INSERT INTO sink_ledger (idempotency_key, chunk, fence, trigger_id, attempt,
-					applied_at)
-				SELECT idempotency_key, 1, fence, trigger_id, attempt, v_at FROM e;
-				GET DIAGNOSTICS v_rows = ROW_COUNT;
-				IF v_rows <> v_applied THEN
-					RAISE EXCEPTION 'ledger mismatch: % ledger rows for % effects', v_rows,
-						v_applied;
-				END IF;
+			-- steps 1b and 3, write: the fences of the applied and replayed
+			-- requests (a replay commits: its fence moves, as alone), the
+			-- effect and ledger rows of the applied ones; one time for all
+			v_at := clock_timestamp();
+			WITH r AS (SELECT x.*, v_out[x.o] AS outcome
+				FROM ROWS FROM (jsonb_to_recordset(reqs) AS (k text, t bigint, d text,
+					m text, p text, tr text, at text, s text, n int, st int, b text))
+				     WITH ORDINALITY AS x(k, t, d, m, p, tr, at, s, n, st, b, o)
+				WHERE v_out[x.o] IN ('applied', 'replayed')),
+			f AS (INSERT INTO sink_fences (resource, fence, updated_at)
+				SELECT r.k, r.t, v_at FROM r ORDER BY r.o
+				ON CONFLICT (resource) DO UPDATE
+				SET fence = greatest(sink_fences.fence, excluded.fence),
+				    updated_at = excluded.updated_at),
+			e AS (INSERT INTO sink_effects (idempotency_key, fence, payload_digest,
+				status, body, method, path, trigger_id, attempt, scheduled_at,
+				chunks_done, chunks_total, applied_at, updated_at)
+				SELECT r.k, r.t, r.d, r.st, r.b, r.m, r.p, r.tr::bigint, r.at::int,
+				       r.s::timestamptz, 1, r.n, v_at, v_at
+				FROM r WHERE r.outcome = 'applied' ORDER BY r.o
+				RETURNING idempotency_key, fence, trigger_id, attempt)
+			INSERT INTO sink_ledger (idempotency_key, chunk, fence, trigger_id, attempt,
+				applied_at)
+			SELECT idempotency_key, 1, fence, trigger_id, attempt, v_at FROM e;
+			GET DIAGNOSTICS v_rows = ROW_COUNT;
+			IF v_rows <> v_applied THEN
+				RAISE EXCEPTION 'ledger mismatch: % ledger rows for % effects', v_rows,
+					v_applied;
 			END IF;
-		EXCEPTION
-			WHEN OTHERS THEN
-				v_set := false; -- everything above is undone: the loop path
-		END;
-		IF v_set THEN
-			RETURN QUERY SELECT * FROM unnest(v_out, v_st, v_b, v_his, v_dn);
-			RETURN;
 		END IF;
+	EXCEPTION
+		WHEN OTHERS THEN
+			v_set := false; -- everything above is undone: the loop path
+	END;
+	IF v_set THEN
+		RETURN QUERY SELECT * FROM unnest(v_out, v_st, v_b, v_his, v_dn);
+		RETURN;
 	END IF;
 
 	-- the loop path: 002_group.sql, request by request

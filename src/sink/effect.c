@@ -180,7 +180,11 @@ static bool command(sink_conn *c, const char *sql)
 /* Make C ready for a request: on a connection PostgreSQL dropped while it
  * sat in the pool (a server restart) the first statement fails before
  * anything was done, so reconnecting once and going on is safe.  With
- * BEGIN set, also opens the transaction.  Returns false when that fails. */
+ * BEGIN set, also opens the transaction (that is the first statement);
+ * without, the first statement is the caller's, which may commit, so a
+ * dropped connection is found before it: the server's end of the socket
+ * is closed, which reading what is there (without blocking) shows.
+ * Returns false when that fails. */
 static bool ready(sink_conn *c, bool begin)
 {
 	for (int tries = 0; tries < 2; tries++) {
@@ -193,6 +197,8 @@ static bool ready(sink_conn *c, bool begin)
 				return false;
 			pal_log(PAL_LOG_INFO, "sink.db_reconnected", NULL);
 		}
+		if (!begin && (!PQconsumeInput(c->pg) || PQstatus(c->pg) != CONNECTION_OK))
+			continue;
 		if (!c->prepared && prepare_all(c) != PAL_OK)
 			continue;
 		if (!begin || command(c, "BEGIN"))
@@ -234,15 +240,16 @@ static void reply_stale(sink_reply *out, int64_t highest)
 static void reply_mismatch(sink_reply *out, bool same_digest)
 {
 	reply(out, SINK_MISMATCH, 422,
-	      pal__sink_body_error("payload_mismatch", same_digest ? "the chunk count differs" : NULL));
+	      pal__sink_body_error("payload_mismatch",
+				   same_digest ? "the chunk count differs" : NULL));
 }
 
 static void reply_bad_checkpoint(sink_reply *out, bool started)
 {
 	reply(out, SINK_BAD_CHECKPOINT, 400,
-	      pal__sink_body_error("bad_checkpoint", started
-							 ? "the checkpoint is ahead of the stored progress"
-							 : "a checkpoint for an effect never started"));
+	      pal__sink_body_error("bad_checkpoint",
+				   started ? "the checkpoint is ahead of the stored progress"
+					   : "a checkpoint for an effect never started"));
 }
 
 /* Step 0 and 1: claim the key and move its fence.  Returns true to go on;
@@ -424,11 +431,11 @@ static char *group_json(const sink_apply_req *const *rqs, char **bodies, int n)
 	for (int i = 0; ok && i < n; i++) {
 		const sink_apply_req *rq = rqs[i];
 		bodies[i] = body_for(rq, rq->chunk);
-		json_t *o = json_pack("{s:s, s:I, s:s, s:s, s:s, s:s?, s:s?, s:s?, s:i, s:i, s:i, s:s?}",
-				      "k", rq->key, "t", (json_int_t)rq->token, "d", rq->digest,
-				      "m", rq->method, "p", rq->target, "tr", rq->trigger, "at",
-				      rq->attempt, "s", rq->scheduled_at, "n", rq->chunks, "c",
-				      rq->chunk, "st", rq->chunks > 1 ? 200 : 201, "b", bodies[i]);
+		json_t *o = json_pack(
+		    "{s:s, s:I, s:s, s:s, s:s, s:s?, s:s?, s:s?, s:i, s:i, s:i, s:s?}", "k",
+		    rq->key, "t", (json_int_t)rq->token, "d", rq->digest, "m", rq->method, "p",
+		    rq->target, "tr", rq->trigger, "at", rq->attempt, "s", rq->scheduled_at, "n",
+		    rq->chunks, "c", rq->chunk, "st", rq->chunks > 1 ? 200 : 201, "b", bodies[i]);
 		ok = bodies[i] != NULL && o != NULL && json_array_append_new(a, o) == 0;
 	}
 	char *text = ok ? json_dumps(a, JSON_COMPACT) : NULL;
@@ -460,8 +467,9 @@ static void group_row(const PGresult *r, int i, const sink_apply_req *rq, char *
 	}
 	if (strcmp(o, "replayed") == 0) {
 		char *stored = PQgetisnull(r, i, 2) ? NULL : strdup(PQgetvalue(r, i, 2));
-		reply_replay(out, rq, atoi(PQgetvalue(r, i, 4)), (unsigned)atoi(PQgetvalue(r, i, 1)),
-			     stored, !PQgetisnull(r, i, 2) && stored == NULL);
+		reply_replay(out, rq, atoi(PQgetvalue(r, i, 4)),
+			     (unsigned)atoi(PQgetvalue(r, i, 1)), stored,
+			     !PQgetisnull(r, i, 2) && stored == NULL);
 	} else if (strcmp(o, "stale") == 0) {
 		reply_stale(out, strtoll(PQgetvalue(r, i, 3), NULL, 10));
 	} else if (strcmp(o, "in_progress") == 0) {
@@ -480,19 +488,34 @@ static void group_row(const PGresult *r, int i, const sink_apply_req *rq, char *
 	free(body);
 }
 
-void pal__sink_effect_group(sink_conn *c, const sink_apply_req *const *rqs, sink_reply *outs,
-			    int n)
+void pal__sink_effect_group(sink_conn *c, const sink_apply_req *const *rqs, sink_reply *outs, int n)
 {
 	memset(outs, 0, (size_t)n * sizeof *outs);
 	char **bodies = calloc((size_t)n, sizeof *bodies);
 	char *text = bodies ? group_json(rqs, bodies, n) : NULL;
 	q res = {0};
-	bool ok = text != NULL && ready(c, true);
+	bool ok = text != NULL && ready(c, false);
 	if (ok) {
+		/* The call is a transaction of its own (no BEGIN, no COMMIT: two
+		 * round trips fewer per group).  libpq returns its rows once the
+		 * ReadyForQuery that follows its COMMIT arrived; a COMMIT that
+		 * failed (a deferred constraint) is the result instead.  Only a
+		 * connection still up and idle proves that ReadyForQuery came:
+		 * lost on the way, the COMMIT's fate is unknown. */
 		const char *p[] = {text};
 		ok = run(c, S_GROUP, 1, p, PGRES_TUPLES_OK, &res);
+		if (ok && (PQstatus(c->pg) != CONNECTION_OK ||
+			   PQtransactionStatus(c->pg) != PQTRANS_IDLE)) {
+			pal_log(PAL_LOG_WARN, "sink.db_error", "{s:s, s:s}", "statement",
+				stmts[S_GROUP].name, "message",
+				"connection lost before the COMMIT was confirmed");
+			PQclear(res.r);
+			res.r = NULL;
+			ok = false;
+		}
 	}
 	free(text);
+	/* committed already: a short answer can only be "unknown" for all */
 	if (ok && PQntuples(res.r) != n) {
 		pal_log(PAL_LOG_ERROR, "sink.group_mismatch", "{s:i, s:i}", "requests", n, "rows",
 			PQntuples(res.r));
@@ -506,8 +529,8 @@ void pal__sink_effect_group(sink_conn *c, const sink_apply_req *const *rqs, sink
 	for (int i = 0; bodies != NULL && i < n; i++)
 		free(bodies[i]);
 	free(bodies);
-	/* every answer waits for the COMMIT: a 2xx only for a durable effect */
-	if (!ok || !command(c, "COMMIT")) {
+	/* every answer waited for the COMMIT: a 2xx only for a durable effect */
+	if (!ok) {
 		group_failed(c, outs, n);
 		return;
 	}
@@ -545,8 +568,8 @@ void pal__sink_effect_query(sink_conn *c, const char *key, sink_reply *out)
 		reply_db_error(out);
 		return;
 	}
-	bool complete = PQntuples(res.r) > 0 &&
-			atoi(PQgetvalue(res.r, 0, 5)) >= atoi(PQgetvalue(res.r, 0, 6));
+	bool complete =
+	    PQntuples(res.r) > 0 && atoi(PQgetvalue(res.r, 0, 5)) >= atoi(PQgetvalue(res.r, 0, 6));
 	if (!free_key && !complete) {
 		PQclear(res.r);
 		reply_in_progress(out);

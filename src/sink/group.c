@@ -23,12 +23,17 @@
  * of its own would.
  *
  * Threading: G->mu guards the queue and the flags; each waiting request has
- * its own condition variable (on its stack), signalled once its answer is
- * in place.  Ownership: pal__sink_group_start() allocates the group and its
- * threads; pal__sink_group_stop() joins and frees them.  Requests and
- * replies are borrowed from the waiting request threads.
+ * its own semaphore (on its stack), posted once its answer is in place,
+ * after the committer let go of G->mu: the woken request threads do not
+ * queue up on the mutex the committer holds (a condition variable would
+ * wake each of them into it, one at a time).  sem_post() is safe against
+ * the waiter destroying the semaphore as soon as its sem_wait() returns.
+ * Ownership: pal__sink_group_start() allocates the group and its threads;
+ * pal__sink_group_stop() joins and frees them.  Requests and replies are
+ * borrowed from the waiting request threads.
  */
 #include <errno.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,8 +48,7 @@ typedef struct item {
 	const sink_apply_req *rq;
 	sink_reply *out;
 	int64_t queued_ms; /* CLOCK_MONOTONIC */
-	bool done;
-	pthread_cond_t cv; /* signalled when DONE is set */
+	sem_t done;	   /* posted when *OUT holds the answer */
 	struct item *next;
 } item;
 
@@ -145,12 +149,10 @@ static void *committer(void *arg)
 		pthread_mutex_unlock(&g->mu);
 
 		run_group(g, cm->batch, cm->rqs, cm->outs, k);
+		for (int i = 0; i < k; i++)
+			sem_post(&cm->batch[i]->done); /* the item may be gone after this */
 
 		pthread_mutex_lock(&g->mu);
-		for (int i = 0; i < k; i++) {
-			cm->batch[i]->done = true;
-			pthread_cond_signal(&cm->batch[i]->cv);
-		}
 	}
 	pthread_cond_signal(&g->work_cv); /* the next one stops too */
 	pthread_mutex_unlock(&g->mu);
@@ -177,7 +179,7 @@ static void group_free(sink_group *g)
 void pal__sink_group_apply(sink_group *g, const sink_apply_req *rq, sink_reply *out)
 {
 	item it = {.rq = rq, .out = out, .queued_ms = mono_ms()};
-	pthread_cond_init(&it.cv, NULL);
+	sem_init(&it.done, 0, 0);
 	pthread_mutex_lock(&g->mu);
 	*g->tail = &it;
 	g->tail = &it.next;
@@ -186,10 +188,10 @@ void pal__sink_group_apply(sink_group *g, const sink_apply_req *rq, sink_reply *
 		pthread_cond_signal(&g->work_cv);
 	else if (g->queued >= g->max)
 		pthread_cond_signal(&g->fill_cv);
-	while (!it.done)
-		pthread_cond_wait(&it.cv, &g->mu);
 	pthread_mutex_unlock(&g->mu);
-	pthread_cond_destroy(&it.cv);
+	while (sem_wait(&it.done) != 0 && errno == EINTR)
+		;
+	sem_destroy(&it.done);
 }
 
 int pal__sink_group_start(sink_ctx *ctx, int max, int wait_ms, int committers, sink_group **out)
