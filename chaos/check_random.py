@@ -47,6 +47,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 import croniter
 
@@ -106,6 +107,12 @@ def main():
     t0, t1 = ep(a.t0), ep(a.t1)
     R = collections.OrderedDict()
     samples = collections.defaultdict(list)
+    phases, tick = [], [time.monotonic()]
+
+    def phase(name):  # the checker's own time per part, printed at the end
+        now = time.monotonic()
+        phases.append("%s %.1f s" % (name, now - tick[0]))
+        tick[0] = now
 
     # ---- plan set vs triggers vs misfires ------------------------------------------
     versions = collections.defaultdict(list)
@@ -151,6 +158,7 @@ def main():
     R["misfired"] = misfired
     R["unexpected"] = unexpected
     R["planned_twice"] = twice
+    phase("plan set")
 
     # ---- effects at the sink ------------------------------------------------------------
     R["effects"] = int(psql("select count(*) from sink_ledger")[0][0])
@@ -171,6 +179,7 @@ def main():
                  " and not exists (select 1 from attempts a where a.trigger_id = t.id and a.idempotency_key is not null)"
                  % (t0, t1))
     R["succeeded_without_key"] = int(nokey[0][0])
+    phase("effects")
 
     # ---- stale writes accepted ----------------------------------------------------------------
     sa = psql("select count(*) from (select idempotency_key, fence,"
@@ -223,6 +232,7 @@ def main():
                                                            % (tbl, shard, epoch, ts, max(newer)))
     R["stale_accepted_epoch"] = stale_c
     R["stale_accepted"] = R["stale_accepted_sink"] + R["stale_accepted_db"] + stale_c
+    phase("stale writes and samples")
 
     # ---- terminal states --------------------------------------------------------------------------
     states = dict((s, int(n)) for s, n in psql(
@@ -239,6 +249,7 @@ def main():
             " to_timestamp(%d) and state in ('pending','running','retry_wait','unknown','pausing','cancelling','paused')"
             " order by scheduled_at limit 10" % (t0, t1))]
     R["samples_of"] = dict((k, v[:10]) for k, v in samples.items() if v)
+    phase("states")
 
     bad = [k for k in ("never_active", "missing", "unexpected", "planned_twice", "effects_doubled", "effects_lost",
                        "succeeded_without_key", "stale_accepted", "stuck", "failed", "manual",
@@ -249,6 +260,7 @@ def main():
     for k, v in R["samples_of"].items():
         for s in v:
             print("  %s: %s" % (k, s))
+    print("timing: %s" % ", ".join(phases))
     if a.json:
         json.dump(R, open(a.json, "w"))
     sys.exit(1 if bad else 0)

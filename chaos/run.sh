@@ -7,7 +7,8 @@
 # Without arguments every drill runs.  `chaos/run.sh --list` lists them.
 # Each drill also leaves a JSON report in $CHAOS_REPORT_DIR (default
 # /tmp/palisade-chaos)/<name>.json: the drill's own when it writes one to
-# $PALISADE_DRILL_REPORT, else the verdict, checks and figures.
+# $PALISADE_DRILL_REPORT, else the verdict, checks and figures; a failed
+# drill its whole output too, <name>.log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 declare -A DRILLS=(
@@ -57,13 +58,17 @@ for d in "${names[@]}"; do
 	t=${DRILLS[$d]:-}
 	[ -n "$t" ] || { echo "DRILL $d: unknown (chaos/run.sh --list)"; rc=64; continue; }
 	log=$(mktemp)
-	report=$REPORTS/$d.json
+	# The random drill under Patroni has a report and verdict of its own
+	# (make chaos runs it after the plain one).
+	label=$d
+	[ "$d" = random ] && [ -n "${RANDOM_PG:-}" ] && [ "$RANDOM_PG" != none ] && label="random-pg-$RANDOM_PG"
+	report=$REPORTS/$label.json
 	rm -f "$report"
 	if PALISADE_DRILL=$d PALISADE_DRILL_REPORT=$report bash tests/integration/run.sh "$t" >"$log" 2>&1; then v=PASS; else v=FAIL; rc=1; fi
 	figs=$(grep -E '^\s+figure:|^\s+verify:' "$log" | sed 's/^ *figure: //; s/^ *//' | paste -sd';' | cut -c1-600)
 	checks=$(grep -E '^\s+[0-9]+ checks' "$log" | tail -1 | sed 's/^ *//')
-	grep -E '^\s+(schedule|nemesis|replay):' "$log" | sed 's/^ */  /' # the random drill's fault schedule
-	echo "DRILL $d: $v  $checks  $figs"
+	grep -E '^\s+(schedule|nemesis|replay|timing):' "$log" | sed 's/^ */  /' # the random drill's fault schedule, the checker's time
+	echo "DRILL $label: $v  $checks  $figs"
 	if [ -s "$report" ]; then
 		python3 - "$report" "$v" <<'PY'
 import json, sys
@@ -71,14 +76,19 @@ r = json.load(open(sys.argv[1])); r["verdict"] = sys.argv[2]
 json.dump(r, open(sys.argv[1], "w"), indent=1)
 PY
 	else
-		python3 - "$report" "$d" "$v" "$checks" "$figs" <<'PY'
+		python3 - "$report" "$label" "$v" "$checks" "$figs" <<'PY'
 import json, sys
 f, d, v, c, figs = sys.argv[1:]
 json.dump({"drill": d, "verdict": v, "checks": c, "figures": [x for x in figs.split(";") if x]},
           open(f, "w"), indent=1)
 PY
 	fi
-	[ "$v" = FAIL ] && grep -E 'FAIL' "$log" | head -5 | sed 's/^/    /'
+	if [ "$v" = FAIL ]; then
+		grep -E 'FAIL' "$log" | head -5 | sed 's/^/    /'
+		# The whole output (checker lines, process logs' tails) of a failed
+		# drill is kept beside its report.
+		cp "$log" "$REPORTS/$label.log" && echo "    log: $REPORTS/$label.log"
+	fi
 	rm -f "$log"
 done
 exit $rc

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # ops/deps.sh [--bench | --chaos | --check] - install the Debian packages palisade
 # needs, when missing; --bench adds the load tools of `make bench` (wrk),
-# --chaos Patroni and kazoo for the PostgreSQL failover drills of `make chaos`,
-#         iptables for the zk-cutoff drill.
+# --chaos Patroni and kazoo for the PostgreSQL failover drills of `make chaos`
+#         (pg-failover, pg-switchover, pg-async-failover and the random drill
+#         with --pg ha; kazoo named, since Patroni's dependency on a DCS
+#         client is met by any of several), iptables for the zk-cutoff drill.
 # --check installs nothing: it names the missing packages of the build
 # (plain `make`) and the one command that installs them, and fails.
 #
