@@ -6,8 +6,9 @@
  * Everything that could grow with history is bounded: rates, stale
  * rejections and breakers are read from the latest attempts (by id, an
  * index scan of the primary key), a job's last success and failure from its
- * latest triggers (triggers_job_at), backlogs from the ready-work index
- * (triggers_tenant_ready) and the live-lease index (triggers_live).
+ * latest triggers (palisade_job_triggers(): the plan key and the request
+ * key, sql/020), backlogs from the ready-work index (triggers_tenant_ready)
+ * and the live-lease index (triggers_live).
  */
 #include <stdio.h>
 #include <string.h>
@@ -185,14 +186,12 @@ static const char SQL_CLUSTER[] =
 	"     'spec', jl.spec, 'paused_by', " PAUSED_BY("jl") ","
 	"     'due', coalesce(bj.due, 0), 'oldest_due_s', round(" AGE("bj.oldest") "::numeric, 1),"
 	"     'last_success', (SELECT " TS("coalesce(t.finished_at, t.updated_at)") " FROM"
-	"       (SELECT state, finished_at, updated_at, scheduled_at FROM triggers"
-	"        WHERE job_id = jl.job_id ORDER BY scheduled_at DESC LIMIT $4::int) t"
+	"       palisade_job_triggers(jl.job_id, $4::int) t"
 	"       WHERE t.state = 'succeeded' ORDER BY t.scheduled_at DESC LIMIT 1),"
 	"     'last_failure', (SELECT json_build_object('trigger_id', t.id,"
 	"        'scheduled_at', " TS("t.scheduled_at") ", 'at', " TS("coalesce(t.finished_at, t.updated_at)") ","
 	"        'state', t.state, 'error_class', t.last_error_class) FROM"
-	"       (SELECT id, state, finished_at, updated_at, scheduled_at, last_error_class FROM triggers"
-	"        WHERE job_id = jl.job_id ORDER BY scheduled_at DESC LIMIT $4::int) t"
+	"       palisade_job_triggers(jl.job_id, $4::int) t"
 	"       WHERE t.state IN ('failed', 'manual', 'retry_wait', 'unknown')"
 	"       ORDER BY t.scheduled_at DESC LIMIT 1),"
 	"     'planned_next', (SELECT " TS("min(t.scheduled_at)") " FROM triggers t"
@@ -258,8 +257,7 @@ static const char SQL_JOB[] =
 	"     'duration_ms', a.duration_ms) ORDER BY a.id), '[]') FROM attempts a"
 	"     WHERE a.trigger_id = t.id))"
 	"   ORDER BY t.scheduled_at DESC, t.partition, t.id), '[]')"
-	"   FROM (SELECT * FROM triggers WHERE job_id = j.job_id"
-	"     ORDER BY scheduled_at DESC, partition, id LIMIT $2::int) t),"
+	"   FROM palisade_job_triggers(j.job_id, $2::int) t),"
 	" 'misfires', (SELECT coalesce(json_agg(json_build_object('range_from', " TS("m.range_from") ","
 	"   'range_to', " TS("m.range_to") ", 'count', m.count, 'policy', m.policy, 'reason', m.reason,"
 	"   'partition', m.partition, 'decided_at', " TS("m.decided_at") ") ORDER BY m.range_from DESC), '[]')"

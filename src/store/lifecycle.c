@@ -218,8 +218,9 @@ int pal_store_unknown_at(pal_store *st, const char *job_id, int64_t at, json_t *
 		" coalesce(json_agg(json_build_object('fence', a.fence, 'outcome', a.outcome,"
 		"  'error_class', a.error_class) ORDER BY a.fence), '[]')"
 		"  FROM attempts a WHERE a.trigger_id = t.id)) ORDER BY t.id), '[]')"
-		" FROM triggers t WHERE t.job_id = $1 AND t.scheduled_at = to_timestamp($2::bigint)"
-		" AND (t.state IN ('unknown', 'manual') OR EXISTS (SELECT 1 FROM attempts a"
+		" FROM palisade_job_triggers($1, NULL, NULL, to_timestamp($2::bigint),"
+		"  to_timestamp($2::bigint)) t"
+		" WHERE (t.state IN ('unknown', 'manual') OR EXISTS (SELECT 1 FROM attempts a"
 		"  WHERE a.trigger_id = t.id AND (a.outcome IN ('unknown', 'manual') OR a.error_class IN"
 		"  ('timeout_after_send', 'reset_after_send', 'empty_reply', 'garbage_reply',"
 		"   'in_progress'))))",

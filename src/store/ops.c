@@ -1220,19 +1220,23 @@ int pal_ops_triggers_json(pal_store *st, const char *job_id, const char *state, 
 	i64s(s, sizeof s, since);
 	snprintf(l, sizeof l, "%d", limit);
 	const char *p[] = { job_id, state, since == PAL_OPS_NOW ? NULL : s, l };
-	int rc = query_json(
-		st,
-		"SELECT coalesce(json_agg(json_build_object('id', id, 'job_id', job_id,"
-		"  'version', version, 'scheduled_at', " TS("scheduled_at") ", 'partition', partition,"
-		"  'source', source, 'request_id', request_id, 'state', state, 'fence', fence,"
-		"  'lease_owner', lease_owner, 'lease_until', " TS("lease_until") ","
-		"  'attempt_count', attempt_count, 'last_error_class', last_error_class)"
-		"  ORDER BY scheduled_at DESC, partition, id DESC), '[]')::text"
-		" FROM (SELECT * FROM triggers"
-		"  WHERE ($1::text IS NULL OR job_id = $1::text) AND ($2::text IS NULL OR state = $2::text)"
-		"  AND ($3::bigint IS NULL OR scheduled_at >= to_timestamp($3::bigint))"
-		"  ORDER BY scheduled_at DESC, partition, id DESC LIMIT $4::int) t",
-		4, p, out, err, errlen);
+#define TRIGGERS_JSON                                                                              \
+	"SELECT coalesce(json_agg(json_build_object('id', id, 'job_id', job_id,"                  \
+	"  'version', version, 'scheduled_at', " TS("scheduled_at") ", 'partition', partition,"   \
+	"  'source', source, 'request_id', request_id, 'state', state, 'fence', fence,"           \
+	"  'lease_owner', lease_owner, 'lease_until', " TS("lease_until") ","                      \
+	"  'attempt_count', attempt_count, 'last_error_class', last_error_class)"                 \
+	"  ORDER BY scheduled_at DESC, partition, id DESC), '[]')::text"
+	/* one job's: through its plan and request keys (sql/020) */
+	int rc = query_json(st,
+			    job_id ? TRIGGERS_JSON " FROM palisade_job_triggers($1::text, $4::int,"
+					    " $2::text, to_timestamp($3::bigint)) t"
+				   : TRIGGERS_JSON " FROM (SELECT * FROM triggers"
+					    "  WHERE $1::text IS NULL AND ($2::text IS NULL OR state = $2::text)"
+					    "  AND ($3::bigint IS NULL OR scheduled_at >= to_timestamp($3::bigint))"
+					    "  ORDER BY scheduled_at DESC, partition, id DESC LIMIT $4::int) t",
+			    4, p, out, err, errlen);
+#undef TRIGGERS_JSON
 	if (rc || !job_id || json_array_size(*out))
 		return rc;
 	if ((rc = job_exists(st, job_id, err, errlen))) {

@@ -3,7 +3,7 @@
  * reads through an index: the due backlog through triggers_tenant_ready,
  * work in progress through triggers_live, paused triggers through
  * triggers_paused, open tickets through tickets_open, and a job's latest
- * success walks triggers_job_at backwards from now.
+ * success walks the plan key backwards (palisade_job_triggers()).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,10 +79,8 @@ static const char SQL_LAST_SUCCESS[] =
     "SELECT j.job_id, extract(epoch FROM s.finished_at)"
     "  FROM jobs j"
     "  CROSS JOIN LATERAL ("
-    "       SELECT t.finished_at FROM triggers t"
-    "        WHERE t.job_id = j.job_id AND t.state = 'succeeded'"
-    "          AND t.scheduled_at <= now() AND t.scheduled_at > now() - interval '7 days'"
-    "        ORDER BY t.scheduled_at DESC LIMIT 1) s"
+    "       SELECT t.finished_at FROM palisade_job_triggers(j.job_id, 1, 'succeeded',"
+    "         now() - interval '7 days', now()) t) s"
     " ORDER BY j.job_id LIMIT $1";
 
 int pal_store_last_successes(pal_store *st, int limit, pal_last_success **rows, int *n, char *err,

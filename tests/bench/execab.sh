@@ -5,9 +5,12 @@
 # own database (an older binary refuses a newer schema), one executor node
 # (batch 256, max_inflight 1024) drains them through `palisade-sink --noop`,
 # and the rate from node start to the last commit is printed.  Alternating
-# the binaries spreads the machine's noise over both.  Its own PostgreSQL
-# (fsync on) and ZooKeeper on free ports, stopped at the end; asserts
-# nothing.
+# the binaries spreads the machine's noise over both.  Next to the rate,
+# the CPU time each side spent per trigger (µs, from /proc/PID/stat: the
+# PostgreSQL server with all its processes, the node, the sink): on a
+# shared, noisy box the CPU per trigger moves far less than the rate does.
+# Its own PostgreSQL (fsync on) and ZooKeeper on free ports, stopped at the
+# end; asserts nothing.
 #
 #   bash tests/bench/execab.sh -n 20000 -r 3 /tmp/old/build-old/bin build/bin
 set -uo pipefail
@@ -39,6 +42,24 @@ trap cleanup EXIT
 eval "$(bash ops/devcluster.sh up 2>/dev/null)" || { echo "execab: dev cluster failed"; exit 1; }
 ADMIN="host=127.0.0.1 port=$PALISADE_PG_PORT user=palisade"
 ms() { date +%s%3N; }
+TCK=$(getconf CLK_TCK)
+# cpu_ticks PID... -> utime+stime summed (clock ticks) of live PIDs
+cpu_ticks() {
+	local p t=0 f
+	for p in "$@"; do
+		f=$(cut -d' ' -f14,15 "/proc/$p/stat" 2>/dev/null) || continue
+		t=$((t + ${f% *} + ${f#* }))
+	done
+	echo "$t"
+}
+# The server's processes: the postmaster and its children (a backend
+# that ends within the window is missed; the node's connections live
+# through it).
+pg_pids() {
+	local pm
+	pm=$(head -1 "$(cat "$PALISADE_STATE/pg.path")/data/postmaster.pid")
+	echo "$pm" $(ps -o pid= --ppid "$pm")
+}
 sport=$(free_port)
 "${BINS[0]}/palisade-sink" --listen "127.0.0.1:$sport" --noop >"$PALISADE_STATE/sink.log" 2>&1 &
 PIDS+=($!)
@@ -72,6 +93,7 @@ for r in $(seq 1 "$RUNS"); do
 		            'default', now() - interval '1 hour' + g * interval '1 ms', 0 FROM generate_series(1, $N) g"
 		sql "VACUUM ANALYZE triggers"
 		t0=$(ms)
+		pg0=$(cpu_ticks $(pg_pids)) sk0=$(cpu_ticks "${PIDS[0]}")
 		PALISADE_PG="$db" "${BINS[$i]}/palisade" node --config "$PALISADE_STATE/exec.yaml" --node-id "ab$i" \
 			>"$PALISADE_STATE/node-$i.log" 2>&1 &
 		pid=$!
@@ -80,9 +102,12 @@ for r in $(seq 1 "$RUNS"); do
 			[ $(($(ms) - t0)) -gt 300000 ] && break
 		done
 		t1=$(ms)
+		pg1=$(cpu_ticks $(pg_pids)) sk1=$(cpu_ticks "${PIDS[0]}") nd=$(cpu_ticks "$pid")
 		kill -TERM "$pid"
 		wait "$pid" 2>/dev/null
 		done_n=$(sql "select count(*) from triggers where state = 'succeeded'")
-		echo "execab: run $r ${BINS[$i]}: $((done_n * 1000 / (t1 - t0))) triggers/s ($done_n in $((t1 - t0)) ms)"
+		us() { echo $(($1 * 1000000 / TCK / (done_n > 0 ? done_n : 1))); }
+		echo "execab: run $r ${BINS[$i]}: $((done_n * 1000 / (t1 - t0))) triggers/s ($done_n in $((t1 - t0)) ms);" \
+			"CPU µs/trigger: pg $(us $((pg1 - pg0))) node $(us "$nd") sink $(us $((sk1 - sk0)))"
 	done
 done
