@@ -117,6 +117,26 @@ expect_exit "the same file with a database exits 65" 65 "$PAL" apply "$D/late-ba
 expect_match "names the late problem" "late-bad.yaml:2502:" "$OUT"
 expect_eq "and stores none of the 2,500 valid jobs, no version, no audit row" "0|0|0" \
 	"$(sql "select (select count(*) from jobs where job_id like 'late.%'), (select count(*) from job_versions where job_id like 'late.%'), (select count(*) from audit_log where scope like 'job:late.%')")"
+# After a chunk of new jobs only, the next chunk skips the probe for
+# existing rows and is copied whole: existing jobs right behind new ones
+# fail that COPY on the key and take the ON CONFLICT path, and each job is
+# still reported and versioned right.
+cat >"$D/seq-old.yaml" <<'YAML'
+jobs:
+  - {id: seq.old-1, schedule: {cron: "0 0 3 * * ?"}, target: {url: http://127.0.0.1:8089/x}}
+  - {id: seq.old-2, schedule: {cron: "0 0 3 * * ?"}, target: {url: http://127.0.0.1:8089/x}}
+YAML
+expect_exit "two jobs applied" 0 "$PAL" apply "$D/seq-old.yaml"
+{ echo "jobs:"; for i in $(seq 1500); do
+	echo "  - {id: seq.new-$i, schedule: {cron: \"0 0 4 * * ?\"}, target: {url: http://127.0.0.1:8089/x}}"
+done; } >"$D/seq-new.yaml"
+sed 's/seq.old-2, schedule: {cron: "0 0 3/seq.old-2, schedule: {cron: "0 0 5/' "$D/seq-old.yaml" >"$D/seq-old2.yaml"
+expect_exit "1,500 new jobs, then the two existing ones (one changed), in one apply" 0 \
+	"$PAL" apply "$D/seq-new.yaml" "$D/seq-old2.yaml"
+expect_match "reports each" "apply: 1500 created, 1 updated, 1 unchanged" "$OUT"
+expect_match "the changed one as v2" "updated +seq.old-2 v2" "$OUT"
+expect_eq "versions: 1,500 new at v1, the changed one at v2, the other still v1 only" "1500|2|1" \
+	"$(sql "select (select count(*) from job_versions where job_id like 'seq.new-%' and version = 1), (select max(version) from job_versions where job_id = 'seq.old-2'), (select count(*) from job_versions where job_id = 'seq.old-1')")"
 
 # Concurrent applies of the same change converge on one new version.
 # Five rounds: each changes the schedule once and races 8 applies of it (a
