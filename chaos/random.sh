@@ -294,9 +294,21 @@ T1=$(now_rfc3339)
 FIG[run_s]=$(( ($(date +%s%3N) - start_ms) / 1000 ))
 wait_wall "every shard led after the heal" 90 all_shards_led
 drained() { [ "$(sql "select count(*) from triggers where scheduled_at <= '$T1' and state not in ('succeeded', 'failed', 'cancelled', 'skipped', 'manual')")" = 0 ]; }
+# The bound is wall-clock seconds, counted here (not by a helper whose
+# polls may outlast it): a backlog still draining after STUCK_S s fails.
 t_heal=$(date +%s%3N)
-wait_wall "the backlog drained: every trigger up to the heal terminal (bound ${STUCK_S} s)" "$STUCK_S" drained
+is_drained=
+while :; do
+	drained && is_drained=1 && break
+	[ $(($(date +%s%3N) - t_heal)) -ge $((STUCK_S * 1000)) ] && break
+	sleep 1
+done
 FIG[drain_ms]=$(($(date +%s%3N) - t_heal))
+if [ -n "$is_drained" ]; then
+	pass "the backlog drained: every trigger up to the heal terminal after ${FIG[drain_ms]} ms (bound ${STUCK_S} s)"
+else
+	fail "the backlog drained: every trigger up to the heal terminal (not within ${STUCK_S} s of wall clock)"
+fi
 sleep 2
 kill "$SAMPLER" 2>/dev/null
 SAMPLER=
