@@ -8,7 +8,19 @@
 # test run are remembered (in $PALISADE_TEST_TMP, when set) so that two
 # servers started one after the other never get the same one.
 free_port() {
-	local lo hi p used=${PALISADE_TEST_TMP:+$PALISADE_TEST_TMP/ports.used}
+	local used=${PALISADE_TEST_TMP:+$PALISADE_TEST_TMP/ports.used}
+	if [ -z "$used" ]; then
+		__free_port_pick ""
+		return
+	fi
+	# tests running side by side (PALISADE_IT_JOBS) pick one at a time
+	(
+		flock 9
+		__free_port_pick "$used"
+	) 9>>"$used.lock"
+}
+__free_port_pick() {
+	local lo hi p used=$1
 	read -r lo hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=32768
 	local base=10000 span=$((lo - 10000))
 	if [ "$span" -lt 2000 ]; then base=$((hi + 1)); span=$((65535 - hi)); fi

@@ -39,33 +39,80 @@ if [ $# -eq 0 ] && [ -n "${PALISADE_IT_SKIP:-}" ]; then
 	done
 	tests=("${kept[@]}")
 fi
-failed=()
-for t in "${tests[@]}"; do
-	echo "== $(basename "$t" .sh)"
-	start=$SECONDS
+# PALISADE_IT_JOBS=N: run up to N tests at a time (default: 2 for a
+# whole-suite run, as make test and make asan do; 1 for named tests).  Each test
+# has its own database, ZooKeeper cluster name, node directory and ports, so
+# tests share only the servers and the cores; those named in IT_SERIAL run
+# alone after the others, for they stop the shared PostgreSQL (test_outage)
+# or bound timings that another test's load would stretch (failover and
+# handoff times, sampling rates, latency percentiles, watchdog pings).  A
+# test's lines are printed whole when it ends.
+IT_SERIAL=" test_outage test_coord test_executor_race test_mixed_upgrade test_controller_faults
+	test_controller_handoff test_executor_overlap test_executor_fairness test_systemd_notify
+	test_partition test_rolling_upgrade test_clock_skew test_executor_clock_skew test_outage_long
+	test_apply_scale test_console test_sink_group test_migrate_contract "
+if [ $# -eq 0 ]; then JOBS=${PALISADE_IT_JOBS:-2}; else JOBS=${PALISADE_IT_JOBS:-1}; fi
+
+# run_test T: runs test T and prints its lines: "== NAME", its output, and
+# "passed in Ns" or, on a failure, the last lines of each of its process logs
+# and any sanitizer report whole (what CI shows of a failure is this output
+# only).  Returns 1 when it failed.
+run_test() {
+	local t=$1 name start=$SECONDS san= f
+	name=$(basename "$t" .sh)
+	echo "== $name"
 	# A sanitizer report in any process log of the test fails it, even
 	# when every check passed: a leak or a use after free found at a
 	# node's exit is a defect of the run.
-	san=
 	if (cd "$ROOT" && bash "$t") && ! san=$(grep -lE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' \
-		"$PALISADE_TEST_TMP/nodes/$(basename "$t" .sh)"/*.log 2>/dev/null); then
+		"$PALISADE_TEST_TMP/nodes/$name"/*.log 2>/dev/null); then
 		echo "   passed in $((SECONDS - start))s"
-	else
-		[ -n "${san:-}" ] && echo "   sanitizer report in: $san"
-		failed+=("$(basename "$t" .sh)")
-		# What CI shows of a failure is this output only: the last lines
-		# of each process log of the test, and any sanitizer report whole.
-		for f in "$PALISADE_TEST_TMP/nodes/$(basename "$t" .sh)"/*.log; do
-			[ -f "$f" ] || continue
-			echo "   --- $(basename "$f"): events $(grep -o '"event":"[^"]*"' "$f" | cut -d'"' -f4 | sort | uniq -c | sort -rn | head -12 | awk '{printf "%s=%s ", $2, $1}')"
-			echo "   --- $(basename "$f") (last 8 lines)"
-			tail -8 "$f" | cut -c1-400 | sed 's/^/   | /'
-			if grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$f"; then
-				echo "   --- sanitizer report in $(basename "$f")"
-				grep -A40 -E 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$f" | head -60 | sed 's/^/   | /'
-			fi
-		done
+		return 0
 	fi
-done
+	[ -n "${san:-}" ] && echo "   sanitizer report in: $san"
+	for f in "$PALISADE_TEST_TMP/nodes/$name"/*.log; do
+		[ -f "$f" ] || continue
+		echo "   --- $(basename "$f"): events $(grep -o '"event":"[^"]*"' "$f" | cut -d'"' -f4 | sort | uniq -c | sort -rn | head -12 | awk '{printf "%s=%s ", $2, $1}')"
+		echo "   --- $(basename "$f") (last 8 lines)"
+		tail -8 "$f" | cut -c1-400 | sed 's/^/   | /'
+		if grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$f"; then
+			echo "   --- sanitizer report in $(basename "$f")"
+			grep -A40 -E 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$f" | head -60 | sed 's/^/   | /'
+		fi
+	done
+	return 1
+}
+
+failed=()
+passed=0
+# ran NAME RC: count a test's verdict
+ran() { if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed+=("$1"); fi; }
+if [ "$JOBS" -le 1 ]; then
+	for t in "${tests[@]}"; do run_test "$t"; ran "$(basename "$t" .sh)" $?; done
+else
+	mkdir -p "$PALISADE_TEST_TMP/out"
+	declare -A RUNNING=() # pid -> test name
+	# reap: wait for one running test to end and print its lines.
+	reap() {
+		local p rc
+		wait -n -p p "${!RUNNING[@]}"
+		rc=$?
+		cat "$PALISADE_TEST_TMP/out/${RUNNING[$p]}.out"
+		ran "${RUNNING[$p]}" "$rc"
+		unset "RUNNING[$p]"
+	}
+	serial=()
+	for t in "${tests[@]}"; do
+		n=$(basename "$t" .sh)
+		case "$IT_SERIAL" in *[[:space:]]"$n"[[:space:]]*) serial+=("$t"); continue ;; esac
+		while [ ${#RUNNING[@]} -ge "$JOBS" ]; do reap; done
+		run_test "$t" >"$PALISADE_TEST_TMP/out/$n.out" 2>&1 &
+		RUNNING[$!]=$n
+	done
+	while [ ${#RUNNING[@]} -gt 0 ]; do reap; done
+	for t in "${serial[@]}"; do run_test "$t"; ran "$(basename "$t" .sh)" $?; done
+fi
+# A test that never reported (the harness broke) is a failure too.
+[ $((passed + ${#failed[@]})) -eq ${#tests[@]} ] || failed+=("(only $((passed + ${#failed[@]})) of ${#tests[@]} tests reported)")
 echo "integration: ${#tests[@]} tests, ${#failed[@]} failed ${failed[*]:-}"
 [ ${#failed[@]} -eq 0 ]
