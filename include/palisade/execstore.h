@@ -137,6 +137,13 @@ typedef struct pal_result {
 				      render; it skips the job for a while, and
 				      when no live executor node can render it the
 				      trigger goes manual with a ticket.  NULL else */
+	int64_t stale_token;       /* state pending after the service refused the
+				      call as stale: the highest token it holds
+				      for the key (Palisade-Stale-Token); the
+				      commit moves palisade_fence past it, so
+				      that tokens reissued after a failover
+				      that lost sequence values catch up.
+				      0 else */
 	/* out: */
 	bool committed;          /* false: fenced (the lease was lost) */
 	pal_tstate final_state;

@@ -41,8 +41,11 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 {
 	pal__call *k = ud;
 	size_t len = size * n;
-	if (len > 22 && !strncasecmp(p, "Palisade-Stale-Token:", 21))
+	if (len > 22 && !strncasecmp(p, "Palisade-Stale-Token:", 21)) {
 		k->stale_header = true;
+		long long t = strtoll(p + 21, NULL, 10);
+		k->stale_token = t > 0 ? (int64_t)t : 0;
+	}
 	if (len > 20 && !strncasecmp(p, "Idempotent-Replayed:", 20) && strstr(p + 20, "true"))
 		k->replayed = true;
 	if (len > 12 && !strncasecmp(p, "Retry-After:", 12)) {
@@ -65,7 +68,34 @@ void pal__call_reset_transfer(pal__call *k)
 	k->resp = NULL;
 	k->resp_len = 0;
 	k->resp_truncated = k->stale_header = k->replayed = false;
+	k->stale_token = 0;
 	k->retry_after_ms = -1;
+}
+
+CURL *pal__easy_take(pal_executor *ex)
+{
+	if (!ex->n_easy_pool)
+		return curl_easy_init();
+	CURL *e = ex->easy_pool[--ex->n_easy_pool];
+	curl_easy_reset(e);
+	return e;
+}
+
+void pal__easy_give(pal_executor *ex, CURL *e)
+{
+	size_t keep = ex->cfg.max_inflight > 0 ? (size_t)ex->cfg.max_inflight : 64;
+	if (ex->n_easy_pool == ex->cap_easy_pool && ex->cap_easy_pool < keep) {
+		size_t cap = ex->cap_easy_pool ? ex->cap_easy_pool * 2 : 64;
+		CURL **p = realloc(ex->easy_pool, (cap < keep ? cap : keep) * sizeof *p);
+		if (p) {
+			ex->easy_pool = p;
+			ex->cap_easy_pool = cap < keep ? cap : keep;
+		}
+	}
+	if (ex->n_easy_pool < ex->cap_easy_pool)
+		ex->easy_pool[ex->n_easy_pool++] = e;
+	else
+		curl_easy_cleanup(e);
 }
 
 void pal__call_free(pal__call *k)
@@ -181,7 +211,7 @@ int pal__call_start(pal_executor *ex, pal__call *k)
 		return rc;
 	}
 	const pal_job_spec *s = &k->spec->spec;
-	CURL *e = curl_easy_init();
+	CURL *e = pal__easy_take(ex);
 	if (!e)
 		return PAL_ENOMEM;
 	k->easy = e;

@@ -163,6 +163,16 @@ static void observe_transfer(pal_executor *ex, const pal__call *k)
 	}
 }
 
+static void transfer_done(pal_executor *ex, CURL *easy, CURLcode code)
+{
+	pal__call *k = NULL;
+	curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&k);
+	if (k) {
+		observe_transfer(ex, k);
+		pal__call_finished(ex, k, code);
+	}
+}
+
 /* palisade_executor_breaker_open{host}: 1 for each host whose breaker is
  * open now, 0 for a host that was open at the last publication. */
 static void publish_breakers(pal_executor *ex)
@@ -529,18 +539,31 @@ static void *run(void *arg)
 		enforce_leases(ex);
 		int running = 0;
 		curl_multi_perform(ex->multi, &running);
+		/* Every finished transfer is read first, then handled: removing
+		 * a handle from the multi walks its queue of unread messages
+		 * (libcurl 7.88), so handling each as it was read cost a burst of
+		 * n completions n^2/2 steps (8 % of the node's CPU with 1,024
+		 * calls in flight, perf). */
+		size_t n_done = 0;
 		CURLMsg *msg;
 		int left;
 		while ((msg = curl_multi_info_read(ex->multi, &left))) {
 			if (msg->msg != CURLMSG_DONE)
 				continue;
-			pal__call *k = NULL;
-			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&k);
-			if (k) {
-				observe_transfer(ex, k);
-				pal__call_finished(ex, k, msg->data.result);
+			if (n_done == ex->cap_done) {
+				size_t cap = ex->cap_done ? ex->cap_done * 2 : 256;
+				struct pal__done *d = realloc(ex->done, cap * sizeof *d);
+				if (!d) { /* no room: this one at once */
+					transfer_done(ex, msg->easy_handle, msg->data.result);
+					continue;
+				}
+				ex->done = d;
+				ex->cap_done = cap;
 			}
+			ex->done[n_done++] = (struct pal__done){ msg->easy_handle, msg->data.result };
 		}
+		for (size_t i = 0; i < n_done; i++)
+			transfer_done(ex, ex->done[i].easy, ex->done[i].code);
 		bool committing = ex->n_batch > 0;
 		pal__commit_recv(ex);
 		if (committing && !ex->n_batch)
@@ -664,6 +687,10 @@ void pal_executor_stop(pal_executor *ex, int64_t grace_ms)
 	while (ex->calls)
 		pal__abandon(ex, ex->calls, "executor stopped");
 	pal__results_free(ex);
+	while (ex->n_easy_pool)
+		curl_easy_cleanup(ex->easy_pool[--ex->n_easy_pool]);
+	free(ex->easy_pool);
+	free(ex->done);
 	curl_multi_cleanup(ex->multi);
 	pal_breakers_free(ex->breakers);
 	if (ex->breakers_shown)

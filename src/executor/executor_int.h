@@ -79,6 +79,7 @@ typedef struct pal__call {
 	char *resp;
 	size_t resp_len;
 	bool resp_truncated, stale_header;
+	int64_t stale_token; /* the value of Palisade-Stale-Token, 0 if none */
 	int64_t retry_after_ms;
 	int64_t started_ms, resume_at_ms;
 	pal__phase parked_ph; /* the phase to start when unparked */
@@ -149,6 +150,13 @@ struct pal_executor {
 	bool claim_full;                          /* the last claim returned a full batch */
 	pal_store *rst; /* result commits (asynchronous) */
 	CURLM *multi;
+	/* Easy handles of finished transfers, kept for the next ones
+	 * (curl_easy_reset: no new allocation per call). */
+	CURL **easy_pool;
+	size_t n_easy_pool, cap_easy_pool;
+	/* The transfers one pass found finished (see the run loop). */
+	struct pal__done { CURL *easy; CURLcode code; } *done;
+	size_t cap_done;
 	pal__call *calls; /* in flight or waiting */
 	int inflight;
 	pal_breakers *breakers;
@@ -215,6 +223,10 @@ bool pal__render_skip(pal_executor *ex, pal__call *k, int rc);
  * (`failed`, `manual` while its outcome is unknown). */
 void pal__start_or_defer(pal_executor *ex, pal__call *k);
 void pal__call_reset_transfer(pal__call *k);
+/* An easy handle for a new transfer (from the pool, reset, or new); a
+ * finished one, already removed from the multi, back to the pool. */
+CURL *pal__easy_take(pal_executor *ex);
+void pal__easy_give(pal_executor *ex, CURL *e);
 void pal__call_free(pal__call *k);
 
 /* outcome.c */

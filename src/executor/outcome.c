@@ -137,6 +137,8 @@ void pal__call_finished(pal_executor *ex, pal__call *k, CURLcode code)
 	long req_size = 0;
 	curl_easy_getinfo(k->easy, CURLINFO_REQUEST_SIZE, &req_size);
 	curl_multi_remove_handle(ex->multi, k->easy);
+	pal__easy_give(ex, k->easy);
+	k->easy = NULL;
 	pal_http_result r = { .curl_code = code,
 			      .status = status,
 			      .request_sent = req_size > 0,
@@ -184,7 +186,21 @@ void pal__call_finished(pal_executor *ex, pal__call *k, CURLcode code)
 	case PAL_ACT_STALE:
 		atomic_fetch_add(&ex->stale_sink, 1);
 		pal__minc(ex, "palisade_executor_stale_rejections_total", "at=\"sink\"", 1);
-		pal__abandon(ex, k, "the service holds a newer token");
+		/* Nothing was applied.  Usually a newer attempt holds the
+		 * trigger, and the hand-back below is refused by the database's
+		 * fence like any stale write.  But after a failover that lost the
+		 * tail of the WAL, the sequence of tokens can restart below what
+		 * the service has seen: this attempt IS the trigger's current
+		 * one, and every token reissued for it would be refused until
+		 * other claims pushed the sequence past.  The hand-back carries
+		 * the service's token; its commit moves the sequence past it and
+		 * gives the trigger back at once, and the next claim's token is
+		 * accepted (the same key: the effect is replayed, not redone). */
+		if (k->stale_token > k->c.fence) {
+			pal__queue_result(ex, k, PAL_TS_PENDING, "stale_token", (int)status, 0, NULL);
+		} else {
+			pal__abandon(ex, k, "the service holds a newer token");
+		}
 		break;
 	case PAL_ACT_FAIL:
 		pal__queue_result(ex, k, PAL_TS_FAILED, cl.error_class, (int)status, PAL_NEXT_NONE, NULL);

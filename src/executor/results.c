@@ -78,6 +78,7 @@ void pal__queue_result(pal_executor *ex, pal__call *k, pal_tstate state, const c
 						   .ticket_reason = k->render_skip ? k->render_err
 										   : ticket_reason,
 						   .unknown = k->unknown,
+						   .stale_token = k->stale_token,
 						   .status_queries = k->queries[0] ? k->queries : NULL,
 						   .render_node = k->render_skip ? ex->cfg.node_id
 										 : NULL };

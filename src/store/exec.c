@@ -252,7 +252,7 @@ static int result_ref_cmp(const void *a, const void *b)
 /* How long a node that could not render a job's request passes the job
  * over (docs/executor.md). */
 #define PAL_RENDER_SKIP_SQL "interval '5 minutes'"
-#define NCOMMIT 12
+#define NCOMMIT 13
 
 static const char SQL_COMMIT[] =
 	"WITH u AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[],"
@@ -329,8 +329,16 @@ static const char SQL_COMMIT[] =
 	"       ELSE '{}'::jsonb END,"
 	/* never "run with a new key": retry keeps the trigger, hence the key */
 	"     ARRAY['retry', 'mark_succeeded', 'abandon']"
-	"   FROM upd JOIN u ON u.id = upd.id WHERE upd.state = 'manual')"
-	" SELECT id, state FROM upd";
+	"   FROM upd JOIN u ON u.id = upd.id WHERE upd.state = 'manual'),"
+	/* The highest token a service refused a call of the batch with ($13,
+	 * 0: none): the sequence is moved past it by nextval, never by setval
+	 * (a setval racing another claim's nextval could hand out a token
+	 * twice), at most 100,000 values per commit.  Referenced below so that
+	 * it runs; its row (id -1) matches no result. */
+	" fl AS (SELECT count(nextval('palisade_fence')) AS n FROM generate_series(1,"
+	"   least(100000, $13::bigint - (SELECT last_value FROM palisade_fence))))"
+	" SELECT id, state FROM upd"
+	" UNION ALL SELECT -1, NULL FROM fl WHERE fl.n > 0";
 
 int pal_store_prepare_commits(pal_store *st, char *err, size_t errlen)
 {
@@ -344,10 +352,13 @@ int pal_store_commit_send(pal_store *st, const pal_result *res, int n, char *err
 	if (pal__store_prepare(st, PAL__PREP_COMMIT, "pal_commit", SQL_COMMIT, NCOMMIT, err, errlen))
 		return PAL_EDB;
 	pal_pgarr a[NCOMMIT];
-	for (int k = 0; k < NCOMMIT; k++)
+	for (int k = 0; k < NCOMMIT - 1; k++)
 		pal__pgarr_init(&a[k]);
+	int64_t stale = 0;
 	for (int i = 0; i < n; i++) {
 		const pal_result *x = &res[i];
+		if (x->stale_token > stale)
+			stale = x->stale_token;
 		pal__pgarr_i64(&a[0], x->id);
 		pal__pgarr_i64(&a[1], x->fence);
 		pal__pgarr_text(&a[2], pal_tstate_name(x->state));
@@ -363,10 +374,14 @@ int pal_store_commit_send(pal_store *st, const pal_result *res, int n, char *err
 	}
 	char *lit[NCOMMIT];
 	const char *p[NCOMMIT];
-	for (int k = 0; k < NCOMMIT; k++)
+	for (int k = 0; k < NCOMMIT - 1; k++)
 		p[k] = lit[k] = pal__pgarr_end(&a[k]);
+	char st13[24];
+	snprintf(st13, sizeof st13, "%" PRId64, stale);
+	p[NCOMMIT - 1] = st13;
+	lit[NCOMMIT - 1] = NULL;
 	int rc = pal__store_send_prepared(st, "pal_commit", NCOMMIT, p, err, errlen);
-	for (int k = 0; k < NCOMMIT; k++)
+	for (int k = 0; k < NCOMMIT - 1; k++)
 		g_free(lit[k]);
 	return rc;
 }
