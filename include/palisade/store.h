@@ -97,6 +97,11 @@ PAL_MUST_CHECK int pal_store_db_clock_offsets(pal_store *st, int64_t *minus_mono
  */
 PAL_MUST_CHECK int pal_store_migrate(pal_store *st, int *applied, char *err, size_t errlen);
 PAL_MUST_CHECK int pal_store_migrate_all(pal_store *st, int *applied, char *err, size_t errlen);
+/* Take (LOCK) or release the advisory lock of the migrations around a
+ * check and pal_store_migrate_all(), so that no other process applies
+ * anything in between (it nests with the migrations' own).  Blocks while
+ * another process migrates.  PAL_EDB on a database error. */
+PAL_MUST_CHECK int pal_store_migrate_lock(pal_store *st, bool lock, char *err, size_t errlen);
 
 /* The migrations this binary would apply to a database that are contract
  * steps for the nodes running on it: those whose compatible_from is above

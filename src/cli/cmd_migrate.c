@@ -2,8 +2,9 @@
  * cmd_migrate.c - `palisade migrate`: bring the schema up to this binary's
  * version.  Safe to run from any number of processes at once (G8).
  *
- * Before applying anything it asks the store which of the migrations it
- * would apply are contract steps for the nodes running now
+ * Before applying anything, holding the migrations' advisory lock until
+ * they are applied, it asks the store which of the migrations it would
+ * apply are contract steps for the nodes running now
  * (pal_store_pending_contract: compatible_from above the database's), and
  * when there are any, reads the live nodes from ZooKeeper (their ephemeral
  * nodes/<id> records, which advertise the binary's schema) and refuses while
@@ -151,12 +152,16 @@ int pal_cmd_migrate(int argc, char **argv)
 		return ec;
 	char err[1024];
 	pal_pending_contract pc;
-	int rc = pal_store_pending_contract(st, &pc, err, sizeof err);
+	/* Check and apply under the migrations' lock: what is pending cannot
+	 * change in between (a node or another migrate applying some). */
+	int rc = pal_store_migrate_lock(st, true, err, sizeof err);
+	if (!rc)
+		rc = pal_store_pending_contract(st, &pc, err, sizeof err);
 	json_t *older = NULL;
 	const char *zk_error = NULL;
 	if (!rc && pc.steps > 0) {
 		if ((ec = older_nodes(&c, &pc, force, &older, &zk_error))) {
-			pal_store_close(st);
+			pal_store_close(st); /* ends the session: the lock goes with it */
 			json_decref(older);
 			return ec;
 		}
@@ -174,7 +179,7 @@ int pal_cmd_migrate(int argc, char **argv)
 					    json_array_size(older) == 1 ? "" : "s", pc.compatible_from,
 					    who, json_array_size(older) == 1 ? "it" : "them",
 					    pc.compatible_from);
-				pal_store_close(st);
+				pal_store_close(st); /* and the lock */
 				json_decref(older);
 				return PAL_EXIT_REFUSED;
 			}
@@ -204,6 +209,11 @@ int pal_cmd_migrate(int argc, char **argv)
 					       "--force was not written");
 	}
 	json_decref(older);
+	char uerr[256];
+	if (pal_store_migrate_lock(st, false, uerr, sizeof uerr) && !rc) {
+		snprintf(err, sizeof err, "%s", uerr);
+		rc = PAL_EDB;
+	}
 	if (!rc)
 		rc = pal_store_schema_check(st, &version, err, sizeof err);
 	pal_store_close(st);

@@ -293,6 +293,18 @@ int pal_store_migrate(pal_store *st, int *applied, char *err, size_t errlen)
 	return migrate(st, false, applied, err, errlen);
 }
 
+int pal_store_migrate_lock(pal_store *st, bool lock, char *err, size_t errlen)
+{
+	/* Session-level advisory locks nest: migrate() takes and releases the
+	 * same lock once more inside. */
+	return pal__store_exec(st,
+			       lock ? "SELECT pg_advisory_lock(" PAL_MIGRATE_LOCK_KEY ")"
+				    : "SELECT pg_advisory_unlock(" PAL_MIGRATE_LOCK_KEY ")",
+			       err, errlen)
+		       ? PAL_EDB
+		       : PAL_OK;
+}
+
 int pal_store_migrate_all(pal_store *st, int *applied, char *err, size_t errlen)
 {
 	return migrate(st, true, applied, err, errlen);
