@@ -51,7 +51,7 @@ PROGS += $(BIN)/palisade-sink
 endif
 
 .PHONY: all deps test unit integration asan chaos bench demo clean format lint help reference fuzz docs man \
-	install uninstall check-install check-units
+	install uninstall check-install check-units check-runner
 
 # Plain `make` only builds: ops/deps.sh --check names the missing packages
 # and the one command that installs them.  The goals that run things (test,
@@ -140,7 +140,7 @@ test: all
 	@bash tests/run-unit.sh $(O)
 	@if [ "$(REFERENCE)" = 1 ]; then python3 tests/reference/cron_reference.py --bin $(BIN)/palisade; fi
 	@LOAD_SECONDS=$(LOAD_SECONDS) PALISADE_BIN=$(abspath $(BIN)) PALISADE_ITESTS=$(abspath $(O)/itests) bash tests/integration/run.sh
-	@$(MAKE) --no-print-directory check-install check-units
+	@$(MAKE) --no-print-directory check-install check-units check-runner
 
 # Every fault drill (chaos/run.sh), each with its verdict line and JSON
 # report; the long variants: 180 s of load in the controller fault drill,
@@ -275,6 +275,15 @@ check-install: $(PROGS)
 	v=$$($$d/usr/local/bin/palisade --version) && \
 	$$d/usr/local/bin/palisade-sink --help >/dev/null && \
 	echo "check-install: make install DESTDIR=$$d gives a tree that runs ($$v)"
+
+# The integration runner fails a run whose test fails (once a runner took
+# $$? after a command substitution and counted every failed test passed).
+check-runner: $(PROGS)
+	@out=$$(PALISADE_BIN=$(abspath $(BIN)) PALISADE_ITESTS=$(abspath $(O)/itests) \
+		bash tests/integration/run.sh tests/integration/selfcheck/test_fails.sh 2>&1); rc=$$?; \
+	if [ $$rc -ne 0 ] && echo "$$out" | grep -q "1 tests, 1 failed"; then \
+		echo "check-runner: a failing test fails the integration run"; \
+	else echo "$$out" | tail -5; echo "check-runner: a failing test did not fail the run (exit $$rc)"; exit 1; fi
 
 # systemd-analyze verify on the units as installed (their binaries exist).
 check-units: $(PROGS)

@@ -85,10 +85,12 @@ run_test() {
 
 failed=()
 passed=0
-# ran NAME RC: count a test's verdict
+# ran NAME RC: count a test's verdict.  RC is taken before the call: in
+# `ran "$(basename ...)" $?` the command substitution resets $? to 0 and
+# every failed test counted as passed.
 ran() { if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed+=("$1"); fi; }
 if [ "$JOBS" -le 1 ]; then
-	for t in "${tests[@]}"; do run_test "$t"; ran "$(basename "$t" .sh)" $?; done
+	for t in "${tests[@]}"; do run_test "$t"; rc=$?; ran "$(basename "$t" .sh)" "$rc"; done
 else
 	mkdir -p "$PALISADE_TEST_TMP/out"
 	declare -A RUNNING=() # pid -> test name
@@ -110,7 +112,7 @@ else
 		RUNNING[$!]=$n
 	done
 	while [ ${#RUNNING[@]} -gt 0 ]; do reap; done
-	for t in "${serial[@]}"; do run_test "$t"; ran "$(basename "$t" .sh)" $?; done
+	for t in "${serial[@]}"; do run_test "$t"; rc=$?; ran "$(basename "$t" .sh)" "$rc"; done
 fi
 # A test that never reported (the harness broke) is a failure too.
 [ $((passed + ${#failed[@]})) -eq ${#tests[@]} ] || failed+=("(only $((passed + ${#failed[@]})) of ${#tests[@]} tests reported)")
