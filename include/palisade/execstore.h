@@ -144,6 +144,10 @@ typedef struct pal_result {
 				      that tokens reissued after a failover
 				      that lost sequence values catch up.
 				      0 else */
+	int64_t at;                /* the trigger's instant, epoch seconds
+				      (floor, as claimed): the commit reads only
+				      the partitions of its batch's instants.
+				      0: unknown (every partition is read) */
 	/* out: */
 	bool committed;          /* false: fenced (the lease was lost) */
 	pal_tstate final_state;

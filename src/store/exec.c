@@ -252,7 +252,14 @@ static int result_ref_cmp(const void *a, const void *b)
 /* How long a node that could not render a job's request passes the job
  * over (docs/executor.md). */
 #define PAL_RENDER_SKIP_SQL "interval '5 minutes'"
-#define NCOMMIT 13
+#define NCOMMIT 15
+/* The instants of the batch's triggers lie in [$14, $15) (epoch seconds;
+ * -Infinity/Infinity when one is unknown): a bound on the partition key,
+ * so that the statement reads and starts up only the partitions that can
+ * hold them (pruned at executor start-up, also in the generic plan) - not
+ * one index probe per id in every partition. */
+#define PART_T " AND t.scheduled_at >= to_timestamp($14::float8) AND t.scheduled_at < to_timestamp($15::float8)"
+#define PART_A " AND a.scheduled_at >= to_timestamp($14::float8) AND a.scheduled_at < to_timestamp($15::float8)"
 
 static const char SQL_COMMIT[] =
 	"WITH u AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[],"
@@ -262,7 +269,7 @@ static const char SQL_COMMIT[] =
 	/* a render hand-back whose job no other live executor can render
 	 * either (each has a live skip for it): manual, with a ticket */
 	" nowhere AS (SELECT u.id FROM u JOIN triggers t ON t.id = u.id"
-	"   WHERE u.rnode <> '' AND t.id = ANY ($1::bigint[]) AND NOT EXISTS ("
+	"   WHERE u.rnode <> '' AND t.id = ANY ($1::bigint[])" PART_T " AND NOT EXISTS ("
 	"     SELECT 1 FROM executor_nodes n WHERE n.node <> u.rnode"
 	"       AND n.seen_at > clock_timestamp() - interval '1 minute'"
 	"       AND NOT EXISTS (SELECT 1 FROM render_skips s WHERE s.node = n.node"
@@ -281,7 +288,7 @@ static const char SQL_COMMIT[] =
 	"   lease_owner = NULL, lease_until = NULL, updated_at = clock_timestamp(),"
 	"   finished_at = CASE WHEN u.st IN ('succeeded', 'failed')"
 	"     OR t.state = 'cancelling' THEN clock_timestamp() END"
-	"   FROM u WHERE t.id = u.id AND t.fence = u.fence AND t.id = ANY ($1::bigint[])"
+	"   FROM u WHERE t.id = u.id AND t.fence = u.fence AND t.id = ANY ($1::bigint[])" PART_T
 	"   AND t.state IN ('running', 'pausing', 'cancelling')"
 	"   RETURNING t.id, t.fence, t.state, t.job_id),"
 	/* a join, not a NOT EXISTS per row: that was quadratic in the batch
@@ -293,12 +300,13 @@ static const char SQL_COMMIT[] =
 	"   duration_ms = u.dur, idempotency_key = nullif(u.ikey, ''),"
 	"   status_queries = string_to_array(nullif(u.sq, ''), ',')"
 	"   FROM u LEFT JOIN upd ON upd.fence = u.fence"
-	"   WHERE a.fence = u.fence AND a.fence = ANY ($2::bigint[])),"
+	"   WHERE a.fence = u.fence AND a.fence = ANY ($2::bigint[])" PART_A "),"
 	/* the node that could not render stops claiming the job for a while */
 	" rs AS (INSERT INTO render_skips AS s (node, job_id, until, error)"
 	"   SELECT DISTINCT ON (u.rnode, t.job_id) u.rnode, t.job_id,"
 	"     clock_timestamp() + " PAL_RENDER_SKIP_SQL ", u.tr"
 	"   FROM u JOIN triggers t ON t.id = u.id WHERE u.rnode <> '' AND t.id = ANY ($1::bigint[])"
+	PART_T
 	"   ON CONFLICT (node, job_id) DO UPDATE SET until = excluded.until, error = excluded.error,"
 	"     at = clock_timestamp()),"
 	/* Evidence: what the executor knew.  An unknown outcome's ticket lists
@@ -352,13 +360,18 @@ int pal_store_commit_send(pal_store *st, const pal_result *res, int n, char *err
 	if (pal__store_prepare(st, PAL__PREP_COMMIT, "pal_commit", SQL_COMMIT, NCOMMIT, err, errlen))
 		return PAL_EDB;
 	pal_pgarr a[NCOMMIT];
-	for (int k = 0; k < NCOMMIT - 1; k++)
+	enum { NARR = 12 };
+	for (int k = 0; k < NARR; k++)
 		pal__pgarr_init(&a[k]);
-	int64_t stale = 0;
+	int64_t stale = 0, lo = INT64_MAX, hi = INT64_MIN;
 	for (int i = 0; i < n; i++) {
 		const pal_result *x = &res[i];
 		if (x->stale_token > stale)
 			stale = x->stale_token;
+		if (x->at < lo)
+			lo = x->at;
+		if (x->at > hi)
+			hi = x->at;
 		pal__pgarr_i64(&a[0], x->id);
 		pal__pgarr_i64(&a[1], x->fence);
 		pal__pgarr_text(&a[2], pal_tstate_name(x->state));
@@ -374,14 +387,19 @@ int pal_store_commit_send(pal_store *st, const pal_result *res, int n, char *err
 	}
 	char *lit[NCOMMIT];
 	const char *p[NCOMMIT];
-	for (int k = 0; k < NCOMMIT - 1; k++)
+	for (int k = 0; k < NARR; k++)
 		p[k] = lit[k] = pal__pgarr_end(&a[k]);
-	char st13[24];
+	char st13[24], lo14[24] = "-Infinity", hi15[24] = "Infinity";
 	snprintf(st13, sizeof st13, "%" PRId64, stale);
-	p[NCOMMIT - 1] = st13;
-	lit[NCOMMIT - 1] = NULL;
+	if (n && lo > 0) { /* 0: an instant the caller did not give */
+		snprintf(lo14, sizeof lo14, "%" PRId64, lo);
+		snprintf(hi15, sizeof hi15, "%" PRId64, hi + 1);
+	}
+	p[12] = st13;
+	p[13] = lo14;
+	p[14] = hi15;
 	int rc = pal__store_send_prepared(st, "pal_commit", NCOMMIT, p, err, errlen);
-	for (int k = 0; k < NCOMMIT - 1; k++)
+	for (int k = 0; k < NARR; k++)
 		g_free(lit[k]);
 	return rc;
 }
