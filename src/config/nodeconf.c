@@ -88,6 +88,10 @@ static const pal_conf_key table[] = {
 	  "triggers claimed per claim statement", OFF(batch), NULL, 0 },
 	{ "executor.max_inflight", PAL_CONF_INT, "1024", "", 1, 100000, true,
 	  "side-effect calls in flight on this node, all groups together", OFF(max_inflight), NULL, 0 },
+	{ "executor.host_connections", PAL_CONF_INT, "256", "", 0, 100000, false,
+	  "connections open at once to one target host:port (0 = as many as max_inflight); "
+	  "calls beyond it wait in the node for a free connection",
+	  OFF(host_connections), NULL, 0 },
 	{ "executor.renew_failures_to_close_gate", PAL_CONF_INT, "3", "", 1, 100, true,
 	  "consecutive failed renewals after which the node stops starting side effects",
 	  OFF(renew_failures_to_close_gate), NULL, 0 },

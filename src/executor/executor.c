@@ -656,7 +656,14 @@ int pal_executor_start(const pal_executor_config *cfg, pal_metrics *m, pal_execu
 		ex->cfg.claim_ahead_ms = ex->cfg.lease_ms / 4; /* never most of the lease */
 	ex->m = m;
 	ex->multi = curl_multi_init();
-	curl_multi_setopt(ex->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 64L);
+	/* Connections per target host (executor.host_connections, default 256;
+	 * 0 here = no cap of its own).  A fixed 64 made calls due together
+	 * queue behind each other: 1,000 calls due on one second reached the
+	 * sink 64 at a time.  No cap at all was slower under a sustained burst
+	 * (1,024 connections to one sink): docs/performance.md. */
+	if (ex->cfg.host_connections > 0)
+		curl_multi_setopt(ex->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
+				  (long)ex->cfg.host_connections);
 	ex->breakers = pal_breakers_new(NULL);
 	ex->rng = (uint64_t)pal_wall_ms() ^ ((uint64_t)getpid() << 32);
 	ex->db_backoff_ms = 500;

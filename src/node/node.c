@@ -677,6 +677,7 @@ int pal_node_run(const pal_node_opts *o)
 			.heartbeat_ms = n.conf.heartbeat_ms,
 			.batch = n.conf.batch,
 			.max_inflight = n.conf.max_inflight,
+			.host_connections = n.conf.host_connections,
 			.renew_failures = n.conf.renew_failures_to_close_gate,
 			.groups = n.conf.groups,
 			.n_groups = n.conf.n_groups,
