@@ -98,7 +98,14 @@ $(O)/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
-$(O)/gen/migrations.c: $(SQL) ops/embed-sql.sh
+# The list of migrations as a file that changes only when the list does:
+# a migration removed (or renamed) rebuilds the embedded set, which a
+# dependency on the files alone never notices.
+$(O)/gen/sql.list: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(SQL)' | cmp -s - $@ 2>/dev/null || echo '$(SQL)' >$@
+
+$(O)/gen/migrations.c: $(SQL) $(O)/gen/sql.list ops/embed-sql.sh
 	@mkdir -p $(dir $@)
 	bash ops/embed-sql.sh $@ $(SQL)
 
@@ -305,3 +312,6 @@ clean:
 	rm -rf build build-* bin
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(SINK_OBJ:.o=.d)
+
+.PHONY: FORCE
+FORCE:

@@ -29,7 +29,10 @@ typedef struct spec_cache {
 
 void pal__spec_cache_init(spec_cache *c);
 void pal__spec_cache_free(spec_cache *c);
-/* The spec of JOB version V, fetched through ST on a miss; NULL with err. */
+/* Fetch the versions of the N claimed rows that are not cached yet, in one
+ * statement through ST, and cache those that compile.  Best effort: what it
+ * could not fetch, pal__spec_get fetches alone (and says why it failed). */
+void pal__spec_prefetch(spec_cache *c, pal_store *st, const pal_claimed *rows, int n);
 /* The compiled spec of JOB's version V, cached.  NULL on failure, with ERR
  * and *TRANSIENT: true when the version could not be read (no connection,
  * a query that failed, out of memory: another attempt may succeed), false

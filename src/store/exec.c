@@ -162,6 +162,40 @@ int pal_store_version_spec(pal_store *st, const char *job_id, int version, json_
 	return PAL_OK;
 }
 
+int pal_store_version_specs(pal_store *st, int n, const char *const *job_ids,
+			    const int *versions, json_t **specs, char *err, size_t errlen)
+{
+	for (int i = 0; i < n; i++)
+		specs[i] = NULL;
+	if (n <= 0)
+		return PAL_OK;
+	pal_pgarr aj, av;
+	pal__pgarr_init(&aj);
+	pal__pgarr_init(&av);
+	for (int i = 0; i < n; i++) {
+		pal__pgarr_text(&aj, job_ids[i]);
+		pal__pgarr_i64(&av, versions[i]);
+	}
+	char *js = pal__pgarr_end(&aj), *vs = pal__pgarr_end(&av);
+	const char *p[] = { js, vs };
+	PGresult *r = pal__store_query(st,
+				       "SELECT u.i, v.spec::text FROM unnest($1::text[], $2::int[])"
+				       " WITH ORDINALITY AS u(job_id, version, i)"
+				       " JOIN job_versions v ON v.job_id = u.job_id AND v.version = u.version",
+				       2, p, err, errlen);
+	g_free(js);
+	g_free(vs);
+	if (!r)
+		return PAL_EDB;
+	for (int k = 0; k < PQntuples(r); k++) {
+		long i = strtol(PQgetvalue(r, k, 0), NULL, 10) - 1;
+		if (i >= 0 && i < n && !specs[i])
+			specs[i] = json_loads(PQgetvalue(r, k, 1), 0, NULL);
+	}
+	PQclear(r);
+	return PAL_OK;
+}
+
 static const char SQL_RENEW[] =
 	"UPDATE triggers t SET lease_until = clock_timestamp() + $3::int * interval '1 millisecond'"
 	" FROM unnest($1::bigint[], $2::bigint[]) AS u(id, fence)"

@@ -1,0 +1,23 @@
+-- 021_claim_index_plans.sql - the claim reads triggers by index, whatever
+-- the statistics said when its plans were made.
+--
+-- compatible_from: 1
+--
+-- Why (docs/performance.md, "A burst on stale statistics"): the plans of
+-- palisade_claim() are generic (011: plan_cache_mode = force_generic_plan)
+-- and cached for the life of the executor's session.  A plan made while a
+-- partition was nearly empty reads it sequentially - `prev` and `upd`
+-- found the picked rows by `Seq Scan ... Filter: (id = ANY (v_pick))`.
+-- When 100,000 instants are then planned into that partition for one
+-- second, every claim of 256 rows compared each of them with every picked
+-- id (perf on the claim backends: 77 % of their CPU in
+-- ExecEvalScalarArrayOp and int8eq) until autovacuum analysed the
+-- partition and invalidated the plans: a claim took 295-411 ms instead of
+-- 9-23 ms, and the aligned burst of the bench ran past its 60 s.  Every
+-- statement of the claim has an index for what it reads (the other
+-- claim functions already run with this setting, 015); a table without
+-- one (a small one) is still read sequentially.
+--
+-- A later CREATE OR REPLACE of palisade_claim() resets its settings: it
+-- must set this one again (as 010 did for those of 007).
+ALTER FUNCTION palisade_claim SET enable_seqscan = off;
