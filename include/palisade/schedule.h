@@ -36,6 +36,12 @@ void pal_schedule_close(pal_schedule *sc);
 PAL_MUST_CHECK int pal_schedule_acquire(const pal_plan_version *v, const char *job_id,
 					pal_schedule **out, char *err, size_t errlen);
 void pal_schedule_release(pal_schedule *sc);
+/* The zone NAME from the same shared table (a TZif file read once per
+ * process, not once per job): fails like pal_tz_open().  Release with
+ * pal_zone_release(), never pal_tz_close(). */
+PAL_MUST_CHECK int pal_zone_acquire(const char *name, const pal_tz **out, char *err,
+				    size_t errlen);
+void pal_zone_release(const pal_tz *tz);
 /* Distinct shared schedules, crons and zones alive (for tests and benches). */
 void pal_schedule_shared_counts(size_t *schedules, size_t *crons, size_t *zones);
 

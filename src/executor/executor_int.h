@@ -20,7 +20,7 @@
 
 typedef struct spec_entry {
 	pal_job_spec spec;
-	pal_tz *tz; /* the job's zone, for {scheduled_date} */
+	const pal_tz *tz; /* the job's zone, for {scheduled_date}; shared (pal_zone_acquire) */
 } spec_entry;
 
 typedef struct spec_cache {

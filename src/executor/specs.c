@@ -8,12 +8,13 @@
 #include <string.h>
 #include "executor_int.h"
 #include "palisade/execstore.h"
+#include "palisade/schedule.h"
 
 static void entry_free(void *p)
 {
 	spec_entry *e = p;
 	pal_job_spec_clear(&e->spec);
-	pal_tz_close(e->tz);
+	pal_zone_release(e->tz);
 	free(e);
 }
 
@@ -48,7 +49,7 @@ static spec_entry *entry_new(json_t *j, char *err, size_t errlen)
 		return NULL;
 	}
 	char terr[256];
-	if (pal_tz_open(e->spec.timezone, &e->tz, terr, sizeof terr))
+	if (pal_zone_acquire(e->spec.timezone, &e->tz, terr, sizeof terr))
 		e->tz = NULL; /* {scheduled_date} falls back to UTC */
 	return e;
 }

@@ -148,6 +148,34 @@ static void schedule_free(pal_schedule *sc)
 	free(sc);
 }
 
+int pal_zone_acquire(const char *name, const pal_tz **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	if (!name) {
+		snprintf(err, errlen, "time zone missing");
+		return PAL_EINVAL;
+	}
+	struct shared *sh = NULL;
+	g_mutex_lock(&shared_mu);
+	tables_init();
+	int rc = shared_get(zones, name, false, &sh, err, errlen);
+	g_mutex_unlock(&shared_mu);
+	if (!rc)
+		*out = sh->obj;
+	return rc;
+}
+
+void pal_zone_release(const pal_tz *tz)
+{
+	if (!tz)
+		return;
+	g_mutex_lock(&shared_mu);
+	struct shared *sh = zones ? g_hash_table_lookup(zones, pal_tz_name(tz)) : NULL;
+	if (sh && sh->obj == tz)
+		shared_put(zones, sh, false);
+	g_mutex_unlock(&shared_mu);
+}
+
 int pal_schedule_acquire(const pal_plan_version *v, const char *job_id, pal_schedule **out,
 			 char *err, size_t errlen)
 {

@@ -658,6 +658,34 @@ static void test_planner_shares_schedules_and_zones(void **st)
 	assert_int_equal(z1, z0);
 }
 
+/* pal_zone_acquire: the executor's spec cache takes its zones from the same
+ * table as the schedules (a zone file read once per process, not per job). */
+static void test_zone_acquire_shares_with_schedules(void **st)
+{
+	size_t s0, c0, z0, s1, c1, z1;
+	pal_schedule_shared_counts(&s0, &c0, &z0);
+	const pal_tz *a = NULL, *b = NULL, *c = NULL;
+	char err[256];
+	assert_int_equal(pal_zone_acquire("Asia/Tokyo", &a, err, sizeof err), 0);
+	assert_int_equal(pal_zone_acquire("Asia/Tokyo", &b, err, sizeof err), 0);
+	assert_ptr_equal(a, b);
+	assert_string_equal(pal_tz_name(a), "Asia/Tokyo");
+	assert_int_equal(pal_zone_acquire("UTC", &c, err, sizeof err), 0);
+	pal_schedule_shared_counts(&s1, &c1, &z1);
+	assert_int_equal(z1 - z0, 2);
+	assert_int_equal(pal_zone_acquire("Not/AZone", &b, err, sizeof err), PAL_ENOENT);
+	assert_null(b);
+	assert_int_equal(pal_zone_acquire(NULL, &b, err, sizeof err), PAL_EINVAL);
+	pal_zone_release(a);
+	pal_schedule_shared_counts(&s1, &c1, &z1);
+	assert_int_equal(z1 - z0, 2); /* one reference left */
+	pal_zone_release(a);
+	pal_zone_release(c);
+	pal_zone_release(NULL);
+	pal_schedule_shared_counts(&s1, &c1, &z1);
+	assert_int_equal(z1, z0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -681,6 +709,7 @@ int main(void)
 		cmocka_unit_test(test_planner_index_follows_50000_jobs),
 		cmocka_unit_test(test_planner_reload_unchanged_keeps_cursor),
 		cmocka_unit_test(test_planner_reload_new_version_keeps_old_schedule),
+		cmocka_unit_test(test_zone_acquire_shares_with_schedules),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
