@@ -194,7 +194,7 @@ ASAN_SKIP := test_controller_faults test_controller_handoff test_controller_relo
 	test_executor_overlap test_executor_pause_backlog test_outage_long test_executor_fairness \
 	test_executor_race test_executor_faults test_executor_retry test_controller_stale \
 	test_executor_cancelling_expired test_clock_skew test_apply_scale test_mixed_upgrade \
-	test_trigger_reads
+	test_trigger_reads test_claim_stale_stats
 asan:
 	ASAN_OPTIONS=detect_stack_use_after_return=1:$(ASAN_OPTIONS) PALISADE_IT_SKIP="$(ASAN_SKIP)" \
 		$(MAKE) O=build-asan SAN=1 LOAD_SECONDS=45 REFERENCE=0 test
