@@ -46,6 +46,12 @@ PAL_MUST_CHECK int pal_controller_start(const pal_controller_config *cfg, pal_co
 					pal_metrics *m, pal_controller **out, char *err,
 					size_t errlen);
 
+/* Finish the current tick, stop planning and write the handoff rows; return
+ * once nothing more will be planned or written, while the thread goes on
+ * to free the shards' planners.  A drain resigns in ZooKeeper after this
+ * and before pal_controller_stop(). */
+void pal_controller_quiesce(pal_controller *c);
+
 /* Finish the current tick, stop planning, close the connection, join the
  * thread and free C. */
 void pal_controller_stop(pal_controller *c);

@@ -61,6 +61,7 @@ struct pal_controller {
 	pal_plan_batch batch;
 	GPtrArray *load_bad; /* bad_load: jobs a load could not put, to quarantine */
 	char *fault_plan_job; /* test only: PALISADE_FAULT_PLAN_JOB, its planning fails */
+	int fault_stop_ms;    /* test only: PALISADE_FAULT_SLOW_STOP_MS, per shard freed at stop */
 	/* jobs of the led shards whose key horizon exceeds sink.key_retention
 	 * at their last check: id (owned) -> shard + 1 */
 	GHashTable *over_horizon;
@@ -73,6 +74,9 @@ struct pal_controller {
 	bool timing_changed;
 	pal_controller_config new_timing;
 	int64_t new_key_retention_ms; /* from pal_controller_set_key_retention */
+	/* the thread has stopped planning and written its handoff rows (under mu) */
+	bool quiesced;
+	pthread_cond_t quiesced_cv;
 };
 
 static void declare_metrics(pal_metrics *m)
@@ -1044,6 +1048,9 @@ static void *run(void *arg)
 	if (c->fault_plan_job)
 		pal_log(PAL_LOG_WARN, "controller.fault_injection", "{s:s, s:s}", "fault",
 			"planning of one job fails", "job", c->fault_plan_job);
+	if (c->fault_stop_ms > 0)
+		pal_log(PAL_LOG_WARN, "controller.fault_injection", "{s:s, s:i}", "fault",
+			"freeing each led shard at stop takes longer", "ms", c->fault_stop_ms);
 	c->next_tick_ms = pal_mono_ms();
 	c->next_reload_ms = pal_mono_ms() + c->cfg.reload_interval_ms;
 	while (!atomic_load(&c->stop)) {
@@ -1139,8 +1146,19 @@ static void *run(void *arg)
 			pal_coord_wait(c->coord, gen, (int)wait);
 	}
 	write_handoffs(c);
-	for (int s = 0; s < c->cfg.n_shards; s++)
+	/* Nothing more is planned or written: the node may resign its shards
+	 * now (pal_controller_quiesce) while the planners are freed - 12,500
+	 * jobs a shard took the draining node 60-600 ms each, and the
+	 * survivor could not win the shards until it resigned. */
+	pthread_mutex_lock(&c->mu);
+	c->quiesced = true;
+	pthread_cond_broadcast(&c->quiesced_cv);
+	pthread_mutex_unlock(&c->mu);
+	for (int s = 0; s < c->cfg.n_shards; s++) {
+		if (c->fault_stop_ms > 0 && c->led[s].planner)
+			g_usleep((gulong)c->fault_stop_ms * 1000);
 		drop_shard(c, s, "controller stopping");
+	}
 	pal_health_forget("controller");
 	publish_status(c);
 	pal_store_close(c->st);
@@ -1171,6 +1189,12 @@ int pal_controller_start(const pal_controller_config *cfg, pal_coord *coord, pal
 	const char *fpj = getenv("PALISADE_FAULT_PLAN_JOB");
 	if (fpj && *fpj)
 		c->fault_plan_job = strdup(fpj);
+	/* Test only (tests/integration/test_controller_drain_resign.sh): each
+	 * led shard takes this long to free at stop, as 12,500 jobs do on a
+	 * loaded box. */
+	const char *fss = getenv("PALISADE_FAULT_SLOW_STOP_MS");
+	if (fss && *fss)
+		c->fault_stop_ms = atoi(fss);
 	if (!c->conninfo || !c->node_id || !c->led || !c->lead) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
@@ -1179,10 +1203,12 @@ int pal_controller_start(const pal_controller_config *cfg, pal_coord *coord, pal
 	c->m = m;
 	c->db_backoff_ms = 500;
 	pthread_mutex_init(&c->mu, NULL);
+	pthread_cond_init(&c->quiesced_cv, NULL);
 	declare_metrics(m);
 	if (pthread_create(&c->thread, NULL, run, c)) {
 		snprintf(err, errlen, "cannot start the controller thread");
 		pthread_mutex_destroy(&c->mu);
+		pthread_cond_destroy(&c->quiesced_cv);
 		goto fail;
 	}
 	*out = c;
@@ -1214,12 +1240,24 @@ void pal_controller_set_key_retention(pal_controller *c, int64_t key_retention_m
 	atomic_store(&c->horizon_check, true);
 }
 
+void pal_controller_quiesce(pal_controller *c)
+{
+	if (!c)
+		return;
+	atomic_store(&c->stop, true);
+	pthread_mutex_lock(&c->mu);
+	while (!c->quiesced)
+		pthread_cond_wait(&c->quiesced_cv, &c->mu);
+	pthread_mutex_unlock(&c->mu);
+}
+
 void pal_controller_stop(pal_controller *c)
 {
 	if (!c)
 		return;
 	atomic_store(&c->stop, true);
 	pthread_join(c->thread, NULL);
+	pthread_cond_destroy(&c->quiesced_cv);
 	pal_plan_batch_free(&c->batch);
 	g_ptr_array_free(c->load_bad, TRUE);
 	g_hash_table_destroy(c->over_horizon);

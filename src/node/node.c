@@ -767,11 +767,14 @@ int pal_node_run(const pal_node_opts *o)
 		term_signals ? "signal"
 		: resign     ? "database schema outside this binary's range (node.schema_refused)"
 			     : "drain request");
-	pal_controller_stop(n.ctl);
-	n.ctl = NULL;
+	/* Resign as soon as planning has stopped and the handoff rows are
+	 * written; the planners are freed meanwhile, not before. */
+	pal_controller_quiesce(n.ctl);
 	int hrc = pal_coord_handoff(n.coord, 5000);
 	pal_log(PAL_LOG_INFO, "node.handoff_done", "{s:b, s:f}", "complete", hrc == 0, "seconds",
 		(double)(pal_mono_ms() - t0) / 1e3);
+	pal_controller_stop(n.ctl);
+	n.ctl = NULL;
 	/* In-flight calls finish or reach a safe point within the grace period;
 	 * the rest are left to lease expiry (another executor queries first). */
 	pal_executor_stop(n.exe, 10000);
