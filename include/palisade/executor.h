@@ -33,6 +33,7 @@ typedef struct pal_executor_config {
 	int batch;              /* claims per statement */
 	int max_inflight;       /* calls in flight on this node */
 	int host_connections;   /* connections per target host:port, 0 = no cap of its own */
+	int spec_cache;         /* job versions kept compiled, 0 = no bound */
 	int renew_failures;     /* consecutive failed renewals that close the gate */
 	const pal_group_conf *groups; /* resource groups with limits */
 	size_t n_groups;

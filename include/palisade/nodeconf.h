@@ -61,6 +61,7 @@ typedef struct pal_nodeconf {
 	int32_t batch;
 	int32_t max_inflight;
 	int32_t host_connections; /* per target host:port, 0 = max_inflight */
+	int32_t spec_cache;       /* compiled job versions kept, 0 = no bound */
 	int32_t renew_failures_to_close_gate;
 	pal_group_conf *groups; /* sorted by name */
 	size_t n_groups;

@@ -92,6 +92,10 @@ static const pal_conf_key table[] = {
 	  "connections open at once to one target host:port (0 = as many as max_inflight); "
 	  "calls beyond it wait in the node for a free connection",
 	  OFF(host_connections), NULL, 0 },
+	{ "executor.spec_cache", PAL_CONF_INT, "100000", "", 0, 100000000, false,
+	  "job versions kept compiled in memory (0 = no bound); beyond it the versions "
+	  "least recently called are read again when next claimed",
+	  OFF(spec_cache), NULL, 0 },
 	{ "executor.renew_failures_to_close_gate", PAL_CONF_INT, "3", "", 1, 100, true,
 	  "consecutive failed renewals after which the node stops starting side effects",
 	  OFF(renew_failures_to_close_gate), NULL, 0 },

@@ -100,6 +100,8 @@ void pal__easy_give(pal_executor *ex, CURL *e)
 
 void pal__call_free(pal__call *k)
 {
+	if (k->spec)
+		pal__spec_release(&k->ex->specs, k->spec);
 	pal__call_reset_transfer(k);
 	free(k->url);
 	free(k->body);

@@ -85,6 +85,12 @@ static void success(const pal_http_result *r, pal_class *c)
 	set(c, PAL_OUT_SUCCESS, "");
 	if (!r->body || !r->body_len || r->body_truncated)
 		return;
+	/* Most answers are not chunked: a body without the key's bytes and
+	 * without an escape (a key may spell has_more with \u escapes) cannot
+	 * say has_more, and is not parsed (a parse per call showed in the
+	 * executor's profile of the aligned burst). */
+	if (!memmem(r->body, r->body_len, "has_more", 8) && !memchr(r->body, '\\', r->body_len))
+		return;
 	json_t *j = json_loadb(r->body, r->body_len, 0, NULL);
 	if (!json_is_object(j)) {
 		json_decref(j);

@@ -88,6 +88,10 @@ static void declare_metrics(pal_metrics *m)
 			   "triggers skipped by the forbid overlap policy");
 	pal_metric_declare(m, "palisade_executor_inflight", PAL_METRIC_GAUGE,
 			   "calls in flight on this node");
+	pal_metric_declare(m, "palisade_executor_spec_cache_entries", PAL_METRIC_GAUGE,
+			   "job versions kept compiled (executor.spec_cache bounds it)");
+	pal_metric_declare(m, "palisade_executor_spec_cache_evictions_total", PAL_METRIC_COUNTER,
+			   "compiled job versions dropped from the cache to keep it in its bound");
 	pal_metric_declare(m, "palisade_executor_db_up", PAL_METRIC_GAUGE,
 			   "1 when the executor's PostgreSQL connection is up");
 	pal_metric_declare(m, "palisade_executor_breaker_open", PAL_METRIC_GAUGE,
@@ -131,6 +135,7 @@ static void declare_metrics(pal_metrics *m)
 		{ "palisade_executor_unknown_tickets_total", NULL },
 		{ "palisade_executor_render_skips_total", NULL },
 		{ "palisade_executor_spec_unavailable_total", NULL },
+		{ "palisade_executor_spec_cache_evictions_total", NULL },
 	};
 	for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++)
 		pal_metric_inc(m, zero[i][0], zero[i][1], 0);
@@ -343,8 +348,16 @@ static void publish_status(pal_executor *ex)
 	json_decref(ex->status);
 	ex->status = s;
 	pthread_mutex_unlock(&ex->mu);
-	if (ex->m)
+	if (ex->m) {
 		pal_metric_set(ex->m, "palisade_executor_inflight", NULL, ex->inflight);
+		pal_metric_set(ex->m, "palisade_executor_spec_cache_entries", NULL,
+			       (double)g_hash_table_size(ex->specs.map));
+		if (ex->specs.evicted > ex->evictions_shown) {
+			pal__minc(ex, "palisade_executor_spec_cache_evictions_total", NULL,
+				  (double)(ex->specs.evicted - ex->evictions_shown));
+			ex->evictions_shown = ex->specs.evicted;
+		}
+	}
 	publish_breakers(ex);
 }
 
@@ -667,7 +680,7 @@ int pal_executor_start(const pal_executor_config *cfg, pal_metrics *m, pal_execu
 	ex->breakers = pal_breakers_new(NULL);
 	ex->rng = (uint64_t)pal_wall_ms() ^ ((uint64_t)getpid() << 32);
 	ex->db_backoff_ms = 500;
-	pal__spec_cache_init(&ex->specs);
+	pal__spec_cache_init(&ex->specs, ex->cfg.spec_cache > 0 ? (size_t)ex->cfg.spec_cache : 0);
 	pthread_mutex_init(&ex->mu, NULL);
 	declare_metrics(m);
 	if (pal__leases_init(&ex->leases, &ex->cfg, m) ||

@@ -21,19 +21,37 @@
 typedef struct spec_entry {
 	pal_job_spec spec;
 	const pal_tz *tz; /* the job's zone, for {scheduled_date}; shared (pal_zone_acquire) */
+	int holds;        /* calls pointing at it (pal__spec_get .. pal__spec_release) */
+	bool used;        /* looked up since the last sweep */
 } spec_entry;
 
+/* Versions are immutable, so an entry never goes stale; the cache is
+ * bounded by CAP entries (executor.spec_cache) with a second-chance sweep:
+ * when it reaches its sweep size, entries not looked up since the last
+ * sweep and held by no call go, then (if still above 3/4 of CAP) any entry
+ * held by no call.  A held entry is never freed. */
 typedef struct spec_cache {
-	GHashTable *map; /* "job#version" -> spec_entry* */
+	GHashTable *map;  /* "job#version" -> spec_entry* */
+	size_t cap;       /* 0 = no bound */
+	size_t sweep_at;  /* the size at which the next insert sweeps */
+	uint64_t evicted; /* entries swept out, for the metric */
 } spec_cache;
 
-void pal__spec_cache_init(spec_cache *c);
+void pal__spec_cache_init(spec_cache *c, size_t cap);
 void pal__spec_cache_free(spec_cache *c);
+/* Put E under JOB#V (the cache owns it; when JOB#V is cached already, E is
+ * freed and the cached entry kept) and sweep if the cache reached its sweep
+ * size.  Exposed for the unit test; the executor inserts through
+ * pal__spec_prefetch and pal__spec_get. */
+void pal__spec_cache_insert(spec_cache *c, const char *job, int v, spec_entry *e);
+/* A call no longer points at E (returned by pal__spec_get). */
+void pal__spec_release(spec_cache *c, const spec_entry *e);
 /* Fetch the versions of the N claimed rows that are not cached yet, in one
  * statement through ST, and cache those that compile.  Best effort: what it
  * could not fetch, pal__spec_get fetches alone (and says why it failed). */
 void pal__spec_prefetch(spec_cache *c, pal_store *st, const pal_claimed *rows, int n);
-/* The compiled spec of JOB's version V, cached.  NULL on failure, with ERR
+/* The compiled spec of JOB's version V, cached and held for the caller
+ * until pal__spec_release (never evicted meanwhile).  NULL on failure, with ERR
  * and *TRANSIENT: true when the version could not be read (no connection,
  * a query that failed, out of memory: another attempt may succeed), false
  * when the version itself is unusable (missing, or a spec that does not
@@ -165,6 +183,7 @@ struct pal_executor {
 	pal_breakers *breakers;
 	GHashTable *breakers_shown; /* host label strings published as open */
 	spec_cache specs;
+	uint64_t evictions_shown; /* specs.evicted already added to the metric */
 	uint64_t rng;
 	int64_t next_claim_ms, db_backoff_ms, next_db_ms;
 

@@ -1,7 +1,8 @@
 /*
  * specs.c - cache of job version specs for the executor.  Versions are
- * immutable (docs/schema.md), so an entry never goes stale; the cache lives
- * as long as the executor.  Owned by the executor thread.
+ * immutable (docs/schema.md), so an entry never goes stale; what bounds the
+ * cache is memory (executor.spec_cache entries, a second-chance sweep; an
+ * entry a call points at is never freed).  Owned by the executor thread.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,9 +19,82 @@ static void entry_free(void *p)
 	free(e);
 }
 
-void pal__spec_cache_init(spec_cache *c)
+static void cache_key(char *key, size_t len, const char *job, int v)
+{
+	snprintf(key, len, "%s#%d", job, v);
+}
+
+void pal__spec_cache_init(spec_cache *c, size_t cap)
 {
 	c->map = g_hash_table_new_full(g_str_hash, g_str_equal, free, entry_free);
+	c->cap = cap;
+	c->sweep_at = cap;
+	c->evicted = 0;
+}
+
+static gboolean unused_unheld(gpointer key, gpointer value, gpointer ud)
+{
+	(void)key;
+	(void)ud;
+	spec_entry *e = value;
+	if (e->holds > 0 || e->used) {
+		e->used = false;
+		return FALSE;
+	}
+	return TRUE;
+}
+
+static gboolean unheld_over(gpointer key, gpointer value, gpointer ud)
+{
+	(void)key;
+	size_t *over = ud;
+	spec_entry *e = value;
+	if (*over == 0 || e->holds > 0)
+		return FALSE;
+	(*over)--;
+	return TRUE;
+}
+
+/* Second chance: what was not looked up since the last sweep goes; if that
+ * leaves more than 3/4 of the cap (a working set as large as the cache),
+ * unheld entries go in table order down to 3/4.  Each sweep frees a
+ * quarter of the cap or more unless calls hold it, and the next one waits
+ * until the cache has grown by a quarter of the cap again, so the sweeps
+ * cost O(1) per insert. */
+static void sweep(spec_cache *c)
+{
+	size_t before = g_hash_table_size(c->map);
+	g_hash_table_foreach_remove(c->map, unused_unheld, NULL);
+	size_t keep = c->cap - c->cap / 4, n = g_hash_table_size(c->map);
+	if (n > keep) {
+		size_t over = n - keep;
+		g_hash_table_foreach_remove(c->map, unheld_over, &over);
+	}
+	n = g_hash_table_size(c->map);
+	c->evicted += before - n;
+	size_t quarter = c->cap / 4 > 0 ? c->cap / 4 : 1;
+	c->sweep_at = n + quarter > c->cap ? n + quarter : c->cap;
+}
+
+void pal__spec_cache_insert(spec_cache *c, const char *job, int v, spec_entry *e)
+{
+	char key[192];
+	cache_key(key, sizeof key, job, v);
+	if (g_hash_table_contains(c->map, key)) {
+		entry_free(e);
+		return;
+	}
+	if (c->cap && g_hash_table_size(c->map) >= c->sweep_at)
+		sweep(c);
+	e->used = true; /* a new entry survives the next sweep's first pass */
+	g_hash_table_insert(c->map, strdup(key), e);
+}
+
+void pal__spec_release(spec_cache *c, const spec_entry *e)
+{
+	(void)c;
+	if (e && e->holds > 0)
+		((spec_entry *)e)->holds--;
 }
 
 void pal__spec_cache_free(spec_cache *c)
@@ -28,11 +102,6 @@ void pal__spec_cache_free(spec_cache *c)
 	if (c->map)
 		g_hash_table_destroy(c->map);
 	c->map = NULL;
-}
-
-static void cache_key(char *key, size_t len, const char *job, int v)
-{
-	snprintf(key, len, "%s#%d", job, v);
 }
 
 /* A cache entry compiled from the canonical spec J (not consumed); NULL
@@ -58,13 +127,22 @@ void pal__spec_prefetch(spec_cache *c, pal_store *st, const pal_claimed *rows, i
 {
 	if (!st || n <= 1)
 		return;
-	const char **jobs = calloc((size_t)n, sizeof *jobs);
-	int *vers = calloc((size_t)n, sizeof *vers);
-	json_t **specs = calloc((size_t)n, sizeof *specs);
+	char key[192], err[256];
+	/* Most batches find every version cached: allocate nothing for them. */
+	int first = 0;
+	for (; first < n; first++) {
+		cache_key(key, sizeof key, rows[first].job_id, rows[first].version);
+		if (!g_hash_table_contains(c->map, key))
+			break;
+	}
+	if (first >= n - 1)
+		return; /* none missing, or only the last: pal__spec_get reads it */
+	const char **jobs = calloc((size_t)(n - first), sizeof *jobs);
+	int *vers = calloc((size_t)(n - first), sizeof *vers);
+	json_t **specs = calloc((size_t)(n - first), sizeof *specs);
 	GHashTable *asked = g_hash_table_new_full(g_str_hash, g_str_equal, free, NULL);
 	int m = 0;
-	char key[192], err[256];
-	for (int i = 0; jobs && vers && specs && i < n; i++) {
+	for (int i = first; jobs && vers && specs && i < n; i++) {
 		cache_key(key, sizeof key, rows[i].job_id, rows[i].version);
 		if (g_hash_table_contains(c->map, key) || g_hash_table_contains(asked, key))
 			continue;
@@ -75,10 +153,8 @@ void pal__spec_prefetch(spec_cache *c, pal_store *st, const pal_claimed *rows, i
 	if (m > 0 && !pal_store_version_specs(st, m, jobs, vers, specs, err, sizeof err)) {
 		for (int i = 0; i < m; i++) {
 			spec_entry *e = specs[i] ? entry_new(specs[i], err, sizeof err) : NULL;
-			if (e) {
-				cache_key(key, sizeof key, jobs[i], vers[i]);
-				g_hash_table_insert(c->map, strdup(key), e);
-			}
+			if (e)
+				pal__spec_cache_insert(c, jobs[i], vers[i], e);
 			json_decref(specs[i]);
 		}
 	}
@@ -95,8 +171,11 @@ const spec_entry *pal__spec_get(spec_cache *c, pal_store *st, const char *job, i
 	char key[192];
 	cache_key(key, sizeof key, job, v);
 	spec_entry *e = g_hash_table_lookup(c->map, key);
-	if (e)
+	if (e) {
+		e->used = true;
+		e->holds++;
 		return e;
+	}
 	if (!st) {
 		snprintf(err, errlen, "no database connection");
 		return NULL;
@@ -112,6 +191,9 @@ const spec_entry *pal__spec_get(spec_cache *c, pal_store *st, const char *job, i
 	json_decref(j);
 	if (!e)
 		return NULL;
-	g_hash_table_insert(c->map, strdup(key), e);
+	pal__spec_cache_insert(c, job, v, e);
+	e = g_hash_table_lookup(c->map, key);
+	e->used = true;
+	e->holds++;
 	return e;
 }

@@ -678,6 +678,7 @@ int pal_node_run(const pal_node_opts *o)
 			.batch = n.conf.batch,
 			.max_inflight = n.conf.max_inflight,
 			.host_connections = n.conf.host_connections,
+			.spec_cache = n.conf.spec_cache,
 			.renew_failures = n.conf.renew_failures_to_close_gate,
 			.groups = n.conf.groups,
 			.n_groups = n.conf.n_groups,

@@ -196,11 +196,21 @@ int pal_store_version_specs(pal_store *st, int n, const char *const *job_ids,
 	return PAL_OK;
 }
 
+/* Every statement that locks a batch of running triggers (this renewal,
+ * the result commit) takes the row locks in id order first (`lk`: the Sort
+ * below LockRows), so two of them never wait for each other in a cycle.
+ * Locked in the order of the array (the lease table's) and of the commit's
+ * join, the lease thread and the result connection of one node deadlocked
+ * now and then (tests/integration/test_lock_order.sh). */
 static const char SQL_RENEW[] =
-	"UPDATE triggers t SET lease_until = clock_timestamp() + $3::int * interval '1 millisecond'"
+	"WITH lk AS MATERIALIZED (SELECT t.id FROM triggers t"
+	"   JOIN unnest($1::bigint[], $2::bigint[]) AS u(id, fence) ON t.id = u.id AND t.fence = u.fence"
+	"   WHERE t.lease_owner = $4 AND t.state IN ('running', 'pausing', 'cancelling')"
+	"   ORDER BY t.id FOR UPDATE OF t)"
+	" UPDATE triggers t SET lease_until = clock_timestamp() + $3::int * interval '1 millisecond'"
 	" FROM unnest($1::bigint[], $2::bigint[]) AS u(id, fence)"
 	" WHERE t.id = u.id AND t.fence = u.fence AND t.lease_owner = $4"
-	" AND t.state IN ('running', 'pausing', 'cancelling')"
+	" AND t.state IN ('running', 'pausing', 'cancelling') AND t.id IN (SELECT id FROM lk)"
 	" RETURNING t.id, t.state";
 
 int pal_store_renew(pal_store *st, const char *node, int64_t lease_ms, const pal_lease_ref *refs,
@@ -300,6 +310,10 @@ static const char SQL_COMMIT[] =
 	"   $5::int[], $6::bigint[], $7::int[], $8::text[], $9::text[], $10::boolean[],"
 	"   $11::text[], $12::text[])"
 	"   AS u(id, fence, st, err, http, nxt, dur, ikey, tr, unk, sq, rnode)),"
+	/* the batch's rows locked in id order before any is updated (see
+	 * SQL_RENEW) */
+	" lk AS MATERIALIZED (SELECT t.id FROM triggers t WHERE t.id = ANY ($1::bigint[])" PART_T
+	"   ORDER BY t.id FOR UPDATE),"
 	/* a render hand-back whose job no other live executor can render
 	 * either (each has a live skip for it): manual, with a ticket */
 	" nowhere AS (SELECT u.id FROM u JOIN triggers t ON t.id = u.id"
@@ -323,7 +337,7 @@ static const char SQL_COMMIT[] =
 	"   finished_at = CASE WHEN u.st IN ('succeeded', 'failed')"
 	"     OR t.state = 'cancelling' THEN clock_timestamp() END"
 	"   FROM u WHERE t.id = u.id AND t.fence = u.fence AND t.id = ANY ($1::bigint[])" PART_T
-	"   AND t.state IN ('running', 'pausing', 'cancelling')"
+	"   AND t.state IN ('running', 'pausing', 'cancelling') AND t.id IN (SELECT id FROM lk)"
 	"   RETURNING t.id, t.fence, t.state, t.job_id),"
 	/* a join, not a NOT EXISTS per row: that was quadratic in the batch
 	 * (a 9 728-result batch ran past the 30 s statement timeout) */

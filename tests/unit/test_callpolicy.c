@@ -43,6 +43,16 @@ static void test_classify_has_more_keeps_checkpoint(void **st)
 	assert_int_equal(c.outcome, PAL_OUT_PERMANENT);
 	c = classify(0, 200, true, false, "{\"has_more\": false, \"checkpoint\": 9}");
 	assert_int_equal(c.outcome, PAL_OUT_SUCCESS);
+	/* The key spelt with an escape is the same key (bodies without the
+	 * key's bytes are not parsed: this one must be). */
+	c = classify(0, 200, true, false,
+		     "{\"has\\u005fmore\": true, \"checkpoint\": {\"page\": 4}}");
+	assert_int_equal(c.outcome, PAL_OUT_MORE);
+	assert_string_equal(c.checkpoint, "{\"page\":4}");
+	free(c.checkpoint);
+	c = classify(0, 200, true, false, "{\"applied\": true, \"key\": \"a/b\"}");
+	assert_int_equal(c.outcome, PAL_OUT_SUCCESS);
+	assert_null(c.checkpoint);
 }
 
 static void test_classify_409_stale_versus_in_progress(void **st)
