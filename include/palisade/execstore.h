@@ -105,11 +105,17 @@ typedef struct pal_lease_ref {
 typedef struct pal_lease_state {
 	int64_t id;
 	pal_tstate state; /* running, pausing, cancelling */
+	bool busy;        /* still ours, but another transaction held the row
+			     lock: not renewed this time (its lease_until did
+			     not move) */
 } pal_lease_state;
 
 /* Renew every lease of NODE in REFS in one statement.  OUT[0..*n_out) are the
  * leases still held (with their state); a ref missing from OUT has lost its
- * lease.  OUT must hold n entries. */
+ * lease.  The renewal never waits for a row lock (SKIP LOCKED), so it cannot
+ * deadlock with a result commit or an operator's statement over the same
+ * triggers: a row locked by another transaction comes back `busy` (held,
+ * not renewed; the next heartbeat renews it).  OUT must hold n entries. */
 PAL_MUST_CHECK int pal_store_renew(pal_store *st, const char *node, int64_t lease_ms,
 				   const pal_lease_ref *refs, int n, pal_lease_state *out,
 				   int *n_out, char *err, size_t errlen);

@@ -58,7 +58,11 @@ int pal__leases_init(pal_leases *l, const pal_executor_config *cfg, pal_metrics 
 				   "batched lease renewals, by outcome");
 		pal_metric_declare(m, "palisade_executor_held_leases", PAL_METRIC_GAUGE,
 				   "leases this node holds");
+		pal_metric_declare(m, "palisade_executor_renewals_skipped_total", PAL_METRIC_COUNTER,
+				   "leases a renewal left for the next heartbeat because another "
+				   "transaction held the trigger's row (still held, not extended)");
 		pal_metric_set(m, "palisade_executor_gate_open", NULL, 1);
+		pal_metric_inc(m, "palisade_executor_renewals_skipped_total", NULL, 0);
 	}
 	return l->map ? 0 : PAL_ENOMEM;
 }
@@ -191,19 +195,24 @@ static void renew_once(pal_lease_thread *t)
 		return;
 	}
 	pthread_mutex_lock(&l->mu);
-	int lost = 0;
+	int lost = 0, busy = 0;
 	for (int j = 0; j < n; j++) {
 		pal_lease_view *lv = g_hash_table_lookup(l->map, &refs[j].id);
 		if (!lv || lv->fence != refs[j].fence)
 			continue; /* finished meanwhile */
-		bool held = false;
+		bool held = false, was_busy = false;
 		for (int x = 0; x < n_out; x++)
 			if (got[x].id == refs[j].id) {
 				held = true;
+				was_busy = got[x].busy;
 				lv->state = got[x].state;
 				break;
 			}
-		if (held) {
+		if (held && was_busy) {
+			/* Still ours, not renewed: the deadline stays where the
+			 * last renewal put it; the next heartbeat tries again. */
+			busy++;
+		} else if (held) {
 			lv->sent_ms = sent;
 		} else {
 			lv->lost = true;
@@ -217,6 +226,11 @@ static void renew_once(pal_lease_thread *t)
 	}
 	if (lost)
 		pal_log(PAL_LOG_WARN, "executor.leases_lost", "{s:i, s:i}", "lost", lost, "held", n_out);
+	if (busy) {
+		pal_log(PAL_LOG_DEBUG, "executor.leases_busy", "{s:i}", "busy", busy);
+		if (l->m)
+			pal_metric_inc(l->m, "palisade_executor_renewals_skipped_total", NULL, busy);
+	}
 	l->failures = 0;
 	if (!atomic_exchange(&l->gate_open, true)) {
 		pal_log(PAL_LOG_INFO, "executor.gate_open", NULL);

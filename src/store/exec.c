@@ -196,22 +196,27 @@ int pal_store_version_specs(pal_store *st, int n, const char *const *job_ids,
 	return PAL_OK;
 }
 
-/* Every statement that locks a batch of running triggers (this renewal,
- * the result commit) takes the row locks in id order first (`lk`: the Sort
- * below LockRows), so two of them never wait for each other in a cycle.
- * Locked in the order of the array (the lease table's) and of the commit's
- * join, the lease thread and the result connection of one node deadlocked
- * now and then (tests/integration/test_lock_order.sh). */
+/* The renewal reads which of the leases are still ours (`mine`, no lock),
+ * locks those no other transaction holds (SKIP LOCKED: it never waits) and
+ * extends them; a lease still ours whose row another transaction holds (a
+ * result commit finishing it, an operator's pause) is returned busy, not
+ * renewed.  When the renewal waited for row locks, taken in the order of its
+ * array, and the node's result commit took the same rows in the order of its
+ * join, the server found a cycle now and then and aborted one of the two
+ * (`deadlock detected`; tests/integration/test_lock_order.sh). */
 static const char SQL_RENEW[] =
-	"WITH lk AS MATERIALIZED (SELECT t.id FROM triggers t"
+	"WITH mine AS MATERIALIZED (SELECT t.id, t.state FROM triggers t"
 	"   JOIN unnest($1::bigint[], $2::bigint[]) AS u(id, fence) ON t.id = u.id AND t.fence = u.fence"
-	"   WHERE t.lease_owner = $4 AND t.state IN ('running', 'pausing', 'cancelling')"
-	"   ORDER BY t.id FOR UPDATE OF t)"
-	" UPDATE triggers t SET lease_until = clock_timestamp() + $3::int * interval '1 millisecond'"
-	" FROM unnest($1::bigint[], $2::bigint[]) AS u(id, fence)"
-	" WHERE t.id = u.id AND t.fence = u.fence AND t.lease_owner = $4"
-	" AND t.state IN ('running', 'pausing', 'cancelling') AND t.id IN (SELECT id FROM lk)"
-	" RETURNING t.id, t.state";
+	"   WHERE t.lease_owner = $4 AND t.state IN ('running', 'pausing', 'cancelling')),"
+	" lk AS MATERIALIZED (SELECT t.id FROM triggers t WHERE t.id IN (SELECT id FROM mine)"
+	"   FOR UPDATE OF t SKIP LOCKED),"
+	" upd AS (UPDATE triggers t SET lease_until = clock_timestamp() + $3::int * interval '1 millisecond'"
+	"   FROM lk JOIN unnest($1::bigint[], $2::bigint[]) AS u(id, fence) ON u.id = lk.id"
+	"   WHERE t.id = lk.id AND t.fence = u.fence AND t.lease_owner = $4"
+	"   AND t.state IN ('running', 'pausing', 'cancelling')"
+	"   RETURNING t.id, t.state)"
+	" SELECT id, state, false FROM upd"
+	" UNION ALL SELECT id, state, true FROM mine WHERE id NOT IN (SELECT id FROM lk)";
 
 int pal_store_renew(pal_store *st, const char *node, int64_t lease_ms, const pal_lease_ref *refs,
 		    int n, pal_lease_state *out, int *n_out, char *err, size_t errlen)
@@ -242,6 +247,7 @@ int pal_store_renew(pal_store *st, const char *node, int64_t lease_ms, const pal
 		out[i].id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
 		if (pal_tstate_parse(PQgetvalue(r, i, 1), &out[i].state))
 			out[i].state = PAL_TS_RUNNING;
+		out[i].busy = PQgetvalue(r, i, 2)[0] == 't';
 	}
 	*n_out = rows < n ? rows : n;
 	PQclear(r);
@@ -310,10 +316,6 @@ static const char SQL_COMMIT[] =
 	"   $5::int[], $6::bigint[], $7::int[], $8::text[], $9::text[], $10::boolean[],"
 	"   $11::text[], $12::text[])"
 	"   AS u(id, fence, st, err, http, nxt, dur, ikey, tr, unk, sq, rnode)),"
-	/* the batch's rows locked in id order before any is updated (see
-	 * SQL_RENEW) */
-	" lk AS MATERIALIZED (SELECT t.id FROM triggers t WHERE t.id = ANY ($1::bigint[])" PART_T
-	"   ORDER BY t.id FOR UPDATE),"
 	/* a render hand-back whose job no other live executor can render
 	 * either (each has a live skip for it): manual, with a ticket */
 	" nowhere AS (SELECT u.id FROM u JOIN triggers t ON t.id = u.id"
@@ -337,7 +339,7 @@ static const char SQL_COMMIT[] =
 	"   finished_at = CASE WHEN u.st IN ('succeeded', 'failed')"
 	"     OR t.state = 'cancelling' THEN clock_timestamp() END"
 	"   FROM u WHERE t.id = u.id AND t.fence = u.fence AND t.id = ANY ($1::bigint[])" PART_T
-	"   AND t.state IN ('running', 'pausing', 'cancelling') AND t.id IN (SELECT id FROM lk)"
+	"   AND t.state IN ('running', 'pausing', 'cancelling')"
 	"   RETURNING t.id, t.fence, t.state, t.job_id),"
 	/* a join, not a NOT EXISTS per row: that was quadratic in the batch
 	 * (a 9 728-result batch ran past the 30 s statement timeout) */

@@ -6,7 +6,9 @@
 # while every node still runs the old binary, which must keep planning,
 # claiming and committing against them; then each node is rolled to the new
 # binary in turn (ops/rolling-upgrade.sh: drain, wait for the handoff, start
-# the new binary, wait until ready and leading).  Checks: verify clean over
+# the new binary, wait until ready and leading); the sink rolls to the new
+# binary between the first node and the second, on the same address, with
+# its own schema steps applied at its start.  Checks: verify clean over
 # the roll window, one effect per key at the sink, every trigger succeeded,
 # no database error logged by an old node under the new schema, each handoff
 # (drain to the first plan of the new leader of each shard the drained node
@@ -169,9 +171,38 @@ for s in want:
 print(" ".join(out))
 PY
 }
+# roll_sink: the reference sink from the old binary to this tree's, on the
+# same address, while old and new nodes call it: SIGTERM (it finishes the
+# requests it has), the new binary applies the sink schema's new steps at
+# start and serves the keys the old one recorded.  Calls made in the gap
+# find no listener (not sent: retried).
+roll_sink() {
+	local old=$SINK_PID t0 t1 v0
+	v0=$(sql "select max(version) from sink_schema_migrations")
+	t0=$(date +%s%3N)
+	kill -TERM "$old" 2>/dev/null
+	wait "$old" 2>/dev/null
+	"$PALISADE_BIN/palisade-sink" --listen "$SINK_ADDR" --admin "$SINK_ADMIN" >>"$NODE_DIR/sink.log" 2>&1 &
+	SINK_PID=$!
+	for _ in $(seq 1 100); do
+		curl -sf --noproxy '*' "http://$SINK_ADMIN/healthz" >/dev/null 2>&1 && break
+		kill -0 "$SINK_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	t1=$(date +%s%3N)
+	check "the new sink serves on the old sink's address" curl -sf -o /dev/null --noproxy '*' "http://$SINK_ADMIN/healthz"
+	check "the sink runs this tree's binary" [ "$(readlink -f /proc/$SINK_PID/exe)" = "$(readlink -f "$PALISADE_BIN/palisade-sink")" ]
+	local v1
+	v1=$(sql "select max(version) from sink_schema_migrations")
+	echo "    figure: sink rolled in $((t1 - t0)) ms (stop to healthy), sink schema $v0 -> $v1"
+	expect_eq "the new sink applied its schema steps" "$(ls sql/sink/*.sql | wc -l)" "$v1"
+}
 old_pids="${NODE_PID[r1]} ${NODE_PID[r2]} ${NODE_PID[r3]}"
 HANDOFFS=()
 for n in r1 r2 r3; do
+	# The sink rolls between the first and the second node: old and new
+	# nodes call the old sink, then the new one.
+	[ "$n" = r2 ] && roll_sink
 	led=$(shards_of "$n")
 	since=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)
 	OUT=$(bash ops/rolling-upgrade.sh --config "$CLUSTER_CONF" --palisade "$NEW_PAL" --timeout 60 \
@@ -218,7 +249,9 @@ BIN_SCHEMA=$NEW_SCHEMA
 # makes each resign within its re-check interval: drain, exit 70.
 t=$(date +%s%3N)
 sql "insert into schema_migrations (version, name, compatible_from) values (9999, '9999_future_contract', 9999)"
-gone() { for n in r1 r2 r3; do kill -0 "${NODE_PID[$n]}" 2>/dev/null && return 1; done; return 0; }
+# (its own loop variable: bash's dynamic scope would hand wait_until's
+# poll counter `n` to a loop over `n`)
+gone() { local x; for x in r1 r2 r3; do kill -0 "${NODE_PID[$x]}" 2>/dev/null && return 1; done; return 0; }
 wait_until "every running node resigns under a future contract step (drains and exits)" 40 gone &&
 	echo "    figure: all three resigned $(($(date +%s%3N) - t)) ms after the contract step was recorded (re-check every 10 s)"
 for n in r1 r2 r3; do
