@@ -166,6 +166,13 @@ PY
 expect_exit "apply $NJOBS jobs" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
 
 # ---- nodes: one launcher for the drill and for ops/rolling-upgrade.sh --------------
+# nodes_live A,B,...: every one registered in ZooKeeper (palisade status).
+nodes_live() {
+	"$PAL" status --config "$CLUSTER_CONF" --output json 2>/dev/null | python3 -c '
+import json, sys
+live = {n["id"] for n in json.load(sys.stdin).get("nodes", [])}
+sys.exit(0 if all(x in live for x in sys.argv[1].split(",")) else 1)' "$1"
+}
 declare -A ADM=([n1]=127.0.0.1:$(free_port) [n2]=127.0.0.1:$(free_port) [n3]=$NIP:$(free_port) [n4]=127.0.0.1:$(free_port))
 CLOCK=$NODE_DIR/n4.faketime
 echo "+0" >"$CLOCK"
@@ -227,7 +234,12 @@ do_start() { # KIND TARGET DURATION
 	zk-quorum) for s in ${tg//,/ }; do dc zk-kill "$s" >/dev/null 2>&1; done ;;
 	clock-jump) echo "$tg" >"$CLOCK" ;;
 	rolling-restart)
+		# ops/rolling-upgrade.sh refuses (exit 69) a node that is not
+		# registered in ZooKeeper, as it must: right after a quorum loss a
+		# node's session may still be reconnecting, so the drill waits
+		# for what the script checks before it calls it.
 		wait_wall "every shard led before the rolling restart" 60 all_shards_led
+		wait_wall "$tg registered in ZooKeeper before the rolling restart" 60 nodes_live "$tg"
 		bash ops/rolling-upgrade.sh --config "$CLUSTER_CONF" --palisade "$PAL" --timeout 90 \
 			--restart "bash $NODE_DIR/launch.sh {node}" ${tg//,/ } >"$NODE_DIR/roll.out" 2>&1 &
 		ROLL_PID=$! ;;
