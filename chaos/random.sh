@@ -4,7 +4,9 @@
 # (which provides PostgreSQL; the 3-server ZooKeeper ensemble is this drill's
 # own, under its state).  Environment: RANDOM_MINUTES (default 3),
 # RANDOM_SEED (default: drawn and printed), RANDOM_JOBS (default 300),
-# RANDOM_STUCK_S (default 180), RANDOM_PG (none, or ha: PostgreSQL under
+# RANDOM_STUCK_S (default 180), RANDOM_SCHEDULE (a schedule file, as
+# schedule.py prints it and a failed run keeps it: replayed instead of the
+# seed's, to narrow a failure down to a few faults), RANDOM_PG (none, or ha: PostgreSQL under
 # Patroni, 3 members with synchronous replication, the harness's standalone
 # ZooKeeper as its DCS - not the drill's ensemble, whose faults are the
 # nodes' - and pg-failover in the menu: kill -9 of the primary).
@@ -212,7 +214,12 @@ SAMPLER=$!
 
 # ---- the nemesis ----------------------------------------------------------------------
 SCHED=$NODE_DIR/schedule.txt
-python3 chaos/random/schedule.py --seed "$SEED" --seconds "$SECONDS_RUN" ${PG_HA:+--pg-ha} >"$SCHED"
+if [ -n "${RANDOM_SCHEDULE:-}" ]; then
+	cp "$RANDOM_SCHEDULE" "$SCHED" || { fail "the schedule file $RANDOM_SCHEDULE is readable"; finish; exit 1; }
+	REPLAY="RANDOM_SCHEDULE=$RANDOM_SCHEDULE $REPLAY"
+else
+	python3 chaos/random/schedule.py --seed "$SEED" --seconds "$SECONDS_RUN" ${PG_HA:+--pg-ha} >"$SCHED"
+fi
 FIG[faults]=$(grep -c ' start ' "$SCHED")
 echo "    schedule: seed $SEED, ${FIG[faults]} faults: $(awk '$2 == "start" { print $4 }' "$SCHED" | sort | uniq -c | awk '{ printf "%s%s=%s", sep, $2, $1; sep = " " }')"
 T0=$(rfc3339_ago -2)
@@ -345,7 +352,17 @@ FIG[check_ms]=$(($(date +%s%3N) - t_check))
 FIG[wall_s]=$((SECONDS - WALL0))
 expect_eq "check_random.py: every invariant holds (exit)" 0 "$crc"
 echo "    figure: seed $SEED, ${FIG[faults]} faults in ${FIG[run_s]} s, drained in ${FIG[drain_ms]} ms, nodes stopped in ${FIG[stop_ms]} ms, checked in ${FIG[check_ms]} ms, setup ${FIG[setup_s]} s, wall ${FIG[wall_s]} s; $(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(', '.join('%s %s' % (k, r[k]) for k in ('triggers','expected','missing','unexpected','planned_twice','misfired','effects_doubled','effects_lost','stale_accepted','stuck','failed','manual','watermark_regressions','epoch_regressions')))" "$RES" 2>/dev/null)"
-[ "$T_FAILS" -gt 0 ] && echo "    replay: $REPLAY   (this run FAILED)"
+if [ "$T_FAILS" -gt 0 ]; then
+	echo "    replay: $REPLAY   (this run FAILED)"
+	# The nodes' and the sink's logs, the schedule and the samples go with
+	# the run's temporary directory: a failed run keeps them beside its
+	# report for the diagnosis.
+	if [ -n "${PALISADE_DRILL_REPORT:-}" ]; then
+		keep=${PALISADE_DRILL_REPORT%.json}-$SEED
+		mkdir -p "$keep" && cp "$NODE_DIR"/*.log "$NODE_DIR"/*.out "$SCHED" "$SAMPLES" "$keep"/ 2>/dev/null
+		echo "    kept: the nodes' logs, schedule and samples in $keep"
+	fi
+fi
 sched_json=$(python3 -c "import json,sys; print(json.dumps([l.split() for l in open(sys.argv[1]) if ' start ' in l]))" "$SCHED")
 write_report random "seed=$SEED" "minutes=$MINUTES" "replay=\"$REPLAY\"" "schedule=$sched_json" \
 	"check=$(cat "$RES" 2>/dev/null || echo null)" "rolling_restart_exit=${ROLL_RC:-null}"

@@ -67,7 +67,7 @@ for d in "${names[@]}"; do
 	if PALISADE_DRILL=$d PALISADE_DRILL_REPORT=$report bash tests/integration/run.sh "$t" >"$log" 2>&1; then v=PASS; else v=FAIL; rc=1; fi
 	figs=$(grep -E '^\s+figure:|^\s+verify:' "$log" | sed 's/^ *figure: //; s/^ *//' | paste -sd';' | cut -c1-600)
 	checks=$(grep -E '^\s+[0-9]+ checks' "$log" | tail -1 | sed 's/^ *//')
-	grep -E '^\s+(schedule|nemesis|replay|timing):' "$log" | sed 's/^ */  /' # the random drill's fault schedule, the checker's time
+	grep -E '^\s+(schedule|nemesis|replay|timing|kept):' "$log" | sed 's/^ */  /' # the random drill's fault schedule, the checker's time
 	echo "DRILL $label: $v  $checks  $figs"
 	if [ -s "$report" ]; then
 		python3 - "$report" "$v" <<'PY'

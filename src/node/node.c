@@ -88,6 +88,7 @@ typedef struct node {
  * fails, the watchdog pings stop).  Loops pass at least every second;
  * drills shorten it with $PALISADE_STALL_LIMIT_MS. */
 static int64_t STALL_MS = 15000;
+#define BUSY_RETRY_MS 500 /* while our id is held by another session */
 
 static void sleep_ms(int ms)
 {
@@ -629,20 +630,39 @@ int pal_node_run(const pal_node_opts *o)
 				.n_shards = n.n_shards,
 				.controller = (n.conf.roles & PAL_ROLE_CONTROLLER) != 0,
 				.balance = true };
+	/* Our id held by another session: a node restarted right after it
+	 * died (kill -9, a crash and systemd's RestartSec) finds its old
+	 * session alive until the server expires it, within the session
+	 * timeout.  Wait that out; an id still held after twice the timeout
+	 * (+2 s) belongs to a live node, which a second one must not
+	 * impersonate: exit 64 (systemd does not restart it). */
 	int backoff = 500;
+	int64_t busy_until = 0;
 	while (!term_signals) {
 		pal_health_beat("main", STALL_MS + 35000); /* an open waits up to 30 s */
 		int rc = pal_coord_open(&cc, n.m, &n.coord, err, sizeof err);
 		if (!rc)
 			break;
+		if (rc == PAL_EBUSY) {
+			int64_t now = pal_mono_ms();
+			if (busy_until == 0) {
+				busy_until = now + 2 * (int64_t)n.conf.zk_session_timeout_ms + 2000;
+				pal_log(PAL_LOG_WARN, "node.id_busy", "{s:s, s:I}", "error", err,
+					"wait_ms", (json_int_t)(busy_until - now));
+			}
+			if (now >= busy_until) {
+				pal_log(PAL_LOG_ERROR, "node.id_in_use", "{s:s}", "error", err);
+				fprintf(stderr, "palisade node: %s\n", err);
+				ec = PAL_EXIT_USAGE;
+				free(info_s);
+				free(zk_auth);
+				goto out;
+			}
+			sleep_ms(BUSY_RETRY_MS);
+			continue;
+		}
 		pal_log(PAL_LOG_WARN, "node.zookeeper_unavailable", "{s:s, s:i}", "error", err,
 			"retry_ms", backoff);
-		if (rc == PAL_EBUSY) {
-			ec = PAL_EXIT_USAGE;
-			free(info_s);
-			free(zk_auth);
-			goto out;
-		}
 		sleep_ms(backoff);
 		backoff = backoff * 2 > 10000 ? 10000 : backoff * 2;
 	}
