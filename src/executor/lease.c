@@ -156,6 +156,12 @@ static void renewal_failed(pal_lease_thread *t, const char *err)
 	t->st = NULL;
 }
 
+static int by_id(const void *a, const void *b)
+{
+	int64_t x = ((const pal_lease_state *)a)->id, y = ((const pal_lease_state *)b)->id;
+	return (x > y) - (x < y);
+}
+
 static void renew_once(pal_lease_thread *t)
 {
 	pal_leases *l = t->l;
@@ -194,20 +200,21 @@ static void renew_once(pal_lease_thread *t)
 		free(got);
 		return;
 	}
+	/* Matched by binary search: a node holds hundreds of leases. */
+	if (n_out > 1)
+		qsort(got, (size_t)n_out, sizeof *got, by_id);
 	pthread_mutex_lock(&l->mu);
 	int lost = 0, busy = 0;
 	for (int j = 0; j < n; j++) {
 		pal_lease_view *lv = g_hash_table_lookup(l->map, &refs[j].id);
 		if (!lv || lv->fence != refs[j].fence)
 			continue; /* finished meanwhile */
-		bool held = false, was_busy = false;
-		for (int x = 0; x < n_out; x++)
-			if (got[x].id == refs[j].id) {
-				held = true;
-				was_busy = got[x].busy;
-				lv->state = got[x].state;
-				break;
-			}
+		pal_lease_state key = {.id = refs[j].id};
+		const pal_lease_state *g =
+		    n_out ? bsearch(&key, got, (size_t)n_out, sizeof *got, by_id) : NULL;
+		bool held = g != NULL, was_busy = g != NULL && g->busy;
+		if (g)
+			lv->state = g->state;
 		if (held && was_busy) {
 			/* Still ours, not renewed: the deadline stays where the
 			 * last renewal put it; the next heartbeat tries again. */
