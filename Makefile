@@ -292,6 +292,9 @@ check-runner: $(PROGS)
 	if [ $$rc -ne 0 ] && echo "$$out" | grep -q "1 tests, 1 failed"; then \
 		echo "check-runner: a failing test fails the integration run"; \
 	else echo "$$out" | tail -5; echo "check-runner: a failing test did not fail the run (exit $$rc)"; exit 1; fi
+	@out=$$(bash tests/integration/selfcheck/scope.sh 2>&1) && \
+		echo "check-runner: the wait and check helpers leave their callers' variables alone" || \
+		{ echo "$$out"; echo "check-runner: a helper's local shadows its caller's (tests/integration/selfcheck/scope.sh)"; exit 1; }
 
 # systemd-analyze verify on the units as installed (their binaries exist).
 check-units: $(PROGS)

@@ -37,7 +37,16 @@ drill_load() {
 check_window() {
 	local t0=$1 t1=$2
 	window_settled() { [ "$(sql "select count(*) from triggers where scheduled_at between '$t0' and '$t1' and state <> 'succeeded'")" = 0 ]; }
-	wait_until "every trigger of the window ends succeeded" 90 window_settled
+	if ! wait_until "every trigger of the window ends succeeded" 90 window_settled; then
+		# what is left, for the diagnosis
+		sql "select t.id, t.job_id, t.scheduled_at, t.state, t.attempt_count, t.next_attempt_at,
+		            t.lease_owner, t.lease_until, t.last_error_class,
+		            (select string_agg(a.fence || ':' || coalesce(a.outcome, '-') || '@' || a.node ||
+		                    coalesce('/' || a.error_class, ''), ', ' order by a.id)
+		               from attempts a where a.trigger_id = t.id and a.scheduled_at = t.scheduled_at)
+		       from triggers t where scheduled_at between '$t0' and '$t1' and state <> 'succeeded'
+		      order by t.id limit 10" 2>&1 | sed 's/^/    left: /'
+	fi
 	expect_exit "verify: nothing missing or doubled over the window" 0 "$PAL" verify --from "$t0" --to "$t1"
 	echo "    $(echo "$OUT" | head -1)"
 	FIG[missing]=$(sed -n 's/.* missing=\([0-9]*\).*/\1/p' <<<"$OUT" | head -1)

@@ -82,24 +82,26 @@ trap stop_all_nodes EXIT
 # SECONDS/STEP times: a poll of a loaded database can take longer than the
 # step, and a slow but healthy run then gets more time rather than a failure.
 # wait_wall is the same with a 1 s step (fewer polls of a busy database).
+# Its locals are prefixed: bash scopes dynamically, so a predicate that reads
+# a local of its caller (check_window's t0) would otherwise read ours.
 wait_until() {
-	local desc=$1 secs=$2
+	local _wu_desc=$1 _wu_secs=$2
 	shift 2
-	local step=${WAIT_STEP:-0.1} t0 now n=0 polls
-	polls=$(awk -v s="$secs" -v d="$step" 'BEGIN { printf "%d", s / d }')
-	t0=${EPOCHREALTIME//[.,]/}
+	local _wu_step=${WAIT_STEP:-0.1} _wu_t0 _wu_now _wu_n=0 _wu_polls
+	_wu_polls=$(awk -v s="$_wu_secs" -v d="$_wu_step" 'BEGIN { printf "%d", s / d }')
+	_wu_t0=${EPOCHREALTIME//[.,]/}
 	while :; do
-		n=$((n + 1))
+		_wu_n=$((_wu_n + 1))
 		if "$@" >/dev/null 2>&1; then
-			now=$(((${EPOCHREALTIME//[.,]/} - t0) / 100000))
-			pass "$desc (after ~$((now / 10)).$((now % 10))s)"
+			_wu_now=$(((${EPOCHREALTIME//[.,]/} - _wu_t0) / 100000))
+			pass "$_wu_desc (after ~$((_wu_now / 10)).$((_wu_now % 10))s)"
 			return 0
 		fi
-		now=${EPOCHREALTIME//[.,]/}
-		[ "$n" -ge "$polls" ] && [ $((now - t0)) -ge $((secs * 1000000)) ] && break
-		sleep "$step"
+		_wu_now=${EPOCHREALTIME//[.,]/}
+		[ "$_wu_n" -ge "$_wu_polls" ] && [ $((_wu_now - _wu_t0)) -ge $((_wu_secs * 1000000)) ] && break
+		sleep "$_wu_step"
 	done
-	fail "$desc (not within ${secs}s)"
+	fail "$_wu_desc (not within ${_wu_secs}s)"
 	return 1
 }
 wait_wall() { WAIT_STEP=1 wait_until "$@"; }

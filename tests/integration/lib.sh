@@ -18,7 +18,9 @@ pass() { T_CHECKS=$((T_CHECKS + 1)); echo "    ok   $*"; }
 fail() { T_CHECKS=$((T_CHECKS + 1)); T_FAILS=$((T_FAILS + 1)); echo "    FAIL $*"; }
 
 # check DESC COMMAND...: passes when COMMAND succeeds.
-check() { local d=$1; shift; if "$@"; then pass "$d"; else fail "$d"; fi; }
+# (Locals of the helpers that run a command are prefixed: a function run by
+# them reads its caller's locals by bash's dynamic scope, not ours.)
+check() { local _ck_d=$1; shift; if "$@"; then pass "$_ck_d"; else fail "$_ck_d"; fi; }
 
 # expect_eq DESC EXPECTED ACTUAL
 expect_eq() {
@@ -27,9 +29,9 @@ expect_eq() {
 
 # expect_exit DESC CODE COMMAND...: runs COMMAND, output into $OUT (stdout+stderr).
 expect_exit() {
-	local d=$1 want=$2; shift 2
-	OUT=$("$@" 2>&1); local rc=$?
-	if [ "$rc" -eq "$want" ]; then pass "$d (exit $rc)"; else fail "$d: exit $rc, want $want: $(echo "$OUT" | head -5)"; fi
+	local _ee_d=$1 _ee_want=$2; shift 2
+	OUT=$("$@" 2>&1); local _ee_rc=$?
+	if [ "$_ee_rc" -eq "$_ee_want" ]; then pass "$_ee_d (exit $_ee_rc)"; else fail "$_ee_d: exit $_ee_rc, want $_ee_want: $(echo "$OUT" | head -5)"; fi
 }
 
 # expect_match DESC REGEX TEXT
