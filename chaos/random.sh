@@ -168,13 +168,6 @@ PY
 expect_exit "apply $NJOBS jobs" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
 
 # ---- nodes: one launcher for the drill and for ops/rolling-upgrade.sh --------------
-# nodes_live A,B,...: every one registered in ZooKeeper (palisade status).
-nodes_live() {
-	"$PAL" status --config "$CLUSTER_CONF" --output json 2>/dev/null | python3 -c '
-import json, sys
-live = {n["id"] for n in json.load(sys.stdin).get("nodes", [])}
-sys.exit(0 if all(x in live for x in sys.argv[1].split(",")) else 1)' "$1"
-}
 declare -A ADM=([n1]=127.0.0.1:$(free_port) [n2]=127.0.0.1:$(free_port) [n3]=$NIP:$(free_port) [n4]=127.0.0.1:$(free_port))
 CLOCK=$NODE_DIR/n4.faketime
 echo "+0" >"$CLOCK"

@@ -140,6 +140,13 @@ all_shards_led() {
 }
 
 # shards_of NODE: shard ids led by NODE according to PostgreSQL.
+# nodes_live A,B,...: every one registered in ZooKeeper (palisade status).
+nodes_live() {
+	"$PAL" status --config "$CLUSTER_CONF" --output json 2>/dev/null | python3 -c '
+import json, sys
+live = {n["id"] for n in json.load(sys.stdin).get("nodes", [])}
+sys.exit(0 if all(x in live for x in sys.argv[1].split(",")) else 1)' "$1"
+}
 shards_of() { sql "select string_agg(shard_id::text, ',' order by shard_id) from shards where leader = '$1'"; }
 
 now_rfc3339() { date -u +%Y-%m-%dT%H:%M:%SZ; }

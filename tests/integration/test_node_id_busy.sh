@@ -13,15 +13,10 @@ fresh_db it_idbusy
 "$PAL" migrate >/dev/null
 SHARDS=4
 ZK_SESSION=4s SHARDS=4 write_conf "$CLUSTER_CONF"
-registered() { # ID: in `palisade status`'s node list
-	"$PAL" status --config "$CLUSTER_CONF" --output json 2>/dev/null | python3 -c '
-import json, sys
-sys.exit(0 if sys.argv[1] in {n["id"] for n in json.load(sys.stdin).get("nodes", [])} else 1)' "$1"
-}
 
 start_node b1
 wait_until "b1 leads every shard" 20 all_shards_led
-wait_until "b1 registered" 10 registered b1
+wait_until "b1 registered" 10 nodes_live b1
 
 echo "  -- kill -9, restarted at once (the old session lives ~4 s more)"
 kill9_node b1
@@ -30,11 +25,11 @@ start_node b1
 sleep 1.5
 check "the restarted process is still running 1.5 s later (not refused)" node_alive b1
 wait_until "it says it waits for the old session" 5 grep -q '"event":"node.id_busy"' "$NODE_DIR/b1.log"
-# (registered() alone would pass on the old session's znode, still there)
+# (nodes_live alone would pass on the old session's znode, still there)
 restarted_registered() { [ "$(grep -c '"event":"coord.session.started"' "$NODE_DIR/b1.log")" -ge 2 ]; }
 wait_until "the restarted process registered once the old session expired" 20 restarted_registered
 joined_ms=$(($(date +%s%3N) - t0))
-check "b1 is registered" registered b1
+check "b1 is registered" nodes_live b1
 echo "    figure: restarted 0 s after kill -9, registered ${joined_ms} ms later (session timeout 4 s)"
 wait_until "and leads every shard again" 20 all_shards_led
 check "the node never gave up (no node.id_in_use)" bash -c "! grep -q '\"event\":\"node.id_in_use\"' '$NODE_DIR/b1.log'"
@@ -49,7 +44,7 @@ expect_eq "is refused with exit 64" 64 "$rc"
 check "after waiting out a session's expiry (${dup_ms} ms >= 2 x 4 s)" test "$dup_ms" -ge 8000
 expect_match "naming the id and the session holding it" "node id b1 is already in use by a live node" "$(cat "$NODE_DIR/dup.log")"
 check "the running b1 is untouched" node_alive b1
-check "and still registered" registered b1
+check "and still registered" nodes_live b1
 stop_node b1
 expect_eq "b1 drains cleanly (exit 0)" 0 "${NODE_EXIT[b1]}"
 finish
