@@ -42,10 +42,17 @@ build_with_migration() {
 		flock 9
 		# The objects of the build under test, when there is one: only the
 		# embedded migrations are compiled again, and the program linked.
+		[ -f "$main/libpalisade.a" ] && nm -A "$main/libpalisade.a" 2>/dev/null | grep -q __asan_init && san=1
+		# Objects of the other flavour (an ASan run before a plain one, or
+		# back) are never linked with these: make and `cp -u` would keep
+		# them as up to date.
+		if [ "$(cat "$dir/.flavour" 2>/dev/null)" != "${san:-plain}" ]; then
+			rm -rf "$dir/src" "$dir/gen" "$dir/bin" "$dir/libpalisade.a"
+			echo "${san:-plain}" >"$dir/.flavour"
+		fi
 		if [ -f "$main/libpalisade.a" ]; then
 			(cd "$main" && find src -name '*.[od]' -print0 | xargs -0 -r cp -pu --parents -t "$dir") || exit 1
 			cp -p "$main"/.deps-* "$dir"/ 2>/dev/null
-			nm -A "$main/libpalisade.a" 2>/dev/null | grep -q __asan_init && san=1
 		fi
 		make --no-print-directory O="$dir" SAN="$san" -j2 \
 			SQL="$(ls sql/[0-9]*.sql | sort | tr '\n' ' ') $extra" \
