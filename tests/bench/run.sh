@@ -23,6 +23,9 @@
 #                          lateness lease handoff apply scale burst handoff200k
 #                          soak
 #   BENCH_SESSION=4        ZooKeeper session timeout of every node, seconds
+#   BENCH_BURST_SINKS="durable noop"
+#                          the burst's runs: with the reference sink, with the
+#                          no-op sink (both by default)
 #   BENCH_SINK_ARGS="..."  extra arguments of every reference sink the run
 #                          starts, e.g. '--group-max 1' to A/B group commit in
 #                          the lateness and burst sections (tests/bench/lib.sh)
@@ -775,8 +778,10 @@ section_burst() {
 	fi
 	local floor=
 	[ -n "${SINK_CEIL:-}" ] && [ "$SINK_CEIL" -gt 0 ] && floor=$((BURST_JOBS * 1000 / SINK_CEIL))
-	burst_run durable
+	local sinks=" ${BENCH_BURST_SINKS:-durable noop} "
+	[[ $sinks == *" durable "* ]] && burst_run durable &&
 	record_burst "$name" applied "$BURST_JOBS jobs (SQL, activated) on one instant; last effect applied (durable reference sink, same cores) - the instant; palisade committed its last result at +@DONE@ ms${floor:+; the sink alone needs >= $floor ms for them at its measured ceiling}"
+	[[ $sinks == *" noop "* ]] || return
 	[ "$(left_s)" -gt 60 ] || return
 	settle
 	burst_run noop
