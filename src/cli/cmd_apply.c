@@ -224,7 +224,8 @@ static bool jobs_move(pal_jobset *to, pal_jobset *set)
 	pal_job_spec *v = realloc(to->jobs, (to->n + set->n + 1) * sizeof *v);
 	if (!v)
 		return false;
-	memcpy(v + to->n, set->jobs, set->n * sizeof *v);
+	if (set->n) /* an empty batch has no array: memcpy from NULL is undefined */
+		memcpy(v + to->n, set->jobs, set->n * sizeof *v);
 	to->jobs = v;
 	to->n += set->n;
 	free(set->jobs);
