@@ -99,9 +99,13 @@ PAL_MUST_CHECK int pal_coord_open(const pal_coord_config *cfg, pal_metrics *m, p
  */
 uint64_t pal_coord_snapshot(pal_coord *c, pal_shard_lead *out, bool *connected);
 
-/* Block until the generation differs from GEN or TIMEOUT_MS passes; returns
- * the current generation. */
+/* Block until the generation differs from GEN, pal_coord_wake() was called
+ * or TIMEOUT_MS passes; returns the current generation. */
 uint64_t pal_coord_wait(pal_coord *c, uint64_t gen, int timeout_ms);
+
+/* End every pal_coord_wait() in progress now (the view did not change: a
+ * caller was told to stop). */
+void pal_coord_wake(pal_coord *c);
 
 /* The controller found itself fenced in PostgreSQL for SHARD (or gives it up):
  * delete our election znode for it and re-join at the tail.  Asynchronous. */

@@ -230,19 +230,26 @@ PAL_MUST_CHECK int pal_store_shard_jobs_ids(pal_store *st, const int *shards,
 
 /*
  * Graceful handoff (src/store/jobs.c, sql/014_shard_handoff.sql).
- * pal_store_handoff_write: as leader of SHARD at EPOCH whose committed
- * watermark is WATERMARK, record IDS[0..n) as the jobs with an instant in
- * (watermark, horizon]; PAL_ESTALE (nothing written) when the shard no
- * longer has that epoch and watermark.
+ * pal_store_handoff_write: as NODE, leader of each ROWS[i].shard at its
+ * epoch whose committed watermark is its watermark, record its ids as the
+ * jobs with an instant in (watermark, horizon], all rows in one
+ * transaction.  RCS[i]: PAL_OK, PAL_ESTALE (that row not written: the
+ * shard no longer has that epoch and watermark) or PAL_EDB (nothing
+ * written; the return value and ERR say why).
  * pal_store_handoff_read: for each SHARDS[i], the row whose watermark is
  * the shard's current one: HORIZONS[i] (PAL_NO_TIME: none usable) and
  * IDS[i] (a NULL-terminated array of ids, NULL when none; the caller frees
  * it with g_strfreev).
  * pal_store_handoff_clear: delete the rows of SHARDS[0..n).
  */
-PAL_MUST_CHECK int pal_store_handoff_write(pal_store *st, int shard, int64_t epoch,
-					   const char *node, int64_t watermark, int64_t horizon,
-					   const char *const *ids, size_t n, char *err,
+typedef struct pal_handoff {
+	int shard;
+	int64_t epoch, watermark, horizon;
+	const char *const *ids;
+	size_t n_ids;
+} pal_handoff;
+PAL_MUST_CHECK int pal_store_handoff_write(pal_store *st, const char *node,
+					   const pal_handoff *rows, size_t n, int *rcs, char *err,
 					   size_t errlen);
 PAL_MUST_CHECK int pal_store_handoff_read(pal_store *st, const int *shards, size_t n,
 					  int64_t *horizons, char ***ids, char *err,

@@ -799,13 +799,22 @@ uint64_t pal_coord_wait(pal_coord *c, uint64_t gen, int timeout_ms)
 {
 	struct timespec ts = pal_mono_deadline(timeout_ms > 0 ? timeout_ms : 0);
 	pthread_mutex_lock(&c->mu);
-	while (c->gen == gen && timeout_ms > 0) {
+	uint64_t kicks = c->kicks;
+	while (c->gen == gen && c->kicks == kicks && timeout_ms > 0) {
 		if (pthread_cond_timedwait(&c->changed, &c->mu, &ts) == ETIMEDOUT)
 			break;
 	}
 	uint64_t now = c->gen;
 	pthread_mutex_unlock(&c->mu);
 	return now;
+}
+
+void pal_coord_wake(pal_coord *c)
+{
+	pthread_mutex_lock(&c->mu);
+	c->kicks++;
+	pthread_cond_broadcast(&c->changed);
+	pthread_mutex_unlock(&c->mu);
 }
 
 void pal_coord_resign(pal_coord *c, int shard)

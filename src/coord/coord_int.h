@@ -96,6 +96,7 @@ struct pal_coord {
 	/* Under mu: the published view. */
 	pal_shard_lead *pub;
 	uint64_t gen;
+	uint64_t kicks; /* pal_coord_wake() calls: end the waits */
 	bool pub_connected;
 	char **nodes_cache; /* NULL-terminated, owned */
 

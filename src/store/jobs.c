@@ -94,21 +94,21 @@ int pal_store_jobs_json(pal_store *st, const char *job_id, json_t **out, char *e
 
 /* ---- graceful handoff (sql/014_shard_handoff.sql) ------------------------- */
 
-int pal_store_handoff_write(pal_store *st, int shard, int64_t epoch, const char *node,
-			    int64_t watermark, int64_t horizon, const char *const *ids, size_t n,
-			    char *err, size_t errlen)
+/* One row of pal_store_handoff_write: 0 rows when the shard moved on. */
+static int handoff_row(pal_store *st, const char *node, const pal_handoff *h, char *err,
+		       size_t errlen)
 {
-	char s[16], e[24], w[24], h[24];
-	snprintf(s, sizeof s, "%d", shard);
-	snprintf(e, sizeof e, "%lld", (long long)epoch);
-	snprintf(w, sizeof w, "%lld", (long long)watermark);
-	snprintf(h, sizeof h, "%lld", (long long)horizon);
+	char s[16], e[24], w[24], hz[24];
+	snprintf(s, sizeof s, "%d", h->shard);
+	snprintf(e, sizeof e, "%lld", (long long)h->epoch);
+	snprintf(w, sizeof w, "%lld", (long long)h->watermark);
+	snprintf(hz, sizeof hz, "%lld", (long long)h->horizon);
 	pal_pgarr a;
 	pal__pgarr_init(&a);
-	for (size_t i = 0; i < n; i++)
-		pal__pgarr_text(&a, ids[i]);
+	for (size_t i = 0; i < h->n_ids; i++)
+		pal__pgarr_text(&a, h->ids[i]);
 	char *arr = pal__pgarr_end(&a);
-	const char *p[] = { s, e, node, w, h, arr };
+	const char *p[] = { s, e, node, w, hz, arr };
 	/* Fenced: only while the shard still has our epoch and the watermark
 	 * our planner's state belongs to. */
 	PGresult *r = pal__store_query(
@@ -129,10 +129,43 @@ int pal_store_handoff_write(pal_store *st, int shard, int64_t epoch, const char 
 	int rows = PQntuples(r);
 	PQclear(r);
 	if (!rows) {
-		snprintf(err, errlen, "shard %d: no longer at epoch %s and watermark %s", shard, e, w);
+		snprintf(err, errlen, "shard %d: no longer at epoch %s and watermark %s", h->shard, e,
+			 w);
 		return PAL_ESTALE;
 	}
 	return PAL_OK;
+}
+
+int pal_store_handoff_write(pal_store *st, const char *node, const pal_handoff *rows, size_t n,
+			    int *rcs, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < n; i++)
+		rcs[i] = PAL_EDB;
+	if (!n)
+		return PAL_OK;
+	/* A row is a hint: lost in a crash, its successor loads the whole
+	 * shard.  So the rows of all shards go in one transaction that does
+	 * not wait for its WAL flush (the draining node resigns right after,
+	 * and each synchronous commit here cost it a disk flush first). */
+	int rc = pal__store_exec(st, "BEGIN", err, errlen);
+	if (!rc)
+		rc = pal__store_exec(st, "SET LOCAL synchronous_commit TO off", err, errlen);
+	for (size_t i = 0; !rc && i < n; i++) {
+		char e[512];
+		rcs[i] = handoff_row(st, node, &rows[i], e, sizeof e);
+		if (rcs[i] == PAL_EDB) {
+			snprintf(err, errlen, "%s", e);
+			rc = PAL_EDB;
+		}
+	}
+	if (!rc)
+		rc = pal__store_exec(st, "COMMIT", err, errlen);
+	if (rc) {
+		pal__store_rollback(st);
+		for (size_t i = 0; i < n; i++)
+			rcs[i] = PAL_EDB;
+	}
+	return rc;
 }
 
 int pal_store_handoff_read(pal_store *st, const int *shards, size_t n, int64_t *horizons,
