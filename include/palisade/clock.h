@@ -14,6 +14,9 @@
 
 /* CLOCK_MONOTONIC in milliseconds. */
 int64_t pal_mono_ms(void);
+/* CLOCK_MONOTONIC in microseconds (short waits that a sum of milliseconds
+ * would round away). */
+int64_t pal_mono_us(void);
 /* CLOCK_REALTIME in milliseconds since the epoch. */
 int64_t pal_wall_ms(void);
 /* The CLOCK_MONOTONIC instant MS milliseconds from now, for waits on a

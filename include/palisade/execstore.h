@@ -97,6 +97,13 @@ PAL_MUST_CHECK int pal_store_version_spec(pal_store *st, const char *job_id, int
 PAL_MUST_CHECK int pal_store_version_specs(pal_store *st, int n, const char *const *job_ids,
 					   const int *versions, json_t **specs, char *err,
 					   size_t errlen);
+/* The same without blocking, on a connection with no statement in flight
+ * (see pal_store_claim_send): _send, then pal_store_consume until the
+ * answer is complete, then _recv with the same N. */
+PAL_MUST_CHECK int pal_store_version_specs_send(pal_store *st, int n, const char *const *job_ids,
+						const int *versions, char *err, size_t errlen);
+PAL_MUST_CHECK int pal_store_version_specs_recv(pal_store *st, int n, json_t **specs, char *err,
+						size_t errlen);
 
 typedef struct pal_lease_ref {
 	int64_t id, fence;

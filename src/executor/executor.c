@@ -72,6 +72,9 @@ static void declare_metrics(pal_metrics *m)
 	pal_metric_declare(m, "palisade_executor_spec_unavailable_total", PAL_METRIC_COUNTER,
 			   "triggers handed back because their job version could not be read "
 			   "(database error), not failed");
+	pal_metric_declare(m, "palisade_executor_spec_read_seconds_total", PAL_METRIC_COUNTER,
+			   "time the executor loop waited for job versions it had not cached "
+			   "(blocking reads: no HTTP progress meanwhile)");
 	pal_metric_declare(m, "palisade_executor_results_total", PAL_METRIC_COUNTER,
 			   "results committed, by final state");
 	pal_metric_declare(m, "palisade_executor_stale_rejections_total", PAL_METRIC_COUNTER,
@@ -136,6 +139,7 @@ static void declare_metrics(pal_metrics *m)
 		{ "palisade_executor_render_skips_total", NULL },
 		{ "palisade_executor_spec_unavailable_total", NULL },
 		{ "palisade_executor_spec_cache_evictions_total", NULL },
+		{ "palisade_executor_spec_read_seconds_total", NULL },
 	};
 	for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++)
 		pal_metric_inc(m, zero[i][0], zero[i][1], 0);
@@ -533,11 +537,14 @@ static void *run(void *arg)
 			refresh_db_clock(ex, now);
 		}
 		bool claim_busy[PAL__CLAIM_CONNS];
+		/* A claim in flight (not the version read that may follow it). */
 		for (int i = 0; i < PAL__CLAIM_CONNS; i++)
-			claim_busy[i] = ex->cst[i] && pal_store_busy(ex->cst[i]);
+			claim_busy[i] = ex->cst[i] && pal_store_busy(ex->cst[i]) &&
+					!ex->spec_want[i].n;
 		pal__claim_recv(ex);
 		for (int i = 0; i < PAL__CLAIM_CONNS; i++)
-			if (claim_busy[i] && ex->cst[i] && !pal_store_busy(ex->cst[i]))
+			if (claim_busy[i] && (!ex->cst[i] || !pal_store_busy(ex->cst[i]) ||
+					      ex->spec_want[i].n))
 				observe_ms(ex, "palisade_executor_claim_seconds",
 					   pal_mono_ms() - ex->claim_sent_ms[i]);
 		/* No claim before the database's clock is known: every
@@ -715,6 +722,11 @@ void pal_executor_stop(pal_executor *ex, int64_t grace_ms)
 	pal_breakers_free(ex->breakers);
 	if (ex->breakers_shown)
 		g_hash_table_destroy(ex->breakers_shown);
+	for (int i = 0; i < PAL__CLAIM_CONNS; i++) {
+		/* a batch still waiting for its versions: its leases expire */
+		pal__spec_want_free(&ex->spec_want[i]);
+		pal_claimed_free(ex->spec_wait[i].c, ex->spec_wait[i].n);
+	}
 	pal__spec_cache_free(&ex->specs);
 	pal__leases_free(&ex->leases);
 	pal_store_close(ex->st);

@@ -46,10 +46,21 @@ void pal__spec_cache_free(spec_cache *c);
 void pal__spec_cache_insert(spec_cache *c, const char *job, int v, spec_entry *e);
 /* A call no longer points at E (returned by pal__spec_get). */
 void pal__spec_release(spec_cache *c, const spec_entry *e);
-/* Fetch the versions of the N claimed rows that are not cached yet, in one
- * statement through ST, and cache those that compile.  Best effort: what it
- * could not fetch, pal__spec_get fetches alone (and says why it failed). */
-void pal__spec_prefetch(spec_cache *c, pal_store *st, const pal_claimed *rows, int n);
+/* The distinct versions of a claimed batch that are not cached yet (JOBS
+ * point into the batch's rows). */
+typedef struct spec_want {
+	const char **jobs;
+	int *vers;
+	int n;
+} spec_want;
+/* Fill W with the versions of ROWS[0..n) missing from the cache; returns
+ * W->n (0: nothing to read, W holds nothing). */
+int pal__spec_missing(spec_cache *c, const pal_claimed *rows, int n, spec_want *w);
+/* Compile and cache what was read for W (SPECS[i] for W's i-th version,
+ * consumed; NULL entries are skipped: pal__spec_get reads those alone and
+ * says why they failed). */
+void pal__spec_fill(spec_cache *c, const spec_want *w, json_t **specs);
+void pal__spec_want_free(spec_want *w);
 /* The compiled spec of JOB's version V, cached and held for the caller
  * until pal__spec_release (never evicted meanwhile).  NULL on failure, with ERR
  * and *TRANSIENT: true when the version could not be read (no connection,
@@ -168,6 +179,10 @@ struct pal_executor {
 	pal_store *cst[PAL__CLAIM_CONNS]; /* claims (asynchronous), one in flight on each */
 	int claim_limit[PAL__CLAIM_CONNS];        /* triggers the claim in flight may return */
 	int64_t claim_sent_ms[PAL__CLAIM_CONNS];  /* CLOCK_MONOTONIC when it was sent */
+	/* A claimed batch waiting for the versions it needs, read on the same
+	 * connection without blocking (claim.c); n == 0: none */
+	pal_claim_out spec_wait[PAL__CLAIM_CONNS];
+	spec_want spec_want[PAL__CLAIM_CONNS];
 	bool claim_full;                          /* the last claim returned a full batch */
 	pal_store *rst; /* result commits (asynchronous) */
 	CURLM *multi;

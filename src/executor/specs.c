@@ -123,11 +123,17 @@ static spec_entry *entry_new(json_t *j, char *err, size_t errlen)
 	return e;
 }
 
-void pal__spec_prefetch(spec_cache *c, pal_store *st, const pal_claimed *rows, int n)
+void pal__spec_want_free(spec_want *w)
 {
-	if (!st || n <= 1)
-		return;
-	char key[192], err[256];
+	free(w->jobs);
+	free(w->vers);
+	*w = (spec_want){ 0 };
+}
+
+int pal__spec_missing(spec_cache *c, const pal_claimed *rows, int n, spec_want *w)
+{
+	*w = (spec_want){ 0 };
+	char key[192];
 	/* Most batches find every version cached: allocate nothing for them. */
 	int first = 0;
 	for (; first < n; first++) {
@@ -135,33 +141,37 @@ void pal__spec_prefetch(spec_cache *c, pal_store *st, const pal_claimed *rows, i
 		if (!g_hash_table_contains(c->map, key))
 			break;
 	}
-	if (first >= n - 1)
-		return; /* none missing, or only the last: pal__spec_get reads it */
-	const char **jobs = calloc((size_t)(n - first), sizeof *jobs);
-	int *vers = calloc((size_t)(n - first), sizeof *vers);
-	json_t **specs = calloc((size_t)(n - first), sizeof *specs);
+	if (first >= n)
+		return 0;
+	w->jobs = calloc((size_t)(n - first), sizeof *w->jobs);
+	w->vers = calloc((size_t)(n - first), sizeof *w->vers);
+	if (!w->jobs || !w->vers) {
+		pal__spec_want_free(w);
+		return 0; /* pal__spec_get reads them one by one */
+	}
 	GHashTable *asked = g_hash_table_new_full(g_str_hash, g_str_equal, free, NULL);
-	int m = 0;
-	for (int i = first; jobs && vers && specs && i < n; i++) {
+	for (int i = first; i < n; i++) {
 		cache_key(key, sizeof key, rows[i].job_id, rows[i].version);
 		if (g_hash_table_contains(c->map, key) || g_hash_table_contains(asked, key))
 			continue;
 		g_hash_table_add(asked, strdup(key));
-		jobs[m] = rows[i].job_id;
-		vers[m++] = rows[i].version;
-	}
-	if (m > 0 && !pal_store_version_specs(st, m, jobs, vers, specs, err, sizeof err)) {
-		for (int i = 0; i < m; i++) {
-			spec_entry *e = specs[i] ? entry_new(specs[i], err, sizeof err) : NULL;
-			if (e)
-				pal__spec_cache_insert(c, jobs[i], vers[i], e);
-			json_decref(specs[i]);
-		}
+		w->jobs[w->n] = rows[i].job_id;
+		w->vers[w->n++] = rows[i].version;
 	}
 	g_hash_table_destroy(asked);
-	free(jobs);
-	free(vers);
-	free(specs);
+	return w->n;
+}
+
+void pal__spec_fill(spec_cache *c, const spec_want *w, json_t **specs)
+{
+	char err[256];
+	for (int i = 0; i < w->n; i++) {
+		spec_entry *e = specs[i] ? entry_new(specs[i], err, sizeof err) : NULL;
+		if (e)
+			pal__spec_cache_insert(c, w->jobs[i], w->vers[i], e);
+		json_decref(specs[i]);
+		specs[i] = NULL;
+	}
 }
 
 const spec_entry *pal__spec_get(spec_cache *c, pal_store *st, const char *job, int v, char *err,

@@ -162,13 +162,15 @@ int pal_store_version_spec(pal_store *st, const char *job_id, int version, json_
 	return PAL_OK;
 }
 
-int pal_store_version_specs(pal_store *st, int n, const char *const *job_ids,
-			    const int *versions, json_t **specs, char *err, size_t errlen)
+static const char SQL_SPECS[] = "SELECT u.i, v.spec::text FROM unnest($1::text[], $2::int[])"
+				 " WITH ORDINALITY AS u(job_id, version, i)"
+				 " JOIN job_versions v ON v.job_id = u.job_id AND v.version = u.version";
+
+int pal_store_version_specs_send(pal_store *st, int n, const char *const *job_ids,
+				 const int *versions, char *err, size_t errlen)
 {
-	for (int i = 0; i < n; i++)
-		specs[i] = NULL;
-	if (n <= 0)
-		return PAL_OK;
+	if (pal__store_prepare(st, PAL__PREP_SPECS, "pal_specs", SQL_SPECS, 2, err, errlen))
+		return PAL_EDB;
 	pal_pgarr aj, av;
 	pal__pgarr_init(&aj);
 	pal__pgarr_init(&av);
@@ -178,13 +180,17 @@ int pal_store_version_specs(pal_store *st, int n, const char *const *job_ids,
 	}
 	char *js = pal__pgarr_end(&aj), *vs = pal__pgarr_end(&av);
 	const char *p[] = { js, vs };
-	PGresult *r = pal__store_query(st,
-				       "SELECT u.i, v.spec::text FROM unnest($1::text[], $2::int[])"
-				       " WITH ORDINALITY AS u(job_id, version, i)"
-				       " JOIN job_versions v ON v.job_id = u.job_id AND v.version = u.version",
-				       2, p, err, errlen);
+	int rc = pal__store_send_prepared(st, "pal_specs", 2, p, err, errlen);
 	g_free(js);
 	g_free(vs);
+	return rc;
+}
+
+int pal_store_version_specs_recv(pal_store *st, int n, json_t **specs, char *err, size_t errlen)
+{
+	for (int i = 0; i < n; i++)
+		specs[i] = NULL;
+	PGresult *r = pal__store_result(st, err, errlen);
 	if (!r)
 		return PAL_EDB;
 	for (int k = 0; k < PQntuples(r); k++) {
@@ -194,6 +200,17 @@ int pal_store_version_specs(pal_store *st, int n, const char *const *job_ids,
 	}
 	PQclear(r);
 	return PAL_OK;
+}
+
+int pal_store_version_specs(pal_store *st, int n, const char *const *job_ids,
+			    const int *versions, json_t **specs, char *err, size_t errlen)
+{
+	for (int i = 0; i < n; i++)
+		specs[i] = NULL;
+	if (n <= 0)
+		return PAL_OK;
+	int rc = pal_store_version_specs_send(st, n, job_ids, versions, err, errlen);
+	return rc ? rc : pal_store_version_specs_recv(st, n, specs, err, errlen);
 }
 
 /* The renewal reads which of the leases are still ours (`mine`, no lock),

@@ -15,7 +15,12 @@ struct pal_store {
 };
 
 /* Statements prepared once per connection (names "pal_claim", ...). */
-enum { PAL__PREP_CLAIM = 1u << 0, PAL__PREP_COMMIT = 1u << 1, PAL__PREP_RENEW = 1u << 2 };
+enum {
+	PAL__PREP_CLAIM = 1u << 0,
+	PAL__PREP_COMMIT = 1u << 1,
+	PAL__PREP_RENEW = 1u << 2,
+	PAL__PREP_SPECS = 1u << 3
+};
 /* Prepare SQL as NAME on ST unless BIT is already set. */
 int pal__store_prepare(pal_store *st, unsigned bit, const char *name, const char *sql, int nparams,
 		       char *err, size_t errlen);

@@ -748,25 +748,30 @@ YAML
 	else v=$(sql "SELECT round(extract(epoch FROM max(applied_at) - to_timestamp($b)) * 1000)
 	         FROM sink_effects WHERE path = '/effects/burst'"); fi
 	planned=$(sql "SELECT count(*) FROM triggers")
+	# How long the executor's loop sat in blocking reads of job versions
+	# (each distinct job's version is read once, per claimed batch).
+	local specms
+	specms=$(curl -s --max-time 2 "http://${NODE_ADMIN[burst-e]}/metrics" |
+		awk '$1 == "palisade_executor_spec_read_seconds_total" { printf "%.0f", $2 * 1000 }')
 	stop_node burst-e
 	stop_node burst-c
 	stop_sink burst
-	R_BURST="${v:-} ${got:-0} ${done_at:-?} $planned"
+	R_BURST="${v:-} ${got:-0} ${done_at:-?} $planned ${specms:-?}"
 }
 # record_burst NAME WHAT NOTE: the row of one burst_run (R_BURST); WHAT is
 # what was counted ("applied", "succeeded").
 record_burst() {
-	local v got done_at planned note=$3 extra=()
+	local v got done_at planned specms note=$3 extra=()
 	[ -n "$R_BURST" ] || return
-	read -r v got done_at planned <<<"$R_BURST"
+	read -r v got done_at planned specms <<<"$R_BURST"
 	note=${note//@DONE@/$done_at}
-	note="$note; $planned triggers planned"
+	note="$note; $planned triggers planned; the executor loop waited $specms ms in reads of job versions"
 	if [ "$got" -lt "$BURST_JOBS" ]; then
 		note="only $got of $BURST_JOBS $2 within ${BURST_WAIT} s (value is a lower bound); $note"
 		v=$((BURST_WAIT * 1000))
 		extra=(bound=lower)
 	fi
-	record "$1" "${v:-null}" ms 12000 lower "$note" n="$BURST_JOBS" "$2=$got" "${extra[@]}"
+	record "$1" "${v:-null}" ms 12000 lower "$note" n="$BURST_JOBS" "$2=$got" spec_read_ms="$specms" "${extra[@]}"
 }
 section_burst() {
 	local name="aligned burst: 100,000 jobs due on one second, last effect"
