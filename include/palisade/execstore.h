@@ -90,16 +90,13 @@ PAL_MUST_CHECK int pal_store_claim_recv(pal_store *st, pal_claim_out *out, char 
 PAL_MUST_CHECK int pal_store_version_spec(pal_store *st, const char *job_id, int version,
 					  json_t **spec, char *err, size_t errlen);
 
-/* The specs of N versions (JOB_IDS[i], VERSIONS[i]) in one statement:
- * SPECS[i] is a new reference, or NULL when that version does not exist or
- * its JSON does not parse (pal_store_version_spec tells which).  On an
- * error every SPECS[i] is NULL. */
-PAL_MUST_CHECK int pal_store_version_specs(pal_store *st, int n, const char *const *job_ids,
-					   const int *versions, json_t **specs, char *err,
-					   size_t errlen);
-/* The same without blocking, on a connection with no statement in flight
- * (see pal_store_claim_send): _send, then pal_store_consume until the
- * answer is complete, then _recv with the same N. */
+/* The specs of N versions (JOB_IDS[i], VERSIONS[i]) in one statement,
+ * without blocking, on a connection with no statement in flight (see
+ * pal_store_claim_send): _send, then pal_store_consume until the answer is
+ * complete, then _recv with the same N.  SPECS[i] is a new reference, or
+ * NULL when that version does not exist or its JSON does not parse
+ * (pal_store_version_spec tells which).  On an error every SPECS[i] is
+ * NULL. */
 PAL_MUST_CHECK int pal_store_version_specs_send(pal_store *st, int n, const char *const *job_ids,
 						const int *versions, char *err, size_t errlen);
 PAL_MUST_CHECK int pal_store_version_specs_recv(pal_store *st, int n, json_t **specs, char *err,

@@ -60,7 +60,6 @@ struct pal_controller {
 	pal_store *st;
 	led_shard *led;
 	pal_shard_lead *lead;
-	pal_shard_lead *lead_now; /* a fresher snapshot (claims_arrived) */
 	pal_plan_batch batch;
 	GPtrArray *load_bad; /* bad_load: jobs a load could not put, to quarantine */
 	char *fault_plan_job; /* test only: PALISADE_FAULT_PLAN_JOB, its planning fails */
@@ -715,24 +714,18 @@ static void load_handoff_rest(pal_controller *c)
 		quarantine_after_load(c, shards, n);
 }
 
-/*
- * Stopping (a drain): for each shard led with all its jobs loaded and a
- * committed tick, write the handoff row its successor starts from (fenced
- * by our epoch and the watermark our planner's state belongs to).  A shard
- * with too many jobs due gets none; a failure is logged and changes
- * nothing else (the successor loads the whole shard).
- */
 /* A shard won in ZooKeeper since the pass that took snapshot GEN began,
  * not yet claimed in PostgreSQL (a drain hands its shards over one by one:
  * the first is often won alone, the rest some ms later). */
 static bool claims_arrived(pal_controller *c, uint64_t gen)
 {
+	pal_shard_lead now[c->cfg.n_shards];
 	bool connected = false;
-	if (pal_coord_snapshot(c->coord, c->lead_now, &connected) == gen || !connected)
+	if (pal_coord_snapshot(c->coord, now, &connected) == gen || !connected)
 		return false;
 	for (int s = 0; s < c->cfg.n_shards; s++)
-		if (c->lead_now[s].leading && !c->lead[s].leading &&
-		    (!c->led[s].planner || c->led[s].epoch != c->lead_now[s].epoch))
+		if (now[s].leading && !c->lead[s].leading &&
+		    (!c->led[s].planner || c->led[s].epoch != now[s].epoch))
 			return true;
 	return false;
 }
@@ -769,6 +762,13 @@ static void finish_takeover(pal_controller *c, uint64_t gen)
 	check_key_horizons(c, check, NULL, 0, "shard acquired");
 }
 
+/*
+ * Stopping (a drain): for each shard led with all its jobs loaded and a
+ * committed tick, write the handoff row its successor starts from (fenced
+ * by our epoch and the watermark our planner's state belongs to).  A shard
+ * with too many jobs due gets none; a failure is logged and changes
+ * nothing else (the successor loads the whole shard).
+ */
 static void write_handoffs(pal_controller *c)
 {
 	int n_shards = c->cfg.n_shards;
@@ -1248,7 +1248,6 @@ int pal_controller_start(const pal_controller_config *cfg, pal_coord *coord, pal
 	c->load_bad = g_ptr_array_new_with_free_func(bad_load_free);
 	c->over_horizon = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	c->lead = calloc((size_t)cfg->n_shards, sizeof *c->lead);
-	c->lead_now = calloc((size_t)cfg->n_shards, sizeof *c->lead_now);
 	/* Test only (tests/integration/test_controller_quarantine.sh): the
 	 * planning of this job fails in every tick, as a bug in it would. */
 	const char *fpj = getenv("PALISADE_FAULT_PLAN_JOB");
@@ -1260,7 +1259,7 @@ int pal_controller_start(const pal_controller_config *cfg, pal_coord *coord, pal
 	const char *fss = getenv("PALISADE_FAULT_SLOW_STOP_MS");
 	if (fss && *fss)
 		c->fault_stop_ms = atoi(fss);
-	if (!c->conninfo || !c->node_id || !c->led || !c->lead || !c->lead_now) {
+	if (!c->conninfo || !c->node_id || !c->led || !c->lead) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
@@ -1288,7 +1287,6 @@ fail:
 	free(c->node_id);
 	free(c->led);
 	free(c->lead);
-	free(c->lead_now);
 	free(c);
 	return PAL_ENOMEM;
 }
@@ -1337,6 +1335,5 @@ void pal_controller_stop(pal_controller *c)
 	free(c->node_id);
 	free(c->led);
 	free(c->lead);
-	free(c->lead_now);
 	free(c);
 }

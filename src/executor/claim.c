@@ -152,14 +152,6 @@ void pal__call_due(pal_executor *ex, pal__call *k)
 	pal__start_or_defer(ex, k);
 }
 
-/* Count the loop's wait for job versions since T0 (a cache hit costs
- * microseconds and is counted too; the sum is what the reads cost). */
-static void spec_read_time(pal_executor *ex, int64_t t0)
-{
-	pal__minc(ex, "palisade_executor_spec_read_seconds_total", NULL,
-		  (double)(pal_mono_us() - t0) / 1e6);
-}
-
 static void begin_call(pal_executor *ex, pal_claimed *c, int64_t sent)
 {
 	pal__call *k = calloc(1, sizeof *k);
@@ -181,10 +173,8 @@ static void begin_call(pal_executor *ex, pal_claimed *c, int64_t sent)
 		ex->spec_read_faults--;
 		snprintf(err, sizeof err, "fault injection: PALISADE_FAULT_SPEC_READ");
 	} else if (ex->st) {
-		int64_t t0 = pal_mono_us();
 		k->spec = pal__spec_get(&ex->specs, ex->st, k->c.job_id, k->c.version, err, sizeof err,
 					&transient);
-		spec_read_time(ex, t0);
 	} else {
 		snprintf(err, sizeof err, "no database connection to read the job version");
 	}
@@ -252,7 +242,7 @@ static void recv_specs(pal_executor *ex, int i)
 			pal__spec_fill(&ex->specs, w, specs);
 		free(specs);
 	}
-	spec_read_time(ex, t0);
+	ex->specs.read_us += pal_mono_us() - t0;
 	if (rc) {
 		/* Each call reads its version alone (or hands its trigger back). */
 		pal_log(PAL_LOG_WARN, "executor.spec_read_failed", "{s:i, s:s}", "versions", w->n,

@@ -73,8 +73,8 @@ static void declare_metrics(pal_metrics *m)
 			   "triggers handed back because their job version could not be read "
 			   "(database error), not failed");
 	pal_metric_declare(m, "palisade_executor_spec_read_seconds_total", PAL_METRIC_COUNTER,
-			   "time the executor loop waited for job versions it had not cached "
-			   "(blocking reads: no HTTP progress meanwhile)");
+			   "time the executor loop spent reading and decoding job versions it had "
+			   "not cached (no HTTP progress meanwhile)");
 	pal_metric_declare(m, "palisade_executor_results_total", PAL_METRIC_COUNTER,
 			   "results committed, by final state");
 	pal_metric_declare(m, "palisade_executor_stale_rejections_total", PAL_METRIC_COUNTER,
@@ -360,6 +360,11 @@ static void publish_status(pal_executor *ex)
 			pal__minc(ex, "palisade_executor_spec_cache_evictions_total", NULL,
 				  (double)(ex->specs.evicted - ex->evictions_shown));
 			ex->evictions_shown = ex->specs.evicted;
+		}
+		if (ex->specs.read_us > ex->spec_read_shown) {
+			pal__minc(ex, "palisade_executor_spec_read_seconds_total", NULL,
+				  (double)(ex->specs.read_us - ex->spec_read_shown) / 1e6);
+			ex->spec_read_shown = ex->specs.read_us;
 		}
 	}
 	publish_breakers(ex);

@@ -35,6 +35,7 @@ typedef struct spec_cache {
 	size_t cap;       /* 0 = no bound */
 	size_t sweep_at;  /* the size at which the next insert sweeps */
 	uint64_t evicted; /* entries swept out, for the metric */
+	int64_t read_us;  /* spent reading and decoding versions, for the metric */
 } spec_cache;
 
 void pal__spec_cache_init(spec_cache *c, size_t cap);
@@ -199,6 +200,7 @@ struct pal_executor {
 	GHashTable *breakers_shown; /* host label strings published as open */
 	spec_cache specs;
 	uint64_t evictions_shown; /* specs.evicted already added to the metric */
+	int64_t spec_read_shown;  /* specs.read_us already added to the metric */
 	uint64_t rng;
 	int64_t next_claim_ms, db_backoff_ms, next_db_ms;
 

@@ -30,6 +30,7 @@ void pal__spec_cache_init(spec_cache *c, size_t cap)
 	c->cap = cap;
 	c->sweep_at = cap;
 	c->evicted = 0;
+	c->read_us = 0;
 }
 
 static gboolean unused_unheld(gpointer key, gpointer value, gpointer ud)
@@ -191,14 +192,17 @@ const spec_entry *pal__spec_get(spec_cache *c, pal_store *st, const char *job, i
 		return NULL;
 	}
 	json_t *j;
+	int64_t t0 = pal_mono_us();
 	int rc = pal_store_version_spec(st, job, v, &j, err, errlen);
 	if (rc) {
+		c->read_us += pal_mono_us() - t0;
 		*transient = rc != PAL_ENOENT && rc != PAL_EINVAL;
 		return NULL;
 	}
 	*transient = false;
 	e = entry_new(j, err, errlen);
 	json_decref(j);
+	c->read_us += pal_mono_us() - t0;
 	if (!e)
 		return NULL;
 	pal__spec_cache_insert(c, job, v, e);

@@ -202,17 +202,6 @@ int pal_store_version_specs_recv(pal_store *st, int n, json_t **specs, char *err
 	return PAL_OK;
 }
 
-int pal_store_version_specs(pal_store *st, int n, const char *const *job_ids,
-			    const int *versions, json_t **specs, char *err, size_t errlen)
-{
-	for (int i = 0; i < n; i++)
-		specs[i] = NULL;
-	if (n <= 0)
-		return PAL_OK;
-	int rc = pal_store_version_specs_send(st, n, job_ids, versions, err, errlen);
-	return rc ? rc : pal_store_version_specs_recv(st, n, specs, err, errlen);
-}
-
 /* The renewal reads which of the leases are still ours (`mine`, no lock),
  * locks those no other transaction holds (SKIP LOCKED: it never waits) and
  * extends them; a lease still ours whose row another transaction holds (a
