@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "palisade/err.h"
-#include "palisade/jobspec.h"
+#include "palisade/callspec.h"
 
 /* ---- classification ------------------------------------------------------ */
 
@@ -57,16 +57,16 @@ typedef struct pal_retry_decision {
 
 /*
  * After ATTEMPTS failed attempts (1-based count so far) at NOW_MS of a
- * trigger scheduled at SCHEDULED_MS, with spec S's retry policy: retry after
- * exponential backoff with S's jitter (full by default), not before
+ * trigger scheduled at SCHEDULED_MS, under retry policy P: retry after
+ * exponential backoff with P's jitter (full by default), not before
  * RETRY_AFTER_MS (-1: none), unless a budget (attempts, age since the
  * scheduled instant, job deadline) would be spent.  RNG is a xorshift state.
  */
-pal_retry_decision pal_retry_decide(const pal_job_spec *s, int attempts, int64_t now_ms,
+pal_retry_decision pal_retry_decide(const pal_retry_policy *p, int attempts, int64_t now_ms,
 				    int64_t scheduled_ms, int64_t retry_after_ms, uint64_t *rng);
 
 /* The un-jittered backoff before attempt ATTEMPTS+1, in ms. */
-int64_t pal_backoff_ms(const pal_job_spec *s, int attempts);
+int64_t pal_backoff_ms(const pal_retry_policy *p, int attempts);
 
 /* ---- circuit breaker per target host ------------------------------------------ */
 

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "palisade/callspec.h"
 #include "palisade/store.h"
 #include "palisade/tstate.h"
 
@@ -86,21 +87,21 @@ PAL_MUST_CHECK int pal_store_claim_send(pal_store *st, const pal_claim_req *req,
 PAL_MUST_CHECK int pal_store_claim_recv(pal_store *st, pal_claim_out *out, char *err,
 					size_t errlen);
 
-/* Spec JSON (canonical) of JOB_ID version V; new reference. */
-PAL_MUST_CHECK int pal_store_version_spec(pal_store *st, const char *job_id, int version,
-					  json_t **spec, char *err, size_t errlen);
-
-/* The specs of N versions (JOB_IDS[i], VERSIONS[i]) in one statement,
- * without blocking, on a connection with no statement in flight (see
- * pal_store_claim_send): _send, then pal_store_consume until the answer is
- * complete, then _recv with the same N.  SPECS[i] is a new reference, or
- * NULL when that version does not exist or its JSON does not parse
- * (pal_store_version_spec tells which).  On an error every SPECS[i] is
- * NULL. */
-PAL_MUST_CHECK int pal_store_version_specs_send(pal_store *st, int n, const char *const *job_ids,
-						const int *versions, char *err, size_t errlen);
-PAL_MUST_CHECK int pal_store_version_specs_recv(pal_store *st, int n, json_t **specs, char *err,
-						size_t errlen);
+/* What the calls of N versions (JOB_IDS[i], VERSIONS[i]) need
+ * (callspec.h), in one statement, without blocking, on a connection with
+ * no statement in flight (see pal_store_claim_send): _send, then
+ * pal_store_consume until the answer is complete, then _recv with the same
+ * N.  CALLS[i] is new (free()), or NULL when that version does not exist or
+ * does not build (pal_store_call_spec tells which).  On an error every
+ * CALLS[i] is NULL. */
+PAL_MUST_CHECK int pal_store_call_specs_send(pal_store *st, int n, const char *const *job_ids,
+					     const int *versions, char *err, size_t errlen);
+PAL_MUST_CHECK int pal_store_call_specs_recv(pal_store *st, int n, pal_call_spec **calls,
+					     char *err, size_t errlen);
+/* The same for one version, waiting for the answer: PAL_ENOENT when it does
+ * not exist, PAL_EINVAL when it does not build (ERR says why), PAL_EDB. */
+PAL_MUST_CHECK int pal_store_call_spec(pal_store *st, const char *job_id, int version,
+				       pal_call_spec **call, char *err, size_t errlen);
 
 typedef struct pal_lease_ref {
 	int64_t id, fence;

@@ -19,6 +19,10 @@
 #include "palisade/err.h"
 #include "palisade/cron.h"
 
+/* The layout of the canonical form this binary writes and reads (its
+ * "format" key). */
+#define PAL_SPEC_FORMAT 1
+
 typedef enum { PAL_MISFIRE_FIRE_ALL, PAL_MISFIRE_FIRE_ONCE, PAL_MISFIRE_SKIP, PAL_MISFIRE_MANUAL } pal_misfire_policy;
 typedef enum { PAL_OVERLAP_ALLOW, PAL_OVERLAP_FORBID, PAL_OVERLAP_QUEUE, PAL_OVERLAP_REPLACE } pal_overlap_policy;
 typedef enum { PAL_JITTER_FULL, PAL_JITTER_EQUAL, PAL_JITTER_NONE } pal_jitter;

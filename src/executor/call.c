@@ -122,7 +122,7 @@ static struct curl_slist *append_hdr(struct curl_slist *list, char *h)
 
 static int render_all(pal_executor *ex, pal__call *k, char *err, size_t errlen)
 {
-	const pal_job_spec *s = &k->spec->spec;
+	const pal_call_spec *s = k->spec->call;
 	char date[16] = "";
 	int64_t local = k->spec->tz ? pal_tz_to_local(k->spec->tz, k->c.scheduled_at)
 				    : k->c.scheduled_at;
@@ -212,7 +212,7 @@ int pal__call_start(pal_executor *ex, pal__call *k)
 			(json_int_t)k->c.id, "job", k->c.job_id, "error", err);
 		return rc;
 	}
-	const pal_job_spec *s = &k->spec->spec;
+	const pal_call_spec *s = k->spec->call;
 	CURL *e = pal__easy_take(ex);
 	if (!e)
 		return PAL_ENOMEM;

@@ -121,9 +121,9 @@ void pal__leave_park(pal_executor *ex, pal__call *k, pal__phase ph)
  * the breaker, then start the query or the call. */
 void pal__call_due(pal_executor *ex, pal__call *k)
 {
-	const pal_job_spec *s = &k->spec->spec;
+	const pal_call_spec *s = k->spec->call;
 	int64_t age = pal__db_ms(ex) - k->c.scheduled_at * 1000;
-	if (s->deadline_ms > 0 && age > s->deadline_ms) {
+	if (s->retry.deadline_ms > 0 && age > s->retry.deadline_ms) {
 		/* `failed`, or `manual` with a ticket while an earlier outcome
 		 * is unknown */
 		pal__spent(ex, k, "deadline", 0, "deadline");
@@ -204,7 +204,7 @@ static void begin_call(pal_executor *ex, pal_claimed *c, int64_t sent)
 		pal__spent(ex, k, "bad_spec", 0, NULL);
 		return;
 	}
-	pal_url_host(k->spec->spec.url, k->host, sizeof k->host);
+	pal_url_host(k->spec->call->url, k->host, sizeof k->host);
 	int64_t wait = k->c.ready_ms - pal__db_ms(ex);
 	if (wait > 0) {
 		k->ph = PHASE_AHEAD;
@@ -235,12 +235,12 @@ static void recv_specs(pal_executor *ex, int i)
 		return;
 	int64_t t0 = pal_mono_us();
 	if (!rc) {
-		json_t **specs = calloc((size_t)w->n, sizeof *specs);
-		rc = pal_store_version_specs_recv(ex->cst[i], specs ? w->n : 0, specs, err,
-						  sizeof err);
-		if (!rc && specs)
-			pal__spec_fill(&ex->specs, w, specs);
-		free(specs);
+		pal_call_spec **calls = calloc((size_t)w->n, sizeof *calls);
+		rc = pal_store_call_specs_recv(ex->cst[i], calls ? w->n : 0, calls, err,
+					       sizeof err);
+		if (!rc && calls)
+			pal__spec_fill(&ex->specs, w, calls);
+		free(calls);
 	}
 	ex->specs.read_us += pal_mono_us() - t0;
 	if (rc) {
@@ -297,8 +297,7 @@ static void recv_one(pal_executor *ex, int i)
 	 * during which no HTTP moved.  The calls start when they arrive. */
 	spec_want w;
 	if (!ex->spec_read_faults && pal__spec_missing(&ex->specs, o.c, o.n, &w) > 0) {
-		if (!pal_store_version_specs_send(ex->cst[i], w.n, w.jobs, w.vers, err,
-						  sizeof err)) {
+		if (!pal_store_call_specs_send(ex->cst[i], w.n, w.jobs, w.vers, err, sizeof err)) {
 			ex->spec_wait[i] = o;
 			ex->spec_want[i] = w;
 			return;

@@ -11,7 +11,7 @@
 #include "palisade/clock.h"
 #include "palisade/execstore.h"
 #include "palisade/executor.h"
-#include "palisade/jobspec.h"
+#include "palisade/callspec.h"
 #include "palisade/store.h"
 #include "palisade/tz.h"
 
@@ -19,7 +19,7 @@
 /* ---- spec cache (specs.c): job versions are immutable, so cache forever --- */
 
 typedef struct spec_entry {
-	pal_job_spec spec;
+	pal_call_spec *call; /* owned */
 	const pal_tz *tz; /* the job's zone, for {scheduled_date}; shared (pal_zone_acquire) */
 	int holds;        /* calls pointing at it (pal__spec_get .. pal__spec_release) */
 	bool used;        /* looked up since the last sweep */
@@ -57,10 +57,10 @@ typedef struct spec_want {
 /* Fill W with the versions of ROWS[0..n) missing from the cache; returns
  * W->n (0: nothing to read, W holds nothing). */
 int pal__spec_missing(spec_cache *c, const pal_claimed *rows, int n, spec_want *w);
-/* Compile and cache what was read for W (SPECS[i] for W's i-th version,
- * consumed; NULL entries are skipped: pal__spec_get reads those alone and
- * says why they failed). */
-void pal__spec_fill(spec_cache *c, const spec_want *w, json_t **specs);
+/* Cache what was read for W (CALLS[i] for W's i-th version, taken over;
+ * NULL entries are skipped: pal__spec_get reads those alone and says why
+ * they failed). */
+void pal__spec_fill(spec_cache *c, const spec_want *w, pal_call_spec **calls);
 void pal__spec_want_free(spec_want *w);
 /* The compiled spec of JOB's version V, cached and held for the caller
  * until pal__spec_release (never evicted meanwhile).  NULL on failure, with ERR

@@ -64,7 +64,7 @@ void pal__spent(pal_executor *ex, pal__call *k, const char *cls, int http, const
 static void retry_or_fail(pal_executor *ex, pal__call *k, const char *cls, int http,
 			  int64_t retry_after)
 {
-	pal_retry_decision d = pal_retry_decide(&k->spec->spec, k->c.attempt, pal__db_ms(ex),
+	pal_retry_decision d = pal_retry_decide(&k->spec->call->retry, k->c.attempt, pal__db_ms(ex),
 						k->c.scheduled_at * 1000, retry_after, &ex->rng);
 	if (d.retry)
 		pal__queue_result(ex, k, PAL_TS_RETRY_WAIT, cls, http, d.delay_ms, NULL);
@@ -154,7 +154,7 @@ void pal__call_finished(pal_executor *ex, pal__call *k, CURLcode code)
 
 	bool query = k->ph == PHASE_QUERY;
 	pal_action act = pal_outcome_decide(query, &cl, status, k->called,
-					    k->spec->spec.status_url != NULL);
+					    k->spec->call->status_url != NULL);
 	k->unknown = pal_unknown_after(k->unknown, query, &cl, status);
 	char lab[64];
 	if (query) {
@@ -227,10 +227,10 @@ void pal__call_finished(pal_executor *ex, pal__call *k, CURLcode code)
 		int rc = pal__call_start(ex, k);
 		if (rc && !pal__render_skip(ex, k, rc))
 			pal__queue_result(ex, k, PAL_TS_UNKNOWN, cl.error_class, 0,
-					  pal_backoff_ms(&k->spec->spec, k->c.attempt), NULL);
+					  pal_backoff_ms(&k->spec->call->retry, k->c.attempt), NULL);
 		break;
 	case PAL_ACT_UNKNOWN: {
-		pal_retry_decision d = pal_retry_decide(&k->spec->spec, k->c.attempt, pal__db_ms(ex),
+		pal_retry_decision d = pal_retry_decide(&k->spec->call->retry, k->c.attempt, pal__db_ms(ex),
 							k->c.scheduled_at * 1000, -1, &ex->rng);
 		if (d.retry)
 			pal__queue_result(ex, k, PAL_TS_UNKNOWN, "status_query_failed", (int)status,

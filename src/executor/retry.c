@@ -14,7 +14,7 @@ static uint64_t xorshift(uint64_t *s)
 	return *s = x;
 }
 
-int64_t pal_backoff_ms(const pal_job_spec *s, int attempts)
+int64_t pal_backoff_ms(const pal_retry_policy *s, int attempts)
 {
 	double b = (double)s->backoff_initial_ms;
 	double m = s->backoff_multiplier > 1 ? s->backoff_multiplier : 1;
@@ -25,7 +25,7 @@ int64_t pal_backoff_ms(const pal_job_spec *s, int attempts)
 	return (int64_t)b;
 }
 
-pal_retry_decision pal_retry_decide(const pal_job_spec *s, int attempts, int64_t now_ms,
+pal_retry_decision pal_retry_decide(const pal_retry_policy *s, int attempts, int64_t now_ms,
 				    int64_t scheduled_ms, int64_t retry_after_ms, uint64_t *rng)
 {
 	pal_retry_decision d = { 0 };

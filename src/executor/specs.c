@@ -1,5 +1,6 @@
 /*
- * specs.c - cache of job version specs for the executor.  Versions are
+ * specs.c - cache of job versions for the executor, in their compact call
+ * form (callspec.h).  Versions are
  * immutable (docs/schema.md), so an entry never goes stale; what bounds the
  * cache is memory (executor.spec_cache entries, a second-chance sweep; an
  * entry a call points at is never freed).  Owned by the executor thread.
@@ -14,7 +15,7 @@
 static void entry_free(void *p)
 {
 	spec_entry *e = p;
-	pal_job_spec_clear(&e->spec);
+	free(e->call);
 	pal_zone_release(e->tz);
 	free(e);
 }
@@ -105,21 +106,17 @@ void pal__spec_cache_free(spec_cache *c)
 	c->map = NULL;
 }
 
-/* A cache entry compiled from the canonical spec J (not consumed); NULL
- * with ERR when it does not decode. */
-static spec_entry *entry_new(json_t *j, char *err, size_t errlen)
+/* A cache entry for CALL (taken over); NULL when out of memory. */
+static spec_entry *entry_new(pal_call_spec *call)
 {
 	spec_entry *e = calloc(1, sizeof *e);
 	if (!e) {
-		snprintf(err, errlen, "out of memory");
+		free(call);
 		return NULL;
 	}
-	if (pal_job_spec_from_canonical(j, &e->spec, err, errlen)) {
-		free(e);
-		return NULL;
-	}
+	e->call = call;
 	char terr[256];
-	if (pal_zone_acquire(e->spec.timezone, &e->tz, terr, sizeof terr))
+	if (pal_zone_acquire(call->timezone, &e->tz, terr, sizeof terr))
 		e->tz = NULL; /* {scheduled_date} falls back to UTC */
 	return e;
 }
@@ -163,15 +160,13 @@ int pal__spec_missing(spec_cache *c, const pal_claimed *rows, int n, spec_want *
 	return w->n;
 }
 
-void pal__spec_fill(spec_cache *c, const spec_want *w, json_t **specs)
+void pal__spec_fill(spec_cache *c, const spec_want *w, pal_call_spec **calls)
 {
-	char err[256];
 	for (int i = 0; i < w->n; i++) {
-		spec_entry *e = specs[i] ? entry_new(specs[i], err, sizeof err) : NULL;
+		spec_entry *e = calls[i] ? entry_new(calls[i]) : NULL;
 		if (e)
 			pal__spec_cache_insert(c, w->jobs[i], w->vers[i], e);
-		json_decref(specs[i]);
-		specs[i] = NULL;
+		calls[i] = NULL;
 	}
 }
 
@@ -191,20 +186,22 @@ const spec_entry *pal__spec_get(spec_cache *c, pal_store *st, const char *job, i
 		snprintf(err, errlen, "no database connection");
 		return NULL;
 	}
-	json_t *j;
+	pal_call_spec *call;
 	int64_t t0 = pal_mono_us();
-	int rc = pal_store_version_spec(st, job, v, &j, err, errlen);
+	int rc = pal_store_call_spec(st, job, v, &call, err, errlen);
 	if (rc) {
 		c->read_us += pal_mono_us() - t0;
 		*transient = rc != PAL_ENOENT && rc != PAL_EINVAL;
 		return NULL;
 	}
 	*transient = false;
-	e = entry_new(j, err, errlen);
-	json_decref(j);
+	e = entry_new(call);
 	c->read_us += pal_mono_us() - t0;
-	if (!e)
+	if (!e) {
+		*transient = true;
+		snprintf(err, errlen, "out of memory");
 		return NULL;
+	}
 	pal__spec_cache_insert(c, job, v, e);
 	e = g_hash_table_lookup(c->map, key);
 	e->used = true;

@@ -34,7 +34,7 @@
 #include "palisade/jobspec.h"
 #include "palisade/timefmt.h"
 
-#define CANON_FORMAT 1
+#define CANON_FORMAT PAL_SPEC_FORMAT
 #define DIGEST_FLAGS (JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(15))
 #define DEFAULT_IDEM "{job}/{scheduled_at}/{partition}"
 

@@ -108,9 +108,9 @@ static void test_classify_oversized_2xx_body_is_success(void **st)
 	assert_int_equal(c.outcome, PAL_OUT_SUCCESS);
 }
 
-static pal_job_spec retry_spec(void)
+static pal_retry_policy retry_spec(void)
 {
-	pal_job_spec s = { 0 };
+	pal_retry_policy s = { 0 };
 	s.max_attempts = 5;
 	s.backoff_initial_ms = 1000;
 	s.backoff_max_ms = 8000;
@@ -122,7 +122,7 @@ static pal_job_spec retry_spec(void)
 
 static void test_backoff_grows_and_caps(void **st)
 {
-	pal_job_spec s = retry_spec();
+	pal_retry_policy s = retry_spec();
 	assert_int_equal(pal_backoff_ms(&s, 1), 1000);
 	assert_int_equal(pal_backoff_ms(&s, 2), 2000);
 	assert_int_equal(pal_backoff_ms(&s, 3), 4000);
@@ -132,7 +132,7 @@ static void test_backoff_grows_and_caps(void **st)
 
 static void test_full_jitter_stays_within_backoff(void **st)
 {
-	pal_job_spec s = retry_spec();
+	pal_retry_policy s = retry_spec();
 	uint64_t rng = 42;
 	int64_t lo = INT64_MAX, hi = 0;
 	for (int i = 0; i < 2000; i++) {
@@ -151,7 +151,7 @@ static void test_full_jitter_stays_within_backoff(void **st)
 
 static void test_retry_budgets(void **st)
 {
-	pal_job_spec s = retry_spec();
+	pal_retry_policy s = retry_spec();
 	uint64_t rng = 7;
 	pal_retry_decision d = pal_retry_decide(&s, 5, 0, 0, -1, &rng);
 	assert_false(d.retry);

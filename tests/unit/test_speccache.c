@@ -16,9 +16,19 @@
 static spec_entry *fresh(int i)
 {
 	spec_entry *e = calloc(1, sizeof *e);
-	char id[32];
-	snprintf(id, sizeof id, "job-%d", i);
-	e->spec.id = strdup(id);
+	char url[64], err[256];
+	snprintf(url, sizeof url, "http://127.0.0.1/job-%d", i);
+	const char *f[PAL_CF_N] = {
+		[PAL_CF_FORMAT] = "1",		    [PAL_CF_METHOD] = "POST",
+		[PAL_CF_URL] = url,		    [PAL_CF_HEADERS] = "{}",
+		[PAL_CF_TIMEOUT_MS] = "30000",	    [PAL_CF_IDEM_KEY] = "{job}",
+		[PAL_CF_TIMEZONE] = "UTC",	    [PAL_CF_DEADLINE_MS] = "0",
+		[PAL_CF_MAX_ATTEMPTS] = "5",	    [PAL_CF_MAX_AGE_MS] = "0",
+		[PAL_CF_INITIAL_MS] = "1000",	    [PAL_CF_MAX_MS] = "60000",
+		[PAL_CF_MULTIPLIER] = "2.0",	    [PAL_CF_JITTER] = "full",
+	};
+	e->call = pal_call_spec_new(f, err, sizeof err);
+	assert_non_null(e->call);
 	return e;
 }
 
@@ -75,7 +85,7 @@ static void test_held_entry_is_never_freed(void **st)
 	for (int i = 0; i < 10; i++) {
 		const spec_entry *e = get(&c, i);
 		assert_ptr_equal(e, held[i]); /* still cached, same memory */
-		assert_string_equal(e->spec.id, held[i]->spec.id);
+		assert_string_equal(e->call->url, held[i]->call->url);
 		pal__spec_release(&c, e);
 		pal__spec_release(&c, held[i]);
 	}

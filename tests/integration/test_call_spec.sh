@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The executor makes its calls from a compact form of each job version
+# (src/spec/callspec.c): the fields a call needs, extracted by the server
+# from the columns apply writes beside the spec (target, retry,
+# idempotency_key, timezone, deadline_ms), not the whole canonical spec
+# parsed on the executor's loop.  callspec_probe reads each job's latest
+# version both ways and compares them field by field: methods, bodies,
+# status URLs, headers (secret references unresolved, one header or three),
+# zones, retry budgets with a fractional multiplier, deadlines.  A version
+# whose stored target this binary cannot read is refused with the field
+# named, not called with a default.
+source tests/integration/lib.sh
+guarantee "the executor's call form of a version says what its canonical spec says, field by field"
+
+fresh_db it_call_spec
+"$PAL" migrate >/dev/null
+f=$PALISADE_TEST_TMP/call-jobs.yaml
+cat >"$f" <<'YAML'
+jobs:
+  - {id: calls.plain, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: {url: "http://127.0.0.1:9/effects/plain"}}
+  - id: calls.full
+    schedule: {cron: "0 0 0 1 1 ? 2099", timezone: Europe/Berlin}
+    deadline: 10m
+    idempotency_key: "{job}:{scheduled_date}:{scheduled_at}:{partition}"
+    target:
+      method: PUT
+      url: http://127.0.0.1:9/effects/full
+      headers: {Authorization: "Bearer ${PAY_TOKEN}", X-Tenant: acme, Content-Type: application/json}
+      body: '{"day": "{scheduled_date}", "note": "café \"quoted\""}'
+      timeout: 2500ms
+      status_url: http://127.0.0.1:9/status/{idempotency_key}
+    retry: {max_attempts: 9, backoff: {initial: 250ms, max: 4s, multiplier: 1.1, jitter: equal}, max_age: 2h}
+  - id: calls.get
+    schedule: {cron: "0 0 0 1 1 ? 2099", timezone: America/New_York}
+    target: {method: GET, url: "http://127.0.0.1:9/ping", headers: {X-One: "1"}}
+    retry: {max_attempts: 1, backoff: {jitter: none}, max_age: 0s}
+YAML
+expect_exit "apply the jobs" 0 "$PAL" apply "$f"
+PROBE=${PALISADE_ITESTS:-build/itests}/callspec_probe
+out=$("$PROBE" --pg "$PALISADE_PG" calls.plain calls.full calls.get 2>"$PALISADE_TEST_TMP/probe.err")
+rc=$?
+sed 's/^/    /' <<<"$out"
+sed 's/^/    /' "$PALISADE_TEST_TMP/probe.err" | head -4
+expect_eq "the probe ran" 0 "$rc"
+expect_eq "a job with every default: the same" "calls.plain ok" "$(grep '^calls.plain ' <<<"$out")"
+expect_eq "a job with every call field set: the same" "calls.full ok" "$(grep '^calls.full ' <<<"$out")"
+expect_eq "a GET with one header and no retries: the same" "calls.get ok" "$(grep '^calls.get ' <<<"$out")"
+
+# A stored target this binary does not read (a method it does not know):
+# refused, naming the field, never called with a default method.
+sql "UPDATE job_versions SET target = jsonb_set(target, '{method}', '\"TRACE\"')
+     WHERE job_id = 'calls.get'" >/dev/null
+out=$("$PROBE" --pg "$PALISADE_PG" calls.get 2>&1)
+echo "    $out"
+expect_match "an unknown method is refused with its field named" "^calls.get refused .*target.method" "$out"
+finish
