@@ -234,6 +234,11 @@ static void recv_specs(pal_executor *ex, int i)
 	if (!rc && !done)
 		return;
 	int64_t t0 = pal_mono_us();
+	if (!rc && ex->spec_batch_faults > 0) {
+		ex->spec_batch_faults--;
+		snprintf(err, sizeof err, "fault injection: PALISADE_FAULT_SPEC_BATCH");
+		rc = PAL_EDB;
+	}
 	if (!rc) {
 		pal_call_spec **calls = calloc((size_t)w->n, sizeof *calls);
 		rc = pal_store_call_specs_recv(ex->cst[i], calls ? w->n : 0, calls, err,

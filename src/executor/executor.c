@@ -657,6 +657,13 @@ int pal_executor_start(const pal_executor_config *cfg, pal_metrics *m, pal_execu
 	if (ex->spec_read_faults > 0)
 		pal_log(PAL_LOG_WARN, "executor.fault_injection", "{s:s, s:i}", "fault",
 			"fail job-version reads", "count", ex->spec_read_faults);
+	/* Test-only: the first N batch reads of a claimed batch's versions
+	 * fail as a connection lost mid-answer would (test_call_spec.sh). */
+	const char *bf = getenv("PALISADE_FAULT_SPEC_BATCH");
+	ex->spec_batch_faults = bf ? atoi(bf) : 0;
+	if (ex->spec_batch_faults > 0)
+		pal_log(PAL_LOG_WARN, "executor.fault_injection", "{s:s, s:i}", "fault",
+			"fail batch reads of job versions", "count", ex->spec_batch_faults);
 	if (ex->cfg.lease_ms <= 0)
 		ex->cfg.lease_ms = 30000;
 	if (ex->cfg.heartbeat_ms <= 0)

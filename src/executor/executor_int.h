@@ -220,6 +220,8 @@ struct pal_executor {
 	bool ignore_lease_loss; /* drill only: PALISADE_FAULT_IGNORE_LEASE_LOSS=1 */
 	int spec_read_faults;   /* test only: PALISADE_FAULT_SPEC_READ=N fails the first N
 				   job-version reads as the database would (transient) */
+	int spec_batch_faults;  /* test only: PALISADE_FAULT_SPEC_BATCH=N fails the first N
+				   batch reads of versions (the calls read theirs alone) */
 	int64_t db_offset_ms;      /* database clock - CLOCK_MONOTONIC (pal__db_ms) */
 	int64_t db_wall_offset_ms; /* database clock - CLOCK_REALTIME (the metric) */
 	int64_t db_offset_at_ms;   /* CLOCK_MONOTONIC of that measurement, 0 = never */

@@ -8,8 +8,12 @@
 # status URLs, headers (secret references unresolved, one header or three),
 # zones, retry budgets with a fractional multiplier, deadlines.  A version
 # whose stored target this binary cannot read is refused with the field
-# named, not called with a default.
+# named, not called with a default.  And when the one statement that reads
+# a claimed batch's versions fails (PALISADE_FAULT_SPEC_BATCH: as a
+# connection lost mid-answer), each call reads its version alone and the
+# batch runs: nothing is handed back or failed for it.
 source tests/integration/lib.sh
+source tests/integration/cluster.sh
 guarantee "the executor's call form of a version says what its canonical spec says, field by field"
 
 fresh_db it_call_spec
@@ -53,4 +57,24 @@ sql "UPDATE job_versions SET target = jsonb_set(target, '{method}', '\"TRACE\"')
 out=$("$PROBE" --pg "$PALISADE_PG" calls.get 2>&1)
 echo "    $out"
 expect_match "an unknown method is refused with its field named" "^calls.get refused .*target.method" "$out"
+
+# The batch read fails: the calls read their versions alone.
+start_sink || { finish; exit 1; }
+gen_sink_jobs "$NODE_DIR/batch-jobs.yaml" 6 "*/2 * * * * ?" t1 batch
+SHARDS=2 write_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
+sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+expect_exit "apply six jobs" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/batch-jobs.yaml"
+PALISADE_FAULT_SPEC_BATCH=1 start_node n1
+done12() { [ "$(sql "select count(*) from triggers where job_id like 'batch.%' and state = 'succeeded'")" -ge 12 ]; }
+wait_until "two instants of the six jobs succeed" 40 done12
+stop_node n1
+expect_eq "the first batch read failed (fault injection)" 1 \
+	"$(grep -c '"event":"executor.spec_read_failed".*PALISADE_FAULT_SPEC_BATCH' "$NODE_DIR/n1.log")"
+expect_eq "no version was unavailable to a call (each read it alone)" 0 \
+	"$(grep -c '"event":"executor.spec_unavailable"' "$NODE_DIR/n1.log")"
+expect_eq "no trigger was handed back, failed or sent to manual" 0 \
+	"$(sql "select count(*) from attempts a join triggers t on t.id = a.trigger_id
+	       where t.job_id like 'batch.%' and a.error_class is not null")"
+expect_eq "no trigger failed" 0 \
+	"$(sql "select count(*) from triggers where state in ('failed', 'manual')")"
 finish
