@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# tests/bench/execab.sh [-n N] [-r RUNS] BIN... - execution throughput of
-# one executor node per binary directory, A/B in one session: for each run
-# and each BIN in turn, N due triggers are planted with SQL in that binary's
-# own database (an older binary refuses a newer schema), one executor node
-# (batch 256, max_inflight 1024) drains them through `palisade-sink --noop`,
+# tests/bench/execab.sh [-n N] [-r RUNS] [-k "NODES..."] BIN... - execution
+# throughput of executor nodes per binary directory, A/B in one session: for
+# each run, each BIN and each node count of -k (default 1) in turn, N due
+# triggers are planted with SQL in that binary's own database (an older
+# binary refuses a newer schema), that many executor nodes (batch 256,
+# max_inflight 1024 each) drain them through `palisade-sink --noop`,
 # and the rate from node start to the last commit is printed.  Alternating
 # the binaries spreads the machine's noise over both.  Next to the rate,
 # the CPU time each side spent per trigger (µs, from /proc/PID/stat: the
-# PostgreSQL server with all its processes, the node, the sink): on a
+# PostgreSQL server with all its processes, the nodes, the sink): on a
 # shared, noisy box the CPU per trigger moves far less than the rate does.
 # Its own PostgreSQL (fsync on) and ZooKeeper on free ports, stopped at the
 # end; asserts nothing.
@@ -15,16 +16,17 @@
 #   bash tests/bench/execab.sh -n 20000 -r 3 /tmp/old/build-old/bin build/bin
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-N=20000 RUNS=3
-while getopts n:r: o; do
+N=20000 RUNS=3 KS=1
+while getopts n:r:k: o; do
 	case $o in
 	n) N=$OPTARG ;;
 	r) RUNS=$OPTARG ;;
-	*) echo "usage: $0 [-n N] [-r RUNS] BIN..." >&2; exit 2 ;;
+	k) KS=$OPTARG ;;
+	*) echo "usage: $0 [-n N] [-r RUNS] [-k NODES] BIN..." >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 1 ] || { echo "usage: $0 [-n N] [-r RUNS] BIN..." >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 [-n N] [-r RUNS] [-k NODES] BIN..." >&2; exit 2; }
 BINS=()
 for b in "$@"; do BINS+=("$(cd "$b" && pwd)"); done
 
@@ -82,9 +84,10 @@ for i in "${!BINS[@]}"; do
 		"$PALISADE_STATE/job.yaml" >/dev/null
 	psql "$ADMIN dbname=$db" -XAtq -c "UPDATE job_versions SET effective_from = now(), activated_at = now(), activated_epoch = 0"
 done
-echo "execab: $N due triggers per run, 1 executor node, $(nproc) cores"
+echo "execab: $N due triggers per run, executor nodes: $KS, $(nproc) cores"
 for r in $(seq 1 "$RUNS"); do
 	for i in "${!BINS[@]}"; do
+	for k in $KS; do
 		db="$ADMIN dbname=execab_$i"
 		sql() { psql "$db" -XAtq -v ON_ERROR_STOP=1 -c "$1"; }
 		sql "DELETE FROM attempts; DELETE FROM tickets; DELETE FROM triggers"
@@ -94,20 +97,24 @@ for r in $(seq 1 "$RUNS"); do
 		sql "VACUUM ANALYZE triggers"
 		t0=$(ms)
 		pg0=$(cpu_ticks $(pg_pids)) sk0=$(cpu_ticks "${PIDS[0]}")
-		PALISADE_PG="$db" "${BINS[$i]}/palisade" node --config "$PALISADE_STATE/exec.yaml" --node-id "ab$i" \
-			>"$PALISADE_STATE/node-$i.log" 2>&1 &
-		pid=$!
+		nodes=()
+		for j in $(seq 1 "$k"); do
+			PALISADE_PG="$db" "${BINS[$i]}/palisade" node --config "$PALISADE_STATE/exec.yaml" \
+				--node-id "ab$i-$j" >"$PALISADE_STATE/node-$i-$j.log" 2>&1 &
+			nodes+=($!)
+		done
 		while [ "$(sql "select count(*) from triggers where state = 'succeeded'")" -lt "$N" ]; do
 			sleep 0.1
 			[ $(($(ms) - t0)) -gt 300000 ] && break
 		done
 		t1=$(ms)
-		pg1=$(cpu_ticks $(pg_pids)) sk1=$(cpu_ticks "${PIDS[0]}") nd=$(cpu_ticks "$pid")
-		kill -TERM "$pid"
-		wait "$pid" 2>/dev/null
+		pg1=$(cpu_ticks $(pg_pids)) sk1=$(cpu_ticks "${PIDS[0]}") nd=$(cpu_ticks "${nodes[@]}")
+		kill -TERM "${nodes[@]}"
+		wait "${nodes[@]}" 2>/dev/null
 		done_n=$(sql "select count(*) from triggers where state = 'succeeded'")
 		us() { echo $(($1 * 1000000 / TCK / (done_n > 0 ? done_n : 1))); }
-		echo "execab: run $r ${BINS[$i]}: $((done_n * 1000 / (t1 - t0))) triggers/s ($done_n in $((t1 - t0)) ms);" \
-			"CPU µs/trigger: pg $(us $((pg1 - pg0))) node $(us "$nd") sink $(us $((sk1 - sk0)))"
+		echo "execab: run $r ${BINS[$i]}, $k node(s): $((done_n * 1000 / (t1 - t0))) triggers/s ($done_n in $((t1 - t0)) ms);" \
+			"CPU µs/trigger: pg $(us $((pg1 - pg0))) nodes $(us "$nd") sink $(us $((sk1 - sk0)))"
+	done
 	done
 done
