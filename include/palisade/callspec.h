@@ -2,7 +2,7 @@
  * callspec.h - what a call needs of a job version, in a compact form: the
  * target, the key template, the retry budget and the zone, in one
  * allocation.  The executor keeps one per version it calls (docs/executor.md,
- * "Job versions"), built from the columns the store reads, never from the
+ * "A job version that cannot be read"), built from the columns the store reads, never from the
  * whole canonical spec: an aligned burst of 100,000 distinct jobs decodes
  * 100,000 of them on the executor's loop.
  */

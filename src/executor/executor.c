@@ -6,7 +6,7 @@
  * libcurl multi handle (many calls in flight), the claim connection and the
  * commit connection (one asynchronous statement each, their sockets polled
  * beside curl's).  A third connection, used blocking, serves the rare
- * short statements (a job version's spec on a cache miss, a checkpoint,
+ * short statements (a job version's call form on a cache miss, a checkpoint,
  * the clock offset) and LISTENs for the controllers' NOTIFY.  The lease
  * thread (lease.c) renews leases on a connection of its own and tells this
  * thread, through the shared lease table, which leases were lost and when

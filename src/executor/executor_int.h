@@ -62,7 +62,7 @@ int pal__spec_missing(spec_cache *c, const pal_claimed *rows, int n, spec_want *
  * they failed). */
 void pal__spec_fill(spec_cache *c, const spec_want *w, pal_call_spec **calls);
 void pal__spec_want_free(spec_want *w);
-/* The compiled spec of JOB's version V, cached and held for the caller
+/* The call form of JOB's version V (callspec.h), cached and held for the caller
  * until pal__spec_release (never evicted meanwhile).  NULL on failure, with ERR
  * and *TRANSIENT: true when the version could not be read (no connection,
  * a query that failed, out of memory: another attempt may succeed), false
