@@ -40,6 +40,7 @@ typedef struct pal_executor_config {
 	const pal_tenant_conf *tenants; /* tenant quotas */
 	size_t n_tenants;
 	int64_t claim_ahead_ms; /* claim triggers ready this much later, call them at their instant */
+	int claim_connections;  /* claims in flight at once on this node, 1 (default) or 2 */
 	int64_t poll_ms;        /* claim poll interval when idle (NOTIFY wakes earlier); default 200 */
 	int64_t body_cap;       /* bytes of a response kept, default 64 KiB */
 	const char *proxy;      /* NULL/"" direct (environment ignored), "env", or a URL */

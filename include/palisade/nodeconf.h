@@ -68,6 +68,7 @@ typedef struct pal_nodeconf {
 	pal_tenant_conf *tenants; /* sorted by name */
 	size_t n_tenants;
 	int64_t claim_ahead_ms;
+	int32_t claim_connections; /* claims in flight at once, 1 or 2 */
 	char *proxy; /* "" direct, "env", or a proxy URL */
 	/* admin, log */
 	char *admin_listen; /* host:port */

@@ -109,6 +109,9 @@ static const pal_conf_key table[] = {
 	{ "executor.claim_ahead", PAL_CONF_DURATION, "500ms", "ms", 0, 10 * MS_S, false,
 	  "claim triggers due this much ahead of their instant and call them at the instant "
 	  "(0 = only due triggers); at most lease / 4", OFF(claim_ahead_ms), NULL, 0 },
+	{ "executor.claim_connections", PAL_CONF_INT, "1", "", 1, 2, false,
+	  "claims in flight at once on this node, each on its own connection; 2 only helps a "
+	  "node alone on a database with cores to spare", OFF(claim_connections), NULL, 0 },
 	{ "executor.proxy", PAL_CONF_STRING, "\"\"", "", 0, 1024, false,
 	  "HTTP proxy for side-effect calls: empty = connect directly (proxy variables in the "
 	  "environment are ignored), a URL = use it, env = honour http_proxy/https_proxy/no_proxy",

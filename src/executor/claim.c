@@ -27,7 +27,7 @@ static int group_inflight(pal_executor *ex, const char *group)
 
 bool pal__claim_busy(const pal_executor *ex)
 {
-	for (int i = 0; i < PAL__CLAIM_CONNS; i++)
+	for (int i = 0; i < ex->n_cst; i++)
 		if (ex->cst[i] && pal_store_busy(ex->cst[i]))
 			return true;
 	return false;
@@ -89,12 +89,12 @@ void pal__claim_send(pal_executor *ex)
 	 * still bring.  A second claim goes out only while there is a backlog
 	 * (the last claim came back full). */
 	int room = ex->cfg.max_inflight - ex->inflight, busy = 0;
-	for (int i = 0; i < PAL__CLAIM_CONNS; i++)
+	for (int i = 0; i < ex->n_cst; i++)
 		if (ex->cst[i] && pal_store_busy(ex->cst[i])) {
 			room -= ex->claim_limit[i];
 			busy++;
 		}
-	for (int i = 0; i < PAL__CLAIM_CONNS && room > 0; i++) {
+	for (int i = 0; i < ex->n_cst && room > 0; i++) {
 		if (!ex->cst[i] || pal_store_busy(ex->cst[i]))
 			continue;
 		if (busy && !ex->claim_full)
@@ -317,7 +317,7 @@ static void recv_one(pal_executor *ex, int i)
 
 void pal__claim_recv(pal_executor *ex)
 {
-	for (int i = 0; i < PAL__CLAIM_CONNS; i++) {
+	for (int i = 0; i < ex->n_cst; i++) {
 		if (!ex->cst[i] || !pal_store_busy(ex->cst[i]))
 			continue;
 		if (ex->spec_want[i].n)

@@ -237,7 +237,7 @@ static int open_conn(pal_executor *ex, pal_store **out, bool listen, char *err, 
 static bool ensure_db(pal_executor *ex)
 {
 	bool all = ex->st && ex->rst;
-	for (int i = 0; i < PAL__CLAIM_CONNS; i++)
+	for (int i = 0; i < ex->n_cst; i++)
 		all = all && ex->cst[i];
 	if (all)
 		return true;
@@ -247,7 +247,7 @@ static bool ensure_db(pal_executor *ex)
 	int rc = PAL_OK;
 	if (!ex->st)
 		rc = open_conn(ex, &ex->st, true, err, sizeof err);
-	for (int i = 0; !rc && i < PAL__CLAIM_CONNS; i++)
+	for (int i = 0; !rc && i < ex->n_cst; i++)
 		if (!ex->cst[i])
 			rc = open_conn(ex, &ex->cst[i], false, err, sizeof err);
 	if (!rc && !ex->rst) {
@@ -541,13 +541,13 @@ static void *run(void *arg)
 			drain_notifies(ex);
 			refresh_db_clock(ex, now);
 		}
-		bool claim_busy[PAL__CLAIM_CONNS];
+		bool claim_busy[PAL__CLAIM_CONNS_MAX];
 		/* A claim in flight (not the version read that may follow it). */
-		for (int i = 0; i < PAL__CLAIM_CONNS; i++)
+		for (int i = 0; i < ex->n_cst; i++)
 			claim_busy[i] = ex->cst[i] && pal_store_busy(ex->cst[i]) &&
 					!ex->spec_want[i].n;
 		pal__claim_recv(ex);
-		for (int i = 0; i < PAL__CLAIM_CONNS; i++)
+		for (int i = 0; i < ex->n_cst; i++)
 			if (claim_busy[i] && (!ex->cst[i] || !pal_store_busy(ex->cst[i]) ||
 					      ex->spec_want[i].n))
 				observe_ms(ex, "palisade_executor_claim_seconds",
@@ -617,10 +617,10 @@ static void *run(void *arg)
 		int64_t wait = until - now;
 		if (wait < 0)
 			wait = 0;
-		struct curl_waitfd wfd[2 + PAL__CLAIM_CONNS];
+		struct curl_waitfd wfd[2 + PAL__CLAIM_CONNS_MAX];
 		int nfd = 0;
 		add_wait_fd(wfd, &nfd, ex->st, false);
-		for (int i = 0; i < PAL__CLAIM_CONNS; i++)
+		for (int i = 0; i < ex->n_cst; i++)
 			add_wait_fd(wfd, &nfd, ex->cst[i], true);
 		add_wait_fd(wfd, &nfd, ex->rst, true);
 		curl_multi_poll(ex->multi, nfd ? wfd : NULL, (unsigned)nfd, (int)wait, NULL);
@@ -678,6 +678,9 @@ int pal_executor_start(const pal_executor_config *cfg, pal_metrics *m, pal_execu
 		ex->cfg.poll_ms = 200;
 	if (ex->cfg.body_cap <= 0)
 		ex->cfg.body_cap = 65536;
+	ex->n_cst = ex->cfg.claim_connections < 1		       ? 1
+		    : ex->cfg.claim_connections > PAL__CLAIM_CONNS_MAX ? PAL__CLAIM_CONNS_MAX
+								       : ex->cfg.claim_connections;
 	ex->cfg.groups = copy_groups(cfg->groups, cfg->n_groups);
 	ex->cfg.n_groups = ex->cfg.groups ? cfg->n_groups : 0;
 	ex->cfg.tenants = copy_tenants(cfg->tenants, cfg->n_tenants);
@@ -734,7 +737,7 @@ void pal_executor_stop(pal_executor *ex, int64_t grace_ms)
 	pal_breakers_free(ex->breakers);
 	if (ex->breakers_shown)
 		g_hash_table_destroy(ex->breakers_shown);
-	for (int i = 0; i < PAL__CLAIM_CONNS; i++) {
+	for (int i = 0; i < ex->n_cst; i++) {
 		/* a batch still waiting for its versions: its leases expire */
 		pal__spec_want_free(&ex->spec_want[i]);
 		pal_claimed_free(ex->spec_wait[i].c, ex->spec_wait[i].n);
@@ -742,7 +745,7 @@ void pal_executor_stop(pal_executor *ex, int64_t grace_ms)
 	pal__spec_cache_free(&ex->specs);
 	pal__leases_free(&ex->leases);
 	pal_store_close(ex->st);
-	for (int i = 0; i < PAL__CLAIM_CONNS; i++)
+	for (int i = 0; i < ex->n_cst; i++)
 		pal_store_close(ex->cst[i]);
 	pal_store_close(ex->rst);
 	json_decref(ex->status);

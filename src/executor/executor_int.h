@@ -85,11 +85,15 @@ const spec_entry *pal__spec_get(spec_cache *c, pal_store *st, const char *job, i
 #define PAL__PARK_MAX_MS 30000
 #define PAL__PARK_PER_HOST 8
 
-/* Claims in flight at once per node.  One claim is latency-bound (its
- * statement runs while the loop waits), and with a backlog a second one on
- * its own connection keeps the database busy meanwhile: with three nodes
- * the same database executed about twice what one node did (make bench). */
-#define PAL__CLAIM_CONNS 2
+/* Claim connections of a node, at most (executor.claim_connections: 1 by
+ * default, 2 for a node alone on a database with cores to spare).  A second
+ * claim in flight once kept the database busy while the first one's answer
+ * was read (2025: 1-node execution about 1.6 times); since claims became
+ * cheap it adds nothing to one node and, with several nodes, more claims
+ * scanning the same head of the queue past each other's locked rows cost
+ * the server CPU per trigger (docs/performance.md, "One claim connection
+ * per node"). */
+#define PAL__CLAIM_CONNS_MAX 2
 
 /* Phases of a call:
  *   AHEAD   claimed ahead of its instant: waits (lease held) until it is due
@@ -177,13 +181,14 @@ struct pal_executor {
 	int64_t drain_deadline_ms;
 
 	pal_store *st;  /* specs, checkpoints, LISTEN, the clock (blocking) */
-	pal_store *cst[PAL__CLAIM_CONNS]; /* claims (asynchronous), one in flight on each */
-	int claim_limit[PAL__CLAIM_CONNS];        /* triggers the claim in flight may return */
-	int64_t claim_sent_ms[PAL__CLAIM_CONNS];  /* CLOCK_MONOTONIC when it was sent */
+	int n_cst;                            /* claim connections used (executor.claim_connections) */
+	pal_store *cst[PAL__CLAIM_CONNS_MAX]; /* claims (asynchronous), one in flight on each */
+	int claim_limit[PAL__CLAIM_CONNS_MAX];      /* triggers the claim in flight may return */
+	int64_t claim_sent_ms[PAL__CLAIM_CONNS_MAX];/* CLOCK_MONOTONIC when it was sent */
 	/* A claimed batch waiting for the versions it needs, read on the same
 	 * connection without blocking (claim.c); n == 0: none */
-	pal_claim_out spec_wait[PAL__CLAIM_CONNS];
-	spec_want spec_want[PAL__CLAIM_CONNS];
+	pal_claim_out spec_wait[PAL__CLAIM_CONNS_MAX];
+	spec_want spec_want[PAL__CLAIM_CONNS_MAX];
 	bool claim_full;                          /* the last claim returned a full batch */
 	pal_store *rst; /* result commits (asynchronous) */
 	CURLM *multi;

@@ -705,6 +705,7 @@ int pal_node_run(const pal_node_opts *o)
 			.tenants = n.conf.tenants,
 			.n_tenants = n.conf.n_tenants,
 			.claim_ahead_ms = n.conf.claim_ahead_ms,
+			.claim_connections = n.conf.claim_connections,
 			.proxy = n.conf.proxy,
 		};
 		if (pal_executor_start(&ecfg, n.m, &n.exe, err, sizeof err)) {

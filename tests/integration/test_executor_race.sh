@@ -7,7 +7,9 @@
 # slot from its claim to its end; a sweep over those intervals gives the
 # highest concurrency ever reached), the replace rule by sampling.  Then one
 # executor is frozen (SIGSTOP) again and again while the others must keep
-# claiming, and every instant ends with one effect.
+# claiming, and every instant ends with one effect.  Each node runs two
+# claim connections (executor.claim_connections: 2, not the default): six
+# claims can be in flight at once, the harder race.
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "G3 + exact limits under parallel claims - 3 executors racing keep group cluster_concurrency, tenant caps, max_in_flight and forbid/queue/replace exact; a frozen executor does not stall the others' claims"
@@ -16,7 +18,7 @@ fresh_db it_race
 "$PAL" migrate >/dev/null
 start_sink --delay-ms 1500 || { fail "sink starts"; finish; exit 1; }
 SHARDS=4 write_conf "$CLUSTER_CONF" \
-	"executor: {lease: 10s, heartbeat: 2s, batch: 4, claim_ahead: 100ms, groups: {capped: {cluster_concurrency: 3}}, tenants: {quota: {cap: 2}, other: {weight: 2}}}"
+	"executor: {lease: 10s, heartbeat: 2s, batch: 4, claim_ahead: 100ms, claim_connections: 2, groups: {capped: {cluster_concurrency: 3}}, tenants: {quota: {cap: 2}, other: {weight: 2}}}"
 SHARDS=4
 sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
 T="target: {url: \"http://$SINK_ADDR/effects/r\", timeout: 5s}"
