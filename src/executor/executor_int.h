@@ -88,11 +88,12 @@ const spec_entry *pal__spec_get(spec_cache *c, pal_store *st, const char *job, i
 /* Claim connections of a node, at most (executor.claim_connections: 1 by
  * default, 2 for a node alone on a database with cores to spare).  A second
  * claim in flight once kept the database busy while the first one's answer
- * was read (2025: 1-node execution about 1.6 times); since claims became
- * cheap it adds nothing to one node and, with several nodes, more claims
- * scanning the same head of the queue past each other's locked rows cost
- * the server CPU per trigger (docs/performance.md, "One claim connection
- * per node"). */
+ * was read (2026-12-01, claims of 30-60 ms: 1-node execution 2,125-2,862 ->
+ * 3,367-4,077 triggers/s).  Since claims became cheap it adds little or
+ * nothing to one node, and with several nodes the extra claims, scanning
+ * the same head of the queue past each other's locked rows, cost the
+ * server CPU per trigger (docs/performance.md, "One claim connection per
+ * node"). */
 #define PAL__CLAIM_CONNS_MAX 2
 
 /* Phases of a call:
