@@ -60,6 +60,32 @@ fresh_db() {
 	export PALISADE_PG="$PALISADE_PG_ADMIN dbname=$name"
 }
 
+# stale_partition JOB: JOB applied (an instant in 2099, so it never fires on
+# its own) and its version activated as a controller would; PART: today's
+# triggers partition, autovacuum off and analysed while empty, so that its
+# statistics stay those of an empty partition (reltuples 0, as a new range
+# has until autovacuum comes) whatever is inserted next.
+stale_partition() {
+	local f=$PALISADE_TEST_TMP/stale-$1.yaml
+	printf 'jobs:\n  - {id: %s, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: {url: "http://127.0.0.1:9/effects/s"}}\n' \
+		"$1" >"$f"
+	expect_exit "apply a job" 0 "$PAL" apply "$f"
+	sql "UPDATE job_versions SET effective_from = now(), activated_at = now(), activated_epoch = 0"
+	PART=$(sql "SELECT triggers_part FROM palisade_partitions WHERE now() >= range_from AND now() < range_to")
+	sql "ALTER TABLE $PART SET (autovacuum_enabled = off)"
+	sql "VACUUM ANALYZE $PART"
+}
+
+# due_sql JOB N [FROM]: the INSERT of N due triggers of JOB, microseconds
+# apart from FROM (default 0) microseconds after the later of today's
+# midnight and a minute ago.
+due_sql() {
+	echo "INSERT INTO triggers (job_id, version, scheduled_at, partition, source, tenant, resource_group, due_at, shard)
+	      SELECT '$1', 1, t, 0, 'schedule', 'default', 'default', t, 0
+	      FROM (SELECT greatest(date_trunc('day', now()), now() - interval '1 minute')
+	              + (${3:-0} + g) * interval '1 microsecond' AS t FROM generate_series(1, $2) g) x;"
+}
+
 finish() {
 	echo "  $T_CHECKS checks, $T_FAILS failed"
 	[ "$T_FAILS" -eq 0 ]

@@ -16,25 +16,10 @@ guarantee "performance - a claim whose plans were made on a nearly empty partiti
 
 fresh_db it_claim_stale
 "$PAL" migrate >/dev/null
-f=$PALISADE_TEST_TMP/stale-jobs.yaml
-cat >"$f" <<'YAML'
-jobs:
-  - {id: stale.job, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: {url: "http://127.0.0.1:9/effects/s"}}
-YAML
-expect_exit "apply a job" 0 "$PAL" apply "$f"
-sql "UPDATE job_versions SET effective_from = now(), activated_at = now(), activated_epoch = 0"
-PART=$(sql "SELECT triggers_part FROM palisade_partitions WHERE now() >= range_from AND now() < range_to")
-sql "ALTER TABLE $PART SET (autovacuum_enabled = off)"
-ins() { # N: N due triggers of stale.job, microseconds apart, before now
-	echo "INSERT INTO triggers (job_id, version, scheduled_at, partition, source, tenant, resource_group, due_at, shard)
-	      SELECT 'stale.job', 1, t, 0, 'schedule', 'default', 'default', t, 0
-	      FROM (SELECT greatest(date_trunc('day', now()), now() - interval '1 minute')
-	              + g * interval '1 microsecond' AS t FROM generate_series(1, $1) g) x;"
-}
-# The statistics of a vacuumed empty partition (reltuples 0, as a new range
-# has until autovacuum comes), then the first few hundred triggers.
-sql "VACUUM ANALYZE $PART"
-sql "$(ins 300)" >/dev/null
+# The statistics of a vacuumed empty partition, then the first few hundred
+# triggers.
+stale_partition stale.job
+sql "$(due_sql stale.job 300)" >/dev/null
 claim="SELECT 'claimed', count(*) FROM palisade_claim('stale-node', 30000, 256, 0, '{}', '{}', '{}', '{}', '{}', '{}', '{}') WHERE id IS NOT NULL;"
 # (the session's own counters reach the view when it goes idle after a
 # forced flush: two commands, not one)
@@ -43,7 +28,7 @@ scans="SELECT 'scans', seq_scan FROM pg_stat_user_tables WHERE relname = '$PART'
 # One session, as the executor's: a claim makes and caches the plans on
 # the small partition; then the burst lands; then three more claims.
 out=$(psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -F ' ' -c "SET jit = off" -c "$claim" \
-	-c "$(ins 20000)" -c "$flush" -c "$scans" -c "$claim" -c "$claim" -c "$claim" -c "$flush" -c "$scans")
+	-c "$(due_sql stale.job 20000 300)" -c "$flush" -c "$scans" -c "$claim" -c "$claim" -c "$claim" -c "$flush" -c "$scans")
 echo "    figure: $(echo $out)"
 read -r s0 s1 <<<"$(awk '$1 == "scans" {printf "%s ", $2}' <<<"$out")"
 expect_eq "four claims of 256 take 1,024 triggers" 1024 "$(awk '$1 == "claimed" {s += $2} END {print s}' <<<"$out")"

@@ -20,29 +20,14 @@ guarantee "performance - a result commit whose plan was made while no trigger wa
 PROBE=${PALISADE_ITESTS:-build/itests}/commit_probe
 fresh_db it_commit_plan
 "$PAL" migrate >/dev/null
-f=$PALISADE_TEST_TMP/commit-plan-jobs.yaml
-cat >"$f" <<'YAML'
-jobs:
-  - {id: plan.job, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: {url: "http://127.0.0.1:9/effects/p"}}
-YAML
-expect_exit "apply a job" 0 "$PAL" apply "$f"
-sql "UPDATE job_versions SET effective_from = now(), activated_at = now(), activated_epoch = 0"
-PART=$(sql "SELECT triggers_part FROM palisade_partitions WHERE now() >= range_from AND now() < range_to")
-sql "ALTER TABLE $PART SET (autovacuum_enabled = off)"
-sql "VACUUM ANALYZE $PART"
-ins() { # N: N due triggers of plan.job, microseconds apart, before now
-	sql "INSERT INTO triggers (job_id, version, scheduled_at, partition, source, tenant, resource_group, due_at, shard)
-	     SELECT 'plan.job', 1, t, 0, 'schedule', 'default', 'default', t, 0
-	     FROM (SELECT greatest(date_trunc('day', now()), now() - interval '1 minute')
-	             + ($2 + g) * interval '1 microsecond' AS t FROM generate_series(1, $1) g) x" >/dev/null
-}
+stale_partition plan.job
 claim() { # NODE LIMIT: id fence at of the claimed triggers
 	sql "SELECT id, fence, at FROM palisade_claim('$1', 300000, $2, 0, '{}', '{}', '{}', '{}', '{}', '{}', '{}')
 	     WHERE id IS NOT NULL" | tr '|' ' '
 }
-ins 3000 0
+sql "$(due_sql plan.job 3000)" >/dev/null
 for i in 1 2 3; do claim other-node 1000 >/dev/null; done
-ins 512 10000
+sql "$(due_sql plan.job 512 10000)" >/dev/null
 { claim probe-node 256; claim probe-node 256; } >"$PALISADE_TEST_TMP/claimed.txt"
 expect_eq "3,512 triggers running" 3512 "$(sql "SELECT count(*) FROM triggers WHERE state = 'running'")"
 expect_eq "the statistics still count no trigger in the partition" 0 \
