@@ -67,12 +67,14 @@ void pal_coord__publish(pal_coord *c)
 	 * be undone by a round that started before it. */
 	current = c->zk_connected && c->conn_changes == c->round_seq;
 	bool changed = current != c->pub_connected;
+	int64_t now = pal_wall_ms();
 	for (int i = 0; i < c->n_shards; i++) {
 		bool l = current && c->sh[i].leading && c->sh[i].verified;
 		int64_t e = l ? c->sh[i].czxid : 0;
-		changed |= c->pub[i].leading != l || c->pub[i].epoch != e;
-		c->pub[i].leading = l;
-		c->pub[i].epoch = e;
+		if (c->pub[i].leading != l || c->pub[i].epoch != e) {
+			changed = true;
+			c->pub[i] = (pal_shard_lead){l, e, now};
+		}
 		led += l;
 	}
 	c->pub_connected = current;
@@ -511,8 +513,10 @@ static void *coord_main(void *arg)
 		c->sh[i].leading = false;
 	pal_coord__session_close(c);
 	pthread_mutex_lock(&c->mu);
+	int64_t now = pal_wall_ms();
 	for (int i = 0; i < c->n_shards; i++)
-		c->pub[i] = (pal_shard_lead){false, 0};
+		if (c->pub[i].leading)
+			c->pub[i] = (pal_shard_lead){false, 0, now};
 	c->pub_connected = false;
 	c->gen++;
 	c->handoff_done = true;

@@ -32,10 +32,12 @@
 static void suspend_locked(pal_coord *c)
 {
 	bool changed = c->pub_connected;
+	int64_t now = pal_wall_ms();
 	for (int i = 0; i < c->n_shards; i++) {
-		changed |= c->pub[i].leading;
-		c->pub[i].leading = false;
-		c->pub[i].epoch = 0;
+		if (c->pub[i].leading) {
+			changed = true;
+			c->pub[i] = (pal_shard_lead){false, 0, now};
+		}
 	}
 	c->pub_connected = false;
 	if (changed) {

@@ -6,7 +6,10 @@
  *               [--cluster C] [--root R] [--no-balance] [--no-controller]
  *               [--log-level L]
  *       Opens a pal_coord and prints one line per change of its snapshot:
- *         t=<unix ms> gen=<g> connected=<0|1> leading=0,3 epochs=0:123,3:456
+ *         t=<unix ms> gen=<g> connected=<0|1> since=0:<ms>,3:<ms>,5:<ms>
+ *           leading=0,3 epochs=0:123,3:456
+ *       t is when the line was printed; since holds, per shard, when its
+ *       entry last changed in the module's published view (a step-down too).
  *       Commands on stdin, one per line: resign N | handoff | stats | nodes |
  *       dropcreate N | quit.  SIGTERM/SIGINT: pal_coord_handoff, then close.
  *       JSON logs (pal_log) go to stderr.  Exit 3 when the node id is taken
@@ -83,9 +86,18 @@ static void print_snapshot(pal_coord *c, int n)
 	pal_shard_lead *v = calloc((size_t)n, sizeof *v);
 	bool conn = false;
 	uint64_t gen = pal_coord_snapshot(c, v, &conn);
-	printf("t=%lld gen=%llu connected=%d leading=", now_unix_ms(), (unsigned long long)gen,
+	printf("t=%lld gen=%llu connected=%d since=", now_unix_ms(), (unsigned long long)gen,
 	       conn ? 1 : 0);
+	/* When each shard's entry last changed, as the module stamped it: this
+	 * line may be printed well after a step-down was published. */
 	const char *sep = "";
+	for (int i = 0; i < n; i++)
+		if (v[i].since_ms != 0) {
+			printf("%s%d:%lld", sep, i, (long long)v[i].since_ms);
+			sep = ",";
+		}
+	printf(" leading=");
+	sep = "";
 	for (int i = 0; i < n; i++)
 		if (v[i].leading) {
 			printf("%s%d", sep, i);

@@ -5,7 +5,7 @@
 # suspension on disconnect, no herd, protected create.
 #
 # Each probe is tests/integration/coord_probe: one pal_coord per process,
-# one stdout line per snapshot change ("t=<unix ms> ... leading=.. epochs=..").
+# one stdout line per snapshot change ("t=<unix ms> ... since=.. leading=.. epochs=..").
 source tests/integration/lib.sh
 guarantee "G6, ZooKeeper half - at most one current leader per shard; every new leader's epoch (czxid) is larger than every earlier leader's; a paused or disconnected leader stops claiming its shards; handoff is immediate, failover bounded by the session timeout"
 
@@ -83,13 +83,17 @@ dump() { "$PROBE" --dump --zk "$ZK" --cluster "$1-$RUN" --shards "$2"; }
 cat >"$W/analyze.py" <<'PY'
 import re, sys
 
-def lines(path):
+def pairs(text):
+    return dict((int(a), int(b)) for a, b in (x.split(":") for x in text.split(",") if x))
+
+def lines(path, with_since=False):
     out = []
     for l in open(path):
-        m = re.match(r"t=(\d+) gen=\d+ connected=(\d) leading=(\S*) epochs=(\S*)", l)
+        m = re.match(r"t=(\d+) gen=\d+ connected=(\d) since=(\S*) leading=(\S*) epochs=(\S*)", l)
         if m:
-            ep = dict((int(a), int(b)) for a, b in (x.split(":") for x in m.group(4).split(",") if x))
-            out.append((int(m.group(1)), m.group(2) == "1", ep))
+            ep = pairs(m.group(5))
+            row = (int(m.group(1)), m.group(2) == "1", ep)
+            out.append(row + (pairs(m.group(3)),) if with_since else row)
     return out
 
 def name(p):
@@ -133,29 +137,44 @@ elif cmd == "epochs":
     print("ok %d leaderships" % n if not bad else "; ".join(bad[:5]))
 elif cmd == "overlap":
     # largest number of probes claiming one shard at the same time, from the
-    # lines of each probe up to UNTIL (a killed probe's claims end at FILE:END)
+    # lines of each probe up to UNTIL (a killed probe's claims end at FILE:END).
+    # A claim or release counts from when the module published it (since=),
+    # not from when the probe got round to printing it; a shard whose epoch
+    # changed between two lines was released and claimed again.
     until, files = int(sys.argv[2]), sys.argv[3:]
     ev = []
     for spec in files:
         f, _, end = spec.partition(":")
-        prev = set()
-        for t, c, ep in lines(f):
+        prev = {}
+        for t, c, ep, since in lines(f, True):
             if t > until:
                 break
-            for s in set(ep) - prev:
-                ev.append((t, 1, s))
-            for s in prev - set(ep):
-                ev.append((t, -1, s))
-            prev = set(ep)
+            for s in set(ep) | set(prev):
+                if ep.get(s) == prev.get(s):
+                    continue
+                at = since.get(s, t)
+                if s in prev:
+                    ev.append((at, -1, s, name(f)))
+                if s in ep:
+                    ev.append((at, 1, s, name(f)))
+            prev = ep
         stop = int(end) if end else until
         for s in prev:
-            ev.append((stop, -1, s))
+            ev.append((stop, -1, s, name(f)))
     cnt, worst = {}, (0, None, None)
-    for t, d, s in sorted(ev, key=lambda e: (e[0], e[1])):  # releases first at equal t
+    for t, d, s, who in sorted(ev, key=lambda e: (e[0], e[1])):  # releases first at equal t
         cnt[s] = cnt.get(s, 0) + d
         if cnt[s] > worst[0]:
             worst = (cnt[s], s, t)
-    print(worst[0] if worst[0] <= 1 else "%d (shard %s at t=%s)" % worst)
+    if worst[0] <= 1:
+        print(worst[0])
+    else:
+        # the shard's claims and releases around the overlap, to tell a
+        # real second leader from a late report
+        near = ["%s%s@%d" % (who, "+" if d > 0 else "-", t - worst[2])
+                for t, d, s, who in sorted(ev, key=lambda e: (e[0], e[1]))
+                if s == worst[1] and abs(t - worst[2]) <= 3000]
+        print("%d (shard %s at t=%s; ms from it: %s)" % (worst + (" ".join(near),)))
 elif cmd == "log":
     # number of JSON log lines of EVENT whose fields match every key=value
     import json
@@ -220,6 +239,17 @@ epochs_match_dump() {
 echo "  -- pure helpers"
 expect_exit "find-own-znode-by-uuid and predecessor logic (coord_probe --selftest)" 0 "$PROBE" --selftest
 expect_match "all helper checks pass" "checks, 0 failed" "$OUT"
+
+# The overlap analysis on made-up views: a release printed late but
+# published before the successor's claim is one leader at a time; a claim
+# published while the old leader still led is two.
+printf 't=1100 gen=1 connected=1 since=7:1000 leading=7 epochs=7:5\nt=1300 gen=2 connected=1 since=7:1200 leading= epochs=\n' >"$W/syn-a.out"
+printf 't=1250 gen=1 connected=1 since=7:1210 leading=7 epochs=7:9\n' >"$W/syn-b.out"
+expect_eq "overlap analysis: a step-down printed after the successor's claim is not an overlap" 1 \
+	"$(ana overlap 2000 "$W/syn-a.out" "$W/syn-b.out")"
+printf 't=1250 gen=1 connected=1 since=7:1190 leading=7 epochs=7:9\n' >"$W/syn-b.out"
+expect_match "overlap analysis: a claim published before the step-down is" '^2 \(shard 7 at t=1190' \
+	"$(ana overlap 2000 "$W/syn-a.out" "$W/syn-b.out")"
 
 echo "  -- one node"
 start a solo 16
@@ -440,8 +470,8 @@ lines_before=$(grep -c '^t=' "$W/p.out")
 t_cut=$(now_ms)
 kill -USR1 $PROXY_PID
 check "on the cut it publishes 'not connected, nothing led'" \
-	wait_until 3000 bash -c "grep '^t=' '$W/p.out' | sed -n '$((lines_before + 1)),\$p' | grep -q 'connected=0 leading= '"
-t_susp=$(grep '^t=' "$W/p.out" | sed -n "$((lines_before + 1)),\$p" | grep -m1 'connected=0 leading= ' | sed 's/^t=\([0-9]*\).*/\1/')
+	wait_until 3000 bash -c "grep '^t=' '$W/p.out' | sed -n '$((lines_before + 1)),\$p' | grep -q 'connected=0 since=[^ ]* leading= '"
+t_susp=$(grep '^t=' "$W/p.out" | sed -n "$((lines_before + 1)),\$p" | grep -m1 'connected=0 since=[^ ]* leading= ' | sed 's/^t=\([0-9]*\).*/\1/')
 echo "    FIGURE suspension: nothing led ${t_susp:+$((t_susp - t_cut))} ms after the connection was cut"
 check "after reconnecting with the same session it leads again" wait_until $((SESS + 3000)) settled 4 p
 expect_eq "with the same epochs (same znodes, nothing was re-elected)" "$epochs_p" "$(field p epochs)"
