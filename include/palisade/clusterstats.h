@@ -38,7 +38,8 @@ void pal_backlog_rows_free(pal_backlog_row *rows, int n);
 PAL_MUST_CHECK int pal_store_open_tickets(pal_store *st, int64_t *n, char *err, size_t errlen);
 
 /* The finish time (Unix seconds) of the latest succeeded trigger of each of
- * the first LIMIT jobs (by id) that succeeded within the last 7 days. */
+ * the first LIMIT jobs (by id), for those of them with a success scheduled
+ * within the last 7 days.  Reads LIMIT jobs, whatever the cluster holds. */
 typedef struct pal_last_success {
 	char *job;
 	double at;

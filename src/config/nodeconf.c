@@ -135,8 +135,9 @@ static const pal_conf_key table[] = {
 	  "how often the node reads the cluster gauges (palisade_cluster_*: backlog, open "
 	  "tickets, last success per job) from PostgreSQL", OFF(cluster_stats_interval_ms), NULL, 0 },
 	{ "metrics.job_series", PAL_CONF_INT, "1000", "", 0, 100000, false,
-	  "jobs (the first by id, with a success in the last 7 days) that get a "
-	  "palisade_cluster_job_last_success_timestamp_seconds series; 0 = none",
+	  "jobs looked at (the first by id) for a "
+	  "palisade_cluster_job_last_success_timestamp_seconds series, which each of "
+	  "them with a success in the last 7 days gets; 0 = none",
 	  OFF(job_series), NULL, 0 },
 	{ "retention.triggers", PAL_CONF_DURATION, "14d", "ms", 1 * MS_S, 3650 * MS_D, false,
 	  "how long terminal triggers and their attempts are kept: a time range of both tables "

@@ -22,7 +22,7 @@ fresh_db it_metrics
 # the same key is answered as a replay.
 start_sink --drop-after-commit-rate 0.2 || { fail "sink starts"; finish; exit 1; }
 trap 'stop_all_nodes; stop_sink' EXIT
-SHARDS=2 write_conf "$CLUSTER_CONF" "executor: {lease: 6s, heartbeat: 1s}" "metrics: {cluster_interval: 1s}"
+SHARDS=2 write_conf "$CLUSTER_CONF" "executor: {lease: 6s, heartbeat: 1s}" "metrics: {cluster_interval: 1s, job_series: 10}"
 SHARDS=2
 sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
 {
@@ -109,4 +109,26 @@ held_drained() {
 		[ "$(val 'palisade_cluster_backlog_triggers{group="held",state="pending"}')" = 0 ]
 }
 wait_until "the held backlog drains, and the gauge follows to 0" 60 held_drained
+
+# The last-success gauges look at metrics.job_series jobs (10 here, m.ok is
+# the 7th by id) whatever the cluster holds.  2,000 more jobs that are never
+# due sort after them; once the controller has loaded and activated them,
+# the jobs table is read a few rows per refresh, not 2,007 rows each time.
+{
+	echo "jobs:"
+	for i in $(seq -w 1 2000); do
+		echo "  - {id: m.z$i, schedule: {cron: \"0 0 0 1 1 ?\"}, target: {url: \"http://127.0.0.1:1/x\"}}"
+	done
+} >"$NODE_DIR/more.yaml"
+expect_exit "apply 2,000 more jobs" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/more.yaml"
+activated() { [ "$(sql "select count(*) from job_versions where activated_at is null")" = 0 ]; }
+wait_until "the controller activated them" 60 activated
+sleep 2
+jobs_read() { sql "select idx_tup_fetch + seq_tup_read from pg_stat_user_tables where relname = 'jobs'"; }
+r0=$(jobs_read)
+sleep 5
+r1=$(jobs_read)
+check "5 s of cluster-stats refreshes (every 1 s) read $((r1 - r0)) rows of jobs: fewer than 1,000" [ $((r1 - r0)) -lt 1000 ]
+curl -s "http://${NODE_ADMIN[m1]}/metrics" >"$M"
+check "m.ok keeps its last-success series" [ "$(val 'palisade_cluster_job_last_success_timestamp_seconds{job="m.ok"}')" != 0 ]
 finish
