@@ -130,7 +130,7 @@ tick_stats() { # PORT: sample per-shard tick seconds for 10 s; median and max in
 	local port=$1 end=$(($(ms) + 10000))
 	while [ "$(ms)" -lt $end ]; do
 		curl -s --noproxy '*' "http://127.0.0.1:$port/metrics" |
-			awk '/^palisade_controller_tick_seconds/ {print $2 * 1000}'
+			awk '/^palisade_controller_tick_seconds\{/ {print $2 * 1000}'
 		sleep 0.5
 	done | sort -n | awk '{v[NR]=$1} END {printf "median %.0f ms  max %.0f ms (%d samples)", v[int((NR+1)/2)], v[NR], NR}'
 }

@@ -160,7 +160,7 @@ def stats():
 
     def rank(p):
         return v[max(0, min(len(v) - 1, math.ceil(p * len(v)) - 1))]
-    print("%d %.1f %.1f %.1f" % (len(v), rank(0.5), rank(0.99), v[-1]))
+    print("%d %.2f %.2f %.2f" % (len(v), rank(0.5), rank(0.99), v[-1]))
 
 
 def main(argv):
