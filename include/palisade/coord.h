@@ -77,8 +77,8 @@ typedef struct pal_coord pal_coord;
 
 /* Per-shard view published to the controller. */
 typedef struct pal_shard_lead {
-	bool leading;     /* we hold the lowest election znode and are connected */
-	int64_t epoch;    /* czxid of our znode while leading, else 0 */
+	bool leading;	  /* we hold the lowest election znode and are connected */
+	int64_t epoch;	  /* czxid of our znode while leading, else 0 */
 	int64_t since_ms; /* wall clock (unix ms) when leading or epoch last changed
 			   * in the published view, 0 if never: a reader that looks
 			   * late still knows when a step-down was published */

@@ -29,7 +29,7 @@ typedef struct led_shard {
 	pal_planner *planner; /* NULL when not led */
 	int64_t epoch;
 	int64_t watermark;
-	int64_t last_tick_us; /* the last planning transaction (us: an idle one takes less than 1 ms) */
+	int64_t last_tick_us; /* last planning transaction (us: an idle one is < 1 ms) */
 	int64_t max_tick_us;  /* longest planning transaction since acquired */
 	int64_t planned; /* trigger rows inserted since acquired */
 	bool ticked;	 /* a planning transaction committed since acquired */
@@ -158,12 +158,12 @@ static void publish_status(pal_controller *c)
 		char wm[32] = "";
 		if (l->watermark != PAL_NO_TIME)
 			pal_fmt_rfc3339(l->watermark, wm, sizeof wm);
-		json_array_append_new(shards,
-				      json_pack("{s:i, s:I, s:s?, s:I, s:I, s:I}", "shard", s, "epoch",
-						(json_int_t)l->epoch, "watermark", *wm ? wm : NULL,
-						"jobs", (json_int_t)pal_planner_jobs(l->planner),
-						"last_tick_ms", (json_int_t)(l->last_tick_us / 1000), "planned",
-						(json_int_t)l->planned));
+		json_array_append_new(
+		    shards, json_pack("{s:i, s:I, s:s?, s:I, s:I, s:I}", "shard", s, "epoch",
+				      (json_int_t)l->epoch, "watermark", *wm ? wm : NULL, "jobs",
+				      (json_int_t)pal_planner_jobs(l->planner), "last_tick_ms",
+				      (json_int_t)(l->last_tick_us / 1000), "planned",
+				      (json_int_t)l->planned));
 	}
 	mset(c, "palisade_controller_shards_led", NULL, n);
 	json_t *st = json_pack("{s:b, s:I, s:o}", "db_up", c->st != NULL, "key_horizon_exceeded",
@@ -923,9 +923,10 @@ static void tick_shard(pal_controller *c, int s)
 	if (!l->ticked) {
 		/* The shard is useful from here on: log what its first tick cost. */
 		l->ticked = true;
-		pal_log(PAL_LOG_INFO, "controller.shard_planned", "{s:i, s:I, s:I, s:I, s:I}", "shard",
-			s, "epoch", (json_int_t)l->epoch, "triggers", (json_int_t)inserted,
-			"activations", (json_int_t)c->batch.n_act, "ms", (json_int_t)(l->last_tick_us / 1000));
+		pal_log(PAL_LOG_INFO, "controller.shard_planned", "{s:i, s:I, s:I, s:I, s:I}",
+			"shard", s, "epoch", (json_int_t)l->epoch, "triggers", (json_int_t)inserted,
+			"activations", (json_int_t)c->batch.n_act, "ms",
+			(json_int_t)(l->last_tick_us / 1000));
 	}
 	minc(c, "palisade_controller_ticks_total", NULL, 1);
 	if (inserted)

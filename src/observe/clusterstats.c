@@ -43,10 +43,11 @@ static void declare(pal_metrics *m)
 	pal_metric_declare(m, F_OLDEST, PAL_METRIC_GAUGE,
 			   "age of the oldest due trigger that waits to run, by resource group");
 	pal_metric_declare(m, F_TICKETS, PAL_METRIC_GAUGE, "open tickets (cluster-wide)");
-	pal_metric_declare(m, F_SUCCESS, PAL_METRIC_GAUGE,
-			   "finish time of the job's latest succeeded trigger (Unix seconds; of the "
-			   "first metrics.job_series jobs by id, those with a success in the last "
-			   "7 days)");
+	pal_metric_declare(
+	    m, F_SUCCESS, PAL_METRIC_GAUGE,
+	    "finish time of the job's latest succeeded trigger (Unix seconds; of the "
+	    "first metrics.job_series jobs by id, those with a success in the last "
+	    "7 days)");
 	pal_metric_declare(m, F_UP, PAL_METRIC_GAUGE,
 			   "1 when the last cluster-stats refresh read PostgreSQL");
 	pal_metric_declare(m, F_TOOK, PAL_METRIC_GAUGE, "duration of the last cluster-stats refresh");
