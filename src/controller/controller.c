@@ -829,6 +829,41 @@ static bool refused(const pal_quarantined *bad, size_t n_bad, const char *id)
 	return false;
 }
 
+/* One line per version the tick activated (each also has its audit_log
+ * row).  A tick that activated more than ACT_LOG_EACH (the first start
+ * after a large apply: up to 1000 a shard, a million lines in all) logs
+ * them at debug and one summary at info. */
+#define ACT_LOG_EACH 16
+
+static void log_activations(pal_controller *c, int s, const pal_quarantined *bad, size_t n_bad)
+{
+	const led_shard *l = &c->led[s];
+	const char *first = NULL;
+	size_t n = 0;
+	for (size_t i = 0; i < c->batch.n_act; i++) {
+		if (refused(bad, n_bad, c->batch.act[i].job_id))
+			continue; /* not written: the job was quarantined */
+		if (n++ == 0)
+			first = c->batch.act[i].job_id;
+	}
+	pal_log_level lvl = n > ACT_LOG_EACH ? PAL_LOG_DEBUG : PAL_LOG_INFO;
+	for (size_t i = 0; i < c->batch.n_act && pal_log_enabled(lvl); i++) {
+		const pal_plan_activation *a = &c->batch.act[i];
+		if (refused(bad, n_bad, a->job_id))
+			continue;
+		char ef[32];
+		pal_fmt_rfc3339(a->effective_from, ef, sizeof ef);
+		pal_log(lvl, "controller.version_activated", "{s:s, s:i, s:s, s:i, s:I}", "job",
+			a->job_id, "version", a->version, "effective_from", ef, "shard", s, "epoch",
+			(json_int_t)l->epoch);
+	}
+	if (n)
+		minc(c, "palisade_controller_activations_total", NULL, (double)n);
+	if (n > ACT_LOG_EACH)
+		pal_log(PAL_LOG_INFO, "controller.versions_activated", "{s:i, s:I, s:I, s:s}", "shard",
+			s, "epoch", (json_int_t)l->epoch, "count", (json_int_t)n, "first_job", first);
+}
+
 static void tick_shard(pal_controller *c, int s)
 {
 	led_shard *l = &c->led[s];
@@ -938,17 +973,7 @@ static void tick_shard(pal_controller *c, int s)
 	mset(c, "palisade_controller_tick_seconds", lab, l->last_tick_us / 1e6);
 	mset(c, "palisade_controller_tick_seconds_max", lab, l->max_tick_us / 1e6);
 	mset(c, "palisade_controller_shard_epoch", lab, (double)l->epoch);
-	for (size_t i = 0; i < c->batch.n_act; i++) {
-		const pal_plan_activation *a = &c->batch.act[i];
-		if (refused(bad, n_bad, a->job_id))
-			continue; /* not written: the job was quarantined */
-		char ef[32];
-		pal_fmt_rfc3339(a->effective_from, ef, sizeof ef);
-		minc(c, "palisade_controller_activations_total", NULL, 1);
-		pal_log(PAL_LOG_INFO, "controller.version_activated", "{s:s, s:i, s:s, s:i, s:I}",
-			"job", a->job_id, "version", a->version, "effective_from", ef, "shard", s,
-			"epoch", (json_int_t)l->epoch);
-	}
+	log_activations(c, s, bad, n_bad);
 	for (size_t i = 0; i < c->batch.n_mis; i++) {
 		const pal_plan_misfire *m = &c->batch.mis[i];
 		if (refused(bad, n_bad, m->job_id))

@@ -123,6 +123,12 @@ wait_until "the held backlog drains, and the gauge follows to 0" 60 held_drained
 expect_exit "apply 2,000 more jobs" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/more.yaml"
 activated() { [ "$(sql "select count(*) from job_versions where activated_at is null")" = 0 ]; }
 wait_until "the controller activated them" 60 activated
+# Ticks of up to 1000 activations a shard: one summary line each, not a
+# line per version (those go to debug; audit_log has each).
+check "mass activations are summarised in the log ($(grep -c '"controller.versions_activated"' "$NODE_DIR/m1.log") summaries)" \
+	grep -q '"event":"controller.versions_activated".*"count":[0-9]' "$NODE_DIR/m1.log"
+check "not logged one line per version at info ($(grep -c '"controller.version_activated"' "$NODE_DIR/m1.log") lines)" \
+	[ "$(grep -c '"controller.version_activated"' "$NODE_DIR/m1.log")" -lt 100 ]
 sleep 2
 jobs_read() { sql "select idx_tup_fetch + seq_tup_read from pg_stat_user_tables where relname = 'jobs'"; }
 r0=$(jobs_read)
