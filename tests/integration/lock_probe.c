@@ -105,7 +105,11 @@ static int setup_round(pal_store *st, const char *job, int round, int n, race *x
 		x->refs[i] = x->refs[j];
 		x->refs[j] = t;
 	}
-	return rows == n ? 0 : -1;
+	if (rows != n) {
+		fprintf(stderr, "lock_probe: round %d: %d of %d triggers leased\n", round, rows, n);
+		return -1;
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -208,8 +212,10 @@ int main(int argc, char **argv)
 	PQclear(r);
 	/* A renewal that waits for the locks would wait for this thread: a
 	 * lock timeout turns that into an error instead of a hang. */
-	if (pal__store_exec(x.renew_st, "SET lock_timeout = '5s'", err, sizeof err))
+	if (pal__store_exec(x.renew_st, "SET lock_timeout = '5s'", err, sizeof err)) {
+		fprintf(stderr, "lock_probe: lock_timeout: %s\n", err);
 		return 1;
+	}
 	pal_lease_state *out = calloc((size_t)x.n, sizeof *out);
 	int n_out = 0;
 	if (pal_store_renew(x.renew_st, "lock-probe", 600000, x.refs, x.n, out, &n_out, err,
@@ -217,8 +223,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "lock_probe: busy renewal: %s\n", err);
 		return 1;
 	}
-	if (pal__store_exec(setup, "ROLLBACK", err, sizeof err))
+	if (pal__store_exec(setup, "ROLLBACK", err, sizeof err)) {
+		fprintf(stderr, "lock_probe: rollback: %s\n", err);
 		return 1;
+	}
 	int renewed = 0, busy = 0, busy_odd = 0;
 	for (int i = 0; i < n_out; i++) {
 		busy += out[i].busy;
@@ -233,8 +241,10 @@ int main(int argc, char **argv)
 		 " count(*) FILTER (WHERE id %% 2 = 1 AND lease_until > clock_timestamp() + interval '9 minutes')"
 		 " FROM triggers WHERE job_id = '%s' AND state = 'running'",
 		 job);
-	if (!(r = pal__store_query(setup, sql, 0, NULL, err, sizeof err)))
+	if (!(r = pal__store_query(setup, sql, 0, NULL, err, sizeof err))) {
+		fprintf(stderr, "lock_probe: lease check: %s\n", err);
 		return 1;
+	}
 	printf("busy_check rows=%d locked=%ld renewed=%d busy=%d busy_unlocked=%d lost=%d"
 	       " busy_extended=%s unlocked_extended=%s\n",
 	       x.n, locked, renewed, busy, busy_odd, x.n - n_out, PQgetvalue(r, 0, 0),
