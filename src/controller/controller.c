@@ -39,8 +39,13 @@ typedef struct led_shard {
 	/* many of its jobs changed (a large apply): check their key horizons
 	 * with the next periodic reload, once, not at every notified pass */
 	bool horizon_due;
-	/* acquired: its key horizons are still to be checked (finish_takeover) */
+	/* acquired: its key horizons are still to be checked (finish_takeover),
+	 * in slices: the next after horizon_after (g_free'd; NULL: from the
+	 * first), the totals of the slices done so far for the one log line */
 	bool acquired_check;
+	char *horizon_after;
+	int64_t hz_versions, hz_exceeded, hz_opened, hz_resolved;
+	int hz_slices;
 	/* every job of its last batch was refused (not one job's fault): no
 	 * tick before refused_until_ms (mono), the wait doubling to 30 s */
 	int64_t refused_until_ms;
@@ -186,17 +191,20 @@ json_t *pal_controller_status(pal_controller *c)
 
 /* Forget the over-horizon jobs of shard S (only IDS[0..n), when IDS is not
  * NULL). */
-static void forget_over_horizon(pal_controller *c, int s, const char *const *ids, size_t n)
+/* Forget what over_horizon knows of shard S's jobs in SCOPE (all of them
+ * for the zero scope). */
+static void forget_over_horizon(pal_controller *c, int s, const pal_horizon_scope *sc)
 {
-	if (ids) {
-		for (size_t i = 0; i < n; i++)
-			g_hash_table_remove(c->over_horizon, ids[i]);
+	if (sc->ids) {
+		for (size_t i = 0; i < sc->n_ids; i++)
+			g_hash_table_remove(c->over_horizon, sc->ids[i]);
 	} else {
 		GHashTableIter it;
 		gpointer k, v;
 		g_hash_table_iter_init(&it, c->over_horizon);
 		while (g_hash_table_iter_next(&it, &k, &v))
-			if (GPOINTER_TO_INT(v) == s + 1)
+			if (GPOINTER_TO_INT(v) == s + 1 && (!sc->after || strcmp(k, sc->after) > 0) &&
+			    (!sc->upto || strcmp(k, sc->upto) <= 0))
 				g_hash_table_iter_remove(&it);
 	}
 	mset(c, "palisade_controller_jobs_key_horizon_exceeded", NULL,
@@ -211,8 +219,9 @@ static void drop_shard(pal_controller *c, int s, const char *why)
 	pal_log(PAL_LOG_INFO, "controller.shard_dropped", "{s:i, s:I, s:s}", "shard", s, "epoch",
 		(json_int_t)l->epoch, "reason", why);
 	pal_planner_free(l->planner);
+	g_free(l->horizon_after);
 	memset(l, 0, sizeof *l);
-	forget_over_horizon(c, s, NULL, 0);
+	forget_over_horizon(c, s, &(pal_horizon_scope){ 0 });
 	char lab[32];
 	snprintf(lab, sizeof lab, "shard=\"%d\"", s);
 	mset(c, "palisade_controller_shard_epoch", lab, 0);
@@ -453,40 +462,49 @@ static int horizon_row(void *arg, const char *job_id, int version, const pal_job
 /* Log at most this many jobs per check by name (the rest in the summary). */
 #define HORIZON_LOG_MAX 100
 
+/* What one check found (run_check). */
+typedef struct horizon_counts {
+	size_t jobs;	  /* in the scope (a slice's: PAL_HORIZON_SLICE when not the last) */
+	int64_t exceeded; /* jobs over the retention */
+	int64_t opened, resolved;
+} horizon_counts;
+
 /*
- * Check the live jobs of led shard S (only IDS[0..n_ids), when IDS is not
- * NULL) against sink.key_retention: log each job whose key horizon exceeds it
+ * Check the live jobs of led shard S in SC (a slice: SC->upto is set here)
+ * against sink.key_retention: log each job whose key horizon exceeds it
  * (controller.key_horizon_exceeded), keep its ticket open (and close the
- * tickets of jobs that fit again), and update the gauge.  The jobs keep
- * being planned: a warning, not a refusal (docs/protocol.md).  WHY names
- * the occasion in the log.  A database error drops every shard.
+ * tickets of jobs that fit again) and update the gauge.  The jobs keep being
+ * planned: a warning, not a refusal (docs/protocol.md).  WHY names the
+ * occasion in the log.  *LAST (a slice only): the id of its last job.  A
+ * database error drops every shard and returns non-zero.
  */
-static void check_key_horizons(pal_controller *c, int s, const char *const *ids, size_t n_ids,
-			       const char *why)
+static int run_check(pal_controller *c, int s, pal_horizon_scope *sc, const char *why,
+		     horizon_counts *out, char **last)
 {
-	if (c->cfg.key_retention_ms <= 0 || !c->st || !c->led[s].planner)
-		return;
-	if (!ids)
-		c->led[s].horizon_due = false;
+	*out = (horizon_counts){ 0 };
 	char err[1024];
 	horizon_scan hs = { .retention_ms = c->cfg.key_retention_ms,
 			    .over = g_array_new(FALSE, FALSE, sizeof(pal_horizon_violation)) };
-	size_t n = 0;
-	int64_t opened = 0, resolved = 0;
-	int rc = pal_store_horizon_scan(c->st, s, ids, n_ids, horizon_row, &hs, &n, err, sizeof err);
+	char *end = NULL;
+	int rc = pal_store_horizon_scan(c->st, s, sc, horizon_row, &hs, &out->jobs,
+					sc->limit > 0 ? &end : NULL, err, sizeof err);
+	/* A full slice may have more after it; a short one ends the shard,
+	 * and its tickets range to the end of the key space. */
+	sc->upto = sc->limit > 0 && out->jobs >= (size_t)sc->limit ? end : NULL;
 	if (!rc)
-		rc = pal_store_horizon_tickets(c->st, s, ids, n_ids,
-					       (pal_horizon_violation *)hs.over->data,
+		rc = pal_store_horizon_tickets(c->st, s, sc, (pal_horizon_violation *)hs.over->data,
 					       hs.over->len, c->cfg.key_retention_ms, c->node_id,
-					       &opened, &resolved, err, sizeof err);
+					       &out->opened, &out->resolved, err, sizeof err);
 	if (rc) {
 		for (guint i = 0; i < hs.over->len; i++)
 			g_free((char *)g_array_index(hs.over, pal_horizon_violation, i).job_id);
 		g_array_free(hs.over, TRUE);
+		g_free(end);
+		sc->upto = NULL;
 		db_failed(c, "key horizon check", err);
-		return;
+		return rc;
 	}
-	forget_over_horizon(c, s, ids, n_ids);
+	forget_over_horizon(c, s, sc);
 	char keep[32];
 	pal_fmt_duration(c->cfg.key_retention_ms, keep, sizeof keep);
 	for (guint i = 0; i < hs.over->len; i++) {
@@ -507,14 +525,81 @@ static void check_key_horizons(pal_controller *c, int s, const char *const *ids,
 	}
 	mset(c, "palisade_controller_jobs_key_horizon_exceeded", NULL,
 	     g_hash_table_size(c->over_horizon));
-	if (!ids || hs.over->len || resolved)
-		pal_log(hs.over->len ? PAL_LOG_WARN : PAL_LOG_INFO, "controller.key_horizon_checked",
-			"{s:i, s:s?, s:s, s:I, s:i, s:I, s:I, s:s}", "shard", s, "job",
-			ids && n_ids == 1 ? ids[0] : NULL, "key_retention", keep, "versions",
-			(json_int_t)n, "exceeded",
-			(int)hs.over->len, "tickets_opened", (json_int_t)opened,
-			"tickets_resolved", (json_int_t)resolved, "checked", why);
+	out->exceeded = hs.over->len;
 	g_array_free(hs.over, TRUE); /* the ids now belong to over_horizon */
+	sc->upto = NULL;
+	if (last)
+		*last = end;
+	else
+		g_free(end);
+	return PAL_OK;
+}
+
+static void log_checked(int s, const char *job, int64_t retention_ms, int64_t versions,
+			int64_t exceeded, int64_t opened, int64_t resolved, int slices,
+			const char *why)
+{
+	char keep[32];
+	pal_fmt_duration(retention_ms, keep, sizeof keep);
+	pal_log(exceeded ? PAL_LOG_WARN : PAL_LOG_INFO, "controller.key_horizon_checked",
+		"{s:i, s:s?, s:s, s:I, s:I, s:I, s:I, s:i, s:s}", "shard", s, "job", job,
+		"key_retention", keep, "versions", (json_int_t)versions, "exceeded",
+		(json_int_t)exceeded, "tickets_opened", (json_int_t)opened, "tickets_resolved",
+		(json_int_t)resolved, "slices", slices, "checked", why);
+}
+
+/* Check every live job of led shard S (IDS[0..n_ids) only, when IDS is not
+ * NULL) in one statement (run_check). */
+static void check_key_horizons(pal_controller *c, int s, const char *const *ids, size_t n_ids,
+			       const char *why)
+{
+	if (c->cfg.key_retention_ms <= 0 || !c->st || !c->led[s].planner)
+		return;
+	if (!ids)
+		c->led[s].horizon_due = false;
+	pal_horizon_scope sc = { .ids = ids, .n_ids = n_ids };
+	horizon_counts n;
+	if (run_check(c, s, &sc, why, &n, NULL))
+		return;
+	if (!ids || n.exceeded || n.resolved)
+		log_checked(s, ids && n_ids == 1 ? ids[0] : NULL, c->cfg.key_retention_ms,
+			    (int64_t)n.jobs, n.exceeded, n.opened, n.resolved, 1, why);
+	publish_status(c);
+}
+
+/* The next slice of the check of acquired shard S; the summary is logged
+ * after the last one (controller.key_horizon_checked, "shard acquired"). */
+static void check_acquired_slice(pal_controller *c, int s)
+{
+	led_shard *l = &c->led[s];
+	if (c->cfg.key_retention_ms <= 0 || !c->st || !l->planner) {
+		l->acquired_check = false;
+		return;
+	}
+	pal_horizon_scope sc = { .after = l->horizon_after, .limit = PAL_HORIZON_SLICE };
+	horizon_counts n;
+	char *last = NULL;
+	if (run_check(c, s, &sc, "shard acquired", &n, &last))
+		return; /* every shard dropped, this one's state with it */
+	l->hz_versions += (int64_t)n.jobs;
+	l->hz_exceeded += n.exceeded;
+	l->hz_opened += n.opened;
+	l->hz_resolved += n.resolved;
+	l->hz_slices++;
+	if (n.jobs >= PAL_HORIZON_SLICE && last) {
+		g_free(l->horizon_after);
+		l->horizon_after = last;
+		return;
+	}
+	g_free(last);
+	log_checked(s, NULL, c->cfg.key_retention_ms, l->hz_versions, l->hz_exceeded, l->hz_opened,
+		    l->hz_resolved, l->hz_slices, "shard acquired");
+	g_free(l->horizon_after);
+	l->horizon_after = NULL;
+	l->hz_versions = l->hz_exceeded = l->hz_opened = l->hz_resolved = 0;
+	l->hz_slices = 0;
+	l->acquired_check = false;
+	l->horizon_due = false;
 	publish_status(c);
 }
 
@@ -733,8 +818,10 @@ static bool claims_arrived(pal_controller *c, uint64_t gen)
 /*
  * What follows an acquisition once its shards plan: loading the rest of the
  * shards acquired from handoff rows (every one of them in one statement),
- * then the key-horizon check of one acquired shard per pass (~240 ms for
- * 12,500 jobs: eight in a row held every tick of the node for 2 s).  None
+ * then the key-horizon check of the acquired shards, one slice of
+ * PAL_HORIZON_SLICE jobs per pass (a shard of 12,500 jobs in one statement,
+ * ~240 ms, held back a claim won meanwhile: graceful handoffs of 200,000
+ * jobs waited 400-500 ms for it where 1,000 jobs took ~100).  None
  * of it runs while shards won since this pass began wait for their claim:
  * a draining node resigns its shards one by one, and the rest load of the
  * first one (100-300 ms) held back the claim of the seven after it.  The
@@ -758,8 +845,7 @@ static void finish_takeover(pal_controller *c, uint64_t gen)
 		load_handoff_rest(c);
 		return;
 	}
-	c->led[check].acquired_check = false;
-	check_key_horizons(c, check, NULL, 0, "shard acquired");
+	check_acquired_slice(c, check);
 }
 
 /*

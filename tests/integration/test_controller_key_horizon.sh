@@ -89,5 +89,47 @@ wait_until "raised to 7d by a reload: resolved" 10 closed
 sleep 1
 T2=$(rfc3339_ago 1)
 expect_exit "verify is clean again" 0 "$PAL" verify --from "$T0" --to "$T2"
+
+# An acquired shard is checked in slices of 2,000 jobs (one per pass of the
+# controller, so that a shard won meanwhile is claimed after one slice, not
+# after the whole shard).  Each slice reconciles the tickets of its key range
+# only: a violating job's open ticket in another slice stays as it is, a
+# fitting job's open ticket in the middle of the shard is resolved.
+stop_node k1
+python3 - "$NODE_DIR/bulk.yaml" <<'PY'
+import sys
+with open(sys.argv[1], "w") as o:
+    o.write("jobs:\n")
+    for i in range(1, 9001):
+        retry = ", retry: {max_attempts: 50, backoff: {max: 2h}, max_age: 3d}" if i in (7, 4500, 8999) else ""
+        o.write('  - {id: kh.bulk-%05d, schedule: {cron: "0 0 3 1 6 ?"}, target: {url: "http://127.0.0.1:9/x"}%s}\n' % (i, retry))
+PY
+expect_exit "apply 9,000 idle jobs under 7d" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/bulk.yaml"
+conf 2d
+L0=$(wc -l <"$NODE_DIR/k1.log")
+start_node k1
+wait_until "shards led with 9,000 more jobs" 20 all_shards_led
+acq_checked() { [ "$(tail -n +"$L0" "$NODE_DIR/k1.log" | grep -c '"event":"controller.key_horizon_checked".*"checked":"shard acquired"')" -ge 2 ]; }
+wait_until "both shards checked on acquisition" 30 acq_checked
+open_set() { sql "select string_agg(job_id, ',' order by job_id) from tickets where state = 'open' and reason = 'key horizon exceeds sink.key_retention'"; }
+expect_eq "under 2d the three long bulk jobs have open tickets (kh.long fits since its change)" \
+	"kh.bulk-00007,kh.bulk-04500,kh.bulk-08999" "$(open_set)"
+expect_eq "gauge 3" 3 "$(metric k1 palisade_controller_jobs_key_horizon_exceeded)"
+stop_node k1
+ids_before=$(sql "select string_agg(id::text, ',' order by id) from tickets where state = 'open'")
+sql "insert into tickets (job_id, reason, evidence, allowed_actions) values ('kh.bulk-05000', 'key horizon exceeds sink.key_retention', '{}', ARRAY['abandon'])" >/dev/null
+L0=$(wc -l <"$NODE_DIR/k1.log")
+start_node k1
+wait_until "shards led again" 20 all_shards_led
+wait_until "both shards checked again" 30 acq_checked
+tail -n +"$L0" "$NODE_DIR/k1.log" | grep '"event":"controller.key_horizon_checked".*"checked":"shard acquired"' >"$NODE_DIR/acq.log"
+slices=$(python3 -c 'import json,sys; print(",".join(str(json.loads(l)["slices"]) for l in open(sys.argv[1])))' "$NODE_DIR/acq.log")
+check "each shard of ~4,500 jobs was checked in 3 slices ($slices)" [ "$slices" = "3,3" ]
+expect_eq "the versions of both shards' checks add up to every live job" 9002 \
+	"$(python3 -c 'import json,sys; print(sum(json.loads(l)["versions"] for l in open(sys.argv[1])))' "$NODE_DIR/acq.log")"
+expect_eq "the fitting job's ticket (middle of its shard) is resolved as fits" "resolved|fits|controller:k1" \
+	"$(sql "select state, resolution, actor from tickets where job_id = 'kh.bulk-05000'")"
+expect_eq "the violators' tickets in the other slices are the same open tickets" "$ids_before" \
+	"$(sql "select string_agg(id::text, ',' order by id) from tickets where state = 'open'")"
 stop_node k1
 finish
