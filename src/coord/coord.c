@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <jansson.h>
 #include "palisade/coord.h"
 #include "palisade/log.h"
@@ -386,18 +387,32 @@ static void run_round(pal_coord *c)
 	int64_t now = pal_mono_ms();
 	if (c->retry_at_ms != 0 && now >= c->retry_at_ms)
 		c->retry_at_ms = 0;
-	for (int i = 0; i < c->n_shards; i++) {
-		coord_shard *s = &c->sh[i];
-		if (!s->dirty)
-			continue;
-		coord_step st = pal_coord__reconcile(c, s);
-		if (st == COORD_DONE) {
-			s->dirty = false;
-		} else if (st == COORD_CONN) {
-			c->retry_at_ms = now + RETRY_CONN_MS;
-			break; /* the other shards would fail the same way */
-		} else {
-			c->retry_at_ms = now + RETRY_LATER_MS;
+	/* A drain withdraws the candidacies it does not lead first, then the
+	 * led ones.  In shard order, a peer that won our first led shard led
+	 * one over its quota while we still queued behind it in its own
+	 * shards; its balance step then handed one of them to us, we withdrew
+	 * and it won the shard back with a new epoch (with 12,500 jobs a
+	 * shard: a drop and a whole reload, 200-400 ms on every graceful
+	 * handoff of the bench's 200,000 jobs).  A peer gains one of our shards
+	 * only after the last of our other candidacies is gone. */
+	bool conn = false;
+	for (int pass = c->draining ? 0 : 1; pass < 2 && !conn; pass++) {
+		for (int i = 0; i < c->n_shards; i++) {
+			coord_shard *s = &c->sh[i];
+			if (!s->dirty || (pass == 0 && s->rejoin == HANDOFF_DRAIN))
+				continue;
+			if (c->draining && c->fault_drain_ms > 0)
+				usleep((useconds_t)c->fault_drain_ms * 1000);
+			coord_step st = pal_coord__reconcile(c, s);
+			if (st == COORD_DONE) {
+				s->dirty = false;
+			} else if (st == COORD_CONN) {
+				c->retry_at_ms = now + RETRY_CONN_MS;
+				conn = true;
+				break; /* the other shards would fail the same way */
+			} else {
+				c->retry_at_ms = now + RETRY_LATER_MS;
+			}
 		}
 	}
 	if (c->nodes_dirty) {
@@ -501,14 +516,21 @@ static void *coord_main(void *arg)
 	pthread_mutex_lock(&c->mu);
 	connected = c->zk_connected;
 	pthread_mutex_unlock(&c->mu);
-	for (int i = 0; i < c->n_shards && connected; i++) {
+	for (int i = 0; i < c->n_shards; i++) {
 		coord_shard *s = &c->sh[i];
 		s->want = false;
 		if (s->node != NULL && s->rejoin == HANDOFF_NONE && s->leading)
 			s->rejoin = HANDOFF_DRAIN;
-		if (pal_coord__reconcile(c, s) == COORD_CONN)
-			break;
 	}
+	/* the candidacies we do not lead first, as in a drain (run_round) */
+	for (int pass = 0; pass < 2 && connected; pass++)
+		for (int i = 0; i < c->n_shards && connected; i++) {
+			coord_shard *s = &c->sh[i];
+			if ((s->rejoin == HANDOFF_DRAIN) == (pass == 0))
+				continue;
+			if (pal_coord__reconcile(c, s) == COORD_CONN)
+				connected = false;
+		}
 	for (int i = 0; i < c->n_shards; i++)
 		c->sh[i].leading = false;
 	pal_coord__session_close(c);
@@ -727,6 +749,11 @@ int pal_coord_open(const pal_coord_config *cfg, pal_metrics *m, pal_coord **out,
 	    cfg->session_timeout_ms > 0 ? cfg->session_timeout_ms : DEFAULT_SESSION_MS;
 	c->controller = cfg->controller;
 	c->balance = cfg->balance;
+	const char *fd = getenv("PALISADE_FAULT_SLOW_DRAIN_MS"); /* drills only */
+	c->fault_drain_ms = fd ? atoi(fd) : 0;
+	if (c->fault_drain_ms > 0)
+		pal_log(PAL_LOG_WARN, "coord.fault_injection", "{s:s, s:i}", "fault",
+			"each candidacy a drain withdraws takes longer", "ms", c->fault_drain_ms);
 	c->m = m;
 	c->connect = strdup(cfg->connect); /* passed to the client as given: host:port,... */
 	c->acl = &ZOO_OPEN_ACL_UNSAFE;

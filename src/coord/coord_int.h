@@ -124,6 +124,9 @@ struct pal_coord {
 	bool tree_secured; /* the ACL pass over base ran (first session) */
 	coord_shard *sh;
 	bool draining;	/* handoff done or requested: never join again */
+	/* drills only (PALISADE_FAULT_SLOW_DRAIN_MS): each candidacy a drain
+	 * withdraws takes this much longer */
+	int fault_drain_ms;
 	bool suspended; /* a disconnect was seen and not yet resumed */
 	bool nodes_dirty;
 	int live_controllers; /* from nodes/ */
