@@ -25,6 +25,14 @@
 #include "palisade/timefmt.h"
 #include "palisade/yamltree.h" /* pal_fmt_duration */
 
+/* What one check found (run_check); summed over the slices of a
+ * shard's acquisition check. */
+typedef struct horizon_counts {
+	size_t jobs;	  /* in the scope (a slice's: PAL_HORIZON_SLICE when not the last) */
+	int64_t exceeded; /* jobs over the retention */
+	int64_t opened, resolved;
+} horizon_counts;
+
 typedef struct led_shard {
 	pal_planner *planner; /* NULL when not led */
 	int64_t epoch;
@@ -44,7 +52,7 @@ typedef struct led_shard {
 	 * first), the totals of the slices done so far for the one log line */
 	bool acquired_check;
 	char *horizon_after;
-	int64_t hz_versions, hz_exceeded, hz_opened, hz_resolved;
+	horizon_counts hz;
 	int hz_slices;
 	/* every job of its last batch was refused (not one job's fault): no
 	 * tick before refused_until_ms (mono), the wait doubling to 30 s */
@@ -189,8 +197,6 @@ json_t *pal_controller_status(pal_controller *c)
 
 /* ---- shards -------------------------------------------------------------------- */
 
-/* Forget the over-horizon jobs of shard S (only IDS[0..n), when IDS is not
- * NULL). */
 /* Forget what over_horizon knows of shard S's jobs in SCOPE (all of them
  * for the zero scope). */
 static void forget_over_horizon(pal_controller *c, int s, const pal_horizon_scope *sc)
@@ -462,13 +468,6 @@ static int horizon_row(void *arg, const char *job_id, int version, const pal_job
 /* Log at most this many jobs per check by name (the rest in the summary). */
 #define HORIZON_LOG_MAX 100
 
-/* What one check found (run_check). */
-typedef struct horizon_counts {
-	size_t jobs;	  /* in the scope (a slice's: PAL_HORIZON_SLICE when not the last) */
-	int64_t exceeded; /* jobs over the retention */
-	int64_t opened, resolved;
-} horizon_counts;
-
 /*
  * Check the live jobs of led shard S in SC (a slice: SC->upto is set here)
  * against sink.key_retention: log each job whose key horizon exceeds it
@@ -535,17 +534,16 @@ static int run_check(pal_controller *c, int s, pal_horizon_scope *sc, const char
 	return PAL_OK;
 }
 
-static void log_checked(int s, const char *job, int64_t retention_ms, int64_t versions,
-			int64_t exceeded, int64_t opened, int64_t resolved, int slices,
-			const char *why)
+static void log_checked(int s, const char *job, int64_t retention_ms, const horizon_counts *n,
+			int slices, const char *why)
 {
 	char keep[32];
 	pal_fmt_duration(retention_ms, keep, sizeof keep);
-	pal_log(exceeded ? PAL_LOG_WARN : PAL_LOG_INFO, "controller.key_horizon_checked",
+	pal_log(n->exceeded ? PAL_LOG_WARN : PAL_LOG_INFO, "controller.key_horizon_checked",
 		"{s:i, s:s?, s:s, s:I, s:I, s:I, s:I, s:i, s:s}", "shard", s, "job", job,
-		"key_retention", keep, "versions", (json_int_t)versions, "exceeded",
-		(json_int_t)exceeded, "tickets_opened", (json_int_t)opened, "tickets_resolved",
-		(json_int_t)resolved, "slices", slices, "checked", why);
+		"key_retention", keep, "versions", (json_int_t)n->jobs, "exceeded",
+		(json_int_t)n->exceeded, "tickets_opened", (json_int_t)n->opened,
+		"tickets_resolved", (json_int_t)n->resolved, "slices", slices, "checked", why);
 }
 
 /* Check every live job of led shard S (IDS[0..n_ids) only, when IDS is not
@@ -562,8 +560,8 @@ static void check_key_horizons(pal_controller *c, int s, const char *const *ids,
 	if (run_check(c, s, &sc, why, &n, NULL))
 		return;
 	if (!ids || n.exceeded || n.resolved)
-		log_checked(s, ids && n_ids == 1 ? ids[0] : NULL, c->cfg.key_retention_ms,
-			    (int64_t)n.jobs, n.exceeded, n.opened, n.resolved, 1, why);
+		log_checked(s, ids && n_ids == 1 ? ids[0] : NULL, c->cfg.key_retention_ms, &n, 1,
+			    why);
 	publish_status(c);
 }
 
@@ -581,10 +579,10 @@ static void check_acquired_slice(pal_controller *c, int s)
 	char *last = NULL;
 	if (run_check(c, s, &sc, "shard acquired", &n, &last))
 		return; /* every shard dropped, this one's state with it */
-	l->hz_versions += (int64_t)n.jobs;
-	l->hz_exceeded += n.exceeded;
-	l->hz_opened += n.opened;
-	l->hz_resolved += n.resolved;
+	l->hz.jobs += n.jobs;
+	l->hz.exceeded += n.exceeded;
+	l->hz.opened += n.opened;
+	l->hz.resolved += n.resolved;
 	l->hz_slices++;
 	if (n.jobs >= PAL_HORIZON_SLICE && last) {
 		g_free(l->horizon_after);
@@ -592,11 +590,10 @@ static void check_acquired_slice(pal_controller *c, int s)
 		return;
 	}
 	g_free(last);
-	log_checked(s, NULL, c->cfg.key_retention_ms, l->hz_versions, l->hz_exceeded, l->hz_opened,
-		    l->hz_resolved, l->hz_slices, "shard acquired");
+	log_checked(s, NULL, c->cfg.key_retention_ms, &l->hz, l->hz_slices, "shard acquired");
 	g_free(l->horizon_after);
 	l->horizon_after = NULL;
-	l->hz_versions = l->hz_exceeded = l->hz_opened = l->hz_resolved = 0;
+	l->hz = (horizon_counts){ 0 };
 	l->hz_slices = 0;
 	l->acquired_check = false;
 	l->horizon_due = false;
