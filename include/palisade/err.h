@@ -39,6 +39,7 @@ enum {
 	PAL_EXIT_DATAERR = 65,  /* EX_DATAERR: invalid job file or expression */
 	PAL_EXIT_UNAVAIL = 69,  /* EX_UNAVAILABLE: database or ZooKeeper down */
 	PAL_EXIT_SOFTWARE = 70, /* EX_SOFTWARE: internal error, schema too new */
+	PAL_EXIT_TEMPFAIL = 75, /* EX_TEMPFAIL: try again (a migration's locks) */
 };
 
 #endif

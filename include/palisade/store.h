@@ -93,10 +93,19 @@ PAL_MUST_CHECK int pal_store_db_clock_offsets(pal_store *st, int64_t *minus_mono
  * applied.  A contract step for the nodes running (pal_store_pending_contract)
  * is not applied either: PAL_ESCHEMA, nothing applied, ERR naming it and
  * `palisade migrate`.  pal_store_migrate_all() applies those too (the CLI,
- * once it has checked the live nodes).
+ * once it has checked the live nodes), the ones up to version UPTO only
+ * when UPTO > 0 (`palisade migrate --to`).
+ *
+ * Each migration waits at most 500 ms for any one lock and gives way (is
+ * rolled back and tried again after a pause) when that runs out or it is
+ * chosen as a deadlock's victim, for up to 15 s in all per call; then
+ * PAL_EBUSY, that migration not applied (the earlier ones stay).  Nodes'
+ * transactions are thereby never held up by a migration for long, nor
+ * chosen as victims of its deadlocks.
  */
 PAL_MUST_CHECK int pal_store_migrate(pal_store *st, int *applied, char *err, size_t errlen);
-PAL_MUST_CHECK int pal_store_migrate_all(pal_store *st, int *applied, char *err, size_t errlen);
+PAL_MUST_CHECK int pal_store_migrate_all(pal_store *st, int upto, int *applied, char *err,
+					 size_t errlen);
 /* Take (LOCK) or release the advisory lock of the migrations around a
  * check and pal_store_migrate_all(), so that no other process applies
  * anything in between (it nests with the migrations' own).  Blocks while
@@ -115,10 +124,11 @@ typedef struct pal_pending_contract {
 	int db_version;	     /* the database's schema and compatible_from now */
 	int db_compatible_from;
 } pal_pending_contract;
-/* Fill PC for ST's database (read only, no lock: a snapshot; a concurrent
- * migrate may apply some meanwhile). */
-PAL_MUST_CHECK int pal_store_pending_contract(pal_store *st, pal_pending_contract *pc, char *err,
-					      size_t errlen);
+/* Fill PC for ST's database, of the migrations up to version UPTO (0: all)
+ * (read only, no lock: a snapshot; a concurrent migrate may apply some
+ * meanwhile). */
+PAL_MUST_CHECK int pal_store_pending_contract(pal_store *st, int upto, pal_pending_contract *pc,
+					      char *err, size_t errlen);
 
 /*
  * Check that the schema is in this binary's range: PAL_ESCHEMA when newer

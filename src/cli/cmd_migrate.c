@@ -20,22 +20,27 @@
 #include "palisade/cli.h"
 #include "palisade/coord.h"
 #include "palisade/err.h"
+#include "palisade/log.h"
 #include "cli_int.h"
 
 static void usage(FILE *fp)
 {
 	fprintf(fp,
 		"usage: palisade migrate [--pg CONNINFO] [--zk HOSTS] [--config FILE]\n"
-		"                        [--force [--reason TEXT]]\n"
+		"                        [--to VERSION] [--force [--reason TEXT]]\n"
 		"Apply the schema migrations this binary carries (sql/NNN_*.sql) under an\n"
-		"advisory lock.  Refuses a database whose schema is newer than the binary.\n"
+		"advisory lock, or those up to VERSION only (--to; nodes of this binary\n"
+		"apply the rest when they start).  Refuses a database whose schema is newer\n"
+		"than the binary.  Each migration waits at most 500 ms for a lock that\n"
+		"live nodes hold, and is rolled back and tried again for up to 15 s.\n"
 		"Refuses a contract step (a migration whose compatible_from is above the\n"
 		"database's) while a live node (ZooKeeper: --zk, the config's\n"
 		"zookeeper.connect, else $PALISADE_ZK) runs an older schema than it needs,\n"
 		"or while the live nodes cannot be read.  --force applies it anyway and\n"
 		"records that in the audit log (schema.contract_forced, with --reason).\n"
 		"Exit: 0 done, 4 contract step refused (older nodes live), 69 database or\n"
-		"ZooKeeper unreachable, 70 schema newer than this binary.\n");
+		"ZooKeeper unreachable, 70 schema newer than this binary, 75 a migration's\n"
+		"locks not taken in time (nothing of it applied; run again).\n");
 }
 
 /* The advertised schema of node record N, or -1 when it has none. */
@@ -125,9 +130,11 @@ int pal_cmd_migrate(int argc, char **argv)
 	pal_cli_common c = { 0 };
 	bool force = false;
 	const char *reason = NULL;
+	int upto = 0;
 	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
 					    { "force", no_argument, NULL, 'f' },
 					    { "reason", required_argument, NULL, 'r' },
+					    { "to", required_argument, NULL, 't' },
 					    { "help", no_argument, NULL, 'h' },
 					    { 0 } };
 	int opt, ec;
@@ -135,6 +142,20 @@ int pal_cmd_migrate(int argc, char **argv)
 		switch (opt) {
 		case 'f': force = true; break;
 		case 'r': reason = optarg; break;
+		case 't': {
+			pal_schema_range b;
+			pal_store_binary_schema(&b);
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (end == optarg || *end || v < 1 || v > b.binary) {
+				pal_cli_err("migrate",
+					    "--to %s: want a schema version from 1 to %d (this "
+					    "binary's)", optarg, b.binary);
+				return PAL_EXIT_USAGE;
+			}
+			upto = (int)v;
+			break;
+		}
 		default:
 			if ((ec = pal_cli_opt_other(&c, opt, optarg, usage)) >= 0)
 				return ec;
@@ -146,6 +167,9 @@ int pal_cmd_migrate(int argc, char **argv)
 		usage(stderr);
 		return PAL_EXIT_USAGE;
 	}
+	/* The store's warnings (a migration giving way to locks) are
+	 * diagnostics: stderr, beside the errors, not in the report. */
+	pal_log_set_fd(2);
 	pal_store *st;
 	ec = pal_cli_connect(&c, true, &st);
 	if (ec)
@@ -156,7 +180,7 @@ int pal_cmd_migrate(int argc, char **argv)
 	 * change in between (a node or another migrate applying some). */
 	int rc = pal_store_migrate_lock(st, true, err, sizeof err);
 	if (!rc)
-		rc = pal_store_pending_contract(st, &pc, err, sizeof err);
+		rc = pal_store_pending_contract(st, upto, &pc, err, sizeof err);
 	json_t *older = NULL;
 	const char *zk_error = NULL;
 	if (!rc && pc.steps > 0) {
@@ -191,7 +215,7 @@ int pal_cmd_migrate(int argc, char **argv)
 	}
 	int applied = 0, version = 0;
 	if (!rc)
-		rc = pal_store_migrate_all(st, &applied, err, sizeof err);
+		rc = pal_store_migrate_all(st, upto, &applied, err, sizeof err);
 	/* The override is recorded once it took effect (audit_log exists then
 	 * whatever the starting schema was). */
 	if (!rc && force && pc.steps > 0 && (zk_error || json_array_size(older) > 0)) {
@@ -214,12 +238,19 @@ int pal_cmd_migrate(int argc, char **argv)
 		snprintf(err, sizeof err, "%s", uerr);
 		rc = PAL_EDB;
 	}
-	if (!rc)
+	if (!rc && upto) {
+		/* Short of this binary's schema on purpose: report where it is. */
+		pal_schema_range r;
+		rc = pal_store_schema_range(st, &r, err, sizeof err);
+		version = r.db_version;
+	} else if (!rc)
 		rc = pal_store_schema_check(st, &version, err, sizeof err);
 	pal_store_close(st);
 	if (rc) {
 		pal_cli_err("migrate", "%s", err);
-		return rc == PAL_EDB ? PAL_EXIT_UNAVAIL : PAL_EXIT_SOFTWARE;
+		return rc == PAL_EDB	 ? PAL_EXIT_UNAVAIL
+		       : rc == PAL_EBUSY ? PAL_EXIT_TEMPFAIL
+					 : PAL_EXIT_SOFTWARE;
 	}
 	printf("migrate: applied %d migration%s; schema at version %d\n", applied,
 	       applied == 1 ? "" : "s", version);

@@ -28,8 +28,29 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include "palisade/clock.h"
+#include "palisade/log.h"
 #include "palisade/store.h"
 #include "store_int.h"
+
+/*
+ * Lock waits (docs/upgrades.md, "Migrations beside live nodes").  A
+ * migration that alters a table nodes are using queues for an exclusive
+ * lock, and while it waits every later statement on that table queues
+ * behind it; when it already holds one table and waits for another that a
+ * node's transaction holds while it wants the first (a claim updates
+ * triggers, then inserts into attempts), the two deadlock.  So each try
+ * of a migration waits at most MIGRATE_LOCK_TIMEOUT for any one lock,
+ * below PostgreSQL's default deadlock_timeout (1 s), so that the migration
+ * gives way before a node's transaction is chosen as the deadlock's
+ * victim; a try that times out (55P03) or is chosen all the same (40P01)
+ * is rolled back whole and tried again after a short pause, for up to
+ * MIGRATE_LOCK_BUDGET_MS in all per run.  The budget stays inside the
+ * node's start-up stall allowance (it migrates too).
+ */
+#define MIGRATE_LOCK_TIMEOUT "500ms"
+enum { MIGRATE_LOCK_BUDGET_MS = 15000, MIGRATE_PAUSE_MAX_MS = 1000 };
 
 static const char SQL_CREATE_TABLE[] =
 	"CREATE TABLE IF NOT EXISTS schema_migrations ("
@@ -164,19 +185,29 @@ static int is_applied(pal_store *st, int version, bool *yes, char *err, size_t e
 	return PAL_OK;
 }
 
+/* One try of M in a transaction of its own, with its schema_migrations
+ * row.  PAL_EBUSY when it could not take a lock in time or was chosen as a
+ * deadlock's victim (rolled back: nothing of it applied), ST's sqlstate
+ * saying which. */
 static int apply_one(pal_store *st, const pal_migration *m, char *err, size_t errlen)
 {
 	char what[160];
-	if (pal__store_exec(st, "BEGIN", err, errlen))
+	if (pal__store_exec(st, "BEGIN", err, errlen) ||
+	    pal__store_exec(st, "SET LOCAL lock_timeout = '" MIGRATE_LOCK_TIMEOUT "'", err, errlen)) {
+		pal__store_rollback(st);
 		return PAL_EDB;
+	}
 	/* Multi-statement text: PQexec (simple protocol) is the way to run it. */
 	PGresult *r = PQexec(st->conn, m->sql);
 	if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) {
+		const char *code = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+		snprintf(st->sqlstate, sizeof st->sqlstate, "%s", code ? code : "");
 		snprintf(what, sizeof what, "migration %s failed", m->name);
 		pal__store_errmsg(st, r, what, err, errlen);
 		PQclear(r);
 		pal__store_rollback(st);
-		return PAL_EDB;
+		return !strcmp(st->sqlstate, "55P03") || !strcmp(st->sqlstate, "40P01") ? PAL_EBUSY
+											: PAL_EDB;
 	}
 	PQclear(r);
 	char v[16];
@@ -196,12 +227,54 @@ static int apply_one(pal_store *st, const pal_migration *m, char *err, size_t er
 	return pal__store_exec(st, "COMMIT", err, errlen) ? PAL_EDB : PAL_OK;
 }
 
-/* PC from the database's side of R: the migrations not yet applied whose
- * compatible_from is above the database's.  None on an empty database:
+/* M applied by apply_one(), tried again while it gives way to the locks of
+ * other transactions (above); each retry is logged
+ * (store.migrate_lock_retry) and its pause added to *WAITED, the run's
+ * time spent giving way.  PAL_EBUSY once that would pass
+ * MIGRATE_LOCK_BUDGET_MS, nothing of M applied. */
+static int apply_retrying(pal_store *st, const pal_migration *m, int64_t *waited, char *err,
+			  size_t errlen)
+{
+	for (int tries = 1;; tries++) {
+		int64_t t0 = pal_mono_ms();
+		int rc = apply_one(st, m, err, errlen);
+		if (rc != PAL_EBUSY)
+			return rc;
+		/* 100, 200, 400, 800, 1000 ms ..., with up to a quarter more at
+		 * random, so that two migrating processes do not meet again. */
+		int pause = 100 << (tries < 5 ? tries - 1 : 4);
+		if (pause > MIGRATE_PAUSE_MAX_MS)
+			pause = MIGRATE_PAUSE_MAX_MS;
+		pause += (int)(pal_mono_us() % (pause / 4 + 1));
+		*waited += pal_mono_ms() - t0; /* the try's own lock wait */
+		int64_t spent = *waited;
+		if (spent + pause > MIGRATE_LOCK_BUDGET_MS) {
+			char last[512];
+			snprintf(last, sizeof last, "%s", err);
+			snprintf(err, errlen,
+				 "migration %s could not take its locks in %d tries (%lld ms giving way in all) "
+				 "(each waits at most %s; other transactions hold the tables it "
+				 "alters); nothing of it was applied: run migrate again, when the "
+				 "cluster is less busy if this repeats; last try: %s",
+				 m->name, tries, (long long)spent, MIGRATE_LOCK_TIMEOUT, last);
+			return PAL_EBUSY;
+		}
+		pal_log(PAL_LOG_WARN, "store.migrate_lock_retry", "{s:s, s:i, s:s, s:i, s:I}",
+			"migration", m->name, "try", tries, "sqlstate", st->sqlstate, "pause_ms",
+			pause, "spent_ms", (json_int_t)spent);
+		struct timespec ts = { pause / 1000, (long)(pause % 1000) * 1000000L };
+		while (nanosleep(&ts, &ts) == -1)
+			;
+		*waited += pause;
+	}
+}
+
+/* PC from the database's side of R: the migrations not yet applied (up to
+ * UPTO, 0: all of them) whose compatible_from is above the database's.  None on an empty database:
  * every node migrates to its own minimum before it registers, so no node
  * runs on it. */
-static int pending_contract(pal_store *st, const pal_schema_range *r, pal_pending_contract *pc,
-			    char *err, size_t errlen)
+static int pending_contract(pal_store *st, const pal_schema_range *r, int upto,
+			    pal_pending_contract *pc, char *err, size_t errlen)
 {
 	*pc = (pal_pending_contract){ .db_version = r->db_version,
 				      .db_compatible_from = r->db_compatible_from };
@@ -210,6 +283,8 @@ static int pending_contract(pal_store *st, const pal_schema_range *r, pal_pendin
 	for (int i = 0; i < pal_n_migrations; i++) {
 		const pal_migration *m = &pal_migrations[i];
 		int cf = pal_migration_compatible_from(m);
+		if (upto > 0 && m->version > upto)
+			continue;
 		if (cf <= r->db_compatible_from)
 			continue; /* every live node already runs a schema that demands as much */
 		bool done = false;
@@ -228,7 +303,8 @@ static int pending_contract(pal_store *st, const pal_schema_range *r, pal_pendin
 	return PAL_OK;
 }
 
-static int migrate(pal_store *st, bool contract, int *applied, char *err, size_t errlen)
+static int migrate(pal_store *st, bool contract, int upto, int *applied, char *err,
+		   size_t errlen)
 {
 	*applied = 0;
 	pal_schema_range r;
@@ -255,7 +331,7 @@ static int migrate(pal_store *st, bool contract, int *applied, char *err, size_t
 	if (!rc && r.db_compatible_from > r.binary)
 		rc = refuse_newer(&r, err, errlen);
 	pal_pending_contract pc;
-	if (!rc && !contract && !(rc = pending_contract(st, &r, &pc, err, errlen)) && pc.steps > 0) {
+	if (!rc && !contract && !(rc = pending_contract(st, &r, upto, &pc, err, errlen)) && pc.steps > 0) {
 		snprintf(err, errlen,
 			 "migration %s is a contract step (compatible_from %d, above the "
 			 "database's %d) and is not applied by a node: apply it with 'palisade "
@@ -264,11 +340,14 @@ static int migrate(pal_store *st, bool contract, int *applied, char *err, size_t
 			 pc.name, pc.compatible_from, pc.db_compatible_from);
 		rc = PAL_ESCHEMA;
 	}
+	int64_t waited = 0;
 	for (int i = 0; !rc && i < pal_n_migrations; i++) {
 		bool done = false;
+		if (upto > 0 && pal_migrations[i].version > upto)
+			continue;
 		rc = is_applied(st, pal_migrations[i].version, &done, err, errlen);
 		if (!rc && !done) {
-			rc = apply_one(st, &pal_migrations[i], err, errlen);
+			rc = apply_retrying(st, &pal_migrations[i], &waited, err, errlen);
 			if (!rc)
 				(*applied)++;
 		}
@@ -282,18 +361,19 @@ static int migrate(pal_store *st, bool contract, int *applied, char *err, size_t
 	return rc;
 }
 
-int pal_store_pending_contract(pal_store *st, pal_pending_contract *pc, char *err, size_t errlen)
+int pal_store_pending_contract(pal_store *st, int upto, pal_pending_contract *pc, char *err,
+			       size_t errlen)
 {
 	*pc = (pal_pending_contract){ 0 };
 	pal_schema_range r;
 	pal_store_binary_schema(&r);
 	int rc = db_range(st, &r, err, errlen);
-	return rc ? rc : pending_contract(st, &r, pc, err, errlen);
+	return rc ? rc : pending_contract(st, &r, upto, pc, err, errlen);
 }
 
 int pal_store_migrate(pal_store *st, int *applied, char *err, size_t errlen)
 {
-	return migrate(st, false, applied, err, errlen);
+	return migrate(st, false, 0, applied, err, errlen);
 }
 
 int pal_store_migrate_lock(pal_store *st, bool lock, char *err, size_t errlen)
@@ -308,9 +388,9 @@ int pal_store_migrate_lock(pal_store *st, bool lock, char *err, size_t errlen)
 		       : PAL_OK;
 }
 
-int pal_store_migrate_all(pal_store *st, int *applied, char *err, size_t errlen)
+int pal_store_migrate_all(pal_store *st, int upto, int *applied, char *err, size_t errlen)
 {
-	return migrate(st, true, applied, err, errlen);
+	return migrate(st, true, upto, applied, err, errlen);
 }
 
 int pal_store_schema_range(pal_store *st, pal_schema_range *r, char *err, size_t errlen)
