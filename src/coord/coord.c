@@ -382,37 +382,51 @@ static void finish_handoff_if_done(pal_coord *c)
 	pthread_mutex_unlock(&c->mu);
 }
 
+/*
+ * The order in which the shards are reconciled: shard order, except that a
+ * drain withdraws the candidacies it does not lead first and the led ones
+ * (rejoin HANDOFF_DRAIN) after them.  In shard order, a peer that won our
+ * first led shard led one over its quota while we still queued behind it
+ * in its own shards; its balance step then handed one of them to us, we
+ * withdrew and it won the shard back with a new epoch (with 12,500 jobs a
+ * shard: a drop and a whole reload, 200-400 ms on every graceful handoff of
+ * the bench's 200,000 jobs).  A peer gains one of our shards only after the
+ * last of our other candidacies is gone.  Used by a round and by the close.
+ *
+ * *K is the cursor, 0 to start; NULL after the last shard.
+ */
+static coord_shard *next_in_order(pal_coord *c, int *k)
+{
+	int n = c->n_shards, passes = c->draining ? 2 : 1;
+	while (*k < passes * n) {
+		coord_shard *s = &c->sh[*k % n];
+		bool led_pass = *k / n == 1;
+		(*k)++;
+		if (!c->draining || (s->rejoin == HANDOFF_DRAIN) == led_pass)
+			return s;
+	}
+	return NULL;
+}
+
 static void run_round(pal_coord *c)
 {
 	int64_t now = pal_mono_ms();
 	if (c->retry_at_ms != 0 && now >= c->retry_at_ms)
 		c->retry_at_ms = 0;
-	/* A drain withdraws the candidacies it does not lead first, then the
-	 * led ones.  In shard order, a peer that won our first led shard led
-	 * one over its quota while we still queued behind it in its own
-	 * shards; its balance step then handed one of them to us, we withdrew
-	 * and it won the shard back with a new epoch (with 12,500 jobs a
-	 * shard: a drop and a whole reload, 200-400 ms on every graceful
-	 * handoff of the bench's 200,000 jobs).  A peer gains one of our shards
-	 * only after the last of our other candidacies is gone. */
-	bool conn = false;
-	for (int pass = c->draining ? 0 : 1; pass < 2 && !conn; pass++) {
-		for (int i = 0; i < c->n_shards; i++) {
-			coord_shard *s = &c->sh[i];
-			if (!s->dirty || (pass == 0 && s->rejoin == HANDOFF_DRAIN))
-				continue;
-			if (c->draining && c->fault_drain_ms > 0)
-				usleep((useconds_t)c->fault_drain_ms * 1000);
-			coord_step st = pal_coord__reconcile(c, s);
-			if (st == COORD_DONE) {
-				s->dirty = false;
-			} else if (st == COORD_CONN) {
-				c->retry_at_ms = now + RETRY_CONN_MS;
-				conn = true;
-				break; /* the other shards would fail the same way */
-			} else {
-				c->retry_at_ms = now + RETRY_LATER_MS;
-			}
+	int k = 0;
+	for (coord_shard *s; (s = next_in_order(c, &k));) {
+		if (!s->dirty)
+			continue;
+		if (c->draining && c->fault_drain_ms > 0)
+			usleep((useconds_t)c->fault_drain_ms * 1000);
+		coord_step st = pal_coord__reconcile(c, s);
+		if (st == COORD_DONE) {
+			s->dirty = false;
+		} else if (st == COORD_CONN) {
+			c->retry_at_ms = now + RETRY_CONN_MS;
+			break; /* the other shards would fail the same way */
+		} else {
+			c->retry_at_ms = now + RETRY_LATER_MS;
 		}
 	}
 	if (c->nodes_dirty) {
@@ -522,15 +536,10 @@ static void *coord_main(void *arg)
 		if (s->node != NULL && s->rejoin == HANDOFF_NONE && s->leading)
 			s->rejoin = HANDOFF_DRAIN;
 	}
-	/* the candidacies we do not lead first, as in a drain (run_round) */
-	for (int pass = 0; pass < 2 && connected; pass++)
-		for (int i = 0; i < c->n_shards && connected; i++) {
-			coord_shard *s = &c->sh[i];
-			if ((s->rejoin == HANDOFF_DRAIN) == (pass == 0))
-				continue;
-			if (pal_coord__reconcile(c, s) == COORD_CONN)
-				connected = false;
-		}
+	int k = 0;
+	for (coord_shard *s; connected && (s = next_in_order(c, &k));)
+		if (pal_coord__reconcile(c, s) == COORD_CONN)
+			connected = false;
 	for (int i = 0; i < c->n_shards; i++)
 		c->sh[i].leading = false;
 	pal_coord__session_close(c);
