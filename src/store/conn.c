@@ -107,9 +107,8 @@ void pal_store_close(pal_store *st)
 	free(st);
 }
 
-/* R if it succeeded (the last SQLSTATE cleared); otherwise NULL, R cleared,
- * its SQLSTATE kept and ERR filled. */
-static PGresult *checked(pal_store *st, PGresult *r, char *err, size_t errlen)
+PGresult *pal__store_checked(pal_store *st, PGresult *r, const char *what, char *err,
+			     size_t errlen)
 {
 	ExecStatusType s = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
 	if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) {
@@ -118,7 +117,7 @@ static PGresult *checked(pal_store *st, PGresult *r, char *err, size_t errlen)
 	}
 	const char *code = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
 	snprintf(st->sqlstate, sizeof st->sqlstate, "%s", code ? code : "");
-	pal__store_errmsg(st, r, "query failed", err, errlen);
+	pal__store_errmsg(st, r, what, err, errlen);
 	PQclear(r);
 	return NULL;
 }
@@ -191,7 +190,7 @@ PGresult *pal__store_result(pal_store *st, char *err, size_t errlen)
 			PQclear(r);
 	}
 	st->busy = false;
-	return checked(st, res, err, errlen);
+	return pal__store_checked(st, res, "query failed", err, errlen);
 }
 
 PGresult *pal__store_query_prepared(pal_store *st, const char *name, int nparams,
@@ -222,8 +221,9 @@ void pal__store_errmsg(pal_store *st, const PGresult *r, const char *what, char 
 PGresult *pal__store_query(pal_store *st, const char *sql, int nparams, const char *const *params,
 			   char *err, size_t errlen)
 {
-	return checked(st, PQexecParams(st->conn, sql, nparams, NULL, params, NULL, NULL, 0), err,
-		       errlen);
+	return pal__store_checked(st,
+				  PQexecParams(st->conn, sql, nparams, NULL, params, NULL, NULL, 0),
+				  "query failed", err, errlen);
 }
 
 int pal__store_exec(pal_store *st, const char *sql, char *err, size_t errlen)

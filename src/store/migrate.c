@@ -198,16 +198,12 @@ static int apply_one(pal_store *st, const pal_migration *m, char *err, size_t er
 		return PAL_EDB;
 	}
 	/* Multi-statement text: PQexec (simple protocol) is the way to run it. */
-	PGresult *r = PQexec(st->conn, m->sql);
-	if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) {
-		const char *code = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
-		snprintf(st->sqlstate, sizeof st->sqlstate, "%s", code ? code : "");
-		snprintf(what, sizeof what, "migration %s failed", m->name);
-		pal__store_errmsg(st, r, what, err, errlen);
-		PQclear(r);
+	snprintf(what, sizeof what, "migration %s failed", m->name);
+	PGresult *r = pal__store_checked(st, PQexec(st->conn, m->sql), what, err, errlen);
+	if (!r) {
 		pal__store_rollback(st);
-		return !strcmp(st->sqlstate, "55P03") || !strcmp(st->sqlstate, "40P01") ? PAL_EBUSY
-											: PAL_EDB;
+		return pal_store_lock_timeout(st) || !strcmp(st->sqlstate, "40P01") ? PAL_EBUSY
+										     : PAL_EDB;
 	}
 	PQclear(r);
 	char v[16];
@@ -252,10 +248,11 @@ static int apply_retrying(pal_store *st, const pal_migration *m, int64_t *waited
 			char last[512];
 			snprintf(last, sizeof last, "%s", err);
 			snprintf(err, errlen,
-				 "migration %s could not take its locks in %d tries (%lld ms giving way in all) "
-				 "(each waits at most %s; other transactions hold the tables it "
-				 "alters); nothing of it was applied: run migrate again, when the "
-				 "cluster is less busy if this repeats; last try: %s",
+				 "migration %s could not take its locks in %d tries (%lld ms "
+				 "giving way in all) (each waits at most %s; other transactions "
+				 "hold the tables it alters); nothing of it was applied: run "
+				 "migrate again, when the cluster is less busy if this repeats; "
+				 "last try: %s",
 				 m->name, tries, (long long)spent, MIGRATE_LOCK_TIMEOUT, last);
 			return PAL_EBUSY;
 		}
@@ -270,9 +267,9 @@ static int apply_retrying(pal_store *st, const pal_migration *m, int64_t *waited
 }
 
 /* PC from the database's side of R: the migrations not yet applied (up to
- * UPTO, 0: all of them) whose compatible_from is above the database's.  None on an empty database:
- * every node migrates to its own minimum before it registers, so no node
- * runs on it. */
+ * UPTO, 0: all of them) whose compatible_from is above the database's.
+ * None on an empty database: every node migrates to its own minimum before
+ * it registers, so no node runs on it. */
 static int pending_contract(pal_store *st, const pal_schema_range *r, int upto,
 			    pal_pending_contract *pc, char *err, size_t errlen)
 {

@@ -44,6 +44,10 @@ int pal__store_exec(pal_store *st, const char *sql, char *err, size_t errlen);
 void pal__store_rollback(pal_store *st);
 /* Fill err with "WHAT: <server message>". */
 void pal__store_errmsg(pal_store *st, const PGresult *r, const char *what, char *err, size_t errlen);
+/* R if it succeeded (ST's last SQLSTATE cleared); otherwise NULL, R
+ * cleared, its SQLSTATE kept in ST and ERR filled, prefixed with WHAT. */
+PGresult *pal__store_checked(pal_store *st, PGresult *r, const char *what, char *err,
+			     size_t errlen);
 
 /* An array parameter being built (pgarray.c): init, add elements, end.
  * Text elements are always quoted, so every value round-trips; a NULL
