@@ -61,8 +61,9 @@ int pal_store_horizon_scan(pal_store *st, int shard, const pal_horizon_scope *sc
 	PGresult *r = pal__store_query(
 		st,
 		"SELECT j.job_id, v.version, v.misfire_policy, v.catchup_window_ms, v.deadline_ms,"
-		" (v.retry ->> 'max_attempts')::bigint, (v.retry #>> '{backoff,max_ms}')::bigint,"
-		" (v.retry ->> 'max_age_ms')::bigint, (v.target ->> 'timeout_ms')::bigint"
+		" (v.spec #>> '{retry,max_attempts}')::bigint,"
+		" (v.spec #>> '{retry,backoff,max_ms}')::bigint,"
+		" (v.spec #>> '{retry,max_age_ms}')::bigint, (v.spec #>> '{target,timeout_ms}')::bigint"
 		" FROM (SELECT job_id, latest_version FROM jobs"
 		"  WHERE shard = $1::int AND retired_at IS NULL"
 		"  AND ($2::text[] IS NULL OR job_id = ANY($2::text[]))"

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The executor makes its calls from a compact form of each job version
 # (src/spec/callspec.c): the fields a call needs, extracted by the server
-# from the columns apply writes beside the spec (target, retry,
-# idempotency_key, timezone, deadline_ms), not the whole canonical spec
-# parsed on the executor's loop.  callspec_probe reads each job's latest
+# from the spec's target and retry objects and from the columns apply
+# writes beside the spec (idempotency_key, timezone, deadline_ms), not the
+# whole canonical spec parsed on the executor's loop.  Never from the
+# deprecated columns target and retry (copies that apply writes for 0.1.0
+# nodes, to be dropped by the next release): a version whose copies
+# disagree with its spec is still called as its spec says.  callspec_probe reads each job's latest
 # version both ways and compares them field by field: methods, bodies,
 # status URLs, headers (secret references unresolved, one header or three),
 # zones, retry budgets with a fractional multiplier, deadlines.  A version
@@ -50,9 +53,18 @@ expect_eq "a job with every default: the same" "calls.plain ok" "$(grep '^calls.
 expect_eq "a job with every call field set: the same" "calls.full ok" "$(grep '^calls.full ' <<<"$out")"
 expect_eq "a GET with one header and no retries: the same" "calls.get ok" "$(grep '^calls.get ' <<<"$out")"
 
+# The deprecated copies are not read: overwritten, the call form still
+# says what the spec says.
+sql "UPDATE job_versions SET target = '{\"url\": \"http://127.0.0.1:1/not-this\", \"method\": \"DELETE\"}',
+     retry = '{\"max_attempts\": 99, \"max_age_ms\": 1, \"backoff\": {\"initial_ms\": 1}}'
+     WHERE job_id = 'calls.full'" >/dev/null
+out=$("$PROBE" --pg "$PALISADE_PG" calls.full 2>&1)
+echo "    $out"
+expect_eq "target and retry columns overwritten: the call form is still the spec's" "calls.full ok" "$out"
+
 # A stored target this binary does not read (a method it does not know):
 # refused, naming the field, never called with a default method.
-sql "UPDATE job_versions SET target = jsonb_set(target, '{method}', '\"TRACE\"')
+sql "UPDATE job_versions SET spec = jsonb_set(spec, '{target,method}', '\"TRACE\"')
      WHERE job_id = 'calls.get'" >/dev/null
 out=$("$PROBE" --pg "$PALISADE_PG" calls.get 2>&1)
 echo "    $out"
