@@ -42,6 +42,10 @@ expect_match() {
 # sql QUERY: one value or rows, unaligned.
 sql() { psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -c "$1"; }
 
+# seq_scans TABLE: how many sequential scans TABLE has had (pg_stat_user_tables,
+# this session's counters flushed first).
+seq_scans() { sql "SELECT pg_stat_force_next_flush(); SELECT seq_scan FROM pg_stat_user_tables WHERE relname = '$1'" | tail -1; }
+
 # sql_samples N SECONDS QUERY: QUERY run N times, SECONDS apart, in one psql
 # session (each run its own statement: a fresh snapshot and clock); prints
 # its rows, unaligned, with an empty line after each (the pause's).  A psql

@@ -6,9 +6,10 @@
 # whole canonical spec parsed on the executor's loop.  Never from the
 # deprecated columns target and retry (copies that apply writes for 0.1.0
 # nodes, to be dropped by the next release): a version whose copies
-# disagree with its spec is still called as its spec says.  callspec_probe reads each job's latest
-# version both ways and compares them field by field: methods, bodies,
-# status URLs, headers (secret references unresolved, one header or three),
+# disagree with its spec is still called as its spec says.  callspec_probe
+# reads each job's latest version both ways and compares them field by
+# field: methods, bodies, status URLs, headers (secret references
+# unresolved, one header or three),
 # zones, retry budgets with a fractional multiplier, deadlines.  A version
 # whose stored target this binary cannot read is refused with the field
 # named, not called with a default.  And when the one statement that reads

@@ -40,7 +40,6 @@ sql "UPDATE triggers SET state = 'succeeded', finished_at = now(), lease_owner =
 sql "VACUUM triggers"
 PART=$(sql "SELECT triggers_part FROM palisade_partitions WHERE now() >= range_from AND now() < range_to")
 echo "    figure: today's partition $PART holds $(sql "select count(*) from $PART") triggers"
-seq_scans() { sql "SELECT pg_stat_force_next_flush(); SELECT seq_scan FROM pg_stat_user_tables WHERE relname = '$PART'" | tail -1; }
 claims() { # N LIMIT -> rows claimed, in one session (the executor's plans are per connection)
 	local i q=""
 	for i in $(seq 1 "$1"); do
@@ -49,9 +48,9 @@ claims() { # N LIMIT -> rows claimed, in one session (the executor's plans are p
 	psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -c "SET jit = off" -c "$q" |
 		awk '{s += $1} END {print s + 0}'
 }
-s0=$(seq_scans)
+s0=$(seq_scans "$PART")
 n=$(claims 6 50)
-s1=$(seq_scans)
+s1=$(seq_scans "$PART")
 expect_eq "six claims of 50 take 300 pending triggers" 300 "$n"
 expect_eq "no sequential scan of today's partition (30,000 finished triggers) by the claims" 0 "$((s1 - s0))"
 
@@ -69,9 +68,9 @@ sql "INSERT INTO triggers (job_id, version, scheduled_at, partition, source, ten
 sql "INSERT INTO triggers (job_id, version, scheduled_at, partition, source, tenant, resource_group, due_at, shard)
      SELECT 'scan.forbid', 1, now() - g * interval '1 second', 0, 'schedule', 'default', 'default',
        now() - g * interval '1 second', 0 FROM generate_series(1, 2) g"
-s0=$(seq_scans)
+s0=$(seq_scans "$PART")
 claims 2 50 >/dev/null
-s1=$(seq_scans)
+s1=$(seq_scans "$PART")
 expect_eq "the forbid job's two due instants are skipped while its run is live" 2 \
 	"$(sql "select count(*) from triggers where job_id = 'scan.forbid' and state = 'skipped' and last_error_class = 'overlap'")"
 expect_eq "... and recorded as misfires (forbid, overlap)" 2 \
