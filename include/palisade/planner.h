@@ -117,6 +117,16 @@ PAL_MUST_CHECK int pal_planner_tick(pal_planner *p, int64_t watermark, int64_t n
 /* BATCH (from the last tick) is committed: advance the schedule. */
 void pal_planner_commit(pal_planner *p, const pal_plan_batch *batch);
 
+/*
+ * While HOLD, ticks activate no brand-new job without an instant by the
+ * horizon (the ones max_activations_per_tick spreads over ticks): they
+ * only plan.  The controller holds them for the first ticks of shards
+ * claimed together, so that every shard plans before any spends its tick
+ * on bookkeeping.  What is planned does not change (a deferred job is
+ * activated as of the tick that first saw it).
+ */
+void pal_planner_hold_deferred(pal_planner *p, bool hold);
+
 /* Versions waiting for activation (O(1)): a tick with none skips looking. */
 size_t pal_planner_pending(const pal_planner *p);
 

@@ -1254,10 +1254,19 @@ static void *run(void *arg)
 		if (c->st && n_claimed) {
 			load_claimed(c, claimed, n_claimed);
 			/* Plan them at once: a shard is useful when its first tick
-			 * commits, not at the next scan interval. */
+			 * commits, not at the next scan interval.  Shards claimed
+			 * together plan first and activate later: after a large
+			 * apply each first tick would otherwise also write its
+			 * max_activations_per_tick deferred activations (about
+			 * 120 ms a shard, 1.9 s before the 16th shard planned at
+			 * 1,000,000 jobs); the next ticks write them. */
 			for (size_t i = 0; i < n_claimed && c->st; i++)
 				if (c->led[claimed[i]].planner) {
+					pal_planner *pl = c->led[claimed[i]].planner;
+					pal_planner_hold_deferred(pl, n_claimed > 1);
 					tick_shard(c, claimed[i]);
+					if (c->led[claimed[i]].planner == pl)
+						pal_planner_hold_deferred(pl, false);
 					c->led[claimed[i]].acquired_check = true;
 				}
 		}

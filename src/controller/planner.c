@@ -74,6 +74,7 @@ struct pal_planner {
 	GStringChunk *strings; /* tenants and groups, interned; freed with the planner */
 	size_t n_pending;      /* jobs whose last version awaits activation */
 	int64_t horizon_cap;   /* ticks plan no later than this (PAL_NO_TIME: no cap) */
+	bool hold_deferred;    /* pal_planner_hold_deferred(): no deferred activation */
 	pjob **touched; /* jobs of the last tick */
 	size_t n_touched, cap_touched;
 };
@@ -719,6 +720,11 @@ void pal_planner_set_config(pal_planner *p, const pal_planner_config *cfg)
 		p->cfg.max_activations_per_tick = acts;
 }
 
+void pal_planner_hold_deferred(pal_planner *p, bool hold)
+{
+	p->hold_deferred = hold;
+}
+
 int pal_planner_shard(const pal_planner *p)
 {
 	return p->shard;
@@ -915,7 +921,9 @@ static int collect(pal_planner *p, size_t i, int64_t horizon)
 		return PAL_OK;
 	pjob *j = p->heap[i];
 	bool due = j->next <= horizon;
-	if (due || has_pending(j)) {
+	/* A brand-new job that is not due is left to the pending scan of
+	 * pal_planner_tick(), which bounds how many of them a tick activates. */
+	if (due || (has_pending(j) && has_active(j))) {
 		int rc = touch(p, j);
 		if (rc)
 			return rc;
@@ -1028,7 +1036,7 @@ int pal_planner_tick(pal_planner *p, int64_t watermark, int64_t now, pal_plan_ba
 	 * job is activated as of the tick that first saw it (pend_since), so
 	 * deferring changes when the row is written, not what is planned: it
 	 * has no instant in (pend_since, horizon] until it is activated. */
-	int quota = p->cfg.max_activations_per_tick;
+	int quota = p->hold_deferred ? 0 : p->cfg.max_activations_per_tick;
 	for (size_t i = 0; !rc && p->n_pending && i < p->n; i++) {
 		pjob *j = p->heap[i];
 		if (!has_pending(j))

@@ -583,6 +583,40 @@ static void test_planner_defers_idle_activations(void **st)
 	pal_planner_free(p);
 }
 
+/* While held, a tick activates the brand-new jobs with an instant by the
+ * horizon and none of the others - not even one at the top of the heap;
+ * released, the next tick activates them as of the held tick that first
+ * saw them. */
+static void test_planner_hold_deferred(void **st)
+{
+	pal_planner_config c = cfg;
+	c.max_activations_per_tick = 10;
+	pal_planner *p = pal_planner_new(0, &c);
+	char id[16];
+	for (int i = 0; i < 4; i++) {
+		snprintf(id, sizeof id, "h.idle-%d", i);
+		put1(p, spec(id, "0 0 0 1 1 ? 2090", PAL_MISFIRE_SKIP), 1, PAL_NO_TIME, PAL_NO_TIME);
+	}
+	put1(p, spec("h.busy", "* * * * * ?", PAL_MISFIRE_SKIP), 1, PAL_NO_TIME, PAL_NO_TIME);
+	pal_plan_batch b = { 0 };
+	pal_planner_hold_deferred(p, true);
+	assert_int_equal(pal_planner_tick(p, PAL_NO_TIME, 1000, &b), 0);
+	assert_int_equal(b.n_act, 1);
+	assert_string_equal(b.act[0].job_id, "h.busy");
+	assert_int_equal(b.n_trig, 5);
+	pal_planner_commit(p, &b);
+	assert_int_equal(pal_planner_pending(p), 4);
+	pal_planner_hold_deferred(p, false);
+	assert_int_equal(pal_planner_tick(p, b.watermark, 1001, &b), 0);
+	assert_int_equal(b.n_act, 4);
+	for (size_t i = 0; i < b.n_act; i++)
+		assert_int_equal(b.act[i].effective_from, 1000);
+	pal_planner_commit(p, &b);
+	assert_int_equal(pal_planner_pending(p), 0);
+	pal_plan_batch_free(&b);
+	pal_planner_free(p);
+}
+
 /* One shared schedule per distinct (cron, zone), one cron per expression,
  * one zone per name, whatever the number of jobs; freed with the last job. */
 /* One job whose planning fails is left out of the tick alone: its rows
@@ -691,6 +725,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_planner_new_job_activates_now_and_plans_lookahead),
 		cmocka_unit_test(test_planner_defers_idle_activations),
+		cmocka_unit_test(test_planner_hold_deferred),
 		cmocka_unit_test(test_planner_shares_schedules_and_zones),
 		cmocka_unit_test(test_planner_failing_job_is_left_out_alone),
 		cmocka_unit_test(test_planner_uncommitted_tick_is_repeated),
