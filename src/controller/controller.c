@@ -1265,7 +1265,8 @@ static void *run(void *arg)
 					pal_planner *pl = c->led[claimed[i]].planner;
 					pal_planner_hold_deferred(pl, n_claimed > 1);
 					tick_shard(c, claimed[i]);
-					if (c->led[claimed[i]].planner == pl)
+					/* (a failed tick may have dropped it: NULL) */
+					if (c->led[claimed[i]].planner)
 						pal_planner_hold_deferred(pl, false);
 					c->led[claimed[i]].acquired_check = true;
 				}

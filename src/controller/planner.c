@@ -914,15 +914,19 @@ static int touch(pal_planner *p, pjob *j)
 	return PAL_OK;
 }
 
-/* Collect jobs due by HORIZON (heap keys <= horizon) and pending ones. */
+/*
+ * Collect jobs due by HORIZON (heap keys <= horizon) and the new versions of
+ * active jobs the walk meets.  A brand-new job (its key is NEVER until it is
+ * activated) is left to the pending scan of pal_planner_tick(), which bounds
+ * how many of them a tick activates: touched here, the ones at the walk's
+ * frontier were activated outside that bound.
+ */
 static int collect(pal_planner *p, size_t i, int64_t horizon)
 {
 	if (i >= p->n)
 		return PAL_OK;
 	pjob *j = p->heap[i];
 	bool due = j->next <= horizon;
-	/* A brand-new job that is not due is left to the pending scan of
-	 * pal_planner_tick(), which bounds how many of them a tick activates. */
 	if (due || (has_pending(j) && has_active(j))) {
 		int rc = touch(p, j);
 		if (rc)

@@ -253,16 +253,26 @@ DROP TABLE bench_ids" >/dev/null || return 1
 # watermark past T0 (so planned by ID after T0); prints the epoch ms when
 # seen, or nothing after SECS.  Asked every 0.1 s on one session of its own:
 # a psql per poll (Debian's wrapper is a Perl script, then a new backend)
-# took about a third of a core from the start it was timing.
+# took about a third of a core from the start it was timing.  Should that
+# session fail (a write to it, or no answer within 10 s), the rest of the
+# wait polls with sql() as before.
 wait_planned() {
-	local id=$1 t0=$2 lim=$(($(ms) + $3 * 1000)) n rc=1
+	local id=$1 t0=$2 lim=$(($(ms) + $3 * 1000)) n rc=1 pipe q
+	q="SELECT count(*) FROM shards WHERE leader = '$id' AND watermark > to_timestamp($t0 / 1000.0)"
+	pipe=$(trap -p PIPE)
+	trap '' PIPE # a session that died fails the write instead of killing the shell
 	coproc WP { exec "$B_PSQL" "$PALISADE_PG" -XAtq 2>/dev/null; }
-	local pid=$WP_PID in=${WP[1]} out=${WP[0]}
+	local pid=$WP_PID in=${WP[1]} out=${WP[0]} live=1
 	B_LIVE[$pid]=1
 	while [ "$(ms)" -lt $lim ]; do
-		echo "SELECT count(*) FROM shards WHERE leader = '$id'
-			AND watermark > to_timestamp($t0 / 1000.0);" >&"$in" || break
-		read -r -t 10 n <&"$out" || break
+		n=
+		if [ $live = 1 ]; then
+			if ! echo "$q;" >&"$in" 2>/dev/null || ! read -r -t 10 n <&"$out"; then
+				live=0
+				n=
+			fi
+		fi
+		[ $live = 1 ] || n=$(sql "$q" 2>/dev/null)
 		if [ "$n" = 16 ]; then
 			ms
 			rc=0
@@ -272,6 +282,7 @@ wait_planned() {
 	done
 	exec {in}>&- {out}<&-
 	reap "$pid" 5
+	eval "${pipe:-trap - PIPE}"
 	return $rc
 }
 
