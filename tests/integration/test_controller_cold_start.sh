@@ -19,13 +19,8 @@ fresh_db it_cold_start
 "$PAL" migrate >/dev/null
 write_conf "$CLUSTER_CONF"
 IDLE=160
-{
-	echo "jobs:"
-	echo "  - {id: cs.due, schedule: {cron: \"* * * * * ?\"}, target: {url: \"http://127.0.0.1:9/x\"}}"
-	for i in $(seq 1 $IDLE); do
-		echo "  - {id: cs.idle-$i, schedule: {cron: \"0 0 0 1 1 ? 2099\"}, target: {url: \"http://127.0.0.1:9/x\"}}"
-	done
-} >"$NODE_DIR/jobs.yaml"
+gen_jobs "$NODE_DIR/jobs.yaml" $IDLE "0 0 0 1 1 ? 2099" skip cs.idle
+echo "  - {id: cs.due, schedule: {cron: \"* * * * * ?\"}, target: {url: \"http://127.0.0.1:9/x\"}}" >>"$NODE_DIR/jobs.yaml"
 expect_exit "apply 1 due job and $IDLE idle ones" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
 start_node cs1
 planned() { [ "$(grep -c '"controller.shard_planned"' "$NODE_DIR/cs1.log")" = 16 ]; }
