@@ -35,4 +35,8 @@ PAL_MUST_CHECK int pal_parse_date(const char *s, int64_t *days);
  * unit-less and overflowing input. */
 PAL_MUST_CHECK int pal_parse_duration_ms(const char *s, int64_t *ms);
 
+/* Formats a duration in ms for messages and docs: "1h30m", "500ms", "0s".
+ * Writes at most LEN bytes to BUF and returns BUF. */
+char *pal_fmt_duration(int64_t ms, char *buf, size_t len);
+
 #endif

@@ -155,8 +155,4 @@ PAL_MUST_CHECK int pal_yexpect_seq(const pal_ydoc *doc, const pal_ynode *n, cons
  */
 const char *pal_suggest(const char *word, const char *const *cands, size_t n);
 
-/* Formats a duration in ms for messages and docs: "1h30m", "500ms", "0s".
- * Writes at most LEN bytes to BUF and returns BUF. */
-char *pal_fmt_duration(int64_t ms, char *buf, size_t len);
-
 #endif

@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include "palisade/err.h"
 #include "palisade/keyhorizon.h"
-#include "palisade/yamltree.h"
+#include "palisade/timefmt.h"
 
 void pal_job_key_horizon(const pal_job_spec *s, pal_key_horizon *h)
 {

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <glib.h>
 #include "palisade/nodeconf.h"
+#include "palisade/timefmt.h"
 #include "palisade/yamltree.h"
 
 _Static_assert(sizeof(pal_log_level) == sizeof(int), "enum stored as int");

@@ -1000,33 +1000,3 @@ const char *pal_suggest(const char *word, const char *const *cands, size_t n)
 	}
 	return best;
 }
-
-char *pal_fmt_duration(int64_t ms, char *buf, size_t len)
-{
-	static const struct {
-		const char *unit;
-		int64_t ms;
-	} units[] = {{"d", 86400000}, {"h", 3600000}, {"m", 60000}, {"s", 1000}, {"ms", 1}};
-	size_t off = 0;
-
-	if (len == 0)
-		return buf;
-	buf[0] = '\0';
-	if (ms <= 0) {
-		snprintf(buf, len, "%s0s", ms < 0 ? "-" : "");
-		return buf;
-	}
-	for (size_t i = 0; i < sizeof units / sizeof units[0] && off < len; i++) {
-		int64_t q = ms / units[i].ms;
-
-		if (q) {
-			int w = snprintf(buf + off, len - off, "%" PRId64 "%s", q, units[i].unit);
-
-			if (w < 0)
-				break;
-			off += (size_t)w;
-			ms -= q * units[i].ms;
-		}
-	}
-	return buf;
-}

@@ -23,7 +23,6 @@
 #include "palisade/planner.h"
 #include "palisade/store.h"
 #include "palisade/timefmt.h"
-#include "palisade/yamltree.h" /* pal_fmt_duration */
 
 /* What one check found (run_check); summed over the slices of a
  * shard's acquisition check. */

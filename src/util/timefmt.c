@@ -7,6 +7,7 @@
  * loader and the CLI alike.  Parsers are strict: they accept the whole string
  * or fail with PAL_EINVAL, and they never overflow on hostile input.
  */
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -211,4 +212,35 @@ int pal_parse_duration_ms(const char *s, int64_t *ms)
 	}
 	*ms = total;
 	return PAL_OK;
+}
+
+/* Largest unit first, zero groups left out: 90061001 -> "1d1h1m1s1ms". */
+char *pal_fmt_duration(int64_t ms, char *buf, size_t len)
+{
+	static const struct {
+		const char *unit;
+		int64_t ms;
+	} units[] = {{"d", 86400000}, {"h", 3600000}, {"m", 60000}, {"s", 1000}, {"ms", 1}};
+	size_t off = 0;
+
+	if (len == 0)
+		return buf;
+	buf[0] = '\0';
+	if (ms <= 0) {
+		snprintf(buf, len, "%s0s", ms < 0 ? "-" : "");
+		return buf;
+	}
+	for (size_t i = 0; i < sizeof units / sizeof units[0] && off < len; i++) {
+		int64_t q = ms / units[i].ms;
+
+		if (q) {
+			int w = snprintf(buf + off, len - off, "%" PRId64 "%s", q, units[i].unit);
+
+			if (w < 0)
+				break;
+			off += (size_t)w;
+			ms -= q * units[i].ms;
+		}
+	}
+	return buf;
 }

@@ -164,17 +164,29 @@ static void test_timefmt_parse_duration_rejects_garbage_and_overflow(void **stat
 	assert_int_equal(ms, 42);
 }
 
+static void test_timefmt_fmt_duration_largest_unit_first(void **state)
+{
+	char buf[32];
+
+	(void)state;
+	assert_string_equal(pal_fmt_duration(0, buf, sizeof buf), "0s");
+	assert_string_equal(pal_fmt_duration(500, buf, sizeof buf), "500ms");
+	assert_string_equal(pal_fmt_duration(5400000, buf, sizeof buf), "1h30m");
+	assert_string_equal(pal_fmt_duration(90061001, buf, sizeof buf), "1d1h1m1s1ms");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_timefmt_days_from_civil_known_dates),
-		cmocka_unit_test(test_timefmt_civil_round_trip_over_centuries),
-		cmocka_unit_test(test_timefmt_format_rfc3339),
-		cmocka_unit_test(test_timefmt_parse_rfc3339_accepts),
-		cmocka_unit_test(test_timefmt_parse_rfc3339_rejects_garbage),
-		cmocka_unit_test(test_timefmt_parse_date),
-		cmocka_unit_test(test_timefmt_parse_duration_accepts),
-		cmocka_unit_test(test_timefmt_parse_duration_rejects_garbage_and_overflow),
+	    cmocka_unit_test(test_timefmt_days_from_civil_known_dates),
+	    cmocka_unit_test(test_timefmt_civil_round_trip_over_centuries),
+	    cmocka_unit_test(test_timefmt_format_rfc3339),
+	    cmocka_unit_test(test_timefmt_parse_rfc3339_accepts),
+	    cmocka_unit_test(test_timefmt_parse_rfc3339_rejects_garbage),
+	    cmocka_unit_test(test_timefmt_parse_date),
+	    cmocka_unit_test(test_timefmt_parse_duration_accepts),
+	    cmocka_unit_test(test_timefmt_parse_duration_rejects_garbage_and_overflow),
+	    cmocka_unit_test(test_timefmt_fmt_duration_largest_unit_first),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -472,17 +472,6 @@ static void test_suggest_finds_plausible_typos_only(void **state)
 	assert_null(pal_suggest("completely_unrelated", keys, 8));
 }
 
-static void test_fmt_duration(void **state)
-{
-	char buf[32];
-
-	(void)state;
-	assert_string_equal(pal_fmt_duration(0, buf, sizeof buf), "0s");
-	assert_string_equal(pal_fmt_duration(500, buf, sizeof buf), "500ms");
-	assert_string_equal(pal_fmt_duration(5400000, buf, sizeof buf), "1h30m");
-	assert_string_equal(pal_fmt_duration(90061001, buf, sizeof buf), "1d1h1m1s1ms");
-}
-
 static void test_diags_capped(void **state)
 {
 	pal_diags d = {0};
@@ -515,7 +504,6 @@ int main(void)
 	    cmocka_unit_test(test_yaml_collection_keys_refused),
 	    cmocka_unit_test(test_yaml_typed_accessors),
 	    cmocka_unit_test(test_suggest_finds_plausible_typos_only),
-	    cmocka_unit_test(test_fmt_duration),
 	    cmocka_unit_test(test_diags_capped),
 	};
 
