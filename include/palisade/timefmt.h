@@ -4,6 +4,7 @@
 #ifndef PALISADE_TIMEFMT_H
 #define PALISADE_TIMEFMT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
 #include "palisade/err.h"
@@ -20,6 +21,26 @@ static inline int64_t pal_floor_div(int64_t a, int64_t b)
 int64_t pal_days_from_civil(int64_t y, unsigned m, unsigned d);
 void pal_civil_from_days(int64_t days, int64_t *y, unsigned *m, unsigned *d);
 
+/* Whether Y is a leap year of the proleptic Gregorian calendar. */
+static inline bool pal_is_leap(int64_t y)
+{
+	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+
+/* Days in month M (1..12) of year Y. */
+static inline unsigned pal_days_in_month(int64_t y, unsigned m)
+{
+	static const unsigned char dim[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+	return m == 2 && pal_is_leap(y) ? 29 : dim[m - 1];
+}
+
+/* Weekday (0 = Sunday .. 6 = Saturday) of day DAYS since 1970-01-01, a
+ * Thursday. */
+static inline int pal_weekday(int64_t days)
+{
+	return (int)(((days + 4) % 7 + 7) % 7);
+}
+
 /* Format UTC instant t as "2026-03-29T01:00:00Z" into buf (>= 21 bytes). */
 void pal_fmt_rfc3339(int64_t t, char *buf, size_t len);
 
@@ -29,6 +50,10 @@ PAL_MUST_CHECK int pal_parse_rfc3339(const char *s, int64_t *out);
 
 /* Parse "YYYY-MM-DD" into days since epoch. */
 PAL_MUST_CHECK int pal_parse_date(const char *s, int64_t *days);
+
+/* Format day DAYS since epoch as "YYYY-MM-DD" into buf (>= 11 bytes; the
+ * output is truncated, still NUL-terminated, when LEN is too small). */
+void pal_fmt_date(int64_t days, char *buf, size_t len);
 
 /* Parse a duration: one or more <number><unit> groups, units ms s m h d
  * ("90s", "1h30m", "500ms").  Result in milliseconds; rejects empty, negative,

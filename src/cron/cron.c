@@ -608,23 +608,6 @@ pal_dst_policy pal_cron_effective_dst(const pal_cron *c, pal_dst_policy p)
 
 /* ---------------------------------------------------------------- matching */
 
-static bool is_leap(int64_t y)
-{
-	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-}
-
-static int days_in_month(int64_t y, unsigned m)
-{
-	static const unsigned char dim[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-	return m == 2 && is_leap(y) ? 29 : dim[m - 1];
-}
-
-/* Weekday (0 = Sunday) of day number DAYS since 1970-01-01, a Thursday. */
-static int weekday(int64_t days)
-{
-	return (int)(((days + 4) % 7 + 7) % 7);
-}
-
 /* Day of month of the weekday nearest to day D (D <= dim) without leaving
  * the month; WD1 is the weekday of day 1. */
 static int nearest_weekday(int d, int dim, int wd1)
@@ -752,7 +735,7 @@ static bool next_local(const pal_cron *c, int64_t from, int64_t *out)
 			sod = 0;
 			continue;
 		}
-		int dim = days_in_month(y, m);
+		int dim = (int)pal_days_in_month(y, m);
 		if (!(c->month >> m & 1) || (int)d > dim) {
 			if (++m > 12) {
 				m = 1;
@@ -763,7 +746,7 @@ static bool next_local(const pal_cron *c, int64_t from, int64_t *out)
 			continue;
 		}
 		int64_t day0 = pal_days_from_civil(y, m, 1);
-		int wd1 = weekday(day0);
+		int wd1 = pal_weekday(day0);
 		if (day_matches(c, (int)d, dim, wd1)) {
 			int t = next_time_of_day(c, sod);
 			if (t >= 0) {

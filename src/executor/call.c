@@ -126,11 +126,7 @@ static int render_all(pal_executor *ex, pal__call *k, char *err, size_t errlen)
 	char date[16] = "";
 	int64_t local = k->spec->tz ? pal_tz_to_local(k->spec->tz, k->c.scheduled_at)
 				    : k->c.scheduled_at;
-	int64_t y;
-	unsigned mo, d;
-	int64_t days = pal_floor_div(local, 86400);
-	pal_civil_from_days(days, &y, &mo, &d);
-	snprintf(date, sizeof date, "%04lld-%02u-%02u", (long long)y, mo, d);
+	pal_fmt_date(pal_floor_div(local, 86400), date, sizeof date);
 	pal_tpl_vars v = { .job = k->c.job_id,
 			   .scheduled_at = k->c.scheduled_at,
 			   .scheduled_date = date,

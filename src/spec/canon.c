@@ -172,15 +172,6 @@ static int cmp_excl(const void *a, const void *b)
 	return 0;
 }
 
-static void fmt_day(int64_t days, char *buf, size_t len)
-{
-	int64_t y;
-	unsigned m, d;
-
-	pal_civil_from_days(days, &y, &m, &d);
-	snprintf(buf, len, "%04lld-%02u-%02u", (long long)y, m, d);
-}
-
 /* Sorted, overlapping and adjacent ranges merged: the same set of days
  * always gives the same list. */
 static json_t *canon_exclusions(const pal_exclusion *ex, size_t n)
@@ -211,11 +202,11 @@ static json_t *canon_exclusions(const pal_exclusion *ex, size_t n)
 	for (size_t i = 0; i <= m; i++) {
 		char a[32], b[32], both[72];
 
-		fmt_day(v[i].first_day, a, sizeof a);
+		pal_fmt_date(v[i].first_day, a, sizeof a);
 		if (v[i].last_day == v[i].first_day) {
 			json_array_append_new(arr, json_string(a));
 		} else {
-			fmt_day(v[i].last_day, b, sizeof b);
+			pal_fmt_date(v[i].last_day, b, sizeof b);
 			snprintf(both, sizeof both, "%s..%s", a, b);
 			json_array_append_new(arr, json_string(both));
 		}

@@ -66,11 +66,6 @@ static int64_t clamp_instant(int64_t t)
 	return t < -TZ_CLAMP ? -TZ_CLAMP : t > TZ_CLAMP ? TZ_CLAMP : t;
 }
 
-static bool is_leap(int64_t y)
-{
-	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-}
-
 /* ---------------------------------------------------------------- POSIX rule */
 
 /* Zone abbreviation: <...> quoted, or three or more letters. */
@@ -211,14 +206,13 @@ static int64_t rule_local(const struct rule_date *d, int64_t y)
 {
 	int64_t days;
 	if (d->kind == 'J') {
-		days = pal_days_from_civil(y, 1, 1) + d->a - 1 + (is_leap(y) && d->a >= 60);
+		days = pal_days_from_civil(y, 1, 1) + d->a - 1 + (pal_is_leap(y) && d->a >= 60);
 	} else if (d->kind == 'N') {
 		days = pal_days_from_civil(y, 1, 1) + d->a;
 	} else {
-		static const unsigned char dim[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-		int mdays = d->a == 2 && is_leap(y) ? 29 : dim[d->a - 1];
+		int mdays = (int)pal_days_in_month(y, (unsigned)d->a);
 		int64_t first = pal_days_from_civil(y, (unsigned)d->a, 1);
-		int wd1 = (int)(((first + 4) % 7 + 7) % 7); /* 1970-01-01 was a Thursday */
+		int wd1 = pal_weekday(first);
 		int day = 1 + (d->c - wd1 + 7) % 7 + 7 * (d->b - 1);
 		while (day > mdays)
 			day -= 7;

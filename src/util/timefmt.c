@@ -43,17 +43,6 @@ void pal_civil_from_days(int64_t days, int64_t *y, unsigned *m, unsigned *d)
 	*y = (int64_t)yoe + era * 400 + (*m <= 2);
 }
 
-static bool is_leap(int64_t y)
-{
-	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-}
-
-static unsigned days_in_month(int64_t y, unsigned m)
-{
-	static const unsigned char dim[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-	return m == 2 && is_leap(y) ? 29 : dim[m - 1];
-}
-
 /*
  * Writes "YYYY-MM-DDTHH:MM:SSZ" (20 chars + NUL) into buf; years outside
  * 0000-9999 are written with as many digits as they need (and a sign), and
@@ -70,6 +59,17 @@ void pal_fmt_rfc3339(int64_t t, char *buf, size_t len)
 	pal_civil_from_days(days, &y, &m, &d);
 	snprintf(buf, len, "%04lld-%02u-%02uT%02d:%02d:%02dZ", (long long)y, m, d,
 		 (int)(sod / 3600), (int)(sod / 60 % 60), (int)(sod % 60));
+}
+
+void pal_fmt_date(int64_t days, char *buf, size_t len)
+{
+	int64_t y;
+	unsigned m, d;
+
+	if (!buf || len == 0)
+		return;
+	pal_civil_from_days(days, &y, &m, &d);
+	snprintf(buf, len, "%04lld-%02u-%02u", (long long)y, m, d);
 }
 
 /* Reads exactly n decimal digits at *p, advancing it.  False otherwise. */
@@ -99,7 +99,7 @@ static bool read_date(const char **p, int64_t *days)
 	(*p)++;
 	if (!read_digits(p, 2, &d))
 		return false;
-	if (m < 1 || m > 12 || d < 1 || (unsigned)d > days_in_month(y, (unsigned)m))
+	if (m < 1 || m > 12 || d < 1 || (unsigned)d > pal_days_in_month(y, (unsigned)m))
 		return false;
 	*days = pal_days_from_civil(y, (unsigned)m, (unsigned)d);
 	return true;

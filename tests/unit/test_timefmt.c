@@ -175,6 +175,32 @@ static void test_timefmt_fmt_duration_largest_unit_first(void **state)
 	assert_string_equal(pal_fmt_duration(90061001, buf, sizeof buf), "1d1h1m1s1ms");
 }
 
+static void test_timefmt_leap_month_length_weekday_and_date(void **state)
+{
+	char buf[16];
+	int64_t days;
+
+	(void)state;
+	assert_true(pal_is_leap(2000));
+	assert_true(pal_is_leap(2024));
+	assert_false(pal_is_leap(1900));
+	assert_false(pal_is_leap(2023));
+	assert_int_equal(pal_days_in_month(2024, 2), 29);
+	assert_int_equal(pal_days_in_month(1900, 2), 28);
+	assert_int_equal(pal_days_in_month(2026, 12), 31);
+	assert_int_equal(pal_days_in_month(2026, 4), 30);
+	assert_int_equal(pal_weekday(0), 4);	   /* 1970-01-01, a Thursday */
+	assert_int_equal(pal_weekday(-1), 3);	   /* 1969-12-31 */
+	assert_int_equal(pal_weekday(20541), 0);   /* 2026-03-29, a Sunday */
+	assert_int_equal(pal_weekday(-135081), 2); /* 1600-02-29, a Tuesday */
+	pal_fmt_date(-1, buf, sizeof buf);
+	assert_string_equal(buf, "1969-12-31");
+	pal_fmt_date(20541, buf, sizeof buf);
+	assert_string_equal(buf, "2026-03-29");
+	assert_int_equal(pal_parse_date(buf, &days), 0);
+	assert_int_equal(days, 20541);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -187,6 +213,7 @@ int main(void)
 	    cmocka_unit_test(test_timefmt_parse_duration_accepts),
 	    cmocka_unit_test(test_timefmt_parse_duration_rejects_garbage_and_overflow),
 	    cmocka_unit_test(test_timefmt_fmt_duration_largest_unit_first),
+	    cmocka_unit_test(test_timefmt_leap_month_length_weekday_and_date),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
