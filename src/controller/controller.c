@@ -1,6 +1,8 @@
 /*
  * controller.c - the controller thread: leadership -> PostgreSQL claim ->
  * per-shard planner -> fenced planning transactions (see controller.h).
+ * The key-horizon checks it runs between ticks are in keyhorizon.c; the
+ * state both share is in controller_int.h.
  *
  * Threading: one thread owns the PostgreSQL connection and the planners.
  * Other threads only touch the status snapshot (under `mu`) and the atomic
@@ -18,80 +20,11 @@
 #include "palisade/controller.h"
 #include "palisade/health.h"
 #include "palisade/horizoncheck.h"
-#include "palisade/keyhorizon.h"
 #include "palisade/log.h"
 #include "palisade/planner.h"
 #include "palisade/store.h"
 #include "palisade/timefmt.h"
-
-/* What one check found (run_check); summed over the slices of a
- * shard's acquisition check. */
-typedef struct horizon_counts {
-	size_t jobs;	  /* in the scope (a slice's: PAL_HORIZON_SLICE when not the last) */
-	int64_t exceeded; /* jobs over the retention */
-	int64_t opened, resolved;
-} horizon_counts;
-
-typedef struct led_shard {
-	pal_planner *planner; /* NULL when not led */
-	int64_t epoch;
-	int64_t watermark;
-	int64_t last_tick_us; /* last planning transaction (us: an idle one is < 1 ms) */
-	int64_t max_tick_us;  /* longest planning transaction since acquired */
-	int64_t planned; /* trigger rows inserted since acquired */
-	bool ticked;	 /* a planning transaction committed since acquired */
-	/* acquired from a handoff row: only the jobs it named are loaded, ticks
-	 * are capped at its horizon until load_handoff_rest() loads the rest */
-	bool rest_pending;
-	/* many of its jobs changed (a large apply): check their key horizons
-	 * with the next periodic reload, once, not at every notified pass */
-	bool horizon_due;
-	/* acquired: its key horizons are still to be checked (finish_takeover),
-	 * in slices: the next after horizon_after (g_free'd; NULL: from the
-	 * first), the totals of the slices done so far for the one log line */
-	bool acquired_check;
-	char *horizon_after;
-	horizon_counts hz;
-	int hz_slices;
-	/* every job of its last batch was refused (not one job's fault): no
-	 * tick before refused_until_ms (mono), the wait doubling to 30 s */
-	int64_t refused_until_ms;
-	int refused_backoff_ms;
-} led_shard;
-
-struct pal_controller {
-	pal_controller_config cfg;
-	char *conninfo, *node_id;
-	pal_coord *coord;
-	pal_metrics *m;
-	pthread_t thread;
-	atomic_bool stop, reload;
-	atomic_bool horizon_check; /* re-check every led shard's key horizons */
-
-	/* owned by the thread */
-	pal_store *st;
-	led_shard *led;
-	pal_shard_lead *lead;
-	pal_plan_batch batch;
-	GPtrArray *load_bad; /* bad_load: jobs a load could not put, to quarantine */
-	char *fault_plan_job; /* test only: PALISADE_FAULT_PLAN_JOB, its planning fails */
-	int fault_stop_ms;    /* test only: PALISADE_FAULT_SLOW_STOP_MS, per shard freed at stop */
-	/* jobs of the led shards whose key horizon exceeds sink.key_retention
-	 * at their last check: id (owned) -> shard + 1 */
-	GHashTable *over_horizon;
-	int db_backoff_ms;
-	int64_t next_db_try_ms, next_reload_ms, next_tick_ms;
-
-	/* status snapshot and a pending timing change, under mu */
-	pthread_mutex_t mu;
-	json_t *status;
-	bool timing_changed;
-	pal_controller_config new_timing;
-	int64_t new_key_retention_ms; /* from pal_controller_set_key_retention */
-	/* the thread has stopped planning and written its handoff rows (under mu) */
-	bool quiesced;
-	pthread_cond_t quiesced_cv;
-};
+#include "controller_int.h"
 
 static void declare_metrics(pal_metrics *m)
 {
@@ -158,7 +91,7 @@ static void mset(pal_controller *c, const char *name, const char *labels, double
 
 /* ---- status snapshot --------------------------------------------------------- */
 
-static void publish_status(pal_controller *c)
+void pal_controller__publish_status(pal_controller *c)
 {
 	json_t *shards = json_array();
 	int n = 0;
@@ -196,26 +129,6 @@ json_t *pal_controller_status(pal_controller *c)
 
 /* ---- shards -------------------------------------------------------------------- */
 
-/* Forget what over_horizon knows of shard S's jobs in SCOPE (all of them
- * for the zero scope). */
-static void forget_over_horizon(pal_controller *c, int s, const pal_horizon_scope *sc)
-{
-	if (sc->ids) {
-		for (size_t i = 0; i < sc->n_ids; i++)
-			g_hash_table_remove(c->over_horizon, sc->ids[i]);
-	} else {
-		GHashTableIter it;
-		gpointer k, v;
-		g_hash_table_iter_init(&it, c->over_horizon);
-		while (g_hash_table_iter_next(&it, &k, &v))
-			if (GPOINTER_TO_INT(v) == s + 1 && (!sc->after || strcmp(k, sc->after) > 0) &&
-			    (!sc->upto || strcmp(k, sc->upto) <= 0))
-				g_hash_table_iter_remove(&it);
-	}
-	mset(c, "palisade_controller_jobs_key_horizon_exceeded", NULL,
-	     g_hash_table_size(c->over_horizon));
-}
-
 static void drop_shard(pal_controller *c, int s, const char *why)
 {
 	led_shard *l = &c->led[s];
@@ -226,13 +139,13 @@ static void drop_shard(pal_controller *c, int s, const char *why)
 	pal_planner_free(l->planner);
 	g_free(l->horizon_after);
 	memset(l, 0, sizeof *l);
-	forget_over_horizon(c, s, &(pal_horizon_scope){ 0 });
+	pal_controller__forget_over_horizon(c, s, &(pal_horizon_scope){0});
 	char lab[32];
 	snprintf(lab, sizeof lab, "shard=\"%d\"", s);
 	mset(c, "palisade_controller_shard_epoch", lab, 0);
 }
 
-static void db_failed(pal_controller *c, const char *what, const char *err)
+void pal_controller__db_failed(pal_controller *c, const char *what, const char *err)
 {
 	pal_log(PAL_LOG_ERROR, "controller.db_error", "{s:s, s:s}", "during", what, "error", err);
 	minc(c, "palisade_controller_db_errors_total", NULL, 1);
@@ -281,7 +194,7 @@ static void quarantine_after_load(pal_controller *c, const int *shards, size_t n
 		bool created;
 		if (pal_store_quarantine_job(c->st, bl->id, bl->shard, c->led[bl->shard].epoch,
 					     PAL_NO_TIME, bl->error, &created, err, sizeof err)) {
-			db_failed(c, "quarantine job", err);
+			pal_controller__db_failed(c, "quarantine job", err);
 			break;
 		}
 		if (created) /* a reload finds it again every 30 s: counted once */
@@ -295,7 +208,7 @@ static void quarantine_after_load(pal_controller *c, const int *shards, size_t n
 		char **ids;
 		size_t k;
 		if (pal_store_quarantined_ids(c->st, shards[i], &ids, &k, err, sizeof err)) {
-			db_failed(c, "load quarantine", err);
+			pal_controller__db_failed(c, "load quarantine", err);
 			return;
 		}
 		pal_planner_set_quarantined(l->planner, (const char *const *)ids, k);
@@ -399,7 +312,7 @@ static int load_jobs(pal_controller *c, const int *shards, size_t n, const char 
 					      &seen, err, sizeof err);
 		st->jobs += seen;
 		if (rc == PAL_EDB)
-			db_failed(c, "load jobs", err);
+			pal_controller__db_failed(c, "load jobs", err);
 		else
 			quarantine_after_load(c, shards, 1);
 		return rc;
@@ -409,11 +322,11 @@ static int load_jobs(pal_controller *c, const int *shards, size_t n, const char 
 				      err, sizeof err);
 	st->jobs += seen;
 	if (rc == PAL_EDB) {
-		db_failed(c, "load jobs", err);
+		pal_controller__db_failed(c, "load jobs", err);
 	} else if (!rc && lc.stale->len > RELOAD_ONE_BY_ONE_MAX) {
 		if ((rc = pal_store_shard_jobs(c->st, shards, cutoffs, n, NULL, true, put_loaded, &lc,
 					       &seen, err, sizeof err)) == PAL_EDB)
-			db_failed(c, "load jobs", err);
+			pal_controller__db_failed(c, "load jobs", err);
 	} else {
 		for (guint k = 0; !rc && k < lc.stale->len; k++) {
 			stale_job *sj = g_ptr_array_index(lc.stale, k);
@@ -422,181 +335,13 @@ static int load_jobs(pal_controller *c, const int *shards, size_t n, const char 
 			if ((rc = pal_store_shard_jobs(c->st, &sj->shard, &cut, 1, sj->id, true,
 						       put_loaded, &lc, &seen, err, sizeof err)) ==
 			    PAL_EDB)
-				db_failed(c, "load jobs", err);
+				pal_controller__db_failed(c, "load jobs", err);
 		}
 	}
 	g_ptr_array_free(lc.stale, TRUE);
 	if (rc != PAL_EDB)
 		quarantine_after_load(c, shards, n);
 	return rc;
-}
-
-/* ---- key horizons (docs/protocol.md, "How long to keep keys") ------------------ */
-
-/* A scan's violations so far (one row per job; should a scan ever yield
- * several versions of a job, adjacent, the job keeps its largest horizon). */
-typedef struct horizon_scan {
-	int64_t retention_ms;
-	GArray *over;	/* pal_horizon_violation; job_id g_strdup */
-	int64_t jobs;	/* versions read */
-} horizon_scan;
-
-static int horizon_row(void *arg, const char *job_id, int version, const pal_job_spec *spec)
-{
-	horizon_scan *hs = arg;
-	pal_key_horizon h;
-	pal_job_key_horizon(spec, &h);
-	if (h.total_ms <= hs->retention_ms)
-		return PAL_OK;
-	pal_horizon_violation *last =
-		hs->over->len ? &g_array_index(hs->over, pal_horizon_violation, hs->over->len - 1)
-			      : NULL;
-	if (last && !strcmp(last->job_id, job_id)) {
-		if (h.total_ms > last->horizon_ms) {
-			last->horizon_ms = h.total_ms;
-			last->version = version;
-		}
-		return PAL_OK;
-	}
-	pal_horizon_violation v = { .job_id = g_strdup(job_id), .version = version,
-				    .horizon_ms = h.total_ms };
-	g_array_append_val(hs->over, v);
-	return PAL_OK;
-}
-
-/* Log at most this many jobs per check by name (the rest in the summary). */
-#define HORIZON_LOG_MAX 100
-
-/*
- * Check the live jobs of led shard S in SC (a slice: SC->upto is set here)
- * against sink.key_retention: log each job whose key horizon exceeds it
- * (controller.key_horizon_exceeded), keep its ticket open (and close the
- * tickets of jobs that fit again) and update the gauge.  The jobs keep being
- * planned: a warning, not a refusal (docs/protocol.md).  WHY names the
- * occasion in the log.  *LAST (a slice only): the id of its last job.  A
- * database error drops every shard and returns non-zero.
- */
-static int run_check(pal_controller *c, int s, pal_horizon_scope *sc, const char *why,
-		     horizon_counts *out, char **last)
-{
-	*out = (horizon_counts){ 0 };
-	char err[1024];
-	horizon_scan hs = { .retention_ms = c->cfg.key_retention_ms,
-			    .over = g_array_new(FALSE, FALSE, sizeof(pal_horizon_violation)) };
-	char *end = NULL;
-	int rc = pal_store_horizon_scan(c->st, s, sc, horizon_row, &hs, &out->jobs,
-					sc->limit > 0 ? &end : NULL, err, sizeof err);
-	/* A full slice may have more after it; a short one ends the shard,
-	 * and its tickets range to the end of the key space. */
-	sc->upto = sc->limit > 0 && out->jobs >= (size_t)sc->limit ? end : NULL;
-	if (!rc)
-		rc = pal_store_horizon_tickets(c->st, s, sc, (pal_horizon_violation *)hs.over->data,
-					       hs.over->len, c->cfg.key_retention_ms, c->node_id,
-					       &out->opened, &out->resolved, err, sizeof err);
-	if (rc) {
-		for (guint i = 0; i < hs.over->len; i++)
-			g_free((char *)g_array_index(hs.over, pal_horizon_violation, i).job_id);
-		g_array_free(hs.over, TRUE);
-		g_free(end);
-		sc->upto = NULL;
-		db_failed(c, "key horizon check", err);
-		return rc;
-	}
-	forget_over_horizon(c, s, sc);
-	char keep[32];
-	pal_fmt_duration(c->cfg.key_retention_ms, keep, sizeof keep);
-	for (guint i = 0; i < hs.over->len; i++) {
-		pal_horizon_violation *v = &g_array_index(hs.over, pal_horizon_violation, i);
-		if (i < HORIZON_LOG_MAX) {
-			char hz[32];
-			pal_fmt_duration(v->horizon_ms, hz, sizeof hz);
-			pal_log(PAL_LOG_WARN, "controller.key_horizon_exceeded",
-				"{s:s, s:i, s:i, s:s, s:s, s:s, s:s}", "job", v->job_id, "version",
-				v->version, "shard", s, "key_horizon", hz, "key_retention", keep,
-				"checked", why, "hint",
-				"a retry or catch-up of this job may reach a service after it forgot "
-				"the key and apply the effect twice: raise sink.key_retention (and "
-				"the services' own retention) or shorten the job's retries, "
-				"catch-up window, retry.max_age or deadline, then reload");
-		}
-		g_hash_table_insert(c->over_horizon, (gpointer)v->job_id, GINT_TO_POINTER(s + 1));
-	}
-	mset(c, "palisade_controller_jobs_key_horizon_exceeded", NULL,
-	     g_hash_table_size(c->over_horizon));
-	out->exceeded = hs.over->len;
-	g_array_free(hs.over, TRUE); /* the ids now belong to over_horizon */
-	sc->upto = NULL;
-	if (last)
-		*last = end;
-	else
-		g_free(end);
-	return PAL_OK;
-}
-
-static void log_checked(int s, const char *job, int64_t retention_ms, const horizon_counts *n,
-			int slices, const char *why)
-{
-	char keep[32];
-	pal_fmt_duration(retention_ms, keep, sizeof keep);
-	pal_log(n->exceeded ? PAL_LOG_WARN : PAL_LOG_INFO, "controller.key_horizon_checked",
-		"{s:i, s:s?, s:s, s:I, s:I, s:I, s:I, s:i, s:s}", "shard", s, "job", job,
-		"key_retention", keep, "versions", (json_int_t)n->jobs, "exceeded",
-		(json_int_t)n->exceeded, "tickets_opened", (json_int_t)n->opened,
-		"tickets_resolved", (json_int_t)n->resolved, "slices", slices, "checked", why);
-}
-
-/* Check every live job of led shard S (IDS[0..n_ids) only, when IDS is not
- * NULL) in one statement (run_check). */
-static void check_key_horizons(pal_controller *c, int s, const char *const *ids, size_t n_ids,
-			       const char *why)
-{
-	if (c->cfg.key_retention_ms <= 0 || !c->st || !c->led[s].planner)
-		return;
-	if (!ids)
-		c->led[s].horizon_due = false;
-	pal_horizon_scope sc = { .ids = ids, .n_ids = n_ids };
-	horizon_counts n;
-	if (run_check(c, s, &sc, why, &n, NULL))
-		return;
-	if (!ids || n.exceeded || n.resolved)
-		log_checked(s, ids && n_ids == 1 ? ids[0] : NULL, c->cfg.key_retention_ms, &n, 1,
-			    why);
-	publish_status(c);
-}
-
-/* The next slice of the check of acquired shard S; the summary is logged
- * after the last one (controller.key_horizon_checked, "shard acquired"). */
-static void check_acquired_slice(pal_controller *c, int s)
-{
-	led_shard *l = &c->led[s];
-	if (c->cfg.key_retention_ms <= 0 || !c->st || !l->planner) {
-		l->acquired_check = false;
-		return;
-	}
-	pal_horizon_scope sc = { .after = l->horizon_after, .limit = PAL_HORIZON_SLICE };
-	horizon_counts n;
-	char *last = NULL;
-	if (run_check(c, s, &sc, "shard acquired", &n, &last))
-		return; /* every shard dropped, this one's state with it */
-	l->hz.jobs += n.jobs;
-	l->hz.exceeded += n.exceeded;
-	l->hz.opened += n.opened;
-	l->hz.resolved += n.resolved;
-	l->hz_slices++;
-	if (n.jobs >= PAL_HORIZON_SLICE && last) {
-		g_free(l->horizon_after);
-		l->horizon_after = last;
-		return;
-	}
-	g_free(last);
-	log_checked(s, NULL, c->cfg.key_retention_ms, &l->hz, l->hz_slices, "shard acquired");
-	g_free(l->horizon_after);
-	l->horizon_after = NULL;
-	l->hz = (horizon_counts){ 0 };
-	l->hz_slices = 0;
-	l->acquired_check = false;
-	l->horizon_due = false;
-	publish_status(c);
 }
 
 /* Claim shard S for EPOCH in PostgreSQL and give it an empty planner; its
@@ -623,7 +368,7 @@ static bool claim_shard(pal_controller *c, int s, int64_t epoch)
 		return false;
 	}
 	if (rc) {
-		db_failed(c, "claim shard", err);
+		pal_controller__db_failed(c, "claim shard", err);
 		return false;
 	}
 	pal_planner_config pc = { .overlap_s = c->cfg.overlap_s,
@@ -675,7 +420,7 @@ static void load_claimed(pal_controller *c, const int *shards, size_t n)
 		cutoffs[i] = wm == PAL_NO_TIME ? PAL_NO_TIME : wm - c->cfg.overlap_s;
 	}
 	if (pal_store_handoff_read(c->st, shards, n, horizons, hids, err, sizeof err)) {
-		db_failed(c, "read handoff", err);
+		pal_controller__db_failed(c, "read handoff", err);
 		return;
 	}
 	GPtrArray *ids = g_ptr_array_new();
@@ -701,7 +446,7 @@ static void load_claimed(pal_controller *c, const int *shards, size_t n)
 		g_ptr_array_free(ids, TRUE);
 		for (size_t i = 0; i < n; i++)
 			g_strfreev(hids[i]);
-		db_failed(c, "clear handoff", err);
+		pal_controller__db_failed(c, "clear handoff", err);
 		return;
 	}
 	load_stats ls = { 0 };
@@ -720,7 +465,7 @@ static void load_claimed(pal_controller *c, const int *shards, size_t n)
 		rc = pal_store_shard_jobs(c->st, full, cut_full, n_full, NULL, true, put_loaded, &lc,
 					  &seen, err, sizeof err);
 	if (rc == PAL_EDB || rc_part == PAL_EDB) {
-		db_failed(c, "load jobs", err);
+		pal_controller__db_failed(c, "load jobs", err);
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -775,7 +520,7 @@ static void load_handoff_rest(pal_controller *c)
 	int rc = pal_store_shard_jobs(c->st, shards, cutoffs, n, NULL, true, put_loaded, &lc, &seen,
 				      err, sizeof err);
 	if (rc == PAL_EDB) {
-		db_failed(c, "load jobs", err);
+		pal_controller__db_failed(c, "load jobs", err);
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -841,7 +586,7 @@ static void finish_takeover(pal_controller *c, uint64_t gen)
 		load_handoff_rest(c);
 		return;
 	}
-	check_acquired_slice(c, check);
+	pal_controller__check_acquired_slice(c, check);
 }
 
 /*
@@ -961,7 +706,7 @@ static void tick_shard(pal_controller *c, int s)
 		return;
 	}
 	if (rc) {
-		db_failed(c, "tick begin", err);
+		pal_controller__db_failed(c, "tick begin", err);
 		return;
 	}
 	rc = pal_planner_tick(l->planner, wm, now, &c->batch);
@@ -1019,7 +764,7 @@ static void tick_shard(pal_controller *c, int s)
 		return;
 	}
 	if (rc) {
-		db_failed(c, "tick commit", err);
+		pal_controller__db_failed(c, "tick commit", err);
 		free(bad);
 		return;
 	}
@@ -1106,7 +851,7 @@ static void handle_notifies(pal_controller *c)
 	int n;
 	notified nt = { c, g_new0(GPtrArray *, c->cfg.n_shards) };
 	if (pal_store_notifications(c->st, on_notify, &nt, &n, err, sizeof err))
-		db_failed(c, "consume input", err);
+		pal_controller__db_failed(c, "consume input", err);
 	for (int s = 0; s < c->cfg.n_shards; s++) {
 		GPtrArray *ids = nt.by_shard[s];
 		if (!ids)
@@ -1125,8 +870,8 @@ static void handle_notifies(pal_controller *c)
 				load_jobs(c, &s, 1, ids->pdata[i], &ls);
 			}
 			/* One check for the pass's changed jobs of the shard. */
-			check_key_horizons(c, s, (const char *const *)ids->pdata, ids->len,
-					   "job changed");
+			pal_controller__check_key_horizons(c, s, (const char *const *)ids->pdata,
+							   ids->len, "job changed");
 		}
 		g_ptr_array_free(ids, TRUE);
 	}
@@ -1235,7 +980,7 @@ static void *run(void *arg)
 		apply_timing(c);
 		gen = pal_coord_snapshot(c->coord, c->lead, &connected);
 		if (!ensure_db(c)) {
-			publish_status(c);
+			pal_controller__publish_status(c);
 			pal_coord_wait(c->coord, gen, 200);
 			continue;
 		}
@@ -1277,7 +1022,8 @@ static void *run(void *arg)
 			c->cfg.key_retention_ms = c->new_key_retention_ms;
 			pthread_mutex_unlock(&c->mu);
 			for (int s = 0; s < c->cfg.n_shards && c->st; s++)
-				check_key_horizons(c, s, NULL, 0, "configuration reloaded");
+				pal_controller__check_key_horizons(c, s, NULL, 0,
+								   "configuration reloaded");
 		}
 		if (c->st)
 			handle_notifies(c);
@@ -1296,7 +1042,8 @@ static void *run(void *arg)
 				load_jobs(c, led, shards, NULL, &ls);
 			for (size_t i = 0; i < shards && c->st; i++)
 				if (c->led[led[i]].horizon_due)
-					check_key_horizons(c, led[i], NULL, 0, "jobs changed");
+					pal_controller__check_key_horizons(c, led[i], NULL, 0,
+									   "jobs changed");
 			pal_log(PAL_LOG_DEBUG, "controller.jobs_reloaded", "{s:i, s:I, s:I, s:I}",
 				"shards", (int)shards, "jobs", (json_int_t)ls.jobs, "changed",
 				(json_int_t)ls.changed, "ms", (json_int_t)(pal_mono_ms() - now));
@@ -1319,7 +1066,7 @@ static void *run(void *arg)
 			c->next_tick_ms += c->cfg.scan_interval_ms;
 			if (c->next_tick_ms < now)
 				c->next_tick_ms = now + c->cfg.scan_interval_ms;
-			publish_status(c);
+			pal_controller__publish_status(c);
 		}
 		int64_t wait = c->next_tick_ms - pal_mono_ms();
 		if (wait > 100)
@@ -1342,7 +1089,7 @@ static void *run(void *arg)
 		drop_shard(c, s, "controller stopping");
 	}
 	pal_health_forget("controller");
-	publish_status(c);
+	pal_controller__publish_status(c);
 	pal_store_close(c->st);
 	c->st = NULL;
 	return NULL;
