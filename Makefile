@@ -38,7 +38,7 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 ITEST_SRC := $(wildcard tests/integration/*.c)
 
 SQL      := $(sort $(wildcard sql/[0-9]*.sql))
-LIB_OBJ  := $(LIB_SRC:%.c=$(O)/%.o) $(O)/gen/migrations.o
+LIB_OBJ  := $(LIB_SRC:%.c=$(O)/%.o) $(O)/gen/migrations.o $(O)/gen/openapi.o
 CLI_OBJ  := $(CLI_SRC:%.c=$(O)/%.o)
 SINK_OBJ := $(SINK_SRC:%.c=$(O)/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(O)/tests/%)
@@ -108,6 +108,11 @@ $(O)/gen/sql.list: FORCE
 $(O)/gen/migrations.c: $(SQL) $(O)/gen/sql.list ops/embed-sql.sh
 	@mkdir -p $(dir $@)
 	bash ops/embed-sql.sh $@ $(SQL)
+
+# The API's OpenAPI document, served at /api/v1/openapi.json (docs/api.md).
+$(O)/gen/openapi.c: docs/api/openapi.json ops/embed-file.sh
+	@mkdir -p $(dir $@)
+	bash ops/embed-file.sh $@ pal_api_openapi docs/api/openapi.json
 
 $(O)/gen/%.o: $(O)/gen/%.c | $(DEPS_STAMP)
 	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) -c -o $@ $<

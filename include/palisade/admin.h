@@ -11,6 +11,8 @@
  *   POST /drain     calls action("drain", client); 202 when accepted
  *   GET  /console, /console/job, /api/cluster, /api/job   the cluster console
  *                   (console.h), when cfg.console is set
+ *   *    /api/v1/...  the HTTP API (api.h), when cfg.api is set: after the
+ *                   Host and Origin checks, its own tokens and roles
  *
  * Security (docs/operations.md): loopback by default.  Every request must
  * name an allowed Host (421 otherwise) and, when it sends Origin or
@@ -47,6 +49,7 @@ typedef struct pal_admin_config {
 	pal_admin_check_fn ready;   /* NULL: status()["ready"] */
 	void *arg;
 	struct pal_console *console; /* /console, /api/cluster, /api/job (console.h); NULL: 404 */
+	struct pal_api *api;	     /* /api/v1 (api.h); NULL: 404 */
 	const char *token;  /* bearer token of writes; NULL or "": writes refused */
 	bool protect_reads; /* reads need the token too */
 	const char *host;   /* allowed Host, "name" or "name:port"; NULL or "": the

@@ -120,6 +120,10 @@ PAL_MUST_CHECK int pal_ops_cancel(pal_store *st, int64_t trigger_id, const char 
 
 /* ---- manual runs and backfills --------------------------------------------- */
 
+/* A request id as callers may give one: 1-128 characters of
+ * A-Z a-z 0-9 . _ : - (it ends up in idempotency keys and headers). */
+bool pal_ops_request_id_ok(const char *s);
+
 /* A random UUID version 4 from /dev/urandom into OUT (37 bytes). */
 PAL_MUST_CHECK int pal_ops_uuid4(char out[37]);
 

@@ -44,11 +44,13 @@
 #include <glib.h>
 #include <microhttpd.h>
 #include "palisade/admin.h"
+#include "palisade/api.h"
 #include "palisade/console.h"
 #include "palisade/html.h"
 #include "palisade/log.h"
 
 #define BODY_MAX 65536	  /* bytes of request body we are willing to read */
+#define API_BODY_MAX (4u << 20) /* an /api/v1 body: a job file may be 4 MiB */
 #define CONN_LIMIT 64	  /* concurrent connections */
 #define CONN_TIMEOUT_S 10 /* idle connection timeout */
 
@@ -61,6 +63,7 @@ struct pal_admin {
 	pal_admin_check_fn healthy, ready;
 	void *arg;
 	pal_console *console; /* the cluster console's paths; NULL: 404 */
+	pal_api *api;	      /* /api/v1 (api.h); NULL: 404 */
 	char *token;	    /* NULL: writes refused */
 	bool protect_reads;
 	char *host;	    /* configured Host, or NULL */
@@ -76,6 +79,8 @@ typedef struct request {
 	size_t body_bytes;
 	unsigned refused;	/* a status code decided on the headers, 0 = none */
 	const char *why;	/* its text */
+	bool api;		/* an /api/v1 request: its body is kept */
+	GString *body;		/* the kept body (api), NULL until it comes */
 } request;
 
 /* ---- address parsing ------------------------------------------------- */
@@ -608,6 +613,12 @@ static bool simple_content_type(const char *ct)
 	return false;
 }
 
+/* /api/v1 and below: the API (api.h) checks tokens and roles itself. */
+static bool is_api_path(const char *url)
+{
+	return strncmp(url, "/api/v1", 7) == 0 && (url[7] == '\0' || url[7] == '/');
+}
+
 static bool is_write_route(const char *url)
 {
 	return strcmp(url, "/drain") == 0;
@@ -663,6 +674,8 @@ static unsigned check_request(const pal_admin *a, struct MHD_Connection *conn, c
 		*why = "cross-site requests are refused\n";
 		return MHD_HTTP_FORBIDDEN;
 	}
+	if (is_api_path(url))
+		return 0;
 	bool write = is_write_route(url) && strcmp(method, MHD_HTTP_METHOD_POST) == 0;
 	if (write) {
 		const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
@@ -691,6 +704,35 @@ static enum MHD_Result refuse(const pal_admin *a, struct MHD_Connection *conn, c
 		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
 					"Bearer realm=\"palisade\"");
 	return queue(conn, code, r);
+}
+
+static const char *api_lookup(void *ctx, bool header, const char *name)
+{
+	return MHD_lookup_connection_value(ctx, header ? MHD_HEADER_KIND : MHD_GET_ARGUMENT_KIND,
+					   name);
+}
+
+/* An /api/v1 request, answered by the API module. */
+static enum MHD_Result api_route(pal_admin *a, struct MHD_Connection *conn, const char *url,
+				 const char *method, const request *req)
+{
+	if (a->api == NULL)
+		return respond_text(conn, MHD_HTTP_NOT_FOUND, "no API on this node\n");
+	char client[80];
+	client_addr(conn, client, sizeof client);
+	pal_api_request ar = { .method = method,
+			       .path = url,
+			       .client = client,
+			       .body = req->body ? req->body->str : NULL,
+			       .body_len = req->body ? req->body->len : 0,
+			       .lookup = api_lookup,
+			       .ctx = conn };
+	pal_api_reply rep;
+	pal_api_serve(a->api, &ar, &rep);
+	struct MHD_Response *r = new_response(rep.content_type, rep.body, rep.len, true);
+	for (int i = 0; r != NULL && i < rep.n_headers; i++)
+		MHD_add_response_header(r, rep.header_name[i], rep.header_value[i]);
+	return queue(conn, rep.status, r);
 }
 
 static enum MHD_Result dispatch(pal_admin *a, struct MHD_Connection *conn, const char *url,
@@ -730,27 +772,38 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			return MHD_NO;
 		*con_cls = req;
 		req->refused = check_request(a, conn, url, method, &req->why);
+		req->api = is_api_path(url);
 		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 							     MHD_HTTP_HEADER_CONTENT_LENGTH);
-		if (cl != NULL && strtoull(cl, NULL, 10) > BODY_MAX)
+		if (cl != NULL && strtoull(cl, NULL, 10) > (req->api ? API_BODY_MAX : BODY_MAX))
 			return respond_text(conn, MHD_HTTP_CONTENT_TOO_LARGE,
 					    "request body too large\n");
 		return MHD_YES;
 	}
 	if (*upload_data_size != 0) {
 		req->body_bytes += *upload_data_size;
-		*upload_data_size = 0; /* discarded: no route needs a body */
-		return req->body_bytes > BODY_MAX ? MHD_NO : MHD_YES;
+		if (req->api && !req->refused && req->body_bytes <= API_BODY_MAX) {
+			if (req->body == NULL)
+				req->body = g_string_new(NULL);
+			g_string_append_len(req->body, upload_data, (gssize)*upload_data_size);
+		}
+		*upload_data_size = 0; /* other routes need no body: discarded */
+		return req->body_bytes > (req->api ? API_BODY_MAX : BODY_MAX) ? MHD_NO : MHD_YES;
 	}
 	if (req->refused)
 		return refuse(a, conn, url, method, req->refused, req->why);
+	if (req->api)
+		return api_route(a, conn, url, method, req);
 	return dispatch(a, conn, url, method);
 }
 
 static void request_done(void *cls, struct MHD_Connection *conn, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
-	free(*con_cls);
+	request *req = *con_cls;
+	if (req != NULL && req->body != NULL)
+		g_string_free(req->body, TRUE);
+	free(req);
 	*con_cls = NULL;
 }
 
@@ -815,6 +868,7 @@ int pal_admin_start(const pal_admin_config *cfg, pal_admin **out, char *err, siz
 	a->ready = cfg->ready;
 	a->arg = cfg->arg;
 	a->console = cfg->console;
+	a->api = cfg->api;
 	a->token = cfg->token && cfg->token[0] ? strdup(cfg->token) : NULL;
 	a->host = cfg->host && cfg->host[0] ? strdup(cfg->host) : NULL;
 	a->protect_reads = cfg->protect_reads;

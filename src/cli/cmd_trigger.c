@@ -57,18 +57,6 @@ static void usage_backfill(FILE *fp)
 		DEFAULT_MAX);
 }
 
-/* Request ids end up in idempotency keys and headers: a conservative set. */
-static bool request_id_ok(const char *s)
-{
-	size_t n = strlen(s);
-	if (n < 1 || n > 128)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-", s[i]))
-			return false;
-	return true;
-}
-
 /* The given request id, or a new UUID into BUF.  NULL when none can be made. */
 static const char *request_id(const char *cmd, const char *given, char buf[37])
 {
@@ -205,7 +193,7 @@ int pal_cmd_trigger(int argc, char **argv)
 		pal_cli_err("trigger", "--reason is required: say why, it is kept in the audit log");
 		return PAL_EXIT_USAGE;
 	}
-	if (rid && !request_id_ok(rid)) {
+	if (rid && !pal_ops_request_id_ok(rid)) {
 		pal_cli_err("trigger",
 			    "--request-id \"%s\": expected 1-128 characters of A-Z a-z 0-9 . _ : -", rid);
 		return PAL_EXIT_USAGE;
@@ -321,7 +309,7 @@ int pal_cmd_backfill(int argc, char **argv)
 		pal_cli_err("backfill", "--reason is required: say why, it is kept in the audit log");
 		return PAL_EXIT_USAGE;
 	}
-	if (rid && !request_id_ok(rid)) {
+	if (rid && !pal_ops_request_id_ok(rid)) {
 		pal_cli_err("backfill",
 			    "--request-id \"%s\": expected 1-128 characters of A-Z a-z 0-9 . _ : -", rid);
 		return PAL_EXIT_USAGE;

@@ -43,6 +43,7 @@ static const struct command commands[] = {
 	{ "misfires", pal_cmd_misfires, "list recorded non-runs (misfires) of jobs" },
 	{ "audit", pal_cmd_audit, "list the audit log" },
 	{ "release", pal_cmd_release, "release a quarantined job (audited)" },
+	{ "token", pal_cmd_token, "create, list and revoke tokens of the HTTP API" },
 };
 
 static void usage(FILE *fp)

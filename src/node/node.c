@@ -26,6 +26,7 @@
 #include "palisade/clock.h"
 #include "palisade/controller.h"
 #include "palisade/console.h"
+#include "palisade/api.h"
 #include "palisade/coord.h"
 #include "palisade/executor.h"
 #include "palisade/health.h"
@@ -67,6 +68,7 @@ typedef struct node {
 	pal_retention_worker *retention; /* partition maintenance rounds */
 	pal_admin *admin;
 	pal_console *console; /* served by the admin thread, with a connection of its own */
+	pal_api *api;	      /* /api/v1, the same thread, a connection of its own too */
 	atomic_bool drain_requested, ready, draining;
 	atomic_bool db_prepared;
 	/* The schema check's outcome (docs/upgrades.md), read by the admin
@@ -568,8 +570,15 @@ int pal_node_run(const pal_node_opts *o)
 				    .peer_token = n.token };
 	if (pal_console_open(&kcfg, &n.console, err, sizeof err))
 		pal_log(PAL_LOG_WARN, "node.console_failed", "{s:s}", "error", err);
+	pal_api_config pcfg = { .conninfo = n.pg,
+				.admin_token = n.token,
+				.key_retention_ms = n.conf.sink_key_retention_ms,
+				.default_shards = n.conf.shards };
+	if (pal_api_open(&pcfg, &n.api, err, sizeof err))
+		pal_log(PAL_LOG_WARN, "node.api_failed", "{s:s}", "error", err);
 	pal_admin_config acfg = { .listen = n.conf.admin_listen,
 				  .console = n.console,
+				  .api = n.api,
 				  .metrics = n.m,
 				  .status = status_cb,
 				  .action = action_cb,
@@ -813,6 +822,7 @@ out:
 		pal_coord_close(n.coord);
 	pal_admin_stop(n.admin);
 	pal_console_close(n.console);
+	pal_api_close(n.api);
 	pal_metrics_free(n.m);
 	pal_log(PAL_LOG_INFO, "node.stopped", "{s:i}", "exit", ec);
 	pal_nodeconf_free(&n.conf);

@@ -226,6 +226,25 @@ PGresult *pal__store_query(pal_store *st, const char *sql, int nparams, const ch
 				  "query failed", err, errlen);
 }
 
+int pal__store_query_json(pal_store *st, const char *sql, int nparams, const char *const *params,
+			  json_t **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	PGresult *r = pal__store_query(st, sql, nparams, params, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	json_error_t je;
+	*out = PQntuples(r) && !PQgetisnull(r, 0, 0)
+		       ? json_loads(PQgetvalue(r, 0, 0), JSON_DECODE_ANY, &je)
+		       : NULL;
+	PQclear(r);
+	if (!*out) {
+		snprintf(err, errlen, "cannot parse a result of the database as JSON");
+		return PAL_EINVAL;
+	}
+	return PAL_OK;
+}
+
 int pal__store_exec(pal_store *st, const char *sql, char *err, size_t errlen)
 {
 	PGresult *r = pal__store_query(st, sql, 0, NULL, err, errlen);

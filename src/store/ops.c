@@ -595,6 +595,17 @@ int pal_ops_cancel(pal_store *st, int64_t trigger_id, const char *job_id, const 
 
 /* ---- manual runs -------------------------------------------------------------- */
 
+bool pal_ops_request_id_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n < 1 || n > 128)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-", s[i]))
+			return false;
+	return true;
+}
+
 int pal_ops_uuid4(char out[37])
 {
 	unsigned char b[16];

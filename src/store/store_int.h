@@ -4,6 +4,7 @@
 
 #include <glib.h>
 #include <libpq-fe.h>
+#include <jansson.h>
 #include <stdint.h>
 #include "palisade/store.h"
 
@@ -38,6 +39,10 @@ PGresult *pal__store_query_prepared(pal_store *st, const char *name, int nparams
  * PGresult (PQclear) or NULL with err filled. */
 PGresult *pal__store_query(pal_store *st, const char *sql, int nparams, const char *const *params,
 			   char *err, size_t errlen);
+/* Run SQL that returns one JSON text value (row 0, column 0), parsed into
+ * *out (json_decref): PAL_EDB or PAL_EINVAL (not JSON) with err filled. */
+int pal__store_query_json(pal_store *st, const char *sql, int nparams, const char *const *params,
+			  json_t **out, char *err, size_t errlen);
 /* Execute SQL returning no rows; PAL_EDB with err filled on failure. */
 int pal__store_exec(pal_store *st, const char *sql, char *err, size_t errlen);
 /* Best-effort ROLLBACK after a failure. */

@@ -1,0 +1,73 @@
+/*
+ * api.h - the HTTP API, /api/v1 on the node's admin listener (docs/api.md;
+ * the routes are described by docs/api/openapi.json, served at
+ * /api/v1/openapi.json).
+ *
+ * The admin endpoint (admin.c) hands every /api/v1 request here once its
+ * Host and Origin checks passed and its body is read; this module knows
+ * nothing of HTTP servers.  Each request is authenticated with
+ * "Authorization: Bearer TOKEN": an API token (tokens.h), checked against
+ * the database on every request, or the node's admin token (role admin,
+ * name "admin-token").  The route's role and the token's tenants decide
+ * the rest; the work is done by the same store and operator functions the
+ * CLI calls.
+ *
+ * A pal_api owns one PostgreSQL connection, opened by the first request in
+ * the thread that serves it; requests are served one at a time (a mutex).
+ */
+#ifndef PALISADE_API_H
+#define PALISADE_API_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "palisade/err.h"
+
+typedef struct pal_api_config {
+	const char *conninfo;	  /* the node's PostgreSQL conninfo */
+	const char *admin_token;  /* the node's admin bearer token; NULL: none */
+	int64_t key_retention_ms; /* sink.key_retention: apply's key horizon check */
+	int default_shards;	  /* shards of a new cluster (apply) */
+	int timeout_ms;		  /* per statement; 0: 5000 */
+} pal_api_config;
+
+typedef struct pal_api pal_api;
+
+/* Copies CFG; connects nothing yet.  Free with pal_api_close(). */
+PAL_MUST_CHECK int pal_api_open(const pal_api_config *cfg, pal_api **out, char *err, size_t errlen);
+void pal_api_close(pal_api *api);
+
+/* A request as the listener saw it.  LOOKUP(CTX, HEADER, NAME) returns a
+ * request header (HEADER true) or a decoded query argument, NULL when
+ * absent. */
+typedef struct pal_api_request {
+	const char *method;
+	const char *path;   /* "/api/v1/..." without the query */
+	const char *client; /* "addr:port" */
+	const char *body;   /* BODY_LEN bytes, not NUL-terminated; may be NULL */
+	size_t body_len;
+	const char *(*lookup)(void *ctx, bool header, const char *name);
+	void *ctx;
+} pal_api_request;
+
+/* An answer: STATUS, CONTENT_TYPE (static), BODY (LEN bytes, malloc()ed,
+ * freed by the caller with free()) and up to two extra headers (static
+ * names, values in the struct). */
+typedef struct pal_api_reply {
+	unsigned status;
+	const char *content_type;
+	char *body;
+	size_t len;
+	int n_headers;
+	const char *header_name[2];
+	char header_value[2][128];
+} pal_api_reply;
+
+/* Serve REQ into OUT.  Blocks for at most a few statement timeouts. */
+void pal_api_serve(pal_api *api, const pal_api_request *req, pal_api_reply *out);
+
+/* The OpenAPI document compiled into the binary (docs/api/openapi.json). */
+extern const char pal_api_openapi[];
+extern const size_t pal_api_openapi_len;
+
+#endif

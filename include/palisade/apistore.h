@@ -1,0 +1,72 @@
+/*
+ * apistore.h - what the HTTP API (api.h) reads and writes in PostgreSQL
+ * beyond the operator functions (ops.h, lifecycle.h): the identity a
+ * request's audit rows carry, the answers kept for Idempotency-Key, and
+ * the paginated lists.  The SQL is in src/store/apistore.c.
+ *
+ * Lists are pages: at most LIMIT rows after an opaque cursor (NULL: the
+ * first page); *next receives the cursor of the next page, or NULL when
+ * this page is the last (g_free).  TENANTS ("{}" or a text[] literal of
+ * the token's tenants; NULL: every tenant) limits every list to those
+ * tenants' jobs.
+ */
+#ifndef PALISADE_APISTORE_H
+#define PALISADE_APISTORE_H
+
+#include <stdint.h>
+#include <jansson.h>
+#include "palisade/err.h"
+#include "palisade/store.h"
+
+/* Stamp the audit rows this connection writes from now on with ROLE and
+ * CLIENT (sql/024: the audit_log trigger reads them); NULLs clear them. */
+PAL_MUST_CHECK int pal_apistore_identity(pal_store *st, const char *role, const char *client,
+					 char *err, size_t errlen);
+
+typedef enum {
+	PAL_IDEM_NEW,	      /* first time: act, then pal_apistore_idem_finish */
+	PAL_IDEM_REPLAY,      /* answered before: *status and *response hold it */
+	PAL_IDEM_IN_PROGRESS, /* the first request is still being served */
+	PAL_IDEM_MISMATCH,    /* the key was used for another request */
+} pal_idem_outcome;
+
+/* Record (TOKEN, KEY) for METHOD PATH with body DIGEST, or find its earlier
+ * answer (*response malloc()ed, free()).  Records older than a day are
+ * deleted on the way. */
+PAL_MUST_CHECK int pal_apistore_idem_begin(pal_store *st, const char *token, const char *key,
+					   const char *method, const char *path, const char *digest,
+					   pal_idem_outcome *outcome, int *status, char **response,
+					   char *err, size_t errlen);
+/* Keep STATUS and RESPONSE for (TOKEN, KEY); a 5xx answer (nothing was
+ * done, or not surely) deletes the record instead, so a retry acts. */
+PAL_MUST_CHECK int pal_apistore_idem_finish(pal_store *st, const char *token, const char *key,
+					    int status, const char *response, char *err,
+					    size_t errlen);
+
+/* The tenant of job JOB_ID into TENANT (65 bytes); PAL_ENOENT when none. */
+PAL_MUST_CHECK int pal_apistore_job_tenant(pal_store *st, const char *job_id, char tenant[65],
+					   char *err, size_t errlen);
+
+/* Jobs ordered by id, after cursor AFTER, filtered by TENANT and GROUP
+ * (NULL: any) and RETIRED (false: live jobs only): [{job_id tenant group
+ * shard latest_version active_version created_at updated_at retired_at
+ * owner description}]. */
+PAL_MUST_CHECK int pal_apistore_jobs_page(pal_store *st, const char *tenants, const char *tenant,
+					  const char *group, bool retired, const char *after,
+					  int limit, json_t **out, char **next, char *err,
+					  size_t errlen);
+
+/* Triggers of JOB_ID, newest instant first, optionally in STATE:
+ * [{id job_id version scheduled_at partition source request_id state fence
+ * lease_owner lease_until attempt_count last_error_class}]. */
+PAL_MUST_CHECK int pal_apistore_triggers_page(pal_store *st, const char *job_id, const char *state,
+					      const char *cursor, int limit, json_t **out,
+					      char **next, char *err, size_t errlen);
+
+/* Audit rows, newest first, filtered by ACTOR, ACTION and SCOPE (NULL:
+ * any): [{id at actor role client action scope reason details}]. */
+PAL_MUST_CHECK int pal_apistore_audit_page(pal_store *st, const char *actor, const char *action,
+					   const char *scope, const char *cursor, int limit,
+					   json_t **out, char **next, char *err, size_t errlen);
+
+#endif

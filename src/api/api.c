@@ -1,0 +1,1070 @@
+/*
+ * api.c - the HTTP API (api.h): routing, authentication, roles and tenants,
+ * idempotency, problem answers; the work itself is done by the store and
+ * operator functions the CLI calls (ops.h, lifecycle.h, tokens.h,
+ * apistore.h).
+ *
+ * Flow of a request: match a route (404 / 405), authenticate (401), check
+ * the role (403), parse the JSON body of a write (400 / 415), then for a
+ * write with an Idempotency-Key look up its earlier answer (replayed as it
+ * was, 409 while the first is still served, 422 when the key was used for
+ * another request), then run the handler, whose answer is kept for the key.
+ * Before any write the connection is stamped with the token's role and the
+ * client address, which the audit rows of the request carry (sql/024); the
+ * actor of those rows is the token's name.
+ *
+ * Tenants: a token limited to tenants sees only their jobs.  A read of
+ * another tenant's job answers 404, as if it did not exist; a write to it
+ * 403.  Routes that are not about one job (group and global pauses, audit,
+ * gates, tokens) are refused to such a token with 403.
+ *
+ * Threading: called from the admin endpoint's thread; one request at a
+ * time under MU, on one connection of our own, opened on first use and
+ * reopened after it broke.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <glib.h>
+#include <jansson.h>
+#include "palisade/api.h"
+#include "palisade/apistore.h"
+#include "palisade/lifecycle.h"
+#include "palisade/log.h"
+#include "palisade/ops.h"
+#include "palisade/store.h"
+#include "palisade/timefmt.h"
+#include "palisade/tokens.h"
+
+#define PAGE_DEFAULT 100
+#define PAGE_MAX 1000
+#define BACKFILL_MAX 1000
+#define PROBLEM_BASE "urn:palisade:problem:"
+
+struct pal_api {
+	pthread_mutex_t mu;
+	char *conninfo;
+	char *admin_token;
+	int64_t key_retention_ms;
+	int default_shards;
+	int timeout_ms;
+	pal_store *st; /* NULL until the first request, or after it broke */
+};
+
+/* One request being served. */
+typedef struct call {
+	pal_api *api;
+	const pal_api_request *req;
+	pal_token_identity who;
+	const char *arg[2]; /* the path's {..} segments */
+	char argbuf[2][160];
+	json_t *body; /* a write's JSON object (an empty one when no body) */
+	unsigned status;
+	json_t *out;	      /* the answer's JSON */
+	bool problem;	      /* OUT is a problem document */
+	const char *replayed; /* "true" when the answer is an earlier one */
+} call;
+
+/* ---- answers ------------------------------------------------------------- */
+
+/* An RFC 9457 problem: TYPE is the stable slug of the error. */
+static void problem(call *c, unsigned status, const char *type, const char *title, const char *fmt,
+		    ...) __attribute__((format(printf, 5, 6)));
+static void problem(call *c, unsigned status, const char *type, const char *title, const char *fmt,
+		    ...)
+{
+	char detail[1200];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof detail, fmt, ap);
+	va_end(ap);
+	char t[96];
+	snprintf(t, sizeof t, PROBLEM_BASE "%s", type);
+	json_decref(c->out);
+	c->out = json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", t, "title", title, "status",
+			   (int)status, "detail", detail, "instance", c->req->path);
+	c->status = status;
+	c->problem = true;
+}
+
+/* A PAL_E* code of a store or operator function as a problem. */
+static void problem_rc(call *c, int rc, const char *err)
+{
+	switch (rc) {
+	case PAL_ENOENT:
+		problem(c, 404, "not-found", "Not found", "%s", err);
+		break;
+	case PAL_ESTALE:
+		problem(c, 409, "conflict", "Refused in the current state", "%s", err);
+		break;
+	case PAL_EINVAL:
+		problem(c, 422, "invalid", "Invalid request", "%s", err);
+		break;
+	case PAL_ETOOBIG:
+		problem(c, 422, "too-big", "Over a limit", "%s", err);
+		break;
+	case PAL_EBUSY:
+	case PAL_EDB:
+		problem(c, 503, "unavailable", "Database unavailable", "%s", err);
+		break;
+	default:
+		problem(c, 500, "internal", "Internal error", "%s", err);
+		break;
+	}
+}
+
+static void ok(call *c, unsigned status, json_t *out)
+{
+	json_decref(c->out);
+	c->out = out;
+	c->status = status;
+	c->problem = false;
+}
+
+/* ---- request helpers ------------------------------------------------------ */
+
+static const char *header(call *c, const char *name)
+{
+	return c->req->lookup(c->req->ctx, true, name);
+}
+
+static const char *query(call *c, const char *name)
+{
+	const char *v = c->req->lookup(c->req->ctx, false, name);
+	return v && *v ? v : NULL;
+}
+
+/* A string field of the JSON body, NULL when absent; false (problem set)
+ * when present and not a string. */
+static bool body_str(call *c, const char *name, const char **out)
+{
+	json_t *v = json_object_get(c->body, name);
+	*out = NULL;
+	if (!v || json_is_null(v))
+		return true;
+	if (!json_is_string(v)) {
+		problem(c, 422, "invalid", "Invalid request", "field \"%s\" must be a string",
+			name);
+		return false;
+	}
+	*out = json_string_value(v);
+	return true;
+}
+
+/* The reason of an action: required unless OPTIONAL. */
+static bool reason(call *c, bool optional, const char **out)
+{
+	if (!body_str(c, "reason", out))
+		return false;
+	if (!optional && (!*out || !**out)) {
+		problem(c, 422, "reason-required", "A reason is required",
+			"say why in \"reason\": it is kept in the audit log");
+		return false;
+	}
+	return true;
+}
+
+/* ?limit= in 1..PAGE_MAX (default PAGE_DEFAULT); false (problem) otherwise. */
+static bool page_limit(call *c, int *limit)
+{
+	const char *s = query(c, "limit");
+	*limit = PAGE_DEFAULT;
+	if (!s)
+		return true;
+	char *end;
+	long v = strtol(s, &end, 10);
+	if (*end || v < 1 || v > PAGE_MAX) {
+		problem(c, 400, "bad-parameter", "Bad parameter",
+			"limit \"%.20s\": expected an integer in 1..%d", s, PAGE_MAX);
+		return false;
+	}
+	*limit = (int)v;
+	return true;
+}
+
+/* {"items": ITEMS, "next_cursor": NEXT or null}; takes both. */
+static json_t *page_json(json_t *items, char *next)
+{
+	json_t *o = json_pack("{s:o, s:o}", "items", items, "next_cursor",
+			      next ? json_string(next) : json_null());
+	g_free(next);
+	return o;
+}
+
+/* A name of a job, group or tenant: [a-z0-9][a-z0-9._-]*, at most MAX. */
+static bool name_ok(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+	if (n < 1 || n > max)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char ch = s[i];
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+		      (i > 0 && (ch == '.' || ch == '_' || ch == '-'))))
+			return false;
+	}
+	return true;
+}
+
+/* The tenant array of the token for the list queries: NULL (every tenant)
+ * or a text[] literal (g_free). */
+static char *tenants_literal(const pal_token_identity *w)
+{
+	if (w->n_tenants == 0)
+		return NULL;
+	GString *s = g_string_new("{");
+	for (size_t i = 0; i < w->n_tenants; i++)
+		g_string_append_printf(s, "%s\"%s\"", i ? "," : "", w->tenants[i]);
+	g_string_append_c(s, '}');
+	return g_string_free(s, FALSE);
+}
+
+/*
+ * The job of path argument 0 is visible to the token: true when it
+ * exists and the token sees its tenant.  Otherwise a problem: 404 for a
+ * job that does not exist or (reads) of another tenant, 403 (writes) of
+ * another tenant.
+ */
+static bool job_visible(call *c, bool write)
+{
+	const char *id = c->arg[0];
+	if (!name_ok(id, 128)) {
+		problem(c, 404, "not-found", "Not found", "no job \"%.64s\"", id);
+		return false;
+	}
+	char tenant[65], err[512];
+	int rc = pal_apistore_job_tenant(c->api->st, id, tenant, err, sizeof err);
+	if (rc) {
+		problem_rc(c, rc, err);
+		return false;
+	}
+	if (pal_token_sees_tenant(&c->who, tenant))
+		return true;
+	if (write)
+		problem(c, 403, "forbidden-tenant", "Not your tenant",
+			"token %s may not act on tenant %s", c->who.name, tenant);
+	else
+		problem(c, 404, "not-found", "Not found", "no job \"%s\"", id);
+	return false;
+}
+
+/* A token limited to tenants may not use this route. */
+static bool unscoped(call *c)
+{
+	if (c->who.n_tenants == 0)
+		return true;
+	problem(c, 403, "forbidden-tenant", "Not for a tenant-scoped token",
+		"token %s is limited to tenants; this route concerns all of them", c->who.name);
+	return false;
+}
+
+/* ---- handlers --------------------------------------------------------------- */
+
+static void h_openapi(call *c)
+{
+	json_error_t je;
+	json_t *doc = json_loadb(pal_api_openapi, pal_api_openapi_len, 0, &je);
+	if (!doc) {
+		problem(c, 500, "internal", "Internal error", "the compiled-in document: %s",
+			je.text);
+		return;
+	}
+	ok(c, 200, doc);
+}
+
+static void h_jobs(call *c)
+{
+	int limit;
+	if (!page_limit(c, &limit))
+		return;
+	const char *retired = query(c, "retired");
+	if (retired && strcmp(retired, "true") && strcmp(retired, "false")) {
+		problem(c, 400, "bad-parameter", "Bad parameter",
+			"retired: expected true or false");
+		return;
+	}
+	char *tl = tenants_literal(&c->who), *next = NULL, err[1024];
+	json_t *rows;
+	int rc = pal_apistore_jobs_page(c->api->st, tl, query(c, "tenant"), query(c, "group"),
+					retired && !strcmp(retired, "true"), query(c, "cursor"),
+					limit, &rows, &next, err, sizeof err);
+	g_free(tl);
+	if (rc) {
+		problem_rc(c, rc, err);
+		return;
+	}
+	ok(c, 200, page_json(rows, next));
+}
+
+static void h_job(call *c)
+{
+	if (!job_visible(c, false))
+		return;
+	json_t *jobs = NULL, *meta = NULL;
+	char err[1024];
+	int rc = pal_store_jobs_json(c->api->st, c->arg[0], &jobs, err, sizeof err);
+	if (!rc)
+		rc = pal_store_job_meta_json(c->api->st, c->arg[0], &meta, err, sizeof err);
+	json_t *j = json_array_get(jobs, 0);
+	if (!rc && !j)
+		rc = PAL_ENOENT, snprintf(err, sizeof err, "no job \"%s\"", c->arg[0]);
+	if (rc) {
+		problem_rc(c, rc, err);
+	} else {
+		json_t *m = json_object_get(meta, c->arg[0]);
+		if (m)
+			json_object_update(j, m);
+		ok(c, 200, json_incref(j));
+	}
+	json_decref(jobs);
+	json_decref(meta);
+}
+
+/* Pause or resume scope SC. */
+static void gate(call *c, const pal_scope *sc, bool pause)
+{
+	const char *why;
+	if (!reason(c, !pause, &why))
+		return;
+	char scope[300], err[1024];
+	pal_scope_format(sc, scope, sizeof scope);
+	int rc;
+	if (pause) {
+		pal_pause_result r;
+		rc = pal_ops_pause(c->api->st, sc, c->who.name, why, &r, err, sizeof err);
+		if (!rc)
+			ok(c, 200,
+			   json_pack("{s:s, s:b, s:s, s:I, s:I, s:I}", "scope", scope, "was_paused",
+				     r.was_paused, "since", r.since, "running_to_pausing",
+				     (json_int_t)r.asked, "pending_held", (json_int_t)r.held,
+				     "jobs", (json_int_t)r.jobs));
+	} else {
+		pal_resume_result r;
+		rc = pal_ops_resume(c->api->st, sc, c->who.name, why, &r, err, sizeof err);
+		if (!rc)
+			ok(c, 200,
+			   json_pack(
+			       "{s:s, s:b, s:I, s:I, s:I, s:I, s:I}", "scope", scope, "had_gate",
+			       r.had_gate, "paused_to_pending", (json_int_t)r.resumed,
+			       "pausing_to_running", (json_int_t)r.continued, "still_gated",
+			       (json_int_t)r.still_gated, "still_pausing", (json_int_t)r.pausing,
+			       "expired_pausing_to_paused", (json_int_t)r.expired));
+	}
+	if (rc)
+		problem_rc(c, rc, err);
+}
+
+static void h_job_pause(call *c)
+{
+	if (job_visible(c, true))
+		gate(c, &(pal_scope){PAL_SCOPE_JOB, c->arg[0]}, true);
+}
+
+static void h_job_resume(call *c)
+{
+	if (job_visible(c, true))
+		gate(c, &(pal_scope){PAL_SCOPE_JOB, c->arg[0]}, false);
+}
+
+/* Group, tenant and global scopes. */
+static bool scope_arg(call *c, pal_scope_kind kind, pal_scope *sc)
+{
+	*sc = (pal_scope){kind, c->arg[0]};
+	if (kind == PAL_SCOPE_GLOBAL)
+		return unscoped(c);
+	if (!name_ok(c->arg[0], 64)) {
+		problem(c, 422, "invalid", "Invalid request",
+			"\"%.64s\" is not a group or tenant name", c->arg[0]);
+		return false;
+	}
+	if (kind == PAL_SCOPE_TENANT && !pal_token_sees_tenant(&c->who, c->arg[0])) {
+		problem(c, 403, "forbidden-tenant", "Not your tenant",
+			"token %s may not act on tenant %s", c->who.name, c->arg[0]);
+		return false;
+	}
+	return kind == PAL_SCOPE_TENANT || unscoped(c);
+}
+
+#define SCOPE_HANDLERS(NAME, KIND)                                                                 \
+	static void h_##NAME##_pause(call *c)                                                      \
+	{                                                                                          \
+		pal_scope sc;                                                                      \
+		if (scope_arg(c, KIND, &sc))                                                       \
+			gate(c, &sc, true);                                                        \
+	}                                                                                          \
+	static void h_##NAME##_resume(call *c)                                                     \
+	{                                                                                          \
+		pal_scope sc;                                                                      \
+		if (scope_arg(c, KIND, &sc))                                                       \
+			gate(c, &sc, false);                                                       \
+	}
+SCOPE_HANDLERS(group, PAL_SCOPE_GROUP)
+SCOPE_HANDLERS(tenant, PAL_SCOPE_TENANT)
+SCOPE_HANDLERS(all, PAL_SCOPE_GLOBAL)
+
+static void h_job_trigger(call *c)
+{
+	if (!job_visible(c, true))
+		return;
+	const char *why, *at_s, *rid;
+	if (!reason(c, false, &why) || !body_str(c, "at", &at_s) ||
+	    !body_str(c, "request_id", &rid))
+		return;
+	json_t *ne = json_object_get(c->body, "new_effect");
+	if (ne && !json_is_boolean(ne)) {
+		problem(c, 422, "invalid", "Invalid request",
+			"field \"new_effect\" must be a boolean");
+		return;
+	}
+	int64_t at = PAL_OPS_NOW;
+	if (at_s && pal_parse_rfc3339(at_s, &at)) {
+		problem(c, 422, "invalid", "Invalid request",
+			"at \"%.40s\": expected RFC 3339 (2026-01-01T00:00:00Z)", at_s);
+		return;
+	}
+	if (!rid)
+		rid = header(c, "Idempotency-Key");
+	char uuid[37];
+	if (!rid) {
+		if (pal_ops_uuid4(uuid)) {
+			problem(c, 500, "internal", "Internal error", "no random request id");
+			return;
+		}
+		rid = uuid;
+	}
+	if (!pal_ops_request_id_ok(rid)) {
+		problem(c, 422, "invalid", "Invalid request",
+			"request_id \"%.40s\": expected 1-128 characters of A-Z a-z 0-9 . _ : -",
+			rid);
+		return;
+	}
+	char err[1024];
+	const char *job = c->arg[0];
+	bool retired;
+	int rc = pal_store_job_retired(c->api->st, job, &retired, err, sizeof err);
+	if (rc) {
+		problem_rc(c, rc, err);
+		return;
+	}
+	if (retired) {
+		problem(c, 409, "job-retired", "The job is retired",
+			"job %s is retired; apply it again to run it", job);
+		return;
+	}
+	/* An earlier attempt at that instant whose outcome is unknown: a run
+	 * with a new key could make its effect twice (as `palisade trigger`). */
+	if (at != PAL_OPS_NOW && !json_is_true(ne)) {
+		json_t *unk = NULL;
+		if ((rc = pal_store_unknown_at(c->api->st, job, at, &unk, err, sizeof err))) {
+			problem_rc(c, rc, err);
+			return;
+		}
+		size_t i, n = 0;
+		json_t *t;
+		json_array_foreach(unk, i, t)
+		{
+			const char *r = json_string_value(json_object_get(t, "request_id"));
+			n += !(r && !strcmp(r, rid));
+		}
+		json_decref(unk);
+		if (n) {
+			problem(c, 409, "unknown-outcome",
+				"An earlier attempt at that instant has an unknown outcome",
+				"job %s at %s already had %zu trigger(s) whose effect may have "
+				"happened; resolve its ticket, or send \"new_effect\": true",
+				job, at_s, n);
+			return;
+		}
+	}
+	pal_run_result r = {0};
+	rc = pal_ops_trigger(c->api->st, job, at, rid, c->who.name, why, &r, err, sizeof err);
+	if (rc) {
+		problem_rc(c, rc, err);
+		return;
+	}
+	char ts[32];
+	pal_fmt_rfc3339(r.at, ts, sizeof ts);
+	ok(c, r.existed ? 200 : 201,
+	   json_pack("{s:s, s:s, s:b, s:i, s:s, s:O}", "job_id", job, "request_id", rid, "existed",
+		     r.existed, "version", r.version, "scheduled_at", ts, "trigger_ids", r.ids));
+	pal_run_result_clear(&r);
+}
+
+static json_t *cancel_json(const pal_cancel_result *r)
+{
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:O, s:s?}", "pending_to_cancelled",
+			 (json_int_t)r->from_pending, "retry_wait_to_cancelled",
+			 (json_int_t)r->from_retry_wait, "paused_to_cancelled",
+			 (json_int_t)r->from_paused, "running_to_cancelling",
+			 (json_int_t)r->to_cancelling, "expired", (json_int_t)r->expired, "left",
+			 r->left ? r->left : json_object(), "state", r->state[0] ? r->state : NULL);
+}
+
+static void cancel(call *c, int64_t trigger, const char *job)
+{
+	const char *why;
+	if (!reason(c, false, &why))
+		return;
+	pal_cancel_result r = {0};
+	char err[1024];
+	int rc = pal_ops_cancel(c->api->st, trigger, job, c->who.name, why, &r, err, sizeof err);
+	if (rc)
+		problem_rc(c, rc, err);
+	else
+		ok(c, 200, cancel_json(&r));
+	pal_cancel_result_clear(&r);
+}
+
+static void h_job_cancel(call *c)
+{
+	if (job_visible(c, true))
+		cancel(c, 0, c->arg[0]);
+}
+
+static void h_triggers(call *c)
+{
+	const char *job = query(c, "job");
+	int limit;
+	if (!job) {
+		problem(c, 400, "bad-parameter", "Bad parameter",
+			"job is required: triggers are listed per job (?job=ID)");
+		return;
+	}
+	if (!page_limit(c, &limit))
+		return;
+	snprintf(c->argbuf[0], sizeof c->argbuf[0], "%s", job);
+	c->arg[0] = c->argbuf[0];
+	if (!job_visible(c, false))
+		return;
+	json_t *rows;
+	char *next, err[1024];
+	int rc = pal_apistore_triggers_page(c->api->st, job, query(c, "state"), query(c, "cursor"),
+					    limit, &rows, &next, err, sizeof err);
+	if (rc)
+		problem_rc(c, rc, err);
+	else
+		ok(c, 200, page_json(rows, next));
+}
+
+static void h_audit(call *c)
+{
+	int limit;
+	if (!unscoped(c) || !page_limit(c, &limit))
+		return;
+	json_t *rows;
+	char *next, err[1024];
+	int rc = pal_apistore_audit_page(c->api->st, query(c, "actor"), query(c, "action"),
+					 query(c, "scope"), query(c, "cursor"), limit, &rows, &next,
+					 err, sizeof err);
+	if (rc)
+		problem_rc(c, rc, err);
+	else
+		ok(c, 200, page_json(rows, next));
+}
+
+static void h_gates(call *c)
+{
+	json_t *rows;
+	char err[1024];
+	if (!unscoped(c))
+		return;
+	int rc = pal_store_gates_json(c->api->st, &rows, err, sizeof err);
+	if (rc)
+		problem_rc(c, rc, err);
+	else
+		ok(c, 200, json_pack("{s:o}", "items", rows));
+}
+
+/* A ticket's job is visible (tickets without a job: unscoped tokens only). */
+static bool ticket_visible(call *c, const json_t *t, bool write)
+{
+	const char *job = json_string_value(json_object_get(t, "job_id"));
+	if (c->who.n_tenants == 0)
+		return true;
+	if (!job)
+		return write ? unscoped(c)
+			     : (problem(c, 404, "not-found", "Not found", "no ticket"), false);
+	char tenant[65], err[512];
+	if (pal_apistore_job_tenant(c->api->st, job, tenant, err, sizeof err) ||
+	    !pal_token_sees_tenant(&c->who, tenant)) {
+		if (write)
+			problem(c, 403, "forbidden-tenant", "Not your tenant",
+				"token %s may not act on this ticket's tenant", c->who.name);
+		else
+			problem(c, 404, "not-found", "Not found", "no ticket");
+		return false;
+	}
+	return true;
+}
+
+static void h_tickets(call *c)
+{
+	const char *all = query(c, "all");
+	json_t *rows;
+	char err[1024];
+	int rc =
+	    pal_ops_tickets_json(c->api->st, all && !strcmp(all, "true"), &rows, err, sizeof err);
+	if (rc) {
+		problem_rc(c, rc, err);
+		return;
+	}
+	for (size_t i = json_array_size(rows); c->who.n_tenants && i-- > 0;) {
+		call probe = *c;
+		probe.out = NULL;
+		if (!ticket_visible(&probe, json_array_get(rows, i), false))
+			json_array_remove(rows, i);
+		json_decref(probe.out);
+	}
+	ok(c, 200, json_pack("{s:o}", "items", rows));
+}
+
+static bool ticket_id(call *c, int64_t *id)
+{
+	char *end;
+	long long v = strtoll(c->arg[0], &end, 10);
+	if (*end || v <= 0) {
+		problem(c, 404, "not-found", "Not found", "no ticket \"%.40s\"", c->arg[0]);
+		return false;
+	}
+	*id = v;
+	return true;
+}
+
+static void h_ticket(call *c)
+{
+	int64_t id;
+	json_t *t;
+	char err[1024];
+	if (!ticket_id(c, &id))
+		return;
+	int rc = pal_ops_ticket_json(c->api->st, id, &t, err, sizeof err);
+	if (rc) {
+		problem_rc(c, rc, err);
+		return;
+	}
+	if (ticket_visible(c, t, false))
+		ok(c, 200, t);
+	else
+		json_decref(t);
+}
+
+static void h_ticket_resolve(call *c)
+{
+	int64_t id;
+	json_t *t;
+	const char *why, *action;
+	char err[1024];
+	if (!ticket_id(c, &id) || !reason(c, false, &why) || !body_str(c, "action", &action))
+		return;
+	if (!action) {
+		problem(c, 422, "invalid", "Invalid request",
+			"\"action\" is required (retry, mark_succeeded, abandon, backfill)");
+		return;
+	}
+	int rc = pal_ops_ticket_json(c->api->st, id, &t, err, sizeof err);
+	if (rc) {
+		problem_rc(c, rc, err);
+		return;
+	}
+	bool visible = ticket_visible(c, t, true);
+	json_decref(t);
+	if (!visible)
+		return;
+	pal_resolve_result r = {0};
+	rc = pal_ops_ticket_resolve(c->api->st, id, action, NULL, BACKFILL_MAX, c->who.name, why,
+				    &r, err, sizeof err);
+	if (rc == PAL_EINVAL && r.allowed[0])
+		problem(c, 422, "action-not-allowed", "Action not allowed",
+			"ticket %lld allows: %s", (long long)id, r.allowed);
+	else if (rc)
+		problem_rc(c, rc, err);
+	else
+		ok(c, 200,
+		   json_pack("{s:I, s:s, s:s}", "ticket_id", (json_int_t)id, "action", action,
+			     "trigger_state", r.trigger_state));
+}
+
+static void h_status(call *c)
+{
+	json_t *st;
+	char err[1024];
+	int rc = pal_store_status_json(c->api->st, &st, err, sizeof err);
+	if (rc)
+		problem_rc(c, rc, err);
+	else
+		ok(c, 200, st);
+}
+
+static void h_tokens(call *c)
+{
+	json_t *rows;
+	char err[1024];
+	if (!unscoped(c))
+		return;
+	int rc = pal_token_list_json(c->api->st, &rows, err, sizeof err);
+	if (rc)
+		problem_rc(c, rc, err);
+	else
+		ok(c, 200, json_pack("{s:o}", "items", rows));
+}
+
+static void h_token_create(call *c)
+{
+	const char *name, *role_s;
+	pal_role role;
+	if (!unscoped(c) || !body_str(c, "name", &name) || !body_str(c, "role", &role_s))
+		return;
+	if (!name || !role_s || pal_role_parse(role_s, &role)) {
+		problem(c, 422, "invalid", "Invalid request",
+			"\"name\" and \"role\" (viewer, operator or admin) are required");
+		return;
+	}
+	json_t *ta = json_object_get(c->body, "tenants");
+	const char *tenants[PAL_TOKEN_TENANTS_MAX];
+	size_t n = 0, i;
+	json_t *v;
+	if (ta && (!json_is_array(ta) || json_array_size(ta) > PAL_TOKEN_TENANTS_MAX)) {
+		problem(c, 422, "invalid", "Invalid request",
+			"\"tenants\" must be an array of at most %d names", PAL_TOKEN_TENANTS_MAX);
+		return;
+	}
+	json_array_foreach(ta, i, v)
+	{
+		if (!json_is_string(v)) {
+			problem(c, 422, "invalid", "Invalid request", "tenants must be strings");
+			return;
+		}
+		tenants[n++] = json_string_value(v);
+	}
+	char secret[PAL_TOKEN_LEN + 1], err[1024];
+	int rc = pal_token_create(c->api->st, name, role, tenants, n, c->who.name, secret, err,
+				  sizeof err);
+	if (rc)
+		problem_rc(c, rc, err);
+	else
+		ok(c, 201,
+		   json_pack("{s:s, s:s, s:O, s:s}", "name", name, "role", role_s, "tenants",
+			     ta ? ta : json_array(), "token", secret));
+}
+
+static void h_token_revoke(call *c)
+{
+	char err[1024];
+	if (!unscoped(c))
+		return;
+	int rc = pal_token_revoke(c->api->st, c->arg[0], c->who.name, err, sizeof err);
+	if (rc)
+		problem_rc(c, rc, err);
+	else
+		ok(c, 200, json_pack("{s:s, s:b}", "token", c->arg[0], "revoked", 1));
+}
+
+/* ---- routes ----------------------------------------------------------------- */
+
+typedef struct route {
+	const char *method;
+	const char *pattern; /* segments; "*" captures one */
+	pal_role role;	     /* PAL_ROLE_NONE: no token needed */
+	void (*fn)(call *c);
+} route;
+
+static const route routes[] = {
+    {"GET", "/api/v1/openapi.json", PAL_ROLE_NONE, h_openapi},
+    {"GET", "/api/v1/status", PAL_ROLE_VIEWER, h_status},
+    {"GET", "/api/v1/jobs", PAL_ROLE_VIEWER, h_jobs},
+    {"GET", "/api/v1/jobs/*", PAL_ROLE_VIEWER, h_job},
+    {"POST", "/api/v1/jobs/*/pause", PAL_ROLE_OPERATOR, h_job_pause},
+    {"POST", "/api/v1/jobs/*/resume", PAL_ROLE_OPERATOR, h_job_resume},
+    {"POST", "/api/v1/jobs/*/trigger", PAL_ROLE_OPERATOR, h_job_trigger},
+    {"POST", "/api/v1/jobs/*/cancel", PAL_ROLE_OPERATOR, h_job_cancel},
+    {"POST", "/api/v1/groups/*/pause", PAL_ROLE_OPERATOR, h_group_pause},
+    {"POST", "/api/v1/groups/*/resume", PAL_ROLE_OPERATOR, h_group_resume},
+    {"POST", "/api/v1/tenants/*/pause", PAL_ROLE_OPERATOR, h_tenant_pause},
+    {"POST", "/api/v1/tenants/*/resume", PAL_ROLE_OPERATOR, h_tenant_resume},
+    {"POST", "/api/v1/pause", PAL_ROLE_OPERATOR, h_all_pause},
+    {"POST", "/api/v1/resume", PAL_ROLE_OPERATOR, h_all_resume},
+    {"GET", "/api/v1/triggers", PAL_ROLE_VIEWER, h_triggers},
+    {"GET", "/api/v1/tickets", PAL_ROLE_VIEWER, h_tickets},
+    {"GET", "/api/v1/tickets/*", PAL_ROLE_VIEWER, h_ticket},
+    {"POST", "/api/v1/tickets/*/resolve", PAL_ROLE_OPERATOR, h_ticket_resolve},
+    {"GET", "/api/v1/gates", PAL_ROLE_VIEWER, h_gates},
+    {"GET", "/api/v1/audit", PAL_ROLE_VIEWER, h_audit},
+    {"GET", "/api/v1/tokens", PAL_ROLE_ADMIN, h_tokens},
+    {"POST", "/api/v1/tokens", PAL_ROLE_ADMIN, h_token_create},
+    {"POST", "/api/v1/tokens/*/revoke", PAL_ROLE_ADMIN, h_token_revoke},
+};
+
+/* PATH matches PATTERN; the captured segments go to C's args. */
+static bool match(const char *pattern, const char *path, call *c)
+{
+	int n = 0;
+	while (*pattern && *path) {
+		if (*pattern == '*') {
+			size_t len = strcspn(path, "/");
+			if (len == 0 || len >= sizeof c->argbuf[0] || n >= 2)
+				return false;
+			memcpy(c->argbuf[n], path, len);
+			c->argbuf[n][len] = '\0';
+			c->arg[n] = c->argbuf[n];
+			n++;
+			pattern++;
+			path += len;
+			continue;
+		}
+		if (*pattern++ != *path++)
+			return false;
+	}
+	return *pattern == '\0' && *path == '\0';
+}
+
+/* ---- authentication --------------------------------------------------------- */
+
+static bool authenticate(call *c)
+{
+	const char *auth = header(c, "Authorization");
+	if (!auth || strncasecmp(auth, "Bearer ", 7) != 0) {
+		problem(c, 401, "unauthorized", "Authentication required",
+			"send Authorization: Bearer TOKEN (`palisade token create`)");
+		return false;
+	}
+	const char *tok = auth + 7;
+	while (*tok == ' ')
+		tok++;
+	if (c->api->admin_token && pal_secret_equal(tok, c->api->admin_token)) {
+		snprintf(c->who.id, sizeof c->who.id, "admin-token");
+		snprintf(c->who.name, sizeof c->who.name, "admin-token");
+		c->who.role = PAL_ROLE_ADMIN;
+		return true;
+	}
+	char err[512];
+	int rc = pal_token_verify(c->api->st, tok, &c->who, err, sizeof err);
+	if (rc == PAL_ENOENT) {
+		problem(c, 401, "unauthorized", "Authentication required",
+			"the token is unknown or revoked");
+		return false;
+	}
+	if (rc) {
+		problem_rc(c, rc, err);
+		return false;
+	}
+	return true;
+}
+
+/* ---- serving ------------------------------------------------------------------ */
+
+static bool connect_store(pal_api *api, call *c)
+{
+	if (api->st)
+		return true;
+	char err[1024];
+	int v;
+	if (pal_store_open(api->conninfo, &api->st, err, sizeof err) ||
+	    pal_store_schema_check(api->st, &v, err, sizeof err) ||
+	    pal_store_set_statement_timeout(api->st, api->timeout_ms, err, sizeof err)) {
+		pal_store_close(api->st);
+		api->st = NULL;
+		problem(c, 503, "unavailable", "Database unavailable", "%s", err);
+		return false;
+	}
+	return true;
+}
+
+/* The JSON body of a write: an object, or nothing (an empty object). */
+static bool parse_body(call *c)
+{
+	const pal_api_request *req = c->req;
+	if (req->body_len == 0) {
+		c->body = json_object();
+		return true;
+	}
+	const char *ct = header(c, "Content-Type");
+	if (!ct || strncasecmp(ct, "application/json", 16) != 0) {
+		problem(c, 415, "unsupported-media-type", "Unsupported media type",
+			"a body must be application/json");
+		return false;
+	}
+	json_error_t je;
+	c->body = json_loadb(req->body, req->body_len, 0, &je);
+	if (!json_is_object(c->body)) {
+		problem(c, 400, "bad-json", "Malformed JSON", "the body must be a JSON object: %s",
+			c->body ? "not an object" : je.text);
+		return false;
+	}
+	return true;
+}
+
+static void run(call *c)
+{
+	const pal_api_request *req = c->req;
+	const route *r = NULL;
+	bool path_known = false;
+	for (size_t i = 0; i < G_N_ELEMENTS(routes); i++) {
+		if (!match(routes[i].pattern, req->path, c))
+			continue;
+		path_known = true;
+		bool head = !strcmp(req->method, "HEAD") && !strcmp(routes[i].method, "GET");
+		if (!strcmp(req->method, routes[i].method) || head) {
+			r = &routes[i];
+			break;
+		}
+	}
+	if (!r) {
+		if (path_known)
+			problem(c, 405, "method-not-allowed", "Method not allowed",
+				"%s is not allowed on %s", req->method, req->path);
+		else
+			problem(
+			    c, 404, "no-route", "No such route",
+			    "%s is not a route of this API (GET /api/v1/openapi.json lists them)",
+			    req->path);
+		return;
+	}
+	if (r->role == PAL_ROLE_NONE) {
+		r->fn(c);
+		return;
+	}
+	if (!connect_store(c->api, c) || !authenticate(c))
+		return;
+	if (!pal_role_allows(c->who.role, r->role)) {
+		problem(c, 403, "forbidden-role", "Role not allowed",
+			"token %s has role %s; %s %s needs %s", c->who.name,
+			pal_role_name(c->who.role), r->method, r->pattern, pal_role_name(r->role));
+		return;
+	}
+	bool write = !strcmp(r->method, "POST");
+	if (!write) {
+		r->fn(c);
+		return;
+	}
+	char err[1024];
+	if (!parse_body(c))
+		return;
+	if (pal_apistore_identity(c->api->st, pal_role_name(c->who.role), req->client, err,
+				  sizeof err)) {
+		problem_rc(c, PAL_EDB, err);
+		return;
+	}
+	const char *key = header(c, "Idempotency-Key");
+	if (key && (strlen(key) < 1 || strlen(key) > 128)) {
+		problem(c, 400, "bad-idempotency-key", "Bad Idempotency-Key",
+			"an Idempotency-Key is 1-128 characters");
+		return;
+	}
+	if (key) {
+		char *digest = g_compute_checksum_for_data(
+		    G_CHECKSUM_SHA256, (const guchar *)(req->body ? req->body : ""), req->body_len);
+		pal_idem_outcome o;
+		int status;
+		char *resp;
+		int rc = pal_apistore_idem_begin(c->api->st, c->who.id, key, req->method, req->path,
+						 digest, &o, &status, &resp, err, sizeof err);
+		g_free(digest);
+		if (rc) {
+			problem_rc(c, rc, err);
+			return;
+		}
+		if (o == PAL_IDEM_MISMATCH) {
+			problem(c, 422, "idempotency-key-reused", "Idempotency-Key reused",
+				"this Idempotency-Key was used for another request");
+			return;
+		}
+		if (o == PAL_IDEM_IN_PROGRESS) {
+			problem(c, 409, "request-in-progress", "Request in progress",
+				"a request with this Idempotency-Key is still being served");
+			return;
+		}
+		if (o == PAL_IDEM_REPLAY) {
+			json_t *j = json_loads(resp, 0, NULL);
+			free(resp);
+			ok(c, (unsigned)status, j ? j : json_object());
+			c->problem = status >= 400;
+			c->replayed = "true";
+			return;
+		}
+	}
+	r->fn(c);
+	if (key) {
+		char *text = json_dumps(c->out, JSON_COMPACT);
+		if (pal_apistore_idem_finish(c->api->st, c->who.id, key, (int)c->status,
+					     text ? text : "{}", err, sizeof err))
+			pal_log(PAL_LOG_WARN, "api.idempotency_lost", "{s:s, s:s}", "key", key,
+				"error", err);
+		free(text);
+	}
+}
+
+void pal_api_serve(pal_api *api, const pal_api_request *req, pal_api_reply *out)
+{
+	memset(out, 0, sizeof *out);
+	call c = {.api = api, .req = req};
+	pthread_mutex_lock(&api->mu);
+	run(&c);
+	/* a broken connection is reopened by the next request */
+	if (api->st && c.status == 503 && pal_store_ping(api->st, (char[64]){0}, 64)) {
+		pal_store_close(api->st);
+		api->st = NULL;
+	}
+	if (api->st && c.who.role != PAL_ROLE_NONE &&
+	    pal_apistore_identity(api->st, NULL, NULL, (char[64]){0}, 64)) {
+		pal_store_close(api->st);
+		api->st = NULL;
+	}
+	pthread_mutex_unlock(&api->mu);
+	if (!c.out)
+		problem(&c, 500, "internal", "Internal error", "out of memory");
+	char *text = json_dumps(c.out, JSON_INDENT(2));
+	size_t n = text ? strlen(text) : 0;
+	out->body = text ? realloc(text, n + 2) : NULL;
+	if (out->body) {
+		out->body[n] = '\n';
+		out->body[n + 1] = '\0';
+		out->len = n + 1;
+	}
+	out->status = c.status ? c.status : 500;
+	out->content_type = c.problem ? "application/problem+json" : "application/json";
+	if (c.status == 401) {
+		out->header_name[out->n_headers] = "WWW-Authenticate";
+		snprintf(out->header_value[out->n_headers++], sizeof out->header_value[0],
+			 "Bearer realm=\"palisade\"");
+	}
+	if (c.replayed) {
+		out->header_name[out->n_headers] = "Idempotent-Replayed";
+		snprintf(out->header_value[out->n_headers++], sizeof out->header_value[0], "true");
+	}
+	pal_log(c.status >= 500 ? PAL_LOG_WARN : PAL_LOG_DEBUG, "api.request",
+		"{s:s, s:s, s:s, s:s, s:i}", "method", req->method, "path", req->path, "client",
+		req->client, "token", c.who.name[0] ? c.who.name : "-", "status", (int)out->status);
+	json_decref(c.out);
+	json_decref(c.body);
+}
+
+int pal_api_open(const pal_api_config *cfg, pal_api **out, char *err, size_t errlen)
+{
+	pal_api *api = calloc(1, sizeof *api);
+	if (!api || !(api->conninfo = strdup(cfg->conninfo ? cfg->conninfo : ""))) {
+		free(api);
+		snprintf(err, errlen, "api: out of memory");
+		return PAL_ENOMEM;
+	}
+	pthread_mutex_init(&api->mu, NULL);
+	api->admin_token = cfg->admin_token && *cfg->admin_token ? strdup(cfg->admin_token) : NULL;
+	api->key_retention_ms = cfg->key_retention_ms;
+	api->default_shards = cfg->default_shards > 0 ? cfg->default_shards : 16;
+	api->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 5000;
+	*out = api;
+	return PAL_OK;
+}
+
+void pal_api_close(pal_api *api)
+{
+	if (!api)
+		return;
+	pal_store_close(api->st);
+	pthread_mutex_destroy(&api->mu);
+	free(api->conninfo);
+	free(api->admin_token);
+	free(api);
+}

@@ -1,0 +1,241 @@
+/*
+ * apistore.c - the HTTP API's own SQL (apistore.h): request identity,
+ * idempotency records and the paginated lists.
+ *
+ * A page is read as LIMIT + 1 rows: the extra row only says that another
+ * page exists, and the cursor is taken from the last row kept.  Each row
+ * carries its cursor in a field "_c" that page_cut() removes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "palisade/apistore.h"
+#include "store_int.h"
+
+#define TS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+
+int pal_apistore_identity(pal_store *st, const char *role, const char *client, char *err,
+			  size_t errlen)
+{
+	const char *p[] = {role ? role : "", client ? client : ""};
+	PGresult *r = pal__store_query(st,
+				       "SELECT set_config('palisade.api_role', $1, false),"
+				       " set_config('palisade.api_client', $2, false)",
+				       2, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	PQclear(r);
+	return PAL_OK;
+}
+
+int pal_apistore_idem_begin(pal_store *st, const char *token, const char *key, const char *method,
+			    const char *path, const char *digest, pal_idem_outcome *outcome,
+			    int *status, char **response, char *err, size_t errlen)
+{
+	*outcome = PAL_IDEM_NEW;
+	*status = 0;
+	*response = NULL;
+	const char *p[] = {token, key, method, path, digest};
+	/* The insert wins or the row exists; either way one row comes back:
+	 * new (inserted), or the earlier request's. */
+	PGresult *r = pal__store_query(
+	    st,
+	    "WITH old AS (DELETE FROM api_requests WHERE created_at < clock_timestamp() - interval "
+	    "'1 day'),"
+	    " ins AS (INSERT INTO api_requests (token_id, key, method, path, digest)"
+	    "  VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING 1)"
+	    " SELECT true, NULL, NULL, NULL, NULL, NULL FROM ins"
+	    " UNION ALL"
+	    " SELECT false, method, path, digest, status, response FROM api_requests"
+	    "  WHERE token_id = $1 AND key = $2 AND NOT EXISTS (SELECT 1 FROM ins)",
+	    5, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	if (PQntuples(r) != 1) {
+		/* inserted and deleted by a concurrent finish of a 5xx: act anew */
+		PQclear(r);
+		return PAL_OK;
+	}
+	if (!strcmp(PQgetvalue(r, 0, 0), "t")) {
+		PQclear(r);
+		return PAL_OK;
+	}
+	if (strcmp(PQgetvalue(r, 0, 1), method) || strcmp(PQgetvalue(r, 0, 2), path) ||
+	    strcmp(PQgetvalue(r, 0, 3), digest))
+		*outcome = PAL_IDEM_MISMATCH;
+	else if (PQgetisnull(r, 0, 4))
+		*outcome = PAL_IDEM_IN_PROGRESS;
+	else {
+		*outcome = PAL_IDEM_REPLAY;
+		*status = atoi(PQgetvalue(r, 0, 4));
+		*response = strdup(PQgetvalue(r, 0, 5));
+	}
+	PQclear(r);
+	return PAL_OK;
+}
+
+int pal_apistore_idem_finish(pal_store *st, const char *token, const char *key, int status,
+			     const char *response, char *err, size_t errlen)
+{
+	char s[16];
+	snprintf(s, sizeof s, "%d", status);
+	const char *p[] = {token, key, s, response};
+	PGresult *r = pal__store_query(
+	    st,
+	    status >= 500 ? "DELETE FROM api_requests WHERE token_id = $1 AND key = $2"
+			    " AND $3::int IS NOT NULL AND $4::text IS NOT NULL"
+			  : "UPDATE api_requests SET status = $3::int, response = $4"
+			    " WHERE token_id = $1 AND key = $2",
+	    4, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	PQclear(r);
+	return PAL_OK;
+}
+
+int pal_apistore_job_tenant(pal_store *st, const char *job_id, char tenant[65], char *err,
+			    size_t errlen)
+{
+	const char *p[] = {job_id};
+	PGresult *r =
+	    pal__store_query(st, "SELECT tenant FROM jobs WHERE job_id = $1", 1, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	int n = PQntuples(r);
+	if (n)
+		snprintf(tenant, 65, "%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
+	if (!n) {
+		snprintf(err, errlen, "no job \"%s\"", job_id);
+		return PAL_ENOENT;
+	}
+	return PAL_OK;
+}
+
+/* ROWS holds up to LIMIT + 1 rows: keep LIMIT, set *next from the last
+ * kept row's "_c" when there was one more, and drop "_c" from each. */
+static void page_cut(json_t *rows, int limit, char **next)
+{
+	*next = NULL;
+	bool more = json_array_size(rows) > (size_t)limit;
+	if (more)
+		json_array_remove(rows, (size_t)limit);
+	size_t i;
+	json_t *row;
+	json_array_foreach(rows, i, row)
+	{
+		if (more && i + 1 == json_array_size(rows))
+			*next = g_strdup(json_string_value(json_object_get(row, "_c")));
+		json_object_del(row, "_c");
+	}
+}
+
+static int page(pal_store *st, const char *sql, int np, const char *const *p, int limit,
+		json_t **out, char **next, char *err, size_t errlen)
+{
+	*next = NULL;
+	int rc = pal__store_query_json(st, sql, np, p, out, err, errlen);
+	if (!rc)
+		page_cut(*out, limit, next);
+	return rc;
+}
+
+int pal_apistore_jobs_page(pal_store *st, const char *tenants, const char *tenant,
+			   const char *group, bool retired, const char *after, int limit,
+			   json_t **out, char **next, char *err, size_t errlen)
+{
+	char l[16];
+	snprintf(l, sizeof l, "%d", limit + 1);
+	const char *p[] = {tenants, tenant, group, retired ? "t" : "f", after, l};
+	return page(
+	    st,
+	    "SELECT coalesce(json_agg(json_build_object('job_id', job_id, 'tenant', tenant,"
+	    " 'group', resource_group, 'shard', shard, 'latest_version', latest_version,"
+	    " 'active_version', active_version, 'created_at', " TS(
+		"created_at") ","
+			      " 'updated_at', " TS("updated_at") ", 'retired_at', " TS(
+				  "retired_at") ","
+						" 'owner', owner, 'description', description, "
+						"'_c', job_id) ORDER BY job_id), '[]')"
+						" FROM (SELECT * FROM jobs WHERE ($1::text[] IS "
+						"NULL OR tenant = ANY ($1::text[]))"
+						"  AND ($2::text IS NULL OR tenant = $2) AND "
+						"($3::text IS NULL OR resource_group = $3)"
+						"  AND (retired_at IS NOT NULL) = $4::boolean"
+						"  AND ($5::text IS NULL OR job_id > $5) ORDER BY "
+						"job_id LIMIT $6::int) j",
+	    6, p, limit, out, next, err, errlen);
+}
+
+int pal_apistore_triggers_page(pal_store *st, const char *job_id, const char *state,
+			       const char *cursor, int limit, json_t **out, char **next, char *err,
+			       size_t errlen)
+{
+	long long us = 0, part = 0, id = 0;
+	char c1[24], c2[24], c3[24], l[16];
+	if (cursor && sscanf(cursor, "%lld_%lld_%lld", &us, &part, &id) != 3) {
+		snprintf(err, errlen, "cursor \"%.40s\" is not one this API gave", cursor);
+		return PAL_EINVAL;
+	}
+	snprintf(c1, sizeof c1, "%lld", us);
+	snprintf(c2, sizeof c2, "%lld", part);
+	snprintf(c3, sizeof c3, "%lld", id);
+	snprintf(l, sizeof l, "%d", limit + 1);
+	const char *p[] = {job_id, state, cursor ? c1 : NULL, c2, c3, l};
+	/* Plan and request keys apart, as palisade_job_triggers() (sql/020):
+	 * each branch walks one index of (job_id, scheduled_at, ...) backwards. */
+#define AFTER                                                                                      \
+	" AND ($2::text IS NULL OR state = $2) AND ($3::bigint IS NULL OR"                         \
+	" (scheduled_at, partition, id) < ('epoch'::timestamptz + $3::bigint * interval '1"        \
+	" microsecond', $4::int, $5::bigint))"                                                     \
+	" ORDER BY scheduled_at DESC, partition DESC, id DESC LIMIT $6::int)"
+	int rc = page(
+	    st,
+	    "SELECT coalesce(json_agg(json_build_object('id', id, 'job_id', job_id,"
+	    " 'version', version, 'scheduled_at', " TS(
+		"scheduled_at") ", 'partition', partition,"
+				" 'source', source, 'request_id', request_id, 'state', state, "
+				"'fence', fence,"
+				" 'lease_owner', lease_owner, 'lease_until', " TS(
+				    "lease_until") ","
+						   " 'attempt_count', attempt_count, "
+						   "'last_error_class', last_error_class,"
+						   " '_c', (extract(epoch FROM scheduled_at) * "
+						   "1000000)::bigint || '_' || partition"
+						   "  || '_' || id) ORDER BY scheduled_at DESC, "
+						   "partition DESC, id DESC), '[]')"
+						   " FROM ((SELECT * FROM triggers WHERE job_id = "
+						   "$1 AND request_id IS NULL" AFTER
+						   " UNION ALL (SELECT * FROM triggers WHERE "
+						   "job_id = $1 AND request_id IS NOT NULL" AFTER
+						   " ORDER BY scheduled_at DESC, partition DESC, "
+						   "id DESC LIMIT $6::int) t",
+	    6, p, limit, out, next, err, errlen);
+#undef AFTER
+	return rc;
+}
+
+int pal_apistore_audit_page(pal_store *st, const char *actor, const char *action, const char *scope,
+			    const char *cursor, int limit, json_t **out, char **next, char *err,
+			    size_t errlen)
+{
+	char l[16];
+	snprintf(l, sizeof l, "%d", limit + 1);
+	if (cursor && strspn(cursor, "0123456789") != strlen(cursor)) {
+		snprintf(err, errlen, "cursor \"%.40s\" is not one this API gave", cursor);
+		return PAL_EINVAL;
+	}
+	const char *p[] = {actor, action, scope, cursor, l};
+	return page(
+	    st,
+	    "SELECT coalesce(json_agg(json_build_object('id', id, 'at', " TS(
+		"at") ","
+		      " 'actor', actor, 'role', role, 'client', client, 'action', action,"
+		      " 'scope', scope, 'reason', reason, 'details', details, '_c', id::text)"
+		      " ORDER BY id DESC), '[]')"
+		      " FROM (SELECT * FROM audit_log WHERE ($1::text IS NULL OR actor = $1)"
+		      "  AND ($2::text IS NULL OR action = $2) AND ($3::text IS NULL OR scope = $3)"
+		      "  AND ($4::bigint IS NULL OR id < $4::bigint) ORDER BY id DESC LIMIT "
+		      "$5::int) a",
+	    5, p, limit, out, next, err, errlen);
+}

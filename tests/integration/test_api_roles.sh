@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# The HTTP API's identities: the same writes as a viewer, an operator, an
+# admin and an operator limited to one tenant, each answered as the role
+# allows, with one audit row per accepted write naming the token, its role
+# and the client; a revoked token refused by the next request on every
+# node; a retried write with its Idempotency-Key acting once.
+source tests/integration/lib.sh
+source tests/integration/cluster.sh
+guarantee "API roles and tenants (G7: every operator action audited with who did it): viewer writes nothing, operator acts on jobs and triggers, admin also on tokens, a tenant-scoped operator only on its tenant (reads of others 404, writes 403); revocation is immediate on every node; Idempotency-Key replays"
+T0=$SECONDS
+
+fresh_db it_api_roles
+"$PAL" migrate >/dev/null
+cat >"$PALISADE_TEST_TMP/api-roles.yaml" <<'YAML'
+jobs:
+  - {id: red.a, tenant: red, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: {url: "http://127.0.0.1:9/x"}}
+  - {id: blue.b, tenant: blue, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: {url: "http://127.0.0.1:9/x"}}
+YAML
+expect_exit "apply two jobs of two tenants" 0 "$PAL" apply "$PALISADE_TEST_TMP/api-roles.yaml"
+SHARDS=2 write_conf "$CLUSTER_CONF"
+start_node r1
+start_node r2
+ready() { [ "$(curl -s -o /dev/null -w '%{http_code}' "http://${NODE_ADMIN[$1]}/readyz")" = 200 ]; }
+wait_until "node r1 ready" 20 ready r1
+wait_until "node r2 ready" 20 ready r2
+
+declare -A TOK
+for t in viewer:viewer operator:operator admin:admin op-red:operator; do
+	name=${t%%:*} role=${t##*:}
+	extra=(); [ "$name" = op-red ] && extra=(--tenant red)
+	out=$("$PAL" token create --name "$name" --role "$role" "${extra[@]}") || fail "token create $name"
+	TOK[$name]=$(tail -1 <<<"$out")
+done
+expect_match "token create prints the secret alone on its last line" '^pal_[0-9a-f]{16}_[0-9a-f]{64}$' "${TOK[admin]}"
+expect_eq "only a salted hash is stored (no row holds the secret)" 0 \
+	"$(sql "select count(*) from api_tokens where hash = '${TOK[admin]#pal_*_}' or position('${TOK[admin]#pal_*_}' in salt) > 0")"
+
+# api NODE TOKEN METHOD PATH [BODY] [curl args...]: prints the status; the body in $BODY_OUT
+api() {
+	local node=$1 tok=$2 method=$3 path=$4 body=${5:-} f=$PALISADE_TEST_TMP/api-out
+	shift 5 2>/dev/null || shift $#
+	local args=(-s -o "$f" -w '%{http_code}' -X "$method" -H "Authorization: Bearer $tok")
+	[ -n "$body" ] && args+=(-H 'Content-Type: application/json' --data "$body")
+	curl "${args[@]}" "$@" "http://${NODE_ADMIN[$node]}/api/v1$path"
+	BODY_OUT=$(cat "$f")
+}
+
+# The same writes for every token: METHOD PATH BODY, and what each role answers.
+WRITES=(
+	"POST /jobs/red.a/pause {\"reason\":\"r\"}"
+	"POST /jobs/red.a/resume {\"reason\":\"r\"}"
+	"POST /jobs/blue.b/pause {\"reason\":\"r\"}"
+	"POST /jobs/blue.b/resume {}"
+	"POST /jobs/red.a/trigger {\"reason\":\"r\",\"at\":\"2098-01-01T00:00:00Z\"}"
+	"POST /jobs/blue.b/trigger {\"reason\":\"r\",\"at\":\"2098-01-01T00:00:00Z\"}"
+	"POST /jobs/red.a/cancel {\"reason\":\"r\"}"
+	"POST /jobs/blue.b/cancel {\"reason\":\"r\"}"
+	"POST /tenants/red/pause {\"reason\":\"r\"}"
+	"POST /tenants/red/resume {\"reason\":\"r\"}"
+	"POST /tenants/blue/pause {\"reason\":\"r\"}"
+	"POST /tenants/blue/resume {\"reason\":\"r\"}"
+	"POST /groups/default/pause {\"reason\":\"r\"}"
+	"POST /groups/default/resume {\"reason\":\"r\"}"
+	"POST /pause {\"reason\":\"r\"}"
+	"POST /resume {\"reason\":\"r\"}"
+	"POST /tickets/999999/resolve {\"reason\":\"r\",\"action\":\"abandon\"}"
+	"POST /tokens {\"name\":\"made-by-TOKEN\",\"role\":\"viewer\"}"
+	"POST /tokens/made-by-TOKEN/revoke {}"
+	"POST /jobs/red.a/pause {}"
+)
+# Expected status per role, in the order of WRITES (ticket 999999 does not exist: 404 when allowed;
+# the last write has no reason: 422 when allowed).
+EXPECT_viewer="403 403 403 403 403 403 403 403 403 403 403 403 403 403 403 403 403 403 403 403"
+EXPECT_operator="200 200 200 200 201 201 200 200 200 200 200 200 200 200 200 200 404 403 403 422"
+EXPECT_admin="200 200 200 200 201 201 200 200 200 200 200 200 200 200 200 200 404 201 200 422"
+EXPECT_op_red="200 200 403 403 201 403 200 403 200 200 403 403 403 403 403 403 404 403 403 422"
+for name in viewer operator admin op-red; do
+	var=EXPECT_${name//-/_}
+	got=() ok2xx=0
+	for w in "${WRITES[@]}"; do
+		read -r m p b <<<"$w"
+		p=${p//TOKEN/$name} b=${b//TOKEN/$name}
+		s=$(api r1 "${TOK[$name]}" "$m" "$p" "$b")
+		got+=("$s")
+		[[ $s == 2* ]] && ok2xx=$((ok2xx + 1))
+	done
+	expect_eq "the $name token's 20 writes answered as its role allows" "${!var}" "${got[*]}"
+	# one audit row per accepted write, each with the token's name, role and client address
+	expect_eq "$name: one audit row per accepted write, naming token, role and client" "$ok2xx" \
+		"$(sql "select count(*) from audit_log where actor = '$name' and role = '$( [ "$name" = op-red ] && echo operator || echo "$name")' and client like '127.0.0.1:%'")"
+done
+expect_eq "no audit row without its role and client" 0 \
+	"$(sql "select count(*) from audit_log where actor in ('viewer','operator','admin','op-red') and (role is null or client is null)")"
+
+# Reads: the scoped token sees its tenant only; another tenant's job is 404.
+expect_eq "op-red reads red.a: 200" 200 "$(api r1 "${TOK[op-red]}" GET /jobs/red.a)"
+expect_eq "op-red reads blue.b: 404 (as if it did not exist)" 404 "$(api r1 "${TOK[op-red]}" GET /jobs/blue.b)"
+api r1 "${TOK[op-red]}" GET /jobs >/dev/null
+expect_eq "op-red's job list holds red.a only" "red.a" "$(python3 -c 'import json,sys; print(",".join(j["job_id"] for j in json.loads(sys.argv[1])["items"]))' "$BODY_OUT")"
+expect_eq "op-red's triggers of blue.b: 404" 404 "$(api r1 "${TOK[op-red]}" GET "/triggers?job=blue.b")"
+expect_eq "viewer lists triggers of blue.b: 200" 200 "$(api r1 "${TOK[viewer]}" GET "/triggers?job=blue.b")"
+expect_eq "no token: 401" 401 "$(curl -s -o /dev/null -w '%{http_code}' "http://${NODE_ADMIN[r1]}/api/v1/jobs")"
+expect_match "errors are problem documents with a stable type" '"type": "urn:palisade:problem:unauthorized"' \
+	"$(curl -s "http://${NODE_ADMIN[r1]}/api/v1/jobs")"
+expect_match "served as application/problem+json" 'application/problem\+json' \
+	"$(curl -s -D - -o /dev/null "http://${NODE_ADMIN[r1]}/api/v1/jobs")"
+expect_eq "the node's admin token acts as admin" 200 "$(api r1 "$PALISADE_ADMIN_TOKEN" GET /tokens)"
+
+# Idempotency-Key: the retried trigger acts once and is answered the same.
+s1=$(api r1 "${TOK[operator]}" POST /jobs/red.a/trigger '{"reason":"deploy 42"}' -H 'Idempotency-Key: deploy-42'); b1=$BODY_OUT
+s2=$(api r2 "${TOK[operator]}" POST /jobs/red.a/trigger '{"reason":"deploy 42"}' -H 'Idempotency-Key: deploy-42' -D "$PALISADE_TEST_TMP/api-h"); b2=$BODY_OUT
+expect_eq "first trigger with a key 201, its retry (on the other node) replayed with the same status" "201 201" "$s1 $s2"
+expect_eq "the same answer" "$b1" "$b2"
+expect_match "marked Idempotent-Replayed" 'Idempotent-Replayed: true' "$(cat "$PALISADE_TEST_TMP/api-h")"
+expect_eq "one manual trigger for the key" 1 "$(sql "select count(*) from triggers where job_id = 'red.a' and request_id = 'deploy-42'")"
+expect_eq "the key with another body: 422" 422 \
+	"$(api r1 "${TOK[operator]}" POST /jobs/red.a/trigger '{"reason":"other"}' -H 'Idempotency-Key: deploy-42')"
+
+# Revocation: refused by the next request on both nodes.
+expect_eq "operator works on r2 before the revocation" 200 "$(api r2 "${TOK[operator]}" GET /jobs)"
+expect_exit "token revoke" 0 "$PAL" token revoke operator
+expect_eq "the revoked token at once: 401 on r1" 401 "$(api r1 "${TOK[operator]}" GET /jobs)"
+expect_eq "and 401 on r2" 401 "$(api r2 "${TOK[operator]}" POST /jobs/red.a/pause '{"reason":"x"}')"
+expect_match "token list shows it revoked" 'operator +operator .* [0-9]{4}-' "$("$PAL" token list)"
+
+stop_node r1
+stop_node r2
+echo "  took $((SECONDS - T0)) s"
+finish
