@@ -1,47 +1,41 @@
 # tests/bench/lib.sh - helpers of `make bench` (tests/bench/run.sh), sourced
 # with the checkout as the working directory after BIN, B_STATE and
-# B_RESULTS are set.  Every process is started here and tracked by PID
-# (B_LIVE); nothing is ever killed by name.
+# B_RESULTS are set; new_db and settle need PALISADE_PG_ADMIN and B_PG_BASE
+# (the server's connection string without a database).  The integration tests' helpers do the common work
+# (tests/integration/lib.sh: sql, fresh_db; cluster.sh: start_node,
+# stop_node, kill9_node, stop_all_nodes, metric, start_sink, stop_sink);
+# this file adds what only the bench needs.  Every process is started by
+# those helpers or here and tracked by PID; nothing is ever killed by name.
 #
 #   ms                         host clock, epoch milliseconds
-#   sql QUERY                  one statement on $PALISADE_PG, unaligned
 #   new_db NAME                a fresh database bench_NAME (migrated), PALISADE_PG
 #                              pointed at it
 #   record NAME VALUE UNIT TARGET BETTER [NOTE] [K=V...]   one figure (report.py add)
 #   not_run NAME UNIT TARGET BETTER NOTE                   a figure with value null
 #   node_conf FILE CLUSTER ROLES [yaml lines...]            a node configuration
-#   start_node ID CONF         palisade node; NODE_PID/NODE_LOG/NODE_ADMIN[ID]
-#   stop_node ID | kill9_node ID
 #   metric_sum NAME ID...      a sample summed over nodes' /metrics
-#   start_sink ID [args...]    palisade-sink; SINK_ADDR[ID] (host:port)
-#   stop_sink ID
+#   bench_sink [args...]       start_sink with BENCH_SINK_ARGS first
+#   reap PID [SECS]            wait for PID to exit, then kill -9
 #   write_jobs_sql N PREFIX IDLE_TPL [BURST_N BURST_TPL]    N jobs written with SQL
 #                              (B_ACTIVATE=1: versions already active)
 #   wait_planned ID T0_MS SECS every shard led by ID, watermark past T0; prints ms
 #   lateness_stats LABEL T0 T1 lateness of sink effects under /effects/LABEL with
 #                              scheduled instants in [T0, T1): "n p50 p99 max"
 
-export no_proxy=127.0.0.1,localhost NO_PROXY=127.0.0.1,localhost
-# Children not yet waited for: a PID stays ours (a zombie at worst) until
-# reaped, so cleanup never signals a recycled PID.
-declare -A B_LIVE
-declare -A NODE_PID NODE_LOG NODE_ADMIN SINK_PID SINK_ADDR SINK_ADMIN
+export PALISADE_BIN=$BIN PALISADE_TEST_TMP=$B_STATE
+NODE_DIR=$B_STATE/logs
+source tests/integration/lib.sh
+source tests/integration/cluster.sh
+trap - EXIT # run.sh sets its own
 
 ms() { date +%s%3N; }
-# psql of PostgreSQL 15 itself: Debian's psql is a Perl wrapper that picks
-# the version, twice the CPU per call of a bench that calls it in loops.
-B_PSQL=/usr/lib/postgresql/15/bin/psql
-sql() { "$B_PSQL" "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -c "$1"; }
 say() { echo "bench: $*" >&2; }
 
 # Seconds left before the run's own deadline (B_DEADLINE, epoch ms).
 left_s() { echo $(((B_DEADLINE - $(ms)) / 1000)); }
 
 new_db() {
-	local name=bench_$1
-	PGOPTIONS="-c client_min_messages=warning" psql "$B_PG_BASE dbname=postgres" -XAtq \
-		-c "DROP DATABASE IF EXISTS $name WITH (FORCE)" -c "CREATE DATABASE $name" >/dev/null
-	export PALISADE_PG="$B_PG_BASE dbname=$name"
+	fresh_db "bench_$1"
 	"$PAL" migrate >/dev/null
 }
 
@@ -85,18 +79,7 @@ node_conf() {
 	} >"$f"
 }
 
-start_node() {
-	local id=$1 conf=$2 port
-	port=$(free_port)
-	NODE_ADMIN[$id]=127.0.0.1:$port
-	NODE_LOG[$id]=$B_STATE/logs/$id.log
-	mkdir -p "$B_STATE/logs"
-	"$PAL" node --config "$conf" --node-id "$id" --admin "127.0.0.1:$port" >>"${NODE_LOG[$id]}" 2>&1 &
-	NODE_PID[$id]=$!
-	B_LIVE[$!]=1
-}
-
-# Wait for a node's pid to exit, at most SECS (default 30), then kill -9.
+# reap PID [SECS]: wait for PID to exit, at most SECS (default 30), then kill -9.
 reap() {
 	local pid=$1 secs=${2:-30} i
 	for i in $(seq 1 $((secs * 10))); do
@@ -106,30 +89,13 @@ reap() {
 	kill -9 "$pid" 2>/dev/null
 	# (bash forgets the status of a child that ended long ago: no message)
 	{ wait "$pid"; } 2>/dev/null
-	unset "B_LIVE[$pid]"
 }
-stop_node() {
-	local pid=${NODE_PID[$1]:-}
-	[ -n "$pid" ] || return 0
-	kill -TERM "$pid" 2>/dev/null
-	reap "$pid" 30
-	unset "NODE_PID[$1]"
-}
-kill9_node() {
-	local pid=${NODE_PID[$1]:-}
-	[ -n "$pid" ] || return 0
-	kill -9 "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
-	unset "B_LIVE[$pid]" "NODE_PID[$1]"
-}
-stop_all_nodes() { local id; for id in "${!NODE_PID[@]}"; do stop_node "$id"; done; }
 
 metric_sum() {
 	local name=$1 id s=0 v
 	shift
 	for id in "$@"; do
-		v=$(curl -s --max-time 2 "http://${NODE_ADMIN[$id]}/metrics" |
-			awk -v m="$name" '$1 == m { v = $2 } END { print v + 0 }')
+		v=$(metric "$id" "$name")
 		s=$((s + ${v%.*}))
 	done
 	echo "$s"
@@ -145,43 +111,14 @@ node_up() {
 	return 1
 }
 
-# start_sink ID [--port P] [sink args...]; BENCH_SINK_ARGS (e.g. "--group-max 1",
-# to A/B group commit) go to every sink, before ARGS (which win)
-start_sink() {
-	local id=$1 port admin try
-	shift
-	port=$(free_port)
-	if [ "${1:-}" = --port ]; then port=$2; shift 2; fi
-	for try in 1 2 3; do
-		admin=$(free_port)
-		SINK_ADDR[$id]=127.0.0.1:$port
-		SINK_ADMIN[$id]=127.0.0.1:$admin
-		mkdir -p "$B_STATE/logs"
-		# shellcheck disable=SC2086 # BENCH_SINK_ARGS is a list of words
-		"$BIN/palisade-sink" --listen "${SINK_ADDR[$id]}" --admin "${SINK_ADMIN[$id]}" \
-			${BENCH_SINK_ARGS:-} "$@" \
-			>>"$B_STATE/logs/sink-$id.log" 2>&1 &
-		SINK_PID[$id]=$!
-		B_LIVE[$!]=1
-		for _ in $(seq 1 100); do
-			curl -sf --max-time 1 "http://${SINK_ADMIN[$id]}/healthz" >/dev/null 2>&1 && return 0
-			kill -0 "${SINK_PID[$id]}" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -0 "${SINK_PID[$id]}" 2>/dev/null && return 0
-		wait "${SINK_PID[$id]}" 2>/dev/null
-		unset "B_LIVE[${SINK_PID[$id]}]"
-		port=$(free_port)
-	done
-	say "sink $id did not start: $(tail -3 "$B_STATE/logs/sink-$id.log")"
-	return 1
-}
-stop_sink() {
-	local pid=${SINK_PID[$1]:-}
-	[ -n "$pid" ] || return 0
-	kill -TERM "$pid" 2>/dev/null
-	reap "$pid" 15
-	unset "SINK_PID[$1]"
+# bench_sink [--port P] [args...]: start_sink with BENCH_SINK_ARGS (e.g.
+# "--group-max 1", to A/B group commit) before ARGS, which win.  Nodes are
+# started with start_node, their configuration in CLUSTER_CONF.
+bench_sink() {
+	local port=()
+	if [ "${1:-}" = --port ]; then port=(--port "$2"); shift 2; fi
+	# shellcheck disable=SC2086 # BENCH_SINK_ARGS is a list of words
+	start_sink "${port[@]}" ${BENCH_SINK_ARGS:-} "$@" || { say "the sink did not start"; return 1; }
 }
 
 # write_jobs_sql N PREFIX TPL [BURST_N BURST_TPL]: jobs PREFIX.job-1..N written
@@ -261,9 +198,8 @@ wait_planned() {
 	q="SELECT count(*) FROM shards WHERE leader = '$id' AND watermark > to_timestamp($t0 / 1000.0)"
 	pipe=$(trap -p PIPE)
 	trap '' PIPE # a session that died fails the write instead of killing the shell
-	coproc WP { exec "$B_PSQL" "$PALISADE_PG" -XAtq 2>/dev/null; }
+	coproc WP { exec "$PSQL" "$PALISADE_PG" -XAtq 2>/dev/null; }
 	local pid=$WP_PID in=${WP[1]} out=${WP[0]} live=1
-	B_LIVE[$pid]=1
 	while [ "$(ms)" -lt $lim ]; do
 		n=
 		if [ $live = 1 ]; then

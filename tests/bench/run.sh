@@ -6,6 +6,10 @@
 # ZooKeeper (ops/devcluster.sh on free ports under a temporary directory),
 # the nodes, the sink, the load tools.
 #
+# Besides time, what a fire costs: bytes per fire in triggers and attempts,
+# WAL per fire, bytes per effect in the sink (docs/performance.md, "What a
+# fire costs").
+#
 # Prints one table row per figure (figure, value, unit, target, ratio, met)
 # and writes .state/bench/latest.json: {figure: {value, unit, target, ratio,
 # met, ...}}.  Asserts nothing and always exits 0.
@@ -78,9 +82,8 @@ SECTIONS=${BENCH_ONLY:-ceilings planning exec lateness lease handoff apply scale
 want() { [[ " $SECTIONS " == *" $1 "* ]]; }
 
 cleanup() {
-	local p
-	for p in "${!B_LIVE[@]}"; do kill -CONT "$p" 2>/dev/null; kill -TERM "$p" 2>/dev/null; done
-	for p in "${!B_LIVE[@]}"; do reap "$p" 10; done
+	stop_all_nodes
+	stop_sink
 	bash ops/devcluster.sh destroy >/dev/null 2>&1
 	rm -rf "$B_STATE"
 }
@@ -103,17 +106,20 @@ trap finish EXIT
 trap 'exit 0' INT TERM
 
 eval "$(bash ops/devcluster.sh up 2>/dev/null)" || { say "dev cluster did not start"; exit 0; }
-B_PG_BASE="host=127.0.0.1 port=$PALISADE_PG_PORT user=palisade"
+export PALISADE_PG_ADMIN="host=127.0.0.1 port=$PALISADE_PG_PORT user=palisade"
+B_PG_BASE=$PALISADE_PG_ADMIN
 say "PostgreSQL 15 on 127.0.0.1:$PALISADE_PG_PORT (fsync on), ZooKeeper on $PALISADE_ZK, $(nproc) cores, sections: $SECTIONS"
 command -v wrk >/dev/null || bash ops/deps.sh --bench >/dev/null 2>&1 || true
 
 # ---- ceilings -----------------------------------------------------------------------------
-# The same statement shapes as src/store/plan.c (planning insert) and the
-# executor's claim (palisade_claim(), sql/005_parallel_claim.sql: its UPDATE
-# of the locked candidates and INSERT of the attempts) and complete
-# (pal_store_commit_results), on scratch copies of triggers and attempts, partitioned like them, with
-# every index, the storage parameters and the G7 state guard
-# (tests/bench/ceiling.sql).
+# Two shapes.  The same statement shapes as src/store/plan.c (planning
+# insert) and the executor's claim (palisade_claim(): its UPDATE of the
+# locked candidates and INSERT of the attempts) and complete
+# (pal_store_commit_results), on scratch copies of triggers and attempts,
+# partitioned like them, with every index, the storage parameters and the
+# G7 edge check (tests/bench/ceiling.sql): what palisade's code adds.  And
+# the minimal shape (tests/bench/minimal.sql, minimal_ceilings): what the
+# tables add as well.
 INS_CEIL= DB_CEIL= HTTP_CEIL= COMB_CEIL=
 section_ceilings() {
 	new_db ceil
@@ -188,16 +194,17 @@ SQL
 		"pgbench ${CEIL_S} s, seeded $seed due rows"
 	DB_CEIL=$((c2 > c4 ? c2 : c4))
 	sql "DROP TABLE bench_attempts, bench_triggers"
+	minimal_ceilings "$d"
 	# HTTP: no-op POSTs with the protocol's headers, a unique key per request.
-	if command -v wrk >/dev/null && start_sink http --noop; then
+	if command -v wrk >/dev/null && bench_sink --noop; then
 		local w
-		w=$(wrk -t2 -c64 -d"${CEIL_S}s" -s tests/bench/post.lua "http://${SINK_ADDR[http]}/" 2>&1)
+		w=$(wrk -t2 -c64 -d"${CEIL_S}s" -s tests/bench/post.lua "http://$SINK_ADDR/" 2>&1)
 		HTTP_CEIL=$(awk '/^Requests\/sec/ {print int($2)}' <<<"$w")
 		local bad
 		bad=$(awk '/Non-2xx/ {print $NF}' <<<"$w")
 		record "ceiling: HTTP no-op POST with protocol headers, 64 connections" "${HTTP_CEIL:-null}" \
 			req/s null higher "wrk -t2 -c64 ${CEIL_S} s against palisade-sink --noop${bad:+; $bad non-2xx}"
-		stop_sink http
+		stop_sink
 	else
 		record "ceiling: HTTP no-op POST with protocol headers, 64 connections" null req/s null higher \
 			"wrk missing (apt-get install wrk) or the sink did not start"
@@ -207,6 +214,11 @@ SQL
 	fi
 	record "ceiling: combined 1/(1/db + 1/http)" "${COMB_CEIL:-null}" /s null higher \
 		"db = the better of 2 and 4 clients"
+	if [ -n "$HTTP_CEIL" ] && [ "${MIN_DB_CEIL:-0}" -gt 0 ]; then
+		MIN_COMB_CEIL=$(python3 -c "print(int(1 / (1 / $MIN_DB_CEIL + 1 / $HTTP_CEIL)))")
+	fi
+	record "ceiling, minimal shape: combined 1/(1/db + 1/http)" "${MIN_COMB_CEIL:-null}" /s null higher \
+		"db = the minimal shape's claim + complete, 4 clients; http = the no-op POST above"
 	# The reference sink applying for real (its own database on the same
 	# server): the bound of every figure measured at the sink (lateness,
 	# the aligned burst).  Group commit (the default, many effects per
@@ -214,7 +226,7 @@ SQL
 	# effect) alternated, twice each, on a fresh database each; the row is
 	# the better run of each.
 	SINK_CEIL=
-	local one=0 grp=0 n_one=0 n_grp=0 r gm
+	local one=0 grp=0 n_one=0 n_grp=0 r gm bytes=
 	if command -v wrk >/dev/null; then
 		for r in 1 2; do
 			for gm in 1 64; do
@@ -223,7 +235,7 @@ SQL
 				if [ "$gm" = 1 ]; then
 					[ "$SC_RPS" -gt "$one" ] && one=$SC_RPS n_one=$SC_N
 				else
-					[ "$SC_RPS" -gt "$grp" ] && grp=$SC_RPS n_grp=$SC_N
+					[ "$SC_RPS" -gt "$grp" ] && grp=$SC_RPS n_grp=$SC_N bytes=$SC_BYTES
 				fi
 			done
 		done
@@ -236,19 +248,82 @@ SQL
 		"$([ "$one" -gt 0 ] && echo "$one" || echo null)" req/s null higher \
 		"the same with --group-max 1 (one durable transaction per effect, as before group commit); better of 2 runs; $n_one effects stored" \
 		applied="$n_one"
+	local tot= heap= idx= wal=
+	[ -n "$bytes" ] && read -r tot heap idx wal <<<"$bytes"
+	record "bytes per effect: the sink's tables with their indexes" "${tot:-null}" B 400 lower \
+		"the sink's tables after the better group-commit run above ($n_grp effects, each a new key): heap ${heap:-?} B, indexes ${idx:-?} B; WAL ${wal:-?} B per effect" \
+		heap="${heap:-null}" indexes="${idx:-null}" wal="${wal:-null}"
+}
+
+# minimal_ceilings DIR: the ceilings of the least a scheduler must write per
+# fire (tests/bench/minimal.sql), measured beside the same-shape ones: a
+# 1,000-row insert with ON CONFLICT DO NOTHING (planning's statement), and
+# claim 100 (FOR UPDATE SKIP LOCKED) then complete 100 by the plan key with
+# 4 clients (execution's database half).  Sets MIN_INS_CEIL, MIN_DB_CEIL.
+MIN_INS_CEIL= MIN_DB_CEIL= MIN_COMB_CEIL=
+minimal_ceilings() {
+	local d=$1 t c4
+	psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -f tests/bench/minimal.sql >/dev/null 2>&1 || {
+		say "minimal-shape tables failed"; return; }
+	python3 - "$d/min-insert.sql" <<'PY'
+import sys
+n = 1000
+open(sys.argv[1], "w").write(
+    "SELECT nextval('min_tick') AS tick \\gset\n"
+    "INSERT INTO min_triggers (job, instant, due_at)"
+    " SELECT u.j, to_timestamp(:tick), to_timestamp(:tick)"
+    " FROM unnest('{%s}'::int[]) AS u(j) ON CONFLICT DO NOTHING;\n"
+    % ",".join(str(i) for i in range(1, n + 1)))
+PY
+	cat >"$d/min-claim.sql" <<'SQL'
+WITH c AS (SELECT job, instant FROM min_triggers WHERE state = 0 AND due_at <= clock_timestamp()
+   ORDER BY due_at LIMIT 100 FOR UPDATE SKIP LOCKED),
+ upd AS (UPDATE min_triggers t SET state = 1, token = nextval('min_token'),
+   lease_until = clock_timestamp() + interval '30 s'
+   FROM c WHERE t.job = c.job AND t.instant = c.instant RETURNING t.job, t.instant, t.token)
+SELECT coalesce(array_agg(job)::text, '{}') AS jobs, coalesce(array_agg(instant)::text, '{}') AS instants,
+ coalesce(array_agg(token)::text, '{}') AS tokens FROM upd \gset
+UPDATE min_triggers t SET state = 2, lease_until = NULL
+ FROM unnest(':jobs'::int[], ':instants'::timestamptz[], ':tokens'::bigint[]) AS u(job, instant, token)
+ WHERE t.job = u.job AND t.instant = u.instant AND t.token = u.token AND t.state = 1;
+SQL
+	t=$(tps "$d/min-insert.sql" 1)
+	[ -n "$t" ] && MIN_INS_CEIL=$((t * 1000))
+	record "ceiling, minimal shape: planning insert, 1000 rows ON CONFLICT DO NOTHING" "${MIN_INS_CEIL:-null}" \
+		rows/s null higher "pgbench 1 client ${CEIL_S} s; tests/bench/minimal.sql"
+	local seed=$((CEIL_S * 80000))
+	sql "TRUNCATE min_triggers;
+	     INSERT INTO min_triggers (job, instant, due_at)
+	     SELECT g % 1000, now() - interval '1 day' + g * interval '1 ms',
+	       now() - interval '1 day' + g * interval '1 ms'
+	     FROM generate_series(1, $seed) g" && sql "VACUUM ANALYZE min_triggers"
+	c4=$(tps "$d/min-claim.sql" 4)
+	[ -n "$c4" ] && MIN_DB_CEIL=$((c4 * 100))
+	record "ceiling, minimal shape: DB, claim 100 + complete 100, 4 clients" "${MIN_DB_CEIL:-null}" \
+		rows/s null higher "pgbench ${CEIL_S} s, seeded $seed due rows; SKIP LOCKED claim, complete by the plan key and token"
+	sql "DROP TABLE min_triggers"
 }
 
 # sink_ceil_run GROUP_MAX: wrk against a durable sink with --group-max
-# GROUP_MAX on a fresh database; sets SC_RPS (req/s) and SC_N (effects stored).
+# GROUP_MAX on a fresh database; sets SC_RPS (req/s), SC_N (effects stored)
+# and SC_BYTES ("total heap indexes wal": the sink's tables with their
+# indexes and the server's WAL over the run, in bytes per stored effect;
+# the run is the only writer on the server).
 sink_ceil_run() {
-	local w
-	SC_RPS= SC_N=0
+	local w lsn
+	SC_RPS= SC_N=0 SC_BYTES=
 	new_db sinkceil
-	start_sink sinkceil --threads 64 --group-max "$1" || return 1
-	w=$(wrk -t2 -c64 -d"${CEIL_S}s" -s tests/bench/post.lua "http://${SINK_ADDR[sinkceil]}/" 2>&1)
-	stop_sink sinkceil
+	bench_sink --threads 64 --group-max "$1" || return 1
+	lsn=$(sql "SELECT pg_current_wal_lsn()")
+	w=$(wrk -t2 -c64 -d"${CEIL_S}s" -s tests/bench/post.lua "http://$SINK_ADDR/" 2>&1)
+	stop_sink
 	SC_RPS=$(awk '/^Requests\/sec/ {print int($2)}' <<<"$w")
 	SC_N=$(sql "SELECT count(*) FROM sink_effects")
+	[ "${SC_N:-0}" -gt 0 ] && SC_BYTES=$(sql "SELECT round(sum(pg_total_relation_size(c.oid)) / $SC_N),
+	       round(sum(pg_relation_size(c.oid)) / $SC_N), round(sum(pg_indexes_size(c.oid)) / $SC_N),
+	       round(pg_wal_lsn_diff(pg_current_wal_lsn(), '$lsn') / $SC_N)
+	     FROM pg_class c WHERE c.relkind = 'r' AND c.relname LIKE 'sink\_%'
+	       AND c.relname <> 'sink_schema_migrations'" | tr '|' ' ')
 	[ -n "$SC_RPS" ]
 }
 
@@ -266,7 +341,7 @@ section_planning() {
 	} >"$B_STATE/plan-jobs.yaml"
 	"$PAL" apply --config "$conf" "$B_STATE/plan-jobs.yaml" >/dev/null || { say "plan apply failed"; return; }
 	local want=$((PLAN_JOBS * PLAN_LOOK * 9 / 10)) n=0 ta= na= tb nb lim
-	start_node plan-c "$conf"
+	CLUSTER_CONF=$conf start_node plan-c
 	lim=$(($(ms) + 60000))
 	while [ "$(ms)" -lt $lim ]; do
 		n=$(metric_sum palisade_controller_triggers_planned_total plan-c)
@@ -283,35 +358,45 @@ section_planning() {
 	record "planning, 1 controller" "$rate" rows/s "$tgt" higher \
 		"$PLAN_JOBS every-second jobs, ${PLAN_LOOK} s lookahead, 16 shards; rows committed between the first and the ${want}th; target 80% of the insert ceiling" \
 		n=$((nb - na))
+	record "planning / insert ceiling, same shape" "$(ratio "$rate" "$INS_CEIL")" x 0.8 higher \
+		"the insert on copies of palisade's triggers (tests/bench/ceiling.sql)"
+	record "planning / insert ceiling, minimal shape" "$(ratio "$rate" "$MIN_INS_CEIL")" x 0.6 higher \
+		"the insert into tests/bench/minimal.sql"
 }
 
 # ---- execution ----------------------------------------------------------------------------
 EXEC1=
 R_RATE= R_N= R_PLANTED=
-exec_run() { # NODES -> R_RATE R_N
-	local nodes=$1 conf=$B_STATE/exec.yaml ids=() i
-	new_db "exec$nodes"
-	start_sink exec --noop || return 1
+# exec_setup DB: a fresh database bench_DB with the job bench.exec applied
+# and active (a controller does this), the no-op sink started.
+# plant N: N more due triggers of bench.exec, a microsecond apart from ten
+# minutes ago (EX_PLANTED counts them).
+EX_BASE= EX_PLANTED=0
+exec_setup() {
+	new_db "$1"
+	bench_sink --noop || return 1
 	cat >"$B_STATE/exec-job.yaml" <<YAML
 jobs:
-  - {id: bench.exec, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: {url: "http://${SINK_ADDR[exec]}/effects/bench"}}
+  - {id: bench.exec, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: {url: "http://$SINK_ADDR/effects/bench"}}
 YAML
 	"$PAL" apply "$B_STATE/exec-job.yaml" >/dev/null || return 1
-	# Activate the version (a controller does this) and plant due triggers;
-	# the backlog is kept between EXEC_LOW and EXEC_LOW + EXEC_N (a claim's
-	# cost depends on it; a cluster that keeps up has a small one).
 	sql "UPDATE job_versions SET effective_from = now(), activated_at = now(), activated_epoch = 0
 	     WHERE job_id = 'bench.exec'" >/dev/null
-	local base planted=0
-	base=$(($(date +%s) - 600))
-	plant() {
-		sql "INSERT INTO triggers (job_id, version, scheduled_at, partition, source, tenant,
-		       resource_group, due_at, shard)
-		     SELECT 'bench.exec', 1, t, 0, 'schedule', 'default', 'default', t, 0
-		     FROM (SELECT to_timestamp($base) + ($planted + g) * interval '1 microsecond' AS t
-		           FROM generate_series(1, $1) g) x" >/dev/null
-		planted=$((planted + $1))
-	}
+	EX_BASE=$(($(date +%s) - 600)) EX_PLANTED=0
+}
+plant() {
+	sql "INSERT INTO triggers (job_id, version, scheduled_at, partition, source, tenant,
+	       resource_group, due_at, shard)
+	     SELECT 'bench.exec', 1, t, 0, 'schedule', 'default', 'default', t, 0
+	     FROM (SELECT to_timestamp($EX_BASE) + ($EX_PLANTED + g) * interval '1 microsecond' AS t
+	           FROM generate_series(1, $1) g) x" >/dev/null
+	EX_PLANTED=$((EX_PLANTED + $1))
+}
+exec_run() { # NODES -> R_RATE R_N
+	local nodes=$1 conf=$B_STATE/exec.yaml ids=() i
+	exec_setup "exec$nodes" || return 1
+	# The backlog is kept between EXEC_LOW and EXEC_LOW + EXEC_N (a claim's
+	# cost depends on it; a cluster that keeps up has a small one).
 	refill() {
 		[ "$(sql "SELECT count(*) FROM triggers WHERE state IN ('pending', 'retry_wait', 'unknown')")" -lt "$EXEC_LOW" ] &&
 			plant "$EXEC_N"
@@ -320,7 +405,7 @@ YAML
 	sql "VACUUM ANALYZE triggers"
 	node_conf "$conf" "exec$nodes" executor
 	for i in $(seq 1 "$nodes"); do
-		start_node "exec$nodes-$i" "$conf"
+		CLUSTER_CONF=$conf start_node "exec$nodes-$i"
 		ids+=("exec$nodes-$i")
 	done
 	for i in "${ids[@]}"; do node_up "$i"; done
@@ -337,11 +422,76 @@ YAML
 		refill
 	done
 	tb=$(ms) nb=$(metric_sum "$m" "${ids[@]}")
-	R_PLANTED=$planted
+	R_PLANTED=$EX_PLANTED
 	for i in "${ids[@]}"; do stop_node "$i"; done
-	stop_sink exec
+	stop_sink
 	R_RATE= R_N=$((nb - na))
 	[ "$tb" -gt "$ta" ] && [ "$nb" -gt "$na" ] && R_RATE=$(((nb - na) * 1000 / (tb - ta)))
+}
+# ratio A B: A / B to three places, or null when either is missing.
+ratio() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { if (a == "" || b == "" || a == "null" || b == "null" || b + 0 == 0) print "null"; else printf "%.3f\n", a / b }'; }
+
+# fire_cost_run N: what a fire leaves behind.  In a fresh database, N due
+# triggers planted with one INSERT, then one executor with the no-op sink
+# until all N succeeded (at most 120 s); sets R_COST to "fires wal th ti ah
+# ai": the server's WAL from before the INSERT to the last result
+# (pg_current_wal_lsn, the run being the only writer), and what the heap
+# (pg_table_size) and the indexes of every partition of triggers and of
+# attempts grew by over the run, as it left them, each in bytes per
+# succeeded trigger.  WAL_BASELINE is that WAL per fire on the storage
+# as it stood at schema 22 (436312e): 2,228 and 2,241 B with 10,000 fires
+# (BENCH_QUICK=1), 2,230 B with 20,000, three runs; the target is half.
+WAL_BASELINE=2230
+R_COST=
+cost_sizes() { # -> "triggers_heap triggers_indexes attempts_heap attempts_indexes", bytes
+	sql "WITH p AS (SELECT relid, 'triggers' AS parent FROM pg_partition_tree('triggers') WHERE isleaf
+	       UNION ALL SELECT relid, 'attempts' FROM pg_partition_tree('attempts') WHERE isleaf)
+	     SELECT sum(pg_table_size(relid)) FILTER (WHERE parent = 'triggers'),
+	       sum(pg_indexes_size(relid)) FILTER (WHERE parent = 'triggers'),
+	       sum(pg_table_size(relid)) FILTER (WHERE parent = 'attempts'),
+	       sum(pg_indexes_size(relid)) FILTER (WHERE parent = 'attempts') FROM p" | tr '|' ' '
+}
+fire_cost_run() {
+	local n=$1 conf=$B_STATE/cost.yaml lsn lsn1 lim got=0 m='palisade_executor_results_total{state="succeeded"}'
+	local s0 s1 a b c d e f g h
+	R_COST=
+	exec_setup cost || return 1
+	sql "CHECKPOINT" >/dev/null
+	s0=$(cost_sizes)
+	lsn=$(sql "SELECT pg_current_wal_lsn()")
+	plant "$n"
+	node_conf "$conf" cost executor
+	CLUSTER_CONF=$conf start_node cost-1
+	lim=$(($(ms) + 120000))
+	while [ "$(ms)" -lt $lim ]; do
+		got=$(metric_sum "$m" cost-1)
+		[ "$got" -ge "$n" ] && break
+		sleep 0.2
+	done
+	lsn1=$(sql "SELECT pg_current_wal_lsn()")
+	stop_node cost-1
+	stop_sink
+	got=$(sql "SELECT count(*) FROM triggers WHERE state = 'succeeded'")
+	[ "${got:-0}" -gt 0 ] || return 1
+	s1=$(cost_sizes)
+	read -r a b c d <<<"$s0"
+	read -r e f g h <<<"$s1"
+	R_COST="$got $(($(sql "SELECT pg_wal_lsn_diff('$lsn1', '$lsn')::bigint") / got))"
+	R_COST+=" $(((e - a) / got)) $(((f - b) / got)) $(((g - c) / got)) $(((h - d) / got))"
+}
+section_exec_cost() {
+	local fires wal th ti ah ai tot
+	fire_cost_run "$EXEC_N"
+	[ -n "$R_COST" ] && read -r fires wal th ti ah ai <<<"$R_COST" && tot=$((th + ti + ah + ai))
+	record "bytes per fire: triggers and attempts with their indexes" "${tot:-null}" B 300 lower \
+		"$EXEC_N due triggers run to completion by one executor (no-op sink), what the tables grew by, as it left them (dead row versions included, before any VACUUM): triggers heap ${th:-?} + indexes ${ti:-?}, attempts heap ${ah:-?} + indexes ${ai:-?}" \
+		fires="${fires:-null}" triggers_heap="${th:-null}" triggers_indexes="${ti:-null}" \
+		attempts_heap="${ah:-null}" attempts_indexes="${ai:-null}"
+	local wt=null
+	[ -n "$WAL_BASELINE" ] && wt=$((WAL_BASELINE / 2))
+	record "WAL bytes per fire" "${wal:-null}" B "$wt" lower \
+		"pg_current_wal_lsn from before the INSERT of the same run to its last result, divided by its fires (the INSERT, claims, attempts, results, autovacuum in the window, full-page images after a CHECKPOINT); target half of ${WAL_BASELINE:-the baseline (not recorded)}" \
+		baseline="${WAL_BASELINE:-null}"
 }
 section_exec() {
 	local tgt=10000 note="target max(10000, 50% of the combined ceiling)"
@@ -352,6 +502,12 @@ section_exec() {
 	record "execution, 1 node, no-op sink" "${EXEC1:-null}" triggers/s "$tgt" higher \
 		"claimed, called over HTTP, committed; backlog kept at $EXEC_LOW-$((EXEC_LOW + EXEC_N)) due triggers ($R_PLANTED planted), ${EXEC_W} s after a warm-up; $note" \
 		n="$R_N"
+	record "execution / combined ceiling, same shape" "$(ratio "$EXEC1" "$COMB_CEIL")" x null higher \
+		"palisade's tables copied (tests/bench/ceiling.sql): what the C code and the protocol add"
+	record "execution / combined ceiling, minimal shape" "$(ratio "$EXEC1" "$MIN_COMB_CEIL")" x 0.6 higher \
+		"tests/bench/minimal.sql: what the tables add as well"
+	settle
+	section_exec_cost
 	if [ "$EXEC3" != 1 ] || [ "$(left_s)" -lt 60 ]; then
 		not_run "execution, 3 executor nodes on the same database" triggers/s null higher \
 			"not run ($([ "$EXEC3" != 1 ] && echo BENCH_QUICK=1 || echo "time budget"))"
@@ -376,7 +532,7 @@ R_LAT=
 lateness_run() {
 	local label=$1 jobs=$2 w=$3 conf=$B_STATE/lat.yaml t0 t1 start end
 	new_db "$label"
-	start_sink "$label" --threads 64 || return 1
+	bench_sink --threads 64 || return 1
 	node_conf "$conf" "$label" "controller, executor"
 	# The jobs fire from 2 s before the window (schedule.start: a short
 	# warm-up, no backlog of earlier instants ahead of the window) to its
@@ -389,11 +545,11 @@ lateness_run() {
 	{
 		echo "jobs:"
 		for i in $(seq 1 "$jobs"); do
-			echo "  - {id: $label.job-$i, schedule: {cron: \"* * * * * ?\", start: \"$start\", end: \"$end\"}, misfire: skip, target: {url: \"http://${SINK_ADDR[$label]}/effects/$label\", timeout: 5s}}"
+			echo "  - {id: $label.job-$i, schedule: {cron: \"* * * * * ?\", start: \"$start\", end: \"$end\"}, misfire: skip, target: {url: \"http://$SINK_ADDR/effects/$label\", timeout: 5s}}"
 		done
 	} >"$B_STATE/$label-jobs.yaml"
 	"$PAL" apply --config "$conf" "$B_STATE/$label-jobs.yaml" >/dev/null || return 1
-	start_node "$label-n" "$conf"
+	CLUSTER_CONF=$conf start_node "$label-n"
 	node_up "$label-n"
 	while [ "$(date +%s)" -lt $((t1 + 2)) ]; do sleep 0.5; done
 	# Drain: until every instant of the window has its effect, or nothing
@@ -428,7 +584,7 @@ print("p50 %s, p99 %s" % (q(0.5), q(0.99)))')
 	local s
 	s=$(lateness_stats "$label" "$t0" "$t1")
 	got=${s%% *}
-	stop_sink "$label"
+	stop_sink
 	R_LAT="$s $((jobs * w - got))"
 }
 section_lateness() {
@@ -461,10 +617,10 @@ section_lateness() {
 section_lease() {
 	local lease=4 conf=$B_STATE/lease.yaml k=20
 	new_db lease
-	start_sink lease --delay-ms 60000 || return
+	bench_sink --delay-ms 60000 || return
 	cat >"$B_STATE/lease-job.yaml" <<YAML
 jobs:
-  - {id: bench.lease, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: {url: "http://${SINK_ADDR[lease]}/effects/lease", timeout: 90s}}
+  - {id: bench.lease, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: {url: "http://$SINK_ADDR/effects/lease", timeout: 90s}}
 YAML
 	"$PAL" apply "$B_STATE/lease-job.yaml" >/dev/null || return
 	sql "UPDATE job_versions SET effective_from = now(), activated_at = now(), activated_epoch = 0
@@ -475,13 +631,13 @@ YAML
 	     FROM (SELECT date_trunc('second', now()) - g * interval '1 s' AS t
 	           FROM generate_series(1, $k) g) x" >/dev/null
 	node_conf "$conf" lease executor "executor: {lease: ${lease}s, heartbeat: $((lease / 2))s}"
-	start_node lease-a "$conf"
+	CLUSTER_CONF=$conf start_node lease-a
 	local lim=$(($(ms) + 20000))
 	while [ "$(ms)" -lt $lim ]; do
 		[ "$(sql "SELECT count(*) FROM triggers WHERE state = 'running' AND lease_owner = 'lease-a'")" = $k ] && break
 		sleep 0.2
 	done
-	start_node lease-b "$conf"
+	CLUSTER_CONF=$conf start_node lease-b
 	node_up lease-b
 	sleep 2 # B has made its first (empty) claims
 	local t0
@@ -497,7 +653,7 @@ YAML
 	           round(extract(epoch FROM max(claimed_at)) * 1000 - $t0) END
 	         FROM attempts WHERE node = 'lease-b'")
 	stop_node lease-b
-	stop_sink lease
+	stop_sink
 	record "lease takeover after kill -9 of an executor" "${v:-null}" ms $((lease * 1000 + 1000)) lower \
 		"kill -9 -> the last of its $k running triggers claimed by the other executor; lease ${lease} s, heartbeat $((lease / 2)) s"
 }
@@ -537,11 +693,11 @@ one_handoff() { # KIND VICTIM SURVIVOR CONF -> HO_D (ms, or empty)
 	lim=$(($(ms) + 30000))
 	while [ -z "$HO_D" ] && [ "$(ms)" -lt $lim ]; do
 		sleep 0.2
-		HO_D=$(python3 tests/bench/report.py acquired "${NODE_LOG[$s]}" "$t0" "$shards")
+		HO_D=$(python3 tests/bench/report.py acquired "$NODE_DIR/$s.log" "$t0" "$shards")
 	done
 	reap "$pid" 30
 	unset "NODE_PID[$v]"
-	start_node "$v" "$conf"
+	CLUSTER_CONF=$conf start_node "$v"
 }
 HO_G=() HO_C=()
 handoff_runs() { # LABEL CONF RUNS BUDGET_S
@@ -586,8 +742,8 @@ section_handoff() {
 		done
 	} >"$B_STATE/ho-jobs.yaml"
 	"$PAL" apply --config "$conf" "$B_STATE/ho-jobs.yaml" >/dev/null || return
-	start_node ho-a "$conf"
-	start_node ho-b "$conf"
+	CLUSTER_CONF=$conf start_node ho-a
+	CLUSTER_CONF=$conf start_node ho-b
 	handoff_runs ho "$conf" "$HO_RUNS" $((HO_RUNS * 25))
 	stop_node ho-a
 	stop_node ho-b
@@ -706,7 +862,7 @@ YAML
 	[ $((budget + 60)) -gt "$(left_s)" ] && budget=$(($(left_s) - 60))
 	[ $budget -lt 10 ] && budget=10
 	t0=$(ms)
-	start_node scale-c "$conf"
+	CLUSTER_CONF=$conf start_node scale-c
 	local led hwm rss
 	t1=$(wait_planned scale-c "$t0" "$budget")
 	led=$(sql "SELECT count(*) FROM shards WHERE leader = 'scale-c' AND watermark > to_timestamp($t0 / 1000.0)")
@@ -780,13 +936,13 @@ jobs:
 YAML
 	"$PAL" apply "$B_STATE/burst-tpl.yaml" >/dev/null || return
 	B_ACTIVATE=1 write_jobs_sql "$BURST_JOBS" burst tpl.burst "$BURST_JOBS" tpl.burst || return
-	if [ "$mode" = noop ]; then start_sink burst --port "$sport" --noop --threads 64 || return
-	else start_sink burst --port "$sport" --threads 64 || return; fi
+	if [ "$mode" = noop ]; then bench_sink --port "$sport" --noop --threads 64 || return
+	else bench_sink --port "$sport" --threads 64 || return; fi
 	node_conf "$conf" burst controller
 	node_conf "$econf" burst executor
 	t0=$(ms)
-	start_node burst-c "$conf"
-	start_node burst-e "$econf"
+	CLUSTER_CONF=$conf start_node burst-c
+	CLUSTER_CONF=$econf start_node burst-e
 	local tp
 	tp=$(wait_planned burst-c "$t0" $((b - $(date +%s))))
 	say "burst ($mode sink): $BURST_JOBS jobs at $(date -u -d "@$b" +%T); controller planned after $([ -n "$tp" ] && echo $((tp - t0)) ms || echo "(not yet)")"
@@ -813,7 +969,7 @@ YAML
 		awk '$1 == "palisade_executor_spec_read_seconds_total" { printf "%.0f", $2 * 1000 }')
 	stop_node burst-e
 	stop_node burst-c
-	stop_sink burst
+	stop_sink
 	R_BURST="${v:-} ${got:-0} ${done_at:-?} $planned ${specms:-?}"
 }
 # record_burst NAME WHAT NOTE: the row of one burst_run (R_BURST); WHAT is
@@ -869,7 +1025,7 @@ YAML
 	local conf=$B_STATE/big.yaml budget t0 t1
 	node_conf "$conf" big controller
 	t0=$(ms)
-	start_node big-a "$conf"
+	CLUSTER_CONF=$conf start_node big-a
 	t1=$(wait_planned big-a "$t0" "$START_BUDGET")
 	local warm hwm
 	warm=$([ -n "$t1" ] && echo "$((t1 - t0)) ms" || echo "not within ${START_BUDGET} s")
@@ -879,7 +1035,7 @@ YAML
 		sleep 2
 		tick_cost big-a "$TICK_S" "$BIG_JOBS" " (fallback: the 1M controller was not planned in its budget; this controller's warm start $warm, peak RSS ${hwm:-?} MiB)"
 	fi
-	start_node big-b "$conf"
+	CLUSTER_CONF=$conf start_node big-b
 	budget=$(($(left_s) - 30))
 	[ $budget -gt 240 ] && budget=240
 	handoff_runs big "$conf" "$HO_RUNS" "$budget"
@@ -946,11 +1102,11 @@ section_soak() {
 		sql "ALTER SYSTEM SET $s" >/dev/null
 	done
 	sql "SELECT pg_reload_conf()" >/dev/null
-	if [ "$sinkmode" = durable ]; then start_sink soak --threads 64 || return
-	else start_sink soak --noop --threads 64 || return; fi
+	if [ "$sinkmode" = durable ]; then bench_sink --threads 64 || return
+	else bench_sink --noop --threads 64 || return; fi
 	node_conf "$conf" soak "controller, executor" \
 		"retention: {triggers: 10m, partition_interval: 1m, ahead: 3m, check_interval: 30s}"
-	python3 - "$B_STATE/soak" "$rate" "${SINK_ADDR[soak]}" <<'PY'
+	python3 - "$B_STATE/soak" "$rate" "$SINK_ADDR" <<'PY'
 import os, sys
 d, n, addr = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 os.makedirs(d, exist_ok=True)
@@ -962,7 +1118,7 @@ for f in range(0, n, 5000):
                     'target: {url: "http://%s/effects/soak", timeout: 5s}}\n' % (i, addr))
 PY
 	"$PAL" apply --config "$conf" "$B_STATE"/soak/jobs-*.yaml >/dev/null || return
-	start_node soak-n "$conf"
+	CLUSTER_CONF=$conf start_node soak-n
 	node_up soak-n
 	sleep 10
 	local t0=$(($(date +%s) + 1))
@@ -992,7 +1148,7 @@ PY
 	for ((m = mins - win; m < mins; m++)); do files+=("$B_STATE/soak/lat-$m.txt"); done
 	read -r lp _ <<<"$(soak_stats "${files[@]}")"
 	stop_node soak-n
-	stop_sink soak
+	stop_sink
 	for s in max_wal_size checkpoint_timeout wal_compression; do sql "ALTER SYSTEM RESET $s" >/dev/null; done
 	sql "SELECT pg_reload_conf()" >/dev/null
 	local per_min
@@ -1016,11 +1172,21 @@ ceiling: DB, claim 100 + complete 100, 2 clients|rows/s|null|higher
 ceiling: DB, claim 100 + complete 100, 4 clients|rows/s|null|higher
 ceiling: HTTP no-op POST with protocol headers, 64 connections|req/s|null|higher
 ceiling: combined 1/(1/db + 1/http)|/s|null|higher
+ceiling, minimal shape: planning insert, 1000 rows ON CONFLICT DO NOTHING|rows/s|null|higher
+ceiling, minimal shape: DB, claim 100 + complete 100, 4 clients|rows/s|null|higher
+ceiling, minimal shape: combined 1/(1/db + 1/http)|/s|null|higher
 ceiling: reference sink, durable applies, 64 connections|req/s|null|higher
 ceiling: reference sink, durable applies, one transaction per effect (--group-max 1)|req/s|null|higher
 execution, 1 node, no-op sink|triggers/s|10000|higher
+execution / combined ceiling, same shape|x|null|higher
+execution / combined ceiling, minimal shape|x|0.6|higher
 execution, 3 executor nodes on the same database|triggers/s|null|higher
 planning, 1 controller|rows/s|null|higher
+planning / insert ceiling, same shape|x|0.8|higher
+planning / insert ceiling, minimal shape|x|0.6|higher
+bytes per fire: triggers and attempts with their indexes|B|300|lower
+WAL bytes per fire|B|null|lower
+bytes per effect: the sink's tables with their indexes|B|400|lower
 fire lateness p99, 20 jobs every second|ms|10|lower
 fire lateness p99, 1,000 jobs every second|ms|150|lower
 fire lateness missing, 1,000 jobs every second|instants|0|lower

@@ -14,8 +14,9 @@
 #   netns_forward_cluster             ... to PostgreSQL and ZooKeeper: NS_PG, NS_ZK
 
 # Each test gets its own directory of node logs and configs (node names are
-# reused across tests; a log must hold one test's lines only).
-NODE_DIR=$PALISADE_TEST_TMP/nodes/$(basename "$0" .sh)
+# reused across tests; a log must hold one test's lines only); `make bench`
+# sets its own before sourcing.
+NODE_DIR=${NODE_DIR:-$PALISADE_TEST_TMP/nodes/$(basename "$0" .sh)}
 mkdir -p "$NODE_DIR"
 declare -A NODE_PID NODE_ADMIN
 CLUSTER_CONF=$NODE_DIR/palisade.yaml
@@ -118,7 +119,7 @@ faketime_lib() {
 
 # metric NODE NAME[{labels}]: a sample's value from the node's /metrics (0 if absent).
 metric() {
-	curl -s "http://${NODE_ADMIN[$1]}/metrics" | awk -v m="$2" '$1 == m { v = $2 } END { print v + 0 }'
+	curl -s --max-time 5 "http://${NODE_ADMIN[$1]}/metrics" | awk -v m="$2" '$1 == m { v = $2 } END { print v + 0 }'
 }
 
 gen_jobs() {
@@ -154,13 +155,16 @@ rfc3339_ago() { date -u -d "@$(( $(date +%s) - $1 ))" +%Y-%m-%dT%H:%M:%SZ; }
 
 # ---- the reference sink -----------------------------------------------------------
 SINK_PID=
-# start_sink [args...]: palisade-sink on a free port; SINK_URL, SINK_ADMIN set.
+# start_sink [--port P] [args...]: palisade-sink on a free port (or P);
+# SINK_ADDR, SINK_ADMIN set.
 start_sink() {
-	local port admin try
+	local port fixed= admin try
+	if [ "${1:-}" = --port ]; then fixed=$2; shift 2; fi
 	# A port can still be taken between free_port and the bind: a sink that
-	# exits at once is started again on other ports (three tries).
+	# exits at once is started again on other ports (three tries; only the
+	# admin port changes when the caller chose the listening one).
 	for try in 1 2 3; do
-		port=$(free_port)
+		port=${fixed:-$(free_port)}
 		admin=$(free_port)
 		SINK_ADDR=127.0.0.1:$port
 		SINK_ADMIN=127.0.0.1:$admin

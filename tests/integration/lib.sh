@@ -39,8 +39,12 @@ expect_match() {
 	if grep -qE -- "$2" <<<"$3"; then pass "$1"; else fail "$1: no match for /$2/ in: $(echo "$3" | head -5)"; fi
 }
 
-# sql QUERY: one value or rows, unaligned.
-sql() { psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -c "$1"; }
+# sql QUERY: one value or rows, unaligned.  PostgreSQL 15's own psql when
+# installed: Debian's psql is a Perl wrapper that picks the version, twice
+# the CPU per call of a loop that polls (the bench's, a test's wait_until).
+PSQL=psql
+[ -x /usr/lib/postgresql/15/bin/psql ] && PSQL=/usr/lib/postgresql/15/bin/psql
+sql() { "$PSQL" "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -c "$1"; }
 
 # seq_scans TABLE: how many sequential scans TABLE has had (pg_stat_user_tables,
 # this session's counters flushed first).
