@@ -233,13 +233,12 @@ int pal__store_query_json(pal_store *st, const char *sql, int nparams, const cha
 	PGresult *r = pal__store_query(st, sql, nparams, params, err, errlen);
 	if (!r)
 		return PAL_EDB;
-	json_error_t je;
-	*out = PQntuples(r) && !PQgetisnull(r, 0, 0)
-		       ? json_loads(PQgetvalue(r, 0, 0), JSON_DECODE_ANY, &je)
-		       : NULL;
+	json_error_t je = {.text = "no value"};
+	if (PQntuples(r) && !PQgetisnull(r, 0, 0))
+		*out = json_loads(PQgetvalue(r, 0, 0), JSON_DECODE_ANY, &je);
 	PQclear(r);
 	if (!*out) {
-		snprintf(err, errlen, "cannot parse a result of the database as JSON");
+		snprintf(err, errlen, "cannot parse a result of the database as JSON: %s", je.text);
 		return PAL_EINVAL;
 	}
 	return PAL_OK;

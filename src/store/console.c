@@ -72,24 +72,6 @@ int pal_store_console_open(const char *conninfo, int timeout_ms, pal_store **out
 	return PAL_OK;
 }
 
-/* Run SQL (returning one text column of JSON) and parse it into *out. */
-static int query_json(pal_store *st, const char *sql, int n, const char *const *p, json_t **out,
-		      char *err, size_t errlen)
-{
-	*out = NULL;
-	PGresult *r = pal__store_query(st, sql, n, p, err, errlen);
-	if (!r)
-		return PAL_EDB;
-	json_error_t je;
-	*out = PQntuples(r) == 1 ? json_loads(PQgetvalue(r, 0, 0), JSON_DECODE_ANY, &je) : NULL;
-	PQclear(r);
-	if (!*out) {
-		snprintf(err, errlen, "console: cannot parse the database's answer");
-		return PAL_EINVAL;
-	}
-	return PAL_OK;
-}
-
 /* Covering pause gates of a job row J as 'scope, scope' or NULL. */
 #define PAUSED_BY(j)                                                                               \
 	"(SELECT string_agg(g.scope, ', ' ORDER BY g.scope) FROM gates g WHERE g.paused AND"       \
@@ -215,7 +197,7 @@ int pal_store_console_cluster(pal_store *st, const pal_console_limits *lim, json
 	int rc = pal_store_status_json(st, &status, err, errlen);
 	if (rc)
 		return rc;
-	if ((rc = query_json(st, SQL_CLUSTER, 4, p, &view, err, errlen))) {
+	if ((rc = pal__store_query_json(st, SQL_CLUSTER, 4, p, &view, err, errlen))) {
 		json_decref(status);
 		return rc;
 	}
@@ -279,7 +261,7 @@ int pal_store_console_job(pal_store *st, const char *job_id, const pal_console_l
 	char n[16];
 	snprintf(n, sizeof n, "%d", lim->triggers);
 	const char *p[] = { job_id, n };
-	int rc = query_json(st, SQL_JOB, 2, p, out, err, errlen);
+	int rc = pal__store_query_json(st, SQL_JOB, 2, p, out, err, errlen);
 	if (rc)
 		return rc;
 	if (json_is_null(*out)) {

@@ -66,30 +66,19 @@ int pal_store_latest_spec(pal_store *st, const char *job_id, json_t **spec_json,
 
 int pal_store_jobs_json(pal_store *st, const char *job_id, json_t **out, char *err, size_t errlen)
 {
-	*out = NULL;
 	const char *p[] = { job_id };
-	PGresult *r = pal__store_query(
-		st,
-		"SELECT coalesce(json_agg(x ORDER BY x.job_id), '[]')::text FROM ("
-		" SELECT j.job_id, j.tenant, j.resource_group AS \"group\", j.shard,"
-		"  j.latest_version, j.active_version, j.created_at, j.updated_at,"
-		"  (SELECT json_agg(json_build_object('version', v.version, 'digest', v.digest,"
-		"     'cron', v.cron, 'timezone', v.timezone, 'partitions', v.partitions,"
-		"     'created_by', v.created_by, 'created_at', v.created_at,"
-		"     'activated_at', v.activated_at) ORDER BY v.version)"
-		"   FROM job_versions v WHERE v.job_id = j.job_id) AS versions"
-		" FROM jobs j WHERE $1::text IS NULL OR j.job_id = $1) x",
-		1, p, err, errlen);
-	if (!r)
-		return PAL_EDB;
-	json_error_t je;
-	*out = json_loads(PQgetvalue(r, 0, 0), 0, &je);
-	PQclear(r);
-	if (!*out) {
-		snprintf(err, errlen, "cannot parse job list: %s", je.text);
-		return PAL_EINVAL;
-	}
-	return PAL_OK;
+	return pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(x ORDER BY x.job_id), '[]')::text FROM ("
+	    " SELECT j.job_id, j.tenant, j.resource_group AS \"group\", j.shard,"
+	    "  j.latest_version, j.active_version, j.created_at, j.updated_at,"
+	    "  (SELECT json_agg(json_build_object('version', v.version, 'digest', v.digest,"
+	    "     'cron', v.cron, 'timezone', v.timezone, 'partitions', v.partitions,"
+	    "     'created_by', v.created_by, 'created_at', v.created_at,"
+	    "     'activated_at', v.activated_at) ORDER BY v.version)"
+	    "   FROM job_versions v WHERE v.job_id = j.job_id) AS versions"
+	    " FROM jobs j WHERE $1::text IS NULL OR j.job_id = $1) x",
+	    1, p, out, err, errlen);
 }
 
 /* ---- graceful handoff (sql/014_shard_handoff.sql) ------------------------- */

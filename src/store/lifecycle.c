@@ -14,25 +14,6 @@
 /* RFC 3339 UTC text of a timestamptz column (NULL stays NULL). */
 #define TS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
 
-static int query_json(pal_store *st, const char *sql, int np, const char *const *p, json_t **out,
-		      char *err, size_t errlen)
-{
-	*out = NULL;
-	PGresult *r = pal__store_query(st, sql, np, p, err, errlen);
-	if (!r)
-		return PAL_EDB;
-	json_error_t je;
-	*out = PQntuples(r) && !PQgetisnull(r, 0, 0)
-		       ? json_loads(PQgetvalue(r, 0, 0), JSON_DECODE_ANY, &je)
-		       : NULL;
-	PQclear(r);
-	if (!*out) {
-		snprintf(err, errlen, "cannot parse a result of the database as JSON");
-		return PAL_EINVAL;
-	}
-	return PAL_OK;
-}
-
 static int query_i64(pal_store *st, const char *sql, int np, const char *const *p, int64_t *out,
 		     char *err, size_t errlen)
 {
@@ -76,18 +57,20 @@ int pal_store_retire_pending(pal_store *st, const char *const *ids, size_t n, in
 
 int pal_store_live_job_ids(pal_store *st, json_t **out, char *err, size_t errlen)
 {
-	return query_json(st,
-			  "SELECT coalesce(json_agg(job_id ORDER BY job_id), '[]') FROM jobs"
-			  " WHERE retired_at IS NULL",
-			  0, NULL, out, err, errlen);
+	return pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(job_id ORDER BY job_id), '[]') FROM jobs"
+	    " WHERE retired_at IS NULL",
+	    0, NULL, out, err, errlen);
 }
 
 int pal_store_job_gates(pal_store *st, json_t **out, char *err, size_t errlen)
 {
-	return query_json(st,
-			  "SELECT coalesce(json_object_agg(substr(scope, 5), source), '{}') FROM gates"
-			  " WHERE scope LIKE 'job:%' AND paused",
-			  0, NULL, out, err, errlen);
+	return pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_object_agg(substr(scope, 5), source), '{}') FROM gates"
+	    " WHERE scope LIKE 'job:%' AND paused",
+	    0, NULL, out, err, errlen);
 }
 
 int pal_store_attempts_json(pal_store *st, int64_t trigger_id, json_t **out, char *err,
@@ -107,23 +90,28 @@ int pal_store_attempts_json(pal_store *st, int64_t trigger_id, json_t **out, cha
 			 id);
 		return PAL_ENOENT;
 	}
-	return query_json(
-		st,
-		"SELECT coalesce(json_agg(json_build_object('id', id, 'fence', fence, 'node', node,"
-		" 'claimed_at', " TS("claimed_at") ", 'ended_at', " TS("ended_at") ","
-		" 'idempotency_key', idempotency_key, 'outcome', outcome, 'error_class', error_class,"
-		" 'http_status', http_status, 'duration_ms', duration_ms) ORDER BY fence), '[]')"
-		" FROM attempts WHERE trigger_id = $1::bigint",
-		1, p, out, err, errlen);
+	return pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(json_build_object('id', id, 'fence', fence, 'node', node,"
+	    " 'claimed_at', " TS("claimed_at") ", 'ended_at', " TS(
+		"ended_at") ","
+			    " 'idempotency_key', idempotency_key, 'outcome', outcome, "
+			    "'error_class', error_class,"
+			    " 'http_status', http_status, 'duration_ms', duration_ms) ORDER BY "
+			    "fence), '[]')"
+			    " FROM attempts WHERE trigger_id = $1::bigint",
+	    1, p, out, err, errlen);
 }
 
 int pal_store_gates_json(pal_store *st, json_t **out, char *err, size_t errlen)
 {
-	return query_json(st,
-			  "SELECT coalesce(json_agg(json_build_object('scope', scope, 'paused', paused,"
-			  " 'reason', reason, 'actor', actor, 'since', " TS("since") ","
-			  " 'source', source) ORDER BY scope), '[]') FROM gates",
-			  0, NULL, out, err, errlen);
+	return pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(json_build_object('scope', scope, 'paused', paused,"
+	    " 'reason', reason, 'actor', actor, 'since', " TS(
+		"since") ","
+			 " 'source', source) ORDER BY scope), '[]') FROM gates",
+	    0, NULL, out, err, errlen);
 }
 
 static int job_exists(pal_store *st, const char *job_id, char *err, size_t errlen)
@@ -152,18 +140,29 @@ int pal_store_misfires_json(pal_store *st, const char *job_id, int64_t from, int
 	snprintf(t, sizeof t, "%" PRId64, to);
 	snprintf(l, sizeof l, "%d", limit);
 	const char *p[] = { job_id, from == PAL_OPS_NOW ? NULL : f, to == PAL_OPS_NOW ? NULL : t, l };
-	return query_json(
-		st,
-		"SELECT coalesce(json_agg(json_build_object('id', id, 'job_id', job_id,"
-		" 'version', version, 'partition', partition, 'range_from', " TS("range_from") ","
-		" 'range_to', " TS("range_to") ", 'count', count, 'policy', policy,"
-		" 'reason', reason, 'decided_at', " TS("decided_at") ") ORDER BY range_from DESC, id DESC),"
-		" '[]') FROM (SELECT * FROM misfires"
-		"  WHERE ($1::text IS NULL OR job_id = $1)"
-		"  AND ($2::bigint IS NULL OR range_to >= to_timestamp($2::bigint))"
-		"  AND ($3::bigint IS NULL OR range_from <= to_timestamp($3::bigint))"
-		"  ORDER BY range_from DESC, id DESC LIMIT $4::int) m",
-		4, p, out, err, errlen);
+	return pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(json_build_object('id', id, 'job_id', job_id,"
+	    " 'version', version, 'partition', partition, 'range_from', " TS(
+		"range_from") ","
+			      " 'range_to', " TS(
+				  "range_to") ", 'count', count, 'policy', policy,"
+					      " 'reason', reason, 'decided_at', " TS(
+						  "decided_at") ") ORDER BY range_from DESC, id "
+								"DESC),"
+								" '[]') FROM (SELECT * FROM "
+								"misfires"
+								"  WHERE ($1::text IS NULL OR "
+								"job_id = $1)"
+								"  AND ($2::bigint IS NULL OR "
+								"range_to >= "
+								"to_timestamp($2::bigint))"
+								"  AND ($3::bigint IS NULL OR "
+								"range_from <= "
+								"to_timestamp($3::bigint))"
+								"  ORDER BY range_from DESC, id "
+								"DESC LIMIT $4::int) m",
+	    4, p, out, err, errlen);
 }
 
 int pal_store_audit_json(pal_store *st, int64_t since, int limit, json_t **out, char *err,
@@ -173,36 +172,41 @@ int pal_store_audit_json(pal_store *st, int64_t since, int limit, json_t **out, 
 	snprintf(s, sizeof s, "%" PRId64, since);
 	snprintf(l, sizeof l, "%d", limit);
 	const char *p[] = { since == PAL_OPS_NOW ? NULL : s, l };
-	return query_json(
-		st,
-		"SELECT coalesce(json_agg(json_build_object('id', id, 'at', " TS("at") ","
-		" 'actor', actor, 'action', action, 'scope', scope, 'reason', reason,"
-		" 'details', details) ORDER BY id DESC), '[]')"
-		" FROM (SELECT * FROM audit_log WHERE ($1::bigint IS NULL OR at >= to_timestamp($1::bigint))"
-		"  ORDER BY id DESC LIMIT $2::int) a",
-		2, p, out, err, errlen);
+	return pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(json_build_object('id', id, 'at', " TS(
+		"at") ","
+		      " 'actor', actor, 'action', action, 'scope', scope, 'reason', reason,"
+		      " 'details', details) ORDER BY id DESC), '[]')"
+		      " FROM (SELECT * FROM audit_log WHERE ($1::bigint IS NULL OR at >= "
+		      "to_timestamp($1::bigint))"
+		      "  ORDER BY id DESC LIMIT $2::int) a",
+	    2, p, out, err, errlen);
 }
 
 int pal_store_retired_json(pal_store *st, json_t **out, char *err, size_t errlen)
 {
-	return query_json(
-		st,
-		"SELECT coalesce(json_agg(json_build_object('job_id', job_id, 'tenant', tenant,"
-		" 'group', resource_group, 'latest_version', latest_version,"
-		" 'retired_at', " TS("retired_at") ", 'owner', owner, 'description', description)"
-		" ORDER BY job_id), '[]') FROM jobs WHERE retired_at IS NOT NULL",
-		0, NULL, out, err, errlen);
+	return pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(json_build_object('job_id', job_id, 'tenant', tenant,"
+	    " 'group', resource_group, 'latest_version', latest_version,"
+	    " 'retired_at', " TS(
+		"retired_at") ", 'owner', owner, 'description', description)"
+			      " ORDER BY job_id), '[]') FROM jobs WHERE retired_at IS NOT NULL",
+	    0, NULL, out, err, errlen);
 }
 
 int pal_store_job_meta_json(pal_store *st, const char *job_id, json_t **out, char *err,
 			    size_t errlen)
 {
 	const char *p[] = { job_id };
-	return query_json(st,
-			  "SELECT coalesce(json_object_agg(job_id, json_build_object('owner', owner,"
-			  " 'description', description, 'retired_at', " TS("retired_at") ")), '{}')"
-			  " FROM jobs WHERE $1::text IS NULL OR job_id = $1",
-			  1, p, out, err, errlen);
+	return pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_object_agg(job_id, json_build_object('owner', owner,"
+	    " 'description', description, 'retired_at', " TS(
+		"retired_at") ")), '{}')"
+			      " FROM jobs WHERE $1::text IS NULL OR job_id = $1",
+	    1, p, out, err, errlen);
 }
 
 int pal_store_unknown_at(pal_store *st, const char *job_id, int64_t at, json_t **out, char *err,
@@ -211,20 +215,21 @@ int pal_store_unknown_at(pal_store *st, const char *job_id, int64_t at, json_t *
 	char a[24];
 	snprintf(a, sizeof a, "%" PRId64, at);
 	const char *p[] = { job_id, a };
-	return query_json(
-		st,
-		"SELECT coalesce(json_agg(json_build_object('trigger_id', t.id, 'state', t.state,"
-		" 'source', t.source, 'request_id', t.request_id, 'attempts', (SELECT"
-		" coalesce(json_agg(json_build_object('fence', a.fence, 'outcome', a.outcome,"
-		"  'error_class', a.error_class) ORDER BY a.fence), '[]')"
-		"  FROM attempts a WHERE a.trigger_id = t.id)) ORDER BY t.id), '[]')"
-		" FROM palisade_job_triggers($1, NULL, NULL, to_timestamp($2::bigint),"
-		"  to_timestamp($2::bigint)) t"
-		" WHERE (t.state IN ('unknown', 'manual') OR EXISTS (SELECT 1 FROM attempts a"
-		"  WHERE a.trigger_id = t.id AND (a.outcome IN ('unknown', 'manual') OR a.error_class IN"
-		"  ('timeout_after_send', 'reset_after_send', 'empty_reply', 'garbage_reply',"
-		"   'in_progress'))))",
-		2, p, out, err, errlen);
+	return pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(json_build_object('trigger_id', t.id, 'state', t.state,"
+	    " 'source', t.source, 'request_id', t.request_id, 'attempts', (SELECT"
+	    " coalesce(json_agg(json_build_object('fence', a.fence, 'outcome', a.outcome,"
+	    "  'error_class', a.error_class) ORDER BY a.fence), '[]')"
+	    "  FROM attempts a WHERE a.trigger_id = t.id)) ORDER BY t.id), '[]')"
+	    " FROM palisade_job_triggers($1, NULL, NULL, to_timestamp($2::bigint),"
+	    "  to_timestamp($2::bigint)) t"
+	    " WHERE (t.state IN ('unknown', 'manual') OR EXISTS (SELECT 1 FROM attempts a"
+	    "  WHERE a.trigger_id = t.id AND (a.outcome IN ('unknown', 'manual') OR a.error_class "
+	    "IN"
+	    "  ('timeout_after_send', 'reset_after_send', 'empty_reply', 'garbage_reply',"
+	    "   'in_progress'))))",
+	    2, p, out, err, errlen);
 }
 
 int pal_store_job_retired(pal_store *st, const char *job_id, bool *retired, char *err,

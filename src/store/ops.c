@@ -99,22 +99,12 @@ static int query_i64(pal_store *st, const char *sql, int np, const char *const *
 	return PAL_OK;
 }
 
-/* A query returning one JSON text value, parsed into *out (json_decref). */
+/* A query returning one JSON text value, parsed into *out (json_decref):
+ * the store's one helper (conn.c). */
 static int query_json(pal_store *st, const char *sql, int np, const char *const *p, json_t **out,
 		      char *err, size_t errlen)
 {
-	*out = NULL;
-	PGresult *r = pal__store_query(st, sql, np, p, err, errlen);
-	if (!r)
-		return PAL_EDB;
-	json_error_t je;
-	*out = PQntuples(r) ? json_loads(PQgetvalue(r, 0, 0), JSON_DECODE_ANY, &je) : NULL;
-	PQclear(r);
-	if (!*out) {
-		snprintf(err, errlen, "cannot parse a result of the database as JSON");
-		return PAL_EINVAL;
-	}
-	return PAL_OK;
+	return pal__store_query_json(st, sql, np, p, out, err, errlen);
 }
 
 typedef int (*tx_body)(pal_store *st, void *ctx, char *err, size_t errlen);

@@ -941,24 +941,13 @@ int pal_store_quarantined_ids(pal_store *st, int shard, char ***out, size_t *n, 
 int pal_store_quarantine_json(pal_store *st, const char *job_id, json_t **out, char *err,
 			      size_t errlen)
 {
-	*out = NULL;
 	const char *p[] = { job_id };
-	PGresult *r = pal__store_query(
-		st,
-		"SELECT coalesce(json_agg(json_build_object('job', job_id, 'version', version, 'since',"
-		" since, 'error', error, 'ticket', ticket_id) ORDER BY job_id), '[]')::text"
-		" FROM quarantine WHERE $1::text IS NULL OR job_id = $1",
-		1, p, err, errlen);
-	if (!r)
-		return PAL_EDB;
-	json_error_t je;
-	*out = json_loads(PQgetvalue(r, 0, 0), 0, &je);
-	PQclear(r);
-	if (!*out) {
-		snprintf(err, errlen, "cannot parse the quarantine list: %s", je.text);
-		return PAL_EINVAL;
-	}
-	return PAL_OK;
+	return pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(json_build_object('job', job_id, 'version', version, 'since',"
+	    " since, 'error', error, 'ticket', ticket_id) ORDER BY job_id), '[]')::text"
+	    " FROM quarantine WHERE $1::text IS NULL OR job_id = $1",
+	    1, p, out, err, errlen);
 }
 
 int pal_store_release_quarantine(pal_store *st, const char *job_id, const char *actor,
@@ -998,55 +987,39 @@ int pal_store_release_quarantine(pal_store *st, const char *job_id, const char *
 
 /* ---- verify's reads beside the plan set --------------------------------------------- */
 
-static int json_query(pal_store *st, const char *sql, int n, const char *const *p, json_t **out,
-		      char *err, size_t errlen)
-{
-	*out = NULL;
-	PGresult *r = pal__store_query(st, sql, n, p, err, errlen);
-	if (!r)
-		return PAL_EDB;
-	json_error_t je;
-	*out = json_loads(PQgetvalue(r, 0, 0), 0, &je);
-	PQclear(r);
-	if (!*out) {
-		snprintf(err, errlen, "cannot parse a result: %s", je.text);
-		return PAL_EINVAL;
-	}
-	return PAL_OK;
-}
-
 int pal_store_never_activated_json(pal_store *st, const char *job_id, int64_t created_before,
 				   json_t **out, char *err, size_t errlen)
 {
 	char c[24];
 	snprintf(c, sizeof c, "%" PRId64, created_before);
 	const char *p[] = { job_id, c };
-	return json_query(
-		st,
-		"SELECT coalesce(json_agg(json_build_object('job_id', v.job_id, 'version', v.version,"
-		" 'spec', v.spec, 'created_at', floor(extract(epoch FROM v.created_at))::bigint)"
-		" ORDER BY v.job_id), '[]')::text"
-		" FROM jobs j JOIN job_versions v ON v.job_id = j.job_id AND v.version = j.latest_version"
-		" WHERE j.active_version IS NULL AND v.effective_from IS NULL"
-		" AND v.created_at <= to_timestamp($2::bigint)"
-		" AND ($1::text IS NULL OR j.job_id = $1)",
-		2, p, out, err, errlen);
+	return pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(json_build_object('job_id', v.job_id, 'version', v.version,"
+	    " 'spec', v.spec, 'created_at', floor(extract(epoch FROM v.created_at))::bigint)"
+	    " ORDER BY v.job_id), '[]')::text"
+	    " FROM jobs j JOIN job_versions v ON v.job_id = j.job_id AND v.version = "
+	    "j.latest_version"
+	    " WHERE j.active_version IS NULL AND v.effective_from IS NULL"
+	    " AND v.created_at <= to_timestamp($2::bigint)"
+	    " AND ($1::text IS NULL OR j.job_id = $1)",
+	    2, p, out, err, errlen);
 }
 
 int pal_store_horizon_json(pal_store *st, const char *job_id, json_t **out, char *err,
 			   size_t errlen)
 {
 	const char *p[] = { job_id, PAL_HORIZON_TICKET_REASON };
-	return json_query(
-		st,
-		"SELECT coalesce(json_agg(json_build_object('job', job_id, 'version',"
-		" (evidence ->> 'version')::int, 'horizon_ms', (evidence ->> 'horizon_ms')::bigint,"
-		" 'key_retention_ms', (evidence ->> 'key_retention_ms')::bigint, 'node',"
-		" evidence ->> 'node', 'ticket', id, 'since', to_char(created_at AT TIME ZONE 'UTC',"
-		" 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')) ORDER BY job_id), '[]')::text"
-		" FROM tickets WHERE state = 'open' AND reason = $2"
-		" AND ($1::text IS NULL OR job_id = $1)",
-		2, p, out, err, errlen);
+	return pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(json_build_object('job', job_id, 'version',"
+	    " (evidence ->> 'version')::int, 'horizon_ms', (evidence ->> 'horizon_ms')::bigint,"
+	    " 'key_retention_ms', (evidence ->> 'key_retention_ms')::bigint, 'node',"
+	    " evidence ->> 'node', 'ticket', id, 'since', to_char(created_at AT TIME ZONE 'UTC',"
+	    " 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')) ORDER BY job_id), '[]')::text"
+	    " FROM tickets WHERE state = 'open' AND reason = $2"
+	    " AND ($1::text IS NULL OR job_id = $1)",
+	    2, p, out, err, errlen);
 }
 
 int pal_store_stuck_json(pal_store *st, const char *job_id, int64_t from, int64_t to,
@@ -1057,18 +1030,19 @@ int pal_store_stuck_json(pal_store *st, const char *job_id, int64_t from, int64_
 	snprintf(t, sizeof t, "%" PRId64, to);
 	snprintf(o, sizeof o, "%" PRId64, older_than_s);
 	const char *p[] = { job_id, f, t, o };
-	return json_query(
-		st,
-		"SELECT coalesce(json_agg(json_build_object('trigger', id, 'job', job_id, 'at',"
-		" to_char(scheduled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), 'state',"
-		" state, 'since', to_char(updated_at AT TIME ZONE 'UTC',"
-		" 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')) ORDER BY id), '[]')::text FROM triggers"
-		" WHERE state IN ('pending', 'retry_wait', 'running', 'unknown', 'pausing', 'cancelling')"
-		" AND scheduled_at BETWEEN to_timestamp($2::bigint) AND to_timestamp($3::bigint)"
-		" AND updated_at < now() - make_interval(secs => $4::bigint)"
-		" AND coalesce(next_attempt_at, due_at) < now() - make_interval(secs => $4::bigint)"
-		" AND ($1::text IS NULL OR job_id = $1)",
-		4, p, out, err, errlen);
+	return pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(json_build_object('trigger', id, 'job', job_id, 'at',"
+	    " to_char(scheduled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), 'state',"
+	    " state, 'since', to_char(updated_at AT TIME ZONE 'UTC',"
+	    " 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')) ORDER BY id), '[]')::text FROM triggers"
+	    " WHERE state IN ('pending', 'retry_wait', 'running', 'unknown', 'pausing', "
+	    "'cancelling')"
+	    " AND scheduled_at BETWEEN to_timestamp($2::bigint) AND to_timestamp($3::bigint)"
+	    " AND updated_at < now() - make_interval(secs => $4::bigint)"
+	    " AND coalesce(next_attempt_at, due_at) < now() - make_interval(secs => $4::bigint)"
+	    " AND ($1::text IS NULL OR job_id = $1)",
+	    4, p, out, err, errlen);
 }
 
 int pal_store_sink_duplicates_json(pal_store *sink, int64_t from, int64_t to, json_t **out,
@@ -1081,12 +1055,12 @@ int pal_store_sink_duplicates_json(pal_store *sink, int64_t from, int64_t to, js
 	/* One ledger row per applied chunk of a key: a second row for the same
 	 * key and chunk is the effect done twice.  An instant's effect may be
 	 * applied well after it (retries), so TO does not bound the rows. */
-	return json_query(
-		sink,
-		"SELECT coalesce(json_agg(json_build_object('key', idempotency_key, 'chunk', chunk,"
-		" 'rows', n) ORDER BY idempotency_key), '[]')::text FROM ("
-		" SELECT idempotency_key, chunk, count(*) AS n FROM sink_ledger"
-		" GROUP BY 1, 2 HAVING count(*) > 1"
-		" AND max(applied_at) >= to_timestamp($1::bigint) AND $2::bigint IS NOT NULL) d",
-		2, p, out, err, errlen);
+	return pal__store_query_json(
+	    sink,
+	    "SELECT coalesce(json_agg(json_build_object('key', idempotency_key, 'chunk', chunk,"
+	    " 'rows', n) ORDER BY idempotency_key), '[]')::text FROM ("
+	    " SELECT idempotency_key, chunk, count(*) AS n FROM sink_ledger"
+	    " GROUP BY 1, 2 HAVING count(*) > 1"
+	    " AND max(applied_at) >= to_timestamp($1::bigint) AND $2::bigint IS NOT NULL) d",
+	    2, p, out, err, errlen);
 }

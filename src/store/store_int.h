@@ -3,8 +3,8 @@
 #define PALISADE_STORE_INT_H
 
 #include <glib.h>
-#include <libpq-fe.h>
 #include <jansson.h>
+#include <libpq-fe.h>
 #include <stdint.h>
 #include "palisade/store.h"
 
@@ -39,8 +39,10 @@ PGresult *pal__store_query_prepared(pal_store *st, const char *name, int nparams
  * PGresult (PQclear) or NULL with err filled. */
 PGresult *pal__store_query(pal_store *st, const char *sql, int nparams, const char *const *params,
 			   char *err, size_t errlen);
-/* Run SQL that returns one JSON text value (row 0, column 0), parsed into
- * *out (json_decref): PAL_EDB or PAL_EINVAL (not JSON) with err filled. */
+/* Run SQL that returns one JSON text value (the first column of its first
+ * row) and parse it into *OUT (json_decref by the caller; NULL on failure).
+ * PAL_EDB with ERR when the query fails, PAL_EINVAL with ERR when it returns
+ * no row, an SQL NULL or text that is not JSON. */
 int pal__store_query_json(pal_store *st, const char *sql, int nparams, const char *const *params,
 			  json_t **out, char *err, size_t errlen);
 /* Execute SQL returning no rows; PAL_EDB with err filled on failure. */

@@ -9,32 +9,21 @@
 #include "palisade/store.h"
 #include "store_int.h"
 
-static json_t *result_json(PGresult *r, char *err, size_t errlen)
-{
-	json_error_t je;
-	json_t *j = json_loads(PQgetvalue(r, 0, 0), 0, &je);
-	if (!j)
-		snprintf(err, errlen, "cannot parse result: %s", je.text);
-	return j;
-}
-
 int pal_store_activated_versions(pal_store *st, const char *job_id, json_t **out, char *err,
 				 size_t errlen)
 {
 	const char *p[] = { job_id };
-	PGresult *r = pal__store_query(
-		st,
-		"SELECT coalesce(json_agg(x ORDER BY x.job_id), '[]')::text FROM ("
-		" SELECT j.job_id, (SELECT json_agg(json_build_object('version', v.version, 'spec', v.spec,"
-		"   'effective_from', floor(extract(epoch FROM v.effective_from))::bigint) ORDER BY v.version)"
-		"   FROM job_versions v WHERE v.job_id = j.job_id AND v.effective_from IS NOT NULL) AS versions"
-		" FROM jobs j WHERE $1::text IS NULL OR j.job_id = $1) x",
-		1, p, err, errlen);
-	if (!r)
-		return PAL_EDB;
-	*out = result_json(r, err, errlen);
-	PQclear(r);
-	return *out ? PAL_OK : PAL_EINVAL;
+	return pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(x ORDER BY x.job_id), '[]')::text FROM ("
+	    " SELECT j.job_id, (SELECT json_agg(json_build_object('version', v.version, 'spec', "
+	    "v.spec,"
+	    "   'effective_from', floor(extract(epoch FROM v.effective_from))::bigint) ORDER BY "
+	    "v.version)"
+	    "   FROM job_versions v WHERE v.job_id = j.job_id AND v.effective_from IS NOT NULL) AS "
+	    "versions"
+	    " FROM jobs j WHERE $1::text IS NULL OR j.job_id = $1) x",
+	    1, p, out, err, errlen);
 }
 
 int pal_store_planned(pal_store *st, const char *job_id, int64_t from, int64_t to,
@@ -45,36 +34,29 @@ int pal_store_planned(pal_store *st, const char *job_id, int64_t from, int64_t t
 	snprintf(t, sizeof t, "%" PRId64, to);
 	const char *p[] = { job_id, f, t };
 	/* [at, partition, rows] per plan key of scheduled sources */
-	PGresult *r = pal__store_query(
-		st,
-		"SELECT coalesce(json_agg(json_build_array(a, p, n) ORDER BY a, p), '[]')::text FROM ("
-		" SELECT floor(extract(epoch FROM scheduled_at))::bigint AS a, partition AS p, count(*) AS n"
-		" FROM triggers WHERE job_id = $1 AND request_id IS NULL"
-		" AND scheduled_at BETWEEN to_timestamp($2::bigint) AND to_timestamp($3::bigint)"
-		" GROUP BY 1, 2) x",
-		3, p, err, errlen);
-	if (!r)
-		return PAL_EDB;
-	*triggers = result_json(r, err, errlen);
-	PQclear(r);
-	if (!*triggers)
-		return PAL_EINVAL;
-	r = pal__store_query(
-		st,
-		"SELECT coalesce(json_agg(json_build_array(floor(extract(epoch FROM range_from))::bigint,"
-		" floor(extract(epoch FROM range_to))::bigint, partition, reason) ORDER BY range_from), '[]')::text"
-		" FROM misfires WHERE job_id = $1 AND range_to >= to_timestamp($2::bigint)"
-		" AND range_from <= to_timestamp($3::bigint)",
-		3, p, err, errlen);
-	if (!r) {
+	int rc = pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(json_build_array(a, p, n) ORDER BY a, p), '[]')::text FROM ("
+	    " SELECT floor(extract(epoch FROM scheduled_at))::bigint AS a, partition AS p, "
+	    "count(*) AS n"
+	    " FROM triggers WHERE job_id = $1 AND request_id IS NULL"
+	    " AND scheduled_at BETWEEN to_timestamp($2::bigint) AND to_timestamp($3::bigint)"
+	    " GROUP BY 1, 2) x",
+	    3, p, triggers, err, errlen);
+	if (rc)
+		return rc;
+	rc = pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(json_build_array(floor(extract(epoch FROM "
+	    "range_from))::bigint,"
+	    " floor(extract(epoch FROM range_to))::bigint, partition, reason) ORDER BY "
+	    "range_from), '[]')::text"
+	    " FROM misfires WHERE job_id = $1 AND range_to >= to_timestamp($2::bigint)"
+	    " AND range_from <= to_timestamp($3::bigint)",
+	    3, p, misfires, err, errlen);
+	if (rc) {
 		json_decref(*triggers);
-		return PAL_EDB;
+		*triggers = NULL;
 	}
-	*misfires = result_json(r, err, errlen);
-	PQclear(r);
-	if (!*misfires) {
-		json_decref(*triggers);
-		return PAL_EINVAL;
-	}
-	return PAL_OK;
+	return rc;
 }
