@@ -39,6 +39,41 @@ void pal_store_set_session_timeouts(int64_t idle_in_transaction_ms, int64_t stat
 	session_statement_ms = statement_ms;
 }
 
+int pal__store_connect(const char *conninfo, const pal__store_net *net, pal_store **out, char *err,
+		       size_t errlen)
+{
+	*out = NULL;
+	/* Defaults first: the caller's conninfo (expanded in dbname's place)
+	 * overrides them. */
+	const char *keys[] = {"connect_timeout", "tcp_user_timeout",	      "keepalives",
+			      "keepalives_idle", "keepalives_interval",	      "keepalives_count",
+			      "dbname",		 "fallback_application_name", NULL};
+	const char *vals[] = {net->connect_timeout,
+			      net->tcp_user_timeout,
+			      "1",
+			      net->keepalives_idle,
+			      net->keepalives_interval,
+			      net->keepalives_count,
+			      conninfo,
+			      net->application,
+			      NULL};
+	pal_store *st = calloc(1, sizeof *st);
+	if (!st)
+		return PAL_ENOMEM;
+	st->conn = PQconnectdbParams(keys, vals, 1);
+	if (!st->conn) {
+		free(st);
+		return PAL_ENOMEM;
+	}
+	if (PQstatus(st->conn) != CONNECTION_OK) {
+		pal__store_errmsg(st, NULL, "cannot connect to PostgreSQL", err, errlen);
+		pal_store_close(st);
+		return PAL_EDB;
+	}
+	*out = st;
+	return PAL_OK;
+}
+
 int pal_store_open(const char *conninfo, pal_store **out, char *err, size_t errlen)
 {
 	*out = NULL;
@@ -48,27 +83,21 @@ int pal_store_open(const char *conninfo, pal_store **out, char *err, size_t errl
 			 "config file, or export PALISADE_PG");
 		return PAL_EINVAL;
 	}
-	/* Defaults first: the caller's conninfo (expanded in dbname's place)
-	 * overrides them.  On a network partition the packets vanish and a
-	 * statement would wait out TCP's retransmissions (about 15 minutes);
-	 * keepalives and tcp_user_timeout turn that into an error within ~10 s,
-	 * so the node reports the database unavailable and retries. */
-	const char *keys[] = { "connect_timeout", "keepalives", "keepalives_idle",
-			       "keepalives_interval", "keepalives_count", "tcp_user_timeout",
-			       "dbname", "fallback_application_name", NULL };
-	const char *vals[] = { "5", "1", "5", "2", "3", "10000", conninfo, "palisade", NULL };
-	PGconn *c = PQconnectdbParams(keys, vals, 1);
-	if (!c)
-		return PAL_ENOMEM;
-	if (PQstatus(c) != CONNECTION_OK) {
-		const char *m = PQerrorMessage(c);
-		size_t n = strlen(m);
-		while (n && (m[n - 1] == '\n' || m[n - 1] == ' '))
-			n--;
-		snprintf(err, errlen, "cannot connect to PostgreSQL: %.*s", (int)n, m);
-		PQfinish(c);
-		return PAL_EDB;
-	}
+	/* On a network partition the packets vanish and a statement would wait
+	 * out TCP's retransmissions (about 15 minutes); keepalives and
+	 * tcp_user_timeout turn that into an error within ~10 s, so the node
+	 * reports the database unavailable and retries. */
+	static const pal__store_net net = {.connect_timeout = "5",
+					   .tcp_user_timeout = "10000",
+					   .keepalives_idle = "5",
+					   .keepalives_interval = "2",
+					   .keepalives_count = "3",
+					   .application = "palisade"};
+	pal_store *st;
+	int rc = pal__store_connect(conninfo, &net, &st, err, errlen);
+	if (rc)
+		return rc;
+	PGconn *c = st->conn;
 	PQsetNoticeProcessor(c, notice_to_log, NULL);
 	/* Every palisade statement is short OLTP: JIT compilation (PostgreSQL
 	 * turns it on above jit_above_cost) would cost more than the statement,
@@ -89,12 +118,6 @@ int pal_store_open(const char *conninfo, pal_store **out, char *err, size_t errl
 		snprintf(set, sizeof set, "SET statement_timeout = %" PRId64, session_statement_ms);
 		PQclear(PQexec(c, set));
 	}
-	pal_store *st = calloc(1, sizeof *st);
-	if (!st) {
-		PQfinish(c);
-		return PAL_ENOMEM;
-	}
-	st->conn = c;
 	*out = st;
 	return PAL_OK;
 }

@@ -35,31 +35,17 @@ int pal_store_console_open(const char *conninfo, int timeout_ms, pal_store **out
 	char connect_s[16], tcp_s[16];
 	snprintf(connect_s, sizeof connect_s, "%d", timeout_ms < 1000 ? 1 : (timeout_ms + 999) / 1000);
 	snprintf(tcp_s, sizeof tcp_s, "%d", timeout_ms + 1000);
-	/* Our defaults first; the node's conninfo (expanded in dbname's place)
-	 * overrides them, as in pal_store_open(). */
-	const char *keys[] = { "connect_timeout", "tcp_user_timeout", "keepalives", "keepalives_idle",
-			       "keepalives_interval", "keepalives_count", "dbname",
-			       "fallback_application_name", NULL };
-	const char *vals[] = { connect_s, tcp_s, "1", "2", "1", "2", conninfo, "palisade-console",
-			       NULL };
-	PGconn *c = PQconnectdbParams(keys, vals, 1);
-	if (!c)
-		return PAL_ENOMEM;
-	if (PQstatus(c) != CONNECTION_OK) {
-		const char *m = PQerrorMessage(c);
-		size_t n = strlen(m);
-		while (n && (m[n - 1] == '\n' || m[n - 1] == ' '))
-			n--;
-		snprintf(err, errlen, "cannot connect to PostgreSQL: %.*s", (int)n, m);
-		PQfinish(c);
-		return PAL_EDB;
-	}
-	pal_store *st = calloc(1, sizeof *st);
-	if (!st) {
-		PQfinish(c);
-		return PAL_ENOMEM;
-	}
-	st->conn = c;
+	/* The node's conninfo overrides these, as in pal_store_open(). */
+	const pal__store_net net = {.connect_timeout = connect_s,
+				    .tcp_user_timeout = tcp_s,
+				    .keepalives_idle = "2",
+				    .keepalives_interval = "1",
+				    .keepalives_count = "2",
+				    .application = "palisade-console"};
+	pal_store *st;
+	int rc = pal__store_connect(conninfo, &net, &st, err, errlen);
+	if (rc)
+		return rc;
 	char sql[96];
 	snprintf(sql, sizeof sql, "SET statement_timeout = %d", timeout_ms);
 	if (pal__store_exec(st, sql, err, errlen) ||

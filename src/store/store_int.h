@@ -15,6 +15,22 @@ struct pal_store {
 	unsigned prepared; /* PAL__PREP_* bits: statements prepared on this connection */
 };
 
+/* The network side of a connection: libpq's connect_timeout (s),
+ * tcp_user_timeout (ms), keepalives_idle, _interval (s) and _count, and
+ * fallback_application_name; keepalives are always on. */
+typedef struct pal__store_net {
+	const char *connect_timeout, *tcp_user_timeout;
+	const char *keepalives_idle, *keepalives_interval, *keepalives_count;
+	const char *application;
+} pal__store_net;
+/* The one connection set-up of every pal_store: connect to CONNINFO
+ * (non-empty; expanded in dbname's place, so its keys override NET's) and
+ * wrap it.  The opener sets the session up after.  *OUT is freed with
+ * pal_store_close(); PAL_EDB with ERR ("cannot connect to PostgreSQL: ...")
+ * when the server cannot be reached. */
+int pal__store_connect(const char *conninfo, const pal__store_net *net, pal_store **out, char *err,
+		       size_t errlen);
+
 /* Statements prepared once per connection (names "pal_claim", ...). */
 enum {
 	PAL__PREP_CLAIM = 1u << 0,
