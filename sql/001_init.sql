@@ -1,4 +1,4 @@
--- 001_init.sql - palisade core schema (DESIGN.md §4).
+-- 001_init.sql - palisade core schema (docs/schema.md).
 --
 -- The table names and the columns named in docs/schema.md are a public
 -- contract: operators query them.  Migrations are forward-only; each runs in
@@ -70,7 +70,7 @@ CREATE TABLE shards (
 	updated_at  timestamptz NOT NULL DEFAULT now()
 );
 
--- One row per planned execution intent (DESIGN.md §4, §5).
+-- One row per planned execution intent (docs/schema.md).
 CREATE TABLE triggers (
 	id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	job_id           text NOT NULL,   -- a job_versions row; no FK: see below
@@ -114,7 +114,7 @@ CREATE UNIQUE INDEX triggers_request_key ON triggers (job_id, request_id, schedu
 	WHERE request_id IS NOT NULL;
 CREATE INDEX triggers_live ON triggers (lease_until) WHERE state IN ('running', 'pausing', 'cancelling', 'unknown');
 
--- G7: every state change is a legal edge of the state machine (DESIGN.md §5).
+-- G7: every state change is a legal edge of the state machine (docs/schema.md).
 -- running -> running is the re-claim of an expired lease (new token).
 CREATE FUNCTION palisade_trigger_edge_ok(old_state text, new_state text) RETURNS boolean
 LANGUAGE sql IMMUTABLE AS $$

@@ -4,7 +4,7 @@
 --
 -- compatible_from: 10
 --
--- Why (docs/performance.md, "The forbid-skips read the whole day"):
+-- Why (docs/performance.md, "Plans on queue tables"):
 -- step 1 of palisade_claim() (skip the pending instants of a `forbid` job
 -- while one of its runs is live) was meant to be driven from the few live
 -- runs, but its generic plan scanned the pending triggers of the current

@@ -1,6 +1,6 @@
 -- 018_version_writes.sql - a version row costs apply less to write
--- (docs/schema.md; docs/performance.md, "Apply: the jobs rows by COPY, one
--- index on job_versions").
+-- (docs/schema.md; docs/performance.md, "Where a fire's database work
+-- goes").
 --
 -- compatible_from: 1
 --

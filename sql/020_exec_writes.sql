@@ -1,6 +1,6 @@
 -- 020_exec_writes.sql - an executed trigger writes fewer index entries and
--- checks no foreign key (docs/schema.md; docs/performance.md, "Fewer
--- writes per executed trigger").
+-- checks no foreign key (docs/schema.md; docs/performance.md, "Where a
+-- fire's database work goes").
 --
 -- compatible_from: 1
 --

@@ -3,7 +3,7 @@
 --
 -- compatible_from: 1
 --
--- Why (docs/performance.md, "A burst on stale statistics"): the plans of
+-- Why (docs/performance.md, "Plans on queue tables"): the plans of
 -- palisade_claim() are generic (011: plan_cache_mode = force_generic_plan)
 -- and cached for the life of the executor's session.  A plan made while a
 -- partition was nearly empty reads it sequentially - `prev` and `upd`

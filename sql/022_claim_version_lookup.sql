@@ -3,8 +3,8 @@
 --
 -- compatible_from: 1
 --
--- Why (docs/performance.md, "The claim compared every candidate with every
--- job"): palisade_claim() read its candidates as `triggers x JOIN
+-- Why (docs/performance.md, "Plans on queue tables"):
+-- palisade_claim() read its candidates as `triggers x JOIN
 -- job_versions v ON v.job_id = x.job_id AND v.version = x.version`.  Its
 -- plans are generic (011) and estimate the candidate side at one row, so
 -- the planner could pick a nested loop over a Materialize of every job

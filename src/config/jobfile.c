@@ -1154,7 +1154,7 @@ static bool tchar(char ch)
 	return isalnum((unsigned char)ch) || strchr("!#$%&'*+-.^_`|~", ch);
 }
 
-/* Headers the executor sets itself (docs/jobs.md, DESIGN §6). */
+/* Headers the executor sets itself (docs/jobs.md, docs/protocol.md). */
 static bool reserved_header(const char *name)
 {
 	static const char *const reserved[] = {"idempotency-key", "host", "content-length",

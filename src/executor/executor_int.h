@@ -92,8 +92,7 @@ const spec_entry *pal__spec_get(spec_cache *c, pal_store *st, const char *job, i
  * 3,367-4,077 triggers/s).  Since claims became cheap it adds little or
  * nothing to one node, and with several nodes the extra claims, scanning
  * the same head of the queue past each other's locked rows, cost the
- * server CPU per trigger (docs/performance.md, "One claim connection per
- * node"). */
+ * server CPU per trigger (docs/performance.md, "The executor"). */
 #define PAL__CLAIM_CONNS_MAX 2
 
 /* Phases of a call:

@@ -382,8 +382,8 @@ static const char SQL_COMMIT[] =
 	 * generic plan, made while the statistics saw no live trigger, did:
 	 * every live trigger of the cluster compared with every id of the
 	 * batch (ScalarArrayOp as a filter), live x batch per commit - with
-	 * three nodes, 3,072 x up to 1,024 (docs/performance.md, "The commit
-	 * read every live trigger").  The key finds them by the primary key. */
+	 * three nodes, 3,072 x up to 1,024 (docs/performance.md, "Plans on
+	 * queue tables").  The key finds them by the primary key. */
 	"   AND (t.state IN ('running', 'pausing', 'cancelling')) IS TRUE"
 	"   RETURNING t.id, t.fence, t.state, t.job_id),"
 	/* a join, not a NOT EXISTS per row: that was quadratic in the batch

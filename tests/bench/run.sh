@@ -516,7 +516,7 @@ section_exec() {
 	# The 1-node run leaves a database with ~200,000 updated triggers for
 	# autovacuum and a checkpoint's worth of WAL: settled first, as between
 	# sections, or the 3-node figure pays for them (0.60-0.77 of its target
-	# in the runs of 2026-12-04 without it; docs/performance.md).
+	# without it; docs/performance.md, "Settling").
 	settle
 	exec_run 3
 	local t3=null
@@ -1050,7 +1050,7 @@ YAML
 # ranges (14 days, the default, would be ~6 TB at 5,000 fires/s).  The sink
 # answers without its database (--noop, as in the execution figure) unless
 # BENCH_SOAK_SINK=durable: the durable reference sink on the same 2 cores
-# bounds the rate below 5,000/s by itself (docs/performance.md, "Soak").
+# bounds the rate below 5,000/s by itself (docs/performance.md, "Figures").
 # Read from the triggers table while the run goes on, each minute W one
 # minute after it ended: fires/s = triggers succeeded with finished_at (the
 # outcome's commit, after the effect) in W; p99 lateness of the instants of W

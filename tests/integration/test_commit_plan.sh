@@ -7,7 +7,7 @@
 # predicate the commit's state test implied) and compared every live
 # trigger of the cluster with every id of the batch: live x batch per
 # commit, the server's CPU per trigger up by half with three executor
-# nodes (docs/performance.md, "The commit read every live trigger").  This
+# nodes (docs/performance.md, "Plans on queue tables").  This
 # test makes the plan on a partition analysed while empty (autovacuum off
 # for it, so the statistics stay stale), with 3,000 triggers running for
 # another node, then commits 512 claimed triggers in 8 batches on one
