@@ -11,6 +11,7 @@
 #ifndef PALISADE_TEMPLATE_H
 #define PALISADE_TEMPLATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "palisade/err.h"
@@ -34,5 +35,24 @@ enum {
  * environment variable is unset (message names it), PAL_ENOMEM. */
 PAL_MUST_CHECK int pal_tpl_render(const char *tpl, const pal_tpl_vars *v, unsigned flags, char **out,
 				  char *err, size_t errlen);
+
+/* True when TPL uses placeholder NAME ("request_id"), as pal_tpl_render()
+ * without flags reads it. */
+bool pal_tpl_uses(const char *tpl, const char *name);
+
+/*
+ * Render idempotency-key template TPL for one trigger into *out (caller
+ * frees): TPL rendered without flags, and for a trigger with a request id (a
+ * manual run or a backfill; v->request_id not empty) whose template does not
+ * use {request_id}, "/" and the request id appended.  So a deliberate re-run
+ * never sends a scheduled run's key, two request ids never share one, and
+ * every attempt, takeover and status query of one trigger sends the same
+ * key.  The suffix adds PAL_TPL_KEY_SUFFIX_MAX bytes at most (the job
+ * validator counts it).  PAL_ENOMEM.
+ */
+#define PAL_TPL_REQUEST_ID_MAX 128 /* --request-id: 1-128 characters */
+#define PAL_TPL_KEY_SUFFIX_MAX (1 + PAL_TPL_REQUEST_ID_MAX)
+PAL_MUST_CHECK int pal_tpl_render_key(const char *tpl, const pal_tpl_vars *v, char **out, char *err,
+				      size_t errlen);
 
 #endif

@@ -23,6 +23,7 @@
 #include <glib.h>
 #include "palisade/jobfile.h"
 #include "palisade/cron.h"
+#include "palisade/template.h"
 #include "palisade/timefmt.h"
 #include "palisade/tz.h"
 #include "palisade/url.h"
@@ -50,7 +51,7 @@ _Static_assert(sizeof(pal_jitter) == sizeof(int), "enum stored as int");
 /* Placeholders at their longest: a request id (`palisade trigger` and
  * `backfill --request-id`: 1-128 characters), a positive bigint trigger id,
  * an RFC 3339 UTC instant of a four-digit year, a partition below 1024. */
-#define REQUEST_ID_MAX_LEN 128
+#define REQUEST_ID_MAX_LEN PAL_TPL_REQUEST_ID_MAX
 #define TRIGGER_ID_MAX_LEN 19
 #define SCHEDULED_AT_LEN 20
 #define SCHEDULED_DATE_LEN 10
@@ -560,9 +561,11 @@ static unsigned check_template(struct jctx *c, const pal_ynode *v, const char *w
 
 /*
  * The most bytes idempotency-key template TPL expands to for job JOB_ID, with
- * every placeholder at its longest.  Walks TPL as pal_tpl_render() does
- * without flags: a '{', lower-case letters or '_', and '}' naming a
- * placeholder is replaced, every other byte is copied.
+ * every placeholder at its longest, as the executor renders it
+ * (pal_tpl_render_key): walks TPL as pal_tpl_render() does without flags (a
+ * '{', lower-case letters or '_', and '}' naming a placeholder is replaced,
+ * every other byte is copied), and when TPL has no {request_id}, adds the
+ * "/<request id>" a manual run's or backfill's key ends with.
  */
 static size_t idem_key_max_len(const char *tpl, const char *job_id)
 {
@@ -601,6 +604,8 @@ static size_t idem_key_max_len(const char *tpl, const char *job_id)
 		n++;
 		p++;
 	}
+	if (!pal_tpl_uses(tpl, "request_id"))
+		n += PAL_TPL_KEY_SUFFIX_MAX;
 	return n;
 }
 
@@ -1310,11 +1315,13 @@ static void cross_checks(struct jctx *c, const pal_ynode *job, pal_job_spec *s)
 				      "%d an Idempotency-Key may have (docs/protocol.md); "
 				      "placeholders count at their longest: {job} %zu, "
 				      "{scheduled_at} %d, {scheduled_date} %d, {partition} %d, "
-				      "{trigger} %d, {request_id} %d; hint: shorten the fixed text",
+				      "{trigger} %d, {request_id} %d, and without {request_id} the "
+				      "\"/<request id>\" of a manual run's key %d; hint: shorten "
+				      "the fixed text",
 				      max, IDEM_KEY_MAX,
 				      s->id ? strlen(s->id) : (size_t)NAME_MAX_LEN,
 				      SCHEDULED_AT_LEN, SCHEDULED_DATE_LEN, PARTITION_MAX_LEN,
-				      TRIGGER_ID_MAX_LEN, REQUEST_ID_MAX_LEN);
+				      TRIGGER_ID_MAX_LEN, REQUEST_ID_MAX_LEN, PAL_TPL_KEY_SUFFIX_MAX);
 		}
 	}
 	if (c->n_body && s->method && !strcmp(s->method, "GET"))

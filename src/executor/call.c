@@ -136,12 +136,14 @@ static int render_all(pal_executor *ex, pal__call *k, char *err, size_t errlen)
 			   .idempotency_key = NULL };
 	(void)ex;
 	/* Rendered again for every transfer of the call (a status query, the
-	 * request, each chunk): the same key each time, the previous copy freed
+	 * request, each chunk): the same key each time, since it depends on the
+	 * trigger's stored fields only (a manual run's or backfill's request id
+	 * among them: pal_tpl_render_key), the previous copy freed
 	 * (it leaked one string per extra transfer, LeakSanitizer in
 	 * test_executor_bad_responses). */
 	free(k->key);
 	k->key = NULL;
-	int rc = pal_tpl_render(s->idempotency_key, &v, 0, &k->key, err, errlen);
+	int rc = pal_tpl_render_key(s->idempotency_key, &v, &k->key, err, errlen);
 	if (rc)
 		return rc;
 	v.idempotency_key = k->key;

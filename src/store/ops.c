@@ -37,6 +37,7 @@
 #include "palisade/ops.h"
 #include "palisade/lifecycle.h"
 #include "palisade/schedule.h"
+#include "palisade/template.h"
 #include "palisade/timefmt.h"
 #include "store_int.h"
 
@@ -588,7 +589,7 @@ int pal_ops_cancel(pal_store *st, int64_t trigger_id, const char *job_id, const 
 bool pal_ops_request_id_ok(const char *s)
 {
 	size_t n = strlen(s);
-	if (n < 1 || n > 128)
+	if (n < 1 || n > PAL_TPL_REQUEST_ID_MAX)
 		return false;
 	for (size_t i = 0; i < n; i++)
 		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-", s[i]))

@@ -100,3 +100,29 @@ int pal_tpl_render(const char *tpl, const pal_tpl_vars *v, unsigned flags, char 
 	*out = g_string_free(g, FALSE);
 	return *out ? PAL_OK : PAL_ENOMEM;
 }
+
+bool pal_tpl_uses(const char *tpl, const char *name)
+{
+	/* Without flags the renderer reads every "{name}" as the placeholder:
+	 * a '{' can neither be part of a placeholder's name nor be taken by a
+	 * secret reference there. */
+	size_t n = strlen(name);
+	for (const char *p = strchr(tpl, '{'); p; p = strchr(p + 1, '{'))
+		if (!strncmp(p + 1, name, n) && p[1 + n] == '}')
+			return true;
+	return false;
+}
+
+int pal_tpl_render_key(const char *tpl, const pal_tpl_vars *v, char **out, char *err, size_t errlen)
+{
+	int rc = pal_tpl_render(tpl, v, 0, out, err, errlen);
+	if (rc || !v->request_id || !*v->request_id || pal_tpl_uses(tpl, "request_id"))
+		return rc;
+	/* A deliberate run (manual or backfill) is its own effect: its key is
+	 * the template's followed by its request id, which has no '/' (the CLI
+	 * allows A-Z a-z 0-9 . _ : -). */
+	char *k = g_strdup_printf("%s/%s", *out, v->request_id);
+	free(*out);
+	*out = k;
+	return k ? PAL_OK : PAL_ENOMEM;
+}

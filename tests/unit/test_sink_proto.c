@@ -249,8 +249,9 @@ static void test_sink_key_limit_is_the_protocol_limit(void **state)
 
 /* Load one job with id ID and idempotency-key template TPL (1024 partitions,
  * so {partition} can reach 4 digits).  Returns the loader's result; on
- * success *KEY receives the template rendered with every placeholder at its
- * longest (caller frees), and DIAG the first diagnostic otherwise. */
+ * success *KEY receives the key the executor renders from the template for a
+ * manual run with every placeholder and the request id at their longest
+ * (caller frees), and DIAG the first diagnostic otherwise. */
 static int load_and_render_longest(const char *id, const char *tpl, char **key, char *diag,
 				   size_t diaglen)
 {
@@ -278,13 +279,38 @@ static int load_and_render_longest(const char *id, const char *tpl, char **key, 
 				  .request_id = rid};
 		char err[256];
 		assert_int_equal(
-		    pal_tpl_render(set.jobs[0].idempotency_key, &v, 0, key, err, sizeof err),
+		    pal_tpl_render_key(set.jobs[0].idempotency_key, &v, key, err, sizeof err),
 		    PAL_OK);
 		free(rid);
 	}
 	pal_jobset_free(&set);
 	pal_diags_free(&diags);
 	return rc;
+}
+
+/* Template PH followed by filler that brings its longest key (PH's longest
+ * expansion is LONGEST bytes for the 128-byte job id ID) to exactly the
+ * limit: the job loads and its longest key is accepted by the sink; one byte
+ * more of filler, and the job is refused when it is loaded, not by the
+ * service when its first trigger runs.  The refusal's message into DIAG. */
+static void assert_limit_exact(const char *id, const char *ph, size_t longest, char *diag,
+			       size_t diaglen)
+{
+	char *fill = repeat('f', SINK_KEY_MAX - longest);
+	char *tpl = g_strconcat(ph, fill, NULL);
+	char *key;
+	assert_int_equal(load_and_render_longest(id, tpl, &key, diag, diaglen), PAL_OK);
+	assert_int_equal(strlen(key), SINK_KEY_MAX);
+	assert_null(pal__sink_check_key(key));
+	free(key);
+	g_free(tpl);
+
+	tpl = g_strconcat(ph, fill, "f", NULL);
+	assert_int_equal(load_and_render_longest(id, tpl, &key, diag, diaglen), PAL_EINVAL);
+	assert_null(key);
+	assert_non_null(strstr(diag, "expands to up to 1001 bytes, more than the 1000"));
+	g_free(tpl);
+	free(fill);
 }
 
 static void test_sink_accepts_every_key_a_valid_job_can_render(void **state)
@@ -295,30 +321,30 @@ static void test_sink_accepts_every_key_a_valid_job_can_render(void **state)
 	const char *ph =
 	    "{job}/{scheduled_at}/{scheduled_date}/{partition}/{trigger}/{request_id}/";
 	size_t longest = 128 + 20 + 10 + 4 + 19 + 128 + 6;
-	char *fill = repeat('f', SINK_KEY_MAX - longest);
-	char *tpl = g_strconcat(ph, fill, NULL);
 	char *key, diag[1024];
-	assert_int_equal(load_and_render_longest(id, tpl, &key, diag, sizeof diag), PAL_OK);
-	assert_int_equal(strlen(key), SINK_KEY_MAX);
-	assert_null(pal__sink_check_key(key));
-	free(key);
-	g_free(tpl);
-
-	/* one byte more of fixed text, and the job is refused when it is loaded,
-	 * not by the service when its first trigger runs */
-	tpl = g_strconcat(ph, fill, "f", NULL);
-	assert_int_equal(load_and_render_longest(id, tpl, &key, diag, sizeof diag), PAL_EINVAL);
-	assert_null(key);
-	assert_non_null(strstr(diag, "expands to up to 1001 bytes, more than the 1000"));
-	g_free(tpl);
+	assert_limit_exact(id, ph, longest, diag, sizeof diag);
 	/* a short id leaves room: {job} counts as this job's id */
-	tpl = g_strconcat(ph, fill, "f", NULL);
+	char *fill = repeat('f', SINK_KEY_MAX - longest + 1);
+	char *tpl = g_strconcat(ph, fill, NULL);
 	assert_int_equal(load_and_render_longest("short.id", tpl, &key, diag, sizeof diag), PAL_OK);
 	assert_true(strlen(key) < SINK_KEY_MAX);
 	assert_null(pal__sink_check_key(key));
 	free(key);
 	g_free(tpl);
 	free(fill);
+	free(id);
+}
+
+static void test_sink_accepts_every_manual_key_a_valid_job_can_render(void **state)
+{
+	(void)state;
+	/* without {request_id}, a manual run's or backfill's key ends in "/" and
+	 * its request id (up to 128 characters): the loader counts those 129 */
+	char *id = repeat('j', 128);
+	const char *ph = "{job}/{scheduled_at}/{scheduled_date}/{partition}/{trigger}/";
+	char diag[1024];
+	assert_limit_exact(id, ph, 128 + 20 + 10 + 4 + 19 + 5 + 1 + 128, diag, sizeof diag);
+	assert_non_null(strstr(diag, "\"/<request id>\" of a manual run's key 129"));
 	free(id);
 }
 
@@ -337,6 +363,7 @@ int main(void)
 	    cmocka_unit_test(test_sink_bodies_refuse_invalid_utf8),
 	    cmocka_unit_test(test_sink_key_limit_is_the_protocol_limit),
 	    cmocka_unit_test(test_sink_accepts_every_key_a_valid_job_can_render),
+	    cmocka_unit_test(test_sink_accepts_every_manual_key_a_valid_job_can_render),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -64,6 +64,61 @@ static void test_template_missing_secret_names_variable_not_value(void **st)
 	assert_non_null(strstr(err, "PAL_TEST_MISSING"));
 }
 
+/* The key a trigger sends: TPL rendered for VARS with request id RID. */
+static char *key_for(const char *tpl, const char *rid)
+{
+	pal_tpl_vars v = vars;
+	v.request_id = rid;
+	char *out = NULL, err[256];
+	assert_int_equal(pal_tpl_render_key(tpl, &v, &out, err, sizeof err), 0);
+	return out;
+}
+
+static void test_template_key_of_scheduled_run_is_the_template(void **st)
+{
+	char *s = key_for("{job}/{scheduled_at}/{partition}", "");
+	assert_string_equal(s, "billing.daily/2026-03-29T01:00:00Z/2");
+	free(s);
+	s = key_for("{job}/{scheduled_at}/{partition}", NULL);
+	assert_string_equal(s, "billing.daily/2026-03-29T01:00:00Z/2");
+	free(s);
+}
+
+static void test_template_key_of_manual_run_ends_in_its_request_id(void **st)
+{
+	char *s = key_for("{job}/{scheduled_at}/{partition}", "INC-4711");
+	assert_string_equal(s, "billing.daily/2026-03-29T01:00:00Z/2/INC-4711");
+	free(s);
+	/* another request id at the same instant: another key */
+	s = key_for("{job}/{scheduled_at}/{partition}", "INC-4712");
+	assert_string_equal(s, "billing.daily/2026-03-29T01:00:00Z/2/INC-4712");
+	free(s);
+}
+
+static void test_template_key_using_request_id_is_rendered_as_written(void **st)
+{
+	char *s = key_for("{job}:{request_id}:{scheduled_at}:{partition}", "INC-4711");
+	assert_string_equal(s, "billing.daily:INC-4711:2026-03-29T01:00:00Z:2");
+	free(s);
+	s = key_for("{job}:{request_id}:{scheduled_at}:{partition}", "");
+	assert_string_equal(s, "billing.daily::2026-03-29T01:00:00Z:2");
+	free(s);
+}
+
+static void test_template_uses_reads_placeholders_as_the_renderer_does(void **st)
+{
+	assert_true(pal_tpl_uses("{job}/{request_id}", "request_id"));
+	assert_true(pal_tpl_uses("{{request_id}}", "request_id"));
+	assert_false(pal_tpl_uses("{job}/{scheduled_at}/{partition}", "request_id"));
+	assert_false(pal_tpl_uses("{request_idx}/{xrequest_id}/{request_id", "request_id"));
+	assert_false(pal_tpl_uses("request_id", "request_id"));
+	/* a name that is not a placeholder is literal text in the key: with a
+	 * request id the suffix is still added */
+	char *s = key_for("{job}/{scheduled_at}/{request_idx}", "R1");
+	assert_string_equal(s, "billing.daily/2026-03-29T01:00:00Z/{request_idx}/R1");
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -72,6 +127,10 @@ int main(void)
 		cmocka_unit_test(test_template_url_encodes_values),
 		cmocka_unit_test(test_template_secrets_resolved_only_when_asked),
 		cmocka_unit_test(test_template_missing_secret_names_variable_not_value),
+		cmocka_unit_test(test_template_key_of_scheduled_run_is_the_template),
+		cmocka_unit_test(test_template_key_of_manual_run_ends_in_its_request_id),
+		cmocka_unit_test(test_template_key_using_request_id_is_rendered_as_written),
+		cmocka_unit_test(test_template_uses_reads_placeholders_as_the_renderer_does),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
