@@ -51,7 +51,7 @@ PROGS += $(BIN)/palisade-sink
 endif
 
 .PHONY: all deps test unit integration asan chaos bench demo clean format lint help reference fuzz docs man \
-	install uninstall check-install check-units check-runner
+	install uninstall check-install check-units check-runner check-openapi
 
 # Plain `make` only builds: ops/deps.sh --check names the missing packages
 # and the one command that installs them.  The goals that run things (test,
@@ -152,7 +152,7 @@ test: all
 	@bash tests/run-unit.sh $(O)
 	@if [ "$(REFERENCE)" = 1 ]; then python3 tests/reference/cron_reference.py --bin $(BIN)/palisade; fi
 	@LOAD_SECONDS=$(LOAD_SECONDS) PALISADE_BIN=$(abspath $(BIN)) PALISADE_ITESTS=$(abspath $(O)/itests) bash tests/integration/run.sh
-	@$(MAKE) --no-print-directory check-install check-units check-runner
+	@$(MAKE) --no-print-directory check-install check-units check-runner check-openapi
 
 # Every fault drill (chaos/run.sh), each with its verdict line and JSON
 # report; the long variants: 180 s of load in the controller fault drill,
@@ -300,6 +300,14 @@ check-runner: $(PROGS)
 	@out=$$(bash tests/integration/selfcheck/scope.sh 2>&1) && \
 		echo "check-runner: the wait and check helpers leave their callers' variables alone" || \
 		{ echo "$$out"; echo "check-runner: a helper's local shadows its caller's (tests/integration/selfcheck/scope.sh)"; exit 1; }
+
+# The OpenAPI document of /api/v1 is linted (@redocly/cli, installed into
+# build/node by ops/deps.sh); the contract test (test_api_contract.sh) checks
+# that the node answers as it says.
+check-openapi:
+	@REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true \
+		build/node/node_modules/.bin/redocly lint --format=summary docs/api/openapi.json && \
+		echo "check-openapi: docs/api/openapi.json is valid OpenAPI 3.1 (redocly lint)"
 
 # systemd-analyze verify on the units as installed (their binaries exist).
 check-units: $(PROGS)

@@ -30,6 +30,8 @@ PACKAGES=(
 	prometheus                               # promtool: the metrics text and the alert rules are checked in make test
 	chromium                                 # headless browser of the console test (tests/integration/test_console.sh)
 	systemd                                  # systemd-analyze verify of the units (make test: check-units)
+	python3-jsonschema                       # the API's contract test (tests/integration/api_contract.py)
+	nodejs                                   # runs @redocly/cli, the OpenAPI linter of make test (below)
 )
 # What plain `make` needs (compilers, headers, scdoc for the man pages is
 # optional); servers and test tools come with `make deps`/`test`/`demo`.
@@ -48,7 +50,22 @@ for p in "${PACKAGES[@]}"; do
 		missing+=("$p")
 	fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+# @redocly/cli, the linter of docs/api/openapi.json in make test, from npm into
+# build/node (a directory of the project, not system-wide), pinned; only when
+# missing.  npm comes with Node.js (else Debian's npm package).
+redocly() {
+	[ -z "${1:-}" ] || return 0
+	local dir=build/node version=2.77.0
+	[ -x "$dir/node_modules/.bin/redocly" ] && return 0
+	command -v npm >/dev/null || { echo "ops/deps.sh: npm missing: apt-get install npm" >&2; return 1; }
+	echo "ops/deps.sh: installing @redocly/cli@$version into $dir" >&2
+	mkdir -p "$dir"
+	npm install --prefix "$dir" --no-audit --no-fund --silent "@redocly/cli@$version" >&2
+}
+if [ ${#missing[@]} -eq 0 ]; then
+	redocly "${1:-}"
+	exit
+fi
 if [ "${1:-}" = --check ]; then
 	echo "make: missing packages to build palisade: ${missing[*]}" >&2
 	echo "make: install them with:  make deps   (or: sudo apt-get install -y ${missing[*]})" >&2
@@ -67,4 +84,5 @@ if [ -z "$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -mtime -1 2>/d
 	"${SUDO[@]}" apt-get update -qq
 fi
 "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+redocly "${1:-}"
 echo "ops/deps.sh: done" >&2

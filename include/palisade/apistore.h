@@ -47,6 +47,11 @@ PAL_MUST_CHECK int pal_apistore_idem_finish(pal_store *st, const char *token, co
 PAL_MUST_CHECK int pal_apistore_job_tenant(pal_store *st, const char *job_id, char tenant[65],
 					   char *err, size_t errlen);
 
+/* The job of trigger ID into JOB (129 bytes) and its tenant into TENANT
+ * (65 bytes); PAL_ENOENT when there is no such trigger. */
+PAL_MUST_CHECK int pal_apistore_trigger_job(pal_store *st, int64_t id, char job[129],
+					    char tenant[65], char *err, size_t errlen);
+
 /* Jobs ordered by id, after cursor AFTER, filtered by TENANT and GROUP
  * (NULL: any) and RETIRED (false: live jobs only): [{job_id tenant group
  * shard latest_version active_version created_at updated_at retired_at

@@ -87,6 +87,20 @@ PAL_MUST_CHECK int pal_ops_unsuspend(pal_store *st, const char *job_id, const ch
 				     const char *reason, pal_resume_result *res, char *err,
 				     size_t errlen);
 
+/*
+ * The gates of `suspend` for the apply AP in flight on ST (the connection it
+ * runs on), just before its commit: close the gate (pal_ops_suspend) of each
+ * job of SUSPENDED (a JSON array of ids: the jobs whose file says suspend:
+ * true) that has none, and lift the 'spec' gate (pal_ops_unsuspend) of each
+ * job that DEFINED(CTX, ID) says the files define and that is not in
+ * SUSPENDED.  The ids go to CLOSED and LIFTED (JSON arrays, appended).  On an
+ * error AP is aborted (nothing stored) and the code returned.
+ */
+PAL_MUST_CHECK int pal_store_apply_spec_gates(pal_apply *ap, pal_store *st, const json_t *suspended,
+					      bool (*defined)(void *ctx, const char *id), void *ctx,
+					      const char *actor, json_t *closed, json_t *lifted,
+					      char *err, size_t errlen);
+
 /* ---- reading --------------------------------------------------------------- */
 
 /* Attempts of trigger ID, oldest first: [{id fence node claimed_at ended_at

@@ -28,13 +28,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <glib.h>
 #include <jansson.h>
 #include "palisade/api.h"
 #include "palisade/apistore.h"
+#include "palisade/jobfile.h"
+#include "palisade/keyhorizon.h"
 #include "palisade/lifecycle.h"
 #include "palisade/log.h"
 #include "palisade/ops.h"
+#include "palisade/plandiff.h"
 #include "palisade/store.h"
 #include "palisade/timefmt.h"
 #include "palisade/tokens.h"
@@ -42,6 +46,7 @@
 #define PAGE_DEFAULT 100
 #define PAGE_MAX 1000
 #define BACKFILL_MAX 1000
+#define DIFF_COUNT 5 /* instants per job of a dry run (plan diff's default) */
 #define PROBLEM_BASE "urn:palisade:problem:"
 
 struct pal_api {
@@ -222,6 +227,21 @@ static char *tenants_literal(const pal_token_identity *w)
 	return g_string_free(s, FALSE);
 }
 
+/* The token sees TENANT; otherwise a problem: 403 for a write, 404 ("no
+ * WHAT NAME", as if it did not exist) for a read. */
+static bool tenant_allowed(call *c, const char *tenant, bool write, const char *what,
+			   const char *name)
+{
+	if (pal_token_sees_tenant(&c->who, tenant))
+		return true;
+	if (write)
+		problem(c, 403, "forbidden-tenant", "Not your tenant",
+			"token %s may not act on tenant %s", c->who.name, tenant);
+	else
+		problem(c, 404, "not-found", "Not found", "no %s \"%.64s\"", what, name);
+	return false;
+}
+
 /*
  * The job of path argument 0 is visible to the token: true when it
  * exists and the token sees its tenant.  Otherwise a problem: 404 for a
@@ -241,14 +261,7 @@ static bool job_visible(call *c, bool write)
 		problem_rc(c, rc, err);
 		return false;
 	}
-	if (pal_token_sees_tenant(&c->who, tenant))
-		return true;
-	if (write)
-		problem(c, 403, "forbidden-tenant", "Not your tenant",
-			"token %s may not act on tenant %s", c->who.name, tenant);
-	else
-		problem(c, 404, "not-found", "Not found", "no job \"%s\"", id);
-	return false;
+	return tenant_allowed(c, tenant, write, "job", id);
 }
 
 /* A token limited to tenants may not use this route. */
@@ -524,21 +537,152 @@ static void h_job_cancel(call *c)
 		cancel(c, 0, c->arg[0]);
 }
 
-static void h_triggers(call *c)
+/* Trigger {id} of the path: its id, visible to the token (as job_visible). */
+static bool trigger_visible(call *c, bool write, int64_t *id)
 {
-	const char *job = query(c, "job");
-	int limit;
-	if (!job) {
-		problem(c, 400, "bad-parameter", "Bad parameter",
-			"job is required: triggers are listed per job (?job=ID)");
+	char *end, job[129], tenant[65], err[512];
+	long long v = strtoll(c->arg[0], &end, 10);
+	if (*end || v <= 0) {
+		problem(c, 404, "not-found", "Not found", "no trigger \"%.40s\"", c->arg[0]);
+		return false;
+	}
+	*id = v;
+	int rc = pal_apistore_trigger_job(c->api->st, v, job, tenant, err, sizeof err);
+	if (rc) {
+		problem_rc(c, rc, err);
+		return false;
+	}
+	return tenant_allowed(c, tenant, write, "trigger", c->arg[0]);
+}
+
+static void h_trigger_cancel(call *c)
+{
+	int64_t id;
+	if (trigger_visible(c, true, &id))
+		cancel(c, id, NULL);
+}
+
+static void h_trigger_attempts(call *c)
+{
+	int64_t id;
+	json_t *rows;
+	char err[1024];
+	if (!trigger_visible(c, false, &id))
+		return;
+	int rc = pal_store_attempts_json(c->api->st, id, &rows, err, sizeof err);
+	if (rc)
+		problem_rc(c, rc, err);
+	else
+		ok(c, 200, json_pack("{s:o}", "items", rows));
+}
+
+/* An RFC 3339 instant of the body (FIELD) into *out; absent: PAL_OPS_NOW. */
+static bool body_time(call *c, const char *field, bool required, int64_t *out)
+{
+	const char *s;
+	*out = PAL_OPS_NOW;
+	if (!body_str(c, field, &s))
+		return false;
+	if (!s && !required)
+		return true;
+	if (!s || pal_parse_rfc3339(s, out)) {
+		problem(c, 422, "invalid", "Invalid request",
+			"\"%s\": expected an RFC 3339 instant (2026-01-01T00:00:00Z)", field);
+		return false;
+	}
+	return true;
+}
+
+static void h_job_backfill(call *c)
+{
+	const char *why, *rid;
+	int64_t from, to;
+	if (!job_visible(c, true) || !reason(c, false, &why) ||
+	    !body_time(c, "from", true, &from) || !body_time(c, "to", true, &to) ||
+	    !body_str(c, "request_id", &rid))
+		return;
+	json_t *mx = json_object_get(c->body, "max");
+	if (mx && (!json_is_integer(mx) || json_integer_value(mx) < 1)) {
+		problem(c, 422, "invalid", "Invalid request", "\"max\" must be a positive integer");
 		return;
 	}
-	if (!page_limit(c, &limit))
+	if (!rid)
+		rid = header(c, "Idempotency-Key");
+	char uuid[37], err[1024];
+	if (!rid && pal_ops_uuid4(uuid) == 0)
+		rid = uuid;
+	if (!rid || !pal_ops_request_id_ok(rid)) {
+		problem(c, 422, "invalid", "Invalid request",
+			"request_id: expected 1-128 characters of A-Z a-z 0-9 . _ : -");
 		return;
+	}
+	pal_backfill_result r;
+	int rc = pal_ops_backfill(c->api->st, c->arg[0], from, to,
+				  mx ? json_integer_value(mx) : BACKFILL_MAX, rid, c->who.name, why,
+				  &r, err, sizeof err);
+	if (rc)
+		problem_rc(c, rc, err);
+	else
+		ok(c, 200,
+		   json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "job_id", c->arg[0], "request_id",
+			     rid, "instants", (json_int_t)r.instants, "excluded",
+			     (json_int_t)r.excluded, "rows", (json_int_t)r.rows, "inserted",
+			     (json_int_t)r.inserted));
+}
+
+static void h_job_release(call *c)
+{
+	const char *why;
+	char err[1024];
+	if (!job_visible(c, true) || !reason(c, false, &why))
+		return;
+	int rc =
+	    pal_store_release_quarantine(c->api->st, c->arg[0], c->who.name, why, err, sizeof err);
+	if (rc)
+		problem_rc(c, rc, err);
+	else
+		ok(c, 200, json_pack("{s:s, s:b}", "job_id", c->arg[0], "released", 1));
+}
+
+/* A per-job list's ?job= (required, visible to the token: into arg 0) and
+ * ?limit=; false (problem set) otherwise. */
+static bool job_query(call *c, const char *what, int *limit)
+{
+	const char *job = query(c, "job");
+	if (!job) {
+		problem(c, 400, "bad-parameter", "Bad parameter",
+			"job is required: %s are listed per job (?job=ID)", what);
+		return false;
+	}
+	if (!page_limit(c, limit))
+		return false;
 	snprintf(c->argbuf[0], sizeof c->argbuf[0], "%s", job);
 	c->arg[0] = c->argbuf[0];
-	if (!job_visible(c, false))
+	return job_visible(c, false);
+}
+
+static void h_misfires(call *c)
+{
+	int limit;
+	if (!job_query(c, "misfires", &limit))
 		return;
+	const char *job = c->arg[0];
+	json_t *rows;
+	char err[1024];
+	int rc = pal_store_misfires_json(c->api->st, job, PAL_OPS_NOW, PAL_OPS_NOW, limit, &rows,
+					 err, sizeof err);
+	if (rc)
+		problem_rc(c, rc, err);
+	else
+		ok(c, 200, json_pack("{s:o}", "items", rows));
+}
+
+static void h_triggers(call *c)
+{
+	int limit;
+	if (!job_query(c, "triggers", &limit))
+		return;
+	const char *job = c->arg[0];
 	json_t *rows;
 	char *next, err[1024];
 	int rc = pal_apistore_triggers_page(c->api->st, job, query(c, "state"), query(c, "cursor"),
@@ -762,6 +906,133 @@ static void h_token_revoke(call *c)
 		ok(c, 200, json_pack("{s:s, s:b}", "token", c->arg[0], "revoked", 1));
 }
 
+/* The problem of an invalid job file: every diagnostic as {file line
+ * column message}, as `palisade validate` prints them. */
+static void problem_diags(call *c, const pal_diags *d)
+{
+	problem(c, 422, "invalid-job-file", "Invalid job file", "%zu error%s; nothing applied",
+		d->n, d->n == 1 ? "" : "s");
+	json_t *errs = json_array();
+	for (size_t i = 0; i < d->n; i++)
+		json_array_append_new(errs, json_pack("{s:s, s:i, s:i, s:s}", "file",
+						      d->v[i].file ? d->v[i].file : "", "line",
+						      d->v[i].line, "column", d->v[i].col,
+						      "message", d->v[i].msg));
+	json_object_set_new(c->out, "errors", errs);
+}
+
+/* pal_store_apply_spec_gates()'s question: does the body define job ID? */
+static bool set_defines(void *ctx, const char *id)
+{
+	const pal_jobset *set = ctx;
+	for (size_t i = 0; i < set->n; i++)
+		if (!strcmp(set->jobs[i].id, id))
+			return true;
+	return false;
+}
+
+static const char *const outcome_word[] = {"created", "updated", "unchanged"};
+
+/* Store SET as `palisade apply` does, its suspend gates included. */
+static void apply_set(call *c, const pal_jobset *set, const char *why)
+{
+	char err[1024];
+	pal_apply *ap;
+	pal_apply_result *res = calloc(set->n ? set->n : 1, sizeof *res);
+	json_t *closed = json_array(), *lifted = json_array(), *susp = json_array();
+	for (size_t i = 0; i < set->n; i++)
+		if (set->jobs[i].suspend)
+			json_array_append_new(susp, json_string(set->jobs[i].id));
+	int rc = res ? pal_store_apply_begin(c->api->st, c->who.name, why, c->api->default_shards,
+					     &ap, err, sizeof err)
+		     : PAL_ENOMEM;
+	if (!rc && (rc = pal_store_apply_add(ap, set->jobs, set->n, res, err, sizeof err)))
+		pal_store_apply_abort(ap);
+	if (!rc)
+		rc = pal_store_apply_spec_gates(ap, c->api->st, susp, set_defines, (void *)set,
+						c->who.name, closed, lifted, err, sizeof err);
+	if (!rc)
+		rc = pal_store_apply_commit(ap, err, sizeof err);
+	if (rc) {
+		problem_rc(c, rc, rc == PAL_ENOMEM ? "out of memory" : err);
+	} else {
+		json_t *jobs = json_array();
+		for (size_t i = 0; i < set->n; i++)
+			json_array_append_new(jobs, json_pack("{s:s, s:s, s:i}", "job_id",
+							      set->jobs[i].id, "outcome",
+							      outcome_word[res[i].outcome],
+							      "version", res[i].version));
+		ok(c, 200,
+		   json_pack("{s:b, s:o, s:O, s:O}", "dry_run", 0, "jobs", jobs, "suspended",
+			     closed, "resumed", lifted));
+	}
+	json_decref(closed);
+	json_decref(lifted);
+	json_decref(susp);
+	free(res);
+}
+
+static void h_apply(call *c)
+{
+	const pal_api_request *req = c->req;
+	const char *ct = header(c, "Content-Type");
+	if (!ct || (strncasecmp(ct, "application/yaml", 16) &&
+		    strncasecmp(ct, "application/x-yaml", 18) && strncasecmp(ct, "text/yaml", 9))) {
+		problem(c, 415, "unsupported-media-type", "Unsupported media type",
+			"apply takes the job file itself: Content-Type: application/yaml");
+		return;
+	}
+	const char *dry = query(c, "dry_run");
+	if (dry && strcmp(dry, "true") && strcmp(dry, "false")) {
+		problem(c, 400, "bad-parameter", "Bad parameter",
+			"dry_run: expected true or false");
+		return;
+	}
+	const char *file = query(c, "file");
+	pal_jobset set = {0};
+	pal_diags diags = {0};
+	int rc = pal_jobfile_load_buffer(file ? file : "request.yaml", req->body ? req->body : "",
+					 req->body_len, &set, &diags);
+	for (size_t i = 0; i < set.n; i++)
+		if (pal_job_key_horizon_check(&set.jobs[i], c->api->key_retention_ms, &diags))
+			rc = PAL_EINVAL;
+	if (rc || diags.n) {
+		problem_diags(c, &diags);
+		goto out;
+	}
+	for (size_t i = 0; i < set.n; i++)
+		if (!pal_token_sees_tenant(&c->who, set.jobs[i].tenant)) {
+			problem(
+			    c, 403, "forbidden-tenant", "Not your tenant",
+			    "job %s is of tenant %s; token %s may not act on it; nothing applied",
+			    set.jobs[i].id, set.jobs[i].tenant, c->who.name);
+			goto out;
+		}
+	if (dry && !strcmp(dry, "true")) {
+		/* what `plan diff` shows; nothing is written */
+		json_t *jobs = json_array();
+		int64_t now = (int64_t)time(NULL);
+		char err[1024];
+		for (size_t i = 0; i < set.n; i++) {
+			pal_plan_diff d;
+			if ((rc = pal_plan_diff_job(c->api->st, &set.jobs[i], now, DIFF_COUNT, &d,
+						    err, sizeof err))) {
+				json_decref(jobs);
+				problem_rc(c, rc, err);
+				goto out;
+			}
+			json_array_append_new(jobs, pal_plan_diff_json(&d, set.jobs[i].id));
+			pal_plan_diff_clear(&d);
+		}
+		ok(c, 200, json_pack("{s:b, s:o}", "dry_run", 1, "jobs", jobs));
+		goto out;
+	}
+	apply_set(c, &set, query(c, "reason") ? query(c, "reason") : "");
+out:
+	pal_jobset_free(&set);
+	pal_diags_free(&diags);
+}
+
 /* ---- routes ----------------------------------------------------------------- */
 
 typedef struct route {
@@ -769,32 +1040,39 @@ typedef struct route {
 	const char *pattern; /* segments; "*" captures one */
 	pal_role role;	     /* PAL_ROLE_NONE: no token needed */
 	void (*fn)(call *c);
+	bool raw_body; /* the handler reads the body itself (not JSON) */
 } route;
 
 static const route routes[] = {
-    {"GET", "/api/v1/openapi.json", PAL_ROLE_NONE, h_openapi},
-    {"GET", "/api/v1/status", PAL_ROLE_VIEWER, h_status},
-    {"GET", "/api/v1/jobs", PAL_ROLE_VIEWER, h_jobs},
-    {"GET", "/api/v1/jobs/*", PAL_ROLE_VIEWER, h_job},
-    {"POST", "/api/v1/jobs/*/pause", PAL_ROLE_OPERATOR, h_job_pause},
-    {"POST", "/api/v1/jobs/*/resume", PAL_ROLE_OPERATOR, h_job_resume},
-    {"POST", "/api/v1/jobs/*/trigger", PAL_ROLE_OPERATOR, h_job_trigger},
-    {"POST", "/api/v1/jobs/*/cancel", PAL_ROLE_OPERATOR, h_job_cancel},
-    {"POST", "/api/v1/groups/*/pause", PAL_ROLE_OPERATOR, h_group_pause},
-    {"POST", "/api/v1/groups/*/resume", PAL_ROLE_OPERATOR, h_group_resume},
-    {"POST", "/api/v1/tenants/*/pause", PAL_ROLE_OPERATOR, h_tenant_pause},
-    {"POST", "/api/v1/tenants/*/resume", PAL_ROLE_OPERATOR, h_tenant_resume},
-    {"POST", "/api/v1/pause", PAL_ROLE_OPERATOR, h_all_pause},
-    {"POST", "/api/v1/resume", PAL_ROLE_OPERATOR, h_all_resume},
-    {"GET", "/api/v1/triggers", PAL_ROLE_VIEWER, h_triggers},
-    {"GET", "/api/v1/tickets", PAL_ROLE_VIEWER, h_tickets},
-    {"GET", "/api/v1/tickets/*", PAL_ROLE_VIEWER, h_ticket},
-    {"POST", "/api/v1/tickets/*/resolve", PAL_ROLE_OPERATOR, h_ticket_resolve},
-    {"GET", "/api/v1/gates", PAL_ROLE_VIEWER, h_gates},
-    {"GET", "/api/v1/audit", PAL_ROLE_VIEWER, h_audit},
-    {"GET", "/api/v1/tokens", PAL_ROLE_ADMIN, h_tokens},
-    {"POST", "/api/v1/tokens", PAL_ROLE_ADMIN, h_token_create},
-    {"POST", "/api/v1/tokens/*/revoke", PAL_ROLE_ADMIN, h_token_revoke},
+    {"GET", "/api/v1/openapi.json", PAL_ROLE_NONE, h_openapi, false},
+    {"GET", "/api/v1/status", PAL_ROLE_VIEWER, h_status, false},
+    {"POST", "/api/v1/apply", PAL_ROLE_ADMIN, h_apply, true},
+    {"GET", "/api/v1/jobs", PAL_ROLE_VIEWER, h_jobs, false},
+    {"GET", "/api/v1/jobs/*", PAL_ROLE_VIEWER, h_job, false},
+    {"POST", "/api/v1/jobs/*/pause", PAL_ROLE_OPERATOR, h_job_pause, false},
+    {"POST", "/api/v1/jobs/*/resume", PAL_ROLE_OPERATOR, h_job_resume, false},
+    {"POST", "/api/v1/jobs/*/trigger", PAL_ROLE_OPERATOR, h_job_trigger, false},
+    {"POST", "/api/v1/jobs/*/cancel", PAL_ROLE_OPERATOR, h_job_cancel, false},
+    {"POST", "/api/v1/groups/*/pause", PAL_ROLE_OPERATOR, h_group_pause, false},
+    {"POST", "/api/v1/groups/*/resume", PAL_ROLE_OPERATOR, h_group_resume, false},
+    {"POST", "/api/v1/tenants/*/pause", PAL_ROLE_OPERATOR, h_tenant_pause, false},
+    {"POST", "/api/v1/tenants/*/resume", PAL_ROLE_OPERATOR, h_tenant_resume, false},
+    {"POST", "/api/v1/pause", PAL_ROLE_OPERATOR, h_all_pause, false},
+    {"POST", "/api/v1/resume", PAL_ROLE_OPERATOR, h_all_resume, false},
+    {"POST", "/api/v1/jobs/*/backfill", PAL_ROLE_OPERATOR, h_job_backfill, false},
+    {"POST", "/api/v1/jobs/*/release", PAL_ROLE_OPERATOR, h_job_release, false},
+    {"GET", "/api/v1/triggers", PAL_ROLE_VIEWER, h_triggers, false},
+    {"POST", "/api/v1/triggers/*/cancel", PAL_ROLE_OPERATOR, h_trigger_cancel, false},
+    {"GET", "/api/v1/triggers/*/attempts", PAL_ROLE_VIEWER, h_trigger_attempts, false},
+    {"GET", "/api/v1/misfires", PAL_ROLE_VIEWER, h_misfires, false},
+    {"GET", "/api/v1/tickets", PAL_ROLE_VIEWER, h_tickets, false},
+    {"GET", "/api/v1/tickets/*", PAL_ROLE_VIEWER, h_ticket, false},
+    {"POST", "/api/v1/tickets/*/resolve", PAL_ROLE_OPERATOR, h_ticket_resolve, false},
+    {"GET", "/api/v1/gates", PAL_ROLE_VIEWER, h_gates, false},
+    {"GET", "/api/v1/audit", PAL_ROLE_VIEWER, h_audit, false},
+    {"GET", "/api/v1/tokens", PAL_ROLE_ADMIN, h_tokens, false},
+    {"POST", "/api/v1/tokens", PAL_ROLE_ADMIN, h_token_create, false},
+    {"POST", "/api/v1/tokens/*/revoke", PAL_ROLE_ADMIN, h_token_revoke, false},
 };
 
 /* PATH matches PATTERN; the captured segments go to C's args. */
@@ -940,7 +1218,9 @@ static void run(call *c)
 		return;
 	}
 	char err[1024];
-	if (!parse_body(c))
+	if (r->raw_body)
+		c->body = json_object();
+	else if (!parse_body(c))
 		return;
 	if (pal_apistore_identity(c->api->st, pal_role_name(c->who.role), req->client, err,
 				  sizeof err)) {

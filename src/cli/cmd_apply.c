@@ -160,6 +160,12 @@ static bool opener_drop(struct opener *o)
 	return true;
 }
 
+/* pal_store_apply_spec_gates()'s question: did a file define job ID? */
+static bool loader_seen(void *ctx, const char *id)
+{
+	return pal_jobloader_seen(ctx, id);
+}
+
 /* The state of one apply run. */
 struct run {
 	pal_cli_common *c;
@@ -354,50 +360,16 @@ int pal_cmd_apply(int argc, char **argv)
 			r.ap = NULL;
 		}
 	}
-	/* The gates of `suspend`: computed before the commit (what the job
-	 * files ask for), changed after it, each as its own audited pause or
-	 * resume.  Only jobs whose gate must change cost a round trip. */
-	GPtrArray *close = g_ptr_array_new(), *lift = g_ptr_array_new();
-	json_t *gates = NULL;
-	if (!rc && !r.db_ec) {
-		rc = pal_store_apply_sync(r.ap, err, sizeof err);
-		if (!rc)
-			rc = pal_store_job_gates(r.st, &gates, err, sizeof err);
-		if (rc) {
-			pal_store_apply_abort(r.ap);
-			r.ap = NULL;
-		}
-	}
-	GHashTable *susp = g_hash_table_new(g_str_hash, g_str_equal);
+	/* The gates of `suspend`, in the apply transaction, just before its
+	 * commit; each an audited pause or resume. */
+	json_t *close = json_array(), *lift = json_array(), *susp = json_array();
 	for (guint i = 0; i < r.suspended->len; i++)
-		g_hash_table_add(susp, r.suspended->pdata[i]);
-	if (!rc && !r.db_ec) {
-		for (guint i = 0; i < r.suspended->len; i++)
-			if (!json_object_get(gates, r.suspended->pdata[i]))
-				g_ptr_array_add(close, r.suspended->pdata[i]);
-		const char *job;
-		json_t *src;
-		json_object_foreach(gates, job, src)
-		if (!strcmp(json_string_value(src), "spec") && pal_jobloader_seen(l, job) &&
-		    !g_hash_table_contains(susp, job))
-			g_ptr_array_add(lift, (gpointer)job);
-	}
+		json_array_append_new(susp, json_string(r.suspended->pdata[i]));
+	if (!rc && !r.db_ec)
+		rc = pal_store_apply_spec_gates(r.ap, r.st, susp, loader_seen, l, pal_cli_actor(),
+						close, lift, err, sizeof err);
+	json_decref(susp);
 	pal_jobloader_free(l);
-	/* The gates, in the apply transaction (just before its commit: the
-	 * gates lock, which claims wait for, is held for milliseconds). */
-	for (guint i = 0; !rc && !r.db_ec && i < close->len; i++) {
-		pal_pause_result pr;
-		if ((rc = pal_ops_suspend(r.st, close->pdata[i], pal_cli_actor(),
-					  "suspend: true in the job file", &pr, err, sizeof err)))
-			pal_store_apply_abort(r.ap);
-	}
-	for (guint i = 0; !rc && !r.db_ec && i < lift->len; i++) {
-		pal_resume_result rr;
-		if ((rc = pal_ops_unsuspend(r.st, lift->pdata[i], pal_cli_actor(),
-					    "suspend no longer set in the job file", &rr, err,
-					    sizeof err)))
-			pal_store_apply_abort(r.ap);
-	}
 	if (!rc && !r.db_ec) {
 		if (dry)
 			pal_store_apply_abort(r.ap);
@@ -443,16 +415,17 @@ int pal_cmd_apply(int argc, char **argv)
 	}
 	size_t extra = n_ret;
 	for (int k = 0; k < 2; k++) {
-		GPtrArray *g = k ? lift : close;
-		for (guint i = 0; i < g->len; i++) {
+		json_t *g = k ? lift : close;
+		for (size_t i = 0; i < json_array_size(g); i++) {
+			const char *id = json_string_value(json_array_get(g, i));
 			extra++;
 			if (c.json)
 				fprintf(r.out,
 					"%s  {\n    \"job_id\": \"%s\",\n    \"outcome\": \"%s\"\n  }",
 					r.count[0] + r.count[1] + r.count[2] + extra > 1 ? ",\n" : "",
-					(char *)g->pdata[i], k ? w_lift : w_sus);
+					id, k ? w_lift : w_sus);
 			else
-				fprintf(r.out, "%-9s %s (%s)\n", k ? w_lift : w_sus, (char *)g->pdata[i],
+				fprintf(r.out, "%-9s %s (%s)\n", k ? w_lift : w_sus, id,
 					k ? "suspend no longer set: its gate is lifted"
 					  : "suspend: true: its gate is closed");
 		}
@@ -474,8 +447,9 @@ int pal_cmd_apply(int argc, char **argv)
 		       r.count[2]);
 		if (prune)
 			printf(", %zu retired", n_ret);
-		if (close->len || lift->len)
-			printf(", %u suspended, %u resumed", close->len, lift->len);
+		if (json_array_size(close) || json_array_size(lift))
+			printf(", %zu suspended, %zu resumed", json_array_size(close),
+			       json_array_size(lift));
 		printf("%s\n", dry ? " (dry run: nothing stored)" : "");
 		if (late)
 			printf("%lld more %s of retired jobs planned before their last version took "
@@ -483,10 +457,8 @@ int pal_cmd_apply(int argc, char **argv)
 			       (long long)late, late == 1 ? "trigger" : "triggers");
 	}
 out:
-	json_decref(gates);
-	g_hash_table_destroy(susp);
-	g_ptr_array_free(close, TRUE);
-	g_ptr_array_free(lift, TRUE);
+	json_decref(close);
+	json_decref(lift);
 	g_ptr_array_free(gone, TRUE);
 	g_ptr_array_free(r.suspended, TRUE);
 	free(gres);

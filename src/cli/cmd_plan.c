@@ -10,6 +10,7 @@
 #include "palisade/cli.h"
 #include "palisade/err.h"
 #include "palisade/jobfile.h"
+#include "palisade/plandiff.h"
 #include "palisade/schedule.h"
 #include "palisade/timefmt.h"
 #include "cli_int.h"
@@ -24,32 +25,6 @@ static void usage(FILE *fp)
 		"spec.  Lines: '-' only in the stored plan, '+' only in the new one, ' ' both;\n"
 		"'x' marks an instant that falls on an excluded date.  Nothing is written.\n"
 		"Exit: 0 shown, 65 invalid files, 69 database unreachable.\n");
-}
-
-/* Up to N instants of spec S after FROM into out[]; returns how many, or -1. */
-static int instants(const pal_job_spec *s, int64_t from, int n, int64_t *out, bool *ex,
-		    char *err, size_t errlen)
-{
-	pal_schedule *sc;
-	if (pal_schedule_open(s, &sc, err, errlen))
-		return -1;
-	int k = 0;
-	int64_t t = from;
-	while (k < n && pal_schedule_next(sc, t, &out[k], &ex[k]) == PAL_OK)
-		t = out[k++];
-	pal_schedule_close(sc);
-	return k;
-}
-
-static json_t *list_json(const int64_t *v, const bool *ex, int n)
-{
-	json_t *a = json_array();
-	char buf[32];
-	for (int i = 0; i < n; i++) {
-		pal_fmt_rfc3339(v[i], buf, sizeof buf);
-		json_array_append_new(a, json_pack("{s:s, s:b}", "at", buf, "excluded", ex[i]));
-	}
-	return a;
 }
 
 /* Merge two ascending lists and print them diff-style. */
@@ -76,76 +51,25 @@ static void print_merge(const int64_t *a, const bool *aex, int na, const int64_t
 
 static int diff_job(pal_store *st, const pal_job_spec *s, int64_t from, int count, json_t *out)
 {
-	char err[1024], hex[65];
-	char *canon = NULL;
-	json_t *old_json = NULL;
-	int old_version = 0;
-	int rc = pal_store_latest_spec(st, s->id, &old_json, &old_version, err, sizeof err);
-	if (rc && rc != PAL_ENOENT) {
+	char err[1024];
+	pal_plan_diff d;
+	int rc = pal_plan_diff_job(st, s, from, count, &d, err, sizeof err);
+	if (rc) {
 		pal_cli_err("plan diff", "%s", err);
-		return PAL_EXIT_UNAVAIL;
-	}
-	if (pal_job_spec_digest(s, &canon, hex)) {
-		pal_cli_err("plan diff", "job %s: cannot canonicalise", s->id);
-		json_decref(old_json);
-		return PAL_EXIT_SOFTWARE;
-	}
-	free(canon);
-	const char *status = "new";
-	pal_job_spec old = { 0 };
-	bool have_old = false;
-	if (old_json) {
-		const char *old_digest = NULL;
-		if (pal_job_spec_from_canonical(old_json, &old, err, sizeof err)) {
-			pal_cli_err("plan diff", "job %s v%d: %s", s->id, old_version, err);
-			json_decref(old_json);
-			return PAL_EXIT_SOFTWARE;
-		}
-		have_old = true;
-		char *oc = NULL, ohex[65];
-		if (!pal_job_spec_digest(&old, &oc, ohex))
-			old_digest = ohex;
-		free(oc);
-		status = old_digest && !strcmp(old_digest, hex) ? "unchanged" : "changed";
-		json_decref(old_json);
-	}
-	int64_t *a = calloc((size_t)count * 2, sizeof *a);
-	bool *aex = calloc((size_t)count * 2, sizeof *aex);
-	if (!a || !aex) {
-		free(a), free(aex);
-		if (have_old)
-			pal_job_spec_clear(&old);
-		return PAL_EXIT_SOFTWARE;
-	}
-	int64_t *b = a + count;
-	bool *bex = aex + count;
-	int na = 0, nb = instants(s, from, count, b, bex, err, sizeof err);
-	if (nb >= 0 && have_old)
-		na = instants(&old, from, count, a, aex, err, sizeof err);
-	if (have_old)
-		pal_job_spec_clear(&old);
-	if (na < 0 || nb < 0) {
-		pal_cli_err("plan diff", "%s", err);
-		free(a), free(aex);
-		return PAL_EXIT_DATAERR;
+		return rc == PAL_EDB ? PAL_EXIT_UNAVAIL
+				     : rc == PAL_EINVAL ? PAL_EXIT_DATAERR : PAL_EXIT_SOFTWARE;
 	}
 	if (out) {
-		json_t *o = json_pack("{s:s, s:s, s:o}", "job_id", s->id, "status", status, "new",
-				      list_json(b, bex, nb));
-		if (have_old) {
-			json_object_set_new(o, "stored_version", json_integer(old_version));
-			json_object_set_new(o, "stored", list_json(a, aex, na));
-		}
-		json_array_append_new(out, o);
+		json_array_append_new(out, pal_plan_diff_json(&d, s->id));
 	} else {
-		if (have_old)
-			printf("%s: %s (stored v%d)\n", s->id, status, old_version);
+		if (d.stored_version)
+			printf("%s: %s (stored v%d)\n", s->id, d.status, d.stored_version);
 		else
 			printf("%s: new job\n", s->id);
-		if (strcmp(status, "unchanged"))
-			print_merge(a, aex, na, b, bex, nb);
+		if (strcmp(d.status, "unchanged"))
+			print_merge(d.stored, d.stored_ex, d.n_stored, d.next, d.next_ex, d.n_new);
 	}
-	free(a), free(aex);
+	pal_plan_diff_clear(&d);
 	return PAL_EXIT_OK;
 }
 

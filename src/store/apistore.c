@@ -112,6 +112,32 @@ int pal_apistore_job_tenant(pal_store *st, const char *job_id, char tenant[65], 
 	return PAL_OK;
 }
 
+int pal_apistore_trigger_job(pal_store *st, int64_t id, char job[129], char tenant[65], char *err,
+			     size_t errlen)
+{
+	char s[24];
+	snprintf(s, sizeof s, "%lld", (long long)id);
+	const char *p[] = {s};
+	PGresult *r =
+	    pal__store_query(st,
+			     "SELECT j.job_id, j.tenant FROM triggers t"
+			     " JOIN jobs j ON j.job_id = t.job_id WHERE t.id = $1::bigint",
+			     1, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	int n = PQntuples(r);
+	if (n) {
+		snprintf(job, 129, "%s", PQgetvalue(r, 0, 0));
+		snprintf(tenant, 65, "%s", PQgetvalue(r, 0, 1));
+	}
+	PQclear(r);
+	if (!n) {
+		snprintf(err, errlen, "no trigger %s", s);
+		return PAL_ENOENT;
+	}
+	return PAL_OK;
+}
+
 /* ROWS holds up to LIMIT + 1 rows: keep LIMIT, set *next from the last
  * kept row's "_c" when there was one more, and drop "_c" from each. */
 static void page_cut(json_t *rows, int limit, char **next)

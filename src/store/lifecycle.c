@@ -73,6 +73,55 @@ int pal_store_job_gates(pal_store *st, json_t **out, char *err, size_t errlen)
 	    0, NULL, out, err, errlen);
 }
 
+int pal_store_apply_spec_gates(pal_apply *ap, pal_store *st, const json_t *suspended,
+			       bool (*defined)(void *ctx, const char *id), void *ctx,
+			       const char *actor, json_t *closed, json_t *lifted, char *err,
+			       size_t errlen)
+{
+	json_t *gates = NULL;
+	int rc = pal_store_apply_sync(ap, err, errlen);
+	if (!rc)
+		rc = pal_store_job_gates(st, &gates, err, errlen);
+	json_t *susp = json_object(); /* the suspended ids as a set */
+	size_t i;
+	json_t *v;
+	json_array_foreach(suspended, i, v)
+	{
+		json_object_set(susp, json_string_value(v), json_true());
+		if (!rc && !json_object_get(gates, json_string_value(v)))
+			json_array_append(closed, v);
+	}
+	const char *job;
+	json_object_foreach(gates, job, v)
+	{
+		if (!rc && !strcmp(json_string_value(v), "spec") && defined(ctx, job) &&
+		    !json_object_get(susp, job))
+			json_array_append_new(lifted, json_string(job));
+	}
+	json_decref(susp);
+	json_decref(gates);
+	/* The gates lock, which claims wait for, is held from here to the
+	 * commit: milliseconds. */
+	json_array_foreach(closed, i, v)
+	{
+		pal_pause_result pr;
+		if (!rc)
+			rc = pal_ops_suspend(st, json_string_value(v), actor,
+					     "suspend: true in the job file", &pr, err, errlen);
+	}
+	json_array_foreach(lifted, i, v)
+	{
+		pal_resume_result rr;
+		if (!rc)
+			rc = pal_ops_unsuspend(st, json_string_value(v), actor,
+					       "suspend no longer set in the job file", &rr, err,
+					       errlen);
+	}
+	if (rc)
+		pal_store_apply_abort(ap);
+	return rc;
+}
+
 int pal_store_attempts_json(pal_store *st, int64_t trigger_id, json_t **out, char *err,
 			    size_t errlen)
 {

@@ -1,0 +1,116 @@
+/*
+ * diff.c - plan diff (plandiff.h): the next instants of the stored latest
+ * version of a job against those of a new spec.  Reads one row of the store
+ * (the latest canonical spec) and computes both lists with the schedule
+ * engine; writes nothing.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "palisade/plandiff.h"
+#include "palisade/schedule.h"
+#include "palisade/timefmt.h"
+
+/* Up to N instants of spec S after FROM into out[]; returns how many, or -1. */
+static int instants(const pal_job_spec *s, int64_t from, int n, int64_t *out, bool *ex, char *err,
+		    size_t errlen)
+{
+	pal_schedule *sc;
+	if (pal_schedule_open(s, &sc, err, errlen))
+		return -1;
+	int k = 0;
+	int64_t t = from;
+	while (k < n && pal_schedule_next(sc, t, &out[k], &ex[k]) == PAL_OK)
+		t = out[k++];
+	pal_schedule_close(sc);
+	return k;
+}
+
+void pal_plan_diff_clear(pal_plan_diff *d)
+{
+	free(d->stored);
+	free(d->stored_ex);
+	memset(d, 0, sizeof *d);
+}
+
+int pal_plan_diff_job(pal_store *st, const pal_job_spec *s, int64_t from, int count,
+		      pal_plan_diff *out, char *err, size_t errlen)
+{
+	memset(out, 0, sizeof *out);
+	char hex[65];
+	char *canon = NULL;
+	json_t *old_json = NULL;
+	int rc = pal_store_latest_spec(st, s->id, &old_json, &out->stored_version, err, errlen);
+	if (rc && rc != PAL_ENOENT)
+		return rc;
+	if (pal_job_spec_digest(s, &canon, hex)) {
+		snprintf(err, errlen, "job %s: cannot canonicalise", s->id);
+		json_decref(old_json);
+		return PAL_EINVAL;
+	}
+	free(canon);
+	out->status = "new";
+	pal_job_spec old = {0};
+	bool have_old = false;
+	if (old_json) {
+		const char *old_digest = NULL;
+		char verr[512];
+		if (pal_job_spec_from_canonical(old_json, &old, verr, sizeof verr)) {
+			snprintf(err, errlen, "job %s v%d: %s", s->id, out->stored_version, verr);
+			json_decref(old_json);
+			return PAL_EINVAL;
+		}
+		have_old = true;
+		char *oc = NULL, ohex[65];
+		if (!pal_job_spec_digest(&old, &oc, ohex))
+			old_digest = ohex;
+		free(oc);
+		out->status = old_digest && !strcmp(old_digest, hex) ? "unchanged" : "changed";
+		json_decref(old_json);
+	} else {
+		out->stored_version = 0;
+	}
+	out->stored = calloc((size_t)count * 2, sizeof *out->stored);
+	out->stored_ex = calloc((size_t)count * 2, sizeof *out->stored_ex);
+	if (!out->stored || !out->stored_ex) {
+		if (have_old)
+			pal_job_spec_clear(&old);
+		pal_plan_diff_clear(out);
+		snprintf(err, errlen, "out of memory");
+		return PAL_ENOMEM;
+	}
+	out->next = out->stored + count;
+	out->next_ex = out->stored_ex + count;
+	out->n_new = instants(s, from, count, out->next, out->next_ex, err, errlen);
+	if (out->n_new >= 0 && have_old)
+		out->n_stored =
+		    instants(&old, from, count, out->stored, out->stored_ex, err, errlen);
+	if (have_old)
+		pal_job_spec_clear(&old);
+	if (out->n_stored < 0 || out->n_new < 0) {
+		pal_plan_diff_clear(out);
+		return PAL_EINVAL;
+	}
+	return PAL_OK;
+}
+
+static json_t *list_json(const int64_t *v, const bool *ex, int n)
+{
+	json_t *a = json_array();
+	char buf[32];
+	for (int i = 0; i < n; i++) {
+		pal_fmt_rfc3339(v[i], buf, sizeof buf);
+		json_array_append_new(a, json_pack("{s:s, s:b}", "at", buf, "excluded", ex[i]));
+	}
+	return a;
+}
+
+json_t *pal_plan_diff_json(const pal_plan_diff *d, const char *job_id)
+{
+	json_t *o = json_pack("{s:s, s:s, s:o}", "job_id", job_id, "status", d->status, "new",
+			      list_json(d->next, d->next_ex, d->n_new));
+	if (d->stored_version) {
+		json_object_set_new(o, "stored_version", json_integer(d->stored_version));
+		json_object_set_new(o, "stored", list_json(d->stored, d->stored_ex, d->n_stored));
+	}
+	return o;
+}

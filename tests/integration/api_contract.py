@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""The API's contract test (tests/integration/test_api_contract.sh).
+
+Calls every operation of docs/api/openapi.json on a live node and validates
+each answer against the document: its status must be one the operation
+documents, its content type JSON (problem+json for errors) and its body
+valid against the documented schema (jsonschema, Draft 2020-12, the dialect
+of OpenAPI 3.1).  Also fails when the node serves a document other than the
+repository's, when src/api/api.c routes a path the document does not
+describe, or the document one that api.c does not route.
+
+Usage: api_contract.py BASE_URL ADMIN_TOKEN DOC API_C
+Prints one line per call and a summary; exits 1 on any failure.
+"""
+import json
+import re
+import sys
+import urllib.error
+import urllib.request
+
+import jsonschema
+
+BASE, TOKEN, DOC, SRC = sys.argv[1:5]
+doc = json.load(open(DOC))
+failures = []
+called = set()
+
+
+def deref(node):
+    """The schema with every local $ref replaced by its target."""
+    if isinstance(node, dict):
+        if "$ref" in node:
+            target = doc
+            for part in node["$ref"].lstrip("#/").split("/"):
+                target = target[part]
+            return deref(target)
+        return {k: deref(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [deref(v) for v in node]
+    return node
+
+
+def template_of(path):
+    """The documented path template a concrete path matches, or None."""
+    for tmpl in doc["paths"]:
+        rx = "^" + re.sub(r"\{[^}]+\}", "[^/]+", tmpl) + "$"
+        if re.match(rx, path):
+            return tmpl
+    return None
+
+
+def call(method, path, body=None, token=TOKEN, ctype="application/json", headers=None, want=None):
+    """METHOD PATH, validated against the document; returns (status, json)."""
+    url = BASE + path
+    data = None
+    if body is not None:
+        data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method)
+    if token:
+        req.add_header("Authorization", "Bearer " + token)
+    if data is not None:
+        req.add_header("Content-Type", ctype)
+    for k, v in (headers or {}).items():
+        req.add_header(k, v)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            status, rtype, raw = r.status, r.headers.get("Content-Type", ""), r.read()
+    except urllib.error.HTTPError as e:
+        status, rtype, raw = e.code, e.headers.get("Content-Type", ""), e.read()
+    label = f"{method} {path} -> {status}"
+    tmpl = template_of(path.split("?")[0])
+    op = doc["paths"].get(tmpl, {}).get(method.lower()) if tmpl else None
+    problems = []
+    if op is None:
+        problems.append("not a documented operation")
+    else:
+        called.add((method.lower(), tmpl))
+        resp = op["responses"].get(str(status))
+        if resp is None:
+            problems.append(f"status {status} is not documented (documented: {sorted(op['responses'])})")
+        else:
+            resp = deref(resp)
+            want_type = next(iter(resp["content"]))
+            if not rtype.startswith(want_type):
+                problems.append(f"content type {rtype!r}, documented {want_type!r}")
+            try:
+                value = json.loads(raw)
+                jsonschema.Draft202012Validator(resp["content"][want_type]["schema"]).validate(value)
+            except (ValueError, jsonschema.ValidationError) as e:
+                problems.append(f"body does not match the schema: {str(e).splitlines()[0]}")
+    if want is not None and status != want:
+        problems.append(f"expected status {want}")
+    print(("    ok   " if not problems else "    FAIL ") + label + ("" if not problems else ": " + "; ".join(problems)))
+    failures.extend(label + ": " + p for p in problems)
+    try:
+        return status, json.loads(raw)
+    except ValueError:
+        return status, None
+
+
+# The served document is the repository's.
+st, served = call("GET", "/api/v1/openapi.json", token=None, want=200)
+if served != doc:
+    failures.append("the node serves another document than " + DOC)
+    print("    FAIL the served document differs from the repository's")
+
+# Every route of api.c is documented, and every documented route routed.
+routed = set()
+for m, p in re.findall(r'\{"(GET|POST)", "(/api/v1[^"]*)"', open(SRC).read()):
+    routed.add((m.lower(), p))
+documented = {(m, re.sub(r"\{[^}]+\}", "*", p)) for p, ops in doc["paths"].items() for m in ops}
+for r in sorted(routed - documented):
+    failures.append(f"undocumented route {r[0].upper()} {r[1]}")
+    print(f"    FAIL undocumented route {r[0].upper()} {r[1]}")
+for r in sorted(documented - routed):
+    failures.append(f"documented route not served {r[0].upper()} {r[1]}")
+    print(f"    FAIL documented route not served {r[0].upper()} {r[1]}")
+
+R = {"reason": "contract test"}
+call("GET", "/api/v1/status", want=200)
+st, page = call("GET", "/api/v1/jobs?limit=1", want=200)
+call("GET", "/api/v1/jobs?limit=1&cursor=" + ((page or {}).get("next_cursor") or ""), want=200)
+call("GET", "/api/v1/jobs?limit=0", want=400)
+call("GET", "/api/v1/jobs", token=None, want=401)
+call("GET", "/api/v1/jobs/c.one", want=200)
+call("GET", "/api/v1/jobs/nope", want=404)
+call("POST", "/api/v1/jobs/c.one/pause", R, want=200)
+call("POST", "/api/v1/jobs/c.one/pause", {}, want=422)
+call("POST", "/api/v1/jobs/c.one/pause", "x=1", ctype="application/x-www-form-urlencoded", want=415)
+call("POST", "/api/v1/jobs/c.one/resume", {}, want=200)
+st, run = call("POST", "/api/v1/jobs/c.one/trigger", {"reason": "contract", "at": "2098-01-01T00:00:00Z", "request_id": "contract-1"}, want=201)
+call("POST", "/api/v1/jobs/c.one/trigger", {"reason": "contract", "at": "2098-01-01T00:00:00Z", "request_id": "contract-1"}, want=200)
+tid = run["trigger_ids"][0] if run else 0
+call("GET", f"/api/v1/triggers?job=c.one&limit=1", want=200)
+call("GET", "/api/v1/triggers", want=400)
+call("GET", f"/api/v1/triggers/{tid}/attempts", want=200)
+call("POST", f"/api/v1/triggers/{tid}/cancel", R, want=200)
+call("POST", f"/api/v1/triggers/{tid}/cancel", R, want=409)
+call("POST", "/api/v1/jobs/c.one/cancel", R, want=200)
+call("POST", "/api/v1/jobs/c.one/backfill", {"reason": "contract", "from": "2026-01-01T00:00:00Z", "to": "2026-01-01T00:04:00Z", "request_id": "bf-1"}, want=200)
+call("POST", "/api/v1/jobs/c.one/backfill", {"reason": "contract", "from": "2020-01-01T00:00:00Z", "to": "2026-01-01T00:00:00Z", "max": 10}, want=422)
+call("POST", "/api/v1/jobs/c.one/release", R, want=404)
+call("GET", "/api/v1/misfires?job=c.one", want=200)
+for kind in ("groups/default", "tenants/default"):
+    call("POST", f"/api/v1/{kind}/pause", R, want=200)
+    call("POST", f"/api/v1/{kind}/resume", {}, want=200)
+call("POST", "/api/v1/pause", R, want=200)
+call("POST", "/api/v1/resume", R, want=200)
+st, tickets = call("GET", "/api/v1/tickets", want=200)
+tk = tickets["items"][0]["id"] if tickets and tickets["items"] else 0
+call("GET", f"/api/v1/tickets/{tk}", want=200)
+call("POST", f"/api/v1/tickets/{tk}/resolve", {"reason": "contract", "action": "retry"}, want=422)
+call("POST", f"/api/v1/tickets/{tk}/resolve", {"reason": "contract", "action": "abandon"}, want=200)
+call("POST", f"/api/v1/tickets/{tk}/resolve", {"reason": "contract", "action": "abandon"}, want=409)
+call("GET", "/api/v1/gates", want=200)
+call("GET", "/api/v1/audit?limit=2", want=200)
+st, created = call("POST", "/api/v1/tokens", {"name": "contract-viewer", "role": "viewer"}, want=201)
+call("GET", "/api/v1/tokens", want=200)
+if created:
+    call("POST", "/api/v1/jobs/c.one/pause", R, token=created["token"], want=403)
+call("POST", "/api/v1/tokens/contract-viewer/revoke", {}, want=200)
+call("POST", "/api/v1/tokens/contract-viewer/revoke", {}, want=404)
+JOB = 'jobs:\n  - {id: c.two, schedule: {cron: "0 0 * * * ?"}, target: {url: "http://127.0.0.1:9/x"}}\n'
+st, dry = call("POST", "/api/v1/apply?dry_run=true", JOB, ctype="application/yaml", want=200)
+call("POST", "/api/v1/apply?reason=contract", JOB, ctype="application/yaml", want=200)
+call("POST", "/api/v1/apply", "jobs:\n  - {id: c.bad, schedule: {cron: \"61 * * * * ?\"}}\n", ctype="application/yaml", want=422)
+call("POST", "/api/v1/apply", JOB, want=415)
+
+ops = {(m, p) for p, o in doc["paths"].items() for m in o}
+for m, p in sorted(ops - called):
+    failures.append(f"{m.upper()} {p} was never called")
+    print(f"    FAIL {m.upper()} {p} was never called")
+print(f"  contract: {len(ops)} documented operations on {len(doc['paths'])} paths, "
+      f"{len(ops & called)} called, {len(failures)} failures")
+sys.exit(1 if failures else 0)

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The API's contract: every operation of docs/api/openapi.json called on a
+# live node, each answer valid against the document (tests/integration/
+# api_contract.py); a route of src/api/api.c the document does not describe,
+# or the reverse, fails.
+source tests/integration/lib.sh
+source tests/integration/cluster.sh
+guarantee "the HTTP API answers as docs/api/openapi.json says: every documented operation called, every answer's status, type and body valid against its schema, no undocumented route"
+T0=$SECONDS
+
+fresh_db it_api_contract
+"$PAL" migrate >/dev/null
+printf 'jobs:\n  - {id: c.one, schedule: {cron: "0 * * * * ?"}, target: {url: "http://127.0.0.1:9/x"}}\n' \
+	>"$PALISADE_TEST_TMP/api-contract.yaml"
+expect_exit "apply a job" 0 "$PAL" apply "$PALISADE_TEST_TMP/api-contract.yaml"
+sql "INSERT INTO tickets (job_id, reason, evidence, allowed_actions) VALUES ('c.one', 'contract test', '{}', ARRAY['abandon'])"
+SHARDS=2 write_conf "$CLUSTER_CONF"
+start_node k1
+wait_until "node ready" 20 bash -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' http://${NODE_ADMIN[k1]}/readyz)\" = 200 ]"
+if python3 tests/integration/api_contract.py "http://${NODE_ADMIN[k1]}" "$PALISADE_ADMIN_TOKEN" \
+	docs/api/openapi.json src/api/api.c; then
+	pass "every documented operation answers as documented"
+else
+	fail "the API and docs/api/openapi.json disagree (lines above)"
+fi
+stop_node k1
+echo "  took $((SECONDS - T0)) s"
+finish
