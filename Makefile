@@ -38,6 +38,7 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 ITEST_SRC := $(wildcard tests/integration/*.c)
 
 SQL      := $(sort $(wildcard sql/[0-9]*.sql))
+SQL_OBJECTS := $(sort $(wildcard sql/functions/*.sql))
 LIB_OBJ  := $(LIB_SRC:%.c=$(O)/%.o) $(O)/gen/migrations.o $(O)/gen/openapi.o
 CLI_OBJ  := $(CLI_SRC:%.c=$(O)/%.o)
 SINK_OBJ := $(SINK_SRC:%.c=$(O)/%.o)
@@ -98,16 +99,16 @@ $(O)/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
-# The list of migrations as a file that changes only when the list does:
-# a migration removed (or renamed) rebuilds the embedded set, which a
-# dependency on the files alone never notices.
+# The list of migrations and functions as a file that changes only when
+# the list does: a file removed (or renamed) rebuilds the embedded set,
+# which a dependency on the files alone never notices.
 $(O)/gen/sql.list: FORCE
 	@mkdir -p $(dir $@)
-	@echo '$(SQL)' | cmp -s - $@ 2>/dev/null || echo '$(SQL)' >$@
+	@echo '$(SQL) -- $(SQL_OBJECTS)' | cmp -s - $@ 2>/dev/null || echo '$(SQL) -- $(SQL_OBJECTS)' >$@
 
-$(O)/gen/migrations.c: $(SQL) $(O)/gen/sql.list ops/embed-sql.sh
+$(O)/gen/migrations.c: $(SQL) $(SQL_OBJECTS) $(O)/gen/sql.list ops/embed-sql.sh
 	@mkdir -p $(dir $@)
-	bash ops/embed-sql.sh $@ $(SQL)
+	bash ops/embed-sql.sh $@ pal $(SQL) -- $(SQL_OBJECTS)
 
 # The API's OpenAPI document, served at /api/v1/openapi.json (docs/api.md).
 $(O)/gen/openapi.c: docs/api/openapi.json ops/embed-file.sh
@@ -263,6 +264,8 @@ install: $(PROGS) $(if $(HAVE_SCDOC),man)
 		echo "install $$u -> $(DESTDIR)$(UNITDIR)/"; done
 	install -m 0644 ops/sysusers/palisade.conf $(DESTDIR)$(SYSUSERSDIR)/palisade.conf
 	install -m 0644 $(SQL) $(DESTDIR)$(DATADIR)/sql/
+	install -d $(DESTDIR)$(DATADIR)/sql/functions
+	install -m 0644 $(SQL_OBJECTS) $(DESTDIR)$(DATADIR)/sql/functions/
 	$(if $(RULES),install -m 0644 $(RULES) $(DESTDIR)$(DATADIR)/prometheus/)
 	install -m 0644 config/palisade.yaml $(DESTDIR)$(DATADIR)/palisade.yaml.example
 	@# the live config is never overwritten

@@ -114,40 +114,9 @@ CREATE UNIQUE INDEX triggers_request_key ON triggers (job_id, request_id, schedu
 	WHERE request_id IS NOT NULL;
 CREATE INDEX triggers_live ON triggers (lease_until) WHERE state IN ('running', 'pausing', 'cancelling', 'unknown');
 
--- G7: every state change is a legal edge of the state machine (docs/schema.md).
--- running -> running is the re-claim of an expired lease (new token).
-CREATE FUNCTION palisade_trigger_edge_ok(old_state text, new_state text) RETURNS boolean
-LANGUAGE sql IMMUTABLE AS $$
-	SELECT CASE old_state
-		WHEN 'pending'    THEN new_state IN ('running', 'cancelled', 'manual', 'skipped')
-		WHEN 'running'    THEN new_state IN ('running', 'succeeded', 'retry_wait', 'failed', 'unknown',
-		                                     'pausing', 'cancelling', 'manual', 'pending')
-		WHEN 'retry_wait' THEN new_state IN ('pending', 'running', 'cancelled', 'manual', 'failed')
-		WHEN 'unknown'    THEN new_state IN ('running', 'succeeded', 'retry_wait', 'manual', 'failed')
-		WHEN 'pausing'    THEN new_state IN ('paused', 'succeeded', 'failed', 'retry_wait', 'manual', 'pausing')
-		WHEN 'paused'     THEN new_state IN ('pending', 'cancelled', 'manual')
-		WHEN 'cancelling' THEN new_state IN ('cancelled', 'succeeded')
-		WHEN 'manual'     THEN new_state IN ('pending', 'succeeded', 'failed', 'cancelled')
-		ELSE false  -- succeeded, failed, cancelled, skipped are terminal
-	END
-$$;
-
-CREATE FUNCTION palisade_trigger_state_guard() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-	IF NEW.state IS DISTINCT FROM OLD.state OR NEW.fence IS DISTINCT FROM OLD.fence THEN
-		IF NOT palisade_trigger_edge_ok(OLD.state, NEW.state) THEN
-			RAISE EXCEPTION 'illegal trigger state change % -> % (trigger %)', OLD.state, NEW.state, OLD.id
-				USING ERRCODE = 'check_violation';
-		END IF;
-	END IF;
-	NEW.updated_at := clock_timestamp();
-	RETURN NEW;
-END
-$$;
-
-CREATE TRIGGER triggers_state_guard BEFORE UPDATE ON triggers
-	FOR EACH ROW EXECUTE FUNCTION palisade_trigger_state_guard();
+-- G7: every state change is a legal edge of the state machine (docs/schema.md),
+-- checked by the triggers_state_edges trigger with palisade_trigger_edge_ok()
+-- (sql/functions/).
 
 -- One row per claim; never overwritten by later attempts.
 CREATE TABLE attempts (

@@ -28,12 +28,8 @@
 --     partial index, then the small index) to that job's pending
 --     triggers (the new index); the rows it skips and the misfires it
 --     records are those of the old statement;
---   * palisade_claim() calls it in place of the old statement.  Its body
---     is otherwise unchanged: it is edited in place (the statement replaced
---     by the call, checked to occur exactly once) rather than copied here a
---     fourth time; `\sf palisade_claim` shows the whole function.
---     pg_get_functiondef keeps the function's settings (enable_sort,
---     enable_bitmapscan, plan_cache_mode).
+--   * palisade_claim() calls it in place of the old statement (both in
+--     sql/functions/).
 --   * attempts partitions get fillfactor 70, existing ones for their new
 --     pages, new ones from palisade_partition_create(): the update that
 --     ends an attempt (outcome, status, duration, key) changes no indexed
@@ -46,79 +42,6 @@
 CREATE INDEX job_versions_forbid ON job_versions (job_id) WHERE overlap_policy = 'forbid';
 CREATE INDEX triggers_pending_job ON triggers (job_id, partition) WHERE state = 'pending';
 
-CREATE FUNCTION palisade_claim_forbid_skips() RETURNS integer
-LANGUAGE plpgsql VOLATILE AS $fn$
-DECLARE
-	v_skipped integer := 0;
-BEGIN
-	IF NOT EXISTS (SELECT 1 FROM job_versions f WHERE f.overlap_policy = 'forbid') THEN
-		RETURN 0;
-	END IF;
-	WITH live AS MATERIALIZED (SELECT l.id, l.job_id, l.partition FROM triggers l
-	    WHERE l.state IN ('running', 'pausing', 'cancelling', 'unknown')
-	      AND EXISTS (SELECT 1 FROM job_versions f WHERE f.job_id = l.job_id
-	          AND f.overlap_policy = 'forbid')),
-	  -- per live run, its job's pending instants (OFFSET 0: kept a
-	  -- correlated subquery, so the plan cannot turn back into a scan of
-	  -- every pending trigger)
-	  victims AS (SELECT x.id FROM live l, LATERAL (SELECT t.id FROM triggers t
-	      JOIN job_versions v ON v.job_id = t.job_id AND v.version = t.version
-	      WHERE t.job_id = l.job_id AND t.partition = l.partition AND t.id <> l.id
-	        AND v.overlap_policy = 'forbid' AND t.state = 'pending' AND t.request_id IS NULL
-	        AND t.due_at <= clock_timestamp()
-	      OFFSET 0
-	      FOR UPDATE OF t SKIP LOCKED) x),
-	  sk AS (UPDATE triggers t SET state = 'skipped', finished_at = clock_timestamp(),
-	      last_error_class = 'overlap'
-	    FROM (SELECT DISTINCT victims.id FROM victims) w
-	    WHERE t.id = w.id AND t.state = 'pending'
-	      AND t.id = ANY (ARRAY(SELECT v.id FROM victims v))
-	    RETURNING t.job_id, t.version, t.scheduled_at, t.partition, t.shard, t.epoch)
-	INSERT INTO misfires (job_id, version, partition, range_from, range_to, count, policy,
-	    reason, shard, epoch)
-	SELECT sk.job_id, sk.version, sk.partition, sk.scheduled_at, sk.scheduled_at, 1, 'forbid',
-	    'overlap', sk.shard, sk.epoch FROM sk;
-	GET DIAGNOSTICS v_skipped = ROW_COUNT;
-	RETURN v_skipped;
-END
-$fn$;
-ALTER FUNCTION palisade_claim_forbid_skips SET enable_sort = off;
--- Index-driven by design: a generic plan cannot know that one job has few
--- pending instants, and with statistics that say "mostly pending" it chose
--- to read the partition for them.
-ALTER FUNCTION palisade_claim_forbid_skips SET enable_seqscan = off;
-ALTER FUNCTION palisade_claim_forbid_skips SET plan_cache_mode = force_generic_plan;
-
-DO $do$
-DECLARE
-	v_old constant text := $old$WITH live AS (SELECT l.id, l.job_id, l.partition FROM triggers l
-	    WHERE l.state IN ('running', 'pausing', 'cancelling', 'unknown')),
-	  victims AS (SELECT t.id FROM triggers t JOIN live l
-	      ON t.job_id = l.job_id AND t.partition = l.partition AND t.id <> l.id
-	    JOIN job_versions v ON v.job_id = t.job_id AND v.version = t.version
-	    WHERE v.overlap_policy = 'forbid' AND t.state = 'pending' AND t.request_id IS NULL
-	      AND t.due_at <= clock_timestamp()
-	    FOR UPDATE OF t SKIP LOCKED),
-	  sk AS (UPDATE triggers t SET state = 'skipped', finished_at = clock_timestamp(),
-	      last_error_class = 'overlap'
-	    FROM victims WHERE t.id = victims.id AND t.state = 'pending'
-	      AND t.id = ANY (ARRAY(SELECT v.id FROM victims v))
-	    RETURNING t.job_id, t.version, t.scheduled_at, t.partition, t.shard, t.epoch)
-	INSERT INTO misfires (job_id, version, partition, range_from, range_to, count, policy,
-	    reason, shard, epoch)
-	SELECT sk.job_id, sk.version, sk.partition, sk.scheduled_at, sk.scheduled_at, 1, 'forbid',
-	    'overlap', sk.shard, sk.epoch FROM sk;
-	GET DIAGNOSTICS v_skipped = ROW_COUNT;$old$;
-	v_def text := pg_get_functiondef('palisade_claim'::regproc);
-	v_n integer := (length(v_def) - length(replace(v_def, v_old, ''))) / length(v_old);
-BEGIN
-	IF v_n <> 1 THEN
-		RAISE EXCEPTION 'palisade_claim: expected the forbid-skip statement of 010 once, found it % times', v_n;
-	END IF;
-	EXECUTE replace(v_def, v_old, 'v_skipped := palisade_claim_forbid_skips();');
-END
-$do$;
-
 -- Attempts: room for the completing update on the attempt's own page.
 DO $do$
 DECLARE r record;
@@ -129,17 +52,4 @@ BEGIN
 END
 $do$;
 ALTER TABLE attempts_pdefault SET (fillfactor = 70);
-
-DO $do$
-DECLARE
-	v_old constant text := $old$EXECUTE format('CREATE TABLE %I (LIKE attempts INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', v_a);$old$;
-	v_def text := pg_get_functiondef('palisade_partition_create'::regproc);
-	v_n integer := (length(v_def) - length(replace(v_def, v_old, ''))) / length(v_old);
-BEGIN
-	IF v_n <> 1 THEN
-		RAISE EXCEPTION 'palisade_partition_create: expected the attempts CREATE TABLE of 010 once, found it % times', v_n;
-	END IF;
-	EXECUTE replace(v_def, v_old, $new$EXECUTE format('CREATE TABLE %I (LIKE attempts INCLUDING DEFAULTS INCLUDING CONSTRAINTS)'
-		' WITH (fillfactor = 70)', v_a);$new$);
-END
-$do$;
+-- New attempts partitions get it from palisade_partition_create().

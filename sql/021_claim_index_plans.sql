@@ -18,6 +18,5 @@
 -- claim functions already run with this setting, 015); a table without
 -- one (a small one) is still read sequentially.
 --
--- A later CREATE OR REPLACE of palisade_claim() resets its settings: it
--- must set this one again (as 010 did for those of 007).
-ALTER FUNCTION palisade_claim SET enable_seqscan = off;
+-- The setting is in the claim's header (sql/functions/palisade_claim.sql);
+-- this step changes no table.

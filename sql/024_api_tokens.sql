@@ -4,8 +4,8 @@
 --
 -- compatible_from: 1
 --
--- Expand only: new tables, two nullable columns and a trigger that fills
--- them; older binaries never read them.
+-- Expand only: new tables and two nullable columns (a trigger fills
+-- them); older binaries never read them.
 --
 -- api_tokens: one row per token.  The secret a client presents is
 -- "pal_<id>_<secret>"; only the id (public, the lookup key) and
@@ -45,21 +45,7 @@ CREATE TABLE api_requests (
 );
 CREATE INDEX api_requests_created ON api_requests (created_at);
 
--- Who wrote an audit row through the API: the API sets palisade.api_role
--- and palisade.api_client on its own connection before each request, and
--- this trigger copies them into every audit row the request writes, so
--- that the operator functions (which take an actor name only) need not
--- know about the API.  Rows written by the CLI or the nodes leave both
--- NULL.
+-- Who wrote an audit row through the API: filled in by the trigger
+-- audit_log_identity (sql/functions/) from the API connection's settings;
+-- rows written by the CLI or the nodes leave both NULL.
 ALTER TABLE audit_log ADD COLUMN role text, ADD COLUMN client text;
-
-CREATE FUNCTION palisade_audit_identity() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-	NEW.role := coalesce(NEW.role, nullif(current_setting('palisade.api_role', true), ''));
-	NEW.client := coalesce(NEW.client, nullif(current_setting('palisade.api_client', true), ''));
-	RETURN NEW;
-END
-$$;
-CREATE TRIGGER audit_log_identity BEFORE INSERT ON audit_log
-	FOR EACH ROW EXECUTE FUNCTION palisade_audit_identity();

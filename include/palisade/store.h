@@ -25,6 +25,19 @@ typedef struct pal_migration {
 extern const pal_migration pal_migrations[];
 extern const int pal_n_migrations;
 
+/* A function, view or trigger of the schema: NAME (its file's, under
+ * sql/functions/) and the file's whole text, one CREATE OR REPLACE
+ * (docs/schema.md).  Applied, all of them in one transaction, after the
+ * numbered migrations; PAL_OBJECTS_DIGEST tells a database that has these
+ * bodies from one that does not (generated from sql/functions/). */
+typedef struct pal_sql_object {
+	const char *name;
+	const char *sql;
+} pal_sql_object;
+extern const pal_sql_object pal_objects[];
+extern const int pal_n_objects;
+extern const char pal_objects_digest[];
+
 /* The oldest binary schema that works against a database with M applied:
  * the N of a "-- compatible_from: N" line in M's leading comment block (an
  * expand step), else M's own version (a contract step).  docs/upgrades.md. */
@@ -32,10 +45,10 @@ int pal_migration_compatible_from(const pal_migration *m);
 
 /* A binary's schema range and a database's schema, side by side. */
 typedef struct pal_schema_range {
-	int binary;	     /* highest migration compiled in */
-	int min;	     /* lowest database schema it runs on (it migrates up to it) */
-	int compatible_from; /* declared by its own newest migration */
-	int db_version;	     /* highest applied version, 0 when none */
+	int binary;		/* highest migration compiled in */
+	int min;		/* lowest database schema it runs on (it migrates up to it) */
+	int compatible_from;	/* declared by its own newest migration */
+	int db_version;		/* highest applied version, 0 when none */
 	int db_compatible_from; /* largest compatible_from recorded */
 	int db_compatible_by;	/* the version that declares it */
 } pal_schema_range;
@@ -96,6 +109,11 @@ PAL_MUST_CHECK int pal_store_db_clock_offsets(pal_store *st, int64_t *minus_mono
  * once it has checked the live nodes), the ones up to version UPTO only
  * when UPTO > 0 (`palisade migrate --to`).
  *
+ * Then the functions, views and triggers (pal_objects), when the database
+ * is at the binary's version and does not run them yet (docs/schema.md,
+ * "Functions, views and triggers"): *FUNCTIONS says whether this call
+ * applied them; pal_store_migrate() logs store.functions_applied instead.
+ *
  * Each migration waits at most 500 ms for any one lock and gives way (is
  * rolled back and tried again after a pause) when that runs out or it is
  * chosen as a deadlock's victim, for up to 15 s in all per call; then
@@ -104,8 +122,8 @@ PAL_MUST_CHECK int pal_store_db_clock_offsets(pal_store *st, int64_t *minus_mono
  * chosen as victims of its deadlocks.
  */
 PAL_MUST_CHECK int pal_store_migrate(pal_store *st, int *applied, char *err, size_t errlen);
-PAL_MUST_CHECK int pal_store_migrate_all(pal_store *st, int upto, int *applied, char *err,
-					 size_t errlen);
+PAL_MUST_CHECK int pal_store_migrate_all(pal_store *st, int upto, int *applied, bool *functions,
+					 char *err, size_t errlen);
 /* Take (LOCK) or release the advisory lock of the migrations around a
  * check and pal_store_migrate_all(), so that no other process applies
  * anything in between (it nests with the migrations' own).  Blocks while
@@ -179,8 +197,8 @@ void pal_store_apply_abort(pal_apply *a);
 
 /* The whole of SET in one call: begin, add, commit. */
 PAL_MUST_CHECK int pal_store_apply(pal_store *st, const pal_jobset *set, const char *actor,
-				   const char *reason, int default_shards, pal_apply_result *results,
-				   char *err, size_t errlen);
+				   const char *reason, int default_shards,
+				   pal_apply_result *results, char *err, size_t errlen);
 
 /* Latest stored canonical spec of JOB_ID into *spec_json (json_decref) and
  * its version; PAL_ENOENT when the job does not exist. */
@@ -235,8 +253,9 @@ PAL_MUST_CHECK int pal_store_shard_jobs(pal_store *st, const int *shards, const 
  * SHARDS[0..n_shards): a successor's first load after a handoff. */
 PAL_MUST_CHECK int pal_store_shard_jobs_ids(pal_store *st, const int *shards,
 					    const int64_t *cutoffs, size_t n_shards,
-					    const char *const *ids, size_t n_ids, pal_shard_job_fn fn,
-					    void *ctx, size_t *jobs, char *err, size_t errlen);
+					    const char *const *ids, size_t n_ids,
+					    pal_shard_job_fn fn, void *ctx, size_t *jobs, char *err,
+					    size_t errlen);
 
 /*
  * Graceful handoff (src/store/jobs.c, sql/014_shard_handoff.sql).
@@ -258,22 +277,20 @@ typedef struct pal_handoff {
 	const char *const *ids;
 	size_t n_ids;
 } pal_handoff;
-PAL_MUST_CHECK int pal_store_handoff_write(pal_store *st, const char *node,
-					   const pal_handoff *rows, size_t n, int *rcs, char *err,
-					   size_t errlen);
+PAL_MUST_CHECK int pal_store_handoff_write(pal_store *st, const char *node, const pal_handoff *rows,
+					   size_t n, int *rcs, char *err, size_t errlen);
 PAL_MUST_CHECK int pal_store_handoff_read(pal_store *st, const int *shards, size_t n,
-					  int64_t *horizons, char ***ids, char *err,
-					  size_t errlen);
-PAL_MUST_CHECK int pal_store_handoff_clear(pal_store *st, const int *shards, size_t n,
-					   char *err, size_t errlen);
+					  int64_t *horizons, char ***ids, char *err, size_t errlen);
+PAL_MUST_CHECK int pal_store_handoff_clear(pal_store *st, const int *shards, size_t n, char *err,
+					   size_t errlen);
 
 /*
  * Open the fenced tick transaction: BEGIN, lock the shard row if it still
  * holds EPOCH.  Returns the committed watermark and the database clock
  * (clock_timestamp, seconds).  PAL_ESTALE (rolled back) when fenced.
  */
-PAL_MUST_CHECK int pal_store_tick_begin(pal_store *st, int shard, int64_t epoch,
-					int64_t *watermark, int64_t *now, char *err, size_t errlen);
+PAL_MUST_CHECK int pal_store_tick_begin(pal_store *st, int shard, int64_t epoch, int64_t *watermark,
+					int64_t *now, char *err, size_t errlen);
 
 /* Write BATCH (activations, triggers, misfires, tickets, watermark, NOTIFY)
  * and COMMIT: one statement per kind of row, every array through the one
@@ -333,8 +350,8 @@ PAL_MUST_CHECK int pal_store_never_activated_json(pal_store *st, const char *job
 /* verify: triggers scheduled in [FROM, TO] in a non-terminal state (pending,
  * retry_wait, running, unknown, pausing, cancelling) unchanged and overdue
  * for more than OLDER_THAN_S, as [{trigger, job, at, state, since}]. */
-PAL_MUST_CHECK int pal_store_stuck_json(pal_store *st, const char *job_id, int64_t from,
-					int64_t to, int64_t older_than_s, json_t **out, char *err,
+PAL_MUST_CHECK int pal_store_stuck_json(pal_store *st, const char *job_id, int64_t from, int64_t to,
+					int64_t older_than_s, json_t **out, char *err,
 					size_t errlen);
 
 /* verify --sink-pg: effects applied twice in a palisade-sink database SINK
@@ -388,8 +405,7 @@ PAL_MUST_CHECK int pal_store_ping(pal_store *st, char *err, size_t errlen);
  * and every wait for a lock (lock_timeout). */
 PAL_MUST_CHECK int pal_store_set_statement_timeout(pal_store *st, int64_t ms, char *err,
 						   size_t errlen);
-PAL_MUST_CHECK int pal_store_set_lock_timeout(pal_store *st, int64_t ms, char *err,
-					      size_t errlen);
+PAL_MUST_CHECK int pal_store_set_lock_timeout(pal_store *st, int64_t ms, char *err, size_t errlen);
 /* LISTEN on CHANNEL (an identifier of palisade's, not user input). */
 PAL_MUST_CHECK int pal_store_listen(pal_store *st, const char *channel, char *err, size_t errlen);
 /* Called for each notification: its channel and payload (borrowed). */

@@ -25,22 +25,21 @@
 
 static void usage(FILE *fp)
 {
-	fprintf(fp,
-		"usage: palisade migrate [--pg CONNINFO] [--zk HOSTS] [--config FILE]\n"
-		"                        [--to VERSION] [--force [--reason TEXT]]\n"
-		"Apply the schema migrations this binary carries (sql/NNN_*.sql) under an\n"
-		"advisory lock, or those up to VERSION only (--to; nodes of this binary\n"
-		"apply the rest when they start).  Refuses a database whose schema is newer\n"
-		"than the binary.  Each migration waits at most 500 ms for a lock that\n"
-		"live nodes hold, and is rolled back and tried again for up to 15 s.\n"
-		"Refuses a contract step (a migration whose compatible_from is above the\n"
-		"database's) while a live node (ZooKeeper: --zk, the config's\n"
-		"zookeeper.connect, else $PALISADE_ZK) runs an older schema than it needs,\n"
-		"or while the live nodes cannot be read.  --force applies it anyway and\n"
-		"records that in the audit log (schema.contract_forced, with --reason).\n"
-		"Exit: 0 done, 4 contract step refused (older nodes live), 69 database or\n"
-		"ZooKeeper unreachable, 70 schema newer than this binary, 75 a migration's\n"
-		"locks not taken in time (nothing of it applied; run again).\n");
+	fprintf(fp, "usage: palisade migrate [--pg CONNINFO] [--zk HOSTS] [--config FILE]\n"
+		    "                        [--to VERSION] [--force [--reason TEXT]]\n"
+		    "Apply the schema migrations this binary carries (sql/NNN_*.sql) under an\n"
+		    "advisory lock, or those up to VERSION only (--to; nodes of this binary\n"
+		    "apply the rest when they start).  Refuses a database whose schema is newer\n"
+		    "than the binary.  Each migration waits at most 500 ms for a lock that\n"
+		    "live nodes hold, and is rolled back and tried again for up to 15 s.\n"
+		    "Refuses a contract step (a migration whose compatible_from is above the\n"
+		    "database's) while a live node (ZooKeeper: --zk, the config's\n"
+		    "zookeeper.connect, else $PALISADE_ZK) runs an older schema than it needs,\n"
+		    "or while the live nodes cannot be read.  --force applies it anyway and\n"
+		    "records that in the audit log (schema.contract_forced, with --reason).\n"
+		    "Exit: 0 done, 4 contract step refused (older nodes live), 69 database or\n"
+		    "ZooKeeper unreachable, 70 schema newer than this binary, 75 a migration's\n"
+		    "locks not taken in time (nothing of it applied; run again).\n");
 }
 
 /* The advertised schema of node record N, or -1 when it has none. */
@@ -62,7 +61,8 @@ static int older_nodes(const pal_cli_common *c, const pal_pending_contract *pc, 
 	static char err[512];
 	*older = json_array();
 	*zk_error = NULL;
-	const char *zk = c->zk && *c->zk ? c->zk : (c->config ? pal__cli_config_zk(c->config) : NULL);
+	const char *zk =
+	    c->zk && *c->zk ? c->zk : (c->config ? pal__cli_config_zk(c->config) : NULL);
 	if (!zk || !*zk)
 		zk = getenv("PALISADE_ZK");
 	json_t *nodes = NULL;
@@ -77,8 +77,9 @@ static int older_nodes(const pal_cli_common *c, const pal_pending_contract *pc, 
 		ec = PAL_EXIT_UNAVAIL;
 	}
 	if (ec) {
-		pal_cli_err("migrate", "%s: cannot tell whether nodes older than schema %d are live%s",
-			    err, pc->compatible_from,
+		pal_cli_err("migrate",
+			    "%s: cannot tell whether nodes older than schema %d are live%s", err,
+			    pc->compatible_from,
 			    force ? "; applying anyway (--force)" : "; nothing applied");
 		if (!force)
 			return ec;
@@ -127,21 +128,25 @@ static const char *describe(json_t *older, char *buf, size_t len)
 
 int pal_cmd_migrate(int argc, char **argv)
 {
-	pal_cli_common c = { 0 };
+	pal_cli_common c = {0};
 	bool force = false;
 	const char *reason = NULL;
 	int upto = 0;
-	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
-					    { "force", no_argument, NULL, 'f' },
-					    { "reason", required_argument, NULL, 'r' },
-					    { "to", required_argument, NULL, 't' },
-					    { "help", no_argument, NULL, 'h' },
-					    { 0 } };
+	static const struct option lo[] = {PAL_CLI_COMMON_LONGOPTS,
+					   {"force", no_argument, NULL, 'f'},
+					   {"reason", required_argument, NULL, 'r'},
+					   {"to", required_argument, NULL, 't'},
+					   {"help", no_argument, NULL, 'h'},
+					   {0}};
 	int opt, ec;
 	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (opt) {
-		case 'f': force = true; break;
-		case 'r': reason = optarg; break;
+		case 'f':
+			force = true;
+			break;
+		case 'r':
+			reason = optarg;
+			break;
 		case 't': {
 			pal_schema_range b;
 			pal_store_binary_schema(&b);
@@ -150,7 +155,8 @@ int pal_cmd_migrate(int argc, char **argv)
 			if (end == optarg || *end || v < 1 || v > b.binary) {
 				pal_cli_err("migrate",
 					    "--to %s: want a schema version from 1 to %d (this "
-					    "binary's)", optarg, b.binary);
+					    "binary's)",
+					    optarg, b.binary);
 				return PAL_EXIT_USAGE;
 			}
 			upto = (int)v;
@@ -163,7 +169,8 @@ int pal_cmd_migrate(int argc, char **argv)
 	}
 	if (optind != argc || (reason && !force)) {
 		if (reason && !force)
-			pal_cli_err("migrate", "--reason goes with --force (it is the audit's reason)");
+			pal_cli_err("migrate",
+				    "--reason goes with --force (it is the audit's reason)");
 		usage(stderr);
 		return PAL_EXIT_USAGE;
 	}
@@ -193,29 +200,32 @@ int pal_cmd_migrate(int argc, char **argv)
 			char who[1024];
 			describe(older, who, sizeof who);
 			if (!force) {
-				pal_cli_err("migrate",
-					    "refusing contract step %s (compatible_from %d; %d contract "
-					    "step%s pending, database at schema %d): live node%s older "
-					    "than schema %d: %s; roll %s to a release of schema >= %d "
-					    "first (docs/upgrades.md), or pass --force; nothing applied",
-					    pc.name, pc.compatible_from, pc.steps,
-					    pc.steps == 1 ? "" : "s", pc.db_version,
-					    json_array_size(older) == 1 ? "" : "s", pc.compatible_from,
-					    who, json_array_size(older) == 1 ? "it" : "them",
-					    pc.compatible_from);
+				pal_cli_err(
+				    "migrate",
+				    "refusing contract step %s (compatible_from %d; %d contract "
+				    "step%s pending, database at schema %d): live node%s older "
+				    "than schema %d: %s; roll %s to a release of schema >= %d "
+				    "first (docs/upgrades.md), or pass --force; nothing applied",
+				    pc.name, pc.compatible_from, pc.steps, pc.steps == 1 ? "" : "s",
+				    pc.db_version, json_array_size(older) == 1 ? "" : "s",
+				    pc.compatible_from, who,
+				    json_array_size(older) == 1 ? "it" : "them",
+				    pc.compatible_from);
 				pal_store_close(st); /* and the lock */
 				json_decref(older);
 				return PAL_EXIT_REFUSED;
 			}
-			pal_cli_err("migrate",
-				    "applying contract step %s (compatible_from %d) with older nodes "
-				    "live (--force): %s; they will refuse to lead under it",
-				    pc.name, pc.compatible_from, who);
+			pal_cli_err(
+			    "migrate",
+			    "applying contract step %s (compatible_from %d) with older nodes "
+			    "live (--force): %s; they will refuse to lead under it",
+			    pc.name, pc.compatible_from, who);
 		}
 	}
 	int applied = 0, version = 0;
+	bool functions = false;
 	if (!rc)
-		rc = pal_store_migrate_all(st, upto, &applied, err, sizeof err);
+		rc = pal_store_migrate_all(st, upto, &applied, &functions, err, sizeof err);
 	/* The override is recorded once it took effect (audit_log exists then
 	 * whatever the starting schema was). */
 	if (!rc && force && pc.steps > 0 && (zk_error || json_array_size(older) > 0)) {
@@ -226,7 +236,8 @@ int pal_cmd_migrate(int argc, char **argv)
 		char *ds = json_dumps(d, JSON_COMPACT);
 		json_decref(d);
 		rc = pal_store_audit(st, pal_cli_actor(), "schema.contract_forced", "schema",
-				     reason ? reason : "palisade migrate --force", ds, err, sizeof err);
+				     reason ? reason : "palisade migrate --force", ds, err,
+				     sizeof err);
 		free(ds);
 		if (rc)
 			pal_cli_err("migrate", "the migrations were applied, but the audit row of "
@@ -254,5 +265,8 @@ int pal_cmd_migrate(int argc, char **argv)
 	}
 	printf("migrate: applied %d migration%s; schema at version %d\n", applied,
 	       applied == 1 ? "" : "s", version);
+	if (functions)
+		printf("migrate: applied the %d functions, views and triggers of schema %d\n",
+		       pal_n_objects, version);
 	return PAL_EXIT_OK;
 }

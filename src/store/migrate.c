@@ -52,21 +52,20 @@
 #define MIGRATE_LOCK_TIMEOUT "500ms"
 enum { MIGRATE_LOCK_BUDGET_MS = 15000, MIGRATE_PAUSE_MAX_MS = 1000 };
 
-static const char SQL_CREATE_TABLE[] =
-	"CREATE TABLE IF NOT EXISTS schema_migrations ("
-	" version integer PRIMARY KEY, name text NOT NULL,"
-	" applied_at timestamptz NOT NULL DEFAULT now())";
+static const char SQL_CREATE_TABLE[] = "CREATE TABLE IF NOT EXISTS schema_migrations ("
+				       " version integer PRIMARY KEY, name text NOT NULL,"
+				       " applied_at timestamptz NOT NULL DEFAULT now())";
 /* Added in place (not by a numbered migration): the column must exist before
  * the first migration that declares a compatible_from is recorded.  A binary
  * of v0.1.0 inserts (version, name) only, which leaves it NULL: NULL reads as
  * the row's own version. */
 static const char SQL_ADD_COMPAT[] =
-	"ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS compatible_from integer";
+    "ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS compatible_from integer";
 static const char SQL_RANGE[] =
-	"SELECT coalesce(max(version), 0), coalesce(max(coalesce(compatible_from, version)), 0),"
-	" (SELECT version FROM schema_migrations"
-	"   ORDER BY coalesce(compatible_from, version) DESC, version DESC LIMIT 1)"
-	" FROM schema_migrations";
+    "SELECT coalesce(max(version), 0), coalesce(max(coalesce(compatible_from, version)), 0),"
+    " (SELECT version FROM schema_migrations"
+    "   ORDER BY coalesce(compatible_from, version) DESC, version DESC LIMIT 1)"
+    " FROM schema_migrations";
 
 static int max_known(void)
 {
@@ -98,14 +97,14 @@ int pal_migration_compatible_from(const pal_migration *m)
 
 void pal_store_binary_schema(pal_schema_range *r)
 {
-	*r = (pal_schema_range){ .binary = max_known(), .min = max_known() };
+	*r = (pal_schema_range){.binary = max_known(), .min = max_known()};
 	for (int i = 0; i < pal_n_migrations; i++)
 		if (pal_migrations[i].version == r->binary)
 			r->compatible_from = pal_migration_compatible_from(&pal_migrations[i]);
 }
 
-#define SQL_HAS_COMPAT                                                                    \
-	"EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('schema_migrations')" \
+#define SQL_HAS_COMPAT                                                                             \
+	"EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('schema_migrations')"     \
 	" AND attname = 'compatible_from' AND attnum > 0 AND NOT attisdropped)"
 
 /* Does schema_migrations have its compatible_from column yet?  Read from
@@ -128,9 +127,9 @@ static int db_range(pal_store *st, pal_schema_range *r, char *err, size_t errlen
 {
 	/* Does schema_migrations exist, and has it its compatible_from column
 	 * yet?  One round trip, on every connection. */
-	PGresult *q = pal__store_query(st,
-				       "SELECT to_regclass('schema_migrations') IS NOT NULL, "
-				       SQL_HAS_COMPAT, 0, NULL, err, errlen);
+	PGresult *q = pal__store_query(
+	    st, "SELECT to_regclass('schema_migrations') IS NOT NULL, " SQL_HAS_COMPAT, 0, NULL,
+	    err, errlen);
 	if (!q)
 		return PAL_EDB;
 	bool exists = PQgetvalue(q, 0, 0)[0] == 't';
@@ -142,9 +141,10 @@ static int db_range(pal_store *st, pal_schema_range *r, char *err, size_t errlen
 	if (!exists)
 		return PAL_OK;
 	q = pal__store_query(st,
-			     has_col ? SQL_RANGE
-				     : "SELECT coalesce(max(version), 0), coalesce(max(version), 0),"
-				       " max(version) FROM schema_migrations",
+			     has_col
+				 ? SQL_RANGE
+				 : "SELECT coalesce(max(version), 0), coalesce(max(version), 0),"
+				   " max(version) FROM schema_migrations",
 			     0, NULL, err, errlen);
 	if (!q)
 		return PAL_EDB;
@@ -175,7 +175,7 @@ static int is_applied(pal_store *st, int version, bool *yes, char *err, size_t e
 {
 	char v[16];
 	snprintf(v, sizeof v, "%d", version);
-	const char *p[] = { v };
+	const char *p[] = {v};
 	PGresult *r = pal__store_query(st, "SELECT 1 FROM schema_migrations WHERE version = $1", 1,
 				       p, err, errlen);
 	if (!r)
@@ -185,55 +185,109 @@ static int is_applied(pal_store *st, int version, bool *yes, char *err, size_t e
 	return PAL_OK;
 }
 
-/* One try of M in a transaction of its own, with its schema_migrations
- * row.  PAL_EBUSY when it could not take a lock in time or was chosen as a
- * deadlock's victim (rolled back: nothing of it applied), ST's sqlstate
- * saying which. */
-static int apply_one(pal_store *st, const pal_migration *m, char *err, size_t errlen)
+/* A numbered migration M, or (M NULL) the functions, views and triggers
+ * of sql/functions/ (pal_objects): what apply_one() runs and records. */
+typedef struct step {
+	const pal_migration *m;
+	const char *name; /* in messages */
+	int version;	  /* the binary's, recorded with the objects */
+} step;
+
+/* Runs SQL, one text of one or more statements (the simple protocol runs
+ * them all), in the open transaction; a text of comments only (a migration
+ * kept for its number) is nothing to run. */
+static int exec_text(pal_store *st, const char *sql, const char *name, char *err, size_t errlen)
 {
 	char what[160];
-	if (pal__store_exec(st, "BEGIN", err, errlen) ||
-	    pal__store_exec(st, "SET LOCAL lock_timeout = '" MIGRATE_LOCK_TIMEOUT "'", err, errlen)) {
-		pal__store_rollback(st);
+	snprintf(what, sizeof what, "migration %s failed", name);
+	PGresult *r = PQexec(st->conn, sql);
+	if (r && PQresultStatus(r) == PGRES_EMPTY_QUERY) {
+		PQclear(r);
+		return PAL_OK;
+	}
+	r = pal__store_checked(st, r, what, err, errlen);
+	if (!r)
 		return PAL_EDB;
-	}
-	/* Multi-statement text: PQexec (simple protocol) is the way to run it. */
-	snprintf(what, sizeof what, "migration %s failed", m->name);
-	PGresult *r = pal__store_checked(st, PQexec(st->conn, m->sql), what, err, errlen);
-	if (!r) {
-		pal__store_rollback(st);
-		return pal_store_lock_timeout(st) || !strcmp(st->sqlstate, "40P01") ? PAL_EBUSY
-										     : PAL_EDB;
-	}
 	PQclear(r);
+	return PAL_OK;
+}
+
+/* Records S in the open transaction: M's schema_migrations row, or the
+ * objects' version and digest in schema_functions. */
+static int record(pal_store *st, const step *s, char *err, size_t errlen)
+{
 	char v[16];
 	char cf[16];
-	snprintf(v, sizeof v, "%d", m->version);
-	snprintf(cf, sizeof cf, "%d", pal_migration_compatible_from(m));
-	const char *p[] = { v, m->name, cf };
-	r = pal__store_query(st,
-			     "INSERT INTO schema_migrations (version, name, compatible_from)"
-			     " VALUES ($1, $2, $3)",
-			     3, p, err, errlen);
-	if (!r) {
+	snprintf(v, sizeof v, "%d", s->m ? s->m->version : s->version);
+	PGresult *r;
+	if (s->m) {
+		snprintf(cf, sizeof cf, "%d", pal_migration_compatible_from(s->m));
+		const char *p[] = {v, s->m->name, cf};
+		r = pal__store_query(
+		    st,
+		    "INSERT INTO schema_migrations (version, name, compatible_from)"
+		    " VALUES ($1, $2, $3)",
+		    3, p, err, errlen);
+	} else {
+		const char *p[] = {v, pal_objects_digest};
+		r = pal__store_query(
+		    st,
+		    "INSERT INTO schema_functions (id, version, digest) VALUES (1, $1, $2)"
+		    " ON CONFLICT (id) DO UPDATE SET version = excluded.version,"
+		    " digest = excluded.digest, applied_at = now()",
+		    2, p, err, errlen);
+	}
+	if (!r)
+		return PAL_EDB;
+	PQclear(r);
+	return PAL_OK;
+}
+
+/* One try of S in a transaction of its own, with its record.  The objects
+ * are created with check_function_bodies off, as pg_dump restores them:
+ * a SQL function may name one that comes later in the set.  PAL_EBUSY
+ * when it could not take a lock in time or was chosen as a deadlock's
+ * victim (rolled back: nothing of it applied), ST's sqlstate saying
+ * which. */
+static int apply_one(pal_store *st, const step *s, char *err, size_t errlen)
+{
+	if (pal__store_exec(st, "BEGIN", err, errlen))
+		return PAL_EDB;
+	int rc = PAL_OK;
+	if (pal__store_exec(st, "SET LOCAL lock_timeout = '" MIGRATE_LOCK_TIMEOUT "'", err,
+			    errlen) ||
+	    (!s->m && pal__store_exec(st, "SET LOCAL check_function_bodies = off", err, errlen)))
+		rc = PAL_EDB;
+	if (!rc && s->m)
+		rc = exec_text(st, s->m->sql, s->name, err, errlen);
+	for (int i = 0; !rc && !s->m && i < pal_n_objects; i++) {
+		char name[160];
+		snprintf(name, sizeof name, "%s (sql/functions/%s.sql)", s->name,
+			 pal_objects[i].name);
+		rc = exec_text(st, pal_objects[i].sql, name, err, errlen);
+	}
+	if (rc) {
+		pal__store_rollback(st);
+		return pal_store_lock_timeout(st) || !strcmp(st->sqlstate, "40P01") ? PAL_EBUSY
+										    : PAL_EDB;
+	}
+	if (record(st, s, err, errlen)) {
 		pal__store_rollback(st);
 		return PAL_EDB;
 	}
-	PQclear(r);
 	return pal__store_exec(st, "COMMIT", err, errlen) ? PAL_EDB : PAL_OK;
 }
 
-/* M applied by apply_one(), tried again while it gives way to the locks of
+/* S applied by apply_one(), tried again while it gives way to the locks of
  * other transactions (above); each retry is logged
  * (store.migrate_lock_retry) and its pause added to *WAITED, the run's
  * time spent giving way.  PAL_EBUSY once that would pass
- * MIGRATE_LOCK_BUDGET_MS, nothing of M applied. */
-static int apply_retrying(pal_store *st, const pal_migration *m, int64_t *waited, char *err,
-			  size_t errlen)
+ * MIGRATE_LOCK_BUDGET_MS, nothing of S applied. */
+static int apply_retrying(pal_store *st, const step *s, int64_t *waited, char *err, size_t errlen)
 {
 	for (int tries = 1;; tries++) {
 		int64_t t0 = pal_mono_ms();
-		int rc = apply_one(st, m, err, errlen);
+		int rc = apply_one(st, s, err, errlen);
 		if (rc != PAL_EBUSY)
 			return rc;
 		/* 100, 200, 400, 800, 1000 ms ..., with up to a quarter more at
@@ -253,13 +307,13 @@ static int apply_retrying(pal_store *st, const pal_migration *m, int64_t *waited
 				 "hold the tables it alters); nothing of it was applied: run "
 				 "migrate again, when the cluster is less busy if this repeats; "
 				 "last try: %s",
-				 m->name, tries, (long long)spent, MIGRATE_LOCK_TIMEOUT, last);
+				 s->name, tries, (long long)spent, MIGRATE_LOCK_TIMEOUT, last);
 			return PAL_EBUSY;
 		}
 		pal_log(PAL_LOG_WARN, "store.migrate_lock_retry", "{s:s, s:i, s:s, s:i, s:I}",
-			"migration", m->name, "try", tries, "sqlstate", st->sqlstate, "pause_ms",
+			"migration", s->name, "try", tries, "sqlstate", st->sqlstate, "pause_ms",
 			pause, "spent_ms", (json_int_t)spent);
-		struct timespec ts = { pause / 1000, (long)(pause % 1000) * 1000000L };
+		struct timespec ts = {pause / 1000, (long)(pause % 1000) * 1000000L};
 		while (nanosleep(&ts, &ts) == -1)
 			;
 		*waited += pause;
@@ -273,8 +327,8 @@ static int apply_retrying(pal_store *st, const pal_migration *m, int64_t *waited
 static int pending_contract(pal_store *st, const pal_schema_range *r, int upto,
 			    pal_pending_contract *pc, char *err, size_t errlen)
 {
-	*pc = (pal_pending_contract){ .db_version = r->db_version,
-				      .db_compatible_from = r->db_compatible_from };
+	*pc = (pal_pending_contract){.db_version = r->db_version,
+				     .db_compatible_from = r->db_compatible_from};
 	if (r->db_version == 0)
 		return PAL_OK;
 	for (int i = 0; i < pal_n_migrations; i++) {
@@ -300,14 +354,51 @@ static int pending_contract(pal_store *st, const pal_schema_range *r, int upto,
 	return PAL_OK;
 }
 
-static int migrate(pal_store *st, bool contract, int upto, int *applied, char *err,
+/* The functions, views and triggers (pal_objects), applied after the
+ * numbered steps when this run has brought the database to the binary's
+ * own version (R: the database's side as it was before them; UPTO: the
+ * run's limit, 0 none) and the database has not these bodies yet:
+ * schema_functions names an older version, or this one with another
+ * digest.  A binary older than the database, or than the version recorded
+ * there, leaves them alone: the newer binary's bodies serve the schema
+ * (they must keep serving the older binaries it is compatible with, as
+ * any expand step must).  *DONE set when it applied them; DONE NULL: logs
+ * store.functions_applied instead. */
+static int apply_objects(pal_store *st, const pal_schema_range *r, int upto, int64_t *waited,
+			 bool *done, char *err, size_t errlen)
+{
+	if (pal_n_objects == 0 || r->db_version > r->binary || (upto > 0 && upto < r->binary))
+		return PAL_OK;
+	PGresult *q = pal__store_query(st, "SELECT version, digest FROM schema_functions", 0, NULL,
+				       err, errlen);
+	if (!q)
+		return PAL_EDB;
+	int had = PQntuples(q) ? atoi(PQgetvalue(q, 0, 0)) : 0;
+	bool same = PQntuples(q) && !strcmp(PQgetvalue(q, 0, 1), pal_objects_digest);
+	PQclear(q);
+	if (had > r->binary || (had == r->binary && same))
+		return PAL_OK;
+	step objs = {.name = "functions", .version = r->binary};
+	int rc = apply_retrying(st, &objs, waited, err, errlen);
+	if (!rc && done)
+		*done = true;
+	else if (!rc)
+		pal_log(PAL_LOG_INFO, "store.functions_applied", "{s:i, s:i, s:i, s:s}", "objects",
+			pal_n_objects, "version", r->binary, "replaced_version", had, "digest",
+			pal_objects_digest);
+	return rc;
+}
+
+static int migrate(pal_store *st, bool contract, int upto, int *applied, bool *functions, char *err,
 		   size_t errlen)
 {
 	*applied = 0;
+	if (functions)
+		*functions = false;
 	pal_schema_range r;
 	pal_store_binary_schema(&r);
-	int rc = pal__store_exec(st, "SELECT pg_advisory_lock(" PAL_MIGRATE_LOCK_KEY ")", err,
-				 errlen);
+	int rc =
+	    pal__store_exec(st, "SELECT pg_advisory_lock(" PAL_MIGRATE_LOCK_KEY ")", err, errlen);
 	if (rc)
 		return rc;
 	/* Quiet the NOTICE "relation already exists, skipping". */
@@ -328,7 +419,8 @@ static int migrate(pal_store *st, bool contract, int upto, int *applied, char *e
 	if (!rc && r.db_compatible_from > r.binary)
 		rc = refuse_newer(&r, err, errlen);
 	pal_pending_contract pc;
-	if (!rc && !contract && !(rc = pending_contract(st, &r, upto, &pc, err, errlen)) && pc.steps > 0) {
+	if (!rc && !contract && !(rc = pending_contract(st, &r, upto, &pc, err, errlen)) &&
+	    pc.steps > 0) {
 		snprintf(err, errlen,
 			 "migration %s is a contract step (compatible_from %d, above the "
 			 "database's %d) and is not applied by a node: apply it with 'palisade "
@@ -344,14 +436,18 @@ static int migrate(pal_store *st, bool contract, int upto, int *applied, char *e
 			continue;
 		rc = is_applied(st, pal_migrations[i].version, &done, err, errlen);
 		if (!rc && !done) {
-			rc = apply_retrying(st, &pal_migrations[i], &waited, err, errlen);
+			step m = {.m = &pal_migrations[i], .name = pal_migrations[i].name};
+			rc = apply_retrying(st, &m, &waited, err, errlen);
 			if (!rc)
 				(*applied)++;
 		}
 	}
+	if (!rc)
+		rc = apply_objects(st, &r, upto, &waited, functions, err, errlen);
 	char uerr[256];
 	if (pal__store_exec(st, "SELECT pg_advisory_unlock(" PAL_MIGRATE_LOCK_KEY ")", uerr,
-			    sizeof uerr) && !rc) {
+			    sizeof uerr) &&
+	    !rc) {
 		snprintf(err, errlen, "%s", uerr);
 		rc = PAL_EDB;
 	}
@@ -361,7 +457,7 @@ static int migrate(pal_store *st, bool contract, int upto, int *applied, char *e
 int pal_store_pending_contract(pal_store *st, int upto, pal_pending_contract *pc, char *err,
 			       size_t errlen)
 {
-	*pc = (pal_pending_contract){ 0 };
+	*pc = (pal_pending_contract){0};
 	pal_schema_range r;
 	pal_store_binary_schema(&r);
 	int rc = db_range(st, &r, err, errlen);
@@ -370,7 +466,7 @@ int pal_store_pending_contract(pal_store *st, int upto, pal_pending_contract *pc
 
 int pal_store_migrate(pal_store *st, int *applied, char *err, size_t errlen)
 {
-	return migrate(st, false, 0, applied, err, errlen);
+	return migrate(st, false, 0, applied, NULL, err, errlen);
 }
 
 int pal_store_migrate_lock(pal_store *st, bool lock, char *err, size_t errlen)
@@ -381,13 +477,14 @@ int pal_store_migrate_lock(pal_store *st, bool lock, char *err, size_t errlen)
 			       lock ? "SELECT pg_advisory_lock(" PAL_MIGRATE_LOCK_KEY ")"
 				    : "SELECT pg_advisory_unlock(" PAL_MIGRATE_LOCK_KEY ")",
 			       err, errlen)
-		       ? PAL_EDB
-		       : PAL_OK;
+		   ? PAL_EDB
+		   : PAL_OK;
 }
 
-int pal_store_migrate_all(pal_store *st, int upto, int *applied, char *err, size_t errlen)
+int pal_store_migrate_all(pal_store *st, int upto, int *applied, bool *functions, char *err,
+			  size_t errlen)
 {
-	return migrate(st, true, upto, applied, err, errlen);
+	return migrate(st, true, upto, applied, functions, err, errlen);
 }
 
 int pal_store_schema_range(pal_store *st, pal_schema_range *r, char *err, size_t errlen)
@@ -407,7 +504,8 @@ int pal_store_schema_check(pal_store *st, int *version, char *err, size_t errlen
 		return refuse_newer(&r, err, errlen);
 	if (r.db_version < r.min) {
 		snprintf(err, errlen,
-			 "database schema is at version %d, this binary needs %d; run 'palisade migrate'",
+			 "database schema is at version %d, this binary needs %d; run 'palisade "
+			 "migrate'",
 			 r.db_version, r.min);
 		return PAL_EINVAL;
 	}

@@ -63,7 +63,9 @@ sleep 4
 # ---- the new tree's migrations while every node runs the old binary --------------
 mig_ts=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)
 expect_exit "new binary applies this tree's migrations beside the old nodes" 0 "$NEW_PAL" migrate
-echo "    | $OUT"
+echo "    | $(grep -v '"event":"store' <<<"$OUT")"
+expect_exit "and replaces the old release's functions and triggers by sql/functions/ exactly" 0 \
+	python3 tests/integration/sql_objects.py "$PALISADE_PG" sql/functions
 if [ "${PALISADE_MIXED_BREAK:-}" = claim-result ]; then
 	psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
 DO $do$
