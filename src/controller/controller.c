@@ -91,7 +91,7 @@ static void mset(pal_controller *c, const char *name, const char *labels, double
 
 /* ---- status snapshot --------------------------------------------------------- */
 
-void pal_controller__publish_status(pal_controller *c)
+static void publish_status(pal_controller *c)
 {
 	json_t *shards = json_array();
 	int n = 0;
@@ -145,7 +145,7 @@ static void drop_shard(pal_controller *c, int s, const char *why)
 	mset(c, "palisade_controller_shard_epoch", lab, 0);
 }
 
-void pal_controller__db_failed(pal_controller *c, const char *what, const char *err)
+static void db_failed(pal_controller *c, const char *what, const char *err)
 {
 	pal_log(PAL_LOG_ERROR, "controller.db_error", "{s:s, s:s}", "during", what, "error", err);
 	minc(c, "palisade_controller_db_errors_total", NULL, 1);
@@ -194,7 +194,7 @@ static void quarantine_after_load(pal_controller *c, const int *shards, size_t n
 		bool created;
 		if (pal_store_quarantine_job(c->st, bl->id, bl->shard, c->led[bl->shard].epoch,
 					     PAL_NO_TIME, bl->error, &created, err, sizeof err)) {
-			pal_controller__db_failed(c, "quarantine job", err);
+			db_failed(c, "quarantine job", err);
 			break;
 		}
 		if (created) /* a reload finds it again every 30 s: counted once */
@@ -208,7 +208,7 @@ static void quarantine_after_load(pal_controller *c, const int *shards, size_t n
 		char **ids;
 		size_t k;
 		if (pal_store_quarantined_ids(c->st, shards[i], &ids, &k, err, sizeof err)) {
-			pal_controller__db_failed(c, "load quarantine", err);
+			db_failed(c, "load quarantine", err);
 			return;
 		}
 		pal_planner_set_quarantined(l->planner, (const char *const *)ids, k);
@@ -312,7 +312,7 @@ static int load_jobs(pal_controller *c, const int *shards, size_t n, const char 
 					      &seen, err, sizeof err);
 		st->jobs += seen;
 		if (rc == PAL_EDB)
-			pal_controller__db_failed(c, "load jobs", err);
+			db_failed(c, "load jobs", err);
 		else
 			quarantine_after_load(c, shards, 1);
 		return rc;
@@ -322,11 +322,11 @@ static int load_jobs(pal_controller *c, const int *shards, size_t n, const char 
 				      err, sizeof err);
 	st->jobs += seen;
 	if (rc == PAL_EDB) {
-		pal_controller__db_failed(c, "load jobs", err);
+		db_failed(c, "load jobs", err);
 	} else if (!rc && lc.stale->len > RELOAD_ONE_BY_ONE_MAX) {
 		if ((rc = pal_store_shard_jobs(c->st, shards, cutoffs, n, NULL, true, put_loaded, &lc,
 					       &seen, err, sizeof err)) == PAL_EDB)
-			pal_controller__db_failed(c, "load jobs", err);
+			db_failed(c, "load jobs", err);
 	} else {
 		for (guint k = 0; !rc && k < lc.stale->len; k++) {
 			stale_job *sj = g_ptr_array_index(lc.stale, k);
@@ -335,13 +335,42 @@ static int load_jobs(pal_controller *c, const int *shards, size_t n, const char 
 			if ((rc = pal_store_shard_jobs(c->st, &sj->shard, &cut, 1, sj->id, true,
 						       put_loaded, &lc, &seen, err, sizeof err)) ==
 			    PAL_EDB)
-				pal_controller__db_failed(c, "load jobs", err);
+				db_failed(c, "load jobs", err);
 		}
 	}
 	g_ptr_array_free(lc.stale, TRUE);
 	if (rc != PAL_EDB)
 		quarantine_after_load(c, shards, n);
 	return rc;
+}
+
+/* ---- key horizons (keyhorizon.c) ------------------------------------------------ */
+
+/* Check the key horizons of led shard S's live jobs (IDS[0..N_IDS) only,
+ * when IDS is not NULL); a database error drops every shard. */
+static void check_key_horizons(pal_controller *c, int s, const char *const *ids, size_t n_ids,
+			       const char *why)
+{
+	char err[1024];
+	bool done;
+
+	if (pal_controller__check_key_horizons(c, s, ids, n_ids, why, &done, err, sizeof err))
+		db_failed(c, "key horizon check", err);
+	else if (done)
+		publish_status(c);
+}
+
+/* The next slice of acquired shard S's check; a database error drops
+ * every shard, this one's state with it. */
+static void check_acquired_slice(pal_controller *c, int s)
+{
+	char err[1024];
+	bool done;
+
+	if (pal_controller__check_acquired_slice(c, s, &done, err, sizeof err))
+		db_failed(c, "key horizon check", err);
+	else if (done)
+		publish_status(c);
 }
 
 /* Claim shard S for EPOCH in PostgreSQL and give it an empty planner; its
@@ -368,7 +397,7 @@ static bool claim_shard(pal_controller *c, int s, int64_t epoch)
 		return false;
 	}
 	if (rc) {
-		pal_controller__db_failed(c, "claim shard", err);
+		db_failed(c, "claim shard", err);
 		return false;
 	}
 	pal_planner_config pc = { .overlap_s = c->cfg.overlap_s,
@@ -420,7 +449,7 @@ static void load_claimed(pal_controller *c, const int *shards, size_t n)
 		cutoffs[i] = wm == PAL_NO_TIME ? PAL_NO_TIME : wm - c->cfg.overlap_s;
 	}
 	if (pal_store_handoff_read(c->st, shards, n, horizons, hids, err, sizeof err)) {
-		pal_controller__db_failed(c, "read handoff", err);
+		db_failed(c, "read handoff", err);
 		return;
 	}
 	GPtrArray *ids = g_ptr_array_new();
@@ -446,7 +475,7 @@ static void load_claimed(pal_controller *c, const int *shards, size_t n)
 		g_ptr_array_free(ids, TRUE);
 		for (size_t i = 0; i < n; i++)
 			g_strfreev(hids[i]);
-		pal_controller__db_failed(c, "clear handoff", err);
+		db_failed(c, "clear handoff", err);
 		return;
 	}
 	load_stats ls = { 0 };
@@ -465,7 +494,7 @@ static void load_claimed(pal_controller *c, const int *shards, size_t n)
 		rc = pal_store_shard_jobs(c->st, full, cut_full, n_full, NULL, true, put_loaded, &lc,
 					  &seen, err, sizeof err);
 	if (rc == PAL_EDB || rc_part == PAL_EDB) {
-		pal_controller__db_failed(c, "load jobs", err);
+		db_failed(c, "load jobs", err);
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -520,7 +549,7 @@ static void load_handoff_rest(pal_controller *c)
 	int rc = pal_store_shard_jobs(c->st, shards, cutoffs, n, NULL, true, put_loaded, &lc, &seen,
 				      err, sizeof err);
 	if (rc == PAL_EDB) {
-		pal_controller__db_failed(c, "load jobs", err);
+		db_failed(c, "load jobs", err);
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -586,7 +615,7 @@ static void finish_takeover(pal_controller *c, uint64_t gen)
 		load_handoff_rest(c);
 		return;
 	}
-	pal_controller__check_acquired_slice(c, check);
+	check_acquired_slice(c, check);
 }
 
 /*
@@ -706,7 +735,7 @@ static void tick_shard(pal_controller *c, int s)
 		return;
 	}
 	if (rc) {
-		pal_controller__db_failed(c, "tick begin", err);
+		db_failed(c, "tick begin", err);
 		return;
 	}
 	rc = pal_planner_tick(l->planner, wm, now, &c->batch);
@@ -764,7 +793,7 @@ static void tick_shard(pal_controller *c, int s)
 		return;
 	}
 	if (rc) {
-		pal_controller__db_failed(c, "tick commit", err);
+		db_failed(c, "tick commit", err);
 		free(bad);
 		return;
 	}
@@ -851,7 +880,7 @@ static void handle_notifies(pal_controller *c)
 	int n;
 	notified nt = { c, g_new0(GPtrArray *, c->cfg.n_shards) };
 	if (pal_store_notifications(c->st, on_notify, &nt, &n, err, sizeof err))
-		pal_controller__db_failed(c, "consume input", err);
+		db_failed(c, "consume input", err);
 	for (int s = 0; s < c->cfg.n_shards; s++) {
 		GPtrArray *ids = nt.by_shard[s];
 		if (!ids)
@@ -870,8 +899,8 @@ static void handle_notifies(pal_controller *c)
 				load_jobs(c, &s, 1, ids->pdata[i], &ls);
 			}
 			/* One check for the pass's changed jobs of the shard. */
-			pal_controller__check_key_horizons(c, s, (const char *const *)ids->pdata,
-							   ids->len, "job changed");
+			check_key_horizons(c, s, (const char *const *)ids->pdata, ids->len,
+					   "job changed");
 		}
 		g_ptr_array_free(ids, TRUE);
 	}
@@ -980,7 +1009,7 @@ static void *run(void *arg)
 		apply_timing(c);
 		gen = pal_coord_snapshot(c->coord, c->lead, &connected);
 		if (!ensure_db(c)) {
-			pal_controller__publish_status(c);
+			publish_status(c);
 			pal_coord_wait(c->coord, gen, 200);
 			continue;
 		}
@@ -1022,8 +1051,7 @@ static void *run(void *arg)
 			c->cfg.key_retention_ms = c->new_key_retention_ms;
 			pthread_mutex_unlock(&c->mu);
 			for (int s = 0; s < c->cfg.n_shards && c->st; s++)
-				pal_controller__check_key_horizons(c, s, NULL, 0,
-								   "configuration reloaded");
+				check_key_horizons(c, s, NULL, 0, "configuration reloaded");
 		}
 		if (c->st)
 			handle_notifies(c);
@@ -1042,8 +1070,7 @@ static void *run(void *arg)
 				load_jobs(c, led, shards, NULL, &ls);
 			for (size_t i = 0; i < shards && c->st; i++)
 				if (c->led[led[i]].horizon_due)
-					pal_controller__check_key_horizons(c, led[i], NULL, 0,
-									   "jobs changed");
+					check_key_horizons(c, led[i], NULL, 0, "jobs changed");
 			pal_log(PAL_LOG_DEBUG, "controller.jobs_reloaded", "{s:i, s:I, s:I, s:I}",
 				"shards", (int)shards, "jobs", (json_int_t)ls.jobs, "changed",
 				(json_int_t)ls.changed, "ms", (json_int_t)(pal_mono_ms() - now));
@@ -1066,7 +1093,7 @@ static void *run(void *arg)
 			c->next_tick_ms += c->cfg.scan_interval_ms;
 			if (c->next_tick_ms < now)
 				c->next_tick_ms = now + c->cfg.scan_interval_ms;
-			pal_controller__publish_status(c);
+			publish_status(c);
 		}
 		int64_t wait = c->next_tick_ms - pal_mono_ms();
 		if (wait > 100)
@@ -1089,7 +1116,7 @@ static void *run(void *arg)
 		drop_shard(c, s, "controller stopping");
 	}
 	pal_health_forget("controller");
-	pal_controller__publish_status(c);
+	publish_status(c);
 	pal_store_close(c->st);
 	c->st = NULL;
 	return NULL;

@@ -1,6 +1,6 @@
 /*
  * controller_int.h - internals of the controller (controller.h), shared by
- * its two files:
+ * its two files (controller.c calls keyhorizon.c, never the other way):
  *
  *   controller.c  the controller thread: leadership -> PostgreSQL claim ->
  *                 per-shard planner -> fenced planning transactions; status,
@@ -93,26 +93,23 @@ struct pal_controller {
 	pthread_cond_t quiesced_cv;
 };
 
-/* controller.c */
-
-/* Rebuild the status snapshot (pal_controller_status) and the led-shards
- * gauge from the led shards. */
-void pal_controller__publish_status(pal_controller *c);
-/* A database error during WHAT: logged, counted, every shard dropped and the
- * connection closed (ensure_db reopens it with backoff). */
-void pal_controller__db_failed(pal_controller *c, const char *what, const char *err);
-
-/* keyhorizon.c */
+/* keyhorizon.c (called by controller.c only) */
 
 /* Forget what over_horizon knows of shard S's jobs in SC (all of them for
  * the zero scope) and update the gauge. */
 void pal_controller__forget_over_horizon(pal_controller *c, int s, const pal_horizon_scope *sc);
 /* Check every live job of led shard S (IDS[0..N_IDS) only, when IDS is not
- * NULL) in one statement; WHY names the occasion in the log. */
-void pal_controller__check_key_horizons(pal_controller *c, int s, const char *const *ids,
-					size_t n_ids, const char *why);
+ * NULL) in one statement; WHY names the occasion in the log.  *DONE: a
+ * check ran (the status snapshot is due).  A database error returns
+ * non-zero with ERR filled. */
+int pal_controller__check_key_horizons(pal_controller *c, int s, const char *const *ids,
+				       size_t n_ids, const char *why, bool *done, char *err,
+				       size_t errlen);
 /* The next slice of the check of acquired shard S; the summary is logged
- * after the last one (controller.key_horizon_checked, "shard acquired"). */
-void pal_controller__check_acquired_slice(pal_controller *c, int s);
+ * after the last one (controller.key_horizon_checked, "shard acquired").
+ * *DONE: that was the last slice.  A database error returns non-zero with
+ * ERR filled. */
+int pal_controller__check_acquired_slice(pal_controller *c, int s, bool *done, char *err,
+					 size_t errlen);
 
 #endif

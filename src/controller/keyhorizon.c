@@ -8,7 +8,8 @@
  *
  * Runs on the controller thread (controller.c), on its connection: when a
  * shard is acquired (in slices, between claims), when jobs change, and when
- * sink.key_retention is reloaded.
+ * sink.key_retention is reloaded.  A database error is returned to the
+ * loop, which drops every shard; this file calls nothing of controller.c.
  */
 #include <glib.h>
 #include <string.h>
@@ -88,32 +89,30 @@ static int horizon_row(void *arg, const char *job_id, int version, const pal_job
  * tickets of jobs that fit again) and update the gauge.  The jobs keep being
  * planned: a warning, not a refusal (docs/protocol.md).  WHY names the
  * occasion in the log.  *LAST (a slice only): the id of its last job.  A
- * database error drops every shard and returns non-zero.
+ * database error returns non-zero with ERR filled.
  */
 static int run_check(pal_controller *c, int s, pal_horizon_scope *sc, const char *why,
-		     horizon_counts *out, char **last)
+		     horizon_counts *out, char **last, char *err, size_t errlen)
 {
 	*out = (horizon_counts){0};
-	char err[1024];
 	horizon_scan hs = {.retention_ms = c->cfg.key_retention_ms,
 			   .over = g_array_new(FALSE, FALSE, sizeof(pal_horizon_violation))};
 	char *end = NULL;
 	int rc = pal_store_horizon_scan(c->st, s, sc, horizon_row, &hs, &out->jobs,
-					sc->limit > 0 ? &end : NULL, err, sizeof err);
+					sc->limit > 0 ? &end : NULL, err, errlen);
 	/* A full slice may have more after it; a short one ends the shard,
 	 * and its tickets range to the end of the key space. */
 	sc->upto = sc->limit > 0 && out->jobs >= (size_t)sc->limit ? end : NULL;
 	if (!rc)
 		rc = pal_store_horizon_tickets(c->st, s, sc, (pal_horizon_violation *)hs.over->data,
 					       hs.over->len, c->cfg.key_retention_ms, c->node_id,
-					       &out->opened, &out->resolved, err, sizeof err);
+					       &out->opened, &out->resolved, err, errlen);
 	if (rc) {
 		for (guint i = 0; i < hs.over->len; i++)
 			g_free((char *)g_array_index(hs.over, pal_horizon_violation, i).job_id);
 		g_array_free(hs.over, TRUE);
 		g_free(end);
 		sc->upto = NULL;
-		pal_controller__db_failed(c, "key horizon check", err);
 		return rc;
 	}
 	pal_controller__forget_over_horizon(c, s, sc);
@@ -159,39 +158,42 @@ static void log_checked(int s, const char *job, int64_t retention_ms, const hori
 		"tickets_resolved", (json_int_t)n->resolved, "slices", slices, "checked", why);
 }
 
-/* Check every live job of led shard S (IDS[0..n_ids) only, when IDS is not
- * NULL) in one statement (run_check). */
-void pal_controller__check_key_horizons(pal_controller *c, int s, const char *const *ids,
-					size_t n_ids, const char *why)
+int pal_controller__check_key_horizons(pal_controller *c, int s, const char *const *ids,
+				       size_t n_ids, const char *why, bool *done, char *err,
+				       size_t errlen)
 {
+	*done = false;
 	if (c->cfg.key_retention_ms <= 0 || !c->st || !c->led[s].planner)
-		return;
+		return PAL_OK;
 	if (!ids)
 		c->led[s].horizon_due = false;
 	pal_horizon_scope sc = {.ids = ids, .n_ids = n_ids};
 	horizon_counts n;
-	if (run_check(c, s, &sc, why, &n, NULL))
-		return;
+	int rc = run_check(c, s, &sc, why, &n, NULL, err, errlen);
+	if (rc)
+		return rc;
 	if (!ids || n.exceeded || n.resolved)
 		log_checked(s, ids && n_ids == 1 ? ids[0] : NULL, c->cfg.key_retention_ms, &n, 1,
 			    why);
-	pal_controller__publish_status(c);
+	*done = true;
+	return PAL_OK;
 }
 
-/* The next slice of the check of acquired shard S; the summary is logged
- * after the last one (controller.key_horizon_checked, "shard acquired"). */
-void pal_controller__check_acquired_slice(pal_controller *c, int s)
+int pal_controller__check_acquired_slice(pal_controller *c, int s, bool *done, char *err,
+					 size_t errlen)
 {
 	led_shard *l = &c->led[s];
+	*done = false;
 	if (c->cfg.key_retention_ms <= 0 || !c->st || !l->planner) {
 		l->acquired_check = false;
-		return;
+		return PAL_OK;
 	}
 	pal_horizon_scope sc = {.after = l->horizon_after, .limit = PAL_HORIZON_SLICE};
 	horizon_counts n;
 	char *last = NULL;
-	if (run_check(c, s, &sc, "shard acquired", &n, &last))
-		return; /* every shard dropped, this one's state with it */
+	int rc = run_check(c, s, &sc, "shard acquired", &n, &last, err, errlen);
+	if (rc)
+		return rc;
 	l->hz.jobs += n.jobs;
 	l->hz.exceeded += n.exceeded;
 	l->hz.opened += n.opened;
@@ -200,7 +202,7 @@ void pal_controller__check_acquired_slice(pal_controller *c, int s)
 	if (n.jobs >= PAL_HORIZON_SLICE && last) {
 		g_free(l->horizon_after);
 		l->horizon_after = last;
-		return;
+		return PAL_OK;
 	}
 	g_free(last);
 	log_checked(s, NULL, c->cfg.key_retention_ms, &l->hz, l->hz_slices, "shard acquired");
@@ -210,5 +212,6 @@ void pal_controller__check_acquired_slice(pal_controller *c, int s)
 	l->hz_slices = 0;
 	l->acquired_check = false;
 	l->horizon_due = false;
-	pal_controller__publish_status(c);
+	*done = true;
+	return PAL_OK;
 }
