@@ -5,11 +5,12 @@
 # request id, so `trigger --at` an instant that already ran and a backfill
 # over instants that ran are applied by the reference sink, not answered as
 # replays of the scheduled runs.  The same request id plans nothing new; a
-# run whose reply is lost sends the same key in its status query and its
-# next attempt.
+# run whose reply is lost asks for its own key in its status query; a run
+# whose node dies mid-call is taken over by another node under the same key,
+# so the dead node's applied request stays its one effect.
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
-guarantee "G5 and G2 for deliberate runs: a manual run or backfill has its own idempotency key, distinct from every scheduled run's and every other request id's, the same across its attempts and status queries; a repeated request id creates nothing"
+guarantee "G5 and G2 for deliberate runs: a manual run or backfill has its own idempotency key, distinct from every scheduled run's and every other request id's, the same across its attempts, status queries and takeovers; a repeated request id creates nothing"
 
 fresh_db it_manual_key
 "$PAL" migrate >/dev/null
@@ -96,5 +97,23 @@ TID=$(sql "SELECT id FROM triggers WHERE request_id = 'LOST-1'")
 qkeys=$(grep '"event":"executor.status_query"' "$NODE_DIR/m1.log" | grep "\"trigger\":$TID[,}]" | grep -o '"key":"[^"]*"' | sort -u)
 expect_eq "its status queries asked for that key" "\"key\":\"$J/$TL/0/LOST-1\"" "$qkeys"
 expect_eq "the service holds one effect under it" 1 "$(sql "SELECT count(*) FROM sink_effects WHERE idempotency_key = '$J/$TL/0/LOST-1'")"
+echo "  -- a takeover: the node calling a manual run dies, another claims it"
+sink_faults '{"paused": true}'
+expect_exit "trigger --request-id TAKE-1 (now)" 0 \
+	"$PAL" trigger --job "$J" --request-id TAKE-1 --reason "takeover" --config "$CLUSTER_CONF"
+TID=$(sql "SELECT id FROM triggers WHERE request_id = 'TAKE-1'")
+held() { [ "$(sql "SELECT state FROM triggers WHERE id = $TID")" = running ] && [ "$(sink_stat inflight)" -ge 1 ]; }
+wait_until "its request is held by the (paused) sink" 20 held
+F1=$(sql "SELECT fence FROM triggers WHERE id = $TID")
+kill9_node m1
+sink_faults '{"paused": false}'   # the dead node's request is applied now, unanswered
+start_node m2
+wait_until "another node finished the run after the lease expired" 40 done_rid TAKE-1
+TT=$(sql "SELECT to_char(scheduled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM triggers WHERE id = $TID")
+check "the run was claimed again with a newer token" [ "$(sql "SELECT fence FROM triggers WHERE id = $TID")" -gt "$F1" ]
+expect_eq "the service holds one effect for the run: the dead node's request (its token), under the run's key" \
+	"$J/$TT/0/TAKE-1|$F1" "$(sql "SELECT string_agg(idempotency_key || '|' || fence, ' ') FROM sink_effects WHERE trigger_id = $TID")"
+expect_eq "the new node's attempt sent or asked for that same key" "$J/$TT/0/TAKE-1" \
+	"$(sql "SELECT string_agg(DISTINCT a.idempotency_key, ' ') FROM attempts a WHERE a.trigger_id = $TID")"
 echo "    figure: test took ${SECONDS}s"
 finish
