@@ -54,7 +54,15 @@ typedef struct pal_admin_config {
 	bool protect_reads; /* reads need the token too */
 	const char *host;   /* allowed Host, "name" or "name:port"; NULL or "": the
 			     * listen address, plus localhost names on loopback */
+	/* listener limits (httpguard.h); 0: the PAL_ADMIN_* defaults */
+	unsigned max_conns;	  /* connections at once */
+	unsigned max_per_addr;	  /* connections at once from one client address */
+	unsigned head_timeout_ms; /* a complete request head within this */
 } pal_admin_config;
+
+#define PAL_ADMIN_MAX_CONNS 256
+#define PAL_ADMIN_MAX_PER_ADDR 32
+#define PAL_ADMIN_HEAD_TIMEOUT_MS 5000
 
 typedef struct pal_admin pal_admin;
 

@@ -69,13 +69,16 @@ typedef struct pal_nodeconf {
 	size_t n_tenants;
 	int64_t claim_ahead_ms;
 	int32_t claim_connections; /* claims in flight at once, 1 or 2 */
-	char *proxy; /* "" direct, "env", or a proxy URL */
+	char *proxy;		   /* "" direct, "env", or a proxy URL */
 	/* admin, log */
-	char *admin_listen; /* host:port */
-	char *admin_token_file; /* "" = read admin_token_env instead */
-	char *admin_token_env;  /* variable name; "" = no token */
-	int admin_reads;	/* 0 open, 1 token (PAL_ADMIN_READS_*) */
-	char *admin_host;	/* "" = the listen address */
+	char *admin_listen;	 /* host:port */
+	char *admin_token_file;	 /* "" = read admin_token_env instead */
+	char *admin_token_env;	 /* variable name; "" = no token */
+	int admin_reads;	 /* 0 open, 1 token (PAL_ADMIN_READS_*) */
+	char *admin_host;	 /* "" = the listen address */
+	int32_t admin_max_conns; /* listener limits (httpguard.h) */
+	int32_t admin_max_per_addr;
+	int64_t admin_head_timeout_ms;
 	/* metrics */
 	int64_t cluster_stats_interval_ms;
 	int32_t job_series;

@@ -7,8 +7,10 @@
  * works) that serves every connection; the status and action callbacks are
  * therefore called from that thread, one request at a time, never from the
  * thread that called pal_admin_start().  Nothing here blocks on the network
- * beyond the socket being served, and connections time out after
- * CONN_TIMEOUT_S, so a stuck client cannot hold the endpoint.
+ * beyond the socket being served.  A slow or crowding client cannot hold
+ * the endpoint: the guard (httpguard.h) cuts a request head at its deadline
+ * and makes room for a new connection by closing the oldest one waiting for
+ * a head, and libmicrohttpd closes a connection idle for CONN_TIMEOUT_S.
  *
  * Security checks run on the first call of each request, before any
  * route: Host, then Origin / Sec-Fetch-Site, then the form content types
@@ -47,15 +49,16 @@
 #include "palisade/api.h"
 #include "palisade/console.h"
 #include "palisade/html.h"
+#include "palisade/httpguard.h"
 #include "palisade/log.h"
 
 #define BODY_MAX 65536	  /* bytes of request body we are willing to read */
 #define API_BODY_MAX (4u << 20) /* an /api/v1 body: a job file may be 4 MiB */
-#define CONN_LIMIT 64	  /* concurrent connections */
 #define CONN_TIMEOUT_S 10 /* idle connection timeout */
 
 struct pal_admin {
 	struct MHD_Daemon *daemon;
+	pal_httpguard *guard; /* limits, head deadline, smuggling checks */
 	struct sockaddr_storage sa;
 	pal_metrics *metrics;
 	pal_admin_status_fn status;
@@ -771,6 +774,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (req == NULL)
 			return MHD_NO;
 		*con_cls = req;
+		const char *smuggled = pal_httpguard_head(a->guard, conn);
+		if (smuggled != NULL) {
+			struct MHD_Response *r = new_response(
+			    "text/plain; charset=utf-8", (char *)smuggled, strlen(smuggled), false);
+			pal_httpguard_close_after(r);
+			return queue(conn, MHD_HTTP_BAD_REQUEST, r);
+		}
 		req->refused = check_request(a, conn, url, method, &req->why);
 		req->api = is_api_path(url);
 		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
@@ -800,11 +810,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void request_done(void *cls, struct MHD_Connection *conn, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
+	pal_admin *a = cls;
+	pal_httpguard_request_done(a->guard, conn);
 	request *req = *con_cls;
 	if (req != NULL && req->body != NULL)
 		g_string_free(req->body, TRUE);
 	free(req);
 	*con_cls = NULL;
+}
+
+/* The request line arrived; the request state is made on the first call
+ * of on_request(), so none here. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	pal_admin *a = cls;
+	pal_httpguard_request_line(a->guard, conn);
+	return NULL;
 }
 
 static void log_mhd(void *cls, const char *fmt, va_list ap)
@@ -842,6 +863,7 @@ static void listen_names(pal_admin *a)
 
 static void admin_free(pal_admin *a)
 {
+	pal_httpguard_free(a->guard);
 	free(a->token);
 	free(a->host);
 	free(a);
@@ -873,6 +895,20 @@ int pal_admin_start(const pal_admin_config *cfg, pal_admin **out, char *err, siz
 	a->host = cfg->host && cfg->host[0] ? strdup(cfg->host) : NULL;
 	a->protect_reads = cfg->protect_reads;
 	listen_names(a);
+	pal_httpguard_limits lim = {
+	    .max_conns = cfg->max_conns ? cfg->max_conns : PAL_ADMIN_MAX_CONNS,
+	    .max_per_addr = cfg->max_per_addr ? cfg->max_per_addr : PAL_ADMIN_MAX_PER_ADDR,
+	    .head_timeout_ms =
+		cfg->head_timeout_ms ? cfg->head_timeout_ms : PAL_ADMIN_HEAD_TIMEOUT_MS,
+	    .idle_timeout_ms = CONN_TIMEOUT_S * 1000,
+	};
+	rc = pal_httpguard_new(&lim, "admin", &a->guard);
+	if (rc != PAL_OK) {
+		snprintf(err, errlen, "admin endpoint: cannot set up its connection limits: %s",
+			 pal_strerror(rc));
+		admin_free(a);
+		return rc;
+	}
 
 	unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
 	if (a->sa.ss_family == AF_INET6)
@@ -884,8 +920,10 @@ int pal_admin_start(const pal_admin_config *cfg, pal_admin **out, char *err, siz
 	a->daemon = MHD_start_daemon(
 	    flags, port, NULL, NULL, on_request, a, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, a,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a->sa, MHD_OPTION_CONNECTION_LIMIT,
-	    (unsigned)CONN_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONN_TIMEOUT_S,
-	    MHD_OPTION_NOTIFY_COMPLETED, request_done, NULL, MHD_OPTION_END);
+	    pal_httpguard_mhd_limit(a->guard), MHD_OPTION_CONNECTION_TIMEOUT,
+	    (unsigned)CONN_TIMEOUT_S, MHD_OPTION_NOTIFY_CONNECTION, pal_httpguard_notify, a->guard,
+	    MHD_OPTION_URI_LOG_CALLBACK, on_uri, a, MHD_OPTION_NOTIFY_COMPLETED, request_done, a,
+	    MHD_OPTION_END);
 	if (a->daemon == NULL) {
 		int e = errno;
 		snprintf(err, errlen, "admin endpoint: cannot listen on %s: %s", addr,

@@ -132,6 +132,17 @@ static const pal_conf_key table[] = {
 	{ "admin.host", PAL_CONF_STRING, "\"\"", "", 0, 256, false,
 	  "host[:port] that requests must name in Host and Origin; empty: the listen address "
 	  "(and localhost when it is loopback)", OFF(admin_host), NULL, 0 },
+	{ "admin.max_connections", PAL_CONF_INT, "256", "", 8, 100000, false,
+	  "connections the admin endpoint holds at once; a new one beyond it shuts the one "
+	  "waiting longest for a request head", OFF(admin_max_conns), NULL, 0 },
+	{ "admin.max_connections_per_address", PAL_CONF_INT, "32", "", 1, 100000, false,
+	  "connections one client address holds at once; a new one beyond it shuts that "
+	  "address's connection waiting longest for a request head",
+	  OFF(admin_max_per_addr), NULL, 0 },
+	{ "admin.head_timeout", PAL_CONF_DURATION, "5s", "ms", 100, 60 * MS_S, false,
+	  "a request head must be complete within this of the connection opening (of the "
+	  "request line on a kept-alive connection), however slowly it trickles",
+	  OFF(admin_head_timeout_ms), NULL, 0 },
 	{ "metrics.cluster_interval", PAL_CONF_DURATION, "10s", "ms", 1 * MS_S, 10 * MS_M, false,
 	  "how often the node reads the cluster gauges (palisade_cluster_*: backlog, open "
 	  "tickets, last success per job) from PostgreSQL", OFF(cluster_stats_interval_ms), NULL, 0 },

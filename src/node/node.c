@@ -587,7 +587,10 @@ int pal_node_run(const pal_node_opts *o)
 				  .arg = &n,
 				  .token = n.token,
 				  .protect_reads = n.conf.admin_reads == 1,
-				  .host = n.conf.admin_host };
+				  .host = n.conf.admin_host,
+				  .max_conns = (unsigned)n.conf.admin_max_conns,
+				  .max_per_addr = (unsigned)n.conf.admin_max_per_addr,
+				  .head_timeout_ms = (unsigned)n.conf.admin_head_timeout_ms };
 	if (pal_admin_start(&acfg, &n.admin, err, sizeof err)) {
 		pal_log(PAL_LOG_ERROR, "node.admin_failed", "{s:s, s:s}", "listen",
 			n.conf.admin_listen, "error", err);

@@ -41,18 +41,21 @@
 #include <glib.h>
 #include <jansson.h>
 #include <microhttpd.h>
+#include "palisade/httpguard.h"
 #include "palisade/log.h"
 #include "palisade/timefmt.h"
 #include "sink_int.h"
 
-#define CONN_TIMEOUT_S 120   /* idle keep-alive connection */
-#define ADMIN_CONN_LIMIT 64  /* concurrent admin connections */
-#define ADMIN_BODY_MAX 65536 /* admin requests carry small JSON bodies */
+#define CONN_TIMEOUT_S 120	/* idle keep-alive connection */
+#define ADMIN_CONN_LIMIT 64	/* concurrent admin connections */
+#define ADMIN_PER_ADDR_LIMIT 16 /* of them from one client address */
+#define ADMIN_BODY_MAX 65536	/* admin requests carry small JSON bodies */
 
 struct sink_listener {
 	sink_ctx *ctx;
 	bool admin;
 	struct MHD_Daemon *daemon;
+	pal_httpguard *guard; /* limits, head deadline, smuggling checks */
 	struct sockaddr_storage sa;
 	int port;
 	int quiesced_fd;     /* listen socket handed back by MHD_quiesce_daemon(), or -1 */
@@ -428,6 +431,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 		return NULL;
 	}
 	atomic_fetch_add(&l->active, 1); /* MHD calls request_done() for it */
+	pal_httpguard_request_line(l->guard, conn);
 	return req;
 }
 
@@ -469,6 +473,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		req->seen = true;
 		if (!l->admin)
 			pal_metric_inc(l->ctx->metrics, SINK_M_REQUESTS, NULL, 1);
+		const char *smuggled = pal_httpguard_head(l->guard, conn);
+		if (smuggled != NULL) {
+			pal__sink_count(l->ctx, "bad_request");
+			return pal__sink_respond(conn, MHD_HTTP_BAD_REQUEST,
+						 pal__sink_body_error("bad_request", smuggled),
+						 MHD_HTTP_HEADER_CONNECTION, "close");
+		}
 		const char *cl = header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl != NULL && strtoull(cl, NULL, 10) > max) {
 			pal__sink_count(l->ctx, "too_large");
@@ -497,6 +508,7 @@ static void request_done(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
 	sink_listener *l = cls;
 	request *req = *con_cls;
+	pal_httpguard_request_done(l->guard, conn);
 	if (req != NULL) {
 		atomic_fetch_sub(&l->active, 1);
 		free(req->target);
@@ -546,20 +558,34 @@ int pal__sink_listener_start(sink_ctx *ctx, const char *addr, bool admin, sink_l
 		    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
 	if (l->sa.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	unsigned limit = admin ? ADMIN_CONN_LIMIT : (unsigned)ctx->opts.max_conns;
+	pal_httpguard_limits lim = {
+	    .max_conns = admin ? ADMIN_CONN_LIMIT : (unsigned)ctx->opts.max_conns,
+	    .max_per_addr = admin ? ADMIN_PER_ADDR_LIMIT : (unsigned)ctx->opts.max_conns_per_addr,
+	    .head_timeout_ms = (unsigned)ctx->opts.head_timeout_ms,
+	    .idle_timeout_ms = CONN_TIMEOUT_S * 1000,
+	};
+	rc = pal_httpguard_new(&lim, admin ? "sink-admin" : "sink", &l->guard);
+	if (rc != PAL_OK) {
+		snprintf(err, errlen, "cannot set up the connection limits of %s: %s", addr,
+			 pal_strerror(rc));
+		free(l);
+		return rc;
+	}
 	errno = 0;
 	l->daemon = MHD_start_daemon(
 	    flags, (uint16_t)sa_port(&l->sa), NULL, NULL, on_request, l, MHD_OPTION_EXTERNAL_LOGGER,
 	    log_mhd, l, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&l->sa,
-	    MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_CONNECTION_LIMIT, limit,
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONN_TIMEOUT_S, MHD_OPTION_URI_LOG_CALLBACK,
-	    on_uri, l, MHD_OPTION_UNESCAPE_CALLBACK, unescape_none, l, MHD_OPTION_NOTIFY_COMPLETED,
-	    request_done, l, MHD_OPTION_END);
+	    MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_CONNECTION_LIMIT,
+	    pal_httpguard_mhd_limit(l->guard), MHD_OPTION_NOTIFY_CONNECTION, pal_httpguard_notify,
+	    l->guard, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONN_TIMEOUT_S,
+	    MHD_OPTION_URI_LOG_CALLBACK, on_uri, l, MHD_OPTION_UNESCAPE_CALLBACK, unescape_none, l,
+	    MHD_OPTION_NOTIFY_COMPLETED, request_done, l, MHD_OPTION_END);
 	if (l->daemon == NULL) {
 		int e = errno;
 		snprintf(err, errlen, "cannot listen on %s: %s", addr,
 			 l->start_err[0] ? l->start_err
 					 : (e ? strerror(e) : "libmicrohttpd refused to start"));
+		pal_httpguard_free(l->guard);
 		free(l);
 		return PAL_EIO;
 	}
@@ -600,6 +626,7 @@ void pal__sink_listener_stop(sink_listener *l)
 	if (l == NULL)
 		return;
 	MHD_stop_daemon(l->daemon);
+	pal_httpguard_free(l->guard);
 	if (l->quiesced_fd >= 0)
 		close(l->quiesced_fd);
 	free(l);

@@ -44,6 +44,10 @@ static const char usage_text[] =
     "  --threads N                  PostgreSQL connections = transactions at once\n"
     "                               (default 32, 1..256)\n"
     "  --max-connections N          concurrent HTTP connections (default 1000)\n"
+    "  --max-connections-per-address N\n"
+    "                               of them from one client address (default 512)\n"
+    "  --head-timeout-ms N          a request head must be complete within N ms of\n"
+    "                               the connection opening (default 10000, 100..600000)\n"
     "  --group-max N                apply up to N requests that arrive together in one\n"
     "                               transaction, one COMMIT (default 64, 1..1000;\n"
     "                               1 = one transaction per request)\n"
@@ -67,6 +71,8 @@ enum {
 	OPT_PG,
 	OPT_THREADS,
 	OPT_MAX_CONNS,
+	OPT_MAX_CONNS_PER_ADDR,
+	OPT_HEAD_TIMEOUT,
 	OPT_DELAY,
 	OPT_GROUP_MAX,
 	OPT_GROUP_WAIT,
@@ -87,6 +93,8 @@ static const struct option long_opts[] = {
     {"pg", required_argument, NULL, OPT_PG},
     {"threads", required_argument, NULL, OPT_THREADS},
     {"max-connections", required_argument, NULL, OPT_MAX_CONNS},
+    {"max-connections-per-address", required_argument, NULL, OPT_MAX_CONNS_PER_ADDR},
+    {"head-timeout-ms", required_argument, NULL, OPT_HEAD_TIMEOUT},
     {"delay-ms", required_argument, NULL, OPT_DELAY},
     {"group-max", required_argument, NULL, OPT_GROUP_MAX},
     {"group-wait-ms", required_argument, NULL, OPT_GROUP_WAIT},
@@ -139,6 +147,8 @@ static int parse_cmdline(int argc, char **argv, cmdline *cl)
 	memset(cl, 0, sizeof *cl);
 	cl->opts.threads = 32;
 	cl->opts.max_conns = 1000;
+	cl->opts.max_conns_per_addr = 512;
+	cl->opts.head_timeout_ms = 10000;
 	cl->opts.group_max = 64;
 	cl->opts.group_wait_ms = 2;
 	cl->opts.group_committers = 4;
@@ -171,6 +181,20 @@ static int parse_cmdline(int argc, char **argv, cmdline *cl)
 				    "--max-connections \"%s\": expected an integer in 1..100000",
 				    optarg);
 			cl->opts.max_conns = (int)v;
+			break;
+		case OPT_MAX_CONNS_PER_ADDR:
+			if (pal__sink_parse_int(optarg, 1, 100000, &v) != PAL_OK)
+				return usage_error("--max-connections-per-address \"%s\": expected "
+						   "an integer in 1..100000",
+						   optarg);
+			cl->opts.max_conns_per_addr = (int)v;
+			break;
+		case OPT_HEAD_TIMEOUT:
+			if (pal__sink_parse_int(optarg, 100, 600000, &v) != PAL_OK)
+				return usage_error("--head-timeout-ms \"%s\": expected "
+						   "milliseconds in 100..600000",
+						   optarg);
+			cl->opts.head_timeout_ms = (int)v;
 			break;
 		case OPT_DELAY:
 			if (pal__sink_parse_int(optarg, 0, SINK_DELAY_MAX_MS, &v) != PAL_OK)

@@ -150,15 +150,17 @@ typedef struct sink_listener sink_listener;
 typedef struct sink_group sink_group;
 
 typedef struct sink_opts {
-	const char *listen; /* effects listener, host:port */
-	const char *admin;  /* admin listener or NULL */
-	const char *pg;	    /* conninfo (PALISADE_PG or --pg) */
-	int threads;	    /* PostgreSQL connections = concurrent transactions */
-	int max_conns;	    /* concurrent HTTP connections per listener */
-	bool noop;	    /* answer applies without PostgreSQL */
-	int group_max;	    /* requests per group transaction; 1 = one each */
-	int group_wait_ms;  /* longest wait for a group to fill */
-	int group_committers; /* committer threads (transactions at once) */
+	const char *listen;	/* effects listener, host:port */
+	const char *admin;	/* admin listener or NULL */
+	const char *pg;		/* conninfo (PALISADE_PG or --pg) */
+	int threads;		/* PostgreSQL connections = concurrent transactions */
+	int max_conns;		/* concurrent HTTP connections of the effects listener */
+	int max_conns_per_addr; /* of them from one client address */
+	int head_timeout_ms;	/* a complete request head within this (both listeners) */
+	bool noop;		/* answer applies without PostgreSQL */
+	int group_max;		/* requests per group transaction; 1 = one each */
+	int group_wait_ms;	/* longest wait for a group to fill */
+	int group_committers;	/* committer threads (transactions at once) */
 } sink_opts;
 
 typedef struct sink_ctx {

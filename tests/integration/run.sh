@@ -50,7 +50,7 @@ fi
 IT_SERIAL=" test_outage test_coord test_executor_race test_mixed_upgrade test_controller_faults
 	test_controller_handoff test_executor_overlap test_executor_fairness test_systemd_notify
 	test_partition test_rolling_upgrade test_clock_skew test_executor_clock_skew test_outage_long
-	test_apply_scale test_console test_sink_group test_migrate_contract "
+	test_apply_scale test_console test_sink_group test_migrate_contract test_listener_limits "
 if [ $# -eq 0 ]; then JOBS=${PALISADE_IT_JOBS:-2}; else JOBS=${PALISADE_IT_JOBS:-1}; fi
 
 # run_test T: runs test T and prints its lines: "== NAME", its output, and

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The node's admin listener and the sink's two listeners stay up under slow
+# and idle clients: probes of /healthz and /readyz are answered within 1 s
+# while 64 and then 256 connections trickle their heads and 1,500 idle
+# sockets are held (from 127.0.0.2.., so that the probes' own address is
+# not the attacker's; the limits exempt no address: docs/operations.md,
+# "Listener limits"); a trickled head is cut at its deadline; a client
+# address, and all of them, hold at most their limits, the oldest waiting
+# connection making room; request smuggling shapes are refused with 400
+# and the connection closed.
+source tests/integration/lib.sh
+source tests/integration/cluster.sh
+guarantee "listeners: /healthz and /readyz answer >= 95 % of probes within 1 s under 64 and 256 trickling and 1,500 idle connections (node admin, sink, sink admin); a head is cut at its deadline; per-address and total limits make room by closing the oldest waiting connection; duplicated or conflicting Content-Length and Transfer-Encoding with Content-Length get 400 and a closed connection"
+T0=$(date +%s.%N)
+
+# 1,500 attacker sockets, the probes, and the same again on the server side
+ulimit -n 8192 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+expect_eq "descriptors enough for 1,500 sockets a side" yes "$([ "$(ulimit -n)" -ge 4096 ] && echo yes)"
+SIEGE="python3 tests/integration/siege.py"
+
+fresh_db it_listener
+"$PAL" migrate >/dev/null
+SHARDS=2 write_conf "$CLUSTER_CONF" "admin: {head_timeout: 2s}"
+start_node l1
+NA=${NODE_ADMIN[l1]}
+wait_until "node ready" 20 bash -c "[ \"\$(curl -s http://$NA/readyz)\" = ready ]"
+start_sink --noop --head-timeout-ms 2000 || { fail "sink start"; finish; exit 1; }
+
+# ---- head deadline: one header line a second, cut at 2 s ----------------------
+heads=()
+for t in "$NA" "$SINK_ADDR" "$SINK_ADMIN"; do
+	$SIEGE head --target "$t" >"$NODE_DIR/head.$t" &
+	heads+=($!)
+done
+wait "${heads[@]}"
+for t in "$NA" "$SINK_ADDR" "$SINK_ADMIN"; do
+	s=$(sed -n 's/^closed_after_s=//p' "$NODE_DIR/head.$t")
+	check "$t: a trickled head is cut at its 2 s deadline (closed after ${s}s)" \
+		awk -v s="$s" 'BEGIN { exit !(s != "never" && s >= 1.8 && s <= 3.5) }'
+done
+
+# ---- the limits make room: the oldest waiting connection goes -----------------
+# node admin: 32 per address, 256 in all (the defaults)
+expect_eq "node admin: 40 idle from one address, the 8 oldest closed" "closed=8 oldest=yes" \
+	"$($SIEGE crowd --target "$NA" --count 40 --addrs 1)"
+expect_eq "node admin: 300 idle from 10 addresses (30 each), the 44 oldest closed" \
+	"closed=44 oldest=yes" "$($SIEGE crowd --target "$NA" --count 300 --addrs 10)"
+# sink: 512 per address, 1000 in all; sink admin: 16 and 64
+expect_eq "sink: 1,100 idle from 4 addresses, the 100 oldest closed" "closed=100 oldest=yes" \
+	"$($SIEGE crowd --target "$SINK_ADDR" --count 1100 --addrs 4)"
+expect_eq "sink admin: 20 idle from one address, the 4 oldest closed" "closed=4 oldest=yes" \
+	"$($SIEGE crowd --target "$SINK_ADMIN" --count 20 --addrs 1)"
+
+# ---- smuggling shapes: 400 and the connection closed ---------------------------
+smuggle() { # smuggle NAME TARGET PATH
+	local out shape
+	out=$($SIEGE smuggle --target "$2" --path "$3")
+	for shape in cl_conflict cl_duplicate te_and_cl cl_list; do
+		expect_match "$1: $shape refused with 400, connection closed" \
+			"shape=$shape status=400 closed=yes" "$out"
+	done
+}
+smuggle "node admin POST /drain" "$NA" /drain
+smuggle "sink POST /effects/k" "$SINK_ADDR" /effects/k
+smuggle "sink admin POST /admin/faults" "$SINK_ADMIN" /admin/faults
+
+# ---- the siege: probes every 200 ms, each phase 3 s -----------------------------
+siege() { # siege NAME TARGET PROBE-PATHS...
+	local name=$1 target=$2 out p; shift 2
+	local probes=()
+	for p in "$@"; do probes+=(--probe "$p"); done
+	out=$($SIEGE attack --target "$target" "${probes[@]}" \
+		--phase trickle:64:1:3 --phase trickle:256:8:3 --phase idle:1500:10:3)
+	echo "$out" | sed "s/^/    $name: /"
+	local sent ok
+	sent=$(echo "$out" | sed -n 's/.* probes=\([0-9]*\).*/\1/p' | paste -sd+ | bc)
+	ok=$(echo "$out" | sed -n 's/.* answered=\([0-9]*\).*/\1/p' | paste -sd+ | bc)
+	check "$name: at least 95 % of $sent probes answered 2xx within 1 s ($ok)" \
+		awk -v s="$sent" -v o="$ok" 'BEGIN { exit !(s >= 36 && o * 100 >= s * 95) }'
+	expect_eq "$name: all three phases ran" 3 "$(echo "$out" | grep -c '^phase=')"
+}
+siege "node admin" "$NA" /healthz /readyz
+check "the node is still running" node_alive l1
+siege "sink" "$SINK_ADDR" /healthz
+siege "sink admin" "$SINK_ADMIN" /healthz
+check "the sink is still running" kill -0 "$SINK_PID"
+expect_eq "and answers afterwards" '{"ok":true}' "$(curl -s "http://$SINK_ADDR/healthz")"
+
+echo "  took $(printf '%.1f' "$(echo "$(date +%s.%N) - $T0" | bc)") s"
+finish
