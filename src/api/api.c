@@ -818,8 +818,16 @@ static void h_ticket_resolve(call *c)
 	if (!visible)
 		return;
 	pal_resolve_result r = {0};
-	rc = pal_ops_ticket_resolve(c->api->st, id, action, NULL, BACKFILL_MAX, c->who.name, why,
+	json_t *ev = json_object_get(c->body, "evidence"), *mx = json_object_get(c->body, "max");
+	if (mx && (!json_is_integer(mx) || json_integer_value(mx) < 1)) {
+		problem(c, 422, "invalid", "Invalid request", "\"max\" must be a positive integer");
+		return;
+	}
+	char *evt = ev ? json_dumps(ev, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+	rc = pal_ops_ticket_resolve(c->api->st, id, action, evt,
+				    mx ? json_integer_value(mx) : BACKFILL_MAX, c->who.name, why,
 				    &r, err, sizeof err);
+	free(evt);
 	if (rc == PAL_EINVAL && r.allowed[0])
 		problem(c, 422, "action-not-allowed", "Action not allowed",
 			"ticket %lld allows: %s", (long long)id, r.allowed);
@@ -972,6 +980,43 @@ static void apply_set(call *c, const pal_jobset *set, const char *why)
 	free(res);
 }
 
+/*
+ * Load the YAML documents of BODY (LEN bytes; split at each line that is
+ * "---", alone or followed by a blank) as job files, all into SET: the
+ * loader takes one document at a time.  Each part keeps its "---" line, and
+ * its diagnostics' lines are shifted back to lines of BODY.  Returns as
+ * pal_jobfile_load_buffer().
+ */
+static int load_documents(const char *name, const char *body, size_t len, pal_jobset *set,
+			  pal_diags *diags)
+{
+	int rc = PAL_OK;
+	size_t start = 0, pos = 0;
+	int line = 1, start_line = 1;
+	while (pos <= len) {
+		bool at_eof = pos == len;
+		bool sep = !at_eof && pos > start && len - pos >= 3 &&
+			   memcmp(body + pos, "---", 3) == 0 &&
+			   (len - pos == 3 || strchr(" \t\r\n", body[pos + 3]));
+		if (sep || at_eof) {
+			size_t before = diags->n;
+			if (pal_jobfile_load_buffer(name, body + start, pos - start, set, diags))
+				rc = PAL_EINVAL;
+			for (size_t k = before; k < diags->n; k++)
+				if (diags->v[k].line > 0)
+					diags->v[k].line += start_line - 1;
+			if (at_eof)
+				break;
+			start = pos;
+			start_line = line;
+		}
+		const char *nl = memchr(body + pos, '\n', len - pos);
+		pos = nl ? (size_t)(nl - body) + 1 : len;
+		line++;
+	}
+	return rc;
+}
+
 static void h_apply(call *c)
 {
 	const pal_api_request *req = c->req;
@@ -991,8 +1036,8 @@ static void h_apply(call *c)
 	const char *file = query(c, "file");
 	pal_jobset set = {0};
 	pal_diags diags = {0};
-	int rc = pal_jobfile_load_buffer(file ? file : "request.yaml", req->body ? req->body : "",
-					 req->body_len, &set, &diags);
+	int rc = load_documents(file ? file : "request.yaml", req->body ? req->body : "",
+				req->body_len, &set, &diags);
 	for (size_t i = 0; i < set.n; i++)
 		if (pal_job_key_horizon_check(&set.jobs[i], c->api->key_retention_ms, &diags))
 			rc = PAL_EINVAL;

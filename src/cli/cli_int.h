@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <jansson.h>
 #include "palisade/jobfile.h"
 #include "palisade/store.h"
 
@@ -14,13 +15,17 @@ typedef struct pal_cli_common {
 	const char *zk;     /* --zk HOSTS */
 	const char *config; /* --config FILE (node config: postgres.conninfo, zookeeper.connect) */
 	bool json;          /* --output json */
+	const char *server;     /* --server URL: act through a node's HTTP API */
+	const char *token_file; /* --token-file FILE: its API token */
 } pal_cli_common;
 
 /* getopt_long entries for the common options; ids 0x100.. */
 #define PAL_CLI_COMMON_LONGOPTS                                                                    \
 	{ "pg", required_argument, NULL, 0x100 }, { "zk", required_argument, NULL, 0x101 },      \
 		{ "config", required_argument, NULL, 0x102 },                                     \
-		{ "output", required_argument, NULL, 0x103 }
+		{ "output", required_argument, NULL, 0x103 },                                     \
+		{ "server", required_argument, NULL, 0x104 },                                     \
+		{ "token-file", required_argument, NULL, 0x105 }
 
 /* Handle a common option returned by getopt_long; true when it was one.
  * Exits with 64 on a bad --output value. */
@@ -71,6 +76,28 @@ int pal_cli_connect(const pal_cli_common *c, bool migrating, pal_store **out);
  * caller to print.  Touches no CLI state: safe in a thread of its own. */
 int pal__cli_connect_msg(const char *ci, bool migrating, pal_store **out, char *msg, size_t msglen);
 
+/*
+ * The HTTP API instead of the database (remote.c, docs/api.md): --server URL,
+ * else $PALISADE_SERVER, names a node's admin listener; the token comes from
+ * --token-file FILE (its first line), else $PALISADE_TOKEN.  No database
+ * credentials are needed.  pal_cli_server() is the URL or NULL (then the
+ * command connects to PostgreSQL as before).
+ */
+const char *pal_cli_server(const pal_cli_common *c);
+/* METHOD PATH ("/api/v1/...") with BODY (LEN bytes of CTYPE; NULL: none) on
+ * the server of C.  The answer is printed: as JSON with --output json, else
+ * as "key: value" lines (a list one compact JSON item a line); an error's
+ * detail goes to stderr as "palisade CMD: ...".  Returns the exit code:
+ * 0 for 2xx, 3 for 404, 4 for 409, 64 for 400, 65 for 422, 69 for 503 or an
+ * unreachable server, 77 for 401 and 403, else 70. */
+int pal_cli_remote(const pal_cli_common *c, const char *cmd, const char *method, const char *path,
+		   const char *ctype, const char *body, size_t len);
+/* GET PATH: the answer of a 2xx into *OUT (json_decref), nothing printed
+ * but an error; the exit code as pal_cli_remote(). */
+int pal_cli_remote_get(const pal_cli_common *c, const char *cmd, const char *path, json_t **out);
+/* The same with a JSON object body (taken: json_decref'd here). */
+int pal_cli_remote_json(const pal_cli_common *c, const char *cmd, const char *path, json_t *body);
+
 /* Actor for audit rows: $PALISADE_ACTOR, else user@host. Static buffer. */
 const char *pal_cli_actor(void);
 
@@ -88,6 +115,7 @@ enum {
 	PAL_EXIT_MISMATCH = 2,
 	PAL_EXIT_NOTFOUND = 3,
 	PAL_EXIT_REFUSED = 4,
+	PAL_EXIT_NOPERM = 77, /* EX_NOPERM: the API refused the token (--server) */
 };
 
 /* Exit code for a PAL_E* code of a store or ops function: ENOENT 3,

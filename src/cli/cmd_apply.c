@@ -260,6 +260,35 @@ static void take_batch(void *arg, pal_jobset *set)
 	}
 }
 
+/* apply through the API (--server): one file, its documents in one body. */
+static int apply_remote(const pal_cli_common *c, int n, char **files, const char *reason,
+			bool prune, bool dry)
+{
+	if (n != 1 || prune) {
+		pal_cli_err("apply", "through --server, apply takes one file and no --prune");
+		return PAL_EXIT_USAGE;
+	}
+	char *text = NULL, *q_reason = g_uri_escape_string(reason, NULL, FALSE),
+	     *q_file = g_uri_escape_string(files[0], NULL, FALSE);
+	gsize len = 0;
+	GError *ge = NULL;
+	if (!g_file_get_contents(files[0], &text, &len, &ge)) {
+		pal_cli_err("apply", "%s", ge->message);
+		g_error_free(ge);
+		g_free(q_reason);
+		g_free(q_file);
+		return PAL_EXIT_DATAERR;
+	}
+	char *path = g_strdup_printf("/api/v1/apply?dry_run=%s&reason=%s&file=%s",
+				     dry ? "true" : "false", q_reason, q_file);
+	int ec = pal_cli_remote(c, "apply", "POST", path, "application/yaml", text, len);
+	g_free(path);
+	g_free(text);
+	g_free(q_reason);
+	g_free(q_file);
+	return ec;
+}
+
 int pal_cmd_apply(int argc, char **argv)
 {
 	pal_cli_common c = { 0 };
@@ -288,6 +317,8 @@ int pal_cmd_apply(int argc, char **argv)
 		usage(stderr);
 		return PAL_EXIT_USAGE;
 	}
+	if (pal_cli_server(&c))
+		return apply_remote(&c, argc - optind, argv + optind, reason, prune, dry);
 	struct run r = { .c = &c, .reason = reason, .out = tmpfile(),
 			 .suspended = g_ptr_array_new_with_free_func(g_free) };
 	pal_jobloader *l = pal_jobloader_new();

@@ -86,6 +86,14 @@ int pal_cmd_cancel(int argc, char **argv)
 		pal_cli_err("cancel", "--reason is required: say why, it is kept in the audit log");
 		return PAL_EXIT_USAGE;
 	}
+	if (pal_cli_server(&c)) {
+		char path[256];
+		if (trigger)
+			snprintf(path, sizeof path, "/api/v1/triggers/%lld/cancel", trigger);
+		else
+			snprintf(path, sizeof path, "/api/v1/jobs/%s/cancel", job);
+		return pal_cli_remote_json(&c, "cancel", path, json_pack("{s:s}", "reason", reason));
+	}
 	pal_store *st;
 	ec = pal_cli_connect(&c, false, &st);
 	if (ec)

@@ -120,6 +120,50 @@ static void print_table(json_t *jobs, bool versions)
 	}
 }
 
+/* Print JOBS (taken) as JSON or as the table; exit 0. */
+static int print_jobs(const pal_cli_common *c, json_t *jobs, bool versions)
+{
+	if (c->json) {
+		json_dumpf(jobs, stdout, JSON_INDENT(2));
+		putchar('\n');
+	} else {
+		print_table(jobs, versions);
+	}
+	json_decref(jobs);
+	return PAL_EXIT_OK;
+}
+
+/* `jobs [JOB]` through the API (--server): one job, or every page of the list. */
+static int jobs_remote(const pal_cli_common *c, const char *job, bool versions)
+{
+	json_t *jobs = json_array(), *o;
+	char path[512];
+	int ec;
+	if (job) {
+		snprintf(path, sizeof path, "/api/v1/jobs/%s", job);
+		if ((ec = pal_cli_remote_get(c, "jobs", path, &o))) {
+			json_decref(jobs);
+			return ec;
+		}
+		json_array_append_new(jobs, o);
+	} else {
+		char cursor[160] = "";
+		do {
+			snprintf(path, sizeof path, "/api/v1/jobs?limit=1000%s%s",
+				 cursor[0] ? "&cursor=" : "", cursor);
+			if ((ec = pal_cli_remote_get(c, "jobs", path, &o))) {
+				json_decref(jobs);
+				return ec;
+			}
+			json_array_extend(jobs, json_object_get(o, "items"));
+			const char *nc = json_string_value(json_object_get(o, "next_cursor"));
+			snprintf(cursor, sizeof cursor, "%s", nc ? nc : "");
+			json_decref(o);
+		} while (cursor[0]);
+	}
+	return print_jobs(c, jobs, versions || job);
+}
+
 int pal_cmd_jobs(int argc, char **argv)
 {
 	pal_cli_common c = { 0 };
@@ -158,6 +202,8 @@ int pal_cmd_jobs(int argc, char **argv)
 	const char *job = optind < argc ? argv[optind] : NULL;
 	if (job && !pal_cli_name("jobs", "job", job))
 		return PAL_EXIT_USAGE;
+	if (pal_cli_server(&c) && !next && !retired)
+		return jobs_remote(&c, job, versions);
 	pal_store *st;
 	ec = pal_cli_connect(&c, false, &st);
 	if (ec)
@@ -221,12 +267,5 @@ int pal_cmd_jobs(int argc, char **argv)
 		json_decref(jobs);
 		return PAL_EXIT_NOTFOUND;
 	}
-	if (c.json) {
-		json_dumpf(jobs, stdout, JSON_INDENT(2));
-		putchar('\n');
-	} else {
-		print_table(jobs, versions || job);
-	}
-	json_decref(jobs);
-	return PAL_EXIT_OK;
+	return print_jobs(&c, jobs, versions || job);
 }

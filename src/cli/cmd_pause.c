@@ -100,6 +100,15 @@ static int gate_cmd(int argc, char **argv, bool pause)
 		pal_cli_err(cmd, "--reason is required: say why, it is kept in the audit log");
 		return PAL_EXIT_USAGE;
 	}
+	if (pal_cli_server(&c)) {
+		char path[256];
+		const char *kind = sc.kind == PAL_SCOPE_JOB ? "jobs" : sc.kind == PAL_SCOPE_GROUP ? "groups" : "tenants";
+		if (sc.kind == PAL_SCOPE_GLOBAL)
+			snprintf(path, sizeof path, "/api/v1/%s", cmd);
+		else
+			snprintf(path, sizeof path, "/api/v1/%s/%s/%s", kind, sc.name, cmd);
+		return pal_cli_remote_json(&c, cmd, path, json_pack("{s:s?}", "reason", reason));
+	}
 	pal_store *st;
 	int ec = pal_cli_connect(&c, false, &st);
 	if (ec)

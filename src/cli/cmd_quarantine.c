@@ -58,6 +58,11 @@ int pal_cmd_release(int argc, char **argv)
 		return PAL_EXIT_USAGE;
 	}
 	pal_store *st;
+	if (pal_cli_server(&c)) {
+		char path[256];
+		snprintf(path, sizeof path, "/api/v1/jobs/%s/release", job);
+		return pal_cli_remote_json(&c, "release", path, json_pack("{s:s}", "reason", reason));
+	}
 	if ((ec = pal_cli_connect(&c, false, &st)))
 		return ec;
 	char err[1024];

@@ -36,21 +36,32 @@ static void dump(json_t *j)
 /* What a command reads: its rows from the store (ctx: its arguments). */
 typedef int (*read_fn)(pal_store *st, const void *ctx, json_t **rows, char *err, size_t errlen);
 
-/* Connect, read with FN and print the rows: JSON, or TABLE. */
+/* Connect, read with FN and print the rows: JSON, or TABLE.  Through the
+ * API (--server) the rows are the "items" of GET REMOTE instead (NULL: the
+ * command needs the database). */
 static int run(const char *cmd, const pal_cli_common *c, read_fn fn, const void *ctx,
-	       void (*table)(json_t *rows))
+	       void (*table)(json_t *rows), const char *remote)
 {
-	pal_store *st;
-	int ec = pal_cli_connect(c, false, &st);
-	if (ec)
-		return ec;
 	json_t *rows = NULL;
-	char err[1024];
-	int rc = fn(st, ctx, &rows, err, sizeof err);
-	pal_store_close(st);
-	if (rc) {
-		pal_cli_err(cmd, "%s", err);
-		return pal_cli_exit_code(rc);
+	if (pal_cli_server(c) && remote) {
+		json_t *o;
+		int ec = pal_cli_remote_get(c, cmd, remote, &o);
+		if (ec)
+			return ec;
+		rows = json_incref(json_object_get(o, "items"));
+		json_decref(o);
+	} else {
+		pal_store *st;
+		int ec = pal_cli_connect(c, false, &st);
+		if (ec)
+			return ec;
+		char err[1024];
+		int rc = fn(st, ctx, &rows, err, sizeof err);
+		pal_store_close(st);
+		if (rc) {
+			pal_cli_err(cmd, "%s", err);
+			return pal_cli_exit_code(rc);
+		}
 	}
 	if (c->json)
 		dump(rows);
@@ -114,7 +125,9 @@ int pal_cmd_attempts(int argc, char **argv)
 	}
 	if (!pal_cli_int("attempts", "trigger", argv[optind], 1, INT64_MAX, &id))
 		return PAL_EXIT_USAGE;
-	return run("attempts", &c, read_attempts, &id, table_attempts);
+	char remote[96];
+	snprintf(remote, sizeof remote, "/api/v1/triggers/%lld/attempts", id);
+	return run("attempts", &c, read_attempts, &id, table_attempts, remote);
 }
 
 /* ---- gates ---- */
@@ -151,7 +164,7 @@ int pal_cmd_gates(int argc, char **argv)
 	int ec = pal_cli_parse_common(argc, argv, &c, usage_gates);
 	if (ec >= 0)
 		return ec;
-	return run("gates", &c, read_gates, NULL, table_gates);
+	return run("gates", &c, read_gates, NULL, table_gates, "/api/v1/gates");
 }
 
 /* ---- misfires ---- */
@@ -246,7 +259,12 @@ int pal_cmd_misfires(int argc, char **argv)
 		return PAL_EXIT_USAGE;
 	}
 	struct misfires_args a = { job, from, to, (int)limit };
-	return run("misfires", &c, read_misfires, &a, table_misfires);
+	/* the API lists one job's, newest first, without a time range */
+	char remote[256];
+	snprintf(remote, sizeof remote, "/api/v1/misfires?job=%s&limit=%lld", job ? job : "",
+		 limit);
+	bool api = job && from == PAL_OPS_NOW && to == PAL_OPS_NOW && limit <= 1000;
+	return run("misfires", &c, read_misfires, &a, table_misfires, api ? remote : NULL);
 }
 
 /* ---- audit ---- */
@@ -316,5 +334,8 @@ int pal_cmd_audit(int argc, char **argv)
 		return PAL_EXIT_USAGE;
 	}
 	int64_t a[2] = { since, limit };
-	return run("audit", &c, read_audit, a, table_audit);
+	char remote[64];
+	snprintf(remote, sizeof remote, "/api/v1/audit?limit=%lld", limit);
+	bool api = since == PAL_OPS_NOW && limit <= 1000;
+	return run("audit", &c, read_audit, a, table_audit, api ? remote : NULL);
 }

@@ -209,6 +209,26 @@ int pal_cmd_tickets(int argc, char **argv)
 			return PAL_EXIT_USAGE;
 		}
 	}
+	if (pal_cli_server(&c)) {
+		char path[256];
+		if (list)
+			return pal_cli_remote(&c, "tickets", "GET",
+					      all ? "/api/v1/tickets?all=true" : "/api/v1/tickets", NULL,
+					      NULL, 0);
+		snprintf(path, sizeof path, "/api/v1/tickets/%lld%s", (long long)id,
+			 resolve ? "/resolve" : "");
+		if (show)
+			return pal_cli_remote(&c, "tickets", "GET", path, NULL, NULL, 0);
+		json_t *ev = evidence ? json_loads(evidence, JSON_DECODE_ANY, NULL) : NULL;
+		if (evidence && !ev) {
+			pal_cli_err("tickets", "--evidence is not JSON");
+			return PAL_EXIT_DATAERR;
+		}
+		return pal_cli_remote_json(&c, "tickets", path,
+					   json_pack("{s:s, s:s, s:I, s:o?}", "reason", reason,
+						     "action", action, "max", (json_int_t)max,
+						     "evidence", ev));
+	}
 	pal_store *st;
 	ec = pal_cli_connect(&c, false, &st);
 	if (ec)

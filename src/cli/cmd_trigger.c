@@ -205,6 +205,16 @@ int pal_cmd_trigger(int argc, char **argv)
 	char uuid[37];
 	if (!(rid = request_id("trigger", rid, uuid)))
 		return PAL_EXIT_SOFTWARE;
+	if (pal_cli_server(&c)) {
+		char path[256], ts[32] = "";
+		snprintf(path, sizeof path, "/api/v1/jobs/%s/trigger", job);
+		if (at != PAL_OPS_NOW)
+			pal_fmt_rfc3339(at, ts, sizeof ts);
+		return pal_cli_remote_json(&c, "trigger", path,
+					   json_pack("{s:s, s:s, s:b, s:s?}", "reason", reason,
+						     "request_id", rid, "new_effect", new_effect, "at",
+						     ts[0] ? ts : NULL));
+	}
 	pal_store *st;
 	ec = pal_cli_connect(&c, false, &st);
 	if (ec)
@@ -321,6 +331,16 @@ int pal_cmd_backfill(int argc, char **argv)
 	char uuid[37];
 	if (!(rid = request_id("backfill", rid, uuid)))
 		return PAL_EXIT_SOFTWARE;
+	if (pal_cli_server(&c)) {
+		char path[256], f[32], t[32];
+		snprintf(path, sizeof path, "/api/v1/jobs/%s/backfill", job);
+		pal_fmt_rfc3339(from, f, sizeof f);
+		pal_fmt_rfc3339(to, t, sizeof t);
+		return pal_cli_remote_json(&c, "backfill", path,
+					   json_pack("{s:s, s:s, s:s, s:I, s:s}", "reason", reason,
+						     "from", f, "to", t, "max", (json_int_t)max,
+						     "request_id", rid));
+	}
 	pal_store *st;
 	ec = pal_cli_connect(&c, false, &st);
 	if (ec)

@@ -111,17 +111,29 @@ int pal_cmd_triggers(int argc, char **argv)
 		usage(stderr);
 		return PAL_EXIT_USAGE;
 	}
-	pal_store *st;
-	ec = pal_cli_connect(&c, false, &st);
-	if (ec)
-		return ec;
 	json_t *list;
-	char err[1024];
-	int rc = pal_ops_triggers_json(st, job, state, since, limit, &list, err, sizeof err);
-	pal_store_close(st);
-	if (rc) {
-		pal_cli_err("triggers", "%s", err);
-		return pal_cli_exit_code(rc);
+	if (pal_cli_server(&c) && job && since == PAL_OPS_NOW && limit <= 1000) {
+		/* the API lists one job's, newest first, without --since */
+		char path[320];
+		json_t *o;
+		snprintf(path, sizeof path, "/api/v1/triggers?job=%s&limit=%d%s%s", job, limit,
+			 state ? "&state=" : "", state ? state : "");
+		if ((ec = pal_cli_remote_get(&c, "triggers", path, &o)))
+			return ec;
+		list = json_incref(json_object_get(o, "items"));
+		json_decref(o);
+	} else {
+		pal_store *st;
+		ec = pal_cli_connect(&c, false, &st);
+		if (ec)
+			return ec;
+		char err[1024];
+		int rc = pal_ops_triggers_json(st, job, state, since, limit, &list, err, sizeof err);
+		pal_store_close(st);
+		if (rc) {
+			pal_cli_err("triggers", "%s", err);
+			return pal_cli_exit_code(rc);
+		}
 	}
 	if (c.json) {
 		json_dumpf(list, stdout, JSON_INDENT(2));

@@ -30,6 +30,8 @@ bool pal_cli_common_opt(pal_cli_common *c, int opt, const char *arg)
 	case 0x100: c->pg = arg; return true;
 	case 0x101: c->zk = arg; return true;
 	case 0x102: c->config = arg; return true;
+	case 0x104: c->server = arg; return true;
+	case 0x105: c->token_file = arg; return true;
 	case 0x103:
 		if (!strcmp(arg, "json"))
 			c->json = true;
@@ -136,6 +138,13 @@ int pal__cli_connect_msg(const char *ci, bool migrating, pal_store **out, char *
 
 int pal_cli_connect(const pal_cli_common *c, bool migrating, pal_store **out)
 {
+	if (c->server) {
+		fprintf(stderr, "palisade: this command works on the database only (--pg, --config "
+				"or PALISADE_PG), not through --server; docs/api.md lists those that "
+				"do\n");
+		*out = NULL;
+		return PAL_EXIT_USAGE;
+	}
 	char msg[2100];
 	int ec = pal__cli_connect_msg(pal_cli_pg(c), migrating, out, msg, sizeof msg);
 	fputs(msg, stderr);

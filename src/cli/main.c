@@ -52,7 +52,8 @@ static void usage(FILE *fp)
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 		fprintf(fp, "  %-10s %s\n", commands[i].name, commands[i].summary);
 	fprintf(fp, "\nexit codes: 0 ok, 2 verify found a mismatch, 3 not found, 4 refused,\n"
-		    "64 usage, 65 invalid input, 69 database or ZooKeeper unavailable, 70 internal\n");
+		    "64 usage, 65 invalid input, 69 database or ZooKeeper unavailable, 70 internal,\n"
+		    "77 the API refused the token (--server)\n");
 	fprintf(fp, "\n'palisade COMMAND --help' describes a command.  See palisade(1).\n");
 }
 

@@ -165,6 +165,17 @@ st, dry = call("POST", "/api/v1/apply?dry_run=true", JOB, ctype="application/yam
 call("POST", "/api/v1/apply?reason=contract", JOB, ctype="application/yaml", want=200)
 call("POST", "/api/v1/apply", "jobs:\n  - {id: c.bad, schedule: {cron: \"61 * * * * ?\"}}\n", ctype="application/yaml", want=422)
 call("POST", "/api/v1/apply", JOB, want=415)
+# One body, several YAML documents: each loaded, problems at the body's lines.
+TWO = JOB + '---\njobs:\n  - {id: c.three, schedule: {cron: "0 0 * * * ?"}, target: {url: "http://127.0.0.1:9/x"}}\n'
+st, res = call("POST", "/api/v1/apply", TWO, ctype="application/yaml", want=200)
+if not res or sorted(j["job_id"] for j in res.get("jobs", [])) != ["c.three", "c.two"]:
+    failures.append("a two-document body did not apply both documents' jobs")
+BAD2 = JOB + '---\njobs:\n  - {id: c.four, schedule: {cron: "61 * * * * ?"}, target: {url: "http://127.0.0.1:9/x"}}\n'
+st, res = call("POST", "/api/v1/apply", BAD2, ctype="application/yaml", want=422)
+lines = [e["line"] for e in (res or {}).get("errors", [])]
+if lines != [5]:
+    failures.append(f"the second document's problem should be at line 5 of the body, got {lines}")
+    print(f"    FAIL second document's problem at lines {lines}, want [5]")
 
 ops = {(m, p) for p, o in doc["paths"].items() for m in o}
 for m, p in sorted(ops - called):

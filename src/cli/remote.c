@@ -1,0 +1,222 @@
+/*
+ * remote.c - the operator commands through a node's HTTP API (--server URL,
+ * docs/api.md) instead of PostgreSQL: one blocking libcurl request per
+ * command, the answer printed and mapped to the command's exit codes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <curl/curl.h>
+#include <glib.h>
+#include "palisade/err.h"
+#include "cli_int.h"
+
+#define REMOTE_TIMEOUT_S 30
+
+const char *pal_cli_server(const pal_cli_common *c)
+{
+	if (c->server && *c->server)
+		return c->server;
+	const char *e = getenv("PALISADE_SERVER");
+	return e && *e ? e : NULL;
+}
+
+/* The API token: --token-file's first line, else $PALISADE_TOKEN; NULL when
+ * neither (message printed).  g_free. */
+static char *token(const pal_cli_common *c, const char *cmd)
+{
+	if (c->token_file) {
+		char *text = NULL;
+		GError *ge = NULL;
+		if (!g_file_get_contents(c->token_file, &text, NULL, &ge)) {
+			pal_cli_err(cmd, "--token-file: %s", ge->message);
+			g_error_free(ge);
+			return NULL;
+		}
+		text[strcspn(text, "\r\n")] = '\0';
+		return text;
+	}
+	const char *e = getenv("PALISADE_TOKEN");
+	if (e && *e)
+		return g_strdup(e);
+	pal_cli_err(cmd, "--server needs an API token: --token-file FILE or PALISADE_TOKEN "
+			 "(`palisade token create`)");
+	return NULL;
+}
+
+static size_t collect(char *p, size_t size, size_t n, void *ctx)
+{
+	g_string_append_len(ctx, p, (gssize)(size * n));
+	return size * n;
+}
+
+/* A JSON value as a table cell: strings bare, anything else compact. */
+static void print_value(const json_t *v)
+{
+	if (json_is_string(v)) {
+		fputs(json_string_value(v), stdout);
+		return;
+	}
+	char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+	fputs(s ? s : "?", stdout);
+	free(s);
+}
+
+static void print_answer(const pal_cli_common *c, const json_t *o)
+{
+	if (c->json) {
+		json_dumpf(o, stdout, JSON_INDENT(2));
+		putchar('\n');
+		return;
+	}
+	const char *k;
+	const json_t *v;
+	json_object_foreach((json_t *)o, k, v)
+	{
+		if (!strcmp(k, "items") && json_is_array(v)) {
+			size_t i;
+			const json_t *e;
+			json_array_foreach(v, i, e)
+			{
+				print_value(e);
+				putchar('\n');
+			}
+			continue;
+		}
+		if (!strcmp(k, "next_cursor") && json_is_null(v))
+			continue;
+		printf("%s: ", k);
+		print_value(v);
+		putchar('\n');
+	}
+}
+
+static int exit_for(long status)
+{
+	if (status >= 200 && status < 300)
+		return PAL_EXIT_OK;
+	switch (status) {
+	case 400:
+		return PAL_EXIT_USAGE;
+	case 401:
+	case 403:
+		return PAL_EXIT_NOPERM;
+	case 404:
+		return PAL_EXIT_NOTFOUND;
+	case 409:
+		return PAL_EXIT_REFUSED;
+	case 415:
+	case 422:
+		return PAL_EXIT_DATAERR;
+	case 503:
+		return PAL_EXIT_UNAVAIL;
+	default:
+		return PAL_EXIT_SOFTWARE;
+	}
+}
+
+/* The request of pal_cli_remote(); the answer of a 2xx goes to *OUT
+ * (json_decref) instead of being printed. */
+static int remote_call(const pal_cli_common *c, const char *cmd, const char *method,
+		       const char *path, const char *ctype, const char *body, size_t len,
+		       json_t **out)
+{
+	*out = NULL;
+	const char *server = pal_cli_server(c);
+	char *tok = token(c, cmd);
+	if (!tok)
+		return PAL_EXIT_USAGE;
+	CURL *h = curl_easy_init();
+	if (!h) {
+		g_free(tok);
+		return PAL_EXIT_SOFTWARE;
+	}
+	size_t n = strlen(server);
+	while (n && server[n - 1] == '/')
+		n--;
+	char *url = g_strdup_printf("%.*s%s", (int)n, server, path);
+	char *auth = g_strdup_printf("Authorization: Bearer %s", tok);
+	char *ct = ctype ? g_strdup_printf("Content-Type: %s", ctype) : NULL;
+	struct curl_slist *hdr = curl_slist_append(NULL, auth);
+	if (ct)
+		hdr = curl_slist_append(hdr, ct);
+	GString *resp = g_string_new(NULL);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, (long)REMOTE_TIMEOUT_S);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, resp);
+	if (body) {
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)len);
+	}
+	CURLcode cc = curl_easy_perform(h);
+	long status = 0;
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	int ec;
+	if (cc != CURLE_OK) {
+		pal_cli_err(cmd, "%s: %s", server, curl_easy_strerror(cc));
+		ec = PAL_EXIT_UNAVAIL;
+	} else {
+		json_t *o = json_loadb(resp->str, resp->len, 0, NULL);
+		ec = exit_for(status);
+		if (!o) {
+			pal_cli_err(cmd, "%s answered %ld without JSON", server, status);
+			if (!ec)
+				ec = PAL_EXIT_SOFTWARE;
+		} else if (ec) {
+			const char *d = json_string_value(json_object_get(o, "detail"));
+			pal_cli_err(cmd, "%s (HTTP %ld)", d ? d : "refused", status);
+			json_t *errs = json_object_get(o, "errors");
+			size_t i;
+			json_t *e;
+			json_array_foreach(errs, i, e)
+			{
+				fprintf(stderr, "%s:%lld:%lld: error: %s\n",
+					json_string_value(json_object_get(e, "file")),
+					json_integer_value(json_object_get(e, "line")),
+					json_integer_value(json_object_get(e, "column")),
+					json_string_value(json_object_get(e, "message")));
+			}
+		} else {
+			*out = json_incref(o);
+		}
+		json_decref(o);
+	}
+	g_string_free(resp, TRUE);
+	curl_slist_free_all(hdr);
+	curl_easy_cleanup(h);
+	g_free(ct);
+	g_free(auth);
+	g_free(url);
+	g_free(tok);
+	return ec;
+}
+
+int pal_cli_remote(const pal_cli_common *c, const char *cmd, const char *method, const char *path,
+		   const char *ctype, const char *body, size_t len)
+{
+	json_t *o;
+	int ec = remote_call(c, cmd, method, path, ctype, body, len, &o);
+	if (!ec)
+		print_answer(c, o);
+	json_decref(o);
+	return ec;
+}
+
+int pal_cli_remote_get(const pal_cli_common *c, const char *cmd, const char *path, json_t **out)
+{
+	return remote_call(c, cmd, "GET", path, NULL, NULL, 0, out);
+}
+
+int pal_cli_remote_json(const pal_cli_common *c, const char *cmd, const char *path, json_t *body)
+{
+	char *text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	int ec =
+	    pal_cli_remote(c, cmd, "POST", path, "application/json", text, text ? strlen(text) : 0);
+	free(text);
+	return ec;
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The CLI through the HTTP API (--server): the operator actions of
+# test_operator.sh run with no database credentials in the environment, as
+# the token's name in the audit log, with the CLI's exit codes.
+source tests/integration/lib.sh
+source tests/integration/cluster.sh
+guarantee "G7 through the API: pause, resume, trigger, cancel, backfill, tickets, release, apply and the reads work through --server with only an API token, audited under the token's name; the exit codes are the CLI's"
+T0=$SECONDS
+
+fresh_db it_api_cli
+"$PAL" migrate >/dev/null
+cat >"$PALISADE_TEST_TMP/api-cli.yaml" <<'YAML'
+jobs:
+  - {id: cli.a, tenant: t1, group: g1, schedule: {cron: "0 0 * * * ?"}, target: {url: "http://127.0.0.1:9/x"}}
+YAML
+expect_exit "apply a job (database)" 0 "$PAL" apply "$PALISADE_TEST_TMP/api-cli.yaml"
+SHARDS=2 write_conf "$CLUSTER_CONF"
+start_node s1
+wait_until "node ready" 20 bash -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' http://${NODE_ADMIN[s1]}/readyz)\" = 200 ]"
+OP=$("$PAL" token create --name ops-bot --role operator | tail -1)
+"$PAL" token create --name deployer --role admin | tail -1 >"$PALISADE_TEST_TMP/admin.token"
+
+# No database in the environment from here on: only the server and a token.
+remote() { env -u PALISADE_PG -u PGHOST -u PGPORT -u PGUSER -u PGDATABASE \
+	PALISADE_SERVER="http://${NODE_ADMIN[s1]}" PALISADE_TOKEN="$OP" "$PAL" "$@"; }
+expect_exit "pause --job through the API" 0 remote pause --job cli.a --reason "api cli"
+expect_eq "the gate is set" "job:cli.a|ops-bot|operator" "$(sql "select scope || '|' || actor || '|' || (select role from audit_log where action = 'pause' order by id desc limit 1) from gates")"
+expect_exit "resume --job" 0 remote resume --job cli.a
+for s in "--group g1" "--tenant t1" "--all"; do
+	expect_exit "pause $s" 0 remote pause $s --reason "api cli"
+	expect_exit "resume $s" 0 remote resume $s
+done
+expect_eq "no gate left" 0 "$(sql "select count(*) from gates")"
+expect_exit "trigger --at --request-id" 0 remote trigger --job cli.a --at 2098-01-01T00:00:00Z --request-id r-1 --reason "api cli"
+expect_exit "the same request id again: nothing new (exit 0)" 0 remote trigger --job cli.a --at 2098-01-01T00:00:00Z --request-id r-1 --reason "api cli"
+expect_match "it says so" 'existed: true' "$OUT"
+TID=$(sql "select id from triggers where job_id = 'cli.a' and request_id = 'r-1'")
+expect_exit "triggers --job lists it" 0 remote triggers --job cli.a --output json
+expect_match "with its request id" '"request_id": "r-1"' "$OUT"
+expect_exit "attempts of the trigger" 0 remote attempts "$TID"
+expect_exit "cancel --trigger" 0 remote cancel --trigger "$TID" --reason "api cli"
+expect_exit "cancel it again: refused (exit 4)" 4 remote cancel --trigger "$TID" --reason "api cli"
+expect_exit "backfill" 0 remote backfill --job cli.a --from 2026-01-01T00:00:00Z --to 2026-01-01T03:00:00Z --reason "api cli"
+expect_eq "four backfill triggers" 4 "$(sql "select count(*) from triggers where job_id = 'cli.a' and source = 'backfill'")"
+expect_exit "cancel --job" 0 remote cancel --job cli.a --reason "api cli"
+expect_exit "tickets list" 0 remote tickets list
+expect_exit "tickets resolve of no ticket: exit 3" 3 remote tickets resolve 999 --action abandon --reason "api cli"
+expect_exit "release of a job not quarantined: exit 3" 3 remote release cli.a --reason "api cli"
+expect_exit "jobs" 0 remote jobs
+expect_match "lists the job" 'cli\.a' "$OUT"
+expect_exit "jobs JOB" 0 remote jobs cli.a
+expect_exit "gates" 0 remote gates
+expect_exit "audit" 0 remote audit --limit 5
+expect_exit "misfires --job" 0 remote misfires --job cli.a
+expect_exit "apply as an operator: refused (exit 77)" 77 remote apply "$PALISADE_TEST_TMP/api-cli.yaml"
+sed 's/0 0 \* \* \* ?/0 30 * * * ?/' "$PALISADE_TEST_TMP/api-cli.yaml" >"$PALISADE_TEST_TMP/api-cli2.yaml"
+expect_exit "apply with the admin token file" 0 remote apply --token-file "$PALISADE_TEST_TMP/admin.token" "$PALISADE_TEST_TMP/api-cli2.yaml"
+expect_match "a new version" 'updated' "$OUT"
+printf 'jobs:\n  - {id: cli.b, schedule: {cron: "61 * * * * ?"}, target: {url: "http://127.0.0.1:9/x"}}\n' >"$PALISADE_TEST_TMP/api-bad.yaml"
+expect_exit "an invalid file: exit 65" 65 remote apply --token-file "$PALISADE_TEST_TMP/admin.token" "$PALISADE_TEST_TMP/api-bad.yaml"
+expect_match "with file:line:col" 'api-bad\.yaml:2:[0-9]+: error:' "$OUT"
+expect_exit "a database-only command with --server: usage (exit 64)" 64 \
+	env -u PALISADE_PG "$PAL" verify --server "http://${NODE_ADMIN[s1]}"
+expect_exit "no token: exit 64" 64 env -u PALISADE_PG -u PALISADE_TOKEN "$PAL" pause --all --reason x --server "http://${NODE_ADMIN[s1]}"
+expect_eq "every write audited as the token, none as a unix user" 0 \
+	"$(sql "select count(*) from audit_log where action in ('pause','resume','trigger','cancel','backfill') and actor not in ('ops-bot')")"
+expect_eq "with the client address" 0 "$(sql "select count(*) from audit_log where actor = 'ops-bot' and client is null")"
+stop_node s1
+echo "  took $((SECONDS - T0)) s"
+finish
