@@ -39,9 +39,11 @@ ITEST_SRC := $(wildcard tests/integration/*.c)
 
 SQL      := $(sort $(wildcard sql/[0-9]*.sql))
 SQL_OBJECTS := $(sort $(wildcard sql/functions/*.sql))
+SINK_SQL := $(sort $(wildcard sql/sink/[0-9]*.sql))
+SINK_SQL_OBJECTS := $(sort $(wildcard sql/sink/functions/*.sql))
 LIB_OBJ  := $(LIB_SRC:%.c=$(O)/%.o) $(O)/gen/migrations.o $(O)/gen/openapi.o
 CLI_OBJ  := $(CLI_SRC:%.c=$(O)/%.o)
-SINK_OBJ := $(SINK_SRC:%.c=$(O)/%.o)
+SINK_OBJ := $(SINK_SRC:%.c=$(O)/%.o) $(O)/gen/sink_schema.o
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(O)/tests/%)
 ITEST_BIN := $(ITEST_SRC:tests/integration/%.c=$(O)/itests/%)
 LIBPAL   := $(O)/libpalisade.a
@@ -109,6 +111,15 @@ $(O)/gen/sql.list: FORCE
 $(O)/gen/migrations.c: $(SQL) $(SQL_OBJECTS) $(O)/gen/sql.list ops/embed-sql.sh
 	@mkdir -p $(dir $@)
 	bash ops/embed-sql.sh $@ pal $(SQL) -- $(SQL_OBJECTS)
+
+# The sink's own schema (sql/sink/), by the same generator.
+$(O)/gen/sink_sql.list: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(SINK_SQL) -- $(SINK_SQL_OBJECTS)' | cmp -s - $@ 2>/dev/null || echo '$(SINK_SQL) -- $(SINK_SQL_OBJECTS)' >$@
+
+$(O)/gen/sink_schema.c: $(SINK_SQL) $(SINK_SQL_OBJECTS) $(O)/gen/sink_sql.list ops/embed-sql.sh
+	@mkdir -p $(dir $@)
+	bash ops/embed-sql.sh $@ pal_sink $(SINK_SQL) -- $(SINK_SQL_OBJECTS)
 
 # The API's OpenAPI document, served at /api/v1/openapi.json (docs/api.md).
 $(O)/gen/openapi.c: docs/api/openapi.json ops/embed-file.sh

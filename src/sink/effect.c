@@ -21,9 +21,9 @@
  *      sink_ledger row per applied chunk, hold --delay-ms, COMMIT.
  *
  * A group (group.c) runs the same steps for its requests inside one call
- * of sink_apply_group() (sql/sink/004_group_set.sql: set-based for plain
- * requests with distinct keys, else each request in a subtransaction of
- * its own), then one COMMIT: pal__sink_effect_group().
+ * of sink_apply_group() (sql/sink/functions/sink_apply_group.sql:
+ * set-based for plain requests with distinct keys, else each request in a
+ * subtransaction of its own), then one COMMIT: pal__sink_effect_group().
  * The refusals' answers are built by the same helpers on both paths.
  *
  * Every statement is prepared once per connection (sink_conn.prepared).
@@ -109,7 +109,7 @@ static const struct {
     /* the status query's view of step 0: false while an apply holds the key */
     [S_KEY_PEEK] = {"sink_key_peek",
 		    "SELECT pg_try_advisory_xact_lock_shared(hashtextextended($1, 0))"},
-    /* a group: every step above, inside sql/sink/004_group_set.sql */
+    /* a group: every step above, inside sql/sink/functions/sink_apply_group.sql */
     [S_GROUP] = {"sink_group", "SELECT r_outcome, r_status, r_body, r_highest, r_done "
 			       "FROM sink_apply_group($1::jsonb)"},
 };

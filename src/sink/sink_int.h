@@ -34,6 +34,7 @@
 #include <libpq-fe.h>
 #include "palisade/err.h"
 #include "palisade/metrics.h"
+#include "palisade/store.h"
 
 /* Bytes of Idempotency-Key: the protocol's limit (docs/protocol.md), the
  * same as the longest key a valid job can expand to (IDEM_KEY_MAX in
@@ -136,12 +137,21 @@ void pal__sink_pool_free(sink_pool *p);
 
 /* ---- schema.c: the sink's own schema ------------------------------------ */
 
+/* sql/sink/, compiled in by ops/embed-sql.sh (the types: palisade/store.h). */
+extern const pal_migration pal_sink_migrations[];
+extern const int pal_sink_n_migrations;
+extern const pal_sql_object pal_sink_objects[];
+extern const int pal_sink_n_objects;
+extern const char pal_sink_objects_digest[];
+
 /* Apply the compiled-in sql/sink/NNN_name.sql files the database lacks, each
- * in one transaction with its sink_schema_migrations row, under a
- * session-level advisory lock.  *APPLIED receives how many were applied.
+ * in one transaction with its sink_schema_migrations row, then the files
+ * of sql/sink/functions/, under a session-level advisory lock.  *APPLIED
+ * receives how many numbered steps were applied.
  * PAL_ESCHEMA when the database records a version this binary lacks. */
 PAL_MUST_CHECK int pal__sink_schema_apply(PGconn *pg, int *applied, char *err, size_t errlen);
-/* Write the compiled-in schema text to stdout, files in order. */
+/* Write the compiled-in schema text to stdout, files in order (the
+ * numbered steps, then the functions). */
 void pal__sink_schema_print(void);
 
 /* ---- the process context ------------------------------------------------ */
@@ -235,20 +245,21 @@ void pal__sink_effect_apply(sink_ctx *ctx, sink_conn *c, const sink_apply_req *r
  * key; 404 otherwise; 503 when PostgreSQL fails.  Fills OUT like apply. */
 void pal__sink_effect_query(sink_conn *c, const char *key, sink_reply *out);
 /* Apply the N requests RQS in one transaction on C: BEGIN, one call of
- * sink_apply_group() (sql/sink/004_group_set.sql: the steps of
- * pal__sink_effect_apply for every request, set-based when the keys are
- * distinct and every request is for chunk 1, else for each request in a
- * subtransaction of its own; what a request alone would roll back rolled
- * back for it only; then the group's applied_at), COMMIT.  OUTS[i] answers RQS[i] (bodies malloc()ed,
- * the caller frees); when the transaction fails or its COMMIT does, every
- * OUTS[i] is 503 db_unavailable.  No delay is held (requests with one are
- * applied alone).  C is idle again on return. */
+ * sink_apply_group() (sql/sink/functions/sink_apply_group.sql: the steps
+ * of pal__sink_effect_apply for every request, set-based when the keys
+ * are distinct and every request is for chunk 1, else for each request in
+ * a subtransaction of its own; what a request alone would roll back rolled
+ * back for it only; then the group's applied_at), COMMIT.  OUTS[i]
+ * answers RQS[i] (bodies malloc()ed, the caller frees); when the
+ * transaction fails or its COMMIT does, every OUTS[i] is 503
+ * db_unavailable.  No delay is held (requests with one are applied
+ * alone).  C is idle again on return. */
 void pal__sink_effect_group(sink_conn *c, const sink_apply_req *const *rqs, sink_reply *outs,
 			    int n);
 
 /* ---- group.c: group commit ---------------------------------------------- */
 
-#define SINK_GROUP_MAX 1000	/* --group-max upper bound */
+#define SINK_GROUP_MAX 1000	 /* --group-max upper bound */
 #define SINK_GROUP_WAIT_MAX 1000 /* --group-wait-ms upper bound */
 
 /* Start COMMITTERS committer threads applying groups of at most MAX

@@ -11,8 +11,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/sink_lib.sh" # start_sink, req, post, led
 
 # ---- command line and schema --------------------------------------------
 fresh_db it_sink
-expect_eq "the compiled-in schema is sql/sink/*.sql, byte for byte" "" \
-	"$(diff <("$SINK" --print-schema) <(cat sql/sink/[0-9]*.sql) 2>&1 | head -3)"
+expect_eq "the compiled-in schema is sql/sink/*.sql (then sql/sink/functions/), byte for byte" "" \
+	"$(diff <("$SINK" --print-schema) <(cat sql/sink/[0-9]*.sql $(ls sql/sink/functions/*.sql 2>/dev/null)) 2>&1 | head -3)"
 expect_exit "--help exits 0" 0 "$SINK" --help
 expect_match "and lists the fault flags" "--drop-after-commit-rate" "$OUT"
 expect_exit "no --listen is a usage error" 64 "$SINK" --noop

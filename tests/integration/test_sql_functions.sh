@@ -2,7 +2,8 @@
 # The functions, views and triggers that run are those of sql/functions/
 # (docs/schema.md, "Functions, views and triggers"): after the numbered
 # migrations the migrator applies the files, once per set of files, under
-# the migration lock and the same lock budget as a migration.
+# the migration lock and the same lock budget as a migration.  The sink's
+# own schema (sql/sink/functions/) likewise.
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "G8 - every function, view and trigger in the database is its file in sql/functions/, byte for byte, and nothing else is there; re-applying them is idempotent and gives way to live transactions"
@@ -69,6 +70,21 @@ expect_exit "migrate --to 20" 0 "$PAL" migrate --to 20
 expect_eq "creates no function" 0 "$(sql "SELECT count(*) FROM pg_proc WHERE pronamespace = 'public'::regnamespace")"
 expect_exit "the rest of the way" 0 "$PAL" migrate
 expect_exit "then the database runs the files" 0 objects
+
+# The sink's schema is built the same way (sql/sink/, sql/sink/functions/).
+fresh_db it_sql_functions_sink
+sink_fn_xmin() { sql "SELECT xmin FROM pg_proc WHERE proname = 'sink_apply_group'"; }
+expect_exit "palisade-sink applies its schema to an empty database" 0 \
+	"$PALISADE_BIN/palisade-sink" --migrate-only --pg "$PALISADE_PG"
+expect_exit "which then runs exactly the files of sql/sink/functions/" 0 \
+	python3 tests/integration/sql_objects.py "$PALISADE_PG" sql/sink/functions
+x=$(sink_fn_xmin)
+expect_exit "a second start" 0 "$PALISADE_BIN/palisade-sink" --migrate-only --pg "$PALISADE_PG"
+expect_eq "replaces no function" "$x" "$(sink_fn_xmin)"
+sql "UPDATE sink_schema_functions SET digest = 'other'"
+expect_exit "a start after another set of the same version" 0 \
+	"$PALISADE_BIN/palisade-sink" --migrate-only --pg "$PALISADE_PG"
+check "replaces them" [ "$x" != "$(sink_fn_xmin)" ]
 
 echo "    figure: test took $((SECONDS - t0)) s"
 finish
