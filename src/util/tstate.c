@@ -1,14 +1,21 @@
-/* tstate.c - the one name table of trigger states (include/palisade/tstate.h). */
+/* tstate.c - the name and edge tables of trigger states, read from the
+ * list in include/palisade/tstate.def (include/palisade/tstate.h). */
 #include <string.h>
 #include "palisade/tstate.h"
 
 static const char *const names[PAL_TS__COUNT] = {
-	[PAL_TS_PENDING] = "pending",	    [PAL_TS_RUNNING] = "running",
-	[PAL_TS_SUCCEEDED] = "succeeded",   [PAL_TS_RETRY_WAIT] = "retry_wait",
-	[PAL_TS_FAILED] = "failed",	    [PAL_TS_UNKNOWN] = "unknown",
-	[PAL_TS_PAUSING] = "pausing",	    [PAL_TS_PAUSED] = "paused",
-	[PAL_TS_CANCELLING] = "cancelling", [PAL_TS_CANCELLED] = "cancelled",
-	[PAL_TS_MANUAL] = "manual",	    [PAL_TS_SKIPPED] = "skipped",
+#define PAL_TSTATE(e, name, terminal) [PAL_TS_##e] = #name,
+#include "palisade/tstate.def"
+};
+
+static const bool terminal[PAL_TS__COUNT] = {
+#define PAL_TSTATE(e, name, term) [PAL_TS_##e] = term,
+#include "palisade/tstate.def"
+};
+
+static const bool edges[PAL_TS__COUNT][PAL_TS__COUNT] = {
+#define PAL_TEDGE(from, to) [PAL_TS_##from][PAL_TS_##to] = true,
+#include "palisade/tstate.def"
 };
 
 const char *pal_tstate_name(pal_tstate s)
@@ -28,6 +35,10 @@ int pal_tstate_parse(const char *name, pal_tstate *out)
 
 bool pal_tstate_terminal(pal_tstate s)
 {
-	return s == PAL_TS_SUCCEEDED || s == PAL_TS_FAILED || s == PAL_TS_CANCELLED ||
-	       s == PAL_TS_SKIPPED;
+	return (unsigned)s < PAL_TS__COUNT && terminal[s];
+}
+
+bool pal_tstate_edge_ok(pal_tstate from, pal_tstate to)
+{
+	return (unsigned)from < PAL_TS__COUNT && (unsigned)to < PAL_TS__COUNT && edges[from][to];
 }

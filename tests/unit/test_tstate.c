@@ -1,5 +1,7 @@
-/* test_tstate.c - the trigger-state name table (src/util/tstate.c) against
- * itself and against the states the schema allows (sql/001_init.sql). */
+/* test_tstate.c - the trigger-state tables (include/palisade/tstate.def,
+ * src/util/tstate.c) against themselves, against the states the schema
+ * allows (sql/001_init.sql) and against the edges the database checks
+ * (sql/functions/palisade_trigger_edge_ok.sql). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,41 +28,96 @@ static void test_tstate_names_round_trip(void **state)
 	assert_false(pal_tstate_terminal(PAL_TS_MANUAL));
 }
 
-/* Every state the CHECK constraint of triggers.state lists has a name in
- * the table, and the other way round. */
-static void test_tstate_table_matches_the_schema(void **state)
+static char *slurp(const char *path)
 {
-	(void)state;
-	FILE *f = fopen("sql/001_init.sql", "r");
+	FILE *f = fopen(path, "r");
 	assert_non_null(f);
 	static char buf[1 << 16];
 	size_t n = fread(buf, 1, sizeof buf - 1, f);
 	fclose(f);
 	buf[n] = '\0';
-	const char *p = strstr(buf, "state            text NOT NULL DEFAULT 'pending' CHECK (state IN (");
-	assert_non_null(p);
-	const char *end = strstr(p, "))");
-	assert_non_null(end);
-	int seen = 0;
+	return buf;
+}
+
+/* The quoted names of TEXT from P up to END, parsed as states into SET
+ * (a bit per state); a name that is no state fails the test. */
+static unsigned quoted_states(const char *p, const char *end, const char *where)
+{
+	unsigned set = 0;
 	for (const char *q = strchr(p, '\''); q && q < end; q = strchr(q + 1, '\'')) {
 		const char *e = strchr(q + 1, '\'');
 		char name[32];
 		snprintf(name, sizeof name, "%.*s", (int)(e - q - 1), q + 1);
 		q = e;
-		pal_tstate s;
-		if (pal_tstate_parse(name, &s) != PAL_OK)
-			fail_msg("the schema allows state \"%s\", the table has no name for it", name);
-		seen++;
+		pal_tstate st;
+		if (pal_tstate_parse(name, &st) != PAL_OK)
+			fail_msg("%s names \"%s\", which is no state of tstate.def", where, name);
+		set |= 1u << st;
 	}
-	/* DEFAULT 'pending' is read once more than the list */
-	assert_int_equal(seen - 1, PAL_TS__COUNT);
+	return set;
+}
+
+/* Every state the CHECK constraint of triggers.state lists has a name in
+ * the table, and the other way round. */
+static void test_tstate_table_matches_the_schema(void **state)
+{
+	(void)state;
+	const char *sql = slurp("sql/001_init.sql");
+	static const char check[] =
+	    "state            text NOT NULL DEFAULT 'pending' CHECK (state IN (";
+	const char *p = strstr(sql, check);
+	assert_non_null(p);
+	const char *end = strstr(p, "))");
+	assert_non_null(end);
+	assert_int_equal(quoted_states(p + sizeof check - 1, end, "the CHECK of triggers.state"),
+			 (1u << PAL_TS__COUNT) - 1);
+}
+
+/* Every edge palisade_trigger_edge_ok() accepts is one of tstate.def, and
+ * the other way round: each `WHEN 'from' THEN new_state IN (...)` of its
+ * CASE against pal_tstate_edge_ok(), a state with no WHEN (the terminal
+ * ones, ELSE false) against no edge at all. */
+static void test_tstate_edges_match_the_sql(void **state)
+{
+	(void)state;
+	const char *sql = slurp("sql/functions/palisade_trigger_edge_ok.sql");
+	unsigned sql_edges[PAL_TS__COUNT] = {0};
+	int whens = 0;
+	for (const char *w = strstr(sql, "WHEN '"); w; w = strstr(w + 1, "WHEN '")) {
+		const char *then = strstr(w, "THEN new_state IN (");
+		assert_non_null(then);
+		const char *close = strchr(then, ')');
+		assert_non_null(close);
+		unsigned from = quoted_states(w, then, "a WHEN");
+		assert_int_equal(__builtin_popcount(from), 1);
+		int f = __builtin_ctz(from);
+		if (sql_edges[f])
+			fail_msg("state %s has two WHENs", pal_tstate_name((pal_tstate)f));
+		sql_edges[f] = quoted_states(then, close, "an IN list");
+		whens++;
+	}
+	assert_true(whens > 0);
+	for (int f = 0; f < PAL_TS__COUNT; f++)
+		for (int t = 0; t < PAL_TS__COUNT; t++) {
+			bool in_sql = sql_edges[f] & (1u << t);
+			if (in_sql != pal_tstate_edge_ok((pal_tstate)f, (pal_tstate)t))
+				fail_msg(
+				    "edge %s -> %s: %s in the SQL, %s in tstate.def",
+				    pal_tstate_name((pal_tstate)f), pal_tstate_name((pal_tstate)t),
+				    in_sql ? "allowed" : "refused", in_sql ? "absent" : "present");
+		}
+	/* a terminal state has no way out, and every other has one */
+	for (int f = 0; f < PAL_TS__COUNT; f++)
+		assert_int_equal(pal_tstate_terminal((pal_tstate)f), sql_edges[f] == 0);
+	assert_false(pal_tstate_edge_ok(PAL_TS__COUNT, PAL_TS_PENDING));
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_tstate_names_round_trip),
-		cmocka_unit_test(test_tstate_table_matches_the_schema),
+	    cmocka_unit_test(test_tstate_names_round_trip),
+	    cmocka_unit_test(test_tstate_table_matches_the_schema),
+	    cmocka_unit_test(test_tstate_edges_match_the_sql),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
