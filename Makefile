@@ -54,7 +54,7 @@ PROGS += $(BIN)/palisade-sink
 endif
 
 .PHONY: all deps test unit integration asan chaos bench demo clean format lint help reference fuzz docs man \
-	install uninstall check-install check-units check-runner check-openapi
+	install uninstall check-install check-units check-runner check-openapi check-state-writers
 
 # Plain `make` only builds: ops/deps.sh --check names the missing packages
 # and the one command that installs them.  The goals that run things (test,
@@ -164,7 +164,7 @@ test: all
 	@bash tests/run-unit.sh $(O)
 	@if [ "$(REFERENCE)" = 1 ]; then python3 tests/reference/cron_reference.py --bin $(BIN)/palisade; fi
 	@LOAD_SECONDS=$(LOAD_SECONDS) PALISADE_BIN=$(abspath $(BIN)) PALISADE_ITESTS=$(abspath $(O)/itests) bash tests/integration/run.sh
-	@$(MAKE) --no-print-directory check-install check-units check-runner check-openapi
+	@$(MAKE) --no-print-directory check-install check-units check-runner check-openapi check-state-writers
 
 # Every fault drill (chaos/run.sh), each with its verdict line and JSON
 # report; the long variants: 180 s of load in the controller fault drill,
@@ -322,6 +322,11 @@ check-openapi:
 	@REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true \
 		build/node/node_modules/.bin/redocly lint --format=summary docs/api/openapi.json && \
 		echo "check-openapi: docs/api/openapi.json is valid OpenAPI 3.1 (redocly lint)"
+
+# Every statement that writes triggers.state, against the list of those
+# that predate the one door (tests/state_writers.py says the rule).
+check-state-writers:
+	@python3 tests/state_writers.py
 
 # systemd-analyze verify on the units as installed (their binaries exist).
 check-units: $(PROGS)
