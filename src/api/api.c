@@ -33,6 +33,7 @@
 #include <jansson.h>
 #include "palisade/api.h"
 #include "palisade/apistore.h"
+#include "palisade/clock.h"
 #include "palisade/jobfile.h"
 #include "palisade/keyhorizon.h"
 #include "palisade/lifecycle.h"
@@ -56,7 +57,22 @@ struct pal_api {
 	int64_t key_retention_ms;
 	int default_shards;
 	int timeout_ms;
-	pal_store *st; /* NULL until the first request, or after it broke */
+	pal_store *st;	     /* NULL until the first request, or after it broke */
+	GHashTable *buckets; /* token id -> struct bucket: the write rate limit */
+};
+
+/*
+ * The write rate limit: a token bucket per API token and node, WRITE_BURST
+ * writes at once and WRITE_RATE a second after that; a write over it
+ * answers 429 with Retry-After.  Per node, in memory: a client spread over
+ * several nodes gets the limit of each (the limit protects a node and its
+ * database connection from one runaway pipeline, not a quota).
+ */
+#define WRITE_RATE 20.0
+#define WRITE_BURST 60.0
+struct bucket {
+	double tokens;
+	int64_t at_ms; /* CLOCK_MONOTONIC of the last refill */
 };
 
 /* One request being served. */
@@ -71,6 +87,7 @@ typedef struct call {
 	json_t *out;	      /* the answer's JSON */
 	bool problem;	      /* OUT is a problem document */
 	const char *replayed; /* "true" when the answer is an earlier one */
+	int retry_after;      /* seconds, with a 429 */
 } call;
 
 /* ---- answers ------------------------------------------------------------- */
@@ -508,12 +525,12 @@ static void h_job_trigger(call *c)
 
 static json_t *cancel_json(const pal_cancel_result *r)
 {
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:O, s:s?}", "pending_to_cancelled",
-			 (json_int_t)r->from_pending, "retry_wait_to_cancelled",
-			 (json_int_t)r->from_retry_wait, "paused_to_cancelled",
-			 (json_int_t)r->from_paused, "running_to_cancelling",
-			 (json_int_t)r->to_cancelling, "expired", (json_int_t)r->expired, "left",
-			 r->left ? r->left : json_object(), "state", r->state[0] ? r->state : NULL);
+	return json_pack(
+	    "{s:I, s:I, s:I, s:I, s:I, s:o, s:s?}", "pending_to_cancelled",
+	    (json_int_t)r->from_pending, "retry_wait_to_cancelled", (json_int_t)r->from_retry_wait,
+	    "paused_to_cancelled", (json_int_t)r->from_paused, "running_to_cancelling",
+	    (json_int_t)r->to_cancelling, "expired", (json_int_t)r->expired, "left",
+	    r->left ? json_incref(r->left) : json_object(), "state", r->state[0] ? r->state : NULL);
 }
 
 static void cancel(call *c, int64_t trigger, const char *job)
@@ -898,8 +915,8 @@ static void h_token_create(call *c)
 		problem_rc(c, rc, err);
 	else
 		ok(c, 201,
-		   json_pack("{s:s, s:s, s:O, s:s}", "name", name, "role", role_s, "tenants",
-			     ta ? ta : json_array(), "token", secret));
+		   json_pack("{s:s, s:s, s:o, s:s}", "name", name, "role", role_s, "tenants",
+			     ta ? json_incref(ta) : json_array(), "token", secret));
 }
 
 static void h_token_revoke(call *c)
@@ -1178,6 +1195,31 @@ static bool authenticate(call *c)
 
 /* ---- serving ------------------------------------------------------------------ */
 
+/* One write of the token from its bucket; false (429) when it is empty. */
+static bool take_write(call *c)
+{
+	int64_t now = pal_mono_ms();
+	struct bucket *b = g_hash_table_lookup(c->api->buckets, c->who.id);
+	if (!b) {
+		b = g_new(struct bucket, 1);
+		*b = (struct bucket){WRITE_BURST, now};
+		g_hash_table_insert(c->api->buckets, g_strdup(c->who.id), b);
+	}
+	b->tokens += (double)(now - b->at_ms) / 1000.0 * WRITE_RATE;
+	if (b->tokens > WRITE_BURST)
+		b->tokens = WRITE_BURST;
+	b->at_ms = now;
+	if (b->tokens >= 1.0) {
+		b->tokens -= 1.0;
+		return true;
+	}
+	c->retry_after = (int)((1.0 - b->tokens) / WRITE_RATE) + 1;
+	problem(c, 429, "rate-limited", "Too many writes",
+		"token %s is over %.0f writes a second on this node; retry after %d s", c->who.name,
+		WRITE_RATE, c->retry_after);
+	return false;
+}
+
 static bool connect_store(pal_api *api, call *c)
 {
 	if (api->st)
@@ -1262,6 +1304,8 @@ static void run(call *c)
 		r->fn(c);
 		return;
 	}
+	if (!take_write(c))
+		return;
 	char err[1024];
 	if (r->raw_body)
 		c->body = json_object();
@@ -1355,6 +1399,11 @@ void pal_api_serve(pal_api *api, const pal_api_request *req, pal_api_reply *out)
 		snprintf(out->header_value[out->n_headers++], sizeof out->header_value[0],
 			 "Bearer realm=\"palisade\"");
 	}
+	if (c.retry_after) {
+		out->header_name[out->n_headers] = "Retry-After";
+		snprintf(out->header_value[out->n_headers++], sizeof out->header_value[0], "%d",
+			 c.retry_after);
+	}
 	if (c.replayed) {
 		out->header_name[out->n_headers] = "Idempotent-Replayed";
 		snprintf(out->header_value[out->n_headers++], sizeof out->header_value[0], "true");
@@ -1375,6 +1424,7 @@ int pal_api_open(const pal_api_config *cfg, pal_api **out, char *err, size_t err
 		return PAL_ENOMEM;
 	}
 	pthread_mutex_init(&api->mu, NULL);
+	api->buckets = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	api->admin_token = cfg->admin_token && *cfg->admin_token ? strdup(cfg->admin_token) : NULL;
 	api->key_retention_ms = cfg->key_retention_ms;
 	api->default_shards = cfg->default_shards > 0 ? cfg->default_shards : 16;
@@ -1389,6 +1439,7 @@ void pal_api_close(pal_api *api)
 		return;
 	pal_store_close(api->st);
 	pthread_mutex_destroy(&api->mu);
+	g_hash_table_destroy(api->buckets);
 	free(api->conninfo);
 	free(api->admin_token);
 	free(api);

@@ -116,6 +116,19 @@ expect_eq "one manual trigger for the key" 1 "$(sql "select count(*) from trigge
 expect_eq "the key with another body: 422" 422 \
 	"$(api r1 "${TOK[operator]}" POST /jobs/red.a/trigger '{"reason":"other"}' -H 'Idempotency-Key: deploy-42')"
 
+# The write rate limit: 150 writes at once from one token, over one connection.
+urls=(); for _ in $(seq 150); do urls+=("http://${NODE_ADMIN[r2]}/api/v1/jobs/red.a/pause"); done
+hdrs=$PALISADE_TEST_TMP/api-burst-headers
+codes=$(curl -s -D "$hdrs" -w '\n%{http_code}\n' -X POST -H "Authorization: Bearer ${TOK[op-red]}" \
+	-H 'Content-Type: application/json' --data '{}' "${urls[@]}" | grep -E '^[0-9]{3}$' | sort | uniq -c |
+	awk '{print $2 ":" $1}' | tr '\n' ' ')
+# the 60 of the bucket and what refilled (20/s) while the burst ran are served
+served=$(grep -oE '422:[0-9]+' <<<"$codes" | cut -d: -f2)
+expect_match "a burst over the write limit: only 422 (no reason) and 429 answers, some 429" '^422:[0-9]+ 429:[0-9]+ $' "$codes"
+check "at least the bucket's 60 served, not all 150 ($codes)" test "${served:-0}" -ge 60 -a "${served:-0}" -lt 150
+expect_match "a 429 says when to retry" 'Retry-After: [0-9]+' "$(cat "$hdrs")"
+expect_eq "reads are not limited" 200 "$(api r2 "${TOK[op-red]}" GET /jobs/red.a)"
+
 # Revocation: refused by the next request on both nodes.
 expect_eq "operator works on r2 before the revocation" 200 "$(api r2 "${TOK[operator]}" GET /jobs)"
 expect_exit "token revoke" 0 "$PAL" token revoke operator
