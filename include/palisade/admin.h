@@ -58,11 +58,13 @@ typedef struct pal_admin_config {
 	unsigned max_conns;	  /* connections at once */
 	unsigned max_per_addr;	  /* connections at once from one client address */
 	unsigned head_timeout_ms; /* a complete request head within this */
+	unsigned body_timeout_ms; /* its body within this of the head */
 } pal_admin_config;
 
 #define PAL_ADMIN_MAX_CONNS 256
 #define PAL_ADMIN_MAX_PER_ADDR 32
 #define PAL_ADMIN_HEAD_TIMEOUT_MS 5000
+#define PAL_ADMIN_BODY_TIMEOUT_MS 30000
 
 typedef struct pal_admin pal_admin;
 

@@ -13,7 +13,8 @@
  *     send its next request line within idle_timeout_ms of the previous
  *     answer and complete that head within head_timeout_ms of the request
  *     line.  Past it the connection is shut down, however slowly it was
- *     still sending;
+ *     still sending.  The body that follows must be complete within
+ *     body_timeout_ms of the head; the answer has no deadline of its own;
  *   - a total and a per-client-address limit enforced by eviction: a new
  *     connection beyond a limit shuts down the oldest connection of the same
  *     scope (the listener, or the address) that is waiting for a request
@@ -28,9 +29,10 @@
  * the guard as its argument) and pal_httpguard_mhd_limit() as
  * MHD_OPTION_CONNECTION_LIMIT; call pal_httpguard_request_line() from the
  * URI log callback, pal_httpguard_head() on the first access-handler call of
- * each request and pal_httpguard_request_done() from the completion
- * callback.  All are thread-safe (one mutex).  A sweeper thread of the
- * guard's own enforces the deadlines every GUARD_TICK_MS.
+ * each request, pal_httpguard_body_done() on its last (the body complete)
+ * and pal_httpguard_request_done() from the completion callback.  All are
+ * thread-safe (one mutex).  A sweeper thread of the guard's own enforces the
+ * deadlines every GUARD_TICK_MS.
  *
  * Ownership: pal_httpguard_new() allocates the guard and starts its thread;
  * pal_httpguard_free() stops the thread and frees it, after
@@ -47,12 +49,14 @@ typedef struct pal_httpguard_limits {
 	unsigned max_conns;	  /* connections at once, all addresses (>= 1) */
 	unsigned max_per_addr;	  /* connections at once from one client address (>= 1) */
 	unsigned head_timeout_ms; /* a complete request head within this (>= 1) */
+	unsigned body_timeout_ms; /* the body within this of the head (>= 1) */
 	unsigned idle_timeout_ms; /* kept-alive: next request line within this (>= 1) */
 } pal_httpguard_limits;
 
 /* What the guard did since it started (monotonic counters). */
 typedef struct pal_httpguard_stats {
 	uint64_t head_timeouts; /* connections shut down at their head deadline */
+	uint64_t body_timeouts; /* connections shut down at their body deadline */
 	uint64_t evicted;	/* waiting connections shut down to admit a new one */
 	uint64_t refused;	/* new connections shut down: over a limit, nothing to evict */
 	uint64_t smuggling;	/* requests refused by pal_httpguard_head() */
@@ -83,6 +87,10 @@ void pal_httpguard_request_line(pal_httpguard *g, struct MHD_Connection *conn);
  * on, or why it must be refused (a static string): answer 400 with
  * "Connection: close" (pal_httpguard_close_after()) and read no body. */
 const char *pal_httpguard_head(pal_httpguard *g, struct MHD_Connection *conn);
+
+/* The body of the request on CONN is complete (the access handler's call
+ * with no upload data after the first): the route may answer at leisure. */
+void pal_httpguard_body_done(pal_httpguard *g, struct MHD_Connection *conn);
 
 /* The request on CONN ended, answered or not (completion callback). */
 void pal_httpguard_request_done(pal_httpguard *g, struct MHD_Connection *conn);

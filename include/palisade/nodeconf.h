@@ -79,6 +79,7 @@ typedef struct pal_nodeconf {
 	int32_t admin_max_conns; /* listener limits (httpguard.h) */
 	int32_t admin_max_per_addr;
 	int64_t admin_head_timeout_ms;
+	int64_t admin_body_timeout_ms;
 	/* metrics */
 	int64_t cluster_stats_interval_ms;
 	int32_t job_series;

@@ -800,6 +800,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*upload_data_size = 0; /* other routes need no body: discarded */
 		return req->body_bytes > (req->api ? API_BODY_MAX : BODY_MAX) ? MHD_NO : MHD_YES;
 	}
+	pal_httpguard_body_done(a->guard, conn);
 	if (req->refused)
 		return refuse(a, conn, url, method, req->refused, req->why);
 	if (req->api)
@@ -900,6 +901,8 @@ int pal_admin_start(const pal_admin_config *cfg, pal_admin **out, char *err, siz
 	    .max_per_addr = cfg->max_per_addr ? cfg->max_per_addr : PAL_ADMIN_MAX_PER_ADDR,
 	    .head_timeout_ms =
 		cfg->head_timeout_ms ? cfg->head_timeout_ms : PAL_ADMIN_HEAD_TIMEOUT_MS,
+	    .body_timeout_ms =
+		cfg->body_timeout_ms ? cfg->body_timeout_ms : PAL_ADMIN_BODY_TIMEOUT_MS,
 	    .idle_timeout_ms = CONN_TIMEOUT_S * 1000,
 	};
 	rc = pal_httpguard_new(&lim, "admin", &a->guard);

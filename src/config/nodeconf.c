@@ -143,6 +143,9 @@ static const pal_conf_key table[] = {
 	  "a request head must be complete within this of the connection opening (of the "
 	  "request line on a kept-alive connection), however slowly it trickles",
 	  OFF(admin_head_timeout_ms), NULL, 0 },
+	{ "admin.body_timeout", PAL_CONF_DURATION, "30s", "ms", 100, 10 * MS_M, false,
+	  "a request body must be complete within this of its head, however slowly it trickles",
+	  OFF(admin_body_timeout_ms), NULL, 0 },
 	{ "metrics.cluster_interval", PAL_CONF_DURATION, "10s", "ms", 1 * MS_S, 10 * MS_M, false,
 	  "how often the node reads the cluster gauges (palisade_cluster_*: backlog, open "
 	  "tickets, last success per job) from PostgreSQL", OFF(cluster_stats_interval_ms), NULL, 0 },

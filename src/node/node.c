@@ -590,7 +590,8 @@ int pal_node_run(const pal_node_opts *o)
 				  .host = n.conf.admin_host,
 				  .max_conns = (unsigned)n.conf.admin_max_conns,
 				  .max_per_addr = (unsigned)n.conf.admin_max_per_addr,
-				  .head_timeout_ms = (unsigned)n.conf.admin_head_timeout_ms };
+				  .head_timeout_ms = (unsigned)n.conf.admin_head_timeout_ms,
+				  .body_timeout_ms = (unsigned)n.conf.admin_body_timeout_ms };
 	if (pal_admin_start(&acfg, &n.admin, err, sizeof err)) {
 		pal_log(PAL_LOG_ERROR, "node.admin_failed", "{s:s, s:s}", "listen",
 			n.conf.admin_listen, "error", err);

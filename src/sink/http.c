@@ -497,6 +497,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
+	pal_httpguard_body_done(l->guard, conn);
 	if (l->admin)
 		return (enum MHD_Result)pal__sink_admin_route(l->ctx, conn, url, method,
 							      req->body ? req->body : "", req->len);
@@ -562,6 +563,7 @@ int pal__sink_listener_start(sink_ctx *ctx, const char *addr, bool admin, sink_l
 	    .max_conns = admin ? ADMIN_CONN_LIMIT : (unsigned)ctx->opts.max_conns,
 	    .max_per_addr = admin ? ADMIN_PER_ADDR_LIMIT : (unsigned)ctx->opts.max_conns_per_addr,
 	    .head_timeout_ms = (unsigned)ctx->opts.head_timeout_ms,
+	    .body_timeout_ms = (unsigned)ctx->opts.body_timeout_ms,
 	    .idle_timeout_ms = CONN_TIMEOUT_S * 1000,
 	};
 	rc = pal_httpguard_new(&lim, admin ? "sink-admin" : "sink", &l->guard);

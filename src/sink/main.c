@@ -48,6 +48,8 @@ static const char usage_text[] =
     "                               of them from one client address (default 512)\n"
     "  --head-timeout-ms N          a request head must be complete within N ms of\n"
     "                               the connection opening (default 10000, 100..600000)\n"
+    "  --body-timeout-ms N          and its body within N ms of the head (default 30000,\n"
+    "                               100..600000)\n"
     "  --group-max N                apply up to N requests that arrive together in one\n"
     "                               transaction, one COMMIT (default 64, 1..1000;\n"
     "                               1 = one transaction per request)\n"
@@ -73,6 +75,7 @@ enum {
 	OPT_MAX_CONNS,
 	OPT_MAX_CONNS_PER_ADDR,
 	OPT_HEAD_TIMEOUT,
+	OPT_BODY_TIMEOUT,
 	OPT_DELAY,
 	OPT_GROUP_MAX,
 	OPT_GROUP_WAIT,
@@ -95,6 +98,7 @@ static const struct option long_opts[] = {
     {"max-connections", required_argument, NULL, OPT_MAX_CONNS},
     {"max-connections-per-address", required_argument, NULL, OPT_MAX_CONNS_PER_ADDR},
     {"head-timeout-ms", required_argument, NULL, OPT_HEAD_TIMEOUT},
+    {"body-timeout-ms", required_argument, NULL, OPT_BODY_TIMEOUT},
     {"delay-ms", required_argument, NULL, OPT_DELAY},
     {"group-max", required_argument, NULL, OPT_GROUP_MAX},
     {"group-wait-ms", required_argument, NULL, OPT_GROUP_WAIT},
@@ -149,6 +153,7 @@ static int parse_cmdline(int argc, char **argv, cmdline *cl)
 	cl->opts.max_conns = 1000;
 	cl->opts.max_conns_per_addr = 512;
 	cl->opts.head_timeout_ms = 10000;
+	cl->opts.body_timeout_ms = 30000;
 	cl->opts.group_max = 64;
 	cl->opts.group_wait_ms = 2;
 	cl->opts.group_committers = 4;
@@ -195,6 +200,13 @@ static int parse_cmdline(int argc, char **argv, cmdline *cl)
 						   "milliseconds in 100..600000",
 						   optarg);
 			cl->opts.head_timeout_ms = (int)v;
+			break;
+		case OPT_BODY_TIMEOUT:
+			if (pal__sink_parse_int(optarg, 100, 600000, &v) != PAL_OK)
+				return usage_error(
+				    "--body-timeout-ms \"%s\": expected milliseconds in 100..600000",
+				    optarg);
+			cl->opts.body_timeout_ms = (int)v;
 			break;
 		case OPT_DELAY:
 			if (pal__sink_parse_int(optarg, 0, SINK_DELAY_MAX_MS, &v) != PAL_OK)

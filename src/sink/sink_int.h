@@ -167,6 +167,7 @@ typedef struct sink_opts {
 	int max_conns;		/* concurrent HTTP connections of the effects listener */
 	int max_conns_per_addr; /* of them from one client address */
 	int head_timeout_ms;	/* a complete request head within this (both listeners) */
+	int body_timeout_ms;	/* its body within this of the head (both listeners) */
 	bool noop;		/* answer applies without PostgreSQL */
 	int group_max;		/* requests per group transaction; 1 = one each */
 	int group_wait_ms;	/* longest wait for a group to fill */

@@ -42,7 +42,8 @@ typedef struct gconn {
 	struct gconn *prev, *next;
 	int fd;
 	char addr[INET6_ADDRSTRLEN];
-	int64_t deadline;	/* monotonic ms by which a head is due; 0: a request is under way */
+	int64_t deadline; /* monotonic ms by which the head (or body) is due; 0: being answered */
+	bool in_request;  /* past its head: never evicted */
 	uint64_t waiting_since; /* when it started waiting for a head (g->clock): eviction order */
 	unsigned requests;	/* heads completed on this connection */
 	bool down;		/* shut down by the guard, waiting for the daemon to close it */
@@ -102,7 +103,7 @@ static gconn *oldest_waiting(pal_httpguard *g, const char *addr, const gconn *se
 {
 	gconn *best = NULL;
 	for (gconn *c = g->head; c; c = c->next) {
-		if (c == self || c->down || c->deadline == 0)
+		if (c == self || c->down || c->in_request)
 			continue;
 		if (addr != NULL && strcmp(c->addr, addr) != 0)
 			continue;
@@ -201,7 +202,7 @@ void pal_httpguard_request_line(pal_httpguard *g, struct MHD_Connection *conn)
 	/* a new connection's first head is due head_timeout_ms after the
 	 * accept, however slowly the request line came; a kept-alive one's
 	 * from its request line, which had idle_timeout_ms to arrive */
-	if (c->requests > 0 && c->deadline != 0)
+	if (c->requests > 0 && !c->in_request)
 		c->deadline = pal_mono_ms() + g->lim.head_timeout_ms;
 	pthread_mutex_unlock(&g->mu);
 }
@@ -227,7 +228,8 @@ const char *pal_httpguard_head(pal_httpguard *g, struct MHD_Connection *conn)
 	gconn *c = record_of(conn);
 	if (c != NULL) {
 		pthread_mutex_lock(&g->mu);
-		c->deadline = 0;
+		c->deadline = pal_mono_ms() + g->lim.body_timeout_ms;
+		c->in_request = true;
 		c->requests++;
 		pthread_mutex_unlock(&g->mu);
 	}
@@ -255,6 +257,16 @@ const char *pal_httpguard_head(pal_httpguard *g, struct MHD_Connection *conn)
 	return why;
 }
 
+void pal_httpguard_body_done(pal_httpguard *g, struct MHD_Connection *conn)
+{
+	gconn *c = record_of(conn);
+	if (c == NULL)
+		return;
+	pthread_mutex_lock(&g->mu);
+	c->deadline = 0; /* the answer may take as long as the route needs */
+	pthread_mutex_unlock(&g->mu);
+}
+
 void pal_httpguard_request_done(pal_httpguard *g, struct MHD_Connection *conn)
 {
 	gconn *c = record_of(conn);
@@ -263,6 +275,7 @@ void pal_httpguard_request_done(pal_httpguard *g, struct MHD_Connection *conn)
 	pthread_mutex_lock(&g->mu);
 	int64_t now = pal_mono_ms();
 	c->deadline = now + g->lim.idle_timeout_ms;
+	c->in_request = false;
 	c->waiting_since = ++g->clock;
 	pthread_mutex_unlock(&g->mu);
 }
@@ -293,17 +306,21 @@ static void *sweep(void *arg)
 		struct timespec ts = pal_mono_deadline(GUARD_TICK_MS);
 		pthread_cond_timedwait(&g->cv, &g->mu, &ts);
 		int64_t now = pal_mono_ms();
-		unsigned n = 0;
+		unsigned heads = 0, bodies = 0;
 		for (gconn *c = g->head; c; c = c->next) {
 			if (c->down || c->deadline == 0 || now < c->deadline)
 				continue;
 			shut(g, c);
-			n++;
+			if (c->in_request)
+				bodies++;
+			else
+				heads++;
 		}
-		g->stats.head_timeouts += n;
-		if (n > 0)
-			pal_log(PAL_LOG_DEBUG, "httpguard.head_timeout", "{s:s, s:i}", "listener",
-				g->name, "connections", (int)n);
+		g->stats.head_timeouts += heads;
+		g->stats.body_timeouts += bodies;
+		if (heads + bodies > 0)
+			pal_log(PAL_LOG_DEBUG, "httpguard.timeout", "{s:s, s:i, s:i}", "listener",
+				g->name, "heads", (int)heads, "bodies", (int)bodies);
 	}
 	pthread_mutex_unlock(&g->mu);
 	return NULL;
@@ -313,7 +330,7 @@ int pal_httpguard_new(const pal_httpguard_limits *limits, const char *name, pal_
 {
 	*out = NULL;
 	if (limits->max_conns == 0 || limits->max_per_addr == 0 || limits->head_timeout_ms == 0 ||
-	    limits->idle_timeout_ms == 0)
+	    limits->body_timeout_ms == 0 || limits->idle_timeout_ms == 0)
 		return PAL_EINVAL;
 	pal_httpguard *g = calloc(1, sizeof *g);
 	if (g == NULL)

@@ -28,9 +28,10 @@ Opens N idle connections one after the other from 127.0.0.2 ..
 closed, and which: closed=8 oldest=yes (the closed ones are the first
 opened).
 
-  siege.py head --target HOST:PORT
-Trickles one header line a second on one connection and prints after how
-many seconds the server closed it: closed_after_s=2.1 (or "never" after
+  siege.py head --target HOST:PORT [--body --path P]
+Trickles one header line a second on one connection (with --body: sends a
+whole head announcing 1,000 bytes, then one byte a second) and prints after
+how many seconds the server closed it: closed_after_s=2.1 (or "never" after
 30 s).
 """
 import argparse
@@ -261,10 +262,14 @@ def head(a):
     target = parse_target(a.target)
     s = socket.create_connection(target, timeout=1)
     t0 = time.monotonic()
-    s.sendall(b"GET /healthz HTTP/1.1\r\n")
+    if a.body:  # a whole head at once, then its body a byte a second
+        s.sendall(b"POST %s HTTP/1.1\r\nHost: %s:%d\r\nContent-Length: 1000\r\n\r\n" % (
+            a.path.encode(), target[0].encode(), target[1]))
+    else:
+        s.sendall(b"GET /healthz HTTP/1.1\r\n")
     while time.monotonic() - t0 < 30:
         try:
-            s.sendall(b"X-Slow: 1\r\n")
+            s.sendall(b"x" if a.body else b"X-Slow: 1\r\n")
             s.settimeout(1.0)
             if s.recv(4096) == b"":
                 break
@@ -291,6 +296,7 @@ def main():
     p.add_argument("--deadline", type=float, default=1.0)
     p.add_argument("--method", default="POST")
     p.add_argument("--path", default="/")
+    p.add_argument("--body", action="store_true")
     a = p.parse_args()
     return {"attack": attack, "smuggle": smuggle, "crowd": crowd, "head": head}[a.mode](a)
 

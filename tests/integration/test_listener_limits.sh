@@ -20,23 +20,31 @@ SIEGE="python3 tests/integration/siege.py"
 
 fresh_db it_listener
 "$PAL" migrate >/dev/null
-SHARDS=2 write_conf "$CLUSTER_CONF" "admin: {head_timeout: 2s}"
+SHARDS=2 write_conf "$CLUSTER_CONF" "admin: {head_timeout: 2s, body_timeout: 2s}"
 start_node l1
 NA=${NODE_ADMIN[l1]}
 wait_until "node ready" 20 bash -c "[ \"\$(curl -s http://$NA/readyz)\" = ready ]"
-start_sink --noop --head-timeout-ms 2000 || { fail "sink start"; finish; exit 1; }
+start_sink --noop --head-timeout-ms 2000 --body-timeout-ms 2000 || { fail "sink start"; finish; exit 1; }
 
-# ---- head deadline: one header line a second, cut at 2 s ----------------------
+# ---- head and body deadlines: a header line or a body byte a second, cut at 2 s
 heads=()
 for t in "$NA" "$SINK_ADDR" "$SINK_ADMIN"; do
 	$SIEGE head --target "$t" >"$NODE_DIR/head.$t" &
 	heads+=($!)
 done
+$SIEGE head --body --target "$NA" --path /drain >"$NODE_DIR/body.node" &
+heads+=($!)
+$SIEGE head --body --target "$SINK_ADDR" --path /effects/k >"$NODE_DIR/body.sink" &
+heads+=($!)
 wait "${heads[@]}"
+within() { awk -v s="$1" 'BEGIN { exit !(s != "never" && s >= 1.8 && s <= 3.5) }'; }
 for t in "$NA" "$SINK_ADDR" "$SINK_ADMIN"; do
 	s=$(sed -n 's/^closed_after_s=//p' "$NODE_DIR/head.$t")
-	check "$t: a trickled head is cut at its 2 s deadline (closed after ${s}s)" \
-		awk -v s="$s" 'BEGIN { exit !(s != "never" && s >= 1.8 && s <= 3.5) }'
+	check "$t: a trickled head is cut at its 2 s deadline (closed after ${s}s)" within "$s"
+done
+for t in node sink; do
+	s=$(sed -n 's/^closed_after_s=//p' "$NODE_DIR/body.$t")
+	check "$t: a trickled body is cut 2 s after its head (closed after ${s}s)" within "$s"
 done
 
 # ---- the limits make room: the oldest waiting connection goes -----------------
