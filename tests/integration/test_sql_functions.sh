@@ -12,6 +12,12 @@ objects() { python3 tests/integration/sql_objects.py "$PALISADE_PG" sql/function
 latest=$(ls sql/[0-9]*.sql | sed 's|.*/0*\([0-9]*\)_.*|\1|' | sort -n | tail -1)
 claim_xmin() { sql "SELECT xmin FROM pg_proc WHERE proname = 'palisade_claim'"; }
 
+# Numbered steps change tables, indexes and data only: no function, view
+# or trigger is created there, and no body is edited as text.
+n=$(grep -l -i -E "^[[:space:]]*CREATE[[:space:]]+(OR[[:space:]]+REPLACE[[:space:]]+)?(FUNCTION|PROCEDURE|VIEW|TRIGGER)|pg_get_functiondef" \
+	sql/[0-9]*.sql sql/sink/[0-9]*.sql)
+expect_eq "no numbered migration creates or edits a function, view or trigger" "" "$n"
+
 fresh_db it_sql_functions
 expect_exit "migrate an empty database" 0 "$PAL" migrate
 expect_match "which applies the files once" "^migrate: applied the $(ls sql/functions/*.sql | wc -l) functions, views and triggers of schema $latest\$" "$OUT"
