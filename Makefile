@@ -163,6 +163,7 @@ LOAD_SECONDS ?= 60
 test: all
 	@bash tests/run-unit.sh $(O)
 	@if [ "$(REFERENCE)" = 1 ]; then python3 tests/reference/cron_reference.py --bin $(BIN)/palisade; fi
+	@python3 tests/reference/import_reference.py --bin $(BIN)/palisade
 	@LOAD_SECONDS=$(LOAD_SECONDS) PALISADE_BIN=$(abspath $(BIN)) PALISADE_ITESTS=$(abspath $(O)/itests) bash tests/integration/run.sh
 	@$(MAKE) --no-print-directory check-install check-units check-runner check-openapi check-state-writers
 

@@ -24,6 +24,7 @@ PACKAGES=(
 	libcmocka-dev                            # unit tests
 	clang-14 libclang-rt-14-dev libfuzzer-14-dev # sanitizers, fuzzing
 	python3 python3-croniter tzdata          # reference checks of the cron engine
+	python3-yaml                             # the importers' reference check (tests/reference/import_reference.py)
 	procps iproute2 netcat-openbsd curl      # process checks, ports, tests
 	libfaketime openssl                      # clock-skew drill; TLS test target
 	scdoc cppcheck                           # man pages, make lint

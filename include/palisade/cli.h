@@ -8,6 +8,7 @@
 
 int pal_cmd_cron(int argc, char **argv);     /* cron next EXPR ... */
 int pal_cmd_validate(int argc, char **argv); /* validate FILE... */
+int pal_cmd_import(int argc, char **argv);   /* import crontab|kubernetes FILE... */
 int pal_cmd_migrate(int argc, char **argv);
 int pal_cmd_apply(int argc, char **argv);
 int pal_cmd_jobs(int argc, char **argv);

@@ -25,6 +25,7 @@ static const struct command commands[] = {
 	{ "jobs", pal_cmd_jobs, "list jobs and their versions" },
 	{ "plan", pal_cmd_plan, "plan diff FILE...: how next fire instants would move" },
 	{ "cron", pal_cmd_cron, "cron next EXPR: preview fire instants" },
+	{ "import", pal_cmd_import, "crontab and Kubernetes CronJobs as a job file" },
 	{ "node", pal_cmd_node, "run a cluster node (controller and/or executor)" },
 	{ "status", pal_cmd_status, "nodes, shards, leaders, epochs, lag, backlog" },
 	{ "verify", pal_cmd_verify, "check the plan set: missing and duplicate instants" },

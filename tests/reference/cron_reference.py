@@ -65,11 +65,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 try:
     from croniter import croniter
-except ImportError:  # pyenv & co. do not see Debian's dist-packages
-    if os.path.exists("/usr/bin/python3") and not os.environ.get("PAL_REF_REEXEC"):
-        os.environ["PAL_REF_REEXEC"] = "1"
-        os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
-    sys.exit("cron_reference: python3-croniter is missing (apt-get install python3-croniter)")
+except ImportError:
+    import debian_python
+    debian_python.reexec("cron_reference", "python3-croniter")
 from zoneinfo import ZoneInfo
 
 UTC = dt.timezone.utc

@@ -1,0 +1,188 @@
+/*
+ * cmd_import.c - `palisade import crontab|kubernetes`: another scheduler's
+ * jobs as a palisade job file (docs/migrating.md).
+ *
+ * Reads the files (or stdin for "-"), translates them with the importers of
+ * src/import/ (pure functions, include/palisade/importer.h), writes the job
+ * YAML to stdout and the report of everything not translated exactly to
+ * stderr.  Exit status: 0 everything translated exactly, 2 something left
+ * out or approximated (each named in the report), 65 input it cannot read,
+ * 64 usage.  Never connects to anything.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "palisade/cli.h"
+#include "palisade/err.h"
+#include "palisade/importer.h"
+#include "palisade/yamltree.h"
+#include "cli_int.h"
+
+static void usage(FILE *fp)
+{
+	fprintf(
+	    fp,
+	    "usage: palisade import crontab [--system] [--prefix NAME] --target-url URL\n"
+	    "                               [--timezone ZONE] FILE|-\n"
+	    "       palisade import kubernetes --target-url URL [--timezone ZONE] FILE...\n"
+	    "\n"
+	    "Translate crontab files or Kubernetes CronJob manifests (batch/v1, batch/v1beta1,\n"
+	    "multi-document YAML) into a palisade job file on stdout; every element not\n"
+	    "translated exactly is named on stderr with its line (docs/migrating.md).\n"
+	    "\n"
+	    "  --target-url URL  the service every job calls; {job} is replaced by the job id,\n"
+	    "                    {digest} by 16 hex digits of the SHA-256 of the source entry\n"
+	    "  --timezone ZONE   the zone the old system reads schedules in when the source\n"
+	    "                    does not name one (default: UTC, reported as assumed)\n"
+	    "  --system          crontab: the file has the user column (implied for\n"
+	    "                    /etc/crontab and /etc/cron.d/*)\n"
+	    "  --prefix NAME     crontab: the first part of every job id (default: the file's\n"
+	    "                    name)\n"
+	    "\n"
+	    "exit status: 0 all translated exactly, 2 something left out or approximated,\n"
+	    "65 unreadable input, 64 usage error\n");
+}
+
+/* The whole of PATH ("-": stdin) into *BUF; false (message printed) when it
+ * cannot be read. */
+static bool slurp(const char *path, char **buf, size_t *len)
+{
+	FILE *fp = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+	size_t cap = 65536, n = 0, got;
+	char *b;
+
+	if (!fp) {
+		pal_cli_err("import", "cannot open %s: %s", path, strerror(errno));
+		return false;
+	}
+	b = malloc(cap);
+	while (b && (got = fread(b + n, 1, cap - n, fp)) > 0) {
+		n += got;
+		if (n > PAL_YAML_MAX_BYTES) {
+			pal_cli_err("import", "%s: over %zu bytes", path, PAL_YAML_MAX_BYTES);
+			free(b);
+			b = NULL;
+			break;
+		}
+		if (n == cap) {
+			char *nb = realloc(b, cap *= 2);
+			if (!nb)
+				free(b);
+			b = nb;
+		}
+	}
+	if (b && ferror(fp)) {
+		pal_cli_err("import", "cannot read %s: %s", path, strerror(errno));
+		free(b);
+		b = NULL;
+	}
+	if (fp != stdin)
+		fclose(fp);
+	*buf = b;
+	*len = n;
+	return b != NULL;
+}
+
+int pal_cmd_import(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"help", no_argument, NULL, 'h'},
+	    {"system", no_argument, NULL, 's'},
+	    {"prefix", required_argument, NULL, 'p'},
+	    {"target-url", required_argument, NULL, 'u'},
+	    {"timezone", required_argument, NULL, 'z'},
+	    {NULL, 0, NULL, 0},
+	};
+	pal_import_opts o = {.now = (int64_t)time(NULL)};
+	pal_import_result *r;
+	const char *kind;
+	char err[256];
+	int opt, ec = PAL_EXIT_OK;
+	bool crontab;
+
+	optind = 1;
+	opterr = 0;
+	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		usage(stdout);
+		return PAL_EXIT_OK;
+	}
+	if (argc < 2 || (strcmp(argv[1], "crontab") && strcmp(argv[1], "kubernetes"))) {
+		pal_cli_err("import", "expected crontab or kubernetes%s%s",
+			    argc >= 2 ? ", got " : "", argc >= 2 ? argv[1] : "");
+		usage(stderr);
+		return PAL_EXIT_USAGE;
+	}
+	kind = argv[1];
+	crontab = !strcmp(kind, "crontab");
+	argc--;
+	argv++;
+	while ((opt = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 's':
+			o.system = true;
+			break;
+		case 'p':
+			o.prefix = optarg;
+			break;
+		case 'u':
+			o.target_url = optarg;
+			break;
+		case 'z':
+			o.timezone = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return PAL_EXIT_OK;
+		default:
+			pal_cli_err("import", "unknown option \"%s\"", argv[optind - 1]);
+			usage(stderr);
+			return PAL_EXIT_USAGE;
+		}
+	}
+	if (pal_import_check_target(o.target_url, err, sizeof err)) {
+		pal_cli_err("import", "%s", err);
+		return PAL_EXIT_USAGE;
+	}
+	if (o.prefix && !pal_cli_name("import", "--prefix", o.prefix))
+		return PAL_EXIT_USAGE;
+	if (!crontab && (o.system || o.prefix)) {
+		pal_cli_err("import", "--system and --prefix are crontab options");
+		return PAL_EXIT_USAGE;
+	}
+	if (optind >= argc || (crontab && argc - optind > 1)) {
+		pal_cli_err("import", crontab ? "give one crontab FILE (or - for stdin)"
+					      : "give one or more manifest FILEs");
+		usage(stderr);
+		return PAL_EXIT_USAGE;
+	}
+	r = pal_import_result_new();
+	for (int i = optind; i < argc; i++) {
+		char *buf;
+		size_t len;
+		int rc;
+		if (!slurp(argv[i], &buf, &len)) {
+			ec = PAL_EXIT_DATAERR;
+			continue;
+		}
+		rc = crontab ? pal_import_crontab(r, argv[i], buf, len, &o)
+			     : pal_import_kubernetes(r, argv[i], buf, len, &o);
+		if (rc)
+			ec = PAL_EXIT_DATAERR;
+		free(buf);
+	}
+	fputs(pal_import_report(r), stderr);
+	if (ec == PAL_EXIT_OK) {
+		fputs(pal_import_yaml(r), stdout);
+		if (pal_import_issues(r))
+			ec = PAL_EXIT_MISMATCH;
+	}
+	fprintf(stderr, "palisade import %s: %zu job%s, %zu element%s not translated exactly%s\n",
+		kind, pal_import_jobs(r), pal_import_jobs(r) == 1 ? "" : "s", pal_import_issues(r),
+		pal_import_issues(r) == 1 ? "" : "s",
+		ec == PAL_EXIT_DATAERR ? " (unreadable input: no job file written)" : "");
+	pal_import_result_free(r);
+	return ec;
+}
