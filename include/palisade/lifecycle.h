@@ -117,10 +117,12 @@ PAL_MUST_CHECK int pal_store_gates_json(pal_store *st, json_t **out, char *err, 
 PAL_MUST_CHECK int pal_store_misfires_json(pal_store *st, const char *job_id, int64_t from,
 					   int64_t to, int limit, json_t **out, char *err,
 					   size_t errlen);
-/* Audit rows at or after SINCE (PAL_OPS_NOW: any), newest first, at most
- * LIMIT: [{id at actor action scope reason details}]. */
-PAL_MUST_CHECK int pal_store_audit_json(pal_store *st, int64_t since, int limit, json_t **out,
-					char *err, size_t errlen);
+/* Audit rows at or after SINCE (PAL_OPS_NOW: any) of ACTOR, ACTION and
+ * SCOPE (NULL: any), newest first, at most LIMIT: [{id at actor role
+ * client action scope reason details}]. */
+PAL_MUST_CHECK int pal_store_audit_json(pal_store *st, int64_t since, const char *actor,
+					const char *action, const char *scope, int limit,
+					json_t **out, char *err, size_t errlen);
 /* Retired jobs: [{job_id tenant group latest_version retired_at owner
  * description}], by job id. */
 PAL_MUST_CHECK int pal_store_retired_json(pal_store *st, json_t **out, char *err, size_t errlen);

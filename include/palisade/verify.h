@@ -64,5 +64,10 @@ PAL_MUST_CHECK int pal_verify(pal_store *st, int64_t from, int64_t to, const cha
 			      const pal_verify_opts *opts, pal_verify_report *r, char *err,
 			      size_t errlen);
 void pal_verify_report_free(pal_verify_report *r);
+/* Every count of R is zero: the cluster agrees with its plan. */
+bool pal_verify_ok(const pal_verify_report *r);
+/* R as `verify --output json` prints it: {ok, the counts, samples}; a new
+ * reference. */
+json_t *pal_verify_report_json(const pal_verify_report *r);
 
 #endif

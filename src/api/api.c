@@ -43,6 +43,8 @@
 #include "palisade/store.h"
 #include "palisade/timefmt.h"
 #include "palisade/tokens.h"
+#include "palisade/retention.h"
+#include "palisade/verify.h"
 
 #define PAGE_DEFAULT 100
 #define PAGE_MAX 1000
@@ -856,6 +858,63 @@ static void h_ticket_resolve(call *c)
 			     "trigger_state", r.trigger_state));
 }
 
+/* ?NAME as an RFC 3339 instant (required); false (problem) otherwise. */
+static bool query_time(call *c, const char *name, int64_t *out)
+{
+	const char *s = query(c, name);
+	if (!s || pal_parse_rfc3339(s, out)) {
+		problem(c, 400, "bad-parameter", "Bad parameter",
+			"%s: expected an RFC 3339 instant (2026-01-01T00:00:00Z)", name);
+		return false;
+	}
+	return true;
+}
+
+/* `palisade verify`: the plan set of [from, to] against the triggers. */
+static void h_verify(call *c)
+{
+	int64_t from, to;
+	const char *job = query(c, "job");
+	if (!query_time(c, "from", &from) || !query_time(c, "to", &to))
+		return;
+	if (to < from) {
+		problem(c, 400, "bad-parameter", "Bad parameter", "to is before from");
+		return;
+	}
+	if (job) {
+		snprintf(c->argbuf[0], sizeof c->argbuf[0], "%s", job);
+		c->arg[0] = c->argbuf[0];
+		if (!job_visible(c, false))
+			return;
+	} else if (!unscoped(c)) {
+		return;
+	}
+	char err[1024];
+	bool have_h;
+	int64_t h_ms;
+	int rc = pal_store_retention_horizon(c->api->st, &have_h, &h_ms, err, sizeof err);
+	if (rc) {
+		problem_rc(c, rc, err);
+		return;
+	}
+	if (have_h && from * 1000 < h_ms) {
+		char b[40];
+		pal_fmt_rfc3339((h_ms + 999) / 1000, b, sizeof b);
+		problem(c, 409, "before-retention-horizon", "Before the retention horizon",
+			"from is before the retention horizon %s: earlier triggers may have been "
+			"dropped; verify from %s on",
+			b, b);
+		return;
+	}
+	pal_verify_report r;
+	rc = pal_verify(c->api->st, from, to, job, NULL, &r, err, sizeof err);
+	if (rc)
+		problem_rc(c, rc, err);
+	else
+		ok(c, 200, pal_verify_report_json(&r));
+	pal_verify_report_free(&r);
+}
+
 static void h_status(call *c)
 {
 	json_t *st;
@@ -1108,6 +1167,7 @@ typedef struct route {
 static const route routes[] = {
     {"GET", "/api/v1/openapi.json", PAL_ROLE_NONE, h_openapi, false},
     {"GET", "/api/v1/status", PAL_ROLE_VIEWER, h_status, false},
+    {"GET", "/api/v1/verify", PAL_ROLE_VIEWER, h_verify, false},
     {"POST", "/api/v1/apply", PAL_ROLE_ADMIN, h_apply, true},
     {"GET", "/api/v1/jobs", PAL_ROLE_VIEWER, h_jobs, false},
     {"GET", "/api/v1/jobs/*", PAL_ROLE_VIEWER, h_job, false},

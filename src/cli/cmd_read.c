@@ -10,6 +10,7 @@
 #include "palisade/cli.h"
 #include "palisade/err.h"
 #include "palisade/lifecycle.h"
+#include <glib.h>
 #include "cli_int.h"
 
 #define DEFAULT_LIMIT 100
@@ -272,11 +273,14 @@ int pal_cmd_misfires(int argc, char **argv)
 static void usage_audit(FILE *fp)
 {
 	fprintf(fp,
-		"usage: palisade audit [--since RFC3339] [--limit N] [--output table|json]\n"
-		"                      [--pg CONNINFO] [--config FILE]\n"
+		"usage: palisade audit [--since RFC3339] [--limit N] [--actor A] [--action X]\n"
+		"                      [--scope S] [--output table|json] [--pg CONNINFO]\n"
+		"                      [--config FILE] [--server URL [--token-file FILE]]\n"
 		"The audit log, newest first: every operator action and every automatic\n"
-		"decision worth explaining, with actor, scope, reason and details; rows at or\n"
-		"after --since (whole seconds), at most --limit (default %d).\n"
+		"decision worth explaining, with actor, scope, reason and details (and for\n"
+		"rows written through the HTTP API the token's role and the client address);\n"
+		"rows at or after --since (whole seconds), of --actor, --action and --scope\n"
+		"(exact), at most --limit (default %d).\n"
 		"Exit: 0 listed, 64 usage, 69 database unreachable.\n",
 		DEFAULT_LIMIT);
 }
@@ -289,41 +293,70 @@ static void table_audit(json_t *rows)
 	json_array_foreach(rows, i, a)
 	{
 		char *d = json_dumps(json_object_get(a, "details"), JSON_COMPACT | JSON_ENCODE_ANY);
-		printf("%-20s %-20s %-14s %-36s  %s %s\n", s_(a, "at"), s_(a, "actor"),
+		/* rows written through the API: the token's role and the client */
+		const char *role = json_string_value(json_object_get(a, "role"));
+		const char *client = json_string_value(json_object_get(a, "client"));
+		printf("%-20s %-20s %-14s %-36s  %s %s", s_(a, "at"), s_(a, "actor"),
 		       s_(a, "action"), s_(a, "scope"), s_(a, "reason"), d ? d : "");
+		if (role || client)
+			printf(" (role %s, client %s)", role ? role : "-", client ? client : "-");
+		putchar('\n');
 		free(d);
 	}
 	if (!json_array_size(rows))
 		printf("(no audit rows)\n");
 }
 
+struct audit_args {
+	int64_t since;
+	const char *actor, *action, *scope;
+	int limit;
+};
+
 static int read_audit(pal_store *st, const void *ctx, json_t **rows, char *err, size_t errlen)
 {
-	const int64_t *a = ctx;
-	return pal_store_audit_json(st, a[0], (int)a[1], rows, err, errlen);
+	const struct audit_args *a = ctx;
+	return pal_store_audit_json(st, a->since, a->actor, a->action, a->scope, a->limit, rows,
+				    err, errlen);
+}
+
+/* "&NAME=VALUE" URL-escaped onto Q when VALUE is set. */
+static void query_arg(GString *q, const char *name, const char *value)
+{
+	if (!value)
+		return;
+	char *v = g_uri_escape_string(value, NULL, FALSE);
+	g_string_append_printf(q, "&%s=%s", name, v);
+	g_free(v);
 }
 
 int pal_cmd_audit(int argc, char **argv)
 {
 	pal_cli_common c = { 0 };
-	int64_t since = PAL_OPS_NOW;
+	struct audit_args a = { .since = PAL_OPS_NOW };
 	long long limit = DEFAULT_LIMIT;
 	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
 					    { "since", required_argument, NULL, 's' },
 					    { "limit", required_argument, NULL, 'n' },
+					    { "actor", required_argument, NULL, 'A' },
+					    { "action", required_argument, NULL, 'C' },
+					    { "scope", required_argument, NULL, 'S' },
 					    { "help", no_argument, NULL, 'h' },
 					    { 0 } };
 	int opt, ec;
 	while ((opt = getopt_long(argc, argv, "hn:", lo, NULL)) != -1) {
 		switch (opt) {
 		case 's':
-			if (!pal_cli_time("audit", "since", optarg, &since))
+			if (!pal_cli_time("audit", "since", optarg, &a.since))
 				return PAL_EXIT_USAGE;
 			break;
 		case 'n':
 			if (!pal_cli_int("audit", "limit", optarg, 1, 100000, &limit))
 				return PAL_EXIT_USAGE;
 			break;
+		case 'A': a.actor = optarg; break;
+		case 'C': a.action = optarg; break;
+		case 'S': a.scope = optarg; break;
 		default:
 			if ((ec = pal_cli_opt_other(&c, opt, optarg, usage_audit)) >= 0)
 				return ec;
@@ -333,9 +366,14 @@ int pal_cmd_audit(int argc, char **argv)
 		usage_audit(stderr);
 		return PAL_EXIT_USAGE;
 	}
-	int64_t a[2] = { since, limit };
-	char remote[64];
-	snprintf(remote, sizeof remote, "/api/v1/audit?limit=%lld", limit);
-	bool api = since == PAL_OPS_NOW && limit <= 1000;
-	return run("audit", &c, read_audit, a, table_audit, api ? remote : NULL);
+	a.limit = (int)limit;
+	GString *remote = g_string_new(NULL);
+	g_string_printf(remote, "/api/v1/audit?limit=%lld", limit);
+	query_arg(remote, "actor", a.actor);
+	query_arg(remote, "action", a.action);
+	query_arg(remote, "scope", a.scope);
+	bool api = a.since == PAL_OPS_NOW && limit <= 1000;
+	ec = run("audit", &c, read_audit, &a, table_audit, api ? remote->str : NULL);
+	g_string_free(remote, TRUE);
+	return ec;
 }

@@ -41,6 +41,49 @@ static void usage(FILE *fp)
 		"the retention horizon, 64 usage, 69 database unreachable.\n");
 }
 
+/* verify through the API (--server): the report's counts on one line and
+ * its samples one a line (or the JSON); exit 2 when it is not ok. */
+static int verify_remote(const pal_cli_common *c, int64_t from, int64_t to, const char *job)
+{
+	char f[32], t[32], path[320];
+	pal_fmt_rfc3339(from, f, sizeof f);
+	pal_fmt_rfc3339(to, t, sizeof t);
+	snprintf(path, sizeof path, "/api/v1/verify?from=%s&to=%s%s%s", f, t, job ? "&job=" : "",
+		 job ? job : "");
+	json_t *o;
+	int ec = pal_cli_remote_get(c, "verify", path, &o);
+	if (ec)
+		return ec;
+	bool ok = json_is_true(json_object_get(o, "ok"));
+	if (c->json) {
+		json_dumpf(o, stdout, JSON_INDENT(2));
+		putchar('\n');
+	} else {
+		const char *k;
+		json_t *v;
+		printf("verify: %s", ok ? "OK" : "FAILED");
+		json_object_foreach(o, k, v)
+		{
+			if (json_is_integer(v))
+				printf(" %s=%lld", k, (long long)json_integer_value(v));
+		}
+		putchar('\n');
+		json_object_foreach(json_object_get(o, "samples"), k, v)
+		{
+			size_t i;
+			json_t *e;
+			json_array_foreach(v, i, e)
+			{
+				char *line = json_dumps(e, JSON_COMPACT);
+				printf("  %-10s %s\n", k, line ? line : "");
+				free(line);
+			}
+		}
+	}
+	json_decref(o);
+	return ok ? PAL_EXIT_OK : PAL_EXIT_MISMATCH;
+}
+
 int pal_cmd_verify(int argc, char **argv)
 {
 	pal_cli_common c = { 0 };
@@ -99,6 +142,8 @@ int pal_cmd_verify(int argc, char **argv)
 		usage(stderr);
 		return PAL_EXIT_USAGE;
 	}
+	if (pal_cli_server(&c) && !sink_pg)
+		return verify_remote(&c, from, to, job);
 	pal_store *st;
 	ec = pal_cli_connect(&c, false, &st);
 	if (ec)
@@ -138,20 +183,9 @@ int pal_cmd_verify(int argc, char **argv)
 		pal_verify_report_free(&r);
 		return rc == PAL_ENOENT ? PAL_EXIT_NOTFOUND : PAL_EXIT_UNAVAIL;
 	}
-	bool ok = !r.missing && !r.duplicates && !r.unexpected && !r.quarantined &&
-		  !r.never_activated && !r.stuck && !r.sink_duplicates && !r.key_horizon;
+	bool ok = pal_verify_ok(&r);
 	if (c.json) {
-		json_t *o = json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:O}",
-				      "ok", ok, "quarantined", (json_int_t)r.quarantined,
-				      "key_horizon", (json_int_t)r.key_horizon,
-				      "never_activated", (json_int_t)r.never_activated, "stuck",
-				      (json_int_t)r.stuck, "sink_duplicates",
-				      (json_int_t)r.sink_duplicates, "jobs",
-				      (json_int_t)r.jobs, "expected", (json_int_t)r.expected,
-				      "triggered", (json_int_t)r.triggered, "misfired",
-				      (json_int_t)r.misfired, "missing", (json_int_t)r.missing,
-				      "duplicates", (json_int_t)r.duplicates, "unexpected",
-				      (json_int_t)r.unexpected, "samples", r.samples);
+		json_t *o = pal_verify_report_json(&r);
 		json_dumpf(o, stdout, JSON_INDENT(2));
 		putchar('\n');
 		json_decref(o);

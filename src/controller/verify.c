@@ -291,6 +291,26 @@ int pal_verify(pal_store *st, int64_t from, int64_t to, const char *job_id,
 	return PAL_OK;
 }
 
+bool pal_verify_ok(const pal_verify_report *r)
+{
+	return !r->missing && !r->duplicates && !r->unexpected && !r->quarantined &&
+	       !r->never_activated && !r->stuck && !r->sink_duplicates && !r->key_horizon;
+}
+
+json_t *pal_verify_report_json(const pal_verify_report *r)
+{
+	return json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:O}",
+			 "ok", pal_verify_ok(r), "quarantined", (json_int_t)r->quarantined,
+			 "key_horizon", (json_int_t)r->key_horizon, "never_activated",
+			 (json_int_t)r->never_activated, "stuck", (json_int_t)r->stuck,
+			 "sink_duplicates", (json_int_t)r->sink_duplicates, "jobs",
+			 (json_int_t)r->jobs, "expected", (json_int_t)r->expected, "triggered",
+			 (json_int_t)r->triggered, "misfired", (json_int_t)r->misfired, "missing",
+			 (json_int_t)r->missing, "duplicates", (json_int_t)r->duplicates,
+			 "unexpected", (json_int_t)r->unexpected, "samples",
+			 r->samples ? r->samples : json_null());
+}
+
 void pal_verify_report_free(pal_verify_report *r)
 {
 	json_decref(r->samples);

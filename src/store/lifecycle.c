@@ -214,23 +214,25 @@ int pal_store_misfires_json(pal_store *st, const char *job_id, int64_t from, int
 	    4, p, out, err, errlen);
 }
 
-int pal_store_audit_json(pal_store *st, int64_t since, int limit, json_t **out, char *err,
-			 size_t errlen)
+int pal_store_audit_json(pal_store *st, int64_t since, const char *actor, const char *action,
+			 const char *scope, int limit, json_t **out, char *err, size_t errlen)
 {
 	char s[24], l[16];
 	snprintf(s, sizeof s, "%" PRId64, since);
 	snprintf(l, sizeof l, "%d", limit);
-	const char *p[] = { since == PAL_OPS_NOW ? NULL : s, l };
+	const char *p[] = { since == PAL_OPS_NOW ? NULL : s, l, actor, action, scope };
 	return pal__store_query_json(
 	    st,
 	    "SELECT coalesce(json_agg(json_build_object('id', id, 'at', " TS(
 		"at") ","
-		      " 'actor', actor, 'action', action, 'scope', scope, 'reason', reason,"
+		      " 'actor', actor, 'role', role, 'client', client, 'action', action,"
+		      " 'scope', scope, 'reason', reason,"
 		      " 'details', details) ORDER BY id DESC), '[]')"
 		      " FROM (SELECT * FROM audit_log WHERE ($1::bigint IS NULL OR at >= "
-		      "to_timestamp($1::bigint))"
+		      "to_timestamp($1::bigint)) AND ($3::text IS NULL OR actor = $3)"
+		      "  AND ($4::text IS NULL OR action = $4) AND ($5::text IS NULL OR scope = $5)"
 		      "  ORDER BY id DESC LIMIT $2::int) a",
-	    2, p, out, err, errlen);
+	    5, p, out, err, errlen);
 }
 
 int pal_store_retired_json(pal_store *st, json_t **out, char *err, size_t errlen)

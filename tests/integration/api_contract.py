@@ -118,6 +118,9 @@ for r in sorted(documented - routed):
 
 R = {"reason": "contract test"}
 call("GET", "/api/v1/status", want=200)
+call("GET", "/api/v1/verify?from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z", want=200)
+call("GET", "/api/v1/verify?from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z&job=c.one", want=200)
+call("GET", "/api/v1/verify?from=nope&to=2026-01-01T01:00:00Z", want=400)
 st, page = call("GET", "/api/v1/jobs?limit=1", want=200)
 call("GET", "/api/v1/jobs?limit=1&cursor=" + ((page or {}).get("next_cursor") or ""), want=200)
 call("GET", "/api/v1/jobs?limit=0", want=400)

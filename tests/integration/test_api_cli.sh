@@ -52,6 +52,12 @@ expect_exit "jobs JOB" 0 remote jobs cli.a
 expect_exit "gates" 0 remote gates
 expect_exit "audit" 0 remote audit --limit 5
 expect_exit "misfires --job" 0 remote misfires --job cli.a
+expect_exit "audit --actor --action through the API" 0 remote audit --actor ops-bot --action trigger --output json
+expect_eq "only that actor's triggers" "trigger" "$(python3 -c 'import json,sys; print(" ".join(sorted({r["action"] + ("" if r["actor"] == "ops-bot" else "!") for r in json.loads(sys.stdin.read())})))' <<<"$OUT")"
+expect_exit "audit --actor on the database" 0 "$PAL" audit --actor ops-bot --action pause
+expect_match "shows the role and the client" 'ops-bot .*pause .*\(role operator, client 127\.0\.0\.1:[0-9]+\)' "$OUT"
+expect_exit "verify through the API" 0 remote verify --from 2026-01-01T00:00:00Z --to 2026-01-01T01:00:00Z --job cli.a
+expect_match "its verdict" '^verify: OK ' "$OUT"
 expect_exit "apply as an operator: refused (exit 77)" 77 remote apply "$PALISADE_TEST_TMP/api-cli.yaml"
 sed 's/0 0 \* \* \* ?/0 30 * * * ?/' "$PALISADE_TEST_TMP/api-cli.yaml" >"$PALISADE_TEST_TMP/api-cli2.yaml"
 expect_exit "apply with the admin token file" 0 remote apply --token-file "$PALISADE_TEST_TMP/admin.token" "$PALISADE_TEST_TMP/api-cli2.yaml"
