@@ -1,0 +1,210 @@
+/*
+ * test_import.c - the importers (src/import/): what a crontab line or a
+ * CronJob becomes, read back through the job loader and the template
+ * renderer as apply and the executor read it.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <jansson.h>
+#include "palisade/importer.h"
+#include "palisade/jobfile.h"
+#include "palisade/template.h"
+
+static const pal_import_opts opts = {.target_url = "http://runner:8080/run/{job}?d={digest}",
+				     .timezone = "Europe/Berlin",
+				     .now = 1780000000 /* 2026-05-28 */};
+
+/* Import TEXT with IMPORTER and load the result as apply would; the set is
+ * the caller's (pal_jobset_free), the result too. */
+static pal_import_result *import(bool crontab, const char *text, const pal_import_opts *o,
+				 pal_jobset *set)
+{
+	pal_import_result *r = pal_import_result_new();
+	pal_diags d = {0};
+	const char *y;
+	int rc = crontab ? pal_import_crontab(r, "tab", text, strlen(text), o)
+			 : pal_import_kubernetes(r, "k.yaml", text, strlen(text), o);
+
+	assert_int_equal(rc, 0);
+	y = pal_import_yaml(r);
+	rc = pal_jobfile_load_buffer("out.yaml", y, strlen(y), set, &d);
+	if (rc || d.n)
+		pal_diags_print(&d, stderr);
+	assert_int_equal(rc, 0);
+	pal_diags_free(&d);
+	return r;
+}
+
+/* The body of JOB rendered as the executor renders it, parsed as JSON. */
+static json_t *body(const pal_job_spec *job)
+{
+	pal_tpl_vars v = {.job = job->id,
+			  .scheduled_at = 1780000000,
+			  .scheduled_date = "2026-05-28",
+			  .request_id = ""};
+	char *out = NULL, err[256];
+	json_t *j;
+
+	assert_int_equal(pal_tpl_render(job->body, &v, 0, &out, err, sizeof err), 0);
+	j = json_loads(out, 0, NULL);
+	assert_non_null(j);
+	free(out);
+	return j;
+}
+
+static void test_import_crontab_command_survives_templates(void **st)
+{
+	pal_jobset set = {0};
+	pal_import_result *r = import(
+	    true, "SHELL=/bin/bash\n0 22 * * 1-5 echo ${HOME} {job} $x \\% 9%line one%two\\%\n",
+	    &opts, &set);
+	json_t *b;
+
+	assert_int_equal(set.n, 1);
+	b = body(&set.jobs[0]);
+	assert_string_equal(json_string_value(json_object_get(b, "command")),
+			    "echo ${HOME} {job} $x % 9");
+	assert_string_equal(json_string_value(json_object_get(b, "stdin")), "line one\ntwo%");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(b, "env"), "SHELL")),
+			    "/bin/bash");
+	assert_string_equal(json_string_value(json_object_get(b, "scheduled_at")),
+			    "2026-05-28T20:26:40Z");
+	assert_string_equal(set.jobs[0].cron, "0 22 * * 1-5");
+	assert_string_equal(set.jobs[0].timezone, "Europe/Berlin");
+	assert_int_equal(pal_import_issues(r), 0);
+	json_decref(b);
+	pal_jobset_free(&set);
+	pal_import_result_free(r);
+}
+
+static void test_import_crontab_ids_stable_and_unique(void **st)
+{
+	pal_jobset a = {0}, b = {0};
+	pal_import_result *ra = import(true, "0 1 * * * backup\n0 2 * * 6 backup\n", &opts, &a);
+	pal_import_result *rb = import(true, "# moved\n\n5 3 * * * backup\n", &opts, &b);
+
+	assert_int_equal(a.n, 2);
+	assert_string_equal(a.jobs[0].id, b.jobs[0].id); /* schedule and line changed */
+	assert_int_equal(strncmp(a.jobs[0].id, "tab.backup-", 11), 0);
+	assert_string_not_equal(a.jobs[0].id, a.jobs[1].id);
+	assert_int_equal(strcmp(a.jobs[1].id + strlen(a.jobs[0].id), "-2"), 0);
+	/* {job} in the URL is the id, {digest} the entry's (its line differs) */
+	assert_int_equal(strncmp(a.jobs[0].url, "http://runner:8080/run/tab.backup-", 34), 0);
+	assert_string_not_equal(a.jobs[0].url + strlen(a.jobs[0].url) - 16,
+				b.jobs[0].url + strlen(b.jobs[0].url) - 16);
+	pal_jobset_free(&a);
+	pal_jobset_free(&b);
+	pal_import_result_free(ra);
+	pal_import_result_free(rb);
+}
+
+static void test_import_crontab_names_what_it_leaves_out(void **st)
+{
+	pal_jobset set = {0};
+	pal_import_opts o = opts;
+	pal_import_result *r;
+
+	o.timezone = NULL;
+	r = import(true,
+		   "MAILTO=me@example.com\n@reboot start\n5/10 * * * * x\n@daily y\n"
+		   "root-less line\n",
+		   &o, &set);
+	assert_int_equal(set.n, 1);
+	assert_non_null(strstr(pal_import_report(r), "tab:1: not translated: MAILTO"));
+	assert_non_null(strstr(pal_import_report(r), "tab:2: not translated: @reboot"));
+	assert_non_null(strstr(pal_import_report(r), "tab:3: not translated: field 1 \"5/10\""));
+	assert_non_null(strstr(pal_import_report(r), "tab:4: approximated: no CRON_TZ"));
+	assert_non_null(strstr(pal_import_report(r), "tab:5: not translated: neither"));
+	assert_int_equal(pal_import_issues(r), 5);
+	pal_jobset_free(&set);
+	pal_import_result_free(r);
+}
+
+static void test_import_crontab_system_user_and_gap(void **st)
+{
+	pal_jobset set = {0};
+	pal_import_opts o = opts;
+	pal_import_result *r;
+	json_t *b;
+
+	o.system = true;
+	r = import(true, "30 2 * * * root once\n0,30 2 * * * www twice\n", &o, &set);
+	assert_int_equal(set.n, 2);
+	b = body(&set.jobs[1]);
+	assert_string_equal(json_string_value(json_object_get(b, "user")), "www");
+	assert_string_equal(json_string_value(json_object_get(b, "command")), "twice");
+	/* only the entry with two times in the skipped hour differs from cron */
+	assert_null(strstr(pal_import_report(r), "tab:1:"));
+	assert_non_null(strstr(pal_import_report(r), "tab:2: approximated: on 2027-03-28"));
+	json_decref(b);
+	pal_jobset_free(&set);
+	pal_import_result_free(r);
+}
+
+static const char cronjobs[] =
+    "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n"
+    "---\n"
+    "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: a, namespace: ns}\n"
+    "spec:\n  schedule: \"TZ=America/New_York 0 9 */2 * MON\"\n  concurrencyPolicy: Forbid\n"
+    "  startingDeadlineSeconds: 120\n  suspend: true\n"
+    "  jobTemplate: {spec: {backoffLimit: 3, template: {spec: {containers: [{name: c, "
+    "args: [\"${X}\"]}]}}}}\n";
+
+static void test_import_kubernetes_fields(void **st)
+{
+	pal_jobset set = {0};
+	pal_import_result *r = import(false, cronjobs, &opts, &set);
+	const pal_job_spec *j = &set.jobs[0];
+	json_t *b;
+
+	assert_int_equal(set.n, 1);
+	assert_string_equal(j->id, "ns.a");
+	assert_string_equal(j->tenant, "ns");
+	assert_string_equal(j->cron, "0 9 1-31/2 * MON"); /* robfig: "*\/2" is restricted */
+	assert_string_equal(j->timezone, "America/New_York");
+	assert_int_equal(j->overlap, PAL_OVERLAP_FORBID);
+	assert_int_equal(j->catchup_window_ms, 120000);
+	assert_true(j->suspend);
+	b = body(j);
+	assert_int_equal(
+	    json_integer_value(json_object_get(
+		json_object_get(json_object_get(b, "jobTemplate"), "spec"), "backoffLimit")),
+	    3);
+	char *dump = json_dumps(b, 0);
+	assert_non_null(strstr(dump, "\"${X}\""));
+	free(dump);
+	assert_non_null(strstr(pal_import_report(r), "k.yaml:1: document 1: skipped: Service s"));
+	assert_int_equal(pal_import_issues(r), 1);
+	json_decref(b);
+	pal_jobset_free(&set);
+	pal_import_result_free(r);
+}
+
+static void test_import_target_placeholders(void **st)
+{
+	char err[128];
+
+	assert_int_equal(pal_import_check_target("http://r/{job}/{digest}", err, sizeof err), 0);
+	assert_int_equal(pal_import_check_target("http://r/{scheduled_at}", err, sizeof err),
+			 PAL_EINVAL);
+	assert_non_null(strstr(err, "{scheduled_at}"));
+	assert_int_equal(pal_import_check_target(NULL, err, sizeof err), PAL_EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_import_crontab_command_survives_templates),
+	    cmocka_unit_test(test_import_crontab_ids_stable_and_unique),
+	    cmocka_unit_test(test_import_crontab_names_what_it_leaves_out),
+	    cmocka_unit_test(test_import_crontab_system_user_and_gap),
+	    cmocka_unit_test(test_import_kubernetes_fields),
+	    cmocka_unit_test(test_import_target_placeholders),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
