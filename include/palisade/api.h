@@ -29,6 +29,10 @@ typedef struct pal_api_config {
 	int64_t key_retention_ms; /* sink.key_retention: apply's key horizon check */
 	int default_shards;	  /* shards of a new cluster (apply) */
 	int timeout_ms;		  /* per statement; 0: 5000 */
+	/* what a resume applies (controller.misfire_threshold, and
+	 * resume.ramp_* by pal_scope_kind: global, job, group, tenant) */
+	int64_t misfire_threshold_ms;
+	int64_t resume_ramp_ms[4];
 } pal_api_config;
 
 typedef struct pal_api pal_api;

@@ -79,13 +79,14 @@ PAL_MUST_CHECK int pal_store_job_gates(pal_store *st, json_t **out, char *err, s
  * run inside the transaction open on ST (apply's, after its last chunk:
  * the gates lock is then held only until its commit), so a job created
  * with `suspend: true` is never claimable, not even for an instant.
+ * Unsuspend releases what the gate held as pal_ops_resume does, with OPTS.
  */
 PAL_MUST_CHECK int pal_ops_suspend(pal_store *st, const char *job_id, const char *actor,
 				   const char *reason, pal_pause_result *res, char *err,
 				   size_t errlen);
 PAL_MUST_CHECK int pal_ops_unsuspend(pal_store *st, const char *job_id, const char *actor,
-				     const char *reason, pal_resume_result *res, char *err,
-				     size_t errlen);
+				     const char *reason, const pal_resume_opts *opts,
+				     pal_resume_result *res, char *err, size_t errlen);
 
 /*
  * The gates of `suspend` for the apply AP in flight on ST (the connection it
@@ -93,13 +94,15 @@ PAL_MUST_CHECK int pal_ops_unsuspend(pal_store *st, const char *job_id, const ch
  * job of SUSPENDED (a JSON array of ids: the jobs whose file says suspend:
  * true) that has none, and lift the 'spec' gate (pal_ops_unsuspend) of each
  * job that DEFINED(CTX, ID) says the files define and that is not in
- * SUSPENDED.  The ids go to CLOSED and LIFTED (JSON arrays, appended).  On an
- * error AP is aborted (nothing stored) and the code returned.
+ * SUSPENDED, releasing what its gate held with RESUME.  The ids go to CLOSED
+ * and LIFTED (JSON arrays, appended).  On an error AP is aborted (nothing
+ * stored) and the code returned.
  */
 PAL_MUST_CHECK int pal_store_apply_spec_gates(pal_apply *ap, pal_store *st, const json_t *suspended,
 					      bool (*defined)(void *ctx, const char *id), void *ctx,
-					      const char *actor, json_t *closed, json_t *lifted,
-					      char *err, size_t errlen);
+					      const char *actor, const pal_resume_opts *resume,
+					      json_t *closed, json_t *lifted, char *err,
+					      size_t errlen);
 
 /* ---- reading --------------------------------------------------------------- */
 

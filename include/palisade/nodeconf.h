@@ -55,6 +55,8 @@ typedef struct pal_nodeconf {
 	int64_t overlap_ms;
 	int64_t lookahead_ms;
 	int64_t misfire_threshold_ms;
+	/* resume (read by `palisade resume`): default ramp per scope kind */
+	int64_t resume_ramp_job_ms, resume_ramp_group_ms, resume_ramp_tenant_ms, resume_ramp_all_ms;
 	/* executor */
 	int64_t lease_ms;
 	int64_t heartbeat_ms;

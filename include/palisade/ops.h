@@ -70,7 +70,30 @@ typedef struct pal_resume_result {
 	int64_t still_gated; /* paused triggers of the scope held by another gate */
 	int64_t continued;   /* live pausing -> running (the executor carries on) */
 	int64_t pausing;     /* pausing triggers another gate still holds */
+	/* By misfire policy (pal_misfire_policy, the version of each trigger or
+	 * of a job's newest held instant): */
+	int64_t released[4]; /* triggers of the scope ready to run now that no gate holds */
+	int64_t misfired[4]; /* held instants past the threshold recorded as misfires */
+	int64_t tickets;     /* manual: tickets opened for misfired instants */
+	char ramp_until[32]; /* RFC 3339: when the last released trigger becomes ready
+				(ramped), else empty */
+	int64_t misfire_threshold_ms, ramp_ms; /* the pal_resume_opts applied */
 } pal_resume_result;
+
+/* R of a resume of SCOPE as the JSON object that `palisade resume --output
+ * json` and the API answer (released and misfired as {policy: count});
+ * json_decref. */
+json_t *pal_resume_result_json(const char *scope, const pal_resume_result *r);
+
+/* How a resume releases what its gate held (docs/operations.md). */
+typedef struct pal_resume_opts {
+	/* held scheduled instants older than this go through their job's
+	 * misfire policy (controller.misfire_threshold) */
+	int64_t misfire_threshold_ms;
+	/* > 0: the released triggers become ready along a ramp of this length
+	 * (a rate rising from a small start); 0: all at once */
+	int64_t ramp_ms;
+} pal_resume_opts;
 
 /*
  * Delete the gate of SC, move the scope's 'paused' triggers that no other
@@ -79,12 +102,18 @@ typedef struct pal_resume_result {
  * Pausing triggers whose lease expired (their executor is gone) are moved
  * to paused first, so they resume too; live pausing triggers no other gate
  * holds go back to running under the same lease and token, so one resume
- * is always enough.  Run
- * on a scope without a gate it only sweeps paused triggers (no error).
+ * is always enough.  When the gate existed, the scheduled instants it held
+ * (pending, never attempted, no checkpoint) older than
+ * OPTS->misfire_threshold_ms go through their job's misfire policy
+ * (pal_misfire_decide): those not fired become 'skipped' with one misfire
+ * row per job (reason 'paused', gate SC), and a manual policy opens a
+ * ticket.  With OPTS->ramp_ms the released triggers get ready times along
+ * the ramp (next_attempt_at: data, so any executor honours it).  Run on a
+ * scope without a gate it only sweeps paused triggers (no error).
  */
 PAL_MUST_CHECK int pal_ops_resume(pal_store *st, const pal_scope *sc, const char *actor,
-				  const char *reason, pal_resume_result *res, char *err,
-				  size_t errlen);
+				  const char *reason, const pal_resume_opts *opts,
+				  pal_resume_result *res, char *err, size_t errlen);
 
 /* ---- cancel ---------------------------------------------------------------- */
 

@@ -59,6 +59,7 @@ struct pal_api {
 	int64_t key_retention_ms;
 	int default_shards;
 	int timeout_ms;
+	int64_t misfire_threshold_ms, resume_ramp_ms[4]; /* pal_api_config */
 	pal_store *st;	     /* NULL until the first request, or after it broke */
 	GHashTable *buckets; /* token id -> struct bucket: the write rate limit */
 };
@@ -355,6 +356,13 @@ static void h_job(call *c)
 	json_decref(meta);
 }
 
+/* What a resume of a scope of KIND applies: the node's config. */
+static pal_resume_opts resume_opts(const pal_api *api, pal_scope_kind kind)
+{
+	return (pal_resume_opts){ .misfire_threshold_ms = api->misfire_threshold_ms,
+				  .ramp_ms = api->resume_ramp_ms[kind] };
+}
+
 /* Pause or resume scope SC. */
 static void gate(call *c, const pal_scope *sc, bool pause)
 {
@@ -375,15 +383,10 @@ static void gate(call *c, const pal_scope *sc, bool pause)
 				     "jobs", (json_int_t)r.jobs));
 	} else {
 		pal_resume_result r;
-		rc = pal_ops_resume(c->api->st, sc, c->who.name, why, &r, err, sizeof err);
+		pal_resume_opts ro = resume_opts(c->api, sc->kind);
+		rc = pal_ops_resume(c->api->st, sc, c->who.name, why, &ro, &r, err, sizeof err);
 		if (!rc)
-			ok(c, 200,
-			   json_pack(
-			       "{s:s, s:b, s:I, s:I, s:I, s:I, s:I}", "scope", scope, "had_gate",
-			       r.had_gate, "paused_to_pending", (json_int_t)r.resumed,
-			       "pausing_to_running", (json_int_t)r.continued, "still_gated",
-			       (json_int_t)r.still_gated, "still_pausing", (json_int_t)r.pausing,
-			       "expired_pausing_to_paused", (json_int_t)r.expired));
+			ok(c, 200, pal_resume_result_json(scope, &r));
 	}
 	if (rc)
 		problem_rc(c, rc, err);
@@ -1024,6 +1027,7 @@ static void apply_set(call *c, const pal_jobset *set, const char *why)
 	pal_apply *ap;
 	pal_apply_result *res = calloc(set->n ? set->n : 1, sizeof *res);
 	json_t *closed = json_array(), *lifted = json_array(), *susp = json_array();
+	pal_resume_opts ro = resume_opts(c->api, PAL_SCOPE_JOB);
 	for (size_t i = 0; i < set->n; i++)
 		if (set->jobs[i].suspend)
 			json_array_append_new(susp, json_string(set->jobs[i].id));
@@ -1034,7 +1038,7 @@ static void apply_set(call *c, const pal_jobset *set, const char *why)
 		pal_store_apply_abort(ap);
 	if (!rc)
 		rc = pal_store_apply_spec_gates(ap, c->api->st, susp, set_defines, (void *)set,
-						c->who.name, closed, lifted, err, sizeof err);
+						c->who.name, &ro, closed, lifted, err, sizeof err);
 	if (!rc)
 		rc = pal_store_apply_commit(ap, err, sizeof err);
 	if (rc) {
@@ -1489,6 +1493,8 @@ int pal_api_open(const pal_api_config *cfg, pal_api **out, char *err, size_t err
 	api->key_retention_ms = cfg->key_retention_ms;
 	api->default_shards = cfg->default_shards > 0 ? cfg->default_shards : 16;
 	api->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 5000;
+	api->misfire_threshold_ms = cfg->misfire_threshold_ms;
+	memcpy(api->resume_ramp_ms, cfg->resume_ramp_ms, sizeof api->resume_ramp_ms);
 	*out = api;
 	return PAL_OK;
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <jansson.h>
 #include "palisade/jobfile.h"
+#include "palisade/ops.h"
 #include "palisade/store.h"
 
 /* Options every cluster-touching command accepts. */
@@ -58,6 +59,9 @@ const char *pal__cli_config_zk(const char *path);
 int pal__cli_config_shards(const pal_cli_common *c);
 /* sink.key_retention of node config PATH (NULL: the default). */
 int64_t pal__cli_config_key_retention(const char *path);
+/* What `resume` of a scope of KIND applies (controller.misfire_threshold,
+ * resume.ramp_*) from node config CONFIG (NULL: the defaults). */
+void pal__cli_resume_opts(const char *config, pal_scope_kind kind, pal_resume_opts *o);
 /* Check every job of SET against that retention (pal_job_key_horizon_check);
  * returns how many were refused, their diagnostics appended to D. */
 int pal__cli_check_key_horizons(const char *config, const pal_jobset *set, pal_diags *d);

@@ -396,8 +396,10 @@ int pal_cmd_apply(int argc, char **argv)
 	json_t *close = json_array(), *lift = json_array(), *susp = json_array();
 	for (guint i = 0; i < r.suspended->len; i++)
 		json_array_append_new(susp, json_string(r.suspended->pdata[i]));
+	pal_resume_opts ro;
+	pal__cli_resume_opts(c.config, PAL_SCOPE_JOB, &ro);
 	if (!rc && !r.db_ec)
-		rc = pal_store_apply_spec_gates(r.ap, r.st, susp, loader_seen, l, pal_cli_actor(),
+		rc = pal_store_apply_spec_gates(r.ap, r.st, susp, loader_seen, l, pal_cli_actor(), &ro,
 						close, lift, err, sizeof err);
 	json_decref(susp);
 	pal_jobloader_free(l);

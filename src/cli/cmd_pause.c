@@ -9,6 +9,7 @@
 #include "palisade/cli.h"
 #include "palisade/err.h"
 #include "palisade/ops.h"
+#include "palisade/timefmt.h"
 #include "cli_int.h"
 
 static void usage(FILE *fp, bool pause)
@@ -28,14 +29,20 @@ static void usage(FILE *fp, bool pause)
 	else
 		fprintf(fp,
 			"usage: palisade resume (--job JOB | --group GROUP | --tenant TENANT | --all)\n"
-			"                       [--reason TEXT] [--output table|json]\n"
+			"                       [--reason TEXT] [--ramp DURATION] [--output table|json]\n"
 			"                       [--pg CONNINFO] [--config FILE]\n"
 			"Delete the scope's gate and move its paused triggers back to 'pending'\n"
 			"unless another paused gate still covers them (the next claim gives them a\n"
 			"new token; their checkpoint stays).  Triggers still 'pausing' (their\n"
 			"executor has not reached a safe point) go back to 'running' under the\n"
-			"same token, so one resume is enough.  Resuming a scope without a gate only\n"
-			"releases paused triggers that no gate covers.  Written to audit_log.\n"
+			"same token, so one resume is enough.  Scheduled instants the gate held\n"
+			"longer than controller.misfire_threshold go through their job's misfire\n"
+			"policy, as instants missed by downtime do: those not fired are recorded\n"
+			"as misfires (reason paused).  --ramp DURATION (default: resume.ramp_job,\n"
+			"_group, _tenant or _all of --config FILE, else 0) releases the triggers\n"
+			"that run at a rate rising from a small start over DURATION instead of at\n"
+			"once.  Resuming a scope without a gate only releases paused triggers that\n"
+			"no gate covers.  Written to audit_log.\n"
 			"Exit: 0 done, 3 no such job, 64 usage, 69 database unreachable.\n");
 }
 
@@ -44,19 +51,33 @@ static const char *plural(int64_t n, const char *one, const char *many)
 	return n == 1 ? one : many;
 }
 
+/* " (fire_all 3, skip 2)" of the policies with a count. */
+static void print_by_policy(const int64_t *n)
+{
+	const char *sep = " (";
+	for (int i = 0; i < 4; i++)
+		if (n[i]) {
+			printf("%s%s %lld", sep, pal_misfire_policy_names[i], (long long)n[i]);
+			sep = ", ";
+		}
+	if (*sep == ',')
+		printf(")");
+}
+
 static int gate_cmd(int argc, char **argv, bool pause)
 {
 	const char *cmd = pause ? "pause" : "resume";
 	pal_cli_common c = { 0 };
 	pal_scope sc = { PAL_SCOPE_GLOBAL, NULL };
 	int nscopes = 0;
-	const char *reason = NULL;
+	const char *reason = NULL, *ramp = NULL;
 	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
 					    { "job", required_argument, NULL, 'j' },
 					    { "group", required_argument, NULL, 'g' },
 					    { "tenant", required_argument, NULL, 't' },
 					    { "all", no_argument, NULL, 'a' },
 					    { "reason", required_argument, NULL, 'r' },
+					    { "ramp", required_argument, NULL, 'R' },
 					    { "help", no_argument, NULL, 'h' },
 					    { 0 } };
 	int opt;
@@ -82,10 +103,16 @@ static int gate_cmd(int argc, char **argv, bool pause)
 		case 'r':
 			reason = optarg;
 			break;
+		case 'R':
+			if (pause)
+				goto bad;
+			ramp = optarg;
+			break;
 		case 'h':
 			usage(stdout, pause);
 			return PAL_EXIT_OK;
 		default:
+		bad:
 			usage(stderr, pause);
 			return PAL_EXIT_USAGE;
 		}
@@ -101,6 +128,11 @@ static int gate_cmd(int argc, char **argv, bool pause)
 		return PAL_EXIT_USAGE;
 	}
 	if (pal_cli_server(&c)) {
+		if (ramp) {
+			pal_cli_err(cmd, "--ramp is not sent through --server: the node applies its "
+					 "resume.ramp_* setting");
+			return PAL_EXIT_USAGE;
+		}
 		char path[256];
 		const char *kind = sc.kind == PAL_SCOPE_JOB ? "jobs" : sc.kind == PAL_SCOPE_GROUP ? "groups" : "tenants";
 		if (sc.kind == PAL_SCOPE_GLOBAL)
@@ -108,6 +140,16 @@ static int gate_cmd(int argc, char **argv, bool pause)
 		else
 			snprintf(path, sizeof path, "/api/v1/%s/%s/%s", kind, sc.name, cmd);
 		return pal_cli_remote_json(&c, cmd, path, json_pack("{s:s?}", "reason", reason));
+	}
+	pal_resume_opts ro;
+	if (!pause) {
+		pal__cli_resume_opts(c.config, sc.kind, &ro);
+		if (ramp && (pal_parse_duration_ms(ramp, &ro.ramp_ms) || ro.ramp_ms < 0 ||
+			     ro.ramp_ms > 86400 * 1000)) {
+			pal_cli_err(cmd, "--ramp \"%s\": expected a duration from 0 to 1d (e.g. 30s)",
+				    ramp);
+			return PAL_EXIT_USAGE;
+		}
 	}
 	pal_store *st;
 	int ec = pal_cli_connect(&c, false, &st);
@@ -147,19 +189,19 @@ static int gate_cmd(int argc, char **argv, bool pause)
 		return PAL_EXIT_OK;
 	}
 	pal_resume_result r;
-	rc = pal_ops_resume(st, &sc, pal_cli_actor(), reason, &r, err, sizeof err);
+	rc = pal_ops_resume(st, &sc, pal_cli_actor(), reason, &ro, &r, err, sizeof err);
 	pal_store_close(st);
 	if (rc) {
 		pal_cli_err(cmd, "%s", err);
 		return pal_cli_exit_code(rc);
 	}
+	int64_t nrel = 0, nmis = 0;
+	for (int i = 0; i < 4; i++) {
+		nrel += r.released[i];
+		nmis += r.misfired[i];
+	}
 	if (c.json) {
-		json_t *o = json_pack("{s:s, s:b, s:I, s:I, s:I, s:I, s:I}", "scope", scope,
-				      "had_gate", r.had_gate, "paused_to_pending", (json_int_t)r.resumed,
-				      "pausing_to_running", (json_int_t)r.continued,
-				      "still_gated", (json_int_t)r.still_gated, "still_pausing",
-				      (json_int_t)r.pausing, "expired_pausing_to_paused",
-				      (json_int_t)r.expired);
+		json_t *o = pal_resume_result_json(scope, &r);
 		json_dumpf(o, stdout, JSON_INDENT(2));
 		putchar('\n');
 		json_decref(o);
@@ -171,6 +213,21 @@ static int gate_cmd(int argc, char **argv, bool pause)
 	else
 		printf("%s was not paused; %lld paused %s back to pending\n", scope,
 		       (long long)r.resumed, plural(r.resumed, "trigger", "triggers"));
+	if (r.had_gate) {
+		printf("  released %lld %s to run", (long long)nrel,
+		       plural(nrel, "trigger", "triggers"));
+		print_by_policy(r.released);
+		if (*r.ramp_until)
+			printf("; ramped until %s", r.ramp_until);
+		printf("\n  recorded %lld held %s older than %llds as misfires (reason paused)",
+		       (long long)nmis, plural(nmis, "instant", "instants"),
+		       (long long)(ro.misfire_threshold_ms / 1000));
+		print_by_policy(r.misfired);
+		printf("\n");
+		if (r.tickets)
+			printf("  %lld %s opened for policy manual (palisade tickets)\n",
+			       (long long)r.tickets, plural(r.tickets, "ticket", "tickets"));
+	}
 	if (r.expired)
 		printf("  %lld pausing %s had lost their executor (lease expired) and were resumed\n",
 		       (long long)r.expired, plural(r.expired, "trigger", "triggers"));

@@ -53,6 +53,23 @@ int64_t pal__cli_config_key_retention(const char *path)
 	return v;
 }
 
+void pal__cli_resume_opts(const char *config, pal_scope_kind kind, pal_resume_opts *o)
+{
+	pal_nodeconf d, *c = config ? load(config) : &d;
+	if (!config && pal_nodeconf_defaults(&d)) {
+		fprintf(stderr, "palisade: out of memory\n");
+		exit(PAL_EXIT_SOFTWARE);
+	}
+	const int64_t ramps[] = {[PAL_SCOPE_GLOBAL] = c->resume_ramp_all_ms,
+				 [PAL_SCOPE_JOB] = c->resume_ramp_job_ms,
+				 [PAL_SCOPE_GROUP] = c->resume_ramp_group_ms,
+				 [PAL_SCOPE_TENANT] = c->resume_ramp_tenant_ms};
+	*o = (pal_resume_opts){.misfire_threshold_ms = c->misfire_threshold_ms,
+			       .ramp_ms = ramps[kind]};
+	if (!config)
+		pal_nodeconf_free(&d);
+}
+
 int pal__cli_check_key_horizons(const char *config, const pal_jobset *set, pal_diags *d)
 {
 	int64_t keep = pal__cli_config_key_retention(config);

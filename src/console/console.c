@@ -827,8 +827,11 @@ static void render_cluster(GString *o, const json_t *m)
 		static const col gcols[] = { { "scope", "scope", C_TEXT },
 					     { "reason", "reason", C_TEXT },
 					     { "actor", "actor", C_TEXT },
-					     { "since", "since", C_TEXT } };
-		table(o, gates, gcols, N(gcols), NULL, NULL, NULL);
+					     { "since", "since", C_TEXT },
+					     { "held", "instants held", C_NUM },
+					     { "oldest_held", "oldest held", C_TEXT } };
+		table(o, gates, gcols, N(gcols), "/api/cluster?section=gates", "palisade gates",
+		      NULL);
 		g_string_append(o, "</section>\n</div>\n");
 
 		static const col bcols[] = {

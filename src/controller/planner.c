@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "palisade/misfire.h"
 #include "palisade/planner.h"
 #include "palisade/schedule.h"
 
@@ -306,6 +307,17 @@ static int add_misfire(pal_plan_batch *b, const pjob *j, int version, int64_t fr
 	return PAL_OK;
 }
 
+/* A manual policy's ticket for the missed run FROM..TO of COUNT instants. */
+static int add_ticket(pal_plan_batch *b, const pjob *j, int version, int64_t from, int64_t to,
+		      int count)
+{
+	GROW(b->tick, b->n_tick, b->cap_tick);
+	b->tick[b->n_tick++] = (pal_plan_ticket){
+		.job_id = j->id, .version = version, .from = from, .to = to, .count = count
+	};
+	return PAL_OK;
+}
+
 static const char *policy_name(pal_misfire_policy p)
 {
 	return pal_misfire_policy_name(p);
@@ -412,7 +424,7 @@ static int add_catchups(pal_plan_batch *b, pjob *j, int64_t a, int64_t n)
 static int plan_missed_counted(pal_plan_batch *b, pjob *j, int64_t now, int64_t limit)
 {
 	int64_t c0 = j->t_cursor, n, first, last;
-	const pversion *lastv;
+	const pversion *lastv, *v;
 	if (!count_run(j, c0, limit, &n, &first, &last, &lastv))
 		return 1;
 	if (!n)
@@ -420,52 +432,40 @@ static int plan_missed_counted(pal_plan_batch *b, pjob *j, int64_t now, int64_t 
 	j->t_cursor = last;
 	j->t_next = next_after(j, last, true, &j->t_next_excl);
 	const char *pol = policy_name(lastv->misfire);
-	int rc = PAL_OK;
-	switch (lastv->misfire) {
-	case PAL_MISFIRE_SKIP:
-		return add_misfire(b, j, lastv->version, first, last, (int)n, pol, "missed");
-	case PAL_MISFIRE_MANUAL:
-		rc = add_misfire(b, j, lastv->version, first, last, (int)n, pol, "missed");
-		if (!rc) {
-			GROW(b->tick, b->n_tick, b->cap_tick);
-			b->tick[b->n_tick++] = (pal_plan_ticket){ .job_id = j->id,
-								  .version = lastv->version,
-								  .from = first,
-								  .to = last,
-								  .count = (int)n };
-		}
-		return rc;
-	case PAL_MISFIRE_FIRE_ONCE:
-		if (n > 1) {
-			int64_t m, f, prev;
-			const pversion *pv;
-			if (!count_run(j, c0, last - 1, &m, &f, &prev, &pv))
-				return PAL_EINVAL;
-			rc = add_misfire(b, j, lastv->version, f, prev, (int)m, pol, "missed");
-		}
-		return rc ? rc : add_trigger(b, j, version_of(j, last), last, PAL_SOURCE_CATCHUP);
-	case PAL_MISFIRE_FIRE_ALL:
-		break;
-	}
+	bool all = lastv->misfire == PAL_MISFIRE_FIRE_ALL;
 	int64_t ws = now - lastv->catchup_window_ms / 1000;
-	int64_t on = 0, of = 0, ol = 0, ni, fi, li;
-	const pversion *v;
-	if (ws - 1 > c0 && !count_run(j, c0, ws - 1, &on, &of, &ol, &v))
+	int64_t on = 0, of = 0, ol = 0;
+	if (all && ws - 1 > c0 && !count_run(j, c0, ws - 1, &on, &of, &ol, &v))
 		return PAL_EINVAL;
-	int64_t a0 = ws - 1 > c0 ? ws - 1 : c0;
+	pal_misfire_split s = pal_misfire_decide(lastv->misfire, n, on, lastv->max_catchup);
+	int rc = PAL_OK;
+	if (s.missed) {
+		/* the run but its newest instant when that one fires */
+		int64_t m = n, f = first, prev = last;
+		if (s.fire && !count_run(j, c0, last - 1, &m, &f, &prev, &v))
+			return PAL_EINVAL;
+		rc = add_misfire(b, j, lastv->version, f, prev, (int)m, pol, "missed");
+	}
+	if (!rc && s.ticket)
+		rc = add_ticket(b, j, lastv->version, first, last, (int)n);
+	if (rc || !all)
+		return rc || !s.fire
+			   ? rc
+			   : add_trigger(b, j, version_of(j, last), last, PAL_SOURCE_CATCHUP);
+	int64_t a0 = ws - 1 > c0 ? ws - 1 : c0, ni, fi, li;
 	if (!count_run(j, a0, last, &ni, &fi, &li, &v))
 		return PAL_EINVAL;
 	rc = add_misfire(b, j, lastv->version, of, ol, (int)on, pol, "outside_window");
-	int64_t cap = lastv->max_catchup;
 	if (rc || !ni)
 		return rc;
-	if (cap <= 0)
+	if (!s.fire)
 		return add_misfire(b, j, lastv->version, fi, li, (int)ni, pol, "over_max_catchup");
-	if (ni <= cap)
+	if (!s.over)
 		return add_catchups(b, j, a0, ni);
-	/* The first kept instant: the latest t with cap instants in [t, li].
-	 * lo has at least cap after it, hi fewer: gallop back from li, then
-	 * bisect. */
+	/* The first kept instant: the latest t with s.fire instants in
+	 * [t, li].  lo has at least that many after it, hi fewer: gallop back
+	 * from li, then bisect. */
+	int64_t cap = s.fire;
 	int64_t lo = fi, hi = li + 1;
 	for (int64_t d = 1;; d *= 2) {
 		int64_t t = li - d;
@@ -511,11 +511,7 @@ static int plan_missed(pal_planner *p, pal_plan_batch *b, pjob *j, int64_t now, 
 	excl_run ex = { 0 };
 	int64_t first = PAL_NO_TIME, last = PAL_NO_TIME;
 	int count = 0, rc;
-	/* fire_all keeps the last max_catchup instants inside the window. */
 	const pversion *lastv = version_of(j, j->t_next);
-	int64_t cap = 0;
-	int64_t *keep = NULL;
-	size_t nkeep = 0, kpos = 0;
 	int64_t x = j->t_next;
 	bool xe = j->t_next_excl;
 	/* Policy of the newest version in the run decides; find it as we go. */
@@ -542,88 +538,61 @@ static int plan_missed(pal_planner *p, pal_plan_batch *b, pjob *j, int64_t now, 
 		goto out;
 	const pversion *s = lastv;
 	const char *pol = policy_name(s->misfire);
-	switch (s->misfire) {
-	case PAL_MISFIRE_SKIP:
-		rc = add_misfire(b, j, lastv->version, first, last, count, pol, "missed");
-		break;
-	case PAL_MISFIRE_MANUAL:
-		rc = add_misfire(b, j, lastv->version, first, last, count, pol, "missed");
-		if (!rc) {
-			GROW(b->tick, b->n_tick, b->cap_tick);
-			b->tick[b->n_tick++] = (pal_plan_ticket){ .job_id = j->id,
-								  .version = lastv->version,
-								  .from = first,
-								  .to = last,
-								  .count = count };
-		}
-		break;
-	case PAL_MISFIRE_FIRE_ONCE: {
-		/* Fire the latest missed instant; the rest form one range before it. */
-		if (count > 1) {
+	pal_misfire_split sp = pal_misfire_decide(s->misfire, count, 0, s->max_catchup);
+	if (sp.missed) {
+		/* the run but its newest instant when that one fires */
+		int64_t prev = last;
+		if (sp.fire) {
 			bool e2;
-			int64_t prev = first, y = first;
+			int64_t y = first;
+			prev = first;
 			while ((y = next_after(j, y, true, &e2)) < last)
 				if (!e2)
 					prev = y;
-			rc = add_misfire(b, j, lastv->version, first, prev, count - 1, pol, "missed");
 		}
-		if (!rc)
+		rc = add_misfire(b, j, lastv->version, first, prev, (int)sp.missed, pol, "missed");
+	}
+	if (!rc && sp.ticket)
+		rc = add_ticket(b, j, lastv->version, first, last, count);
+	if (rc || s->misfire != PAL_MISFIRE_FIRE_ALL) {
+		if (!rc && sp.fire)
 			rc = add_trigger(b, j, version_of(j, last), last, PAL_SOURCE_CATCHUP);
-		break;
+		goto out;
 	}
-	case PAL_MISFIRE_FIRE_ALL: {
-		int64_t window_start = now - s->catchup_window_ms / 1000;
-		cap = s->max_catchup;
-		keep = calloc((size_t)(cap > 0 ? cap : 1), sizeof *keep);
-		if (!keep) {
-			rc = PAL_ENOMEM;
-			break;
+	/* Second pass over the run: the instants before the window are its
+	 * prefix, so the split is known at the first one inside it. */
+	int64_t window_start = now - s->catchup_window_ms / 1000;
+	int64_t out_from = PAL_NO_TIME, out_to = 0, cap_from = PAL_NO_TIME, cap_to = 0;
+	int64_t out_n = 0, cap_n = 0;
+	bool e2 = false, decided = false;
+	for (int64_t y = first; !rc && y != NEVER && y <= last; y = next_after(j, y, true, &e2)) {
+		if (e2)
+			continue;
+		if (y < window_start) {
+			if (out_from == PAL_NO_TIME)
+				out_from = y;
+			out_to = y, out_n++;
+			continue;
 		}
-		/* Second pass over the run: classify each missed instant. */
-		int64_t out_from = PAL_NO_TIME, out_to = 0, cap_from = PAL_NO_TIME, cap_to = 0;
-		int out_n = 0, cap_n = 0;
-		bool e2 = false;
-		for (int64_t y = first; y != NEVER && y <= last; y = next_after(j, y, true, &e2)) {
-			if (e2)
-				continue;
-			if (y < window_start) {
-				if (out_from == PAL_NO_TIME)
-					out_from = y;
-				out_to = y, out_n++;
-				continue;
-			}
-			if (cap <= 0) {
-				if (cap_from == PAL_NO_TIME)
-					cap_from = y;
-				cap_to = y, cap_n++;
-				continue;
-			}
-			if (nkeep == (size_t)cap) {
-				/* keep[kpos] is the oldest kept: it becomes over the cap. */
-				int64_t old = keep[kpos];
-				if (cap_from == PAL_NO_TIME)
-					cap_from = old;
-				cap_to = old, cap_n++;
-				keep[kpos] = y;
-				kpos = (kpos + 1) % (size_t)cap;
-			} else {
-				keep[nkeep++] = y;
-			}
+		if (!decided) {
+			sp = pal_misfire_decide(s->misfire, count, out_n, s->max_catchup);
+			decided = true;
 		}
-		rc = add_misfire(b, j, lastv->version, out_from, out_to, out_n, pol,
+		if (cap_n < sp.over) {
+			if (cap_from == PAL_NO_TIME)
+				cap_from = y;
+			cap_to = y, cap_n++;
+			continue;
+		}
+		rc = add_trigger(b, j, version_of(j, y), y, PAL_SOURCE_CATCHUP);
+	}
+	if (!rc)
+		rc = add_misfire(b, j, lastv->version, out_from, out_to, (int)out_n, pol,
 				 "outside_window");
-		if (!rc)
-			rc = add_misfire(b, j, lastv->version, cap_from, cap_to, cap_n, pol,
-					 "over_max_catchup");
-		for (size_t k = 0; !rc && k < nkeep; k++) {
-			int64_t at = keep[(kpos + k) % nkeep];
-			rc = add_trigger(b, j, version_of(j, at), at, PAL_SOURCE_CATCHUP);
-		}
-		break;
-	}
-	}
+	if (!rc)
+		rc = add_misfire(b, j, lastv->version, cap_from, cap_to, (int)cap_n, pol,
+				 "over_max_catchup");
 out:
-	free(keep);
 	(void)p;
 	return rc;
 }

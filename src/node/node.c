@@ -35,6 +35,7 @@
 #include "palisade/clusterstats.h"
 #include "palisade/node.h"
 #include "palisade/nodeconf.h"
+#include "palisade/ops.h"
 #include "palisade/periodic.h"
 #include "palisade/retention.h"
 #include "palisade/store.h"
@@ -573,7 +574,12 @@ int pal_node_run(const pal_node_opts *o)
 	pal_api_config pcfg = { .conninfo = n.pg,
 				.admin_token = n.token,
 				.key_retention_ms = n.conf.sink_key_retention_ms,
-				.default_shards = n.conf.shards };
+				.default_shards = n.conf.shards,
+				.misfire_threshold_ms = n.conf.misfire_threshold_ms,
+				.resume_ramp_ms = { [PAL_SCOPE_GLOBAL] = n.conf.resume_ramp_all_ms,
+						    [PAL_SCOPE_JOB] = n.conf.resume_ramp_job_ms,
+						    [PAL_SCOPE_GROUP] = n.conf.resume_ramp_group_ms,
+						    [PAL_SCOPE_TENANT] = n.conf.resume_ramp_tenant_ms } };
 	if (pal_api_open(&pcfg, &n.api, err, sizeof err))
 		pal_log(PAL_LOG_WARN, "node.api_failed", "{s:s}", "error", err);
 	pal_admin_config acfg = { .listen = n.conf.admin_listen,

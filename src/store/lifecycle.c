@@ -75,8 +75,8 @@ int pal_store_job_gates(pal_store *st, json_t **out, char *err, size_t errlen)
 
 int pal_store_apply_spec_gates(pal_apply *ap, pal_store *st, const json_t *suspended,
 			       bool (*defined)(void *ctx, const char *id), void *ctx,
-			       const char *actor, json_t *closed, json_t *lifted, char *err,
-			       size_t errlen)
+			       const char *actor, const pal_resume_opts *resume, json_t *closed,
+			       json_t *lifted, char *err, size_t errlen)
 {
 	json_t *gates = NULL;
 	int rc = pal_store_apply_sync(ap, err, errlen);
@@ -114,8 +114,8 @@ int pal_store_apply_spec_gates(pal_apply *ap, pal_store *st, const json_t *suspe
 		pal_resume_result rr;
 		if (!rc)
 			rc = pal_ops_unsuspend(st, json_string_value(v), actor,
-					       "suspend no longer set in the job file", &rr, err,
-					       errlen);
+					       "suspend no longer set in the job file", resume, &rr,
+					       err, errlen);
 	}
 	if (rc)
 		pal_store_apply_abort(ap);

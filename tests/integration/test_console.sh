@@ -94,6 +94,7 @@ check "the screenshot exists" [ -s "$ART/cluster.png" ]
 dom cluster "both nodes are listed live, with version and roles" nodes c1 c2 controller executor
 dom cluster "the failing job shows its last failure and error class" jobs con.failing "$CLASS"
 dom cluster "the paused group is listed with its reason, as text" gates "group:nightly" "$REASON"
+dom cluster "the paused group's held instants are counted (a resume decides them)" gates "instants held" "oldest held"
 dom cluster "the paused group's backlog is marked paused" backlog-groups nightly
 dom cluster "the open ticket with its allowed actions" tickets "$TICKET" con.hang retry mark_succeeded abandon
 dom cluster "the misfire by reason" misfires overlap

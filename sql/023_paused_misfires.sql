@@ -1,0 +1,13 @@
+-- 023_paused_misfires.sql - a misfire names the gate that held it.
+--
+-- compatible_from: 1
+--
+-- `palisade resume` puts the instants a pause held past the misfire
+-- threshold through their job's misfire policy, as the controller does
+-- with instants missed by downtime (docs/operations.md, "pause / resume").
+-- Those not fired are recorded with reason 'paused' and the scope of the
+-- gate whose resume released them ('job:J', 'group:G', 'tenant:T',
+-- 'global'); every other misfire leaves it NULL.  A nullable column with
+-- no default: no rewrite, and older binaries, which never name it, go on
+-- inserting rows.
+ALTER TABLE misfires ADD COLUMN IF NOT EXISTS gate text;

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# A pause that ends releases what it held through each job's misfire
+# policy, as downtime does: instants held past the threshold are fired or
+# recorded (reason paused, with the gate), never all run at once.
+source tests/integration/lib.sh
+source tests/integration/cluster.sh
+guarantee "G1 + G7 - on resume, instants a pause held past the misfire threshold follow the job's policy (skip: none run, fire_once: one, fire_all: all in the window); each not run is a recorded misfire"
+T_START=$(date +%s)
+
+fresh_db it_resume_misfire
+"$PAL" migrate >/dev/null
+start_sink || { fail "sink starts"; finish; exit 1; }
+SHARDS=2 MISFIRE=3s LOOKAHEAD=1s OVERLAP=2s write_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
+SHARDS=2
+sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+cat >"$NODE_DIR/jobs.yaml" <<YAML
+jobs:
+  - {id: rs.skip, tenant: rs, schedule: {cron: "* * * * * ?"}, misfire: {policy: skip}, target: {url: "http://$SINK_ADDR/effects/skip"}}
+  - {id: rs.once, tenant: rs, schedule: {cron: "* * * * * ?"}, misfire: {policy: fire_once}, target: {url: "http://$SINK_ADDR/effects/once"}}
+  - {id: rs.all, tenant: rs, schedule: {cron: "* * * * * ?"}, misfire: {policy: fire_all, catchup_window: 1h, max_catchup: 1000}, target: {url: "http://$SINK_ADDR/effects/all"}}
+  - {id: rs.manual, tenant: rs, schedule: {cron: "* * * * * ?"}, misfire: {policy: manual}, target: {url: "http://$SINK_ADDR/effects/manual"}}
+YAML
+expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
+start_node r1
+wait_until "shards led" 20 all_shards_led
+ran() { [ "$(sql "select count(*) from triggers where job_id like 'rs.%' and state = 'succeeded'")" -ge 8 ]; }
+wait_until "every job runs before the pause" 20 ran
+expect_exit "pause the tenant" 0 "$PAL" pause --tenant rs --reason "resume policy test"
+P0=$(sql "select extract(epoch from since)::bigint from gates where scope = 'tenant:rs'")
+# Held for 12 s with a threshold of 3 s: about 9 instants per job are held
+# past the threshold at the resume, the last 3 or so are younger.
+sleep 12
+R0=$(sql "select extract(epoch from now())::bigint")
+out=$("$PAL" resume --tenant rs --reason "over" --config "$CLUSTER_CONF" --output json)
+echo "$out" | sed 's/^/    | /'
+R1=$(sql "select extract(epoch from now())::bigint")
+# (the resume's audit row is written a few milliseconds after the moment
+# its threshold is measured from: at - 3 s is that moment's cut)
+sleep 4
+# Instants inside the pause, older than the threshold at the resume (a
+# second of margin on both sides: the pause and the resume each took time).
+OLD="scheduled_at > to_timestamp($((P0 + 1))) and scheduled_at < to_timestamp($((R0 - 3 - 1)))"
+held() { sql "select count(*) from triggers where job_id = '$1' and source = 'schedule' and $OLD"; }
+calls() { sql "select count(*) from attempts a join triggers t on t.id = a.trigger_id where t.job_id = '$1' and t.source = 'schedule' and t.${OLD//and /and t.}"; }
+paused_misfires() { sql "select coalesce(sum(count), 0) from misfires where job_id = '$1' and reason = 'paused' and gate = 'tenant:rs'"; }
+N=$(held rs.skip)
+echo "    figure: $N instants per job held past the threshold (pause ${P0}..${R0}, threshold 3 s)"
+check "the pause held at least 6 instants past the threshold" [ "$N" -ge 6 ]
+expect_eq "skip: no call for an instant held past the threshold" 0 "$(calls rs.skip)"
+check "skip: each recorded as a misfire, reason paused, gate tenant:rs ($(paused_misfires rs.skip) >= $N)" [ "$(paused_misfires rs.skip)" -ge "$N" ]
+expect_eq "skip: every held-past instant is skipped" "$N" "$(sql "select count(*) from triggers where job_id = 'rs.skip' and state = 'skipped' and $OLD")"
+once_calls=$(sql "select count(*) from attempts a join triggers t on t.id = a.trigger_id where t.job_id = 'rs.once' and t.source = 'schedule' and t.scheduled_at > to_timestamp($P0) and t.scheduled_at <= (select at from audit_log where action = 'resume' order by at desc limit 1) - interval '3 s'")
+expect_eq "fire_once: exactly one call for the instants held past the threshold" 1 "$once_calls"
+check "fire_once: the rest recorded as misfires ($(paused_misfires rs.once) >= $((N - 1)))" [ "$(paused_misfires rs.once)" -ge $((N - 1)) ]
+all_done() { [ "$(sql "select count(*) from triggers where job_id = 'rs.all' and $OLD and state = 'succeeded'")" -eq "$N" ]; }
+wait_until "fire_all: every instant within the window runs" 10 all_done
+expect_eq "fire_all: no misfire recorded" 0 "$(paused_misfires rs.all)"
+expect_eq "manual: no call" 0 "$(calls rs.manual)"
+expect_eq "manual: one open ticket naming the gate" 1 "$(sql "select count(*) from tickets where job_id = 'rs.manual' and state = 'open' and evidence->>'gate' = 'tenant:rs'")"
+young() { [ "$(sql "select count(*) from triggers where job_id = 'rs.skip' and scheduled_at > to_timestamp($R1) - interval '2 s' and scheduled_at < to_timestamp($R1) and state = 'succeeded'")" -ge 1 ]; }
+wait_until "skip: instants younger than the threshold run as before" 10 young
+expect_eq "json: misfired per policy (skip)" "$(paused_misfires rs.skip)" "$(echo "$out" | jq -r '.misfired.skip')"
+check "json: released per policy (fire_all >= $N)" [ "$(echo "$out" | jq -r '.released.fire_all')" -ge "$N" ]
+expect_eq "audit: the resume row has both" "$(echo "$out" | jq -Sc '[.released, .misfired]')" "$(sql "select json_build_array(details->'released', details->'misfired') from audit_log where action = 'resume' order by at desc limit 1" | jq -Sc .)"
+T0=$(sql "select to_char(min(effective_from) at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') from job_versions")
+expect_exit "verify: every instant fired or recorded" 0 "$PAL" verify --from "$T0" --to "$(rfc3339_ago 3)"
+echo "    figure: took $(( $(date +%s) - T_START )) s"
+finish
