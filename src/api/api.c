@@ -1226,6 +1226,23 @@ static bool match(const char *pattern, const char *path, call *c)
 
 /* ---- authentication --------------------------------------------------------- */
 
+static bool connect_store(pal_api *api, call *c)
+{
+	if (api->st)
+		return true;
+	char err[1024];
+	int v;
+	if (pal_store_open(api->conninfo, &api->st, err, sizeof err) ||
+	    pal_store_schema_check(api->st, &v, err, sizeof err) ||
+	    pal_store_set_statement_timeout(api->st, api->timeout_ms, err, sizeof err)) {
+		pal_store_close(api->st);
+		api->st = NULL;
+		problem(c, 503, "unavailable", "Database unavailable", "%s", err);
+		return false;
+	}
+	return true;
+}
+
 static bool authenticate(call *c)
 {
 	const char *auth = header(c, "Authorization");
@@ -1241,8 +1258,11 @@ static bool authenticate(call *c)
 		snprintf(c->who.id, sizeof c->who.id, "admin-token");
 		snprintf(c->who.name, sizeof c->who.name, "admin-token");
 		c->who.role = PAL_ROLE_ADMIN;
-		return true;
+		return connect_store(c->api, c);
 	}
+	/* an API token is checked in the database, request by request */
+	if (!connect_store(c->api, c))
+		return false;
 	char err[512];
 	int rc = pal_token_verify(c->api->st, tok, &c->who, err, sizeof err);
 	if (rc == PAL_ENOENT) {
@@ -1282,23 +1302,6 @@ static bool take_write(call *c)
 		"token %s is over %.0f writes a second on this node; retry after %d s", c->who.name,
 		WRITE_RATE, c->retry_after);
 	return false;
-}
-
-static bool connect_store(pal_api *api, call *c)
-{
-	if (api->st)
-		return true;
-	char err[1024];
-	int v;
-	if (pal_store_open(api->conninfo, &api->st, err, sizeof err) ||
-	    pal_store_schema_check(api->st, &v, err, sizeof err) ||
-	    pal_store_set_statement_timeout(api->st, api->timeout_ms, err, sizeof err)) {
-		pal_store_close(api->st);
-		api->st = NULL;
-		problem(c, 503, "unavailable", "Database unavailable", "%s", err);
-		return false;
-	}
-	return true;
 }
 
 /* The JSON body of a write: an object, or nothing (an empty object). */
@@ -1355,7 +1358,7 @@ static void run(call *c)
 		r->fn(c);
 		return;
 	}
-	if (!connect_store(c->api, c) || !authenticate(c))
+	if (!authenticate(c))
 		return;
 	if (!pal_role_allows(c->who.role, r->role)) {
 		problem(c, 403, "forbidden-role", "Role not allowed",
