@@ -18,6 +18,7 @@ PACKAGES=(
 	build-essential pkg-config
 	libzookeeper-mt-dev zookeeper            # ZooKeeper C client; server for dev/test
 	postgresql-15 libpq-dev                  # PostgreSQL server for dev/test; libpq
+	pgbouncer                                # transaction pooler of tests/integration/test_pgbouncer.sh
 	libyaml-dev libjansson-dev libglib2.0-dev # YAML, JSON, time zones + SHA-256
 	libcurl4-openssl-dev libmicrohttpd-dev   # HTTP client (executor), server (admin, sink)
 	libsystemd-dev                           # sd_notify

@@ -26,7 +26,8 @@
 #include "palisade/limits.h"
 
 typedef struct pal_executor_config {
-	const char *conninfo;
+	const char *conninfo;	     /* claims, lease renewals: may reach a transaction pooler */
+	const char *direct_conninfo; /* LISTEN, results: a session's (NULL or "": conninfo) */
 	const char *node_id;
 	int64_t lease_ms;       /* default 30 s */
 	int64_t heartbeat_ms;   /* default 10 s */

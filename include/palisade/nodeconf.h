@@ -33,6 +33,10 @@
 
 enum { PAL_ROLE_CONTROLLER = 1u << 0, PAL_ROLE_EXECUTOR = 1u << 1 };
 
+/* postgres.pool_mode: what postgres.conninfo reaches (docs/operations.md,
+ * "Behind PgBouncer"). */
+typedef enum { PAL_POOL_SESSION = 0, PAL_POOL_TRANSACTION = 1 } pal_pool_mode;
+
 typedef struct pal_nodeconf {
 	/* node */
 	char *node_id;	/* the host name when the file leaves it empty */
@@ -48,6 +52,8 @@ typedef struct pal_nodeconf {
 	char *zk_auth_env;  /* variable holding user:password; "" = none */
 	/* postgres */
 	char *pg_conninfo; /* "" = unset (see pal_nodeconf_pg) */
+	int pg_pool_mode;  /* pal_pool_mode: what pg_conninfo reaches */
+	char *pg_direct_conninfo; /* "" = pg_conninfo (see pal_nodeconf_pg_direct) */
 	int64_t pg_idle_in_transaction_timeout_ms; /* every session of the node */
 	int64_t pg_statement_timeout_ms;
 	/* controller */
@@ -154,6 +160,11 @@ void pal_nodeconf_free(pal_nodeconf *c);
  */
 const char *pal_nodeconf_pg(const pal_nodeconf *c, const char *flag);
 const char *pal_nodeconf_zk(const pal_nodeconf *c, const char *flag);
+/* The conninfo of the connections that need a session of their own
+ * (LISTEN, session settings, the migration lock): postgres.direct_conninfo
+ * when postgres.pool_mode is transaction and it is set, else POOLED (the
+ * resolved pal_nodeconf_pg()).  Points into C or POOLED: do not free it. */
+const char *pal_nodeconf_pg_direct(const pal_nodeconf *c, const char *pooled);
 
 /* Value of key K in C formatted as it would be written in the YAML file
  * ("6s", "[controller, executor]").  Returns a new string (free()) or NULL

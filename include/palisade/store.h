@@ -76,6 +76,23 @@ PAL_MUST_CHECK int pal_store_open(const char *conninfo, pal_store **out, char *e
  * (0, the default: the server's).  A node sets the first from its config
  * (postgres.idle_in_transaction_timeout). */
 void pal_store_set_session_timeouts(int64_t idle_in_transaction_ms, int64_t statement_ms);
+/* Declare that every later pal_store_open() of this process reaches a
+ * transaction pooler (postgres.pool_mode: transaction, docs/operations.md):
+ * such a store keeps no session state.  It sends its statements unnamed
+ * instead of prepared, makes no session setting (jit, the session timeouts
+ * above; pal_store_set_statement_timeout and _lock_timeout do nothing: the
+ * pooler's server connections carry them), and refuses LISTEN, the
+ * migration lock and pal_store_prepare_commits (PAL_EINVAL).  Off by
+ * default. */
+void pal_store_set_transaction_pooling(bool on);
+/* pal_store_open() for a connection that needs a session of its own
+ * (LISTEN, session settings, named statements, session advisory locks),
+ * whatever pal_store_set_transaction_pooling() said: CONNINFO must reach
+ * PostgreSQL or a session-mode pool (postgres.direct_conninfo). */
+PAL_MUST_CHECK int pal_store_open_session(const char *conninfo, pal_store **out, char *err,
+					  size_t errlen);
+/* ST was opened through a transaction pooler (see above). */
+bool pal_store_pooled(const pal_store *st);
 void pal_store_close(pal_store *st);
 /* Asynchronous statements (one at a time per store): the socket to poll
  * for input, whether a statement is in flight, and reading what arrived -

@@ -1232,7 +1232,7 @@ static bool connect_store(pal_api *api, call *c)
 		return true;
 	char err[1024];
 	int v;
-	if (pal_store_open(api->conninfo, &api->st, err, sizeof err) ||
+	if (pal_store_open_session(api->conninfo, &api->st, err, sizeof err) ||
 	    pal_store_schema_check(api->st, &v, err, sizeof err) ||
 	    pal_store_set_statement_timeout(api->st, api->timeout_ms, err, sizeof err)) {
 		pal_store_close(api->st);

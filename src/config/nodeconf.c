@@ -35,6 +35,7 @@ _Static_assert(sizeof(pal_log_level) == sizeof(int), "enum stored as int");
 static const char *const log_level_names[] = {"debug", "info", "warn", "error"};
 static const char *const admin_reads_names[] = {"open", "token"};
 static const char *const role_names[] = {"controller", "executor"};
+static const char *const pool_mode_names[] = {"session", "transaction"};
 
 /* clang-format off */
 static const pal_conf_key table[] = {
@@ -63,6 +64,15 @@ static const pal_conf_key table[] = {
 	  "no credentials: the cluster's znodes are open to anyone", OFF(zk_auth_env), NULL, 0 },
 	{ "postgres.conninfo", PAL_CONF_STRING, "\"\"", "", 0, 4096, false,
 	  "libpq connection string or URI; empty: --pg, then $PALISADE_PG", OFF(pg_conninfo), NULL, 0 },
+	{ "postgres.pool_mode", PAL_CONF_ENUM, "session", "", 0, 0, false,
+	  "what postgres.conninfo reaches: session (PostgreSQL, or a pooler in session mode) or "
+	  "transaction (a pooler in transaction mode such as PgBouncer's: the connections that "
+	  "need a session of their own then use postgres.direct_conninfo)",
+	  OFF(pg_pool_mode), pool_mode_names, N(pool_mode_names) },
+	{ "postgres.direct_conninfo", PAL_CONF_STRING, "\"\"", "", 0, 4096, false,
+	  "libpq connection string of the connections that need a session (LISTEN, session "
+	  "settings, the migration lock) when postgres.pool_mode is transaction; empty: "
+	  "postgres.conninfo", OFF(pg_direct_conninfo), NULL, 0 },
 	{ "postgres.idle_in_transaction_timeout", PAL_CONF_DURATION, "5s", "ms", 1 * MS_S, 1 * MS_H,
 	  false, "the server ends a session of this node idle this long inside a transaction "
 	  "(a vanished or frozen node then stops holding its locks)",
@@ -917,6 +927,14 @@ static const char *resolve(const char *flag, const char *conf, const char *env)
 const char *pal_nodeconf_pg(const pal_nodeconf *c, const char *flag)
 {
 	return resolve(flag, c ? c->pg_conninfo : NULL, "PALISADE_PG");
+}
+
+const char *pal_nodeconf_pg_direct(const pal_nodeconf *c, const char *pooled)
+{
+	if (c && c->pg_pool_mode == PAL_POOL_TRANSACTION && c->pg_direct_conninfo &&
+	    *c->pg_direct_conninfo)
+		return c->pg_direct_conninfo;
+	return pooled;
 }
 
 const char *pal_nodeconf_zk(const pal_nodeconf *c, const char *flag)

@@ -914,7 +914,7 @@ static bool ensure_db(pal_controller *c)
 	if (pal_mono_ms() < c->next_db_try_ms)
 		return false;
 	char err[1024];
-	if (pal_store_open(c->conninfo, &c->st, err, sizeof err) == PAL_OK) {
+	if (pal_store_open_session(c->conninfo, &c->st, err, sizeof err) == PAL_OK) {
 		/* A transaction left open by a paused controller must not keep the
 		 * shard row locked from its successor for long, and a successor
 		 * must not queue forever behind it.  Idle transactions are

@@ -220,9 +220,14 @@ void pal__drop_conn(pal_executor *ex, pal_store **which)
 		pal_metric_set(ex->m, "palisade_executor_db_up", NULL, 0);
 }
 
-static int open_conn(pal_executor *ex, pal_store **out, bool listen, char *err, size_t errlen)
+/* The claim connections may go through a transaction pooler; the one that
+ * LISTENs (SESSION) and the result connection (enable_nestloop off for
+ * the commit's plan) need a session of their own: the direct conninfo. */
+static int open_conn(pal_executor *ex, pal_store **out, bool session, bool listen, char *err,
+		     size_t errlen)
 {
-	if (pal_store_open(ex->cfg.conninfo, out, err, errlen) != PAL_OK)
+	if ((session ? pal_store_open_session(ex->cfg.direct_conninfo, out, err, errlen)
+		     : pal_store_open(ex->cfg.conninfo, out, err, errlen)) != PAL_OK)
 		return PAL_EDB;
 	if (pal_store_set_statement_timeout(*out, 30000, err, errlen) ||
 	    (listen && pal_store_listen(*out, "palisade_triggers", err, errlen))) {
@@ -246,12 +251,12 @@ static bool ensure_db(pal_executor *ex)
 	char err[1024] = "";
 	int rc = PAL_OK;
 	if (!ex->st)
-		rc = open_conn(ex, &ex->st, true, err, sizeof err);
+		rc = open_conn(ex, &ex->st, true, true, err, sizeof err);
 	for (int i = 0; !rc && i < ex->n_cst; i++)
 		if (!ex->cst[i])
-			rc = open_conn(ex, &ex->cst[i], false, err, sizeof err);
+			rc = open_conn(ex, &ex->cst[i], false, false, err, sizeof err);
 	if (!rc && !ex->rst) {
-		rc = open_conn(ex, &ex->rst, false, err, sizeof err);
+		rc = open_conn(ex, &ex->rst, true, false, err, sizeof err);
 		if (!rc && pal_store_prepare_commits(ex->rst, err, sizeof err)) {
 			pal__drop_conn(ex, &ex->rst);
 			rc = PAL_EDB;
@@ -639,6 +644,8 @@ int pal_executor_start(const pal_executor_config *cfg, pal_metrics *m, pal_execu
 		return PAL_ENOMEM;
 	ex->cfg = *cfg;
 	ex->cfg.conninfo = strdup(cfg->conninfo);
+	ex->cfg.direct_conninfo = strdup(
+	    cfg->direct_conninfo && *cfg->direct_conninfo ? cfg->direct_conninfo : cfg->conninfo);
 	ex->cfg.node_id = strdup(cfg->node_id);
 	ex->cfg.proxy = strdup(cfg->proxy ? cfg->proxy : "");
 	/* Drill-only fault injection: keep a call going after its lease is
@@ -755,6 +762,7 @@ void pal_executor_stop(pal_executor *ex, int64_t grace_ms)
 	free_tenants((pal_tenant_conf *)ex->cfg.tenants, ex->cfg.n_tenants);
 	free_tenants(ex->new_tenants, ex->new_n_tenants);
 	free((void *)ex->cfg.conninfo);
+	free((void *)ex->cfg.direct_conninfo);
 	free((void *)ex->cfg.node_id);
 	free((void *)ex->cfg.proxy);
 	free(ex);

@@ -60,6 +60,7 @@ static void on_hup(int sig)
 typedef struct node {
 	pal_nodeconf conf;
 	const char *pg, *zk;
+	const char *pg_direct; /* the connections that need a session (postgres.direct_conninfo) */
 	int n_shards;
 	pal_metrics *m;
 	pal_coord *coord;
@@ -340,7 +341,8 @@ static int prepare_database(node *n)
 		pal_store *st;
 		pal_schema_range r;
 		pal_store_binary_schema(&r);
-		int rc = pal_store_open(n->pg, &st, err, sizeof err);
+		/* The migration lock is a session's: the direct connection. */
+		int rc = pal_store_open_session(n->pg_direct, &st, err, sizeof err);
 		if (!rc) {
 			int applied = 0;
 			rc = pal_store_migrate(st, &applied, err, sizeof err);
@@ -433,6 +435,7 @@ static int apply_opts(node *n, const pal_node_opts *o)
 	}
 	n->pg = pal_nodeconf_pg(&n->conf, o->pg);
 	n->zk = pal_nodeconf_zk(&n->conf, o->zk);
+	n->pg_direct = pal_nodeconf_pg_direct(&n->conf, n->pg);
 	if (!n->pg) {
 		fprintf(stderr, "palisade node: no PostgreSQL connection string: pass --pg, set "
 				"postgres.conninfo, or export PALISADE_PG\n");
@@ -525,6 +528,7 @@ int pal_node_run(const pal_node_opts *o)
 		STALL_MS = atoi(lim);
 	pal_log_init(n.conf.node_id, n.conf.log_level);
 	pal_store_set_session_timeouts(n.conf.pg_idle_in_transaction_timeout_ms, 0);
+	pal_store_set_transaction_pooling(n.conf.pg_pool_mode == PAL_POOL_TRANSACTION);
 	if (o->log_format)
 		pal_log_set_format(pal_log_format_parse(o->log_format) == PAL_LOG_TEXT ? PAL_LOG_TEXT
 											: PAL_LOG_JSON);
@@ -563,7 +567,8 @@ int pal_node_run(const pal_node_opts *o)
 
 	/* Admin first, so that health and metrics answer (not ready) while the
 	 * database and ZooKeeper are reached. */
-	pal_console_config kcfg = { .conninfo = n.pg,
+	/* The console's reads run read-only, a session setting: direct. */
+	pal_console_config kcfg = { .conninfo = n.pg_direct,
 				    .zk_connect = n.zk,
 				    .zk_root = n.conf.zk_root,
 				    .cluster = n.conf.cluster,
@@ -571,7 +576,9 @@ int pal_node_run(const pal_node_opts *o)
 				    .peer_token = n.token };
 	if (pal_console_open(&kcfg, &n.console, err, sizeof err))
 		pal_log(PAL_LOG_WARN, "node.console_failed", "{s:s}", "error", err);
-	pal_api_config pcfg = { .conninfo = n.pg,
+	/* The API names its caller in session settings the audit rows read:
+	 * direct. */
+	pal_api_config pcfg = { .conninfo = n.pg_direct,
 				.admin_token = n.token,
 				.key_retention_ms = n.conf.sink_key_retention_ms,
 				.default_shards = n.conf.shards,
@@ -691,8 +698,9 @@ int pal_node_run(const pal_node_opts *o)
 	if (term_signals)
 		goto out;
 	if (n.conf.roles & PAL_ROLE_CONTROLLER) {
+		/* LISTEN and the session's lock and statement timeouts: direct. */
 		pal_controller_config ccfg = {
-			.conninfo = n.pg,
+			.conninfo = n.pg_direct,
 			.node_id = n.conf.node_id,
 			.n_shards = n.n_shards,
 			.scan_interval_ms = (int)n.conf.scan_interval_ms,
@@ -711,6 +719,7 @@ int pal_node_run(const pal_node_opts *o)
 	if (n.conf.roles & PAL_ROLE_EXECUTOR) {
 		pal_executor_config ecfg = {
 			.conninfo = n.pg,
+			.direct_conninfo = n.pg_direct,
 			.node_id = n.conf.node_id,
 			.lease_ms = n.conf.lease_ms,
 			.heartbeat_ms = n.conf.heartbeat_ms,

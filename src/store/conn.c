@@ -39,6 +39,26 @@ void pal_store_set_session_timeouts(int64_t idle_in_transaction_ms, int64_t stat
 	session_statement_ms = statement_ms;
 }
 
+/* postgres.pool_mode transaction: pal_store_open() reaches a transaction
+ * pooler (pal_store_set_transaction_pooling). */
+static bool transaction_pooling;
+
+void pal_store_set_transaction_pooling(bool on)
+{
+	transaction_pooling = on;
+}
+
+int pal__store_needs_session(pal_store *st, const char *what, char *err, size_t errlen)
+{
+	if (!st->pooled)
+		return PAL_OK;
+	snprintf(err, errlen,
+		 "internal error: %s needs a session of its own, not a connection through a "
+		 "transaction pooler (postgres.direct_conninfo)",
+		 what);
+	return PAL_EINVAL;
+}
+
 int pal__store_connect(const char *conninfo, const pal__store_net *net, pal_store **out, char *err,
 		       size_t errlen)
 {
@@ -74,7 +94,8 @@ int pal__store_connect(const char *conninfo, const pal__store_net *net, pal_stor
 	return PAL_OK;
 }
 
-int pal_store_open(const char *conninfo, pal_store **out, char *err, size_t errlen)
+/* Open CONNINFO; POOLED: through a transaction pooler, no session state. */
+static int store_open(const char *conninfo, bool pooled, pal_store **out, char *err, size_t errlen)
 {
 	*out = NULL;
 	if (!conninfo || !*conninfo) {
@@ -99,6 +120,15 @@ int pal_store_open(const char *conninfo, pal_store **out, char *err, size_t errl
 		return rc;
 	PGconn *c = st->conn;
 	PQsetNoticeProcessor(c, notice_to_log, NULL);
+	st->pooled = pooled;
+	if (pooled) {
+		/* A SET would stay on the one server connection that ran it,
+		 * reaching whichever client the pooler hands it to next and
+		 * missing from the others: the pooler sets these on its server
+		 * connections instead (docs/operations.md, "Behind PgBouncer"). */
+		*out = st;
+		return PAL_OK;
+	}
 	/* Every palisade statement is short OLTP: JIT compilation (PostgreSQL
 	 * turns it on above jit_above_cost) would cost more than the statement,
 	 * ~50 ms per claim on the bench box. */
@@ -120,6 +150,21 @@ int pal_store_open(const char *conninfo, pal_store **out, char *err, size_t errl
 	}
 	*out = st;
 	return PAL_OK;
+}
+
+int pal_store_open(const char *conninfo, pal_store **out, char *err, size_t errlen)
+{
+	return store_open(conninfo, transaction_pooling, out, err, errlen);
+}
+
+int pal_store_open_session(const char *conninfo, pal_store **out, char *err, size_t errlen)
+{
+	return store_open(conninfo, false, out, err, errlen);
+}
+
+bool pal_store_pooled(const pal_store *st)
+{
+	return st->pooled;
 }
 
 void pal_store_close(pal_store *st)
@@ -169,7 +214,7 @@ int pal_store_consume(pal_store *st, bool *done, char *err, size_t errlen)
 int pal__store_prepare(pal_store *st, unsigned bit, const char *name, const char *sql, int nparams,
 		       char *err, size_t errlen)
 {
-	if (st->prepared & bit)
+	if (st->pooled || (st->prepared & bit))
 		return PAL_OK;
 	PGresult *r = PQprepare(st->conn, name, sql, nparams, NULL);
 	if (!r || PQresultStatus(r) != PGRES_COMMAND_OK) {
@@ -182,14 +227,19 @@ int pal__store_prepare(pal_store *st, unsigned bit, const char *name, const char
 	return PAL_OK;
 }
 
-int pal__store_send_prepared(pal_store *st, const char *name, int nparams,
-			     const char *const *params, char *err, size_t errlen)
+int pal__store_send_stmt(pal_store *st, unsigned bit, const char *name, const char *sql,
+			 int nparams, const char *const *params, char *err, size_t errlen)
 {
 	if (st->busy) {
 		snprintf(err, errlen, "internal error: a statement is already in flight");
 		return PAL_EINVAL;
 	}
-	if (!PQsendQueryPrepared(st->conn, name, nparams, params, NULL, NULL, 0)) {
+	if (pal__store_prepare(st, bit, name, sql, nparams, err, errlen))
+		return PAL_EDB;
+	int sent = st->pooled
+		       ? PQsendQueryParams(st->conn, sql, nparams, NULL, params, NULL, NULL, 0)
+		       : PQsendQueryPrepared(st->conn, name, nparams, params, NULL, NULL, 0);
+	if (!sent) {
 		pal__store_errmsg(st, NULL, "send failed", err, errlen);
 		return PAL_EDB;
 	}
@@ -216,10 +266,10 @@ PGresult *pal__store_result(pal_store *st, char *err, size_t errlen)
 	return pal__store_checked(st, res, "query failed", err, errlen);
 }
 
-PGresult *pal__store_query_prepared(pal_store *st, const char *name, int nparams,
-				    const char *const *params, char *err, size_t errlen)
+PGresult *pal__store_query_stmt(pal_store *st, unsigned bit, const char *name, const char *sql,
+				int nparams, const char *const *params, char *err, size_t errlen)
 {
-	if (pal__store_send_prepared(st, name, nparams, params, err, errlen))
+	if (pal__store_send_stmt(st, bit, name, sql, nparams, params, err, errlen))
 		return NULL;
 	return pal__store_result(st, err, errlen);
 }
@@ -302,6 +352,8 @@ int pal_store_ping(pal_store *st, char *err, size_t errlen)
 
 static int set_ms(pal_store *st, const char *name, int64_t ms, char *err, size_t errlen)
 {
+	if (st->pooled)
+		return PAL_OK; /* the pooler's bound applies (pal_store_open) */
 	char v[32];
 	snprintf(v, sizeof v, "%lld", (long long)(ms > 0 ? ms : 0));
 	const char *p[] = { name, v };
@@ -324,6 +376,8 @@ int pal_store_set_lock_timeout(pal_store *st, int64_t ms, char *err, size_t errl
 
 int pal_store_listen(pal_store *st, const char *channel, char *err, size_t errlen)
 {
+	if (pal__store_needs_session(st, "LISTEN", err, errlen))
+		return PAL_EINVAL;
 	char *id = PQescapeIdentifier(st->conn, channel, strlen(channel));
 	if (!id) {
 		pal__store_errmsg(st, NULL, "LISTEN failed", err, errlen);

@@ -9,8 +9,9 @@
  * tried, never waited for.  Time is the database's clock_timestamp()
  * everywhere; no node compares its own clock with a lease.
  *
- * The claim and the result commit are prepared once per connection and can
- * be sent without blocking (the executor's loop polls their sockets beside
+ * The claim and the result commit are prepared once per connection (sent
+ * unnamed instead through a transaction pooler) and can be sent without
+ * blocking (the executor's loop polls their sockets beside
  * its HTTP transfers).  Arrays go through the one encoder (pgarray.c).
  */
 #include <glib.h>
@@ -41,8 +42,6 @@ void pal_claimed_free(pal_claimed *c, int n)
 
 int pal_store_claim_send(pal_store *st, const pal_claim_req *q, char *err, size_t errlen)
 {
-	if (pal__store_prepare(st, PAL__PREP_CLAIM, "pal_claim", SQL_CLAIM, 11, err, errlen))
-		return PAL_EDB;
 	pal_pgarr hosts, g, nr, cl, tn, tc, tw;
 	pal__pgarr_init(&hosts);
 	for (const char *const *h = q->open_hosts; h && *h; h++)
@@ -75,7 +74,8 @@ int pal_store_claim_send(pal_store *st, const pal_claim_req *q, char *err, size_
 		       pal__pgarr_end(&cl),    pal__pgarr_end(&tn), pal__pgarr_end(&tc),
 		       pal__pgarr_end(&tw) };
 	const char *p[] = { q->node, lease, lim, ahead, a[0], a[1], a[2], a[3], a[4], a[5], a[6] };
-	int rc = pal__store_send_prepared(st, "pal_claim", 11, p, err, errlen);
+	int rc =
+	    pal__store_send_stmt(st, PAL__PREP_CLAIM, "pal_claim", SQL_CLAIM, 11, p, err, errlen);
 	for (int i = 0; i < 7; i++)
 		g_free(a[i]);
 	return rc;
@@ -159,8 +159,6 @@ static const char SQL_CALLS[] =
 int pal_store_call_specs_send(pal_store *st, int n, const char *const *job_ids,
 			      const int *versions, char *err, size_t errlen)
 {
-	if (pal__store_prepare(st, PAL__PREP_SPECS, "pal_calls", SQL_CALLS, 2, err, errlen))
-		return PAL_EDB;
 	pal_pgarr aj, av;
 	pal__pgarr_init(&aj);
 	pal__pgarr_init(&av);
@@ -170,7 +168,8 @@ int pal_store_call_specs_send(pal_store *st, int n, const char *const *job_ids,
 	}
 	char *js = pal__pgarr_end(&aj), *vs = pal__pgarr_end(&av);
 	const char *p[] = { js, vs };
-	int rc = pal__store_send_prepared(st, "pal_calls", 2, p, err, errlen);
+	int rc =
+	    pal__store_send_stmt(st, PAL__PREP_SPECS, "pal_calls", SQL_CALLS, 2, p, err, errlen);
 	g_free(js);
 	g_free(vs);
 	return rc;
@@ -262,8 +261,6 @@ int pal_store_renew(pal_store *st, const char *node, int64_t lease_ms, const pal
 	*n_out = 0;
 	if (!n)
 		return PAL_OK;
-	if (pal__store_prepare(st, PAL__PREP_RENEW, "pal_renew", SQL_RENEW, 4, err, errlen))
-		return PAL_EDB;
 	pal_pgarr ids, fs;
 	pal__pgarr_init(&ids);
 	pal__pgarr_init(&fs);
@@ -275,7 +272,8 @@ int pal_store_renew(pal_store *st, const char *node, int64_t lease_ms, const pal
 	char lease[24];
 	snprintf(lease, sizeof lease, "%" PRId64, lease_ms);
 	const char *p[] = { ia, fa, lease, node };
-	PGresult *r = pal__store_query_prepared(st, "pal_renew", 4, p, err, errlen);
+	PGresult *r =
+	    pal__store_query_stmt(st, PAL__PREP_RENEW, "pal_renew", SQL_RENEW, 4, p, err, errlen);
 	g_free(ia);
 	g_free(fa);
 	if (!r)
@@ -445,6 +443,9 @@ static const char SQL_COMMIT[] =
 
 int pal_store_prepare_commits(pal_store *st, char *err, size_t errlen)
 {
+	if (pal__store_needs_session(st, "the result connection (enable_nestloop off)", err,
+				     errlen))
+		return PAL_EINVAL;
 	if (pal__store_exec(st, "SET enable_nestloop = off", err, errlen))
 		return PAL_EDB;
 	return pal__store_prepare(st, PAL__PREP_COMMIT, "pal_commit", SQL_COMMIT, NCOMMIT, err, errlen);
@@ -452,8 +453,6 @@ int pal_store_prepare_commits(pal_store *st, char *err, size_t errlen)
 
 int pal_store_commit_send(pal_store *st, const pal_result *res, int n, char *err, size_t errlen)
 {
-	if (pal__store_prepare(st, PAL__PREP_COMMIT, "pal_commit", SQL_COMMIT, NCOMMIT, err, errlen))
-		return PAL_EDB;
 	pal_pgarr a[NCOMMIT];
 	enum { NARR = 12 };
 	for (int k = 0; k < NARR; k++)
@@ -493,7 +492,8 @@ int pal_store_commit_send(pal_store *st, const pal_result *res, int n, char *err
 	p[12] = st13;
 	p[13] = lo14;
 	p[14] = hi15;
-	int rc = pal__store_send_prepared(st, "pal_commit", NCOMMIT, p, err, errlen);
+	int rc = pal__store_send_stmt(st, PAL__PREP_COMMIT, "pal_commit", SQL_COMMIT, NCOMMIT, p,
+				      err, errlen);
 	for (int k = 0; k < NARR; k++)
 		g_free(lit[k]);
 	return rc;

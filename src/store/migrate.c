@@ -397,8 +397,12 @@ static int migrate(pal_store *st, bool contract, int upto, int *applied, bool *f
 		*functions = false;
 	pal_schema_range r;
 	pal_store_binary_schema(&r);
-	int rc =
-	    pal__store_exec(st, "SELECT pg_advisory_lock(" PAL_MIGRATE_LOCK_KEY ")", err, errlen);
+	/* The lock is a session's: through a transaction pooler it would stay
+	 * on one server connection while the steps ran on others. */
+	int rc = pal__store_needs_session(st, "the migration lock", err, errlen);
+	if (rc)
+		return rc;
+	rc = pal__store_exec(st, "SELECT pg_advisory_lock(" PAL_MIGRATE_LOCK_KEY ")", err, errlen);
 	if (rc)
 		return rc;
 	/* Quiet the NOTICE "relation already exists, skipping". */

@@ -13,6 +13,7 @@ struct pal_store {
 	char sqlstate[6]; /* of the last failed query, "" when none */
 	bool busy;         /* an asynchronous statement is in flight */
 	unsigned prepared; /* PAL__PREP_* bits: statements prepared on this connection */
+	bool pooled;	   /* through a transaction pooler: no session state (pal_store_open) */
 };
 
 /* The network side of a connection: libpq's connect_timeout (s),
@@ -31,6 +32,9 @@ typedef struct pal__store_net {
 int pal__store_connect(const char *conninfo, const pal__store_net *net, pal_store **out, char *err,
 		       size_t errlen);
 
+/* PAL_OK, or PAL_EINVAL with ERR naming WHAT when ST is pooled. */
+int pal__store_needs_session(pal_store *st, const char *what, char *err, size_t errlen);
+
 /* Statements prepared once per connection (names "pal_claim", ...). */
 enum {
 	PAL__PREP_CLAIM = 1u << 0,
@@ -38,18 +42,22 @@ enum {
 	PAL__PREP_RENEW = 1u << 2,
 	PAL__PREP_SPECS = 1u << 3
 };
-/* Prepare SQL as NAME on ST unless BIT is already set. */
+/* Prepare SQL as NAME on ST unless BIT is already set; nothing on a pooled
+ * store (a named statement would live on one server connection of the
+ * pooler, unknown to the next). */
 int pal__store_prepare(pal_store *st, unsigned bit, const char *name, const char *sql, int nparams,
 		       char *err, size_t errlen);
-/* Send the prepared NAME without waiting (st->busy until the result is read). */
-int pal__store_send_prepared(pal_store *st, const char *name, int nparams,
-			     const char *const *params, char *err, size_t errlen);
+/* Send SQL without waiting (st->busy until the result is read): as the
+ * statement NAME prepared once per connection (BIT), or unnamed, parsed
+ * again each time, on a pooled store. */
+int pal__store_send_stmt(pal_store *st, unsigned bit, const char *name, const char *sql,
+			 int nparams, const char *const *params, char *err, size_t errlen);
 /* The result of the statement in flight (blocks if it is not complete);
  * NULL with err on failure.  Clears st->busy. */
 PGresult *pal__store_result(pal_store *st, char *err, size_t errlen);
-/* Run the prepared NAME and wait for its result. */
-PGresult *pal__store_query_prepared(pal_store *st, const char *name, int nparams,
-				    const char *const *params, char *err, size_t errlen);
+/* pal__store_send_stmt, then wait for its result. */
+PGresult *pal__store_query_stmt(pal_store *st, unsigned bit, const char *name, const char *sql,
+				int nparams, const char *const *params, char *err, size_t errlen);
 
 /* Run SQL (a fixed string of src/store) that returns rows; returns the
  * PGresult (PQclear) or NULL with err filled. */

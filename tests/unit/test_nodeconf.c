@@ -374,6 +374,36 @@ static void test_nodeconf_connection_precedence_flag_file_env(void **state)
 	pal_nodeconf_free(&c);
 }
 
+static void test_nodeconf_direct_conninfo_only_behind_a_transaction_pooler(void **state)
+{
+	pal_nodeconf c;
+	pal_diags d = {0};
+
+	(void)state;
+	/* session mode: every connection uses the pooled (the only) conninfo */
+	assert_int_equal(load_str("postgres: {conninfo: \"host=pool\", direct_conninfo: "
+				  "\"host=pg\"}\n",
+				  &c, &d),
+			 0);
+	assert_int_equal(c.pg_pool_mode, PAL_POOL_SESSION);
+	assert_string_equal(pal_nodeconf_pg_direct(&c, "host=pool"), "host=pool");
+	pal_nodeconf_free(&c);
+	assert_int_equal(load_str("postgres: {conninfo: \"host=pool\", pool_mode: transaction, "
+				  "direct_conninfo: \"host=pg\"}\n",
+				  &c, &d),
+			 0);
+	assert_int_equal(c.pg_pool_mode, PAL_POOL_TRANSACTION);
+	assert_string_equal(pal_nodeconf_pg_direct(&c, "host=pool"), "host=pg");
+	pal_nodeconf_free(&c);
+	/* transaction mode without a direct conninfo: the same one */
+	assert_int_equal(load_str("postgres: {pool_mode: transaction}\n", &c, &d), 0);
+	assert_string_equal(pal_nodeconf_pg_direct(&c, "host=flag"), "host=flag");
+	pal_nodeconf_free(&c);
+	assert_int_not_equal(load_str("postgres: {pool_mode: statement}\n", &c, &d), 0);
+	assert_true(d.n > 0 && strstr(d.v[0].msg, "session") != NULL);
+	pal_diags_free(&d);
+}
+
 static void test_nodeconf_reload_reports_restart_only_changes(void **state)
 {
 	pal_nodeconf a, b;
@@ -404,6 +434,7 @@ int main(void)
 	    cmocka_unit_test(test_nodeconf_every_problem_reported_with_position),
 	    cmocka_unit_test(test_nodeconf_relations_between_keys),
 	    cmocka_unit_test(test_nodeconf_connection_precedence_flag_file_env),
+	    cmocka_unit_test(test_nodeconf_direct_conninfo_only_behind_a_transaction_pooler),
 	    cmocka_unit_test(test_nodeconf_reload_reports_restart_only_changes),
 	    cmocka_unit_test(test_nodeconf_tenants_load_and_are_checked),
 	};
