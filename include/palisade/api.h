@@ -33,6 +33,11 @@ typedef struct pal_api_config {
 	 * resume.ramp_* by pal_scope_kind: global, job, group, tenant) */
 	int64_t misfire_threshold_ms;
 	int64_t resume_ramp_ms[4];
+	const char *node_id; /* this node (the scope of a drain's audit row) */
+	/* POST /api/v1/drain: ask this node to drain (must not block); NULL:
+	 * the route answers 501 */
+	void (*drain)(void *arg);
+	void *drain_arg;
 } pal_api_config;
 
 typedef struct pal_api pal_api;

@@ -62,6 +62,9 @@ struct pal_api {
 	int64_t misfire_threshold_ms, resume_ramp_ms[4]; /* pal_api_config */
 	pal_store *st;	     /* NULL until the first request, or after it broke */
 	GHashTable *buckets; /* token id -> struct bucket: the write rate limit */
+	char *node_id;
+	void (*drain)(void *arg);
+	void *drain_arg;
 };
 
 /*
@@ -359,8 +362,8 @@ static void h_job(call *c)
 /* What a resume of a scope of KIND applies: the node's config. */
 static pal_resume_opts resume_opts(const pal_api *api, pal_scope_kind kind)
 {
-	return (pal_resume_opts){ .misfire_threshold_ms = api->misfire_threshold_ms,
-				  .ramp_ms = api->resume_ramp_ms[kind] };
+	return (pal_resume_opts){.misfire_threshold_ms = api->misfire_threshold_ms,
+				 .ramp_ms = api->resume_ramp_ms[kind]};
 }
 
 /* Pause or resume scope SC. */
@@ -918,6 +921,29 @@ static void h_verify(call *c)
 	pal_verify_report_free(&r);
 }
 
+/* Drain this node (as `palisade drain`): audited, then asked; the node
+ * hands its shards off and exits. */
+static void h_drain(call *c)
+{
+	const char *why;
+	char scope[300], err[1024];
+	if (!unscoped(c) || !reason(c, true, &why))
+		return;
+	if (!c->api->drain) {
+		problem(c, 501, "not-implemented", "Not implemented", "this node cannot drain");
+		return;
+	}
+	snprintf(scope, sizeof scope, "node:%s", c->api->node_id);
+	int rc = pal_store_audit(c->api->st, c->who.name, "drain", scope, why ? why : "",
+				 "{\"via\": \"api\"}", err, sizeof err);
+	if (rc) {
+		problem_rc(c, rc, err);
+		return;
+	}
+	c->api->drain(c->api->drain_arg);
+	ok(c, 202, json_pack("{s:s, s:b}", "node", c->api->node_id, "draining", 1));
+}
+
 static void h_status(call *c)
 {
 	json_t *st;
@@ -1172,6 +1198,7 @@ static const route routes[] = {
     {"GET", "/api/v1/openapi.json", PAL_ROLE_NONE, h_openapi, false},
     {"GET", "/api/v1/status", PAL_ROLE_VIEWER, h_status, false},
     {"GET", "/api/v1/verify", PAL_ROLE_VIEWER, h_verify, false},
+    {"POST", "/api/v1/drain", PAL_ROLE_ADMIN, h_drain, false},
     {"POST", "/api/v1/apply", PAL_ROLE_ADMIN, h_apply, true},
     {"GET", "/api/v1/jobs", PAL_ROLE_VIEWER, h_jobs, false},
     {"GET", "/api/v1/jobs/*", PAL_ROLE_VIEWER, h_job, false},
@@ -1496,6 +1523,9 @@ int pal_api_open(const pal_api_config *cfg, pal_api **out, char *err, size_t err
 	api->key_retention_ms = cfg->key_retention_ms;
 	api->default_shards = cfg->default_shards > 0 ? cfg->default_shards : 16;
 	api->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 5000;
+	api->node_id = strdup(cfg->node_id ? cfg->node_id : "");
+	api->drain = cfg->drain;
+	api->drain_arg = cfg->drain_arg;
 	api->misfire_threshold_ms = cfg->misfire_threshold_ms;
 	memcpy(api->resume_ramp_ms, cfg->resume_ramp_ms, sizeof api->resume_ramp_ms);
 	*out = api;
@@ -1511,5 +1541,6 @@ void pal_api_close(pal_api *api)
 	g_hash_table_destroy(api->buckets);
 	free(api->conninfo);
 	free(api->admin_token);
+	free(api->node_id);
 	free(api);
 }

@@ -205,6 +205,13 @@ static int action_cb(void *arg, const char *action, const char *client)
 	return -1;
 }
 
+/* POST /api/v1/drain (api.h): the API wrote the audit row itself. */
+static void api_drain_cb(void *arg)
+{
+	node *n = arg;
+	atomic_store(&n->drain_requested, true);
+}
+
 static bool healthy_cb(void *arg, char *why, size_t len)
 {
 	return pal_health_check(why, len);
@@ -586,7 +593,10 @@ int pal_node_run(const pal_node_opts *o)
 				.resume_ramp_ms = { [PAL_SCOPE_GLOBAL] = n.conf.resume_ramp_all_ms,
 						    [PAL_SCOPE_JOB] = n.conf.resume_ramp_job_ms,
 						    [PAL_SCOPE_GROUP] = n.conf.resume_ramp_group_ms,
-						    [PAL_SCOPE_TENANT] = n.conf.resume_ramp_tenant_ms } };
+						    [PAL_SCOPE_TENANT] = n.conf.resume_ramp_tenant_ms },
+				.node_id = n.conf.node_id,
+				.drain = api_drain_cb,
+				.drain_arg = &n };
 	if (pal_api_open(&pcfg, &n.api, err, sizeof err))
 		pal_log(PAL_LOG_WARN, "node.api_failed", "{s:s}", "error", err);
 	pal_admin_config acfg = { .listen = n.conf.admin_listen,

@@ -180,6 +180,9 @@ if lines != [5]:
     failures.append(f"the second document's problem should be at line 5 of the body, got {lines}")
     print(f"    FAIL second document's problem at lines {lines}, want [5]")
 
+# Last: the node drains (and exits) when asked.
+call("POST", "/api/v1/drain", {"reason": "contract test"}, want=202)
+
 ops = {(m, p) for p, o in doc["paths"].items() for m in o}
 for m, p in sorted(ops - called):
     failures.append(f"{m.upper()} {p} was never called")

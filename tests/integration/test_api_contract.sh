@@ -23,6 +23,9 @@ if python3 tests/integration/api_contract.py "http://${NODE_ADMIN[k1]}" "$PALISA
 else
 	fail "the API and docs/api/openapi.json disagree (lines above)"
 fi
+wait_until "the node drained by POST /api/v1/drain exits" 15 bash -c "! kill -0 ${NODE_PID[k1]} 2>/dev/null"
+expect_eq "the drain is audited with the token, role and client" "drain|admin-token|admin|node:k1" \
+	"$(sql "select action || '|' || actor || '|' || role || '|' || scope from audit_log where action = 'drain' and client like '127.0.0.1:%'")"
 stop_node k1
 echo "  took $((SECONDS - T0)) s"
 finish
