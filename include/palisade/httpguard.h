@@ -44,6 +44,7 @@
 #include <stdint.h>
 #include <microhttpd.h>
 #include "palisade/err.h"
+#include "palisade/metrics.h"
 
 typedef struct pal_httpguard_limits {
 	unsigned max_conns;	  /* connections at once, all addresses (>= 1) */
@@ -66,9 +67,12 @@ typedef struct pal_httpguard_stats {
 typedef struct pal_httpguard pal_httpguard;
 
 /* A guard for LIMITS; NAME ("admin", "sink", ...) labels its log lines and
- * is copied.  PAL_EINVAL for a zero limit, PAL_ENOMEM / PAL_EIO (thread). */
+ * its metrics and is copied.  M (borrowed, may be NULL) receives
+ * palisade_http_connections{listener} and
+ * palisade_http_connections_closed_total{listener,reason}.  PAL_EINVAL for
+ * a zero limit, PAL_ENOMEM / PAL_EIO (thread). */
 PAL_MUST_CHECK int pal_httpguard_new(const pal_httpguard_limits *limits, const char *name,
-				     pal_httpguard **out);
+				     pal_metrics *m, pal_httpguard **out);
 void pal_httpguard_free(pal_httpguard *g);
 
 /* The value for MHD_OPTION_CONNECTION_LIMIT: max_conns plus room for the

@@ -905,7 +905,7 @@ int pal_admin_start(const pal_admin_config *cfg, pal_admin **out, char *err, siz
 		cfg->body_timeout_ms ? cfg->body_timeout_ms : PAL_ADMIN_BODY_TIMEOUT_MS,
 	    .idle_timeout_ms = CONN_TIMEOUT_S * 1000,
 	};
-	rc = pal_httpguard_new(&lim, "admin", &a->guard);
+	rc = pal_httpguard_new(&lim, "admin", a->metrics, &a->guard);
 	if (rc != PAL_OK) {
 		snprintf(err, errlen, "admin endpoint: cannot set up its connection limits: %s",
 			 pal_strerror(rc));

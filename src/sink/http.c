@@ -566,7 +566,7 @@ int pal__sink_listener_start(sink_ctx *ctx, const char *addr, bool admin, sink_l
 	    .body_timeout_ms = (unsigned)ctx->opts.body_timeout_ms,
 	    .idle_timeout_ms = CONN_TIMEOUT_S * 1000,
 	};
-	rc = pal_httpguard_new(&lim, admin ? "sink-admin" : "sink", &l->guard);
+	rc = pal_httpguard_new(&lim, admin ? "sink-admin" : "sink", ctx->metrics, &l->guard);
 	if (rc != PAL_OK) {
 		snprintf(err, errlen, "cannot set up the connection limits of %s: %s", addr,
 			 pal_strerror(rc));

@@ -52,6 +52,8 @@ typedef struct gconn {
 struct pal_httpguard {
 	pal_httpguard_limits lim;
 	char name[32];
+	pal_metrics *m;	      /* borrowed, may be NULL */
+	char open_labels[64]; /* listener="NAME" */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool stopping;
@@ -89,12 +91,33 @@ static gconn *record_of(struct MHD_Connection *conn)
 	return ci ? ci->socket_context : NULL;
 }
 
-/* Shut C down (the daemon closes it).  Caller holds the mutex. */
-static void shut(pal_httpguard *g, gconn *c)
+#define M_OPEN "palisade_http_connections"
+#define M_CLOSED "palisade_http_connections_closed_total"
+
+static const char *const closed_reasons[] = {"head_timeout", "body_timeout", "evicted", "refused",
+					     "ambiguous_length"};
+
+/* N more connections closed by the guard for REASON. */
+static void count_closed_n(pal_httpguard *g, const char *reason, double n)
+{
+	char labels[96];
+	snprintf(labels, sizeof labels, "%s,reason=\"%s\"", g->open_labels, reason);
+	pal_metric_inc(g->m, M_CLOSED, labels, n);
+}
+
+static void count_closed(pal_httpguard *g, const char *reason)
+{
+	count_closed_n(g, reason, 1);
+}
+
+/* Shut C down (the daemon closes it) for REASON.  Caller holds the mutex. */
+static void shut(pal_httpguard *g, gconn *c, const char *reason)
 {
 	shutdown(c->fd, SHUT_RDWR);
 	c->down = true;
 	g->stats.open--;
+	pal_metric_set(g->m, M_OPEN, g->open_labels, g->stats.open);
+	count_closed(g, reason);
 }
 
 /* The connection waiting longest for a head, from ADDR (or any when NULL),
@@ -122,11 +145,11 @@ static bool make_room(pal_httpguard *g, gconn *new, const char *addr, unsigned l
 		return true;
 	gconn *victim = oldest_waiting(g, addr, new);
 	if (victim == NULL) {
-		shut(g, new);
+		shut(g, new, "refused");
 		g->stats.refused++;
 		return false;
 	}
-	shut(g, victim);
+	shut(g, victim, "evicted");
 	g->stats.evicted++;
 	return true;
 }
@@ -155,6 +178,7 @@ static void on_started(pal_httpguard *g, struct MHD_Connection *conn, void **ctx
 		g->head->prev = c;
 	g->head = c;
 	g->stats.open++;
+	pal_metric_set(g->m, M_OPEN, g->open_labels, g->stats.open);
 	unsigned same = 0;
 	for (gconn *o = g->head; o; o = o->next)
 		same += !o->down && strcmp(o->addr, c->addr) == 0;
@@ -176,8 +200,10 @@ static void on_closed(pal_httpguard *g, void **ctx)
 		g->head = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	if (!c->down)
+	if (!c->down) {
 		g->stats.open--;
+		pal_metric_set(g->m, M_OPEN, g->open_labels, g->stats.open);
+	}
 	pthread_mutex_unlock(&g->mu);
 	free(c);
 	*ctx = NULL;
@@ -252,6 +278,7 @@ const char *pal_httpguard_head(pal_httpguard *g, struct MHD_Connection *conn)
 	if (why != NULL) {
 		pthread_mutex_lock(&g->mu);
 		g->stats.smuggling++;
+		count_closed(g, "ambiguous_length");
 		pthread_mutex_unlock(&g->mu);
 	}
 	return why;
@@ -310,7 +337,7 @@ static void *sweep(void *arg)
 		for (gconn *c = g->head; c; c = c->next) {
 			if (c->down || c->deadline == 0 || now < c->deadline)
 				continue;
-			shut(g, c);
+			shut(g, c, c->in_request ? "body_timeout" : "head_timeout");
 			if (c->in_request)
 				bodies++;
 			else
@@ -326,7 +353,8 @@ static void *sweep(void *arg)
 	return NULL;
 }
 
-int pal_httpguard_new(const pal_httpguard_limits *limits, const char *name, pal_httpguard **out)
+int pal_httpguard_new(const pal_httpguard_limits *limits, const char *name, pal_metrics *m,
+		      pal_httpguard **out)
 {
 	*out = NULL;
 	if (limits->max_conns == 0 || limits->max_per_addr == 0 || limits->head_timeout_ms == 0 ||
@@ -337,6 +365,16 @@ int pal_httpguard_new(const pal_httpguard_limits *limits, const char *name, pal_
 		return PAL_ENOMEM;
 	g->lim = *limits;
 	snprintf(g->name, sizeof g->name, "%s", name);
+	g->m = m;
+	snprintf(g->open_labels, sizeof g->open_labels, "listener=\"%s\"", g->name);
+	pal_metric_declare(m, M_OPEN, PAL_METRIC_GAUGE,
+			   "connections an HTTP listener holds (not yet closed by its limits)");
+	pal_metric_declare(m, M_CLOSED, PAL_METRIC_COUNTER,
+			   "connections an HTTP listener closed by its limits, by reason");
+	pal_metric_set(m, M_OPEN, g->open_labels, 0);
+	for (size_t i = 0; i < sizeof closed_reasons / sizeof closed_reasons[0]; i++)
+		count_closed_n(g, closed_reasons[i],
+			       0); /* every reason has a sample from the start */
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

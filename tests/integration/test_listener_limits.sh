@@ -94,5 +94,22 @@ siege "sink admin" "$SINK_ADMIN" /healthz
 check "the sink is still running" kill -0 "$SINK_PID"
 expect_eq "and answers afterwards" '{"ok":true}' "$(curl -s "http://$SINK_ADDR/healthz")"
 
+# ---- what the limits did, in the metrics -----------------------------------------
+closed() { # closed METRICS-URL LISTENER REASON: the counter's value (0 when absent)
+	curl -s "$1" | awk -v k="palisade_http_connections_closed_total{listener=\"$2\",reason=\"$3\"}" \
+		'$1 == k { v = $2 } END { print v + 0 }'
+}
+for r in head_timeout body_timeout evicted; do
+	check "node /metrics counts connections closed for $r" \
+		[ "$(closed "http://$NA/metrics" admin "$r")" -gt 0 ]
+	check "sink /metrics counts connections closed for $r" \
+		[ "$(closed "http://$SINK_ADMIN/metrics" sink "$r")" -gt 0 ]
+done
+# three of the four shapes reach the guard; libmicrohttpd answers the list itself
+expect_eq "node /metrics: 3 requests with an ambiguous length" 3 \
+	"$(closed "http://$NA/metrics" admin ambiguous_length)"
+expect_eq "sink /metrics: 3 requests with an ambiguous length" 3 \
+	"$(closed "http://$SINK_ADMIN/metrics" sink ambiguous_length)"
+
 echo "  took $(printf '%.1f' "$(echo "$(date +%s.%N) - $T0" | bc)") s"
 finish
