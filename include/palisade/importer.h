@@ -72,6 +72,45 @@ PAL_MUST_CHECK int pal_import_crontab(pal_import_result *r, const char *name, co
 PAL_MUST_CHECK int pal_import_kubernetes(pal_import_result *r, const char *name, const char *buf,
 					 size_t len, const pal_import_opts *o);
 
+/* One trigger of a Quartz 2.x JDBC job store (its QRTZ_ tables) with its job;
+ * strings borrowed, NULL for SQL NULL. */
+typedef struct pal_quartz_trigger {
+	const char *trigger_group, *trigger_name, *job_group, *job_name;
+	const char *job_class, *job_description;
+	const char *type;	      /* TRIGGER_TYPE: CRON, SIMPLE, CAL_INT, DAILY_I, BLOB */
+	const char *state;	      /* TRIGGER_STATE: WAITING, PAUSED, COMPLETE, ERROR, ... */
+	const char *cron, *time_zone; /* QRTZ_CRON_TRIGGERS, for CRON */
+	const char *calendar;
+	int64_t start_ms, end_ms; /* end 0: none */
+	int misfire_instr, priority;
+	bool nonconcurrent, group_paused, job_data, trigger_data;
+	int64_t repeat_count, repeat_interval_ms; /* QRTZ_SIMPLE_TRIGGERS, for SIMPLE */
+} pal_quartz_trigger;
+
+/*
+ * Import the N triggers T of scheduler SCHED (rows of a Quartz store, read
+ * by pal_quartz_read()).  Cron triggers become jobs; every other kind, and
+ * every element without an exact palisade meaning, is named in the report
+ * as "qrtz_triggers:SCHED/GROUP/NAME".  Returns 0.
+ */
+PAL_MUST_CHECK int pal_import_quartz(pal_import_result *r, const char *sched,
+				     const pal_quartz_trigger *t, size_t n,
+				     const pal_import_opts *o);
+
+/*
+ * Read the triggers of scheduler SCHED from the Quartz store at CONNINFO
+ * (PostgreSQL; read-only, one transaction).  SCHED NULL: the store's only
+ * scheduler, an error naming them when it holds several.  *ROWS (N of them)
+ * and the strings they point to belong to *OWNER: free with
+ * pal_quartz_free(*OWNER).  0, PAL_EDB (cannot connect or read: ERR says
+ * why), PAL_EINVAL (several schedulers and no SCHED, or SCHED unknown).
+ */
+typedef struct pal_quartz_rows pal_quartz_rows;
+PAL_MUST_CHECK int pal_quartz_read(const char *conninfo, const char *sched, pal_quartz_rows **owner,
+				   const pal_quartz_trigger **rows, size_t *n,
+				   const char **sched_out, char *err, size_t errlen);
+void pal_quartz_free(pal_quartz_rows *owner);
+
 /* Check a --target-url template: only {job} and {digest} as placeholders.
  * 0, or PAL_EINVAL with the reason in ERR. */
 PAL_MUST_CHECK int pal_import_check_target(const char *tmpl, char *err, size_t errlen);

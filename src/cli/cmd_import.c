@@ -28,10 +28,13 @@ static void usage(FILE *fp)
 	    "usage: palisade import crontab [--system] [--prefix NAME] --target-url URL\n"
 	    "                               [--timezone ZONE] FILE|-\n"
 	    "       palisade import kubernetes --target-url URL [--timezone ZONE] FILE...\n"
+	    "       palisade import quartz --pg CONNINFO [--sched-name NAME] --target-url URL\n"
+	    "                              [--timezone ZONE]\n"
 	    "\n"
-	    "Translate crontab files or Kubernetes CronJob manifests (batch/v1, batch/v1beta1,\n"
-	    "multi-document YAML) into a palisade job file on stdout; every element not\n"
-	    "translated exactly is named on stderr with its line (docs/migrating.md).\n"
+	    "Translate crontab files, Kubernetes CronJob manifests (batch/v1, batch/v1beta1,\n"
+	    "multi-document YAML) or the cron triggers of a Quartz 2.x JDBC job store\n"
+	    "(PostgreSQL, read only) into a palisade job file on stdout; every element not\n"
+	    "translated exactly is named on stderr with its line or row (docs/migrating.md).\n"
 	    "\n"
 	    "  --target-url URL  the service every job calls; {job} is replaced by the job id,\n"
 	    "                    {digest} by 16 hex digits of the SHA-256 of the source entry\n"
@@ -41,9 +44,12 @@ static void usage(FILE *fp)
 	    "                    /etc/crontab and /etc/cron.d/*)\n"
 	    "  --prefix NAME     crontab: the first part of every job id (default: the file's\n"
 	    "                    name)\n"
+	    "  --pg CONNINFO     quartz: the PostgreSQL database holding the QRTZ_ tables\n"
+	    "  --sched-name NAME quartz: the scheduler (SCHED_NAME) to import; needed when\n"
+	    "                    the store holds several\n"
 	    "\n"
 	    "exit status: 0 all translated exactly, 2 something left out or approximated,\n"
-	    "65 unreadable input, 64 usage error\n");
+	    "65 unreadable input (or a Quartz store that cannot be read), 64 usage error\n");
 }
 
 /* The whole of PATH ("-": stdin) into *BUF; false (message printed) when it
@@ -86,6 +92,52 @@ static bool slurp(const char *path, char **buf, size_t *len)
 	return b != NULL;
 }
 
+/* Print R's report and job file; the exit code. */
+static int finish(const char *kind, pal_import_result *r, int ec)
+{
+	fputs(pal_import_report(r), stderr);
+	if (ec == PAL_EXIT_OK) {
+		fputs(pal_import_yaml(r), stdout);
+		if (pal_import_issues(r))
+			ec = PAL_EXIT_MISMATCH;
+	}
+	fprintf(stderr, "palisade import %s: %zu job%s, %zu element%s not translated exactly%s\n",
+		kind, pal_import_jobs(r), pal_import_jobs(r) == 1 ? "" : "s", pal_import_issues(r),
+		pal_import_issues(r) == 1 ? "" : "s",
+		ec == PAL_EXIT_DATAERR ? " (unreadable input: no job file written)" : "");
+	pal_import_result_free(r);
+	return ec;
+}
+
+static int import_quartz(const char *pg, const char *sched, const pal_import_opts *o,
+			 const char *extra)
+{
+	pal_quartz_rows *rows_owner = NULL;
+	const pal_quartz_trigger *rows;
+	const char *used = NULL;
+	pal_import_result *r;
+	char err[1024];
+	size_t n;
+	int rc;
+
+	if (extra) {
+		pal_cli_err("import", "quartz takes no files (\"%s\"): it reads --pg", extra);
+		return PAL_EXIT_USAGE;
+	}
+	rc = pal_quartz_read(pg, sched, &rows_owner, &rows, &n, &used, err, sizeof err);
+	if (rc) {
+		pal_cli_err("import", "%s", err);
+		return rc == PAL_EINVAL ? PAL_EXIT_USAGE : PAL_EXIT_DATAERR;
+	}
+	r = pal_import_result_new();
+	if (n && pal_import_quartz(r, used, rows, n, o))
+		rc = PAL_EXIT_DATAERR;
+	else if (sched && !n)
+		pal_cli_err("import", "scheduler \"%s\" has no triggers in the store", sched);
+	pal_quartz_free(rows_owner);
+	return finish("quartz", r, rc ? PAL_EXIT_DATAERR : PAL_EXIT_OK);
+}
+
 int pal_cmd_import(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -94,6 +146,8 @@ int pal_cmd_import(int argc, char **argv)
 	    {"prefix", required_argument, NULL, 'p'},
 	    {"target-url", required_argument, NULL, 'u'},
 	    {"timezone", required_argument, NULL, 'z'},
+	    {"pg", required_argument, NULL, 'g'},
+	    {"sched-name", required_argument, NULL, 'n'},
 	    {NULL, 0, NULL, 0},
 	};
 	pal_import_opts o = {.now = (int64_t)time(NULL)};
@@ -101,7 +155,8 @@ int pal_cmd_import(int argc, char **argv)
 	const char *kind;
 	char err[256];
 	int opt, ec = PAL_EXIT_OK;
-	bool crontab;
+	bool crontab, quartz;
+	const char *pg = NULL, *sched = NULL;
 
 	optind = 1;
 	opterr = 0;
@@ -109,14 +164,16 @@ int pal_cmd_import(int argc, char **argv)
 		usage(stdout);
 		return PAL_EXIT_OK;
 	}
-	if (argc < 2 || (strcmp(argv[1], "crontab") && strcmp(argv[1], "kubernetes"))) {
-		pal_cli_err("import", "expected crontab or kubernetes%s%s",
+	if (argc < 2 || (strcmp(argv[1], "crontab") && strcmp(argv[1], "kubernetes") &&
+			 strcmp(argv[1], "quartz"))) {
+		pal_cli_err("import", "expected crontab, kubernetes or quartz%s%s",
 			    argc >= 2 ? ", got " : "", argc >= 2 ? argv[1] : "");
 		usage(stderr);
 		return PAL_EXIT_USAGE;
 	}
 	kind = argv[1];
 	crontab = !strcmp(kind, "crontab");
+	quartz = !strcmp(kind, "quartz");
 	argc--;
 	argv++;
 	while ((opt = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
@@ -132,6 +189,12 @@ int pal_cmd_import(int argc, char **argv)
 			break;
 		case 'z':
 			o.timezone = optarg;
+			break;
+		case 'g':
+			pg = optarg;
+			break;
+		case 'n':
+			sched = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -152,6 +215,13 @@ int pal_cmd_import(int argc, char **argv)
 		pal_cli_err("import", "--system and --prefix are crontab options");
 		return PAL_EXIT_USAGE;
 	}
+	if (quartz != (pg != NULL) || (sched && !quartz)) {
+		pal_cli_err("import", quartz ? "quartz needs --pg CONNINFO"
+					     : "--pg and --sched-name are quartz options");
+		return PAL_EXIT_USAGE;
+	}
+	if (quartz)
+		return import_quartz(pg, sched, &o, optind < argc ? argv[optind] : NULL);
 	if (optind >= argc || (crontab && argc - optind > 1)) {
 		pal_cli_err("import", crontab ? "give one crontab FILE (or - for stdin)"
 					      : "give one or more manifest FILEs");
@@ -173,16 +243,5 @@ int pal_cmd_import(int argc, char **argv)
 			ec = PAL_EXIT_DATAERR;
 		free(buf);
 	}
-	fputs(pal_import_report(r), stderr);
-	if (ec == PAL_EXIT_OK) {
-		fputs(pal_import_yaml(r), stdout);
-		if (pal_import_issues(r))
-			ec = PAL_EXIT_MISMATCH;
-	}
-	fprintf(stderr, "palisade import %s: %zu job%s, %zu element%s not translated exactly%s\n",
-		kind, pal_import_jobs(r), pal_import_jobs(r) == 1 ? "" : "s", pal_import_issues(r),
-		pal_import_issues(r) == 1 ? "" : "s",
-		ec == PAL_EXIT_DATAERR ? " (unreadable input: no job file written)" : "");
-	pal_import_result_free(r);
-	return ec;
+	return finish(kind, r, ec);
 }

@@ -129,7 +129,7 @@ char *pal__import_slug(const char *s, size_t max)
 	return g_string_free(g, FALSE);
 }
 
-char *pal__import_check_schedule(const char *cron, const char *zone)
+char *pal__import_check_schedule(const char *cron, const char *zone, int64_t from)
 {
 	char err[256];
 	pal_cron *c = NULL;
@@ -141,8 +141,8 @@ char *pal__import_check_schedule(const char *cron, const char *zone)
 		return g_strdup_printf("invalid schedule \"%s\": %s", cron, err);
 	if (pal_tz_open(zone, &tz, err, sizeof err))
 		why = g_strdup(err);
-	else if (pal_cron_next(c, tz, (pal_dst_policy){.is_auto = true}, 0, &next))
-		why = g_strdup_printf("schedule \"%s\" never fires", cron);
+	else if (pal_cron_next(c, tz, PAL_DST_AUTO, from, &next))
+		why = g_strdup_printf("schedule \"%s\" never fires again", cron);
 	pal_tz_close(tz);
 	pal_cron_free(c);
 	return why;
@@ -253,10 +253,19 @@ void pal__import_emit(pal_import_result *r, const pal__import_job *j, const pal_
 	yaml_str(y, j->cron);
 	g_string_append(y, "\n      timezone: ");
 	yaml_str(y, j->timezone);
+	for (int k = 0; k < 2; k++) {
+		char ts[40];
+		if (!(k ? j->has_end : j->has_start))
+			continue;
+		pal_fmt_rfc3339(k ? j->end : j->start, ts, sizeof ts);
+		g_string_append_printf(y, "\n      %s: %s", k ? "end" : "start", ts);
+	}
 	if (j->misfire)
 		g_string_append_printf(y, "\n    misfire: %s", j->misfire);
 	if (j->overlap)
 		g_string_append_printf(y, "\n    overlap: %s", j->overlap);
+	if (j->has_priority)
+		g_string_append_printf(y, "\n    priority: %d", j->priority);
 	if (j->suspend)
 		g_string_append(y, "\n    suspend: true");
 	g_string_append(y, "\n    target:\n      url: ");

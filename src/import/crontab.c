@@ -218,7 +218,7 @@ static void entry(cronfile *f, int lineno, const char *line, size_t len)
 		ok = false;
 	}
 	zone = f->cron_tz ? f->cron_tz : f->o->timezone ? f->o->timezone : "UTC";
-	if (ok && (why = pal__import_check_schedule(cron->str, zone))) {
+	if (ok && (why = pal__import_check_schedule(cron->str, zone, f->o->now))) {
 		pal__import_issue(f->r, f->name, where, "not translated", "%s", why);
 		ok = false;
 	}

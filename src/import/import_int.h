@@ -25,6 +25,9 @@ typedef struct pal__import_job {
 	const char *misfire;  /* a YAML flow value, e.g. "skip" */
 	const char *overlap;
 	bool suspend;
+	bool has_start, has_end, has_priority;
+	int64_t start, end; /* UTC seconds */
+	int priority;
 	const char *description;
 	const char *body;   /* a JSON body template (pal__import_json_str) */
 	const char *source; /* the source entry's text: {digest} */
@@ -49,9 +52,9 @@ void pal__import_json_str(GString *g, const char *s);
  * "" when S has no letter or digit.  g_free(). */
 char *pal__import_slug(const char *s, size_t max);
 
-/* NULL when CRON parses and fires at least once in ZONE (which opens), else
- * why not (g_free()). */
-char *pal__import_check_schedule(const char *cron, const char *zone);
+/* NULL when CRON parses and fires at least once after FROM in ZONE (which
+ * opens), else why not (g_free()). */
+char *pal__import_check_schedule(const char *cron, const char *zone, int64_t from);
 
 /* NULL, or how cron's and palisade's instants of the fixed-time 5-field
  * CRON in ZONE differ at the first spring-forward change in [FROM, TO):

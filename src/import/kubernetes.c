@@ -197,7 +197,7 @@ static void cronjob(kdoc *d, const pal_ynode *doc)
 		      "%s/%s has no spec.timeZone: the controller manager reads the schedule in "
 		      "its own local zone; taken as UTC",
 		      ns, name);
-	if ((why = pal__import_check_schedule(cron, zone))) {
+	if ((why = pal__import_check_schedule(cron, zone, d->o->now))) {
 		issue(d, sched, "not translated", "%s", why);
 		goto out;
 	}

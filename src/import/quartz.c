@@ -1,0 +1,195 @@
+/*
+ * quartz.c - the triggers of a Quartz 2.x JDBC job store to palisade jobs
+ * (docs/migrating.md).  Pure: the rows come from pal_quartz_read()
+ * (quartz_read.c).
+ *
+ * A cron trigger keeps its expression (palisade reads Quartz's 6/7-field
+ * form) and its zone, its start and end time, its priority; its misfire
+ * instruction maps as Quartz resolves it for a cron trigger (the smart
+ * policy is "fire once now"); a paused trigger or trigger group is
+ * `suspend: true`.  Simple, calendar-interval, daily-interval and blob
+ * triggers need schedule forms palisade does not have and are named, as are
+ * calendars and Java-serialized job data.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include "import_int.h"
+
+typedef struct qrow {
+	pal_import_result *r;
+	const char *sched;
+	char where[512];
+} qrow;
+
+static void issue(qrow *q, const char *what, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void issue(qrow *q, const char *what, const char *fmt, ...)
+{
+	va_list ap;
+	char *msg;
+
+	va_start(ap, fmt);
+	msg = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	pal__import_issue(q->r, "qrtz_triggers", q->where, what, "%s", msg);
+	g_free(msg);
+}
+
+/* Quartz's misfire instructions of a cron trigger (CronTrigger):
+ * -1 IGNORE_MISFIRE_POLICY, 0 SMART_POLICY (= 1 for cron triggers),
+ * 1 FIRE_ONCE_NOW, 2 DO_NOTHING. */
+static const char *misfire(qrow *q, int instr)
+{
+	switch (instr) {
+	case -1:
+		issue(q, "approximated",
+		      "misfire instruction -1 (ignore misfire policy: fire every missed time): "
+		      "fire_all, but palisade catches up within 1h and at most 100 instants");
+		return "fire_all";
+	case 0:
+	case 1:
+		issue(q, "approximated",
+		      "misfire instruction %d (%s): fire_once, but palisade catches up within 1h "
+		      "where "
+		      "Quartz fires however late",
+		      instr,
+		      instr ? "fire once now" : "smart policy, for a cron trigger fire once now");
+		return "fire_once";
+	case 2:
+		return "skip";
+	default:
+		issue(q, "not translated", "misfire instruction %d (unknown for a cron trigger)",
+		      instr);
+		return NULL;
+	}
+}
+
+static void trigger(qrow *q, const pal_quartz_trigger *t, const pal_import_opts *o)
+{
+	GString *id = g_string_new(NULL), *body = g_string_new(NULL), *desc = g_string_new(NULL);
+	GString *src = g_string_new(NULL);
+	char *g = pal__import_slug(t->trigger_group, 60),
+	     *n = pal__import_slug(t->trigger_name, 60);
+	char *why = NULL, mis[64];
+	const char *zone = t->time_zone, *m;
+	pal__import_job j = {0};
+
+	if (strcmp(t->type, "CRON")) {
+		if (!strcmp(t->type, "SIMPLE"))
+			issue(
+			    q, "not translated",
+			    "a simple trigger (every %lld ms, repeat count %lld): palisade has no "
+			    "interval schedule",
+			    (long long)t->repeat_interval_ms, (long long)t->repeat_count);
+		else
+			issue(q, "not translated",
+			      "a %s trigger: palisade has no schedule of that form", t->type);
+		goto out;
+	}
+	if (!strcmp(t->state, "COMPLETE")) {
+		issue(q, "skipped", "state COMPLETE: the trigger will not fire again");
+		goto out;
+	}
+	if (!strcmp(t->state, "ERROR"))
+		issue(q, "not translated",
+		      "state ERROR (Quartz stopped firing it): imported as live");
+	if (!t->cron) {
+		issue(q, "not translated", "no row in qrtz_cron_triggers");
+		goto out;
+	}
+	if (!zone) {
+		zone = o->timezone ? o->timezone : "UTC";
+		if (!o->timezone)
+			issue(q, "approximated",
+			      "no TIME_ZONE_ID: Quartz uses the JVM's zone; taken as UTC");
+	}
+	if ((why = pal__import_check_schedule(t->cron, zone, o->now))) {
+		issue(q, "not translated", "%s", why);
+		goto out;
+	}
+	if (t->calendar)
+		issue(q, "not translated",
+		      "calendar %s: stored Java-serialized in qrtz_calendars, not read",
+		      t->calendar);
+	if (t->job_data || t->trigger_data)
+		issue(q, "not translated", "%s JobDataMap: Java-serialized, not read",
+		      t->job_data ? "the job's" : "the trigger's");
+	if (t->nonconcurrent)
+		issue(q, "approximated",
+		      "job %s.%s is @DisallowConcurrentExecution: overlap queue (Quartz holds the "
+		      "trigger until the running execution ends)",
+		      t->job_group, t->job_name);
+	if (t->priority < -100 || t->priority > 100)
+		issue(q, "approximated", "priority %d: palisade's priorities are -100 to 100",
+		      t->priority);
+
+	m = misfire(q, t->misfire_instr);
+	if (m && strcmp(m, "fire_once"))
+		j.misfire = strcpy(mis, m);
+	g_string_append_printf(id, "%s.%s", *g ? g : "default", *n ? n : "trigger");
+	g_string_append_printf(desc, "Quartz trigger %s.%s of job %s.%s (%s)", t->trigger_group,
+			       t->trigger_name, t->job_group, t->job_name, t->job_class);
+	if (t->job_description)
+		g_string_append_printf(desc, ": %s", t->job_description);
+	if (desc->len > 4000)
+		g_string_truncate(desc, 4000);
+	{
+		const char *const kv[][2] = {
+		    {"scheduler", q->sched},
+		    {"job_group", t->job_group},
+		    {"job_name", t->job_name},
+		    {"job_class", t->job_class},
+		    {"trigger_group", t->trigger_group},
+		    {"trigger_name", t->trigger_name},
+		};
+		g_string_append(body, "{\"quartz\": {");
+		for (size_t k = 0; k < G_N_ELEMENTS(kv); k++) {
+			g_string_append_printf(body, "%s\"%s\": ", k ? ", " : "", kv[k][0]);
+			pal__import_json_str(body, kv[k][1] ? kv[k][1] : "");
+		}
+	}
+	g_string_append(body, "}, \"scheduled_at\": \"{scheduled_at}\"}");
+	g_string_append_printf(src, "%s\n%s\n%s\n%s\n%s\n%s\n%s\n%lld\n%lld\n%d\n%d", q->sched,
+			       t->trigger_group, t->trigger_name, t->job_group, t->job_name,
+			       t->cron, zone, (long long)t->start_ms, (long long)t->end_ms,
+			       t->misfire_instr, t->priority);
+
+	j.id = id->str;
+	j.cron = t->cron;
+	j.timezone = zone;
+	j.overlap = t->nonconcurrent ? "queue" : NULL;
+	/* Quartz fires at or after START_TIME (ms) and at or before END_TIME */
+	j.has_start = t->start_ms > 0;
+	j.start = (t->start_ms + 999) / 1000;
+	j.has_end = t->end_ms > 0;
+	j.end = t->end_ms / 1000 + 1;
+	j.has_priority = true;
+	j.priority = t->priority < -100 ? -100 : t->priority > 100 ? 100 : t->priority;
+	j.suspend = !strncmp(t->state, "PAUSED", 6) || t->group_paused;
+	j.description = desc->str;
+	j.body = body->str;
+	j.source = src->str;
+	j.source_len = src->len;
+	pal__import_emit(q->r, &j, o);
+out:
+	g_free(why);
+	g_free(g);
+	g_free(n);
+	g_string_free(id, TRUE);
+	g_string_free(body, TRUE);
+	g_string_free(desc, TRUE);
+	g_string_free(src, TRUE);
+}
+
+int pal_import_quartz(pal_import_result *r, const char *sched, const pal_quartz_trigger *t,
+		      size_t n, const pal_import_opts *o)
+{
+	for (size_t i = 0; i < n; i++) {
+		qrow q = {.r = r, .sched = sched};
+		snprintf(q.where, sizeof q.where, "%s/%s/%s", sched, t[i].trigger_group,
+			 t[i].trigger_name);
+		trigger(&q, &t[i], o);
+	}
+	return 0;
+}
