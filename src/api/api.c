@@ -1123,65 +1123,90 @@ static int load_documents(const char *name, const char *body, size_t len, pal_jo
 	return rc;
 }
 
-static void h_apply(call *c)
+/*
+ * The job files of the body (Content-Type application/yaml), validated as
+ * `palisade apply` validates them, into SET; every job's tenant must be the
+ * token's.  False with the problem set (415, 422 invalid-job-file, 403).
+ */
+static bool load_body(call *c, pal_jobset *set)
 {
 	const pal_api_request *req = c->req;
 	const char *ct = header(c, "Content-Type");
 	if (!ct || (strncasecmp(ct, "application/yaml", 16) &&
 		    strncasecmp(ct, "application/x-yaml", 18) && strncasecmp(ct, "text/yaml", 9))) {
 		problem(c, 415, "unsupported-media-type", "Unsupported media type",
-			"apply takes the job file itself: Content-Type: application/yaml");
-		return;
+			"the body is the job file itself: Content-Type: application/yaml");
+		return false;
 	}
+	const char *file = query(c, "file");
+	pal_diags diags = {0};
+	int rc = load_documents(file ? file : "request.yaml", req->body ? req->body : "",
+				req->body_len, set, &diags);
+	for (size_t i = 0; i < set->n; i++)
+		if (pal_job_key_horizon_check(&set->jobs[i], c->api->key_retention_ms, &diags))
+			rc = PAL_EINVAL;
+	if (rc || diags.n)
+		problem_diags(c, &diags);
+	pal_diags_free(&diags);
+	if (rc)
+		return false;
+	for (size_t i = 0; i < set->n; i++)
+		if (!pal_token_sees_tenant(&c->who, set->jobs[i].tenant)) {
+			problem(
+			    c, 403, "forbidden-tenant", "Not your tenant",
+			    "job %s is of tenant %s; token %s may not act on it; nothing applied",
+			    set->jobs[i].id, set->jobs[i].tenant, c->who.name);
+			return false;
+		}
+	return true;
+}
+
+/* What `plan diff` shows for SET: the next instants, stored and new. */
+static void diff_set(call *c, const pal_jobset *set)
+{
+	json_t *jobs = json_array();
+	int64_t now = (int64_t)time(NULL);
+	char err[1024];
+	for (size_t i = 0; i < set->n; i++) {
+		pal_plan_diff d;
+		int rc = pal_plan_diff_job(c->api->st, &set->jobs[i], now, DIFF_COUNT, &d, err,
+					   sizeof err);
+		if (rc) {
+			json_decref(jobs);
+			problem_rc(c, rc, err);
+			return;
+		}
+		json_array_append_new(jobs, pal_plan_diff_json(&d, set->jobs[i].id));
+		pal_plan_diff_clear(&d);
+	}
+	ok(c, 200, json_pack("{s:b, s:o}", "dry_run", 1, "jobs", jobs));
+}
+
+static void h_apply(call *c)
+{
 	const char *dry = query(c, "dry_run");
 	if (dry && strcmp(dry, "true") && strcmp(dry, "false")) {
 		problem(c, 400, "bad-parameter", "Bad parameter",
 			"dry_run: expected true or false");
 		return;
 	}
-	const char *file = query(c, "file");
 	pal_jobset set = {0};
-	pal_diags diags = {0};
-	int rc = load_documents(file ? file : "request.yaml", req->body ? req->body : "",
-				req->body_len, &set, &diags);
-	for (size_t i = 0; i < set.n; i++)
-		if (pal_job_key_horizon_check(&set.jobs[i], c->api->key_retention_ms, &diags))
-			rc = PAL_EINVAL;
-	if (rc || diags.n) {
-		problem_diags(c, &diags);
-		goto out;
+	if (load_body(c, &set)) {
+		if (dry && !strcmp(dry, "true"))
+			diff_set(c, &set); /* nothing is written */
+		else
+			apply_set(c, &set, query(c, "reason") ? query(c, "reason") : "");
 	}
-	for (size_t i = 0; i < set.n; i++)
-		if (!pal_token_sees_tenant(&c->who, set.jobs[i].tenant)) {
-			problem(
-			    c, 403, "forbidden-tenant", "Not your tenant",
-			    "job %s is of tenant %s; token %s may not act on it; nothing applied",
-			    set.jobs[i].id, set.jobs[i].tenant, c->who.name);
-			goto out;
-		}
-	if (dry && !strcmp(dry, "true")) {
-		/* what `plan diff` shows; nothing is written */
-		json_t *jobs = json_array();
-		int64_t now = (int64_t)time(NULL);
-		char err[1024];
-		for (size_t i = 0; i < set.n; i++) {
-			pal_plan_diff d;
-			if ((rc = pal_plan_diff_job(c->api->st, &set.jobs[i], now, DIFF_COUNT, &d,
-						    err, sizeof err))) {
-				json_decref(jobs);
-				problem_rc(c, rc, err);
-				goto out;
-			}
-			json_array_append_new(jobs, pal_plan_diff_json(&d, set.jobs[i].id));
-			pal_plan_diff_clear(&d);
-		}
-		ok(c, 200, json_pack("{s:b, s:o}", "dry_run", 1, "jobs", jobs));
-		goto out;
-	}
-	apply_set(c, &set, query(c, "reason") ? query(c, "reason") : "");
-out:
 	pal_jobset_free(&set);
-	pal_diags_free(&diags);
+}
+
+/* `palisade plan diff` of the body's job files: writes nothing. */
+static void h_plan_diff(call *c)
+{
+	pal_jobset set = {0};
+	if (load_body(c, &set))
+		diff_set(c, &set);
+	pal_jobset_free(&set);
 }
 
 /* ---- routes ----------------------------------------------------------------- */
@@ -1199,6 +1224,7 @@ static const route routes[] = {
     {"GET", "/api/v1/status", PAL_ROLE_VIEWER, h_status, false},
     {"GET", "/api/v1/verify", PAL_ROLE_VIEWER, h_verify, false},
     {"POST", "/api/v1/drain", PAL_ROLE_ADMIN, h_drain, false},
+    {"POST", "/api/v1/plan/diff", PAL_ROLE_VIEWER, h_plan_diff, true},
     {"POST", "/api/v1/apply", PAL_ROLE_ADMIN, h_apply, true},
     {"GET", "/api/v1/jobs", PAL_ROLE_VIEWER, h_jobs, false},
     {"GET", "/api/v1/jobs/*", PAL_ROLE_VIEWER, h_job, false},

@@ -165,6 +165,7 @@ call("POST", "/api/v1/tokens/contract-viewer/revoke", {}, want=200)
 call("POST", "/api/v1/tokens/contract-viewer/revoke", {}, want=404)
 JOB = 'jobs:\n  - {id: c.two, schedule: {cron: "0 0 * * * ?"}, target: {url: "http://127.0.0.1:9/x"}}\n'
 st, dry = call("POST", "/api/v1/apply?dry_run=true", JOB, ctype="application/yaml", want=200)
+call("POST", "/api/v1/plan/diff?file=c.yaml", JOB, ctype="application/yaml", want=200)
 call("POST", "/api/v1/apply?reason=contract", JOB, ctype="application/yaml", want=200)
 call("POST", "/api/v1/apply", "jobs:\n  - {id: c.bad, schedule: {cron: \"61 * * * * ?\"}}\n", ctype="application/yaml", want=422)
 call("POST", "/api/v1/apply", JOB, want=415)
