@@ -76,6 +76,7 @@ node_conf() {
 		echo "cluster: {name: $cluster, shards: 16}"
 		echo "zookeeper: {session_timeout: ${B_SESSION}s, root: /bench}"
 		for l in "$@"; do echo "$l"; done
+		[ -z "${BENCH_NODE_CONF:-}" ] || echo "$BENCH_NODE_CONF"
 	} >"$f"
 }
 

@@ -27,6 +27,11 @@
 #                          lateness lease handoff apply scale burst handoff200k
 #                          soak
 #   BENCH_SESSION=4        ZooKeeper session timeout of every node, seconds
+#   BENCH_NODE_CONF="..."  one more line of every node's palisade.yaml, e.g.
+#                          'postgres: {pool_mode: transaction}' to measure the
+#                          pooled store (unnamed claims and renewals) against
+#                          PostgreSQL itself (with PGOPTIONS='-c jit=off' in
+#                          place of the pooler's connect_query)
 #   BENCH_BURST_SINKS="durable noop"
 #                          the burst's runs: with the reference sink, with the
 #                          no-op sink (both by default)
