@@ -19,32 +19,32 @@ struct command {
 int pal_cmd_release(int argc, char **argv); /* cmd_quarantine.c */
 
 static const struct command commands[] = {
-	{ "migrate", pal_cmd_migrate, "apply schema migrations (safe to run concurrently)" },
-	{ "validate", pal_cmd_validate, "check job files without touching the cluster" },
-	{ "apply", pal_cmd_apply, "store job files as new plan versions where changed" },
-	{ "jobs", pal_cmd_jobs, "list jobs and their versions" },
-	{ "plan", pal_cmd_plan, "plan diff FILE...: how next fire instants would move" },
-	{ "cron", pal_cmd_cron, "cron next EXPR: preview fire instants" },
-	{ "import", pal_cmd_import, "crontab and Kubernetes CronJobs as a job file" },
-	{ "node", pal_cmd_node, "run a cluster node (controller and/or executor)" },
-	{ "status", pal_cmd_status, "nodes, shards, leaders, epochs, lag, backlog" },
-	{ "verify", pal_cmd_verify, "check the plan set: missing and duplicate instants" },
-	{ "retention", pal_cmd_retention, "partition maintenance: create ahead, drop old history" },
-	{ "drain", pal_cmd_drain, "hand a node's shards off and stop it" },
-	{ "triggers", pal_cmd_triggers, "list triggers: state, fence, lease, attempts" },
-	{ "pause", pal_cmd_pause, "pause a job, group, tenant or everything (audited)" },
-	{ "resume", pal_cmd_resume, "resume a paused scope (audited)" },
-	{ "cancel", pal_cmd_cancel, "cancel a trigger or a job's triggers (audited)" },
-	{ "trigger", pal_cmd_trigger, "run a job now or at --at, as a manual run" },
-	{ "backfill", pal_cmd_backfill, "plan every instant of a job in a past range" },
-	{ "tickets", pal_cmd_tickets, "list, show and resolve manual-intervention tickets" },
-	{ "delete", pal_cmd_delete, "retire jobs: nothing planned after now, history kept" },
-	{ "attempts", pal_cmd_attempts, "list the attempts (claims) of a trigger" },
-	{ "gates", pal_cmd_gates, "list the gates (pauses) and who set them" },
-	{ "misfires", pal_cmd_misfires, "list recorded non-runs (misfires) of jobs" },
-	{ "audit", pal_cmd_audit, "list the audit log" },
-	{ "release", pal_cmd_release, "release a quarantined job (audited)" },
-	{ "token", pal_cmd_token, "create, list and revoke tokens of the HTTP API" },
+    {"migrate", pal_cmd_migrate, "apply schema migrations (safe to run concurrently)"},
+    {"validate", pal_cmd_validate, "check job files without touching the cluster"},
+    {"apply", pal_cmd_apply, "store job files as new plan versions where changed"},
+    {"jobs", pal_cmd_jobs, "list jobs and their versions"},
+    {"plan", pal_cmd_plan, "plan diff FILE...: how next fire instants would move"},
+    {"cron", pal_cmd_cron, "cron next EXPR: preview fire instants"},
+    {"import", pal_cmd_import, "crontab, Kubernetes CronJobs, Quartz stores as a job file"},
+    {"node", pal_cmd_node, "run a cluster node (controller and/or executor)"},
+    {"status", pal_cmd_status, "nodes, shards, leaders, epochs, lag, backlog"},
+    {"verify", pal_cmd_verify, "check the plan set: missing and duplicate instants"},
+    {"retention", pal_cmd_retention, "partition maintenance: create ahead, drop old history"},
+    {"drain", pal_cmd_drain, "hand a node's shards off and stop it"},
+    {"triggers", pal_cmd_triggers, "list triggers: state, fence, lease, attempts"},
+    {"pause", pal_cmd_pause, "pause a job, group, tenant or everything (audited)"},
+    {"resume", pal_cmd_resume, "resume a paused scope (audited)"},
+    {"cancel", pal_cmd_cancel, "cancel a trigger or a job's triggers (audited)"},
+    {"trigger", pal_cmd_trigger, "run a job now or at --at, as a manual run"},
+    {"backfill", pal_cmd_backfill, "plan every instant of a job in a past range"},
+    {"tickets", pal_cmd_tickets, "list, show and resolve manual-intervention tickets"},
+    {"delete", pal_cmd_delete, "retire jobs: nothing planned after now, history kept"},
+    {"attempts", pal_cmd_attempts, "list the attempts (claims) of a trigger"},
+    {"gates", pal_cmd_gates, "list the gates (pauses) and who set them"},
+    {"misfires", pal_cmd_misfires, "list recorded non-runs (misfires) of jobs"},
+    {"audit", pal_cmd_audit, "list the audit log"},
+    {"release", pal_cmd_release, "release a quarantined job (audited)"},
+    {"token", pal_cmd_token, "create, list and revoke tokens of the HTTP API"},
 };
 
 static void usage(FILE *fp)
@@ -52,9 +52,10 @@ static void usage(FILE *fp)
 	fprintf(fp, "usage: palisade COMMAND [ARGS...]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 		fprintf(fp, "  %-10s %s\n", commands[i].name, commands[i].summary);
-	fprintf(fp, "\nexit codes: 0 ok, 2 verify found a mismatch, 3 not found, 4 refused,\n"
-		    "64 usage, 65 invalid input, 69 database or ZooKeeper unavailable, 70 internal,\n"
-		    "77 the API refused the token (--server)\n");
+	fprintf(fp,
+		"\nexit codes: 0 ok, 2 verify found a mismatch, 3 not found, 4 refused,\n"
+		"64 usage, 65 invalid input, 69 database or ZooKeeper unavailable, 70 internal,\n"
+		"77 the API refused the token (--server)\n");
 	fprintf(fp, "\n'palisade COMMAND --help' describes a command.  See palisade(1).\n");
 }
 
