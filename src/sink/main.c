@@ -45,7 +45,7 @@ static const char usage_text[] =
     "                               (default 32, 1..256)\n"
     "  --max-connections N          concurrent HTTP connections (default 1000)\n"
     "  --max-connections-per-address N\n"
-    "                               of them from one client address (default 512)\n"
+    "                               of them from one client address (default: all)\n"
     "  --head-timeout-ms N          a request head must be complete within N ms of\n"
     "                               the connection opening (default 10000, 100..600000)\n"
     "  --body-timeout-ms N          and its body within N ms of the head (default 30000,\n"
@@ -151,7 +151,7 @@ static int parse_cmdline(int argc, char **argv, cmdline *cl)
 	memset(cl, 0, sizeof *cl);
 	cl->opts.threads = 32;
 	cl->opts.max_conns = 1000;
-	cl->opts.max_conns_per_addr = 512;
+	cl->opts.max_conns_per_addr = 0; /* as many as --max-connections */
 	cl->opts.head_timeout_ms = 10000;
 	cl->opts.body_timeout_ms = 30000;
 	cl->opts.group_max = 64;
@@ -286,6 +286,8 @@ static int parse_cmdline(int argc, char **argv, cmdline *cl)
 		return usage_error("%s", "--retention-once needs PostgreSQL; drop --noop");
 	if (cl->opts.listen == NULL && !cl->migrate_only && !cl->retention.once)
 		return usage_error("%s", "--listen ADDR is required");
+	if (cl->opts.max_conns_per_addr == 0 || cl->opts.max_conns_per_addr > cl->opts.max_conns)
+		cl->opts.max_conns_per_addr = cl->opts.max_conns;
 	if (cl->opts.group_committers > cl->opts.threads)
 		cl->opts.group_committers = cl->opts.threads; /* each needs a connection */
 	if (!cl->opts.noop && (cl->opts.pg == NULL || cl->opts.pg[0] == '\0'))

@@ -24,7 +24,7 @@ SHARDS=2 write_conf "$CLUSTER_CONF" "admin: {head_timeout: 2s, body_timeout: 2s}
 start_node l1
 NA=${NODE_ADMIN[l1]}
 wait_until "node ready" 20 bash -c "[ \"\$(curl -s http://$NA/readyz)\" = ready ]"
-start_sink --noop --head-timeout-ms 2000 --body-timeout-ms 2000 || { fail "sink start"; finish; exit 1; }
+start_sink --noop --head-timeout-ms 2000 --body-timeout-ms 2000 --max-connections-per-address 300 || { fail "sink start"; finish; exit 1; }
 
 # ---- head and body deadlines: a header line or a body byte a second, cut at 2 s
 heads=()
@@ -53,7 +53,9 @@ expect_eq "node admin: 40 idle from one address, the 8 oldest closed" "closed=8 
 	"$($SIEGE crowd --target "$NA" --count 40 --addrs 1)"
 expect_eq "node admin: 300 idle from 10 addresses (30 each), the 44 oldest closed" \
 	"closed=44 oldest=yes" "$($SIEGE crowd --target "$NA" --count 300 --addrs 10)"
-# sink: 512 per address, 1000 in all; sink admin: 16 and 64
+# sink: 300 per address (set here; by default all), 1000 in all; sink admin: 16 and 64
+expect_eq "sink: 320 idle from one address, the 20 oldest closed" "closed=20 oldest=yes" \
+	"$($SIEGE crowd --target "$SINK_ADDR" --count 320 --addrs 1)"
 expect_eq "sink: 1,100 idle from 4 addresses, the 100 oldest closed" "closed=100 oldest=yes" \
 	"$($SIEGE crowd --target "$SINK_ADDR" --count 1100 --addrs 4)"
 expect_eq "sink admin: 20 idle from one address, the 4 oldest closed" "closed=4 oldest=yes" \
