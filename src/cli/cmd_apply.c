@@ -39,7 +39,8 @@ static void usage(FILE *fp)
 {
 	fprintf(fp,
 		"usage: palisade apply [--prune] [--dry-run] [--reason TEXT] [--pg CONNINFO]\n"
-		"                      [--config FILE] [--output table|json] FILE...\n"
+		"                      [--config FILE] [--output table|json]\n"
+		"                      [--server URL [--token-file FILE]] FILE...\n"
 		"Validate the job files, then store each job as a new plan version when its\n"
 		"canonical spec changed (version n+1), or report it unchanged.  All jobs go in\n"
 		"one transaction: on any error nothing is stored.  History is never rewritten.\n"

@@ -17,6 +17,7 @@ static void usage(FILE *fp)
 	fprintf(fp,
 		"usage: palisade cancel (--trigger ID | --job JOB) --reason TEXT\n"
 		"                       [--output table|json] [--pg CONNINFO] [--config FILE]\n"
+		"                       [--server URL [--token-file FILE]]\n"
 		"Cancel one trigger, or every non-terminal trigger of a job:\n"
 		"  pending, retry_wait, paused  -> cancelled (at once)\n"
 		"  running                      -> cancelling: the executor stops it at its next\n"

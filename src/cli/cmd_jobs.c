@@ -16,7 +16,8 @@
 static void usage(FILE *fp)
 {
 	fprintf(fp, "usage: palisade jobs [--versions] [--next N] [--retired] [--output table|json]\n"
-		    "                     [--pg CONNINFO] [--config FILE] [JOB]\n"
+		    "                     [--pg CONNINFO] [--config FILE]\n"
+		    "                     [--server URL [--token-file FILE]] [JOB]\n"
 		    "List the live jobs (or one JOB, live or retired) with their latest and\n"
 		    "active plan versions, owner and description; --versions adds one line per\n"
 		    "stored version, --next N the next N fire instants of the latest version.\n"

@@ -17,6 +17,7 @@ static void usage(FILE *fp)
 {
 	fprintf(fp,
 		"usage: palisade release JOB --reason TEXT [--pg CONNINFO] [--config FILE]\n"
+		"                        [--server URL [--token-file FILE]]\n"
 		"Release JOB from quarantine.  A job is quarantined when its planning fails\n"
 		"(the database refuses its rows, its cron or time zone no longer opens): the\n"
 		"rest of its shard keeps being planned, its instants are recorded as misfires\n"

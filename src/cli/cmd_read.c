@@ -77,6 +77,7 @@ static int run(const char *cmd, const pal_cli_common *c, read_fn fn, const void 
 static void usage_attempts(FILE *fp)
 {
 	fprintf(fp, "usage: palisade attempts [--output table|json] [--pg CONNINFO] [--config FILE]\n"
+		    "                         [--server URL [--token-file FILE]]\n"
 		    "                         TRIGGER\n"
 		    "Every attempt (claim) of trigger TRIGGER, oldest first: fence, node, when,\n"
 		    "the idempotency key sent, outcome, error class, HTTP status, duration.\n"
@@ -136,6 +137,7 @@ int pal_cmd_attempts(int argc, char **argv)
 static void usage_gates(FILE *fp)
 {
 	fprintf(fp, "usage: palisade gates [--output table|json] [--pg CONNINFO] [--config FILE]\n"
+		    "                      [--server URL [--token-file FILE]]\n"
 		    "Every gate (persistent pause): scope, since, who set it and why, and its\n"
 		    "source: 'operator' (`palisade pause`) or 'spec' (`suspend: true` in a job\n"
 		    "file, lifted by apply when the file no longer says so).\n"
@@ -175,6 +177,7 @@ static void usage_misfires(FILE *fp)
 	fprintf(fp,
 		"usage: palisade misfires [--job JOB] [--from RFC3339] [--to RFC3339] [--limit N]\n"
 		"                         [--output table|json] [--pg CONNINFO] [--config FILE]\n"
+		"                         [--server URL [--token-file FILE]]\n"
 		"The ledger of non-runs: every recorded decision not to fire (missed, excluded,\n"
 		"overlap, ...), one row per range, newest first; --from/--to keep the ranges\n"
 		"that overlap the interval (whole seconds); at most --limit rows (default %d).\n"

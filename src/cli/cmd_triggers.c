@@ -19,6 +19,7 @@ static void usage(FILE *fp)
 		"usage: palisade triggers [--job JOB] [--state STATE] [--since RFC3339]\n"
 		"                         [--limit N] [--output table|json]\n"
 		"                         [--pg CONNINFO] [--config FILE]\n"
+		"                         [--server URL [--token-file FILE]]\n"
 		"List triggers of JOB (or of all jobs), newest scheduled instant first, at most\n"
 		"--limit (default 50): id, job, version, scheduled_at, partition, source,\n"
 		"state, fence, lease owner and expiry, attempts, last error class.\n"

@@ -20,6 +20,7 @@ static void usage(FILE *fp)
 		"usage: palisade verify --from RFC3339 --to RFC3339 [--job JOB]\n"
 		"                       [--stuck-after DURATION] [--sink-pg CONNINFO]\n"
 		"                       [--output table|json] [--pg CONNINFO] [--config FILE]\n"
+		"                       [--server URL [--token-file FILE]]\n"
 		"Recompute every instant of every activated job version in [from, to] and\n"
 		"compare with the triggers and misfire decisions in the database.\n"
 		"  missing     instants with neither a trigger nor a misfire record (G1)\n"
