@@ -29,6 +29,7 @@ typedef struct pal_call_spec {
 	const char *url;             /* template */
 	const char *body;            /* template, NULL when none */
 	const char *status_url;      /* template, NULL when none */
+	const char *tracestate;      /* sent as written, NULL when none */
 	const char *idempotency_key; /* template */
 	const char *timezone;        /* IANA name, for {scheduled_date} */
 	const pal_header *headers;   /* values are templates */
@@ -56,6 +57,7 @@ enum {
 	PAL_CF_MAX_MS,       /* retry.backoff.max_ms */
 	PAL_CF_MULTIPLIER,   /* retry.backoff.multiplier */
 	PAL_CF_JITTER,       /* retry.backoff.jitter */
+	PAL_CF_TRACESTATE,   /* target.tracestate (absent: NULL) */
 	PAL_CF_N
 };
 

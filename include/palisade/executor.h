@@ -20,6 +20,7 @@
 #define PALISADE_EXECUTOR_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include "palisade/err.h"
 #include "palisade/metrics.h"
@@ -45,6 +46,9 @@ typedef struct pal_executor_config {
 	int64_t poll_ms;        /* claim poll interval when idle (NOTIFY wakes earlier); default 200 */
 	int64_t body_cap;       /* bytes of a response kept, default 64 KiB */
 	const char *proxy;      /* NULL/"" direct (environment ignored), "env", or a URL */
+	const char *cluster;    /* cluster.name: the prefix of every trace id (trace.h);
+				   read at start only, not kept */
+	bool trace_sampled;     /* traceparent's sampled flag */
 } pal_executor_config;
 
 typedef struct pal_executor pal_executor;

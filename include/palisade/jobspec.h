@@ -72,6 +72,7 @@ typedef struct pal_job_spec {
 	char *body;           /* template, may be NULL */
 	int64_t timeout_ms;   /* default 30s */
 	char *status_url;     /* template, may be NULL */
+	char *tracestate;     /* W3C tracestate sent as written, may be NULL */
 
 	/* retry */
 	int32_t max_attempts; /* default 5 */

@@ -78,6 +78,7 @@ typedef struct pal_nodeconf {
 	int64_t claim_ahead_ms;
 	int32_t claim_connections; /* claims in flight at once, 1 or 2 */
 	char *proxy;		   /* "" direct, "env", or a proxy URL */
+	int trace_sampled;	   /* 1: traceparent's sampled flag set */
 	/* admin, log */
 	char *admin_listen;	 /* host:port */
 	char *admin_token_file;	 /* "" = read admin_token_env instead */

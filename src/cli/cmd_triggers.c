@@ -1,6 +1,8 @@
 /*
- * cmd_triggers.c - `palisade triggers [--job JOB]`: planned executions with
- * their state, fence and lease, newest first (src/store/ops.c).
+ * cmd_triggers.c - `palisade triggers [--job JOB | --trace-id ID]`: planned
+ * executions with their state, fence, lease and trace id, newest first
+ * (src/store/ops.c); a trace id names its trigger (trace.h), so --trace-id
+ * reads one trigger by its id, without an index of trace ids.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -10,22 +12,26 @@
 #include "palisade/err.h"
 #include "palisade/ops.h"
 #include "palisade/timefmt.h"
+#include "palisade/trace.h"
 #include "palisade/tstate.h"
 #include "cli_int.h"
 
 static void usage(FILE *fp)
 {
 	fprintf(fp,
-		"usage: palisade triggers [--job JOB] [--state STATE] [--since RFC3339]\n"
-		"                         [--limit N] [--output table|json]\n"
+		"usage: palisade triggers [--job JOB | --trace-id ID] [--state STATE]\n"
+		"                         [--since RFC3339] [--limit N] [--output table|json]\n"
 		"                         [--pg CONNINFO] [--config FILE]\n"
 		"                         [--server URL [--token-file FILE]]\n"
 		"List triggers of JOB (or of all jobs), newest scheduled instant first, at most\n"
 		"--limit (default 50): id, job, version, scheduled_at, partition, source,\n"
-		"state, fence, lease owner and expiry, attempts, last error class.\n"
+		"state, fence, lease owner and expiry, attempts, last error class, and (json)\n"
+		"the trace id its calls carry.  --trace-id: the trigger whose calls carried the\n"
+		"traceparent trace id ID (32 hex digits) in the cluster of --config.\n"
 		"STATE: pending running succeeded retry_wait failed unknown pausing paused\n"
 		"cancelling cancelled manual skipped.  --since keeps instants at or after it.\n"
-		"Exit: 0 listed, 3 no such job, 64 usage, 69 database unreachable.\n");
+		"Exit: 0 listed, 3 no such job (or no trigger of that trace id), 64 usage,\n"
+		"69 database unreachable.\n");
 }
 
 static const char *str(json_t *o, const char *k)
@@ -63,17 +69,20 @@ static void print_table(json_t *list)
 
 int pal_cmd_triggers(int argc, char **argv)
 {
-	pal_cli_common c = { 0 };
+	pal_cli_common c = {0};
 	const char *job = NULL, *state = NULL;
 	int64_t since = PAL_OPS_NOW;
 	int limit = 50;
-	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
-					    { "job", required_argument, NULL, 'j' },
-					    { "state", required_argument, NULL, 's' },
-					    { "since", required_argument, NULL, 'S' },
-					    { "limit", required_argument, NULL, 'n' },
-					    { "help", no_argument, NULL, 'h' },
-					    { 0 } };
+	const char *trace = NULL;
+	int64_t trigger_id = 0;
+	static const struct option lo[] = {PAL_CLI_COMMON_LONGOPTS,
+					   {"trace-id", required_argument, NULL, 'T'},
+					   {"job", required_argument, NULL, 'j'},
+					   {"state", required_argument, NULL, 's'},
+					   {"since", required_argument, NULL, 'S'},
+					   {"limit", required_argument, NULL, 'n'},
+					   {"help", no_argument, NULL, 'h'},
+					   {0}};
 	int opt, ec;
 	while ((opt = getopt_long(argc, argv, "hj:s:n:", lo, NULL)) != -1) {
 		switch (opt) {
@@ -85,13 +94,17 @@ int pal_cmd_triggers(int argc, char **argv)
 		case 's': {
 			pal_tstate st;
 			if (pal_tstate_parse(optarg, &st)) {
-				pal_cli_err("triggers", "--state \"%s\": not a trigger state (see --help)",
+				pal_cli_err("triggers",
+					    "--state \"%s\": not a trigger state (see --help)",
 					    optarg);
 				return PAL_EXIT_USAGE;
 			}
 			state = optarg;
 			break;
 		}
+		case 'T':
+			trace = optarg;
+			break;
 		case 'S':
 			if (!pal_cli_time("triggers", "since", optarg, &since))
 				return PAL_EXIT_USAGE;
@@ -112,6 +125,28 @@ int pal_cmd_triggers(int argc, char **argv)
 		usage(stderr);
 		return PAL_EXIT_USAGE;
 	}
+	uint64_t prefix = pal_trace_cluster(pal__cli_config_cluster(&c));
+	if (trace) {
+		char err[256];
+		uint64_t p;
+		if (job) {
+			pal_cli_err("triggers", "--trace-id names one trigger; drop --job");
+			return PAL_EXIT_USAGE;
+		}
+		if (pal_trace_id_parse(trace, &p, &trigger_id, err, sizeof err)) {
+			pal_cli_err("triggers", "--trace-id: %s", err);
+			return PAL_EXIT_USAGE;
+		}
+		if (p != prefix) {
+			pal_cli_err(
+			    "triggers",
+			    "--trace-id %s: not a trace id of cluster \"%s\" (its ids begin "
+			    "with %016llx); hint: --config with the node config of the "
+			    "cluster that sent it",
+			    trace, pal__cli_config_cluster(&c), (unsigned long long)prefix);
+			return PAL_EXIT_NOTFOUND;
+		}
+	}
 	json_t *list;
 	if (pal_cli_server(&c) && job && since == PAL_OPS_NOW && limit <= 1000) {
 		/* the API lists one job's, newest first, without --since */
@@ -129,12 +164,22 @@ int pal_cmd_triggers(int argc, char **argv)
 		if (ec)
 			return ec;
 		char err[1024];
-		int rc = pal_ops_triggers_json(st, job, state, since, limit, &list, err, sizeof err);
+		int rc = pal_ops_triggers_json(st, job, state, since, trigger_id, limit, &list, err,
+					       sizeof err);
 		pal_store_close(st);
 		if (rc) {
 			pal_cli_err("triggers", "%s", err);
 			return pal_cli_exit_code(rc);
 		}
+	}
+	pal_trace_ids_json(list, prefix);
+	if (trace && !json_array_size(list)) {
+		pal_cli_err("triggers",
+			    "no trigger of trace id %s (trigger %lld): it may have "
+			    "been removed by retention",
+			    trace, (long long)trigger_id);
+		json_decref(list);
+		return PAL_EXIT_NOTFOUND;
 	}
 	if (c.json) {
 		json_dumpf(list, stdout, JSON_INDENT(2));

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <glib.h>
 #include "palisade/jobfile.h"
+#include "palisade/trace.h"
 #include "palisade/cron.h"
 #include "palisade/template.h"
 #include "palisade/timefmt.h"
@@ -192,6 +193,7 @@ static void k_method(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_url(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_headers(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_body(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+static void k_tracestate(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_status_url(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_partitions(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_backoff_max(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
@@ -227,6 +229,7 @@ static const struct keydef target_keys[] = {
     {"headers", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_headers, false},
     {"body", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_body, false},
     {"timeout", K_DURATION, OFF(timeout_ms), 100, 1 * MS_H, NULL, 0, NULL, NULL, NULL, false},
+    {"tracestate", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_tracestate, false},
     {"status_url", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_status_url, false},
 };
 static const struct section target_section = {"target", target_keys, N(target_keys)};
@@ -1135,6 +1138,24 @@ static void k_status_url(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 	}
 	free(s->status_url);
 	s->status_url = u;
+}
+
+/* Sent as the tracestate header beside palisade's traceparent
+ * (docs/protocol.md, "Trace context"): fixed text, no placeholders. */
+static void k_tracestate(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
+{
+	char why[256];
+	char *t = get_str(c, v, "tracestate", PAL_TRACESTATE_MAX);
+
+	if (!t)
+		return;
+	if (!pal_tracestate_valid(t, why, sizeof why)) {
+		jdiag(c, v, "%s (W3C Trace Context)", why);
+		free(t);
+		return;
+	}
+	free(s->tracestate);
+	s->tracestate = t;
 }
 
 static void k_body(struct jctx *c, const pal_ynode *v, pal_job_spec *s)

@@ -36,6 +36,7 @@ static const char *const log_level_names[] = {"debug", "info", "warn", "error"};
 static const char *const admin_reads_names[] = {"open", "token"};
 static const char *const role_names[] = {"controller", "executor"};
 static const char *const pool_mode_names[] = {"session", "transaction"};
+static const char *const bool_names[] = {"false", "true"};
 
 /* clang-format off */
 static const pal_conf_key table[] = {
@@ -136,6 +137,10 @@ static const pal_conf_key table[] = {
 	  "HTTP proxy for side-effect calls: empty = connect directly (proxy variables in the "
 	  "environment are ignored), a URL = use it, env = honour http_proxy/https_proxy/no_proxy",
 	  OFF(proxy), NULL, 0 },
+	{ "executor.trace_sampled", PAL_CONF_ENUM, "true", "", 0, 0, false,
+	  "the sampled flag of the traceparent header every side-effect call carries: true "
+	  "asks the service's tracer to record the call", OFF(trace_sampled), bool_names,
+	  N(bool_names) },
 	{ "admin.listen", PAL_CONF_STRING, "127.0.0.1:9464", "", 3, 256, false,
 	  "address of the admin HTTP endpoint (metrics, health, status), host:port",
 	  OFF(admin_listen), NULL, 0 },

@@ -35,6 +35,7 @@
 #include "palisade/schedule.h"
 #include "palisade/store.h"
 #include "palisade/timefmt.h"
+#include "palisade/trace.h"
 
 #define RETRY_MS 5000	     /* a failed source is not asked again before this */
 #define PEER_TIMEOUT_MS 800  /* a peer's /status */
@@ -1015,6 +1016,7 @@ static void render_job(GString *o, const json_t *m, const char *id)
 		{ "last_error_class", "error class", C_TEXT },
 		{ "next_attempt_at", "next attempt", C_TEXT },
 		{ "finished_at", "finished", C_TEXT },
+		{ "trace_id", "trace id", C_TEXT },
 	};
 	static const col acols[] = {
 		{ "fence", "fence", C_NUM },	      { "node", "node", C_TEXT },
@@ -1111,6 +1113,7 @@ static json_t *job_model(pal_console *c, const char *id, unsigned *status)
 		json_object_set_new(m, "error", json_string(err));
 	} else {
 		json_object_set_new(m, "next", next_instants(json_object_get(m, "spec"), 5));
+		pal_trace_ids_json(json_object_get(m, "triggers"), pal_trace_cluster(c->cluster));
 	}
 	char now[32];
 	pal_fmt_rfc3339((int64_t)time(NULL), now, sizeof now);

@@ -14,6 +14,7 @@
 #include "palisade/log.h"
 #include "palisade/template.h"
 #include "palisade/timefmt.h"
+#include "palisade/trace.h"
 #include "palisade/tz.h"
 #include "executor_int.h"
 
@@ -120,21 +121,32 @@ static struct curl_slist *append_hdr(struct curl_slist *list, char *h)
 	return l ? l : list;
 }
 
+uint64_t pal__call_span(const pal__call *k)
+{
+	return pal_span_id(k->ph == PHASE_QUERY ? PAL_SPAN_QUERY : PAL_SPAN_REQUEST, k->c.attempt,
+			   k->c.fence);
+}
+
+void pal__call_trace_ids(const pal_executor *ex, const pal__call *k, char trace[33], char span[17])
+{
+	pal_trace_id(ex->trace_prefix, k->c.id, trace);
+	snprintf(span, 17, "%016" PRIx64, pal__call_span(k));
+}
+
 static int render_all(pal_executor *ex, pal__call *k, char *err, size_t errlen)
 {
 	const pal_call_spec *s = k->spec->call;
 	char date[16] = "";
-	int64_t local = k->spec->tz ? pal_tz_to_local(k->spec->tz, k->c.scheduled_at)
-				    : k->c.scheduled_at;
+	int64_t local =
+	    k->spec->tz ? pal_tz_to_local(k->spec->tz, k->c.scheduled_at) : k->c.scheduled_at;
 	pal_fmt_date(pal_floor_div(local, 86400), date, sizeof date);
-	pal_tpl_vars v = { .job = k->c.job_id,
-			   .scheduled_at = k->c.scheduled_at,
-			   .scheduled_date = date,
-			   .partition = k->c.partition,
-			   .trigger = k->c.id,
-			   .request_id = k->c.request_id,
-			   .idempotency_key = NULL };
-	(void)ex;
+	pal_tpl_vars v = {.job = k->c.job_id,
+			  .scheduled_at = k->c.scheduled_at,
+			  .scheduled_date = date,
+			  .partition = k->c.partition,
+			  .trigger = k->c.id,
+			  .request_id = k->c.request_id,
+			  .idempotency_key = NULL};
 	/* Rendered again for every transfer of the call (a status query, the
 	 * request, each chunk): the same key each time, since it depends on the
 	 * trigger's stored fields only (a manual run's or backfill's request id
@@ -182,8 +194,14 @@ static int render_all(pal_executor *ex, pal__call *k, char *err, size_t errlen)
 	bool has_ct = false;
 	if (k->ph == PHASE_CALL) {
 		for (size_t i = 0; i < s->n_headers; i++) {
+			/* palisade's trace headers win: one traceparent per
+			 * request, naming this attempt (docs/protocol.md) */
+			if (!strcasecmp(s->headers[i].name, "traceparent") ||
+			    !strcasecmp(s->headers[i].name, "tracestate"))
+				continue;
 			char *val = NULL;
-			rc = pal_tpl_render(s->headers[i].value, &v, PAL_TPL_SECRETS, &val, err, errlen);
+			rc = pal_tpl_render(s->headers[i].value, &v, PAL_TPL_SECRETS, &val, err,
+					    errlen);
 			if (rc)
 				return rc;
 			h = g_strdup_printf("%s: %s", s->headers[i].name, val);
@@ -194,6 +212,16 @@ static int render_all(pal_executor *ex, pal__call *k, char *err, size_t errlen)
 		}
 		if (k->body && !has_ct)
 			k->hdrs = curl_slist_append(k->hdrs, "Content-Type: application/json");
+	}
+	/* W3C Trace Context from ids already held (trace.h), after the
+	 * job's headers, whose own trace headers are left out above. */
+	char tp[PAL_TRACEPARENT_LEN + 1], line[PAL_TRACEPARENT_LEN + 16];
+	pal_traceparent(ex->trace_prefix, k->c.id, pal__call_span(k), ex->cfg.trace_sampled, tp);
+	snprintf(line, sizeof line, "traceparent: %s", tp);
+	k->hdrs = curl_slist_append(k->hdrs, line);
+	if (s->tracestate) {
+		h = g_strdup_printf("tracestate: %s", s->tracestate);
+		k->hdrs = append_hdr(k->hdrs, h);
 	}
 	k->hdrs = curl_slist_append(k->hdrs, "Expect:");
 	return PAL_OK;
@@ -274,4 +302,3 @@ void pal__start_or_defer(pal_executor *ex, pal__call *k)
 	if (rc && !pal__render_skip(ex, k, rc))
 		pal__spent(ex, k, "render", 0, NULL);
 }
-

@@ -30,6 +30,7 @@
 #include "palisade/template.h"
 #include "palisade/timefmt.h"
 #include "palisade/tz.h"
+#include "palisade/trace.h"
 #include "executor_int.h"
 #include "palisade/health.h"
 
@@ -648,6 +649,8 @@ int pal_executor_start(const pal_executor_config *cfg, pal_metrics *m, pal_execu
 	    cfg->direct_conninfo && *cfg->direct_conninfo ? cfg->direct_conninfo : cfg->conninfo);
 	ex->cfg.node_id = strdup(cfg->node_id);
 	ex->cfg.proxy = strdup(cfg->proxy ? cfg->proxy : "");
+	ex->trace_prefix = pal_trace_cluster(cfg->cluster ? cfg->cluster : "default");
+	ex->cfg.cluster = NULL;
 	/* Drill-only fault injection: keep a call going after its lease is
 	 * lost or its monotonic deadline passed, so that the result reaches
 	 * the database with a stale token and the fence there must refuse it

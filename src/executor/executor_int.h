@@ -207,6 +207,7 @@ struct pal_executor {
 	uint64_t evictions_shown; /* specs.evicted already added to the metric */
 	int64_t spec_read_shown;  /* specs.read_us already added to the metric */
 	uint64_t rng;
+	uint64_t trace_prefix; /* pal_trace_cluster(cluster.name) */
 	int64_t next_claim_ms, db_backoff_ms, next_db_ms;
 
 	/* results waiting for the next commit, and the batch being committed */
@@ -269,6 +270,11 @@ bool pal__render_skip(pal_executor *ex, pal__call *k, int rc);
  * (`failed`, `manual` while its outcome is unknown). */
 void pal__start_or_defer(pal_executor *ex, pal__call *k);
 void pal__call_reset_transfer(pal__call *k);
+/* The span id of K's current transfer (trace.h: its phase, attempt and
+ * fence), and K's trace and span ids as hex for logs. */
+uint64_t pal__call_span(const pal__call *k);
+void pal__call_trace_ids(const pal_executor *ex, const pal__call *k, char trace[33],
+			 char span[17]);
 /* An easy handle for a new transfer (from the pool, reset, or new); a
  * finished one, already removed from the multi, back to the pool. */
 CURL *pal__easy_take(pal_executor *ex);

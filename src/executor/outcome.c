@@ -153,6 +153,21 @@ void pal__call_finished(pal_executor *ex, pal__call *k, CURLcode code)
 	pal_breaker_record(ex->breakers, k->host, failed_for_breaker, pal_mono_ms());
 
 	bool query = k->ph == PHASE_QUERY;
+	/* Each transfer with its trace ids (docs/protocol.md, "Trace
+	 * context"): info when it did not succeed, so that a retry or a
+	 * status query can be followed into the service's traces. */
+	pal_log_level lvl = cl.outcome == PAL_OUT_SUCCESS || cl.outcome == PAL_OUT_MORE
+				    ? PAL_LOG_DEBUG
+				    : PAL_LOG_INFO;
+	if (pal_log_enabled(lvl)) {
+		char trace[33], span[17];
+		pal__call_trace_ids(ex, k, trace, span);
+		pal_log(lvl, "executor.call", "{s:I, s:s, s:i, s:I, s:s, s:i, s:s, s:s, s:s}",
+			"trigger", (json_int_t)k->c.id, "job", k->c.job_id, "attempt", k->c.attempt,
+			"fence", (json_int_t)k->c.fence, "phase", query ? "status_query" : "request",
+			"http", (int)status, "class", cl.error_class, "trace_id", trace, "span_id",
+			span);
+	}
 	pal_action act = pal_outcome_decide(query, &cl, status, k->called,
 					    k->spec->call->status_url != NULL);
 	k->unknown = pal_unknown_after(k->unknown, query, &cl, status);

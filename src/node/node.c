@@ -745,6 +745,8 @@ int pal_node_run(const pal_node_opts *o)
 			.claim_ahead_ms = n.conf.claim_ahead_ms,
 			.claim_connections = n.conf.claim_connections,
 			.proxy = n.conf.proxy,
+			.cluster = n.conf.cluster,
+			.trace_sampled = n.conf.trace_sampled != 0,
 		};
 		if (pal_executor_start(&ecfg, n.m, &n.exe, err, sizeof err)) {
 			pal_log(PAL_LOG_ERROR, "node.executor_failed", "{s:s}", "error", err);

@@ -28,6 +28,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -44,6 +45,7 @@
 #include "palisade/httpguard.h"
 #include "palisade/log.h"
 #include "palisade/timefmt.h"
+#include "palisade/trace.h"
 #include "sink_int.h"
 
 #define CONN_TIMEOUT_S 120	/* idle keep-alive connection */
@@ -233,6 +235,22 @@ static const char *header(struct MHD_Connection *conn, const char *name)
 	return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
 }
 
+/* The trace context of the request into RQ, for the logs. */
+static void sink_trace(struct MHD_Connection *conn, sink_apply_req *rq)
+{
+	uint64_t span;
+	uint8_t flags;
+	rq->trace_id[0] = rq->span_id[0] = rq->trace_flags[0] = '\0';
+	rq->tracestate = header(conn, "tracestate");
+	if (pal_traceparent_parse(header(conn, "traceparent"), rq->trace_id, &span, &flags) ==
+	    PAL_OK) {
+		snprintf(rq->span_id, sizeof rq->span_id, "%016" PRIx64, span);
+		snprintf(rq->trace_flags, sizeof rq->trace_flags, "%02x", flags);
+	} else {
+		rq->trace_id[0] = '\0';
+	}
+}
+
 /* Validate the headers of an apply request into RQ; on failure returns the
  * reason (a static string) for the 400 answer. */
 static const char *validate(struct MHD_Connection *conn, const request *req, sink_apply_req *rq)
@@ -261,6 +279,7 @@ static const char *validate(struct MHD_Connection *conn, const request *req, sin
 	int64_t t;
 	if (rq->scheduled_at && pal_parse_rfc3339(rq->scheduled_at, &t) != PAL_OK)
 		return "Palisade-Scheduled-At is not an RFC 3339 timestamp";
+	sink_trace(conn, rq);
 	rq->chunks = 1;
 	rq->chunk = 1;
 	/* jobs cannot set Palisade-* headers (jobs.md), so a job's target URL
@@ -318,6 +337,10 @@ static enum MHD_Result apply_validated(sink_ctx *ctx, struct MHD_Connection *con
 	pal__sink_faults_get(ctx, &f);
 	if (f.error_rate > 0 && g_random_double() < f.error_rate) {
 		pal__sink_count(ctx, "errors_injected");
+		pal_log(PAL_LOG_DEBUG, "sink.error_injected", "{s:s, s:I, s:s, s:s, s:s, s:s}",
+			"key", rq->key, "token", (json_int_t)rq->token, "trace_id", rq->trace_id,
+			"span_id", rq->span_id, "trace_flags", rq->trace_flags, "tracestate",
+			rq->tracestate ? rq->tracestate : "");
 		return unavailable(conn, "injected");
 	}
 	char digest[65];
@@ -350,9 +373,11 @@ static enum MHD_Result apply_validated(sink_ctx *ctx, struct MHD_Connection *con
 		pal__sink_pool_release(ctx->pool, c);
 	}
 	pal__sink_count(ctx, outcome_name(rep.outcome));
-	pal_log(PAL_LOG_DEBUG, "sink.apply", "{s:s, s:I, s:i, s:i, s:s, s:i}", "key", rq->key,
-		"token", (json_int_t)rq->token, "chunk", rq->chunk, "chunks", rq->chunks, "outcome",
-		outcome_name(rep.outcome), "status", (int)rep.status);
+	pal_log(PAL_LOG_DEBUG, "sink.apply", "{s:s, s:I, s:i, s:i, s:s, s:i, s:s, s:s, s:s, s:s}",
+		"key", rq->key, "token", (json_int_t)rq->token, "chunk", rq->chunk, "chunks",
+		rq->chunks, "outcome", outcome_name(rep.outcome), "status", (int)rep.status,
+		"trace_id", rq->trace_id, "span_id", rq->span_id, "trace_flags", rq->trace_flags,
+		"tracestate", rq->tracestate ? rq->tracestate : "");
 
 	if (rep.committed && f.drop_rate > 0 && g_random_double() < f.drop_rate) {
 		/* the lost response: committed, and the client hears nothing */

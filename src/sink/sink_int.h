@@ -228,6 +228,12 @@ typedef struct sink_apply_req {
 	int chunks;		  /* 1 = a plain effect */
 	int chunk;		  /* the chunk asked for, 1..chunks */
 	int64_t delay_ms;	  /* held before COMMIT */
+	/* traceparent's trace and span ids ("" when absent or not valid: a
+	 * receiver ignores a malformed one, W3C Trace Context) */
+	char trace_id[33];
+	char span_id[17];
+	char trace_flags[3];
+	const char *tracestate; /* as received, NULL when absent */
 } sink_apply_req;
 
 typedef struct sink_reply {

@@ -29,6 +29,7 @@ static const char *const field_names[PAL_CF_N] = {
 	[PAL_CF_MAX_MS] = "retry.backoff.max_ms",
 	[PAL_CF_MULTIPLIER] = "retry.backoff.multiplier",
 	[PAL_CF_JITTER] = "retry.backoff.jitter",
+	[PAL_CF_TRACESTATE] = "target.tracestate",
 };
 
 typedef struct build {
@@ -163,8 +164,8 @@ pal_call_spec *pal_call_spec_new(const char *const *f, char *err, size_t errlen)
 		json_decref(hdr);
 		return NULL;
 	}
-	static const int strs[] = { PAL_CF_URL, PAL_CF_BODY, PAL_CF_STATUS_URL, PAL_CF_IDEM_KEY,
-				    PAL_CF_TIMEZONE };
+	static const int strs[] = { PAL_CF_URL,	     PAL_CF_BODY,     PAL_CF_STATUS_URL,
+				    PAL_CF_IDEM_KEY, PAL_CF_TIMEZONE, PAL_CF_TRACESTATE };
 	for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
 		size += f[strs[i]] ? strlen(f[strs[i]]) + 1 : 0;
 	/* One block: the struct, the header array, the strings. */
@@ -179,6 +180,7 @@ pal_call_spec *pal_call_spec_new(const char *const *f, char *err, size_t errlen)
 	s.url = put(&at, f[PAL_CF_URL]);
 	s.body = put(&at, f[PAL_CF_BODY]);
 	s.status_url = put(&at, f[PAL_CF_STATUS_URL]);
+	s.tracestate = put(&at, f[PAL_CF_TRACESTATE]);
 	s.idempotency_key = put(&at, f[PAL_CF_IDEM_KEY]);
 	s.timezone = put(&at, f[PAL_CF_TIMEZONE]);
 	if (hdr) {

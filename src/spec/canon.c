@@ -129,6 +129,7 @@ void pal_job_spec_clear(pal_job_spec *s)
 	free(s->headers);
 	free(s->body);
 	free(s->status_url);
+	free(s->tracestate);
 	free(s->owner);
 	free(s->description);
 	free(s->file);
@@ -294,6 +295,9 @@ json_t *pal_job_spec_canonical(const pal_job_spec *s)
 	SET(tgt, "body", str_or_null(s->body));
 	SET(tgt, "timeout_ms", json_integer(s->timeout_ms));
 	SET(tgt, "status_url", str_or_null(s->status_url));
+	/* only when set: a job without one keeps the digest it had */
+	if (s->tracestate)
+		SET(tgt, "tracestate", json_string(s->tracestate));
 	SET(root, "target", tgt);
 	tgt = NULL;
 
@@ -578,6 +582,10 @@ static int canonical_text(const pal_job_spec *s, GString *g, pal_canon_spans *sp
 	cw_str_or_null(&w, s->status_url);
 	KEY(",\"timeout_ms\":");
 	cw_int(&w, s->timeout_ms);
+	if (s->tracestate) {
+		KEY(",\"tracestate\":");
+		cw_str(&w, s->tracestate);
+	}
 	KEY(",\"url\":");
 	cw_str_or_null(&w, s->url);
 	KEY("}");
@@ -646,7 +654,9 @@ static void cj_fail(struct cj *c, const char *fmt, ...)
 		snprintf(c->err, c->errlen, "invalid canonical job spec: %s", buf);
 }
 
-/* OBJ must hold exactly KEYS[0..n). */
+/* OBJ must hold exactly KEYS[0..n); a key written "?name" may be absent
+ * (a key added later, written only when set, so that the digests of specs
+ * without it do not change). */
 static bool cj_keys(struct cj *c, const json_t *obj, const char *path, const char *const *keys,
 		    size_t n)
 {
@@ -662,7 +672,7 @@ static bool cj_keys(struct cj *c, const json_t *obj, const char *path, const cha
 		bool known = false;
 
 		for (size_t i = 0; i < n; i++)
-			known = known || !strcmp(k, keys[i]);
+			known = known || !strcmp(k, keys[i] + (keys[i][0] == '?'));
 		if (!known) {
 			cj_fail(c, "%s: unknown key \"%s\"; hint: written by a newer palisade?",
 				path, k);
@@ -670,7 +680,7 @@ static bool cj_keys(struct cj *c, const json_t *obj, const char *path, const cha
 		}
 	}
 	for (size_t i = 0; i < n; i++) {
-		if (!json_object_get(obj, keys[i])) {
+		if (keys[i][0] != '?' && !json_object_get(obj, keys[i])) {
 			cj_fail(c, "%s: missing key \"%s\"", path, keys[i]);
 			return false;
 		}
@@ -791,8 +801,8 @@ int pal_job_spec_from_canonical(const json_t *j, pal_job_spec *out, char *err, s
 	    "target",  "retry"};
 	static const char *const k_sched[] = {"cron", "timezone", "dst", "start", "end", "exclude"};
 	static const char *const k_mis[] = {"policy", "catchup_window_ms", "max_catchup"};
-	static const char *const k_tgt[] = {"method", "url",	    "headers",
-					    "body",   "timeout_ms", "status_url"};
+	static const char *const k_tgt[] = {"method",	  "url",	"headers",    "body",
+					    "timeout_ms", "status_url", "?tracestate"};
 	static const char *const k_retry[] = {"max_attempts", "backoff", "max_age_ms"};
 	static const char *const k_bo[] = {"initial_ms", "max_ms", "multiplier", "jitter"};
 	static const char *const k_dst_auto[] = {"auto"};
@@ -869,6 +879,8 @@ int pal_job_spec_from_canonical(const json_t *j, pal_job_spec *out, char *err, s
 	out->url = cj_str(&c, tgt, "url", false);
 	out->body = cj_str(&c, tgt, "body", true);
 	out->status_url = cj_str(&c, tgt, "status_url", true);
+	out->tracestate =
+	    json_object_get(tgt, "tracestate") ? cj_str(&c, tgt, "tracestate", false) : NULL;
 	out->timeout_ms = cj_int(&c, tgt, "timeout_ms", 1, 3650 * day);
 	if (!json_is_object(hdr)) {
 		cj_fail(&c, "headers: expected an object");

@@ -152,7 +152,7 @@ static const char SQL_CALLS[] =
 	" v.timezone, v.deadline_ms, v.spec#>>'{retry,max_attempts}',"
 	" v.spec#>>'{retry,max_age_ms}', v.spec#>>'{retry,backoff,initial_ms}',"
 	" v.spec#>>'{retry,backoff,max_ms}', v.spec#>>'{retry,backoff,multiplier}',"
-	" v.spec#>>'{retry,backoff,jitter}'"
+	" v.spec#>>'{retry,backoff,jitter}', v.spec#>>'{target,tracestate}'"
 	" FROM unnest($1::text[], $2::int[]) WITH ORDINALITY AS u(job_id, version, i)"
 	" JOIN job_versions v ON v.job_id = u.job_id AND v.version = u.version";
 

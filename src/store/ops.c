@@ -1451,12 +1451,14 @@ int pal_ops_ticket_resolve(pal_store *st, int64_t id, const char *action, const 
 /* ---- trigger listing ----------------------------------------------------------- */
 
 int pal_ops_triggers_json(pal_store *st, const char *job_id, const char *state, int64_t since,
-			  int limit, json_t **out, char *err, size_t errlen)
+			  int64_t trigger_id, int limit, json_t **out, char *err, size_t errlen)
 {
-	char s[24], l[16];
+	char s[24], l[16], t[24];
 	i64s(s, sizeof s, since);
 	snprintf(l, sizeof l, "%d", limit);
-	const char *p[] = { job_id, state, since == PAL_OPS_NOW ? NULL : s, l };
+	i64s(t, sizeof t, trigger_id);
+	const char *p[] = { job_id, state, since == PAL_OPS_NOW ? NULL : s, l,
+			    trigger_id > 0 ? t : NULL };
 #define TRIGGERS_JSON                                                                              \
 	"SELECT coalesce(json_agg(json_build_object('id', id, 'job_id', job_id,"                  \
 	"  'version', version, 'scheduled_at', " TS("scheduled_at") ", 'partition', partition,"   \
@@ -1471,8 +1473,9 @@ int pal_ops_triggers_json(pal_store *st, const char *job_id, const char *state, 
 				   : TRIGGERS_JSON " FROM (SELECT * FROM triggers"
 					    "  WHERE $1::text IS NULL AND ($2::text IS NULL OR state = $2::text)"
 					    "  AND ($3::bigint IS NULL OR scheduled_at >= to_timestamp($3::bigint))"
+					    "  AND ($5::bigint IS NULL OR id = $5::bigint)"
 					    "  ORDER BY scheduled_at DESC, partition, id DESC LIMIT $4::int) t",
-			    4, p, out, err, errlen);
+			    job_id ? 4 : 5, p, out, err, errlen);
 #undef TRIGGERS_JSON
 	if (rc || !job_id || json_array_size(*out))
 		return rc;

@@ -57,6 +57,7 @@ static void fields_of(const json_t *j, fields *x)
 	take(x, PAL_CF_MAX_MS, json_object_get(b, "max_ms"));
 	take(x, PAL_CF_MULTIPLIER, json_object_get(b, "multiplier"));
 	take(x, PAL_CF_JITTER, json_object_get(b, "jitter"));
+	take(x, PAL_CF_TRACESTATE, json_object_get(t, "tracestate"));
 }
 
 static void spec_base(pal_job_spec *s)
@@ -82,6 +83,7 @@ static void agrees(const pal_call_spec *c, const pal_job_spec *d)
 	same_str(c->url, d->url);
 	same_str(c->body, d->body);
 	same_str(c->status_url, d->status_url);
+	same_str(c->tracestate, d->tracestate);
 	same_str(c->idempotency_key, d->idempotency_key);
 	same_str(c->timezone, d->timezone);
 	assert_int_equal(c->timeout_ms, d->timeout_ms);
@@ -135,6 +137,7 @@ static void test_every_field_agrees(void **st)
 	s.method = strdup("PUT");
 	s.body = strdup("{\"at\": \"{scheduled_at}\", \"note\": \"caf\xc3\xa9\"}");
 	s.status_url = strdup("https://pay.example/status/{idempotency_key}");
+	s.tracestate = strdup("vendor=abc,t@sys=1");
 	free(s.timezone);
 	s.timezone = strdup("Europe/Berlin");
 	free(s.idempotency_key);

@@ -729,6 +729,40 @@ static void test_jobfile_idempotency_key_spaces(void **state)
 	}
 }
 
+/* target.tracestate: checked as W3C Trace Context writes it, at its position. */
+static void test_jobfile_tracestate(void **state)
+{
+	static const struct {
+		const char *value;
+		int col;
+		const char *diag; /* NULL: accepted */
+	} cases[] = {
+		{ "vendor=a1, t@sys=x", 0, NULL },
+		{ "Vendor=a1", 58, "tracestate: \"Vendor=a1\" is not key=value" },
+		{ "a=1,a=2", 58, "appears twice" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char buf[512];
+		struct loaded l;
+
+		snprintf(buf, sizeof buf,
+			 "jobs:\n  - id: traced\n    schedule: {cron: \"* * * * *\"}\n"
+			 "    target: {url: \"http://127.0.0.1:8089/x\", tracestate: \"%s\"}\n",
+			 cases[i].value);
+		load_str(buf, &l);
+		if (cases[i].diag) {
+			assert_int_equal(l.rc, PAL_EINVAL);
+			ASSERT_DIAG(&l.diags, 4, cases[i].col, cases[i].diag);
+		} else {
+			assert_int_equal(l.rc, 0);
+			assert_string_equal(l.set.jobs[0].tracestate, cases[i].value);
+		}
+		done(&l);
+	}
+}
+
 /* A URL in a message never shows the password of its userinfo. */
 static void test_jobfile_url_messages_mask_passwords(void **state)
 {
@@ -936,6 +970,7 @@ int main(void)
 	    cmocka_unit_test(test_jobfile_cron_with_only_past_years),
 	    cmocka_unit_test(test_jobfile_idempotency_key_spaces),
 	    cmocka_unit_test(test_jobfile_url_messages_mask_passwords),
+	    cmocka_unit_test(test_jobfile_tracestate),
 	    cmocka_unit_test(test_jobfile_owner_description_suspend),
 	    cmocka_unit_test(test_jobfile_unknown_zone),
 	    cmocka_unit_test(test_jobfile_duplicate_ids_name_both_positions),
