@@ -52,6 +52,8 @@ typedef struct pal_admin_config {
 	struct pal_api *api;	     /* /api/v1 (api.h); NULL: 404 */
 	const char *token;  /* bearer token of writes; NULL or "": writes refused */
 	bool protect_reads; /* reads need the token too */
+	const char *tls_cert; /* PEM files: both set, HTTPS only; NULL or "": HTTP */
+	const char *tls_key;
 	const char *host;   /* allowed Host, "name" or "name:port"; NULL or "": the
 			     * listen address, plus localhost names on loopback */
 	/* listener limits (httpguard.h); 0: the PAL_ADMIN_* defaults */

@@ -85,6 +85,8 @@ typedef struct pal_nodeconf {
 	char *admin_token_env;	 /* variable name; "" = no token */
 	int admin_reads;	 /* 0 open, 1 token (PAL_ADMIN_READS_*) */
 	char *admin_host;	 /* "" = the listen address */
+	char *admin_tls_cert;	 /* PEM file; "" with admin_tls_key "": plain HTTP */
+	char *admin_tls_key;	 /* PEM file of its private key */
 	int32_t admin_max_conns; /* listener limits (httpguard.h) */
 	int32_t admin_max_per_addr;
 	int64_t admin_head_timeout_ms;

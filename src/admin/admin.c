@@ -75,6 +75,7 @@ struct pal_admin {
 	int port;
 	atomic_bool started; /* false while MHD_start_daemon() runs */
 	char start_err[256]; /* last libmicrohttpd message while starting */
+	char *tls_cert, *tls_key; /* PEM text handed to MHD, kept while it runs */
 };
 
 /* Per-request state, freed in request_done(). */
@@ -864,6 +865,10 @@ static void listen_names(pal_admin *a)
 
 static void admin_free(pal_admin *a)
 {
+	if (a->tls_key)
+		memset(a->tls_key, 0, strlen(a->tls_key));
+	g_free(a->tls_key);
+	g_free(a->tls_cert);
 	pal_httpguard_free(a->guard);
 	free(a->token);
 	free(a->host);
@@ -916,6 +921,28 @@ int pal_admin_start(const pal_admin_config *cfg, pal_admin **out, char *err, siz
 	unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
 	if (a->sa.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	/* HTTPS: libmicrohttpd's TLS (GnuTLS) with the PEM files read here */
+	char *cert = NULL, *key = NULL;
+	struct MHD_OptionItem tls[3] = {{MHD_OPTION_END, 0, NULL}};
+	if (cfg->tls_cert && cfg->tls_cert[0]) {
+		GError *ge = NULL;
+		if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES ||
+		    !g_file_get_contents(cfg->tls_cert, &cert, NULL, &ge) ||
+		    !g_file_get_contents(cfg->tls_key ? cfg->tls_key : "", &key, NULL, &ge)) {
+			snprintf(err, errlen, "admin endpoint: TLS: %s",
+				 ge ? ge->message : "libmicrohttpd is built without TLS");
+			if (ge)
+				g_error_free(ge);
+			g_free(cert);
+			g_free(key);
+			admin_free(a);
+			return PAL_EINVAL;
+		}
+		flags |= MHD_USE_TLS;
+		tls[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, key};
+		tls[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, cert};
+		tls[2] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+	}
 	/* MHD binds SOCK_ADDR and uses the port argument only in its messages */
 	uint16_t port = sa_port(&a->sa);
 	a->port = port; /* Host checks of the first requests; port 0 is fixed below */
@@ -926,7 +953,9 @@ int pal_admin_start(const pal_admin_config *cfg, pal_admin **out, char *err, siz
 	    pal_httpguard_mhd_limit(a->guard), MHD_OPTION_CONNECTION_TIMEOUT,
 	    (unsigned)CONN_TIMEOUT_S, MHD_OPTION_NOTIFY_CONNECTION, pal_httpguard_notify, a->guard,
 	    MHD_OPTION_URI_LOG_CALLBACK, on_uri, a, MHD_OPTION_NOTIFY_COMPLETED, request_done, a,
-	    MHD_OPTION_END);
+	    MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+	a->tls_cert = cert; /* MHD keeps the pointers: freed with the endpoint */
+	a->tls_key = key;
 	if (a->daemon == NULL) {
 		int e = errno;
 		snprintf(err, errlen, "admin endpoint: cannot listen on %s: %s", addr,

@@ -156,6 +156,11 @@ static const pal_conf_key table[] = {
 	{ "admin.host", PAL_CONF_STRING, "\"\"", "", 0, 256, false,
 	  "host[:port] that requests must name in Host and Origin; empty: the listen address "
 	  "(and localhost when it is loopback)", OFF(admin_host), NULL, 0 },
+	{ "admin.tls_cert", PAL_CONF_STRING, "\"\"", "", 0, 4096, false,
+	  "PEM certificate (chain) of the admin endpoint: set with admin.tls_key, it serves "
+	  "HTTPS only; empty: plain HTTP", OFF(admin_tls_cert), NULL, 0 },
+	{ "admin.tls_key", PAL_CONF_STRING, "\"\"", "", 0, 4096, false,
+	  "PEM private key of admin.tls_cert (keep it mode 0600)", OFF(admin_tls_key), NULL, 0 },
 	{ "admin.max_connections", PAL_CONF_INT, "256", "", 8, 100000, false,
 	  "connections the admin endpoint holds at once; a new one beyond it shuts the one "
 	  "waiting longest for a request head", OFF(admin_max_conns), NULL, 0 },
@@ -705,6 +710,15 @@ int pal_nodeconf_defaults(pal_nodeconf *c)
 static void cross_checks(struct nctx *x, const pal_ynode *root, pal_nodeconf *c)
 {
 	char a[32], b[32];
+
+	if (!c->admin_tls_cert[0] != !c->admin_tls_key[0]) {
+		const pal_ynode *ad = pal_ynode_get(root, "admin");
+		const pal_ynode *n = pal_ynode_get(ad, c->admin_tls_cert[0] ? "tls_cert" : "tls_key");
+
+		ndiag(x, n ? n : root,
+		      "admin.tls_cert and admin.tls_key go together: set both (HTTPS) or neither "
+		      "(plain HTTP)");
+	}
 
 	if (c->heartbeat_ms * 2 > c->lease_ms) {
 		const pal_ynode *n = pal_ynode_get(pal_ynode_get(root, "executor"), "heartbeat");

@@ -611,6 +611,8 @@ int pal_node_run(const pal_node_opts *o)
 				  .token = n.token,
 				  .protect_reads = n.conf.admin_reads == 1,
 				  .host = n.conf.admin_host,
+				  .tls_cert = n.conf.admin_tls_cert,
+				  .tls_key = n.conf.admin_tls_key,
 				  .max_conns = (unsigned)n.conf.admin_max_conns,
 				  .max_per_addr = (unsigned)n.conf.admin_max_per_addr,
 				  .head_timeout_ms = (unsigned)n.conf.admin_head_timeout_ms,
