@@ -38,6 +38,7 @@ typedef struct pal_api_config {
 	 * the route answers 501 */
 	void (*drain)(void *arg);
 	void *drain_arg;
+	const char *cluster; /* cluster.name: the prefix of its trace ids (trace.h) */
 } pal_api_config;
 
 typedef struct pal_api pal_api;

@@ -45,6 +45,7 @@
 #include "palisade/tokens.h"
 #include "palisade/retention.h"
 #include "palisade/verify.h"
+#include "palisade/trace.h"
 
 #define PAGE_DEFAULT 100
 #define PAGE_MAX 1000
@@ -65,6 +66,7 @@ struct pal_api {
 	char *node_id;
 	void (*drain)(void *arg);
 	void *drain_arg;
+	uint64_t trace_prefix; /* pal_trace_cluster(cluster.name) */
 };
 
 /*
@@ -707,15 +709,31 @@ static void h_triggers(call *c)
 	int limit;
 	if (!job_query(c, "triggers", &limit))
 		return;
-	const char *job = c->arg[0];
-	json_t *rows;
+	const char *job = c->arg[0], *trace = query(c, "trace_id");
+	int64_t trigger = 0;
+	uint64_t prefix;
 	char *next, err[1024];
-	int rc = pal_apistore_triggers_page(c->api->st, job, query(c, "state"), query(c, "cursor"),
-					    limit, &rows, &next, err, sizeof err);
-	if (rc)
+	/* a trace id names its trigger (docs/protocol.md, "Trace context") */
+	if (trace && pal_trace_id_parse(trace, &prefix, &trigger, err, sizeof err)) {
+		problem(c, 400, "bad-parameter", "Bad parameter", "trace_id: %s", err);
+		return;
+	}
+	if (trace && prefix != c->api->trace_prefix) {
+		problem(c, 400, "bad-parameter", "Bad parameter",
+			"trace_id: not a trace id of this cluster (its ids begin with %016llx)",
+			(unsigned long long)c->api->trace_prefix);
+		return;
+	}
+	json_t *rows;
+	int rc = pal_apistore_triggers_page(c->api->st, job, query(c, "state"), trigger,
+					    query(c, "cursor"), limit, &rows, &next, err,
+					    sizeof err);
+	if (rc) {
 		problem_rc(c, rc, err);
-	else
-		ok(c, 200, page_json(rows, next));
+		return;
+	}
+	pal_trace_ids_json(rows, c->api->trace_prefix);
+	ok(c, 200, page_json(rows, next));
 }
 
 static void h_audit(call *c)
@@ -1552,6 +1570,7 @@ int pal_api_open(const pal_api_config *cfg, pal_api **out, char *err, size_t err
 	api->node_id = strdup(cfg->node_id ? cfg->node_id : "");
 	api->drain = cfg->drain;
 	api->drain_arg = cfg->drain_arg;
+	api->trace_prefix = pal_trace_cluster(cfg->cluster ? cfg->cluster : "default");
 	api->misfire_threshold_ms = cfg->misfire_threshold_ms;
 	memcpy(api->resume_ramp_ms, cfg->resume_ramp_ms, sizeof api->resume_ramp_ms);
 	*out = api;

@@ -596,7 +596,8 @@ int pal_node_run(const pal_node_opts *o)
 						    [PAL_SCOPE_TENANT] = n.conf.resume_ramp_tenant_ms },
 				.node_id = n.conf.node_id,
 				.drain = api_drain_cb,
-				.drain_arg = &n };
+				.drain_arg = &n,
+				.cluster = n.conf.cluster };
 	if (pal_api_open(&pcfg, &n.api, err, sizeof err))
 		pal_log(PAL_LOG_WARN, "node.api_failed", "{s:s}", "error", err);
 	pal_admin_config acfg = { .listen = n.conf.admin_listen,

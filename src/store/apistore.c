@@ -194,11 +194,11 @@ int pal_apistore_jobs_page(pal_store *st, const char *tenants, const char *tenan
 }
 
 int pal_apistore_triggers_page(pal_store *st, const char *job_id, const char *state,
-			       const char *cursor, int limit, json_t **out, char **next, char *err,
-			       size_t errlen)
+			       int64_t trigger_id, const char *cursor, int limit, json_t **out,
+			       char **next, char *err, size_t errlen)
 {
 	long long us = 0, part = 0, id = 0;
-	char c1[24], c2[24], c3[24], l[16];
+	char c1[24], c2[24], c3[24], l[16], t[24];
 	if (cursor && sscanf(cursor, "%lld_%lld_%lld", &us, &part, &id) != 3) {
 		snprintf(err, errlen, "cursor \"%.40s\" is not one this API gave", cursor);
 		return PAL_EINVAL;
@@ -207,11 +207,13 @@ int pal_apistore_triggers_page(pal_store *st, const char *job_id, const char *st
 	snprintf(c2, sizeof c2, "%lld", part);
 	snprintf(c3, sizeof c3, "%lld", id);
 	snprintf(l, sizeof l, "%d", limit + 1);
-	const char *p[] = {job_id, state, cursor ? c1 : NULL, c2, c3, l};
+	snprintf(t, sizeof t, "%lld", (long long)trigger_id);
+	const char *p[] = {job_id, state, cursor ? c1 : NULL, c2, c3, l, trigger_id > 0 ? t : NULL};
 	/* Plan and request keys apart, as palisade_job_triggers() (sql/020):
 	 * each branch walks one index of (job_id, scheduled_at, ...) backwards. */
 #define AFTER                                                                                      \
-	" AND ($2::text IS NULL OR state = $2) AND ($3::bigint IS NULL OR"                         \
+	" AND ($2::text IS NULL OR state = $2) AND ($7::bigint IS NULL OR id = $7) AND"           \
+	" ($3::bigint IS NULL OR"                                                                  \
 	" (scheduled_at, partition, id) < ('epoch'::timestamptz + $3::bigint * interval '1"        \
 	" microsecond', $4::int, $5::bigint))"                                                     \
 	" ORDER BY scheduled_at DESC, partition DESC, id DESC LIMIT $6::int)"
@@ -236,7 +238,7 @@ int pal_apistore_triggers_page(pal_store *st, const char *job_id, const char *st
 						   "job_id = $1 AND request_id IS NOT NULL" AFTER
 						   " ORDER BY scheduled_at DESC, partition DESC, "
 						   "id DESC LIMIT $6::int) t",
-	    6, p, limit, out, next, err, errlen);
+	    7, p, limit, out, next, err, errlen);
 #undef AFTER
 	return rc;
 }

@@ -67,5 +67,9 @@ expect_exit "not a trace id: 64" 64 "$PAL" triggers --config "$CLUSTER_CONF" --t
 page=$(curl -s "http://${NODE_ADMIN[t1]}/api/job?id=traced")
 expect_eq "the console's job model shows the trace id with the trigger" "$trace" "$(jq -r ".triggers[] | select(.id == $tid) | .trace_id" <<<"$page")"
 check "... and its job page shows it" grep -q "$trace" <(curl -s "http://${NODE_ADMIN[t1]}/console/job?id=traced")
+tok=$("$PAL" token create --name trace-viewer --role viewer | tail -1)
+api() { curl -s -H "Authorization: Bearer $tok" "http://${NODE_ADMIN[t1]}/api/v1/$1"; }
+expect_eq "the API lists the trigger of the trace id" "$tid $trace" "$(api "triggers?job=traced&trace_id=$trace" | jq -r '.items[] | "\(.id) \(.trace_id)"')"
+expect_eq "... and refuses another cluster's (400)" 400 "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $tok" "http://${NODE_ADMIN[t1]}/api/v1/triggers?job=traced&trace_id=0000000000000001${trace:16}")"
 echo "    figure: took $(($(date +%s) - T_START)) s"
 finish
