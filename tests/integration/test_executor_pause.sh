@@ -17,7 +17,7 @@ jobs:
   - {id: p.chunky, tenant: tc, group: gc, schedule: {cron: "0 0 0 1 1 ? 2099"},
      target: {url: "http://$SINK_ADDR/effects/chunky?chunks=6", status_url: "http://$SINK_ADDR/effects/{idempotency_key}"}}
   - {id: p.longkey, tenant: td, group: gd, schedule: {cron: "0 0 0 1 1 ? 2099"},
-     idempotency_key: "{job}/{scheduled_at}/$(head -c 969 /dev/zero | tr '\0' f)",
+     idempotency_key: "{job}/{scheduled_at}/$(head -c 840 /dev/zero | tr '\0' f)",
      target: {url: "http://$SINK_ADDR/effects/longkey"}}
 YAML
 expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
@@ -113,8 +113,10 @@ expect_eq "every cancelled trigger's attempts ended cancelled or without a succe
 
 # Not about pausing (this file has the cheapest live executor and sink): the
 # longest key a valid job can expand to (docs/protocol.md: 1000 bytes) goes
-# through the executor's header and the sink whole, and applies.
-out=$("$PAL" trigger --job p.longkey --reason "long key" 2>&1)
+# through the executor's header and the sink whole, and applies.  A manual
+# run's key is the template's (871 bytes at most: 9 + 1 + 20 + 1 + 840)
+# followed by "/" and its request id (128 bytes at most).
+out=$("$PAL" trigger --job p.longkey --request-id "$(head -c 128 /dev/zero | tr '\0' r)" --reason "long key" 2>&1)
 tid=$(sql "select id from triggers where job_id = 'p.longkey' order by id desc limit 1")
 wait_until "a trigger with a 1000-byte idempotency key succeeds" 60 bash -c "[ \"\$(psql '$PALISADE_PG' -XAtqc 'select state from triggers where id = $tid')\" = succeeded ]"
 expect_eq "the sink stored the key whole: the one the attempt recorded" "1000|1" \
