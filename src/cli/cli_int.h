@@ -51,8 +51,9 @@ bool pal_cli_int(const char *cmd, const char *name, const char *arg, long long l
  * The returned string is owned by the process (lives until exit). */
 const char *pal_cli_pg(const pal_cli_common *c);
 
-/* postgres.conninfo / zookeeper.connect of node config PATH, or NULL when
- * unset; exits 65 with the diagnostics when the file is invalid. */
+/* postgres.conninfo (postgres.direct_conninfo when set behind a
+ * transaction pooler) / zookeeper.connect of node config PATH, or NULL or ""
+ * when unset; exits 65 with the diagnostics when the file is invalid. */
 const char *pal__cli_config_pg(const char *path);
 const char *pal__cli_config_zk(const char *path);
 /* Default shard count for a new cluster: the config's shards, else 16. */

@@ -30,7 +30,10 @@ static pal_nodeconf *load(const char *path)
 
 const char *pal__cli_config_pg(const char *path)
 {
-	return load(path)->pg_conninfo;
+	/* An operator's command is one session (the migration lock, session
+	 * settings at connect): behind a transaction pooler it goes direct. */
+	const pal_nodeconf *c = load(path);
+	return pal_nodeconf_pg_direct(c, c->pg_conninfo);
 }
 
 const char *pal__cli_config_zk(const char *path)

@@ -77,6 +77,12 @@ start_sink || { fail "sink starts"; finish; exit 1; }
 write_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s, batch: 64, max_inflight: 128}" \
 	"postgres: {conninfo: \"$POOLED\", pool_mode: ${POOL_MODE:-transaction}, direct_conninfo: \"$DIRECT\"}"
 sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+# An operator's command given the node config is one session (the migration
+# lock): it goes to postgres.direct_conninfo, never through the pooler.
+logins() { grep -c 'login attempt' "$PGB_DIR/pgbouncer.log"; }
+before=$(logins)
+expect_exit "palisade migrate --config (no --pg, no PALISADE_PG)" 0 env -u PALISADE_PG "$PAL" migrate --config "$CLUSTER_CONF"
+expect_eq "... connected directly, not through PgBouncer (logins before and after)" "$before" "$(logins)"
 gen_sink_jobs "$NODE_DIR/jobs.yaml" 60 "* * * * * ?" t1 load
 expect_exit "apply 60 jobs every second" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
 for n in p1 p2 p3; do start_node "$n"; done
