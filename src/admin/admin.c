@@ -20,7 +20,9 @@
  *
  * Requests carry no useful body: bodies are read and discarded, and one
  * announced or sent beyond BODY_MAX is refused (413, or the connection is
- * closed when it is only discovered mid-stream).
+ * closed when it is only discovered mid-stream).  An /api/v1 request's body
+ * (up to API_BODY_MAX) is kept for the API, but only when it carries a
+ * Bearer token: one without is answered from its head.
  *
  * libmicrohttpd's own messages go through log_mhd(): captured into the error
  * buffer while starting, afterwards logged at debug level (clients that
@@ -628,6 +630,20 @@ static bool is_write_route(const char *url)
 	return strcmp(url, "/drain") == 0;
 }
 
+/* The token of the request's "Authorization: Bearer TOKEN", NULL when it
+ * has none (borrowed from the connection). */
+static const char *bearer(struct MHD_Connection *conn)
+{
+	const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+						       MHD_HTTP_HEADER_AUTHORIZATION);
+	if (auth == NULL || strncasecmp(auth, "Bearer ", 7) != 0)
+		return NULL;
+	const char *given = auth + 7;
+	while (*given == ' ')
+		given++;
+	return given;
+}
+
 /* The bearer token check: 0 when it passes, else the status to answer. */
 static unsigned check_token(const pal_admin *a, struct MHD_Connection *conn, const char **why)
 {
@@ -636,15 +652,11 @@ static unsigned check_token(const pal_admin *a, struct MHD_Connection *conn, con
 		       "admin.token_env)\n";
 		return MHD_HTTP_FORBIDDEN;
 	}
-	const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-						       MHD_HTTP_HEADER_AUTHORIZATION);
-	if (auth == NULL || strncasecmp(auth, "Bearer ", 7) != 0) {
+	const char *given = bearer(conn);
+	if (given == NULL) {
 		*why = "authorization required (Authorization: Bearer TOKEN)\n";
 		return MHD_HTTP_UNAUTHORIZED;
 	}
-	const char *given = auth + 7;
-	while (*given == ' ')
-		given++;
 	if (!secret_equal(given, a->token)) {
 		*why = "wrong token\n";
 		return MHD_HTTP_UNAUTHORIZED;
@@ -789,6 +801,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (cl != NULL && strtoull(cl, NULL, 10) > (req->api ? API_BODY_MAX : BODY_MAX))
 			return respond_text(conn, MHD_HTTP_CONTENT_TOO_LARGE,
 					    "request body too large\n");
+		/* An API request without a token is answered from its head (401,
+		 * or what a route that needs none says), never after keeping a
+		 * body of up to API_BODY_MAX for a client that has shown nothing. */
+		if (req->api && !req->refused && bearer(conn) == NULL)
+			return api_route(a, conn, url, method, req);
 		return MHD_YES;
 	}
 	if (*upload_data_size != 0) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The admin endpoint of a node: writes need the bearer token, cross-site and
-# rebound requests are refused, an accepted drain is audited; /healthz fails
+# rebound requests are refused, an API request without a token is answered
+# before its body is read, an accepted drain is audited; /healthz fails
 # while a thread is stuck, /readyz while PostgreSQL or ZooKeeper is out of
 # reach.
 source tests/integration/lib.sh
@@ -28,6 +29,12 @@ expect_eq "a foreign Host (DNS rebinding): 421" 421 \
 	"$(code -X POST -H 'Host: evil.example' -H "Authorization: Bearer $PALISADE_ADMIN_TOKEN" "http://$A/drain")"
 expect_eq "a foreign Host on a read: 421" 421 "$(code -H 'Host: rebound.example' "http://$A/status")"
 expect_eq "reads stay open: /metrics 200" 200 "$(code "http://$A/metrics")"
+# An API write without a token is answered from its head: the 4 MB body it
+# announces (and never sends) is not waited for, let alone kept.
+expect_eq "an API write without a token announcing a 4 MB body: 401 at once" 401 \
+	"$(code --max-time 5 -X POST -H 'Content-Type: application/yaml' -H 'Content-Length: 4000000' \
+		--data-binary '' "http://$A/api/v1/apply")"
+expect_eq "the API's document needs no token: 200" 200 "$(code "http://$A/api/v1/openapi.json")"
 sleep 0.5
 check "after all that the node still runs" node_alive a1
 check "and is still ready" ready
