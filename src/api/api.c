@@ -725,9 +725,9 @@ static void h_triggers(call *c)
 		return;
 	}
 	json_t *rows;
-	int rc = pal_apistore_triggers_page(c->api->st, job, query(c, "state"), trigger,
-					    query(c, "cursor"), limit, &rows, &next, err,
-					    sizeof err);
+	int rc =
+	    pal_apistore_triggers_page(c->api->st, job, query(c, "state"), trigger,
+				       query(c, "cursor"), limit, &rows, &next, err, sizeof err);
 	if (rc) {
 		problem_rc(c, rc, err);
 		return;
@@ -1143,8 +1143,9 @@ static int load_documents(const char *name, const char *body, size_t len, pal_jo
 
 /*
  * The job files of the body (Content-Type application/yaml), validated as
- * `palisade apply` validates them, into SET; every job's tenant must be the
- * token's.  False with the problem set (415, 422 invalid-job-file, 403).
+ * `palisade apply` validates them, into SET; every job's tenant, in the file
+ * and as stored for a job that exists, must be the token's.  False with the problem set (415, 422
+ * invalid-job-file, 403).
  */
 static bool load_body(call *c, pal_jobset *set)
 {
@@ -1168,14 +1169,27 @@ static bool load_body(call *c, pal_jobset *set)
 	pal_diags_free(&diags);
 	if (rc)
 		return false;
-	for (size_t i = 0; i < set->n; i++)
-		if (!pal_token_sees_tenant(&c->who, set->jobs[i].tenant)) {
-			problem(
-			    c, 403, "forbidden-tenant", "Not your tenant",
-			    "job %s is of tenant %s; token %s may not act on it; nothing applied",
-			    set->jobs[i].id, set->jobs[i].tenant, c->who.name);
+	for (size_t i = 0; i < set->n; i++) {
+		const pal_job_spec *j = &set->jobs[i];
+		/* The stored tenant counts too: apply rewrites it, so a file
+		 * naming the token's tenant must not take over another's job. */
+		char stored[65], err[512];
+		int trc = pal_apistore_job_tenant(c->api->st, j->id, stored, err, sizeof err);
+		if (trc && trc != PAL_ENOENT) {
+			problem_rc(c, trc, err);
 			return false;
 		}
+		const char *bad = !pal_token_sees_tenant(&c->who, j->tenant)	    ? j->tenant
+				  : !trc && !pal_token_sees_tenant(&c->who, stored) ? stored
+										    : NULL;
+		if (bad) {
+			problem(c, 403, "forbidden-tenant", "Not your tenant",
+				"job %s is of tenant %s; token %s may not act on it; nothing "
+				"applied",
+				j->id, bad, c->who.name);
+			return false;
+		}
+	}
 	return true;
 }
 

@@ -25,9 +25,9 @@ wait_until "node r1 ready" 20 ready r1
 wait_until "node r2 ready" 20 ready r2
 
 declare -A TOK
-for t in viewer:viewer operator:operator admin:admin op-red:operator; do
+for t in viewer:viewer operator:operator admin:admin op-red:operator admin-red:admin viewer-red:viewer; do
 	name=${t%%:*} role=${t##*:}
-	extra=(); [ "$name" = op-red ] && extra=(--tenant red)
+	extra=(); [[ "$name" = *-red ]] && extra=(--tenant red)
 	out=$("$PAL" token create --name "$name" --role "$role" "${extra[@]}") || fail "token create $name"
 	TOK[$name]=$(tail -1 <<<"$out")
 done
@@ -105,6 +105,20 @@ expect_match "errors are problem documents with a stable type" '"type": "urn:pal
 expect_match "served as application/problem+json" 'application/problem\+json' \
 	"$(curl -s -D - -o /dev/null "http://${NODE_ADMIN[r1]}/api/v1/jobs")"
 expect_eq "the node's admin token acts as admin" 200 "$(api r1 "$PALISADE_ADMIN_TOKEN" GET /tokens)"
+
+# A tenant-limited token and a job file naming its tenant for another tenant's
+# job: refused, the job keeps its tenant (apply rewrites a job's tenant).
+steal=$PALISADE_TEST_TMP/api-steal.yaml
+printf '%s\n' 'jobs:' '  - {id: blue.b, tenant: red, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: {url: "http://127.0.0.1:9/x"}}' >"$steal"
+yapi() { curl -s -o "$PALISADE_TEST_TMP/api-out" -w '%{http_code}' -X POST -H "Authorization: Bearer $1" \
+	-H 'Content-Type: application/yaml' --data-binary @"$steal" "http://${NODE_ADMIN[r1]}/api/v1$2"; }
+expect_eq "admin-red applies blue.b as tenant red: 403" 403 "$(yapi "${TOK[admin-red]}" /apply)"
+expect_eq "blue.b is still of tenant blue, version 1" "blue 1" "$(sql "select tenant || ' ' || latest_version from jobs where job_id = 'blue.b'")"
+expect_eq "admin-red still may not pause blue.b" 403 "$(api r1 "${TOK[admin-red]}" POST /jobs/blue.b/pause '{"reason":"r"}')"
+expect_eq "viewer-red's plan diff of blue.b: 403" 403 "$(yapi "${TOK[viewer-red]}" /plan/diff)"
+expect_eq "the unlimited viewer's plan diff of it: 200" 200 "$(yapi "${TOK[viewer]}" /plan/diff)"
+sed -i 's/blue\.b/red.new/' "$steal"
+expect_eq "admin-red applies a new job of tenant red: 200" 200 "$(yapi "${TOK[admin-red]}" /apply)"
 
 # Idempotency-Key: the retried trigger acts once and is answered the same.
 s1=$(api r1 "${TOK[operator]}" POST /jobs/red.a/trigger '{"reason":"deploy 42"}' -H 'Idempotency-Key: deploy-42'); b1=$BODY_OUT
