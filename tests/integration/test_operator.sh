@@ -394,7 +394,7 @@ expect_eq "only the open one is listed" "1" "$(echo "$OUT" | grep -cE '^ *[0-9]+
 echo "  -- triggers listing"
 expect_exit "triggers --job --limit 3 --output json" 0 "$PAL" triggers --job billing.invoices --limit 3 --output json
 expect_eq "3 rows, newest first" "3|True" "$(echo "$OUT" | python3 -c 'import json,sys; j=json.load(sys.stdin); s=[x["scheduled_at"] for x in j]; print(len(j), s==sorted(s, reverse=True), sep="|")')"
-expect_eq "with the documented fields" "attempt_count fence id job_id last_error_class lease_owner lease_until partition request_id scheduled_at source state version" \
+expect_eq "with the documented fields" "attempt_count fence id job_id last_error_class lease_owner lease_until partition request_id scheduled_at source state trace_id version" \
 	"$(echo "$OUT" | python3 -c 'import json,sys; print(" ".join(sorted(json.load(sys.stdin)[0].keys())))')"
 expect_exit "triggers --state cancelling" 0 "$PAL" triggers --job ops.heartbeat --state cancelling --limit 1000 --output json
 expect_eq "only cancelling ones" "$(sql "SELECT count(*) FROM triggers WHERE job_id = 'ops.heartbeat' AND state = 'cancelling'")|cancelling" \
