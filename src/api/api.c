@@ -1508,8 +1508,23 @@ static void run(call *c)
 	}
 	r->fn(c);
 	if (key) {
-		char *text = json_dumps(c->out, JSON_COMPACT);
-		if (pal_apistore_idem_finish(c->api->st, c->who.id, key, (int)c->status,
+		/* A created token's secret is never stored: its key keeps a problem
+		 * that a replay answers instead. */
+		json_t *keep = c->out;
+		int keep_status = (int)c->status;
+		if (r->fn == h_token_create && c->status == 201) {
+			keep = json_pack(
+			    "{s:s, s:s, s:i, s:s, s:s}", "type", PROBLEM_BASE "secret-shown-once",
+			    "title", "Secret shown once", "status", 409, "detail",
+			    "this Idempotency-Key created a token; its secret was shown in "
+			    "that answer only and is not kept",
+			    "instance", req->path);
+			keep_status = 409;
+		}
+		char *text = json_dumps(keep, JSON_COMPACT);
+		if (keep != c->out)
+			json_decref(keep);
+		if (pal_apistore_idem_finish(c->api->st, c->who.id, key, keep_status,
 					     text ? text : "{}", err, sizeof err))
 			pal_log(PAL_LOG_WARN, "api.idempotency_lost", "{s:s, s:s}", "key", key,
 				"error", err);

@@ -130,6 +130,15 @@ expect_eq "one manual trigger for the key" 1 "$(sql "select count(*) from trigge
 expect_eq "the key with another body: 422" 422 \
 	"$(api r1 "${TOK[operator]}" POST /jobs/red.a/trigger '{"reason":"other"}' -H 'Idempotency-Key: deploy-42')"
 
+# A token created with an Idempotency-Key: its secret is never kept; a replay says so.
+s1=$(api r1 "${TOK[admin]}" POST /tokens '{"name":"keyed","role":"viewer"}' -H 'Idempotency-Key: mk-keyed')
+expect_eq "token create with a key: 201 with the secret" "201 1" "$s1 $(grep -cE 'pal_[0-9a-f]{16}_[0-9a-f]{64}' "$PALISADE_TEST_TMP/api-out")"
+expect_eq "no row of api_requests holds a secret" 0 \
+	"$(sql "select count(*) from api_requests r where r::text ~ 'pal_[0-9a-f]{16}_[0-9a-f]{64}'")"
+expect_eq "its replay: 409 (the secret is shown once)" 409 \
+	"$(api r2 "${TOK[admin]}" POST /tokens '{"name":"keyed","role":"viewer"}' -H 'Idempotency-Key: mk-keyed')"
+expect_match "as a secret-shown-once problem" 'problem:secret-shown-once' "$(cat "$PALISADE_TEST_TMP/api-out")"
+
 # The write rate limit: 150 writes at once from one token, over one connection.
 urls=(); for _ in $(seq 150); do urls+=("http://${NODE_ADMIN[r2]}/api/v1/jobs/red.a/pause"); done
 hdrs=$PALISADE_TEST_TMP/api-burst-headers
