@@ -58,6 +58,10 @@ typedef struct pal_api_request {
 	size_t body_len;
 	const char *(*lookup)(void *ctx, bool header, const char *name);
 	void *ctx;
+	/* The decoded query arguments in one canonical text (sorted, each
+	 * length-prefixed), NULL or "" when none: part of what an
+	 * Idempotency-Key is compared with. */
+	const char *query;
 } pal_api_request;
 
 /* An answer: STATUS, CONTENT_TYPE (static), BODY (LEN bytes, malloc()ed,

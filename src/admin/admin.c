@@ -728,6 +728,34 @@ static const char *api_lookup(void *ctx, bool header, const char *name)
 					   name);
 }
 
+static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+			       const char *value)
+{
+	(void)kind;
+	g_ptr_array_add(cls, g_strdup_printf("%zu:%s=%zu:%s\n", strlen(key), key,
+					     value ? strlen(value) : 0, value ? value : ""));
+	return MHD_YES;
+}
+
+static gint cmp_str(gconstpointer a, gconstpointer b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The query arguments of CONN in the canonical text of pal_api_request's
+ * query: sorted, so their order does not matter.  Free with g_free(). */
+static char *canonical_query(struct MHD_Connection *conn)
+{
+	GPtrArray *args = g_ptr_array_new_with_free_func(g_free);
+	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, add_arg, args);
+	g_ptr_array_sort(args, cmp_str);
+	GString *s = g_string_new(NULL);
+	for (guint i = 0; i < args->len; i++)
+		g_string_append(s, g_ptr_array_index(args, i));
+	g_ptr_array_free(args, TRUE);
+	return g_string_free(s, FALSE);
+}
+
 /* An /api/v1 request, answered by the API module. */
 static enum MHD_Result api_route(pal_admin *a, struct MHD_Connection *conn, const char *url,
 				 const char *method, const request *req)
@@ -742,9 +770,11 @@ static enum MHD_Result api_route(pal_admin *a, struct MHD_Connection *conn, cons
 			       .body = req->body ? req->body->str : NULL,
 			       .body_len = req->body ? req->body->len : 0,
 			       .lookup = api_lookup,
-			       .ctx = conn };
+			       .ctx = conn,
+			       .query = canonical_query(conn) };
 	pal_api_reply rep;
 	pal_api_serve(a->api, &ar, &rep);
+	g_free((char *)ar.query);
 	struct MHD_Response *r = new_response(rep.content_type, rep.body, rep.len, true);
 	for (int i = 0; r != NULL && i < rep.n_headers; i++)
 		MHD_add_response_header(r, rep.header_name[i], rep.header_value[i]);

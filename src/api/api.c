@@ -1475,8 +1475,18 @@ static void run(call *c)
 		return;
 	}
 	if (key) {
-		char *digest = g_compute_checksum_for_data(
-		    G_CHECKSUM_SHA256, (const guchar *)(req->body ? req->body : ""), req->body_len);
+		/* The query counts (apply reads dry_run and reason from it); without
+		 * one the digest is the body's alone, as keys stored before it
+		 * counted were made. */
+		GChecksum *sum = g_checksum_new(G_CHECKSUM_SHA256);
+		if (req->query && *req->query) {
+			g_checksum_update(sum, (const guchar *)req->query, -1);
+			g_checksum_update(sum, (const guchar *)"\n\n", 2);
+		}
+		g_checksum_update(sum, (const guchar *)(req->body ? req->body : ""),
+				  (gssize)req->body_len);
+		char *digest = g_strdup(g_checksum_get_string(sum));
+		g_checksum_free(sum);
 		pal_idem_outcome o;
 		int status;
 		char *resp;

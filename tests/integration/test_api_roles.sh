@@ -139,6 +139,15 @@ expect_eq "its replay: 409 (the secret is shown once)" 409 \
 	"$(api r2 "${TOK[admin]}" POST /tokens '{"name":"keyed","role":"viewer"}' -H 'Idempotency-Key: mk-keyed')"
 expect_match "as a secret-shown-once problem" 'problem:secret-shown-once' "$(cat "$PALISADE_TEST_TMP/api-out")"
 
+# The query is part of the keyed request: a dry run, then the real apply with the same key.
+sed -i 's/red\.new/red.idem/' "$steal"
+kapi() { curl -s -o "$PALISADE_TEST_TMP/api-out" -w '%{http_code}' -X POST -H "Authorization: Bearer ${TOK[admin]}" \
+	-H 'Idempotency-Key: apply-idem' -H 'Content-Type: application/yaml' --data-binary @"$steal" "http://${NODE_ADMIN[r1]}/api/v1/apply$1"; }
+expect_eq "dry run with a key: 200" 200 "$(kapi '?dry_run=true&reason=x')"
+expect_eq "its arguments in another order: replayed" 200 "$(kapi '?reason=x&dry_run=true')"
+expect_eq "dry_run=false with the same key: 422 (another request), not the dry run replayed" 422 "$(kapi '?dry_run=false&reason=x')"
+expect_eq "red.idem not stored by the dry run" 0 "$(sql "select count(*) from jobs where job_id = 'red.idem'")"
+
 # The write rate limit: 150 writes at once from one token, over one connection.
 urls=(); for _ in $(seq 150); do urls+=("http://${NODE_ADMIN[r2]}/api/v1/jobs/red.a/pause"); done
 hdrs=$PALISADE_TEST_TMP/api-burst-headers
