@@ -30,9 +30,15 @@ typedef enum {
 	PAL_IDEM_MISMATCH,    /* the key was used for another request */
 } pal_idem_outcome;
 
+/* Seconds after which a request still in progress is taken to have died
+ * with its node or connection: the next retry takes its key over. */
+#define PAL_IDEM_TAKEOVER_S 60
+
 /* Record (TOKEN, KEY) for METHOD PATH with body DIGEST, or find its earlier
- * answer (*response malloc()ed, free()).  Records older than a day are
- * deleted on the way. */
+ * answer (*response malloc()ed, free()).  A record still in progress after
+ * PAL_IDEM_TAKEOVER_S is taken over (PAL_IDEM_NEW) by one conditional
+ * UPDATE, so one retry acts.  Records older than a day are deleted on the
+ * way. */
 PAL_MUST_CHECK int pal_apistore_idem_begin(pal_store *st, const char *token, const char *key,
 					   const char *method, const char *path, const char *digest,
 					   pal_idem_outcome *outcome, int *status, char **response,

@@ -28,6 +28,31 @@ int pal_apistore_identity(pal_store *st, const char *role, const char *client, c
 	return PAL_OK;
 }
 
+/*
+ * The record (TOKEN, KEY) in progress since CREATED: when that is longer
+ * than PAL_IDEM_TAKEOVER_S ago, restamp it (only if no one else did since)
+ * and set *OUTCOME to PAL_IDEM_NEW.
+ */
+static int idem_take_over(pal_store *st, const char *token, const char *key, const char *created,
+			  pal_idem_outcome *outcome, char *err, size_t errlen)
+{
+	char bound[32];
+	snprintf(bound, sizeof bound, "%d seconds", PAL_IDEM_TAKEOVER_S);
+	const char *p[] = {token, key, created, bound};
+	PGresult *r = pal__store_query(st,
+				       "UPDATE api_requests SET created_at = clock_timestamp()"
+				       " WHERE token_id = $1 AND key = $2 AND status IS NULL"
+				       "  AND created_at = $3::timestamptz"
+				       "  AND created_at < clock_timestamp() - $4::interval",
+				       4, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	if (!strcmp(PQcmdTuples(r), "1"))
+		*outcome = PAL_IDEM_NEW;
+	PQclear(r);
+	return PAL_OK;
+}
+
 int pal_apistore_idem_begin(pal_store *st, const char *token, const char *key, const char *method,
 			    const char *path, const char *digest, pal_idem_outcome *outcome,
 			    int *status, char **response, char *err, size_t errlen)
@@ -44,9 +69,10 @@ int pal_apistore_idem_begin(pal_store *st, const char *token, const char *key, c
 	    "'1 day'),"
 	    " ins AS (INSERT INTO api_requests (token_id, key, method, path, digest)"
 	    "  VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING 1)"
-	    " SELECT true, NULL, NULL, NULL, NULL, NULL FROM ins"
+	    " SELECT true, NULL, NULL, NULL, NULL, NULL, NULL FROM ins"
 	    " UNION ALL"
-	    " SELECT false, method, path, digest, status, response FROM api_requests"
+	    " SELECT false, method, path, digest, status, response, created_at::text"
+	    "  FROM api_requests"
 	    "  WHERE token_id = $1 AND key = $2 AND NOT EXISTS (SELECT 1 FROM ins)",
 	    5, p, err, errlen);
 	if (!r)
@@ -63,9 +89,14 @@ int pal_apistore_idem_begin(pal_store *st, const char *token, const char *key, c
 	if (strcmp(PQgetvalue(r, 0, 1), method) || strcmp(PQgetvalue(r, 0, 2), path) ||
 	    strcmp(PQgetvalue(r, 0, 3), digest))
 		*outcome = PAL_IDEM_MISMATCH;
-	else if (PQgetisnull(r, 0, 4))
+	else if (PQgetisnull(r, 0, 4)) {
 		*outcome = PAL_IDEM_IN_PROGRESS;
-	else {
+		int rc = idem_take_over(st, token, key, PQgetvalue(r, 0, 6), outcome, err, errlen);
+		if (rc) {
+			PQclear(r);
+			return rc;
+		}
+	} else {
 		*outcome = PAL_IDEM_REPLAY;
 		*status = atoi(PQgetvalue(r, 0, 4));
 		*response = strdup(PQgetvalue(r, 0, 5));
@@ -212,7 +243,7 @@ int pal_apistore_triggers_page(pal_store *st, const char *job_id, const char *st
 	/* Plan and request keys apart, as palisade_job_triggers() (sql/020):
 	 * each branch walks one index of (job_id, scheduled_at, ...) backwards. */
 #define AFTER                                                                                      \
-	" AND ($2::text IS NULL OR state = $2) AND ($7::bigint IS NULL OR id = $7) AND"           \
+	" AND ($2::text IS NULL OR state = $2) AND ($7::bigint IS NULL OR id = $7) AND"            \
 	" ($3::bigint IS NULL OR"                                                                  \
 	" (scheduled_at, partition, id) < ('epoch'::timestamptz + $3::bigint * interval '1"        \
 	" microsecond', $4::int, $5::bigint))"                                                     \

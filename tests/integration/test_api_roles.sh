@@ -148,6 +148,19 @@ expect_eq "its arguments in another order: replayed" 200 "$(kapi '?reason=x&dry_
 expect_eq "dry_run=false with the same key: 422 (another request), not the dry run replayed" 422 "$(kapi '?dry_run=false&reason=x')"
 expect_eq "red.idem not stored by the dry run" 0 "$(sql "select count(*) from jobs where job_id = 'red.idem'")"
 
+# A key left in progress by a request that died with its node: 409 while young, taken
+# over by the next retry once older than the bound (60 s), and acted on once.
+stuck() { sql "insert into api_requests (token_id, key, method, path, digest, created_at)
+	select id, '$1', 'POST', '/api/v1/jobs/red.a/pause', encode(sha256('{\"reason\":\"r\"}'), 'hex'),
+	clock_timestamp() - interval '$2 seconds' from api_tokens where name = 'admin'" >/dev/null; }
+stuck stuck-young 5
+stuck stuck-old 61
+expect_eq "a key in progress for 5 s: 409" 409 "$(api r1 "${TOK[admin]}" POST /jobs/red.a/pause '{"reason":"r"}' -H 'Idempotency-Key: stuck-young')"
+expect_eq "one in progress for 61 s: taken over, acted (200)" 200 "$(api r1 "${TOK[admin]}" POST /jobs/red.a/pause '{"reason":"r"}' -H 'Idempotency-Key: stuck-old')"
+expect_eq "and its answer kept" 200 "$(sql "select status from api_requests where key = 'stuck-old'")"
+expect_eq "its retry: 200" 200 "$(api r2 "${TOK[admin]}" POST /jobs/red.a/pause '{"reason":"r"}' -H 'Idempotency-Key: stuck-old' -D "$PALISADE_TEST_TMP/api-h")"
+expect_match "replayed" 'Idempotent-Replayed: true' "$(cat "$PALISADE_TEST_TMP/api-h")"
+
 # The write rate limit: 150 writes at once from one token, over one connection.
 urls=(); for _ in $(seq 150); do urls+=("http://${NODE_ADMIN[r2]}/api/v1/jobs/red.a/pause"); done
 hdrs=$PALISADE_TEST_TMP/api-burst-headers
