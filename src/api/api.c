@@ -966,6 +966,8 @@ static void h_status(call *c)
 {
 	json_t *st;
 	char err[1024];
+	if (!unscoped(c)) /* cluster-wide figures */
+		return;
 	int rc = pal_store_status_json(c->api->st, &st, err, sizeof err);
 	if (rc)
 		problem_rc(c, rc, err);

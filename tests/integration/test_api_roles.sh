@@ -97,6 +97,8 @@ expect_eq "op-red reads red.a: 200" 200 "$(api r1 "${TOK[op-red]}" GET /jobs/red
 expect_eq "op-red reads blue.b: 404 (as if it did not exist)" 404 "$(api r1 "${TOK[op-red]}" GET /jobs/blue.b)"
 api r1 "${TOK[op-red]}" GET /jobs >/dev/null
 expect_eq "op-red's job list holds red.a only" "red.a" "$(python3 -c 'import json,sys; print(",".join(j["job_id"] for j in json.loads(sys.argv[1])["items"]))' "$BODY_OUT")"
+expect_eq "viewer-red's cluster-wide status: 403" 403 "$(api r1 "${TOK[viewer-red]}" GET /status)"
+expect_eq "the viewer's: 200" 200 "$(api r1 "${TOK[viewer]}" GET /status)"
 expect_eq "op-red's triggers of blue.b: 404" 404 "$(api r1 "${TOK[op-red]}" GET "/triggers?job=blue.b")"
 expect_eq "viewer lists triggers of blue.b: 200" 200 "$(api r1 "${TOK[viewer]}" GET "/triggers?job=blue.b")"
 expect_eq "no token: 401" 401 "$(curl -s -o /dev/null -w '%{http_code}' "http://${NODE_ADMIN[r1]}/api/v1/jobs")"
