@@ -8,6 +8,7 @@
  * together), so nothing here opens a transaction.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <glib.h>
@@ -166,24 +167,50 @@ int pal_token_list_json(pal_store *st, json_t **out, char *err, size_t errlen)
 	    0, NULL, out, err, errlen);
 }
 
+/* S holds N lower-case hex digits, then its end or "_". */
+static bool all_hex(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!g_ascii_isxdigit(s[i]) || g_ascii_isupper(s[i]))
+			return false;
+	return s[n] == '\0' || s[n] == '_';
+}
+
 int pal_token_revoke(pal_store *st, const char *name_or_id, const char *actor, char *err,
 		     size_t errlen)
 {
-	const char *p[] = {name_or_id, actor};
+	/* The id is matched only for an argument of its form (16 hex digits);
+	 * a name can have that form too, and then both would match: refuse
+	 * rather than revoke two. */
+	bool id_form = name_or_id && strlen(name_or_id) == 16 && all_hex(name_or_id, 16);
+	const char *p[] = {name_or_id, actor, id_form ? "t" : "f"};
 	PGresult *r = pal__store_query(
 	    st,
-	    "WITH t AS (UPDATE api_tokens SET revoked_at = clock_timestamp(), revoked_by = $2"
-	    " WHERE (name = $1 OR id = $1) AND revoked_at IS NULL RETURNING id, name, role)"
-	    " INSERT INTO audit_log (actor, action, scope, reason, details)"
-	    " SELECT $2, 'token.revoke', 'token:' || t.name, NULL,"
-	    " jsonb_build_object('id', t.id, 'role', t.role) FROM t RETURNING 1",
-	    2, p, err, errlen);
+	    "WITH c AS (SELECT id FROM api_tokens WHERE revoked_at IS NULL"
+	    "  AND (name = $1 OR ($3::boolean AND id = $1))),"
+	    " t AS (UPDATE api_tokens SET revoked_at = clock_timestamp(), revoked_by = $2"
+	    "  WHERE id IN (SELECT id FROM c) AND (SELECT count(*) FROM c) = 1"
+	    "  RETURNING id, name, role),"
+	    " a AS (INSERT INTO audit_log (actor, action, scope, reason, details)"
+	    "  SELECT $2, 'token.revoke', 'token:' || t.name, NULL,"
+	    "  jsonb_build_object('id', t.id, 'role', t.role) FROM t RETURNING 1)"
+	    " SELECT (SELECT count(*) FROM c), (SELECT count(*) FROM a)",
+	    3, p, err, errlen);
 	if (!r)
 		return PAL_EDB;
-	int n = PQntuples(r);
+	int n = atoi(PQgetvalue(r, 0, 0));
 	PQclear(r);
+	if (n > 1) {
+		snprintf(err, errlen,
+			 "\"%s\" is the name of one live token and the id of another; nothing "
+			 "revoked (revoke by the other token's name, or by the first one's id: "
+			 "`palisade token list`)",
+			 name_or_id);
+		return PAL_EINVAL;
+	}
 	if (n == 0) {
-		snprintf(err, errlen, "no live token is named \"%s\" (`palisade token list`)",
+		snprintf(err, errlen,
+			 "no live token has the name or id \"%s\" (`palisade token list`)",
 			 name_or_id);
 		return PAL_ENOENT;
 	}
@@ -197,14 +224,6 @@ bool pal_secret_equal(const char *given, const char *want)
 	for (size_t i = 0; i < m; i++)
 		d |= (unsigned char)want[i] ^ (unsigned char)(n ? given[i % n] : 0);
 	return d == 0;
-}
-
-static bool all_hex(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!g_ascii_isxdigit(s[i]) || g_ascii_isupper(s[i]))
-			return false;
-	return s[n] == '\0' || s[n] == '_';
 }
 
 int pal_token_verify(pal_store *st, const char *token, pal_token_identity *out, char *err,

@@ -176,6 +176,15 @@ check "at least the bucket's 60 served, not all 150 ($codes)" test "${served:-0}
 expect_match "a 429 says when to retry" 'Retry-After: [0-9]+' "$(cat "$hdrs")"
 expect_eq "reads are not limited" 200 "$(api r2 "${TOK[op-red]}" GET /jobs/red.a)"
 
+# Revoke by name or id never revokes two: a token named as another's id.
+vid=$(sql "select id from api_tokens where name = 'viewer' and revoked_at is null")
+"$PAL" token create --name "$vid" --role viewer >/dev/null || fail "token create $vid"
+check "revoking \"$vid\" (the viewer's id, the other's name): refused" bash -c '! "$1" token revoke "$2" 2>/dev/null' _ "$PAL" "$vid"
+expect_eq "both still live" 2 "$(sql "select count(*) from api_tokens where (id = '$vid' or name = '$vid') and revoked_at is null")"
+expect_exit "the name-alike revoked by its own id" 0 "$PAL" token revoke "$(sql "select id from api_tokens where name = '$vid'")"
+expect_eq "the viewer still live" 1 "$(sql "select count(*) from api_tokens where id = '$vid' and revoked_at is null")"
+expect_eq "a revoke by a name that is not id-shaped: the name only" 200 "$(api r1 "${TOK[admin]}" POST /tokens/keyed/revoke '{}')"
+
 # Revocation: refused by the next request on both nodes.
 expect_eq "operator works on r2 before the revocation" 200 "$(api r2 "${TOK[operator]}" GET /jobs)"
 expect_exit "token revoke" 0 "$PAL" token revoke operator
