@@ -3,7 +3,7 @@
  * `apply --prune`), the gates job files close (`suspend: true`), and the
  * read commands of the operator (attempts, gates, misfires, audit, retired
  * jobs).  SQL in src/store/apply.c (retiring, inside an apply transaction),
- * src/store/ops.c (the gates) and src/store/lifecycle.c (the rest);
+ * src/store/gates.c (the gates) and src/store/lifecycle.c (the rest);
  * docs/operations.md describes the commands.
  */
 #ifndef PALISADE_LIFECYCLE_H

@@ -7,7 +7,9 @@
  * commit is never overwritten: whichever commits first wins, the loser's
  * statement matches zero rows.  The same transaction writes one audit_log row
  * (actor, action, scope, reason, details).  All SQL text is in
- * src/store/ops.c; docs/operations.md describes the commands.
+ * src/store/: ops.c (the shared transaction) and one file per action
+ * (gates.c, cancel.c, manual.c, backfill.c, tickets.c, listings.c);
+ * docs/operations.md describes the commands.
  *
  * Gates (persistent pauses) are changed under an ACCESS EXCLUSIVE lock on
  * the gates table, so a claim that reads gates in its own statement either

@@ -1,7 +1,7 @@
 /*
  * cmd_cancel.c - `palisade cancel (--trigger ID | --job JOB) --reason TEXT`:
  * cancel planned work with conditional updates that never overwrite a
- * concurrent executor commit (src/store/ops.c; docs/operations.md).
+ * concurrent executor commit (src/store/cancel.c; docs/operations.md).
  */
 #include <getopt.h>
 #include <stdio.h>

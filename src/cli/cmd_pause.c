@@ -1,6 +1,6 @@
 /*
  * cmd_pause.c - `palisade pause` and `palisade resume`: persistent gates by
- * scope (job, group, tenant, global), audited (src/store/ops.c does the SQL;
+ * scope (job, group, tenant, global), audited (src/store/gates.c does the SQL;
  * docs/operations.md describes the effect and the safe points).
  */
 #include <getopt.h>

@@ -1,7 +1,7 @@
 /*
  * cmd_tickets.c - `palisade tickets list|show|resolve`: manual-intervention
  * cases and their resolution with an allowed action, in one audited
- * transaction (src/store/ops.c; docs/operations.md).
+ * transaction (src/store/tickets.c; docs/operations.md).
  */
 #include <errno.h>
 #include <getopt.h>

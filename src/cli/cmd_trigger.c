@@ -2,7 +2,7 @@
  * cmd_trigger.c - `palisade trigger` (run a job now or at an instant, as a
  * manual run with its own request id) and `palisade backfill` (every instant
  * of a past range, one request id for the whole backfill).  The SQL is in
- * src/store/ops.c; docs/operations.md describes both.
+ * src/store/manual.c and src/store/backfill.c; docs/operations.md describes both.
  */
 #include <getopt.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /*
  * cmd_triggers.c - `palisade triggers [--job JOB | --trace-id ID]`: planned
  * executions with their state, fence, lease and trace id, newest first
- * (src/store/ops.c); a trace id names its trigger (trace.h), so --trace-id
+ * (src/store/listings.c); a trace id names its trigger (trace.h), so --trace-id
  * reads one trigger by its id, without an index of trace ids.
  */
 #include <getopt.h>

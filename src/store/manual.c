@@ -1,0 +1,170 @@
+/*
+ * manual.c - manual runs (pal_ops_trigger): one trigger of kind manual per
+ * (job, request id), at an instant the operator names or now, and the
+ * request-id and UUID helpers they use.  docs/operations.md.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "palisade/ops.h"
+#include "palisade/template.h"
+#include "palisade/timefmt.h"
+#include "ops_int.h"
+
+/* ---- manual runs -------------------------------------------------------------- */
+
+bool pal_ops_request_id_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n < 1 || n > PAL_TPL_REQUEST_ID_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-", s[i]))
+			return false;
+	return true;
+}
+
+int pal_ops_uuid4(char out[37])
+{
+	unsigned char b[16];
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return PAL_EIO;
+	size_t got = 0;
+	while (got < sizeof b) {
+		ssize_t n = read(fd, b + got, sizeof b - got);
+		if (n <= 0) {
+			close(fd);
+			return PAL_EIO;
+		}
+		got += (size_t)n;
+	}
+	close(fd);
+	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
+	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* variant 10 */
+	snprintf(out, 37,
+		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+		 b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+		 b[15]);
+	return PAL_OK;
+}
+
+void pal_run_result_clear(pal_run_result *r)
+{
+	json_decref(r->ids);
+	r->ids = NULL;
+}
+
+typedef struct run_ctx {
+	const char *job_id, *request_id, *actor, *reason;
+	int64_t at;
+	pal_run_result *res;
+} run_ctx;
+
+static int trigger_body(pal_store *st, void *vctx, char *err, size_t errlen)
+{
+	run_ctx *c = vctx;
+	pal_run_result *res = c->res;
+	pal_run_result_clear(res);
+	memset(res, 0, sizeof *res);
+	res->ids = json_array();
+	int rc = pal__ops_lock_request(st, c->job_id, c->request_id, err, errlen);
+	if (rc)
+		return rc;
+	char at[24];
+	pal__ops_i64s(at, sizeof at, c->at);
+	const char *p[] = { c->job_id, c->request_id, c->at == PAL_OPS_NOW ? NULL : at };
+
+	PGresult *r = pal__store_query(
+		st,
+		"SELECT id, source, floor(extract(epoch FROM scheduled_at))::bigint, version"
+		" FROM triggers WHERE job_id = $1 AND request_id = $2 ORDER BY partition, id",
+		2, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	int n = PQntuples(r);
+	if (n) {
+		int64_t was = pal__ops_val_i64(r, 0, 2);
+		bool backfill = strcmp(PQgetvalue(r, 0, 1), "manual") != 0;
+		if (backfill || (c->at != PAL_OPS_NOW && c->at != was)) {
+			char ts[32];
+			pal_fmt_rfc3339(was, ts, sizeof ts);
+			snprintf(err, errlen,
+				 "request id \"%s\" of job %s was already used by a %s at %s; a "
+				 "request id names one request; hint: choose another --request-id",
+				 c->request_id, c->job_id, backfill ? "backfill" : "manual run", ts);
+			PQclear(r);
+			return PAL_EINVAL;
+		}
+		res->existed = true;
+		res->at = was;
+		res->version = atoi(PQgetvalue(r, 0, 3));
+		for (int i = 0; i < n; i++)
+			json_array_append_new(res->ids, json_integer(pal__ops_val_i64(r, i, 0)));
+		PQclear(r);
+		return PAL_OK;
+	}
+	PQclear(r);
+
+	r = pal__store_query(
+		st,
+		"INSERT INTO triggers (job_id, version, scheduled_at, partition, source, request_id,"
+		" tenant, resource_group, priority, due_at, shard)"
+		" SELECT j.job_id, v.version, a.t, p, 'manual', $2, coalesce(v.spec->>'tenant', j.tenant),"
+		"  v.resource_group, v.priority, a.t, j.shard"
+		" FROM jobs j JOIN job_versions v ON v.job_id = j.job_id"
+		"  AND v.version = coalesce(j.active_version, j.latest_version)"
+		" CROSS JOIN (SELECT coalesce(to_timestamp($3::bigint),"
+		"   date_trunc('second', clock_timestamp())) AS t) a"
+		" CROSS JOIN generate_series(0, v.partitions - 1) p"
+		" WHERE j.job_id = $1"
+		" ON CONFLICT (job_id, request_id, scheduled_at, partition) WHERE request_id IS NOT NULL"
+		" DO NOTHING"
+		" RETURNING id, version, floor(extract(epoch FROM scheduled_at))::bigint",
+		3, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	n = PQntuples(r);
+	if (!n) {
+		PQclear(r);
+		if ((rc = pal__ops_job_exists(st, c->job_id, err, errlen)))
+			return rc;
+		snprintf(err, errlen,
+			 "job %s: no trigger inserted: its version has no row to plan, or request id "
+			 "\"%s\" conflicts with existing triggers; hint: `palisade triggers --job %s`",
+			 c->job_id, c->request_id, c->job_id);
+		return PAL_EINVAL;
+	}
+	res->version = atoi(PQgetvalue(r, 0, 1));
+	res->at = pal__ops_val_i64(r, 0, 2);
+	for (int i = 0; i < n; i++)
+		json_array_append_new(res->ids, json_integer(pal__ops_val_i64(r, i, 0)));
+	PQclear(r);
+
+	char *ids = json_dumps(res->ids, JSON_COMPACT);
+	char ver[16], ts[24];
+	snprintf(ver, sizeof ver, "%d", res->version);
+	pal__ops_i64s(ts, sizeof ts, res->at);
+	const char *pa[] = { c->actor, c->job_id, c->reason, c->request_id, ver, ts, ids ? ids : "[]" };
+	rc = pal__ops_exec(st,
+			   "INSERT INTO audit_log (actor, action, scope, reason, details)"
+			   " VALUES ($1, 'trigger', 'job:' || $2, $3, jsonb_build_object("
+			   "  'request_id', $4::text, 'version', $5::int,"
+			   "  'scheduled_at', to_timestamp($6::bigint), 'triggers', $7::jsonb))",
+			   7, pa, NULL, err, errlen);
+	free(ids);
+	if (rc)
+		return rc;
+	return pal__ops_notify(st, "NOTIFY palisade_triggers", 0, NULL, err, errlen);
+}
+
+int pal_ops_trigger(pal_store *st, const char *job_id, int64_t at, const char *request_id,
+		    const char *actor, const char *reason, pal_run_result *res, char *err,
+		    size_t errlen)
+{
+	memset(res, 0, sizeof *res);
+	run_ctx c = { job_id, request_id, actor, reason, at, res };
+	return pal__ops_in_tx(st, trigger_body, &c, err, errlen);
+}

@@ -1,0 +1,51 @@
+/*
+ * ops_int.h - what the files of the operator actions share (ops.c, gates.c,
+ * cancel.c, manual.c, backfill.c, tickets.c, listings.c) and nobody else
+ * needs.  Every function runs on the caller's connection; those taking
+ * ERR fill it on failure.
+ */
+#ifndef PALISADE_OPS_INT_H
+#define PALISADE_OPS_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "palisade/ops.h"
+#include "store_int.h"
+
+/* RFC 3339 UTC text of a timestamptz column (NULL stays NULL). */
+#define TS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+
+/* Decimal text of V into BUF. */
+void pal__ops_i64s(char *buf, size_t len, int64_t v);
+/* The int64 in row ROW, column COL of R. */
+int64_t pal__ops_val_i64(const PGresult *r, int row, int col);
+/* Run a statement that returns no rows we need; *n receives its row count
+ * when N is not NULL. */
+int pal__ops_exec(pal_store *st, const char *sql, int np, const char *const *p, int64_t *n,
+		  char *err, size_t errlen);
+/* One int64 from a single-row, single-column query (0 for no row or NULL). */
+int pal__ops_query_i64(pal_store *st, const char *sql, int np, const char *const *p, int64_t *out,
+		       char *err, size_t errlen);
+
+typedef int (*pal__ops_tx_body)(pal_store *st, void *ctx, char *err, size_t errlen);
+/*
+ * Run BODY inside BEGIN ... COMMIT.  BODY returns 0 to commit, or an error
+ * (the transaction is rolled back).  A deadlock or serialisation failure is
+ * retried up to three times; BODY must therefore reset its results first.
+ */
+int pal__ops_in_tx(pal_store *st, pal__ops_tx_body body, void *ctx, char *err, size_t errlen);
+/* PAL_ENOENT with a hint when no job JOB_ID exists. */
+int pal__ops_job_exists(pal_store *st, const char *job_id, char *err, size_t errlen);
+/* Run a pg_notify statement (CHANNEL_SQL with its parameters). */
+int pal__ops_notify(pal_store *st, const char *channel_sql, int np, const char *const *p, char *err,
+		    size_t errlen);
+/* Serialise requests of one (job, request id) until the transaction ends. */
+int pal__ops_lock_request(pal_store *st, const char *job_id, const char *request_id, char *err,
+			  size_t errlen);
+/* Insert a backfill of JOB_ID in the open transaction, without an audit row
+ * (backfill.c; a ticket's resolution uses it too). */
+int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int64_t to,
+			    int64_t max, const char *request_id, pal_backfill_result *res,
+			    char *err, size_t errlen);
+
+#endif
