@@ -2,9 +2,10 @@
  * backfill.c - backfills (pal_ops_backfill): the instants of a job's stored
  * versions in a window, inserted as triggers of kind backfill.
  *
- * Backfill instants are computed here from the stored versions with
- * pal_schedule_* (the same code the controller plans with) so that a
- * ticket's backfill and its resolution (tickets.c) share one transaction.
+ * The instants come from the job's versions as read in the same
+ * transaction, computed on the planning side (pal_backfill_instants, the
+ * same schedule code the controller plans with), so a ticket's backfill and
+ * its resolution (tickets.c) share one transaction.
  */
 #include <glib.h>
 #include <inttypes.h>
@@ -12,103 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "palisade/ops.h"
-#include "palisade/schedule.h"
+#include "palisade/backfill.h"
 #include "palisade/timefmt.h"
 #include "ops_int.h"
 
 /* ---- backfill ----------------------------------------------------------------- */
-
-typedef struct bf_inst {
-	int64_t at;
-	int version;
-	int partitions;
-} bf_inst;
-
-typedef struct bf_plan {
-	bf_inst *v;
-	size_t n, cap;
-	int64_t excluded;
-} bf_plan;
-
-/* Instants of VER's schedule in (lo, hi] intersected with [from, to]. */
-static int bf_segment(json_t *ver, int64_t lo, int64_t hi, int64_t from, int64_t to, int64_t max,
-		      bf_plan *pl, char *err, size_t errlen)
-{
-	pal_job_spec spec;
-	int rc = pal_job_spec_from_canonical(json_object_get(ver, "spec"), &spec, err, errlen);
-	if (rc)
-		return rc;
-	pal_schedule *sc;
-	if ((rc = pal_schedule_open(&spec, &sc, err, errlen))) {
-		pal_job_spec_clear(&spec);
-		return rc;
-	}
-	int version = (int)json_integer_value(json_object_get(ver, "version"));
-	int64_t t = lo > from - 1 ? lo : from - 1, x;
-	bool excl;
-	while (pal_schedule_next(sc, t, &x, &excl) == PAL_OK && x <= to && x <= hi) {
-		t = x;
-		if (excl) {
-			pl->excluded++;
-			continue;
-		}
-		if ((int64_t)pl->n >= max) {
-			rc = PAL_ETOOBIG;
-			break;
-		}
-		if (pl->n == pl->cap) {
-			size_t cap = pl->cap ? pl->cap * 2 : 256;
-			bf_inst *nv = realloc(pl->v, cap * sizeof *nv);
-			if (!nv) {
-				rc = PAL_ENOMEM;
-				break;
-			}
-			pl->v = nv;
-			pl->cap = cap;
-		}
-		pl->v[pl->n++] = (bf_inst){ x, version, spec.partitions };
-	}
-	pal_schedule_close(sc);
-	pal_job_spec_clear(&spec);
-	return rc;
-}
-
-/*
- * Every instant of a job in [FROM, TO] from VERSIONS ([{version, spec,
- * effective_from|null}] ascending): an activated version owns the instants
- * after its effective_from up to the next activated one's (inclusive), as
- * the planner assigns them; before the first effective_from, and when none
- * is activated, the latest version.  PAL_ETOOBIG beyond MAX instants.
- */
-static int bf_compute(json_t *versions, int64_t from, int64_t to, int64_t max, bf_plan *pl,
-		      char *err, size_t errlen)
-{
-	size_t nv = json_array_size(versions), i;
-	json_t *latest = json_array_get(versions, nv - 1), *v;
-	json_t *act = json_array();
-	json_array_foreach(versions, i, v)
-	{
-		if (json_is_integer(json_object_get(v, "effective_from")))
-			json_array_append(act, v);
-	}
-	size_t na = json_array_size(act);
-	int rc;
-	int64_t first = na ? json_integer_value(json_object_get(json_array_get(act, 0),
-								"effective_from"))
-			   : INT64_MAX;
-	rc = bf_segment(latest, INT64_MIN, first, from, to, max, pl, err, errlen);
-	for (size_t k = 0; k < na && !rc; k++) {
-		json_t *a = json_array_get(act, k);
-		int64_t lo = json_integer_value(json_object_get(a, "effective_from"));
-		int64_t hi = k + 1 < na ? json_integer_value(json_object_get(json_array_get(act, k + 1),
-									     "effective_from"))
-					: INT64_MAX;
-		if (hi > lo)
-			rc = bf_segment(a, lo, hi, from, to, max, pl, err, errlen);
-	}
-	json_decref(act);
-	return rc;
-}
 
 /* Insert a backfill of JOB_ID in the open transaction (no audit). */
 int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int64_t to,
@@ -139,8 +48,8 @@ int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int
 		snprintf(err, errlen, "no job \"%s\"; hint: `palisade jobs` lists the jobs", job_id);
 		return PAL_ENOENT;
 	}
-	bf_plan pl = { 0 };
-	int rc = bf_compute(versions, from, to, max, &pl, err, errlen);
+	pal_backfill_plan pl = { 0 };
+	int rc = pal_backfill_instants(versions, from, to, max, &pl, err, errlen);
 	json_decref(versions);
 	if (rc == PAL_ETOOBIG) {
 		char f[32], t[32];
@@ -152,7 +61,7 @@ int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int
 			 job_id, f, t, max);
 	}
 	if (rc) {
-		free(pl.v);
+		pal_backfill_plan_clear(&pl);
 		return rc;
 	}
 	res->instants = (int64_t)pl.n;
@@ -165,11 +74,11 @@ int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int
 		 "SELECT count(*) FROM triggers WHERE job_id = $1 AND request_id = $2"
 		 " AND source <> 'backfill'",
 		 2, p, &manual, err, errlen))) {
-		free(pl.v);
+		pal_backfill_plan_clear(&pl);
 		return rc;
 	}
 	if (manual) {
-		free(pl.v);
+		pal_backfill_plan_clear(&pl);
 		snprintf(err, errlen,
 			 "request id \"%s\" of job %s was already used by a manual run; hint: "
 			 "choose another --request-id",
@@ -188,7 +97,7 @@ int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int
 			res->rows++;
 		}
 	}
-	free(pl.v);
+	pal_backfill_plan_clear(&pl);
 	char *va = pal__pgarr_end(&vs), *aa = pal__pgarr_end(&as), *pa = pal__pgarr_end(&ps);
 	const char *pi[] = { job_id, request_id, va, aa, pa };
 	rc = pal__ops_exec(

@@ -1,0 +1,141 @@
+/*
+ * test_backfill.c - the instants of a backfill (src/plan/backfill.c): which
+ * stored version owns each instant of a window (the latest before the first
+ * activation, then each activated version up to the next one's
+ * effective_from, inclusive), one row per partition, calendar exclusions
+ * counted and not returned, and the --max limit.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "palisade/backfill.h"
+#include "palisade/jobfile.h"
+
+#define T0 1772409600LL /* 2026-03-02T00:00:00Z */
+#define H 3600LL
+
+/* {version, spec, effective_from} of the one job in YAML TEXT; EFF < 0 is
+ * a version never activated (effective_from null). */
+static json_t *version(int v, const char *text, int64_t eff)
+{
+	pal_jobset set = {0};
+	pal_diags d = {0};
+	assert_int_equal(pal_jobfile_load_buffer("b.yaml", text, strlen(text), &set, &d), 0);
+	json_t *o =
+	    json_pack("{s:i, s:o, s:o}", "version", v, "spec", pal_job_spec_canonical(&set.jobs[0]),
+		      "effective_from", eff < 0 ? json_null() : json_integer(eff));
+	pal_jobset_free(&set);
+	pal_diags_free(&d);
+	return o;
+}
+
+#define HOURLY                                                                                     \
+	"jobs:\n  - id: b.job\n    schedule: {cron: \"0 0 * * * ?\"}\n"                            \
+	"    target: {url: \"http://127.0.0.1:8089/x\"}\n"
+#define HALF_HOURLY_2                                                                              \
+	"jobs:\n  - id: b.job\n    schedule: {cron: \"0 0/30 * * * ?\"}\n"                         \
+	"    target: {url: \"http://127.0.0.1:8089/x\"}\n    partitions: 2\n"
+#define HOURLY_EXCLUDED                                                                            \
+	"jobs:\n  - id: b.job\n    schedule: {cron: \"0 0 * * * ?\", exclude: [\"2026-03-02\"]}\n" \
+	"    target: {url: \"http://127.0.0.1:8089/x\"}\n"
+
+static void test_versions_own_their_segments(void **state)
+{
+	(void)state;
+	json_t *vs =
+	    json_pack("[o, o]", version(1, HOURLY, T0), version(2, HALF_HOURLY_2, T0 + 3 * H));
+	pal_backfill_plan pl = {0};
+	char err[256] = "";
+	int rc = pal_backfill_instants(vs, T0, T0 + 5 * H, 1000, &pl, err, sizeof err);
+	if (rc)
+		fail_msg("%s", err);
+	/* T0 itself is before the first activation's exclusive start: the latest
+	 * version (2); (T0, T0+3h] version 1 hourly; after T0+3h version 2. */
+	static const struct {
+		int64_t at;
+		int version, partitions;
+	} want[] = {{T0, 2, 2},
+		    {T0 + H, 1, 1},
+		    {T0 + 2 * H, 1, 1},
+		    {T0 + 3 * H, 1, 1},
+		    {T0 + 3 * H + H / 2, 2, 2},
+		    {T0 + 4 * H, 2, 2},
+		    {T0 + 4 * H + H / 2, 2, 2},
+		    {T0 + 5 * H, 2, 2}};
+	assert_int_equal(pl.n, sizeof want / sizeof want[0]);
+	for (size_t i = 0; i < pl.n; i++) {
+		assert_int_equal(pl.v[i].at, want[i].at);
+		assert_int_equal(pl.v[i].version, want[i].version);
+		assert_int_equal(pl.v[i].partitions, want[i].partitions);
+	}
+	assert_int_equal(pl.excluded, 0);
+	pal_backfill_plan_clear(&pl);
+	assert_null(pl.v);
+	json_decref(vs);
+}
+
+static void test_no_activation_means_latest_version(void **state)
+{
+	(void)state;
+	json_t *vs = json_pack("[o, o]", version(1, HALF_HOURLY_2, -1), version(2, HOURLY, -1));
+	pal_backfill_plan pl = {0};
+	char err[256] = "";
+	assert_int_equal(pal_backfill_instants(vs, T0 + 1, T0 + 3 * H, 1000, &pl, err, sizeof err),
+			 0);
+	assert_int_equal(pl.n, 3);
+	for (size_t i = 0; i < pl.n; i++) {
+		assert_int_equal(pl.v[i].at, T0 + (int64_t)(i + 1) * H);
+		assert_int_equal(pl.v[i].version, 2);
+	}
+	pal_backfill_plan_clear(&pl);
+	json_decref(vs);
+}
+
+static void test_excluded_instants_are_counted_not_returned(void **state)
+{
+	(void)state;
+	json_t *vs = json_pack("[o]", version(1, HOURLY_EXCLUDED, -1));
+	pal_backfill_plan pl = {0};
+	char err[256] = "";
+	/* 2026-03-01T22:00Z .. 2026-03-02T01:00Z: 22h and 23h fire, 00h and
+	 * 01h fall on the excluded date (UTC zone). */
+	assert_int_equal(
+	    pal_backfill_instants(vs, T0 - 2 * H, T0 + 1 * H, 1000, &pl, err, sizeof err), 0);
+	assert_int_equal(pl.n, 2);
+	assert_int_equal(pl.v[0].at, T0 - 2 * H);
+	assert_int_equal(pl.v[1].at, T0 - H);
+	assert_int_equal(pl.excluded, 2);
+	pal_backfill_plan_clear(&pl);
+	json_decref(vs);
+}
+
+static void test_more_than_max_is_too_big(void **state)
+{
+	(void)state;
+	json_t *vs = json_pack("[o]", version(1, HOURLY, -1));
+	pal_backfill_plan pl = {0};
+	char err[256] = "";
+	assert_int_equal(pal_backfill_instants(vs, T0, T0 + 10 * H, 10, &pl, err, sizeof err),
+			 PAL_ETOOBIG);
+	pal_backfill_plan_clear(&pl);
+	assert_int_equal(pal_backfill_instants(vs, T0, T0 + 10 * H, 11, &pl, err, sizeof err), 0);
+	assert_int_equal(pl.n, 11);
+	pal_backfill_plan_clear(&pl);
+	json_decref(vs);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_versions_own_their_segments),
+	    cmocka_unit_test(test_no_activation_means_latest_version),
+	    cmocka_unit_test(test_excluded_instants_are_counted_not_returned),
+	    cmocka_unit_test(test_more_than_max_is_too_big),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
