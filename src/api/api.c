@@ -34,6 +34,7 @@
 #include "palisade/api.h"
 #include "palisade/apistore.h"
 #include "palisade/clock.h"
+#include "palisade/name.h"
 #include "palisade/jobfile.h"
 #include "palisade/keyhorizon.h"
 #include "palisade/lifecycle.h"
@@ -224,21 +225,6 @@ static json_t *page_json(json_t *items, char *next)
 	return o;
 }
 
-/* A name of a job, group or tenant: [a-z0-9][a-z0-9._-]*, at most MAX. */
-static bool name_ok(const char *s, size_t max)
-{
-	size_t n = strlen(s);
-	if (n < 1 || n > max)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char ch = s[i];
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
-		      (i > 0 && (ch == '.' || ch == '_' || ch == '-'))))
-			return false;
-	}
-	return true;
-}
-
 /* The tenant array of the token for the list queries: NULL (every tenant)
  * or a text[] literal (g_free). */
 static char *tenants_literal(const pal_token_identity *w)
@@ -276,7 +262,7 @@ static bool tenant_allowed(call *c, const char *tenant, bool write, const char *
 static bool job_visible(call *c, bool write)
 {
 	const char *id = c->arg[0];
-	if (!name_ok(id, 128)) {
+	if (!pal_name_ok(id, 128)) {
 		problem(c, 404, "not-found", "Not found", "no job \"%.64s\"", id);
 		return false;
 	}
@@ -415,7 +401,7 @@ static bool scope_arg(call *c, pal_scope_kind kind, pal_scope *sc)
 	*sc = (pal_scope){kind, c->arg[0]};
 	if (kind == PAL_SCOPE_GLOBAL)
 		return unscoped(c);
-	if (!name_ok(c->arg[0], 64)) {
+	if (!pal_name_ok(c->arg[0], 64)) {
 		problem(c, 422, "invalid", "Invalid request",
 			"\"%.64s\" is not a group or tenant name", c->arg[0]);
 		return false;

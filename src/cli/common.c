@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <pwd.h>
 #include "palisade/err.h"
+#include "palisade/name.h"
 #include "palisade/timefmt.h"
 #include "palisade/url.h"
 #include "cli_int.h"
@@ -191,18 +192,14 @@ bool pal_cli_name(const char *cmd, const char *what, const char *arg)
 			    arg, n, max);
 		return false;
 	}
-	for (size_t i = 0; i < n; i++) {
-		char ch = arg[i];
-		bool ok = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
-			  (i > 0 && (ch == '.' || ch == '_' || ch == '-'));
-		if (!ok) {
-			pal_cli_err(cmd,
-				    "%s name \"%.64s\": invalid character at byte %zu (allowed: "
-				    "lower-case letters, digits, '.', '_' and '-', starting with a "
-				    "letter or digit)",
-				    what, arg, i + 1);
-			return false;
-		}
+	size_t bad = pal_name_bad_byte(arg, n);
+	if (bad < n) {
+		pal_cli_err(cmd,
+			    "%s name \"%.64s\": invalid character at byte %zu (allowed: "
+			    "lower-case letters, digits, '.', '_' and '-', starting with a "
+			    "letter or digit)",
+			    what, arg, bad + 1);
+		return false;
 	}
 	return true;
 }

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <glib.h>
 #include "palisade/jobfile.h"
+#include "palisade/name.h"
 #include "palisade/trace.h"
 #include "palisade/cron.h"
 #include "palisade/template.h"
@@ -281,12 +282,6 @@ static const struct section *const all_sections[] = {
 
 /* ---- generic value checks ---- */
 
-static bool name_char(char ch)
-{
-	return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' ||
-	       ch == '-';
-}
-
 /* An id, tenant or group name: [a-z0-9][a-z0-9._-]*, at most MAX bytes. */
 static void check_name(struct jctx *c, const pal_ynode *v, const char *what, int64_t max,
 		       char **out)
@@ -308,16 +303,15 @@ static void check_name(struct jctx *c, const pal_ynode *v, const char *what, int
 		free(s);
 		return;
 	}
-	for (size_t i = 0; s[i]; i++) {
-		if (!name_char(s[i]) || (i == 0 && (s[i] == '.' || s[i] == '_' || s[i] == '-'))) {
-			jdiag_at(c, v, i,
-				 "%s: invalid character '%c' in \"%.64s\" (allowed: lower-case "
-				 "letters, digits, '.', '_' and '-', starting with a letter or "
-				 "digit)",
-				 what, isprint((unsigned char)s[i]) ? s[i] : '?', s);
-			free(s);
-			return;
-		}
+	size_t n = strlen(s), i = pal_name_bad_byte(s, n);
+	if (i < n) {
+		jdiag_at(c, v, i,
+			 "%s: invalid character '%c' in \"%.64s\" (allowed: lower-case "
+			 "letters, digits, '.', '_' and '-', starting with a letter or "
+			 "digit)",
+			 what, isprint((unsigned char)s[i]) ? s[i] : '?', s);
+		free(s);
+		return;
 	}
 	free(*out);
 	*out = s;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <glib.h>
+#include "palisade/name.h"
 #include "palisade/tokens.h"
 #include "store_int.h"
 
@@ -47,22 +48,6 @@ bool pal_token_sees_tenant(const pal_token_identity *id, const char *tenant)
 	return false;
 }
 
-/* A token name or tenant: 1-64 bytes of [a-z0-9._-], starting with a
- * letter or digit (the names of job files). */
-static bool name_ok(const char *s)
-{
-	size_t n = s ? strlen(s) : 0;
-	if (n < 1 || n > 64)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-		      (i > 0 && (c == '.' || c == '_' || c == '-'))))
-			return false;
-	}
-	return true;
-}
-
 static int random_hex(char *out, size_t bytes)
 {
 	unsigned char b[32];
@@ -92,7 +77,7 @@ int pal_token_create(pal_store *st, const char *name, pal_role role, const char 
 		     size_t errlen)
 {
 	secret[0] = '\0';
-	if (!name_ok(name)) {
+	if (!pal_name_ok(name, 64)) {
 		snprintf(err, errlen,
 			 "token name \"%.64s\": expected 1-64 characters of a-z 0-9 . _ - starting "
 			 "with a letter or digit",
@@ -110,7 +95,7 @@ int pal_token_create(pal_store *st, const char *name, pal_role role, const char 
 	pal_pgarr a;
 	pal__pgarr_init(&a);
 	for (size_t i = 0; i < n; i++) {
-		if (!name_ok(tenants[i])) {
+		if (!pal_name_ok(tenants[i], 64)) {
 			g_free(pal__pgarr_end(&a));
 			snprintf(err, errlen,
 				 "tenant \"%.64s\": expected 1-64 characters of a-z 0-9 . _ -",

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 #include "palisade/api.h"
+#include "palisade/name.h"
 #include "palisade/tokens.h"
 
 static void test_roles_are_ordered(void **state)
@@ -142,10 +143,32 @@ static void test_unreachable_database_is_503(void **state)
 	free(r.body);
 }
 
+/* The one name rule of jobs, tenants, groups and tokens (name.h), as the
+ * API, the token store, the CLI and the job file loader apply it. */
+static void test_name_rule(void **state)
+{
+	(void)state;
+	assert_true(pal_name_ok("red", 64));
+	assert_true(pal_name_ok("0a.b_c-d", 64));
+	assert_false(pal_name_ok(NULL, 64));
+	assert_false(pal_name_ok("", 64));
+	assert_false(pal_name_ok(".red", 64));
+	assert_false(pal_name_ok("-red", 64));
+	assert_false(pal_name_ok("Red", 64));
+	assert_false(pal_name_ok("red blue", 64));
+	assert_true(pal_name_ok("abcd", 4));
+	assert_false(pal_name_ok("abcde", 4));
+	assert_int_equal(pal_name_bad_byte("ab/c", 4), 2);
+	assert_int_equal(pal_name_bad_byte("_ab", 3), 0);
+	assert_int_equal(pal_name_bad_byte("a_b", 3), 3);
+	assert_int_equal(pal_name_bad_byte("ab\0c", 4), 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_roles_are_ordered),
+	    cmocka_unit_test(test_name_rule),
 	    cmocka_unit_test(test_tenant_scope),
 	    cmocka_unit_test(test_secret_equal),
 	    cmocka_unit_test(test_openapi_served_without_token),
