@@ -1552,6 +1552,8 @@ void pal_api_serve(pal_api *api, const pal_api_request *req, pal_api_reply *out)
 	char *text = json_dumps(c.out, JSON_INDENT(2));
 	size_t n = text ? strlen(text) : 0;
 	out->body = text ? realloc(text, n + 2) : NULL;
+	if (text && !out->body)
+		free(text); /* realloc failed: text is still ours */
 	if (out->body) {
 		out->body[n] = '\n';
 		out->body[n + 1] = '\0';

@@ -44,9 +44,17 @@ static char *token(const pal_cli_common *c, const char *cmd)
 	return NULL;
 }
 
+/* The largest answer read from a server: a node's largest answer (a page
+ * of a list) is far smaller; past it the transfer is cut (CURLE_WRITE_ERROR)
+ * rather than held in memory. */
+#define ANSWER_MAX ((size_t)64 << 20)
+
 static size_t collect(char *p, size_t size, size_t n, void *ctx)
 {
-	g_string_append_len(ctx, p, (gssize)(size * n));
+	GString *s = ctx;
+	if (s->len + size * n > ANSWER_MAX)
+		return 0;
+	g_string_append_len(s, p, (gssize)(size * n));
 	return size * n;
 }
 
@@ -160,7 +168,11 @@ static int remote_call(const pal_cli_common *c, const char *cmd, const char *met
 	long status = 0;
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 	int ec;
-	if (cc != CURLE_OK) {
+	if (cc == CURLE_WRITE_ERROR) {
+		pal_cli_err(cmd, "%s: the answer is larger than %zu MiB; not read", server,
+			    ANSWER_MAX >> 20);
+		ec = PAL_EXIT_UNAVAIL;
+	} else if (cc != CURLE_OK) {
 		pal_cli_err(cmd, "%s: %s", server, curl_easy_strerror(cc));
 		ec = PAL_EXIT_UNAVAIL;
 	} else {

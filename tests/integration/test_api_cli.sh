@@ -71,6 +71,26 @@ expect_exit "no token: exit 64" 64 env -u PALISADE_PG -u PALISADE_TOKEN "$PAL" p
 expect_eq "every write audited as the token, none as a unix user" 0 \
 	"$(sql "select count(*) from audit_log where action in ('pause','resume','trigger','cancel','backfill') and actor not in ('ops-bot')")"
 expect_eq "with the client address" 0 "$(sql "select count(*) from audit_log where actor = 'ops-bot' and client is null")"
+# A server whose answer never ends (65 MiB here): the CLI stops reading at 64 MiB.
+big_port=$(free_port)
+python3 -c '
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.send_header("Content-Type", "application/json"); self.end_headers()
+        chunk = b" " * (1 << 20)
+        try:
+            for _ in range(65): self.wfile.write(chunk)
+            self.wfile.write(b"{\"items\": [], \"next_cursor\": null}")
+        except OSError: pass
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()' "$big_port" &
+big_pid=$!
+wait_until "the oversized server listens" 10 bash -c "curl -s -o /dev/null --max-filesize 1 http://127.0.0.1:$big_port/; [ \$? -ne 7 ]"
+big_err=$(env -u PALISADE_PG PALISADE_SERVER="http://127.0.0.1:$big_port" PALISADE_TOKEN="$OP" "$PAL" jobs 2>&1 >/dev/null)
+check "an answer over 64 MiB refused (exit not 0)" bash -c '! env -u PALISADE_PG PALISADE_SERVER="$1" PALISADE_TOKEN="$2" "$3" jobs >/dev/null 2>&1' _ "http://127.0.0.1:$big_port" "$OP" "$PAL"
+expect_match "with a clear error" 'larger than 64 MiB' "$big_err"
+kill "$big_pid"; wait "$big_pid" 2>/dev/null
 stop_node s1
 echo "  took $((SECONDS - T0)) s"
 finish
