@@ -54,7 +54,8 @@ PROGS += $(BIN)/palisade-sink
 endif
 
 .PHONY: all deps test unit integration asan chaos bench demo clean format lint help reference fuzz docs man \
-	install uninstall check-install check-units check-runner check-openapi check-state-writers
+	install uninstall check-install check-units check-runner check-openapi check-state-writers \
+	check-dashboard
 
 # Plain `make` only builds: ops/deps.sh --check names the missing packages
 # and the one command that installs them.  The goals that run things (test,
@@ -165,7 +166,8 @@ test: all
 	@if [ "$(REFERENCE)" = 1 ]; then python3 tests/reference/cron_reference.py --bin $(BIN)/palisade; fi
 	@python3 tests/reference/import_reference.py --bin $(BIN)/palisade
 	@LOAD_SECONDS=$(LOAD_SECONDS) PALISADE_BIN=$(abspath $(BIN)) PALISADE_ITESTS=$(abspath $(O)/itests) bash tests/integration/run.sh
-	@$(MAKE) --no-print-directory check-install check-units check-runner check-openapi check-state-writers
+	@$(MAKE) --no-print-directory check-install check-units check-runner check-openapi check-state-writers \
+		check-dashboard
 
 # Every fault drill (chaos/run.sh), each with its verdict line and JSON
 # report; the long variants: 180 s of load in the controller fault drill,
@@ -264,11 +266,13 @@ UNITDIR    ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 UNITS      := $(wildcard ops/systemd/*.service)
 RULES      := $(wildcard ops/prometheus/*.yml)
+DASHBOARDS := $(wildcard ops/grafana/*.json)
 MAN_OUT     = $(MAN_SRC:docs/man/%.scd=$(O)/man/%)
 
 install: $(PROGS) $(if $(HAVE_SCDOC),man)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
-		$(DESTDIR)$(DATADIR)/sql $(DESTDIR)$(DATADIR)/prometheus $(DESTDIR)$(SYSCONFDIR)/palisade
+		$(DESTDIR)$(DATADIR)/sql $(DESTDIR)$(DATADIR)/prometheus $(DESTDIR)$(DATADIR)/grafana \
+		$(DESTDIR)$(SYSCONFDIR)/palisade
 	install -m 0755 $(PROGS) $(DESTDIR)$(BINDIR)/
 	@for u in $(UNITS); do \
 		sed -e 's|/usr/local/bin/|$(BINDIR)/|g' -e 's|/etc/palisade|$(SYSCONFDIR)/palisade|g' $$u \
@@ -279,6 +283,7 @@ install: $(PROGS) $(if $(HAVE_SCDOC),man)
 	install -d $(DESTDIR)$(DATADIR)/sql/functions
 	install -m 0644 $(SQL_OBJECTS) $(DESTDIR)$(DATADIR)/sql/functions/
 	$(if $(RULES),install -m 0644 $(RULES) $(DESTDIR)$(DATADIR)/prometheus/)
+	$(if $(DASHBOARDS),install -m 0644 $(DASHBOARDS) $(DESTDIR)$(DATADIR)/grafana/)
 	install -m 0644 config/palisade.yaml $(DESTDIR)$(DATADIR)/palisade.yaml.example
 	@# the live config is never overwritten
 	test -e $(DESTDIR)$(SYSCONFDIR)/palisade/palisade.yaml || \
@@ -296,11 +301,26 @@ uninstall:
 	rm -rf $(DESTDIR)$(DATADIR)
 	@echo "make uninstall: kept $(DESTDIR)$(SYSCONFDIR)/palisade (configuration, tokens)"
 
+# Every query of the Grafana dashboard (and of the Prometheus rules) names a
+# series the node or the sink declares in src/ or a recording rule; a copy
+# of the dashboard with one metric misspelt must be refused.
+check-dashboard:
+	@python3 tests/ops/dashboard_metrics.py
+	@d=$$(mktemp -d) && trap 'rm -rf $$d' EXIT && \
+	sed 's/palisade_executor_leases_lost_total/palisade_executor_leases_lost_totl/' \
+		ops/grafana/palisade.json >$$d/bad.json && \
+	if python3 tests/ops/dashboard_metrics.py $$d/bad.json 2>$$d/err; then \
+		echo "check-dashboard: a panel naming an unknown metric passed"; exit 1; \
+	elif grep -q "'Lease losses'.*palisade_executor_leases_lost_totl is neither" $$d/err; then \
+		echo "check-dashboard: a panel naming an unknown metric is refused"; \
+	else cat $$d/err; echo "check-dashboard: the misspelt metric was not named"; exit 1; fi
+
 # make install into an empty DESTDIR gives a tree that runs.
 check-install: $(PROGS)
 	@d=$$(mktemp -d) && trap 'rm -rf $$d' EXIT && \
 	$(MAKE) --no-print-directory install DESTDIR=$$d >/dev/null && \
 	v=$$($$d/usr/local/bin/palisade --version) && \
+	test -s $$d/usr/local/share/palisade/grafana/palisade.json && \
 	$$d/usr/local/bin/palisade-sink --help >/dev/null && \
 	echo "check-install: make install DESTDIR=$$d gives a tree that runs ($$v)"
 
