@@ -35,6 +35,7 @@ const char *pal_strerror(int code);
 enum {
 	PAL_EXIT_OK = 0,
 	PAL_EXIT_FAIL = 1,      /* the check ran and found a problem (verify) */
+	PAL_EXIT_BROKEN = 2,    /* audit verify: the audit log's chain is broken */
 	PAL_EXIT_USAGE = 64,    /* EX_USAGE: bad command line */
 	PAL_EXIT_DATAERR = 65,  /* EX_DATAERR: invalid job file or expression */
 	PAL_EXIT_UNAVAIL = 69,  /* EX_UNAVAILABLE: database or ZooKeeper down */

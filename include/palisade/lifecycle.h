@@ -126,6 +126,11 @@ PAL_MUST_CHECK int pal_store_misfires_json(pal_store *st, const char *job_id, in
 PAL_MUST_CHECK int pal_store_audit_json(pal_store *st, int64_t since, const char *actor,
 					const char *action, const char *scope, int limit,
 					json_t **out, char *err, size_t errlen);
+/* The audit log's hash chain recomputed (palisade_audit_verify):
+ * {checked first_seq last_seq problem seq id missing_from missing_to};
+ * problem null: the chain is whole. */
+PAL_MUST_CHECK int pal_store_audit_verify_json(pal_store *st, json_t **out, char *err,
+					       size_t errlen);
 /* Retired jobs: [{job_id tenant group latest_version retired_at owner
  * description}], by job id. */
 PAL_MUST_CHECK int pal_store_retired_json(pal_store *st, json_t **out, char *err, size_t errlen);

@@ -13,6 +13,8 @@ AS $function$
 DECLARE
 	v_cut timestamptz := clock_timestamp() - p_keep;
 	v_n bigint;
+	v_last bigint;
+	v_hash bytea;
 BEGIN
 	IF p_keep < interval '1 second' OR p_slice < 1 THEN
 		RAISE EXCEPTION 'palisade_history_retention: keep must be at least 1 s, slice at least 1'
@@ -30,12 +32,29 @@ BEGIN
 		DELETE FROM misfires m WHERE m.id = ANY (ARRAY(
 			SELECT x.id FROM misfires x WHERE x.range_to < v_cut
 			 ORDER BY x.range_to LIMIT p_slice FOR UPDATE SKIP LOCKED));
+		GET DIAGNOSTICS v_n = ROW_COUNT;
 	ELSE
-		DELETE FROM audit_log a WHERE a.id = ANY (ARRAY(
-			SELECT x.id FROM audit_log x WHERE x.at < v_cut
-			 ORDER BY x.at LIMIT p_slice FOR UPDATE SKIP LOCKED));
+		-- audit_log loses a prefix of its chain only: the first rows in seq
+		-- order, up to the first one not older than the cutoff.  Audit
+		-- writers wait meanwhile (lock 7076/4, palisade_audit_seal), and
+		-- audit_chain_start moves to the first seq kept and the hash of the
+		-- last row deleted, so palisade_audit_verify stays clean.
+		PERFORM pg_advisory_xact_lock(7076, 4);
+		SELECT max(y.seq) INTO v_last FROM (
+			SELECT x.seq, bool_and(x.at < v_cut) OVER (ORDER BY x.seq) AS old
+			  FROM (SELECT a.seq, a.at FROM audit_log a WHERE a.seq IS NOT NULL
+				 ORDER BY a.seq LIMIT p_slice) x) y
+		 WHERE y.old;
+		v_n := 0;
+		IF v_last IS NOT NULL THEN
+			SELECT a.hash INTO v_hash FROM audit_log a WHERE a.seq = v_last;
+			DELETE FROM audit_log a WHERE a.seq <= v_last;
+			GET DIAGNOSTICS v_n = ROW_COUNT;
+			INSERT INTO audit_chain_start AS s (id, seq, prev_hash) VALUES (1, v_last + 1, v_hash)
+			ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, prev_hash = excluded.prev_hash,
+				updated_at = clock_timestamp();
+		END IF;
 	END IF;
-	GET DIAGNOSTICS v_n = ROW_COUNT;
 	IF v_n > 0 THEN
 		-- the horizon moves in the transaction that deletes the rows
 		INSERT INTO palisade_retention_state AS s (name, horizon, deleted)

@@ -284,8 +284,66 @@ static void usage_audit(FILE *fp)
 		"rows written through the HTTP API the token's role and the client address);\n"
 		"rows at or after --since (whole seconds), of --actor, --action and --scope\n"
 		"(exact), at most --limit (default %d).\n"
-		"Exit: 0 listed, 64 usage, 69 database unreachable.\n",
+		"Exit: 0 listed, 64 usage, 69 database unreachable.\n"
+		"\n"
+		"usage: palisade audit verify [--output table|json] [--pg CONNINFO] [--config FILE]\n"
+		"Recompute the audit log's hash chain and report its first broken link: a row\n"
+		"edited, or rows deleted in the middle or at the start (retention's deletions\n"
+		"are recorded and keep it whole).\n"
+		"Exit: 0 whole, 2 broken, 64 usage, 69 database unreachable.\n",
 		DEFAULT_LIMIT);
+}
+
+/* `palisade audit verify`: the chain from the database, one line or the
+ * JSON object; exit 2 when a link is broken. */
+static int audit_verify(int argc, char **argv)
+{
+	pal_cli_common c = { 0 };
+	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
+					    { "help", no_argument, NULL, 'h' },
+					    { 0 } };
+	int opt, ec;
+	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1)
+		if ((ec = pal_cli_opt_other(&c, opt, optarg, usage_audit)) >= 0)
+			return ec;
+	if (optind != argc || pal_cli_server(&c)) {
+		if (pal_cli_server(&c))
+			pal_cli_err("audit verify",
+				    "reads the database: --pg or --config, not --server");
+		usage_audit(stderr);
+		return PAL_EXIT_USAGE;
+	}
+	pal_store *st;
+	if ((ec = pal_cli_connect(&c, false, &st)))
+		return ec;
+	char err[1024];
+	json_t *v = NULL;
+	int rc = pal_store_audit_verify_json(st, &v, err, sizeof err);
+	pal_store_close(st);
+	if (rc) {
+		pal_cli_err("audit verify", "%s", err);
+		return pal_cli_exit_code(rc);
+	}
+	const char *problem = json_string_value(json_object_get(v, "problem"));
+	if (c.json)
+		dump(v);
+	else if (!problem)
+		printf("audit chain whole: %lld rows checked (seq %lld..%lld)\n", i_(v, "checked"),
+		       i_(v, "first_seq"), i_(v, "last_seq"));
+	else if (!strcmp(problem, "missing"))
+		printf("audit chain broken: rows seq %lld..%lld missing before id %lld (seq %lld); "
+		       "%lld rows verified before\n",
+		       i_(v, "missing_from"), i_(v, "missing_to"), i_(v, "id"), i_(v, "seq"),
+		       i_(v, "checked"));
+	else if (!strcmp(problem, "unsealed"))
+		printf("audit chain broken: row id %lld has no seq or hash; %lld rows verified "
+		       "before\n",
+		       i_(v, "id"), i_(v, "checked"));
+	else
+		printf("audit chain broken: row id %lld (seq %lld) %s; %lld rows verified before\n",
+		       i_(v, "id"), i_(v, "seq"), problem, i_(v, "checked"));
+	json_decref(v);
+	return problem ? PAL_EXIT_BROKEN : PAL_EXIT_OK;
 }
 
 static void table_audit(json_t *rows)
@@ -335,6 +393,8 @@ static void query_arg(GString *q, const char *name, const char *value)
 
 int pal_cmd_audit(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "verify"))
+		return audit_verify(argc - 1, argv + 1);
 	pal_cli_common c = { 0 };
 	struct audit_args a = { .since = PAL_OPS_NOW };
 	long long limit = DEFAULT_LIMIT;

@@ -235,6 +235,12 @@ int pal_store_audit_json(pal_store *st, int64_t since, const char *actor, const 
 	    5, p, out, err, errlen);
 }
 
+int pal_store_audit_verify_json(pal_store *st, json_t **out, char *err, size_t errlen)
+{
+	return pal__store_query_json(st, "SELECT row_to_json(v) FROM palisade_audit_verify() v", 0,
+				     NULL, out, err, errlen);
+}
+
 int pal_store_retired_json(pal_store *st, json_t **out, char *err, size_t errlen)
 {
 	return pal__store_query_json(
