@@ -299,18 +299,11 @@ static void usage_audit(FILE *fp)
 static int audit_verify(int argc, char **argv)
 {
 	pal_cli_common c = { 0 };
-	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
-					    { "help", no_argument, NULL, 'h' },
-					    { 0 } };
-	int opt, ec;
-	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1)
-		if ((ec = pal_cli_opt_other(&c, opt, optarg, usage_audit)) >= 0)
-			return ec;
-	if (optind != argc || pal_cli_server(&c)) {
-		if (pal_cli_server(&c))
-			pal_cli_err("audit verify",
-				    "reads the database: --pg or --config, not --server");
-		usage_audit(stderr);
+	int ec = pal_cli_parse_common(argc, argv, &c, usage_audit);
+	if (ec >= 0)
+		return ec;
+	if (pal_cli_server(&c)) {
+		pal_cli_err("audit verify", "reads the database: --pg or --config, not --server");
 		return PAL_EXIT_USAGE;
 	}
 	pal_store *st;
