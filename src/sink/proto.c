@@ -92,17 +92,6 @@ const char *pal__sink_check_key(const char *key)
 	return NULL;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int pal__sink_pct_decode(const char *in, char *out, size_t outlen)
 {
 	size_t n = 0;
@@ -111,8 +100,8 @@ int pal__sink_pct_decode(const char *in, char *out, size_t outlen)
 	for (const char *p = in; *p; p++) {
 		int c = (unsigned char)*p;
 		if (c == '%') {
-			int hi = hexval(p[1]);
-			int lo = hi < 0 ? -1 : hexval(p[2]);
+			int hi = g_ascii_xdigit_value(p[1]);
+			int lo = hi < 0 ? -1 : g_ascii_xdigit_value(p[2]);
 			if (hi < 0 || lo < 0)
 				return PAL_EINVAL;
 			c = hi * 16 + lo;

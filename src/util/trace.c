@@ -6,6 +6,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <glib.h>
 #include "palisade/sha256.h"
 #include "palisade/trace.h"
 
@@ -17,23 +18,12 @@ static void put_hex64(uint64_t v, char *out)
 		out[i] = hexd[v & 15];
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* N hex digits of S into *V; false on any other character. */
 static bool get_hex(const char *s, int n, uint64_t *v)
 {
 	uint64_t x = 0;
 	for (int i = 0; i < n; i++) {
-		int d = hexval(s[i]);
+		int d = g_ascii_xdigit_value(s[i]);
 		if (d < 0)
 			return false;
 		x = x << 4 | (uint64_t)d;
