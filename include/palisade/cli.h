@@ -25,5 +25,6 @@ int pal_cmd_trigger(int argc, char **argv);  /* run now (manual) */
 int pal_cmd_backfill(int argc, char **argv);
 int pal_cmd_tickets(int argc, char **argv);  /* tickets list|show|resolve */
 int pal_cmd_token(int argc, char **argv);    /* token create|list|revoke */
+int pal_cmd_report(int argc, char **argv);   /* report cost */
 
 #endif

@@ -45,6 +45,7 @@ static const struct command commands[] = {
     {"audit", pal_cmd_audit, "list the audit log"},
     {"release", pal_cmd_release, "release a quarantined job (audited)"},
     {"token", pal_cmd_token, "create, list and revoke tokens of the HTTP API"},
+    {"report", pal_cmd_report, "report cost: attempts, calls, bytes per correct result"},
 };
 
 static void usage(FILE *fp)

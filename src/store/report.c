@@ -1,0 +1,99 @@
+/*
+ * report.c - what a correct result costs (`palisade report cost`,
+ * docs/operations.md "What a correct result costs"): over the triggers
+ * scheduled in a range, per job and in total, the attempts, retries,
+ * unknown outcomes, tickets, calls and stored row bytes it took, and each
+ * of them per succeeded trigger.  One statement; the range prunes the
+ * partitions of triggers and attempts, so a report reads the ranges it
+ * names and nothing else.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include "palisade/report.h"
+#include "ops_int.h"
+
+/* Per trigger first (its attempts, its tickets), then per job with the
+ * total as the empty grouping set.  "calls" are the attempts that sent
+ * their request and learnt something of it (a status or an error class);
+ * "status_queries" the status queries attempts made; "stored_bytes" the
+ * rows' own bytes (pg_column_size: heap tuples without indexes or dead
+ * versions, which the bench's bytes per fire include). */
+static const char COST_SQL[] =
+    "WITH t AS (SELECT t.id, t.job_id, t.state, pg_column_size(t.*) AS b FROM triggers t"
+    "  WHERE t.scheduled_at >= to_timestamp($1::bigint)"
+    "    AND t.scheduled_at < to_timestamp($2::bigint)"
+    "    AND ($3::text IS NULL OR t.job_id = $3)"
+    "    AND ($4::text IS NULL AND $5::text IS NULL OR t.job_id IN (SELECT j.job_id FROM jobs j"
+    "      WHERE ($4::text IS NULL OR j.resource_group = $4)"
+    "        AND ($5::text IS NULL OR j.tenant = $5)))),"
+    " a AS (SELECT a.trigger_id, count(*) AS n,"
+    "    count(*) FILTER (WHERE a.outcome = 'unknown') AS unk,"
+    "    count(*) FILTER (WHERE a.http_status IS NOT NULL OR a.error_class IS NOT NULL)"
+    "      AS calls,"
+    "    coalesce(sum(cardinality(a.status_queries)), 0) AS sq,"
+    "    sum(pg_column_size(a.*)) AS b FROM attempts a"
+    "  WHERE a.scheduled_at >= to_timestamp($1::bigint)"
+    "    AND a.scheduled_at < to_timestamp($2::bigint) AND a.trigger_id IN (SELECT id FROM t)"
+    "  GROUP BY a.trigger_id),"
+    " k AS (SELECT trigger_id, count(*) AS n FROM tickets"
+    "  WHERE trigger_id IN (SELECT id FROM t) GROUP BY trigger_id),"
+    " r AS (SELECT t.job_id, grouping(t.job_id) = 1 AS total, count(*) AS triggers,"
+    "    count(*) FILTER (WHERE t.state = 'succeeded') AS succeeded,"
+    "    count(*) FILTER (WHERE t.state = 'failed') AS failed,"
+    "    count(*) FILTER (WHERE t.state = 'manual') AS manual,"
+    "    count(*) FILTER (WHERE t.state NOT IN ('succeeded', 'failed', 'cancelled', 'skipped'))"
+    "      AS unfinished,"
+    "    coalesce(sum(a.n), 0) AS attempts,"
+    "    coalesce(sum(a.n - 1) FILTER (WHERE a.n > 1), 0) AS retries,"
+    "    coalesce(sum(a.unk), 0) AS unknown, coalesce(sum(k.n), 0) AS tickets,"
+    "    coalesce(sum(a.calls), 0) AS calls, coalesce(sum(a.sq), 0) AS status_queries,"
+    "    coalesce(sum(t.b), 0) + coalesce(sum(a.b), 0) AS stored_bytes"
+    "  FROM t LEFT JOIN a ON a.trigger_id = t.id LEFT JOIN k ON k.trigger_id = t.id"
+    "  GROUP BY GROUPING SETS ((t.job_id), ())),"
+    " j AS (SELECT r.*, json_build_object('job_id', job_id, 'triggers', triggers,"
+    "    'succeeded', succeeded, 'failed', failed, 'manual', manual,"
+    "    'unfinished', unfinished, 'attempts', attempts, 'retries', retries,"
+    "    'unknown', unknown, 'tickets', tickets, 'calls', calls,"
+    "    'status_queries', status_queries, 'stored_bytes', stored_bytes,"
+    "    'per_success', CASE WHEN succeeded > 0 THEN json_build_object("
+    "      'attempts', round(attempts::numeric / succeeded, 3),"
+    "      'retries', round(retries::numeric / succeeded, 3),"
+    "      'unknown', round(unknown::numeric / succeeded, 3),"
+    "      'tickets', round(tickets::numeric / succeeded, 3),"
+    "      'calls', round(calls::numeric / succeeded, 3),"
+    "      'status_queries', round(status_queries::numeric / succeeded, 3),"
+    "      'stored_bytes', round(stored_bytes::numeric / succeeded, 1)) END) AS o FROM r)"
+    " SELECT json_build_object('from', " TS(
+	"to_timestamp($1::bigint)") ","
+				    "   'to', " TS(
+					"to_timestamp($2::bigint)") ","
+								    "   'total', (SELECT o FROM j "
+								    "WHERE total),"
+								    "   'jobs', coalesce((SELECT "
+								    "json_agg(o ORDER BY c DESC "
+								    "NULLS FIRST, job_id) FROM"
+								    "     (SELECT o, job_id, "
+								    "attempts::numeric / "
+								    "nullif(succeeded, 0) AS c "
+								    "FROM j"
+								    "       WHERE NOT total ORDER "
+								    "BY c DESC NULLS FIRST, job_id "
+								    "LIMIT $6::int) x), '[]'),"
+								    "   'jobs_truncated', (SELECT "
+								    "count(*) FROM j WHERE NOT "
+								    "total) > $6::int)::text";
+
+int pal_store_cost_json(pal_store *st, const pal_cost_scope *s, json_t **out, char *err,
+			size_t errlen)
+{
+	*out = NULL;
+	int rc;
+	if (s->job && (rc = pal__ops_job_exists(st, s->job, err, errlen)))
+		return rc;
+	char f[24], t[24], l[16];
+	snprintf(f, sizeof f, "%" PRId64, s->from);
+	snprintf(t, sizeof t, "%" PRId64, s->to);
+	snprintf(l, sizeof l, "%d", s->limit);
+	const char *p[] = {f, t, s->job, s->group, s->tenant, l};
+	return pal__store_query_json(st, COST_SQL, 6, p, out, err, errlen);
+}
