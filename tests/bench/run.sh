@@ -447,7 +447,7 @@ ratio() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { if (a == "" || b == "" || a =
 # as it stood at schema 22 (436312e): 2,228 and 2,241 B with 10,000 fires
 # (BENCH_QUICK=1), 2,230 B with 20,000, three runs; the target is half.
 WAL_BASELINE=2230
-R_COST=
+R_COST= R_COST_RELS= R_COST_ROWS=
 cost_sizes() { # -> "triggers_heap triggers_indexes attempts_heap attempts_indexes", bytes
 	sql "WITH p AS (SELECT relid, 'triggers' AS parent FROM pg_partition_tree('triggers') WHERE isleaf
 	       UNION ALL SELECT relid, 'attempts' FROM pg_partition_tree('attempts') WHERE isleaf)
@@ -456,6 +456,21 @@ cost_sizes() { # -> "triggers_heap triggers_indexes attempts_heap attempts_index
 	       sum(pg_table_size(relid)) FILTER (WHERE parent = 'attempts'),
 	       sum(pg_indexes_size(relid)) FILTER (WHERE parent = 'attempts') FROM p" | tr '|' ' '
 }
+# cost_rels: bytes of every relation of triggers and attempts, summed over
+# their partitions: "name bytes" lines, the heap as triggers/attempts
+# (pg_table_size) and each index by its name on the parent (a partition's
+# index is named after its partition: the parent's name is the one read).
+cost_rels() {
+	sql "WITH p AS (SELECT relid, 'triggers' AS parent FROM pg_partition_tree('triggers') WHERE isleaf
+	       UNION ALL SELECT relid, 'attempts' FROM pg_partition_tree('attempts') WHERE isleaf)
+	     SELECT p.parent, sum(pg_table_size(p.relid)) FROM p GROUP BY 1
+	     UNION ALL
+	     SELECT coalesce(pi.relname, ci.relname), sum(pg_relation_size(i.indexrelid))
+	     FROM p JOIN pg_index i ON i.indrelid = p.relid JOIN pg_class ci ON ci.oid = i.indexrelid
+	     LEFT JOIN pg_inherits h ON h.inhrelid = i.indexrelid
+	     LEFT JOIN pg_class pi ON pi.oid = h.inhparent
+	     GROUP BY 1 ORDER BY 1" | tr '|' ' '
+}
 fire_cost_run() {
 	local n=$1 conf=$B_STATE/cost.yaml lsn lsn1 lim got=0 m='palisade_executor_results_total{state="succeeded"}'
 	local s0 s1 a b c d e f g h
@@ -463,6 +478,7 @@ fire_cost_run() {
 	exec_setup cost || return 1
 	sql "CHECKPOINT" >/dev/null
 	s0=$(cost_sizes)
+	cost_rels >"$B_STATE/cost-rels0"
 	lsn=$(sql "SELECT pg_current_wal_lsn()")
 	plant "$n"
 	node_conf "$conf" cost executor
@@ -479,6 +495,21 @@ fire_cost_run() {
 	got=$(sql "SELECT count(*) FROM triggers WHERE state = 'succeeded'")
 	[ "${got:-0}" -gt 0 ] || return 1
 	s1=$(cost_sizes)
+	# The breakdown per relation, bytes per fire, largest first.
+	R_COST_RELS=$(cost_rels | awk -v n="$got" 'NR == FNR { b[$1] = $2; next }
+	    { printf "%s %d\n", $1, ($2 - b[$1]) / n }' "$B_STATE/cost-rels0" - |
+		sort -k2,2nr | awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2 }')
+	say "bytes per fire by relation: $R_COST_RELS"
+	# Row widths as left (the last version of each row) and the updates
+	# that stayed HOT (no new index entry), from the statistics collector.
+	R_COST_ROWS=$(sql "SELECT 'triggers row ' || (SELECT round(avg(pg_column_size(t.*))) FROM triggers t)
+	    || ' B, attempts row ' || coalesce((SELECT round(avg(pg_column_size(a.*))) FROM attempts a)::text, '-')
+	    || ' B; updates (HOT): ' || string_agg(s.parent || ' ' || s.upd || ' (' || s.hot || ')', ', ')
+	  FROM (SELECT CASE WHEN st.relname LIKE 'triggers%' THEN 'triggers' ELSE 'attempts' END AS parent,
+	      sum(st.n_tup_upd) AS upd, sum(st.n_tup_hot_upd) AS hot
+	    FROM pg_stat_user_tables st
+	    WHERE st.relname LIKE 'triggers_p%' OR st.relname LIKE 'attempts_p%' GROUP BY 1) s")
+	say "rows: $R_COST_ROWS"
 	read -r a b c d <<<"$s0"
 	read -r e f g h <<<"$s1"
 	R_COST="$got $(($(sql "SELECT pg_wal_lsn_diff('$lsn1', '$lsn')::bigint") / got))"
@@ -491,7 +522,7 @@ section_exec_cost() {
 	record "bytes per fire: triggers and attempts with their indexes" "${tot:-null}" B 300 lower \
 		"$EXEC_N due triggers run to completion by one executor (no-op sink), what the tables grew by, as it left them (dead row versions included, before any VACUUM): triggers heap ${th:-?} + indexes ${ti:-?}, attempts heap ${ah:-?} + indexes ${ai:-?}" \
 		fires="${fires:-null}" triggers_heap="${th:-null}" triggers_indexes="${ti:-null}" \
-		attempts_heap="${ah:-null}" attempts_indexes="${ai:-null}"
+		attempts_heap="${ah:-null}" attempts_indexes="${ai:-null}" by_relation="${R_COST_RELS:-}" rows="${R_COST_ROWS:-}"
 	local wt=null
 	[ -n "$WAL_BASELINE" ] && wt=$((WAL_BASELINE / 2))
 	record "WAL bytes per fire" "${wal:-null}" B "$wt" lower \
