@@ -18,6 +18,7 @@
 #include <jansson.h>
 #include "palisade/err.h"
 #include "palisade/cron.h"
+#include "palisade/calendar.h"
 
 /* The layout of the canonical form this binary writes and reads (its
  * "format" key). */
@@ -51,6 +52,10 @@ typedef struct pal_job_spec {
 	int64_t start, end; /* UTC instants; start inclusive, end exclusive */
 	pal_exclusion *exclusions;
 	size_t n_exclusions;
+	/* `calendar:` the shared calendars the job names, in its order, each a
+	 * copy (rules, name, version) owned by the spec */
+	pal_calendar *calendars;
+	size_t n_calendars;
 
 	/* misfire */
 	pal_misfire_policy misfire;
@@ -96,6 +101,10 @@ typedef struct pal_job_spec {
 typedef struct pal_jobset {
 	pal_job_spec *jobs;
 	size_t n;
+	/* the `calendars:` the files defined (jobs hold copies of those they
+	 * name); stored by apply before the jobs */
+	pal_calendar *calendars;
+	size_t n_calendars;
 } pal_jobset;
 
 void pal_jobset_free(pal_jobset *set);

@@ -37,6 +37,8 @@ typedef struct pal_plan_version {
 	int64_t start, end; /* UTC; start inclusive, end exclusive */
 	const pal_exclusion *exclusions;
 	size_t n_exclusions;
+	const pal_calendar *calendars; /* the shared calendars it names */
+	size_t n_calendars;
 	pal_misfire_policy misfire;
 	int64_t catchup_window_ms;
 	int32_t max_catchup;

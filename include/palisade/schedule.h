@@ -47,12 +47,17 @@ void pal_schedule_shared_counts(size_t *schedules, size_t *crons, size_t *zones)
 
 /*
  * Next instant strictly after AFTER that lies in [start, end).  *excluded is
- * set when the instant falls on an excluded local date (the caller records it
+ * set when the instant falls on an excluded local date or a shared calendar
+ * excludes it (the caller records it
  * as a misfire with reason "excluded" instead of planning it).  PAL_ENOENT
  * when the schedule has no further instant.
  */
 PAL_MUST_CHECK int pal_schedule_next(const pal_schedule *sc, int64_t after, int64_t *next,
 				     bool *excluded);
+
+/* The shared calendar that excludes instant T of SC (the first the job
+ * names), or NULL when none does or the job's own `exclude:` dates do. */
+const pal_calendar *pal_schedule_excluding(const pal_schedule *sc, int64_t t);
 
 /*
  * Count the instants of SC in (AFTER, UNTIL] without visiting each one:

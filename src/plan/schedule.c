@@ -27,6 +27,7 @@ struct pal_schedule {
 	int64_t start, end;
 	pal_exclusion *excl;
 	size_t n_excl;
+	pal_cal_set *cals; /* NULL: no shared calendar (calendar.h) */
 	/* shared ones only (pal_schedule_acquire) */
 	unsigned refs;
 	char *key;		 /* in `schedules`; owned */
@@ -74,6 +75,10 @@ int pal_schedule_open(const pal_job_spec *s, pal_schedule **out, char *err, size
 		memcpy(sc->excl, s->exclusions, s->n_exclusions * sizeof *sc->excl);
 		sc->n_excl = s->n_exclusions;
 	}
+	if ((rc = pal_cal_set_open(s->calendars, s->n_calendars, &sc->cals, e, sizeof e))) {
+		snprintf(err, errlen, "job %s: %s", s->id, e);
+		goto fail;
+	}
 	*out = sc;
 	return PAL_OK;
 fail:
@@ -88,6 +93,7 @@ void pal_schedule_close(pal_schedule *sc)
 	pal_cron_free(sc->cron);
 	pal_tz_close(sc->tz);
 	free(sc->excl);
+	pal_cal_set_close(sc->cals);
 	free(sc);
 }
 
@@ -144,6 +150,7 @@ static void shared_put(GHashTable *table, struct shared *sh, bool is_cron)
 static void schedule_free(pal_schedule *sc)
 {
 	free(sc->excl);
+	pal_cal_set_close(sc->cals);
 	free(sc->key);
 	free(sc);
 }
@@ -196,6 +203,15 @@ int pal_schedule_acquire(const pal_plan_version *v, const char *job_id, pal_sche
 	for (size_t i = 0; i < v->n_exclusions; i++)
 		g_string_append_printf(k, "\x1f" "x%" PRId64 ".%" PRId64, v->exclusions[i].first_day,
 				       v->exclusions[i].last_day);
+	for (size_t i = 0; i < v->n_calendars; i++) {
+		char hex[65];
+		if (pal_calendar_digest(&v->calendars[i], hex)) {
+			g_string_free(k, TRUE);
+			return PAL_ENOMEM;
+		}
+		g_string_append_printf(k, "\x1f" "c%s@%d.%s", v->calendars[i].name,
+				       v->calendars[i].version, hex);
+	}
 	int rc = PAL_OK;
 	g_mutex_lock(&shared_mu);
 	tables_init();
@@ -236,6 +252,14 @@ int pal_schedule_acquire(const pal_plan_version *v, const char *job_id, pal_sche
 	if (v->n_exclusions)
 		memcpy(sc->excl, v->exclusions, v->n_exclusions * sizeof *sc->excl);
 	sc->n_excl = v->n_exclusions;
+	if ((rc = pal_cal_set_open(v->calendars, v->n_calendars, &sc->cals, e, sizeof e))) {
+		snprintf(err, errlen, "job %s: %s", job_id, e);
+		shared_put(crons, cr, true);
+		shared_put(zones, tz, false);
+		schedule_free(sc);
+		sc = NULL;
+		goto done;
+	}
 	sc->refs = 1;
 	sc->key = g_string_free(k, FALSE);
 	k = NULL;
@@ -288,6 +312,8 @@ int pal_schedule_next(const pal_schedule *sc, int64_t after, int64_t *next, bool
 		for (size_t i = 0; i < sc->n_excl && !ex; i++)
 			ex = day >= sc->excl[i].first_day && day <= sc->excl[i].last_day;
 	}
+	if (!ex && sc->cals)
+		ex = pal_cal_set_excluding(sc->cals, t) != NULL;
 	*next = t;
 	if (excluded)
 		*excluded = ex;
@@ -426,7 +452,18 @@ static void span(cnt_ctx *c, int64_t lo, int64_t hi)
 
 bool pal_schedule_countable(const pal_schedule *sc)
 {
-	return sc->n_excl == 0;
+	return sc->n_excl == 0 && !sc->cals;
+}
+
+const pal_calendar *pal_schedule_excluding(const pal_schedule *sc, int64_t t)
+{
+	if (sc->n_excl) {
+		int64_t day = pal_floor_div(pal_tz_to_local(sc->tz, t), 86400);
+		for (size_t i = 0; i < sc->n_excl; i++)
+			if (day >= sc->excl[i].first_day && day <= sc->excl[i].last_day)
+				return NULL; /* the job's own exclude: comes first */
+	}
+	return pal_cal_set_excluding(sc->cals, t);
 }
 
 int pal_schedule_count(const pal_schedule *sc, int64_t after, int64_t until, int64_t *count,

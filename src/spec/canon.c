@@ -119,6 +119,9 @@ void pal_job_spec_clear(pal_job_spec *s)
 	free(s->cron);
 	free(s->timezone);
 	free(s->exclusions);
+	for (size_t i = 0; i < s->n_calendars; i++)
+		pal_calendar_clear(&s->calendars[i]);
+	free(s->calendars);
 	free(s->idempotency_key);
 	free(s->method);
 	free(s->url);
@@ -145,6 +148,29 @@ void pal_jobset_free(pal_jobset *set)
 	free(set->jobs);
 	set->jobs = NULL;
 	set->n = 0;
+	for (size_t i = 0; i < set->n_calendars; i++)
+		pal_calendar_clear(&set->calendars[i]);
+	free(set->calendars);
+	set->calendars = NULL;
+	set->n_calendars = 0;
+}
+
+/* The calendars of S as the canonical form's schedule.calendars: in the
+ * job's order (the first that excludes an instant is the one named), each
+ * with its version.  New reference, NULL on ENOMEM. */
+static json_t *canon_calendars(const pal_job_spec *s)
+{
+	json_t *arr = json_array();
+
+	for (size_t i = 0; arr && i < s->n_calendars; i++) {
+		json_t *c = pal_calendar_canonical(&s->calendars[i], true);
+
+		if (!c || json_array_append_new(arr, c)) {
+			json_decref(arr);
+			return NULL;
+		}
+	}
+	return arr;
 }
 
 int pal_job_shard(const char *job_id, int n_shards)
@@ -254,6 +280,9 @@ json_t *pal_job_spec_canonical(const pal_job_spec *s)
 	SET(root, "tenant", str_or_null(s->tenant ? s->tenant : "default"));
 	SET(root, "group", str_or_null(s->group ? s->group : "default"));
 
+	/* only when named: a job without calendars keeps the digest it had */
+	if (s->n_calendars)
+		SET(sched, "calendars", canon_calendars(s));
 	SET(sched, "cron", str_or_null(s->cron));
 	SET(sched, "timezone", json_string(s->timezone ? s->timezone : "UTC"));
 	if (s->dst.is_auto) {
@@ -523,7 +552,21 @@ static int canonical_text(const pal_job_spec *s, GString *g, pal_canon_spans *sp
 	cw_int(&w, s->max_attempts);
 	KEY("}");
 	sp->retry_len = g->len - sp->retry_off;
-	KEY(",\"schedule\":{\"cron\":");
+	KEY(",\"schedule\":{");
+	if (s->n_calendars) {
+		json_t *cals = canon_calendars(s);
+		char *t = cals ? json_dumps(cals, DIGEST_FLAGS) : NULL;
+
+		KEY("\"calendars\":");
+		if (t)
+			cw_raw(&w, t);
+		else
+			w.bad = true;
+		KEY(",");
+		free(t);
+		json_decref(cals);
+	}
+	KEY("\"cron\":");
 	cw_str_or_null(&w, s->cron);
 	KEY(",\"dst\":");
 	if (s->dst.is_auto) {
@@ -793,13 +836,42 @@ static void cj_exclusions(struct cj *c, const json_t *arr, pal_job_spec *s)
 	}
 }
 
+/* schedule.calendars, when present: each calendar's canonical form. */
+static void cj_calendars(struct cj *c, const json_t *arr, pal_job_spec *s)
+{
+	size_t n = json_array_size(arr);
+
+	if (c->bad || !arr)
+		return;
+	if (!json_is_array(arr) || !n) {
+		cj_fail(c, "schedule.calendars: expected a non-empty array");
+		return;
+	}
+	s->calendars = calloc(n, sizeof *s->calendars);
+	if (!s->calendars) {
+		cj_fail(c, "out of memory");
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char e[256];
+
+		if (pal_calendar_from_canonical(json_array_get(arr, i), &s->calendars[i], e,
+						sizeof e)) {
+			cj_fail(c, "schedule.calendars: %s", e);
+			return;
+		}
+		s->n_calendars = i + 1;
+	}
+}
+
 int pal_job_spec_from_canonical(const json_t *j, pal_job_spec *out, char *err, size_t errlen)
 {
 	static const char *const k_root[] = {
 	    "format",  "id",	     "tenant",	 "group",	  "schedule",	 "misfire",
 	    "overlap", "partitions", "priority", "max_in_flight", "deadline_ms", "idempotency_key",
 	    "target",  "retry"};
-	static const char *const k_sched[] = {"cron", "timezone", "dst", "start", "end", "exclude"};
+	static const char *const k_sched[] = {"cron", "timezone", "dst",       "start",
+					      "end",  "exclude",  "?calendars"};
 	static const char *const k_mis[] = {"policy", "catchup_window_ms", "max_catchup"};
 	static const char *const k_tgt[] = {"method",	  "url",	"headers",    "body",
 					    "timeout_ms", "status_url", "?tracestate"};
@@ -857,6 +929,7 @@ int pal_job_spec_from_canonical(const json_t *j, pal_job_spec *out, char *err, s
 	cj_instant(&c, sched, "start", &out->has_start, &out->start);
 	cj_instant(&c, sched, "end", &out->has_end, &out->end);
 	cj_exclusions(&c, json_object_get(sched, "exclude"), out);
+	cj_calendars(&c, json_object_get(sched, "calendars"), out);
 
 	out->misfire =
 	    (pal_misfire_policy)cj_enum(&c, mis, "policy", misfire_names, N(misfire_names));
