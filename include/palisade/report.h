@@ -1,5 +1,7 @@
-/* report.h - what results cost: `palisade report cost` (src/store/report.c,
- * docs/operations.md "What a correct result costs"). */
+/* report.h - reports over the ledger (src/store/report.c): what results
+ * cost (`palisade report cost`, docs/operations.md "What a correct result
+ * costs") and the jobs a shadow diff compares (`palisade shadow diff`,
+ * docs/migrating.md). */
 #ifndef PALISADE_REPORT_H
 #define PALISADE_REPORT_H
 
@@ -24,5 +26,16 @@ typedef struct pal_cost_scope {
  * named job does not exist. */
 PAL_MUST_CHECK int pal_store_cost_json(pal_store *st, const pal_cost_scope *s, json_t **out,
 				       char *err, size_t errlen);
+
+/* The jobs of a scope (JOB, GROUP, TENANT: NULL any) with what a shadow
+ * diff over [FROM, TO) needs, as JSON [{"job_id", "versions": [{"spec",
+ * "effective_from"}], "retired_at", "misfires": [[from, to]...]}], by
+ * job id: the activated versions, or the latest one (effective_from null)
+ * of a job no controller activated yet; retired_at null unless retired;
+ * the misfire ranges overlapping the range.  PAL_ENOTFOUND for an unknown
+ * JOB. */
+PAL_MUST_CHECK int pal_store_shadow_jobs_json(pal_store *st, const char *job, const char *group,
+					      const char *tenant, int64_t from, int64_t to,
+					      json_t **out, char *err, size_t errlen);
 
 #endif

@@ -134,6 +134,27 @@ bool pal_cli_name(const char *cmd, const char *what, const char *arg);
 #define PAL_CLI_JOB_MAX 128
 #define PAL_CLI_GROUP_MAX 64
 
+/* The scope and range of a report over the ledger (report cost, shadow
+ * diff): --from and --to (getopt codes 'f', 't'; both required, to after
+ * from) and at most one of --job, --group, --tenant ('j', 'g', 'T'). */
+typedef struct pal_cli_range {
+	int64_t from, to; /* PAL_OPS_NOW until given */
+	const char *job, *group, *tenant;
+	int scopes;
+} pal_cli_range;
+#define PAL_CLI_RANGE_LONGOPTS                                                                     \
+	{"from", required_argument, NULL, 'f'}, {"to", required_argument, NULL, 't'},              \
+	    {"job", required_argument, NULL, 'j'}, {"group", required_argument, NULL, 'g'},        \
+	{                                                                                          \
+		"tenant", required_argument, NULL, 'T'                                             \
+	}
+/* Take OPT when it is one of those (true; *OK false with the message
+ * printed when its argument is bad); false for another option. */
+bool pal_cli_range_opt(const char *cmd, int opt, const char *arg, pal_cli_range *r, bool *ok);
+/* After the options: true when both ends are given, in order, and at most
+ * one scope; else false with the message printed. */
+bool pal_cli_range_ok(const char *cmd, const pal_cli_range *r);
+
 /* --OPT ARG as an RFC 3339 instant in whole seconds into *out.  A fraction
  * other than zero is refused: instants are whole seconds, and cutting it
  * off would name another instant than the one asked for.  False (message

@@ -75,59 +75,31 @@ static void table(json_t *rep)
 static int cost(int argc, char **argv)
 {
 	pal_cli_common c = {0};
-	pal_cost_scope s = {.from = PAL_OPS_NOW, .to = PAL_OPS_NOW};
+	pal_cli_range r = {.from = PAL_OPS_NOW, .to = PAL_OPS_NOW};
 	long long limit = DEFAULT_LIMIT;
-	int scopes = 0;
 	static const struct option lo[] = {PAL_CLI_COMMON_LONGOPTS,
-					   {"from", required_argument, NULL, 'f'},
-					   {"to", required_argument, NULL, 't'},
-					   {"job", required_argument, NULL, 'j'},
-					   {"group", required_argument, NULL, 'g'},
-					   {"tenant", required_argument, NULL, 'T'},
+					   PAL_CLI_RANGE_LONGOPTS,
 					   {"limit", required_argument, NULL, 'n'},
 					   {"help", no_argument, NULL, 'h'},
 					   {0}};
 	int opt, ec;
+	bool ok;
 	while ((opt = getopt_long(argc, argv, "hn:", lo, NULL)) != -1) {
-		switch (opt) {
-		case 'f':
-		case 't':
-			if (!pal_cli_time("report", opt == 'f' ? "from" : "to", optarg,
-					  opt == 'f' ? &s.from : &s.to))
+		if (pal_cli_range_opt("report", opt, optarg, &r, &ok)) {
+			if (!ok)
 				return PAL_EXIT_USAGE;
-			break;
-		case 'j':
-		case 'g':
-		case 'T': {
-			const char *what = opt == 'j' ? "job" : opt == 'g' ? "group" : "tenant";
-			if (!pal_cli_name("report", what, optarg))
-				return PAL_EXIT_USAGE;
-			*(opt == 'j' ? &s.job : opt == 'g' ? &s.group : &s.tenant) = optarg;
-			scopes++;
-			break;
-		}
-		case 'n':
+		} else if (opt == 'n') {
 			if (!pal_cli_int("report", "limit", optarg, 1, 100000, &limit))
 				return PAL_EXIT_USAGE;
-			break;
-		default:
-			if ((ec = pal_cli_opt_other(&c, opt, optarg, usage)) >= 0)
-				return ec;
+		} else if ((ec = pal_cli_opt_other(&c, opt, optarg, usage)) >= 0) {
+			return ec;
 		}
 	}
-	if (optind != argc || scopes > 1 || s.from == PAL_OPS_NOW || s.to == PAL_OPS_NOW) {
-		if (scopes > 1)
-			pal_cli_err("report", "give at most one of --job, --group, --tenant");
-		else if (optind == argc)
-			pal_cli_err("report", "--from and --to are required");
+	if (optind != argc || !pal_cli_range_ok("report", &r)) {
 		usage(stderr);
 		return PAL_EXIT_USAGE;
 	}
-	if (s.to <= s.from) {
-		pal_cli_err("report", "--to must be after --from");
-		return PAL_EXIT_USAGE;
-	}
-	s.limit = (int)limit;
+	pal_cost_scope s = {r.from, r.to, r.job, r.group, r.tenant, (int)limit};
 	pal_store *st;
 	if ((ec = pal_cli_connect(&c, false, &st)))
 		return ec;

@@ -224,3 +224,44 @@ bool pal_cli_time(const char *cmd, const char *opt, const char *arg, int64_t *ou
 	}
 	return true;
 }
+
+bool pal_cli_range_opt(const char *cmd, int opt, const char *arg, pal_cli_range *r, bool *ok)
+{
+	*ok = true;
+	switch (opt) {
+	case 'f':
+		*ok = pal_cli_time(cmd, "from", arg, &r->from);
+		return true;
+	case 't':
+		*ok = pal_cli_time(cmd, "to", arg, &r->to);
+		return true;
+	case 'j':
+	case 'g':
+	case 'T': {
+		const char *what = opt == 'j' ? "job" : opt == 'g' ? "group" : "tenant";
+		*ok = pal_cli_name(cmd, what, arg);
+		*(opt == 'j' ? &r->job : opt == 'g' ? &r->group : &r->tenant) = arg;
+		r->scopes++;
+		return true;
+	}
+	default:
+		return false;
+	}
+}
+
+bool pal_cli_range_ok(const char *cmd, const pal_cli_range *r)
+{
+	if (r->scopes > 1) {
+		pal_cli_err(cmd, "give at most one of --job, --group, --tenant");
+		return false;
+	}
+	if (r->from == PAL_OPS_NOW || r->to == PAL_OPS_NOW) {
+		pal_cli_err(cmd, "--from and --to are required");
+		return false;
+	}
+	if (r->to <= r->from) {
+		pal_cli_err(cmd, "--to must be after --from");
+		return false;
+	}
+	return true;
+}

@@ -46,6 +46,7 @@ static const struct command commands[] = {
     {"release", pal_cmd_release, "release a quarantined job (audited)"},
     {"token", pal_cmd_token, "create, list and revoke tokens of the HTTP API"},
     {"report", pal_cmd_report, "report cost: attempts, calls, bytes per correct result"},
+    {"shadow", pal_cmd_shadow, "shadow diff: the old system's fired instants against the plan"},
 };
 
 static void usage(FILE *fp)

@@ -5,7 +5,8 @@
  * unknown outcomes, tickets, calls and stored row bytes it took, and each
  * of them per succeeded trigger.  One statement; the range prunes the
  * partitions of triggers and attempts, so a report reads the ranges it
- * names and nothing else.
+ * names and nothing else.  And what a shadow diff compares: the jobs'
+ * plan versions and misfire ranges.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -96,4 +97,157 @@ int pal_store_cost_json(pal_store *st, const pal_cost_scope *s, json_t **out, ch
 	snprintf(l, sizeof l, "%d", s->limit);
 	const char *p[] = {f, t, s->job, s->group, s->tenant, l};
 	return pal__store_query_json(st, COST_SQL, 6, p, out, err, errlen);
+}
+
+int pal_store_shadow_jobs_json(pal_store *st, const char *job, const char *group,
+			       const char *tenant, int64_t from, int64_t to, json_t **out,
+			       char *err, size_t errlen)
+{
+	*out = NULL;
+	int rc;
+	if (job && (rc = pal__ops_job_exists(st, job, err, errlen)))
+		return rc;
+	char f[24], t[24];
+	snprintf(f, sizeof f, "%" PRId64, from);
+	snprintf(t, sizeof t, "%" PRId64, to);
+	const char *p[] = {job, group, tenant, f, t};
+#define EPOCH(x) "floor(extract(epoch FROM " x "))::bigint"
+	return pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(x ORDER BY x.job_id), '[]')::text FROM ("
+	    " SELECT j.job_id, " EPOCH(
+		"j.retired_at") " AS retired_at,"
+				"  coalesce((SELECT json_agg(json_build_object('spec', v.spec,"
+				"      'effective_from', " EPOCH(
+				    "v.effective_from") ") ORDER BY v.version)"
+							"    FROM job_versions v WHERE v.job_id = "
+							"j.job_id AND v.effective_from IS NOT "
+							"NULL),"
+							"   (SELECT "
+							"json_build_array(json_build_object('spec',"
+							" v.spec, 'effective_from', NULL))"
+							"    FROM job_versions v WHERE v.job_id = "
+							"j.job_id AND v.version = "
+							"j.latest_version))"
+							"   AS versions,"
+							"  (SELECT "
+							"coalesce(json_agg(json_build_array(" EPOCH(
+							    "m.range_from") ","
+									    "      " EPOCH(
+										"m.range_to") ")), "
+											      "'[]'"
+											      ") "
+											      "FROM"
+											      " mis"
+											      "fire"
+											      "s m "
+											      "WHER"
+											      "E "
+											      "m."
+											      "job_"
+											      "id "
+											      "= "
+											      "j."
+											      "job_"
+											      "id"
+											      "    "
+											      "AND "
+											      "m."
+											      "rang"
+											      "e_"
+											      "to "
+											      ">= "
+											      "to_"
+											      "time"
+											      "stam"
+											      "p($"
+											      "4::"
+											      "bigi"
+											      "nt)"
+											      "    "
+											      "AND "
+											      "m."
+											      "rang"
+											      "e_"
+											      "from"
+											      " < "
+											      "to_"
+											      "time"
+											      "stam"
+											      "p($"
+											      "5::"
+											      "bigi"
+											      "nt))"
+											      " AS "
+											      "misf"
+											      "ires"
+											      " FRO"
+											      "M "
+											      "jobs"
+											      " j "
+											      "WHER"
+											      "E "
+											      "($1:"
+											      ":tex"
+											      "t "
+											      "IS "
+											      "NULL"
+											      " OR "
+											      "j."
+											      "job_"
+											      "id "
+											      "= "
+											      "$1)"
+											      "  "
+											      "AND "
+											      "($2:"
+											      ":tex"
+											      "t "
+											      "IS "
+											      "NULL"
+											      " OR "
+											      "j."
+											      "reso"
+											      "urce"
+											      "_gro"
+											      "up "
+											      "= "
+											      "$2)"
+											      "  "
+											      "AND "
+											      "($3:"
+											      ":tex"
+											      "t "
+											      "IS "
+											      "NULL"
+											      " OR "
+											      "j."
+											      "tena"
+											      "nt "
+											      "= "
+											      "$3)"
+											      "  "
+											      "AND "
+											      "(j."
+											      "reti"
+											      "red_"
+											      "at "
+											      "IS "
+											      "NULL"
+											      " OR "
+											      "j."
+											      "reti"
+											      "red_"
+											      "at "
+											      "> "
+											      "to_"
+											      "time"
+											      "stam"
+											      "p($"
+											      "4::"
+											      "bigi"
+											      "nt))"
+											      ") x",
+	    5, p, out, err, errlen);
+#undef EPOCH
 }
