@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "palisade/err.h"
+#include "palisade/tokens.h"
 
 typedef struct pal_api_config {
 	const char *conninfo;	  /* the node's PostgreSQL conninfo */
@@ -79,6 +80,13 @@ typedef struct pal_api_reply {
 
 /* Serve REQ into OUT.  Blocks for at most a few statement timeouts. */
 void pal_api_serve(pal_api *api, const pal_api_request *req, pal_api_reply *out);
+
+/* Who TOKEN is (an API token, checked in the database, or the node's admin
+ * token) into OUT: how the console's login learns the role and tenants of a
+ * token.  PAL_ENOENT (ERR filled) when it is unknown or revoked, PAL_EDB
+ * when the database cannot say.  Blocks for at most a statement timeout. */
+PAL_MUST_CHECK int pal_api_identify(pal_api *api, const char *token, pal_token_identity *out,
+				    char *err, size_t errlen);
 
 /* The OpenAPI document compiled into the binary (docs/api/openapi.json). */
 extern const char pal_api_openapi[];

@@ -8,6 +8,13 @@
  *   GET /console/job?id=JOB   one job: versions, recent triggers, attempts
  *   GET /api/cluster          the same data as JSON (?section=NAME: one key)
  *   GET /api/job?id=JOB       the job page's data as JSON
+ *   GET/POST /console/login, POST /console/logout, POST /console/act
+ *                             a login by API token and the pages' actions,
+ *                             each one request of the HTTP API (api.h)
+ *
+ * Logged in with an operator or admin token, the pages carry forms (pause,
+ * resume, run now, cancel, resolve, release) for what the token may do; a
+ * viewer's pages and those of a visitor who is not logged in carry none.
  *
  * The admin endpoint (admin.c) routes these paths here; this module knows
  * nothing of HTTP servers.  A pal_console owns one PostgreSQL connection,
@@ -41,22 +48,44 @@ PAL_MUST_CHECK int pal_console_open(const pal_console_config *cfg, pal_console *
 				    size_t errlen);
 void pal_console_close(pal_console *c);
 
+typedef struct pal_api pal_api;
+
+/* A request as the admin endpoint saw it. */
+typedef struct pal_console_request {
+	const char *method;	 /* "GET", "HEAD" or "POST" */
+	const char *path;	 /* one of the paths above */
+	const char *id, *section; /* query arguments (decoded); NULL when absent */
+	const char *session;	 /* the session cookie's value; NULL when none */
+	const char *form;	 /* a POST's body (form_len bytes, urlencoded) */
+	size_t form_len;
+	const char *client; /* "addr:port", for the log */
+	bool tls;	    /* served over https: the cookie gets Secure */
+	bool plain_login_ok; /* a login over plain http is allowed (a loopback listener) */
+	const json_t *node_status; /* this node's status (borrowed, may be NULL) */
+	pal_api *api;		   /* what the actions go through; NULL: none */
+} pal_console_request;
+
 /* An answer: STATUS, CONTENT_TYPE (static) and BODY (LEN bytes, malloc()ed,
- * the caller frees it with free()). */
+ * the caller frees it with free()); LOCATION, SET_COOKIE and ALLOW are
+ * headers to add when not empty. */
 typedef struct pal_console_reply {
 	unsigned status;
 	const char *content_type;
 	char *body;
 	size_t len;
+	char location[512];
+	char set_cookie[192];
+	char allow[16];
 } pal_console_reply;
 
+/* The cookie that carries a console session. */
+#define PAL_CONSOLE_COOKIE "palisade_session"
+
 /*
- * Serve PATH (one of the paths above) with its query arguments ID and
- * SECTION (decoded; NULL when absent).  NODE_STATUS is this node's status
- * object (borrowed, may be NULL).  Blocks for at most a few timeouts.
- * Returns false (OUT untouched) when PATH is not the console's.
+ * Serve REQ (one of the paths above) into OUT.  Blocks for at most a few
+ * timeouts.  Returns false (OUT untouched) when the path is not the
+ * console's.
  */
-bool pal_console_serve(pal_console *c, const char *path, const char *id, const char *section,
-		       const json_t *node_status, pal_console_reply *out);
+bool pal_console_serve(pal_console *c, const pal_console_request *req, pal_console_reply *out);
 
 #endif

@@ -22,7 +22,9 @@
  * announced or sent beyond BODY_MAX is refused (413, or the connection is
  * closed when it is only discovered mid-stream).  An /api/v1 request's body
  * (up to API_BODY_MAX) is kept for the API, but only when it carries a
- * Bearer token: one without is answered from its head.
+ * Bearer token: one without is answered from its head.  A console form's
+ * body (login, logout, act; up to BODY_MAX) is kept for the console, which
+ * authenticates it itself (console.h).
  *
  * libmicrohttpd's own messages go through log_mhd(): captured into the error
  * buffer while starting, afterwards logged at debug level (clients that
@@ -75,6 +77,7 @@ struct pal_admin {
 	bool loopback_names; /* also localhost/127.0.0.1/[::1] with our port */
 	char listen_host[264]; /* as written in Host: "127.0.0.1", "[::1]" */
 	int port;
+	bool loopback_only; /* listening on a loopback address only */
 	atomic_bool started; /* false while MHD_start_daemon() runs */
 	char start_err[256]; /* last libmicrohttpd message while starting */
 	char *tls_cert, *tls_key; /* PEM text handed to MHD, kept while it runs */
@@ -86,6 +89,7 @@ typedef struct request {
 	unsigned refused;	/* a status code decided on the headers, 0 = none */
 	const char *why;	/* its text */
 	bool api;		/* an /api/v1 request: its body is kept */
+	bool form;		/* a console form (login, logout, act): its body is kept */
 	GString *body;		/* the kept body (api), NULL until it comes */
 } request;
 
@@ -525,29 +529,59 @@ static enum MHD_Result h_drain(pal_admin *a, struct MHD_Connection *conn)
 		       : respond_text(conn, MHD_HTTP_CONFLICT, "drain refused\n");
 }
 
-/* The cluster console (console.h) for PATH: a read, routed like the others. */
-static enum MHD_Result console_route(pal_admin *a, struct MHD_Connection *conn, const char *path)
+/* The console's headers: no script, forms only to us, never in a frame. */
+static void console_headers(struct MHD_Response *r)
+{
+	MHD_add_response_header(r, "Content-Security-Policy",
+				"default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
+				"frame-ancestors 'none'");
+	MHD_add_response_header(r, "X-Frame-Options", "DENY");
+	MHD_add_response_header(r, "Referrer-Policy", "same-origin");
+}
+
+/* The cluster console (console.h) for PATH: its pages and JSON (GET), its
+ * login and action forms (POST, with the form body of REQ). */
+static enum MHD_Result console_route(pal_admin *a, struct MHD_Connection *conn, const char *path,
+				     const char *method, const request *req)
 {
 	pal_console_reply rep;
 	json_t *st = get_status(a);
-	bool ok = a->console &&
-		  pal_console_serve(a->console, path,
-				    MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "id"),
-				    MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "section"),
-				    st, &rep);
+	char client[80];
+	client_addr(conn, client, sizeof client);
+	pal_console_request cr = {
+		.method = method,
+		.path = path,
+		.id = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "id"),
+		.section = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "section"),
+		.session = MHD_lookup_connection_value(conn, MHD_COOKIE_KIND, PAL_CONSOLE_COOKIE),
+		.form = req && req->body ? req->body->str : NULL,
+		.form_len = req && req->body ? req->body->len : 0,
+		.client = client,
+		.tls = a->tls_cert != NULL,
+		.plain_login_ok = a->loopback_only,
+		.node_status = st,
+		.api = a->api,
+	};
+	bool ok = a->console && pal_console_serve(a->console, &cr, &rep);
 	json_decref(st);
 	if (!ok)
 		return respond_text(conn, MHD_HTTP_NOT_FOUND, "no console on this node\n");
 	struct MHD_Response *r = new_response(rep.content_type, rep.body, rep.len, true);
-	if (r != NULL)
-		MHD_add_response_header(r, "Content-Security-Policy",
-					"default-src 'none'; style-src 'unsafe-inline'");
+	if (r != NULL) {
+		console_headers(r);
+		if (rep.location[0])
+			MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, rep.location);
+		if (rep.set_cookie[0])
+			MHD_add_response_header(r, MHD_HTTP_HEADER_SET_COOKIE, rep.set_cookie);
+		if (rep.allow[0])
+			MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, rep.allow);
+	}
 	return queue(conn, rep.status, r);
 }
-static enum MHD_Result h_console(pal_admin *a, struct MHD_Connection *c) { return console_route(a, c, "/console"); }
-static enum MHD_Result h_console_job(pal_admin *a, struct MHD_Connection *c) { return console_route(a, c, "/console/job"); }
-static enum MHD_Result h_api_cluster(pal_admin *a, struct MHD_Connection *c) { return console_route(a, c, "/api/cluster"); }
-static enum MHD_Result h_api_job(pal_admin *a, struct MHD_Connection *c) { return console_route(a, c, "/api/job"); }
+static enum MHD_Result h_console(pal_admin *a, struct MHD_Connection *c) { return console_route(a, c, "/console", "GET", NULL); }
+static enum MHD_Result h_console_job(pal_admin *a, struct MHD_Connection *c) { return console_route(a, c, "/console/job", "GET", NULL); }
+static enum MHD_Result h_api_cluster(pal_admin *a, struct MHD_Connection *c) { return console_route(a, c, "/api/cluster", "GET", NULL); }
+static enum MHD_Result h_api_job(pal_admin *a, struct MHD_Connection *c) { return console_route(a, c, "/api/job", "GET", NULL); }
 
 static const struct route {
 	const char *path;
@@ -625,6 +659,14 @@ static bool is_api_path(const char *url)
 	return strncmp(url, "/api/v1", 7) == 0 && (url[7] == '\0' || url[7] == '/');
 }
 
+/* The console's login, logout and action paths: they take a form and
+ * authenticate it themselves (a token, or a session and its CSRF token). */
+static bool is_console_form(const char *url)
+{
+	return !strcmp(url, "/console/login") || !strcmp(url, "/console/logout") ||
+	       !strcmp(url, "/console/act");
+}
+
 static bool is_write_route(const char *url)
 {
 	return strcmp(url, "/drain") == 0;
@@ -690,7 +732,7 @@ static unsigned check_request(const pal_admin *a, struct MHD_Connection *conn, c
 		*why = "cross-site requests are refused\n";
 		return MHD_HTTP_FORBIDDEN;
 	}
-	if (is_api_path(url))
+	if (is_api_path(url) || is_console_form(url))
 		return 0;
 	bool write = is_write_route(url) && strcmp(method, MHD_HTTP_METHOD_POST) == 0;
 	if (write) {
@@ -826,6 +868,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		}
 		req->refused = check_request(a, conn, url, method, &req->why);
 		req->api = is_api_path(url);
+		req->form = is_console_form(url);
 		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 							     MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl != NULL && strtoull(cl, NULL, 10) > (req->api ? API_BODY_MAX : BODY_MAX))
@@ -840,7 +883,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 	if (*upload_data_size != 0) {
 		req->body_bytes += *upload_data_size;
-		if (req->api && !req->refused && req->body_bytes <= API_BODY_MAX) {
+		if ((req->api || req->form) && !req->refused &&
+		    req->body_bytes <= (req->api ? API_BODY_MAX : BODY_MAX)) {
 			if (req->body == NULL)
 				req->body = g_string_new(NULL);
 			g_string_append_len(req->body, upload_data, (gssize)*upload_data_size);
@@ -853,6 +897,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return refuse(a, conn, url, method, req->refused, req->why);
 	if (req->api)
 		return api_route(a, conn, url, method, req);
+	if (req->form)
+		return console_route(a, conn, url, method, req);
 	return dispatch(a, conn, url, method);
 }
 
@@ -901,12 +947,14 @@ static void listen_names(pal_admin *a)
 		inet_ntop(AF_INET6, in6, h, sizeof h);
 		snprintf(a->listen_host, sizeof a->listen_host, "[%s]", h);
 		a->loopback_names = IN6_IS_ADDR_LOOPBACK(in6) || IN6_IS_ADDR_UNSPECIFIED(in6);
+		a->loopback_only = IN6_IS_ADDR_LOOPBACK(in6);
 	} else {
 		const struct in_addr *in = &((const struct sockaddr_in *)&a->sa)->sin_addr;
 		inet_ntop(AF_INET, in, h, sizeof h);
 		snprintf(a->listen_host, sizeof a->listen_host, "%s", h);
 		uint32_t v = ntohl(in->s_addr);
 		a->loopback_names = (v >> 24) == 127 || v == 0;
+		a->loopback_only = (v >> 24) == 127;
 	}
 }
 

@@ -1316,17 +1316,9 @@ static bool connect_store(pal_api *api, call *c)
 	return true;
 }
 
-static bool authenticate(call *c)
+/* Who TOK is (into c->who); false with a problem (401, 503) otherwise. */
+static bool identify(call *c, const char *tok)
 {
-	const char *auth = header(c, "Authorization");
-	if (!auth || strncasecmp(auth, "Bearer ", 7) != 0) {
-		problem(c, 401, "unauthorized", "Authentication required",
-			"send Authorization: Bearer TOKEN (`palisade token create`)");
-		return false;
-	}
-	const char *tok = auth + 7;
-	while (*tok == ' ')
-		tok++;
 	if (c->api->admin_token && pal_secret_equal(tok, c->api->admin_token)) {
 		snprintf(c->who.id, sizeof c->who.id, "admin-token");
 		snprintf(c->who.name, sizeof c->who.name, "admin-token");
@@ -1348,6 +1340,38 @@ static bool authenticate(call *c)
 		return false;
 	}
 	return true;
+}
+
+static bool authenticate(call *c)
+{
+	const char *auth = header(c, "Authorization");
+	if (!auth || strncasecmp(auth, "Bearer ", 7) != 0) {
+		problem(c, 401, "unauthorized", "Authentication required",
+			"send Authorization: Bearer TOKEN (`palisade token create`)");
+		return false;
+	}
+	const char *tok = auth + 7;
+	while (*tok == ' ')
+		tok++;
+	return identify(c, tok);
+}
+
+int pal_api_identify(pal_api *api, const char *token, pal_token_identity *out, char *err,
+		     size_t errlen)
+{
+	pal_api_request req = {.method = "POST", .path = "/console/login"};
+	call c = {.api = api, .req = &req};
+	pthread_mutex_lock(&api->mu);
+	bool known = identify(&c, token ? token : "");
+	pthread_mutex_unlock(&api->mu);
+	int rc = known ? PAL_OK : c.status == 401 ? PAL_ENOENT : PAL_EDB;
+	if (known)
+		*out = c.who;
+	else
+		snprintf(err, errlen, "%s",
+			 json_string_value(json_object_get(c.out, "detail")) ?: "unknown token");
+	json_decref(c.out);
+	return rc;
 }
 
 /* ---- serving ------------------------------------------------------------------ */

@@ -32,23 +32,16 @@
 #include "palisade/html.h"
 #include "palisade/jobspec.h"
 #include "palisade/log.h"
+#include "palisade/ops.h"
 #include "palisade/schedule.h"
 #include "palisade/store.h"
 #include "palisade/timefmt.h"
 #include "palisade/trace.h"
+#include "console_int.h"
 
 #define RETRY_MS 5000	     /* a failed source is not asked again before this */
 #define PEER_TIMEOUT_MS 800  /* a peer's /status */
 #define PEER_BODY_MAX 262144 /* bytes of a peer's /status we read */
-
-struct pal_console {
-	char *conninfo, *zk_connect, *zk_root, *cluster, *node_id, *peer_token;
-	int timeout_ms;
-	pthread_mutex_t mu;
-	pal_store *st; /* NULL until the first page, and after a failure */
-	int64_t db_retry_at, zk_retry_at;
-	char db_err[512], zk_err[512];
-};
 
 static char *dup_or_null(const char *s)
 {
@@ -71,6 +64,7 @@ int pal_console_open(const pal_console_config *cfg, pal_console **out, char *err
 	c->peer_token = cfg->peer_token && *cfg->peer_token ? strdup(cfg->peer_token) : NULL;
 	c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 2000;
 	pthread_mutex_init(&c->mu, NULL);
+	c->sessions = pal__sessions_new();
 	*out = c;
 	return PAL_OK;
 }
@@ -80,6 +74,7 @@ void pal_console_close(pal_console *c)
 	if (!c)
 		return;
 	pal_store_close(c->st);
+	pal__sessions_free(c->sessions);
 	pthread_mutex_destroy(&c->mu);
 	free(c->conninfo);
 	free(c->zk_connect);
@@ -408,9 +403,13 @@ static const char CSS[] =
 	"th{background:#eceff3;font-weight:600}td.num{text-align:right;"
 	"font-variant-numeric:tabular-nums}tr.bad td{background:#fff3f2}"
 	"tr.warn td{background:#fffbe6}table.sub{width:auto;margin:.2em 0 .2em 1.5em}"
-	"p.none{color:#5a6272;margin:.2em 0}a{color:#1750b8}";
+	"p.none{color:#5a6272;margin:.2em 0}a{color:#1750b8}"
+	"form.act,form.logout{display:inline-flex;gap:.2em;margin:0 .3em 0 0}"
+	"form.act input[name=reason]{font-size:12px}#who{color:#cfe0ff}"
+	".flash{padding:.4em .8em;border-radius:4px;margin:.5em 0}.flash.ok{background:#e3f4e1;"
+	"border:1px solid #9fd19a}.flash.bad{background:#fde2e1;border:1px solid #e5a3a0}";
 
-static void page_begin(GString *o, const char *title, bool refresh)
+void pal__console_page_begin(GString *o, const char *title, bool refresh)
 {
 	g_string_append(o, "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
 			   "<meta name=\"viewport\" content=\"width=device-width\">\n");
@@ -421,7 +420,78 @@ static void page_begin(GString *o, const char *title, bool refresh)
 	g_string_append_printf(o, "</title><style>%s</style></head><body>\n", CSS);
 }
 
-static void header_bar(GString *o, const json_t *m, const char *api)
+/* What a page knows of who looks at it: the session (NULL when nobody is
+ * logged in) and the page's own path, where its forms come back to. */
+typedef struct viewer {
+	const pal__session *s;
+	const char *back;
+	const char *tenant; /* the job page's job's tenant; NULL elsewhere */
+} viewer;
+
+/* V may act on TENANT's jobs (NULL: on something of every tenant, such as
+ * a group or the whole cluster): logged in with an operator or admin
+ * token that sees it.  The API decides again; this only hides buttons a
+ * click on which would be refused. */
+static bool may(const viewer *v, const char *tenant)
+{
+	if (!v || !v->s || !pal_role_allows(v->s->who.role, PAL_ROLE_OPERATOR))
+		return false;
+	return tenant ? pal_token_sees_tenant(&v->s->who, tenant) : v->s->who.n_tenants == 0;
+}
+
+static void hidden(GString *o, const char *name, const char *value)
+{
+	g_string_append_printf(o, "<input type=\"hidden\" name=\"%s\" value=\"", name);
+	pal_html_text(o, value);
+	g_string_append(o, "\">");
+}
+
+/*
+ * A form that asks the API for OP on TARGET (NULL: none) with a reason:
+ * POST /console/act with the session's CSRF token.  CHOICES (may be NULL)
+ * are a ticket's allowed actions, offered in a list.  LABEL is the button.
+ */
+static void act_form(GString *o, const viewer *v, const char *op, const char *target,
+		     const char *label, const json_t *choices)
+{
+	g_string_append_printf(o, "<form class=\"act\" method=\"post\" action=\"/console/act\" "
+				  "data-op=\"%s\" data-target=\"",
+			       op);
+	pal_html_text(o, target ? target : "");
+	g_string_append(o, "\">");
+	hidden(o, "csrf", v->s->csrf);
+	hidden(o, "op", op);
+	if (target)
+		hidden(o, "target", target);
+	hidden(o, "back", v->back);
+	if (!strcmp(op, "trigger-job")) {
+		/* the run's identity: a form sent twice makes one run */
+		char rid[37];
+		if (pal_ops_uuid4(rid) == 0)
+			hidden(o, "request_id", rid);
+	}
+	if (json_array_size(choices)) {
+		g_string_append(o, "<select name=\"action\">");
+		size_t i;
+		json_t *a;
+		json_array_foreach(choices, i, a)
+		{
+			const char *n = json_string_value(a);
+			if (!n || !strcmp(n, "release")) /* its own form (release-job) */
+				continue;
+			g_string_append(o, "<option>");
+			pal_html_text(o, n);
+			g_string_append(o, "</option>");
+		}
+		g_string_append(o, "</select>");
+	}
+	g_string_append(o, "<input name=\"reason\" placeholder=\"reason\" required "
+			   "maxlength=\"500\" size=\"12\"><button type=\"submit\">");
+	pal_html_text(o, label);
+	g_string_append(o, "</button></form>");
+}
+
+static void header_bar(GString *o, const json_t *m, const char *api, const viewer *v)
 {
 	g_string_append(o, "<header><h1>palisade &middot; ");
 	pal_html_text(o, json_string_value(json_object_get(m, "cluster")));
@@ -431,8 +501,30 @@ static void header_bar(GString *o, const json_t *m, const char *api)
 	pal_html_text(o, json_string_value(json_object_get(m, "now")));
 	g_string_append(o, "</span><a href=\"/console\">cluster</a><a href=\"");
 	pal_html_text(o, api);
-	g_string_append(o, "\">JSON</a><a href=\"/\">this node</a><a href=\"/metrics\">metrics</a>"
-			   "</header>\n<main>\n");
+	g_string_append(o, "\">JSON</a><a href=\"/\">this node</a><a href=\"/metrics\">metrics</a>");
+	if (v && v->s) {
+		const pal_token_identity *w = &v->s->who;
+		g_string_append(o, "<span id=\"who\">");
+		pal_html_text(o, w->name);
+		g_string_append_printf(o, " (%s", pal_role_name(w->role));
+		for (size_t i = 0; i < w->n_tenants; i++) {
+			g_string_append(o, i ? ", " : "; tenants ");
+			pal_html_text(o, w->tenants[i]);
+		}
+		g_string_append(o, ")</span><form class=\"logout\" method=\"post\" "
+				   "action=\"/console/logout\">");
+		hidden(o, "csrf", v->s->csrf);
+		g_string_append(o, "<button type=\"submit\">log out</button></form>");
+	} else {
+		g_string_append(o, "<a id=\"login-link\" href=\"/console/login\">log in</a>");
+	}
+	g_string_append(o, "</header>\n<main>\n");
+	if (v && v->s && v->s->flash[0]) {
+		g_string_append_printf(o, "<p class=\"flash %s\" id=\"flash\">",
+				       v->s->flash_bad ? "bad" : "ok");
+		pal_html_text(o, v->s->flash);
+		g_string_append(o, "</p>\n");
+	}
 }
 
 static void banners(GString *o, const json_t *m)
@@ -600,10 +692,24 @@ static void cell(GString *o, const json_t *row, const col *k, const char *href, 
 }
 
 typedef const char *(*row_class_fn)(const json_t *row);
+/* The action forms of ROW for V (nothing when V may do none of them). */
+typedef void (*row_act_fn)(GString *o, const viewer *v, const json_t *row);
+
+static void table_act(GString *o, const json_t *rows, const col *cols, size_t n, const char *href,
+		      const char *cli, row_class_fn cls, const viewer *v, row_act_fn act);
 
 static void table(GString *o, const json_t *rows, const col *cols, size_t n, const char *href,
 		  const char *cli, row_class_fn cls)
 {
+	table_act(o, rows, cols, n, href, cli, cls, NULL, NULL);
+}
+
+/* TABLE with a last column of ACT's forms, when V may act at all. */
+static void table_act(GString *o, const json_t *rows, const col *cols, size_t n, const char *href,
+		      const char *cli, row_class_fn cls, const viewer *v, row_act_fn act)
+{
+	if (!v || !v->s || !pal_role_allows(v->s->who.role, PAL_ROLE_OPERATOR))
+		act = NULL; /* a viewer's table has no act column */
 	if (!json_is_array(rows)) {
 		g_string_append(o, "<p class=\"none\">not available</p>\n");
 		return;
@@ -615,6 +721,8 @@ static void table(GString *o, const json_t *rows, const col *cols, size_t n, con
 	g_string_append(o, "<table><tr>");
 	for (size_t i = 0; i < n; i++)
 		g_string_append_printf(o, "<th>%s</th>", cols[i].label);
+	if (act)
+		g_string_append(o, "<th>act</th>");
 	g_string_append(o, "</tr>\n");
 	size_t r;
 	json_t *row;
@@ -625,6 +733,11 @@ static void table(GString *o, const json_t *rows, const col *cols, size_t n, con
 				       c ? "\"" : "");
 		for (size_t i = 0; i < n; i++)
 			cell(o, row, &cols[i], href, cli);
+		if (act) {
+			g_string_append(o, "<td class=\"acts\">");
+			act(o, v, row);
+			g_string_append(o, "</td>");
+		}
 		g_string_append(o, "</tr>\n");
 	}
 	g_string_append(o, "</table>\n");
@@ -647,6 +760,109 @@ static int64_t sum_key(const json_t *rows, const char *key)
 	json_t *e;
 	json_array_foreach((json_t *)rows, i, e) s += json_integer_value(json_object_get(e, key));
 	return s;
+}
+
+/* ---- the forms of the rows ------------------------------------------------------ */
+
+/* The tenant an action on ROW concerns: the page's job's, or the row's. */
+static const char *row_tenant(const viewer *v, const json_t *row)
+{
+	return v->tenant ? v->tenant : json_string_value(json_object_get(row, "tenant"));
+}
+
+/* A paused scope ("global", "job:J", "group:G", "tenant:T"): resume it. */
+static void gate_acts(GString *o, const viewer *v, const json_t *row)
+{
+	static const struct {
+		const char *prefix, *op;
+	} k[] = { { "job:", "resume-job" }, { "group:", "resume-group" }, { "tenant:", "resume-tenant" } };
+	const char *scope = json_string_value(json_object_get(row, "scope"));
+	if (scope && !strcmp(scope, "global") && may(v, NULL))
+		act_form(o, v, "resume-all", NULL, "resume", NULL);
+	for (size_t i = 0; scope && i < G_N_ELEMENTS(k); i++) {
+		const char *t = scope + strlen(k[i].prefix);
+		if (strncmp(scope, k[i].prefix, strlen(k[i].prefix)))
+			continue;
+		if (may(v, !strcmp(k[i].op, "resume-tenant") ? t : NULL))
+			act_form(o, v, k[i].op, t, "resume", NULL);
+	}
+}
+
+/* A backlog row of a group (TENANT false) or a tenant: pause or resume it. */
+static void scope_acts(GString *o, const viewer *v, const json_t *row, bool tenant)
+{
+	const char *name = json_string_value(json_object_get(row, "name"));
+	bool paused = json_is_true(json_object_get(row, "gate_paused"));
+	if (!name || !may(v, tenant ? name : NULL))
+		return;
+	const char *op = tenant ? (paused ? "resume-tenant" : "pause-tenant")
+				: (paused ? "resume-group" : "pause-group");
+	act_form(o, v, op, name, paused ? "resume" : "pause", NULL);
+}
+
+static void group_acts(GString *o, const viewer *v, const json_t *row)
+{
+	scope_acts(o, v, row, false);
+}
+
+static void tenant_acts(GString *o, const viewer *v, const json_t *row)
+{
+	scope_acts(o, v, row, true);
+}
+
+/* An open ticket: resolve it with one of its allowed actions; a quarantine
+ * ticket (allowed: release) releases its job. */
+static void ticket_acts(GString *o, const viewer *v, const json_t *row)
+{
+	const char *state = json_string_value(json_object_get(row, "state"));
+	const char *job = json_string_value(json_object_get(row, "job_id"));
+	json_t *allowed = json_object_get(row, "allowed_actions");
+	if ((state && strcmp(state, "open")) || !json_is_integer(json_object_get(row, "id")) ||
+	    !may(v, row_tenant(v, row)))
+		return;
+	bool release = false, other = false;
+	size_t i;
+	json_t *a;
+	json_array_foreach(allowed, i, a)
+	{
+		const char *n = json_string_value(a);
+		release |= n && !strcmp(n, "release");
+		other |= n && strcmp(n, "release");
+	}
+	if (release && job)
+		act_form(o, v, "release-job", job, "release", NULL);
+	if (other) {
+		char id[24];
+		snprintf(id, sizeof id, "%lld", (long long)json_integer_value(json_object_get(row, "id")));
+		act_form(o, v, "resolve-ticket", id, "resolve", allowed);
+	}
+}
+
+/* A trigger that can still be cancelled. */
+static void trigger_acts(GString *o, const viewer *v, const json_t *row)
+{
+	static const char *const live[] = { "pending", "retry_wait", "paused", "running" };
+	const char *state = json_string_value(json_object_get(row, "state"));
+	if (!state || !json_is_integer(json_object_get(row, "id")) || !may(v, row_tenant(v, row)))
+		return;
+	for (size_t i = 0; i < G_N_ELEMENTS(live); i++) {
+		if (strcmp(state, live[i]))
+			continue;
+		char id[24];
+		snprintf(id, sizeof id, "%lld", (long long)json_integer_value(json_object_get(row, "id")));
+		act_form(o, v, "cancel-trigger", id, "cancel", NULL);
+	}
+}
+
+/* SCOPES ("a, b, ...", may be NULL) names SCOPE. */
+static bool lists_scope(const char *scopes, const char *scope)
+{
+	bool found = false;
+	char **v = g_strsplit(scopes ? scopes : "", ", ", -1);
+	for (char **p = v; *p && !found; p++)
+		found = !strcmp(*p, scope);
+	g_strfreev(v);
+	return found;
 }
 
 /* ---- the cluster page ------------------------------------------------------ */
@@ -713,10 +929,11 @@ static json_t *job_rows(const json_t *jobs)
 	return rows;
 }
 
-static void render_cluster(GString *o, const json_t *m)
+static void render_cluster(GString *o, const json_t *m, const viewer *vw)
 {
-	page_begin(o, "palisade console", true);
-	header_bar(o, m, "/api/cluster");
+	/* no refresh under forms: it would wipe a reason being typed */
+	pal__console_page_begin(o, "palisade console", !may(vw, NULL));
+	header_bar(o, m, "/api/cluster", vw);
 	banners(o, m);
 	bool db_ok = json_is_true(json_object_get(json_object_get(m, "database"), "ok"));
 	json_t *nodes = json_object_get(m, "nodes");
@@ -831,8 +1048,8 @@ static void render_cluster(GString *o, const json_t *m)
 					     { "since", "since", C_TEXT },
 					     { "held", "instants held", C_NUM },
 					     { "oldest_held", "oldest held", C_TEXT } };
-		table(o, gates, gcols, N(gcols), "/api/cluster?section=gates", "palisade gates",
-		      NULL);
+		table_act(o, gates, gcols, N(gcols), "/api/cluster?section=gates",
+			  "palisade gates", NULL, vw, gate_acts);
 		g_string_append(o, "</section>\n</div>\n");
 
 		static const col bcols[] = {
@@ -848,13 +1065,15 @@ static void render_cluster(GString *o, const json_t *m)
 		};
 		section_begin(o, "backlog-groups", "Backlog by group", "palisade status",
 			      "/api/cluster?section=backlog");
-		table(o, json_object_get(backlog, "groups"), bcols, N(bcols),
-		      "/api/cluster?section=backlog", "palisade status", backlog_class);
+		table_act(o, json_object_get(backlog, "groups"), bcols, N(bcols),
+			  "/api/cluster?section=backlog", "palisade status", backlog_class, vw,
+			  group_acts);
 		g_string_append(o, "</section>\n");
 		section_begin(o, "backlog-tenants", "Backlog by tenant", "palisade status",
 			      "/api/cluster?section=backlog");
-		table(o, json_object_get(backlog, "tenants"), bcols, N(bcols),
-		      "/api/cluster?section=backlog", "palisade status", backlog_class);
+		table_act(o, json_object_get(backlog, "tenants"), bcols, N(bcols),
+			  "/api/cluster?section=backlog", "palisade status", backlog_class, vw,
+			  tenant_acts);
 		g_string_append(o, "</section>\n");
 
 		section_begin(o, "tickets", "Open tickets", "palisade tickets list",
@@ -866,8 +1085,9 @@ static void render_cluster(GString *o, const json_t *m)
 			{ "allowed_actions", "allowed actions", C_LIST },
 			{ "age_s", "open for", C_SECS },
 		};
-		table(o, json_object_get(tickets, "rows"), tcols, N(tcols),
-		      "/api/cluster?section=tickets", "palisade tickets list", NULL);
+		table_act(o, json_object_get(tickets, "rows"), tcols, N(tcols),
+			  "/api/cluster?section=tickets", "palisade tickets list", NULL, vw,
+			  ticket_acts);
 		g_string_append(o, "</section>\n<div>\n");
 
 		section_begin(o, "misfires", "Misfires by reason", "palisade misfires",
@@ -933,17 +1153,21 @@ static const char *trigger_class(const json_t *r)
 	return NULL;
 }
 
-static void render_job(GString *o, const json_t *m, const char *id)
+static void render_job(GString *o, const json_t *m, const char *id, const viewer *pv)
 {
 	GString *api = g_string_new("/api/job?id=");
 	pal_html_urlarg(api, id);
 	GString *t = g_string_new("palisade job ");
 	g_string_append(t, id);
-	page_begin(o, t->str, false);
+	pal__console_page_begin(o, t->str, false);
 	g_string_free(t, TRUE);
-	header_bar(o, m, api->str);
+	header_bar(o, m, api->str, pv);
 	banners(o, m);
 	json_t *job = json_object_get(m, "job");
+	/* the job page's forms act on this job's tenant */
+	viewer jv = *pv;
+	jv.tenant = json_string_value(json_object_get(job, "tenant"));
+	const viewer *v = &jv;
 	const char *err = json_string_value(json_object_get(m, "error"));
 	g_string_append(o, "<h2 id=\"job-id\">job ");
 	pal_html_text(o, id);
@@ -989,6 +1213,18 @@ static void render_job(GString *o, const json_t *m, const char *id)
 		pal_html_value(o, e);
 	}
 	g_string_append(o, "</td></tr>\n</table>\n");
+	if (may(v, v->tenant)) {
+		GString *scope = g_string_new("job:");
+		g_string_append(scope, id);
+		bool paused = lists_scope(json_string_value(json_object_get(job, "paused_by")),
+					  scope->str);
+		g_string_free(scope, TRUE);
+		g_string_append(o, "<section id=\"actions\"><h2>Act on the job</h2>\n<p>");
+		act_form(o, v, paused ? "resume-job" : "pause-job", id, paused ? "resume" : "pause",
+			 NULL);
+		act_form(o, v, "trigger-job", id, "run now", NULL);
+		g_string_append(o, "</p></section>\n");
+	}
 
 	GString *jcli = g_string_new("palisade jobs --versions ");
 	pal_shell_quote(jcli, id);
@@ -1027,10 +1263,11 @@ static void render_job(GString *o, const json_t *m, const char *id)
 	if (json_array_size(trs) == 0) {
 		g_string_append(o, "<p class=\"none\">none</p>\n");
 	} else {
+			bool acts = may(v, v->tenant);
 		g_string_append(o, "<table><tr>");
 		for (size_t k = 0; k < N(tcols); k++)
 			g_string_append_printf(o, "<th>%s</th>", tcols[k].label);
-		g_string_append(o, "</tr>\n");
+		g_string_append(o, acts ? "<th>act</th></tr>\n" : "</tr>\n");
 		json_array_foreach(trs, i, e)
 		{
 			const char *c = trigger_class(e);
@@ -1038,10 +1275,16 @@ static void render_job(GString *o, const json_t *m, const char *id)
 					       c ? c : "");
 			for (size_t k = 0; k < N(tcols); k++)
 				cell(o, e, &tcols[k], api->str, jcli->str);
+			if (acts) {
+				g_string_append(o, "<td class=\"acts\">");
+				trigger_acts(o, v, e);
+				g_string_append(o, "</td>");
+			}
 			g_string_append(o, "</tr>\n");
 			json_t *atts = json_object_get(e, "attempts");
 			if (json_array_size(atts)) {
-				g_string_append_printf(o, "<tr><td colspan=\"%zu\">", N(tcols));
+				g_string_append_printf(o, "<tr><td colspan=\"%zu\">",
+						       N(tcols) + acts);
 				g_string_append(o, "<table class=\"sub\"><tr>");
 				for (size_t k = 0; k < N(acols); k++)
 					g_string_append_printf(o, "<th>%s</th>", acols[k].label);
@@ -1078,7 +1321,8 @@ static void render_job(GString *o, const json_t *m, const char *id)
 		{ "allowed_actions", "allowed actions", C_LIST },
 		{ "created_at", "created", C_TEXT },
 	};
-	table(o, json_object_get(m, "tickets"), kcols, N(kcols), api->str, NULL, NULL);
+	table_act(o, json_object_get(m, "tickets"), kcols, N(kcols), api->str, NULL, NULL, v,
+		  ticket_acts);
 	g_string_append(o, "</section>\n</div>\n</main></body></html>\n");
 	g_string_free(jcli, TRUE);
 	g_string_free(cli, TRUE);
@@ -1152,24 +1396,34 @@ static void reply_html(pal_console_reply *out, unsigned status, GString *html)
 	out->body = g_string_free(html, FALSE);
 }
 
-bool pal_console_serve(pal_console *c, const char *path, const char *id, const char *section,
-		       const json_t *node_status, pal_console_reply *out)
+bool pal_console_serve(pal_console *c, const pal_console_request *req, pal_console_reply *out)
 {
+	const char *path = req->path, *id = req->id, *section = req->section;
 	bool page = !strcmp(path, "/console"), api = !strcmp(path, "/api/cluster");
 	bool jpage = !strcmp(path, "/console/job"), japi = !strcmp(path, "/api/job");
+	memset(out, 0, sizeof *out);
 	if (!page && !api && !jpage && !japi)
-		return false;
+		return pal__console_act(c, req, out);
+	/* only a page shows (and so takes) the session's message */
+	pal__session s;
+	viewer v = { .back = path };
+	if ((page || jpage) && pal__session_get(c->sessions, req->session, &s))
+		v.s = &s;
+	GString *back = g_string_new("/console/job?id=");
+	pal_html_urlarg(back, id ? id : "");
+	if (jpage)
+		v.back = back->str;
 	pthread_mutex_lock(&c->mu);
 	if (page || api) {
-		json_t *m = cluster_model(c, node_status);
+		json_t *m = cluster_model(c, req->node_status);
 		if (page) {
 			GString *o = g_string_new(NULL);
-			render_cluster(o, m);
+			render_cluster(o, m, &v);
 			reply_html(out, 200, o);
 		} else if (section && *section) {
-			json_t *v = json_object_get(m, section);
-			if (v) {
-				json_t *one = json_pack("{s:O}", section, v);
+			json_t *one = json_object_get(m, section);
+			if (one) {
+				one = json_pack("{s:O}", section, one);
 				reply_json(out, 200, one);
 				json_decref(one);
 			} else {
@@ -1187,7 +1441,7 @@ bool pal_console_serve(pal_console *c, const char *path, const char *id, const c
 		json_t *m = job_model(c, id, &status);
 		if (jpage) {
 			GString *o = g_string_new(NULL);
-			render_job(o, m, id ? id : "");
+			render_job(o, m, id ? id : "", &v);
 			reply_html(out, status, o);
 		} else {
 			json_object_del(m, "spec");
@@ -1196,5 +1450,8 @@ bool pal_console_serve(pal_console *c, const char *path, const char *id, const c
 		json_decref(m);
 	}
 	pthread_mutex_unlock(&c->mu);
+	g_string_free(back, TRUE);
+	if (v.s)
+		explicit_bzero(&s, sizeof s);
 	return true;
 }

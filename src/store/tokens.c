@@ -10,9 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <glib.h>
 #include "palisade/name.h"
+#include "palisade/random.h"
 #include "palisade/tokens.h"
 #include "store_int.h"
 
@@ -46,23 +46,6 @@ bool pal_token_sees_tenant(const pal_token_identity *id, const char *tenant)
 		if (!strcmp(id->tenants[i], tenant))
 			return true;
 	return false;
-}
-
-static int random_hex(char *out, size_t bytes)
-{
-	unsigned char b[32];
-	if (bytes > sizeof b)
-		return PAL_EINVAL;
-	size_t got = 0;
-	while (got < bytes) {
-		ssize_t n = getrandom(b + got, bytes - got, 0);
-		if (n <= 0)
-			return PAL_EIO;
-		got += (size_t)n;
-	}
-	for (size_t i = 0; i < bytes; i++)
-		snprintf(out + 2 * i, 3, "%02x", b[i]);
-	return PAL_OK;
 }
 
 /* HMAC-SHA-256(SALT, SECRET) as hex, g_free'd by the caller. */
@@ -106,7 +89,7 @@ int pal_token_create(pal_store *st, const char *name, pal_role role, const char 
 	}
 	char *arr = pal__pgarr_end(&a);
 	char id[17], sec[65], salt[33];
-	if (random_hex(id, 8) || random_hex(sec, 32) || random_hex(salt, 16)) {
+	if (pal_random_hex(id, 8) || pal_random_hex(sec, 32) || pal_random_hex(salt, 16)) {
 		g_free(arr);
 		snprintf(err, errlen, "cannot read random bytes for the token");
 		return PAL_EIO;

@@ -150,6 +150,16 @@ sys.exit(0 if all(x in live for x in sys.argv[1].split(",")) else 1)' "$1"
 }
 shards_of() { sql "select string_agg(shard_id::text, ',' order by shard_id) from shards where leader = '$1'"; }
 
+# start_hold: a service on HOLD_PORT that accepts connections and never
+# answers (a call to it times out with an unknown outcome); HOLD_PID.
+start_hold() {
+	HOLD_PORT=$(free_port)
+	python3 -c 'import socket,sys,time
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(512); time.sleep(600)' "$HOLD_PORT" &
+	HOLD_PID=$!
+}
+
 now_rfc3339() { date -u +%Y-%m-%dT%H:%M:%SZ; }
 rfc3339_ago() { date -u -d "@$(( $(date +%s) - $1 ))" +%Y-%m-%dT%H:%M:%SZ; }
 

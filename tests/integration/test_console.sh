@@ -26,11 +26,7 @@ SHARDS=4
 
 # A service that accepts connections and never answers: every call to it
 # times out with an unknown outcome.
-HOLD_PORT=$(free_port)
-python3 -c 'import socket,sys,time
-s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(512); time.sleep(600)' "$HOLD_PORT" &
-HOLD_PID=$!
+start_hold
 trap 'stop_all_nodes; kill $HOLD_PID 2>/dev/null; wait $HOLD_PID 2>/dev/null' EXIT
 
 cat >"$NODE_DIR/jobs.yaml" <<YAML

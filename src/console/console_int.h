@@ -1,0 +1,81 @@
+/*
+ * console_int.h - what the files of the console module share (console.c
+ * renders, session.c keeps who is logged in, act.c serves the login and
+ * the actions).  Nothing outside src/console includes it.
+ */
+#ifndef PALISADE_CONSOLE_INT_H
+#define PALISADE_CONSOLE_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <glib.h>
+#include "palisade/console.h"
+#include "palisade/store.h"
+#include "palisade/tokens.h"
+
+typedef struct pal__sessions pal__sessions;
+
+struct pal_console {
+	char *conninfo, *zk_connect, *zk_root, *cluster, *node_id, *peer_token;
+	int timeout_ms;
+	pthread_mutex_t mu;
+	pal_store *st; /* NULL until the first page, and after a failure */
+	int64_t db_retry_at, zk_retry_at;
+	char db_err[512], zk_err[512];
+	pal__sessions *sessions; /* the logins of this node's console */
+};
+
+/* ---- sessions (session.c) ---------------------------------------------------
+ *
+ * A login of the console: a random id (the cookie's value) that maps, in
+ * this node's memory only, to the API token it was opened with, the token's
+ * identity and a CSRF token of its own.  The browser never holds the API
+ * token.  A session ends at logout, after PAL__SESSION_IDLE_MS without a
+ * request, PAL__SESSION_MAX_MS after login, when the node restarts, or when
+ * the API refuses its token (revoked).  At most PAL__SESSIONS_MAX live at
+ * once: a new login pushes out the one idle longest.  Every function is
+ * thread-safe (one mutex).
+ */
+#define PAL__SESSION_IDLE_MS (30 * 60 * 1000)
+#define PAL__SESSION_MAX_MS (12 * 3600 * 1000)
+#define PAL__SESSIONS_MAX 1024
+#define PAL__SESSION_ID_LEN 64 /* hex digits: 256 random bits */
+
+/* A copy of a session, handed out so that no caller holds the table's lock. */
+typedef struct pal__session {
+	char id[PAL__SESSION_ID_LEN + 1];
+	char csrf[PAL__SESSION_ID_LEN + 1];
+	char token[PAL_TOKEN_LEN + 128]; /* the API token (or the node's admin token) */
+	pal_token_identity who;
+	char flash[600]; /* the last action's outcome, shown once */
+	bool flash_bad;
+} pal__session;
+
+/* A new table (never NULL: aborts on out of memory, as GLib does); free
+ * with pal__sessions_free(), which wipes every token it held. */
+pal__sessions *pal__sessions_new(void);
+void pal__sessions_free(pal__sessions *s);
+/* Open a session for TOKEN, whose identity is WHO: its copy into OUT.
+ * PAL_EIO when no random bytes could be read. */
+PAL_MUST_CHECK int pal__session_open(pal__sessions *s, const char *token,
+				     const pal_token_identity *who, pal__session *out);
+/* The live session ID (NULL: none) into OUT, its idle clock restarted and
+ * its flash message taken (shown once); false when there is none (unknown,
+ * expired or ended). */
+bool pal__session_get(pal__sessions *s, const char *id, pal__session *out);
+/* Leave MSG (an action's outcome) for the next page of session ID. */
+void pal__session_flash(pal__sessions *s, const char *id, bool bad, const char *msg);
+/* End session ID (logout, or its token was refused). */
+void pal__session_end(pal__sessions *s, const char *id);
+
+/* ---- rendering helpers shared with act.c (console.c) ------------------------ */
+
+void pal__console_page_begin(GString *o, const char *title, bool refresh);
+
+/* ---- the writes (act.c) ------------------------------------------------------ */
+
+/* Serve the login, logout and action paths; false when REQ is another path. */
+bool pal__console_act(pal_console *c, const pal_console_request *req, pal_console_reply *out);
+
+#endif

@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# The console acts, in a real browser: headless Chromium (driven over the
+# DevTools protocol, tests/integration/cdp.py) logs in with an operator's
+# API token, pauses a job and sees it paused, resumes it, resolves a ticket
+# with one of its allowed actions; a viewer's pages carry no action forms; a
+# form without the session's CSRF token, and one posted from another
+# origin, change nothing.  The audit rows of the browser's actions name the
+# token and its role, as the API's do.
+source tests/integration/lib.sh
+source tests/integration/cluster.sh
+guarantee "G7 from the console: every action a page offers is one API request made with the logged-in token (its role, tenants and audit row), behind a session cookie and a per-session CSRF token; a viewer is offered nothing"
+T0=$SECONDS
+
+CHROME=$(command -v chromium || command -v chromium-browser)
+if [ -z "$CHROME" ]; then
+	fail "chromium is not installed (apt-get install -y chromium)"
+	finish
+	exit
+fi
+
+fresh_db it_console_act
+"$PAL" migrate >/dev/null || { echo "  migrate failed"; exit 1; }
+SHARDS=2 LOOKAHEAD=2s OVERLAP=2s write_conf "$CLUSTER_CONF"
+
+# A service that accepts connections and never answers: a call to it ends
+# with an unknown outcome, and a spent budget opens a ticket.
+start_hold
+trap 'stop_all_nodes; kill $HOLD_PID 2>/dev/null; wait $HOLD_PID 2>/dev/null' EXIT
+
+cat >"$NODE_DIR/jobs.yaml" <<YAML
+jobs:
+  - id: act.quiet
+    tenant: shop
+    schedule: {cron: "0 0 0 1 1 ? 2099"}
+    target: {url: "http://127.0.0.1:9/never-called"}
+  - id: act.hang
+    tenant: shop
+    schedule: {cron: "* * * * * ?"}
+    overlap: forbid
+    retry: {max_attempts: 1}
+    target: {url: "http://127.0.0.1:$HOLD_PORT/hold", timeout: 1s}
+YAML
+"$PAL" apply --reason setup "$NODE_DIR/jobs.yaml" >/dev/null || { echo "  apply failed"; exit 1; }
+OPS=$("$PAL" token create --name ops --role operator | tail -1)
+EYES=$("$PAL" token create --name eyes --role viewer | tail -1)
+
+start_node b1 --roles controller,executor
+A=${NODE_ADMIN[b1]}
+has() { [ "$(sql "$1")" -gt 0 ]; }
+wait_until "b1 answers" 20 curl -sf "http://$A/healthz"
+wait_until "an open ticket for act.hang" 25 has "select count(*) from tickets where job_id = 'act.hang' and state = 'open'"
+TICKET=$(sql "select min(id) from tickets where job_id = 'act.hang' and state = 'open'")
+echo "    state: ticket $TICKET open ($(sql "select array_to_string(allowed_actions, ',') from tickets where id = $TICKET"))"
+
+echo "  -- in the browser: an operator, then a viewer"
+PYTHONPATH=tests/integration timeout 90 python3 - "$CHROME" "$PALISADE_TEST_TMP/cdp" "http://$A" \
+	"$OPS" "$EYES" "$TICKET" >"$PALISADE_TEST_TMP/browser.out" 2>&1 <<'PY'
+import sys, urllib.parse
+from cdp import Browser
+chrome, prof, base, ops, eyes, ticket = sys.argv[1:7]
+def check(desc, cond, detail=""):
+    print(("ok   " if cond else "FAIL ") + desc + ("" if cond else ": " + str(detail)[:300]), flush=True)
+
+with Browser(chrome, prof + "-operator") as b:
+    b.goto(base + "/console")
+    check("before the login the page offers no action", b.count("form.act") == 0, b.count("form.act"))
+    b.goto(base + "/console/login")
+    b.submit("document.getElementById('login')", {"token": ops})
+    check("the login lands on the cluster page, naming the token and its role",
+          b.js("location.pathname") == "/console" and "ops (operator)" in (b.text("#who") or ""),
+          (b.js("location.href"), b.text("#who"), b.text("main")))
+    check("the token is in no URL and no cookie readable by the page",
+          ops not in b.js("location.href") and "palisade_session" not in b.js("document.cookie"),
+          b.js("document.cookie"))
+    b.goto(base + "/console/job?id=act.quiet")
+    check("the job page offers pause and run now", b.count("form.act[data-op=pause-job]") == 1
+          and b.count("form.act[data-op=trigger-job]") == 1, b.text("#actions"))
+    # a reason is asked for: the browser refuses an empty one (required)
+    check("each action form asks for a reason (required)",
+          b.js("[...document.querySelectorAll('form.act')].every(f => f.elements.reason && f.elements.reason.required)"))
+    b.submit("document.querySelector('form.act[data-op=pause-job]')", {"reason": "browser: maintenance"})
+    check("pause: the API's answer is shown", "pause-job act.quiet: done (200)" in (b.text("#flash") or ""),
+          b.text("#flash") or b.text("main"))
+    check("and the job page shows it paused by its own gate, with a resume form",
+          "job:act.quiet" in (b.text("#job-summary") or "") and b.count("form.act[data-op=resume-job]") == 1,
+          b.text("#job-summary"))
+    b.goto(base + "/console")
+    check("the cluster page lists the paused scope with a resume form",
+          "job:act.quiet" in (b.text("#gates") or "") and b.count("#gates form.act[data-op=resume-job]") == 1,
+          b.text("#gates"))
+    b.goto(base + "/console/job?id=act.quiet")
+    b.submit("document.querySelector('form.act[data-op=resume-job]')", {"reason": "browser: done"})
+    check("resume: done, and the job is no longer paused",
+          "resume-job act.quiet: done (200)" in (b.text("#flash") or "")
+          and "job:act.quiet" not in (b.text("#job-summary") or ""),
+          (b.text("#flash"), b.text("#job-summary")))
+    b.goto(base + "/console/job?id=act.hang")
+    sel = "document.querySelector('form.act[data-op=resolve-ticket][data-target=\"%s\"]')" % ticket
+    opts = b.js("[...%s.elements.action.options].map(o => o.value)" % sel)
+    check("the ticket's form offers its allowed actions", "abandon" in (opts or []), opts)
+    b.submit(sel, {"action": "abandon", "reason": "browser: not needed"})
+    check("resolve: done", ("resolve-ticket %s: done (200)" % ticket) in (b.text("#flash") or ""),
+          b.text("#flash") or b.text("main"))
+    # a form of the page without its CSRF token: refused, nothing done
+    b.goto(base + "/console/job?id=act.quiet")
+    b.js("document.querySelector('form.act[data-op=pause-job]').elements.csrf.remove()")
+    b.submit("document.querySelector('form.act[data-op=pause-job]')", {"reason": "forged"})
+    check("a form without the CSRF token is refused", "CSRF" in (b.text("#refused") or ""),
+          b.text("body"))
+    # a form posted from another origin (a data: page): refused by the listener
+    forged = ('<form id=f method=post action="%s/console/act"><input name=op value=pause-job>'
+              '<input name=target value=act.quiet><input name=reason value=x>'
+              '<input name=csrf value=guess></form>' % base)
+    b.goto("data:text/html," + urllib.parse.quote(forged))
+    b.submit("document.getElementById('f')")
+    check("a form from another origin is refused", "refused" in (b.text("body") or ""), b.text("body"))
+
+with Browser(chrome, prof + "-viewer") as b:
+    b.goto(base + "/console/login")
+    b.submit("document.getElementById('login')", {"token": eyes})
+    check("a viewer logs in", "eyes (viewer)" in (b.text("#who") or ""), b.text("body"))
+    n1 = b.count("form.act")
+    b.goto(base + "/console/job?id=act.hang")
+    n2 = b.count("form.act")
+    check("a viewer's pages carry no action form (cluster page, job page)", n1 == 0 and n2 == 0, (n1, n2))
+    check("but the viewer sees the job and its ticket", ticket in (b.text("#tickets") or ""), b.text("#tickets"))
+PY
+rc=$?
+while IFS= read -r line; do
+	case $line in
+	"ok   "*) pass "${line#ok   }" ;;
+	"FAIL "*) fail "${line#FAIL }" ;;
+	*) echo "    | $line" ;;
+	esac
+done <"$PALISADE_TEST_TMP/browser.out"
+expect_eq "the browser scenario ran to its end" 0 "$rc"
+
+echo "  -- what the database holds"
+expect_eq "pause and resume by the browser: audit rows with the token's name and role" \
+	"pause|ops|operator|browser: maintenance resume|ops|operator|browser: done" \
+	"$(sql "select string_agg(action || '|' || actor || '|' || role || '|' || reason, ' ' order by seq) from audit_log where scope = 'job:act.quiet' and action in ('pause', 'resume')")"
+expect_eq "the ticket resolved by ops with abandon" "resolved|abandon" \
+	"$(sql "select state || '|' || coalesce(resolution, '') from tickets where id = $TICKET")"
+expect_eq "the forged forms paused nothing" 0 "$(sql "select count(*) from gates where scope = 'job:act.quiet' and paused")"
+
+echo "  -- the same refusals without a browser"
+JAR=$PALISADE_TEST_TMP/jar
+code=$(curl -s -o /dev/null -w '%{http_code}' -c "$JAR" --data-urlencode "token=$OPS" "http://$A/console/login")
+expect_eq "a login answers 303" 303 "$code"
+check "the session cookie is HttpOnly and SameSite=Strict, its value is no token" \
+	bash -c "grep -q '#HttpOnly_127.0.0.1' '$JAR' && ! grep -q '$OPS' '$JAR'"
+hdr=$(curl -s -D - -o /dev/null --data-urlencode "token=$OPS" "http://$A/console/login" | tr -d '\r')
+expect_match "the Set-Cookie header" '^Set-Cookie: palisade_session=[0-9a-f]{64}; Path=/; HttpOnly; SameSite=Strict$' \
+	"$(grep -i '^set-cookie' <<<"$hdr")"
+expect_eq "a form without the CSRF token: 403" 403 \
+	"$(curl -s -o /dev/null -w '%{http_code}' -b "$JAR" -d 'op=pause-job&target=act.quiet&reason=x' "http://$A/console/act")"
+expect_eq "with a wrong one: 403" 403 \
+	"$(curl -s -o /dev/null -w '%{http_code}' -b "$JAR" -d 'op=pause-job&target=act.quiet&reason=x&csrf=00' "http://$A/console/act")"
+expect_eq "an unknown token does not log in: 401" 401 \
+	"$(curl -s -o /dev/null -w '%{http_code}' -d 'token=pal_0000000000000000_00' "http://$A/console/login")"
+# forms: the number of action forms on the job page of act.quiet for TOKEN
+forms() {
+	local jar=$PALISADE_TEST_TMP/jar-$1
+	curl -s -o /dev/null -c "$jar" --data-urlencode "token=$2" "http://$A/console/login"
+	curl -s -b "$jar" "http://$A/console/job?id=act.quiet" | grep -o 'class="act"' | wc -l
+}
+BLUE=$("$PAL" token create --name ops-blue --role operator --tenant blue | tail -1)
+SHOP=$("$PAL" token create --name ops-shop --role operator --tenant shop | tail -1)
+expect_eq "an operator of another tenant is offered nothing on act.quiet (tenant shop)" 0 "$(forms blue "$BLUE")"
+check "an operator of tenant shop is offered its actions" [ "$(forms shop "$SHOP")" -gt 0 ]
+expect_eq "still nothing paused" 0 "$(sql "select count(*) from gates where scope = 'job:act.quiet' and paused")"
+echo "    figure: test_console_act took $((SECONDS - T0)) s"
+finish
