@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The source archive of a release: what `make bin/palisade bin/palisade-sink`
-# needs at a tag (Makefile, src, include, sql, ops), as
+# needs at a tag (Makefile, src, include, sql, the ops/ scripts that embed
+# SQL and files, and the files embedded: docs/api/openapi.json from 0.2.0
+# on), as
 # ops/releases/palisade-X.Y.Z.tar.xz.  The mixed-version drill builds the
 # previous release from this archive, so it needs no git history or tags
 # (a CI checkout may have neither).
@@ -15,9 +17,13 @@ check=0
 tag=${1:?usage: ops/release-archive.sh [--check] vX.Y.Z}
 ver=${tag#v}
 out=ops/releases/palisade-$ver.tar.xz
-paths=(Makefile src include sql ops/deps.sh ops/embed-sql.sh)
 git rev-parse -q --verify "$tag^{commit}" >/dev/null ||
 	{ echo "release-archive: no tag $tag in this checkout" >&2; exit 2; }
+paths=(Makefile src include sql ops/deps.sh ops/embed-sql.sh)
+# Inputs of the build that only later releases have.
+for p in ops/embed-file.sh docs/api/openapi.json; do
+	git cat-file -e "$tag:$p" 2>/dev/null && paths+=("$p")
+done
 if [ "$check" = 1 ]; then
 	[ -f "$out" ] || { echo "release-archive: $out is missing" >&2; exit 1; }
 	tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT

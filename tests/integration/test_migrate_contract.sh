@@ -6,26 +6,30 @@
 # advertises an older schema, and while it cannot read the live nodes; with
 # --force it applies it and writes an audit_log row.
 #
-# The binaries: the previous release (v0.1.0, from ops/releases/, schema 10,
-# cached like test_mixed_upgrade's), this tree (expand steps only beyond 10),
+# The binaries: 0.1.0 (from ops/releases/, schema 10, cached like
+# test_mixed_upgrade's), this tree (expand steps only beyond 10),
 # and this tree plus one contract step (a migration NNN = this tree's
 # newest + 1 without a compatible_from line), built under
 # $PALISADE_CONTRACT_TREE (default /tmp/palisade-contract-build, kept as the
-# cache).
+# cache).  The old node is 0.1.0 on purpose, not the previous release: the
+# oldest node a contract step can meet, live while every expand step since
+# (0.2.0's and this tree's) is applied beside it, and the one release whose
+# nodes advertise their schema but no range (schema_min, compatible_from);
+# test_mixed_upgrade rolls from the previous release.
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 source tests/integration/releases.sh
 guarantee "G6 + G8 - a contract step is not applied while a node of an older schema is live (unless forced, audited); expand steps are"
 
 NEW_PAL=$PAL
-OLD_TAG=${PALISADE_OLD_TAG:-v0.1.0}
-OLD_ARCHIVE=${PALISADE_OLD_ARCHIVE:-ops/releases/palisade-${OLD_TAG#v}.tar.xz}
-OLD_TREE=${PALISADE_OLD_TREE:-/tmp/palisade-${OLD_TAG#v}-build}
+OLD_TAG=${PALISADE_CONTRACT_OLD_TAG:-v0.1.0}
+OLD_ARCHIVE=ops/releases/palisade-${OLD_TAG#v}.tar.xz
+OLD_TREE=/tmp/palisade-${OLD_TAG#v}-build
 CT_TREE=${PALISADE_CONTRACT_TREE:-/tmp/palisade-contract-build}
 
 t=$(date +%s)
 build_release "$OLD_TAG" "$OLD_ARCHIVE" "$OLD_TREE" ||
-	{ fail "the previous release $OLD_TAG builds in $OLD_TREE"; finish; exit 1; }
+	{ fail "release $OLD_TAG builds in $OLD_TREE"; finish; exit 1; }
 OLD_PAL=$OLD_TREE/bin/palisade
 NEW_SCHEMA=$(ls sql/[0-9]*.sql | sed 's|.*/0*\([0-9]*\)_.*|\1|' | sort -n | tail -1)
 CT_V=$((NEW_SCHEMA + 1))
@@ -55,7 +59,7 @@ expect_exit "the contract binary migrates an empty database without ZooKeeper" 0
 	env -u PALISADE_ZK "$CT_PAL" migrate
 expect_eq "to its schema $CT_V" "$CT_V" "$(schema)"
 
-# ---- a cluster of the previous release ---------------------------------------------
+# ---- a cluster of 0.1.0 ------------------------------------------------------------
 fresh_db it_contract
 expect_exit "$OLD_TAG migrates a new database" 0 "$OLD_PAL" migrate
 OLD_SCHEMA=$(schema)
