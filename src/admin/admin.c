@@ -2,15 +2,21 @@
  * admin.c - the node's admin HTTP endpoint (admin.h): metrics, health,
  * readiness, status JSON, a status page and the drain action.
  *
- * Threading: libmicrohttpd runs one internal polling thread (epoll through
- * MHD_USE_AUTO, so a process with more than FD_SETSIZE descriptors still
- * works) that serves every connection; the status and action callbacks are
- * therefore called from that thread, one request at a time, never from the
- * thread that called pal_admin_start().  Nothing here blocks on the network
- * beyond the socket being served.  A slow or crowding client cannot hold
- * the endpoint: the guard (httpguard.h) cuts a request head at its deadline
- * and makes room for a new connection by closing the oldest one waiting for
- * a head, and libmicrohttpd closes a connection idle for CONN_TIMEOUT_S.
+ * Threading: libmicrohttpd runs a pool of ADMIN_THREADS internal polling
+ * threads (epoll through MHD_USE_AUTO, so a process with more than
+ * FD_SETSIZE descriptors still works), each serving the connections it
+ * accepted; the status, health and action callbacks, the console and the
+ * API are therefore called from any of them, several at once, never from
+ * the thread that called pal_admin_start().  So a console page or an API
+ * request waiting on PostgreSQL holds its own thread only: /healthz,
+ * /readyz and /metrics are answered by the others meanwhile.  The console
+ * and the API serialise their own requests (each has one connection and a
+ * mutex); the callbacks copy what they report under their owners' locks.
+ * Nothing here blocks on the network beyond the socket being served.  A
+ * slow or crowding client cannot hold the endpoint: the guard
+ * (httpguard.h) cuts a request head at its deadline and makes room for a
+ * new connection by closing the oldest one waiting for a head, and
+ * libmicrohttpd closes a connection idle for CONN_TIMEOUT_S.
  *
  * Security checks run on the first call of each request, before any
  * route: Host, then Origin / Sec-Fetch-Site, then the form content types
@@ -59,6 +65,7 @@
 #define BODY_MAX 65536	  /* bytes of request body we are willing to read */
 #define API_BODY_MAX (4u << 20) /* an /api/v1 body: a job file may be 4 MiB */
 #define CONN_TIMEOUT_S 10 /* idle connection timeout */
+#define ADMIN_THREADS 4	  /* libmicrohttpd's thread pool */
 
 struct pal_admin {
 	struct MHD_Daemon *daemon;
@@ -1048,7 +1055,8 @@ int pal_admin_start(const pal_admin_config *cfg, pal_admin **out, char *err, siz
 	    pal_httpguard_mhd_limit(a->guard), MHD_OPTION_CONNECTION_TIMEOUT,
 	    (unsigned)CONN_TIMEOUT_S, MHD_OPTION_NOTIFY_CONNECTION, pal_httpguard_notify, a->guard,
 	    MHD_OPTION_URI_LOG_CALLBACK, on_uri, a, MHD_OPTION_NOTIFY_COMPLETED, request_done, a,
-	    MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+	    MHD_OPTION_THREAD_POOL_SIZE, (unsigned)ADMIN_THREADS, MHD_OPTION_ARRAY, tls,
+	    MHD_OPTION_END);
 	a->tls_cert = cert; /* MHD keeps the pointers: freed with the endpoint */
 	a->tls_key = key;
 	if (a->daemon == NULL) {

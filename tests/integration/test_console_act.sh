@@ -169,5 +169,20 @@ SHOP=$("$PAL" token create --name ops-shop --role operator --tenant shop | tail 
 expect_eq "an operator of another tenant is offered nothing on act.quiet (tenant shop)" 0 "$(forms blue "$BLUE")"
 check "an operator of tenant shop is offered its actions" [ "$(forms shop "$SHOP")" -gt 0 ]
 expect_eq "still nothing paused" 0 "$(sql "select count(*) from gates where scope = 'job:act.quiet' and paused")"
+echo "  -- a page waiting on the database holds one admin thread, not the endpoint"
+"$PSQL" "$PALISADE_PG" -XAtq -c "BEGIN; LOCK TABLE gates IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(3); COMMIT" >/dev/null &
+LOCK_PID=$!
+wait_until "a lock on gates held" 5 has "select count(*) from pg_locks l join pg_class c on c.oid = l.relation where c.relname = 'gates' and l.mode = 'AccessExclusiveLock' and l.granted"
+curl -s -o /dev/null -w '%{time_total}' "http://$A/console" >"$PALISADE_TEST_TMP/page-time" &
+PAGE_PID=$!
+sleep 0.3
+hz=$(curl -s -o /dev/null -w '%{time_total}' "http://$A/healthz")
+mt=$(curl -s -o /dev/null -w '%{time_total}' "http://$A/metrics")
+wait $PAGE_PID
+wait $LOCK_PID
+pg=$(cat "$PALISADE_TEST_TMP/page-time")
+echo "    figure: the console page took $pg s (waiting on the lock); meanwhile /healthz $hz s, /metrics $mt s"
+check "the page did wait on the database (over 1 s)" awk "BEGIN { exit !($pg > 1.0) }"
+check "/healthz and /metrics answered within 0.5 s meanwhile" awk "BEGIN { exit !($hz < 0.5 && $mt < 0.5) }"
 echo "    figure: test_console_act took $((SECONDS - T0)) s"
 finish
