@@ -109,14 +109,6 @@ void pal__claim_send(pal_executor *ex)
 	}
 }
 
-void pal__leave_park(pal_executor *ex, pal__call *k, pal__phase ph)
-{
-	if (k->ph != PHASE_PARKED)
-		return;
-	pal_breaker_parked(ex->breakers, k->host, -1);
-	k->ph = ph;
-}
-
 /* K's instant has come (or it was due when claimed): judge the deadline,
  * the breaker, then start the query or the call. */
 void pal__call_due(pal_executor *ex, pal__call *k)
@@ -129,7 +121,7 @@ void pal__call_due(pal_executor *ex, pal__call *k)
 		pal__spent(ex, k, "deadline", 0, "deadline");
 		return;
 	}
-	k->ph = k->unknown && s->status_url ? PHASE_QUERY : PHASE_CALL;
+	pal__phase start = k->unknown && s->status_url ? PHASE_QUERY : PHASE_CALL;
 	int64_t now = pal_mono_ms();
 	if (!pal_breaker_allow(ex->breakers, k->host, now)) {
 		if (pal_breaker_state_of(ex->breakers, k->host, now) == PAL_BREAKER_HALF_OPEN &&
@@ -137,11 +129,9 @@ void pal__call_due(pal_executor *ex, pal__call *k)
 			/* The probe is in flight: wait for its verdict here rather
 			 * than hand the trigger back and claim it again.  While
 			 * calls are parked, claims leave the host alone. */
-			k->parked_ph = k->ph;
-			k->ph = PHASE_PARKED;
+			pal__phase_park(ex, k, start);
 			k->parked_ms = now;
 			k->resume_at_ms = now + 100;
-			pal_breaker_parked(ex->breakers, k->host, +1);
 			return;
 		}
 		/* Back to pending without spending an attempt: the call never
@@ -149,6 +139,7 @@ void pal__call_due(pal_executor *ex, pal__call *k)
 		pal__queue_result(ex, k, PAL_TS_PENDING, "breaker_open", 0, 1000, NULL);
 		return;
 	}
+	pal__phase_set(ex, k, start);
 	pal__start_or_defer(ex, k);
 }
 
@@ -207,7 +198,7 @@ static void begin_call(pal_executor *ex, pal_claimed *c, int64_t sent)
 	pal_url_host(k->spec->call->url, k->host, sizeof k->host);
 	int64_t wait = k->c.ready_ms - pal__db_ms(ex);
 	if (wait > 0) {
-		k->ph = PHASE_AHEAD;
+		pal__phase_set(ex, k, PHASE_AHEAD);
 		k->resume_at_ms = pal_mono_ms() + wait;
 		return;
 	}
@@ -339,7 +330,7 @@ void pal__unpark(pal_executor *ex, pal__call *k, int64_t now, bool draining)
 			return;
 		}
 		if (pal_breaker_allow(ex->breakers, k->host, now)) {
-			pal__leave_park(ex, k, k->parked_ph);
+			pal__phase_unpark(ex, k);
 			pal__start_or_defer(ex, k);
 			return;
 		}

@@ -505,7 +505,7 @@ static int64_t run_waiting(pal_executor *ex, int64_t now, bool draining)
 				k->resume_at_ms = now + 100; /* no new side effects */
 				break;
 			}
-			k->ph = PHASE_CALL;
+			pal__phase_set(ex, k, PHASE_CALL);
 			if (pal__call_start(ex, k))
 				pal__queue_result(ex, k, PAL_TS_FAILED, "render", 0, PAL_NEXT_NONE, NULL);
 			break;

@@ -75,8 +75,9 @@ const spec_entry *pal__spec_get(spec_cache *c, pal_store *st, const char *job, i
  *
  * Files: executor.c (the loop, connections, start/stop), claim.c (claims
  * and starting calls), call.c (requests and transfers), outcome.c (what a
- * response means for the trigger), results.c (the batched result commits).
- * Everything here runs on the executor thread except the lease table.
+ * response means for the trigger), results.c (the batched result commits),
+ * phase.c (a call's phase, phase.def).  Everything here runs on the
+ * executor thread except the lease table.
  */
 
 /* Longest a call waits parked for its host's probe before it is handed
@@ -95,21 +96,19 @@ const spec_entry *pal__spec_get(spec_cache *c, pal_store *st, const char *job, i
  * server CPU per trigger (docs/performance.md, "The executor"). */
 #define PAL__CLAIM_CONNS_MAX 2
 
-/* Phases of a call:
- *   AHEAD   claimed ahead of its instant: waits (lease held) until it is due
- *   QUERY   the previous outcome is unknown: GET the status URL with the
- *           same key first (found -> succeeded; 404 -> CALL; else unknown)
- *   CALL    the side-effect request with token and key
- *   WAIT    has_more: checkpoint stored, next chunk after next_delay_s
- *   PARKED  claimed while its host's breaker was half-open with the probe
- *           in flight; waits (lease held) for the probe's verdict */
-typedef enum { PHASE_AHEAD, PHASE_QUERY, PHASE_CALL, PHASE_WAIT, PHASE_PARKED } pal__phase;
+/* Phases of a call (phase.def: the list and its edges).  Every change of
+ * a call's phase goes through phase.c. */
+typedef enum {
+#define PAL_PHASE(e, name) PHASE_##e,
+#include "phase.def"
+	PHASE__COUNT
+} pal__phase;
 
 typedef struct pal__call {
 	struct pal_executor *ex;
 	pal_claimed c;
 	const struct spec_entry *spec;
-	pal__phase ph;
+	pal__phase ph; /* written by phase.c only */
 	CURL *easy;
 	struct curl_slist *hdrs;
 	char *url, *body, *key;
@@ -119,7 +118,7 @@ typedef struct pal__call {
 	int64_t stale_token; /* the value of Palisade-Stale-Token, 0 if none */
 	int64_t retry_after_ms;
 	int64_t started_ms, resume_at_ms;
-	pal__phase parked_ph; /* the phase to start when unparked */
+	pal__phase parked_ph; /* the phase to start when unparked (phase.c) */
 	int64_t parked_ms;    /* CLOCK_MONOTONIC when parked */
 	char host[256];
 	bool called; /* this claim already sent the side-effect request */
@@ -255,7 +254,23 @@ void pal__claim_recv(pal_executor *ex);
 bool pal__claim_busy(const pal_executor *ex); /* a claim is in flight */
 void pal__call_due(pal_executor *ex, pal__call *k); /* an AHEAD call's instant came */
 void pal__unpark(pal_executor *ex, pal__call *k, int64_t now, bool draining);
-void pal__leave_park(pal_executor *ex, pal__call *k, pal__phase ph);
+
+/* phase.c: the one door for a call's phase.  Each moves K along an edge of
+ * phase.def and does what the edge implies: entering PARKED remembers the
+ * phase to start when unparked and counts K against its host's parked
+ * calls (pal_breaker_parked), leaving it gives that back.  A move that is
+ * not an edge of phase.def is a bug: it is logged as an error
+ * (executor.phase_illegal, with the trigger and both phases) and made all
+ * the same, since the caller goes on as if it were; returns false then. */
+bool pal__phase_set(pal_executor *ex, pal__call *k, pal__phase to); /* not PARKED */
+/* K waits for its host's probe, then starts RESUME (QUERY or CALL). */
+bool pal__phase_park(pal_executor *ex, pal__call *k, pal__phase resume);
+/* K leaves PARKED for the phase it was parked for; nothing when K is not
+ * parked (a call that ends from any phase calls it). */
+void pal__phase_unpark(pal_executor *ex, pal__call *k);
+/* Whether FROM -> TO is an edge of phase.def, and a phase's name. */
+bool pal__phase_edge_ok(pal__phase from, pal__phase to);
+const char *pal__phase_name(pal__phase p);
 
 /* call.c */
 /* Render and add the transfer; on a render failure K->render_err holds the

@@ -125,7 +125,7 @@ static void on_chunk(pal_executor *ex, pal__call *k, pal_class *cl)
 	free(k->c.checkpoint);
 	k->c.checkpoint = cl->checkpoint;
 	cl->checkpoint = NULL;
-	k->ph = PHASE_WAIT;
+	pal__phase_set(ex, k, PHASE_WAIT);
 	k->resume_at_ms = pal_mono_ms() + cl->next_delay_ms;
 	pal__call_reset_transfer(k);
 }
@@ -232,13 +232,13 @@ void pal__call_finished(pal_executor *ex, pal__call *k, CURLcode code)
 				      cl.outcome == PAL_OUT_UNKNOWN ? -1 : k->retry_after_ms);
 		break;
 	case PAL_ACT_SEND:
-		k->ph = PHASE_CALL;
+		pal__phase_set(ex, k, PHASE_CALL);
 		pal__start_or_defer(ex, k);
 		break;
 	case PAL_ACT_QUERY:
 		pal_log(PAL_LOG_INFO, "executor.outcome_unknown", "{s:I, s:s, s:s}", "trigger",
 			(json_int_t)k->c.id, "class", cl.error_class, "next", "query status URL");
-		k->ph = PHASE_QUERY;
+		pal__phase_set(ex, k, PHASE_QUERY);
 		int rc = pal__call_start(ex, k);
 		if (rc && !pal__render_skip(ex, k, rc))
 			pal__queue_result(ex, k, PAL_TS_UNKNOWN, cl.error_class, 0,

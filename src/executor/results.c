@@ -19,7 +19,7 @@
 
 void pal__unlink_call(pal_executor *ex, pal__call *k)
 {
-	pal__leave_park(ex, k, k->parked_ph);
+	pal__phase_unpark(ex, k);
 	/* O(1): a list walk here cost O(calls in flight) per finished call */
 	if (k->pprev) {
 		*k->pprev = k->next;
