@@ -4,7 +4,8 @@
  * ZooKeeper (live nodes) and the other nodes' /status, plus this node's own
  * memory (docs/observability.md, "Console").
  *
- *   GET /console              the cluster page (HTML, no script)
+ *   GET /console              the cluster page (HTML, no script); its jobs
+ *                             table searched with ?q=TEXT, paged with ?after=ID
  *   GET /console/job?id=JOB   one job: versions, recent triggers, attempts
  *   GET /api/cluster          the same data as JSON (?section=NAME: one key)
  *   GET /api/job?id=JOB       the job page's data as JSON
@@ -55,6 +56,7 @@ typedef struct pal_console_request {
 	const char *method;	 /* "GET", "HEAD" or "POST" */
 	const char *path;	 /* one of the paths above */
 	const char *id, *section; /* query arguments (decoded); NULL when absent */
+	const char *q, *after;	  /* the jobs table's search and page (/console, /api/cluster) */
 	const char *session;	 /* the session cookie's value; NULL when none */
 	const char *form;	 /* a POST's body (form_len bytes, urlencoded) */
 	size_t form_len;

@@ -58,15 +58,20 @@ PAL_MUST_CHECK int pal_store_console_open(const char *conninfo, int timeout_ms, 
  *      error_class allowed_actions created_at age_s}]}
  *   breakers: [{host node held last}]: hosts whose calls an open breaker held
  *      back within the last two minutes (error class breaker_open)
- *   jobs: {total, rows: [{job_id tenant group shard latest_version
+ *   jobs: {total matching q after next_after, rows: [{job_id tenant group shard latest_version
  *      active_version cron timezone spec paused_by due oldest_due_s
  *      last_success last_failure{trigger_id scheduled_at at state error_class}
  *      planned_next}]}: spec is the planned version's canonical spec (the
- *      console computes the next instants from it and then drops it)
+ *      console computes the next instants from it and then drops it); rows
+ *      are one page of LIM->jobs jobs by id, those whose id, tenant or group
+ *      contains JOBS_Q (any case; NULL or "": every job; matching counts
+ *      them), after job id JOBS_AFTER (NULL or "": the first page);
+ *      next_after is the id to ask the next page after, null on the last
  * plus what pal_store_status_json() returns (shards, triggers, open_tickets,
  * misfires as the total count: renamed misfired_instants).
  */
 PAL_MUST_CHECK int pal_store_console_cluster(pal_store *st, const pal_console_limits *lim,
+					     const char *jobs_q, const char *jobs_after,
 					     json_t **out, char *err, size_t errlen);
 
 /*

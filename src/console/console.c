@@ -346,7 +346,7 @@ static json_t *source(bool ok, const char *err)
 }
 
 /* The whole cluster model (a new reference). */
-static json_t *cluster_model(pal_console *c, const json_t *self)
+static json_t *cluster_model(pal_console *c, const json_t *self, const char *q, const char *after)
 {
 	json_t *m = json_object();
 	char now[32];
@@ -358,7 +358,7 @@ static json_t *cluster_model(pal_console *c, const json_t *self)
 	pal_store *st = db(c);
 	if (st) {
 		char err[1024];
-		if (pal_store_console_cluster(st, NULL, &view, err, sizeof err))
+		if (pal_store_console_cluster(st, NULL, q, after, &view, err, sizeof err))
 			db_failed(c, err);
 	}
 	json_object_set_new(m, "database", source(view != NULL, c->db_err));
@@ -406,6 +406,7 @@ static const char CSS[] =
 	"p.none{color:#5a6272;margin:.2em 0}a{color:#1750b8}"
 	"form.act,form.logout{display:inline-flex;gap:.2em;margin:0 .3em 0 0}"
 	"form.act input[name=reason]{font-size:12px}#who{color:#cfe0ff}"
+	"form.search{margin:.2em 0 .4em}.pager{color:#5a6272}"
 	".flash{padding:.4em .8em;border-radius:4px;margin:.5em 0}.flash.ok{background:#e3f4e1;"
 	"border:1px solid #9fd19a}.flash.bad{background:#fde2e1;border:1px solid #e5a3a0}";
 
@@ -929,6 +930,69 @@ static json_t *job_rows(const json_t *jobs)
 	return rows;
 }
 
+/* A link to the cluster page showing the jobs after AFTER (NULL: the
+ * first page) that match Q (may be NULL), labelled LABEL. */
+static void jobs_link(GString *o, const char *q, const char *after, const char *label,
+		      const char *id)
+{
+	GString *u = g_string_new("/console?");
+	if (q) {
+		g_string_append(u, "q=");
+		pal_html_urlarg(u, q);
+		g_string_append(u, "&");
+	}
+	if (after) {
+		g_string_append(u, "after=");
+		pal_html_urlarg(u, after);
+	}
+	g_string_append(u, "#jobs");
+	g_string_append_printf(o, "<a id=\"%s\" href=\"", id);
+	pal_html_text(o, u->str);
+	g_string_append_printf(o, "\">%s</a>", label);
+	g_string_free(u, TRUE);
+}
+
+/*
+ * The jobs table's search form (a GET form: it changes nothing, so it
+ * needs no CSRF token) and where the page stands: which rows of how many
+ * matching jobs, links to the first and the next page.  Pages are keyset
+ * pages by job id (?after=ID), so a page costs the same however deep.
+ */
+static void jobs_pager(GString *o, const json_t *jobs)
+{
+	const char *q = json_string_value(json_object_get(jobs, "q"));
+	const char *after = json_string_value(json_object_get(jobs, "after"));
+	const char *next = json_string_value(json_object_get(jobs, "next_after"));
+	size_t n = json_array_size(json_object_get(jobs, "rows"));
+	g_string_append(o, "<form class=\"search\" method=\"get\" action=\"/console#jobs\">"
+			   "<input name=\"q\" placeholder=\"job, tenant or group\" value=\"");
+	pal_html_text(o, q ? q : "");
+	g_string_append(o, "\"><button type=\"submit\">search</button> <span class=\"pager\">");
+	if (n)
+		g_string_append_printf(o, "%zu jobs from ", n);
+	else
+		g_string_append(o, "no jobs of ");
+	g_string_append_printf(o, "%lld", (long long)json_integer_value(json_object_get(jobs, "matching")));
+	if (q) {
+		g_string_append(o, " matching &ldquo;");
+		pal_html_text(o, q);
+		g_string_append(o, "&rdquo;");
+	}
+	g_string_append_printf(o, " (%lld in all)",
+			       (long long)json_integer_value(json_object_get(jobs, "total")));
+	if (after) {
+		g_string_append(o, " &middot; after ");
+		pal_html_text(o, after);
+		g_string_append(o, " &middot; ");
+		jobs_link(o, q, NULL, "first page", "jobs-first");
+	}
+	if (next) {
+		g_string_append(o, " &middot; ");
+		jobs_link(o, q, next, "next page &rarr;", "jobs-next");
+	}
+	g_string_append(o, "</span></form>\n");
+}
+
 static void render_cluster(GString *o, const json_t *m, const viewer *vw)
 {
 	/* no refresh under forms: it would wipe a reason being typed */
@@ -1110,13 +1174,9 @@ static void render_cluster(GString *o, const json_t *m, const viewer *vw)
 		g_string_append(o, "</section>\n</div>\n</div>\n");
 
 		json_t *jobs = json_object_get(m, "jobs");
-		GString *title = g_string_new(NULL);
-		g_string_append_printf(title, "Jobs (%zu of %lld)",
-				       json_array_size(json_object_get(jobs, "rows")),
-				       (long long)json_integer_value(json_object_get(jobs, "total")));
-		section_begin(o, "jobs", title->str, "palisade jobs --next 2",
+		section_begin(o, "jobs", "Jobs", "palisade jobs --next 2",
 			      "/api/cluster?section=jobs");
-		g_string_free(title, TRUE);
+		jobs_pager(o, jobs);
 		static const col jcols[] = {
 			{ "job_id", "job", C_JOB },
 			{ "tenant", "tenant", C_TEXT },
@@ -1134,6 +1194,8 @@ static void render_cluster(GString *o, const json_t *m, const viewer *vw)
 		table(o, rows, jcols, N(jcols), "/api/cluster?section=jobs", "palisade jobs",
 		      job_class);
 		json_decref(rows);
+		if (json_is_string(json_object_get(jobs, "next_after")))
+			jobs_pager(o, jobs);
 		g_string_append(o, "</section>\n");
 	}
 	g_string_append(o, "</main></body></html>\n");
@@ -1415,7 +1477,7 @@ bool pal_console_serve(pal_console *c, const pal_console_request *req, pal_conso
 		v.back = back->str;
 	pthread_mutex_lock(&c->mu);
 	if (page || api) {
-		json_t *m = cluster_model(c, req->node_status);
+		json_t *m = cluster_model(c, req->node_status, req->q, req->after);
 		if (page) {
 			GString *o = g_string_new(NULL);
 			render_cluster(o, m, &v);

@@ -64,7 +64,9 @@ int pal_store_console_open(const char *conninfo, int timeout_ms, pal_store **out
 	" g.scope IN ('global', 'job:' || " j ".job_id, 'group:' || " j ".resource_group,"          \
 	" 'tenant:' || " j ".tenant))"
 
-/* $1 attempt sample, $2 tickets, $3 jobs, $4 job lookback. */
+/* $1 attempt sample, $2 tickets, $3 jobs, $4 job lookback, $5 the jobs'
+ * search text (NULL: every job), $6 the job id the page starts after
+ * (NULL: the first page). */
 static const char SQL_CLUSTER[] =
 	"WITH s AS (SELECT a.trigger_id, a.node, a.claimed_at, a.ended_at, a.outcome, a.error_class"
 	"   FROM attempts a ORDER BY a.id DESC LIMIT $1::int),"
@@ -106,7 +108,16 @@ static const char SQL_CLUSTER[] =
 	"     count(*) FILTER (WHERE outcome = 'fenced') AS fenced,"
 	"     count(*) FILTER (WHERE outcome = 'deferred') AS deferred, max(claimed_at) AS last_claim"
 	"   FROM s GROUP BY node),"
-	" jl AS (SELECT j.*, v.cron, v.timezone, v.spec FROM jobs j"
+	/* the jobs that match the search: a substring of the id, tenant or
+	 * group, in any case (strpos, so % and _ are no wildcards) */
+	" jm AS (SELECT j.* FROM jobs j WHERE $5::text IS NULL"
+	"   OR strpos(lower(j.job_id), lower($5)) > 0 OR strpos(lower(j.tenant), lower($5)) > 0"
+	"   OR strpos(lower(j.resource_group), lower($5)) > 0),"
+	/* one page of them by id (keyset: after $6), one row more to tell
+	 * whether a next page exists */
+	" jp AS (SELECT * FROM jm WHERE $6::text IS NULL OR jm.job_id > $6"
+	"   ORDER BY jm.job_id LIMIT $3::int + 1),"
+	" jl AS (SELECT j.*, v.cron, v.timezone, v.spec FROM jp j"
 	"   LEFT JOIN job_versions v ON v.job_id = j.job_id"
 	"     AND v.version = coalesce(j.active_version, j.latest_version)"
 	"   ORDER BY j.job_id LIMIT $3::int),"
@@ -157,6 +168,9 @@ static const char SQL_CLUSTER[] =
 	"      WHERE s.error_class = 'breaker_open' AND s.ended_at > clock_timestamp() - interval '2 minutes'"
 	"      GROUP BY 1, 2) br),"
 	"  'jobs', json_build_object('total', (SELECT count(*) FROM jobs),"
+	"   'matching', (SELECT count(*) FROM jm), 'q', $5::text, 'after', $6::text,"
+	"   'next_after', CASE WHEN (SELECT count(*) FROM jp) > $3::int"
+	"     THEN (SELECT max(job_id) FROM jl) END,"
 	"   'rows', (SELECT coalesce(json_agg(json_build_object('job_id', jl.job_id, 'tenant', jl.tenant,"
 	"     'group', jl.resource_group, 'shard', jl.shard, 'latest_version', jl.latest_version,"
 	"     'active_version', jl.active_version, 'cron', jl.cron, 'timezone', jl.timezone,"
@@ -176,8 +190,8 @@ static const char SQL_CLUSTER[] =
 	"     ORDER BY jl.job_id), '[]') FROM jl LEFT JOIN bj ON bj.job_id = jl.job_id))"
 	" )::text";
 
-int pal_store_console_cluster(pal_store *st, const pal_console_limits *lim, json_t **out,
-			      char *err, size_t errlen)
+int pal_store_console_cluster(pal_store *st, const pal_console_limits *lim, const char *jobs_q,
+			      const char *jobs_after, json_t **out, char *err, size_t errlen)
 {
 	*out = NULL;
 	if (!lim)
@@ -187,12 +201,13 @@ int pal_store_console_cluster(pal_store *st, const pal_console_limits *lim, json
 	snprintf(b, sizeof b, "%d", lim->tickets);
 	snprintf(c, sizeof c, "%d", lim->jobs);
 	snprintf(d, sizeof d, "%d", lim->job_lookback);
-	const char *p[] = { a, b, c, d };
+	const char *p[] = { a, b, c, d, jobs_q && *jobs_q ? jobs_q : NULL,
+			    jobs_after && *jobs_after ? jobs_after : NULL };
 	json_t *status, *view;
 	int rc = pal_store_status_json(st, &status, err, errlen);
 	if (rc)
 		return rc;
-	if ((rc = pal__store_query_json(st, SQL_CLUSTER, 4, p, &view, err, errlen))) {
+	if ((rc = pal__store_query_json(st, SQL_CLUSTER, 6, p, &view, err, errlen))) {
 		json_decref(status);
 		return rc;
 	}
