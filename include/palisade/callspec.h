@@ -9,6 +9,7 @@
 #ifndef PALISADE_CALLSPEC_H
 #define PALISADE_CALLSPEC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "palisade/err.h"
@@ -36,6 +37,8 @@ typedef struct pal_call_spec {
 	size_t n_headers;
 	int64_t timeout_ms;
 	pal_retry_policy retry;
+	bool notify; /* the version has `notify:`: its results go through the
+			commit that queues notifications (docs/jobs.md) */
 } pal_call_spec;
 
 /* The fields a call spec is built from, as text (NULL for SQL or JSON
@@ -58,6 +61,7 @@ enum {
 	PAL_CF_MULTIPLIER,   /* retry.backoff.multiplier */
 	PAL_CF_JITTER,       /* retry.backoff.jitter */
 	PAL_CF_TRACESTATE,   /* target.tracestate (absent: NULL) */
+	PAL_CF_NOTIFY,       /* "true" when the spec has notify, "false" else */
 	PAL_CF_N
 };
 

@@ -167,6 +167,9 @@ typedef struct pal_result {
 				      (floor, as claimed): the commit reads only
 				      the partitions of its batch's instants.
 				      0: unknown (every partition is read) */
+	bool notify;		   /* the job's version has `notify:`: the
+				      commit queues the notifications of this
+				      result (palisade_notify_result) */
 	/* out: */
 	bool committed;          /* false: fenced (the lease was lost) */
 	pal_tstate final_state;

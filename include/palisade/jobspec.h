@@ -39,6 +39,24 @@ typedef struct pal_header {
 	char *value; /* may contain ${ENV} references, unresolved */
 } pal_header;
 
+/* Events a job's `notify:` entry may ask for (docs/jobs.md, "notify"),
+ * as bits of pal_notify.events, in the order of pal_notify_event_names. */
+typedef enum {
+	PAL_NOTIFY_FAILED,
+	PAL_NOTIFY_MANUAL,
+	PAL_NOTIFY_MISFIRE,
+	PAL_NOTIFY_QUARANTINED,
+	PAL_NOTIFY_RECOVERED,
+	PAL_NOTIFY_N_EVENTS
+} pal_notify_event;
+
+/* One `notify:` entry: which events go to which webhook. */
+typedef struct pal_notify {
+	unsigned events; /* 1u << pal_notify_event, never 0 */
+	char *url;	 /* http or https, no placeholders or secrets */
+	char *secret;	 /* a "${NAME}" reference to a whsec_ secret, unresolved */
+} pal_notify;
+
 typedef struct pal_job_spec {
 	char *id;     /* [a-z0-9._-]+, unique across the loaded set */
 	char *tenant; /* default "default" */
@@ -78,6 +96,10 @@ typedef struct pal_job_spec {
 	int64_t timeout_ms;   /* default 30s */
 	char *status_url;     /* template, may be NULL */
 	char *tracestate;     /* W3C tracestate sent as written, may be NULL */
+
+	/* notify: in the canonical form only when there is at least one */
+	pal_notify *notify;
+	size_t n_notify;
 
 	/* retry */
 	int32_t max_attempts; /* default 5 */
@@ -156,6 +178,8 @@ extern const char *const pal_jitter_names[3];
 extern const char *const pal_dst_gap_names[2];     /* pal_dst_gap order: shift, skip */
 extern const char *const pal_dst_overlap_names[3]; /* first, last, both */
 extern const char *const pal_http_method_names[5]; /* GET POST PUT PATCH DELETE */
+/* failed manual misfire quarantined recovered, indexed by pal_notify_event */
+extern const char *const pal_notify_event_names[PAL_NOTIFY_N_EVENTS];
 const char *pal_misfire_policy_name(pal_misfire_policy p);
 const char *pal_overlap_policy_name(pal_overlap_policy p);
 const char *pal_jitter_name(pal_jitter j);

@@ -102,6 +102,11 @@ typedef struct pal_nodeconf {
 	int64_t retention_misfires_ms; /* misfires: whole range older than this */
 	int64_t retention_audit_ms;    /* audit_log */
 	int32_t retention_slice;       /* rows per delete transaction */
+	/* notify: the outbox's delivery by executor nodes */
+	int64_t notify_interval_ms;
+	int64_t notify_backoff_max_ms;
+	int64_t notify_retention_ms;	  /* undelivered rows */
+	int64_t notify_keep_delivered_ms; /* delivered rows */
 	/* sink (what the side-effect services promise; src/config/keyhorizon.c) */
 	int64_t sink_key_retention_ms;
 	pal_log_level log_level;

@@ -80,6 +80,7 @@ void pal__queue_result(pal_executor *ex, pal__call *k, pal_tstate state, const c
 						   .unknown = k->unknown,
 						   .stale_token = k->stale_token,
 						   .at = k->c.scheduled_at,
+						   .notify = k->spec && k->spec->call->notify,
 						   .status_queries = k->queries[0] ? k->queries : NULL,
 						   .render_node = k->render_skip ? ex->cfg.node_id
 										 : NULL };

@@ -38,6 +38,7 @@
 #include "palisade/ops.h"
 #include "palisade/periodic.h"
 #include "palisade/retention.h"
+#include "palisade/notify.h"
 #include "palisade/store.h"
 
 #include "palisade/version.h"
@@ -68,6 +69,7 @@ typedef struct node {
 	pal_executor *exe;
 	pal_clusterstats *stats; /* the cluster gauges (palisade_cluster_*) */
 	pal_retention_worker *retention; /* partition maintenance rounds */
+	pal_notifier *notifier;		 /* the outbox's deliveries (executor role) */
 	pal_admin *admin;
 	pal_console *console; /* served by the admin thread, with a connection of its own */
 	pal_api *api;	      /* /api/v1, the same thread, a connection of its own too */
@@ -756,6 +758,17 @@ int pal_node_run(const pal_node_opts *o)
 			ec = PAL_EXIT_SOFTWARE;
 			goto out;
 		}
+		/* Notifications are delivered beside the executor's loop, never
+		 * on it: a thread and a connection of their own. */
+		pal_notifier_config ncfg = {.conninfo = n.pg,
+					    .node_id = n.conf.node_id,
+					    .proxy = n.conf.proxy,
+					    .interval_ms = n.conf.notify_interval_ms,
+					    .backoff_max_ms = n.conf.notify_backoff_max_ms,
+					    .retention_ms = n.conf.notify_retention_ms,
+					    .keep_delivered_ms = n.conf.notify_keep_delivered_ms};
+		if (pal_notifier_start(&ncfg, n.m, &n.notifier, err, sizeof err))
+			pal_log(PAL_LOG_WARN, "node.notifier_failed", "{s:s}", "error", err);
 	}
 	{
 		/* Every node exports the same cluster gauges, read from
@@ -850,6 +863,7 @@ out:
 	pal_store_close(n.schema_st);
 	pal_clusterstats_stop(n.stats);
 	pal_retention_stop(n.retention);
+	pal_notifier_stop(n.notifier);
 	pal_executor_stop(n.exe, 0);
 	pal_controller_stop(n.ctl);
 	if (n.coord)

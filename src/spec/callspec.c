@@ -30,6 +30,7 @@ static const char *const field_names[PAL_CF_N] = {
 	[PAL_CF_MULTIPLIER] = "retry.backoff.multiplier",
 	[PAL_CF_JITTER] = "retry.backoff.jitter",
 	[PAL_CF_TRACESTATE] = "target.tracestate",
+	[PAL_CF_NOTIFY] = "notify",
 };
 
 typedef struct build {
@@ -195,6 +196,7 @@ pal_call_spec *pal_call_spec_new(const char *const *f, char *err, size_t errlen)
 		json_decref(hdr);
 	}
 	s.headers = s.n_headers ? hs : NULL;
+	s.notify = f[PAL_CF_NOTIFY] && f[PAL_CF_NOTIFY][0] == 't';
 	*out = s;
 	return out;
 }

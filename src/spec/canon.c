@@ -47,6 +47,8 @@ const char *const pal_jitter_names[3] = {"full", "equal", "none"};
 const char *const pal_dst_gap_names[2] = {"shift", "skip"};
 const char *const pal_dst_overlap_names[3] = {"first", "last", "both"};
 const char *const pal_http_method_names[5] = {"GET", "POST", "PUT", "PATCH", "DELETE"};
+const char *const pal_notify_event_names[PAL_NOTIFY_N_EVENTS] = {"failed", "manual", "misfire",
+								 "quarantined", "recovered"};
 #define misfire_names pal_misfire_policy_names
 #define overlap_names pal_overlap_policy_names
 #define jitter_names pal_jitter_names
@@ -133,6 +135,11 @@ void pal_job_spec_clear(pal_job_spec *s)
 	free(s->body);
 	free(s->status_url);
 	free(s->tracestate);
+	for (size_t i = 0; i < s->n_notify; i++) {
+		free(s->notify[i].url);
+		free(s->notify[i].secret);
+	}
+	free(s->notify);
 	free(s->owner);
 	free(s->description);
 	free(s->file);
@@ -257,6 +264,31 @@ static json_t *instant_or_null(bool has, int64_t t)
 	return json_string(buf);
 }
 
+/* The notify entries as the canonical form writes them: a list in the
+ * file's order, each {"on": [events in pal_notify_event_names order],
+ * "secret": .., "url": ..}.  NULL on ENOMEM. */
+static json_t *canon_notify(const pal_job_spec *s)
+{
+	json_t *arr = json_array();
+
+	for (size_t i = 0; arr && i < s->n_notify; i++) {
+		const pal_notify *n = &s->notify[i];
+		json_t *on = json_array(), *e = json_object();
+
+		for (int k = 0; on && k < PAL_NOTIFY_N_EVENTS; k++)
+			if (n->events & (1u << k))
+				json_array_append_new(on, json_string(pal_notify_event_names[k]));
+		if (!on || !e || json_object_set_new(e, "on", on) ||
+		    json_object_set_new(e, "secret", json_string(n->secret)) ||
+		    json_object_set_new(e, "url", json_string(n->url)) ||
+		    json_array_append_new(arr, e)) {
+			json_decref(arr);
+			return NULL;
+		}
+	}
+	return arr;
+}
+
 json_t *pal_job_spec_canonical(const pal_job_spec *s)
 {
 	json_t *root, *sched, *dst, *mis, *tgt, *hdr, *retry, *bo;
@@ -307,6 +339,9 @@ json_t *pal_job_spec_canonical(const pal_job_spec *s)
 	SET(root, "misfire", mis);
 	mis = NULL;
 
+	/* only when set: a job without notify keeps the digest it had */
+	if (s->n_notify)
+		SET(root, "notify", canon_notify(s));
 	SET(root, "overlap", json_string(pal_overlap_policy_name(s->overlap)));
 	SET(root, "partitions", json_integer(s->partitions));
 	SET(root, "priority", json_integer(s->priority));
@@ -530,7 +565,30 @@ static int canonical_text(const pal_job_spec *s, GString *g, pal_canon_spans *sp
 	cw_int(&w, s->max_catchup);
 	KEY(",\"policy\":");
 	cw_str(&w, pal_misfire_policy_name(s->misfire));
-	KEY("},\"overlap\":");
+	KEY("}");
+	if (s->n_notify) {
+		KEY(",\"notify\":[");
+		for (size_t i = 0; i < s->n_notify; i++) {
+			int first = 1;
+
+			KEY(i ? ",{\"on\":[" : "{\"on\":[");
+			for (int k = 0; k < PAL_NOTIFY_N_EVENTS; k++) {
+				if (!(s->notify[i].events & (1u << k)))
+					continue;
+				if (!first)
+					KEY(",");
+				first = 0;
+				cw_str(&w, pal_notify_event_names[k]);
+			}
+			KEY("],\"secret\":");
+			cw_str(&w, s->notify[i].secret);
+			KEY(",\"url\":");
+			cw_str(&w, s->notify[i].url);
+			KEY("}");
+		}
+		KEY("]");
+	}
+	KEY(",\"overlap\":");
 	cw_str(&w, pal_overlap_policy_name(s->overlap));
 	KEY(",\"partitions\":");
 	cw_int(&w, s->partitions);
@@ -864,12 +922,57 @@ static void cj_calendars(struct cj *c, const json_t *arr, pal_job_spec *s)
 	}
 }
 
+/* "notify": a non-empty list of {"on": [event names], "secret", "url"}. */
+static void cj_notify(struct cj *c, const json_t *arr, pal_job_spec *s)
+{
+	static const char *const k_notify[] = {"on", "secret", "url"};
+	size_t n = json_array_size(arr);
+
+	if (!json_is_array(arr) || n == 0) {
+		cj_fail(c, "notify: expected a non-empty list");
+		return;
+	}
+	s->notify = calloc(n, sizeof *s->notify);
+	if (!s->notify) {
+		cj_fail(c, "out of memory");
+		return;
+	}
+	for (size_t i = 0; i < n && !c->bad; i++) {
+		const json_t *e = json_array_get(arr, i), *on, *ev;
+		pal_notify *d = &s->notify[i];
+		size_t k;
+
+		if (!cj_keys(c, e, "notify[]", k_notify, N(k_notify)))
+			return;
+		s->n_notify = i + 1;
+		d->url = cj_str(c, e, "url", false);
+		d->secret = cj_str(c, e, "secret", false);
+		on = json_object_get(e, "on");
+		json_array_foreach(on, k, ev)
+		{
+			int m = -1;
+
+			for (int x = 0; x < PAL_NOTIFY_N_EVENTS; x++)
+				if (json_is_string(ev) &&
+				    !strcmp(json_string_value(ev), pal_notify_event_names[x]))
+					m = x;
+			if (m < 0) {
+				cj_fail(c, "notify[].on: unknown event");
+				return;
+			}
+			d->events |= 1u << m;
+		}
+		if (!d->events)
+			cj_fail(c, "notify[].on: expected a non-empty list of events");
+	}
+}
+
 int pal_job_spec_from_canonical(const json_t *j, pal_job_spec *out, char *err, size_t errlen)
 {
 	static const char *const k_root[] = {
 	    "format",  "id",	     "tenant",	 "group",	  "schedule",	 "misfire",
 	    "overlap", "partitions", "priority", "max_in_flight", "deadline_ms", "idempotency_key",
-	    "target",  "retry"};
+	    "target",  "retry",	     "?notify"};
 	static const char *const k_sched[] = {"cron", "timezone", "dst",       "start",
 					      "end",  "exclude",  "?calendars"};
 	static const char *const k_mis[] = {"policy", "catchup_window_ms", "max_catchup"};
@@ -980,6 +1083,9 @@ int pal_job_spec_from_canonical(const json_t *j, pal_job_spec *out, char *err, s
 				cj_fail(&c, "out of memory");
 		}
 	}
+
+	if (json_object_get(j, "notify"))
+		cj_notify(&c, json_object_get(j, "notify"), out);
 
 	out->max_attempts = (int32_t)cj_int(&c, retry, "max_attempts", 1, INT32_MAX);
 	out->max_age_ms = cj_int(&c, retry, "max_age_ms", 0, 3650 * day);

@@ -152,7 +152,8 @@ static const char SQL_CALLS[] =
 	" v.timezone, v.deadline_ms, v.spec#>>'{retry,max_attempts}',"
 	" v.spec#>>'{retry,max_age_ms}', v.spec#>>'{retry,backoff,initial_ms}',"
 	" v.spec#>>'{retry,backoff,max_ms}', v.spec#>>'{retry,backoff,multiplier}',"
-	" v.spec#>>'{retry,backoff,jitter}', v.spec#>>'{target,tracestate}'"
+	" v.spec#>>'{retry,backoff,jitter}', v.spec#>>'{target,tracestate}',"
+	" (v.spec ? 'notify')::text"
 	" FROM unnest($1::text[], $2::int[]) WITH ORDINALITY AS u(job_id, version, i)"
 	" JOIN job_versions v ON v.job_id = u.job_id AND v.version = u.version";
 
@@ -347,99 +348,120 @@ static int result_ref_cmp(const void *a, const void *b)
 #define PART_T " AND t.scheduled_at >= to_timestamp($14::float8) AND t.scheduled_at < to_timestamp($15::float8)"
 #define PART_A " AND a.scheduled_at >= to_timestamp($14::float8) AND a.scheduled_at < to_timestamp($15::float8)"
 
-static const char SQL_COMMIT[] =
-	"WITH u AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[],"
-	"   $5::int[], $6::bigint[], $7::int[], $8::text[], $9::text[], $10::boolean[],"
-	"   $11::text[], $12::text[])"
-	"   AS u(id, fence, st, err, http, nxt, dur, ikey, tr, unk, sq, rnode)),"
-	/* a render hand-back whose job no other live executor can render
-	 * either (each has a live skip for it): manual, with a ticket */
-	" nowhere AS (SELECT u.id FROM u JOIN triggers t ON t.id = u.id"
-	"   WHERE u.rnode <> '' AND t.id = ANY ($1::bigint[])" PART_T " AND NOT EXISTS ("
-	"     SELECT 1 FROM executor_nodes n WHERE n.node <> u.rnode"
-	"       AND n.seen_at > clock_timestamp() - interval '1 minute'"
-	"       AND NOT EXISTS (SELECT 1 FROM render_skips s WHERE s.node = n.node"
-	"         AND s.job_id = t.job_id AND s.until > clock_timestamp()))),"
-	" upd AS (UPDATE triggers t SET"
-	"   state = CASE"
-	"     WHEN t.state = 'cancelling' AND u.st <> 'succeeded' THEN 'cancelled'"
-	"     WHEN t.state = 'pausing' AND u.st NOT IN ('succeeded', 'failed', 'manual') THEN 'paused'"
-	"     WHEN u.id IN (SELECT id FROM nowhere) THEN 'manual'"
-	"     ELSE u.st END,"
-	"   last_error_class = nullif(u.err, ''),"
-	"   attempt_count = t.attempt_count - (u.st = 'pending')::int,"
-	"   next_attempt_at = CASE WHEN u.nxt >= 0"
-	"     THEN clock_timestamp() + u.nxt * interval '1 millisecond' END,"
-	"   outcome_unknown = u.unk,"
-	"   lease_owner = NULL, lease_until = NULL, updated_at = clock_timestamp(),"
-	"   finished_at = CASE WHEN u.st IN ('succeeded', 'failed')"
-	"     OR t.state = 'cancelling' THEN clock_timestamp() END"
-	"   FROM u WHERE t.id = u.id AND t.fence = u.fence AND t.id = ANY ($1::bigint[])" PART_T
-	/* IS TRUE: the state test must not let the planner read the batch's
-	 * rows through triggers_live (whose predicate a bare IN implies).  The
-	 * generic plan, made while the statistics saw no live trigger, did:
-	 * every live trigger of the cluster compared with every id of the
-	 * batch (ScalarArrayOp as a filter), live x batch per commit - with
-	 * three nodes, 3,072 x up to 1,024 (docs/performance.md, "Plans on
-	 * queue tables").  The key finds them by the primary key. */
-	"   AND (t.state IN ('running', 'pausing', 'cancelling')) IS TRUE"
-	"   RETURNING t.id, t.fence, t.state, t.job_id),"
-	/* a join, not a NOT EXISTS per row: that was quadratic in the batch
-	 * (a 9 728-result batch ran past the 30 s statement timeout) */
-	" att AS (UPDATE attempts a SET ended_at = clock_timestamp(),"
-	"   outcome = CASE WHEN upd.id IS NULL"
-	"     THEN 'fenced' WHEN u.st = 'pending' THEN 'deferred' ELSE u.st END,"
-	"   error_class = nullif(u.err, ''), http_status = nullif(u.http, 0),"
-	"   duration_ms = u.dur, idempotency_key = nullif(u.ikey, ''),"
-	"   status_queries = string_to_array(nullif(u.sq, ''), ',')"
-	"   FROM u LEFT JOIN upd ON upd.fence = u.fence"
-	"   WHERE a.fence = u.fence AND a.fence = ANY ($2::bigint[])" PART_A "),"
-	/* the node that could not render stops claiming the job for a while */
-	" rs AS (INSERT INTO render_skips AS s (node, job_id, until, error)"
-	"   SELECT DISTINCT ON (u.rnode, t.job_id) u.rnode, t.job_id,"
-	"     clock_timestamp() + " PAL_RENDER_SKIP_SQL ", u.tr"
-	"   FROM u JOIN triggers t ON t.id = u.id WHERE u.rnode <> '' AND t.id = ANY ($1::bigint[])"
-	PART_T
-	"   ON CONFLICT (node, job_id) DO UPDATE SET until = excluded.until, error = excluded.error,"
-	"     at = clock_timestamp()),"
-	/* Evidence: what the executor knew.  An unknown outcome's ticket lists
-	 * every attempt of the trigger (this one from the batch: the UPDATE
-	 * above is not visible to this statement) with its status queries; a
-	 * render ticket, the nodes that could not render the job. */
-	" tk AS (INSERT INTO tickets (trigger_id, job_id, reason, evidence, allowed_actions)"
-	"   SELECT upd.id, upd.job_id,"
-	"     CASE WHEN u.rnode <> '' THEN 'no live executor node can render the request: ' || u.tr"
-	"       ELSE u.tr END,"
-	"     jsonb_build_object('error_class', u.err,"
-	"     'http_status', u.http, 'fence', u.fence, 'idempotency_key', u.ikey,"
-	"     'outcome_unknown', u.unk)"
-	"     || CASE WHEN u.unk THEN jsonb_build_object('attempts', (SELECT jsonb_agg("
-	"       jsonb_build_object('attempt', a.n, 'fence', a.fence, 'node', a.node,"
-	"       'claimed_at', a.claimed_at,"
-	"       'outcome', CASE WHEN a.fence = u.fence THEN 'manual' ELSE a.outcome END,"
-	"       'error_class', CASE WHEN a.fence = u.fence THEN nullif(u.err, '') ELSE a.error_class END,"
-	"       'http_status', CASE WHEN a.fence = u.fence THEN nullif(u.http, 0) ELSE a.http_status END,"
-	"       'status_queries', to_jsonb(CASE WHEN a.fence = u.fence"
-	"         THEN string_to_array(nullif(u.sq, ''), ',') ELSE a.status_queries END))"
-	"       ORDER BY a.fence) FROM (SELECT x.*, row_number() OVER (ORDER BY x.fence) AS n"
-	"       FROM attempts x WHERE x.trigger_id = upd.id) a)) ELSE '{}'::jsonb END"
-	"     || CASE WHEN u.rnode <> '' THEN jsonb_build_object('render_error', u.tr,"
-	"       'nodes_that_cannot_render', (SELECT jsonb_agg(DISTINCT s.node) FROM ("
-	"         SELECT s.node FROM render_skips s WHERE s.job_id = upd.job_id"
-	"           AND s.until > clock_timestamp() UNION SELECT u.rnode) s))"
-	"       ELSE '{}'::jsonb END,"
-	/* never "run with a new key": retry keeps the trigger, hence the key */
-	"     ARRAY['retry', 'mark_succeeded', 'abandon']"
-	"   FROM upd JOIN u ON u.id = upd.id WHERE upd.state = 'manual'),"
-	/* The highest token a service refused a call of the batch with ($13,
-	 * 0: none): the sequence is moved past it by nextval, never by setval
-	 * (a setval racing another claim's nextval could hand out a token
-	 * twice), at most 100,000 values per commit.  Referenced below so that
-	 * it runs; its row (id -1) matches no result. */
-	" fl AS (SELECT count(nextval('palisade_fence')) AS n FROM generate_series(1,"
+/* The statement's CTEs up to fl; RET: what upd returns (the notify
+ * variant needs more of the trigger). */
+#define COMMIT_CTES(RET) \
+	"WITH u AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[]," \
+	"   $5::int[], $6::bigint[], $7::int[], $8::text[], $9::text[], $10::boolean[]," \
+	"   $11::text[], $12::text[])" \
+	"   AS u(id, fence, st, err, http, nxt, dur, ikey, tr, unk, sq, rnode))," \
+	/* a render hand-back whose job no other live executor can render \
+	 * either (each has a live skip for it): manual, with a ticket */ \
+	" nowhere AS (SELECT u.id FROM u JOIN triggers t ON t.id = u.id" \
+	"   WHERE u.rnode <> '' AND t.id = ANY ($1::bigint[])" PART_T " AND NOT EXISTS (" \
+	"     SELECT 1 FROM executor_nodes n WHERE n.node <> u.rnode" \
+	"       AND n.seen_at > clock_timestamp() - interval '1 minute'" \
+	"       AND NOT EXISTS (SELECT 1 FROM render_skips s WHERE s.node = n.node" \
+	"         AND s.job_id = t.job_id AND s.until > clock_timestamp())))," \
+	" upd AS (UPDATE triggers t SET" \
+	"   state = CASE" \
+	"     WHEN t.state = 'cancelling' AND u.st <> 'succeeded' THEN 'cancelled'" \
+	"     WHEN t.state = 'pausing' AND u.st NOT IN ('succeeded', 'failed', 'manual') THEN 'paused'" \
+	"     WHEN u.id IN (SELECT id FROM nowhere) THEN 'manual'" \
+	"     ELSE u.st END," \
+	"   last_error_class = nullif(u.err, '')," \
+	"   attempt_count = t.attempt_count - (u.st = 'pending')::int," \
+	"   next_attempt_at = CASE WHEN u.nxt >= 0" \
+	"     THEN clock_timestamp() + u.nxt * interval '1 millisecond' END," \
+	"   outcome_unknown = u.unk," \
+	"   lease_owner = NULL, lease_until = NULL, updated_at = clock_timestamp()," \
+	"   finished_at = CASE WHEN u.st IN ('succeeded', 'failed')" \
+	"     OR t.state = 'cancelling' THEN clock_timestamp() END" \
+	"   FROM u WHERE t.id = u.id AND t.fence = u.fence AND t.id = ANY ($1::bigint[])" PART_T \
+	/* IS TRUE: the state test must not let the planner read the batch's \
+	 * rows through triggers_live (whose predicate a bare IN implies).  The \
+	 * generic plan, made while the statistics saw no live trigger, did: \
+	 * every live trigger of the cluster compared with every id of the \
+	 * batch (ScalarArrayOp as a filter), live x batch per commit - with \
+	 * three nodes, 3,072 x up to 1,024 (docs/performance.md, "Plans on \
+	 * queue tables").  The key finds them by the primary key. */ \
+	"   AND (t.state IN ('running', 'pausing', 'cancelling')) IS TRUE" \
+	RET ")," \
+	/* a join, not a NOT EXISTS per row: that was quadratic in the batch \
+	 * (a 9 728-result batch ran past the 30 s statement timeout) */ \
+	" att AS (UPDATE attempts a SET ended_at = clock_timestamp()," \
+	"   outcome = CASE WHEN upd.id IS NULL" \
+	"     THEN 'fenced' WHEN u.st = 'pending' THEN 'deferred' ELSE u.st END," \
+	"   error_class = nullif(u.err, ''), http_status = nullif(u.http, 0)," \
+	"   duration_ms = u.dur, idempotency_key = nullif(u.ikey, '')," \
+	"   status_queries = string_to_array(nullif(u.sq, ''), ',')" \
+	"   FROM u LEFT JOIN upd ON upd.fence = u.fence" \
+	"   WHERE a.fence = u.fence AND a.fence = ANY ($2::bigint[])" PART_A ")," \
+	/* the node that could not render stops claiming the job for a while */ \
+	" rs AS (INSERT INTO render_skips AS s (node, job_id, until, error)" \
+	"   SELECT DISTINCT ON (u.rnode, t.job_id) u.rnode, t.job_id," \
+	"     clock_timestamp() + " PAL_RENDER_SKIP_SQL ", u.tr" \
+	"   FROM u JOIN triggers t ON t.id = u.id WHERE u.rnode <> '' AND t.id = ANY ($1::bigint[])" \
+	PART_T \
+	"   ON CONFLICT (node, job_id) DO UPDATE SET until = excluded.until, error = excluded.error," \
+	"     at = clock_timestamp())," \
+	/* Evidence: what the executor knew.  An unknown outcome's ticket lists \
+	 * every attempt of the trigger (this one from the batch: the UPDATE \
+	 * above is not visible to this statement) with its status queries; a \
+	 * render ticket, the nodes that could not render the job. */ \
+	" tk AS (INSERT INTO tickets (trigger_id, job_id, reason, evidence, allowed_actions)" \
+	"   SELECT upd.id, upd.job_id," \
+	"     CASE WHEN u.rnode <> '' THEN 'no live executor node can render the request: ' || u.tr" \
+	"       ELSE u.tr END," \
+	"     jsonb_build_object('error_class', u.err," \
+	"     'http_status', u.http, 'fence', u.fence, 'idempotency_key', u.ikey," \
+	"     'outcome_unknown', u.unk)" \
+	"     || CASE WHEN u.unk THEN jsonb_build_object('attempts', (SELECT jsonb_agg(" \
+	"       jsonb_build_object('attempt', a.n, 'fence', a.fence, 'node', a.node," \
+	"       'claimed_at', a.claimed_at," \
+	"       'outcome', CASE WHEN a.fence = u.fence THEN 'manual' ELSE a.outcome END," \
+	"       'error_class', CASE WHEN a.fence = u.fence THEN nullif(u.err, '') ELSE a.error_class END," \
+	"       'http_status', CASE WHEN a.fence = u.fence THEN nullif(u.http, 0) ELSE a.http_status END," \
+	"       'status_queries', to_jsonb(CASE WHEN a.fence = u.fence" \
+	"         THEN string_to_array(nullif(u.sq, ''), ',') ELSE a.status_queries END))" \
+	"       ORDER BY a.fence) FROM (SELECT x.*, row_number() OVER (ORDER BY x.fence) AS n" \
+	"       FROM attempts x WHERE x.trigger_id = upd.id) a)) ELSE '{}'::jsonb END" \
+	"     || CASE WHEN u.rnode <> '' THEN jsonb_build_object('render_error', u.tr," \
+	"       'nodes_that_cannot_render', (SELECT jsonb_agg(DISTINCT s.node) FROM (" \
+	"         SELECT s.node FROM render_skips s WHERE s.job_id = upd.job_id" \
+	"           AND s.until > clock_timestamp() UNION SELECT u.rnode) s))" \
+	"       ELSE '{}'::jsonb END," \
+	/* never "run with a new key": retry keeps the trigger, hence the key */ \
+	"     ARRAY['retry', 'mark_succeeded', 'abandon']" \
+	"   FROM upd JOIN u ON u.id = upd.id WHERE upd.state = 'manual')," \
+	/* The highest token a service refused a call of the batch with ($13, \
+	 * 0: none): the sequence is moved past it by nextval, never by setval \
+	 * (a setval racing another claim's nextval could hand out a token \
+	 * twice), at most 100,000 values per commit.  Referenced below so that \
+	 * it runs; its row (id -1) matches no result. */ \
+	" fl AS (SELECT count(nextval('palisade_fence')) AS n FROM generate_series(1," \
 	"   least(100000, $13::bigint - (SELECT last_value FROM palisade_fence))))"
-	" SELECT id, state FROM upd"
-	" UNION ALL SELECT -1, NULL FROM fl WHERE fl.n > 0";
+
+#define COMMIT_RET " RETURNING t.id, t.fence, t.state, t.job_id"
+#define COMMIT_SELECT " SELECT id, state FROM upd UNION ALL SELECT -1, NULL FROM fl WHERE fl.n > 0"
+
+static const char SQL_COMMIT[] = COMMIT_CTES(COMMIT_RET) COMMIT_SELECT;
+
+/* The same commit for a batch with results of jobs that have `notify:`
+ * ($16: per result, whether its job has).  Their notifications are queued
+ * in the same transaction by palisade_notify_result(), in job order (its
+ * notify_state rows are locked in one order by every commit).  nt is
+ * referenced by the final SELECT so that it runs; no row of it is
+ * returned.  Batches without such jobs use SQL_COMMIT, which has no nt:
+ * a job without notify costs nothing. */
+static const char SQL_COMMIT_NOTIFY[] =
+	COMMIT_CTES(COMMIT_RET ", t.version, t.scheduled_at, t.partition, t.attempt_count,"
+		    " t.last_error_class")
+	", nt AS MATERIALIZED (SELECT palisade_notify_result(x.job_id, x.version, x.id, x.fence,"
+	"   x.scheduled_at, x.partition, x.state, x.last_error_class, x.attempt_count) AS n"
+	"   FROM (SELECT upd.* FROM upd JOIN unnest($2::bigint[], $16::boolean[]) AS f(fence, ntf)"
+	"     ON f.fence = upd.fence AND f.ntf ORDER BY upd.job_id, upd.id OFFSET 0) x)"
+	COMMIT_SELECT " UNION ALL SELECT -2, NULL FROM nt WHERE nt.n < 0";
 
 int pal_store_prepare_commits(pal_store *st, char *err, size_t errlen)
 {
@@ -448,18 +470,28 @@ int pal_store_prepare_commits(pal_store *st, char *err, size_t errlen)
 		return PAL_EINVAL;
 	if (pal__store_exec(st, "SET enable_nestloop = off", err, errlen))
 		return PAL_EDB;
-	return pal__store_prepare(st, PAL__PREP_COMMIT, "pal_commit", SQL_COMMIT, NCOMMIT, err, errlen);
+	if (pal__store_prepare(st, PAL__PREP_COMMIT, "pal_commit", SQL_COMMIT, NCOMMIT, err, errlen))
+		return PAL_EDB;
+	return pal__store_prepare(st, PAL__PREP_COMMIT_NOTIFY, "pal_commit_notify",
+				  SQL_COMMIT_NOTIFY, NCOMMIT + 1, err, errlen);
 }
 
 int pal_store_commit_send(pal_store *st, const pal_result *res, int n, char *err, size_t errlen)
 {
-	pal_pgarr a[NCOMMIT];
+	pal_pgarr a[NCOMMIT + 1];
 	enum { NARR = 12 };
 	for (int k = 0; k < NARR; k++)
 		pal__pgarr_init(&a[k]);
+	bool notify = false;
+	for (int i = 0; i < n && !notify; i++)
+		notify = res[i].notify;
+	if (notify)
+		pal__pgarr_init(&a[NCOMMIT]);
 	int64_t stale = 0, lo = INT64_MAX, hi = INT64_MIN;
 	for (int i = 0; i < n; i++) {
 		const pal_result *x = &res[i];
+		if (notify)
+			pal__pgarr_text(&a[NCOMMIT], x->notify ? "t" : "f");
 		if (x->stale_token > stale)
 			stale = x->stale_token;
 		if (x->at < lo)
@@ -479,8 +511,8 @@ int pal_store_commit_send(pal_store *st, const pal_result *res, int n, char *err
 		pal__pgarr_text(&a[10], x->status_queries ? x->status_queries : "");
 		pal__pgarr_text(&a[11], x->render_node ? x->render_node : "");
 	}
-	char *lit[NCOMMIT];
-	const char *p[NCOMMIT];
+	char *lit[NCOMMIT + 1];
+	const char *p[NCOMMIT + 1];
 	for (int k = 0; k < NARR; k++)
 		p[k] = lit[k] = pal__pgarr_end(&a[k]);
 	char st13[24], lo14[24] = "-Infinity", hi15[24] = "Infinity";
@@ -492,8 +524,16 @@ int pal_store_commit_send(pal_store *st, const pal_result *res, int n, char *err
 	p[12] = st13;
 	p[13] = lo14;
 	p[14] = hi15;
-	int rc = pal__store_send_stmt(st, PAL__PREP_COMMIT, "pal_commit", SQL_COMMIT, NCOMMIT, p,
-				      err, errlen);
+	int rc;
+	if (notify) {
+		p[NCOMMIT] = lit[NCOMMIT] = pal__pgarr_end(&a[NCOMMIT]);
+		rc = pal__store_send_stmt(st, PAL__PREP_COMMIT_NOTIFY, "pal_commit_notify",
+					  SQL_COMMIT_NOTIFY, NCOMMIT + 1, p, err, errlen);
+		g_free(lit[NCOMMIT]);
+	} else {
+		rc = pal__store_send_stmt(st, PAL__PREP_COMMIT, "pal_commit", SQL_COMMIT, NCOMMIT,
+					  p, err, errlen);
+	}
 	for (int k = 0; k < NARR; k++)
 		g_free(lit[k]);
 	return rc;

@@ -40,7 +40,8 @@ enum {
 	PAL__PREP_CLAIM = 1u << 0,
 	PAL__PREP_COMMIT = 1u << 1,
 	PAL__PREP_RENEW = 1u << 2,
-	PAL__PREP_SPECS = 1u << 3
+	PAL__PREP_SPECS = 1u << 3,
+	PAL__PREP_COMMIT_NOTIFY = 1u << 4
 };
 /* Prepare SQL as NAME on ST unless BIT is already set; nothing on a pooled
  * store (a named statement would live on one server connection of the

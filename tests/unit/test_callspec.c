@@ -58,6 +58,10 @@ static void fields_of(const json_t *j, fields *x)
 	take(x, PAL_CF_MULTIPLIER, json_object_get(b, "multiplier"));
 	take(x, PAL_CF_JITTER, json_object_get(b, "jitter"));
 	take(x, PAL_CF_TRACESTATE, json_object_get(t, "tracestate"));
+	/* the store selects (spec ? 'notify'), never the entries */
+	snprintf(x->buf[PAL_CF_NOTIFY], sizeof x->buf[PAL_CF_NOTIFY], "%s",
+		 json_object_get(j, "notify") ? "true" : "false");
+	x->f[PAL_CF_NOTIFY] = x->buf[PAL_CF_NOTIFY];
 }
 
 static void spec_base(pal_job_spec *s)
@@ -99,6 +103,7 @@ static void agrees(const pal_call_spec *c, const pal_job_spec *d)
 	assert_int_equal(c->retry.jitter, d->jitter);
 	assert_int_equal(c->retry.max_age_ms, d->max_age_ms);
 	assert_int_equal(c->retry.deadline_ms, d->deadline_ms);
+	assert_int_equal(c->notify, d->n_notify > 0);
 }
 
 static void check_spec(pal_job_spec *s)
@@ -155,6 +160,12 @@ static void test_every_field_agrees(void **st)
 	s.headers[0] = (pal_header){ strdup("X-Tenant"), strdup("acme") };
 	s.headers[1] = (pal_header){ strdup("Authorization"), strdup("Bearer ${PAY_TOKEN}") };
 	s.headers[2] = (pal_header){ strdup("Content-Type"), strdup("application/json") };
+	s.n_notify = 2;
+	s.notify = calloc(2, sizeof *s.notify);
+	s.notify[0] = (pal_notify){1u << PAL_NOTIFY_FAILED | 1u << PAL_NOTIFY_RECOVERED,
+				   strdup("https://hooks.example/a"), strdup("${HOOK_A}")};
+	s.notify[1] = (pal_notify){1u << PAL_NOTIFY_MISFIRE, strdup("http://127.0.0.1:9/b"),
+				   strdup("${HOOK_B}")};
 	check_spec(&s);
 	pal_job_spec_clear(&s);
 }

@@ -763,6 +763,80 @@ static void test_jobfile_tracestate(void **state)
 	}
 }
 
+/* notify: entries load with their events; a literal secret, an unknown
+ * event, a placeholder in the url and a missing key are refused at their
+ * position; a job without notify keeps its digest. */
+static void test_jobfile_notify(void **state)
+{
+	static const struct {
+		const char *entry;
+		int line, col;
+		const char *diag; /* NULL: accepted */
+	} cases[] = {
+	    {"{on: [failed, recovered], url: \"http://127.0.0.1:9/h\", secret: \"${HOOK}\"}", 0, 0,
+	     NULL},
+	    {"{on: manual, url: \"https://h.example/x\", secret: \"${H_2}\"}", 0, 0, NULL},
+	    {"{on: [failed], url: \"http://h/x\", secret: whsec_abc}", 5, 0,
+	     "not the secret itself"},
+	    {"{on: [failled], url: \"http://h/x\", secret: \"${H}\"}", 5, 0, "notify event"},
+	    {"{on: [failed, failed], url: \"http://h/x\", secret: \"${H}\"}", 5, 0, "listed twice"},
+	    {"{on: [failed], url: \"http://h/{job}\", secret: \"${H}\"}", 5, 0,
+	     "not expanded here"},
+	    {"{on: [failed], url: \"http://h/x\"}", 5, 0, "missing key \"secret\""},
+	    {"{on: [failed], url: \"http://h/x\", secret: \"${H}\", sekret: 1}", 5, 0,
+	     "unknown key \"sekret\" in notify"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char buf[512];
+		struct loaded l;
+
+		snprintf(
+		    buf, sizeof buf,
+		    "jobs:\n  - id: told\n    schedule: {cron: \"* * * * *\"}\n"
+		    "    target: {url: \"http://127.0.0.1:8089/x\"}\n    notify:\n      - %s\n",
+		    cases[i].entry);
+		load_str(buf, &l);
+		if (cases[i].diag) {
+			assert_int_equal(l.rc, PAL_EINVAL);
+			ASSERT_DIAG(&l.diags, 6, 0, cases[i].diag);
+		} else {
+			assert_int_equal(l.rc, 0);
+			assert_int_equal(l.set.jobs[0].n_notify, 1);
+			assert_true(l.set.jobs[0].notify[0].events != 0);
+			assert_true(l.set.jobs[0].notify[0].secret[0] == '$');
+		}
+		done(&l);
+	}
+	{
+		struct loaded a, b;
+		char da[65], db[65];
+		char *ca, *cb;
+
+		load_str("jobs:\n  - id: told\n    schedule: {cron: \"* * * * *\"}\n"
+			 "    target: {url: \"http://127.0.0.1:8089/x\"}\n",
+			 &a);
+		load_str("jobs:\n  - id: told\n    schedule: {cron: \"* * * * *\"}\n"
+			 "    target: {url: \"http://127.0.0.1:8089/x\"}\n"
+			 "    notify: [{on: [recovered, failed], url: \"http://h:1/x\", secret: "
+			 "\"${H}\"}]\n",
+			 &b);
+		assert_int_equal(a.rc, 0);
+		assert_int_equal(b.rc, 0);
+		assert_int_equal(pal_job_spec_digest(&a.set.jobs[0], &ca, da), 0);
+		assert_int_equal(pal_job_spec_digest(&b.set.jobs[0], &cb, db), 0);
+		assert_null(strstr(ca, "notify"));
+		assert_non_null(strstr(cb, "\"notify\":[{\"on\":[\"failed\",\"recovered\"],"
+					   "\"secret\":\"${H}\",\"url\":\"http://h:1/x\"}]"));
+		assert_string_not_equal(da, db);
+		free(ca);
+		free(cb);
+		done(&a);
+		done(&b);
+	}
+}
+
 /* A URL in a message never shows the password of its userinfo. */
 static void test_jobfile_url_messages_mask_passwords(void **state)
 {
@@ -971,6 +1045,7 @@ int main(void)
 	    cmocka_unit_test(test_jobfile_idempotency_key_spaces),
 	    cmocka_unit_test(test_jobfile_url_messages_mask_passwords),
 	    cmocka_unit_test(test_jobfile_tracestate),
+	    cmocka_unit_test(test_jobfile_notify),
 	    cmocka_unit_test(test_jobfile_owner_description_suspend),
 	    cmocka_unit_test(test_jobfile_unknown_zone),
 	    cmocka_unit_test(test_jobfile_duplicate_ids_name_both_positions),

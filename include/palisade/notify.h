@@ -1,0 +1,50 @@
+/*
+ * notify.h - delivery of the notification outbox by executor nodes
+ * (src/notify/deliver.c; docs/protocol.md, "Notifications").
+ *
+ * A node with the executor role runs one delivery thread beside the
+ * executor's loop, with a PostgreSQL connection of its own: every
+ * notify.interval it claims due notifications (a lease, SKIP LOCKED),
+ * POSTs each, signed as Standard Webhooks specifies, and records the
+ * outcome (delivered, or due again after a backoff).  It never shares a
+ * thread or a connection with the claim, call and commit path, so a dead or
+ * slow receiver cannot slow a side-effect call.
+ */
+#ifndef PALISADE_NOTIFY_H
+#define PALISADE_NOTIFY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "palisade/err.h"
+#include "palisade/metrics.h"
+
+typedef struct pal_notifier pal_notifier;
+
+typedef struct pal_notifier_config {
+	const char *conninfo;
+	const char *node_id;
+	const char *proxy;	   /* "env", "" (none) or a proxy url, as executor.proxy */
+	int64_t interval_ms;	   /* notify.interval */
+	int64_t backoff_max_ms;	   /* notify.backoff_max */
+	int64_t retention_ms;	   /* notify.retention */
+	int64_t keep_delivered_ms; /* notify.keep_delivered */
+} pal_notifier_config;
+
+/* Start the delivery thread (strings of CFG are copied; M is borrowed).
+ * Returns 0, PAL_ENOMEM or PAL_EIO with ERR; free with pal_notifier_stop. */
+PAL_MUST_CHECK int pal_notifier_start(const pal_notifier_config *cfg, pal_metrics *m,
+				      pal_notifier **out, char *err, size_t errlen);
+/* Wait for a delivery under way, stop the thread and free N (NULL: no-op). */
+void pal_notifier_stop(pal_notifier *n);
+
+/*
+ * The Standard Webhooks signature of one delivery: "v1," and the base64
+ * HMAC-SHA256, keyed by the base64-decoded part of SECRET after "whsec_",
+ * of "ID.TIMESTAMP.BODY".  Writes it into SIG (SIGLEN >= 64).  PAL_EINVAL
+ * (with ERR) when SECRET is not a whsec_ secret of valid base64.
+ */
+PAL_MUST_CHECK int pal_webhook_sign(const char *secret, const char *id, int64_t timestamp,
+				    const char *body, char *sig, size_t siglen, char *err,
+				    size_t errlen);
+
+#endif

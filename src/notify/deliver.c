@@ -1,0 +1,289 @@
+/*
+ * deliver.c - the notification outbox's delivery thread (include/palisade/notify.h).
+ *
+ * Model: one pal_periodic thread per executor node, with its own
+ * PostgreSQL connection and a blocking libcurl easy handle; nothing here
+ * runs on the executor's loop.  A round: retention of the outbox (every
+ * RETENTION_EVERY rounds), then claim up to CLAIM_MAX due notifications and
+ * deliver them one after the other.  The lease of a claim covers every
+ * delivery of it at its timeout; should it still expire, another node may
+ * deliver the same notification again, which the receiver recognises by
+ * its webhook id (at least once, never lost within notify.retention).
+ *
+ * Secrets: the row holds the job's ${NAME} reference; it is resolved from
+ * this process's environment for each delivery (as target secrets are),
+ * never stored or logged.
+ */
+#include <curl/curl.h>
+#include <glib.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "palisade/log.h"
+#include "palisade/notify.h"
+#include "palisade/notifystore.h"
+#include "palisade/periodic.h"
+#include "palisade/template.h"
+
+#define CLAIM_MAX 16
+#define TIMEOUT_MS 5000L
+#define LEASE_MS (CLAIM_MAX * TIMEOUT_MS + 30000)
+#define RETENTION_EVERY 10
+#define BACKOFF_INITIAL_MS 1000
+
+#define M_PENDING "palisade_notify_pending"
+#define M_DELIVERED "palisade_notify_delivered_total"
+#define M_FAILED "palisade_notify_failed_total"
+#define M_EXPIRED "palisade_notify_expired_total"
+
+struct pal_notifier {
+	pal_notifier_config cfg; /* strings owned */
+	pal_metrics *m;
+	pal_store *st; /* the thread's own connection, opened on first use */
+	CURL *curl;
+	unsigned rounds;
+	pal_periodic *th;
+};
+
+int pal_webhook_sign(const char *secret, const char *id, int64_t timestamp, const char *body,
+		     char *sig, size_t siglen, char *err, size_t errlen)
+{
+	static const char prefix[] = "whsec_";
+	gsize klen = 0;
+	guchar *key;
+
+	if (strncmp(secret, prefix, sizeof prefix - 1) != 0 || !secret[sizeof prefix - 1]) {
+		snprintf(err, errlen, "the secret is not a whsec_ secret");
+		return PAL_EINVAL;
+	}
+	for (const char *p = secret + sizeof prefix - 1; *p; p++) {
+		if (!g_ascii_isalnum(*p) && *p != '+' && *p != '/' && *p != '=') {
+			snprintf(err, errlen, "the secret after whsec_ is not base64");
+			return PAL_EINVAL;
+		}
+	}
+	key = g_base64_decode(secret + sizeof prefix - 1, &klen);
+	if (!key || klen == 0) {
+		g_free(key);
+		snprintf(err, errlen, "the secret after whsec_ is not base64");
+		return PAL_EINVAL;
+	}
+	GHmac *h = g_hmac_new(G_CHECKSUM_SHA256, key, klen);
+	char ts[24];
+	guint8 mac[32];
+	gsize mlen = sizeof mac;
+
+	snprintf(ts, sizeof ts, "%" PRId64, timestamp);
+	g_hmac_update(h, (const guchar *)id, (gssize)strlen(id));
+	g_hmac_update(h, (const guchar *)".", 1);
+	g_hmac_update(h, (const guchar *)ts, (gssize)strlen(ts));
+	g_hmac_update(h, (const guchar *)".", 1);
+	g_hmac_update(h, (const guchar *)body, (gssize)strlen(body));
+	g_hmac_get_digest(h, mac, &mlen);
+	g_hmac_unref(h);
+	memset(key, 0, klen);
+	g_free(key);
+	gchar *b64 = g_base64_encode(mac, mlen);
+	snprintf(sig, siglen, "v1,%s", b64);
+	g_free(b64);
+	return PAL_OK;
+}
+
+static size_t discard(char *p, size_t size, size_t n, void *ud)
+{
+	(void)p;
+	(void)ud;
+	return size * n;
+}
+
+/* POST notification V; true when the receiver answered 2xx.  *STATUS: the
+ * HTTP status (0: none); WHY: what went wrong otherwise. */
+static bool post(struct pal_notifier *w, const pal_notif *v, int *status, char *why, size_t wlen)
+{
+	pal_tpl_vars none = {0};
+	char *secret = NULL, sig[128], terr[256];
+	struct curl_slist *h = NULL;
+	bool ok = false;
+
+	*status = 0;
+	if (pal_tpl_render(v->secret, &none, PAL_TPL_SECRETS, &secret, terr, sizeof terr)) {
+		snprintf(why, wlen, "secret %s: %s", v->secret, terr);
+		return false;
+	}
+	int64_t now = (int64_t)time(NULL);
+	int rc = pal_webhook_sign(secret, v->webhook_id, now, v->payload, sig, sizeof sig, terr,
+				  sizeof terr);
+	free(secret);
+	if (rc) {
+		snprintf(why, wlen, "secret %s: %s", v->secret, terr);
+		return false;
+	}
+	char *lines[] = {
+	    g_strdup_printf("webhook-id: %s", v->webhook_id),
+	    g_strdup_printf("webhook-timestamp: %" PRId64, now),
+	    g_strdup_printf("webhook-signature: %s", sig),
+	    g_strdup_printf("Idempotency-Key: %s", v->webhook_id),
+	    g_strdup("Content-Type: application/json"),
+	    g_strdup("User-Agent: palisade-notify"),
+	};
+	for (size_t i = 0; i < G_N_ELEMENTS(lines); i++) {
+		h = curl_slist_append(h, lines[i]);
+		g_free(lines[i]);
+	}
+	CURL *e = w->curl;
+	curl_easy_reset(e);
+	curl_easy_setopt(e, CURLOPT_URL, v->url);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(e, CURLOPT_POSTFIELDS, v->payload);
+	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(v->payload));
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, TIMEOUT_MS);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, TIMEOUT_MS);
+	/* as the side-effect calls: a proxy only when executor.proxy says so */
+	if (strcmp(w->cfg.proxy, "env") != 0)
+		curl_easy_setopt(e, CURLOPT_PROXY, w->cfg.proxy);
+	CURLcode cc = curl_easy_perform(e);
+	if (cc != CURLE_OK) {
+		snprintf(why, wlen, "%s", curl_easy_strerror(cc));
+	} else {
+		long code = 0;
+		curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
+		*status = (int)code;
+		ok = code >= 200 && code < 300;
+		if (!ok)
+			snprintf(why, wlen, "HTTP %ld", code);
+	}
+	curl_slist_free_all(h);
+	return ok;
+}
+
+static int64_t backoff_ms(const struct pal_notifier *w, int attempts)
+{
+	int64_t d = BACKOFF_INITIAL_MS;
+	for (int i = 1; i < attempts && d < w->cfg.backoff_max_ms; i++)
+		d *= 2;
+	return d < w->cfg.backoff_max_ms ? d : w->cfg.backoff_max_ms;
+}
+
+static void drop_conn(struct pal_notifier *w, const char *err)
+{
+	pal_log(PAL_LOG_WARN, "notify.db_failed", "{s:s}", "error", err);
+	pal_store_close(w->st);
+	w->st = NULL;
+}
+
+static void round_(void *arg)
+{
+	struct pal_notifier *w = arg;
+	char err[1024] = "";
+
+	if (!w->st && pal_store_open(w->cfg.conninfo, &w->st, err, sizeof err)) {
+		drop_conn(w, err);
+		return;
+	}
+	if (w->rounds++ % RETENTION_EVERY == 0) {
+		int64_t expired, pending;
+		if (pal_store_notif_retention(w->st, w->cfg.keep_delivered_ms, w->cfg.retention_ms,
+					      &expired, &pending, err, sizeof err)) {
+			drop_conn(w, err);
+			return;
+		}
+		pal_metric_set(w->m, M_PENDING, NULL, (double)pending);
+		if (expired) {
+			pal_metric_inc(w->m, M_EXPIRED, NULL, (double)expired);
+			pal_log(PAL_LOG_WARN, "notify.expired", "{s:I}", "notifications",
+				(json_int_t)expired);
+		}
+	}
+	pal_notif *v;
+	size_t n;
+	if (pal_store_notif_claim(w->st, w->cfg.node_id, LEASE_MS, CLAIM_MAX, &v, &n, err,
+				  sizeof err)) {
+		drop_conn(w, err);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char why[512] = "";
+		int status;
+		bool ok = post(w, &v[i], &status, why, sizeof why);
+		int64_t retry = ok ? 0 : backoff_ms(w, v[i].attempts);
+		pal_metric_inc(w->m, ok ? M_DELIVERED : M_FAILED, NULL, 1);
+		pal_log(ok ? PAL_LOG_DEBUG : PAL_LOG_INFO,
+			ok ? "notify.delivered" : "notify.delivery_failed",
+			"{s:s, s:s, s:i, s:i, s:s, s:I}", "webhook_id", v[i].webhook_id, "event",
+			v[i].event, "attempt", v[i].attempts, "status", status, "error", why,
+			"retry_ms", (json_int_t)retry);
+		if (pal_store_notif_done(w->st, v[i].id, w->cfg.node_id, ok, status,
+					 ok ? NULL : why, retry, err, sizeof err)) {
+			drop_conn(w, err);
+			break;
+		}
+	}
+	pal_notif_free(v, n);
+}
+
+static void config_free(pal_notifier_config *c)
+{
+	free((void *)c->conninfo);
+	free((void *)c->node_id);
+	free((void *)c->proxy);
+}
+
+int pal_notifier_start(const pal_notifier_config *cfg, pal_metrics *m, pal_notifier **out,
+		       char *err, size_t errlen)
+{
+	*out = NULL;
+	struct pal_notifier *w = calloc(1, sizeof *w);
+	if (!w)
+		return PAL_ENOMEM;
+	w->cfg = *cfg;
+	w->cfg.conninfo = strdup(cfg->conninfo ? cfg->conninfo : "");
+	w->cfg.node_id = strdup(cfg->node_id ? cfg->node_id : "");
+	w->cfg.proxy = strdup(cfg->proxy ? cfg->proxy : "");
+	w->m = m;
+	w->curl = curl_easy_init();
+	if (!w->cfg.conninfo || !w->cfg.node_id || !w->cfg.proxy || !w->curl) {
+		snprintf(err, errlen, "out of memory for the notification thread");
+		pal_notifier_stop(w);
+		return PAL_ENOMEM;
+	}
+	pal_metric_declare(m, M_PENDING, PAL_METRIC_GAUGE,
+			   "notifications in the outbox not delivered yet (cluster-wide, at this "
+			   "node's last retention pass)");
+	pal_metric_declare(m, M_DELIVERED, PAL_METRIC_COUNTER,
+			   "notifications this node delivered (the receiver answered 2xx)");
+	pal_metric_declare(m, M_FAILED, PAL_METRIC_COUNTER,
+			   "deliveries of notifications by this node that failed (no answer, not "
+			   "2xx, or the secret missing); each is retried with backoff");
+	pal_metric_declare(m, M_EXPIRED, PAL_METRIC_COUNTER,
+			   "undelivered notifications deleted past notify.retention by this node: "
+			   "events lost to a receiver that stayed down");
+	pal_metric_set(m, M_PENDING, NULL, 0);
+	pal_metric_inc(m, M_DELIVERED, NULL, 0);
+	pal_metric_inc(m, M_FAILED, NULL, 0);
+	pal_metric_inc(m, M_EXPIRED, NULL, 0);
+	if (pal_periodic_start(round_, w, cfg->interval_ms > 0 ? cfg->interval_ms : 1000, &w->th)) {
+		snprintf(err, errlen, "cannot start the notification thread");
+		pal_notifier_stop(w);
+		return PAL_EIO;
+	}
+	*out = w;
+	return PAL_OK;
+}
+
+void pal_notifier_stop(pal_notifier *w)
+{
+	if (!w)
+		return;
+	pal_periodic_stop(w->th);
+	pal_store_close(w->st);
+	if (w->curl)
+		curl_easy_cleanup(w->curl);
+	config_free(&w->cfg);
+	free(w);
+}

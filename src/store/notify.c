@@ -1,0 +1,133 @@
+/*
+ * notify.c - the notification outbox's SQL (include/palisade/notifystore.h).
+ *
+ * A delivery claim is a lease, as a trigger's is, but looser: a notification
+ * is delivered at least once and deduplicated by its webhook id at the
+ * receiver, so a lease that expires mid-delivery only risks a second
+ * delivery, never a lost one.  The claim skips rows another node holds
+ * (SKIP LOCKED) and never waits.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "palisade/notifystore.h"
+#include "store_int.h"
+
+static const char SQL_CLAIM[] =
+    "UPDATE notifications n SET lease_owner = $1, attempts = n.attempts + 1,"
+    "   lease_until = clock_timestamp() + $2::bigint * interval '1 millisecond'"
+    " FROM (SELECT x.id FROM notifications x WHERE x.delivered_at IS NULL"
+    "   AND x.next_attempt_at <= clock_timestamp()"
+    "   AND (x.lease_until IS NULL OR x.lease_until < clock_timestamp())"
+    "   ORDER BY x.next_attempt_at LIMIT $3 FOR UPDATE OF x SKIP LOCKED) d"
+    " WHERE n.id = d.id"
+    " RETURNING n.id, n.webhook_id, n.url, n.secret, n.payload::text, n.event, n.attempts";
+
+int pal_store_notif_claim(pal_store *st, const char *node, int64_t lease_ms, int limit,
+			  pal_notif **out, size_t *n, char *err, size_t errlen)
+{
+	*out = NULL;
+	*n = 0;
+	char l[24], k[16];
+	snprintf(l, sizeof l, "%" PRId64, lease_ms);
+	snprintf(k, sizeof k, "%d", limit);
+	const char *p[] = {node, l, k};
+	PGresult *r = pal__store_query(st, SQL_CLAIM, 3, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	int rows = PQntuples(r);
+	pal_notif *v = calloc(rows ? (size_t)rows : 1, sizeof *v);
+	if (!v) {
+		PQclear(r);
+		snprintf(err, errlen, "out of memory for %d notifications", rows);
+		return PAL_ENOMEM;
+	}
+	for (int i = 0; i < rows; i++) {
+		v[i].id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+		v[i].webhook_id = strdup(PQgetvalue(r, i, 1));
+		v[i].url = strdup(PQgetvalue(r, i, 2));
+		v[i].secret = strdup(PQgetvalue(r, i, 3));
+		v[i].payload = strdup(PQgetvalue(r, i, 4));
+		v[i].event = strdup(PQgetvalue(r, i, 5));
+		v[i].attempts = atoi(PQgetvalue(r, i, 6));
+		if (!v[i].webhook_id || !v[i].url || !v[i].secret || !v[i].payload || !v[i].event) {
+			PQclear(r);
+			pal_notif_free(v, (size_t)i + 1);
+			snprintf(err, errlen, "out of memory for %d notifications", rows);
+			return PAL_ENOMEM;
+		}
+	}
+	PQclear(r);
+	*out = v;
+	*n = (size_t)rows;
+	return PAL_OK;
+}
+
+void pal_notif_free(pal_notif *v, size_t n)
+{
+	if (!v)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].webhook_id);
+		free(v[i].url);
+		free(v[i].secret);
+		free(v[i].payload);
+		free(v[i].event);
+	}
+	free(v);
+}
+
+int pal_store_notif_done(pal_store *st, int64_t id, const char *node, bool delivered, int status,
+			 const char *error, int64_t retry_ms, char *err, size_t errlen)
+{
+	char i[24], s[16], d[24];
+	snprintf(i, sizeof i, "%" PRId64, id);
+	snprintf(s, sizeof s, "%d", status);
+	snprintf(d, sizeof d, "%" PRId64, retry_ms);
+	const char *p[] = {i, node, delivered ? "t" : "f", s, error, d};
+	PGresult *r = pal__store_query(
+	    st,
+	    "UPDATE notifications SET lease_owner = NULL, lease_until = NULL,"
+	    "   delivered_at = CASE WHEN $3::boolean THEN clock_timestamp() END,"
+	    "   last_status = nullif($4::int, 0), last_error = $5,"
+	    "   next_attempt_at = CASE WHEN $3::boolean THEN next_attempt_at"
+	    "     ELSE clock_timestamp() + $6::bigint * interval '1 millisecond' END"
+	    " WHERE id = $1 AND lease_owner = $2 AND delivered_at IS NULL",
+	    6, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	PQclear(r);
+	return PAL_OK;
+}
+
+int pal_store_notif_retention(pal_store *st, int64_t keep_delivered_ms, int64_t retention_ms,
+			      int64_t *expired, int64_t *pending, char *err, size_t errlen)
+{
+	*expired = 0;
+	*pending = 0;
+	char k[24], rt[24];
+	snprintf(k, sizeof k, "%" PRId64, keep_delivered_ms);
+	snprintf(rt, sizeof rt, "%" PRId64, retention_ms);
+	const char *p[] = {k, rt};
+	PGresult *r = pal__store_query(
+	    st,
+	    "WITH dd AS (DELETE FROM notifications WHERE id IN (SELECT id FROM notifications"
+	    "   WHERE delivered_at < clock_timestamp() - $1::bigint * interval '1 millisecond'"
+	    "   LIMIT 10000)),"
+	    " de AS (DELETE FROM notifications WHERE id IN (SELECT id FROM notifications"
+	    "   WHERE delivered_at IS NULL"
+	    "   AND created_at < clock_timestamp() - $2::bigint * interval '1 millisecond'"
+	    "   AND (lease_until IS NULL OR lease_until < clock_timestamp()) LIMIT 10000)"
+	    "   RETURNING id)"
+	    " SELECT (SELECT count(*) FROM de),"
+	    "   (SELECT count(*) FROM notifications WHERE delivered_at IS NULL) - (SELECT count(*) "
+	    "FROM de)",
+	    2, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	*expired = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+	*pending = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+	PQclear(r);
+	return PAL_OK;
+}
