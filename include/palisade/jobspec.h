@@ -62,8 +62,12 @@ typedef struct pal_job_spec {
 	char *tenant; /* default "default" */
 	char *group;  /* resource group, default "default" */
 
-	/* schedule */
-	char *cron;     /* as written (trimmed) */
+	/* schedule: exactly one of cron, every_s, has_at */
+	char *cron;     /* as written (blank runs collapsed, `H` kept); NULL for every/at */
+	int64_t every_s; /* schedule.every in seconds; 0 when not an interval */
+	bool has_at;     /* schedule.at: one instant */
+	int64_t at;
+	int64_t spread_s, jitter_s; /* schedule.spread / jitter in seconds; 0 = none */
 	char *timezone; /* IANA, default "UTC" */
 	pal_dst_policy dst;
 	bool has_start, has_end;
@@ -114,6 +118,11 @@ typedef struct pal_job_spec {
 	char *owner;       /* free text, one line */
 	char *description; /* free text */
 	bool suspend;      /* `suspend: true`: the job's gate is closed by apply */
+
+	/* Set by the loader: the schedule has no instant at or after the load
+	 * (a past `at`, a cron whose years are past, an `end` gone by).  Such a
+	 * job is valid and applied; validate and apply report it. */
+	bool spent;
 
 	/* where it came from, for messages */
 	char *file;

@@ -66,6 +66,11 @@ void pal__cli_resume_opts(const char *config, pal_scope_kind kind, pal_resume_op
 /* Check every job of SET against that retention (pal_job_key_horizon_check);
  * returns how many were refused, their diagnostics appended to D. */
 int pal__cli_check_key_horizons(const char *config, const pal_jobset *set, pal_diags *d);
+/* When job S is spent (no instant of its schedule still to come: a past
+ * `at`, past years, an `end` gone by), say so on FP as
+ * "FILE:LINE:COL: note: ..." and return true.  Such a job is valid and is
+ * applied; validate and apply report it instead of refusing the set. */
+bool pal__cli_note_spent(const pal_job_spec *s, FILE *fp);
 /* zookeeper.root and cluster.name of --config, else the defaults. */
 const char *pal__cli_config_zk_root(const pal_cli_common *c);
 const char *pal__cli_config_cluster(const pal_cli_common *c);

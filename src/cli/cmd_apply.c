@@ -205,6 +205,7 @@ static void store_set(struct run *r, const pal_jobset *set)
 	}
 	for (size_t i = 0; !rc && i < set->n; i++) {
 		report(r->out, r->c->json, r->count, &set->jobs[i], &res[i]);
+		pal__cli_note_spent(&set->jobs[i], stderr);
 		if (set->jobs[i].suspend)
 			g_ptr_array_add(r->suspended, g_strdup(set->jobs[i].id));
 	}

@@ -73,6 +73,13 @@ int pal_cmd_validate(int argc, char **argv)
 	if (rc == 0 && pal__cli_check_key_horizons(config, &set, &diags))
 		rc = PAL_EINVAL;
 	if (rc == 0 && diags.n == 0) {
+		size_t spent = 0;
+		for (size_t i = 0; i < set.n; i++)
+			spent += pal__cli_note_spent(&set.jobs[i], stderr);
+		if (spent)
+			fprintf(stderr,
+				"palisade validate: %zu job%s will not fire again (valid)\n", spent,
+				spent == 1 ? "" : "s");
 		printf("ok: %zu job%s in %zu file%s\n", set.n, set.n == 1 ? "" : "s", n_files,
 		       n_files == 1 ? "" : "s");
 		pal_jobset_free(&set);

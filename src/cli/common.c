@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <pwd.h>
+#include <time.h>
 #include "palisade/err.h"
 #include "palisade/name.h"
 #include "palisade/timefmt.h"
@@ -263,5 +264,20 @@ bool pal_cli_range_ok(const char *cmd, const pal_cli_range *r)
 		pal_cli_err(cmd, "--to must be after --from");
 		return false;
 	}
+	return true;
+}
+
+bool pal__cli_note_spent(const pal_job_spec *s, FILE *fp)
+{
+	if (!s->spent)
+		return false;
+	const char *what = s->has_at ? "its one instant (at) is past"
+			   : s->has_end && s->end <= (int64_t)time(NULL)
+			       ? "its end is past"
+			       : "every instant its cron names is past";
+	fprintf(fp,
+		"%s:%d:%d: note: job %s will not fire again: %s; it is applied, and nothing "
+		"of it is planned\n",
+		s->file ? s->file : "-", s->line, s->col, s->id, what);
 	return true;
 }

@@ -23,6 +23,7 @@
 #include <glib.h>
 #include "palisade/jobfile.h"
 #include "palisade/name.h"
+#include "palisade/schedule.h"
 #include "palisade/trace.h"
 #include "palisade/cron.h"
 #include "palisade/template.h"
@@ -72,14 +73,14 @@ struct jctx {
 	int errors; /* problems found in the current job */
 
 	/* nodes remembered for the checks that span keys */
-	const pal_ynode *n_cron, *n_start, *n_end, *n_idem, *n_partitions;
+	const pal_ynode *n_schedule, *n_cron, *n_every, *n_at, *n_start, *n_end, *n_idem;
+	const pal_ynode *n_partitions;
 	const pal_ynode *n_backoff_max, *n_body, *n_status_url;
 	bool cron_ok, tz_ok;
 	struct pal_jobloader *l; /* the caches of parsed crons and zones */
 };
 
-static const pal_tz *cached_tz(struct pal_jobloader *l, const char *name, char *err,
-			       size_t errlen);
+static const pal_tz *cached_tz(struct pal_jobloader *l, const char *name, char *err, size_t errlen);
 static const pal_cron *cached_cron(struct pal_jobloader *l, const char *expr, char *err,
 				   size_t errlen, int *field);
 
@@ -183,6 +184,10 @@ static void k_dst(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_dst_gap(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_dst_overlap(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_start(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+static void k_every(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+static void k_at(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+static void k_spread(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+static void k_jitter(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_end(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_exclude(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_misfire(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
@@ -207,7 +212,11 @@ static const struct keydef dst_keys[] = {
 static const struct section dst_section = {"schedule.dst", dst_keys, N(dst_keys)};
 
 static const struct keydef schedule_keys[] = {
-    {"cron", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_cron, true},
+    {"cron", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_cron, false},
+    {"every", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_every, false},
+    {"at", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_at, false},
+    {"spread", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_spread, false},
+    {"jitter", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_jitter, false},
     {"timezone", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_timezone, false},
     {"dst", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_dst, false},
     {"start", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_start, false},
@@ -338,6 +347,8 @@ static void walk_section(struct jctx *c, const struct section *sec, const pal_yn
 	}
 	for (size_t i = 0; i < sec->n; i++)
 		names[i] = sec->keys[i].name;
+	if (sec == &schedule_section)
+		c->n_schedule = map;
 	for (size_t i = 0; i < map->n; i++) {
 		const pal_ynode *kn = map->keys[i];
 		const struct keydef *k = NULL;
@@ -787,7 +798,13 @@ static void k_cron(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 		c->errors++;
 		return;
 	}
-	if (!cached_cron(c->l, norm, err, sizeof err, &field)) {
+	/* Jenkins' H resolves per job (its id may come later in the mapping):
+	 * here it is checked with a stand-in id, whose values are as valid. */
+	char *resolved = NULL;
+	if (pal_cron_resolve_hash(norm, "", &resolved, err, sizeof err)) {
+		jdiag(c, v, "invalid cron expression \"%.128s\": %s", norm, err);
+		free(norm);
+	} else if (!cached_cron(c->l, resolved, err, sizeof err, &field)) {
 		jdiag_at(c, v, field > 0 ? cron_field_offset(raw, field) : 0,
 			 "invalid cron expression \"%.128s\": %s", norm,
 			 err[0] ? err : "not a valid expression");
@@ -797,6 +814,7 @@ static void k_cron(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 		s->cron = norm;
 		c->cron_ok = true;
 	}
+	free(resolved);
 	free(raw);
 }
 
@@ -895,6 +913,45 @@ static void k_start(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 {
 	c->n_start = v;
 	get_instant(c, v, "start", &s->has_start, &s->start);
+}
+
+/* A schedule duration of whole seconds in [MIN_S, MAX_S] into *OUT. */
+static void get_seconds(struct jctx *c, const pal_ynode *v, const char *what, int64_t min_s,
+			int64_t max_s, int64_t *out)
+{
+	int64_t ms;
+
+	if (pal_yget_duration(c->doc, v, what, min_s * MS_S, max_s * MS_S, false, &ms, c->diags)) {
+		c->errors++;
+		return;
+	}
+	if (ms % MS_S) {
+		jdiag(c, v, "%s: schedules have whole seconds (got %lld ms)", what, (long long)ms);
+		return;
+	}
+	*out = ms / MS_S;
+}
+
+static void k_every(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
+{
+	c->n_every = v;
+	get_seconds(c, v, "every", 1, 366 * 86400, &s->every_s);
+}
+
+static void k_at(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
+{
+	c->n_at = v;
+	get_instant(c, v, "at", &s->has_at, &s->at);
+}
+
+static void k_spread(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
+{
+	get_seconds(c, v, "spread", 1, 7 * 86400, &s->spread_s);
+}
+
+static void k_jitter(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
+{
+	get_seconds(c, v, "jitter", 1, 86400, &s->jitter_s);
 }
 
 static void k_end(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
@@ -1425,6 +1482,74 @@ static void k_headers(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 
 /* ---- checks that span keys ---- */
 
+/*
+ * The schedule as a whole: exactly one of cron, every and at; a schedule
+ * that can never fire is a mistake, not a job (Feb 30, nothing between
+ * start and end, an `at` outside them).  One that fired in the past but
+ * never will again (a past `at`, a cron whose years are past, an `end` gone
+ * by) is valid: a file must not go bad with the mere passing of time, and
+ * one such job must not block the apply of all the others.  It is marked
+ * spent, and validate and apply report it.
+ */
+static void schedule_checks(struct jctx *c, const pal_ynode *job, pal_job_spec *s)
+{
+	const pal_ynode *where = c->n_cron ? c->n_cron : c->n_every ? c->n_every : c->n_at;
+	int forms = (c->n_cron != NULL) + (c->n_every != NULL) + (c->n_at != NULL);
+	int64_t now = (int64_t)time(NULL), first = 0;
+	bool fires_again = true;
+
+	if (forms != 1) {
+		/* a bad cron was diagnosed already */
+		if (forms > 1 || (!c->n_cron && c->n_schedule))
+			jdiag(c, forms > 1 ? where : c->n_schedule,
+			      forms > 1
+				  ? "schedule: cron, every and at exclude each other; hint: "
+				    "keep one"
+				  : "schedule is missing the required key \"cron\" (or \"every\" "
+				    "or \"at\")");
+		return;
+	}
+	if (s->has_start && s->has_end && s->start >= s->end)
+		return; /* diagnosed above */
+	if (s->every_s) {
+		first = s->has_start ? s->start : now;
+		fires_again = !s->has_end || s->end > now;
+	} else if (s->has_at) {
+		if ((s->has_start && s->at < s->start) || (s->has_end && s->at >= s->end)) {
+			jdiag(c, c->n_at, "at is outside [start, end); hint: end is exclusive");
+			return;
+		}
+		fires_again = s->at > now;
+	} else if (c->cron_ok && c->tz_ok && s->cron && s->timezone) {
+		const pal_cron *cr;
+		const pal_tz *tz;
+		char err[256], *text = NULL;
+		int64_t after = s->has_start ? s->start - 1 : 0, next;
+
+		if (pal_cron_resolve_hash(s->cron, s->id ? s->id : "", &text, err, sizeof err) ||
+		    !(cr = cached_cron(c->l, text, err, sizeof err, NULL)) ||
+		    !(tz = cached_tz(c->l, s->timezone, err, sizeof err))) {
+			free(text);
+			return; /* diagnosed where the cron and zone were read */
+		}
+		free(text);
+		if (pal_cron_next(cr, tz, s->dst, after, &first) == PAL_ENOENT) {
+			jdiag(c, c->n_cron, "cron expression \"%s\" never fires%s", s->cron,
+			      s->has_start ? " after start" : "");
+			return;
+		}
+		if (s->has_end && first >= s->end) {
+			jdiag(c, c->n_cron,
+			      "cron expression \"%s\" never fires between start and end", s->cron);
+			return;
+		}
+		fires_again =
+		    pal_cron_next(cr, tz, s->dst, after > now ? after : now, &next) == 0 &&
+		    (!s->has_end || next < s->end);
+	}
+	s->spent = !fires_again || (s->has_end && s->end <= now);
+}
+
 static void cross_checks(struct jctx *c, const pal_ynode *job, pal_job_spec *s)
 {
 	/* only meaningful when the parts they combine are valid */
@@ -1474,18 +1599,18 @@ static void cross_checks(struct jctx *c, const pal_ynode *job, pal_job_spec *s)
 			size_t max = idem_key_max_len(s->idempotency_key, s->id);
 
 			if (max > IDEM_KEY_MAX)
-				jdiag(c, n,
-				      "idempotency_key: expands to up to %zu bytes, more than the "
-				      "%d an Idempotency-Key may have (docs/protocol.md); "
-				      "placeholders count at their longest: {job} %zu, "
-				      "{scheduled_at} %d, {scheduled_date} %d, {partition} %d, "
-				      "{trigger} %d, {request_id} %d, and without {request_id} the "
-				      "\"/<request id>\" of a manual run's key %d; hint: shorten "
-				      "the fixed text",
-				      max, IDEM_KEY_MAX,
-				      s->id ? strlen(s->id) : (size_t)NAME_MAX_LEN,
-				      SCHEDULED_AT_LEN, SCHEDULED_DATE_LEN, PARTITION_MAX_LEN,
-				      TRIGGER_ID_MAX_LEN, REQUEST_ID_MAX_LEN, PAL_TPL_KEY_SUFFIX_MAX);
+				jdiag(
+				    c, n,
+				    "idempotency_key: expands to up to %zu bytes, more than the "
+				    "%d an Idempotency-Key may have (docs/protocol.md); "
+				    "placeholders count at their longest: {job} %zu, "
+				    "{scheduled_at} %d, {scheduled_date} %d, {partition} %d, "
+				    "{trigger} %d, {request_id} %d, and without {request_id} the "
+				    "\"/<request id>\" of a manual run's key %d; hint: shorten "
+				    "the fixed text",
+				    max, IDEM_KEY_MAX, s->id ? strlen(s->id) : (size_t)NAME_MAX_LEN,
+				    SCHEDULED_AT_LEN, SCHEDULED_DATE_LEN, PARTITION_MAX_LEN,
+				    TRIGGER_ID_MAX_LEN, REQUEST_ID_MAX_LEN, PAL_TPL_KEY_SUFFIX_MAX);
 		}
 	}
 	if (c->n_body && s->method && !strcmp(s->method, "GET"))
@@ -1493,36 +1618,7 @@ static void cross_checks(struct jctx *c, const pal_ynode *job, pal_job_spec *s)
 		      "body: a GET request carries no body; hint: use POST or "
 		      "remove body");
 
-	/* a schedule that can never fire is a mistake, not a job */
-	if (c->cron_ok && c->tz_ok && s->cron && s->timezone &&
-	    (!s->has_start || !s->has_end || s->start < s->end)) {
-		const pal_cron *cr;
-		const pal_tz *tz;
-		char err[64];
-		int64_t next;
-
-		if ((cr = cached_cron(c->l, s->cron, err, sizeof err, NULL)) &&
-		    (tz = cached_tz(c->l, s->timezone, err, sizeof err))) {
-			/* "Never fires" means never again: a cron whose years are
-			 * all past (0 0 0 31 * ? 1999-2001) is as dead as Feb 30.
-			 * The cron alone is searched from now (or start, when
-			 * later); the window check stays from start, so that a
-			 * job file with a past end is not refused by the mere
-			 * passing of time. */
-			int64_t now = (int64_t)time(NULL);
-			int64_t after = s->has_start ? s->start - 1 : 0;
-			int rc = pal_cron_next(cr, tz, s->dst, after > now ? after : now, &next);
-
-			if (rc == PAL_ENOENT)
-				jdiag(c, c->n_cron, "cron expression \"%s\" never fires%s", s->cron,
-				      after > now ? " after start" : " again (every instant it names is past)");
-			else if (rc == 0 && s->has_end &&
-				 (pal_cron_next(cr, tz, s->dst, after, &next) || next >= s->end))
-				jdiag(c, c->n_cron,
-				      "cron expression \"%s\" never fires between start and end",
-				      s->cron);
-		}
-	}
+	schedule_checks(c, job, s);
 }
 
 /* ---- jobs and files ---- */
@@ -1537,8 +1633,8 @@ struct idpos {
 };
 
 struct pal_jobloader {
-	GHashTable *ids;   /* id -> struct idpos (freed with the table) */
-	GPtrArray *files;  /* the file names idpos point to */
+	GHashTable *ids;  /* id -> struct idpos (freed with the table) */
+	GPtrArray *files; /* the file names idpos point to */
 	/* Zones and crons that parsed, by name and normalised expression: a
 	 * million jobs share a handful of each, and opening a zone (a file
 	 * read) and parsing a cron twice per job was a fifth of a load. */
@@ -1546,8 +1642,7 @@ struct pal_jobloader {
 	GHashTable *crons; /* expression -> pal_cron */
 };
 
-static const pal_tz *cached_tz(struct pal_jobloader *l, const char *name, char *err,
-			       size_t errlen)
+static const pal_tz *cached_tz(struct pal_jobloader *l, const char *name, char *err, size_t errlen)
 {
 	pal_tz *tz = g_hash_table_lookup(l->tzs, name);
 	char *key;
@@ -1857,8 +1952,7 @@ static void hand_over(struct batches *b)
 }
 
 /* An item of `jobs`, just parsed: validate it now (pal_ydoc_item_fn). */
-static void batch_item(void *arg, const pal_ydoc *doc, const pal_ynode *key,
-		       const pal_ynode *item)
+static void batch_item(void *arg, const pal_ydoc *doc, const pal_ynode *key, const pal_ynode *item)
 {
 	struct batches *b = arg;
 
@@ -1875,8 +1969,8 @@ int pal_jobloader_file_batches(pal_jobloader *l, const char *path, size_t size,
 {
 	pal_ydoc doc;
 	size_t from = diags->n;
-	struct batches b = {.l = l, .diags = diags, .size = size ? size : 1, .take = take,
-			    .arg = arg};
+	struct batches b = {
+	    .l = l, .diags = diags, .size = size ? size : 1, .take = take, .arg = arg};
 	int rc = pal_ydoc_load_file_items(path, &doc, diags, batch_item, &b);
 
 	if (rc == 0)

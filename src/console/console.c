@@ -194,8 +194,10 @@ static json_t *peer_status(pal_console *c, const char *admin, char *err, size_t 
 /* ---- the model ----------------------------------------------------------- */
 
 /* The next N instants of the job whose canonical spec is SPEC (RFC 3339,
- * after now); an empty array when it has none or the spec does not load. */
-static json_t *next_instants(const json_t *spec, int n)
+ * after now) for its version activated at ANCHOR (epoch seconds, null when
+ * not activated yet: as if activated now); an empty array when it has none
+ * or the spec does not load. */
+static json_t *next_instants(const json_t *spec, const json_t *anchor, int n)
 {
 	json_t *out = json_array();
 	if (!json_is_object(spec))
@@ -207,8 +209,9 @@ static json_t *next_instants(const json_t *spec, int n)
 	pal_schedule *sc = NULL;
 	if (!pal_schedule_open(&js, &sc, err, sizeof err)) {
 		int64_t t = (int64_t)time(NULL), x;
+		int64_t a = json_is_integer(anchor) ? json_integer_value(anchor) : t;
 		bool ex;
-		for (int k = 0; k < n && pal_schedule_next(sc, t, &x, &ex) == PAL_OK; k++) {
+		for (int k = 0; k < n && pal_schedule_next_from(sc, a, t, &x, &ex) == PAL_OK; k++) {
 			char buf[32];
 			pal_fmt_rfc3339(x, buf, sizeof buf);
 			json_array_append_new(out, json_string(buf));
@@ -372,8 +375,10 @@ static json_t *cluster_model(pal_console *c, const json_t *self, const char *q, 
 		json_t *j;
 		json_array_foreach(json_object_get(json_object_get(view, "jobs"), "rows"), i, j)
 		{
-			json_object_set_new(j, "next", next_instants(json_object_get(j, "spec"), 2));
+			json_object_set_new(j, "next", next_instants(json_object_get(j, "spec"),
+								     json_object_get(j, "anchor"), 2));
 			json_object_del(j, "spec");
+			json_object_del(j, "anchor");
 		}
 		json_object_update(m, view);
 		json_decref(view);
@@ -1418,7 +1423,8 @@ static json_t *job_model(pal_console *c, const char *id, unsigned *status)
 		m = json_object();
 		json_object_set_new(m, "error", json_string(err));
 	} else {
-		json_object_set_new(m, "next", next_instants(json_object_get(m, "spec"), 5));
+		json_object_set_new(m, "next", next_instants(json_object_get(m, "spec"),
+							     json_object_get(m, "anchor"), 5));
 		pal_trace_ids_json(json_object_get(m, "triggers"), pal_trace_cluster(c->cluster));
 	}
 	char now[32];

@@ -211,7 +211,7 @@ static int64_t next_after(const pjob *j, int64_t t, bool tentative, bool *excl)
 		int64_t start = (t == PAL_NO_TIME || t < lo) ? lo : t;
 		int64_t x;
 		bool ex = false;
-		if (pal_schedule_next(j->v[i].sched, start, &x, &ex) != PAL_OK)
+		if (pal_schedule_next_from(j->v[i].sched, lo, start, &x, &ex) != PAL_OK)
 			continue;
 		if (x <= hi) {
 			*excl = ex;
@@ -374,7 +374,7 @@ static bool count_run(const pjob *j, int64_t a, int64_t b, int64_t *n, int64_t *
 		if (!pal_schedule_countable(j->v[i].sched))
 			return false;
 		int64_t c, f, l;
-		if (pal_schedule_count(j->v[i].sched, s, e, &c, &f, &l) != PAL_OK)
+		if (pal_schedule_count_from(j->v[i].sched, lo, s, e, &c, &f, &l) != PAL_OK)
 			return false;
 		if (!c)
 			continue;

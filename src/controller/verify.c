@@ -89,7 +89,8 @@ static int plan_set(json_t *versions, const char *job, int64_t from, int64_t to,
 		int64_t t = lo > from - 1 ? lo : from - 1;
 		int64_t x;
 		bool excl;
-		while (pal_schedule_next(sc, t, &x, &excl) == PAL_OK && x <= to && x <= hi) {
+		while (pal_schedule_next_from(sc, lo, t, &x, &excl) == PAL_OK && x <= to &&
+		       x <= hi) {
 			t = x;
 			for (int p = 0; p < spec.partitions; p++) {
 				if (k == cap) {
@@ -207,7 +208,7 @@ static int never_activated(pal_store *st, int64_t from, int64_t to, const char *
 		}
 		int64_t t = created > from - 1 ? created : from - 1, x, n = 0, first = 0;
 		bool excl;
-		while (pal_schedule_next(sc, t, &x, &excl) == PAL_OK && x <= to) {
+		while (pal_schedule_next_from(sc, created, t, &x, &excl) == PAL_OK && x <= to) {
 			t = x;
 			if (!n)
 				first = x;

@@ -26,7 +26,7 @@ static int segment(json_t *ver, int64_t lo, int64_t hi, int64_t from, int64_t to
 	int version = (int)json_integer_value(json_object_get(ver, "version"));
 	int64_t t = lo > from - 1 ? lo : from - 1, x;
 	bool excl;
-	while (pal_schedule_next(sc, t, &x, &excl) == PAL_OK && x <= to && x <= hi) {
+	while (pal_schedule_next_from(sc, lo, t, &x, &excl) == PAL_OK && x <= to && x <= hi) {
 		t = x;
 		if (excl) {
 			pl->excluded++;

@@ -19,7 +19,9 @@ static int instants(const pal_job_spec *s, int64_t from, int n, int64_t *out, bo
 		return -1;
 	int k = 0;
 	int64_t t = from;
-	while (k < n && pal_schedule_next(sc, t, &out[k], &ex[k]) == PAL_OK)
+	/* An `every` without `start` counts from its activation: both lists
+	 * are shown as if activated at FROM. */
+	while (k < n && pal_schedule_next_from(sc, from, t, &out[k], &ex[k]) == PAL_OK)
 		t = out[k++];
 	pal_schedule_close(sc);
 	return k;

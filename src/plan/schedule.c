@@ -1,6 +1,25 @@
 /*
- * schedule.c - a job version's fire instants: cron + zone + DST policy,
- * bounded by start/end, with exclusion dates flagged (see schedule.h).
+ * schedule.c - a job version's fire instants: cron + zone + DST policy, a
+ * fixed interval or one instant, moved by spread and jitter, bounded by
+ * start/end, with exclusion dates flagged (see schedule.h).
+ *
+ * The schedule text.  job_versions.cron holds one line the planner reads
+ * the whole schedule form from (pal_schedule_text): a cron job's
+ * expression as before, with Jenkins' `H` already resolved for its job
+ * (so a plain or `H` cron is an expression every release plans alike), and
+ * for the forms after the first release a line an older binary cannot
+ * parse as a cron - "@palisade;every=90;spread=600" or
+ * "@palisade;at=1767225600" or "@palisade;jitter=30 0 0 * * * ?" - so an
+ * older controller refuses (quarantines) the job instead of planning it
+ * wrongly.  The digest and canonical spec stay the source; this text is
+ * derived from them.
+ *
+ * Instants.  A nominal instant n (the cron's, start + k * every, or at)
+ * fires at n + offset + jit(n): offset = H(job id) mod spread, the same for
+ * every instant; jit(n) = H(job id, n) mod min(jitter, next nominal - n),
+ * so an instant never moves past the next one: the fired instants stay in
+ * the nominal order, distinct, and a function of the plan key alone.
+ * H is the first 8 bytes of SHA-256 of a tagged string (hash64 below).
  *
  * Shared schedules (pal_schedule_acquire): three process-wide tables under
  * one mutex - compiled crons by expression, zones by name, schedules by the
@@ -16,11 +35,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include "palisade/schedule.h"
+#include "palisade/sha256.h"
 #include "palisade/timefmt.h"
 #include "palisade/tz.h"
 
+enum sched_kind { SK_CRON, SK_EVERY, SK_AT };
+
+/* The latest instant a schedule computes (9999-12-31T23:59:59Z), so that
+ * interval arithmetic never overflows. */
+#define LAST_INSTANT INT64_C(253402300799)
+
 struct pal_schedule {
-	pal_cron *cron;
+	enum sched_kind kind;
+	int64_t every, at; /* SK_EVERY: seconds; SK_AT: the instant */
+	int64_t offset;	   /* spread: this job's offset, seconds */
+	int64_t jitter;	   /* seconds; 0 = none */
+	char *jid;	   /* job id (jitter only), owned */
+	pal_cron *cron;	   /* SK_CRON only */
 	pal_tz *tz;
 	pal_dst_policy dst;
 	bool has_start, has_end;
@@ -30,7 +61,7 @@ struct pal_schedule {
 	pal_cal_set *cals; /* NULL: no shared calendar (calendar.h) */
 	/* shared ones only (pal_schedule_acquire) */
 	unsigned refs;
-	char *key;		 /* in `schedules`; owned */
+	char *key;			  /* in `schedules`; owned */
 	struct shared *cron_ref, *tz_ref; /* entries holding cron and tz */
 };
 
@@ -44,16 +75,258 @@ struct shared {
 static GMutex shared_mu;
 static GHashTable *crons, *zones, *schedules; /* created on first use */
 
+/* ---- hashing: spread, jitter and H ---------------------------------------- */
+
+uint64_t pal_schedule_hash(const char *tag, const char *job_id, int64_t n)
+{
+	GString *g = g_string_sized_new(64);
+	g_string_append_printf(g, "%s:%s:%" PRId64, tag, job_id, n);
+	uint8_t d[32];
+	pal_sha256(g->str, g->len, d);
+	g_string_free(g, TRUE);
+	uint64_t h = 0;
+	for (int i = 0; i < 8; i++)
+		h = h << 8 | d[i];
+	return h;
+}
+
+/* ---- the schedule text ------------------------------------------------------ */
+
+#define TEXT_PREFIX "@palisade;"
+
+/* The parts of a schedule text. */
+typedef struct sched_form {
+	enum sched_kind kind;
+	const char *cron; /* into the text, SK_CRON */
+	int64_t every, at, spread, jitter;
+} sched_form;
+
+static int parse_form(const char *text, sched_form *f, char *err, size_t errlen)
+{
+	memset(f, 0, sizeof *f);
+	f->kind = SK_CRON;
+	f->cron = text;
+	if (strncmp(text, TEXT_PREFIX, strlen(TEXT_PREFIX)))
+		return PAL_OK;
+	const char *p = text + strlen(TEXT_PREFIX);
+	bool has_every = false, has_at = false;
+	while (*p && *p != ' ') {
+		const char *eq = strchr(p, '='), *e;
+		char *end;
+		if (!eq)
+			goto bad;
+		long long v = strtoll(eq + 1, &end, 10);
+		e = end;
+		if (e == eq + 1 || (*e && *e != ';' && *e != ' '))
+			goto bad;
+		size_t kl = (size_t)(eq - p);
+		if (kl == 5 && !strncmp(p, "every", 5) && v > 0 && v <= LAST_INSTANT)
+			has_every = true, f->every = v;
+		else if (kl == 2 && !strncmp(p, "at", 2) && v >= 0 && v <= LAST_INSTANT)
+			has_at = true, f->at = v;
+		else if (kl == 6 && !strncmp(p, "spread", 6) && v >= 0 && v <= LAST_INSTANT)
+			f->spread = v;
+		else if (kl == 6 && !strncmp(p, "jitter", 6) && v >= 0 && v <= LAST_INSTANT)
+			f->jitter = v;
+		else
+			goto bad;
+		p = *e == ';' ? e + 1 : e;
+	}
+	f->cron = *p == ' ' ? p + 1 : NULL;
+	if ((f->cron != NULL) + has_every + has_at != 1)
+		goto bad;
+	f->kind = has_every ? SK_EVERY : has_at ? SK_AT : SK_CRON;
+	return PAL_OK;
+bad:
+	snprintf(err, errlen, "schedule text \"%.128s\" is not understood", text);
+	return PAL_EINVAL;
+}
+
+/*
+ * Jenkins' H in one comma item ITEM of field K (range [LO, HI]) for JOB_ID,
+ * appended to OUT resolved: H, H/n, H(a-b), H(a-b)/n.  False on a bad item.
+ */
+static bool resolve_h_item(const char *item, size_t len, int k, int lo, int hi, const char *job_id,
+			   GString *out)
+{
+	char buf[64];
+	if (len >= sizeof buf)
+		return false;
+	memcpy(buf, item, len);
+	buf[len] = '\0';
+	if (buf[0] != 'H') {
+		g_string_append(out, buf);
+		return true;
+	}
+	const char *p = buf + 1;
+	int a = lo, b = hi;
+	if (*p == '(') {
+		char *e;
+		a = (int)strtol(p + 1, &e, 10);
+		if (e == p + 1 || *e != '-')
+			return false;
+		p = e + 1;
+		b = (int)strtol(p, &e, 10);
+		if (e == p || *e != ')')
+			return false;
+		p = e + 1;
+		if (a < lo || b > hi || a > b)
+			return false;
+	}
+	uint64_t h = pal_schedule_hash("H", job_id, k);
+	if (!*p) {
+		g_string_append_printf(out, "%d", a + (int)(h % (uint64_t)(b - a + 1)));
+		return true;
+	}
+	if (*p != '/')
+		return false;
+	char *e;
+	long step = strtol(p + 1, &e, 10);
+	if (e == p + 1 || *e || step < 1 || step > b - a + 1)
+		return false;
+	g_string_append_printf(out, "%d-%d/%ld", a + (int)(h % (uint64_t)step), b, step);
+	return true;
+}
+
+int pal_cron_resolve_hash(const char *expr, const char *job_id, char **out, char *err,
+			  size_t errlen)
+{
+	*out = NULL;
+	if (expr[0] != 'H' && !strstr(expr, " H") && !strstr(expr, ",H"))
+		return (*out = strdup(expr)) ? PAL_OK : PAL_ENOMEM;
+	/* [low, high] of H per field: the day of month stops at 28 so that
+	 * every month has the day (Jenkins does the same). */
+	static const int vixie[5][2] = {{0, 59}, {0, 23}, {1, 28}, {1, 12}, {0, 6}};
+	static const int quartz[6][2] = {{0, 59}, {0, 59}, {0, 23}, {1, 28}, {1, 12}, {1, 7}};
+	gchar **f = g_strsplit(expr, " ", -1);
+	int nf = (int)g_strv_length(f);
+	GString *g = g_string_sized_new(strlen(expr) + 16);
+	int rc = PAL_OK;
+	for (int k = 0; k < nf && !rc; k++) {
+		if (k)
+			g_string_append_c(g, ' ');
+		if (f[k][0] != 'H' && !strstr(f[k], ",H")) {
+			g_string_append(g, f[k]);
+			continue;
+		}
+		const int(*r)[2] = nf == 5 ? vixie : quartz;
+		int nr = nf == 5 ? 5 : 6;
+		if ((nf != 5 && nf != 6 && nf != 7) || k >= nr) {
+			snprintf(err, errlen,
+				 "H is allowed in the fields of a 5-field cron or the "
+				 "first six of a Quartz one, not in field %d",
+				 k + 1);
+			rc = PAL_EINVAL;
+			break;
+		}
+		const char *p = f[k];
+		while (!rc) {
+			const char *c = strchr(p, ',');
+			size_t len = c ? (size_t)(c - p) : strlen(p);
+			if (!resolve_h_item(p, len, k, r[k][0], r[k][1], job_id, g)) {
+				snprintf(err, errlen,
+					 "invalid H in field %d \"%.64s\" (expected H, H/STEP, "
+					 "H(LOW-HIGH) or H(LOW-HIGH)/STEP within %d-%d)",
+					 k + 1, f[k], r[k][0], r[k][1]);
+				rc = PAL_EINVAL;
+			}
+			if (!c)
+				break;
+			g_string_append_c(g, ',');
+			p = c + 1;
+		}
+	}
+	g_strfreev(f);
+	if (rc) {
+		g_string_free(g, TRUE);
+		return rc;
+	}
+	*out = strdup(g->str);
+	g_string_free(g, TRUE);
+	return *out ? PAL_OK : PAL_ENOMEM;
+}
+
+int pal_schedule_text(const pal_job_spec *s, char **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	char *cron = NULL;
+	if (s->cron) {
+		int rc = pal_cron_resolve_hash(s->cron, s->id ? s->id : "", &cron, err, errlen);
+		if (rc)
+			return rc;
+		if (!s->spread_s && !s->jitter_s) {
+			*out = cron;
+			return PAL_OK;
+		}
+	} else if (!s->every_s && !s->has_at) {
+		snprintf(err, errlen, "job %s: no schedule (cron, every or at)", s->id);
+		return PAL_EINVAL;
+	}
+	GString *g = g_string_new(TEXT_PREFIX);
+	if (s->every_s)
+		g_string_append_printf(g, "every=%" PRId64 ";", s->every_s);
+	else if (s->has_at)
+		g_string_append_printf(g, "at=%" PRId64 ";", s->at);
+	if (s->spread_s)
+		g_string_append_printf(g, "spread=%" PRId64 ";", s->spread_s);
+	if (s->jitter_s)
+		g_string_append_printf(g, "jitter=%" PRId64 ";", s->jitter_s);
+	g_string_truncate(g, g->len - 1);
+	if (cron) {
+		g_string_append_c(g, ' ');
+		g_string_append(g, cron);
+		free(cron);
+	}
+	*out = strdup(g->str);
+	g_string_free(g, TRUE);
+	return *out ? PAL_OK : PAL_ENOMEM;
+}
+
+/* Everything of SC but its cron and zone, from form F and version V. */
+static int fill(pal_schedule *sc, const sched_form *f, const pal_plan_version *v,
+		const char *job_id)
+{
+	sc->kind = f->kind;
+	sc->every = f->every;
+	sc->at = f->at;
+	sc->offset =
+	    f->spread ? (int64_t)(pal_schedule_hash("spread", job_id, 0) % (uint64_t)f->spread) : 0;
+	sc->jitter = f->jitter;
+	if (f->jitter && !(sc->jid = strdup(job_id)))
+		return PAL_ENOMEM;
+	sc->dst = v->dst;
+	sc->has_start = v->has_start;
+	sc->has_end = v->has_end;
+	sc->start = v->start;
+	sc->end = v->end;
+	if (v->n_exclusions) {
+		sc->excl = malloc(v->n_exclusions * sizeof *sc->excl);
+		if (!sc->excl)
+			return PAL_ENOMEM;
+		memcpy(sc->excl, v->exclusions, v->n_exclusions * sizeof *sc->excl);
+		sc->n_excl = v->n_exclusions;
+	}
+	return PAL_OK;
+}
+
 int pal_schedule_open(const pal_job_spec *s, pal_schedule **out, char *err, size_t errlen)
 {
 	*out = NULL;
 	pal_schedule *sc = calloc(1, sizeof *sc);
 	if (!sc)
 		return PAL_ENOMEM;
-	char e[256];
-	int rc = pal_cron_parse(s->cron, &sc->cron, e, sizeof e, NULL);
+	char e[256], *text = NULL;
+	sched_form f;
+	pal_plan_version v = pal_plan_version_of_spec(s, 0, PAL_NO_TIME);
+	int rc = pal_schedule_text(s, &text, e, sizeof e);
+	if (!rc)
+		rc = parse_form(text, &f, e, sizeof e);
 	if (rc) {
-		snprintf(err, errlen, "job %s: cron \"%s\": %s", s->id, s->cron, e);
+		snprintf(err, errlen, "job %s: %s", s->id, e);
+		goto fail;
+	}
+	if (f.kind == SK_CRON && (rc = pal_cron_parse(f.cron, &sc->cron, e, sizeof e, NULL))) {
+		snprintf(err, errlen, "job %s: cron \"%s\": %s", s->id, f.cron, e);
 		goto fail;
 	}
 	rc = pal_tz_open(s->timezone, &sc->tz, e, sizeof e);
@@ -61,27 +334,17 @@ int pal_schedule_open(const pal_job_spec *s, pal_schedule **out, char *err, size
 		snprintf(err, errlen, "job %s: %s", s->id, e);
 		goto fail;
 	}
-	sc->dst = s->dst;
-	sc->has_start = s->has_start;
-	sc->has_end = s->has_end;
-	sc->start = s->start;
-	sc->end = s->end;
-	if (s->n_exclusions) {
-		sc->excl = malloc(s->n_exclusions * sizeof *sc->excl);
-		if (!sc->excl) {
-			rc = PAL_ENOMEM;
-			goto fail;
-		}
-		memcpy(sc->excl, s->exclusions, s->n_exclusions * sizeof *sc->excl);
-		sc->n_excl = s->n_exclusions;
-	}
+	if ((rc = fill(sc, &f, &v, s->id ? s->id : "")))
+		goto fail;
 	if ((rc = pal_cal_set_open(s->calendars, s->n_calendars, &sc->cals, e, sizeof e))) {
 		snprintf(err, errlen, "job %s: %s", s->id, e);
 		goto fail;
 	}
+	free(text);
 	*out = sc;
 	return PAL_OK;
 fail:
+	free(text);
 	pal_schedule_close(sc);
 	return rc;
 }
@@ -93,6 +356,7 @@ void pal_schedule_close(pal_schedule *sc)
 	pal_cron_free(sc->cron);
 	pal_tz_close(sc->tz);
 	free(sc->excl);
+	free(sc->jid);
 	pal_cal_set_close(sc->cals);
 	free(sc);
 }
@@ -150,6 +414,7 @@ static void shared_put(GHashTable *table, struct shared *sh, bool is_cron)
 static void schedule_free(pal_schedule *sc)
 {
 	free(sc->excl);
+	free(sc->jid);
 	pal_cal_set_close(sc->cals);
 	free(sc->key);
 	free(sc);
@@ -192,7 +457,17 @@ int pal_schedule_acquire(const pal_plan_version *v, const char *job_id, pal_sche
 			 v->version);
 		return PAL_EINVAL;
 	}
-	/* Everything the schedule holds, as its table key. */
+	sched_form f;
+	char e[256];
+	int rc = parse_form(v->cron, &f, e, sizeof e);
+	if (rc) {
+		snprintf(err, errlen, "job %s: %s", job_id, e);
+		return rc;
+	}
+	int64_t offset =
+	    f.spread ? (int64_t)(pal_schedule_hash("spread", job_id, 0) % (uint64_t)f.spread) : 0;
+	/* Everything the schedule holds, as its table key: the job's own parts
+	 * (spread offset, jitter's job id) only when it has them. */
 	GString *k = g_string_sized_new(64);
 	g_string_append_printf(k, "%s\x1f%s\x1f%d.%d.%d", v->cron, v->timezone, v->dst.is_auto,
 			       (int)v->dst.gap, (int)v->dst.overlap);
@@ -212,7 +487,10 @@ int pal_schedule_acquire(const pal_plan_version *v, const char *job_id, pal_sche
 		g_string_append_printf(k, "\x1f" "c%s@%d.%s", v->calendars[i].name,
 				       v->calendars[i].version, hex);
 	}
-	int rc = PAL_OK;
+	if (offset)
+		g_string_append_printf(k, "\x1f" "o%" PRId64, offset);
+	if (f.jitter)
+		g_string_append_printf(k, "\x1f" "j%s", job_id);
 	g_mutex_lock(&shared_mu);
 	tables_init();
 	pal_schedule *sc = g_hash_table_lookup(schedules, k->str);
@@ -221,9 +499,8 @@ int pal_schedule_acquire(const pal_plan_version *v, const char *job_id, pal_sche
 		goto done;
 	}
 	struct shared *cr = NULL, *tz = NULL;
-	char e[256];
-	if ((rc = shared_get(crons, v->cron, true, &cr, e, sizeof e))) {
-		snprintf(err, errlen, "job %s: cron \"%s\": %s", job_id, v->cron, e);
+	if (f.kind == SK_CRON && (rc = shared_get(crons, f.cron, true, &cr, e, sizeof e))) {
+		snprintf(err, errlen, "job %s: cron \"%s\": %s", job_id, f.cron, e);
 		goto done;
 	}
 	if ((rc = shared_get(zones, v->timezone, false, &tz, e, sizeof e))) {
@@ -232,26 +509,15 @@ int pal_schedule_acquire(const pal_plan_version *v, const char *job_id, pal_sche
 		goto done;
 	}
 	sc = calloc(1, sizeof *sc);
-	if (!sc || (v->n_exclusions && !(sc->excl = malloc(v->n_exclusions * sizeof *sc->excl)))) {
-		free(sc);
+	if (!sc || fill(sc, &f, v, job_id)) {
+		if (sc)
+			schedule_free(sc);
 		sc = NULL;
 		shared_put(crons, cr, true);
 		shared_put(zones, tz, false);
 		rc = PAL_ENOMEM;
 		goto done;
 	}
-	sc->cron = cr->obj;
-	sc->tz = tz->obj;
-	sc->cron_ref = cr;
-	sc->tz_ref = tz;
-	sc->dst = v->dst;
-	sc->has_start = v->has_start;
-	sc->has_end = v->has_end;
-	sc->start = v->start;
-	sc->end = v->end;
-	if (v->n_exclusions)
-		memcpy(sc->excl, v->exclusions, v->n_exclusions * sizeof *sc->excl);
-	sc->n_excl = v->n_exclusions;
 	if ((rc = pal_cal_set_open(v->calendars, v->n_calendars, &sc->cals, e, sizeof e))) {
 		snprintf(err, errlen, "job %s: %s", job_id, e);
 		shared_put(crons, cr, true);
@@ -260,6 +526,10 @@ int pal_schedule_acquire(const pal_plan_version *v, const char *job_id, pal_sche
 		sc = NULL;
 		goto done;
 	}
+	sc->cron = cr ? cr->obj : NULL;
+	sc->tz = tz->obj;
+	sc->cron_ref = cr;
+	sc->tz_ref = tz;
 	sc->refs = 1;
 	sc->key = g_string_free(k, FALSE);
 	k = NULL;
@@ -296,12 +566,55 @@ void pal_schedule_shared_counts(size_t *n_sched, size_t *n_cron, size_t *n_zone)
 	g_mutex_unlock(&shared_mu);
 }
 
-int pal_schedule_next(const pal_schedule *sc, int64_t after, int64_t *next, bool *excluded)
+/* Nominal instant strictly after AFTER (before spread and jitter). */
+static int base_next(const pal_schedule *sc, int64_t anchor, int64_t after, int64_t *x)
+{
+	if (after >= LAST_INSTANT)
+		return PAL_ENOENT;
+	switch (sc->kind) {
+	case SK_AT:
+		if (sc->at <= after)
+			return PAL_ENOENT;
+		*x = sc->at;
+		return PAL_OK;
+	case SK_EVERY: {
+		int64_t a = sc->has_start ? sc->start : anchor != PAL_NO_TIME ? anchor : after;
+		*x = after < a ? a : a + (pal_floor_div(after - a, sc->every) + 1) * sc->every;
+		return *x > LAST_INSTANT ? PAL_ENOENT : PAL_OK;
+	}
+	case SK_CRON:
+		break;
+	}
+	return pal_cron_next(sc->cron, sc->tz, sc->dst, after, x);
+}
+
+/* Jitter of nominal instant N: below both the jitter and the gap to the
+ * next nominal instant, so the order of the instants is kept. */
+static int64_t jit(const pal_schedule *sc, int64_t anchor, int64_t n)
+{
+	if (!sc->jitter)
+		return 0;
+	int64_t span = sc->jitter, nx;
+	if (base_next(sc, anchor, n, &nx) == PAL_OK && nx - n < span)
+		span = nx - n;
+	if (span <= 1)
+		return 0;
+	return (int64_t)(pal_schedule_hash("jitter", sc->jid, n) % (uint64_t)span);
+}
+
+int pal_schedule_next_from(const pal_schedule *sc, int64_t anchor, int64_t after, int64_t *next,
+			   bool *excluded)
 {
 	if (sc->has_start && after < sc->start - 1)
 		after = sc->start - 1;
-	int64_t t;
-	int rc = pal_cron_next(sc->cron, sc->tz, sc->dst, after, &t);
+	if (anchor == PAL_NO_TIME)
+		anchor = after;
+	/* Any nominal instant at or before after - offset - jitter fires at or
+	 * before AFTER: start the search just past it. */
+	int64_t n, t = 0;
+	int rc = base_next(sc, anchor, after - sc->offset - sc->jitter, &n);
+	while (rc == PAL_OK && (t = n + sc->offset + jit(sc, anchor, n)) <= after)
+		rc = base_next(sc, anchor, n, &n);
 	if (rc)
 		return rc;
 	if (sc->has_end && t >= sc->end)
@@ -318,6 +631,16 @@ int pal_schedule_next(const pal_schedule *sc, int64_t after, int64_t *next, bool
 	if (excluded)
 		*excluded = ex;
 	return PAL_OK;
+}
+
+int pal_schedule_next(const pal_schedule *sc, int64_t after, int64_t *next, bool *excluded)
+{
+	return pal_schedule_next_from(sc, PAL_NO_TIME, after, next, excluded);
+}
+
+bool pal_schedule_fixed_anchor(const pal_schedule *sc)
+{
+	return sc->kind != SK_EVERY || sc->has_start;
 }
 
 /* ---- counting ---------------------------------------------------------------- */
@@ -342,7 +665,7 @@ typedef struct cnt_ctx {
 	int64_t k[4]; /* instants in a full matching block per level; -1 unknown */
 } cnt_ctx;
 
-static const int64_t UNIT[4] = { 1, 60, 3600, 86400 };
+static const int64_t UNIT[4] = {1, 60, 3600, 86400};
 
 /* First instant >= T, INT64_MAX when none. */
 static int64_t at_or_after(const pal_schedule *sc, int64_t t)
@@ -379,7 +702,7 @@ static void blocks(cnt_ctx *c, int64_t lo, int64_t hi, int32_t off, int level)
 	}
 	int64_t u = UNIT[level];
 	int64_t b0 = -pal_floor_div(-(lo + off), u) * u - off; /* first block start >= lo */
-	int64_t b1 = pal_floor_div(hi + off, u) * u - off;      /* last block end <= hi */
+	int64_t b1 = pal_floor_div(hi + off, u) * u - off;     /* last block end <= hi */
 	if (b0 >= b1) {
 		blocks(c, lo, hi, off, level - 1);
 		return;
@@ -393,7 +716,7 @@ static void blocks(cnt_ctx *c, int64_t lo, int64_t hi, int32_t off, int level)
 		int64_t blk = pal_floor_div(x + off, u) * u - off;
 		if (c->k[level] < 0) {
 			/* The first matching block: count it one level down. */
-			cnt_ctx sub = { .sc = c->sc, .k = { -1, -1, -1, -1 } };
+			cnt_ctx sub = {.sc = c->sc, .k = {-1, -1, -1, -1}};
 			memcpy(sub.k, c->k, sizeof sub.k);
 			blocks(&sub, blk, blk + u, off, level - 1);
 			memcpy(c->k, sub.k, sizeof c->k);
@@ -408,7 +731,7 @@ static void blocks(cnt_ctx *c, int64_t lo, int64_t hi, int32_t off, int level)
 	}
 	if (nfull) {
 		/* The last instant lies in the last matching block. */
-		cnt_ctx sub = { .sc = c->sc };
+		cnt_ctx sub = {.sc = c->sc};
 		memcpy(sub.k, c->k, sizeof sub.k);
 		blocks(&sub, lastblk, lastblk + u, off, level - 1);
 		c->last = sub.last;
@@ -432,7 +755,8 @@ static void span(cnt_ctx *c, int64_t lo, int64_t hi)
 		int64_t a = lo, b = hi - 1;
 		while (b - a > 1) {
 			int64_t m = a + (b - a) / 2;
-			if (pal_tz_min_offset(c->sc->tz, a, m) != pal_tz_max_offset(c->sc->tz, a, m))
+			if (pal_tz_min_offset(c->sc->tz, a, m) !=
+			    pal_tz_max_offset(c->sc->tz, a, m))
 				b = m;
 			else
 				a = m;
@@ -452,7 +776,7 @@ static void span(cnt_ctx *c, int64_t lo, int64_t hi)
 
 bool pal_schedule_countable(const pal_schedule *sc)
 {
-	return sc->n_excl == 0 && !sc->cals;
+	return sc->n_excl == 0 && !sc->cals && sc->jitter == 0;
 }
 
 const pal_calendar *pal_schedule_excluding(const pal_schedule *sc, int64_t t)
@@ -466,26 +790,56 @@ const pal_calendar *pal_schedule_excluding(const pal_schedule *sc, int64_t t)
 	return pal_cal_set_excluding(sc->cals, t);
 }
 
-int pal_schedule_count(const pal_schedule *sc, int64_t after, int64_t until, int64_t *count,
-		       int64_t *first, int64_t *last)
+int pal_schedule_count_from(const pal_schedule *sc, int64_t anchor, int64_t after, int64_t until,
+			    int64_t *count, int64_t *first, int64_t *last)
 {
 	*count = 0;
 	*first = *last = PAL_NO_TIME;
-	if (sc->n_excl)
+	if (!pal_schedule_countable(sc))
 		return PAL_EINVAL;
-	int64_t lo = after + 1, hi = until + 1;
+	/* Fired instants in [lo, hi); the nominal ones lie OFFSET before. */
+	int64_t lo = after + 1, hi = until + 1, off = sc->offset;
 	if (sc->has_start && lo < sc->start)
 		lo = sc->start;
 	if (sc->has_end && hi > sc->end)
 		hi = sc->end;
 	if (lo >= hi)
 		return PAL_OK;
-	cnt_ctx c = { .sc = sc, .k = { -1, -1, -1, -1 } };
-	span(&c, lo, hi);
+	if (sc->kind == SK_AT) {
+		if (sc->at + off >= lo && sc->at + off < hi) {
+			*count = 1;
+			*first = *last = sc->at + off;
+		}
+		return PAL_OK;
+	}
+	if (sc->kind == SK_EVERY) {
+		int64_t a = (sc->has_start	     ? sc->start
+			     : anchor != PAL_NO_TIME ? anchor
+						     : after) +
+			    off;
+		if (hi > LAST_INSTANT + off + 1)
+			hi = LAST_INSTANT + off + 1;
+		int64_t k0 = lo <= a ? 0 : -pal_floor_div(-(lo - a), sc->every);
+		int64_t k1 = -pal_floor_div(-(hi - a), sc->every) - 1;
+		if (k1 >= k0) {
+			*count = k1 - k0 + 1;
+			*first = a + k0 * sc->every;
+			*last = a + k1 * sc->every;
+		}
+		return PAL_OK;
+	}
+	cnt_ctx c = {.sc = sc, .k = {-1, -1, -1, -1}};
+	span(&c, lo - off, hi - off);
 	*count = c.n;
 	if (c.n) {
-		*first = c.first;
-		*last = c.last;
+		*first = c.first + off;
+		*last = c.last + off;
 	}
 	return PAL_OK;
+}
+
+int pal_schedule_count(const pal_schedule *sc, int64_t after, int64_t until, int64_t *count,
+		       int64_t *first, int64_t *last)
+{
+	return pal_schedule_count_from(sc, PAL_NO_TIME, after, until, count, first, last);
 }

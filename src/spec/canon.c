@@ -330,6 +330,16 @@ json_t *pal_job_spec_canonical(const pal_job_spec *s)
 	SET(sched, "start", instant_or_null(s->has_start, s->start));
 	SET(sched, "end", instant_or_null(s->has_end, s->end));
 	SET(sched, "exclude", canon_exclusions(s->exclusions, s->n_exclusions));
+	/* The schedule forms after the first release: written only when set,
+	 * so a cron job keeps the digest it had. */
+	if (s->has_at)
+		SET(sched, "at", instant_or_null(true, s->at));
+	if (s->every_s)
+		SET(sched, "every_ms", json_integer(s->every_s * 1000));
+	if (s->spread_s)
+		SET(sched, "spread_ms", json_integer(s->spread_s * 1000));
+	if (s->jitter_s)
+		SET(sched, "jitter_ms", json_integer(s->jitter_s * 1000));
 	SET(root, "schedule", sched);
 	sched = NULL;
 
@@ -448,13 +458,27 @@ static void cw_str(struct cw *w, const char *s)
 			const char *e = NULL;
 
 			switch (c) {
-			case '"': e = "\\\""; break;
-			case '\\': e = "\\\\"; break;
-			case '\b': e = "\\b"; break;
-			case '\f': e = "\\f"; break;
-			case '\n': e = "\\n"; break;
-			case '\r': e = "\\r"; break;
-			case '\t': e = "\\t"; break;
+			case '"':
+				e = "\\\"";
+				break;
+			case '\\':
+				e = "\\\\";
+				break;
+			case '\b':
+				e = "\\b";
+				break;
+			case '\f':
+				e = "\\f";
+				break;
+			case '\n':
+				e = "\\n";
+				break;
+			case '\r':
+				e = "\\r";
+				break;
+			case '\t':
+				e = "\\t";
+				break;
 			}
 			if (e) {
 				g_string_append(w->g, e);
@@ -611,6 +635,11 @@ static int canonical_text(const pal_job_spec *s, GString *g, pal_canon_spans *sp
 	KEY("}");
 	sp->retry_len = g->len - sp->retry_off;
 	KEY(",\"schedule\":{");
+	if (s->has_at) {
+		KEY("\"at\":");
+		cw_instant(&w, true, s->at);
+		KEY(",");
+	}
 	if (s->n_calendars) {
 		json_t *cals = canon_calendars(s);
 		char *t = cals ? json_dumps(cals, DIGEST_FLAGS) : NULL;
@@ -638,6 +667,10 @@ static int canonical_text(const pal_job_spec *s, GString *g, pal_canon_spans *sp
 	}
 	KEY(",\"end\":");
 	cw_instant(&w, s->has_end, s->end);
+	if (s->every_s) {
+		KEY(",\"every_ms\":");
+		cw_int(&w, s->every_s * 1000);
+	}
 	KEY(",\"exclude\":");
 	if (s->n_exclusions == 0) {
 		KEY("[]");
@@ -651,6 +684,14 @@ static int canonical_text(const pal_job_spec *s, GString *g, pal_canon_spans *sp
 			w.bad = true;
 		free(t);
 		json_decref(ex);
+	}
+	if (s->jitter_s) {
+		KEY(",\"jitter_ms\":");
+		cw_int(&w, s->jitter_s * 1000);
+	}
+	if (s->spread_s) {
+		KEY(",\"spread_ms\":");
+		cw_int(&w, s->spread_s * 1000);
 	}
 	KEY(",\"start\":");
 	cw_instant(&w, s->has_start, s->start);
@@ -967,14 +1008,26 @@ static void cj_notify(struct cj *c, const json_t *arr, pal_job_spec *s)
 	}
 }
 
+/* An optional schedule duration of whole seconds, stored in ms; 0 when absent. */
+static int64_t sched_seconds(struct cj *c, const json_t *sched, const char *key)
+{
+	if (!json_object_get(sched, key))
+		return 0;
+	int64_t ms = cj_int(c, sched, key, 1000, 3650 * 86400000LL);
+	if (ms % 1000)
+		cj_fail(c, "schedule.%s: expected whole seconds", key);
+	return ms / 1000;
+}
+
 int pal_job_spec_from_canonical(const json_t *j, pal_job_spec *out, char *err, size_t errlen)
 {
 	static const char *const k_root[] = {
 	    "format",  "id",	     "tenant",	 "group",	  "schedule",	 "misfire",
 	    "overlap", "partitions", "priority", "max_in_flight", "deadline_ms", "idempotency_key",
 	    "target",  "retry",	     "?notify"};
-	static const char *const k_sched[] = {"cron", "timezone", "dst",       "start",
-					      "end",  "exclude",  "?calendars"};
+	static const char *const k_sched[] = {"cron",	    "timezone",	 "dst",	       "start",
+					      "end",	    "exclude",	 "?calendars", "?at",
+					      "?every_ms", "?spread_ms", "?jitter_ms"};
 	static const char *const k_mis[] = {"policy", "catchup_window_ms", "max_catchup"};
 	static const char *const k_tgt[] = {"method",	  "url",	"headers",    "body",
 					    "timeout_ms", "status_url", "?tracestate"};
@@ -1016,7 +1069,7 @@ int pal_job_spec_from_canonical(const json_t *j, pal_job_spec *out, char *err, s
 	out->id = cj_str(&c, j, "id", false);
 	out->tenant = cj_str(&c, j, "tenant", false);
 	out->group = cj_str(&c, j, "group", false);
-	out->cron = cj_str(&c, sched, "cron", false);
+	out->cron = cj_str(&c, sched, "cron", true);
 	out->timezone = cj_str(&c, sched, "timezone", false);
 	if (json_is_object(dst) && json_object_get(dst, "auto")) {
 		if (cj_keys(&c, dst, "schedule.dst", k_dst_auto, 1) &&
@@ -1033,6 +1086,13 @@ int pal_job_spec_from_canonical(const json_t *j, pal_job_spec *out, char *err, s
 	cj_instant(&c, sched, "end", &out->has_end, &out->end);
 	cj_exclusions(&c, json_object_get(sched, "exclude"), out);
 	cj_calendars(&c, json_object_get(sched, "calendars"), out);
+	if (json_object_get(sched, "at"))
+		cj_instant(&c, sched, "at", &out->has_at, &out->at);
+	out->every_s = sched_seconds(&c, sched, "every_ms");
+	out->spread_s = sched_seconds(&c, sched, "spread_ms");
+	out->jitter_s = sched_seconds(&c, sched, "jitter_ms");
+	if (!c.bad && (out->cron != NULL) + (out->every_s > 0) + out->has_at != 1)
+		cj_fail(&c, "schedule: expected exactly one of cron, every_ms and at");
 
 	out->misfire =
 	    (pal_misfire_policy)cj_enum(&c, mis, "policy", misfire_names, N(misfire_names));

@@ -45,6 +45,7 @@
 #include "store_int.h"
 #include "palisade/url.h"
 #include "palisade/lifecycle.h"
+#include "palisade/schedule.h"
 #include "pgcopy.h"
 
 /* Jobs per set of statements: large enough that the round trips vanish
@@ -523,7 +524,13 @@ static void version_row(pal_apply *a, pal_pgcopy *cp, const struct item *it, int
 	pal__pgcopy_i32(cp, v);
 	pal__pgcopy_jsonb_len(cp, c, strlen(c));
 	pal__pgcopy_text(cp, it->hex);
-	pal__pgcopy_text(cp, s->cron);
+	/* the schedule text (schedule.h): a valid spec always has one; NULL
+	 * (out of memory) fails the COPY on the column's NOT NULL */
+	char *text = NULL, e[256];
+	if (pal_schedule_text(s, &text, e, sizeof e))
+		text = NULL;
+	pal__pgcopy_text(cp, text);
+	free(text);
 	pal__pgcopy_text(cp, s->timezone);
 	pal__pgcopy_text(cp, pal_misfire_policy_name(s->misfire));
 	pal__pgcopy_i64(cp, s->catchup_window_ms);

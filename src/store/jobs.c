@@ -75,7 +75,9 @@ int pal_store_jobs_json(pal_store *st, const char *job_id, json_t **out, char *e
 	    "  (SELECT json_agg(json_build_object('version', v.version, 'digest', v.digest,"
 	    "     'cron', v.cron, 'timezone', v.timezone, 'partitions', v.partitions,"
 	    "     'created_by', v.created_by, 'created_at', v.created_at,"
-	    "     'activated_at', v.activated_at) ORDER BY v.version)"
+	    "     'activated_at', v.activated_at,"
+	    "     'effective_from', floor(extract(epoch FROM v.effective_from))::bigint)"
+	    "    ORDER BY v.version)"
 	    "   FROM job_versions v WHERE v.job_id = j.job_id) AS versions"
 	    " FROM jobs j WHERE $1::text IS NULL OR j.job_id = $1) x",
 	    1, p, out, err, errlen);

@@ -407,13 +407,70 @@ static void expect_same_text(const pal_job_spec *s)
 	free(target);
 }
 
+/* The schedule forms after the first release: their keys (at, every_ms,
+ * spread_ms, jitter_ms) are written only when set, in the digest, in sorted
+ * order by the direct writer too, and read back; a cron job without them
+ * keeps its digest (test_canon_digest_is_pinned). */
+static void test_canon_schedule_forms(void **state)
+{
+	static const char yaml[] =
+	    "jobs:\n"
+	    "  - id: f.every\n"
+	    "    schedule: {every: 90s, spread: 10m, jitter: 30s, start: 2026-01-01T00:00:00Z}\n"
+	    "    target: {url: \"http://127.0.0.1:8089/x\"}\n"
+	    "  - id: f.at\n"
+	    "    schedule: {at: 2030-01-01T00:00:00Z, exclude: [\"2029-12-25\"]}\n"
+	    "    target: {url: \"http://127.0.0.1:8089/x\"}\n"
+	    "  - id: f.cron\n"
+	    "    schedule: {cron: \"H H * * *\", spread: 1h}\n"
+	    "    target: {url: \"http://127.0.0.1:8089/x\"}\n"
+	    "  - id: f.plain\n"
+	    "    schedule: {cron: \"H H * * *\"}\n"
+	    "    target: {url: \"http://127.0.0.1:8089/x\"}\n";
+	pal_jobset set = {0};
+	pal_diags d = {0};
+	char hex[4][65], *text;
+
+	(void)state;
+	assert_int_equal(pal_jobfile_load_buffer("f.yaml", yaml, strlen(yaml), &set, &d), 0);
+	assert_int_equal(set.n, 4);
+	for (size_t i = 0; i < set.n; i++) {
+		expect_same_text(&set.jobs[i]);
+		roundtrip(&set.jobs[i]);
+		assert_int_equal(pal_job_spec_digest(&set.jobs[i], &text, hex[i]), 0);
+		assert_int_equal(strstr(text, "\"every_ms\"") != NULL, i == 0);
+		assert_int_equal(strstr(text, "\"at\"") != NULL, i == 1);
+		assert_int_equal(strstr(text, "\"spread_ms\"") != NULL, i == 0 || i == 2);
+		assert_int_equal(strstr(text, "\"jitter_ms\"") != NULL, i == 0);
+		free(text);
+	}
+	/* spread is part of the meaning: with and without it differ */
+	assert_string_not_equal(hex[2], hex[3]);
+	pal_jobset_free(&set);
+	pal_diags_free(&d);
+}
+
 static void test_canon_direct_text_matches_jansson(void **state)
 {
-	static const char *const strings[] = {
-	    "plain", "", "quote\"d", "back\\slash", "a/b", "tab\there", "nl\nx", "cr\rx",
-	    "\b\f\x01\x1f", "del\x7f", "caf\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80 smile",
-	    "${SECRET_TOKEN}", "{job}/{scheduled_at}/{partition}", "null", "true"};
-	static const double reals[] = {1, 1.1, 1.5, 2, 2.5, 3.3333333333333335, 9.99, 10, 1.0000001};
+	static const char *const strings[] = {"plain",
+					      "",
+					      "quote\"d",
+					      "back\\slash",
+					      "a/b",
+					      "tab\there",
+					      "nl\nx",
+					      "cr\rx",
+					      "\b\f\x01\x1f",
+					      "del\x7f",
+					      "caf\xc3\xa9",
+					      "\xe2\x82\xac",
+					      "\xf0\x9f\x98\x80 smile",
+					      "${SECRET_TOKEN}",
+					      "{job}/{scheduled_at}/{partition}",
+					      "null",
+					      "true"};
+	static const double reals[] = {1,    1.1, 1.5,	    2, 2.5, 3.3333333333333335,
+				       9.99, 10,  1.0000001};
 	const char *p = fixture("full.yaml");
 	pal_jobset set = {0};
 	pal_diags d = {0};
@@ -490,6 +547,7 @@ int main(void)
 	    cmocka_unit_test(test_canon_digest_is_pinned),
 	    cmocka_unit_test(test_canon_non_ascii_is_escaped),
 	    cmocka_unit_test(test_canon_direct_text_matches_jansson),
+	    cmocka_unit_test(test_canon_schedule_forms),
 	    cmocka_unit_test(test_job_shard_is_fnv1a_mod_n),
 	    cmocka_unit_test(test_diags_print_format),
 	};

@@ -680,9 +680,12 @@ static void test_jobfile_garbage_never_crashes(void **state)
 	}
 }
 
-/* Issue 8, point 6: a cron whose instants are all past can never fire again
- * and is refused like Feb 30 (docs/jobs.md). */
-static void test_jobfile_cron_with_only_past_years(void **state)
+/* A schedule whose instants are all past (a Quartz cron with past years, a
+ * past `at`, a past end) is valid and marked spent: one such job must never
+ * make the whole set fail (it blocked every later apply when it did).  A
+ * schedule that never fires at all (Feb 30, or nothing inside its own
+ * window) is still refused (test_jobfile_cron_that_never_fires). */
+static void test_jobfile_past_schedules_are_spent_not_refused(void **state)
 {
 	struct loaded l;
 
@@ -690,19 +693,69 @@ static void test_jobfile_cron_with_only_past_years(void **state)
 	load_str("jobs:\n"
 		 "  - id: past.years\n"
 		 "    schedule: {cron: \"0 0 0 31 * ? 1999-2001\"}\n"
-		 "    target: {url: \"http://127.0.0.1:8089/x\"}\n",
-		 &l);
-	assert_int_equal(l.rc, PAL_EINVAL);
-	ASSERT_DIAG(&l.diags, 3, 22, "never fires again");
-	done(&l);
-	/* a past end alone is not refused (a file must not go bad with time) */
-	load_str("jobs:\n"
+		 "    target: {url: \"http://127.0.0.1:8089/x\"}\n"
+		 "  - id: past.at\n"
+		 "    schedule: {at: 2021-06-01T12:00:00Z}\n"
+		 "    target: {url: \"http://127.0.0.1:8089/x\"}\n"
 		 "  - id: past.window\n"
 		 "    schedule: {cron: \"0 0 0 * * ?\", start: 2020-01-01T00:00:00Z,\n"
 		 "               end: 2021-01-01T00:00:00Z}\n"
+		 "    target: {url: \"http://127.0.0.1:8089/x\"}\n"
+		 "  - id: future.at\n"
+		 "    schedule: {at: 2099-06-01T12:00:00Z}\n"
 		 "    target: {url: \"http://127.0.0.1:8089/x\"}\n",
 		 &l);
 	assert_int_equal(l.rc, 0);
+	assert_int_equal(l.diags.n, 0);
+	assert_int_equal(l.set.n, 4);
+	assert_true(l.set.jobs[0].spent);
+	assert_true(l.set.jobs[1].spent);
+	assert_true(l.set.jobs[2].spent);
+	assert_false(l.set.jobs[3].spent);
+	done(&l);
+}
+
+/* The schedule forms: one of cron, every, at; whole seconds; H checked. */
+static void test_jobfile_schedule_forms(void **state)
+{
+	struct loaded l;
+
+	(void)state;
+	load_str(
+	    "jobs:\n"
+	    "  - id: every.x\n"
+	    "    schedule: {every: 90s, spread: 10m, jitter: 30s, start: 2026-01-01T00:00:00Z}\n"
+	    "    target: {url: \"http://127.0.0.1:8089/x\"}\n"
+	    "  - id: h.x\n"
+	    "    schedule: {cron: \"H H(0-5) * * *\"}\n"
+	    "    target: {url: \"http://127.0.0.1:8089/x\"}\n",
+	    &l);
+	assert_int_equal(l.rc, 0);
+	assert_int_equal(l.set.jobs[0].every_s, 90);
+	assert_int_equal(l.set.jobs[0].spread_s, 600);
+	assert_int_equal(l.set.jobs[0].jitter_s, 30);
+	assert_null(l.set.jobs[0].cron);
+	assert_string_equal(l.set.jobs[1].cron, "H H(0-5) * * *");
+	done(&l);
+	load_str("jobs:\n"
+		 "  - id: both\n"
+		 "    schedule: {cron: \"0 * * * *\", every: 1m}\n"
+		 "    target: {url: \"http://127.0.0.1:8089/x\"}\n"
+		 "  - id: fraction\n"
+		 "    schedule: {every: 1500ms}\n"
+		 "    target: {url: \"http://127.0.0.1:8089/x\"}\n"
+		 "  - id: bad.h\n"
+		 "    schedule: {cron: \"H(0-99) * * * *\"}\n"
+		 "    target: {url: \"http://127.0.0.1:8089/x\"}\n"
+		 "  - id: at.outside\n"
+		 "    schedule: {at: 2030-01-01T00:00:00Z, end: 2029-01-01T00:00:00Z}\n"
+		 "    target: {url: \"http://127.0.0.1:8089/x\"}\n",
+		 &l);
+	assert_int_equal(l.rc, PAL_EINVAL);
+	ASSERT_DIAG(&l.diags, 3, 0, "cron, every and at exclude each other");
+	ASSERT_DIAG(&l.diags, 6, 0, "whole seconds");
+	ASSERT_DIAG(&l.diags, 9, 0, "invalid H in field 1");
+	ASSERT_DIAG(&l.diags, 12, 0, "at is outside [start, end)");
 	done(&l);
 }
 
@@ -710,18 +763,19 @@ static void test_jobfile_cron_with_only_past_years(void **state)
  * template with them would make the sink store another key. */
 static void test_jobfile_idempotency_key_spaces(void **state)
 {
-	static const char *const keys[] = { "\" {job}/{scheduled_at}/{partition}\"",
-					     "\"{job}/{scheduled_at}/{partition} \"" };
+	static const char *const keys[] = {"\" {job}/{scheduled_at}/{partition}\"",
+					   "\"{job}/{scheduled_at}/{partition} \""};
 
 	(void)state;
 	for (size_t i = 0; i < 2; i++) {
 		char buf[512];
 		struct loaded l;
 
-		snprintf(buf, sizeof buf,
-			 "jobs:\n  - id: spaced.key\n    schedule: {cron: \"* * * * *\"}\n"
-			 "    target: {url: \"http://127.0.0.1:8089/x\"}\n    idempotency_key: %s\n",
-			 keys[i]);
+		snprintf(
+		    buf, sizeof buf,
+		    "jobs:\n  - id: spaced.key\n    schedule: {cron: \"* * * * *\"}\n"
+		    "    target: {url: \"http://127.0.0.1:8089/x\"}\n    idempotency_key: %s\n",
+		    keys[i]);
 		load_str(buf, &l);
 		assert_int_equal(l.rc, PAL_EINVAL);
 		ASSERT_DIAG(&l.diags, 5, 0, "begins or ends with a space");
@@ -737,9 +791,9 @@ static void test_jobfile_tracestate(void **state)
 		int col;
 		const char *diag; /* NULL: accepted */
 	} cases[] = {
-		{ "vendor=a1, t@sys=x", 0, NULL },
-		{ "Vendor=a1", 58, "tracestate: \"Vendor=a1\" is not key=value" },
-		{ "a=1,a=2", 58, "appears twice" },
+	    {"vendor=a1, t@sys=x", 0, NULL},
+	    {"Vendor=a1", 58, "tracestate: \"Vendor=a1\" is not key=value"},
+	    {"a=1,a=2", 58, "appears twice"},
 	};
 
 	(void)state;
@@ -902,7 +956,7 @@ static void test_jobfile_owner_description_suspend(void **state)
 /* ---- jobs handed over while the file is parsed (apply) ---- */
 
 struct taken {
-	pal_jobset all;	 /* every job taken, in order */
+	pal_jobset all;	  /* every job taken, in order */
 	size_t sizes[16]; /* of each batch */
 	size_t batches;
 };
@@ -1006,11 +1060,12 @@ static void test_jobfile_batches_stop_at_a_problem(void **state)
 
 	/* valid jobs, then a syntax error: a failure after jobs were handed over */
 	memset(&d, 0, sizeof d);
-	t = load_batches("jobs:\n"
-			 "  - {id: b.a, schedule: {cron: \"* * * * *\"}, target: {url: \"http://h/x\"}}\n"
-			 "  - {id: b.b, schedule: {cron: \"* * * * *\"}, target: {url: \"http://h/x\"}}\n"
-			 "  - {id: b.c, schedule: [\n",
-			 1, &d, &rc);
+	t = load_batches(
+	    "jobs:\n"
+	    "  - {id: b.a, schedule: {cron: \"* * * * *\"}, target: {url: \"http://h/x\"}}\n"
+	    "  - {id: b.b, schedule: {cron: \"* * * * *\"}, target: {url: \"http://h/x\"}}\n"
+	    "  - {id: b.c, schedule: [\n",
+	    1, &d, &rc);
 	assert_int_equal(rc, PAL_EINVAL);
 	assert_int_equal(t.all.n, 2);
 	ASSERT_DIAG(&d, 0, 0, "yaml syntax error");
@@ -1019,10 +1074,11 @@ static void test_jobfile_batches_stop_at_a_problem(void **state)
 
 	/* an unknown top-level key after the jobs: found once the file is read */
 	memset(&d, 0, sizeof d);
-	t = load_batches("jobs:\n"
-			 "  - {id: b.a, schedule: {cron: \"* * * * *\"}, target: {url: \"http://h/x\"}}\n"
-			 "jobz: []\n",
-			 5, &d, &rc);
+	t = load_batches(
+	    "jobs:\n"
+	    "  - {id: b.a, schedule: {cron: \"* * * * *\"}, target: {url: \"http://h/x\"}}\n"
+	    "jobz: []\n",
+	    5, &d, &rc);
 	assert_int_equal(rc, PAL_EINVAL);
 	assert_int_equal(t.all.n, 0); /* the last batch waits for the end of the file */
 	ASSERT_DIAG(&d, 3, 1, "unknown key \"jobz\"");
@@ -1041,7 +1097,8 @@ int main(void)
 	    cmocka_unit_test(test_jobfile_wrong_types),
 	    cmocka_unit_test(test_jobfile_invalid_cron_names_field),
 	    cmocka_unit_test(test_jobfile_cron_that_never_fires),
-	    cmocka_unit_test(test_jobfile_cron_with_only_past_years),
+	    cmocka_unit_test(test_jobfile_past_schedules_are_spent_not_refused),
+	    cmocka_unit_test(test_jobfile_schedule_forms),
 	    cmocka_unit_test(test_jobfile_idempotency_key_spaces),
 	    cmocka_unit_test(test_jobfile_url_messages_mask_passwords),
 	    cmocka_unit_test(test_jobfile_tracestate),
