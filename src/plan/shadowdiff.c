@@ -158,7 +158,8 @@ int pal_shadow_plan_job(json_t *job, int64_t from, int64_t to, size_t max, GArra
 			break;
 		int64_t t = lo > from - 1 ? lo : from - 1, x;
 		bool excl;
-		while (!rc && pal_schedule_next(sc, t, &x, &excl) == PAL_OK && x < to && x <= hi) {
+		while (!rc && pal_schedule_next_from(sc, lo, t, &x, &excl) == PAL_OK && x < to &&
+		       x <= hi) {
 			t = x;
 			if (++n > max) {
 				snprintf(err, errlen,
