@@ -249,8 +249,17 @@ void pal__import_emit(pal_import_result *r, const pal__import_job *j, const pal_
 		g_string_append(y, "\n    description: ");
 		yaml_str(y, j->description);
 	}
-	g_string_append(y, "\n    schedule:\n      cron: ");
-	yaml_str(y, j->cron);
+	g_string_append(y, "\n    schedule:\n      ");
+	if (j->every_s) {
+		g_string_append_printf(y, "every: %llds", (long long)j->every_s);
+	} else if (j->has_at) {
+		char ts[40];
+		pal_fmt_rfc3339(j->at, ts, sizeof ts);
+		g_string_append_printf(y, "at: %s", ts);
+	} else {
+		g_string_append(y, "cron: ");
+		yaml_str(y, j->cron);
+	}
 	g_string_append(y, "\n      timezone: ");
 	yaml_str(y, j->timezone);
 	for (int k = 0; k < 2; k++) {

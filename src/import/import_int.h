@@ -20,7 +20,10 @@ struct pal_import_result {
 typedef struct pal__import_job {
 	const char *id; /* wanted id, a valid name; made unique */
 	const char *tenant;
-	const char *cron;     /* required */
+	const char *cron; /* one of cron, every_s, has_at */
+	int64_t every_s;  /* schedule.every, seconds */
+	bool has_at;	  /* schedule.at */
+	int64_t at;
 	const char *timezone; /* required */
 	const char *misfire;  /* a YAML flow value, e.g. "skip" */
 	const char *overlap;

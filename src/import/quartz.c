@@ -7,9 +7,13 @@
  * form) and its zone, its start and end time, its priority; its misfire
  * instruction maps as Quartz resolves it for a cron trigger (the smart
  * policy is "fire once now"); a paused trigger or trigger group is
- * `suspend: true`.  Simple, calendar-interval, daily-interval and blob
- * triggers need schedule forms palisade does not have and are named, as are
- * calendars and Java-serialized job data.
+ * `suspend: true`.  A simple trigger becomes `every` from its start time
+ * (or `at` when it does not repeat), its repeat count an `end` just after
+ * its last instant, its misfire instruction mapped as Quartz resolves it
+ * for a simple trigger (the smart policy depends on the repeat count).
+ * Calendar-interval, daily-interval and blob triggers need schedule forms
+ * palisade does not have and are named, as are calendars and
+ * Java-serialized job data.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -36,6 +40,15 @@ static void issue(qrow *q, const char *what, const char *fmt, ...)
 	g_free(msg);
 }
 
+/* -1 IGNORE_MISFIRE_POLICY, the same for every trigger type. */
+static const char *ignore_misfire_policy(qrow *q)
+{
+	issue(q, "approximated",
+	      "misfire instruction -1 (ignore misfire policy: fire every missed time): "
+	      "fire_all, but palisade catches up within 1h and at most 100 instants");
+	return "fire_all";
+}
+
 /* Quartz's misfire instructions of a cron trigger (CronTrigger):
  * -1 IGNORE_MISFIRE_POLICY, 0 SMART_POLICY (= 1 for cron triggers),
  * 1 FIRE_ONCE_NOW, 2 DO_NOTHING. */
@@ -43,10 +56,7 @@ static const char *misfire(qrow *q, int instr)
 {
 	switch (instr) {
 	case -1:
-		issue(q, "approximated",
-		      "misfire instruction -1 (ignore misfire policy: fire every missed time): "
-		      "fire_all, but palisade catches up within 1h and at most 100 instants");
-		return "fire_all";
+		return ignore_misfire_policy(q);
 	case 0:
 	case 1:
 		issue(q, "approximated",
@@ -65,6 +75,85 @@ static const char *misfire(qrow *q, int instr)
 	}
 }
 
+/* Quartz's misfire instructions of a simple trigger (SimpleTrigger), as
+ * updateAfterMisfire() resolves them: 0 SMART_POLICY is 1 FIRE_NOW for a
+ * trigger that does not repeat, 4 RESCHEDULE_NEXT_WITH_REMAINING_COUNT for
+ * one that repeats forever, 2 RESCHEDULE_NOW_WITH_EXISTING_REPEAT_COUNT
+ * otherwise.  palisade never moves a schedule: the "reschedule now"
+ * instructions fire the latest missed instant once and keep the grid. */
+static const char *simple_misfire(qrow *q, int instr, long long repeat)
+{
+	if (instr == 0)
+		instr = repeat == 0 ? 1 : repeat < 0 ? 4 : 2;
+	switch (instr) {
+	case -1:
+		return ignore_misfire_policy(q);
+	case 1:
+		issue(q, "approximated",
+		      "misfire instruction 1 (fire now): fire_once, but palisade catches up "
+		      "within 1h where Quartz fires however late");
+		return "fire_once";
+	case 2:
+	case 3:
+		issue(q, "approximated",
+		      "misfire instruction %d (reschedule now with the %s repeat count): "
+		      "fire_once, and the later instants keep their times where Quartz moves "
+		      "them to start from the late firing",
+		      instr, instr == 2 ? "existing" : "remaining");
+		return "fire_once";
+	case 4:
+	case 5:
+		if (instr == 5)
+			issue(q, "approximated",
+			      "misfire instruction 5 (reschedule next with the existing count): "
+			      "skip, and the end stays after the last planned instant where "
+			      "Quartz would add the missed ones at the end");
+		return "skip";
+	default:
+		issue(q, "not translated", "misfire instruction %d (unknown for a simple trigger)",
+		      instr);
+		return NULL;
+	}
+}
+
+/* A simple trigger's schedule into J: at, or every from START_TIME with an
+ * end after the last repetition.  False (named) when it has no palisade form. */
+static bool simple_schedule(qrow *q, const pal_quartz_trigger *t, pal__import_job *j)
+{
+	long long iv = t->repeat_interval_ms, rc = t->repeat_count;
+	if (t->start_ms <= 0) {
+		issue(q, "not translated", "a simple trigger without START_TIME");
+		return false;
+	}
+	if (t->start_ms % 1000)
+		issue(q, "approximated",
+		      "START_TIME %lld ms: palisade's instants are whole seconds, the first is "
+		      "the next second",
+		      (long long)t->start_ms);
+	if (rc == 0) {
+		j->has_at = true;
+		j->at = (t->start_ms + 999) / 1000;
+		return true;
+	}
+	if (iv <= 0 || iv % 1000) {
+		issue(q, "not translated",
+		      "a simple trigger every %lld ms: palisade's intervals are whole seconds", iv);
+		return false;
+	}
+	j->every_s = iv / 1000;
+	j->has_start = true;
+	j->start = (t->start_ms + 999) / 1000;
+	if (rc > 0) {
+		/* the last of its 1 + REPEAT_COUNT firings, and no later one */
+		int64_t last = j->start + (int64_t)rc * j->every_s;
+		if (!j->has_end || last + 1 < j->end) {
+			j->has_end = true;
+			j->end = last + 1;
+		}
+	}
+	return true;
+}
+
 static void trigger(qrow *q, const pal_quartz_trigger *t, const pal_import_opts *o)
 {
 	GString *id = g_string_new(NULL), *body = g_string_new(NULL), *desc = g_string_new(NULL);
@@ -75,16 +164,10 @@ static void trigger(qrow *q, const pal_quartz_trigger *t, const pal_import_opts 
 	const char *zone = t->time_zone, *m;
 	pal__import_job j = {0};
 
-	if (strcmp(t->type, "CRON")) {
-		if (!strcmp(t->type, "SIMPLE"))
-			issue(
-			    q, "not translated",
-			    "a simple trigger (every %lld ms, repeat count %lld): palisade has no "
-			    "interval schedule",
-			    (long long)t->repeat_interval_ms, (long long)t->repeat_count);
-		else
-			issue(q, "not translated",
-			      "a %s trigger: palisade has no schedule of that form", t->type);
+	bool simple = !strcmp(t->type, "SIMPLE");
+	if (strcmp(t->type, "CRON") && !simple) {
+		issue(q, "not translated", "a %s trigger: palisade has no schedule of that form",
+		      t->type);
 		goto out;
 	}
 	if (!strcmp(t->state, "COMPLETE")) {
@@ -94,17 +177,23 @@ static void trigger(qrow *q, const pal_quartz_trigger *t, const pal_import_opts 
 	if (!strcmp(t->state, "ERROR"))
 		issue(q, "not translated",
 		      "state ERROR (Quartz stopped firing it): imported as live");
-	if (!t->cron) {
+	if (!simple && !t->cron) {
 		issue(q, "not translated", "no row in qrtz_cron_triggers");
 		goto out;
 	}
 	if (!zone) {
 		zone = o->timezone ? o->timezone : "UTC";
-		if (!o->timezone)
+		if (!o->timezone && !simple) /* a simple trigger's instants have no zone */
 			issue(q, "approximated",
 			      "no TIME_ZONE_ID: Quartz uses the JVM's zone; taken as UTC");
 	}
-	if ((why = pal__import_check_schedule(t->cron, zone, o->now))) {
+	/* Quartz fires at or after START_TIME (ms) and at or before END_TIME */
+	j.has_end = t->end_ms > 0;
+	j.end = t->end_ms / 1000 + 1;
+	if (simple) {
+		if (!simple_schedule(q, t, &j))
+			goto out;
+	} else if ((why = pal__import_check_schedule(t->cron, zone, o->now))) {
 		issue(q, "not translated", "%s", why);
 		goto out;
 	}
@@ -124,7 +213,8 @@ static void trigger(qrow *q, const pal_quartz_trigger *t, const pal_import_opts 
 		issue(q, "approximated", "priority %d: palisade's priorities are -100 to 100",
 		      t->priority);
 
-	m = misfire(q, t->misfire_instr);
+	m = simple ? simple_misfire(q, t->misfire_instr, t->repeat_count)
+		   : misfire(q, t->misfire_instr);
 	if (m && strcmp(m, "fire_once"))
 		j.misfire = strcpy(mis, m);
 	g_string_append_printf(id, "%s.%s", *g ? g : "default", *n ? n : "trigger");
@@ -152,18 +242,20 @@ static void trigger(qrow *q, const pal_quartz_trigger *t, const pal_import_opts 
 	g_string_append(body, "}, \"scheduled_at\": \"{scheduled_at}\"}");
 	g_string_append_printf(src, "%s\n%s\n%s\n%s\n%s\n%s\n%s\n%lld\n%lld\n%d\n%d", q->sched,
 			       t->trigger_group, t->trigger_name, t->job_group, t->job_name,
-			       t->cron, zone, (long long)t->start_ms, (long long)t->end_ms,
-			       t->misfire_instr, t->priority);
+			       simple ? "" : t->cron, zone, (long long)t->start_ms,
+			       (long long)t->end_ms, t->misfire_instr, t->priority);
+	if (simple)
+		g_string_append_printf(src, "\n%lld\n%lld", (long long)t->repeat_interval_ms,
+				       (long long)t->repeat_count);
 
 	j.id = id->str;
-	j.cron = t->cron;
+	j.cron = simple ? NULL : t->cron;
 	j.timezone = zone;
 	j.overlap = t->nonconcurrent ? "queue" : NULL;
-	/* Quartz fires at or after START_TIME (ms) and at or before END_TIME */
-	j.has_start = t->start_ms > 0;
-	j.start = (t->start_ms + 999) / 1000;
-	j.has_end = t->end_ms > 0;
-	j.end = t->end_ms / 1000 + 1;
+	if (!simple) {
+		j.has_start = t->start_ms > 0;
+		j.start = (t->start_ms + 999) / 1000;
+	}
 	j.has_priority = true;
 	j.priority = t->priority < -100 ? -100 : t->priority > 100 ? 100 : t->priority;
 	j.suspend = !strncmp(t->state, "PAUSED", 6) || t->group_paused;

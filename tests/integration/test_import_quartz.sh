@@ -3,7 +3,7 @@
 # the tables of Quartz's tables_postgres.sql and rows as a Quartz
 # application writes them (tests/fixtures/import/quartz/).
 source tests/integration/lib.sh
-guarantee "a Quartz store's cron triggers become jobs that validate, keep their expression, zone, start, end, priority, pause and misfire rule, fire at Quartz's instants; every other element is named with its row, other schedulers are never imported"
+guarantee "a Quartz store's cron and simple triggers become jobs that validate, keep their expression, zone, start, end, priority, pause and misfire rule, fire at Quartz's instants; every other element is named with its row, other schedulers are never imported"
 T0=$(date +%s)
 fresh_db import_quartz
 FX=tests/fixtures/import/quartz
@@ -21,10 +21,16 @@ expect_match "naming both" "several schedulers \(billing, other\)" "$OUT"
 expect_eq "something named: exit 2" 2 $?
 R=$(cat "$D/report")
 expect_exit "the job file validates" 0 "$PAL" validate "$D/jobs.yaml"
-expect_match "four cron triggers imported" "^ok: 4 jobs" "$OUT"
+expect_match "four cron and three simple triggers imported" "^ok: 7 jobs" "$OUT"
 check "the other scheduler's trigger is not" bash -c "! grep -q foreign '$D/jobs.yaml'"
-expect_match "the simple trigger, named with its row" \
-	"qrtz_triggers:billing/ops/poll: not translated: a simple trigger \(every 30000 ms" "$R"
+check "the repeating simple trigger translates exactly (smart policy: next with remaining count)" \
+	bash -c "! grep -q 'billing/ops/poll:' <<<\"\$1\"" _ "$R"
+expect_match "a START_TIME with milliseconds, approximated" \
+	"billing/ops/batch: approximated: START_TIME 1798761600500 ms" "$R"
+expect_match "the smart policy of a finite simple trigger as reschedule now" \
+	"billing/ops/batch: approximated: misfire instruction 2 \(reschedule now with the existing repeat count\)" "$R"
+expect_match "and of a one-shot as fire now" \
+	"billing/ops/reminder: approximated: misfire instruction 1 \(fire now\)" "$R"
 expect_match "the calendar" "billing/ops/mail: not translated: calendar holidays" "$R"
 expect_match "the Java-serialized JobDataMap" "billing/ops/mail: not translated: the job's JobDataMap" "$R"
 expect_match "ignore-misfire as fire_all, approximated" "billing/ops/mail: approximated: misfire instruction -1" "$R"
@@ -32,7 +38,7 @@ expect_match "the smart policy of a cron trigger as fire once now" \
 	"billing/reports/summary-daily: approximated: misfire instruction 0 \(smart policy, for a cron trigger fire once now\)" "$R"
 expect_match "@DisallowConcurrentExecution" "billing/ops/sweep: approximated: job ops.sweeper is @DisallowConcurrentExecution" "$R"
 expect_match "a complete trigger is skipped, named" "billing/ops/archive-done: skipped: state COMPLETE" "$R"
-expect_eq "nothing else in the report" 7 "$(grep -c ^qrtz_triggers: "$D/report")"
+expect_eq "nothing else in the report" 9 "$(grep -c ^qrtz_triggers: "$D/report")"
 
 job() { python3 -c 'import sys, yaml
 for j in yaml.load(open(sys.argv[1]), Loader=yaml.BaseLoader)["jobs"]:
@@ -49,6 +55,14 @@ expect_eq "sweep: paused trigger suspended, do-nothing as skip, non-concurrent a
 expect_eq "month-end: paused group suspended, end time inclusive (end + 1 s)" \
 	"id=finance.month-end misfire=skip priority=5 schedule=cron:0 0 18 LW * ?,end:2029-01-01T00:00:01Z,start:2026-01-01T00:00:00Z,timezone:Europe/London suspend=true" \
 	"$(job finance.month-end)"
+expect_eq "poll: every 30 s from its start time, repeating forever, smart policy as skip" \
+	"id=ops.poll misfire=skip priority=5 schedule=every:30s,start:2026-01-01T00:00:00Z,timezone:UTC" \
+	"$(job ops.poll)"
+expect_eq "batch: every hour, its repeat count as an end just after the fourth firing" \
+	"id=ops.batch priority=5 schedule=end:2027-01-01T03:00:02Z,every:3600s,start:2027-01-01T00:00:01Z,timezone:UTC" \
+	"$(job ops.batch)"
+expect_eq "reminder: a one-shot" \
+	"id=ops.reminder priority=5 schedule=at:2027-06-01T09:00:00Z,timezone:UTC" "$(job ops.reminder)"
 expect_match "the URL names the job" "url: \"http://runner.example:8080/quartz/ops.sweep\?d=[0-9a-f]{16}\"" "$(cat "$D/jobs.yaml")"
 
 # Quartz's instants for the kept expressions: weekdays 02:30 Berlin across
