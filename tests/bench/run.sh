@@ -24,8 +24,12 @@
 #                          statements run in its database before the node
 #                          starts (A/B of a storage setting)
 #   BENCH_ONLY="a b"       run only these sections: ceilings planning exec
-#                          lateness lease handoff apply scale burst handoff200k
-#                          soak
+#                          lateness lease handoff apply scale burst
+#                          burst_spread handoff200k soak
+#   BENCH_BURST_SPREAD=600 the spread (seconds) of burst_spread: the same
+#                          aligned burst with `spread` on every job; it runs
+#                          for the spread plus the burst's wait, so it is
+#                          "not run" when the time budget has less left
 #   BENCH_SESSION=4        ZooKeeper session timeout of every node, seconds
 #   BENCH_NODE_CONF="..."  one more line of every node's palisade.yaml, e.g.
 #                          'postgres: {pool_mode: transaction}' to measure the
@@ -83,7 +87,7 @@ else
 	COLD_BUDGET=90 START_BUDGET=120 TICK_S=10 BURST_WAIT=60 BIG_JOBS=${BENCH_BIG_JOBS:-200000}
 fi
 HO_RUNS=${BENCH_HANDOFF_RUNS:-$HO_RUNS}
-SECTIONS=${BENCH_ONLY:-ceilings planning exec lateness lease handoff apply scale burst handoff200k soak}
+SECTIONS=${BENCH_ONLY:-ceilings planning exec lateness lease handoff apply scale burst burst_spread handoff200k soak}
 want() { [[ " $SECTIONS " == *" $1 "* ]]; }
 
 cleanup() {
@@ -957,9 +961,9 @@ YAML
 # (palisade's own path, as the execution figure: the effect is taken at the
 # outcome's commit, finished_at, which comes after the sink's answer).
 # -> R_BURST "VALUE GOT DONE_AT PLANNED" (VALUE empty if nothing applied)
-burst_run() { # SINKMODE
-	local mode=$1 conf=$B_STATE/burst.yaml econf=$B_STATE/burst-exec.yaml sport b t0
-	R_BURST=
+burst_run() { # SINKMODE [SPREAD_S]
+	local mode=$1 spread=${2:-0} conf=$B_STATE/burst.yaml econf=$B_STATE/burst-exec.yaml sport b t0
+	R_BURST= R_SPREAD=
 	new_db burst
 	sport=$(free_port)
 	# B: after the SQL write, the activation and a warm controller start
@@ -968,7 +972,7 @@ burst_run() { # SINKMODE
 	b=$(($(date +%s) + BURST_JOBS * 25 / 100000 + 12))
 	cat >"$B_STATE/burst-tpl.yaml" <<YAML
 jobs:
-  - {id: tpl.burst, schedule: {cron: "$(date -u -d "@$b" '+%-S %-M %-H %-d %-m ? %Y')"}, misfire: fire_all, target: {url: "http://127.0.0.1:$sport/effects/burst", timeout: 60s}}
+  - {id: tpl.burst, schedule: {cron: "$(date -u -d "@$b" '+%-S %-M %-H %-d %-m ? %Y')"$([ "$spread" -gt 0 ] && echo ", spread: ${spread}s")}, misfire: fire_all, target: {url: "http://127.0.0.1:$sport/effects/burst", timeout: 60s}}
 YAML
 	"$PAL" apply "$B_STATE/burst-tpl.yaml" >/dev/null || return
 	B_ACTIVATE=1 write_jobs_sql "$BURST_JOBS" burst tpl.burst "$BURST_JOBS" tpl.burst || return
@@ -982,7 +986,7 @@ YAML
 	local tp
 	tp=$(wait_planned burst-c "$t0" $((b - $(date +%s))))
 	say "burst ($mode sink): $BURST_JOBS jobs at $(date -u -d "@$b" +%T); controller planned after $([ -n "$tp" ] && echo $((tp - t0)) ms || echo "(not yet)")"
-	local lim=$((b + BURST_WAIT)) got=0 count
+	local lim=$((b + spread + BURST_WAIT)) got=0 count
 	if [ "$mode" = noop ]; then count="SELECT count(*) FROM triggers WHERE state = 'succeeded'"
 	else count="SELECT count(*) FROM sink_effects WHERE path = '/effects/burst'"; fi
 	while [ "$(date +%s)" -lt $lim ]; do
@@ -998,6 +1002,15 @@ YAML
 	else v=$(sql "SELECT round(extract(epoch FROM max(applied_at) - to_timestamp($b)) * 1000)
 	         FROM sink_effects WHERE path = '/effects/burst'"); fi
 	planned=$(sql "SELECT count(*) FROM triggers")
+	# With spread: each job fires on its own instant (the plan key's, moved
+	# by its offset); what it costs is the lateness of each against it, and
+	# the instants must cover the window.
+	[ "$spread" -gt 0 ] && R_SPREAD=$(sql "SELECT round(percentile_cont(0.99) WITHIN GROUP (ORDER BY
+	         extract(epoch FROM finished_at - scheduled_at)) * 1000) || ' ' ||
+	         round(max(extract(epoch FROM finished_at - scheduled_at)) * 1000) || ' ' ||
+	         extract(epoch FROM max(scheduled_at) - min(scheduled_at))::bigint || ' ' ||
+	         count(DISTINCT scheduled_at)
+	         FROM triggers WHERE state = 'succeeded'")
 	# How long the executor's loop sat in blocking reads of job versions
 	# (each distinct job's version is read once, per claimed batch).
 	local specms
@@ -1041,6 +1054,29 @@ section_burst() {
 	settle
 	burst_run noop
 	record_burst "$name0" succeeded "the same burst with the no-op sink: palisade's own path (claim, call, commit), as the execution figure; last outcome committed (finished_at, after the sink's answer) - the instant"
+}
+
+# burst_spread: the burst's jobs with `spread: BENCH_BURST_SPREAD` (10 min):
+# the same 100,000 jobs on one cron instant, each moved by the offset its id
+# gives.  Figures: the p99 and max lateness of the outcomes against each
+# trigger's own (moved) instant, with the durable sink; the note says how
+# far the instants spread and on how many distinct seconds.
+section_burst_spread() {
+	local sp=${BENCH_BURST_SPREAD:-600}
+	local name="aligned burst with spread 10m: 100,000 jobs, lateness p99"
+	local namex="aligned burst with spread 10m: 100,000 jobs, lateness max"
+	if [ "$BURST_JOBS" -le 0 ] || [ "$(left_s)" -lt $((sp + BURST_WAIT + 60)) ]; then
+		not_run "$name" ms 1000 lower "not run: needs $((sp + BURST_WAIT + 60)) s of the time budget ($(left_s) s left); BENCH_ONLY=burst_spread runs it alone"
+		not_run "$namex" ms null lower "not run"
+		return
+	fi
+	burst_run durable "$sp" || return
+	local v got done_at planned specms p99 mx width nsec
+	read -r v got done_at planned specms <<<"$R_BURST"
+	read -r p99 mx width nsec <<<"${R_SPREAD:-null null 0 0}"
+	local note="$BURST_JOBS jobs (SQL, activated) on one cron instant with spread: ${sp}s; finished_at - scheduled_at of each, durable sink; the instants span $width s on $nsec distinct seconds; $got of $BURST_JOBS applied; last outcome $done_at ms after the cron instant"
+	record "$name" "${p99:-null}" ms 1000 lower "$note" n="$BURST_JOBS" applied="$got" spread_s="$sp" span_s="$width" seconds="$nsec"
+	record "$namex" "${mx:-null}" ms null lower "$note" n="$BURST_JOBS" applied="$got"
 }
 
 # handoff200k: the handoff runs again with BIG_JOBS idle jobs registered.
@@ -1228,6 +1264,8 @@ fire lateness p99, 1,000 jobs every second|ms|150|lower
 fire lateness missing, 1,000 jobs every second|instants|0|lower
 aligned burst: 100,000 jobs due on one second, last effect|ms|12000|lower
 aligned burst: 100,000 jobs due on one second, last outcome, no-op sink|ms|12000|lower
+aligned burst with spread 10m: 100,000 jobs, lateness p99|ms|1000|lower
+aligned burst with spread 10m: 100,000 jobs, lateness max|ms|null|lower
 graceful handoff p50|ms|500|lower
 graceful handoff max|ms|500|lower
 crash failover p50|ms|$S1|lower
@@ -1245,10 +1283,10 @@ palisade apply rate, one 5,000-job file per apply|jobs/s|20000|higher
 soak: throughput of the last 5 minutes|fires/s|null|higher
 soak: p99 lateness of the last 5 minutes|ms|null|lower
 EOF
-for s in ceilings planning exec lateness lease handoff apply scale burst handoff200k soak; do
+for s in ceilings planning exec lateness lease handoff apply scale burst burst_spread handoff200k soak; do
 	want "$s" || continue
 	case $s in scale) need=$((COLD_BUDGET / 2 + 60)) ;; burst | handoff200k) need=60 ;; *) need=20 ;; esac
-	if [ "$s" != soak ] && [ "$(left_s)" -lt $need ]; then
+	if [ "$s" != soak ] && [ "$s" != burst_spread ] && [ "$(left_s)" -lt $need ]; then
 		say "$s skipped: time budget ($(left_s) s left, $need needed)"
 		continue
 	fi
