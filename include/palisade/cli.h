@@ -26,6 +26,8 @@ int pal_cmd_backfill(int argc, char **argv);
 int pal_cmd_tickets(int argc, char **argv);  /* tickets list|show|resolve */
 int pal_cmd_token(int argc, char **argv);    /* token create|list|revoke */
 int pal_cmd_report(int argc, char **argv);   /* report cost */
-int pal_cmd_shadow(int argc, char **argv);   /* shadow diff */
+int pal_cmd_shadow(int argc, char **argv);   /* shadow SCOPE|list|diff */
+int pal_cmd_cutover(int argc, char **argv);  /* cutover a scope from shadow to live */
+int pal_cmd_rollback(int argc, char **argv); /* rollback a scope to shadow */
 
 #endif

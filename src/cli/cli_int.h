@@ -139,6 +139,9 @@ bool pal_cli_name(const char *cmd, const char *what, const char *arg);
 #define PAL_CLI_JOB_MAX 128
 #define PAL_CLI_GROUP_MAX 64
 
+/* `palisade shadow --job|--group|--tenant` and `shadow list` (cmd_cutover.c). */
+int pal__cli_shadow_set(int argc, char **argv);
+
 /* The scope and range of a report over the ledger (report cost, shadow
  * diff): --from and --to (getopt codes 'f', 't'; both required, to after
  * from) and at most one of --job, --group, --tenant ('j', 'g', 'T'). */

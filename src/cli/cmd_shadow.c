@@ -23,22 +23,27 @@
 
 static void usage(FILE *fp)
 {
-	fprintf(fp,
-		"usage: palisade shadow diff --from RFC3339 --to RFC3339 --against FILE|-\n"
-		"                            [--job JOB | --group GROUP | --tenant TENANT]\n"
-		"                            [--limit N] [--output table|json]\n"
-		"                            [--pg CONNINFO] [--config FILE]\n"
-		"Compare the old system's record of what it fired (FILE: one \"job_id,RFC3339\"\n"
-		"line per fired instant; blank lines and lines starting with # are skipped)\n"
-		"with the instants palisade's plan has for the same jobs in [--from, --to):\n"
-		"each instant only one side has, with the reason palisade can tell\n"
-		"(excluded, misfire, dst, zone, repeated; else schedule or not_fired).\n"
-		"Without a scope, lines of jobs palisade does not know are differences\n"
-		"(unknown_job); with one, lines of other jobs are skipped.  At most --limit\n"
-		"differences are listed (default %d); the counts cover all.\n"
-		"Exit: 0 equal, 2 different, 3 no such job, 64 usage, 65 unreadable FILE,\n"
-		"69 database unreachable.\n",
-		DEFAULT_LIMIT);
+	fprintf(
+	    fp,
+	    "usage: palisade shadow (--job JOB | --group GROUP | --tenant TENANT) --reason TEXT\n"
+	    "       palisade shadow list\n"
+	    "       palisade shadow diff --from RFC3339 --to RFC3339 --against FILE|-\n"
+	    "                            [--job JOB | --group GROUP | --tenant TENANT]\n"
+	    "                            [--limit N] [--output table|json]\n"
+	    "                            [--pg CONNINFO] [--config FILE]\n"
+	    "shadow --job|--group|--tenant, shadow list: see `palisade shadow list --help`.\n"
+	    "shadow diff: compare the old system's record of what it fired (FILE: one\n"
+	    "\"job_id,RFC3339\" line per fired instant; blank lines and lines starting\n"
+	    "with # are skipped)\n"
+	    "with the instants palisade's plan has for the same jobs in [--from, --to):\n"
+	    "each instant only one side has, with the reason palisade can tell\n"
+	    "(excluded, misfire, dst, zone, repeated; else schedule or not_fired).\n"
+	    "Without a scope, lines of jobs palisade does not know are differences\n"
+	    "(unknown_job); with one, lines of other jobs are skipped.  At most --limit\n"
+	    "differences are listed (default %d); the counts cover all.\n"
+	    "Exit: 0 equal, 2 different, 3 no such job, 64 usage, 65 unreadable FILE,\n"
+	    "69 database unreachable.\n",
+	    DEFAULT_LIMIT);
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -304,6 +309,8 @@ int pal_cmd_shadow(int argc, char **argv)
 {
 	if (argc >= 2 && strcmp(argv[1], "diff") == 0)
 		return diff(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "--help") && strcmp(argv[1], "-h"))
+		return pal__cli_shadow_set(argc, argv); /* cmd_cutover.c */
 	if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
 		usage(stdout);
 		return PAL_EXIT_OK;

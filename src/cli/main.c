@@ -46,7 +46,9 @@ static const struct command commands[] = {
     {"release", pal_cmd_release, "release a quarantined job (audited)"},
     {"token", pal_cmd_token, "create, list and revoke tokens of the HTTP API"},
     {"report", pal_cmd_report, "report cost: attempts, calls, bytes per correct result"},
-    {"shadow", pal_cmd_shadow, "shadow diff: the old system's fired instants against the plan"},
+    {"shadow", pal_cmd_shadow, "a scope in shadow (planned, never called); shadow diff"},
+    {"cutover", pal_cmd_cutover, "make a share of a shadow scope live from an instant on"},
+    {"rollback", pal_cmd_rollback, "a scope back to shadow; list what it hands back"},
 };
 
 static void usage(FILE *fp)

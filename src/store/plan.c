@@ -462,9 +462,13 @@ static int write_triggers(pal_store *st, int shard, int64_t epoch, const pal_pla
 	PGresult *r = pal__store_query(
 		st,
 		"INSERT INTO triggers (job_id, version, scheduled_at, partition, source, priority,"
-		" due_at, shard, epoch, tenant, resource_group)"
+		" due_at, shard, epoch, tenant, resource_group, state)"
 		" SELECT j.id, j.v, t.at, t.p, CASE WHEN t.c = 1 THEN 'catchup' ELSE 'schedule' END,"
-		"  j.pr, t.at, $10, $11, j.te, j.g"
+		"  j.pr, t.at, $10, $11, j.te, j.g,"
+		/* shadow runs (sql/039): asked once per statement while no scope
+		 * is in shadow, per row only when one is */
+		"  CASE WHEN NOT (SELECT EXISTS (SELECT 1 FROM shadow_scopes)) THEN 'pending'"
+		"   WHEN palisade_trigger_live(j.id, j.te, j.g, t.at) THEN 'pending' ELSE 'shadow' END"
 		" FROM (SELECT u.r, to_timestamp(u.a) AS at, u.p, u.c"
 		"   FROM unnest($1::int[], $2::bigint[], $3::int[], $4::int[]) AS u(r, a, p, c)) t"
 		" JOIN unnest($5::text[], $6::int[], $7::int[], $8::text[], $9::text[])"

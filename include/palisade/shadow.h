@@ -1,0 +1,88 @@
+/*
+ * shadow.h - shadow runs, staged cut-over and roll-back of a scope
+ * (src/store/shadow.c, docs/migrating.md).  A job in shadow is planned
+ * into triggers in the state 'shadow', which no claim takes; a cut-over
+ * makes a stable share of a scope's jobs live from an instant on; a
+ * roll-back puts the scope back in shadow and hands its unfinished
+ * triggers back.  Each call is one transaction holding the shadow tables'
+ * lock, which a planning insert waits for, so no tick plans an instant
+ * with the rules of before and commits after the change.
+ */
+#ifndef PALISADE_SHADOW_H
+#define PALISADE_SHADOW_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "palisade/err.h"
+#include "palisade/ops.h"
+#include "palisade/store.h"
+
+/* Put SC in shadow (`palisade shadow`): from now on its instants are
+ * planned shadow, and its planned schedule triggers not yet attempted
+ * move to shadow (*moved).  *already when SC was in shadow before (then
+ * nothing changes; *live_percent is its cut-over so far).  Audited
+ * (shadow). */
+PAL_MUST_CHECK int pal_store_shadow_set(pal_store *st, const pal_scope *sc, const char *actor,
+					const char *reason, bool *already, int *live_percent,
+					int64_t *moved, char *err, size_t errlen);
+
+/* Every scope in shadow with its cut-over steps: [{scope, source, actor,
+ * reason, since, percent (the latest step's, 0 without), steps: [{at,
+ * percent, actor, reason}]}]. */
+PAL_MUST_CHECK int pal_store_shadow_list_json(pal_store *st, json_t **out, char *err,
+					      size_t errlen);
+
+/* The stop lines of a scope's last step, over [since, now]: open tickets,
+ * the oldest pending trigger's age, stale-token rejections against the
+ * same length of time before SINCE.  JSON {open_tickets, oldest_pending_s,
+ * fenced, fenced_baseline, since}. */
+PAL_MUST_CHECK int pal_store_stoplines_json(pal_store *st, const pal_scope *sc, json_t **out,
+					    char *err, size_t errlen);
+
+typedef struct pal_cutover_result {
+	int previous_percent;	 /* the scope's latest step before this one (0: none) */
+	int64_t previous_at;	 /* its instant, PAL_OPS_NOW when none */
+	int64_t jobs, live_jobs; /* the scope's jobs, and those live from AT on */
+	int64_t moved;		 /* planned shadow triggers at or after AT made pending */
+} pal_cutover_result;
+
+/* Make the jobs of SC whose bucket is below PERCENT live from AT on (at
+ * least now): a cut-over step, and the shadow triggers already planned at
+ * or after AT for them made pending.  PAL_EINVAL when PERCENT does not
+ * widen the scope's latest step (narrowing is a roll-back), PAL_ENOENT
+ * when no job of SC is in shadow.  Audited (cutover).  The caller checks
+ * the stop lines first. */
+PAL_MUST_CHECK int pal_store_cutover(pal_store *st, const pal_scope *sc, int percent, int64_t at,
+				     const char *actor, const char *reason, pal_cutover_result *res,
+				     char *err, size_t errlen);
+
+/* Put SC back in shadow from now on (`palisade rollback`): a step of 0 %,
+ * a shadow row for SC when it had none, and its schedule triggers that
+ * wait (pending, retry_wait, paused) moved to shadow: *handed_back those
+ * due by now, *later the ones after; *AT the database's now.  Audited
+ * (rollback). */
+PAL_MUST_CHECK int pal_store_rollback(pal_store *st, const pal_scope *sc, const char *actor,
+				      const char *reason, int64_t *handed_back, int64_t *later,
+				      int64_t *at, char *err, size_t errlen);
+
+/* The ids of the jobs of SC, as a JSON array of strings. */
+PAL_MUST_CHECK int pal_store_scope_jobs_json(pal_store *st, const pal_scope *sc, json_t **out,
+					     char *err, size_t errlen);
+
+/* Triggers of SC still running (running, pausing, cancelling). */
+PAL_MUST_CHECK int pal_store_scope_in_flight(pal_store *st, const pal_scope *sc, int64_t *n,
+					     char *err, size_t errlen);
+
+/* What a roll-back hands back: the scope's triggers due by BEFORE and
+ * unfinished - shadow ones a roll-back moved (never called, or waiting for
+ * a retry; the move marks them, last_error_class 'rolled_back'), and
+ * running, unknown and manual ones - as [{id, job_id,
+ * scheduled_at, partition, state, idempotency_key, last_outcome: {outcome,
+ * error_class, http_status} | null, unknown_outcome, in_flight, attempts}],
+ * the instant ascending; the key as the trigger's calls send it (the last
+ * attempt's, else rendered from the version's template). */
+PAL_MUST_CHECK int pal_store_unfinished_json(pal_store *st, const pal_scope *sc, int64_t before,
+					     json_t **out, char *err, size_t errlen);
+
+#endif

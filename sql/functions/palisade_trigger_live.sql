@@ -1,0 +1,23 @@
+-- palisade_trigger_live(job_id, tenant, resource_group, at): is the instant
+-- AT of the job live (planned 'pending'), or shadow (planned 'shadow',
+-- never claimed)?  Live unless a scope that covers the job is in shadow
+-- (shadow_scopes: 'global', 'job:J', 'group:G', 'tenant:T'); then live only
+-- when, for some scope covering the job, the latest cut-over step at or
+-- before AT has a percent above the job's bucket.  A roll-back is a step
+-- of 0 %.  Read by the planner's insert for every trigger of a statement
+-- only when shadow_scopes has a row (the insert asks that once first), and
+-- by `cutover` and `rollback` when they move planned triggers.
+CREATE OR REPLACE FUNCTION palisade_trigger_live(job_id text, tenant text, grp text, at timestamp with time zone)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+AS $function$
+	SELECT NOT EXISTS (SELECT 1 FROM shadow_scopes s
+	                    WHERE s.scope IN ('global', 'job:' || job_id, 'group:' || grp, 'tenant:' || tenant))
+	    OR palisade_job_bucket(job_id) < coalesce((
+	         SELECT max(c.percent) FROM (
+	           SELECT DISTINCT ON (c.scope) c.percent FROM cutover_steps c
+	            WHERE c.scope IN ('global', 'job:' || job_id, 'group:' || grp, 'tenant:' || tenant)
+	              AND c.at <= palisade_trigger_live.at
+	            ORDER BY c.scope, c.at DESC, c.id DESC) c), 0)
+$function$

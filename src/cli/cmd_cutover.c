@@ -1,0 +1,565 @@
+/*
+ * cmd_cutover.c - moving a scope from shadow to live and back:
+ * `palisade shadow --job|--group|--tenant` (and `shadow list`),
+ * `palisade cutover` with its stop lines, `palisade rollback`
+ * (src/store/shadow.c, docs/migrating.md).
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "palisade/cli.h"
+#include "palisade/shadow.h"
+#include "palisade/template.h"
+#include "palisade/timefmt.h"
+#include "palisade/verify.h"
+#include "cli_int.h"
+
+#define EXIT_STOPLINE 4 /* a stop line of the previous step is crossed */
+
+/* --job/--group/--tenant into SC; false (message printed) for a bad name */
+static bool scope_opt(const char *cmd, int opt, const char *arg, pal_scope *sc, int *n)
+{
+	const char *what = opt == 'j' ? "job" : opt == 'g' ? "group" : "tenant";
+	if (!pal_cli_name(cmd, what, arg))
+		return false;
+	sc->kind = opt == 'j' ? PAL_SCOPE_JOB : opt == 'g' ? PAL_SCOPE_GROUP : PAL_SCOPE_TENANT;
+	sc->name = arg;
+	(*n)++;
+	return true;
+}
+
+static void dump(json_t *j)
+{
+	json_dumpf(j, stdout, JSON_INDENT(2));
+	putchar('\n');
+}
+
+/* ---- shadow --job|--group|--tenant, shadow list ---- */
+
+static void usage_shadow_set(FILE *fp)
+{
+	fprintf(
+	    fp,
+	    "usage: palisade shadow (--job JOB | --group GROUP | --tenant TENANT) --reason TEXT\n"
+	    "                       [--output table|json] [--pg CONNINFO] [--config FILE]\n"
+	    "       palisade shadow list [--output table|json]\n"
+	    "Put a scope in shadow: its instants are planned as triggers in the state\n"
+	    "shadow, which no executor claims, so no call leaves palisade for them; its\n"
+	    "planned schedule triggers not yet attempted move to shadow now.  A scope\n"
+	    "that was live and has calls in flight goes back with `palisade rollback`.\n"
+	    "`shadow list`: every scope in shadow with its cut-over steps.  Audited.\n"
+	    "Exit: 0 done, 3 no such job, 64 usage, 69 database unreachable.\n");
+}
+
+int pal__cli_shadow_set(int argc, char **argv)
+{
+	pal_cli_common c = {0};
+	pal_scope sc = {PAL_SCOPE_GLOBAL, NULL};
+	int n = 0;
+	const char *reason = NULL;
+	bool list = argc >= 2 && strcmp(argv[1], "list") == 0;
+	static const struct option lo[] = {PAL_CLI_COMMON_LONGOPTS,
+					   {"job", required_argument, NULL, 'j'},
+					   {"group", required_argument, NULL, 'g'},
+					   {"tenant", required_argument, NULL, 'T'},
+					   {"reason", required_argument, NULL, 'r'},
+					   {"help", no_argument, NULL, 'h'},
+					   {0}};
+	int opt, ec;
+	if (list)
+		argc--, argv++;
+	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		if (opt == 'j' || opt == 'g' || opt == 'T') {
+			if (list || !scope_opt("shadow", opt, optarg, &sc, &n))
+				return PAL_EXIT_USAGE;
+		} else if (opt == 'r') {
+			reason = optarg;
+		} else if ((ec = pal_cli_opt_other(&c, opt, optarg, usage_shadow_set)) >= 0) {
+			return ec;
+		}
+	}
+	if (optind != argc || (!list && (n != 1 || !reason || !*reason))) {
+		if (!list && n != 1)
+			pal_cli_err("shadow", "name exactly one scope: --job, --group or --tenant");
+		else if (!list)
+			pal_cli_err("shadow", "--reason is required: it is kept in the audit log");
+		usage_shadow_set(stderr);
+		return PAL_EXIT_USAGE;
+	}
+	pal_store *st;
+	if ((ec = pal_cli_connect(&c, false, &st)))
+		return ec;
+	char err[1024];
+	int rc;
+	if (list) {
+		json_t *rows;
+		rc = pal_store_shadow_list_json(st, &rows, err, sizeof err);
+		pal_store_close(st);
+		if (rc) {
+			pal_cli_err("shadow", "%s", err);
+			return pal_cli_exit_code(rc);
+		}
+		if (c.json) {
+			dump(rows);
+		} else {
+			printf("%-32s %-8s %7s  %-20s %s\n", "SCOPE", "SOURCE", "LIVE %", "SINCE",
+			       "REASON");
+			size_t i;
+			json_t *r;
+			json_array_foreach(rows, i, r)
+			{
+				printf("%-32s %-8s %7lld  %-20s %s\n",
+				       json_string_value(json_object_get(r, "scope")),
+				       json_string_value(json_object_get(r, "source")),
+				       (long long)json_integer_value(json_object_get(r, "percent")),
+				       json_string_value(json_object_get(r, "since")),
+				       json_string_value(json_object_get(r, "reason")));
+			}
+		}
+		json_decref(rows);
+		return PAL_EXIT_OK;
+	}
+	bool already;
+	int percent;
+	int64_t moved;
+	rc = pal_store_shadow_set(st, &sc, pal_cli_actor(), reason, &already, &percent, &moved, err,
+				  sizeof err);
+	pal_store_close(st);
+	if (rc) {
+		pal_cli_err("shadow", "%s", err);
+		return pal_cli_exit_code(rc);
+	}
+	char scope[200];
+	pal_scope_format(&sc, scope, sizeof scope);
+	if (c.json)
+		dump(json_pack("{s:s, s:b, s:i, s:I}", "scope", scope, "already", already,
+			       "live_percent", percent, "moved", (json_int_t)moved));
+	else if (already)
+		printf("%s is in shadow already (cut over to %d %% so far); nothing changed\n",
+		       scope, percent);
+	else
+		printf("%s is in shadow: %lld planned triggers moved to shadow\n", scope,
+		       (long long)moved);
+	return PAL_EXIT_OK;
+}
+
+/* ---- cutover ---- */
+
+static void usage_cutover(FILE *fp)
+{
+	fprintf(
+	    fp,
+	    "usage: palisade cutover (--job JOB | --group GROUP | --tenant TENANT)\n"
+	    "                        --at RFC3339 --reason TEXT [--percent N]\n"
+	    "                        [--max-pending-age DURATION] [--sink-pg CONNINFO]\n"
+	    "                        [--output table|json] [--pg CONNINFO] [--config FILE]\n"
+	    "From --at on (now or later), the scope's jobs whose bucket (a hash of the job\n"
+	    "id, 0-99) is below --percent (default 100) are live; their instants before it\n"
+	    "stay shadow.  Steps only widen (10, 25, 50, 100 only ever add jobs).  A step\n"
+	    "after a live one is refused while a stop line of that step is crossed:\n"
+	    "missing or doubled instants since it (verify; doubled effects with --sink-pg),\n"
+	    "stale-token rejections above the same length of time before it, a pending\n"
+	    "trigger older than --max-pending-age (default 60s), an open ticket.  Audited.\n"
+	    "Exit: 0 done, 3 no such job or nothing in shadow, 4 a stop line is crossed (each\n"
+	    "named), 64 usage (a narrowing step, --at in the past), 69 database unreachable.\n");
+}
+
+/* The stop lines of SC's last step, each crossed one printed; true when
+ * one is crossed (or cannot be read: *ec set). */
+static bool stoplines_crossed(pal_store *st, const pal_scope *sc, int64_t since,
+			      int64_t max_pending_s, const char *sink_pg, json_t *out, int *ec)
+{
+	char err[1024];
+	json_t *sl, *jobs;
+	int rc = pal_store_stoplines_json(st, sc, &sl, err, sizeof err);
+	if (!rc)
+		rc = pal_store_scope_jobs_json(st, sc, &jobs, err, sizeof err);
+	if (rc) {
+		pal_cli_err("cutover", "%s", err);
+		*ec = pal_cli_exit_code(rc);
+		return true;
+	}
+	int64_t tickets = json_integer_value(json_object_get(sl, "open_tickets"));
+	int64_t oldest = json_integer_value(json_object_get(sl, "oldest_pending_s"));
+	int64_t fenced = json_integer_value(json_object_get(sl, "fenced"));
+	int64_t base = json_integer_value(json_object_get(sl, "fenced_baseline"));
+	json_decref(sl);
+	pal_verify_opts vo = {.activation_grace_s = PAL_VERIFY_ACTIVATION_GRACE_S,
+			      .stuck_after_s = 0};
+	if (sink_pg && pal_store_open(sink_pg, &vo.sink, err, sizeof err)) {
+		pal_cli_err("cutover", "--sink-pg: %s", err);
+		*ec = PAL_EXIT_UNAVAIL;
+		json_decref(jobs);
+		return true;
+	}
+	pal_store *sink = vo.sink;
+	int64_t missing = 0, doubled = 0, sinkdup = 0;
+	size_t i;
+	json_t *j;
+	/* up to a few seconds ago: the last instants may be in flight */
+	int64_t to = (int64_t)time(NULL) - 5;
+	json_array_foreach(jobs, i, j)
+	{
+		if (to <= since)
+			break;
+		pal_verify_report r;
+		rc = pal_verify(st, since, to, json_string_value(j), &vo, &r, err, sizeof err);
+		if (rc) {
+			pal_cli_err("cutover", "verify %s: %s", json_string_value(j), err);
+			*ec = pal_cli_exit_code(rc);
+			break;
+		}
+		missing += r.missing;
+		doubled += r.duplicates + r.unexpected;
+		sinkdup += r.sink_duplicates;
+		pal_verify_report_free(&r);
+		/* the sink's doubled keys over the range once, not once per job */
+		if (sink && vo.sink)
+			vo.sink = NULL;
+	}
+	if (sink)
+		pal_store_close(sink);
+	json_decref(jobs);
+	if (rc)
+		return true;
+	struct {
+		const char *line;
+		bool crossed;
+		int64_t value, bound;
+	} lines[] = {
+	    {"missing_instants", missing > 0, missing, 0},
+	    {"doubled_instants", doubled > 0, doubled, 0},
+	    {"doubled_effects", sinkdup > 0, sinkdup, 0},
+	    {"stale_token_rejections", fenced > base, fenced, base},
+	    {"oldest_pending_s", oldest > max_pending_s, oldest, max_pending_s},
+	    {"open_tickets", tickets > 0, tickets, 0},
+	};
+	bool any = false;
+	for (size_t k = 0; k < sizeof lines / sizeof *lines; k++) {
+		if (!lines[k].crossed)
+			continue;
+		any = true;
+		json_array_append_new(out, json_pack("{s:s, s:I, s:I}", "line", lines[k].line,
+						     "value", (json_int_t)lines[k].value, "bound",
+						     (json_int_t)lines[k].bound));
+	}
+	return any;
+}
+
+int pal_cmd_cutover(int argc, char **argv)
+{
+	pal_cli_common c = {0};
+	pal_scope sc = {PAL_SCOPE_GLOBAL, NULL};
+	int n = 0;
+	const char *reason = NULL, *sink_pg = NULL;
+	long long percent = 100;
+	int64_t at = PAL_OPS_NOW, max_pending_ms = 60000;
+	static const struct option lo[] = {PAL_CLI_COMMON_LONGOPTS,
+					   {"job", required_argument, NULL, 'j'},
+					   {"group", required_argument, NULL, 'g'},
+					   {"tenant", required_argument, NULL, 'T'},
+					   {"at", required_argument, NULL, 'A'},
+					   {"percent", required_argument, NULL, 'P'},
+					   {"reason", required_argument, NULL, 'r'},
+					   {"max-pending-age", required_argument, NULL, 'M'},
+					   {"sink-pg", required_argument, NULL, 'K'},
+					   {"help", no_argument, NULL, 'h'},
+					   {0}};
+	int opt, ec;
+	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'j':
+		case 'g':
+		case 'T':
+			if (!scope_opt("cutover", opt, optarg, &sc, &n))
+				return PAL_EXIT_USAGE;
+			break;
+		case 'A':
+			if (!pal_cli_time("cutover", "at", optarg, &at))
+				return PAL_EXIT_USAGE;
+			break;
+		case 'P':
+			if (!pal_cli_int("cutover", "percent", optarg, 1, 100, &percent))
+				return PAL_EXIT_USAGE;
+			break;
+		case 'r':
+			reason = optarg;
+			break;
+		case 'M':
+			if (pal_parse_duration_ms(optarg, &max_pending_ms) || max_pending_ms < 0) {
+				pal_cli_err("cutover",
+					    "--max-pending-age \"%s\": expected a duration",
+					    optarg);
+				return PAL_EXIT_USAGE;
+			}
+			break;
+		case 'K':
+			sink_pg = optarg;
+			break;
+		default:
+			if ((ec = pal_cli_opt_other(&c, opt, optarg, usage_cutover)) >= 0)
+				return ec;
+		}
+	}
+	if (optind != argc || n != 1 || at == PAL_OPS_NOW || !reason || !*reason) {
+		pal_cli_err("cutover", n != 1 ? "name exactly one scope: --job, --group or --tenant"
+					      : "--at and --reason are required");
+		usage_cutover(stderr);
+		return PAL_EXIT_USAGE;
+	}
+	if (at < (int64_t)time(NULL) - 1) {
+		pal_cli_err("cutover", "--at is in the past: instants the old system has run "
+				       "would run again; give now or later");
+		return PAL_EXIT_USAGE;
+	}
+	pal_store *st;
+	if ((ec = pal_cli_connect(&c, false, &st)))
+		return ec;
+	char scope[200], err[1024];
+	pal_scope_format(&sc, scope, sizeof scope);
+	/* the stop lines of the latest step, when it made jobs live */
+	json_t *shadows;
+	int rc = pal_store_shadow_list_json(st, &shadows, err, sizeof err);
+	int prev = 0;
+	int64_t prev_at = PAL_OPS_NOW;
+	size_t i;
+	json_t *s;
+	json_array_foreach(rc ? NULL : shadows, i, s)
+	{
+		if (strcmp(json_string_value(json_object_get(s, "scope")), scope))
+			continue;
+		json_t *steps = json_object_get(s, "steps");
+		json_t *last = json_array_get(steps, json_array_size(steps) - 1);
+		if (last) {
+			prev = (int)json_integer_value(json_object_get(last, "percent"));
+			if (pal_parse_rfc3339(json_string_value(json_object_get(last, "at")),
+					      &prev_at))
+				prev_at = PAL_OPS_NOW;
+		}
+	}
+	json_decref(shadows);
+	json_t *crossed = json_array();
+	ec = PAL_EXIT_OK;
+	if (!rc && prev > 0 && prev_at != PAL_OPS_NOW &&
+	    stoplines_crossed(st, &sc, prev_at, max_pending_ms / 1000, sink_pg, crossed, &ec)) {
+		pal_store_close(st);
+		if (ec) {
+			json_decref(crossed);
+			return ec;
+		}
+		if (c.json) {
+			dump(json_pack("{s:s, s:b, s:o}", "scope", scope, "refused", 1, "crossed",
+				       crossed));
+		} else {
+			json_t *x;
+			json_array_foreach(crossed, i, x)
+			{
+				pal_cli_err(
+				    "cutover",
+				    "stop line crossed since the %d %% step: %s = %lld (bound "
+				    "%lld)",
+				    prev, json_string_value(json_object_get(x, "line")),
+				    (long long)json_integer_value(json_object_get(x, "value")),
+				    (long long)json_integer_value(json_object_get(x, "bound")));
+			}
+			json_decref(crossed);
+		}
+		return EXIT_STOPLINE;
+	}
+	json_decref(crossed);
+	if (rc) {
+		pal_store_close(st);
+		pal_cli_err("cutover", "%s", err);
+		return pal_cli_exit_code(rc);
+	}
+	pal_cutover_result res;
+	rc = pal_store_cutover(st, &sc, (int)percent, at, pal_cli_actor(), reason, &res, err,
+			       sizeof err);
+	pal_store_close(st);
+	if (rc) {
+		pal_cli_err("cutover", "%s", err);
+		return rc == PAL_EINVAL ? PAL_EXIT_USAGE : pal_cli_exit_code(rc);
+	}
+	char ts[32];
+	pal_fmt_rfc3339(at, ts, sizeof ts);
+	if (c.json)
+		dump(json_pack("{s:s, s:i, s:s, s:i, s:I, s:I, s:I}", "scope", scope, "percent",
+			       (int)percent, "at", ts, "previous_percent", res.previous_percent,
+			       "jobs", (json_int_t)res.jobs, "live_jobs", (json_int_t)res.live_jobs,
+			       "moved", (json_int_t)res.moved));
+	else
+		printf("%s cut over to %lld %% from %s: %lld of %lld jobs live from then on; %lld "
+		       "planned triggers made live\n",
+		       scope, percent, ts, (long long)res.live_jobs, (long long)res.jobs,
+		       (long long)res.moved);
+	return PAL_EXIT_OK;
+}
+
+/* ---- rollback ---- */
+
+static void usage_rollback(FILE *fp)
+{
+	fprintf(
+	    fp,
+	    "usage: palisade rollback (--job JOB | --group GROUP | --tenant TENANT) --reason TEXT\n"
+	    "                         [--wait DURATION] [--output table|json]\n"
+	    "                         [--pg CONNINFO] [--config FILE]\n"
+	    "Put a scope back in shadow from now on: no new claim in it, its waiting\n"
+	    "schedule triggers (pending, retry_wait, paused) handed back, running calls\n"
+	    "left to finish or checkpoint (up to --wait, default 30s).  Prints every\n"
+	    "unfinished trigger due by now with its instant, idempotency key and last\n"
+	    "outcome (unknown outcomes flagged), so the old system takes over exactly\n"
+	    "those, with the same business keys.  Audited.\n"
+	    "Exit: 0 done, 3 no such job, 64 usage, 69 database unreachable.\n");
+}
+
+/* The key each unfinished trigger's calls send: its last attempt's, else
+ * rendered from its version's template as the executor would. */
+static void fill_keys(json_t *rows)
+{
+	size_t i;
+	json_t *r;
+	json_array_foreach(rows, i, r)
+	{
+		if (json_is_string(json_object_get(r, "idempotency_key")))
+			goto drop;
+		int64_t at;
+		if (pal_parse_rfc3339(json_string_value(json_object_get(r, "scheduled_at")), &at))
+			goto drop;
+		const char *rid = json_string_value(json_object_get(r, "request_id"));
+		pal_tpl_vars v = {
+		    .job = json_string_value(json_object_get(r, "job_id")),
+		    .scheduled_at = at,
+		    .scheduled_date = json_string_value(json_object_get(r, "scheduled_date")),
+		    .partition = (int)json_integer_value(json_object_get(r, "partition")),
+		    .trigger = json_integer_value(json_object_get(r, "id")),
+		    .request_id = rid ? rid : "",
+		};
+		char *key = NULL, err[256];
+		if (!pal_tpl_render_key(json_string_value(json_object_get(r, "key_template")), &v,
+					&key, err, sizeof err))
+			json_object_set_new(r, "idempotency_key", json_string(key));
+		free(key);
+	drop:
+		json_object_del(r, "key_template");
+		json_object_del(r, "scheduled_date");
+		json_object_del(r, "timezone");
+	}
+}
+
+int pal_cmd_rollback(int argc, char **argv)
+{
+	pal_cli_common c = {0};
+	pal_scope sc = {PAL_SCOPE_GLOBAL, NULL};
+	int n = 0;
+	const char *reason = NULL;
+	int64_t wait_ms = 30000;
+	static const struct option lo[] = {PAL_CLI_COMMON_LONGOPTS,
+					   {"job", required_argument, NULL, 'j'},
+					   {"group", required_argument, NULL, 'g'},
+					   {"tenant", required_argument, NULL, 'T'},
+					   {"reason", required_argument, NULL, 'r'},
+					   {"wait", required_argument, NULL, 'W'},
+					   {"help", no_argument, NULL, 'h'},
+					   {0}};
+	int opt, ec;
+	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'j':
+		case 'g':
+		case 'T':
+			if (!scope_opt("rollback", opt, optarg, &sc, &n))
+				return PAL_EXIT_USAGE;
+			break;
+		case 'r':
+			reason = optarg;
+			break;
+		case 'W':
+			if (pal_parse_duration_ms(optarg, &wait_ms) || wait_ms < 0) {
+				pal_cli_err("rollback", "--wait \"%s\": expected a duration",
+					    optarg);
+				return PAL_EXIT_USAGE;
+			}
+			break;
+		default:
+			if ((ec = pal_cli_opt_other(&c, opt, optarg, usage_rollback)) >= 0)
+				return ec;
+		}
+	}
+	if (optind != argc || n != 1 || !reason || !*reason) {
+		pal_cli_err("rollback", n != 1
+					    ? "name exactly one scope: --job, --group or --tenant"
+					    : "--reason is required: it is kept in the audit log");
+		usage_rollback(stderr);
+		return PAL_EXIT_USAGE;
+	}
+	pal_store *st;
+	if ((ec = pal_cli_connect(&c, false, &st)))
+		return ec;
+	char scope[200], err[1024];
+	pal_scope_format(&sc, scope, sizeof scope);
+	int64_t back, later, at, flying = 0;
+	int rc = pal_store_rollback(st, &sc, pal_cli_actor(), reason, &back, &later, &at, err,
+				    sizeof err);
+	/* running calls finish or reach a safe point */
+	for (int64_t waited = 0; !rc; waited += 200) {
+		if ((rc = pal_store_scope_in_flight(st, &sc, &flying, err, sizeof err)) ||
+		    !flying || waited >= wait_ms)
+			break;
+		usleep(200 * 1000);
+	}
+	json_t *rows = NULL;
+	if (!rc)
+		rc = pal_store_unfinished_json(st, &sc, at, &rows, err, sizeof err);
+	pal_store_close(st);
+	if (rc) {
+		pal_cli_err("rollback", "%s", err);
+		return pal_cli_exit_code(rc);
+	}
+	fill_keys(rows);
+	char ts[32];
+	pal_fmt_rfc3339(at, ts, sizeof ts);
+	if (c.json) {
+		dump(json_pack("{s:s, s:s, s:I, s:I, s:I, s:O}", "scope", scope, "at", ts,
+			       "handed_back", (json_int_t)back, "later", (json_int_t)later,
+			       "in_flight", (json_int_t)flying, "unfinished", rows));
+	} else {
+		printf("%s rolled back at %s: %lld due triggers handed back, %lld later instants "
+		       "back to shadow, %lld calls still in flight\n",
+		       scope, ts, (long long)back, (long long)later, (long long)flying);
+		printf("%-32s %-20s %4s %-10s %-40s %s\n", "JOB", "INSTANT", "PART", "STATE", "KEY",
+		       "LAST OUTCOME");
+		size_t i;
+		json_t *r;
+		json_array_foreach(rows, i, r)
+		{
+			json_t *lo = json_object_get(r, "last_outcome");
+			char last[96] = "-";
+			if (json_is_object(lo))
+				snprintf(last, sizeof last, "%s%s%s",
+					 json_string_value(json_object_get(lo, "outcome"))
+					     ? json_string_value(json_object_get(lo, "outcome"))
+					     : "?",
+					 json_is_true(json_object_get(r, "unknown_outcome"))
+					     ? " (UNKNOWN OUTCOME)"
+					     : "",
+					 json_is_true(json_object_get(r, "in_flight"))
+					     ? " (in flight)"
+					     : "");
+			printf("%-32s %-20s %4lld %-10s %-40s %s\n",
+			       json_string_value(json_object_get(r, "job_id")),
+			       json_string_value(json_object_get(r, "scheduled_at")),
+			       (long long)json_integer_value(json_object_get(r, "partition")),
+			       json_string_value(json_object_get(r, "state")),
+			       json_string_value(json_object_get(r, "idempotency_key"))
+				   ? json_string_value(json_object_get(r, "idempotency_key"))
+				   : "-",
+			       last);
+		}
+	}
+	json_decref(rows);
+	return PAL_EXIT_OK;
+}

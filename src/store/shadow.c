@@ -1,0 +1,421 @@
+/*
+ * shadow.c - shadow runs, cut-over steps and roll-back of a scope
+ * (include/palisade/shadow.h, sql/039_shadow.sql, docs/migrating.md).
+ *
+ * Which instants are shadow is decided when a trigger is planned, by
+ * palisade_trigger_live() over shadow_scopes and cutover_steps.  Each
+ * change here locks both tables (ACCESS EXCLUSIVE) first: a planning
+ * insert reads them, so one that read the old rules has committed before
+ * the change moves the triggers already planned, and one that starts
+ * later reads the new rules.  The moves of planned triggers are the edges
+ * pending -> shadow (a scope goes to shadow), shadow -> pending (a
+ * cut-over makes the instant live), and pending, retry_wait, paused ->
+ * shadow (a roll-back, marked last_error_class 'rolled_back').
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "palisade/shadow.h"
+#include "ops_int.h"
+
+#define LOCK_TIMEOUT "10s"
+
+/* Trigger T of the scope ($1 kind, $2 name), as gates.c reads scopes. */
+#define IN_SCOPE(t)                                                                                \
+	"(CASE $1::text WHEN 'global' THEN true"                                                   \
+	" WHEN 'job' THEN " t ".job_id = $2::text"                                                 \
+	" WHEN 'group' THEN " t ".resource_group = $2::text"                                       \
+	" WHEN 'tenant' THEN " t ".tenant = $2::text END)"
+/* Job J of the scope */
+#define JOB_IN_SCOPE(j)                                                                            \
+	"(CASE $1::text WHEN 'global' THEN true"                                                   \
+	" WHEN 'job' THEN " j ".job_id = $2::text"                                                 \
+	" WHEN 'group' THEN " j ".resource_group = $2::text"                                       \
+	" WHEN 'tenant' THEN " j ".tenant = $2::text END)"
+#define LIVE(t)                                                                                    \
+	"palisade_trigger_live(" t ".job_id, " t ".tenant, " t ".resource_group, " t               \
+	".scheduled_at)"
+
+static const char *kind_name(pal_scope_kind k)
+{
+	return k == PAL_SCOPE_JOB      ? "job"
+	       : k == PAL_SCOPE_GROUP  ? "group"
+	       : k == PAL_SCOPE_TENANT ? "tenant"
+				       : "global";
+}
+
+/* Lock both tables for the transaction; PAL_ENOENT when SC names a job
+ * that does not exist. */
+static int lock_shadow(pal_store *st, const pal_scope *sc, char *err, size_t errlen)
+{
+	if (pal__store_exec(st, "SET LOCAL lock_timeout = '" LOCK_TIMEOUT "'", err, errlen))
+		return PAL_EDB;
+	if (pal__store_exec(st, "LOCK TABLE shadow_scopes, cutover_steps IN ACCESS EXCLUSIVE MODE",
+			    err, errlen)) {
+		if (pal_store_lock_timeout(st)) {
+			snprintf(err, errlen,
+				 "cannot lock the shadow tables within " LOCK_TIMEOUT
+				 ": another transaction holds them; hint: retry, and look for "
+				 "long or idle-in-transaction sessions in pg_stat_activity");
+			return PAL_EBUSY;
+		}
+		return PAL_EDB;
+	}
+	return sc->kind == PAL_SCOPE_JOB ? pal__ops_job_exists(st, sc->name, err, errlen) : PAL_OK;
+}
+
+static int audit(pal_store *st, const char *actor, const char *action, const char *scope,
+		 const char *reason, json_t *details, char *err, size_t errlen)
+{
+	char *d = json_dumps(details, JSON_COMPACT);
+	json_decref(details);
+	if (!d) {
+		snprintf(err, errlen, "out of memory");
+		return PAL_ENOMEM;
+	}
+	const char *p[] = {actor, action, scope, reason, d};
+	int rc = pal__ops_exec(st,
+			       "INSERT INTO audit_log (actor, action, scope, reason, details)"
+			       " VALUES ($1, $2, $3, $4, $5::jsonb)",
+			       5, p, NULL, err, errlen);
+	free(d);
+	return rc;
+}
+
+/* The latest step of SCOPE: its percent and instant (0, PAL_OPS_NOW: none). */
+static int latest_step(pal_store *st, const char *scope, int *percent, int64_t *at, char *err,
+		       size_t errlen)
+{
+	const char *p[] = {scope};
+	PGresult *r = pal__store_query(st,
+				       "SELECT percent, floor(extract(epoch FROM at))::bigint"
+				       " FROM cutover_steps WHERE scope = $1"
+				       " ORDER BY at DESC, id DESC LIMIT 1",
+				       1, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	*percent = 0;
+	*at = PAL_OPS_NOW;
+	if (PQntuples(r)) {
+		*percent = (int)pal__ops_val_i64(r, 0, 0);
+		*at = pal__ops_val_i64(r, 0, 1);
+	}
+	PQclear(r);
+	return PAL_OK;
+}
+
+typedef struct set_ctx {
+	const pal_scope *sc;
+	const char *scope, *actor, *reason;
+	bool *already;
+	int *percent;
+	int64_t *moved;
+} set_ctx;
+
+static int set_body(pal_store *st, void *vctx, char *err, size_t errlen)
+{
+	set_ctx *c = vctx;
+	*c->already = false;
+	*c->percent = 0;
+	*c->moved = 0;
+	int rc = lock_shadow(st, c->sc, err, errlen);
+	if (rc)
+		return rc;
+	int64_t at, ins = 0;
+	if ((rc = latest_step(st, c->scope, c->percent, &at, err, errlen)))
+		return rc;
+	const char *p[] = {c->scope, c->actor, c->reason};
+	if ((rc = pal__ops_exec(st,
+				"INSERT INTO shadow_scopes (scope, source, actor, reason)"
+				" VALUES ($1, 'operator', $2, $3) ON CONFLICT (scope) DO NOTHING",
+				3, p, &ins, err, errlen)))
+		return rc;
+	if (!ins) {
+		*c->already = true;
+		return PAL_OK;
+	}
+	const char *pk[] = {kind_name(c->sc->kind), c->sc->name ? c->sc->name : ""};
+	if ((rc = pal__ops_exec(st,
+				"UPDATE triggers t SET state = 'shadow', updated_at = now()"
+				" WHERE t.state = 'pending' AND t.attempt_count = 0"
+				"  AND t.source IN ('schedule', 'catchup') AND " IN_SCOPE(
+				    "t") "  AND NOT " LIVE("t"),
+				2, pk, c->moved, err, errlen)))
+		return rc;
+	return audit(st, c->actor, "shadow", c->scope, c->reason,
+		     json_pack("{s:I}", "moved", (json_int_t)*c->moved), err, errlen);
+}
+
+int pal_store_shadow_set(pal_store *st, const pal_scope *sc, const char *actor, const char *reason,
+			 bool *already, int *live_percent, int64_t *moved, char *err, size_t errlen)
+{
+	char scope[200];
+	pal_scope_format(sc, scope, sizeof scope);
+	set_ctx c = {sc, scope, actor, reason, already, live_percent, moved};
+	return pal__ops_in_tx(st, set_body, &c, err, errlen);
+}
+
+int pal_store_shadow_list_json(pal_store *st, json_t **out, char *err, size_t errlen)
+{
+	return pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(json_build_object('scope', s.scope, 'source', s.source,"
+	    "  'actor', s.actor, 'reason', s.reason, 'since', " TS(
+		"s.since") ","
+			   "  'percent', coalesce((SELECT c.percent FROM cutover_steps c WHERE "
+			   "c.scope = s.scope"
+			   "    ORDER BY c.at DESC, c.id DESC LIMIT 1), 0),"
+			   "  'steps', coalesce((SELECT json_agg(json_build_object('at', " TS(
+			       "c.at") ","
+				       "    'percent', c.percent, 'actor', c.actor, 'reason', "
+				       "c.reason) ORDER BY c.at, c.id)"
+				       "    FROM cutover_steps c WHERE c.scope = s.scope), '[]'))"
+				       "  ORDER BY s.scope), '[]')::text FROM shadow_scopes s",
+	    0, NULL, out, err, errlen);
+}
+
+int pal_store_stoplines_json(pal_store *st, const pal_scope *sc, json_t **out, char *err,
+			     size_t errlen)
+{
+	char scope[200];
+	pal_scope_format(sc, scope, sizeof scope);
+	const char *p[] = {kind_name(sc->kind), sc->name ? sc->name : "", scope};
+	/* since: the scope's latest step; the baseline: as long before it */
+	return pal__store_query_json(
+	    st,
+	    "WITH s AS (SELECT coalesce((SELECT c.at FROM cutover_steps c WHERE c.scope = $3"
+	    "   ORDER BY c.at DESC, c.id DESC LIMIT 1), now()) AS since)"
+	    " SELECT json_build_object('since', " TS(
+		"s.since") ","
+			   "  'open_tickets', (SELECT count(*) FROM tickets k JOIN jobs t ON "
+			   "t.job_id = k.job_id"
+			   "    WHERE k.state = 'open' AND " JOB_IN_SCOPE(
+			       "t") "),"
+				    "  'oldest_pending_s', (SELECT coalesce(floor(extract(epoch "
+				    "FROM now() - min(t.due_at))),"
+				    "    0)::bigint FROM triggers t WHERE t.state = 'pending' AND "
+				    "t.due_at < now()"
+				    "    AND " IN_SCOPE(
+					"t") "),"
+					     "  'fenced', (SELECT count(*) FROM attempts a JOIN "
+					     "triggers t ON t.id = a.trigger_id"
+					     "    AND t.scheduled_at = a.scheduled_at WHERE "
+					     "a.outcome = 'fenced'"
+					     "    AND a.claimed_at >= s.since AND " IN_SCOPE(
+						 "t") "),"
+						      "  'fenced_baseline', (SELECT count(*) FROM "
+						      "attempts a JOIN triggers t"
+						      "    ON t.id = a.trigger_id AND "
+						      "t.scheduled_at = a.scheduled_at"
+						      "    WHERE a.outcome = 'fenced' AND "
+						      "a.claimed_at >= s.since - (now() - s.since)"
+						      "    AND a.claimed_at < s.since "
+						      "AND " IN_SCOPE("t") "))::text FROM s",
+	    3, p, out, err, errlen);
+}
+
+typedef struct cut_ctx {
+	const pal_scope *sc;
+	const char *scope, *actor, *reason;
+	int percent;
+	int64_t at;
+	pal_cutover_result *res;
+} cut_ctx;
+
+static int cut_body(pal_store *st, void *vctx, char *err, size_t errlen)
+{
+	cut_ctx *c = vctx;
+	pal_cutover_result *res = c->res;
+	memset(res, 0, sizeof *res);
+	int rc = lock_shadow(st, c->sc, err, errlen);
+	if (rc)
+		return rc;
+	const char *pk[] = {kind_name(c->sc->kind), c->sc->name ? c->sc->name : ""};
+	int64_t shadowed;
+	if ((rc = pal__ops_query_i64(
+		 st,
+		 "SELECT count(*) FROM jobs t WHERE " JOB_IN_SCOPE(
+		     "t") " AND EXISTS (SELECT 1 FROM shadow_scopes s WHERE s.scope IN"
+			  "  ('global', 'job:' || t.job_id, 'group:' || t.resource_group,"
+			  "   'tenant:' || t.tenant))",
+		 2, pk, &shadowed, err, errlen)))
+		return rc;
+	if (!shadowed) {
+		snprintf(err, errlen,
+			 "no job of %s is in shadow: a cut-over moves jobs from shadow to live; "
+			 "hint: palisade shadow --%s first, or it is live already",
+			 c->scope, kind_name(c->sc->kind));
+		return PAL_ENOENT;
+	}
+	if ((rc =
+		 latest_step(st, c->scope, &res->previous_percent, &res->previous_at, err, errlen)))
+		return rc;
+	if (c->percent <= res->previous_percent) {
+		snprintf(err, errlen,
+			 "%s is cut over to %d %% already: a step only widens; hint: a higher "
+			 "--percent, or palisade rollback to go back",
+			 c->scope, res->previous_percent);
+		return PAL_EINVAL;
+	}
+	char at[24], pc[8];
+	pal__ops_i64s(at, sizeof at, c->at);
+	snprintf(pc, sizeof pc, "%d", c->percent);
+	const char *ps[] = {c->scope, at, pc, c->actor, c->reason};
+	if ((rc = pal__ops_exec(st,
+				"INSERT INTO cutover_steps (scope, at, percent, actor, reason)"
+				" VALUES ($1, to_timestamp($2::bigint), $3::int, $4, $5)",
+				5, ps, NULL, err, errlen)))
+		return rc;
+	const char *pm[] = {pk[0], pk[1], at};
+	if ((rc = pal__ops_exec(
+		 st,
+		 "UPDATE triggers t SET state = 'pending', updated_at = now()"
+		 " WHERE t.state = 'shadow' AND t.scheduled_at >= to_timestamp($3::bigint)"
+		 "  AND " IN_SCOPE("t") " AND " LIVE("t"),
+		 3, pm, &res->moved, err, errlen)))
+		return rc;
+	if ((rc = pal__ops_query_i64(st, "SELECT count(*) FROM jobs t WHERE " JOB_IN_SCOPE("t"), 2,
+				     pk, &res->jobs, err, errlen)) ||
+	    (rc = pal__ops_query_i64(st,
+				     "SELECT count(*) FROM jobs t WHERE " JOB_IN_SCOPE(
+					 "t") " AND palisade_trigger_live(t.job_id, t.tenant,"
+					      "  t.resource_group, to_timestamp($3::bigint))",
+				     3, pm, &res->live_jobs, err, errlen)))
+		return rc;
+	return audit(st, c->actor, "cutover", c->scope, c->reason,
+		     json_pack("{s:i, s:I, s:i, s:I, s:I, s:I}", "percent", c->percent, "at",
+			       (json_int_t)c->at, "previous_percent", res->previous_percent, "jobs",
+			       (json_int_t)res->jobs, "live_jobs", (json_int_t)res->live_jobs,
+			       "moved", (json_int_t)res->moved),
+		     err, errlen);
+}
+
+int pal_store_cutover(pal_store *st, const pal_scope *sc, int percent, int64_t at,
+		      const char *actor, const char *reason, pal_cutover_result *res, char *err,
+		      size_t errlen)
+{
+	char scope[200];
+	pal_scope_format(sc, scope, sizeof scope);
+	cut_ctx c = {sc, scope, actor, reason, percent, at, res};
+	return pal__ops_in_tx(st, cut_body, &c, err, errlen);
+}
+
+typedef struct back_ctx {
+	const pal_scope *sc;
+	const char *scope, *actor, *reason;
+	int64_t *handed_back, *later, *at;
+} back_ctx;
+
+static int back_body(pal_store *st, void *vctx, char *err, size_t errlen)
+{
+	back_ctx *c = vctx;
+	*c->handed_back = *c->later = 0;
+	int rc = lock_shadow(st, c->sc, err, errlen);
+	if (rc)
+		return rc;
+	const char *p[] = {c->scope, c->actor, c->reason};
+	if ((rc = pal__ops_exec(st,
+				"INSERT INTO shadow_scopes (scope, source, actor, reason)"
+				" VALUES ($1, 'operator', $2, $3) ON CONFLICT (scope) DO NOTHING",
+				3, p, NULL, err, errlen)) ||
+	    (rc = pal__ops_exec(st,
+				"INSERT INTO cutover_steps (scope, at, percent, actor, reason)"
+				" VALUES ($1, now(), 0, $2, $3)",
+				3, p, NULL, err, errlen)))
+		return rc;
+	const char *pk[] = {kind_name(c->sc->kind), c->sc->name ? c->sc->name : ""};
+	PGresult *r = pal__store_query(
+	    st,
+	    "WITH m AS (UPDATE triggers t SET state = 'shadow', last_error_class = 'rolled_back',"
+	    "   updated_at = now()"
+	    "  WHERE t.state IN ('pending', 'retry_wait', 'paused')"
+	    /* every waiting one, the due ones too: they were live instants,
+	     * and the old system takes them over */
+	    "   AND t.source IN ('schedule', 'catchup') AND " IN_SCOPE(
+		"t") "  RETURNING t.scheduled_at <= now() AS due)"
+		     " SELECT count(*) FILTER (WHERE due), count(*) FILTER (WHERE NOT due),"
+		     "  floor(extract(epoch FROM now()))::bigint FROM m",
+	    2, pk, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	*c->handed_back = pal__ops_val_i64(r, 0, 0);
+	*c->later = pal__ops_val_i64(r, 0, 1);
+	*c->at = pal__ops_val_i64(r, 0, 2);
+	PQclear(r);
+	return audit(st, c->actor, "rollback", c->scope, c->reason,
+		     json_pack("{s:I, s:I}", "handed_back", (json_int_t)*c->handed_back, "later",
+			       (json_int_t)*c->later),
+		     err, errlen);
+}
+
+int pal_store_rollback(pal_store *st, const pal_scope *sc, const char *actor, const char *reason,
+		       int64_t *handed_back, int64_t *later, int64_t *at, char *err, size_t errlen)
+{
+	char scope[200];
+	pal_scope_format(sc, scope, sizeof scope);
+	back_ctx c = {sc, scope, actor, reason, handed_back, later, at};
+	return pal__ops_in_tx(st, back_body, &c, err, errlen);
+}
+
+int pal_store_scope_in_flight(pal_store *st, const pal_scope *sc, int64_t *n, char *err,
+			      size_t errlen)
+{
+	const char *pk[] = {kind_name(sc->kind), sc->name ? sc->name : ""};
+	return pal__ops_query_i64(st,
+				  "SELECT count(*) FROM triggers t"
+				  " WHERE t.state IN ('running', 'pausing', 'cancelling')"
+				  "  AND " IN_SCOPE("t"),
+				  2, pk, n, err, errlen);
+}
+
+int pal_store_unfinished_json(pal_store *st, const pal_scope *sc, int64_t before, json_t **out,
+			      char *err, size_t errlen)
+{
+	char b[24];
+	pal__ops_i64s(b, sizeof b, before);
+	const char *p[] = {kind_name(sc->kind), sc->name ? sc->name : "", b};
+	return pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(json_build_object('id', t.id, 'job_id', t.job_id,"
+	    "  'scheduled_at', " TS(
+		"t.scheduled_at") ", 'partition', t.partition,"
+				  "  'state', t.state, 'version', t.version, 'request_id', "
+				  "t.request_id,"
+				  "  'idempotency_key', la.idempotency_key,"
+				  "  'key_template', v.idempotency_key, 'timezone', v.timezone,"
+				  "  'scheduled_date', to_char(t.scheduled_at AT TIME ZONE "
+				  "v.timezone, 'YYYY-MM-DD'),"
+				  "  'last_outcome', CASE WHEN la.fence IS NOT NULL THEN "
+				  "json_build_object("
+				  "    'outcome', la.outcome, 'error_class', la.error_class,"
+				  "    'http_status', la.http_status) END,"
+				  "  'unknown_outcome', t.outcome_unknown OR t.state = 'unknown',"
+				  "  'in_flight', t.state IN ('running', 'pausing', 'cancelling'),"
+				  "  'attempts', t.attempt_count) ORDER BY t.scheduled_at, "
+				  "t.job_id, t.partition), '[]')::text"
+				  " FROM triggers t JOIN job_versions v ON v.job_id = t.job_id AND "
+				  "v.version = t.version"
+				  " LEFT JOIN LATERAL (SELECT a.fence, a.idempotency_key, "
+				  "a.outcome, a.error_class,"
+				  "   a.http_status FROM attempts a WHERE a.trigger_id = t.id"
+				  "   AND a.scheduled_at = t.scheduled_at ORDER BY a.fence DESC "
+				  "LIMIT 1) la ON true"
+				  " WHERE t.scheduled_at <= to_timestamp($3::bigint) AND " IN_SCOPE(
+				      "t") "  AND (t.state IN ('running', 'pausing', 'cancelling', "
+					   "'unknown', 'manual')"
+					   "   OR (t.state = 'shadow' AND t.last_error_class = "
+					   "'rolled_back'))",
+	    3, p, out, err, errlen);
+}
+
+int pal_store_scope_jobs_json(pal_store *st, const pal_scope *sc, json_t **out, char *err,
+			      size_t errlen)
+{
+	const char *pk[] = {kind_name(sc->kind), sc->name ? sc->name : ""};
+	return pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(t.job_id ORDER BY t.job_id), '[]')::text"
+	    " FROM jobs t WHERE " JOB_IN_SCOPE("t"),
+	    2, pk, out, err, errlen);
+}
