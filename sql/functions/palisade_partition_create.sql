@@ -2,10 +2,14 @@
 -- (triggers_pSUFFIX and attempts_pSUFFIX, SUFFIX the UTC start or
 -- `history`), listed in palisade_partitions; returns the triggers table's
 -- name.  Rows the default partitions hold in the range move into the new
--- pair first.  Storage parameters: those of triggers for triggers (a
--- partitioned table has none of its own); fillfactor 70 for attempts, so
--- that the update that ends an attempt (no indexed column) stays on its
--- page as a HOT update.  Called by palisade_retention().
+-- pair first.  Storage parameters (sql/029_fire_fillfactor.sql says
+-- why): fillfactor 50 for triggers, so that a trigger's claimed version
+-- is written on its planned version's page, and the autovacuum settings
+-- 001 gave triggers (a partitioned table has none of its own);
+-- fillfactor 35 for attempts, so that the update that ends an attempt (no
+-- indexed column) stays on its page as a HOT update even when a result
+-- batch ends every attempt of the page in one statement.  Called by
+-- palisade_retention().
 CREATE OR REPLACE FUNCTION palisade_partition_create(p_from timestamp with time zone, p_to timestamp with time zone)
  RETURNS text
  LANGUAGE plpgsql
@@ -28,10 +32,10 @@ BEGIN
 	-- that no attempt refers to a moved trigger while neither new table is
 	-- attached; attaching the attempts table then checks its foreign key.
 	EXECUTE format('CREATE TABLE %I (LIKE triggers INCLUDING DEFAULTS INCLUDING CONSTRAINTS)'
-		' WITH (fillfactor = 80, autovacuum_vacuum_scale_factor = 0.01,'
+		' WITH (fillfactor = 50, autovacuum_vacuum_scale_factor = 0.01,'
 		' autovacuum_analyze_scale_factor = 0.02, autovacuum_vacuum_cost_delay = 0)', v_t);
 	EXECUTE format('CREATE TABLE %I (LIKE attempts INCLUDING DEFAULTS INCLUDING CONSTRAINTS)'
-		' WITH (fillfactor = 70)', v_a);
+		' WITH (fillfactor = 35)', v_a);
 	IF to_regclass('triggers_pdefault') IS NOT NULL THEN
 		EXECUTE format('WITH m AS (DELETE FROM attempts_pdefault WHERE scheduled_at >= $1'
 			' AND scheduled_at < $2 RETURNING *) INSERT INTO %I SELECT * FROM m', v_a)

@@ -23,6 +23,9 @@
 #                          sink instead of the no-op one; BENCH_SOAK_SQL:
 #                          statements run in its database before the node
 #                          starts (A/B of a storage setting)
+#   BENCH_EXEC_SQL="..."   statements run in the database of each run of
+#                          section exec (the rates and the fire-cost run)
+#                          before it: an A/B of a storage setting
 #   BENCH_ONLY="a b"       run only these sections: ceilings planning exec
 #                          lateness lease handoff apply scale burst
 #                          burst_spread handoff200k soak
@@ -392,6 +395,9 @@ YAML
 	sql "UPDATE job_versions SET effective_from = now(), activated_at = now(), activated_epoch = 0
 	     WHERE job_id = 'bench.exec'" >/dev/null
 	EX_BASE=$(($(date +%s) - 600)) EX_PLANTED=0
+	# BENCH_EXEC_SQL: statements run in the database of each run of the
+	# section before it (an A/B of a storage setting, e.g. a fillfactor).
+	if [ -n "${BENCH_EXEC_SQL:-}" ]; then sql "$BENCH_EXEC_SQL" >/dev/null || return 1; fi
 }
 plant() {
 	sql "INSERT INTO triggers (job_id, version, scheduled_at, partition, source, tenant,
@@ -451,7 +457,7 @@ ratio() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { if (a == "" || b == "" || a =
 # as it stood at schema 22 (436312e): 2,228 and 2,241 B with 10,000 fires
 # (BENCH_QUICK=1), 2,230 B with 20,000, three runs; the target is half.
 WAL_BASELINE=2230
-R_COST= R_COST_RELS= R_COST_ROWS=
+R_COST= R_COST_RELS= R_COST_ROWS= R_COST_WAL=
 cost_sizes() { # -> "triggers_heap triggers_indexes attempts_heap attempts_indexes", bytes
 	sql "WITH p AS (SELECT relid, 'triggers' AS parent FROM pg_partition_tree('triggers') WHERE isleaf
 	       UNION ALL SELECT relid, 'attempts' FROM pg_partition_tree('attempts') WHERE isleaf)
@@ -475,6 +481,19 @@ cost_rels() {
 	     LEFT JOIN pg_class pi ON pi.oid = h.inhparent
 	     GROUP BY 1 ORDER BY 1" | tr '|' ' '
 }
+# cost_wal_split FROM TO N: the WAL between two LSNs by resource manager
+# (pg_waldump --stats: heap, heap2 (HOT and pruning), btree, transaction
+# commits, full-page images), bytes per fire of N, into R_COST_WAL.
+cost_wal_split() {
+	local dd wd
+	dd=$(sql "SHOW data_directory") wd=$(command -v pg_waldump || echo /usr/lib/postgresql/15/bin/pg_waldump)
+	R_COST_WAL=$("$wd" --stats -p "$dd/pg_wal" -s "$1" -e "$2" 2>/dev/null |
+		awk -v n="$3" '$2 ~ /^[0-9]+$/ && $1 != "Total" {
+		    gsub(/[()]/, " "); split($0, f, " +")
+		    if (f[2] + 0 > 0) printf "%s %d (FPI %d)\n", f[1], f[8] / n, f[6] / n }' |
+		sort -k2,2nr | awk '{ printf "%s%s", (NR > 1 ? ", " : ""), $0 }')
+	say "WAL per fire by resource manager: ${R_COST_WAL:-(pg_waldump unavailable)}"
+}
 fire_cost_run() {
 	local n=$1 conf=$B_STATE/cost.yaml lsn lsn1 lim got=0 m='palisade_executor_results_total{state="succeeded"}'
 	local s0 s1 a b c d e f g h
@@ -494,6 +513,7 @@ fire_cost_run() {
 		sleep 0.2
 	done
 	lsn1=$(sql "SELECT pg_current_wal_lsn()")
+	cost_wal_split "$lsn" "$lsn1" "$n"
 	stop_node cost-1
 	stop_sink
 	got=$(sql "SELECT count(*) FROM triggers WHERE state = 'succeeded'")
@@ -531,7 +551,7 @@ section_exec_cost() {
 	[ -n "$WAL_BASELINE" ] && wt=$((WAL_BASELINE / 2))
 	record "WAL bytes per fire" "${wal:-null}" B "$wt" lower \
 		"pg_current_wal_lsn from before the INSERT of the same run to its last result, divided by its fires (the INSERT, claims, attempts, results, autovacuum in the window, full-page images after a CHECKPOINT); target half of ${WAL_BASELINE:-the baseline (not recorded)}" \
-		baseline="${WAL_BASELINE:-null}"
+		baseline="${WAL_BASELINE:-null}" by_rmgr="${R_COST_WAL:-}"
 }
 section_exec() {
 	local tgt=10000 note="target max(10000, 50% of the combined ceiling)"
