@@ -408,6 +408,12 @@ PAL_MUST_CHECK int pal_store_planned(pal_store *st, const char *job_id, int64_t 
  * epoch watermark lag_s jobs due planned running oldest_due_s}], triggers:
  * {state: count}, open_tickets, misfires}. */
 PAL_MUST_CHECK int pal_store_status_json(pal_store *st, json_t **out, char *err, size_t errlen);
+/* The same with the live states counted exactly and the finished ones
+ * (succeeded, failed, cancelled, skipped) estimated from the planner's
+ * statistics, listed in triggers_estimated: what the console shows, at a
+ * cost that follows the live triggers, not the table's history. */
+PAL_MUST_CHECK int pal_store_status_live_json(pal_store *st, json_t **out, char *err,
+					      size_t errlen);
 
 /* One audit_log row (an operator action outside the ops module, such as a
  * drain over the admin endpoint); DETAILS_JSON may be NULL. */

@@ -1100,6 +1100,17 @@ static void render_cluster(GString *o, const json_t *m, const viewer *vw)
 				g_string_append(o, "<tr><td>");
 				pal_html_text(o, k);
 				g_string_append(o, "</td><td class=\"num\">");
+				/* a finished state's count is the planner's estimate */
+				size_t e;
+				json_t *est;
+				json_array_foreach(json_object_get(m, "triggers_estimated"), e, est)
+				{
+					if (json_is_string(est) &&
+					    !strcmp(json_string_value(est), k))
+						g_string_append(
+						    o, "<span title=\"an estimate from the "
+						       "table statistics\">&asymp;</span> ");
+				}
 				GString *cli = g_string_new("palisade triggers --state ");
 				g_string_append(cli, k);
 				num_link(o, v, "/api/cluster?section=triggers", cli->str);

@@ -205,7 +205,7 @@ int pal_store_console_cluster(pal_store *st, const pal_console_limits *lim, cons
 	const char *p[] = { a, b, c, d, jobs_q && *jobs_q ? jobs_q : NULL,
 			    jobs_after && *jobs_after ? jobs_after : NULL };
 	json_t *status, *view;
-	int rc = pal_store_status_json(st, &status, err, errlen);
+	int rc = pal_store_status_live_json(st, &status, err, errlen);
 	if (rc)
 		return rc;
 	if ((rc = pal__store_query_json(st, SQL_CLUSTER, 6, p, &view, err, errlen))) {
