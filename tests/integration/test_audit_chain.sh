@@ -42,6 +42,39 @@ expect_match "from seq 4" "audit chain whole: 12 rows checked \(seq 4\.\.15\)" "
 expect_exit "a row written after retention chains on" 0 "$PAL" audit verify
 expect_match "16 is sealed" "13 rows checked \(seq 4\.\.16\)" "$OUT"
 
+# One seal per transaction, not per row: the first row a transaction
+# seals reads the chain's tail (under the lock), the rows after it chain
+# on from the one before.  Reads of audit_log (sequential and index scans,
+# pg_stat_user_tables) while 500 rows are inserted in one statement:
+# one, not 500.
+reads() { sql "SELECT pg_stat_force_next_flush(); SELECT seq_scan + coalesce(idx_scan, 0) FROM pg_stat_user_tables WHERE relname = 'audit_log'" | tail -1; }
+r0=$(reads)
+"$PSQL" "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 \
+	-c "INSERT INTO audit_log (actor, action) SELECT 'test', 'many.' || i FROM generate_series(1, 500) i" \
+	-c "SELECT pg_stat_force_next_flush()" >/dev/null
+r1=$(reads)
+echo "    figure: reads of audit_log while 500 rows were sealed in one statement: $((r1 - r0))"
+check "500 rows in one statement read the chain's tail once (read $((r1 - r0)) times)" [ $((r1 - r0)) -le 2 ]
+# Several statements of one transaction chain on; rows of a subtransaction
+# rolled back take their seqs with them; a tail set in the session (not
+# by the seal, in this transaction) is not believed.
+"$PSQL" "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
+SET palisade.audit_tail = '1:1:00';
+BEGIN;
+INSERT INTO audit_log (actor, action) VALUES ('test', 'tx.1');
+SAVEPOINT s;
+INSERT INTO audit_log (actor, action) SELECT 'test', 'tx.gone.' || i FROM generate_series(1, 3) i;
+ROLLBACK TO SAVEPOINT s;
+INSERT INTO audit_log (actor, action) SELECT 'test', 'tx.' || i FROM generate_series(2, 3) i;
+COMMIT;
+INSERT INTO audit_log (actor, action) VALUES ('test', 'tx.4');
+SQL
+expect_eq "a transaction's statements after a rolled-back savepoint take seq 517.. in order" \
+	"tx.1:517 tx.2:518 tx.3:519 tx.4:520" \
+	"$(sql "SELECT string_agg(action || ':' || seq, ' ' ORDER BY seq) FROM audit_log WHERE action LIKE 'tx.%'")"
+expect_exit "and the chain is whole" 0 "$PAL" audit verify
+expect_match "through seq 520" "517 rows checked \(seq 4\.\.520\)" "$OUT"
+
 # an edited reason
 id6=$(sql "SELECT id FROM audit_log WHERE seq = 6")
 orig=$(sql "SELECT reason FROM audit_log WHERE seq = 6")
