@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Notifications: a job's failed, manual, misfire and recovered events are
-# queued in the outbox by the transaction that causes them and delivered by
-# the executor node to a webhook receiver that is down at first, then
-# answers 500, then 200: every event arrives, none twice by webhook-id
-# among the answered deliveries, each signed as Standard Webhooks says
-# (verified in the receiver with the job's whsec_ secret); recovered once
-# after the notified failure; a job without notify queues nothing.
+# Notifications: a job's failed, manual, misfire, quarantined and
+# recovered events are queued in the outbox by the transaction that causes
+# them and delivered by the executor node to a webhook receiver that is
+# down at first, then answers 500, then 200: every event arrives, none
+# twice by webhook-id among the answered deliveries, each signed as
+# Standard Webhooks says (verified in the receiver with the job's whsec_
+# secret); recovered once after the notified failure; a job without
+# notify queues nothing.
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "notify - every event of a job with notify: is delivered at least once, signed, with one webhook id across its redeliveries, whatever the receiver did meanwhile"
@@ -48,6 +49,11 @@ jobs:
     misfire: skip
     target: {url: "http://$SINK_ADDR/effects/held"}
     $HOOK
+  - id: poisoned
+    schedule: {cron: "* * * * * ?"}
+    misfire: skip
+    target: {url: "http://$DEAD/p"}
+    notify: [{on: quarantined, url: "http://127.0.0.1:$HOOK_PORT/hooks", secret: "\${HOOK_SECRET}"}]
   - id: quiet
     schedule: {cron: "0 0 0 1 1 ? 2099"}
     target: {url: "http://$DEAD/q", timeout: 1s}
@@ -62,6 +68,11 @@ expect_eq "... and the stored spec holds the reference only" 0 "$(sql "select co
 "$PAL" pause --job held --reason "notify test" >/dev/null
 start_node n1
 wait_until "shards led" 20 all_shards_led || { finish; exit 1; }
+
+# planning poisoned fails (its rows are refused): the controller quarantines it
+sql "alter table triggers add constraint it_poison check (job_id <> 'poisoned') not valid" >/dev/null
+wait_until "poisoned is quarantined" 20 eval '[ "$(sql "select count(*) from quarantine where job_id = '\''poisoned'\''")" = 1 ]'
+sql "alter table triggers drop constraint it_poison" >/dev/null
 
 state_of() { sql "select string_agg(state, ',' order by id) from triggers where job_id = '$1' and source = 'manual'"; }
 sink_faults '{"error_rate": 1}'
@@ -107,6 +118,7 @@ doomed_failed=$(sql "select count(*) from triggers where job_id = 'doomed' and s
 expect_eq "one failed event per failed trigger of doomed" "$doomed_failed" "$(sql "select count(*) from notifications where job_id = 'doomed' and event = 'failed'")"
 expect_eq "flaky: one failed, one recovered (not one per success)" "failed recovered" "$(sql "select string_agg(event, ' ' order by id) from notifications where job_id = 'flaky'")"
 expect_eq "slow: one manual" "manual" "$(sql "select string_agg(event, ' ') from notifications where job_id = 'slow'")"
+expect_eq "poisoned: one quarantined (its misfires are not asked for)" "quarantined" "$(sql "select string_agg(event, ' ') from notifications where job_id = 'poisoned'")"
 expect_eq "held: one misfire per misfire row" "$(sql "select count(*) from misfires where job_id = 'held'")" "$(sql "select count(*) from notifications where job_id = 'held' and event = 'misfire'")"
 rows=$(sql "select count(*) from notifications")
 ok_ids=$(jq -r 'select(.status == 200) | .id' "$HOOK_LOG" | sort)
