@@ -65,6 +65,7 @@ _Static_assert(sizeof(pal_jitter) == sizeof(int), "enum stored as int");
 #define MAX_EXCLUSIONS 1000
 #define OWNER_MAX_LEN 256
 #define DESCRIPTION_MAX_LEN 4096
+#define MAX_SECTION_KEYS 32 /* keys of one section's table */
 
 /* Per-job validation state. */
 struct jctx {
@@ -338,9 +339,11 @@ static void apply_key(struct jctx *c, const struct keydef *k, const pal_ynode *v
 static void walk_section(struct jctx *c, const struct section *sec, const pal_ynode *map,
 			 pal_job_spec *s)
 {
-	const char *names[16];
-	bool seen[16] = {false};
+	/* every section's table fits (job_keys is the longest) */
+	const char *names[MAX_SECTION_KEYS];
+	bool seen[MAX_SECTION_KEYS] = {false};
 
+	g_assert(sec->n <= MAX_SECTION_KEYS);
 	if (pal_yexpect_map(c->doc, map, sec->name, c->diags) != 0) {
 		c->errors++;
 		return;

@@ -17,6 +17,7 @@
 #include <curl/curl.h>
 #include <glib.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,8 @@ struct pal_notifier {
 	pal_store *st; /* the thread's own connection, opened on first use */
 	CURL *curl;
 	unsigned rounds;
+	atomic_bool stopping; /* set by pal_notifier_stop: a delivery under way
+				 is aborted, the rest of the round handed back */
 	pal_periodic *th;
 };
 
@@ -98,6 +101,17 @@ static size_t discard(char *p, size_t size, size_t n, void *ud)
 	return size * n;
 }
 
+/* libcurl's progress callback: non-zero aborts the transfer, so a stop
+ * does not wait for a slow receiver's timeout. */
+static int abort_on_stop(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+	(void)a;
+	(void)b;
+	(void)c;
+	(void)d;
+	return atomic_load(&((struct pal_notifier *)ud)->stopping) ? 1 : 0;
+}
+
 /* POST notification V; true when the receiver answered 2xx.  *STATUS: the
  * HTTP status (0: none); WHY: what went wrong otherwise. */
 static bool post(struct pal_notifier *w, const pal_notif *v, int *status, char *why, size_t wlen)
@@ -139,6 +153,9 @@ static bool post(struct pal_notifier *w, const pal_notif *v, int *status, char *
 	curl_easy_setopt(e, CURLOPT_POSTFIELDS, v->payload);
 	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(v->payload));
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
+	curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, abort_on_stop);
+	curl_easy_setopt(e, CURLOPT_XFERINFODATA, w);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -209,8 +226,18 @@ static void round_(void *arg)
 	}
 	for (size_t i = 0; i < n; i++) {
 		char why[512] = "";
-		int status;
-		bool ok = post(w, &v[i], &status, why, sizeof why);
+		int status = 0;
+		/* stopping: hand the rest back at once rather than at lease expiry */
+		bool ok = !atomic_load(&w->stopping) && post(w, &v[i], &status, why, sizeof why);
+		if (atomic_load(&w->stopping) && !ok) {
+			if (pal_store_notif_done(w->st, v[i].id, w->cfg.node_id, false, status,
+						 "not delivered: the node stopped", 0, err,
+						 sizeof err)) {
+				drop_conn(w, err);
+				break;
+			}
+			continue;
+		}
 		int64_t retry = ok ? 0 : backoff_ms(w, v[i].attempts);
 		pal_metric_inc(w->m, ok ? M_DELIVERED : M_FAILED, NULL, 1);
 		pal_log(ok ? PAL_LOG_DEBUG : PAL_LOG_INFO,
@@ -280,6 +307,7 @@ void pal_notifier_stop(pal_notifier *w)
 {
 	if (!w)
 		return;
+	atomic_store(&w->stopping, true);
 	pal_periodic_stop(w->th);
 	pal_store_close(w->st);
 	if (w->curl)
