@@ -388,7 +388,10 @@ static int result_ref_cmp(const void *a, const void *b)
 	"   AND (t.state IN ('running', 'pausing', 'cancelling')) IS TRUE" \
 	RET ")," \
 	/* a join, not a NOT EXISTS per row: that was quadratic in the batch \
-	 * (a 9 728-result batch ran past the 30 s statement timeout) */ \
+	 * (a 9 728-result batch ran past the 30 s statement timeout).  The \
+	 * attempt is found through its trigger (attempts_trigger), not its \
+	 * token alone: attempts_fence is there only for 0.2.0 binaries, whose \
+	 * commit reads it, and goes in a contract step (docs/upgrades.md). */ \
 	" att AS (UPDATE attempts a SET ended_at = clock_timestamp()," \
 	"   outcome = CASE WHEN upd.id IS NULL" \
 	"     THEN 'fenced' WHEN u.st = 'pending' THEN 'deferred' ELSE u.st END," \
@@ -396,7 +399,8 @@ static int result_ref_cmp(const void *a, const void *b)
 	"   duration_ms = u.dur, idempotency_key = nullif(u.ikey, '')," \
 	"   status_queries = string_to_array(nullif(u.sq, ''), ',')" \
 	"   FROM u LEFT JOIN upd ON upd.fence = u.fence" \
-	"   WHERE a.fence = u.fence AND a.fence = ANY ($2::bigint[])" PART_A ")," \
+	"   WHERE a.trigger_id = u.id AND a.fence = u.fence AND a.trigger_id = ANY ($1::bigint[])" \
+	PART_A ")," \
 	/* the node that could not render stops claiming the job for a while */ \
 	" rs AS (INSERT INTO render_skips AS s (node, job_id, until, error)" \
 	"   SELECT DISTINCT ON (u.rnode, t.job_id) u.rnode, t.job_id," \
@@ -611,7 +615,8 @@ int pal_store_checkpoint(pal_store *st, int64_t id, int64_t fence, const char *c
 		"   WHERE id = $1 AND fence = $2 AND state IN ('running', 'pausing', 'cancelling')"
 		"   RETURNING state),"
 		" att AS (UPDATE attempts SET ended_at = clock_timestamp(), outcome = (SELECT state FROM upd)"
-		"   WHERE fence = $2 AND (SELECT state FROM upd) IN ('paused', 'cancelled'))"
+		"   WHERE trigger_id = $1 AND fence = $2"
+		"     AND (SELECT state FROM upd) IN ('paused', 'cancelled'))"
 		" SELECT state FROM upd",
 		3, p, err, errlen);
 	if (!r)
