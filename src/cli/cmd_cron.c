@@ -18,11 +18,13 @@
 #include "palisade/cli.h"
 #include "palisade/cron.h"
 #include "palisade/err.h"
+#include "palisade/schedule.h"
 #include "palisade/timefmt.h"
 #include "palisade/tz.h"
 
 #define COUNT_MAX 1000000
 #define HINT "usage: palisade cron next EXPR [--tz ZONE] [--from RFC3339] [--count N] [--dst POLICY]\n" \
+	     "                          [--job ID]\n" \
 	     "       palisade cron batch <CASES\n" \
 	     "'palisade cron --help' says more.\n"
 
@@ -30,6 +32,7 @@ static void usage(FILE *fp)
 {
 	fprintf(fp,
 		"usage: palisade cron next EXPR [--tz ZONE] [--from RFC3339] [--count N] [--dst POLICY]\n"
+		"                          [--job ID]\n"
 		"       palisade cron batch <CASES\n"
 		"\n"
 		"Print the next N fire instants of cron expression EXPR strictly after --from,\n"
@@ -43,6 +46,8 @@ static void usage(FILE *fp)
 		"  --from TIME     RFC 3339 instant to start after (default now)\n"
 		"  --count N       number of instants, 1-%d (default 5)\n"
 		"  --dst POLICY    auto (default) or gap=shift|skip,overlap=first|last|both\n"
+		"  --job ID        resolve Jenkins' H in EXPR as for the job ID (required\n"
+		"                  when EXPR has H); the resolved expression goes to stderr\n"
 		"  -h, --help      this text\n"
 		"\n"
 		"Exit status: 0 ok, 64 bad usage, 65 invalid expression or unknown zone.\n"
@@ -230,9 +235,10 @@ int pal_cmd_cron(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "tz", required_argument, NULL, 'z' },	   { "from", required_argument, NULL, 'f' },
 		{ "count", required_argument, NULL, 'n' }, { "dst", required_argument, NULL, 'd' },
-		{ "help", no_argument, NULL, 'h' },	   { NULL, 0, NULL, 0 },
+		{ "help", no_argument, NULL, 'h' },	   { "job", required_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
 	};
-	const char *zone = "UTC", *from_s = NULL, *dst_s = "auto";
+	const char *zone = "UTC", *from_s = NULL, *dst_s = "auto", *job = NULL;
 	long count = 5;
 	int opt, opts = 0;
 	char err[512];
@@ -252,6 +258,7 @@ int pal_cmd_cron(int argc, char **argv)
 			}
 			break;
 		case 'd': dst_s = optarg; break;
+		case 'j': job = optarg; break;
 		case 'h': usage(stdout); return PAL_EXIT_OK;
 		case ':':
 			fprintf(stderr, "palisade cron: option \"%s\" needs a value\n%s", argv[optind - 1],
@@ -282,7 +289,6 @@ int pal_cmd_cron(int argc, char **argv)
 		return PAL_EXIT_USAGE;
 	}
 	const char *expr = argv[optind + 1];
-
 	pal_dst_policy dst;
 	if (pal_dst_policy_parse(dst_s, &dst, err, sizeof err)) {
 		fprintf(stderr, "palisade cron: --dst: %s\n", err);
@@ -301,12 +307,31 @@ int pal_cmd_cron(int argc, char **argv)
 		from = (int64_t)time(NULL);
 	}
 
+	/* Jenkins' H: resolved per job, as the job file's loader and apply do */
+	char *resolved = NULL;
+	if (pal_cron_resolve_hash(expr, job ? job : "", &resolved, err, sizeof err)) {
+		fprintf(stderr, "palisade cron: invalid cron expression: %s\n", err);
+		return PAL_EXIT_DATAERR;
+	}
+	if (strcmp(resolved, expr)) {
+		if (!job) {
+			fprintf(stderr, "palisade cron: the expression has H, which depends on the "
+					"job; hint: give --job ID\n");
+			free(resolved);
+			return PAL_EXIT_USAGE;
+		}
+		fprintf(stderr, "palisade cron: H for job %s: %s\n", job, resolved);
+		expr = resolved;
+	}
+
+
 	pal_tz *tz = NULL;
 	pal_cron *c = NULL;
 	int field, rc = cron_open(expr, zone, &tz, &c, err, sizeof err, &field);
 	if (rc) {
 		fprintf(stderr, "palisade cron: %s\n", err);
 		point_at_field(expr, field);
+		free(resolved);
 		return rc;
 	}
 	int64_t last;
@@ -317,6 +342,7 @@ int pal_cmd_cron(int argc, char **argv)
 	}
 	pal_cron_free(c);
 	pal_tz_close(tz);
+	free(resolved);
 	if (fflush(stdout)) {
 		perror("palisade cron: stdout");
 		return PAL_EXIT_FAIL;

@@ -91,6 +91,15 @@ j=json.loads(sys.argv[1]); j=j[0] if isinstance(j,list) else j
 n=[int(datetime.datetime.strptime(x,"%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc).timestamp()) for x in j["next"]]
 sys.exit(0 if len(n)==2 and all((x-int(sys.argv[2]))%4==0 for x in n) else 1)' "$OUT" "$ACT"; }
 check "on the activation's grid, as the controller plans it" on_grid
+expect_exit "cron next --job resolves H as apply stored it" 0 \
+	"$PAL" cron next "H/6 * * * * ?" --job sf.h.job-1 --count 1
+check "the same expression ($H_CRON)" grep -qF "H for job sf.h.job-1: $H_CRON" <<<"$OUT"
+sed "s/spread: 4s, jitter: 3s/spread: 1h/" "$NODE_DIR/spread.yaml" >"$NODE_DIR/spread2.yaml"
+expect_exit "plan diff of a changed spread" 0 "$PAL" plan diff --config "$CLUSTER_CONF" \
+	--count 2 --from "$(iso $((S + 20)))" "$NODE_DIR/spread2.yaml"
+expect_match "a changed job" "sf.spread.job-1: changed" "$OUT"
+expect_match "its stored instants out" "^ +- [0-9T:Z-]+$" "$OUT"
+expect_match "the new ones in" "^ +\+ [0-9T:Z-]+$" "$OUT"
 stop_node f1
 echo "    took $(($(date +%s) - T_START)) s"
 finish
