@@ -578,7 +578,10 @@ static int base_next(const pal_schedule *sc, int64_t anchor, int64_t after, int6
 		*x = sc->at;
 		return PAL_OK;
 	case SK_EVERY: {
-		int64_t a = sc->has_start ? sc->start : anchor != PAL_NO_TIME ? anchor : after;
+		/* the first instant: start, or one interval after the activation
+		 * (the activation itself is never one, moved or not) */
+		int64_t a = sc->has_start ? sc->start
+					  : (anchor != PAL_NO_TIME ? anchor : after) + sc->every;
 		*x = after < a ? a : a + (pal_floor_div(after - a, sc->every) + 1) * sc->every;
 		return *x > LAST_INSTANT ? PAL_ENOENT : PAL_OK;
 	}
@@ -813,10 +816,9 @@ int pal_schedule_count_from(const pal_schedule *sc, int64_t anchor, int64_t afte
 		return PAL_OK;
 	}
 	if (sc->kind == SK_EVERY) {
-		int64_t a = (sc->has_start	     ? sc->start
-			     : anchor != PAL_NO_TIME ? anchor
-						     : after) +
-			    off;
+		int64_t a0 = sc->has_start ? sc->start
+					   : (anchor != PAL_NO_TIME ? anchor : after) + sc->every;
+		int64_t a = a0 + off;
 		if (hi > LAST_INSTANT + off + 1)
 			hi = LAST_INSTANT + off + 1;
 		int64_t k0 = lo <= a ? 0 : -pal_floor_div(-(lo - a), sc->every);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "palisade/planbatch.h"
+#include "palisade/planner.h"
 #include "palisade/schedule.h"
 #include "palisade/sha256.h"
 
@@ -331,6 +332,86 @@ static void test_count_equals_walk(void **state)
 	pal_schedule_close(sc);
 }
 
+/*
+ * Through the planner: an `every` job without start (counted from its
+ * activation, 1003) and one with jitter (not countable: walked), down from
+ * watermark 1003 to now 2000 with misfire skip, threshold 60 s: every
+ * instant of the model up to 1940 is a recorded misfire, every later one up
+ * to now + lookahead a trigger at the model's second, none twice.
+ */
+static void test_planner_every_and_jitter_after_downtime(void **state)
+{
+	(void)state;
+	const pal_planner_config cfg = {.overlap_s = 10,
+					.lookahead_s = 5,
+					.misfire_threshold_s = 60,
+					.max_rows_per_tick = 50000};
+	const char *ids[2] = {"p.every", "p.jitter"};
+	pal_planner *p = pal_planner_new(0, &cfg);
+	assert_non_null(p);
+	for (int i = 0; i < 2; i++) {
+		pal_job_spec s = base_spec(ids[i]);
+		s.every_s = 10;
+		s.jitter_s = i ? 5 : 0;
+		s.tenant = "t";
+		s.group = "g";
+		s.misfire = PAL_MISFIRE_SKIP;
+		s.catchup_window_ms = 3600 * 1000;
+		s.max_catchup = 100;
+		char *text = NULL, err[256];
+		assert_int_equal(pal_schedule_text(&s, &text, err, sizeof err), 0);
+		pal_plan_version v = pal_plan_version_of_spec(&s, 1, 1003);
+		v.cron = text;
+		if (pal_planner_put_job(p, ids[i], &v, 1, 1003, err, sizeof err))
+			fail_msg("%s", err);
+		free(text);
+	}
+	pal_plan_batch b = {0};
+	assert_int_equal(pal_planner_tick(p, 1003, 2000, &b), 0);
+	for (int i = 0; i < 2; i++) {
+		/* the model: nominal 1003 + 10k, moved by the jitter hash below 5 */
+		long long missed = 0, planned = 0, first_missed = -1, last_missed = -1;
+		int64_t want[16];
+		for (long long n = 1013; n <= 2005; n += 10) {
+			long long at =
+			    n + (i ? (long long)(model_hash("jitter", ids[i], n) % 5) : 0);
+			if (at > 2005)
+				break;
+			if (at <= 1940) {
+				if (first_missed < 0)
+					first_missed = at;
+				last_missed = at;
+				missed++;
+			} else {
+				assert_true(planned < 16);
+				want[planned++] = at;
+			}
+		}
+		int64_t got[16];
+		int n_got = 0;
+		for (size_t k = 0; k < b.n_trig; k++)
+			if (!strcmp(b.trig[k].job_id, ids[i])) {
+				assert_true(n_got < 16);
+				got[n_got++] = b.trig[k].at;
+			}
+		same_list(got, n_got, want, (int)planned, ids[i]);
+		long long m = 0, mf = -1, ml = -1;
+		for (size_t k = 0; k < b.n_mis; k++)
+			if (!strcmp(b.mis[k].job_id, ids[i])) {
+				m += b.mis[k].count;
+				if (mf < 0 || b.mis[k].from < mf)
+					mf = b.mis[k].from;
+				if (b.mis[k].to > ml)
+					ml = b.mis[k].to;
+			}
+		if (m != missed || mf != first_missed || ml != last_missed)
+			fail_msg("%s: misfires %lld [%lld, %lld], the model %lld [%lld, %lld]",
+				 ids[i], m, mf, ml, missed, first_missed, last_missed);
+	}
+	pal_plan_batch_free(&b);
+	pal_planner_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -341,6 +422,7 @@ int main(void)
 	    cmocka_unit_test(test_h_fields_per_job),
 	    cmocka_unit_test(test_text_through_acquire_equals_spec),
 	    cmocka_unit_test(test_count_equals_walk),
+	    cmocka_unit_test(test_planner_every_and_jitter_after_downtime),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
