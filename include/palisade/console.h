@@ -40,6 +40,7 @@ typedef struct pal_console_config {
 	const char *node_id;	/* this node (its row comes from its own status) */
 	const char *peer_token; /* bearer token sent to peers' /status; NULL: none */
 	int timeout_ms;		/* per database statement and ZooKeeper wait; 0: 2000 */
+	struct pal_metrics *metrics; /* the node's registry (the charts' samples); NULL: none */
 } pal_console_config;
 
 typedef struct pal_console pal_console;

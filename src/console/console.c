@@ -65,6 +65,7 @@ int pal_console_open(const pal_console_config *cfg, pal_console **out, char *err
 	c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 2000;
 	pthread_mutex_init(&c->mu, NULL);
 	c->sessions = pal__sessions_new();
+	c->history = pal__history_start(cfg->metrics);
 	*out = c;
 	return PAL_OK;
 }
@@ -74,6 +75,7 @@ void pal_console_close(pal_console *c)
 	if (!c)
 		return;
 	pal_store_close(c->st);
+	pal__history_stop(c->history);
 	pal__sessions_free(c->sessions);
 	pthread_mutex_destroy(&c->mu);
 	free(c->conninfo);
@@ -368,6 +370,7 @@ static json_t *cluster_model(pal_console *c, const json_t *self, const char *q, 
 	json_t *zk = zk_nodes(c);
 	json_object_set_new(m, "zookeeper", source(zk != NULL, c->zk_err));
 	json_object_set_new(m, "this_node", self ? json_deep_copy(self) : json_null());
+	json_object_set_new(m, "history", pal__history_json(c->history));
 	json_object_set_new(m, "nodes", sort_nodes(merge_nodes(c, zk, view, self)));
 	if (view) {
 		json_object_del(view, "nodes"); /* merged above */
@@ -412,6 +415,9 @@ static const char CSS[] =
 	"form.act,form.logout{display:inline-flex;gap:.2em;margin:0 .3em 0 0}"
 	"form.act input[name=reason]{font-size:12px}#who{color:#cfe0ff}"
 	"form.search{margin:.2em 0 .4em}.pager{color:#5a6272}"
+	"#charts{display:flex;flex-wrap:wrap;gap:0 1em}#charts h2,#charts p.src{flex-basis:100%}"
+	"figure.chart{margin:0}figure.chart figcaption{font-size:12px;color:#5a6272}"
+	"p.legend{margin:0;font-size:11px}"
 	".flash{padding:.4em .8em;border-radius:4px;margin:.5em 0}.flash.ok{background:#e3f4e1;"
 	"border:1px solid #9fd19a}.flash.bad{background:#fde2e1;border:1px solid #e5a3a0}";
 
@@ -1050,6 +1056,11 @@ static void render_cluster(GString *o, const json_t *m, const viewer *vw)
 		json_decref(v);
 	}
 	g_string_append(o, "</div>\n");
+
+	section_begin(o, "charts", "The last hour, as this node sampled it", NULL,
+		      "/api/cluster?section=history");
+	pal__history_svg(o, json_object_get(m, "history"));
+	g_string_append(o, "</section>\n");
 
 	section_begin(o, "nodes", "Nodes", "palisade status", "/api/cluster?section=nodes");
 	static const col ncols[] = {

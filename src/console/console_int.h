@@ -15,6 +15,7 @@
 #include "palisade/tokens.h"
 
 typedef struct pal__sessions pal__sessions;
+typedef struct pal__history pal__history;
 
 struct pal_console {
 	char *conninfo, *zk_connect, *zk_root, *cluster, *node_id, *peer_token;
@@ -24,6 +25,7 @@ struct pal_console {
 	int64_t db_retry_at, zk_retry_at;
 	char db_err[512], zk_err[512];
 	pal__sessions *sessions; /* the logins of this node's console */
+	pal__history *history;	 /* the pictures' samples; NULL: no metrics */
 };
 
 /* ---- sessions (session.c) ---------------------------------------------------
@@ -68,6 +70,27 @@ bool pal__session_get(pal__sessions *s, const char *id, pal__session *out);
 void pal__session_flash(pal__sessions *s, const char *id, bool bad, const char *msg);
 /* End session ID (logout, or its token was refused). */
 void pal__session_end(pal__sessions *s, const char *id);
+
+/* ---- the pictures (history.c) ------------------------------------------------
+ *
+ * A ring of the last hour of this node's own samples (fire count and fire
+ * lateness buckets, due backlog by group, as /metrics exports them), taken
+ * every PAL__HISTORY_STEP_MS by a thread of its own, drawn as inline SVG.
+ */
+#define PAL__HISTORY_STEP_MS 5000
+#define PAL__HISTORY_LEN 720	/* an hour of samples */
+#define PAL__HISTORY_WINDOW 6	/* samples a lateness quantile spans (30 s) */
+
+/* Start sampling M (borrowed; NULL: no history, NULL returned); stop and
+ * free with pal__history_stop(). */
+pal__history *pal__history_start(struct pal_metrics *m);
+void pal__history_stop(pal__history *h);
+/* The series (a new reference): {step_s window_s t[] fires_per_s[]
+ * lateness_p50_s[] lateness_p99_s[] backlog_due{group: []}}, one value per
+ * time of t (unix seconds), null where there is none; json null when H is. */
+json_t *pal__history_json(pal__history *h);
+/* HIST (pal__history_json's object) as three charts. */
+void pal__history_svg(GString *o, const json_t *hist);
 
 /* ---- rendering helpers shared with act.c (console.c) ------------------------ */
 

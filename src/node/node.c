@@ -582,7 +582,8 @@ int pal_node_run(const pal_node_opts *o)
 				    .zk_root = n.conf.zk_root,
 				    .cluster = n.conf.cluster,
 				    .node_id = n.conf.node_id,
-				    .peer_token = n.token };
+				    .peer_token = n.token,
+				    .metrics = n.m };
 	if (pal_console_open(&kcfg, &n.console, err, sizeof err))
 		pal_log(PAL_LOG_WARN, "node.console_failed", "{s:s}", "error", err);
 	/* The API names its caller in session settings the audit rows read:

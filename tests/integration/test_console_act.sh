@@ -169,6 +169,23 @@ SHOP=$("$PAL" token create --name ops-shop --role operator --tenant shop | tail 
 expect_eq "an operator of another tenant is offered nothing on act.quiet (tenant shop)" 0 "$(forms blue "$BLUE")"
 check "an operator of tenant shop is offered its actions" [ "$(forms shop "$SHOP")" -gt 0 ]
 expect_eq "still nothing paused" 0 "$(sql "select count(*) from gates where scope = 'job:act.quiet' and paused")"
+echo "  -- the pictures: the last hour of this node's samples, as inline SVG"
+# act.hang has fired about once a second since b1 started: its samples
+# (every 5 s) hold fires and lateness
+hist() { curl -s "http://$A/api/cluster?section=history" | python3 -c "import json,sys; h=json.load(sys.stdin)['history']; $1"; }
+wait_until "three samples taken" 20 hist 'sys.exit(0 if len(h["t"]) >= 3 else 1)'
+echo "    figure: $(hist 'print(len(h["t"]), "samples; fires/s", h["fires_per_s"][-3:], "p50", h["lateness_p50_s"][-3:], "p99", h["lateness_p99_s"][-3:])')"
+check "fires per second above 0 and lateness quantiles in the samples" \
+	hist 'sys.exit(0 if max(v or 0 for v in h["fires_per_s"]) > 0 and any(v is not None for v in h["lateness_p99_s"]) else 1)'
+page=$(curl -s "http://$A/console")
+check "the cluster page draws the three charts inline, fires and lateness as lines" \
+	python3 -c 'import re,sys; p=sys.argv[1]
+figs = {f: re.search(r"<figure class=\"chart\" id=\"%s\">(.*?)</figure>" % f, p, re.S) for f in ("chart-fires", "chart-lateness", "chart-backlog")}
+ok = all(figs.values()) and "<svg" in figs["chart-fires"].group(1)
+ok = ok and len(re.findall(r"<polyline[^>]*points=\"[^\"]+ [^\"]+\"", figs["chart-fires"].group(1))) >= 1
+ok = ok and len(re.findall(r"<polyline", figs["chart-lateness"].group(1))) >= 1
+sys.exit(0 if ok else 1)' "$page"
+check "and no script, no external resource" bash -c '! grep -qiE "<script|src=\"http|href=\"http" <<<"$1"' _ "$page"
 echo "  -- the jobs table: paged by id, searchable"
 {
 	echo "jobs:"
