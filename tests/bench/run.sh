@@ -24,8 +24,9 @@
 #                          statements run in its database before the node
 #                          starts (A/B of a storage setting)
 #   BENCH_EXEC_SQL="..."   statements run in the database of each run of
-#                          section exec (the rates and the fire-cost run)
-#                          before it: an A/B of a storage setting
+#                          sections planning and exec (the rates and the
+#                          fire-cost run) before it: an A/B of a storage
+#                          setting
 #   BENCH_ONLY="a b"       run only these sections: ceilings planning exec
 #                          lateness lease handoff apply scale burst
 #                          burst_spread handoff200k soak
@@ -342,6 +343,7 @@ sink_ceil_run() {
 # ---- planning -----------------------------------------------------------------------------
 section_planning() {
 	new_db plan
+	bench_exec_sql || return 1
 	local conf=$B_STATE/plan.yaml
 	node_conf "$conf" plan controller \
 		"controller: {lookahead: ${PLAN_LOOK}s, overlap: 10s, misfire_threshold: $((PLAN_LOOK + 60))s}"
@@ -395,9 +397,13 @@ YAML
 	sql "UPDATE job_versions SET effective_from = now(), activated_at = now(), activated_epoch = 0
 	     WHERE job_id = 'bench.exec'" >/dev/null
 	EX_BASE=$(($(date +%s) - 600)) EX_PLANTED=0
-	# BENCH_EXEC_SQL: statements run in the database of each run of the
-	# section before it (an A/B of a storage setting, e.g. a fillfactor).
-	if [ -n "${BENCH_EXEC_SQL:-}" ]; then sql "$BENCH_EXEC_SQL" >/dev/null || return 1; fi
+	bench_exec_sql || return 1
+}
+# BENCH_EXEC_SQL: statements run in the database of each run of sections
+# planning and exec before it (an A/B of a storage setting, e.g. a
+# fillfactor).
+bench_exec_sql() {
+	[ -z "${BENCH_EXEC_SQL:-}" ] || sql "$BENCH_EXEC_SQL" >/dev/null
 }
 plant() {
 	sql "INSERT INTO triggers (job_id, version, scheduled_at, partition, source, tenant,
