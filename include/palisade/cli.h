@@ -12,6 +12,7 @@ int pal_cmd_import(int argc, char **argv);   /* import crontab|kubernetes FILE..
 int pal_cmd_migrate(int argc, char **argv);
 int pal_cmd_apply(int argc, char **argv);
 int pal_cmd_jobs(int argc, char **argv);
+int pal_cmd_calendars(int argc, char **argv);
 int pal_cmd_plan(int argc, char **argv);     /* plan diff FILE... */
 int pal_cmd_verify(int argc, char **argv);
 int pal_cmd_status(int argc, char **argv);

@@ -139,6 +139,9 @@ typedef struct pal_jobset {
 } pal_jobset;
 
 void pal_jobset_free(pal_jobset *set);
+/* Give every job's copy of a calendar the version of SET's calendar of the
+ * same name (after the store assigned those: pal_store_calendar_versions). */
+void pal_jobset_calendar_versions(pal_jobset *set);
 
 /*
  * Canonical JSON of a spec: every key present with its effective default,

@@ -80,6 +80,10 @@ typedef struct pal_plan_misfire {
 	int count;        /* instants in the range (per partition) */
 	const char *policy;
 	const char *reason; /* missed, outside_window, over_max_catchup, excluded */
+	/* excluded by a shared calendar: its name (borrowed from the job's
+	 * schedule, valid for the tick) and version; NULL otherwise */
+	const char *calendar;
+	int calendar_version;
 } pal_plan_misfire;
 
 typedef struct pal_plan_activation {

@@ -212,6 +212,25 @@ PAL_MUST_CHECK int pal_store_apply_add(pal_apply *a, const pal_job_spec *specs, 
 PAL_MUST_CHECK int pal_store_apply_commit(pal_apply *a, char *err, size_t errlen);
 void pal_store_apply_abort(pal_apply *a);
 
+/*
+ * Store the shared calendars CALS[0..n) in the apply (src/store/calendars.c):
+ * each keeps its latest version when its digest is unchanged, else gets
+ * version n+1 (audited).  Sets cals[i].version and RESULTS[i] (RESULTS may
+ * be NULL).  The jobs added after it that name one
+ * of them carry that version; a job naming a calendar this apply did not
+ * store is refused (PAL_EINVAL).  Call before adding the jobs.
+ */
+PAL_MUST_CHECK int pal_store_apply_calendars(pal_apply *a, pal_calendar *cals, size_t n,
+					     pal_apply_result *results, char *err, size_t errlen);
+/* What version each of CALS[0..n) would get from an apply now (`plan
+ * diff`): sets cals[i].version, writes nothing. */
+PAL_MUST_CHECK int pal_store_calendar_versions(pal_store *st, pal_calendar *cals, size_t n,
+					       char *err, size_t errlen);
+/* The calendars (only NAME when not NULL) at their latest version with the
+ * jobs whose latest version names them, as a JSON array (json_decref). */
+PAL_MUST_CHECK int pal_store_calendars_json(pal_store *st, const char *name, json_t **out,
+					    char *err, size_t errlen);
+
 /* The whole of SET in one call: begin, add, commit. */
 PAL_MUST_CHECK int pal_store_apply(pal_store *st, const pal_jobset *set, const char *actor,
 				   const char *reason, int default_shards,

@@ -1066,7 +1066,11 @@ static void apply_set(call *c, const pal_jobset *set, const char *why)
 	int rc = res ? pal_store_apply_begin(c->api->st, c->who.name, why, c->api->default_shards,
 					     &ap, err, sizeof err)
 		     : PAL_ENOMEM;
-	if (!rc && (rc = pal_store_apply_add(ap, set->jobs, set->n, res, err, sizeof err)))
+	/* the calendars first: the jobs carry the versions they get */
+	if (!rc && (rc = pal_store_apply_calendars(ap, set->calendars, set->n_calendars, NULL, err,
+						   sizeof err)))
+		pal_store_apply_abort(ap);
+	else if (!rc && (rc = pal_store_apply_add(ap, set->jobs, set->n, res, err, sizeof err)))
 		pal_store_apply_abort(ap);
 	if (!rc)
 		rc = pal_store_apply_spec_gates(ap, c->api->st, susp, set_defines, (void *)set,
@@ -1182,11 +1186,18 @@ static bool load_body(call *c, pal_jobset *set)
 }
 
 /* What `plan diff` shows for SET: the next instants, stored and new. */
-static void diff_set(call *c, const pal_jobset *set)
+static void diff_set(call *c, pal_jobset *set)
 {
 	json_t *jobs = json_array();
 	int64_t now = (int64_t)time(NULL);
 	char err[1024];
+	if (pal_store_calendar_versions(c->api->st, set->calendars, set->n_calendars, err,
+					sizeof err)) {
+		json_decref(jobs);
+		problem_rc(c, PAL_EDB, err);
+		return;
+	}
+	pal_jobset_calendar_versions(set);
 	for (size_t i = 0; i < set->n; i++) {
 		pal_plan_diff d;
 		int rc = pal_plan_diff_job(c->api->st, &set->jobs[i], now, DIFF_COUNT, &d, err,

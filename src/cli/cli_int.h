@@ -41,6 +41,9 @@ int pal_cli_opt_other(pal_cli_common *c, int opt, const char *arg, void (*usage)
 /* The whole command line of a command that takes only the common options
  * and no arguments: -1 when it parsed, else the exit code to return. */
 int pal_cli_parse_common(int argc, char **argv, pal_cli_common *c, void (*usage)(FILE *));
+/* The same with MIN..MAX positional arguments left at argv[optind..]. */
+int pal_cli_parse_args(int argc, char **argv, pal_cli_common *c, void (*usage)(FILE *), int min,
+		       int max);
 
 /* --NAME ARG as an integer in LO..HI; false (message printed) otherwise. */
 bool pal_cli_int(const char *cmd, const char *name, const char *arg, long long lo, long long hi,

@@ -194,9 +194,16 @@ static void store_set(struct run *r, const pal_jobset *set)
 		if (r->db_ec)
 			return;
 	}
-	pal_apply_result *res = calloc(set->n ? set->n : 1, sizeof *res);
-	int rc = res ? pal_store_apply_add(r->ap, set->jobs, set->n, res, err, sizeof err)
+	/* the calendars first: the jobs after them carry their versions */
+	size_t nc = set->n_calendars;
+	pal_apply_result *res = calloc((set->n > nc ? set->n : nc) + 1, sizeof *res);
+	int rc = res ? pal_store_apply_calendars(r->ap, set->calendars, nc, res, err, sizeof err)
 		     : PAL_ENOMEM;
+	for (size_t i = 0; !rc && !r->c->json && i < nc; i++)
+		fprintf(r->out, "%-9s calendar %s v%d\n", word[res[i].outcome], set->calendars[i].name,
+			res[i].version);
+	if (!rc)
+		rc = pal_store_apply_add(r->ap, set->jobs, set->n, res, err, sizeof err);
 	if (rc) {
 		pal_cli_err("apply", "%s; nothing applied", rc == PAL_ENOMEM ? "out of memory" : err);
 		pal_store_apply_abort(r->ap);
@@ -226,9 +233,24 @@ struct batch_ctx {
 	pal_jobset ready; /* checked jobs waiting for the connection */
 };
 
-/* Move SET's jobs to the end of TO (TO owns them then; SET is emptied). */
+/* Move SET's jobs and calendars to the end of TO (TO owns them then; SET
+ * is emptied). */
 static bool jobs_move(pal_jobset *to, pal_jobset *set)
 {
+	pal_calendar *cv = set->n_calendars ? realloc(to->calendars, (to->n_calendars +
+								       set->n_calendars) *
+								      sizeof *cv)
+					    : to->calendars;
+	if (set->n_calendars && !cv)
+		return false;
+	if (set->n_calendars) {
+		memcpy(cv + to->n_calendars, set->calendars, set->n_calendars * sizeof *cv);
+		to->calendars = cv;
+		to->n_calendars += set->n_calendars;
+		free(set->calendars);
+		set->calendars = NULL;
+		set->n_calendars = 0;
+	}
 	pal_job_spec *v = realloc(to->jobs, (to->n + set->n + 1) * sizeof *v);
 	if (!v)
 		return false;
@@ -255,7 +277,7 @@ static void take_batch(void *arg, pal_jobset *set)
 	if (b->store && !b->refused && !jobs_move(&b->ready, set))
 		b->r->db_ec = PAL_EXIT_SOFTWARE; /* out of memory: stop storing */
 	pal_jobset_free(set);
-	if (b->ready.n && !b->refused &&
+	if ((b->ready.n || b->ready.n_calendars) && !b->refused &&
 	    (b->r->ap || b->r->db_ec || !b->r->op->started || atomic_load(&b->r->op->done))) {
 		store_set(b->r, &b->ready);
 		pal_jobset_free(&b->ready);
@@ -340,7 +362,7 @@ int pal_cmd_apply(int argc, char **argv)
 		if (pal_jobloader_file_batches(l, argv[i], BATCH, take_batch, &b, &diags) ||
 		    b.refused)
 			bad++;
-		else if (b.ready.n)
+		else if (b.ready.n || b.ready.n_calendars)
 			store_set(&r, &b.ready);
 		pal_jobset_free(&b.ready);
 	}

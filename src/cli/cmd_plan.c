@@ -23,7 +23,8 @@ static void usage(FILE *fp)
 		"For every job in FILE, compare the next N (default 5) fire instants after\n"
 		"--from (default now) of the stored latest version with those of the file's\n"
 		"spec.  Lines: '-' only in the stored plan, '+' only in the new one, ' ' both;\n"
-		"'x' marks an instant that falls on an excluded date.  Nothing is written.\n"
+		"'x' marks an excluded instant (an exclude: date or a shared calendar), '~'\n"
+		"one whose exclusion changes (a changed calendar).  Nothing is written.\n"
 		"Exit: 0 shown, 65 invalid files, 69 database unreachable.\n");
 }
 
@@ -133,6 +134,16 @@ int pal_cmd_plan(int argc, char **argv)
 		pal_jobset_free(&set);
 		return ec;
 	}
+	/* the versions the calendars would get: a changed one shows in the
+	 * digest (and the instants) of every job that names it */
+	char err[1024];
+	if (pal_store_calendar_versions(st, set.calendars, set.n_calendars, err, sizeof err)) {
+		pal_cli_err("plan diff", "%s", err);
+		pal_store_close(st);
+		pal_jobset_free(&set);
+		return PAL_EXIT_UNAVAIL;
+	}
+	pal_jobset_calendar_versions(&set);
 	json_t *out = c.json ? json_array() : NULL;
 	for (size_t i = 0; i < set.n && !ec; i++)
 		ec = diff_job(st, &set.jobs[i], from, count, out);

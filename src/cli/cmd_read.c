@@ -113,18 +113,10 @@ static int read_attempts(pal_store *st, const void *ctx, json_t **rows, char *er
 int pal_cmd_attempts(int argc, char **argv)
 {
 	pal_cli_common c = { 0 };
-	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
-					    { "help", no_argument, NULL, 'h' },
-					    { 0 } };
-	int opt, ec;
-	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1)
-		if ((ec = pal_cli_opt_other(&c, opt, optarg, usage_attempts)) >= 0)
-			return ec;
+	int ec = pal_cli_parse_args(argc, argv, &c, usage_attempts, 1, 1);
+	if (ec >= 0)
+		return ec;
 	long long id;
-	if (argc - optind != 1) {
-		usage_attempts(stderr);
-		return PAL_EXIT_USAGE;
-	}
 	if (!pal_cli_int("attempts", "trigger", argv[optind], 1, INT64_MAX, &id))
 		return PAL_EXIT_USAGE;
 	char remote[96];
@@ -196,9 +188,16 @@ static void table_misfires(json_t *rows)
 		char part[8] = "all";
 		if (json_is_integer(json_object_get(m, "partition")))
 			snprintf(part, sizeof part, "%lld", i_(m, "partition"));
+		char why[200];
+		/* excluded by a shared calendar: "excluded (holidays v3)" */
+		if (json_is_string(json_object_get(m, "calendar")))
+			snprintf(why, sizeof why, "%s (%s v%lld)", s_(m, "reason"), s_(m, "calendar"),
+				 i_(m, "calendar_version"));
+		else
+			snprintf(why, sizeof why, "%s", s_(m, "reason"));
 		printf("%-32s %4lld %4s %-20s %-20s %7lld %-10s  %s\n", s_(m, "job_id"),
 		       i_(m, "version"), part, s_(m, "range_from"), s_(m, "range_to"),
-		       i_(m, "count"), s_(m, "policy"), s_(m, "reason"));
+		       i_(m, "count"), s_(m, "policy"), why);
 	}
 	if (!json_array_size(rows))
 		printf("(no misfires recorded)\n");
@@ -433,4 +432,64 @@ int pal_cmd_audit(int argc, char **argv)
 	ec = run("audit", &c, read_audit, &a, table_audit, api ? remote->str : NULL);
 	g_string_free(remote, TRUE);
 	return ec;
+}
+
+/* ---- calendars ---- */
+
+static void usage_calendars(FILE *fp)
+{
+	fprintf(fp, "usage: palisade calendars [--output table|json] [--pg CONNINFO] [--config FILE]\n"
+		    "                          [NAME]\n"
+		    "The shared calendars (docs/jobs.md, \"Calendars\") at their latest version:\n"
+		    "zone, mode, digest, who applied it, and the live jobs whose latest version\n"
+		    "names the calendar with the calendar version they carry (a job on an\n"
+		    "older one was not applied together with the change).  JSON adds the rules.\n"
+		    "Exit: 0 listed, 3 no such calendar, 64 usage, 69 database unreachable.\n");
+}
+
+static void table_calendars(json_t *rows)
+{
+	printf("%-24s %4s %-20s %-12s %-14s %-20s  %s\n", "CALENDAR", "VER", "ZONE", "MODE",
+	       "DIGEST", "APPLIED BY", "JOBS (calendar version)");
+	size_t i, k;
+	json_t *c, *j;
+	json_array_foreach(rows, i, c)
+	{
+		json_t *rules = json_object_get(c, "rules");
+		GString *jobs = g_string_new("");
+		json_array_foreach(json_object_get(c, "jobs"), k, j)
+		g_string_append_printf(jobs, "%s%s (v%lld)", k ? ", " : "", s_(j, "job"),
+				       i_(j, "calendar_version"));
+		printf("%-24s %4lld %-20s %-12s %-14.12s %-20s  %s\n", s_(c, "name"),
+		       i_(c, "latest_version"), s_(rules, "timezone"), s_(rules, "mode"),
+		       s_(c, "digest"), s_(c, "created_by"), jobs->len ? jobs->str : "-");
+		g_string_free(jobs, TRUE);
+	}
+	if (!json_array_size(rows))
+		printf("(no calendars)\n");
+}
+
+static int read_calendars(pal_store *st, const void *ctx, json_t **rows, char *err, size_t errlen)
+{
+	const char *name = ctx;
+	int rc = pal_store_calendars_json(st, name, rows, err, errlen);
+	if (!rc && name && !json_array_size(*rows)) {
+		snprintf(err, errlen, "no calendar \"%s\"", name);
+		json_decref(*rows);
+		*rows = NULL;
+		return PAL_ENOENT;
+	}
+	return rc;
+}
+
+int pal_cmd_calendars(int argc, char **argv)
+{
+	pal_cli_common c = { 0 };
+	int ec = pal_cli_parse_args(argc, argv, &c, usage_calendars, 0, 1);
+	if (ec >= 0)
+		return ec;
+	const char *name = argc > optind ? argv[optind] : NULL;
+	if (name && !pal_cli_name("calendars", "calendar", name))
+		return PAL_EXIT_USAGE;
+	return run("calendars", &c, read_calendars, name, table_calendars, NULL);
 }

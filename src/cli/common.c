@@ -61,7 +61,8 @@ int pal_cli_opt_other(pal_cli_common *c, int opt, const char *arg, void (*usage)
 	return PAL_EXIT_USAGE;
 }
 
-int pal_cli_parse_common(int argc, char **argv, pal_cli_common *c, void (*usage)(FILE *))
+int pal_cli_parse_args(int argc, char **argv, pal_cli_common *c, void (*usage)(FILE *), int min,
+		       int max)
 {
 	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
 					    { "help", no_argument, NULL, 'h' },
@@ -70,11 +71,16 @@ int pal_cli_parse_common(int argc, char **argv, pal_cli_common *c, void (*usage)
 	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1)
 		if ((ec = pal_cli_opt_other(c, opt, optarg, usage)) >= 0)
 			return ec;
-	if (optind != argc) {
+	if (argc - optind < min || argc - optind > max) {
 		usage(stderr);
 		return PAL_EXIT_USAGE;
 	}
 	return -1;
+}
+
+int pal_cli_parse_common(int argc, char **argv, pal_cli_common *c, void (*usage)(FILE *))
+{
+	return pal_cli_parse_args(argc, argv, c, usage, 0, 0);
 }
 
 bool pal_cli_int(const char *cmd, const char *name, const char *arg, long long lo, long long hi,

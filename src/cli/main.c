@@ -42,6 +42,7 @@ static const struct command commands[] = {
     {"attempts", pal_cmd_attempts, "list the attempts (claims) of a trigger"},
     {"gates", pal_cmd_gates, "list the gates (pauses) and who set them"},
     {"misfires", pal_cmd_misfires, "list recorded non-runs (misfires) of jobs"},
+    {"calendars", pal_cmd_calendars, "list shared calendars and the jobs that name them"},
     {"audit", pal_cmd_audit, "list the audit log"},
     {"release", pal_cmd_release, "release a quarantined job (audited)"},
     {"token", pal_cmd_token, "create, list and revoke tokens of the HTTP API"},

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <glib.h>
 #include "palisade/jobfile.h"
+#include "calfile.h"
 #include "palisade/name.h"
 #include "palisade/schedule.h"
 #include "palisade/trace.h"
@@ -84,6 +85,7 @@ struct jctx {
 static const pal_tz *cached_tz(struct pal_jobloader *l, const char *name, char *err, size_t errlen);
 static const pal_cron *cached_cron(struct pal_jobloader *l, const char *expr, char *err,
 				   size_t errlen, int *field);
+static const pal_calendar *loaded_calendar(struct pal_jobloader *l, const char *name);
 
 static void jdiag(struct jctx *c, const pal_ynode *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -191,6 +193,7 @@ static void k_spread(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_jitter(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_end(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_exclude(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+static void k_calendar(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_misfire(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_idem(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_suspend(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
@@ -223,6 +226,7 @@ static const struct keydef schedule_keys[] = {
     {"start", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_start, false},
     {"end", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_end, false},
     {"exclude", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_exclude, false},
+    {"calendar", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_calendar, false},
 };
 static const struct section schedule_section = {"schedule", schedule_keys, N(schedule_keys)};
 
@@ -963,6 +967,57 @@ static void k_end(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 	get_instant(c, v, "end", &s->has_end, &s->end);
 }
 
+/* `calendar: NAME` or a list of names: each a calendar loaded before this
+ * job (earlier in the file, or in an earlier file), copied into the spec. */
+static void k_calendar(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
+{
+	const pal_ynode *one[1] = {v};
+	const pal_ynode *const *names = one;
+	size_t n = 1;
+
+	if (v->kind == PAL_YNODE_SEQ) {
+		names = (const pal_ynode *const *)v->vals;
+		n = v->n;
+		if (n == 0) {
+			jdiag(c, v, "calendar: empty list; hint: name a calendar or leave the key out");
+			return;
+		}
+	}
+	pal_calendar *cals = calloc(n, sizeof *cals);
+	size_t k = 0;
+
+	if (!cals) {
+		jdiag(c, v, "calendar: out of memory");
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char *name = get_str(c, names[i], "calendar", NAME_MAX_LEN);
+		const pal_calendar *cal = name ? loaded_calendar(c->l, name) : NULL;
+		bool twice = false;
+
+		for (size_t j = 0; cal && j < k; j++)
+			twice |= !strcmp(cals[j].name, name);
+		if (name && !cal)
+			jdiag(c, names[i],
+			      "unknown calendar \"%.128s\"; hint: define it under \"calendars:\" "
+			      "before the jobs that name it (earlier in this file or in an earlier "
+			      "file)",
+			      name);
+		else if (twice)
+			jdiag(c, names[i], "calendar \"%.128s\" named twice", name);
+		else if (cal && pal_calendar_copy(&cals[k], cal) == 0)
+			k++;
+		else if (cal)
+			jdiag(c, names[i], "calendar: out of memory");
+		free(name);
+	}
+	for (size_t i = 0; i < s->n_calendars; i++)
+		pal_calendar_clear(&s->calendars[i]);
+	free(s->calendars);
+	s->calendars = cals;
+	s->n_calendars = k;
+}
+
 static void k_exclude(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 {
 	pal_exclusion *ex;
@@ -1643,6 +1698,7 @@ struct pal_jobloader {
 	 * read) and parsing a cron twice per job was a fifth of a load. */
 	GHashTable *tzs;   /* name -> pal_tz */
 	GHashTable *crons; /* expression -> pal_cron */
+	GHashTable *cals;  /* name -> pal_calendar (the `calendars:` loaded so far) */
 };
 
 static const pal_tz *cached_tz(struct pal_jobloader *l, const char *name, char *err, size_t errlen)
@@ -1678,6 +1734,11 @@ static const pal_cron *cached_cron(struct pal_jobloader *l, const char *expr, ch
 	return key ? cr : NULL;
 }
 
+static const pal_calendar *loaded_calendar(struct pal_jobloader *l, const char *name)
+{
+	return g_hash_table_lookup(l->cals, name);
+}
+
 static void tz_free(void *p)
 {
 	pal_tz_close(p);
@@ -1686,6 +1747,12 @@ static void tz_free(void *p)
 static void cron_free(void *p)
 {
 	pal_cron_free(p);
+}
+
+static void cal_free(void *p)
+{
+	pal_calendar_clear(p);
+	free(p);
 }
 
 pal_jobloader *pal_jobloader_new(void)
@@ -1698,6 +1765,7 @@ pal_jobloader *pal_jobloader_new(void)
 	l->files = g_ptr_array_new_with_free_func(free);
 	l->tzs = g_hash_table_new_full(g_str_hash, g_str_equal, free, tz_free);
 	l->crons = g_hash_table_new_full(g_str_hash, g_str_equal, free, cron_free);
+	l->cals = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, cal_free);
 	return l;
 }
 
@@ -1709,6 +1777,7 @@ void pal_jobloader_free(pal_jobloader *l)
 	g_ptr_array_free(l->files, TRUE);
 	g_hash_table_destroy(l->tzs);
 	g_hash_table_destroy(l->crons);
+	g_hash_table_destroy(l->cals);
 	free(l);
 }
 
@@ -1815,13 +1884,59 @@ static int load_job(const pal_ydoc *doc, const char *file, const pal_ynode *jn, 
 	return c.errors;
 }
 
-/* The top level of DOC and its jobs, the first SKIP of which were loaded
- * already (while the file was parsed: pal_jobloader_file_batches). */
-static int load_doc(const pal_ydoc *doc, pal_jobset *set, pal_jobloader *l, pal_diags *diags,
-		    size_t skip)
+/* Append calendar C (taken) to SET's list; PAL_ENOMEM leaves C to the caller. */
+static int append_calendar(pal_jobset *set, pal_calendar *c)
 {
-	static const char *const top[] = {"jobs"};
-	const pal_ynode *root = doc->root, *jobs = NULL;
+	pal_calendar *v = realloc(set->calendars, (set->n_calendars + 1) * sizeof *v);
+
+	if (!v)
+		return PAL_ENOMEM;
+	set->calendars = v;
+	set->calendars[set->n_calendars++] = *c;
+	return 0;
+}
+
+/* Validate one item of `calendars:`; known to the loader (for the jobs
+ * after it) and appended to SET when it has no problem.  Returns the
+ * number of problems. */
+static int load_calendar(const pal_ydoc *doc, const pal_ynode *n, pal_jobset *set,
+			 pal_jobloader *l, pal_diags *diags)
+{
+	pal_calendar c, *mine = NULL;
+	int errors = pal__calfile_parse(doc, n, &c, diags);
+
+	if (errors)
+		return errors;
+	const pal_calendar *first = g_hash_table_lookup(l->cals, c.name);
+
+	if (first) {
+		pal_ydiag(diags, doc, n,
+			  "duplicate calendar \"%s\" (first defined at %s:%d:%d); hint: calendar "
+			  "names are unique across all files",
+			  c.name, first->file ? first->file : "?", first->line, first->col);
+		pal_calendar_clear(&c);
+		return 1;
+	}
+	c.file = doc->file ? strdup(doc->file) : NULL;
+	if ((doc->file && !c.file) || !(mine = malloc(sizeof *mine)) ||
+	    pal_calendar_copy(mine, &c) != 0 || append_calendar(set, &c) != 0) {
+		pal_ydiag(diags, doc, n, "out of memory");
+		free(mine);
+		pal_calendar_clear(&c);
+		return 1;
+	}
+	g_hash_table_insert(l->cals, mine->name, mine);
+	return 0;
+}
+
+/* The top level of DOC: its calendars, then its jobs, the first SKIP_CALS
+ * and SKIP of which were loaded already (while the file was parsed:
+ * pal_jobloader_file_batches). */
+static int load_doc(const pal_ydoc *doc, pal_jobset *set, pal_jobloader *l, pal_diags *diags,
+		    size_t skip_cals, size_t skip)
+{
+	static const char *const top[] = {"jobs", "calendars"};
+	const pal_ynode *root = doc->root, *jobs = NULL, *cals = NULL, *jobs_key = NULL;
 	int errors = 0;
 
 	if (!root || root->kind != PAL_YNODE_MAP) {
@@ -1837,9 +1952,21 @@ static int load_doc(const pal_ydoc *doc, pal_jobset *set, pal_jobloader *l, pal_
 
 		if (!strcmp(kn->str, "jobs")) {
 			jobs = root->vals[i];
+			jobs_key = kn;
 			continue;
 		}
-		hint = pal_suggest(kn->str, top, 1);
+		if (!strcmp(kn->str, "calendars")) {
+			cals = root->vals[i];
+			if (jobs_key) {
+				pal_ydiag(diags, doc, kn,
+					  "\"calendars\" after \"jobs\" (line %d); hint: define "
+					  "calendars before the jobs that name them",
+					  jobs_key->line);
+				errors++;
+			}
+			continue;
+		}
+		hint = pal_suggest(kn->str, top, N(top));
 		errors++;
 		if (hint)
 			pal_ydiag(diags, doc, kn,
@@ -1849,9 +1976,16 @@ static int load_doc(const pal_ydoc *doc, pal_jobset *set, pal_jobloader *l, pal_
 		else
 			pal_ydiag(diags, doc, kn,
 				  "unknown key \"%.64s\" at the top level; hint: "
-				  "a job file holds only \"jobs:\"",
+				  "a job file holds only \"calendars:\" and \"jobs:\"",
 				  kn->str);
 	}
+	if (cals && pal_yexpect_seq(doc, cals, "calendars", diags) != 0)
+		errors++;
+	else
+		for (size_t i = skip_cals; cals && i < cals->n; i++)
+			errors += load_calendar(doc, cals->vals[i], set, l, diags);
+	if (!jobs && cals)
+		return errors;
 	if (!jobs) {
 		if (!errors)
 			pal_ydiag(diags, doc, root,
@@ -1892,6 +2026,14 @@ static pal_jobloader *loader_for(const pal_jobset *set)
 {
 	pal_jobloader *l = pal_jobloader_new();
 
+	for (size_t i = 0; l && i < set->n_calendars; i++) {
+		pal_calendar *c = malloc(sizeof *c);
+
+		if (c && pal_calendar_copy(c, &set->calendars[i]) == 0)
+			g_hash_table_insert(l->cals, c->name, c);
+		else
+			free(c);
+	}
 	for (size_t i = 0; l && i < set->n; i++)
 		if (set->jobs[i].id)
 			remember_id(l, set->jobs[i].id, intern_file(l, set->jobs[i].file),
@@ -1912,7 +2054,7 @@ int pal_jobfile_load_buffer(const char *name, const void *buf, size_t len, pal_j
 		return PAL_ENOMEM;
 	rc = pal_ydoc_load_buffer(name, buf, len, &doc, diags);
 	if (rc == 0)
-		errors = load_doc(&doc, set, l, diags, 0);
+		errors = load_doc(&doc, set, l, diags, 0, 0);
 	sort_diags(diags, from);
 	pal_ydoc_free(&doc);
 	pal_jobloader_free(l);
@@ -1928,7 +2070,7 @@ int pal_jobloader_file(pal_jobloader *l, const char *path, pal_jobset *set, pal_
 	int rc = pal_ydoc_load_file(path, &doc, diags), bad = 0;
 
 	if (rc == 0)
-		bad = load_doc(&doc, set, l, diags, 0);
+		bad = load_doc(&doc, set, l, diags, 0, 0);
 	sort_diags(diags, from);
 	pal_ydoc_free(&doc);
 	return rc || bad ? PAL_EINVAL : 0;
@@ -1943,6 +2085,7 @@ struct batches {
 	void *arg;
 	pal_jobset cur; /* valid jobs not handed over yet */
 	size_t done;	/* items of `jobs` loaded while the file was parsed */
+	size_t cals_done; /* and of `calendars` */
 	int errors;
 };
 
@@ -1959,6 +2102,11 @@ static void batch_item(void *arg, const pal_ydoc *doc, const pal_ynode *key, con
 {
 	struct batches *b = arg;
 
+	if (!strcmp(key->str, "calendars")) {
+		b->errors += load_calendar(doc, item, &b->cur, b->l, b->diags);
+		b->cals_done++;
+		return;
+	}
 	if (strcmp(key->str, "jobs"))
 		return; /* an unknown top-level key: load_doc reports it */
 	b->errors += load_job(doc, intern_file(b->l, doc->file), item, &b->cur, b->l, b->diags);
@@ -1977,7 +2125,7 @@ int pal_jobloader_file_batches(pal_jobloader *l, const char *path, size_t size,
 	int rc = pal_ydoc_load_file_items(path, &doc, diags, batch_item, &b);
 
 	if (rc == 0)
-		b.errors += load_doc(&doc, &b.cur, l, diags, b.done);
+		b.errors += load_doc(&doc, &b.cur, l, diags, b.cals_done, b.done);
 	if (rc == 0 && !b.errors)
 		hand_over(&b);
 	pal_jobset_free(&b.cur);

@@ -323,22 +323,39 @@ static const char *policy_name(pal_misfire_policy p)
 	return pal_misfire_policy_name(p);
 }
 
+/* Excluded instants FROM..TO of version V: one misfire row, naming the
+ * shared calendar CAL (NULL: the job's own `exclude:` dates). */
+static int add_excluded(pal_plan_batch *b, const pjob *j, int version, int64_t from, int64_t to,
+			int count, const pal_calendar *cal)
+{
+	int rc = add_misfire(b, j, version, from, to, count, "exclude", "excluded");
+	if (!rc && count > 0 && cal) {
+		b->mis[b->n_mis - 1].calendar = cal->name;
+		b->mis[b->n_mis - 1].calendar_version = cal->version;
+	}
+	return rc;
+}
+
 /* Run-length of excluded instants of one job, flushed as one misfire row. */
 typedef struct excl_run {
 	int64_t from, to;
 	int count, version;
+	const pal_calendar *cal; /* that excluded them; NULL: the job's own dates */
 } excl_run;
 
 static int flush_excl(pal_plan_batch *b, const pjob *j, excl_run *r)
 {
-	int rc = add_misfire(b, j, r->version, r->from, r->to, r->count, "exclude", "excluded");
+	int rc = add_excluded(b, j, r->version, r->from, r->to, r->count, r->cal);
 	r->count = 0;
 	return rc;
 }
 
-static int note_excl(pal_plan_batch *b, const pjob *j, excl_run *r, int64_t at, int version)
+static int note_excl(pal_plan_batch *b, const pjob *j, excl_run *r, int64_t at,
+		     const pversion *v)
 {
-	if (r->count && r->version != version) {
+	int version = v->version;
+	const pal_calendar *cal = pal_schedule_excluding(v->sched, at);
+	if (r->count && (r->version != version || r->cal != cal)) {
 		int rc = flush_excl(b, j, r);
 		if (rc)
 			return rc;
@@ -346,6 +363,7 @@ static int note_excl(pal_plan_batch *b, const pjob *j, excl_run *r, int64_t at, 
 	if (!r->count) {
 		r->from = at;
 		r->version = version;
+		r->cal = cal;
 	}
 	r->to = at;
 	r->count++;
@@ -518,7 +536,7 @@ static int plan_missed(pal_planner *p, pal_plan_batch *b, pjob *j, int64_t now, 
 	while (x != NEVER && x <= limit) {
 		const pversion *v = version_of(j, x);
 		if (xe) {
-			if ((rc = note_excl(b, j, &ex, x, v->version)))
+			if ((rc = note_excl(b, j, &ex, x, v)))
 				goto out;
 		} else {
 			if (first == PAL_NO_TIME)
@@ -1097,7 +1115,8 @@ int pal_planner_tick(pal_planner *p, int64_t watermark, int64_t now, pal_plan_ba
 		if (j->t_next_excl) {
 			/* Recorded once: not again when a re-scan passes it. */
 			if ((watermark == PAL_NO_TIME || at > watermark) &&
-			    (rc = add_misfire(b, j, v->version, at, at, 1, "exclude", "excluded")))
+			    (rc = add_excluded(b, j, v->version, at, at, 1,
+					       pal_schedule_excluding(v->sched, at))))
 				goto out;
 		} else if (!j->t_next_excl &&
 			   (rc = add_trigger(b, j, v, at, PAL_SOURCE_SCHEDULE))) {

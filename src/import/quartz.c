@@ -199,7 +199,9 @@ static void trigger(qrow *q, const pal_quartz_trigger *t, const pal_import_opts 
 	}
 	if (t->calendar)
 		issue(q, "not translated",
-		      "calendar %s: stored Java-serialized in qrtz_calendars, not read",
+		      "calendar %s: stored Java-serialized in qrtz_calendars, not read; hint: "
+		      "write it as a shared calendar (calendars:) and name it with calendar: "
+		      "in the job's schedule",
 		      t->calendar);
 	if (t->job_data || t->trigger_data)
 		issue(q, "not translated", "%s JobDataMap: Java-serialized, not read",

@@ -411,11 +411,12 @@ static void shared_put(GHashTable *table, struct shared *sh, bool is_cron)
 	free(sh);
 }
 
+/* Under the mutex: the calendar set (which takes the mutex for its zones)
+ * is the caller's to close after unlocking. */
 static void schedule_free(pal_schedule *sc)
 {
 	free(sc->excl);
 	free(sc->jid);
-	pal_cal_set_close(sc->cals);
 	free(sc->key);
 	free(sc);
 }
@@ -491,6 +492,14 @@ int pal_schedule_acquire(const pal_plan_version *v, const char *job_id, pal_sche
 		g_string_append_printf(k, "\x1f" "o%" PRId64, offset);
 	if (f.jitter)
 		g_string_append_printf(k, "\x1f" "j%s", job_id);
+	/* opened outside the mutex: its zones come from the shared table */
+	pal_cal_set *cals = NULL;
+	rc = pal_cal_set_open(v->calendars, v->n_calendars, &cals, e, sizeof e);
+	if (rc) {
+		snprintf(err, errlen, "job %s: %s", job_id, e);
+		g_string_free(k, TRUE);
+		return rc;
+	}
 	g_mutex_lock(&shared_mu);
 	tables_init();
 	pal_schedule *sc = g_hash_table_lookup(schedules, k->str);
@@ -518,24 +527,19 @@ int pal_schedule_acquire(const pal_plan_version *v, const char *job_id, pal_sche
 		rc = PAL_ENOMEM;
 		goto done;
 	}
-	if ((rc = pal_cal_set_open(v->calendars, v->n_calendars, &sc->cals, e, sizeof e))) {
-		snprintf(err, errlen, "job %s: %s", job_id, e);
-		shared_put(crons, cr, true);
-		shared_put(zones, tz, false);
-		schedule_free(sc);
-		sc = NULL;
-		goto done;
-	}
 	sc->cron = cr ? cr->obj : NULL;
 	sc->tz = tz->obj;
 	sc->cron_ref = cr;
 	sc->tz_ref = tz;
+	sc->cals = cals;
+	cals = NULL;
 	sc->refs = 1;
 	sc->key = g_string_free(k, FALSE);
 	k = NULL;
 	g_hash_table_insert(schedules, sc->key, sc);
 done:
 	g_mutex_unlock(&shared_mu);
+	pal_cal_set_close(cals); /* not taken: an equal schedule existed, or a failure */
 	if (k)
 		g_string_free(k, TRUE);
 	*out = sc;
@@ -546,14 +550,17 @@ void pal_schedule_release(pal_schedule *sc)
 {
 	if (!sc)
 		return;
+	pal_cal_set *cals = NULL;
 	g_mutex_lock(&shared_mu);
 	if (--sc->refs == 0) {
 		g_hash_table_remove(schedules, sc->key);
 		shared_put(crons, sc->cron_ref, true);
 		shared_put(zones, sc->tz_ref, false);
+		cals = sc->cals;
 		schedule_free(sc);
 	}
 	g_mutex_unlock(&shared_mu);
+	pal_cal_set_close(cals);
 }
 
 void pal_schedule_shared_counts(size_t *n_sched, size_t *n_cron, size_t *n_zone)

@@ -162,6 +162,15 @@ void pal_jobset_free(pal_jobset *set)
 	set->n_calendars = 0;
 }
 
+void pal_jobset_calendar_versions(pal_jobset *set)
+{
+	for (size_t i = 0; i < set->n; i++)
+		for (size_t k = 0; k < set->jobs[i].n_calendars; k++)
+			for (size_t c = 0; c < set->n_calendars; c++)
+				if (!strcmp(set->jobs[i].calendars[k].name, set->calendars[c].name))
+					set->jobs[i].calendars[k].version = set->calendars[c].version;
+}
+
 /* The calendars of S as the canonical form's schedule.calendars: in the
  * job's order (the first that excludes an instant is the one named), each
  * with its version.  New reference, NULL on ENOMEM. */

@@ -65,6 +65,7 @@ struct pal_apply {
 	 * and the jobs' owner and description are left as they are */
 	bool retiring;
 	size_t meta_changed; /* jobs whose owner or description apply changed */
+	GHashTable *calvers; /* calendar name -> version (GINT_TO_POINTER), this apply's */
 };
 
 /* Read the result of the statement in flight, if any; a failure is
@@ -152,6 +153,8 @@ void pal_store_apply_abort(pal_apply *a)
 	char err[256];
 	(void)collect(a, err, sizeof err);
 	pal__store_rollback(a->st);
+	if (a->calvers)
+		g_hash_table_destroy(a->calvers);
 	free(a->actor);
 	free(a->reason);
 	free(a);
@@ -164,6 +167,8 @@ int pal_store_apply_commit(pal_apply *a, char *err, size_t errlen)
 		rc = PAL_EDB;
 	if (rc)
 		pal__store_rollback(a->st);
+	if (a->calvers)
+		g_hash_table_destroy(a->calvers);
 	free(a->actor);
 	free(a->reason);
 	free(a);
@@ -512,11 +517,34 @@ static int update_meta(pal_apply *a, struct item *it, size_t n, char *err, size_
 	" FROM STDIN (FORMAT binary)"
 enum { VERSIONS_COPY_FIELDS = 20 };
 
+/*
+ * The cron column of S's version: its schedule text (pal_schedule_text).
+ * A job that names shared calendars gets "@calendars(NAME,...) " before
+ * it: binaries before calendars (0.2.0) plan from this column and would
+ * fire the instants the calendars exclude; their cron parser refuses the
+ * prefix, so such a node quarantines the job instead (docs/upgrades.md).
+ * The shard load strips it (src/store/plan.c); the spec keeps the schedule
+ * as written.  NULL on ENOMEM or a bad `H` (which validation refuses), and
+ * then the COPY fails on the column's NOT NULL; g_free.
+ */
+static char *cron_column(const pal_job_spec *s)
+{
+	char *text = NULL, e[256];
+	if (pal_schedule_text(s, &text, e, sizeof e))
+		return NULL;
+	GString *g = g_string_new(NULL);
+	for (size_t i = 0; i < s->n_calendars; i++)
+		g_string_append_printf(g, "%s%s", i ? "," : "@calendars(", s->calendars[i].name);
+	g_string_append_printf(g, "%s%s", s->n_calendars ? ") " : "", text);
+	free(text);
+	return g_string_free(g, FALSE);
+}
+
 /* One version row of item IT (version V) into CP. */
 static void version_row(pal_apply *a, pal_pgcopy *cp, const struct item *it, int v)
 {
 	const pal_job_spec *s = it->s;
-	char host[256];
+	char host[256], *cron = cron_column(s);
 	pal_url_host(s->url, host, sizeof host);
 	const char *c = it->canon;
 	pal__pgcopy_row(cp, VERSIONS_COPY_FIELDS);
@@ -524,13 +552,8 @@ static void version_row(pal_apply *a, pal_pgcopy *cp, const struct item *it, int
 	pal__pgcopy_i32(cp, v);
 	pal__pgcopy_jsonb_len(cp, c, strlen(c));
 	pal__pgcopy_text(cp, it->hex);
-	/* the schedule text (schedule.h): a valid spec always has one; NULL
-	 * (out of memory) fails the COPY on the column's NOT NULL */
-	char *text = NULL, e[256];
-	if (pal_schedule_text(s, &text, e, sizeof e))
-		text = NULL;
-	pal__pgcopy_text(cp, text);
-	free(text);
+	pal__pgcopy_text(cp, cron);
+	g_free(cron);
 	pal__pgcopy_text(cp, s->timezone);
 	pal__pgcopy_text(cp, pal_misfire_policy_name(s->misfire));
 	pal__pgcopy_i64(cp, s->catchup_window_ms);
@@ -632,6 +655,47 @@ static int send_versions(pal_apply *a, struct item *it, size_t n, char *err, siz
 	return rc;
 }
 
+int pal_store_apply_calendars(pal_apply *a, pal_calendar *cals, size_t n,
+			      pal_apply_result *results, char *err, size_t errlen)
+{
+	int rc = collect(a, err, errlen);
+	if (!rc && !a->calvers)
+		a->calvers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	for (size_t i = 0; !rc && i < n; i++) {
+		bool made;
+		rc = pal__store_calendar_version(a->st, &cals[i], true, a->actor, a->reason, &made,
+						 err, errlen);
+		if (!rc && results)
+			results[i] = (pal_apply_result){
+				.outcome = !made		? PAL_APPLY_UNCHANGED
+					   : cals[i].version == 1 ? PAL_APPLY_CREATED
+								  : PAL_APPLY_UPDATED,
+				.version = cals[i].version };
+		if (!rc)
+			g_hash_table_insert(a->calvers, g_strdup(cals[i].name),
+					    GINT_TO_POINTER(cals[i].version));
+	}
+	return rc;
+}
+
+/* The version this apply stored of each calendar spec S names, into its
+ * copies (their rules are the ones stored: the same loader made both). */
+static int stamp_calendars(pal_apply *a, const pal_job_spec *s, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < s->n_calendars; i++) {
+		gpointer v = a->calvers ? g_hash_table_lookup(a->calvers, s->calendars[i].name) : NULL;
+		if (!v) {
+			snprintf(err, errlen,
+				 "job %s: calendar \"%s\" is not part of this apply; hint: apply the "
+				 "file that defines it together with the job",
+				 s->id, s->calendars[i].name);
+			return PAL_EINVAL;
+		}
+		s->calendars[i].version = GPOINTER_TO_INT(v);
+	}
+	return PAL_OK;
+}
+
 static int apply_chunk(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < n; i++)
@@ -653,6 +717,8 @@ static int apply_chunk(pal_apply *a, struct item *it, size_t n, char *err, size_
 	if (!rc)
 		rc = jobs_copy_send(a, it, n, err, errlen);
 	for (size_t i = 0; !rc && i < n; i++) {
+		if ((rc = stamp_calendars(a, it[i].s, err, errlen)))
+			break;
 		rc = pal_job_spec_digest_spans(it[i].s, &it[i].canon, it[i].hex, &it[i].sp);
 		if (rc)
 			snprintf(err, errlen, "job %s: cannot canonicalise spec: %s", it[i].s->id,
@@ -705,7 +771,9 @@ int pal_store_apply(pal_store *st, const pal_jobset *set, const char *actor, con
 	int rc = pal_store_apply_begin(st, actor, reason, default_shards, &a, err, errlen);
 	if (rc)
 		return rc;
-	rc = pal_store_apply_add(a, set->jobs, set->n, results, err, errlen);
+	rc = pal_store_apply_calendars(a, set->calendars, set->n_calendars, NULL, err, errlen);
+	if (!rc)
+		rc = pal_store_apply_add(a, set->jobs, set->n, results, err, errlen);
 	if (rc) {
 		pal_store_apply_abort(a);
 		return rc;

@@ -196,7 +196,9 @@ int pal_store_misfires_json(pal_store *st, const char *job_id, int64_t from, int
 		"range_from") ","
 			      " 'range_to', " TS(
 				  "range_to") ", 'count', count, 'policy', policy,"
-					      " 'reason', reason, 'decided_at', " TS(
+					      " 'reason', reason, 'calendar', calendar,"
+					      " 'calendar_version', calendar_version,"
+					      " 'decided_at', " TS(
 						  "decided_at") ") ORDER BY range_from DESC, id "
 								"DESC),"
 								" '[]') FROM (SELECT * FROM "

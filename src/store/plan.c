@@ -67,14 +67,15 @@ int pal_store_shard_claim(pal_store *st, int shard, int64_t epoch, const char *n
 enum {
 	SJ_SHARD, SJ_JOB, SJ_VERSION, SJ_EFF, SJ_CRON, SJ_TZ, SJ_DST, SJ_START, SJ_END, SJ_EXCL,
 	SJ_MISFIRE, SJ_CATCHUP_MS, SJ_MAX_CATCHUP, SJ_PARTITIONS, SJ_PRIORITY, SJ_TENANT, SJ_GROUP,
-	SJ_NCOLS
+	SJ_CALS, SJ_NCOLS
 };
 
 /* The select list of both load statements (src/store/plan.c is the only
  * reader of the plan_* columns of sql/006_planning.sql). */
 #define SJ_COLUMNS                                                                                 \
 	"j.shard, v.job_id, v.version, floor(extract(epoch FROM v.effective_from))::bigint,"      \
-	" v.cron, v.timezone, v.plan_dst,"                                                         \
+	" CASE WHEN v.cron LIKE '@calendars(%' THEN substr(v.cron, strpos(v.cron, ') ') + 2)"   \
+	"  ELSE v.cron END, v.timezone, v.plan_dst,"                                              \
 	" floor(extract(epoch FROM v.plan_start::timestamptz))::bigint,"                           \
 	" floor(extract(epoch FROM v.plan_end::timestamptz))::bigint,"                             \
 	" CASE WHEN v.plan_has_exclude THEN"                                                       \
@@ -83,7 +84,10 @@ enum {
 	"   FROM job_versions x, jsonb_array_elements_text(x.plan_exclude) e"                      \
 	"   WHERE x.job_id = v.job_id AND x.version = v.version) END,"                             \
 	" v.misfire_policy, v.catchup_window_ms, v.max_catchup, v.partitions, v.priority,"        \
-	" v.plan_tenant, v.resource_group"
+	" v.plan_tenant, v.resource_group,"                                                        \
+	" CASE WHEN v.cron LIKE '@calendars(%' THEN"                                               \
+	"  (SELECT x.spec #>> '{schedule,calendars}' FROM job_versions x"                          \
+	"   WHERE x.job_id = v.job_id AND x.version = v.version) END"
 /* The columns of job_versions the load reads: those of its covering primary
  * key (sql/018_version_writes.sql; the index job_versions_plan of 006
  * before), so that it is an index-only scan. */
@@ -95,7 +99,7 @@ enum {
  * planning ones NULL. */
 #define SJ_LIST_COLUMNS                                                                            \
 	"j.shard, v.job_id, v.version, floor(extract(epoch FROM v.effective_from))::bigint,"      \
-	" NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
+	" NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
 
 /* One job's rows while they stream in: single-row mode gives each row its
  * own PGresult, and the versions borrow their strings from them. */
@@ -103,6 +107,8 @@ typedef struct sj_job {
 	PGresult **rows;
 	pal_plan_version *v;
 	pal_exclusion **excl;
+	pal_calendar **cals; /* each version's calendars (schedule.calendars), or NULL */
+	size_t *n_cals;
 	size_t n, cap;
 } sj_job;
 
@@ -111,6 +117,9 @@ static void sj_clear(sj_job *j)
 	for (size_t i = 0; i < j->n; i++) {
 		PQclear(j->rows[i]);
 		free(j->excl[i]);
+		for (size_t k = 0; k < j->n_cals[i]; k++)
+			pal_calendar_clear(&j->cals[i][k]);
+		free(j->cals[i]);
 	}
 	j->n = 0;
 }
@@ -151,6 +160,31 @@ static int parse_excl(const char *s, pal_exclusion **out, size_t *n)
 	return PAL_OK;
 }
 
+/* A version's schedule.calendars (JSON text) into a new array. */
+static int parse_cals(const char *s, pal_calendar **out, size_t *n, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *a = json_loads(s, 0, &je);
+	size_t k = json_array_size(a);
+	pal_calendar *c = k ? calloc(k, sizeof *c) : NULL;
+	int rc = a && k ? (c ? PAL_OK : PAL_ENOMEM) : PAL_EINVAL;
+	for (size_t i = 0; !rc && i < k; i++)
+		if (pal_calendar_from_canonical(json_array_get(a, i), &c[i], err, errlen))
+			rc = PAL_EINVAL;
+		else
+			*n = i + 1;
+	json_decref(a);
+	if (rc) {
+		for (size_t i = 0; i < *n; i++)
+			pal_calendar_clear(&c[i]);
+		free(c);
+		*n = 0;
+		return rc;
+	}
+	*out = c;
+	return PAL_OK;
+}
+
 /* Row R (taken) into the next version of J; PAL_EINVAL on a value this
  * binary cannot read (err filled). */
 static int sj_add(sj_job *j, PGresult *r, bool with_specs, char *err, size_t errlen)
@@ -164,16 +198,24 @@ static int sj_add(sj_job *j, PGresult *r, bool with_specs, char *err, size_t err
 		if (nv)
 			j->v = nv;
 		pal_exclusion **ne = nv ? realloc(j->excl, nc * sizeof *ne) : NULL;
-		if (!ne) {
+		if (ne)
+			j->excl = ne;
+		pal_calendar **ncal = ne ? realloc(j->cals, nc * sizeof *ncal) : NULL;
+		if (ncal)
+			j->cals = ncal;
+		size_t *nn = ncal ? realloc(j->n_cals, nc * sizeof *nn) : NULL;
+		if (!nn) {
 			PQclear(r);
 			return PAL_ENOMEM;
 		}
-		j->excl = ne;
+		j->n_cals = nn;
 		j->cap = nc;
 	}
 	size_t i = j->n++;
 	j->rows[i] = r;
 	j->excl[i] = NULL;
+	j->cals[i] = NULL;
+	j->n_cals[i] = 0;
 	pal_plan_version *v = &j->v[i];
 	memset(v, 0, sizeof *v);
 	v->version = atoi(PQgetvalue(r, 0, SJ_VERSION));
@@ -199,6 +241,17 @@ static int sj_add(sj_job *j, PGresult *r, bool with_specs, char *err, size_t err
 	if (parse_excl(col(r, SJ_EXCL), &j->excl[i], &v->n_exclusions))
 		return PAL_ENOMEM;
 	v->exclusions = j->excl[i];
+	if (!col_null(r, SJ_CALS)) {
+		int rc = parse_cals(col(r, SJ_CALS), &j->cals[i], &j->n_cals[i], err, errlen);
+		if (rc) {
+			if (rc == PAL_EINVAL) /* this job only: quarantined like a bad cron */
+				v->cron = NULL;
+			else
+				return rc;
+		}
+		v->calendars = j->cals[i];
+		v->n_calendars = j->n_cals[i];
+	}
 	const char *mp = PQgetvalue(r, 0, SJ_MISFIRE);
 	int m = 0;
 	while (m < 4 && strcmp(mp, pal_misfire_policy_name((pal_misfire_policy)m)))
@@ -273,6 +326,8 @@ static int stream_jobs(pal_store *st, const char *sql, int np, const char *const
 	free(j.rows);
 	free(j.v);
 	free(j.excl);
+	free(j.cals);
+	free(j.n_cals);
 	return rc;
 }
 
@@ -488,7 +543,7 @@ static int write_misfires(pal_store *st, int shard, int64_t epoch, const pal_pla
 {
 	if (!b->n_mis)
 		return PAL_OK;
-	enum { NA = 7 };
+	enum { NA = 9 };
 	pal_pgarr a[NA];
 	char *v[NA];
 	arrs_init(a, NA);
@@ -501,20 +556,23 @@ static int write_misfires(pal_store *st, int shard, int64_t epoch, const pal_pla
 		pal__pgarr_i64(&a[4], m->count);
 		pal__pgarr_text(&a[5], m->policy);
 		pal__pgarr_text(&a[6], m->reason);
+		pal__pgarr_text(&a[7], m->calendar);
+		pal__pgarr_i64(&a[8], m->calendar ? m->calendar_version : 0);
 	}
 	arrs_end(a, v, NA);
 	char s[16], e[24];
 	snprintf(s, sizeof s, "%d", shard);
 	snprintf(e, sizeof e, "%" PRId64, epoch);
-	const char *p[] = { v[0], v[1], v[2], v[3], v[4], v[5], v[6], s, e };
+	const char *p[] = { v[0], v[1], v[2], v[3], v[4], v[5], v[6], s, e, v[7], v[8] };
 	PGresult *r = pal__store_query(
 		st,
 		"INSERT INTO misfires (job_id, version, range_from, range_to, count, policy, reason,"
-		" shard, epoch)"
-		" SELECT u.j, u.v, to_timestamp(u.f), to_timestamp(u.t), u.c, u.po, u.re, $8, $9"
+		" shard, epoch, calendar, calendar_version)"
+		" SELECT u.j, u.v, to_timestamp(u.f), to_timestamp(u.t), u.c, u.po, u.re, $8, $9,"
+		"  u.ca, nullif(u.cv, 0)"
 		" FROM unnest($1::text[], $2::int[], $3::bigint[], $4::bigint[], $5::int[],"
-		"   $6::text[], $7::text[]) AS u(j, v, f, t, c, po, re)",
-		9, p, err, errlen);
+		"   $6::text[], $7::text[], $10::text[], $11::int[]) AS u(j, v, f, t, c, po, re, ca, cv)",
+		11, p, err, errlen);
 	arrs_free(v, NA);
 	if (!r)
 		return PAL_EDB;

@@ -94,6 +94,12 @@ void pal__pgarr_text(pal_pgarr *a, const char *v);
 void pal__pgarr_i64(pal_pgarr *a, int64_t v);
 char *pal__pgarr_end(pal_pgarr *a);
 
+/* Calendar C's version (calendars.c): the latest when its digest is
+ * unchanged, else the next, inserted (with its audit row) when WRITE, in
+ * the caller's transaction.  Sets c->version and *CREATED. */
+int pal__store_calendar_version(pal_store *st, pal_calendar *c, bool write, const char *actor,
+				const char *reason, bool *created, char *err, size_t errlen);
+
 /* pg_advisory_lock key of the migration lock ("palisade" as 8 bytes). */
 #define PAL_MIGRATE_LOCK_KEY "7075283591402447205"
 

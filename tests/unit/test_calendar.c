@@ -18,6 +18,7 @@
 #include <time.h>
 #include <cmocka.h>
 #include "palisade/calendar.h"
+#include "palisade/jobfile.h"
 #include "palisade/schedule.h"
 #include "palisade/timefmt.h"
 
@@ -228,6 +229,16 @@ static void test_calendar_through_schedule(void **st)
 	}
 	assert_true(ex > 24 * 5);
 	pal_schedule_close(sc);
+	/* the shared table (the controller's): one schedule for equal
+	 * versions, its calendar zones from the same table */
+	pal_plan_version pv = pal_plan_version_of_spec(&s, 1, PAL_NO_TIME);
+	pal_schedule *a, *b;
+	assert_int_equal(pal_schedule_acquire(&pv, s.id, &a, err, sizeof err), 0);
+	assert_int_equal(pal_schedule_acquire(&pv, s.id, &b, err, sizeof err), 0);
+	assert_ptr_equal(a, b);
+	assert_non_null(pal_schedule_excluding(a, MAR1 + 8 * 3600 - 3600)); /* 08:00 Berlin */
+	pal_schedule_release(a);
+	pal_schedule_release(b);
 	pal_calendar_clear(&c);
 }
 
@@ -293,6 +304,85 @@ static void test_calendar_parsers_refuse(void **st)
 	assert_int_equal(pal_cal_yearly_parse("13-01", &md), PAL_EINVAL);
 }
 
+/* The loader: `calendars:` before `jobs:`, names resolved into copies, the
+ * canonical text written directly equal to jansson's (the digest), and the
+ * refusals with their positions. */
+static void test_calendar_job_file(void **st)
+{
+	(void)st;
+	static const char ok[] =
+	    "calendars:\n"
+	    "  - name: hol\n"
+	    "    timezone: Europe/Berlin\n"
+	    "    exclude: {yearly: [\"12-25\"], weekdays: [sun, sat], windows: [\"02:00-03:30\"]}\n"
+	    "  - {name: biz, include_only: {weekdays: [mon], windows: [\"09:00-17:00\"]}}\n"
+	    "jobs:\n"
+	    "  - {id: a, schedule: {cron: \"0 * * * *\", calendar: [biz, hol]}, target: {url: "
+	    "\"http://x/y\"}}\n"
+	    "  - {id: b, schedule: {cron: \"0 * * * *\"}, target: {url: \"http://x/y\"}}\n";
+	pal_jobset set = {0};
+	pal_diags d = {0};
+	assert_int_equal(pal_jobfile_load_buffer("f.yaml", ok, sizeof ok - 1, &set, &d), 0);
+	assert_int_equal(set.n_calendars, 2);
+	assert_int_equal(set.n, 2);
+	assert_int_equal(set.jobs[0].n_calendars, 2);
+	assert_string_equal(set.jobs[0].calendars[0].name, "biz");
+	assert_true(set.jobs[0].calendars[0].include_only);
+	assert_int_equal(set.jobs[1].n_calendars, 0);
+	set.calendars[1].version = 4;
+	pal_jobset_calendar_versions(&set);
+	assert_int_equal(set.jobs[0].calendars[0].version, 4); /* biz */
+	assert_int_equal(set.jobs[0].calendars[1].version, 0);
+	for (size_t i = 0; i < set.n; i++) {
+		json_t *j = pal_job_spec_canonical(&set.jobs[i]);
+		char *want = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII |
+					       JSON_REAL_PRECISION(15));
+		char *got, hex[65];
+		assert_int_equal(pal_job_spec_digest(&set.jobs[i], &got, hex), 0);
+		assert_string_equal(got, want);
+		/* and it reads back to the same text */
+		pal_job_spec back;
+		char err[256], *again, hex2[65];
+		assert_int_equal(pal_job_spec_from_canonical(j, &back, err, sizeof err), 0);
+		assert_int_equal(pal_job_spec_digest(&back, &again, hex2), 0);
+		assert_string_equal(hex, hex2);
+		assert_int_equal(back.n_calendars, set.jobs[i].n_calendars);
+		pal_job_spec_clear(&back);
+		free(again);
+		free(got);
+		free(want);
+		json_decref(j);
+	}
+	/* job b has no calendar: no schedule.calendars key, the digest of old */
+	char *text, hex[65];
+	assert_int_equal(pal_job_spec_digest(&set.jobs[1], &text, hex), 0);
+	assert_null(strstr(text, "calendars"));
+	free(text);
+	pal_jobset_free(&set);
+	pal_diags_free(&d);
+
+	static const char bad[] =
+	    "jobs:\n"
+	    "  - {id: a, schedule: {cron: \"0 * * * *\", calendar: nope}, target: {url: "
+	    "\"http://x/y\"}}\n"
+	    "calendars:\n"
+	    "  - {name: nope, exclude: {windows: [\"03:00-02:00\"], weekdays: [sun, funday]}}\n";
+	assert_int_equal(pal_jobfile_load_buffer("b.yaml", bad, sizeof bad - 1, &set, &d),
+			 PAL_EINVAL);
+	const char *want[] = {"2:53 unknown calendar \"nope\"", "3:1 \"calendars\" after \"jobs\"",
+			      "4:38 exclude.windows: invalid entry \"03:00-02:00\"",
+			      "4:70 exclude.weekdays: invalid entry \"funday\""};
+	assert_int_equal(d.n, 4);
+	for (size_t i = 0; i < d.n; i++) {
+		char at[300];
+		snprintf(at, sizeof at, "%d:%d %s", d.v[i].line, d.v[i].col, d.v[i].msg);
+		if (strncmp(at, want[i], strlen(want[i])))
+			fail_msg("diagnostic %zu: [%s], want [%s...]", i, at, want[i]);
+	}
+	pal_jobset_free(&set);
+	pal_diags_free(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -304,6 +394,7 @@ int main(void)
 	    cmocka_unit_test(test_calendar_through_schedule),
 	    cmocka_unit_test(test_calendar_canonical_round_trip),
 	    cmocka_unit_test(test_calendar_parsers_refuse),
+	    cmocka_unit_test(test_calendar_job_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,111 @@
+/*
+ * calendars.c - the versions of shared calendars (sql/037_calendars.sql,
+ * docs/jobs.md "Calendars").
+ *
+ * A calendar is versioned like a job: its canonical rules are digested
+ * (calendar.h); a digest equal to the latest version's keeps that version,
+ * any other makes version n+1, with an audit_log row (calendar.create or
+ * calendar.update).  The job versions that name a calendar carry its rules
+ * and version in their own spec, so nothing here is read while planning:
+ * apply asks for the version before it digests the jobs, `plan diff` asks
+ * what the version would be, `palisade calendars` lists them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "store_int.h"
+
+int pal__store_calendar_version(pal_store *st, pal_calendar *c, bool write, const char *actor,
+				const char *reason, bool *created, char *err, size_t errlen)
+{
+	char hex[65];
+	*created = false;
+	if (pal_calendar_digest(c, hex))
+		return PAL_ENOMEM;
+	const char *p1[] = {c->name};
+	/* two applies of the same calendar: the second waits, then sees the
+	 * first's version (the lock ends with the transaction) */
+	if (write) {
+		PGresult *l = pal__store_query(
+		    st,
+		    "SELECT pg_advisory_xact_lock(hashtextextended('palisade.calendar:' || $1, 0))",
+		    1, p1, err, errlen);
+		if (!l)
+			return PAL_EDB;
+		PQclear(l);
+	}
+	PGresult *r =
+	    pal__store_query(st,
+			     "SELECT version, digest FROM calendar_versions WHERE name = $1"
+			     " ORDER BY version DESC LIMIT 1",
+			     1, p1, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	int latest = PQntuples(r) ? atoi(PQgetvalue(r, 0, 0)) : 0;
+	bool same = latest && !strcmp(PQgetvalue(r, 0, 1), hex);
+	PQclear(r);
+	c->version = same ? latest : latest + 1;
+	if (same || !write)
+		return PAL_OK;
+	json_t *j = pal_calendar_canonical(c, false);
+	char *spec = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	json_decref(j);
+	if (!spec)
+		return PAL_ENOMEM;
+	char v[16];
+	snprintf(v, sizeof v, "%d", c->version);
+	const char *p[] = {c->name, v, hex, spec, actor ? actor : "", reason ? reason : ""};
+	r = pal__store_query(
+	    st,
+	    "WITH ins AS (INSERT INTO calendar_versions (name, version, digest, spec, created_by)"
+	    "  VALUES ($1, $2::int, $3, $4::jsonb, $5))"
+	    " INSERT INTO audit_log (actor, action, scope, reason, details)"
+	    " VALUES ($5, CASE WHEN $2::int = 1 THEN 'calendar.create' ELSE 'calendar.update' END,"
+	    "  'calendar:' || $1, nullif($6, ''),"
+	    "  jsonb_build_object('version', $2::int, 'digest', $3))",
+	    6, p, err, errlen);
+	free(spec);
+	if (!r)
+		return PAL_EDB;
+	PQclear(r);
+	*created = true;
+	return PAL_OK;
+}
+
+int pal_store_calendar_versions(pal_store *st, pal_calendar *cals, size_t n, char *err,
+				size_t errlen)
+{
+	for (size_t i = 0; i < n; i++) {
+		bool created;
+		int rc = pal__store_calendar_version(st, &cals[i], false, NULL, NULL, &created, err,
+						     errlen);
+		if (rc)
+			return rc;
+	}
+	return PAL_OK;
+}
+
+int pal_store_calendars_json(pal_store *st, const char *name, json_t **out, char *err,
+			     size_t errlen)
+{
+	const char *p[] = {name};
+	/* The jobs are those whose latest version names the calendar, with the
+	 * calendar version it carries: a job still on an older one was not
+	 * applied together with the calendar's change. */
+	return pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(x ORDER BY x.name), '[]')::text FROM ("
+	    " SELECT c.name, c.version AS latest_version, c.digest, c.spec AS rules,"
+	    "  c.created_by, c.created_at,"
+	    "  (SELECT coalesce(json_agg(json_build_object('job', v.job_id, 'version', v.version,"
+	    "     'calendar_version', (e->>'version')::int) ORDER BY v.job_id), '[]')"
+	    "   FROM jobs j JOIN job_versions v ON v.job_id = j.job_id"
+	    "    AND v.version = j.latest_version,"
+	    "    jsonb_array_elements(coalesce(v.spec #> '{schedule,calendars}', '[]')) e"
+	    "   WHERE e->>'name' = c.name AND j.retired_at IS NULL) AS jobs"
+	    " FROM calendar_versions c"
+	    " WHERE c.version = (SELECT max(w.version) FROM calendar_versions w WHERE w.name = "
+	    "c.name)"
+	    "  AND ($1::text IS NULL OR c.name = $1)) x",
+	    1, p, out, err, errlen);
+}

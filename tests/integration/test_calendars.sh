@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Two jobs share one calendar whose daily window excludes their next few
+# instants: those are recorded as misfires (reason excluded) naming the
+# calendar and its version, the others fire.  A change of the calendar is
+# a new calendar version; `plan diff` shows both jobs changed before the
+# apply, and the apply moves both plans from the next tick.  A job naming
+# a calendar no file defines is refused with its position.
+source tests/integration/lib.sh
+source tests/integration/cluster.sh
+guarantee "G1 - an instant a shared calendar excludes is recorded (reason excluded, calendar and version), never silently dropped; a calendar change moves every job that names it"
+T_START=$(date +%s)
+
+fresh_db it_calendars
+"$PAL" migrate >/dev/null
+start_sink || { fail "sink starts"; finish; exit 1; }
+SHARDS=2 LOOKAHEAD=2s write_conf "$CLUSTER_CONF" "executor: {lease: 10s, heartbeat: 2s}"
+SHARDS=2
+sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+
+# A window must not cross midnight (UTC, the calendar's zone).
+while [ $(( $(date -u +%s) % 86400 )) -gt $(( 86400 - 60 )) ]; do sleep 1; done
+hms() { date -u -d "@$1" +%H:%M:%S; }
+# calendar FILE FROM TO: the calendar "office" excluding [FROM, TO) daily.
+calendar() {
+	cat >"$1" <<YAML
+calendars:
+  - name: office
+    timezone: UTC
+    exclude:
+      windows: ["$(hms "$2")-$(hms "$3")"]
+      yearly: ["02-30"]
+YAML
+}
+cat >"$NODE_DIR/jobs.yaml" <<YAML
+jobs:
+  - id: cal.a
+    schedule: {cron: "*/2 * * * * ?", calendar: office}
+    target: {url: "http://$SINK_ADDR/effects/cal", body: '{"job": "{job}", "at": "{scheduled_at}"}'}
+  - id: cal.b
+    schedule: {cron: "*/2 * * * * ?", calendar: [office]}
+    target: {url: "http://$SINK_ADDR/effects/cal", body: '{"job": "{job}", "at": "{scheduled_at}"}'}
+YAML
+
+# A yearly date that does not exist is refused, with its position.
+calendar "$NODE_DIR/cal.yaml" 100 200
+expect_exit "an impossible yearly date: validate refuses it" 65 "$PAL" validate "$NODE_DIR/cal.yaml" "$NODE_DIR/jobs.yaml"
+expect_match "... at file:line:col" "cal.yaml:6:[0-9]+: error: exclude.yearly: invalid entry \"02-30\"" "$OUT"
+
+now=$(date +%s)
+W1=$((now + 6)) W1E=$((now + 12))
+calendar "$NODE_DIR/cal.yaml" "$W1" "$W1E"
+sed -i 's/      yearly: \["02-30"\]/      yearly: ["02-29"]/' "$NODE_DIR/cal.yaml"
+# Unknown names are refused where they are written.
+printf 'jobs:\n  - {id: cal.x, schedule: {cron: "* * * * *", calendar: [office, nope]}, target: {url: "http://127.0.0.1:9/x"}}\n' >"$NODE_DIR/bad.yaml"
+expect_exit "a job naming an unknown calendar: validate refuses it" 65 "$PAL" validate "$NODE_DIR/cal.yaml" "$NODE_DIR/bad.yaml"
+expect_match "... at file:line:col" "bad.yaml:2:[0-9]+: error: unknown calendar \"nope\"" "$OUT"
+expect_exit "... and apply" 65 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/cal.yaml" "$NODE_DIR/bad.yaml"
+expect_exit "the jobs without their calendar's file: refused" 65 "$PAL" validate "$NODE_DIR/jobs.yaml"
+
+expect_exit "apply the calendar and the two jobs" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/cal.yaml" "$NODE_DIR/jobs.yaml"
+expect_match "calendar office v1 created" "created +calendar office v1" "$OUT"
+T0=$(rfc3339_ago -2)
+start_node c1
+wait_until "shards led" 20 all_shards_led
+
+excluded() { # JOB VERSION: instants recorded excluded by office vVERSION
+	sql "select coalesce(sum(count), 0) from misfires where job_id = '$1' and reason = 'excluded'
+	     and calendar = 'office' and calendar_version = $2"
+}
+past() { [ "$(date +%s)" -ge "$1" ]; }
+wait_wall "the first window passed" 30 past $((W1E + 2))
+for j in cal.a cal.b; do
+	expect_eq "$j: the 3 instants of the window recorded excluded by office v1" 3 "$(excluded $j 1)"
+	expect_eq "$j: nothing planned inside the window" 0 \
+		"$(sql "select count(*) from triggers where job_id = '$j' and scheduled_at >= to_timestamp($W1) and scheduled_at < to_timestamp($W1E)")"
+	check "$j: instants before and after the window planned" \
+		[ "$(sql "select count(*) from triggers where job_id = '$j' and (scheduled_at < to_timestamp($W1) or scheduled_at >= to_timestamp($W1E))")" -ge 4 ]
+done
+expect_match "palisade misfires names the calendar and its version" "excluded \(office v1\)" "$("$PAL" misfires --job cal.a)"
+
+# The calendar changes: a new window from 8 s on.
+now=$(date +%s)
+W2=$((now + 8)) W2E=$((now + 14))
+calendar "$NODE_DIR/cal.yaml" "$W2" "$W2E"
+sed -i 's/      yearly: \["02-30"\]/      yearly: ["02-29"]/' "$NODE_DIR/cal.yaml"
+expect_exit "plan diff of the changed calendar" 0 "$PAL" plan diff --count 12 "$NODE_DIR/cal.yaml" "$NODE_DIR/jobs.yaml"
+expect_eq "plan diff: both jobs changed" 2 "$(grep -cE '^cal\.[ab]: changed' <<<"$OUT")"
+expect_match "plan diff: the new window's instants marked excluded" "$(hms $((W2 + W2 % 2)))Z +x excluded" "$OUT"
+expect_exit "apply the changed calendar" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/cal.yaml" "$NODE_DIR/jobs.yaml"
+expect_match "calendar office v2" "updated +calendar office v2" "$OUT"
+expect_match "both jobs get a version" "updated +cal.a v2.*updated +cal.b v2" "$(tr '\n' ' ' <<<"$OUT")"
+wait_wall "the second window passed" 30 past $((W2E + 2))
+for j in cal.a cal.b; do
+	expect_eq "$j: the 3 instants of the new window recorded excluded by office v2" 3 "$(excluded $j 2)"
+	expect_eq "$j: nothing planned inside the new window" 0 \
+		"$(sql "select count(*) from triggers where job_id = '$j' and scheduled_at >= to_timestamp($W2) and scheduled_at < to_timestamp($W2E)")"
+done
+expect_eq "calendar_versions holds both versions" "1 2" "$(sql "select string_agg(version::text, ' ' order by version) from calendar_versions where name = 'office'")"
+expect_match "palisade calendars: office v2, both jobs on it" "^office +2 +UTC +exclude .*cal\.a \(v2\), cal\.b \(v2\)" "$("$PAL" calendars)"
+expect_exit "palisade calendars of an unknown name" 3 "$PAL" calendars nope
+expect_eq "both versions audited" "calendar.create calendar.update" "$(sql "select string_agg(action, ' ' order by id) from audit_log where scope = 'calendar:office'")"
+
+T1=$(rfc3339_ago 3)
+settled() { [ "$(sql "select count(*) from triggers where scheduled_at between '$T0' and '$T1' and state <> 'succeeded'")" = 0 ]; }
+wait_until "the window's triggers succeeded" 20 settled
+expect_exit "verify: every instant fired or recorded, one effect each" 0 "$PAL" verify --from "$T0" --to "$T1" --sink-pg "$PALISADE_PG"
+echo "    figure: test took $(( $(date +%s) - T_START )) s"
+finish
