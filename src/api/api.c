@@ -657,6 +657,65 @@ static void h_job_release(call *c)
 		ok(c, 200, json_pack("{s:s, s:b}", "job_id", c->arg[0], "released", 1));
 }
 
+/*
+ * DELETE /api/v1/jobs/{id}: retire the job as `palisade delete` does (its
+ * last version ends its schedule now, its waiting triggers are cancelled,
+ * its history stays), then cancel once what a controller planned from the
+ * old version meanwhile.  The request does not wait for the controller to
+ * take the retiring version in (the CLI waits up to 10 s; this connection
+ * serves every API request): "settling" says one had not yet, and a
+ * DELETE repeated later sweeps again.  The reason comes from the JSON
+ * body or ?reason=.
+ */
+static void h_job_delete(call *c)
+{
+	const char *why;
+	if (!job_visible(c, true) || !body_str(c, "reason", &why))
+		return;
+	if (!why || !*why)
+		why = query(c, "reason");
+	if (!why && !reason(c, false, &why))
+		return;
+	const char *ids[1] = {c->arg[0]};
+	pal_retire_result res = {0};
+	pal_apply *a;
+	char err[1024];
+	int64_t pending = 0, late = 0;
+	int rc = pal_store_apply_begin(c->api->st, c->who.name, why, c->api->default_shards, &a,
+				       err, sizeof err);
+	if (!rc) {
+		rc = pal_store_apply_retire(a, ids, 1, &res, err, sizeof err);
+		if (rc || res.outcome == PAL_RETIRE_NOT_FOUND)
+			pal_store_apply_abort(a);
+		else
+			rc = pal_store_apply_commit(a, err, sizeof err);
+	}
+	if (!rc && res.outcome == PAL_RETIRE_NOT_FOUND) {
+		problem(c, 404, "not-found", "Not found", "no job \"%.64s\"", ids[0]);
+		return;
+	}
+	if (!rc)
+		rc = pal_store_retire_pending(c->api->st, ids, 1, &pending, err, sizeof err);
+	if (!rc)
+		rc = pal_store_retire_sweep(c->api->st, ids, 1, c->who.name, why, &late, err,
+					    sizeof err);
+	if (rc) {
+		problem_rc(c, rc, err);
+		return;
+	}
+	json_t *o = json_pack("{s:s, s:s, s:i, s:I, s:b}", "job_id", ids[0], "outcome",
+			      res.outcome == PAL_RETIRE_RETIRED ? "retired" : "already retired",
+			      "version", res.version, "late_cancelled", (json_int_t)late,
+			      "settling", pending > 0);
+	if (res.outcome == PAL_RETIRE_RETIRED) {
+		char end[32];
+		pal_fmt_rfc3339(res.end, end, sizeof end);
+		json_object_set_new(o, "end", json_string(end));
+		json_object_set_new(o, "cancelled", json_integer(res.cancelled));
+	}
+	ok(c, 200, o);
+}
+
 /* A per-job list's ?job= (required, visible to the token: into arg 0) and
  * ?limit=; false (problem set) otherwise. */
 static bool job_query(call *c, const char *what, int *limit)
@@ -1259,6 +1318,7 @@ static const route routes[] = {
     {"POST", "/api/v1/apply", PAL_ROLE_ADMIN, h_apply, true},
     {"GET", "/api/v1/jobs", PAL_ROLE_VIEWER, h_jobs, false},
     {"GET", "/api/v1/jobs/*", PAL_ROLE_VIEWER, h_job, false},
+    {"DELETE", "/api/v1/jobs/*", PAL_ROLE_ADMIN, h_job_delete, false},
     {"POST", "/api/v1/jobs/*/pause", PAL_ROLE_OPERATOR, h_job_pause, false},
     {"POST", "/api/v1/jobs/*/resume", PAL_ROLE_OPERATOR, h_job_resume, false},
     {"POST", "/api/v1/jobs/*/trigger", PAL_ROLE_OPERATOR, h_job_trigger, false},
@@ -1474,7 +1534,7 @@ static void run(call *c)
 			pal_role_name(c->who.role), r->method, r->pattern, pal_role_name(r->role));
 		return;
 	}
-	bool write = !strcmp(r->method, "POST");
+	bool write = strcmp(r->method, "GET") != 0; /* POST, DELETE */
 	if (!write) {
 		r->fn(c);
 		return;

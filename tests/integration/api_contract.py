@@ -106,7 +106,7 @@ if served != doc:
 
 # Every route of api.c is documented, and every documented route routed.
 routed = set()
-for m, p in re.findall(r'\{"(GET|POST)", "(/api/v1[^"]*)"', open(SRC).read()):
+for m, p in re.findall(r'\{"(GET|POST|DELETE)", "(/api/v1[^"]*)"', open(SRC).read()):
     routed.add((m.lower(), p))
 documented = {(m, re.sub(r"\{[^}]+\}", "*", p)) for p, ops in doc["paths"].items() for m in ops}
 for r in sorted(routed - documented):
@@ -174,6 +174,15 @@ TWO = JOB + '---\njobs:\n  - {id: c.three, schedule: {cron: "0 0 * * * ?"}, targ
 st, res = call("POST", "/api/v1/apply", TWO, ctype="application/yaml", want=200)
 if not res or sorted(j["job_id"] for j in res.get("jobs", [])) != ["c.three", "c.two"]:
     failures.append("a two-document body did not apply both documents' jobs")
+# Retire c.two (it was applied above): once retired, then already retired.
+st, gone = call("DELETE", "/api/v1/jobs/c.two", R, want=200)
+if not gone or gone.get("outcome") != "retired":
+    failures.append(f"DELETE of a live job: outcome {gone and gone.get('outcome')!r}, want 'retired'")
+st, again = call("DELETE", "/api/v1/jobs/c.two?reason=contract", want=200)
+if not again or again.get("outcome") != "already retired":
+    failures.append(f"a second DELETE: outcome {again and again.get('outcome')!r}, want 'already retired'")
+call("DELETE", "/api/v1/jobs/c.three", {}, want=422)
+call("DELETE", "/api/v1/jobs/nope", R, want=404)
 BAD2 = JOB + '---\njobs:\n  - {id: c.four, schedule: {cron: "61 * * * * ?"}, target: {url: "http://127.0.0.1:9/x"}}\n'
 st, res = call("POST", "/api/v1/apply", BAD2, ctype="application/yaml", want=422)
 lines = [e["line"] for e in (res or {}).get("errors", [])]
