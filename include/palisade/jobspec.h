@@ -118,6 +118,7 @@ typedef struct pal_job_spec {
 	char *owner;       /* free text, one line */
 	char *description; /* free text */
 	bool suspend;      /* `suspend: true`: the job's gate is closed by apply */
+	bool shadow;       /* `mode: shadow`: apply puts the job in shadow */
 
 	/* Set by the loader: the schedule has no instant at or after the load
 	 * (a past `at`, a cron whose years are past, an `end` gone by).  Such a

@@ -27,6 +27,15 @@ PAL_MUST_CHECK int pal_store_shadow_set(pal_store *st, const pal_scope *sc, cons
 					const char *reason, bool *already, int *live_percent,
 					int64_t *moved, char *err, size_t errlen);
 
+/* The jobs IDS (JSON array of ids) whose file says `mode: shadow`, inside
+ * the caller's open transaction (apply's, before its commit): each job not
+ * in shadow yet gets its shadow row (source spec) and its planned schedule
+ * triggers not yet attempted move to shadow.  *ADDED: the jobs put in
+ * shadow now (a JSON array the caller made).  Apply never takes a job out
+ * of shadow: a cut-over does. */
+PAL_MUST_CHECK int pal_store_shadow_spec(pal_store *st, const json_t *ids, const char *actor,
+					 json_t *added, char *err, size_t errlen);
+
 /* Every scope in shadow with its cut-over steps: [{scope, source, actor,
  * reason, since, percent (the latest step's, 0 without), steps: [{at,
  * percent, actor, reason}]}]. */

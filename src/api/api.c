@@ -40,6 +40,7 @@
 #include "palisade/lifecycle.h"
 #include "palisade/log.h"
 #include "palisade/ops.h"
+#include "palisade/shadow.h"
 #include "palisade/plandiff.h"
 #include "palisade/store.h"
 #include "palisade/timefmt.h"
@@ -1134,6 +1135,13 @@ static void apply_set(call *c, const pal_jobset *set, const char *why)
 	if (!rc)
 		rc = pal_store_apply_spec_gates(ap, c->api->st, susp, set_defines, (void *)set,
 						c->who.name, &ro, closed, lifted, err, sizeof err);
+	json_t *shadow = json_array(), *shadowed = json_array();
+	for (size_t i = 0; i < set->n; i++)
+		if (set->jobs[i].shadow)
+			json_array_append_new(shadow, json_string(set->jobs[i].id));
+	if (!rc)
+		rc = pal_store_shadow_spec(c->api->st, shadow, c->who.name, shadowed, err, sizeof err);
+	json_decref(shadow);
 	if (!rc)
 		rc = pal_store_apply_commit(ap, err, sizeof err);
 	if (rc) {
@@ -1146,9 +1154,10 @@ static void apply_set(call *c, const pal_jobset *set, const char *why)
 							      outcome_word[res[i].outcome],
 							      "version", res[i].version));
 		ok(c, 200,
-		   json_pack("{s:b, s:o, s:O, s:O}", "dry_run", 0, "jobs", jobs, "suspended",
-			     closed, "resumed", lifted));
+		   json_pack("{s:b, s:o, s:O, s:O, s:O}", "dry_run", 0, "jobs", jobs, "suspended",
+			     closed, "resumed", lifted, "shadowed", shadowed));
 	}
+	json_decref(shadowed);
 	json_decref(closed);
 	json_decref(lifted);
 	json_decref(susp);

@@ -32,6 +32,7 @@
 #include "palisade/lifecycle.h"
 #include "palisade/store.h"
 #include "palisade/timefmt.h"
+#include "palisade/shadow.h"
 #include "cli_int.h"
 #include <glib.h>
 
@@ -177,6 +178,7 @@ struct run {
 	FILE *out;
 	size_t count[3];
 	GPtrArray *suspended; /* ids of the jobs whose file says suspend: true */
+	json_t *shadow;       /* ids of the jobs whose file says mode: shadow */
 	GHashTable *defined;  /* every id the files define (for the gates) */
 	struct opener *op; /* until the first store_set(), or the end of a failed run */
 };
@@ -215,6 +217,8 @@ static void store_set(struct run *r, const pal_jobset *set)
 		pal__cli_note_spent(&set->jobs[i], stderr);
 		if (set->jobs[i].suspend)
 			g_ptr_array_add(r->suspended, g_strdup(set->jobs[i].id));
+		if (set->jobs[i].shadow)
+			json_array_append_new(r->shadow, json_string(set->jobs[i].id));
 	}
 	free(res);
 }
@@ -344,7 +348,8 @@ int pal_cmd_apply(int argc, char **argv)
 	if (pal_cli_server(&c))
 		return apply_remote(&c, argc - optind, argv + optind, reason, prune, dry);
 	struct run r = { .c = &c, .reason = reason, .out = tmpfile(),
-			 .suspended = g_ptr_array_new_with_free_func(g_free) };
+			 .suspended = g_ptr_array_new_with_free_func(g_free),
+			 .shadow = json_array() };
 	pal_jobloader *l = pal_jobloader_new();
 	if (!r.out || !l) {
 		pal_cli_err("apply", "%s; nothing applied",
@@ -374,6 +379,7 @@ int pal_cmd_apply(int argc, char **argv)
 		bool dropped = !r.op || opener_drop(r.op);
 		pal_jobloader_free(l);
 		g_ptr_array_free(r.suspended, TRUE);
+		json_decref(r.shadow);
 		pal_store_apply_abort(r.ap);
 		pal_store_close(r.st);
 		fclose(r.out);
@@ -418,6 +424,7 @@ int pal_cmd_apply(int argc, char **argv)
 	/* The gates of `suspend`, in the apply transaction, just before its
 	 * commit; each an audited pause or resume. */
 	json_t *close = json_array(), *lift = json_array(), *susp = json_array();
+	json_t *shadowed = json_array(); /* put in shadow by `mode: shadow` */
 	for (guint i = 0; i < r.suspended->len; i++)
 		json_array_append_new(susp, json_string(r.suspended->pdata[i]));
 	pal_resume_opts ro;
@@ -425,6 +432,9 @@ int pal_cmd_apply(int argc, char **argv)
 	if (!rc && !r.db_ec)
 		rc = pal_store_apply_spec_gates(r.ap, r.st, susp, loader_seen, l, pal_cli_actor(), &ro,
 						close, lift, err, sizeof err);
+	/* `mode: shadow`: in the same transaction (docs/migrating.md) */
+	if (!rc && !r.db_ec)
+		rc = pal_store_shadow_spec(r.st, r.shadow, pal_cli_actor(), shadowed, err, sizeof err);
 	json_decref(susp);
 	pal_jobloader_free(l);
 	if (!rc && !r.db_ec) {
@@ -487,6 +497,17 @@ int pal_cmd_apply(int argc, char **argv)
 					  : "suspend: true: its gate is closed");
 		}
 	}
+	for (size_t i = 0; i < json_array_size(shadowed); i++) {
+		const char *id = json_string_value(json_array_get(shadowed, i));
+		extra++;
+		if (c.json)
+			fprintf(r.out, "%s  {\n    \"job_id\": \"%s\",\n    \"outcome\": \"%s\"\n  }",
+				r.count[0] + r.count[1] + r.count[2] + extra > 1 ? ",\n" : "", id,
+				dry ? "would shadow" : "shadow");
+		else
+			fprintf(r.out, "%-9s %s (mode: shadow: planned, never called until a cutover)\n",
+				dry ? "would shadow" : "shadow", id);
+	}
 	size_t total = r.count[0] + r.count[1] + r.count[2] + extra;
 	/* Committed: now the report. */
 	if (c.json)
@@ -507,6 +528,8 @@ int pal_cmd_apply(int argc, char **argv)
 		if (json_array_size(close) || json_array_size(lift))
 			printf(", %zu suspended, %zu resumed", json_array_size(close),
 			       json_array_size(lift));
+		if (json_array_size(shadowed))
+			printf(", %zu put in shadow", json_array_size(shadowed));
 		printf("%s\n", dry ? " (dry run: nothing stored)" : "");
 		if (late)
 			printf("%lld more %s of retired jobs planned before their last version took "
@@ -516,6 +539,8 @@ int pal_cmd_apply(int argc, char **argv)
 out:
 	json_decref(close);
 	json_decref(lift);
+	json_decref(shadowed);
+	json_decref(r.shadow);
 	g_ptr_array_free(gone, TRUE);
 	g_ptr_array_free(r.suspended, TRUE);
 	free(gres);

@@ -197,6 +197,7 @@ static void k_calendar(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_misfire(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_idem(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_suspend(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+static void k_mode(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_owner(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_description(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_method(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
@@ -285,10 +286,12 @@ static const struct keydef job_keys[] = {
     {"retry", K_SECTION, 0, 0, 0, NULL, 0, NULL, &retry_section, NULL, false},
     {"notify", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_notify, false},
     {"suspend", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_suspend, false},
+    {"mode", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_mode, false},
     {"owner", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_owner, false},
     {"description", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_description, false},
 };
 static const struct section job_section = {"job", job_keys, N(job_keys)};
+
 
 /* Every section, to say where a misplaced key belongs. */
 static const struct section *const all_sections[] = {
@@ -1161,6 +1164,18 @@ static void k_suspend(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 
 	if (pal_yget_enum(c->doc, v, "suspend (true or false)", names, 2, &e, c->diags) == 0)
 		s->suspend = e == 1;
+	else
+		c->errors++;
+}
+
+/* mode: live (default) or shadow: apply puts the job in shadow (docs/jobs.md) */
+static void k_mode(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
+{
+	static const char *const names[] = {"live", "shadow"};
+	int e;
+
+	if (pal_yget_enum(c->doc, v, "mode (live or shadow)", names, 2, &e, c->diags) == 0)
+		s->shadow = e == 1;
 	else
 		c->errors++;
 }

@@ -105,6 +105,20 @@ static int latest_step(pal_store *st, const char *scope, int *percent, int64_t *
 	return PAL_OK;
 }
 
+/* The planned schedule triggers of the scope (KIND, NAME) not attempted
+ * yet and no longer live: pending -> shadow (the scope went to shadow). */
+static int shadow_pending(pal_store *st, const char *kind, const char *name, int64_t *moved,
+			  char *err, size_t errlen)
+{
+	const char *pk[] = {kind, name};
+	return pal__ops_exec(
+	    st,
+	    "UPDATE triggers t SET state = 'shadow', updated_at = now()"
+	    " WHERE t.state = 'pending' AND t.attempt_count = 0"
+	    "  AND t.source IN ('schedule', 'catchup') AND " IN_SCOPE("t") "  AND NOT " LIVE("t"),
+	    2, pk, moved, err, errlen);
+}
+
 typedef struct set_ctx {
 	const pal_scope *sc;
 	const char *scope, *actor, *reason;
@@ -135,13 +149,8 @@ static int set_body(pal_store *st, void *vctx, char *err, size_t errlen)
 		*c->already = true;
 		return PAL_OK;
 	}
-	const char *pk[] = {kind_name(c->sc->kind), c->sc->name ? c->sc->name : ""};
-	if ((rc = pal__ops_exec(st,
-				"UPDATE triggers t SET state = 'shadow', updated_at = now()"
-				" WHERE t.state = 'pending' AND t.attempt_count = 0"
-				"  AND t.source IN ('schedule', 'catchup') AND " IN_SCOPE(
-				    "t") "  AND NOT " LIVE("t"),
-				2, pk, c->moved, err, errlen)))
+	if ((rc = shadow_pending(st, kind_name(c->sc->kind), c->sc->name ? c->sc->name : "",
+				 c->moved, err, errlen)))
 		return rc;
 	return audit(st, c->actor, "shadow", c->scope, c->reason,
 		     json_pack("{s:I}", "moved", (json_int_t)*c->moved), err, errlen);
@@ -154,6 +163,51 @@ int pal_store_shadow_set(pal_store *st, const pal_scope *sc, const char *actor, 
 	pal_scope_format(sc, scope, sizeof scope);
 	set_ctx c = {sc, scope, actor, reason, already, live_percent, moved};
 	return pal__ops_in_tx(st, set_body, &c, err, errlen);
+}
+
+int pal_store_shadow_spec(pal_store *st, const json_t *ids, const char *actor, json_t *added,
+			  char *err, size_t errlen)
+{
+	if (!json_array_size(ids))
+		return PAL_OK;
+	pal_scope any = {PAL_SCOPE_GLOBAL, NULL};
+	int rc = lock_shadow(st, &any, err, errlen);
+	if (rc)
+		return rc;
+	char *list = json_dumps(ids, JSON_COMPACT);
+	if (!list) {
+		snprintf(err, errlen, "out of memory");
+		return PAL_ENOMEM;
+	}
+	const char *p[] = {list, actor};
+	PGresult *r = pal__store_query(
+	    st,
+	    "WITH n AS (INSERT INTO shadow_scopes (scope, source, actor, reason)"
+	    "  SELECT 'job:' || j, 'spec', $2, 'mode: shadow in the job file'"
+	    "  FROM json_array_elements_text($1::json) AS j"
+	    "  ON CONFLICT (scope) DO NOTHING RETURNING substr(scope, 5) AS job_id),"
+	    " a AS (INSERT INTO audit_log (actor, action, scope, reason, details)"
+	    "  SELECT $2, 'shadow', 'job:' || n.job_id, 'mode: shadow in the job file',"
+	    "   json_build_object('source', 'spec')::jsonb FROM n)"
+	    " SELECT job_id FROM n ORDER BY job_id",
+	    2, p, err, errlen);
+	free(list);
+	if (!r)
+		return PAL_EDB;
+	for (int i = 0; i < PQntuples(r); i++)
+		json_array_append_new(added, json_string(PQgetvalue(r, i, 0)));
+	PQclear(r);
+	if (!json_array_size(added))
+		return PAL_OK;
+	/* statements of their own: palisade_trigger_live() sees the new rows */
+	size_t i;
+	json_t *id;
+	json_array_foreach(added, i, id)
+	{
+		if ((rc = shadow_pending(st, "job", json_string_value(id), NULL, err, errlen)))
+			return rc;
+	}
+	return PAL_OK;
 }
 
 int pal_store_shadow_list_json(pal_store *st, json_t **out, char *err, size_t errlen)

@@ -32,15 +32,20 @@ job() { # ID GROUP CRON
     retry: {max_attempts: 5, backoff: {initial: 200ms, max: 1s}, max_age: 5m}
 YAML
 }
-{ echo "jobs:"; for j in $J10 $JA $JB; do job "$j" mig "*/2 * * * * ?"; done; job live.one other "* * * * * ?"; } >"$NODE_DIR/jobs.yaml"
+{ echo "jobs:"; for j in $J10 $JA $JB; do job "$j" mig "*/2 * * * * ?"; done; job live.one other "* * * * * ?"
+  job spec.one other "* * * * * ?"; echo "    mode: shadow"; } >"$NODE_DIR/jobs.yaml"
 expect_exit "the group in shadow before its jobs exist" 0 "$PAL" shadow --config "$CLUSTER_CONF" --group mig --reason "moving from quartz"
-expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
+out=$("$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"); ec=$?
+expect_eq "apply" 0 $ec
+check "... reports the job its file puts in shadow" grep -qE "^shadow +spec.one \(mode: shadow" <<<"$out"
 start_node s1
 wait_until "shards led" 20 all_shards_led
 live_ran() { [ "$(sql "select count(*) from sink_effects e join triggers t on t.id = e.trigger_id where t.job_id = 'live.one'")" -ge 4 ]; }
 wait_until "the live job outside the group runs" 30 live_ran
 effects() { sql "select count(*) from sink_effects e join triggers t on t.id = e.trigger_id where t.job_id like 'mig.%' ${1:+and $1}"; }
 expect_eq "the shadow group made no call" 0 "$(effects)"
+expect_eq "nor the job whose file says mode: shadow, planned in shadow" "0|shadow" \
+	"$(sql "select count(e.*), string_agg(distinct t.state, ',') from triggers t left join sink_effects e on e.trigger_id = t.id where t.job_id = 'spec.one'")"
 expect_eq "... its instants are planned, all in shadow" "shadow" "$(sql "select string_agg(distinct state, ',') from triggers where job_id like 'mig.%'")"
 check "... and there are some" test "$(sql "select count(*) from triggers where job_id like 'mig.%' and scheduled_at <= now()")" -ge 3
 expect_exit "verify of a shadow job: clean (its instants are planned)" 0 "$PAL" verify --config "$CLUSTER_CONF" --job "$J10" --from "$(date -u -d @$((T_START)) +%FT%TZ)" --to "$(date -u -d @$(( $(date +%s) - 1 )) +%FT%TZ)"
@@ -108,7 +113,12 @@ RB=$(date -u -d "$(jq -r .at <<<"$out")" +%s)
 sleep 3
 expect_eq "after the roll-back no call of the group" 0 "$(effects "t.scheduled_at > to_timestamp($RB - 1) and e.applied_at > to_timestamp($RB)")"
 check "... its later instants are planned shadow" test "$(sql "select count(*) from triggers where job_id like 'mig.%' and scheduled_at > to_timestamp($RB) and state = 'shadow'")" -ge 3
-expect_eq "shadow list shows the steps" "group:mig 0 3" "$("$PAL" shadow list --config "$CLUSTER_CONF" --output json | jq -r '.[] | "\(.scope) \(.percent) \(.steps | length)"')"
-expect_eq "audited" "cutover,cutover,rollback,shadow" "$(sql "select string_agg(action, ',' order by action) from audit_log where action in ('shadow', 'cutover', 'rollback')")"
+expect_eq "shadow list shows the scopes and the steps" "group:mig operator 0 3|job:spec.one spec 0 0" "$("$PAL" shadow list --config "$CLUSTER_CONF" --output json | jq -r '[.[] | "\(.scope) \(.source) \(.percent) \(.steps | length)"] | join("|")')"
+sed -i '/mode: shadow/d' "$NODE_DIR/jobs.yaml"
+expect_exit "the file without mode: shadow applied" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
+sleep 2
+expect_eq "... takes nothing out of shadow: still no call" "0|shadow" \
+	"$(sql "select count(e.*), string_agg(distinct t.state, ',') from triggers t left join sink_effects e on e.trigger_id = t.id where t.job_id = 'spec.one'")"
+expect_eq "audited" "cutover,cutover,rollback,shadow,shadow" "$(sql "select string_agg(action, ',' order by action) from audit_log where action in ('shadow', 'cutover', 'rollback')")"
 echo "    figure: took $(($(date +%s) - T_START)) s"
 finish
