@@ -39,6 +39,11 @@ typedef struct pal_call_spec {
 	pal_retry_policy retry;
 	bool notify; /* the version has `notify:`: its results go through the
 			commit that queues notifications (docs/jobs.md) */
+	int64_t keep_body;               /* body bytes an attempt keeps; -1: not set
+					    (the default, PAL_KEEP_BODY_DEFAULT) */
+	const char *const *keep_headers; /* response headers an attempt keeps
+					    (lower case), NULL when none */
+	size_t n_keep_headers;
 } pal_call_spec;
 
 /* The fields a call spec is built from, as text (NULL for SQL or JSON
@@ -62,6 +67,8 @@ enum {
 	PAL_CF_JITTER,       /* retry.backoff.jitter */
 	PAL_CF_TRACESTATE,   /* target.tracestate (absent: NULL) */
 	PAL_CF_NOTIFY,       /* "true" when the spec has notify, "false" else */
+	PAL_CF_KEEP_BODY,    /* target.keep_body (absent: NULL) */
+	PAL_CF_KEEP_HEADERS, /* target.keep_headers, a JSON array of strings (absent: NULL) */
 	PAL_CF_N
 };
 

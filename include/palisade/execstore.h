@@ -170,6 +170,14 @@ typedef struct pal_result {
 	bool notify;		   /* the job's version has `notify:`: the
 				      commit queues the notifications of this
 				      result (palisade_notify_result) */
+	/* What the attempt keeps of the service's answer (attempt_responses),
+	 * secrets already masked; only when resp_keep (else all empty): the
+	 * kept headers as a JSON object text, the content type (NULL: none),
+	 * the body's first resp_body_len bytes, and whether the body went on
+	 * past them.  Written only with a result the commit accepts. */
+	bool resp_keep, resp_truncated;
+	const char *resp_headers, *resp_ctype, *resp_body;
+	size_t resp_body_len;
 	/* out: */
 	bool committed;          /* false: fenced (the lease was lost) */
 	pal_tstate final_state;

@@ -49,6 +49,7 @@ typedef struct pal_executor_config {
 	const char *cluster;    /* cluster.name: the prefix of every trace id (trace.h);
 				   read at start only, not kept */
 	bool trace_sampled;     /* traceparent's sampled flag */
+	int64_t keep_body_max;  /* body bytes an attempt keeps at most (cut to body_cap) */
 } pal_executor_config;
 
 typedef struct pal_executor pal_executor;

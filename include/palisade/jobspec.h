@@ -100,6 +100,14 @@ typedef struct pal_job_spec {
 	int64_t timeout_ms;   /* default 30s */
 	char *status_url;     /* template, may be NULL */
 	char *tracestate;     /* W3C tracestate sent as written, may be NULL */
+	/* What each attempt keeps of the response (docs/jobs.md, target):
+	 * the first keep_body bytes of the body when has_keep_body (else the
+	 * executor's default, PAL_KEEP_BODY_DEFAULT), and the headers named
+	 * here (lower case, sorted, each once; none when 0). */
+	bool has_keep_body;
+	int64_t keep_body;
+	char **keep_headers;
+	size_t n_keep_headers;
 
 	/* notify: in the canonical form only when there is at least one */
 	pal_notify *notify;
@@ -129,6 +137,13 @@ typedef struct pal_job_spec {
 	char *file;
 	int line, col;
 } pal_job_spec;
+
+/* target.keep_body when a job does not set it, and the most a job may set
+ * (a node keeps at most executor.keep_body_max of it). */
+#define PAL_KEEP_BODY_DEFAULT 4096
+#define PAL_KEEP_BODY_MAX (1024 * 1024)
+/* target.keep_headers: at most this many names. */
+#define PAL_KEEP_HEADERS_MAX 32
 
 typedef struct pal_jobset {
 	pal_job_spec *jobs;

@@ -79,6 +79,7 @@ typedef struct pal_nodeconf {
 	int32_t claim_connections; /* claims in flight at once, 1 or 2 */
 	char *proxy;		   /* "" direct, "env", or a proxy URL */
 	int trace_sampled;	   /* 1: traceparent's sampled flag set */
+	int32_t keep_body_max;	   /* bytes of a response body an attempt keeps, at most */
 	/* admin, log */
 	char *admin_listen;	 /* host:port */
 	char *admin_token_file;	 /* "" = read admin_token_env instead */

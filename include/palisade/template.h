@@ -36,6 +36,11 @@ enum {
 PAL_MUST_CHECK int pal_tpl_render(const char *tpl, const pal_tpl_vars *v, unsigned flags, char **out,
 				  char *err, size_t errlen);
 
+/* Call FN(value, UD) for each ${ENV} reference of TPL (may be NULL) that is
+ * set in this process's environment: the values pal_tpl_render() with
+ * PAL_TPL_SECRETS puts in, for masking them in what comes back. */
+void pal_tpl_each_secret(const char *tpl, void (*fn)(const char *value, void *ud), void *ud);
+
 /* True when TPL uses placeholder NAME ("request_id"), as pal_tpl_render()
  * without flags reads it. */
 bool pal_tpl_uses(const char *tpl, const char *name);

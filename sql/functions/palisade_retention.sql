@@ -7,8 +7,9 @@
 --   1. ranges exist up to now + AHEAD, each INTERVAL long, aligned on
 --      multiples of INTERVAL since the epoch (a gap left by a long stop
 --      becomes one range up to the current interval);
---   2. a range that ended more than KEEP ago is dropped (its attempts
---      partition, then its triggers partition: DETACH then DROP) when it
+--   2. a range that ended more than KEEP ago is dropped (its
+--      attempt_responses partition, its attempts partition, then its
+--      triggers partition: DETACH then DROP) when it
 --      holds no trigger in a non-terminal state (palisade_partition_live());
 --      else it is kept and reported ('kept', with the count of live
 --      triggers), and every later round looks again.
@@ -19,7 +20,7 @@
 -- A round with nothing to drop or create takes no lock.  Rows: action
 -- (created, dropped, kept, busy, reshaped), part (the triggers table of
 -- the range), range_from, range_to, live (kept: live triggers), bytes
--- (dropped: what the two tables held).
+-- (dropped: what the range's tables held).
 CREATE OR REPLACE FUNCTION palisade_retention(p_interval interval, p_ahead interval, p_keep interval, p_lock_ms integer)
  RETURNS TABLE(action text, part text, range_from timestamp with time zone, range_to timestamp with time zone, live bigint, bytes bigint)
  LANGUAGE plpgsql
@@ -75,7 +76,7 @@ BEGIN
 		RETURN;
 	END IF;
 	BEGIN
-		LOCK TABLE triggers, attempts IN ACCESS EXCLUSIVE MODE;
+		LOCK TABLE triggers, attempts, attempt_responses IN ACCESS EXCLUSIVE MODE;
 	EXCEPTION WHEN lock_not_available THEN
 		RETURN QUERY SELECT 'busy'::text, NULL::text, NULL::timestamptz, NULL::timestamptz,
 			NULL::bigint, NULL::bigint;
@@ -92,7 +93,8 @@ BEGIN
 			r.triggers_part, r.attempts_part) INTO v_busy;
 		EXIT WHEN v_busy;
 		BEGIN
-			LOCK TABLE triggers, attempts IN ACCESS EXCLUSIVE MODE;
+			LOCK TABLE triggers, attempts, attempt_responses IN ACCESS EXCLUSIVE MODE;
+			EXECUTE format('DROP TABLE IF EXISTS %I', palisade_responses_part(r.attempts_part));
 			EXECUTE format('DROP TABLE %I', r.attempts_part);
 			EXECUTE format('ALTER TABLE triggers DETACH PARTITION %I', r.triggers_part);
 			EXECUTE format('DROP TABLE %I', r.triggers_part);
@@ -147,8 +149,10 @@ BEGIN
 		END IF;
 		BEGIN
 			v_bytes := pg_total_relation_size(r.triggers_part::regclass)
-				+ pg_total_relation_size(r.attempts_part::regclass);
-			LOCK TABLE triggers, attempts IN ACCESS EXCLUSIVE MODE;
+				+ pg_total_relation_size(r.attempts_part::regclass)
+				+ coalesce(pg_total_relation_size(to_regclass(palisade_responses_part(r.attempts_part))), 0);
+			LOCK TABLE triggers, attempts, attempt_responses IN ACCESS EXCLUSIVE MODE;
+			EXECUTE format('DROP TABLE IF EXISTS %I', palisade_responses_part(r.attempts_part));
 			EXECUTE format('DROP TABLE %I', r.attempts_part);
 			EXECUTE format('ALTER TABLE triggers DETACH PARTITION %I', r.triggers_part);
 			EXECUTE format('DROP TABLE %I', r.triggers_part);

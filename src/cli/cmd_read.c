@@ -76,12 +76,45 @@ static int run(const char *cmd, const pal_cli_common *c, read_fn fn, const void 
 
 static void usage_attempts(FILE *fp)
 {
-	fprintf(fp, "usage: palisade attempts [--output table|json] [--pg CONNINFO] [--config FILE]\n"
-		    "                         [--server URL [--token-file FILE]]\n"
-		    "                         TRIGGER\n"
-		    "Every attempt (claim) of trigger TRIGGER, oldest first: fence, node, when,\n"
-		    "the idempotency key sent, outcome, error class, HTTP status, duration.\n"
-		    "Exit: 0 listed, 3 no such trigger, 64 usage, 69 database unreachable.\n");
+	fprintf(fp,
+		"usage: palisade attempts [--output table|json] [--pg CONNINFO] [--config FILE]\n"
+		"                         [--server URL [--token-file FILE]]\n"
+		"                         TRIGGER\n"
+		"Every attempt (claim) of trigger TRIGGER, oldest first: fence, node, when,\n"
+		"the idempotency key sent, outcome, error class, HTTP status, duration, and\n"
+		"what the attempt kept of the answer (target.keep_headers, keep_body), its\n"
+		"body shown escaped (--output json: response.body whole, body_base64 exact).\n"
+		"Exit: 0 listed, 3 no such trigger, 64 usage, 69 database unreachable.\n");
+}
+
+/* The bytes of an excerpt shown on one line of a table. */
+#define EXCERPT_COLS 72
+
+/* What an attempt kept of the answer, under its row: the headers, then the
+ * body's first EXCERPT_COLS characters as shown escaped. */
+static void response_excerpt(json_t *r)
+{
+	json_t *h = json_object_get(r, "headers");
+	const char *body = json_string_value(json_object_get(r, "body"));
+	if (!json_object_size(h) && (!body || !*body))
+		return;
+	const char *k;
+	json_t *v;
+	json_object_foreach(h, k, v)
+	{
+		printf("         %s: %s\n", k, json_string_value(v));
+	}
+	if (!body || !*body)
+		return;
+	/* a whole UTF-8 character at the cut */
+	const char *end = body;
+	for (int n = 0; *end && n < EXCERPT_COLS; n++)
+		end = g_utf8_next_char(end);
+	printf("         body (%lld B%s%s%s): %.*s%s\n", i_(r, "bytes"),
+	       json_is_true(json_object_get(r, "truncated")) ? ", truncated" : "",
+	       json_is_string(json_object_get(r, "content_type")) ? ", " : "",
+	       json_is_string(json_object_get(r, "content_type")) ? s_(r, "content_type") : "",
+	       (int)(end - body), body, *end ? "..." : "");
 }
 
 static void table_attempts(json_t *rows)
@@ -100,6 +133,7 @@ static void table_attempts(json_t *rows)
 		printf("%-8lld %-16s %-20s %-20s %-10s %-20s %4s %7s  %s\n", i_(a, "fence"),
 		       s_(a, "node"), s_(a, "claimed_at"), s_(a, "ended_at"), s_(a, "outcome"),
 		       s_(a, "error_class"), http, ms, s_(a, "idempotency_key"));
+		response_excerpt(json_object_get(a, "response"));
 	}
 	if (!json_array_size(rows))
 		printf("(no attempts: the trigger was never claimed)\n");

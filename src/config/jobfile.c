@@ -15,6 +15,7 @@
  * user-facing copy of these tables; keep them in step.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -206,6 +207,8 @@ static void k_headers(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_body(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_tracestate(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_status_url(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+static void k_keep_body(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+static void k_keep_headers(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_partitions(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_backoff_max(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_notify(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
@@ -248,6 +251,8 @@ static const struct keydef target_keys[] = {
     {"timeout", K_DURATION, OFF(timeout_ms), 100, 1 * MS_H, NULL, 0, NULL, NULL, NULL, false},
     {"tracestate", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_tracestate, false},
     {"status_url", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_status_url, false},
+    {"keep_body", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_keep_body, false},
+    {"keep_headers", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_keep_headers, false},
 };
 static const struct section target_section = {"target", target_keys, N(target_keys)};
 
@@ -1429,6 +1434,101 @@ static void k_notify(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 	free(s->notify);
 	s->notify = out;
 	s->n_notify = n;
+}
+
+/* The first bytes of the response body each attempt keeps: a count of
+ * bytes, plain or with a unit (B, KiB, MiB), 0 keeping none. */
+static void k_keep_body(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
+{
+	static const struct {
+		const char *unit;
+		int64_t mult;
+	} units[] = {{"", 1}, {"B", 1}, {"KiB", 1024}, {"MiB", 1024 * 1024}};
+	char *t = get_str(c, v, "keep_body", 32), *end;
+	long long n;
+
+	if (!t)
+		return;
+	errno = 0;
+	n = isdigit((unsigned char)t[0]) ? strtoll(t, &end, 10) : -1;
+	for (size_t i = 0; n >= 0 && !errno && i < N(units); i++) {
+		if (strcmp(end, units[i].unit) != 0)
+			continue;
+		if (n <= PAL_KEEP_BODY_MAX / units[i].mult) {
+			s->has_keep_body = true;
+			s->keep_body = n * units[i].mult;
+			free(t);
+			return;
+		}
+		break;
+	}
+	jdiag(c, v,
+	      "keep_body: \"%s\" is not a size from 0 to 1MiB (bytes, or a number with B, KiB or "
+	      "MiB)",
+	      t);
+	free(t);
+}
+
+static bool tchar(char ch);
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The response headers each attempt keeps, by name: stored in lower case,
+ * sorted, each once (header names are case-insensitive). */
+static void k_keep_headers(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
+{
+	char **names;
+	size_t n = 0;
+
+	if (pal_yexpect_seq(c->doc, v, "keep_headers", c->diags) != 0) {
+		c->errors++;
+		return;
+	}
+	if (v->n > PAL_KEEP_HEADERS_MAX) {
+		jdiag(c, v, "keep_headers: too many names (%zu, at most %d)", v->n,
+		      PAL_KEEP_HEADERS_MAX);
+		return;
+	}
+	names = calloc(v->n ? v->n : 1, sizeof *names);
+	if (!names) {
+		jdiag(c, v, "keep_headers: out of memory");
+		return;
+	}
+	for (size_t i = 0; i < v->n; i++) {
+		char *name = get_str(c, v->vals[i], "keep_headers name", 128);
+		bool ok = name && name[0];
+
+		for (size_t k = 0; ok && name[k]; k++)
+			ok = tchar(name[k]);
+		if (name && !ok)
+			jdiag(c, v->vals[i],
+			      "keep_headers: invalid header name \"%.64s\" (letters, digits and "
+			      "!#$%%&'*+-.^_`|~ only)",
+			      name);
+		if (!ok) {
+			free(name);
+			continue;
+		}
+		for (size_t k = 0; name[k]; k++)
+			name[k] = g_ascii_tolower(name[k]);
+		names[n++] = name;
+	}
+	qsort(names, n, sizeof *names, cmp_str);
+	size_t u = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (u && !strcmp(names[u - 1], names[i]))
+			free(names[i]);
+		else
+			names[u++] = names[i];
+	}
+	for (size_t i = 0; i < s->n_keep_headers; i++)
+		free(s->keep_headers[i]);
+	free(s->keep_headers);
+	s->keep_headers = names;
+	s->n_keep_headers = u;
 }
 
 static void k_body(struct jctx *c, const pal_ynode *v, pal_job_spec *s)

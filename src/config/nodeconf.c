@@ -141,6 +141,9 @@ static const pal_conf_key table[] = {
 	  "the sampled flag of the traceparent header every side-effect call carries: true "
 	  "asks the service's tracer to record the call", OFF(trace_sampled), bool_names,
 	  N(bool_names) },
+	{ "executor.keep_body_max", PAL_CONF_INT, "65536", "bytes", 0, 65536, false,
+	  "the most bytes of a response body an attempt keeps, whatever its job's "
+	  "target.keep_body asks (0: no body is kept on this node)", OFF(keep_body_max), NULL, 0 },
 	{ "admin.listen", PAL_CONF_STRING, "127.0.0.1:9464", "", 3, 256, false,
 	  "address of the admin HTTP endpoint (metrics, health, status), host:port",
 	  OFF(admin_listen), NULL, 0 },

@@ -1230,6 +1230,42 @@ static void render_cluster(GString *o, const json_t *m, const viewer *vw)
 
 /* ---- the job page ------------------------------------------------------------ */
 
+/* Characters of a kept body the job page shows (the API and `palisade
+ * attempts --output json` have all of it). */
+#define PAGE_EXCERPT_CHARS 300
+
+/* What an attempt kept of the answer (R: its "response"), on a row of its
+ * own under the attempt: the kept headers and the body's start, both
+ * already shown escaped by the store and HTML-escaped here. */
+static void response_row(GString *o, json_t *r, size_t span)
+{
+	json_t *h = json_object_get(r, "headers");
+	const char *body = json_string_value(json_object_get(r, "body"));
+	if (!json_object_size(h) && (!body || !*body))
+		return;
+	g_string_append_printf(o, "<tr class=\"response\"><td colspan=\"%zu\"><pre>", span);
+	const char *k;
+	json_t *v;
+	json_object_foreach(h, k, v)
+	{
+		pal_html_text(o, k);
+		g_string_append(o, ": ");
+		pal_html_text(o, json_string_value(v));
+		g_string_append_c(o, '\n');
+	}
+	if (body && *body) {
+		const char *end = body;
+		for (int n = 0; *end && n < PAGE_EXCERPT_CHARS; n++)
+			end = g_utf8_next_char(end);
+		char *cut = g_strndup(body, (gsize)(end - body));
+		pal_html_text(o, cut);
+		g_free(cut);
+		if (*end || json_is_true(json_object_get(r, "truncated")))
+			g_string_append(o, " ...");
+	}
+	g_string_append(o, "</pre></td></tr>\n");
+}
+
 static const char *trigger_class(const json_t *r)
 {
 	const char *s = json_string_value(json_object_get(r, "state"));
@@ -1386,6 +1422,7 @@ static void render_job(GString *o, const json_t *m, const char *id, const viewer
 					for (size_t k = 0; k < N(acols); k++)
 						cell(o, at, &acols[k], api->str, jcli->str);
 					g_string_append(o, "</tr>\n");
+					response_row(o, json_object_get(at, "response"), N(acols));
 				}
 				g_string_append(o, "</table></td></tr>\n");
 			}

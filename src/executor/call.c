@@ -42,6 +42,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 {
 	pal__call *k = ud;
 	size_t len = size * n;
+	pal__excerpt_header(k, p, len);
 	if (len > 22 && !strncasecmp(p, "Palisade-Stale-Token:", 21)) {
 		k->stale_header = true;
 		long long t = strtoll(p + 21, NULL, 10);
@@ -69,6 +70,7 @@ void pal__call_reset_transfer(pal__call *k)
 	k->resp = NULL;
 	k->resp_len = 0;
 	k->resp_truncated = k->stale_header = k->replayed = false;
+	pal__excerpt_clear_transfer(k);
 	k->stale_token = 0;
 	k->retry_after_ms = -1;
 }
@@ -104,6 +106,7 @@ void pal__call_free(pal__call *k)
 	if (k->spec)
 		pal__spec_release(&k->ex->specs, k->spec);
 	pal__call_reset_transfer(k);
+	pal__excerpt_free(k);
 	free(k->url);
 	free(k->body);
 	free(k->key);

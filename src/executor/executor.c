@@ -688,6 +688,8 @@ int pal_executor_start(const pal_executor_config *cfg, pal_metrics *m, pal_execu
 		ex->cfg.poll_ms = 200;
 	if (ex->cfg.body_cap <= 0)
 		ex->cfg.body_cap = 65536;
+	if (ex->cfg.keep_body_max > ex->cfg.body_cap)
+		ex->cfg.keep_body_max = ex->cfg.body_cap;
 	ex->n_cst = ex->cfg.claim_connections < 1		       ? 1
 		    : ex->cfg.claim_connections > PAL__CLAIM_CONNS_MAX ? PAL__CLAIM_CONNS_MAX
 								       : ex->cfg.claim_connections;

@@ -135,6 +135,16 @@ typedef struct pal__call {
 	char queries[96];
 	bool render_skip;
 	char render_err[512];
+	/* The response headers of the current transfer that the job keeps
+	 * (name, value, name, value ...; NULL when none) and its Content-Type
+	 * (NULL when none), raw; and the last answer of this claim as it is
+	 * kept, masked (excerpt.c): headers as a JSON object text, the body's
+	 * first ex_body_len bytes, all NULL unless ex_keep. */
+	GPtrArray *resp_hdrs;
+	char *resp_ctype;
+	bool ex_keep, ex_trunc;
+	char *ex_body, *ex_hdrs, *ex_ctype;
+	size_t ex_body_len;
 	struct pal__call *next;
 	struct pal__call **pprev; /* the pointer to this call in the list; NULL out of it */
 } pal__call;
@@ -295,6 +305,16 @@ void pal__call_trace_ids(const pal_executor *ex, const pal__call *k, char trace[
 CURL *pal__easy_take(pal_executor *ex);
 void pal__easy_give(pal_executor *ex, CURL *e);
 void pal__call_free(pal__call *k);
+
+/* excerpt.c: what an attempt keeps of the service's answer.  _header:
+ * one header line of the current transfer (a status line starts over);
+ * _keep: the transfer ended with an HTTP status, so its excerpt (masked)
+ * replaces K's kept one, or K keeps none when the job keeps nothing of it;
+ * _clear_transfer: forget the current transfer's headers; _free: all. */
+void pal__excerpt_header(pal__call *k, const char *line, size_t len);
+void pal__excerpt_keep(pal_executor *ex, pal__call *k);
+void pal__excerpt_clear_transfer(pal__call *k);
+void pal__excerpt_free(pal__call *k);
 
 /* outcome.c */
 void pal__call_finished(pal_executor *ex, pal__call *k, CURLcode code);

@@ -149,6 +149,8 @@ void pal__call_finished(pal_executor *ex, pal__call *k, CURLcode code)
 			      .body_truncated = k->resp_truncated };
 	pal_class cl;
 	pal_classify(&r, &cl);
+	if (status > 0)
+		pal__excerpt_keep(ex, k);
 	bool failed_for_breaker = cl.outcome == PAL_OUT_RETRYABLE || cl.outcome == PAL_OUT_UNKNOWN;
 	pal_breaker_record(ex->breakers, k->host, failed_for_breaker, pal_mono_ms());
 

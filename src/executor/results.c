@@ -83,7 +83,13 @@ void pal__queue_result(pal_executor *ex, pal__call *k, pal_tstate state, const c
 						   .notify = k->spec && k->spec->call->notify,
 						   .status_queries = k->queries[0] ? k->queries : NULL,
 						   .render_node = k->render_skip ? ex->cfg.node_id
-										 : NULL };
+										 : NULL,
+						   .resp_keep = k->ex_keep && !k->render_skip,
+						   .resp_truncated = k->ex_trunc,
+						   .resp_headers = k->ex_hdrs,
+						   .resp_ctype = k->ex_ctype,
+						   .resp_body = k->ex_body,
+						   .resp_body_len = k->ex_body_len };
 	ex->result_calls[ex->n_results++] = k;
 	pal__unlink_call(ex, k);
 }

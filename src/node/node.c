@@ -753,6 +753,7 @@ int pal_node_run(const pal_node_opts *o)
 			.proxy = n.conf.proxy,
 			.cluster = n.conf.cluster,
 			.trace_sampled = n.conf.trace_sampled != 0,
+			.keep_body_max = n.conf.keep_body_max,
 		};
 		if (pal_executor_start(&ecfg, n.m, &n.exe, err, sizeof err)) {
 			pal_log(PAL_LOG_ERROR, "node.executor_failed", "{s:s}", "error", err);

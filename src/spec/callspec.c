@@ -31,6 +31,8 @@ static const char *const field_names[PAL_CF_N] = {
 	[PAL_CF_JITTER] = "retry.backoff.jitter",
 	[PAL_CF_TRACESTATE] = "target.tracestate",
 	[PAL_CF_NOTIFY] = "notify",
+	[PAL_CF_KEEP_BODY] = "target.keep_body",
+	[PAL_CF_KEEP_HEADERS] = "target.keep_headers",
 };
 
 typedef struct build {
@@ -134,6 +136,8 @@ pal_call_spec *pal_call_spec_new(const char *const *f, char *err, size_t errlen)
 	if (!m || !*m || *end || !(mult >= 1 && mult <= 1000))
 		fail(&b, "%s: expected a number >= 1", field_names[PAL_CF_MULTIPLIER]);
 	s.retry.backoff_multiplier = mult;
+	s.keep_body =
+	    f[PAL_CF_KEEP_BODY] ? integer(&b, PAL_CF_KEEP_BODY, 0, PAL_KEEP_BODY_MAX) : -1;
 
 	/* Headers are an object of strings, "{}" nearly always: parsed only
 	 * when there are some. */
@@ -161,8 +165,28 @@ pal_call_spec *pal_call_spec_new(const char *const *f, char *err, size_t errlen)
 			}
 		}
 	}
+	/* Kept header names: absent nearly always. */
+	json_t *keep = NULL;
+	if (f[PAL_CF_KEEP_HEADERS] && !b.bad) {
+		keep = json_loads(f[PAL_CF_KEEP_HEADERS], 0, NULL);
+		size_t i;
+		json_t *v;
+		if (!json_is_array(keep) || json_array_size(keep) > PAL_KEEP_HEADERS_MAX)
+			fail(&b, "%s: expected an array of at most %d names",
+			     field_names[PAL_CF_KEEP_HEADERS], PAL_KEEP_HEADERS_MAX);
+		json_array_foreach(keep, i, v)
+		{
+			if (!json_is_string(v)) {
+				fail(&b, "%s: expected strings", field_names[PAL_CF_KEEP_HEADERS]);
+				break;
+			}
+			size += sizeof(char *) + strlen(json_string_value(v)) + 1;
+			s.n_keep_headers++;
+		}
+	}
 	if (b.bad) {
 		json_decref(hdr);
+		json_decref(keep);
 		return NULL;
 	}
 	static const int strs[] = { PAL_CF_URL,	     PAL_CF_BODY,     PAL_CF_STATUS_URL,
@@ -173,11 +197,13 @@ pal_call_spec *pal_call_spec_new(const char *const *f, char *err, size_t errlen)
 	pal_call_spec *out = malloc(size);
 	if (!out) {
 		json_decref(hdr);
+		json_decref(keep);
 		fail(&b, "out of memory");
 		return NULL;
 	}
 	pal_header *hs = (pal_header *)(out + 1);
-	char *at = (char *)(hs + s.n_headers);
+	const char **kh = (const char **)(hs + s.n_headers);
+	char *at = (char *)(kh + s.n_keep_headers);
 	s.url = put(&at, f[PAL_CF_URL]);
 	s.body = put(&at, f[PAL_CF_BODY]);
 	s.status_url = put(&at, f[PAL_CF_STATUS_URL]);
@@ -197,6 +223,10 @@ pal_call_spec *pal_call_spec_new(const char *const *f, char *err, size_t errlen)
 	}
 	s.headers = s.n_headers ? hs : NULL;
 	s.notify = f[PAL_CF_NOTIFY] && f[PAL_CF_NOTIFY][0] == 't';
+	for (size_t i = 0; i < s.n_keep_headers; i++)
+		kh[i] = put(&at, json_string_value(json_array_get(keep, i)));
+	json_decref(keep);
+	s.keep_headers = s.n_keep_headers ? kh : NULL;
 	*out = s;
 	return out;
 }

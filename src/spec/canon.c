@@ -140,6 +140,9 @@ void pal_job_spec_clear(pal_job_spec *s)
 		free(s->notify[i].secret);
 	}
 	free(s->notify);
+	for (size_t i = 0; i < s->n_keep_headers; i++)
+		free(s->keep_headers[i]);
+	free(s->keep_headers);
 	free(s->owner);
 	free(s->description);
 	free(s->file);
@@ -381,6 +384,15 @@ json_t *pal_job_spec_canonical(const pal_job_spec *s)
 	/* only when set: a job without one keeps the digest it had */
 	if (s->tracestate)
 		SET(tgt, "tracestate", json_string(s->tracestate));
+	/* the same for what attempts keep of the response */
+	if (s->has_keep_body)
+		SET(tgt, "keep_body", json_integer(s->keep_body));
+	if (s->n_keep_headers) {
+		json_t *kh = json_array();
+		for (size_t i = 0; kh && i < s->n_keep_headers; i++)
+			json_array_append_new(kh, json_string(s->keep_headers[i]));
+		SET(tgt, "keep_headers", kh);
+	}
 	SET(root, "target", tgt);
 	tgt = NULL;
 
@@ -727,7 +739,18 @@ static int canonical_text(const pal_job_spec *s, GString *g, pal_canon_spans *sp
 		}
 		free(hs);
 	}
-	KEY("},\"method\":");
+	KEY("}");
+	if (s->has_keep_body) {
+		KEY(",\"keep_body\":");
+		cw_int(&w, s->keep_body);
+	}
+	for (size_t i = 0; i < s->n_keep_headers; i++) {
+		KEY(i ? "," : ",\"keep_headers\":[");
+		cw_str(&w, s->keep_headers[i]);
+	}
+	if (s->n_keep_headers)
+		KEY("]");
+	KEY(",\"method\":");
 	cw_str(&w, s->method ? s->method : "POST");
 	KEY(",\"status_url\":");
 	cw_str_or_null(&w, s->status_url);
@@ -1028,6 +1051,40 @@ static int64_t sched_seconds(struct cj *c, const json_t *sched, const char *key)
 	return ms / 1000;
 }
 
+/* target.keep_headers, absent or an array of up to PAL_KEEP_HEADERS_MAX
+ * strings. */
+static void cj_keep_headers(struct cj *c, const json_t *arr, pal_job_spec *s)
+{
+	size_t i;
+	json_t *v;
+
+	if (!arr || c->bad)
+		return;
+	if (!json_is_array(arr) || json_array_size(arr) > PAL_KEEP_HEADERS_MAX) {
+		cj_fail(c, "keep_headers: expected an array of at most %d names",
+			PAL_KEEP_HEADERS_MAX);
+		return;
+	}
+	s->keep_headers = calloc(json_array_size(arr) + 1, sizeof *s->keep_headers);
+	if (!s->keep_headers) {
+		cj_fail(c, "out of memory");
+		return;
+	}
+	json_array_foreach(arr, i, v)
+	{
+		if (!json_is_string(v)) {
+			cj_fail(c, "keep_headers: expected strings");
+			return;
+		}
+		s->keep_headers[i] = strdup(json_string_value(v));
+		s->n_keep_headers = i + 1;
+		if (!s->keep_headers[i]) {
+			cj_fail(c, "out of memory");
+			return;
+		}
+	}
+}
+
 int pal_job_spec_from_canonical(const json_t *j, pal_job_spec *out, char *err, size_t errlen)
 {
 	static const char *const k_root[] = {
@@ -1038,8 +1095,9 @@ int pal_job_spec_from_canonical(const json_t *j, pal_job_spec *out, char *err, s
 					      "end",	    "exclude",	 "?calendars", "?at",
 					      "?every_ms", "?spread_ms", "?jitter_ms"};
 	static const char *const k_mis[] = {"policy", "catchup_window_ms", "max_catchup"};
-	static const char *const k_tgt[] = {"method",	  "url",	"headers",    "body",
-					    "timeout_ms", "status_url", "?tracestate"};
+	static const char *const k_tgt[] = {"method",	   "url",	 "headers",
+					    "body",	   "timeout_ms", "status_url",
+					    "?tracestate", "?keep_body", "?keep_headers"};
 	static const char *const k_retry[] = {"max_attempts", "backoff", "max_age_ms"};
 	static const char *const k_bo[] = {"initial_ms", "max_ms", "multiplier", "jitter"};
 	static const char *const k_dst_auto[] = {"auto"};
@@ -1127,6 +1185,10 @@ int pal_job_spec_from_canonical(const json_t *j, pal_job_spec *out, char *err, s
 	out->tracestate =
 	    json_object_get(tgt, "tracestate") ? cj_str(&c, tgt, "tracestate", false) : NULL;
 	out->timeout_ms = cj_int(&c, tgt, "timeout_ms", 1, 3650 * day);
+	out->has_keep_body = json_object_get(tgt, "keep_body") != NULL;
+	if (out->has_keep_body)
+		out->keep_body = cj_int(&c, tgt, "keep_body", 0, PAL_KEEP_BODY_MAX);
+	cj_keep_headers(&c, json_object_get(tgt, "keep_headers"), out);
 	if (!json_is_object(hdr)) {
 		cj_fail(&c, "headers: expected an object");
 	} else if (!c.bad) {

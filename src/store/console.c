@@ -249,7 +249,8 @@ static const char SQL_JOB[] =
 	"   'attempts', (SELECT coalesce(json_agg(json_build_object('fence', a.fence, 'node', a.node,"
 	"     'claimed_at', " TS("a.claimed_at") ", 'ended_at', " TS("a.ended_at") ","
 	"     'outcome', a.outcome, 'error_class', a.error_class, 'http_status', a.http_status,"
-	"     'duration_ms', a.duration_ms) ORDER BY a.id), '[]') FROM attempts a"
+	"     'duration_ms', a.duration_ms, 'response', " PAL__RESPONSE_JSON("a") ")"
+	"     ORDER BY a.id), '[]') FROM attempts a"
 	"     WHERE a.trigger_id = t.id))"
 	"   ORDER BY t.scheduled_at DESC, t.partition, t.id), '[]')"
 	"   FROM palisade_job_triggers(j.job_id, $2::int) t),"
@@ -277,6 +278,10 @@ int pal_store_console_job(pal_store *st, const char *job_id, const pal_console_l
 	int rc = pal__store_query_json(st, SQL_JOB, 2, p, out, err, errlen);
 	if (rc)
 		return rc;
+	size_t i;
+	json_t *t;
+	json_array_foreach(json_object_get(*out, "triggers"), i, t)
+		pal__store_show_bodies(json_object_get(t, "attempts"));
 	if (json_is_null(*out)) {
 		json_decref(*out);
 		*out = NULL;

@@ -153,7 +153,8 @@ static const char SQL_CALLS[] =
 	" v.spec#>>'{retry,max_age_ms}', v.spec#>>'{retry,backoff,initial_ms}',"
 	" v.spec#>>'{retry,backoff,max_ms}', v.spec#>>'{retry,backoff,multiplier}',"
 	" v.spec#>>'{retry,backoff,jitter}', v.spec#>>'{target,tracestate}',"
-	" (v.spec ? 'notify')::text"
+	" (v.spec ? 'notify')::text, v.spec#>>'{target,keep_body}',"
+	" (v.spec#>'{target,keep_headers}')::text"
 	" FROM unnest($1::text[], $2::int[]) WITH ORDINALITY AS u(job_id, version, i)"
 	" JOIN job_versions v ON v.job_id = u.job_id AND v.version = u.version";
 
@@ -339,7 +340,7 @@ static int result_ref_cmp(const void *a, const void *b)
 /* How long a node that could not render a job's request passes the job
  * over (docs/executor.md). */
 #define PAL_RENDER_SKIP_SQL "interval '5 minutes'"
-#define NCOMMIT 15
+#define NCOMMIT 20
 /* The instants of the batch's triggers lie in [$14, $15) (epoch seconds;
  * -Infinity/Infinity when one is unknown): a bound on the partition key,
  * so that the statement reads and starts up only the partitions that can
@@ -401,6 +402,16 @@ static int result_ref_cmp(const void *a, const void *b)
 	"   FROM u LEFT JOIN upd ON upd.fence = u.fence" \
 	"   WHERE a.trigger_id = u.id AND a.fence = u.fence AND a.trigger_id = ANY ($1::bigint[])" \
 	PART_A ")," \
+	/* What the attempts keep of the answers ($16-$20: only the results \
+	 * with something to keep, often none), for results this statement \
+	 * accepts: a fenced executor writes nothing here either. */ \
+	" rsp AS (INSERT INTO attempt_responses AS x (fence, scheduled_at, trigger_id, headers," \
+	"   content_type, body, truncated)" \
+	"   SELECT r.fence, upd.scheduled_at, upd.id, r.hdr::jsonb, nullif(r.ct, '')," \
+	"     decode(r.body, 'hex'), r.trunc" \
+	"   FROM unnest($16::bigint[], $17::text[], $18::text[], $19::text[], $20::boolean[])" \
+	"     AS r(fence, hdr, ct, body, trunc) JOIN upd ON upd.fence = r.fence" \
+	"   ON CONFLICT (fence, scheduled_at) DO NOTHING)," \
 	/* the node that could not render stops claiming the job for a while */ \
 	" rs AS (INSERT INTO render_skips AS s (node, job_id, until, error)" \
 	"   SELECT DISTINCT ON (u.rnode, t.job_id) u.rnode, t.job_id," \
@@ -446,24 +457,24 @@ static int result_ref_cmp(const void *a, const void *b)
 	" fl AS (SELECT count(nextval('palisade_fence')) AS n FROM generate_series(1," \
 	"   least(100000, $13::bigint - (SELECT last_value FROM palisade_fence))))"
 
-#define COMMIT_RET " RETURNING t.id, t.fence, t.state, t.job_id"
+#define COMMIT_RET " RETURNING t.id, t.fence, t.state, t.job_id, t.scheduled_at"
 #define COMMIT_SELECT " SELECT id, state FROM upd UNION ALL SELECT -1, NULL FROM fl WHERE fl.n > 0"
 
 static const char SQL_COMMIT[] = COMMIT_CTES(COMMIT_RET) COMMIT_SELECT;
 
 /* The same commit for a batch with results of jobs that have `notify:`
- * ($16: per result, whether its job has).  Their notifications are queued
+ * ($21: per result, whether its job has).  Their notifications are queued
  * in the same transaction by palisade_notify_result(), in job order (its
  * notify_state rows are locked in one order by every commit).  nt is
  * referenced by the final SELECT so that it runs; no row of it is
  * returned.  Batches without such jobs use SQL_COMMIT, which has no nt:
  * a job without notify costs nothing. */
 static const char SQL_COMMIT_NOTIFY[] =
-	COMMIT_CTES(COMMIT_RET ", t.version, t.scheduled_at, t.partition, t.attempt_count,"
+	COMMIT_CTES(COMMIT_RET ", t.version, t.partition, t.attempt_count,"
 		    " t.last_error_class")
 	", nt AS MATERIALIZED (SELECT palisade_notify_result(x.job_id, x.version, x.id, x.fence,"
 	"   x.scheduled_at, x.partition, x.state, x.last_error_class, x.attempt_count) AS n"
-	"   FROM (SELECT upd.* FROM upd JOIN unnest($2::bigint[], $16::boolean[]) AS f(fence, ntf)"
+	"   FROM (SELECT upd.* FROM upd JOIN unnest($2::bigint[], $21::boolean[]) AS f(fence, ntf)"
 	"     ON f.fence = upd.fence AND f.ntf ORDER BY upd.job_id, upd.id OFFSET 0) x)"
 	COMMIT_SELECT " UNION ALL SELECT -2, NULL FROM nt WHERE nt.n < 0";
 
@@ -483,9 +494,12 @@ int pal_store_prepare_commits(pal_store *st, char *err, size_t errlen)
 int pal_store_commit_send(pal_store *st, const pal_result *res, int n, char *err, size_t errlen)
 {
 	pal_pgarr a[NCOMMIT + 1];
-	enum { NARR = 12 };
+	enum { NARR = 12, RARR = 15, NRESP = 5 };
 	for (int k = 0; k < NARR; k++)
 		pal__pgarr_init(&a[k]);
+	for (int k = RARR; k < RARR + NRESP; k++)
+		pal__pgarr_init(&a[k]);
+	GString *hex = g_string_new(NULL);
 	bool notify = false;
 	for (int i = 0; i < n && !notify; i++)
 		notify = res[i].notify;
@@ -514,10 +528,23 @@ int pal_store_commit_send(pal_store *st, const pal_result *res, int n, char *err
 		pal__pgarr_text(&a[9], x->unknown ? "t" : "f");
 		pal__pgarr_text(&a[10], x->status_queries ? x->status_queries : "");
 		pal__pgarr_text(&a[11], x->render_node ? x->render_node : "");
+		if (!x->resp_keep)
+			continue;
+		g_string_truncate(hex, 0);
+		for (size_t b = 0; b < x->resp_body_len; b++)
+			g_string_append_printf(hex, "%02x", (unsigned char)x->resp_body[b]);
+		pal__pgarr_i64(&a[RARR], x->fence);
+		pal__pgarr_text(&a[RARR + 1], x->resp_headers ? x->resp_headers : "{}");
+		pal__pgarr_text(&a[RARR + 2], x->resp_ctype ? x->resp_ctype : "");
+		pal__pgarr_text(&a[RARR + 3], hex->str);
+		pal__pgarr_text(&a[RARR + 4], x->resp_truncated ? "t" : "f");
 	}
+	g_string_free(hex, TRUE);
 	char *lit[NCOMMIT + 1];
 	const char *p[NCOMMIT + 1];
 	for (int k = 0; k < NARR; k++)
+		p[k] = lit[k] = pal__pgarr_end(&a[k]);
+	for (int k = RARR; k < RARR + NRESP; k++)
 		p[k] = lit[k] = pal__pgarr_end(&a[k]);
 	char st13[24], lo14[24] = "-Infinity", hi15[24] = "Infinity";
 	snprintf(st13, sizeof st13, "%" PRId64, stale);
@@ -539,6 +566,8 @@ int pal_store_commit_send(pal_store *st, const pal_result *res, int n, char *err
 					  p, err, errlen);
 	}
 	for (int k = 0; k < NARR; k++)
+		g_free(lit[k]);
+	for (int k = RARR; k < RARR + NRESP; k++)
 		g_free(lit[k]);
 	return rc;
 }

@@ -135,21 +135,25 @@ int pal_store_attempts_json(pal_store *st, int64_t trigger_id, json_t **out, cha
 		return rc;
 	if (n <= 0) {
 		*out = NULL;
-		snprintf(err, errlen, "no trigger %s; hint: `palisade triggers --job JOB` lists them",
-			 id);
+		snprintf(err, errlen,
+			 "no trigger %s; hint: `palisade triggers --job JOB` lists them", id);
 		return PAL_ENOENT;
 	}
-	return pal__store_query_json(
+	rc = pal__store_query_json(
 	    st,
-	    "SELECT coalesce(json_agg(json_build_object('id', id, 'fence', fence, 'node', node,"
-	    " 'claimed_at', " TS("claimed_at") ", 'ended_at', " TS(
-		"ended_at") ","
-			    " 'idempotency_key', idempotency_key, 'outcome', outcome, "
-			    "'error_class', error_class,"
-			    " 'http_status', http_status, 'duration_ms', duration_ms) ORDER BY "
-			    "fence), '[]')"
-			    " FROM attempts WHERE trigger_id = $1::bigint",
+	    "SELECT coalesce(json_agg(json_build_object('id', a.id, 'fence', a.fence,"
+	    " 'node', a.node, 'claimed_at', " TS("a.claimed_at") ", 'ended_at', " TS(
+		"a.ended_at") ","
+			      " 'idempotency_key', a.idempotency_key, 'outcome', a.outcome,"
+			      " 'error_class', a.error_class, 'http_status', a.http_status,"
+			      " 'duration_ms', a.duration_ms, 'response', " PAL__RESPONSE_JSON(
+				  "a") ")"
+				       " ORDER BY a.fence), '[]')"
+				       " FROM attempts a WHERE a.trigger_id = $1::bigint",
 	    1, p, out, err, errlen);
+	if (!rc)
+		pal__store_show_bodies(*out);
+	return rc;
 }
 
 int pal_store_gates_json(pal_store *st, json_t **out, char *err, size_t errlen)

@@ -70,6 +70,24 @@ PGresult *pal__store_query(pal_store *st, const char *sql, int nparams, const ch
  * no row, an SQL NULL or text that is not JSON. */
 int pal__store_query_json(pal_store *st, const char *sql, int nparams, const char *const *params,
 			  json_t **out, char *err, size_t errlen);
+/* What attempt A (an alias of attempts in the statement) kept of the
+ * service's answer, as a JSON expression: {status, headers, content_type,
+ * body_base64, bytes, truncated} from attempt_responses (034), the status
+ * alone when the attempt kept nothing else, null without an answer.
+ * pal__store_show_bodies then adds the body shown escaped. */
+#define PAL__RESPONSE_JSON(a)                                                                      \
+	"coalesce((SELECT json_build_object('status', " a ".http_status, 'headers', r.headers,"    \
+	" 'content_type', r.content_type, 'body_base64', translate(encode(r.body, 'base64'),"      \
+	" E'\\n', ''), 'bytes', length(r.body), 'truncated', r.truncated)"                         \
+	" FROM attempt_responses r WHERE r.fence = " a ".fence"                                    \
+	" AND r.scheduled_at = " a ".scheduled_at),"                                               \
+	" CASE WHEN " a ".http_status IS NOT NULL THEN json_build_object('status', " a             \
+	".http_status, 'headers', '{}'::json, 'content_type', NULL, 'body_base64', '',"            \
+	" 'bytes', 0, 'truncated', false) END)"
+/* To each attempt of the array ATTEMPTS with a "response" object (from
+ * PAL__RESPONSE_JSON), add "body": its bytes shown escaped as text
+ * (excerpt.h), secrets already masked when it was written. */
+void pal__store_show_bodies(json_t *attempts);
 /* Execute SQL returning no rows; PAL_EDB with err filled on failure. */
 int pal__store_exec(pal_store *st, const char *sql, char *err, size_t errlen);
 /* Best-effort ROLLBACK after a failure. */

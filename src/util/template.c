@@ -53,6 +53,33 @@ static const char *lookup(const pal_tpl_vars *v, const char *name, size_t n, cha
 #undef IS
 }
 
+#define SECRET_NAME_MAX 128
+
+/* A secret reference "${NAME}" at P: NAME into NAME (NUL-terminated) and
+ * the end of the reference returned; NULL when P holds none. */
+static const char *secret_ref(const char *p, char name[SECRET_NAME_MAX])
+{
+	if (p[0] != '$' || p[1] != '{')
+		return NULL;
+	const char *e = strchr(p + 2, '}');
+	size_t n = e ? (size_t)(e - p - 2) : 0;
+	if (!n || n >= SECRET_NAME_MAX)
+		return NULL;
+	memcpy(name, p + 2, n);
+	name[n] = '\0';
+	return e + 1;
+}
+
+void pal_tpl_each_secret(const char *tpl, void (*fn)(const char *value, void *ud), void *ud)
+{
+	char name[SECRET_NAME_MAX];
+	for (const char *p = tpl ? strchr(tpl, '$') : NULL; p; p = strchr(p + 1, '$')) {
+		const char *e = secret_ref(p, name), *val = e ? getenv(name) : NULL;
+		if (val)
+			fn(val, ud);
+	}
+}
+
 int pal_tpl_render(const char *tpl, const pal_tpl_vars *v, unsigned flags, char **out, char *err,
 		   size_t errlen)
 {
@@ -60,27 +87,21 @@ int pal_tpl_render(const char *tpl, const pal_tpl_vars *v, unsigned flags, char 
 	GString *g = g_string_sized_new(strlen(tpl) + 64);
 	char buf[64];
 	for (const char *p = tpl; *p;) {
-		if (p[0] == '$' && p[1] == '{' && (flags & PAL_TPL_SECRETS)) {
-			const char *e = strchr(p + 2, '}');
-			if (e && e > p + 2) {
-				char name[128];
-				size_t n = (size_t)(e - p - 2);
-				if (n < sizeof name) {
-					memcpy(name, p + 2, n);
-					name[n] = '\0';
-					const char *val = getenv(name);
-					if (!val) {
-						snprintf(err, errlen,
-							 "secret reference ${%s}: environment variable %s is not set on this node",
-							 name, name);
-						g_string_free(g, TRUE);
-						return PAL_ENOENT;
-					}
-					g_string_append(g, val);
-					p = e + 1;
-					continue;
-				}
+		char name[SECRET_NAME_MAX];
+		const char *e;
+		if ((flags & PAL_TPL_SECRETS) && (e = secret_ref(p, name))) {
+			const char *val = getenv(name);
+			if (!val) {
+				snprintf(err, errlen,
+					 "secret reference ${%s}: environment variable %s is not "
+					 "set on this node",
+					 name, name);
+				g_string_free(g, TRUE);
+				return PAL_ENOENT;
 			}
+			g_string_append(g, val);
+			p = e;
+			continue;
 		}
 		if (p[0] == '{') {
 			const char *e = p + 1;

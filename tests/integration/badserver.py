@@ -9,6 +9,10 @@ Paths:
   /hang        reads the request, never answers
   /reset       closes the connection right after reading the request
   /ok          200 {}
+  /echo?n=N    200 with a body of N bytes (at least the first line): the
+               request's Authorization value echoed on its first line and in
+               X-Echo-Auth, then a known filler with a NUL and a 0xff byte;
+               also X-Request-Id: req-42 and X-Dropped: not-kept
 Plain TCP on --port, TLS with a self-signed certificate on --tls-port.
 Every request is counted per path in /tmp-free memory and printed on exit.
 """
@@ -38,6 +42,22 @@ def handle(conn):
             for _ in range(120):
                 conn.sendall(b"x")
                 time.sleep(1)
+        elif path.startswith("/echo"):
+            q = data.split(b" ", 2)[1].split(b"?", 1)
+            n = int(q[1].split(b"=", 1)[1]) if len(q) > 1 else 0
+            auth = b""
+            for line in data.split(b"\r\n"):
+                if line.lower().startswith(b"authorization:"):
+                    auth = line.split(b":", 1)[1].strip()
+            body = b"token=" + auth + b"\n"
+            filler = b"0123456789abcdef\x00\xff" + auth + b"|"
+            while len(body) < n:
+                body += filler
+            body = body[:max(n, len(b"token=") + len(auth) + 1)]
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                         b"X-Request-Id: req-42\r\nX-Echo-Auth: " + auth + b"\r\n"
+                         b"X-Dropped: not-kept\r\nContent-Length: " + str(len(body)).encode() +
+                         b"\r\n\r\n" + body)
         elif path.startswith("/hang"):
             time.sleep(120)
         elif path.startswith("/reset"):

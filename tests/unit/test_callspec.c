@@ -62,6 +62,8 @@ static void fields_of(const json_t *j, fields *x)
 	snprintf(x->buf[PAL_CF_NOTIFY], sizeof x->buf[PAL_CF_NOTIFY], "%s",
 		 json_object_get(j, "notify") ? "true" : "false");
 	x->f[PAL_CF_NOTIFY] = x->buf[PAL_CF_NOTIFY];
+	take(x, PAL_CF_KEEP_BODY, json_object_get(t, "keep_body"));
+	take(x, PAL_CF_KEEP_HEADERS, json_object_get(t, "keep_headers"));
 }
 
 static void spec_base(pal_job_spec *s)
@@ -104,6 +106,10 @@ static void agrees(const pal_call_spec *c, const pal_job_spec *d)
 	assert_int_equal(c->retry.max_age_ms, d->max_age_ms);
 	assert_int_equal(c->retry.deadline_ms, d->deadline_ms);
 	assert_int_equal(c->notify, d->n_notify > 0);
+	assert_int_equal(c->keep_body, d->has_keep_body ? d->keep_body : -1);
+	assert_int_equal(c->n_keep_headers, d->n_keep_headers);
+	for (size_t i = 0; i < c->n_keep_headers; i++)
+		assert_string_equal(c->keep_headers[i], d->keep_headers[i]);
 }
 
 static void check_spec(pal_job_spec *s)
@@ -166,6 +172,12 @@ static void test_every_field_agrees(void **st)
 				   strdup("https://hooks.example/a"), strdup("${HOOK_A}")};
 	s.notify[1] = (pal_notify){1u << PAL_NOTIFY_MISFIRE, strdup("http://127.0.0.1:9/b"),
 				   strdup("${HOOK_B}")};
+	s.has_keep_body = true;
+	s.keep_body = 0;
+	s.n_keep_headers = 2;
+	s.keep_headers = calloc(3, sizeof *s.keep_headers);
+	s.keep_headers[0] = strdup("retry-after");
+	s.keep_headers[1] = strdup("x-request-id");
 	check_spec(&s);
 	pal_job_spec_clear(&s);
 }

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# What the service answered: each attempt keeps the headers its job names
+# and the first keep_body bytes of the body (attempt_responses), a ${ENV}
+# secret the answer echoes is masked before anything is written, keep_body 0
+# keeps nothing, and `palisade attempts`, the API and the console show it.
+source tests/integration/lib.sh
+source tests/integration/cluster.sh
+guarantee "responses - an attempt keeps exactly the named headers and the first keep_body bytes of the answer, truncated flagged, and no byte of a job's secret reaches the database"
+T_START=$(date +%s)
+
+fresh_db it_excerpt
+"$PAL" migrate >/dev/null
+port=$(free_port); tls=$(free_port)
+python3 tests/integration/badserver.py --port "$port" --tls-port "$tls" >"$NODE_DIR/bad.log" 2>&1 &
+BAD_PID=$!
+trap 'kill $BAD_PID 2>/dev/null; stop_all_nodes' EXIT
+wait_until "echoing server up" 10 grep -q ready "$NODE_DIR/bad.log"
+SHARDS=2
+write_conf "$CLUSTER_CONF" "executor: {lease: 6s, heartbeat: 1s}"
+sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+SECRET='Zq9-s3cr3t-v4lue'
+export RESP_SECRET=$SECRET
+base="schedule: {cron: \"0 0 0 1 1 ? 2099\"}, retry: {max_attempts: 1}"
+auth="headers: {Authorization: \"Bearer \${RESP_SECRET}\"}"
+cat >"$NODE_DIR/jobs.yaml" <<YAML
+jobs:
+  - {id: resp.cut, $base, target: {url: "http://127.0.0.1:$port/echo?n=10000", $auth, keep_body: 1000, keep_headers: [X-Request-Id, x-echo-auth, X-Request-Id]}}
+  - {id: resp.whole, $base, target: {url: "http://127.0.0.1:$port/echo?n=300", $auth}}
+  - {id: resp.none, $base, target: {url: "http://127.0.0.1:$port/echo?n=300", $auth, keep_body: 0}}
+YAML
+expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
+expect_exit "a keep_body that is not a size is refused (65)" 65 "$PAL" validate <(sed 's/keep_body: 1000/keep_body: 2GiB/' "$NODE_DIR/jobs.yaml")
+start_node x1
+wait_until "shards led" 20 all_shards_led
+for j in cut whole none; do
+	"$PAL" trigger --config "$CLUSTER_CONF" --job "resp.$j" --reason "excerpt test" >/dev/null
+done
+settled() { [ "$(sql "select count(*) from triggers where job_id like 'resp.%' and state = 'succeeded'")" = 3 ]; }
+wait_until "the three triggers succeed" 30 settled
+tid() { sql "select id from triggers where job_id = 'resp.$1'"; }
+row() { sql "select $2 from attempt_responses r join triggers t on t.id = r.trigger_id where t.job_id = 'resp.$1'"; }
+
+expect_eq "cut: exactly keep_body (1000) bytes kept" 1000 "$(row cut 'length(body)')"
+expect_eq "cut: flagged truncated (the answer had 10000)" t "$(row cut truncated)"
+expect_eq "cut: the named headers only, by lower-case name, the secret masked" \
+	'{"x-echo-auth": "Bearer ***", "x-request-id": "req-42"}' "$(row cut headers)"
+expect_eq "cut: its content type" "text/plain; charset=utf-8" "$(row cut content_type)"
+expect_eq "cut: the body starts with the echo, masked" "token=Bearer ***" \
+	"$(row cut "convert_from(substring(body from 1 for 16), 'UTF8')")"
+expect_eq "cut: a NUL and a 0xff byte kept as bytes" "00ff" "$(row cut "encode(substring(body from 34 for 2), 'hex')")"
+# The whole answer (300 bytes, under the 4 KiB default), the secret's
+# echoes masked: byte for byte what the server sent, with *** for each.
+want=$(curl -s "http://127.0.0.1:$port/echo?n=300" -H "Authorization: Bearer $SECRET" |
+	python3 -c 'import sys; sys.stdout.write(sys.stdin.buffer.read().replace(sys.argv[1].encode(), b"***").hex())' "$SECRET")
+expect_eq "whole: the whole answer, secrets masked, not truncated" "$want false" \
+	"$(row whole "encode(body, 'hex') || ' ' || truncated")"
+expect_eq "whole: no headers named, none kept" "{}" "$(row whole headers)"
+expect_eq "keep_body 0 and no headers: no row" "" "$(row none r.fence)"
+expect_eq "... though the attempt has its status" 200 "$(sql "select http_status from attempts where trigger_id = $(tid none)")"
+# The secret, in clear or hex, appears nowhere in the table (a bytea shows
+# as hex in text output).
+dump=$(sql "select r::text from attempt_responses r")
+hexsecret=$(printf %s "$SECRET" | od -An -tx1 | tr -d ' \n')
+check "the table holds rows for the dump to be meaningful" [ "$(wc -l <<<"$dump")" -ge 2 ]
+expect_eq "the secret's value appears nowhere in attempt_responses" 0 "$(grep -c -e "$SECRET" -e "$hexsecret" <<<"$dump")"
+expect_eq "... nor any 8-byte piece of it" 0 "$(grep -c -e "${SECRET:0:8}" -e "${SECRET:8:8}" <<<"$dump")"
+expect_eq "every range's attempts partition has its responses partition" 0 \
+	"$(sql "select count(*) from palisade_partitions p where to_regclass(palisade_responses_part(p.attempts_part)) is null")"
+
+j=$("$PAL" attempts --config "$CLUSTER_CONF" --output json "$(tid cut)")
+expect_eq "attempts --output json: response.status" 200 "$(jq -r '.[0].response.status' <<<"$j")"
+expect_eq "... response.headers" "Bearer *** req-42" "$(jq -r '.[0].response.headers | "\(.["x-echo-auth"]) \(.["x-request-id"])"' <<<"$j")"
+expect_eq "... response.truncated" true "$(jq -r '.[0].response.truncated' <<<"$j")"
+expect_eq "... response.body shown escaped" 'token=Bearer ***\n0123456789abcdef\x00\xffBearer ***|' \
+	"$(jq -r '.[0].response.body[0:53]' <<<"$j")"
+expect_eq "... and its exact bytes" 1000 "$(jq -r '.[0].response.body_base64' <<<"$j" | base64 -d | wc -c)"
+expect_eq "an attempt that kept nothing: the status alone" '200 {} false' \
+	"$("$PAL" attempts --config "$CLUSTER_CONF" --output json "$(tid none)" | jq -r '.[0].response | "\(.status) \(.headers) \(.truncated)"')"
+check "attempts (table) shows a short escaped excerpt" grep -qF 'token=Bearer ***\n0123' \
+	<("$PAL" attempts --config "$CLUSTER_CONF" "$(tid cut)")
+tok=$("$PAL" token create --name excerpt-viewer --role viewer | tail -1)
+api=$(curl -s -H "Authorization: Bearer $tok" "http://${NODE_ADMIN[x1]}/api/v1/triggers/$(tid cut)/attempts")
+expect_eq "the API's attempts route returns the same response" "$(jq -c '.[0].response' <<<"$j")" "$(jq -c '.items[0].response' <<<"$api")"
+page=$(curl -s "http://${NODE_ADMIN[x1]}/console/job?id=resp.cut")
+check "the console's job page shows the excerpt, HTML-escaped" grep -qF 'token=Bearer ***\n0123456789abcdef\x00\xffBearer ***|' <<<"$page"
+check "... and the kept header" grep -qF 'x-request-id: req-42' <<<"$page"
+echo "    figure: took $(($(date +%s) - T_START)) s"
+finish
