@@ -508,7 +508,14 @@ static void test_canon_direct_text_matches_jansson(void **state)
 		s.backoff_multiplier = reals[k % (sizeof reals / sizeof *reals)];
 		s.priority = -(int)k;
 		s.deadline_ms = 86400000LL * (int64_t)k;
+		char *keep[] = {"retry-after", "x-request-id"};
+		s.has_keep_body = k % 2;
+		s.keep_body = 100 * (int64_t)k;
+		s.keep_headers = keep;
+		s.n_keep_headers = k % 3;
 		expect_same_text(&s);
+		s.keep_headers = NULL;
+		s.n_keep_headers = 0;
 		/* the strings above belong to the test */
 		s.id = s.cron = s.url = s.body = s.status_url = NULL;
 		s.headers = NULL;

@@ -891,6 +891,69 @@ static void test_jobfile_notify(void **state)
 	}
 }
 
+/* target.keep_body is a size up to 1 MiB; keep_headers are header names,
+ * kept in lower case, sorted, each once.  Neither changes the digest of a
+ * job that does not set it. */
+static void test_jobfile_keep_body_and_headers(void **state)
+{
+	static const struct {
+		const char *value;
+		long long bytes; /* -1: refused */
+	} cases[] = {
+		{ "0", 0 },	      { "4096", 4096 },	     { "4KiB", 4096 }, { "1MiB", 1048576 },
+		{ "100B", 100 },      { "2MiB", -1 },	     { "4kb", -1 },    { "-1", -1 },
+		{ "1048577", -1 },    { "99999999999999999999", -1 },
+	};
+	struct loaded l, plain;
+	char buf[512];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		snprintf(buf, sizeof buf,
+			 "jobs:\n  - id: kept\n    schedule: {cron: \"* * * * *\"}\n"
+			 "    target: {url: \"http://127.0.0.1:8089/x\", keep_body: \"%s\"}\n",
+			 cases[i].value);
+		load_str(buf, &l);
+		if (cases[i].bytes < 0) {
+			assert_int_equal(l.rc, PAL_EINVAL);
+			ASSERT_DIAG(&l.diags, 4, 0, "keep_body: ");
+		} else {
+			assert_int_equal(l.rc, 0);
+			assert_true(l.set.jobs[0].has_keep_body);
+			assert_int_equal(l.set.jobs[0].keep_body, cases[i].bytes);
+		}
+		done(&l);
+	}
+	load_str("jobs:\n  - id: kept\n    schedule: {cron: \"* * * * *\"}\n"
+		 "    target: {url: \"http://127.0.0.1:8089/x\","
+		 " keep_headers: [X-Request-Id, retry-after, x-request-ID]}\n",
+		 &l);
+	assert_int_equal(l.rc, 0);
+	assert_int_equal(l.set.jobs[0].n_keep_headers, 2);
+	assert_string_equal(l.set.jobs[0].keep_headers[0], "retry-after");
+	assert_string_equal(l.set.jobs[0].keep_headers[1], "x-request-id");
+	load_str("jobs:\n  - id: kept\n    schedule: {cron: \"* * * * *\"}\n"
+		 "    target: {url: \"http://127.0.0.1:8089/x\"}\n",
+		 &plain);
+	assert_int_equal(plain.rc, 0);
+	char *ja, *jb, ha[65], hb[65];
+	assert_int_equal(pal_job_spec_digest(&l.set.jobs[0], &ja, ha), 0);
+	assert_int_equal(pal_job_spec_digest(&plain.set.jobs[0], &jb, hb), 0);
+	assert_string_not_equal(ha, hb);
+	assert_non_null(strstr(ja, "\"keep_headers\":[\"retry-after\",\"x-request-id\"]"));
+	assert_null(strstr(jb, "keep_")); /* absent: the digest a job had */
+	free(ja);
+	free(jb);
+	done(&l);
+	done(&plain);
+	load_str("jobs:\n  - id: kept\n    schedule: {cron: \"* * * * *\"}\n"
+		 "    target: {url: \"http://127.0.0.1:8089/x\", keep_headers: [\"bad name\"]}\n",
+		 &l);
+	assert_int_equal(l.rc, PAL_EINVAL);
+	ASSERT_DIAG(&l.diags, 4, 0, "keep_headers: invalid header name \"bad name\"");
+	done(&l);
+}
+
 /* A URL in a message never shows the password of its userinfo. */
 static void test_jobfile_url_messages_mask_passwords(void **state)
 {
@@ -1103,6 +1166,7 @@ int main(void)
 	    cmocka_unit_test(test_jobfile_url_messages_mask_passwords),
 	    cmocka_unit_test(test_jobfile_tracestate),
 	    cmocka_unit_test(test_jobfile_notify),
+	    cmocka_unit_test(test_jobfile_keep_body_and_headers),
 	    cmocka_unit_test(test_jobfile_owner_description_suspend),
 	    cmocka_unit_test(test_jobfile_unknown_zone),
 	    cmocka_unit_test(test_jobfile_duplicate_ids_name_both_positions),
