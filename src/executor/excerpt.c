@@ -27,6 +27,9 @@ static bool kept_name(const pal_call_spec *s, const char *name, size_t n)
 
 void pal__excerpt_header(pal__call *k, const char *line, size_t len)
 {
+	const pal_call_spec *s = k->spec->call;
+	if (!s->n_keep_headers && (s->keep_body == 0 || k->ex->cfg.keep_body_max <= 0))
+		return; /* nothing of this answer is kept: not even its content type */
 	if (len >= 5 && !memcmp(line, "HTTP/", 5)) {
 		/* a new response (after a 1xx): its own headers only */
 		pal__excerpt_clear_transfer(k);
@@ -37,7 +40,6 @@ void pal__excerpt_header(pal__call *k, const char *line, size_t len)
 		return;
 	size_t nlen = (size_t)(colon - line);
 	bool ctype = nlen == 12 && !strncasecmp(line, "Content-Type", 12);
-	const pal_call_spec *s = k->spec->call;
 	if (!ctype && !kept_name(s, line, nlen))
 		return;
 	const char *v = colon + 1, *end = line + len;
@@ -130,7 +132,7 @@ void pal__excerpt_keep(pal_executor *ex, pal__call *k)
 	}
 	if (k->resp_ctype)
 		k->ex_ctype = shown(k->resp_ctype, strlen(k->resp_ctype), secrets);
-	json_t *o = json_object();
+	json_t *o = hdrs ? json_object() : NULL;
 	for (guint i = 0; hdrs && i + 1 < k->resp_hdrs->len; i += 2) {
 		const char *name = k->resp_hdrs->pdata[i], *raw = k->resp_hdrs->pdata[i + 1];
 		char *v = shown(raw, strlen(raw), secrets);
@@ -144,10 +146,12 @@ void pal__excerpt_keep(pal_executor *ex, pal__call *k)
 		}
 		g_free(v);
 	}
-	char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-	json_decref(o);
-	k->ex_hdrs = g_strdup(text ? text : "{}");
-	free(text);
+	if (o) { /* else none: the commit writes {} */
+		char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+		json_decref(o);
+		k->ex_hdrs = g_strdup(text ? text : "{}");
+		free(text);
+	}
 	g_ptr_array_free(secrets, TRUE);
 	k->ex_keep = true;
 	pal__excerpt_clear_transfer(k);
