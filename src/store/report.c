@@ -18,7 +18,9 @@
  * their request and learnt something of it (a status or an error class);
  * "status_queries" the status queries attempts made; "stored_bytes" the
  * rows' own bytes (pg_column_size: heap tuples without indexes or dead
- * versions, which the bench's bytes per fire include). */
+ * versions, which the bench's bytes per fire include) of the triggers,
+ * their attempts and what the attempts kept of the answers
+ * (attempt_responses). */
 static const char COST_SQL[] =
     "WITH t AS (SELECT t.id, t.job_id, t.state, pg_column_size(t.*) AS b FROM triggers t"
     "  WHERE t.scheduled_at >= to_timestamp($1::bigint)"
@@ -36,6 +38,10 @@ static const char COST_SQL[] =
     "  WHERE a.scheduled_at >= to_timestamp($1::bigint)"
     "    AND a.scheduled_at < to_timestamp($2::bigint) AND a.trigger_id IN (SELECT id FROM t)"
     "  GROUP BY a.trigger_id),"
+    " x AS (SELECT x.trigger_id, sum(pg_column_size(x.*)) AS b FROM attempt_responses x"
+    "  WHERE x.scheduled_at >= to_timestamp($1::bigint)"
+    "    AND x.scheduled_at < to_timestamp($2::bigint) AND x.trigger_id IN (SELECT id FROM t)"
+    "  GROUP BY x.trigger_id),"
     " k AS (SELECT trigger_id, count(*) AS n FROM tickets"
     "  WHERE trigger_id IN (SELECT id FROM t) GROUP BY trigger_id),"
     " r AS (SELECT t.job_id, grouping(t.job_id) = 1 AS total, count(*) AS triggers,"
@@ -48,8 +54,9 @@ static const char COST_SQL[] =
     "    coalesce(sum(a.n - 1) FILTER (WHERE a.n > 1), 0) AS retries,"
     "    coalesce(sum(a.unk), 0) AS unknown, coalesce(sum(k.n), 0) AS tickets,"
     "    coalesce(sum(a.calls), 0) AS calls, coalesce(sum(a.sq), 0) AS status_queries,"
-    "    coalesce(sum(t.b), 0) + coalesce(sum(a.b), 0) AS stored_bytes"
+    "    coalesce(sum(t.b), 0) + coalesce(sum(a.b), 0) + coalesce(sum(x.b), 0) AS stored_bytes"
     "  FROM t LEFT JOIN a ON a.trigger_id = t.id LEFT JOIN k ON k.trigger_id = t.id"
+    "  LEFT JOIN x ON x.trigger_id = t.id"
     "  GROUP BY GROUPING SETS ((t.job_id), ())),"
     " j AS (SELECT r.*, json_build_object('job_id', job_id, 'triggers', triggers,"
     "    'succeeded', succeeded, 'failed', failed, 'manual', manual,"
