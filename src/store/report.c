@@ -38,10 +38,14 @@ static const char COST_SQL[] =
     "  WHERE a.scheduled_at >= to_timestamp($1::bigint)"
     "    AND a.scheduled_at < to_timestamp($2::bigint) AND a.trigger_id IN (SELECT id FROM t)"
     "  GROUP BY a.trigger_id),"
-    " x AS (SELECT x.trigger_id, sum(pg_column_size(x.*)) AS b FROM attempt_responses x"
-    "  WHERE x.scheduled_at >= to_timestamp($1::bigint)"
-    "    AND x.scheduled_at < to_timestamp($2::bigint) AND x.trigger_id IN (SELECT id FROM t)"
-    "  GROUP BY x.trigger_id),"
+    /* Each row measured where it is scanned (OFFSET 0 keeps the
+     * subquery): measured above a semi-join, the whole row of a short
+     * bytea or jsonb value came out 3 bytes smaller (PostgreSQL 15). */
+    " x AS (SELECT x.trigger_id, sum(x.b) AS b FROM (SELECT r.trigger_id,"
+    "    pg_column_size(r.*) AS b FROM attempt_responses r"
+    "    WHERE r.scheduled_at >= to_timestamp($1::bigint)"
+    "      AND r.scheduled_at < to_timestamp($2::bigint) OFFSET 0) x"
+    "  WHERE x.trigger_id IN (SELECT id FROM t) GROUP BY x.trigger_id),"
     " k AS (SELECT trigger_id, count(*) AS n FROM tickets"
     "  WHERE trigger_id IN (SELECT id FROM t) GROUP BY trigger_id),"
     " r AS (SELECT t.job_id, grouping(t.job_id) = 1 AS total, count(*) AS triggers,"

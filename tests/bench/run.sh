@@ -464,21 +464,26 @@ ratio() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { if (a == "" || b == "" || a =
 # (BENCH_QUICK=1), 2,230 B with 20,000, three runs; the target is half.
 WAL_BASELINE=2230
 R_COST= R_COST_RELS= R_COST_ROWS= R_COST_WAL=
-cost_sizes() { # -> "triggers_heap triggers_indexes attempts_heap attempts_indexes", bytes
+cost_sizes() { # -> "triggers_heap triggers_indexes attempts_heap attempts_indexes responses_heap responses_indexes", bytes
 	sql "WITH p AS (SELECT relid, 'triggers' AS parent FROM pg_partition_tree('triggers') WHERE isleaf
-	       UNION ALL SELECT relid, 'attempts' FROM pg_partition_tree('attempts') WHERE isleaf)
+	       UNION ALL SELECT relid, 'attempts' FROM pg_partition_tree('attempts') WHERE isleaf
+	       UNION ALL SELECT relid, 'attempt_responses' FROM pg_partition_tree('attempt_responses') WHERE isleaf)
 	     SELECT sum(pg_table_size(relid)) FILTER (WHERE parent = 'triggers'),
 	       sum(pg_indexes_size(relid)) FILTER (WHERE parent = 'triggers'),
 	       sum(pg_table_size(relid)) FILTER (WHERE parent = 'attempts'),
-	       sum(pg_indexes_size(relid)) FILTER (WHERE parent = 'attempts') FROM p" | tr '|' ' '
+	       sum(pg_indexes_size(relid)) FILTER (WHERE parent = 'attempts'),
+	       coalesce(sum(pg_table_size(relid)) FILTER (WHERE parent = 'attempt_responses'), 0),
+	       coalesce(sum(pg_indexes_size(relid)) FILTER (WHERE parent = 'attempt_responses'), 0) FROM p" | tr '|' ' '
 }
-# cost_rels: bytes of every relation of triggers and attempts, summed over
+# cost_rels: bytes of every relation of triggers, attempts and
+# attempt_responses (what attempts kept of the answers), summed over
 # their partitions: "name bytes" lines, the heap as triggers/attempts
 # (pg_table_size) and each index by its name on the parent (a partition's
 # index is named after its partition: the parent's name is the one read).
 cost_rels() {
 	sql "WITH p AS (SELECT relid, 'triggers' AS parent FROM pg_partition_tree('triggers') WHERE isleaf
-	       UNION ALL SELECT relid, 'attempts' FROM pg_partition_tree('attempts') WHERE isleaf)
+	       UNION ALL SELECT relid, 'attempts' FROM pg_partition_tree('attempts') WHERE isleaf
+	       UNION ALL SELECT relid, 'attempt_responses' FROM pg_partition_tree('attempt_responses') WHERE isleaf)
 	     SELECT p.parent, sum(pg_table_size(p.relid)) FROM p GROUP BY 1
 	     UNION ALL
 	     SELECT coalesce(pi.relname, ci.relname), sum(pg_relation_size(i.indexrelid))
@@ -502,7 +507,7 @@ cost_wal_split() {
 }
 fire_cost_run() {
 	local n=$1 conf=$B_STATE/cost.yaml lsn lsn1 lim got=0 m='palisade_executor_results_total{state="succeeded"}'
-	local s0 s1 a b c d e f g h
+	local s0 s1 a b c d e f g h i j k l
 	R_COST=
 	exec_setup cost || return 1
 	sql "CHECKPOINT" >/dev/null
@@ -540,19 +545,26 @@ fire_cost_run() {
 	    FROM pg_stat_user_tables st
 	    WHERE st.relname LIKE 'triggers_p%' OR st.relname LIKE 'attempts_p%' GROUP BY 1) s")
 	say "rows: $R_COST_ROWS"
-	read -r a b c d <<<"$s0"
-	read -r e f g h <<<"$s1"
+	read -r a b c d i j <<<"$s0"
+	read -r e f g h k l <<<"$s1"
 	R_COST="$got $(($(sql "SELECT pg_wal_lsn_diff('$lsn1', '$lsn')::bigint") / got))"
 	R_COST+=" $(((e - a) / got)) $(((f - b) / got)) $(((g - c) / got)) $(((h - d) / got))"
+	R_COST+=" $(((k - i) / got)) $(((l - j) / got))"
 }
 section_exec_cost() {
-	local fires wal th ti ah ai tot
+	local fires wal th ti ah ai rh ri tot
 	fire_cost_run "$EXEC_N"
-	[ -n "$R_COST" ] && read -r fires wal th ti ah ai <<<"$R_COST" && tot=$((th + ti + ah + ai))
+	[ -n "$R_COST" ] && read -r fires wal th ti ah ai rh ri <<<"$R_COST" && tot=$((th + ti + ah + ai))
 	record "bytes per fire: triggers and attempts with their indexes" "${tot:-null}" B 300 lower \
 		"$EXEC_N due triggers run to completion by one executor (no-op sink), what the tables grew by, as it left them (dead row versions included, before any VACUUM): triggers heap ${th:-?} + indexes ${ti:-?}, attempts heap ${ah:-?} + indexes ${ai:-?}" \
 		fires="${fires:-null}" triggers_heap="${th:-null}" triggers_indexes="${ti:-null}" \
 		attempts_heap="${ah:-null}" attempts_indexes="${ai:-null}" by_relation="${R_COST_RELS:-}" rows="${R_COST_ROWS:-}"
+	# What the attempts kept of the no-op sink's answer ({"applied":true},
+	# the default keep_body): apart, so that the row above keeps its meaning.
+	record "bytes per fire: kept answers (attempt_responses) with their index" \
+		"$([ -n "$rh" ] && echo $((rh + ri)) || echo null)" B null lower \
+		"the same run: what attempt_responses grew by per fire (heap ${rh:-?} + index ${ri:-?}); the no-op sink answers a 16-byte body, which the default target.keep_body keeps" \
+		responses_heap="${rh:-null}" responses_indexes="${ri:-null}"
 	local wt=null
 	[ -n "$WAL_BASELINE" ] && wt=$((WAL_BASELINE / 2))
 	record "WAL bytes per fire" "${wal:-null}" B "$wt" lower \
