@@ -41,8 +41,8 @@ static void usage(FILE *fp)
 	    "Without a scope, lines of jobs palisade does not know are differences\n"
 	    "(unknown_job); with one, lines of other jobs are skipped.  At most --limit\n"
 	    "differences are listed (default %d); the counts cover all.\n"
-	    "Exit: 0 equal, 2 different, 3 no such job, 64 usage, 65 unreadable FILE,\n"
-	    "69 database unreachable.\n",
+	    "Exit: 0 equal, 2 different, 3 no such job, 64 usage, 65 unreadable FILE\n"
+	    "or a line of it not \"job_id,RFC3339\", 69 database unreachable.\n",
 	    DEFAULT_LIMIT);
 }
 

@@ -37,7 +37,7 @@ expect_exit "validate accepts the example jobs" 0 "$PAL" validate config/jobs/*.
 expect_exit "validate without files is a usage error" 64 "$PAL" validate
 env -u PALISADE_PG "$PAL" validate config/jobs/*.yaml >/dev/null 2>&1
 expect_eq "validate needs no cluster" 0 $?
-# Issue 8, point 6: names and instants on the command line are checked like
+# Names and instants on the command line are checked like
 # those of job files, before any connection is made.
 LONG=$(head -c 10240 /dev/zero | tr '\0' g)
 expect_exit "pause --group with a 10 KB name is a usage error" 64 "$PAL" pause --group "$LONG" --reason x

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Honest outcomes (issue 8): an effect whose outcome is unknown never ends
+# Honest outcomes: an effect whose outcome is unknown never ends
 # `failed` - when the retry budget runs out the trigger goes `manual` with a
 # ticket naming the key, the attempts and the status query answers - and a
 # secret missing on one node hands the trigger to a node that has it, while
