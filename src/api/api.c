@@ -1113,7 +1113,40 @@ static bool set_defines(void *ctx, const char *id)
 static const char *const outcome_word[] = {"created", "updated", "unchanged"};
 
 /* Store SET as `palisade apply` does, its suspend gates included. */
-static void apply_set(call *c, const pal_jobset *set, const char *why)
+/* ?prune=true: the live stored jobs SET does not define go (as `apply
+ * --prune`), which only an unlimited token may ask (they may be any
+ * tenant's).  *PRUNE says whether it was asked; false with a problem. */
+static bool prune_arg(call *c, bool *prune)
+{
+	const char *p = query(c, "prune");
+	*prune = p && !strcmp(p, "true");
+	if (p && strcmp(p, "true") && strcmp(p, "false")) {
+		problem(c, 400, "bad-parameter", "Bad parameter", "prune: expected true or false");
+		return false;
+	}
+	return !*prune || unscoped(c);
+}
+
+/* The ids of the live stored jobs SET does not define (g_ptr_array_unref),
+ * NULL with ERR on a database error. */
+static GPtrArray *prune_ids(call *c, const pal_jobset *set, char *err, size_t errlen)
+{
+	json_t *live = NULL;
+	if (pal_store_live_job_ids(c->api->st, &live, err, errlen))
+		return NULL;
+	GPtrArray *gone = g_ptr_array_new_with_free_func(g_free);
+	size_t i;
+	json_t *id;
+	json_array_foreach(live, i, id)
+	{
+		if (!set_defines((void *)set, json_string_value(id)))
+			g_ptr_array_add(gone, g_strdup(json_string_value(id)));
+	}
+	json_decref(live);
+	return gone;
+}
+
+static void apply_set(call *c, const pal_jobset *set, const char *why, bool prune)
 {
 	char err[1024];
 	pal_apply *ap;
@@ -1132,6 +1165,22 @@ static void apply_set(call *c, const pal_jobset *set, const char *why)
 		pal_store_apply_abort(ap);
 	else if (!rc && (rc = pal_store_apply_add(ap, set->jobs, set->n, res, err, sizeof err)))
 		pal_store_apply_abort(ap);
+	/* ?prune=true: the live jobs the body does not define, retired in this
+	 * transaction (then swept once after it, as DELETE does) */
+	GPtrArray *gone = NULL;
+	pal_retire_result *gres = NULL;
+	if (!rc && prune) {
+		if ((rc = pal_store_apply_sync(ap, err, sizeof err)) == 0 &&
+		    !(gone = prune_ids(c, set, err, sizeof err)))
+			rc = PAL_EDB;
+		if (!rc && !(gres = calloc(gone->len ? gone->len : 1, sizeof *gres)))
+			rc = PAL_ENOMEM;
+		if (!rc && gone->len)
+			rc = pal_store_apply_retire(ap, (const char *const *)gone->pdata, gone->len,
+						    gres, err, sizeof err);
+		if (rc)
+			pal_store_apply_abort(ap);
+	}
 	if (!rc)
 		rc = pal_store_apply_spec_gates(ap, c->api->st, susp, set_defines, (void *)set,
 						c->who.name, &ro, closed, lifted, err, sizeof err);
@@ -1144,6 +1193,12 @@ static void apply_set(call *c, const pal_jobset *set, const char *why)
 	json_decref(shadow);
 	if (!rc)
 		rc = pal_store_apply_commit(ap, err, sizeof err);
+	int64_t pending = 0, late = 0;
+	if (!rc && gone && gone->len &&
+	    !(rc = pal_store_retire_pending(c->api->st, (const char *const *)gone->pdata, gone->len,
+					    &pending, err, sizeof err)))
+		rc = pal_store_retire_sweep(c->api->st, (const char *const *)gone->pdata, gone->len,
+					    c->who.name, why, &late, err, sizeof err);
 	if (rc) {
 		problem_rc(c, rc, rc == PAL_ENOMEM ? "out of memory" : err);
 	} else {
@@ -1156,8 +1211,25 @@ static void apply_set(call *c, const pal_jobset *set, const char *why)
 		ok(c, 200,
 		   json_pack("{s:b, s:o, s:O, s:O, s:O}", "dry_run", 0, "jobs", jobs, "suspended",
 			     closed, "resumed", lifted, "shadowed", shadowed));
+		if (gone) {
+			json_t *ret = json_array();
+			for (guint i = 0; i < gone->len; i++)
+				json_array_append_new(
+				    ret, json_pack("{s:s, s:s, s:i}", "job_id",
+						   (const char *)gone->pdata[i], "outcome",
+						   gres[i].outcome == PAL_RETIRE_RETIRED
+						       ? "retired"
+						       : "already retired",
+						   "version", gres[i].version));
+			json_object_set_new(c->out, "retired", ret);
+			json_object_set_new(c->out, "late_cancelled", json_integer(late));
+			json_object_set_new(c->out, "settling", json_boolean(pending > 0));
+		}
 	}
 	json_decref(shadowed);
+	if (gone)
+		g_ptr_array_unref(gone);
+	free(gres);
 	json_decref(closed);
 	json_decref(lifted);
 	json_decref(susp);
@@ -1254,7 +1326,7 @@ static bool load_body(call *c, pal_jobset *set)
 }
 
 /* What `plan diff` shows for SET: the next instants, stored and new. */
-static void diff_set(call *c, pal_jobset *set)
+static void diff_set(call *c, pal_jobset *set, bool prune)
 {
 	json_t *jobs = json_array();
 	int64_t now = (int64_t)time(NULL);
@@ -1278,7 +1350,21 @@ static void diff_set(call *c, pal_jobset *set)
 		json_array_append_new(jobs, pal_plan_diff_json(&d, set->jobs[i].id));
 		pal_plan_diff_clear(&d);
 	}
-	ok(c, 200, json_pack("{s:b, s:o}", "dry_run", 1, "jobs", jobs));
+	json_t *out = json_pack("{s:b, s:o}", "dry_run", 1, "jobs", jobs);
+	if (prune) { /* what ?prune=true would retire */
+		GPtrArray *gone = prune_ids(c, set, err, sizeof err);
+		if (!gone) {
+			json_decref(out);
+			problem_rc(c, PAL_EDB, err);
+			return;
+		}
+		json_t *ids = json_array();
+		for (guint i = 0; i < gone->len; i++)
+			json_array_append_new(ids, json_string(gone->pdata[i]));
+		json_object_set_new(out, "would_retire", ids);
+		g_ptr_array_unref(gone);
+	}
+	ok(c, 200, out);
 }
 
 static void h_apply(call *c)
@@ -1289,12 +1375,15 @@ static void h_apply(call *c)
 			"dry_run: expected true or false");
 		return;
 	}
+	bool prune;
+	if (!prune_arg(c, &prune))
+		return;
 	pal_jobset set = {0};
 	if (load_body(c, &set)) {
 		if (dry && !strcmp(dry, "true"))
-			diff_set(c, &set); /* nothing is written */
+			diff_set(c, &set, prune); /* nothing is written */
 		else
-			apply_set(c, &set, query(c, "reason") ? query(c, "reason") : "");
+			apply_set(c, &set, query(c, "reason") ? query(c, "reason") : "", prune);
 	}
 	pal_jobset_free(&set);
 }
@@ -1304,7 +1393,7 @@ static void h_plan_diff(call *c)
 {
 	pal_jobset set = {0};
 	if (load_body(c, &set))
-		diff_set(c, &set);
+		diff_set(c, &set, false);
 	pal_jobset_free(&set);
 }
 

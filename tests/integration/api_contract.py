@@ -190,6 +190,17 @@ if lines != [5]:
     failures.append(f"the second document's problem should be at line 5 of the body, got {lines}")
     print(f"    FAIL second document's problem at lines {lines}, want [5]")
 
+# Prune: every live job the body does not define goes (c.one, c.three).
+st, dry = call("POST", "/api/v1/apply?dry_run=true&prune=true", JOB, ctype="application/yaml", want=200)
+if not dry or "c.one" not in dry.get("would_retire", []) or "c.two" in dry.get("would_retire", []):
+    failures.append(f"a dry run with prune: would_retire {dry and dry.get('would_retire')}")
+st, pr = call("POST", "/api/v1/apply?prune=true&reason=contract", JOB, ctype="application/yaml", want=200)
+gone = sorted(r["job_id"] for r in (pr or {}).get("retired", []) if r["outcome"] == "retired")
+if gone != ["c.one", "c.three"]:
+    failures.append(f"apply with prune retired {gone}, want ['c.one', 'c.three']")
+    print(f"    FAIL apply with prune retired {gone}")
+call("POST", "/api/v1/apply?prune=maybe", JOB, ctype="application/yaml", want=400)
+
 # Last: the node drains (and exits) when asked.
 call("POST", "/api/v1/drain", {"reason": "contract test"}, want=202)
 

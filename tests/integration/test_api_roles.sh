@@ -121,6 +121,14 @@ expect_eq "viewer-red's plan diff of blue.b: 403" 403 "$(yapi "${TOK[viewer-red]
 expect_eq "the unlimited viewer's plan diff of it: 200" 200 "$(yapi "${TOK[viewer]}" /plan/diff)"
 sed -i 's/blue\.b/red.new/' "$steal"
 expect_eq "admin-red applies a new job of tenant red: 200" 200 "$(yapi "${TOK[admin-red]}" /apply)"
+# Prune retires the live jobs of every tenant the file does not name: an
+# unlimited token only; DELETE of another tenant's job: 403, a viewer's: 403.
+expect_eq "admin-red applies with prune: 403, nothing retired" "403 0" \
+	"$(yapi "${TOK[admin-red]}" '/apply?prune=true') $(sql "select count(*) from jobs where retired_at is not null")"
+expect_eq "admin-red deletes blue.b: 403" 403 "$(api r1 "${TOK[admin-red]}" DELETE /jobs/blue.b '{"reason":"r"}')"
+expect_eq "operator deletes red.new: 403 (admin only)" 403 "$(api r1 "${TOK[operator]}" DELETE /jobs/red.new '{"reason":"r"}')"
+expect_eq "admin-red deletes red.new: 200, audited as the token" "200 admin-red|admin" \
+	"$(api r1 "${TOK[admin-red]}" DELETE /jobs/red.new '{"reason":"gone"}') $(sql "select actor || '|' || role from audit_log where action = 'job.retire' and scope = 'job:red.new'")"
 
 # Idempotency-Key: the retried trigger acts once and is answered the same.
 s1=$(api r1 "${TOK[operator]}" POST /jobs/red.a/trigger '{"reason":"deploy 42"}' -H 'Idempotency-Key: deploy-42'); b1=$BODY_OUT
