@@ -13,7 +13,8 @@
  * pending, running), so a trigger that a concurrent executor moves forward
  * between two statements is caught by the later one, and a trigger it
  * finishes is matched by none: the executor's commit is never overwritten,
- * and the state guard rejects any edge outside §5 anyway.  The audit_log row
+ * and the state guard rejects any edge outside the state machine
+ * (include/palisade/tstate.def) anyway.  The audit_log row
  * is written in the same transaction.  A deadlock or serialisation failure
  * (40P01, 40001) retries the whole transaction up to three times.
  *
@@ -78,8 +79,8 @@ int pal__ops_in_tx(pal_store *st, pal__ops_tx_body body, void *ctx, char *err, s
 			rc = PAL_EDB;
 		if (!rc)
 			return PAL_OK;
-		bool retry = rc == PAL_EDB && (!strcmp(st->sqlstate, "40P01") ||
-					       !strcmp(st->sqlstate, "40001"));
+		bool retry = rc == PAL_EDB &&
+			     (!strcmp(st->sqlstate, "40P01") || !strcmp(st->sqlstate, "40001"));
 		pal__store_rollback(st);
 		if (!retry || attempt >= 3)
 			return rc;
@@ -88,13 +89,14 @@ int pal__ops_in_tx(pal_store *st, pal__ops_tx_body body, void *ctx, char *err, s
 
 int pal__ops_job_exists(pal_store *st, const char *job_id, char *err, size_t errlen)
 {
-	const char *p[] = { job_id };
+	const char *p[] = {job_id};
 	int64_t n;
 	if (pal__ops_query_i64(st, "SELECT count(*) FROM jobs WHERE job_id = $1", 1, p, &n, err,
 			       errlen))
 		return PAL_EDB;
 	if (!n) {
-		snprintf(err, errlen, "no job \"%s\"; hint: `palisade jobs` lists the jobs", job_id);
+		snprintf(err, errlen, "no job \"%s\"; hint: `palisade jobs` lists the jobs",
+			 job_id);
 		return PAL_ENOENT;
 	}
 	return PAL_OK;
@@ -111,7 +113,7 @@ int pal__ops_notify(pal_store *st, const char *channel_sql, int np, const char *
 int pal__ops_lock_request(pal_store *st, const char *job_id, const char *request_id, char *err,
 			  size_t errlen)
 {
-	const char *p[] = { job_id, request_id };
+	const char *p[] = {job_id, request_id};
 	return pal__ops_exec(
 	    st, "SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2, 7340))", 2, p, NULL,
 	    err, errlen);
