@@ -111,7 +111,7 @@ static void test_unknown_route_and_method(void **state)
 	assert_string_equal(r.content_type, "application/problem+json");
 	assert_string_equal(problem_type(&r), "urn:palisade:problem:no-route");
 	free(r.body);
-	r = serve("DELETE", "/api/v1/jobs/a", "Bearer x");
+	r = serve("PUT", "/api/v1/jobs/a", "Bearer x");
 	assert_int_equal(r.status, 405);
 	assert_string_equal(problem_type(&r), "urn:palisade:problem:method-not-allowed");
 	free(r.body);
