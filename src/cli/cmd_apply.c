@@ -288,12 +288,14 @@ static void take_batch(void *arg, pal_jobset *set)
 	}
 }
 
-/* apply through the API (--server): one file, its documents in one body. */
+/* apply through the API (--server): one file, its documents in one body;
+ * --prune retires the live jobs it does not define (?prune=true). */
 static int apply_remote(const pal_cli_common *c, int n, char **files, const char *reason,
 			bool prune, bool dry)
 {
-	if (n != 1 || prune) {
-		pal_cli_err("apply", "through --server, apply takes one file and no --prune");
+	if (n != 1) {
+		pal_cli_err("apply", "through --server, apply takes one file (its documents in one "
+				     "body; with --prune, the whole set: the jobs it does not define go)");
 		return PAL_EXIT_USAGE;
 	}
 	char *text = NULL, *q_reason = g_uri_escape_string(reason, NULL, FALSE),
@@ -307,8 +309,9 @@ static int apply_remote(const pal_cli_common *c, int n, char **files, const char
 		g_free(q_file);
 		return PAL_EXIT_DATAERR;
 	}
-	char *path = g_strdup_printf("/api/v1/apply?dry_run=%s&reason=%s&file=%s",
-				     dry ? "true" : "false", q_reason, q_file);
+	char *path = g_strdup_printf("/api/v1/apply?dry_run=%s&reason=%s&file=%s%s",
+				     dry ? "true" : "false", q_reason, q_file,
+				     prune ? "&prune=true" : "");
 	int ec = pal_cli_remote(c, "apply", "POST", path, "application/yaml", text, len);
 	g_free(path);
 	g_free(text);
