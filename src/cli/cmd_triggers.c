@@ -18,6 +18,7 @@
 
 static void usage(FILE *fp)
 {
+	static const char lead[] = "--since keeps instants at or after it.  STATE is one of";
 	fprintf(fp,
 		"usage: palisade triggers [--job JOB | --trace-id ID] [--state STATE]\n"
 		"                         [--since RFC3339] [--limit N] [--output table|json]\n"
@@ -28,10 +29,24 @@ static void usage(FILE *fp)
 		"state, fence, lease owner and expiry, attempts, last error class, and (json)\n"
 		"the trace id its calls carry.  --trace-id: the trigger whose calls carried the\n"
 		"traceparent trace id ID (32 hex digits) in the cluster of --config.\n"
-		"STATE: pending running succeeded retry_wait failed unknown pausing paused\n"
-		"cancelling cancelled manual skipped.  --since keeps instants at or after it.\n"
-		"Exit: 0 listed, 3 no such job (or no trigger of that trace id), 64 usage,\n"
-		"69 database unreachable.\n");
+		"%s",
+		lead);
+	/* From the state table itself (tstate.def), so the list cannot drift. */
+	size_t col = sizeof lead - 1;
+	for (int s = 0; s < PAL_TS__COUNT; s++) {
+		const char *name = pal_tstate_name((pal_tstate)s);
+		if (col + 1 + strlen(name) > 78) {
+			fputc('\n', fp);
+			col = 0;
+		} else {
+			fputc(' ', fp);
+			col++;
+		}
+		col += (size_t)fprintf(fp, "%s", name);
+	}
+	fprintf(fp, ".\n"
+		    "Exit: 0 listed, 3 no such job (or no trigger of that trace id), 64 usage,\n"
+		    "69 database unreachable.\n");
 }
 
 static const char *str(json_t *o, const char *k)

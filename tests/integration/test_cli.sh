@@ -69,4 +69,8 @@ expect_match "is quoted with its password masked" 'postgresql://app:\*\*\*@' "$O
 check "and never shown" bash -c "! grep -q hunter2 <<<\"\$1\"" _ "$OUT"
 expect_exit "--help lists the exit codes" 0 "$PAL" --help
 expect_match "not found, refused, mismatch" "2 verify found a mismatch, 3 not found, 4 refused" "$OUT"
+expect_exit "triggers --help" 0 "$PAL" triggers --help
+expect_eq "triggers --help lists the states of tstate.def, every one" \
+	"$(echo $(sed -n 's/^PAL_TSTATE([A-Z_]*, *\([a-z_]*\),.*/\1/p' include/palisade/tstate.def))" \
+	"$(tr '\n' ' ' <<<"$OUT" | sed -n 's/.*STATE is one of \([a-z_ ]*\)\..*/\1/p')"
 finish
