@@ -594,7 +594,7 @@ section_exec() {
 	# The 1-node run leaves a database with ~200,000 updated triggers for
 	# autovacuum and a checkpoint's worth of WAL: settled first, as between
 	# sections, or the 3-node figure pays for them (0.60-0.77 of its target
-	# without it; docs/performance.md, "Settling").
+	# without it; docs/performance.md, "Method", on settling).
 	settle
 	exec_run 3
 	local t3=null
