@@ -29,7 +29,8 @@ char *pal_excerpt_mask(const char *buf, size_t len, const char *const *secrets, 
  * Append BUF[0..len) to OUT as readable text: valid UTF-8 that is not a
  * control character as it is; '\\' as "\\\\"; newline, carriage return and
  * tab as "\n", "\r", "\t"; any other byte as "\xNN".  The result is valid
- * UTF-8 (it can go into JSON) and names every byte.
+ * UTF-8 (it can go into JSON) and names every byte.  BUF may be NULL when
+ * LEN is 0.
  */
 void pal_excerpt_escape(GString *out, const char *buf, size_t len);
 

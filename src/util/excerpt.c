@@ -52,6 +52,8 @@ char *pal_excerpt_mask(const char *buf, size_t len, const char *const *secrets, 
 
 void pal_excerpt_escape(GString *out, const char *buf, size_t len)
 {
+	if (!len)
+		return; /* BUF may be NULL then (an empty body) */
 	const char *p = buf, *end = buf + len;
 	while (p < end) {
 		unsigned char c = (unsigned char)*p;

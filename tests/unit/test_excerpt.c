@@ -73,6 +73,9 @@ static void test_excerpt_escape_names_every_byte(void **state)
 	assert_string_equal(s, "ok \"q\" caf\xc3\xa9\\n\\t\\\\ \\x00\\x1b\\xff\\xc3");
 	assert_true(g_utf8_validate(s, -1, NULL));
 	g_free(s);
+	s = shown(NULL, 0); /* an empty body, as the store decodes it */
+	assert_string_equal(s, "");
+	g_free(s);
 }
 
 int main(void)
