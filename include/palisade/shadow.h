@@ -59,7 +59,8 @@ typedef struct pal_cutover_result {
 /* Make the jobs of SC whose bucket is below PERCENT live from AT on (at
  * least now): a cut-over step, and the shadow triggers already planned at
  * or after AT for them made pending.  PAL_EINVAL when PERCENT does not
- * widen the scope's latest step (narrowing is a roll-back), PAL_ENOENT
+ * widen the scope's latest step (narrowing is a roll-back) or AT is before
+ * that step's instant (the last step taken governs), PAL_ENOENT
  * when no job of SC is in shadow.  Audited (cutover).  The caller checks
  * the stop lines first. */
 PAL_MUST_CHECK int pal_store_cutover(pal_store *st, const pal_scope *sc, int percent, int64_t at,
@@ -68,7 +69,8 @@ PAL_MUST_CHECK int pal_store_cutover(pal_store *st, const pal_scope *sc, int per
 
 /* Put SC back in shadow from now on (`palisade rollback`): a step of 0 %,
  * a shadow row for SC when it had none, and its schedule triggers that
- * wait (pending, retry_wait, paused) moved to shadow: *handed_back those
+ * wait (pending, retry_wait, paused) moved to shadow, but for jobs another
+ * scope keeps live: *handed_back those
  * due by now, *later the ones after; *AT the database's now.  Audited
  * (rollback). */
 PAL_MUST_CHECK int pal_store_rollback(pal_store *st, const pal_scope *sc, const char *actor,

@@ -2,9 +2,11 @@
 -- AT of the job live (planned 'pending'), or shadow (planned 'shadow',
 -- never claimed)?  Live unless a scope that covers the job is in shadow
 -- (shadow_scopes: 'global', 'job:J', 'group:G', 'tenant:T'); then live only
--- when, for some scope covering the job, the latest cut-over step at or
--- before AT has a percent above the job's bucket.  A roll-back is a step
--- of 0 %.  Read by the planner's insert for every trigger of a statement
+-- when, for some scope covering the job, the last step taken (the highest
+-- id) among those in force by AT (at <= AT) has a percent above the job's
+-- bucket.  A roll-back is a step of 0 %; being taken after a cut-over
+-- planned for later, it overrides it (a cut-over is never earlier than the
+-- step before it: pal_store_cutover refuses that).  Read by the planner's insert for every trigger of a statement
 -- only when shadow_scopes has a row (the insert asks that once first), and
 -- by `cutover` and `rollback` when they move planned triggers.
 CREATE OR REPLACE FUNCTION palisade_trigger_live(job_id text, tenant text, grp text, at timestamp with time zone)
@@ -19,5 +21,5 @@ AS $function$
 	           SELECT DISTINCT ON (c.scope) c.percent FROM cutover_steps c
 	            WHERE c.scope IN ('global', 'job:' || job_id, 'group:' || grp, 'tenant:' || tenant)
 	              AND c.at <= palisade_trigger_live.at
-	            ORDER BY c.scope, c.at DESC, c.id DESC) c), 0)
+	            ORDER BY c.scope, c.id DESC) c), 0)
 $function$

@@ -150,21 +150,21 @@ int pal__cli_shadow_set(int argc, char **argv)
 
 static void usage_cutover(FILE *fp)
 {
-	fprintf(
-	    fp,
-	    "usage: palisade cutover (--job JOB | --group GROUP | --tenant TENANT)\n"
-	    "                        --at RFC3339 --reason TEXT [--percent N]\n"
-	    "                        [--max-pending-age DURATION] [--sink-pg CONNINFO]\n"
-	    "                        [--output table|json] [--pg CONNINFO] [--config FILE]\n"
-	    "From --at on (now or later), the scope's jobs whose bucket (a hash of the job\n"
-	    "id, 0-99) is below --percent (default 100) are live; their instants before it\n"
-	    "stay shadow.  Steps only widen (10, 25, 50, 100 only ever add jobs).  A step\n"
-	    "after a live one is refused while a stop line of that step is crossed:\n"
-	    "missing or doubled instants since it (verify; doubled effects with --sink-pg),\n"
-	    "stale-token rejections above the same length of time before it, a pending\n"
-	    "trigger older than --max-pending-age (default 60s), an open ticket.  Audited.\n"
-	    "Exit: 0 done, 3 no such job or nothing in shadow, 4 a stop line is crossed (each\n"
-	    "named), 64 usage (a narrowing step, --at in the past), 69 database unreachable.\n");
+	fprintf(fp,
+		"usage: palisade cutover (--job JOB | --group GROUP | --tenant TENANT)\n"
+		"                        --at RFC3339 --reason TEXT [--percent N]\n"
+		"                        [--max-pending-age DURATION] [--sink-pg CONNINFO]\n"
+		"                        [--output table|json] [--pg CONNINFO] [--config FILE]\n"
+		"From --at on (now or later), the scope's jobs whose bucket (a hash of the job\n"
+		"id, 0-99) is below --percent (default 100) are live; their instants before it\n"
+		"stay shadow.  Steps only widen (10, 25, 50, 100 only ever add jobs).  A step\n"
+		"after a live one is refused while a stop line of that step is crossed:\n"
+		"missing or doubled instants since it (verify; doubled effects with --sink-pg),\n"
+		"stale-token rejections above the same length of time before it, a pending\n"
+		"trigger older than --max-pending-age (default 60s), an open ticket.  Audited.\n"
+		"Exit: 0 done, 3 no such job or nothing in shadow, 4 a stop line is crossed (each\n"
+		"named), 64 usage (a narrowing step, --at in the past or before the latest\n"
+		"step), 69 database unreachable.\n");
 }
 
 /* The stop lines of SC's last step, each crossed one printed; true when

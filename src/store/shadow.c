@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "palisade/shadow.h"
+#include "palisade/timefmt.h"
 #include "ops_int.h"
 
 #define LOCK_TIMEOUT "10s"
@@ -33,9 +34,9 @@
 	" WHEN 'job' THEN " j ".job_id = $2::text"                                                 \
 	" WHEN 'group' THEN " j ".resource_group = $2::text"                                       \
 	" WHEN 'tenant' THEN " j ".tenant = $2::text END)"
-#define LIVE(t)                                                                                    \
-	"palisade_trigger_live(" t ".job_id, " t ".tenant, " t ".resource_group, " t               \
-	".scheduled_at)"
+#define LIVE_AT(t, at)                                                                             \
+	"palisade_trigger_live(" t ".job_id, " t ".tenant, " t ".resource_group, " at ")"
+#define LIVE(t) LIVE_AT(t, t ".scheduled_at")
 
 static const char *kind_name(pal_scope_kind k)
 {
@@ -83,7 +84,9 @@ static int audit(pal_store *st, const char *actor, const char *action, const cha
 	return rc;
 }
 
-/* The latest step of SCOPE: its percent and instant (0, PAL_OPS_NOW: none). */
+/* The latest step of SCOPE, the last one taken: its percent and instant
+ * (0, PAL_OPS_NOW: none).  The last taken, not the one of the latest
+ * instant: a roll-back overrides a cut-over planned for later. */
 static int latest_step(pal_store *st, const char *scope, int *percent, int64_t *at, char *err,
 		       size_t errlen)
 {
@@ -91,7 +94,7 @@ static int latest_step(pal_store *st, const char *scope, int *percent, int64_t *
 	PGresult *r = pal__store_query(st,
 				       "SELECT percent, floor(extract(epoch FROM at))::bigint"
 				       " FROM cutover_steps WHERE scope = $1"
-				       " ORDER BY at DESC, id DESC LIMIT 1",
+				       " ORDER BY id DESC LIMIT 1",
 				       1, p, err, errlen);
 	if (!r)
 		return PAL_EDB;
@@ -219,11 +222,11 @@ int pal_store_shadow_list_json(pal_store *st, json_t **out, char *err, size_t er
 		"s.since") ","
 			   "  'percent', coalesce((SELECT c.percent FROM cutover_steps c WHERE "
 			   "c.scope = s.scope"
-			   "    ORDER BY c.at DESC, c.id DESC LIMIT 1), 0),"
+			   "    ORDER BY c.id DESC LIMIT 1), 0),"
 			   "  'steps', coalesce((SELECT json_agg(json_build_object('at', " TS(
 			       "c.at") ","
 				       "    'percent', c.percent, 'actor', c.actor, 'reason', "
-				       "c.reason) ORDER BY c.at, c.id)"
+				       "c.reason) ORDER BY c.id)"
 				       "    FROM cutover_steps c WHERE c.scope = s.scope), '[]'))"
 				       "  ORDER BY s.scope), '[]')::text FROM shadow_scopes s",
 	    0, NULL, out, err, errlen);
@@ -239,7 +242,7 @@ int pal_store_stoplines_json(pal_store *st, const pal_scope *sc, json_t **out, c
 	return pal__store_query_json(
 	    st,
 	    "WITH s AS (SELECT coalesce((SELECT c.at FROM cutover_steps c WHERE c.scope = $3"
-	    "   ORDER BY c.at DESC, c.id DESC LIMIT 1), now()) AS since)"
+	    "   ORDER BY c.id DESC LIMIT 1), now()) AS since)"
 	    " SELECT json_build_object('since', " TS(
 		"s.since") ","
 			   "  'open_tickets', (SELECT count(*) FROM tickets k JOIN jobs t ON "
@@ -315,6 +318,27 @@ static int cut_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	char at[24], pc[8];
 	pal__ops_i64s(at, sizeof at, c->at);
 	snprintf(pc, sizeof pc, "%d", c->percent);
+	/* a step before the latest one would be overridden by it from its
+	 * instant on (a narrowing then), and after a roll-back it would make
+	 * live again the instants the roll-back handed back */
+	const char *pb[] = {c->scope, at};
+	int64_t before;
+	if ((rc = pal__ops_query_i64(st,
+				     "SELECT count(*) FROM (SELECT at FROM cutover_steps"
+				     "  WHERE scope = $1 ORDER BY id DESC LIMIT 1) l"
+				     " WHERE l.at > to_timestamp($2::bigint)",
+				     2, pb, &before, err, errlen)))
+		return rc;
+	if (before) {
+		char prev[32];
+		pal_fmt_rfc3339(res->previous_at, prev, sizeof prev);
+		snprintf(err, errlen,
+			 "--at is before the latest step of %s (%d %% from %s, within its "
+			 "second): a step takes effect from its instant on, never before the "
+			 "one it follows; hint: an --at after it",
+			 c->scope, res->previous_percent, prev);
+		return PAL_EINVAL;
+	}
 	const char *ps[] = {c->scope, at, pc, c->actor, c->reason};
 	if ((rc = pal__ops_exec(st,
 				"INSERT INTO cutover_steps (scope, at, percent, actor, reason)"
@@ -387,9 +411,14 @@ static int back_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	    /* every waiting one, the due ones too: they were live instants,
 	     * and the old system takes them over */
 	    "   AND t.source IN ('schedule', 'catchup') AND " IN_SCOPE(
-		"t") "  RETURNING t.scheduled_at <= now() AS due)"
-		     " SELECT count(*) FILTER (WHERE due), count(*) FILTER (WHERE NOT due),"
-		     "  floor(extract(epoch FROM now()))::bigint FROM m",
+		"t") /* a job another scope keeps live stays live */
+	    "   AND NOT " LIVE_AT(
+		"t",
+		"greatest(t.scheduled_at, now())") "  RETURNING t.scheduled_at <= now() AS due)"
+						   " SELECT count(*) FILTER (WHERE due), count(*) "
+						   "FILTER (WHERE NOT due),"
+						   "  floor(extract(epoch FROM now()))::bigint "
+						   "FROM m",
 	    2, pk, err, errlen);
 	if (!r)
 		return PAL_EDB;
@@ -459,7 +488,10 @@ int pal_store_unfinished_json(pal_store *st, const pal_scope *sc, int64_t before
 				      "t") "  AND (t.state IN ('running', 'pausing', 'cancelling', "
 					   "'unknown', 'manual')"
 					   "   OR (t.state = 'shadow' AND t.last_error_class = "
-					   "'rolled_back'))",
+					   "'rolled_back'))"
+					   /* not a job another scope keeps live */
+					   "  AND NOT " LIVE_AT("t",
+								"greatest(t.scheduled_at, now())"),
 	    3, p, out, err, errlen);
 }
 

@@ -7,7 +7,9 @@
 # widening while a stop line of the previous step is crossed (a pending
 # trigger older than the bound, under a pause) is refused and names the
 # line; a roll-back hands back exactly the due triggers waiting, each with
-# its idempotency key, and later instants are shadow again.
+# its idempotency key, and later instants are shadow again; a step before
+# the latest one is refused, a roll-back overrides a step planned for later,
+# and leaves alone a job another scope keeps live.
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "shadow and cut-over - a shadow scope makes no call, a cut-over step makes effects only from its instant on and never twice, a crossed stop line refuses the next step, a roll-back hands back exactly the unfinished triggers"
@@ -120,5 +122,27 @@ sleep 2
 expect_eq "... takes nothing out of shadow: still no call" "0|shadow" \
 	"$(sql "select count(e.*), string_agg(distinct t.state, ',') from triggers t left join sink_effects e on e.trigger_id = t.id where t.job_id = 'spec.one'")"
 expect_eq "audited" "cutover,cutover,rollback,shadow,shadow" "$(sql "select string_agg(action, ',' order by action) from audit_log where action in ('shadow', 'cutover', 'rollback')")"
+
+# the order of steps: a step never before the latest one; a roll-back
+# overrides a cut-over planned for later (the last step taken governs)
+F=$(( $(date +%s) + 300 ))
+expect_exit "a step of 50 % planned for later" 0 "$PAL" cutover --config "$CLUSTER_CONF" --group mig --percent 50 --at "$(date -u -d @$F +%FT%TZ)" --reason "later"
+expect_exit "... a wider step before it is refused (64)" 64 "$PAL" cutover --config "$CLUSTER_CONF" --group mig --percent 100 --at "$(date -u -d @$(( F - 240 )) +%FT%TZ)" --reason "earlier"
+expect_exit "roll back before the planned step" 0 "$PAL" rollback --config "$CLUSTER_CONF" --group mig --wait 0s --reason "not yet"
+expect_eq "... overrides it: after its instant the group stays shadow" "f" \
+	"$(sql "select palisade_trigger_live(job_id, tenant, resource_group, to_timestamp($F + 60)) from jobs where job_id = '$J10'")"
+
+# a roll-back leaves alone a job that another scope keeps live
+expect_exit "the other group in shadow" 0 "$PAL" shadow --config "$CLUSTER_CONF" --group other --reason "second move"
+expect_exit "... live.one cut over on its own" 0 "$PAL" cutover --config "$CLUSTER_CONF" --job live.one --at "$(date -u -d @$(( $(date +%s) + 1 )) +%FT%TZ)" --reason "first"
+ahead() { [ "$(sql "select count(*) from triggers where job_id = 'live.one' and state = 'pending' and scheduled_at > now()")" -ge 1 ]; }
+wait_until "live.one has a live instant planned ahead" 20 ahead
+out=$("$PAL" rollback --config "$CLUSTER_CONF" --group other --wait 0s --reason "back" --output json); ec=$?
+expect_eq "roll-back of the other group: exit 0" 0 $ec
+expect_eq "... hands back none of live.one's triggers" 0 "$(sql "select count(*) from triggers where job_id = 'live.one' and last_error_class = 'rolled_back'")"
+expect_eq "... nor lists any" "" "$(jq -r '.unfinished[] | select(.job_id == "live.one") | .id' <<<"$out")"
+RB2=$(date +%s)
+live_after() { [ "$(sql "select count(*) from sink_effects e join triggers t on t.id = e.trigger_id where t.job_id = 'live.one' and t.scheduled_at > to_timestamp($RB2)")" -ge 2 ]; }
+wait_until "... and live.one keeps calling" 20 live_after
 echo "    figure: took $(($(date +%s) - T_START)) s"
 finish
