@@ -58,7 +58,7 @@ typedef struct pal_cutover_result {
 
 /* Make the jobs of SC whose bucket is below PERCENT live from AT on (at
  * least now): a cut-over step, and the shadow triggers already planned at
- * or after AT for them made pending.  PAL_EINVAL when PERCENT does not
+ * or after AT for them made pending (not those of a retired job).  PAL_EINVAL when PERCENT does not
  * widen the scope's latest step (narrowing is a roll-back) or AT is before
  * that step's instant (the last step taken governs), PAL_ENOENT
  * when no job of SC is in shadow.  Audited (cutover).  The caller checks

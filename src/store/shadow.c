@@ -350,6 +350,10 @@ static int cut_body(pal_store *st, void *vctx, char *err, size_t errlen)
 		 st,
 		 "UPDATE triggers t SET state = 'pending', updated_at = now()"
 		 " WHERE t.state = 'shadow' AND t.scheduled_at >= to_timestamp($3::bigint)"
+		 /* a retired job's instants planned ahead stay shadow: the
+		  * retirement cancelled its live ones */
+		 "  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.job_id = t.job_id"
+		 "   AND j.retired_at IS NOT NULL)"
 		 "  AND " IN_SCOPE("t") " AND " LIVE("t"),
 		 3, pm, &res->moved, err, errlen)))
 		return rc;

@@ -9,7 +9,8 @@
 # line; a roll-back hands back exactly the due triggers waiting, each with
 # its idempotency key, and later instants are shadow again; a step before
 # the latest one is refused, a roll-back overrides a step planned for later,
-# and leaves alone a job another scope keeps live.
+# and leaves alone a job another scope keeps live; a cut-over makes no
+# instant of a retired job live.
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "shadow and cut-over - a shadow scope makes no call, a cut-over step makes effects only from its instant on and never twice, a crossed stop line refuses the next step, a roll-back hands back exactly the unfinished triggers"
@@ -144,5 +145,11 @@ expect_eq "... nor lists any" "" "$(jq -r '.unfinished[] | select(.job_id == "li
 RB2=$(date +%s)
 live_after() { [ "$(sql "select count(*) from sink_effects e join triggers t on t.id = e.trigger_id where t.job_id = 'live.one' and t.scheduled_at > to_timestamp($RB2)")" -ge 2 ]; }
 wait_until "... and live.one keeps calling" 20 live_after
+
+# a retired job's instants planned ahead in shadow stay shadow at a cut-over
+expect_exit "retire spec.one (in shadow, instants planned ahead)" 0 "$PAL" delete --config "$CLUSTER_CONF" --reason "gone" spec.one
+check "... its shadow instants after now are still there" test "$(sql "select count(*) from triggers where job_id = 'spec.one' and state = 'shadow' and scheduled_at > now() + interval '1 second'")" -ge 1
+expect_exit "cut-over of the retired job" 0 "$PAL" cutover --config "$CLUSTER_CONF" --job spec.one --at "$(date -u -d @$(( $(date +%s) + 1 )) +%FT%TZ)" --reason "late"
+expect_eq "... makes none of them live" 0 "$(sql "select count(*) from triggers where job_id = 'spec.one' and state not in ('shadow', 'cancelled')")"
 echo "    figure: took $(($(date +%s) - T_START)) s"
 finish
