@@ -59,6 +59,17 @@ void pal_jobloader_free(pal_jobloader *l);
 bool pal_jobloader_seen(const pal_jobloader *l, const char *id);
 
 /*
+ * Dependencies (`after:`) across everything L loaded so far: the graph of
+ * its valid dependent jobs (owned by L; apply adds the stored jobs to it),
+ * and the check of that graph: unknown upstreams and cycles, each a
+ * diagnostic at the upstream's file:line:col.  pal_jobfiles_load runs the
+ * check itself (against the files alone); a caller of pal_jobloader_file
+ * runs it once every file is loaded.  Returns the number of problems.
+ */
+struct pal_after_graph *pal_jobloader_after(pal_jobloader *l);
+size_t pal_jobloader_check_after(pal_jobloader *l, bool stored_checked, pal_diags *diags);
+
+/*
  * Load one job file from memory: LEN bytes at BUF, NAME used in diagnostics.
  * Same checks and result convention as pal_jobfiles_load(); ids are checked
  * for duplicates against the jobs already in SET.  This is the entry point

@@ -34,6 +34,28 @@ typedef struct pal_exclusion {
 	int64_t last_day;  /* == first_day for a single date */
 } pal_exclusion;
 
+/*
+ * One upstream of a dependent job (`after:`, docs/jobs.md): the job runs at
+ * JOB's instants once JOB's trigger for the instant reached ON, and records
+ * the instant as a misfire when that cannot happen any more or WITHIN_MS
+ * after the instant passed without it.
+ */
+typedef enum { PAL_AFTER_SUCCEEDED, PAL_AFTER_FINISHED } pal_after_on;
+typedef struct pal_after {
+	char *job;
+	pal_after_on on;   /* default succeeded */
+	int64_t within_ms; /* default 1 day */
+	int line, col;	   /* of the upstream's name, for messages; 0 when read back */
+} pal_after;
+
+/* The cron stored for a dependent job (a job with `after:` and no
+ * schedule): it never fires (its only year is past), so the schedule
+ * planner of every version, older binaries included, plans nothing for it
+ * and verify counts no instant of it; its instants come from its
+ * upstreams (src/controller/depends.c).  A job file cannot name it: the
+ * loader refuses a cron that can never fire again. */
+#define PAL_AFTER_CRON "0 0 0 1 1 ? 1970"
+
 typedef struct pal_header {
 	char *name;
 	char *value; /* may contain ${ENV} references, unresolved */
@@ -78,6 +100,10 @@ typedef struct pal_job_spec {
 	 * copy (rules, name, version) owned by the spec */
 	pal_calendar *calendars;
 	size_t n_calendars;
+
+	/* dependencies: instants come from the upstreams, cron is PAL_AFTER_CRON */
+	pal_after *after;
+	size_t n_after;
 
 	/* misfire */
 	pal_misfire_policy misfire;
@@ -208,6 +234,7 @@ extern const char *const pal_dst_overlap_names[3]; /* first, last, both */
 extern const char *const pal_http_method_names[5]; /* GET POST PUT PATCH DELETE */
 /* failed manual misfire quarantined recovered, indexed by pal_notify_event */
 extern const char *const pal_notify_event_names[PAL_NOTIFY_N_EVENTS];
+extern const char *const pal_after_on_names[2];    /* succeeded, finished */
 const char *pal_misfire_policy_name(pal_misfire_policy p);
 const char *pal_overlap_policy_name(pal_overlap_policy p);
 const char *pal_jitter_name(pal_jitter j);

@@ -458,4 +458,31 @@ typedef void (*pal_notify_fn)(void *ctx, const char *channel, const char *payloa
 PAL_MUST_CHECK int pal_store_notifications(pal_store *st, pal_notify_fn fn, void *ctx, int *n,
 					   char *err, size_t errlen);
 
+/* ---- dependencies (`after:`, src/store/depends.c) ---- */
+
+/* The stored live jobs apply's dependency check needs: those named in
+ * NAMES[0..n) and every one whose latest version has `after`, as a JSON
+ * array of [id, [upstream, ...]] (json_decref). */
+PAL_MUST_CHECK int pal_store_after_stored(pal_store *st, const char *const *names, size_t n,
+					  json_t **out, char *err, size_t errlen);
+/* Plan the dependent jobs of SHARD under EPOCH in one statement
+ * (palisade_plan_after, docs/controller.md "Dependencies"): *JOBS dependent
+ * jobs seen, *PLANNED triggers inserted, *MISFIRED misfire rows written.
+ * PAL_ESTALE when EPOCH no longer holds the shard (nothing written). */
+PAL_MUST_CHECK int pal_store_plan_after(pal_store *st, int shard, int64_t epoch, int *jobs,
+					int64_t *planned, int64_t *misfired, char *err,
+					size_t errlen);
+/* Upstreams and downstreams of JOB_ID (its active version, else its
+ * latest): {"upstreams": [{job, on, within_ms}], "downstreams": [{job, on,
+ * within_ms}], "watermark": RFC 3339 or null} (json_decref). */
+PAL_MUST_CHECK int pal_store_after_links(pal_store *st, const char *job_id, json_t **out,
+					 char *err, size_t errlen);
+/* verify's dependency check over instants in [FROM, TO] (unix seconds) of
+ * the dependent jobs (JOB_ID only, when not NULL): every instant at or
+ * below a dependent job's watermark at which its first upstream's
+ * triggers all succeeded must have a trigger of the job or a misfire row.
+ * *OUT: [{job, at, partition}] of those that have neither (json_decref). */
+PAL_MUST_CHECK int pal_store_after_missing(pal_store *st, const char *job_id, int64_t from,
+					   int64_t to, json_t **out, char *err, size_t errlen);
+
 #endif

@@ -29,6 +29,7 @@
 #include "palisade/cli.h"
 #include "palisade/err.h"
 #include "palisade/jobfile.h"
+#include "palisade/aftergraph.h"
 #include "palisade/lifecycle.h"
 #include "palisade/store.h"
 #include "palisade/timefmt.h"
@@ -288,6 +289,52 @@ static void take_batch(void *arg, pal_jobset *set)
 	}
 }
 
+static void add_name(void *arg, const char *name)
+{
+	g_ptr_array_add(arg, (gpointer)name);
+}
+
+/* The dependency check of the files against the stored jobs too (an
+ * upstream applied earlier is known; a cycle may run through stored jobs),
+ * in the apply's session, before anything commits.  Returns the number of
+ * problems added to DIAGS; a database error ends the apply (r->db_ec). */
+static size_t check_after_stored(struct run *r, pal_jobloader *l, pal_diags *diags)
+{
+	pal_after_graph *g = pal_jobloader_after(l);
+	GPtrArray *names = g_ptr_array_new();
+	json_t *stored = NULL, *row;
+	char err[1024];
+	size_t i, problems = 0;
+
+	pal_after_graph_foreach_upstream(g, add_name, names);
+	int rc = pal_store_apply_sync(r->ap, err, sizeof err);
+	if (!rc)
+		rc = pal_store_after_stored(r->st, (const char *const *)names->pdata, names->len,
+					    &stored, err, sizeof err);
+	g_ptr_array_free(names, TRUE);
+	if (rc) {
+		pal_cli_err("apply", "%s; nothing applied", err);
+		r->db_ec = pal_cli_exit_code(rc);
+		return 0;
+	}
+	json_array_foreach(stored, i, row)
+	{
+		json_t *ups = json_array_get(row, 1), *u;
+		const char **v = calloc(json_array_size(ups) + 1, sizeof *v);
+		size_t k;
+
+		json_array_foreach(ups, k, u) v[k] = json_string_value(u);
+		if (!v || pal_after_graph_add_stored(g, json_string_value(json_array_get(row, 0)), v,
+						     json_array_size(ups)) != 0)
+			r->db_ec = PAL_EXIT_SOFTWARE;
+		free(v);
+	}
+	json_decref(stored);
+	if (!r->db_ec)
+		problems = pal_jobloader_check_after(l, true, diags);
+	return problems;
+}
+
 /* apply through the API (--server): one file, its documents in one body;
  * --prune retires the live jobs it does not define (?prune=true). */
 static int apply_remote(const pal_cli_common *c, int n, char **files, const char *reason,
@@ -378,6 +425,9 @@ int pal_cmd_apply(int argc, char **argv)
 		pal_jobset none = { 0 }; /* files without jobs: still one (empty) apply */
 		store_set(&r, &none);
 	}
+	if (!bad && r.ap && !r.db_ec && !pal_after_graph_empty(pal_jobloader_after(l)) &&
+	    check_after_stored(&r, l, &diags))
+		bad++;
 	if (bad) {
 		bool dropped = !r.op || opener_drop(r.op);
 		pal_jobloader_free(l);

@@ -24,6 +24,7 @@
 #include <glib.h>
 #include "palisade/jobfile.h"
 #include "calfile.h"
+#include "palisade/aftergraph.h"
 #include "palisade/name.h"
 #include "palisade/schedule.h"
 #include "palisade/trace.h"
@@ -66,6 +67,7 @@ _Static_assert(sizeof(pal_jitter) == sizeof(int), "enum stored as int");
 #define MAX_HEADERS 64
 #define MAX_EXCLUSIONS 1000
 #define OWNER_MAX_LEN 256
+#define MAX_AFTER 16
 #define DESCRIPTION_MAX_LEN 4096
 #define MAX_SECTION_KEYS 32 /* keys of one section's table */
 
@@ -79,6 +81,7 @@ struct jctx {
 	const pal_ynode *n_schedule, *n_cron, *n_every, *n_at, *n_start, *n_end, *n_idem;
 	const pal_ynode *n_partitions;
 	const pal_ynode *n_backoff_max, *n_body, *n_status_url;
+	const pal_ynode *n_after;
 	bool cron_ok, tz_ok;
 	struct pal_jobloader *l; /* the caches of parsed crons and zones */
 };
@@ -212,6 +215,7 @@ static void k_keep_headers(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_partitions(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_backoff_max(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 static void k_notify(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
+static void k_after(struct jctx *c, const pal_ynode *v, pal_job_spec *s);
 
 static const struct keydef dst_keys[] = {
     {"gap", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_dst_gap, false},
@@ -277,7 +281,9 @@ static const struct keydef job_keys[] = {
     {"id", K_NAME, OFF(id), 1, NAME_MAX_LEN, NULL, 0, NULL, NULL, NULL, true},
     {"tenant", K_NAME, OFF(tenant), 1, 64, NULL, 0, NULL, NULL, NULL, false},
     {"group", K_NAME, OFF(group), 1, 64, NULL, 0, NULL, NULL, NULL, false},
-    {"schedule", K_SECTION, 0, 0, 0, NULL, 0, NULL, &schedule_section, NULL, true},
+    /* required unless `after` is given: load_job checks that */
+    {"schedule", K_SECTION, 0, 0, 0, NULL, 0, NULL, &schedule_section, NULL, false},
+    {"after", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_after, false},
     {"misfire", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_misfire, false},
     {"overlap", K_ENUM, OFF(overlap), 0, 0, overlap_names, N(overlap_names), "overlap policy", NULL,
      NULL, false},
@@ -1162,6 +1168,91 @@ static void k_idem(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 	c->n_idem = v; /* a scalar: checked as a template in cross_checks() */
 }
 
+/* One upstream of `after`: {job: NAME, on: succeeded|finished, within: DURATION}. */
+static void after_item(struct jctx *c, const pal_ynode *it, pal_after *a)
+{
+	static const char *const keys[] = {"job", "on", "within"};
+	const pal_ynode *jn = NULL;
+	int e;
+
+	a->on = PAL_AFTER_SUCCEEDED;
+	a->within_ms = MS_D;
+	if (pal_yexpect_map(c->doc, it, "after", c->diags) != 0) {
+		c->errors++;
+		return;
+	}
+	for (size_t i = 0; i < it->n; i++) {
+		const pal_ynode *kn = it->keys[i], *v = it->vals[i];
+
+		if (!strcmp(kn->str, "job")) {
+			jn = v;
+		} else if (!strcmp(kn->str, "on")) {
+			if (pal_yget_enum(c->doc, v, "after.on", pal_after_on_names,
+					  N(pal_after_on_names), &e, c->diags) == 0)
+				a->on = (pal_after_on)e;
+			else
+				c->errors++;
+		} else if (!strcmp(kn->str, "within")) {
+			CHECK(c, pal_yget_duration(c->doc, v, "after.within", 1 * MS_S, 90 * MS_D,
+						   false, &a->within_ms, c->diags));
+		} else {
+			const char *hint = pal_suggest(kn->str, keys, N(keys));
+
+			if (hint)
+				jdiag(c, kn, "unknown key \"%.64s\" in after (did you mean \"%s\"?)",
+				      kn->str, hint);
+			else
+				jdiag(c, kn,
+				      "unknown key \"%.64s\" in after; hint: an upstream has the "
+				      "keys job, on and within",
+				      kn->str);
+		}
+	}
+	if (!jn) {
+		jdiag(c, it, "after is missing the required key \"job\"");
+		return;
+	}
+	if (jn->kind == PAL_YNODE_SCALAR && (strchr(jn->str, '/') || strchr(jn->str, ':'))) {
+		jdiag(c, jn,
+		      "after.job: \"%.64s\" names a job of another cluster; hint: an upstream "
+		      "must be a job of the cluster the file is applied to",
+		      jn->str);
+		return;
+	}
+	check_name(c, jn, "after.job", NAME_MAX_LEN, &a->job);
+	a->line = jn->line;
+	a->col = jn->col;
+}
+
+static void k_after(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
+{
+	pal_after *a;
+
+	c->n_after = v;
+	if (pal_yexpect_seq(c->doc, v, "after", c->diags) != 0) {
+		c->errors++;
+		return;
+	}
+	if (v->n == 0 || v->n > MAX_AFTER) {
+		jdiag(c, v, "after: expected 1 to %d upstream jobs, got %zu", MAX_AFTER, v->n);
+		return;
+	}
+	a = calloc(v->n, sizeof *a);
+	if (!a) {
+		jdiag(c, v, "after: out of memory");
+		return;
+	}
+	for (size_t i = 0; i < v->n; i++) {
+		after_item(c, v->vals[i], &a[i]);
+		for (size_t k = 0; a[i].job && k < i; k++)
+			if (a[k].job && !strcmp(a[k].job, a[i].job))
+				jdiag(c, v->vals[i], "after: upstream \"%s\" is listed twice",
+				      a[i].job);
+	}
+	s->after = a;
+	s->n_after = v->n;
+}
+
 static void k_suspend(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 {
 	static const char *const names[] = {"false", "true"};
@@ -1814,6 +1905,7 @@ struct pal_jobloader {
 	GHashTable *tzs;   /* name -> pal_tz */
 	GHashTable *crons; /* expression -> pal_cron */
 	GHashTable *cals;  /* name -> pal_calendar (the `calendars:` loaded so far) */
+	pal_after_graph *after; /* the valid jobs with `after`, for the set's checks */
 };
 
 static const pal_tz *cached_tz(struct pal_jobloader *l, const char *name, char *err, size_t errlen)
@@ -1881,6 +1973,11 @@ pal_jobloader *pal_jobloader_new(void)
 	l->tzs = g_hash_table_new_full(g_str_hash, g_str_equal, free, tz_free);
 	l->crons = g_hash_table_new_full(g_str_hash, g_str_equal, free, cron_free);
 	l->cals = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, cal_free);
+	l->after = pal_after_graph_new();
+	if (!l->after) {
+		pal_jobloader_free(l);
+		return NULL;
+	}
 	return l;
 }
 
@@ -1893,7 +1990,18 @@ void pal_jobloader_free(pal_jobloader *l)
 	g_hash_table_destroy(l->tzs);
 	g_hash_table_destroy(l->crons);
 	g_hash_table_destroy(l->cals);
+	pal_after_graph_free(l->after);
 	free(l);
+}
+
+static bool seen_cb(void *arg, const char *id)
+{
+	return pal_jobloader_seen(arg, id);
+}
+
+pal_after_graph *pal_jobloader_after(pal_jobloader *l)
+{
+	return l->after;
 }
 
 bool pal_jobloader_seen(const pal_jobloader *l, const char *id)
@@ -1949,6 +2057,34 @@ static int append_job(pal_jobset *set, pal_job_spec *s)
 	return 0;
 }
 
+/*
+ * A job has a schedule or `after`, not both: this version has no way to
+ * say how the two would combine (either's instants? both at once?), so a
+ * file must pick one.  A dependent job gets the never-firing cron
+ * PAL_AFTER_CRON, so that the schedule planner leaves it alone.
+ */
+static void after_schedule(struct jctx *c, const pal_ynode *jn, pal_job_spec *s)
+{
+	const pal_ynode *sched = pal_ynode_get(jn, "schedule");
+
+	if (!c->n_after) {
+		if (!sched)
+			jdiag(c, jn, "job is missing the required key \"schedule\"");
+		return;
+	}
+	if (sched) {
+		jdiag(c, sched,
+		      "a job with \"after\" may not also have a \"schedule\": its instants are "
+		      "its upstreams' (this version cannot combine the two); hint: remove "
+		      "the schedule, or make a job of its own for it");
+		return;
+	}
+	free(s->cron);
+	s->cron = strdup(PAL_AFTER_CRON);
+	if (!s->cron)
+		jdiag(c, jn, "out of memory");
+}
+
 /* Validate one job mapping; append it to SET when it has no problem.
  * Returns the number of problems. */
 static int load_job(const pal_ydoc *doc, const char *file, const pal_ynode *jn, pal_jobset *set,
@@ -1970,6 +2106,7 @@ static int load_job(const pal_ydoc *doc, const char *file, const pal_ynode *jn, 
 		return 1;
 	}
 	walk_section(&c, &job_section, jn, &s);
+	after_schedule(&c, jn, &s);
 	cross_checks(&c, jn, &s);
 
 	if (s.id) {
@@ -1988,7 +2125,10 @@ static int load_job(const pal_ydoc *doc, const char *file, const pal_ynode *jn, 
 		s.file = strdup(doc->file);
 		s.line = jn->line;
 		s.col = jn->col;
-		if (!s.file || append_job(set, &s) != 0) {
+		if (!s.file ||
+		    (s.n_after && pal_after_graph_add_loaded(l->after, s.id, s.after, s.n_after,
+							     file) != 0) ||
+		    append_job(set, &s) != 0) {
 			pal_ydiag(diags, doc, jn, "out of memory");
 			pal_job_spec_clear(&s);
 			return 1;
@@ -2136,6 +2276,26 @@ static void sort_diags(pal_diags *d, size_t from)
 		g_qsort_with_data(d->v + from, (gint)(d->n - from), sizeof *d->v, diag_cmp, NULL);
 }
 
+/* Diagnostics of several files: by file, then in file order. */
+static gint file_diag_cmp(gconstpointer a, gconstpointer b, gpointer unused)
+{
+	const pal_diag *x = a, *y = b;
+	int c = strcmp(x->file ? x->file : "", y->file ? y->file : "");
+
+	return c ? c : diag_cmp(a, b, unused);
+}
+
+size_t pal_jobloader_check_after(pal_jobloader *l, bool stored_checked, pal_diags *diags)
+{
+	size_t from = diags->n;
+	size_t n = pal_after_graph_check(l->after, seen_cb, l, stored_checked, diags);
+
+	if (diags->n > from + 1)
+		g_qsort_with_data(diags->v + from, (gint)(diags->n - from), sizeof *diags->v,
+				  file_diag_cmp, NULL);
+	return n;
+}
+
 /* A loader that knows the ids of SET already (NULL on ENOMEM). */
 static pal_jobloader *loader_for(const pal_jobset *set)
 {
@@ -2259,6 +2419,8 @@ int pal_jobfiles_load(const char *const *paths, size_t n, pal_jobset *set, pal_d
 	for (size_t i = 0; i < n; i++)
 		if (pal_jobloader_file(l, paths[i], set, diags))
 			bad++;
+	if (pal_jobloader_check_after(l, false, diags))
+		bad++;
 	pal_jobloader_free(l);
 	return bad ? PAL_EINVAL : 0;
 }

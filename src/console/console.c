@@ -1278,6 +1278,28 @@ static const char *trigger_class(const json_t *r)
 	return NULL;
 }
 
+/* Upstreams (the jobs this one runs after) and downstreams (the jobs that
+ * run after it), each linked to its page; nothing for a job with neither. */
+static void render_dependencies(GString *o, const json_t *after, const char *api)
+{
+	const json_t *ups = json_object_get(after, "upstreams");
+	const json_t *downs = json_object_get(after, "downstreams");
+	static const col dcols[] = { { "job", "job", C_JOB },
+				     { "on", "on", C_TEXT },
+				     { "within_ms", "within (ms)", C_NUM } };
+
+	if (!json_array_size(ups) && !json_array_size(downs))
+		return;
+	section_begin(o, "dependencies", "Dependencies (after)", NULL, api);
+	g_string_append(o, "<h3>runs after (upstreams)</h3>\n");
+	table(o, ups, dcols, N(dcols), api, NULL, NULL);
+	g_string_append(o, "<h3>run after it (downstreams)</h3>\n");
+	table(o, downs, dcols, N(dcols), api, NULL, NULL);
+	g_string_append(o, "<p>decided up to: ");
+	pal_html_value(o, json_object_get(after, "watermark"));
+	g_string_append(o, "</p>\n</section>\n");
+}
+
 static void render_job(GString *o, const json_t *m, const char *id, const viewer *pv)
 {
 	GString *api = g_string_new("/api/job?id=");
@@ -1365,6 +1387,8 @@ static void render_job(GString *o, const json_t *m, const char *id, const viewer
 	table(o, json_object_get(m, "versions"), vcols, N(vcols), api->str, jcli->str, NULL);
 	g_string_append(o, "</section>\n");
 
+	render_dependencies(o, json_object_get(m, "after"), api->str);
+
 	g_string_assign(jcli, "palisade triggers --job ");
 	pal_shell_quote(jcli, id);
 	section_begin(o, "triggers", "Recent triggers and their attempts", jcli->str, api->str);
@@ -1434,9 +1458,14 @@ static void render_job(GString *o, const json_t *m, const char *id, const viewer
 	g_string_assign(jcli, "palisade misfires --job ");
 	pal_shell_quote(jcli, id);
 	section_begin(o, "misfires", "Misfires", jcli->str, api->str);
-	static const col mcols[] = { { "range_from", "from", C_TEXT }, { "range_to", "to", C_TEXT },
-				     { "count", "instants", C_NUM },   { "reason", "reason", C_TEXT },
-				     { "policy", "policy", C_TEXT },   { "decided_at", "decided", C_TEXT } };
+	static const col mcols[] = { { "range_from", "from", C_TEXT },
+				     { "range_to", "to", C_TEXT },
+				     { "count", "instants", C_NUM },
+				     { "reason", "reason", C_TEXT },
+				     { "upstream_job", "upstream", C_JOB },
+				     { "upstream_trigger", "upstream trigger", C_TRIGGER },
+				     { "policy", "policy", C_TEXT },
+				     { "decided_at", "decided", C_TEXT } };
 	table(o, json_object_get(m, "misfires"), mcols, N(mcols), api->str, jcli->str, NULL);
 	g_string_append(o, "</section>\n");
 	section_begin(o, "tickets", "Tickets", "palisade tickets list --all", api->str);
@@ -1482,6 +1511,10 @@ static json_t *job_model(pal_console *c, const char *id, unsigned *status)
 		m = json_object();
 		json_object_set_new(m, "error", json_string(err));
 	} else {
+		json_t *links = NULL;
+		char lerr[256];
+		if (pal_store_after_links(st, id, &links, lerr, sizeof lerr) == 0)
+			json_object_set_new(m, "after", links);
 		json_object_set_new(m, "next", next_instants(json_object_get(m, "spec"),
 							     json_object_get(m, "anchor"), 5));
 		pal_trace_ids_json(json_object_get(m, "triggers"), pal_trace_cluster(c->cluster));

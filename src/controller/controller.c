@@ -62,6 +62,7 @@ static void declare_metrics(pal_metrics *m)
 	pal_metric_declare(m, "palisade_controller_shard_epoch", PAL_METRIC_GAUGE,
 			   "election epoch (fencing token) this node plans a shard under; 0 when "
 			   "it does not lead the shard");
+	pal_controller__declare_after_metrics(m);
 	/* Counters start at 0 (increase() and absent() need a sample). */
 	pal_metric_inc(m, "palisade_controller_db_errors_total", NULL, 0);
 	pal_metric_inc(m, "palisade_controller_fenced_total", NULL, 0);
@@ -676,6 +677,11 @@ static void fenced(pal_controller *c, int s, const char *err)
 	pal_coord_resign(c->coord, s);
 }
 
+void pal_controller__fenced(pal_controller *c, int s, const char *err)
+{
+	fenced(c, s, err);
+}
+
 /* Job ID is one of the N_BAD jobs whose rows this tick's isolation refused. */
 static bool refused(const pal_quarantined *bad, size_t n_bad, const char *id)
 {
@@ -847,6 +853,7 @@ static void tick_shard(pal_controller *c, int s)
 		pal_log(PAL_LOG_WARN, "controller.tickets_opened", "{s:i, s:i}", "shard", s, "count",
 			(int)c->batch.n_tick);
 	free(bad);
+	pal_controller__plan_after(c, s);
 }
 
 /* ---- notifications -------------------------------------------------------------- */
@@ -868,6 +875,7 @@ static void on_notify(void *ctx, const char *channel, const char *payload)
 	int s = pal_job_shard(payload, c->cfg.n_shards);
 	if (s < 0 || s >= c->cfg.n_shards || !c->led[s].planner)
 		return;
+	c->led[s].after_next_ms = 0; /* a dependent job may have arrived */
 	if (!nt->by_shard[s])
 		nt->by_shard[s] = g_ptr_array_new_with_free_func(g_free);
 	if (nt->by_shard[s]->len <= NOTIFY_RELOAD_AT)

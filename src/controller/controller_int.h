@@ -57,6 +57,9 @@ typedef struct led_shard {
 	 * tick before refused_until_ms (mono), the wait doubling to 30 s */
 	int64_t refused_until_ms;
 	int refused_backoff_ms;
+	/* dependent jobs (depends.c): none at the last look, so the next
+	 * look waits until after_next_ms (mono) */
+	int64_t after_next_ms;
 } led_shard;
 
 struct pal_controller {
@@ -111,5 +114,16 @@ int pal_controller__check_key_horizons(pal_controller *c, int s, const char *con
  * ERR filled. */
 int pal_controller__check_acquired_slice(pal_controller *c, int s, bool *done, char *err,
 					 size_t errlen);
+
+/* depends.c (called by controller.c after each committed tick) */
+
+/* Plan the dependent jobs (`after:`) of led shard S in a fenced statement
+ * of its own.  Fenced: the shard is dropped as by a tick.  A database
+ * error is logged; the next tick tries again. */
+void pal_controller__plan_after(pal_controller *c, int s);
+/* Metrics of depends.c, declared with the controller's. */
+void pal_controller__declare_after_metrics(pal_metrics *m);
+/* controller.c: a fenced shard is dropped and its election resigned. */
+void pal_controller__fenced(pal_controller *c, int s, const char *err);
 
 #endif

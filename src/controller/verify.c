@@ -119,6 +119,25 @@ static int plan_set(json_t *versions, const char *job, int64_t from, int64_t to,
 	return PAL_OK;
 }
 
+/* Whether instant AT falls to a version of VERSIONS with `after`: the
+ * instants of a dependent job are its upstreams' (checked by
+ * after_instants below), so its triggers are never "unexpected". */
+static bool dependent_at(json_t *versions, int64_t at)
+{
+	size_t nv = json_array_size(versions);
+
+	for (size_t i = 0; i < nv; i++) {
+		json_t *ver = json_array_get(versions, i);
+		int64_t lo = json_integer_value(json_object_get(ver, "effective_from"));
+		int64_t hi = i + 1 < nv ? json_integer_value(json_object_get(
+						  json_array_get(versions, i + 1), "effective_from"))
+					: INT64_MAX;
+		if (at > lo && at <= hi)
+			return json_object_get(json_object_get(ver, "spec"), "after") != NULL;
+	}
+	return false;
+}
+
 static int verify_job(pal_store *st, json_t *job, int64_t from, int64_t to, pal_verify_report *r,
 		      char *err, size_t errlen)
 {
@@ -162,6 +181,13 @@ static int verify_job(pal_store *st, json_t *job, int64_t from, int64_t to, pal_
 				sample(r, "missing", id, exp[i].at, exp[i].part, 0);
 			}
 			i++;
+		} else if (c > 0 && dependent_at(versions, got.at)) {
+			r->triggered++;
+			if (rows > 1) {
+				r->duplicates += rows - 1;
+				sample(r, "duplicates", id, got.at, got.part, rows);
+			}
+			j++;
 		} else if (c > 0) {
 			r->unexpected++;
 			sample(r, "unexpected", id, got.at, got.part, rows);
@@ -226,6 +252,33 @@ static int never_activated(pal_store *st, int64_t from, int64_t to, const char *
 	return rc;
 }
 
+/*
+ * Dependent jobs (`after:`): every instant in [FROM, TO] at which the first
+ * upstream's triggers all succeeded, up to the job's dependency watermark
+ * (what its controller has decided), has a trigger of the job or a misfire
+ * row (upstream_failed, upstream_late) for each partition; the others
+ * count as missing.
+ */
+static int after_instants(pal_store *st, int64_t from, int64_t to, const char *job_id,
+			  pal_verify_report *r, char *err, size_t errlen)
+{
+	json_t *miss, *m;
+	size_t i;
+	int rc = pal_store_after_missing(st, job_id, from, to, &miss, err, errlen);
+
+	if (rc)
+		return rc;
+	json_array_foreach(miss, i, m)
+	{
+		r->missing++;
+		sample(r, "missing", json_string_value(json_object_get(m, "job")),
+		       json_integer_value(json_object_get(m, "at")),
+		       (int)json_integer_value(json_object_get(m, "partition")), 0);
+	}
+	json_decref(miss);
+	return PAL_OK;
+}
+
 /* Append every element of A (consumed) to the samples under KIND. */
 static void samples_of(pal_verify_report *r, const char *kind, json_t *a)
 {
@@ -260,6 +313,8 @@ int pal_verify(pal_store *st, int64_t from, int64_t to, const char *job_id,
 			break;
 	}
 	json_decref(jobs);
+	if (!rc)
+		rc = after_instants(st, from, to, job_id, r, err, errlen);
 	if (rc)
 		return rc;
 	/* Quarantined jobs: planning is not keeping its promise for them. */

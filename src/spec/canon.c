@@ -49,6 +49,7 @@ const char *const pal_dst_overlap_names[3] = {"first", "last", "both"};
 const char *const pal_http_method_names[5] = {"GET", "POST", "PUT", "PATCH", "DELETE"};
 const char *const pal_notify_event_names[PAL_NOTIFY_N_EVENTS] = {"failed", "manual", "misfire",
 								 "quarantined", "recovered"};
+const char *const pal_after_on_names[2] = {"succeeded", "finished"};
 #define misfire_names pal_misfire_policy_names
 #define overlap_names pal_overlap_policy_names
 #define jitter_names pal_jitter_names
@@ -143,6 +144,9 @@ void pal_job_spec_clear(pal_job_spec *s)
 	for (size_t i = 0; i < s->n_keep_headers; i++)
 		free(s->keep_headers[i]);
 	free(s->keep_headers);
+	for (size_t i = 0; i < s->n_after; i++)
+		free(s->after[i].job);
+	free(s->after);
 	free(s->owner);
 	free(s->description);
 	free(s->file);
@@ -301,6 +305,23 @@ static json_t *canon_notify(const pal_job_spec *s)
 	return arr;
 }
 
+/* `after` in canonical form: [{"job", "on", "within_ms"}] in the file's order. */
+static json_t *canon_after(const pal_job_spec *s)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < s->n_after; i++) {
+		json_t *o = json_pack("{s:s, s:s, s:I}", "job", s->after[i].job, "on",
+				      pal_after_on_names[s->after[i].on], "within_ms",
+				      (json_int_t)s->after[i].within_ms);
+		if (!o || json_array_append_new(a, o)) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
 json_t *pal_job_spec_canonical(const pal_job_spec *s)
 {
 	json_t *root, *sched, *dst, *mis, *tgt, *hdr, *retry, *bo;
@@ -320,6 +341,9 @@ json_t *pal_job_spec_canonical(const pal_job_spec *s)
 		/* json_object_set_new() steals the value even when it fails */
 #define SET(obj, key, val) (ok = json_object_set_new((obj), (key), (val)) == 0 && ok)
 	SET(root, "format", json_integer(CANON_FORMAT));
+	/* only for a dependent job: every other job keeps its digest */
+	if (s->n_after)
+		SET(root, "after", canon_after(s));
 	SET(root, "id", str_or_null(s->id));
 	SET(root, "tenant", str_or_null(s->tenant ? s->tenant : "default"));
 	SET(root, "group", str_or_null(s->group ? s->group : "default"));
@@ -592,7 +616,21 @@ static int canonical_text(const pal_job_spec *s, GString *g, pal_canon_spans *sp
 	const pal_header **hs = NULL;
 
 #define KEY(k) cw_raw(&w, k)
-	KEY("{\"deadline_ms\":");
+	KEY("{");
+	if (s->n_after) {
+		KEY("\"after\":[");
+		for (size_t i = 0; i < s->n_after; i++) {
+			KEY(i ? ",{\"job\":" : "{\"job\":");
+			cw_str(&w, s->after[i].job);
+			KEY(",\"on\":");
+			cw_str(&w, pal_after_on_names[s->after[i].on]);
+			KEY(",\"within_ms\":");
+			cw_int(&w, s->after[i].within_ms);
+			KEY("}");
+		}
+		KEY("],");
+	}
+	KEY("\"deadline_ms\":");
 	cw_int(&w, s->deadline_ms);
 	KEY(",\"format\":");
 	cw_int(&w, CANON_FORMAT);
@@ -1085,12 +1123,42 @@ static void cj_keep_headers(struct cj *c, const json_t *arr, pal_job_spec *s)
 	}
 }
 
+static void cj_after(struct cj *c, const json_t *a, pal_job_spec *s)
+{
+	static const char *const k_after[] = {"job", "on", "within_ms"};
+	const int64_t day = 86400000LL;
+
+	if (!a || c->bad)
+		return;
+	if (!json_is_array(a) || json_array_size(a) == 0) {
+		cj_fail(c, "after: expected a non-empty array");
+		return;
+	}
+	s->after = calloc(json_array_size(a), sizeof *s->after);
+	if (!s->after) {
+		cj_fail(c, "out of memory");
+		return;
+	}
+	for (size_t i = 0; i < json_array_size(a) && !c->bad; i++) {
+		const json_t *o = json_array_get(a, i);
+
+		if (!cj_keys(c, o, "after", k_after, N(k_after)))
+			return;
+		s->after[i].job = cj_str(c, o, "job", false);
+		s->after[i].on = (pal_after_on)cj_enum(c, o, "on", pal_after_on_names,
+						       N(pal_after_on_names));
+		s->after[i].within_ms = cj_int(c, o, "within_ms", 1, 3650 * day);
+		s->n_after = i + 1;
+	}
+}
+
 int pal_job_spec_from_canonical(const json_t *j, pal_job_spec *out, char *err, size_t errlen)
 {
 	static const char *const k_root[] = {
 	    "format",  "id",	     "tenant",	 "group",	  "schedule",	 "misfire",
 	    "overlap", "partitions", "priority", "max_in_flight", "deadline_ms", "idempotency_key",
-	    "target",  "retry",	     "?notify"};
+	    "target",  "retry",	     "?notify",
+	    "?after"};
 	static const char *const k_sched[] = {"cron",	    "timezone",	 "dst",	       "start",
 					      "end",	    "exclude",	 "?calendars", "?at",
 					      "?every_ms", "?spread_ms", "?jitter_ms"};
@@ -1160,6 +1228,7 @@ int pal_job_spec_from_canonical(const json_t *j, pal_job_spec *out, char *err, s
 	out->jitter_s = sched_seconds(&c, sched, "jitter_ms");
 	if (!c.bad && (out->cron != NULL) + (out->every_s > 0) + out->has_at != 1)
 		cj_fail(&c, "schedule: expected exactly one of cron, every_ms and at");
+	cj_after(&c, json_object_get(j, "after"), out);
 
 	out->misfire =
 	    (pal_misfire_policy)cj_enum(&c, mis, "policy", misfire_names, N(misfire_names));

@@ -13,10 +13,41 @@ Paths:
                request's Authorization value echoed on its first line and in
                X-Echo-Auth, then a known filler with a NUL and a 0xff byte;
                also X-Request-Id: req-42 and X-Dropped: not-kept
+  /third       400 (a permanent failure) when (T // 2 + P) % 3 == 0, T the instant of
+               Palisade-Scheduled-At in seconds since the epoch, P the partition
+               (the key's last segment, default key template; 0 if not a number):
+               a known third of an every-2-seconds job's instants, else 200 {}
+  /log...      200 {}
+Requests to /third and /log... print one line each on stdout:
+  req PATH SCHEDULED_AT IDEMPOTENCY_KEY STATUS
 Plain TCP on --port, TLS with a self-signed certificate on --tls-port.
 Every request is counted per path in /tmp-free memory and printed on exit.
 """
-import argparse, socket, ssl, subprocess, sys, tempfile, threading, time, os
+import argparse, calendar, socket, ssl, subprocess, sys, tempfile, threading, time, os
+
+OUT = threading.Lock()
+
+def header(data, name):
+    for line in data.split(b"\r\n")[1:]:
+        k, _, v = line.partition(b":")
+        if k.strip().lower() == name.lower():
+            return v.strip().decode(errors="replace")
+    return "-"
+
+def answer_logged(conn, path, data):
+    at = header(data, b"Palisade-Scheduled-At")
+    status = 200
+    if path.startswith("/third") and at != "-":
+        t = calendar.timegm(time.strptime(at, "%Y-%m-%dT%H:%M:%SZ"))
+        last = header(data, b"Idempotency-Key").rsplit("/", 1)[-1]
+        if (t // 2 + (int(last) if last.isdigit() else 0)) % 3 == 0:
+            status = 400
+    with OUT:
+        print("req", path, at, header(data, b"Idempotency-Key"), status, flush=True)
+    if status == 400:
+        conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 2\r\n\r\n{}")
+    else:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
 
 def handle(conn):
     try:
@@ -60,6 +91,17 @@ def handle(conn):
                          b"\r\n\r\n" + body)
         elif path.startswith("/hang"):
             time.sleep(120)
+        elif path.startswith("/third") or path.startswith("/log"):
+            # the body, if any, is small: read what Content-Length says
+            head, _, rest = data.partition(b"\r\n\r\n")
+            n = header(head, b"Content-Length")
+            want = int(n) if n.isdigit() else 0
+            while len(rest) < want:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                rest += chunk
+            answer_logged(conn, path, head)
         elif path.startswith("/reset"):
             conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
         else:

@@ -215,6 +215,40 @@ static void roundtrip(const pal_job_spec *s)
 	free(jb);
 }
 
+/* A dependent job: `after` in the canonical form (sorted first, in the
+ * file's order), the never-firing cron, the defaults of on and within, and
+ * the round trip; a job without `after` has no such key. */
+static void test_canon_after_round_trip(void **state)
+{
+	static const char text[] =
+	    "jobs:\n"
+	    "  - {id: a, schedule: {cron: \"*/2 * * * * ?\"}, target: {url: \"http://h/x\"}}\n"
+	    "  - {id: c, after: [{job: b, on: finished, within: 30s}, {job: a}],"
+	    " target: {url: \"http://h/x\"}}\n"
+	    "  - {id: b, after: [{job: a}], target: {url: \"http://h/x\"}}\n";
+	static const char after_c[] =
+	    "{\"after\":[{\"job\":\"b\",\"on\":\"finished\",\"within_ms\":30000},"
+	    "{\"job\":\"a\",\"on\":\"succeeded\",\"within_ms\":86400000}],";
+	pal_jobset set = {0};
+	pal_diags d = {0};
+	char hex[65], *json = NULL;
+
+	(void)state;
+	assert_int_equal(pal_jobfile_load_buffer("t.yaml", text, strlen(text), &set, &d), 0);
+	assert_int_equal(set.n, 3);
+	assert_int_equal(pal_job_spec_digest(&set.jobs[0], &json, hex), 0);
+	assert_null(strstr(json, "\"after\""));
+	free(json);
+	assert_int_equal(pal_job_spec_digest(&set.jobs[1], &json, hex), 0);
+	assert_true(strncmp(json, after_c, strlen(after_c)) == 0);
+	assert_non_null(strstr(json, "\"cron\":\"" PAL_AFTER_CRON "\""));
+	free(json);
+	for (size_t i = 0; i < set.n; i++)
+		roundtrip(&set.jobs[i]);
+	pal_jobset_free(&set);
+	pal_diags_free(&d);
+}
+
 static void test_canon_round_trip_keeps_digest(void **state)
 {
 	const char *p = fixture("full.yaml");
@@ -555,6 +589,7 @@ int main(void)
 	    cmocka_unit_test(test_canon_non_ascii_is_escaped),
 	    cmocka_unit_test(test_canon_direct_text_matches_jansson),
 	    cmocka_unit_test(test_canon_schedule_forms),
+	    cmocka_unit_test(test_canon_after_round_trip),
 	    cmocka_unit_test(test_job_shard_is_fnv1a_mod_n),
 	    cmocka_unit_test(test_diags_print_format),
 	};

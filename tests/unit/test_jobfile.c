@@ -171,6 +171,28 @@ static void test_jobfile_full_example_loads_every_key(void **state)
 	done(&l);
 }
 
+/* `after`: unknown upstreams, cycles (a job after itself too), another
+ * cluster's job, both schedule and after, neither; each at the position of
+ * what is wrong. */
+static void test_jobfile_after_refusals(void **state)
+{
+	struct loaded l;
+
+	(void)state;
+	load1("after_bad.yaml", &l);
+	assert_int_equal(l.rc, PAL_EINVAL);
+	ASSERT_DIAG(&l.diags, 3, 19, "job \"x\" waits for itself (x -> y -> x)");
+	ASSERT_DIAG(&l.diags, 6, 19, "job \"y\" waits for itself (y -> x -> y)");
+	ASSERT_DIAG(&l.diags, 6, 29, "unknown job \"nope\"");
+	ASSERT_DIAG(&l.diags, 9, 19, "job \"s\" waits for itself (s -> s)");
+	ASSERT_DIAG(&l.diags, 12, 15, "may not also have a \"schedule\"");
+	ASSERT_DIAG(&l.diags, 16, 19, "names a job of another cluster");
+	ASSERT_DIAG(&l.diags, 16, 47, "add a unit");
+	ASSERT_DIAG(&l.diags, 18, 5, "missing the required key \"schedule\"");
+	assert_int_equal(l.diags.n, 8);
+	done(&l);
+}
+
 static void test_jobfile_minimal_job_gets_defaults(void **state)
 {
 	struct loaded l;
@@ -1154,6 +1176,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_jobfile_full_example_loads_every_key),
 	    cmocka_unit_test(test_jobfile_minimal_job_gets_defaults),
+	    cmocka_unit_test(test_jobfile_after_refusals),
 	    cmocka_unit_test(test_jobfile_shipped_examples_validate),
 	    cmocka_unit_test(test_jobfile_dst_and_misfire_forms),
 	    cmocka_unit_test(test_jobfile_unknown_key_suggests),

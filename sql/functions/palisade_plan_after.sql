@@ -1,0 +1,205 @@
+-- palisade_plan_after: plan the dependent jobs (`after:`) of one shard, as
+-- its controller under epoch p_epoch; one call per tick and shard
+-- (src/controller/depends.c, docs/controller.md "Dependencies").
+--
+-- Fenced like every planning write (G6): the shard row is locked at its
+-- epoch first, so a newer leader's claim waits for this call and an older
+-- leader's call writes nothing and returns fenced.  Everything it writes
+-- (triggers, misfire rows, the job's watermark) is one statement's work,
+-- so it commits or vanishes whole.
+--
+-- Per dependent job B (the active version of a job of the shard whose
+-- spec has "after"), its candidate instants are the instants t of its
+-- first upstream's scheduled triggers after B's watermark and at or
+-- before the watermark of every upstream's shard (below which an
+-- upstream's instants are all committed).  Each (t, partition) of B is
+-- decided once:
+--   * every upstream reached the state named (succeeded; finished: any
+--     end) -> B's trigger at t, source 'schedule', inserted on the plan
+--     key, so a replay, a takeover or a second controller adds nothing;
+--   * an upstream failed, was cancelled or skipped (when `on` is
+--     succeeded), or has no trigger but a misfire row at t -> a misfire
+--     with reason 'upstream_failed' naming it (and its trigger);
+--   * neither, and t + within is past -> 'upstream_late', naming the
+--     first upstream still waiting;
+--   * otherwise undecided: looked at again next tick.
+-- A decision is never taken twice: a (t, partition) that already has a
+-- trigger or an upstream_* misfire is left alone.  Partitions: an upstream
+-- with as many partitions as B maps partition p to p; any other count
+-- makes every partition of B wait for all of the upstream's.  The first
+-- upstream's own misfire ranges (other than excluded dates) become B's
+-- ranges with reason upstream_failed.  B's watermark moves up to just
+-- below its earliest undecided instant, never past the upstreams' shard
+-- watermarks.
+--
+-- Returns fenced (nothing written), the number of dependent jobs of the
+-- shard, triggers inserted and misfire rows written.
+CREATE OR REPLACE FUNCTION palisade_plan_after(p_shard integer, p_epoch bigint, OUT fenced boolean, OUT jobs integer, OUT planned integer, OUT misfired integer)
+ RETURNS record
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+	b record;
+	lo timestamptz;
+	cap timestamptz;
+	undecided timestamptz;
+	n integer;
+	n2 integer;
+BEGIN
+	fenced := false;
+	jobs := 0;
+	planned := 0;
+	misfired := 0;
+	PERFORM 1 FROM shards WHERE shard_id = p_shard AND epoch = p_epoch FOR UPDATE;
+	IF NOT FOUND THEN
+		fenced := true;
+		RETURN;
+	END IF;
+	FOR b IN
+		SELECT v.job_id, v.version, v.partitions, v.priority, j.tenant, j.resource_group,
+		       v.effective_from, v.spec -> 'after' AS deps, w.watermark
+		  FROM job_versions v
+		  JOIN jobs j ON j.job_id = v.job_id AND j.active_version = v.version
+		  LEFT JOIN after_watermarks w ON w.job_id = v.job_id
+		 WHERE v.spec ? 'after' AND j.shard = p_shard AND j.retired_at IS NULL
+		   AND v.effective_from IS NOT NULL
+		 ORDER BY v.job_id
+	LOOP
+		jobs := jobs + 1;
+		lo := coalesce(b.watermark, b.effective_from);
+		-- every upstream's instants are committed up to its shard's watermark
+		SELECT CASE WHEN bool_and(s.watermark IS NOT NULL) THEN min(s.watermark) END
+		  INTO cap
+		  FROM jsonb_array_elements(b.deps) d(x)
+		  LEFT JOIN jobs u ON u.job_id = d.x ->> 'job'
+		  LEFT JOIN shards s ON s.shard_id = u.shard;
+		IF cap IS NULL OR cap <= lo THEN
+			CONTINUE;
+		END IF;
+
+		WITH deps AS (
+			SELECT d.ord, d.x ->> 'job' AS up, d.x ->> 'on' AS on_state,
+			       (d.x ->> 'within_ms')::bigint AS within_ms,
+			       (SELECT uv.partitions FROM jobs uj
+				  JOIN job_versions uv ON uv.job_id = uj.job_id
+				   AND uv.version = uj.active_version
+				 WHERE uj.job_id = d.x ->> 'job') AS up_parts
+			  FROM jsonb_array_elements(b.deps) WITH ORDINALITY d(x, ord)
+		), cand AS (
+			SELECT i.at, g.p
+			  FROM (SELECT DISTINCT t.scheduled_at AS at FROM triggers t
+				 WHERE t.job_id = (SELECT up FROM deps WHERE ord = 1)
+				   AND t.request_id IS NULL
+				   AND t.scheduled_at > lo AND t.scheduled_at <= cap) i
+			 CROSS JOIN generate_series(0, b.partitions - 1) g(p)
+		), per_up AS (
+			SELECT c.at, c.p, d.ord, d.up, d.within_ms,
+			       CASE WHEN d.up_parts = b.partitions THEN 1
+				    ELSE coalesce(d.up_parts, 1) END AS needed,
+			       count(t.id) AS present,
+			       count(t.id) FILTER (WHERE t.state = 'succeeded' OR (d.on_state = 'finished'
+				   AND t.state IN ('failed', 'cancelled', 'skipped'))) AS met,
+			       min(t.id) FILTER (WHERE d.on_state = 'succeeded'
+				   AND t.state IN ('failed', 'cancelled', 'skipped')) AS failed_id,
+			       min(t.id) FILTER (WHERE t.state NOT IN ('succeeded', 'failed',
+				   'cancelled', 'skipped')) AS waiting_id
+			  FROM cand c CROSS JOIN deps d
+			  LEFT JOIN triggers t ON t.job_id = d.up AND t.request_id IS NULL
+			       AND t.scheduled_at = c.at
+			       AND (d.up_parts IS DISTINCT FROM b.partitions OR t.partition = c.p)
+			 GROUP BY c.at, c.p, d.ord, d.up, d.within_ms, d.up_parts, d.on_state
+		), judged AS (
+			SELECT u.*,
+			       CASE WHEN u.failed_id IS NOT NULL THEN 'failed'
+				    WHEN u.present < u.needed AND EXISTS (
+					SELECT 1 FROM misfires m
+					 WHERE m.job_id = u.up AND m.range_from <= u.at
+					   AND m.range_to >= u.at AND m.reason <> 'excluded'
+					   AND (m.partition IS NULL OR u.needed > 1 OR m.partition = u.p))
+				    THEN 'failed'
+				    WHEN u.met >= u.needed THEN 'met'
+				    WHEN clock_timestamp() > u.at + u.within_ms * interval '1 ms'
+				    THEN 'late'
+				    ELSE 'waiting' END AS st
+			  FROM per_up u
+		), decided AS (
+			SELECT j.at, j.p,
+			       CASE WHEN bool_or(j.st = 'failed') THEN 'upstream_failed'
+				    WHEN bool_and(j.st = 'met') THEN 'ready'
+				    WHEN bool_or(j.st = 'late') THEN 'upstream_late'
+				    ELSE 'undecided' END AS verdict,
+			       coalesce((array_agg(j.up ORDER BY j.ord) FILTER (WHERE j.st = 'failed'))[1],
+					(array_agg(j.up ORDER BY j.ord) FILTER (WHERE j.st = 'late'))[1])
+				   AS up_job,
+			       coalesce((array_agg(j.failed_id ORDER BY j.ord)
+					     FILTER (WHERE j.st = 'failed'))[1],
+					(array_agg(j.waiting_id ORDER BY j.ord)
+					     FILTER (WHERE j.st = 'late'))[1]) AS up_trigger
+			  FROM judged j
+			 GROUP BY j.at, j.p
+		), taken AS (
+			-- decided earlier: a trigger or an upstream_* misfire already there
+			SELECT d.*,
+			       EXISTS (SELECT 1 FROM triggers t
+					WHERE t.job_id = b.job_id AND t.request_id IS NULL
+					  AND t.scheduled_at = d.at AND t.partition = d.p)
+			       OR EXISTS (SELECT 1 FROM misfires m
+					   WHERE m.job_id = b.job_id AND m.range_from <= d.at
+					     AND m.range_to >= d.at
+					     AND m.reason IN ('upstream_failed', 'upstream_late')
+					     AND (m.partition IS NULL OR m.partition = d.p)) AS done
+			  FROM decided d
+		), ins AS (
+			INSERT INTO triggers (job_id, version, scheduled_at, partition, source, priority,
+					      due_at, shard, epoch, tenant, resource_group)
+			SELECT b.job_id, b.version, d.at, d.p, 'schedule', b.priority, d.at, p_shard,
+			       p_epoch, b.tenant, b.resource_group
+			  FROM taken d
+			 WHERE d.verdict = 'ready' AND NOT d.done
+			ON CONFLICT (job_id, scheduled_at, partition) WHERE request_id IS NULL DO NOTHING
+			RETURNING 1
+		), mis AS (
+			INSERT INTO misfires (job_id, version, partition, range_from, range_to, count,
+					      policy, reason, shard, epoch, upstream_job, upstream_trigger)
+			SELECT b.job_id, b.version, d.p, d.at, d.at, 1, 'after', d.verdict, p_shard,
+			       p_epoch, d.up_job, d.up_trigger
+			  FROM taken d
+			 WHERE d.verdict IN ('upstream_failed', 'upstream_late') AND NOT d.done
+			RETURNING 1
+		)
+		SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM mis),
+		       (SELECT min(at) FROM decided WHERE verdict = 'undecided')
+		  INTO n, n2, undecided;
+		planned := planned + n;
+		misfired := misfired + n2;
+
+		-- the first upstream's instants that never had a trigger
+		INSERT INTO misfires (job_id, version, partition, range_from, range_to, count, policy,
+				      reason, shard, epoch, upstream_job)
+		SELECT b.job_id, b.version,
+		       CASE WHEN m.partition IS NOT NULL AND (SELECT uv.partitions FROM jobs uj
+			      JOIN job_versions uv ON uv.job_id = uj.job_id
+			       AND uv.version = uj.active_version
+			     WHERE uj.job_id = m.job_id) = b.partitions THEN m.partition END,
+		       m.range_from, m.range_to, m.count, 'after', 'upstream_failed', p_shard, p_epoch,
+		       m.job_id
+		  FROM misfires m
+		 WHERE m.job_id = b.deps -> 0 ->> 'job' AND m.reason <> 'excluded' AND m.count > 0
+		   AND m.range_to > lo AND m.range_to <= cap
+		   AND NOT EXISTS (SELECT 1 FROM misfires o
+				    WHERE o.job_id = b.job_id AND o.upstream_job = m.job_id
+				      AND o.reason = 'upstream_failed' AND o.range_from = m.range_from
+				      AND o.range_to = m.range_to
+				      AND o.partition IS NOT DISTINCT FROM m.partition);
+		GET DIAGNOSTICS n = ROW_COUNT;
+		misfired := misfired + n;
+
+		INSERT INTO after_watermarks AS w (job_id, watermark, shard, epoch)
+		VALUES (b.job_id, greatest(lo, least(cap, undecided - interval '1 microsecond')),
+			p_shard, p_epoch)
+		ON CONFLICT (job_id) DO UPDATE
+		   SET watermark = greatest(w.watermark, excluded.watermark), shard = excluded.shard,
+		       epoch = excluded.epoch, updated_at = clock_timestamp();
+	END LOOP;
+END
+$function$;

@@ -1,0 +1,134 @@
+/*
+ * depends.c - the SQL of dependencies between jobs (`after:`): apply's
+ * view of the stored graph, the controller's planning call, the console's
+ * links and verify's check (docs/controller.md, "Dependencies").  The
+ * planning itself is one SQL function, palisade_plan_after
+ * (sql/functions/), so that a tick's decisions, rows and watermark are one
+ * statement's work.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "palisade/store.h"
+#include "store_int.h"
+
+int pal_store_after_stored(pal_store *st, const char *const *names, size_t n, json_t **out,
+			   char *err, size_t errlen)
+{
+	pal_pgarr a;
+
+	pal__pgarr_init(&a);
+	for (size_t i = 0; i < n; i++)
+		pal__pgarr_text(&a, names[i]);
+	char *arr = pal__pgarr_end(&a);
+	const char *p[] = {arr};
+	/* two halves so that each uses its index: the named jobs by key, the
+	 * dependent ones by the partial index job_versions_after */
+	int rc = pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(json_build_array(x.job_id, x.ups)), '[]')::text FROM ("
+	    " SELECT j.job_id, coalesce((SELECT json_agg(e ->> 'job')"
+	    "   FROM jsonb_array_elements(v.spec -> 'after') e), '[]') AS ups"
+	    "  FROM jobs j JOIN job_versions v ON v.job_id = j.job_id"
+	    "   AND v.version = j.latest_version"
+	    "  WHERE j.retired_at IS NULL AND j.job_id = ANY($1::text[])"
+	    " UNION ALL"
+	    " SELECT j.job_id, coalesce((SELECT json_agg(e ->> 'job')"
+	    "   FROM jsonb_array_elements(v.spec -> 'after') e), '[]')"
+	    "  FROM job_versions v JOIN jobs j ON j.job_id = v.job_id"
+	    "   AND j.latest_version = v.version"
+	    "  WHERE v.spec ? 'after' AND j.retired_at IS NULL) x",
+	    1, p, out, err, errlen);
+	g_free(arr);
+	return rc;
+}
+
+int pal_store_plan_after(pal_store *st, int shard, int64_t epoch, int *jobs, int64_t *planned,
+			 int64_t *misfired, char *err, size_t errlen)
+{
+	char s[16], e[24];
+	snprintf(s, sizeof s, "%d", shard);
+	snprintf(e, sizeof e, "%" PRId64, epoch);
+	const char *p[] = {s, e};
+	PGresult *r = pal__store_query(
+	    st, "SELECT fenced, jobs, planned, misfired FROM palisade_plan_after($1, $2)", 2, p,
+	    err, errlen);
+	if (!r)
+		return PAL_EDB;
+	if (PQntuples(r) != 1) {
+		PQclear(r);
+		snprintf(err, errlen, "palisade_plan_after: no row");
+		return PAL_EDB;
+	}
+	bool fenced = PQgetvalue(r, 0, 0)[0] == 't';
+	*jobs = atoi(PQgetvalue(r, 0, 1));
+	*planned = strtoll(PQgetvalue(r, 0, 2), NULL, 10);
+	*misfired = strtoll(PQgetvalue(r, 0, 3), NULL, 10);
+	PQclear(r);
+	if (fenced) {
+		snprintf(err, errlen,
+			 "shard %d: fenced, epoch %s is no longer current (0 rows); a newer leader "
+			 "holds it",
+			 shard, e);
+		return PAL_ESTALE;
+	}
+	return PAL_OK;
+}
+
+int pal_store_after_links(pal_store *st, const char *job_id, json_t **out, char *err, size_t errlen)
+{
+	const char *p[] = {job_id};
+	return pal__store_query_json(
+	    st,
+	    "SELECT json_build_object("
+	    " 'upstreams', coalesce((SELECT v.spec -> 'after' FROM jobs j"
+	    "   JOIN job_versions v ON v.job_id = j.job_id"
+	    "    AND v.version = coalesce(j.active_version, j.latest_version)"
+	    "  WHERE j.job_id = $1)::json, '[]'),"
+	    " 'downstreams', coalesce((SELECT json_agg(json_build_object('job', v.job_id,"
+	    "   'on', e ->> 'on', 'within_ms', (e ->> 'within_ms')::bigint) ORDER BY v.job_id)"
+	    "  FROM job_versions v JOIN jobs j ON j.job_id = v.job_id"
+	    "   AND v.version = coalesce(j.active_version, j.latest_version)"
+	    "  CROSS JOIN jsonb_array_elements(v.spec -> 'after') e"
+	    "  WHERE v.spec ? 'after' AND j.retired_at IS NULL AND e ->> 'job' = $1), '[]'),"
+	    " 'watermark', (SELECT to_char(w.watermark AT TIME ZONE 'UTC',"
+	    "   'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM after_watermarks w WHERE w.job_id = $1)"
+	    ")::text",
+	    1, p, out, err, errlen);
+}
+
+int pal_store_after_missing(pal_store *st, const char *job_id, int64_t from, int64_t to,
+			    json_t **out, char *err, size_t errlen)
+{
+	char f[24], t[24];
+	snprintf(f, sizeof f, "%" PRId64, from);
+	snprintf(t, sizeof t, "%" PRId64, to);
+	const char *p[] = {job_id, f, t};
+	/* Instants of the first upstream whose scheduled triggers all
+	 * succeeded, up to the dependent job's watermark (decided), each
+	 * partition of the dependent job: a trigger or a misfire row. */
+	return pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(json_build_object('job', m.job_id, 'at',"
+	    "  floor(extract(epoch FROM m.at))::bigint, 'partition', m.p)"
+	    "  ORDER BY m.job_id, m.at, m.p), '[]')::text FROM ("
+	    " SELECT b.job_id, u.at, g.p FROM ("
+	    "  SELECT v.job_id, v.partitions, v.spec -> 'after' -> 0 ->> 'job' AS up, w.watermark"
+	    "   FROM job_versions v JOIN jobs j ON j.job_id = v.job_id"
+	    "    AND j.active_version = v.version"
+	    "   JOIN after_watermarks w ON w.job_id = v.job_id"
+	    "   WHERE v.spec ? 'after' AND ($1::text IS NULL OR v.job_id = $1)) b"
+	    " CROSS JOIN LATERAL (SELECT t.scheduled_at AS at FROM triggers t"
+	    "   WHERE t.job_id = b.up AND t.request_id IS NULL"
+	    "    AND t.scheduled_at BETWEEN to_timestamp($2::bigint) AND to_timestamp($3::bigint)"
+	    "    AND t.scheduled_at <= b.watermark"
+	    "   GROUP BY t.scheduled_at HAVING bool_and(t.state = 'succeeded')) u"
+	    " CROSS JOIN generate_series(0, b.partitions - 1) g(p)"
+	    " WHERE NOT EXISTS (SELECT 1 FROM triggers t WHERE t.job_id = b.job_id"
+	    "   AND t.request_id IS NULL AND t.scheduled_at = u.at AND t.partition = g.p)"
+	    "  AND NOT EXISTS (SELECT 1 FROM misfires m WHERE m.job_id = b.job_id"
+	    "   AND m.range_from <= u.at AND m.range_to >= u.at"
+	    "   AND (m.partition IS NULL OR m.partition = g.p))) m",
+	    3, p, out, err, errlen);
+}

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Dependencies between jobs (`after:`): a job runs once per upstream
+# instant whose condition held, and every other instant is a misfire with
+# the reason; a kill -9 of the controller planning the dependent jobs
+# changes nothing.
+source tests/integration/lib.sh
+source tests/integration/cluster.sh
+guarantee "G1/G2 - a dependent job gets exactly one trigger for each upstream instant whose condition held and a misfire (upstream_failed, upstream_late) naming the upstream for every other, across a kill -9 of its controller"
+
+fresh_db it_after
+"$PAL" migrate >/dev/null
+port=$(free_port); tls=$(free_port)
+python3 tests/integration/badserver.py --port "$port" --tls-port "$tls" >"$NODE_DIR/bad.log" 2>&1 &
+BAD_PID=$!
+trap 'kill $BAD_PID 2>/dev/null; stop_all_nodes; stop_sink' EXIT
+wait_until "target up" 10 grep -q ready "$NODE_DIR/bad.log"
+SHARDS=4 write_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
+SHARDS=4
+sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+url() { echo "{url: \"http://127.0.0.1:$port/$1\", timeout: 2s}"; }
+# dep.a fails on a known third of its instants (badserver.py /third); dep.b
+# runs after its successes, dep.c after dep.a and dep.b (fan-in), dep.l
+# after dep.a and a job that never has those instants (late after 2 s).
+# dep.p has two partitions failing on different instants: dep.q (two
+# partitions) maps partition to partition, dep.r (three) waits for both.
+cat >"$NODE_DIR/jobs.yaml" <<YAML
+jobs:
+  - {id: dep.a, schedule: {cron: "*/2 * * * * ?"}, target: $(url third), retry: {max_attempts: 1}}
+  - {id: dep.b, after: [{job: dep.a, on: succeeded}], target: $(url log/b)}
+  - {id: dep.c, after: [{job: dep.a}, {job: dep.b}], target: $(url log/c)}
+  - {id: dep.never, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: $(url log/never)}
+  - {id: dep.l, after: [{job: dep.a, on: finished}, {job: dep.never, within: 2s}], target: $(url log/l)}
+  - {id: dep.p, partitions: 2, schedule: {cron: "*/2 * * * * ?"}, target: $(url third), retry: {max_attempts: 1}}
+  - {id: dep.q, partitions: 2, after: [{job: dep.p}], target: $(url log/q)}
+  - {id: dep.r, partitions: 3, after: [{job: dep.p}], target: $(url log/r)}
+YAML
+expect_exit "apply of jobs with after:" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
+start_node n1
+start_node n2
+wait_until "shards led" 20 all_shards_led
+T0=$(( $(date +%s) + 3 ))
+sleep 10
+# kill -9 the node whose controller plans dep.b, dep.c, dep.l, dep.q and dep.r
+leader() { sql "select s.leader from shards s join jobs j on j.shard = s.shard_id where j.job_id = '$1'"; }
+victim=$(leader dep.b)
+case "$victim" in n1|n2) ;; *) fail "dep.b's shard has a leader ($victim)"; finish; exit 1;; esac
+kill9_node "$victim"
+echo "    killed -9 $victim (leader of dep.b's shard) at +$(( $(date +%s) - T0 + 3 )) s"
+sleep 4
+start_node "$victim"
+sleep 12
+T1=$(( $(date +%s) - 6 ))
+from=$(date -u -d "@$T0" +%Y-%m-%dT%H:%M:%SZ)
+to=$(date -u -d "@$T1" +%Y-%m-%dT%H:%M:%SZ)
+in_window="scheduled_at between '$from' and '$to'"
+decided() { [ "$(sql "select count(*) from after_watermarks where watermark < '$to'")" = 0 ] &&
+	[ "$(sql "select count(*) from after_watermarks")" = 5 ]; }
+wait_until "every dependent job decided up to the window's end" 15 decided ||
+	{ sql "select job_id, watermark, epoch from after_watermarks order by 1" | sed 's/^/      watermark: /'
+	  grep -h after_failed "$NODE_DIR"/n*.log | tail -3; }
+
+n_a=$(sql "select count(*) from triggers where job_id = 'dep.a' and $in_window")
+n_failed=$(sql "select count(*) from triggers where job_id = 'dep.a' and state = 'failed' and $in_window")
+echo "    figure: dep.a instants in the window $n_a, failed $n_failed"
+check "dep.a ran every 2 s over the window (>= 7 instants)" [ "$n_a" -ge 7 ]
+expect_eq "dep.a failed on exactly its known third (instant/2 mod 3 = 0)" \
+	"$(sql "select count(*) from triggers where job_id = 'dep.a' and $in_window and (extract(epoch from scheduled_at)::bigint / 2) % 3 = 0")" "$n_failed"
+expect_eq "every dep.a instant of the window ended" 0 \
+	"$(sql "select count(*) from triggers where job_id = 'dep.a' and $in_window and state not in ('succeeded', 'failed')")"
+
+# For each upstream instant of the window: what each dependent job must have.
+# got(J, t, p) = 'trigger' | the misfire reason and upstream | 'none', 'twice'
+cat >"$NODE_DIR/expect.sql" <<SQL
+create temp view got as
+select j.job_id, a.scheduled_at as at, g.p,
+       (select count(*) from triggers t where t.job_id = j.job_id and t.request_id is null and t.scheduled_at = a.scheduled_at and t.partition = g.p) as trig,
+       (select string_agg(m.reason || ':' || m.upstream_job || ':' || coalesce((m.upstream_trigger = u.id)::text, 'null'), ',')
+          from misfires m left join triggers u on u.id = m.upstream_trigger
+         where m.job_id = j.job_id and m.range_from <= a.scheduled_at and m.range_to >= a.scheduled_at and (m.partition is null or m.partition = g.p)) as mis
+  from (values ('dep.b', 'dep.a', 1), ('dep.c', 'dep.a', 1), ('dep.l', 'dep.a', 1), ('dep.q', 'dep.p', 2), ('dep.r', 'dep.p', 3)) j(job_id, up, parts)
+  join (select distinct job_id, scheduled_at from triggers where $in_window and request_id is null) a on a.job_id = j.up
+  cross join lateral generate_series(0, j.parts - 1) g(p);
+SQL
+q() { "$PSQL" "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -f "$NODE_DIR/expect.sql" -c "$1"; }
+st() { echo "(select state from triggers x where x.job_id = '$1' and x.scheduled_at = got.at and x.partition = $2)"; }
+bad() { q "select count(*) from got where job_id = '$1' and not ($2)"; }
+show() { q "select job_id, at, p, trig, coalesce(mis, '-') from got where job_id = '$1' and not ($2) limit 5" | sed 's/^/      /'; }
+expect_case() {
+	local n; n=$(bad "$2" "$3")
+	expect_eq "$1" 0 "$n"
+	[ "$n" = 0 ] || show "$2" "$3"
+}
+expect_case "dep.b: one trigger where dep.a succeeded, else one upstream_failed naming dep.a's trigger" dep.b \
+	"case when $(st dep.a 0) = 'succeeded' then trig = 1 and mis is null else trig = 0 and mis = 'upstream_failed:dep.a:true' end"
+expect_case "dep.c (fan-in): one trigger where dep.a and dep.b succeeded, else upstream_failed naming dep.a's trigger" dep.c \
+	"case when $(st dep.a 0) = 'succeeded' and $(st dep.b 0) = 'succeeded' then trig = 1 and mis is null else trig = 0 and mis = 'upstream_failed:dep.a:true' end"
+expect_case "dep.l: dep.a finished either way, dep.never has no such instant: upstream_late naming dep.never, never a trigger" dep.l \
+	"trig = 0 and mis = 'upstream_late:dep.never:null'"
+expect_case "dep.q (same partition count): partition p runs after dep.p's partition p succeeded, else upstream_failed naming that trigger" dep.q \
+	"case when $(st dep.p p) = 'succeeded' then trig = 1 and mis is null else trig = 0 and mis = 'upstream_failed:dep.p:true' end"
+expect_case "dep.r (3 partitions after 2): every partition waits for both of dep.p's" dep.r \
+	"case when $(st dep.p 0) = 'succeeded' and $(st dep.p 1) = 'succeeded' then trig = 1 and mis is null else trig = 0 and mis like 'upstream_failed:dep.p:true' end"
+for j in dep.b dep.c dep.q dep.r; do
+	echo "    figure: $j: $(q "select count(*) filter (where trig = 1) || ' triggers, ' || count(*) filter (where mis is not null) || ' misfires' from got where job_id = '$j'")"
+done
+check "dep.q ran some partitions and misfired others at one instant (partition to partition)" \
+	[ "$(q "select count(*) from (select at from got where job_id = 'dep.q' group by at having count(*) filter (where trig = 1) = 1) x")" -ge 1 ]
+expect_eq "no dependent trigger at an instant that is not its upstream's" 0 \
+	"$(sql "select count(*) from triggers t join jobs j on j.job_id = t.job_id join job_versions v on v.job_id = j.job_id and v.version = j.active_version where v.spec ? 'after' and not exists (select 1 from triggers u where u.job_id = v.spec->'after'->0->>'job' and u.scheduled_at = t.scheduled_at and u.request_id is null)")"
+# What the service saw: dep.b's calls stand for the upstream's instant.
+n_b=$(sql "select count(*) from triggers where job_id = 'dep.b' and $in_window and state = 'succeeded'")
+wrong=$(sql "select to_char(scheduled_at at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') from triggers where job_id = 'dep.b' and $in_window and state = 'succeeded'" |
+	while read -r at; do grep -q "^req /log/b $at dep.b/$at/0 200$" "$NODE_DIR/bad.log" || echo "$at"; done | wc -l)
+check "dep.b ran at least 4 instants in the window ($n_b)" [ "$n_b" -ge 4 ]
+expect_eq "each dep.b call carried Palisade-Scheduled-At = the upstream instant and the key naming it" 0 "$wrong"
+expect_exit "verify: every instant planned or recorded, dependency instants included" 0 \
+	"$PAL" verify --from "$from" --to "$to"
+# verify's dependency check can fail: a dependent trigger that vanished
+# (the controller never plans an instant below its watermark again)
+sql "delete from triggers where id = (select min(id) from triggers where job_id = 'dep.b' and $in_window)" >/dev/null
+out=$("$PAL" verify --from "$from" --to "$to" 2>&1); rc=$?
+expect_eq "verify: a dependent trigger deleted is found missing (exit 2)" 2 "$rc"
+expect_match "verify: ... and named" "missing=1 " "$out"
+echo "    figure: test took $SECONDS s"
+finish
