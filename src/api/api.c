@@ -36,6 +36,7 @@
 #include "palisade/clock.h"
 #include "palisade/name.h"
 #include "palisade/jobfile.h"
+#include "palisade/aftergraph.h"
 #include "palisade/keyhorizon.h"
 #include "palisade/lifecycle.h"
 #include "palisade/log.h"
@@ -1273,6 +1274,32 @@ static int load_documents(const char *name, const char *body, size_t len, pal_jo
 	return rc;
 }
 
+/* Dependencies (`after:`) of SET against each other and the stored jobs,
+ * as `palisade apply` checks them: PAL_EINVAL with DIAGS, PAL_EDB with the
+ * problem set. */
+static int check_after(call *c, const pal_jobset *set, pal_diags *diags)
+{
+	pal_after_graph *g = pal_after_graph_new();
+	char err[1024];
+	int rc = PAL_OK;
+
+	if (!g) {
+		problem_rc(c, PAL_ENOMEM, "out of memory");
+		return PAL_EDB;
+	}
+	for (size_t i = 0; !rc && i < set->n; i++)
+		if (set->jobs[i].n_after)
+			rc = pal_after_graph_add_loaded(g, set->jobs[i].id, set->jobs[i].after,
+							set->jobs[i].n_after, set->jobs[i].file);
+	if (!rc && !pal_after_graph_empty(g) &&
+	    (rc = pal_store_after_graph_stored(c->api->st, g, err, sizeof err)))
+		problem_rc(c, rc, err);
+	else if (!rc && pal_after_graph_check(g, set_defines, (void *)set, true, diags))
+		rc = PAL_EINVAL;
+	pal_after_graph_free(g);
+	return rc == PAL_OK || rc == PAL_EINVAL ? rc : PAL_EDB;
+}
+
 /*
  * The job files of the body (Content-Type application/yaml), validated as
  * `palisade apply` validates them, into SET; every job's tenant, in the file
@@ -1296,6 +1323,10 @@ static bool load_body(call *c, pal_jobset *set)
 	for (size_t i = 0; i < set->n; i++)
 		if (pal_job_key_horizon_check(&set->jobs[i], c->api->key_retention_ms, &diags))
 			rc = PAL_EINVAL;
+	if (!rc && (rc = check_after(c, set, &diags)) == PAL_EDB) {
+		pal_diags_free(&diags);
+		return false; /* the problem is set */
+	}
 	if (rc || diags.n)
 		problem_diags(c, &diags);
 	pal_diags_free(&diags);

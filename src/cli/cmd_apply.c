@@ -289,50 +289,23 @@ static void take_batch(void *arg, pal_jobset *set)
 	}
 }
 
-static void add_name(void *arg, const char *name)
-{
-	g_ptr_array_add(arg, (gpointer)name);
-}
-
 /* The dependency check of the files against the stored jobs too (an
  * upstream applied earlier is known; a cycle may run through stored jobs),
  * in the apply's session, before anything commits.  Returns the number of
  * problems added to DIAGS; a database error ends the apply (r->db_ec). */
 static size_t check_after_stored(struct run *r, pal_jobloader *l, pal_diags *diags)
 {
-	pal_after_graph *g = pal_jobloader_after(l);
-	GPtrArray *names = g_ptr_array_new();
-	json_t *stored = NULL, *row;
 	char err[1024];
-	size_t i, problems = 0;
-
-	pal_after_graph_foreach_upstream(g, add_name, names);
 	int rc = pal_store_apply_sync(r->ap, err, sizeof err);
+
 	if (!rc)
-		rc = pal_store_after_stored(r->st, (const char *const *)names->pdata, names->len,
-					    &stored, err, sizeof err);
-	g_ptr_array_free(names, TRUE);
+		rc = pal_store_after_graph_stored(r->st, pal_jobloader_after(l), err, sizeof err);
 	if (rc) {
 		pal_cli_err("apply", "%s; nothing applied", err);
 		r->db_ec = pal_cli_exit_code(rc);
 		return 0;
 	}
-	json_array_foreach(stored, i, row)
-	{
-		json_t *ups = json_array_get(row, 1), *u;
-		const char **v = calloc(json_array_size(ups) + 1, sizeof *v);
-		size_t k;
-
-		json_array_foreach(ups, k, u) v[k] = json_string_value(u);
-		if (!v || pal_after_graph_add_stored(g, json_string_value(json_array_get(row, 0)), v,
-						     json_array_size(ups)) != 0)
-			r->db_ec = PAL_EXIT_SOFTWARE;
-		free(v);
-	}
-	json_decref(stored);
-	if (!r->db_ec)
-		problems = pal_jobloader_check_after(l, true, diags);
-	return problems;
+	return pal_jobloader_check_after(l, true, diags);
 }
 
 /* apply through the API (--server): one file, its documents in one body;

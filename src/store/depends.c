@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "palisade/aftergraph.h"
 #include "palisade/store.h"
 #include "store_int.h"
 
@@ -41,6 +42,44 @@ int pal_store_after_stored(pal_store *st, const char *const *names, size_t n, js
 	    "  WHERE v.spec ? 'after' AND j.retired_at IS NULL) x",
 	    1, p, out, err, errlen);
 	g_free(arr);
+	return rc;
+}
+
+static void add_name(void *arg, const char *name)
+{
+	g_ptr_array_add(arg, (gpointer)name);
+}
+
+int pal_store_after_graph_stored(pal_store *st, pal_after_graph *g, char *err, size_t errlen)
+{
+	GPtrArray *names = g_ptr_array_new();
+	json_t *stored = NULL, *row;
+	size_t i;
+
+	pal_after_graph_foreach_upstream(g, add_name, names);
+	int rc = pal_store_after_stored(st, (const char *const *)names->pdata, names->len, &stored,
+					err, errlen);
+	g_ptr_array_free(names, TRUE);
+	json_array_foreach(stored, i, row)
+	{
+		json_t *ups = json_array_get(row, 1), *u;
+		const char **v = calloc(json_array_size(ups) + 1, sizeof *v);
+		size_t k;
+
+		if (!v) {
+			rc = PAL_ENOMEM;
+			break;
+		}
+		json_array_foreach(ups, k, u) v[k] = json_string_value(u);
+		rc = pal_after_graph_add_stored(g, json_string_value(json_array_get(row, 0)), v,
+						json_array_size(ups));
+		free(v);
+		if (rc)
+			break;
+	}
+	json_decref(stored);
+	if (rc == PAL_ENOMEM)
+		snprintf(err, errlen, "out of memory");
 	return rc;
 }
 

@@ -25,16 +25,34 @@ url() { echo "{url: \"http://127.0.0.1:$port/$1\", timeout: 2s}"; }
 # partitions) maps partition to partition, dep.r (three) waits for both.
 cat >"$NODE_DIR/jobs.yaml" <<YAML
 jobs:
-  - {id: dep.a, schedule: {cron: "*/2 * * * * ?"}, target: $(url third), retry: {max_attempts: 1}}
+  - {id: dep.a, schedule: {cron: "*/2 * * * * ?"}, target: $(url third), retry: {max_attempts: 3, backoff: {initial: 200ms, max: 500ms}}}
   - {id: dep.b, after: [{job: dep.a, on: succeeded}], target: $(url log/b)}
   - {id: dep.c, after: [{job: dep.a}, {job: dep.b}], target: $(url log/c)}
   - {id: dep.never, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: $(url log/never)}
   - {id: dep.l, after: [{job: dep.a, on: finished}, {job: dep.never, within: 2s}], target: $(url log/l)}
-  - {id: dep.p, partitions: 2, schedule: {cron: "*/2 * * * * ?"}, target: $(url third), retry: {max_attempts: 1}}
+  - {id: dep.p, partitions: 2, schedule: {cron: "*/2 * * * * ?"}, target: $(url third), retry: {max_attempts: 3, backoff: {initial: 200ms, max: 500ms}}}
   - {id: dep.q, partitions: 2, after: [{job: dep.p}], target: $(url log/q)}
   - {id: dep.r, partitions: 3, after: [{job: dep.p}], target: $(url log/r)}
 YAML
 expect_exit "apply of jobs with after:" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
+# Refusals (exit 65, file:line:col): an upstream known only to the cluster
+# is unknown to validate but fine for apply; a cycle through stored jobs.
+cat >"$NODE_DIR/more.yaml" <<YAML
+jobs:
+  - {id: dep.x, after: [{job: dep.a}], target: $(url log/x)}
+YAML
+out=$("$PAL" validate "$NODE_DIR/more.yaml" 2>&1); rc=$?
+expect_eq "validate: an upstream outside the files is unknown (exit 65)" 65 "$rc"
+expect_match "validate: ... named at file:line:col" "more.yaml:2:31: error: after.job: unknown job \"dep.a\"" "$out"
+expect_exit "apply: the same upstream is stored, so the file is accepted (dry run)" 0 \
+	"$PAL" apply --dry-run --config "$CLUSTER_CONF" "$NODE_DIR/more.yaml"
+cat >"$NODE_DIR/cycle.yaml" <<YAML
+jobs:
+  - {id: dep.a, after: [{job: dep.c}], target: $(url third)}
+YAML
+out=$("$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/cycle.yaml" 2>&1); rc=$?
+expect_eq "apply: a cycle through stored jobs is refused (exit 65)" 65 "$rc"
+expect_match "apply: ... at the upstream's position" "cycle.yaml:2:31: error: after: job \"dep.a\" waits for itself \(dep.a -> dep.c -> dep.a\)" "$out"
 start_node n1
 start_node n2
 wait_until "shards led" 20 all_shards_led
