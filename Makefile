@@ -238,7 +238,7 @@ demo: all
 # from docs/config.md and docs/jobs.md (ops/man-tables.py), so the pages
 # and the docs cannot disagree.
 MAN_SRC := $(wildcard docs/man/*.scd) $(patsubst %.in,%,$(wildcard docs/man/*.scd.in))
-JOB_TABLES := '\#\#\# Job' '\#\#\# `schedule`' '\#\#\# `misfire`' '\#\#\# `target`' '\#\#\# `notify`' \
+JOB_TABLES := '\#\#\# Job' '\#\#\# `schedule`' '\#\#\# `after`' '\#\#\# `misfire`' '\#\#\# `target`' '\#\#\# `notify`' \
 	'\#\#\# `retry` and `retry.backoff`' '\#\# Templates'
 man: $(MAN_SRC:docs/man/%.scd=$(O)/man/%)
 $(O)/man/%: docs/man/%.scd

@@ -55,15 +55,21 @@ BEGIN
 		fenced := true;
 		RETURN;
 	END IF;
+	-- From the versions with `after` (the partial index job_versions_after,
+	-- a handful of rows) to their jobs by key: never the shard's other jobs.
 	FOR b IN
-		SELECT v.job_id, v.version, v.partitions, v.priority, j.tenant, j.resource_group,
-		       v.effective_from, v.spec -> 'after' AS deps, w.watermark
-		  FROM job_versions v
-		  JOIN jobs j ON j.job_id = v.job_id AND j.active_version = v.version
-		  LEFT JOIN after_watermarks w ON w.job_id = v.job_id
-		 WHERE v.spec ? 'after' AND j.shard = p_shard AND j.retired_at IS NULL
-		   AND v.effective_from IS NOT NULL
-		 ORDER BY v.job_id
+		WITH dv AS MATERIALIZED (
+			SELECT job_id, version, partitions, priority, effective_from,
+			       spec -> 'after' AS deps
+			  FROM job_versions
+			 WHERE spec ? 'after' AND effective_from IS NOT NULL)
+		SELECT dv.job_id, dv.version, dv.partitions, dv.priority, j.tenant,
+		       j.resource_group, dv.effective_from, dv.deps, w.watermark
+		  FROM dv
+		  JOIN jobs j ON j.job_id = dv.job_id AND j.active_version = dv.version
+		  LEFT JOIN after_watermarks w ON w.job_id = dv.job_id
+		 WHERE j.shard = p_shard AND j.retired_at IS NULL
+		 ORDER BY dv.job_id
 	LOOP
 		jobs := jobs + 1;
 		lo := coalesce(b.watermark, b.effective_from);
