@@ -26,6 +26,9 @@ static const char COST_SQL[] =
     "  WHERE t.scheduled_at >= to_timestamp($1::bigint)"
     "    AND t.scheduled_at < to_timestamp($2::bigint)"
     "    AND ($3::text IS NULL OR t.job_id = $3)"
+    /* a shadow instant never called is no work (a handed-back one that
+     * was attempted is) */
+    "    AND NOT (t.state = 'shadow' AND t.attempt_count = 0)"
     "    AND ($4::text IS NULL AND $5::text IS NULL OR t.job_id IN (SELECT j.job_id FROM jobs j"
     "      WHERE ($4::text IS NULL OR j.resource_group = $4)"
     "        AND ($5::text IS NULL OR j.tenant = $5)))),"

@@ -3,7 +3,8 @@
 # one node and the reference sink: `steady` fires every second and succeeds
 # at once; `flaky`'s manual run is refused by the sink until it succeeds on a
 # later attempt; `doomed`'s manual run (tenant t2) fails on both its
-# attempts.  The report's counts are checked against the attempts and
+# attempts; a job put in shadow, whose never-called instants are not counted.
+# The report's counts are checked against the attempts and
 # triggers tables read directly, per job, in total, and with its filters.
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
@@ -84,5 +85,17 @@ expect_exit "an unknown job: 3" 3 "$PAL" report cost --config "$CLUSTER_CONF" --
 expect_exit "no --to: 64" 64 "$PAL" report cost --config "$CLUSTER_CONF" --from "$FROM"
 expect_exit "--to before --from: 64" 64 "$PAL" report cost --config "$CLUSTER_CONF" --from "$TO" --to "$FROM"
 expect_exit "two scopes: 64" 64 "$PAL" report cost --config "$CLUSTER_CONF" --from "$FROM" --to "$TO" --job flaky --tenant t1
+
+# shadow instants are planned, never called: no work, not counted
+expect_exit "steady in shadow" 0 "$PAL" shadow --config "$CLUSTER_CONF" --job steady --reason "report test"
+shadowed() { [ "$(sql "select count(*) from triggers where job_id = 'steady' and state = 'shadow' and scheduled_at < now() - interval '1 second'")" -ge 2 ]; }
+wait_until "steady has past shadow instants" 20 shadowed
+SF=$(sql "select to_char(min(scheduled_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') from triggers where job_id = 'steady' and state = 'shadow'")
+ST=$(date -u -d "@$(( $(date +%s) - 1 ))" +%Y-%m-%dT%H:%M:%SZ)
+check "... some in the range" test "$(sql "select count(*) from triggers where job_id = 'steady' and scheduled_at >= '$SF' and scheduled_at < '$ST' and state = 'shadow'")" -ge 1
+sh=$("$PAL" report cost --config "$CLUSTER_CONF" --from "$SF" --to "$ST" --job steady --output json)
+expect_eq "a range of shadow instants: the report counts only the others" \
+	"$(sql "select count(*) from triggers where job_id = 'steady' and scheduled_at >= '$SF' and scheduled_at < '$ST' and state <> 'shadow'")" \
+	"$(jq -r '.total.triggers' <<<"$sh")"
 echo "    figure: took $(($(date +%s) - T_START)) s"
 finish
