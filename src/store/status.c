@@ -56,7 +56,9 @@
 						"FROM misfires))::text"
 
 /*
- * The finished states' counts: for each analysed leaf partition of
+ * The finished states' counts, and shadow's (planned, never claimed: as
+ * bulky as history for a scope in shadow, and no partial index holds it):
+ * for each analysed leaf partition of
  * triggers, its row estimate (pg_class.reltuples) times the state's
  * frequency among the partition's most common values (pg_stats), summed.
  * A partition not analysed yet, or a state too rare to be a common value,
@@ -71,7 +73,7 @@
 	"   AND ps.attname = 'state'"                                                              \
 	"  CROSS JOIN LATERAL unnest(ps.most_common_vals::text::text[], ps.most_common_freqs)"     \
 	"   AS m(v, f)"                                                                            \
-	"  WHERE v IN ('succeeded', 'failed', 'cancelled', 'skipped') GROUP BY v)"
+	"  WHERE v IN ('succeeded', 'failed', 'cancelled', 'skipped', 'shadow') GROUP BY v)"
 
 /* The live states' counts. */
 #define LIVE_COUNTS "(SELECT state, count(*) AS n FROM " LIVE("state") " l GROUP BY state)"

@@ -146,6 +146,12 @@ RB2=$(date +%s)
 live_after() { [ "$(sql "select count(*) from sink_effects e join triggers t on t.id = e.trigger_id where t.job_id = 'live.one' and t.scheduled_at > to_timestamp($RB2)")" -ge 2 ]; }
 wait_until "... and live.one keeps calling" 20 live_after
 
+# the console counts the shadow triggers (estimated, as the finished ones)
+sql "ANALYZE triggers" >/dev/null
+view=$(curl -s "http://${NODE_ADMIN[s1]}/api/cluster")
+check "the console shows the shadow triggers, marked as an estimate" \
+	test "$(jq -r '"\((.triggers.shadow // 0) > 0) \(.triggers_estimated | index("shadow") != null)"' <<<"$view")" = "true true"
+
 # a retired job's instants planned ahead in shadow stay shadow at a cut-over
 expect_exit "retire spec.one (in shadow, instants planned ahead)" 0 "$PAL" delete --config "$CLUSTER_CONF" --reason "gone" spec.one
 check "... its shadow instants after now are still there" test "$(sql "select count(*) from triggers where job_id = 'spec.one' and state = 'shadow' and scheduled_at > now() + interval '1 second'")" -ge 1
