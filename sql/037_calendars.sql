@@ -1,10 +1,11 @@
 -- 037_calendars.sql - shared named calendars (docs/jobs.md "Calendars")
 -- and the calendar a misfire of reason 'excluded' names.
 --
--- compatible_from: 28
+-- compatible_from: 1
 --
--- Expand only: a new table and two nullable columns.  Binaries of 0.2.0
--- never read them and their inserts into misfires leave them NULL.  A job
+-- Expand only: a new table and two nullable columns.  Binaries of 0.1.0
+-- and 0.2.0 never read them and their inserts into misfires leave them
+-- NULL.  A job
 -- version that names a calendar carries the calendar's rules in its own
 -- spec (schedule.calendars), so the planner never reads this table: it is
 -- the calendars' history (`palisade calendars`), and what apply compares a
