@@ -202,6 +202,10 @@ chaos: all
 #   11 lines: test_apply_scale (palisade apply's report of many jobs)
 #   test_calendars_old_node: runs a 0.2.0 controller (not sanitized) against a
 #     job naming a calendar; the new code it runs, test_calendars runs too
+#   test_schedule_forms_old_controller: the same for the every/at/spread
+#     forms; the new binary only migrates and applies (test_schedule_forms)
+#   test_console_scale: the console's counts over 300,000 rows; the same
+#     functions run in test_console and test_console_act on few rows
 #   18 lines: test_mixed_upgrade - the node's schema-range refusal and its
 #     resign on a schema change (src/node/node.c); out because its
 #     sub-second handoff checks measure timing and its old binaries are not
@@ -216,7 +220,8 @@ ASAN_SKIP := test_controller_faults test_controller_handoff test_controller_relo
 	test_executor_overlap test_executor_pause_backlog test_outage_long test_executor_fairness \
 	test_executor_race test_executor_faults test_executor_retry test_controller_stale \
 	test_executor_cancelling_expired test_clock_skew test_apply_scale test_mixed_upgrade \
-	test_trigger_reads test_claim_stale_stats test_calendars_old_node
+	test_trigger_reads test_claim_stale_stats test_calendars_old_node \
+	test_schedule_forms_old_controller test_console_scale
 asan:
 	ASAN_OPTIONS=detect_stack_use_after_return=1:$(ASAN_OPTIONS) PALISADE_IT_SKIP="$(ASAN_SKIP)" \
 		$(MAKE) O=build-asan SAN=1 LOAD_SECONDS=45 REFERENCE=0 test

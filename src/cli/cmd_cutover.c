@@ -37,6 +37,13 @@ static void dump(json_t *j)
 	putchar('\n');
 }
 
+/* dump() an answer built for it, and free it */
+static void dump_new(json_t *j)
+{
+	dump(j);
+	json_decref(j);
+}
+
 /* ---- shadow --job|--group|--tenant, shadow list ---- */
 
 static void usage_shadow_set(FILE *fp)
@@ -135,7 +142,7 @@ int pal__cli_shadow_set(int argc, char **argv)
 	char scope[200];
 	pal_scope_format(&sc, scope, sizeof scope);
 	if (c.json)
-		dump(json_pack("{s:s, s:b, s:i, s:I}", "scope", scope, "already", already,
+		dump_new(json_pack("{s:s, s:b, s:i, s:I}", "scope", scope, "already", already,
 			       "live_percent", percent, "moved", (json_int_t)moved));
 	else if (already)
 		printf("%s is in shadow already (cut over to %d %% so far); nothing changed\n",
@@ -351,7 +358,7 @@ int pal_cmd_cutover(int argc, char **argv)
 			return ec;
 		}
 		if (c.json) {
-			dump(json_pack("{s:s, s:b, s:o}", "scope", scope, "refused", 1, "crossed",
+			dump_new(json_pack("{s:s, s:b, s:o}", "scope", scope, "refused", 1, "crossed",
 				       crossed));
 		} else {
 			json_t *x;
@@ -386,7 +393,7 @@ int pal_cmd_cutover(int argc, char **argv)
 	char ts[32];
 	pal_fmt_rfc3339(at, ts, sizeof ts);
 	if (c.json)
-		dump(json_pack("{s:s, s:i, s:s, s:i, s:I, s:I, s:I}", "scope", scope, "percent",
+		dump_new(json_pack("{s:s, s:i, s:s, s:i, s:I, s:I, s:I}", "scope", scope, "percent",
 			       (int)percent, "at", ts, "previous_percent", res.previous_percent,
 			       "jobs", (json_int_t)res.jobs, "live_jobs", (json_int_t)res.live_jobs,
 			       "moved", (json_int_t)res.moved));
@@ -523,7 +530,7 @@ int pal_cmd_rollback(int argc, char **argv)
 	char ts[32];
 	pal_fmt_rfc3339(at, ts, sizeof ts);
 	if (c.json) {
-		dump(json_pack("{s:s, s:s, s:I, s:I, s:I, s:O}", "scope", scope, "at", ts,
+		dump_new(json_pack("{s:s, s:s, s:I, s:I, s:I, s:O}", "scope", scope, "at", ts,
 			       "handed_back", (json_int_t)back, "later", (json_int_t)later,
 			       "in_flight", (json_int_t)flying, "unfinished", rows));
 	} else {

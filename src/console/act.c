@@ -194,7 +194,7 @@ static bool checked_session(pal_console *c, const pal_console_request *req, GHas
 		pal_log(PAL_LOG_WARN, "console.csrf_refused", "{s:s, s:s}", "client", req->client,
 			"token", s->who.name);
 		refused(out, 403,
-			"refused: the form carries no CSRF token of this session (a form from "
+			"refused: the form carries no CSRF token of the session (a form from "
 			"another page, or an old one: reload the page and try again)");
 		explicit_bzero(s, sizeof *s);
 		return false;
