@@ -1189,8 +1189,12 @@ static void apply_set(call *c, const pal_jobset *set, const char *why, bool prun
 	for (size_t i = 0; i < set->n; i++)
 		if (set->jobs[i].shadow)
 			json_array_append_new(shadow, json_string(set->jobs[i].id));
-	if (!rc)
-		rc = pal_store_shadow_spec(c->api->st, shadow, c->who.name, shadowed, err, sizeof err);
+	/* the gates step ends the transaction itself when it fails; this one
+	 * does not: roll it back here, or the connection stays in an aborted
+	 * transaction holding the apply's locks (and AP is lost) */
+	if (!rc && (rc = pal_store_shadow_spec(c->api->st, shadow, c->who.name, shadowed, err,
+					       sizeof err)))
+		pal_store_apply_abort(ap);
 	json_decref(shadow);
 	if (!rc)
 		rc = pal_store_apply_commit(ap, err, sizeof err);

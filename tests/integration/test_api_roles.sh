@@ -193,6 +193,28 @@ expect_exit "the name-alike revoked by its own id" 0 "$PAL" token revoke "$(sql 
 expect_eq "the viewer still live" 1 "$(sql "select count(*) from api_tokens where id = '$vid' and revoked_at is null")"
 expect_eq "a revoke by a name that is not id-shaped: the name only" 200 "$(api r1 "${TOK[admin]}" POST /tokens/keyed/revoke '{}')"
 
+# An apply whose last step fails (mode: shadow, refused here by a CHECK the
+# test adds to shadow_scopes) is rolled back by the API itself: nothing of
+# it stored, no session left in its transaction, the API's connection kept
+# (on the old code it was abandoned to the 503's ping and reopened, and the
+# apply's state leaked: LeakSanitizer names it under ASan), the next apply
+# answered.
+printf '%s\n' 'jobs:' '  - {id: red.sh, tenant: red, mode: shadow, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: {url: "http://127.0.0.1:9/x"}}' >"$steal"
+sql "ALTER TABLE shadow_scopes ADD CONSTRAINT it_no_red_sh CHECK (scope <> 'job:red.sh') NOT VALID"
+expect_eq "the API's connection is open before" 200 "$(yapi "${TOK[admin]}" /plan/diff)"
+conns() { sql "select string_agg(pid::text, ' ' order by pid) from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()"; }
+before=$(conns)
+code=$(yapi "${TOK[admin]}" /apply)
+expect_match "the apply whose shadow step fails: refused ($code)" '^5' "$code"
+expect_match "... with the database's reason" 'it_no_red_sh' "$(cat "$PALISADE_TEST_TMP/api-out")"
+expect_eq "... red.sh not applied, no session idle in a transaction" "0 0" \
+	"$(sql "select count(*) from jobs where job_id = 'red.sh'") $(sql "select count(*) from pg_stat_activity where state like 'idle in transaction%'")"
+expect_eq "... the node kept its database connections (rolled back, not dropped)" "$before" "$(conns)"
+sql "ALTER TABLE shadow_scopes DROP CONSTRAINT it_no_red_sh"
+expect_eq "... and the API answers the next apply" 200 "$(yapi "${TOK[admin]}" /apply)"
+expect_eq "red.sh applied, in shadow" "1 1" \
+	"$(sql "select count(*) from jobs where job_id = 'red.sh'") $(sql "select count(*) from shadow_scopes where scope = 'job:red.sh'")"
+
 # Revocation: refused by the next request on both nodes.
 expect_eq "operator works on r2 before the revocation" 200 "$(api r2 "${TOK[operator]}" GET /jobs)"
 expect_exit "token revoke" 0 "$PAL" token revoke operator
