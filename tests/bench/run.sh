@@ -314,7 +314,46 @@ SQL
 	[ -n "$c4" ] && MIN_DB_CEIL=$((c4 * 100))
 	record "ceiling, minimal shape: DB, claim 100 + complete 100, 4 clients" "${MIN_DB_CEIL:-null}" \
 		rows/s null higher "pgbench ${CEIL_S} s, seeded $seed due rows; SKIP LOCKED claim, complete by the plan key and token"
+	minimal_cost "$d"
 	sql "DROP TABLE min_triggers"
+}
+
+# minimal_cost DIR: what the minimal shape leaves behind per fire, measured
+# as fire_cost_run measures palisade's tables: EXEC_N due rows planted with
+# one INSERT into the emptied table after a CHECKPOINT, then claimed 100 at
+# a time and completed, each claim and each completion a transaction of its
+# own (one client); the table's heap and index growth, dead row versions
+# included and before any VACUUM, and the server's WAL over the run, per
+# fire.  The least the job needs in bytes, beside palisade's figures.
+MIN_COST_B= MIN_COST_WAL=
+minimal_cost() {
+	local d=$1 n=$EXEC_N s0 s1 lsn lsn1 i
+	sql "TRUNCATE min_triggers; CHECKPOINT" >/dev/null || return
+	{
+		for ((i = 0; i < n / 100; i++)); do
+			echo "WITH c AS (SELECT job, instant FROM min_triggers WHERE state = 0 AND due_at <= clock_timestamp()
+			   ORDER BY due_at LIMIT 100 FOR UPDATE SKIP LOCKED)
+			 UPDATE min_triggers t SET state = 1, token = nextval('min_token'),
+			   lease_until = clock_timestamp() + interval '30 s'
+			 FROM c WHERE t.job = c.job AND t.instant = c.instant;"
+			echo "UPDATE min_triggers SET state = 2, lease_until = NULL WHERE state = 1;"
+		done
+	} >"$d/min-cost.sql"
+	s0=$(sql "SELECT pg_table_size('min_triggers') + pg_indexes_size('min_triggers')")
+	lsn=$(sql "SELECT pg_current_wal_lsn()")
+	sql "INSERT INTO min_triggers (job, instant, due_at)
+	     SELECT g, date_trunc('second', now()), now() - interval '1 s' FROM generate_series(1, $n) g" >/dev/null &&
+		psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -f "$d/min-cost.sql" >/dev/null || return
+	lsn1=$(sql "SELECT pg_current_wal_lsn()")
+	s1=$(sql "SELECT pg_table_size('min_triggers') || ' ' || pg_indexes_size('min_triggers')")
+	[ "$(sql "SELECT count(*) FROM min_triggers WHERE state = 2")" = "$n" ] || return
+	read -r i s1 <<<"$s1"
+	MIN_COST_B=$(((i + s1 - s0) / n))
+	MIN_COST_WAL=$(($(sql "SELECT pg_wal_lsn_diff('$lsn1', '$lsn')::bigint") / n))
+	record "ceiling, minimal shape: bytes per fire, heap and indexes" "$MIN_COST_B" B null lower \
+		"$n due rows planted, claimed 100 at a time and completed (one client, a transaction each), what the table grew by, dead row versions included, before any VACUUM: heap $((i / n)) + indexes $((s1 / n)) (tests/bench/minimal.sql)"
+	record "ceiling, minimal shape: WAL bytes per fire" "$MIN_COST_WAL" B null lower \
+		"the same run, pg_current_wal_lsn from before the INSERT to the last completion"
 }
 
 # sink_ceil_run GROUP_MAX: wrk against a durable sink with --group-max
@@ -559,6 +598,8 @@ section_exec_cost() {
 		"$EXEC_N due triggers run to completion by one executor (no-op sink), what the tables grew by, as it left them (dead row versions included, before any VACUUM): triggers heap ${th:-?} + indexes ${ti:-?}, attempts heap ${ah:-?} + indexes ${ai:-?}" \
 		fires="${fires:-null}" triggers_heap="${th:-null}" triggers_indexes="${ti:-null}" \
 		attempts_heap="${ah:-null}" attempts_indexes="${ai:-null}" by_relation="${R_COST_RELS:-}" rows="${R_COST_ROWS:-}"
+	record "bytes per fire / minimal shape" "$(ratio "${tot:-}" "$MIN_COST_B")" x null lower \
+		"the row above over the minimal shape's bytes per fire of the same run (section ceilings; null when it did not run)"
 	# What the attempts kept of the no-op sink's answer ({"applied":true},
 	# the default keep_body): apart, so that the row above keeps its meaning.
 	record "bytes per fire: kept answers (attempt_responses) with their index" \
@@ -570,6 +611,8 @@ section_exec_cost() {
 	record "WAL bytes per fire" "${wal:-null}" B "$wt" lower \
 		"pg_current_wal_lsn from before the INSERT of the same run to its last result, divided by its fires (the INSERT, claims, attempts, results, autovacuum in the window, full-page images after a CHECKPOINT); target half of ${WAL_BASELINE:-the baseline (not recorded)}" \
 		baseline="${WAL_BASELINE:-null}" by_rmgr="${R_COST_WAL:-}"
+	record "WAL bytes per fire / minimal shape" "$(ratio "${wal:-}" "$MIN_COST_WAL")" x null lower \
+		"the row above over the minimal shape's WAL per fire of the same run (section ceilings; null when it did not run)"
 }
 section_exec() {
 	local tgt=10000 note="target max(10000, 50% of the combined ceiling)"
@@ -1285,6 +1328,8 @@ ceiling: combined 1/(1/db + 1/http)|/s|null|higher
 ceiling, minimal shape: planning insert, 1000 rows ON CONFLICT DO NOTHING|rows/s|null|higher
 ceiling, minimal shape: DB, claim 100 + complete 100, 4 clients|rows/s|null|higher
 ceiling, minimal shape: combined 1/(1/db + 1/http)|/s|null|higher
+ceiling, minimal shape: bytes per fire, heap and indexes|B|null|lower
+ceiling, minimal shape: WAL bytes per fire|B|null|lower
 ceiling: reference sink, durable applies, 64 connections|req/s|null|higher
 ceiling: reference sink, durable applies, one transaction per effect (--group-max 1)|req/s|null|higher
 execution, 1 node, no-op sink|triggers/s|10000|higher
@@ -1295,7 +1340,9 @@ planning, 1 controller|rows/s|null|higher
 planning / insert ceiling, same shape|x|0.8|higher
 planning / insert ceiling, minimal shape|x|0.6|higher
 bytes per fire: triggers and attempts with their indexes|B|300|lower
+bytes per fire / minimal shape|x|null|lower
 WAL bytes per fire|B|null|lower
+WAL bytes per fire / minimal shape|x|null|lower
 bytes per effect: the sink's tables with their indexes|B|400|lower
 fire lateness p99, 20 jobs every second|ms|10|lower
 fire lateness p99, 1,000 jobs every second|ms|150|lower
