@@ -110,6 +110,11 @@ int pal_cli_remote(const pal_cli_common *c, const char *cmd, const char *method,
 int pal_cli_remote_get(const pal_cli_common *c, const char *cmd, const char *path, json_t **out);
 /* The same with a JSON object body (taken: json_decref'd here). */
 int pal_cli_remote_json(const pal_cli_common *c, const char *cmd, const char *path, json_t *body);
+/* METHOD PATH with the JSON object BODY (taken: json_decref'd here): the
+ * answer of a 2xx into *OUT (json_decref), nothing printed but an error;
+ * the exit code as pal_cli_remote(). */
+int pal_cli_remote_send(const pal_cli_common *c, const char *cmd, const char *method,
+			const char *path, json_t *body, json_t **out);
 
 /* Actor for audit rows: $PALISADE_ACTOR, else user@host. Static buffer. */
 const char *pal_cli_actor(void);

@@ -21,7 +21,8 @@ static void usage(FILE *fp)
 {
 	fprintf(fp,
 		"usage: palisade delete [--dry-run] [--wait SECONDS] --reason TEXT\n"
-		"                       [--output table|json] [--pg CONNINFO] [--config FILE] JOB...\n"
+		"                       [--output table|json] [--pg CONNINFO] [--config FILE]\n"
+		"                       [--server URL [--token-file FILE]] JOB...\n"
 		"Retire each JOB: a last version (its latest spec, the schedule ending now) so\n"
 		"that nothing is planned after now; its pending, retry_wait and paused\n"
 		"triggers are cancelled (audit_log: one 'cancel' row with their ids, and a\n"
@@ -32,7 +33,9 @@ static void usage(FILE *fp)
 		"it waits up to --wait seconds (default %d) for the controllers planning the\n"
 		"jobs' shards to take the last version in (no wait where no controller plans)\n"
 		"and cancels what they planned meanwhile.  --dry-run shows\n"
-		"what would be retired and stores nothing.  All jobs go in one transaction.\n"
+		"what would be retired and stores nothing.  All jobs go in one transaction\n"
+		"(through --server: one DELETE /api/v1/jobs/JOB each, after a check that\n"
+		"every JOB exists).\n"
 		"Exit: 0 retired (or already retired), 3 a JOB does not exist (nothing\n"
 		"retired), 64 usage, 69 database unreachable.\n",
 		DEFAULT_WAIT_MS / 1000);
@@ -137,9 +140,162 @@ int pal_cmd_delete(int argc, char **argv)
 	return ret;
 }
 
+/* What delete prints for RES[0..n) of IDS (the table, or JSON with
+ * --output json); LATE: triggers cancelled after the commit. */
+static void report(const pal_cli_common *cc, const char *const *ids, size_t n,
+		   const pal_retire_result *res, bool dry, int64_t late)
+{
+	const pal_cli_common c = *cc;
+	static const char *const word[] = {"retired", "already retired", "missing"};
+	json_t *out = json_array();
+	for (size_t i = 0; i < n; i++) {
+		char end[32] = "";
+		if (res[i].outcome == PAL_RETIRE_RETIRED && !dry)
+			pal_fmt_rfc3339(res[i].end, end, sizeof end);
+		if (c.json) {
+			json_t *o = json_pack("{s:s, s:s, s:b}", "job_id", ids[i], "outcome",
+					      dry && res[i].outcome == PAL_RETIRE_RETIRED
+						  ? "would retire"
+						  : word[res[i].outcome],
+					      "dry_run", dry);
+			if (!dry && res[i].outcome == PAL_RETIRE_RETIRED) {
+				json_object_set_new(o, "version", json_integer(res[i].version));
+				json_object_set_new(o, "end", json_string(end));
+				json_object_set_new(o, "cancelled", json_integer(res[i].cancelled));
+			}
+			json_array_append_new(out, o);
+		} else if (dry) {
+			printf("%s %s\n",
+			       res[i].outcome == PAL_RETIRE_RETIRED ? "would retire"
+								    : "already retired",
+			       ids[i]);
+		} else if (res[i].outcome == PAL_RETIRE_RETIRED) {
+			printf(
+			    "retired %s v%d: nothing planned from %s; %lld pending %s cancelled\n",
+			    ids[i], res[i].version, end, (long long)res[i].cancelled,
+			    res[i].cancelled == 1 ? "trigger" : "triggers");
+		} else {
+			printf("already retired %s (v%d)\n", ids[i], res[i].version);
+		}
+	}
+	if (c.json) {
+		json_t *o = json_pack("{s:o, s:I}", "jobs", out, "cancelled_after_commit",
+				      (json_int_t)late);
+		json_dumpf(o, stdout, JSON_INDENT(2));
+		putchar('\n');
+		json_decref(o);
+	} else {
+		json_decref(out);
+		if (late)
+			printf(
+			    "%lld more %s planned before the last version took over: cancelled\n",
+			    (long long)late, late == 1 ? "trigger" : "triggers");
+	}
+}
+
+/* DELETE /api/v1/jobs/ID with REASON: RES (NULL: a repeated DELETE,
+ * whose answer is "already retired") from the answer, its late_cancelled
+ * added to *LATE, *SETTLING whether a controller had still to take the
+ * retiring version in; the exit code (the error printed). */
+static int delete_one(const pal_cli_common *c, const char *id, const char *reason,
+		      pal_retire_result *res, int64_t *late, bool *settling)
+{
+	char path[300];
+	snprintf(path, sizeof path, "/api/v1/jobs/%s", id);
+	json_t *o;
+	int ec = pal_cli_remote_send(c, "delete", "DELETE", path,
+				     json_pack("{s:s}", "reason", reason), &o);
+	if (ec)
+		return ec;
+	const char *outcome = json_string_value(json_object_get(o, "outcome"));
+	if (res) {
+		res->outcome = outcome && !strcmp(outcome, "retired") ? PAL_RETIRE_RETIRED
+								      : PAL_RETIRE_ALREADY;
+		res->version = (int)json_integer_value(json_object_get(o, "version"));
+		res->cancelled = json_integer_value(json_object_get(o, "cancelled"));
+		const char *end = json_string_value(json_object_get(o, "end"));
+		if (!end || pal_parse_rfc3339(end, &res->end))
+			res->end = 0;
+	}
+	*late += json_integer_value(json_object_get(o, "late_cancelled"));
+	*settling = json_is_true(json_object_get(o, "settling"));
+	json_decref(o);
+	return PAL_EXIT_OK;
+}
+
+/*
+ * `delete --server`: the API instead of the database.  A GET of each job
+ * first, so that a missing one is found before anything is retired (exit 3,
+ * as the direct path), and it is all --dry-run asks; then one DELETE per job
+ * (one transaction each, not one for all: a job the API refuses after others
+ * were retired leaves those retired).  The API does not wait for the
+ * controllers: a job whose answer says "settling" is deleted again every
+ * 200 ms until it has settled or --wait is over, each DELETE sweeping what
+ * the old plan left, as the direct path's wait does.  Same output and exit
+ * codes as the direct path.
+ */
+static int delete_remote(const pal_cli_common *c, const char *const *ids, size_t n,
+			 const char *reason, bool dry, int64_t wait_ms)
+{
+	pal_retire_result *res = calloc(n, sizeof *res);
+	bool *settling = calloc(n, sizeof *settling);
+	int ec = res && settling ? PAL_EXIT_OK : PAL_EXIT_SOFTWARE;
+	size_t missing = 0;
+	for (size_t i = 0; !ec && i < n; i++) {
+		char path[300];
+		snprintf(path, sizeof path, "/api/v1/jobs/%s", ids[i]);
+		json_t *j;
+		ec = pal_cli_remote_get(c, "delete", path, &j);
+		if (ec == PAL_EXIT_NOTFOUND) {
+			missing++;
+			ec = PAL_EXIT_OK;
+			continue;
+		}
+		if (!ec)
+			res[i].outcome = json_is_string(json_object_get(j, "retired_at"))
+					     ? PAL_RETIRE_ALREADY
+					     : PAL_RETIRE_RETIRED;
+		json_decref(j);
+	}
+	if (!ec && missing) {
+		if (!dry)
+			pal_cli_err("delete", "nothing retired");
+		ec = PAL_EXIT_NOTFOUND;
+	}
+	int64_t late = 0, waited = 0;
+	for (size_t i = 0; !ec && !dry && i < n; i++)
+		ec = delete_one(c, ids[i], reason, &res[i], &late, &settling[i]);
+	size_t pending = 0;
+	while (!ec && !dry) {
+		pending = 0;
+		for (size_t i = 0; i < n; i++)
+			pending += settling[i];
+		if (!pending || waited >= wait_ms)
+			break;
+		sleep_ms(200);
+		waited += 200;
+		for (size_t i = 0; !ec && i < n; i++)
+			if (settling[i])
+				ec = delete_one(c, ids[i], reason, NULL, &late, &settling[i]);
+	}
+	if (!ec && pending)
+		fprintf(
+		    stderr,
+		    "palisade delete: note: %zu retiring version%s not taken in by its controller "
+		    "within the wait; `palisade delete` again cancels what the old plan left\n",
+		    pending, pending == 1 ? "" : "s");
+	if (!ec)
+		report(c, ids, n, res, dry, late);
+	free(settling);
+	free(res);
+	return ec;
+}
+
 static int delete_jobs(const pal_cli_common *cc, const char *const *ids, size_t n,
 		       const char *reason, bool dry, int64_t wait_ms)
 {
+	if (pal_cli_server(cc))
+		return delete_remote(cc, ids, n, reason, dry, wait_ms);
 	pal_cli_common c = *cc;
 	int ec;
 	pal_store *st;
@@ -207,48 +363,7 @@ static int delete_jobs(const pal_cli_common *cc, const char *const *ids, size_t 
 		return ec;
 	}
 	pal_store_close(st);
-	static const char *const word[] = { "retired", "already retired", "missing" };
-	json_t *out = json_array();
-	for (size_t i = 0; i < n; i++) {
-		char end[32] = "";
-		if (res[i].outcome == PAL_RETIRE_RETIRED && !dry)
-			pal_fmt_rfc3339(res[i].end, end, sizeof end);
-		if (c.json) {
-			json_t *o = json_pack("{s:s, s:s, s:b}", "job_id", ids[i], "outcome",
-					      dry && res[i].outcome == PAL_RETIRE_RETIRED
-						      ? "would retire"
-						      : word[res[i].outcome],
-					      "dry_run", dry);
-			if (!dry && res[i].outcome == PAL_RETIRE_RETIRED) {
-				json_object_set_new(o, "version", json_integer(res[i].version));
-				json_object_set_new(o, "end", json_string(end));
-				json_object_set_new(o, "cancelled", json_integer(res[i].cancelled));
-			}
-			json_array_append_new(out, o);
-		} else if (dry) {
-			printf("%s %s\n",
-			       res[i].outcome == PAL_RETIRE_RETIRED ? "would retire" : "already retired",
-			       ids[i]);
-		} else if (res[i].outcome == PAL_RETIRE_RETIRED) {
-			printf("retired %s v%d: nothing planned from %s; %lld pending %s cancelled\n",
-			       ids[i], res[i].version, end, (long long)res[i].cancelled,
-			       res[i].cancelled == 1 ? "trigger" : "triggers");
-		} else {
-			printf("already retired %s (v%d)\n", ids[i], res[i].version);
-		}
-	}
-	if (c.json) {
-		json_t *o = json_pack("{s:o, s:I}", "jobs", out, "cancelled_after_commit",
-				      (json_int_t)late);
-		json_dumpf(o, stdout, JSON_INDENT(2));
-		putchar('\n');
-		json_decref(o);
-	} else {
-		json_decref(out);
-		if (late)
-			printf("%lld more %s planned before the last version took over: cancelled\n",
-			       (long long)late, late == 1 ? "trigger" : "triggers");
-	}
+	report(&c, ids, n, res, dry, late);
 	free(res);
 	return PAL_EXIT_OK;
 }

@@ -236,3 +236,14 @@ int pal_cli_remote_json(const pal_cli_common *c, const char *cmd, const char *pa
 	free(text);
 	return ec;
 }
+
+int pal_cli_remote_send(const pal_cli_common *c, const char *cmd, const char *method,
+			const char *path, json_t *body, json_t **out)
+{
+	char *text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	int ec = remote_call(c, cmd, method, path, "application/json", text,
+			     text ? strlen(text) : 0, out);
+	free(text);
+	return ec;
+}

@@ -69,6 +69,30 @@ expect_eq "and retires nothing" 0 "$(sql "select count(*) from jobs where retire
 printf 'jobs:\n  - {id: cli.b, schedule: {cron: "61 * * * * ?"}, target: {url: "http://127.0.0.1:9/x"}}\n' >"$PALISADE_TEST_TMP/api-bad.yaml"
 expect_exit "an invalid file: exit 65" 65 remote apply --token-file "$PALISADE_TEST_TMP/admin.token" "$PALISADE_TEST_TMP/api-bad.yaml"
 expect_match "with file:line:col" 'api-bad\.yaml:2:[0-9]+: error:' "$OUT"
+# delete through the API: the direct path's output and exit codes.
+printf 'jobs:\n' >"$PALISADE_TEST_TMP/api-del.yaml"
+for j in d1 d2 d3; do
+	printf '  - {id: cli.%s, schedule: {cron: "0 0 * * * ?"}, target: {url: "http://127.0.0.1:9/x"}}\n' "$j" >>"$PALISADE_TEST_TMP/api-del.yaml"
+done
+expect_exit "apply three jobs to delete (database)" 0 "$PAL" apply "$PALISADE_TEST_TMP/api-del.yaml"
+ADM=(--token-file "$PALISADE_TEST_TMP/admin.token")
+expect_exit "delete --dry-run through the API" 0 remote delete "${ADM[@]}" --dry-run cli.d1
+expect_eq "says what it would retire" "would retire cli.d1" "$OUT"
+expect_exit "delete of a job and a missing one: exit 3" 3 remote delete "${ADM[@]}" cli.d1 cli.nope --reason "api cli"
+expect_match "naming the missing one" 'no job "cli\.nope"' "$OUT"
+expect_eq "and nothing retired" 0 "$(sql "select count(*) from jobs where retired_at is not null")"
+expect_exit "delete as an operator: refused (exit 77)" 77 remote delete cli.d1 --reason "api cli"
+expect_exit "delete through the API" 0 remote delete "${ADM[@]}" cli.d1 --reason "api cli"
+expect_match "prints what the direct path prints" '^retired cli\.d1 v2: nothing planned from [0-9T:Z-]+; [0-9]+ pending triggers? cancelled$' "$OUT"
+expect_eq "retired, audited as the token" "1 deployer" \
+	"$(sql "select count(*) from jobs where job_id = 'cli.d1' and retired_at is not null") $(sql "select actor from audit_log where action = 'job.retire' order by id desc limit 1")"
+expect_exit "again: exit 0" 0 remote delete "${ADM[@]}" cli.d1 --reason "api cli"
+expect_eq "already retired" "already retired cli.d1 (v2)" "$OUT"
+keys='import json,sys; o=json.loads(sys.stdin.read()); print(sorted(o), [(sorted(j), j["outcome"]) for j in o["jobs"]])'
+expect_exit "delete --output json through the API" 0 remote delete "${ADM[@]}" --output json cli.d2 --reason "api cli"
+via_api=$(python3 -c "$keys" <<<"$OUT")
+expect_exit "delete --output json on the database" 0 "$PAL" delete --output json cli.d3 --reason "api cli"
+expect_eq "the same JSON fields both ways" "$(python3 -c "$keys" <<<"$OUT")" "$via_api"
 expect_exit "a database-only command with --server: usage (exit 64)" 64 \
 	env -u PALISADE_PG "$PAL" verify --server "http://${NODE_ADMIN[s1]}"
 expect_exit "no token: exit 64" 64 env -u PALISADE_PG -u PALISADE_TOKEN "$PAL" pause --all --reason x --server "http://${NODE_ADMIN[s1]}"
