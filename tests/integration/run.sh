@@ -15,11 +15,11 @@ export PALISADE_STATE=$PALISADE_TEST_TMP/state
 export PALISADE_PG_PORT=$(free_port) PALISADE_ZK_PORT=$(free_port)
 export PALISADE_ZK_TICK_MS=100 PALISADE_PG_FAST=1
 cleanup() {
-	bash ops/devcluster.sh down >/dev/null 2>&1
 	if [ "${PALISADE_KEEP_STATE:-0}" != 1 ]; then
-		bash ops/devcluster.sh destroy >/dev/null 2>&1
+		bash ops/devcluster.sh destroy >/dev/null 2>&1 # stops both first
 		rm -rf "$PALISADE_TEST_TMP"
 	else
+		bash ops/devcluster.sh down >/dev/null 2>&1
 		echo "state kept in $PALISADE_TEST_TMP"
 	fi
 }
