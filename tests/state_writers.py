@@ -7,13 +7,18 @@ assigns `state`, or an INSERT INTO triggers that names the column.  Each is
 named by its file and the C function (or file-level constant, or SQL
 function file) it is written in, with the state it writes.
 
-The rule (STYLE.md: one door per state machine): a trigger changes state
-only through the door.  Until every writer goes through it, the writers
-that predate it are listed in tests/state_writers.txt: the check fails on a
-writer that is not in that list (a new statement must use the door, or be
-added there with a reason in review), and on a listed writer that is gone
-(take it off the list, so the list only shrinks).  --list prints the
-writers found, in the list's format.
+The rule (docs/schema.md, "The door"): a trigger changes state only
+through the door, palisade_trigger_move() (sql/functions/), the one UPDATE
+that sets triggers.state; src/store calls it (PAL__TRIGGER_MOVE).  A
+trigger is born in an initial state (PAL_TINITIAL of
+include/palisade/tstate.def): an INSERT that names the column must write
+it as literals, each one an initial state.  The writers that predate the
+door are listed in tests/state_writers.txt: the check fails on an UPDATE
+that is neither the door nor listed there (a new statement must use the
+door), on a listed writer that is gone (take it off the list, so that it
+only shrinks), on a door that is gone, and on an INSERT that writes a
+state that is not an initial one.  --list prints the writers found, in the
+list's format.
 """
 import os
 import re
@@ -21,6 +26,8 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LIST = os.path.join(ROOT, "tests", "state_writers.txt")
+DEF = os.path.join(ROOT, "include", "palisade", "tstate.def")
+DOOR = "sql/functions/palisade_trigger_move.sql palisade_trigger_move UPDATE state = CASE"
 
 UPDATE = re.compile(r"\bUPDATE\s+triggers\b(?:\s+(?:AS\s+)?(?!SET\b)\w+)?\s+SET\s+(.*?)(?=\bFROM\b|\bWHERE\b|\bRETURNING\b|;|$)",
                     re.I | re.S)
@@ -110,8 +117,26 @@ def scan(text, where):
     for m in INSERT.finditer(text):
         if re.search(r"(?:^|[\s,])state(?:$|[\s,])", m.group(1)):
             path, fn = where(m.start())
-            out.append("%s %s INSERT state" % (path, fn))
+            end = re.compile(r"\bON\s+CONFLICT\b|\bRETURNING\b|;", re.I).search(text, m.end())
+            body = text[m.end():end.start() if end else len(text)]
+            states = sorted({q for q in re.findall(r"'([a-z_]+)'", body) if q in STATES})
+            out.append("%s %s INSERT state %s" % (path, fn, ",".join(states) or "?"))
     return out
+
+
+def def_names(macro):
+    """The second (PAL_TSTATE) or only (PAL_TINITIAL) argument of each
+    MACRO line of tstate.def, as the state names."""
+    names = []
+    for l in open(DEF):
+        m = re.match(r"%s\((\w+)(?:,\s*(\w+))?" % macro, l)
+        if m:
+            names.append((m.group(2) or m.group(1)).lower())
+    return names
+
+
+STATES = set(def_names("PAL_TSTATE"))
+INITIAL = set(def_names("PAL_TINITIAL"))
 
 
 def main():
@@ -119,8 +144,19 @@ def main():
     if "--list" in sys.argv:
         print("\n".join(got))
         return 0
-    want = sorted(l.strip() for l in open(LIST) if l.strip() and not l.startswith("#"))
     bad = 0
+    if got.count(DOOR) != 1:
+        print("state_writers: the door is not there, or not once: %s" % DOOR)
+        bad += 1
+    births = [w for w in got if " INSERT state " in w]
+    for w in births:
+        named = w.rsplit(" ", 1)[1]
+        if named == "?" or not set(named.split(",")) <= INITIAL:
+            print("state_writers: an insert that writes no initial state (%s) as literals: %s"
+                  % (", ".join(sorted(INITIAL)), w))
+            bad += 1
+    got = [w for w in got if w != DOOR and w not in births]
+    want = sorted(l.strip() for l in open(LIST) if l.strip() and not l.startswith("#"))
     for w in sorted(set(got) | set(want)):
         g, k = got.count(w), want.count(w)
         if g > k:
@@ -131,7 +167,8 @@ def main():
             bad += 1
     if bad:
         return 1
-    print("state_writers: %d writers of triggers.state, each listed in %s" % (len(got), os.path.relpath(LIST, ROOT)))
+    print("state_writers: the door, %d inserts of initial states and %d writers listed in %s"
+          % (len(births), len(got), os.path.relpath(LIST, ROOT)))
     return 0
 
 

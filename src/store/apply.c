@@ -783,23 +783,27 @@ int pal_store_apply(pal_store *st, const pal_jobset *set, const char *actor, con
 
 /* ---- retiring (include/palisade/lifecycle.h) --------------------------------- */
 
-/* Cancel the not-yet-claimed triggers (pending, retry_wait, paused) of the
- * retired jobs among $1, one trigger.cancel audit row per job with the ids;
- * with $5 set, first mark the jobs retired at $5 (epoch seconds).  Rows:
- * job_id, count. */
+/* The not-yet-claimed triggers (pending, retry_wait, paused) of the
+ * retired jobs among $1 (or of all of them with $5 set), locked. */
+#define RETIRE_CANCELLABLE_SQL                                                                     \
+	"SELECT t.id, t.scheduled_at FROM triggers t WHERE t.job_id = ANY($1::text[])"             \
+	" AND t.state IN ('pending', 'retry_wait', 'paused')"                                      \
+	" AND ($5::bigint IS NOT NULL OR t.job_id IN (SELECT job_id FROM jobs"                     \
+	"  WHERE job_id = ANY($1::text[]) AND retired_at IS NOT NULL)) FOR UPDATE OF t"
+
+#define RETIRE_MOVE PAL__TRIGGER_MOVE(RETIRE_CANCELLABLE_SQL, "'cancelled'", "NULL")
+
+/* Cancel those (RETIRE_MOVE), one trigger.cancel audit row per
+ * job with the ids; with $5 set, first mark the jobs retired at $5 (epoch
+ * seconds).  Rows: job_id, count. */
 #define RETIRE_CANCEL_SQL                                                                          \
-	"WITH r AS (UPDATE jobs SET retired_at = to_timestamp($5::bigint), updated_at = now()"    \
-	"   WHERE $5::bigint IS NOT NULL AND job_id = ANY($1::text[]) RETURNING job_id),"         \
-	" c AS (UPDATE triggers t SET state = 'cancelled', finished_at = clock_timestamp(),"      \
-	"   lease_owner = NULL, lease_until = NULL, next_attempt_at = NULL"                         \
-	"   WHERE t.job_id = ANY($1::text[]) AND t.state IN ('pending', 'retry_wait', 'paused')"   \
-	"   AND ($5::bigint IS NOT NULL OR t.job_id IN (SELECT job_id FROM jobs"                    \
-	"     WHERE job_id = ANY($1::text[]) AND retired_at IS NOT NULL))"                          \
-	"   RETURNING t.job_id, t.id),"                                                             \
+	"WITH r AS (UPDATE jobs SET retired_at = to_timestamp($5::bigint), updated_at = now()"     \
+	"   WHERE $5::bigint IS NOT NULL AND job_id = ANY($1::text[]) RETURNING job_id),"          \
+	" c AS (SELECT m.job_id, m.id FROM " RETIRE_MOVE " m),"                                    \
 	" aud AS (INSERT INTO audit_log (actor, action, scope, reason, details)"                   \
 	"   SELECT $2, 'cancel', 'job:' || c.job_id, $3, jsonb_build_object('cause', $4::text,"    \
 	"     'cancelled', count(*), 'trigger_ids', jsonb_agg(c.id ORDER BY c.id))"                \
-	"   FROM c GROUP BY c.job_id)"                                                               \
+	"   FROM c GROUP BY c.job_id)"                                                             \
 	" SELECT c.job_id, count(*) FROM c GROUP BY c.job_id"
 
 static int cancel_retired(pal_store *st, const char *ids, const char *actor, const char *reason,

@@ -301,12 +301,10 @@ int pal_store_renew(pal_store *st, const char *node, int64_t lease_ms, const pal
  * fenced by the state (renewal and commit require the token and a live
  * state).  Rows another transaction holds are left for the next round.
  */
-static const char SQL_REAP_CANCELLING[] =
-	"UPDATE triggers t SET state = 'cancelled', finished_at = clock_timestamp(),"
-	" updated_at = clock_timestamp(), lease_owner = NULL, lease_until = NULL"
-	" FROM (SELECT x.id, x.scheduled_at FROM triggers x WHERE x.state = 'cancelling'"
-	"   AND x.lease_until < clock_timestamp() LIMIT 1000 FOR UPDATE OF x SKIP LOCKED) e"
-	" WHERE t.id = e.id AND t.scheduled_at = e.scheduled_at AND t.state = 'cancelling'";
+static const char SQL_REAP_CANCELLING[] = "SELECT count(*) FROM " PAL__TRIGGER_MOVE(
+    "SELECT x.id, x.scheduled_at FROM triggers x WHERE x.state = 'cancelling'"
+    " AND x.lease_until < clock_timestamp() LIMIT 1000 FOR UPDATE OF x SKIP LOCKED",
+    "'cancelled'", "NULL") " m";
 
 int pal_store_reap_cancelling(pal_store *st, int64_t *n, char *err, size_t errlen)
 {
@@ -314,7 +312,7 @@ int pal_store_reap_cancelling(pal_store *st, int64_t *n, char *err, size_t errle
 	PGresult *r = pal__store_query(st, SQL_REAP_CANCELLING, 0, NULL, err, errlen);
 	if (!r)
 		return PAL_EDB;
-	*n = strtoll(PQcmdTuples(r), NULL, 10);
+	*n = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
 	PQclear(r);
 	return PAL_OK;
 }

@@ -121,13 +121,15 @@ static int resolve_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	const char *target = resolve_target(c->action);
 	if (has_trigger && target) {
 		const char *pt[] = { trig, target };
-		r = pal__store_query(st,
-				     "UPDATE triggers SET state = $2,"
-				     " finished_at = CASE WHEN $2 IN ('succeeded', 'failed')"
-				     "  THEN clock_timestamp() END,"
-				     " next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL"
-				     " WHERE id = $1 AND state = 'manual' RETURNING state",
-				     2, pt, err, errlen);
+		/* the door clears the lease and the retry time, and sets
+		 * finished_at on succeeded and failed */
+		r = pal__store_query(
+		    st,
+		    "SELECT m.id FROM " PAL__TRIGGER_MOVE(
+			"SELECT id, scheduled_at FROM triggers WHERE id = $1::bigint"
+			" AND state = 'manual' FOR UPDATE",
+			"$2::text", "NULL") " m",
+		    2, pt, err, errlen);
 		if (!r)
 			return PAL_EDB;
 		int n = PQntuples(r);

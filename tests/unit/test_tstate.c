@@ -1,7 +1,8 @@
 /* test_tstate.c - the trigger-state tables (include/palisade/tstate.def,
  * src/util/tstate.c) against themselves, against the states the schema
  * allows (sql/001_init.sql) and against the edges the database checks
- * (sql/functions/palisade_trigger_edge_ok.sql). */
+ * (sql/functions/palisade_trigger_edge_ok.sql), and the states the door
+ * (sql/functions/palisade_trigger_move.sql) treats as terminal. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -122,12 +123,43 @@ static void test_tstate_edges_match_the_sql(void **state)
 	assert_false(pal_tstate_edge_ok(PAL_TS__COUNT, PAL_TS_PENDING));
 }
 
+/* The door sets finished_at and clears the lease on the terminal states:
+ * each `p_to IN (...)` list of palisade_trigger_move() is the terminal
+ * states of tstate.def exactly, or holds none of them (the states that
+ * keep a lease), and the terminal list is there (finished_at, the retry
+ * time). */
+static void test_tstate_door_knows_the_terminal_states(void **state)
+{
+	(void)state;
+	const char *sql = slurp("sql/functions/palisade_trigger_move.sql");
+	unsigned terminal = 0;
+	for (int s = 0; s < PAL_TS__COUNT; s++)
+		if (pal_tstate_terminal((pal_tstate)s))
+			terminal |= 1u << s;
+	int lists = 0, terminal_lists = 0;
+	for (const char *p = strstr(sql, "p_to IN ("); p; p = strstr(p + 1, "p_to IN (")) {
+		const char *close = strchr(p, ')');
+		assert_non_null(close);
+		unsigned set = quoted_states(p, close, "a p_to IN list of the door");
+		if (set & terminal) {
+			if (set != terminal)
+				fail_msg("the door names some terminal states but not all in: %.*s",
+					 (int)(close - p + 1), p);
+			terminal_lists++;
+		}
+		lists++;
+	}
+	assert_true(lists > 0);
+	assert_true(terminal_lists >= 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_tstate_names_round_trip),
 	    cmocka_unit_test(test_tstate_table_matches_the_schema),
 	    cmocka_unit_test(test_tstate_edges_match_the_sql),
+	    cmocka_unit_test(test_tstate_door_knows_the_terminal_states),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
