@@ -24,8 +24,18 @@
  * "format" key). */
 #define PAL_SPEC_FORMAT 1
 
-typedef enum { PAL_MISFIRE_FIRE_ALL, PAL_MISFIRE_FIRE_ONCE, PAL_MISFIRE_SKIP, PAL_MISFIRE_MANUAL } pal_misfire_policy;
-typedef enum { PAL_OVERLAP_ALLOW, PAL_OVERLAP_FORBID, PAL_OVERLAP_QUEUE, PAL_OVERLAP_REPLACE } pal_overlap_policy;
+typedef enum {
+	PAL_MISFIRE_FIRE_ALL,
+	PAL_MISFIRE_FIRE_ONCE,
+	PAL_MISFIRE_SKIP,
+	PAL_MISFIRE_MANUAL
+} pal_misfire_policy;
+typedef enum {
+	PAL_OVERLAP_ALLOW,
+	PAL_OVERLAP_FORBID,
+	PAL_OVERLAP_QUEUE,
+	PAL_OVERLAP_REPLACE
+} pal_overlap_policy;
 typedef enum { PAL_JITTER_FULL, PAL_JITTER_EQUAL, PAL_JITTER_NONE } pal_jitter;
 
 /* One excluded range of local calendar dates, inclusive, in the job's zone. */
@@ -85,12 +95,12 @@ typedef struct pal_job_spec {
 	char *group;  /* resource group, default "default" */
 
 	/* schedule: exactly one of cron, every_s, has_at */
-	char *cron;     /* as written (blank runs collapsed, `H` kept); NULL for every/at */
+	char *cron;	 /* as written (blank runs collapsed, `H` kept); NULL for every/at */
 	int64_t every_s; /* schedule.every in seconds; 0 when not an interval */
-	bool has_at;     /* schedule.at: one instant */
+	bool has_at;	 /* schedule.at: one instant */
 	int64_t at;
 	int64_t spread_s, jitter_s; /* schedule.spread / jitter in seconds; 0 = none */
-	char *timezone; /* IANA, default "UTC" */
+	char *timezone;		    /* IANA, default "UTC" */
 	pal_dst_policy dst;
 	bool has_start, has_end;
 	int64_t start, end; /* UTC instants; start inclusive, end exclusive */
@@ -108,24 +118,24 @@ typedef struct pal_job_spec {
 	/* misfire */
 	pal_misfire_policy misfire;
 	int64_t catchup_window_ms; /* default 1h */
-	int32_t max_catchup;       /* default 100 */
+	int32_t max_catchup;	   /* default 100 */
 
 	pal_overlap_policy overlap; /* default allow */
-	int32_t partitions;         /* 1..1024, default 1 */
-	int32_t priority;           /* -100..100, default 0 */
-	int32_t max_in_flight;      /* 0 = unlimited, default 0 */
-	int64_t deadline_ms;        /* 0 = none */
-	char *idempotency_key;      /* template, default "{job}/{scheduled_at}/{partition}" */
+	int32_t partitions;	    /* 1..1024, default 1 */
+	int32_t priority;	    /* -100..100, default 0 */
+	int32_t max_in_flight;	    /* 0 = unlimited, default 0 */
+	int64_t deadline_ms;	    /* 0 = none */
+	char *idempotency_key;	    /* template, default "{job}/{scheduled_at}/{partition}" */
 
 	/* target */
 	char *method; /* GET POST PUT PATCH DELETE, default POST */
 	char *url;    /* http or https */
 	pal_header *headers;
 	size_t n_headers;
-	char *body;           /* template, may be NULL */
-	int64_t timeout_ms;   /* default 30s */
-	char *status_url;     /* template, may be NULL */
-	char *tracestate;     /* W3C tracestate sent as written, may be NULL */
+	char *body;	    /* template, may be NULL */
+	int64_t timeout_ms; /* default 30s */
+	char *status_url;   /* template, may be NULL */
+	char *tracestate;   /* W3C tracestate sent as written, may be NULL */
 	/* What each attempt keeps of the response (docs/jobs.md, target):
 	 * the first keep_body bytes of the body when has_keep_body (else the
 	 * executor's default, PAL_KEEP_BODY_DEFAULT), and the headers named
@@ -140,19 +150,19 @@ typedef struct pal_job_spec {
 	size_t n_notify;
 
 	/* retry */
-	int32_t max_attempts; /* default 5 */
+	int32_t max_attempts;			    /* default 5 */
 	int64_t backoff_initial_ms, backoff_max_ms; /* default 1s, 5m */
-	double backoff_multiplier;                  /* default 2.0 */
-	pal_jitter jitter;                          /* default full */
-	int64_t max_age_ms;                         /* 0 = none; default 1h */
+	double backoff_multiplier;		    /* default 2.0 */
+	pal_jitter jitter;			    /* default full */
+	int64_t max_age_ms;			    /* 0 = none; default 1h */
 
 	/* About the job, not its plan: kept on the jobs row, outside the
 	 * canonical form and its digest (a change of these never makes a new
 	 * version).  NULL when absent. */
-	char *owner;       /* free text, one line */
+	char *owner;	   /* free text, one line */
 	char *description; /* free text */
-	bool suspend;      /* `suspend: true`: the job's gate is closed by apply */
-	bool shadow;       /* `mode: shadow`: apply puts the job in shadow */
+	bool suspend;	   /* `suspend: true`: the job's gate is closed by apply */
+	bool shadow;	   /* `mode: shadow`: apply puts the job in shadow */
 
 	/* Set by the loader: the schedule has no instant at or after the load
 	 * (a past `at`, a cron whose years are past, an `end` gone by).  Such a
@@ -203,8 +213,8 @@ PAL_MUST_CHECK int pal_job_spec_digest(const pal_job_spec *s, char **canon_json,
 typedef struct pal_canon_spans {
 	size_t retry_off, retry_len, target_off, target_len;
 } pal_canon_spans;
-PAL_MUST_CHECK int pal_job_spec_digest_spans(const pal_job_spec *s, char **canon_json,
-					     char hex[65], pal_canon_spans *spans);
+PAL_MUST_CHECK int pal_job_spec_digest_spans(const pal_job_spec *s, char **canon_json, char hex[65],
+					     pal_canon_spans *spans);
 
 /*
  * Rebuild a spec from its canonical JSON (as stored in job_versions.spec).
@@ -213,6 +223,13 @@ PAL_MUST_CHECK int pal_job_spec_digest_spans(const pal_job_spec *s, char **canon
 PAL_MUST_CHECK int pal_job_spec_from_canonical(const json_t *j, pal_job_spec *out, char *err,
 					       size_t errlen);
 void pal_job_spec_clear(pal_job_spec *s);
+
+/* S's copy of calendar C (by name), when S names it at another version:
+ * replaced by a copy of C, rules and version (a calendar's follower,
+ * docs/jobs.md "Calendars").  *TAKEN (may be NULL) says whether it was.
+ * 0 or PAL_ENOMEM (the old copy then stays). */
+PAL_MUST_CHECK int pal_job_spec_follow_calendar(pal_job_spec *s, const pal_calendar *c,
+						bool *taken);
 
 /* Shard of a job id: stable hash (FNV-1a 64 of the id) mod n_shards. */
 int pal_job_shard(const char *job_id, int n_shards);
@@ -229,12 +246,12 @@ PAL_MUST_CHECK int pal_job_spec_defaults(pal_job_spec *s);
 extern const char *const pal_misfire_policy_names[4];
 extern const char *const pal_overlap_policy_names[4];
 extern const char *const pal_jitter_names[3];
-extern const char *const pal_dst_gap_names[2];     /* pal_dst_gap order: shift, skip */
+extern const char *const pal_dst_gap_names[2];	   /* pal_dst_gap order: shift, skip */
 extern const char *const pal_dst_overlap_names[3]; /* first, last, both */
 extern const char *const pal_http_method_names[5]; /* GET POST PUT PATCH DELETE */
 /* failed manual misfire quarantined recovered, indexed by pal_notify_event */
 extern const char *const pal_notify_event_names[PAL_NOTIFY_N_EVENTS];
-extern const char *const pal_after_on_names[2];    /* succeeded, finished */
+extern const char *const pal_after_on_names[2]; /* succeeded, finished */
 const char *pal_misfire_policy_name(pal_misfire_policy p);
 const char *pal_overlap_policy_name(pal_overlap_policy p);
 const char *pal_jitter_name(pal_jitter j);

@@ -222,10 +222,30 @@ void pal_store_apply_abort(pal_apply *a);
  */
 PAL_MUST_CHECK int pal_store_apply_calendars(pal_apply *a, pal_calendar *cals, size_t n,
 					     pal_apply_result *results, char *err, size_t errlen);
+/*
+ * A calendar's followers (src/store/apply.c): every live job outside this
+ * apply whose latest version names a calendar this apply stored, with a
+ * copy at another version, gets version n+1 with the stored calendar in
+ * place of its copy (the rest of its spec as stored), in the apply's
+ * transaction, so that no job keeps planning against a calendar's old
+ * rules.  FN (may be NULL) is called with each such job's id and new
+ * version.  Call after the jobs, --prune's retirements and before commit;
+ * commit calls it when the caller did not.
+ */
+typedef void (*pal_apply_follow_fn)(void *ctx, const char *job_id, int version);
+PAL_MUST_CHECK int pal_store_apply_followers(pal_apply *a, pal_apply_follow_fn fn, void *ctx,
+					     char *err, size_t errlen);
 /* What version each of CALS[0..n) would get from an apply now (`plan
  * diff`): sets cals[i].version, writes nothing. */
 PAL_MUST_CHECK int pal_store_calendar_versions(pal_store *st, pal_calendar *cals, size_t n,
 					       char *err, size_t errlen);
+/* The live stored jobs that would follow CALS[0..n) (their versions set as
+ * by pal_store_calendar_versions): [{job_id, spec}], the latest canonical
+ * spec of each job whose copy of one of them is at another version, by job
+ * id (json_decref). */
+PAL_MUST_CHECK int pal_store_calendar_followers_json(pal_store *st, const pal_calendar *cals,
+						     size_t n, json_t **out, char *err,
+						     size_t errlen);
 /* The calendars (only NAME when not NULL) at their latest version with the
  * jobs whose latest version names them, as a JSON array (json_decref). */
 PAL_MUST_CHECK int pal_store_calendars_json(pal_store *st, const char *name, json_t **out,
@@ -240,6 +260,15 @@ PAL_MUST_CHECK int pal_store_apply(pal_store *st, const pal_jobset *set, const c
  * its version; PAL_ENOENT when the job does not exist. */
 PAL_MUST_CHECK int pal_store_latest_spec(pal_store *st, const char *job_id, json_t **spec_json,
 					 int *version, char *err, size_t errlen);
+
+/* Where the intervals of an `every` without `start` count from, as the
+ * controller will plan them (docs/jobs.md; `plan diff`), epoch seconds:
+ * *NEXT for a version applied now (the job's shard watermark while a
+ * version of it is active, where a new version takes over; now for a job
+ * never activated or unknown), *STORED for the latest stored version (its
+ * effective_from, *NEXT while no controller has activated it). */
+PAL_MUST_CHECK int pal_store_job_anchors(pal_store *st, const char *job_id, int64_t *stored,
+					 int64_t *next, char *err, size_t errlen);
 
 /* Jobs with their versions as a JSON array (json_decref); JOB_ID NULL for
  * all jobs.  Fields: job_id tenant group shard latest_version active_version
@@ -469,8 +498,8 @@ PAL_MUST_CHECK int pal_store_after_stored(pal_store *st, const char *const *name
  * G's upstream names), so that pal_after_graph_check knows the cluster's
  * jobs too.  PAL_EDB or PAL_ENOMEM with ERR. */
 struct pal_after_graph;
-PAL_MUST_CHECK int pal_store_after_graph_stored(pal_store *st, struct pal_after_graph *g,
-						char *err, size_t errlen);
+PAL_MUST_CHECK int pal_store_after_graph_stored(pal_store *st, struct pal_after_graph *g, char *err,
+						size_t errlen);
 /* Plan the dependent jobs of SHARD under EPOCH in one statement
  * (palisade_plan_after, docs/controller.md "Dependencies"): *JOBS dependent
  * jobs seen, *PLANNED triggers inserted, *MISFIRED misfire rows written.
@@ -481,8 +510,8 @@ PAL_MUST_CHECK int pal_store_plan_after(pal_store *st, int shard, int64_t epoch,
 /* Upstreams and downstreams of JOB_ID (its active version, else its
  * latest): {"upstreams": [{job, on, within_ms}], "downstreams": [{job, on,
  * within_ms}], "watermark": RFC 3339 or null} (json_decref). */
-PAL_MUST_CHECK int pal_store_after_links(pal_store *st, const char *job_id, json_t **out,
-					 char *err, size_t errlen);
+PAL_MUST_CHECK int pal_store_after_links(pal_store *st, const char *job_id, json_t **out, char *err,
+					 size_t errlen);
 /* verify's dependency check over instants in [FROM, TO] (unix seconds) of
  * the dependent jobs (JOB_ID only, when not NULL): every instant at or
  * below a dependent job's watermark at which its first upstream's

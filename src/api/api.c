@@ -705,10 +705,10 @@ static void h_job_delete(call *c)
 		problem_rc(c, rc, err);
 		return;
 	}
-	json_t *o = json_pack("{s:s, s:s, s:i, s:I, s:b}", "job_id", ids[0], "outcome",
-			      res.outcome == PAL_RETIRE_RETIRED ? "retired" : "already retired",
-			      "version", res.version, "late_cancelled", (json_int_t)late,
-			      "settling", pending > 0);
+	json_t *o =
+	    json_pack("{s:s, s:s, s:i, s:I, s:b}", "job_id", ids[0], "outcome",
+		      res.outcome == PAL_RETIRE_RETIRED ? "retired" : "already retired", "version",
+		      res.version, "late_cancelled", (json_int_t)late, "settling", pending > 0);
 	if (res.outcome == PAL_RETIRE_RETIRED) {
 		char end[32];
 		pal_fmt_rfc3339(res.end, end, sizeof end);
@@ -1147,6 +1147,14 @@ static GPtrArray *prune_ids(call *c, const pal_jobset *set, char *err, size_t er
 	return gone;
 }
 
+/* pal_apply_follow_fn: a stored job that follows a calendar, as an element
+ * of the answer's jobs (CTX the array). */
+static void follower_json(void *ctx, const char *job_id, int version)
+{
+	json_array_append_new(ctx, json_pack("{s:s, s:s, s:i}", "job_id", job_id, "outcome",
+					     "updated", "version", version));
+}
+
 static void apply_set(call *c, const pal_jobset *set, const char *why, bool prune)
 {
 	char err[1024];
@@ -1182,6 +1190,29 @@ static void apply_set(call *c, const pal_jobset *set, const char *why, bool prun
 		if (rc)
 			pal_store_apply_abort(ap);
 	}
+	/* the stored jobs that follow a calendar this body changed */
+	json_t *followers = json_array();
+	if (!rc && (rc = pal_store_apply_followers(ap, follower_json, followers, err, sizeof err)))
+		pal_store_apply_abort(ap);
+	const char *foreign = NULL;
+	for (size_t i = 0; !rc && c->who.n_tenants && i < json_array_size(followers); i++) {
+		const char *id =
+		    json_string_value(json_object_get(json_array_get(followers, i), "job_id"));
+		char tenant[65];
+		if ((rc = pal_apistore_job_tenant(c->api->st, id, tenant, err, sizeof err)) == 0 &&
+		    !pal_token_sees_tenant(&c->who, tenant))
+			foreign = id;
+		if (rc || foreign)
+			pal_store_apply_abort(ap);
+		if (foreign) {
+			problem(
+			    c, 403, "forbidden-tenant", "Not your tenant",
+			    "job %s, of tenant %s, names a calendar this body changes; token %s "
+			    "may not act on it; nothing stored",
+			    foreign, tenant, c->who.name);
+			rc = -1;
+		}
+	}
 	if (!rc)
 		rc = pal_store_apply_spec_gates(ap, c->api->st, susp, set_defines, (void *)set,
 						c->who.name, &ro, closed, lifted, err, sizeof err);
@@ -1204,7 +1235,9 @@ static void apply_set(call *c, const pal_jobset *set, const char *why, bool prun
 					    &pending, err, sizeof err)))
 		rc = pal_store_retire_sweep(c->api->st, (const char *const *)gone->pdata, gone->len,
 					    c->who.name, why, &late, err, sizeof err);
-	if (rc) {
+	if (foreign) {
+		/* answered above */
+	} else if (rc) {
 		problem_rc(c, rc, rc == PAL_ENOMEM ? "out of memory" : err);
 	} else {
 		json_t *jobs = json_array();
@@ -1213,6 +1246,7 @@ static void apply_set(call *c, const pal_jobset *set, const char *why, bool prun
 							      set->jobs[i].id, "outcome",
 							      outcome_word[res[i].outcome],
 							      "version", res[i].version));
+		json_array_extend(jobs, followers);
 		ok(c, 200,
 		   json_pack("{s:b, s:o, s:O, s:O, s:O}", "dry_run", 0, "jobs", jobs, "suspended",
 			     closed, "resumed", lifted, "shadowed", shadowed));
@@ -1232,6 +1266,7 @@ static void apply_set(call *c, const pal_jobset *set, const char *why, bool prun
 		}
 	}
 	json_decref(shadowed);
+	json_decref(followers);
 	if (gone)
 		g_ptr_array_unref(gone);
 	free(gres);

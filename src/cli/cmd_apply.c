@@ -60,22 +60,26 @@ static void usage(FILE *fp)
 		"Exit: 0 applied, 65 invalid files (nothing stored), 69 database unreachable.\n");
 }
 
-static const char *const word[] = { "created", "updated", "unchanged" };
+static const char *const word[] = {"created", "updated", "unchanged"};
 
-/* One line (table) or one array element (json) per job into OUT. */
-static void report(FILE *out, bool json, size_t *count, const pal_job_spec *s,
-		   const pal_apply_result *r)
+/* One line (table) or one array element (json) per job into OUT; WHY
+ * (NULL for none) follows the line of the table. */
+static void report(FILE *out, bool json, size_t *count, const char *job_id,
+		   const pal_apply_result *r, const char *why)
 {
 	if (json) {
-		json_t *id = json_string(s->id);
+		json_t *id = json_string(job_id);
 		char *q = id ? json_dumps(id, JSON_ENCODE_ANY) : NULL;
-		fprintf(out, "%s  {\n    \"job_id\": %s,\n    \"outcome\": \"%s\",\n    \"version\": %d\n  }",
-			count[0] + count[1] + count[2] ? ",\n" : "", q ? q : "null", word[r->outcome],
-			r->version);
+		fprintf(out,
+			"%s  {\n    \"job_id\": %s,\n    \"outcome\": \"%s\",\n    \"version\": "
+			"%d\n  }",
+			count[0] + count[1] + count[2] ? ",\n" : "", q ? q : "null",
+			word[r->outcome], r->version);
 		free(q);
 		json_decref(id);
 	} else {
-		fprintf(out, "%-9s %s v%d\n", word[r->outcome], s->id, r->version);
+		fprintf(out, "%-9s %s v%d%s%s\n", word[r->outcome], job_id, r->version,
+			why ? " " : "", why ? why : "");
 	}
 	count[r->outcome]++;
 }
@@ -179,9 +183,9 @@ struct run {
 	FILE *out;
 	size_t count[3];
 	GPtrArray *suspended; /* ids of the jobs whose file says suspend: true */
-	json_t *shadow;       /* ids of the jobs whose file says mode: shadow */
+	json_t *shadow;	      /* ids of the jobs whose file says mode: shadow */
 	GHashTable *defined;  /* every id the files define (for the gates) */
-	struct opener *op; /* until the first store_set(), or the end of a failed run */
+	struct opener *op;    /* until the first store_set(), or the end of a failed run */
 };
 
 /* Hand SET to the store (connecting on first use); a failure is kept in
@@ -203,18 +207,19 @@ static void store_set(struct run *r, const pal_jobset *set)
 	int rc = res ? pal_store_apply_calendars(r->ap, set->calendars, nc, res, err, sizeof err)
 		     : PAL_ENOMEM;
 	for (size_t i = 0; !rc && !r->c->json && i < nc; i++)
-		fprintf(r->out, "%-9s calendar %s v%d\n", word[res[i].outcome], set->calendars[i].name,
-			res[i].version);
+		fprintf(r->out, "%-9s calendar %s v%d\n", word[res[i].outcome],
+			set->calendars[i].name, res[i].version);
 	if (!rc)
 		rc = pal_store_apply_add(r->ap, set->jobs, set->n, res, err, sizeof err);
 	if (rc) {
-		pal_cli_err("apply", "%s; nothing applied", rc == PAL_ENOMEM ? "out of memory" : err);
+		pal_cli_err("apply", "%s; nothing applied",
+			    rc == PAL_ENOMEM ? "out of memory" : err);
 		pal_store_apply_abort(r->ap);
 		r->ap = NULL;
 		r->db_ec = rc == PAL_EDB ? PAL_EXIT_UNAVAIL : PAL_EXIT_SOFTWARE;
 	}
 	for (size_t i = 0; !rc && i < set->n; i++) {
-		report(r->out, r->c->json, r->count, &set->jobs[i], &res[i]);
+		report(r->out, r->c->json, r->count, set->jobs[i].id, &res[i], NULL);
 		pal__cli_note_spent(&set->jobs[i], stderr);
 		if (set->jobs[i].suspend)
 			g_ptr_array_add(r->suspended, g_strdup(set->jobs[i].id));
@@ -222,6 +227,14 @@ static void store_set(struct run *r, const pal_jobset *set)
 			json_array_append_new(r->shadow, json_string(set->jobs[i].id));
 	}
 	free(res);
+}
+
+/* pal_apply_follow_fn: a job outside the files that follows a calendar. */
+static void report_follower(void *ctx, const char *job_id, int version)
+{
+	struct run *r = ctx;
+	pal_apply_result res = {.outcome = PAL_APPLY_UPDATED, .version = version};
+	report(r->out, r->c->json, r->count, job_id, &res, "(follows a calendar it names)");
 }
 
 /* Jobs handed to the store at a time while a file is parsed: the server
@@ -242,10 +255,10 @@ struct batch_ctx {
  * is emptied). */
 static bool jobs_move(pal_jobset *to, pal_jobset *set)
 {
-	pal_calendar *cv = set->n_calendars ? realloc(to->calendars, (to->n_calendars +
-								       set->n_calendars) *
-								      sizeof *cv)
-					    : to->calendars;
+	pal_calendar *cv =
+	    set->n_calendars
+		? realloc(to->calendars, (to->n_calendars + set->n_calendars) * sizeof *cv)
+		: to->calendars;
 	if (set->n_calendars && !cv)
 		return false;
 	if (set->n_calendars) {
@@ -264,7 +277,7 @@ static bool jobs_move(pal_jobset *to, pal_jobset *set)
 	to->jobs = v;
 	to->n += set->n;
 	free(set->jobs);
-	*set = (pal_jobset){ 0 };
+	*set = (pal_jobset){0};
 	return true;
 }
 
@@ -314,8 +327,9 @@ static int apply_remote(const pal_cli_common *c, int n, char **files, const char
 			bool prune, bool dry)
 {
 	if (n != 1) {
-		pal_cli_err("apply", "through --server, apply takes one file (its documents in one "
-				     "body; with --prune, the whole set: the jobs it does not define go)");
+		pal_cli_err("apply",
+			    "through --server, apply takes one file (its documents in one "
+			    "body; with --prune, the whole set: the jobs it does not define go)");
 		return PAL_EXIT_USAGE;
 	}
 	char *text = NULL, *q_reason = g_uri_escape_string(reason, NULL, FALSE),
@@ -329,9 +343,9 @@ static int apply_remote(const pal_cli_common *c, int n, char **files, const char
 		g_free(q_file);
 		return PAL_EXIT_DATAERR;
 	}
-	char *path = g_strdup_printf("/api/v1/apply?dry_run=%s&reason=%s&file=%s%s",
-				     dry ? "true" : "false", q_reason, q_file,
-				     prune ? "&prune=true" : "");
+	char *path =
+	    g_strdup_printf("/api/v1/apply?dry_run=%s&reason=%s&file=%s%s", dry ? "true" : "false",
+			    q_reason, q_file, prune ? "&prune=true" : "");
 	int ec = pal_cli_remote(c, "apply", "POST", path, "application/yaml", text, len);
 	g_free(path);
 	g_free(text);
@@ -342,15 +356,13 @@ static int apply_remote(const pal_cli_common *c, int n, char **files, const char
 
 int pal_cmd_apply(int argc, char **argv)
 {
-	pal_cli_common c = { 0 };
+	pal_cli_common c = {0};
 	const char *reason = "";
 	bool prune = false, dry = false;
-	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
-					    { "reason", required_argument, NULL, 'r' },
-					    { "prune", no_argument, NULL, 'P' },
-					    { "dry-run", no_argument, NULL, 'n' },
-					    { "help", no_argument, NULL, 'h' },
-					    { 0 } };
+	static const struct option lo[] = {
+	    PAL_CLI_COMMON_LONGOPTS,	       {"reason", required_argument, NULL, 'r'},
+	    {"prune", no_argument, NULL, 'P'}, {"dry-run", no_argument, NULL, 'n'},
+	    {"help", no_argument, NULL, 'h'},  {0}};
 	int opt, ec;
 	while ((opt = getopt_long(argc, argv, "hr:n", lo, NULL)) != -1) {
 		if (opt == 'r') {
@@ -370,9 +382,11 @@ int pal_cmd_apply(int argc, char **argv)
 	}
 	if (pal_cli_server(&c))
 		return apply_remote(&c, argc - optind, argv + optind, reason, prune, dry);
-	struct run r = { .c = &c, .reason = reason, .out = tmpfile(),
-			 .suspended = g_ptr_array_new_with_free_func(g_free),
-			 .shadow = json_array() };
+	struct run r = {.c = &c,
+			.reason = reason,
+			.out = tmpfile(),
+			.suspended = g_ptr_array_new_with_free_func(g_free),
+			.shadow = json_array()};
 	pal_jobloader *l = pal_jobloader_new();
 	if (!r.out || !l) {
 		pal_cli_err("apply", "%s; nothing applied",
@@ -383,10 +397,10 @@ int pal_cmd_apply(int argc, char **argv)
 		return PAL_EXIT_SOFTWARE;
 	}
 	r.op = opener_start(&c, reason);
-	pal_diags diags = { 0 };
+	pal_diags diags = {0};
 	size_t bad = 0;
 	for (int i = optind; i < argc; i++) {
-		struct batch_ctx b = { .r = &r, .diags = &diags, .store = !bad };
+		struct batch_ctx b = {.r = &r, .diags = &diags, .store = !bad};
 		if (pal_jobloader_file_batches(l, argv[i], BATCH, take_batch, &b, &diags) ||
 		    b.refused)
 			bad++;
@@ -395,7 +409,7 @@ int pal_cmd_apply(int argc, char **argv)
 		pal_jobset_free(&b.ready);
 	}
 	if (!bad && !r.ap && !r.db_ec) {
-		pal_jobset none = { 0 }; /* files without jobs: still one (empty) apply */
+		pal_jobset none = {0}; /* files without jobs: still one (empty) apply */
 		store_set(&r, &none);
 	}
 	if (!bad && r.ap && !r.db_ec && !pal_after_graph_empty(pal_jobloader_after(l)) &&
@@ -432,21 +446,24 @@ int pal_cmd_apply(int argc, char **argv)
 			rc = pal_store_live_job_ids(r.st, &live, err, sizeof err);
 		size_t i;
 		json_t *id;
-		json_array_foreach(live, i, id)
-		if (!pal_jobloader_seen(l, json_string_value(id)))
-			g_ptr_array_add(gone, g_strdup(json_string_value(id)));
+		json_array_foreach(live, i, id) if (!pal_jobloader_seen(l, json_string_value(id)))
+		    g_ptr_array_add(gone, g_strdup(json_string_value(id)));
 		json_decref(live);
 		gres = calloc(gone->len ? gone->len : 1, sizeof *gres);
 		if (!rc && !gres)
 			rc = PAL_ENOMEM;
 		if (!rc && gone->len)
-			rc = pal_store_apply_retire(r.ap, (const char *const *)gone->pdata, gone->len,
-						    gres, err, sizeof err);
+			rc = pal_store_apply_retire(r.ap, (const char *const *)gone->pdata,
+						    gone->len, gres, err, sizeof err);
 		if (rc) {
 			pal_store_apply_abort(r.ap);
 			r.ap = NULL;
 		}
 	}
+	/* The stored jobs that name a calendar this apply changed: a version
+	 * each, with the new rules, in this transaction. */
+	if (!rc && !r.db_ec)
+		rc = pal_store_apply_followers(r.ap, report_follower, &r, err, sizeof err);
 	/* The gates of `suspend`, in the apply transaction, just before its
 	 * commit; each an audited pause or resume. */
 	json_t *close = json_array(), *lift = json_array(), *susp = json_array();
@@ -456,11 +473,12 @@ int pal_cmd_apply(int argc, char **argv)
 	pal_resume_opts ro;
 	pal__cli_resume_opts(c.config, PAL_SCOPE_JOB, &ro);
 	if (!rc && !r.db_ec)
-		rc = pal_store_apply_spec_gates(r.ap, r.st, susp, loader_seen, l, pal_cli_actor(), &ro,
-						close, lift, err, sizeof err);
+		rc = pal_store_apply_spec_gates(r.ap, r.st, susp, loader_seen, l, pal_cli_actor(),
+						&ro, close, lift, err, sizeof err);
 	/* `mode: shadow`: in the same transaction (docs/migrating.md) */
 	if (!rc && !r.db_ec)
-		rc = pal_store_shadow_spec(r.st, r.shadow, pal_cli_actor(), shadowed, err, sizeof err);
+		rc = pal_store_shadow_spec(r.st, r.shadow, pal_cli_actor(), shadowed, err,
+					   sizeof err);
 	json_decref(susp);
 	pal_jobloader_free(l);
 	if (!rc && !r.db_ec) {
@@ -471,7 +489,8 @@ int pal_cmd_apply(int argc, char **argv)
 		r.ap = NULL;
 	}
 	if (rc) {
-		pal_cli_err("apply", "%s; nothing applied", rc == PAL_ENOMEM ? "out of memory" : err);
+		pal_cli_err("apply", "%s; nothing applied",
+			    rc == PAL_ENOMEM ? "out of memory" : err);
 		r.db_ec = pal_cli_exit_code(rc);
 	}
 	int64_t late = 0;
@@ -488,7 +507,8 @@ int pal_cmd_apply(int argc, char **argv)
 		goto out;
 	}
 	/* Extra report lines: retired, suspended, lifted. */
-	const char *w_ret = dry ? "would retire" : "retired", *w_sus = dry ? "would suspend" : "suspended",
+	const char *w_ret = dry ? "would retire" : "retired",
+		   *w_sus = dry ? "would suspend" : "suspended",
 		   *w_lift = dry ? "would resume" : "resumed";
 	size_t n_ret = 0;
 	for (guint i = 0; i < gone->len; i++) {
@@ -496,14 +516,16 @@ int pal_cmd_apply(int argc, char **argv)
 			continue;
 		n_ret++;
 		if (c.json)
-			fprintf(r.out, "%s  {\n    \"job_id\": \"%s\",\n    \"outcome\": \"%s\",\n"
+			fprintf(r.out,
+				"%s  {\n    \"job_id\": \"%s\",\n    \"outcome\": \"%s\",\n"
 				"    \"version\": %d,\n    \"cancelled\": %lld\n  }",
 				r.count[0] + r.count[1] + r.count[2] + n_ret > 1 ? ",\n" : "",
 				(char *)gone->pdata[i], w_ret, gres[i].version,
 				(long long)gres[i].cancelled);
 		else
 			fprintf(r.out, "%-9s %s v%d (%lld pending %s cancelled)\n", w_ret,
-				(char *)gone->pdata[i], gres[i].version, (long long)gres[i].cancelled,
+				(char *)gone->pdata[i], gres[i].version,
+				(long long)gres[i].cancelled,
 				gres[i].cancelled == 1 ? "trigger" : "triggers");
 	}
 	size_t extra = n_ret;
@@ -513,10 +535,11 @@ int pal_cmd_apply(int argc, char **argv)
 			const char *id = json_string_value(json_array_get(g, i));
 			extra++;
 			if (c.json)
-				fprintf(r.out,
-					"%s  {\n    \"job_id\": \"%s\",\n    \"outcome\": \"%s\"\n  }",
-					r.count[0] + r.count[1] + r.count[2] + extra > 1 ? ",\n" : "",
-					id, k ? w_lift : w_sus);
+				fprintf(
+				    r.out,
+				    "%s  {\n    \"job_id\": \"%s\",\n    \"outcome\": \"%s\"\n  }",
+				    r.count[0] + r.count[1] + r.count[2] + extra > 1 ? ",\n" : "",
+				    id, k ? w_lift : w_sus);
 			else
 				fprintf(r.out, "%-9s %s (%s)\n", k ? w_lift : w_sus, id,
 					k ? "suspend no longer set: its gate is lifted"
@@ -527,11 +550,13 @@ int pal_cmd_apply(int argc, char **argv)
 		const char *id = json_string_value(json_array_get(shadowed, i));
 		extra++;
 		if (c.json)
-			fprintf(r.out, "%s  {\n    \"job_id\": \"%s\",\n    \"outcome\": \"%s\"\n  }",
+			fprintf(r.out,
+				"%s  {\n    \"job_id\": \"%s\",\n    \"outcome\": \"%s\"\n  }",
 				r.count[0] + r.count[1] + r.count[2] + extra > 1 ? ",\n" : "", id,
 				dry ? "would shadow" : "shadow");
 		else
-			fprintf(r.out, "%-9s %s (mode: shadow: planned, never called until a cutover)\n",
+			fprintf(r.out,
+				"%-9s %s (mode: shadow: planned, never called until a cutover)\n",
 				dry ? "would shadow" : "shadow", id);
 	}
 	size_t total = r.count[0] + r.count[1] + r.count[2] + extra;
@@ -558,9 +583,10 @@ int pal_cmd_apply(int argc, char **argv)
 			printf(", %zu put in shadow", json_array_size(shadowed));
 		printf("%s\n", dry ? " (dry run: nothing stored)" : "");
 		if (late)
-			printf("%lld more %s of retired jobs planned before their last version took "
-			       "over: cancelled\n",
-			       (long long)late, late == 1 ? "trigger" : "triggers");
+			printf(
+			    "%lld more %s of retired jobs planned before their last version took "
+			    "over: cancelled\n",
+			    (long long)late, late == 1 ? "trigger" : "triggers");
 	}
 out:
 	json_decref(close);

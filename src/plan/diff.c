@@ -10,18 +10,18 @@
 #include "palisade/schedule.h"
 #include "palisade/timefmt.h"
 
-/* Up to N instants of spec S after FROM into out[]; returns how many, or -1. */
-static int instants(const pal_job_spec *s, int64_t from, int n, int64_t *out, bool *ex, char *err,
-		    size_t errlen)
+/* Up to N instants of spec S after FROM into out[]; returns how many, or
+ * -1.  ANCHOR: where an `every` without `start` counts from (its
+ * activation). */
+static int instants(const pal_job_spec *s, int64_t anchor, int64_t from, int n, int64_t *out,
+		    bool *ex, char *err, size_t errlen)
 {
 	pal_schedule *sc;
 	if (pal_schedule_open(s, &sc, err, errlen))
 		return -1;
 	int k = 0;
 	int64_t t = from;
-	/* An `every` without `start` counts from its activation: both lists
-	 * are shown as if activated at FROM. */
-	while (k < n && pal_schedule_next_from(sc, from, t, &out[k], &ex[k]) == PAL_OK)
+	while (k < n && pal_schedule_next_from(sc, anchor, t, &out[k], &ex[k]) == PAL_OK)
 		t = out[k++];
 	pal_schedule_close(sc);
 	return k;
@@ -41,7 +41,10 @@ int pal_plan_diff_job(pal_store *st, const pal_job_spec *s, int64_t from, int co
 	char hex[65];
 	char *canon = NULL;
 	json_t *old_json = NULL;
-	int rc = pal_store_latest_spec(st, s->id, &old_json, &out->stored_version, err, errlen);
+	int64_t stored_anchor, next_anchor;
+	int rc = pal_store_job_anchors(st, s->id, &stored_anchor, &next_anchor, err, errlen);
+	if (!rc)
+		rc = pal_store_latest_spec(st, s->id, &old_json, &out->stored_version, err, errlen);
 	if (rc && rc != PAL_ENOENT)
 		return rc;
 	if (pal_job_spec_digest(s, &canon, hex)) {
@@ -82,10 +85,13 @@ int pal_plan_diff_job(pal_store *st, const pal_job_spec *s, int64_t from, int co
 	}
 	out->next = out->stored + count;
 	out->next_ex = out->stored_ex + count;
-	out->n_new = instants(s, from, count, out->next, out->next_ex, err, errlen);
+	/* An unchanged spec keeps its version, and so its anchor. */
+	if (!strcmp(out->status, "unchanged"))
+		next_anchor = stored_anchor;
+	out->n_new = instants(s, next_anchor, from, count, out->next, out->next_ex, err, errlen);
 	if (out->n_new >= 0 && have_old)
-		out->n_stored =
-		    instants(&old, from, count, out->stored, out->stored_ex, err, errlen);
+		out->n_stored = instants(&old, stored_anchor, from, count, out->stored,
+					 out->stored_ex, err, errlen);
 	if (have_old)
 		pal_job_spec_clear(&old);
 	if (out->n_stored < 0 || out->n_new < 0) {

@@ -175,7 +175,26 @@ void pal_jobset_calendar_versions(pal_jobset *set)
 		for (size_t k = 0; k < set->jobs[i].n_calendars; k++)
 			for (size_t c = 0; c < set->n_calendars; c++)
 				if (!strcmp(set->jobs[i].calendars[k].name, set->calendars[c].name))
-					set->jobs[i].calendars[k].version = set->calendars[c].version;
+					set->jobs[i].calendars[k].version =
+					    set->calendars[c].version;
+}
+
+int pal_job_spec_follow_calendar(pal_job_spec *s, const pal_calendar *c, bool *taken)
+{
+	if (taken)
+		*taken = false;
+	for (size_t i = 0; i < s->n_calendars; i++) {
+		pal_calendar *cur = &s->calendars[i], copy;
+		if (strcmp(cur->name, c->name) || cur->version == c->version)
+			continue;
+		if (pal_calendar_copy(&copy, c))
+			return PAL_ENOMEM;
+		pal_calendar_clear(cur);
+		*cur = copy;
+		if (taken)
+			*taken = true;
+	}
+	return PAL_OK;
 }
 
 /* The calendars of S as the canonical form's schedule.calendars: in the
@@ -1145,8 +1164,8 @@ static void cj_after(struct cj *c, const json_t *a, pal_job_spec *s)
 		if (!cj_keys(c, o, "after", k_after, N(k_after)))
 			return;
 		s->after[i].job = cj_str(c, o, "job", false);
-		s->after[i].on = (pal_after_on)cj_enum(c, o, "on", pal_after_on_names,
-						       N(pal_after_on_names));
+		s->after[i].on =
+		    (pal_after_on)cj_enum(c, o, "on", pal_after_on_names, N(pal_after_on_names));
 		s->after[i].within_ms = cj_int(c, o, "within_ms", 1, 3650 * day);
 		s->n_after = i + 1;
 	}
@@ -1157,10 +1176,9 @@ int pal_job_spec_from_canonical(const json_t *j, pal_job_spec *out, char *err, s
 	static const char *const k_root[] = {
 	    "format",  "id",	     "tenant",	 "group",	  "schedule",	 "misfire",
 	    "overlap", "partitions", "priority", "max_in_flight", "deadline_ms", "idempotency_key",
-	    "target",  "retry",	     "?notify",
-	    "?after"};
-	static const char *const k_sched[] = {"cron",	    "timezone",	 "dst",	       "start",
-					      "end",	    "exclude",	 "?calendars", "?at",
+	    "target",  "retry",	     "?notify",	 "?after"};
+	static const char *const k_sched[] = {"cron",	   "timezone",	 "dst",	       "start",
+					      "end",	   "exclude",	 "?calendars", "?at",
 					      "?every_ms", "?spread_ms", "?jitter_ms"};
 	static const char *const k_mis[] = {"policy", "catchup_window_ms", "max_catchup"};
 	static const char *const k_tgt[] = {"method",	   "url",	 "headers",

@@ -64,9 +64,22 @@ struct pal_apply {
 	/* retiring (pal_store_apply_retire): statement 4 audits job.retire,
 	 * and the jobs' owner and description are left as they are */
 	bool retiring;
+	/* the specs being added were read back from the store (retiring, a
+	 * calendar's followers): their calendar copies keep the versions they
+	 * carry, but for the calendars this apply stored (see stamp_calendars) */
+	bool stored_specs;
 	size_t meta_changed; /* jobs whose owner or description apply changed */
-	GHashTable *calvers; /* calendar name -> version (GINT_TO_POINTER), this apply's */
+	/* calendar name -> pal_calendar (a copy, with its version): the
+	 * calendars this apply stored */
+	GHashTable *cals;
+	bool followed; /* apply_followers ran */
 };
+
+static void calendar_free(gpointer c)
+{
+	pal_calendar_clear(c);
+	free(c);
+}
 
 /* Read the result of the statement in flight, if any; a failure is
  * reported as WHAT. */
@@ -93,8 +106,8 @@ static int collect(pal_apply *a, char *err, size_t errlen)
 	return drain(a, "storing job versions", err, errlen);
 }
 
-int pal_store_apply_begin(pal_store *st, const char *actor, const char *reason,
-			  int default_shards, pal_apply **out, char *err, size_t errlen)
+int pal_store_apply_begin(pal_store *st, const char *actor, const char *reason, int default_shards,
+			  pal_apply **out, char *err, size_t errlen)
 {
 	*out = NULL;
 	pal_apply *a = calloc(1, sizeof *a);
@@ -126,13 +139,14 @@ int pal_store_apply_begin(pal_store *st, const char *actor, const char *reason,
 	 * with the default 4 MB of work_mem it went to disk.  All in one
 	 * round trip (set_config(..., true) is SET LOCAL). */
 	if (!rc && (pal__store_exec(st, "BEGIN", err, errlen) ||
-		    pal__store_exec(st,
-				    "SELECT set_config('idle_in_transaction_session_timeout', '60s', true),"
-				    " set_config('enable_hashjoin', 'off', true),"
-				    " set_config('enable_mergejoin', 'off', true),"
-				    " set_config('enable_seqscan', 'off', true),"
-				    " set_config('work_mem', '64MB', true)",
-				    err, errlen))) {
+		    pal__store_exec(
+			st,
+			"SELECT set_config('idle_in_transaction_session_timeout', '60s', true),"
+			" set_config('enable_hashjoin', 'off', true),"
+			" set_config('enable_mergejoin', 'off', true),"
+			" set_config('enable_seqscan', 'off', true),"
+			" set_config('work_mem', '64MB', true)",
+			err, errlen))) {
 		pal__store_rollback(st);
 		rc = PAL_EDB;
 	}
@@ -153,8 +167,8 @@ void pal_store_apply_abort(pal_apply *a)
 	char err[256];
 	(void)collect(a, err, sizeof err);
 	pal__store_rollback(a->st);
-	if (a->calvers)
-		g_hash_table_destroy(a->calvers);
+	if (a->cals)
+		g_hash_table_destroy(a->cals);
 	free(a->actor);
 	free(a->reason);
 	free(a);
@@ -167,8 +181,8 @@ int pal_store_apply_commit(pal_apply *a, char *err, size_t errlen)
 		rc = PAL_EDB;
 	if (rc)
 		pal__store_rollback(a->st);
-	if (a->calvers)
-		g_hash_table_destroy(a->calvers);
+	if (a->cals)
+		g_hash_table_destroy(a->cals);
 	free(a->actor);
 	free(a->reason);
 	free(a);
@@ -182,9 +196,9 @@ struct item {
 	char *canon;
 	char hex[65];
 	pal_canon_spans sp; /* of retry and target in canon */
-	int latest; /* latest_version before this apply, 0 for a new job */
-	bool fresh; /* its jobs row was inserted by this apply */
-	bool meta;  /* an existing job whose owner or description differ */
+	int latest;	    /* latest_version before this apply, 0 for a new job */
+	bool fresh;	    /* its jobs row was inserted by this apply */
+	bool meta;	    /* an existing job whose owner or description differ */
 };
 
 static const char *nz(const char *s)
@@ -230,7 +244,7 @@ static int query_rows(pal_apply *a, const char *sql, int np, const char *const *
  * RETURNING (jobs_upsert), whose rows say which are ours.  Both insert in
  * the order of the chunk, sorted by job id. */
 #define JOBS_COPY_SQL                                                                              \
-	"COPY jobs (job_id, tenant, resource_group, shard, latest_version, owner, description)"  \
+	"COPY jobs (job_id, tenant, resource_group, shard, latest_version, owner, description)"    \
 	" FROM STDIN (FORMAT binary)"
 
 static char *ids_array(const struct item *it, size_t n)
@@ -245,9 +259,9 @@ static char *ids_array(const struct item *it, size_t n)
 /* it[i].fresh = no jobs row for it (yet). */
 static int probe_jobs(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
 {
-	const char *p[] = { ids_array(it, n) };
-	PGresult *r = pal__store_query(a->st, "SELECT job_id FROM jobs WHERE job_id = ANY($1::text[])",
-				       1, p, err, errlen);
+	const char *p[] = {ids_array(it, n)};
+	PGresult *r = pal__store_query(
+	    a->st, "SELECT job_id FROM jobs WHERE job_id = ANY($1::text[])", 1, p, err, errlen);
 	g_free((char *)p[0]);
 	if (!r)
 		return PAL_EDB;
@@ -310,17 +324,18 @@ static int jobs_upsert(pal_apply *a, struct item *it, size_t n, char *err, size_
 		pal__pgarr_text(&ow, nz(it[i].s->owner));
 		pal__pgarr_text(&de, nz(it[i].s->description));
 	}
-	char *p[] = { ids_array(it, n),	     pal__pgarr_end(&te), pal__pgarr_end(&gr),
-		      pal__pgarr_end(&sh), pal__pgarr_end(&ow), pal__pgarr_end(&de) };
+	char *p[] = {ids_array(it, n),	  pal__pgarr_end(&te), pal__pgarr_end(&gr),
+		     pal__pgarr_end(&sh), pal__pgarr_end(&ow), pal__pgarr_end(&de)};
 	PGresult *r = NULL;
-	int rc = query_rows(a,
-			    "INSERT INTO jobs (job_id, tenant, resource_group, shard, latest_version,"
-			    "  owner, description)"
-			    " SELECT u.id, u.te, u.gr, u.sh, 1, u.ow, u.de"
-			    " FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[],"
-			    "  $6::text[]) WITH ORDINALITY AS u(id, te, gr, sh, ow, de, i)"
-			    " ORDER BY u.i ON CONFLICT (job_id) DO NOTHING RETURNING job_id",
-			    6, (const char *const *)p, -1, &r, err, errlen);
+	int rc =
+	    query_rows(a,
+		       "INSERT INTO jobs (job_id, tenant, resource_group, shard, latest_version,"
+		       "  owner, description)"
+		       " SELECT u.id, u.te, u.gr, u.sh, 1, u.ow, u.de"
+		       " FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[],"
+		       "  $6::text[]) WITH ORDINALITY AS u(id, te, gr, sh, ow, de, i)"
+		       " ORDER BY u.i ON CONFLICT (job_id) DO NOTHING RETURNING job_id",
+		       6, (const char *const *)p, -1, &r, err, errlen);
 	for (size_t k = 0; k < 6; k++)
 		g_free(p[k]);
 	if (rc)
@@ -357,7 +372,7 @@ static int jobs_copy_finish(pal_apply *a, struct item *it, size_t n, char *err, 
 	}
 	if (!rc)
 		return pal__store_exec(a->st, "RELEASE SAVEPOINT apply_jobs", err, errlen) ? PAL_EDB
-										     : PAL_OK;
+											   : PAL_OK;
 	if (!conflict)
 		return rc;
 	if (pal__store_exec(a->st, "ROLLBACK TO SAVEPOINT apply_jobs", err, errlen) ||
@@ -391,7 +406,7 @@ static int lock_jobs(pal_apply *a, struct item *it, size_t n, char *err, size_t 
 	for (size_t i = 0, row = 0; !rc && old && i < n; i++)
 		if (!it[i].fresh) {
 			it[i].latest = atoi(PQgetvalue(r, (int)row, 0));
-			it[i].meta = !a->retiring &&
+			it[i].meta = !a->stored_specs &&
 				     (strcmp(PQgetvalue(r, (int)row, 1), nz(it[i].s->owner)) ||
 				      strcmp(PQgetvalue(r, (int)row, 2), nz(it[i].s->description)));
 			row++;
@@ -417,7 +432,7 @@ static int compare_digests(pal_apply *a, struct item *it, size_t n, char *err, s
 		pal__pgarr_text(&dg, it[i].hex);
 		m++;
 	}
-	char *p[] = { pal__pgarr_end(&ids), pal__pgarr_end(&lv), pal__pgarr_end(&dg) };
+	char *p[] = {pal__pgarr_end(&ids), pal__pgarr_end(&lv), pal__pgarr_end(&dg)};
 	int rc = PAL_OK;
 	if (m) {
 		PGresult *r = NULL;
@@ -466,24 +481,25 @@ static int update_meta(pal_apply *a, struct item *it, size_t n, char *err, size_
 			pal__pgarr_text(&de, nz(it[i].s->description));
 			m++;
 		}
-	const char *p[] = { pal__pgarr_end(&ids), pal__pgarr_end(&ow), pal__pgarr_end(&de),
-			    a->actor, a->reason };
+	const char *p[] = {pal__pgarr_end(&ids), pal__pgarr_end(&ow), pal__pgarr_end(&de), a->actor,
+			   a->reason};
 	int rc = PAL_OK;
 	PGresult *r = NULL;
 	if (m)
-		rc = query_rows(a,
-				"WITH u AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[])"
-				"   AS u(id, ow, de)),"
-				" old AS (SELECT j.job_id, j.owner, j.description FROM jobs j"
-				"   JOIN u ON u.id = j.job_id),"
-				" upd AS (UPDATE jobs j SET owner = u.ow, description = u.de,"
-				"   updated_at = now() FROM u WHERE j.job_id = u.id)"
-				" INSERT INTO audit_log (actor, action, scope, reason, details)"
-				" SELECT $4, 'job.meta', 'job:' || u.id, $5, jsonb_build_object("
-				"   'owner', u.ow, 'description', u.de,"
-				"   'previous_owner', old.owner, 'previous_description', old.description)"
-				" FROM u JOIN old ON old.job_id = u.id",
-				5, p, -1, &r, err, errlen);
+		rc = query_rows(
+		    a,
+		    "WITH u AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[])"
+		    "   AS u(id, ow, de)),"
+		    " old AS (SELECT j.job_id, j.owner, j.description FROM jobs j"
+		    "   JOIN u ON u.id = j.job_id),"
+		    " upd AS (UPDATE jobs j SET owner = u.ow, description = u.de,"
+		    "   updated_at = now() FROM u WHERE j.job_id = u.id)"
+		    " INSERT INTO audit_log (actor, action, scope, reason, details)"
+		    " SELECT $4, 'job.meta', 'job:' || u.id, $5, jsonb_build_object("
+		    "   'owner', u.ow, 'description', u.de,"
+		    "   'previous_owner', old.owner, 'previous_description', old.description)"
+		    " FROM u JOIN old ON old.job_id = u.id",
+		    5, p, -1, &r, err, errlen);
 	PQclear(r);
 	if (!rc)
 		a->meta_changed += m;
@@ -495,11 +511,11 @@ static int update_meta(pal_apply *a, struct item *it, size_t n, char *err, size_
 /* Statement 4a: the jobs rows of the changed existing jobs and a NOTIFY
  * palisade_apply per changed job (no spec travels in it). */
 #define VERSIONS_META_SQL                                                                          \
-	"WITH u AS (SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[],"          \
-	"   $5::int[]) AS u(id, v, te, grp, fresh)),"                                             \
-	" upd AS (UPDATE jobs j SET latest_version = u.v, tenant = u.te,"                        \
-	"   resource_group = u.grp, updated_at = now(), retired_at = NULL FROM u"                 \
-	"   WHERE j.job_id = u.id AND u.fresh = 0)"                                               \
+	"WITH u AS (SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[],"           \
+	"   $5::int[]) AS u(id, v, te, grp, fresh)),"                                              \
+	" upd AS (UPDATE jobs j SET latest_version = u.v, tenant = u.te,"                          \
+	"   resource_group = u.grp, updated_at = now(), retired_at = NULL FROM u"                  \
+	"   WHERE j.job_id = u.id AND u.fresh = 0)"                                                \
 	" SELECT count(pg_notify('palisade_apply', u.id)) FROM u"
 
 /* Statement 4c: an audit_log row per changed job (job.create, job.update
@@ -511,9 +527,9 @@ static int update_meta(pal_apply *a, struct item *it, size_t n, char *err, size_
  * retry and target as jsonb; the plan_* columns are generated from the
  * spec by the server). */
 #define VERSIONS_COPY_SQL                                                                          \
-	"COPY job_versions (job_id, version, spec, digest, cron, timezone, misfire_policy,"       \
-	" catchup_window_ms, max_catchup, overlap_policy, priority, deadline_ms, max_in_flight,"  \
-	" idempotency_key, retry, resource_group, target, partitions, created_by, target_host)"   \
+	"COPY job_versions (job_id, version, spec, digest, cron, timezone, misfire_policy,"        \
+	" catchup_window_ms, max_catchup, overlap_policy, priority, deadline_ms, max_in_flight,"   \
+	" idempotency_key, retry, resource_group, target, partitions, created_by, target_host)"    \
 	" FROM STDIN (FORMAT binary)"
 enum { VERSIONS_COPY_FIELDS = 20 };
 
@@ -655,43 +671,59 @@ static int send_versions(pal_apply *a, struct item *it, size_t n, char *err, siz
 	return rc;
 }
 
-int pal_store_apply_calendars(pal_apply *a, pal_calendar *cals, size_t n,
-			      pal_apply_result *results, char *err, size_t errlen)
+int pal_store_apply_calendars(pal_apply *a, pal_calendar *cals, size_t n, pal_apply_result *results,
+			      char *err, size_t errlen)
 {
 	int rc = collect(a, err, errlen);
-	if (!rc && !a->calvers)
-		a->calvers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	if (!rc && !a->cals)
+		a->cals = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, calendar_free);
 	for (size_t i = 0; !rc && i < n; i++) {
 		bool made;
 		rc = pal__store_calendar_version(a->st, &cals[i], true, a->actor, a->reason, &made,
 						 err, errlen);
 		if (!rc && results)
-			results[i] = (pal_apply_result){
-				.outcome = !made		? PAL_APPLY_UNCHANGED
-					   : cals[i].version == 1 ? PAL_APPLY_CREATED
-								  : PAL_APPLY_UPDATED,
-				.version = cals[i].version };
+			results[i] = (pal_apply_result){.outcome = !made ? PAL_APPLY_UNCHANGED
+								   : cals[i].version == 1
+								       ? PAL_APPLY_CREATED
+								       : PAL_APPLY_UPDATED,
+							.version = cals[i].version};
+		pal_calendar *c = rc ? NULL : malloc(sizeof *c);
+		if (!rc && (!c || pal_calendar_copy(c, &cals[i]))) {
+			free(c);
+			snprintf(err, errlen, "out of memory");
+			rc = PAL_ENOMEM;
+		}
 		if (!rc)
-			g_hash_table_insert(a->calvers, g_strdup(cals[i].name),
-					    GINT_TO_POINTER(cals[i].version));
+			g_hash_table_replace(a->cals, c->name, c);
 	}
 	return rc;
 }
 
-/* The version this apply stored of each calendar spec S names, into its
- * copies (their rules are the ones stored: the same loader made both). */
+/* The calendar copies of S get the versions this apply stored.  A spec
+ * from the files names only calendars of this apply (the same loader made
+ * the copies: only the version is missing); one read back from the store
+ * takes the stored calendar whole (rules and version) where this apply
+ * stored that calendar and keeps its other copies as they are. */
 static int stamp_calendars(pal_apply *a, const pal_job_spec *s, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < s->n_calendars; i++) {
-		gpointer v = a->calvers ? g_hash_table_lookup(a->calvers, s->calendars[i].name) : NULL;
-		if (!v) {
-			snprintf(err, errlen,
-				 "job %s: calendar \"%s\" is not part of this apply; hint: apply the "
-				 "file that defines it together with the job",
-				 s->id, s->calendars[i].name);
+		pal_calendar *cur = &s->calendars[i];
+		const pal_calendar *c = a->cals ? g_hash_table_lookup(a->cals, cur->name) : NULL;
+		if (!c && a->stored_specs)
+			continue;
+		if (!c) {
+			snprintf(
+			    err, errlen,
+			    "job %s: calendar \"%s\" is not part of this apply; hint: apply the "
+			    "file that defines it together with the job",
+			    s->id, cur->name);
 			return PAL_EINVAL;
 		}
-		s->calendars[i].version = GPOINTER_TO_INT(v);
+		if (a->stored_specs && pal_job_spec_follow_calendar((pal_job_spec *)s, c, NULL)) {
+			snprintf(err, errlen, "out of memory");
+			return PAL_ENOMEM;
+		}
+		cur->version = c->version;
 	}
 	return PAL_OK;
 }
@@ -709,7 +741,7 @@ static int apply_chunk(pal_apply *a, struct item *it, size_t n, char *err, size_
 	 * all, the COPY fails on the key like in a race with another apply
 	 * (one key violation in the server's log) and the chunk goes through
 	 * jobs_upsert; the next chunks probe again. */
-	bool assumed = a->all_new && !a->retiring;
+	bool assumed = a->all_new && !a->stored_specs;
 	for (size_t i = 0; assumed && i < n; i++)
 		it[i].fresh = true;
 	if (!rc && !assumed)
@@ -755,7 +787,7 @@ int pal_store_apply_add(pal_apply *a, const pal_job_spec *specs, size_t n,
 	for (size_t off = 0; !rc && off < n; off += CHUNK) {
 		size_t m = n - off < CHUNK ? n - off : CHUNK;
 		for (size_t i = 0; i < m; i++)
-			it[i] = (struct item){ .s = &specs[off + i], .res = &results[off + i] };
+			it[i] = (struct item){.s = &specs[off + i], .res = &results[off + i]};
 		rc = apply_chunk(a, it, m, err, errlen);
 		for (size_t i = 0; i < m; i++)
 			free(it[i].canon);
@@ -779,6 +811,60 @@ int pal_store_apply(pal_store *st, const pal_jobset *set, const char *actor, con
 		return rc;
 	}
 	return pal_store_apply_commit(a, err, errlen);
+}
+
+/* ---- a calendar's followers --------------------------------------------------- */
+
+int pal_store_apply_followers(pal_apply *a, pal_apply_follow_fn fn, void *ctx, char *err,
+			      size_t errlen)
+{
+	a->followed = true;
+	int rc = collect(a, err, errlen);
+	if (rc || !a->cals || !g_hash_table_size(a->cals))
+		return rc;
+	GPtrArray *cals = g_ptr_array_new();
+	GHashTableIter hi;
+	gpointer v;
+	g_hash_table_iter_init(&hi, a->cals);
+	while (g_hash_table_iter_next(&hi, NULL, &v))
+		g_ptr_array_add(cals, v);
+	PGresult *r = pal__store_calendar_followers(a->st, (const pal_calendar *const *)cals->pdata,
+						    cals->len, true, err, errlen);
+	g_ptr_array_free(cals, TRUE);
+	if (!r)
+		return PAL_EDB;
+	size_t n = (size_t)PQntuples(r);
+	pal_job_spec *specs = calloc(n ? n : 1, sizeof *specs);
+	pal_apply_result *res = calloc(n ? n : 1, sizeof *res);
+	size_t m = 0;
+	if (!specs || !res) {
+		snprintf(err, errlen, "out of memory");
+		rc = PAL_ENOMEM;
+	}
+	for (; !rc && m < n; m++) {
+		json_error_t je;
+		json_t *j = json_loads(PQgetvalue(r, (int)m, 1), 0, &je);
+		char e[512];
+		if (!j || pal_job_spec_from_canonical(j, &specs[m], e, sizeof e)) {
+			snprintf(err, errlen, "job %s: stored spec unreadable: %s",
+				 PQgetvalue(r, (int)m, 0), j ? e : je.text);
+			rc = PAL_EINVAL;
+		}
+		json_decref(j);
+	}
+	PQclear(r);
+	if (!rc && n) {
+		a->stored_specs = true;
+		rc = pal_store_apply_add(a, specs, n, res, err, errlen);
+		a->stored_specs = false;
+	}
+	for (size_t i = 0; !rc && fn && i < n; i++)
+		fn(ctx, specs[i].id, res[i].version);
+	for (size_t i = 0; i < m; i++)
+		pal_job_spec_clear(&specs[i]);
+	free(specs);
+	free(res);
+	return rc;
 }
 
 /* ---- retiring (include/palisade/lifecycle.h) --------------------------------- */
@@ -810,7 +896,7 @@ static int cancel_retired(pal_store *st, const char *ids, const char *actor, con
 			  const char *cause, const char *at, GHashTable *counts, int64_t *total,
 			  char *err, size_t errlen)
 {
-	const char *p[] = { ids, actor, reason, cause, at };
+	const char *p[] = {ids, actor, reason, cause, at};
 	PGresult *r = pal__store_query(st, RETIRE_CANCEL_SQL, 5, p, err, errlen);
 	if (!r)
 		return PAL_EDB;
@@ -831,7 +917,7 @@ static int retire_chunk(pal_apply *a, const char *const *ids, size_t n, pal_reti
 			char *err, size_t errlen)
 {
 	for (size_t i = 0; i < n; i++)
-		res[i] = (pal_retire_result){ .outcome = PAL_RETIRE_NOT_FOUND };
+		res[i] = (pal_retire_result){.outcome = PAL_RETIRE_NOT_FOUND};
 	int rc = collect(a, err, errlen);
 	if (rc || !n)
 		return rc;
@@ -841,14 +927,15 @@ static int retire_chunk(pal_apply *a, const char *const *ids, size_t n, pal_reti
 		pal__pgarr_text(&arr, ids[i]);
 	char *all = pal__pgarr_end(&arr);
 	/* Lock in job-id order, as apply does. */
-	const char *p[] = { all };
+	const char *p[] = {all};
 	PGresult *r = pal__store_query(
-		a->st,
-		"SELECT j.job_id, j.retired_at IS NOT NULL, j.latest_version, v.spec::text,"
-		" ceil(extract(epoch FROM clock_timestamp()))::bigint"
-		" FROM jobs j JOIN job_versions v ON v.job_id = j.job_id AND v.version = j.latest_version"
-		" WHERE j.job_id = ANY($1::text[]) ORDER BY j.job_id COLLATE \"C\" FOR UPDATE OF j",
-		1, p, err, errlen);
+	    a->st,
+	    "SELECT j.job_id, j.retired_at IS NOT NULL, j.latest_version, v.spec::text,"
+	    " ceil(extract(epoch FROM clock_timestamp()))::bigint"
+	    " FROM jobs j JOIN job_versions v ON v.job_id = j.job_id AND v.version = "
+	    "j.latest_version"
+	    " WHERE j.job_id = ANY($1::text[]) ORDER BY j.job_id COLLATE \"C\" FOR UPDATE OF j",
+	    1, p, err, errlen);
 	if (!r) {
 		g_free(all);
 		return PAL_EDB;
@@ -901,9 +988,9 @@ static int retire_chunk(pal_apply *a, const char *const *ids, size_t n, pal_reti
 	PQclear(r);
 	g_hash_table_destroy(index);
 	if (!rc && m) {
-		a->retiring = true;
+		a->retiring = a->stored_specs = true;
 		rc = pal_store_apply_add(a, specs, m, ar, err, errlen);
-		a->retiring = false;
+		a->retiring = a->stored_specs = false;
 		if (!rc)
 			rc = collect(a, err, errlen);
 	}
@@ -923,7 +1010,7 @@ static int retire_chunk(pal_apply *a, const char *const *ids, size_t n, pal_reti
 				    &total, err, errlen);
 		for (size_t k = 0; !rc && k < m; k++)
 			res[of[k]].cancelled =
-				GPOINTER_TO_INT(g_hash_table_lookup(counts, ids[of[k]]));
+			    GPOINTER_TO_INT(g_hash_table_lookup(counts, ids[of[k]]));
 		g_hash_table_destroy(counts);
 		g_free(rids);
 	}
@@ -948,8 +1035,8 @@ int pal_store_retire_sweep(pal_store *st, const char *const *ids, size_t n, cons
 		pal__pgarr_text(&arr, ids[i]);
 	char *all = pal__pgarr_end(&arr);
 	int rc = cancel_retired(st, all, actor, reason ? reason : "",
-				"job retired (planned before its retiring version took over)",
-				NULL, NULL, cancelled, err, errlen);
+				"job retired (planned before its retiring version took over)", NULL,
+				NULL, cancelled, err, errlen);
 	g_free(all);
 	return rc;
 }
@@ -959,8 +1046,8 @@ int pal_store_apply_sync(pal_apply *a, char *err, size_t errlen)
 	return collect(a, err, errlen);
 }
 
-int pal_store_apply_retire(pal_apply *a, const char *const *ids, size_t n,
-			   pal_retire_result *res, char *err, size_t errlen)
+int pal_store_apply_retire(pal_apply *a, const char *const *ids, size_t n, pal_retire_result *res,
+			   char *err, size_t errlen)
 {
 	int rc = PAL_OK;
 	for (size_t off = 0; !rc && (off < n || !n); off += CHUNK) {

@@ -7,8 +7,10 @@
  * any other makes version n+1, with an audit_log row (calendar.create or
  * calendar.update).  The job versions that name a calendar carry its rules
  * and version in their own spec, so nothing here is read while planning:
- * apply asks for the version before it digests the jobs, `plan diff` asks
- * what the version would be, `palisade calendars` lists them.
+ * apply asks for the version before it digests the jobs, and for the
+ * stored jobs that carry another version (its followers, which apply gives
+ * the new one), `plan diff` asks what the version would be and who would
+ * follow, `palisade calendars` and the API list them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,4 +110,59 @@ int pal_store_calendars_json(pal_store *st, const char *name, json_t **out, char
 	    "c.name)"
 	    "  AND ($1::text IS NULL OR c.name = $1)) x",
 	    1, p, out, err, errlen);
+}
+
+/* The latest versions that name calendars (the cron column's prefix) are
+ * read only when there are calendars to compare with. */
+#define FOLLOWERS_SQL                                                                              \
+	"SELECT j.job_id, v.spec::text"                                                            \
+	" FROM jobs j JOIN job_versions v ON v.job_id = j.job_id AND v.version = j.latest_version" \
+	" WHERE j.retired_at IS NULL AND v.cron LIKE '@calendars(%'"                               \
+	"  AND EXISTS (SELECT 1 FROM jsonb_array_elements(v.spec #> '{schedule,calendars}') e"     \
+	"   JOIN unnest($1::text[], $2::int[]) AS c(name, version) ON e->>'name' = c.name"         \
+	"   WHERE (e->>'version')::int <> c.version)"                                              \
+	" ORDER BY j.job_id COLLATE \"C\""
+
+PGresult *pal__store_calendar_followers(pal_store *st, const pal_calendar *const *cals, size_t n,
+					bool lock, char *err, size_t errlen)
+{
+	pal_pgarr names, vers;
+	pal__pgarr_init(&names);
+	pal__pgarr_init(&vers);
+	for (size_t i = 0; i < n; i++) {
+		pal__pgarr_text(&names, cals[i]->name);
+		pal__pgarr_i64(&vers, cals[i]->version);
+	}
+	char *p[] = {pal__pgarr_end(&names), pal__pgarr_end(&vers)};
+	PGresult *r = pal__store_query(st, lock ? FOLLOWERS_SQL " FOR UPDATE OF j" : FOLLOWERS_SQL,
+				       2, (const char *const *)p, err, errlen);
+	g_free(p[0]);
+	g_free(p[1]);
+	return r;
+}
+
+int pal_store_calendar_followers_json(pal_store *st, const pal_calendar *cals, size_t n,
+				      json_t **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	const pal_calendar **v = calloc(n ? n : 1, sizeof *v);
+	if (!v) {
+		snprintf(err, errlen, "out of memory");
+		return PAL_ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		v[i] = &cals[i];
+	PGresult *r = n ? pal__store_calendar_followers(st, v, n, false, err, errlen) : NULL;
+	free(v);
+	if (n && !r)
+		return PAL_EDB;
+	json_t *a = json_array();
+	for (int row = 0; r && row < PQntuples(r); row++) {
+		json_t *spec = json_loads(PQgetvalue(r, row, 1), 0, NULL);
+		json_array_append_new(
+		    a, json_pack("{s:s, s:o?}", "job_id", PQgetvalue(r, row, 0), "spec", spec));
+	}
+	PQclear(r);
+	*out = a;
+	return PAL_OK;
 }

@@ -12,11 +12,12 @@ int pal_store_shard_count(pal_store *st, int default_shards, int *n, char *err, 
 {
 	char d[16];
 	snprintf(d, sizeof d, "%d", default_shards);
-	const char *p[] = { d };
-	PGresult *r = pal__store_query(st,
-				       "INSERT INTO cluster_settings (name, value) VALUES ('shards', $1)"
-				       " ON CONFLICT (name) DO NOTHING",
-				       1, p, err, errlen);
+	const char *p[] = {d};
+	PGresult *r =
+	    pal__store_query(st,
+			     "INSERT INTO cluster_settings (name, value) VALUES ('shards', $1)"
+			     " ON CONFLICT (name) DO NOTHING",
+			     1, p, err, errlen);
 	if (!r)
 		return PAL_EDB;
 	PQclear(r);
@@ -27,10 +28,11 @@ int pal_store_shard_count(pal_store *st, int default_shards, int *n, char *err, 
 	*n = atoi(PQgetvalue(r, 0, 0));
 	PQclear(r);
 	snprintf(d, sizeof d, "%d", *n);
-	r = pal__store_query(st,
-			     "INSERT INTO shards (shard_id) SELECT g FROM generate_series(0, $1::int - 1) g"
-			     " ON CONFLICT (shard_id) DO NOTHING",
-			     1, p, err, errlen);
+	r = pal__store_query(
+	    st,
+	    "INSERT INTO shards (shard_id) SELECT g FROM generate_series(0, $1::int - 1) g"
+	    " ON CONFLICT (shard_id) DO NOTHING",
+	    1, p, err, errlen);
 	if (!r)
 		return PAL_EDB;
 	PQclear(r);
@@ -41,12 +43,13 @@ int pal_store_latest_spec(pal_store *st, const char *job_id, json_t **spec_json,
 			  char *err, size_t errlen)
 {
 	*spec_json = NULL;
-	const char *p[] = { job_id };
-	PGresult *r = pal__store_query(st,
-				       "SELECT v.version, v.spec::text FROM jobs j JOIN job_versions v"
-				       " ON v.job_id = j.job_id AND v.version = j.latest_version"
-				       " WHERE j.job_id = $1",
-				       1, p, err, errlen);
+	const char *p[] = {job_id};
+	PGresult *r =
+	    pal__store_query(st,
+			     "SELECT v.version, v.spec::text FROM jobs j JOIN job_versions v"
+			     " ON v.job_id = j.job_id AND v.version = j.latest_version"
+			     " WHERE j.job_id = $1",
+			     1, p, err, errlen);
 	if (!r)
 		return PAL_EDB;
 	if (PQntuples(r) == 0) {
@@ -64,9 +67,39 @@ int pal_store_latest_spec(pal_store *st, const char *job_id, json_t **spec_json,
 	return PAL_OK;
 }
 
+int pal_store_job_anchors(pal_store *st, const char *job_id, int64_t *stored, int64_t *next,
+			  char *err, size_t errlen)
+{
+	const char *p[] = {job_id};
+	/* the takeover as the controller computes it (planner.c, plan_due):
+	 * the shard's watermark (now before the first tick), never before an
+	 * older version's own start */
+	PGresult *r = pal__store_query(
+	    st,
+	    "SELECT floor(extract(epoch FROM clock_timestamp()))::bigint,"
+	    " floor(extract(epoch FROM v.effective_from))::bigint,"
+	    " floor(extract(epoch FROM greatest(coalesce(s.watermark, clock_timestamp()),"
+	    "  (SELECT max(w.effective_from) FROM job_versions w WHERE w.job_id = "
+	    "j.job_id))))::bigint,"
+	    " EXISTS (SELECT 1 FROM job_versions w WHERE w.job_id = j.job_id"
+	    "  AND w.effective_from IS NOT NULL)"
+	    " FROM (SELECT 1) one LEFT JOIN jobs j ON j.job_id = $1"
+	    " LEFT JOIN job_versions v ON v.job_id = j.job_id AND v.version = j.latest_version"
+	    " LEFT JOIN shards s ON s.shard_id = j.shard",
+	    1, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	int64_t now = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+	bool active = !strcmp(PQgetvalue(r, 0, 3), "t");
+	*next = active ? strtoll(PQgetvalue(r, 0, 2), NULL, 10) : now;
+	*stored = PQgetisnull(r, 0, 1) ? *next : strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+	PQclear(r);
+	return PAL_OK;
+}
+
 int pal_store_jobs_json(pal_store *st, const char *job_id, json_t **out, char *err, size_t errlen)
 {
-	const char *p[] = { job_id };
+	const char *p[] = {job_id};
 	return pal__store_query_json(
 	    st,
 	    "SELECT coalesce(json_agg(x ORDER BY x.job_id), '[]')::text FROM ("
@@ -99,29 +132,29 @@ static int handoff_row(pal_store *st, const char *node, const pal_handoff *h, ch
 	for (size_t i = 0; i < h->n_ids; i++)
 		pal__pgarr_text(&a, h->ids[i]);
 	char *arr = pal__pgarr_end(&a);
-	const char *p[] = { s, e, node, w, hz, arr };
+	const char *p[] = {s, e, node, w, hz, arr};
 	/* Fenced: only while the shard still has our epoch and the watermark
 	 * our planner's state belongs to. */
 	PGresult *r = pal__store_query(
-		st,
-		"INSERT INTO shard_handoffs (shard_id, epoch, leader, watermark, horizon, job_ids)"
-		" SELECT shard_id, $2, $3, watermark, to_timestamp($5::bigint), $6::text[] FROM shards"
-		" WHERE shard_id = $1 AND epoch = $2 AND leader = $3"
-		" AND watermark = to_timestamp($4::bigint)"
-		" ON CONFLICT (shard_id) DO UPDATE SET epoch = excluded.epoch,"
-		" leader = excluded.leader, watermark = excluded.watermark,"
-		" horizon = excluded.horizon, job_ids = excluded.job_ids,"
-		" written_at = clock_timestamp()"
-		" RETURNING 1",
-		6, p, err, errlen);
+	    st,
+	    "INSERT INTO shard_handoffs (shard_id, epoch, leader, watermark, horizon, job_ids)"
+	    " SELECT shard_id, $2, $3, watermark, to_timestamp($5::bigint), $6::text[] FROM shards"
+	    " WHERE shard_id = $1 AND epoch = $2 AND leader = $3"
+	    " AND watermark = to_timestamp($4::bigint)"
+	    " ON CONFLICT (shard_id) DO UPDATE SET epoch = excluded.epoch,"
+	    " leader = excluded.leader, watermark = excluded.watermark,"
+	    " horizon = excluded.horizon, job_ids = excluded.job_ids,"
+	    " written_at = clock_timestamp()"
+	    " RETURNING 1",
+	    6, p, err, errlen);
 	g_free(arr);
 	if (!r)
 		return PAL_EDB;
 	int rows = PQntuples(r);
 	PQclear(r);
 	if (!rows) {
-		snprintf(err, errlen, "shard %d: no longer at epoch %s and watermark %s", h->shard, e,
-			 w);
+		snprintf(err, errlen, "shard %d: no longer at epoch %s and watermark %s", h->shard,
+			 e, w);
 		return PAL_ESTALE;
 	}
 	return PAL_OK;
@@ -173,17 +206,17 @@ int pal_store_handoff_read(pal_store *st, const int *shards, size_t n, int64_t *
 	for (size_t i = 0; i < n; i++)
 		pal__pgarr_i64(&a, shards[i]);
 	char *arr = pal__pgarr_end(&a);
-	const char *p[] = { arr };
+	const char *p[] = {arr};
 	/* Usable only while nobody planned the shard since it was written: the
 	 * row speaks about the instants after that watermark. */
-	PGresult *r = pal__store_query(
-		st,
-		"SELECT h.shard_id, floor(extract(epoch FROM h.horizon))::bigint, u.id"
-		" FROM shard_handoffs h JOIN shards s ON s.shard_id = h.shard_id"
-		" LEFT JOIN LATERAL unnest(h.job_ids) u(id) ON true"
-		" WHERE h.shard_id = ANY($1::int[]) AND s.watermark = h.watermark"
-		" ORDER BY h.shard_id",
-		1, p, err, errlen);
+	PGresult *r =
+	    pal__store_query(st,
+			     "SELECT h.shard_id, floor(extract(epoch FROM h.horizon))::bigint, u.id"
+			     " FROM shard_handoffs h JOIN shards s ON s.shard_id = h.shard_id"
+			     " LEFT JOIN LATERAL unnest(h.job_ids) u(id) ON true"
+			     " WHERE h.shard_id = ANY($1::int[]) AND s.watermark = h.watermark"
+			     " ORDER BY h.shard_id",
+			     1, p, err, errlen);
 	g_free(arr);
 	if (!r)
 		return PAL_EDB;
@@ -222,9 +255,9 @@ int pal_store_handoff_clear(pal_store *st, const int *shards, size_t n, char *er
 	for (size_t i = 0; i < n; i++)
 		pal__pgarr_i64(&a, shards[i]);
 	char *arr = pal__pgarr_end(&a);
-	const char *p[] = { arr };
-	PGresult *r = pal__store_query(st, "DELETE FROM shard_handoffs WHERE shard_id = ANY($1::int[])",
-				       1, p, err, errlen);
+	const char *p[] = {arr};
+	PGresult *r = pal__store_query(
+	    st, "DELETE FROM shard_handoffs WHERE shard_id = ANY($1::int[])", 1, p, err, errlen);
 	g_free(arr);
 	if (!r)
 		return PAL_EDB;

@@ -10,8 +10,8 @@
 
 struct pal_store {
 	PGconn *conn;
-	char sqlstate[6]; /* of the last failed query, "" when none */
-	bool busy;         /* an asynchronous statement is in flight */
+	char sqlstate[6];  /* of the last failed query, "" when none */
+	bool busy;	   /* an asynchronous statement is in flight */
 	unsigned prepared; /* PAL__PREP_* bits: statements prepared on this connection */
 	bool pooled;	   /* through a transaction pooler: no session state (pal_store_open) */
 };
@@ -105,7 +105,8 @@ int pal__store_exec(pal_store *st, const char *sql, char *err, size_t errlen);
 /* Best-effort ROLLBACK after a failure. */
 void pal__store_rollback(pal_store *st);
 /* Fill err with "WHAT: <server message>". */
-void pal__store_errmsg(pal_store *st, const PGresult *r, const char *what, char *err, size_t errlen);
+void pal__store_errmsg(pal_store *st, const PGresult *r, const char *what, char *err,
+		       size_t errlen);
 /* R if it succeeded (ST's last SQLSTATE cleared); otherwise NULL, R
  * cleared, its SQLSTATE kept in ST and ERR filled, prefixed with WHAT. */
 PGresult *pal__store_checked(pal_store *st, PGresult *r, const char *what, char *err,
@@ -129,6 +130,13 @@ char *pal__pgarr_end(pal_pgarr *a);
  * the caller's transaction.  Sets c->version and *CREATED. */
 int pal__store_calendar_version(pal_store *st, pal_calendar *c, bool write, const char *actor,
 				const char *reason, bool *created, char *err, size_t errlen);
+
+/* The live jobs whose latest version carries a copy of one of CALS[0..n)
+ * at another version than theirs (calendars.c): rows (job_id, spec as
+ * text), by job id; locked FOR UPDATE when LOCK (the order apply locks in).
+ * NULL with ERR on a database error; PQclear. */
+PGresult *pal__store_calendar_followers(pal_store *st, const pal_calendar *const *cals, size_t n,
+					bool lock, char *err, size_t errlen);
 
 /* pg_advisory_lock key of the migration lock ("palisade" as 8 bytes). */
 #define PAL_MIGRATE_LOCK_KEY "7075283591402447205"

@@ -3,8 +3,10 @@
 # instants: those are recorded as misfires (reason excluded) naming the
 # calendar and its version, the others fire.  A change of the calendar is
 # a new calendar version; `plan diff` shows both jobs changed before the
-# apply, and the apply moves both plans from the next tick.  A job naming
-# a calendar no file defines is refused with its position.
+# apply, and the apply moves both plans from the next tick; so does a
+# change applied on its own, without the jobs' file: the stored jobs that
+# name the calendar follow it.  A job naming a calendar no file defines is
+# refused with its position.
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "G1 - an instant a shared calendar excludes is recorded (reason excluded, calendar and version), never silently dropped; a calendar change moves every job that names it"
@@ -68,11 +70,19 @@ excluded() { # JOB VERSION: instants recorded excluded by office vVERSION
 	     and calendar = 'office' and calendar_version = $2"
 }
 past() { [ "$(date +%s)" -ge "$1" ]; }
-wait_wall "the first window passed" 30 past $((W1E + 2))
+inside() { # JOB FROM TO: triggers planned in [FROM, TO)
+	sql "select count(*) from triggers where job_id = '$1' and scheduled_at >= to_timestamp($2) and scheduled_at < to_timestamp($3)"
+}
+window_excluded() { # WHICH VERSION FROM TO: both jobs skipped the window, recorded
+	wait_wall "the $1 window passed" 30 past $(($4 + 2))
+	local j
+	for j in cal.a cal.b; do
+		expect_eq "$j: the 3 instants of the $1 window recorded excluded by office v$2" 3 "$(excluded $j "$2")"
+		expect_eq "$j: nothing planned inside the $1 window" 0 "$(inside $j "$3" "$4")"
+	done
+}
+window_excluded first 1 "$W1" "$W1E"
 for j in cal.a cal.b; do
-	expect_eq "$j: the 3 instants of the window recorded excluded by office v1" 3 "$(excluded $j 1)"
-	expect_eq "$j: nothing planned inside the window" 0 \
-		"$(sql "select count(*) from triggers where job_id = '$j' and scheduled_at >= to_timestamp($W1) and scheduled_at < to_timestamp($W1E)")"
 	check "$j: instants before and after the window planned" \
 		[ "$(sql "select count(*) from triggers where job_id = '$j' and (scheduled_at < to_timestamp($W1) or scheduled_at >= to_timestamp($W1E))")" -ge 4 ]
 done
@@ -89,16 +99,33 @@ expect_match "plan diff: the new window's instants marked excluded" "$(hms $((W2
 expect_exit "apply the changed calendar" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/cal.yaml" "$NODE_DIR/jobs.yaml"
 expect_match "calendar office v2" "updated +calendar office v2" "$OUT"
 expect_match "both jobs get a version" "updated +cal.a v2.*updated +cal.b v2" "$(tr '\n' ' ' <<<"$OUT")"
-wait_wall "the second window passed" 30 past $((W2E + 2))
-for j in cal.a cal.b; do
-	expect_eq "$j: the 3 instants of the new window recorded excluded by office v2" 3 "$(excluded $j 2)"
-	expect_eq "$j: nothing planned inside the new window" 0 \
-		"$(sql "select count(*) from triggers where job_id = '$j' and scheduled_at >= to_timestamp($W2) and scheduled_at < to_timestamp($W2E)")"
-done
-expect_eq "calendar_versions holds both versions" "1 2" "$(sql "select string_agg(version::text, ' ' order by version) from calendar_versions where name = 'office'")"
+window_excluded second 2 "$W2" "$W2E"
 expect_match "palisade calendars: office v2, both jobs on it" "^office +2 +UTC +exclude .*cal\.a \(v2\), cal\.b \(v2\)" "$("$PAL" calendars)"
 expect_exit "palisade calendars of an unknown name" 3 "$PAL" calendars nope
-expect_eq "both versions audited" "calendar.create calendar.update" "$(sql "select string_agg(action, ' ' order by id) from audit_log where scope = 'calendar:office'")"
+
+# The calendar changes on its own, in a command without the jobs: both jobs
+# follow it (a version each, in the calendar's transaction), plan diff of
+# the calendar's file alone shows them, and the new window is excluded.
+now=$(date +%s)
+W3=$((now + 8)) W3E=$((now + 14))
+calendar "$NODE_DIR/cal.yaml" "$W3" "$W3E"
+sed -i 's/      yearly: \["02-30"\]/      yearly: ["02-29"]/' "$NODE_DIR/cal.yaml"
+expect_exit "plan diff of the calendar alone" 0 "$PAL" plan diff --count 12 "$NODE_DIR/cal.yaml"
+expect_eq "plan diff: both jobs that name it changed" 2 "$(grep -cE '^cal\.[ab]: changed \(stored v2; follows calendar office v3\)' <<<"$OUT")"
+expect_match "plan diff: the new window's instants marked excluded" "$(hms $((W3 + W3 % 2)))Z +x excluded" "$OUT"
+expect_exit "apply the calendar alone" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/cal.yaml"
+expect_match "calendar office v3" "updated +calendar office v3" "$OUT"
+expect_match "both jobs follow it" "updated +cal.a v3 \(follows a calendar it names\).*updated +cal.b v3 \(follows" "$(tr '\n' ' ' <<<"$OUT")"
+expect_eq "their latest versions carry office v3" "cal.a 3 3|cal.b 3 3" "$(sql "select string_agg(j.job_id || ' ' || v.version || ' ' || (v.spec #>> '{schedule,calendars,0,version}'), '|' order by j.job_id)
+	from jobs j join job_versions v on v.job_id = j.job_id and v.version = j.latest_version")"
+expect_exit "the same calendar again: nothing follows" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/cal.yaml"
+expect_match "... unchanged, no job updated" "^unchanged +calendar office v3.*apply: 0 created, 0 updated" "$(tr '\n' ' ' <<<"$OUT")"
+window_excluded third 3 "$W3" "$W3E"
+expect_eq "calendar_versions holds the three versions" "1 2 3" "$(sql "select string_agg(version::text, ' ' order by version) from calendar_versions where name = 'office'")"
+expect_match "palisade calendars: both jobs on office v3" "^office +3 +UTC +exclude .*cal\.a \(v3\), cal\.b \(v3\)" "$("$PAL" calendars)"
+expect_exit "a job naming a calendar is retired without its calendar's file" 0 "$PAL" delete --config "$CLUSTER_CONF" --reason "calendar test" cal.b
+expect_eq "... its retiring version keeps office v3" 3 "$(sql "select v.spec #>> '{schedule,calendars,0,version}' from jobs j join job_versions v on v.job_id = j.job_id and v.version = j.latest_version where j.job_id = 'cal.b'")"
+expect_eq "every version audited" "calendar.create calendar.update calendar.update" "$(sql "select string_agg(action, ' ' order by id) from audit_log where scope = 'calendar:office'")"
 
 T1=$(rfc3339_ago 3)
 settled() { [ "$(sql "select count(*) from triggers where scheduled_at between '$T0' and '$T1' and state <> 'succeeded'")" = 0 ]; }

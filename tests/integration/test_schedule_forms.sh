@@ -100,6 +100,30 @@ expect_exit "plan diff of a changed spread" 0 "$PAL" plan diff --config "$CLUSTE
 expect_match "a changed job" "sf.spread.job-1: changed" "$OUT"
 expect_match "its stored instants out" "^ +- [0-9T:Z-]+$" "$OUT"
 expect_match "the new ones in" "^ +\+ [0-9T:Z-]+$" "$OUT"
+# plan diff of an `every` without start: the stored version's instants on
+# its activation's grid (not counted from --from), a changed one's from the
+# watermark where it would take over, as the controller plans them.
+PDF=$(( $(date +%s) + 101 ))
+[ $(( (PDF - ACT) % 4 )) = 0 ] && PDF=$((PDF + 1))
+diff_at() { # the instants of plan diff's output with MARK, epoch seconds
+	sed -n "s/^ *[$1] \([0-9T:Z-]*\).*/\1/p" <<<"$OUT" | while read -r t; do date -u -d "$t" +%s; done | tr '\n' ' '; }
+expect_exit "plan diff of the stored every, from an instant off its grid" 0 "$PAL" plan diff --config "$CLUSTER_CONF" \
+	--count 3 --from "$(iso $PDF)" --output json "$NODE_DIR/anchor.yaml"
+first=$(( ACT + ((PDF - ACT) / 4 + 1) * 4 ))
+expect_eq "unchanged, its instants on the activation's grid (activated $ACT)" "unchanged $first $((first + 4)) $((first + 8))" \
+	"$(python3 -c 'import json,sys,datetime
+d=json.loads(sys.argv[1])[0]
+e=lambda x: int(datetime.datetime.strptime(x["at"],"%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc).timestamp())
+print(d["status"], *[e(x) for x in d["new"]])' "$OUT")"
+sed -i "s|every: 4s|every: 5s|" "$NODE_DIR/anchor.yaml"
+WM0=$(sql "select floor(extract(epoch from max(watermark)))::bigint from shards")
+expect_exit "plan diff of a changed every" 0 "$PAL" plan diff --config "$CLUSTER_CONF" --count 3 "$NODE_DIR/anchor.yaml"
+WM1=$(sql "select floor(extract(epoch from max(watermark)))::bigint from shards")
+read -r s1 s2 _ <<<"$(diff_at -)"
+read -r n1 n2 _ <<<"$(diff_at +)"
+check "the stored instants on the activation's grid ($s1 $s2)" [ $(( (s1 - ACT) % 4 )) = 0 ] && [ $((s2 - s1)) = 4 ]
+check "the new ones from the takeover at the watermark ($WM0..$WM1) + 5 s ($n1 $n2)" \
+	[ "$n1" -ge $((WM0 + 5)) ] && [ "$n1" -le $((WM1 + 6)) ] && [ $((n2 - n1)) = 5 ]
 stop_node f1
 echo "    took $(($(date +%s) - T_START)) s"
 finish
