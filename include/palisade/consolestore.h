@@ -69,8 +69,14 @@ PAL_MUST_CHECK int pal_store_console_open(const char *conninfo, int timeout_ms, 
  *      next_after is the id to ask the next page after, null on the last
  * plus what pal_store_status_json() returns (shards, triggers, open_tickets,
  * misfires as the total count: renamed misfired_instants).
+ *
+ * TENANTS[0..N_TENANTS) (none: every tenant) scope the view to those
+ * tenants, as a token limited to them sees the API: the jobs, backlogs,
+ * leases, attempts, misfires, tickets, breakers and gates of their jobs
+ * only, and none of the status's whole-cluster figures.
  */
 PAL_MUST_CHECK int pal_store_console_cluster(pal_store *st, const pal_console_limits *lim,
+					     const char *const *tenants, size_t n_tenants,
 					     const char *jobs_q, const char *jobs_after,
 					     json_t **out, char *err, size_t errlen);
 

@@ -509,9 +509,11 @@ PAL_MUST_CHECK int pal_store_plan_after(pal_store *st, int shard, int64_t epoch,
 					size_t errlen);
 /* Upstreams and downstreams of JOB_ID (its active version, else its
  * latest): {"upstreams": [{job, on, within_ms}], "downstreams": [{job, on,
- * within_ms}], "watermark": RFC 3339 or null} (json_decref). */
-PAL_MUST_CHECK int pal_store_after_links(pal_store *st, const char *job_id, json_t **out, char *err,
-					 size_t errlen);
+ * within_ms}], "watermark": RFC 3339 or null} (json_decref).  The
+ * downstreams of TENANTS[0..N_TENANTS) only (none: every tenant's). */
+PAL_MUST_CHECK int pal_store_after_links(pal_store *st, const char *job_id,
+					 const char *const *tenants, size_t n_tenants, json_t **out,
+					 char *err, size_t errlen);
 /* verify's dependency check over instants in [FROM, TO] (unix seconds) of
  * the dependent jobs (JOB_ID only, when not NULL): every instant at or
  * below a dependent job's watermark at which its first upstream's

@@ -185,7 +185,7 @@ static void login(pal_console *c, const pal_console_request *req, GHashTable *f,
 static bool checked_session(pal_console *c, const pal_console_request *req, GHashTable *f,
 			    pal__session *s, pal_console_reply *out)
 {
-	if (!pal__session_get(c->sessions, req->session, s)) {
+	if (!pal__session_get(c->sessions, req->session, true, s)) {
 		login_page(out, 401, "log in first (no session, or it ended)");
 		return false;
 	}

@@ -350,8 +350,25 @@ static json_t *source(bool ok, const char *err)
 	return json_pack("{s:b, s:s?}", "ok", ok, "error", ok ? NULL : err);
 }
 
-/* The whole cluster model (a new reference). */
-static json_t *cluster_model(pal_console *c, const json_t *self, const char *q, const char *after)
+/* The tenants a page or its JSON shows: a login's token limited to tenants
+ * sees theirs only, as the API shows them to it (n == 0: every tenant).
+ * The pointers borrow the session copy. */
+typedef struct scope {
+	const char *t[PAL_TOKEN_TENANTS_MAX];
+	size_t n;
+} scope;
+
+static scope scope_of(const pal__session *s)
+{
+	scope sc = {.n = 0};
+	for (size_t i = 0; s && i < s->who.n_tenants && i < PAL_TOKEN_TENANTS_MAX; i++)
+		sc.t[sc.n++] = s->who.tenants[i];
+	return sc;
+}
+
+/* The whole cluster model (a new reference), of the tenants of SC. */
+static json_t *cluster_model(pal_console *c, const json_t *self, const char *q, const char *after,
+			     const scope *sc)
 {
 	json_t *m = json_object();
 	char now[32];
@@ -363,14 +380,19 @@ static json_t *cluster_model(pal_console *c, const json_t *self, const char *q, 
 	pal_store *st = db(c);
 	if (st) {
 		char err[1024];
-		if (pal_store_console_cluster(st, NULL, q, after, &view, err, sizeof err))
+		if (pal_store_console_cluster(st, NULL, sc->t, sc->n, q, after, &view, err,
+					      sizeof err))
 			db_failed(c, err);
 	}
 	json_object_set_new(m, "database", source(view != NULL, c->db_err));
 	json_t *zk = zk_nodes(c);
 	json_object_set_new(m, "zookeeper", source(zk != NULL, c->zk_err));
 	json_object_set_new(m, "this_node", self ? json_deep_copy(self) : json_null());
-	json_object_set_new(m, "history", pal__history_json(c->history));
+	json_t *hist = pal__history_json(c->history);
+	/* the backlog of every group is every tenant's */
+	if (sc->n)
+		json_object_del(hist, "backlog_due");
+	json_object_set_new(m, "history", hist);
 	json_object_set_new(m, "nodes", sort_nodes(merge_nodes(c, zk, view, self)));
 	if (view) {
 		json_object_del(view, "nodes"); /* merged above */
@@ -1011,6 +1033,9 @@ static void render_cluster(GString *o, const json_t *m, const viewer *vw)
 	header_bar(o, m, "/api/cluster", vw);
 	banners(o, m);
 	bool db_ok = json_is_true(json_object_get(json_object_get(m, "database"), "ok"));
+	/* a login limited to tenants sees no whole-cluster figure (shards,
+	 * triggers by state, misfired instants), as the API's status */
+	bool whole = !vw || !vw->s || vw->s->who.n_tenants == 0;
 	json_t *nodes = json_object_get(m, "nodes");
 	json_t *shards = json_object_get(m, "shards");
 	json_t *tickets = json_object_get(m, "tickets");
@@ -1027,11 +1052,13 @@ static void render_cluster(GString *o, const json_t *m, const viewer *vw)
 	json_t *v = json_integer(live);
 	card(o, "nodes", "live nodes", v, "/api/cluster?section=nodes", "palisade status", false);
 	json_decref(v);
-	if (db_ok) {
+	if (db_ok && whole) {
 		v = json_sprintf("%lld/%zu", (long long)led, json_array_size(shards));
 		card(o, "shards", "shards led", v, "/api/cluster?section=shards", "palisade status",
 		     (size_t)led < json_array_size(shards));
 		json_decref(v);
+	}
+	if (db_ok) {
 		v = json_integer(sum_key(json_object_get(backlog, "groups"), "due"));
 		card(o, "due", "due backlog", v, "/api/cluster?section=backlog", "palisade status",
 		     false);
@@ -1044,8 +1071,9 @@ static void render_cluster(GString *o, const json_t *m, const viewer *vw)
 		     "palisade gates", json_array_size(gates) > 0);
 		json_decref(v);
 		v = json_object_get(m, "misfired_instants");
-		card(o, "misfires", "misfired instants", v, "/api/cluster?section=misfires",
-		     "palisade misfires", false);
+		if (whole)
+			card(o, "misfires", "misfired instants", v, "/api/cluster?section=misfires",
+			     "palisade misfires", false);
 		v = json_integer(sum_key(nodes, "fenced"));
 		card(o, "stale", "stale-token rejections", v, "/api/cluster?section=nodes",
 		     "palisade status", json_integer_value(v) > 0);
@@ -1086,51 +1114,66 @@ static void render_cluster(GString *o, const json_t *m, const viewer *vw)
 
 	if (db_ok) {
 		g_string_append(o, "<div class=\"grid\">\n");
-		section_begin(o, "shards", "Shards", "palisade status", "/api/cluster?section=shards");
-		static const col scols[] = {
-			{ "shard", "shard", C_TEXT },	    { "leader", "leader", C_TEXT },
-			{ "epoch", "epoch", C_NUM },	    { "lag_s", "watermark lag", C_SECS },
-			{ "jobs", "jobs", C_NUM },	    { "due", "due", C_NUM },
-			{ "planned", "planned", C_NUM },    { "running", "running", C_NUM },
-			{ "oldest_due_s", "oldest due", C_SECS },
-		};
-		table(o, shards, scols, N(scols), "/api/cluster?section=shards", "palisade status",
-		      shard_class);
-		g_string_append(o, "</section>\n<div>\n");
+		if (whole) {
+			section_begin(o, "shards", "Shards", "palisade status",
+				      "/api/cluster?section=shards");
+			static const col scols[] = {
+			    {"shard", "shard", C_TEXT},
+			    {"leader", "leader", C_TEXT},
+			    {"epoch", "epoch", C_NUM},
+			    {"lag_s", "watermark lag", C_SECS},
+			    {"jobs", "jobs", C_NUM},
+			    {"due", "due", C_NUM},
+			    {"planned", "planned", C_NUM},
+			    {"running", "running", C_NUM},
+			    {"oldest_due_s", "oldest due", C_SECS},
+			};
+			table(o, shards, scols, N(scols), "/api/cluster?section=shards",
+			      "palisade status", shard_class);
+			g_string_append(o, "</section>\n<div>\n");
 
-		section_begin(o, "states", "Triggers by state", "palisade triggers --state STATE",
-			      "/api/cluster?section=triggers");
-		json_t *states = json_object_get(m, "triggers");
-		if (json_object_size(states) == 0) {
-			g_string_append(o, "<p class=\"none\">none</p>\n");
-		} else {
-			g_string_append(o, "<table><tr><th>state</th><th>triggers</th></tr>\n");
-			const char *k;
-			json_object_foreach(states, k, v)
-			{
-				g_string_append(o, "<tr><td>");
-				pal_html_text(o, k);
-				g_string_append(o, "</td><td class=\"num\">");
-				/* a finished state's count is the planner's estimate */
-				size_t e;
-				json_t *est;
-				json_array_foreach(json_object_get(m, "triggers_estimated"), e, est)
+			section_begin(o, "states", "Triggers by state",
+				      "palisade triggers --state STATE",
+				      "/api/cluster?section=triggers");
+			json_t *states = json_object_get(m, "triggers");
+			if (json_object_size(states) == 0) {
+				g_string_append(o, "<p class=\"none\">none</p>\n");
+			} else {
+				g_string_append(
+				    o, "<table><tr><th>state</th><th>triggers</th></tr>\n");
+				const char *k;
+				json_object_foreach(states, k, v)
 				{
-					if (json_is_string(est) &&
-					    !strcmp(json_string_value(est), k))
-						g_string_append(
-						    o, "<span title=\"an estimate from the "
-						       "table statistics\">&asymp;</span> ");
+					g_string_append(o, "<tr><td>");
+					pal_html_text(o, k);
+					g_string_append(o, "</td><td class=\"num\">");
+					/* a finished state's count is the planner's estimate */
+					size_t e;
+					json_t *est;
+					json_array_foreach(json_object_get(m, "triggers_estimated"),
+							   e, est)
+					{
+						if (json_is_string(est) &&
+						    !strcmp(json_string_value(est), k))
+							g_string_append(
+							    o,
+							    "<span title=\"an estimate from the "
+							    "table statistics\">&asymp;</span> ");
+					}
+					GString *cli = g_string_new("palisade triggers --state ");
+					g_string_append(cli, k);
+					num_link(o, v, "/api/cluster?section=triggers", cli->str);
+					g_string_free(cli, TRUE);
+					g_string_append(o, "</td></tr>\n");
 				}
-				GString *cli = g_string_new("palisade triggers --state ");
-				g_string_append(cli, k);
-				num_link(o, v, "/api/cluster?section=triggers", cli->str);
-				g_string_free(cli, TRUE);
-				g_string_append(o, "</td></tr>\n");
+				g_string_append(o, "</table>\n");
 			}
-			g_string_append(o, "</table>\n");
+			g_string_append(o, "</section>\n");
+		} else {
+			g_string_append(o, "<p class=\"none\" id=\"scoped\">shards and triggers by "
+					   "state are every tenant's: not shown to a token limited "
+					   "to tenants</p>\n<div>\n");
 		}
-		g_string_append(o, "</section>\n");
 		section_begin(o, "gates", "Paused scopes", "palisade gates",
 			      "/api/cluster?section=gates");
 		static const col gcols[] = { { "scope", "scope", C_TEXT },
@@ -1484,9 +1527,19 @@ static void render_job(GString *o, const json_t *m, const char *id, const viewer
 	g_string_free(api, TRUE);
 }
 
+/* TENANT (a JSON string) is one of SC's. */
+static bool tenant_in(const scope *sc, const json_t *tenant)
+{
+	for (size_t i = 0; json_is_string(tenant) && i < sc->n; i++)
+		if (!strcmp(sc->t[i], json_string_value(tenant)))
+			return true;
+	return false;
+}
+
 /* The job model (a new reference): the store's object plus next instants,
- * or {error} with database/zookeeper sources. */
-static json_t *job_model(pal_console *c, const char *id, unsigned *status)
+ * or {error} with database/zookeeper sources; another tenant's job than
+ * SC's (when it names any) is no job (404). */
+static json_t *job_model(pal_console *c, const char *id, const scope *sc, unsigned *status)
 {
 	json_t *m = NULL;
 	*status = 200;
@@ -1497,6 +1550,14 @@ static json_t *job_model(pal_console *c, const char *id, unsigned *status)
 		snprintf(err, sizeof err, "no job id: use ?id=JOB");
 	} else if (st) {
 		int rc = pal_store_console_job(st, id, NULL, &m, err, sizeof err);
+		/* another tenant's job is answered as no job, as the API does */
+		if (!rc && sc->n &&
+		    !tenant_in(sc, json_object_get(json_object_get(m, "job"), "tenant"))) {
+			json_decref(m);
+			m = NULL;
+			snprintf(err, sizeof err, "no job with this id");
+			rc = PAL_ENOENT;
+		}
 		if (rc == PAL_ENOENT) {
 			*status = 404;
 		} else if (rc) {
@@ -1513,7 +1574,7 @@ static json_t *job_model(pal_console *c, const char *id, unsigned *status)
 	} else {
 		json_t *links = NULL;
 		char lerr[256];
-		if (pal_store_after_links(st, id, &links, lerr, sizeof lerr) == 0)
+		if (pal_store_after_links(st, id, sc->t, sc->n, &links, lerr, sizeof lerr) == 0)
 			json_object_set_new(m, "after", links);
 		json_object_set_new(m, "next", next_instants(json_object_get(m, "spec"),
 							     json_object_get(m, "anchor"), 5));
@@ -1564,18 +1625,20 @@ bool pal_console_serve(pal_console *c, const pal_console_request *req, pal_conso
 	memset(out, 0, sizeof *out);
 	if (!page && !api && !jpage && !japi)
 		return pal__console_act(c, req, out);
-	/* only a page shows (and so takes) the session's message */
+	/* a login sees its tenants on the pages and in their JSON; only a
+	 * page shows (and so takes) the session's message */
 	pal__session s;
 	viewer v = { .back = path };
-	if ((page || jpage) && pal__session_get(c->sessions, req->session, &s))
+	if (pal__session_get(c->sessions, req->session, page || jpage, &s))
 		v.s = &s;
+	scope sc = scope_of(v.s);
 	GString *back = g_string_new("/console/job?id=");
 	pal_html_urlarg(back, id ? id : "");
 	if (jpage)
 		v.back = back->str;
 	pthread_mutex_lock(&c->mu);
 	if (page || api) {
-		json_t *m = cluster_model(c, req->node_status, req->q, req->after);
+		json_t *m = cluster_model(c, req->node_status, req->q, req->after, &sc);
 		if (page) {
 			GString *o = g_string_new(NULL);
 			render_cluster(o, m, &v);
@@ -1598,7 +1661,7 @@ bool pal_console_serve(pal_console *c, const pal_console_request *req, pal_conso
 		json_decref(m);
 	} else {
 		unsigned status;
-		json_t *m = job_model(c, id, &status);
+		json_t *m = job_model(c, id, &sc, &status);
 		if (jpage) {
 			GString *o = g_string_new(NULL);
 			render_job(o, m, id ? id : "", &v);

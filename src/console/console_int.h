@@ -62,10 +62,10 @@ void pal__sessions_free(pal__sessions *s);
  * PAL_EIO when no random bytes could be read. */
 PAL_MUST_CHECK int pal__session_open(pal__sessions *s, const char *token,
 				     const pal_token_identity *who, pal__session *out);
-/* The live session ID (NULL: none) into OUT, its idle clock restarted and
- * its flash message taken (shown once); false when there is none (unknown,
- * expired or ended). */
-bool pal__session_get(pal__sessions *s, const char *id, pal__session *out);
+/* The live session ID (NULL: none) into OUT, its idle clock restarted and,
+ * with TAKE_FLASH, its flash message taken (shown once); false when there
+ * is none (unknown, expired or ended). */
+bool pal__session_get(pal__sessions *s, const char *id, bool take_flash, pal__session *out);
 /* Leave MSG (an action's outcome) for the next page of session ID. */
 void pal__session_flash(pal__sessions *s, const char *id, bool bad, const char *msg);
 /* End session ID (logout, or its token was refused). */

@@ -345,6 +345,11 @@ void pal__history_svg(GString *o, const json_t *hist)
 	chart(o, "chart-lateness", "Fire lateness (start minus the scheduled instant)", 2, ln, lv,
 	      t, " s");
 	json_t *bl = json_object_get(hist, "backlog_due");
+	if (!bl) {
+		g_string_append(o, "<p class=\"none\" id=\"chart-backlog\">due backlog by group: "
+				   "every tenant's, not shown to a token limited to tenants</p>\n");
+		return;
+	}
 	const char *bn[GROUPS_MAX];
 	json_t *bv[GROUPS_MAX];
 	size_t n = 0;

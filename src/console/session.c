@@ -110,7 +110,7 @@ static bool id_shape(const char *id)
 	return true;
 }
 
-bool pal__session_get(pal__sessions *s, const char *id, pal__session *out)
+bool pal__session_get(pal__sessions *s, const char *id, bool take_flash, pal__session *out)
 {
 	if (!id_shape(id))
 		return false;
@@ -124,7 +124,8 @@ bool pal__session_get(pal__sessions *s, const char *id, pal__session *out)
 	if (e) {
 		e->used_ms = now;
 		*out = e->s;
-		e->s.flash[0] = '\0';
+		if (take_flash)
+			e->s.flash[0] = '\0';
 	}
 	pthread_mutex_unlock(&s->mu);
 	return e != NULL;

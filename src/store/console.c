@@ -58,6 +58,9 @@ int pal_store_console_open(const char *conninfo, int timeout_ms, pal_store **out
 	return PAL_OK;
 }
 
+/* Row X's tenant is one of $7 (or $7 is NULL: every tenant). */
+#define SEES(x) "($7::text[] IS NULL OR " x " = ANY ($7::text[]))"
+
 /* Covering pause gates of a job row J as 'scope, scope' or NULL. */
 #define PAUSED_BY(j)                                                                               \
 	"(SELECT string_agg(g.scope, ', ' ORDER BY g.scope) FROM gates g WHERE g.paused AND"       \
@@ -66,132 +69,171 @@ int pal_store_console_open(const char *conninfo, int timeout_ms, pal_store **out
 
 /* $1 attempt sample, $2 tickets, $3 jobs, $4 job lookback, $5 the jobs'
  * search text (NULL: every job), $6 the job id the page starts after
- * (NULL: the first page). */
-static const char SQL_CLUSTER[] =
-	"WITH s AS (SELECT a.trigger_id, a.node, a.claimed_at, a.ended_at, a.outcome, a.error_class"
-	"   FROM attempts a ORDER BY a.id DESC LIMIT $1::int),"
-	/* the rate window: five minutes, or less when the sample is shorter */
-	" cut AS (SELECT greatest(clock_timestamp() - interval '5 minutes',"
-	"   CASE WHEN (SELECT count(*) FROM s) >= $1::int THEN (SELECT min(claimed_at) FROM s) END) AS t),"
-	" win AS (SELECT greatest(1, extract(epoch FROM clock_timestamp() - (SELECT t FROM cut)))::float8 AS s),"
-	" d AS (SELECT tr.resource_group AS grp, tr.tenant FROM s JOIN triggers tr ON tr.id = s.trigger_id"
-	"   WHERE s.ended_at >= (SELECT t FROM cut)"
-	"   AND s.outcome IN ('succeeded', 'failed', 'manual', 'cancelled')),"
-	" b AS (SELECT job_id, resource_group AS grp, tenant, coalesce(next_attempt_at, due_at) AS ready_at"
-	"   FROM triggers WHERE state IN ('pending', 'retry_wait', 'unknown')),"
-	" ev AS (SELECT grp, tenant, CASE WHEN ready_at <= clock_timestamp() THEN 'due' ELSE 'planned' END AS k,"
-	"     ready_at FROM b"
-	"   UNION ALL SELECT resource_group, tenant, 'running', NULL FROM triggers"
-	"     WHERE state IN ('running', 'pausing', 'cancelling')"
-	"   UNION ALL SELECT resource_group, tenant, 'paused', NULL FROM triggers WHERE state = 'paused'"
-	"   UNION ALL SELECT grp, tenant, 'done', NULL FROM d),"
-	" bl AS (SELECT GROUPING(grp) = 0 AS is_group, coalesce(grp, tenant) AS name,"
-	"     count(*) FILTER (WHERE k = 'due') AS due, count(*) FILTER (WHERE k = 'planned') AS planned,"
-	"     count(*) FILTER (WHERE k = 'running') AS running, count(*) FILTER (WHERE k = 'paused') AS paused,"
-	"     count(*) FILTER (WHERE k = 'done') / (SELECT s FROM win) AS done_per_s,"
-	"     " AGE("min(ready_at) FILTER (WHERE k = 'due')") " AS oldest"
-	"   FROM ev GROUP BY GROUPING SETS ((grp), (tenant))),"
-	" blj AS (SELECT is_group, json_agg(json_build_object('name', name, 'due', due, 'planned', planned,"
-	"     'running', running, 'paused', paused, 'done_per_s', round(done_per_s::numeric, 3),"
-	"     'oldest_pending_s', round(oldest::numeric, 1),"
-	"     'recovery_s', CASE WHEN due = 0 THEN 0 WHEN done_per_s = 0 THEN NULL"
-	"       ELSE round((due / done_per_s)::numeric, 1) END,"
-	"     'gate_paused', EXISTS (SELECT 1 FROM gates g WHERE g.paused AND"
-	"       g.scope = CASE WHEN is_group THEN 'group:' ELSE 'tenant:' END || name))"
-	"     ORDER BY name) AS rows FROM bl GROUP BY is_group),"
-	" ls AS (SELECT lease_owner AS node, count(*) FILTER (WHERE lease_until > clock_timestamp()) AS held,"
-	"     count(*) FILTER (WHERE lease_until <= clock_timestamp()) AS expired"
-	"   FROM triggers WHERE state IN ('running', 'pausing', 'cancelling') AND lease_owner IS NOT NULL"
-	"   GROUP BY lease_owner),"
-	" an AS (SELECT node, count(*) AS attempts, count(*) FILTER (WHERE outcome = 'succeeded') AS ok,"
-	"     count(*) FILTER (WHERE outcome IN ('failed', 'retry_wait', 'manual')) AS failed,"
-	"     count(*) FILTER (WHERE outcome = 'fenced') AS fenced,"
-	"     count(*) FILTER (WHERE outcome = 'deferred') AS deferred, max(claimed_at) AS last_claim"
-	"   FROM s GROUP BY node),"
-	/* the jobs that match the search: a substring of the id, tenant or
-	 * group, in any case (strpos, so % and _ are no wildcards) */
-	" jm AS (SELECT j.* FROM jobs j WHERE $5::text IS NULL"
-	"   OR strpos(lower(j.job_id), lower($5)) > 0 OR strpos(lower(j.tenant), lower($5)) > 0"
-	"   OR strpos(lower(j.resource_group), lower($5)) > 0),"
-	/* one page of them by id (keyset: after $6), one row more to tell
-	 * whether a next page exists */
-	" jp AS (SELECT * FROM jm WHERE $6::text IS NULL OR jm.job_id > $6"
-	"   ORDER BY jm.job_id LIMIT $3::int + 1),"
-	" jl AS (SELECT j.*, v.cron, v.timezone, v.spec, v.effective_from AS v_eff FROM jp j"
-	"   LEFT JOIN job_versions v ON v.job_id = j.job_id"
-	"     AND v.version = coalesce(j.active_version, j.latest_version)"
-	"   ORDER BY j.job_id LIMIT $3::int),"
-	" bj AS (SELECT job_id, count(*) AS due, min(ready_at) AS oldest FROM b"
-	"   WHERE ready_at <= clock_timestamp() AND job_id IN (SELECT job_id FROM jl) GROUP BY job_id)"
-	" SELECT json_build_object("
-	"  'schema_version', (SELECT coalesce(max(version), 0) FROM schema_migrations),"
-	"  'shard_count', (SELECT value::int FROM cluster_settings WHERE name = 'shards'),"
-	"  'rate_window_s', (SELECT round(s::numeric, 1) FROM win),"
-	/* held: the scheduled instants a gate keeps waiting, which its
-	 * resume puts through their misfire policy once past the threshold */
-	"  'gates', (SELECT coalesce(json_agg(json_build_object('scope', g.scope, 'reason', g.reason,"
-	"     'actor', g.actor, 'since', " TS("g.since") ", 'held', h.n,"
-	"     'oldest_held', " TS("h.oldest") ") ORDER BY g.scope), '[]') FROM gates g"
-	"     LEFT JOIN LATERAL (SELECT count(*) AS n, min(t.scheduled_at) AS oldest FROM triggers t"
-	"       WHERE t.state = 'pending' AND t.source IN ('schedule', 'catchup') AND CASE"
-	"       WHEN g.scope = 'global' THEN true"
-	"       WHEN g.scope LIKE 'job:%' THEN t.job_id = substr(g.scope, 5)"
-	"       WHEN g.scope LIKE 'group:%' THEN t.resource_group = substr(g.scope, 7)"
-	"       ELSE t.tenant = substr(g.scope, 8) END) h ON true WHERE g.paused),"
-	"  'backlog', json_build_object("
-	"     'groups', coalesce((SELECT rows FROM blj WHERE is_group), '[]'),"
-	"     'tenants', coalesce((SELECT rows FROM blj WHERE NOT is_group), '[]')),"
-	"  'nodes', (SELECT coalesce(json_agg(json_build_object('node', coalesce(ls.node, an.node),"
-	"     'held_leases', coalesce(ls.held, 0), 'expired_leases', coalesce(ls.expired, 0),"
-	"     'attempts', coalesce(an.attempts, 0), 'succeeded', coalesce(an.ok, 0),"
-	"     'failed', coalesce(an.failed, 0), 'fenced', coalesce(an.fenced, 0),"
-	"     'deferred', coalesce(an.deferred, 0), 'last_claim', " TS("an.last_claim") ")"
-	"     ORDER BY coalesce(ls.node, an.node)), '[]') FROM ls FULL JOIN an ON an.node = ls.node),"
-	"  'misfires', (SELECT coalesce(json_agg(json_build_object('reason', reason, 'decisions', n,"
-	"     'instants', c, 'last', " TS("l") ") ORDER BY reason), '[]') FROM"
-	"     (SELECT reason, count(*) AS n, sum(count) AS c, max(decided_at) AS l FROM misfires"
-	"      GROUP BY reason) m),"
-	"  'tickets', json_build_object("
-	"     'open', (SELECT count(*) FROM tickets WHERE state = 'open'),"
-	"     'rows', (SELECT coalesce(json_agg(x ORDER BY (x->>'id')::bigint DESC), '[]') FROM"
-	"      (SELECT json_build_object('id', t.id, 'job_id', coalesce(t.job_id, tr.job_id),"
-	"        'trigger_id', t.trigger_id, 'trigger_state', tr.state, 'reason', t.reason,"
-	"        'error_class', t.evidence->>'error_class', 'allowed_actions', t.allowed_actions,"
-	"        'created_at', " TS("t.created_at") ", 'age_s', round(" AGE("t.created_at") "::numeric, 1)) AS x"
-	"       FROM tickets t LEFT JOIN triggers tr ON tr.id = t.trigger_id WHERE t.state = 'open'"
-	"       ORDER BY t.id DESC LIMIT $2::int) tk)),"
-	"  'breakers', (SELECT coalesce(json_agg(json_build_object('host', host, 'node', node, 'held', n,"
-	"     'last', " TS("l") ") ORDER BY host, node), '[]') FROM"
-	"     (SELECT v.target_host AS host, s.node, count(*) AS n, max(s.ended_at) AS l FROM s"
-	"      JOIN triggers tr ON tr.id = s.trigger_id"
-	"      JOIN job_versions v ON v.job_id = tr.job_id AND v.version = tr.version"
-	"      WHERE s.error_class = 'breaker_open' AND s.ended_at > clock_timestamp() - interval '2 minutes'"
-	"      GROUP BY 1, 2) br),"
-	"  'jobs', json_build_object('total', (SELECT count(*) FROM jobs),"
-	"   'matching', (SELECT count(*) FROM jm), 'q', $5::text, 'after', $6::text,"
-	"   'next_after', CASE WHEN (SELECT count(*) FROM jp) > $3::int"
-	"     THEN (SELECT max(job_id) FROM jl) END,"
-	"   'rows', (SELECT coalesce(json_agg(json_build_object('job_id', jl.job_id, 'tenant', jl.tenant,"
-	"     'group', jl.resource_group, 'shard', jl.shard, 'latest_version', jl.latest_version,"
-	"     'active_version', jl.active_version, 'cron', jl.cron, 'timezone', jl.timezone,"
-	"     'spec', jl.spec, 'anchor', floor(extract(epoch FROM jl.v_eff))::bigint,"
-	"     'paused_by', " PAUSED_BY("jl") ","
-	"     'due', coalesce(bj.due, 0), 'oldest_due_s', round(" AGE("bj.oldest") "::numeric, 1),"
-	"     'last_success', (SELECT " TS("coalesce(t.finished_at, t.updated_at)") " FROM"
-	"       palisade_job_triggers(jl.job_id, $4::int) t"
-	"       WHERE t.state = 'succeeded' ORDER BY t.scheduled_at DESC LIMIT 1),"
-	"     'last_failure', (SELECT json_build_object('trigger_id', t.id,"
-	"        'scheduled_at', " TS("t.scheduled_at") ", 'at', " TS("coalesce(t.finished_at, t.updated_at)") ","
-	"        'state', t.state, 'error_class', t.last_error_class) FROM"
-	"       palisade_job_triggers(jl.job_id, $4::int) t"
-	"       WHERE t.state IN ('failed', 'manual', 'retry_wait', 'unknown')"
-	"       ORDER BY t.scheduled_at DESC LIMIT 1),"
-	"     'planned_next', (SELECT " TS("min(t.scheduled_at)") " FROM triggers t"
-	"       WHERE t.job_id = jl.job_id AND t.state = 'pending' AND t.scheduled_at > clock_timestamp()))"
-	"     ORDER BY jl.job_id), '[]') FROM jl LEFT JOIN bj ON bj.job_id = jl.job_id))"
-	" )::text";
+ * (NULL: the first page), $7 the tenants shown (NULL: every tenant).
+ * Scoped to tenants, every row and count concerns their triggers, jobs and
+ * tickets only: a gate its jobs fall under (global, their tenant, a job of
+ * theirs, a group one of their jobs is in), a breaker their calls met. */
+static const char
+    SQL_CLUSTER[] = "WITH s AS (SELECT a.trigger_id, a.node, a.claimed_at, a.ended_at, a.outcome, "
+		    "a.error_class"
+		    "   FROM attempts a ORDER BY a.id DESC LIMIT $1::int),"
+		    /* the rate window: five minutes, or less when the sample is shorter */
+		    " cut AS (SELECT greatest(clock_timestamp() - interval '5 minutes',"
+		    "   CASE WHEN (SELECT count(*) FROM s) >= $1::int THEN (SELECT min(claimed_at) "
+		    "FROM s) END) AS t),"
+		    " win AS (SELECT greatest(1, extract(epoch FROM clock_timestamp() - (SELECT t "
+		    "FROM cut)))::float8 AS s),"
+		    " d AS (SELECT tr.resource_group AS grp, tr.tenant FROM s JOIN triggers tr ON "
+		    "tr.id = s.trigger_id"
+		    "   WHERE s.ended_at >= (SELECT t FROM cut) AND " SEES(
+			"tr.tenant") "   AND s.outcome IN ('succeeded', 'failed', 'manual', "
+				     "'cancelled')),"
+				     " b AS (SELECT job_id, resource_group AS grp, tenant, "
+				     "coalesce(next_attempt_at, due_at) AS ready_at"
+				     "   FROM triggers WHERE state IN ('pending', 'retry_wait', "
+				     "'unknown') AND " SEES("tenant") "),"
+								      " ev AS (SELECT grp, tenant, "
+								      "CASE WHEN ready_at <= "
+								      "clock_timestamp() THEN "
+								      "'due' ELSE 'planned' END AS "
+								      "k,"
+								      "     ready_at FROM b"
+								      "   UNION ALL SELECT "
+								      "resource_group, tenant, "
+								      "'running', NULL FROM "
+								      "triggers"
+								      "     WHERE state IN "
+								      "('running', 'pausing', "
+								      "'cancelling') AND " SEES("te"
+												"na"
+												"n"
+												"t") "   UNION ALL SELECT resource_group, tenant, 'paused', NULL FROM triggers WHERE state = 'paused'"
+												     "     AND " SEES(
+													 "tenant") "   UNION ALL SELECT grp, tenant, 'done', NULL FROM d),"
+														   " bl AS (SELECT GROUPING(grp) = 0 AS is_group, coalesce(grp, tenant) AS name,"
+														   "     count(*) FILTER (WHERE k = 'due') AS due, count(*) FILTER (WHERE k = 'planned') AS planned,"
+														   "     count(*) FILTER (WHERE k = 'running') AS running, count(*) FILTER (WHERE k = 'paused') AS paused,"
+														   "     count(*) FILTER (WHERE k = 'done') / (SELECT s FROM win) AS done_per_s,"
+														   "     " AGE(
+														       "min(ready_at) FILTER (WHERE k = 'due')") " AS oldest"
+																				 "   FROM ev GROUP BY GROUPING SETS ((grp), (tenant))),"
+																				 " blj AS (SELECT is_group, json_agg(json_build_object('name', name, 'due', due, 'planned', planned,"
+																				 "     'running', running, 'paused', paused, 'done_per_s', round(done_per_s::numeric, 3),"
+																				 "     'oldest_pending_s', round(oldest::numeric, 1),"
+																				 "     'recovery_s', CASE WHEN due = 0 THEN 0 WHEN done_per_s = 0 THEN NULL"
+																				 "       ELSE round((due / done_per_s)::numeric, 1) END,"
+																				 "     'gate_paused', EXISTS (SELECT 1 FROM gates g WHERE g.paused AND"
+																				 "       g.scope = CASE WHEN is_group THEN 'group:' ELSE 'tenant:' END || name))"
+																				 "     ORDER BY name) AS rows FROM bl GROUP BY is_group),"
+																				 " ls AS (SELECT lease_owner AS node, count(*) FILTER (WHERE lease_until > clock_timestamp()) AS held,"
+																				 "     count(*) FILTER (WHERE lease_until <= clock_timestamp()) AS expired"
+																				 "   FROM triggers WHERE state IN ('running', 'pausing', 'cancelling') AND lease_owner IS NOT NULL"
+																				 "   AND " SEES("tenant") "   GROUP BY lease_owner),"
+																							  " an AS (SELECT node, count(*) AS attempts, count(*) FILTER (WHERE outcome = 'succeeded') AS ok,"
+																							  "     count(*) FILTER (WHERE outcome IN ('failed', 'retry_wait', 'manual')) AS failed,"
+																							  "     count(*) FILTER (WHERE outcome = 'fenced') AS fenced,"
+																							  "     count(*) FILTER (WHERE outcome = 'deferred') AS deferred, max(claimed_at) AS last_claim"
+																							  "   FROM s WHERE $7::text[] IS NULL OR EXISTS (SELECT 1 FROM triggers tr"
+																							  "     WHERE tr.id = s.trigger_id AND tr.tenant = ANY ($7::text[])) GROUP BY node),"
+																							  /* the jobs that match the search: a substring of the id, tenant or
+																							   * group, in any case (strpos, so % and _ are no wildcards) */
+																							  " jt AS NOT MATERIALIZED (SELECT j.* FROM jobs j WHERE " SEES("j.tenant") "),"
+																																    " jm AS (SELECT j.* FROM jt j WHERE $5::text IS NULL"
+																																    "   OR strpos(lower(j.job_id), lower($5)) > 0 OR strpos(lower(j.tenant), lower($5)) > 0"
+																																    "   OR strpos(lower(j.resource_group), lower($5)) > 0),"
+																																    /* one page of them by id (keyset: after $6), one row more to tell
+																																     * whether a next page exists */
+																																    " jp AS (SELECT * FROM jm WHERE $6::text IS NULL OR jm.job_id > $6"
+																																    "   ORDER BY jm.job_id LIMIT $3::int + 1),"
+																																    " jl AS (SELECT j.*, v.cron, v.timezone, v.spec, v.effective_from AS v_eff FROM jp j"
+																																    "   LEFT JOIN job_versions v ON v.job_id = j.job_id"
+																																    "     AND v.version = coalesce(j.active_version, j.latest_version)"
+																																    "   ORDER BY j.job_id LIMIT $3::int),"
+																																    " bj AS (SELECT job_id, count(*) AS due, min(ready_at) AS oldest FROM b"
+																																    "   WHERE ready_at <= clock_timestamp() AND job_id IN (SELECT job_id FROM jl) GROUP BY job_id)"
+																																    " SELECT json_build_object("
+																																    "  'schema_version', (SELECT coalesce(max(version), 0) FROM schema_migrations),"
+																																    "  'shard_count', (SELECT value::int FROM cluster_settings WHERE name = 'shards'),"
+																																    "  'rate_window_s', (SELECT round(s::numeric, 1) FROM win),"
+																																    /* held: the scheduled instants a gate keeps waiting, which its
+																																     * resume puts through their misfire policy once past the threshold */
+																																    "  'gates', (SELECT coalesce(json_agg(json_build_object('scope', g.scope, 'reason', g.reason,"
+																																    "     'actor', g.actor, 'since', " TS(
+																																	"g.since") ", 'held', h.n,"
+																																		   "     'oldest_held', " TS(
+																																		       "h.oldest") ") ORDER BY g.scope), '[]') FROM gates g"
+																																				   "     LEFT JOIN LATERAL (SELECT count(*) AS n, min(t.scheduled_at) AS oldest FROM triggers t"
+																																				   "       WHERE t.state = 'pending' AND t.source IN ('schedule', 'catchup') AND CASE"
+																																				   "       WHEN g.scope = 'global' THEN true"
+																																				   "       WHEN g.scope LIKE 'job:%' THEN t.job_id = substr(g.scope, 5)"
+																																				   "       WHEN g.scope LIKE 'group:%' THEN t.resource_group = substr(g.scope, 7)"
+																																				   "       ELSE t.tenant = substr(g.scope, 8) END AND " SEES("t.tenant") ") h ON true"
+																																													 "     WHERE g.paused AND ($7::text[] IS NULL OR g.scope = 'global'"
+																																													 "       OR (g.scope LIKE 'tenant:%' AND substr(g.scope, 8) = ANY ($7::text[]))"
+																																													 "       OR (g.scope LIKE 'job:%' AND EXISTS (SELECT 1 FROM jt WHERE jt.job_id = substr(g.scope, 5)))"
+																																													 "       OR (g.scope LIKE 'group:%'"
+																																													 "         AND EXISTS (SELECT 1 FROM jt WHERE jt.resource_group = substr(g.scope, 7))))),"
+																																													 "  'backlog', json_build_object("
+																																													 "     'groups', coalesce((SELECT rows FROM blj WHERE is_group), '[]'),"
+																																													 "     'tenants', coalesce((SELECT rows FROM blj WHERE NOT is_group), '[]')),"
+																																													 "  'nodes', (SELECT coalesce(json_agg(json_build_object('node', coalesce(ls.node, an.node),"
+																																													 "     'held_leases', coalesce(ls.held, 0), 'expired_leases', coalesce(ls.expired, 0),"
+																																													 "     'attempts', coalesce(an.attempts, 0), 'succeeded', coalesce(an.ok, 0),"
+																																													 "     'failed', coalesce(an.failed, 0), 'fenced', coalesce(an.fenced, 0),"
+																																													 "     'deferred', coalesce(an.deferred, 0), 'last_claim', " TS(
+																																													     "an.last_claim") ")"
+																																															      "     ORDER BY coalesce(ls.node, an.node)), '[]') FROM ls FULL JOIN an ON an.node = ls.node),"
+																																															      "  'misfires', (SELECT coalesce(json_agg(json_build_object('reason', reason, 'decisions', n,"
+																																															      "     'instants', c, 'last', " TS("l") ") ORDER BY reason), '[]') FROM"
+																																																				     "     (SELECT reason, count(*) AS n, sum(count) AS c, max(decided_at) AS l FROM misfires"
+																																																				     "      WHERE $7::text[] IS NULL OR job_id IN (SELECT job_id FROM jt) GROUP BY reason) m),"
+																																																				     "  'tickets', json_build_object("
+																																																				     "     'open', CASE WHEN $7::text[] IS NULL THEN (SELECT count(*) FROM tickets WHERE state = 'open')"
+																																																				     "       ELSE (SELECT count(*) FROM tickets t LEFT JOIN triggers tr ON tr.id = t.trigger_id"
+																																																				     "         WHERE t.state = 'open' AND coalesce(t.job_id, tr.job_id) IN (SELECT job_id FROM jt)) END,"
+																																																				     "     'rows', (SELECT coalesce(json_agg(x ORDER BY (x->>'id')::bigint DESC), '[]') FROM"
+																																																				     "      (SELECT json_build_object('id', t.id, 'job_id', coalesce(t.job_id, tr.job_id),"
+																																																				     "        'trigger_id', t.trigger_id, 'trigger_state', tr.state, 'reason', t.reason,"
+																																																				     "        'error_class', t.evidence->>'error_class', 'allowed_actions', t.allowed_actions,"
+																																																				     "        'created_at', " TS("t.created_at") ", 'age_s', round(" AGE("t.created_at") "::numeric, 1)) AS x"
+																																																															 "       FROM tickets t LEFT JOIN triggers tr ON tr.id = t.trigger_id WHERE t.state = 'open'"
+																																																															 "       AND ($7::text[] IS NULL OR coalesce(t.job_id, tr.job_id) IN (SELECT job_id FROM jt))"
+																																																															 "       ORDER BY t.id DESC LIMIT $2::int) tk)),"
+																																																															 "  'breakers', (SELECT coalesce(json_agg(json_build_object('host', host, 'node', node, 'held', n,"
+																																																															 "     'last', " TS("l") ") ORDER BY host, node), '[]') FROM"
+																																																																		 "     (SELECT v.target_host AS host, s.node, count(*) AS n, max(s.ended_at) AS l FROM s"
+																																																																		 "      JOIN triggers tr ON tr.id = s.trigger_id"
+																																																																		 "      JOIN job_versions v ON v.job_id = tr.job_id AND v.version = tr.version"
+																																																																		 "      WHERE s.error_class = 'breaker_open' AND s.ended_at > clock_timestamp() - interval '2 minutes'"
+																																																																		 "      AND " SEES("tr.tenant") "      GROUP BY 1, 2) br),"
+																																																																						"  'jobs', json_build_object('total', (SELECT count(*) FROM jt),"
+																																																																						"   'matching', (SELECT count(*) FROM jm), 'q', $5::text, 'after', $6::text,"
+																																																																						"   'next_after', CASE WHEN (SELECT count(*) FROM jp) > $3::int"
+																																																																						"     THEN (SELECT max(job_id) FROM jl) END,"
+																																																																						"   'rows', (SELECT coalesce(json_agg(json_build_object('job_id', jl.job_id, 'tenant', jl.tenant,"
+																																																																						"     'group', jl.resource_group, 'shard', jl.shard, 'latest_version', jl.latest_version,"
+																																																																						"     'active_version', jl.active_version, 'cron', jl.cron, 'timezone', jl.timezone,"
+																																																																						"     'spec', jl.spec, 'anchor', floor(extract(epoch FROM jl.v_eff))::bigint,"
+																																																																						"     'paused_by', " PAUSED_BY("jl") ","
+																																																																										     "     'due', coalesce(bj.due, 0), 'oldest_due_s', round(" AGE("bj.oldest") "::numeric, 1),"
+																																																																																				"     'last_success', (SELECT " TS("coalesce(t.finished_at, t.updated_at)") " FROM"
+																																																																																													    "       palisade_job_triggers(jl.job_id, $4::int) t"
+																																																																																													    "       WHERE t.state = 'succeeded' ORDER BY t.scheduled_at DESC LIMIT 1),"
+																																																																																													    "     'last_failure', (SELECT json_build_object('trigger_id', t.id,"
+																																																																																													    "        'scheduled_at', " TS("t.scheduled_at") ", 'at', " TS(
+																																																																																														"coalesce(t.finished_at, t.updated_at)") ","
+																																																																																																			 "        'state', t.state, 'error_class', t.last_error_class) FROM"
+																																																																																																			 "       palisade_job_triggers(jl.job_id, $4::int) t"
+																																																																																																			 "       WHERE t.state IN ('failed', 'manual', 'retry_wait', 'unknown')"
+																																																																																																			 "       ORDER BY t.scheduled_at DESC LIMIT 1),"
+																																																																																																			 "     'planned_next', (SELECT " TS(
+																																																																																																			     "min(t.scheduled_at)") " FROM triggers t"
+																																																																																																						    "       WHERE t.job_id = jl.job_id AND t.state = 'pending' AND t.scheduled_at > clock_timestamp()))"
+																																																																																																						    "     ORDER BY jl.job_id), '[]') FROM jl LEFT JOIN bj ON bj.job_id = jl.job_id))"
+																																																																																																						    " )::text";
 
-int pal_store_console_cluster(pal_store *st, const pal_console_limits *lim, const char *jobs_q,
+int pal_store_console_cluster(pal_store *st, const pal_console_limits *lim,
+			      const char *const *tenants, size_t n_tenants, const char *jobs_q,
 			      const char *jobs_after, json_t **out, char *err, size_t errlen)
 {
 	*out = NULL;
@@ -202,22 +244,32 @@ int pal_store_console_cluster(pal_store *st, const pal_console_limits *lim, cons
 	snprintf(b, sizeof b, "%d", lim->tickets);
 	snprintf(c, sizeof c, "%d", lim->jobs);
 	snprintf(d, sizeof d, "%d", lim->job_lookback);
-	const char *p[] = { a, b, c, d, jobs_q && *jobs_q ? jobs_q : NULL,
-			    jobs_after && *jobs_after ? jobs_after : NULL };
-	json_t *status, *view;
-	int rc = pal_store_status_live_json(st, &status, err, errlen);
-	if (rc)
-		return rc;
-	if ((rc = pal__store_query_json(st, SQL_CLUSTER, 6, p, &view, err, errlen))) {
+	char *scope = pal__pgarr_scope(tenants, n_tenants);
+	const char *p[] = {a,
+			   b,
+			   c,
+			   d,
+			   jobs_q && *jobs_q ? jobs_q : NULL,
+			   jobs_after && *jobs_after ? jobs_after : NULL,
+			   scope};
+	json_t *status = NULL, *view;
+	/* the status's figures are the whole cluster's: not for a scope */
+	int rc = scope ? PAL_OK : pal_store_status_live_json(st, &status, err, errlen);
+	if (!rc)
+		rc = pal__store_query_json(st, SQL_CLUSTER, 7, p, &view, err, errlen);
+	g_free(scope);
+	if (rc) {
 		json_decref(status);
 		return rc;
 	}
-	/* status.misfires is the total of misfired instants: keep it apart
-	 * from the per-reason table */
-	json_object_set(view, "misfired_instants", json_object_get(status, "misfires"));
-	json_object_del(status, "misfires");
-	json_object_update_missing(view, status);
-	json_decref(status);
+	if (status) {
+		/* status.misfires is the total of misfired instants: keep it
+		 * apart from the per-reason table */
+		json_object_set(view, "misfired_instants", json_object_get(status, "misfires"));
+		json_object_del(status, "misfires");
+		json_object_update_missing(view, status);
+		json_decref(status);
+	}
 	*out = view;
 	return PAL_OK;
 }

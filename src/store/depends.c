@@ -115,10 +115,12 @@ int pal_store_plan_after(pal_store *st, int shard, int64_t epoch, int *jobs, int
 	return PAL_OK;
 }
 
-int pal_store_after_links(pal_store *st, const char *job_id, json_t **out, char *err, size_t errlen)
+int pal_store_after_links(pal_store *st, const char *job_id, const char *const *tenants,
+			  size_t n_tenants, json_t **out, char *err, size_t errlen)
 {
-	const char *p[] = {job_id};
-	return pal__store_query_json(
+	char *scope = pal__pgarr_scope(tenants, n_tenants);
+	const char *p[] = {job_id, scope};
+	int rc = pal__store_query_json(
 	    st,
 	    "SELECT json_build_object("
 	    " 'upstreams', coalesce((SELECT v.spec -> 'after' FROM jobs j"
@@ -130,11 +132,14 @@ int pal_store_after_links(pal_store *st, const char *job_id, json_t **out, char 
 	    "  FROM job_versions v JOIN jobs j ON j.job_id = v.job_id"
 	    "   AND v.version = coalesce(j.active_version, j.latest_version)"
 	    "  CROSS JOIN jsonb_array_elements(v.spec -> 'after') e"
-	    "  WHERE v.spec ? 'after' AND j.retired_at IS NULL AND e ->> 'job' = $1), '[]'),"
+	    "  WHERE v.spec ? 'after' AND j.retired_at IS NULL AND e ->> 'job' = $1"
+	    "   AND ($2::text[] IS NULL OR j.tenant = ANY ($2::text[]))), '[]'),"
 	    " 'watermark', (SELECT to_char(w.watermark AT TIME ZONE 'UTC',"
 	    "   'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM after_watermarks w WHERE w.job_id = $1)"
 	    ")::text",
-	    1, p, out, err, errlen);
+	    2, p, out, err, errlen);
+	g_free(scope);
+	return rc;
 }
 
 int pal_store_after_missing(pal_store *st, const char *job_id, int64_t from, int64_t to,

@@ -69,3 +69,14 @@ char *pal__pgarr_end(pal_pgarr *a)
 	a->s = NULL;
 	return s;
 }
+
+char *pal__pgarr_scope(const char *const *v, size_t n)
+{
+	if (!n)
+		return NULL;
+	pal_pgarr a;
+	pal__pgarr_init(&a);
+	for (size_t i = 0; i < n; i++)
+		pal__pgarr_text(&a, v[i]);
+	return pal__pgarr_end(&a);
+}

@@ -124,6 +124,9 @@ void pal__pgarr_init(pal_pgarr *a);
 void pal__pgarr_text(pal_pgarr *a, const char *v);
 void pal__pgarr_i64(pal_pgarr *a, int64_t v);
 char *pal__pgarr_end(pal_pgarr *a);
+/* The text array of V[0..n), or NULL when N is 0 (a scope of "every
+ * tenant" as an SQL NULL); g_free. */
+char *pal__pgarr_scope(const char *const *v, size_t n);
 
 /* Calendar C's version (calendars.c): the latest when its digest is
  * unchanged, else the next, inserted (with its audit row) when WRITE, in

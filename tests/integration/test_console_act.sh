@@ -52,6 +52,18 @@ wait_until "an open ticket for act.hang" 25 has "select count(*) from tickets wh
 TICKET=$(sql "select min(id) from tickets where job_id = 'act.hang' and state = 'open'")
 echo "    state: ticket $TICKET open ($(sql "select array_to_string(allowed_actions, ',') from tickets where id = $TICKET"))"
 
+# browser_checks FILE: the "ok ..." and "FAIL ..." lines a browser scenario
+# printed, as this test's checks; its other lines shown.
+browser_checks() {
+	local line
+	while IFS= read -r line; do
+		case $line in
+		"ok   "*) pass "${line#ok   }" ;;
+		"FAIL "*) fail "${line#FAIL }" ;;
+		*) echo "    | $line" ;;
+		esac
+	done <"$1"
+}
 echo "  -- in the browser: an operator, then a viewer"
 PYTHONPATH=tests/integration timeout 90 python3 - "$CHROME" "$PALISADE_TEST_TMP/cdp" "http://$A" \
 	"$OPS" "$EYES" "$TICKET" >"$PALISADE_TEST_TMP/browser.out" 2>&1 <<'PY'
@@ -126,13 +138,7 @@ with Browser(chrome, prof + "-viewer") as b:
     check("but the viewer sees the job and its ticket", ticket in (b.text("#tickets") or ""), b.text("#tickets"))
 PY
 rc=$?
-while IFS= read -r line; do
-	case $line in
-	"ok   "*) pass "${line#ok   }" ;;
-	"FAIL "*) fail "${line#FAIL }" ;;
-	*) echo "    | $line" ;;
-	esac
-done <"$PALISADE_TEST_TMP/browser.out"
+browser_checks "$PALISADE_TEST_TMP/browser.out"
 expect_eq "the browser scenario ran to its end" 0 "$rc"
 
 echo "  -- what the database holds"
@@ -227,6 +233,52 @@ check "the first page links to the next" grep -q 'id="jobs-next" href="/console?
 t0=$(date +%s%N)
 curl -s -o /dev/null "http://$A/console?after=page.400"
 echo "    figure: a deep jobs page (after page.400) rendered in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+echo "  -- a login limited to tenant blue, in the browser: blue's jobs only"
+"$PAL" pause --group default --reason "a group gate" >/dev/null || fail "pause --group default"
+sql "select job_id from jobs where tenant <> 'blue'" >"$PALISADE_TEST_TMP/other-ids"
+PYTHONPATH=tests/integration timeout 60 python3 - "$CHROME" "$PALISADE_TEST_TMP/cdp-blue" "http://$A" \
+	"$BLUE" "$PALISADE_TEST_TMP/other-ids" >"$PALISADE_TEST_TMP/browser-blue.out" 2>&1 <<'PY'
+import json, re, sys
+from cdp import Browser
+chrome, prof, base, blue, other = sys.argv[1:6]
+others = set(open(other).read().split())
+def check(desc, cond, detail=""):
+    print(("ok   " if cond else "FAIL ") + desc + ("" if cond else ": " + str(detail)[:300]), flush=True)
+def leaked(html):
+    return sorted(others & set(re.findall(r"[a-z]+\.[a-z0-9]+", html)))
+with Browser(chrome, prof) as b:
+    b.goto(base + "/console/login")
+    b.submit("document.getElementById('login')", {"token": blue})
+    check("ops-blue logs in", "ops-blue (operator; tenants blue)" in (b.text("#who") or ""), b.text("body"))
+    seen, body = {}, {}
+    for path in ("/console", "/console?q=act", "/console?after=page.300", "/console/job?id=page.003",
+                 "/console/job?id=act.hang", "/api/cluster", "/api/cluster?section=jobs&q=page",
+                 "/api/job?id=page.003", "/api/job?id=act.hang"):
+        b.goto(base + path)
+        seen[path], body[path] = b.js("document.documentElement.outerHTML"), b.text("body")
+        # the id asked for is echoed by the page that says there is no such job
+        bad = [i for i in leaked(seen[path]) if not path.endswith("=" + i)]
+        check("%s shows no job id of another tenant" % path, not bad, bad)
+    check("the cluster page lists blue's jobs (page.003) and the gate over them (group:default)",
+          "page.003" in seen["/console"] and "group:default" in seen["/console"], seen["/console"][-300:])
+    check("it shows no whole-cluster figure (shards, triggers by state, the backlog chart)",
+          'id="scoped"' in seen["/console"] and 'id="shards"' not in seen["/console"]
+          and 'id="chart-backlog"' in seen["/console"] and "<figure class=\"chart\" id=\"chart-backlog\"" not in seen["/console"])
+    check("another tenant's job is no job (as the API's 404), on its page and in its JSON",
+          "no job with this id" in seen["/console/job?id=act.hang"]
+          and json.loads(body["/api/job?id=act.hang"]).get("error") == "no job with this id",
+          (seen["/console/job?id=act.hang"][-300:], body["/api/job?id=act.hang"]))
+    m = json.loads(body["/api/cluster"])
+    check("/api/cluster with the session: blue's 150 jobs, blue's backlog, no ticket of shop, no shards",
+          m["jobs"]["total"] == 150 and [t["name"] for t in m["backlog"]["tenants"]] in ([], ["blue"])
+          and m["tickets"]["open"] == 0 and "shards" not in m and "backlog_due" not in m["history"],
+          (m["jobs"]["total"], m["backlog"], m["tickets"]["open"], sorted(m)))
+PY
+rc=$?
+browser_checks "$PALISADE_TEST_TMP/browser-blue.out"
+expect_eq "the blue browser scenario ran to its end" 0 "$rc"
+"$PAL" resume --group default --reason "end of the group gate" >/dev/null || fail "resume --group default"
+echo "    figure: /api/cluster as ops-blue $(curl -s -o /dev/null -w '%{time_total}' -b "$PALISADE_TEST_TMP/jar-blue" "http://$A/api/cluster") s, unscoped $(curl -s -o /dev/null -w '%{time_total}' "http://$A/api/cluster") s"
 echo "  -- a page waiting on the database holds one admin thread, not the endpoint"
 "$PSQL" "$PALISADE_PG" -XAtq -c "BEGIN; LOCK TABLE gates IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(3); COMMIT" >/dev/null &
 LOCK_PID=$!
