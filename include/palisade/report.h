@@ -8,13 +8,14 @@
 #include <jansson.h>
 #include <stdint.h>
 #include "palisade/err.h"
+#include "palisade/ops.h"
 #include "palisade/store.h"
 
 /* Which triggers a cost report counts: scheduled in [from, to) (Unix
- * seconds), of one job, group or tenant (NULL: any). */
+ * seconds), of the scope (a job, group or tenant, or all). */
 typedef struct pal_cost_scope {
 	int64_t from, to;
-	const char *job, *group, *tenant;
+	pal_scope scope;
 	int limit; /* job rows at most, the costliest first */
 } pal_cost_scope;
 
@@ -27,15 +28,14 @@ typedef struct pal_cost_scope {
 PAL_MUST_CHECK int pal_store_cost_json(pal_store *st, const pal_cost_scope *s, json_t **out,
 				       char *err, size_t errlen);
 
-/* The jobs of a scope (JOB, GROUP, TENANT: NULL any) with what a shadow
+/* The jobs of scope SC with what a shadow
  * diff over [FROM, TO) needs, as JSON [{"job_id", "versions": [{"spec",
  * "effective_from"}], "retired_at", "misfires": [[from, to]...]}], by
  * job id: the activated versions, or the latest one (effective_from null)
  * of a job no controller activated yet; retired_at null unless retired;
- * the misfire ranges overlapping the range.  PAL_ENOTFOUND for an unknown
- * JOB. */
-PAL_MUST_CHECK int pal_store_shadow_jobs_json(pal_store *st, const char *job, const char *group,
-					      const char *tenant, int64_t from, int64_t to,
-					      json_t **out, char *err, size_t errlen);
+ * the misfire ranges overlapping the range.  PAL_ENOTFOUND for a job
+ * scope naming no job. */
+PAL_MUST_CHECK int pal_store_shadow_jobs_json(pal_store *st, const pal_scope *sc, int64_t from,
+					      int64_t to, json_t **out, char *err, size_t errlen);
 
 #endif

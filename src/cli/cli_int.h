@@ -150,20 +150,30 @@ bool pal_cli_name(const char *cmd, const char *what, const char *arg);
 /* `palisade shadow --job|--group|--tenant` and `shadow list` (cmd_cutover.c). */
 int pal__cli_shadow_set(int argc, char **argv);
 
+/* The scope options of every command that acts on or reads one scope
+ * (pause, resume, shadow, cutover, rollback, report cost, shadow diff):
+ * --job, --group, --tenant, getopt codes 'j', 'g', 'T'. */
+#define PAL_CLI_SCOPE_LONGOPTS                                                                     \
+	{"job", required_argument, NULL, 'j'}, {"group", required_argument, NULL, 'g'},            \
+	{                                                                                          \
+		"tenant", required_argument, NULL, 'T'                                             \
+	}
+/* Take OPT when it is one of those: SC names the scope (ARG, checked by
+ * pal_cli_name) and *N counts the scopes given; true (*OK false with the
+ * message printed for a bad name).  False for another option. */
+bool pal_cli_scope_opt(const char *cmd, int opt, const char *arg, pal_scope *sc, int *n, bool *ok);
+
 /* The scope and range of a report over the ledger (report cost, shadow
  * diff): --from and --to (getopt codes 'f', 't'; both required, to after
- * from) and at most one of --job, --group, --tenant ('j', 'g', 'T'). */
+ * from) and at most one scope (PAL_CLI_SCOPE_LONGOPTS; global when none). */
 typedef struct pal_cli_range {
 	int64_t from, to; /* PAL_OPS_NOW until given */
-	const char *job, *group, *tenant;
+	pal_scope scope;
 	int scopes;
 } pal_cli_range;
 #define PAL_CLI_RANGE_LONGOPTS                                                                     \
 	{"from", required_argument, NULL, 'f'}, {"to", required_argument, NULL, 't'},              \
-	    {"job", required_argument, NULL, 'j'}, {"group", required_argument, NULL, 'g'},        \
-	{                                                                                          \
-		"tenant", required_argument, NULL, 'T'                                             \
-	}
+	    PAL_CLI_SCOPE_LONGOPTS
 /* Take OPT when it is one of those (true; *OK false with the message
  * printed when its argument is bad); false for another option. */
 bool pal_cli_range_opt(const char *cmd, int opt, const char *arg, pal_cli_range *r, bool *ok);

@@ -19,16 +19,64 @@
 
 #define EXIT_STOPLINE 4 /* a stop line of the previous step is crossed */
 
-/* --job/--group/--tenant into SC; false (message printed) for a bad name */
-static bool scope_opt(const char *cmd, int opt, const char *arg, pal_scope *sc, int *n)
+/* What shadow, cutover and rollback share: one scope, --reason and the
+ * common options; each command adds its own (OWN). */
+typedef struct scope_args {
+	const char *cmd;
+	pal_cli_common c;
+	pal_scope sc;
+	int n;
+	const char *reason;
+} scope_args;
+#define SCOPE_ARGS_LONGOPTS                                                                        \
+	PAL_CLI_COMMON_LONGOPTS, PAL_CLI_SCOPE_LONGOPTS, {"reason", required_argument, NULL, 'r'}, \
+	{                                                                                          \
+		"help", no_argument, NULL, 'h'                                                     \
+	}
+/* A command's own option: 0 taken, an exit code (> 0) for a bad value,
+ * -1 not one of its own. */
+typedef int (*own_opt_fn)(void *ctx, const char *cmd, int opt, const char *arg);
+
+/* Parse ARGV with LO (SCOPE_ARGS_LONGOPTS and the command's own, which OWN
+ * takes; OWN may be NULL).  When REQUIRED, exactly one scope and a
+ * non-empty --reason must be given.  Returns -1 to go on, else the exit
+ * code to return (0 after --help), the message and usage printed. */
+static int parse_scope_args(scope_args *a, int argc, char **argv, const struct option *lo,
+			    own_opt_fn own, void *ctx, void (*usage)(FILE *), bool required)
 {
-	const char *what = opt == 'j' ? "job" : opt == 'g' ? "group" : "tenant";
-	if (!pal_cli_name(cmd, what, arg))
-		return false;
-	sc->kind = opt == 'j' ? PAL_SCOPE_JOB : opt == 'g' ? PAL_SCOPE_GROUP : PAL_SCOPE_TENANT;
-	sc->name = arg;
-	(*n)++;
-	return true;
+	int opt, ec;
+	bool ok;
+	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		if (pal_cli_scope_opt(a->cmd, opt, optarg, &a->sc, &a->n, &ok)) {
+			if (!ok)
+				return PAL_EXIT_USAGE;
+		} else if (opt == 'r') {
+			a->reason = optarg;
+		} else if (!own || (ec = own(ctx, a->cmd, opt, optarg)) < 0) {
+			if ((ec = pal_cli_opt_other(&a->c, opt, optarg, usage)) >= 0)
+				return ec;
+		} else if (ec) {
+			return ec;
+		}
+	}
+	if (optind != argc || (required && (a->n != 1 || !a->reason || !*a->reason))) {
+		if (required && a->n != 1)
+			pal_cli_err(a->cmd, "name exactly one scope: --job, --group or --tenant");
+		else if (required && optind == argc)
+			pal_cli_err(a->cmd, "--reason is required: it is kept in the audit log");
+		usage(stderr);
+		return PAL_EXIT_USAGE;
+	}
+	return -1;
+}
+
+/* --NAME ARG as a duration (>= 0) into *MS; false with the message printed. */
+static bool duration_opt(const char *cmd, const char *name, const char *arg, int64_t *ms)
+{
+	if (pal_parse_duration_ms(arg, ms) == 0 && *ms >= 0)
+		return true;
+	pal_cli_err(cmd, "--%s \"%s\": expected a duration", name, arg);
+	return false;
 }
 
 static void dump(json_t *j)
@@ -63,39 +111,22 @@ static void usage_shadow_set(FILE *fp)
 
 int pal__cli_shadow_set(int argc, char **argv)
 {
-	pal_cli_common c = {0};
-	pal_scope sc = {PAL_SCOPE_GLOBAL, NULL};
-	int n = 0;
-	const char *reason = NULL;
+	scope_args a = {.cmd = "shadow", .sc = {PAL_SCOPE_GLOBAL, NULL}};
 	bool list = argc >= 2 && strcmp(argv[1], "list") == 0;
-	static const struct option lo[] = {PAL_CLI_COMMON_LONGOPTS,
-					   {"job", required_argument, NULL, 'j'},
-					   {"group", required_argument, NULL, 'g'},
-					   {"tenant", required_argument, NULL, 'T'},
-					   {"reason", required_argument, NULL, 'r'},
-					   {"help", no_argument, NULL, 'h'},
-					   {0}};
-	int opt, ec;
+	static const struct option lo[] = {SCOPE_ARGS_LONGOPTS, {0}};
 	if (list)
 		argc--, argv++;
-	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		if (opt == 'j' || opt == 'g' || opt == 'T') {
-			if (list || !scope_opt("shadow", opt, optarg, &sc, &n))
-				return PAL_EXIT_USAGE;
-		} else if (opt == 'r') {
-			reason = optarg;
-		} else if ((ec = pal_cli_opt_other(&c, opt, optarg, usage_shadow_set)) >= 0) {
-			return ec;
-		}
-	}
-	if (optind != argc || (!list && (n != 1 || !reason || !*reason))) {
-		if (!list && n != 1)
-			pal_cli_err("shadow", "name exactly one scope: --job, --group or --tenant");
-		else if (!list)
-			pal_cli_err("shadow", "--reason is required: it is kept in the audit log");
+	int ec = parse_scope_args(&a, argc, argv, lo, NULL, NULL, usage_shadow_set, !list);
+	if (ec >= 0)
+		return ec;
+	if (list && a.n) {
+		pal_cli_err("shadow", "shadow list takes no scope");
 		usage_shadow_set(stderr);
 		return PAL_EXIT_USAGE;
 	}
+	pal_cli_common c = a.c;
+	pal_scope sc = a.sc;
+	const char *reason = a.reason;
 	pal_store *st;
 	if ((ec = pal_cli_connect(&c, false, &st)))
 		return ec;
@@ -256,67 +287,56 @@ static bool stoplines_crossed(pal_store *st, const pal_scope *sc, int64_t since,
 	return any;
 }
 
+/* cutover's own options */
+typedef struct cutover_opts {
+	const char *sink_pg;
+	long long percent;
+	int64_t at, max_pending_ms;
+} cutover_opts;
+
+static int cutover_opt(void *ctx, const char *cmd, int opt, const char *arg)
+{
+	cutover_opts *o = ctx;
+	switch (opt) {
+	case 'A':
+		return pal_cli_time(cmd, "at", arg, &o->at) ? 0 : PAL_EXIT_USAGE;
+	case 'P':
+		return pal_cli_int(cmd, "percent", arg, 1, 100, &o->percent) ? 0 : PAL_EXIT_USAGE;
+	case 'M':
+		return duration_opt(cmd, "max-pending-age", arg, &o->max_pending_ms)
+			   ? 0
+			   : PAL_EXIT_USAGE;
+	case 'K':
+		o->sink_pg = arg;
+		return 0;
+	default:
+		return -1;
+	}
+}
+
 int pal_cmd_cutover(int argc, char **argv)
 {
-	pal_cli_common c = {0};
-	pal_scope sc = {PAL_SCOPE_GLOBAL, NULL};
-	int n = 0;
-	const char *reason = NULL, *sink_pg = NULL;
-	long long percent = 100;
-	int64_t at = PAL_OPS_NOW, max_pending_ms = 60000;
-	static const struct option lo[] = {PAL_CLI_COMMON_LONGOPTS,
-					   {"job", required_argument, NULL, 'j'},
-					   {"group", required_argument, NULL, 'g'},
-					   {"tenant", required_argument, NULL, 'T'},
+	scope_args a = {.cmd = "cutover", .sc = {PAL_SCOPE_GLOBAL, NULL}};
+	cutover_opts o = {.percent = 100, .at = PAL_OPS_NOW, .max_pending_ms = 60000};
+	static const struct option lo[] = {SCOPE_ARGS_LONGOPTS,
 					   {"at", required_argument, NULL, 'A'},
 					   {"percent", required_argument, NULL, 'P'},
-					   {"reason", required_argument, NULL, 'r'},
 					   {"max-pending-age", required_argument, NULL, 'M'},
 					   {"sink-pg", required_argument, NULL, 'K'},
-					   {"help", no_argument, NULL, 'h'},
 					   {0}};
-	int opt, ec;
-	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		switch (opt) {
-		case 'j':
-		case 'g':
-		case 'T':
-			if (!scope_opt("cutover", opt, optarg, &sc, &n))
-				return PAL_EXIT_USAGE;
-			break;
-		case 'A':
-			if (!pal_cli_time("cutover", "at", optarg, &at))
-				return PAL_EXIT_USAGE;
-			break;
-		case 'P':
-			if (!pal_cli_int("cutover", "percent", optarg, 1, 100, &percent))
-				return PAL_EXIT_USAGE;
-			break;
-		case 'r':
-			reason = optarg;
-			break;
-		case 'M':
-			if (pal_parse_duration_ms(optarg, &max_pending_ms) || max_pending_ms < 0) {
-				pal_cli_err("cutover",
-					    "--max-pending-age \"%s\": expected a duration",
-					    optarg);
-				return PAL_EXIT_USAGE;
-			}
-			break;
-		case 'K':
-			sink_pg = optarg;
-			break;
-		default:
-			if ((ec = pal_cli_opt_other(&c, opt, optarg, usage_cutover)) >= 0)
-				return ec;
-		}
-	}
-	if (optind != argc || n != 1 || at == PAL_OPS_NOW || !reason || !*reason) {
-		pal_cli_err("cutover", n != 1 ? "name exactly one scope: --job, --group or --tenant"
-					      : "--at and --reason are required");
+	int ec = parse_scope_args(&a, argc, argv, lo, cutover_opt, &o, usage_cutover, true);
+	if (ec >= 0)
+		return ec;
+	if (o.at == PAL_OPS_NOW) {
+		pal_cli_err("cutover", "--at is required");
 		usage_cutover(stderr);
 		return PAL_EXIT_USAGE;
 	}
+	pal_cli_common c = a.c;
+	pal_scope sc = a.sc;
+	const char *reason = a.reason, *sink_pg = o.sink_pg;
+	long long percent = o.percent;
+	int64_t at = o.at, max_pending_ms = o.max_pending_ms;
 	if (at < (int64_t)time(NULL) - 1) {
 		pal_cli_err("cutover", "--at is in the past: instants the old system has run "
 				       "would run again; give now or later");
@@ -457,52 +477,25 @@ static void fill_keys(json_t *rows)
 	}
 }
 
+static int rollback_opt(void *ctx, const char *cmd, int opt, const char *arg)
+{
+	if (opt != 'W')
+		return -1;
+	return duration_opt(cmd, "wait", arg, ctx) ? 0 : PAL_EXIT_USAGE;
+}
+
 int pal_cmd_rollback(int argc, char **argv)
 {
-	pal_cli_common c = {0};
-	pal_scope sc = {PAL_SCOPE_GLOBAL, NULL};
-	int n = 0;
-	const char *reason = NULL;
+	scope_args a = {.cmd = "rollback", .sc = {PAL_SCOPE_GLOBAL, NULL}};
 	int64_t wait_ms = 30000;
-	static const struct option lo[] = {PAL_CLI_COMMON_LONGOPTS,
-					   {"job", required_argument, NULL, 'j'},
-					   {"group", required_argument, NULL, 'g'},
-					   {"tenant", required_argument, NULL, 'T'},
-					   {"reason", required_argument, NULL, 'r'},
-					   {"wait", required_argument, NULL, 'W'},
-					   {"help", no_argument, NULL, 'h'},
-					   {0}};
-	int opt, ec;
-	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		switch (opt) {
-		case 'j':
-		case 'g':
-		case 'T':
-			if (!scope_opt("rollback", opt, optarg, &sc, &n))
-				return PAL_EXIT_USAGE;
-			break;
-		case 'r':
-			reason = optarg;
-			break;
-		case 'W':
-			if (pal_parse_duration_ms(optarg, &wait_ms) || wait_ms < 0) {
-				pal_cli_err("rollback", "--wait \"%s\": expected a duration",
-					    optarg);
-				return PAL_EXIT_USAGE;
-			}
-			break;
-		default:
-			if ((ec = pal_cli_opt_other(&c, opt, optarg, usage_rollback)) >= 0)
-				return ec;
-		}
-	}
-	if (optind != argc || n != 1 || !reason || !*reason) {
-		pal_cli_err("rollback", n != 1
-					    ? "name exactly one scope: --job, --group or --tenant"
-					    : "--reason is required: it is kept in the audit log");
-		usage_rollback(stderr);
-		return PAL_EXIT_USAGE;
-	}
+	static const struct option lo[] = {
+	    SCOPE_ARGS_LONGOPTS, {"wait", required_argument, NULL, 'W'}, {0}};
+	int ec = parse_scope_args(&a, argc, argv, lo, rollback_opt, &wait_ms, usage_rollback, true);
+	if (ec >= 0)
+		return ec;
+	pal_cli_common c = a.c;
+	pal_scope sc = a.sc;
+	const char *reason = a.reason;
 	pal_store *st;
 	if ((ec = pal_cli_connect(&c, false, &st)))
 		return ec;

@@ -73,30 +73,24 @@ static int gate_cmd(int argc, char **argv, bool pause)
 	pal_scope sc = { PAL_SCOPE_GLOBAL, NULL };
 	int nscopes = 0;
 	const char *reason = NULL, *ramp = NULL;
-	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
-					    { "job", required_argument, NULL, 'j' },
-					    { "group", required_argument, NULL, 'g' },
-					    { "tenant", required_argument, NULL, 't' },
-					    { "all", no_argument, NULL, 'a' },
-					    { "reason", required_argument, NULL, 'r' },
-					    { "ramp", required_argument, NULL, 'R' },
-					    { "help", no_argument, NULL, 'h' },
-					    { 0 } };
+	static const struct option lo[] = {PAL_CLI_COMMON_LONGOPTS,
+					   PAL_CLI_SCOPE_LONGOPTS,
+					   {"all", no_argument, NULL, 'a'},
+					   {"reason", required_argument, NULL, 'r'},
+					   {"ramp", required_argument, NULL, 'R'},
+					   {"help", no_argument, NULL, 'h'},
+					   {0}};
 	int opt;
+	bool ok;
 	while ((opt = getopt_long(argc, argv, "hj:g:t:ar:", lo, NULL)) != -1) {
 		if (pal_cli_common_opt(&c, opt, optarg))
 			continue;
-		switch (opt) {
-		case 'j':
-		case 'g':
-		case 't':
-			if (!pal_cli_name(cmd, opt == 'j' ? "job" : opt == 'g' ? "group" : "tenant",
-					  optarg))
+		if (pal_cli_scope_opt(cmd, opt == 't' ? 'T' : opt, optarg, &sc, &nscopes, &ok)) {
+			if (!ok)
 				return PAL_EXIT_USAGE;
-			sc.kind = opt == 'j' ? PAL_SCOPE_JOB : opt == 'g' ? PAL_SCOPE_GROUP : PAL_SCOPE_TENANT;
-			sc.name = optarg;
-			nscopes++;
-			break;
+			continue;
+		}
+		switch (opt) {
 		case 'a':
 			sc.kind = PAL_SCOPE_GLOBAL;
 			sc.name = NULL;

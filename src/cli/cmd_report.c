@@ -99,7 +99,7 @@ static int cost(int argc, char **argv)
 		usage(stderr);
 		return PAL_EXIT_USAGE;
 	}
-	pal_cost_scope s = {r.from, r.to, r.job, r.group, r.tenant, (int)limit};
+	pal_cost_scope s = {r.from, r.to, r.scope, (int)limit};
 	pal_store *st;
 	if ((ec = pal_cli_connect(&c, false, &st)))
 		return ec;

@@ -234,8 +234,7 @@ static int diff(int argc, char **argv)
 	}
 	json_t *jobs;
 	char err[1024];
-	int rc = pal_store_shadow_jobs_json(st, r.job, r.group, r.tenant, from, to, &jobs, err,
-					    sizeof err);
+	int rc = pal_store_shadow_jobs_json(st, &r.scope, from, to, &jobs, err, sizeof err);
 	pal_store_close(st);
 	if (rc) {
 		g_hash_table_destroy(old);

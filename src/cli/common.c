@@ -232,6 +232,18 @@ bool pal_cli_time(const char *cmd, const char *opt, const char *arg, int64_t *ou
 	return true;
 }
 
+bool pal_cli_scope_opt(const char *cmd, int opt, const char *arg, pal_scope *sc, int *n, bool *ok)
+{
+	*ok = true;
+	if (opt != 'j' && opt != 'g' && opt != 'T')
+		return false;
+	*ok = pal_cli_name(cmd, opt == 'j' ? "job" : opt == 'g' ? "group" : "tenant", arg);
+	sc->kind = opt == 'j' ? PAL_SCOPE_JOB : opt == 'g' ? PAL_SCOPE_GROUP : PAL_SCOPE_TENANT;
+	sc->name = arg;
+	(*n)++;
+	return true;
+}
+
 bool pal_cli_range_opt(const char *cmd, int opt, const char *arg, pal_cli_range *r, bool *ok)
 {
 	*ok = true;
@@ -242,17 +254,8 @@ bool pal_cli_range_opt(const char *cmd, int opt, const char *arg, pal_cli_range 
 	case 't':
 		*ok = pal_cli_time(cmd, "to", arg, &r->to);
 		return true;
-	case 'j':
-	case 'g':
-	case 'T': {
-		const char *what = opt == 'j' ? "job" : opt == 'g' ? "group" : "tenant";
-		*ok = pal_cli_name(cmd, what, arg);
-		*(opt == 'j' ? &r->job : opt == 'g' ? &r->group : &r->tenant) = arg;
-		r->scopes++;
-		return true;
-	}
 	default:
-		return false;
+		return pal_cli_scope_opt(cmd, opt, arg, &r->scope, &r->scopes, ok);
 	}
 }
 

@@ -19,14 +19,6 @@
 #include "palisade/misfire.h"
 #include "ops_int.h"
 
-/* Triggers (alias T) in the scope of parameters $1 (kind: global, job,
- * group, tenant) and $2 (name).  A custom plan folds the CASE to one test. */
-#define IN_SCOPE(t)                                                                               \
-	"(CASE $1::text WHEN 'global' THEN true"                                                  \
-	" WHEN 'job' THEN " t ".job_id = $2::text"                                                \
-	" WHEN 'group' THEN " t ".resource_group = $2::text"                                      \
-	" WHEN 'tenant' THEN " t ".tenant = $2::text END)"
-
 /* Trigger (alias T) covered by some paused gate. */
 #define GATED(t)                                                                                  \
 	"EXISTS (SELECT 1 FROM gates g WHERE g.paused AND g.scope IN ('global',"                  \
@@ -52,18 +44,13 @@ static int lock_gates(pal_store *st, char *err, size_t errlen)
 	return PAL_OK;
 }
 
-static const char *scope_kind(pal_scope_kind k)
-{
-	static const char *const names[] = { "global", "job", "group", "tenant" };
-	return names[k];
-}
-
 void pal_scope_format(const pal_scope *sc, char *buf, size_t len)
 {
 	if (sc->kind == PAL_SCOPE_GLOBAL)
 		snprintf(buf, len, "global");
 	else
-		snprintf(buf, len, "%s:%s", scope_kind(sc->kind), sc->name ? sc->name : "");
+		snprintf(buf, len, "%s:%s", pal__ops_scope_kind(sc->kind),
+			 sc->name ? sc->name : "");
 }
 
 /* ---- pause -------------------------------------------------------------------- */
@@ -121,7 +108,7 @@ static int pause_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	snprintf(res->since, sizeof res->since, "%s", PQgetvalue(r, 0, 0));
 	PQclear(r);
 
-	const char *pk[] = { scope_kind(c->sc->kind), c->sc->name };
+	const char *pk[] = {pal__ops_scope_kind(c->sc->kind), c->sc->name};
 	/* Only 'running' is asked: pending and retry_wait wait at the claim. */
 	if ((rc = pal__ops_exec(st,
 				"UPDATE triggers t SET state = 'pausing'"
@@ -402,7 +389,7 @@ static int resume_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	if (!res->had_gate && !strcmp(c->source, "spec"))
 		return PAL_OK; /* the gate is an operator's (or gone): the job file lifts nothing */
 
-	const char *pk[] = { scope_kind(c->sc->kind), c->sc->name };
+	const char *pk[] = {pal__ops_scope_kind(c->sc->kind), c->sc->name};
 	/* What the gate held past the threshold goes through the misfire
 	 * policies first, before the moves below make more triggers pending
 	 * (only never-attempted instants qualify anyway); a scope without a

@@ -118,3 +118,9 @@ int pal__ops_lock_request(pal_store *st, const char *job_id, const char *request
 	    st, "SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2, 7340))", 2, p, NULL,
 	    err, errlen);
 }
+
+const char *pal__ops_scope_kind(pal_scope_kind k)
+{
+	static const char *const names[] = {"global", "job", "group", "tenant"};
+	return (unsigned)k < sizeof names / sizeof *names ? names[k] : "global";
+}

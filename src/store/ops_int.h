@@ -15,6 +15,17 @@
 /* RFC 3339 UTC text of a timestamptz column (NULL stays NULL). */
 #define TS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
 
+/* Rows (alias T, of triggers or jobs: both have job_id, resource_group
+ * and tenant) in the scope of parameters $1 (its kind, pal__ops_scope_kind)
+ * and $2 (its name).  A custom plan folds the CASE to one test. */
+#define IN_SCOPE(t)                                                                                \
+	"(CASE $1::text WHEN 'global' THEN true"                                                   \
+	" WHEN 'job' THEN " t ".job_id = $2::text"                                                 \
+	" WHEN 'group' THEN " t ".resource_group = $2::text"                                       \
+	" WHEN 'tenant' THEN " t ".tenant = $2::text END)"
+/* "global", "job", "group" or "tenant": the kind as IN_SCOPE reads it. */
+const char *pal__ops_scope_kind(pal_scope_kind k);
+
 /* Decimal text of V into BUF. */
 void pal__ops_i64s(char *buf, size_t len, int64_t v);
 /* The int64 in row ROW, column COL of R. */

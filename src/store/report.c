@@ -8,7 +8,6 @@
  * names and nothing else.  And what a shadow diff compares: the jobs'
  * plan versions and misfire ranges.
  */
-#include <inttypes.h>
 #include <stdio.h>
 #include "palisade/report.h"
 #include "ops_int.h"
@@ -21,33 +20,34 @@
  * versions, which the bench's bytes per fire include) of the triggers,
  * their attempts and what the attempts kept of the answers
  * (attempt_responses). */
+/* Both statements here read $1 and $2 as the scope (IN_SCOPE) and $3, $4
+ * as the range [from, to) in epoch seconds (range_params). */
+#define FROM_TS "to_timestamp($3::bigint)"
+#define TO_TS "to_timestamp($4::bigint)"
+
+// clang-format off
 static const char COST_SQL[] =
     "WITH t AS (SELECT t.id, t.job_id, t.state, pg_column_size(t.*) AS b FROM triggers t"
-    "  WHERE t.scheduled_at >= to_timestamp($1::bigint)"
-    "    AND t.scheduled_at < to_timestamp($2::bigint)"
-    "    AND ($3::text IS NULL OR t.job_id = $3)"
+    "  WHERE t.scheduled_at >= " FROM_TS " AND t.scheduled_at < " TO_TS
     /* a shadow instant never called is no work (a handed-back one that
      * was attempted is) */
     "    AND NOT (t.state = 'shadow' AND t.attempt_count = 0)"
-    "    AND ($4::text IS NULL AND $5::text IS NULL OR t.job_id IN (SELECT j.job_id FROM jobs j"
-    "      WHERE ($4::text IS NULL OR j.resource_group = $4)"
-    "        AND ($5::text IS NULL OR j.tenant = $5)))),"
+    "    AND " IN_SCOPE("t") "),"
     " a AS (SELECT a.trigger_id, count(*) AS n,"
     "    count(*) FILTER (WHERE a.outcome = 'unknown') AS unk,"
     "    count(*) FILTER (WHERE a.http_status IS NOT NULL OR a.error_class IS NOT NULL)"
     "      AS calls,"
     "    coalesce(sum(cardinality(a.status_queries)), 0) AS sq,"
     "    sum(pg_column_size(a.*)) AS b FROM attempts a"
-    "  WHERE a.scheduled_at >= to_timestamp($1::bigint)"
-    "    AND a.scheduled_at < to_timestamp($2::bigint) AND a.trigger_id IN (SELECT id FROM t)"
+    "  WHERE a.scheduled_at >= " FROM_TS " AND a.scheduled_at < " TO_TS
+    "    AND a.trigger_id IN (SELECT id FROM t)"
     "  GROUP BY a.trigger_id),"
     /* Each row measured where it is scanned (OFFSET 0 keeps the
      * subquery): measured above a semi-join, the whole row of a short
      * bytea or jsonb value came out 3 bytes smaller (PostgreSQL 15). */
     " x AS (SELECT x.trigger_id, sum(x.b) AS b FROM (SELECT r.trigger_id,"
     "    pg_column_size(r.*) AS b FROM attempt_responses r"
-    "    WHERE r.scheduled_at >= to_timestamp($1::bigint)"
-    "      AND r.scheduled_at < to_timestamp($2::bigint) OFFSET 0) x"
+    "    WHERE r.scheduled_at >= " FROM_TS " AND r.scheduled_at < " TO_TS " OFFSET 0) x"
     "  WHERE x.trigger_id IN (SELECT id FROM t) GROUP BY x.trigger_id),"
     " k AS (SELECT trigger_id, count(*) AS n FROM tickets"
     "  WHERE trigger_id IN (SELECT id FROM t) GROUP BY trigger_id),"
@@ -78,190 +78,76 @@ static const char COST_SQL[] =
     "      'calls', round(calls::numeric / succeeded, 3),"
     "      'status_queries', round(status_queries::numeric / succeeded, 3),"
     "      'stored_bytes', round(stored_bytes::numeric / succeeded, 1)) END) AS o FROM r)"
-    " SELECT json_build_object('from', " TS(
-	"to_timestamp($1::bigint)") ","
-				    "   'to', " TS(
-					"to_timestamp($2::bigint)") ","
-								    "   'total', (SELECT o FROM j "
-								    "WHERE total),"
-								    "   'jobs', coalesce((SELECT "
-								    "json_agg(o ORDER BY c DESC "
-								    "NULLS FIRST, job_id) FROM"
-								    "     (SELECT o, job_id, "
-								    "attempts::numeric / "
-								    "nullif(succeeded, 0) AS c "
-								    "FROM j"
-								    "       WHERE NOT total ORDER "
-								    "BY c DESC NULLS FIRST, job_id "
-								    "LIMIT $6::int) x), '[]'),"
-								    "   'jobs_truncated', (SELECT "
-								    "count(*) FROM j WHERE NOT "
-								    "total) > $6::int)::text";
+    " SELECT json_build_object('from', " TS(FROM_TS) ", 'to', " TS(TO_TS) ","
+    "   'total', (SELECT o FROM j WHERE total),"
+    "   'jobs', coalesce((SELECT json_agg(o ORDER BY c DESC NULLS FIRST, job_id) FROM"
+    "     (SELECT o, job_id, attempts::numeric / nullif(succeeded, 0) AS c FROM j"
+    "       WHERE NOT total ORDER BY c DESC NULLS FIRST, job_id LIMIT $5::int) x), '[]'),"
+    "   'jobs_truncated', (SELECT count(*) FROM j WHERE NOT total) > $5::int)::text";
+
+#define EPOCH(x) "floor(extract(epoch FROM " x "))::bigint"
+/* The jobs of the scope alive in the range: their activated versions (or
+ * the latest one of a job never activated) and misfire ranges. */
+static const char SHADOW_JOBS_SQL[] =
+    "SELECT coalesce(json_agg(x ORDER BY x.job_id), '[]')::text FROM ("
+    " SELECT j.job_id, " EPOCH("j.retired_at") " AS retired_at,"
+    "  coalesce((SELECT json_agg(json_build_object('spec', v.spec,"
+    "      'effective_from', " EPOCH("v.effective_from") ") ORDER BY v.version)"
+    "    FROM job_versions v WHERE v.job_id = j.job_id AND v.effective_from IS NOT NULL),"
+    "   (SELECT json_build_array(json_build_object('spec', v.spec, 'effective_from', NULL))"
+    "    FROM job_versions v WHERE v.job_id = j.job_id AND v.version = j.latest_version))"
+    "   AS versions,"
+    "  (SELECT coalesce(json_agg(json_build_array(" EPOCH("m.range_from") ","
+    "      " EPOCH("m.range_to") ")), '[]') FROM misfires m WHERE m.job_id = j.job_id"
+    "    AND m.range_to >= " FROM_TS " AND m.range_from < " TO_TS ") AS misfires"
+    " FROM jobs j WHERE " IN_SCOPE("j")
+    "  AND (j.retired_at IS NULL OR j.retired_at > " FROM_TS ")) x";
+#undef EPOCH
+// clang-format on
+
+/* The parameters of both statements: the scope SC and [FROM, TO), into P
+ * (pointing into RT); PAL_ENOENT with a hint for a job scope naming no job. */
+typedef struct range_text {
+	char from[24], to[24];
+} range_text;
+static int range_params(pal_store *st, const pal_scope *sc, int64_t from, int64_t to,
+			range_text *rt, const char *p[4], char *err, size_t errlen)
+{
+	int rc;
+	if (sc->kind == PAL_SCOPE_JOB && (rc = pal__ops_job_exists(st, sc->name, err, errlen)))
+		return rc;
+	pal__ops_i64s(rt->from, sizeof rt->from, from);
+	pal__ops_i64s(rt->to, sizeof rt->to, to);
+	p[0] = pal__ops_scope_kind(sc->kind);
+	p[1] = sc->name ? sc->name : "";
+	p[2] = rt->from;
+	p[3] = rt->to;
+	return PAL_OK;
+}
 
 int pal_store_cost_json(pal_store *st, const pal_cost_scope *s, json_t **out, char *err,
 			size_t errlen)
 {
 	*out = NULL;
-	int rc;
-	if (s->job && (rc = pal__ops_job_exists(st, s->job, err, errlen)))
+	range_text rt;
+	char l[16];
+	const char *p[5];
+	int rc = range_params(st, &s->scope, s->from, s->to, &rt, p, err, errlen);
+	if (rc)
 		return rc;
-	char f[24], t[24], l[16];
-	snprintf(f, sizeof f, "%" PRId64, s->from);
-	snprintf(t, sizeof t, "%" PRId64, s->to);
 	snprintf(l, sizeof l, "%d", s->limit);
-	const char *p[] = {f, t, s->job, s->group, s->tenant, l};
-	return pal__store_query_json(st, COST_SQL, 6, p, out, err, errlen);
+	p[4] = l;
+	return pal__store_query_json(st, COST_SQL, 5, p, out, err, errlen);
 }
 
-int pal_store_shadow_jobs_json(pal_store *st, const char *job, const char *group,
-			       const char *tenant, int64_t from, int64_t to, json_t **out,
-			       char *err, size_t errlen)
+int pal_store_shadow_jobs_json(pal_store *st, const pal_scope *sc, int64_t from, int64_t to,
+			       json_t **out, char *err, size_t errlen)
 {
 	*out = NULL;
-	int rc;
-	if (job && (rc = pal__ops_job_exists(st, job, err, errlen)))
+	range_text rt;
+	const char *p[4];
+	int rc = range_params(st, sc, from, to, &rt, p, err, errlen);
+	if (rc)
 		return rc;
-	char f[24], t[24];
-	snprintf(f, sizeof f, "%" PRId64, from);
-	snprintf(t, sizeof t, "%" PRId64, to);
-	const char *p[] = {job, group, tenant, f, t};
-#define EPOCH(x) "floor(extract(epoch FROM " x "))::bigint"
-	return pal__store_query_json(
-	    st,
-	    "SELECT coalesce(json_agg(x ORDER BY x.job_id), '[]')::text FROM ("
-	    " SELECT j.job_id, " EPOCH(
-		"j.retired_at") " AS retired_at,"
-				"  coalesce((SELECT json_agg(json_build_object('spec', v.spec,"
-				"      'effective_from', " EPOCH(
-				    "v.effective_from") ") ORDER BY v.version)"
-							"    FROM job_versions v WHERE v.job_id = "
-							"j.job_id AND v.effective_from IS NOT "
-							"NULL),"
-							"   (SELECT "
-							"json_build_array(json_build_object('spec',"
-							" v.spec, 'effective_from', NULL))"
-							"    FROM job_versions v WHERE v.job_id = "
-							"j.job_id AND v.version = "
-							"j.latest_version))"
-							"   AS versions,"
-							"  (SELECT "
-							"coalesce(json_agg(json_build_array(" EPOCH(
-							    "m.range_from") ","
-									    "      " EPOCH(
-										"m.range_to") ")), "
-											      "'[]'"
-											      ") "
-											      "FROM"
-											      " mis"
-											      "fire"
-											      "s m "
-											      "WHER"
-											      "E "
-											      "m."
-											      "job_"
-											      "id "
-											      "= "
-											      "j."
-											      "job_"
-											      "id"
-											      "    "
-											      "AND "
-											      "m."
-											      "rang"
-											      "e_"
-											      "to "
-											      ">= "
-											      "to_"
-											      "time"
-											      "stam"
-											      "p($"
-											      "4::"
-											      "bigi"
-											      "nt)"
-											      "    "
-											      "AND "
-											      "m."
-											      "rang"
-											      "e_"
-											      "from"
-											      " < "
-											      "to_"
-											      "time"
-											      "stam"
-											      "p($"
-											      "5::"
-											      "bigi"
-											      "nt))"
-											      " AS "
-											      "misf"
-											      "ires"
-											      " FRO"
-											      "M "
-											      "jobs"
-											      " j "
-											      "WHER"
-											      "E "
-											      "($1:"
-											      ":tex"
-											      "t "
-											      "IS "
-											      "NULL"
-											      " OR "
-											      "j."
-											      "job_"
-											      "id "
-											      "= "
-											      "$1)"
-											      "  "
-											      "AND "
-											      "($2:"
-											      ":tex"
-											      "t "
-											      "IS "
-											      "NULL"
-											      " OR "
-											      "j."
-											      "reso"
-											      "urce"
-											      "_gro"
-											      "up "
-											      "= "
-											      "$2)"
-											      "  "
-											      "AND "
-											      "($3:"
-											      ":tex"
-											      "t "
-											      "IS "
-											      "NULL"
-											      " OR "
-											      "j."
-											      "tena"
-											      "nt "
-											      "= "
-											      "$3)"
-											      "  "
-											      "AND "
-											      "(j."
-											      "reti"
-											      "red_"
-											      "at "
-											      "IS "
-											      "NULL"
-											      " OR "
-											      "j."
-											      "reti"
-											      "red_"
-											      "at "
-											      "> "
-											      "to_"
-											      "time"
-											      "stam"
-											      "p($"
-											      "4::"
-											      "bigi"
-											      "nt))"
-											      ") x",
-	    5, p, out, err, errlen);
-#undef EPOCH
+	return pal__store_query_json(st, SHADOW_JOBS_SQL, 4, p, out, err, errlen);
 }

@@ -22,29 +22,9 @@
 
 #define LOCK_TIMEOUT "10s"
 
-/* Trigger T of the scope ($1 kind, $2 name), as gates.c reads scopes. */
-#define IN_SCOPE(t)                                                                                \
-	"(CASE $1::text WHEN 'global' THEN true"                                                   \
-	" WHEN 'job' THEN " t ".job_id = $2::text"                                                 \
-	" WHEN 'group' THEN " t ".resource_group = $2::text"                                       \
-	" WHEN 'tenant' THEN " t ".tenant = $2::text END)"
-/* Job J of the scope */
-#define JOB_IN_SCOPE(j)                                                                            \
-	"(CASE $1::text WHEN 'global' THEN true"                                                   \
-	" WHEN 'job' THEN " j ".job_id = $2::text"                                                 \
-	" WHEN 'group' THEN " j ".resource_group = $2::text"                                       \
-	" WHEN 'tenant' THEN " j ".tenant = $2::text END)"
 #define LIVE_AT(t, at)                                                                             \
 	"palisade_trigger_live(" t ".job_id, " t ".tenant, " t ".resource_group, " at ")"
 #define LIVE(t) LIVE_AT(t, t ".scheduled_at")
-
-static const char *kind_name(pal_scope_kind k)
-{
-	return k == PAL_SCOPE_JOB      ? "job"
-	       : k == PAL_SCOPE_GROUP  ? "group"
-	       : k == PAL_SCOPE_TENANT ? "tenant"
-				       : "global";
-}
 
 /* Lock both tables for the transaction; PAL_ENOENT when SC names a job
  * that does not exist. */
@@ -152,8 +132,8 @@ static int set_body(pal_store *st, void *vctx, char *err, size_t errlen)
 		*c->already = true;
 		return PAL_OK;
 	}
-	if ((rc = shadow_pending(st, kind_name(c->sc->kind), c->sc->name ? c->sc->name : "",
-				 c->moved, err, errlen)))
+	if ((rc = shadow_pending(st, pal__ops_scope_kind(c->sc->kind),
+				 c->sc->name ? c->sc->name : "", c->moved, err, errlen)))
 		return rc;
 	return audit(st, c->actor, "shadow", c->scope, c->reason,
 		     json_pack("{s:I}", "moved", (json_int_t)*c->moved), err, errlen);
@@ -237,7 +217,7 @@ int pal_store_stoplines_json(pal_store *st, const pal_scope *sc, json_t **out, c
 {
 	char scope[200];
 	pal_scope_format(sc, scope, sizeof scope);
-	const char *p[] = {kind_name(sc->kind), sc->name ? sc->name : "", scope};
+	const char *p[] = {pal__ops_scope_kind(sc->kind), sc->name ? sc->name : "", scope};
 	/* since: the scope's latest step; the baseline: as long before it */
 	return pal__store_query_json(
 	    st,
@@ -247,7 +227,7 @@ int pal_store_stoplines_json(pal_store *st, const pal_scope *sc, json_t **out, c
 		"s.since") ","
 			   "  'open_tickets', (SELECT count(*) FROM tickets k JOIN jobs t ON "
 			   "t.job_id = k.job_id"
-			   "    WHERE k.state = 'open' AND " JOB_IN_SCOPE(
+			   "    WHERE k.state = 'open' AND " IN_SCOPE(
 			       "t") "),"
 				    "  'oldest_pending_s', (SELECT coalesce(floor(extract(epoch "
 				    "FROM now() - min(t.due_at))),"
@@ -288,11 +268,11 @@ static int cut_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	int rc = lock_shadow(st, c->sc, err, errlen);
 	if (rc)
 		return rc;
-	const char *pk[] = {kind_name(c->sc->kind), c->sc->name ? c->sc->name : ""};
+	const char *pk[] = {pal__ops_scope_kind(c->sc->kind), c->sc->name ? c->sc->name : ""};
 	int64_t shadowed;
 	if ((rc = pal__ops_query_i64(
 		 st,
-		 "SELECT count(*) FROM jobs t WHERE " JOB_IN_SCOPE(
+		 "SELECT count(*) FROM jobs t WHERE " IN_SCOPE(
 		     "t") " AND EXISTS (SELECT 1 FROM shadow_scopes s WHERE s.scope IN"
 			  "  ('global', 'job:' || t.job_id, 'group:' || t.resource_group,"
 			  "   'tenant:' || t.tenant))",
@@ -302,7 +282,7 @@ static int cut_body(pal_store *st, void *vctx, char *err, size_t errlen)
 		snprintf(err, errlen,
 			 "no job of %s is in shadow: a cut-over moves jobs from shadow to live; "
 			 "hint: palisade shadow --%s first, or it is live already",
-			 c->scope, kind_name(c->sc->kind));
+			 c->scope, pal__ops_scope_kind(c->sc->kind));
 		return PAL_ENOENT;
 	}
 	if ((rc =
@@ -357,10 +337,10 @@ static int cut_body(pal_store *st, void *vctx, char *err, size_t errlen)
 		 "  AND " IN_SCOPE("t") " AND " LIVE("t"),
 		 3, pm, &res->moved, err, errlen)))
 		return rc;
-	if ((rc = pal__ops_query_i64(st, "SELECT count(*) FROM jobs t WHERE " JOB_IN_SCOPE("t"), 2,
-				     pk, &res->jobs, err, errlen)) ||
+	if ((rc = pal__ops_query_i64(st, "SELECT count(*) FROM jobs t WHERE " IN_SCOPE("t"), 2, pk,
+				     &res->jobs, err, errlen)) ||
 	    (rc = pal__ops_query_i64(st,
-				     "SELECT count(*) FROM jobs t WHERE " JOB_IN_SCOPE(
+				     "SELECT count(*) FROM jobs t WHERE " IN_SCOPE(
 					 "t") " AND palisade_trigger_live(t.job_id, t.tenant,"
 					      "  t.resource_group, to_timestamp($3::bigint))",
 				     3, pm, &res->live_jobs, err, errlen)))
@@ -406,7 +386,7 @@ static int back_body(pal_store *st, void *vctx, char *err, size_t errlen)
 				" VALUES ($1, now(), 0, $2, $3)",
 				3, p, NULL, err, errlen)))
 		return rc;
-	const char *pk[] = {kind_name(c->sc->kind), c->sc->name ? c->sc->name : ""};
+	const char *pk[] = {pal__ops_scope_kind(c->sc->kind), c->sc->name ? c->sc->name : ""};
 	PGresult *r = pal__store_query(
 	    st,
 	    "WITH m AS (UPDATE triggers t SET state = 'shadow', last_error_class = 'rolled_back',"
@@ -448,7 +428,7 @@ int pal_store_rollback(pal_store *st, const pal_scope *sc, const char *actor, co
 int pal_store_scope_in_flight(pal_store *st, const pal_scope *sc, int64_t *n, char *err,
 			      size_t errlen)
 {
-	const char *pk[] = {kind_name(sc->kind), sc->name ? sc->name : ""};
+	const char *pk[] = {pal__ops_scope_kind(sc->kind), sc->name ? sc->name : ""};
 	return pal__ops_query_i64(st,
 				  "SELECT count(*) FROM triggers t"
 				  " WHERE t.state IN ('running', 'pausing', 'cancelling')"
@@ -461,7 +441,7 @@ int pal_store_unfinished_json(pal_store *st, const pal_scope *sc, int64_t before
 {
 	char b[24];
 	pal__ops_i64s(b, sizeof b, before);
-	const char *p[] = {kind_name(sc->kind), sc->name ? sc->name : "", b};
+	const char *p[] = {pal__ops_scope_kind(sc->kind), sc->name ? sc->name : "", b};
 	return pal__store_query_json(
 	    st,
 	    "SELECT coalesce(json_agg(json_build_object('id', t.id, 'job_id', t.job_id,"
@@ -502,10 +482,10 @@ int pal_store_unfinished_json(pal_store *st, const pal_scope *sc, int64_t before
 int pal_store_scope_jobs_json(pal_store *st, const pal_scope *sc, json_t **out, char *err,
 			      size_t errlen)
 {
-	const char *pk[] = {kind_name(sc->kind), sc->name ? sc->name : ""};
+	const char *pk[] = {pal__ops_scope_kind(sc->kind), sc->name ? sc->name : ""};
 	return pal__store_query_json(
 	    st,
 	    "SELECT coalesce(json_agg(t.job_id ORDER BY t.job_id), '[]')::text"
-	    " FROM jobs t WHERE " JOB_IN_SCOPE("t"),
+	    " FROM jobs t WHERE " IN_SCOPE("t"),
 	    2, pk, out, err, errlen);
 }
