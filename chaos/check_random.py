@@ -183,7 +183,7 @@ def main():
 
     # ---- stale writes accepted ----------------------------------------------------------------
     sa = psql("select count(*) from (select idempotency_key, fence,"
-              " max(fence) over (partition by idempotency_key order by id rows between unbounded preceding and 1 preceding) prev"
+              " max(fence) over (partition by idempotency_key order by applied_at, chunk rows between unbounded preceding and 1 preceding) prev"
               " from sink_ledger) x where fence < prev")
     R["stale_accepted_sink"] = int(sa[0][0])
     sb = psql("select a.trigger_id, a.fence, a.outcome, b.fence from attempts a join attempts b"

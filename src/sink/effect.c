@@ -8,17 +8,20 @@
  *
  *   0. pg_try_advisory_xact_lock(hashtextextended(key)): false means another
  *      request for the key is in flight -> 409 in_progress.  This catches a
- *      duplicate of a key that has no fence row yet, where step 1 would find
- *      nothing to lock and step 2 would block on the other's insert.
- *   1. SELECT ... FROM sink_fences WHERE resource = key FOR UPDATE NOWAIT
- *      (lock_not_available -> 409 in_progress), then the upsert
- *      fence = greatest(stored, token) RETURNING fence: a result above our
- *      token means a newer attempt exists -> 409 stale, Palisade-Stale-Token.
- *   2. SELECT the effect row: another payload digest (or chunk count) -> 422;
- *      the same payload and a chunk already applied -> replay the stored
- *      answer (the fence row still moves, the transaction commits).
- *   3. otherwise insert (or advance) the effect row and append one
- *      sink_ledger row per applied chunk, hold --delay-ms, COMMIT.
+ *      duplicate of a key that has no row yet, where step 1 would find
+ *      nothing to lock and step 3 would block on the other's insert.  Held,
+ *      the key's rows from before sql/sink/006_keys.sql move into the new
+ *      tables (sink_adopt(), one statement with the lock).
+ *   1. SELECT ... FROM sink_keys WHERE idempotency_key = key FOR UPDATE
+ *      NOWAIT (lock_not_available -> 409 in_progress): the key's fence (the
+ *      highest token of a committed request) above our token means a newer
+ *      attempt exists -> 409 stale, Palisade-Stale-Token.
+ *   2. The same row: another payload digest (or chunk count) -> 422; the
+ *      same payload and a chunk already applied -> replay the stored answer
+ *      (the key's fence still moves, the transaction commits).
+ *   3. otherwise insert (or advance) the key row, its fence with it, and
+ *      append one sink_applies row per applied chunk, hold --delay-ms,
+ *      COMMIT.
  *
  * A group (group.c) runs the same steps for its requests inside one call
  * of sink_apply_group() (sql/sink/functions/sink_apply_group.sql:
@@ -47,9 +50,8 @@
 
 enum stmt {
 	S_KEY_LOCK,
-	S_FENCE_LOCK,
-	S_FENCE_UPSERT,
-	S_EFFECT_GET,
+	S_KEY_GET,
+	S_KEY_SEEN,
 	S_EFFECT_NEW,
 	S_EFFECT_ADVANCE,
 	S_EFFECT_QUERY,
@@ -62,39 +64,36 @@ static const struct {
 	const char *name;
 	const char *sql;
 } stmts[S_COUNT] = {
-    [S_KEY_LOCK] = {"sink_key_lock", "SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0))"},
-    [S_FENCE_LOCK] = {"sink_fence_lock",
-		      "SELECT fence FROM sink_fences WHERE resource = $1 FOR UPDATE NOWAIT"},
-    [S_FENCE_UPSERT] = {"sink_fence_upsert",
-			"INSERT INTO sink_fences (resource, fence) VALUES ($1, $2) "
-			"ON CONFLICT (resource) DO UPDATE "
-			"SET fence = greatest(sink_fences.fence, excluded.fence), "
-			"updated_at = clock_timestamp() "
-			"RETURNING fence"},
-    [S_EFFECT_GET] = {"sink_effect_get",
-		      "SELECT status, payload_digest, body, chunks_done, chunks_total "
-		      "FROM sink_effects WHERE idempotency_key = $1"},
-    /* $1 key $2 fence $3 digest $4 status $5 body $6 method $7 path
-     * $8 trigger $9 attempt $10 scheduled_at $11 chunks_total */
-    [S_EFFECT_NEW] =
-	{"sink_effect_new",
-	 "WITH e AS (INSERT INTO sink_effects (idempotency_key, fence, "
-	 "payload_digest, status, body, method, path, trigger_id, attempt, "
-	 "scheduled_at, chunks_done, chunks_total) "
-	 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 1, $11) "
-	 "RETURNING idempotency_key, fence, trigger_id, attempt) "
-	 "INSERT INTO sink_ledger (idempotency_key, chunk, fence, trigger_id, attempt) "
-	 "SELECT idempotency_key, 1, fence, trigger_id, attempt FROM e"},
-    /* $1 key $2 chunk $3 fence $4 status $5 body $6 trigger $7 attempt */
+    /* step 0, and the key's rows from before 006_keys.sql once it is held */
+    [S_KEY_LOCK] = {"sink_key_lock",
+		    "SELECT CASE WHEN pg_try_advisory_xact_lock(hashtextextended($1, 0)) "
+		    "THEN sink_adopt(ARRAY[$1]) >= 0 ELSE false END"},
+    [S_KEY_GET] = {"sink_key_get",
+		   "SELECT highest, fence, status, body, encode(digest, 'hex'), chunks_done, "
+		   "chunks_total FROM sink_keys WHERE idempotency_key = $1 FOR UPDATE NOWAIT"},
+    /* a replay: $1 key $2 token */
+    [S_KEY_SEEN] = {"sink_key_seen", "UPDATE sink_keys SET highest = greatest(highest, $2), "
+				     "seen_at = clock_timestamp() WHERE idempotency_key = $1"},
+    /* $1 key $2 token $3 digest $4 method $5 path $6 trigger $7 attempt
+     * $8 scheduled_at $9 chunks_total; the status and body the sink
+     * writes again (NULL) */
+    [S_EFFECT_NEW] = {"sink_effect_new",
+		      "WITH k AS (INSERT INTO sink_keys (fence, highest, digest, target, "
+		      "trigger_id, attempt, scheduled_at, chunks_total, idempotency_key) "
+		      "VALUES ($2, $2, decode($3, 'hex'), sink_target($4, $5), $6, $7, $8, $9, "
+		      "$1) RETURNING id, fence) "
+		      "INSERT INTO sink_applies (key_id, fence, chunk) SELECT id, fence, 1 FROM k"},
+    /* $1 key $2 chunk $3 token $4 trigger $5 attempt */
     [S_EFFECT_ADVANCE] = {"sink_effect_advance",
-			  "WITH e AS (UPDATE sink_effects SET chunks_done = $2, fence = $3, "
-			  "status = $4, body = $5, trigger_id = $6, attempt = $7, "
+			  "WITH k AS (UPDATE sink_keys SET chunks_done = $2, fence = $3, "
+			  "highest = greatest(highest, $3), status = NULL, body = NULL, "
+			  "trigger_id = $4, attempt = $5, seen_at = clock_timestamp(), "
 			  "updated_at = clock_timestamp() "
 			  "WHERE idempotency_key = $1 AND chunks_done = $2 - 1 "
-			  "RETURNING idempotency_key, chunks_done, fence, trigger_id, attempt) "
-			  "INSERT INTO sink_ledger (idempotency_key, chunk, fence, trigger_id, "
-			  "attempt) "
-			  "SELECT idempotency_key, chunks_done, fence, trigger_id, attempt FROM e"},
+			  "RETURNING id, chunks_done, fence) "
+			  "INSERT INTO sink_applies (key_id, fence, chunk) "
+			  "SELECT id, fence, chunks_done FROM k"},
+    /* through the views, which show the keys not adopted yet as well */
     [S_EFFECT_QUERY] =
 	{"sink_effect_query",
 	 "SELECT e.fence, e.status, e.body, "
@@ -252,10 +251,10 @@ static void reply_bad_checkpoint(sink_reply *out, bool started)
 					   : "a checkpoint for an effect never started"));
 }
 
-/* Step 0 and 1: claim the key and move its fence.  Returns true to go on;
- * false when OUT holds the answer (the transaction is still open). */
-static bool claim_and_fence(sink_conn *c, const sink_apply_req *rq, const char *tok,
-			    sink_reply *out)
+/* Step 0: claim the key (and adopt its rows from before 006_keys.sql).
+ * Returns true to go on; false when OUT holds the answer (the transaction
+ * is still open). */
+static bool claim(sink_conn *c, const sink_apply_req *rq, sink_reply *out)
 {
 	q res;
 	const char *p1[] = {rq->key};
@@ -265,83 +264,80 @@ static bool claim_and_fence(sink_conn *c, const sink_apply_req *rq, const char *
 	}
 	bool got = PQgetvalue(res.r, 0, 0)[0] == 't';
 	PQclear(res.r);
-	if (!got) {
+	if (!got)
 		reply_in_progress(out);
-		return false;
-	}
+	return got;
+}
 
-	if (!run(c, S_FENCE_LOCK, 1, p1, PGRES_TUPLES_OK, &res)) {
+/* The answer for chunk K of a chunked effect, or of a plain one applied
+ * with token FENCE. */
+static char *body_for(const sink_apply_req *rq, int k, int64_t fence)
+{
+	return rq->chunks > 1 ? pal__sink_body_chunk(rq->key, k, rq->chunks)
+			      : pal__sink_body_applied(rq->key, fence);
+}
+
+/* A replay of chunk rq->chunk, DONE chunks being stored, the last applied
+ * with token FENCE: the last chunk's answer is the stored one (STATUS,
+ * STORED: taken) where the row keeps one, else the one its apply wrote
+ * (STATUS 0, STORED NULL), written again; earlier chunks' are written
+ * again. */
+static void reply_replay(sink_reply *out, const sink_apply_req *rq, int done, int64_t fence,
+			 unsigned status, char *stored)
+{
+	if (rq->chunk != done || stored == NULL) {
+		free(stored);
+		stored = body_for(rq, rq->chunk, fence);
+	}
+	if (rq->chunk != done || status == 0)
+		status = rq->chunks > 1 ? 200 : 201;
+	reply(out, SINK_REPLAYED, status, stored);
+}
+
+/* Steps 1 to 3.  Returns true when the transaction should commit. */
+static bool apply_or_replay(sink_conn *c, const sink_apply_req *rq, const char *tok,
+			    sink_reply *out)
+{
+	q res;
+	const char *p1[] = {rq->key};
+	if (!run(c, S_KEY_GET, 1, p1, PGRES_TUPLES_OK, &res)) {
 		if (strcmp(res.sqlstate, SQLSTATE_LOCK_NOT_AVAILABLE) == 0)
 			reply_in_progress(out);
 		else
 			reply_db_error(out);
 		return false;
 	}
-	PQclear(res.r);
-
-	const char *p2[] = {rq->key, tok};
-	if (!run(c, S_FENCE_UPSERT, 2, p2, PGRES_TUPLES_OK, &res)) {
-		reply_db_error(out);
-		return false;
-	}
-	int64_t highest = strtoll(PQgetvalue(res.r, 0, 0), NULL, 10);
-	PQclear(res.r);
-	if (highest > rq->token) {
-		reply_stale(out, highest);
-		return false;
-	}
-	return true;
-}
-
-/* The answer for chunk K of a chunked effect, or of a plain one. */
-static char *body_for(const sink_apply_req *rq, int k)
-{
-	return rq->chunks > 1 ? pal__sink_body_chunk(rq->key, k, rq->chunks)
-			      : pal__sink_body_applied(rq->key, rq->token);
-}
-
-/* A replay of chunk rq->chunk, DONE chunks being stored: the last chunk's
- * answer is stored (STATUS, STORED: taken, NULL when the column is NULL;
- * STORED_MISSING when copying it ran out of memory); earlier ones are
- * regenerated. */
-static void reply_replay(sink_reply *out, const sink_apply_req *rq, int done, unsigned status,
-			 char *stored, bool stored_missing)
-{
-	if (rq->chunk == done && !stored_missing) {
-		reply(out, SINK_REPLAYED, status, stored);
-	} else {
-		free(stored);
-		reply(out, SINK_REPLAYED, 200, body_for(rq, rq->chunk));
-	}
-}
-
-/* Step 2 and 3.  Returns true when the transaction should commit. */
-static bool apply_or_replay(sink_conn *c, const sink_apply_req *rq, const char *tok,
-			    sink_reply *out)
-{
-	q res;
-	const char *p1[] = {rq->key};
-	if (!run(c, S_EFFECT_GET, 1, p1, PGRES_TUPLES_OK, &res)) {
-		reply_db_error(out);
-		return false;
-	}
 	bool found = PQntuples(res.r) > 0;
 	if (found) {
-		int status = atoi(PQgetvalue(res.r, 0, 0));
-		bool same = strcmp(PQgetvalue(res.r, 0, 1), rq->digest) == 0;
-		int done = atoi(PQgetvalue(res.r, 0, 3));
-		int total = atoi(PQgetvalue(res.r, 0, 4));
-		char *stored = PQgetisnull(res.r, 0, 2) ? NULL : strdup(PQgetvalue(res.r, 0, 2));
-		bool stored_missing = !PQgetisnull(res.r, 0, 2) && stored == NULL;
+		int64_t highest = strtoll(PQgetvalue(res.r, 0, 0), NULL, 10);
+		int64_t fence = strtoll(PQgetvalue(res.r, 0, 1), NULL, 10);
+		unsigned status = (unsigned)atoi(PQgetvalue(res.r, 0, 2)); /* NULL: 0 */
+		bool same = strcmp(PQgetvalue(res.r, 0, 4), rq->digest) == 0;
+		int done = atoi(PQgetvalue(res.r, 0, 5));
+		int total = atoi(PQgetvalue(res.r, 0, 6));
+		char *stored = PQgetisnull(res.r, 0, 3) ? NULL : strdup(PQgetvalue(res.r, 0, 3));
 		PQclear(res.r);
 
+		if (highest > rq->token) {
+			free(stored);
+			reply_stale(out, highest);
+			return false;
+		}
 		if (!same || total != rq->chunks) {
 			free(stored);
 			reply_mismatch(out, same);
 			return false;
 		}
 		if (rq->chunk <= done) {
-			reply_replay(out, rq, done, (unsigned)status, stored, stored_missing);
+			/* a replay commits: the key's fence moves */
+			const char *p2[] = {rq->key, tok};
+			if (!run(c, S_KEY_SEEN, 2, p2, PGRES_COMMAND_OK, &res)) {
+				free(stored);
+				reply_db_error(out);
+				return false;
+			}
+			PQclear(res.r);
+			reply_replay(out, rq, done, fence, status, stored);
 			return true;
 		}
 		free(stored);
@@ -358,25 +354,23 @@ static bool apply_or_replay(sink_conn *c, const sink_apply_req *rq, const char *
 	}
 
 	/* apply: chunk 1 creates the row, later chunks advance it */
-	char *body = body_for(rq, rq->chunk);
+	char *body = body_for(rq, rq->chunk, rq->token);
 	if (body == NULL) {
 		reply(out, SINK_DB_ERROR, 500, NULL);
 		return false;
 	}
-	unsigned status = rq->chunks > 1 ? 200 : 201;
-	char st[8], chunk[16], total[16];
-	snprintf(st, sizeof st, "%u", status);
+	char chunk[16], total[16];
 	snprintf(chunk, sizeof chunk, "%d", rq->chunk);
 	snprintf(total, sizeof total, "%d", rq->chunks);
 	bool ok;
 	if (!found) {
-		const char *p[] = {
-		    rq->key,	 tok,	      rq->digest,	st,   body, rq->method, rq->target,
-		    rq->trigger, rq->attempt, rq->scheduled_at, total};
-		ok = run(c, S_EFFECT_NEW, 11, p, PGRES_COMMAND_OK, &res);
+		const char *p[] = {rq->key,	rq->digest,  rq->method,       rq->target,
+				   rq->trigger, rq->attempt, rq->scheduled_at, total};
+		const char *pp[] = {p[0], tok, p[1], p[2], p[3], p[4], p[5], p[6], p[7]};
+		ok = run(c, S_EFFECT_NEW, 9, pp, PGRES_COMMAND_OK, &res);
 	} else {
-		const char *p[] = {rq->key, chunk, tok, st, body, rq->trigger, rq->attempt};
-		ok = run(c, S_EFFECT_ADVANCE, 7, p, PGRES_COMMAND_OK, &res);
+		const char *p[] = {rq->key, chunk, tok, rq->trigger, rq->attempt};
+		ok = run(c, S_EFFECT_ADVANCE, 5, p, PGRES_COMMAND_OK, &res);
 	}
 	/* exactly one ledger row, or the effect row moved under us: never commit */
 	if (ok && strcmp(PQcmdTuples(res.r), "1") != 0) {
@@ -390,7 +384,7 @@ static bool apply_or_replay(sink_conn *c, const sink_apply_req *rq, const char *
 		reply_db_error(out);
 		return false;
 	}
-	reply(out, SINK_APPLIED, status, body);
+	reply(out, SINK_APPLIED, rq->chunks > 1 ? 200 : 201, body);
 	return true;
 }
 
@@ -403,7 +397,7 @@ void pal__sink_effect_apply(sink_ctx *ctx, sink_conn *c, const sink_apply_req *r
 		reply_db_error(out);
 		return;
 	}
-	if (!claim_and_fence(c, rq, tok, out) || !apply_or_replay(c, rq, tok, out)) {
+	if (!claim(c, rq, out) || !apply_or_replay(c, rq, tok, out)) {
 		rollback(c);
 		return;
 	}
@@ -422,20 +416,20 @@ void pal__sink_effect_apply(sink_ctx *ctx, sink_conn *c, const sink_apply_req *r
 }
 
 /* The group's requests as the JSON array sink_apply_group() reads, with
- * the answer each would store when applied (BODIES[i], malloc()ed, NULL
- * on ENOMEM).  Returns a malloc()ed text or NULL on ENOMEM. */
+ * the answer each gets when applied (BODIES[i], malloc()ed, NULL on
+ * ENOMEM).  Returns a malloc()ed text or NULL on ENOMEM. */
 static char *group_json(const sink_apply_req *const *rqs, char **bodies, int n)
 {
 	json_t *a = json_array();
 	bool ok = a != NULL;
 	for (int i = 0; ok && i < n; i++) {
 		const sink_apply_req *rq = rqs[i];
-		bodies[i] = body_for(rq, rq->chunk);
-		json_t *o = json_pack(
-		    "{s:s, s:I, s:s, s:s, s:s, s:s?, s:s?, s:s?, s:i, s:i, s:i, s:s?}", "k",
-		    rq->key, "t", (json_int_t)rq->token, "d", rq->digest, "m", rq->method, "p",
-		    rq->target, "tr", rq->trigger, "at", rq->attempt, "s", rq->scheduled_at, "n",
-		    rq->chunks, "c", rq->chunk, "st", rq->chunks > 1 ? 200 : 201, "b", bodies[i]);
+		bodies[i] = body_for(rq, rq->chunk, rq->token);
+		json_t *o =
+		    json_pack("{s:s, s:I, s:s, s:s, s:s, s:s?, s:s?, s:s?, s:i, s:i}", "k", rq->key,
+			      "t", (json_int_t)rq->token, "d", rq->digest, "m", rq->method, "p",
+			      rq->target, "tr", rq->trigger, "at", rq->attempt, "s",
+			      rq->scheduled_at, "n", rq->chunks, "c", rq->chunk);
 		ok = bodies[i] != NULL && o != NULL && json_array_append_new(a, o) == 0;
 	}
 	char *text = ok ? json_dumps(a, JSON_COMPACT) : NULL;
@@ -466,10 +460,11 @@ static void group_row(const PGresult *r, int i, const sink_apply_req *rq, char *
 		return;
 	}
 	if (strcmp(o, "replayed") == 0) {
+		/* r_highest: the token that applied it */
 		char *stored = PQgetisnull(r, i, 2) ? NULL : strdup(PQgetvalue(r, i, 2));
 		reply_replay(out, rq, atoi(PQgetvalue(r, i, 4)),
-			     (unsigned)atoi(PQgetvalue(r, i, 1)), stored,
-			     !PQgetisnull(r, i, 2) && stored == NULL);
+			     strtoll(PQgetvalue(r, i, 3), NULL, 10),
+			     (unsigned)atoi(PQgetvalue(r, i, 1)), stored);
 	} else if (strcmp(o, "stale") == 0) {
 		reply_stale(out, strtoll(PQgetvalue(r, i, 3), NULL, 10));
 	} else if (strcmp(o, "in_progress") == 0) {
@@ -584,10 +579,15 @@ void pal__sink_effect_query(sink_conn *c, const char *key, sink_reply *out)
 #define V(i) (PQgetisnull(r, 0, (i)) ? NULL : PQgetvalue(r, 0, (i)))
 #define I(i) (json_int_t) strtoll(PQgetvalue(r, 0, (i)), NULL, 10)
 	int done = atoi(PQgetvalue(r, 0, 5)), total = atoi(PQgetvalue(r, 0, 6));
+	/* no stored body: the one the apply answered, written again */
+	char *again = V(2)	  ? NULL
+		      : total > 1 ? pal__sink_body_chunk(key, done, total)
+				  : pal__sink_body_applied(key, I(0));
 	json_t *j = json_pack("{s:s, s:I, s:i, s:s?, s:s, s:s, s:{s:i, s:i}, s:s?, s:s?}", "key",
-			      key, "fence", I(0), "status", atoi(PQgetvalue(r, 0, 1)), "body", V(2),
-			      "applied_at", PQgetvalue(r, 0, 3), "updated_at", PQgetvalue(r, 0, 4),
-			      "progress", "done", done, "of", total, "method", V(7), "path", V(8));
+			      key, "fence", I(0), "status", atoi(PQgetvalue(r, 0, 1)), "body",
+			      V(2) ? V(2) : again, "applied_at", PQgetvalue(r, 0, 3), "updated_at",
+			      PQgetvalue(r, 0, 4), "progress", "done", done, "of", total, "method",
+			      V(7), "path", V(8));
 	if (j != NULL) {
 		json_object_set_new(j, "trigger", V(9) ? json_integer(I(9)) : json_null());
 		json_object_set_new(j, "attempt", V(10) ? json_integer(I(10)) : json_null());
@@ -600,6 +600,7 @@ void pal__sink_effect_query(sink_conn *c, const char *key, sink_reply *out)
 #undef V
 #undef I
 	PQclear(r);
+	free(again);
 	char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	unsigned status = done < total ? 404 : 200;
 	json_decref(j);

@@ -3,20 +3,22 @@
  * again (docs/sink.md, "Key retention"; docs/protocol.md, "How long to keep
  * keys").
  *
- * A key is forgotten - its sink_fences row, its sink_effects row and its
- * sink_ledger rows, together - once its last request (sink_fences.updated_at,
- * moved by every apply, replay and stale request) and its effect
- * (sink_effects.updated_at) are both older than --key-retention.  A key
- * whose fence or effect is newer is never touched, nor one an apply holds
- * right now: the slice takes the key's advisory lock of the apply path
- * (step 0 of effect.c) with a try, and locks the fence rows SKIP LOCKED, so
- * a key under way is passed over and looked at again next pass.
+ * A key is forgotten - its sink_keys row and its sink_applies rows,
+ * together - once its last request (sink_keys.seen_at, moved by every
+ * apply and replay) and its effect (applied_at, updated_at) are older than
+ * --key-retention.  A key with a newer request or effect is never touched,
+ * nor one an apply holds right now: the slice takes the key's advisory
+ * lock of the apply path (step 0 of effect.c) with a try, and locks the
+ * key rows SKIP LOCKED, so a key under way is passed over and looked at
+ * again next pass.
  *
  * Bounded: one slice is one statement, hence one short transaction, of at
- * most --retention-slice keys, found oldest first through the indexes of
- * sql/sink/003_retention.sql; a pass runs slices until one is not full.
- * Keys of effects without a fence row (none are written so; a table
- * edited by hand) go by a second statement of the same shape.
+ * most --retention-slice keys, found oldest first through sink_keys_seen_at
+ * (sql/sink/006_keys.sql); a pass runs slices until one is not full.
+ * Before them, a pass moves the keys still in the tables of before
+ * 006_keys.sql into the new ones (sink_adopt_batch(), slices of the same
+ * size): an upgraded sink drains its old tables in the background, for the
+ * contract step that drops them.
  *
  * Threading: the periodic pass is one thread (pal_periodic) with a
  * PostgreSQL connection of its own (never one of the request pool's),
@@ -39,45 +41,27 @@
 #define M_DELETED "palisade_sink_retention_deleted_total"
 #define M_PASSES "palisade_sink_retention_passes_total"
 #define M_KEEP "palisade_sink_key_retention_seconds"
+#define M_ADOPTED "palisade_sink_retention_adopted_total"
 
-/* $1 cutoff (ms since the epoch), $2 slice.  Fence-led: every key with an
- * effect has a fence row (the apply writes the fence first). */
+/* $1 cutoff (ms since the epoch), $2 slice.  A key's last request
+ * (seen_at) is never older than its effect's applied_at or updated_at
+ * (every apply is a request); both are checked all the same, for a row
+ * edited by hand.  Keys still in the tables of before 006_keys.sql are
+ * adopted first (src/sink/adopt.c), then forgotten here. */
 static const char SQL_SLICE[] =
-	"WITH c AS (SELECT f.resource AS key FROM sink_fences f"
-	"    WHERE f.updated_at < to_timestamp($1::bigint / 1000.0)"
-	"    ORDER BY f.updated_at LIMIT $2::int),"
-	"  k AS (SELECT c.key FROM c"
-	"    WHERE NOT EXISTS (SELECT 1 FROM sink_effects e WHERE e.idempotency_key = c.key"
-	"        AND e.updated_at >= to_timestamp($1::bigint / 1000.0))"
-	"      AND pg_try_advisory_xact_lock(hashtextextended(c.key, 0))),"
-	"  lf AS (SELECT f.resource FROM sink_fences f WHERE f.resource IN (SELECT key FROM k)"
-	"      AND f.updated_at < to_timestamp($1::bigint / 1000.0)"
-	"    FOR UPDATE SKIP LOCKED),"
-	"  dl AS (DELETE FROM sink_ledger l WHERE l.idempotency_key IN (SELECT resource FROM lf)"
-	"    RETURNING 1),"
-	"  de AS (DELETE FROM sink_effects e WHERE e.idempotency_key IN (SELECT resource FROM lf)"
-	"    RETURNING 1),"
-	"  df AS (DELETE FROM sink_fences f WHERE f.resource IN (SELECT resource FROM lf)"
-	"    RETURNING 1)"
-	" SELECT (SELECT count(*) FROM df), (SELECT count(*) FROM de), (SELECT count(*) FROM dl),"
-	"  (SELECT count(*) FROM df)";
-
-/* The same for effects without a fence row. */
-static const char SQL_SLICE_ORPHANS[] =
-	"WITH c AS (SELECT e.idempotency_key AS key FROM sink_effects e"
-	"    WHERE e.updated_at < to_timestamp($1::bigint / 1000.0)"
-	"      AND NOT EXISTS (SELECT 1 FROM sink_fences f WHERE f.resource = e.idempotency_key)"
-	"    ORDER BY e.updated_at LIMIT $2::int),"
-	"  le AS (SELECT e.idempotency_key AS key FROM sink_effects e"
-	"    WHERE e.idempotency_key IN (SELECT key FROM c)"
-	"      AND pg_try_advisory_xact_lock(hashtextextended(e.idempotency_key, 0))"
-	"    FOR UPDATE SKIP LOCKED),"
-	"  dl AS (DELETE FROM sink_ledger l WHERE l.idempotency_key IN (SELECT key FROM le)"
-	"    RETURNING 1),"
-	"  de AS (DELETE FROM sink_effects e WHERE e.idempotency_key IN (SELECT key FROM le)"
-	"    RETURNING 1)"
-	" SELECT 0::bigint, (SELECT count(*) FROM de), (SELECT count(*) FROM dl),"
-	"  (SELECT count(*) FROM de)";
+    "WITH c AS (SELECT k.idempotency_key AS key FROM sink_keys k"
+    "    WHERE k.seen_at < to_timestamp($1::bigint / 1000.0)"
+    "    ORDER BY k.seen_at LIMIT $2::int),"
+    "  lk AS (SELECT k.id, k.idempotency_key AS key FROM sink_keys k"
+    "    WHERE k.idempotency_key IN (SELECT key FROM c)"
+    "      AND k.seen_at < to_timestamp($1::bigint / 1000.0)"
+    "      AND coalesce(k.updated_at, k.applied_at) < to_timestamp($1::bigint / 1000.0)"
+    "      AND pg_try_advisory_xact_lock(hashtextextended(k.idempotency_key, 0))"
+    "    FOR UPDATE SKIP LOCKED),"
+    "  dl AS (DELETE FROM sink_applies a WHERE a.key_id IN (SELECT id FROM lk) RETURNING 1),"
+    "  dk AS (DELETE FROM sink_keys k WHERE k.idempotency_key IN (SELECT key FROM lk)"
+    "    RETURNING 1)"
+    " SELECT (SELECT count(*) FROM dk), (SELECT count(*) FROM dl), (SELECT count(*) FROM dk)";
 
 void pal__sink_retention_defaults(sink_retention_opts *o)
 {
@@ -98,27 +82,32 @@ int pal__sink_retention_opt(sink_retention_opts *o, int opt, const char *arg)
 			return 0;
 		}
 		if (pal_parse_duration_ms(arg, &v) || v < SINK_KEY_RETENTION_MIN_MS) {
-			fprintf(stderr,
-				"palisade-sink: --key-retention \"%s\": expected a duration of at "
-				"least 1d, or 0 (keep every key): a key forgotten earlier than the "
-				"longest retry or catch-up horizon of a job applies its effect twice\n",
-				arg);
+			fprintf(
+			    stderr,
+			    "palisade-sink: --key-retention \"%s\": expected a duration of at "
+			    "least 1d, or 0 (keep every key): a key forgotten earlier than the "
+			    "longest retry or catch-up horizon of a job applies its effect twice\n",
+			    arg);
 			return -1;
 		}
 		o->keep_ms = v;
 		return 0;
 	case SINK_OPT_RETENTION_INTERVAL:
 		if (pal_parse_duration_ms(arg, &v) || v < 1000 || v > 24LL * 3600 * 1000) {
-			fprintf(stderr, "palisade-sink: --retention-interval \"%s\": expected a "
-					"duration from 1s to 1d\n", arg);
+			fprintf(stderr,
+				"palisade-sink: --retention-interval \"%s\": expected a "
+				"duration from 1s to 1d\n",
+				arg);
 			return -1;
 		}
 		o->interval_ms = v;
 		return 0;
 	case SINK_OPT_RETENTION_SLICE:
 		if (pal__sink_parse_int(arg, 1, 100000, &v) != PAL_OK) {
-			fprintf(stderr, "palisade-sink: --retention-slice \"%s\": expected an "
-					"integer in 1..100000\n", arg);
+			fprintf(stderr,
+				"palisade-sink: --retention-slice \"%s\": expected an "
+				"integer in 1..100000\n",
+				arg);
 			return -1;
 		}
 		o->slice = (int)v;
@@ -131,12 +120,12 @@ int pal__sink_retention_opt(sink_retention_opts *o, int opt, const char *arg)
 	}
 }
 
-/* Slices of SQL on PG until one deletes fewer keys than a slice (its
- * fourth column: keys deleted; a key passed over - under way, or newer
- * than its fence - ends the pass, so a pass never spins on it); adds to
- * the counts. */
-static int slices(PGconn *pg, const char *sql, const sink_retention_opts *o, int64_t *keys,
-		  int64_t *effects, int64_t *ledger, char *err, size_t errlen)
+/* Slices of SQL_SLICE on PG until one deletes fewer keys than a slice (a
+ * key passed over - under way, or with an effect newer than its last
+ * request - ends the pass, so a pass never spins on it); adds to the
+ * counts of keys and ledger rows. */
+static int slices(PGconn *pg, const sink_retention_opts *o, int64_t *keys, int64_t *ledger,
+		  char *err, size_t errlen)
 {
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
@@ -146,7 +135,7 @@ static int slices(PGconn *pg, const char *sql, const sink_retention_opts *o, int
 	snprintf(sl, sizeof sl, "%d", o->slice);
 	const char *params[] = {cut, sl};
 	for (;;) {
-		PGresult *r = PQexecParams(pg, sql, 2, NULL, params, NULL, NULL, 0);
+		PGresult *r = PQexecParams(pg, SQL_SLICE, 2, NULL, params, NULL, NULL, 0);
 		if (PQresultStatus(r) != PGRES_TUPLES_OK) {
 			snprintf(err, errlen, "key retention: %s",
 				 r ? PQresultErrorMessage(r) : PQerrorMessage(pg));
@@ -155,36 +144,62 @@ static int slices(PGconn *pg, const char *sql, const sink_retention_opts *o, int
 			return PAL_EDB;
 		}
 		*keys += atoll(PQgetvalue(r, 0, 0));
-		*effects += atoll(PQgetvalue(r, 0, 1));
-		*ledger += atoll(PQgetvalue(r, 0, 2));
-		long long done = atoll(PQgetvalue(r, 0, 3));
+		*ledger += atoll(PQgetvalue(r, 0, 1));
+		long long done = atoll(PQgetvalue(r, 0, 2));
 		PQclear(r);
 		if (done < o->slice)
 			return PAL_OK;
 	}
 }
 
-static int pass_on(PGconn *pg, const sink_retention_opts *o, int64_t *keys, int64_t *effects,
+/* Adopts the keys still in the tables of before 006_keys.sql, SLICE keys
+ * per statement (sink_adopt_batch(), each its own short transaction), until
+ * none is left or a statement moved none of the keys it found (each held by
+ * an apply, which adopts it); adds to *ADOPTED. */
+static int adopt(PGconn *pg, int slice, int64_t *adopted, char *err, size_t errlen)
+{
+	char sl[16];
+	snprintf(sl, sizeof sl, "%d", slice);
+	const char *params[] = {sl};
+	for (;;) {
+		PGresult *r =
+		    PQexecParams(pg, "SELECT keys_found, keys_moved FROM sink_adopt_batch($1::int)",
+				 1, NULL, params, NULL, NULL, 0);
+		if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+			snprintf(err, errlen, "adopting the keys of the old tables: %s",
+				 r ? PQresultErrorMessage(r) : PQerrorMessage(pg));
+			err[strcspn(err, "\n")] = '\0';
+			PQclear(r);
+			return PAL_EDB;
+		}
+		long long found = atoll(PQgetvalue(r, 0, 0)), moved = atoll(PQgetvalue(r, 0, 1));
+		PQclear(r);
+		*adopted += moved;
+		if (found == 0 || moved == 0)
+			return PAL_OK;
+	}
+}
+
+/* One pass: the old tables' keys adopted, then the slices of SQL_SLICE. */
+static int pass_on(PGconn *pg, const sink_retention_opts *o, int64_t *keys, int64_t *adopted,
 		   int64_t *ledger, char *err, size_t errlen)
 {
-	*keys = *effects = *ledger = 0;
-	int rc = slices(pg, SQL_SLICE, o, keys, effects, ledger, err, errlen);
-	if (rc == PAL_OK)
-		rc = slices(pg, SQL_SLICE_ORPHANS, o, keys, effects, ledger, err, errlen);
+	*keys = *adopted = *ledger = 0;
+	int rc = adopt(pg, o->slice, adopted, err, errlen);
+	if (rc == PAL_OK && o->keep_ms > 0)
+		rc = slices(pg, o, keys, ledger, err, errlen);
 	return rc;
 }
 
 int pal__sink_retention_pass(const char *conninfo, const sink_retention_opts *o, int64_t *keys,
-			     int64_t *effects, int64_t *ledger, char *err, size_t errlen)
+			     int64_t *adopted, int64_t *ledger, char *err, size_t errlen)
 {
-	*keys = *effects = *ledger = 0;
-	if (o->keep_ms <= 0)
-		return PAL_OK;
+	*keys = *adopted = *ledger = 0;
 	PGconn *pg;
 	int rc = pal__sink_connect(conninfo, &pg, err, errlen);
 	if (rc != PAL_OK)
 		return rc;
-	rc = pass_on(pg, o, keys, effects, ledger, err, errlen);
+	rc = pass_on(pg, o, keys, adopted, ledger, err, errlen);
 	PQfinish(pg);
 	return rc;
 }
@@ -192,17 +207,18 @@ int pal__sink_retention_pass(const char *conninfo, const sink_retention_opts *o,
 int pal__sink_retention_once(const char *conninfo, const sink_retention_opts *o)
 {
 	char err[512];
-	int64_t k, e, l;
-	if (pal__sink_retention_pass(conninfo, o, &k, &e, &l, err, sizeof err) != PAL_OK) {
+	int64_t k, a, l;
+	if (pal__sink_retention_pass(conninfo, o, &k, &a, &l, err, sizeof err) != PAL_OK) {
 		pal_log(PAL_LOG_ERROR, "sink.retention_failed", "{s:s}", "message", err);
 		fprintf(stderr, "palisade-sink: %s\n", err);
 		return PAL_EXIT_UNAVAIL;
 	}
 	pal_log(PAL_LOG_INFO, "sink.retention", "{s:I, s:I, s:I, s:I}", "keys", (json_int_t)k,
-		"effects", (json_int_t)e, "ledger_rows", (json_int_t)l, "key_retention_ms",
+		"ledger_rows", (json_int_t)l, "adopted", (json_int_t)a, "key_retention_ms",
 		(json_int_t)o->keep_ms);
-	printf("retention: %lld keys forgotten (%lld effects, %lld ledger rows)%s\n",
-	       (long long)k, (long long)e, (long long)l,
+	printf("retention: %lld keys forgotten (%lld ledger rows), %lld adopted from the old "
+	       "tables%s\n",
+	       (long long)k, (long long)l, (long long)a,
 	       o->keep_ms ? "" : "; --key-retention 0 keeps every key");
 	return PAL_EXIT_OK;
 }
@@ -226,8 +242,8 @@ static void one_pass(void *arg)
 		pal_metric_inc(r->m, M_PASSES, "result=\"failed\"", 1);
 		return;
 	}
-	int64_t k, e, l;
-	if (pass_on(r->pg, &r->o, &k, &e, &l, err, sizeof err) != PAL_OK) {
+	int64_t k, a, l;
+	if (pass_on(r->pg, &r->o, &k, &a, &l, err, sizeof err) != PAL_OK) {
 		pal_log(PAL_LOG_WARN, "sink.retention_failed", "{s:s}", "message", err);
 		pal_metric_inc(r->m, M_PASSES, "result=\"failed\"", 1);
 		PQfinish(r->pg);
@@ -235,12 +251,12 @@ static void one_pass(void *arg)
 		return;
 	}
 	pal_metric_inc(r->m, M_PASSES, "result=\"done\"", 1);
-	pal_metric_inc(r->m, M_DELETED, "table=\"sink_fences\"", (double)k);
-	pal_metric_inc(r->m, M_DELETED, "table=\"sink_effects\"", (double)e);
-	pal_metric_inc(r->m, M_DELETED, "table=\"sink_ledger\"", (double)l);
-	if (k || e || l)
+	pal_metric_inc(r->m, M_DELETED, "table=\"sink_keys\"", (double)k);
+	pal_metric_inc(r->m, M_DELETED, "table=\"sink_applies\"", (double)l);
+	pal_metric_inc(r->m, M_ADOPTED, NULL, (double)a);
+	if (k || a || l)
 		pal_log(PAL_LOG_INFO, "sink.retention", "{s:I, s:I, s:I}", "keys", (json_int_t)k,
-			"effects", (json_int_t)e, "ledger_rows", (json_int_t)l);
+			"ledger_rows", (json_int_t)l, "adopted", (json_int_t)a);
 }
 
 int pal__sink_retention_start(const char *conninfo, const sink_retention_opts *o, pal_metrics *m,
@@ -257,9 +273,12 @@ int pal__sink_retention_start(const char *conninfo, const sink_retention_opts *o
 			   "Rows deleted by the key retention, by table.");
 	pal_metric_declare(m, M_PASSES, PAL_METRIC_COUNTER,
 			   "Key retention passes by result (done, failed).");
-	pal_metric_inc(m, M_DELETED, "table=\"sink_fences\"", 0);
-	pal_metric_inc(m, M_DELETED, "table=\"sink_effects\"", 0);
-	pal_metric_inc(m, M_DELETED, "table=\"sink_ledger\"", 0);
+	pal_metric_declare(m, M_ADOPTED, PAL_METRIC_COUNTER,
+			   "Keys moved from the tables of before sink schema 6 by the retention "
+			   "passes.");
+	pal_metric_inc(m, M_DELETED, "table=\"sink_keys\"", 0);
+	pal_metric_inc(m, M_DELETED, "table=\"sink_applies\"", 0);
+	pal_metric_inc(m, M_ADOPTED, NULL, 0);
 	pal_metric_inc(m, M_PASSES, "result=\"done\"", 0);
 	pal_metric_inc(m, M_PASSES, "result=\"failed\"", 0);
 	sink_retention *r = calloc(1, sizeof *r);

@@ -1,8 +1,9 @@
 /*
- * retention.h - the sink's key retention (src/sink/retention.c): fences,
- * effects and ledger rows of keys whose last request is older than
+ * retention.h - the sink's key retention (src/sink/retention.c): the key
+ * rows and ledger rows of keys whose last request is older than
  * --key-retention are deleted in bounded slices by a thread of the sink, or
- * once by `palisade-sink --retention-once`.
+ * once by `palisade-sink --retention-once`; each pass first moves the keys
+ * of the tables of before sink schema 6 into the new ones.
  */
 #ifndef PALISADE_SINK_RETENTION_H
 #define PALISADE_SINK_RETENTION_H
@@ -34,14 +35,16 @@ enum {
 	{"key-retention", required_argument, NULL, SINK_OPT_KEY_RETENTION},                        \
 	    {"retention-interval", required_argument, NULL, SINK_OPT_RETENTION_INTERVAL},          \
 	    {"retention-slice", required_argument, NULL, SINK_OPT_RETENTION_SLICE},                \
-	    {"retention-once", no_argument, NULL, SINK_OPT_RETENTION_ONCE}
+	{                                                                                          \
+		"retention-once", no_argument, NULL, SINK_OPT_RETENTION_ONCE                       \
+	}
 #define SINK_RETENTION_USAGE                                                                       \
-	"  --key-retention DUR          forget a key (fence, effect, ledger rows) once its\n"     \
-	"                               last request is older (default 7d, at least 1d;\n"        \
-	"                               0 = keep forever); must exceed every job's retry\n"       \
-	"                               and catch-up horizon (palisade's sink.key_retention)\n"   \
-	"  --retention-interval DUR     between two retention passes (default 1m)\n"              \
-	"  --retention-slice N          keys deleted per transaction (default 1000)\n"            \
+	"  --key-retention DUR          forget a key (fence, effect, ledger rows) once its\n"      \
+	"                               last request is older (default 7d, at least 1d;\n"         \
+	"                               0 = keep forever); must exceed every job's retry\n"        \
+	"                               and catch-up horizon (palisade's sink.key_retention)\n"    \
+	"  --retention-interval DUR     between two retention passes (default 1m)\n"               \
+	"  --retention-slice N          keys deleted per transaction (default 1000)\n"             \
 	"  --retention-once             apply the schema, run one full retention pass, exit\n"
 
 /* Defaults into O. */
@@ -51,11 +54,12 @@ void pal__sink_retention_defaults(sink_retention_opts *o);
  * (message on stderr). */
 int pal__sink_retention_opt(sink_retention_opts *o, int opt, const char *arg);
 
-/* One full pass on a fresh connection to CONNINFO: slices until one is not
- * full.  Counts into *KEYS (fences deleted), *EFFECTS, *LEDGER.  PAL_EDB
- * with ERR on failure. */
+/* One full pass on a fresh connection to CONNINFO: the keys of the tables
+ * of before sink schema 6 adopted, then (keep_ms above 0) slices until one
+ * is not full.  Counts into *KEYS (sink_keys rows deleted), *ADOPTED,
+ * *LEDGER (sink_applies rows deleted).  PAL_EDB with ERR on failure. */
 PAL_MUST_CHECK int pal__sink_retention_pass(const char *conninfo, const sink_retention_opts *o,
-					    int64_t *keys, int64_t *effects, int64_t *ledger,
+					    int64_t *keys, int64_t *adopted, int64_t *ledger,
 					    char *err, size_t errlen);
 
 /* --retention-once: one pass, its counts on stdout and in the log

@@ -29,7 +29,8 @@
 #                          setting
 #   BENCH_ONLY="a b"       run only these sections: ceilings planning exec
 #                          lateness lease handoff apply scale burst
-#                          burst_spread handoff200k soak
+#                          burst_spread handoff200k soak; sink: the
+#                          reference sink's part of ceilings alone
 #   BENCH_BURST_SPREAD=600 the spread (seconds) of burst_spread: the same
 #                          aligned burst with `spread` on every job; it runs
 #                          for the spread plus the burst's wait, so it is
@@ -232,14 +233,19 @@ SQL
 	fi
 	record "ceiling, minimal shape: combined 1/(1/db + 1/http)" "${MIN_COMB_CEIL:-null}" /s null higher \
 		"db = the minimal shape's claim + complete, 4 clients; http = the no-op POST above"
+	want sink || section_sink
+}
+
+# The sink's part of the ceilings; BENCH_ONLY=sink runs it alone.
+SINK_CEIL=
+section_sink() {
 	# The reference sink applying for real (its own database on the same
 	# server): the bound of every figure measured at the sink (lateness,
 	# the aligned burst).  Group commit (the default, many effects per
 	# durable transaction) and --group-max 1 (one durable transaction per
 	# effect) alternated, twice each, on a fresh database each; the row is
 	# the better run of each.
-	SINK_CEIL=
-	local one=0 grp=0 n_one=0 n_grp=0 r gm bytes=
+	local one=0 grp=0 n_one=0 n_grp=0 r gm bytes= rels= walsplit=
 	if command -v wrk >/dev/null; then
 		for r in 1 2; do
 			for gm in 1 64; do
@@ -248,7 +254,8 @@ SQL
 				if [ "$gm" = 1 ]; then
 					[ "$SC_RPS" -gt "$one" ] && one=$SC_RPS n_one=$SC_N
 				else
-					[ "$SC_RPS" -gt "$grp" ] && grp=$SC_RPS n_grp=$SC_N bytes=$SC_BYTES
+					[ "$SC_RPS" -gt "$grp" ] && grp=$SC_RPS n_grp=$SC_N bytes=$SC_BYTES \
+						rels=$SC_RELS walsplit=$SC_WAL
 				fi
 			done
 		done
@@ -263,6 +270,8 @@ SQL
 		applied="$n_one"
 	local tot= heap= idx= wal=
 	[ -n "$bytes" ] && read -r tot heap idx wal <<<"$bytes"
+	say "bytes per effect by relation: ${rels:-?}"
+	say "WAL per effect by resource manager: ${walsplit:-?}"
 	record "bytes per effect: the sink's tables with their indexes" "${tot:-null}" B 400 lower \
 		"the sink's tables after the better group-commit run above ($n_grp effects, each a new key): heap ${heap:-?} B, indexes ${idx:-?} B; WAL ${wal:-?} B per effect" \
 		heap="${heap:-null}" indexes="${idx:-null}" wal="${wal:-null}"
@@ -360,15 +369,18 @@ minimal_cost() {
 # GROUP_MAX on a fresh database; sets SC_RPS (req/s), SC_N (effects stored)
 # and SC_BYTES ("total heap indexes wal": the sink's tables with their
 # indexes and the server's WAL over the run, in bytes per stored effect;
-# the run is the only writer on the server).
+# the run is the only writer on the server), SC_RELS (each table and index
+# of the sink in bytes per effect, largest first, as the execution cost's
+# breakdown) and SC_WAL (the WAL by resource manager, per effect).
 sink_ceil_run() {
-	local w lsn
-	SC_RPS= SC_N=0 SC_BYTES=
+	local w lsn lsn1
+	SC_RPS= SC_N=0 SC_BYTES= SC_RELS= SC_WAL=
 	new_db sinkceil
 	bench_sink --threads 64 --group-max "$1" || return 1
 	lsn=$(sql "SELECT pg_current_wal_lsn()")
 	w=$(wrk -t2 -c64 -d"${CEIL_S}s" -s tests/bench/post.lua "http://$SINK_ADDR/" 2>&1)
 	stop_sink
+	lsn1=$(sql "SELECT pg_current_wal_lsn()")
 	SC_RPS=$(awk '/^Requests\/sec/ {print int($2)}' <<<"$w")
 	SC_N=$(sql "SELECT count(*) FROM sink_effects")
 	[ "${SC_N:-0}" -gt 0 ] && SC_BYTES=$(sql "SELECT round(sum(pg_total_relation_size(c.oid)) / $SC_N),
@@ -376,6 +388,12 @@ sink_ceil_run() {
 	       round(pg_wal_lsn_diff(pg_current_wal_lsn(), '$lsn') / $SC_N)
 	     FROM pg_class c WHERE c.relkind = 'r' AND c.relname LIKE 'sink\_%'
 	       AND c.relname <> 'sink_schema_migrations'" | tr '|' ' ')
+	[ "${SC_N:-0}" -gt 0 ] && SC_RELS=$(sql "SELECT string_agg(r.name || ' ' || r.b, ', ' ORDER BY r.b DESC, r.name)
+	     FROM (SELECT c.relname AS name, round(pg_relation_size(c.oid) / $SC_N.0) AS b
+		   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		   WHERE n.nspname = 'public' AND c.relkind IN ('r', 'i') AND pg_relation_size(c.oid) > 0
+		     AND (c.relname LIKE 'sink\_%' AND c.relname NOT LIKE 'sink\_schema\_%')) r") &&
+		cost_wal_split "$lsn" "$lsn1" "$SC_N" effect && SC_WAL=$R_COST_WAL
 	[ -n "$SC_RPS" ]
 }
 
@@ -531,9 +549,10 @@ cost_rels() {
 	     LEFT JOIN pg_class pi ON pi.oid = h.inhparent
 	     GROUP BY 1 ORDER BY 1" | tr '|' ' '
 }
-# cost_wal_split FROM TO N: the WAL between two LSNs by resource manager
-# (pg_waldump --stats: heap, heap2 (HOT and pruning), btree, transaction
-# commits, full-page images), bytes per fire of N, into R_COST_WAL.
+# cost_wal_split FROM TO N [WHAT]: the WAL between two LSNs by resource
+# manager (pg_waldump --stats: heap, heap2 (HOT and pruning), btree,
+# transaction commits, full-page images), bytes per WHAT (fire) of N, into
+# R_COST_WAL.
 cost_wal_split() {
 	local dd wd
 	dd=$(sql "SHOW data_directory") wd=$(command -v pg_waldump || echo /usr/lib/postgresql/15/bin/pg_waldump)
@@ -542,7 +561,7 @@ cost_wal_split() {
 		    gsub(/[()]/, " "); split($0, f, " +")
 		    if (f[2] + 0 > 0) printf "%s %d (FPI %d)\n", f[1], f[8] / n, f[6] / n }' |
 		sort -k2,2nr | awk '{ printf "%s%s", (NR > 1 ? ", " : ""), $0 }')
-	say "WAL per fire by resource manager: ${R_COST_WAL:-(pg_waldump unavailable)}"
+	[ -n "${4:-}" ] || say "WAL per fire by resource manager: ${R_COST_WAL:-(pg_waldump unavailable)}"
 }
 fire_cost_run() {
 	local n=$1 conf=$B_STATE/cost.yaml lsn lsn1 lim got=0 m='palisade_executor_results_total{state="succeeded"}'
@@ -1368,7 +1387,7 @@ palisade apply rate, one 5,000-job file per apply|jobs/s|20000|higher
 soak: throughput of the last 5 minutes|fires/s|null|higher
 soak: p99 lateness of the last 5 minutes|ms|null|lower
 EOF
-for s in ceilings planning exec lateness lease handoff apply scale burst burst_spread handoff200k soak; do
+for s in ceilings sink planning exec lateness lease handoff apply scale burst burst_spread handoff200k soak; do
 	want "$s" || continue
 	case $s in scale) need=$((COLD_BUDGET / 2 + 60)) ;; burst | handoff200k) need=60 ;; *) need=20 ;; esac
 	if [ "$s" != soak ] && [ "$s" != burst_spread ] && [ "$(left_s)" -lt $need ]; then

@@ -26,16 +26,15 @@ V=("$PAL" verify --from "$T0" --to "$T1" --sink-pg "$PALISADE_PG")
 expect_exit "verify of a clean run, with the sink's database" 0 "${V[@]}"
 echo "    $OUT" | head -1
 
-# An effect applied twice at the sink.
-# (the copy's id is kept: the sink goes on applying, so the largest id
-# is not necessarily the copy's by the time it is deleted)
-copy=$(sql "insert into sink_ledger (idempotency_key, chunk, fence, trigger_id, attempt)
-     select idempotency_key, chunk, fence, trigger_id, attempt from sink_ledger order by id limit 1
-     returning id")
+# An effect applied twice at the sink: a second ledger row for a key and
+# chunk (its ctid is kept: the sink goes on applying).
+copy=$(sql "insert into sink_applies (key_id, fence, applied_at, chunk)
+     select key_id, fence, applied_at, chunk from sink_applies limit 1
+     returning ctid")
 expect_exit "an effect applied twice: verify --sink-pg fails" 2 "${V[@]}"
 expect_match "it names the key" "sink_duplicates=1" "$OUT"
 expect_match "and shows it" "sink_dup +key vf" "$OUT"
-sql "delete from sink_ledger where id = $copy" >/dev/null
+sql "delete from sink_applies where ctid = '$copy'" >/dev/null
 expect_exit "clean again once the copy is gone" 0 "${V[@]}"
 
 # A deleted trigger row: an instant neither planned nor recorded.

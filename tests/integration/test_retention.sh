@@ -198,35 +198,44 @@ expect_exit "the sink refuses a key retention below its floor" 64 "$SINK" --list
 expect_match "and says why" "key-retention \"1h\": expected a duration of at least 1d" "$OUT"
 expect_exit "--help lists the option" 0 "$SINK" --help
 expect_match "with its default" "--key-retention DUR .*default 7d" "$(echo "$OUT" | tr -s ' \n' ' ')"
-key() { # key NAME FENCE_AGE EFFECT_AGE(or -) LEDGER_ROWS
-	sql "insert into sink_fences (resource, fence, updated_at) values ('$1', 5, now() - interval '$2')" >/dev/null
-	[ "$3" = - ] && return
-	sql "insert into sink_effects (idempotency_key, fence, payload_digest, status, applied_at, updated_at)
-	     values ('$1', 5, 'd', 201, now() - interval '$3', now() - interval '$3')" >/dev/null
-	for c in $(seq 1 "$4"); do sql "insert into sink_ledger (idempotency_key, chunk, fence, applied_at) values ('$1', $c, 5, now() - interval '$3')" >/dev/null; done
+key() { # key NAME REQUEST_AGE EFFECT_AGE LEDGER_ROWS
+	sql "with k as (insert into sink_keys (idempotency_key, fence, highest, digest, seen_at, applied_at)
+	       values ('$1', 5, 5, '\\x00', now() - interval '$2', now() - interval '$3') returning id)
+	     insert into sink_applies (key_id, fence, chunk, applied_at)
+	     select k.id, 5, c, now() - interval '$3' from k, generate_series(1, $4) c" >/dev/null
+}
+old_key() { # old_key NAME AGE: a key of the tables of before sink schema 6, one chunk
+	sql "insert into sink_fences_v1 (resource, fence, updated_at) values ('$1', 5, now() - interval '$2');
+	     insert into sink_effects_v1 (idempotency_key, fence, payload_digest, status, applied_at, updated_at)
+	     values ('$1', 5, 'd', 201, now() - interval '$2', now() - interval '$2');
+	     insert into sink_ledger_v1 (idempotency_key, chunk, fence, applied_at) values ('$1', 1, 5, now() - interval '$2')" >/dev/null
 }
 key old-a "10 days" "10 days" 2
 key old-b "9 days" "9 days" 1
-key old-fence-only "8 days" - 0
+old_key old-v1 "8 days"
 key stale-lately "1 hour" "10 days" 1   # its effect is old, but a request came an hour ago
 key new-c "12 hours" "12 hours" 1
 key edge "6 days 23 hours" "6 days 23 hours" 1
+old_key young-v1 "1 day"
 expect_exit "one pass with 7 days, slices of one key" 0 "$SINK" --retention-once --key-retention 7d --retention-slice 1 --pg "$PALISADE_PG"
-expect_match "forgets the three keys older than 7 days" "retention: 3 keys forgotten \(2 effects, 3 ledger rows\)" "$OUT"
-expect_eq "what is left: the key whose fence is newer, the young ones" "edge,new-c,stale-lately" \
+expect_match "forgets the three keys older than 7 days, one of them from the old tables" \
+	"retention: 3 keys forgotten \(4 ledger rows\), 2 adopted from the old tables" "$OUT"
+expect_eq "... which it emptied first" "0 0 0" \
+	"$(sql "select (select count(*) from sink_fences_v1), (select count(*) from sink_effects_v1), (select count(*) from sink_ledger_v1)" | tr '|' ' ')"
+expect_eq "what is left: the key whose last request is newer, the young ones" "edge,new-c,stale-lately,young-v1" \
 	"$(sql "select string_agg(resource, ',' order by resource) from sink_fences")"
-expect_eq "their effects" "edge,new-c,stale-lately" "$(sql "select string_agg(idempotency_key, ',' order by idempotency_key) from sink_effects")"
-expect_eq "their ledger rows" "edge,new-c,stale-lately" "$(sql "select string_agg(idempotency_key, ',' order by idempotency_key) from sink_ledger")"
+expect_eq "their effects" "edge,new-c,stale-lately,young-v1" "$(sql "select string_agg(idempotency_key, ',' order by idempotency_key) from sink_effects")"
+expect_eq "their ledger rows" "edge,new-c,stale-lately,young-v1" "$(sql "select string_agg(idempotency_key, ',' order by idempotency_key) from sink_ledger")"
 expect_exit "--key-retention 0 keeps every key" 0 "$SINK" --retention-once --key-retention 0 --pg "$PALISADE_PG"
-expect_eq "all three still there" "3" "$(sql "select count(*) from sink_fences")"
+expect_eq "all four still there" "4" "$(sql "select count(*) from sink_fences")"
 # the periodic pass of a running sink, and a key forgotten is a new key
 start_sink --pg "$PALISADE_PG" --key-retention 1d --retention-interval 1s
 code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Idempotency-Key: live-k' -H 'Palisade-Fencing-Token: 7' "http://$SINK_ADDR/effects/x")
 expect_eq "an effect applied" "201" "$code"
-sql "update sink_fences set updated_at = now() - interval '2 days' where resource = 'live-k'; update sink_effects set updated_at = now() - interval '2 days' where idempotency_key = 'live-k'" >/dev/null
+sql "update sink_keys set seen_at = now() - interval '2 days', applied_at = now() - interval '2 days' where idempotency_key = 'live-k'" >/dev/null
 wait_until "the running sink forgets it within a pass" 10 bash -c "[ \"\$(psql \"\$PALISADE_PG\" -XAtqc \"select count(*) from sink_ledger where idempotency_key = 'live-k'\")\" = 0 ]"
-expect_match "and counts it" 'palisade_sink_retention_deleted_total\{table="sink_fences"\} [1-9]' "$(curl -s "http://$SINK_ADMIN/metrics")"
+expect_match "and counts it" 'palisade_sink_retention_deleted_total\{table="sink_keys"\} [1-9]' "$(curl -s "http://$SINK_ADMIN/metrics")"
 expect_match "and publishes its retention" 'palisade_sink_key_retention_seconds 86400' "$(curl -s "http://$SINK_ADMIN/metrics")"
-expect_eq "keys younger than a day stay, and the one whose fence is newer" "new-c,stale-lately" "$(sql "select string_agg(resource, ',' order by resource) from sink_fences")"
+expect_eq "keys younger than a day stay, and the one whose last request is newer" "new-c,stale-lately" "$(sql "select string_agg(resource, ',' order by resource) from sink_fences")"
 stop_sink
 finish

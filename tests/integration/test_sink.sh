@@ -11,8 +11,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/sink_lib.sh" # start_sink, req, post, led
 
 # ---- command line and schema --------------------------------------------
 fresh_db it_sink
-expect_eq "the compiled-in schema is sql/sink/*.sql (then sql/sink/functions/), byte for byte" "" \
-	"$(diff <("$SINK" --print-schema) <(cat sql/sink/[0-9]*.sql $(ls sql/sink/functions/*.sql 2>/dev/null)) 2>&1 | head -3)"
+expect_eq "the compiled-in schema is sql/sink/*.sql (then the functions and the views of sql/sink/functions/), byte for byte" "" \
+	"$(diff <("$SINK" --print-schema) <(cat sql/sink/[0-9]*.sql $(grep -l '^CREATE OR REPLACE FUNCTION' sql/sink/functions/*.sql) \
+		$(grep -l '^CREATE OR REPLACE VIEW' sql/sink/functions/*.sql)) 2>&1 | head -3)"
 expect_exit "--help exits 0" 0 "$SINK" --help
 expect_match "and lists the fault flags" "--drop-after-commit-rate" "$OUT"
 expect_exit "no --listen is a usage error" 64 "$SINK" --noop
@@ -27,7 +28,9 @@ for p in "${pids[@]}"; do wait "$p" && ok=$((ok + 1)); done
 expect_eq "4 sinks applying the schema at once all succeed" 4 "$ok"
 expect_eq "each sink schema file was applied exactly once" "$(ls sql/sink/[0-9]*.sql | wc -l)" \
 	"$(cat "$W"/mig.* | grep -h '"event":"sink.schema"' | jq -r .applied | awk '{n += $1} END {print n + 0}')"
-expect_eq "the sink's tables exist" 3 "$(sql "select count(*) from pg_tables where tablename in ('sink_effects','sink_fences','sink_ledger')")"
+expect_eq "the sink's tables and views exist" "sink_applies r,sink_effects v,sink_fences v,sink_keys r,sink_ledger v,sink_targets r" \
+	"$(sql "select string_agg(relname || ' ' || relkind::text, ',' order by relname) from pg_class
+		where relname in ('sink_keys','sink_applies','sink_targets','sink_effects','sink_fences','sink_ledger')")"
 
 start_sink main --log-level debug
 

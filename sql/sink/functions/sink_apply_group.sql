@@ -2,46 +2,44 @@
 -- call applies a group of requests inside the caller's transaction.
 --
 -- The loop path: each request in a subtransaction of its own, with the
--- steps of a request applied alone (src/sink/effect.c): key lock, fence
--- lock NOWAIT and greatest() upsert, the effect row, then insert or
--- advance it with one ledger row.  What a request alone would roll back
--- (stale, 422, a bad checkpoint, any SQL error) is rolled back for that
--- request only; the others go on.  Requests are taken in array order: a
--- second request for a key the group already holds sees the first
--- (replay, 422, stale or the next chunk).
+-- steps of a request applied alone (src/sink/effect.c): key lock, the
+-- key's rows from before sql/sink/006_keys.sql adopted, the key row locked
+-- NOWAIT and its fence compared, then insert or advance it (its ledger
+-- row is written at the end, with the group's time).  What a request alone
+-- would roll back (stale, 422, a bad checkpoint, any SQL error) is rolled
+-- back for that request only; the others go on.  Requests are taken in
+-- array order: a second request for a key the group already holds sees the
+-- first (replay, 422, stale or the next chunk).
 --
--- REQS is a JSON array of {"k": key, "t": token, "d": digest, "m": method,
--- "p": request-target, "tr": trigger, "at": attempt, "s": scheduled_at,
--- "n": chunks, "c": chunk, "st": status and "b": body to store when
--- applied}.  One row per request, in order: r_outcome is applied,
--- replayed, stale (r_highest), in_progress, mismatch (r_done 1 when only
--- the chunk count differs), ahead (a checkpoint past the progress), unstarted
--- (a checkpoint for an effect never started) or error (r_body: SQLSTATE and
--- message); r_status, r_body and r_done are the stored answer and progress
--- of a replay.  Last, the group's ledger rows and effect rows take one time,
--- clock_timestamp() after every request ran: applied_at and updated_at say
--- when the group reached its COMMIT, not when its first statement ran.
+-- REQS is a JSON array of {"k": key, "t": token, "d": digest (hex), "m":
+-- method, "p": request-target, "tr": trigger, "at": attempt, "s":
+-- scheduled_at, "n": chunks, "c": chunk}.  One row per request, in order:
+-- r_outcome is applied, replayed, stale (r_highest), in_progress, mismatch
+-- (r_done 1 when only the chunk count differs), ahead (a checkpoint past
+-- the progress), unstarted (a checkpoint for an effect never started) or
+-- error (r_body: SQLSTATE and message); a replay returns the stored
+-- status and body (NULL: the ones the sink writes again from the key, the
+-- progress r_done and the token that applied it, r_highest).  Last, the
+-- group's ledger rows and key rows take one time, clock_timestamp() after
+-- every request ran: applied_at, updated_at and seen_at say when the group
+-- reached its COMMIT, not when its first statement ran.
 --
 -- The set path: when every request of REQS asks for chunk 1 and no key
 -- appears twice, the requests cannot see each other, so applying them one
 -- after the other and applying them together give the same answers.  In
--- one subtransaction for the whole group, three statements: the key locks
--- of step 0 (array order); then, in a later statement (so a snapshot taken
--- after the locks), the fence rows locked NOWAIT and, with the effect rows,
--- read to classify each request (in progress, stale, mismatch, replayed or
--- applied); last, the writes: the fences of the applied and replayed
--- requests, the effect and ledger rows of the applied ones, all stamped
--- with one clock_timestamp() taken after the reads.  Any SQL error on the
--- way (a fence row locked by someone else, a value PostgreSQL refuses, a
--- row inserted behind the sink's back) rolls the whole set path back and
--- the group is applied by the loop below, request by request:
--- every refusal and error stays that request's own.
+-- one subtransaction for the whole group: the key locks of step 0 (array
+-- order) and the adoption of the held keys; then, in a later statement (so
+-- a snapshot taken after the locks), the key rows locked NOWAIT and read
+-- to classify each request (in progress, stale, mismatch, replayed or
+-- applied); the group's request targets inserted when new; last, the
+-- writes: the fences of the replayed keys, the key and ledger rows of the
+-- applied ones, all stamped with one clock_timestamp() taken after the
+-- reads.  Any SQL error on the way (a key row locked by someone else, a
+-- value PostgreSQL refuses, a row inserted behind the sink's back) rolls
+-- the whole set path back and the group is applied by the loop below,
+-- request by request: every refusal and error stays that request's own.
 --
 -- The loop path serves duplicate keys, chunked work and a failed set path.
--- The statement that stamps the group's applied_at is two updates by key
--- (ledger ids, effect keys), not a join: planned once per connection while
--- the tables were small, the join kept sequential scans of both tables
--- for good.
 --
 -- SET enable_seqscan = off: plpgsql keeps one generic plan per statement
 -- and connection, chosen while the tables may still be tiny, when a
@@ -69,10 +67,11 @@ DECLARE
 	v_dn int[];
 	v_applied int;
 	v_rows bigint;
-	v_hi bigint;
 	v_e record;
 	v_id bigint;
-	v_ids bigint[] := '{}';
+	v_kids bigint[] := '{}';
+	v_fences bigint[] := '{}';
+	v_chunks int[] := '{}';
 	v_akeys text[] := '{}';
 	v_first text[] := '{}';
 	v_at timestamptz;
@@ -92,9 +91,13 @@ BEGIN
 			    FROM jsonb_to_recordset(reqs) AS y(k text, c int)) s
 		      OFFSET 0) l;
 		IF v_set THEN
-			-- steps 1a, 1b and 2, read: the fence rows locked (NOWAIT:
+			-- the held keys' rows from before sql/sink/006_keys.sql, if any
+			PERFORM sink_adopt(v_keys);
+			-- steps 1 and 2, read: the key rows locked (NOWAIT:
 			-- lock_not_available sends the group to the loop path), each
-			-- request's outcome and the row it returns
+			-- request's outcome and the row it returns (a replay: the
+			-- stored status and body, NULL for the ones the sink writes
+			-- again, and in r_highest the token that applied it)
 			SELECT array_agg(c.outcome ORDER BY c.o), array_agg(c.st ORDER BY c.o),
 			       array_agg(c.b ORDER BY c.o), array_agg(c.hi ORDER BY c.o),
 			       array_agg(c.dn ORDER BY c.o), count(*) FILTER (WHERE c.outcome = 'applied')
@@ -102,47 +105,53 @@ BEGIN
 			FROM (SELECT x.o, y.outcome,
 				     CASE WHEN y.outcome = 'replayed' THEN e.status END AS st,
 				     CASE WHEN y.outcome = 'replayed' THEN e.body END AS b,
-				     CASE WHEN y.outcome = 'stale' THEN f.fence END AS hi,
+				     CASE y.outcome WHEN 'stale' THEN e.highest
+					  WHEN 'replayed' THEN e.fence END AS hi,
 				     CASE y.outcome WHEN 'replayed' THEN e.chunks_done
-					  WHEN 'mismatch' THEN (e.payload_digest = x.d)::int END AS dn
+					  WHEN 'mismatch' THEN (e.digest = decode(x.d, 'hex'))::int END AS dn
 			      FROM ROWS FROM (jsonb_to_recordset(reqs) AS (k text, t bigint, d text, n int))
 				   WITH ORDINALITY AS x(k, t, d, n, o)
-			      LEFT JOIN (SELECT resource, fence FROM sink_fences
-					 WHERE resource = ANY (v_keys) FOR UPDATE NOWAIT) f
-				ON f.resource = x.k
-			      LEFT JOIN (SELECT idempotency_key, status, body, payload_digest, chunks_done,
-						chunks_total FROM sink_effects
-					 WHERE idempotency_key = ANY (v_keys)) e ON e.idempotency_key = x.k
+			      LEFT JOIN (SELECT idempotency_key, fence, highest, status, body, digest,
+						chunks_done, chunks_total FROM sink_keys
+					 WHERE idempotency_key = ANY (v_keys) FOR UPDATE NOWAIT) e
+				ON e.idempotency_key = x.k
 			      CROSS JOIN LATERAL (SELECT CASE
 					WHEN NOT v_got[x.o] THEN 'in_progress'
-					WHEN f.fence > x.t THEN 'stale'
+					WHEN e.highest > x.t THEN 'stale'
 					WHEN e.idempotency_key IS NULL THEN 'applied'
-					WHEN e.payload_digest <> x.d OR e.chunks_total <> x.n THEN 'mismatch'
+					WHEN e.digest <> decode(x.d, 'hex') OR e.chunks_total <> x.n
+					THEN 'mismatch'
 					ELSE 'replayed' END AS outcome) y) c;
-			-- steps 1b and 3, write: the fences of the applied and replayed
-			-- requests (a replay commits: its fence moves, as alone), the
-			-- effect and ledger rows of the applied ones; one time for all
+			IF v_applied > 0 THEN
+				-- the targets of the group, once each (a later statement
+				-- reads them)
+				INSERT INTO sink_targets (method, path)
+				SELECT DISTINCT x.m, x.p FROM jsonb_to_recordset(reqs) AS x(m text, p text)
+				WHERE NOT EXISTS (SELECT 1 FROM sink_targets t
+						  WHERE t.method = x.m AND t.path = x.p)
+				ON CONFLICT DO NOTHING;
+			END IF;
+			-- step 3, write: the replayed keys' fences move (as alone);
+			-- the applied ones get their row and one ledger row; one time
+			-- for all
 			v_at := clock_timestamp();
 			WITH r AS (SELECT x.*, v_out[x.o] AS outcome
 				FROM ROWS FROM (jsonb_to_recordset(reqs) AS (k text, t bigint, d text,
-					m text, p text, tr text, at text, s text, n int, st int, b text))
-				     WITH ORDINALITY AS x(k, t, d, m, p, tr, at, s, n, st, b, o)
+					m text, p text, tr text, at text, s text, n int))
+				     WITH ORDINALITY AS x(k, t, d, m, p, tr, at, s, n, o)
 				WHERE v_out[x.o] IN ('applied', 'replayed')),
-			f AS (INSERT INTO sink_fences (resource, fence, updated_at)
-				SELECT r.k, r.t, v_at FROM r ORDER BY r.o
-				ON CONFLICT (resource) DO UPDATE
-				SET fence = greatest(sink_fences.fence, excluded.fence),
-				    updated_at = excluded.updated_at),
-			e AS (INSERT INTO sink_effects (idempotency_key, fence, payload_digest,
-				status, body, method, path, trigger_id, attempt, scheduled_at,
-				chunks_done, chunks_total, applied_at, updated_at)
-				SELECT r.k, r.t, r.d, r.st, r.b, r.m, r.p, r.tr::bigint, r.at::int,
-				       r.s::timestamptz, 1, r.n, v_at, v_at
+			f AS (UPDATE sink_keys k SET highest = greatest(k.highest, r.t), seen_at = v_at
+				FROM r WHERE r.outcome = 'replayed' AND k.idempotency_key = r.k),
+			e AS (INSERT INTO sink_keys (fence, highest, seen_at, applied_at, scheduled_at,
+				trigger_id, attempt, target, chunks_total, digest, idempotency_key)
+				SELECT r.t, r.t, v_at, v_at, r.s::timestamptz, r.tr::bigint, r.at::int,
+				       (SELECT t.id FROM sink_targets t
+					WHERE t.method = r.m AND t.path = r.p),
+				       r.n, decode(r.d, 'hex'), r.k
 				FROM r WHERE r.outcome = 'applied' ORDER BY r.o
-				RETURNING idempotency_key, fence, trigger_id, attempt)
-			INSERT INTO sink_ledger (idempotency_key, chunk, fence, trigger_id, attempt,
-				applied_at)
-			SELECT idempotency_key, 1, fence, trigger_id, attempt, v_at FROM e;
+				RETURNING id, fence)
+			INSERT INTO sink_applies (key_id, fence, applied_at, chunk)
+			SELECT id, fence, v_at, 1 FROM e;
 			GET DIAGNOSTICS v_rows = ROW_COUNT;
 			IF v_rows <> v_applied THEN
 				RAISE EXCEPTION 'ledger mismatch: % ledger rows for % effects', v_rows,
@@ -158,9 +167,9 @@ BEGIN
 		RETURN;
 	END IF;
 
-	-- the loop path: 002_group.sql, request by request
+	-- the loop path, request by request
 	FOR q IN SELECT * FROM jsonb_to_recordset(reqs) AS x(k text, t bigint, d text, m text,
-		p text, tr text, at text, s text, n int, c int, st int, b text)
+		p text, tr text, at text, s text, n int, c int)
 	LOOP
 		r_outcome := NULL; r_status := NULL; r_body := NULL; r_highest := NULL;
 		r_done := NULL; v_id := NULL;
@@ -169,66 +178,60 @@ BEGIN
 				r_outcome := 'in_progress';
 				RAISE SQLSTATE 'SK000';
 			END IF;
-			PERFORM 1 FROM sink_fences WHERE resource = q.k FOR UPDATE NOWAIT;
-			INSERT INTO sink_fences (resource, fence) VALUES (q.k, q.t)
-			ON CONFLICT (resource) DO UPDATE
-			SET fence = greatest(sink_fences.fence, excluded.fence),
-			    updated_at = clock_timestamp()
-			RETURNING fence INTO v_hi;
-			IF v_hi > q.t THEN
-				r_outcome := 'stale';
-				r_highest := v_hi;
-				RAISE SQLSTATE 'SK000';
-			END IF;
-			SELECT status, payload_digest, body, chunks_done, chunks_total INTO v_e
-			FROM sink_effects WHERE idempotency_key = q.k;
+			PERFORM sink_adopt(ARRAY[q.k]);
+			SELECT fence, highest, status, body, digest, chunks_done, chunks_total INTO v_e
+			FROM sink_keys WHERE idempotency_key = q.k FOR UPDATE NOWAIT;
 			IF FOUND THEN
-				IF v_e.payload_digest <> q.d OR v_e.chunks_total <> q.n THEN
+				IF v_e.highest > q.t THEN
+					r_outcome := 'stale';
+					r_highest := v_e.highest;
+					RAISE SQLSTATE 'SK000';
+				END IF;
+				IF v_e.digest <> decode(q.d, 'hex') OR v_e.chunks_total <> q.n THEN
 					r_outcome := 'mismatch';
-					r_done := CASE WHEN v_e.payload_digest = q.d THEN 1 ELSE 0 END;
+					r_done := CASE WHEN v_e.digest = decode(q.d, 'hex') THEN 1 ELSE 0 END;
 					RAISE SQLSTATE 'SK000';
 				END IF;
 				IF q.c <= v_e.chunks_done THEN
-					-- a replay commits: the fence row moved
+					-- a replay commits: the key's fence moves
+					UPDATE sink_keys SET highest = greatest(highest, q.t),
+						seen_at = clock_timestamp()
+					WHERE idempotency_key = q.k;
 					r_outcome := 'replayed';
 					r_status := v_e.status;
 					r_body := v_e.body;
+					r_highest := v_e.fence;
 					r_done := v_e.chunks_done;
 				ELSIF q.c > v_e.chunks_done + 1 THEN
 					r_outcome := 'ahead';
 					RAISE SQLSTATE 'SK000';
 				ELSE
-					WITH e AS (UPDATE sink_effects SET chunks_done = q.c, fence = q.t,
-						status = q.st, body = q.b, trigger_id = q.tr::bigint, attempt = q.at::int,
-						updated_at = clock_timestamp()
-						WHERE idempotency_key = q.k AND chunks_done = q.c - 1
-						RETURNING idempotency_key, chunks_done, fence, trigger_id, attempt)
-					INSERT INTO sink_ledger (idempotency_key, chunk, fence, trigger_id,
-						attempt)
-					SELECT idempotency_key, chunks_done, fence, trigger_id, attempt FROM e
+					UPDATE sink_keys SET chunks_done = q.c, fence = q.t,
+						highest = greatest(highest, q.t), status = NULL, body = NULL,
+						trigger_id = q.tr::bigint, attempt = q.at::int,
+						seen_at = clock_timestamp(), updated_at = clock_timestamp()
+					WHERE idempotency_key = q.k AND chunks_done = q.c - 1
 					RETURNING id INTO v_id;
 				END IF;
 			ELSIF q.c <> 1 THEN
 				r_outcome := 'unstarted';
 				RAISE SQLSTATE 'SK000';
 			ELSE
-				WITH e AS (INSERT INTO sink_effects (idempotency_key, fence,
-					payload_digest, status, body, method, path, trigger_id, attempt,
-					scheduled_at, chunks_done, chunks_total)
-					VALUES (q.k, q.t, q.d, q.st, q.b, q.m, q.p, q.tr::bigint, q.at::int,
-						q.s::timestamptz, 1, q.n)
-					RETURNING idempotency_key, fence, trigger_id, attempt)
-				INSERT INTO sink_ledger (idempotency_key, chunk, fence, trigger_id, attempt)
-				SELECT idempotency_key, 1, fence, trigger_id, attempt FROM e
+				INSERT INTO sink_keys (fence, highest, scheduled_at, trigger_id, attempt,
+					target, chunks_total, digest, idempotency_key)
+				VALUES (q.t, q.t, q.s::timestamptz, q.tr::bigint, q.at::int,
+					sink_target(q.m, q.p), q.n, decode(q.d, 'hex'), q.k)
 				RETURNING id INTO v_id;
 			END IF;
 			IF r_outcome IS NULL THEN
 				IF v_id IS NULL THEN
-					-- no ledger row: the effect row moved under us; never commit it
+					-- the effect row moved under us: never commit it
 					RAISE EXCEPTION 'ledger mismatch for key %', q.k;
 				END IF;
 				r_outcome := 'applied';
-				v_ids := v_ids || v_id;
+				v_kids := v_kids || v_id;
+				v_fences := v_fences || q.t;
+				v_chunks := v_chunks || q.c;
 				v_akeys := v_akeys || q.k;
 				IF q.c = 1 THEN
 					v_first := v_first || q.k;
@@ -245,11 +248,13 @@ BEGIN
 		END;
 		RETURN NEXT;
 	END LOOP;
-	IF cardinality(v_ids) > 0 THEN
+	IF cardinality(v_kids) > 0 THEN
 		v_at := clock_timestamp();
-		UPDATE sink_ledger SET applied_at = v_at WHERE id = ANY (v_ids);
-		UPDATE sink_effects SET updated_at = v_at,
-			applied_at = CASE WHEN idempotency_key = ANY (v_first) THEN v_at ELSE applied_at END
+		INSERT INTO sink_applies (key_id, fence, applied_at, chunk)
+		SELECT u.kid, u.f, v_at, u.c FROM unnest(v_kids, v_fences, v_chunks) AS u(kid, f, c);
+		UPDATE sink_keys SET seen_at = v_at,
+			applied_at = CASE WHEN idempotency_key = ANY (v_first) THEN v_at ELSE applied_at END,
+			updated_at = CASE WHEN chunks_done > 1 THEN v_at END
 		WHERE idempotency_key = ANY (v_akeys);
 	END IF;
 END
