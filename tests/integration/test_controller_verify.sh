@@ -27,9 +27,9 @@ expect_exit "verify of a clean run, with the sink's database" 0 "${V[@]}"
 echo "    $OUT" | head -1
 
 # An effect applied twice at the sink: a second ledger row for a key and
-# chunk (its ctid is kept: the sink goes on applying).
-copy=$(sql "insert into sink_applies (key_id, fence, applied_at, chunk)
-     select key_id, fence, applied_at, chunk from sink_applies limit 1
+# chunk, applied now (its ctid is kept: the sink goes on applying).
+copy=$(sql "insert into sink_applies (key_id, fence, chunk)
+     select key_id, fence, chunk from sink_applies limit 1
      returning ctid")
 expect_exit "an effect applied twice: verify --sink-pg fails" 2 "${V[@]}"
 expect_match "it names the key" "sink_duplicates=1" "$OUT"
