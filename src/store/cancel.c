@@ -1,16 +1,49 @@
 /*
  * cancel.c - cancel one trigger or every live trigger of a job
- * (pal_ops_cancel): conditional updates per source state, a running trigger
- * asked to stop through cancelling.  docs/operations.md.
+ * (pal_ops_cancel): moves through the door of the trigger state machine
+ * (PAL__TRIGGER_MOVE) per step, a running trigger asked to stop through
+ * cancelling.  docs/operations.md.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "palisade/ops.h"
+#include "palisade/tstate.h"
 #include "ops_int.h"
 
 /* Selection of cancel: trigger $1, or job $2 (the other one NULL). */
 #define CANCEL_SEL "($1::bigint IS NULL OR id = $1::bigint) AND ($2::text IS NULL OR job_id = $2::text)"
+
+/* The triggers of the selection that each step of cancel moves, locked. */
+#define PAUSING_EXPIRED "state = 'pausing' AND lease_until < clock_timestamp()"
+#define CANCELLABLE                                                                                \
+	"(state IN ('paused', 'retry_wait', 'pending')"                                            \
+	" OR (state = 'cancelling' AND lease_until < clock_timestamp()))"
+#define RUNNING "state = 'running'"
+
+/* The statement that moves the triggers of the selection in state WHERE to
+ * TO through the door; rows: each state left and how many left it. */
+#define CANCEL_MOVE(where, to)                                                                     \
+	"SELECT m.from_state, count(*) FROM " PAL__TRIGGER_MOVE(                                   \
+	    "SELECT id, scheduled_at FROM triggers WHERE " CANCEL_SEL " AND " where " FOR UPDATE", \
+	    to, "NULL") " m GROUP BY m.from_state"
+
+/* Run SQL (a CANCEL_MOVE) with the selection P; adds to N[s] the triggers
+ * that left state s. */
+static int cancel_move(pal_store *st, const char *const *p, const char *sql,
+		       int64_t n[PAL_TS__COUNT], char *err, size_t errlen)
+{
+	PGresult *r = pal__store_query(st, sql, 2, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	for (int i = 0; i < PQntuples(r); i++) {
+		pal_tstate s;
+		if (pal_tstate_parse(PQgetvalue(r, i, 0), &s) == PAL_OK)
+			n[s] += pal__ops_val_i64(r, i, 1);
+	}
+	PQclear(r);
+	return PAL_OK;
+}
 
 /* ---- cancel ------------------------------------------------------------------- */
 
@@ -68,49 +101,31 @@ static int cancel_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	for (int pass = 0; pass < 5; pass++) {
 		/* Lease expired before the executor reached its safe point: finish
 		 * the step for it (legal edges; its holder is fenced by state). */
-		int64_t n;
-		if ((rc = pal__ops_exec(st,
-					"UPDATE triggers SET state = 'paused', lease_owner = NULL,"
-					" lease_until = NULL WHERE " CANCEL_SEL
-					" AND state = 'pausing'"
-					" AND lease_until < clock_timestamp()",
-					2, p, NULL, err, errlen)))
+		int64_t n[PAL_TS__COUNT] = {0};
+		if ((rc = cancel_move(st, p, CANCEL_MOVE(PAUSING_EXPIRED, "'paused'"), n, err,
+				      errlen)))
 			return rc;
-		if ((rc = pal__ops_exec(
-			 st,
-			 "UPDATE triggers SET state = 'cancelled', finished_at = clock_timestamp(),"
-			 " lease_owner = NULL, lease_until = NULL WHERE " CANCEL_SEL
-			 " AND state = 'cancelling' AND lease_until < clock_timestamp()",
-			 2, p, &n, err, errlen)))
+		/* An expired cancelling one, and the waiting ones, in one move. */
+		if ((rc = cancel_move(st, p, CANCEL_MOVE(CANCELLABLE, "'cancelled'"), n, err,
+				      errlen)))
 			return rc;
-		res->expired += n;
-		static const char *const from_states[] = { "paused", "retry_wait", "pending" };
-		int64_t *counts[] = { &res->from_paused, &res->from_retry_wait, &res->from_pending };
-		for (int i = 0; i < 3; i++) {
-			const char *pc[] = { p[0], p[1], from_states[i] };
-			if ((rc = pal__ops_exec(
-				 st,
-				 "UPDATE triggers SET state = 'cancelled',"
-				 " finished_at = clock_timestamp(), lease_owner = NULL,"
-				 " lease_until = NULL, next_attempt_at = NULL"
-				 " WHERE " CANCEL_SEL " AND state = $3",
-				 3, pc, &n, err, errlen)))
-				return rc;
-			*counts[i] += n;
-		}
-		if ((rc = pal__ops_exec(st,
-					"UPDATE triggers SET state = 'cancelling'"
-					" WHERE " CANCEL_SEL " AND state = 'running'",
-					2, p, &n, err, errlen)))
+		res->expired += n[PAL_TS_CANCELLING];
+		res->from_paused += n[PAL_TS_PAUSED];
+		res->from_retry_wait += n[PAL_TS_RETRY_WAIT];
+		res->from_pending += n[PAL_TS_PENDING];
+		/* A running one is asked to stop: it keeps its lease (the door's
+		 * rule for running -> cancelling) and stops at its safe point. */
+		if ((rc = cancel_move(st, p, CANCEL_MOVE(RUNNING, "'cancelling'"), n, err, errlen)))
 			return rc;
-		res->to_cancelling += n;
+		res->to_cancelling += n[PAL_TS_RUNNING];
+		int64_t left;
 		if ((rc = pal__ops_query_i64(
 			 st,
 			 "SELECT count(*) FROM triggers WHERE " CANCEL_SEL
 			 " AND state IN ('paused', 'retry_wait', 'pending', 'running')",
-			 2, p, &n, err, errlen)))
+			 2, p, &left, err, errlen)))
 			return rc;
-		if (!n)
+		if (!left)
 			break;
 	}
 	if ((rc = pal__store_query_json(

@@ -1,7 +1,8 @@
 /*
  * gates.c - pause, resume, suspend and unsuspend (include/palisade/ops.h,
- * palisade/lifecycle.h): a gate row per scope, and the conditional updates
- * that hold, release or pause the triggers it covers.  Runs in the
+ * palisade/lifecycle.h): a gate row per scope, and the moves through the
+ * door of the trigger state machine (PAL__TRIGGER_MOVE) that hold, release
+ * or pause the triggers it covers.  Runs in the
  * transaction of ops.c; docs/operations.md.
  *
  * Gate changes first take LOCK gates IN ACCESS EXCLUSIVE MODE (with a lock
@@ -23,6 +24,14 @@
 #define GATED(t)                                                                                  \
 	"EXISTS (SELECT 1 FROM gates g WHERE g.paused AND g.scope IN ('global',"                  \
 	" 'job:' || " t ".job_id, 'group:' || " t ".resource_group, 'tenant:' || " t ".tenant))"
+
+/* The statement that moves the triggers (alias t) in WHERE to state TO
+ * through the door of the state machine (PAL__TRIGGER_MOVE), locking them
+ * first; its row: how many moved. */
+#define GATE_MOVE(where, to)                                                                       \
+	"SELECT count(*) FROM " PAL__TRIGGER_MOVE(                                                 \
+	    "SELECT t.id, t.scheduled_at FROM triggers t WHERE " where " FOR UPDATE OF t", to,     \
+	    "NULL") " m"
 
 #define LOCK_TIMEOUT "10s"
 
@@ -110,10 +119,9 @@ static int pause_body(pal_store *st, void *vctx, char *err, size_t errlen)
 
 	const char *pk[] = {pal__ops_scope_kind(c->sc->kind), c->sc->name};
 	/* Only 'running' is asked: pending and retry_wait wait at the claim. */
-	if ((rc = pal__ops_exec(st,
-				"UPDATE triggers t SET state = 'pausing'"
-				" WHERE t.state = 'running' AND " IN_SCOPE("t"),
-				2, pk, &res->asked, err, errlen)))
+	if ((rc = pal__ops_query_i64(
+		 st, GATE_MOVE("t.state = 'running' AND " IN_SCOPE("t"), "'pausing'"), 2, pk,
+		 &res->asked, err, errlen)))
 		return rc;
 	if ((rc = pal__ops_query_i64(
 		 st,
@@ -164,6 +172,13 @@ int pal_ops_pause(pal_store *st, const pal_scope *sc, const char *actor, const c
 	" AND " t ".attempt_count = 0 AND " t ".checkpoint IS NULL"                               \
 	" AND " t ".scheduled_at <= now() - $3::bigint * interval '1 millisecond'"                \
 	" AND " IN_SCOPE(t) " AND NOT " GATED(t)
+
+/* The held instants of cut (a CTE of job_id, scheduled_at) still held,
+ * moved to skipped with the error class 'paused' through the door. */
+#define HELD_CUT                                                                                   \
+	"SELECT t.id, t.scheduled_at FROM triggers t JOIN cut ON t.job_id = cut.job_id"            \
+	" AND t.scheduled_at = cut.scheduled_at WHERE " HELD("t") " FOR UPDATE OF t"
+#define HELD_SKIP PAL__TRIGGER_MOVE(HELD_CUT, "'skipped'", "'paused'")
 
 static int policy_index(const char *name)
 {
@@ -229,6 +244,8 @@ static int resume_held(pal_store *st, gate_ctx *c, const char *const *pk, char *
 	int rc = PAL_OK;
 	if (skipping) {
 		const char *ps[] = { pk[0], pk[1], thr, aj, af, ap, c->scope };
+		/* a layout clang-format cannot keep: macros among the literals */
+		/* clang-format off */
 		r = pal__store_query(
 			st,
 			"WITH k AS (SELECT * FROM unnest($4::text[], $5::bigint[], $6::text[])"
@@ -238,11 +255,8 @@ static int resume_held(pal_store *st, gate_ctx *c, const char *const *pk, char *
 			" cut AS (SELECT d.job_id, d.scheduled_at FROM (SELECT d.*, row_number()"
 			"   OVER (PARTITION BY d.job_id ORDER BY d.scheduled_at DESC) AS rn FROM d) d"
 			"   JOIN k ON k.job_id = d.job_id WHERE d.rn > k.fire),"
-			" sk AS (UPDATE triggers t SET state = 'skipped',"
-			"   finished_at = clock_timestamp(), last_error_class = 'paused' FROM cut"
-			"   WHERE t.job_id = cut.job_id AND t.scheduled_at = cut.scheduled_at"
-			"   AND " HELD("t") " RETURNING t.job_id, t.version, t.scheduled_at, t.shard,"
-			"   t.epoch),"
+			" sk AS (SELECT x.job_id, x.version, x.scheduled_at, x.shard, x.epoch"
+			"   FROM " HELD_SKIP " x),"
 			" m AS (INSERT INTO misfires (job_id, version, range_from, range_to, count,"
 			"   policy, reason, shard, epoch, gate)"
 			"   SELECT sk.job_id, max(sk.version), min(sk.scheduled_at),"
@@ -259,6 +273,7 @@ static int resume_held(pal_store *st, gate_ctx *c, const char *const *pk, char *
 			" SELECT m.policy, sum(m.count)::bigint, (SELECT count(*) FROM tk) FROM m"
 			" GROUP BY m.policy",
 			7, ps, err, errlen);
+		/* clang-format on */
 		if (!r) {
 			rc = PAL_EDB;
 		} else {
@@ -399,11 +414,11 @@ static int resume_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	/* A pausing trigger whose lease expired lost its executor before the
 	 * safe point: nobody else would ever move it, so it is paused here
 	 * (its holder, if alive, is fenced by the state from then on). */
-	if ((rc = pal__ops_exec(
+	if ((rc = pal__ops_query_i64(
 		 st,
-		 "UPDATE triggers t SET state = 'paused', lease_owner = NULL, lease_until = NULL"
-		 " WHERE t.state = 'pausing' AND t.lease_until < clock_timestamp() AND " IN_SCOPE(
-		     "t"),
+		 GATE_MOVE("t.state = 'pausing' AND t.lease_until < clock_timestamp()"
+			   " AND " IN_SCOPE("t"),
+			   "'paused'"),
 		 2, pk, &res->expired, err, errlen)))
 		return rc;
 	/* A live pausing trigger whose pause no gate asks for any more goes back
@@ -414,17 +429,17 @@ static int resume_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	 * expired lease, which the next claim retakes (from its checkpoint).
 	 * This runs before the paused -> pending sweep: a trigger its executor
 	 * pauses meanwhile is then caught by the sweep's fresh snapshot. */
-	if ((rc = pal__ops_exec(
+	if ((rc = pal__ops_query_i64(
 		 st,
-		 "UPDATE triggers t SET state = 'running'"
-		 " WHERE t.state = 'pausing' AND " IN_SCOPE("t") " AND NOT " GATED("t"),
+		 GATE_MOVE("t.state = 'pausing' AND " IN_SCOPE("t") " AND NOT " GATED("t"),
+			   "'running'"),
 		 2, pk, &res->continued, err, errlen)))
 		return rc;
-	if ((rc = pal__ops_exec(
+	/* the door clears the lease and the retry time of paused -> pending */
+	if ((rc = pal__ops_query_i64(
 		 st,
-		 "UPDATE triggers t SET state = 'pending', lease_owner = NULL,"
-		 " lease_until = NULL, next_attempt_at = NULL"
-		 " WHERE t.state = 'paused' AND " IN_SCOPE("t") " AND NOT " GATED("t"),
+		 GATE_MOVE("t.state = 'paused' AND " IN_SCOPE("t") " AND NOT " GATED("t"),
+			   "'pending'"),
 		 2, pk, &res->resumed, err, errlen)))
 		return rc;
 	if (res->had_gate && (rc = resume_release(st, c, pk, err, errlen)))
