@@ -48,10 +48,20 @@ fi
 # handoff times, sampling rates, latency percentiles, watchdog pings).  A
 # test's lines are printed whole when it ends.
 IT_SERIAL=" test_outage test_coord test_executor_race test_mixed_upgrade test_controller_faults
-	test_controller_handoff test_executor_overlap test_executor_fairness test_systemd_notify
-	test_partition test_rolling_upgrade test_clock_skew test_executor_clock_skew test_outage_long
+	test_executor_overlap test_executor_fairness test_systemd_notify
+	test_partition test_clock_skew test_executor_clock_skew test_outage_long
 	test_apply_scale test_console test_sink_group test_migrate_contract test_listener_limits "
 if [ $# -eq 0 ]; then JOBS=${PALISADE_IT_JOBS:-2}; else JOBS=${PALISADE_IT_JOBS:-1}; fi
+# Of the tests that may share the box, those that take 20 s or more (their
+# "passed in" of a whole-suite run; most of it the load or the wait their
+# guarantee needs) start first, longest first, then the rest in file order:
+# the run's tail, once fewer than JOBS tests are left, is then a short
+# test's length rather than a long one's.  A test missing here only runs
+# in its file order.
+IT_LONG=" test_controller_handoff test_executor_faults test_shadow_cutover test_resume_ramp test_calendars
+	test_controller_quarantine test_executor_retry test_controller_misfire test_after
+	test_lock_order test_pgbouncer test_rolling_upgrade test_console_act test_schedule_forms test_executor_stale
+	test_resume_misfire "
 
 # run_test T: runs test T and prints its lines: "== NAME", its output, and
 # "passed in Ns" or, on a failure, the last lines of each of its process logs
@@ -104,7 +114,14 @@ else
 		unset "RUNNING[$p]"
 	}
 	serial=()
+	ordered=()
+	for n in $IT_LONG; do
+		for t in "${tests[@]}"; do [ "$(basename "$t" .sh)" = "$n" ] && ordered+=("$t"); done
+	done
 	for t in "${tests[@]}"; do
+		case "$IT_LONG" in *[[:space:]]"$(basename "$t" .sh)"[[:space:]]*) ;; *) ordered+=("$t") ;; esac
+	done
+	for t in "${ordered[@]}"; do
 		n=$(basename "$t" .sh)
 		case "$IT_SERIAL" in *[[:space:]]"$n"[[:space:]]*) serial+=("$t"); continue ;; esac
 		while [ ${#RUNNING[@]} -ge "$JOBS" ]; do reap; done
