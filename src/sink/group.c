@@ -16,7 +16,7 @@
  * for an effect that is not durable.
  *
  * Two requests for one key in one group: the group's transaction already
- * holds the key's advisory lock and fence row when the second runs, so the
+ * holds the key's advisory lock and key row when the second runs, so the
  * second sees the first (a replay, 422, stale or the next chunk), as if the
  * two had been sent one after the other; a group open on another
  * connection holds the key against it (409 in_progress), as a transaction

@@ -18,7 +18,8 @@
  *             transaction, applied by a committer thread
  *   http.c    both HTTP listeners (effects, admin): request life cycle
  *   admin.c   the admin routes (/admin/stats, /admin/faults, /metrics)
- *   retention.c forget keys past --key-retention (header: retention.h)
+ *   retention.c forget keys past --key-retention, and move the keys of the
+ *               tables of before sink schema 6 (header: retention.h)
  *
  * Process state lives in one sink_ctx, made by main() and passed everywhere;
  * there are no mutable globals.  Helpers shared between these files are
