@@ -58,6 +58,16 @@ PAL_MUST_CHECK int pal_apistore_job_tenant(pal_store *st, const char *job_id, ch
 PAL_MUST_CHECK int pal_apistore_trigger_job(pal_store *st, int64_t id, char job[129],
 					    char tenant[65], char *err, size_t errlen);
 
+/* Shared calendars at their latest version, by name, after cursor AFTER,
+ * at most LIMIT (*next the cursor of the next page, NULL at the end;
+ * g_free), or only NAME: [{name latest_version digest rules created_by
+ * created_at jobs[{job version calendar_version}]}].  TENANTS (a text[]
+ * literal; NULL: every tenant): only the calendars the live jobs of those
+ * tenants name, each with only those jobs. */
+PAL_MUST_CHECK int pal_apistore_calendars_page(pal_store *st, const char *tenants, const char *name,
+					       const char *after, int limit, json_t **out,
+					       char **next, char *err, size_t errlen);
+
 /* Jobs ordered by id, after cursor AFTER, filtered by TENANT and GROUP
  * (NULL: any) and RETIRED (false: live jobs only): [{job_id tenant group
  * shard latest_version active_version created_at updated_at retired_at

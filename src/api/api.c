@@ -349,6 +349,32 @@ static void h_job(call *c)
 	json_decref(meta);
 }
 
+/* GET /api/v1/calendars and /api/v1/calendars/{name}: a tenant-scoped
+ * token sees the calendars its tenants' live jobs name, with those jobs;
+ * another is 404 to it, as another tenant's job is. */
+static void h_calendars(call *c)
+{
+	int limit;
+	if (!c->arg[0] && !page_limit(c, &limit))
+		return;
+	char *tl = tenants_literal(&c->who), *next = NULL, err[1024];
+	json_t *rows;
+	int rc = pal_apistore_calendars_page(c->api->st, tl, c->arg[0], query(c, "cursor"),
+					     c->arg[0] ? 1 : limit, &rows, &next, err, sizeof err);
+	g_free(tl);
+	if (rc) {
+		problem_rc(c, rc, err);
+	} else if (!c->arg[0]) {
+		ok(c, 200, page_json(rows, next));
+	} else if (json_array_size(rows)) {
+		ok(c, 200, json_incref(json_array_get(rows, 0)));
+		json_decref(rows);
+	} else {
+		problem(c, 404, "not-found", "Not found", "no calendar \"%.64s\"", c->arg[0]);
+		json_decref(rows);
+	}
+}
+
 /* What a resume of a scope of KIND applies: the node's config. */
 static pal_resume_opts resume_opts(const pal_api *api, pal_scope_kind kind)
 {
@@ -1486,6 +1512,8 @@ static const route routes[] = {
     {"POST", "/api/v1/apply", PAL_ROLE_ADMIN, h_apply, true},
     {"GET", "/api/v1/jobs", PAL_ROLE_VIEWER, h_jobs, false},
     {"GET", "/api/v1/jobs/*", PAL_ROLE_VIEWER, h_job, false},
+    {"GET", "/api/v1/calendars", PAL_ROLE_VIEWER, h_calendars, false},
+    {"GET", "/api/v1/calendars/*", PAL_ROLE_VIEWER, h_calendars, false},
     {"DELETE", "/api/v1/jobs/*", PAL_ROLE_ADMIN, h_job_delete, false},
     {"POST", "/api/v1/jobs/*/pause", PAL_ROLE_OPERATOR, h_job_pause, false},
     {"POST", "/api/v1/jobs/*/resume", PAL_ROLE_OPERATOR, h_job_resume, false},
@@ -1517,6 +1545,7 @@ static const route routes[] = {
 static bool match(const char *pattern, const char *path, call *c)
 {
 	int n = 0;
+	c->arg[0] = c->arg[1] = NULL; /* nothing of a pattern tried before */
 	while (*pattern && *path) {
 		if (*pattern == '*') {
 			size_t len = strcspn(path, "/");

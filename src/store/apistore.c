@@ -224,6 +224,18 @@ int pal_apistore_jobs_page(pal_store *st, const char *tenants, const char *tenan
 	    6, p, limit, out, next, err, errlen);
 }
 
+int pal_apistore_calendars_page(pal_store *st, const char *tenants, const char *name,
+				const char *after, int limit, json_t **out, char **next, char *err,
+				size_t errlen)
+{
+	*next = NULL;
+	int rc = pal__store_calendars_query(st, name, tenants, after, name ? 0 : limit + 1, out,
+					    err, errlen);
+	if (!rc)
+		page_cut(*out, name ? 1 : limit, next);
+	return rc;
+}
+
 int pal_apistore_triggers_page(pal_store *st, const char *job_id, const char *state,
 			       int64_t trigger_id, const char *cursor, int limit, json_t **out,
 			       char **next, char *err, size_t errlen)

@@ -87,29 +87,51 @@ int pal_store_calendar_versions(pal_store *st, pal_calendar *cals, size_t n, cha
 	return PAL_OK;
 }
 
+// clang-format off
+/* The calendars at their latest version, by name: $1 only this one, $2 a
+ * text[] of tenants (NULL: all) whose live jobs must name a calendar for
+ * it to be listed (and only theirs are), $3 after this name, $4 at most
+ * this many.  The jobs are those whose latest version names the calendar,
+ * with the calendar version it carries.  Each row's "_c" is its cursor. */
+static const char CALENDARS_SQL[] =
+    "SELECT coalesce(json_agg(x ORDER BY x.name), '[]')::text FROM ("
+    " SELECT c.name, c.version AS latest_version, c.digest, c.spec AS rules,"
+    "  c.created_by, c.created_at, c.name AS _c,"
+    "  (SELECT coalesce(json_agg(json_build_object('job', v.job_id, 'version', v.version,"
+    "     'calendar_version', (e->>'version')::int) ORDER BY v.job_id), '[]')"
+    "   FROM jobs j JOIN job_versions v ON v.job_id = j.job_id"
+    "    AND v.version = j.latest_version,"
+    "    jsonb_array_elements(coalesce(v.spec #> '{schedule,calendars}', '[]')) e"
+    "   WHERE e->>'name' = c.name AND j.retired_at IS NULL"
+    "    AND ($2::text[] IS NULL OR j.tenant = ANY ($2::text[]))) AS jobs"
+    " FROM calendar_versions c"
+    " WHERE c.version = (SELECT max(w.version) FROM calendar_versions w WHERE w.name = c.name)"
+    "  AND ($1::text IS NULL OR c.name = $1) AND ($3::text IS NULL OR c.name > $3)"
+    "  AND ($2::text[] IS NULL OR EXISTS (SELECT 1 FROM jobs j JOIN job_versions v"
+    "   ON v.job_id = j.job_id AND v.version = j.latest_version"
+    "   WHERE j.retired_at IS NULL AND j.tenant = ANY ($2::text[])"
+    "    AND v.cron LIKE '@calendars(%'"
+    "    AND v.spec #> '{schedule,calendars}' @> jsonb_build_array(jsonb_build_object('name', c.name))))"
+    " ORDER BY c.name LIMIT $4::int) x";
+// clang-format on
+
+int pal__store_calendars_query(pal_store *st, const char *name, const char *tenants,
+			       const char *after, int limit, json_t **out, char *err, size_t errlen)
+{
+	char l[16];
+	snprintf(l, sizeof l, "%d", limit);
+	const char *p[] = {name, tenants, after, limit > 0 ? l : NULL};
+	return pal__store_query_json(st, CALENDARS_SQL, 4, p, out, err, errlen);
+}
+
 int pal_store_calendars_json(pal_store *st, const char *name, json_t **out, char *err,
 			     size_t errlen)
 {
-	const char *p[] = {name};
-	/* The jobs are those whose latest version names the calendar, with the
-	 * calendar version it carries: a job still on an older one was not
-	 * applied together with the calendar's change. */
-	return pal__store_query_json(
-	    st,
-	    "SELECT coalesce(json_agg(x ORDER BY x.name), '[]')::text FROM ("
-	    " SELECT c.name, c.version AS latest_version, c.digest, c.spec AS rules,"
-	    "  c.created_by, c.created_at,"
-	    "  (SELECT coalesce(json_agg(json_build_object('job', v.job_id, 'version', v.version,"
-	    "     'calendar_version', (e->>'version')::int) ORDER BY v.job_id), '[]')"
-	    "   FROM jobs j JOIN job_versions v ON v.job_id = j.job_id"
-	    "    AND v.version = j.latest_version,"
-	    "    jsonb_array_elements(coalesce(v.spec #> '{schedule,calendars}', '[]')) e"
-	    "   WHERE e->>'name' = c.name AND j.retired_at IS NULL) AS jobs"
-	    " FROM calendar_versions c"
-	    " WHERE c.version = (SELECT max(w.version) FROM calendar_versions w WHERE w.name = "
-	    "c.name)"
-	    "  AND ($1::text IS NULL OR c.name = $1)) x",
-	    1, p, out, err, errlen);
+	int rc = pal__store_calendars_query(st, name, NULL, NULL, 0, out, err, errlen);
+	size_t i;
+	json_t *row;
+	json_array_foreach(rc ? NULL : *out, i, row) json_object_del(row, "_c");
+	return rc;
 }
 
 /* The latest versions that name calendars (the cron column's prefix) are

@@ -134,6 +134,15 @@ char *pal__pgarr_scope(const char *const *v, size_t n);
 int pal__store_calendar_version(pal_store *st, pal_calendar *c, bool write, const char *actor,
 				const char *reason, bool *created, char *err, size_t errlen);
 
+/* The calendars at their latest version as a JSON array (calendars.c:
+ * pal_store_calendars_json's rows, each with its cursor "_c"): only NAME
+ * (NULL: all), only those the live jobs of TENANTS name with only those
+ * jobs (a text[] literal; NULL: every tenant), after the name AFTER (NULL:
+ * from the first), at most LIMIT (0: all). */
+int pal__store_calendars_query(pal_store *st, const char *name, const char *tenants,
+			       const char *after, int limit, json_t **out, char *err,
+			       size_t errlen);
+
 /* The live jobs whose latest version carries a copy of one of CALS[0..n)
  * at another version than theirs (calendars.c): rows (job_id, spec as
  * text), by job id; locked FOR UPDATE when LOCK (the order apply locks in).

@@ -201,6 +201,41 @@ if gone != ["c.one", "c.three"]:
     print(f"    FAIL apply with prune retired {gone}")
 call("POST", "/api/v1/apply?prune=maybe", JOB, ctype="application/yaml", want=400)
 
+# Shared calendars: applied with a job naming one, read back a page at a
+# time; a change applied alone gives the job a version (it follows), and
+# a token limited to another tenant neither sees it nor may change it.
+CAL = 'calendars:\n  - {name: c-cal, exclude: {weekdays: [%s]}}\n'
+CJOB = 'jobs:\n  - {id: c.cal, schedule: {cron: "0 0 * * * ?", calendar: c-cal}, target: {url: "http://127.0.0.1:9/x"}}\n'
+call("POST", "/api/v1/apply?reason=contract", CAL % "sun" + CJOB, ctype="application/yaml", want=200)
+call("POST", "/api/v1/apply?reason=contract", 'calendars:\n  - {name: c-cal2, exclude: {dates: ["2030-01-01"]}}\n', ctype="application/yaml", want=200)
+st, cp = call("GET", "/api/v1/calendars?limit=1", want=200)
+if not cp or [c["name"] for c in cp["items"]] != ["c-cal"] or not cp.get("next_cursor"):
+    failures.append(f"the first page of calendars: {cp}")
+st, cp2 = call("GET", "/api/v1/calendars?limit=1&cursor=" + ((cp or {}).get("next_cursor") or ""), want=200)
+if not cp2 or [c["name"] for c in cp2["items"]] != ["c-cal2"] or cp2.get("next_cursor") is not None:
+    failures.append(f"the second page of calendars: {cp2}")
+call("GET", "/api/v1/calendars?limit=0", want=400)
+st, one = call("GET", "/api/v1/calendars/c-cal", want=200)
+if not one or one.get("latest_version") != 1 or one.get("jobs") != [{"job": "c.cal", "version": 1, "calendar_version": 1}]:
+    failures.append(f"GET of calendar c-cal: {one}")
+call("GET", "/api/v1/calendars/nope", want=404)
+st, fol = call("POST", "/api/v1/apply?reason=contract", CAL % "sat", ctype="application/yaml", want=200)
+if not fol or fol.get("jobs") != [{"job_id": "c.cal", "outcome": "updated", "version": 2}]:
+    failures.append(f"a calendar applied alone: its job should follow it (updated v2): {fol}")
+st, one = call("GET", "/api/v1/calendars/c-cal", want=200)
+if not one or one.get("jobs") != [{"job": "c.cal", "version": 2, "calendar_version": 2}]:
+    failures.append(f"after the change, c.cal on c-cal v2: {one}")
+st, tv = call("POST", "/api/v1/tokens", {"name": "contract-other", "role": "admin", "tenants": ["t-other"]}, want=201)
+if tv:
+    st, seen = call("GET", "/api/v1/calendars", token=tv["token"], want=200)
+    if not seen or seen["items"]:
+        failures.append(f"a token of another tenant sees calendars its jobs do not name: {seen}")
+    call("GET", "/api/v1/calendars/c-cal", token=tv["token"], want=404)
+    call("POST", "/api/v1/apply?reason=contract", CAL % "mon", token=tv["token"], ctype="application/yaml", want=403)
+    st, one = call("GET", "/api/v1/calendars/c-cal", want=200)
+    if not one or one.get("latest_version") != 2:
+        failures.append(f"a refused calendar change stored something: {one}")
+
 # Last: the node drains (and exits) when asked.
 call("POST", "/api/v1/drain", {"reason": "contract test"}, want=202)
 
