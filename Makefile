@@ -176,6 +176,7 @@ test: all
 
 # Every fault drill (chaos/run.sh), each with its verdict line and JSON
 # report; the long variants: 180 s of load in the controller fault drill,
+# the shadow/cut-over path at an operator's pace (shadow-cutover-long),
 # a 20-minute random drill, then a 10-minute random drill with PostgreSQL
 # under Patroni (--pg ha: pg-failover in the nemesis's menu); both always
 # run, the target fails when either does (chaos/README.md).

@@ -36,6 +36,7 @@ declare -A DRILLS=(
 	[zk-cutoff]=chaos/zk_cutoff.sh
 	[slow-sink]=chaos/slow_sink.sh
 	[delayed-responses]=chaos/delayed_responses.sh
+	[shadow-cutover-long]=chaos/shadow_cutover_long.sh
 )
 if [ "${1:-}" = --list ]; then
 	for d in "${!DRILLS[@]}"; do echo "$d -> ${DRILLS[$d]}"; done | sort
