@@ -145,4 +145,21 @@ void pal_coord_debug_drop_create_replies(pal_coord *c, int n);
 PAL_MUST_CHECK int pal_coord_list_nodes(const char *connect, const char *root, const char *cluster,
 					int timeout_ms, json_t **out, char *err, size_t errlen);
 
+/*
+ * The same through a session that lasts (the console's, src/coord/inspect.c):
+ * pal_coord_inspector_open connects (within TIMEOUT_MS, credentials as
+ * above; free with pal_coord_inspector_close), pal_coord_inspector_nodes
+ * lists the live nodes as pal_coord_list_nodes does.  While the session is
+ * not connected it answers PAL_EZK at once (the client reconnects on its
+ * own); after an expiry or refused credentials the caller closes it and
+ * opens another.  One thread at a time per inspector.
+ */
+typedef struct pal_coord_inspector pal_coord_inspector;
+PAL_MUST_CHECK int pal_coord_inspector_open(const char *connect, int timeout_ms,
+					    pal_coord_inspector **out, char *err, size_t errlen);
+PAL_MUST_CHECK int pal_coord_inspector_nodes(pal_coord_inspector *in, const char *root,
+					     const char *cluster, json_t **out, char *err,
+					     size_t errlen);
+void pal_coord_inspector_close(pal_coord_inspector *in);
+
 #endif

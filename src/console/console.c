@@ -6,8 +6,9 @@
  *   - PostgreSQL (pal_store_console_cluster): shards, backlogs, leases,
  *     attempts, misfires, tickets, breakers, jobs - the same whichever node
  *     serves the page;
- *   - ZooKeeper (pal_coord_list_nodes): the live nodes and what they
- *     registered (version, roles, schema, admin address);
+ *   - ZooKeeper (pal_coord_inspector_nodes, through a session the console
+ *     keeps from page to page): the live nodes and what they registered
+ *     (version, roles, schema, admin address);
  *   - each live peer's /status (ready, draining, its executor's counters),
  *     fetched with a short timeout; this node's own status from memory.
  * A source that fails is named on the page (and in the JSON under
@@ -75,6 +76,7 @@ void pal_console_close(pal_console *c)
 	if (!c)
 		return;
 	pal_store_close(c->st);
+	pal_coord_inspector_close(c->zk);
 	pal__history_stop(c->history);
 	pal__sessions_free(c->sessions);
 	pthread_mutex_destroy(&c->mu);
@@ -128,8 +130,16 @@ static json_t *zk_nodes(pal_console *c)
 		return NULL;
 	json_t *nodes;
 	char err[512];
-	if (pal_coord_list_nodes(c->zk_connect, c->zk_root, c->cluster, c->timeout_ms, &nodes, err,
-				 sizeof err)) {
+	int rc =
+	    c->zk ? PAL_OK
+		  : pal_coord_inspector_open(c->zk_connect, c->timeout_ms, &c->zk, err, sizeof err);
+	if (!rc)
+		rc = pal_coord_inspector_nodes(c->zk, c->zk_root, c->cluster, &nodes, err,
+					       sizeof err);
+	if (rc) {
+		/* a new session next time: this one may have expired */
+		pal_coord_inspector_close(c->zk);
+		c->zk = NULL;
 		snprintf(c->zk_err, sizeof c->zk_err, "%s", err);
 		c->zk_retry_at = pal_mono_ms() + RETRY_MS;
 		return NULL;

@@ -22,6 +22,7 @@ struct pal_console {
 	int timeout_ms;
 	pthread_mutex_t mu;
 	pal_store *st; /* NULL until the first page, and after a failure */
+	struct pal_coord_inspector *zk; /* the live-node list's session; NULL likewise */
 	int64_t db_retry_at, zk_retry_at;
 	char db_err[512], zk_err[512];
 	pal__sessions *sessions; /* the logins of this node's console */

@@ -1,8 +1,10 @@
 /*
  * inspect.c - read-only look at a cluster's ZooKeeper tree for the CLI
- * (`palisade status`, `palisade drain --node`): a short-lived session of its
- * own, independent of a node's pal_coord.  Credentials for a cluster whose
- * znodes are protected: $PALISADE_ZK_AUTH_FILE, else $PALISADE_ZK_AUTH.
+ * (`palisade status`, `palisade drain --node`) and the console: a session of
+ * its own, independent of a node's pal_coord, short-lived for a command and
+ * kept by the console from page to page (opening one, about 25 ms, was most
+ * of a page's time).  Credentials for a cluster whose znodes are protected:
+ * $PALISADE_ZK_AUTH_FILE, else $PALISADE_ZK_AUTH.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -31,8 +33,13 @@ static void quiet_watcher(zhandle_t *zh, int type, int state, const char *path, 
 	(void)zh, (void)type, (void)state, (void)path, (void)ctx;
 }
 
-int pal_coord_list_nodes(const char *connect, const char *root, const char *cluster,
-			 int timeout_ms, json_t **out, char *err, size_t errlen)
+struct pal_coord_inspector {
+	zhandle_t *zh;
+	char *connect;
+};
+
+int pal_coord_inspector_open(const char *connect, int timeout_ms, pal_coord_inspector **out,
+			     char *err, size_t errlen)
 {
 	*out = NULL;
 	char *auth = NULL;
@@ -58,8 +65,10 @@ int pal_coord_list_nodes(const char *connect, const char *root, const char *clus
 			return PAL_EZK;
 		}
 	}
-	struct timespec ts = { 0, 20 * 1000000 };
-	for (int waited = 0; zoo_state(zh) != ZOO_CONNECTED_STATE; waited += 20) {
+	/* polled in short steps: a connection on loopback takes about a
+	 * millisecond, and a first step of 20 ms was most of a page */
+	struct timespec ts = {0, 2 * 1000000};
+	for (int waited = 0; zoo_state(zh) != ZOO_CONNECTED_STATE; waited += 2) {
 		if (waited >= timeout_ms) {
 			snprintf(err, errlen, "ZooKeeper at %s not reachable within %d ms", connect,
 				 timeout_ms);
@@ -68,13 +77,48 @@ int pal_coord_list_nodes(const char *connect, const char *root, const char *clus
 		}
 		nanosleep(&ts, NULL);
 	}
+	pal_coord_inspector *in = calloc(1, sizeof *in);
+	if (!in || !(in->connect = strdup(connect))) {
+		free(in);
+		zookeeper_close(zh);
+		snprintf(err, errlen, "out of memory");
+		return PAL_ENOMEM;
+	}
+	in->zh = zh;
+	*out = in;
+	return PAL_OK;
+}
+
+void pal_coord_inspector_close(pal_coord_inspector *in)
+{
+	if (!in)
+		return;
+	zookeeper_close(in->zh);
+	free(in->connect);
+	free(in);
+}
+
+int pal_coord_inspector_nodes(pal_coord_inspector *in, const char *root, const char *cluster,
+			      json_t **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	zhandle_t *zh = in->zh;
+	/* between connections the client would queue the request and wait
+	 * for a reconnection: answer now instead */
+	int state = zoo_state(zh);
+	if (state != ZOO_CONNECTED_STATE) {
+		snprintf(err, errlen, "ZooKeeper at %s: session %s", in->connect,
+			 state == ZOO_EXPIRED_SESSION_STATE ? "expired"
+			 : state == ZOO_AUTH_FAILED_STATE   ? "refused its credentials"
+							    : "not connected");
+		return PAL_EZK;
+	}
 	char path[512];
 	snprintf(path, sizeof path, "%s/%s/nodes", root, cluster);
 	struct String_vector kids = { 0, NULL };
 	int zrc = zoo_get_children(zh, path, 0, &kids);
 	json_t *arr = json_array();
 	if (zrc == ZNONODE) {
-		zookeeper_close(zh);
 		*out = arr;
 		return PAL_OK;
 	}
@@ -84,7 +128,6 @@ int pal_coord_list_nodes(const char *connect, const char *root, const char *clus
 					  "PALISADE_ZK_AUTH with the cluster's credentials)"
 					: "");
 		json_decref(arr);
-		zookeeper_close(zh);
 		return PAL_EZK;
 	}
 	for (int i = 0; i < kids.count; i++) {
@@ -107,7 +150,18 @@ int pal_coord_list_nodes(const char *connect, const char *root, const char *clus
 						     info));
 	}
 	deallocate_String_vector(&kids);
-	zookeeper_close(zh);
 	*out = arr;
 	return PAL_OK;
+}
+
+int pal_coord_list_nodes(const char *connect, const char *root, const char *cluster, int timeout_ms,
+			 json_t **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	pal_coord_inspector *in;
+	int rc = pal_coord_inspector_open(connect, timeout_ms, &in, err, errlen);
+	if (!rc)
+		rc = pal_coord_inspector_nodes(in, root, cluster, out, err, errlen);
+	pal_coord_inspector_close(in);
+	return rc;
 }
