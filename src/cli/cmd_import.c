@@ -92,6 +92,29 @@ static bool slurp(const char *path, char **buf, size_t *len)
 	return b != NULL;
 }
 
+/* Where the old system's record of what it fired comes from, for
+ * `palisade shadow diff --against` (docs/migrating.md, "Comparing"): one
+ * line per kind of source, printed after an import that wrote jobs. */
+static const char *record_hint(const char *kind)
+{
+	if (!strcmp(kind, "crontab"))
+		return "each run is a line of the cron daemon's log (`CRON[pid]: (user) CMD "
+		       "(command)` in /var/log/syslog or `journalctl -u cron`): its minute is the "
+		       "instant, the command (the job's description) names the job";
+	if (!strcmp(kind, "kubernetes"))
+		return "each Job a CronJob created carries the annotation "
+		       "batch.kubernetes.io/cronjob-scheduled-timestamp: `kubectl get jobs -n NS "
+		       "-o "
+		       "json | jq -r '.items[] | "
+		       "\"NS.\\(.metadata.ownerReferences[0].name),\\(.metadata."
+		       "annotations[\"batch.kubernetes.io/cronjob-scheduled-timestamp\"])\"'`, NS. "
+		       "being the job id's namespace prefix";
+	return "QRTZ_FIRED_TRIGGERS keeps only the triggers firing now: log "
+	       "JobExecutionContext.getScheduledFireTime() from a JobListener or TriggerListener "
+	       "of the application, one line per fire, the job by the id this report and the "
+	       "job file give it";
+}
+
 /* Print R's report and job file; the exit code. */
 static int finish(const char *kind, pal_import_result *r, int ec)
 {
@@ -105,6 +128,12 @@ static int finish(const char *kind, pal_import_result *r, int ec)
 		kind, pal_import_jobs(r), pal_import_jobs(r) == 1 ? "" : "s", pal_import_issues(r),
 		pal_import_issues(r) == 1 ? "" : "s",
 		ec == PAL_EXIT_DATAERR ? " (unreadable input: no job file written)" : "");
+	if (ec != PAL_EXIT_DATAERR && pal_import_jobs(r))
+		fprintf(
+		    stderr,
+		    "palisade import %s: for `palisade shadow diff --against FILE` (job_id,RFC3339 "
+		    "lines, one per instant the old system fired): %s (docs/migrating.md)\n",
+		    kind, record_hint(kind));
 	pal_import_result_free(r);
 	return ec;
 }

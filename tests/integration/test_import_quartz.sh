@@ -38,6 +38,8 @@ expect_match "the smart policy of a cron trigger as fire once now" \
 	"billing/reports/summary-daily: approximated: misfire instruction 0 \(smart policy, for a cron trigger fire once now\)" "$R"
 expect_match "@DisallowConcurrentExecution" "billing/ops/sweep: approximated: job ops.sweeper is @DisallowConcurrentExecution" "$R"
 expect_match "a complete trigger is skipped, named" "billing/ops/archive-done: skipped: state COMPLETE" "$R"
+expect_match "where the record of past fires comes from, for shadow diff" \
+	"^palisade import quartz: for .palisade shadow diff --against FILE.*QRTZ_FIRED_TRIGGERS keeps only the triggers firing now" "$R"
 expect_eq "nothing else in the report" 9 "$(grep -c ^qrtz_triggers: "$D/report")"
 
 job() { python3 -c 'import sys, yaml

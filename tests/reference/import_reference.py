@@ -346,6 +346,11 @@ def run_case(binary, fixture, kind, opts, expected):
             left.remove(hit[0])
     for l in left:
         problem("%s: unexpected report line: %s" % (name, l))
+    # where the old system's record of its fires comes from, for shadow diff
+    hint = "palisade import %s: for `palisade shadow diff --against FILE`" % kind
+    if p.stdout.strip() and not any(l.startswith(hint) for l in p.stderr.splitlines()):
+        problem("%s: the report does not say where the fire record for shadow diff comes from:\n%s"
+                % (name, p.stderr))
     # the job file validates
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
         f.write(p.stdout)
