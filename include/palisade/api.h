@@ -40,6 +40,9 @@ typedef struct pal_api_config {
 	void (*drain)(void *arg);
 	void *drain_arg;
 	const char *cluster; /* cluster.name: the prefix of its trace ids (trace.h) */
+	/* zookeeper.connect and zookeeper.root: apply reads the live nodes'
+	 * schemas there (pal_coord_require_schema) */
+	const char *zk_connect, *zk_root;
 } pal_api_config;
 
 typedef struct pal_api pal_api;

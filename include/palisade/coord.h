@@ -162,4 +162,34 @@ PAL_MUST_CHECK int pal_coord_inspector_nodes(pal_coord_inspector *in, const char
 					     size_t errlen);
 void pal_coord_inspector_close(pal_coord_inspector *in);
 
+/*
+ * The live nodes of CLUSTER whose binary schema (the "schema" of their
+ * record) is below MIN_SCHEMA or not advertised, as a JSON array
+ * [{"id", "version", "schema"}] (schema an integer, or "unknown") into
+ * *OLDER, a new reference the caller frees with json_decref(); an empty
+ * array when every live node is at MIN_SCHEMA or above.  Errors as
+ * pal_coord_list_nodes(): "no node seen" is never made up for "cannot see".
+ * Blocks up to TIMEOUT_MS.  Used where an action is safe only once no
+ * older binary runs: migrate's contract steps, apply's newer job keys.
+ */
+PAL_MUST_CHECK int pal_coord_older_nodes(const char *connect, const char *root, const char *cluster,
+					 int timeout_ms, int min_schema, json_t **older, char *err,
+					 size_t errlen);
+
+/*
+ * Whether every live node of CLUSTER runs a binary of schema MIN_SCHEMA or
+ * later, as WHAT needs ("job dep.b sets after"): 0 when so; PAL_EBUSY with
+ * MSG naming the older nodes; PAL_EZK with MSG when the live nodes cannot
+ * be read (CONNECT NULL included), which refuses as well.  Blocks up to
+ * TIMEOUT_MS.  apply's check of the keys older nodes ignore
+ * (pal_job_spec_min_schema(), docs/upgrades.md).
+ */
+PAL_MUST_CHECK int pal_coord_require_schema(const char *connect, const char *root,
+					    const char *cluster, int timeout_ms, int min_schema,
+					    const char *what, char *msg, size_t len);
+
+/* "id (version, schema S), ..." of the nodes of OLDER (as
+ * pal_coord_older_nodes() returns them) into BUF; returns BUF. */
+const char *pal_coord_describe_nodes(const json_t *older, char *buf, size_t len);
+
 #endif

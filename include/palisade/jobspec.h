@@ -231,6 +231,22 @@ void pal_job_spec_clear(pal_job_spec *s);
 PAL_MUST_CHECK int pal_job_spec_follow_calendar(pal_job_spec *s, const pal_calendar *c,
 						bool *taken);
 
+/*
+ * Keys of a job that a binary older than the migration they came with does
+ * not understand: a node of 0.2.0 (schema 28) plans, claims and calls such
+ * a job as if they were absent (no dependency wait, no notification, no
+ * excerpt kept), so apply refuses them while such a node is live
+ * (docs/upgrades.md).  The schema is the migration that brought each.
+ */
+#define PAL_SCHEMA_NOTIFY 33	/* notify: 033_notifications */
+#define PAL_SCHEMA_RESPONSES 34 /* target.keep_headers, target.keep_body: 034_attempt_responses */
+#define PAL_SCHEMA_AFTER 35	/* after: 035_after */
+
+/* The binary schema every node must run for job S: the largest
+ * PAL_SCHEMA_* among the keys S sets, with *KEY naming it ("after",
+ * "target.keep_body", ...; static), or 0 (and *KEY NULL) when S sets none. */
+int pal_job_spec_min_schema(const pal_job_spec *s, const char **key);
+
 /* Shard of a job id: stable hash (FNV-1a 64 of the id) mod n_shards. */
 int pal_job_shard(const char *job_id, int n_shards);
 

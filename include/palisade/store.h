@@ -186,6 +186,13 @@ typedef struct pal_apply_result {
 	int version; /* the job's latest version after apply */
 } pal_apply_result;
 
+/* The largest pal_job_spec_min_schema() among the N jobs of JOBS that RES
+ * (at the same indices) says were created or updated, with *JOB and *KEY
+ * (borrowed from JOBS, static) naming the first job that needs it; 0 when
+ * none does (both NULL then). */
+int pal_apply_min_schema(const pal_job_spec *jobs, const pal_apply_result *res, size_t n,
+			 const char **job, const char **key);
+
 /*
  * Store job specs as plan versions, in one transaction fed in batches
  * (src/store/apply.c): per job, version n+1 when the canonical digest

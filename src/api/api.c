@@ -31,6 +31,7 @@
 #include <time.h>
 #include <glib.h>
 #include <jansson.h>
+#include "palisade/coord.h"
 #include "palisade/api.h"
 #include "palisade/apistore.h"
 #include "palisade/clock.h"
@@ -69,7 +70,8 @@ struct pal_api {
 	char *node_id;
 	void (*drain)(void *arg);
 	void *drain_arg;
-	uint64_t trace_prefix; /* pal_trace_cluster(cluster.name) */
+	uint64_t trace_prefix;		      /* pal_trace_cluster(cluster.name) */
+	char *cluster, *zk_connect, *zk_root; /* apply's check of the nodes' schemas */
 };
 
 /*
@@ -1181,6 +1183,25 @@ static void follower_json(void *ctx, const char *job_id, int version)
 					     "updated", "version", version));
 }
 
+/* Keys that nodes older than their schema ignore (`after`, `notify`,
+ * `target.keep_*`), set by a job SET creates or updates (RES), are applied
+ * only while every live node understands them (docs/upgrades.md): 0, else
+ * PAL_ESTALE (older nodes live: 409) or PAL_EBUSY (ZooKeeper not read:
+ * 503) with ERR. */
+static int require_node_schemas(call *c, const pal_jobset *set, const pal_apply_result *res,
+				char *err, size_t errlen)
+{
+	const char *key, *job;
+	int need = pal_apply_min_schema(set->jobs, res, set->n, &job, &key);
+	if (!need)
+		return PAL_OK;
+	char what[256];
+	snprintf(what, sizeof what, "job %s sets %s", job, key);
+	int rc = pal_coord_require_schema(c->api->zk_connect, c->api->zk_root, c->api->cluster,
+					  5000, need, what, err, errlen);
+	return rc == PAL_EBUSY ? PAL_ESTALE : rc ? PAL_EBUSY : PAL_OK;
+}
+
 static void apply_set(call *c, const pal_jobset *set, const char *why, bool prune)
 {
 	char err[1024];
@@ -1199,6 +1220,8 @@ static void apply_set(call *c, const pal_jobset *set, const char *why, bool prun
 						   sizeof err)))
 		pal_store_apply_abort(ap);
 	else if (!rc && (rc = pal_store_apply_add(ap, set->jobs, set->n, res, err, sizeof err)))
+		pal_store_apply_abort(ap);
+	else if (!rc && (rc = require_node_schemas(c, set, res, err, sizeof err)))
 		pal_store_apply_abort(ap);
 	/* ?prune=true: the live jobs the body does not define, retired in this
 	 * transaction (then swept once after it, as DELETE does) */
@@ -1892,6 +1915,9 @@ int pal_api_open(const pal_api_config *cfg, pal_api **out, char *err, size_t err
 	api->drain = cfg->drain;
 	api->drain_arg = cfg->drain_arg;
 	api->trace_prefix = pal_trace_cluster(cfg->cluster ? cfg->cluster : "default");
+	api->cluster = g_strdup(cfg->cluster ? cfg->cluster : "default");
+	api->zk_connect = g_strdup(cfg->zk_connect);
+	api->zk_root = g_strdup(cfg->zk_root ? cfg->zk_root : "/palisade");
 	api->misfire_threshold_ms = cfg->misfire_threshold_ms;
 	memcpy(api->resume_ramp_ms, cfg->resume_ramp_ms, sizeof api->resume_ramp_ms);
 	*out = api;
@@ -1908,5 +1934,8 @@ void pal_api_close(pal_api *api)
 	free(api->conninfo);
 	free(api->admin_token);
 	free(api->node_id);
+	g_free(api->cluster);
+	g_free(api->zk_connect);
+	g_free(api->zk_root);
 	free(api);
 }

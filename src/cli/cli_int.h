@@ -55,10 +55,10 @@ bool pal_cli_int(const char *cmd, const char *name, const char *arg, long long l
 const char *pal_cli_pg(const pal_cli_common *c);
 
 /* postgres.conninfo (postgres.direct_conninfo when set behind a
- * transaction pooler) / zookeeper.connect of node config PATH, or NULL or ""
- * when unset; exits 65 with the diagnostics when the file is invalid. */
+ * transaction pooler) of node config PATH, or NULL or "" when unset; exits
+ * 65 with the diagnostics when the file is invalid (pal__cli_zk() reads
+ * its zookeeper.connect). */
 const char *pal__cli_config_pg(const char *path);
-const char *pal__cli_config_zk(const char *path);
 /* Default shard count for a new cluster: the config's shards, else 16. */
 int pal__cli_config_shards(const pal_cli_common *c);
 /* sink.key_retention of node config PATH (NULL: the default). */
@@ -78,6 +78,15 @@ bool pal__cli_note_spent(const pal_job_spec *s, FILE *fp);
 const char *pal__cli_config_zk_root(const pal_cli_common *c);
 const char *pal__cli_config_cluster(const pal_cli_common *c);
 
+/* The ZooKeeper connect string of C: --zk, the config's
+ * zookeeper.connect, else $PALISADE_ZK; NULL when none is known. */
+const char *pal__cli_zk(const pal_cli_common *c);
+/* The live nodes of C's cluster whose binary schema is below MIN_SCHEMA
+ * (pal_coord_older_nodes()) into *OLDER, which the caller json_decref()s.
+ * Returns 0, else an exit code with ERR and *OLDER NULL: 64 when no connect
+ * string is known, 69 when ZooKeeper cannot be read. */
+int pal__cli_older_nodes(const pal_cli_common *c, int min_schema, json_t **older, char *err,
+			 size_t errlen);
 /* Add "nodes": [{id, info}] from ZooKeeper to STATUS (or "nodes_error"). */
 void pal__cli_add_nodes(const pal_cli_common *c, json_t *status);
 

@@ -30,6 +30,7 @@
 #include "palisade/err.h"
 #include "palisade/jobfile.h"
 #include "palisade/aftergraph.h"
+#include "palisade/coord.h"
 #include "palisade/lifecycle.h"
 #include "palisade/store.h"
 #include "palisade/timefmt.h"
@@ -57,7 +58,10 @@ static void usage(FILE *fp)
 		"         would be created, updated, retired, suspended; store nothing.\n"
 		"A job that may repeat an idempotency key later than the config's\n"
 		"sink.key_retention (default 7d) after its instant is refused (docs/protocol.md).\n"
-		"Exit: 0 applied, 65 invalid files (nothing stored), 69 database unreachable.\n");
+		"A job created or updated with after:, notify: or target.keep_* is refused while\n"
+		"a live node runs a binary older than those keys (docs/upgrades.md).\n"
+		"Exit: 0 applied, 4 refused (older nodes live), 65 invalid files (nothing\n"
+		"stored), 69 database or ZooKeeper unreachable.\n");
 }
 
 static const char *const word[] = {"created", "updated", "unchanged"};
@@ -186,6 +190,11 @@ struct run {
 	json_t *shadow;	      /* ids of the jobs whose file says mode: shadow */
 	GHashTable *defined;  /* every id the files define (for the gates) */
 	struct opener *op;    /* until the first store_set(), or the end of a failed run */
+	/* the newest key a created or updated job sets that older nodes
+	 * ignore (pal_job_spec_min_schema): its schema, the job, the key */
+	int need_schema;
+	char *need_job;
+	const char *need_key;
 };
 
 /* Hand SET to the store (connecting on first use); a failure is kept in
@@ -226,6 +235,14 @@ static void store_set(struct run *r, const pal_jobset *set)
 		if (set->jobs[i].shadow)
 			json_array_append_new(r->shadow, json_string(set->jobs[i].id));
 	}
+	const char *job, *key;
+	int need = rc ? 0 : pal_apply_min_schema(set->jobs, res, set->n, &job, &key);
+	if (need > r->need_schema) {
+		r->need_schema = need;
+		r->need_key = key;
+		g_free(r->need_job);
+		r->need_job = g_strdup(job);
+	}
 	free(res);
 }
 
@@ -235,6 +252,25 @@ static void report_follower(void *ctx, const char *job_id, int version)
 	struct run *r = ctx;
 	pal_apply_result res = {.outcome = PAL_APPLY_UPDATED, .version = version};
 	report(r->out, r->c->json, r->count, job_id, &res, "(follows a calendar it names)");
+}
+
+/* Keys that nodes older than their schema ignore (`after`, `notify`,
+ * `target.keep_*`) are applied only while every live node understands
+ * them (docs/upgrades.md).  Returns 0, else the exit code after saying why:
+ * 4 with the older nodes named, 69 when the live nodes cannot be read. */
+static int check_node_schemas(const struct run *r)
+{
+	if (!r->need_schema)
+		return PAL_EXIT_OK;
+	char what[256], msg[2048];
+	snprintf(what, sizeof what, "job %s sets %s", r->need_job, r->need_key);
+	int rc = pal_coord_require_schema(pal__cli_zk(r->c), pal__cli_config_zk_root(r->c),
+					  pal__cli_config_cluster(r->c), 5000, r->need_schema, what,
+					  msg, sizeof msg);
+	if (!rc)
+		return PAL_EXIT_OK;
+	pal_cli_err("apply", "%s; nothing applied", msg);
+	return rc == PAL_EBUSY ? PAL_EXIT_REFUSED : PAL_EXIT_UNAVAIL;
 }
 
 /* Jobs handed to the store at a time while a file is parsed: the server
@@ -417,6 +453,7 @@ int pal_cmd_apply(int argc, char **argv)
 		bad++;
 	if (bad) {
 		bool dropped = !r.op || opener_drop(r.op);
+		g_free(r.need_job);
 		pal_jobloader_free(l);
 		g_ptr_array_free(r.suspended, TRUE);
 		json_decref(r.shadow);
@@ -436,6 +473,10 @@ int pal_cmd_apply(int argc, char **argv)
 	pal_diags_free(&diags);
 	char err[1024];
 	int rc = 0;
+	if (!r.db_ec && (r.db_ec = check_node_schemas(&r))) {
+		pal_store_apply_abort(r.ap);
+		r.ap = NULL;
+	}
 	/* --prune: the live jobs no file defines, retired in this transaction. */
 	GPtrArray *gone = g_ptr_array_new_with_free_func(g_free);
 	pal_retire_result *gres = NULL;
@@ -589,6 +630,7 @@ int pal_cmd_apply(int argc, char **argv)
 			    (long long)late, late == 1 ? "trigger" : "triggers");
 	}
 out:
+	g_free(r.need_job);
 	json_decref(close);
 	json_decref(lift);
 	json_decref(shadowed);

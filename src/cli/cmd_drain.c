@@ -38,10 +38,8 @@ static size_t discard(char *p, size_t s, size_t n, void *u)
 /* Admin address of node ID from its ZooKeeper record; NULL when absent. */
 static char *lookup_admin(const pal_cli_common *c, const char *id, bool *present, int *ec)
 {
-	const char *zk = c->zk && *c->zk ? c->zk : (c->config ? pal__cli_config_zk(c->config) : NULL);
-	if (!zk || !*zk)
-		zk = getenv("PALISADE_ZK");
-	if (!zk || !*zk) {
+	const char *zk = pal__cli_zk(c);
+	if (!zk) {
 		pal_cli_err("drain", "no ZooKeeper connect string: pass --zk or export PALISADE_ZK");
 		*ec = PAL_EXIT_USAGE;
 		return NULL;

@@ -42,88 +42,29 @@ static void usage(FILE *fp)
 		    "locks not taken in time (nothing of it applied; run again).\n");
 }
 
-/* The advertised schema of node record N, or -1 when it has none. */
-static int node_schema(json_t *n)
-{
-	json_t *s = json_object_get(json_object_get(n, "info"), "schema");
-	return json_is_integer(s) ? (int)json_integer_value(s) : -1;
-}
-
 /*
  * The live nodes that run a schema below PC's compatible_from, as a JSON
  * array of {id, version, schema} (new reference) into *older.  Returns 0,
  * else the exit code after printing why the nodes could not be read
- * (with FORCE: a warning, 0, and *zk_error set, a static string).
+ * (with FORCE: a warning, 0, an empty *older and *zk_error set, a static
+ * string).
  */
 static int older_nodes(const pal_cli_common *c, const pal_pending_contract *pc, bool force,
 		       json_t **older, const char **zk_error)
 {
 	static char err[512];
-	*older = json_array();
 	*zk_error = NULL;
-	const char *zk =
-	    c->zk && *c->zk ? c->zk : (c->config ? pal__cli_config_zk(c->config) : NULL);
-	if (!zk || !*zk)
-		zk = getenv("PALISADE_ZK");
-	json_t *nodes = NULL;
-	int ec = PAL_EXIT_OK;
-	if (!zk || !*zk) {
-		snprintf(err, sizeof err,
-			 "no ZooKeeper connect string to read the live nodes from (pass --zk or "
-			 "--config, or export PALISADE_ZK)");
-		ec = PAL_EXIT_USAGE;
-	} else if (pal_coord_list_nodes(zk, pal__cli_config_zk_root(c), pal__cli_config_cluster(c),
-					5000, &nodes, err, sizeof err)) {
-		ec = PAL_EXIT_UNAVAIL;
-	}
-	if (ec) {
-		pal_cli_err("migrate",
-			    "%s: cannot tell whether nodes older than schema %d are live%s", err,
-			    pc->compatible_from,
-			    force ? "; applying anyway (--force)" : "; nothing applied");
-		if (!force)
-			return ec;
-		*zk_error = err;
+	int ec = pal__cli_older_nodes(c, pc->compatible_from, older, err, sizeof err);
+	if (!ec)
 		return PAL_EXIT_OK;
-	}
-	size_t i;
-	json_t *n;
-	json_array_foreach(nodes, i, n)
-	{
-		int s = node_schema(n);
-		if (s >= pc->compatible_from)
-			continue;
-		json_array_append_new(*older,
-				      json_pack("{s:O, s:O, s:o}", "id", json_object_get(n, "id"),
-						"version", json_object_get(n, "version"), "schema",
-						s < 0 ? json_string("unknown") : json_integer(s)));
-	}
-	json_decref(nodes);
+	pal_cli_err("migrate", "%s: cannot tell whether nodes older than schema %d are live%s", err,
+		    pc->compatible_from,
+		    force ? "; applying anyway (--force)" : "; nothing applied");
+	*older = json_array();
+	if (!force)
+		return ec;
+	*zk_error = err;
 	return PAL_EXIT_OK;
-}
-
-/* "id (version, schema S), ..." of the nodes of OLDER into BUF. */
-static const char *describe(json_t *older, char *buf, size_t len)
-{
-	size_t at = 0, i;
-	json_t *n;
-	buf[0] = '\0';
-	json_array_foreach(older, i, n)
-	{
-		json_t *s = json_object_get(n, "schema");
-		char sch[32];
-		if (json_is_integer(s))
-			snprintf(sch, sizeof sch, "schema %lld", (long long)json_integer_value(s));
-		else
-			snprintf(sch, sizeof sch, "schema unknown");
-		int w = snprintf(buf + at, len - at, "%s%s (%s, %s)", i ? ", " : "",
-				 json_string_value(json_object_get(n, "id")),
-				 json_string_value(json_object_get(n, "version")), sch);
-		if (w < 0 || (size_t)w >= len - at)
-			break;
-		at += (size_t)w;
-	}
-	return buf;
 }
 
 int pal_cmd_migrate(int argc, char **argv)
@@ -198,7 +139,7 @@ int pal_cmd_migrate(int argc, char **argv)
 		}
 		if (json_array_size(older) > 0) {
 			char who[1024];
-			describe(older, who, sizeof who);
+			pal_coord_describe_nodes(older, who, sizeof who);
 			if (!force) {
 				pal_cli_err(
 				    "migrate",

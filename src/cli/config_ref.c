@@ -36,11 +36,6 @@ const char *pal__cli_config_pg(const char *path)
 	return pal_nodeconf_pg_direct(c, c->pg_conninfo);
 }
 
-const char *pal__cli_config_zk(const char *path)
-{
-	return load(path)->zk_connect;
-}
-
 int pal__cli_config_shards(const pal_cli_common *c)
 {
 	return c->config ? load(c->config)->shards : 16;
@@ -93,12 +88,35 @@ const char *pal__cli_config_cluster(const pal_cli_common *c)
 	return c->config ? load(c->config)->cluster : "default";
 }
 
-void pal__cli_add_nodes(const pal_cli_common *c, json_t *status)
+const char *pal__cli_zk(const pal_cli_common *c)
 {
 	const char *zk = c->zk && *c->zk ? c->zk : (c->config ? load(c->config)->zk_connect : NULL);
 	if (!zk || !*zk)
 		zk = getenv("PALISADE_ZK");
-	if (!zk || !*zk)
+	return zk && *zk ? zk : NULL;
+}
+
+int pal__cli_older_nodes(const pal_cli_common *c, int min_schema, json_t **older, char *err,
+			 size_t errlen)
+{
+	const char *zk = pal__cli_zk(c);
+	*older = NULL;
+	if (!zk) {
+		snprintf(err, errlen,
+			 "no ZooKeeper connect string to read the live nodes from (pass --zk or "
+			 "--config, or export PALISADE_ZK)");
+		return PAL_EXIT_USAGE;
+	}
+	if (pal_coord_older_nodes(zk, pal__cli_config_zk_root(c), pal__cli_config_cluster(c), 5000,
+				  min_schema, older, err, errlen))
+		return PAL_EXIT_UNAVAIL;
+	return PAL_EXIT_OK;
+}
+
+void pal__cli_add_nodes(const pal_cli_common *c, json_t *status)
+{
+	const char *zk = pal__cli_zk(c);
+	if (!zk)
 		return;
 	json_t *nodes;
 	char err[512];

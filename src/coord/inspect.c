@@ -165,3 +165,81 @@ int pal_coord_list_nodes(const char *connect, const char *root, const char *clus
 	pal_coord_inspector_close(in);
 	return rc;
 }
+
+int pal_coord_older_nodes(const char *connect, const char *root, const char *cluster,
+			  int timeout_ms, int min_schema, json_t **older, char *err, size_t errlen)
+{
+	json_t *nodes = NULL;
+	*older = NULL;
+	int rc = pal_coord_list_nodes(connect, root, cluster, timeout_ms, &nodes, err, errlen);
+	if (rc)
+		return rc;
+	*older = json_array();
+	size_t i;
+	json_t *n;
+	json_array_foreach(nodes, i, n)
+	{
+		json_t *s = json_object_get(json_object_get(n, "info"), "schema");
+		if (json_is_integer(s) && json_integer_value(s) >= min_schema)
+			continue;
+		json_array_append_new(
+		    *older, json_pack("{s:O, s:O, s:o}", "id", json_object_get(n, "id"), "version",
+				      json_object_get(n, "version"), "schema",
+				      json_is_integer(s) ? json_copy(s) : json_string("unknown")));
+	}
+	json_decref(nodes);
+	return PAL_OK;
+}
+
+const char *pal_coord_describe_nodes(const json_t *older, char *buf, size_t len)
+{
+	size_t at = 0, i;
+	json_t *n;
+	buf[0] = '\0';
+	json_array_foreach(older, i, n)
+	{
+		json_t *s = json_object_get(n, "schema");
+		char sch[32];
+		if (json_is_integer(s))
+			snprintf(sch, sizeof sch, "schema %lld", (long long)json_integer_value(s));
+		else
+			snprintf(sch, sizeof sch, "schema unknown");
+		int w = snprintf(buf + at, len - at, "%s%s (%s, %s)", i ? ", " : "",
+				 json_string_value(json_object_get(n, "id")),
+				 json_string_value(json_object_get(n, "version")), sch);
+		if (w < 0 || (size_t)w >= len - at)
+			break;
+		at += (size_t)w;
+	}
+	return buf;
+}
+
+int pal_coord_require_schema(const char *connect, const char *root, const char *cluster,
+			     int timeout_ms, int min_schema, const char *what, char *msg,
+			     size_t len)
+{
+	char err[512], who[1024];
+	json_t *older = NULL;
+	int rc = connect && *connect ? pal_coord_older_nodes(connect, root, cluster, timeout_ms,
+							     min_schema, &older, err, sizeof err)
+				     : PAL_EZK;
+	if (rc) {
+		snprintf(
+		    msg, len,
+		    "%s, which nodes older than schema %d ignore, and the live nodes cannot be "
+		    "read (%s): apply it once ZooKeeper answers",
+		    what, min_schema,
+		    connect && *connect ? err : "no ZooKeeper connect string is known");
+		return PAL_EZK;
+	}
+	size_t n = json_array_size(older);
+	if (n)
+		snprintf(msg, len,
+			 "%s, which nodes older than schema %d ignore (docs/upgrades.md); live "
+			 "node%s older than that: %s; apply it once every node runs a release of "
+			 "schema %d or later",
+			 what, min_schema, n == 1 ? "" : "s",
+			 pal_coord_describe_nodes(older, who, sizeof who), min_schema);
+	json_decref(older);
+	return n ? PAL_EBUSY : PAL_OK;
+}

@@ -600,7 +600,9 @@ int pal_node_run(const pal_node_opts *o)
 				.node_id = n.conf.node_id,
 				.drain = api_drain_cb,
 				.drain_arg = &n,
-				.cluster = n.conf.cluster };
+				.cluster = n.conf.cluster,
+				.zk_connect = n.zk,
+				.zk_root = n.conf.zk_root };
 	if (pal_api_open(&pcfg, &n.api, err, sizeof err))
 		pal_log(PAL_LOG_WARN, "node.api_failed", "{s:s}", "error", err);
 	pal_admin_config acfg = { .listen = n.conf.admin_listen,

@@ -1325,3 +1325,21 @@ fail:
 	pal_job_spec_clear(out);
 	return PAL_EINVAL;
 }
+
+int pal_job_spec_min_schema(const pal_job_spec *s, const char **key)
+{
+	*key = NULL;
+	if (s->n_after) {
+		*key = "after";
+		return PAL_SCHEMA_AFTER;
+	}
+	if (s->has_keep_body || s->n_keep_headers) {
+		*key = s->n_keep_headers ? "target.keep_headers" : "target.keep_body";
+		return PAL_SCHEMA_RESPONSES;
+	}
+	if (s->n_notify) {
+		*key = "notify";
+		return PAL_SCHEMA_NOTIFY;
+	}
+	return 0;
+}

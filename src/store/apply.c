@@ -1058,3 +1058,20 @@ int pal_store_apply_retire(pal_apply *a, const char *const *ids, size_t n, pal_r
 	}
 	return rc;
 }
+
+int pal_apply_min_schema(const pal_job_spec *jobs, const pal_apply_result *res, size_t n,
+			 const char **job, const char **key)
+{
+	int need = 0;
+	*job = *key = NULL;
+	for (size_t i = 0; i < n; i++) {
+		const char *k;
+		int s = pal_job_spec_min_schema(&jobs[i], &k);
+		if (res[i].outcome != PAL_APPLY_UNCHANGED && s > need) {
+			need = s;
+			*key = k;
+			*job = jobs[i].id;
+		}
+	}
+	return need;
+}
