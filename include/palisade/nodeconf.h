@@ -88,6 +88,7 @@ typedef struct pal_nodeconf {
 	char *admin_host;	 /* "" = the listen address */
 	char *admin_tls_cert;	 /* PEM file; "" with admin_tls_key "": plain HTTP */
 	char *admin_tls_key;	 /* PEM file of its private key */
+	char *admin_public_url;	 /* "" = links are paths */
 	int32_t admin_max_conns; /* listener limits (httpguard.h) */
 	int32_t admin_max_per_addr;
 	int64_t admin_head_timeout_ms;

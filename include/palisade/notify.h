@@ -28,6 +28,8 @@ typedef struct pal_notifier_config {
 	int64_t backoff_max_ms;	   /* notify.backoff_max */
 	int64_t retention_ms;	   /* notify.retention */
 	int64_t keep_delivered_ms; /* notify.keep_delivered */
+	const char *console_url;   /* admin.public_url: "" or NULL, the console link
+				      stays a path */
 } pal_notifier_config;
 
 /* Start the delivery thread (strings of CFG are copied; M is borrowed).
@@ -36,6 +38,14 @@ PAL_MUST_CHECK int pal_notifier_start(const pal_notifier_config *cfg, pal_metric
 				      pal_notifier **out, char *err, size_t errlen);
 /* Wait for a delivery under way, stop the thread and free N (NULL: no-op). */
 void pal_notifier_stop(pal_notifier *n);
+
+/*
+ * PAYLOAD (a notification's JSON body as the outbox holds it) with its
+ * data.console path prefixed by BASE (admin.public_url; a trailing '/'
+ * dropped), as a new compact JSON text the caller free()s; NULL when BASE
+ * is NULL or "" or the payload has no such path (send it as it is).
+ */
+char *pal_notify_absolute_console(const char *payload, const char *base);
 
 /*
  * The Standard Webhooks signature of one delivery: "v1," and the base64

@@ -164,6 +164,10 @@ static const pal_conf_key table[] = {
 	  "HTTPS only; empty: plain HTTP", OFF(admin_tls_cert), NULL, 0 },
 	{ "admin.tls_key", PAL_CONF_STRING, "\"\"", "", 0, 4096, false,
 	  "PEM private key of admin.tls_cert (keep it mode 0600)", OFF(admin_tls_key), NULL, 0 },
+	{ "admin.public_url", PAL_CONF_STRING, "\"\"", "", 0, 512, false,
+	  "where people reach the cluster's console from outside, http(s)://host[:port][/prefix]: "
+	  "a notification's console link is this followed by the page's path; empty: the path "
+	  "alone", OFF(admin_public_url), NULL, 0 },
 	{ "admin.max_connections", PAL_CONF_INT, "256", "", 8, 100000, false,
 	  "connections the admin endpoint holds at once; a new one beyond it shuts the one "
 	  "waiting longest for a request head", OFF(admin_max_conns), NULL, 0 },
@@ -333,6 +337,22 @@ static bool name_ok(const char *s, bool upper)
 	return true;
 }
 
+/* http:// or https://, a host, then an optional port and path: printable
+ * ASCII without spaces, no query or fragment (a link is this followed by
+ * a path). */
+static bool public_url_ok(const char *s)
+{
+	const char *h = !strncmp(s, "http://", 7)    ? s + 7
+			: !strncmp(s, "https://", 8) ? s + 8
+						     : NULL;
+	if (!h || !*h || *h == '/' || *h == ':')
+		return false;
+	for (const char *p = h; *p; p++)
+		if (*p <= ' ' || *p > '~' || *p == '?' || *p == '#' || *p == '@')
+			return false;
+	return true;
+}
+
 /* host:port with host a name, an IPv4 address or [IPv6]; port 0..65535
  * (0: any free port, for tests). */
 static bool listen_ok(const char *s)
@@ -398,6 +418,12 @@ static void check_string(struct nctx *x, const pal_conf_key *k, const pal_ynode 
 				break;
 			}
 		}
+	} else if (!strcmp(k->name, "admin.public_url")) {
+		if (*s && !public_url_ok(s))
+			ndiag(x, n,
+			      "admin.public_url: \"%.64s\" is not a base URL (expected "
+			      "http(s)://host[:port][/prefix], no query, fragment or spaces)",
+			      s);
 	} else if (!strcmp(k->name, "admin.listen")) {
 		if (!listen_ok(s))
 			ndiag(x, n,

@@ -770,7 +770,8 @@ int pal_node_run(const pal_node_opts *o)
 					    .interval_ms = n.conf.notify_interval_ms,
 					    .backoff_max_ms = n.conf.notify_backoff_max_ms,
 					    .retention_ms = n.conf.notify_retention_ms,
-					    .keep_delivered_ms = n.conf.notify_keep_delivered_ms};
+					    .keep_delivered_ms = n.conf.notify_keep_delivered_ms,
+					    .console_url = n.conf.admin_public_url};
 		if (pal_notifier_start(&ncfg, n.m, &n.notifier, err, sizeof err))
 			pal_log(PAL_LOG_WARN, "node.notifier_failed", "{s:s}", "error", err);
 	}

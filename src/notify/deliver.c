@@ -15,6 +15,7 @@
  * never stored or logged.
  */
 #include <curl/curl.h>
+#include <jansson.h>
 #include <glib.h>
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -112,6 +113,27 @@ static int abort_on_stop(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, cur
 	return atomic_load(&((struct pal_notifier *)ud)->stopping) ? 1 : 0;
 }
 
+char *pal_notify_absolute_console(const char *payload, const char *base)
+{
+	if (!base || !*base)
+		return NULL;
+	json_t *j = json_loads(payload, 0, NULL);
+	json_t *d = json_object_get(j, "data");
+	const char *path = json_string_value(json_object_get(d, "console"));
+	char *out = NULL;
+	if (path && path[0] == '/') {
+		size_t n = strlen(base);
+		while (n > 0 && base[n - 1] == '/')
+			n--;
+		char *link = g_strdup_printf("%.*s%s", (int)n, base, path);
+		json_object_set_new(d, "console", json_string(link));
+		g_free(link);
+		out = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	}
+	json_decref(j);
+	return out;
+}
+
 /* POST notification V; true when the receiver answered 2xx.  *STATUS: the
  * HTTP status (0: none); WHY: what went wrong otherwise. */
 static bool post(struct pal_notifier *w, const pal_notif *v, int *status, char *why, size_t wlen)
@@ -126,12 +148,16 @@ static bool post(struct pal_notifier *w, const pal_notif *v, int *status, char *
 		snprintf(why, wlen, "secret %s: %s", v->secret, terr);
 		return false;
 	}
+	/* the body signed is the body sent: with the link made absolute */
+	char *abs = pal_notify_absolute_console(v->payload, w->cfg.console_url);
+	const char *body = abs ? abs : v->payload;
 	int64_t now = (int64_t)time(NULL);
-	int rc = pal_webhook_sign(secret, v->webhook_id, now, v->payload, sig, sizeof sig, terr,
-				  sizeof terr);
+	int rc =
+	    pal_webhook_sign(secret, v->webhook_id, now, body, sig, sizeof sig, terr, sizeof terr);
 	free(secret);
 	if (rc) {
 		snprintf(why, wlen, "secret %s: %s", v->secret, terr);
+		free(abs);
 		return false;
 	}
 	char *lines[] = {
@@ -150,8 +176,8 @@ static bool post(struct pal_notifier *w, const pal_notif *v, int *status, char *
 	curl_easy_reset(e);
 	curl_easy_setopt(e, CURLOPT_URL, v->url);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(e, CURLOPT_POSTFIELDS, v->payload);
-	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(v->payload));
+	curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
 	curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, abort_on_stop);
@@ -176,6 +202,7 @@ static bool post(struct pal_notifier *w, const pal_notif *v, int *status, char *
 			snprintf(why, wlen, "HTTP %ld", code);
 	}
 	curl_slist_free_all(h);
+	free(abs);
 	return ok;
 }
 
@@ -256,6 +283,7 @@ static void round_(void *arg)
 
 static void config_free(pal_notifier_config *c)
 {
+	free((void *)c->console_url);
 	free((void *)c->conninfo);
 	free((void *)c->node_id);
 	free((void *)c->proxy);
@@ -272,9 +300,11 @@ int pal_notifier_start(const pal_notifier_config *cfg, pal_metrics *m, pal_notif
 	w->cfg.conninfo = strdup(cfg->conninfo ? cfg->conninfo : "");
 	w->cfg.node_id = strdup(cfg->node_id ? cfg->node_id : "");
 	w->cfg.proxy = strdup(cfg->proxy ? cfg->proxy : "");
+	w->cfg.console_url = strdup(cfg->console_url ? cfg->console_url : "");
 	w->m = m;
 	w->curl = curl_easy_init();
-	if (!w->cfg.conninfo || !w->cfg.node_id || !w->cfg.proxy || !w->curl) {
+	if (!w->cfg.conninfo || !w->cfg.node_id || !w->cfg.proxy || !w->cfg.console_url ||
+	    !w->curl) {
 		snprintf(err, errlen, "out of memory for the notification thread");
 		pal_notifier_stop(w);
 		return PAL_ENOMEM;

@@ -6,7 +6,7 @@
 # twice by webhook-id among the answered deliveries, each signed as
 # Standard Webhooks says (verified in the receiver with the job's whsec_
 # secret); recovered once after the notified failure; a job without
-# notify queues nothing.
+# notify queues nothing.  The console link is absolute (admin.public_url).
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "notify - every event of a job with notify: is delivered at least once, signed, with one webhook id across its redeliveries, whatever the receiver did meanwhile"
@@ -22,7 +22,7 @@ trap 'stop_all_nodes; stop_sink; [ -n "$HOOK_PID" ] && kill "$HOOK_PID" 2>/dev/n
 # the secret the node signs with and the receiver verifies with
 export HOOK_SECRET="whsec_$(head -c 24 /dev/urandom | base64)"
 LOOKAHEAD=2s MISFIRE=4s write_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}" \
-	"notify: {interval: 200ms, backoff_max: 2s}"
+	"notify: {interval: 200ms, backoff_max: 2s}" "admin: {public_url: \"https://palisade.example.com/ops/\"}"
 sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
 DEAD=127.0.0.1:$(free_port) # nothing listens: connection refused
 HOOK="notify: [{on: [failed, manual, misfire, recovered], url: \"http://127.0.0.1:$HOOK_PORT/hooks\", secret: \"\${HOOK_SECRET}\"}]"
@@ -131,8 +131,8 @@ expect_eq "some notifications were delivered again after a 500 (same id)" "true"
 	"$(jq -s '[.[] | select(.status == 500) | .id] as $r | [.[] | select(.status == 200) | .id] as $o | any($r[]; . as $x | $o | index($x))' "$HOOK_LOG")"
 tid=$(sql "select id from triggers where job_id = 'flaky' and state = 'failed'")
 body=$(jq -c "select(.status == 200 and .body.data.event == \"failed\" and .body.data.job == \"flaky\") | .body" "$HOOK_LOG" | head -1)
-expect_eq "a failed event's body: job, trigger, instant, state, error class, attempts, console page" \
-	"palisade.job.failed flaky $tid true failed true 1 /console/job?id=flaky" \
+expect_eq "a failed event's body: job, trigger, instant, state, error class, attempts, console page (absolute: admin.public_url)" \
+	"palisade.job.failed flaky $tid true failed true 1 https://palisade.example.com/ops/console/job?id=flaky" \
 	"$(jq -r '[.type, .data.job, .data.trigger, (.data.scheduled_at | test("^[0-9-]{10}T[0-9:]{8}Z$")), .data.state, (.data.error_class | length > 0), .data.attempts, .data.console] | join(" ")' <<<"$body")"
 expect_eq "metrics: delivered and failed deliveries counted" "$rows t" \
 	"$(metric n1 palisade_notify_delivered_total) $([ "$(metric n1 palisade_notify_failed_total)" -ge 1 ] && echo t)"

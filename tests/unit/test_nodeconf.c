@@ -195,17 +195,18 @@ static void test_nodeconf_values_and_groups_load(void **state)
 
 	(void)state;
 	assert_int_equal(
-	    load_str("node: {id: node-a.1, roles: [executor]}\n"
-		     "cluster: {name: prod, shards: 64}\n"
-		     "zookeeper: {connect: \"zk1:2181,zk2:2181/chroot\", session_timeout: 10s}\n"
-		     "controller: {scan_interval: 500ms, lookahead: 2s}\n"
-		     "executor:\n"
-		     "  groups:\n"
-		     "    reports: {concurrency: 4, cluster_concurrency: 8}\n"
-		     "    billing: {concurrency: 2}\n"
-		     "admin: {listen: \"[::1]:0\"}\n"
-		     "log: {level: debug}\n",
-		     &c, &d),
+	    load_str(
+		"node: {id: node-a.1, roles: [executor]}\n"
+		"cluster: {name: prod, shards: 64}\n"
+		"zookeeper: {connect: \"zk1:2181,zk2:2181/chroot\", session_timeout: 10s}\n"
+		"controller: {scan_interval: 500ms, lookahead: 2s}\n"
+		"executor:\n"
+		"  groups:\n"
+		"    reports: {concurrency: 4, cluster_concurrency: 8}\n"
+		"    billing: {concurrency: 2}\n"
+		"admin: {listen: \"[::1]:0\", public_url: \"https://ops.example.com:8443/p/\"}\n"
+		"log: {level: debug}\n",
+		&c, &d),
 	    0);
 	assert_int_equal(d.n, 0);
 	assert_string_equal(c.node_id, "node-a.1");
@@ -223,6 +224,7 @@ static void test_nodeconf_values_and_groups_load(void **state)
 	assert_string_equal(c.groups[1].name, "reports");
 	assert_int_equal(c.groups[1].cluster_concurrency, 8);
 	assert_string_equal(c.admin_listen, "[::1]:0");
+	assert_string_equal(c.admin_public_url, "https://ops.example.com:8443/p/");
 	assert_int_equal(c.log_level, PAL_LOG_DEBUG);
 	assert_int_equal(c.lease_ms, 30000); /* untouched keys keep defaults */
 	pal_nodeconf_free(&c);
@@ -282,7 +284,7 @@ static void test_nodeconf_every_problem_reported_with_position(void **state)
 				  "  lease: 30\n"
 				  "  batch: \"64\"\n"
 				  "  groups: {Reports: {concurrency: 1}, ok: {concurency: 1}}\n"
-				  "admin: {listen: localhost}\n"
+				  "admin: {listen: localhost, public_url: \"ftp://x/?q\"}\n"
 				  "log: {level: verbose}\n"
 				  "shards: 16\n",
 				  &c, &d),
@@ -305,7 +307,8 @@ static void test_nodeconf_every_problem_reported_with_position(void **state)
 	ASSERT_DIAG(&d, 15, 14,
 		    "unknown log.level \"verbose\" (expected debug, info, warn, error)");
 	ASSERT_DIAG(&d, 16, 1, "unknown section \"shards\"; hint: did you mean \"cluster.shards\"");
-	assert_int_equal(d.n, 13);
+	ASSERT_DIAG(&d, 14, 40, "admin.public_url: \"ftp://x/?q\" is not a base URL");
+	assert_int_equal(d.n, 14);
 	/* nothing to free on failure, and the struct is zeroed */
 	assert_null(c.node_id);
 	pal_diags_free(&d);

@@ -1,10 +1,12 @@
-/* test_notify.c - the Standard Webhooks signature of a notification
+/* test_notify.c - the Standard Webhooks signature of a notification and its
+ * console link
  * (src/notify/deliver.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdlib.h>
 #include <string.h>
 #include "palisade/notify.h"
 
@@ -44,11 +46,31 @@ static void test_webhook_sign_refuses_other_secrets(void **st)
 	    PAL_EINVAL);
 }
 
+static void test_notify_console_link_absolute_with_public_url(void **st)
+{
+	(void)st;
+	const char *payload = "{\"type\": \"palisade.job.failed\", \"data\": {\"job\": \"a.b\", "
+			      "\"console\": \"/console/job?id=a.b\", \"attempts\": 3}}";
+	assert_null(pal_notify_absolute_console(payload, NULL));
+	assert_null(pal_notify_absolute_console(payload, ""));
+	char *out = pal_notify_absolute_console(payload, "https://ops.example.com/palisade//");
+	assert_non_null(out);
+	assert_string_equal(out,
+			    "{\"type\":\"palisade.job.failed\",\"data\":{\"job\":\"a.b\","
+			    "\"console\":\"https://ops.example.com/palisade/console/job?id=a.b\","
+			    "\"attempts\":3}}");
+	free(out);
+	/* no path to prefix: sent as it is */
+	assert_null(pal_notify_absolute_console("{\"data\": {\"job\": \"x\"}}", "https://h"));
+	assert_null(pal_notify_absolute_console("not json", "https://h"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_webhook_sign_matches_the_specification),
 	    cmocka_unit_test(test_webhook_sign_refuses_other_secrets),
+	    cmocka_unit_test(test_notify_console_link_absolute_with_public_url),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
