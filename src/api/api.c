@@ -1444,7 +1444,16 @@ static bool load_body(call *c, pal_jobset *set)
 	return true;
 }
 
-/* What `plan diff` shows for SET: the next instants, stored and new. */
+/* pal_plan_follow_fn: a stored job that follows a calendar of the body,
+ * into the array CTX */
+static int follower_diff(void *ctx, const char *job_id, const char *follows, const pal_plan_diff *d)
+{
+	json_array_append_new(ctx, pal_plan_diff_json(d, job_id, follows));
+	return 0;
+}
+
+/* What `plan diff` shows for SET: the next instants, stored and new, and
+ * those of the stored jobs that would follow a calendar of SET. */
 static void diff_set(call *c, pal_jobset *set, bool prune)
 {
 	json_t *jobs = json_array();
@@ -1466,8 +1475,15 @@ static void diff_set(call *c, pal_jobset *set, bool prune)
 			problem_rc(c, rc, err);
 			return;
 		}
-		json_array_append_new(jobs, pal_plan_diff_json(&d, set->jobs[i].id));
+		json_array_append_new(jobs, pal_plan_diff_json(&d, set->jobs[i].id, NULL));
 		pal_plan_diff_clear(&d);
+	}
+	int rc = pal_plan_diff_followers(c->api->st, set, now, DIFF_COUNT, follower_diff, jobs, err,
+					 sizeof err);
+	if (rc) {
+		json_decref(jobs);
+		problem_rc(c, rc, err);
+		return;
 	}
 	json_t *out = json_pack("{s:b, s:o}", "dry_run", 1, "jobs", jobs);
 	if (prune) { /* what ?prune=true would retire */

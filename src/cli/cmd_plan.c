@@ -3,7 +3,6 @@
  * fire instants of each job would move against the version stored now.
  */
 #include <getopt.h>
-#include <glib.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,89 +52,49 @@ static void print_merge(const int64_t *a, const bool *aex, int na, const int64_t
 	}
 }
 
-/* FOLLOWS (NULL for a job of the files): "calendar NAME vN[, ...]", the
- * calendars of the files a stored job would follow. */
-static int diff_job(pal_store *st, const pal_job_spec *s, int64_t from, int count,
-		    const char *follows, json_t *out)
+/* D of job ID into OUT (json) or stdout; FOLLOWS (NULL for a job of the
+ * files): "calendar NAME vN[, ...]", the calendars a stored job follows. */
+static void show(const pal_plan_diff *d, const char *id, const char *follows, json_t *out)
+{
+	if (out) {
+		json_array_append_new(out, pal_plan_diff_json(d, id, follows));
+		return;
+	}
+	if (d->stored_version)
+		printf("%s: %s (stored v%d%s%s)\n", id, d->status, d->stored_version,
+		       follows ? "; follows " : "", follows ? follows : "");
+	else
+		printf("%s: new job\n", id);
+	if (strcmp(d->status, "unchanged"))
+		print_merge(d->stored, d->stored_ex, d->n_stored, d->next, d->next_ex, d->n_new);
+}
+
+static int exit_of(int rc)
+{
+	return rc == PAL_EDB	  ? PAL_EXIT_UNAVAIL
+	       : rc == PAL_EINVAL ? PAL_EXIT_DATAERR
+				  : PAL_EXIT_SOFTWARE;
+}
+
+static int diff_job(pal_store *st, const pal_job_spec *s, int64_t from, int count, json_t *out)
 {
 	char err[1024];
 	pal_plan_diff d;
 	int rc = pal_plan_diff_job(st, s, from, count, &d, err, sizeof err);
 	if (rc) {
 		pal_cli_err("plan diff", "%s", err);
-		return rc == PAL_EDB	  ? PAL_EXIT_UNAVAIL
-		       : rc == PAL_EINVAL ? PAL_EXIT_DATAERR
-					  : PAL_EXIT_SOFTWARE;
+		return exit_of(rc);
 	}
-	if (out) {
-		json_t *o = pal_plan_diff_json(&d, s->id);
-		if (follows)
-			json_object_set_new(o, "follows", json_string(follows));
-		json_array_append_new(out, o);
-	} else {
-		if (d.stored_version)
-			printf("%s: %s (stored v%d%s%s)\n", s->id, d.status, d.stored_version,
-			       follows ? "; follows " : "", follows ? follows : "");
-		else
-			printf("%s: new job\n", s->id);
-		if (strcmp(d.status, "unchanged"))
-			print_merge(d.stored, d.stored_ex, d.n_stored, d.next, d.next_ex, d.n_new);
-	}
+	show(&d, s->id, NULL, out);
 	pal_plan_diff_clear(&d);
 	return PAL_EXIT_OK;
 }
 
-/* The stored jobs outside the files that name a calendar of the files at
- * another version: apply gives each a version with the calendar's new
- * rules (docs/jobs.md "Calendars"), so their plans move too. */
-static int diff_followers(pal_store *st, const pal_jobset *set, int64_t from, int count,
-			  json_t *out)
+/* pal_plan_follow_fn: a stored job that follows a calendar of the files */
+static int show_follower(void *out, const char *id, const char *follows, const pal_plan_diff *d)
 {
-	char err[1024];
-	json_t *rows;
-	if (pal_store_calendar_followers_json(st, set->calendars, set->n_calendars, &rows, err,
-					      sizeof err)) {
-		pal_cli_err("plan diff", "%s", err);
-		return PAL_EXIT_UNAVAIL;
-	}
-	GHashTable *mine = g_hash_table_new(g_str_hash, g_str_equal);
-	for (size_t i = 0; i < set->n; i++)
-		g_hash_table_add(mine, set->jobs[i].id);
-	int ec = PAL_EXIT_OK;
-	size_t i;
-	json_t *row;
-	json_array_foreach(rows, i, row)
-	{
-		const char *id = json_string_value(json_object_get(row, "job_id"));
-		if (g_hash_table_contains(mine, id))
-			continue;
-		pal_job_spec s;
-		if (pal_job_spec_from_canonical(json_object_get(row, "spec"), &s, err,
-						sizeof err)) {
-			pal_cli_err("plan diff", "job %s: stored spec unreadable: %s", id, err);
-			ec = PAL_EXIT_SOFTWARE;
-			break;
-		}
-		GString *follows = g_string_new(NULL);
-		for (size_t k = 0; !ec && k < set->n_calendars; k++) {
-			bool taken;
-			if (pal_job_spec_follow_calendar(&s, &set->calendars[k], &taken))
-				ec = PAL_EXIT_SOFTWARE;
-			else if (taken)
-				g_string_append_printf(
-				    follows, "%scalendar %s v%d", follows->len ? ", " : "",
-				    set->calendars[k].name, set->calendars[k].version);
-		}
-		if (!ec)
-			ec = diff_job(st, &s, from, count, follows->str, out);
-		g_string_free(follows, TRUE);
-		pal_job_spec_clear(&s);
-		if (ec)
-			break;
-	}
-	g_hash_table_destroy(mine);
-	json_decref(rows);
-	return ec;
+	show(d, id, follows, out);
+	return 0;
 }
 
 int pal_cmd_plan(int argc, char **argv)
@@ -211,9 +170,13 @@ int pal_cmd_plan(int argc, char **argv)
 	pal_jobset_calendar_versions(&set);
 	json_t *out = c.json ? json_array() : NULL;
 	for (size_t i = 0; i < set.n && !ec; i++)
-		ec = diff_job(st, &set.jobs[i], from, count, NULL, out);
-	if (!ec)
-		ec = diff_followers(st, &set, from, count, out);
+		ec = diff_job(st, &set.jobs[i], from, count, out);
+	int rc;
+	if (!ec && (rc = pal_plan_diff_followers(st, &set, from, count, show_follower, out, err,
+						 sizeof err))) {
+		pal_cli_err("plan diff", "%s", err);
+		ec = exit_of(rc);
+	}
 	pal_store_close(st);
 	if (out) {
 		if (!ec) {

@@ -4,7 +4,9 @@
  * (the latest canonical spec) and computes both lists with the schedule
  * engine; writes nothing.
  */
+#include <stdio.h>
 #include <stdlib.h>
+#include <glib.h>
 #include <string.h>
 #include "palisade/plandiff.h"
 #include "palisade/schedule.h"
@@ -101,6 +103,56 @@ int pal_plan_diff_job(pal_store *st, const pal_job_spec *s, int64_t from, int co
 	return PAL_OK;
 }
 
+int pal_plan_diff_followers(pal_store *st, const pal_jobset *set, int64_t from, int count,
+			    pal_plan_follow_fn fn, void *ctx, char *err, size_t errlen)
+{
+	json_t *rows;
+	int rc = pal_store_calendar_followers_json(st, set->calendars, set->n_calendars, &rows, err,
+						   errlen);
+	if (rc)
+		return rc;
+	GHashTable *mine = g_hash_table_new(g_str_hash, g_str_equal);
+	for (size_t i = 0; i < set->n; i++)
+		g_hash_table_add(mine, set->jobs[i].id);
+	size_t i;
+	json_t *row;
+	json_array_foreach(rows, i, row)
+	{
+		const char *id = json_string_value(json_object_get(row, "job_id"));
+		if (g_hash_table_contains(mine, id))
+			continue;
+		pal_job_spec s;
+		char e[512];
+		if (pal_job_spec_from_canonical(json_object_get(row, "spec"), &s, e, sizeof e)) {
+			snprintf(err, errlen, "job %s: stored spec unreadable: %s", id, e);
+			rc = PAL_EINVAL;
+			break;
+		}
+		GString *follows = g_string_new(NULL);
+		for (size_t k = 0; !rc && k < set->n_calendars; k++) {
+			bool taken;
+			if ((rc = pal_job_spec_follow_calendar(&s, &set->calendars[k], &taken)))
+				snprintf(err, errlen, "out of memory");
+			else if (taken)
+				g_string_append_printf(
+				    follows, "%scalendar %s v%d", follows->len ? ", " : "",
+				    set->calendars[k].name, set->calendars[k].version);
+		}
+		pal_plan_diff d;
+		if (!rc && !(rc = pal_plan_diff_job(st, &s, from, count, &d, err, errlen))) {
+			rc = fn(ctx, id, follows->str, &d);
+			pal_plan_diff_clear(&d);
+		}
+		g_string_free(follows, TRUE);
+		pal_job_spec_clear(&s);
+		if (rc)
+			break;
+	}
+	g_hash_table_destroy(mine);
+	json_decref(rows);
+	return rc;
+}
+
 static json_t *list_json(const int64_t *v, const bool *ex, int n)
 {
 	json_t *a = json_array();
@@ -112,10 +164,12 @@ static json_t *list_json(const int64_t *v, const bool *ex, int n)
 	return a;
 }
 
-json_t *pal_plan_diff_json(const pal_plan_diff *d, const char *job_id)
+json_t *pal_plan_diff_json(const pal_plan_diff *d, const char *job_id, const char *follows)
 {
 	json_t *o = json_pack("{s:s, s:s, s:o}", "job_id", job_id, "status", d->status, "new",
 			      list_json(d->next, d->next_ex, d->n_new));
+	if (follows)
+		json_object_set_new(o, "follows", json_string(follows));
 	if (d->stored_version) {
 		json_object_set_new(o, "stored_version", json_integer(d->stored_version));
 		json_object_set_new(o, "stored", list_json(d->stored, d->stored_ex, d->n_stored));

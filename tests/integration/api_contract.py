@@ -219,6 +219,9 @@ st, one = call("GET", "/api/v1/calendars/c-cal", want=200)
 if not one or one.get("latest_version") != 1 or one.get("jobs") != [{"job": "c.cal", "version": 1, "calendar_version": 1}]:
     failures.append(f"GET of calendar c-cal: {one}")
 call("GET", "/api/v1/calendars/nope", want=404)
+st, pd = call("POST", "/api/v1/plan/diff", CAL % "sat", ctype="application/yaml", want=200)
+if not pd or [(j["job_id"], j["status"], j.get("follows")) for j in pd.get("jobs", [])] != [("c.cal", "changed", "calendar c-cal v2")]:
+    failures.append(f"plan diff of a calendar alone: its job should follow it: {pd}")
 st, fol = call("POST", "/api/v1/apply?reason=contract", CAL % "sat", ctype="application/yaml", want=200)
 if not fol or fol.get("jobs") != [{"job_id": "c.cal", "outcome": "updated", "version": 2}]:
     failures.append(f"a calendar applied alone: its job should follow it (updated v2): {fol}")
