@@ -24,9 +24,8 @@
 /* The statement that moves the triggers of the selection in state WHERE to
  * TO through the door; rows: each state left and how many left it. */
 #define CANCEL_MOVE(where, to)                                                                     \
-	"SELECT m.from_state, count(*) FROM " PAL__TRIGGER_MOVE(                                   \
-	    "SELECT id, scheduled_at FROM triggers WHERE " CANCEL_SEL " AND " where " FOR UPDATE", \
-	    to, "NULL") " m GROUP BY m.from_state"
+	"SELECT m.from_state, count(*) FROM " PAL__TRIGGER_MOVE_WHERE(                             \
+	    CANCEL_SEL " AND " where, to, "NULL") " m GROUP BY m.from_state"
 
 /* Run SQL (a CANCEL_MOVE) with the selection P; adds to N[s] the triggers
  * that left state s. */

@@ -28,10 +28,7 @@
 /* The statement that moves the triggers (alias t) in WHERE to state TO
  * through the door of the state machine (PAL__TRIGGER_MOVE), locking them
  * first; its row: how many moved. */
-#define GATE_MOVE(where, to)                                                                       \
-	"SELECT count(*) FROM " PAL__TRIGGER_MOVE(                                                 \
-	    "SELECT t.id, t.scheduled_at FROM triggers t WHERE " where " FOR UPDATE OF t", to,     \
-	    "NULL") " m"
+#define GATE_MOVE(where, to) "SELECT count(*) FROM " PAL__TRIGGER_MOVE_WHERE(where, to, "NULL") " m"
 
 #define LOCK_TIMEOUT "10s"
 

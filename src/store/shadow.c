@@ -88,18 +88,25 @@ static int latest_step(pal_store *st, const char *scope, int *percent, int64_t *
 	return PAL_OK;
 }
 
+#define SHADOW_PENDING_MOVE                                                                        \
+	PAL__TRIGGER_MOVE_WHERE(                                                                   \
+	    "t.state = 'pending' AND t.attempt_count = 0"                                          \
+	    " AND t.source IN ('schedule', 'catchup') AND " IN_SCOPE("t") " AND NOT " LIVE("t"),   \
+	    "'shadow'", "NULL")
+
 /* The planned schedule triggers of the scope (KIND, NAME) not attempted
- * yet and no longer live: pending -> shadow (the scope went to shadow). */
+ * yet and no longer live: pending -> shadow (the scope went to shadow),
+ * through the door; how many into *MOVED unless it is NULL. */
 static int shadow_pending(pal_store *st, const char *kind, const char *name, int64_t *moved,
 			  char *err, size_t errlen)
 {
 	const char *pk[] = {kind, name};
-	return pal__ops_exec(
-	    st,
-	    "UPDATE triggers t SET state = 'shadow', updated_at = now()"
-	    " WHERE t.state = 'pending' AND t.attempt_count = 0"
-	    "  AND t.source IN ('schedule', 'catchup') AND " IN_SCOPE("t") "  AND NOT " LIVE("t"),
-	    2, pk, moved, err, errlen);
+	int64_t n;
+	int rc = pal__ops_query_i64(st, "SELECT count(*) FROM " SHADOW_PENDING_MOVE " m", 2, pk, &n,
+				    err, errlen);
+	if (!rc && moved)
+		*moved = n;
+	return rc;
 }
 
 typedef struct set_ctx {
@@ -252,6 +259,17 @@ int pal_store_stoplines_json(pal_store *st, const pal_scope *sc, json_t **out, c
 	    3, p, out, err, errlen);
 }
 
+/* The shadow triggers of the scope ($1, $2) from the instant $3 (epoch s)
+ * on that the step makes live: shadow -> pending, through the door.  A
+ * retired job's instants planned ahead stay shadow: the retirement
+ * cancelled its live ones. */
+#define CUT_MOVE                                                                                   \
+	PAL__TRIGGER_MOVE_WHERE(                                                                   \
+	    "t.state = 'shadow' AND t.scheduled_at >= to_timestamp($3::bigint)"                    \
+	    " AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.job_id = t.job_id"                      \
+	    " AND j.retired_at IS NOT NULL) AND " IN_SCOPE("t") " AND " LIVE("t"),                 \
+	    "'pending'", "NULL")
+
 typedef struct cut_ctx {
 	const pal_scope *sc;
 	const char *scope, *actor, *reason;
@@ -326,16 +344,8 @@ static int cut_body(pal_store *st, void *vctx, char *err, size_t errlen)
 				5, ps, NULL, err, errlen)))
 		return rc;
 	const char *pm[] = {pk[0], pk[1], at};
-	if ((rc = pal__ops_exec(
-		 st,
-		 "UPDATE triggers t SET state = 'pending', updated_at = now()"
-		 " WHERE t.state = 'shadow' AND t.scheduled_at >= to_timestamp($3::bigint)"
-		 /* a retired job's instants planned ahead stay shadow: the
-		  * retirement cancelled its live ones */
-		 "  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.job_id = t.job_id"
-		 "   AND j.retired_at IS NOT NULL)"
-		 "  AND " IN_SCOPE("t") " AND " LIVE("t"),
-		 3, pm, &res->moved, err, errlen)))
+	if ((rc = pal__ops_query_i64(st, "SELECT count(*) FROM " CUT_MOVE " m", 3, pm, &res->moved,
+				     err, errlen)))
 		return rc;
 	if ((rc = pal__ops_query_i64(st, "SELECT count(*) FROM jobs t WHERE " IN_SCOPE("t"), 2, pk,
 				     &res->jobs, err, errlen)) ||
@@ -363,6 +373,17 @@ int pal_store_cutover(pal_store *st, const pal_scope *sc, int percent, int64_t a
 	return pal__ops_in_tx(st, cut_body, &c, err, errlen);
 }
 
+/* Every waiting schedule trigger of the scope ($1, $2), the due ones too
+ * (they were live instants, and the old system takes them over), unless
+ * another scope keeps its job live: -> shadow with the error class
+ * 'rolled_back', through the door. */
+#define BACK_MOVE                                                                                  \
+	PAL__TRIGGER_MOVE_WHERE(                                                                   \
+	    "t.state IN ('pending', 'retry_wait', 'paused')"                                       \
+	    " AND t.source IN ('schedule', 'catchup') AND " IN_SCOPE("t") " AND NOT " LIVE_AT(     \
+		"t", "greatest(t.scheduled_at, now())"),                                           \
+	    "'shadow'", "'rolled_back'")
+
 typedef struct back_ctx {
 	const pal_scope *sc;
 	const char *scope, *actor, *reason;
@@ -387,23 +408,13 @@ static int back_body(pal_store *st, void *vctx, char *err, size_t errlen)
 				3, p, NULL, err, errlen)))
 		return rc;
 	const char *pk[] = {pal__ops_scope_kind(c->sc->kind), c->sc->name ? c->sc->name : ""};
-	PGresult *r = pal__store_query(
-	    st,
-	    "WITH m AS (UPDATE triggers t SET state = 'shadow', last_error_class = 'rolled_back',"
-	    "   updated_at = now()"
-	    "  WHERE t.state IN ('pending', 'retry_wait', 'paused')"
-	    /* every waiting one, the due ones too: they were live instants,
-	     * and the old system takes them over */
-	    "   AND t.source IN ('schedule', 'catchup') AND " IN_SCOPE(
-		"t") /* a job another scope keeps live stays live */
-	    "   AND NOT " LIVE_AT(
-		"t",
-		"greatest(t.scheduled_at, now())") "  RETURNING t.scheduled_at <= now() AS due)"
-						   " SELECT count(*) FILTER (WHERE due), count(*) "
-						   "FILTER (WHERE NOT due),"
-						   "  floor(extract(epoch FROM now()))::bigint "
-						   "FROM m",
-	    2, pk, err, errlen);
+	PGresult *r =
+	    pal__store_query(st,
+			     "WITH m AS (SELECT x.scheduled_at <= now() AS due FROM " BACK_MOVE
+			     " x) SELECT count(*) FILTER (WHERE due),"
+			     " count(*) FILTER (WHERE NOT due),"
+			     " floor(extract(epoch FROM now()))::bigint FROM m",
+			     2, pk, err, errlen);
 	if (!r)
 		return PAL_EDB;
 	*c->handed_back = pal__ops_val_i64(r, 0, 0);

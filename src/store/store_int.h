@@ -81,6 +81,11 @@ int pal__store_query_json(pal_store *st, const char *sql, int nparams, const cha
 #define PAL__TRIGGER_MOVE(sel, to, class)                                                          \
 	"(SELECT array_agg(s.id) AS ids, array_agg(s.scheduled_at) AS ats FROM (" sel ") s) door," \
 	" palisade_trigger_move(door.ids, door.ats, " to ", " class ")"
+/* PAL__TRIGGER_MOVE of the triggers (alias t) that match WHERE. */
+#define PAL__TRIGGER_MOVE_WHERE(where, to, class)                                                  \
+	PAL__TRIGGER_MOVE("SELECT t.id, t.scheduled_at FROM triggers t WHERE " where               \
+			  " FOR UPDATE OF t",                                                      \
+			  to, class)
 
 /* What attempt A (an alias of attempts in the statement) kept of the
  * service's answer, as a JSON expression: {status, headers, content_type,
