@@ -86,9 +86,12 @@ PAL_MUST_CHECK int pal_apistore_triggers_page(pal_store *st, const char *job_id,
 					      json_t **out, char **next, char *err, size_t errlen);
 
 /* Audit rows, newest first, filtered by ACTOR, ACTION and SCOPE (NULL:
- * any): [{id at actor role client action scope reason details}]. */
+ * any) and at or after SINCE (Unix seconds; PAL_OPS_NOW: any time, as
+ * `palisade audit --since`): [{id at actor role client action scope reason
+ * details}]. */
 PAL_MUST_CHECK int pal_apistore_audit_page(pal_store *st, const char *actor, const char *action,
-					   const char *scope, const char *cursor, int limit,
-					   json_t **out, char **next, char *err, size_t errlen);
+					   const char *scope, int64_t since, const char *cursor,
+					   int limit, json_t **out, char **next, char *err,
+					   size_t errlen);
 
 #endif

@@ -811,16 +811,20 @@ static void h_triggers(call *c)
 	ok(c, 200, page_json(rows, next));
 }
 
+static bool query_time(call *c, const char *name, int64_t *out);
+
 static void h_audit(call *c)
 {
 	int limit;
-	if (!unscoped(c) || !page_limit(c, &limit))
+	int64_t since = PAL_OPS_NOW;
+	if (!unscoped(c) || !page_limit(c, &limit) ||
+	    (query(c, "since") && !query_time(c, "since", &since)))
 		return;
 	json_t *rows;
 	char *next, err[1024];
 	int rc = pal_apistore_audit_page(c->api->st, query(c, "actor"), query(c, "action"),
-					 query(c, "scope"), query(c, "cursor"), limit, &rows, &next,
-					 err, sizeof err);
+					 query(c, "scope"), since, query(c, "cursor"), limit, &rows,
+					 &next, err, sizeof err);
 	if (rc)
 		problem_rc(c, rc, err);
 	else

@@ -11,6 +11,7 @@
 #include "palisade/err.h"
 #include "palisade/lifecycle.h"
 #include <glib.h>
+#include "palisade/timefmt.h"
 #include "cli_int.h"
 
 #define DEFAULT_LIMIT 100
@@ -462,7 +463,12 @@ int pal_cmd_audit(int argc, char **argv)
 	query_arg(remote, "actor", a.actor);
 	query_arg(remote, "action", a.action);
 	query_arg(remote, "scope", a.scope);
-	bool api = a.since == PAL_OPS_NOW && limit <= 1000;
+	if (a.since != PAL_OPS_NOW) {
+		char since[32];
+		pal_fmt_rfc3339(a.since, since, sizeof since);
+		query_arg(remote, "since", since);
+	}
+	bool api = limit <= 1000;
 	ec = run("audit", &c, read_audit, &a, table_audit, api ? remote->str : NULL);
 	g_string_free(remote, TRUE);
 	return ec;

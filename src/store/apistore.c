@@ -6,10 +6,12 @@
  * page exists, and the cursor is taken from the last row kept.  Each row
  * carries its cursor in a field "_c" that page_cut() removes.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "palisade/apistore.h"
+#include "palisade/ops.h"
 #include "store_int.h"
 
 #define TS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
@@ -287,16 +289,17 @@ int pal_apistore_triggers_page(pal_store *st, const char *job_id, const char *st
 }
 
 int pal_apistore_audit_page(pal_store *st, const char *actor, const char *action, const char *scope,
-			    const char *cursor, int limit, json_t **out, char **next, char *err,
-			    size_t errlen)
+			    int64_t since, const char *cursor, int limit, json_t **out, char **next,
+			    char *err, size_t errlen)
 {
-	char l[16];
+	char l[16], s[24];
 	snprintf(l, sizeof l, "%d", limit + 1);
+	snprintf(s, sizeof s, "%" PRId64, since);
 	if (cursor && strspn(cursor, "0123456789") != strlen(cursor)) {
 		snprintf(err, errlen, "cursor \"%.40s\" is not one this API gave", cursor);
 		return PAL_EINVAL;
 	}
-	const char *p[] = {actor, action, scope, cursor, l};
+	const char *p[] = {actor, action, scope, cursor, l, since == PAL_OPS_NOW ? NULL : s};
 	return page(
 	    st,
 	    "SELECT coalesce(json_agg(json_build_object('id', id, 'at', " TS(
@@ -306,7 +309,8 @@ int pal_apistore_audit_page(pal_store *st, const char *actor, const char *action
 		      " ORDER BY id DESC), '[]')"
 		      " FROM (SELECT * FROM audit_log WHERE ($1::text IS NULL OR actor = $1)"
 		      "  AND ($2::text IS NULL OR action = $2) AND ($3::text IS NULL OR scope = $3)"
-		      "  AND ($4::bigint IS NULL OR id < $4::bigint) ORDER BY id DESC LIMIT "
-		      "$5::int) a",
-	    5, p, limit, out, next, err, errlen);
+		      "  AND ($4::bigint IS NULL OR id < $4::bigint)"
+		      "  AND ($6::bigint IS NULL OR at >= to_timestamp($6::bigint))"
+		      "  ORDER BY id DESC LIMIT $5::int) a",
+	    6, p, limit, out, next, err, errlen);
 }

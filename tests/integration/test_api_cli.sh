@@ -56,6 +56,17 @@ expect_exit "audit --actor --action through the API" 0 remote audit --actor ops-
 expect_eq "only that actor's triggers" "trigger" "$(python3 -c 'import json,sys; print(" ".join(sorted({r["action"] + ("" if r["actor"] == "ops-bot" else "!") for r in json.loads(sys.stdin.read())})))' <<<"$OUT")"
 expect_exit "audit --actor on the database" 0 "$PAL" audit --actor ops-bot --action pause
 expect_match "shows the role and the client" 'ops-bot .*pause .*\(role operator, client 127\.0\.0\.1:[0-9]+\)' "$OUT"
+# audit --since through the API: the rows of the direct path (the newest
+# second's only: the rows of the start are older)
+since=$(sql "select to_char(date_trunc('second', max(at)) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') from audit_log")
+ids='import json,sys; o=json.loads(sys.stdin.read()); print(" ".join(str(r["id"]) for r in (o["items"] if isinstance(o, dict) else o)))'
+expect_exit "audit --since through the API" 0 remote audit --since "$since" --limit 1000 --output json
+via_api=$(python3 -c "$ids" <<<"$OUT")
+expect_exit "audit --since on the database" 0 "$PAL" audit --since "$since" --limit 1000 --output json
+expect_eq "the same rows, newest first, fewer than the whole log ($(sql "select count(*) from audit_log") rows)" \
+	"$(python3 -c "$ids" <<<"$OUT") yes" "$via_api $([ "$(wc -w <<<"$via_api")" -lt "$(sql "select count(*) from audit_log")" ] && echo yes)"
+expect_eq "the API refuses a since that is no instant: 400" 400 \
+	"$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $OP" "http://${NODE_ADMIN[s1]}/api/v1/audit?since=yesterday")"
 expect_exit "verify through the API" 0 remote verify --from 2026-01-01T00:00:00Z --to 2026-01-01T01:00:00Z --job cli.a
 expect_match "its verdict" '^verify: OK ' "$OUT"
 expect_exit "apply as an operator: refused (exit 77)" 77 remote apply "$PALISADE_TEST_TMP/api-cli.yaml"
