@@ -25,9 +25,16 @@
 -- palisade.trigger_move is 'on', which tells the statement-level check
 -- (palisade_trigger_edges_check) that these edges are checked already;
 -- it is cleared right after (and with the (sub)transaction on an error).
+-- Joins by nested loop only: the keys are a primary key's, so each is one
+-- probe of one partition.  Left to itself, the planner of a call with many
+-- keys (a cancel or resume of thousands of triggers) read the states by a
+-- hash join over every partition of triggers, a cost that grew with the
+-- table rather than with the move.
 CREATE OR REPLACE FUNCTION palisade_trigger_move(p_ids bigint[], p_ats timestamp with time zone[], p_to text, p_error_class text DEFAULT NULL::text)
  RETURNS TABLE(id bigint, scheduled_at timestamp with time zone, from_state text, job_id text, version integer, shard integer, epoch bigint)
  LANGUAGE plpgsql
+ SET enable_hashjoin TO 'off'
+ SET enable_mergejoin TO 'off'
 AS $function$
 #variable_conflict use_column
 BEGIN

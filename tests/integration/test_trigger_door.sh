@@ -80,5 +80,26 @@ expect_eq "is left alone and not returned (no edge from the state it read)" "" "
 wait "$hpid"
 expect_eq "its state is the other writer's" "succeeded" "$(sql "SELECT state FROM triggers WHERE id = $C")"
 
+echo "  -- a large set: the door reads its keys by the primary key"
+# 36,000 triggers and a move of 6,000: reading the moved rows' states
+# by a hash join scanned every partition (its cost grew with the table, not
+# the move); by the keys it probes the primary key once per key.
+sql "INSERT INTO triggers (job_id, version, scheduled_at, partition, source, tenant, resource_group,
+       state, due_at, shard, fence)
+     SELECT 'door.job', 1, now() + interval '1 day' + g * interval '1 second', 0, 'schedule',
+       'default', 'default', 'pending', now(), 0, 0 FROM generate_series(1, 36000) g" >/dev/null
+sql "ANALYZE triggers" >/dev/null
+plan=$(psql "$PALISADE_PG" -XAtq -c "LOAD 'auto_explain'" -c "SET auto_explain.log_min_duration = 0" \
+	-c "SET auto_explain.log_nested_statements = on" -c "SET auto_explain.log_level = notice" \
+	-c "SET client_min_messages = notice" \
+	-c "SELECT count(*) FROM (SELECT array_agg(id) AS ids, array_agg(scheduled_at) AS ats FROM (
+	      SELECT id, scheduled_at FROM triggers WHERE job_id = 'door.job' AND state = 'pending'
+	      ORDER BY scheduled_at DESC LIMIT 6000) s) a, palisade_trigger_move(a.ids, a.ats, 'cancelled') m" 2>&1)
+expect_eq "6,000 moved" 6000 "$(tail -1 <<<"$plan")"
+door_plan=$(sed -n '/Query Text: WITH o AS/,/^NOTICE:/p' <<<"$plan")
+expect_match "the plan of the door's statement is there" 'Update on triggers' "$door_plan"
+expect_eq "its keys probed one by one: no hash or merge join (which read every partition whole)" 0 \
+	"$(grep -c -E 'Hash Join|Merge Join' <<<"$door_plan")"
+
 echo "  ($((SECONDS - t0)) s)"
 finish
