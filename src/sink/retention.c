@@ -47,7 +47,7 @@
  * (seen_at) is never older than its effect's applied_at or updated_at
  * (every apply is a request); both are checked all the same, for a row
  * edited by hand.  Keys still in the tables of before 006_keys.sql are
- * adopted first (src/sink/adopt.c), then forgotten here. */
+ * adopted first (adopt() below), then forgotten here. */
 static const char SQL_SLICE[] =
     "WITH c AS (SELECT k.idempotency_key AS key FROM sink_keys k"
     "    WHERE k.seen_at < to_timestamp($1::bigint / 1000.0)"

@@ -1,7 +1,8 @@
 -- sink_adopt_batch(n): sink_adopt() for up to N keys still in the old
 -- tables, first by key, each taken with its advisory lock (a try: a key an
 -- apply holds is passed over; that apply adopts it).  One bounded
--- statement, hence one short transaction, per call (src/sink/adopt.c).
+-- statement, hence one short transaction, per call (adopt() in
+-- src/sink/retention.c, before each retention pass).
 -- Returns the number of keys it found (keys_found: 0 once the old tables
 -- hold no effect) and of those it moved (keys_moved).
 CREATE OR REPLACE FUNCTION sink_adopt_batch(n integer, OUT keys_found integer, OUT keys_moved integer)
