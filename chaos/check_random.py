@@ -167,7 +167,7 @@ def main():
     samples["effects_doubled"] += ["%s chunk %s x%s" % tuple(r) for r in d[:10]]
     lost = psql(
         "select t.id, t.job_id, k.key from triggers t"
-        " cross join lateral (select a.idempotency_key as key from attempts a where a.trigger_id = t.id"
+        " cross join lateral (select a.idempotency_key as key from attempt_ledger a where a.trigger_id = t.id"
         "   and a.idempotency_key is not null order by a.fence desc limit 1) k"
         " left join sink_effects e on e.idempotency_key = k.key"
         " where t.state = 'succeeded' and t.scheduled_at between to_timestamp(%d) and to_timestamp(%d)"
@@ -176,7 +176,7 @@ def main():
     samples["effects_lost"] += ["trigger %s %s key %s" % tuple(r) for r in lost[:10]]
     nokey = psql("select count(*) from triggers t where t.state = 'succeeded'"
                  " and t.scheduled_at between to_timestamp(%d) and to_timestamp(%d)"
-                 " and not exists (select 1 from attempts a where a.trigger_id = t.id and a.idempotency_key is not null)"
+                 " and not exists (select 1 from attempt_ledger a where a.trigger_id = t.id and a.idempotency_key is not null)"
                  % (t0, t1))
     R["succeeded_without_key"] = int(nokey[0][0])
     phase("effects")
@@ -186,7 +186,7 @@ def main():
               " max(fence) over (partition by idempotency_key order by applied_at, chunk rows between unbounded preceding and 1 preceding) prev"
               " from sink_ledger) x where fence < prev")
     R["stale_accepted_sink"] = int(sa[0][0])
-    sb = psql("select a.trigger_id, a.fence, a.outcome, b.fence from attempts a join attempts b"
+    sb = psql("select a.trigger_id, a.fence, a.outcome, b.fence from attempt_ledger a join attempt_ledger b"
               " on b.trigger_id = a.trigger_id and b.fence > a.fence"
               " where a.outcome is not null and a.outcome not in ('fenced') and a.ended_at > b.claimed_at")
     R["stale_accepted_db"] = len(sb)

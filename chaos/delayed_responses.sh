@@ -81,9 +81,9 @@ T1=$(rfc3339_ago 8)
 settled() { [ "$(sql "select count(*) from triggers where scheduled_at between '$T0' and '$T1' and state <> 'succeeded'")" = 0 ]; }
 wait_until "every trigger of the window ends succeeded" 120 settled
 echo "    states: $(sql "select string_agg(state || '=' || n, ' ') from (select state, count(*) n from triggers where scheduled_at between '$T0' and '$T1' group by 1) x")"
-W="from attempts a join triggers t on t.id = a.trigger_id where t.scheduled_at between '$T0' and '$T1'"
+W="from attempt_ledger a join triggers t on t.id = a.trigger_id where t.scheduled_at between '$T0' and '$T1'"
 FIG[triggers]=$(sql "select count(*) from triggers where scheduled_at between '$T0' and '$T1'")
-FIG[taken_over]=$(sql "select count(distinct t.id) $W and a.node in ('e1', 'e2') and t.fence <> a.fence and exists (select 1 from attempts b where b.trigger_id = t.id and b.fence > a.fence and b.node = 'e3')")
+FIG[taken_over]=$(sql "select count(distinct t.id) $W and a.node in ('e1', 'e2') and t.fence <> a.fence and exists (select 1 from attempt_ledger b where b.trigger_id = t.id and b.fence > a.fence and b.node = 'e3')")
 FIG[fenced_db]=$(sql "select count(*) $W and a.outcome = 'fenced'")
 FIG[fenced_e2_metric]=$(metric e2 'palisade_executor_stale_rejections_total{at="db"}' | cut -d. -f1)
 FIG[abandoned_e1]=$(grep -c '"event":"executor.call_abandoned"' "$NODE_DIR/e1.log")
@@ -92,7 +92,7 @@ FIG[stale_at_sink]=$(sink_stat stale)
 FIG[replayed_at_sink]=$(sink_stat replayed)
 # A late result committed would leave a trigger ended under a token that a
 # newer attempt superseded.
-FIG[late_committed]=$(sql "select count(*) from triggers t where scheduled_at between '$T0' and '$T1' and exists (select 1 from attempts b where b.trigger_id = t.id and b.fence > t.fence)")
+FIG[late_committed]=$(sql "select count(*) from triggers t where scheduled_at between '$T0' and '$T1' and exists (select 1 from attempt_ledger b where b.trigger_id = t.id and b.fence > t.fence)")
 FIG[effects_doubled]=$(sql "select count(*) from (select idempotency_key, chunk from sink_ledger group by 1, 2 having count(*) > 1) d")
 FIG[planned_twice]=$(sql "select count(*) from (select 1 from triggers where scheduled_at between '$T0' and '$T1' group by job_id, scheduled_at, partition having count(*) > 1) d")
 read -r _ _ pconn _ preq _ presp _ plate <<<"$(grep '^stats' "$NODE_DIR/proxy.log" | tail -1 | tr '=' ' ')"

@@ -43,7 +43,7 @@ check_window() {
 		            t.lease_owner, t.lease_until, t.last_error_class,
 		            (select string_agg(a.fence || ':' || coalesce(a.outcome, '-') || '@' || a.node ||
 		                    coalesce('/' || a.error_class, ''), ', ' order by a.id)
-		               from attempts a where a.trigger_id = t.id and a.scheduled_at = t.scheduled_at)
+		               from attempt_ledger a where a.trigger_id = t.id and a.scheduled_at = t.scheduled_at)
 		       from triggers t where scheduled_at between '$t0' and '$t1' and state <> 'succeeded'
 		      order by t.id limit 10" 2>&1 | sed 's/^/    left: /'
 	fi

@@ -115,7 +115,7 @@ FIG[patroni_lag_bytes]=$(curl -s --max-time 2 "http://127.0.0.1:$(awk -v i="$old
 	python3 -c 'import json,sys; print(max([m.get("lag", 0) if isinstance(m.get("lag", 0), int) else 0 for m in json.load(sys.stdin)["members"]] or [0]))' 2>/dev/null || echo null)
 snap() { # snap CONNINFO PREFIX: the window's triggers and attempts, as the member has them
 	psql "$1" -XAtq -F' ' -c "select id, job_id, to_char(scheduled_at at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'), partition, state, coalesce(fence, 0), (extract(epoch from created_at) * 1000000)::bigint from triggers where scheduled_at >= '$T0' order by id" >"$NODE_DIR/$2.triggers"
-	psql "$1" -XAtq -F' ' -c "select a.fence, a.trigger_id, coalesce(a.outcome, '-'), (extract(epoch from a.claimed_at) * 1000000)::bigint from attempts a join triggers t on t.id = a.trigger_id where t.scheduled_at >= '$T0' order by a.fence" >"$NODE_DIR/$2.attempts"
+	psql "$1" -XAtq -F' ' -c "select a.fence, a.trigger_id, coalesce(a.outcome, '-'), (extract(epoch from a.claimed_at) * 1000000)::bigint from attempt_ledger a join triggers t on t.id = a.trigger_id where t.scheduled_at >= '$T0' order by a.fence" >"$NODE_DIR/$2.attempts"
 }
 snap "$OLD_PG" before
 [ "$SINK_MODE" = cluster ] && psql "$OLD_PG" -XAtq -F' ' -c "select idempotency_key, chunk, (extract(epoch from applied_at) * 1000000)::bigint from sink_ledger" | sort >"$NODE_DIR/before.ledger"
@@ -212,7 +212,7 @@ SINK_SQL=ssql check_window "$T0" "$T1"
 vals=$(awk '{ printf "%s(%s, %s::timestamptz, %s)", (NR > 1 ? "," : ""), "\x27" $1 "\x27", "\x27" $2 "\x27", $3 }' "$NODE_DIR/redo.keys")
 : >"$NODE_DIR/redo.now"
 [ -n "$vals" ] && sql "select k.job, k.at, k.part, count(t.id), coalesce(min(t.state), '-'),
-		coalesce((select min(a.idempotency_key) from attempts a where a.trigger_id = min(t.id) and a.idempotency_key is not null), '-')
+		coalesce((select min(a.idempotency_key) from attempt_ledger a where a.trigger_id = min(t.id) and a.idempotency_key is not null), '-')
 	from (values $vals) k(job, at, part)
 	left join triggers t on t.job_id = k.job and t.scheduled_at = k.at and t.partition = k.part and t.request_id is null
 	group by 1, 2, 3" >"$NODE_DIR/redo.now"
@@ -227,7 +227,7 @@ FIG[redone_bad]=$bad
 # sequence resumes from the last WAL record it received).
 FIG[tokens_reissued]=0
 lf=$(awk '{ printf "%s%s", (NR > 1 ? "," : ""), $1 }' "$NODE_DIR/lost.attempts")
-[ -n "$lf" ] && FIG[tokens_reissued]=$(sql "select count(*) from attempts where fence in ($lf)")
+[ -n "$lf" ] && FIG[tokens_reissued]=$(sql "select count(*) from attempt_ledger where fence in ($lf)")
 FIG[replayed]=$(sink_stat replayed)
 # Applies the sink made (in memory, survives the failover) against its
 # ledger rows: more applies than rows are effects applied again after the

@@ -43,7 +43,7 @@ sleep 6
 settled() { [ "$(sql "select count(*) from triggers where scheduled_at between '$T0' and '$T1' and state not in ('succeeded', 'manual', 'failed')")" = 0 ]; }
 wait_until "every trigger of the slow window ends" 120 settled
 echo "    states: $(sql "select string_agg(state || '=' || n, ' ') from (select state, count(*) n from triggers where scheduled_at between '$T0' and '$T1' group by 1) x")"
-W="from attempts a join triggers t on t.id = a.trigger_id where t.scheduled_at between '$T0' and '$T1'"
+W="from attempt_ledger a join triggers t on t.id = a.trigger_id where t.scheduled_at between '$T0' and '$T1'"
 FIG[triggers]=$(sql "select count(*) from triggers where scheduled_at between '$T0' and '$T1'")
 FIG[attempts]=$(sql "select count(*) $W")
 # An attempt whose call timed out either found its effect by the status

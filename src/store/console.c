@@ -74,9 +74,21 @@ int pal_store_console_open(const char *conninfo, int timeout_ms, pal_store **out
  * tickets only: a gate its jobs fall under (global, their tenant, a job of
  * theirs, a group one of their jobs is in), a breaker their calls met. */
 static const char
-    SQL_CLUSTER[] = "WITH s AS (SELECT a.trigger_id, a.node, a.claimed_at, a.ended_at, a.outcome, "
-		    "a.error_class"
-		    "   FROM attempts a ORDER BY a.id DESC LIMIT $1::int),"
+    SQL_CLUSTER[] = /* The latest attempts: the latest $1 attempts rows and the
+		     * first attempts the latest $1 triggers hold (attempt_ledger's two
+		     * halves, each read backwards along its primary key, a bounded
+		     * read: the view has no index in claim order, and a filtered
+		     * walk of triggers would read every trigger without one), the
+		     * latest $1 of both.  A success is stored as a NULL outcome. */
+		    "WITH s AS (SELECT * FROM ((SELECT a.trigger_id, a.node, a.claimed_at,"
+		    "     a.ended_at, a.outcome, a.error_class FROM attempts a"
+		    "     ORDER BY a.id DESC LIMIT $1::int)"
+		    "   UNION ALL (SELECT t.id, t.first_node, t.first_claimed_at, t.first_ended_at,"
+		    "     coalesce(t.first_outcome, CASE WHEN t.first_ended_at IS NOT NULL"
+		    "       THEN 'succeeded' END), t.first_error"
+		    "     FROM (SELECT * FROM triggers x ORDER BY x.id DESC LIMIT $1::int) t"
+		    "     WHERE t.first_claimed_at IS NOT NULL)) s"
+		    "   ORDER BY s.claimed_at DESC LIMIT $1::int),"
 		    /* the rate window: five minutes, or less when the sample is shorter */
 		    " cut AS (SELECT greatest(clock_timestamp() - interval '5 minutes',"
 		    "   CASE WHEN (SELECT count(*) FROM s) >= $1::int THEN (SELECT min(claimed_at) "
@@ -302,7 +314,7 @@ static const char SQL_JOB[] =
 	"     'claimed_at', " TS("a.claimed_at") ", 'ended_at', " TS("a.ended_at") ","
 	"     'outcome', a.outcome, 'error_class', a.error_class, 'http_status', a.http_status,"
 	"     'duration_ms', a.duration_ms, 'response', " PAL__RESPONSE_JSON("a") ")"
-	"     ORDER BY a.id), '[]') FROM attempts a"
+	"     ORDER BY a.fence), '[]') FROM attempt_ledger a"
 	"     WHERE a.trigger_id = t.id))"
 	"   ORDER BY t.scheduled_at DESC, t.partition, t.id), '[]')"
 	"   FROM palisade_job_triggers(j.job_id, $2::int) t),"

@@ -1,7 +1,7 @@
 /*
  * exec.c - the executor's SQL (see include/palisade/execstore.h).
  *
- * Claims call palisade_claim() (sql/005_parallel_claim.sql): claims of
+ * Claims call palisade_claim_batch() (sql/functions/): claims of
  * different executors run in parallel, each takes disjoint rows (SKIP
  * LOCKED while the candidates are read), and the cluster-wide limits
  * (group cluster_concurrency, tenant caps, max_in_flight, exclusive overlap
@@ -22,9 +22,12 @@
 #include "palisade/execstore.h"
 #include "store_int.h"
 
+/* true: a trigger's first attempt is kept in its row, without an attempts
+ * row (docs/schema.md, "The attempt ledger"); the commit below ends it
+ * there. */
 static const char SQL_CLAIM[] =
-	"SELECT * FROM palisade_claim($1, $2::int, $3::int, $4::int, $5::text[], $6::text[],"
-	" $7::int[], $8::int[], $9::text[], $10::int[], $11::float8[])";
+	"SELECT * FROM palisade_claim_batch($1, $2::int, $3::int, $4::int, $5::text[], $6::text[],"
+	" $7::int[], $8::int[], $9::text[], $10::int[], $11::float8[], true)";
 
 static void copy(char *dst, size_t len, const char *src)
 {
@@ -347,6 +350,27 @@ static int result_ref_cmp(const void *a, const void *b)
 #define PART_T " AND t.scheduled_at >= to_timestamp($14::float8) AND t.scheduled_at < to_timestamp($15::float8)"
 #define PART_A " AND a.scheduled_at >= to_timestamp($14::float8) AND a.scheduled_at < to_timestamp($15::float8)"
 
+/* The end of an attempt the trigger row holds (first_claimed_at set: the
+ * claim of a first attempt, docs/schema.md "The attempt ledger"), written
+ * by the UPDATE that sets the state; the columns att writes for an
+ * attempts row, in the row's compact form (attempt_ledger decodes it): a
+ * success leaves first_outcome NULL, the job's default key leaves
+ * first_key NULL ('' when none was sent).  For any other attempt they
+ * stay NULL. */
+#define FIRST_SET(OUTCOME) \
+	"   first_ended_at = CASE WHEN t.first_claimed_at IS NOT NULL THEN clock_timestamp() END," \
+	"   first_outcome = CASE WHEN t.first_claimed_at IS NOT NULL" \
+	"     THEN nullif(" OUTCOME ", 'succeeded') END," \
+	"   first_error = CASE WHEN t.first_claimed_at IS NOT NULL THEN nullif(u.err, '') END," \
+	"   first_http = CASE WHEN t.first_claimed_at IS NOT NULL THEN nullif(u.http, 0) END," \
+	"   first_ms = CASE WHEN t.first_claimed_at IS NOT NULL THEN u.dur END," \
+	"   first_key = CASE WHEN t.first_claimed_at IS NOT NULL THEN nullif(u.ikey," \
+	"     palisade_default_key(t.job_id, t.scheduled_at, t.partition, t.request_id)) END," \
+	"   first_queries = CASE WHEN t.first_claimed_at IS NOT NULL" \
+	"     THEN string_to_array(nullif(u.sq, ''), ',') END"
+#define FIRST_ENDS FIRST_SET("CASE WHEN u.st = 'pending' THEN 'deferred' ELSE u.st END")
+#define FIRST_ENDS_FENCED FIRST_SET("'fenced'")
+
 /* The statement's CTEs up to fl; RET: what upd returns (the notify
  * variant needs more of the trigger). */
 #define COMMIT_CTES(RET) \
@@ -375,7 +399,8 @@ static int result_ref_cmp(const void *a, const void *b)
 	"   outcome_unknown = u.unk," \
 	"   lease_owner = NULL, lease_until = NULL, updated_at = clock_timestamp()," \
 	"   finished_at = CASE WHEN u.st IN ('succeeded', 'failed')" \
-	"     OR t.state = 'cancelling' THEN clock_timestamp() END" \
+	"     OR t.state = 'cancelling' THEN clock_timestamp() END," \
+	FIRST_ENDS \
 	"   FROM u WHERE t.id = u.id AND t.fence = u.fence AND t.id = ANY ($1::bigint[])" PART_T \
 	/* IS TRUE: the state test must not let the planner read the batch's \
 	 * rows through triggers_live (whose predicate a bare IN implies).  The \
@@ -391,6 +416,13 @@ static int result_ref_cmp(const void *a, const void *b)
 	 * attempt is found through its trigger (attempts_trigger), not its \
 	 * token alone: attempts_fence is there only for 0.2.0 binaries, whose \
 	 * commit reads it, and goes in a contract step (docs/upgrades.md). */ \
+	/* a result refused for its state, of an attempt its trigger row holds \
+	 * (token still its own): ended there as fenced, as att ends a row; \
+	 * disjoint from upd (a state upd requires is not true here) */ \
+	" fen AS (UPDATE triggers t SET" FIRST_ENDS_FENCED \
+	"   FROM u WHERE t.id = u.id AND t.fence = u.fence AND t.id = ANY ($1::bigint[])" PART_T \
+	"   AND t.first_claimed_at IS NOT NULL AND t.first_ended_at IS NULL" \
+	"   AND (t.state IN ('running', 'pausing', 'cancelling')) IS NOT TRUE)," \
 	" att AS (UPDATE attempts a SET ended_at = clock_timestamp()," \
 	"   outcome = CASE WHEN upd.id IS NULL" \
 	"     THEN 'fenced' WHEN u.st = 'pending' THEN 'deferred' ELSE u.st END," \
@@ -438,7 +470,7 @@ static int result_ref_cmp(const void *a, const void *b)
 	"       'status_queries', to_jsonb(CASE WHEN a.fence = u.fence" \
 	"         THEN string_to_array(nullif(u.sq, ''), ',') ELSE a.status_queries END))" \
 	"       ORDER BY a.fence) FROM (SELECT x.*, row_number() OVER (ORDER BY x.fence) AS n" \
-	"       FROM attempts x WHERE x.trigger_id = upd.id) a)) ELSE '{}'::jsonb END" \
+	"       FROM attempt_ledger x WHERE x.trigger_id = upd.id) a)) ELSE '{}'::jsonb END" \
 	"     || CASE WHEN u.rnode <> '' THEN jsonb_build_object('render_error', u.tr," \
 	"       'nodes_that_cannot_render', (SELECT jsonb_agg(DISTINCT s.node) FROM (" \
 	"         SELECT s.node FROM render_skips s WHERE s.job_id = upd.job_id" \
@@ -636,6 +668,13 @@ int pal_store_checkpoint(pal_store *st, int64_t id, int64_t fence, const char *c
 		"WITH upd AS (UPDATE triggers SET checkpoint = $3::jsonb, updated_at = clock_timestamp(),"
 		"   state = CASE state WHEN 'pausing' THEN 'paused' WHEN 'cancelling' THEN 'cancelled'"
 		"     ELSE state END,"
+		/* an attempt the row holds ends here as its attempts row would */
+		"   first_ended_at = CASE WHEN first_claimed_at IS NOT NULL"
+		"     AND state IN ('pausing', 'cancelling') THEN clock_timestamp() END,"
+		"   first_outcome = CASE WHEN first_claimed_at IS NOT NULL THEN CASE state"
+		"     WHEN 'pausing' THEN 'paused' WHEN 'cancelling' THEN 'cancelled' END END,"
+		"   first_key = CASE WHEN first_claimed_at IS NOT NULL"
+		"     AND state IN ('pausing', 'cancelling') THEN '' END,"
 		"   lease_owner = CASE WHEN state = 'running' THEN lease_owner END,"
 		"   lease_until = CASE WHEN state = 'running' THEN lease_until END,"
 		"   finished_at = CASE WHEN state = 'cancelling' THEN clock_timestamp() END"

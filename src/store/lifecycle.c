@@ -149,7 +149,7 @@ int pal_store_attempts_json(pal_store *st, int64_t trigger_id, json_t **out, cha
 			      " 'duration_ms', a.duration_ms, 'response', " PAL__RESPONSE_JSON(
 				  "a") ")"
 				       " ORDER BY a.fence), '[]')"
-				       " FROM attempts a WHERE a.trigger_id = $1::bigint",
+				       " FROM attempt_ledger a WHERE a.trigger_id = $1::bigint",
 	    1, p, out, err, errlen);
 	if (!rc)
 		pal__store_show_bodies(*out);
@@ -284,10 +284,10 @@ int pal_store_unknown_at(pal_store *st, const char *job_id, int64_t at, json_t *
 	    " 'source', t.source, 'request_id', t.request_id, 'attempts', (SELECT"
 	    " coalesce(json_agg(json_build_object('fence', a.fence, 'outcome', a.outcome,"
 	    "  'error_class', a.error_class) ORDER BY a.fence), '[]')"
-	    "  FROM attempts a WHERE a.trigger_id = t.id)) ORDER BY t.id), '[]')"
+	    "  FROM attempt_ledger a WHERE a.trigger_id = t.id)) ORDER BY t.id), '[]')"
 	    " FROM palisade_job_triggers($1, NULL, NULL, to_timestamp($2::bigint),"
 	    "  to_timestamp($2::bigint)) t"
-	    " WHERE (t.state IN ('unknown', 'manual') OR EXISTS (SELECT 1 FROM attempts a"
+	    " WHERE (t.state IN ('unknown', 'manual') OR EXISTS (SELECT 1 FROM attempt_ledger a"
 	    "  WHERE a.trigger_id = t.id AND (a.outcome IN ('unknown', 'manual') OR a.error_class "
 	    "IN"
 	    "  ('timeout_after_send', 'reset_after_send', 'empty_reply', 'garbage_reply',"

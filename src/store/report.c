@@ -37,8 +37,14 @@ static const char COST_SQL[] =
     "    count(*) FILTER (WHERE a.outcome = 'unknown') AS unk,"
     "    count(*) FILTER (WHERE a.http_status IS NOT NULL OR a.error_class IS NOT NULL)"
     "      AS calls,"
-    "    coalesce(sum(cardinality(a.status_queries)), 0) AS sq,"
-    "    sum(pg_column_size(a.*)) AS b FROM attempts a"
+    "    coalesce(sum(cardinality(a.status_queries)), 0) AS sq FROM attempt_ledger a"
+    "  WHERE a.scheduled_at >= " FROM_TS " AND a.scheduled_at < " TO_TS
+    "    AND a.trigger_id IN (SELECT id FROM t)"
+    "  GROUP BY a.trigger_id),"
+    /* bytes: the attempts rows' own, as stored (a row of the ledger is not
+     * one); an attempt its trigger row holds is counted in that row's
+     * size (t.b) */
+    " ab AS (SELECT a.trigger_id, sum(pg_column_size(a.*)) AS b FROM attempts a"
     "  WHERE a.scheduled_at >= " FROM_TS " AND a.scheduled_at < " TO_TS
     "    AND a.trigger_id IN (SELECT id FROM t)"
     "  GROUP BY a.trigger_id),"
@@ -61,8 +67,9 @@ static const char COST_SQL[] =
     "    coalesce(sum(a.n - 1) FILTER (WHERE a.n > 1), 0) AS retries,"
     "    coalesce(sum(a.unk), 0) AS unknown, coalesce(sum(k.n), 0) AS tickets,"
     "    coalesce(sum(a.calls), 0) AS calls, coalesce(sum(a.sq), 0) AS status_queries,"
-    "    coalesce(sum(t.b), 0) + coalesce(sum(a.b), 0) + coalesce(sum(x.b), 0) AS stored_bytes"
-    "  FROM t LEFT JOIN a ON a.trigger_id = t.id LEFT JOIN k ON k.trigger_id = t.id"
+    "    coalesce(sum(t.b), 0) + coalesce(sum(ab.b), 0) + coalesce(sum(x.b), 0) AS stored_bytes"
+    "  FROM t LEFT JOIN a ON a.trigger_id = t.id LEFT JOIN ab ON ab.trigger_id = t.id"
+    "  LEFT JOIN k ON k.trigger_id = t.id"
     "  LEFT JOIN x ON x.trigger_id = t.id"
     "  GROUP BY GROUPING SETS ((t.job_id), ())),"
     " j AS (SELECT r.*, json_build_object('job_id', job_id, 'triggers', triggers,"

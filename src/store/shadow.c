@@ -242,14 +242,15 @@ int pal_store_stoplines_json(pal_store *st, const pal_scope *sc, json_t **out, c
 				    "t.due_at < now()"
 				    "    AND " IN_SCOPE(
 					"t") "),"
-					     "  'fenced', (SELECT count(*) FROM attempts a JOIN "
+					     "  'fenced', (SELECT count(*) FROM attempt_ledger a "
+					     "JOIN "
 					     "triggers t ON t.id = a.trigger_id"
 					     "    AND t.scheduled_at = a.scheduled_at WHERE "
 					     "a.outcome = 'fenced'"
 					     "    AND a.claimed_at >= s.since AND " IN_SCOPE(
 						 "t") "),"
 						      "  'fenced_baseline', (SELECT count(*) FROM "
-						      "attempts a JOIN triggers t"
+						      "attempt_ledger a JOIN triggers t"
 						      "    ON t.id = a.trigger_id AND "
 						      "t.scheduled_at = a.scheduled_at"
 						      "    WHERE a.outcome = 'fenced' AND "
@@ -476,7 +477,7 @@ int pal_store_unfinished_json(pal_store *st, const pal_scope *sc, int64_t before
 				  "v.version = t.version"
 				  " LEFT JOIN LATERAL (SELECT a.fence, a.idempotency_key, "
 				  "a.outcome, a.error_class,"
-				  "   a.http_status FROM attempts a WHERE a.trigger_id = t.id"
+				  "   a.http_status FROM attempt_ledger a WHERE a.trigger_id = t.id"
 				  "   AND a.scheduled_at = t.scheduled_at ORDER BY a.fence DESC "
 				  "LIMIT 1) la ON true"
 				  " WHERE t.scheduled_at <= to_timestamp($3::bigint) AND " IN_SCOPE(

@@ -785,13 +785,13 @@ YAML
 	kill9_node lease-a
 	lim=$(($(ms) + lease * 1000 + 30000))
 	while [ "$(ms)" -lt $lim ]; do
-		[ "$(sql "SELECT count(DISTINCT trigger_id) FROM attempts WHERE node = 'lease-b'")" -ge $k ] && break
+		[ "$(sql "SELECT count(DISTINCT trigger_id) FROM attempt_ledger WHERE node = 'lease-b'")" -ge $k ] && break
 		sleep 0.1
 	done
 	local v
 	v=$(sql "SELECT CASE WHEN count(DISTINCT trigger_id) >= $k THEN
 	           round(extract(epoch FROM max(claimed_at)) * 1000 - $t0) END
-	         FROM attempts WHERE node = 'lease-b'")
+	         FROM attempt_ledger WHERE node = 'lease-b'")
 	stop_node lease-b
 	stop_sink
 	record "lease takeover after kill -9 of an executor" "${v:-null}" ms $((lease * 1000 + 1000)) lower \

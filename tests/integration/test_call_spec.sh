@@ -86,7 +86,7 @@ expect_eq "the first batch read failed (fault injection)" 1 \
 expect_eq "no version was unavailable to a call (each read it alone)" 0 \
 	"$(grep -c '"event":"executor.spec_unavailable"' "$NODE_DIR/n1.log")"
 expect_eq "no trigger was handed back, failed or sent to manual" 0 \
-	"$(sql "select count(*) from attempts a join triggers t on t.id = a.trigger_id
+	"$(sql "select count(*) from attempt_ledger a join triggers t on t.id = a.trigger_id
 	       where t.job_id like 'batch.%' and a.error_class is not null")"
 expect_eq "no trigger failed" 0 \
 	"$(sql "select count(*) from triggers where state in ('failed', 'manual')")"

@@ -43,17 +43,17 @@ sleep 4
 settled() { [ "$(sql "select count(*) from triggers where scheduled_at between '$T0' and '$T1' and state <> 'succeeded'")" = 0 ]; }
 wait_until "every trigger planned in the window ends succeeded" 60 settled
 echo "    states: $(sql "select string_agg(state || coalesce('/' || last_error_class, '') || '=' || n, ' ') from (select state, last_error_class, count(*) n from triggers where scheduled_at between '$T0' and '$T1' group by 1, 2) x")"
-by_node=$(sql "select string_agg(node || '=' || n, ' ' order by node) from (select node, count(*) n from attempts a join triggers t on t.id = a.trigger_id where t.scheduled_at between '$T0' and '$T1' group by 1) x")
+by_node=$(sql "select string_agg(node || '=' || n, ' ' order by node) from (select node, count(*) n from attempt_ledger a join triggers t on t.id = a.trigger_id where t.scheduled_at between '$T0' and '$T1' group by 1) x")
 echo "    figure: attempts by node: $by_node"
 for n in k0 fast slow; do
-	check "$n made attempts" [ "$(sql "select count(*) from attempts where node = '$n'")" -gt 0 ]
+	check "$n made attempts" [ "$(sql "select count(*) from attempt_ledger where node = '$n'")" -gt 0 ]
 done
-retried_by() { sql "select count(*) from attempts a where a.node = '$1' and a.outcome = 'retry_wait'"; }
+retried_by() { sql "select count(*) from attempt_ledger a where a.node = '$1' and a.outcome = 'retry_wait'"; }
 echo "    figure: attempts that scheduled a retry: k0 $(retried_by k0), fast $(retried_by fast), slow $(retried_by slow)"
 check "the skewed nodes scheduled retries" [ "$(retried_by fast)" -gt 0 -a "$(retried_by slow)" -gt 0 ]
 # Each retry was claimed within its backoff (max 1 s) plus a claim interval
 # of when the previous attempt ended - not an hour later, not early.
-gap=$(sql "select coalesce(max(extract(epoch from n.claimed_at - a.ended_at)), 0)::numeric(10,2) from attempts a join attempts n on n.trigger_id = a.trigger_id and n.fence = (select min(fence) from attempts x where x.trigger_id = a.trigger_id and x.fence > a.fence) where a.outcome = 'retry_wait'")
+gap=$(sql "select coalesce(max(extract(epoch from n.claimed_at - a.ended_at)), 0)::numeric(10,2) from attempt_ledger a join attempt_ledger n on n.trigger_id = a.trigger_id and n.fence = (select min(fence) from attempt_ledger x where x.trigger_id = a.trigger_id and x.fence > a.fence) where a.outcome = 'retry_wait'")
 echo "    figure: longest wait from a retry_wait attempt to the next claim: ${gap} s"
 check "no retry waited more than 5 s (backoff max 1 s)" python3 -c "import sys; sys.exit(0 if $gap < 5 else 1)"
 expect_eq "no trigger failed (max_age 10m judged by the database clock)" 0 \

@@ -43,7 +43,7 @@ start_node ctl
 CLUSTER_CONF=$EXE_CONF LD_PRELOAD=$FT FAKETIME_TIMESTAMP_FILE=$CLOCK FAKETIME_CACHE_DURATION=1 \
 	FAKETIME_DONT_FAKE_MONOTONIC=1 start_node jumpy
 wait_until "all shards led" 30 all_shards_led
-retries() { [ "$(sql "select count(*) from attempts where node = 'jumpy' and outcome = 'retry_wait'")" -ge 20 ]; }
+retries() { [ "$(sql "select count(*) from attempt_ledger where node = 'jumpy' and outcome = 'retry_wait'")" -ge 20 ]; }
 wait_until "the jumping executor schedules retries" 30 retries
 
 # parked: waiting triggers whose next attempt lies further ahead than any
@@ -76,6 +76,6 @@ echo "    not terminal: $(sql "select coalesce(string_agg(job_id || '@' || sched
 expect_eq "no trigger failed or went to manual (max_age judged by the database clock)" 0 \
 	"$(sql "select count(*) from triggers where state in ('failed', 'manual')")"
 check "the jumping executor ran attempts during the jump" \
-	[ "$(sql "select count(*) from attempts where node = 'jumpy' and claimed_at between '$T0' and '$T1'")" -gt 0 ]
+	[ "$(sql "select count(*) from attempt_ledger where node = 'jumpy' and claimed_at between '$T0' and '$T1'")" -gt 0 ]
 expect_exit "verify: no instant missing or doubled" 0 "$PAL" verify --from "$T0" --to "$T1"
 finish

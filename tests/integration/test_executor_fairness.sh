@@ -31,7 +31,7 @@ sleep 15
 T1=$(sql "select clock_timestamp() - interval '5 s'")
 wait_s() {
 	sql "select coalesce(round(percentile_cont($2) within group (order by extract(epoch from a.claimed_at - t.due_at))::numeric, 2), -1)
-	     from triggers t join attempts a on a.trigger_id = t.id and a.fence = (select min(fence) from attempts x where x.trigger_id = t.id)
+	     from triggers t join attempt_ledger a on a.trigger_id = t.id and a.fence = (select min(fence) from attempt_ledger x where x.trigger_id = t.id)
 	     where t.tenant = '$1' and t.due_at between '$T0' and '$T1'"
 }
 backlog=$(sql "select count(*) from triggers where tenant = 'heavy' and state = 'pending' and due_at < clock_timestamp()")

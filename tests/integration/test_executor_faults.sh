@@ -50,13 +50,13 @@ expect_eq "no idempotency key has more than one effect (sink_ledger)" 0 "$keys_d
 missing_effects=$(sql "select count(*) from triggers t where t.scheduled_at between '$T0' and '$T1' and not exists (select 1 from sink_effects e where e.idempotency_key = t.job_id || '/' || to_char(t.scheduled_at at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') || '/' || t.partition)")
 expect_eq "every trigger's key has its effect at the sink" 0 "$missing_effects"
 expect_eq "the key an attempt sent is the one derived from the plan key" 0 \
-	"$(sql "select count(*) from attempts a join triggers t on t.id = a.trigger_id where a.idempotency_key is not null and a.idempotency_key <> t.job_id || '/' || to_char(t.scheduled_at at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') || '/' || t.partition")"
-expect_eq "every claim had a distinct, larger token (attempts.fence unique)" 0 "$(sql "select count(*) - count(distinct fence) from attempts")"
+	"$(sql "select count(*) from attempt_ledger a join triggers t on t.id = a.trigger_id where a.idempotency_key is not null and a.idempotency_key <> t.job_id || '/' || to_char(t.scheduled_at at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') || '/' || t.partition")"
+expect_eq "every claim had a distinct, larger token (attempts.fence unique)" 0 "$(sql "select count(*) - count(distinct fence) from attempt_ledger")"
 dropped=$(sink_stat dropped_after_commit)
 replayed=$(sink_stat replayed)
 stale_sink=$(sink_stat stale)
-stale_db=$(sql "select count(*) from attempts where outcome = 'fenced'")
-multi=$(sql "select count(*) from (select trigger_id from attempts group by 1 having count(*) > 1) x")
+stale_db=$(sql "select count(*) from attempt_ledger where outcome = 'fenced'")
+multi=$(sql "select count(*) from (select trigger_id from attempt_ledger group by 1 having count(*) > 1) x")
 echo "    figure: responses dropped after commit $dropped, replays $replayed, triggers with more than one attempt $multi"
 echo "    figure: stale-token rejections: at the sink $stale_sink, at the database $stale_db"
 abandoned=$(cat "$NODE_DIR"/e*.log | grep -o '"event":"executor.call_abandoned"[^}]*"reason":"[^"]*"' | sed 's/.*"reason":"//; s/"$//' | sort | uniq -c | tr -s ' ' | paste -sd,)

@@ -46,7 +46,9 @@ sql "CREATE TEMP TABLE x AS SELECT * FROM triggers WHERE job_id = 'floor.job';
      DELETE FROM attempts WHERE trigger_id IN (SELECT id FROM x);
      DELETE FROM triggers WHERE id IN (SELECT id FROM x);
      UPDATE x SET state = 'pending', fence = NULL, lease_owner = NULL, lease_until = NULL,
-       attempt_count = 0, finished_at = NULL, last_error_class = NULL, next_attempt_at = NULL;
+       attempt_count = 0, finished_at = NULL, last_error_class = NULL, next_attempt_at = NULL,
+       first_claimed_at = NULL, first_node = NULL, first_ended_at = NULL, first_outcome = NULL,
+       first_error = NULL, first_http = NULL, first_ms = NULL, first_key = NULL, first_queries = NULL;
      INSERT INTO triggers OVERRIDING SYSTEM VALUE SELECT * FROM x;
      SELECT setval('palisade_fence', 10)" >/dev/null
 expect_eq "the trigger is pending again" pending "$(state_of)"
@@ -57,10 +59,10 @@ check "the sink refused a rewound token at least once" [ "$(sink_stat stale)" -g
 f2=$(sql "select fence from triggers where job_id = 'floor.job'")
 check "the accepted attempt's token ($f2) is past the sink's ($f1)" [ "$f2" -gt "$f1" ]
 expect_eq "the refused attempt was handed back (stale_token, deferred)" 1 \
-	"$(sql "select count(*) from attempts a join triggers t on t.id = a.trigger_id
+	"$(sql "select count(*) from attempt_ledger a join triggers t on t.id = a.trigger_id
 	        where t.job_id = 'floor.job' and a.error_class = 'stale_token' and a.outcome = 'deferred'" |
 		awk '{print ($1 >= 1)}')"
 expect_eq "still one effect at the sink (replayed, not applied again)" 1 "$(effects)"
 expect_eq "the sequence stayed monotonic: no token of the triggers table repeats" 0 \
-	"$(sql "select count(*) from (select fence from attempts group by fence having count(*) > 1) d")"
+	"$(sql "select count(*) from (select fence from attempt_ledger group by fence having count(*) > 1) d")"
 finish

@@ -24,7 +24,7 @@ expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml
 start_node x1
 wait_until "shards led" 60 all_shards_led
 
-claims_since() { sql "select count(*) from attempts a join triggers t on t.id = a.trigger_id where t.job_id = '$1' and a.claimed_at > '$2'"; }
+claims_since() { sql "select count(*) from attempt_ledger a join triggers t on t.id = a.trigger_id where t.job_id = '$1' and a.claimed_at > '$2'"; }
 # claimed_since JOB TIME [N]: JOB has at least N (1) claims later than TIME.
 claimed_since() { [ "$(claims_since "$1" "$2")" -ge "${3:-1}" ]; }
 t0=$(sql "select clock_timestamp()")
@@ -79,9 +79,9 @@ echo "    paused at checkpoint $cp1 (token $fence1)"
 expect_exit "resume the chunked job" 0 "$PAL" resume --job p.chunky --reason "go on"
 wait_until "the chunked trigger completes after resume" 60 bash -c "[ \"\$(psql '$PALISADE_PG' -XAtqc 'select state from triggers where id = $tid')\" = succeeded ]"
 check "it continued with a new, larger token" [ "$(sql "select fence from triggers where id = $tid")" -gt "$fence1" ]
-key=$(sql "select idempotency_key from attempts where trigger_id = $tid and idempotency_key is not null limit 1")
+key=$(sql "select idempotency_key from attempt_ledger where trigger_id = $tid and idempotency_key is not null limit 1")
 expect_eq "each of the 6 chunks was applied exactly once" "6|6" "$(sql "select count(*), count(distinct chunk) from sink_ledger where idempotency_key = '$key'")"
-check "the resumed attempt started past chunk 1 (its first request carried the checkpoint)" [ "$(sql "select count(*) from attempts where trigger_id = $tid")" -ge 2 ]
+check "the resumed attempt started past chunk 1 (its first request carried the checkpoint)" [ "$(sql "select count(*) from attempt_ledger where trigger_id = $tid")" -ge 2 ]
 
 # A resume that arrives before the safe point: the pause is asked while a
 # chunk is in flight, the resume lands while the trigger is still pausing.
@@ -96,8 +96,8 @@ expect_eq "the pause was caught before the safe point, and resume put it back to
 	"$st_paused $(state_of "$tid")"
 sink_faults '{"paused": false}'
 wait_until "it completes without a second resume" 60 bash -c "[ \"\$(psql '$PALISADE_PG' -XAtqc 'select state from triggers where id = $tid')\" = succeeded ]"
-expect_eq "under the same token, in one attempt" "$fence1|1" "$(sql "select t.fence, count(a.*) from triggers t join attempts a on a.trigger_id = t.id where t.id = $tid group by 1")"
-key=$(sql "select idempotency_key from attempts where trigger_id = $tid and idempotency_key is not null limit 1")
+expect_eq "under the same token, in one attempt" "$fence1|1" "$(sql "select t.fence, count(a.*) from triggers t join attempt_ledger a on a.trigger_id = t.id where t.id = $tid group by 1")"
+key=$(sql "select idempotency_key from attempt_ledger where trigger_id = $tid and idempotency_key is not null limit 1")
 expect_eq "each of the 6 chunks was applied exactly once" "6|6" "$(sql "select count(*), count(distinct chunk) from sink_ledger where idempotency_key = '$key'")"
 
 # Cancel racing completion: a slow sink, cancel every in-flight trigger of a job.
@@ -109,7 +109,7 @@ wait_until "every cancel of p.beta is decided (no trigger left cancelling)" 60 b
 expect_eq "no trigger of p.beta is left in cancelling" 0 "$(sql "select count(*) from triggers where job_id = 'p.beta' and state = 'cancelling' and lease_until < clock_timestamp()")"
 echo "    figure: p.beta after the cancel race: $(sql "select string_agg(state || '=' || n, ' ') from (select state, count(*) n from triggers where job_id = 'p.beta' group by 1) x")"
 expect_eq "every cancelled trigger's attempts ended cancelled or without a success commit" 0 \
-	"$(sql "select count(*) from triggers t where t.job_id = 'p.beta' and t.state = 'cancelled' and exists (select 1 from attempts a where a.trigger_id = t.id and a.outcome = 'succeeded')")"
+	"$(sql "select count(*) from triggers t where t.job_id = 'p.beta' and t.state = 'cancelled' and exists (select 1 from attempt_ledger a where a.trigger_id = t.id and a.outcome = 'succeeded')")"
 
 # Not about pausing (this file has the cheapest live executor and sink): the
 # longest key a valid job can expand to (docs/protocol.md: 1000 bytes) goes
@@ -120,5 +120,5 @@ out=$("$PAL" trigger --job p.longkey --request-id "$(head -c 128 /dev/zero | tr 
 tid=$(sql "select id from triggers where job_id = 'p.longkey' order by id desc limit 1")
 wait_until "a trigger with a 1000-byte idempotency key succeeds" 60 bash -c "[ \"\$(psql '$PALISADE_PG' -XAtqc 'select state from triggers where id = $tid')\" = succeeded ]"
 expect_eq "the sink stored the key whole: the one the attempt recorded" "1000|1" \
-	"$(sql "select length(e.idempotency_key), count(*) from sink_effects e join attempts a on a.idempotency_key = e.idempotency_key where a.trigger_id = $tid group by 1")"
+	"$(sql "select length(e.idempotency_key), count(*) from sink_effects e join attempt_ledger a on a.idempotency_key = e.idempotency_key where a.trigger_id = $tid group by 1")"
 finish

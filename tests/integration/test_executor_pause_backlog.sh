@@ -37,7 +37,7 @@ check "the paused backlog is deeper than the claim window" [ "$backlog" -gt 32 ]
 "$PAL" trigger --job q.other --reason "must not wait for the paused job" >/dev/null
 done_other() { [ "$(sql "select state from triggers where job_id = 'q.other'")" = succeeded ]; }
 wait_until "the tenant's other job runs while the paused backlog waits" 15 done_other
-expect_eq "nothing of the paused job was claimed" 0 "$(sql "select count(*) from attempts a join triggers t on t.id = a.trigger_id where t.job_id = 'q.paused'")"
+expect_eq "nothing of the paused job was claimed" 0 "$(sql "select count(*) from attempt_ledger a join triggers t on t.id = a.trigger_id where t.job_id = 'q.paused'")"
 expect_exit "resume q.paused" 0 "$PAL" resume --job q.paused --reason "drain the backlog"
 drained() { [ "$(sql "select count(*) from triggers where job_id = 'q.paused' and state = 'succeeded'")" -ge "$backlog" ]; }
 wait_until "after resume the backlog drains" 60 drained

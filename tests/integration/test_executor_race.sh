@@ -59,7 +59,7 @@ expect_eq "the replace rule was sampled 400 times" 400 "$n_samples"
 # that were open at once (claim to end; an open attempt counts until now).
 peak() {
 	sql "with a as (select a.claimed_at, coalesce(a.ended_at, clock_timestamp()) as ended_at
-	        from attempts a join triggers t on t.id = a.trigger_id where $1),
+	        from attempt_ledger a join triggers t on t.id = a.trigger_id where $1),
 	      ev as (select claimed_at as at, 1 as d from a union all select ended_at, -1 from a)
 	     select coalesce(max(n), 0) from (select sum(d) over (order by at, d rows unbounded preceding) as n from ev) x"
 }
@@ -69,7 +69,7 @@ p_mif=$(peak "t.job_id = 'race.mif'")
 p_queue=$(peak "t.job_id = 'race.queue'")
 p_forbid=$(peak "t.job_id = 'race.forbid'")
 p_free=$(peak "t.job_id like 'race.free-%'")
-nodes=$(sql "select count(distinct node) from attempts")
+nodes=$(sql "select count(distinct node) from attempt_ledger")
 echo "    figure: peaks - capped group $p_cap (limit 3), tenant quota $p_quota (cap 2), max_in_flight job $p_mif (limit 2), queue $p_queue, forbid $p_forbid, 8 free jobs $p_free; replace: at most $worst_replace not being replaced; claims by $nodes executors"
 expect_eq "all three executors claimed" 3 "$nodes"
 expect_eq "group cluster_concurrency 3: reached, never exceeded" 3 "$p_cap"
@@ -87,10 +87,10 @@ check "free jobs overlap (the limits are not a global serialisation)" [ "$p_free
 # it is stopped (no cluster-wide lock to hold, whatever e1 was doing).
 stalled=0
 for _ in 1 2 3 4 5; do
-	before=$(sql "select count(*) from attempts where node <> 'e1'")
+	before=$(sql "select count(*) from attempt_ledger where node <> 'e1'")
 	pause_node e1
 	sleep 1.5
-	after=$(sql "select count(*) from attempts where node <> 'e1'")
+	after=$(sql "select count(*) from attempt_ledger where node <> 'e1'")
 	resume_node e1
 	[ "$after" -gt "$before" ] || stalled=$((stalled + 1))
 	sleep 0.5
@@ -105,9 +105,9 @@ check "limits still never exceeded after the freezes" within_limits
 
 # G3: one live lease per trigger, tokens unique and increasing per trigger.
 expect_eq "no trigger has two attempts with the same token" 0 \
-	"$(sql "select count(*) from (select fence from attempts group by fence having count(*) > 1) x")"
+	"$(sql "select count(*) from (select fence from attempt_ledger group by fence having count(*) > 1) x")"
 expect_eq "each trigger's attempts have increasing tokens in claim order" 0 \
-	"$(sql "select count(*) from (select fence < lag(fence) over (partition by trigger_id order by claimed_at, id) as bad from attempts) x where bad")"
+	"$(sql "select count(*) from (select fence < lag(fence) over (partition by trigger_id order by claimed_at, id) as bad from attempt_ledger) x where bad")"
 stop_all_nodes
 expect_eq "no idempotency key has more than one effect" 0 \
 	"$(sql "select count(*) from (select idempotency_key from sink_ledger group by idempotency_key having count(*) > 1) x")"

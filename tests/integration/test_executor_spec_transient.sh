@@ -28,11 +28,11 @@ expect_eq "the node's first three reads failed (fault injection)" 3 \
 expect_eq "no trigger failed or went manual" 0 \
 	"$(sql "select count(*) from triggers where state in ('failed', 'manual')")"
 expect_eq "no bad_spec on any trigger or attempt" "0 0" \
-	"$(sql "select count(*) from triggers where last_error_class = 'bad_spec'") $(sql "select count(*) from attempts where error_class = 'bad_spec'")"
+	"$(sql "select count(*) from triggers where last_error_class = 'bad_spec'") $(sql "select count(*) from attempt_ledger where error_class = 'bad_spec'")"
 expect_eq "the handed-back attempts are recorded as deferred" 3 \
-	"$(sql "select count(*) from attempts where outcome = 'deferred' and error_class = 'spec_unavailable'")"
+	"$(sql "select count(*) from attempt_ledger where outcome = 'deferred' and error_class = 'spec_unavailable'")"
 expect_eq "every trigger that was handed back succeeded later" 0 \
-	"$(sql "select count(*) from triggers t where exists (select 1 from attempts a where a.trigger_id = t.id and a.error_class = 'spec_unavailable') and t.state <> 'succeeded'")"
+	"$(sql "select count(*) from triggers t where exists (select 1 from attempt_ledger a where a.trigger_id = t.id and a.error_class = 'spec_unavailable') and t.state <> 'succeeded'")"
 expect_eq "one effect per succeeded trigger at the sink" 0 \
 	"$(sql "select count(*) from (select idempotency_key from sink_ledger group by 1, chunk having count(*) > 1) d")"
 finish

@@ -86,10 +86,10 @@ db_stale() { [ "$(metric old 'palisade_executor_stale_rejections_total{at="db"}'
 wait_until "the old executor's commit was refused by the database fence" 10 db_stale
 check "the refusal was logged" grep -q '"event":"executor.result_fenced"' "$NODE_DIR/old.log"
 expect_eq "the old attempt is recorded as 'fenced'" fenced \
-	"$(sql "select outcome from attempts where fence = $old_fence")"
+	"$(sql "select outcome from attempt_ledger where fence = $old_fence")"
 expect_eq "the trigger stays succeeded under the newer token" "succeeded $new_fence" \
 	"$(sql "select state || ' ' || fence from triggers where job_id = 'stale.late-response'")"
 expect_eq "one effect for the key" 1 "$(effects late-response)"
-echo "    figure: stale-token rejections: at the sink $(sink_stat stale), at the database $(sql "select count(*) from attempts where outcome = 'fenced'")"
+echo "    figure: stale-token rejections: at the sink $(sink_stat stale), at the database $(sql "select count(*) from attempt_ledger where outcome = 'fenced'")"
 check "the drill switch was logged" grep -q '"event":"executor.fault_injection"' "$NODE_DIR/old.log"
 finish

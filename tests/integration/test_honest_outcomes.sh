@@ -43,11 +43,11 @@ st() { sql "select state || ' ' || coalesce(last_error_class, '') from triggers 
 ended() { [ "$(sql "select count(*) from triggers where job_id in ('honest.query', 'honest.nourl') and state in ('succeeded', 'failed', 'manual')")" = 2 ]; }
 wait_until "both unknown-outcome triggers end" 20 ended
 for j in query nourl; do
-	echo "    $j: $(st honest.$j); attempts: $(sql "select string_agg(coalesce(outcome, '-') || '/' || coalesce(error_class, '-') || '/' || coalesce(status_queries::text, '-'), ' ' order by a.fence) from attempts a join triggers t on t.id = a.trigger_id where t.job_id = 'honest.$j'")"
+	echo "    $j: $(st honest.$j); attempts: $(sql "select string_agg(coalesce(outcome, '-') || '/' || coalesce(error_class, '-') || '/' || coalesce(status_queries::text, '-'), ' ' order by a.fence) from attempt_ledger a join triggers t on t.id = a.trigger_id where t.job_id = 'honest.$j'")"
 	expect_match "honest.$j: the budget ran out with the outcome unknown: manual, never failed" "^manual " "$(st honest.$j)"
 	tk=$(sql "select evidence::text from tickets k join triggers t on t.id = k.trigger_id where t.job_id = 'honest.$j'")
 	check "honest.$j: a ticket was opened" [ -n "$tk" ]
-	ikey=$(sql "select distinct a.idempotency_key from attempts a join triggers t on t.id = a.trigger_id where t.job_id = 'honest.$j' and a.idempotency_key is not null")
+	ikey=$(sql "select distinct a.idempotency_key from attempt_ledger a join triggers t on t.id = a.trigger_id where t.job_id = 'honest.$j' and a.idempotency_key is not null")
 	expect_eq "honest.$j: its evidence names the key" "$ikey" "$(jq -r .idempotency_key <<<"$tk")"
 	expect_eq "honest.$j: ... and both attempts" 2 "$(jq '.attempts | length' <<<"$tk")"
 	expect_eq "honest.$j: allowed actions keep the key (retry = same trigger), no new key" \
@@ -59,7 +59,7 @@ tq=$(sql "select evidence::text from tickets k join triggers t on t.id = k.trigg
 # transaction was open: that is "unknown", not "not applied".
 check "honest.query: the evidence holds the status queries' answers (409 in_progress)" \
 	grep -q 409 <<<"$(jq -c '[.attempts[].status_queries]' <<<"$tq")"
-applied() { [ "$(sql "select count(*) from sink_ledger where idempotency_key in (select idempotency_key from attempts a join triggers t on t.id = a.trigger_id where t.job_id in ('honest.query', 'honest.nourl'))")" -ge 2 ]; }
+applied() { [ "$(sql "select count(*) from sink_ledger where idempotency_key in (select idempotency_key from attempt_ledger a join triggers t on t.id = a.trigger_id where t.job_id in ('honest.query', 'honest.nourl'))")" -ge 2 ]; }
 wait_until "the sink commits both effects (so 'failed' would have been a lie)" 15 applied
 check "the status query answered 409 in_progress while the apply was open" \
 	[ "$(sink_stat query_in_progress)" -ge 1 ]
@@ -81,9 +81,9 @@ resume_node h2
 done2() { [ "$(sql "select count(*) from triggers where job_id = 'honest.secret' and state = 'succeeded'")" = 2 ]; }
 wait_until "h2, which has the secret, runs both" 30 done2
 expect_eq "h1 never called for honest.secret; h2 did, one attempt each" "h2 h2" \
-	"$(sql "select string_agg(a.node, ' ' order by a.fence) from attempts a join triggers t on t.id = a.trigger_id where t.job_id = 'honest.secret' and a.outcome = 'succeeded'")"
+	"$(sql "select string_agg(a.node, ' ' order by a.fence) from attempt_ledger a join triggers t on t.id = a.trigger_id where t.job_id = 'honest.secret' and a.outcome = 'succeeded'")"
 expect_eq "h1 claimed honest.secret once (then skipped it)" 1 \
-	"$(sql "select count(*) from attempts a join triggers t on t.id = a.trigger_id where t.job_id = 'honest.secret' and a.node = 'h1'")"
+	"$(sql "select count(*) from attempt_ledger a join triggers t on t.id = a.trigger_id where t.job_id = 'honest.secret' and a.node = 'h1'")"
 
 # ---- 3. no node can render ---------------------------------------------------
 "$PAL" trigger --job honest.nowhere --reason "honest outcome test" >/dev/null

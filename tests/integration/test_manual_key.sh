@@ -62,7 +62,7 @@ expect_eq "the service applied it under a second key (template + / + request id)
 expect_eq "... as a new effect, not a replay: one ledger row per key" "1|1" \
 	"$(sql "SELECT string_agg(n::text, '|' ORDER BY k) FROM (SELECT idempotency_key k, count(*) n FROM sink_ledger WHERE idempotency_key LIKE '$J/$T1/%' GROUP BY 1) x")"
 expect_eq "the attempt recorded the key it sent" "$J/$T1/0/RERUN-1" \
-	"$(sql "SELECT string_agg(DISTINCT a.idempotency_key, ' ') FROM attempts a JOIN triggers t ON t.id = a.trigger_id WHERE t.request_id = 'RERUN-1'")"
+	"$(sql "SELECT string_agg(DISTINCT a.idempotency_key, ' ') FROM attempt_ledger a JOIN triggers t ON t.id = a.trigger_id WHERE t.request_id = 'RERUN-1'")"
 
 expect_exit "the same command again" 0 \
 	"$PAL" trigger --job "$J" --at "$T1" --new-effect --request-id RERUN-1 --reason "re-run" --config "$CLUSTER_CONF"
@@ -89,10 +89,10 @@ expect_exit "trigger --request-id LOST-1 (now)" 0 \
 	"$PAL" trigger --job "$J" --request-id LOST-1 --reason "lost reply" --config "$CLUSTER_CONF"
 wait_until "the manual run succeeded (its reply lost, a status query found it applied)" 20 done_rid LOST-1
 sink_faults '{"drop_after_commit_rate": 0}'
-check "a status query was made" [ "$(sql "SELECT count(*) FROM attempts a JOIN triggers t ON t.id = a.trigger_id WHERE t.request_id = 'LOST-1' AND coalesce(array_length(a.status_queries, 1), 0) > 0")" -ge 1 ]
+check "a status query was made" [ "$(sql "SELECT count(*) FROM attempt_ledger a JOIN triggers t ON t.id = a.trigger_id WHERE t.request_id = 'LOST-1' AND coalesce(array_length(a.status_queries, 1), 0) > 0")" -ge 1 ]
 TL=$(sql "SELECT to_char(scheduled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM triggers WHERE request_id = 'LOST-1'")
 expect_eq "every attempt sent the run's own key" "$J/$TL/0/LOST-1" \
-	"$(sql "SELECT string_agg(DISTINCT a.idempotency_key, ' ') FROM attempts a JOIN triggers t ON t.id = a.trigger_id WHERE t.request_id = 'LOST-1'")"
+	"$(sql "SELECT string_agg(DISTINCT a.idempotency_key, ' ') FROM attempt_ledger a JOIN triggers t ON t.id = a.trigger_id WHERE t.request_id = 'LOST-1'")"
 TID=$(sql "SELECT id FROM triggers WHERE request_id = 'LOST-1'")
 qkeys=$(grep '"event":"executor.status_query"' "$NODE_DIR/m1.log" | grep "\"trigger\":$TID[,}]" | grep -o '"key":"[^"]*"' | sort -u)
 expect_eq "its status queries asked for that key" "\"key\":\"$J/$TL/0/LOST-1\"" "$qkeys"
@@ -114,6 +114,6 @@ check "the run was claimed again with a newer token" [ "$(sql "SELECT fence FROM
 expect_eq "the service holds one effect for the run: the dead node's request (its token), under the run's key" \
 	"$J/$TT/0/TAKE-1|$F1" "$(sql "SELECT string_agg(idempotency_key || '|' || fence, ' ') FROM sink_effects WHERE trigger_id = $TID")"
 expect_eq "the new node's attempt sent or asked for that same key" "$J/$TT/0/TAKE-1" \
-	"$(sql "SELECT string_agg(DISTINCT a.idempotency_key, ' ') FROM attempts a WHERE a.trigger_id = $TID")"
+	"$(sql "SELECT string_agg(DISTINCT a.idempotency_key, ' ') FROM attempt_ledger a WHERE a.trigger_id = $TID")"
 echo "    figure: test took ${SECONDS}s"
 finish

@@ -117,7 +117,7 @@ PY
 ERRS=$(old_errors)
 [ -n "$ERRS" ] && echo "$ERRS" | sed 's/^/    | old node under the new schema: /'
 expect_eq "old nodes log no database error under the new schema" "" "$ERRS"
-after=$(sql "select count(*) from attempts where ended_at > '$mig_ts' and outcome = 'succeeded'")
+after=$(sql "select count(*) from attempt_ledger where ended_at > '$mig_ts' and outcome = 'succeeded'")
 check "old executors committed successful attempts after the migration ($after)" [ "${after:-0}" -gt 0 ]
 
 # The advertisement, as the new CLI reads it: a node of 0.1.0 advertises

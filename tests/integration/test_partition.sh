@@ -85,8 +85,8 @@ T1=$(rfc3339_ago 0)
 settled() { [ "$(sql "select count(*) from triggers where scheduled_at between '$T0' and '$T1' and state <> 'succeeded'")" = 0 ]; }
 wait_until "every trigger planned in the window ends succeeded" 90 settled
 echo "    states: $(sql "select string_agg(state || '=' || n, ' ') from (select state, count(*) n from triggers where scheduled_at between '$T0' and '$T1' group by 1) x")"
-echo "    figure: $(sql "select count(*) from triggers where scheduled_at between '$T0' and '$T1'") triggers in the window; attempts by node: $(sql "select string_agg(node || '=' || n, ' ' order by node) from (select node, count(*) n from attempts a join triggers t on t.id = a.trigger_id where t.scheduled_at between '$T0' and '$T1' group by 1) x")"
-echo "    figure: stale-token rejections: at the sink $(sink_stat stale), at the database $(sql "select count(*) from attempts where outcome = 'fenced'"); fenced controller ticks on the cut node $(metric cut palisade_controller_fenced_total)"
+echo "    figure: $(sql "select count(*) from triggers where scheduled_at between '$T0' and '$T1'") triggers in the window; attempts by node: $(sql "select string_agg(node || '=' || n, ' ' order by node) from (select node, count(*) n from attempt_ledger a join triggers t on t.id = a.trigger_id where t.scheduled_at between '$T0' and '$T1' group by 1) x")"
+echo "    figure: stale-token rejections: at the sink $(sink_stat stale), at the database $(sql "select count(*) from attempt_ledger where outcome = 'fenced'"); fenced controller ticks on the cut node $(metric cut palisade_controller_fenced_total)"
 expect_exit "verify: no instant missing or doubled across the partition" 0 "$PAL" verify --from "$T0" --to "$T1"
 expect_eq "no idempotency key has more than one effect" 0 \
 	"$(sql "select count(*) from (select idempotency_key from sink_ledger group by 1 having count(*) > 1) d")"

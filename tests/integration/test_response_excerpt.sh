@@ -56,7 +56,7 @@ expect_eq "whole: the whole answer, secrets masked, not truncated" "$want false"
 	"$(row whole "encode(body, 'hex') || ' ' || truncated")"
 expect_eq "whole: no headers named, none kept" "{}" "$(row whole headers)"
 expect_eq "keep_body 0 and no headers: no row" "" "$(row none r.fence)"
-expect_eq "... though the attempt has its status" 200 "$(sql "select http_status from attempts where trigger_id = $(tid none)")"
+expect_eq "... though the attempt has its status" 200 "$(sql "select http_status from attempt_ledger where trigger_id = $(tid none)")"
 # The secret, in clear or hex, appears nowhere in the table (a bytea shows
 # as hex in text output).
 dump=$(sql "select r::text from attempt_responses r")

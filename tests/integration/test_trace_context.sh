@@ -39,7 +39,7 @@ sink_faults '{"error_rate": 0}'
 done_ok() { [ "$(sql "select state from triggers where job_id = 'traced'")" = succeeded ]; }
 wait_until "the trigger succeeds" 30 done_ok
 tid=$(sql "select id from triggers where job_id = 'traced'")
-expect_eq "three attempts called" 3 "$(sql "select count(*) from attempts where trigger_id = $tid and outcome is distinct from 'deferred'")"
+expect_eq "three attempts called" 3 "$(sql "select count(*) from attempt_ledger where trigger_id = $tid and outcome is distinct from 'deferred'")"
 
 trace=$("$PAL" triggers --config "$CLUSTER_CONF" --job traced --output json | jq -r '.[0].trace_id')
 expect_match "the trace id is the cluster prefix and the trigger id" "^[0-9a-f]{16}$(printf %016x "$tid")\$" "$trace"
@@ -47,7 +47,7 @@ reqs=$(grep -E '"event":"sink\.(error_injected|apply)"' "$NODE_DIR/sink.log" | g
 expect_eq "the sink saw three requests of the trigger" 3 "$(wc -l <<<"$reqs")"
 expect_eq "all three with one trace id, the trigger's" "$trace" "$(jq -r .trace_id <<<"$reqs" | sort -u | paste -sd,)"
 expect_eq "three span ids" 3 "$(jq -r .span_id <<<"$reqs" | sort -u | wc -l)"
-want=$(sql "select string_agg('01' || lpad(to_hex(attempt_no), 4, '0') || lpad(to_hex(fence & 1099511627775), 10, '0'), ',' order by fence) from (select row_number() over (order by fence) attempt_no, fence from attempts where trigger_id = $tid and outcome is distinct from 'deferred') a")
+want=$(sql "select string_agg('01' || lpad(to_hex(attempt_no), 4, '0') || lpad(to_hex(fence & 1099511627775), 10, '0'), ',' order by fence) from (select row_number() over (order by fence) attempt_no, fence from attempt_ledger where trigger_id = $tid and outcome is distinct from 'deferred') a")
 expect_eq "each span id is the request's kind, its attempt and its token" "$want" "$(jq -r .span_id <<<"$reqs" | sort | paste -sd,)"
 expect_eq "the job's own traceparent and tracestate headers were not sent (palisade's win)" "" \
 	"$(grep -c -e ffffffffffffffff -e job=header "$NODE_DIR/sink.log" | grep -v '^0$')"

@@ -1,0 +1,295 @@
+-- palisade_claim_batch(node, lease_ms, limit, ahead_ms, open_hosts,
+-- groups..., tenants..., first_in_row): one executor's claim, one round
+-- trip, with no cluster-wide lock (docs/executor.md, "Claiming").  Every
+-- claim runs this body: 0.3.0 executors call it with first_in_row true,
+-- older ones through palisade_claim(), which passes false.
+--  0. the node's row in executor_nodes, its render skips;
+--  1. forbid-skips (palisade_claim_forbid_skips());
+--  2. candidates: each tenant's oldest ready triggers in index order,
+--     locked FOR UPDATE SKIP LOCKED while they are read, so concurrent
+--     claims take disjoint rows; expired leases are re-claimed;
+--  3. a transaction-level advisory lock per group, tenant or job that a
+--     cluster-wide limit covers, taken with pg_try_advisory_xact_lock
+--     (never waited for: a claim without a key leaves its candidates to
+--     the claim that holds it);
+--  4. the claim itself in a statement of its own, so with a snapshot taken
+--     after the keys: counts of live runs, ranks, limits, the update with a
+--     new token and lease, the attempt rows (with their trigger's
+--     scheduled_at, the partition key), `overlap: replace` cancellations.
+-- The attempt ledger (docs/schema.md): with first_in_row, a trigger's
+-- first claim (attempt_count 0) keeps its attempt in the trigger row
+-- (first_claimed_at, first_node; the result commit adds the rest) and
+-- inserts no attempts row; every other claim inserts one, as older
+-- executors' commits expect.  A claim of a trigger whose row holds an
+-- attempt (a retry, a deferral, a takeover) first moves that attempt
+-- into an attempts row of its own and clears the row's first_* columns,
+-- in the same statement, so no attempt is ever in both places.
+-- VOLATILE: in READ COMMITTED each statement takes a fresh snapshot, which
+-- step 4 relies on.  Rows: one per claimed trigger, ordered by id, then one
+-- summary row with id NULL (the forbid-skip count, the earliest ready
+-- instant after the horizon in ms since the epoch).
+--
+-- Settings (docs/performance.md has the measurements):
+--   enable_sort, enable_bitmapscan off: step 2 must walk
+--     triggers_tenant_ready in order and stop at the limit; estimating one
+--     row, the planner preferred a scan plus a sort of every ready row
+--     (66-80 ms over 20,000 ready triggers instead of ~1 ms);
+--   plan_cache_mode force_generic_plan: over a partitioned table a custom
+--     plan covers every partition and index, 27 ms of planning per claim;
+--     no statement here needs its parameter values to plan well;
+--   enable_seqscan off: a generic plan made while a partition was nearly
+--     empty read it sequentially for ever after (295-411 ms per claim
+--     after 100,000 instants were planned into it); every statement has an
+--     index for what it reads.
+-- A candidate's job version is a LATERAL lookup with LIMIT 1, and expired
+-- leases are those before statement_timestamp(): both keep a claim's cost
+-- independent of the number of jobs and of running triggers.
+CREATE OR REPLACE FUNCTION palisade_claim_batch(p_node text, p_lease_ms integer, p_limit integer, p_ahead_ms integer, p_open_hosts text[], p_groups text[], p_group_node integer[], p_group_cluster integer[], p_tenants text[], p_tenant_cap integer[], p_tenant_weight double precision[], p_first_in_row boolean)
+ RETURNS TABLE(id bigint, fence bigint, job_id text, version integer, at bigint, part integer, request_id text, attempt integer, prev_state text, prev_err text, checkpoint text, tenant text, resource_group text, ready_ms bigint, skipped integer, next_ms bigint, unknown boolean)
+ LANGUAGE plpgsql
+ SET enable_sort TO 'off'
+ SET enable_bitmapscan TO 'off'
+ SET plan_cache_mode TO 'force_generic_plan'
+ SET enable_seqscan TO 'off'
+AS $function$
+#variable_conflict use_column
+DECLARE
+	v_skipped integer := 0;
+	v_cand palisade_claim_cand[];
+	v_held text[];
+	v_horizon timestamptz := clock_timestamp() + p_ahead_ms * interval '1 millisecond';
+	v_next timestamptz;
+	v_simple boolean;
+	v_pick bigint[];
+	v_skip text[];
+BEGIN
+	-- 0. this node is a live executor (seen_at, written at most every 2 s),
+	-- and the jobs it cannot render for now.
+	IF NOT EXISTS (SELECT 1 FROM executor_nodes n WHERE n.node = p_node
+	    AND n.seen_at > clock_timestamp() - interval '2 s') THEN
+		INSERT INTO executor_nodes AS n (node, seen_at) VALUES (p_node, clock_timestamp())
+		ON CONFLICT (node) DO UPDATE SET seen_at = excluded.seen_at;
+	END IF;
+	v_skip := ARRAY(SELECT s.job_id FROM render_skips s WHERE s.node = p_node
+	    AND s.until > clock_timestamp());
+
+	-- 1. forbid-skips, driven from the few live runs.
+	v_skipped := palisade_claim_forbid_skips();
+
+	-- 2. candidates, locked as they are read (SKIP LOCKED: a concurrent
+	-- claim's rows are passed over, not waited for).
+	WITH gated AS (SELECT
+	      coalesce(array_agg(substr(g.scope, 5)) FILTER (WHERE g.scope LIKE 'job:%'), '{}') AS jobs,
+	      coalesce(array_agg(substr(g.scope, 7)) FILTER (WHERE g.scope LIKE 'group:%'), '{}') AS grps,
+	      coalesce(array_agg(substr(g.scope, 8)) FILTER (WHERE g.scope LIKE 'tenant:%'), '{}') AS tens,
+	      coalesce(bool_or(g.scope = 'global'), false) AS glob
+	    FROM gates g WHERE g.paused),
+	  -- Groups and tenants that cannot take another call now (a node or
+	  -- cluster limit reached): their triggers are passed over while the
+	  -- window is read, so a saturated group's backlog never fills the
+	  -- window and starves the rest of its tenant.  A pre-filter only:
+	  -- step 4 counts again under the keys.
+	  sat AS (SELECT coalesce(array_agg(lg.name), '{}') AS grps
+	    FROM unnest(p_groups, p_group_node, p_group_cluster) AS lg(name, nr, cl)
+	    WHERE lg.nr <= 0 OR (lg.cl > 0 AND (SELECT count(*) FROM triggers l
+	      WHERE l.resource_group = lg.name AND l.state IN ('running', 'pausing', 'cancelling')
+	        AND (l.state <> 'running' OR l.lease_until >= clock_timestamp())) >= lg.cl)),
+	  satt AS (SELECT coalesce(array_agg(tl.name), '{}') AS tens
+	    FROM unnest(p_tenants, p_tenant_cap) AS tl(name, cap)
+	    WHERE tl.cap > 0 AND (SELECT count(*) FROM triggers l
+	      WHERE l.tenant = tl.name AND l.state IN ('running', 'pausing', 'cancelling')
+	        AND (l.state <> 'running' OR l.lease_until >= clock_timestamp())) >= tl.cap),
+	  -- Tenants with waiting work: a loose index scan, one probe per tenant.
+	  ten AS MATERIALIZED (SELECT r.tenant FROM (WITH RECURSIVE s AS (
+	        SELECT min(x.tenant) AS tenant FROM triggers x
+	          WHERE x.state IN ('pending', 'retry_wait', 'unknown')
+	        UNION ALL SELECT (SELECT min(x.tenant) FROM triggers x
+	          WHERE x.state IN ('pending', 'retry_wait', 'unknown') AND x.tenant > s.tenant)
+	        FROM s WHERE s.tenant IS NOT NULL)
+	      SELECT s.tenant FROM s WHERE s.tenant IS NOT NULL) r, gated, satt
+	    WHERE r.tenant <> ALL (gated.tens) AND r.tenant <> ALL (satt.tens) AND NOT gated.glob)
+	SELECT ARRAY(
+	    SELECT ROW(c.id, c.tenant, c.resource_group, c.job_id, c.partition, c.overlap_policy,
+	        c.max_in_flight, c.ready_at,
+	        c.priority + floor(extract(epoch FROM clock_timestamp() - c.ready_at) / 10), false
+	      )::palisade_claim_cand
+	    FROM ten, gated, sat, LATERAL (
+	        SELECT x.id, x.tenant, x.resource_group, x.job_id, x.partition, v.overlap_policy,
+	          v.max_in_flight, coalesce(x.next_attempt_at, x.due_at) AS ready_at, x.priority
+	        FROM triggers x CROSS JOIN LATERAL (SELECT v.overlap_policy, v.max_in_flight, v.target_host FROM job_versions v WHERE v.job_id = x.job_id AND v.version = x.version LIMIT 1) v
+	        WHERE x.tenant = ten.tenant AND x.state IN ('pending', 'retry_wait', 'unknown')
+	          AND coalesce(x.next_attempt_at, x.due_at) <= v_horizon
+	          AND x.job_id <> ALL (gated.jobs) AND x.resource_group <> ALL (gated.grps)
+	          AND x.job_id <> ALL (v_skip)
+	          AND x.resource_group <> ALL (sat.grps)
+	          AND v.target_host <> ALL (p_open_hosts)
+	          AND (v.max_in_flight = 0 OR (SELECT count(*) FROM triggers l
+	            WHERE l.job_id = x.job_id AND l.state IN ('running', 'pausing', 'cancelling')
+	              AND (l.state <> 'running' OR l.lease_until >= clock_timestamp())) < v.max_in_flight)
+	          -- a cheap pre-filter; step 4 decides exactly
+	          AND (v.overlap_policy IN ('allow', 'replace') OR NOT EXISTS (SELECT 1 FROM triggers l
+	            WHERE l.job_id = x.job_id AND l.partition = x.partition AND l.id <> x.id
+	              AND l.state IN ('running', 'pausing', 'cancelling', 'unknown')))
+	        ORDER BY coalesce(x.next_attempt_at, x.due_at)
+	        LIMIT p_limit
+	        FOR UPDATE OF x SKIP LOCKED) c)
+	  || ARRAY(
+	    SELECT ROW(t.id, t.tenant, t.resource_group, t.job_id, t.partition, v.overlap_policy,
+	        v.max_in_flight, t.lease_until, t.priority::double precision, true)::palisade_claim_cand
+	    FROM triggers t CROSS JOIN LATERAL (SELECT v.overlap_policy, v.max_in_flight, v.target_host FROM job_versions v WHERE v.job_id = t.job_id AND v.version = t.version LIMIT 1) v
+	    WHERE t.state = 'running' AND t.lease_until < statement_timestamp()
+	      AND NOT EXISTS (SELECT 1 FROM gates g WHERE g.paused AND g.scope IN ('global',
+	        'job:' || t.job_id, 'group:' || t.resource_group, 'tenant:' || t.tenant))
+	      AND v.target_host <> ALL (p_open_hosts) AND t.job_id <> ALL (v_skip)
+	    LIMIT p_limit
+	    FOR UPDATE OF t SKIP LOCKED)
+	INTO v_cand;
+
+	-- 3. keys of the cluster-wide limits the candidates fall under.
+	SELECT coalesce(array_agg(k.key), '{}') INTO v_held FROM (
+	    SELECT ks.key, pg_try_advisory_xact_lock(7075, hashtext(ks.key)) AS ok
+	    FROM (SELECT DISTINCT x.key FROM (
+	        SELECT 'g:' || c.resource_group AS key FROM unnest(v_cand) c
+	          JOIN unnest(p_groups, p_group_cluster) AS gl(name, cl) ON gl.name = c.resource_group
+	          WHERE gl.cl > 0
+	        UNION ALL SELECT 't:' || c.tenant FROM unnest(v_cand) c
+	          JOIN unnest(p_tenants, p_tenant_cap) AS tl(name, cap) ON tl.name = c.tenant
+	          WHERE tl.cap > 0
+	        UNION ALL SELECT 'j:' || c.job_id FROM unnest(v_cand) c
+	          WHERE c.ov <> 'allow' OR c.mif > 0) x
+	      ORDER BY 1) ks
+	    OFFSET 0) k
+	  WHERE k.ok;
+
+	-- 4. the claim, with a snapshot taken after the keys were acquired.
+	-- The common case first: one tenant, and no candidate under a limit
+	-- (group, tenant, job, overlap, this node's group concurrency) - the
+	-- order of the candidates is the claim order, nothing to count or rank.
+	SELECT count(DISTINCT c.tenant) <= 1 AND NOT bool_or(c.ov <> 'allow' OR c.mif > 0
+	    OR coalesce(gl.cl, 0) > 0 OR coalesce(gl.nr, p_limit) < p_limit OR coalesce(tl.cap, 0) > 0)
+	  INTO v_simple
+	  FROM unnest(v_cand) c
+	  LEFT JOIN unnest(p_groups, p_group_node, p_group_cluster) AS gl(name, nr, cl)
+	    ON gl.name = c.resource_group
+	  LEFT JOIN unnest(p_tenants, p_tenant_cap) AS tl(name, cap) ON tl.name = c.tenant;
+	IF coalesce(v_simple, true) THEN
+	WITH pick AS (SELECT c.id FROM unnest(v_cand) c
+	    WHERE NOT EXISTS (SELECT 1 FROM gates g WHERE g.paused AND g.scope IN ('global',
+	      'job:' || c.job_id, 'group:' || c.resource_group, 'tenant:' || c.tenant))
+	    ORDER BY c.running DESC, c.eff_prio DESC, c.ready_at
+	    LIMIT p_limit)
+	SELECT coalesce(array_agg(pick.id), '{}') INTO v_pick FROM pick;
+	ELSE
+	WITH lg AS (SELECT gl.name, gl.nr, gl.cl FROM unnest(p_groups, p_group_node, p_group_cluster)
+	      AS gl(name, nr, cl)),
+	  lt AS (SELECT tl.name, tl.cap, tl.w FROM unnest(p_tenants, p_tenant_cap, p_tenant_weight)
+	      AS tl(name, cap, w)),
+	  c AS (SELECT c.* FROM unnest(v_cand) c
+	    LEFT JOIN lg ON lg.name = c.resource_group LEFT JOIN lt ON lt.name = c.tenant
+	    WHERE (coalesce(lg.cl, 0) = 0 OR ('g:' || c.resource_group) = ANY (v_held))
+	      AND (coalesce(lt.cap, 0) = 0 OR ('t:' || c.tenant) = ANY (v_held))
+	      AND ((c.ov = 'allow' AND c.mif = 0) OR ('j:' || c.job_id) = ANY (v_held))
+	      AND NOT EXISTS (SELECT 1 FROM gates g WHERE g.paused AND g.scope IN ('global',
+	        'job:' || c.job_id, 'group:' || c.resource_group, 'tenant:' || c.tenant))),
+	  -- Live runs of the candidates' tenants; `holds` is a run that occupies
+	  -- a slot (a running trigger whose lease expired does not: it is being
+	  -- re-claimed, or will be).
+	  lv AS MATERIALIZED (SELECT l.id, l.job_id, l.partition, l.tenant, l.resource_group,
+	      (l.state IN ('pausing', 'cancelling')
+	        OR (l.state = 'running' AND l.lease_until >= clock_timestamp())) AS holds
+	    FROM triggers l WHERE l.state IN ('running', 'pausing', 'cancelling', 'unknown')
+	      AND l.tenant IN (SELECT c.tenant FROM c)
+	      -- needed only for a limit, an exclusive job or a fair share
+	      -- between tenants: one tenant's unlimited work skips the scan
+	      AND ((SELECT count(DISTINCT c.tenant) FROM c) > 1 OR EXISTS (SELECT 1 FROM c
+	        LEFT JOIN lg ON lg.name = c.resource_group LEFT JOIN lt ON lt.name = c.tenant
+	        WHERE c.ov <> 'allow' OR c.mif > 0 OR coalesce(lg.cl, 0) > 0
+	          OR coalesce(lt.cap, 0) > 0))),
+	  grun AS (SELECT lv.resource_group AS name, count(*)::int AS n FROM lv WHERE lv.holds GROUP BY 1),
+	  trun AS (SELECT lv.tenant AS name, count(*)::int AS n FROM lv WHERE lv.holds GROUP BY 1),
+	  jrun AS (SELECT lv.job_id AS name, count(*)::int AS n FROM lv WHERE lv.holds GROUP BY 1),
+	  ranked AS (SELECT c.*,
+	      row_number() OVER (PARTITION BY c.tenant ORDER BY c.eff_prio DESC, c.ready_at) AS trank,
+	      row_number() OVER (PARTITION BY c.resource_group ORDER BY c.eff_prio DESC, c.ready_at) AS grank,
+	      row_number() OVER (PARTITION BY c.job_id ORDER BY c.ready_at) AS jrank,
+	      row_number() OVER (PARTITION BY c.job_id, c.part ORDER BY c.running DESC, c.ready_at) AS prank
+	    FROM c
+	    WHERE c.ov IN ('allow', 'replace') OR NOT EXISTS (SELECT 1 FROM lv
+	      WHERE lv.job_id = c.job_id AND lv.partition = c.part AND lv.id <> c.id)),
+	  pick AS (SELECT r.id, r.ov FROM ranked r
+	    LEFT JOIN lg ON lg.name = r.resource_group LEFT JOIN grun ON grun.name = r.resource_group
+	    LEFT JOIN lt ON lt.name = r.tenant LEFT JOIN trun ON trun.name = r.tenant
+	    LEFT JOIN jrun ON jrun.name = r.job_id
+	    WHERE (lg.name IS NULL OR (r.grank <= lg.nr
+	        AND (lg.cl = 0 OR r.grank <= lg.cl - coalesce(grun.n, 0))))
+	      AND (lt.name IS NULL OR lt.cap = 0 OR r.trank <= lt.cap - coalesce(trun.n, 0))
+	      AND (r.mif = 0 OR r.jrank <= r.mif - coalesce(jrun.n, 0))
+	      AND (r.ov = 'allow' OR r.prank = 1)
+	    -- Fair share: a tenant's next slot ranks after the calls it already
+	    -- has in flight, scaled by its weight; then aged priority.
+	    ORDER BY (r.trank + coalesce(trun.n, 0))::double precision / coalesce(nullif(lt.w, 0), 1),
+	      r.eff_prio DESC, r.ready_at
+	    LIMIT p_limit)
+	SELECT coalesce(array_agg(pick.id), '{}') INTO v_pick FROM pick;
+	END IF;
+
+	-- The picked candidates become running with a new token and lease, get
+	-- their attempt rows (or keep a first attempt in their own row), and
+	-- replace the live runs of `replace` jobs.  prev reads the rows as the
+	-- claim found them: an attempt the row still holds leaves it for an
+	-- attempts row (moved), under its own token, in this statement.
+	RETURN QUERY
+	WITH prev AS (SELECT t.id, t.state AS prev_state, coalesce(t.last_error_class, '') AS prev_err,
+	      t.attempt_count = 0 AND p_first_in_row AS in_row
+	    FROM triggers t WHERE t.id = ANY (v_pick)),
+	  -- through the ledger, the one decoder of the row's compact form
+	  moved AS (INSERT INTO attempts (trigger_id, fence, node, scheduled_at, claimed_at, ended_at,
+	      idempotency_key, outcome, error_class, http_status, duration_ms, status_queries)
+	    SELECT l.trigger_id, l.fence, l.node, l.scheduled_at, l.claimed_at, l.ended_at,
+	      l.idempotency_key, l.outcome, l.error_class, l.http_status, l.duration_ms, l.status_queries
+	    FROM attempt_ledger l WHERE l.in_row AND l.trigger_id = ANY (v_pick)),
+	  upd AS (UPDATE triggers t SET state = 'running', fence = nextval('palisade_fence'),
+	      lease_owner = p_node,
+	      lease_until = clock_timestamp() + p_lease_ms * interval '1 millisecond',
+	      attempt_count = t.attempt_count + 1, updated_at = clock_timestamp(),
+	      first_claimed_at = CASE WHEN prev.in_row THEN clock_timestamp() END,
+	      first_node = CASE WHEN prev.in_row THEN p_node END,
+	      first_ended_at = NULL, first_ms = NULL, first_http = NULL, first_outcome = NULL,
+	      first_error = NULL, first_key = NULL, first_queries = NULL
+	    FROM prev WHERE t.id = prev.id AND t.id = ANY (v_pick)
+	    RETURNING t.id, t.fence, t.job_id, t.version,
+	      floor(extract(epoch FROM t.scheduled_at))::bigint AS at, t.partition,
+	      coalesce(t.request_id, '') AS request_id, t.attempt_count, prev.prev_state, prev.prev_err,
+	      t.checkpoint::text AS checkpoint, t.tenant, t.resource_group,
+	      floor(extract(epoch FROM coalesce(t.next_attempt_at, t.due_at)) * 1000)::bigint AS ready_ms,
+	      t.outcome_unknown, t.scheduled_at, prev.in_row),
+	  att AS (INSERT INTO attempts (trigger_id, fence, node, scheduled_at)
+	    SELECT upd.id, upd.fence, p_node, upd.scheduled_at FROM upd WHERE NOT upd.in_row),
+	  rep AS (UPDATE triggers t SET state = 'cancelling', last_error_class = 'replaced'
+	    FROM (SELECT DISTINCT upd.job_id, upd.partition FROM upd
+	        JOIN unnest(v_cand) c ON c.id = upd.id WHERE c.ov = 'replace') r
+	    WHERE t.job_id = r.job_id AND t.partition = r.partition AND t.state = 'running'
+	      AND t.id <> ALL (v_pick))
+	SELECT upd.id, upd.fence, upd.job_id, upd.version, upd.at, upd.partition, upd.request_id,
+	  upd.attempt_count, upd.prev_state, upd.prev_err, upd.checkpoint, upd.tenant,
+	  upd.resource_group, upd.ready_ms, NULL::integer, NULL::bigint, upd.outcome_unknown
+	FROM upd ORDER BY upd.id;
+
+	-- The summary: when the next trigger becomes ready after the horizon.
+	WITH RECURSIVE s AS (
+	    SELECT min(x.tenant) AS tenant FROM triggers x
+	      WHERE x.state IN ('pending', 'retry_wait', 'unknown')
+	    UNION ALL SELECT (SELECT min(x.tenant) FROM triggers x
+	      WHERE x.state IN ('pending', 'retry_wait', 'unknown') AND x.tenant > s.tenant)
+	    FROM s WHERE s.tenant IS NOT NULL)
+	SELECT min((SELECT coalesce(x.next_attempt_at, x.due_at) FROM triggers x
+	      WHERE x.tenant = s.tenant AND x.state IN ('pending', 'retry_wait', 'unknown')
+	        AND coalesce(x.next_attempt_at, x.due_at) > v_horizon
+	      ORDER BY coalesce(x.next_attempt_at, x.due_at) LIMIT 1))
+	  INTO v_next FROM s WHERE s.tenant IS NOT NULL;
+	RETURN QUERY SELECT NULL::bigint, NULL::bigint, NULL::text, NULL::integer, NULL::bigint,
+	  NULL::integer, NULL::text, NULL::integer, NULL::text, NULL::text, NULL::text, NULL::text,
+	  NULL::text, NULL::bigint, v_skipped,
+	  floor(extract(epoch FROM v_next) * 1000)::bigint, NULL::boolean;
+END
+$function$;
