@@ -145,6 +145,20 @@ int pal_store_calendars_json(pal_store *st, const char *name, json_t **out, char
 	"   WHERE (e->>'version')::int <> c.version)"                                              \
 	" ORDER BY j.job_id COLLATE \"C\""
 
+/* With LOCK, the live jobs of which any version names one of the
+ * calendars ($1) are locked first, by their own statement: FOLLOWERS_SQL
+ * with FOR UPDATE, waiting for a job another transaction was giving a new
+ * version, rechecked only the job row and dropped the job (its version row
+ * was the one of before), which then kept the calendar's old rules.  The
+ * followers are read after the locks, by a statement that sees that
+ * version. */
+#define FOLLOWERS_LOCK_SQL                                                                         \
+	"SELECT j.job_id FROM jobs j WHERE j.retired_at IS NULL AND EXISTS (SELECT 1"              \
+	"  FROM job_versions v, jsonb_array_elements(v.spec #> '{schedule,calendars}') e"          \
+	"  WHERE v.job_id = j.job_id AND v.cron LIKE '@calendars(%'"                               \
+	"   AND e->>'name' = ANY ($1::text[]))"                                                    \
+	" ORDER BY j.job_id COLLATE \"C\" FOR UPDATE OF j"
+
 PGresult *pal__store_calendar_followers(pal_store *st, const pal_calendar *const *cals, size_t n,
 					bool lock, char *err, size_t errlen)
 {
@@ -156,8 +170,13 @@ PGresult *pal__store_calendar_followers(pal_store *st, const pal_calendar *const
 		pal__pgarr_i64(&vers, cals[i]->version);
 	}
 	char *p[] = {pal__pgarr_end(&names), pal__pgarr_end(&vers)};
-	PGresult *r = pal__store_query(st, lock ? FOLLOWERS_SQL " FOR UPDATE OF j" : FOLLOWERS_SQL,
-				       2, (const char *const *)p, err, errlen);
+	PGresult *r =
+	    lock ? pal__store_query(st, FOLLOWERS_LOCK_SQL, 1, (const char *const *)p, err, errlen)
+		 : NULL;
+	if (!lock || r) {
+		PQclear(r);
+		r = pal__store_query(st, FOLLOWERS_SQL, 2, (const char *const *)p, err, errlen);
+	}
 	g_free(p[0]);
 	g_free(p[1]);
 	return r;
