@@ -779,10 +779,14 @@ static void h_misfires(call *c)
 		ok(c, 200, json_pack("{s:o}", "items", rows));
 }
 
+static bool query_time(call *c, const char *name, int64_t *out);
+
 static void h_triggers(call *c)
 {
 	int limit;
-	if (!job_query(c, "triggers", &limit))
+	int64_t since = PAL_OPS_NOW;
+	if (!job_query(c, "triggers", &limit) ||
+	    (query(c, "since") && !query_time(c, "since", &since)))
 		return;
 	const char *job = c->arg[0], *trace = query(c, "trace_id");
 	int64_t trigger = 0;
@@ -801,7 +805,7 @@ static void h_triggers(call *c)
 	}
 	json_t *rows;
 	int rc =
-	    pal_apistore_triggers_page(c->api->st, job, query(c, "state"), trigger,
+	    pal_apistore_triggers_page(c->api->st, job, query(c, "state"), since, trigger,
 				       query(c, "cursor"), limit, &rows, &next, err, sizeof err);
 	if (rc) {
 		problem_rc(c, rc, err);
@@ -810,8 +814,6 @@ static void h_triggers(call *c)
 	pal_trace_ids_json(rows, c->api->trace_prefix);
 	ok(c, 200, page_json(rows, next));
 }
-
-static bool query_time(call *c, const char *name, int64_t *out);
 
 static void h_audit(call *c)
 {

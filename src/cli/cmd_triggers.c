@@ -163,12 +163,14 @@ int pal_cmd_triggers(int argc, char **argv)
 		}
 	}
 	json_t *list;
-	if (pal_cli_server(&c) && job && since == PAL_OPS_NOW && limit <= 1000) {
-		/* the API lists one job's, newest first, without --since */
-		char path[320];
+	if (pal_cli_server(&c) && job && limit <= 1000) {
+		/* the API lists one job's, newest first */
+		char path[384], at[32] = "";
 		json_t *o;
-		snprintf(path, sizeof path, "/api/v1/triggers?job=%s&limit=%d%s%s", job, limit,
-			 state ? "&state=" : "", state ? state : "");
+		if (since != PAL_OPS_NOW)
+			pal_fmt_rfc3339(since, at, sizeof at);
+		snprintf(path, sizeof path, "/api/v1/triggers?job=%s&limit=%d%s%s%s%s", job, limit,
+			 state ? "&state=" : "", state ? state : "", *at ? "&since=" : "", at);
 		if ((ec = pal_cli_remote_get(&c, "triggers", path, &o)))
 			return ec;
 		list = json_incref(json_object_get(o, "items"));

@@ -238,12 +238,12 @@ int pal_apistore_calendars_page(pal_store *st, const char *tenants, const char *
 	return rc;
 }
 
-int pal_apistore_triggers_page(pal_store *st, const char *job_id, const char *state,
+int pal_apistore_triggers_page(pal_store *st, const char *job_id, const char *state, int64_t since,
 			       int64_t trigger_id, const char *cursor, int limit, json_t **out,
 			       char **next, char *err, size_t errlen)
 {
 	long long us = 0, part = 0, id = 0;
-	char c1[24], c2[24], c3[24], l[16], t[24];
+	char c1[24], c2[24], c3[24], l[16], t[24], s[24];
 	if (cursor && sscanf(cursor, "%lld_%lld_%lld", &us, &part, &id) != 3) {
 		snprintf(err, errlen, "cursor \"%.40s\" is not one this API gave", cursor);
 		return PAL_EINVAL;
@@ -253,11 +253,15 @@ int pal_apistore_triggers_page(pal_store *st, const char *job_id, const char *st
 	snprintf(c3, sizeof c3, "%lld", id);
 	snprintf(l, sizeof l, "%d", limit + 1);
 	snprintf(t, sizeof t, "%lld", (long long)trigger_id);
-	const char *p[] = {job_id, state, cursor ? c1 : NULL, c2, c3, l, trigger_id > 0 ? t : NULL};
+	snprintf(s, sizeof s, "%" PRId64, since);
+	const char *p[] = {
+	    job_id, state, cursor ? c1 : NULL,	      c2,
+	    c3,	    l,	   trigger_id > 0 ? t : NULL, since == PAL_OPS_NOW ? NULL : s};
 	/* Plan and request keys apart, as palisade_job_triggers() (sql/020):
 	 * each branch walks one index of (job_id, scheduled_at, ...) backwards. */
 #define AFTER                                                                                      \
 	" AND ($2::text IS NULL OR state = $2) AND ($7::bigint IS NULL OR id = $7) AND"            \
+	" ($8::bigint IS NULL OR scheduled_at >= to_timestamp($8::bigint)) AND"                    \
 	" ($3::bigint IS NULL OR"                                                                  \
 	" (scheduled_at, partition, id) < ('epoch'::timestamptz + $3::bigint * interval '1"        \
 	" microsecond', $4::int, $5::bigint))"                                                     \
@@ -283,7 +287,7 @@ int pal_apistore_triggers_page(pal_store *st, const char *job_id, const char *st
 						   "job_id = $1 AND request_id IS NOT NULL" AFTER
 						   " ORDER BY scheduled_at DESC, partition DESC, "
 						   "id DESC LIMIT $6::int) t",
-	    7, p, limit, out, next, err, errlen);
+	    8, p, limit, out, next, err, errlen);
 #undef AFTER
 	return rc;
 }

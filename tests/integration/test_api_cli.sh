@@ -42,6 +42,15 @@ expect_exit "cancel --trigger" 0 remote cancel --trigger "$TID" --reason "api cl
 expect_exit "cancel it again: refused (exit 4)" 4 remote cancel --trigger "$TID" --reason "api cli"
 expect_exit "backfill" 0 remote backfill --job cli.a --from 2026-01-01T00:00:00Z --to 2026-01-01T03:00:00Z --reason "api cli"
 expect_eq "four backfill triggers" 4 "$(sql "select count(*) from triggers where job_id = 'cli.a' and source = 'backfill'")"
+# triggers --since through the API: the rows of the direct path (the
+# backfill's 02:00 and 03:00 and what is planned after them, not 00:00, 01:00)
+ids='import json,sys; o=json.loads(sys.stdin.read()); print(" ".join(str(r["id"]) for r in (o["items"] if isinstance(o, dict) else o)))'
+expect_exit "triggers --since through the API" 0 remote triggers --job cli.a --since 2026-01-01T02:00:00Z --output json
+via_api=$(python3 -c "$ids" <<<"$OUT")
+expect_exit "triggers --since on the database" 0 "$PAL" triggers --job cli.a --since 2026-01-01T02:00:00Z --output json
+expect_eq "the same triggers, without the backfill's first two" \
+	"$(python3 -c "$ids" <<<"$OUT") 2" "$via_api $(sql "select count(*) from triggers where job_id = 'cli.a' and scheduled_at < '2026-01-01T02:00:00Z'")"
+check "... the backfill's 02:00 and 03:00 among them ($via_api)" [ "$(wc -w <<<"$via_api")" -ge 2 ]
 expect_exit "cancel --job" 0 remote cancel --job cli.a --reason "api cli"
 expect_exit "tickets list" 0 remote tickets list
 expect_exit "tickets resolve of no ticket: exit 3" 3 remote tickets resolve 999 --action abandon --reason "api cli"
@@ -59,7 +68,6 @@ expect_match "shows the role and the client" 'ops-bot .*pause .*\(role operator,
 # audit --since through the API: the rows of the direct path (the newest
 # second's only: the rows of the start are older)
 since=$(sql "select to_char(date_trunc('second', max(at)) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') from audit_log")
-ids='import json,sys; o=json.loads(sys.stdin.read()); print(" ".join(str(r["id"]) for r in (o["items"] if isinstance(o, dict) else o)))'
 expect_exit "audit --since through the API" 0 remote audit --since "$since" --limit 1000 --output json
 via_api=$(python3 -c "$ids" <<<"$OUT")
 expect_exit "audit --since on the database" 0 "$PAL" audit --since "$since" --limit 1000 --output json
