@@ -42,7 +42,7 @@ check_window() {
 		sql "select t.id, t.job_id, t.scheduled_at, t.state, t.attempt_count, t.next_attempt_at,
 		            t.lease_owner, t.lease_until, t.last_error_class,
 		            (select string_agg(a.fence || ':' || coalesce(a.outcome, '-') || '@' || a.node ||
-		                    coalesce('/' || a.error_class, ''), ', ' order by a.id)
+		                    coalesce('/' || a.error_class, ''), ', ' order by a.fence)
 		               from attempt_ledger a where a.trigger_id = t.id and a.scheduled_at = t.scheduled_at)
 		       from triggers t where scheduled_at between '$t0' and '$t1' and state <> 'succeeded'
 		      order by t.id limit 10" 2>&1 | sed 's/^/    left: /'
