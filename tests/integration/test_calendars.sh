@@ -82,9 +82,14 @@ window_excluded() { # WHICH VERSION FROM TO: both jobs skipped the window, recor
 	done
 }
 window_excluded first 1 "$W1" "$W1E"
+# Outside the window both jobs plan as usual: at least 4 instants, counted
+# as they come (a node slow to start under load plans few before it, and
+# the ones after it arrive with the horizon).
+outside() { # JOB
+	[ "$(sql "select count(*) from triggers where job_id = '$1' and (scheduled_at < to_timestamp($W1) or scheduled_at >= to_timestamp($W1E))")" -ge 4 ]
+}
 for j in cal.a cal.b; do
-	check "$j: instants before and after the window planned" \
-		[ "$(sql "select count(*) from triggers where job_id = '$j' and (scheduled_at < to_timestamp($W1) or scheduled_at >= to_timestamp($W1E))")" -ge 4 ]
+	wait_until "$j: instants before and after the window planned" 20 outside "$j"
 done
 expect_match "palisade misfires names the calendar and its version" "excluded \(office v1\)" "$("$PAL" misfires --job cal.a)"
 
