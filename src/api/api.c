@@ -763,23 +763,31 @@ static bool job_query(call *c, const char *what, int *limit)
 	return job_visible(c, false);
 }
 
+static bool query_time(call *c, const char *name, int64_t *out);
+
+/* `palisade misfires --job`: ?from and ?to keep the decisions whose range
+ * meets [from, to], as --from and --to do. */
 static void h_misfires(call *c)
 {
 	int limit;
-	if (!job_query(c, "misfires", &limit))
+	int64_t from = PAL_OPS_NOW, to = PAL_OPS_NOW;
+	if (!job_query(c, "misfires", &limit) ||
+	    (query(c, "from") && !query_time(c, "from", &from)) ||
+	    (query(c, "to") && !query_time(c, "to", &to)))
 		return;
+	if (from != PAL_OPS_NOW && to != PAL_OPS_NOW && to < from) {
+		problem(c, 400, "bad-parameter", "Bad parameter", "to is before from");
+		return;
+	}
 	const char *job = c->arg[0];
 	json_t *rows;
 	char err[1024];
-	int rc = pal_store_misfires_json(c->api->st, job, PAL_OPS_NOW, PAL_OPS_NOW, limit, &rows,
-					 err, sizeof err);
+	int rc = pal_store_misfires_json(c->api->st, job, from, to, limit, &rows, err, sizeof err);
 	if (rc)
 		problem_rc(c, rc, err);
 	else
 		ok(c, 200, json_pack("{s:o}", "items", rows));
 }
-
-static bool query_time(call *c, const char *name, int64_t *out);
 
 static void h_triggers(call *c)
 {

@@ -238,6 +238,16 @@ static void table_misfires(json_t *rows)
 		printf("(no misfires recorded)\n");
 }
 
+/* "&NAME=VALUE" URL-escaped onto Q when VALUE is set. */
+static void query_arg(GString *q, const char *name, const char *value)
+{
+	if (!value)
+		return;
+	char *v = g_uri_escape_string(value, NULL, FALSE);
+	g_string_append_printf(q, "&%s=%s", name, v);
+	g_free(v);
+}
+
 struct misfires_args {
 	const char *job;
 	int64_t from, to;
@@ -297,12 +307,22 @@ int pal_cmd_misfires(int argc, char **argv)
 		return PAL_EXIT_USAGE;
 	}
 	struct misfires_args a = { job, from, to, (int)limit };
-	/* the API lists one job's, newest first, without a time range */
-	char remote[256];
-	snprintf(remote, sizeof remote, "/api/v1/misfires?job=%s&limit=%lld", job ? job : "",
-		 limit);
-	bool api = job && from == PAL_OPS_NOW && to == PAL_OPS_NOW && limit <= 1000;
-	return run("misfires", &c, read_misfires, &a, table_misfires, api ? remote : NULL);
+	/* the API lists one job's, newest first */
+	GString *remote = g_string_new(NULL);
+	g_string_printf(remote, "/api/v1/misfires?job=%s&limit=%lld", job ? job : "", limit);
+	char at[32];
+	if (from != PAL_OPS_NOW) {
+		pal_fmt_rfc3339(from, at, sizeof at);
+		query_arg(remote, "from", at);
+	}
+	if (to != PAL_OPS_NOW) {
+		pal_fmt_rfc3339(to, at, sizeof at);
+		query_arg(remote, "to", at);
+	}
+	bool api = job && limit <= 1000;
+	ec = run("misfires", &c, read_misfires, &a, table_misfires, api ? remote->str : NULL);
+	g_string_free(remote, TRUE);
+	return ec;
 }
 
 /* ---- audit ---- */
@@ -407,16 +427,6 @@ static int read_audit(pal_store *st, const void *ctx, json_t **rows, char *err, 
 	const struct audit_args *a = ctx;
 	return pal_store_audit_json(st, a->since, a->actor, a->action, a->scope, a->limit, rows,
 				    err, errlen);
-}
-
-/* "&NAME=VALUE" URL-escaped onto Q when VALUE is set. */
-static void query_arg(GString *q, const char *name, const char *value)
-{
-	if (!value)
-		return;
-	char *v = g_uri_escape_string(value, NULL, FALSE);
-	g_string_append_printf(q, "&%s=%s", name, v);
-	g_free(v);
 }
 
 int pal_cmd_audit(int argc, char **argv)

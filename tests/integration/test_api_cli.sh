@@ -61,6 +61,16 @@ expect_exit "jobs JOB" 0 remote jobs cli.a
 expect_exit "gates" 0 remote gates
 expect_exit "audit" 0 remote audit --limit 5
 expect_exit "misfires --job" 0 remote misfires --job cli.a
+# misfires --from --to through the API: the rows of the direct path (of
+# three decisions, the one whose range meets 04:00-06:00)
+sql "INSERT INTO misfires (job_id, version, range_from, range_to, count, policy, reason, shard, epoch)
+     SELECT 'cli.a', 1, t, t, 1, 'skip', 'missed', 0, 1
+     FROM unnest(ARRAY['2026-01-01T01:00:00Z', '2026-01-01T05:00:00Z', '2026-01-01T09:00:00Z']::timestamptz[]) t" >/dev/null
+expect_exit "misfires --from --to through the API" 0 remote misfires --job cli.a --from 2026-01-01T04:00:00Z --to 2026-01-01T06:00:00Z --output json
+via_api=$(python3 -c "$ids" <<<"$OUT")
+expect_exit "misfires --from --to on the database" 0 "$PAL" misfires --job cli.a --from 2026-01-01T04:00:00Z --to 2026-01-01T06:00:00Z --output json
+expect_eq "the same decision, the one at 05:00" \
+	"$(python3 -c "$ids" <<<"$OUT") $(sql "select id from misfires where job_id = 'cli.a' and range_from = '2026-01-01T05:00:00Z'")" "$via_api $via_api"
 expect_exit "audit --actor --action through the API" 0 remote audit --actor ops-bot --action trigger --output json
 expect_eq "only that actor's triggers" "trigger" "$(python3 -c 'import json,sys; print(" ".join(sorted({r["action"] + ("" if r["actor"] == "ops-bot" else "!") for r in json.loads(sys.stdin.read())})))' <<<"$OUT")"
 expect_exit "audit --actor on the database" 0 "$PAL" audit --actor ops-bot --action pause
