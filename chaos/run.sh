@@ -37,6 +37,7 @@ declare -A DRILLS=(
 	[slow-sink]=chaos/slow_sink.sh
 	[delayed-responses]=chaos/delayed_responses.sh
 	[shadow-cutover-long]=chaos/shadow_cutover_long.sh
+	[after-kill9]=tests/integration/test_after.sh
 )
 if [ "${1:-}" = --list ]; then
 	for d in "${!DRILLS[@]}"; do echo "$d -> ${DRILLS[$d]}"; done | sort

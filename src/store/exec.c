@@ -373,6 +373,8 @@ static int result_ref_cmp(const void *a, const void *b)
 
 /* The statement's CTEs up to fl; RET: what upd returns (the notify
  * variant needs more of the trigger). */
+/* tests/integration/test_after.sh finds this statement waiting in
+ * pg_stat_activity by the alias list of u (the first 1 KiB of its text). */
 #define COMMIT_CTES(RET) \
 	"WITH u AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[]," \
 	"   $5::int[], $6::bigint[], $7::int[], $8::text[], $9::text[], $10::boolean[]," \

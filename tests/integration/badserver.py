@@ -16,7 +16,8 @@ Paths:
   /third       400 (a permanent failure) when (T // 2 + P) % 3 == 0, T the instant of
                Palisade-Scheduled-At in seconds since the epoch, P the partition
                (the key's last segment, default key template; 0 if not a number):
-               a known third of an every-2-seconds job's instants, else 200 {}
+               a known third of an every-2-seconds job's instants, else 200 {};
+               /third?delay_ms=N answers after N ms
   /log...      200 {}
 Requests to /third and /log... print one line each on stdout:
   req PATH SCHEDULED_AT IDEMPOTENCY_KEY STATUS
@@ -34,7 +35,9 @@ def header(data, name):
             return v.strip().decode(errors="replace")
     return "-"
 
-def answer_logged(conn, path, data):
+def answer_logged(conn, path, data, delay_ms=0):
+    if delay_ms > 0:
+        time.sleep(delay_ms / 1000.0)
     at = header(data, b"Palisade-Scheduled-At")
     status = 200
     if path.startswith("/third") and at != "-":
@@ -101,7 +104,10 @@ def handle(conn):
                 if not chunk:
                     break
                 rest += chunk
-            answer_logged(conn, path, head)
+            q = data.split(b" ", 2)[1].decode(errors="replace").partition("?")[2]
+            delay = [int(v) for k, _, v in (x.partition("=") for x in q.split("&"))
+                     if k == "delay_ms" and v.isdigit()]
+            answer_logged(conn, path, head, delay[0] if delay else 0)
         elif path.startswith("/reset"):
             conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
         else:

@@ -1,11 +1,29 @@
 #!/usr/bin/env bash
 # Dependencies between jobs (`after:`): a job runs once per upstream
 # instant whose condition held, and every other instant is a misfire with
-# the reason; a kill -9 of the controller planning the dependent jobs
-# changes nothing.
+# the reason; a kill -9 of the executor whose result commit of the
+# upstream is in flight, and of the controller planning the dependent
+# jobs, changes nothing.
+#
+# Controllers (c1, c2) and executors (e1, e2) are separate nodes, so each
+# kill hits one role.  The executor's kill lands while its commit of a
+# dep.a result is in flight: the test holds a row lock on that trigger
+# (SELECT ... FOR UPDATE in its own session) from just after the claim, so
+# the commit statement, sent when the call answered (dep.a's target
+# answers after 800 ms), waits in PostgreSQL; once pg_stat_activity shows
+# it waiting on the test's session, the executor is killed -9 and the lock
+# released.  Whether that commit lands (PostgreSQL received it whole) or
+# not, the instant must end once, with dep.a's answer.
+#
+# Short by default (make test: a window of ~17 s, one kill of each);
+# as the drill after-kill9 (chaos/run.sh, make chaos) or with
+# AFTER_SECONDS=N, a window of N s (the drill: 120) with a kill of each
+# kind every ~30 s.
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
-guarantee "G1/G2 - a dependent job gets exactly one trigger for each upstream instant whose condition held and a misfire (upstream_failed, upstream_late) naming the upstream for every other, across a kill -9 of its controller"
+guarantee "G1/G2/G4 - a dependent job gets exactly one trigger for each upstream instant whose condition held and a misfire (upstream_failed, upstream_late) naming the upstream for every other, across kill -9 of the executor committing the upstream's result and of the dependent job's controller"
+case ${PALISADE_DRILL:-} in after-kill9) AFTER_SECONDS=${AFTER_SECONDS:-120} ;; esac
+LONG=${AFTER_SECONDS:-0}
 
 fresh_db it_after
 "$PAL" migrate >/dev/null
@@ -25,7 +43,7 @@ url() { echo "{url: \"http://127.0.0.1:$port/$1\", timeout: 2s}"; }
 # partitions) maps partition to partition, dep.r (three) waits for both.
 cat >"$NODE_DIR/jobs.yaml" <<YAML
 jobs:
-  - {id: dep.a, schedule: {cron: "*/2 * * * * ?"}, target: $(url third), retry: {max_attempts: 3, backoff: {initial: 200ms, max: 500ms}}}
+  - {id: dep.a, schedule: {cron: "*/2 * * * * ?"}, target: $(url "third?delay_ms=800"), retry: {max_attempts: 3, backoff: {initial: 200ms, max: 500ms}}}
   - {id: dep.b, after: [{job: dep.a, on: succeeded}], target: $(url log/b)}
   - {id: dep.c, after: [{job: dep.a}, {job: dep.b}], target: $(url log/c)}
   - {id: dep.never, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: $(url log/never)}
@@ -53,20 +71,68 @@ YAML
 out=$("$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/cycle.yaml" 2>&1); rc=$?
 expect_eq "apply: a cycle through stored jobs is refused (exit 65)" 65 "$rc"
 expect_match "apply: ... at the upstream's position" "cycle.yaml:2:31: error: after: job \"dep.a\" waits for itself \(dep.a -> dep.c -> dep.a\)" "$out"
-start_node n1
-start_node n2
+for n in c1 c2; do start_node "$n" --roles controller; done
+for n in e1 e2; do start_node "$n" --roles executor; done
 wait_until "shards led" 20 all_shards_led
 T0=$(( $(date +%s) + 3 ))
-sleep 10
-# kill -9 the node whose controller plans dep.b, dep.c, dep.l, dep.q and dep.r
+declare -A ROLE=([c1]=controller [c2]=controller [e1]=executor [e2]=executor)
 leader() { sql "select s.leader from shards s join jobs j on j.shard = s.shard_id where j.job_id = '$1'"; }
-victim=$(leader dep.b)
-case "$victim" in n1|n2) ;; *) fail "dep.b's shard has a leader ($victim)"; finish; exit 1;; esac
-kill9_node "$victim"
-echo "    killed -9 $victim (leader of dep.b's shard) at +$(( $(date +%s) - T0 + 3 )) s"
+EXEC_KILLS=0 CTL_KILLS=0 TRIES=0
+declare -A HELD # trigger id -> the executor killed while committing it
+
+# kill_committing_executor: the kill -9 of the executor whose commit of a
+# dep.a result is in flight (held by a row lock of the test's session).
+kill_committing_executor() {
+	local id owner holder blocked state i
+	coproc HOLD { "$PSQL" "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 2>&1; }
+	for i in $(seq 1 30); do
+		read -r id owner < <(sql "select id, lease_owner from triggers where job_id = 'dep.a' and state = 'running' and request_id is null order by scheduled_at desc limit 1" | tr '|' ' ')
+		[ -n "${id:-}" ] && break
+		sleep 0.2
+	done
+	[ -n "${id:-}" ] || { fail "a dep.a trigger is running to hold"; return; }
+	echo "begin; select pg_backend_pid(), state from triggers where id = $id for update;" >&"${HOLD[1]}"
+	IFS='|' read -r -t 10 holder state <&"${HOLD[0]}"
+	TRIES=$((TRIES + 1))
+	if [ "$state" != running ] && [ "$TRIES" -lt 5 ]; then # it committed first: the next one
+		echo "rollback;" >&"${HOLD[1]}"; eval "exec ${HOLD[1]}>&-"; wait "$HOLD_PID" 2>/dev/null
+		kill_committing_executor
+		return
+	fi
+	# the result commit (src/store/exec.c, COMMIT_CTES) by the alias list
+	# near its start: pg_stat_activity keeps a statement's first 1 KiB
+	commit_waits() { [ "$(sql "select count(*) from pg_stat_activity where $holder = any(pg_blocking_pids(pid)) and query like '%AS u(id, fence, st, err, http, nxt, dur, ikey, tr, unk, sq, rnode)%'")" -ge 1 ]; }
+	if wait_until "the commit of dep.a's trigger $id (by $owner) waits on the test's lock" 10 commit_waits; then
+		kill9_node "$owner"
+		EXEC_KILLS=$((EXEC_KILLS + 1))
+		HELD[$id]=$owner
+		echo "    killed -9 $owner (executor, its commit of trigger $id in flight) at +$(( $(date +%s) - T0 + 3 )) s"
+	fi
+	echo "commit;" >&"${HOLD[1]}"; eval "exec ${HOLD[1]}>&-"; wait "$HOLD_PID" 2>/dev/null
+	KILLED_EXEC=$owner
+	TRIES=0
+}
+kill_controller_of_b() {
+	local victim; victim=$(leader dep.b)
+	case "$victim" in c1|c2) ;; *) fail "dep.b's shard has a leader ($victim)"; return ;; esac
+	kill9_node "$victim"
+	CTL_KILLS=$((CTL_KILLS + 1))
+	echo "    killed -9 $victim (controller leading dep.b's shard) at +$(( $(date +%s) - T0 + 3 )) s"
+	KILLED_CTL=$victim
+}
+end=$(( T0 + (LONG > 0 ? LONG : 17) ))
 sleep 4
-start_node "$victim"
-sleep 12
+while :; do
+	kill_committing_executor
+	kill_controller_of_b
+	sleep 4
+	start_node "$KILLED_EXEC" --roles executor
+	start_node "$KILLED_CTL" --roles controller
+	[ "$LONG" -gt 0 ] && [ $(( $(date +%s) + 30 )) -lt "$end" ] || break
+	sleep 22
+done
+now=$(date +%s)
+[ "$now" -lt "$(( end + 6 ))" ] && sleep $(( end + 6 - now ))
 T1=$(( $(date +%s) - 6 ))
 from=$(date -u -d "@$T0" +%Y-%m-%dT%H:%M:%SZ)
 to=$(date -u -d "@$T1" +%Y-%m-%dT%H:%M:%SZ)
@@ -75,7 +141,10 @@ decided() { [ "$(sql "select count(*) from after_watermarks where watermark < '$
 	[ "$(sql "select count(*) from after_watermarks")" = 5 ]; }
 wait_until "every dependent job decided up to the window's end" 15 decided ||
 	{ sql "select job_id, watermark, epoch from after_watermarks order by 1" | sed 's/^/      watermark: /'
-	  grep -h after_failed "$NODE_DIR"/n*.log | tail -3; }
+	  sql "select shard_id, watermark, leader, epoch from shards order by 1" | sed 's/^/      shard: /'
+	  sql "select job_id, scheduled_at, partition, state, lease_owner from triggers where job_id like 'dep.%' and scheduled_at <= '$to' and state not in ('succeeded', 'failed', 'cancelled', 'skipped') order by 2" | sed 's/^/      open: /'
+	  date -u +"      now: %H:%M:%S (window to $to)"
+	  grep -h after_failed "$NODE_DIR"/c*.log | tail -3; }
 
 n_a=$(sql "select count(*) from triggers where job_id = 'dep.a' and $in_window")
 n_failed=$(sql "select count(*) from triggers where job_id = 'dep.a' and state = 'failed' and $in_window")
@@ -139,5 +208,20 @@ sql "delete from triggers where id = (select min(id) from triggers where job_id 
 out=$("$PAL" verify --from "$from" --to "$to" 2>&1); rc=$?
 expect_eq "verify: a dependent trigger deleted is found missing (exit 2)" 2 "$rc"
 expect_match "verify: ... and named" "missing=1 " "$out"
+# The killed executors' commits: the statement had reached PostgreSQL
+# whole, so it ran once the lock went (the trigger ended with the dead
+# executor's token), or it did not and the lease ran out (another
+# executor's attempt ended it); either way once, as the checks above say.
+landed=0
+for id in "${!HELD[@]}"; do
+	[ "$(sql "select count(*) from triggers t where t.id = $id and t.state in ('succeeded', 'failed') and t.fence = (select max(a.fence) from attempts a where a.trigger_id = $id and a.node = '${HELD[$id]}')")" = 1 ] &&
+		landed=$((landed + 1))
+done
+echo "    figure: kills: $EXEC_KILLS executors with a commit of dep.a in flight (its commit landed after the kill: $landed), $CTL_KILLS controllers of dep.b's shard"
+check "each round killed an executor mid-commit and dep.b's controller ($EXEC_KILLS, $CTL_KILLS)" \
+	[ "$EXEC_KILLS" -ge 1 -a "$EXEC_KILLS" = "$CTL_KILLS" ]
+held_ids=$(IFS=,; echo "${!HELD[*]}")
+expect_eq "every held dep.a trigger ended (succeeded or failed, as its instant's third says)" "${#HELD[@]}" \
+	"$(sql "select count(*) from triggers where id in (${held_ids:-0}) and state in ('succeeded', 'failed')")"
 echo "    figure: test took $SECONDS s"
 finish
