@@ -22,6 +22,10 @@
 --     with reason 'upstream_failed' naming it (and its trigger);
 --   * neither, and t + within is past -> 'upstream_late', naming the
 --     first upstream still waiting;
+--   * an upstream has no trigger at t and t is not after its first
+--     activation (it did not exist yet: a fan-in whose upstreams were
+--     activated by their controllers around t) -> t is not an instant
+--     of B: nothing is written and the watermark passes it;
 --   * otherwise undecided: looked at again next tick.
 -- A decision is never taken twice: a (t, partition) that already has a
 -- trigger or an upstream_* misfire is left alone.  Partitions: an upstream
@@ -86,6 +90,8 @@ BEGIN
 		WITH deps AS (
 			SELECT d.ord, d.x ->> 'job' AS up, d.x ->> 'on' AS on_state,
 			       (d.x ->> 'within_ms')::bigint AS within_ms,
+			       (SELECT min(fv.effective_from) FROM job_versions fv
+				 WHERE fv.job_id = d.x ->> 'job') AS up_from,
 			       (SELECT uv.partitions FROM jobs uj
 				  JOIN job_versions uv ON uv.job_id = uj.job_id
 				   AND uv.version = uj.active_version
@@ -99,7 +105,7 @@ BEGIN
 				   AND t.scheduled_at > lo AND t.scheduled_at <= cap) i
 			 CROSS JOIN generate_series(0, b.partitions - 1) g(p)
 		), per_up AS (
-			SELECT c.at, c.p, d.ord, d.up, d.within_ms,
+			SELECT c.at, c.p, d.ord, d.up, d.within_ms, d.up_from,
 			       CASE WHEN d.up_parts = b.partitions THEN 1
 				    ELSE coalesce(d.up_parts, 1) END AS needed,
 			       count(t.id) AS present,
@@ -113,10 +119,11 @@ BEGIN
 			  LEFT JOIN triggers t ON t.job_id = d.up AND t.request_id IS NULL
 			       AND t.scheduled_at = c.at
 			       AND (d.up_parts IS DISTINCT FROM b.partitions OR t.partition = c.p)
-			 GROUP BY c.at, c.p, d.ord, d.up, d.within_ms, d.up_parts, d.on_state
+			 GROUP BY c.at, c.p, d.ord, d.up, d.within_ms, d.up_from, d.up_parts, d.on_state
 		), judged AS (
 			SELECT u.*,
-			       CASE WHEN u.failed_id IS NOT NULL THEN 'failed'
+			       CASE WHEN u.present = 0 AND u.at <= u.up_from THEN 'absent'
+				    WHEN u.failed_id IS NOT NULL THEN 'failed'
 				    WHEN u.present < u.needed AND EXISTS (
 					SELECT 1 FROM misfires m
 					 WHERE m.job_id = u.up AND m.range_from <= u.at
@@ -130,7 +137,8 @@ BEGIN
 			  FROM per_up u
 		), decided AS (
 			SELECT j.at, j.p,
-			       CASE WHEN bool_or(j.st = 'failed') THEN 'upstream_failed'
+			       CASE WHEN bool_or(j.st = 'absent') THEN 'absent'
+				    WHEN bool_or(j.st = 'failed') THEN 'upstream_failed'
 				    WHEN bool_and(j.st = 'met') THEN 'ready'
 				    WHEN bool_or(j.st = 'late') THEN 'upstream_late'
 				    ELSE 'undecided' END AS verdict,

@@ -150,15 +150,20 @@ int pal_store_after_missing(pal_store *st, const char *job_id, int64_t from, int
 	snprintf(t, sizeof t, "%" PRId64, to);
 	const char *p[] = {job_id, f, t};
 	/* Instants of the first upstream whose scheduled triggers all
-	 * succeeded, up to the dependent job's watermark (decided), each
-	 * partition of the dependent job: a trigger or a misfire row. */
+	 * succeeded, after the dependent job's first activation with `after`
+	 * and up to its watermark (decided), each partition of the dependent
+	 * job: a trigger or a misfire row.  Not an instant of it: one at which
+	 * an upstream had not been activated yet and has no trigger
+	 * (palisade_plan_after passes those). */
 	return pal__store_query_json(
 	    st,
 	    "SELECT coalesce(json_agg(json_build_object('job', m.job_id, 'at',"
 	    "  floor(extract(epoch FROM m.at))::bigint, 'partition', m.p)"
 	    "  ORDER BY m.job_id, m.at, m.p), '[]')::text FROM ("
 	    " SELECT b.job_id, u.at, g.p FROM ("
-	    "  SELECT v.job_id, v.partitions, v.spec -> 'after' -> 0 ->> 'job' AS up, w.watermark"
+	    "  SELECT v.job_id, v.partitions, v.spec -> 'after' -> 0 ->> 'job' AS up, w.watermark,"
+	    "   v.spec -> 'after' AS deps, (SELECT min(bv.effective_from) FROM job_versions bv"
+	    "    WHERE bv.job_id = v.job_id AND bv.spec ? 'after') AS since"
 	    "   FROM job_versions v JOIN jobs j ON j.job_id = v.job_id"
 	    "    AND j.active_version = v.version"
 	    "   JOIN after_watermarks w ON w.job_id = v.job_id"
@@ -166,10 +171,15 @@ int pal_store_after_missing(pal_store *st, const char *job_id, int64_t from, int
 	    " CROSS JOIN LATERAL (SELECT t.scheduled_at AS at FROM triggers t"
 	    "   WHERE t.job_id = b.up AND t.request_id IS NULL"
 	    "    AND t.scheduled_at BETWEEN to_timestamp($2::bigint) AND to_timestamp($3::bigint)"
-	    "    AND t.scheduled_at <= b.watermark"
+	    "    AND t.scheduled_at <= b.watermark AND t.scheduled_at > b.since"
 	    "   GROUP BY t.scheduled_at HAVING bool_and(t.state = 'succeeded')) u"
 	    " CROSS JOIN generate_series(0, b.partitions - 1) g(p)"
-	    " WHERE NOT EXISTS (SELECT 1 FROM triggers t WHERE t.job_id = b.job_id"
+	    " WHERE NOT EXISTS (SELECT 1 FROM jsonb_array_elements(b.deps) d(x)"
+	    "   WHERE u.at <= (SELECT min(fv.effective_from) FROM job_versions fv"
+	    "     WHERE fv.job_id = d.x ->> 'job')"
+	    "    AND NOT EXISTS (SELECT 1 FROM triggers t WHERE t.job_id = d.x ->> 'job'"
+	    "     AND t.request_id IS NULL AND t.scheduled_at = u.at))"
+	    "  AND NOT EXISTS (SELECT 1 FROM triggers t WHERE t.job_id = b.job_id"
 	    "   AND t.request_id IS NULL AND t.scheduled_at = u.at AND t.partition = g.p)"
 	    "  AND NOT EXISTS (SELECT 1 FROM misfires m WHERE m.job_id = b.job_id"
 	    "   AND m.range_from <= u.at AND m.range_to >= u.at"

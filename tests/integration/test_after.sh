@@ -128,6 +128,13 @@ while :; do
 	sleep 4
 	start_node "$KILLED_EXEC" --roles executor
 	start_node "$KILLED_CTL" --roles controller
+	# a dependent job applied while dep.a runs: its instants begin at its
+	# activation, none before (neither planned nor missing for verify)
+	if [ -z "${LATE_APPLIED:-}" ]; then
+		LATE_APPLIED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+		echo "  - {id: dep.late, after: [{job: dep.a}], target: $(url log/late)}" >>"$NODE_DIR/jobs.yaml"
+		expect_exit "dep.late (after dep.a) applied mid-run" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
+	fi
 	[ "$LONG" -gt 0 ] && [ $(( $(date +%s) + 30 )) -lt "$end" ] || break
 	sleep 22
 done
@@ -138,7 +145,7 @@ from=$(date -u -d "@$T0" +%Y-%m-%dT%H:%M:%SZ)
 to=$(date -u -d "@$T1" +%Y-%m-%dT%H:%M:%SZ)
 in_window="scheduled_at between '$from' and '$to'"
 decided() { [ "$(sql "select count(*) from after_watermarks where watermark < '$to'")" = 0 ] &&
-	[ "$(sql "select count(*) from after_watermarks")" = 5 ]; }
+	[ "$(sql "select count(*) from after_watermarks")" = 6 ]; }
 wait_until "every dependent job decided up to the window's end" 15 decided ||
 	{ sql "select job_id, watermark, epoch from after_watermarks order by 1" | sed 's/^/      watermark: /'
 	  sql "select shard_id, watermark, leader, epoch from shards order by 1" | sed 's/^/      shard: /'
@@ -202,6 +209,11 @@ check "dep.b ran at least 4 instants in the window ($n_b)" [ "$n_b" -ge 4 ]
 expect_eq "each dep.b call carried Palisade-Scheduled-At = the upstream instant and the key naming it" 0 "$wrong"
 expect_exit "verify: every instant planned or recorded, dependency instants included" 0 \
 	"$PAL" verify --from "$from" --to "$to"
+started=$(date -u -d "@$(( T0 - 10 ))" +%Y-%m-%dT%H:%M:%SZ)
+expect_eq "dep.late: no trigger before its activation, triggers after it" "0 true" \
+	"$(sql "select count(*) filter (where t.scheduled_at <= v.effective_from) || ' ' || (count(*) filter (where t.scheduled_at > v.effective_from) > 0) from triggers t join job_versions v on v.job_id = t.job_id where t.job_id = 'dep.late'")"
+expect_exit "verify from before any activation: an upstream instant before a dependent job's activation is not its instant (none missing)" 0 \
+	"$PAL" verify --from "$started" --to "$to"
 # verify's dependency check can fail: a dependent trigger that vanished
 # (the controller never plans an instant below its watermark again)
 sql "delete from triggers where id = (select min(id) from triggers where job_id = 'dep.b' and $in_window)" >/dev/null
