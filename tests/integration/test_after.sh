@@ -226,7 +226,7 @@ expect_match "verify: ... and named" "missing=1 " "$out"
 # executor's attempt ended it); either way once, as the checks above say.
 landed=0
 for id in "${!HELD[@]}"; do
-	[ "$(sql "select count(*) from triggers t where t.id = $id and t.state in ('succeeded', 'failed') and t.fence = (select max(a.fence) from attempts a where a.trigger_id = $id and a.node = '${HELD[$id]}')")" = 1 ] &&
+	[ "$(sql "select count(*) from triggers t where t.id = $id and t.state in ('succeeded', 'failed') and t.fence = (select max(a.fence) from attempt_ledger a where a.trigger_id = $id and a.node = '${HELD[$id]}')")" = 1 ] &&
 		landed=$((landed + 1))
 done
 echo "    figure: kills: $EXEC_KILLS executors with a commit of dep.a in flight (its commit landed after the kill: $landed), $CTL_KILLS controllers of dep.b's shard"
