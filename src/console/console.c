@@ -398,11 +398,10 @@ static json_t *cluster_model(pal_console *c, const json_t *self, const char *q, 
 	json_t *zk = zk_nodes(c);
 	json_object_set_new(m, "zookeeper", source(zk != NULL, c->zk_err));
 	json_object_set_new(m, "this_node", self ? json_deep_copy(self) : json_null());
-	json_t *hist = pal__history_json(c->history);
-	/* the backlog of every group is every tenant's */
-	if (sc->n)
-		json_object_del(hist, "backlog_due");
-	json_object_set_new(m, "history", hist);
+	/* The node's samples (its fires, their lateness, the backlog of every
+	 * group) are every tenant's: a login limited to tenants gets null,
+	 * which the page says; absent means the node keeps no samples. */
+	json_object_set_new(m, "history", sc->n ? json_null() : pal__history_json(c->history));
 	json_object_set_new(m, "nodes", sort_nodes(merge_nodes(c, zk, view, self)));
 	if (view) {
 		json_object_del(view, "nodes"); /* merged above */

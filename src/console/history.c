@@ -331,6 +331,12 @@ static void chart(GString *o, const char *id, const char *title, size_t n, const
 
 void pal__history_svg(GString *o, const json_t *hist)
 {
+	if (json_is_null(hist)) {
+		g_string_append(o, "<p class=\"none\" id=\"charts-withheld\">this node's charts: "
+				   "every tenant's fires and backlog, not shown to a token limited "
+				   "to tenants</p>\n");
+		return;
+	}
 	if (!json_is_object(hist)) {
 		g_string_append(o, "<p class=\"none\">no charts on this node (no metrics)</p>\n");
 		return;
