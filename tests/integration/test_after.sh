@@ -220,6 +220,15 @@ sql "delete from triggers where id = (select min(id) from triggers where job_id 
 out=$("$PAL" verify --from "$from" --to "$to" 2>&1); rc=$?
 expect_eq "verify: a dependent trigger deleted is found missing (exit 2)" 2 "$rc"
 expect_match "verify: ... and named" "missing=1 " "$out"
+# The console's job page: upstreams and downstreams (its JSON model and the page)
+model=$(curl -s "http://${NODE_ADMIN[c1]}/api/job?id=dep.a")
+expect_eq "console: dep.a's downstreams" "dep.b dep.c dep.l dep.late" \
+	"$(jq -r '[.after.downstreams[].job] | join(" ")' <<<"$model")"
+model=$(curl -s "http://${NODE_ADMIN[c1]}/api/job?id=dep.c")
+expect_eq "console: dep.c's upstreams, in its order" "dep.a dep.b" \
+	"$(jq -r '[.after.upstreams[].job] | join(" ")' <<<"$model")"
+expect_match "console: dep.c's page lists them" 'runs after \(upstreams\).*dep\.a.*dep\.b' \
+	"$(curl -s "http://${NODE_ADMIN[c1]}/console/job?id=dep.c" | tr -d '\n')"
 # The killed executors' commits: the statement had reached PostgreSQL
 # whole, so it ran once the lock went (the trigger ended with the dead
 # executor's token), or it did not and the lease ran out (another
