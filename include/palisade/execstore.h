@@ -178,6 +178,14 @@ typedef struct pal_result {
 	bool resp_keep, resp_truncated;
 	const char *resp_headers, *resp_ctype, *resp_body;
 	size_t resp_body_len;
+	/* A result refused once is sent once more (pal_store_commit_results
+	 * does; the executor requeues it): the refusal of a late result that
+	 * waited for a takeover's claim is decided on the row the claim
+	 * wrote, but its statement's snapshot, taken before that claim
+	 * committed, does not see the attempts row the claim moved the
+	 * attempt into.  The second statement's does, and ends it as fenced.
+	 * Set on the second sending. */
+	bool resent;
 	/* out: */
 	bool committed;          /* false: fenced (the lease was lost) */
 	pal_tstate final_state;

@@ -168,9 +168,19 @@ void pal__commit_recv(pal_executor *ex)
 		requeue_batch(ex);
 		return;
 	}
+	int kept = 0; /* refused once: sent again with the next batch */
 	for (int i = 0; i < ex->n_batch; i++) {
 		pal_result *r = &ex->batch[i];
 		char lab[64];
+		if (!r->committed && !r->resent) {
+			/* the next statement's snapshot sees an attempts row a
+			 * takeover that this one waited for wrote, and ends it as
+			 * fenced (pal_result.resent) */
+			r->resent = true;
+			ex->batch[kept] = *r;
+			ex->batch_calls[kept++] = ex->batch_calls[i];
+			continue;
+		}
 		if (r->committed) {
 			snprintf(lab, sizeof lab, "state=\"%s\"", pal_tstate_name(r->final_state));
 			pal__minc(ex, "palisade_executor_results_total", lab, 1);
@@ -200,7 +210,8 @@ void pal__commit_recv(pal_executor *ex)
 		}
 		pal__call_free(ex->batch_calls[i]);
 	}
-	ex->n_batch = 0;
+	ex->n_batch = kept;
+	requeue_batch(ex);
 }
 
 void pal__results_free(pal_executor *ex)

@@ -655,7 +655,40 @@ int pal_store_commit_results(pal_store *st, pal_result *res, int n, char *err, s
 		return PAL_OK;
 	if (pal_store_commit_send(st, res, n, err, errlen))
 		return PAL_EDB;
-	return pal_store_commit_recv(st, res, n, err, errlen);
+	int rc = pal_store_commit_recv(st, res, n, err, errlen);
+	if (rc)
+		return rc;
+	/* the refused ones once more, with a fresh snapshot (pal_result.resent) */
+	int m = 0;
+	for (int i = 0; i < n; i++)
+		m += !res[i].committed && !res[i].resent;
+	if (!m)
+		return PAL_OK;
+	pal_result *again = malloc((size_t)m * sizeof *again);
+	int *from = malloc((size_t)m * sizeof *from);
+	if (!again || !from) {
+		free(again);
+		free(from);
+		snprintf(err, errlen, "out of memory for %d refused results", m);
+		return PAL_ENOMEM;
+	}
+	m = 0;
+	for (int i = 0; i < n; i++)
+		if (!res[i].committed && !res[i].resent) {
+			again[m] = res[i];
+			again[m].resent = true;
+			from[m++] = i;
+		}
+	rc = pal_store_commit_send(st, again, m, err, errlen)
+		 ? PAL_EDB
+		 : pal_store_commit_recv(st, again, m, err, errlen);
+	for (int j = 0; !rc && j < m; j++) {
+		res[from[j]].committed = again[j].committed;
+		res[from[j]].final_state = again[j].final_state;
+	}
+	free(again);
+	free(from);
+	return rc;
 }
 
 int pal_store_checkpoint(pal_store *st, int64_t id, int64_t fence, const char *checkpoint,

@@ -123,5 +123,24 @@ sql "UPDATE attempts SET ended_at = clock_timestamp(), outcome = 'succeeded', ht
 expect_eq "the ledger shows it once" "old1/succeeded/-/200/-" "$(ledger "$E")"
 expect_eq "no trigger has an attempt twice in the ledger" 0 \
 	"$(sql "SELECT count(*) FROM (SELECT fence FROM attempt_ledger GROUP BY fence HAVING count(*) > 1) d")"
+# 6. A late result that meets the takeover of its lease while that claim
+# is still open: the result waits for the trigger row, finds a new token
+# and is refused, and the attempt the claim moved into an attempts row
+# (invisible to the result statement's snapshot) still ends as fenced.
+G=$(plant)
+read -r id fg at <<<"$(claim n1 1000)"
+sleep 1.2 # its lease runs out
+claim_sql="SELECT count(*) FROM palisade_claim_batch('n2', 60000, 1, 0, '{}', '{}', '{}', '{}', '{}', '{}', '{}', true) WHERE id IS NOT NULL"
+PGOPTIONS="-c jit=off" "$PSQL" "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 \
+	-c "BEGIN" -c "$claim_sql" -c "SELECT pg_sleep(1.5)" -c "COMMIT" >"$PALISADE_TEST_TMP/takeover.out" &
+takeover=$!
+sleep 0.7 # the takeover holds the row, uncommitted
+expect_eq "the late result waits for the takeover and is refused" "committed 0" \
+	"$(commit "$G $fg $at succeeded - 200 key-g")"
+wait "$takeover"
+expect_eq "the takeover claimed it" "1" "$(head -1 "$PALISADE_TEST_TMP/takeover.out")"
+expect_eq "the ledger: attempt 1 fenced (its late result recorded), attempt 2 running" \
+	"n1/fenced/-/200/key-g n2/-/-/-/-" "$(ledger "$G")"
+
 echo "    figure: test took $(($(date +%s) - T_START)) s"
 finish
