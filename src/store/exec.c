@@ -433,6 +433,10 @@ static int result_ref_cmp(const void *a, const void *b)
 	"   status_queries = string_to_array(nullif(u.sq, ''), ',')" \
 	"   FROM u LEFT JOIN upd ON upd.fence = u.fence" \
 	"   WHERE a.trigger_id = u.id AND a.fence = u.fence AND a.trigger_id = ANY ($1::bigint[])" \
+	/* a refused result ends only an open attempt, as fen does: one sent \
+	 * again after its commit (a lost answer, or the second sending of a \
+	 * refused one) leaves what was written */ \
+	"   AND (upd.id IS NOT NULL OR a.ended_at IS NULL)" \
 	PART_A ")," \
 	/* What the attempts keep of the answers ($16-$20: only the results \
 	 * with something to keep, often none), for results this statement \

@@ -31,6 +31,7 @@ claim() {
 	PGOPTIONS="-c jit=off" sql "SELECT id, fence, at FROM $call WHERE id IS NOT NULL" | tr '|' ' '
 }
 commit() { "$PROBE" --pg "$PALISADE_PG" --batch 8 <<<"$1"; }
+at_of() { sql "SELECT floor(extract(epoch FROM scheduled_at))::bigint FROM triggers WHERE id = $1"; }
 rows() { sql "SELECT count(*) FROM attempts WHERE trigger_id = $1"; }
 ledger() { # TRIGGER: its attempts in fence order, node/outcome/error/http/key
 	sql "SELECT string_agg(node || '/' || coalesce(outcome, '-') || '/' || coalesce(error_class, '-')
@@ -141,6 +142,17 @@ wait "$takeover"
 expect_eq "the takeover claimed it" "1" "$(head -1 "$PALISADE_TEST_TMP/takeover.out")"
 expect_eq "the ledger: attempt 1 fenced (its late result recorded), attempt 2 running" \
 	"n1/fenced/-/200/key-g n2/-/-/-/-" "$(ledger "$G")"
+
+# 7. A result sent again after it was committed (the executor re-sends a
+# batch whose answer it lost with its connection) is refused and changes
+# no attempt: neither one its trigger row holds nor an attempts row.
+expect_eq "attempt 3 of the first trigger, sent again, is refused" "committed 0" \
+	"$(commit "$A $f3 $(at_of "$A") succeeded - 200 key-a")"
+expect_eq "... and stays succeeded in the ledger" \
+	"n1/retry_wait/http_503/503/key-a n2/fenced/-/200/key-a n3/succeeded/-/200/key-a" "$(ledger "$A")"
+expect_eq "a first attempt's result, sent again, is refused" "committed 0" \
+	"$(commit "$B $fb $(at_of "$B") succeeded - 200 key-b")"
+expect_eq "... and stays succeeded in its trigger row" "n1/succeeded/-/200/key-b" "$(ledger "$B")"
 
 echo "    figure: test took $(($(date +%s) - T_START)) s"
 finish
