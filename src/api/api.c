@@ -54,7 +54,8 @@
 #define PAGE_DEFAULT 100
 #define PAGE_MAX 1000
 #define BACKFILL_MAX 1000
-#define DIFF_COUNT 5 /* instants per job of a dry run (plan diff's default) */
+#define DIFF_COUNT 5	     /* instants per job of a dry run (plan diff's default) */
+#define DIFF_COUNT_MAX 10000 /* plan diff's --count bound */
 #define PROBLEM_BASE "urn:palisade:problem:"
 
 struct pal_api {
@@ -1468,10 +1469,9 @@ static int follower_diff(void *ctx, const char *job_id, const char *follows, con
 
 /* What `plan diff` shows for SET: the next instants, stored and new, and
  * those of the stored jobs that would follow a calendar of SET. */
-static void diff_set(call *c, pal_jobset *set, bool prune)
+static void diff_set(call *c, pal_jobset *set, int64_t from, int count, bool prune)
 {
 	json_t *jobs = json_array();
-	int64_t now = (int64_t)time(NULL);
 	char err[1024];
 	if (pal_store_calendar_versions(c->api->st, set->calendars, set->n_calendars, err,
 					sizeof err)) {
@@ -1482,8 +1482,8 @@ static void diff_set(call *c, pal_jobset *set, bool prune)
 	pal_jobset_calendar_versions(set);
 	for (size_t i = 0; i < set->n; i++) {
 		pal_plan_diff d;
-		int rc = pal_plan_diff_job(c->api->st, &set->jobs[i], now, DIFF_COUNT, &d, err,
-					   sizeof err);
+		int rc =
+		    pal_plan_diff_job(c->api->st, &set->jobs[i], from, count, &d, err, sizeof err);
 		if (rc) {
 			json_decref(jobs);
 			problem_rc(c, rc, err);
@@ -1492,7 +1492,7 @@ static void diff_set(call *c, pal_jobset *set, bool prune)
 		json_array_append_new(jobs, pal_plan_diff_json(&d, set->jobs[i].id, NULL));
 		pal_plan_diff_clear(&d);
 	}
-	int rc = pal_plan_diff_followers(c->api->st, set, now, DIFF_COUNT, follower_diff, jobs, err,
+	int rc = pal_plan_diff_followers(c->api->st, set, from, count, follower_diff, jobs, err,
 					 sizeof err);
 	if (rc) {
 		json_decref(jobs);
@@ -1529,20 +1529,36 @@ static void h_apply(call *c)
 		return;
 	pal_jobset set = {0};
 	if (load_body(c, &set)) {
-		if (dry && !strcmp(dry, "true"))
-			diff_set(c, &set, prune); /* nothing is written */
+		if (dry && !strcmp(dry, "true")) /* nothing is written */
+			diff_set(c, &set, (int64_t)time(NULL), DIFF_COUNT, prune);
 		else
 			apply_set(c, &set, query(c, "reason") ? query(c, "reason") : "", prune);
 	}
 	pal_jobset_free(&set);
 }
 
-/* `palisade plan diff` of the body's job files: writes nothing. */
+/* `palisade plan diff` of the body's job files: writes nothing.  ?count=
+ * instants per job (1..DIFF_COUNT_MAX, default DIFF_COUNT) after ?from= (an
+ * RFC 3339 instant, default now), as the CLI's --count and --from. */
 static void h_plan_diff(call *c)
 {
+	int64_t from = (int64_t)time(NULL);
+	if (query(c, "from") && !query_time(c, "from", &from))
+		return;
+	const char *n = query(c, "count");
+	long count = DIFF_COUNT;
+	if (n) {
+		char *end;
+		count = strtol(n, &end, 10);
+		if (*end || count < 1 || count > DIFF_COUNT_MAX) {
+			problem(c, 400, "bad-parameter", "Bad parameter",
+				"count \"%.20s\": expected an integer in 1..%d", n, DIFF_COUNT_MAX);
+			return;
+		}
+	}
 	pal_jobset set = {0};
 	if (load_body(c, &set))
-		diff_set(c, &set, false);
+		diff_set(c, &set, from, (int)count, false);
 	pal_jobset_free(&set);
 }
 

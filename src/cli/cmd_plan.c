@@ -3,6 +3,7 @@
  * fire instants of each job would move against the version stored now.
  */
 #include <getopt.h>
+#include <glib.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,8 @@ static void usage(FILE *fp)
 {
 	fprintf(fp,
 		"usage: palisade plan diff [--count N] [--from RFC3339] [--output table|json]\n"
-		"                          [--pg CONNINFO] [--config FILE] FILE...\n"
+		"                          [--pg CONNINFO] [--config FILE]\n"
+		"                          [--server URL [--token-file FILE]] FILE...\n"
 		"For every job in FILE, compare the next N (default 5) fire instants after\n"
 		"--from (default now) of the stored latest version with those of the file's\n"
 		"spec.  Lines: '-' only in the stored plan, '+' only in the new one, ' ' both;\n"
@@ -27,6 +29,7 @@ static void usage(FILE *fp)
 		"one whose exclusion changes (a changed calendar).  The stored jobs that\n"
 		"name a calendar of the files at another version follow it on apply: they\n"
 		"are listed too, with the calendars they follow.  Nothing is written.\n"
+		"Through --server (POST /api/v1/plan/diff) it takes one file.\n"
 		"Exit: 0 shown, 65 invalid files, 69 database unreachable.\n");
 }
 
@@ -97,6 +100,94 @@ static int show_follower(void *out, const char *id, const char *follows, const p
 	return 0;
 }
 
+/* The instants LIST ([{at, excluded}] of pal_plan_diff_json()) into V and
+ * EX from index 0; returns how many, -1 when an item is malformed. */
+static int list_of(const json_t *list, int64_t *v, bool *ex)
+{
+	size_t i;
+	json_t *e;
+	json_array_foreach(list, i, e)
+	{
+		const char *at = json_string_value(json_object_get(e, "at"));
+		if (!at || pal_parse_rfc3339(at, &v[i]))
+			return -1;
+		ex[i] = json_is_true(json_object_get(e, "excluded"));
+	}
+	return (int)json_array_size(list);
+}
+
+/* One job of the API's answer (pal_plan_diff_json()'s object O) shown as
+ * the direct path shows it; false when O is not such an object. */
+static bool show_remote(const json_t *o)
+{
+	const char *id = json_string_value(json_object_get(o, "job_id"));
+	const char *status = json_string_value(json_object_get(o, "status"));
+	const json_t *st = json_object_get(o, "stored"), *nw = json_object_get(o, "new");
+	size_t n = json_array_size(st) + json_array_size(nw);
+	if (!id || !status)
+		return false;
+	pal_plan_diff d = {.status = status,
+			   .stored_version =
+			       (int)json_integer_value(json_object_get(o, "stored_version"))};
+	d.stored = calloc(n + 1, sizeof *d.stored);
+	d.stored_ex = calloc(n + 1, sizeof *d.stored_ex);
+	d.n_stored = list_of(st, d.stored, d.stored_ex);
+	d.next = d.stored + json_array_size(st);
+	d.next_ex = d.stored_ex + json_array_size(st);
+	d.n_new = list_of(nw, d.next, d.next_ex);
+	bool good = d.n_stored >= 0 && d.n_new >= 0;
+	if (good)
+		show(&d, id, json_string_value(json_object_get(o, "follows")), NULL);
+	pal_plan_diff_clear(&d);
+	return good;
+}
+
+/* plan diff through the API (--server): one file, its documents in one
+ * body; the answer's jobs printed as the direct path prints them. */
+static int diff_remote(const pal_cli_common *c, const char *file, int64_t from, int count)
+{
+	char *text = NULL, *q_file = g_uri_escape_string(file, NULL, FALSE);
+	gsize len = 0;
+	GError *ge = NULL;
+	if (!g_file_get_contents(file, &text, &len, &ge)) {
+		pal_cli_err("plan diff", "%s", ge->message);
+		g_error_free(ge);
+		g_free(q_file);
+		return PAL_EXIT_DATAERR;
+	}
+	char at[32];
+	pal_fmt_rfc3339(from, at, sizeof at);
+	char *path =
+	    g_strdup_printf("/api/v1/plan/diff?file=%s&count=%d&from=%s", q_file, count, at);
+	json_t *o = NULL;
+	int ec =
+	    pal_cli_remote_call(c, "plan diff", "POST", path, "application/yaml", text, len, &o);
+	g_free(path);
+	g_free(text);
+	g_free(q_file);
+	if (ec)
+		return ec;
+	json_t *jobs = json_object_get(o, "jobs");
+	if (!json_is_array(jobs)) {
+		pal_cli_err("plan diff", "the server's answer has no jobs");
+		ec = PAL_EXIT_SOFTWARE;
+	} else if (c->json) {
+		json_dumpf(jobs, stdout, JSON_INDENT(2));
+		putchar('\n');
+	} else {
+		size_t i;
+		json_t *j;
+		json_array_foreach(jobs, i, j) if (!show_remote(j))
+		{
+			pal_cli_err("plan diff", "the server's answer has a malformed job");
+			ec = PAL_EXIT_SOFTWARE;
+			break;
+		}
+	}
+	json_decref(o);
+	return ec;
+}
+
 int pal_cmd_plan(int argc, char **argv)
 {
 	pal_cli_common c = {0};
@@ -141,6 +232,14 @@ int pal_cmd_plan(int argc, char **argv)
 	if (optind >= argc) {
 		usage(stderr);
 		return PAL_EXIT_USAGE;
+	}
+	if (pal_cli_server(&c)) {
+		if (argc - optind != 1) {
+			pal_cli_err("plan diff", "through --server, plan diff takes one file "
+						 "(its documents in one body)");
+			return PAL_EXIT_USAGE;
+		}
+		return diff_remote(&c, argv[optind], from, count);
 	}
 	pal_jobset set = {0};
 	pal_diags diags = {0};

@@ -222,6 +222,13 @@ int pal_cli_remote(const pal_cli_common *c, const char *cmd, const char *method,
 	return ec;
 }
 
+int pal_cli_remote_call(const pal_cli_common *c, const char *cmd, const char *method,
+			const char *path, const char *ctype, const char *body, size_t len,
+			json_t **out)
+{
+	return remote_call(c, cmd, method, path, ctype, body, len, out);
+}
+
 int pal_cli_remote_get(const pal_cli_common *c, const char *cmd, const char *path, json_t **out)
 {
 	return remote_call(c, cmd, "GET", path, NULL, NULL, 0, out);

@@ -166,6 +166,12 @@ call("POST", "/api/v1/tokens/contract-viewer/revoke", {}, want=404)
 JOB = 'jobs:\n  - {id: c.two, schedule: {cron: "0 0 * * * ?"}, target: {url: "http://127.0.0.1:9/x"}}\n'
 st, dry = call("POST", "/api/v1/apply?dry_run=true", JOB, ctype="application/yaml", want=200)
 call("POST", "/api/v1/plan/diff?file=c.yaml", JOB, ctype="application/yaml", want=200)
+# ?count= and ?from=, as plan diff's --count and --from
+st, pd = call("POST", "/api/v1/plan/diff?count=2&from=2030-01-01T00:00:00Z", JOB, ctype="application/yaml", want=200)
+if not pd or [i["at"] for j in pd.get("jobs", []) for i in j["new"]] != ["2030-01-01T01:00:00Z", "2030-01-01T02:00:00Z"]:
+    failures.append(f"plan diff with count=2 from 2030-01-01: {pd}")
+call("POST", "/api/v1/plan/diff?count=0", JOB, ctype="application/yaml", want=400)
+call("POST", "/api/v1/plan/diff?from=soon", JOB, ctype="application/yaml", want=400)
 call("POST", "/api/v1/apply?reason=contract", JOB, ctype="application/yaml", want=200)
 call("POST", "/api/v1/apply", "jobs:\n  - {id: c.bad, schedule: {cron: \"61 * * * * ?\"}}\n", ctype="application/yaml", want=422)
 call("POST", "/api/v1/apply", JOB, want=415)

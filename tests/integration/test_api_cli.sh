@@ -122,6 +122,18 @@ expect_exit "delete --output json through the API" 0 remote delete "${ADM[@]}" -
 via_api=$(python3 -c "$keys" <<<"$OUT")
 expect_exit "delete --output json on the database" 0 "$PAL" delete --output json cli.d3 --reason "api cli"
 expect_eq "the same JSON fields both ways" "$(python3 -c "$keys" <<<"$OUT")" "$via_api"
+# plan diff through the API: the direct path's answer, --count and --from kept.
+expect_exit "plan diff --output json through the API" 0 remote plan diff --count 3 --from 2030-01-01T00:00:00Z --output json "$PALISADE_TEST_TMP/api-cli2.yaml"
+via_api=$OUT
+expect_exit "plan diff --output json on the database" 0 "$PAL" plan diff --count 3 --from 2030-01-01T00:00:00Z --output json "$PALISADE_TEST_TMP/api-cli2.yaml"
+expect_eq "the same JSON both ways" "$OUT" "$via_api"
+expect_exit "plan diff through the API" 0 remote plan diff --count 2 --from 2030-01-01T00:00:00Z "$PALISADE_TEST_TMP/api-other.yaml"
+via_api=$OUT
+expect_exit "plan diff on the database" 0 "$PAL" plan diff --count 2 --from 2030-01-01T00:00:00Z "$PALISADE_TEST_TMP/api-other.yaml"
+expect_eq "the same lines both ways" "$OUT" "$via_api"
+expect_match "a new job's two instants after --from" '^cli\.other: new job.*\+ 2030-01-01T01:00:00Z.*\+ 2030-01-01T02:00:00Z$' "$(tr '\n' ' ' <<<"$via_api" | sed 's/ *$//')"
+expect_exit "an invalid file through the API: exit 65" 65 remote plan diff "$PALISADE_TEST_TMP/api-bad.yaml"
+expect_match "with file:line:col" 'api-bad\.yaml:2:[0-9]+: error:' "$OUT"
 expect_exit "a database-only command with --server: usage (exit 64)" 64 \
 	env -u PALISADE_PG "$PAL" verify --server "http://${NODE_ADMIN[s1]}"
 expect_exit "no token: exit 64" 64 env -u PALISADE_PG -u PALISADE_TOKEN "$PAL" pause --all --reason x --server "http://${NODE_ADMIN[s1]}"
