@@ -874,12 +874,12 @@ int pal_store_apply_followers(pal_apply *a, pal_apply_follow_fn fn, void *ctx, c
 /* ---- retiring (include/palisade/lifecycle.h) --------------------------------- */
 
 /* The not-yet-claimed triggers (pending, retry_wait, paused) of the
- * retired jobs among $1 (or of all of them with $5 set), locked. */
+ * retired jobs among $1 (or of all of them with $5 set). */
 #define RETIRE_CANCELLABLE_SQL                                                                     \
-	"SELECT t.id, t.scheduled_at FROM triggers t WHERE t.job_id = ANY($1::text[])"             \
+	"SELECT t.id, t.scheduled_at, t.state FROM triggers t WHERE t.job_id = ANY($1::text[])"    \
 	" AND t.state IN ('pending', 'retry_wait', 'paused')"                                      \
 	" AND ($5::bigint IS NOT NULL OR t.job_id IN (SELECT job_id FROM jobs"                     \
-	"  WHERE job_id = ANY($1::text[]) AND retired_at IS NOT NULL)) FOR UPDATE OF t"
+	"  WHERE job_id = ANY($1::text[]) AND retired_at IS NOT NULL))"
 
 #define RETIRE_MOVE PAL__TRIGGER_MOVE(RETIRE_CANCELLABLE_SQL, "'cancelled'", "NULL")
 

@@ -14,7 +14,7 @@
 /* Selection of cancel: trigger $1, or job $2 (the other one NULL). */
 #define CANCEL_SEL "($1::bigint IS NULL OR id = $1::bigint) AND ($2::text IS NULL OR job_id = $2::text)"
 
-/* The triggers of the selection that each step of cancel moves, locked. */
+/* The triggers of the selection that each step of cancel moves. */
 #define PAUSING_EXPIRED "state = 'pausing' AND lease_until < clock_timestamp()"
 #define CANCELLABLE                                                                                \
 	"(state IN ('paused', 'retry_wait', 'pending')"                                            \

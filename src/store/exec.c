@@ -305,7 +305,7 @@ int pal_store_renew(pal_store *st, const char *node, int64_t lease_ms, const pal
  * state).  Rows another transaction holds are left for the next round.
  */
 static const char SQL_REAP_CANCELLING[] = "SELECT count(*) FROM " PAL__TRIGGER_MOVE(
-    "SELECT x.id, x.scheduled_at FROM triggers x WHERE x.state = 'cancelling'"
+    "SELECT x.id, x.scheduled_at, x.state FROM triggers x WHERE x.state = 'cancelling'"
     " AND x.lease_until < clock_timestamp() LIMIT 1000 FOR UPDATE OF x SKIP LOCKED",
     "'cancelled'", "NULL") " m";
 

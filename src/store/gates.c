@@ -26,8 +26,8 @@
 	" 'job:' || " t ".job_id, 'group:' || " t ".resource_group, 'tenant:' || " t ".tenant))"
 
 /* The statement that moves the triggers (alias t) in WHERE to state TO
- * through the door of the state machine (PAL__TRIGGER_MOVE), locking them
- * first; its row: how many moved. */
+ * through the door of the state machine (PAL__TRIGGER_MOVE); its row: how
+ * many moved. */
 #define GATE_MOVE(where, to) "SELECT count(*) FROM " PAL__TRIGGER_MOVE_WHERE(where, to, "NULL") " m"
 
 #define LOCK_TIMEOUT "10s"
@@ -173,8 +173,8 @@ int pal_ops_pause(pal_store *st, const pal_scope *sc, const char *actor, const c
 /* The held instants of cut (a CTE of job_id, scheduled_at) still held,
  * moved to skipped with the error class 'paused' through the door. */
 #define HELD_CUT                                                                                   \
-	"SELECT t.id, t.scheduled_at FROM triggers t JOIN cut ON t.job_id = cut.job_id"            \
-	" AND t.scheduled_at = cut.scheduled_at WHERE " HELD("t") " FOR UPDATE OF t"
+	"SELECT t.id, t.scheduled_at, t.state FROM triggers t JOIN cut ON t.job_id = cut.job_id"   \
+	" AND t.scheduled_at = cut.scheduled_at WHERE " HELD("t")
 #define HELD_SKIP PAL__TRIGGER_MOVE(HELD_CUT, "'skipped'", "'paused'")
 
 static int policy_index(const char *name)

@@ -73,19 +73,20 @@ int pal__store_query_json(pal_store *st, const char *sql, int nparams, const cha
 /* The door of the trigger state machine (palisade_trigger_move,
  * sql/functions/palisade_trigger_move.sql; docs/schema.md): a FROM item
  * that moves to state TO (SQL text: a quoted state or a parameter) the
- * triggers SEL selects (SQL text: a query of their id and scheduled_at, in
- * that order, its rows locked FOR UPDATE), writing last_error_class CLASS
- * (SQL text; NULL keeps it), and yields the rows moved: id, scheduled_at,
- * from_state, job_id, version, shard, epoch.  Follow it with an alias.
- * The only way src/store changes triggers.state (tests/state_writers.py). */
+ * triggers SEL selects (SQL text: a query of their id, scheduled_at and
+ * state, in that order) that are still in the state it read, writing
+ * last_error_class CLASS (SQL text; NULL keeps it), and yields the rows
+ * moved: id, scheduled_at, from_state, job_id, version, shard, epoch.
+ * Follow it with an alias.  The only way src/store changes triggers.state
+ * (tests/state_writers.py). */
 #define PAL__TRIGGER_MOVE(sel, to, class)                                                          \
-	"(SELECT array_agg(s.id) AS ids, array_agg(s.scheduled_at) AS ats FROM (" sel ") s) door," \
-	" palisade_trigger_move(door.ids, door.ats, " to ", " class ")"
+	"(SELECT array_agg(s.id) AS ids, array_agg(s.scheduled_at) AS ats,"                        \
+	" array_agg(s.state) AS froms FROM (" sel ") s) door,"                                     \
+	" palisade_trigger_move(door.ids, door.ats, door.froms, " to ", " class ")"
 /* PAL__TRIGGER_MOVE of the triggers (alias t) that match WHERE. */
 #define PAL__TRIGGER_MOVE_WHERE(where, to, class)                                                  \
-	PAL__TRIGGER_MOVE("SELECT t.id, t.scheduled_at FROM triggers t WHERE " where               \
-			  " FOR UPDATE OF t",                                                      \
-			  to, class)
+	PAL__TRIGGER_MOVE("SELECT t.id, t.scheduled_at, t.state FROM triggers t WHERE " where, to, \
+			  class)
 
 /* What attempt A (an alias of attempts in the statement) kept of the
  * service's answer, as a JSON expression: {status, headers, content_type,

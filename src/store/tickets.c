@@ -126,8 +126,8 @@ static int resolve_body(pal_store *st, void *vctx, char *err, size_t errlen)
 		r = pal__store_query(
 		    st,
 		    "SELECT m.id FROM " PAL__TRIGGER_MOVE(
-			"SELECT id, scheduled_at FROM triggers WHERE id = $1::bigint"
-			" AND state = 'manual' FOR UPDATE",
+			"SELECT id, scheduled_at, state FROM triggers WHERE id = $1::bigint"
+			" AND state = 'manual'",
 			"$2::text", "NULL") " m",
 		    2, pt, err, errlen);
 		if (!r)

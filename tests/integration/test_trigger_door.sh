@@ -26,11 +26,13 @@ mk() {
 	       clock_timestamp() + interval '1 minute', 'http_5xx', now() - interval '1 hour'
 	     FROM (SELECT now() + nextval('it_instant') * interval '1 minute' AS t) a RETURNING id"
 }
-# move TO IDS... [CLASS]: the door over the triggers IDS (comma-separated)
+# move TO IDS [CLASS]: the door over the triggers IDS (comma-separated), in
+# the states read
 move() {
 	sql "SELECT string_agg(m.id || ':' || m.from_state, ',' ORDER BY m.id) FROM (
-	       SELECT array_agg(id) AS ids, array_agg(scheduled_at) AS ats FROM triggers WHERE id IN ($2)) a,
-	       palisade_trigger_move(a.ids, a.ats, '$1', ${3:-NULL}) m"
+	       SELECT array_agg(id) AS ids, array_agg(scheduled_at) AS ats, array_agg(state) AS froms
+	       FROM triggers WHERE id IN ($2)) a,
+	       palisade_trigger_move(a.ids, a.ats, a.froms, '$1', ${3:-NULL}) m"
 }
 cols() { sql "SELECT state, lease_owner IS NOT NULL, next_attempt_at IS NOT NULL, finished_at IS NOT NULL,
 	        coalesce(last_error_class, '-'), updated_at > now() - interval '1 minute' FROM triggers WHERE id = $1"; }
@@ -62,17 +64,21 @@ expect_eq "and nothing of the statement moved" "pending" "$(sql "SELECT state FR
 OUT=$(move done "$M" 2>&1)
 expect_match "a state that is none of the machine's is refused" "illegal trigger state change pending -> done \\(trigger $M\\)" "$OUT"
 expect_eq "no marker is left in the session after the door" "" \
-	"$(sql "SELECT palisade_trigger_move('{}'::bigint[], '{}'::timestamptz[], 'pending') ; SELECT coalesce(current_setting('palisade.trigger_move', true), '')" | tail -1)"
+	"$(sql "SELECT palisade_trigger_move('{}'::bigint[], '{}'::timestamptz[], '{}'::text[], 'pending') ; SELECT coalesce(current_setting('palisade.trigger_move', true), '')" | tail -1)"
 OUT=$(sql "UPDATE triggers SET state = 'running' WHERE id = $P" 2>&1)
 expect_match "a direct update along an illegal edge is still refused by the statement check" \
 	"illegal trigger state change cancelled -> running \\(trigger $P\\)" "$OUT"
-OUT=$(sql "BEGIN; SELECT count(*) FROM palisade_trigger_move('{}'::bigint[], '{}'::timestamptz[], 'pending'); UPDATE triggers SET state = 'running' WHERE id = $P; COMMIT" 2>&1)
+OUT=$(sql "BEGIN; SELECT count(*) FROM palisade_trigger_move('{}'::bigint[], '{}'::timestamptz[], '{}'::text[], 'pending'); UPDATE triggers SET state = 'running' WHERE id = $P; COMMIT" 2>&1)
 expect_match "also after the door ran in the same transaction" \
 	"illegal trigger state change cancelled -> running \\(trigger $P\\)" "$OUT"
 
+OUT=$(sql "SELECT count(*) FROM triggers t, palisade_trigger_move(ARRAY[t.id], ARRAY[t.scheduled_at], ARRAY['running'], 'cancelling') m WHERE t.id = $M")
+expect_eq "a row not in the state the caller read is left alone" "0|pending" "$OUT|$(sql "SELECT state FROM triggers WHERE id = $M")"
+
 echo "  -- a row that changed under the door"
 C=$(mk running)
-# a transaction moves C first and holds it; the door, reading C as running, waits, then finds it cancelling
+# a transaction moves C first and holds it; the caller reads C running,
+# the door waits for the row, then finds it succeeded
 psql "$PALISADE_PG" -XAtq -c "BEGIN; UPDATE triggers SET state = 'succeeded', finished_at = now() WHERE id = $C; SELECT pg_sleep(1); COMMIT" >/dev/null 2>&1 &
 hpid=$!
 sleep 0.3
@@ -92,11 +98,11 @@ sql "ANALYZE triggers" >/dev/null
 plan=$(psql "$PALISADE_PG" -XAtq -c "LOAD 'auto_explain'" -c "SET auto_explain.log_min_duration = 0" \
 	-c "SET auto_explain.log_nested_statements = on" -c "SET auto_explain.log_level = notice" \
 	-c "SET client_min_messages = notice" \
-	-c "SELECT count(*) FROM (SELECT array_agg(id) AS ids, array_agg(scheduled_at) AS ats FROM (
-	      SELECT id, scheduled_at FROM triggers WHERE job_id = 'door.job' AND state = 'pending'
-	      ORDER BY scheduled_at DESC LIMIT 6000) s) a, palisade_trigger_move(a.ids, a.ats, 'cancelled') m" 2>&1)
+	-c "SELECT count(*) FROM (SELECT array_agg(id) AS ids, array_agg(scheduled_at) AS ats, array_agg(state) AS froms FROM (
+	      SELECT id, scheduled_at, state FROM triggers WHERE job_id = 'door.job' AND state = 'pending'
+	      ORDER BY scheduled_at DESC LIMIT 6000) s) a, palisade_trigger_move(a.ids, a.ats, a.froms, 'cancelled') m" 2>&1)
 expect_eq "6,000 moved" 6000 "$(tail -1 <<<"$plan")"
-door_plan=$(sed -n '/Query Text: WITH o AS/,/^NOTICE:/p' <<<"$plan")
+door_plan=$(sed -n '/Query Text: UPDATE triggers t SET/,/^NOTICE:/p' <<<"$plan")
 expect_match "the plan of the door's statement is there" 'Update on triggers' "$door_plan"
 expect_eq "its keys probed one by one: no hash or merge join (which read every partition whole)" 0 \
 	"$(grep -c -E 'Hash Join|Merge Join' <<<"$door_plan")"
