@@ -154,5 +154,24 @@ expect_eq "a first attempt's result, sent again, is refused" "committed 0" \
 	"$(commit "$B $fb $(at_of "$B") succeeded - 200 key-b")"
 expect_eq "... and stays succeeded in its trigger row" "n1/succeeded/-/200/key-b" "$(ledger "$B")"
 
+# 8. A roll's hand-over: a first attempt a 0.3.0 executor keeps in its
+# trigger row, its lease taken over by a 0.2.0 executor (palisade_claim()),
+# which commits as 0.2.0 does (its attempts row, found by token); the
+# first executor's late result is then fenced in the moved row.
+H=$(plant)
+read -r id fh1 at <<<"$(claim n1 1000)"
+sleep 1.2 # its lease runs out
+read -r id fh2 at <<<"$(claim old2 60000 old)"
+expect_eq "a 0.2.0 claim takes the expired lease over" "$H" "$id"
+expect_eq "... and moves the first attempt out of the trigger row" "2|0" \
+	"$(sql "SELECT (SELECT count(*) FROM attempts WHERE trigger_id = $H),
+	               (SELECT count(*) FROM triggers WHERE id = $H AND first_claimed_at IS NOT NULL)")"
+sql "UPDATE attempts SET ended_at = clock_timestamp(), outcome = 'succeeded', http_status = 200
+     WHERE fence = $fh2; UPDATE triggers SET state = 'succeeded', lease_owner = NULL, lease_until = NULL,
+     finished_at = clock_timestamp() WHERE id = $H AND fence = $fh2" >/dev/null # its commit
+expect_eq "the first executor's late result is refused" "committed 0" "$(commit "$H $fh1 $at succeeded - 200 key-h")"
+expect_eq "the ledger: the first attempt fenced, the 0.2.0 one succeeded, each once" \
+	"n1/fenced/-/200/key-h old2/succeeded/-/200/-" "$(ledger "$H")"
+
 echo "    figure: test took $(($(date +%s) - T_START)) s"
 finish
