@@ -44,6 +44,7 @@
 #include "palisade/ops.h"
 #include "palisade/shadow.h"
 #include "palisade/plandiff.h"
+#include "palisade/report.h"
 #include "palisade/store.h"
 #include "palisade/timefmt.h"
 #include "palisade/tokens.h"
@@ -54,8 +55,10 @@
 #define PAGE_DEFAULT 100
 #define PAGE_MAX 1000
 #define BACKFILL_MAX 1000
-#define DIFF_COUNT 5	     /* instants per job of a dry run (plan diff's default) */
-#define DIFF_COUNT_MAX 10000 /* plan diff's --count bound */
+#define DIFF_COUNT 5	      /* instants per job of a dry run (plan diff's default) */
+#define DIFF_COUNT_MAX 10000  /* plan diff's --count bound */
+#define COST_LIMIT 50	      /* job rows of report cost (its --limit default) */
+#define COST_LIMIT_MAX 100000 /* report cost's --limit bound */
 #define PROBLEM_BASE "urn:palisade:problem:"
 
 struct pal_api {
@@ -1562,6 +1565,69 @@ static void h_plan_diff(call *c)
 	pal_jobset_free(&set);
 }
 
+/* `palisade report cost`: what each correct result cost over [from, to),
+ * for ?job=, ?group= or ?tenant= (at most one; every job when none), the
+ * costliest ?limit= jobs (1..COST_LIMIT_MAX, default COST_LIMIT).  A token
+ * limited to tenants names a job or one of its tenants: another tenant's
+ * job or tenant is not found (404), a group or every job refused (403). */
+static void h_report_cost(call *c)
+{
+	pal_cost_scope s = {.limit = COST_LIMIT};
+	if (!query_time(c, "from", &s.from) || !query_time(c, "to", &s.to))
+		return;
+	if (s.to <= s.from) {
+		problem(c, 400, "bad-parameter", "Bad parameter", "to is not after from");
+		return;
+	}
+	const char *lim = query(c, "limit");
+	if (lim) {
+		char *end;
+		long v = strtol(lim, &end, 10);
+		if (*end || v < 1 || v > COST_LIMIT_MAX) {
+			problem(c, 400, "bad-parameter", "Bad parameter",
+				"limit \"%.20s\": expected an integer in 1..%d", lim,
+				COST_LIMIT_MAX);
+			return;
+		}
+		s.limit = (int)v;
+	}
+	static const struct {
+		const char *name;
+		pal_scope_kind kind;
+	} kinds[] = {
+	    {"job", PAL_SCOPE_JOB}, {"group", PAL_SCOPE_GROUP}, {"tenant", PAL_SCOPE_TENANT}};
+	s.scope.kind = PAL_SCOPE_GLOBAL;
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+		const char *v = query(c, kinds[i].name);
+		if (!v)
+			continue;
+		if (s.scope.name) {
+			problem(c, 400, "bad-parameter", "Bad parameter",
+				"at most one of job, group and tenant");
+			return;
+		}
+		s.scope = (pal_scope){kinds[i].kind, v};
+	}
+	if (s.scope.kind == PAL_SCOPE_JOB) {
+		snprintf(c->argbuf[0], sizeof c->argbuf[0], "%s", s.scope.name);
+		c->arg[0] = c->argbuf[0];
+		if (!job_visible(c, false))
+			return;
+	} else if (s.scope.kind == PAL_SCOPE_TENANT) {
+		if (!tenant_allowed(c, s.scope.name, false, "tenant", s.scope.name))
+			return;
+	} else if (!unscoped(c)) {
+		return;
+	}
+	json_t *rep;
+	char err[1024];
+	int rc = pal_store_cost_json(c->api->st, &s, &rep, err, sizeof err);
+	if (rc)
+		problem_rc(c, rc, err);
+	else
+		ok(c, 200, rep);
+}
+
 /* ---- routes ----------------------------------------------------------------- */
 
 typedef struct route {
@@ -1576,6 +1642,7 @@ static const route routes[] = {
     {"GET", "/api/v1/openapi.json", PAL_ROLE_NONE, h_openapi, false},
     {"GET", "/api/v1/status", PAL_ROLE_VIEWER, h_status, false},
     {"GET", "/api/v1/verify", PAL_ROLE_VIEWER, h_verify, false},
+    {"GET", "/api/v1/report/cost", PAL_ROLE_VIEWER, h_report_cost, false},
     {"POST", "/api/v1/drain", PAL_ROLE_ADMIN, h_drain, false},
     {"POST", "/api/v1/plan/diff", PAL_ROLE_VIEWER, h_plan_diff, true},
     {"POST", "/api/v1/apply", PAL_ROLE_ADMIN, h_apply, true},

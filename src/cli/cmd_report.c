@@ -5,11 +5,13 @@
  * with --output json.
  */
 #include <getopt.h>
+#include <glib.h>
 #include <stdio.h>
 #include <string.h>
 #include "palisade/cli.h"
 #include "palisade/ops.h"
 #include "palisade/report.h"
+#include "palisade/timefmt.h"
 #include "cli_int.h"
 
 #define DEFAULT_LIMIT 50
@@ -21,11 +23,13 @@ static void usage(FILE *fp)
 		"                            [--job JOB | --group GROUP | --tenant TENANT]\n"
 		"                            [--limit N] [--output table|json]\n"
 		"                            [--pg CONNINFO] [--config FILE]\n"
+		"                            [--server URL [--token-file FILE]]\n"
 		"Cost per correct result: over the triggers scheduled in [--from, --to), per\n"
 		"job and in total, the attempts, retries, unknown outcomes, manual tickets,\n"
 		"calls, status queries and stored row bytes they took, and each of them per\n"
 		"succeeded trigger.  Jobs costliest first (attempts per success; jobs without\n"
-		"a success first), at most --limit (default %d).  Reads the database.\n"
+		"a success first), at most --limit (default %d).  Reads the database, or\n"
+		"through --server GET /api/v1/report/cost.\n"
 		"Exit: 0 reported, 3 no such job, 64 usage, 69 database unreachable.\n",
 		DEFAULT_LIMIT);
 }
@@ -72,6 +76,26 @@ static void table(json_t *rep)
 	line(json_object_get(rep, "total"), "total");
 }
 
+/* The report of S through the API (--server) into *OUT; the exit code. */
+static int cost_remote(const pal_cli_common *c, const pal_cost_scope *s, json_t **out)
+{
+	char from[32], to[32];
+	pal_fmt_rfc3339(s->from, from, sizeof from);
+	pal_fmt_rfc3339(s->to, to, sizeof to);
+	const char *kind = s->scope.kind == PAL_SCOPE_JOB      ? "job"
+			   : s->scope.kind == PAL_SCOPE_GROUP  ? "group"
+			   : s->scope.kind == PAL_SCOPE_TENANT ? "tenant"
+							       : NULL;
+	char *name = kind ? g_uri_escape_string(s->scope.name, NULL, FALSE) : NULL;
+	char *path = g_strdup_printf("/api/v1/report/cost?from=%s&to=%s&limit=%d%s%s%s%s", from, to,
+				     s->limit, kind ? "&" : "", kind ? kind : "", kind ? "=" : "",
+				     kind ? name : "");
+	int ec = pal_cli_remote_get(c, "report", path, out);
+	g_free(path);
+	g_free(name);
+	return ec;
+}
+
 static int cost(int argc, char **argv)
 {
 	pal_cli_common c = {0};
@@ -100,16 +124,21 @@ static int cost(int argc, char **argv)
 		return PAL_EXIT_USAGE;
 	}
 	pal_cost_scope s = {r.from, r.to, r.scope, (int)limit};
-	pal_store *st;
-	if ((ec = pal_cli_connect(&c, false, &st)))
-		return ec;
 	json_t *rep;
-	char err[1024];
-	int rc = pal_store_cost_json(st, &s, &rep, err, sizeof err);
-	pal_store_close(st);
-	if (rc) {
-		pal_cli_err("report", "%s", err);
-		return pal_cli_exit_code(rc);
+	if (pal_cli_server(&c)) {
+		if ((ec = cost_remote(&c, &s, &rep)))
+			return ec;
+	} else {
+		pal_store *st;
+		if ((ec = pal_cli_connect(&c, false, &st)))
+			return ec;
+		char err[1024];
+		int rc = pal_store_cost_json(st, &s, &rep, err, sizeof err);
+		pal_store_close(st);
+		if (rc) {
+			pal_cli_err("report", "%s", err);
+			return pal_cli_exit_code(rc);
+		}
 	}
 	if (c.json) {
 		json_dumpf(rep, stdout, JSON_INDENT(2));

@@ -121,6 +121,17 @@ call("GET", "/api/v1/status", want=200)
 call("GET", "/api/v1/verify?from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z", want=200)
 call("GET", "/api/v1/verify?from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z&job=c.one", want=200)
 call("GET", "/api/v1/verify?from=nope&to=2026-01-01T01:00:00Z", want=400)
+COST = "/api/v1/report/cost?from=2026-01-01T00:00:00Z&to=2099-01-01T00:00:00Z"
+st, rep = call("GET", COST, want=200)
+if st != 200 or rep["total"]["job_id"] is not None or rep["jobs_truncated"]:
+    failures.append(f"report cost of every job: {rep}")
+st, rep = call("GET", COST + "&job=c.one&limit=1", want=200)
+if st != 200 or [j["job_id"] for j in rep["jobs"]] not in ([], ["c.one"]):
+    failures.append(f"report cost of c.one: {rep}")
+call("GET", COST + "&job=nope", want=404)
+call("GET", COST + "&job=c.one&group=default", want=400)
+call("GET", "/api/v1/report/cost?from=2026-01-01T00:00:00Z&to=2026-01-01T00:00:00Z", want=400)
+call("GET", COST + "&limit=0", want=400)
 st, page = call("GET", "/api/v1/jobs?limit=1", want=200)
 call("GET", "/api/v1/jobs?limit=1&cursor=" + ((page or {}).get("next_cursor") or ""), want=200)
 call("GET", "/api/v1/jobs?limit=0", want=400)
@@ -240,6 +251,11 @@ if tv:
     if not seen or seen["items"]:
         failures.append(f"a token of another tenant sees calendars its jobs do not name: {seen}")
     call("GET", "/api/v1/calendars/c-cal", token=tv["token"], want=404)
+    call("GET", COST + "&tenant=t-other", token=tv["token"], want=200)
+    call("GET", COST + "&tenant=default", token=tv["token"], want=404)
+    call("GET", COST + "&job=c.one", token=tv["token"], want=404)
+    call("GET", COST + "&group=default", token=tv["token"], want=403)
+    call("GET", COST, token=tv["token"], want=403)
     call("POST", "/api/v1/apply?reason=contract", CAL % "mon", token=tv["token"], ctype="application/yaml", want=403)
     st, one = call("GET", "/api/v1/calendars/c-cal", want=200)
     if not one or one.get("latest_version") != 2:

@@ -134,6 +134,18 @@ expect_eq "the same lines both ways" "$OUT" "$via_api"
 expect_match "a new job's two instants after --from" '^cli\.other: new job.*\+ 2030-01-01T01:00:00Z.*\+ 2030-01-01T02:00:00Z$' "$(tr '\n' ' ' <<<"$via_api" | sed 's/ *$//')"
 expect_exit "an invalid file through the API: exit 65" 65 remote plan diff "$PALISADE_TEST_TMP/api-bad.yaml"
 expect_match "with file:line:col" 'api-bad\.yaml:2:[0-9]+: error:' "$OUT"
+# report cost through the API: the direct path's report, table and JSON.
+COST=(report cost --from 2026-01-01T00:00:00Z --to 2026-01-02T00:00:00Z)
+expect_exit "report cost --output json through the API" 0 remote "${COST[@]}" --job cli.a --output json
+via_api=$OUT
+expect_exit "report cost --output json on the database" 0 "$PAL" "${COST[@]}" --job cli.a --output json
+expect_eq "the same report both ways" "$OUT" "$via_api"
+expect_eq "of the backfill's four triggers" 4 "$(python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["total"]["triggers"])' <<<"$via_api")"
+expect_exit "report cost through the API" 0 remote "${COST[@]}" --limit 1
+via_api=$OUT
+expect_exit "report cost on the database" 0 "$PAL" "${COST[@]}" --limit 1
+expect_eq "the same table both ways" "$OUT" "$via_api"
+expect_exit "report cost of no such job through the API: exit 3" 3 remote "${COST[@]}" --job cli.nope
 expect_exit "a database-only command with --server: usage (exit 64)" 64 \
 	env -u PALISADE_PG "$PAL" verify --server "http://${NODE_ADMIN[s1]}"
 expect_exit "no token: exit 64" 64 env -u PALISADE_PG -u PALISADE_TOKEN "$PAL" pause --all --reason x --server "http://${NODE_ADMIN[s1]}"

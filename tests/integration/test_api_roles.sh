@@ -101,6 +101,11 @@ expect_eq "viewer-red's cluster-wide status: 403" 403 "$(api r1 "${TOK[viewer-re
 expect_eq "the viewer's: 200" 200 "$(api r1 "${TOK[viewer]}" GET /status)"
 expect_eq "op-red's triggers of blue.b: 404" 404 "$(api r1 "${TOK[op-red]}" GET "/triggers?job=blue.b")"
 expect_eq "viewer lists triggers of blue.b: 200" 200 "$(api r1 "${TOK[viewer]}" GET "/triggers?job=blue.b")"
+RC="/report/cost?from=2026-01-01T00:00:00Z&to=2099-12-31T00:00:00Z"
+expect_eq "viewer-red's cost report of red.a: 200" 200 "$(api r1 "${TOK[viewer-red]}" GET "$RC&job=red.a")"
+expect_eq "... of blue.b: 404; of tenant blue: 404; of every job: 403" "404 404 403" \
+	"$(api r1 "${TOK[viewer-red]}" GET "$RC&job=blue.b") $(api r1 "${TOK[viewer-red]}" GET "$RC&tenant=blue") $(api r1 "${TOK[viewer-red]}" GET "$RC")"
+expect_eq "the viewer's cost report of every job: 200" 200 "$(api r1 "${TOK[viewer]}" GET "$RC")"
 expect_eq "no token: 401" 401 "$(curl -s -o /dev/null -w '%{http_code}' "http://${NODE_ADMIN[r1]}/api/v1/jobs")"
 expect_match "errors are problem documents with a stable type" '"type": "urn:palisade:problem:unauthorized"' \
 	"$(curl -s "http://${NODE_ADMIN[r1]}/api/v1/jobs")"
