@@ -473,6 +473,7 @@ static int resume_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	    "  'expired_pausing_to_paused', $8::bigint, 'pausing_to_running', $9::bigint,"
 	    "  'source', $10::text, 'released', $11::jsonb, 'misfired', $12::jsonb,"
 	    "  'tickets', $13::bigint, 'misfire_threshold_ms', $14::bigint,"
+	    "  'held_before', now() - $14::bigint * interval '1 millisecond',"
 	    "  'ramp_ms', $15::bigint))",
 	    15, pa, NULL, err, errlen);
 	g_free(rel);
