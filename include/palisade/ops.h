@@ -40,6 +40,8 @@ typedef struct pal_scope {
 	const char *name; /* job id, group or tenant; ignored for global */
 } pal_scope;
 
+/* "global", "job", "group" or "tenant" (static). */
+const char *pal_scope_kind_name(pal_scope_kind k);
 /* "global", "job:NAME", "group:NAME" or "tenant:NAME" into BUF. */
 void pal_scope_format(const pal_scope *sc, char *buf, size_t len);
 

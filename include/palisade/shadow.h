@@ -77,6 +77,16 @@ PAL_MUST_CHECK int pal_store_rollback(pal_store *st, const pal_scope *sc, const 
 				      const char *reason, int64_t *handed_back, int64_t *later,
 				      int64_t *at, char *err, size_t errlen);
 
+/* `palisade rollback` whole: pal_store_rollback(), then up to WAIT_MS for
+ * the scope's running calls to finish or reach a safe point (blocks,
+ * polling every 200 ms), then the unfinished triggers due by the roll-back
+ * with the key each one's calls send, into *OUT (json_decref) as the
+ * `rollback --output json` object {scope, at, handed_back, later,
+ * in_flight, unfinished: pal_store_unfinished_json()'s rows}. */
+PAL_MUST_CHECK int pal_store_rollback_json(pal_store *st, const pal_scope *sc, const char *actor,
+					   const char *reason, int64_t wait_ms, json_t **out,
+					   char *err, size_t errlen);
+
 /* The ids of the jobs of SC, as a JSON array of strings. */
 PAL_MUST_CHECK int pal_store_scope_jobs_json(pal_store *st, const pal_scope *sc, json_t **out,
 					     char *err, size_t errlen);

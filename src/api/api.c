@@ -55,10 +55,12 @@
 #define PAGE_DEFAULT 100
 #define PAGE_MAX 1000
 #define BACKFILL_MAX 1000
-#define DIFF_COUNT 5	      /* instants per job of a dry run (plan diff's default) */
-#define DIFF_COUNT_MAX 10000  /* plan diff's --count bound */
-#define COST_LIMIT 50	      /* job rows of report cost (its --limit default) */
-#define COST_LIMIT_MAX 100000 /* report cost's --limit bound */
+#define DIFF_COUNT 5		   /* instants per job of a dry run (plan diff's default) */
+#define DIFF_COUNT_MAX 10000	   /* plan diff's --count bound */
+#define COST_LIMIT 50		   /* job rows of report cost (its --limit default) */
+#define COST_LIMIT_MAX 100000	   /* report cost's --limit bound */
+#define ROLLBACK_WAIT_MS 30000	   /* rollback's wait for running calls (its --wait default) */
+#define ROLLBACK_WAIT_MAX_MS 60000 /* and at most, through the API */
 #define PROBLEM_BASE "urn:palisade:problem:"
 
 struct pal_api {
@@ -1628,6 +1630,64 @@ static void h_report_cost(call *c)
 		ok(c, 200, rep);
 }
 
+/* The one scope of the body: exactly one of "job", "group", "tenant",
+ * into *SC (its name points into the body).  The token must see it: a job
+ * of another tenant, or another tenant, is refused (403; a job that does
+ * not exist 404), a group by a tenant-scoped token too.  False (problem
+ * set) otherwise. */
+static bool body_scope(call *c, pal_scope *sc)
+{
+	static const pal_scope_kind kinds[] = {PAL_SCOPE_JOB, PAL_SCOPE_GROUP, PAL_SCOPE_TENANT};
+	int n = 0;
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+		const char *v;
+		if (!body_str(c, pal_scope_kind_name(kinds[i]), &v))
+			return false;
+		if (v)
+			*sc = (pal_scope){kinds[i], v}, n++;
+	}
+	if (n != 1) {
+		problem(c, 422, "invalid", "Invalid request",
+			"name exactly one scope: \"job\", \"group\" or \"tenant\"");
+		return false;
+	}
+	snprintf(c->argbuf[0], sizeof c->argbuf[0], "%s", sc->name);
+	c->arg[0] = c->argbuf[0];
+	if (sc->kind == PAL_SCOPE_JOB)
+		return job_visible(c, true);
+	return scope_arg(c, sc->kind, sc);
+}
+
+/* `palisade rollback`: the scope back in shadow from now on; waits up to
+ * "wait_ms" (0..ROLLBACK_WAIT_MAX_MS, default 30 s as the CLI's --wait)
+ * for its running calls, then answers what the old system takes over. */
+static void h_rollback(call *c)
+{
+	pal_scope sc;
+	const char *why;
+	if (!body_scope(c, &sc) || !reason(c, false, &why))
+		return;
+	json_t *w = json_object_get(c->body, "wait_ms");
+	int64_t wait_ms = ROLLBACK_WAIT_MS;
+	if (w) {
+		if (!json_is_integer(w) || json_integer_value(w) < 0 ||
+		    json_integer_value(w) > ROLLBACK_WAIT_MAX_MS) {
+			problem(c, 422, "invalid", "Invalid request",
+				"\"wait_ms\": expected an integer in 0..%d", ROLLBACK_WAIT_MAX_MS);
+			return;
+		}
+		wait_ms = json_integer_value(w);
+	}
+	json_t *out;
+	char err[1024];
+	int rc = pal_store_rollback_json(c->api->st, &sc, c->who.name, why, wait_ms, &out, err,
+					 sizeof err);
+	if (rc)
+		problem_rc(c, rc, err);
+	else
+		ok(c, 200, out);
+}
+
 /* ---- routes ----------------------------------------------------------------- */
 
 typedef struct route {
@@ -1643,6 +1703,7 @@ static const route routes[] = {
     {"GET", "/api/v1/status", PAL_ROLE_VIEWER, h_status, false},
     {"GET", "/api/v1/verify", PAL_ROLE_VIEWER, h_verify, false},
     {"GET", "/api/v1/report/cost", PAL_ROLE_VIEWER, h_report_cost, false},
+    {"POST", "/api/v1/rollback", PAL_ROLE_ADMIN, h_rollback, false},
     {"POST", "/api/v1/drain", PAL_ROLE_ADMIN, h_drain, false},
     {"POST", "/api/v1/plan/diff", PAL_ROLE_VIEWER, h_plan_diff, true},
     {"POST", "/api/v1/apply", PAL_ROLE_ADMIN, h_apply, true},

@@ -9,10 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 #include "palisade/cli.h"
 #include "palisade/shadow.h"
-#include "palisade/template.h"
 #include "palisade/timefmt.h"
 #include "palisade/verify.h"
 #include "cli_int.h"
@@ -174,7 +172,7 @@ int pal__cli_shadow_set(int argc, char **argv)
 	pal_scope_format(&sc, scope, sizeof scope);
 	if (c.json)
 		dump_new(json_pack("{s:s, s:b, s:i, s:I}", "scope", scope, "already", already,
-			       "live_percent", percent, "moved", (json_int_t)moved));
+				   "live_percent", percent, "moved", (json_int_t)moved));
 	else if (already)
 		printf("%s is in shadow already (cut over to %d %% so far); nothing changed\n",
 		       scope, percent);
@@ -378,8 +376,8 @@ int pal_cmd_cutover(int argc, char **argv)
 			return ec;
 		}
 		if (c.json) {
-			dump_new(json_pack("{s:s, s:b, s:o}", "scope", scope, "refused", 1, "crossed",
-				       crossed));
+			dump_new(json_pack("{s:s, s:b, s:o}", "scope", scope, "refused", 1,
+					   "crossed", crossed));
 		} else {
 			json_t *x;
 			json_array_foreach(crossed, i, x)
@@ -414,9 +412,9 @@ int pal_cmd_cutover(int argc, char **argv)
 	pal_fmt_rfc3339(at, ts, sizeof ts);
 	if (c.json)
 		dump_new(json_pack("{s:s, s:i, s:s, s:i, s:I, s:I, s:I}", "scope", scope, "percent",
-			       (int)percent, "at", ts, "previous_percent", res.previous_percent,
-			       "jobs", (json_int_t)res.jobs, "live_jobs", (json_int_t)res.live_jobs,
-			       "moved", (json_int_t)res.moved));
+				   (int)percent, "at", ts, "previous_percent", res.previous_percent,
+				   "jobs", (json_int_t)res.jobs, "live_jobs",
+				   (json_int_t)res.live_jobs, "moved", (json_int_t)res.moved));
 	else
 		printf("%s cut over to %lld %% from %s: %lld of %lld jobs live from then on; %lld "
 		       "planned triggers made live\n",
@@ -434,6 +432,7 @@ static void usage_rollback(FILE *fp)
 	    "usage: palisade rollback (--job JOB | --group GROUP | --tenant TENANT) --reason TEXT\n"
 	    "                         [--wait DURATION] [--output table|json]\n"
 	    "                         [--pg CONNINFO] [--config FILE]\n"
+	    "                         [--server URL [--token-file FILE]]\n"
 	    "Put a scope back in shadow from now on: no new claim in it, its waiting\n"
 	    "schedule triggers (pending, retry_wait, paused) handed back, running calls\n"
 	    "left to finish or checkpoint (up to --wait, default 30s).  Prints every\n"
@@ -441,40 +440,6 @@ static void usage_rollback(FILE *fp)
 	    "outcome (unknown outcomes flagged), so the old system takes over exactly\n"
 	    "those, with the same business keys.  Audited.\n"
 	    "Exit: 0 done, 3 no such job, 64 usage, 69 database unreachable.\n");
-}
-
-/* The key each unfinished trigger's calls send: its last attempt's, else
- * rendered from its version's template as the executor would. */
-static void fill_keys(json_t *rows)
-{
-	size_t i;
-	json_t *r;
-	json_array_foreach(rows, i, r)
-	{
-		if (json_is_string(json_object_get(r, "idempotency_key")))
-			goto drop;
-		int64_t at;
-		if (pal_parse_rfc3339(json_string_value(json_object_get(r, "scheduled_at")), &at))
-			goto drop;
-		const char *rid = json_string_value(json_object_get(r, "request_id"));
-		pal_tpl_vars v = {
-		    .job = json_string_value(json_object_get(r, "job_id")),
-		    .scheduled_at = at,
-		    .scheduled_date = json_string_value(json_object_get(r, "scheduled_date")),
-		    .partition = (int)json_integer_value(json_object_get(r, "partition")),
-		    .trigger = json_integer_value(json_object_get(r, "id")),
-		    .request_id = rid ? rid : "",
-		};
-		char *key = NULL, err[256];
-		if (!pal_tpl_render_key(json_string_value(json_object_get(r, "key_template")), &v,
-					&key, err, sizeof err))
-			json_object_set_new(r, "idempotency_key", json_string(key));
-		free(key);
-	drop:
-		json_object_del(r, "key_template");
-		json_object_del(r, "scheduled_date");
-		json_object_del(r, "timezone");
-	}
 }
 
 static int rollback_opt(void *ctx, const char *cmd, int opt, const char *arg)
@@ -496,40 +461,37 @@ int pal_cmd_rollback(int argc, char **argv)
 	pal_cli_common c = a.c;
 	pal_scope sc = a.sc;
 	const char *reason = a.reason;
-	pal_store *st;
-	if ((ec = pal_cli_connect(&c, false, &st)))
-		return ec;
-	char scope[200], err[1024];
-	pal_scope_format(&sc, scope, sizeof scope);
-	int64_t back, later, at, flying = 0;
-	int rc = pal_store_rollback(st, &sc, pal_cli_actor(), reason, &back, &later, &at, err,
-				    sizeof err);
-	/* running calls finish or reach a safe point */
-	for (int64_t waited = 0; !rc; waited += 200) {
-		if ((rc = pal_store_scope_in_flight(st, &sc, &flying, err, sizeof err)) ||
-		    !flying || waited >= wait_ms)
-			break;
-		usleep(200 * 1000);
+	json_t *o;
+	if (pal_cli_server(&c)) {
+		json_t *body = json_pack("{s:s, s:s, s:I}", pal_scope_kind_name(sc.kind), sc.name,
+					 "reason", reason, "wait_ms", (json_int_t)wait_ms);
+		if ((ec =
+			 pal_cli_remote_send(&c, "rollback", "POST", "/api/v1/rollback", body, &o)))
+			return ec;
+	} else {
+		pal_store *st;
+		if ((ec = pal_cli_connect(&c, false, &st)))
+			return ec;
+		char err[1024];
+		int rc = pal_store_rollback_json(st, &sc, pal_cli_actor(), reason, wait_ms, &o, err,
+						 sizeof err);
+		pal_store_close(st);
+		if (rc) {
+			pal_cli_err("rollback", "%s", err);
+			return pal_cli_exit_code(rc);
+		}
 	}
-	json_t *rows = NULL;
-	if (!rc)
-		rc = pal_store_unfinished_json(st, &sc, at, &rows, err, sizeof err);
-	pal_store_close(st);
-	if (rc) {
-		pal_cli_err("rollback", "%s", err);
-		return pal_cli_exit_code(rc);
-	}
-	fill_keys(rows);
-	char ts[32];
-	pal_fmt_rfc3339(at, ts, sizeof ts);
+	json_t *rows = json_object_get(o, "unfinished");
 	if (c.json) {
-		dump_new(json_pack("{s:s, s:s, s:I, s:I, s:I, s:O}", "scope", scope, "at", ts,
-			       "handed_back", (json_int_t)back, "later", (json_int_t)later,
-			       "in_flight", (json_int_t)flying, "unfinished", rows));
+		dump(o);
 	} else {
 		printf("%s rolled back at %s: %lld due triggers handed back, %lld later instants "
 		       "back to shadow, %lld calls still in flight\n",
-		       scope, ts, (long long)back, (long long)later, (long long)flying);
+		       json_string_value(json_object_get(o, "scope")),
+		       json_string_value(json_object_get(o, "at")),
+		       (long long)json_integer_value(json_object_get(o, "handed_back")),
+		       (long long)json_integer_value(json_object_get(o, "later")),
+		       (long long)json_integer_value(json_object_get(o, "in_flight")));
 		printf("%-32s %-20s %4s %-10s %-40s %s\n", "JOB", "INSTANT", "PART", "STATE", "KEY",
 		       "LAST OUTCOME");
 		size_t i;
@@ -560,6 +522,6 @@ int pal_cmd_rollback(int argc, char **argv)
 			       last);
 		}
 	}
-	json_decref(rows);
+	json_decref(o);
 	return PAL_EXIT_OK;
 }

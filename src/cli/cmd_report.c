@@ -82,10 +82,8 @@ static int cost_remote(const pal_cli_common *c, const pal_cost_scope *s, json_t 
 	char from[32], to[32];
 	pal_fmt_rfc3339(s->from, from, sizeof from);
 	pal_fmt_rfc3339(s->to, to, sizeof to);
-	const char *kind = s->scope.kind == PAL_SCOPE_JOB      ? "job"
-			   : s->scope.kind == PAL_SCOPE_GROUP  ? "group"
-			   : s->scope.kind == PAL_SCOPE_TENANT ? "tenant"
-							       : NULL;
+	const char *kind =
+	    s->scope.kind == PAL_SCOPE_GLOBAL ? NULL : pal_scope_kind_name(s->scope.kind);
 	char *name = kind ? g_uri_escape_string(s->scope.name, NULL, FALSE) : NULL;
 	char *path = g_strdup_printf("/api/v1/report/cost?from=%s&to=%s&limit=%d%s%s%s%s", from, to,
 				     s->limit, kind ? "&" : "", kind ? kind : "", kind ? "=" : "",

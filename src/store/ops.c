@@ -124,3 +124,8 @@ const char *pal__ops_scope_kind(pal_scope_kind k)
 	static const char *const names[] = {"global", "job", "group", "tenant"};
 	return (unsigned)k < sizeof names / sizeof *names ? names[k] : "global";
 }
+
+const char *pal_scope_kind_name(pal_scope_kind k)
+{
+	return pal__ops_scope_kind(k);
+}

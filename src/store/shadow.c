@@ -16,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "palisade/shadow.h"
+#include "palisade/template.h"
 #include "palisade/timefmt.h"
 #include "ops_int.h"
 
@@ -500,4 +502,67 @@ int pal_store_scope_jobs_json(pal_store *st, const pal_scope *sc, json_t **out, 
 	    "SELECT coalesce(json_agg(t.job_id ORDER BY t.job_id), '[]')::text"
 	    " FROM jobs t WHERE " IN_SCOPE("t"),
 	    2, pk, out, err, errlen);
+}
+
+/* The key each unfinished trigger's calls send: its last attempt's, else
+ * rendered from its version's template as the executor would. */
+static void fill_keys(json_t *rows)
+{
+	size_t i;
+	json_t *r;
+	json_array_foreach(rows, i, r)
+	{
+		if (json_is_string(json_object_get(r, "idempotency_key")))
+			goto drop;
+		int64_t at;
+		if (pal_parse_rfc3339(json_string_value(json_object_get(r, "scheduled_at")), &at))
+			goto drop;
+		const char *rid = json_string_value(json_object_get(r, "request_id"));
+		pal_tpl_vars v = {
+		    .job = json_string_value(json_object_get(r, "job_id")),
+		    .scheduled_at = at,
+		    .scheduled_date = json_string_value(json_object_get(r, "scheduled_date")),
+		    .partition = (int)json_integer_value(json_object_get(r, "partition")),
+		    .trigger = json_integer_value(json_object_get(r, "id")),
+		    .request_id = rid ? rid : "",
+		};
+		char *key = NULL, err[256];
+		if (!pal_tpl_render_key(json_string_value(json_object_get(r, "key_template")), &v,
+					&key, err, sizeof err))
+			json_object_set_new(r, "idempotency_key", json_string(key));
+		free(key);
+	drop:
+		json_object_del(r, "key_template");
+		json_object_del(r, "scheduled_date");
+		json_object_del(r, "timezone");
+	}
+}
+
+int pal_store_rollback_json(pal_store *st, const pal_scope *sc, const char *actor,
+			    const char *reason, int64_t wait_ms, json_t **out, char *err,
+			    size_t errlen)
+{
+	*out = NULL;
+	int64_t back, later, at, flying = 0;
+	int rc = pal_store_rollback(st, sc, actor, reason, &back, &later, &at, err, errlen);
+	/* running calls finish or reach a safe point */
+	for (int64_t waited = 0; !rc; waited += 200) {
+		if ((rc = pal_store_scope_in_flight(st, sc, &flying, err, errlen)) || !flying ||
+		    waited >= wait_ms)
+			break;
+		usleep(200 * 1000);
+	}
+	json_t *rows = NULL;
+	if (!rc)
+		rc = pal_store_unfinished_json(st, sc, at, &rows, err, errlen);
+	if (rc)
+		return rc;
+	fill_keys(rows);
+	char scope[200], ts[32];
+	pal_scope_format(sc, scope, sizeof scope);
+	pal_fmt_rfc3339(at, ts, sizeof ts);
+	*out = json_pack("{s:s, s:s, s:I, s:I, s:I, s:o}", "scope", scope, "at", ts, "handed_back",
+			 (json_int_t)back, "later", (json_int_t)later, "in_flight",
+			 (json_int_t)flying, "unfinished", rows);
+	return PAL_OK;
 }

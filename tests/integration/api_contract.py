@@ -261,6 +261,17 @@ if tv:
     if not one or one.get("latest_version") != 2:
         failures.append(f"a refused calendar change stored something: {one}")
 
+# rollback: one scope, a reason; another tenant's job refused.
+if tv:
+    call("POST", "/api/v1/rollback", {"job": "c.one", "reason": "contract"}, token=tv["token"], want=403)
+st, rb = call("POST", "/api/v1/rollback", {"job": "c.one", "reason": "contract", "wait_ms": 0}, want=200)
+if st != 200 or rb["scope"] != "job:c.one":
+    failures.append(f"rollback of c.one: {rb}")
+call("POST", "/api/v1/rollback", {"job": "c.one"}, want=422)
+call("POST", "/api/v1/rollback", {"job": "c.one", "group": "default", "reason": "contract"}, want=422)
+call("POST", "/api/v1/rollback", {"job": "nope", "reason": "contract"}, want=404)
+call("POST", "/api/v1/rollback", {"job": "c.one", "reason": "contract", "wait_ms": -1}, want=422)
+
 # Last: the node drains (and exits) when asked.
 call("POST", "/api/v1/drain", {"reason": "contract test"}, want=202)
 

@@ -146,6 +146,18 @@ via_api=$OUT
 expect_exit "report cost on the database" 0 "$PAL" "${COST[@]}" --limit 1
 expect_eq "the same table both ways" "$OUT" "$via_api"
 expect_exit "report cost of no such job through the API: exit 3" 3 remote "${COST[@]}" --job cli.nope
+# rollback through the API: admin only, audited as the token, the direct
+# path's JSON fields and table.
+expect_exit "rollback as an operator: refused (exit 77)" 77 remote rollback --job cli.a --reason "api cli" --wait 0s
+fields='import json,sys; o=json.loads(sys.stdin.read()); print(sorted(o), o["scope"], sorted({k for r in o["unfinished"] for k in r}))'
+expect_exit "rollback --output json through the API" 0 remote rollback "${ADM[@]}" --job cli.a --reason "api cli" --wait 0s --output json
+via_api=$(python3 -c "$fields" <<<"$OUT")
+expect_exit "rollback --output json on the database" 0 "$PAL" rollback --job cli.a --reason "api cli" --wait 0s --output json
+expect_eq "the same JSON fields both ways" "$(python3 -c "$fields" <<<"$OUT")" "$via_api"
+expect_eq "audited as the token" "deployer admin" "$(sql "select actor || ' ' || role from audit_log where action = 'rollback' order by id limit 1")"
+expect_exit "rollback through the API" 0 remote rollback "${ADM[@]}" --job cli.a --reason "api cli" --wait 0s
+expect_match "prints what the direct path prints" '^job:cli\.a rolled back at [0-9T:Z-]+: [0-9]+ due triggers handed back' "$OUT"
+expect_exit "rollback of no such job through the API: exit 3" 3 remote rollback "${ADM[@]}" --job cli.nope --reason "api cli" --wait 0s
 expect_exit "a database-only command with --server: usage (exit 64)" 64 \
 	env -u PALISADE_PG "$PAL" verify --server "http://${NODE_ADMIN[s1]}"
 expect_exit "no token: exit 64" 64 env -u PALISADE_PG -u PALISADE_TOKEN "$PAL" pause --all --reason x --server "http://${NODE_ADMIN[s1]}"

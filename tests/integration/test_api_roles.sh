@@ -220,6 +220,13 @@ expect_eq "... and the API answers the next apply" 200 "$(yapi "${TOK[admin]}" /
 expect_eq "red.sh applied, in shadow" "1 1" \
 	"$(sql "select count(*) from jobs where job_id = 'red.sh'") $(sql "select count(*) from shadow_scopes where scope = 'job:red.sh'")"
 
+
+# rollback: admin only; a tenant-scoped admin on its own tenant's job only.
+RB='{"reason":"r","wait_ms":0,"job":'
+expect_eq "rollback by viewer, operator, admin-red of blue.b: 403 403 403" "403 403 403" \
+	"$(api r1 "${TOK[viewer]}" POST /rollback "$RB\"red.a\"}") $(api r1 "${TOK[operator]}" POST /rollback "$RB\"red.a\"}") $(api r1 "${TOK[admin-red]}" POST /rollback "$RB\"blue.b\"}")"
+expect_eq "by admin-red of red.a: 200, audited as admin-red" "200 admin-red|admin" \
+	"$(api r1 "${TOK[admin-red]}" POST /rollback "$RB\"red.a\"}") $(sql "select actor || '|' || role from audit_log where action = 'rollback'")"
 # Revocation: refused by the next request on both nodes.
 expect_eq "operator works on r2 before the revocation" 200 "$(api r2 "${TOK[operator]}" GET /jobs)"
 expect_exit "token revoke" 0 "$PAL" token revoke operator
