@@ -32,6 +32,7 @@
 #include <glib.h>
 #include <jansson.h>
 #include "palisade/coord.h"
+#include "palisade/cutover.h"
 #include "palisade/api.h"
 #include "palisade/apistore.h"
 #include "palisade/clock.h"
@@ -55,12 +56,13 @@
 #define PAGE_DEFAULT 100
 #define PAGE_MAX 1000
 #define BACKFILL_MAX 1000
-#define DIFF_COUNT 5		   /* instants per job of a dry run (plan diff's default) */
-#define DIFF_COUNT_MAX 10000	   /* plan diff's --count bound */
-#define COST_LIMIT 50		   /* job rows of report cost (its --limit default) */
-#define COST_LIMIT_MAX 100000	   /* report cost's --limit bound */
-#define ROLLBACK_WAIT_MS 30000	   /* rollback's wait for running calls (its --wait default) */
-#define ROLLBACK_WAIT_MAX_MS 60000 /* and at most, through the API */
+#define DIFF_COUNT 5		     /* instants per job of a dry run (plan diff's default) */
+#define DIFF_COUNT_MAX 10000	     /* plan diff's --count bound */
+#define COST_LIMIT 50		     /* job rows of report cost (its --limit default) */
+#define COST_LIMIT_MAX 100000	     /* report cost's --limit bound */
+#define ROLLBACK_WAIT_MS 30000	     /* rollback's wait for running calls (its --wait default) */
+#define ROLLBACK_WAIT_MAX_MS 60000   /* and at most, through the API */
+#define CUTOVER_MAX_PENDING_MS 60000 /* cutover's --max-pending-age default */
 #define PROBLEM_BASE "urn:palisade:problem:"
 
 struct pal_api {
@@ -1688,6 +1690,76 @@ static void h_rollback(call *c)
 		ok(c, 200, out);
 }
 
+/* `palisade cutover`: one step of the scope of the body, "percent" (1..100,
+ * default 100) live from "at" (RFC 3339, now or later), refused (409
+ * stop-line-crossed, the lines in "crossed") while a stop line of the
+ * latest live step is crossed ("max_pending_age_ms", default 60000).  The
+ * doubled-effects line needs the sink's database: the CLI's --sink-pg on
+ * the database only; the API does not connect where a body says. */
+static void h_cutover(call *c)
+{
+	pal_cutover_req rq = {.percent = 100, .max_pending_s = CUTOVER_MAX_PENDING_MS / 1000};
+	const char *why;
+	if (!body_scope(c, &rq.scope) || !reason(c, false, &why) ||
+	    !body_time(c, "at", true, &rq.at))
+		return;
+	json_t *pc = json_object_get(c->body, "percent");
+	if (pc &&
+	    (!json_is_integer(pc) || json_integer_value(pc) < 1 || json_integer_value(pc) > 100)) {
+		problem(c, 422, "invalid", "Invalid request",
+			"\"percent\": expected an integer in 1..100");
+		return;
+	}
+	if (pc)
+		rq.percent = (int)json_integer_value(pc);
+	json_t *mp = json_object_get(c->body, "max_pending_age_ms");
+	if (mp && (!json_is_integer(mp) || json_integer_value(mp) < 0)) {
+		problem(c, 422, "invalid", "Invalid request",
+			"\"max_pending_age_ms\": expected an integer, 0 or more");
+		return;
+	}
+	if (mp)
+		rq.max_pending_s = json_integer_value(mp) / 1000;
+	if (rq.at < (int64_t)time(NULL) - 1) {
+		problem(c, 400, "bad-step", "Not a step",
+			"\"at\" is in the past: instants the old system has run would run again; "
+			"give now or later");
+		return;
+	}
+	json_t *out;
+	bool refused;
+	char err[1024];
+	int rc =
+	    pal_cutover_step(c->api->st, &rq, c->who.name, why, &out, &refused, err, sizeof err);
+	if (rc == PAL_EINVAL) {
+		problem(c, 400, "bad-step", "Not a step", "%s", err);
+	} else if (rc) {
+		problem_rc(c, rc, err);
+	} else if (refused) {
+		problem(c, 409, "stop-line-crossed", "A stop line is crossed",
+			"stop lines crossed since the %d %% step; nothing changed",
+			(int)json_integer_value(json_object_get(out, "previous_percent")));
+		json_t *x;
+		size_t i;
+		json_array_foreach(json_object_get(out, "crossed"), i, x)
+		{
+			char line[160];
+			snprintf(line, sizeof line, "; %s = %lld (bound %lld)",
+				 json_string_value(json_object_get(x, "line")),
+				 (long long)json_integer_value(json_object_get(x, "value")),
+				 (long long)json_integer_value(json_object_get(x, "bound")));
+			json_t *d = json_object_get(c->out, "detail");
+			char *nd = g_strconcat(json_string_value(d), line, NULL);
+			json_object_set_new(c->out, "detail", json_string(nd));
+			g_free(nd);
+		}
+		json_object_set(c->out, "crossed", json_object_get(out, "crossed"));
+		json_decref(out);
+	} else {
+		ok(c, 200, out);
+	}
+}
+
 /* ---- routes ----------------------------------------------------------------- */
 
 typedef struct route {
@@ -1704,6 +1776,7 @@ static const route routes[] = {
     {"GET", "/api/v1/verify", PAL_ROLE_VIEWER, h_verify, false},
     {"GET", "/api/v1/report/cost", PAL_ROLE_VIEWER, h_report_cost, false},
     {"POST", "/api/v1/rollback", PAL_ROLE_ADMIN, h_rollback, false},
+    {"POST", "/api/v1/cutover", PAL_ROLE_ADMIN, h_cutover, false},
     {"POST", "/api/v1/drain", PAL_ROLE_ADMIN, h_drain, false},
     {"POST", "/api/v1/plan/diff", PAL_ROLE_VIEWER, h_plan_diff, true},
     {"POST", "/api/v1/apply", PAL_ROLE_ADMIN, h_apply, true},

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 #include "palisade/cli.h"
+#include "palisade/cutover.h"
 #include "palisade/shadow.h"
 #include "palisade/timefmt.h"
 #include "palisade/verify.h"
@@ -203,88 +204,6 @@ static void usage_cutover(FILE *fp)
 		"step), 69 database unreachable.\n");
 }
 
-/* The stop lines of SC's last step, each crossed one printed; true when
- * one is crossed (or cannot be read: *ec set). */
-static bool stoplines_crossed(pal_store *st, const pal_scope *sc, int64_t since,
-			      int64_t max_pending_s, const char *sink_pg, json_t *out, int *ec)
-{
-	char err[1024];
-	json_t *sl, *jobs;
-	int rc = pal_store_stoplines_json(st, sc, &sl, err, sizeof err);
-	if (!rc)
-		rc = pal_store_scope_jobs_json(st, sc, &jobs, err, sizeof err);
-	if (rc) {
-		pal_cli_err("cutover", "%s", err);
-		*ec = pal_cli_exit_code(rc);
-		return true;
-	}
-	int64_t tickets = json_integer_value(json_object_get(sl, "open_tickets"));
-	int64_t oldest = json_integer_value(json_object_get(sl, "oldest_pending_s"));
-	int64_t fenced = json_integer_value(json_object_get(sl, "fenced"));
-	int64_t base = json_integer_value(json_object_get(sl, "fenced_baseline"));
-	json_decref(sl);
-	pal_verify_opts vo = {.activation_grace_s = PAL_VERIFY_ACTIVATION_GRACE_S,
-			      .stuck_after_s = 0};
-	if (sink_pg && pal_store_open(sink_pg, &vo.sink, err, sizeof err)) {
-		pal_cli_err("cutover", "--sink-pg: %s", err);
-		*ec = PAL_EXIT_UNAVAIL;
-		json_decref(jobs);
-		return true;
-	}
-	pal_store *sink = vo.sink;
-	int64_t missing = 0, doubled = 0, sinkdup = 0;
-	size_t i;
-	json_t *j;
-	/* up to a few seconds ago: the last instants may be in flight */
-	int64_t to = (int64_t)time(NULL) - 5;
-	json_array_foreach(jobs, i, j)
-	{
-		if (to <= since)
-			break;
-		pal_verify_report r;
-		rc = pal_verify(st, since, to, json_string_value(j), &vo, &r, err, sizeof err);
-		if (rc) {
-			pal_cli_err("cutover", "verify %s: %s", json_string_value(j), err);
-			*ec = pal_cli_exit_code(rc);
-			break;
-		}
-		missing += r.missing;
-		doubled += r.duplicates + r.unexpected;
-		sinkdup += r.sink_duplicates;
-		pal_verify_report_free(&r);
-		/* the sink's doubled keys over the range once, not once per job */
-		if (sink && vo.sink)
-			vo.sink = NULL;
-	}
-	if (sink)
-		pal_store_close(sink);
-	json_decref(jobs);
-	if (rc)
-		return true;
-	struct {
-		const char *line;
-		bool crossed;
-		int64_t value, bound;
-	} lines[] = {
-	    {"missing_instants", missing > 0, missing, 0},
-	    {"doubled_instants", doubled > 0, doubled, 0},
-	    {"doubled_effects", sinkdup > 0, sinkdup, 0},
-	    {"stale_token_rejections", fenced > base, fenced, base},
-	    {"oldest_pending_s", oldest > max_pending_s, oldest, max_pending_s},
-	    {"open_tickets", tickets > 0, tickets, 0},
-	};
-	bool any = false;
-	for (size_t k = 0; k < sizeof lines / sizeof *lines; k++) {
-		if (!lines[k].crossed)
-			continue;
-		any = true;
-		json_array_append_new(out, json_pack("{s:s, s:I, s:I}", "line", lines[k].line,
-						     "value", (json_int_t)lines[k].value, "bound",
-						     (json_int_t)lines[k].bound));
-	}
-	return any;
-}
-
 /* cutover's own options */
 typedef struct cutover_opts {
 	const char *sink_pg;
@@ -340,87 +259,63 @@ int pal_cmd_cutover(int argc, char **argv)
 				       "would run again; give now or later");
 		return PAL_EXIT_USAGE;
 	}
-	pal_store *st;
-	if ((ec = pal_cli_connect(&c, false, &st)))
-		return ec;
-	char scope[200], err[1024];
-	pal_scope_format(&sc, scope, sizeof scope);
-	/* the stop lines of the latest step, when it made jobs live */
-	json_t *shadows;
-	int rc = pal_store_shadow_list_json(st, &shadows, err, sizeof err);
-	int prev = 0;
-	int64_t prev_at = PAL_OPS_NOW;
-	size_t i;
-	json_t *s;
-	json_array_foreach(rc ? NULL : shadows, i, s)
-	{
-		if (strcmp(json_string_value(json_object_get(s, "scope")), scope))
-			continue;
-		json_t *steps = json_object_get(s, "steps");
-		json_t *last = json_array_get(steps, json_array_size(steps) - 1);
-		if (last) {
-			prev = (int)json_integer_value(json_object_get(last, "percent"));
-			if (pal_parse_rfc3339(json_string_value(json_object_get(last, "at")),
-					      &prev_at))
-				prev_at = PAL_OPS_NOW;
+	pal_cutover_req rq = {sc, (int)percent, at, max_pending_ms / 1000, sink_pg};
+	json_t *ans;
+	bool refused = false;
+	if (pal_cli_server(&c)) {
+		if (sink_pg) {
+			pal_cli_err("cutover", "--sink-pg works on the database only, not through "
+					       "--server");
+			return PAL_EXIT_USAGE;
 		}
-	}
-	json_decref(shadows);
-	json_t *crossed = json_array();
-	ec = PAL_EXIT_OK;
-	if (!rc && prev > 0 && prev_at != PAL_OPS_NOW &&
-	    stoplines_crossed(st, &sc, prev_at, max_pending_ms / 1000, sink_pg, crossed, &ec)) {
-		pal_store_close(st);
-		if (ec) {
-			json_decref(crossed);
+		char ts[32];
+		pal_fmt_rfc3339(at, ts, sizeof ts);
+		json_t *body = json_pack("{s:s, s:s, s:i, s:s, s:I}", pal_scope_kind_name(sc.kind),
+					 sc.name, "reason", reason, "percent", (int)percent, "at",
+					 ts, "max_pending_age_ms", (json_int_t)max_pending_ms);
+		/* a crossed stop line: 409, its detail naming each, exit 4 */
+		if ((ec = pal_cli_remote_send(&c, "cutover", "POST", "/api/v1/cutover", body, &ans)))
 			return ec;
-		}
-		if (c.json) {
-			dump_new(json_pack("{s:s, s:b, s:o}", "scope", scope, "refused", 1,
-					   "crossed", crossed));
-		} else {
-			json_t *x;
-			json_array_foreach(crossed, i, x)
-			{
-				pal_cli_err(
-				    "cutover",
-				    "stop line crossed since the %d %% step: %s = %lld (bound "
-				    "%lld)",
-				    prev, json_string_value(json_object_get(x, "line")),
-				    (long long)json_integer_value(json_object_get(x, "value")),
-				    (long long)json_integer_value(json_object_get(x, "bound")));
-			}
-			json_decref(crossed);
-		}
-		return EXIT_STOPLINE;
-	}
-	json_decref(crossed);
-	if (rc) {
+	} else {
+		pal_store *st;
+		if ((ec = pal_cli_connect(&c, false, &st)))
+			return ec;
+		char err[1024];
+		int rc = pal_cutover_step(st, &rq, pal_cli_actor(), reason, &ans, &refused, err,
+					  sizeof err);
 		pal_store_close(st);
-		pal_cli_err("cutover", "%s", err);
-		return pal_cli_exit_code(rc);
+		if (rc) {
+			pal_cli_err("cutover", "%s", err);
+			return rc == PAL_EINVAL ? PAL_EXIT_USAGE : pal_cli_exit_code(rc);
+		}
 	}
-	pal_cutover_result res;
-	rc = pal_store_cutover(st, &sc, (int)percent, at, pal_cli_actor(), reason, &res, err,
-			       sizeof err);
-	pal_store_close(st);
-	if (rc) {
-		pal_cli_err("cutover", "%s", err);
-		return rc == PAL_EINVAL ? PAL_EXIT_USAGE : pal_cli_exit_code(rc);
-	}
-	char ts[32];
-	pal_fmt_rfc3339(at, ts, sizeof ts);
-	if (c.json)
-		dump_new(json_pack("{s:s, s:i, s:s, s:i, s:I, s:I, s:I}", "scope", scope, "percent",
-				   (int)percent, "at", ts, "previous_percent", res.previous_percent,
-				   "jobs", (json_int_t)res.jobs, "live_jobs",
-				   (json_int_t)res.live_jobs, "moved", (json_int_t)res.moved));
-	else
+	ec = refused ? EXIT_STOPLINE : PAL_EXIT_OK;
+	if (c.json) {
+		dump(ans);
+	} else if (refused) {
+		size_t i;
+		json_t *x;
+		json_array_foreach(json_object_get(ans, "crossed"), i, x)
+		{
+			pal_cli_err(
+			    "cutover",
+			    "stop line crossed since the %d %% step: %s = %lld (bound %lld)",
+			    (int)json_integer_value(json_object_get(ans, "previous_percent")),
+			    json_string_value(json_object_get(x, "line")),
+			    (long long)json_integer_value(json_object_get(x, "value")),
+			    (long long)json_integer_value(json_object_get(x, "bound")));
+		}
+	} else {
 		printf("%s cut over to %lld %% from %s: %lld of %lld jobs live from then on; %lld "
 		       "planned triggers made live\n",
-		       scope, percent, ts, (long long)res.live_jobs, (long long)res.jobs,
-		       (long long)res.moved);
-	return PAL_EXIT_OK;
+		       json_string_value(json_object_get(ans, "scope")), percent,
+		       json_string_value(json_object_get(ans, "at")),
+		       (long long)json_integer_value(json_object_get(ans, "live_jobs")),
+		       (long long)json_integer_value(json_object_get(ans, "jobs")),
+		       (long long)json_integer_value(json_object_get(ans, "moved")));
+	}
+	json_decref(ans);
+	return ec;
 }
 
 /* ---- rollback ---- */

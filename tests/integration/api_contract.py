@@ -272,6 +272,19 @@ call("POST", "/api/v1/rollback", {"job": "c.one", "group": "default", "reason": 
 call("POST", "/api/v1/rollback", {"job": "nope", "reason": "contract"}, want=404)
 call("POST", "/api/v1/rollback", {"job": "c.one", "reason": "contract", "wait_ms": -1}, want=422)
 
+# cutover: c.one is in shadow (the roll-back above); a step, not a narrower one.
+import datetime
+LATER = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+if tv:
+    call("POST", "/api/v1/cutover", {"job": "c.one", "reason": "contract", "at": LATER}, token=tv["token"], want=403)
+st, co = call("POST", "/api/v1/cutover", {"job": "c.one", "reason": "contract", "at": LATER, "percent": 50, "max_pending_age_ms": 60000}, want=200)
+if st != 200 or (co["scope"], co["percent"], co["previous_percent"]) != ("job:c.one", 50, 0):
+    failures.append(f"cutover of c.one to 50 %: {co}")
+call("POST", "/api/v1/cutover", {"job": "c.one", "reason": "contract", "at": LATER, "percent": 25}, want=400)
+call("POST", "/api/v1/cutover", {"job": "c.one", "reason": "contract", "at": "2020-01-01T00:00:00Z"}, want=400)
+call("POST", "/api/v1/cutover", {"job": "c.one", "reason": "contract"}, want=422)
+call("POST", "/api/v1/cutover", {"job": "nope", "reason": "contract", "at": LATER}, want=404)
+
 # Last: the node drains (and exits) when asked.
 call("POST", "/api/v1/drain", {"reason": "contract test"}, want=202)
 

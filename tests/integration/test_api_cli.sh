@@ -158,6 +158,21 @@ expect_eq "audited as the token" "deployer admin" "$(sql "select actor || ' ' ||
 expect_exit "rollback through the API" 0 remote rollback "${ADM[@]}" --job cli.a --reason "api cli" --wait 0s
 expect_match "prints what the direct path prints" '^job:cli\.a rolled back at [0-9T:Z-]+: [0-9]+ due triggers handed back' "$OUT"
 expect_exit "rollback of no such job through the API: exit 3" 3 remote rollback "${ADM[@]}" --job cli.nope --reason "api cli" --wait 0s
+# cutover through the API (cli.a is in shadow since the roll-back): admin
+# only, a step, its stop lines refusing the next one (exit 4) as the direct
+# path refuses it.
+at1=$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ) at2=$(date -u -d '+2 hours' +%Y-%m-%dT%H:%M:%SZ)
+expect_exit "cutover as an operator: refused (exit 77)" 77 remote cutover --job cli.a --at "$at1" --reason "api cli"
+expect_exit "cutover --percent 50 through the API" 0 remote cutover "${ADM[@]}" --job cli.a --at "$at1" --percent 50 --reason "api cli" --output json
+expect_eq "the direct path's JSON fields" "['at', 'jobs', 'live_jobs', 'moved', 'percent', 'previous_percent', 'scope'] 50" \
+	"$(python3 -c 'import json,sys; o=json.loads(sys.stdin.read()); print(sorted(o), o["percent"])' <<<"$OUT")"
+expect_eq "audited as the token" "deployer admin" "$(sql "select actor || ' ' || role from audit_log where action = 'cutover' order by id desc limit 1")"
+sql "INSERT INTO tickets (job_id, reason, evidence, allowed_actions) VALUES ('cli.a', 'api cli', '{}', ARRAY['abandon'])" >/dev/null
+expect_exit "with a ticket open, the next step through the API: refused (exit 4)" 4 remote cutover "${ADM[@]}" --job cli.a --at "$at2" --reason "api cli"
+expect_match "naming the stop line" 'open_tickets = 1' "$OUT"
+expect_exit "and on the database: refused alike (exit 4)" 4 "$PAL" cutover --job cli.a --at "$at2" --reason "api cli"
+expect_match "naming the same line" 'open_tickets = 1 \(bound 0\)' "$OUT"
+expect_exit "--sink-pg through the API: usage (exit 64)" 64 remote cutover "${ADM[@]}" --job cli.a --at "$at2" --reason "api cli" --sink-pg "dbname=x"
 expect_exit "a database-only command with --server: usage (exit 64)" 64 \
 	env -u PALISADE_PG "$PAL" verify --server "http://${NODE_ADMIN[s1]}"
 expect_exit "no token: exit 64" 64 env -u PALISADE_PG -u PALISADE_TOKEN "$PAL" pause --all --reason x --server "http://${NODE_ADMIN[s1]}"

@@ -227,6 +227,12 @@ expect_eq "rollback by viewer, operator, admin-red of blue.b: 403 403 403" "403 
 	"$(api r1 "${TOK[viewer]}" POST /rollback "$RB\"red.a\"}") $(api r1 "${TOK[operator]}" POST /rollback "$RB\"red.a\"}") $(api r1 "${TOK[admin-red]}" POST /rollback "$RB\"blue.b\"}")"
 expect_eq "by admin-red of red.a: 200, audited as admin-red" "200 admin-red|admin" \
 	"$(api r1 "${TOK[admin-red]}" POST /rollback "$RB\"red.a\"}") $(sql "select actor || '|' || role from audit_log where action = 'rollback'")"
+
+CO='{"reason":"r","at":"2099-01-01T00:00:00Z","job":'
+expect_eq "cutover by viewer, operator, admin-red of blue.b: 403 403 403" "403 403 403" \
+	"$(api r1 "${TOK[viewer]}" POST /cutover "$CO\"red.a\"}") $(api r1 "${TOK[operator]}" POST /cutover "$CO\"red.a\"}") $(api r1 "${TOK[admin-red]}" POST /cutover "$CO\"blue.b\"}")"
+expect_eq "by admin-red of red.a (in shadow since its roll-back): 200, audited as admin-red" "200 admin-red|admin" \
+	"$(api r1 "${TOK[admin-red]}" POST /cutover "$CO\"red.a\"}") $(sql "select actor || '|' || role from audit_log where action = 'cutover'")"
 # Revocation: refused by the next request on both nodes.
 expect_eq "operator works on r2 before the revocation" 200 "$(api r2 "${TOK[operator]}" GET /jobs)"
 expect_exit "token revoke" 0 "$PAL" token revoke operator

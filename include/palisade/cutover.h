@@ -1,0 +1,40 @@
+/*
+ * cutover.h - one cut-over step of a scope with its stop lines
+ * (`palisade cutover`, POST /api/v1/cutover; docs/migrating.md).
+ */
+#ifndef PALISADE_CUTOVER_H
+#define PALISADE_CUTOVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <jansson.h>
+#include "palisade/err.h"
+#include "palisade/ops.h"
+#include "palisade/store.h"
+
+typedef struct pal_cutover_req {
+	pal_scope scope;
+	int percent;	       /* 1..100: the jobs whose bucket is below are live */
+	int64_t at;	       /* from this instant on (epoch seconds) */
+	int64_t max_pending_s; /* the oldest_pending_s stop line */
+	const char *sink_pg;   /* the sink's conninfo for doubled_effects, or NULL */
+} pal_cutover_req;
+
+/*
+ * The step RQ, after the stop lines of the scope's latest step when that
+ * step made jobs live: missing or doubled instants since it (verify; doubled
+ * effects with a sink), stale-token rejections above the baseline, a
+ * pending trigger older than max_pending_s, an open ticket.  Blocks (one
+ * verify per job of the scope).  *OUT (json_decref) is the `cutover --output
+ * json` object: {scope, percent, at, previous_percent, jobs, live_jobs,
+ * moved} when taken, {scope, refused: true, previous_percent, crossed:
+ * [{line, value, bound}]} with *REFUSED set when a stop line is crossed
+ * (nothing changed).  Errors as pal_store_cutover() (PAL_EINVAL a narrowing
+ * step or one before the latest, PAL_ENOENT nothing in shadow), PAL_EDB for
+ * an unreachable sink.  Audited (cutover) when taken, as ACTOR.
+ */
+PAL_MUST_CHECK int pal_cutover_step(pal_store *st, const pal_cutover_req *rq, const char *actor,
+				    const char *reason, json_t **out, bool *refused, char *err,
+				    size_t errlen);
+
+#endif
