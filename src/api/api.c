@@ -1760,6 +1760,47 @@ static void h_cutover(call *c)
 	}
 }
 
+/* `palisade shadow --job|--group|--tenant`: the scope of the body in
+ * shadow from now on; {scope, already, live_percent, moved} as the CLI's
+ * --output json. */
+static void h_shadow_set(call *c)
+{
+	pal_scope sc;
+	const char *why;
+	if (!body_scope(c, &sc) || !reason(c, false, &why))
+		return;
+	bool already;
+	int percent;
+	int64_t moved;
+	char err[1024], scope[200];
+	int rc = pal_store_shadow_set(c->api->st, &sc, c->who.name, why, &already, &percent, &moved,
+				      err, sizeof err);
+	if (rc) {
+		problem_rc(c, rc, err);
+		return;
+	}
+	pal_scope_format(&sc, scope, sizeof scope);
+	ok(c, 200,
+	   json_pack("{s:s, s:b, s:i, s:I}", "scope", scope, "already", already, "live_percent",
+		     percent, "moved", (json_int_t)moved));
+}
+
+/* `palisade shadow list`: every scope in shadow with its steps (a few
+ * rows: one per scope an operator put in shadow).  Cluster-wide: not for
+ * a tenant-scoped token. */
+static void h_shadow_list(call *c)
+{
+	if (!unscoped(c))
+		return;
+	json_t *rows;
+	char err[1024];
+	int rc = pal_store_shadow_list_json(c->api->st, &rows, err, sizeof err);
+	if (rc)
+		problem_rc(c, rc, err);
+	else
+		ok(c, 200, rows);
+}
+
 /* ---- routes ----------------------------------------------------------------- */
 
 typedef struct route {
@@ -1777,6 +1818,8 @@ static const route routes[] = {
     {"GET", "/api/v1/report/cost", PAL_ROLE_VIEWER, h_report_cost, false},
     {"POST", "/api/v1/rollback", PAL_ROLE_ADMIN, h_rollback, false},
     {"POST", "/api/v1/cutover", PAL_ROLE_ADMIN, h_cutover, false},
+    {"POST", "/api/v1/shadow", PAL_ROLE_ADMIN, h_shadow_set, false},
+    {"GET", "/api/v1/shadow", PAL_ROLE_VIEWER, h_shadow_list, false},
     {"POST", "/api/v1/drain", PAL_ROLE_ADMIN, h_drain, false},
     {"POST", "/api/v1/plan/diff", PAL_ROLE_VIEWER, h_plan_diff, true},
     {"POST", "/api/v1/apply", PAL_ROLE_ADMIN, h_apply, true},

@@ -84,13 +84,6 @@ static void dump(json_t *j)
 	putchar('\n');
 }
 
-/* dump() an answer built for it, and free it */
-static void dump_new(json_t *j)
-{
-	dump(j);
-	json_decref(j);
-}
-
 /* ---- shadow --job|--group|--tenant, shadow list ---- */
 
 static void usage_shadow_set(FILE *fp)
@@ -100,12 +93,67 @@ static void usage_shadow_set(FILE *fp)
 	    "usage: palisade shadow (--job JOB | --group GROUP | --tenant TENANT) --reason TEXT\n"
 	    "                       [--output table|json] [--pg CONNINFO] [--config FILE]\n"
 	    "       palisade shadow list [--output table|json]\n"
+	    "       (either with --server URL [--token-file FILE]: through the API)\n"
 	    "Put a scope in shadow: its instants are planned as triggers in the state\n"
 	    "shadow, which no executor claims, so no call leaves palisade for them; its\n"
 	    "planned schedule triggers not yet attempted move to shadow now.  A scope\n"
 	    "that was live and has calls in flight goes back with `palisade rollback`.\n"
 	    "`shadow list`: every scope in shadow with its cut-over steps.  Audited.\n"
 	    "Exit: 0 done, 3 no such job, 64 usage, 69 database unreachable.\n");
+}
+
+/* shadow list's rows (pal_store_shadow_list_json()'s) as JSON or a table */
+static void print_list(const pal_cli_common *c, json_t *rows)
+{
+	if (c->json) {
+		dump(rows);
+		return;
+	}
+	printf("%-32s %-8s %7s  %-20s %s\n", "SCOPE", "SOURCE", "LIVE %", "SINCE", "REASON");
+	size_t i;
+	json_t *r;
+	json_array_foreach(rows, i, r)
+	{
+		printf("%-32s %-8s %7lld  %-20s %s\n",
+		       json_string_value(json_object_get(r, "scope")),
+		       json_string_value(json_object_get(r, "source")),
+		       (long long)json_integer_value(json_object_get(r, "percent")),
+		       json_string_value(json_object_get(r, "since")),
+		       json_string_value(json_object_get(r, "reason")));
+	}
+}
+
+/* shadow's answer {scope, already, live_percent, moved} as JSON or a line */
+static void print_set(const pal_cli_common *c, json_t *o)
+{
+	const char *scope = json_string_value(json_object_get(o, "scope"));
+	if (c->json)
+		dump(o);
+	else if (json_is_true(json_object_get(o, "already")))
+		printf("%s is in shadow already (cut over to %d %% so far); nothing changed\n",
+		       scope, (int)json_integer_value(json_object_get(o, "live_percent")));
+	else
+		printf("%s is in shadow: %lld planned triggers moved to shadow\n", scope,
+		       (long long)json_integer_value(json_object_get(o, "moved")));
+}
+
+/* shadow (SC; NULL: shadow list) through the API (--server) */
+static int shadow_remote(const pal_cli_common *c, const pal_scope *sc, const char *reason)
+{
+	json_t *o;
+	int ec = sc ? pal_cli_remote_send(c, "shadow", "POST", "/api/v1/shadow",
+					  json_pack("{s:s, s:s}", pal_scope_kind_name(sc->kind),
+						    sc->name, "reason", reason),
+					  &o)
+		    : pal_cli_remote_get(c, "shadow", "/api/v1/shadow", &o);
+	if (ec)
+		return ec;
+	if (sc)
+		print_set(c, o);
+	else
+		print_list(c, o);
+	json_decref(o);
+	return PAL_EXIT_OK;
 }
 
 int pal__cli_shadow_set(int argc, char **argv)
@@ -126,6 +174,8 @@ int pal__cli_shadow_set(int argc, char **argv)
 	pal_cli_common c = a.c;
 	pal_scope sc = a.sc;
 	const char *reason = a.reason;
+	if (pal_cli_server(&c))
+		return shadow_remote(&c, list ? NULL : &sc, reason);
 	pal_store *st;
 	if ((ec = pal_cli_connect(&c, false, &st)))
 		return ec;
@@ -139,23 +189,7 @@ int pal__cli_shadow_set(int argc, char **argv)
 			pal_cli_err("shadow", "%s", err);
 			return pal_cli_exit_code(rc);
 		}
-		if (c.json) {
-			dump(rows);
-		} else {
-			printf("%-32s %-8s %7s  %-20s %s\n", "SCOPE", "SOURCE", "LIVE %", "SINCE",
-			       "REASON");
-			size_t i;
-			json_t *r;
-			json_array_foreach(rows, i, r)
-			{
-				printf("%-32s %-8s %7lld  %-20s %s\n",
-				       json_string_value(json_object_get(r, "scope")),
-				       json_string_value(json_object_get(r, "source")),
-				       (long long)json_integer_value(json_object_get(r, "percent")),
-				       json_string_value(json_object_get(r, "since")),
-				       json_string_value(json_object_get(r, "reason")));
-			}
-		}
+		print_list(&c, rows);
 		json_decref(rows);
 		return PAL_EXIT_OK;
 	}
@@ -171,15 +205,10 @@ int pal__cli_shadow_set(int argc, char **argv)
 	}
 	char scope[200];
 	pal_scope_format(&sc, scope, sizeof scope);
-	if (c.json)
-		dump_new(json_pack("{s:s, s:b, s:i, s:I}", "scope", scope, "already", already,
-				   "live_percent", percent, "moved", (json_int_t)moved));
-	else if (already)
-		printf("%s is in shadow already (cut over to %d %% so far); nothing changed\n",
-		       scope, percent);
-	else
-		printf("%s is in shadow: %lld planned triggers moved to shadow\n", scope,
-		       (long long)moved);
+	json_t *o = json_pack("{s:s, s:b, s:i, s:I}", "scope", scope, "already", already,
+			      "live_percent", percent, "moved", (json_int_t)moved);
+	print_set(&c, o);
+	json_decref(o);
 	return PAL_EXIT_OK;
 }
 
@@ -192,6 +221,7 @@ static void usage_cutover(FILE *fp)
 		"                        --at RFC3339 --reason TEXT [--percent N]\n"
 		"                        [--max-pending-age DURATION] [--sink-pg CONNINFO]\n"
 		"                        [--output table|json] [--pg CONNINFO] [--config FILE]\n"
+		"                        [--server URL [--token-file FILE]] (not with --sink-pg)\n"
 		"From --at on (now or later), the scope's jobs whose bucket (a hash of the job\n"
 		"id, 0-99) is below --percent (default 100) are live; their instants before it\n"
 		"stay shadow.  Steps only widen (10, 25, 50, 100 only ever add jobs).  A step\n"
@@ -274,7 +304,8 @@ int pal_cmd_cutover(int argc, char **argv)
 					 sc.name, "reason", reason, "percent", (int)percent, "at",
 					 ts, "max_pending_age_ms", (json_int_t)max_pending_ms);
 		/* a crossed stop line: 409, its detail naming each, exit 4 */
-		if ((ec = pal_cli_remote_send(&c, "cutover", "POST", "/api/v1/cutover", body, &ans)))
+		if ((ec =
+			 pal_cli_remote_send(&c, "cutover", "POST", "/api/v1/cutover", body, &ans)))
 			return ec;
 	} else {
 		pal_store *st;

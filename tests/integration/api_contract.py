@@ -272,6 +272,19 @@ call("POST", "/api/v1/rollback", {"job": "c.one", "group": "default", "reason": 
 call("POST", "/api/v1/rollback", {"job": "nope", "reason": "contract"}, want=404)
 call("POST", "/api/v1/rollback", {"job": "c.one", "reason": "contract", "wait_ms": -1}, want=422)
 
+# shadow: a scope in shadow, listed; again: already.
+st, sh = call("POST", "/api/v1/shadow", {"group": "c-shadow", "reason": "contract"}, want=200)
+st, sh2 = call("POST", "/api/v1/shadow", {"group": "c-shadow", "reason": "contract"}, want=200)
+if not sh or sh.get("already") is not False or not sh2 or sh2.get("already") is not True:
+    failures.append(f"shadow of group c-shadow, then again: {sh} {sh2}")
+st, sl = call("GET", "/api/v1/shadow", want=200)
+if st != 200 or "group:c-shadow" not in [r["scope"] for r in sl]:
+    failures.append(f"shadow list without group:c-shadow: {sl}")
+call("POST", "/api/v1/shadow", {"reason": "contract"}, want=422)
+if tv:
+    call("GET", "/api/v1/shadow", token=tv["token"], want=403)
+    call("POST", "/api/v1/shadow", {"group": "c-shadow", "reason": "contract"}, token=tv["token"], want=403)
+
 # cutover: c.one is in shadow (the roll-back above); a step, not a narrower one.
 import datetime
 LATER = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")

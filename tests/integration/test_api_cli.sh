@@ -173,6 +173,20 @@ expect_match "naming the stop line" 'open_tickets = 1' "$OUT"
 expect_exit "and on the database: refused alike (exit 4)" 4 "$PAL" cutover --job cli.a --at "$at2" --reason "api cli"
 expect_match "naming the same line" 'open_tickets = 1 \(bound 0\)' "$OUT"
 expect_exit "--sink-pg through the API: usage (exit 64)" 64 remote cutover "${ADM[@]}" --job cli.a --at "$at2" --reason "api cli" --sink-pg "dbname=x"
+# shadow and shadow list through the API: the direct path's answers.
+expect_exit "shadow as an operator: refused (exit 77)" 77 remote shadow --group g9 --reason "api cli"
+expect_exit "shadow --group through the API" 0 remote shadow "${ADM[@]}" --group g9 --reason "api cli"
+expect_eq "prints what the direct path prints" "group:g9 is in shadow: 0 planned triggers moved to shadow" "$OUT"
+expect_exit "again through the API" 0 remote shadow "${ADM[@]}" --group g9 --reason "api cli" --output json
+via_api=$OUT
+expect_exit "again on the database" 0 "$PAL" shadow --group g9 --reason "api cli" --output json
+expect_eq "the same JSON both ways" "$OUT" "$via_api"
+expect_eq "audited as the token" "deployer admin" "$(sql "select actor || ' ' || role from audit_log where action = 'shadow' order by id limit 1")"
+expect_exit "shadow list --output json through the API" 0 remote shadow list --output json
+via_api=$OUT
+expect_exit "shadow list --output json on the database" 0 "$PAL" shadow list --output json
+expect_eq "the same list both ways" "$OUT" "$via_api"
+expect_match "with the group" '"scope": "group:g9"' "$via_api"
 expect_exit "a database-only command with --server: usage (exit 64)" 64 \
 	env -u PALISADE_PG "$PAL" verify --server "http://${NODE_ADMIN[s1]}"
 expect_exit "no token: exit 64" 64 env -u PALISADE_PG -u PALISADE_TOKEN "$PAL" pause --all --reason x --server "http://${NODE_ADMIN[s1]}"

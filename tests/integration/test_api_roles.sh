@@ -233,6 +233,11 @@ expect_eq "cutover by viewer, operator, admin-red of blue.b: 403 403 403" "403 4
 	"$(api r1 "${TOK[viewer]}" POST /cutover "$CO\"red.a\"}") $(api r1 "${TOK[operator]}" POST /cutover "$CO\"red.a\"}") $(api r1 "${TOK[admin-red]}" POST /cutover "$CO\"blue.b\"}")"
 expect_eq "by admin-red of red.a (in shadow since its roll-back): 200, audited as admin-red" "200 admin-red|admin" \
 	"$(api r1 "${TOK[admin-red]}" POST /cutover "$CO\"red.a\"}") $(sql "select actor || '|' || role from audit_log where action = 'cutover'")"
+
+expect_eq "shadow by operator, admin-red of blue.b; shadow list by viewer-red: 403 403 403" "403 403 403" \
+	"$(api r1 "${TOK[operator]}" POST /shadow '{"reason":"r","job":"red.a"}') $(api r1 "${TOK[admin-red]}" POST /shadow '{"reason":"r","job":"blue.b"}') $(api r1 "${TOK[viewer-red]}" GET /shadow)"
+expect_eq "shadow by admin-red of tenant red: 200; the viewer's shadow list: 200" "200 200" \
+	"$(api r1 "${TOK[admin-red]}" POST /shadow '{"reason":"r","tenant":"red"}') $(api r1 "${TOK[viewer]}" GET /shadow)"
 # Revocation: refused by the next request on both nodes.
 expect_eq "operator works on r2 before the revocation" 200 "$(api r2 "${TOK[operator]}" GET /jobs)"
 expect_exit "token revoke" 0 "$PAL" token revoke operator
