@@ -17,16 +17,15 @@
 
 static void usage(FILE *fp)
 {
-	fprintf(fp,
-		"usage: palisade drain (--node ID | --admin HOST:PORT) [--wait SECONDS]\n"
-		"                      [--zk HOSTS] [--config FILE]\n"
-		"Ask a node to drain: stop planning, delete its election znodes so that the\n"
-		"next nodes in line take its shards over at once, and exit 0.  --node looks\n"
-		"its admin address up in ZooKeeper; --wait waits until it has left.\n"
-		"The request carries the node's admin token: --config's admin.token_file,\n"
-		"else $PALISADE_ADMIN_TOKEN (admin.token_env).\n"
-		"Exit: 0 accepted (and gone, with --wait), 1 refused or still there, 65 token\n"
-		"file unreadable, 69 unreachable.\n");
+	fprintf(fp, "usage: palisade drain (--node ID | --admin HOST:PORT) [--wait SECONDS]\n"
+		    "                      [--zk HOSTS] [--config FILE]\n"
+		    "Ask a node to drain: stop planning, delete its election znodes so that the\n"
+		    "next nodes in line take its shards over at once, and exit 0.  --node looks\n"
+		    "its admin address up in ZooKeeper; --wait waits until it has left.\n"
+		    "The request carries the node's admin token: --config's admin.token_file,\n"
+		    "else $PALISADE_ADMIN_TOKEN (admin.token_env).\n"
+		    "Exit: 0 accepted (and gone, with --wait), 1 refused or still there, 65 token\n"
+		    "file unreadable, 69 unreachable.\n");
 }
 
 static size_t discard(char *p, size_t s, size_t n, void *u)
@@ -35,19 +34,27 @@ static size_t discard(char *p, size_t s, size_t n, void *u)
 	return s * n;
 }
 
-/* Admin address of node ID from its ZooKeeper record; NULL when absent. */
-static char *lookup_admin(const pal_cli_common *c, const char *id, bool *present, int *ec)
+/* Admin address of node ID from its ZooKeeper record; NULL when absent.
+ * With IN, through that open session (the wait loop keeps one); without,
+ * through a session of its own. */
+static char *lookup_admin(const pal_cli_common *c, pal_coord_inspector *in, const char *id,
+			  bool *present, int *ec)
 {
 	const char *zk = pal__cli_zk(c);
 	if (!zk) {
-		pal_cli_err("drain", "no ZooKeeper connect string: pass --zk or export PALISADE_ZK");
+		pal_cli_err("drain",
+			    "no ZooKeeper connect string: pass --zk or export PALISADE_ZK");
 		*ec = PAL_EXIT_USAGE;
 		return NULL;
 	}
 	json_t *nodes;
 	char err[512];
-	if (pal_coord_list_nodes(zk, pal__cli_config_zk_root(c), pal__cli_config_cluster(c), 5000,
-				 &nodes, err, sizeof err)) {
+	int rc =
+	    in ? pal_coord_inspector_nodes(in, pal__cli_config_zk_root(c),
+					   pal__cli_config_cluster(c), &nodes, err, sizeof err)
+	       : pal_coord_list_nodes(zk, pal__cli_config_zk_root(c), pal__cli_config_cluster(c),
+				      5000, &nodes, err, sizeof err);
+	if (rc) {
 		pal_cli_err("drain", "%s", err);
 		*ec = PAL_EXIT_UNAVAIL;
 		return NULL;
@@ -61,7 +68,8 @@ static char *lookup_admin(const pal_cli_common *c, const char *id, bool *present
 		if (strcmp(json_string_value(json_object_get(n, "id")), id))
 			continue;
 		*present = true;
-		const char *a = json_string_value(json_object_get(json_object_get(n, "info"), "admin"));
+		const char *a =
+		    json_string_value(json_object_get(json_object_get(n, "info"), "admin"));
 		if (a)
 			admin = strdup(a);
 	}
@@ -69,22 +77,59 @@ static char *lookup_admin(const pal_cli_common *c, const char *id, bool *present
 	return admin;
 }
 
+/* Waits up to WAIT_S seconds for NODE to leave, looking every 100 ms
+ * through one ZooKeeper session. */
+static int wait_gone(const pal_cli_common *c, const char *node, int wait_s)
+{
+	pal_coord_inspector *in;
+	char err[512];
+	if (pal_coord_inspector_open(pal__cli_zk(c), 5000, &in, err, sizeof err)) {
+		pal_cli_err("drain", "%s", err);
+		return PAL_EXIT_UNAVAIL;
+	}
+	int ec = PAL_EXIT_FAIL;
+	for (int i = 0; i < wait_s * 10; i++) {
+		bool present = true;
+		int lec = 0;
+		free(lookup_admin(c, in, node, &present, &lec));
+		if (lec) {
+			ec = lec;
+			break;
+		}
+		if (!present) {
+			printf("drain: %s left the cluster after %.1f s\n", node, i / 10.0);
+			ec = PAL_EXIT_OK;
+			break;
+		}
+		struct timespec ts = {0, 100 * 1000000};
+		nanosleep(&ts, NULL);
+	}
+	pal_coord_inspector_close(in);
+	if (ec == PAL_EXIT_FAIL)
+		pal_cli_err("drain", "%s is still live after %d s", node, wait_s);
+	return ec;
+}
+
 int pal_cmd_drain(int argc, char **argv)
 {
-	pal_cli_common c = { 0 };
+	pal_cli_common c = {0};
 	const char *node = NULL, *admin = NULL;
 	int wait_s = 0;
-	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
-					    { "node", required_argument, NULL, 'n' },
-					    { "admin", required_argument, NULL, 'a' },
-					    { "wait", required_argument, NULL, 'w' },
-					    { "help", no_argument, NULL, 'h' },
-					    { 0 } };
+	static const struct option lo[] = {PAL_CLI_COMMON_LONGOPTS,
+					   {"node", required_argument, NULL, 'n'},
+					   {"admin", required_argument, NULL, 'a'},
+					   {"wait", required_argument, NULL, 'w'},
+					   {"help", no_argument, NULL, 'h'},
+					   {0}};
 	int opt, ec;
 	while ((opt = getopt_long(argc, argv, "hn:a:w:", lo, NULL)) != -1) {
 		switch (opt) {
-		case 'n': node = optarg; break;
-		case 'a': admin = optarg; break;
+		case 'n':
+			node = optarg;
+			break;
+		case 'a':
+			admin = optarg;
+			break;
 		case 'w': {
 			long long v;
 			if (!pal_cli_int("drain", "wait", optarg, 0, 3600, &v))
@@ -107,7 +152,7 @@ int pal_cmd_drain(int argc, char **argv)
 	ec = 0;
 	if (node) {
 		bool present;
-		found = lookup_admin(&c, node, &present, &ec);
+		found = lookup_admin(&c, NULL, node, &present, &ec);
 		if (ec)
 			return ec;
 		if (!present) {
@@ -123,7 +168,7 @@ int pal_cmd_drain(int argc, char **argv)
 	/* The admin token: --config's admin.token_file / admin.token_env, else
 	 * $PALISADE_ADMIN_TOKEN (the default of admin.token_env). */
 	pal_nodeconf tc;
-	pal_diags td = { 0 };
+	pal_diags td = {0};
 	char *token = NULL, terr[512];
 	int trc = c.config ? pal_nodeconf_load(c.config, &tc, &td) : pal_nodeconf_defaults(&tc);
 	pal_diags_free(&td);
@@ -174,18 +219,5 @@ int pal_cmd_drain(int argc, char **argv)
 	free(found);
 	if (!wait_s)
 		return PAL_EXIT_OK;
-	for (int i = 0; i < wait_s * 10; i++) {
-		bool present = true;
-		free(lookup_admin(&c, node, &present, &ec));
-		if (ec)
-			return ec;
-		if (!present) {
-			printf("drain: %s left the cluster after %.1f s\n", node, i / 10.0);
-			return PAL_EXIT_OK;
-		}
-		struct timespec ts = { 0, 100 * 1000000 };
-		nanosleep(&ts, NULL);
-	}
-	pal_cli_err("drain", "%s is still live after %d s", node, wait_s);
-	return PAL_EXIT_FAIL;
+	return wait_gone(&c, node, wait_s);
 }
