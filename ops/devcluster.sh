@@ -40,7 +40,9 @@
 # STATE/zk/ports), PALISADE_ZK_TICK_MS (tickTime, default 500; lower
 # allows short session timeouts in tests), PALISADE_PG_FAST=1 (fsync off, and
 # the data directory copied from a template made by initdb once per machine:
-# for throwaway test clusters only).
+# for throwaway test clusters only), PALISADE_PG_OPTS (more server options
+# at start, e.g. "-c shared_preload_libraries=pg_stat_statements" for the
+# bench's statement profile).
 #
 # PostgreSQL refuses to run as root; when run as root the server runs as the
 # `postgres` system user.  If that user cannot reach the state directory
@@ -190,7 +192,7 @@ pg_up() {
 		} >> "$d/data/postgresql.conf"
 	fi
 	log "starting PostgreSQL on 127.0.0.1:$PG_PORT"
-	as_pg "$PGBIN/pg_ctl" -D "$d/data" -l "$d/postgres.log" -o "-p $PG_PORT" -w -t 60 start >/dev/null \
+	as_pg "$PGBIN/pg_ctl" -D "$d/data" -l "$d/postgres.log" -o "-p $PG_PORT ${PALISADE_PG_OPTS:-}" -w -t 60 start >/dev/null \
 		|| { tail -20 "$d/postgres.log" >&2; exit 1; }
 	if ! as_pg "$PGBIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U palisade -d postgres -Atqc \
 		"select 1 from pg_database where datname='palisade'" | grep -q 1; then

@@ -21,6 +21,10 @@
 #   wait_planned ID T0_MS SECS every shard led by ID, watermark past T0; prints ms
 #   lateness_stats LABEL T0 T1 lateness of sink effects under /effects/LABEL with
 #                              scheduled instants in [T0, T1): "n p50 p99 max"
+#   pg_cpu_us                  CPU time (user + sys) the bench's PostgreSQL server
+#                              has used so far, every process of it, in us
+#   stmt_reset, stmt_top FIRES [N]   the statement profile (pg_stat_statements)
+#                              of the current database since stmt_reset, per fire
 
 export PALISADE_BIN=$BIN PALISADE_TEST_TMP=$B_STATE
 NODE_DIR=$B_STATE/logs
@@ -230,4 +234,57 @@ lateness_stats() {
 	sql "SELECT extract(epoch FROM applied_at - scheduled_at) * 1000 FROM sink_effects
 	     WHERE path = '/effects/$1' AND scheduled_at >= to_timestamp($2)
 	     AND scheduled_at < to_timestamp($3)" | python3 tests/bench/report.py stats
+}
+
+# pg_cpu_us: the CPU time (user + sys) of the bench's PostgreSQL server so
+# far, in microseconds: the postmaster (B_PG_PID) with what it reaped of
+# its children that ended (cutime + cstime of /proc/PID/stat), plus every
+# live child (backends, autovacuum, walwriter, checkpointer...).  The
+# difference of two readings is the server's CPU between them, whatever
+# connected and left meanwhile.  Clock ticks are 10 ms per process: read
+# over a run of thousands of fires.
+pg_cpu_us() {
+	python3 - "$B_PG_PID" <<'PY'
+import os, sys
+pm, hz, t = sys.argv[1], os.sysconf("SC_CLK_TCK"), 0
+for pid in os.listdir("/proc"):
+    if not pid.isdigit():
+        continue
+    try:
+        f = open("/proc/%s/stat" % pid).read().rsplit(")", 1)[1].split()
+    except OSError:
+        continue  # ended meanwhile: the postmaster's cutime has it
+    # f[0] is field 3 (state): ppid is field 4, utime..cstime 14..17
+    if pid == pm:
+        t += sum(int(x) for x in f[11:15])
+    elif f[1] == pm:
+        t += int(f[11]) + int(f[12])
+print(t * 1000000 // hz)
+PY
+}
+
+# The statement profile: pg_stat_statements, when the server loaded it
+# (run.sh asks for it at start; track = all, so the statements inside SQL
+# functions are counted as well as the calls that ran them).  stmt_reset
+# creates the extension in the current database and zeroes its counters;
+# stmt_top FIRES [N] prints the N (default 8) statements of the current
+# database with the most execution time since, one line each: ms per 1,000
+# fires, calls per fire, "top" or "nested" (run inside a function, whose
+# own line counts it again) and the statement's start.  Nothing when the
+# library is not loaded.
+stmt_reset() {
+	[ "$(sql "SHOW shared_preload_libraries" 2>/dev/null)" = pg_stat_statements ] || return 0
+	sql "CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()" >/dev/null
+}
+stmt_top() {
+	local fires=$1 n=${2:-8}
+	[ "$(sql "SHOW shared_preload_libraries" 2>/dev/null)" = pg_stat_statements ] || return 0
+	[ "${fires:-0}" -gt 0 ] || return 0
+	sql "SELECT to_char(total_exec_time * 1000 / $fires, 'FM99990.00') || ' ms/1000 fires, '
+	       || to_char(calls::numeric / $fires, 'FM9990.000') || ' calls/fire, '
+	       || CASE WHEN toplevel THEN 'top' ELSE 'nested' END || ': '
+	       || left(regexp_replace(query, '\s+', ' ', 'g'), 110)
+	     FROM pg_stat_statements
+	     WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+	     ORDER BY total_exec_time DESC LIMIT $n"
 }

@@ -7,8 +7,9 @@
 # the nodes, the sink, the load tools.
 #
 # Besides time, what a fire costs: bytes per fire in triggers and attempts,
-# WAL per fire, bytes per effect in the sink (docs/performance.md, "What a
-# fire costs").
+# WAL per fire, the database server's CPU per fire with its statement
+# profile (pg_stat_statements), bytes per effect in the sink
+# (docs/performance.md, "What a fire costs").
 #
 # Prints one table row per figure (figure, value, unit, target, ratio, met)
 # and writes .state/bench/latest.json: {figure: {value, unit, target, ratio,
@@ -35,6 +36,9 @@
 #                          aligned burst with `spread` on every job; it runs
 #                          for the spread plus the burst's wait, so it is
 #                          "not run" when the time budget has less left
+#   BENCH_PGSS=0           no pg_stat_statements in the server (it is loaded
+#                          for the statement profile of the fire-cost run
+#                          when Debian's postgresql-15 ships it)
 #   BENCH_SESSION=4        ZooKeeper session timeout of every node, seconds
 #   BENCH_NODE_CONF="..."  one more line of every node's palisade.yaml, e.g.
 #                          'postgres: {pool_mode: transaction}' to measure the
@@ -119,9 +123,14 @@ finish() {
 trap finish EXIT
 trap 'exit 0' INT TERM
 
+if [ "${BENCH_PGSS:-1}" = 1 ] && [ -f /usr/lib/postgresql/15/lib/pg_stat_statements.so ]; then
+	export PALISADE_PG_OPTS="-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all"
+fi
 eval "$(bash ops/devcluster.sh up 2>/dev/null)" || { say "dev cluster did not start"; exit 0; }
 export PALISADE_PG_ADMIN="host=127.0.0.1 port=$PALISADE_PG_PORT user=palisade"
 B_PG_BASE=$PALISADE_PG_ADMIN
+# The postmaster, whose process tree is the server's CPU (pg_cpu_us).
+B_PG_PID=$(head -1 "$(psql "$B_PG_BASE dbname=postgres" -XAtq -c "SHOW data_directory")/postmaster.pid")
 say "PostgreSQL 15 on 127.0.0.1:$PALISADE_PG_PORT (fsync on), ZooKeeper on $PALISADE_ZK, $(nproc) cores, sections: $SECTIONS"
 command -v wrk >/dev/null || bash ops/deps.sh --bench >/dev/null 2>&1 || true
 
@@ -332,11 +341,12 @@ SQL
 # one INSERT into the emptied table after a CHECKPOINT, then claimed 100 at
 # a time and completed, each claim and each completion a transaction of its
 # own (one client); the table's heap and index growth, dead row versions
-# included and before any VACUUM, and the server's WAL over the run, per
-# fire.  The least the job needs in bytes, beside palisade's figures.
-MIN_COST_B= MIN_COST_WAL=
+# included and before any VACUUM, and the server's WAL and CPU (every
+# process of it, pg_cpu_us) over the run, per fire.  The least the job
+# needs in bytes and database work, beside palisade's figures.
+MIN_COST_B= MIN_COST_WAL= MIN_COST_CPU=
 minimal_cost() {
-	local d=$1 n=$EXEC_N s0 s1 lsn lsn1 i
+	local d=$1 n=$EXEC_N s0 s1 lsn lsn1 i c0 c1
 	sql "TRUNCATE min_triggers; CHECKPOINT" >/dev/null || return
 	{
 		for ((i = 0; i < n / 100; i++)); do
@@ -350,9 +360,11 @@ minimal_cost() {
 	} >"$d/min-cost.sql"
 	s0=$(sql "SELECT pg_table_size('min_triggers') + pg_indexes_size('min_triggers')")
 	lsn=$(sql "SELECT pg_current_wal_lsn()")
+	c0=$(pg_cpu_us)
 	sql "INSERT INTO min_triggers (job, instant, due_at)
 	     SELECT g, date_trunc('second', now()), now() - interval '1 s' FROM generate_series(1, $n) g" >/dev/null &&
 		psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -f "$d/min-cost.sql" >/dev/null || return
+	c1=$(pg_cpu_us)
 	lsn1=$(sql "SELECT pg_current_wal_lsn()")
 	s1=$(sql "SELECT pg_table_size('min_triggers') || ' ' || pg_indexes_size('min_triggers')")
 	[ "$(sql "SELECT count(*) FROM min_triggers WHERE state = 2")" = "$n" ] || return
@@ -363,6 +375,9 @@ minimal_cost() {
 		"$n due rows planted, claimed 100 at a time and completed (one client, a transaction each), what the table grew by, dead row versions included, before any VACUUM: heap $((i / n)) + indexes $((s1 / n)) (tests/bench/minimal.sql)"
 	record "ceiling, minimal shape: WAL bytes per fire" "$MIN_COST_WAL" B null lower \
 		"the same run, pg_current_wal_lsn from before the INSERT to the last completion"
+	MIN_COST_CPU=$(((c1 - c0) / n))
+	record "ceiling, minimal shape: database CPU per fire" "$MIN_COST_CPU" us null lower \
+		"the same run, user + sys CPU of every process of the server (/proc/PID/stat of the postmaster and its children) from before the INSERT to the last completion"
 }
 
 # sink_ceil_run GROUP_MAX: wrk against a durable sink with --group-max
@@ -516,11 +531,13 @@ ratio() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { if (a == "" || b == "" || a =
 # (pg_current_wal_lsn, the run being the only writer), and what the heap
 # (pg_table_size) and the indexes of every partition of triggers and of
 # attempts grew by over the run, as it left them, each in bytes per
-# succeeded trigger.  WAL_BASELINE is that WAL per fire on the storage
+# succeeded trigger, and the server's CPU over the same window (every
+# process of it, pg_cpu_us) in microseconds per succeeded trigger, with
+# the statement profile of the window (R_COST_STMTS).  WAL_BASELINE is that WAL per fire on the storage
 # as it stood at schema 22 (436312e): 2,228 and 2,241 B with 10,000 fires
 # (BENCH_QUICK=1), 2,230 B with 20,000, three runs; the target is half.
 WAL_BASELINE=2230
-R_COST= R_COST_RELS= R_COST_ROWS= R_COST_WAL=
+R_COST= R_COST_RELS= R_COST_ROWS= R_COST_WAL= R_COST_STMTS=
 cost_sizes() { # -> "triggers_heap triggers_indexes attempts_heap attempts_indexes responses_heap responses_indexes", bytes
 	sql "WITH p AS (SELECT relid, 'triggers' AS parent FROM pg_partition_tree('triggers') WHERE isleaf
 	       UNION ALL SELECT relid, 'attempts' FROM pg_partition_tree('attempts') WHERE isleaf
@@ -565,13 +582,15 @@ cost_wal_split() {
 }
 fire_cost_run() {
 	local n=$1 conf=$B_STATE/cost.yaml lsn lsn1 lim got=0 m='palisade_executor_results_total{state="succeeded"}'
-	local s0 s1 a b c d e f g h i j k l
-	R_COST=
+	local s0 s1 a b c d e f g h i j k l c0 c1
+	R_COST= R_COST_STMTS=
 	exec_setup cost || return 1
 	sql "CHECKPOINT" >/dev/null
 	s0=$(cost_sizes)
 	cost_rels >"$B_STATE/cost-rels0"
 	lsn=$(sql "SELECT pg_current_wal_lsn()")
+	stmt_reset
+	c0=$(pg_cpu_us)
 	plant "$n"
 	node_conf "$conf" cost executor
 	CLUSTER_CONF=$conf start_node cost-1
@@ -581,6 +600,7 @@ fire_cost_run() {
 		[ "$got" -ge "$n" ] && break
 		sleep 0.2
 	done
+	c1=$(pg_cpu_us)
 	lsn1=$(sql "SELECT pg_current_wal_lsn()")
 	cost_wal_split "$lsn" "$lsn1" "$n"
 	stop_node cost-1
@@ -607,12 +627,16 @@ fire_cost_run() {
 	read -r e f g h k l <<<"$s1"
 	R_COST="$got $(($(sql "SELECT pg_wal_lsn_diff('$lsn1', '$lsn')::bigint") / got))"
 	R_COST+=" $(((e - a) / got)) $(((f - b) / got)) $(((g - c) / got)) $(((h - d) / got))"
-	R_COST+=" $(((k - i) / got)) $(((l - j) / got))"
+	R_COST+=" $(((k - i) / got)) $(((l - j) / got)) $(((c1 - c0) / got))"
+	# Where the server's time went: the statements of the window, most
+	# time first (the profile that says what to cut).
+	R_COST_STMTS=$(stmt_top "$got" 12)
+	[ -z "$R_COST_STMTS" ] || say "statements by time, per fire:"$'\n'"$R_COST_STMTS"
 }
 section_exec_cost() {
-	local fires wal th ti ah ai rh ri tot
+	local fires wal th ti ah ai rh ri cpu tot
 	fire_cost_run "$EXEC_N"
-	[ -n "$R_COST" ] && read -r fires wal th ti ah ai rh ri <<<"$R_COST" && tot=$((th + ti + ah + ai))
+	[ -n "$R_COST" ] && read -r fires wal th ti ah ai rh ri cpu <<<"$R_COST" && tot=$((th + ti + ah + ai))
 	record "bytes per fire: triggers and attempts with their indexes" "${tot:-null}" B 300 lower \
 		"$EXEC_N due triggers run to completion by one executor (no-op sink), what the tables grew by, as it left them (dead row versions included, before any VACUUM): triggers heap ${th:-?} + indexes ${ti:-?}, attempts heap ${ah:-?} + indexes ${ai:-?}" \
 		fires="${fires:-null}" triggers_heap="${th:-null}" triggers_indexes="${ti:-null}" \
@@ -632,6 +656,11 @@ section_exec_cost() {
 		baseline="${WAL_BASELINE:-null}" by_rmgr="${R_COST_WAL:-}"
 	record "WAL bytes per fire / minimal shape" "$(ratio "${wal:-}" "$MIN_COST_WAL")" x null lower \
 		"the row above over the minimal shape's WAL per fire of the same run (section ceilings; null when it did not run)"
+	record "database CPU per fire" "${cpu:-null}" us null lower \
+		"the same run and window: user + sys CPU of every process of the server (/proc/PID/stat of the postmaster, with what it reaped, and of its children: backends, autovacuum, walwriter, checkpointer), divided by its fires; the statements behind it in statements" \
+		statements="$(tr '\n' ';' <<<"${R_COST_STMTS:-}")"
+	record "database CPU per fire / minimal shape" "$(ratio "${cpu:-}" "$MIN_COST_CPU")" x null lower \
+		"the row above over the minimal shape's database CPU per fire of the same run (section ceilings; null when it did not run)"
 }
 section_exec() {
 	local tgt=10000 note="target max(10000, 50% of the combined ceiling)"
@@ -1349,6 +1378,7 @@ ceiling, minimal shape: DB, claim 100 + complete 100, 4 clients|rows/s|null|high
 ceiling, minimal shape: combined 1/(1/db + 1/http)|/s|null|higher
 ceiling, minimal shape: bytes per fire, heap and indexes|B|null|lower
 ceiling, minimal shape: WAL bytes per fire|B|null|lower
+ceiling, minimal shape: database CPU per fire|us|null|lower
 ceiling: reference sink, durable applies, 64 connections|req/s|null|higher
 ceiling: reference sink, durable applies, one transaction per effect (--group-max 1)|req/s|null|higher
 execution, 1 node, no-op sink|triggers/s|10000|higher
@@ -1362,6 +1392,8 @@ bytes per fire: triggers and attempts with their indexes|B|300|lower
 bytes per fire / minimal shape|x|null|lower
 WAL bytes per fire|B|null|lower
 WAL bytes per fire / minimal shape|x|null|lower
+database CPU per fire|us|null|lower
+database CPU per fire / minimal shape|x|null|lower
 bytes per effect: the sink's tables with their indexes|B|400|lower
 fire lateness p99, 20 jobs every second|ms|10|lower
 fire lateness p99, 1,000 jobs every second|ms|150|lower
