@@ -15,7 +15,8 @@
 --  4. the claim itself in a statement of its own, so with a snapshot taken
 --     after the keys: counts of live runs, ranks, limits, the update with a
 --     new token and lease, the attempt rows (with their trigger's
---     scheduled_at, the partition key), `overlap: replace` cancellations.
+--     scheduled_at, the partition key); then, in a statement of its own,
+--     `overlap: replace` cancellations through the door.
 -- The attempt ledger (docs/schema.md): with first_in_row, a trigger's
 -- first claim (attempt_count 0) keeps its attempt in the trigger row
 -- (first_claimed_at, first_node; the result commit adds the rest) and
@@ -233,9 +234,8 @@ BEGIN
 	SELECT coalesce(array_agg(pick.id), '{}') INTO v_pick FROM pick;
 	END IF;
 
-	-- The picked candidates become running with a new token and lease, get
-	-- their attempt rows (or keep a first attempt in their own row), and
-	-- replace the live runs of `replace` jobs.  prev reads the rows as the
+	-- The picked candidates become running with a new token and lease, and
+	-- get their attempt rows (or keep a first attempt in their own row).  prev reads the rows as the
 	-- claim found them: an attempt the row still holds leaves it for an
 	-- attempts row (moved), under its own token, in this statement.
 	RETURN QUERY
@@ -264,16 +264,29 @@ BEGIN
 	      floor(extract(epoch FROM coalesce(t.next_attempt_at, t.due_at)) * 1000)::bigint AS ready_ms,
 	      t.outcome_unknown, t.scheduled_at, prev.in_row),
 	  att AS (INSERT INTO attempts (trigger_id, fence, node, scheduled_at)
-	    SELECT upd.id, upd.fence, p_node, upd.scheduled_at FROM upd WHERE NOT upd.in_row),
-	  rep AS (UPDATE triggers t SET state = 'cancelling', last_error_class = 'replaced'
-	    FROM (SELECT DISTINCT upd.job_id, upd.partition FROM upd
-	        JOIN unnest(v_cand) c ON c.id = upd.id WHERE c.ov = 'replace') r
-	    WHERE t.job_id = r.job_id AND t.partition = r.partition AND t.state = 'running'
-	      AND t.id <> ALL (v_pick))
+	    SELECT upd.id, upd.fence, p_node, upd.scheduled_at FROM upd WHERE NOT upd.in_row)
 	SELECT upd.id, upd.fence, upd.job_id, upd.version, upd.at, upd.partition, upd.request_id,
 	  upd.attempt_count, upd.prev_state, upd.prev_err, upd.checkpoint, upd.tenant,
 	  upd.resource_group, upd.ready_ms, NULL::integer, NULL::bigint, upd.outcome_unknown
 	FROM upd ORDER BY upd.id;
+
+	-- `overlap: replace`: the other running triggers of a picked
+	-- candidate's job and partition are asked to stop (running ->
+	-- cancelling, error class replaced; they keep their lease and stop at
+	-- their safe point), through the door.  A statement of its own, run
+	-- only when such a candidate was picked; the job's key (step 3) keeps
+	-- other claims of the job out meanwhile.
+	IF EXISTS (SELECT 1 FROM unnest(v_cand) c WHERE c.ov = 'replace' AND c.id = ANY (v_pick)) THEN
+		PERFORM 1 FROM (SELECT array_agg(l.id) AS ids, array_agg(l.scheduled_at) AS ats,
+		      array_agg(l.state) AS froms
+		    FROM (SELECT DISTINCT c.job_id, c.part FROM unnest(v_cand) c
+		        WHERE c.ov = 'replace' AND c.id = ANY (v_pick)) r
+		    JOIN triggers l ON l.job_id = r.job_id AND l.partition = r.part
+		    WHERE l.state = 'running' AND l.id <> ALL (v_pick)
+		    HAVING count(*) > 0) door
+		  CROSS JOIN LATERAL palisade_trigger_move(door.ids, door.ats, door.froms, 'cancelling',
+		    'replaced') m;
+	END IF;
 
 	-- The summary: when the next trigger becomes ready after the horizon.
 	WITH RECURSIVE s AS (

@@ -12,7 +12,18 @@
 --   paused or manual    next_attempt_at cleared: the resumed or retried
 --   -> pending          trigger is due at once (a resume's ramp writes it
 --                       afterwards)
---   ERROR_CLASS given   last_error_class (pending -> skipped 'paused', a
+--   pausing -> paused,  the attempt in flight ends, as TO: the one its
+--   cancelling ->       trigger row holds (first_ended_at, first_outcome,
+--   cancelled           first_key '' - none sent, as the attempts row of
+--                       any other attempt reads) or the attempts row of
+--                       the row's token (ended_at, outcome); an attempt
+--                       already ended is left as it is.  Its executor
+--                       stopped at a safe point (the checkpoint), or lost
+--                       its lease and the trigger was stopped for it
+--                       (cancel, resume, the executors' reaper): either
+--                       way no result of that token is taken any more
+--   ERROR_CLASS given   last_error_class (pending -> skipped 'paused' or
+--                       'overlap', running -> cancelling 'replaced', a
 --                       roll-back 'rolled_back'); NULL keeps it
 -- Each row's edge is checked against palisade_trigger_edge_ok() (the
 -- edges of include/palisade/tstate.def) as it is written: an illegal one
@@ -25,10 +36,13 @@
 -- One UPDATE joined with the keys, no loop: each key one probe of the
 -- primary key (joins by nested loop, whatever the size: a hash join read
 -- every partition of triggers, measured 1.5 to 3 times slower for 50,000
--- keys among 1,000,000 rows).  While its UPDATE runs, the transaction-local setting
--- palisade.trigger_move is 'on', which tells the statement-level check
--- (palisade_trigger_edges_check) that these edges are checked already;
--- it is cleared right after (and with the (sub)transaction on an error).
+-- keys among 1,000,000 rows); the attempts rows it ends are probed by
+-- token and instant (attempts_fence, pruned by scheduled_at), and only
+-- for the two edges that end an attempt.  While its statement runs, the
+-- transaction-local setting palisade.trigger_move is 'on', which tells
+-- the statement-level check (palisade_trigger_edges_check) that these
+-- edges are checked already; it is cleared right after (and with the
+-- (sub)transaction on an error).
 DROP FUNCTION IF EXISTS palisade_trigger_move(bigint[], timestamp with time zone[], text, text);
 CREATE OR REPLACE FUNCTION palisade_trigger_move(p_ids bigint[], p_ats timestamp with time zone[], p_froms text[], p_to text, p_error_class text DEFAULT NULL::text)
  RETURNS TABLE(id bigint, scheduled_at timestamp with time zone, from_state text, job_id text, version integer, shard integer, epoch bigint)
@@ -40,7 +54,7 @@ AS $function$
 BEGIN
 	PERFORM set_config('palisade.trigger_move', 'on', true);
 	RETURN QUERY
-	UPDATE triggers t SET
+	WITH mv AS (UPDATE triggers t SET
 		state = CASE WHEN palisade_trigger_edge_ok(k.from_state, p_to) THEN p_to
 		             ELSE palisade_trigger_refuse(k.id, k.from_state, p_to) END,
 		updated_at = clock_timestamp(),
@@ -51,10 +65,26 @@ BEGIN
 		next_attempt_at = CASE WHEN p_to IN ('succeeded', 'failed', 'cancelled', 'skipped')
 		                         OR (p_to = 'pending' AND k.from_state IN ('paused', 'manual')) THEN NULL
 		                       ELSE t.next_attempt_at END,
-		last_error_class = coalesce(p_error_class, t.last_error_class)
-	  FROM unnest(p_ids, p_ats, p_froms) AS k(id, at, from_state)
+		last_error_class = coalesce(p_error_class, t.last_error_class),
+		-- the attempt the row holds, still open, ends with a stop
+		first_ended_at = CASE WHEN k.stops AND t.first_claimed_at IS NOT NULL
+		                        AND t.first_ended_at IS NULL THEN clock_timestamp()
+		                      ELSE t.first_ended_at END,
+		first_outcome = CASE WHEN k.stops AND t.first_claimed_at IS NOT NULL
+		                       AND t.first_ended_at IS NULL THEN p_to ELSE t.first_outcome END,
+		first_key = CASE WHEN k.stops AND t.first_claimed_at IS NOT NULL
+		                   AND t.first_ended_at IS NULL THEN '' ELSE t.first_key END
+	  FROM (SELECT u.id, u.at, u.from_state,
+	          (u.from_state, p_to) IN (('pausing', 'paused'), ('cancelling', 'cancelled')) AS stops
+	        FROM unnest(p_ids, p_ats, p_froms) AS u(id, at, from_state)) k
 	 WHERE t.id = k.id AND t.scheduled_at = k.at AND t.state = k.from_state
-	RETURNING t.id, t.scheduled_at, k.from_state, t.job_id, t.version, t.shard, t.epoch;
+	RETURNING t.id, t.scheduled_at, k.from_state, t.job_id, t.version, t.shard, t.epoch, t.fence,
+	  k.stops),
+	  -- any other attempt in flight ends in its attempts row, by its token
+	  att AS (UPDATE attempts a SET ended_at = clock_timestamp(), outcome = p_to
+	    FROM mv WHERE mv.stops AND a.fence = mv.fence AND a.trigger_id = mv.id
+	      AND a.scheduled_at = mv.scheduled_at AND a.ended_at IS NULL)
+	SELECT mv.id, mv.scheduled_at, mv.from_state, mv.job_id, mv.version, mv.shard, mv.epoch FROM mv;
 	PERFORM set_config('palisade.trigger_move', '', true);
 END
 $function$;

@@ -695,6 +695,8 @@ int pal_store_commit_results(pal_store *st, pal_result *res, int n, char *err, s
 	return rc;
 }
 
+/* One statement: palisade_trigger_checkpoint (sql/functions/) stores the
+ * checkpoint and moves a trigger asked to stop through the door. */
 int pal_store_checkpoint(pal_store *st, int64_t id, int64_t fence, const char *checkpoint,
 			 pal_tstate *state, char *err, size_t errlen)
 {
@@ -703,30 +705,11 @@ int pal_store_checkpoint(pal_store *st, int64_t id, int64_t fence, const char *c
 	snprintf(f, sizeof f, "%" PRId64, fence);
 	const char *p[] = { i, f, checkpoint };
 	PGresult *r = pal__store_query(
-		st,
-		"WITH upd AS (UPDATE triggers SET checkpoint = $3::jsonb, updated_at = clock_timestamp(),"
-		"   state = CASE state WHEN 'pausing' THEN 'paused' WHEN 'cancelling' THEN 'cancelled'"
-		"     ELSE state END,"
-		/* an attempt the row holds ends here as its attempts row would */
-		"   first_ended_at = CASE WHEN first_claimed_at IS NOT NULL"
-		"     AND state IN ('pausing', 'cancelling') THEN clock_timestamp() END,"
-		"   first_outcome = CASE WHEN first_claimed_at IS NOT NULL THEN CASE state"
-		"     WHEN 'pausing' THEN 'paused' WHEN 'cancelling' THEN 'cancelled' END END,"
-		"   first_key = CASE WHEN first_claimed_at IS NOT NULL"
-		"     AND state IN ('pausing', 'cancelling') THEN '' END,"
-		"   lease_owner = CASE WHEN state = 'running' THEN lease_owner END,"
-		"   lease_until = CASE WHEN state = 'running' THEN lease_until END,"
-		"   finished_at = CASE WHEN state = 'cancelling' THEN clock_timestamp() END"
-		"   WHERE id = $1 AND fence = $2 AND state IN ('running', 'pausing', 'cancelling')"
-		"   RETURNING state),"
-		" att AS (UPDATE attempts SET ended_at = clock_timestamp(), outcome = (SELECT state FROM upd)"
-		"   WHERE trigger_id = $1 AND fence = $2"
-		"     AND (SELECT state FROM upd) IN ('paused', 'cancelled'))"
-		" SELECT state FROM upd",
-		3, p, err, errlen);
+	    st, "SELECT palisade_trigger_checkpoint($1::bigint, $2::bigint, $3::jsonb)", 3, p, err,
+	    errlen);
 	if (!r)
 		return PAL_EDB;
-	if (!PQntuples(r)) {
+	if (PQgetisnull(r, 0, 0)) {
 		PQclear(r);
 		snprintf(err, errlen, "trigger %s: checkpoint rejected, token %s no longer holds it", i, f);
 		return PAL_ESTALE;

@@ -12,16 +12,22 @@ t0=$SECONDS
 fresh_db it_trigger_door
 "$PAL" migrate >/dev/null || { echo "  migrate failed"; exit 1; }
 f=$PALISADE_TEST_TMP/door.yaml
-printf 'jobs:\n  - {id: door.job, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: {url: "http://127.0.0.1:9/effects/d"}}\n' >"$f"
+{
+	echo 'jobs:'
+	for j in job forbid replace; do
+		echo "  - {id: door.$j, overlap: ${j/job/allow}, schedule: {cron: \"0 0 0 1 1 ? 2099\"}, target: {url: \"http://127.0.0.1:9/effects/d\"}}"
+	done
+} >"$f"
 "$PAL" apply --reason setup "$f" >/dev/null || { echo "  apply failed"; exit 1; }
 
-# mk STATE: a trigger of door.job in STATE at a fresh instant, with a lease,
-# a retry time and an error class to see which the door clears; its id.
+# mk STATE [JOB [DUE]]: a trigger of JOB (door.job) in STATE at a fresh
+# instant, due then (or at DUE), with a lease, a retry time and an error
+# class to see which the door clears; its id.
 sql "CREATE SEQUENCE it_instant" >/dev/null
 mk() {
 	sql "INSERT INTO triggers (job_id, version, scheduled_at, partition, source, tenant, resource_group,
 	       state, due_at, shard, fence, lease_owner, lease_until, next_attempt_at, last_error_class, updated_at)
-	     SELECT 'door.job', 1, a.t, 0, 'schedule', 'default', 'default', '$1', a.t, 0,
+	     SELECT '${2:-door.job}', 1, a.t, 0, 'schedule', 'default', 'default', '$1', ${3:-a.t}, 0,
 	       nextval('palisade_fence'), 'node-a', clock_timestamp() + interval '5 minutes',
 	       clock_timestamp() + interval '1 minute', 'http_5xx', now() - interval '1 hour'
 	     FROM (SELECT now() + nextval('it_instant') * interval '1 minute' AS t) a RETURNING id"
@@ -54,6 +60,92 @@ expect_eq "clears the retry time: due at once" "pending|f|f|f|http_5xx|t" "$(col
 S=$(mk pending)
 expect_eq "pending -> skipped with an error class" "$S:pending" "$(move skipped "$S" "'paused'")"
 expect_eq "writes the class" "skipped|f|f|t|paused|t" "$(cols "$S")"
+
+echo "  -- a stop ends the attempt in flight: pausing -> paused, cancelling -> cancelled"
+# inrow ID: the row holds an attempt in flight (a 0.3.0 claim's first);
+# rowatt ID [FENCE]: an attempts row in flight (a later attempt's), of the
+# row's token or of FENCE (an older token)
+inrow() { sql "UPDATE triggers SET first_claimed_at = now(), first_node = 'node-a' WHERE id = $1" >/dev/null; }
+rowatt() {
+	sql "INSERT INTO attempts (trigger_id, fence, node, scheduled_at)
+	     SELECT id, ${2:-fence}, 'node-a', scheduled_at FROM triggers WHERE id = $1" >/dev/null
+}
+# led ID: its attempts in token order, outcome/ended/key/in_row
+led() {
+	sql "SELECT string_agg(coalesce(outcome, '-') || '/' || (ended_at IS NOT NULL) || '/'
+	       || coalesce(idempotency_key, '-') || '/' || in_row, ' ' ORDER BY fence)
+	     FROM attempt_ledger WHERE trigger_id = $1"
+}
+U=$(mk pausing); inrow "$U"
+expect_eq "pausing -> paused" "$U:pausing" "$(move paused "$U")"
+expect_eq "ends the attempt its row holds as paused, no key sent" "paused/true/-/true" "$(led "$U")"
+X=$(mk cancelling); inrow "$X"
+move cancelled "$X" >/dev/null
+expect_eq "cancelling -> cancelled ends it as cancelled" "cancelled/true/-/true" "$(led "$X")"
+Y=$(mk cancelling); rowatt "$Y" 1; rowatt "$Y"
+move cancelled "$Y" >/dev/null
+expect_eq "an attempts row of the row's token ends the same way; one of an older token is left" \
+	"-/false/-/false cancelled/true/-/false" "$(led "$Y")"
+R=$(mk running); inrow "$R"
+move cancelling "$R" >/dev/null
+expect_eq "running -> cancelling leaves it in flight (its executor stops at its safe point)" \
+	"-/false/-/true" "$(led "$R")"
+V=$(mk pausing); inrow "$V"
+move running "$V" >/dev/null
+expect_eq "pausing -> running too" "-/false/-/true" "$(led "$V")"
+sql "UPDATE triggers SET first_ended_at = now(), first_outcome = 'fenced', first_key = 'k' WHERE id = $R" >/dev/null
+move cancelled "$R" >/dev/null
+expect_eq "an attempt already ended keeps its end" "fenced/true/k/true" "$(led "$R")"
+
+echo "  -- the checkpoint stops there through the door"
+ckpt() { sql "SELECT coalesce(palisade_trigger_checkpoint(id, ${2:-fence}, '{\"chunk\": 3}'), 'refused')
+	        FROM triggers WHERE id = $1"; }
+K=$(mk running); inrow "$K"
+expect_eq "a running trigger stores its checkpoint and carries on" "running|3|-/false/-/true" \
+	"$(ckpt "$K")|$(sql "SELECT checkpoint->>'chunk' FROM triggers WHERE id = $K")|$(led "$K")"
+expect_eq "an older token is refused" "refused" "$(ckpt "$K" 1)"
+sql "UPDATE triggers SET state = 'pausing' WHERE id = $K" >/dev/null
+expect_eq "a pausing one: paused, lease cleared, attempt ended paused" "paused|paused|f|paused/true/-/true" \
+	"$(ckpt "$K")|$(sql "SELECT state, lease_owner IS NOT NULL FROM triggers WHERE id = $K")|$(led "$K")"
+K=$(mk cancelling); rowatt "$K"
+expect_eq "a cancelling one: cancelled, finished, its attempts row ended cancelled" \
+	"cancelled|cancelled|t|cancelled/true/-/false" \
+	"$(ckpt "$K")|$(sql "SELECT state, finished_at IS NOT NULL FROM triggers WHERE id = $K")|$(led "$K")"
+expect_eq "a stopped trigger's checkpoint is refused" "refused" "$(ckpt "$K")"
+
+echo "  -- an operator's stop of a trigger whose executor lost its lease ends the attempt the same way"
+expire() { sql "UPDATE triggers SET lease_until = clock_timestamp() - interval '1 second' WHERE id = $1" >/dev/null; }
+X=$(mk cancelling); inrow "$X"; expire "$X"
+"$PAL" cancel --trigger "$X" --reason test >/dev/null
+expect_eq "cancel: the expired cancelling trigger cancelled, its attempt ended cancelled" \
+	"cancelled|cancelled/true/-/true" "$(sql "SELECT state FROM triggers WHERE id = $X")|$(led "$X")"
+X=$(mk pausing); rowatt "$X"; expire "$X"
+"$PAL" cancel --trigger "$X" --reason test >/dev/null
+expect_eq "cancel of an expired pausing one: paused, then cancelled; its attempt ended paused" \
+	"cancelled|paused/true/-/false" "$(sql "SELECT state FROM triggers WHERE id = $X")|$(led "$X")"
+"$PAL" pause --job door.job --reason test >/dev/null
+X=$(mk pausing); inrow "$X"; expire "$X"
+"$PAL" resume --job door.job --reason test >/dev/null
+expect_eq "resume: the expired pausing trigger paused, then pending; its attempt ended paused" \
+	"pending|paused/true/-/true" "$(sql "SELECT state FROM triggers WHERE id = $X")|$(led "$X")"
+
+echo "  -- the claim's overlap moves go through the door"
+sql "UPDATE job_versions SET effective_from = now() - interval '1 hour', activated_at = now(), activated_epoch = 0" >/dev/null
+L=$(mk running door.forbid); F=$(mk pending door.forbid "now() - interval '1 second'")
+expect_eq "forbid: the due instant of a job with a live run is skipped" 1 "$(sql "SELECT palisade_claim_forbid_skips()")"
+expect_eq "... with the door's side columns (finished, updated, lease cleared) and error class overlap" \
+	"skipped|f|f|t|overlap|t" "$(cols "$F")"
+expect_eq "... and a misfire row of its instant and partition" "1|0|overlap" \
+	"$(sql "SELECT count(*), min(m.partition), min(m.reason) FROM misfires m JOIN triggers t
+	        ON t.job_id = m.job_id AND t.scheduled_at = m.range_from WHERE t.id = $F")"
+expect_eq "the live run is left as it was" "running|t|t|f|http_5xx|f" "$(cols "$L")"
+O=$(mk running door.replace); N=$(mk pending door.replace "now() - interval '1 second'")
+sql "UPDATE triggers SET next_attempt_at = NULL WHERE id = $N" >/dev/null # ready at its due time
+got=$(PGOPTIONS="-c jit=off" sql "SELECT id FROM palisade_claim_batch('n1', 60000, 1, 0, '{}', '{}', '{}', '{}',
+	'{}', '{}', '{}', true) WHERE id IS NOT NULL")
+expect_eq "replace: the claim takes the new instant" "$N" "$got"
+expect_eq "... and the older run is asked to stop: cancelling, lease kept, updated, error class replaced" \
+	"cancelling|t|t|f|replaced|t" "$(cols "$O")"
 
 echo "  -- illegal edges"
 M=$(mk pending)
@@ -102,7 +194,7 @@ plan=$(psql "$PALISADE_PG" -XAtq -c "LOAD 'auto_explain'" -c "SET auto_explain.l
 	      SELECT id, scheduled_at, state FROM triggers WHERE job_id = 'door.job' AND state = 'pending'
 	      ORDER BY scheduled_at DESC LIMIT 6000) s) a, palisade_trigger_move(a.ids, a.ats, a.froms, 'cancelled') m" 2>&1)
 expect_eq "6,000 moved" 6000 "$(tail -1 <<<"$plan")"
-door_plan=$(sed -n '/Query Text: UPDATE triggers t SET/,/^NOTICE:/p' <<<"$plan")
+door_plan=$(sed -n '/Query Text: WITH mv AS (UPDATE triggers t SET/,/^NOTICE:/p' <<<"$plan")
 expect_match "the plan of the door's statement is there" 'Update on triggers' "$door_plan"
 expect_eq "its keys probed one by one: no hash or merge join (which read every partition whole)" 0 \
 	"$(grep -c -E 'Hash Join|Merge Join' <<<"$door_plan")"
