@@ -68,6 +68,29 @@ PAL_MUST_CHECK int pal_apistore_calendars_page(pal_store *st, const char *tenant
 					       const char *after, int limit, json_t **out,
 					       char **next, char *err, size_t errlen);
 
+/* The short lists of the API a page at a time, after cursor AFTER (NULL:
+ * from the first), at most LIMIT (*next the cursor of the next page, NULL
+ * at the end; g_free); PAL_EINVAL for a cursor this API did not give.
+ * The rows are those of the whole lists the CLI reads: the scopes in shadow
+ * by scope (pal_store_shadow_list_json), the gates by scope
+ * (pal_store_gates_json), the attempts of trigger TRIGGER_ID by fence
+ * (pal_store_attempts_json, without its PAL_ENOENT), the tickets newest
+ * first (pal_ops_tickets_json; open ones unless ALL, only the jobs of
+ * TENANTS, a text[] literal or NULL for every ticket), the tokens live ones
+ * first, newest first (pal_token_list_json). */
+PAL_MUST_CHECK int pal_apistore_shadow_page(pal_store *st, const char *after, int limit,
+					    json_t **out, char **next, char *err, size_t errlen);
+PAL_MUST_CHECK int pal_apistore_gates_page(pal_store *st, const char *after, int limit,
+					   json_t **out, char **next, char *err, size_t errlen);
+PAL_MUST_CHECK int pal_apistore_attempts_page(pal_store *st, int64_t trigger_id, const char *after,
+					      int limit, json_t **out, char **next, char *err,
+					      size_t errlen);
+PAL_MUST_CHECK int pal_apistore_tickets_page(pal_store *st, bool all, const char *tenants,
+					     const char *after, int limit, json_t **out,
+					     char **next, char *err, size_t errlen);
+PAL_MUST_CHECK int pal_apistore_tokens_page(pal_store *st, const char *after, int limit,
+					    json_t **out, char **next, char *err, size_t errlen);
+
 /* Jobs ordered by id, after cursor AFTER, filtered by TENANT and GROUP
  * (NULL: any) and RETIRED (false: live jobs only): [{job_id tenant group
  * shard latest_version active_version created_at updated_at retired_at

@@ -237,6 +237,18 @@ static json_t *page_json(json_t *items, char *next)
 	return o;
 }
 
+/* RC of a page read into ROWS and NEXT (taken): the page, or the problem
+ * (PAL_EINVAL is a ?cursor= the API did not give: 400). */
+static void page_answer(call *c, int rc, json_t *rows, char *next, const char *err)
+{
+	if (rc == PAL_EINVAL)
+		problem(c, 400, "bad-parameter", "Bad parameter", "%s", err);
+	else if (rc)
+		problem_rc(c, rc, err);
+	else
+		ok(c, 200, page_json(rows, next));
+}
+
 /* The tenant array of the token for the list queries: NULL (every tenant)
  * or a text[] literal (g_free). */
 static char *tenants_literal(const pal_token_identity *w)
@@ -328,11 +340,7 @@ static void h_jobs(call *c)
 					retired && !strcmp(retired, "true"), query(c, "cursor"),
 					limit, &rows, &next, err, sizeof err);
 	g_free(tl);
-	if (rc) {
-		problem_rc(c, rc, err);
-		return;
-	}
-	ok(c, 200, page_json(rows, next));
+	page_answer(c, rc, rows, next, err);
 }
 
 static void h_job(call *c)
@@ -616,15 +624,14 @@ static void h_trigger_cancel(call *c)
 static void h_trigger_attempts(call *c)
 {
 	int64_t id;
+	int limit;
 	json_t *rows;
-	char err[1024];
-	if (!trigger_visible(c, false, &id))
+	char *next, err[1024];
+	if (!trigger_visible(c, false, &id) || !page_limit(c, &limit))
 		return;
-	int rc = pal_store_attempts_json(c->api->st, id, &rows, err, sizeof err);
-	if (rc)
-		problem_rc(c, rc, err);
-	else
-		ok(c, 200, json_pack("{s:o}", "items", rows));
+	int rc = pal_apistore_attempts_page(c->api->st, id, query(c, "cursor"), limit, &rows, &next,
+					    err, sizeof err);
+	page_answer(c, rc, rows, next, err);
 }
 
 /* An RFC 3339 instant of the body (FIELD) into *out; absent: PAL_OPS_NOW. */
@@ -823,12 +830,9 @@ static void h_triggers(call *c)
 	int rc =
 	    pal_apistore_triggers_page(c->api->st, job, query(c, "state"), since, trigger,
 				       query(c, "cursor"), limit, &rows, &next, err, sizeof err);
-	if (rc) {
-		problem_rc(c, rc, err);
-		return;
-	}
-	pal_trace_ids_json(rows, c->api->trace_prefix);
-	ok(c, 200, page_json(rows, next));
+	if (!rc)
+		pal_trace_ids_json(rows, c->api->trace_prefix);
+	page_answer(c, rc, rows, next, err);
 }
 
 static void h_audit(call *c)
@@ -843,23 +847,19 @@ static void h_audit(call *c)
 	int rc = pal_apistore_audit_page(c->api->st, query(c, "actor"), query(c, "action"),
 					 query(c, "scope"), since, query(c, "cursor"), limit, &rows,
 					 &next, err, sizeof err);
-	if (rc)
-		problem_rc(c, rc, err);
-	else
-		ok(c, 200, page_json(rows, next));
+	page_answer(c, rc, rows, next, err);
 }
 
 static void h_gates(call *c)
 {
+	int limit;
 	json_t *rows;
-	char err[1024];
-	if (!unscoped(c))
+	char *next, err[1024];
+	if (!unscoped(c) || !page_limit(c, &limit))
 		return;
-	int rc = pal_store_gates_json(c->api->st, &rows, err, sizeof err);
-	if (rc)
-		problem_rc(c, rc, err);
-	else
-		ok(c, 200, json_pack("{s:o}", "items", rows));
+	int rc = pal_apistore_gates_page(c->api->st, query(c, "cursor"), limit, &rows, &next, err,
+					 sizeof err);
+	page_answer(c, rc, rows, next, err);
 }
 
 /* A ticket's job is visible (tickets without a job: unscoped tokens only). */
@@ -884,25 +884,22 @@ static bool ticket_visible(call *c, const json_t *t, bool write)
 	return true;
 }
 
+/* Tickets newest first, a page at a time: a tenant-scoped token's only
+ * those of its tenants' jobs (as ticket_visible). */
 static void h_tickets(call *c)
 {
 	const char *all = query(c, "all");
+	int limit;
 	json_t *rows;
-	char err[1024];
-	int rc =
-	    pal_ops_tickets_json(c->api->st, all && !strcmp(all, "true"), &rows, err, sizeof err);
-	if (rc) {
-		problem_rc(c, rc, err);
+	char *next, err[1024];
+	if (!page_limit(c, &limit))
 		return;
-	}
-	for (size_t i = json_array_size(rows); c->who.n_tenants && i-- > 0;) {
-		call probe = *c;
-		probe.out = NULL;
-		if (!ticket_visible(&probe, json_array_get(rows, i), false))
-			json_array_remove(rows, i);
-		json_decref(probe.out);
-	}
-	ok(c, 200, json_pack("{s:o}", "items", rows));
+	char *tl = tenants_literal(&c->who);
+	int rc =
+	    pal_apistore_tickets_page(c->api->st, all && !strcmp(all, "true"), tl,
+				      query(c, "cursor"), limit, &rows, &next, err, sizeof err);
+	g_free(tl);
+	page_answer(c, rc, rows, next, err);
 }
 
 static bool ticket_id(call *c, int64_t *id)
@@ -1074,15 +1071,14 @@ static void h_status(call *c)
 
 static void h_tokens(call *c)
 {
+	int limit;
 	json_t *rows;
-	char err[1024];
-	if (!unscoped(c))
+	char *next, err[1024];
+	if (!unscoped(c) || !page_limit(c, &limit))
 		return;
-	int rc = pal_token_list_json(c->api->st, &rows, err, sizeof err);
-	if (rc)
-		problem_rc(c, rc, err);
-	else
-		ok(c, 200, json_pack("{s:o}", "items", rows));
+	int rc = pal_apistore_tokens_page(c->api->st, query(c, "cursor"), limit, &rows, &next, err,
+					  sizeof err);
+	page_answer(c, rc, rows, next, err);
 }
 
 static void h_token_create(call *c)
@@ -1785,20 +1781,20 @@ static void h_shadow_set(call *c)
 		     percent, "moved", (json_int_t)moved));
 }
 
-/* `palisade shadow list`: every scope in shadow with its steps (a few
- * rows: one per scope an operator put in shadow).  Cluster-wide: not for
- * a tenant-scoped token. */
+/* `palisade shadow list`: the scopes in shadow with their steps, by
+ * scope, a page at a time (a job file's `mode: shadow` puts each of its
+ * jobs in shadow: one row each).  Cluster-wide: not for a tenant-scoped
+ * token. */
 static void h_shadow_list(call *c)
 {
-	if (!unscoped(c))
-		return;
+	int limit;
 	json_t *rows;
-	char err[1024];
-	int rc = pal_store_shadow_list_json(c->api->st, &rows, err, sizeof err);
-	if (rc)
-		problem_rc(c, rc, err);
-	else
-		ok(c, 200, rows);
+	char *next, err[1024];
+	if (!unscoped(c) || !page_limit(c, &limit))
+		return;
+	int rc = pal_apistore_shadow_page(c->api->st, query(c, "cursor"), limit, &rows, &next, err,
+					  sizeof err);
+	page_answer(c, rc, rows, next, err);
 }
 
 /* ---- routes ----------------------------------------------------------------- */

@@ -129,6 +129,11 @@ int pal_cli_remote_json(const pal_cli_common *c, const char *cmd, const char *pa
  * the exit code as pal_cli_remote(). */
 int pal_cli_remote_send(const pal_cli_common *c, const char *cmd, const char *method,
 			const char *path, json_t *body, json_t **out);
+/* GET PATH (a list of the API) page after page, following its cursor to
+ * the end: every page's "items" into *ITEMS (json_decref; NULL on an
+ * error); the exit code as pal_cli_remote(). */
+int pal_cli_remote_items(const pal_cli_common *c, const char *cmd, const char *path,
+			 json_t **items);
 
 /* Actor for audit rows: $PALISADE_ACTOR, else user@host. Static buffer. */
 const char *pal_cli_actor(void);

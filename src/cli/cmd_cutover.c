@@ -137,7 +137,8 @@ static void print_set(const pal_cli_common *c, json_t *o)
 		       (long long)json_integer_value(json_object_get(o, "moved")));
 }
 
-/* shadow (SC; NULL: shadow list) through the API (--server) */
+/* shadow (SC; NULL: shadow list, every page of it) through the API
+ * (--server) */
 static int shadow_remote(const pal_cli_common *c, const pal_scope *sc, const char *reason)
 {
 	json_t *o;
@@ -145,7 +146,7 @@ static int shadow_remote(const pal_cli_common *c, const pal_scope *sc, const cha
 					  json_pack("{s:s, s:s}", pal_scope_kind_name(sc->kind),
 						    sc->name, "reason", reason),
 					  &o)
-		    : pal_cli_remote_get(c, "shadow", "/api/v1/shadow", &o);
+		    : pal_cli_remote_items(c, "shadow", "/api/v1/shadow", &o);
 	if (ec)
 		return ec;
 	if (sc)

@@ -165,19 +165,9 @@ static int jobs_remote(const pal_cli_common *c, const char *job, bool versions)
 		}
 		json_array_append_new(jobs, o);
 	} else {
-		char cursor[160] = "";
-		do {
-			snprintf(path, sizeof path, "/api/v1/jobs?limit=1000%s%s",
-				 cursor[0] ? "&cursor=" : "", cursor);
-			if ((ec = pal_cli_remote_get(c, "jobs", path, &o))) {
-				json_decref(jobs);
-				return ec;
-			}
-			json_array_extend(jobs, json_object_get(o, "items"));
-			const char *nc = json_string_value(json_object_get(o, "next_cursor"));
-			snprintf(cursor, sizeof cursor, "%s", nc ? nc : "");
-			json_decref(o);
-		} while (cursor[0]);
+		json_decref(jobs);
+		if ((ec = pal_cli_remote_items(c, "jobs", "/api/v1/jobs", &jobs)))
+			return ec;
 	}
 	return print_jobs(c, jobs, versions || job);
 }

@@ -39,13 +39,18 @@ static void dump(json_t *j)
 typedef int (*read_fn)(pal_store *st, const void *ctx, json_t **rows, char *err, size_t errlen);
 
 /* Connect, read with FN and print the rows: JSON, or TABLE.  Through the
- * API (--server) the rows are the "items" of GET REMOTE instead (NULL: the
- * command needs the database). */
+ * API (--server) the rows are the "items" of GET REMOTE instead, every page
+ * of it when ALL_PAGES (else the one page REMOTE asks for); NULL: the
+ * command needs the database. */
 static int run(const char *cmd, const pal_cli_common *c, read_fn fn, const void *ctx,
-	       void (*table)(json_t *rows), const char *remote)
+	       void (*table)(json_t *rows), const char *remote, bool all_pages)
 {
 	json_t *rows = NULL;
-	if (pal_cli_server(c) && remote) {
+	if (pal_cli_server(c) && remote && all_pages) {
+		int ec = pal_cli_remote_items(c, cmd, remote, &rows);
+		if (ec)
+			return ec;
+	} else if (pal_cli_server(c) && remote) {
 		json_t *o;
 		int ec = pal_cli_remote_get(c, cmd, remote, &o);
 		if (ec)
@@ -156,7 +161,7 @@ int pal_cmd_attempts(int argc, char **argv)
 		return PAL_EXIT_USAGE;
 	char remote[96];
 	snprintf(remote, sizeof remote, "/api/v1/triggers/%lld/attempts", id);
-	return run("attempts", &c, read_attempts, &id, table_attempts, remote);
+	return run("attempts", &c, read_attempts, &id, table_attempts, remote, true);
 }
 
 /* ---- gates ---- */
@@ -194,7 +199,7 @@ int pal_cmd_gates(int argc, char **argv)
 	int ec = pal_cli_parse_common(argc, argv, &c, usage_gates);
 	if (ec >= 0)
 		return ec;
-	return run("gates", &c, read_gates, NULL, table_gates, "/api/v1/gates");
+	return run("gates", &c, read_gates, NULL, table_gates, "/api/v1/gates", true);
 }
 
 /* ---- misfires ---- */
@@ -320,7 +325,7 @@ int pal_cmd_misfires(int argc, char **argv)
 		query_arg(remote, "to", at);
 	}
 	bool api = job && limit <= 1000;
-	ec = run("misfires", &c, read_misfires, &a, table_misfires, api ? remote->str : NULL);
+	ec = run("misfires", &c, read_misfires, &a, table_misfires, api ? remote->str : NULL, false);
 	g_string_free(remote, TRUE);
 	return ec;
 }
@@ -479,7 +484,7 @@ int pal_cmd_audit(int argc, char **argv)
 		query_arg(remote, "since", since);
 	}
 	bool api = limit <= 1000;
-	ec = run("audit", &c, read_audit, &a, table_audit, api ? remote->str : NULL);
+	ec = run("audit", &c, read_audit, &a, table_audit, api ? remote->str : NULL, false);
 	g_string_free(remote, TRUE);
 	return ec;
 }
@@ -541,5 +546,5 @@ int pal_cmd_calendars(int argc, char **argv)
 	const char *name = argc > optind ? argv[optind] : NULL;
 	if (name && !pal_cli_name("calendars", "calendar", name))
 		return PAL_EXIT_USAGE;
-	return run("calendars", &c, read_calendars, name, table_calendars, NULL);
+	return run("calendars", &c, read_calendars, name, table_calendars, NULL, false);
 }

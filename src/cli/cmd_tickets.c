@@ -212,10 +212,20 @@ int pal_cmd_tickets(int argc, char **argv)
 	}
 	if (pal_cli_server(&c)) {
 		char path[256];
-		if (list)
-			return pal_cli_remote(&c, "tickets", "GET",
-					      all ? "/api/v1/tickets?all=true" : "/api/v1/tickets", NULL,
-					      NULL, 0);
+		if (list) { /* every page, printed as the direct path prints them */
+			json_t *rows;
+			if ((ec = pal_cli_remote_items(&c, "tickets",
+						       all ? "/api/v1/tickets?all=true"
+							   : "/api/v1/tickets",
+						       &rows)))
+				return ec;
+			if (c.json)
+				dump(rows);
+			else
+				print_list(rows);
+			json_decref(rows);
+			return PAL_EXIT_OK;
+		}
 		snprintf(path, sizeof path, "/api/v1/tickets/%lld%s", (long long)id,
 			 resolve ? "/resolve" : "");
 		if (show)

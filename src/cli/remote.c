@@ -234,6 +234,36 @@ int pal_cli_remote_get(const pal_cli_common *c, const char *cmd, const char *pat
 	return remote_call(c, cmd, "GET", path, NULL, NULL, 0, out);
 }
 
+int pal_cli_remote_items(const pal_cli_common *c, const char *cmd, const char *path, json_t **items)
+{
+	*items = json_array();
+	const char *sep = strchr(path, '?') ? "&" : "?";
+	char *cursor = NULL;
+	int ec;
+	do {
+		char *q = cursor ? g_uri_escape_string(cursor, NULL, FALSE) : NULL;
+		char *url = g_strdup_printf("%s%slimit=1000%s%s", path, sep, q ? "&cursor=" : "",
+					    q ? q : "");
+		json_t *o;
+		ec = remote_call(c, cmd, "GET", url, NULL, NULL, 0, &o);
+		g_free(url);
+		g_free(q);
+		g_free(cursor);
+		cursor = NULL;
+		if (ec)
+			break;
+		json_array_extend(*items, json_object_get(o, "items"));
+		const char *nc = json_string_value(json_object_get(o, "next_cursor"));
+		cursor = nc ? g_strdup(nc) : NULL;
+		json_decref(o);
+	} while (cursor);
+	if (ec) {
+		json_decref(*items);
+		*items = NULL;
+	}
+	return ec;
+}
+
 int pal_cli_remote_json(const pal_cli_common *c, const char *cmd, const char *path, json_t *body)
 {
 	char *text = json_dumps(body, JSON_COMPACT);

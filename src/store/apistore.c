@@ -189,14 +189,19 @@ static void page_cut(json_t *rows, int limit, char **next)
 	}
 }
 
-static int page(pal_store *st, const char *sql, int np, const char *const *p, int limit,
-		json_t **out, char **next, char *err, size_t errlen)
+/* RC of the read of LIMIT + 1 rows into *OUT: cut to a page when 0. */
+static int cut(int rc, json_t **out, int limit, char **next)
 {
 	*next = NULL;
-	int rc = pal__store_query_json(st, sql, np, p, out, err, errlen);
 	if (!rc)
 		page_cut(*out, limit, next);
 	return rc;
+}
+
+static int page(pal_store *st, const char *sql, int np, const char *const *p, int limit,
+		json_t **out, char **next, char *err, size_t errlen)
+{
+	return cut(pal__store_query_json(st, sql, np, p, out, err, errlen), out, limit, next);
 }
 
 int pal_apistore_jobs_page(pal_store *st, const char *tenants, const char *tenant,
@@ -230,12 +235,44 @@ int pal_apistore_calendars_page(pal_store *st, const char *tenants, const char *
 				const char *after, int limit, json_t **out, char **next, char *err,
 				size_t errlen)
 {
-	*next = NULL;
-	int rc = pal__store_calendars_query(st, name, tenants, after, name ? 0 : limit + 1, out,
-					    err, errlen);
-	if (!rc)
-		page_cut(*out, name ? 1 : limit, next);
-	return rc;
+	return cut(pal__store_calendars_query(st, name, tenants, after, name ? 0 : limit + 1, out,
+					      err, errlen),
+		   out, name ? 1 : limit, next);
+}
+
+int pal_apistore_shadow_page(pal_store *st, const char *after, int limit, json_t **out, char **next,
+			     char *err, size_t errlen)
+{
+	return cut(pal__store_shadow_query(st, after, limit + 1, out, err, errlen), out, limit,
+		   next);
+}
+
+int pal_apistore_gates_page(pal_store *st, const char *after, int limit, json_t **out, char **next,
+			    char *err, size_t errlen)
+{
+	return cut(pal__store_gates_query(st, after, limit + 1, out, err, errlen), out, limit,
+		   next);
+}
+
+int pal_apistore_attempts_page(pal_store *st, int64_t trigger_id, const char *after, int limit,
+			       json_t **out, char **next, char *err, size_t errlen)
+{
+	return cut(pal__store_attempts_query(st, trigger_id, after, limit + 1, out, err, errlen),
+		   out, limit, next);
+}
+
+int pal_apistore_tickets_page(pal_store *st, bool all, const char *tenants, const char *after,
+			      int limit, json_t **out, char **next, char *err, size_t errlen)
+{
+	return cut(pal__store_tickets_query(st, all, tenants, after, limit + 1, out, err, errlen),
+		   out, limit, next);
+}
+
+int pal_apistore_tokens_page(pal_store *st, const char *after, int limit, json_t **out, char **next,
+			     char *err, size_t errlen)
+{
+	return cut(pal__store_tokens_query(st, after, limit + 1, out, err, errlen), out, limit,
+		   next);
 }
 
 int pal_apistore_triggers_page(pal_store *st, const char *job_id, const char *state, int64_t since,

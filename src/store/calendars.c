@@ -127,11 +127,7 @@ int pal__store_calendars_query(pal_store *st, const char *name, const char *tena
 int pal_store_calendars_json(pal_store *st, const char *name, json_t **out, char *err,
 			     size_t errlen)
 {
-	int rc = pal__store_calendars_query(st, name, NULL, NULL, 0, out, err, errlen);
-	size_t i;
-	json_t *row;
-	json_array_foreach(rc ? NULL : *out, i, row) json_object_del(row, "_c");
-	return rc;
+	return pal__store_whole_list(pal__store_calendars_query(st, name, NULL, NULL, 0, out, err, errlen), out);
 }
 
 /* The latest versions that name calendars (the cron column's prefix) are

@@ -317,6 +317,14 @@ int pal__store_query_json(pal_store *st, const char *sql, int nparams, const cha
 	return PAL_OK;
 }
 
+int pal__store_whole_list(int rc, json_t **rows)
+{
+	size_t i;
+	json_t *row;
+	json_array_foreach(rc ? NULL : *rows, i, row) json_object_del(row, "_c");
+	return rc;
+}
+
 int pal__store_exec(pal_store *st, const char *sql, char *err, size_t errlen)
 {
 	PGresult *r = pal__store_query(st, sql, 0, NULL, err, errlen);

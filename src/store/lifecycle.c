@@ -139,7 +139,28 @@ int pal_store_attempts_json(pal_store *st, int64_t trigger_id, json_t **out, cha
 			 "no trigger %s; hint: `palisade triggers --job JOB` lists them", id);
 		return PAL_ENOENT;
 	}
-	rc = pal__store_query_json(
+	return pal__store_whole_list(
+	    pal__store_attempts_query(st, trigger_id, NULL, 0, out, err, errlen), out);
+}
+
+int pal__store_attempts_query(pal_store *st, int64_t trigger_id, const char *after, int limit,
+			      json_t **out, char *err, size_t errlen)
+{
+	char id[24], l[16], f[24] = "0", us[24] = "0";
+	long long fence, at;
+	if (after && sscanf(after, "%lld_%lld", &fence, &at) != 2) {
+		snprintf(err, errlen, "cursor \"%.40s\" is not one this API gave", after);
+		return PAL_EINVAL;
+	}
+	if (after) {
+		snprintf(f, sizeof f, "%lld", fence);
+		snprintf(us, sizeof us, "%lld", at);
+	}
+	snprintf(id, sizeof id, "%" PRId64, trigger_id);
+	snprintf(l, sizeof l, "%d", limit);
+	const char *p[] = {id, after ? f : NULL, us, limit > 0 ? l : NULL};
+	/* by fence, then claim time: the cursor is both */
+	int rc = pal__store_query_json(
 	    st,
 	    "SELECT coalesce(json_agg(json_build_object('id', a.id, 'fence', a.fence,"
 	    " 'node', a.node, 'claimed_at', " TS("a.claimed_at") ", 'ended_at', " TS(
@@ -147,24 +168,42 @@ int pal_store_attempts_json(pal_store *st, int64_t trigger_id, json_t **out, cha
 			      " 'idempotency_key', a.idempotency_key, 'outcome', a.outcome,"
 			      " 'error_class', a.error_class, 'http_status', a.http_status,"
 			      " 'duration_ms', a.duration_ms, 'response', " PAL__RESPONSE_JSON(
-				  "a") ")"
-				       " ORDER BY a.fence), '[]')"
-				       " FROM attempt_ledger a WHERE a.trigger_id = $1::bigint",
-	    1, p, out, err, errlen);
+				  "a") ","
+				       " '_c', a.fence || '_' || (extract(epoch FROM a.claimed_at)"
+				       "  * 1000000)::bigint)"
+				       " ORDER BY a.fence, a.claimed_at), '[]')"
+				       " FROM (SELECT * FROM attempt_ledger l WHERE l.trigger_id = "
+				       "$1::bigint AND ($2::bigint IS NULL OR (l.fence, "
+				       "l.claimed_at)"
+				       "  > ($2::bigint, 'epoch'::timestamptz + $3::bigint * "
+				       "interval '1 microsecond'))"
+				       "  ORDER BY l.fence, l.claimed_at LIMIT $4::int) a",
+	    4, p, out, err, errlen);
 	if (!rc)
 		pal__store_show_bodies(*out);
 	return rc;
 }
 
-int pal_store_gates_json(pal_store *st, json_t **out, char *err, size_t errlen)
+int pal__store_gates_query(pal_store *st, const char *after, int limit, json_t **out, char *err,
+			   size_t errlen)
 {
+	char l[16];
+	snprintf(l, sizeof l, "%d", limit);
+	const char *p[] = {after, limit > 0 ? l : NULL};
 	return pal__store_query_json(
 	    st,
 	    "SELECT coalesce(json_agg(json_build_object('scope', scope, 'paused', paused,"
 	    " 'reason', reason, 'actor', actor, 'since', " TS(
 		"since") ","
-			 " 'source', source) ORDER BY scope), '[]') FROM gates",
-	    0, NULL, out, err, errlen);
+			 " 'source', source, '_c', scope) ORDER BY scope), '[]')"
+			 " FROM (SELECT * FROM gates WHERE $1::text IS NULL OR scope > $1"
+			 "  ORDER BY scope LIMIT $2::int) g",
+	    2, p, out, err, errlen);
+}
+
+int pal_store_gates_json(pal_store *st, json_t **out, char *err, size_t errlen)
+{
+	return pal__store_whole_list(pal__store_gates_query(st, NULL, 0, out, err, errlen), out);
 }
 
 static int job_exists(pal_store *st, const char *job_id, char *err, size_t errlen)

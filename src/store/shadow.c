@@ -202,12 +202,16 @@ int pal_store_shadow_spec(pal_store *st, const json_t *ids, const char *actor, j
 	return PAL_OK;
 }
 
-int pal_store_shadow_list_json(pal_store *st, json_t **out, char *err, size_t errlen)
+int pal__store_shadow_query(pal_store *st, const char *after, int limit, json_t **out, char *err,
+			    size_t errlen)
 {
+	char l[16];
+	snprintf(l, sizeof l, "%d", limit);
+	const char *p[] = {after, limit > 0 ? l : NULL};
 	return pal__store_query_json(
 	    st,
 	    "SELECT coalesce(json_agg(json_build_object('scope', s.scope, 'source', s.source,"
-	    "  'actor', s.actor, 'reason', s.reason, 'since', " TS(
+	    "  'actor', s.actor, 'reason', s.reason, '_c', s.scope, 'since', " TS(
 		"s.since") ","
 			   "  'percent', coalesce((SELECT c.percent FROM cutover_steps c WHERE "
 			   "c.scope = s.scope"
@@ -217,8 +221,15 @@ int pal_store_shadow_list_json(pal_store *st, json_t **out, char *err, size_t er
 				       "    'percent', c.percent, 'actor', c.actor, 'reason', "
 				       "c.reason) ORDER BY c.id)"
 				       "    FROM cutover_steps c WHERE c.scope = s.scope), '[]'))"
-				       "  ORDER BY s.scope), '[]')::text FROM shadow_scopes s",
-	    0, NULL, out, err, errlen);
+				       "  ORDER BY s.scope), '[]')::text FROM (SELECT * FROM "
+				       "shadow_scopes WHERE $1::text IS NULL OR scope > $1"
+				       "  ORDER BY scope LIMIT $2::int) s",
+	    2, p, out, err, errlen);
+}
+
+int pal_store_shadow_list_json(pal_store *st, json_t **out, char *err, size_t errlen)
+{
+	return pal__store_whole_list(pal__store_shadow_query(st, NULL, 0, out, err, errlen), out);
 }
 
 int pal_store_stoplines_json(pal_store *st, const pal_scope *sc, json_t **out, char *err,

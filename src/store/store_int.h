@@ -156,6 +156,31 @@ int pal__store_calendars_query(pal_store *st, const char *name, const char *tena
 PGresult *pal__store_calendar_followers(pal_store *st, const pal_calendar *const *cals, size_t n,
 					bool lock, char *err, size_t errlen);
 
+/*
+ * The short lists read whole by the CLI and a page at a time by the API
+ * (apistore.c): each row carries its cursor in "_c", after the cursor
+ * AFTER (NULL: from the first), at most LIMIT rows (0: all).
+ * pal__store_whole_list(RC, ROWS) of such a read of a whole list (LIMIT 0)
+ * removes "_c" from its rows when RC is 0, and returns RC.
+ *   shadow.c: the scopes in shadow, by scope (pal_store_shadow_list_json's rows)
+ *   lifecycle.c: the gates, by scope (pal_store_gates_json's); the attempts
+ *     of trigger ID by fence (pal_store_attempts_json's; no PAL_ENOENT here)
+ *   tickets.c: the tickets newest first, open ones or ALL, of the live or
+ *     retired jobs of TENANTS only (a text[] literal; NULL: all tickets)
+ *   tokens.c: the tokens, live ones first, newest first
+ */
+int pal__store_shadow_query(pal_store *st, const char *after, int limit, json_t **out, char *err,
+			    size_t errlen);
+int pal__store_gates_query(pal_store *st, const char *after, int limit, json_t **out, char *err,
+			   size_t errlen);
+int pal__store_attempts_query(pal_store *st, int64_t trigger_id, const char *after, int limit,
+			      json_t **out, char *err, size_t errlen);
+int pal__store_tickets_query(pal_store *st, bool all, const char *tenants, const char *after,
+			     int limit, json_t **out, char *err, size_t errlen);
+int pal__store_tokens_query(pal_store *st, const char *after, int limit, json_t **out, char *err,
+			    size_t errlen);
+int pal__store_whole_list(int rc, json_t **rows);
+
 /* pg_advisory_lock key of the migration lock ("palisade" as 8 bytes). */
 #define PAL_MIGRATE_LOCK_KEY "7075283591402447205"
 

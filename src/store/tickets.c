@@ -11,22 +11,43 @@
 
 /* ---- tickets ------------------------------------------------------------------ */
 
-#define TICKET_FIELDS                                                                              \
-	"json_build_object('id', t.id, 'state', t.state,"                                         \
-	" 'job_id', coalesce(t.job_id, tr.job_id), 'trigger_id', t.trigger_id,"                   \
-	" 'trigger_state', tr.state, 'reason', t.reason, 'evidence', t.evidence,"                 \
-	" 'allowed_actions', t.allowed_actions, 'resolution', t.resolution, 'actor', t.actor,"    \
-	" 'created_at', " TS("t.created_at") ", 'resolved_at', " TS("t.resolved_at") ")"
+#define TICKET_KEYS                                                                                \
+	"'id', t.id, 'state', t.state,"                                                            \
+	" 'job_id', coalesce(t.job_id, tr.job_id), 'trigger_id', t.trigger_id,"                    \
+	" 'trigger_state', tr.state, 'reason', t.reason, 'evidence', t.evidence,"                  \
+	" 'allowed_actions', t.allowed_actions, 'resolution', t.resolution, 'actor', t.actor,"     \
+	" 'created_at', " TS("t.created_at") ", 'resolved_at', " TS("t.resolved_at")
+#define TICKET_FIELDS "json_build_object(" TICKET_KEYS ")"
+
+int pal__store_tickets_query(pal_store *st, bool all, const char *tenants, const char *after,
+			     int limit, json_t **out, char *err, size_t errlen)
+{
+	char l[16];
+	if (after &&
+	    (!*after || strspn(after, "0123456789") != strlen(after) || strlen(after) > 18)) {
+		snprintf(err, errlen, "cursor \"%.40s\" is not one this API gave", after);
+		return PAL_EINVAL;
+	}
+	snprintf(l, sizeof l, "%d", limit);
+	const char *p[] = {all ? "true" : "false", tenants, after, limit > 0 ? l : NULL};
+	/* a ticket is its job's tenant's; one without a job is no tenant's */
+	return pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(json_build_object(" TICKET_KEYS ", '_c', t.id::text)"
+	    " ORDER BY t.id DESC), '[]')::text"
+	    " FROM (SELECT * FROM tickets k WHERE ($1::boolean OR k.state = 'open')"
+	    "  AND ($3::bigint IS NULL OR k.id < $3::bigint)"
+	    "  AND ($2::text[] IS NULL OR EXISTS (SELECT 1 FROM jobs j WHERE j.job_id = coalesce("
+	    "   k.job_id, (SELECT kt.job_id FROM triggers kt WHERE kt.id = k.trigger_id))"
+	    "   AND j.tenant = ANY ($2::text[])))"
+	    "  ORDER BY k.id DESC LIMIT $4::int) t"
+	    " LEFT JOIN triggers tr ON tr.id = t.trigger_id",
+	    4, p, out, err, errlen);
+}
 
 int pal_ops_tickets_json(pal_store *st, bool all, json_t **out, char *err, size_t errlen)
 {
-	const char *p[] = { all ? "true" : "false" };
-	return pal__store_query_json(st,
-				     "SELECT coalesce(json_agg(" TICKET_FIELDS
-				     " ORDER BY t.id DESC), '[]')::text"
-				     " FROM tickets t LEFT JOIN triggers tr ON tr.id = t.trigger_id"
-				     " WHERE $1::boolean OR t.state = 'open'",
-				     1, p, out, err, errlen);
+	return pal__store_whole_list(pal__store_tickets_query(st, all, NULL, NULL, 0, out, err, errlen), out);
 }
 
 int pal_ops_ticket_json(pal_store *st, int64_t id, json_t **out, char *err, size_t errlen)

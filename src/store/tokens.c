@@ -124,15 +124,43 @@ int pal_token_create(pal_store *st, const char *name, pal_role role, const char 
 	return PAL_OK;
 }
 
-int pal_token_list_json(pal_store *st, json_t **out, char *err, size_t errlen)
+int pal__store_tokens_query(pal_store *st, const char *after, int limit, json_t **out, char *err,
+			    size_t errlen)
 {
+	int revoked = 0, n = 0;
+	long long us = 0;
+	char id[17] = "", r[16], u[24], l[16];
+	if (after && (sscanf(after, "%1d_%lld_%16[0-9a-f]%n", &revoked, &us, id, &n) != 3 ||
+		      after[n] || revoked > 1)) {
+		snprintf(err, errlen, "cursor \"%.40s\" is not one this API gave", after);
+		return PAL_EINVAL;
+	}
+	snprintf(r, sizeof r, "%d", revoked);
+	snprintf(u, sizeof u, "%lld", us);
+	snprintf(l, sizeof l, "%d", limit);
+	const char *p[] = {after ? r : NULL, u, id, limit > 0 ? l : NULL};
+	/* live ones first, newest first; the cursor is the three keys */
 	return pal__store_query_json(
 	    st,
 	    "SELECT coalesce(json_agg(json_build_object('id', id, 'name', name, 'role', role,"
 	    " 'tenants', tenants, 'created_by', created_by, 'created_at', created_at,"
-	    " 'revoked_at', revoked_at, 'revoked_by', revoked_by)"
-	    " ORDER BY revoked_at IS NOT NULL, created_at DESC), '[]')::text FROM api_tokens",
-	    0, NULL, out, err, errlen);
+	    " 'revoked_at', revoked_at, 'revoked_by', revoked_by, '_c', (revoked_at IS NOT "
+	    "NULL)::int"
+	    "  || '_' || (extract(epoch FROM created_at) * 1000000)::bigint || '_' || id)"
+	    " ORDER BY revoked_at IS NOT NULL, created_at DESC, id DESC), '[]')::text"
+	    " FROM (SELECT * FROM api_tokens WHERE $1::int IS NULL"
+	    "  OR (revoked_at IS NOT NULL)::int > $1::int OR ((revoked_at IS NOT NULL)::int = "
+	    "$1::int"
+	    "   AND (created_at, id) < ('epoch'::timestamptz + $2::bigint * interval '1 "
+	    "microsecond',"
+	    "   $3::text))"
+	    "  ORDER BY revoked_at IS NOT NULL, created_at DESC, id DESC LIMIT $4::int) t",
+	    4, p, out, err, errlen);
+}
+
+int pal_token_list_json(pal_store *st, json_t **out, char *err, size_t errlen)
+{
+	return pal__store_whole_list(pal__store_tokens_query(st, NULL, 0, out, err, errlen), out);
 }
 
 /* S holds N lower-case hex digits, then its end or "_". */

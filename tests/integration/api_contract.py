@@ -16,6 +16,7 @@ import json
 import re
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import jsonschema
@@ -278,7 +279,7 @@ st, sh2 = call("POST", "/api/v1/shadow", {"group": "c-shadow", "reason": "contra
 if not sh or sh.get("already") is not False or not sh2 or sh2.get("already") is not True:
     failures.append(f"shadow of group c-shadow, then again: {sh} {sh2}")
 st, sl = call("GET", "/api/v1/shadow", want=200)
-if st != 200 or "group:c-shadow" not in [r["scope"] for r in sl]:
+if st != 200 or "group:c-shadow" not in [r["scope"] for r in sl["items"]]:
     failures.append(f"shadow list without group:c-shadow: {sl}")
 call("POST", "/api/v1/shadow", {"reason": "contract"}, want=422)
 if tv:
@@ -297,6 +298,54 @@ call("POST", "/api/v1/cutover", {"job": "c.one", "reason": "contract", "at": LAT
 call("POST", "/api/v1/cutover", {"job": "c.one", "reason": "contract", "at": "2020-01-01T00:00:00Z"}, want=400)
 call("POST", "/api/v1/cutover", {"job": "c.one", "reason": "contract"}, want=422)
 call("POST", "/api/v1/cutover", {"job": "nope", "reason": "contract", "at": LATER}, want=404)
+
+# No read is unbounded: every documented list (an answer with "items") takes
+# ?limit=; a page of limit=1 holds one row at most, and its cursors walk the
+# whole list, the rows of one page of 1000 in the same order.
+for p, ops in doc["paths"].items():
+    get = ops.get("get")
+    schema = deref(get["responses"]["200"]["content"]["application/json"]["schema"]) if get else {}
+    if "items" in schema.get("properties", {}) and not any(
+            x.get("name") == "limit" for x in get.get("parameters", [])):
+        failures.append(f"GET {p} answers a list without ?limit=")
+        print(f"    FAIL GET {p} answers a list without ?limit=")
+
+
+def walk(path, at_least):
+    sep = "&" if "?" in path else "?"
+    st, whole = call("GET", f"{path}{sep}limit=1000", want=200)
+    rows, cursor, pages = [], None, 0
+    while pages < 100:
+        q = f"&cursor={urllib.parse.quote(cursor)}" if cursor else ""
+        st, pg = call("GET", f"{path}{sep}limit=1{q}", want=200)
+        if st != 200 or not pg:
+            break
+        pages += 1
+        if len(pg["items"]) > 1:
+            failures.append(f"{path}: a page of limit=1 holds {len(pg['items'])} rows")
+        rows += pg["items"]
+        cursor = pg.get("next_cursor")
+        if not cursor:
+            break
+    # rows by their keys: a controller may update a job between two reads
+    def keys(items):
+        return [tuple(r.get(k) for k in ("id", "scope", "name", "job_id", "fence")) for r in items]
+    if not whole or keys(rows) != keys(whole["items"]) or len(rows) < at_least:
+        failures.append(f"{path}: the pages of 1 ({len(rows)} rows) are not the list of "
+                        f"{len((whole or {}).get('items', []))} rows (at least {at_least} expected)")
+        print(f"    FAIL {path}: its pages are not its list")
+    call("GET", f"{path}{sep}limit=0", want=400)
+
+
+for path, at_least in (("/api/v1/shadow", 2), ("/api/v1/tokens", 2), ("/api/v1/gates", 0),
+                       ("/api/v1/tickets?all=true", 1), (f"/api/v1/triggers/{tid}/attempts", 0),
+                       ("/api/v1/jobs", 1), ("/api/v1/audit?action=pause", 2),
+                       ("/api/v1/calendars", 2)):
+    walk(path, at_least)
+for bad in ("/api/v1/tickets?cursor=x1", "/api/v1/tokens?cursor=9_9_zz",
+            f"/api/v1/triggers/{tid}/attempts?cursor=1", "/api/v1/audit?cursor=-1",
+            "/api/v1/triggers?job=c.one&cursor=1_2"):
+    call("GET", bad, want=400)  # a cursor the API did not give
 
 # Last: the node drains (and exits) when asked.
 call("POST", "/api/v1/drain", {"reason": "contract test"}, want=202)

@@ -187,6 +187,19 @@ via_api=$OUT
 expect_exit "shadow list --output json on the database" 0 "$PAL" shadow list --output json
 expect_eq "the same list both ways" "$OUT" "$via_api"
 expect_match "with the group" '"scope": "group:g9"' "$via_api"
+# Lists longer than a page of the API (1000 rows): --server reads every page.
+sql "INSERT INTO shadow_scopes (scope, actor, reason) SELECT 'group:pg' || i, 'api cli', 'pages' FROM generate_series(1, 1005) i;
+	INSERT INTO gates (scope, paused, reason, actor) SELECT 'group:pg' || i, true, 'pages', 'api cli' FROM generate_series(1, 1005) i;
+	INSERT INTO tickets (job_id, reason, evidence, allowed_actions) SELECT 'cli.a', 'pages', '{}', ARRAY['abandon'] FROM generate_series(1, 1005)" >/dev/null
+for cmd in "shadow list" gates "tickets list --all"; do
+	expect_exit "$cmd --output json through the API" 0 remote $cmd --output json
+	via_api=$OUT
+	"$PAL" $cmd --output json >"$PALISADE_TEST_TMP/direct.json" 2>&1
+	expect_eq "... every row, as on the database ($(jq length <<<"$via_api") rows)" "$(cat "$PALISADE_TEST_TMP/direct.json")" "$via_api"
+done
+expect_exit "gates through the API, as a table" 0 remote gates
+expect_eq "... every row of the database's table" "$("$PAL" gates)" "$OUT"
+sql "DELETE FROM shadow_scopes WHERE reason = 'pages'; DELETE FROM gates WHERE reason = 'pages'; DELETE FROM tickets WHERE reason = 'pages'" >/dev/null
 expect_exit "a database-only command with --server: usage (exit 64)" 64 \
 	env -u PALISADE_PG "$PAL" verify --server "http://${NODE_ADMIN[s1]}"
 expect_exit "no token: exit 64" 64 env -u PALISADE_PG -u PALISADE_TOKEN "$PAL" pause --all --reason x --server "http://${NODE_ADMIN[s1]}"

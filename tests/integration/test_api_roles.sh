@@ -245,6 +245,25 @@ expect_eq "shadow by operator, admin-red of blue.b; shadow list by viewer-red: 4
 	"$(api r1 "${TOK[operator]}" POST /shadow '{"reason":"r","job":"red.a"}') $(api r1 "${TOK[admin-red]}" POST /shadow '{"reason":"r","job":"blue.b"}') $(api r1 "${TOK[viewer-red]}" GET /shadow)"
 expect_eq "shadow by admin-red of tenant red: 200; the viewer's shadow list: 200" "200 200" \
 	"$(api r1 "${TOK[admin-red]}" POST /shadow '{"reason":"r","tenant":"red"}') $(api r1 "${TOK[viewer]}" GET /shadow)"
+# Tickets of two tenants (and one of no job), read a page at a time: a
+# tenant-scoped viewer's pages hold its tenant's only, its cursor going on
+# past the others'.
+sql "INSERT INTO tickets (job_id, reason, evidence, allowed_actions) SELECT j, 'roles', '{}', ARRAY['abandon']
+	FROM unnest(ARRAY['red.a', 'blue.b', NULL, 'red.a', 'blue.b', 'blue.b', 'red.a']) j" >/dev/null
+tickets_of() { # TOKEN: the job of every ticket of its pages of 2, newest first
+	local cursor="" page jobs=""
+	while :; do
+		api r1 "$1" GET "/tickets?all=true&limit=2${cursor:+&cursor=$cursor}" >/dev/null
+		jobs+=$(jq -r '[.items[] | .job_id // "-"] | join(" ")' <<<"$BODY_OUT")" "
+		cursor=$(jq -r '.next_cursor // empty' <<<"$BODY_OUT")
+		[ -n "$cursor" ] || break
+	done
+	echo $jobs
+}
+expect_eq "viewer-red's tickets: red.a's only, in pages of 2" "red.a red.a red.a" "$(tickets_of "${TOK[viewer-red]}")"
+expect_eq "the unscoped viewer's: every ticket" "red.a blue.b blue.b red.a - blue.b red.a" "$(tickets_of "${TOK[viewer]}")"
+expect_eq "a cursor the API did not give: 400" 400 "$(api r1 "${TOK[viewer]}" GET "/tickets?cursor=abc")"
+
 # Revocation: refused by the next request on both nodes.
 expect_eq "operator works on r2 before the revocation" 200 "$(api r2 "${TOK[operator]}" GET /jobs)"
 expect_exit "token revoke" 0 "$PAL" token revoke operator
