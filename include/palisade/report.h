@@ -29,7 +29,7 @@ PAL_MUST_CHECK int pal_store_cost_json(pal_store *st, const pal_cost_scope *s, j
 				       char *err, size_t errlen);
 
 /* The jobs of scope SC with what a shadow
- * diff over [FROM, TO) needs, as JSON [{"job_id", "versions": [{"spec",
+ * diff over [FROM, TO) needs, as JSON [{"job_id", "tenant", "versions": [{"spec",
  * "effective_from"}], "retired_at", "misfires": [[from, to]...]}], by
  * job id: the activated versions, or the latest one (effective_from null)
  * of a job no controller activated yet; retired_at null unless retired;

@@ -68,4 +68,40 @@ PAL_MUST_CHECK int pal_shadow_plan_job(json_t *job, int64_t from, int64_t to, si
 				       GArray *fire, GArray *excluded, GArray *misfired,
 				       const pal_tz **zone, char *err, size_t errlen);
 
+/* ---- a whole record against the store (src/plan/shadowreport.c) ---------- */
+
+#include "palisade/ops.h"
+#include "palisade/store.h"
+
+#define PAL_SHADOW_MAX_INSTANTS 1000000 /* of one job in the range, either side */
+
+/* The old system's record of what it fired over [from, to): one
+ * "job_id,RFC3339" line per fired instant. */
+typedef struct pal_shadow_record pal_shadow_record;
+/* An empty record of [FROM, TO) (pal_shadow_record_free). */
+pal_shadow_record *pal_shadow_record_new(int64_t from, int64_t to);
+void pal_shadow_record_free(pal_shadow_record *r);
+/* Add one line to R (LINE is changed: stripped and cut at its comma).  A
+ * blank line or one starting with # is skipped, an instant out of the
+ * range counted as a skipped line; false for a line that is not
+ * "job_id,RFC3339" (R unchanged: the caller names the line). */
+bool pal_shadow_record_line(pal_shadow_record *r, char *line);
+/*
+ * R against palisade's plan of the jobs of scope SC (PAL_SCOPE_GLOBAL:
+ * every job), as the `shadow diff --output json` object into *OUT
+ * (json_decref): {from to equal jobs counts{old palisade both only_old
+ * only_palisade} skipped_lines differences[] truncated}, at most LIMIT
+ * differences (the counts cover all).  Only the jobs of TENANTS[0..N_TENANTS)
+ * count when N_TENANTS is above 0: another tenant's job is as one palisade
+ * does not know.  Lines of jobs palisade does not know are differences
+ * (unknown_job) without a scope, skipped lines with one.  Takes R's
+ * instants (free R after).  PAL_ENOENT for a job scope naming no job,
+ * PAL_ETOOBIG for a job of more than PAL_SHADOW_MAX_INSTANTS instants in
+ * the range, PAL_EINVAL for a spec palisade cannot read, PAL_EDB; ERR says.
+ * Blocks on ST.
+ */
+PAL_MUST_CHECK int pal_shadow_report(pal_store *st, const pal_scope *sc, const char *const *tenants,
+				     size_t n_tenants, pal_shadow_record *r, size_t limit,
+				     json_t **out, char *err, size_t errlen);
+
 #endif

@@ -44,6 +44,7 @@
 #include "palisade/log.h"
 #include "palisade/ops.h"
 #include "palisade/shadow.h"
+#include "palisade/shadowdiff.h"
 #include "palisade/plandiff.h"
 #include "palisade/report.h"
 #include "palisade/store.h"
@@ -63,6 +64,8 @@
 #define ROLLBACK_WAIT_MS 30000	     /* rollback's wait for running calls (its --wait default) */
 #define ROLLBACK_WAIT_MAX_MS 60000   /* and at most, through the API */
 #define CUTOVER_MAX_PENDING_MS 60000 /* cutover's --max-pending-age default */
+#define SHADOW_DIFF_LIMIT 1000	     /* differences of shadow diff (its --limit default) */
+#define SHADOW_DIFF_LIMIT_MAX 100000 /* and at most, through the API */
 #define PROBLEM_BASE "urn:palisade:problem:"
 
 struct pal_api {
@@ -1565,6 +1568,36 @@ static void h_plan_diff(call *c)
 	pal_jobset_free(&set);
 }
 
+/* The scope of a read's query: at most one of ?job=, ?group=, ?tenant=
+ * (none: PAL_SCOPE_GLOBAL) into *SC (its name points into the query).  A
+ * job must be visible to the token, a tenant one of its own (404 as if it
+ * did not exist otherwise); a group or every job is the caller's to allow.
+ * False (problem set) otherwise. */
+static bool query_scope(call *c, pal_scope *sc)
+{
+	static const pal_scope_kind kinds[] = {PAL_SCOPE_JOB, PAL_SCOPE_GROUP, PAL_SCOPE_TENANT};
+	*sc = (pal_scope){PAL_SCOPE_GLOBAL, NULL};
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+		const char *v = query(c, pal_scope_kind_name(kinds[i]));
+		if (!v)
+			continue;
+		if (sc->name) {
+			problem(c, 400, "bad-parameter", "Bad parameter",
+				"at most one of job, group and tenant");
+			return false;
+		}
+		*sc = (pal_scope){kinds[i], v};
+	}
+	if (sc->kind == PAL_SCOPE_JOB) {
+		snprintf(c->argbuf[0], sizeof c->argbuf[0], "%s", sc->name);
+		c->arg[0] = c->argbuf[0];
+		return job_visible(c, false);
+	}
+	if (sc->kind == PAL_SCOPE_TENANT)
+		return tenant_allowed(c, sc->name, false, "tenant", sc->name);
+	return true;
+}
+
 /* `palisade report cost`: what each correct result cost over [from, to),
  * for ?job=, ?group= or ?tenant= (at most one; every job when none), the
  * costliest ?limit= jobs (1..COST_LIMIT_MAX, default COST_LIMIT).  A token
@@ -1591,34 +1624,9 @@ static void h_report_cost(call *c)
 		}
 		s.limit = (int)v;
 	}
-	static const struct {
-		const char *name;
-		pal_scope_kind kind;
-	} kinds[] = {
-	    {"job", PAL_SCOPE_JOB}, {"group", PAL_SCOPE_GROUP}, {"tenant", PAL_SCOPE_TENANT}};
-	s.scope.kind = PAL_SCOPE_GLOBAL;
-	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
-		const char *v = query(c, kinds[i].name);
-		if (!v)
-			continue;
-		if (s.scope.name) {
-			problem(c, 400, "bad-parameter", "Bad parameter",
-				"at most one of job, group and tenant");
-			return;
-		}
-		s.scope = (pal_scope){kinds[i].kind, v};
-	}
-	if (s.scope.kind == PAL_SCOPE_JOB) {
-		snprintf(c->argbuf[0], sizeof c->argbuf[0], "%s", s.scope.name);
-		c->arg[0] = c->argbuf[0];
-		if (!job_visible(c, false))
-			return;
-	} else if (s.scope.kind == PAL_SCOPE_TENANT) {
-		if (!tenant_allowed(c, s.scope.name, false, "tenant", s.scope.name))
-			return;
-	} else if (!unscoped(c)) {
+	if (!query_scope(c, &s.scope) ||
+	    ((s.scope.kind == PAL_SCOPE_GROUP || s.scope.kind == PAL_SCOPE_GLOBAL) && !unscoped(c)))
 		return;
-	}
 	json_t *rep;
 	char err[1024];
 	int rc = pal_store_cost_json(c->api->st, &s, &rep, err, sizeof err);
@@ -1797,6 +1805,81 @@ static void h_shadow_list(call *c)
 	page_answer(c, rc, rows, next, err);
 }
 
+/*
+ * `palisade shadow diff`: the body, the old system's record of what it
+ * fired ("job_id,RFC3339" lines, text/csv or text/plain, up to the
+ * listener's body limit), against palisade's plan of the jobs of ?job=,
+ * ?group= or ?tenant= (none: every job) over [?from, ?to), at most ?limit=
+ * differences (1..SHADOW_DIFF_LIMIT_MAX, default SHADOW_DIFF_LIMIT).  A
+ * line that is not one answers 422 invalid-record naming it.  A token
+ * limited to tenants sees its tenants' jobs only: a job or tenant of
+ * another is 404, another tenant's jobs in a group or in the record are as
+ * jobs palisade does not know (unknown_job without a scope).
+ */
+static void h_shadow_diff(call *c)
+{
+	int64_t from, to;
+	pal_scope sc;
+	if (!query_time(c, "from", &from) || !query_time(c, "to", &to))
+		return;
+	if (to <= from) {
+		problem(c, 400, "bad-parameter", "Bad parameter", "to is not after from");
+		return;
+	}
+	long limit = SHADOW_DIFF_LIMIT;
+	const char *lim = query(c, "limit");
+	if (lim) {
+		char *end;
+		limit = strtol(lim, &end, 10);
+		if (*end || limit < 1 || limit > SHADOW_DIFF_LIMIT_MAX) {
+			problem(c, 400, "bad-parameter", "Bad parameter",
+				"limit \"%.20s\": expected an integer in 1..%d", lim,
+				SHADOW_DIFF_LIMIT_MAX);
+			return;
+		}
+	}
+	if (!query_scope(c, &sc))
+		return;
+	const char *ct = header(c, "Content-Type");
+	if (!ct || (strncasecmp(ct, "text/csv", 8) && strncasecmp(ct, "text/plain", 10))) {
+		problem(c, 415, "unsupported-media-type", "Unsupported media type",
+			"the body is the old system's record: \"job_id,RFC3339\" lines, "
+			"Content-Type: text/csv");
+		return;
+	}
+	pal_shadow_record *rec = pal_shadow_record_new(from, to);
+	const char *p = c->req->body ? c->req->body : "", *end = p + c->req->body_len;
+	for (long no = 1; p < end; no++) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		char *line = g_strndup(p, n);
+		bool good = strlen(line) == n && pal_shadow_record_line(rec, line);
+		g_free(line);
+		if (!good) {
+			pal_shadow_record_free(rec);
+			problem(c, 422, "invalid-record", "Not a record of fired instants",
+				"line %ld: expected \"job_id,RFC3339\"", no);
+			json_object_set_new(c->out, "line", json_integer(no));
+			return;
+		}
+		p += n + (nl != NULL);
+	}
+	const char *tenants[PAL_TOKEN_TENANTS_MAX];
+	for (size_t i = 0; i < c->who.n_tenants; i++)
+		tenants[i] = c->who.tenants[i];
+	json_t *rep;
+	char err[1024];
+	int rc = pal_shadow_report(c->api->st, &sc, tenants, c->who.n_tenants, rec, (size_t)limit,
+				   &rep, err, sizeof err);
+	pal_shadow_record_free(rec);
+	if (rc == PAL_ETOOBIG)
+		problem(c, 400, "bad-parameter", "Bad parameter", "%s", err);
+	else if (rc)
+		problem_rc(c, rc, err);
+	else
+		ok(c, 200, rep);
+}
+
 /* ---- routes ----------------------------------------------------------------- */
 
 typedef struct route {
@@ -1816,6 +1899,7 @@ static const route routes[] = {
     {"POST", "/api/v1/cutover", PAL_ROLE_ADMIN, h_cutover, false},
     {"POST", "/api/v1/shadow", PAL_ROLE_ADMIN, h_shadow_set, false},
     {"GET", "/api/v1/shadow", PAL_ROLE_VIEWER, h_shadow_list, false},
+    {"POST", "/api/v1/shadow/diff", PAL_ROLE_VIEWER, h_shadow_diff, true},
     {"POST", "/api/v1/drain", PAL_ROLE_ADMIN, h_drain, false},
     {"POST", "/api/v1/plan/diff", PAL_ROLE_VIEWER, h_plan_diff, true},
     {"POST", "/api/v1/apply", PAL_ROLE_ADMIN, h_apply, true},

@@ -199,6 +199,9 @@ bool pal_cli_range_opt(const char *cmd, int opt, const char *arg, pal_cli_range 
 /* After the options: true when both ends are given, in order, and at most
  * one scope; else false with the message printed. */
 bool pal_cli_range_ok(const char *cmd, const pal_cli_range *r);
+/* The range and scope as the query of an API route, "from=..&to=..[&job=..]"
+ * (g_free). */
+char *pal_cli_range_query(const pal_cli_range *r);
 
 /* --OPT ARG as an RFC 3339 instant in whole seconds into *out.  A fraction
  * other than zero is refused: instants are whole seconds, and cutting it

@@ -76,21 +76,15 @@ static void table(json_t *rep)
 	line(json_object_get(rep, "total"), "total");
 }
 
-/* The report of S through the API (--server) into *OUT; the exit code. */
-static int cost_remote(const pal_cli_common *c, const pal_cost_scope *s, json_t **out)
+/* The report of R's range and scope, LIMIT job rows, through the API
+ * (--server) into *OUT; the exit code. */
+static int cost_remote(const pal_cli_common *c, const pal_cli_range *r, int limit, json_t **out)
 {
-	char from[32], to[32];
-	pal_fmt_rfc3339(s->from, from, sizeof from);
-	pal_fmt_rfc3339(s->to, to, sizeof to);
-	const char *kind =
-	    s->scope.kind == PAL_SCOPE_GLOBAL ? NULL : pal_scope_kind_name(s->scope.kind);
-	char *name = kind ? g_uri_escape_string(s->scope.name, NULL, FALSE) : NULL;
-	char *path = g_strdup_printf("/api/v1/report/cost?from=%s&to=%s&limit=%d%s%s%s%s", from, to,
-				     s->limit, kind ? "&" : "", kind ? kind : "", kind ? "=" : "",
-				     kind ? name : "");
+	char *q = pal_cli_range_query(r);
+	char *path = g_strdup_printf("/api/v1/report/cost?%s&limit=%d", q, limit);
 	int ec = pal_cli_remote_get(c, "report", path, out);
 	g_free(path);
-	g_free(name);
+	g_free(q);
 	return ec;
 }
 
@@ -124,7 +118,7 @@ static int cost(int argc, char **argv)
 	pal_cost_scope s = {r.from, r.to, r.scope, (int)limit};
 	json_t *rep;
 	if (pal_cli_server(&c)) {
-		if ((ec = cost_remote(&c, &s, &rep)))
+		if ((ec = cost_remote(&c, &r, s.limit, &rep)))
 			return ec;
 	} else {
 		pal_store *st;

@@ -19,7 +19,6 @@
 #include "cli_int.h"
 
 #define DEFAULT_LIMIT 1000
-#define MAX_INSTANTS 1000000 /* of one job in the range, either side */
 
 static void usage(FILE *fp)
 {
@@ -31,6 +30,7 @@ static void usage(FILE *fp)
 	    "                            [--job JOB | --group GROUP | --tenant TENANT]\n"
 	    "                            [--limit N] [--output table|json]\n"
 	    "                            [--pg CONNINFO] [--config FILE]\n"
+	    "                            [--server URL [--token-file FILE]]\n"
 	    "shadow --job|--group|--tenant, shadow list: see `palisade shadow list --help`.\n"
 	    "shadow diff: compare the old system's record of what it fired (FILE: one\n"
 	    "\"job_id,RFC3339\" line per fired instant; blank lines and lines starting\n"
@@ -41,27 +41,16 @@ static void usage(FILE *fp)
 	    "Without a scope, lines of jobs palisade does not know are differences\n"
 	    "(unknown_job); with one, lines of other jobs are skipped.  At most --limit\n"
 	    "differences are listed (default %d); the counts cover all.\n"
+	    "Through --server the file goes whole to the node (POST /api/v1/shadow/diff;\n"
+	    "--limit at most 100000 there).\n"
 	    "Exit: 0 equal, 2 different, 3 no such job, 64 usage, 65 unreadable FILE\n"
 	    "or a line of it not \"job_id,RFC3339\", 69 database unreachable.\n",
 	    DEFAULT_LIMIT);
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-static void free_array(gpointer a)
-{
-	g_array_free(a, TRUE);
-}
-
-/* The record into job -> GArray of instants in [from, to); *outside counts
- * the well-formed lines out of the range.  65 with the line named when a
+/* The record of PATH ("-": stdin) into R.  65 with the line named when a
  * line is not "job_id,RFC3339". */
-static int read_record(const char *path, int64_t from, int64_t to, GHashTable *old,
-		       int64_t *outside)
+static int read_record(const char *path, pal_shadow_record *r)
 {
 	FILE *fp = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
 	if (!fp) {
@@ -74,29 +63,11 @@ static int read_record(const char *path, int64_t from, int64_t to, GHashTable *o
 	int ec = PAL_EXIT_OK;
 	while (getline(&line, &cap, fp) >= 0) {
 		no++;
-		g_strstrip(line);
-		if (!*line || *line == '#')
-			continue;
-		char *comma = strchr(line, ',');
-		int64_t at;
-		if (comma)
-			*comma = '\0';
-		if (!comma || !pal_name_ok(line, PAL_CLI_JOB_MAX) ||
-		    pal_parse_rfc3339(g_strstrip(comma + 1), &at)) {
+		if (!pal_shadow_record_line(r, line)) {
 			pal_cli_err("shadow", "%s:%ld: expected \"job_id,RFC3339\"", path, no);
 			ec = PAL_EXIT_DATAERR;
 			break;
 		}
-		if (at < from || at >= to) {
-			(*outside)++;
-			continue;
-		}
-		GArray *a = g_hash_table_lookup(old, line);
-		if (!a) {
-			a = g_array_new(FALSE, FALSE, sizeof(int64_t));
-			g_hash_table_insert(old, g_strdup(line), a);
-		}
-		g_array_append_val(a, at);
 	}
 	if (ferror(fp) && !ec) {
 		pal_cli_err("shadow", "%s: %s", path, strerror(errno));
@@ -105,6 +76,37 @@ static int read_record(const char *path, int64_t from, int64_t to, GHashTable *o
 	free(line);
 	if (fp != stdin)
 		fclose(fp);
+	return ec;
+}
+
+/* The report of the record PATH ("-": stdin) through the API (--server):
+ * the file is the body, sent as it is; the server reads and checks its
+ * lines. */
+static int diff_remote(const pal_cli_common *c, const pal_cli_range *r, const char *path,
+		       long long limit, json_t **rep)
+{
+	char *text = NULL;
+	gsize len = 0;
+	GError *ge = NULL;
+	if (!strcmp(path, "-")) {
+		GString *in = g_string_new(NULL);
+		char buf[65536];
+		size_t n;
+		while ((n = fread(buf, 1, sizeof buf, stdin)) > 0)
+			g_string_append_len(in, buf, (gssize)n);
+		len = in->len;
+		text = g_string_free(in, FALSE);
+	} else if (!g_file_get_contents(path, &text, &len, &ge)) {
+		pal_cli_err("shadow", "%s", ge->message);
+		g_error_free(ge);
+		return PAL_EXIT_DATAERR;
+	}
+	char *q = pal_cli_range_query(r);
+	char *url = g_strdup_printf("/api/v1/shadow/diff?%s&limit=%lld", q, limit);
+	int ec = pal_cli_remote_call(c, "shadow", "POST", url, "text/csv", text, len, rep);
+	g_free(url);
+	g_free(q);
+	g_free(text);
 	return ec;
 }
 
@@ -140,52 +142,6 @@ static void table(json_t *rep)
 	       (long long)json_integer_value(json_object_get(c, "only_palisade")));
 }
 
-/* Diff every job of JOBS against its record in OLD (taken out of OLD). */
-static int diff_jobs(json_t *jobs, GHashTable *old, int64_t from, int64_t to, size_t limit,
-		     json_t *diffs, pal_shadow_counts *c)
-{
-	size_t i;
-	json_t *job;
-	json_array_foreach(jobs, i, job)
-	{
-		const char *id = json_string_value(json_object_get(job, "job_id"));
-		GArray *fire = g_array_new(FALSE, FALSE, sizeof(int64_t));
-		GArray *excl = g_array_new(FALSE, FALSE, sizeof(int64_t));
-		GArray *mis = g_array_new(FALSE, FALSE, sizeof(int64_t));
-		const pal_tz *zone = NULL;
-		char err[1024];
-		int rc = pal_shadow_plan_job(job, from, to, MAX_INSTANTS, fire, excl, mis, &zone,
-					     err, sizeof err);
-		GArray *o = g_hash_table_lookup(old, id);
-		if (!rc) {
-			if (o)
-				g_array_sort(o, cmp_i64);
-			pal_shadow_plan p = {(int64_t *)fire->data,
-					     fire->len,
-					     (int64_t *)excl->data,
-					     excl->len,
-					     (int64_t *)mis->data,
-					     mis->len,
-					     zone};
-			rc = pal_shadow_diff_job(id, o ? (int64_t *)o->data : NULL, o ? o->len : 0,
-						 &p, limit, diffs, c);
-			if (rc)
-				snprintf(err, sizeof err, "out of memory");
-		}
-		if (zone)
-			pal_zone_release(zone);
-		g_array_free(fire, TRUE);
-		g_array_free(excl, TRUE);
-		g_array_free(mis, TRUE);
-		g_hash_table_remove(old, id);
-		if (rc) {
-			pal_cli_err("shadow", "%s", err);
-			return rc == PAL_ETOOBIG ? PAL_EXIT_USAGE : PAL_EXIT_SOFTWARE;
-		}
-	}
-	return PAL_EXIT_OK;
-}
-
 static int diff(int argc, char **argv)
 {
 	pal_cli_common c = {0};
@@ -219,87 +175,36 @@ static int diff(int argc, char **argv)
 		usage(stderr);
 		return PAL_EXIT_USAGE;
 	}
-	int64_t from = r.from, to = r.to;
-	int scopes = r.scopes;
-	GHashTable *old = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, free_array);
-	int64_t outside = 0;
-	if ((ec = read_record(against, from, to, old, &outside))) {
-		g_hash_table_destroy(old);
-		return ec;
-	}
-	pal_store *st;
-	if ((ec = pal_cli_connect(&c, false, &st))) {
-		g_hash_table_destroy(old);
-		return ec;
-	}
-	json_t *jobs;
-	char err[1024];
-	int rc = pal_store_shadow_jobs_json(st, &r.scope, from, to, &jobs, err, sizeof err);
-	pal_store_close(st);
-	if (rc) {
-		g_hash_table_destroy(old);
-		pal_cli_err("shadow", "%s", err);
-		return pal_cli_exit_code(rc);
-	}
-	json_t *diffs = json_array();
-	pal_shadow_counts n = {0};
-	/* lines of jobs palisade has not in the scope first: skipped with a
-	 * scope, listed first without one (a job the import left out) */
-	GHashTable *known = g_hash_table_new(g_str_hash, g_str_equal);
-	size_t i;
-	json_t *jb;
-	json_array_foreach(jobs, i, jb)
-	    g_hash_table_add(known, (char *)json_string_value(json_object_get(jb, "job_id")));
-	int64_t skipped = outside;
-	GHashTableIter it;
-	gpointer k, v;
-	g_hash_table_iter_init(&it, old);
-	while (g_hash_table_iter_next(&it, &k, &v)) {
-		GArray *a = v;
-		if (g_hash_table_contains(known, k))
-			continue;
-		if (scopes) {
-			skipped += a->len;
-			g_hash_table_iter_remove(&it);
-			continue;
+	json_t *rep = NULL;
+	if (pal_cli_server(&c)) {
+		if ((ec = diff_remote(&c, &r, against, limit, &rep)))
+			return ec;
+	} else {
+		pal_shadow_record *rec = pal_shadow_record_new(r.from, r.to);
+		pal_store *st = NULL;
+		if (!(ec = read_record(against, rec)) && !(ec = pal_cli_connect(&c, false, &st))) {
+			char err[1024];
+			int rc = pal_shadow_report(st, &r.scope, NULL, 0, rec, (size_t)limit, &rep,
+						   err, sizeof err);
+			if (rc) {
+				pal_cli_err("shadow", "%s", err);
+				ec = rc == PAL_ETOOBIG	? PAL_EXIT_USAGE
+				     : rc == PAL_EINVAL ? PAL_EXIT_SOFTWARE
+							: pal_cli_exit_code(rc);
+			}
 		}
-		g_array_sort(a, cmp_i64);
-		n.old += a->len;
-		n.only_old += a->len;
-		for (guint x = 0; x < a->len && json_array_size(diffs) < (size_t)limit; x++) {
-			char ts[32];
-			pal_fmt_rfc3339(g_array_index(a, int64_t, x), ts, sizeof ts);
-			json_array_append_new(diffs,
-					      json_pack("{s:s, s:s, s:s, s:s, s:s}", "job",
-							(char *)k, "at", ts, "only", "old",
-							"reason", "unknown_job", "detail", ""));
-		}
-		g_hash_table_iter_remove(&it);
+		pal_store_close(st);
+		pal_shadow_record_free(rec);
+		if (ec)
+			return ec;
 	}
-	g_hash_table_destroy(known);
-	ec = diff_jobs(jobs, old, from, to, (size_t)limit, diffs, &n);
-	g_hash_table_destroy(old);
-	bool equal = !n.only_old && !n.only_palisade;
-	char f[32], t[32];
-	pal_fmt_rfc3339(from, f, sizeof f);
-	pal_fmt_rfc3339(to, t, sizeof t);
-	json_t *rep = json_pack(
-	    "{s:s, s:s, s:b, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:I, s:o, s:b}", "from", f, "to", t,
-	    "equal", equal, "jobs", (json_int_t)json_array_size(jobs), "counts", "old",
-	    (json_int_t)n.old, "palisade", (json_int_t)n.palisade, "both", (json_int_t)n.both,
-	    "only_old", (json_int_t)n.only_old, "only_palisade", (json_int_t)n.only_palisade,
-	    "skipped_lines", (json_int_t)skipped, "differences", diffs, "truncated",
-	    (json_int_t)json_array_size(diffs) < n.only_old + n.only_palisade);
-	json_decref(jobs);
-	if (!ec) {
-		if (c.json) {
-			json_dumpf(rep, stdout, JSON_INDENT(2));
-			putchar('\n');
-		} else {
-			table(rep);
-		}
-		ec = equal ? PAL_EXIT_OK : PAL_EXIT_BROKEN;
+	if (c.json) {
+		json_dumpf(rep, stdout, JSON_INDENT(2));
+		putchar('\n');
+	} else {
+		table(rep);
 	}
+	ec = json_is_true(json_object_get(rep, "equal")) ? PAL_EXIT_OK : PAL_EXIT_BROKEN;
 	json_decref(rep);
 	return ec;
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <pwd.h>
 #include <time.h>
+#include <glib.h>
 #include "palisade/err.h"
 #include "palisade/name.h"
 #include "palisade/timefmt.h"
@@ -274,6 +275,20 @@ bool pal_cli_range_ok(const char *cmd, const pal_cli_range *r)
 		return false;
 	}
 	return true;
+}
+
+char *pal_cli_range_query(const pal_cli_range *r)
+{
+	char from[32], to[32];
+	pal_fmt_rfc3339(r->from, from, sizeof from);
+	pal_fmt_rfc3339(r->to, to, sizeof to);
+	if (r->scope.kind == PAL_SCOPE_GLOBAL)
+		return g_strdup_printf("from=%s&to=%s", from, to);
+	char *name = g_uri_escape_string(r->scope.name, NULL, FALSE);
+	char *q = g_strdup_printf("from=%s&to=%s&%s=%s", from, to,
+				  pal_scope_kind_name(r->scope.kind), name);
+	g_free(name);
+	return q;
 }
 
 bool pal__cli_note_spent(const pal_job_spec *s, FILE *fp)

@@ -97,7 +97,7 @@ static const char COST_SQL[] =
  * the latest one of a job never activated) and misfire ranges. */
 static const char SHADOW_JOBS_SQL[] =
     "SELECT coalesce(json_agg(x ORDER BY x.job_id), '[]')::text FROM ("
-    " SELECT j.job_id, " EPOCH("j.retired_at") " AS retired_at,"
+    " SELECT j.job_id, j.tenant, " EPOCH("j.retired_at") " AS retired_at,"
     "  coalesce((SELECT json_agg(json_build_object('spec', v.spec,"
     "      'effective_from', " EPOCH("v.effective_from") ") ORDER BY v.version)"
     "    FROM job_versions v WHERE v.job_id = j.job_id AND v.effective_from IS NOT NULL),"

@@ -282,6 +282,19 @@ st, sl = call("GET", "/api/v1/shadow", want=200)
 if st != 200 or "group:c-shadow" not in [r["scope"] for r in sl["items"]]:
     failures.append(f"shadow list without group:c-shadow: {sl}")
 call("POST", "/api/v1/shadow", {"reason": "contract"}, want=422)
+# shadow diff: c.two's record against its plan (it fires every hour).
+SD = "/api/v1/shadow/diff?from=2099-01-01T00:00:00Z&to=2099-01-01T03:00:00Z&job=c.two"
+st, sd = call("POST", SD, "c.two,2099-01-01T00:00:00Z\nc.two,2099-01-01T01:00:00Z\n", ctype="text/csv", want=200)
+if not sd or (sd["equal"], sd["counts"]["both"], [d["at"] for d in sd["differences"]]) != (False, 2, ["2099-01-01T02:00:00Z"]):
+    failures.append(f"shadow diff of c.one: {sd}")
+    print(f"    FAIL shadow diff of c.one: {sd}")
+st, bad = call("POST", SD, "c.two,2099-01-01T00:00:00Z\nc.two 2099\n", ctype="text/plain", want=422)
+if not bad or bad.get("line") != 2:
+    failures.append(f"shadow diff of a bad line 2: {bad}")
+    print(f"    FAIL shadow diff of a bad line 2: {bad}")
+call("POST", SD, {"x": 1}, want=415)
+call("POST", SD + "&limit=0", "", ctype="text/csv", want=400)
+call("POST", SD.replace("c.two", "nope"), "", ctype="text/csv", want=404)
 if tv:
     call("GET", "/api/v1/shadow", token=tv["token"], want=403)
     call("POST", "/api/v1/shadow", {"group": "c-shadow", "reason": "contract"}, token=tv["token"], want=403)

@@ -4,7 +4,9 @@
 # instant removed and one added are found, exactly those two, with their
 # reasons; an instant palisade's exclusions take out is named `excluded`; a
 # job palisade does not know is named; the scope and the range filter the
-# record; a malformed line is exit 65 naming it.
+# record; a malformed line is exit 65 naming it.  Through the API (--server,
+# POST /api/v1/shadow/diff) the same answers, and a tenant-scoped token's
+# diff knows its tenant's jobs only.
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "shadow diff - every instant only one side fires is listed with the reason palisade can tell, and an equal record is exit 0"
@@ -17,6 +19,7 @@ cat >"$NODE_DIR/jobs.yaml" <<YAML
 jobs:
   - id: daily
     group: reports
+    tenant: acme
     schedule: {cron: "0 0 8 * * ?", timezone: UTC, exclude: ["2026-03-02"]}
     target: {url: "http://127.0.0.1:9/daily"}
   - id: hourly
@@ -81,5 +84,39 @@ expect_exit "an unknown --job: 3" 3 sd --against "$rec" --job nosuch
 expect_exit "no --against: 64" 64 "$PAL" shadow diff --config "$CLUSTER_CONF" --from "$FROM" --to "$TO"
 expect_exit "a range of more instants than a diff takes: 64" 64 \
 	"$PAL" shadow diff --config "$CLUSTER_CONF" --from 2026-03-01T00:00:00Z --to 2026-04-01T00:00:00Z --against "$rec" --job busy
+
+# Through the API: the same report as the database's, with no database in
+# the environment; the exit codes are the CLI's.  The node's controller
+# activates the jobs now, so their plan starts now: the records a year on.
+start_node d1
+FROM=2027-03-01T00:00:00Z TO=2027-03-08T00:00:00Z
+for f in "$rec" "$rec".[234] "$rec.bad"; do sed -i 's/^\([a-z]*\),2026-/\1,2027-/' "$f"; done
+wait_until "node ready" 20 bash -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' http://${NODE_ADMIN[d1]}/readyz)\" = 200 ]"
+"$PAL" token create --name diff-viewer --role viewer | tail -1 >"$NODE_DIR/viewer.token"
+"$PAL" token create --name diff-acme --role viewer --tenant acme | tail -1 >"$NODE_DIR/acme.token"
+api_sd() { # TOKEN-FILE ARGS...
+	local tf=$1; shift
+	env -u PALISADE_PG -u PGHOST -u PGPORT -u PGUSER -u PGDATABASE PALISADE_SERVER="http://${NODE_ADMIN[d1]}" \
+		"$PAL" shadow diff --token-file "$tf" --from "$FROM" --to "$TO" "$@"
+}
+for args in "--against $rec.2 --job daily" "--against $rec.4 --limit 3" "--against $rec.3 --group reports"; do
+	direct=$(sd $args --output json); dec=$?
+	via=$(api_sd "$NODE_DIR/viewer.token" $args --output json); vec=$?
+	expect_eq "through the API, $args: the database's report and exit code ($dec)" "$dec $direct" "$vec $via"
+done
+expect_eq "a record on stdin, as a table: the same table" "$(sd --against - --job daily <"$rec.2")" \
+	"$(api_sd "$NODE_DIR/viewer.token" --against - --job daily <"$rec.2")"
+err=$(api_sd "$NODE_DIR/viewer.token" --against "$rec.bad" 2>&1 >/dev/null); ec=$?
+expect_eq "a malformed line through the API: exit 65 (422)" 65 $ec
+check "... naming the line" grep -q 'line 2: expected "job_id,RFC3339"' <<<"$err"
+expect_exit "an unknown --job through the API: 3 (404)" 3 api_sd "$NODE_DIR/viewer.token" --against "$rec" --job nosuch
+out=$(api_sd "$NODE_DIR/acme.token" --against "$rec.4" --output json); ec=$?
+expect_eq "a token of tenant acme: its job daily only (equal); hourly's 168 lines and ghost's unknown_job" \
+	"2 1 169 169" "$ec $(jq -r '"\(.jobs) \([.differences[] | select(.reason == "unknown_job")] | length) \(.counts.only_old)"' <<<"$out")"
+expect_exit "... hourly, another tenant's job, not found: 3" 3 api_sd "$NODE_DIR/acme.token" --against "$rec" --job hourly
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $(cat "$NODE_DIR/viewer.token")" \
+	-H 'Content-Type: application/json' --data '{}' "http://${NODE_ADMIN[d1]}/api/v1/shadow/diff?from=$FROM&to=$TO")
+expect_eq "a JSON body: 415" 415 "$code"
+stop_node d1
 echo "    figure: took $(($(date +%s) - T_START)) s"
 finish
