@@ -1206,21 +1206,26 @@ static void follower_json(void *ctx, const char *job_id, int version)
 
 /* Keys that nodes older than their schema ignore (`after`, `notify`,
  * `target.keep_*`), set by a job SET creates or updates (RES), are applied
- * only while every live node understands them (docs/upgrades.md): 0, else
- * PAL_ESTALE (older nodes live: 409) or PAL_EBUSY (ZooKeeper not read:
- * 503) with ERR. */
-static int require_node_schemas(call *c, const pal_jobset *set, const pal_apply_result *res,
-				char *err, size_t errlen)
+ * only while every live node understands them (docs/upgrades.md), as
+ * `palisade apply` checks, its dry run too: true, else false with the
+ * problem set, 409 older-nodes (the nodes named, as the CLI's exit 4) or
+ * 503 unavailable (ZooKeeper not read, exit 69). */
+static bool require_node_schemas(call *c, const pal_jobset *set, const pal_apply_result *res)
 {
 	const char *key, *job;
 	int need = pal_apply_min_schema(set->jobs, res, set->n, &job, &key);
 	if (!need)
-		return PAL_OK;
-	char what[256];
+		return true;
+	char what[256], err[1024];
 	snprintf(what, sizeof what, "job %s sets %s", job, key);
 	int rc = pal_coord_require_schema(c->api->zk_connect, c->api->zk_root, c->api->cluster,
-					  5000, need, what, err, errlen);
-	return rc == PAL_EBUSY ? PAL_ESTALE : rc ? PAL_EBUSY : PAL_OK;
+					  5000, need, what, err, sizeof err);
+	if (rc == PAL_EBUSY)
+		problem(c, 409, "older-nodes", "Live nodes would ignore it", "%s; nothing applied",
+			err);
+	else if (rc)
+		problem(c, 503, "unavailable", "ZooKeeper unavailable", "%s; nothing applied", err);
+	return rc == PAL_OK;
 }
 
 static void apply_set(call *c, const pal_jobset *set, const char *why, bool prune)
@@ -1242,8 +1247,11 @@ static void apply_set(call *c, const pal_jobset *set, const char *why, bool prun
 		pal_store_apply_abort(ap);
 	else if (!rc && (rc = pal_store_apply_add(ap, set->jobs, set->n, res, err, sizeof err)))
 		pal_store_apply_abort(ap);
-	else if (!rc && (rc = require_node_schemas(c, set, res, err, sizeof err)))
+	bool answered = false; /* the problem is set */
+	if (!rc && !require_node_schemas(c, set, res)) {
 		pal_store_apply_abort(ap);
+		rc = -1, answered = true;
+	}
 	/* ?prune=true: the live jobs the body does not define, retired in this
 	 * transaction (then swept once after it, as DELETE does) */
 	GPtrArray *gone = NULL;
@@ -1305,7 +1313,7 @@ static void apply_set(call *c, const pal_jobset *set, const char *why, bool prun
 					    &pending, err, sizeof err)))
 		rc = pal_store_retire_sweep(c->api->st, (const char *const *)gone->pdata, gone->len,
 					    c->who.name, why, &late, err, sizeof err);
-	if (foreign) {
+	if (foreign || answered) {
 		/* answered above */
 	} else if (rc) {
 		problem_rc(c, rc, rc == PAL_ENOMEM ? "out of memory" : err);
@@ -1474,45 +1482,48 @@ static int follower_diff(void *ctx, const char *job_id, const char *follows, con
 }
 
 /* What `plan diff` shows for SET: the next instants, stored and new, and
- * those of the stored jobs that would follow a calendar of SET. */
-static void diff_set(call *c, pal_jobset *set, int64_t from, int count, bool prune)
+ * those of the stored jobs that would follow a calendar of SET.  As apply's
+ * dry run (CHECK_NODES), refused as apply would be while live nodes would
+ * ignore a key a job it creates or changes sets (require_node_schemas). */
+static void diff_set(call *c, pal_jobset *set, int64_t from, int count, bool prune,
+		     bool check_nodes)
 {
 	json_t *jobs = json_array();
-	char err[1024];
-	if (pal_store_calendar_versions(c->api->st, set->calendars, set->n_calendars, err,
-					sizeof err)) {
-		json_decref(jobs);
-		problem_rc(c, PAL_EDB, err);
-		return;
-	}
-	pal_jobset_calendar_versions(set);
-	for (size_t i = 0; i < set->n; i++) {
+	pal_apply_result *res = calloc(set->n ? set->n : 1, sizeof *res);
+	char err[1024] = "out of memory";
+	int rc = res ? pal_store_calendar_versions(c->api->st, set->calendars, set->n_calendars,
+						   err, sizeof err)
+		     : PAL_ENOMEM;
+	if (!rc)
+		pal_jobset_calendar_versions(set);
+	for (size_t i = 0; !rc && i < set->n; i++) {
 		pal_plan_diff d;
-		int rc =
-		    pal_plan_diff_job(c->api->st, &set->jobs[i], from, count, &d, err, sizeof err);
-		if (rc) {
-			json_decref(jobs);
-			problem_rc(c, rc, err);
-			return;
-		}
+		rc = pal_plan_diff_job(c->api->st, &set->jobs[i], from, count, &d, err, sizeof err);
+		if (rc)
+			break;
+		/* what apply would do with the job, for the nodes' check */
+		res[i].outcome = !strcmp(d.status, "new")	? PAL_APPLY_CREATED
+				 : !strcmp(d.status, "changed") ? PAL_APPLY_UPDATED
+								: PAL_APPLY_UNCHANGED;
 		json_array_append_new(jobs, pal_plan_diff_json(&d, set->jobs[i].id, NULL));
 		pal_plan_diff_clear(&d);
 	}
-	int rc = pal_plan_diff_followers(c->api->st, set, from, count, follower_diff, jobs, err,
-					 sizeof err);
-	if (rc) {
+	bool refused = !rc && check_nodes && !require_node_schemas(c, set, res);
+	free(res);
+	if (!rc && !refused)
+		rc = pal_plan_diff_followers(c->api->st, set, from, count, follower_diff, jobs, err,
+					     sizeof err);
+	GPtrArray *gone = NULL; /* what ?prune=true would retire */
+	if (!rc && !refused && prune && !(gone = prune_ids(c, set, err, sizeof err)))
+		rc = PAL_EDB;
+	if (rc || refused) {
 		json_decref(jobs);
-		problem_rc(c, rc, err);
+		if (!refused)
+			problem_rc(c, rc, err);
 		return;
 	}
 	json_t *out = json_pack("{s:b, s:o}", "dry_run", 1, "jobs", jobs);
-	if (prune) { /* what ?prune=true would retire */
-		GPtrArray *gone = prune_ids(c, set, err, sizeof err);
-		if (!gone) {
-			json_decref(out);
-			problem_rc(c, PAL_EDB, err);
-			return;
-		}
+	if (gone) {
 		json_t *ids = json_array();
 		for (guint i = 0; i < gone->len; i++)
 			json_array_append_new(ids, json_string(gone->pdata[i]));
@@ -1536,7 +1547,7 @@ static void h_apply(call *c)
 	pal_jobset set = {0};
 	if (load_body(c, &set)) {
 		if (dry && !strcmp(dry, "true")) /* nothing is written */
-			diff_set(c, &set, (int64_t)time(NULL), DIFF_COUNT, prune);
+			diff_set(c, &set, (int64_t)time(NULL), DIFF_COUNT, prune, true);
 		else
 			apply_set(c, &set, query(c, "reason") ? query(c, "reason") : "", prune);
 	}
@@ -1564,7 +1575,7 @@ static void h_plan_diff(call *c)
 	}
 	pal_jobset set = {0};
 	if (load_body(c, &set))
-		diff_set(c, &set, from, (int)count, false);
+		diff_set(c, &set, from, (int)count, false, false);
 	pal_jobset_free(&set);
 }
 

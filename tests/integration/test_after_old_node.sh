@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # While a node of 0.2.0 is live, apply refuses jobs that set keys it would
 # ignore (`after`, `notify`, `target.keep_body`, `target.keep_headers`):
-# through the CLI and through the API, naming the old node; a job without
-# them, and an unchanged one, still go.  Once the old node is gone, the
+# through the CLI and through the API, their dry runs too, naming the old
+# node; a job without them, and an unchanged one, still go.  Once the old node is gone, the
 # same files are applied.
 #
 # Environment: PALISADE_OLD_TREE (default /tmp/palisade-0.2.0-build: the
@@ -78,6 +78,13 @@ remote() { env -u PALISADE_PG PALISADE_SERVER="http://${NODE_ADMIN[n1]}" \
 out=$(remote apply "$NODE_DIR/after.yaml" 2>&1); rc=$?
 expect_eq "through the API: refused, 409 (exit 4)" 4 "$rc"
 expect_match "... naming the old node" "job old.b sets after.*o1 \(0\.2\.0, schema 28\)" "$out"
+out=$(remote apply --dry-run "$NODE_DIR/after.yaml" 2>&1); rc=$?
+expect_eq "a dry run through the API refuses it as the CLI's dry run does: 409 (exit 4)" 4 "$rc"
+expect_match "... with the same message" "job old.b sets after, which nodes older than schema 35 ignore .*o1 \(0\.2\.0, schema 28\).*nothing applied" "$out"
+code=$(curl -s -o "$NODE_DIR/dry.json" -w '%{http_code}' -X POST -H "Authorization: Bearer $(cat "$NODE_DIR/admin.token")" \
+	-H 'Content-Type: application/yaml' --data-binary @"$NODE_DIR/after.yaml" "http://${NODE_ADMIN[n1]}/api/v1/apply?dry_run=true")
+expect_eq "... a problem of its own type" "409 urn:palisade:problem:older-nodes" "$code $(jq -r .type "$NODE_DIR/dry.json")"
+expect_exit "a dry run of a file without those keys through the API: 0" 0 remote apply --dry-run "$NODE_DIR/plain.yaml"
 
 stop_node o1
 gone() { [ "$("$PAL" status --config "$CLUSTER_CONF" --output json 2>/dev/null | jq '.nodes | length')" = 1 ]; }
