@@ -36,6 +36,9 @@
 #                          aligned burst with `spread` on every job; it runs
 #                          for the spread plus the burst's wait, so it is
 #                          "not run" when the time budget has less left
+#   BENCH_PERF=FILE        perf record -g of the server's processes over the
+#                          window of the 1-node execution run, into FILE
+#                          (perf report -i FILE: where the server's CPU goes)
 #   BENCH_PGSS=0           no pg_stat_statements in the server (it is loaded
 #                          for the statement profile of the fire-cost run
 #                          when Debian's postgresql-15 ships it)
@@ -510,11 +513,18 @@ exec_run() { # NODES -> R_RATE R_N
 		sleep 0.2
 	done
 	ta=$(ms) na=$(metric_sum "$m" "${ids[@]}")
+	local perf=
+	if [ -n "${BENCH_PERF:-}" ] && [ "$nodes" = 1 ]; then
+		perf record -q -F 499 -g -o "$BENCH_PERF" -p "$(pgrep -P "$B_PG_PID" | paste -sd,)" \
+			-- sleep "$EXEC_W" >/dev/null 2>&1 &
+		perf=$!
+	fi
 	while [ $(($(ms) - ta)) -lt $((EXEC_W * 1000)) ]; do
 		sleep 0.5
 		refill
 	done
 	tb=$(ms) nb=$(metric_sum "$m" "${ids[@]}")
+	[ -z "$perf" ] || wait "$perf"
 	R_PLANTED=$EX_PLANTED
 	for i in "${ids[@]}"; do stop_node "$i"; done
 	stop_sink
