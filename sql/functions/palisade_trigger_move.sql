@@ -38,11 +38,9 @@
 -- every partition of triggers, measured 1.5 to 3 times slower for 50,000
 -- keys among 1,000,000 rows); the attempts rows it ends are probed by
 -- token and instant (attempts_fence, pruned by scheduled_at), and only
--- for the two edges that end an attempt.  While its statement runs, the
--- transaction-local setting palisade.trigger_move is 'on', which tells
--- the statement-level check (palisade_trigger_edges_check) that these
--- edges are checked already; it is cleared right after (and with the
--- (sub)transaction on an error).
+-- for the two edges that end an attempt.  The row check of every update
+-- (triggers_state_edges) passes its rows by its WHEN clause alone: their
+-- edges are legal, or the statement stopped before writing them.
 DROP FUNCTION IF EXISTS palisade_trigger_move(bigint[], timestamp with time zone[], text, text);
 CREATE OR REPLACE FUNCTION palisade_trigger_move(p_ids bigint[], p_ats timestamp with time zone[], p_froms text[], p_to text, p_error_class text DEFAULT NULL::text)
  RETURNS TABLE(id bigint, scheduled_at timestamp with time zone, from_state text, job_id text, version integer, shard integer, epoch bigint)
@@ -52,7 +50,6 @@ CREATE OR REPLACE FUNCTION palisade_trigger_move(p_ids bigint[], p_ats timestamp
 AS $function$
 #variable_conflict use_column
 BEGIN
-	PERFORM set_config('palisade.trigger_move', 'on', true);
 	RETURN QUERY
 	WITH mv AS (UPDATE triggers t SET
 		state = CASE WHEN palisade_trigger_edge_ok(k.from_state, p_to) THEN p_to
@@ -85,6 +82,5 @@ BEGIN
 	    FROM mv WHERE mv.stops AND a.fence = mv.fence AND a.trigger_id = mv.id
 	      AND a.scheduled_at = mv.scheduled_at AND a.ended_at IS NULL)
 	SELECT mv.id, mv.scheduled_at, mv.from_state, mv.job_id, mv.version, mv.shard, mv.epoch FROM mv;
-	PERFORM set_config('palisade.trigger_move', '', true);
 END
 $function$;

@@ -1,6 +1,13 @@
 -- triggers_state_edges: G7, every change of a trigger's state (or of its
--- fence) is an edge of the state machine.  One statement-level check over
--- the transition tables (palisade_trigger_edges_check), not a PL/pgSQL
--- call per row: a 256-row claim update took 14-17 ms with a row trigger
--- and 8-9 ms with this one (no guard at all: 8-10 ms).
-CREATE OR REPLACE TRIGGER triggers_state_edges AFTER UPDATE ON triggers REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION palisade_trigger_edges_check();
+-- fence) is an edge of the state machine, whoever writes it: the door, the
+-- claim, the result commit, an operator's statement, a node of an older
+-- release during a roll.  A row-level check whose WHEN clause is the edge
+-- test itself: palisade_trigger_edge_ok() is a SQL expression that
+-- PostgreSQL inlines, so each updated row costs one CASE, no call, no
+-- PL/pgSQL and no transition table; the function runs only to refuse an
+-- illegal row.  The statement-level check it replaces captured the old and
+-- the new version of every updated row into two tuplestores and joined
+-- them, also for the door's statements, which had checked their edges
+-- already: 0.2-0.5 ms of a 256-row claim and 0.1-0.2 ms of its commit
+-- (docs/performance.md, "Where a fire's database work goes").
+CREATE OR REPLACE TRIGGER triggers_state_edges AFTER UPDATE ON triggers FOR EACH ROW WHEN ((((old.state IS DISTINCT FROM new.state) OR (old.fence IS DISTINCT FROM new.fence)) AND (NOT palisade_trigger_edge_ok(old.state, new.state)))) EXECUTE FUNCTION palisade_trigger_edges_check();
