@@ -240,14 +240,18 @@ BEGIN
 	-- attempts row (moved), under its own token, in this statement.
 	RETURN QUERY
 	WITH prev AS (SELECT t.id, t.state AS prev_state, coalesce(t.last_error_class, '') AS prev_err,
-	      t.attempt_count = 0 AND p_first_in_row AS in_row
+	      t.attempt_count = 0 AND p_first_in_row AS in_row, t.first_claimed_at IS NOT NULL AS holds
 	    FROM triggers t WHERE t.id = ANY (v_pick)),
-	  -- through the ledger, the one decoder of the row's compact form
+	  -- through the ledger, the one decoder of the row's compact form; read
+	  -- for the rows that hold an attempt only (an array computed once from
+	  -- prev: a first claim probes no partition here, where v_pick probed
+	  -- the primary key of every partition once per trigger)
 	  moved AS (INSERT INTO attempts (trigger_id, fence, node, scheduled_at, claimed_at, ended_at,
 	      idempotency_key, outcome, error_class, http_status, duration_ms, status_queries)
 	    SELECT l.trigger_id, l.fence, l.node, l.scheduled_at, l.claimed_at, l.ended_at,
 	      l.idempotency_key, l.outcome, l.error_class, l.http_status, l.duration_ms, l.status_queries
-	    FROM attempt_ledger l WHERE l.in_row AND l.trigger_id = ANY (v_pick)),
+	    FROM attempt_ledger l
+	    WHERE l.in_row AND l.trigger_id = ANY (ARRAY(SELECT prev.id FROM prev WHERE prev.holds))),
 	  upd AS (UPDATE triggers t SET state = 'running', fence = nextval('palisade_fence'),
 	      lease_owner = p_node,
 	      lease_until = clock_timestamp() + p_lease_ms * interval '1 millisecond',
