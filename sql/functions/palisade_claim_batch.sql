@@ -173,10 +173,14 @@ BEGIN
 	  LEFT JOIN unnest(p_groups, p_group_node, p_group_cluster) AS gl(name, nr, cl)
 	    ON gl.name = c.resource_group
 	  LEFT JOIN unnest(p_tenants, p_tenant_cap) AS tl(name, cap) ON tl.name = c.tenant;
+	-- A pause committed since step 2 still stops its candidates; with no
+	-- gate paused at all (one probe of gates, once: an initplan) no
+	-- candidate looks up its four scopes.
 	IF coalesce(v_simple, true) THEN
 	WITH pick AS (SELECT c.id FROM unnest(v_cand) c
-	    WHERE NOT EXISTS (SELECT 1 FROM gates g WHERE g.paused AND g.scope IN ('global',
-	      'job:' || c.job_id, 'group:' || c.resource_group, 'tenant:' || c.tenant))
+	    WHERE NOT EXISTS (SELECT 1 FROM gates g WHERE g.paused)
+	      OR NOT EXISTS (SELECT 1 FROM gates g WHERE g.paused AND g.scope IN ('global',
+	        'job:' || c.job_id, 'group:' || c.resource_group, 'tenant:' || c.tenant))
 	    ORDER BY c.running DESC, c.eff_prio DESC, c.ready_at
 	    LIMIT p_limit)
 	SELECT coalesce(array_agg(pick.id), '{}') INTO v_pick FROM pick;
@@ -190,8 +194,9 @@ BEGIN
 	    WHERE (coalesce(lg.cl, 0) = 0 OR ('g:' || c.resource_group) = ANY (v_held))
 	      AND (coalesce(lt.cap, 0) = 0 OR ('t:' || c.tenant) = ANY (v_held))
 	      AND ((c.ov = 'allow' AND c.mif = 0) OR ('j:' || c.job_id) = ANY (v_held))
-	      AND NOT EXISTS (SELECT 1 FROM gates g WHERE g.paused AND g.scope IN ('global',
-	        'job:' || c.job_id, 'group:' || c.resource_group, 'tenant:' || c.tenant))),
+	      AND (NOT EXISTS (SELECT 1 FROM gates g WHERE g.paused)
+	        OR NOT EXISTS (SELECT 1 FROM gates g WHERE g.paused AND g.scope IN ('global',
+	          'job:' || c.job_id, 'group:' || c.resource_group, 'tenant:' || c.tenant)))),
 	  -- Live runs of the candidates' tenants; `holds` is a run that occupies
 	  -- a slot (a running trigger whose lease expired does not: it is being
 	  -- re-claimed, or will be).
