@@ -420,9 +420,13 @@ static int result_ref_cmp(const void *a, const void *b)
 	 * commit reads it, and goes in a contract step (docs/upgrades.md). */ \
 	/* a result refused for its state, of an attempt its trigger row holds \
 	 * (token still its own): ended there as fenced, as att ends a row; \
-	 * disjoint from upd (a state upd requires is not true here) */ \
+	 * disjoint from upd (a state upd requires is not true here), so only \
+	 * the ids upd did not take are looked up (an array computed once: a \
+	 * batch upd took whole probes no partition here) */ \
 	" fen AS (UPDATE triggers t SET" FIRST_ENDS_FENCED \
-	"   FROM u WHERE t.id = u.id AND t.fence = u.fence AND t.id = ANY ($1::bigint[])" PART_T \
+	"   FROM u WHERE t.id = u.id AND t.fence = u.fence" \
+	"   AND t.id = ANY (ARRAY(SELECT r.id FROM u r WHERE r.id NOT IN (SELECT upd.id FROM upd)))" \
+	PART_T \
 	"   AND t.first_claimed_at IS NOT NULL AND t.first_ended_at IS NULL" \
 	"   AND (t.state IN ('running', 'pausing', 'cancelling')) IS NOT TRUE)," \
 	" att AS (UPDATE attempts a SET ended_at = clock_timestamp()," \
