@@ -1,0 +1,131 @@
+/*
+ * api_int.h - what the files of the HTTP API share (src/api): the API's
+ * handle, the request being served, the helpers every handler answers with
+ * (answer.c) and the handlers the route table of api.c names, one file per
+ * family of routes.  Not installed; nothing outside src/api includes it.
+ */
+#ifndef PALISADE_API_INT_H
+#define PALISADE_API_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <glib.h>
+#include <jansson.h>
+#include "palisade/api.h"
+#include "palisade/ops.h"
+#include "palisade/store.h"
+#include "palisade/tokens.h"
+
+#define PAGE_DEFAULT 100
+#define PAGE_MAX 1000
+#define PROBLEM_BASE "urn:palisade:problem:"
+
+struct pal_api {
+	pthread_mutex_t mu;
+	char *conninfo;
+	char *admin_token;
+	int64_t key_retention_ms;
+	int default_shards;
+	int timeout_ms;
+	int64_t misfire_threshold_ms, resume_ramp_ms[4]; /* pal_api_config */
+	pal_store *st;	     /* NULL until the first request, or after it broke */
+	GHashTable *buckets; /* token id -> struct bucket: the write rate limit */
+	char *node_id;
+	void (*drain)(void *arg);
+	void *drain_arg;
+	uint64_t trace_prefix;		      /* pal_trace_cluster(cluster.name) */
+	char *cluster, *zk_connect, *zk_root; /* apply's check of the nodes' schemas */
+};
+
+/* One request being served. */
+typedef struct call {
+	pal_api *api;
+	const pal_api_request *req;
+	pal_token_identity who;
+	const char *arg[2]; /* the path's {..} segments */
+	char argbuf[2][160];
+	json_t *body; /* a write's JSON object (an empty one when no body) */
+	unsigned status;
+	json_t *out;	      /* the answer's JSON */
+	bool problem;	      /* OUT is a problem document */
+	const char *replayed; /* "true" when the answer is an earlier one */
+	int retry_after;      /* seconds, with a 429 */
+} call;
+
+/* ---- answer.c: answers, the request, pages, tenants and scopes ---------- */
+
+/* An RFC 9457 problem as C's answer: TYPE is the stable slug of the error
+ * (PROBLEM_BASE TYPE), the detail FMT. */
+void pal_api__problem(call *c, unsigned status, const char *type, const char *title,
+		      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void pal_api__problem_rc(call *c, int rc, const char *err);
+void pal_api__ok(call *c, unsigned status, json_t *out);
+const char *pal_api__header(call *c, const char *name);
+const char *pal_api__query(call *c, const char *name);
+bool pal_api__body_str(call *c, const char *name, const char **out);
+bool pal_api__reason(call *c, bool optional, const char **out);
+bool pal_api__page_limit(call *c, int *limit);
+json_t *pal_api__page_json(json_t *items, char *next);
+void pal_api__page_answer(call *c, int rc, json_t *rows, char *next, const char *err);
+char *pal_api__tenants_literal(const pal_token_identity *w);
+bool pal_api__tenant_allowed(call *c, const char *tenant, bool write, const char *what,
+			     const char *name);
+bool pal_api__job_visible(call *c, bool write);
+bool pal_api__unscoped(call *c);
+pal_resume_opts pal_api__resume_opts(const pal_api *api, pal_scope_kind kind);
+bool pal_api__body_time(call *c, const char *field, bool required, int64_t *out);
+bool pal_api__query_time(call *c, const char *name, int64_t *out);
+bool pal_api__query_scope(call *c, pal_scope *sc);
+
+/* ---- the handlers of the route table (api.c), by family ----------------- */
+
+/* routes_jobs.c: jobs, calendars, apply, plan diff, delete */
+void pal_api__h_jobs(call *c);
+void pal_api__h_job(call *c);
+void pal_api__h_calendars(call *c);
+void pal_api__h_job_delete(call *c);
+void pal_api__h_apply(call *c);
+void pal_api__h_plan_diff(call *c);
+
+/* routes_runs.c: triggers and runs of jobs, attempts, misfires, tickets */
+void pal_api__h_job_trigger(call *c);
+void pal_api__h_job_cancel(call *c);
+void pal_api__h_trigger_cancel(call *c);
+void pal_api__h_trigger_attempts(call *c);
+void pal_api__h_job_backfill(call *c);
+void pal_api__h_misfires(call *c);
+void pal_api__h_triggers(call *c);
+void pal_api__h_tickets(call *c);
+void pal_api__h_ticket(call *c);
+void pal_api__h_ticket_resolve(call *c);
+
+/* routes_ops.c: pauses and resumes, release, drain, tokens, rollback,
+ * cutover, shadow */
+void pal_api__h_job_pause(call *c);
+void pal_api__h_job_resume(call *c);
+void pal_api__h_job_release(call *c);
+void pal_api__h_drain(call *c);
+void pal_api__h_tokens(call *c);
+void pal_api__h_token_create(call *c);
+void pal_api__h_token_revoke(call *c);
+void pal_api__h_rollback(call *c);
+void pal_api__h_cutover(call *c);
+void pal_api__h_shadow_set(call *c);
+void pal_api__h_shadow_list(call *c);
+void pal_api__h_shadow_diff(call *c);
+void pal_api__h_group_pause(call *c);
+void pal_api__h_group_resume(call *c);
+void pal_api__h_tenant_pause(call *c);
+void pal_api__h_tenant_resume(call *c);
+void pal_api__h_all_pause(call *c);
+void pal_api__h_all_resume(call *c);
+
+/* routes_reads.c: audit, gates, verify, status, report cost */
+void pal_api__h_audit(call *c);
+void pal_api__h_gates(call *c);
+void pal_api__h_verify(call *c);
+void pal_api__h_status(call *c);
+void pal_api__h_report_cost(call *c);
+
+#endif

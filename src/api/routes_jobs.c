@@ -1,0 +1,606 @@
+/*
+ * routes_jobs.c - the HTTP API's routes of jobs (api_int.h): the lists and
+ * one job, the shared calendars, POST /apply (the job files of the body,
+ * validated and stored as `palisade apply` does, or its dry run), POST
+ * /plan/diff, DELETE /jobs/{id}.  The work is the store's and the loader's.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include "palisade/aftergraph.h"
+#include "palisade/apistore.h"
+#include "palisade/coord.h"
+#include "palisade/jobfile.h"
+#include "palisade/keyhorizon.h"
+#include "palisade/lifecycle.h"
+#include "palisade/plandiff.h"
+#include "palisade/shadow.h"
+#include "palisade/timefmt.h"
+#include "api_int.h"
+
+#define DIFF_COUNT 5	     /* instants per job of a dry run (plan diff's default) */
+#define DIFF_COUNT_MAX 10000 /* plan diff's --count bound */
+
+void pal_api__h_jobs(call *c)
+{
+	int limit;
+	if (!pal_api__page_limit(c, &limit))
+		return;
+	const char *retired = pal_api__query(c, "retired");
+	if (retired && strcmp(retired, "true") && strcmp(retired, "false")) {
+		pal_api__problem(c, 400, "bad-parameter", "Bad parameter",
+				 "retired: expected true or false");
+		return;
+	}
+	char *tl = pal_api__tenants_literal(&c->who), *next = NULL, err[1024];
+	json_t *rows;
+	int rc = pal_apistore_jobs_page(
+	    c->api->st, tl, pal_api__query(c, "tenant"), pal_api__query(c, "group"),
+	    retired && !strcmp(retired, "true"), pal_api__query(c, "cursor"), limit, &rows, &next,
+	    err, sizeof err);
+	g_free(tl);
+	pal_api__page_answer(c, rc, rows, next, err);
+}
+
+void pal_api__h_job(call *c)
+{
+	if (!pal_api__job_visible(c, false))
+		return;
+	json_t *jobs = NULL, *meta = NULL;
+	char err[1024];
+	int rc = pal_store_jobs_json(c->api->st, c->arg[0], &jobs, err, sizeof err);
+	if (!rc)
+		rc = pal_store_job_meta_json(c->api->st, c->arg[0], &meta, err, sizeof err);
+	json_t *j = json_array_get(jobs, 0);
+	if (!rc && !j)
+		rc = PAL_ENOENT, snprintf(err, sizeof err, "no job \"%s\"", c->arg[0]);
+	if (rc) {
+		pal_api__problem_rc(c, rc, err);
+	} else {
+		json_t *m = json_object_get(meta, c->arg[0]);
+		if (m)
+			json_object_update(j, m);
+		pal_api__ok(c, 200, json_incref(j));
+	}
+	json_decref(jobs);
+	json_decref(meta);
+}
+
+/* GET /api/v1/calendars and /api/v1/calendars/{name}: a tenant-scoped
+ * token sees the calendars its tenants' live jobs name, with those jobs;
+ * another is 404 to it, as another tenant's job is. */
+void pal_api__h_calendars(call *c)
+{
+	int limit;
+	if (!c->arg[0] && !pal_api__page_limit(c, &limit))
+		return;
+	char *tl = pal_api__tenants_literal(&c->who), *next = NULL, err[1024];
+	json_t *rows;
+	int rc = pal_apistore_calendars_page(c->api->st, tl, c->arg[0], pal_api__query(c, "cursor"),
+					     c->arg[0] ? 1 : limit, &rows, &next, err, sizeof err);
+	g_free(tl);
+	if (rc) {
+		pal_api__problem_rc(c, rc, err);
+	} else if (!c->arg[0]) {
+		pal_api__ok(c, 200, pal_api__page_json(rows, next));
+	} else if (json_array_size(rows)) {
+		pal_api__ok(c, 200, json_incref(json_array_get(rows, 0)));
+		json_decref(rows);
+	} else {
+		pal_api__problem(c, 404, "not-found", "Not found", "no calendar \"%.64s\"",
+				 c->arg[0]);
+		json_decref(rows);
+	}
+}
+
+/*
+ * DELETE /api/v1/jobs/{id}: retire the job as `palisade delete` does (its
+ * last version ends its schedule now, its waiting triggers are cancelled,
+ * its history stays), then cancel once what a controller planned from the
+ * old version meanwhile.  The request does not wait for the controller to
+ * take the retiring version in (the CLI waits up to 10 s; this connection
+ * serves every API request): "settling" says one had not yet, and a
+ * DELETE repeated later sweeps again.  The reason comes from the JSON
+ * body or ?reason=.
+ */
+void pal_api__h_job_delete(call *c)
+{
+	const char *why;
+	if (!pal_api__job_visible(c, true) || !pal_api__body_str(c, "reason", &why))
+		return;
+	if (!why || !*why)
+		why = pal_api__query(c, "reason");
+	if (!why && !pal_api__reason(c, false, &why))
+		return;
+	const char *ids[1] = {c->arg[0]};
+	pal_retire_result res = {0};
+	pal_apply *a;
+	char err[1024];
+	int64_t pending = 0, late = 0;
+	int rc = pal_store_apply_begin(c->api->st, c->who.name, why, c->api->default_shards, &a,
+				       err, sizeof err);
+	if (!rc) {
+		rc = pal_store_apply_retire(a, ids, 1, &res, err, sizeof err);
+		if (rc || res.outcome == PAL_RETIRE_NOT_FOUND)
+			pal_store_apply_abort(a);
+		else
+			rc = pal_store_apply_commit(a, err, sizeof err);
+	}
+	if (!rc && res.outcome == PAL_RETIRE_NOT_FOUND) {
+		pal_api__problem(c, 404, "not-found", "Not found", "no job \"%.64s\"", ids[0]);
+		return;
+	}
+	if (!rc)
+		rc = pal_store_retire_pending(c->api->st, ids, 1, &pending, err, sizeof err);
+	if (!rc)
+		rc = pal_store_retire_sweep(c->api->st, ids, 1, c->who.name, why, &late, err,
+					    sizeof err);
+	if (rc) {
+		pal_api__problem_rc(c, rc, err);
+		return;
+	}
+	json_t *o =
+	    json_pack("{s:s, s:s, s:i, s:I, s:b}", "job_id", ids[0], "outcome",
+		      res.outcome == PAL_RETIRE_RETIRED ? "retired" : "already retired", "version",
+		      res.version, "late_cancelled", (json_int_t)late, "settling", pending > 0);
+	if (res.outcome == PAL_RETIRE_RETIRED) {
+		char end[32];
+		pal_fmt_rfc3339(res.end, end, sizeof end);
+		json_object_set_new(o, "end", json_string(end));
+		json_object_set_new(o, "cancelled", json_integer(res.cancelled));
+	}
+	pal_api__ok(c, 200, o);
+}
+
+/* The problem of an invalid job file: every diagnostic as {file line
+ * column message}, as `palisade validate` prints them. */
+static void problem_diags(call *c, const pal_diags *d)
+{
+	pal_api__problem(c, 422, "invalid-job-file", "Invalid job file",
+			 "%zu error%s; nothing applied", d->n, d->n == 1 ? "" : "s");
+	json_t *errs = json_array();
+	for (size_t i = 0; i < d->n; i++)
+		json_array_append_new(errs, json_pack("{s:s, s:i, s:i, s:s}", "file",
+						      d->v[i].file ? d->v[i].file : "", "line",
+						      d->v[i].line, "column", d->v[i].col,
+						      "message", d->v[i].msg));
+	json_object_set_new(c->out, "errors", errs);
+}
+
+/* pal_store_apply_spec_gates()'s question: does the body define job ID? */
+static bool set_defines(void *ctx, const char *id)
+{
+	const pal_jobset *set = ctx;
+	for (size_t i = 0; i < set->n; i++)
+		if (!strcmp(set->jobs[i].id, id))
+			return true;
+	return false;
+}
+
+static const char *const outcome_word[] = {"created", "updated", "unchanged"};
+
+/* ?prune=true: the live stored jobs SET does not define go (as `apply
+ * --prune`), which only an unlimited token may ask (they may be any
+ * tenant's).  *PRUNE says whether it was asked; false with a problem. */
+static bool prune_arg(call *c, bool *prune)
+{
+	const char *p = pal_api__query(c, "prune");
+	*prune = p && !strcmp(p, "true");
+	if (p && strcmp(p, "true") && strcmp(p, "false")) {
+		pal_api__problem(c, 400, "bad-parameter", "Bad parameter",
+				 "prune: expected true or false");
+		return false;
+	}
+	return !*prune || pal_api__unscoped(c);
+}
+
+/* The ids of the live stored jobs SET does not define (g_ptr_array_unref),
+ * NULL with ERR on a database error. */
+static GPtrArray *prune_ids(call *c, const pal_jobset *set, char *err, size_t errlen)
+{
+	json_t *live = NULL;
+	if (pal_store_live_job_ids(c->api->st, &live, err, errlen))
+		return NULL;
+	GPtrArray *gone = g_ptr_array_new_with_free_func(g_free);
+	size_t i;
+	json_t *id;
+	json_array_foreach(live, i, id)
+	{
+		if (!set_defines((void *)set, json_string_value(id)))
+			g_ptr_array_add(gone, g_strdup(json_string_value(id)));
+	}
+	json_decref(live);
+	return gone;
+}
+
+/* pal_apply_follow_fn: a stored job that follows a calendar, as an element
+ * of the answer's jobs (CTX the array). */
+static void follower_json(void *ctx, const char *job_id, int version)
+{
+	json_array_append_new(ctx, json_pack("{s:s, s:s, s:i}", "job_id", job_id, "outcome",
+					     "updated", "version", version));
+}
+
+/* Keys that nodes older than their schema ignore (`after`, `notify`,
+ * `target.keep_*`), set by a job SET creates or updates (RES), are applied
+ * only while every live node understands them (docs/upgrades.md), as
+ * `palisade apply` checks, its dry run too: true, else false with the
+ * problem set, 409 older-nodes (the nodes named, as the CLI's exit 4) or
+ * 503 unavailable (ZooKeeper not read, exit 69). */
+static bool require_node_schemas(call *c, const pal_jobset *set, const pal_apply_result *res)
+{
+	const char *key, *job;
+	int need = pal_apply_min_schema(set->jobs, res, set->n, &job, &key);
+	if (!need)
+		return true;
+	char what[256], err[1024];
+	snprintf(what, sizeof what, "job %s sets %s", job, key);
+	int rc = pal_coord_require_schema(c->api->zk_connect, c->api->zk_root, c->api->cluster,
+					  5000, need, what, err, sizeof err);
+	if (rc == PAL_EBUSY)
+		pal_api__problem(c, 409, "older-nodes", "Live nodes would ignore it",
+				 "%s; nothing applied", err);
+	else if (rc)
+		pal_api__problem(c, 503, "unavailable", "ZooKeeper unavailable",
+				 "%s; nothing applied", err);
+	return rc == PAL_OK;
+}
+
+/* Store SET as `palisade apply` does, its suspend gates included. */
+static void apply_set(call *c, const pal_jobset *set, const char *why, bool prune)
+{
+	char err[1024];
+	pal_apply *ap;
+	pal_apply_result *res = calloc(set->n ? set->n : 1, sizeof *res);
+	json_t *closed = json_array(), *lifted = json_array(), *susp = json_array();
+	pal_resume_opts ro = pal_api__resume_opts(c->api, PAL_SCOPE_JOB);
+	for (size_t i = 0; i < set->n; i++)
+		if (set->jobs[i].suspend)
+			json_array_append_new(susp, json_string(set->jobs[i].id));
+	int rc = res ? pal_store_apply_begin(c->api->st, c->who.name, why, c->api->default_shards,
+					     &ap, err, sizeof err)
+		     : PAL_ENOMEM;
+	/* the calendars first: the jobs carry the versions they get */
+	if (!rc && (rc = pal_store_apply_calendars(ap, set->calendars, set->n_calendars, NULL, err,
+						   sizeof err)))
+		pal_store_apply_abort(ap);
+	else if (!rc && (rc = pal_store_apply_add(ap, set->jobs, set->n, res, err, sizeof err)))
+		pal_store_apply_abort(ap);
+	bool answered = false; /* the problem is set */
+	if (!rc && !require_node_schemas(c, set, res)) {
+		pal_store_apply_abort(ap);
+		rc = -1, answered = true;
+	}
+	/* ?prune=true: the live jobs the body does not define, retired in this
+	 * transaction (then swept once after it, as DELETE does) */
+	GPtrArray *gone = NULL;
+	pal_retire_result *gres = NULL;
+	if (!rc && prune) {
+		if ((rc = pal_store_apply_sync(ap, err, sizeof err)) == 0 &&
+		    !(gone = prune_ids(c, set, err, sizeof err)))
+			rc = PAL_EDB;
+		if (!rc && !(gres = calloc(gone->len ? gone->len : 1, sizeof *gres)))
+			rc = PAL_ENOMEM;
+		if (!rc && gone->len)
+			rc = pal_store_apply_retire(ap, (const char *const *)gone->pdata, gone->len,
+						    gres, err, sizeof err);
+		if (rc)
+			pal_store_apply_abort(ap);
+	}
+	/* the stored jobs that follow a calendar this body changed */
+	json_t *followers = json_array();
+	if (!rc && (rc = pal_store_apply_followers(ap, follower_json, followers, err, sizeof err)))
+		pal_store_apply_abort(ap);
+	const char *foreign = NULL;
+	for (size_t i = 0; !rc && c->who.n_tenants && i < json_array_size(followers); i++) {
+		const char *id =
+		    json_string_value(json_object_get(json_array_get(followers, i), "job_id"));
+		char tenant[65];
+		if ((rc = pal_apistore_job_tenant(c->api->st, id, tenant, err, sizeof err)) == 0 &&
+		    !pal_token_sees_tenant(&c->who, tenant))
+			foreign = id;
+		if (rc || foreign)
+			pal_store_apply_abort(ap);
+		if (foreign) {
+			pal_api__problem(
+			    c, 403, "forbidden-tenant", "Not your tenant",
+			    "job %s, of tenant %s, names a calendar this body changes; token %s "
+			    "may not act on it; nothing stored",
+			    foreign, tenant, c->who.name);
+			rc = -1;
+		}
+	}
+	if (!rc)
+		rc = pal_store_apply_spec_gates(ap, c->api->st, susp, set_defines, (void *)set,
+						c->who.name, &ro, closed, lifted, err, sizeof err);
+	json_t *shadow = json_array(), *shadowed = json_array();
+	for (size_t i = 0; i < set->n; i++)
+		if (set->jobs[i].shadow)
+			json_array_append_new(shadow, json_string(set->jobs[i].id));
+	/* the gates step ends the transaction itself when it fails; this one
+	 * does not: roll it back here, or the connection stays in an aborted
+	 * transaction holding the apply's locks (and AP is lost) */
+	if (!rc && (rc = pal_store_shadow_spec(c->api->st, shadow, c->who.name, shadowed, err,
+					       sizeof err)))
+		pal_store_apply_abort(ap);
+	json_decref(shadow);
+	if (!rc)
+		rc = pal_store_apply_commit(ap, err, sizeof err);
+	int64_t pending = 0, late = 0;
+	if (!rc && gone && gone->len &&
+	    !(rc = pal_store_retire_pending(c->api->st, (const char *const *)gone->pdata, gone->len,
+					    &pending, err, sizeof err)))
+		rc = pal_store_retire_sweep(c->api->st, (const char *const *)gone->pdata, gone->len,
+					    c->who.name, why, &late, err, sizeof err);
+	if (foreign || answered) {
+		/* answered above */
+	} else if (rc) {
+		pal_api__problem_rc(c, rc, rc == PAL_ENOMEM ? "out of memory" : err);
+	} else {
+		json_t *jobs = json_array();
+		for (size_t i = 0; i < set->n; i++)
+			json_array_append_new(jobs, json_pack("{s:s, s:s, s:i}", "job_id",
+							      set->jobs[i].id, "outcome",
+							      outcome_word[res[i].outcome],
+							      "version", res[i].version));
+		json_array_extend(jobs, followers);
+		pal_api__ok(c, 200,
+			    json_pack("{s:b, s:o, s:O, s:O, s:O}", "dry_run", 0, "jobs", jobs,
+				      "suspended", closed, "resumed", lifted, "shadowed",
+				      shadowed));
+		if (gone) {
+			json_t *ret = json_array();
+			for (guint i = 0; i < gone->len; i++)
+				json_array_append_new(
+				    ret, json_pack("{s:s, s:s, s:i}", "job_id",
+						   (const char *)gone->pdata[i], "outcome",
+						   gres[i].outcome == PAL_RETIRE_RETIRED
+						       ? "retired"
+						       : "already retired",
+						   "version", gres[i].version));
+			json_object_set_new(c->out, "retired", ret);
+			json_object_set_new(c->out, "late_cancelled", json_integer(late));
+			json_object_set_new(c->out, "settling", json_boolean(pending > 0));
+		}
+	}
+	json_decref(shadowed);
+	json_decref(followers);
+	if (gone)
+		g_ptr_array_unref(gone);
+	free(gres);
+	json_decref(closed);
+	json_decref(lifted);
+	json_decref(susp);
+	free(res);
+}
+
+/*
+ * Load the YAML documents of BODY (LEN bytes; split at each line that is
+ * "---", alone or followed by a blank) as job files, all into SET: the
+ * loader takes one document at a time.  Each part keeps its "---" line, and
+ * its diagnostics' lines are shifted back to lines of BODY.  Returns as
+ * pal_jobfile_load_buffer().
+ */
+static int load_documents(const char *name, const char *body, size_t len, pal_jobset *set,
+			  pal_diags *diags)
+{
+	int rc = PAL_OK;
+	size_t start = 0, pos = 0;
+	int line = 1, start_line = 1;
+	while (pos <= len) {
+		bool at_eof = pos == len;
+		bool sep = !at_eof && pos > start && len - pos >= 3 &&
+			   memcmp(body + pos, "---", 3) == 0 &&
+			   (len - pos == 3 || strchr(" \t\r\n", body[pos + 3]));
+		if (sep || at_eof) {
+			size_t before = diags->n;
+			if (pal_jobfile_load_buffer(name, body + start, pos - start, set, diags))
+				rc = PAL_EINVAL;
+			for (size_t k = before; k < diags->n; k++)
+				if (diags->v[k].line > 0)
+					diags->v[k].line += start_line - 1;
+			if (at_eof)
+				break;
+			start = pos;
+			start_line = line;
+		}
+		const char *nl = memchr(body + pos, '\n', len - pos);
+		pos = nl ? (size_t)(nl - body) + 1 : len;
+		line++;
+	}
+	return rc;
+}
+
+/* Dependencies (`after:`) of SET against each other and the stored jobs,
+ * as `palisade apply` checks them: PAL_EINVAL with DIAGS, PAL_EDB with the
+ * problem set. */
+static int check_after(call *c, const pal_jobset *set, pal_diags *diags)
+{
+	pal_after_graph *g = pal_after_graph_new();
+	char err[1024];
+	int rc = PAL_OK;
+
+	if (!g) {
+		pal_api__problem_rc(c, PAL_ENOMEM, "out of memory");
+		return PAL_EDB;
+	}
+	for (size_t i = 0; !rc && i < set->n; i++)
+		if (set->jobs[i].n_after)
+			rc = pal_after_graph_add_loaded(g, set->jobs[i].id, set->jobs[i].after,
+							set->jobs[i].n_after, set->jobs[i].file);
+	if (!rc && !pal_after_graph_empty(g) &&
+	    (rc = pal_store_after_graph_stored(c->api->st, g, err, sizeof err)))
+		pal_api__problem_rc(c, rc, err);
+	else if (!rc && pal_after_graph_check(g, set_defines, (void *)set, true, diags))
+		rc = PAL_EINVAL;
+	pal_after_graph_free(g);
+	return rc == PAL_OK || rc == PAL_EINVAL ? rc : PAL_EDB;
+}
+
+/*
+ * The job files of the body (Content-Type application/yaml), validated as
+ * `palisade apply` validates them, into SET; every job's tenant, in the file
+ * and as stored for a job that exists, must be the token's.  False with the problem set (415, 422
+ * invalid-job-file, 403).
+ */
+static bool load_body(call *c, pal_jobset *set)
+{
+	const pal_api_request *req = c->req;
+	const char *ct = pal_api__header(c, "Content-Type");
+	if (!ct || (strncasecmp(ct, "application/yaml", 16) &&
+		    strncasecmp(ct, "application/x-yaml", 18) && strncasecmp(ct, "text/yaml", 9))) {
+		pal_api__problem(c, 415, "unsupported-media-type", "Unsupported media type",
+				 "the body is the job file itself: Content-Type: application/yaml");
+		return false;
+	}
+	const char *file = pal_api__query(c, "file");
+	pal_diags diags = {0};
+	int rc = load_documents(file ? file : "request.yaml", req->body ? req->body : "",
+				req->body_len, set, &diags);
+	for (size_t i = 0; i < set->n; i++)
+		if (pal_job_key_horizon_check(&set->jobs[i], c->api->key_retention_ms, &diags))
+			rc = PAL_EINVAL;
+	if (!rc && (rc = check_after(c, set, &diags)) == PAL_EDB) {
+		pal_diags_free(&diags);
+		return false; /* the problem is set */
+	}
+	if (rc || diags.n)
+		problem_diags(c, &diags);
+	pal_diags_free(&diags);
+	if (rc)
+		return false;
+	for (size_t i = 0; i < set->n; i++) {
+		const pal_job_spec *j = &set->jobs[i];
+		/* The stored tenant counts too: apply rewrites it, so a file
+		 * naming the token's tenant must not take over another's job. */
+		char stored[65], err[512];
+		int trc = pal_apistore_job_tenant(c->api->st, j->id, stored, err, sizeof err);
+		if (trc && trc != PAL_ENOENT) {
+			pal_api__problem_rc(c, trc, err);
+			return false;
+		}
+		const char *bad = !pal_token_sees_tenant(&c->who, j->tenant)	    ? j->tenant
+				  : !trc && !pal_token_sees_tenant(&c->who, stored) ? stored
+										    : NULL;
+		if (bad) {
+			pal_api__problem(
+			    c, 403, "forbidden-tenant", "Not your tenant",
+			    "job %s is of tenant %s; token %s may not act on it; nothing "
+			    "applied",
+			    j->id, bad, c->who.name);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* pal_plan_follow_fn: a stored job that follows a calendar of the body,
+ * into the array CTX */
+static int follower_diff(void *ctx, const char *job_id, const char *follows, const pal_plan_diff *d)
+{
+	json_array_append_new(ctx, pal_plan_diff_json(d, job_id, follows));
+	return 0;
+}
+
+/* What `plan diff` shows for SET: the next instants, stored and new, and
+ * those of the stored jobs that would follow a calendar of SET.  As apply's
+ * dry run (CHECK_NODES), refused as apply would be while live nodes would
+ * ignore a key a job it creates or changes sets (require_node_schemas). */
+static void diff_set(call *c, pal_jobset *set, int64_t from, int count, bool prune,
+		     bool check_nodes)
+{
+	json_t *jobs = json_array();
+	pal_apply_result *res = calloc(set->n ? set->n : 1, sizeof *res);
+	char err[1024] = "out of memory";
+	int rc = res ? pal_store_calendar_versions(c->api->st, set->calendars, set->n_calendars,
+						   err, sizeof err)
+		     : PAL_ENOMEM;
+	if (!rc)
+		pal_jobset_calendar_versions(set);
+	for (size_t i = 0; !rc && i < set->n; i++) {
+		pal_plan_diff d;
+		rc = pal_plan_diff_job(c->api->st, &set->jobs[i], from, count, &d, err, sizeof err);
+		if (rc)
+			break;
+		/* what apply would do with the job, for the nodes' check */
+		res[i].outcome = !strcmp(d.status, "new")	? PAL_APPLY_CREATED
+				 : !strcmp(d.status, "changed") ? PAL_APPLY_UPDATED
+								: PAL_APPLY_UNCHANGED;
+		json_array_append_new(jobs, pal_plan_diff_json(&d, set->jobs[i].id, NULL));
+		pal_plan_diff_clear(&d);
+	}
+	bool refused = !rc && check_nodes && !require_node_schemas(c, set, res);
+	free(res);
+	if (!rc && !refused)
+		rc = pal_plan_diff_followers(c->api->st, set, from, count, follower_diff, jobs, err,
+					     sizeof err);
+	GPtrArray *gone = NULL; /* what ?prune=true would retire */
+	if (!rc && !refused && prune && !(gone = prune_ids(c, set, err, sizeof err)))
+		rc = PAL_EDB;
+	if (rc || refused) {
+		json_decref(jobs);
+		if (!refused)
+			pal_api__problem_rc(c, rc, err);
+		return;
+	}
+	json_t *out = json_pack("{s:b, s:o}", "dry_run", 1, "jobs", jobs);
+	if (gone) {
+		json_t *ids = json_array();
+		for (guint i = 0; i < gone->len; i++)
+			json_array_append_new(ids, json_string(gone->pdata[i]));
+		json_object_set_new(out, "would_retire", ids);
+		g_ptr_array_unref(gone);
+	}
+	pal_api__ok(c, 200, out);
+}
+
+void pal_api__h_apply(call *c)
+{
+	const char *dry = pal_api__query(c, "dry_run");
+	if (dry && strcmp(dry, "true") && strcmp(dry, "false")) {
+		pal_api__problem(c, 400, "bad-parameter", "Bad parameter",
+				 "dry_run: expected true or false");
+		return;
+	}
+	bool prune;
+	if (!prune_arg(c, &prune))
+		return;
+	pal_jobset set = {0};
+	if (load_body(c, &set)) {
+		if (dry && !strcmp(dry, "true")) /* nothing is written */
+			diff_set(c, &set, (int64_t)time(NULL), DIFF_COUNT, prune, true);
+		else
+			apply_set(c, &set,
+				  pal_api__query(c, "reason") ? pal_api__query(c, "reason") : "",
+				  prune);
+	}
+	pal_jobset_free(&set);
+}
+
+/* `palisade plan diff` of the body's job files: writes nothing.  ?count=
+ * instants per job (1..DIFF_COUNT_MAX, default DIFF_COUNT) after ?from= (an
+ * RFC 3339 instant, default now), as the CLI's --count and --from. */
+void pal_api__h_plan_diff(call *c)
+{
+	int64_t from = (int64_t)time(NULL);
+	if (pal_api__query(c, "from") && !pal_api__query_time(c, "from", &from))
+		return;
+	const char *n = pal_api__query(c, "count");
+	long count = DIFF_COUNT;
+	if (n) {
+		char *end;
+		count = strtol(n, &end, 10);
+		if (*end || count < 1 || count > DIFF_COUNT_MAX) {
+			pal_api__problem(c, 400, "bad-parameter", "Bad parameter",
+					 "count \"%.20s\": expected an integer in 1..%d", n,
+					 DIFF_COUNT_MAX);
+			return;
+		}
+	}
+	pal_jobset set = {0};
+	if (load_body(c, &set))
+		diff_set(c, &set, from, (int)count, false, false);
+	pal_jobset_free(&set);
+}
