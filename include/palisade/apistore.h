@@ -91,6 +91,14 @@ PAL_MUST_CHECK int pal_apistore_tickets_page(pal_store *st, bool all, const char
 PAL_MUST_CHECK int pal_apistore_tokens_page(pal_store *st, const char *after, int limit,
 					    json_t **out, char **next, char *err, size_t errlen);
 
+/* Job JOB_ID as pal_store_jobs_json() has it, with a page of its versions
+ * (by version, after the version of cursor AFTER, at most LIMIT; *next the
+ * cursor of the next page or NULL, g_free): PAL_ENOENT when there is no such
+ * job, PAL_EINVAL for a cursor this API did not give. */
+PAL_MUST_CHECK int pal_apistore_job_page(pal_store *st, const char *job_id, const char *after,
+					 int limit, json_t **out, char **next, char *err,
+					 size_t errlen);
+
 /* Jobs ordered by id, after cursor AFTER, filtered by TENANT and GROUP
  * (NULL: any) and RETIRED (false: live jobs only): [{job_id tenant group
  * shard latest_version active_version created_at updated_at retired_at

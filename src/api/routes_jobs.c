@@ -44,27 +44,33 @@ void pal_api__h_jobs(call *c)
 	pal_api__page_answer(c, rc, rows, next, err);
 }
 
+/* One job with a page of its versions (?limit=, ?cursor=: a job applied
+ * many times has many), the cursor of the next in "versions_next_cursor". */
 void pal_api__h_job(call *c)
 {
-	if (!pal_api__job_visible(c, false))
+	int limit;
+	if (!pal_api__job_visible(c, false) || !pal_api__page_limit(c, &limit))
 		return;
-	json_t *jobs = NULL, *meta = NULL;
-	char err[1024];
-	int rc = pal_store_jobs_json(c->api->st, c->arg[0], &jobs, err, sizeof err);
+	json_t *j = NULL, *meta = NULL;
+	char *next = NULL, err[1024];
+	int rc = pal_apistore_job_page(c->api->st, c->arg[0], pal_api__query(c, "cursor"), limit,
+				       &j, &next, err, sizeof err);
 	if (!rc)
 		rc = pal_store_job_meta_json(c->api->st, c->arg[0], &meta, err, sizeof err);
-	json_t *j = json_array_get(jobs, 0);
-	if (!rc && !j)
-		rc = PAL_ENOENT, snprintf(err, sizeof err, "no job \"%s\"", c->arg[0]);
-	if (rc) {
+	if (rc == PAL_EINVAL) {
+		pal_api__problem(c, 400, "bad-parameter", "Bad parameter", "%s", err);
+	} else if (rc) {
 		pal_api__problem_rc(c, rc, err);
 	} else {
 		json_t *m = json_object_get(meta, c->arg[0]);
 		if (m)
 			json_object_update(j, m);
+		json_object_set_new(j, "versions_next_cursor",
+				    next ? json_string(next) : json_null());
 		pal_api__ok(c, 200, json_incref(j));
 	}
-	json_decref(jobs);
+	g_free(next);
+	json_decref(j);
 	json_decref(meta);
 }
 

@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <glib.h>
 #include "palisade/cli.h"
 #include "palisade/err.h"
 #include "palisade/lifecycle.h"
@@ -151,15 +152,47 @@ static int print_jobs(const pal_cli_common *c, json_t *jobs, bool versions)
 	return PAL_EXIT_OK;
 }
 
+/* JOB through the API with every page of its versions into *OUT. */
+static int job_remote(const pal_cli_common *c, const char *job, json_t **out)
+{
+	char *cursor = NULL;
+	int ec;
+	*out = NULL;
+	do {
+		char *path = g_strdup_printf("/api/v1/jobs/%s?limit=1000%s%s", job,
+					     cursor ? "&cursor=" : "", cursor ? cursor : "");
+		json_t *o;
+		ec = pal_cli_remote_get(c, "jobs", path, &o);
+		g_free(path);
+		g_free(cursor);
+		cursor = NULL;
+		if (ec)
+			break;
+		const char *nc = json_string_value(json_object_get(o, "versions_next_cursor"));
+		cursor = nc ? g_strdup(nc) : NULL;
+		json_object_del(o, "versions_next_cursor");
+		if (*out) {
+			json_array_extend(json_object_get(*out, "versions"),
+					  json_object_get(o, "versions"));
+			json_decref(o);
+		} else {
+			*out = o;
+		}
+	} while (cursor);
+	if (ec) {
+		json_decref(*out);
+		*out = NULL;
+	}
+	return ec;
+}
+
 /* `jobs [JOB]` through the API (--server): one job, or every page of the list. */
 static int jobs_remote(const pal_cli_common *c, const char *job, bool versions)
 {
 	json_t *jobs = json_array(), *o;
-	char path[512];
 	int ec;
 	if (job) {
-		snprintf(path, sizeof path, "/api/v1/jobs/%s", job);
-		if ((ec = pal_cli_remote_get(c, "jobs", path, &o))) {
+		if ((ec = job_remote(c, job, &o))) {
 			json_decref(jobs);
 			return ec;
 		}

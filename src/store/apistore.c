@@ -240,6 +240,40 @@ int pal_apistore_calendars_page(pal_store *st, const char *tenants, const char *
 		   out, name ? 1 : limit, next);
 }
 
+int pal_apistore_job_page(pal_store *st, const char *job_id, const char *after, int limit,
+			  json_t **out, char **next, char *err, size_t errlen)
+{
+	*out = NULL;
+	*next = NULL;
+	char *end = NULL;
+	long v = after ? strtol(after, &end, 10) : 0;
+	if (after && (*end || v < 1 || v > INT32_MAX)) {
+		snprintf(err, errlen, "cursor \"%.40s\" is not one this API gave", after);
+		return PAL_EINVAL;
+	}
+	json_t *jobs;
+	int rc = pal__store_jobs_query(st, job_id, (int)v, limit + 1, &jobs, err, errlen);
+	if (rc)
+		return rc;
+	json_t *j = json_incref(json_array_get(jobs, 0));
+	json_decref(jobs);
+	if (!j) {
+		snprintf(err, errlen, "no job \"%s\"", job_id);
+		return PAL_ENOENT;
+	}
+	json_t *vs = json_object_get(j, "versions");
+	if (!json_is_array(vs))
+		json_object_set_new(j, "versions", vs = json_array());
+	if (json_array_size(vs) > (size_t)limit) {
+		json_array_remove(vs, (size_t)limit);
+		*next =
+		    g_strdup_printf("%lld", (long long)json_integer_value(json_object_get(
+						json_array_get(vs, (size_t)limit - 1), "version")));
+	}
+	*out = j;
+	return PAL_OK;
+}
+
 int pal_apistore_shadow_page(pal_store *st, const char *after, int limit, json_t **out, char **next,
 			     char *err, size_t errlen)
 {

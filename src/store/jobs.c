@@ -99,7 +99,16 @@ int pal_store_job_anchors(pal_store *st, const char *job_id, int64_t *stored, in
 
 int pal_store_jobs_json(pal_store *st, const char *job_id, json_t **out, char *err, size_t errlen)
 {
-	const char *p[] = {job_id};
+	return pal__store_jobs_query(st, job_id, 0, 0, out, err, errlen);
+}
+
+int pal__store_jobs_query(pal_store *st, const char *job_id, int after_version, int limit,
+			  json_t **out, char *err, size_t errlen)
+{
+	char a[16], l[16];
+	snprintf(a, sizeof a, "%d", after_version);
+	snprintf(l, sizeof l, "%d", limit);
+	const char *p[] = {job_id, after_version > 0 ? a : NULL, limit > 0 ? l : NULL};
 	return pal__store_query_json(
 	    st,
 	    "SELECT coalesce(json_agg(x ORDER BY x.job_id), '[]')::text FROM ("
@@ -111,9 +120,11 @@ int pal_store_jobs_json(pal_store *st, const char *job_id, json_t **out, char *e
 	    "     'activated_at', v.activated_at,"
 	    "     'effective_from', floor(extract(epoch FROM v.effective_from))::bigint)"
 	    "    ORDER BY v.version)"
-	    "   FROM job_versions v WHERE v.job_id = j.job_id) AS versions"
+	    "   FROM (SELECT * FROM job_versions w WHERE w.job_id = j.job_id"
+	    "    AND ($2::int IS NULL OR w.version > $2::int) ORDER BY w.version LIMIT $3::int) v)"
+	    "   AS versions"
 	    " FROM jobs j WHERE $1::text IS NULL OR j.job_id = $1) x",
-	    1, p, out, err, errlen);
+	    3, p, out, err, errlen);
 }
 
 /* ---- graceful handoff (sql/014_shard_handoff.sql) ------------------------- */

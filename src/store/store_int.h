@@ -180,6 +180,11 @@ int pal__store_tickets_query(pal_store *st, bool all, const char *tenants, const
 int pal__store_tokens_query(pal_store *st, const char *after, int limit, json_t **out, char *err,
 			    size_t errlen);
 int pal__store_whole_list(int rc, json_t **rows);
+/* pal_store_jobs_json()'s jobs with only the versions after AFTER_VERSION
+ * (0: from the first), at most LIMIT of them (0: all); a job with none of
+ * those has "versions": null (jobs.c). */
+int pal__store_jobs_query(pal_store *st, const char *job_id, int after_version, int limit,
+			  json_t **out, char *err, size_t errlen);
 
 /* pg_advisory_lock key of the migration lock ("palisade" as 8 bytes). */
 #define PAL_MIGRATE_LOCK_KEY "7075283591402447205"

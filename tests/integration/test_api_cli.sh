@@ -200,6 +200,18 @@ done
 expect_exit "gates through the API, as a table" 0 remote gates
 expect_eq "... every row of the database's table" "$("$PAL" gates)" "$OUT"
 sql "DELETE FROM shadow_scopes WHERE reason = 'pages'; DELETE FROM gates WHERE reason = 'pages'; DELETE FROM tickets WHERE reason = 'pages'" >/dev/null
+# A job of more versions than a page (copies of the retired cli.d1's first,
+# which no controller plans): jobs JOB --server reads every page of them.
+sql "DO \$\$ DECLARE c text; BEGIN
+	SELECT string_agg(quote_ident(attname), ', ') INTO c FROM pg_attribute WHERE attrelid = 'job_versions'::regclass
+	 AND attnum > 0 AND NOT attisdropped AND attgenerated = '' AND attname <> 'version';
+	EXECUTE format('INSERT INTO job_versions (version, %s) SELECT v.version + g, %s FROM job_versions v,'
+	 ' generate_series(1000, 2005) g WHERE v.job_id = ''cli.d1'' AND v.version = 1', c, c); END \$\$" >/dev/null
+expect_exit "jobs cli.d1 --output json through the API" 0 remote jobs cli.d1 --output json
+via_api=$OUT
+expect_eq "... every version, as on the database ($(jq '.[0].versions | length' <<<"$via_api") versions)" \
+	"$("$PAL" jobs cli.d1 --output json)" "$via_api"
+sql "DELETE FROM job_versions WHERE job_id = 'cli.d1' AND version > 1000" >/dev/null
 expect_exit "a database-only command with --server: usage (exit 64)" 64 \
 	env -u PALISADE_PG "$PAL" verify --server "http://${NODE_ADMIN[s1]}"
 expect_exit "no token: exit 64" 64 env -u PALISADE_PG -u PALISADE_TOKEN "$PAL" pause --all --reason x --server "http://${NODE_ADMIN[s1]}"
