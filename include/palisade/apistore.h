@@ -61,12 +61,16 @@ PAL_MUST_CHECK int pal_apistore_trigger_job(pal_store *st, int64_t id, char job[
 /* Shared calendars at their latest version, by name, after cursor AFTER,
  * at most LIMIT (*next the cursor of the next page, NULL at the end;
  * g_free), or only NAME: [{name latest_version digest rules created_by
- * created_at jobs[{job version calendar_version}]}].  TENANTS (a text[]
- * literal; NULL: every tenant): only the calendars the live jobs of those
- * tenants name, each with only those jobs. */
+ * created_at jobs[{job version calendar_version}] jobs_next_cursor}].
+ * TENANTS (a text[] literal; NULL: every tenant): only the calendars the
+ * live jobs of those tenants name, each with only those jobs.  Each
+ * calendar's jobs by id, after the id JOBS_AFTER (NULL: from the first), at
+ * most JOBS_LIMIT; jobs_next_cursor the id to ask the next ones after,
+ * null at the last. */
 PAL_MUST_CHECK int pal_apistore_calendars_page(pal_store *st, const char *tenants, const char *name,
-					       const char *after, int limit, json_t **out,
-					       char **next, char *err, size_t errlen);
+					       const char *after, int limit, const char *jobs_after,
+					       int jobs_limit, json_t **out, char **next, char *err,
+					       size_t errlen);
 
 /* The short lists of the API a page at a time, after cursor AFTER (NULL:
  * from the first), at most LIMIT (*next the cursor of the next page, NULL

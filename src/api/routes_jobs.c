@@ -76,16 +76,23 @@ void pal_api__h_job(call *c)
 
 /* GET /api/v1/calendars and /api/v1/calendars/{name}: a tenant-scoped
  * token sees the calendars its tenants' live jobs name, with those jobs;
- * another is 404 to it, as another tenant's job is. */
+ * another is 404 to it, as another tenant's job is.  The list is a page of
+ * calendars (?limit=, ?cursor=), each with its first PAGE_DEFAULT jobs; one
+ * calendar a page of its jobs (?limit=, ?cursor=: a calendar many jobs
+ * name has them all).  jobs_next_cursor is the ?cursor= of the next jobs of
+ * /calendars/{name}. */
 void pal_api__h_calendars(call *c)
 {
 	int limit;
-	if (!c->arg[0] && !pal_api__page_limit(c, &limit))
+	if (!pal_api__page_limit(c, &limit))
 		return;
+	const char *cursor = pal_api__query(c, "cursor");
 	char *tl = pal_api__tenants_literal(&c->who), *next = NULL, err[1024];
 	json_t *rows;
-	int rc = pal_apistore_calendars_page(c->api->st, tl, c->arg[0], pal_api__query(c, "cursor"),
-					     c->arg[0] ? 1 : limit, &rows, &next, err, sizeof err);
+	int rc = pal_apistore_calendars_page(c->api->st, tl, c->arg[0], c->arg[0] ? NULL : cursor,
+					     c->arg[0] ? 1 : limit, c->arg[0] ? cursor : NULL,
+					     c->arg[0] ? limit : PAGE_DEFAULT, &rows, &next, err,
+					     sizeof err);
 	g_free(tl);
 	if (rc) {
 		pal_api__problem_rc(c, rc, err);

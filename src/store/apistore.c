@@ -232,12 +232,28 @@ int pal_apistore_jobs_page(pal_store *st, const char *tenants, const char *tenan
 }
 
 int pal_apistore_calendars_page(pal_store *st, const char *tenants, const char *name,
-				const char *after, int limit, json_t **out, char **next, char *err,
-				size_t errlen)
+				const char *after, int limit, const char *jobs_after,
+				int jobs_limit, json_t **out, char **next, char *err, size_t errlen)
 {
-	return cut(pal__store_calendars_query(st, name, tenants, after, name ? 0 : limit + 1, out,
-					      err, errlen),
-		   out, name ? 1 : limit, next);
+	int rc = cut(pal__store_calendars_query(st, name, tenants, after, name ? 0 : limit + 1,
+						jobs_after, jobs_limit + 1, out, err, errlen),
+		     out, name ? 1 : limit, next);
+	size_t i;
+	json_t *cal;
+	/* each calendar's jobs: a page of JOBS_LIMIT, the next one's cursor */
+	json_array_foreach(rc ? NULL : *out, i, cal)
+	{
+		json_t *jobs = json_object_get(cal, "jobs");
+		const char *last = NULL;
+		if (json_array_size(jobs) > (size_t)jobs_limit) {
+			json_array_remove(jobs, (size_t)jobs_limit);
+			last = json_string_value(
+			    json_object_get(json_array_get(jobs, (size_t)jobs_limit - 1), "job"));
+		}
+		json_object_set_new(cal, "jobs_next_cursor",
+				    last ? json_string(last) : json_null());
+	}
+	return rc;
 }
 
 int pal_apistore_job_page(pal_store *st, const char *job_id, const char *after, int limit,

@@ -92,18 +92,22 @@ int pal_store_calendar_versions(pal_store *st, pal_calendar *cals, size_t n, cha
  * text[] of tenants (NULL: all) whose live jobs must name a calendar for
  * it to be listed (and only theirs are), $3 after this name, $4 at most
  * this many.  The jobs are those whose latest version names the calendar,
- * with the calendar version it carries.  Each row's "_c" is its cursor. */
+ * with the calendar version it carries, by id: after $5, at most $6 of
+ * them.  Each row's "_c" is its cursor. */
 static const char CALENDARS_SQL[] =
     "SELECT coalesce(json_agg(x ORDER BY x.name), '[]')::text FROM ("
     " SELECT c.name, c.version AS latest_version, c.digest, c.spec AS rules,"
     "  c.created_by, c.created_at, c.name AS _c,"
-    "  (SELECT coalesce(json_agg(json_build_object('job', v.job_id, 'version', v.version,"
-    "     'calendar_version', (e->>'version')::int) ORDER BY v.job_id), '[]')"
-    "   FROM jobs j JOIN job_versions v ON v.job_id = j.job_id"
-    "    AND v.version = j.latest_version,"
-    "    jsonb_array_elements(coalesce(v.spec #> '{schedule,calendars}', '[]')) e"
-    "   WHERE e->>'name' = c.name AND j.retired_at IS NULL"
-    "    AND ($2::text[] IS NULL OR j.tenant = ANY ($2::text[]))) AS jobs"
+    "  (SELECT coalesce(json_agg(json_build_object('job', f.job_id, 'version', f.version,"
+    "     'calendar_version', f.calendar_version) ORDER BY f.job_id), '[]')"
+    "   FROM (SELECT v.job_id, v.version, (e->>'version')::int AS calendar_version"
+    "    FROM jobs j JOIN job_versions v ON v.job_id = j.job_id"
+    "     AND v.version = j.latest_version,"
+    "     jsonb_array_elements(coalesce(v.spec #> '{schedule,calendars}', '[]')) e"
+    "    WHERE e->>'name' = c.name AND j.retired_at IS NULL"
+    "     AND ($2::text[] IS NULL OR j.tenant = ANY ($2::text[]))"
+    "     AND ($5::text IS NULL OR v.job_id > $5)"
+    "    ORDER BY v.job_id LIMIT $6::int) f) AS jobs"
     " FROM calendar_versions c"
     " WHERE c.version = (SELECT max(w.version) FROM calendar_versions w WHERE w.name = c.name)"
     "  AND ($1::text IS NULL OR c.name = $1) AND ($3::text IS NULL OR c.name > $3)"
@@ -116,18 +120,22 @@ static const char CALENDARS_SQL[] =
 // clang-format on
 
 int pal__store_calendars_query(pal_store *st, const char *name, const char *tenants,
-			       const char *after, int limit, json_t **out, char *err, size_t errlen)
+			       const char *after, int limit, const char *jobs_after, int jobs_limit,
+			       json_t **out, char *err, size_t errlen)
 {
-	char l[16];
+	char l[16], jl[16];
 	snprintf(l, sizeof l, "%d", limit);
-	const char *p[] = {name, tenants, after, limit > 0 ? l : NULL};
-	return pal__store_query_json(st, CALENDARS_SQL, 4, p, out, err, errlen);
+	snprintf(jl, sizeof jl, "%d", jobs_limit);
+	const char *p[] = {
+	    name, tenants, after, limit > 0 ? l : NULL, jobs_after, jobs_limit > 0 ? jl : NULL};
+	return pal__store_query_json(st, CALENDARS_SQL, 6, p, out, err, errlen);
 }
 
 int pal_store_calendars_json(pal_store *st, const char *name, json_t **out, char *err,
 			     size_t errlen)
 {
-	return pal__store_whole_list(pal__store_calendars_query(st, name, NULL, NULL, 0, out, err, errlen), out);
+	return pal__store_whole_list(
+	    pal__store_calendars_query(st, name, NULL, NULL, 0, NULL, 0, out, err, errlen), out);
 }
 
 /* The latest versions that name calendars (the cron column's prefix) are

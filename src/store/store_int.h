@@ -144,10 +144,11 @@ int pal__store_calendar_version(pal_store *st, pal_calendar *c, bool write, cons
  * pal_store_calendars_json's rows, each with its cursor "_c"): only NAME
  * (NULL: all), only those the live jobs of TENANTS name with only those
  * jobs (a text[] literal; NULL: every tenant), after the name AFTER (NULL:
- * from the first), at most LIMIT (0: all). */
+ * from the first), at most LIMIT (0: all); each with its jobs after the id
+ * JOBS_AFTER (NULL: from the first), at most JOBS_LIMIT of them (0: all). */
 int pal__store_calendars_query(pal_store *st, const char *name, const char *tenants,
-			       const char *after, int limit, json_t **out, char *err,
-			       size_t errlen);
+			       const char *after, int limit, const char *jobs_after, int jobs_limit,
+			       json_t **out, char *err, size_t errlen);
 
 /* The live jobs whose latest version carries a copy of one of CALS[0..n)
  * at another version than theirs (calendars.c): rows (job_id, spec as

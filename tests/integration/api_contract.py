@@ -250,6 +250,22 @@ if not v1 or not v2 or [v["version"] for v in v1["versions"] + v2["versions"]] !
     failures.append(f"c.cal's versions in pages of 1: {v1} {v2}")
     print(f"    FAIL c.cal's versions in pages of 1: {v1} {v2}")
 call("GET", "/api/v1/jobs/c.cal?cursor=v1", want=400)
+# a calendar's jobs a page at a time: c-cal2 named by three jobs
+call("POST", "/api/v1/apply?reason=contract", 'calendars:\n  - {name: c-cal2, exclude: {dates: ["2030-01-01"]}}\njobs:\n' + "".join(
+    f'  - {{id: c.h{i}, schedule: {{cron: "0 0 * * * ?", calendar: c-cal2}}, target: {{url: "http://127.0.0.1:9/x"}}}}\n'
+    for i in range(3)), ctype="application/yaml", want=200)
+jobs, cursor, pages = [], "", []
+for _ in range(5):
+    st, cp = call("GET", "/api/v1/calendars/c-cal2?limit=2" + (f"&cursor={cursor}" if cursor else ""), want=200)
+    pages.append(len((cp or {}).get("jobs", [])))
+    jobs += [j["job"] for j in (cp or {}).get("jobs", [])]
+    cursor = (cp or {}).get("jobs_next_cursor")
+    if not cursor:
+        break
+if jobs != ["c.h0", "c.h1", "c.h2"] or pages != [2, 1]:
+    failures.append(f"c-cal2's jobs in pages of 2: {jobs} {pages}")
+    print(f"    FAIL c-cal2's jobs in pages of 2: {jobs} {pages}")
+call("GET", "/api/v1/calendars/c-cal2?limit=0", want=400)
 st, one = call("GET", "/api/v1/calendars/c-cal", want=200)
 if not one or one.get("jobs") != [{"job": "c.cal", "version": 2, "calendar_version": 2}]:
     failures.append(f"after the change, c.cal on c-cal v2: {one}")
