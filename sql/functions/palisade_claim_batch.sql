@@ -13,8 +13,9 @@
 --     (never waited for: a claim without a key leaves its candidates to
 --     the claim that holds it);
 --  4. the claim itself in a statement of its own, so with a snapshot taken
---     after the keys: counts of live runs, ranks, limits, the update with a
---     new token and lease, the attempt rows (with their trigger's
+--     after the keys: counts of live runs, ranks, limits, the move to
+--     running through the door (palisade_trigger_move with the claimer: a
+--     new token and lease), the attempt rows (with their trigger's
 --     scheduled_at, the partition key); then, in a statement of its own,
 --     `overlap: replace` cancellations through the door.
 -- The attempt ledger (docs/schema.md): with first_in_row, a trigger's
@@ -239,13 +240,22 @@ BEGIN
 	SELECT coalesce(array_agg(pick.id), '{}') INTO v_pick FROM pick;
 	END IF;
 
-	-- The picked candidates become running with a new token and lease, and
-	-- get their attempt rows (or keep a first attempt in their own row).  prev reads the rows as the
-	-- claim found them: an attempt the row still holds leaves it for an
+	-- The picked candidates become running through the door, with a new
+	-- token and lease, and get their attempt rows (or keep a first attempt
+	-- in their own row).  prev reads the rows as the claim found them
+	-- (locked since step 2; the door's update, a later command, is not in
+	-- this statement's snapshot): what the claim returns besides the new
+	-- token, and an attempt the row still holds, which leaves it for an
 	-- attempts row (moved), under its own token, in this statement.
 	RETURN QUERY
-	WITH prev AS (SELECT t.id, t.state AS prev_state, coalesce(t.last_error_class, '') AS prev_err,
-	      t.attempt_count = 0 AND p_first_in_row AS in_row, t.first_claimed_at IS NOT NULL AS holds
+	WITH prev AS MATERIALIZED (SELECT t.id, t.scheduled_at, t.state AS prev_state,
+	      coalesce(t.last_error_class, '') AS prev_err,
+	      t.attempt_count = 0 AND p_first_in_row AS in_row, t.job_id, t.version,
+	      floor(extract(epoch FROM t.scheduled_at))::bigint AS at, t.partition,
+	      coalesce(t.request_id, '') AS request_id, t.attempt_count + 1 AS attempt_count,
+	      t.checkpoint::text AS checkpoint, t.tenant, t.resource_group,
+	      floor(extract(epoch FROM coalesce(t.next_attempt_at, t.due_at)) * 1000)::bigint AS ready_ms,
+	      t.outcome_unknown, t.first_claimed_at IS NOT NULL AS holds
 	    FROM triggers t WHERE t.id = ANY (v_pick)),
 	  -- through the ledger, the one decoder of the row's compact form; read
 	  -- for the rows that hold an attempt only (an array computed once from
@@ -257,21 +267,13 @@ BEGIN
 	      l.idempotency_key, l.outcome, l.error_class, l.http_status, l.duration_ms, l.status_queries
 	    FROM attempt_ledger l
 	    WHERE l.in_row AND l.trigger_id = ANY (ARRAY(SELECT prev.id FROM prev WHERE prev.holds))),
-	  upd AS (UPDATE triggers t SET state = 'running', fence = nextval('palisade_fence'),
-	      lease_owner = p_node,
-	      lease_until = clock_timestamp() + p_lease_ms * interval '1 millisecond',
-	      attempt_count = t.attempt_count + 1, updated_at = clock_timestamp(),
-	      first_claimed_at = CASE WHEN prev.in_row THEN clock_timestamp() END,
-	      first_node = CASE WHEN prev.in_row THEN p_node END,
-	      first_ended_at = NULL, first_ms = NULL, first_http = NULL, first_outcome = NULL,
-	      first_error = NULL, first_key = NULL, first_queries = NULL
-	    FROM prev WHERE t.id = prev.id AND t.id = ANY (v_pick)
-	    RETURNING t.id, t.fence, t.job_id, t.version,
-	      floor(extract(epoch FROM t.scheduled_at))::bigint AS at, t.partition,
-	      coalesce(t.request_id, '') AS request_id, t.attempt_count, prev.prev_state, prev.prev_err,
-	      t.checkpoint::text AS checkpoint, t.tenant, t.resource_group,
-	      floor(extract(epoch FROM coalesce(t.next_attempt_at, t.due_at)) * 1000)::bigint AS ready_ms,
-	      t.outcome_unknown, t.scheduled_at, prev.in_row),
+	  -- the claim through the door: new token, lease, attempt
+	  upd AS (SELECT prev.*, m.fence FROM (SELECT array_agg(p.id) AS ids,
+	        array_agg(p.scheduled_at) AS ats, array_agg(p.prev_state) AS froms FROM prev p
+	        HAVING count(*) > 0) door
+	      CROSS JOIN LATERAL palisade_trigger_move(door.ids, door.ats, door.froms, 'running', NULL,
+	        p_node, p_lease_ms, p_first_in_row) m
+	      JOIN prev ON prev.id = m.id),
 	  att AS (INSERT INTO attempts (trigger_id, fence, node, scheduled_at)
 	    SELECT upd.id, upd.fence, p_node, upd.scheduled_at FROM upd WHERE NOT upd.in_row)
 	SELECT upd.id, upd.fence, upd.job_id, upd.version, upd.at, upd.partition, upd.request_id,

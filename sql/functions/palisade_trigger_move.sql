@@ -1,5 +1,5 @@
--- palisade_trigger_move(ids, ats, froms, to, error_class): the door of
--- the trigger state machine (G7).  Moves the triggers of keys (ids[i],
+-- palisade_trigger_move(ids, ats, froms, to, error_class, claimer,
+-- lease_ms, first_in_row): the door of the trigger state machine (G7).  Moves the triggers of keys (ids[i],
 -- ats[i]) (the primary key: the instant prunes the partitions) that are
 -- still in state froms[i] to state TO, and is the one place that knows the
 -- side columns of an edge:
@@ -22,6 +22,13 @@
 --                       its lease and the trigger was stopped for it
 --                       (cancel, resume, the executors' reaper): either
 --                       way no result of that token is taken any more
+--   a claim: -> running a new token (fence, from palisade_fence), the
+--   with CLAIMER given  lease CLAIMER holds for LEASE_MS, attempt_count
+--                       + 1; the attempt kept in the row when it is the
+--                       trigger's first and FIRST_IN_ROW (first_claimed_at,
+--                       first_node), the row's other first_* cleared (the
+--                       claim moves an attempt the row held into an
+--                       attempts row in the same statement first)
 --   ERROR_CLASS given   last_error_class (pending -> skipped 'paused' or
 --                       'overlap', running -> cancelling 'replaced', a
 --                       roll-back 'rolled_back'); NULL keeps it
@@ -32,7 +39,8 @@
 -- own WHERE and pass each one's key and the state they read; a row no
 -- longer in that state (moved by another transaction since; rechecked
 -- under the row lock) is left alone and not returned, as a conditional
--- UPDATE would.  Returns the rows moved, each with the state it left.
+-- UPDATE would.  Returns the rows moved, each with the state it left and
+-- its token (a claim's new one).
 -- One UPDATE joined with the keys, no loop: each key one probe of the
 -- primary key (joins by nested loop, whatever the size: a hash join read
 -- every partition of triggers, measured 1.5 to 3 times slower for 50,000
@@ -42,8 +50,9 @@
 -- (triggers_state_edges) passes its rows by its WHEN clause alone: their
 -- edges are legal, or the statement stopped before writing them.
 DROP FUNCTION IF EXISTS palisade_trigger_move(bigint[], timestamp with time zone[], text, text);
-CREATE OR REPLACE FUNCTION palisade_trigger_move(p_ids bigint[], p_ats timestamp with time zone[], p_froms text[], p_to text, p_error_class text DEFAULT NULL::text)
- RETURNS TABLE(id bigint, scheduled_at timestamp with time zone, from_state text, job_id text, version integer, shard integer, epoch bigint)
+DROP FUNCTION IF EXISTS palisade_trigger_move(bigint[], timestamp with time zone[], text[], text, text);
+CREATE OR REPLACE FUNCTION palisade_trigger_move(p_ids bigint[], p_ats timestamp with time zone[], p_froms text[], p_to text, p_error_class text DEFAULT NULL::text, p_claimer text DEFAULT NULL::text, p_lease_ms integer DEFAULT NULL::integer, p_first_in_row boolean DEFAULT false)
+ RETURNS TABLE(id bigint, scheduled_at timestamp with time zone, from_state text, job_id text, version integer, shard integer, epoch bigint, fence bigint)
  LANGUAGE plpgsql
  SET enable_hashjoin TO 'off'
  SET enable_mergejoin TO 'off'
@@ -57,22 +66,40 @@ BEGIN
 		updated_at = clock_timestamp(),
 		finished_at = CASE WHEN p_to IN ('succeeded', 'failed', 'cancelled', 'skipped')
 		                   THEN clock_timestamp() ELSE t.finished_at END,
-		lease_owner = CASE WHEN p_to IN ('running', 'pausing', 'cancelling') THEN t.lease_owner END,
-		lease_until = CASE WHEN p_to IN ('running', 'pausing', 'cancelling') THEN t.lease_until END,
+		lease_owner = CASE WHEN k.claim THEN p_claimer
+		                   WHEN p_to IN ('running', 'pausing', 'cancelling') THEN t.lease_owner END,
+		lease_until = CASE WHEN k.claim THEN clock_timestamp() + p_lease_ms * interval '1 millisecond'
+		                   WHEN p_to IN ('running', 'pausing', 'cancelling') THEN t.lease_until END,
+		fence = CASE WHEN k.claim THEN nextval('palisade_fence') ELSE t.fence END,
+		attempt_count = CASE WHEN k.claim THEN t.attempt_count + 1 ELSE t.attempt_count END,
 		next_attempt_at = CASE WHEN p_to IN ('succeeded', 'failed', 'cancelled', 'skipped')
 		                         OR (p_to = 'pending' AND k.from_state IN ('paused', 'manual')) THEN NULL
 		                       ELSE t.next_attempt_at END,
 		last_error_class = coalesce(p_error_class, t.last_error_class),
+		-- a claim: a first attempt in the row, any other's left (moved by
+		-- the claim into an attempts row)
+		first_claimed_at = CASE WHEN k.claim THEN CASE WHEN t.attempt_count = 0 AND p_first_in_row
+		                          THEN clock_timestamp() END ELSE t.first_claimed_at END,
+		first_node = CASE WHEN k.claim THEN CASE WHEN t.attempt_count = 0 AND p_first_in_row
+		                    THEN p_claimer END ELSE t.first_node END,
+		first_ms = CASE WHEN k.claim THEN NULL ELSE t.first_ms END,
+		first_http = CASE WHEN k.claim THEN NULL ELSE t.first_http END,
+		first_error = CASE WHEN k.claim THEN NULL ELSE t.first_error END,
+		first_queries = CASE WHEN k.claim THEN NULL ELSE t.first_queries END,
 		-- the attempt the row holds, still open, ends with a stop
-		first_ended_at = CASE WHEN k.stops AND t.first_claimed_at IS NOT NULL
+		first_ended_at = CASE WHEN k.claim THEN NULL
+		                      WHEN k.stops AND t.first_claimed_at IS NOT NULL
 		                        AND t.first_ended_at IS NULL THEN clock_timestamp()
 		                      ELSE t.first_ended_at END,
-		first_outcome = CASE WHEN k.stops AND t.first_claimed_at IS NOT NULL
+		first_outcome = CASE WHEN k.claim THEN NULL
+		                     WHEN k.stops AND t.first_claimed_at IS NOT NULL
 		                       AND t.first_ended_at IS NULL THEN p_to ELSE t.first_outcome END,
-		first_key = CASE WHEN k.stops AND t.first_claimed_at IS NOT NULL
+		first_key = CASE WHEN k.claim THEN NULL
+		                 WHEN k.stops AND t.first_claimed_at IS NOT NULL
 		                   AND t.first_ended_at IS NULL THEN '' ELSE t.first_key END
 	  FROM (SELECT u.id, u.at, u.from_state,
-	          (u.from_state, p_to) IN (('pausing', 'paused'), ('cancelling', 'cancelled')) AS stops
+	          (u.from_state, p_to) IN (('pausing', 'paused'), ('cancelling', 'cancelled')) AS stops,
+	          p_to = 'running' AND p_claimer IS NOT NULL AS claim
 	        FROM unnest(p_ids, p_ats, p_froms) AS u(id, at, from_state)) k
 	 WHERE t.id = k.id AND t.scheduled_at = k.at AND t.state = k.from_state
 	RETURNING t.id, t.scheduled_at, k.from_state, t.job_id, t.version, t.shard, t.epoch, t.fence,
@@ -81,6 +108,7 @@ BEGIN
 	  att AS (UPDATE attempts a SET ended_at = clock_timestamp(), outcome = p_to
 	    FROM mv WHERE mv.stops AND a.fence = mv.fence AND a.trigger_id = mv.id
 	      AND a.scheduled_at = mv.scheduled_at AND a.ended_at IS NULL)
-	SELECT mv.id, mv.scheduled_at, mv.from_state, mv.job_id, mv.version, mv.shard, mv.epoch FROM mv;
+	SELECT mv.id, mv.scheduled_at, mv.from_state, mv.job_id, mv.version, mv.shard, mv.epoch, mv.fence
+	FROM mv;
 END
 $function$;

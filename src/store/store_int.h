@@ -76,7 +76,7 @@ int pal__store_query_json(pal_store *st, const char *sql, int nparams, const cha
  * triggers SEL selects (SQL text: a query of their id, scheduled_at and
  * state, in that order) that are still in the state it read, writing
  * last_error_class CLASS (SQL text; NULL keeps it), and yields the rows
- * moved: id, scheduled_at, from_state, job_id, version, shard, epoch.
+ * moved: id, scheduled_at, from_state, job_id, version, shard, epoch, fence.
  * Follow it with an alias.  The only way src/store changes triggers.state
  * (tests/state_writers.py). */
 #define PAL__TRIGGER_MOVE(sel, to, class)                                                          \

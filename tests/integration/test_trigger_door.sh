@@ -131,6 +131,33 @@ X=$(mk pausing); inrow "$X"; expire "$X"
 expect_eq "resume: the expired pausing trigger paused, then pending; its attempt ended paused" \
 	"pending|paused/true/-/true" "$(sql "SELECT state FROM triggers WHERE id = $X")|$(led "$X")"
 
+echo "  -- a claim: -> running with the claimer"
+# claimmove IDS FIRST_IN_ROW: the door's claim of IDS by node-b, 60 s
+# lease; each moved row's id, the state it left and the token returned
+claimmove() {
+	sql "SELECT string_agg(m.id || ':' || m.from_state || ':' || m.fence, ',' ORDER BY m.id) FROM (
+	       SELECT array_agg(id) AS ids, array_agg(scheduled_at) AS ats, array_agg(state) AS froms
+	       FROM triggers WHERE id IN ($1)) a,
+	       palisade_trigger_move(a.ids, a.ats, a.froms, 'running', NULL, 'node-b', 60000, $2) m"
+}
+claimed() { sql "SELECT state, fence > $2, lease_owner, lease_until > now() + interval '50 seconds', attempt_count,
+	           first_node IS NOT NULL, num_nonnulls(first_ended_at, first_outcome, first_key, first_http)
+	         FROM triggers WHERE id = $1"; }
+CP=$(mk pending); CW=$(mk retry_wait)
+inrow "$CW"; sql "UPDATE triggers SET attempt_count = 1, first_ended_at = now(), first_outcome = 'retry_wait',
+	first_http = 503, first_key = 'k' WHERE id = $CW" >/dev/null
+fp=$(sql "SELECT max(fence) FROM triggers")
+got=$(claimmove "$CP,$CW" true)
+expect_eq "pending and retry_wait claimed in one call, each returning its new token" \
+	"$CP:pending:$(sql "SELECT fence FROM triggers WHERE id = $CP"),$CW:retry_wait:$(sql "SELECT fence FROM triggers WHERE id = $CW")" "$got"
+expect_eq "a first attempt: new token, the claimer's lease, attempt 1, kept in the row" \
+	"running|t|node-b|t|1|t|0" "$(claimed "$CP" "$fp")"
+expect_eq "a retry: attempt 2, the row's first_* cleared (the claim moved them out first)" \
+	"running|t|node-b|t|2|f|0" "$(claimed "$CW" "$fp")"
+CV=$(mk pausing)
+expect_eq "a resume's pausing -> running (no claimer) keeps the token and the lease" "$CV:pausing|node-a|0" \
+	"$(move running "$CV")|$(sql "SELECT lease_owner, attempt_count FROM triggers WHERE id = $CV")"
+
 echo "  -- the claim's overlap moves go through the door"
 sql "UPDATE job_versions SET effective_from = now() - interval '1 hour', activated_at = now(), activated_epoch = 0" >/dev/null
 L=$(mk running door.forbid); F=$(mk pending door.forbid "now() - interval '1 second'")
