@@ -134,6 +134,10 @@ int pal_cli_remote_send(const pal_cli_common *c, const char *cmd, const char *me
  * error); the exit code as pal_cli_remote(). */
 int pal_cli_remote_items(const pal_cli_common *c, const char *cmd, const char *path,
 			 json_t **items);
+/* The same, up to MAX rows (0: every page): what --limit MAX reads through
+ * the API, a page of at most 1000 at a time. */
+int pal_cli_remote_rows(const pal_cli_common *c, const char *cmd, const char *path, long long max,
+			json_t **items);
 
 /* Actor for audit rows: $PALISADE_ACTOR, else user@host. Static buffer. */
 const char *pal_cli_actor(void);

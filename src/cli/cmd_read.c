@@ -39,15 +39,15 @@ static void dump(json_t *j)
 typedef int (*read_fn)(pal_store *st, const void *ctx, json_t **rows, char *err, size_t errlen);
 
 /* Connect, read with FN and print the rows: JSON, or TABLE.  Through the
- * API (--server) the rows are the "items" of GET REMOTE instead, every page
- * of it when ALL_PAGES (else the one page REMOTE asks for); NULL: the
- * command needs the database. */
+ * API (--server) the rows are the "items" of GET REMOTE instead: its pages
+ * up to ROWS_MAX rows (0: every page; -1: the one answer REMOTE asks for,
+ * a list without a cursor); NULL: the command needs the database. */
 static int run(const char *cmd, const pal_cli_common *c, read_fn fn, const void *ctx,
-	       void (*table)(json_t *rows), const char *remote, bool all_pages)
+	       void (*table)(json_t *rows), const char *remote, long long rows_max)
 {
 	json_t *rows = NULL;
-	if (pal_cli_server(c) && remote && all_pages) {
-		int ec = pal_cli_remote_items(c, cmd, remote, &rows);
+	if (pal_cli_server(c) && remote && rows_max >= 0) {
+		int ec = pal_cli_remote_rows(c, cmd, remote, rows_max, &rows);
 		if (ec)
 			return ec;
 	} else if (pal_cli_server(c) && remote) {
@@ -161,7 +161,7 @@ int pal_cmd_attempts(int argc, char **argv)
 		return PAL_EXIT_USAGE;
 	char remote[96];
 	snprintf(remote, sizeof remote, "/api/v1/triggers/%lld/attempts", id);
-	return run("attempts", &c, read_attempts, &id, table_attempts, remote, true);
+	return run("attempts", &c, read_attempts, &id, table_attempts, remote, 0);
 }
 
 /* ---- gates ---- */
@@ -199,7 +199,7 @@ int pal_cmd_gates(int argc, char **argv)
 	int ec = pal_cli_parse_common(argc, argv, &c, usage_gates);
 	if (ec >= 0)
 		return ec;
-	return run("gates", &c, read_gates, NULL, table_gates, "/api/v1/gates", true);
+	return run("gates", &c, read_gates, NULL, table_gates, "/api/v1/gates", 0);
 }
 
 /* ---- misfires ---- */
@@ -325,7 +325,7 @@ int pal_cmd_misfires(int argc, char **argv)
 		query_arg(remote, "to", at);
 	}
 	bool api = job && limit <= 1000;
-	ec = run("misfires", &c, read_misfires, &a, table_misfires, api ? remote->str : NULL, false);
+	ec = run("misfires", &c, read_misfires, &a, table_misfires, api ? remote->str : NULL, -1);
 	g_string_free(remote, TRUE);
 	return ec;
 }
@@ -474,7 +474,7 @@ int pal_cmd_audit(int argc, char **argv)
 	}
 	a.limit = (int)limit;
 	GString *remote = g_string_new(NULL);
-	g_string_printf(remote, "/api/v1/audit?limit=%lld", limit);
+	g_string_printf(remote, "/api/v1/audit");
 	query_arg(remote, "actor", a.actor);
 	query_arg(remote, "action", a.action);
 	query_arg(remote, "scope", a.scope);
@@ -483,8 +483,11 @@ int pal_cmd_audit(int argc, char **argv)
 		pal_fmt_rfc3339(a.since, since, sizeof since);
 		query_arg(remote, "since", since);
 	}
-	bool api = limit <= 1000;
-	ec = run("audit", &c, read_audit, &a, table_audit, api ? remote->str : NULL, false);
+	/* through the API: its pages, up to --limit rows (the first "&" of the
+	 * filters begins the query) */
+	if (remote->len > strlen("/api/v1/audit"))
+		remote->str[strlen("/api/v1/audit")] = '?';
+	ec = run("audit", &c, read_audit, &a, table_audit, remote->str, limit);
 	g_string_free(remote, TRUE);
 	return ec;
 }
@@ -546,5 +549,5 @@ int pal_cmd_calendars(int argc, char **argv)
 	const char *name = argc > optind ? argv[optind] : NULL;
 	if (name && !pal_cli_name("calendars", "calendar", name))
 		return PAL_EXIT_USAGE;
-	return run("calendars", &c, read_calendars, name, table_calendars, NULL, false);
+	return run("calendars", &c, read_calendars, name, table_calendars, NULL, -1);
 }

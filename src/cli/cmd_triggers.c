@@ -163,18 +163,15 @@ int pal_cmd_triggers(int argc, char **argv)
 		}
 	}
 	json_t *list;
-	if (pal_cli_server(&c) && job && limit <= 1000) {
-		/* the API lists one job's, newest first */
+	if (pal_cli_server(&c) && job) {
+		/* the API lists one job's, newest first: its pages up to --limit */
 		char path[384], at[32] = "";
-		json_t *o;
 		if (since != PAL_OPS_NOW)
 			pal_fmt_rfc3339(since, at, sizeof at);
-		snprintf(path, sizeof path, "/api/v1/triggers?job=%s&limit=%d%s%s%s%s", job, limit,
+		snprintf(path, sizeof path, "/api/v1/triggers?job=%s%s%s%s%s", job,
 			 state ? "&state=" : "", state ? state : "", *at ? "&since=" : "", at);
-		if ((ec = pal_cli_remote_get(&c, "triggers", path, &o)))
+		if ((ec = pal_cli_remote_rows(&c, "triggers", path, limit, &list)))
 			return ec;
-		list = json_incref(json_object_get(o, "items"));
-		json_decref(o);
 	} else {
 		pal_store *st;
 		ec = pal_cli_connect(&c, false, &st);

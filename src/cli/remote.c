@@ -236,14 +236,24 @@ int pal_cli_remote_get(const pal_cli_common *c, const char *cmd, const char *pat
 
 int pal_cli_remote_items(const pal_cli_common *c, const char *cmd, const char *path, json_t **items)
 {
+	return pal_cli_remote_rows(c, cmd, path, 0, items);
+}
+
+#define PAGE_MAX 1000 /* rows of a page of the API */
+
+int pal_cli_remote_rows(const pal_cli_common *c, const char *cmd, const char *path, long long max,
+			json_t **items)
+{
 	*items = json_array();
 	const char *sep = strchr(path, '?') ? "&" : "?";
 	char *cursor = NULL;
 	int ec;
 	do {
+		long long left = max - (long long)json_array_size(*items);
 		char *q = cursor ? g_uri_escape_string(cursor, NULL, FALSE) : NULL;
-		char *url = g_strdup_printf("%s%slimit=1000%s%s", path, sep, q ? "&cursor=" : "",
-					    q ? q : "");
+		char *url = g_strdup_printf("%s%slimit=%lld%s%s", path, sep,
+					    max && left < PAGE_MAX ? left : PAGE_MAX,
+					    q ? "&cursor=" : "", q ? q : "");
 		json_t *o;
 		ec = remote_call(c, cmd, "GET", url, NULL, NULL, 0, &o);
 		g_free(url);
@@ -254,7 +264,8 @@ int pal_cli_remote_items(const pal_cli_common *c, const char *cmd, const char *p
 			break;
 		json_array_extend(*items, json_object_get(o, "items"));
 		const char *nc = json_string_value(json_object_get(o, "next_cursor"));
-		cursor = nc ? g_strdup(nc) : NULL;
+		cursor =
+		    nc && (!max || (long long)json_array_size(*items) < max) ? g_strdup(nc) : NULL;
 		json_decref(o);
 	} while (cursor);
 	if (ec) {

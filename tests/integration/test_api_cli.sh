@@ -212,6 +212,13 @@ via_api=$OUT
 expect_eq "... every version, as on the database ($(jq '.[0].versions | length' <<<"$via_api") versions)" \
 	"$("$PAL" jobs cli.d1 --output json)" "$via_api"
 sql "DELETE FROM job_versions WHERE job_id = 'cli.d1' AND version > 1000" >/dev/null
+# --limit above a page: audit and triggers --job read pages up to it.
+sql "INSERT INTO audit_log (actor, action, scope, reason, details)
+	SELECT 'api cli', 'pages', 'job:cli.a', 'row ' || i, '{}' FROM generate_series(1, 1100) i" >/dev/null
+expect_exit "audit --action pages --limit 1050 through the API" 0 remote audit --action pages --limit 1050 --output json
+via_api=$OUT
+expect_eq "... the database's 1050 rows, newest first ($(jq length <<<"$via_api"))" \
+	"$("$PAL" audit --action pages --limit 1050 --output json | jq -c '[.[].id]')" "$(jq -c '[.[].id]' <<<"$via_api")"
 expect_exit "a database-only command with --server: usage (exit 64)" 64 \
 	env -u PALISADE_PG "$PAL" verify --server "http://${NODE_ADMIN[s1]}"
 expect_exit "no token: exit 64" 64 env -u PALISADE_PG -u PALISADE_TOKEN "$PAL" pause --all --reason x --server "http://${NODE_ADMIN[s1]}"
