@@ -82,6 +82,10 @@ PAL_MUST_CHECK int pal_apistore_calendars_page(pal_store *st, const char *tenant
  * first (pal_ops_tickets_json; open ones unless ALL, only the jobs of
  * TENANTS, a text[] literal or NULL for every ticket), the tokens live ones
  * first, newest first (pal_token_list_json). */
+/* pal_store_misfires_json()'s rows a page at a time, after cursor AFTER. */
+PAL_MUST_CHECK int pal_apistore_misfires_page(pal_store *st, const char *job_id, int64_t from,
+					      int64_t to, const char *after, int limit,
+					      json_t **out, char **next, char *err, size_t errlen);
 PAL_MUST_CHECK int pal_apistore_shadow_page(pal_store *st, const char *after, int limit,
 					    json_t **out, char **next, char *err, size_t errlen);
 PAL_MUST_CHECK int pal_apistore_gates_page(pal_store *st, const char *after, int limit,

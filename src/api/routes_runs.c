@@ -244,14 +244,12 @@ void pal_api__h_misfires(call *c)
 		pal_api__problem(c, 400, "bad-parameter", "Bad parameter", "to is before from");
 		return;
 	}
-	const char *job = c->arg[0];
 	json_t *rows;
-	char err[1024];
-	int rc = pal_store_misfires_json(c->api->st, job, from, to, limit, &rows, err, sizeof err);
-	if (rc)
-		pal_api__problem_rc(c, rc, err);
-	else
-		pal_api__ok(c, 200, json_pack("{s:o}", "items", rows));
+	char *next, err[1024];
+	int rc =
+	    pal_apistore_misfires_page(c->api->st, c->arg[0], from, to, pal_api__query(c, "cursor"),
+				       limit, &rows, &next, err, sizeof err);
+	pal_api__page_answer(c, rc, rows, next, err);
 }
 
 void pal_api__h_triggers(call *c)

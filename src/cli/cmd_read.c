@@ -39,24 +39,17 @@ static void dump(json_t *j)
 typedef int (*read_fn)(pal_store *st, const void *ctx, json_t **rows, char *err, size_t errlen);
 
 /* Connect, read with FN and print the rows: JSON, or TABLE.  Through the
- * API (--server) the rows are the "items" of GET REMOTE instead: its pages
- * up to ROWS_MAX rows (0: every page; -1: the one answer REMOTE asks for,
- * a list without a cursor); NULL: the command needs the database. */
+ * API (--server) the rows are the "items" of the pages of GET REMOTE
+ * instead, up to ROWS_MAX rows (0: every page); NULL: the command needs
+ * the database. */
 static int run(const char *cmd, const pal_cli_common *c, read_fn fn, const void *ctx,
 	       void (*table)(json_t *rows), const char *remote, long long rows_max)
 {
 	json_t *rows = NULL;
-	if (pal_cli_server(c) && remote && rows_max >= 0) {
+	if (pal_cli_server(c) && remote) {
 		int ec = pal_cli_remote_rows(c, cmd, remote, rows_max, &rows);
 		if (ec)
 			return ec;
-	} else if (pal_cli_server(c) && remote) {
-		json_t *o;
-		int ec = pal_cli_remote_get(c, cmd, remote, &o);
-		if (ec)
-			return ec;
-		rows = json_incref(json_object_get(o, "items"));
-		json_decref(o);
 	} else {
 		pal_store *st;
 		int ec = pal_cli_connect(c, false, &st);
@@ -314,7 +307,7 @@ int pal_cmd_misfires(int argc, char **argv)
 	struct misfires_args a = { job, from, to, (int)limit };
 	/* the API lists one job's, newest first */
 	GString *remote = g_string_new(NULL);
-	g_string_printf(remote, "/api/v1/misfires?job=%s&limit=%lld", job ? job : "", limit);
+	g_string_printf(remote, "/api/v1/misfires?job=%s", job ? job : "");
 	char at[32];
 	if (from != PAL_OPS_NOW) {
 		pal_fmt_rfc3339(from, at, sizeof at);
@@ -324,8 +317,9 @@ int pal_cmd_misfires(int argc, char **argv)
 		pal_fmt_rfc3339(to, at, sizeof at);
 		query_arg(remote, "to", at);
 	}
-	bool api = job && limit <= 1000;
-	ec = run("misfires", &c, read_misfires, &a, table_misfires, api ? remote->str : NULL, -1);
+	/* through the API: its pages, up to --limit rows */
+	ec =
+	    run("misfires", &c, read_misfires, &a, table_misfires, job ? remote->str : NULL, limit);
 	g_string_free(remote, TRUE);
 	return ec;
 }
@@ -549,5 +543,5 @@ int pal_cmd_calendars(int argc, char **argv)
 	const char *name = argc > optind ? argv[optind] : NULL;
 	if (name && !pal_cli_name("calendars", "calendar", name))
 		return PAL_EXIT_USAGE;
-	return run("calendars", &c, read_calendars, name, table_calendars, NULL, -1);
+	return run("calendars", &c, read_calendars, name, table_calendars, NULL, 0);
 }

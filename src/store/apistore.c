@@ -290,6 +290,15 @@ int pal_apistore_job_page(pal_store *st, const char *job_id, const char *after, 
 	return PAL_OK;
 }
 
+int pal_apistore_misfires_page(pal_store *st, const char *job_id, int64_t from, int64_t to,
+			       const char *after, int limit, json_t **out, char **next, char *err,
+			       size_t errlen)
+{
+	return cut(
+	    pal__store_misfires_query(st, job_id, from, to, after, limit + 1, out, err, errlen),
+	    out, limit, next);
+}
+
 int pal_apistore_shadow_page(pal_store *st, const char *after, int limit, json_t **out, char **next,
 			     char *err, size_t errlen)
 {

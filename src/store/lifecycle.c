@@ -223,15 +223,35 @@ static int job_exists(pal_store *st, const char *job_id, char *err, size_t errle
 int pal_store_misfires_json(pal_store *st, const char *job_id, int64_t from, int64_t to,
 			    int limit, json_t **out, char *err, size_t errlen)
 {
+	return pal__store_whole_list(
+	    pal__store_misfires_query(st, job_id, from, to, NULL, limit, out, err, errlen), out);
+}
+
+int pal__store_misfires_query(pal_store *st, const char *job_id, int64_t from, int64_t to,
+			      const char *after, int limit, json_t **out, char *err, size_t errlen)
+{
 	*out = NULL;
 	int rc;
+	long long us = 0, id = 0;
+	if (after && sscanf(after, "%lld_%lld", &us, &id) != 2) {
+		snprintf(err, errlen, "cursor \"%.40s\" is not one this API gave", after);
+		return PAL_EINVAL;
+	}
 	if (job_id && (rc = job_exists(st, job_id, err, errlen)))
 		return rc;
-	char f[24], t[24], l[16];
+	char f[24], t[24], l[16], u[24], n[24];
 	snprintf(f, sizeof f, "%" PRId64, from);
 	snprintf(t, sizeof t, "%" PRId64, to);
 	snprintf(l, sizeof l, "%d", limit);
-	const char *p[] = { job_id, from == PAL_OPS_NOW ? NULL : f, to == PAL_OPS_NOW ? NULL : t, l };
+	snprintf(u, sizeof u, "%lld", us);
+	snprintf(n, sizeof n, "%lld", id);
+	const char *p[] = {job_id,
+			   from == PAL_OPS_NOW ? NULL : f,
+			   to == PAL_OPS_NOW ? NULL : t,
+			   l,
+			   after ? u : NULL,
+			   n};
+	/* newest first; the cursor is (range_from, id) of the last row */
 	return pal__store_query_json(
 	    st,
 	    "SELECT coalesce(json_agg(json_build_object('id', id, 'job_id', job_id,"
@@ -239,24 +259,31 @@ int pal_store_misfires_json(pal_store *st, const char *job_id, int64_t from, int
 		"range_from") ","
 			      " 'range_to', " TS(
 				  "range_to") ", 'count', count, 'policy', policy,"
-					      " 'reason', reason, 'calendar', calendar,"
-					      " 'calendar_version', calendar_version,"
+					      " 'reason', reason, 'calendar', calendar, "
+					      "'calendar_version', calendar_version,"
 					      " 'decided_at', " TS(
-						  "decided_at") ") ORDER BY range_from DESC, id "
-								"DESC),"
-								" '[]') FROM (SELECT * FROM "
-								"misfires"
-								"  WHERE ($1::text IS NULL OR "
-								"job_id = $1)"
+						  "decided_at") ", '_c', (extract(epoch FROM "
+								"range_from)"
+								"  * 1000000)::bigint || '_' || "
+								"id) ORDER BY range_from DESC, id "
+								"DESC), '[]')"
+								" FROM (SELECT * FROM misfires "
+								"WHERE ($1::text IS NULL OR job_id "
+								"= $1)"
 								"  AND ($2::bigint IS NULL OR "
 								"range_to >= "
 								"to_timestamp($2::bigint))"
 								"  AND ($3::bigint IS NULL OR "
 								"range_from <= "
 								"to_timestamp($3::bigint))"
+								"  AND ($5::bigint IS NULL OR "
+								"(range_from, id) < "
+								"('epoch'::timestamptz"
+								"   + $5::bigint * interval '1 "
+								"microsecond', $6::bigint))"
 								"  ORDER BY range_from DESC, id "
 								"DESC LIMIT $4::int) m",
-	    4, p, out, err, errlen);
+	    6, p, out, err, errlen);
 }
 
 int pal_store_audit_json(pal_store *st, int64_t since, const char *actor, const char *action,

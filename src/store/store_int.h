@@ -181,6 +181,10 @@ int pal__store_tickets_query(pal_store *st, bool all, const char *tenants, const
 int pal__store_tokens_query(pal_store *st, const char *after, int limit, json_t **out, char *err,
 			    size_t errlen);
 int pal__store_whole_list(int rc, json_t **rows);
+/* pal_store_misfires_json()'s rows after the cursor AFTER (NULL: from the
+ * newest), each with its cursor "_c" (lifecycle.c). */
+int pal__store_misfires_query(pal_store *st, const char *job_id, int64_t from, int64_t to,
+			      const char *after, int limit, json_t **out, char *err, size_t errlen);
 /* pal_store_jobs_json()'s jobs with only the versions after AFTER_VERSION
  * (0: from the first), at most LIMIT of them (0: all); a job with none of
  * those has "versions": null (jobs.c). */

@@ -384,11 +384,11 @@ def walk(path, at_least):
 for path, at_least in (("/api/v1/shadow", 2), ("/api/v1/tokens", 2), ("/api/v1/gates", 0),
                        ("/api/v1/tickets?all=true", 1), (f"/api/v1/triggers/{tid}/attempts", 0),
                        ("/api/v1/jobs", 1), ("/api/v1/audit?action=pause", 2),
-                       ("/api/v1/calendars", 2)):
+                       ("/api/v1/calendars", 2), ("/api/v1/misfires?job=c.one", 0)):
     walk(path, at_least)
 for bad in ("/api/v1/tickets?cursor=x1", "/api/v1/tokens?cursor=9_9_zz",
             f"/api/v1/triggers/{tid}/attempts?cursor=1", "/api/v1/audit?cursor=-1",
-            "/api/v1/triggers?job=c.one&cursor=1_2"):
+            "/api/v1/triggers?job=c.one&cursor=1_2", "/api/v1/misfires?job=c.one&cursor=x"):
     call("GET", bad, want=400)  # a cursor the API did not give
 
 # Last: the node drains (and exits) when asked.

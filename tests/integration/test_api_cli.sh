@@ -219,6 +219,14 @@ expect_exit "audit --action pages --limit 1050 through the API" 0 remote audit -
 via_api=$OUT
 expect_eq "... the database's 1050 rows, newest first ($(jq length <<<"$via_api"))" \
 	"$("$PAL" audit --action pages --limit 1050 --output json | jq -c '[.[].id]')" "$(jq -c '[.[].id]' <<<"$via_api")"
+sql "INSERT INTO misfires (job_id, version, range_from, range_to, count, policy, reason, shard, epoch)
+	SELECT 'cli.a', 1, t, t, 1, 'skip', 'pages', 0, 1
+	FROM generate_series('2025-01-01T00:00:00Z'::timestamptz, '2025-01-01T00:00:00Z'::timestamptz + interval '1100 minutes', interval '1 minute') t" >/dev/null
+expect_exit "misfires --job --limit 1050 through the API" 0 remote misfires --job cli.a --limit 1050 --output json
+via_api=$OUT
+expect_eq "... the database's 1050 rows, newest first ($(jq length <<<"$via_api"))" \
+	"$("$PAL" misfires --job cli.a --limit 1050 --output json | jq -c '[.[].id]')" "$(jq -c '[.[].id]' <<<"$via_api")"
+sql "DELETE FROM misfires WHERE reason = 'pages'" >/dev/null
 expect_exit "a database-only command with --server: usage (exit 64)" 64 \
 	env -u PALISADE_PG "$PAL" verify --server "http://${NODE_ADMIN[s1]}"
 expect_exit "no token: exit 64" 64 env -u PALISADE_PG -u PALISADE_TOKEN "$PAL" pause --all --reason x --server "http://${NODE_ADMIN[s1]}"
