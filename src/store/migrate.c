@@ -109,7 +109,7 @@ void pal_store_binary_schema(pal_schema_range *r)
 
 /* Does schema_migrations have its compatible_from column yet?  Read from
  * the catalog: information_schema.columns cost 7-9 ms of backend CPU on
- * every connection of every CLI command (docs/performance.md). */
+ * every connection of every CLI command. */
 static int has_compat_column(pal_store *st, bool *yes, char *err, size_t errlen)
 {
 	PGresult *q = pal__store_query(st, "SELECT " SQL_HAS_COMPAT, 0, NULL, err, errlen);
