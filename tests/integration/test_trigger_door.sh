@@ -176,6 +176,43 @@ expect_eq "replace: the claim takes the new instant" "$N" "$got"
 expect_eq "... and the older run is asked to stop: cancelling, lease kept, updated, error class replaced" \
 	"cancelling|t|t|f|replaced|t" "$(cols "$O")"
 
+echo "  -- a result: the edges of the executor's commit (its own statement, outside the door)"
+PROBE=${PALISADE_ITESTS:-build/itests}/commit_probe
+# res ID STATE [FENCE]: a result line of ID for commit_probe (its token,
+# or FENCE), with error class x when not a success
+res() {
+	sql "SELECT id || ' ' || ${3:-fence} || ' ' || floor(extract(epoch FROM scheduled_at))::bigint
+	       || ' $2 ' || CASE WHEN '$2' = 'succeeded' THEN '- 200' ELSE 'x 503' END || ' - -'
+	     FROM triggers WHERE id = $1"
+}
+# after: state, lease held, retry time set, finished, error class, attempts
+after() { sql "SELECT state, lease_owner IS NOT NULL, next_attempt_at IS NOT NULL, finished_at IS NOT NULL,
+	         coalesce(last_error_class, '-'), attempt_count FROM triggers WHERE id = $1"; }
+RS=$(mk running); RF=$(mk running); RD=$(mk running); PR=$(mk pausing); PS=$(mk pausing)
+CF=$(mk cancelling); CS=$(mk cancelling); SU=$(mk running); ST=$(mk running)
+sql "UPDATE triggers SET attempt_count = 1 WHERE id IN ($RS, $RF, $RD, $PR, $PS, $CF, $CS, $SU, $ST)" >/dev/null
+inrow "$RS"; inrow "$SU"; rowatt "$RF"
+sql "UPDATE triggers SET state = 'succeeded', finished_at = now() WHERE id = $SU" >/dev/null # taken by another
+# one statement, every kind at once: the refused ones (SU no longer live,
+# ST's token stale) are ended by the commit's second UPDATE of triggers,
+# of the rows its state-setting one did not take, in the same statement
+got=$({ res "$RS" succeeded; res "$RF" failed; res "$RD" pending; res "$PR" retry_wait; res "$PS" succeeded
+	res "$CF" failed; res "$CS" succeeded; res "$SU" succeeded; res "$ST" succeeded 1; } | "$PROBE" --pg "$PALISADE_PG" --batch 16)
+expect_eq "one commit of nine results: seven taken, the two refused not" "committed 7" "$got"
+expect_eq "running -> succeeded: lease and retry time cleared, finished, error class cleared" \
+	"succeeded|f|f|t|-|1" "$(after "$RS")"
+expect_eq "... its attempt, held in the row, ended succeeded" "succeeded/true/-/true" "$(led "$RS")"
+expect_eq "running -> failed (a retry time as the result says), the attempts row of its token ended failed" "failed|f|t|t|x|1|failed/true/-/false" \
+	"$(after "$RF")|$(led "$RF")"
+expect_eq "a deferral: pending again, the attempt given back" "pending|f|t|f|x|0" "$(after "$RD")"
+expect_eq "pausing with a retry: paused (the pause asked for it)" "paused|f|t|f|x|1" "$(after "$PR")"
+expect_eq "pausing with a success: succeeded" "succeeded|f|f|t|-|1" "$(after "$PS")"
+expect_eq "cancelling with a failure: cancelled, finished" "cancelled|f|t|t|x|1" "$(after "$CF")"
+expect_eq "cancelling with a success: succeeded (the call finished first)" "succeeded|f|f|t|-|1" "$(after "$CS")"
+expect_eq "a result for a trigger another writer finished: state left alone" "succeeded|t|t|t|http_5xx|1" "$(after "$SU")"
+expect_eq "... its attempt, held in the row, ended fenced" "fenced/true/-/true" "$(led "$SU")"
+expect_eq "a result with a stale token: state, lease and retry time left alone" "running|t|t|f|http_5xx|1" "$(after "$ST")"
+
 echo "  -- illegal edges"
 M=$(mk pending)
 OUT=$(move running "$P,$M" 2>&1)
