@@ -1,5 +1,6 @@
 /*
- * jobfile.h - job files: YAML -> validated job specs (src/config/jobfile.c).
+ * jobfile.h - job files: YAML -> validated job specs (src/config/jobfile.c and
+ * the job*.c beside it, which share jobfile_int.h).
  *
  * A job file holds `jobs: [ ... ]` (docs/jobs.md lists every key).  Loading
  * validates everything and collects *all* problems as diagnostics naming

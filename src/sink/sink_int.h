@@ -39,7 +39,7 @@
 
 /* Bytes of Idempotency-Key: the protocol's limit (docs/protocol.md), the
  * same as the longest key a valid job can expand to (IDEM_KEY_MAX in
- * src/config/jobfile.c; tests/unit/test_sink_proto.c ties the two). */
+ * src/config/jobtemplate.c; tests/unit/test_sink_proto.c ties the two). */
 #define SINK_KEY_MAX 1000
 #define SINK_BODY_MAX (1u << 20)  /* bytes of request body (1 MiB) */
 #define SINK_CHUNKS_MAX 100000	  /* Palisade-Test-Chunks upper bound */
