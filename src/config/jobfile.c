@@ -22,8 +22,6 @@
 #include "jobfile_int.h"
 #include "calfile.h"
 #include "palisade/aftergraph.h"
-#include "palisade/cron.h"
-#include "palisade/tz.h"
 
 /* Where a job id was first defined, for the duplicate diagnostic; the id
  * itself follows the struct (it is the hash table's key) and the file name
@@ -35,71 +33,11 @@ struct idpos {
 };
 
 struct pal_jobloader {
-	GHashTable *ids;  /* id -> struct idpos (freed with the table) */
-	GPtrArray *files; /* the file names idpos point to */
-	/* Zones and crons that parsed, by name and normalised expression: a
-	 * million jobs share a handful of each, and opening a zone (a file
-	 * read) and parsing a cron twice per job was a fifth of a load. */
-	GHashTable *tzs;	/* name -> pal_tz */
-	GHashTable *crons;	/* expression -> pal_cron */
-	GHashTable *cals;	/* name -> pal_calendar (the `calendars:` loaded so far) */
+	GHashTable *ids;	/* id -> struct idpos (freed with the table) */
+	GPtrArray *files;	/* the file names idpos point to */
+	struct job_cache cache; /* parsed zones and crons, the calendars loaded so far */
 	pal_after_graph *after; /* the valid jobs with `after`, for the set's checks */
 };
-
-const pal_tz *pal__job_cached_tz(struct pal_jobloader *l, const char *name, char *err,
-				 size_t errlen)
-{
-	pal_tz *tz = g_hash_table_lookup(l->tzs, name);
-	char *key;
-
-	if (tz)
-		return tz;
-	if (pal_tz_open(name, &tz, err, errlen) != 0)
-		return NULL;
-	if ((key = strdup(name)))
-		g_hash_table_insert(l->tzs, key, tz);
-	else
-		pal_tz_close(tz); /* out of memory: fail like a bad zone would */
-	return key ? tz : NULL;
-}
-
-const pal_cron *pal__job_cached_cron(struct pal_jobloader *l, const char *expr, char *err,
-				     size_t errlen, int *field)
-{
-	pal_cron *cr = g_hash_table_lookup(l->crons, expr);
-	char *key;
-
-	if (cr)
-		return cr;
-	if (pal_cron_parse(expr, &cr, err, errlen, field) != 0)
-		return NULL;
-	if ((key = strdup(expr)))
-		g_hash_table_insert(l->crons, key, cr);
-	else
-		pal_cron_free(cr);
-	return key ? cr : NULL;
-}
-
-const pal_calendar *pal__job_loaded_calendar(struct pal_jobloader *l, const char *name)
-{
-	return g_hash_table_lookup(l->cals, name);
-}
-
-static void tz_free(void *p)
-{
-	pal_tz_close(p);
-}
-
-static void cron_free(void *p)
-{
-	pal_cron_free(p);
-}
-
-static void cal_free(void *p)
-{
-	pal_calendar_clear(p);
-	free(p);
-}
 
 pal_jobloader *pal_jobloader_new(void)
 {
@@ -109,9 +47,7 @@ pal_jobloader *pal_jobloader_new(void)
 		return NULL;
 	l->ids = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, free);
 	l->files = g_ptr_array_new_with_free_func(free);
-	l->tzs = g_hash_table_new_full(g_str_hash, g_str_equal, free, tz_free);
-	l->crons = g_hash_table_new_full(g_str_hash, g_str_equal, free, cron_free);
-	l->cals = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, cal_free);
+	pal__job_cache_init(&l->cache);
 	l->after = pal_after_graph_new();
 	if (!l->after) {
 		pal_jobloader_free(l);
@@ -126,9 +62,7 @@ void pal_jobloader_free(pal_jobloader *l)
 		return;
 	g_hash_table_destroy(l->ids);
 	g_ptr_array_free(l->files, TRUE);
-	g_hash_table_destroy(l->tzs);
-	g_hash_table_destroy(l->crons);
-	g_hash_table_destroy(l->cals);
+	pal__job_cache_clear(&l->cache);
 	pal_after_graph_free(l->after);
 	free(l);
 }
@@ -213,7 +147,7 @@ static void cross_checks(struct jctx *c, const pal_ynode *job, pal_job_spec *s)
 static int load_job(const pal_ydoc *doc, const char *file, const pal_ynode *jn, pal_jobset *set,
 		    pal_jobloader *l, pal_diags *diags)
 {
-	struct jctx c = {.doc = doc, .diags = diags, .tz_ok = true, .l = l};
+	struct jctx c = {.doc = doc, .diags = diags, .tz_ok = true, .cache = &l->cache};
 	pal_job_spec s;
 
 	if (pal_job_spec_defaults(&s) != 0) {
@@ -286,7 +220,7 @@ static int load_calendar(const pal_ydoc *doc, const pal_ynode *n, pal_jobset *se
 
 	if (errors)
 		return errors;
-	const pal_calendar *first = g_hash_table_lookup(l->cals, c.name);
+	const pal_calendar *first = g_hash_table_lookup(l->cache.cals, c.name);
 
 	if (first) {
 		pal_ydiag(diags, doc, n,
@@ -304,7 +238,7 @@ static int load_calendar(const pal_ydoc *doc, const pal_ynode *n, pal_jobset *se
 		pal_calendar_clear(&c);
 		return 1;
 	}
-	g_hash_table_insert(l->cals, mine->name, mine);
+	g_hash_table_insert(l->cache.cals, mine->name, mine);
 	return 0;
 }
 
@@ -429,7 +363,7 @@ static pal_jobloader *loader_for(const pal_jobset *set)
 		pal_calendar *c = malloc(sizeof *c);
 
 		if (c && pal_calendar_copy(c, &set->calendars[i]) == 0)
-			g_hash_table_insert(l->cals, c->name, c);
+			g_hash_table_insert(l->cache.cals, c->name, c);
 		else
 			free(c);
 	}

@@ -1,11 +1,12 @@
 /*
  * jobfile_int.h - what the files of the job loader share (src/config/job*.c).
  *
- * jobfile.c (files, documents, the loader's caches), jobkeys.c (the job's
- * key table, the walk, the diagnostics), jobschedule.c, jobtarget.c,
- * jobtemplate.c, jobpolicy.c, jobafter.c and jobnotify.c (one part of a job
- * each, with its section's table and its checks that span keys).  Nothing
- * here is for other modules: they load job files through jobfile.h.
+ * jobfile.c (files, documents, ids), jobcache.c (what the loader parses
+ * once), jobkeys.c (the job's key table, the walk, the diagnostics),
+ * jobschedule.c, jobtarget.c, jobtemplate.c, jobpolicy.c, jobafter.c and
+ * jobnotify.c (one part of a job each, with its section's table and its
+ * checks that span keys).  Nothing here is for other modules: they load job
+ * files through jobfile.h.
  */
 #ifndef PALISADE_CONFIG_JOBFILE_INT_H
 #define PALISADE_CONFIG_JOBFILE_INT_H
@@ -13,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <glib.h>
 #include "palisade/calendar.h"
 #include "palisade/cron.h"
 #include "palisade/diags.h"
@@ -40,7 +42,7 @@ struct jctx {
 	const pal_ynode *n_backoff_max, *n_body, *n_status_url;
 	const pal_ynode *n_after;
 	bool cron_ok, tz_ok;
-	struct pal_jobloader *l; /* the caches of parsed crons and zones */
+	struct job_cache *cache; /* the loader's parsed crons and zones, its calendars */
 };
 
 /* ---- diagnostics (jobkeys.c) ---- */
@@ -186,18 +188,29 @@ void pal__job_check_schedule(struct jctx *c, const pal_ynode *job,
  * without has a schedule (jobafter.c). */
 void pal__job_after_schedule(struct jctx *c, const pal_ynode *jn, pal_job_spec *s);
 
-/* ---- the loader's caches (jobfile.c) ---- */
+/* ---- the loader's cache (jobcache.c) ---- */
 
-/* The zone NAME, parsed once per loader (the loader owns it); NULL with ERR
+/* Zones and crons that parsed, by name and normalised expression, and the
+ * calendars loaded so far, by name; the cache owns all of them. */
+struct job_cache {
+	GHashTable *tzs;   /* name -> pal_tz */
+	GHashTable *crons; /* expression -> pal_cron */
+	GHashTable *cals;  /* name -> pal_calendar (the `calendars:` loaded so far) */
+};
+
+/* Make K's empty tables; pal__job_cache_clear() frees them and all they hold. */
+void pal__job_cache_init(struct job_cache *k);
+void pal__job_cache_clear(struct job_cache *k);
+
+/* The zone NAME, opened once per cache (the cache owns it); NULL with ERR
  * when it does not open. */
-const pal_tz *pal__job_cached_tz(struct pal_jobloader *l, const char *name, char *err,
-				 size_t errlen);
-/* The cron EXPR, parsed once per loader (the loader owns it); NULL with ERR
+const pal_tz *pal__job_cached_tz(struct job_cache *k, const char *name, char *err, size_t errlen);
+/* The cron EXPR, parsed once per cache (the cache owns it); NULL with ERR
  * and *FIELD (1-based, when not NULL) when it does not parse. */
-const pal_cron *pal__job_cached_cron(struct pal_jobloader *l, const char *expr, char *err,
+const pal_cron *pal__job_cached_cron(struct job_cache *k, const char *expr, char *err,
 				     size_t errlen, int *field);
-/* The calendar NAME loaded before the current job (the loader owns it), or
+/* The calendar NAME loaded before the current job (the cache owns it), or
  * NULL. */
-const pal_calendar *pal__job_loaded_calendar(struct pal_jobloader *l, const char *name);
+const pal_calendar *pal__job_loaded_calendar(struct job_cache *k, const char *name);
 
 #endif

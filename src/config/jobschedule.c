@@ -4,7 +4,7 @@
  * jitter, excluded dates and the calendars it names; then the schedule as
  * a whole, once every key is read.
  *
- * Crons and zones are parsed through the loader's caches (jobfile.c): a
+ * Crons and zones are parsed through the loader's cache (jobcache.c): a
  * million jobs share a handful of each.  Calendars are the ones loaded
  * before the job.
  */
@@ -115,7 +115,7 @@ static void k_cron(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 	if (pal_cron_resolve_hash(norm, "", &resolved, err, sizeof err)) {
 		pal__job_diag(c, v, "invalid cron expression \"%.128s\": %s", norm, err);
 		free(norm);
-	} else if (!pal__job_cached_cron(c->l, resolved, err, sizeof err, &field)) {
+	} else if (!pal__job_cached_cron(c->cache, resolved, err, sizeof err, &field)) {
 		pal__job_diag_at(c, v, field > 0 ? cron_field_offset(raw, field) : 0,
 				 "invalid cron expression \"%.128s\": %s", norm,
 				 err[0] ? err : "not a valid expression");
@@ -138,7 +138,7 @@ static void k_timezone(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 		c->tz_ok = false;
 		return;
 	}
-	if (!pal__job_cached_tz(c->l, name, err, sizeof err)) {
+	if (!pal__job_cached_tz(c->cache, name, err, sizeof err)) {
 		if (err[0])
 			pal__job_diag(c, v, "timezone: %s", err);
 		else
@@ -302,7 +302,7 @@ static void k_calendar(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 	}
 	for (size_t i = 0; i < n; i++) {
 		char *name = pal__job_str(c, names[i], "calendar", NAME_MAX_LEN);
-		const pal_calendar *cal = name ? pal__job_loaded_calendar(c->l, name) : NULL;
+		const pal_calendar *cal = name ? pal__job_loaded_calendar(c->cache, name) : NULL;
 		bool twice = false;
 
 		for (size_t j = 0; cal && j < k; j++)
@@ -454,8 +454,8 @@ void pal__job_check_schedule(struct jctx *c, const pal_ynode *job, pal_job_spec 
 		int64_t after = s->has_start ? s->start - 1 : 0, next;
 
 		if (pal_cron_resolve_hash(s->cron, s->id ? s->id : "", &text, err, sizeof err) ||
-		    !(cr = pal__job_cached_cron(c->l, text, err, sizeof err, NULL)) ||
-		    !(tz = pal__job_cached_tz(c->l, s->timezone, err, sizeof err))) {
+		    !(cr = pal__job_cached_cron(c->cache, text, err, sizeof err, NULL)) ||
+		    !(tz = pal__job_cached_tz(c->cache, s->timezone, err, sizeof err))) {
 			free(text);
 			return; /* diagnosed where the cron and zone were read */
 		}
