@@ -18,7 +18,9 @@
  * Tenants: a token limited to tenants sees only their jobs.  A read of
  * another tenant's job answers 404, as if it did not exist; a write to it
  * 403.  Routes that are not about one job (group and global pauses, audit,
- * gates, tokens) are refused to such a token with 403.
+ * gates, tokens) are refused to such a token with 403; the shadow diff is
+ * the exception, for it compares job by job: other tenants' jobs in its
+ * body count as unknown jobs.
  *
  * Threading: called from the admin endpoint's thread; one request at a
  * time under MU, on one connection of our own, opened on first use and

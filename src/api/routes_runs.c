@@ -215,7 +215,7 @@ void pal_api__h_job_backfill(call *c)
 
 /* A per-job list's ?job= (required, visible to the token: into arg 0) and
  * ?limit=; false (problem set) otherwise. */
-bool job_query(call *c, const char *what, int *limit)
+static bool job_query(call *c, const char *what, int *limit)
 {
 	const char *job = pal_api__query(c, "job");
 	if (!job) {

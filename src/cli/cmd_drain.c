@@ -35,8 +35,9 @@ static size_t discard(char *p, size_t s, size_t n, void *u)
 }
 
 /* Admin address of node ID from its ZooKeeper record; NULL when absent.
- * With IN, through that open session (the wait loop keeps one); without,
- * through a session of its own. */
+ * With IN, through that open session (the wait loop keeps one), silent on
+ * an error for the caller to look again; without, through a session of its
+ * own, with 5 s to connect. */
 static char *lookup_admin(const pal_cli_common *c, pal_coord_inspector *in, const char *id,
 			  bool *present, int *ec)
 {
@@ -55,7 +56,8 @@ static char *lookup_admin(const pal_cli_common *c, pal_coord_inspector *in, cons
 	       : pal_coord_list_nodes(zk, pal__cli_config_zk_root(c), pal__cli_config_cluster(c),
 				      5000, &nodes, err, sizeof err);
 	if (rc) {
-		pal_cli_err("drain", "%s", err);
+		if (!in)
+			pal_cli_err("drain", "%s", err);
 		*ec = PAL_EXIT_UNAVAIL;
 		return NULL;
 	}
@@ -78,20 +80,30 @@ static char *lookup_admin(const pal_cli_common *c, pal_coord_inspector *in, cons
 }
 
 /* Waits up to WAIT_S seconds for NODE to leave, looking every 100 ms
- * through one ZooKeeper session. */
+ * through one ZooKeeper session.  When that session breaks (a connection
+ * lost, a session expired), the look is made through a session of its own,
+ * as a single lookup is, and a new session is kept for the next ones: exit
+ * 69 only when ZooKeeper cannot be reached that way either. */
 static int wait_gone(const pal_cli_common *c, const char *node, int wait_s)
 {
-	pal_coord_inspector *in;
+	pal_coord_inspector *in = NULL;
 	char err[512];
-	if (pal_coord_inspector_open(pal__cli_zk(c), 5000, &in, err, sizeof err)) {
-		pal_cli_err("drain", "%s", err);
-		return PAL_EXIT_UNAVAIL;
-	}
+	if (pal_coord_inspector_open(pal__cli_zk(c), 5000, &in, err, sizeof err))
+		in = NULL;
 	int ec = PAL_EXIT_FAIL;
 	for (int i = 0; i < wait_s * 10; i++) {
 		bool present = true;
 		int lec = 0;
 		free(lookup_admin(c, in, node, &present, &lec));
+		if (lec == PAL_EXIT_UNAVAIL && in) {
+			pal_coord_inspector_close(in);
+			in = NULL;
+			lec = 0;
+			free(lookup_admin(c, NULL, node, &present, &lec));
+			if (!lec &&
+			    pal_coord_inspector_open(pal__cli_zk(c), 5000, &in, err, sizeof err))
+				in = NULL;
+		}
 		if (lec) {
 			ec = lec;
 			break;

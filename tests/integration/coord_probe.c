@@ -19,7 +19,8 @@
  *       registered node and per election znode with its czxid and owner.
  *   coord_probe --intrude OP --path P --zk HOSTS [--auth user:password]
  *       One operation in a session of its own, as another process would do
- *       it: OP is children, get, create (persistent, world ACL), delete,
+ *       it: OP is children, get, create (persistent, world ACL; its data "x",
+ *       or --data STR), delete,
  *       plant-persistent or plant-ephemeral (a protected-form election znode
  *       "P/_c_<random uuid>-n_<seq>" whose data is "ghost"; the ephemeral one
  *       lives until stdin closes; missing parents are created first).
@@ -55,6 +56,7 @@
 
 static volatile sig_atomic_t g_term;
 static const char *g_auth; /* --auth */
+static const char *g_data = "x"; /* --data: what --intrude create writes */
 static char *g_loaded_auth; /* --auth-file's, owned */
 
 static void free_loaded_auth(void)
@@ -377,8 +379,8 @@ static int intrude(const char *zk, const char *op, const char *path)
 		int len = sizeof buf;
 		rc = zoo_get(zh, path, 0, buf, &len, NULL);
 	} else if (strcmp(op, "create") == 0) {
-		rc = zoo_create(zh, path, "x", 1, &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT, created,
-				sizeof created);
+		rc = zoo_create(zh, path, g_data, (int)strlen(g_data), &ZOO_OPEN_ACL_UNSAFE,
+				ZOO_PERSISTENT, created, sizeof created);
 	} else if (strcmp(op, "delete") == 0) {
 		rc = zoo_delete(zh, path, -1);
 	} else if (strcmp(op, "plant-persistent") == 0 || strcmp(op, "plant-ephemeral") == 0) {
@@ -523,6 +525,7 @@ int main(int argc, char **argv)
 	    {"auth-file", required_argument, NULL, 'A'},
 	    {"intrude", required_argument, NULL, 'i'},
 	    {"path", required_argument, NULL, 'p'},
+	    {"data", required_argument, NULL, 'D'},
 	    {NULL, 0, NULL, 0},
 	};
 	int o;
@@ -562,6 +565,9 @@ int main(int argc, char **argv)
 			break;
 		case 'p':
 			intrude_path = optarg;
+			break;
+		case 'D':
+			g_data = optarg;
 			break;
 		default:
 			usage();

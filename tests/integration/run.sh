@@ -47,7 +47,7 @@ fi
 # or bound timings that another test's load would stretch (failover and
 # handoff times, sampling rates, latency percentiles, watchdog pings).  A
 # test's lines are printed whole when it ends.
-IT_SERIAL=" test_outage test_coord test_executor_race test_mixed_upgrade test_controller_faults
+IT_SERIAL=" test_outage test_coord test_drain_zk_blip test_executor_race test_mixed_upgrade test_controller_faults
 	test_executor_overlap test_executor_fairness test_systemd_notify
 	test_partition test_clock_skew test_executor_clock_skew test_outage_long
 	test_apply_scale test_console test_sink_group test_migrate_contract test_listener_limits "
