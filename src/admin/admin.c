@@ -60,6 +60,7 @@
 #include "palisade/console.h"
 #include "palisade/html.h"
 #include "palisade/httpguard.h"
+#include "palisade/listen.h"
 #include "palisade/log.h"
 
 #define BODY_MAX 65536	  /* bytes of request body we are willing to read */
@@ -99,120 +100,6 @@ typedef struct request {
 	bool form;		/* a console form (login, logout, act): its body is kept */
 	GString *body;		/* the kept body (api), NULL until it comes */
 } request;
-
-/* ---- address parsing ------------------------------------------------- */
-
-static int parse_port(const char *s, int *port)
-{
-	if (*s == '\0' || strlen(s) > 5)
-		return -1;
-	long v = 0;
-	for (const char *p = s; *p; p++) {
-		if (*p < '0' || *p > '9')
-			return -1;
-		v = v * 10 + (*p - '0');
-	}
-	if (v > 65535)
-		return -1;
-	*port = (int)v;
-	return 0;
-}
-
-/*
- * ADDR is "host:port" or "[v6]:port"; host may be a name (resolved once,
- * first address wins).  Fills SA; returns 0 or PAL_EINVAL with ERR filled.
- */
-static int parse_addr(const char *addr, struct sockaddr_storage *sa, char *err, size_t errlen)
-{
-	char host[256];
-	const char *port_s;
-	bool bracketed = false;
-	int port;
-
-	if (addr == NULL || *addr == '\0') {
-		snprintf(err, errlen,
-			 "admin address is empty (expected host:port, e.g. 127.0.0.1:9464)");
-		return PAL_EINVAL;
-	}
-	if (addr[0] == '[') {
-		const char *close = strchr(addr, ']');
-		if (close == NULL || close[1] != ':') {
-			snprintf(err, errlen,
-				 "admin address \"%s\": expected [ipv6]:port, e.g. [::1]:9464",
-				 addr);
-			return PAL_EINVAL;
-		}
-		size_t n = (size_t)(close - addr - 1);
-		if (n == 0 || n >= sizeof host) {
-			snprintf(err, errlen, "admin address \"%s\": bad IPv6 address", addr);
-			return PAL_EINVAL;
-		}
-		memcpy(host, addr + 1, n);
-		host[n] = '\0';
-		port_s = close + 2;
-		bracketed = true;
-	} else {
-		const char *colon = strrchr(addr, ':');
-		if (colon == NULL) {
-			snprintf(err, errlen,
-				 "admin address \"%s\" has no port (expected host:port, e.g. "
-				 "127.0.0.1:9464)",
-				 addr);
-			return PAL_EINVAL;
-		}
-		size_t n = (size_t)(colon - addr);
-		if (memchr(addr, ':', n) != NULL) {
-			snprintf(
-			    err, errlen,
-			    "admin address \"%s\": an IPv6 address needs brackets, e.g. [::1]:9464",
-			    addr);
-			return PAL_EINVAL;
-		}
-		if (n == 0) {
-			snprintf(err, errlen,
-				 "admin address \"%s\" has no host (use 0.0.0.0:PORT to listen on "
-				 "every interface)",
-				 addr);
-			return PAL_EINVAL;
-		}
-		if (n >= sizeof host) {
-			snprintf(err, errlen, "admin address \"%.40s...\": host name too long",
-				 addr);
-			return PAL_EINVAL;
-		}
-		memcpy(host, addr, n);
-		host[n] = '\0';
-		port_s = colon + 1;
-	}
-	if (parse_port(port_s, &port) != 0) {
-		snprintf(err, errlen,
-			 "admin address \"%s\": port \"%s\" is not a number in 0..65535", addr,
-			 port_s);
-		return PAL_EINVAL;
-	}
-
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
-	hints.ai_family = bracketed ? AF_INET6 : AF_UNSPEC;
-	if (bracketed)
-		hints.ai_flags |= AI_NUMERICHOST;
-	struct addrinfo *res = NULL;
-	int rc = getaddrinfo(host, port_s, &hints, &res);
-	if (rc != 0 || res == NULL) {
-		snprintf(err, errlen, "admin address \"%s\": cannot resolve \"%s\": %s", addr, host,
-			 rc ? gai_strerror(rc) : "no address");
-		return PAL_EINVAL;
-	}
-	memset(sa, 0, sizeof *sa);
-	memcpy(sa, res->ai_addr, res->ai_addrlen);
-	freeaddrinfo(res);
-	return 0;
-}
-
-static uint16_t sa_port(const struct sockaddr_storage *sa)
-{
-	return ntohs(sa->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)sa)->sin6_port
-					       : ((const struct sockaddr_in *)sa)->sin_port);
-}
 
 /* ---- responses ------------------------------------------------------- */
 
@@ -988,7 +875,7 @@ int pal_admin_start(const pal_admin_config *cfg, pal_admin **out, char *err, siz
 		snprintf(err, errlen, "admin endpoint: out of memory");
 		return PAL_ENOMEM;
 	}
-	int rc = parse_addr(addr, &a->sa, err, errlen);
+	int rc = pal_listen_parse("admin address", 9464, addr, &a->sa, err, errlen);
 	if (rc != 0) {
 		free(a);
 		return rc;
@@ -1048,7 +935,7 @@ int pal_admin_start(const pal_admin_config *cfg, pal_admin **out, char *err, siz
 		tls[2] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 	}
 	/* MHD binds SOCK_ADDR and uses the port argument only in its messages */
-	uint16_t port = sa_port(&a->sa);
+	uint16_t port = pal_listen_port(&a->sa);
 	a->port = port; /* Host checks of the first requests; port 0 is fixed below */
 	errno = 0;
 	a->daemon = MHD_start_daemon(
@@ -1071,16 +958,7 @@ int pal_admin_start(const pal_admin_config *cfg, pal_admin **out, char *err, siz
 	}
 	atomic_store(&a->started, true); /* from now on log_mhd() runs in MHD's thread */
 
-	const union MHD_DaemonInfo *info =
-	    MHD_get_daemon_info(a->daemon, MHD_DAEMON_INFO_BIND_PORT);
-	a->port = info ? info->port : 0;
-	if (a->port == 0) {
-		struct sockaddr_storage bound;
-		socklen_t len = sizeof bound;
-		info = MHD_get_daemon_info(a->daemon, MHD_DAEMON_INFO_LISTEN_FD);
-		if (info && getsockname(info->listen_fd, (struct sockaddr *)&bound, &len) == 0)
-			a->port = sa_port(&bound);
-	}
+	a->port = pal_listen_bound_port(a->daemon);
 	pal_log(PAL_LOG_INFO, "admin.listening", "{s:s, s:i, s:b, s:b, s:s?}", "addr", addr, "port",
 		a->port, "writes", a->token != NULL, "reads_need_token", a->protect_reads, "host",
 		a->host);

@@ -43,6 +43,7 @@
 #include <jansson.h>
 #include <microhttpd.h>
 #include "palisade/httpguard.h"
+#include "palisade/listen.h"
 #include "palisade/log.h"
 #include "palisade/timefmt.h"
 #include "palisade/trace.h"
@@ -73,70 +74,6 @@ typedef struct request {
 	size_t len, cap;
 	bool seen; /* the headers-only first call happened */
 } request;
-
-/* ---- addresses ----------------------------------------------------------- */
-
-/* ADDR is host:port or [v6]:port; fills SA.  PAL_EINVAL with ERR filled. */
-static int parse_addr(const char *addr, struct sockaddr_storage *sa, char *err, size_t errlen)
-{
-	char host[256];
-	const char *port_s;
-	bool v6 = false;
-	if (addr == NULL || *addr == '\0') {
-		snprintf(err, errlen, "empty address (expected host:port, e.g. 127.0.0.1:8088)");
-		return PAL_EINVAL;
-	}
-	if (addr[0] == '[') {
-		const char *close = strchr(addr, ']');
-		size_t n = close ? (size_t)(close - addr - 1) : 0;
-		if (close == NULL || close[1] != ':' || n == 0 || n >= sizeof host) {
-			snprintf(err, errlen, "address \"%s\": expected [ipv6]:port", addr);
-			return PAL_EINVAL;
-		}
-		memcpy(host, addr + 1, n);
-		host[n] = '\0';
-		port_s = close + 2;
-		v6 = true;
-	} else {
-		const char *colon = strrchr(addr, ':');
-		size_t n = colon ? (size_t)(colon - addr) : 0;
-		if (colon == NULL || n == 0 || n >= sizeof host || memchr(addr, ':', n)) {
-			snprintf(err, errlen,
-				 "address \"%s\": expected host:port (IPv6 in brackets, e.g. "
-				 "[::1]:8088)",
-				 addr);
-			return PAL_EINVAL;
-		}
-		memcpy(host, addr, n);
-		host[n] = '\0';
-		port_s = colon + 1;
-	}
-	int64_t port;
-	if (pal__sink_parse_int(port_s, 0, 65535, &port) != PAL_OK) {
-		snprintf(err, errlen, "address \"%s\": port \"%s\" is not a number in 0..65535",
-			 addr, port_s);
-		return PAL_EINVAL;
-	}
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
-	hints.ai_family = v6 ? AF_INET6 : AF_UNSPEC;
-	struct addrinfo *res = NULL;
-	int rc = getaddrinfo(host, port_s, &hints, &res);
-	if (rc != 0 || res == NULL) {
-		snprintf(err, errlen, "address \"%s\": cannot resolve \"%s\": %s", addr, host,
-			 rc ? gai_strerror(rc) : "no address");
-		return PAL_EINVAL;
-	}
-	memset(sa, 0, sizeof *sa);
-	memcpy(sa, res->ai_addr, res->ai_addrlen);
-	freeaddrinfo(res);
-	return PAL_OK;
-}
-
-static int sa_port(const struct sockaddr_storage *sa)
-{
-	return ntohs(sa->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)sa)->sin6_port
-					       : ((const struct sockaddr_in *)sa)->sin_port);
-}
 
 /* ---- responses ----------------------------------------------------------- */
 
@@ -568,7 +505,7 @@ int pal__sink_listener_start(sink_ctx *ctx, const char *addr, bool admin, sink_l
 		snprintf(err, errlen, "out of memory");
 		return PAL_ENOMEM;
 	}
-	int rc = parse_addr(addr, &l->sa, err, errlen);
+	int rc = pal_listen_parse("address", 8088, addr, &l->sa, err, errlen);
 	if (rc != PAL_OK) {
 		free(l);
 		return rc;
@@ -600,7 +537,7 @@ int pal__sink_listener_start(sink_ctx *ctx, const char *addr, bool admin, sink_l
 	}
 	errno = 0;
 	l->daemon = MHD_start_daemon(
-	    flags, (uint16_t)sa_port(&l->sa), NULL, NULL, on_request, l, MHD_OPTION_EXTERNAL_LOGGER,
+	    flags, pal_listen_port(&l->sa), NULL, NULL, on_request, l, MHD_OPTION_EXTERNAL_LOGGER,
 	    log_mhd, l, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&l->sa,
 	    MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_CONNECTION_LIMIT,
 	    pal_httpguard_mhd_limit(l->guard), MHD_OPTION_NOTIFY_CONNECTION, pal_httpguard_notify,
@@ -617,16 +554,7 @@ int pal__sink_listener_start(sink_ctx *ctx, const char *addr, bool admin, sink_l
 		return PAL_EIO;
 	}
 	atomic_store(&l->started, true);
-	const union MHD_DaemonInfo *info =
-	    MHD_get_daemon_info(l->daemon, MHD_DAEMON_INFO_BIND_PORT);
-	l->port = info ? info->port : 0;
-	if (l->port == 0) {
-		struct sockaddr_storage bound;
-		socklen_t len = sizeof bound;
-		info = MHD_get_daemon_info(l->daemon, MHD_DAEMON_INFO_LISTEN_FD);
-		if (info && getsockname(info->listen_fd, (struct sockaddr *)&bound, &len) == 0)
-			l->port = sa_port(&bound);
-	}
+	l->port = pal_listen_bound_port(l->daemon);
 	*out = l;
 	return PAL_OK;
 }
