@@ -97,6 +97,11 @@ int pal_cli_connect(const pal_cli_common *c, bool migrating, pal_store **out);
  * without printing: the message (a line, "" when none) goes to MSG for the
  * caller to print.  Touches no CLI state: safe in a thread of its own. */
 int pal__cli_connect_msg(const char *ci, bool migrating, pal_store **out, char *msg, size_t msglen);
+/* The end of a command's work on a connection of pal_cli_connect(): closes
+ * ST and, when RC (what the store call returned) is an error, prints ERR
+ * (its message) as "palisade CMD: ERR".  Returns the exit code of RC
+ * (pal_cli_exit_code()): 0 when RC is 0. */
+int pal_cli_store_done(pal_store *st, const char *cmd, int rc, const char *err);
 
 /*
  * The HTTP API instead of the database (remote.c, docs/api.md): --server URL,

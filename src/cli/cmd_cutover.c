@@ -185,11 +185,8 @@ int pal__cli_shadow_set(int argc, char **argv)
 	if (list) {
 		json_t *rows;
 		rc = pal_store_shadow_list_json(st, &rows, err, sizeof err);
-		pal_store_close(st);
-		if (rc) {
-			pal_cli_err("shadow", "%s", err);
-			return pal_cli_exit_code(rc);
-		}
+		if ((ec = pal_cli_store_done(st, "shadow", rc, err)))
+			return ec;
 		print_list(&c, rows);
 		json_decref(rows);
 		return PAL_EXIT_OK;
@@ -199,11 +196,8 @@ int pal__cli_shadow_set(int argc, char **argv)
 	int64_t moved;
 	rc = pal_store_shadow_set(st, &sc, pal_cli_actor(), reason, &already, &percent, &moved, err,
 				  sizeof err);
-	pal_store_close(st);
-	if (rc) {
-		pal_cli_err("shadow", "%s", err);
-		return pal_cli_exit_code(rc);
-	}
+	if ((ec = pal_cli_store_done(st, "shadow", rc, err)))
+		return ec;
 	char scope[200];
 	pal_scope_format(&sc, scope, sizeof scope);
 	json_t *o = json_pack("{s:s, s:b, s:i, s:I}", "scope", scope, "already", already,
@@ -402,11 +396,8 @@ int pal_cmd_rollback(int argc, char **argv)
 		char err[1024];
 		int rc = pal_store_rollback_json(st, &sc, pal_cli_actor(), reason, wait_ms, &o, err,
 						 sizeof err);
-		pal_store_close(st);
-		if (rc) {
-			pal_cli_err("rollback", "%s", err);
-			return pal_cli_exit_code(rc);
-		}
+		if ((ec = pal_cli_store_done(st, "rollback", rc, err)))
+			return ec;
 	}
 	json_t *rows = json_object_get(o, "unfinished");
 	if (c.json) {

@@ -253,11 +253,8 @@ int pal_cmd_jobs(int argc, char **argv)
 	char err[1024];
 	if (retired) {
 		int rc = pal_store_retired_json(st, &jobs, err, sizeof err);
-		pal_store_close(st);
-		if (rc) {
-			pal_cli_err("jobs", "%s", err);
-			return pal_cli_exit_code(rc);
-		}
+		if ((ec = pal_cli_store_done(st, "jobs", rc, err)))
+			return ec;
 		if (c.json) {
 			json_dumpf(jobs, stdout, JSON_INDENT(2));
 			putchar('\n');

@@ -68,11 +68,8 @@ int pal_cmd_release(int argc, char **argv)
 		return ec;
 	char err[1024];
 	int rc = pal_store_release_quarantine(st, job, pal_cli_actor(), reason, err, sizeof err);
-	pal_store_close(st);
-	if (rc) {
-		pal_cli_err("release", "%s", err);
-		return pal_cli_exit_code(rc);
-	}
+	if ((ec = pal_cli_store_done(st, "release", rc, err)))
+		return ec;
 	printf("job %s released from quarantine; its controller plans it again from its next "
 	       "tick\n",
 	       job);

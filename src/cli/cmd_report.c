@@ -126,11 +126,8 @@ static int cost(int argc, char **argv)
 			return ec;
 		char err[1024];
 		int rc = pal_store_cost_json(st, &s, &rep, err, sizeof err);
-		pal_store_close(st);
-		if (rc) {
-			pal_cli_err("report", "%s", err);
-			return pal_cli_exit_code(rc);
-		}
+		if ((ec = pal_cli_store_done(st, "report", rc, err)))
+			return ec;
 	}
 	if (c.json) {
 		json_dumpf(rep, stdout, JSON_INDENT(2));

@@ -250,11 +250,8 @@ int pal_cmd_tickets(int argc, char **argv)
 	if (list || show) {
 		rc = list ? pal_ops_tickets_json(st, all, &out, err, sizeof err)
 			  : pal_ops_ticket_json(st, id, &out, err, sizeof err);
-		pal_store_close(st);
-		if (rc) {
-			pal_cli_err("tickets", "%s", err);
-			return pal_cli_exit_code(rc);
-		}
+		if ((ec = pal_cli_store_done(st, "tickets", rc, err)))
+			return ec;
 		if (c.json)
 			dump(out);
 		else if (list)
@@ -267,11 +264,8 @@ int pal_cmd_tickets(int argc, char **argv)
 	pal_resolve_result r;
 	rc = pal_ops_ticket_resolve(st, id, action, evidence, max, pal_cli_actor(), reason, &r, err,
 				    sizeof err);
-	pal_store_close(st);
-	if (rc) {
-		pal_cli_err("tickets", "%s", err);
-		return pal_cli_exit_code(rc);
-	}
+	if ((ec = pal_cli_store_done(st, "tickets", rc, err)))
+		return ec;
 	if (c.json) {
 		out = json_pack("{s:I, s:s, s:s}", "ticket", (json_int_t)id, "action", action, "state",
 				"resolved");

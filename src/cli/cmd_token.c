@@ -82,11 +82,8 @@ static int token_create(int argc, char **argv)
 	char secret[PAL_TOKEN_LEN + 1], err[1024];
 	int rc =
 	    pal_token_create(st, name, role, tenants, n, pal_cli_actor(), secret, err, sizeof err);
-	pal_store_close(st);
-	if (rc) {
-		pal_cli_err("token", "%s", err);
-		return pal_cli_exit_code(rc);
-	}
+	if ((ec = pal_cli_store_done(st, "token", rc, err)))
+		return ec;
 	printf("created token %s (role %s", name, pal_role_name(role));
 	for (size_t i = 0; i < n; i++)
 		printf("%s%s", i ? ", " : "; tenants ", tenants[i]);
@@ -106,11 +103,8 @@ static int token_list(int argc, char **argv)
 	json_t *rows;
 	char err[1024];
 	int rc = pal_token_list_json(st, &rows, err, sizeof err);
-	pal_store_close(st);
-	if (rc) {
-		pal_cli_err("token", "%s", err);
-		return pal_cli_exit_code(rc);
-	}
+	if ((ec = pal_cli_store_done(st, "token", rc, err)))
+		return ec;
 	if (c.json) {
 		json_dumpf(rows, stdout, JSON_INDENT(2));
 		putchar('\n');
@@ -156,11 +150,8 @@ static int token_revoke(int argc, char **argv)
 		return ec;
 	char err[1024];
 	int rc = pal_token_revoke(st, argv[optind], pal_cli_actor(), err, sizeof err);
-	pal_store_close(st);
-	if (rc) {
-		pal_cli_err("token", "%s", err);
-		return pal_cli_exit_code(rc);
-	}
+	if ((ec = pal_cli_store_done(st, "token", rc, err)))
+		return ec;
 	printf("revoked token %s\n", argv[optind]);
 	return PAL_EXIT_OK;
 }

@@ -351,11 +351,8 @@ int pal_cmd_backfill(int argc, char **argv)
 	char err[1024];
 	int rc = pal_ops_backfill(st, job, from, to, max, rid, pal_cli_actor(), reason, &r, err,
 				  sizeof err);
-	pal_store_close(st);
-	if (rc) {
-		pal_cli_err("backfill", "%s", err);
-		return pal_cli_exit_code(rc);
-	}
+	if ((ec = pal_cli_store_done(st, "backfill", rc, err)))
+		return ec;
 	char f[32], t[32];
 	pal_fmt_rfc3339(from, f, sizeof f);
 	pal_fmt_rfc3339(to, t, sizeof t);

@@ -180,11 +180,8 @@ int pal_cmd_triggers(int argc, char **argv)
 		char err[1024];
 		int rc = pal_ops_triggers_json(st, job, state, since, trigger_id, limit, &list, err,
 					       sizeof err);
-		pal_store_close(st);
-		if (rc) {
-			pal_cli_err("triggers", "%s", err);
-			return pal_cli_exit_code(rc);
-		}
+		if ((ec = pal_cli_store_done(st, "triggers", rc, err)))
+			return ec;
 	}
 	pal_trace_ids_json(list, prefix);
 	if (trace && !json_array_size(list)) {

@@ -187,6 +187,14 @@ int pal_cli_exit_code(int rc)
 	}
 }
 
+int pal_cli_store_done(pal_store *st, const char *cmd, int rc, const char *err)
+{
+	pal_store_close(st);
+	if (rc)
+		pal_cli_err(cmd, "%s", err);
+	return pal_cli_exit_code(rc);
+}
+
 bool pal_cli_name(const char *cmd, const char *what, const char *arg)
 {
 	size_t max = !strcmp(what, "job") ? PAL_CLI_JOB_MAX : PAL_CLI_GROUP_MAX;
