@@ -75,10 +75,15 @@ PAL_MUST_CHECK int pal_httpguard_new(const pal_httpguard_limits *limits, const c
 				     pal_metrics *m, pal_httpguard **out);
 void pal_httpguard_free(pal_httpguard *g);
 
-/* The value for MHD_OPTION_CONNECTION_LIMIT: max_conns plus room for the
+/* The value for MHD_OPTION_CONNECTION_LIMIT of a daemon with THREADS
+ * polling threads (1 without a pool): max_conns plus room for the
  * connections being shut down, so the daemon keeps accepting (and the guard
- * keeps evicting) while they close. */
-unsigned pal_httpguard_mhd_limit(const pal_httpguard *g);
+ * keeps evicting) while they close, for each thread.  libmicrohttpd divides
+ * the limit among a pool's threads, and a thread at its share stops
+ * accepting: with the others busy (a page waiting on the database), one
+ * thread must be able to take the listener's whole limit, or connections
+ * wait in the kernel's backlog where the guard cannot make room. */
+unsigned pal_httpguard_mhd_limit(const pal_httpguard *g, unsigned threads);
 
 /* MHD_OPTION_NOTIFY_CONNECTION callback; CLS is the guard. */
 void pal_httpguard_notify(void *cls, struct MHD_Connection *conn, void **socket_context,

@@ -63,10 +63,10 @@
 #include "palisade/listen.h"
 #include "palisade/log.h"
 
-#define BODY_MAX 65536	  /* bytes of request body we are willing to read */
+#define BODY_MAX 65536		/* bytes of request body we are willing to read */
 #define API_BODY_MAX (4u << 20) /* an /api/v1 body: a job file may be 4 MiB */
-#define CONN_TIMEOUT_S 10 /* idle connection timeout */
-#define ADMIN_THREADS 4	  /* libmicrohttpd's thread pool */
+#define CONN_TIMEOUT_S 10	/* idle connection timeout */
+#define ADMIN_THREADS 4		/* libmicrohttpd's thread pool */
 
 struct pal_admin {
 	struct MHD_Daemon *daemon;
@@ -79,26 +79,26 @@ struct pal_admin {
 	void *arg;
 	pal_console *console; /* the cluster console's paths; NULL: 404 */
 	pal_api *api;	      /* /api/v1 (api.h); NULL: 404 */
-	char *token;	    /* NULL: writes refused */
+	char *token;	      /* NULL: writes refused */
 	bool protect_reads;
-	char *host;	    /* configured Host, or NULL */
-	bool loopback_names; /* also localhost/127.0.0.1/[::1] with our port */
+	char *host;	       /* configured Host, or NULL */
+	bool loopback_names;   /* also localhost/127.0.0.1/[::1] with our port */
 	char listen_host[264]; /* as written in Host: "127.0.0.1", "[::1]" */
 	int port;
-	bool loopback_only; /* listening on a loopback address only */
-	atomic_bool started; /* false while MHD_start_daemon() runs */
-	char start_err[256]; /* last libmicrohttpd message while starting */
+	bool loopback_only;	  /* listening on a loopback address only */
+	atomic_bool started;	  /* false while MHD_start_daemon() runs */
+	char start_err[256];	  /* last libmicrohttpd message while starting */
 	char *tls_cert, *tls_key; /* PEM text handed to MHD, kept while it runs */
 };
 
 /* Per-request state, freed in request_done(). */
 typedef struct request {
 	size_t body_bytes;
-	unsigned refused;	/* a status code decided on the headers, 0 = none */
-	const char *why;	/* its text */
-	bool api;		/* an /api/v1 request: its body is kept */
-	bool form;		/* a console form (login, logout, act): its body is kept */
-	GString *body;		/* the kept body (api), NULL until it comes */
+	unsigned refused; /* a status code decided on the headers, 0 = none */
+	const char *why;  /* its text */
+	bool api;	  /* an /api/v1 request: its body is kept */
+	bool form;	  /* a console form (login, logout, act): its body is kept */
+	GString *body;	  /* the kept body (api), NULL until it comes */
 } request;
 
 /* ---- responses ------------------------------------------------------- */
@@ -327,8 +327,8 @@ static enum MHD_Result respond_check(struct MHD_Connection *conn, bool ok, const
 		return respond(conn, MHD_HTTP_OK, "text/plain; charset=utf-8", body, strlen(body),
 			       true);
 	}
-	char *body = why[0] ? g_strdup_printf("not %s: %s\n", text, why)
-			    : g_strdup_printf("not %s\n", text);
+	char *body =
+	    why[0] ? g_strdup_printf("not %s: %s\n", text, why) : g_strdup_printf("not %s\n", text);
 	return respond(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8", body,
 		       strlen(body), true);
 }
@@ -426,9 +426,10 @@ static enum MHD_Result h_drain(pal_admin *a, struct MHD_Connection *conn)
 /* The console's headers: no script, forms only to us, never in a frame. */
 static void console_headers(struct MHD_Response *r)
 {
-	MHD_add_response_header(r, "Content-Security-Policy",
-				"default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
-				"frame-ancestors 'none'");
+	MHD_add_response_header(
+	    r, "Content-Security-Policy",
+	    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
+	    "frame-ancestors 'none'");
 	MHD_add_response_header(r, "X-Frame-Options", "DENY");
 	MHD_add_response_header(r, "Referrer-Policy", "same-origin");
 }
@@ -443,20 +444,20 @@ static enum MHD_Result console_route(pal_admin *a, struct MHD_Connection *conn, 
 	char client[80];
 	client_addr(conn, client, sizeof client);
 	pal_console_request cr = {
-		.method = method,
-		.path = path,
-		.id = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "id"),
-		.section = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "section"),
-		.q = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "q"),
-		.after = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "after"),
-		.session = MHD_lookup_connection_value(conn, MHD_COOKIE_KIND, PAL_CONSOLE_COOKIE),
-		.form = req && req->body ? req->body->str : NULL,
-		.form_len = req && req->body ? req->body->len : 0,
-		.client = client,
-		.tls = a->tls_cert != NULL,
-		.plain_login_ok = a->loopback_only,
-		.node_status = st,
-		.api = a->api,
+	    .method = method,
+	    .path = path,
+	    .id = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "id"),
+	    .section = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "section"),
+	    .q = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "q"),
+	    .after = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "after"),
+	    .session = MHD_lookup_connection_value(conn, MHD_COOKIE_KIND, PAL_CONSOLE_COOKIE),
+	    .form = req && req->body ? req->body->str : NULL,
+	    .form_len = req && req->body ? req->body->len : 0,
+	    .client = client,
+	    .tls = a->tls_cert != NULL,
+	    .plain_login_ok = a->loopback_only,
+	    .node_status = st,
+	    .api = a->api,
 	};
 	bool ok = a->console && pal_console_serve(a->console, &cr, &rep);
 	json_decref(st);
@@ -474,20 +475,38 @@ static enum MHD_Result console_route(pal_admin *a, struct MHD_Connection *conn, 
 	}
 	return queue(conn, rep.status, r);
 }
-static enum MHD_Result h_console(pal_admin *a, struct MHD_Connection *c) { return console_route(a, c, "/console", "GET", NULL); }
-static enum MHD_Result h_console_job(pal_admin *a, struct MHD_Connection *c) { return console_route(a, c, "/console/job", "GET", NULL); }
-static enum MHD_Result h_api_cluster(pal_admin *a, struct MHD_Connection *c) { return console_route(a, c, "/api/cluster", "GET", NULL); }
-static enum MHD_Result h_api_job(pal_admin *a, struct MHD_Connection *c) { return console_route(a, c, "/api/job", "GET", NULL); }
+static enum MHD_Result h_console(pal_admin *a, struct MHD_Connection *c)
+{
+	return console_route(a, c, "/console", "GET", NULL);
+}
+static enum MHD_Result h_console_job(pal_admin *a, struct MHD_Connection *c)
+{
+	return console_route(a, c, "/console/job", "GET", NULL);
+}
+static enum MHD_Result h_api_cluster(pal_admin *a, struct MHD_Connection *c)
+{
+	return console_route(a, c, "/api/cluster", "GET", NULL);
+}
+static enum MHD_Result h_api_job(pal_admin *a, struct MHD_Connection *c)
+{
+	return console_route(a, c, "/api/job", "GET", NULL);
+}
 
 static const struct route {
 	const char *path;
 	bool post; /* POST only; otherwise GET and HEAD */
 	route_fn fn;
 } routes[] = {
-    {"/metrics", false, h_metrics}, {"/healthz", false, h_healthz}, {"/readyz", false, h_readyz},
-    {"/status", false, h_status},   {"/", false, h_page},	    {"/drain", true, h_drain},
-    {"/console", false, h_console}, {"/console/job", false, h_console_job},
-    {"/api/cluster", false, h_api_cluster}, {"/api/job", false, h_api_job},
+    {"/metrics", false, h_metrics},
+    {"/healthz", false, h_healthz},
+    {"/readyz", false, h_readyz},
+    {"/status", false, h_status},
+    {"/", false, h_page},
+    {"/drain", true, h_drain},
+    {"/console", false, h_console},
+    {"/console/job", false, h_console_job},
+    {"/api/cluster", false, h_api_cluster},
+    {"/api/job", false, h_api_job},
 };
 
 /* ---- security (admin.h) ------------------------------------------------ */
@@ -572,8 +591,8 @@ static bool is_write_route(const char *url)
  * has none (borrowed from the connection). */
 static const char *bearer(struct MHD_Connection *conn)
 {
-	const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-						       MHD_HTTP_HEADER_AUTHORIZATION);
+	const char *auth =
+	    MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 	if (auth == NULL || strncasecmp(auth, "Bearer ", 7) != 0)
 		return NULL;
 	const char *given = auth + 7;
@@ -702,14 +721,14 @@ static enum MHD_Result api_route(pal_admin *a, struct MHD_Connection *conn, cons
 		return respond_text(conn, MHD_HTTP_NOT_FOUND, "no API on this node\n");
 	char client[80];
 	client_addr(conn, client, sizeof client);
-	pal_api_request ar = { .method = method,
-			       .path = url,
-			       .client = client,
-			       .body = req->body ? req->body->str : NULL,
-			       .body_len = req->body ? req->body->len : 0,
-			       .lookup = api_lookup,
-			       .ctx = conn,
-			       .query = canonical_query(conn) };
+	pal_api_request ar = {.method = method,
+			      .path = url,
+			      .client = client,
+			      .body = req->body ? req->body->str : NULL,
+			      .body_len = req->body ? req->body->len : 0,
+			      .lookup = api_lookup,
+			      .ctx = conn,
+			      .query = canonical_query(conn)};
 	pal_api_reply rep;
 	pal_api_serve(a->api, &ar, &rep);
 	g_free((char *)ar.query);
@@ -941,7 +960,7 @@ int pal_admin_start(const pal_admin_config *cfg, pal_admin **out, char *err, siz
 	a->daemon = MHD_start_daemon(
 	    flags, port, NULL, NULL, on_request, a, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, a,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a->sa, MHD_OPTION_CONNECTION_LIMIT,
-	    pal_httpguard_mhd_limit(a->guard), MHD_OPTION_CONNECTION_TIMEOUT,
+	    pal_httpguard_mhd_limit(a->guard, ADMIN_THREADS), MHD_OPTION_CONNECTION_TIMEOUT,
 	    (unsigned)CONN_TIMEOUT_S, MHD_OPTION_NOTIFY_CONNECTION, pal_httpguard_notify, a->guard,
 	    MHD_OPTION_URI_LOG_CALLBACK, on_uri, a, MHD_OPTION_NOTIFY_COMPLETED, request_done, a,
 	    MHD_OPTION_THREAD_POOL_SIZE, (unsigned)ADMIN_THREADS, MHD_OPTION_ARRAY, tls,

@@ -540,8 +540,8 @@ int pal__sink_listener_start(sink_ctx *ctx, const char *addr, bool admin, sink_l
 	    flags, pal_listen_port(&l->sa), NULL, NULL, on_request, l, MHD_OPTION_EXTERNAL_LOGGER,
 	    log_mhd, l, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&l->sa,
 	    MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_CONNECTION_LIMIT,
-	    pal_httpguard_mhd_limit(l->guard), MHD_OPTION_NOTIFY_CONNECTION, pal_httpguard_notify,
-	    l->guard, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONN_TIMEOUT_S,
+	    pal_httpguard_mhd_limit(l->guard, 1), MHD_OPTION_NOTIFY_CONNECTION,
+	    pal_httpguard_notify, l->guard, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONN_TIMEOUT_S,
 	    MHD_OPTION_URI_LOG_CALLBACK, on_uri, l, MHD_OPTION_UNESCAPE_CALLBACK, unescape_none, l,
 	    MHD_OPTION_NOTIFY_COMPLETED, request_done, l, MHD_OPTION_END);
 	if (l->daemon == NULL) {

@@ -313,9 +313,9 @@ void pal_httpguard_close_after(struct MHD_Response *r)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 }
 
-unsigned pal_httpguard_mhd_limit(const pal_httpguard *g)
+unsigned pal_httpguard_mhd_limit(const pal_httpguard *g, unsigned threads)
 {
-	return g->lim.max_conns + GUARD_SLACK;
+	return (g->lim.max_conns + GUARD_SLACK) * (threads ? threads : 1);
 }
 
 void pal_httpguard_get_stats(pal_httpguard *g, pal_httpguard_stats *out)

@@ -45,6 +45,8 @@ expect_match() {
 PSQL=psql
 [ -x /usr/lib/postgresql/15/bin/psql ] && PSQL=/usr/lib/postgresql/15/bin/psql
 sql() { "$PSQL" "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -c "$1"; }
+# has QUERY: true when QUERY (a count) is above 0, for wait_until.
+has() { [ "$(sql "$1")" -gt 0 ]; }
 
 # seq_scans TABLE: how many sequential scans TABLE has had (pg_stat_user_tables,
 # this session's counters flushed first).

@@ -46,7 +46,6 @@ EYES=$("$PAL" token create --name eyes --role viewer | tail -1)
 
 start_node b1 --roles controller,executor
 A=${NODE_ADMIN[b1]}
-has() { [ "$(sql "$1")" -gt 0 ]; }
 wait_until "b1 answers" 20 curl -sf "http://$A/healthz"
 wait_until "an open ticket for act.hang" 25 has "select count(*) from tickets where job_id = 'act.hang' and state = 'open'"
 TICKET=$(sql "select min(id) from tickets where job_id = 'act.hang' and state = 'open'")

@@ -86,7 +86,7 @@ static int setup(void **state)
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
 	f->d = MHD_start_daemon(
 	    MHD_USE_AUTO_INTERNAL_THREAD, 0, NULL, NULL, on_request, f->g, MHD_OPTION_SOCK_ADDR,
-	    (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT, pal_httpguard_mhd_limit(f->g),
+	    (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT, pal_httpguard_mhd_limit(f->g, 1),
 	    MHD_OPTION_NOTIFY_CONNECTION, pal_httpguard_notify, f->g, MHD_OPTION_URI_LOG_CALLBACK,
 	    on_uri, f->g, MHD_OPTION_NOTIFY_COMPLETED, on_done, f->g, MHD_OPTION_END);
 	assert_non_null(f->d);
