@@ -123,6 +123,21 @@ static enum MHD_Result unavailable(struct MHD_Connection *conn, const char *code
 				 pal__sink_body_error(code, NULL), "Retry-After", "1");
 }
 
+/* A connection of the pool (pal__sink_pool_release() gives it back), or
+ * NULL when none can be had: counted as a database error and logged, for
+ * the caller to answer 503. */
+static sink_conn *acquire(sink_ctx *ctx)
+{
+	sink_conn *c;
+	char err[256];
+	if (pal__sink_pool_acquire(ctx->pool, &c, err, sizeof err) != PAL_OK) {
+		pal__sink_count(ctx, "db_errors");
+		pal_log(PAL_LOG_WARN, "sink.db_unavailable", "{s:s}", "message", err);
+		return NULL;
+	}
+	return c;
+}
+
 /* ---- query: GET /effects/<key> -------------------------------------------- */
 
 static enum MHD_Result query(sink_ctx *ctx, struct MHD_Connection *conn, const char *enc)
@@ -142,13 +157,9 @@ static enum MHD_Result query(sink_ctx *ctx, struct MHD_Connection *conn, const c
 		    conn, MHD_HTTP_NOT_FOUND,
 		    pal__sink_body_error("not_found", "noop mode keeps no records"), NULL, NULL);
 	}
-	sink_conn *c;
-	char err[256];
-	if (pal__sink_pool_acquire(ctx->pool, &c, err, sizeof err) != PAL_OK) {
-		pal__sink_count(ctx, "db_errors");
-		pal_log(PAL_LOG_WARN, "sink.db_unavailable", "{s:s}", "message", err);
+	sink_conn *c = acquire(ctx);
+	if (c == NULL)
 		return unavailable(conn, "db_unavailable");
-	}
 	sink_reply rep;
 	pal__sink_effect_query(c, key, &rep);
 	pal__sink_pool_release(ctx->pool, c);
@@ -299,13 +310,9 @@ static enum MHD_Result apply_validated(sink_ctx *ctx, struct MHD_Connection *con
 		/* one transaction of its own: with --group-max 1, and for a
 		 * request with a delay (the slow service holds its own
 		 * transaction, not a whole group and its committer) */
-		sink_conn *c;
-		char err[256];
-		if (pal__sink_pool_acquire(ctx->pool, &c, err, sizeof err) != PAL_OK) {
-			pal__sink_count(ctx, "db_errors");
-			pal_log(PAL_LOG_WARN, "sink.db_unavailable", "{s:s}", "message", err);
+		sink_conn *c = acquire(ctx);
+		if (c == NULL)
 			return unavailable(conn, "db_unavailable");
-		}
 		pal__sink_effect_apply(ctx, c, rq, &rep);
 		pal__sink_pool_release(ctx->pool, c);
 	}
