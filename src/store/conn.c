@@ -317,6 +317,17 @@ int pal__store_query_json(pal_store *st, const char *sql, int nparams, const cha
 	return PAL_OK;
 }
 
+int pal__store_query_i64(pal_store *st, const char *sql, int nparams, const char *const *params,
+			 int64_t none, int64_t *out, char *err, size_t errlen)
+{
+	PGresult *r = pal__store_query(st, sql, nparams, params, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	*out = PQntuples(r) && !PQgetisnull(r, 0, 0) ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : none;
+	PQclear(r);
+	return PAL_OK;
+}
+
 int pal__store_whole_list(int rc, json_t **rows)
 {
 	size_t i;

@@ -14,17 +14,6 @@
 /* RFC 3339 UTC text of a timestamptz column (NULL stays NULL). */
 #define TS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
 
-static int query_i64(pal_store *st, const char *sql, int np, const char *const *p, int64_t *out,
-		     char *err, size_t errlen)
-{
-	PGresult *r = pal__store_query(st, sql, np, p, err, errlen);
-	if (!r)
-		return PAL_EDB;
-	*out = PQntuples(r) && !PQgetisnull(r, 0, 0) ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : -1;
-	PQclear(r);
-	return PAL_OK;
-}
-
 static char *id_array(const char *const *ids, size_t n)
 {
 	pal_pgarr a;
@@ -42,15 +31,16 @@ int pal_store_retire_pending(pal_store *st, const char *const *ids, size_t n, in
 		return PAL_OK;
 	char *a = id_array(ids, n);
 	const char *p[] = { a };
-	int rc = query_i64(st,
-			   "SELECT count(*) FROM jobs j JOIN job_versions v ON v.job_id = j.job_id"
-			   " AND v.version = j.latest_version WHERE j.job_id = ANY($1::text[])"
-			   " AND j.retired_at IS NOT NULL AND v.activated_at IS NULL"
-			   /* only where a controller plans: its ticks touch the shard row */
-			   " AND EXISTS (SELECT 1 FROM shards s WHERE s.shard_id = j.shard"
-			   "  AND s.leader IS NOT NULL"
-			   "  AND s.updated_at > clock_timestamp() - interval '10 seconds')",
-			   1, p, pending, err, errlen);
+	int rc = pal__store_query_i64(
+	    st,
+	    "SELECT count(*) FROM jobs j JOIN job_versions v ON v.job_id = j.job_id"
+	    " AND v.version = j.latest_version WHERE j.job_id = ANY($1::text[])"
+	    " AND j.retired_at IS NOT NULL AND v.activated_at IS NULL"
+	    /* only where a controller plans: its ticks touch the shard row */
+	    " AND EXISTS (SELECT 1 FROM shards s WHERE s.shard_id = j.shard"
+	    "  AND s.leader IS NOT NULL"
+	    "  AND s.updated_at > clock_timestamp() - interval '10 seconds')",
+	    1, p, -1, pending, err, errlen);
 	g_free(a);
 	return rc;
 }
@@ -129,8 +119,8 @@ int pal_store_attempts_json(pal_store *st, int64_t trigger_id, json_t **out, cha
 	snprintf(id, sizeof id, "%" PRId64, trigger_id);
 	const char *p[] = { id };
 	int64_t n;
-	int rc = query_i64(st, "SELECT count(*) FROM triggers WHERE id = $1::bigint", 1, p, &n, err,
-			   errlen);
+	int rc = pal__store_query_i64(st, "SELECT count(*) FROM triggers WHERE id = $1::bigint", 1,
+				      p, -1, &n, err, errlen);
 	if (rc)
 		return rc;
 	if (n <= 0) {
@@ -210,7 +200,8 @@ static int job_exists(pal_store *st, const char *job_id, char *err, size_t errle
 {
 	const char *p[] = { job_id };
 	int64_t n;
-	int rc = query_i64(st, "SELECT count(*) FROM jobs WHERE job_id = $1", 1, p, &n, err, errlen);
+	int rc = pal__store_query_i64(st, "SELECT count(*) FROM jobs WHERE job_id = $1", 1, p, -1,
+				      &n, err, errlen);
 	if (rc)
 		return rc;
 	if (n <= 0) {
@@ -366,8 +357,9 @@ int pal_store_job_retired(pal_store *st, const char *job_id, bool *retired, char
 {
 	const char *p[] = { job_id };
 	int64_t n;
-	int rc = query_i64(st, "SELECT (retired_at IS NOT NULL)::int FROM jobs WHERE job_id = $1", 1,
-			   p, &n, err, errlen);
+	int rc = pal__store_query_i64(
+	    st, "SELECT (retired_at IS NOT NULL)::int FROM jobs WHERE job_id = $1", 1, p, -1, &n,
+	    err, errlen);
 	if (rc)
 		return rc;
 	if (n < 0) {

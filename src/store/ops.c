@@ -56,12 +56,7 @@ int pal__ops_exec(pal_store *st, const char *sql, int np, const char *const *p, 
 int pal__ops_query_i64(pal_store *st, const char *sql, int np, const char *const *p, int64_t *out,
 		       char *err, size_t errlen)
 {
-	PGresult *r = pal__store_query(st, sql, np, p, err, errlen);
-	if (!r)
-		return PAL_EDB;
-	*out = PQntuples(r) && !PQgetisnull(r, 0, 0) ? pal__ops_val_i64(r, 0, 0) : 0;
-	PQclear(r);
-	return PAL_OK;
+	return pal__store_query_i64(st, sql, np, p, 0, out, err, errlen);
 }
 
 /*

@@ -70,6 +70,11 @@ PGresult *pal__store_query(pal_store *st, const char *sql, int nparams, const ch
  * no row, an SQL NULL or text that is not JSON. */
 int pal__store_query_json(pal_store *st, const char *sql, int nparams, const char *const *params,
 			  json_t **out, char *err, size_t errlen);
+/* Run SQL that returns one integer (the first column of its first row)
+ * into *OUT: NONE when it returns no row or an SQL NULL.  PAL_EDB with ERR
+ * when the query fails. */
+int pal__store_query_i64(pal_store *st, const char *sql, int nparams, const char *const *params,
+			 int64_t none, int64_t *out, char *err, size_t errlen);
 /* The door of the trigger state machine (palisade_trigger_move,
  * sql/functions/palisade_trigger_move.sql; docs/schema.md): a FROM item
  * that moves to state TO (SQL text: a quoted state or a parameter) the
