@@ -320,16 +320,28 @@ int pal_store_reap_cancelling(pal_store *st, int64_t *n, char *err, size_t errle
 	return PAL_OK;
 }
 
-/* One result's id and its index in the caller's array, sorted by id. */
-typedef struct result_ref {
-	int64_t id;
-	int i;
-} result_ref;
-
-static int result_ref_cmp(const void *a, const void *b)
+static int id_ref_cmp(const void *a, const void *b)
 {
-	const result_ref *x = a, *y = b;
+	const pal_id_ref *x = a, *y = b;
 	return (x->id > y->id) - (x->id < y->id);
+}
+
+void pal__id_refs_sort(pal_id_ref *refs, size_t n)
+{
+	qsort(refs, n, sizeof *refs, id_ref_cmp);
+}
+
+size_t pal__id_refs_find(const pal_id_ref *refs, size_t n, int64_t id)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (refs[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 /* The commit joins the batch (unnest) with triggers and attempts through
@@ -616,7 +628,7 @@ int pal_store_commit_recv(pal_store *st, pal_result *res, int n, char *err, size
 {
 	/* Allocated before reading: once the statement has run, nothing may
 	 * fail but the connection. */
-	result_ref *by_id = malloc((size_t)(n ? n : 1) * sizeof *by_id);
+	pal_id_ref *by_id = malloc((size_t)(n ? n : 1) * sizeof *by_id);
 	PGresult *r = pal__store_result(st, err, errlen);
 	if (!r) {
 		free(by_id);
@@ -632,21 +644,14 @@ int pal_store_commit_recv(pal_store *st, pal_result *res, int n, char *err, size
 	 * batch) sit side by side and are all marked, as before. */
 	for (int i = 0; i < n; i++) {
 		res[i].committed = false;
-		by_id[i] = (result_ref){ res[i].id, i };
+		by_id[i] = (pal_id_ref){ res[i].id, i };
 	}
-	qsort(by_id, (size_t)n, sizeof *by_id, result_ref_cmp);
+	pal__id_refs_sort(by_id, (size_t)n);
 	for (int j = 0; j < PQntuples(r); j++) {
 		int64_t id = strtoll(PQgetvalue(r, j, 0), NULL, 10);
-		size_t lo = 0, hi = (size_t)n; /* first entry with an id >= ID */
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-			if (by_id[mid].id < id)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		for (; lo < (size_t)n && by_id[lo].id == id; lo++) {
-			pal_result *x = &res[by_id[lo].i];
+		for (size_t k = pal__id_refs_find(by_id, (size_t)n, id);
+		     k < (size_t)n && by_id[k].id == id; k++) {
+			pal_result *x = &res[by_id[k].i];
 			x->committed = true;
 			if (pal_tstate_parse(PQgetvalue(r, j, 1), &x->final_state))
 				x->final_state = x->state;

@@ -139,6 +139,19 @@ char *pal__pgarr_end(pal_pgarr *a);
  * tenant" as an SQL NULL); g_free. */
 char *pal__pgarr_scope(const char *const *v, size_t n);
 
+/* An id and its index in the caller's array (exec.c).  The commit matches
+ * the rows its statement returns to its results through an array of these
+ * sorted by id (pal__id_refs_sort), one binary search a row
+ * (pal__id_refs_find): O(n log n) a batch, not a scan of the batch a row. */
+typedef struct pal_id_ref {
+	int64_t id;
+	int i;
+} pal_id_ref;
+void pal__id_refs_sort(pal_id_ref *refs, size_t n);
+/* The first of REFS[0..n) (sorted) whose id is >= ID, N when none: the
+ * entries with ID, when there are any, stand from there side by side. */
+size_t pal__id_refs_find(const pal_id_ref *refs, size_t n, int64_t id);
+
 /* Calendar C's version (calendars.c): the latest when its digest is
  * unchanged, else the next, inserted (with its audit row) when WRITE, in
  * the caller's transaction.  Sets c->version and *CREATED. */

@@ -1,11 +1,13 @@
 /*
  * bench_match.c - time the step of pal_store_commit_results()
  * (src/store/exec.c) that marks which results the UPDATE returned, as it was
- * (a scan of the results per returned row, O(n^2)) and as it is (sort the
- * results by id once, binary search per row, O(n log n)).  The function
- * itself needs a database, so this program carries a copy of both loops;
- * keep it in step with exec.c.  Prints figures; asserts nothing except that
- * both loops mark the same results.  Built and run by tests/bench/hotpath.sh.
+ * (a scan of the results per returned row, O(n^2), kept here for the
+ * comparison) and as it is (sort the results by id once, binary search per
+ * row, O(n log n): the store's own pal__id_refs_sort() and
+ * pal__id_refs_find(), from libpalisade.a).  The commit itself needs a
+ * database; this program runs its matching loop on arrays.  Prints figures;
+ * asserts nothing except that both loops mark the same results.  Built and
+ * run by tests/bench/hotpath.sh.
  *
  * n results with distinct ids in a shuffled order; the "database" returns
  * every id, in another order (the UPDATE's RETURNING order is unspecified).
@@ -17,23 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "../../src/store/store_int.h"
 
 typedef struct res {
 	int64_t id;
 	bool committed;
 	char final_state[16];
 } res;
-
-typedef struct result_ref {
-	int64_t id;
-	int i;
-} result_ref;
-
-static int result_ref_cmp(const void *a, const void *b)
-{
-	const result_ref *x = a, *y = b;
-	return (x->id > y->id) - (x->id < y->id);
-}
 
 static double secs(void)
 {
@@ -58,25 +50,17 @@ static void match_scan(res *r, int n, const int64_t *ret, int nret)
 				mark(&r[i], "succeeded");
 }
 
-static void match_sorted(res *r, int n, const int64_t *ret, int nret, result_ref *by_id)
+static void match_sorted(res *r, int n, const int64_t *ret, int nret, pal_id_ref *by_id)
 {
 	for (int i = 0; i < n; i++) {
 		r[i].committed = false;
-		by_id[i] = (result_ref){ r[i].id, i };
+		by_id[i] = (pal_id_ref){ r[i].id, i };
 	}
-	qsort(by_id, (size_t)n, sizeof *by_id, result_ref_cmp);
-	for (int j = 0; j < nret; j++) {
-		size_t lo = 0, hi = (size_t)n;
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-			if (by_id[mid].id < ret[j])
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		for (; lo < (size_t)n && by_id[lo].id == ret[j]; lo++)
-			mark(&r[by_id[lo].i], "succeeded");
-	}
+	pal__id_refs_sort(by_id, (size_t)n);
+	for (int j = 0; j < nret; j++)
+		for (size_t k = pal__id_refs_find(by_id, (size_t)n, ret[j]);
+		     k < (size_t)n && by_id[k].id == ret[j]; k++)
+			mark(&r[by_id[k].i], "succeeded");
 }
 
 static void shuffle(int64_t *a, int n)
@@ -98,7 +82,7 @@ int main(int argc, char **argv)
 		int n = argc > 1 ? atoi(argv[a + 1]) : def[a];
 		res *r = calloc((size_t)n, sizeof *r);
 		int64_t *ids = calloc((size_t)n, sizeof *ids), *ret = calloc((size_t)n, sizeof *ret);
-		result_ref *by_id = calloc((size_t)n, sizeof *by_id);
+		pal_id_ref *by_id = calloc((size_t)n, sizeof *by_id);
 		bool *was = calloc((size_t)n, sizeof *was);
 		if (!r || !ids || !ret || !by_id || !was)
 			return 1;
