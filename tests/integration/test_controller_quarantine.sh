@@ -34,8 +34,11 @@ good_at() { sql "select extract(epoch from max(scheduled_at))::bigint from trigg
 g1=$(good_at)
 sleep 3
 check "the rest of the shard keeps being planned" [ "$(good_at)" -gt "$g1" ]
+# (a ZooKeeper session that timed out on a starved machine drops the shard
+# too, and has nothing to do with the refused rows)
 expect_eq "no shard dropped, no database error" 0 \
-	"$(grep -c '"event":"controller.shard_dropped"\|"event":"controller.db_error"' "$NODE_DIR/q1.log")"
+	"$(grep '"event":"controller.shard_dropped"\|"event":"controller.db_error"' "$NODE_DIR/q1.log" |
+		grep -vc '"reason":"zookeeper disconnected"')"
 q_misfires() { [ "$(sql "select coalesce(sum(count), 0) from misfires where job_id = 'poison' and reason = 'quarantined'")" -gt 0 ]; }
 wait_until "its instants are recorded as misfires with reason quarantined" 10 q_misfires
 expect_eq "an open ticket whose action is release" "open|{release}" \
