@@ -1130,6 +1130,24 @@ static void *run(void *arg)
 	return NULL;
 }
 
+/* Frees C and what pal_controller_start() allocated for it (NULL members
+ * allowed), once its thread, lock and batch are gone or were never made:
+ * the start's failure path and pal_controller_stop(). */
+static void controller_free(pal_controller *c)
+{
+	if (c->load_bad)
+		g_ptr_array_free(c->load_bad, TRUE);
+	if (c->over_horizon)
+		g_hash_table_destroy(c->over_horizon);
+	json_decref(c->status);
+	free(c->fault_plan_job);
+	free(c->conninfo);
+	free(c->node_id);
+	free(c->led);
+	free(c->lead);
+	free(c);
+}
+
 int pal_controller_start(const pal_controller_config *cfg, pal_coord *coord, pal_metrics *m,
 			 pal_controller **out, char *err, size_t errlen)
 {
@@ -1178,16 +1196,7 @@ int pal_controller_start(const pal_controller_config *cfg, pal_coord *coord, pal
 	*out = c;
 	return PAL_OK;
 fail:
-	if (c->load_bad)
-		g_ptr_array_free(c->load_bad, TRUE);
-	if (c->over_horizon)
-		g_hash_table_destroy(c->over_horizon);
-	free(c->fault_plan_job);
-	free(c->conninfo);
-	free(c->node_id);
-	free(c->led);
-	free(c->lead);
-	free(c);
+	controller_free(c);
 	return PAL_ENOMEM;
 }
 
@@ -1225,15 +1234,7 @@ void pal_controller_stop(pal_controller *c)
 	pal_coord_wake(c->coord);
 	pthread_join(c->thread, NULL);
 	pthread_cond_destroy(&c->quiesced_cv);
-	pal_plan_batch_free(&c->batch);
-	g_ptr_array_free(c->load_bad, TRUE);
-	g_hash_table_destroy(c->over_horizon);
-	json_decref(c->status);
 	pthread_mutex_destroy(&c->mu);
-	free(c->fault_plan_job);
-	free(c->conninfo);
-	free(c->node_id);
-	free(c->led);
-	free(c->lead);
-	free(c);
+	pal_plan_batch_free(&c->batch);
+	controller_free(c);
 }
