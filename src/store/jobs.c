@@ -212,11 +212,7 @@ int pal_store_handoff_read(pal_store *st, const int *shards, size_t n, int64_t *
 	}
 	if (!n)
 		return PAL_OK;
-	pal_pgarr a;
-	pal__pgarr_init(&a);
-	for (size_t i = 0; i < n; i++)
-		pal__pgarr_i64(&a, shards[i]);
-	char *arr = pal__pgarr_end(&a);
+	char *arr = pal__pgarr_ints(shards, n);
 	const char *p[] = {arr};
 	/* Usable only while nobody planned the shard since it was written: the
 	 * row speaks about the instants after that watermark. */
@@ -261,11 +257,7 @@ int pal_store_handoff_clear(pal_store *st, const int *shards, size_t n, char *er
 {
 	if (!n)
 		return PAL_OK;
-	pal_pgarr a;
-	pal__pgarr_init(&a);
-	for (size_t i = 0; i < n; i++)
-		pal__pgarr_i64(&a, shards[i]);
-	char *arr = pal__pgarr_end(&a);
+	char *arr = pal__pgarr_ints(shards, n);
 	const char *p[] = {arr};
 	PGresult *r = pal__store_query(
 	    st, "DELETE FROM shard_handoffs WHERE shard_id = ANY($1::int[])", 1, p, err, errlen);

@@ -80,3 +80,12 @@ char *pal__pgarr_scope(const char *const *v, size_t n)
 		pal__pgarr_text(&a, v[i]);
 	return pal__pgarr_end(&a);
 }
+
+char *pal__pgarr_ints(const int *v, size_t n)
+{
+	pal_pgarr a;
+	pal__pgarr_init(&a);
+	for (size_t i = 0; i < n; i++)
+		pal__pgarr_i64(&a, v[i]);
+	return pal__pgarr_end(&a);
+}

@@ -138,6 +138,8 @@ char *pal__pgarr_end(pal_pgarr *a);
 /* The text array of V[0..n), or NULL when N is 0 (a scope of "every
  * tenant" as an SQL NULL); g_free. */
 char *pal__pgarr_scope(const char *const *v, size_t n);
+/* The integer array of V[0..n) ("{}" when N is 0); g_free. */
+char *pal__pgarr_ints(const int *v, size_t n);
 
 /* An id and its index in the caller's array (exec.c).  The commit matches
  * the rows its statement returns to its results through an array of these

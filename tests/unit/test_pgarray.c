@@ -47,12 +47,24 @@ static void test_pgarray_integers(void **state)
 	g_free(s);
 }
 
+static void test_pgarray_ints(void **state)
+{
+	const int v[] = { 3, -1, 0, 2147483647 };
+	char *s = pal__pgarr_ints(v, 4);
+	assert_string_equal(s, "{3,-1,0,2147483647}");
+	g_free(s);
+	s = pal__pgarr_ints(v, 0);
+	assert_string_equal(s, "{}");
+	g_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pgarray_empty),
 		cmocka_unit_test(test_pgarray_text_always_quoted),
 		cmocka_unit_test(test_pgarray_integers),
+		cmocka_unit_test(test_pgarray_ints),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
