@@ -23,23 +23,9 @@ JOBS=${BENCH_JOBS:-2000}
 LOOKAHEAD=${BENCH_LOOKAHEAD:-120}
 SECS=${BENCH_SECONDS:-5}
 
-source tests/ports.sh
-export PALISADE_STATE=$(mktemp -d /tmp/palisade-planrate.XXXXXX)
-chmod 755 "$PALISADE_STATE"
-export PALISADE_PG_PORT=$(free_port) PALISADE_ZK_PORT=$(free_port)
+source tests/bench/devlib.sh # dev_cluster_up, sql, ms, ts_ms
 export PALISADE_ZK_TICK_MS=100
-PID=
-cleanup() {
-	[ -n "$PID" ] && kill -TERM "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-	bash ops/devcluster.sh down >/dev/null 2>&1
-	bash ops/devcluster.sh destroy >/dev/null 2>&1
-	rm -rf "$PALISADE_STATE"
-}
-trap cleanup EXIT
-eval "$(bash ops/devcluster.sh up 2>/dev/null)"
-sql() { psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -c "$1"; }
-ms() { date +%s%3N; }
-ts_ms() { date -d "$(grep -m1 "\"event\":\"$1\"" "$2" | sed 's/.*"ts":"\([^"]*\)".*/\1/')" +%s%3N; }
+dev_cluster_up planrate
 PGBENCH=/usr/lib/postgresql/15/bin/pgbench
 
 "${BINS[0]}/palisade" migrate >/dev/null || exit 1

@@ -22,22 +22,9 @@ for b in "$@"; do BINS+=("$(cd "$b" && pwd)"); done
 [ ${#BINS[@]} -gt 0 ] || { echo "usage: shardload.sh N BIN..." >&2; exit 2; }
 WINDOW=${SHARDLOAD_WINDOW:-25}
 
-source tests/ports.sh # free_port (the working directory is the checkout)
-export PALISADE_STATE=$(mktemp -d /tmp/palisade-shardload.XXXXXX)
-export PALISADE_PG_PORT=$(free_port) PALISADE_ZK_PORT=$(free_port)
+source tests/bench/devlib.sh # dev_cluster_up, sql, ms, ts_ms
 export PALISADE_ZK_TICK_MS=100 PALISADE_PG_FAST=1
-PID=
-cleanup() {
-	[ -n "$PID" ] && kill -TERM "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-	bash ops/devcluster.sh down >/dev/null 2>&1
-	bash ops/devcluster.sh destroy >/dev/null 2>&1
-	rm -rf "$PALISADE_STATE"
-}
-trap cleanup EXIT
-eval "$(bash ops/devcluster.sh up 2>/dev/null)"
-sql() { psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -c "$1"; }
-ms() { date +%s%3N; }
-ts_ms() { date -d "$(grep -m1 "\"event\":\"$1\"" "$2" | sed 's/.*"ts":"\([^"]*\)".*/\1/')" +%s%3N; }
+dev_cluster_up shardload
 
 conf=$PALISADE_STATE/node.yaml
 cat >"$conf" <<YAML
