@@ -168,27 +168,13 @@ SINK_PID=
 # start_sink [--port P] [args...]: palisade-sink on a free port (or P);
 # SINK_ADDR, SINK_ADMIN set.
 start_sink() {
-	local port fixed= admin try
+	local fixed= rc
 	if [ "${1:-}" = --port ]; then fixed=$2; shift 2; fi
-	# A port can still be taken between free_port and the bind: a sink that
-	# exits at once is started again on other ports (three tries; only the
-	# admin port changes when the caller chose the listening one).
-	for try in 1 2 3; do
-		port=${fixed:-$(free_port)}
-		admin=$(free_port)
-		SINK_ADDR=127.0.0.1:$port
-		SINK_ADMIN=127.0.0.1:$admin
-		"$PALISADE_BIN/palisade-sink" --listen "$SINK_ADDR" --admin "$SINK_ADMIN" "$@" \
-			>>"$NODE_DIR/sink.log" 2>&1 &
-		SINK_PID=$!
-		for _ in $(seq 1 100); do
-			curl -sf "http://$SINK_ADMIN/healthz" >/dev/null 2>&1 && return 0
-			kill -0 "$SINK_PID" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -0 "$SINK_PID" 2>/dev/null && break
-		wait "$SINK_PID" 2>/dev/null
-	done
+	launch_sink "$PALISADE_BIN/palisade-sink" "$NODE_DIR/sink.log" "$fixed" "$@"
+	rc=$?
+	SINK_ADDR=127.0.0.1:$SINK_PORT
+	SINK_ADMIN=127.0.0.1:$SINK_ADMIN_PORT
+	[ $rc = 0 ] && return 0
 	echo "sink did not start:"; tail -5 "$NODE_DIR/sink.log"
 	return 1
 }

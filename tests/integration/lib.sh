@@ -100,3 +100,32 @@ finish() {
 	echo "  $T_CHECKS checks, $T_FAILS failed"
 	[ "$T_FAILS" -eq 0 ]
 }
+
+# launch_sink BIN LOG PORT [args...]: the palisade-sink BIN listening on
+# 127.0.0.1:PORT (empty: a free port) with its admin endpoint on a free
+# port, output appended to LOG, waited for until its /healthz answers.  The
+# start of cluster.sh's and sink_lib.sh's start_sink.  A port can still be
+# taken between free_port (tests/ports.sh, which both source) and the bind:
+# a sink that exits at once is started again on other ports (three tries;
+# only the admin port changes when PORT is given).  Sets SINK_PID, SINK_PORT
+# and SINK_ADMIN_PORT (those of the last try); returns 1 when no sink came
+# up.
+launch_sink() {
+	local _ls_bin=$1 _ls_log=$2 _ls_fixed=$3 _ls_try
+	shift 3
+	for _ls_try in 1 2 3; do
+		SINK_PORT=${_ls_fixed:-$(free_port)}
+		SINK_ADMIN_PORT=$(free_port)
+		"$_ls_bin" --listen "127.0.0.1:$SINK_PORT" \
+			--admin "127.0.0.1:$SINK_ADMIN_PORT" "$@" >>"$_ls_log" 2>&1 &
+		SINK_PID=$!
+		for _ in $(seq 1 100); do
+			curl -sf "http://127.0.0.1:$SINK_ADMIN_PORT/healthz" >/dev/null 2>&1 && return 0
+			kill -0 "$SINK_PID" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -0 "$SINK_PID" 2>/dev/null && break
+		wait "$SINK_PID" 2>/dev/null
+	done
+	return 1
+}

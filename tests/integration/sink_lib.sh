@@ -21,23 +21,14 @@ trap cleanup EXIT
 # start_sink LOGNAME ARGS...: start a sink on free ports; sets SINK_PID, URL
 # (effects) and ADM (admin); fails the test when it does not come up.
 start_sink() {
-	local name=$1; shift
-	local p a try
-	# A port can still be taken between free_port and the bind: three tries.
-	for try in 1 2 3; do
-		p=$(free_port); a=$(free_port)
-		URL=http://127.0.0.1:$p
-		ADM=http://127.0.0.1:$a
-		"$SINK" --listen "127.0.0.1:$p" --admin "127.0.0.1:$a" "$@" >"$W/$name.log" 2>&1 &
-		SINK_PID=$!
-		ALL_PIDS+=("$SINK_PID")
-		for _ in $(seq 1 100); do
-			curl -sf "$ADM/healthz" >/dev/null 2>&1 && return 0
-			kill -0 "$SINK_PID" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -0 "$SINK_PID" 2>/dev/null && break
-	done
+	local name=$1 rc; shift
+	: >"$W/$name.log"
+	launch_sink "$SINK" "$W/$name.log" "" "$@"
+	rc=$?
+	ALL_PIDS+=("$SINK_PID")
+	URL=http://127.0.0.1:$SINK_PORT
+	ADM=http://127.0.0.1:$SINK_ADMIN_PORT
+	[ $rc = 0 ] && return 0
 	fail "sink $name did not start: $(tail -3 "$W/$name.log")"
 	finish
 	exit 1
