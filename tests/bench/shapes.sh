@@ -39,14 +39,16 @@
 #                  below), the plan key (with `seq`) as primary key
 #   full-id        the same with an id primary key and the plan key unique
 #   full+MOD+...   full with changes applied in order (full_mod below:
-#                  ffNN, noforbidx, slim, side, nonull, lease1, keyorder)
+#                  ffNN, noforbidx, slim, side, nonull, onetime,
+#                  tenantfilter, ixff100, lease1, keyorder)
 #   contract       the shape of the contract release (docs/performance.md,
 #                  "The contract shape of the trigger row"):
-#                  full+slim+side+keyorder+noforbidx+lease1+nonull+ff50
+#                  full+slim+side+keyorder+noforbidx+lease1+nonull+onetime+ff50
 #
 # Usage: bash tests/bench/shapes.sh [SHAPE...]; BENCH_SHAPE_N (10000),
 # BENCH_SHAPE_FF (fillfactor of the lean and full tables, 70),
-# BENCH_SHAPE_BATCH (triggers per claim, 100).  Prints one line per shape
+# BENCH_SHAPE_BATCH (triggers per claim, 100), BENCH_SHAPE_SPREAD (1: every
+# trigger due at an instant of its own; 0, all at one).  Prints one line per shape
 # (the indexes: each one's size per fire, those of 1 B and more; the
 # ended row: its width with its header, pg_column_size); asserts nothing.
 # The figures repeat to the byte from run to run (one client, a fresh
@@ -56,6 +58,11 @@ cd "$(dirname "$0")/../.."
 N=${BENCH_SHAPE_N:-10000}
 FF=${BENCH_SHAPE_FF:-70}
 BATCH=${BENCH_SHAPE_BATCH:-100}
+# every trigger due at one instant (many jobs on one cron instant: the
+# pending index deduplicates them), or with BENCH_SHAPE_SPREAD=1 each at
+# its own (a microsecond apart, in the order of the plant)
+DUE_AT="now() - interval '1 s'"
+[ "${BENCH_SHAPE_SPREAD:-0}" = 0 ] || DUE_AT="now() - interval '1 s' + g * interval '1 microsecond'"
 SHAPES=("$@")
 [ ${#SHAPES[@]} -gt 0 ] || SHAPES=(minimal lean lean-queue contract)
 
@@ -164,6 +171,14 @@ full() {
 #              status 0, the error class of a failure goes to the side
 #              row, the node is a smallint (alignment: only the three
 #              together shrink the versions); needs side
+#   onetime    one timestamp for the ready time and the lease (ready_at:
+#              when a pending trigger is due, when a live one's lease
+#              ends; the live index keyed by it); needs slim
+#   tenantfilter  the pending index keyed by ready time alone, the tenant
+#              a filter (the claim no longer reads each tenant's oldest
+#              in index order)
+#   ixff100    every index at fillfactor 100 (the plan key and partial
+#              indexes: what it gains depends on keys arriving in order)
 #   lease1     one lease per claim (the statement's start plus the lease),
 #              not one per row: a claim's entries in the live index share
 #              a key and are deduplicated
@@ -201,7 +216,20 @@ full_mod() {
 		SIDE=${SIDE/"outcome smallint,"/"outcome smallint, err smallint,"}
 		CS+=", ms = 0, status = 0"
 		DS=${DS/", err = 0"/} ;;
-	lease1) CS=${CS/"lease_until = clock_timestamp() + "/"lease_until = statement_timestamp() + "} ;;
+	onetime)
+		[ "$DUE" = ready_at ] || { echo "shapes.sh: onetime needs slim" >&2; return 1; }
+		ROW=${ROW/"lease_until timestamptz, "/}
+		IDX=${IDX/"s_t_live ON s_t (lease_until)"/"s_t_live ON s_t (ready_at)"}
+		CS=${CS/"lease_until = "/"ready_at = "}
+		DS=${DS/"lease_until = NULL, "/} ;;
+	tenantfilter) IDX=${IDX/"s_t_ready ON s_t (tenant, ready_at)"/"s_t_ready ON s_t (ready_at)"}
+		IDX=${IDX/"s_t_ready ON s_t (tenant, (coalesce(ready_at, due_at)))"/"s_t_ready ON s_t ((coalesce(ready_at, due_at)))"} ;;
+	ixff100)
+		IDX=${IDX//$'\n\t    WHERE '/" WHERE "}
+		IDX=${IDX//" WHERE "/" WITH (fillfactor = 100) WHERE "}
+		ROW=${ROW/"PRIMARY KEY (job, partition, seq, scheduled_at)"/"PRIMARY KEY (job, partition, seq, scheduled_at) WITH (fillfactor = 100)"}
+		ROW=${ROW/"PRIMARY KEY (job, scheduled_at, partition, seq)"/"PRIMARY KEY (job, scheduled_at, partition, seq) WITH (fillfactor = 100)"} ;;
+	lease1) CS=${CS/"= clock_timestamp() + interval '30 s'"/"= statement_timestamp() + interval '30 s'"} ;;
 	keyorder)
 		ROW=${ROW/"PRIMARY KEY (job, scheduled_at, partition, seq)"/"PRIMARY KEY (job, partition, seq, scheduled_at)"} ;;
 	*) echo "shapes.sh: unknown change $1 of the full shape" >&2; return 1 ;;
@@ -213,7 +241,7 @@ compose() {
 	for k in ${KEY//,/ }; do on+="${on:+ AND }t.$k = c.$k"; done
 	SETUP="CREATE TABLE s_t ($ROW) WITH (fillfactor = $SFF); $IDX"
 	PLAN="INSERT INTO s_t (job, version, scheduled_at, $DUE$PCOLS)
-	  SELECT g, 1, date_trunc('second', now()), now() - interval '1 s'$PVALS FROM generate_series(1, $N) g"
+	  SELECT g, 1, date_trunc('second', now()), $DUE_AT$PVALS FROM generate_series(1, $N) g"
 	CLAIM="WITH c AS (SELECT $KEY FROM s_t WHERE $CW ORDER BY $CO LIMIT $BATCH FOR UPDATE SKIP LOCKED)
 	  UPDATE s_t t SET $CS FROM c WHERE $on"
 	DONE="UPDATE s_t SET $DS WHERE $DW"
@@ -232,7 +260,7 @@ shape() {
 		  lease_until timestamptz, token bigint, PRIMARY KEY (job, instant));
 		  CREATE INDEX s_t_due ON s_t (due_at) WHERE state = 0"
 		PLAN="INSERT INTO s_t (job, instant, due_at)
-		  SELECT g, date_trunc('second', now()), now() - interval '1 s' FROM generate_series(1, $N) g"
+		  SELECT g, date_trunc('second', now()), $DUE_AT FROM generate_series(1, $N) g"
 		CLAIM="WITH c AS (SELECT job, instant FROM s_t WHERE state = 0 AND due_at <= clock_timestamp()
 		  ORDER BY due_at LIMIT $BATCH FOR UPDATE SKIP LOCKED)
 		  UPDATE s_t t SET state = 1, token = nextval('s_tok'), lease_until = clock_timestamp() + interval '30 s'
@@ -260,7 +288,7 @@ shape() {
 		CO="coalesce(lease_until, due_at)" ;;
 	lean-ff*) lean; SFF=${1#lean-ff} ;;
 	lean-order) lean "$LEAN_ORDERED" ;;
-	contract) shape full+slim+side+keyorder+noforbidx+lease1+nonull+ff50 ;;
+	contract) shape full+slim+side+keyorder+noforbidx+lease1+nonull+onetime+ff50 ;;
 	full | full-id | full+* | full-id+*)
 		local m mods=${1#full}
 		mods=${mods#-id}
@@ -281,7 +309,7 @@ shape() {
 		  CREATE INDEX s_q_ready ON s_q (ready_at) WHERE lease_until IS NULL;
 		  CREATE INDEX s_q_lease ON s_q (lease_until) WHERE lease_until IS NOT NULL"
 		PLAN="WITH i AS (INSERT INTO s_t (job, version, scheduled_at, due_at)
-		    SELECT g, 1, date_trunc('second', now()), now() - interval '1 s' FROM generate_series(1, $N) g
+		    SELECT g, 1, date_trunc('second', now()), $DUE_AT FROM generate_series(1, $N) g
 		    RETURNING id, due_at)
 		  INSERT INTO s_q (trigger_id, ready_at) SELECT id, due_at FROM i"
 		CLAIM="WITH c AS (SELECT trigger_id FROM s_q WHERE lease_until IS NULL AND ready_at <= clock_timestamp()
