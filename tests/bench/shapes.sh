@@ -40,7 +40,7 @@
 #   full-id        the same with an id primary key and the plan key unique
 #   full+MOD+...   full with changes applied in order (full_mod below:
 #                  ffNN, noforbidx, slim, side, nonull, onetime,
-#                  tenantfilter, ixff100, lease1, keyorder)
+#                  tenantfilter, ixff100, updated, lease1, keyorder)
 #   contract       the shape of the contract release (docs/performance.md,
 #                  "The contract shape of the trigger row"):
 #                  full+slim+side+keyorder+noforbidx+lease1+nonull+onetime+ff50
@@ -179,6 +179,7 @@ full() {
 #              in index order)
 #   ixff100    every index at fillfactor 100 (the plan key and partial
 #              indexes: what it gains depends on keys arriving in order)
+#   updated    an updated_at written by the plan, the claim and the result
 #   lease1     one lease per claim (the statement's start plus the lease),
 #              not one per row: a claim's entries in the live index share
 #              a key and are deduplicated
@@ -229,6 +230,9 @@ full_mod() {
 		IDX=${IDX//" WHERE "/" WITH (fillfactor = 100) WHERE "}
 		ROW=${ROW/"PRIMARY KEY (job, partition, seq, scheduled_at)"/"PRIMARY KEY (job, partition, seq, scheduled_at) WITH (fillfactor = 100)"}
 		ROW=${ROW/"PRIMARY KEY (job, scheduled_at, partition, seq)"/"PRIMARY KEY (job, scheduled_at, partition, seq) WITH (fillfactor = 100)"} ;;
+	updated)
+		ROW=${ROW/"fence bigint,"/"updated_at timestamptz NOT NULL DEFAULT now(), fence bigint,"}
+		CS+=", updated_at = clock_timestamp()" DS+=", updated_at = clock_timestamp()" ;;
 	lease1) CS=${CS/"= clock_timestamp() + interval '30 s'"/"= statement_timestamp() + interval '30 s'"} ;;
 	keyorder)
 		ROW=${ROW/"PRIMARY KEY (job, scheduled_at, partition, seq)"/"PRIMARY KEY (job, partition, seq, scheduled_at)"} ;;
