@@ -45,6 +45,7 @@ typedef struct pal_plan_version {
 	int32_t partitions;
 	int32_t priority;
 	const char *tenant, *group;
+	int32_t job_ref; /* its job's jobs.ref; 0: none yet (the database fills it) */
 } pal_plan_version;
 
 /* VERSION's planning fields borrowed from spec S (tests, benches, verify). */
@@ -60,6 +61,7 @@ typedef struct pal_plan_jobref {
 	int version;
 	int priority;
 	const char *tenant, *group; /* point into the planner, like job_id */
+	int32_t job_ref;	    /* jobs.ref; 0: none yet */
 } pal_plan_jobref;
 
 typedef struct pal_plan_trigger {

@@ -68,7 +68,7 @@ BEGIN
 			  FROM job_versions
 			 WHERE spec ? 'after' AND effective_from IS NOT NULL)
 		SELECT dv.job_id, dv.version, dv.partitions, dv.priority, j.tenant,
-		       j.resource_group, dv.effective_from, dv.deps, w.watermark
+		       j.resource_group, j.ref, dv.effective_from, dv.deps, w.watermark
 		  FROM dv
 		  JOIN jobs j ON j.job_id = dv.job_id AND j.active_version = dv.version
 		  LEFT JOIN after_watermarks w ON w.job_id = dv.job_id
@@ -165,9 +165,9 @@ BEGIN
 			  FROM decided d
 		), ins AS (
 			INSERT INTO triggers (job_id, version, scheduled_at, partition, source, priority,
-					      due_at, shard, epoch, tenant, resource_group)
+					      due_at, shard, epoch, tenant, resource_group, job_ref)
 			SELECT b.job_id, b.version, d.at, d.p, 'schedule', b.priority, d.at, p_shard,
-			       p_epoch, b.tenant, b.resource_group
+			       p_epoch, b.tenant, b.resource_group, b.ref
 			  FROM taken d
 			 WHERE d.verdict = 'ready' AND NOT d.done
 			ON CONFLICT (job_id, scheduled_at, partition) WHERE request_id IS NULL DO NOTHING

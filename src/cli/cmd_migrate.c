@@ -12,6 +12,10 @@
  * tell.  --force applies them anyway and writes an audit_log row
  * (schema.contract_forced) naming the steps and the nodes it overrode.
  * docs/upgrades.md.
+ *
+ * Then, once the schema is this binary's, it runs the data backfills of the
+ * expand steps to the end (datafill.h), in batches that commit one by one,
+ * and prints a line per step it worked on.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -19,6 +23,7 @@
 #include <string.h>
 #include "palisade/cli.h"
 #include "palisade/coord.h"
+#include "palisade/datafill.h"
 #include "palisade/err.h"
 #include "palisade/log.h"
 #include "cli_int.h"
@@ -27,6 +32,7 @@ static void usage(FILE *fp)
 {
 	fprintf(fp, "usage: palisade migrate [--pg CONNINFO] [--zk HOSTS] [--config FILE]\n"
 		    "                        [--to VERSION] [--force [--reason TEXT]]\n"
+		    "                        [--backfill-batch N] [--backfill-batches N]\n"
 		    "Apply the schema migrations this binary carries (sql/NNN_*.sql) under an\n"
 		    "advisory lock, or those up to VERSION only (--to; nodes of this binary\n"
 		    "apply the rest when they start).  Refuses a database whose schema is newer\n"
@@ -37,6 +43,10 @@ static void usage(FILE *fp)
 		    "zookeeper.connect, else $PALISADE_ZK) runs an older schema than it needs,\n"
 		    "or while the live nodes cannot be read.  --force applies it anyway and\n"
 		    "records that in the audit log (schema.contract_forced, with --reason).\n"
+		    "Then fills the values expand steps added to existing rows (jobs.ref,\n"
+		    "triggers.job_ref), N rows per transaction (--backfill-batch, default\n"
+		    "5000), to the end or for at most --backfill-batches batches (0: none);\n"
+		    "a later run, or a node's retention round, goes on where it stopped.\n"
 		    "Exit: 0 done, 4 contract step refused (older nodes live), 69 database or\n"
 		    "ZooKeeper unreachable, 70 schema newer than this binary, 75 a migration's\n"
 		    "locks not taken in time (nothing of it applied; run again).\n");
@@ -72,8 +82,10 @@ int pal_cmd_migrate(int argc, char **argv)
 	pal_cli_common c = {0};
 	bool force = false;
 	const char *reason = NULL;
-	int upto = 0;
+	int upto = 0, fill_batch = 5000, fill_max = -1;
 	static const struct option lo[] = {PAL_CLI_COMMON_LONGOPTS,
+					   {"backfill-batch", required_argument, NULL, 'b'},
+					   {"backfill-batches", required_argument, NULL, 'B'},
 					   {"force", no_argument, NULL, 'f'},
 					   {"reason", required_argument, NULL, 'r'},
 					   {"to", required_argument, NULL, 't'},
@@ -88,6 +100,19 @@ int pal_cmd_migrate(int argc, char **argv)
 		case 'r':
 			reason = optarg;
 			break;
+		case 'b':
+		case 'B': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (end == optarg || *end || v < (opt == 'b') || v > 1000000) {
+				pal_cli_err("migrate", "--%s %s: want a count from %d to 1000000",
+					    opt == 'b' ? "backfill-batch" : "backfill-batches",
+					    optarg, opt == 'b');
+				return PAL_EXIT_USAGE;
+			}
+			*(opt == 'b' ? &fill_batch : &fill_max) = (int)v;
+			break;
+		}
 		case 't': {
 			pal_schema_range b;
 			pal_store_binary_schema(&b);
@@ -197,6 +222,11 @@ int pal_cmd_migrate(int argc, char **argv)
 		version = r.db_version;
 	} else if (!rc)
 		rc = pal_store_schema_check(st, &version, err, sizeof err);
+	/* The backfills need the schema whole (their functions come with it). */
+	pal_datafill_report fill = {.done = true};
+	if (!rc && !upto && fill_max)
+		rc = pal_store_datafill(st, fill_batch, fill_max < 0 ? 0 : fill_max, &fill, err,
+					sizeof err);
 	pal_store_close(st);
 	if (rc) {
 		pal_cli_err("migrate", "%s", err);
@@ -209,5 +239,16 @@ int pal_cmd_migrate(int argc, char **argv)
 	if (functions)
 		printf("migrate: applied the %d functions, views and triggers of schema %d\n",
 		       pal_n_objects, version);
+	for (int i = 0; i < fill.n; i++)
+		if (fill.s[i].filled || !fill.s[i].finished) /* not a new database's empty steps */
+			printf("migrate: backfill %s: %lld rows in %d batch%s of up to %d, %s\n",
+			       fill.s[i].step, (long long)fill.s[i].filled, fill.s[i].batches,
+			       fill.s[i].batches == 1 ? "" : "es", fill_batch,
+			       fill.s[i].finished ? "finished" : "stopped");
+	if (!fill.done)
+		printf("migrate: backfill not finished (%s): a node's retention round or the next "
+		       "migrate goes on (palisade_backfills)\n",
+		       fill.busy ? "another run holds it, or a row lock was held"
+				 : "--backfill-batches");
 	return PAL_EXIT_OK;
 }

@@ -44,6 +44,7 @@ typedef struct pversion {
 	pal_schedule *sched; /* shared: pal_schedule_release */
 	const char *tenant, *group; /* interned in the planner's `strings` */
 	int32_t version, partitions, priority, max_catchup;
+	int32_t job_ref; /* jobs.ref, 0 when the load had none */
 	pal_misfire_policy misfire;
 } pversion;
 
@@ -274,7 +275,8 @@ static int add_trigger(pal_plan_batch *b, pjob *j, const pversion *v, int64_t at
 							  .version = v->version,
 							  .priority = v->priority,
 							  .tenant = v->tenant,
-							  .group = v->group };
+							  .group = v->group,
+							  .job_ref = v->job_ref };
 	}
 	for (int part = 0; part < v->partitions; part++) {
 		GROW(b->trig, b->n_trig, b->cap_trig);
@@ -816,6 +818,7 @@ int pal_planner_put_job(pal_planner *p, const char *job_id, const pal_plan_versi
 		v->eff = in->effective_from;
 		v->partitions = in->partitions > 0 ? in->partitions : 1;
 		v->priority = in->priority;
+		v->job_ref = in->job_ref;
 		v->max_catchup = in->max_catchup;
 		v->catchup_window_ms = in->catchup_window_ms;
 		v->misfire = in->misfire;

@@ -103,10 +103,10 @@ int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int
 	rc = pal__ops_exec(
 	    st,
 	    "INSERT INTO triggers (job_id, version, scheduled_at, partition, source, request_id,"
-	    " tenant, resource_group, priority, due_at, shard)"
+	    " tenant, resource_group, priority, due_at, shard, job_ref)"
 	    " SELECT j.job_id, v.version, to_timestamp(u.a), u.p, 'backfill', $2,"
 	    "  coalesce(v.spec->>'tenant', j.tenant), v.resource_group, v.priority,"
-	    "  to_timestamp(u.a), j.shard"
+	    "  to_timestamp(u.a), j.shard, j.ref"
 	    " FROM unnest($3::int[], $4::bigint[], $5::int[]) AS u(v, a, p)"
 	    " JOIN jobs j ON j.job_id = $1"
 	    " JOIN job_versions v ON v.job_id = j.job_id AND v.version = u.v"

@@ -111,9 +111,9 @@ static int trigger_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	r = pal__store_query(
 		st,
 		"INSERT INTO triggers (job_id, version, scheduled_at, partition, source, request_id,"
-		" tenant, resource_group, priority, due_at, shard)"
+		" tenant, resource_group, priority, due_at, shard, job_ref)"
 		" SELECT j.job_id, v.version, a.t, p, 'manual', $2, coalesce(v.spec->>'tenant', j.tenant),"
-		"  v.resource_group, v.priority, a.t, j.shard"
+		"  v.resource_group, v.priority, a.t, j.shard, j.ref"
 		" FROM jobs j JOIN job_versions v ON v.job_id = j.job_id"
 		"  AND v.version = coalesce(j.active_version, j.latest_version)"
 		" CROSS JOIN (SELECT coalesce(to_timestamp($3::bigint),"

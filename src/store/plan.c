@@ -67,7 +67,7 @@ int pal_store_shard_claim(pal_store *st, int shard, int64_t epoch, const char *n
 enum {
 	SJ_SHARD, SJ_JOB, SJ_VERSION, SJ_EFF, SJ_CRON, SJ_TZ, SJ_DST, SJ_START, SJ_END, SJ_EXCL,
 	SJ_MISFIRE, SJ_CATCHUP_MS, SJ_MAX_CATCHUP, SJ_PARTITIONS, SJ_PRIORITY, SJ_TENANT, SJ_GROUP,
-	SJ_CALS, SJ_NCOLS
+	SJ_CALS, SJ_JOBREF, SJ_NCOLS
 };
 
 /* The select list of both load statements (src/store/plan.c is the only
@@ -87,7 +87,7 @@ enum {
 	" v.plan_tenant, v.resource_group,"                                                        \
 	" CASE WHEN v.cron LIKE '@calendars(%' THEN"                                               \
 	"  (SELECT x.spec #>> '{schedule,calendars}' FROM job_versions x"                          \
-	"   WHERE x.job_id = v.job_id AND x.version = v.version) END"
+	"   WHERE x.job_id = v.job_id AND x.version = v.version) END, j.ref"
 /* The columns of job_versions the load reads: those of its covering primary
  * key (sql/018_version_writes.sql; the index job_versions_plan of 006
  * before), so that it is an index-only scan. */
@@ -99,7 +99,7 @@ enum {
  * planning ones NULL. */
 #define SJ_LIST_COLUMNS                                                                            \
 	"j.shard, v.job_id, v.version, floor(extract(epoch FROM v.effective_from))::bigint,"      \
-	" NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
+	" NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
 
 /* One job's rows while they stream in: single-row mode gives each row its
  * own PGresult, and the versions borrow their strings from them. */
@@ -268,6 +268,7 @@ static int sj_add(sj_job *j, PGresult *r, bool with_specs, char *err, size_t err
 	v->priority = atoi(PQgetvalue(r, 0, SJ_PRIORITY));
 	v->tenant = col(r, SJ_TENANT);
 	v->group = col(r, SJ_GROUP);
+	v->job_ref = col_null(r, SJ_JOBREF) ? 0 : atoi(PQgetvalue(r, 0, SJ_JOBREF));
 	return PAL_OK;
 }
 
@@ -479,10 +480,13 @@ static void arrs_free(char **s, int n)
 /*
  * The tick's triggers in one INSERT ... ON CONFLICT DO NOTHING (G2).  What
  * the triggers of one job version share (id, version, priority, tenant,
- * group) goes once per version, joined back by ordinality; per trigger only
- * numbers travel (version slot, instant, partition, catch-up flag).  The
- * server then parses four numeric arrays and a few short text arrays
- * instead of eight arrays with a quoted id, tenant and group per row.
+ * group, the job's ref) goes once per version, joined back by ordinality;
+ * per trigger only numbers travel (version slot, instant, partition,
+ * catch-up flag).  The server then parses four numeric arrays and a few
+ * short text arrays instead of eight arrays with a quoted id, tenant and
+ * group per row.  A ref of 0 (the load found the job without one: the
+ * backfill had not reached it) goes as NULL, and the fill trigger of 041
+ * looks it up.
  */
 static int write_triggers(pal_store *st, int shard, int64_t epoch, const pal_plan_batch *b,
 			  int64_t *inserted, char *err, size_t errlen)
@@ -490,7 +494,7 @@ static int write_triggers(pal_store *st, int shard, int64_t epoch, const pal_pla
 	*inserted = 0;
 	if (!b->n_trig)
 		return PAL_OK;
-	enum { NA = 9 };
+	enum { NA = 10 };
 	pal_pgarr a[NA];
 	char *v[NA];
 	arrs_init(a, NA);
@@ -508,28 +512,29 @@ static int write_triggers(pal_store *st, int shard, int64_t epoch, const pal_pla
 		pal__pgarr_i64(&a[6], r->priority);
 		pal__pgarr_text(&a[7], r->tenant);
 		pal__pgarr_text(&a[8], r->group);
+		pal__pgarr_i64(&a[9], r->job_ref);
 	}
 	arrs_end(a, v, NA);
 	char s[16], e[24];
 	snprintf(s, sizeof s, "%d", shard);
 	snprintf(e, sizeof e, "%" PRId64, epoch);
-	const char *p[] = { v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], s, e };
+	const char *p[] = { v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], s, e, v[9] };
 	PGresult *r = pal__store_query(
 		st,
 		"INSERT INTO triggers (job_id, version, scheduled_at, partition, source, priority,"
-		" due_at, shard, epoch, tenant, resource_group, state)"
+		" due_at, shard, epoch, tenant, resource_group, job_ref, state)"
 		" SELECT j.id, j.v, t.at, t.p, CASE WHEN t.c = 1 THEN 'catchup' ELSE 'schedule' END,"
-		"  j.pr, t.at, $10, $11, j.te, j.g,"
+		"  j.pr, t.at, $10, $11, j.te, j.g, nullif(j.jr, 0),"
 		/* shadow runs (sql/039): asked once per statement while no scope
 		 * is in shadow, per row only when one is */
 		"  CASE WHEN NOT (SELECT EXISTS (SELECT 1 FROM shadow_scopes)) THEN 'pending'"
 		"   WHEN palisade_trigger_live(j.id, j.te, j.g, t.at) THEN 'pending' ELSE 'shadow' END"
 		" FROM (SELECT u.r, to_timestamp(u.a) AS at, u.p, u.c"
 		"   FROM unnest($1::int[], $2::bigint[], $3::int[], $4::int[]) AS u(r, a, p, c)) t"
-		" JOIN unnest($5::text[], $6::int[], $7::int[], $8::text[], $9::text[])"
-		"   WITH ORDINALITY AS j(id, v, pr, te, g, n) ON j.n = t.r"
+		" JOIN unnest($5::text[], $6::int[], $7::int[], $8::text[], $9::text[], $12::int[])"
+		"   WITH ORDINALITY AS j(id, v, pr, te, g, jr, n) ON j.n = t.r"
 		" ON CONFLICT (job_id, scheduled_at, partition) WHERE request_id IS NULL DO NOTHING",
-		11, p, err, errlen);
+		12, p, err, errlen);
 	arrs_free(v, NA);
 	if (!r)
 		return PAL_EDB;

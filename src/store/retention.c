@@ -12,6 +12,10 @@
  * never queues the executors' claims behind it for long.  Each history
  * slice is a statement of its own (autocommit): row locks of at most
  * `slice` rows, held for milliseconds.
+ *
+ * A node's round then runs the data backfills of expand steps (datafill.h)
+ * for up to PAL_DATAFILL_ROUND_BATCHES batches of `slice` rows, until they
+ * are done; `palisade migrate` may have finished them first.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -19,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "palisade/datafill.h"
 #include "palisade/log.h"
 #include "palisade/metrics.h"
 #include "palisade/periodic.h"
@@ -197,7 +202,28 @@ struct pal_retention_worker {
 	pal_metrics *m;
 	pal_store *st;	   /* the thread's own connection, opened on first use */
 	pal_periodic *th; /* calls worker_round every check_ms */
+	bool filled;	  /* the data backfills were seen done: not asked again */
 };
+
+/* Batches of the data backfills a round runs at most (of `slice` rows). */
+#define PAL_DATAFILL_ROUND_BATCHES 100
+
+/* Part of a round: some batches of the data backfills, logged. */
+static void worker_fill(struct pal_retention_worker *w)
+{
+	char err[1024] = "";
+	pal_datafill_report fr;
+	if (pal_store_datafill(w->st, w->conf.slice > 0 ? w->conf.slice : 5000,
+			       PAL_DATAFILL_ROUND_BATCHES, &fr, err, sizeof err)) {
+		pal_log(PAL_LOG_WARN, "retention.backfill_failed", "{s:s}", "error", err);
+		return;
+	}
+	w->filled = fr.done;
+	for (int i = 0; i < fr.n; i++)
+		pal_log(PAL_LOG_INFO, "retention.backfill", "{s:s, s:I, s:i, s:s, s:b}", "step",
+			fr.s[i].step, "filled", (json_int_t)fr.s[i].filled, "batches",
+			fr.s[i].batches, "cursor", fr.s[i].cursor, "finished", fr.s[i].finished);
+}
 
 #define F_ROUNDS "palisade_retention_rounds_total"
 #define F_DROPPED "palisade_retention_dropped_partitions_total"
@@ -232,6 +258,8 @@ static void worker_round(void *arg)
 	}
 	pal_metric_inc(w->m, F_HISTORY, "table=\"misfires\"", (double)rep.misfires_deleted);
 	pal_metric_inc(w->m, F_HISTORY, "table=\"audit_log\"", (double)rep.audit_deleted);
+	if (!w->filled)
+		worker_fill(w);
 	bool busy_only = rep.busy && !rep.created && !rep.dropped && !rep.kept && !rep.reshaped &&
 			 !rep.misfires_deleted && !rep.audit_deleted;
 	pal_metric_inc(w->m, F_ROUNDS, busy_only ? "result=\"busy\"" : "result=\"done\"", 1);

@@ -1,0 +1,60 @@
+-- 041_job_ref.sql - an integer reference to the job in every trigger row:
+-- the expand half of the narrow trigger row (docs/upgrades.md, "The job
+-- reference during a roll from 0.2.0").
+--
+-- compatible_from: 10
+--
+-- Expand only; neither table is rewritten and no index of triggers is added:
+--
+--   jobs.ref          integer, unique, never reused: drawn from jobs_ref_seq
+--                     by the column's default when a job is inserted, by
+--                     any release (0.2.0's apply names no ref and gets the
+--                     default).  The column is added without the default and
+--                     given it afterwards: a volatile default in ADD COLUMN
+--                     would rewrite the table under its exclusive lock; a
+--                     default set later only applies to rows inserted from
+--                     then on.  jobs that exist already get theirs from the
+--                     backfill below.
+--   triggers.job_ref  integer, nullable, no default: the job's ref.  Set by
+--                     this release's writers in the INSERT itself; a row
+--                     inserted without it (a 0.2.0 controller or operator
+--                     command) gets it from the BEFORE INSERT trigger
+--                     triggers_job_ref (sql/functions/), whose WHEN clause
+--                     lets this release's rows through at the cost of one
+--                     NULL test.
+--
+-- The unique index jobs_ref is built on a column that is NULL everywhere:
+-- one read of jobs under a SHARE lock (apply and activations wait for it,
+-- planning and claims do not touch jobs).
+--
+-- Existing rows are filled by palisade_backfill() (sql/functions/), in
+-- batches of a few thousand rows, each its own transaction, jobs first
+-- (every job must have its ref before the trigger rows can copy it), then
+-- triggers, walking the primary key; palisade_backfills keeps where each
+-- step is, so a stopped backfill goes on where it was.  `palisade migrate`
+-- runs it to the end after the migrations, a node's retention round runs
+-- some batches each round: whoever comes first.
+ALTER TABLE jobs ADD COLUMN ref integer;
+CREATE SEQUENCE jobs_ref_seq AS integer OWNED BY jobs.ref;
+ALTER TABLE jobs ALTER COLUMN ref SET DEFAULT nextval('jobs_ref_seq');
+CREATE UNIQUE INDEX jobs_ref ON jobs (ref);
+
+ALTER TABLE triggers ADD COLUMN job_ref integer;
+
+-- One row per backfill step, in the order they run (ord): cursor is where
+-- the next batch starts (a job_id for jobs.ref, a trigger id for
+-- triggers.job_ref), finished_at is set once no row of the step is left
+-- without its value.
+CREATE TABLE palisade_backfills (
+	step         text PRIMARY KEY,
+	ord          integer NOT NULL UNIQUE,
+	cursor       text NOT NULL,
+	filled       bigint NOT NULL DEFAULT 0,
+	batches      integer NOT NULL DEFAULT 0,
+	started_at   timestamptz,
+	updated_at   timestamptz,
+	finished_at  timestamptz
+);
+INSERT INTO palisade_backfills (step, ord, cursor) VALUES
+	('jobs.ref', 1, ''),
+	('triggers.job_ref', 2, '0');

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The job reference (041): every trigger row carries its job's jobs.ref in
+# job_ref, whoever wrote it.  Rows of before the migration get it from the
+# backfill, in bounded batches that resume where a stopped run left them;
+# rows a 0.2.0 node inserts (job_id only) from the fill trigger; rows of
+# this release's writers (the controller's planning, a manual run, an
+# operator backfill) from the writer itself, which the test shows with the
+# fill trigger disabled.  docs/upgrades.md, "The job reference during a
+# roll from 0.2.0".
+source tests/integration/lib.sh
+source tests/integration/cluster.sh
+guarantee "G2 - an expand step adds the integer job reference without a rewrite: every trigger row gets its job's ref (old rows by a resumable batched backfill, a 0.2.0 writer's rows by the fill trigger, this release's rows by their writer), and nothing else about the rows changes"
+T0=$SECONDS
+
+fresh_db it_job_ref
+expect_exit "migrate --to 40 (the schema before the job reference)" 0 "$PAL" migrate --to 40
+# What a cluster of 0.2.0 left: 250 jobs, 1,000 trigger rows.
+sql "INSERT INTO jobs (job_id, tenant, resource_group, shard, latest_version)
+     SELECT 'old.j' || g, 'default', 'default', g % 4, 1 FROM generate_series(1, 250) g"
+sql "INSERT INTO triggers (job_id, version, scheduled_at, partition, source, tenant, resource_group, due_at, shard)
+     SELECT 'old.j' || (g % 250 + 1), 1, t, 0, 'schedule', 'default', 'default', t, (g % 250 + 1) % 4
+     FROM (SELECT g, timestamptz '2020-01-01' + g * interval '1 minute' AS t FROM generate_series(1, 1000) g) x"
+before=$(sql "SELECT md5(string_agg(t::text, ',' ORDER BY id)) FROM (SELECT id, job_id, version, scheduled_at, partition, state, due_at, updated_at FROM triggers) t")
+
+# A run stopped after 5 batches of 100: the jobs (3 batches: 100, 100, 50)
+# and 200 trigger rows.
+expect_exit "migrate applies 041 and stops its backfill after 5 batches" 0 \
+	"$PAL" migrate --backfill-batch 100 --backfill-batches 5
+expect_match "the jobs step: 250 rows in 3 batches, finished" \
+	"backfill jobs.ref: 250 rows in 3 batches of up to 100, finished" "$OUT"
+expect_match "the triggers step: 200 rows in 2 batches, stopped" \
+	"backfill triggers.job_ref: 200 rows in 2 batches of up to 100, stopped" "$OUT"
+expect_match "and says the backfill is not finished" "backfill not finished" "$OUT"
+expect_eq "every job has a ref, each its own" "250 250" "$(sql "SELECT count(ref) || ' ' || count(DISTINCT ref) FROM jobs")"
+expect_eq "800 trigger rows still wait for theirs" 800 "$(sql "SELECT count(*) FROM triggers WHERE job_ref IS NULL")"
+cursor=$(sql "SELECT cursor FROM palisade_backfills WHERE step = 'triggers.job_ref'")
+expect_eq "the triggers step keeps its cursor: the 200th id" \
+	"$(sql "SELECT id FROM triggers ORDER BY id OFFSET 199 LIMIT 1")" "$cursor"
+
+# A 0.2.0 apply and a 0.2.0 controller insert as they always did.
+sql "INSERT INTO jobs (job_id, tenant, resource_group, shard, latest_version) VALUES ('old.new', 'default', 'default', 1, 1)"
+expect_eq "a job inserted without a ref gets the next one (the default)" 251 "$(sql "SELECT ref FROM jobs WHERE job_id = 'old.new'")"
+old_id=$(sql "INSERT INTO triggers (job_id, version, scheduled_at, partition, source, tenant, resource_group, due_at, shard)
+     VALUES ('old.j7', 1, '2021-01-01', 0, 'schedule', 'default', 'default', '2021-01-01', 3) RETURNING id")
+expect_eq "a trigger inserted with job_id only gets its job's ref (the fill trigger)" \
+	"$(sql "SELECT ref FROM jobs WHERE job_id = 'old.j7'")" "$(sql "SELECT job_ref FROM triggers WHERE id = $old_id")"
+
+# The next run resumes at the cursor: 801 rows after it (the 800 left and
+# the one just inserted), 9 batches of up to 100 (from the start: 11).
+expect_exit "a second migrate finishes the backfill" 0 "$PAL" migrate --backfill-batch 100
+expect_match "from where the first stopped: 800 rows in 9 batches" \
+	"backfill triggers.job_ref: 800 rows in 9 batches of up to 100, finished" "$OUT"
+expect_eq "no trigger row lacks job_ref" 0 "$(sql "SELECT count(*) FROM triggers WHERE job_ref IS NULL")"
+expect_eq "and each is its job's ref" 0 \
+	"$(sql "SELECT count(*) FROM triggers t JOIN jobs j USING (job_id) WHERE t.job_ref IS DISTINCT FROM j.ref")"
+expect_eq "the steps record their batches and rows" "jobs.ref 250 3 t|triggers.job_ref 1000 11 t" \
+	"$(sql "SELECT string_agg(step || ' ' || filled || ' ' || batches || ' ' || (finished_at IS NOT NULL)::text::char, '|' ORDER BY ord) FROM palisade_backfills")"
+expect_eq "the backfill changed nothing else of the rows (updated_at included)" "$before" \
+	"$(sql "SELECT md5(string_agg(t::text, ',' ORDER BY id)) FROM (SELECT id, job_id, version, scheduled_at, partition, state, due_at, updated_at FROM triggers WHERE id <> $old_id) t")"
+expect_exit "a third migrate has nothing left to fill" 0 "$PAL" migrate
+if grep -q backfill <<<"$OUT"; then fail "a finished backfill runs no batch: $OUT"; else pass "a finished backfill runs no batch"; fi
+
+# This release's writers set job_ref themselves: with the fill trigger
+# disabled, a row without it stays NULL, and theirs still carry it.
+sql "ALTER TABLE triggers DISABLE TRIGGER triggers_job_ref"
+nul_id=$(sql "INSERT INTO triggers (job_id, version, scheduled_at, partition, source, tenant, resource_group, due_at, shard)
+     VALUES ('old.j8', 1, '2021-01-01', 0, 'schedule', 'default', 'default', '2021-01-01', 0) RETURNING id")
+expect_eq "with the fill trigger disabled a job_id-only row stays without a ref" "" \
+	"$(sql "SELECT job_ref FROM triggers WHERE id = $nul_id")"
+sql "DELETE FROM triggers WHERE id = $nul_id"
+SHARDS=2 write_conf "$CLUSTER_CONF"
+SHARDS=2
+cat >"$NODE_DIR/jobs.yaml" <<YAML
+jobs:
+  - {id: new.a, partitions: 2, schedule: {cron: "* * * * * ?"}, target: {url: "http://127.0.0.1:9/x"}}
+  - {id: new.b, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: {url: "http://127.0.0.1:9/x"}}
+YAML
+expect_exit "apply two jobs" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
+expect_eq "apply's jobs get refs after every other" "252 253" "$(sql "SELECT string_agg(ref::text, ' ' ORDER BY ref) FROM jobs WHERE job_id LIKE 'new.%'")"
+start_node c1
+planned() { [ "$(sql "SELECT count(*) FROM triggers WHERE job_id = 'new.a'")" -ge 6 ]; }
+wait_until "the controller plans new.a" 20 planned
+stop_node c1
+expect_exit "a manual run" 0 "$PAL" trigger --job new.b --reason "job ref"
+expect_exit "an operator backfill" 0 "$PAL" backfill --job new.a --from 2021-01-01T00:00:00Z --to 2021-01-01T00:00:02Z --reason "job ref"
+sql "ALTER TABLE triggers ENABLE TRIGGER triggers_job_ref"
+expect_eq "the planning, manual and backfill rows each carry their job's ref" "0" \
+	"$(sql "SELECT count(*) FROM triggers t JOIN jobs j USING (job_id) WHERE j.job_id LIKE 'new.%' AND t.job_ref IS DISTINCT FROM j.ref")"
+expect_eq "of each source" "backfill manual schedule" \
+	"$(sql "SELECT string_agg(DISTINCT source, ' ' ORDER BY source) FROM triggers WHERE job_id LIKE 'new.%' AND job_ref IS NOT NULL")"
+expect_eq "no trigger row lacks job_ref" 0 "$(sql "SELECT count(*) FROM triggers WHERE job_ref IS NULL")"
+
+echo "  figure: test took $((SECONDS - T0)) s"
+finish
