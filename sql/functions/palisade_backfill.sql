@@ -17,7 +17,10 @@
 -- A step whose walk reaches the end checks its whole table once for a row
 -- still without its value (one written meanwhile by a transaction that
 -- read the job before its ref was given): it starts again at the first
--- such row, else it is finished (finished = true in that call).  Returns
+-- such row, else it is finished (finished = true in that call).  A trigger
+-- row whose job does not exist (nothing deletes a job; a hand-made row)
+-- cannot get a ref and is not waited for.  The check is one read of the
+-- table, without locks beyond the batch's.  Returns
 -- the step worked on (NULL when none is left: done = true), the rows it
 -- filled and its cursor after the batch.
 CREATE OR REPLACE FUNCTION palisade_backfill(p_batch integer)
@@ -62,7 +65,8 @@ BEGIN
 		             AND t.job_ref IS NULL AND j.job_id = t.job_id RETURNING 1)
 		SELECT (SELECT count(*) FROM u), count(*), max(c.id)::text INTO v_n, v_seen, v_last FROM c;
 		IF v_seen < p_batch THEN
-			SELECT (min(t.id) - 1)::text INTO v_left FROM triggers t WHERE t.job_ref IS NULL;
+			SELECT (min(t.id) - 1)::text INTO v_left FROM triggers t JOIN jobs j ON j.job_id = t.job_id
+			 WHERE t.job_ref IS NULL AND j.ref IS NOT NULL;
 		END IF;
 	ELSE
 		RAISE EXCEPTION 'palisade_backfill: unknown step %', b.step

@@ -153,22 +153,27 @@ section_ceilings() {
 		say "ceiling tables failed"; return; }
 	local d=$B_STATE/pgbench
 	mkdir -p "$d"
-	python3 - "$d/insert.sql" <<'PY'
+	# A schema with triggers.job_ref (041): the insert sets it, as the
+	# planning insert does (one more int array); before 041 it has none.
+	python3 - "$d/insert.sql" "$(sql "SELECT count(*) FROM pg_attribute WHERE attrelid = 'triggers'::regclass AND attname = 'job_ref'")" <<'PY'
 import sys
 n = 1000
 arr = lambda xs: "'{" + ",".join(xs) + "}'"
 jobs = arr("bench.job-%d" % i for i in range(1, n + 1))
 ones, zeros = arr(["1"] * n), arr(["0"] * n)
+ref = sys.argv[2] == "1"
+refs = arr(str(i) for i in range(1, n + 1))
 open(sys.argv[1], "w").write(
     "SELECT nextval('bench_tick') AS tick \\gset\n"
     "INSERT INTO bench_triggers (job_id, version, scheduled_at, partition, source, priority,"
-    " due_at, shard, epoch, tenant, resource_group)"
-    " SELECT u.j, u.v, to_timestamp(u.a), u.p, u.s, u.pr, to_timestamp(u.a), 0, 1, u.te, u.g"
+    " due_at, shard, epoch, tenant, resource_group%s)"
+    " SELECT u.j, u.v, to_timestamp(u.a), u.p, u.s, u.pr, to_timestamp(u.a), 0, 1, u.te, u.g%s"
     " FROM unnest(%s::text[], %s::int[], array_fill(:tick::bigint, ARRAY[%d]), %s::int[],"
-    " %s::text[], %s::int[], %s::text[], %s::text[]) AS u(j, v, a, p, s, pr, te, g)"
+    " %s::text[], %s::int[], %s::text[], %s::text[]%s) AS u(j, v, a, p, s, pr, te, g%s)"
     " ON CONFLICT (job_id, scheduled_at, partition) WHERE request_id IS NULL DO NOTHING;\n"
-    % (jobs, ones, n, zeros, arr(["schedule"] * n), zeros, arr(["default"] * n),
-       arr(["default"] * n)))
+    % (", job_ref" if ref else "", ", u.r" if ref else "", jobs, ones, n, zeros,
+       arr(["schedule"] * n), zeros, arr(["default"] * n), arr(["default"] * n),
+       (", %s::int[]" % refs) if ref else "", ", r" if ref else ""))
 PY
 	cat >"$d/claim.sql" <<'SQL'
 WITH locked AS (SELECT t.id FROM bench_triggers t
@@ -480,10 +485,15 @@ YAML
 bench_exec_sql() {
 	[ -z "${BENCH_EXEC_SQL:-}" ] || sql "$BENCH_EXEC_SQL" >/dev/null
 }
+# (With triggers.job_ref, 041, the rows carry it as the planning insert
+# writes them.)
 plant() {
+	local c="" v=""
+	[ "$(sql "SELECT count(*) FROM pg_attribute WHERE attrelid = 'triggers'::regclass AND attname = 'job_ref'")" = 1 ] &&
+		c=", job_ref" v=", (SELECT ref FROM jobs WHERE job_id = 'bench.exec')"
 	sql "INSERT INTO triggers (job_id, version, scheduled_at, partition, source, tenant,
-	       resource_group, due_at, shard)
-	     SELECT 'bench.exec', 1, t, 0, 'schedule', 'default', 'default', t, 0
+	       resource_group, due_at, shard$c)
+	     SELECT 'bench.exec', 1, t, 0, 'schedule', 'default', 'default', t, 0$v
 	     FROM (SELECT to_timestamp($EX_BASE) + ($EX_PLANTED + g) * interval '1 microsecond' AS t
 	           FROM generate_series(1, $1) g) x" >/dev/null
 	EX_PLANTED=$((EX_PLANTED + $1))

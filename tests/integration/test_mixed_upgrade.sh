@@ -119,6 +119,13 @@ ERRS=$(old_errors)
 expect_eq "old nodes log no database error under the new schema" "" "$ERRS"
 after=$(sql "select count(*) from attempt_ledger where ended_at > '$mig_ts' and outcome = 'succeeded'")
 check "old executors committed successful attempts after the migration ($after)" [ "${after:-0}" -gt 0 ]
+# The job reference (041): the old controllers insert job_id alone; the fill
+# trigger gives their rows the ref, and migrate's backfill gave it to the
+# rows of before.
+old_rows=$(sql "select count(*) || ' ' || count(*) filter (where t.job_ref is distinct from j.ref)
+                from triggers t join jobs j using (job_id) where t.created_at > '$mig_ts'")
+check "old controllers' rows since the migration carry their job's ref (rows, wrong: $old_rows)" \
+	[ "${old_rows% *}" -gt 0 -a "${old_rows#* }" = 0 ]
 
 # The advertisement, as the new CLI reads it: a node of 0.1.0 advertises
 # no range ("unknown"); one of a later release its own, up to its schema.
@@ -254,6 +261,8 @@ expect_exit "verify: no instant missing or doubled across the mixed-version roll
 echo "    verify: $(echo "$OUT" | tail -1)"
 expect_eq "no idempotency key has more than one effect at the sink" 0 \
 	"$(sql "select count(*) from (select idempotency_key from sink_ledger group by 1 having count(*) > 1) d")"
+expect_eq "no trigger row lacks its job's ref after the roll" 0 \
+	"$(sql "select count(*) from triggers t join jobs j using (job_id) where t.job_ref is distinct from j.ref")"
 expect_exit "after the roll the database runs this tree's functions, the scheduler's and the sink's" 0 \
 	python3 tests/integration/sql_objects.py "$PALISADE_PG" sql/functions sql/sink/functions
 
