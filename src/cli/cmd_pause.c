@@ -157,11 +157,8 @@ static int gate_cmd(int argc, char **argv, bool pause)
 	if (pause) {
 		pal_pause_result r;
 		rc = pal_ops_pause(st, &sc, pal_cli_actor(), reason, &r, err, sizeof err);
-		pal_store_close(st);
-		if (rc) {
-			pal_cli_err(cmd, "%s", err);
-			return pal_cli_exit_code(rc);
-		}
+		if ((rc = pal_cli_store_done(st, cmd, rc, err)))
+			return rc;
 		if (c.json) {
 			json_t *o = json_pack("{s:s, s:b, s:s, s:I, s:I, s:I}", "scope", scope,
 					      "was_paused", r.was_paused, "since", r.since,
@@ -186,11 +183,8 @@ static int gate_cmd(int argc, char **argv, bool pause)
 	}
 	pal_resume_result r;
 	rc = pal_ops_resume(st, &sc, pal_cli_actor(), reason, &ro, &r, err, sizeof err);
-	pal_store_close(st);
-	if (rc) {
-		pal_cli_err(cmd, "%s", err);
-		return pal_cli_exit_code(rc);
-	}
+	if ((rc = pal_cli_store_done(st, cmd, rc, err)))
+		return rc;
 	int64_t nrel = 0, nmis = 0;
 	for (int i = 0; i < 4; i++) {
 		nrel += r.released[i];

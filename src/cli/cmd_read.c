@@ -57,11 +57,8 @@ static int run(const char *cmd, const pal_cli_common *c, read_fn fn, const void 
 			return ec;
 		char err[1024];
 		int rc = fn(st, ctx, &rows, err, sizeof err);
-		pal_store_close(st);
-		if (rc) {
-			pal_cli_err(cmd, "%s", err);
-			return pal_cli_exit_code(rc);
-		}
+		if ((rc = pal_cli_store_done(st, cmd, rc, err)))
+			return rc;
 	}
 	if (c->json)
 		dump(rows);
@@ -366,11 +363,8 @@ static int audit_verify(int argc, char **argv)
 	char err[1024];
 	json_t *v = NULL;
 	int rc = pal_store_audit_verify_json(st, &v, err, sizeof err);
-	pal_store_close(st);
-	if (rc) {
-		pal_cli_err("audit verify", "%s", err);
-		return pal_cli_exit_code(rc);
-	}
+	if ((rc = pal_cli_store_done(st, "audit verify", rc, err)))
+		return rc;
 	const char *problem = json_string_value(json_object_get(v, "problem"));
 	if (c.json)
 		dump(v);

@@ -107,13 +107,19 @@ finish() {
 # start of cluster.sh's and sink_lib.sh's start_sink.  A port can still be
 # taken between free_port (tests/ports.sh, which both source) and the bind:
 # a sink that exits at once is started again on other ports (three tries;
-# only the admin port changes when PORT is given).  Sets SINK_PID, SINK_PORT
-# and SINK_ADMIN_PORT (those of the last try); returns 1 when no sink came
-# up.
+# only the admin port changes when PORT is given); what a failed try wrote
+# goes from LOG to LOG.failed, so that LOG holds only the sink that runs
+# (tests read it as JSON lines).  Sets SINK_PID, SINK_PORT and
+# SINK_ADMIN_PORT (those of the last try); returns 1 when no sink came up.
 launch_sink() {
-	local _ls_bin=$1 _ls_log=$2 _ls_fixed=$3 _ls_try
+	local _ls_bin=$1 _ls_log=$2 _ls_fixed=$3 _ls_try _ls_size
 	shift 3
 	for _ls_try in 1 2 3; do
+		if [ "$_ls_try" -gt 1 ]; then # the failed try's lines, set aside
+			tail -c +"$((_ls_size + 1))" "$_ls_log" >>"$_ls_log.failed"
+			truncate -s "$_ls_size" "$_ls_log"
+		fi
+		_ls_size=$(stat -c %s "$_ls_log" 2>/dev/null || echo 0)
 		SINK_PORT=${_ls_fixed:-$(free_port)}
 		SINK_ADMIN_PORT=$(free_port)
 		"$_ls_bin" --listen "127.0.0.1:$SINK_PORT" \

@@ -57,7 +57,6 @@ REASON='<script>alert(1)</script> & "maintenance"'
 
 start_node c1 --roles controller,executor
 start_node c2 --roles controller,executor
-# has QUERY: the query's count is above zero (evaluated at every poll)
 wait_until "shards led" 20 all_shards_led
 wait_until "a failed trigger of con.failing" 20 has "select count(*) from triggers where job_id = 'con.failing' and state = 'failed'"
 wait_until "an open ticket for con.hang" 20 has "select count(*) from tickets where job_id = 'con.hang' and state = 'open'"

@@ -59,7 +59,7 @@ expect_eq "node admin: 300 idle from 10 addresses (30 each), the 44 oldest close
 # on a database lock, the fourth accepts the whole crowd, and the guard
 # (not the HTTP library's per-thread share, 80) decides who goes: the 47
 # oldest waiting (300 + 3 pages against 256), the pages kept.
-"$PSQL" "$PALISADE_PG" -XAtq -c "BEGIN; LOCK TABLE gates IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(5); COMMIT" >/dev/null &
+"$PSQL" "$PALISADE_PG" -XAtq -c "BEGIN; LOCK TABLE gates IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(60); COMMIT" >/dev/null 2>&1 &
 LOCK_PID=$!
 wait_until "a lock on gates held" 5 has "select count(*) from pg_locks l join pg_class c on c.oid = l.relation where c.relname = 'gates' and l.mode = 'AccessExclusiveLock' and l.granted"
 pages=()
@@ -70,6 +70,8 @@ for i in 1 2 3; do
 done
 expect_eq "node admin, three threads held: 300 idle from 10 addresses, the 47 oldest closed" \
 	"closed=47 oldest=yes" "$($SIEGE crowd --target "$NA" --count 300 --addrs 10 --slack 3)"
+# the lock held until the crowd is counted, then ended
+sql "select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and query like '%LOCK TABLE gates%' and pid <> pg_backend_pid()" >/dev/null
 wait "${pages[@]}" "$LOCK_PID"
 expect_eq "... and the three pages answered once the lock went" "200 200 200" \
 	"$(cat "$NODE_DIR"/page.{1,2,3} | xargs)"
