@@ -76,7 +76,7 @@ nul_id=$(sql "INSERT INTO triggers (job_id, version, scheduled_at, partition, so
 expect_eq "with the fill trigger disabled a job_id-only row stays without a ref" "" \
 	"$(sql "SELECT job_ref FROM triggers WHERE id = $nul_id")"
 sql "DELETE FROM triggers WHERE id = $nul_id"
-SHARDS=2 write_conf "$CLUSTER_CONF"
+SHARDS=2 write_conf "$CLUSTER_CONF" "retention: {delete_slice: 300}"
 SHARDS=2
 cat >"$NODE_DIR/jobs.yaml" <<YAML
 jobs:
@@ -85,10 +85,20 @@ jobs:
 YAML
 expect_exit "apply two jobs" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
 expect_eq "apply's jobs get refs after every other" "252 253" "$(sql "SELECT string_agg(ref::text, ' ' ORDER BY ref) FROM jobs WHERE job_id LIKE 'new.%'")"
+# A node's retention round runs the backfill as well: the old rows' refs
+# taken away and the step reopened, the node's first round fills them
+# again, in batches of retention.delete_slice (300).
+sql "UPDATE triggers SET job_ref = NULL WHERE job_id LIKE 'old.%'"
+sql "UPDATE palisade_backfills SET cursor = '0', finished_at = NULL WHERE step = 'triggers.job_ref'"
 start_node c1
 planned() { [ "$(sql "SELECT count(*) FROM triggers WHERE job_id = 'new.a'")" -ge 6 ]; }
 wait_until "the controller plans new.a" 20 planned
+refilled() { [ "$(sql "SELECT count(*) FROM palisade_backfills WHERE finished_at IS NULL")" = 0 ]; }
+wait_until "the node's retention round finishes the reopened backfill" 20 refilled
 stop_node c1
+expect_match "and logs it: 1,001 rows in 4 batches, finished" \
+	'"event":"retention.backfill","step":"triggers.job_ref","filled":1001,"batches":4,.*"finished":true' \
+	"$(grep retention.backfill "$NODE_DIR/c1.log")"
 expect_exit "a manual run" 0 "$PAL" trigger --job new.b --reason "job ref"
 expect_exit "an operator backfill" 0 "$PAL" backfill --job new.a --from 2021-01-01T00:00:00Z --to 2021-01-01T00:00:02Z --reason "job ref"
 sql "ALTER TABLE triggers ENABLE TRIGGER triggers_job_ref"
