@@ -32,7 +32,7 @@ psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -c "BEGIN" -c "SELECT 1 FROM jobs W
 	>"$PALISADE_TEST_TMP/other.out" 2>&1 &
 other=$!
 wait_until "the other transaction holds cf.y" 10 bash -c \
-	"[ \"\$(psql \"\$PALISADE_PG\" -XAtq -c \"SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep(2)%'\")\" = 1 ]"
+	"[ \"\$(psql \"\$PALISADE_PG\" -XAtq -c \"SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'SELECT pg_sleep(2)%'\")\" = 1 ]"
 expect_exit "office v2 applied on its own meanwhile" 0 "$PAL" apply "$PALISADE_TEST_TMP/office2.yaml"
 expect_match "cf.y follows it" 'updated +cf\.y v3 \(follows a calendar it names\)' "$OUT"
 wait "$other"

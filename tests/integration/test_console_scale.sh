@@ -51,7 +51,7 @@ cpu_ms() { awk -v t="$(getconf CLK_TCK)" '{print int(($14 + $15) * 1000 / t)}' "
 route_ms() {
 	local ms=() i code t n0 p0 pg
 	curl -s -o /dev/null "http://$A$1"
-	pg=$(sql "select pid from pg_stat_activity where application_name = 'palisade-console'")
+	pg=$(sql "select pid from pg_stat_activity where datname = current_database() and application_name = 'palisade-console'")
 	n0=$(cpu_ms "${NODE_PID[s1]}") p0=$(cpu_ms "$pg")
 	for i in 1 2 3 4 5 6 7; do
 		read -r code t < <(curl -s -o /dev/null -w '%{http_code} %{time_total}\n' "http://$A$1")

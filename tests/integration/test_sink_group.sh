@@ -132,7 +132,7 @@ rollback;
 LOCK
 locker=$!
 for _ in $(seq 1 100); do
-	[ -n "$(sql "select pid from pg_stat_activity where query like '%pg_sleep(120)%' and pid <> pg_backend_pid()")" ] && break
+	[ -n "$(sql "select pid from pg_stat_activity where datname = current_database() and query like '%pg_sleep(120)%' and pid <> pg_backend_pid()")" ] && break
 	sleep 0.1
 done
 hold
@@ -141,7 +141,7 @@ go t3 old 9 '{"v":"old"}'
 release 2
 group_a=
 for _ in $(seq 1 100); do
-	group_a=$(sql "select pid from pg_stat_activity where application_name = 'palisade-sink' and wait_event_type = 'Lock'")
+	group_a=$(sql "select pid from pg_stat_activity where datname = current_database() and application_name = 'palisade-sink' and wait_event_type = 'Lock'")
 	[ -n "$group_a" ] && break
 	sleep 0.1
 done
@@ -159,7 +159,7 @@ sql "select pg_terminate_backend($group_a)" >/dev/null
 wait_ans t1; wait_ans t3
 expect_eq "group A terminated: no 2xx for any of its requests (503 each)" "503 503" \
 	"$(for n in t1 t3; do ans $n | cut -d' ' -f1; done | xargs)"
-sql "select pg_terminate_backend(pid) from pg_stat_activity where query like '%pg_sleep(120)%' and pid <> pg_backend_pid()" >/dev/null
+sql "select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and query like '%pg_sleep(120)%' and pid <> pg_backend_pid()" >/dev/null
 wait "$locker" 2>/dev/null
 wait_all
 expect_eq "... and term-1 is not stored" "0 0" "$(effects term-1) $(ledger term-1)"
