@@ -10,7 +10,8 @@
 # test_mixed_upgrade's), this tree (expand steps only beyond 10),
 # and this tree plus one contract step (a migration NNN = this tree's
 # newest + 1 without a compatible_from line), built under
-# $PALISADE_CONTRACT_TREE (default /tmp/palisade-contract-build, kept as the
+# $PALISADE_CONTRACT_TREE (default /tmp/palisade-contract-build-HASH, HASH
+# of the checkout's path, kept as the
 # cache).  The old node is 0.1.0 on purpose, not the previous release: the
 # oldest node a contract step can meet, live while every expand step since
 # (0.2.0's and this tree's) is applied beside it, and the one release whose
@@ -25,7 +26,9 @@ NEW_PAL=$PAL
 OLD_TAG=${PALISADE_CONTRACT_OLD_TAG:-v0.1.0}
 OLD_ARCHIVE=ops/releases/palisade-${OLD_TAG#v}.tar.xz
 OLD_TREE=/tmp/palisade-${OLD_TAG#v}-build
-CT_TREE=${PALISADE_CONTRACT_TREE:-/tmp/palisade-contract-build}
+# one build tree per checkout: make keeps objects by time, and another
+# checkout's would be linked as they are
+CT_TREE=${PALISADE_CONTRACT_TREE:-/tmp/palisade-contract-build-$(pwd -P | md5sum | cut -c1-8)}
 
 t=$(date +%s)
 build_release "$OLD_TAG" "$OLD_ARCHIVE" "$OLD_TREE" ||
