@@ -79,8 +79,10 @@ size_t pal_planner_jobs(const pal_planner *p);
  *
  * A (job_id, version) pair names one immutable spec, as job_versions rows
  * do: when the job is loaded with the same versions and activations
- * (pal_planner_job_current()) the put keeps it as it is; versions it
- * already had keep their schedules.
+ * (pal_planner_job_current()) the put keeps it as it is, but for a job
+ * reference it was loaded without (0: the job had no jobs.ref yet) and
+ * VERSIONS now carry, which it takes in place; versions it already had keep
+ * their schedules.
  * O(versions) besides opening new schedules.
  */
 PAL_MUST_CHECK int pal_planner_put_job(pal_planner *p, const char *job_id,
@@ -90,7 +92,8 @@ PAL_MUST_CHECK int pal_planner_put_job(pal_planner *p, const char *job_id,
 /*
  * True when job JOB_ID is loaded with exactly VERSIONS[0..n), compared by
  * version number and effective_from (specs are not looked at and may be
- * empty): a put of them would change nothing, so a reload can skip reading
+ * empty), and no version was loaded without the job reference VERSIONS
+ * carry: a put of them would change nothing, so a reload can skip reading
  * their specs.  O(n).
  */
 bool pal_planner_job_current(const pal_planner *p, const char *job_id,

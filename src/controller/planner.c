@@ -767,11 +767,21 @@ static bool same_versions(const pjob *j, const pal_plan_version *versions, size_
 	return true;
 }
 
+/* J, holding VERSIONS[0..n), was loaded without the job reference they
+ * carry: the job got its jobs.ref from the backfill after the load. */
+static bool ref_gained(const pjob *j, const pal_plan_version *versions, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!j->v[i].job_ref && versions[i].job_ref)
+			return true;
+	return false;
+}
+
 bool pal_planner_job_current(const pal_planner *p, const char *job_id,
 			     const pal_plan_version *versions, size_t n)
 {
 	const pjob *j = find(p, job_id);
-	return j && n && same_versions(j, versions, n);
+	return j && n && same_versions(j, versions, n) && !ref_gained(j, versions, n);
 }
 
 void pal_planner_remove_job(pal_planner *p, const char *job_id)
@@ -797,7 +807,14 @@ int pal_planner_put_job(pal_planner *p, const char *job_id, const pal_plan_versi
 		 * and its cursor; WATERMARK is not needed.  A replacement would
 		 * only raise the cursor to watermark - overlap, below which the
 		 * loaded job has nothing left to plan (its next instant is past
-		 * the watermark of its last committed tick): the same instants. */
+		 * the watermark of its last committed tick): the same instants.
+		 * A job loaded before the backfill gave it a ref takes it here:
+		 * its rows carry it from the next tick on instead of going
+		 * through the database's fill trigger (a ref never changes once
+		 * given, so one loaded is kept). */
+		for (size_t i = 0; i < n; i++)
+			if (!old->v[i].job_ref)
+				old->v[i].job_ref = versions[i].job_ref;
 		return PAL_OK;
 	}
 	if (p->n >= UINT32_MAX) {

@@ -96,10 +96,11 @@ enum {
 	" v.catchup_window_ms, v.max_catchup, v.partitions, v.priority, v.resource_group,"        \
 	" v.plan_tenant, v.plan_dst, v.plan_start, v.plan_end, v.plan_has_exclude"
 /* The version lists alone (a reload's first pass): the same columns, the
- * planning ones NULL. */
+ * planning ones NULL but the job's ref (a job loaded before the backfill
+ * gave it one takes it at the next reload). */
 #define SJ_LIST_COLUMNS                                                                            \
 	"j.shard, v.job_id, v.version, floor(extract(epoch FROM v.effective_from))::bigint,"      \
-	" NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
+	" NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, j.ref"
 
 /* One job's rows while they stream in: single-row mode gives each row its
  * own PGresult, and the versions borrow their strings from them. */
@@ -220,6 +221,7 @@ static int sj_add(sj_job *j, PGresult *r, bool with_specs, char *err, size_t err
 	memset(v, 0, sizeof *v);
 	v->version = atoi(PQgetvalue(r, 0, SJ_VERSION));
 	v->effective_from = val_i64(r, 0, SJ_EFF);
+	v->job_ref = col_null(r, SJ_JOBREF) ? 0 : atoi(PQgetvalue(r, 0, SJ_JOBREF));
 	if (!with_specs)
 		return PAL_OK;
 	v->cron = col(r, SJ_CRON);
@@ -268,7 +270,6 @@ static int sj_add(sj_job *j, PGresult *r, bool with_specs, char *err, size_t err
 	v->priority = atoi(PQgetvalue(r, 0, SJ_PRIORITY));
 	v->tenant = col(r, SJ_TENANT);
 	v->group = col(r, SJ_GROUP);
-	v->job_ref = col_null(r, SJ_JOBREF) ? 0 : atoi(PQgetvalue(r, 0, SJ_JOBREF));
 	return PAL_OK;
 }
 

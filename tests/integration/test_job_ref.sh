@@ -108,5 +108,42 @@ expect_eq "of each source" "backfill manual schedule" \
 	"$(sql "SELECT string_agg(DISTINCT source, ' ' ORDER BY source) FROM triggers WHERE job_id LIKE 'new.%' AND job_ref IS NOT NULL")"
 expect_eq "no trigger row lacks job_ref" 0 "$(sql "SELECT count(*) FROM triggers WHERE job_ref IS NULL")"
 
+# A controller that loaded its jobs before the backfill gave them refs
+# takes the refs at its next reload (no restart), so that its rows stop
+# going through the fill trigger: new.a's ref taken away and the backfill
+# reopened, the node loads new.a without a ref while a session holds the
+# backfill's lock (its rounds find it busy); then the backfill finishes,
+# the fill trigger is disabled and a reload (SIGHUP: the 30 s reload's
+# path, sooner) must be enough for new rows to carry the ref.
+a_ref=$(sql "SELECT ref FROM jobs WHERE job_id = 'new.a'")
+sql "UPDATE jobs SET ref = NULL WHERE job_id = 'new.a'"
+sql "UPDATE palisade_backfills SET cursor = CASE step WHEN 'jobs.ref' THEN '' ELSE '0' END, finished_at = NULL"
+lockfifo=$PALISADE_TEST_TMP/lock.fifo
+mkfifo "$lockfifo"
+"$PSQL" "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 <"$lockfifo" >"$PALISADE_TEST_TMP/lock.out" 2>&1 &
+lockpid=$!
+exec 8>"$lockfifo"
+echo "SELECT pg_advisory_lock(7076, 41); SELECT 'held';" >&8
+wait_until "a session holds the backfill's lock" 10 grep -q held "$PALISADE_TEST_TMP/lock.out"
+from_id=$(sql "SELECT coalesce(max(id), 0) FROM triggers")
+start_node c1 8>&- # the node must not keep the session's input open
+planned_noref() { has "SELECT count(*) FROM triggers WHERE job_id = 'new.a' AND id > $from_id AND job_ref IS NULL"; }
+wait_until "the node plans new.a while the job has no ref" 20 planned_noref
+exec 8>&-
+wait "$lockpid"
+expect_exit "the backfill runs once the lock is let go" 0 "$PAL" migrate
+expect_eq "and gives new.a a new ref" 1 "$(sql "SELECT count(*) FROM jobs WHERE job_id = 'new.a' AND ref > $a_ref")"
+sql "ALTER TABLE triggers DISABLE TRIGGER triggers_job_ref"
+kill -HUP "${NODE_PID[c1]}"
+from_id=$(sql "SELECT coalesce(max(id), 0) FROM triggers")
+planned_ref() { has "SELECT count(*) FROM triggers WHERE job_id = 'new.a' AND id > $from_id AND job_ref IS NOT NULL"; }
+wait_until "after a reload, with the fill trigger off, new.a's new rows carry its ref" 10 planned_ref
+sleep 2
+from_id=$(sql "SELECT min(id) FROM triggers WHERE job_id = 'new.a' AND id > $from_id AND job_ref IS NOT NULL")
+expect_eq "every row planned since the first with it carries it" "0 $(sql "SELECT ref FROM jobs WHERE job_id = 'new.a'")" \
+	"$(sql "SELECT count(*) FILTER (WHERE job_ref IS NULL) || ' ' || coalesce(max(job_ref), 0) FROM triggers WHERE job_id = 'new.a' AND id >= $from_id")"
+stop_node c1
+sql "ALTER TABLE triggers ENABLE TRIGGER triggers_job_ref"
+
 echo "  figure: test took $((SECONDS - T0)) s"
 finish
