@@ -43,12 +43,18 @@ ALTER TABLE triggers ADD COLUMN job_ref integer;
 
 -- One row per backfill step, in the order they run (ord): cursor is where
 -- the next batch starts (a job_id for jobs.ref, a trigger id for
--- triggers.job_ref), finished_at is set once no row of the step is left
--- without its value.
+-- triggers.job_ref); walked is set when the walk reached the end of the
+-- table and the step's check (a call of its own) is next; finished_at is
+-- set once the check found no row of the step without its value; fence is
+-- the transaction id (txid_current()) of the call that finished the step:
+-- the next step's check waits until every transaction older than it has
+-- ended (palisade_backfill()).
 CREATE TABLE palisade_backfills (
 	step         text PRIMARY KEY,
 	ord          integer NOT NULL UNIQUE,
 	cursor       text NOT NULL,
+	walked       boolean NOT NULL DEFAULT false,
+	fence        bigint,
 	filled       bigint NOT NULL DEFAULT 0,
 	batches      integer NOT NULL DEFAULT 0,
 	started_at   timestamptz,

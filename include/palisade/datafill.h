@@ -6,7 +6,7 @@
  *
  * The steps and where each one is are rows of palisade_backfills; one batch
  * is one call of palisade_backfill() (sql/functions/), one transaction of at
- * most BATCH rows.  Any number of nodes and `palisade migrate` runs may call
+ * most PAL_DATAFILL_BATCH_MAX rows.  Any number of nodes and `palisade migrate` runs may call
  * it at once: one batch runs at a time, the others are told busy.  A batch
  * that waited too long for a row lock gives way (busy as well) and is tried
  * again later; progress is kept in the table, so a stopped run resumes where
@@ -26,6 +26,7 @@ typedef struct pal_datafill_step {
 	char step[64];	 /* "jobs.ref", "triggers.job_ref" */
 	int64_t filled;	 /* rows given their value by this run */
 	int batches;	 /* batches this run made of it */
+	int checks;	 /* checks of the whole table this run made (after its walk) */
 	bool finished;	 /* it finished during this run */
 	char cursor[64]; /* where it is after the run's last batch */
 } pal_datafill_step;
@@ -35,20 +36,39 @@ typedef struct pal_datafill_step {
 typedef struct pal_datafill_report {
 	pal_datafill_step s[PAL_DATAFILL_STEPS];
 	int n;
-	int batches; /* all steps */
-	bool done;   /* no step is left unfinished */
-	bool busy;   /* stopped because another run held the batch lock, or a row lock */
+	int batches;  /* all steps */
+	bool done;    /* no step is left unfinished */
+	bool busy;    /* stopped because another run held the batch lock, or a row lock,
+		       * or a step's check waits for older transactions (waiting) */
+	bool waiting; /* the check waits for transactions older than the previous step's end */
+	bool stopped; /* stopped by the limits' time or stop request */
 } pal_datafill_report;
 
+/* The most rows a batch may have: a batch holds its rows' locks until it
+ * commits, a few thousand rows for tens of milliseconds. */
+#define PAL_DATAFILL_BATCH_MAX 5000
+
+/* How much a run may do. */
+typedef struct pal_datafill_limits {
+	int batch;	     /* rows per batch, 1 to PAL_DATAFILL_BATCH_MAX */
+	int max_batches;     /* 0: no limit */
+	int64_t max_ms;	     /* no batch starts after this long (0: no limit) */
+	bool (*stop)(void *); /* asked before each batch: true stops the run (NULL: never) */
+	void *stop_arg;
+} pal_datafill_limits;
+
 /*
- * Batches of at most BATCH rows (>= 1), each its own transaction, until no
- * step is left, MAX_BATCHES (0: no limit) were made, another run holds the
- * batch lock, or a batch gives way to a row lock.  REP filled.  Logs
- * store.datafill_finished once per step that finishes.  Blocks for as long
- * as the batches take.  PAL_EDB with ERR on any other database error; on a
- * database without palisade_backfills (a schema before 041), REP says done.
+ * Batches of at most LIM->batch rows, each its own transaction, until no
+ * step is left, LIM->max_batches were made, LIM->max_ms passed or
+ * LIM->stop said so, another run holds the batch lock, a batch gives way to
+ * a row lock, or a step's check must wait for older transactions.  A
+ * step's check of its whole table, after its walk, is a call of its own,
+ * not counted as a batch.  REP filled.  Logs store.datafill_finished once
+ * per step that finishes.  PAL_EINVAL for a batch out of range; PAL_EDB with
+ * ERR on any other database error; on a database without
+ * palisade_backfills (a schema before 041), REP says done.
  */
-PAL_MUST_CHECK int pal_store_datafill(pal_store *st, int batch, int max_batches,
+PAL_MUST_CHECK int pal_store_datafill(pal_store *st, const pal_datafill_limits *lim,
 				      pal_datafill_report *rep, char *err, size_t errlen);
 
 #endif

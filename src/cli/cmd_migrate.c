@@ -45,7 +45,8 @@ static void usage(FILE *fp)
 		    "records that in the audit log (schema.contract_forced, with --reason).\n"
 		    "Then fills the values expand steps added to existing rows (jobs.ref,\n"
 		    "triggers.job_ref), N rows per transaction (--backfill-batch, default\n"
-		    "5000), to the end or for at most --backfill-batches batches (0: none);\n"
+		    "and most 5000), to the end or for at most --backfill-batches batches\n"
+		    "(0: none);\n"
 		    "a later run, or a node's retention round, goes on where it stopped.\n"
 		    "Exit: 0 done, 4 contract step refused (older nodes live), 69 database or\n"
 		    "ZooKeeper unreachable, 70 schema newer than this binary, 75 a migration's\n"
@@ -104,10 +105,11 @@ int pal_cmd_migrate(int argc, char **argv)
 		case 'B': {
 			char *end;
 			long v = strtol(optarg, &end, 10);
-			if (end == optarg || *end || v < (opt == 'b') || v > 1000000) {
-				pal_cli_err("migrate", "--%s %s: want a count from %d to 1000000",
+			long most = opt == 'b' ? PAL_DATAFILL_BATCH_MAX : 1000000;
+			if (end == optarg || *end || v < (opt == 'b') || v > most) {
+				pal_cli_err("migrate", "--%s %s: want a count from %d to %ld",
 					    opt == 'b' ? "backfill-batch" : "backfill-batches",
-					    optarg, opt == 'b');
+					    optarg, opt == 'b', most);
 				return PAL_EXIT_USAGE;
 			}
 			*(opt == 'b' ? &fill_batch : &fill_max) = (int)v;
@@ -225,8 +227,11 @@ int pal_cmd_migrate(int argc, char **argv)
 	/* The backfills need the schema whole (their functions come with it). */
 	pal_datafill_report fill = {.done = true};
 	if (!rc && !upto && fill_max)
-		rc = pal_store_datafill(st, fill_batch, fill_max < 0 ? 0 : fill_max, &fill, err,
-					sizeof err);
+		rc = pal_store_datafill(
+		    st,
+		    &(pal_datafill_limits){.batch = fill_batch,
+					   .max_batches = fill_max < 0 ? 0 : fill_max},
+		    &fill, err, sizeof err);
 	pal_store_close(st);
 	if (rc) {
 		pal_cli_err("migrate", "%s", err);
@@ -248,7 +253,9 @@ int pal_cmd_migrate(int argc, char **argv)
 	if (!fill.done)
 		printf("migrate: backfill not finished (%s): a node's retention round or the next "
 		       "migrate goes on (palisade_backfills)\n",
-		       fill.busy ? "another run holds it, or a row lock was held"
-				 : "--backfill-batches");
+		       fill.waiting ? "its check waits for transactions older than the jobs step's "
+				      "end"
+		       : fill.busy  ? "another run holds it, or a row lock was held"
+				    : "--backfill-batches");
 	return PAL_EXIT_OK;
 }

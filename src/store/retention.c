@@ -18,6 +18,7 @@
  * are done; `palisade migrate` may have finished them first.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,26 +204,44 @@ struct pal_retention_worker {
 	pal_store *st;	   /* the thread's own connection, opened on first use */
 	pal_periodic *th; /* calls worker_round every check_ms */
 	bool filled;	  /* the data backfills were seen done: not asked again */
+	atomic_bool stopping; /* the node stops: a round's backfill ends at its next batch */
 };
 
-/* Batches of the data backfills a round runs at most (of `slice` rows). */
+/* What a round's part of the data backfills does at most: batches of
+ * min(retention.delete_slice, PAL_DATAFILL_BATCH_MAX) rows, this many, for
+ * this long (a batch under way is let finish), so that a round, and a node
+ * stopping while one is under way, wait for a few seconds at most. */
 #define PAL_DATAFILL_ROUND_BATCHES 100
+#define PAL_DATAFILL_ROUND_MS 2000
+
+static bool worker_stopping(void *arg)
+{
+	struct pal_retention_worker *w = arg;
+	return atomic_load(&w->stopping);
+}
 
 /* Part of a round: some batches of the data backfills, logged. */
 static void worker_fill(struct pal_retention_worker *w)
 {
 	char err[1024] = "";
 	pal_datafill_report fr;
-	if (pal_store_datafill(w->st, w->conf.slice > 0 ? w->conf.slice : 5000,
-			       PAL_DATAFILL_ROUND_BATCHES, &fr, err, sizeof err)) {
+	int slice = w->conf.slice > 0 ? w->conf.slice : PAL_DATAFILL_BATCH_MAX;
+	pal_datafill_limits lim = { .batch = slice < PAL_DATAFILL_BATCH_MAX ? slice
+									 : PAL_DATAFILL_BATCH_MAX,
+				    .max_batches = PAL_DATAFILL_ROUND_BATCHES,
+				    .max_ms = PAL_DATAFILL_ROUND_MS,
+				    .stop = worker_stopping,
+				    .stop_arg = w };
+	if (pal_store_datafill(w->st, &lim, &fr, err, sizeof err)) {
 		pal_log(PAL_LOG_WARN, "retention.backfill_failed", "{s:s}", "error", err);
 		return;
 	}
 	w->filled = fr.done;
 	for (int i = 0; i < fr.n; i++)
-		pal_log(PAL_LOG_INFO, "retention.backfill", "{s:s, s:I, s:i, s:s, s:b}", "step",
-			fr.s[i].step, "filled", (json_int_t)fr.s[i].filled, "batches",
-			fr.s[i].batches, "cursor", fr.s[i].cursor, "finished", fr.s[i].finished);
+		pal_log(PAL_LOG_INFO, "retention.backfill", "{s:s, s:I, s:i, s:i, s:s, s:b, s:b}",
+			"step", fr.s[i].step, "filled", (json_int_t)fr.s[i].filled, "batches",
+			fr.s[i].batches, "batch", lim.batch, "cursor", fr.s[i].cursor, "finished",
+			fr.s[i].finished, "waiting", fr.waiting && !fr.s[i].finished);
 }
 
 #define F_ROUNDS "palisade_retention_rounds_total"
@@ -332,6 +351,7 @@ void pal_retention_stop(pal_retention_worker *w)
 {
 	if (!w)
 		return;
+	atomic_store(&w->stopping, true);
 	pal_periodic_stop(w->th);
 	pal_store_close(w->st);
 	free(w->conninfo);

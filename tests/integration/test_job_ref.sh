@@ -108,6 +108,58 @@ expect_eq "of each source" "backfill manual schedule" \
 	"$(sql "SELECT string_agg(DISTINCT source, ' ' ORDER BY source) FROM triggers WHERE job_id LIKE 'new.%' AND job_ref IS NOT NULL")"
 expect_eq "no trigger row lacks job_ref" 0 "$(sql "SELECT count(*) FROM triggers WHERE job_ref IS NULL")"
 
+# The fence: a 0.2.0 writer whose fill trigger ran before its job had a
+# ref, and whose transaction commits after the backfill's walk, must not
+# leave the step finished over its row.  old.j9's ref taken away and the
+# steps reopened; a session inserts a job_id-only row for it (the fill
+# trigger finds no ref) and holds its transaction open across a migrate.
+# reopen: both steps start again from the beginning.
+reopen() { sql "UPDATE palisade_backfills SET cursor = CASE step WHEN 'jobs.ref' THEN '' ELSE '0' END, finished_at = NULL"; }
+# session NAME: a psql session fed through a fifo, its pid in S_PID, the
+# fifo's write end in fd S_FD (closing it ends the session), its output
+# in $PALISADE_TEST_TMP/NAME.out.
+session() {
+	mkfifo "$PALISADE_TEST_TMP/$1.fifo"
+	"$PSQL" "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 <"$PALISADE_TEST_TMP/$1.fifo" >"$PALISADE_TEST_TMP/$1.out" 2>&1 &
+	S_PID=$!
+	exec {S_FD}>"$PALISADE_TEST_TMP/$1.fifo"
+}
+sql "UPDATE jobs SET ref = NULL WHERE job_id = 'old.j9'"
+reopen
+session tx
+txpid=$S_PID txfd=$S_FD
+echo "BEGIN; INSERT INTO triggers (job_id, version, scheduled_at, partition, source, tenant, resource_group, due_at, shard)
+      VALUES ('old.j9', 1, '2022-01-01', 0, 'schedule', 'default', 'default', '2022-01-01', 1) RETURNING 'held ' || id;" >&"$txfd"
+wait_until "a 0.2.0-style insert is open, its row without a ref" 10 grep -q held "$PALISADE_TEST_TMP/tx.out"
+held_id=$(sed -n 's/^held //p' "$PALISADE_TEST_TMP/tx.out")
+expect_exit "a migrate runs the backfill while it is open" 0 "$PAL" migrate
+echo "$OUT" | sed 's/^/    | /'
+expect_match "and says the triggers step waits for transactions older than the jobs step's end" \
+	"its check waits for transactions older than the jobs step.s end" "$OUT"
+expect_eq "the triggers step is not finished" "jobs.ref t|triggers.job_ref f" \
+	"$(sql "SELECT string_agg(step || ' ' || (finished_at IS NOT NULL)::text::char, '|' ORDER BY ord) FROM palisade_backfills")"
+echo "COMMIT;" >&"$txfd"
+exec {txfd}>&-
+wait "$txpid"
+expect_eq "the row commits without a ref" "" "$(sql "SELECT job_ref FROM triggers WHERE id = $held_id")"
+expect_exit "the next migrate finishes the backfill" 0 "$PAL" migrate
+echo "$OUT" | sed 's/^/    | /'
+expect_eq "and the row has its job's ref" "$(sql "SELECT ref FROM jobs WHERE job_id = 'old.j9'")" \
+	"$(sql "SELECT job_ref FROM triggers WHERE id = $held_id")"
+expect_eq "both steps finished" 0 "$(sql "SELECT count(*) FROM palisade_backfills WHERE finished_at IS NULL")"
+# A step's check of its whole table is a call of its own, after the walk's
+# last batch committed (it holds none of the batch's row locks): walk,
+# check, walk, check.
+reopen
+calls=""
+for _ in 1 2 3 4; do
+	calls="$calls$(sql "SELECT step || ' ' || CASE WHEN checked THEN 'check' ELSE 'walk' END || ' ' || finished::text::char FROM palisade_backfill(5000)")|"
+done
+expect_eq "each step: a walk of one batch, then a check that finishes it" \
+	"jobs.ref walk f|jobs.ref check t|triggers.job_ref walk f|triggers.job_ref check t|" "$calls"
+expect_exit "a batch above 5,000 rows is refused" 64 "$PAL" migrate --backfill-batch 5001
+expect_match "with the range" "want a count from 1 to 5000" "$OUT"
+
 # A controller that loaded its jobs before the backfill gave them refs
 # takes the refs at its next reload (no restart), so that its rows stop
 # going through the fill trigger: new.a's ref taken away and the backfill
@@ -117,19 +169,16 @@ expect_eq "no trigger row lacks job_ref" 0 "$(sql "SELECT count(*) FROM triggers
 # path, sooner) must be enough for new rows to carry the ref.
 a_ref=$(sql "SELECT ref FROM jobs WHERE job_id = 'new.a'")
 sql "UPDATE jobs SET ref = NULL WHERE job_id = 'new.a'"
-sql "UPDATE palisade_backfills SET cursor = CASE step WHEN 'jobs.ref' THEN '' ELSE '0' END, finished_at = NULL"
-lockfifo=$PALISADE_TEST_TMP/lock.fifo
-mkfifo "$lockfifo"
-"$PSQL" "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 <"$lockfifo" >"$PALISADE_TEST_TMP/lock.out" 2>&1 &
-lockpid=$!
-exec 8>"$lockfifo"
-echo "SELECT pg_advisory_lock(7076, 41); SELECT 'held';" >&8
+reopen
+session lock
+lockpid=$S_PID lockfd=$S_FD
+echo "SELECT pg_advisory_lock(7076, 41); SELECT 'held';" >&"$lockfd"
 wait_until "a session holds the backfill's lock" 10 grep -q held "$PALISADE_TEST_TMP/lock.out"
 from_id=$(sql "SELECT coalesce(max(id), 0) FROM triggers")
-start_node c1 8>&- # the node must not keep the session's input open
+start_node c1 {lockfd}>&- # the node must not keep the session's input open
 planned_noref() { has "SELECT count(*) FROM triggers WHERE job_id = 'new.a' AND id > $from_id AND job_ref IS NULL"; }
 wait_until "the node plans new.a while the job has no ref" 20 planned_noref
-exec 8>&-
+exec {lockfd}>&-
 wait "$lockpid"
 expect_exit "the backfill runs once the lock is let go" 0 "$PAL" migrate
 expect_eq "and gives new.a a new ref" 1 "$(sql "SELECT count(*) FROM jobs WHERE job_id = 'new.a' AND ref > $a_ref")"
