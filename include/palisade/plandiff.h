@@ -33,10 +33,11 @@ void pal_plan_diff_clear(pal_plan_diff *d);
 json_t *pal_plan_diff_json(const pal_plan_diff *d, const char *job_id, const char *follows);
 
 /* A stored job outside the files that follows a calendar of them: its id,
- * FOLLOWS "calendar NAME vN[, ...]" and its plan diff (borrowed).  0 to go
- * on, else the code to stop with. */
-typedef int (*pal_plan_follow_fn)(void *ctx, const char *job_id, const char *follows,
-				  const pal_plan_diff *d);
+ * its TENANT (the API leaves out another tenant's), FOLLOWS "calendar NAME
+ * vN[, ...]" and its plan diff (borrowed).  0 to go on, else the code to
+ * stop with. */
+typedef int (*pal_plan_follow_fn)(void *ctx, const char *job_id, const char *tenant,
+				  const char *follows, const pal_plan_diff *d);
 /* The stored live jobs outside SET whose latest version carries one of
  * SET's calendars at another version than SET's (set by
  * pal_store_calendar_versions): apply gives each a version with the new

@@ -499,15 +499,19 @@ PAL_MUST_CHECK int pal_store_notifications(pal_store *st, pal_notify_fn fn, void
 
 /* The stored live jobs apply's dependency check needs: those named in
  * NAMES[0..n) and every one whose latest version has `after`, as a JSON
- * array of [id, [upstream, ...]] (json_decref). */
+ * array of [id, [upstream, ...]] (json_decref).  TENANTS: NULL for every
+ * tenant's, else a PostgreSQL text[] literal of the tenants whose jobs
+ * count (an API token limited to tenants: another tenant's job is then
+ * unknown to the check, as if it did not exist). */
 PAL_MUST_CHECK int pal_store_after_stored(pal_store *st, const char *const *names, size_t n,
-					  json_t **out, char *err, size_t errlen);
+					  const char *tenants, json_t **out, char *err,
+					  size_t errlen);
 /* Add to G every stored job its check needs (pal_store_after_stored for
- * G's upstream names), so that pal_after_graph_check knows the cluster's
- * jobs too.  PAL_EDB or PAL_ENOMEM with ERR. */
+ * G's upstream names and TENANTS), so that pal_after_graph_check knows the
+ * cluster's jobs too.  PAL_EDB or PAL_ENOMEM with ERR. */
 struct pal_after_graph;
-PAL_MUST_CHECK int pal_store_after_graph_stored(pal_store *st, struct pal_after_graph *g, char *err,
-						size_t errlen);
+PAL_MUST_CHECK int pal_store_after_graph_stored(pal_store *st, struct pal_after_graph *g,
+						const char *tenants, char *err, size_t errlen);
 /* Plan the dependent jobs of SHARD under EPOCH in one statement
  * (palisade_plan_after, docs/controller.md "Dependencies"): *JOBS dependent
  * jobs seen, *PLANNED triggers inserted, *MISFIRED misfire rows written.

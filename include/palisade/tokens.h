@@ -46,10 +46,6 @@ typedef struct pal_token_identity {
 	char tenants[PAL_TOKEN_TENANTS_MAX][65];
 } pal_token_identity;
 
-/* GIVEN equals WANT, compared in a time that depends on the lengths only
- * (a secret is never compared with strcmp). */
-bool pal_secret_equal(const char *given, const char *want);
-
 /* ID may see and act on tenant TENANT (every tenant when unscoped). */
 bool pal_token_sees_tenant(const pal_token_identity *id, const char *tenant);
 

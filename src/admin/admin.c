@@ -62,6 +62,7 @@
 #include "palisade/httpguard.h"
 #include "palisade/listen.h"
 #include "palisade/log.h"
+#include "palisade/secret.h"
 
 #define BODY_MAX 65536		/* bytes of request body we are willing to read */
 #define API_BODY_MAX (4u << 20) /* an /api/v1 body: a job file may be 4 MiB */
@@ -511,16 +512,6 @@ static const struct route {
 
 /* ---- security (admin.h) ------------------------------------------------ */
 
-/* Equal strings, in a time that depends on the lengths only. */
-static bool secret_equal(const char *given, const char *want)
-{
-	size_t n = strlen(given), m = strlen(want);
-	unsigned char d = n != m;
-	for (size_t i = 0; i < m; i++)
-		d |= (unsigned char)want[i] ^ (unsigned char)(n ? given[i % n] : 0);
-	return d == 0;
-}
-
 /* HOST (a Host header value, or an Origin's authority) names this
  * endpoint: the configured host (its port optional in the config), or
  * the listen address or, on loopback, a localhost name with our port. */
@@ -614,7 +605,7 @@ static unsigned check_token(const pal_admin *a, struct MHD_Connection *conn, con
 		*why = "authorization required (Authorization: Bearer TOKEN)\n";
 		return MHD_HTTP_UNAUTHORIZED;
 	}
-	if (!secret_equal(given, a->token)) {
+	if (!pal_secret_equal(given, a->token)) {
 		*why = "wrong token\n";
 		return MHD_HTTP_UNAUTHORIZED;
 	}

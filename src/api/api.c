@@ -34,6 +34,7 @@
 #include "palisade/apistore.h"
 #include "palisade/clock.h"
 #include "palisade/log.h"
+#include "palisade/secret.h"
 #include "palisade/trace.h"
 #include "api_int.h"
 

@@ -316,12 +316,17 @@ static void apply_set(call *c, const pal_jobset *set, const char *why, bool prun
 			foreign = id;
 		if (rc || foreign)
 			pal_store_apply_abort(ap);
-		if (foreign) {
-			pal_api__problem(
-			    c, 403, "forbidden-tenant", "Not your tenant",
-			    "job %s, of tenant %s, names a calendar this body changes; token %s "
-			    "may not act on it; nothing stored",
-			    foreign, tenant, c->who.name);
+		if (foreign) { /* neither that job nor its tenant named */
+			GString *cals = g_string_new(NULL);
+			for (size_t k = 0; k < set->n_calendars; k++)
+				g_string_append_printf(cals, "%s%s", k ? ", " : "",
+						       set->calendars[k].name);
+			pal_api__problem(c, 403, "forbidden-tenant", "Not your tenant",
+					 "a job of another tenant names %s %s, which this body "
+					 "changes; token %s may not act on it; nothing stored",
+					 set->n_calendars == 1 ? "calendar" : "one of calendars",
+					 cals->str, c->who.name);
+			g_string_free(cals, TRUE);
 			rc = -1;
 		}
 	}
@@ -428,7 +433,9 @@ static int load_documents(const char *name, const char *body, size_t len, pal_jo
 
 /* Dependencies (`after:`) of SET against each other and the stored jobs,
  * as `palisade apply` checks them: PAL_EINVAL with DIAGS, PAL_EDB with the
- * problem set. */
+ * problem set.  A token limited to tenants knows only its tenants' stored
+ * jobs: an upstream of another tenant is an unknown job, the same
+ * diagnostic as one that does not exist. */
 static int check_after(call *c, const pal_jobset *set, pal_diags *diags)
 {
 	pal_after_graph *g = pal_after_graph_new();
@@ -443,11 +450,13 @@ static int check_after(call *c, const pal_jobset *set, pal_diags *diags)
 		if (set->jobs[i].n_after)
 			rc = pal_after_graph_add_loaded(g, set->jobs[i].id, set->jobs[i].after,
 							set->jobs[i].n_after, set->jobs[i].file);
+	char *tl = pal_api__tenants_literal(&c->who);
 	if (!rc && !pal_after_graph_empty(g) &&
-	    (rc = pal_store_after_graph_stored(c->api->st, g, err, sizeof err)))
+	    (rc = pal_store_after_graph_stored(c->api->st, g, tl, err, sizeof err)))
 		pal_api__problem_rc(c, rc, err);
 	else if (!rc && pal_after_graph_check(g, set_defines, (void *)set, true, diags))
 		rc = PAL_EINVAL;
+	g_free(tl);
 	pal_after_graph_free(g);
 	return rc == PAL_OK || rc == PAL_EINVAL ? rc : PAL_EDB;
 }
@@ -455,10 +464,12 @@ static int check_after(call *c, const pal_jobset *set, pal_diags *diags)
 /*
  * The job files of the body (Content-Type application/yaml), validated as
  * `palisade apply` validates them, into SET; every job's tenant, in the file
- * and as stored for a job that exists, must be the token's.  False with the problem set (415, 422
- * invalid-job-file, 403).
+ * and as stored for a job that exists, must be the token's.  False with the
+ * problem set (415, 422 invalid-job-file, 403; 404 for a READ (plan diff, a
+ * dry run) of a job id another tenant holds, as GET /jobs/{id} answers:
+ * neither answer names that tenant).
  */
-static bool load_body(call *c, pal_jobset *set)
+static bool load_body(call *c, pal_jobset *set, bool read)
 {
 	const pal_api_request *req = c->req;
 	const char *ct = pal_api__header(c, "Content-Type");
@@ -494,26 +505,47 @@ static bool load_body(call *c, pal_jobset *set)
 			pal_api__problem_rc(c, trc, err);
 			return false;
 		}
-		const char *bad = !pal_token_sees_tenant(&c->who, j->tenant)	    ? j->tenant
-				  : !trc && !pal_token_sees_tenant(&c->who, stored) ? stored
-										    : NULL;
-		if (bad) {
-			pal_api__problem(
-			    c, 403, "forbidden-tenant", "Not your tenant",
-			    "job %s is of tenant %s; token %s may not act on it; nothing "
-			    "applied",
-			    j->id, bad, c->who.name);
+		if (!pal_token_sees_tenant(&c->who, j->tenant)) { /* the body's own tenant */
+			pal_api__problem(c, 403, "forbidden-tenant", "Not your tenant",
+					 "job %s is of tenant %s; token %s may not act on it; "
+					 "nothing applied",
+					 j->id, j->tenant, c->who.name);
 			return false;
 		}
+		if (trc || pal_token_sees_tenant(&c->who, stored))
+			continue;
+		if (read)
+			pal_api__problem(c, 404, "not-found", "Not found", "no job \"%.64s\"",
+					 j->id);
+		else
+			pal_api__problem(c, 403, "forbidden-tenant", "Not your tenant",
+					 "job %s is another tenant's; token %s may not act on it; "
+					 "nothing applied",
+					 j->id, c->who.name);
+		return false;
 	}
 	return true;
 }
 
+/* The followers plan diff shows: those the token sees into JOBS, the
+ * others only counted. */
+typedef struct {
+	const pal_token_identity *who;
+	json_t *jobs;
+	int hidden;
+} follow_out;
+
 /* pal_plan_follow_fn: a stored job that follows a calendar of the body,
- * into the array CTX */
-static int follower_diff(void *ctx, const char *job_id, const char *follows, const pal_plan_diff *d)
+ * into CTX (a follow_out): another tenant's job is left out, its id and
+ * instants unsaid, and counted in hidden_followers. */
+static int follower_diff(void *ctx, const char *job_id, const char *tenant, const char *follows,
+			 const pal_plan_diff *d)
 {
-	json_array_append_new(ctx, pal_plan_diff_json(d, job_id, follows));
+	follow_out *o = ctx;
+	if (pal_token_sees_tenant(o->who, tenant))
+		json_array_append_new(o->jobs, pal_plan_diff_json(d, job_id, follows));
+	else
+		o->hidden++;
 	return 0;
 }
 
@@ -546,8 +578,9 @@ static void diff_set(call *c, pal_jobset *set, int64_t from, int count, bool pru
 	}
 	bool refused = !rc && check_nodes && !require_node_schemas(c, set, res);
 	free(res);
+	follow_out fo = {&c->who, jobs, 0};
 	if (!rc && !refused)
-		rc = pal_plan_diff_followers(c->api->st, set, from, count, follower_diff, jobs, err,
+		rc = pal_plan_diff_followers(c->api->st, set, from, count, follower_diff, &fo, err,
 					     sizeof err);
 	GPtrArray *gone = NULL; /* what ?prune=true would retire */
 	if (!rc && !refused && prune && !(gone = prune_ids(c, set, err, sizeof err)))
@@ -558,7 +591,8 @@ static void diff_set(call *c, pal_jobset *set, int64_t from, int count, bool pru
 			pal_api__problem_rc(c, rc, err);
 		return;
 	}
-	json_t *out = json_pack("{s:b, s:o}", "dry_run", 1, "jobs", jobs);
+	json_t *out =
+	    json_pack("{s:b, s:o, s:i}", "dry_run", 1, "jobs", jobs, "hidden_followers", fo.hidden);
 	if (gone) {
 		json_t *ids = json_array();
 		for (guint i = 0; i < gone->len; i++)
@@ -581,8 +615,9 @@ void pal_api__h_apply(call *c)
 	if (!prune_arg(c, &prune))
 		return;
 	pal_jobset set = {0};
-	if (load_body(c, &set)) {
-		if (dry && !strcmp(dry, "true")) /* nothing is written */
+	bool dry_run = dry && !strcmp(dry, "true");
+	if (load_body(c, &set, dry_run)) {
+		if (dry_run) /* nothing is written */
 			diff_set(c, &set, (int64_t)time(NULL), DIFF_COUNT, prune, true);
 		else
 			apply_set(c, &set,
@@ -613,7 +648,7 @@ void pal_api__h_plan_diff(call *c)
 		}
 	}
 	pal_jobset set = {0};
-	if (load_body(c, &set))
+	if (load_body(c, &set, true))
 		diff_set(c, &set, from, (int)count, false, false);
 	pal_jobset_free(&set);
 }

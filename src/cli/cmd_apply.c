@@ -348,7 +348,8 @@ static size_t check_after_stored(struct run *r, pal_jobloader *l, pal_diags *dia
 	int rc = pal_store_apply_sync(r->ap, err, sizeof err);
 
 	if (!rc)
-		rc = pal_store_after_graph_stored(r->st, pal_jobloader_after(l), err, sizeof err);
+		rc = pal_store_after_graph_stored(r->st, pal_jobloader_after(l), NULL, err,
+						  sizeof err);
 	if (rc) {
 		pal_cli_err("apply", "%s; nothing applied", err);
 		r->db_ec = pal_cli_exit_code(rc);

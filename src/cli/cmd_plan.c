@@ -94,8 +94,10 @@ static int diff_job(pal_store *st, const pal_job_spec *s, int64_t from, int coun
 }
 
 /* pal_plan_follow_fn: a stored job that follows a calendar of the files */
-static int show_follower(void *out, const char *id, const char *follows, const pal_plan_diff *d)
+static int show_follower(void *out, const char *id, const char *tenant, const char *follows,
+			 const pal_plan_diff *d)
 {
+	(void)tenant; /* the CLI reads the database: every tenant's */
 	show(d, id, follows, out);
 	return 0;
 }

@@ -31,6 +31,7 @@
 #include "palisade/api.h"
 #include "palisade/html.h"
 #include "palisade/log.h"
+#include "palisade/secret.h"
 #include "palisade/ops.h"
 #include "console_int.h"
 

@@ -140,7 +140,7 @@ int pal_plan_diff_followers(pal_store *st, const pal_jobset *set, int64_t from, 
 		}
 		pal_plan_diff d;
 		if (!rc && !(rc = pal_plan_diff_job(st, &s, from, count, &d, err, errlen))) {
-			rc = fn(ctx, id, follows->str, &d);
+			rc = fn(ctx, id, s.tenant, follows->str, &d);
 			pal_plan_diff_clear(&d);
 		}
 		g_string_free(follows, TRUE);

@@ -14,8 +14,8 @@
 #include "palisade/store.h"
 #include "store_int.h"
 
-int pal_store_after_stored(pal_store *st, const char *const *names, size_t n, json_t **out,
-			   char *err, size_t errlen)
+int pal_store_after_stored(pal_store *st, const char *const *names, size_t n, const char *tenants,
+			   json_t **out, char *err, size_t errlen)
 {
 	pal_pgarr a;
 
@@ -23,7 +23,7 @@ int pal_store_after_stored(pal_store *st, const char *const *names, size_t n, js
 	for (size_t i = 0; i < n; i++)
 		pal__pgarr_text(&a, names[i]);
 	char *arr = pal__pgarr_end(&a);
-	const char *p[] = {arr};
+	const char *p[] = {arr, tenants};
 	/* two halves so that each uses its index: the named jobs by key, the
 	 * dependent ones by the partial index job_versions_after */
 	int rc = pal__store_query_json(
@@ -34,13 +34,15 @@ int pal_store_after_stored(pal_store *st, const char *const *names, size_t n, js
 	    "  FROM jobs j JOIN job_versions v ON v.job_id = j.job_id"
 	    "   AND v.version = j.latest_version"
 	    "  WHERE j.retired_at IS NULL AND j.job_id = ANY($1::text[])"
+	    "   AND ($2::text[] IS NULL OR j.tenant = ANY($2::text[]))"
 	    " UNION ALL"
 	    " SELECT j.job_id, coalesce((SELECT json_agg(e ->> 'job')"
 	    "   FROM jsonb_array_elements(v.spec -> 'after') e), '[]')"
 	    "  FROM job_versions v JOIN jobs j ON j.job_id = v.job_id"
 	    "   AND j.latest_version = v.version"
-	    "  WHERE v.spec ? 'after' AND j.retired_at IS NULL) x",
-	    1, p, out, err, errlen);
+	    "  WHERE v.spec ? 'after' AND j.retired_at IS NULL"
+	    "   AND ($2::text[] IS NULL OR j.tenant = ANY($2::text[]))) x",
+	    2, p, out, err, errlen);
 	g_free(arr);
 	return rc;
 }
@@ -50,15 +52,16 @@ static void add_name(void *arg, const char *name)
 	g_ptr_array_add(arg, (gpointer)name);
 }
 
-int pal_store_after_graph_stored(pal_store *st, pal_after_graph *g, char *err, size_t errlen)
+int pal_store_after_graph_stored(pal_store *st, pal_after_graph *g, const char *tenants, char *err,
+				 size_t errlen)
 {
 	GPtrArray *names = g_ptr_array_new();
 	json_t *stored = NULL, *row;
 	size_t i;
 
 	pal_after_graph_foreach_upstream(g, add_name, names);
-	int rc = pal_store_after_stored(st, (const char *const *)names->pdata, names->len, &stored,
-					err, errlen);
+	int rc = pal_store_after_stored(st, (const char *const *)names->pdata, names->len, tenants,
+					&stored, err, errlen);
 	g_ptr_array_free(names, TRUE);
 	json_array_foreach(stored, i, row)
 	{

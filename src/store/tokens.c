@@ -13,6 +13,7 @@
 #include <glib.h>
 #include "palisade/name.h"
 #include "palisade/random.h"
+#include "palisade/secret.h"
 #include "palisade/tokens.h"
 #include "store_int.h"
 
@@ -211,15 +212,6 @@ int pal_token_revoke(pal_store *st, const char *name_or_id, const char *actor, c
 		return PAL_ENOENT;
 	}
 	return PAL_OK;
-}
-
-bool pal_secret_equal(const char *given, const char *want)
-{
-	size_t n = strlen(given), m = strlen(want);
-	unsigned char d = n != m;
-	for (size_t i = 0; i < m; i++)
-		d |= (unsigned char)want[i] ^ (unsigned char)(n ? given[i % n] : 0);
-	return d == 0;
 }
 
 int pal_token_verify(pal_store *st, const char *token, pal_token_identity *out, char *err,

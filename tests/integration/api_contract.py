@@ -281,6 +281,13 @@ if tv:
     call("GET", COST + "&group=default", token=tv["token"], want=403)
     call("GET", COST, token=tv["token"], want=403)
     call("POST", "/api/v1/apply?reason=contract", CAL % "mon", token=tv["token"], ctype="application/yaml", want=403)
+    # its plan diff of the change: c.cal (tenant default) counted, not shown
+    st, hid = call("POST", "/api/v1/plan/diff", CAL % "mon", token=tv["token"], ctype="application/yaml", want=200)
+    if not hid or hid.get("jobs") != [] or hid.get("hidden_followers") != 1:
+        failures.append(f"another tenant's plan diff of c-cal shows c.cal or does not count it: {hid}")
+    # a job id of tenant default in its body: 404, as its GET of that job
+    call("POST", "/api/v1/plan/diff", 'jobs:\n  - {id: c.cal, tenant: t-other, schedule: {cron: "0 0 * * * ?"}, target: {url: "http://127.0.0.1:9/x"}}\n',
+         token=tv["token"], ctype="application/yaml", want=404)
     st, one = call("GET", "/api/v1/calendars/c-cal", want=200)
     if not one or one.get("latest_version") != 2:
         failures.append(f"a refused calendar change stored something: {one}")

@@ -122,7 +122,7 @@ yapi() { curl -s -o "$PALISADE_TEST_TMP/api-out" -w '%{http_code}' -X POST -H "A
 expect_eq "admin-red applies blue.b as tenant red: 403" 403 "$(yapi "${TOK[admin-red]}" /apply)"
 expect_eq "blue.b is still of tenant blue, version 1" "blue 1" "$(sql "select tenant || ' ' || latest_version from jobs where job_id = 'blue.b'")"
 expect_eq "admin-red still may not pause blue.b" 403 "$(api r1 "${TOK[admin-red]}" POST /jobs/blue.b/pause '{"reason":"r"}')"
-expect_eq "viewer-red's plan diff of blue.b: 403" 403 "$(yapi "${TOK[viewer-red]}" /plan/diff)"
+expect_eq "viewer-red's plan diff of blue.b: 404, as its read of blue.b" 404 "$(yapi "${TOK[viewer-red]}" /plan/diff)"
 expect_eq "the unlimited viewer's plan diff of it: 200" 200 "$(yapi "${TOK[viewer]}" /plan/diff)"
 sed -i 's/blue\.b/red.new/' "$steal"
 expect_eq "admin-red applies a new job of tenant red: 200" 200 "$(yapi "${TOK[admin-red]}" /apply)"
@@ -267,6 +267,45 @@ tickets_of() { # TOKEN: the job of every ticket of its pages of 2, newest first
 expect_eq "viewer-red's tickets: red.a's only, in pages of 2" "red.a red.a red.a" "$(tickets_of "${TOK[viewer-red]}")"
 expect_eq "the unscoped viewer's: every ticket" "red.a blue.b blue.b red.a - blue.b red.a" "$(tickets_of "${TOK[viewer]}")"
 expect_eq "a cursor the API did not give: 400" 400 "$(api r1 "${TOK[viewer]}" GET "/tickets?cursor=abc")"
+
+# A shared calendar followed by jobs of two tenants, and a blue job a red
+# one could name as an upstream: a tenant-scoped token learns nothing of
+# blue's jobs from plan diff, a dry run or apply (their ids, instants,
+# existence), and cannot make a red job wait for a blue one.
+office() { printf 'calendars:\n  - {name: office, timezone: UTC, exclude: {windows: ["%s"]}}\n' "$1"; }
+tjob() { printf '  - {id: %s, tenant: %s, schedule: {cron: "0 0 * * * ?", calendar: office}, target: {url: "http://127.0.0.1:9/x"}%s}\n' "$@"; }
+{ office "01:00:00-02:00:00"; echo 'jobs:'; tjob red.cal red ''; tjob blue.secret blue ''; tjob blue.other blue ''; } >"$PALISADE_TEST_TMP/office.yaml"
+expect_exit "apply office, red.cal, blue.secret, blue.other" 0 "$PAL" apply "$PALISADE_TEST_TMP/office.yaml"
+office "03:00:00-04:00:00" >"$steal"
+expect_eq "viewer-red's plan diff of office alone: 200" 200 "$(yapi "${TOK[viewer-red]}" '/plan/diff?count=2')"
+expect_eq "... shows red.cal only, blue's two followers counted unnamed" "red.cal 2 0" \
+	"$(jq -r '([.jobs[].job_id] | join(",")) + " " + (.hidden_followers | tostring)' "$PALISADE_TEST_TMP/api-out") $(grep -c blue "$PALISADE_TEST_TMP/api-out")"
+expect_eq "the unlimited viewer's shows the three" "blue.other,blue.secret,red.cal 0" \
+	"$(yapi "${TOK[viewer]}" /plan/diff >/dev/null; jq -r '([.jobs[].job_id] | sort | join(",")) + " " + (.hidden_followers | tostring)' "$PALISADE_TEST_TMP/api-out")"
+expect_eq "admin-red's dry run of it: 200 without blue's jobs" "200 2 0" \
+	"$(yapi "${TOK[admin-red]}" '/apply?dry_run=true') $(jq -r .hidden_followers "$PALISADE_TEST_TMP/api-out") $(grep -c blue "$PALISADE_TEST_TMP/api-out")"
+expect_eq "admin-red's apply of it: 403, nothing stored, blue's job and tenant unnamed" "403 0 1" \
+	"$(yapi "${TOK[admin-red]}" /apply) $(grep -c blue "$PALISADE_TEST_TMP/api-out") $(sql "select latest_version from jobs where job_id = 'blue.secret'")"
+expect_match "... a job of another tenant names calendar office" '"detail": "a job of another tenant names calendar office' "$(cat "$PALISADE_TEST_TMP/api-out")"
+# after: another tenant's job is an unknown job to a red token (same 422, same diagnostic)
+upjob() { printf 'jobs:\n  - {id: red.dep, tenant: red, after: [{job: %s}], target: {url: "http://127.0.0.1:9/x"}}\n' "$1" >"$steal"; }
+diag() { jq -r '.errors[0].message' "$PALISADE_TEST_TMP/api-out" | sed "s/$1/X/"; }
+for tok in viewer-red admin-red; do
+	for route in /plan/diff '/apply?dry_run=true' /apply; do
+		[ "$tok" = viewer-red ] && [ "$route" != /plan/diff ] && continue
+		upjob nosuch.job; s1=$(yapi "${TOK[$tok]}" "$route"); d1=$(diag nosuch.job)
+		upjob blue.other; s2=$(yapi "${TOK[$tok]}" "$route"); d2=$(diag blue.other)
+		expect_eq "$tok $route: after blue.other answered as after nosuch.job ($s1 $d1)" "422 $d1" "$s2 $d2"
+	done
+done
+expect_eq "red.dep not stored" 0 "$(sql "select count(*) from jobs where job_id = 'red.dep'")"
+expect_eq "the unlimited admin's plan diff of red.dep after blue.other: 200" 200 "$(yapi "${TOK[admin]}" /plan/diff)"
+# A job id of another tenant in the body: a read answers as GET /jobs/{id} does (404), a write 403; neither names blue
+printf 'jobs:\n  - {id: blue.other, tenant: red, schedule: {cron: "0 0 * * * ?"}, target: {url: "http://127.0.0.1:9/x"}}\n' >"$steal"
+expect_eq "viewer-red's plan diff, admin-red's dry run of blue.other as red: 404 404, tenant blue unnamed" "404 404 0" \
+	"$(yapi "${TOK[viewer-red]}" /plan/diff) $(yapi "${TOK[admin-red]}" '/apply?dry_run=true') $(grep -c '"tenant blue\| of tenant blue' "$PALISADE_TEST_TMP/api-out")"
+expect_eq "admin-red's apply of it: 403 forbidden-tenant, tenant blue unnamed" "403 1 0" \
+	"$(yapi "${TOK[admin-red]}" /apply) $(grep -c 'problem:forbidden-tenant' "$PALISADE_TEST_TMP/api-out") $(grep -c 'tenant blue' "$PALISADE_TEST_TMP/api-out")"
 
 # Revocation: refused by the next request on both nodes.
 expect_eq "operator works on r2 before the revocation" 200 "$(api r2 "${TOK[operator]}" GET /jobs)"

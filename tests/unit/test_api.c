@@ -14,6 +14,7 @@
 #include <jansson.h>
 #include "palisade/api.h"
 #include "palisade/name.h"
+#include "palisade/secret.h"
 #include "palisade/tokens.h"
 
 static void test_roles_are_ordered(void **state)
