@@ -170,6 +170,13 @@ static int diff_remote(const pal_cli_common *c, const char *file, int64_t from, 
 	if (ec)
 		return ec;
 	json_t *jobs = json_object_get(o, "jobs");
+	/* a token limited to tenants: other tenants' followers counted only */
+	json_int_t hidden = json_integer_value(json_object_get(o, "hidden_followers"));
+	if (hidden > 0)
+		pal_cli_err("plan diff",
+			    "%lld stored job%s of tenants this token does not see follow%s a "
+			    "calendar of the file; not shown (an apply with this token is refused)",
+			    (long long)hidden, hidden == 1 ? "" : "s", hidden == 1 ? "s" : "");
 	if (!json_is_array(jobs)) {
 		pal_cli_err("plan diff", "the server's answer has no jobs");
 		ec = PAL_EXIT_SOFTWARE;

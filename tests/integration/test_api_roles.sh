@@ -280,6 +280,11 @@ office "03:00:00-04:00:00" >"$steal"
 expect_eq "viewer-red's plan diff of office alone: 200" 200 "$(yapi "${TOK[viewer-red]}" '/plan/diff?count=2')"
 expect_eq "... shows red.cal only, blue's two followers counted unnamed" "red.cal 2 0" \
 	"$(jq -r '([.jobs[].job_id] | join(",")) + " " + (.hidden_followers | tostring)' "$PALISADE_TEST_TMP/api-out") $(grep -c blue "$PALISADE_TEST_TMP/api-out")"
+printf '%s\n' "${TOK[viewer-red]}" >"$PALISADE_TEST_TMP/viewer-red.token"
+rplan() { "$PAL" plan diff --server "http://${NODE_ADMIN[r1]}" --token-file "$PALISADE_TEST_TMP/viewer-red.token" "$@"; }
+expect_eq "viewer-red's plan diff --server of it: exit 0, red.cal shown, blue's not" "0 1 0" \
+	"$(rplan "$steal" >"$PALISADE_TEST_TMP/rplan.out" 2>"$PALISADE_TEST_TMP/rplan.err"; echo $?) $(grep -c 'red\.cal' "$PALISADE_TEST_TMP/rplan.out") $(grep -c blue "$PALISADE_TEST_TMP/rplan.out" "$PALISADE_TEST_TMP/rplan.err" | awk -F: '{n += $2} END {print n}')"
+expect_match "... and says 2 other tenants' followers are not shown" '2 stored jobs of tenants this token does not see follow a calendar of the file; not shown' "$(cat "$PALISADE_TEST_TMP/rplan.err")"
 expect_eq "the unlimited viewer's shows the three" "blue.other,blue.secret,red.cal 0" \
 	"$(yapi "${TOK[viewer]}" /plan/diff >/dev/null; jq -r '([.jobs[].job_id] | sort | join(",")) + " " + (.hidden_followers | tostring)' "$PALISADE_TEST_TMP/api-out")"
 expect_eq "admin-red's dry run of it: 200 without blue's jobs" "200 2 0" \
@@ -306,6 +311,8 @@ expect_eq "viewer-red's plan diff, admin-red's dry run of blue.other as red: 404
 	"$(yapi "${TOK[viewer-red]}" /plan/diff) $(yapi "${TOK[admin-red]}" '/apply?dry_run=true') $(grep -c '"tenant blue\| of tenant blue' "$PALISADE_TEST_TMP/api-out")"
 expect_eq "admin-red's apply of it: 403 forbidden-tenant, tenant blue unnamed" "403 1 0" \
 	"$(yapi "${TOK[admin-red]}" /apply) $(grep -c 'problem:forbidden-tenant' "$PALISADE_TEST_TMP/api-out") $(grep -c 'tenant blue' "$PALISADE_TEST_TMP/api-out")"
+expect_eq "viewer-red's plan diff --server of it: exit 3 (not found)" 3 "$(rplan "$steal" 2>"$PALISADE_TEST_TMP/rplan.err" >/dev/null; echo $?)"
+expect_match "... saying there is no job blue.other, no tenant named" '^palisade plan diff: no job "blue\.other" \(HTTP 404\)$' "$(cat "$PALISADE_TEST_TMP/rplan.err")"
 
 # Revocation: refused by the next request on both nodes.
 expect_eq "operator works on r2 before the revocation" 200 "$(api r2 "${TOK[operator]}" GET /jobs)"
