@@ -31,8 +31,9 @@
 -- trigger or an upstream_* misfire is left alone.  Partitions: an upstream
 -- with as many partitions as B maps partition p to p; any other count
 -- makes every partition of B wait for all of the upstream's.  The first
--- upstream's own misfire ranges (other than excluded dates) become B's
--- ranges with reason upstream_failed.  B's watermark moves up to just
+-- upstream's own misfire ranges over instants it has no trigger for (its
+-- planner's; other than excluded dates) become B's ranges with reason
+-- upstream_failed, once each.  B's watermark moves up to just
 -- below its earliest undecided instant, never past the upstreams' shard
 -- watermarks.
 --
@@ -187,24 +188,37 @@ BEGIN
 		planned := planned + n;
 		misfired := misfired + n2;
 
-		-- the first upstream's instants that never had a trigger
+		-- The first upstream's instants that never had a trigger (its
+		-- planner's misfire ranges): each range once per partition of B it
+		-- maps to (the upstream's partition when the counts match, all of
+		-- B's otherwise), unless B already has an upstream_* row
+		-- overlapping it.  Ranges over instants that have triggers (a
+		-- resume's 'paused', a forbid's 'overlap': the triggers were
+		-- skipped) are the triggers' to decide, in the statement above.
 		INSERT INTO misfires (job_id, version, partition, range_from, range_to, count, policy,
 				      reason, shard, epoch, upstream_job)
-		SELECT b.job_id, b.version,
-		       CASE WHEN m.partition IS NOT NULL AND (SELECT uv.partitions FROM jobs uj
-			      JOIN job_versions uv ON uv.job_id = uj.job_id
-			       AND uv.version = uj.active_version
-			     WHERE uj.job_id = m.job_id) = b.partitions THEN m.partition END,
-		       m.range_from, m.range_to, m.count, 'after', 'upstream_failed', p_shard, p_epoch,
-		       m.job_id
-		  FROM misfires m
-		 WHERE m.job_id = b.deps -> 0 ->> 'job' AND m.reason <> 'excluded' AND m.count > 0
-		   AND m.range_to > lo AND m.range_to <= cap
+		SELECT DISTINCT ON (m.range_from, m.range_to, m.bp)
+		       b.job_id, b.version, m.bp, m.range_from, m.range_to, m.count, 'after',
+		       'upstream_failed', p_shard, p_epoch, m.job_id
+		  FROM (SELECT m.*,
+			       CASE WHEN m.partition IS NOT NULL AND (SELECT uv.partitions
+				      FROM jobs uj JOIN job_versions uv ON uv.job_id = uj.job_id
+				       AND uv.version = uj.active_version
+				     WHERE uj.job_id = m.job_id) = b.partitions
+				    THEN m.partition END AS bp
+			  FROM misfires m
+			 WHERE m.job_id = b.deps -> 0 ->> 'job' AND m.reason <> 'excluded'
+			   AND m.count > 0 AND m.range_to > lo AND m.range_to <= cap) m
+		 WHERE NOT EXISTS (SELECT 1 FROM triggers t
+				    WHERE t.job_id = m.job_id AND t.request_id IS NULL
+				      AND t.scheduled_at >= m.range_from
+				      AND t.scheduled_at <= m.range_to)
 		   AND NOT EXISTS (SELECT 1 FROM misfires o
-				    WHERE o.job_id = b.job_id AND o.upstream_job = m.job_id
-				      AND o.reason = 'upstream_failed' AND o.range_from = m.range_from
-				      AND o.range_to = m.range_to
-				      AND o.partition IS NOT DISTINCT FROM m.partition);
+				    WHERE o.job_id = b.job_id
+				      AND o.reason IN ('upstream_failed', 'upstream_late')
+				      AND o.range_from <= m.range_to AND o.range_to >= m.range_from
+				      AND (o.partition IS NULL OR m.bp IS NULL OR o.partition = m.bp))
+		 ORDER BY m.range_from, m.range_to, m.bp, m.id;
 		GET DIAGNOSTICS n = ROW_COUNT;
 		misfired := misfired + n;
 
