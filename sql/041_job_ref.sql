@@ -4,7 +4,7 @@
 --
 -- compatible_from: 10
 --
--- Expand only; neither table is rewritten and no index of triggers is added:
+-- Expand only; neither table is rewritten and no index is built here:
 --
 --   jobs.ref          integer, unique, never reused: drawn from jobs_ref_seq
 --                     by the column's default when a job is inserted, by
@@ -23,9 +23,17 @@
 --                     lets this release's rows through at the cost of one
 --                     NULL test.
 --
--- The unique index jobs_ref is built on a column that is NULL everywhere:
--- one read of jobs under a SHARE lock (apply and activations wait for it,
--- planning and claims do not touch jobs).
+-- Locks: the migration is one transaction, and each ALTER TABLE takes
+-- ACCESS EXCLUSIVE on its table until it commits; every statement here is
+-- a catalog change (no read of a table, no rewrite), so they are held for
+-- milliseconds, as the other expand steps' are.  triggers first, then jobs:
+-- no table is held while the migration reads another.  The unique index on
+-- jobs.ref (jobs_ref) is not built here: a build reads all of jobs, and in
+-- this transaction it would hold jobs under ACCESS EXCLUSIVE for that read
+-- (every shard load, apply, manual run and console page waiting).  The
+-- backfill's runner builds it CONCURRENTLY once the jobs step has finished
+-- (src/store/datafill.c); nothing in this release reads it, and until it
+-- exists refs stay unique because each comes from jobs_ref_seq, once.
 --
 -- Existing rows are filled by palisade_backfill() (sql/functions/), in
 -- batches of a few thousand rows, each its own transaction, jobs first
@@ -34,12 +42,11 @@
 -- step is, so a stopped backfill goes on where it was.  `palisade migrate`
 -- runs it to the end after the migrations, a node's retention round runs
 -- some batches each round: whoever comes first.
+ALTER TABLE triggers ADD COLUMN job_ref integer;
+
 ALTER TABLE jobs ADD COLUMN ref integer;
 CREATE SEQUENCE jobs_ref_seq AS integer OWNED BY jobs.ref;
 ALTER TABLE jobs ALTER COLUMN ref SET DEFAULT nextval('jobs_ref_seq');
-CREATE UNIQUE INDEX jobs_ref ON jobs (ref);
-
-ALTER TABLE triggers ADD COLUMN job_ref integer;
 
 -- One row per backfill step, in the order they run (ord): cursor is where
 -- the next batch starts (a job_id for jobs.ref, a trigger id for

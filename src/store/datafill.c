@@ -26,6 +26,69 @@ static pal_datafill_step *entry(pal_datafill_report *rep, const char *step)
 	return &rep->s[rep->n++];
 }
 
+/* One statement whose result is not needed; NULL-safe PQclear. */
+static int exec1(pal_store *st, const char *sql, char *err, size_t errlen)
+{
+	PGresult *r = pal__store_query(st, sql, 0, NULL, err, errlen);
+	PQclear(r);
+	return r ? PAL_OK : PAL_EDB;
+}
+
+/*
+ * The unique index on jobs.ref (jobs_ref), once the jobs step has finished:
+ * built CONCURRENTLY (SHARE UPDATE EXCLUSIVE: apply, shard loads and every
+ * reader of jobs go on meanwhile), by one runner at a time (session
+ * advisory lock 7076/42; another gets *busy).  An invalid one, left by a
+ * build that was interrupted, is dropped and built again.  *built when it
+ * exists and is valid afterwards.  041 leaves it out of its transaction,
+ * where the read of jobs would hold jobs under ACCESS EXCLUSIVE.
+ */
+static int jobs_ref_index(pal_store *st, bool *built, bool *busy, char *err, size_t errlen)
+{
+	*built = *busy = false;
+	PGresult *r = pal__store_query(
+	    st,
+	    "SELECT (SELECT f.finished_at IS NOT NULL FROM palisade_backfills f"
+	    "         WHERE f.step = 'jobs.ref'),"
+	    " (SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = to_regclass('jobs_ref'))",
+	    0, NULL, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	bool jobs_done = PQgetvalue(r, 0, 0)[0] == 't';
+	bool exists = !PQgetisnull(r, 0, 1), valid = PQgetvalue(r, 0, 1)[0] == 't';
+	PQclear(r);
+	if (valid || !jobs_done) {
+		*built = valid;
+		return PAL_OK;
+	}
+	if (!(r = pal__store_query(st, "SELECT pg_try_advisory_lock(7076, 42)", 0, NULL, err,
+				   errlen)))
+		return PAL_EDB;
+	bool mine = PQgetvalue(r, 0, 0)[0] == 't';
+	PQclear(r);
+	if (!mine) {
+		*busy = true;
+		return PAL_OK;
+	}
+	int rc =
+	    exists ? exec1(st, "DROP INDEX CONCURRENTLY IF EXISTS jobs_ref", err, errlen) : PAL_OK;
+	if (!rc)
+		rc = exec1(st,
+			   "CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS jobs_ref ON jobs (ref)",
+			   err, errlen);
+	char e2[256];
+	int urc = exec1(st, "SELECT pg_advisory_unlock(7076, 42)", e2, sizeof e2);
+	if (rc)
+		return rc;
+	if (urc) {
+		snprintf(err, errlen, "%s", e2);
+		return urc;
+	}
+	*built = true;
+	pal_log(PAL_LOG_INFO, "store.datafill_index_built", "{s:s}", "index", "jobs_ref");
+	return PAL_OK;
+}
+
 int pal_store_datafill(pal_store *st, const pal_datafill_limits *lim, pal_datafill_report *rep,
 		       char *err, size_t errlen)
 {
@@ -41,6 +104,8 @@ int pal_store_datafill(pal_store *st, const pal_datafill_limits *lim, pal_datafi
 		return PAL_EDB;
 	rep->done = PQgetvalue(r, 0, 0)[0] == 't';
 	PQclear(r);
+	if (rep->done)
+		return PAL_OK;
 	char b[16];
 	snprintf(b, sizeof b, "%d", lim->batch);
 	const char *p[] = {b};
@@ -90,5 +155,12 @@ int pal_store_datafill(pal_store *st, const pal_datafill_limits *lim, pal_datafi
 		}
 		PQclear(r);
 	}
+	/* once the jobs step is finished, whatever else this run did */
+	bool built, busy;
+	int rc = jobs_ref_index(st, &built, &busy, err, errlen);
+	if (rc)
+		return rc;
+	rep->busy |= busy;
+	rep->done &= built;
 	return PAL_OK;
 }
