@@ -26,6 +26,8 @@
 --     activation (it did not exist yet: a fan-in whose upstreams were
 --     activated by their controllers around t) -> t is not an instant
 --     of B: nothing is written and the watermark passes it;
+--   * t falls in a retirement of B (the version active at t has ended:
+--     B was deleted and applied again later) -> not an instant of B;
 --   * otherwise undecided: looked at again next tick.
 -- A decision is never taken twice: a (t, partition) that already has a
 -- trigger or an upstream_* misfire is left alone.  Partitions: an upstream
@@ -103,7 +105,15 @@ BEGIN
 			  FROM (SELECT DISTINCT t.scheduled_at AS at FROM triggers t
 				 WHERE t.job_id = (SELECT up FROM deps WHERE ord = 1)
 				   AND t.request_id IS NULL
-				   AND t.scheduled_at > lo AND t.scheduled_at <= cap) i
+				   AND t.scheduled_at > lo AND t.scheduled_at <= cap
+				   -- not in a retirement of B (a version whose end is
+				   -- at or before t, no newer version active by t)
+				   AND NOT EXISTS (SELECT 1 FROM job_versions rv
+					WHERE rv.job_id = b.job_id AND rv.effective_from <= t.scheduled_at
+					  AND (rv.spec -> 'schedule' ->> 'end')::timestamptz <= t.scheduled_at
+					  AND NOT EXISTS (SELECT 1 FROM job_versions nv
+						WHERE nv.job_id = b.job_id AND nv.version > rv.version
+						  AND nv.effective_from < t.scheduled_at))) i
 			 CROSS JOIN generate_series(0, b.partitions - 1) g(p)
 		), per_up AS (
 			SELECT c.at, c.p, d.ord, d.up, d.within_ms, d.up_from,

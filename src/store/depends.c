@@ -156,8 +156,9 @@ int pal_store_after_missing(pal_store *st, const char *job_id, int64_t from, int
 	 * succeeded, after the dependent job's first activation with `after`
 	 * and up to its watermark (decided), each partition of the dependent
 	 * job: a trigger or a misfire row.  Not an instant of it: one at which
-	 * an upstream had not been activated yet and has no trigger
-	 * (palisade_plan_after passes those). */
+	 * an upstream had not been activated yet and has no trigger, nor one
+	 * in a retirement of the dependent job (the version active then had
+	 * ended; palisade_plan_after passes both). */
 	return pal__store_query_json(
 	    st,
 	    "SELECT coalesce(json_agg(json_build_object('job', m.job_id, 'at',"
@@ -177,7 +178,12 @@ int pal_store_after_missing(pal_store *st, const char *job_id, int64_t from, int
 	    "    AND t.scheduled_at <= b.watermark AND t.scheduled_at > b.since"
 	    "   GROUP BY t.scheduled_at HAVING bool_and(t.state = 'succeeded')) u"
 	    " CROSS JOIN generate_series(0, b.partitions - 1) g(p)"
-	    " WHERE NOT EXISTS (SELECT 1 FROM jsonb_array_elements(b.deps) d(x)"
+	    " WHERE NOT EXISTS (SELECT 1 FROM job_versions rv WHERE rv.job_id = b.job_id"
+	    "   AND rv.effective_from <= u.at"
+	    "   AND (rv.spec -> 'schedule' ->> 'end')::timestamptz <= u.at"
+	    "   AND NOT EXISTS (SELECT 1 FROM job_versions nv WHERE nv.job_id = b.job_id"
+	    "    AND nv.version > rv.version AND nv.effective_from < u.at))"
+	    "  AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(b.deps) d(x)"
 	    "   WHERE u.at <= (SELECT min(fv.effective_from) FROM job_versions fv"
 	    "     WHERE fv.job_id = d.x ->> 'job')"
 	    "    AND NOT EXISTS (SELECT 1 FROM triggers t WHERE t.job_id = d.x ->> 'job'"
