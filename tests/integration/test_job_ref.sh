@@ -203,5 +203,17 @@ expect_eq "every row planned since the first with it carries it" "0 $(sql "SELEC
 stop_node c1
 sql "ALTER TABLE triggers ENABLE TRIGGER triggers_job_ref"
 
+# A round's batch is retention.delete_slice rows but at most 5,000: with a
+# slice of 100,000 the node's round fills the reopened steps in batches of
+# 5,000 (a batch holds its rows' locks until it commits).
+reopen
+SHARDS=2 write_conf "$CLUSTER_CONF" "retention: {delete_slice: 100000}"
+: >"$NODE_DIR/c1.log"
+start_node c1
+wait_until "the node's round finishes the reopened backfill" 20 refilled
+stop_node c1
+expect_match "in batches of 5,000" '"event":"retention.backfill","step":"triggers.job_ref",.*"batch":5000,' \
+	"$(grep retention.backfill "$NODE_DIR/c1.log")"
+
 echo "  figure: test took $((SECONDS - T0)) s"
 finish
