@@ -18,6 +18,15 @@
 #include "palisade/err.h"
 #include "palisade/store.h"
 
+/* The longest a round's DDL waits for a lock: below PostgreSQL's default
+ * deadlock_timeout (1 s), so that in a deadlock with a transaction that
+ * holds one of the tables it locks and wants another (a console page, an
+ * API read, a claim), the round's lock_timeout ends its wait before that
+ * transaction's deadlock check picks a victim: the round gives way (busy,
+ * tried again next round), never the page or the claim.  A migration's
+ * tries wait the same way (src/store/migrate.c). */
+#define PAL_RETENTION_LOCK_MS 500
+
 typedef struct pal_retention_conf {
 	int64_t keep_ms;     /* terminal triggers and their attempts */
 	int64_t interval_ms; /* length of a new range */

@@ -100,7 +100,7 @@ int pal_cmd_retention(int argc, char **argv)
 		.keep_ms = keep >= 0 ? keep : nc.retention_keep_ms,
 		.interval_ms = iv >= 0 ? iv : nc.retention_interval_ms,
 		.ahead_ms = ahead >= 0 ? ahead : nc.retention_ahead_ms,
-		.lock_ms = 1000,
+		.lock_ms = PAL_RETENTION_LOCK_MS,
 		.misfires_ms = mis >= 0 ? mis : nc.retention_misfires_ms,
 		.audit_ms = aud >= 0 ? aud : nc.retention_audit_ms,
 		.slice = nc.retention_slice,

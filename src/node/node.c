@@ -790,7 +790,7 @@ int pal_node_run(const pal_node_opts *o)
 		pal_retention_conf rcf = { .keep_ms = n.conf.retention_keep_ms,
 					   .interval_ms = n.conf.retention_interval_ms,
 					   .ahead_ms = n.conf.retention_ahead_ms,
-					   .lock_ms = 1000,
+					   .lock_ms = PAL_RETENTION_LOCK_MS,
 					   .misfires_ms = n.conf.retention_misfires_ms,
 					   .audit_ms = n.conf.retention_audit_ms,
 					   .slice = n.conf.retention_slice };

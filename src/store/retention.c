@@ -77,7 +77,7 @@ int pal_store_retention(pal_store *st, const pal_retention_conf *c, pal_retentio
 	snprintf(iv, sizeof iv, "%lld", (long long)c->interval_ms);
 	snprintf(ah, sizeof ah, "%lld", (long long)c->ahead_ms);
 	snprintf(kp, sizeof kp, "%lld", (long long)c->keep_ms);
-	snprintf(lk, sizeof lk, "%lld", (long long)(c->lock_ms > 0 ? c->lock_ms : 1000));
+	snprintf(lk, sizeof lk, "%lld", (long long)(c->lock_ms > 0 ? c->lock_ms : PAL_RETENTION_LOCK_MS));
 	const char *p[] = { iv, ah, kp, lk };
 	PGresult *r = pal__store_query(st,
 		"SELECT action, coalesce(part, ''), coalesce(to_char(range_from AT TIME ZONE 'UTC',"
