@@ -30,9 +30,10 @@
 -- the jobs step finished may miss the ref, and the row may commit after
 -- any check has looked.  So the call that finishes the jobs step records
 -- its transaction id (fence), and the triggers step's check runs only once
--- every transaction older than the fence has ended (the oldest running
--- transaction of txid_current_snapshot() is past it) and no other session
--- of the database still holds a snapshot taken before it (backend_xmin):
+-- no other session of the database runs a transaction older than the
+-- fence (backend_xid) or holds a snapshot taken before it (backend_xmin):
+-- this database's sessions only, since transaction ids are the server's
+-- and another database's long transaction has no row of ours to write:
 -- until then the call does nothing and returns busy = true ("not yet",
 -- tried again later).  A row committed after that check was written from
 -- a snapshot that saw every job's ref.  Returns the step worked on (NULL
@@ -74,11 +75,10 @@ BEGIN
 			SELECT '' INTO v_left FROM jobs j WHERE j.ref IS NULL LIMIT 1;
 		ELSE
 			SELECT max(f.fence) INTO v_fence FROM palisade_backfills f WHERE f.ord < b.ord;
-			IF txid_snapshot_xmin(txid_current_snapshot()) <= v_fence
-			   OR EXISTS (SELECT 1 FROM pg_stat_activity a
-			              WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()
-			                AND a.backend_xmin IS NOT NULL
-			                AND age(a.backend_xmin) >= age((v_fence % 4294967296)::text::xid)) THEN
+			IF EXISTS (SELECT 1 FROM pg_stat_activity a
+			           WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()
+			             AND (age(a.backend_xid) >= age((v_fence % 4294967296)::text::xid)
+			                  OR age(a.backend_xmin) >= age((v_fence % 4294967296)::text::xid))) THEN
 				RETURN QUERY SELECT b.step, 0::bigint, b.cursor, false, false, true, true;
 				RETURN;
 			END IF;

@@ -30,6 +30,15 @@ ref_indexes() { sql "SELECT coalesce(string_agg(i.indexrelid::regclass::text || 
                      WHERE i.indrelid = 'jobs'::regclass AND a.attname = 'ref'"; }
 expect_eq "041 builds no index on jobs.ref" "" "$(ref_indexes)"
 
+# A transaction of another database on the same server, begun before the
+# jobs step ends and open until the backfill has finished: transaction ids
+# are the server's, and the fence waits only for this database's sessions.
+"$PSQL" "$PALISADE_PG_ADMIN dbname=postgres" -XAtq -c "BEGIN" -c "SELECT txid_current()" \
+	-c "SELECT pg_sleep(60)" -c "COMMIT" >/dev/null 2>&1 &
+other_db=$!
+other_open() { [ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE datname = 'postgres' AND query = 'SELECT pg_sleep(60)' AND backend_xid IS NOT NULL")" = 1 ]; }
+wait_until "a transaction of another database is open" 10 other_open
+
 # A run stopped after 5 batches of 100: the jobs (3 batches: 100, 100, 50)
 # and 200 trigger rows.
 expect_exit "migrate stops the backfill after 5 batches" 0 \
@@ -72,6 +81,10 @@ expect_eq "and each is its job's ref" 0 \
 	"$(sql "SELECT count(*) FROM triggers t JOIN jobs j USING (job_id) WHERE t.job_ref IS DISTINCT FROM j.ref")"
 expect_eq "the steps record their batches and rows" "jobs.ref 250 3 t|triggers.job_ref 1000 11 t" \
 	"$(sql "SELECT string_agg(step || ' ' || filled || ' ' || batches || ' ' || (finished_at IS NOT NULL)::text::char, '|' ORDER BY ord) FROM palisade_backfills")"
+expect_eq "... while the other database's transaction was still open" 1 \
+	"$(sql "SELECT count(*) FROM pg_stat_activity WHERE datname = 'postgres' AND query = 'SELECT pg_sleep(60)'")"
+sql "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'postgres' AND query = 'SELECT pg_sleep(60)'" >/dev/null
+wait "$other_db" 2>/dev/null
 expect_eq "the backfill changed nothing else of the rows (updated_at included)" "$before" \
 	"$(sql "SELECT md5(string_agg(t::text, ',' ORDER BY id)) FROM (SELECT id, job_id, version, scheduled_at, partition, state, due_at, updated_at FROM triggers WHERE id < $old_id) t")"
 expect_exit "a third migrate has nothing left to fill" 0 "$PAL" migrate
