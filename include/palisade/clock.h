@@ -22,5 +22,7 @@ int64_t pal_wall_ms(void);
 /* The CLOCK_MONOTONIC instant MS milliseconds from now, for waits on a
  * condition variable whose clock is CLOCK_MONOTONIC. */
 struct timespec pal_mono_deadline(int64_t ms);
+/* Sleeps MS milliseconds (a signal's interruption resumes the sleep). */
+void pal_sleep_ms(int64_t ms);
 
 #endif

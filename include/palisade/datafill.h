@@ -48,11 +48,20 @@ typedef struct pal_datafill_report {
  * commits, a few thousand rows for tens of milliseconds. */
 #define PAL_DATAFILL_BATCH_MAX 5000
 
+/* How long `palisade migrate` waits for the transactions a step's check
+ * waits for (usually those in flight when the previous step finished: a few
+ * milliseconds), and how often a waiting run asks again. */
+#define PAL_DATAFILL_MIGRATE_WAIT_MS 3000
+#define PAL_DATAFILL_WAIT_STEP_MS 100
+
 /* How much a run may do. */
 typedef struct pal_datafill_limits {
-	int batch;	     /* rows per batch, 1 to PAL_DATAFILL_BATCH_MAX */
-	int max_batches;     /* 0: no limit */
-	int64_t max_ms;	     /* no batch starts after this long (0: no limit) */
+	int batch;	      /* rows per batch, 1 to PAL_DATAFILL_BATCH_MAX */
+	int max_batches;      /* 0: no limit */
+	int64_t max_ms;	      /* no batch starts after this long (0: no limit) */
+	int64_t wait_ms;      /* how long a step's check waits, asked again every
+			       * PAL_DATAFILL_WAIT_STEP_MS, for the transactions older
+			       * than the previous step's end (within max_ms; 0: not) */
 	bool (*stop)(void *); /* asked before each batch: true stops the run (NULL: never) */
 	void *stop_arg;
 } pal_datafill_limits;
@@ -61,7 +70,9 @@ typedef struct pal_datafill_limits {
  * Batches of at most LIM->batch rows, each its own transaction, until no
  * step is left, LIM->max_batches were made, LIM->max_ms passed or
  * LIM->stop said so, another run holds the batch lock, a batch gives way to
- * a row lock, or a step's check must wait for older transactions.  A
+ * a row lock, or a step's check still waits for older transactions after
+ * LIM->wait_ms (asked again meanwhile: a check right after the previous
+ * step's end finds the transactions then in flight, which end soon).  A
  * step's check of its whole table, after its walk, is a call of its own,
  * not counted as a batch.  REP filled.  Logs store.datafill_finished once
  * per step that finishes.  PAL_EINVAL for a batch out of range; PAL_EDB with

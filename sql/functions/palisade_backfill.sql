@@ -35,7 +35,7 @@
 -- this database's sessions only, since transaction ids are the server's
 -- and another database's long transaction has no row of ours to write:
 -- until then the call does nothing and returns busy = true ("not yet",
--- tried again later).  A row committed after that check was written from
+-- asked again by the caller: src/store/datafill.c).  A row committed after that check was written from
 -- a snapshot that saw every job's ref.  Returns the step worked on (NULL
 -- when none is left: done = true), the rows it filled and its cursor
 -- after the call, and whether the call was a check (checked).

@@ -230,7 +230,8 @@ int pal_cmd_migrate(int argc, char **argv)
 		rc = pal_store_datafill(
 		    st,
 		    &(pal_datafill_limits){.batch = fill_batch,
-					   .max_batches = fill_max < 0 ? 0 : fill_max},
+					   .max_batches = fill_max < 0 ? 0 : fill_max,
+					   .wait_ms = PAL_DATAFILL_MIGRATE_WAIT_MS},
 		    &fill, err, sizeof err);
 	pal_store_close(st);
 	if (rc) {

@@ -89,6 +89,14 @@ static int jobs_ref_index(pal_store *st, bool *built, bool *busy, char *err, siz
 	return PAL_OK;
 }
 
+/* When a wait that began at *FROM began, *FROM set to now if none has. */
+static int64_t waited_from(int64_t *from)
+{
+	if (!*from)
+		*from = pal_mono_ms();
+	return *from;
+}
+
 int pal_store_datafill(pal_store *st, const pal_datafill_limits *lim, pal_datafill_report *rep,
 		       char *err, size_t errlen)
 {
@@ -110,6 +118,7 @@ int pal_store_datafill(pal_store *st, const pal_datafill_limits *lim, pal_datafi
 	snprintf(b, sizeof b, "%d", lim->batch);
 	const char *p[] = {b};
 	int64_t until = lim->max_ms > 0 ? pal_mono_ms() + lim->max_ms : 0;
+	int64_t wait0 = 0; /* when the current wait for older transactions began */
 	while (!rep->done && (!lim->max_batches || rep->batches < lim->max_batches)) {
 		if ((until && pal_mono_ms() >= until) || (lim->stop && lim->stop(lim->stop_arg))) {
 			rep->stopped = true;
@@ -135,8 +144,13 @@ int pal_store_datafill(pal_store *st, const pal_datafill_limits *lim, pal_datafi
 		bool checked = PQgetvalue(r, 0, 6)[0] == 't';
 		if (rep->busy || PQgetisnull(r, 0, 0)) {
 			PQclear(r);
+			if (rep->waiting && pal_mono_ms() - waited_from(&wait0) < lim->wait_ms) {
+				pal_sleep_ms(PAL_DATAFILL_WAIT_STEP_MS);
+				continue;
+			}
 			break;
 		}
+		wait0 = 0;
 		rep->batches += !checked;
 		pal_datafill_step *e = entry(rep, PQgetvalue(r, 0, 0));
 		if (e) {

@@ -230,6 +230,7 @@ static void worker_fill(struct pal_retention_worker *w)
 									 : PAL_DATAFILL_BATCH_MAX,
 				    .max_batches = PAL_DATAFILL_ROUND_BATCHES,
 				    .max_ms = PAL_DATAFILL_ROUND_MS,
+				    .wait_ms = PAL_DATAFILL_ROUND_MS,
 				    .stop = worker_stopping,
 				    .stop_arg = w };
 	if (pal_store_datafill(w->st, &lim, &fr, err, sizeof err)) {

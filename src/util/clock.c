@@ -1,4 +1,5 @@
 /* clock.c - clock readings (include/palisade/clock.h). */
+#include <errno.h>
 #include "palisade/clock.h"
 
 int64_t pal_mono_ms(void)
@@ -35,4 +36,11 @@ struct timespec pal_mono_deadline(int64_t ms)
 		ts.tv_nsec -= 1000000000L;
 	}
 	return ts;
+}
+
+void pal_sleep_ms(int64_t ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
 }

@@ -169,6 +169,31 @@ echo "$OUT" | sed 's/^/    | /'
 expect_eq "and the row has its job's ref" "$(sql "SELECT ref FROM jobs WHERE job_id = 'old.j9'")" \
 	"$(sql "SELECT job_ref FROM triggers WHERE id = $held_id")"
 expect_eq "both steps finished" 0 "$(sql "SELECT count(*) FROM palisade_backfills WHERE finished_at IS NULL")"
+# The transactions the check waits for are usually those in flight when the
+# jobs step finished, which end within milliseconds: a run asks again every
+# 100 ms (migrate for up to 3 s, a node's round within its 2 s) rather than
+# stopping at the first look.  A transaction with an xid open across the
+# jobs step, committed 1 s into the migrate: the same migrate finishes.
+reopen
+session tx2
+tx2pid=$S_PID tx2fd=$S_FD
+echo "BEGIN; SELECT 'xid ' || txid_current();" >&"$tx2fd"
+wait_until "a transaction with an xid is open" 10 grep -q xid "$PALISADE_TEST_TMP/tx2.out"
+"$PAL" migrate >"$PALISADE_TEST_TMP/migrate-wait.out" 2>&1 &
+mpid=$!
+sleep 1
+echo "COMMIT;" >&"$tx2fd"
+exec {tx2fd}>&-
+wait "$tx2pid"
+wait "$mpid"
+expect_eq "a migrate whose check waited for it exits 0" 0 "$?"
+sed 's/^/    | /' "$PALISADE_TEST_TMP/migrate-wait.out"
+if grep -q "not finished" "$PALISADE_TEST_TMP/migrate-wait.out"; then
+	fail "and finishes the backfill once it committed"
+else
+	pass "and finishes the backfill once it committed"
+fi
+expect_eq "both steps finished again" 0 "$(sql "SELECT count(*) FROM palisade_backfills WHERE finished_at IS NULL")"
 # A step's check of its whole table is a call of its own, after the walk's
 # last batch committed (it holds none of the batch's row locks): walk,
 # check, walk, check.
