@@ -129,6 +129,18 @@ expect_eq "the planning, manual and backfill rows each carry their job's ref" "0
 expect_eq "of each source" "backfill manual schedule" \
 	"$(sql "SELECT string_agg(DISTINCT source, ' ' ORDER BY source) FROM triggers WHERE job_id LIKE 'new.%' AND job_ref IS NOT NULL")"
 expect_eq "no trigger row lacks job_ref" 0 "$(sql "SELECT count(*) FROM triggers WHERE job_ref IS NULL")"
+# trigger_jobs: each row with its job's id and group read through job_ref,
+# every column of triggers beside them (a column added to triggers and not
+# to the view fails here).
+expect_eq "trigger_jobs names each row's job and group as the row does" "$(sql "SELECT count(*) FROM triggers") 0" \
+	"$(sql "SELECT count(*) || ' ' || count(*) FILTER (WHERE v.job_id IS DISTINCT FROM t.job_id OR v.resource_group IS DISTINCT FROM t.resource_group)
+	        FROM triggers t JOIN trigger_jobs v USING (id, scheduled_at)")"
+cols() { sql "SELECT string_agg(attname, ',' ORDER BY attname) FROM pg_attribute WHERE attrelid = '$1'::regclass AND attnum > 0 AND NOT attisdropped AND attname NOT IN ('job_id', 'resource_group')"; }
+expect_eq "and every other column of triggers" "$(cols triggers)" "$(cols trigger_jobs)"
+sql "UPDATE jobs SET resource_group = 'moved' WHERE job_id = 'new.b'"
+expect_eq "a job moved to another group shows its triggers in it" "moved" \
+	"$(sql "SELECT string_agg(DISTINCT resource_group, ' ') FROM trigger_jobs WHERE job_id = 'new.b'")"
+sql "UPDATE jobs SET resource_group = 'default' WHERE job_id = 'new.b'"
 
 # The fence: a 0.2.0 writer whose fill trigger ran before its job had a
 # ref, and whose transaction commits after the backfill's walk, must not
