@@ -89,7 +89,7 @@ kill_committing_executor() {
 	local id owner holder blocked state i
 	coproc HOLD { "$PSQL" "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 2>&1; }
 	for i in $(seq 1 30); do
-		read -r id owner < <(sql "select id, lease_owner from triggers where job_id = 'dep.a' and state = 'running' and request_id is null order by scheduled_at desc limit 1" | tr '|' ' ')
+		read -r id owner < <(sql "select id, lease_owner from trigger_jobs where job_id = 'dep.a' and state = 'running' and request_id is null order by scheduled_at desc limit 1" | tr '|' ' ')
 		[ -n "${id:-}" ] && break
 		sleep 0.2
 	done
@@ -152,34 +152,34 @@ decided() { [ "$(sql "select count(*) from after_watermarks where watermark < '$
 wait_until "every dependent job decided up to the window's end" 15 decided ||
 	{ sql "select job_id, watermark, epoch from after_watermarks order by 1" | sed 's/^/      watermark: /'
 	  sql "select shard_id, watermark, leader, epoch from shards order by 1" | sed 's/^/      shard: /'
-	  sql "select job_id, scheduled_at, partition, state, lease_owner from triggers where job_id like 'dep.%' and scheduled_at <= '$to' and state not in ('succeeded', 'failed', 'cancelled', 'skipped') order by 2" | sed 's/^/      open: /'
+	  sql "select job_id, scheduled_at, partition, state, lease_owner from trigger_jobs where job_id like 'dep.%' and scheduled_at <= '$to' and state not in ('succeeded', 'failed', 'cancelled', 'skipped') order by 2" | sed 's/^/      open: /'
 	  date -u +"      now: %H:%M:%S (window to $to)"
 	  grep -h after_failed "$NODE_DIR"/c*.log | tail -3; }
 
-n_a=$(sql "select count(*) from triggers where job_id = 'dep.a' and $in_window")
-n_failed=$(sql "select count(*) from triggers where job_id = 'dep.a' and state = 'failed' and $in_window")
+n_a=$(sql "select count(*) from trigger_jobs where job_id = 'dep.a' and $in_window")
+n_failed=$(sql "select count(*) from trigger_jobs where job_id = 'dep.a' and state = 'failed' and $in_window")
 echo "    figure: dep.a instants in the window $n_a, failed $n_failed"
 check "dep.a ran every 2 s over the window (>= 7 instants)" [ "$n_a" -ge 7 ]
 expect_eq "dep.a failed on exactly its known third (instant/2 mod 3 = 0)" \
-	"$(sql "select count(*) from triggers where job_id = 'dep.a' and $in_window and (extract(epoch from scheduled_at)::bigint / 2) % 3 = 0")" "$n_failed"
+	"$(sql "select count(*) from trigger_jobs where job_id = 'dep.a' and $in_window and (extract(epoch from scheduled_at)::bigint / 2) % 3 = 0")" "$n_failed"
 expect_eq "every dep.a instant of the window ended" 0 \
-	"$(sql "select count(*) from triggers where job_id = 'dep.a' and $in_window and state not in ('succeeded', 'failed')")"
+	"$(sql "select count(*) from trigger_jobs where job_id = 'dep.a' and $in_window and state not in ('succeeded', 'failed')")"
 
 # For each upstream instant of the window: what each dependent job must have.
 # got(J, t, p) = 'trigger' | the misfire reason and upstream | 'none', 'twice'
 cat >"$NODE_DIR/expect.sql" <<SQL
 create temp view got as
 select j.job_id, a.scheduled_at as at, g.p,
-       (select count(*) from triggers t where t.job_id = j.job_id and t.request_id is null and t.scheduled_at = a.scheduled_at and t.partition = g.p) as trig,
+       (select count(*) from trigger_jobs t where t.job_id = j.job_id and t.request_id is null and t.scheduled_at = a.scheduled_at and t.partition = g.p) as trig,
        (select string_agg(m.reason || ':' || m.upstream_job || ':' || coalesce((m.upstream_trigger = u.id)::text, 'null'), ',')
           from misfires m left join triggers u on u.id = m.upstream_trigger
          where m.job_id = j.job_id and m.range_from <= a.scheduled_at and m.range_to >= a.scheduled_at and (m.partition is null or m.partition = g.p)) as mis
   from (values ('dep.b', 'dep.a', 1), ('dep.c', 'dep.a', 1), ('dep.l', 'dep.a', 1), ('dep.q', 'dep.p', 2), ('dep.r', 'dep.p', 3)) j(job_id, up, parts)
-  join (select distinct job_id, scheduled_at from triggers where $in_window and request_id is null) a on a.job_id = j.up
+  join (select distinct job_id, scheduled_at from trigger_jobs where $in_window and request_id is null) a on a.job_id = j.up
   cross join lateral generate_series(0, j.parts - 1) g(p);
 SQL
 q() { "$PSQL" "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -f "$NODE_DIR/expect.sql" -c "$1"; }
-st() { echo "(select state from triggers x where x.job_id = '$1' and x.scheduled_at = got.at and x.partition = $2)"; }
+st() { echo "(select state from trigger_jobs x where x.job_id = '$1' and x.scheduled_at = got.at and x.partition = $2)"; }
 bad() { q "select count(*) from got where job_id = '$1' and not ($2)"; }
 show() { q "select job_id, at, p, trig, coalesce(mis, '-') from got where job_id = '$1' and not ($2) limit 5" | sed 's/^/      /'; }
 expect_case() {
@@ -203,10 +203,10 @@ done
 check "dep.q ran some partitions and misfired others at one instant (partition to partition)" \
 	[ "$(q "select count(*) from (select at from got where job_id = 'dep.q' group by at having count(*) filter (where trig = 1) = 1) x")" -ge 1 ]
 expect_eq "no dependent trigger at an instant that is not its upstream's" 0 \
-	"$(sql "select count(*) from triggers t join jobs j on j.job_id = t.job_id join job_versions v on v.job_id = j.job_id and v.version = j.active_version where v.spec ? 'after' and not exists (select 1 from triggers u where u.job_id = v.spec->'after'->0->>'job' and u.scheduled_at = t.scheduled_at and u.request_id is null)")"
+	"$(sql "select count(*) from trigger_jobs t join jobs j on j.job_id = t.job_id join job_versions v on v.job_id = j.job_id and v.version = j.active_version where v.spec ? 'after' and not exists (select 1 from trigger_jobs u where u.job_id = v.spec->'after'->0->>'job' and u.scheduled_at = t.scheduled_at and u.request_id is null)")"
 # What the service saw: dep.b's calls stand for the upstream's instant.
-n_b=$(sql "select count(*) from triggers where job_id = 'dep.b' and $in_window and state = 'succeeded'")
-wrong=$(sql "select to_char(scheduled_at at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') from triggers where job_id = 'dep.b' and $in_window and state = 'succeeded'" |
+n_b=$(sql "select count(*) from trigger_jobs where job_id = 'dep.b' and $in_window and state = 'succeeded'")
+wrong=$(sql "select to_char(scheduled_at at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') from trigger_jobs where job_id = 'dep.b' and $in_window and state = 'succeeded'" |
 	while read -r at; do grep -q "^req /log/b $at dep.b/$at/0 200$" "$NODE_DIR/bad.log" || echo "$at"; done | wc -l)
 check "dep.b ran at least 4 instants in the window ($n_b)" [ "$n_b" -ge 4 ]
 expect_eq "each dep.b call carried Palisade-Scheduled-At = the upstream instant and the key naming it" 0 "$wrong"
@@ -214,12 +214,12 @@ expect_exit "verify: every instant planned or recorded, dependency instants incl
 	"$PAL" verify --from "$from" --to "$to"
 started=$(date -u -d "@$(( T0 - 10 ))" +%Y-%m-%dT%H:%M:%SZ)
 expect_eq "dep.late: no trigger before its activation, triggers after it" "0 true" \
-	"$(sql "select count(*) filter (where t.scheduled_at <= v.effective_from) || ' ' || (count(*) filter (where t.scheduled_at > v.effective_from) > 0) from triggers t join job_versions v on v.job_id = t.job_id where t.job_id = 'dep.late'")"
+	"$(sql "select count(*) filter (where t.scheduled_at <= v.effective_from) || ' ' || (count(*) filter (where t.scheduled_at > v.effective_from) > 0) from trigger_jobs t join job_versions v on v.job_id = t.job_id where t.job_id = 'dep.late'")"
 expect_exit "verify from before any activation: an upstream instant before a dependent job's activation is not its instant (none missing)" 0 \
 	"$PAL" verify --from "$started" --to "$to"
 # verify's dependency check can fail: a dependent trigger that vanished
 # (the controller never plans an instant below its watermark again)
-sql "delete from triggers where id = (select min(id) from triggers where job_id = 'dep.b' and $in_window)" >/dev/null
+sql "delete from triggers where id = (select min(id) from trigger_jobs where job_id = 'dep.b' and $in_window)" >/dev/null
 out=$("$PAL" verify --from "$from" --to "$to" 2>&1); rc=$?
 expect_eq "verify: a dependent trigger deleted is found missing (exit 2)" 2 "$rc"
 expect_match "verify: ... and named" "missing=1 " "$out"

@@ -46,11 +46,11 @@ wait_until "shards led" 20 all_shards_led &&
 expect_exit "pause mo.p" 0 "$PAL" pause --job mo.p --reason "misfire once test"
 from=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 wait_until "mo.f has two past instants of partition 1" 10 \
-	has "select count(*) - 1 from triggers where job_id = 'mo.f' and partition = 1 and scheduled_at <= now() - interval '1 second'"
+	has "select count(*) - 1 from trigger_jobs where job_id = 'mo.f' and partition = 1 and scheduled_at <= now() - interval '1 second'"
 
 # The forbid step's writes for mo.f's latest past instant of partition 1
 # (palisade_claim_forbid_skips: through the door, then the row).
-sql "with v as (select id, scheduled_at from triggers where job_id = 'mo.f' and partition = 1
+sql "with v as (select id, scheduled_at from trigger_jobs where job_id = 'mo.f' and partition = 1
                   and request_id is null and state = 'pending' and scheduled_at <= now()
                 order by scheduled_at desc limit 1),
       sk as (select m.* from v, palisade_trigger_move(array[v.id], array[v.scheduled_at],
@@ -66,7 +66,7 @@ check "a partition-1 instant of mo.f skipped for overlap" [ -n "$SKIPPED" ] || {
 GAP=$((SKIPPED - 1))
 sql "insert into misfires (job_id, version, partition, range_from, range_to, count, policy, reason, shard, epoch)
      select job_id, version, p, to_timestamp($GAP), to_timestamp($GAP), 1, 'skip', 'missed', shard, epoch
-       from triggers, generate_series(0, 1) p
+       from trigger_jobs, generate_series(0, 1) p
       where job_id = 'mo.f' and scheduled_at = to_timestamp($SKIPPED) and partition = 1" >/dev/null
 
 sleep 3
@@ -84,7 +84,7 @@ expect_eq "mo.fd: the forbid skip and the planner range, one row each (rows, ins
 expect_eq "mo.fd: the forbid skip is its upstream_failed row at that instant, naming the skipped trigger" \
 	"0 upstream_failed true" \
 	"$(sql "select m.partition || ' ' || m.reason || ' ' || (m.upstream_trigger = t.id)
-	          from misfires m join triggers t on t.job_id = 'mo.f' and t.scheduled_at = m.range_from and t.partition = 1
+	          from misfires m join trigger_jobs t on t.job_id = 'mo.f' and t.scheduled_at = m.range_from and t.partition = 1
 	         where m.job_id = 'mo.fd' and m.range_from = to_timestamp($SKIPPED)")"
 expect_eq "mo.fd: the planner range is one row of all partitions" "1 NULL upstream_failed mo.f" \
 	"$(sql "select count(*) || ' ' || coalesce(max(partition)::text, 'NULL') || ' ' || max(reason) || ' ' || max(upstream_job) from misfires

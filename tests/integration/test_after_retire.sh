@@ -24,21 +24,21 @@ expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml
 from=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 start_node h1
 wait_until "shards led" 20 all_shards_led &&
-	wait_until "rt.b runs after rt.u" 20 has "select count(*) - 2 from triggers where job_id = 'rt.b'" ||
+	wait_until "rt.b runs after rt.u" 20 has "select count(*) - 2 from trigger_jobs where job_id = 'rt.b'" ||
 	{ finish; exit 1; }
 expect_exit "delete rt.b" 0 "$PAL" delete --config "$CLUSTER_CONF" --reason "retire it" rt.b
 END=$(sql "select extract(epoch from retired_at)::bigint from jobs where job_id = 'rt.b'")
 # rt.u goes on succeeding while rt.b is retired
 wait_until "rt.u ran 4 instants after the retirement" 15 \
-	has "select count(*) - 3 from triggers where job_id = 'rt.u' and state = 'succeeded' and scheduled_at >= to_timestamp($END)"
+	has "select count(*) - 3 from trigger_jobs where job_id = 'rt.u' and state = 'succeeded' and scheduled_at >= to_timestamp($END)"
 expect_exit "re-apply rt.b" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
 V=$(sql "select latest_version from jobs where job_id = 'rt.b'")
 wait_until "rt.b runs again, from v$V" 20 \
-	has "select count(*) - 1 from triggers where job_id = 'rt.b' and version = $V and state = 'succeeded'"
+	has "select count(*) - 1 from trigger_jobs where job_id = 'rt.b' and version = $V and state = 'succeeded'"
 BACK=$(sql "select extract(epoch from effective_from)::bigint from job_versions where job_id = 'rt.b' and version = $V")
 echo "    figure: retired at $END, re-activated at $BACK ($((BACK - END)) s of rt.u instants in between)"
 expect_eq "no trigger of rt.b for an instant while it was retired" 0 \
-	"$(sql "select count(*) from triggers where job_id = 'rt.b' and scheduled_at >= to_timestamp($END) and scheduled_at <= to_timestamp($BACK) and state <> 'cancelled'")"
+	"$(sql "select count(*) from trigger_jobs where job_id = 'rt.b' and scheduled_at >= to_timestamp($END) and scheduled_at <= to_timestamp($BACK) and state <> 'cancelled'")"
 expect_eq "nor a misfire row" 0 \
 	"$(sql "select count(*) from misfires where job_id = 'rt.b' and range_to >= to_timestamp($END) and range_from <= to_timestamp($BACK)")"
 sleep 2

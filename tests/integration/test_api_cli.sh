@@ -34,14 +34,14 @@ expect_eq "no gate left" 0 "$(sql "select count(*) from gates")"
 expect_exit "trigger --at --request-id" 0 remote trigger --job cli.a --at 2098-01-01T00:00:00Z --request-id r-1 --reason "api cli"
 expect_exit "the same request id again: nothing new (exit 0)" 0 remote trigger --job cli.a --at 2098-01-01T00:00:00Z --request-id r-1 --reason "api cli"
 expect_match "it says so" 'existed: true' "$OUT"
-TID=$(sql "select id from triggers where job_id = 'cli.a' and request_id = 'r-1'")
+TID=$(sql "select id from trigger_jobs where job_id = 'cli.a' and request_id = 'r-1'")
 expect_exit "triggers --job lists it" 0 remote triggers --job cli.a --output json
 expect_match "with its request id" '"request_id": "r-1"' "$OUT"
 expect_exit "attempts of the trigger" 0 remote attempts "$TID"
 expect_exit "cancel --trigger" 0 remote cancel --trigger "$TID" --reason "api cli"
 expect_exit "cancel it again: refused (exit 4)" 4 remote cancel --trigger "$TID" --reason "api cli"
 expect_exit "backfill" 0 remote backfill --job cli.a --from 2026-01-01T00:00:00Z --to 2026-01-01T03:00:00Z --reason "api cli"
-expect_eq "four backfill triggers" 4 "$(sql "select count(*) from triggers where job_id = 'cli.a' and source = 'backfill'")"
+expect_eq "four backfill triggers" 4 "$(sql "select count(*) from trigger_jobs where job_id = 'cli.a' and source = 'backfill'")"
 # triggers --since through the API: the rows of the direct path (the
 # backfill's 02:00 and 03:00 and what is planned after them, not 00:00, 01:00)
 ids='import json,sys; o=json.loads(sys.stdin.read()); print(" ".join(str(r["id"]) for r in (o["items"] if isinstance(o, dict) else o)))'
@@ -49,7 +49,7 @@ expect_exit "triggers --since through the API" 0 remote triggers --job cli.a --s
 via_api=$(python3 -c "$ids" <<<"$OUT")
 expect_exit "triggers --since on the database" 0 "$PAL" triggers --job cli.a --since 2026-01-01T02:00:00Z --output json
 expect_eq "the same triggers, without the backfill's first two" \
-	"$(python3 -c "$ids" <<<"$OUT") 2" "$via_api $(sql "select count(*) from triggers where job_id = 'cli.a' and scheduled_at < '2026-01-01T02:00:00Z'")"
+	"$(python3 -c "$ids" <<<"$OUT") 2" "$via_api $(sql "select count(*) from trigger_jobs where job_id = 'cli.a' and scheduled_at < '2026-01-01T02:00:00Z'")"
 check "... the backfill's 02:00 and 03:00 among them ($via_api)" [ "$(wc -w <<<"$via_api")" -ge 2 ]
 expect_exit "cancel --job" 0 remote cancel --job cli.a --reason "api cli"
 expect_exit "tickets list" 0 remote tickets list

@@ -141,7 +141,7 @@ s2=$(api r2 "${TOK[operator]}" POST /jobs/red.a/trigger '{"reason":"deploy 42"}'
 expect_eq "first trigger with a key 201, its retry (on the other node) replayed with the same status" "201 201" "$s1 $s2"
 expect_eq "the same answer" "$b1" "$b2"
 expect_match "marked Idempotent-Replayed" 'Idempotent-Replayed: true' "$(cat "$PALISADE_TEST_TMP/api-h")"
-expect_eq "one manual trigger for the key" 1 "$(sql "select count(*) from triggers where job_id = 'red.a' and request_id = 'deploy-42'")"
+expect_eq "one manual trigger for the key" 1 "$(sql "select count(*) from trigger_jobs where job_id = 'red.a' and request_id = 'deploy-42'")"
 expect_eq "the key with another body: 422" 422 \
 	"$(api r1 "${TOK[operator]}" POST /jobs/red.a/trigger '{"reason":"other"}' -H 'Idempotency-Key: deploy-42')"
 

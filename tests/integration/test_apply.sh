@@ -250,8 +250,8 @@ expect_exit "delete" 0 "$PAL" delete --wait 0 --reason "no longer needed" life.g
 expect_match "reports the cancelled triggers" "retired life.gone v2: .*5 pending triggers cancelled" "$OUT"
 expect_eq "a retiring version v2 whose schedule ends" "2|true" "$(sql "select latest_version || '|' || (retired_at is not null) from jobs where job_id = 'life.gone'")"
 expect_eq "v2 ends at the retirement (nothing planned after it)" "t" "$(sql "select (v.spec #>> '{schedule,end}')::timestamptz = date_trunc('second', j.retired_at) from jobs j join job_versions v on v.job_id = j.job_id and v.version = 2 where j.job_id = 'life.gone'")"
-expect_eq "pending triggers cancelled" "5" "$(sql "select count(*) from triggers where job_id = 'life.gone' and state = 'cancelled'")"
-expect_eq "history kept" "1|1" "$(sql "select count(*) filter (where state = 'succeeded') || '|' || (select count(*) from job_versions where job_id = 'life.gone' and version = 1) from triggers where job_id = 'life.gone'")"
+expect_eq "pending triggers cancelled" "5" "$(sql "select count(*) from trigger_jobs where job_id = 'life.gone' and state = 'cancelled'")"
+expect_eq "history kept" "1|1" "$(sql "select count(*) filter (where state = 'succeeded') || '|' || (select count(*) from job_versions where job_id = 'life.gone' and version = 1) from trigger_jobs where job_id = 'life.gone'")"
 expect_eq "the cancellation is recorded with the trigger ids" "5" "$(sql "select jsonb_array_length(details->'trigger_ids') from audit_log where action = 'cancel' and scope = 'job:life.gone'")"
 expect_eq "and the retirement" "1" "$(sql "select count(*) from audit_log where action = 'job.retire' and scope = 'job:life.gone'")"
 expect_exit "jobs hides the retired job" 0 "$PAL" jobs
@@ -301,7 +301,7 @@ expect_eq "only the range in the interval" "12" "$(echo "$OUT" | python3 -c 'imp
 expect_exit "misfires table" 0 "$PAL" misfires
 expect_match "both rows" "life.keep .* 2026-04-01T00:00:00Z" "$OUT"
 expect_exit "misfires of an unknown job" 3 "$PAL" misfires --job no.such-job
-T1=$(sql "select min(id) from triggers where job_id = 'life.gone'")
+T1=$(sql "select min(id) from trigger_jobs where job_id = 'life.gone'")
 add_attempt "$T1" "fence, node, idempotency_key, outcome, error_class, http_status, duration_ms, ended_at" \
 	"nextval('palisade_fence'), 'node-a', 'life.gone/x/0', 'retry_wait', 'http_503', 503, 12, now()"
 expect_exit "attempts TRIGGER --output json" 0 "$PAL" attempts "$T1" --output json

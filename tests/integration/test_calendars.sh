@@ -71,7 +71,7 @@ excluded() { # JOB VERSION: instants recorded excluded by office vVERSION
 }
 past() { [ "$(date +%s)" -ge "$1" ]; }
 inside() { # JOB FROM TO: triggers planned in [FROM, TO)
-	sql "select count(*) from triggers where job_id = '$1' and scheduled_at >= to_timestamp($2) and scheduled_at < to_timestamp($3)"
+	sql "select count(*) from trigger_jobs where job_id = '$1' and scheduled_at >= to_timestamp($2) and scheduled_at < to_timestamp($3)"
 }
 window_excluded() { # WHICH VERSION FROM TO: both jobs skipped the window, recorded
 	wait_wall "the $1 window passed" 30 past $(($4 + 2))
@@ -86,7 +86,7 @@ window_excluded first 1 "$W1" "$W1E"
 # as they come (a node slow to start under load plans few before it, and
 # the ones after it arrive with the horizon).
 outside() { # JOB
-	[ "$(sql "select count(*) from triggers where job_id = '$1' and (scheduled_at < to_timestamp($W1) or scheduled_at >= to_timestamp($W1E))")" -ge 4 ]
+	[ "$(sql "select count(*) from trigger_jobs where job_id = '$1' and (scheduled_at < to_timestamp($W1) or scheduled_at >= to_timestamp($W1E))")" -ge 4 ]
 }
 for j in cal.a cal.b; do
 	wait_until "$j: instants before and after the window planned" 20 outside "$j"

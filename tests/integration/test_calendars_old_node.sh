@@ -40,8 +40,8 @@ quarantined() { [ "$(sql "select count(*) from quarantine where job_id = 'co.cal
 wait_until "0.2.0 quarantines the job naming a calendar" 20 quarantined
 expect_match "... saying why" '@calendars\(nights\)' "$(sql "select error from quarantine where job_id = 'co.cal'")"
 sleep 2
-expect_eq "nothing planned for it by 0.2.0" 0 "$(sql "select count(*) from triggers where job_id = 'co.cal'")"
-check "the plain job is planned by 0.2.0" [ "$(sql "select count(*) from triggers where job_id = 'co.plain'")" -gt 0 ]
+expect_eq "nothing planned for it by 0.2.0" 0 "$(sql "select count(*) from trigger_jobs where job_id = 'co.cal'")"
+check "the plain job is planned by 0.2.0" [ "$(sql "select count(*) from trigger_jobs where job_id = 'co.plain'")" -gt 0 ]
 expect_eq "an open ticket names it for an operator" 1 \
 	"$(sql "select count(*) from tickets where job_id = 'co.cal' and state = 'open'")"
 stop_node o1
@@ -49,13 +49,13 @@ stop_node o1
 start_node n1
 wait_until "the new controller leads" 20 all_shards_led
 expect_exit "release the job" 0 "$PAL" release --reason "rolled to the new release" co.cal
-planned_or_excluded() { [ $(( $(sql "select count(*) from triggers where job_id = 'co.cal'") + $(sql "select coalesce(sum(count), 0) from misfires where job_id = 'co.cal' and reason = 'excluded' and calendar = 'nights'") )) -gt 0 ]; }
+planned_or_excluded() { [ $(( $(sql "select count(*) from trigger_jobs where job_id = 'co.cal'") + $(sql "select coalesce(sum(count), 0) from misfires where job_id = 'co.cal' and reason = 'excluded' and calendar = 'nights'") )) -gt 0 ]; }
 wait_until "the new controller plans it with its calendar (planned, or excluded by nights)" 20 planned_or_excluded
 hour=$(date -u +%H)
 if [ "$hour" -ge 6 ] && [ "$hour" -lt 18 ]; then
-	check "daytime: its instants planned" [ "$(sql "select count(*) from triggers where job_id = 'co.cal'")" -gt 0 ]
+	check "daytime: its instants planned" [ "$(sql "select count(*) from trigger_jobs where job_id = 'co.cal'")" -gt 0 ]
 else
-	expect_eq "night: none planned, all excluded" 0 "$(sql "select count(*) from triggers where job_id = 'co.cal' and scheduled_at > now()")"
+	expect_eq "night: none planned, all excluded" 0 "$(sql "select count(*) from trigger_jobs where job_id = 'co.cal' and scheduled_at > now()")"
 fi
 echo "    figure: test took $(( $(date +%s) - T_START )) s"
 finish

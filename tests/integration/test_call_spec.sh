@@ -78,7 +78,7 @@ SHARDS=2 write_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
 sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
 expect_exit "apply six jobs" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/batch-jobs.yaml"
 PALISADE_FAULT_SPEC_BATCH=1 start_node n1
-done12() { [ "$(sql "select count(*) from triggers where job_id like 'batch.%' and state = 'succeeded'")" -ge 12 ]; }
+done12() { [ "$(sql "select count(*) from trigger_jobs where job_id like 'batch.%' and state = 'succeeded'")" -ge 12 ]; }
 wait_until "two instants of the six jobs succeed" 40 done12
 stop_node n1
 expect_eq "the first batch read failed (fault injection)" 1 \
@@ -86,7 +86,7 @@ expect_eq "the first batch read failed (fault injection)" 1 \
 expect_eq "no version was unavailable to a call (each read it alone)" 0 \
 	"$(grep -c '"event":"executor.spec_unavailable"' "$NODE_DIR/n1.log")"
 expect_eq "no trigger was handed back, failed or sent to manual" 0 \
-	"$(sql "select count(*) from attempt_ledger a join triggers t on t.id = a.trigger_id
+	"$(sql "select count(*) from attempt_ledger a join trigger_jobs t on t.id = a.trigger_id
 	       where t.job_id like 'batch.%' and a.error_class is not null")"
 expect_eq "no trigger failed" 0 \
 	"$(sql "select count(*) from triggers where state in ('failed', 'manual')")"

@@ -72,7 +72,7 @@ s0=$(seq_scans "$PART")
 claims 2 50 >/dev/null
 s1=$(seq_scans "$PART")
 expect_eq "the forbid job's two due instants are skipped while its run is live" 2 \
-	"$(sql "select count(*) from triggers where job_id = 'scan.forbid' and state = 'skipped' and last_error_class = 'overlap'")"
+	"$(sql "select count(*) from trigger_jobs where job_id = 'scan.forbid' and state = 'skipped' and last_error_class = 'overlap'")"
 expect_eq "... and recorded as misfires (forbid, overlap)" 2 \
 	"$(sql "select coalesce(sum(count), 0) from misfires where job_id = 'scan.forbid' and policy = 'forbid' and reason = 'overlap'")"
 expect_eq "no sequential scan of today's partition with a forbid job live" 0 "$((s1 - s0))"
