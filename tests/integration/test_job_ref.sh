@@ -29,6 +29,18 @@ ref_indexes() { sql "SELECT coalesce(string_agg(i.indexrelid::regclass::text || 
                      FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
                      WHERE i.indrelid = 'jobs'::regclass AND a.attname = 'ref'"; }
 expect_eq "041 builds no index on jobs.ref" "" "$(ref_indexes)"
+# The keys on triggers.job_ref (042): each index on the parent, unique and
+# valid flags, and how many partitions have their own attached, against
+# the partitions of triggers.
+trig_keys() { sql "SELECT coalesce(string_agg(i.indexrelid::regclass::text || ' ' || i.indisunique::text::char || i.indisvalid::text::char
+                            || ' ' || (SELECT count(*) FROM pg_inherits x WHERE x.inhparent = i.indexrelid)
+                            || '/' || (SELECT count(*) FROM pg_inherits x WHERE x.inhparent = 'triggers'::regclass), ',' ORDER BY i.indexrelid::regclass::text), '')
+                   FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+                   WHERE i.indrelid = 'triggers'::regclass AND a.attname = 'job_ref'"; }
+expect_eq "042 builds no key on triggers.job_ref" "" "$(trig_keys)"
+expect_eq "and leaves job_id and resource_group nullable" "job_id f|resource_group f" \
+	"$(sql "SELECT string_agg(attname || ' ' || attnotnull::text::char, '|' ORDER BY attname) FROM pg_attribute
+	        WHERE attrelid = 'triggers'::regclass AND attname IN ('job_id', 'resource_group')")"
 
 # A transaction of another database on the same server, begun before the
 # jobs step ends and open until the backfill has finished: transaction ids
@@ -50,6 +62,7 @@ expect_match "the triggers step: 200 rows in 2 batches, stopped" \
 	"backfill triggers.job_ref: 200 rows in 2 batches of up to 100, stopped" "$OUT"
 expect_match "and says the backfill is not finished" "backfill not finished" "$OUT"
 expect_eq "the run built jobs_ref, unique and valid, once the jobs step finished" "jobs_ref tt" "$(ref_indexes)"
+expect_eq "but no key on triggers.job_ref before the triggers step finished" "" "$(trig_keys)"
 expect_eq "every job has a ref, each its own" "250 250" "$(sql "SELECT count(ref) || ' ' || count(DISTINCT ref) FROM jobs")"
 expect_eq "800 trigger rows still wait for theirs" 800 "$(sql "SELECT count(*) FROM triggers WHERE job_ref IS NULL")"
 cursor=$(sql "SELECT cursor FROM palisade_backfills WHERE step = 'triggers.job_ref'")
@@ -63,6 +76,14 @@ old_id=$(sql "INSERT INTO triggers (job_id, version, scheduled_at, partition, so
      VALUES ('old.j7', 1, '2021-01-01', 0, 'schedule', 'default', 'default', '2021-01-01', 3) RETURNING id")
 expect_eq "a trigger inserted with job_id only gets its job's ref (the fill trigger)" \
 	"$(sql "SELECT ref FROM jobs WHERE job_id = 'old.j7'")" "$(sql "SELECT job_ref FROM triggers WHERE id = $old_id")"
+
+# A row of this release names its job by job_ref alone (042); the fill
+# trigger gives it the job's id and group, which 0.2.0 nodes read.
+new_id=$(sql "INSERT INTO triggers (job_ref, version, scheduled_at, partition, source, tenant, due_at, shard)
+     SELECT ref, 1, '2021-01-01', 1, 'schedule', 'default', '2021-01-01', 3 FROM jobs WHERE job_id = 'old.j7' RETURNING id")
+expect_eq "a trigger inserted with job_ref only gets its job's id and group (the fill trigger)" "old.j7 default" \
+	"$(sql "SELECT job_id || ' ' || resource_group FROM triggers WHERE id = $new_id")"
+sql "DELETE FROM triggers WHERE id = $new_id"
 
 # A row whose job does not exist (nothing deletes a job: a hand-made row)
 # can get no ref; the backfill must finish all the same.
@@ -87,6 +108,13 @@ sql "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'pos
 wait "$other_db" 2>/dev/null
 expect_eq "the backfill changed nothing else of the rows (updated_at included)" "$before" \
 	"$(sql "SELECT md5(string_agg(t::text, ',' ORDER BY id)) FROM (SELECT id, job_id, version, scheduled_at, partition, state, due_at, updated_at FROM triggers WHERE id < $old_id) t")"
+nparts=$(sql "SELECT count(*) FROM pg_inherits WHERE inhparent = 'triggers'::regclass")
+expect_eq "the run that finished the triggers step built the keys on job_ref, on every partition" \
+	"triggers_pending_ref ft $nparts/$nparts,triggers_plan_ref tt $nparts/$nparts,triggers_request_ref tt $nparts/$nparts" "$(trig_keys)"
+expect_match "and logged each" "store.datafill_index_built.*triggers_plan_ref.*triggers_request_ref.*triggers_pending_ref" "$(tr '\n' ' ' <<<"$OUT")"
+sql "SELECT palisade_partition_create('2030-01-01', '2030-01-02')" >/dev/null
+expect_eq "a partition made afterwards (retention) has its own, attached" \
+	"triggers_pending_ref ft $((nparts + 1))/$((nparts + 1)),triggers_plan_ref tt $((nparts + 1))/$((nparts + 1)),triggers_request_ref tt $((nparts + 1))/$((nparts + 1))" "$(trig_keys)"
 expect_exit "a third migrate has nothing left to fill" 0 "$PAL" migrate
 if grep -q backfill <<<"$OUT"; then fail "a finished backfill runs no batch: $OUT"; else pass "a finished backfill runs no batch"; fi
 
@@ -264,6 +292,14 @@ wait_until "the node's round finishes the reopened backfill" 20 refilled
 stop_node c1
 expect_match "in batches of 5,000" '"event":"retention.backfill","step":"triggers.job_ref",.*"batch":5000,' \
 	"$(grep retention.backfill "$NODE_DIR/c1.log")"
+
+# A fresh database: migrate builds every key at once (both steps finish
+# with nothing to fill).
+fresh_db it_job_ref_fresh
+expect_exit "migrate a fresh database" 0 "$PAL" migrate
+nparts=$(sql "SELECT count(*) FROM pg_inherits WHERE inhparent = 'triggers'::regclass")
+expect_eq "its keys on job_ref are valid on every partition" \
+	"triggers_pending_ref ft $nparts/$nparts,triggers_plan_ref tt $nparts/$nparts,triggers_request_ref tt $nparts/$nparts" "$(trig_keys)"
 
 echo "  figure: test took $((SECONDS - T0)) s"
 finish

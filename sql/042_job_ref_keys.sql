@@ -1,0 +1,25 @@
+-- 042_job_ref_keys.sql - the expand half of the job reference's contract
+-- (docs/upgrades.md, "The job reference during a roll from 0.2.0"):
+-- this release's writers name the job by job_ref alone.
+--
+-- compatible_from: 10
+--
+--   triggers.job_id, triggers.resource_group   nullable: a row of this
+--                     release is inserted without them, and the fill
+--                     trigger triggers_job_ref (sql/functions/) copies the
+--                     job's id and group into it from jobs by job_ref, so
+--                     that a node of 0.2.0, which reads the text, finds
+--                     them in every row during a roll.  A 0.2.0 row
+--                     (job_id only) gets its job_ref from the same
+--                     trigger, as since 041.  No row is left without
+--                     either.
+--
+-- Catalog changes only (DROP NOT NULL reads no row), so the ACCESS
+-- EXCLUSIVE lock on triggers and each partition is held for milliseconds.
+-- The keys on job_ref (triggers_plan_ref, triggers_request_ref,
+-- triggers_pending_ref) are not built here: a build reads every row, and
+-- inside this transaction it would hold triggers exclusively for it.  The
+-- backfill's runner builds them CONCURRENTLY, partition by partition, once
+-- every trigger row has its job_ref (src/store/datafill.c).
+ALTER TABLE triggers ALTER COLUMN job_id DROP NOT NULL,
+	ALTER COLUMN resource_group DROP NOT NULL;
