@@ -58,12 +58,12 @@ REASON='<script>alert(1)</script> & "maintenance"'
 start_node c1 --roles controller,executor
 start_node c2 --roles controller,executor
 wait_until "shards led" 20 all_shards_led
-wait_until "a failed trigger of con.failing" 20 has "select count(*) from triggers where job_id = 'con.failing' and state = 'failed'"
+wait_until "a failed trigger of con.failing" 20 has "select count(*) from trigger_jobs where job_id = 'con.failing' and state = 'failed'"
 wait_until "an open ticket for con.hang" 20 has "select count(*) from tickets where job_id = 'con.hang' and state = 'open'"
 wait_until "an overlap misfire of con.hang" 20 has "select count(*) from misfires where job_id = 'con.hang' and reason = 'overlap'"
-wait_until "a due backlog in the paused group" 20 has "select count(*) from triggers where resource_group = 'nightly' and state = 'pending' and due_at < clock_timestamp()"
+wait_until "a due backlog in the paused group" 20 has "select count(*) from trigger_jobs where resource_group = 'nightly' and state = 'pending' and due_at < clock_timestamp()"
 TICKET=$(sql "select min(id) from tickets where job_id = 'con.hang' and state = 'open'")
-CLASS=$(sql "select last_error_class from triggers where job_id = 'con.failing' and state = 'failed' order by id desc limit 1")
+CLASS=$(sql "select last_error_class from trigger_jobs where job_id = 'con.failing' and state = 'failed' order by id desc limit 1")
 echo "    state: ticket $TICKET, con.failing fails with error class [$CLASS]"
 
 # browse URL NAME: DOM into $ART/NAME.html and a 1366x900 screenshot NAME.png

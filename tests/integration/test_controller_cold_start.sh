@@ -51,7 +51,7 @@ wait_until "the next ticks activate every idle job" 30 all_active
 expect_eq "every job of a shard has its first tick's effective_from" 0 \
 	"$(sql "select count(*) from (select j.shard from jobs j join job_versions v using (job_id)
 	        group by j.shard having count(distinct v.effective_from) > 1) x")"
-fires() { [ "$(sql "select count(*) from triggers where job_id = 'cs.due'")" -ge 3 ]; }
+fires() { [ "$(sql "select count(*) from trigger_jobs where job_id = 'cs.due'")" -ge 3 ]; }
 wait_until "the due job is planned" 20 fires
 stop_all_nodes
 finish

@@ -40,5 +40,5 @@ check "n1 resigned (node.handoff_done, log line $hd) before it freed its first s
 sleep 2
 stop_node n2
 expect_eq "every instant planned once" 0 \
-	"$(sql "select count(*) from (select job_id, scheduled_at, partition from triggers group by 1, 2, 3 having count(*) > 1) d")"
+	"$(sql "select count(*) from (select job_id, scheduled_at, partition from trigger_jobs group by 1, 2, 3 having count(*) > 1) d")"
 finish

@@ -71,11 +71,11 @@ T1=$(rfc3339_ago 20)
 expect_exit "palisade verify over the whole fault window" 0 "$PAL" verify --from "$T0" --to "$T1"
 echo "    $OUT" | head -3
 expect_eq "SQL: no plan key has more than one trigger" 0 \
-	"$(sql "select count(*) from (select 1 from triggers where request_id is null group by job_id, scheduled_at, partition having count(*) > 1) d")"
+	"$(sql "select count(*) from (select 1 from trigger_jobs where request_id is null group by job_id, scheduled_at, partition having count(*) > 1) d")"
 n_inst=$(sql "select count(*) from generate_series('$T0'::timestamptz, '$T1'::timestamptz, interval '1 s') g where extract(epoch from g)::bigint % 2 = 0")
-echo "    window $T0 .. $T1; per-job trigger counts: $(sql "select string_agg(n || ' instants: ' || c || ' jobs', ', ') from (select n, count(*) c from (select count(*) n from triggers where scheduled_at between '$T0' and '$T1' group by job_id) x group by n) y")"
+echo "    window $T0 .. $T1; per-job trigger counts: $(sql "select string_agg(n || ' instants: ' || c || ' jobs', ', ') from (select n, count(*) c from (select count(*) n from trigger_jobs where scheduled_at between '$T0' and '$T1' group by job_id) x group by n) y")"
 expect_eq "SQL: every job has every 2-second instant in the window ($n_inst each)" "200" \
-	"$(sql "select count(*) from (select job_id from triggers where scheduled_at between '$T0' and '$T1' group by job_id having count(*) = $n_inst) x")"
+	"$(sql "select count(*) from (select job_id from trigger_jobs where scheduled_at between '$T0' and '$T1' group by job_id having count(*) = $n_inst) x")"
 fenced=$(cat "$NODE_DIR"/*.log | grep -c '"event":"controller.fenced"')
 echo "    figure: fenced planning transactions during the run: $fenced"
 finish

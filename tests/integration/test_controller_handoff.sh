@@ -80,11 +80,11 @@ while [ "$(date +%s)" -le $((LATER + 2)) ]; do sleep 1; done
 T1=$(date -u -d "@$LATER" +%Y-%m-%dT%H:%M:%SZ)
 n_inst=$(sql "select count(*) from generate_series('$T0'::timestamptz, '$T1'::timestamptz, interval '1 s')")
 expect_eq "every every-second job has each of the $n_inst instants of the window once" 40 \
-	"$(sql "select count(*) from (select job_id from triggers where job_id like 'every.%' and scheduled_at between '$T0' and '$T1' group by job_id having count(*) = $n_inst and count(distinct scheduled_at) = $n_inst) x")"
+	"$(sql "select count(*) from (select job_id from trigger_jobs where job_id like 'every.%' and scheduled_at between '$T0' and '$T1' group by job_id having count(*) = $n_inst and count(distinct scheduled_at) = $n_inst) x")"
 expect_eq "every later job has its one instant, once" 20 \
-	"$(sql "select count(*) from (select job_id from triggers where job_id like 'later.%' and scheduled_at = '$T1' group by job_id having count(*) = 1) x")"
+	"$(sql "select count(*) from (select job_id from trigger_jobs where job_id like 'later.%' and scheduled_at = '$T1' group by job_id having count(*) = 1) x")"
 expect_eq "no plan key has more than one trigger" 0 \
-	"$(sql "select count(*) from (select 1 from triggers group by job_id, scheduled_at, partition having count(*) > 1) d")"
+	"$(sql "select count(*) from (select 1 from trigger_jobs group by job_id, scheduled_at, partition having count(*) > 1) d")"
 expect_exit "palisade verify over the window" 0 "$PAL" verify --from "$T0" --to "$T1"
 
 # The survivor drains too: a row per shard.  Made stale (as if someone had

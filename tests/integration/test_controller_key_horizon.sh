@@ -50,7 +50,7 @@ expect_eq "one open ticket, for kh.long, naming the horizon and the retention" "
 expect_eq "gauge 1" 1 "$(metric k1 palisade_controller_jobs_key_horizon_exceeded)"
 expect_eq "status of the node names the count" 1 \
 	"$(curl -s "http://${NODE_ADMIN[k1]}/status" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("key_horizon_exceeded"))' 2>/dev/null)"
-at_long() { sql "select coalesce(extract(epoch from max(scheduled_at))::bigint, 0) from triggers where job_id = 'kh.long'"; }
+at_long() { sql "select coalesce(extract(epoch from max(scheduled_at))::bigint, 0) from trigger_jobs where job_id = 'kh.long'"; }
 a1=$(at_long)
 sleep 3
 check "kh.long keeps being planned (a warning, not a refusal)" [ "$(at_long)" -gt "$a1" ]

@@ -29,7 +29,7 @@ sleep 20
 start_node m1
 wait_until "shards led again" 20 all_shards_led
 sleep 4
-catchup() { sql "select count(*) from triggers where job_id = '$1' and source = 'catchup'"; }
+catchup() { sql "select count(*) from trigger_jobs where job_id = '$1' and source = 'catchup'"; }
 missed() { sql "select coalesce(sum(count), 0) from misfires where job_id = '$1' and reason <> 'excluded'"; }
 # Each job's shard stopped and resumed planning at its own moment (the two
 # nodes stopped one after the other), so jobs on different shards can miss
@@ -47,7 +47,7 @@ expect_eq "fire_all: nothing recorded as misfire" 0 "$(missed mf.fire-all)"
 expect_eq "fire_all capped at 3: three catch-ups" 3 "$(catchup mf.fire-all-capped)"
 expect_eq "fire_all capped: the rest recorded as over_max_catchup" "$(( $(total mf.fire-all-capped) - 3 ))" "$(sql "select coalesce(sum(count),0) from misfires where job_id = 'mf.fire-all-capped' and reason = 'over_max_catchup'")"
 expect_eq "fire_once: one catch-up" 1 "$(catchup mf.fire-once)"
-check "fire_once: the catch-up is later than every recorded misfire" [ "$(sql "select (select scheduled_at from triggers where job_id = 'mf.fire-once' and source = 'catchup') > (select max(range_to) from misfires where job_id = 'mf.fire-once')")" = t ]
+check "fire_once: the catch-up is later than every recorded misfire" [ "$(sql "select (select scheduled_at from trigger_jobs where job_id = 'mf.fire-once' and source = 'catchup') > (select max(range_to) from misfires where job_id = 'mf.fire-once')")" = t ]
 check "fire_once: the others recorded (at least 4)" [ "$(missed mf.fire-once)" -ge 4 ]
 expect_eq "skip: no catch-up" 0 "$(catchup mf.skip)"
 check "skip: all recorded (at least 5)" [ "$(missed mf.skip)" -ge 5 ]

@@ -23,14 +23,14 @@ expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml
 T0=$(rfc3339_ago -3)
 start_node q1
 wait_until "shard led" 20 all_shards_led
-all_planned() { [ "$(sql "select count(distinct job_id) from triggers")" = 5 ]; }
+all_planned() { [ "$(sql "select count(distinct job_id) from trigger_jobs")" = 5 ]; }
 wait_until "every job planned" 20 all_planned
 
 # The database starts refusing the rows of one job (a constraint).
-sql "alter table triggers add constraint it_poison check (job_id <> 'poison') not valid" >/dev/null
+sql "alter table triggers add constraint it_poison check (job_ref <> $(sql "select ref from jobs where job_id = 'poison'")) not valid" >/dev/null
 quarantined() { [ "$(sql "select count(*) from quarantine where job_id = '$1'")" = 1 ]; }
 wait_until "the refused job is quarantined" 20 quarantined poison
-good_at() { sql "select extract(epoch from max(scheduled_at))::bigint from triggers where job_id = 'qz.good1'"; }
+good_at() { sql "select extract(epoch from max(scheduled_at))::bigint from trigger_jobs where job_id = 'qz.good1'"; }
 g1=$(good_at)
 sleep 3
 check "the rest of the shard keeps being planned" [ "$(good_at)" -gt "$g1" ]
@@ -60,7 +60,7 @@ expect_eq "quarantine row gone" 0 "$(sql "select count(*) from quarantine")"
 expect_eq "ticket resolved as released" "resolved|released" \
 	"$(sql "select state, resolution from tickets where reason like 'quarantined%' and job_id = 'poison'")"
 expect_eq "release audited" 1 "$(sql "select count(*) from audit_log where action = 'job.release' and scope = 'job:poison' and reason = 'constraint dropped'")"
-planned_after() { [ "$(sql "select count(*) from triggers where job_id = 'poison' and scheduled_at > to_timestamp($REL)")" -gt 0 ]; }
+planned_after() { [ "$(sql "select count(*) from trigger_jobs where job_id = 'poison' and scheduled_at > to_timestamp($REL)")" -gt 0 ]; }
 wait_until "the released job is planned again" 20 planned_after
 expect_exit "release of a job not quarantined: not found (3)" 3 "$PAL" release poison --reason again
 sleep 8
@@ -100,7 +100,7 @@ wait_until "its instants are recorded as misfires with reason quarantined (plann
 check "metric palisade_controller_quarantined_total counts it" [ "$(metric q1 palisade_controller_quarantined_total | cut -d. -f1)" -ge 1 ]
 check "log controller.job_quarantined names it" grep -q '"event":"controller.job_quarantined".*"job":"qz.good3"' "$NODE_DIR/q1.log"
 expect_eq "nothing of it planned after its quarantine" 0 \
-	"$(sql "select count(*) from triggers t join quarantine q using (job_id) where job_id = 'qz.good3' and t.scheduled_at > q.since")"
+	"$(sql "select count(*) from trigger_jobs t join quarantine q using (job_id) where job_id = 'qz.good3' and t.scheduled_at > q.since")"
 T3=$(rfc3339_ago 1)
 expect_exit "verify reports it (exit 2)" 2 "$PAL" verify --job qz.good3 --from "$T0" --to "$T3"
 expect_match "verify names it" "quarantined +qz.good3" "$OUT"

@@ -35,11 +35,11 @@ sleep 2
 expect_eq "without a notification nothing sees version 2 yet" 0 "$(sql "select count(*) from job_versions where job_id = 'rl.a' and version = 2 and effective_from is not null")"
 kill -HUP "${NODE_PID[h1]}"
 wait_until "the full reload (SIGHUP) activates version 2" 10 activated
-two() { [ "$(sql "select count(*) from triggers where job_id = 'rl.a' and partition = 1")" -gt 0 ]; }
+two() { [ "$(sql "select count(*) from trigger_jobs where job_id = 'rl.a' and partition = 1")" -gt 0 ]; }
 wait_until "instants after the activation are planned with two partitions" 10 two
 expect_eq "no partition-1 instant before the activation" 0 \
-	"$(sql "select count(*) from triggers t join job_versions v on v.job_id = t.job_id and v.version = 2 where t.job_id = 'rl.a' and t.partition = 1 and t.scheduled_at <= v.effective_from")"
-expect_eq "the unchanged job kept one partition" 0 "$(sql "select count(*) from triggers where job_id = 'rl.b' and partition > 0")"
+	"$(sql "select count(*) from trigger_jobs t join job_versions v on v.job_id = t.job_id and v.version = 2 where t.job_id = 'rl.a' and t.partition = 1 and t.scheduled_at <= v.effective_from")"
+expect_eq "the unchanged job kept one partition" 0 "$(sql "select count(*) from trigger_jobs where job_id = 'rl.b' and partition > 0")"
 sleep 2
 expect_exit "verify: every instant of both versions planned once" 0 "$PAL" verify \
 	--from "$(sql "select to_char(min(effective_from) at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') from job_versions")" --to "$(rfc3339_ago 1)"

@@ -59,8 +59,8 @@ wait_until "both shards led and planned ahead" 20 all_shards_led
 sleep 12
 T1=$(rfc3339_ago 3)
 
-planned() { sql "select count(*) from triggers where job_id = '$1' and tenant = \$q\$$2\$q\$ and resource_group = \$q\$$3\$q\$"; }
-claimed() { sql "select count(*) from triggers where job_id = '$1' and attempt_count > 0"; }
+planned() { sql "select count(*) from trigger_jobs where job_id = '$1' and tenant = \$q\$$2\$q\$ and resource_group = \$q\$$3\$q\$"; }
+claimed() { sql "select count(*) from trigger_jobs where job_id = '$1' and attempt_count > 0"; }
 for j in null true; do
 	check "job $j: planned with tenant $j and group $j" [ "$(planned "$j" "$j" "$j")" -gt 0 ]
 	check "job $j: claimed and called" [ "$(claimed "$j")" -gt 0 ]
@@ -70,12 +70,12 @@ for j in w1 w2 w3 w4; do
 	check "job $j: claimed and called" [ "$(claimed "$j")" -gt 0 ]
 done
 check "job plain.neighbour (same shards) planned and called" [ "$(claimed plain.neighbour)" -gt 0 ]
-replaced() { [ "$(sql "select count(*) from triggers where job_id = 'null' and last_error_class = 'replaced'")" -gt 0 ]; }
+replaced() { [ "$(sql "select count(*) from trigger_jobs where job_id = 'null' and last_error_class = 'replaced'")" -gt 0 ]; }
 wait_until "overlap: replace works for job null (older runs replaced)" 30 replaced
-check "job true: succeeded runs" [ "$(sql "select count(*) from triggers where job_id = 'true' and state = 'succeeded'")" -gt 0 ]
+check "job true: succeeded runs" [ "$(sql "select count(*) from trigger_jobs where job_id = 'true' and state = 'succeeded'")" -gt 0 ]
 check "job default: today's instants recorded as misfires (reason excluded)" \
 	[ "$(sql "select coalesce(sum(count), 0) from misfires where job_id = 'default' and reason = 'excluded'")" -gt 0 ]
-expect_eq "job default: nothing planned on its excluded day" 0 "$(sql "select count(*) from triggers where job_id = 'default'")"
+expect_eq "job default: nothing planned on its excluded day" 0 "$(sql "select count(*) from trigger_jobs where job_id = 'default'")"
 expect_eq "every job activated (version 1 active)" 8 "$(sql "select count(*) from jobs where active_version = 1")"
 expect_eq "no tick failed, no shard dropped" 0 \
 	"$(grep -c '"event":"controller.tick_failed"\|"event":"controller.shard_dropped"\|"event":"controller.db_error"' "$NODE_DIR/s1.log")"

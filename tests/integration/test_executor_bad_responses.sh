@@ -38,11 +38,11 @@ wait_until "shards led" 20 all_shards_led
 for j in garbage huge redirect drip hang reset tls control; do
 	"$PAL" trigger --job "bad.$j" --reason "bad response test" >/dev/null
 done
-settled() { [ "$(sql "select count(*) from triggers where job_id like 'bad.%' and state not in ('succeeded', 'failed', 'manual')")" = 0 ]; }
+settled() { [ "$(sql "select count(*) from trigger_jobs where job_id like 'bad.%' and state not in ('succeeded', 'failed', 'manual')")" = 0 ]; }
 wait_until "every bad target's trigger reaches a final or manual state" 40 settled
-state() { sql "select state || ' ' || coalesce(last_error_class, '') from triggers where job_id = 'bad.$1'"; }
+state() { sql "select state || ' ' || coalesce(last_error_class, '') from trigger_jobs where job_id = 'bad.$1'"; }
 # Every attempt, for the record: a wrong class below is explained here.
-sql "select t.job_id, a.fence, coalesce(a.outcome, '-'), coalesce(a.error_class, '-'), coalesce(a.http_status::text, '-'), a.duration_ms from attempt_ledger a join triggers t on t.id = a.trigger_id where t.job_id like 'bad.%' order by 1, 2" | sed 's/^/    attempt: /'
+sql "select t.job_id, a.fence, coalesce(a.outcome, '-'), coalesce(a.error_class, '-'), coalesce(a.http_status::text, '-'), a.duration_ms from attempt_ledger a join trigger_jobs t on t.id = a.trigger_id where t.job_id like 'bad.%' order by 1, 2" | sed 's/^/    attempt: /'
 expect_eq "control: succeeded" "succeeded " "$(state control)"
 expect_eq "redirect: permanent failure, not followed" "failed redirect" "$(state redirect)"
 expect_eq "tls (self-signed): permanent failure" "failed tls" "$(state tls)"
@@ -50,7 +50,7 @@ expect_eq "huge body: cut at the cap; a 2xx still counts as applied" "succeeded 
 # Not HTTP after the request was sent (libcurl: unsupported protocol, the
 # HTTP/0.9 refusal): the request may have been applied, so it is unknown and
 # queried, never the permanent bad_url of a wrong scheme.
-att() { sql "select string_agg(coalesce($2, '-'), ' ' order by a.fence) from attempt_ledger a join triggers t on t.id = a.trigger_id where t.job_id = 'bad.$1'"; }
+att() { sql "select string_agg(coalesce($2, '-'), ' ' order by a.fence) from attempt_ledger a join trigger_jobs t on t.id = a.trigger_id where t.job_id = 'bad.$1'"; }
 expect_eq "garbage: each attempt's class is garbage_reply (unknown), not bad_url" \
 	"garbage_reply garbage_reply" "$(att garbage a.error_class)"
 expect_eq "garbage: the sink said 'not applied' (404) to each attempt's status query, so it may fail" \
@@ -59,7 +59,7 @@ for j in garbage drip hang reset; do
 	s=$(state $j)
 	expect_match "$j: outcome unknown, resolved by querying the status URL (404: not applied, retried with the same key), then failed" "^failed " "$s"
 	expect_eq "$j: each of its 2 attempts queried the status URL and heard 404" "{404} {404}" "$(att $j a.status_queries::text)"
-	key=$(sql "select distinct a.idempotency_key from attempt_ledger a join triggers t on t.id = a.trigger_id where t.job_id = 'bad.$j'")
+	key=$(sql "select distinct a.idempotency_key from attempt_ledger a join trigger_jobs t on t.id = a.trigger_id where t.job_id = 'bad.$j'")
 	check "$j: the status queries asked for the attempts' own key ($key)" \
 		[ "$(grep '"event":"executor.status_query"' "$NODE_DIR/b1.log" | grep -cF "\"key\":\"$key\"")" -ge 2 ]
 done

@@ -72,7 +72,7 @@ expect_eq "none parked after the clock stepped back" 0 "$p_back"
 settled() { [ "$(sql "select count(*) from triggers where scheduled_at <= '$T1' and state not in ('succeeded', 'failed', 'manual', 'cancelled', 'skipped')")" = 0 ]; }
 wait_wall "every trigger up to the step back is terminal within 25 s (backoff at most 1 s)" 25 settled
 echo "    states: $(sql "select string_agg(state || coalesce('/' || last_error_class, '') || '=' || n, ' ') from (select state, last_error_class, count(*) n from triggers where scheduled_at between '$T0' and '$T1' group by 1, 2) x")"
-echo "    not terminal: $(sql "select coalesce(string_agg(job_id || '@' || scheduled_at || ' ' || state || ' next ' || coalesce(next_attempt_at::text, '-'), '; '), 'none') from (select * from triggers where scheduled_at <= '$T1' and state not in ('succeeded', 'failed', 'manual', 'cancelled', 'skipped') order by id limit 5) x")"
+echo "    not terminal: $(sql "select coalesce(string_agg(job_id || '@' || scheduled_at || ' ' || state || ' next ' || coalesce(next_attempt_at::text, '-'), '; '), 'none') from (select * from trigger_jobs where scheduled_at <= '$T1' and state not in ('succeeded', 'failed', 'manual', 'cancelled', 'skipped') order by id limit 5) x")"
 expect_eq "no trigger failed or went to manual (max_age judged by the database clock)" 0 \
 	"$(sql "select count(*) from triggers where state in ('failed', 'manual')")"
 check "the jumping executor ran attempts during the jump" \
