@@ -175,13 +175,13 @@ BEGIN
 					     AND (m.partition IS NULL OR m.partition = d.p)) AS done
 			  FROM decided d
 		), ins AS (
-			INSERT INTO triggers (job_id, version, scheduled_at, partition, source, priority,
-					      due_at, shard, epoch, tenant, resource_group, job_ref)
-			SELECT b.job_id, b.version, d.at, d.p, 'schedule', b.priority, d.at, p_shard,
-			       p_epoch, b.tenant, b.resource_group, b.ref
+			INSERT INTO triggers (version, scheduled_at, partition, source, priority,
+					      due_at, shard, epoch, tenant, job_ref)
+			SELECT b.version, d.at, d.p, 'schedule', b.priority, d.at, p_shard,
+			       p_epoch, b.tenant, coalesce(b.ref, palisade_job_ref(b.job_id))
 			  FROM taken d
 			 WHERE d.verdict = 'ready' AND NOT d.done
-			ON CONFLICT (job_id, scheduled_at, partition) WHERE request_id IS NULL DO NOTHING
+			ON CONFLICT DO NOTHING
 			RETURNING 1
 		), mis AS (
 			INSERT INTO misfires (job_id, version, partition, range_from, range_to, count,
