@@ -34,6 +34,13 @@ static int exec1(pal_store *st, const char *sql, char *err, size_t errlen)
 	return r ? PAL_OK : PAL_EDB;
 }
 
+/* The last query failed on a lock not taken within lock_timeout, or lost
+ * a deadlock: it gave way, a later run tries again. */
+static bool gives_way(const pal_store *st)
+{
+	return !strcmp(st->sqlstate, "55P03") || !strcmp(st->sqlstate, "40P01");
+}
+
 /* One query with one boolean answer in *OUT. */
 static int ask(pal_store *st, const char *sql, int n, const char *const *p, bool *out, char *err,
 	       size_t errlen)
@@ -114,15 +121,15 @@ static int build_partitioned(pal_store *st, const struct ref_key *k, bool *busy,
 	int rc = exec1(st, "SET lock_timeout = '500ms'", err, errlen);
 	if (!rc)
 		rc = build(st, k, k->name, k->table, true, err, errlen);
+	bool gave_way = rc && gives_way(st);
 	char e2[256];
-	int rrc = exec1(st, "RESET lock_timeout", e2, sizeof e2);
-	if (rc) {
-		if (!strcmp(st->sqlstate, "55P03") || !strcmp(st->sqlstate, "40P01")) {
-			*busy = true;
-			return PAL_OK;
-		}
-		return rc;
+	int rrc = exec1(st, "RESET lock_timeout", e2, sizeof e2); /* clears st->sqlstate */
+	if (gave_way) {
+		*busy = true;
+		return PAL_OK;
 	}
+	if (rc)
+		return rc;
 	if (rrc) {
 		snprintf(err, errlen, "%s", e2);
 		return rrc;
@@ -261,7 +268,7 @@ int pal_store_datafill(pal_store *st, const pal_datafill_limits *lim, pal_datafi
 		if (!r) {
 			/* a row lock not taken within the function's lock_timeout,
 			 * or a deadlock it lost: the batch rolled back; later */
-			if (!strcmp(st->sqlstate, "55P03") || !strcmp(st->sqlstate, "40P01")) {
+			if (gives_way(st)) {
 				rep->busy = true;
 				return PAL_OK;
 			}

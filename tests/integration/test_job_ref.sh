@@ -292,7 +292,20 @@ expect_match "in batches of 5,000" '"event":"retention.backfill","step":"trigger
 # A fresh database: migrate builds every key at once (both steps finish
 # with nothing to fill).
 fresh_db it_job_ref_fresh
-expect_exit "migrate a fresh database" 0 "$PAL" migrate
+expect_exit "migrate a fresh database, the backfill left out" 0 "$PAL" migrate --backfill-batches 0
+# A parent's index is made ON ONLY under a SHARE lock on triggers, for
+# which the runner waits at most 500 ms: a transaction that holds triggers
+# (here ROW EXCLUSIVE, as any writer's) makes the run give way, not fail.
+session hold
+holdpid=$S_PID holdfd=$S_FD
+echo "BEGIN; LOCK TABLE triggers IN ROW EXCLUSIVE MODE; SELECT 'held';" >&"$holdfd"
+wait_until "a transaction holds triggers" 10 grep -q held "$PALISADE_TEST_TMP/hold.out"
+expect_exit "a migrate beside it gives way to the lock" 0 "$PAL" migrate
+expect_match "and says the backfill is not finished" "backfill not finished \\(another run holds it, or a row lock was held\\)" "$OUT"
+echo "COMMIT;" >&"$holdfd"
+exec {holdfd}>&-
+wait "$holdpid"
+expect_exit "the next migrate" 0 "$PAL" migrate
 nparts=$(sql "SELECT count(*) FROM pg_inherits WHERE inhparent = 'triggers'::regclass")
 expect_eq "its keys on job_ref are valid on every partition" \
 	"triggers_pending_ref ft $nparts/$nparts,triggers_plan_ref tt $nparts/$nparts,triggers_request_ref tt $nparts/$nparts" "$(trig_keys)"
