@@ -32,10 +32,10 @@ BEGIN
 	  -- per live run, its job's pending instants (OFFSET 0: kept a
 	  -- correlated subquery, so the plan cannot turn back into a scan of
 	  -- every pending trigger)
-	  victims AS (SELECT x.id, x.scheduled_at, x.partition FROM live l, LATERAL (
+	  victims AS (SELECT x.id, x.scheduled_at, x.partition FROM live r, LATERAL (
 	      SELECT t.id, t.scheduled_at, t.partition FROM triggers t
-	      JOIN job_versions v ON v.job_id = l.job_id AND v.version = t.version
-	      WHERE t.job_ref = l.job_ref AND t.partition = l.partition AND t.id <> l.id
+	      JOIN job_versions v ON v.job_id = r.job_id AND v.version = t.version
+	      WHERE t.job_ref = r.job_ref AND t.partition = r.partition AND t.id <> r.id
 	        AND v.overlap_policy = 'forbid' AND t.state = 'pending' AND t.request_id IS NULL
 	        AND t.due_at <= clock_timestamp()
 	      OFFSET 0
