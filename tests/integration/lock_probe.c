@@ -79,7 +79,7 @@ static int setup_round(pal_store *st, const char *job, int round, int n, race *x
 		 "UPDATE triggers SET state = 'running', lease_owner = 'lock-probe',"
 		 " lease_until = clock_timestamp() + interval '10 minutes',"
 		 " fence = nextval('palisade_fence'), attempt_count = 1"
-		 " WHERE job_id = '%s' AND state = 'pending'"
+		 " WHERE job_ref = (SELECT ref FROM jobs WHERE job_id = '%s') AND state = 'pending'"
 		 " RETURNING id, fence, floor(extract(epoch FROM scheduled_at))::bigint",
 		 job);
 	r = pal__store_query(st, sql, 0, NULL, err, sizeof err);
@@ -199,7 +199,8 @@ int main(int argc, char **argv)
 		return 1;
 	char sql[512];
 	snprintf(sql, sizeof sql,
-		 "SELECT count(*) FROM (SELECT id FROM triggers WHERE job_id = '%s' AND state = 'running'"
+		 "SELECT count(*) FROM (SELECT id FROM triggers"
+		 " WHERE job_ref = (SELECT ref FROM jobs WHERE job_id = '%s') AND state = 'running'"
 		 " AND id %% 2 = 0 FOR UPDATE) l",
 		 job);
 	PGresult *r;
@@ -239,7 +240,7 @@ int main(int argc, char **argv)
 	snprintf(sql, sizeof sql,
 		 "SELECT count(*) FILTER (WHERE id %% 2 = 0 AND lease_until > clock_timestamp() + interval '10 minutes'),"
 		 " count(*) FILTER (WHERE id %% 2 = 1 AND lease_until > clock_timestamp() + interval '9 minutes')"
-		 " FROM triggers WHERE job_id = '%s' AND state = 'running'",
+		 " FROM trigger_jobs WHERE job_id = '%s' AND state = 'running'",
 		 job);
 	if (!(r = pal__store_query(setup, sql, 0, NULL, err, sizeof err))) {
 		fprintf(stderr, "lock_probe: lease check: %s\n", err);

@@ -47,10 +47,10 @@ n_trig=$(sql "select count(*) from triggers where scheduled_at between '$T0' and
 echo "    figure: $n_trig triggers in the window"
 keys_dup=$(sql "select count(*) from (select idempotency_key from sink_ledger group by idempotency_key having count(*) > 1) d")
 expect_eq "no idempotency key has more than one effect (sink_ledger)" 0 "$keys_dup"
-missing_effects=$(sql "select count(*) from triggers t where t.scheduled_at between '$T0' and '$T1' and not exists (select 1 from sink_effects e where e.idempotency_key = t.job_id || '/' || to_char(t.scheduled_at at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') || '/' || t.partition)")
+missing_effects=$(sql "select count(*) from trigger_jobs t where t.scheduled_at between '$T0' and '$T1' and not exists (select 1 from sink_effects e where e.idempotency_key = t.job_id || '/' || to_char(t.scheduled_at at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') || '/' || t.partition)")
 expect_eq "every trigger's key has its effect at the sink" 0 "$missing_effects"
 expect_eq "the key an attempt sent is the one derived from the plan key" 0 \
-	"$(sql "select count(*) from attempt_ledger a join triggers t on t.id = a.trigger_id where a.idempotency_key is not null and a.idempotency_key <> t.job_id || '/' || to_char(t.scheduled_at at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') || '/' || t.partition")"
+	"$(sql "select count(*) from attempt_ledger a join trigger_jobs t on t.id = a.trigger_id where a.idempotency_key is not null and a.idempotency_key <> t.job_id || '/' || to_char(t.scheduled_at at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') || '/' || t.partition")"
 expect_eq "every claim had a distinct, larger token (attempts.fence unique)" 0 "$(sql "select count(*) - count(distinct fence) from attempt_ledger")"
 dropped=$(sink_stat dropped_after_commit)
 replayed=$(sink_stat replayed)

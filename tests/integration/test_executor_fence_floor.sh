@@ -28,7 +28,7 @@ jobs:
     retry: {max_attempts: 20, backoff: {initial: 200ms, max: 1s}}
 YAML
 expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
-state_of() { sql "select state from triggers where job_id = 'floor.job'"; }
+state_of() { sql "select state from trigger_jobs where job_id = 'floor.job'"; }
 effects() { sql "select count(*) from sink_effects where idempotency_key like 'floor.job/%'"; }
 succeeded() { [ "$(state_of)" = succeeded ]; }
 
@@ -37,12 +37,12 @@ sql "SELECT setval('palisade_fence', 50000)" >/dev/null
 start_node ex --roles executor
 expect_exit "a manual trigger" 0 "$PAL" trigger --job floor.job --reason "fence floor"
 wait_until "the first attempt succeeds" 20 succeeded
-f1=$(sql "select fence from triggers where job_id = 'floor.job'")
+f1=$(sql "select fence from trigger_jobs where job_id = 'floor.job'")
 expect_eq "the sink applied one effect" 1 "$(effects)"
 stop_node ex
 
 # The failover: the claim and the result are lost, the sequence is back at 10.
-sql "CREATE TEMP TABLE x AS SELECT * FROM triggers WHERE job_id = 'floor.job';
+sql "CREATE TEMP TABLE x AS SELECT * FROM triggers WHERE job_ref = (SELECT ref FROM jobs WHERE job_id = 'floor.job');
      DELETE FROM attempts WHERE trigger_id IN (SELECT id FROM x);
      DELETE FROM triggers WHERE id IN (SELECT id FROM x);
      UPDATE x SET state = 'pending', fence = NULL, lease_owner = NULL, lease_until = NULL,
@@ -56,10 +56,10 @@ stale0=$(sink_stat stale)
 start_node ex --roles executor
 wait_until "the trigger succeeds again" 30 succeeded
 check "the sink refused a rewound token at least once" [ "$(sink_stat stale)" -gt "$stale0" ]
-f2=$(sql "select fence from triggers where job_id = 'floor.job'")
+f2=$(sql "select fence from trigger_jobs where job_id = 'floor.job'")
 check "the accepted attempt's token ($f2) is past the sink's ($f1)" [ "$f2" -gt "$f1" ]
 expect_eq "the refused attempt was handed back (stale_token, deferred)" 1 \
-	"$(sql "select count(*) from attempt_ledger a join triggers t on t.id = a.trigger_id
+	"$(sql "select count(*) from attempt_ledger a join trigger_jobs t on t.id = a.trigger_id
 	        where t.job_id = 'floor.job' and a.error_class = 'stale_token' and a.outcome = 'deferred'" |
 		awk '{print ($1 >= 1)}')"
 expect_eq "still one effect at the sink (replayed, not applied again)" 1 "$(effects)"

@@ -32,25 +32,25 @@ wait_until "shards led" 20 all_shards_led
 # the queue and the allow job, the replace job's replaced runs, the capped
 # group's live runs.
 live="state in ('running', 'pausing', 'cancelling')"
-maxlive() { echo "(select coalesce(max(n), 0) from (select count(*) n from triggers where job_id = '$1' and $live group by partition) x)"; }
+maxlive() { echo "(select coalesce(max(n), 0) from (select count(*) n from trigger_jobs where job_id = '$1' and $live group by partition) x)"; }
 # a replaced run is cancelling until its call returns (then it may still
 # end succeeded): seen while it happens
-replaced_q="(select count(*) from triggers where job_id = 'ov.replace' and (last_error_class = 'replaced' or state in ('cancelling', 'cancelled')))"
-capped_q="(select count(*) from triggers where resource_group = 'capped' and $live)"
+replaced_q="(select count(*) from trigger_jobs where job_id = 'ov.replace' and (last_error_class = 'replaced' or state in ('cancelling', 'cancelled')))"
+capped_q="(select count(*) from trigger_jobs where resource_group = 'capped' and $live)"
 read -r n_samples peak_q peak_a replaced peak_cap <<<"$(sql_samples 60 0.25 "select $(maxlive ov.queue), $(maxlive ov.allow), $replaced_q, $capped_q" |
 	awk -F'|' 'NF == 4 { s++; for (i = 1; i <= 4; i++) if ($i > m[i]) m[i] = $i } END { print s + 0, m[1] + 0, m[2] + 0, m[3] + 0, m[4] + 0 }')"
 expect_eq "60 samples taken" 60 "$n_samples"
 echo "    figure: peak live runs: allow $peak_a, queue $peak_q; capped group peak $peak_cap (limit 2, 6 jobs every 1 s, 2 executors)"
 check "allow: runs overlap (more than one live at once)" [ "$peak_a" -gt 1 ]
 expect_eq "queue: never two live runs of the job at once" 1 "$peak_q"
-check "queue: waiting instants are kept, not dropped (pending backlog)" [ "$(sql "select count(*) from triggers where job_id = 'ov.queue' and state = 'pending'")" -gt 0 ]
-check "forbid: due instants skipped while one runs" [ "$(sql "select count(*) from triggers where job_id = 'ov.forbid' and state = 'skipped'")" -gt 0 ]
+check "queue: waiting instants are kept, not dropped (pending backlog)" [ "$(sql "select count(*) from trigger_jobs where job_id = 'ov.queue' and state = 'pending'")" -gt 0 ]
+check "forbid: due instants skipped while one runs" [ "$(sql "select count(*) from trigger_jobs where job_id = 'ov.forbid' and state = 'skipped'")" -gt 0 ]
 # Both counts in one statement (one snapshot): the executors still run, and
 # a skip committed between two separate reads made them differ by one.
-read -r skipped recorded <<<"$(sql "select (select count(*) from triggers where job_id = 'ov.forbid' and state = 'skipped'),
+read -r skipped recorded <<<"$(sql "select (select count(*) from trigger_jobs where job_id = 'ov.forbid' and state = 'skipped'),
 	(select coalesce(sum(count), 0) from misfires where job_id = 'ov.forbid' and reason = 'overlap')" | tr '|' ' ')"
 expect_eq "forbid: every skip recorded as a misfire with reason overlap" "$skipped" "$recorded"
 check "replace: older runs were asked to stop (cancelling/cancelled, error class replaced)" [ "$replaced" -gt 0 ]
 check "group cluster_concurrency 2 never exceeded across both executors" [ "$peak_cap" -le 2 ]
-check "and the capped group did run" [ "$(sql "select count(*) from triggers where resource_group = 'capped' and state = 'succeeded'")" -gt 0 ]
+check "and the capped group did run" [ "$(sql "select count(*) from trigger_jobs where resource_group = 'capped' and state = 'succeeded'")" -gt 0 ]
 finish

@@ -24,7 +24,7 @@ expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml
 start_node x1
 wait_until "shards led" 60 all_shards_led
 
-claims_since() { sql "select count(*) from attempt_ledger a join triggers t on t.id = a.trigger_id where t.job_id = '$1' and a.claimed_at > '$2'"; }
+claims_since() { sql "select count(*) from attempt_ledger a join trigger_jobs t on t.id = a.trigger_id where t.job_id = '$1' and a.claimed_at > '$2'"; }
 # claimed_since JOB TIME [N]: JOB has at least N (1) claims later than TIME.
 claimed_since() { [ "$(claims_since "$1" "$2")" -ge "${3:-1}" ]; }
 t0=$(sql "select clock_timestamp()")
@@ -59,7 +59,7 @@ state_of() { sql "select state from triggers where id = $1"; }
 chunky_held() {
 	sink_faults '{"paused": true}'
 	out=$("$PAL" trigger --job p.chunky --reason "$1" 2>&1)
-	tid=$(sql "select id from triggers where job_id = 'p.chunky' order by id desc limit 1")
+	tid=$(sql "select id from trigger_jobs where job_id = 'p.chunky' order by id desc limit 1")
 	wait_until "$1: the chunked trigger is claimed, its call held at the sink" 60 \
 		bash -c "[ \"\$(psql '$PALISADE_PG' -XAtqc 'select state from triggers where id = $tid')\" = running ]"
 }
@@ -102,14 +102,14 @@ expect_eq "each of the 6 chunks was applied exactly once" "6|6" "$(sql "select c
 
 # Cancel racing completion: a slow sink, cancel every in-flight trigger of a job.
 sink_faults '{"delay_ms": 300}'
-wait_until "p.beta has a call in flight" 60 bash -c "[ \"\$(psql '$PALISADE_PG' -XAtqc \"select count(*) from triggers where job_id = 'p.beta' and state = 'running'\")\" -gt 0 ]"
+wait_until "p.beta has a call in flight" 60 bash -c "[ \"\$(psql '$PALISADE_PG' -XAtqc \"select count(*) from trigger_jobs where job_id = 'p.beta' and state = 'running'\")\" -gt 0 ]"
 expect_exit "cancel p.beta while calls are in flight" 0 "$PAL" cancel --job p.beta --reason "race"
 sink_faults '{"delay_ms": 0}'
-wait_until "every cancel of p.beta is decided (no trigger left cancelling)" 60 bash -c "[ \"\$(psql '$PALISADE_PG' -XAtqc \"select count(*) from triggers where job_id = 'p.beta' and state = 'cancelling'\")\" = 0 ]"
-expect_eq "no trigger of p.beta is left in cancelling" 0 "$(sql "select count(*) from triggers where job_id = 'p.beta' and state = 'cancelling' and lease_until < clock_timestamp()")"
-echo "    figure: p.beta after the cancel race: $(sql "select string_agg(state || '=' || n, ' ') from (select state, count(*) n from triggers where job_id = 'p.beta' group by 1) x")"
+wait_until "every cancel of p.beta is decided (no trigger left cancelling)" 60 bash -c "[ \"\$(psql '$PALISADE_PG' -XAtqc \"select count(*) from trigger_jobs where job_id = 'p.beta' and state = 'cancelling'\")\" = 0 ]"
+expect_eq "no trigger of p.beta is left in cancelling" 0 "$(sql "select count(*) from trigger_jobs where job_id = 'p.beta' and state = 'cancelling' and lease_until < clock_timestamp()")"
+echo "    figure: p.beta after the cancel race: $(sql "select string_agg(state || '=' || n, ' ') from (select state, count(*) n from trigger_jobs where job_id = 'p.beta' group by 1) x")"
 expect_eq "every cancelled trigger's attempts ended cancelled or without a success commit" 0 \
-	"$(sql "select count(*) from triggers t where t.job_id = 'p.beta' and t.state = 'cancelled' and exists (select 1 from attempt_ledger a where a.trigger_id = t.id and a.outcome = 'succeeded')")"
+	"$(sql "select count(*) from trigger_jobs t where t.job_id = 'p.beta' and t.state = 'cancelled' and exists (select 1 from attempt_ledger a where a.trigger_id = t.id and a.outcome = 'succeeded')")"
 
 # Not about pausing (this file has the cheapest live executor and sink): the
 # longest key a valid job can expand to (docs/protocol.md: 1000 bytes) goes
@@ -117,7 +117,7 @@ expect_eq "every cancelled trigger's attempts ended cancelled or without a succe
 # run's key is the template's (871 bytes at most: 9 + 1 + 20 + 1 + 840)
 # followed by "/" and its request id (128 bytes at most).
 out=$("$PAL" trigger --job p.longkey --request-id "$(head -c 128 /dev/zero | tr '\0' r)" --reason "long key" 2>&1)
-tid=$(sql "select id from triggers where job_id = 'p.longkey' order by id desc limit 1")
+tid=$(sql "select id from trigger_jobs where job_id = 'p.longkey' order by id desc limit 1")
 wait_until "a trigger with a 1000-byte idempotency key succeeds" 60 bash -c "[ \"\$(psql '$PALISADE_PG' -XAtqc 'select state from triggers where id = $tid')\" = succeeded ]"
 expect_eq "the sink stored the key whole: the one the attempt recorded" "1000|1" \
 	"$(sql "select length(e.idempotency_key), count(*) from sink_effects e join attempt_ledger a on a.idempotency_key = e.idempotency_key where a.trigger_id = $tid group by 1")"

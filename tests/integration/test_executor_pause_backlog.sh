@@ -31,14 +31,14 @@ from=$(rfc3339_ago 400); to=$(rfc3339_ago 200)
 expect_exit "backfill 200 instants of the paused job" 0 "$PAL" backfill --job q.paused --from "$from" --to "$to" --reason "backlog"
 start_node w1
 wait_until "shards led" 20 all_shards_led
-backlog=$(sql "select count(*) from triggers where job_id = 'q.paused' and state = 'pending'")
+backlog=$(sql "select count(*) from trigger_jobs where job_id = 'q.paused' and state = 'pending'")
 echo "    figure: paused backlog $backlog pending triggers (claim window 32)"
 check "the paused backlog is deeper than the claim window" [ "$backlog" -gt 32 ]
 "$PAL" trigger --job q.other --reason "must not wait for the paused job" >/dev/null
-done_other() { [ "$(sql "select state from triggers where job_id = 'q.other'")" = succeeded ]; }
+done_other() { [ "$(sql "select state from trigger_jobs where job_id = 'q.other'")" = succeeded ]; }
 wait_until "the tenant's other job runs while the paused backlog waits" 15 done_other
-expect_eq "nothing of the paused job was claimed" 0 "$(sql "select count(*) from attempt_ledger a join triggers t on t.id = a.trigger_id where t.job_id = 'q.paused'")"
+expect_eq "nothing of the paused job was claimed" 0 "$(sql "select count(*) from attempt_ledger a join trigger_jobs t on t.id = a.trigger_id where t.job_id = 'q.paused'")"
 expect_exit "resume q.paused" 0 "$PAL" resume --job q.paused --reason "drain the backlog"
-drained() { [ "$(sql "select count(*) from triggers where job_id = 'q.paused' and state = 'succeeded'")" -ge "$backlog" ]; }
+drained() { [ "$(sql "select count(*) from trigger_jobs where job_id = 'q.paused' and state = 'succeeded'")" -ge "$backlog" ]; }
 wait_until "after resume the backlog drains" 60 drained
 finish

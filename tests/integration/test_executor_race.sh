@@ -50,7 +50,7 @@ wait_until "shards led" 20 all_shards_led
 # psql process per sample stretched the 20 s to ~120 s on a loaded box).
 # A replaced run is `cancelling` until its call returns (and ends `succeeded`
 # if that call won), so replacements are seen while they happen.
-sample="select count(*) filter (where state = 'running' and lease_until > clock_timestamp()), count(*) filter (where state in ('cancelling', 'cancelled') or last_error_class = 'replaced') from triggers where job_id = 'race.replace'"
+sample="select count(*) filter (where state = 'running' and lease_until > clock_timestamp()), count(*) filter (where state in ('cancelling', 'cancelled') or last_error_class = 'replaced') from trigger_jobs where job_id = 'race.replace'"
 read -r n_samples worst_replace replaced_seen <<<"$(sql_samples 400 0.05 "$sample" |
 	awk -F'|' 'NF == 2 { s++; if ($1 > n) n = $1; if ($2 > c) c = $2 } END { print s + 0, n + 0, c + 0 }')"
 expect_eq "the replace rule was sampled 400 times" 400 "$n_samples"
@@ -59,7 +59,7 @@ expect_eq "the replace rule was sampled 400 times" 400 "$n_samples"
 # that were open at once (claim to end; an open attempt counts until now).
 peak() {
 	sql "with a as (select a.claimed_at, coalesce(a.ended_at, clock_timestamp()) as ended_at
-	        from attempt_ledger a join triggers t on t.id = a.trigger_id where $1),
+	        from attempt_ledger a join trigger_jobs t on t.id = a.trigger_id where $1),
 	      ev as (select claimed_at as at, 1 as d from a union all select ended_at, -1 from a)
 	     select coalesce(max(n), 0) from (select sum(d) over (order by at, d rows unbounded preceding) as n from ev) x"
 }

@@ -41,8 +41,8 @@ expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml
 start_node ctl --roles controller
 wait_until "shards led" 20 all_shards_led
 
-fence_of() { sql "select fence from triggers where job_id = 'stale.$1'"; }
-state_of() { sql "select state from triggers where job_id = 'stale.$1'"; }
+fence_of() { sql "select fence from trigger_jobs where job_id = 'stale.$1'"; }
+state_of() { sql "select state from trigger_jobs where job_id = 'stale.$1'"; }
 effects() { sql "select count(*) from sink_effects where idempotency_key like 'stale.$1/%'"; }
 
 # ---- 1. a late request: refused by the sink ------------------------------------
@@ -65,7 +65,7 @@ expect_eq "one effect for the key" 1 "$(effects late-request)"
 expect_eq "the effect carries the newer token" "$new_fence" \
 	"$(sql "select fence from sink_effects where idempotency_key like 'stale.late-request/%'")"
 expect_eq "the trigger stays succeeded under the newer token" "succeeded $new_fence" \
-	"$(sql "select state || ' ' || fence from triggers where job_id = 'stale.late-request'")"
+	"$(sql "select state || ' ' || fence from trigger_jobs where job_id = 'stale.late-request'")"
 stop_node new
 stop_node old
 
@@ -88,7 +88,7 @@ check "the refusal was logged" grep -q '"event":"executor.result_fenced"' "$NODE
 expect_eq "the old attempt is recorded as 'fenced'" fenced \
 	"$(sql "select outcome from attempt_ledger where fence = $old_fence")"
 expect_eq "the trigger stays succeeded under the newer token" "succeeded $new_fence" \
-	"$(sql "select state || ' ' || fence from triggers where job_id = 'stale.late-response'")"
+	"$(sql "select state || ' ' || fence from trigger_jobs where job_id = 'stale.late-response'")"
 expect_eq "one effect for the key" 1 "$(effects late-response)"
 echo "    figure: stale-token rejections: at the sink $(sink_stat stale), at the database $(sql "select count(*) from attempt_ledger where outcome = 'fenced'")"
 check "the drill switch was logged" grep -q '"event":"executor.fault_injection"' "$NODE_DIR/old.log"

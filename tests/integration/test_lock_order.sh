@@ -36,7 +36,7 @@ expect_eq "no deadlock between renewal and commit in $ROUNDS rounds" 0 "$(kv dea
 expect_eq "no other error" 0 "$(kv other_errors)"
 expect_eq "every trigger committed once" $((ROUNDS * 2000)) "$(kv committed)"
 expect_eq "every trigger succeeded" $((ROUNDS * 2000)) \
-	"$(sql "SELECT count(*) FROM triggers WHERE job_id = 'lock.job' AND state = 'succeeded'")"
+	"$(sql "SELECT count(*) FROM trigger_jobs WHERE job_id = 'lock.job' AND state = 'succeeded'")"
 # A renewal over rows another transaction holds: returned at once (the
 # probe would hang otherwise), those rows busy and not extended.
 bc=$(grep '^busy_check' <<<"$out")

@@ -36,9 +36,9 @@ wait_until "shards led" 20 all_shards_led
 
 # T1: the first of three consecutive scheduled instants that succeeded.
 first_of_three() {
-	sql "SELECT to_char(t.scheduled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM triggers t
+	sql "SELECT to_char(t.scheduled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM trigger_jobs t
 	     WHERE t.job_id = '$J' AND t.source = 'schedule' AND t.state = 'succeeded'
-	       AND (SELECT count(*) FROM triggers u WHERE u.job_id = '$J' AND u.source = 'schedule'
+	       AND (SELECT count(*) FROM trigger_jobs u WHERE u.job_id = '$J' AND u.source = 'schedule'
 	              AND u.state = 'succeeded' AND u.scheduled_at IN (t.scheduled_at + interval '1 s', t.scheduled_at + interval '2 s')) = 2
 	     ORDER BY t.scheduled_at LIMIT 1"
 }
@@ -55,7 +55,7 @@ echo "  -- trigger --at an instant that ran, with --new-effect"
 expect_exit "trigger --at $T1 --new-effect --request-id RERUN-1" 0 \
 	"$PAL" trigger --job "$J" --at "$T1" --new-effect --request-id RERUN-1 --reason "re-run" --config "$CLUSTER_CONF"
 # done_rid RID: request RID planned triggers and every one of them succeeded.
-done_rid() { [ "$(sql "SELECT count(*) > 0 AND bool_and(state = 'succeeded') FROM triggers WHERE job_id = '$J' AND request_id = '$1'")" = t ]; }
+done_rid() { [ "$(sql "SELECT count(*) > 0 AND bool_and(state = 'succeeded') FROM trigger_jobs WHERE job_id = '$J' AND request_id = '$1'")" = t ]; }
 wait_until "the manual run succeeded" 20 done_rid RERUN-1
 expect_eq "the service applied it under a second key (template + / + request id)" \
 	"$J/$T1/0 $J/$T1/0/RERUN-1" "$(keys_at "$T1")"
