@@ -70,11 +70,11 @@ start_node n1
 wait_until "shards led" 20 all_shards_led || { finish; exit 1; }
 
 # planning poisoned fails (its rows are refused): the controller quarantines it
-sql "alter table triggers add constraint it_poison check (job_id <> 'poisoned') not valid" >/dev/null
+sql "alter table triggers add constraint it_poison check (job_ref <> $(sql "select ref from jobs where job_id = 'poisoned'")) not valid" >/dev/null
 wait_until "poisoned is quarantined" 20 eval '[ "$(sql "select count(*) from quarantine where job_id = '\''poisoned'\''")" = 1 ]'
 sql "alter table triggers drop constraint it_poison" >/dev/null
 
-state_of() { sql "select string_agg(state, ',' order by id) from triggers where job_id = '$1' and source = 'manual'"; }
+state_of() { sql "select string_agg(state, ',' order by id) from trigger_jobs where job_id = '$1' and source = 'manual'"; }
 sink_faults '{"error_rate": 1}'
 "$PAL" trigger --config "$CLUSTER_CONF" --job flaky --reason "fails" >/dev/null
 wait_until "flaky fails (the sink answers 503)" 15 eval '[ "$(state_of flaky)" = failed ]'
@@ -89,12 +89,12 @@ wait_until "flaky succeeds again" 15 eval '[ "$(state_of flaky)" = failed,succee
 "$PAL" trigger --config "$CLUSTER_CONF" --job quiet --reason "fails silently" >/dev/null
 wait_until "quiet fails" 15 eval '[ "$(state_of quiet)" = failed ]'
 wait_until "held holds instants past the misfire threshold" 15 eval \
-	'[ "$(sql "select count(*) from triggers where job_id = '\''held'\'' and state = '\''pending'\'' and scheduled_at < now() - interval '\''6 seconds'\''")" -ge 1 ]'
+	'[ "$(sql "select count(*) from trigger_jobs where job_id = '\''held'\'' and state = '\''pending'\'' and scheduled_at < now() - interval '\''6 seconds'\''")" -ge 1 ]'
 "$PAL" resume --config "$CLUSTER_CONF" --job held --reason "notify test" >/dev/null
 wait_until "the held instants past the threshold are misfires" 15 eval \
 	'[ "$(sql "select count(*) from misfires where job_id = '\''held'\'' and reason = '\''paused'\''")" -ge 1 ]'
 wait_until "doomed has failed at least twice" 15 eval \
-	'[ "$(sql "select count(*) from triggers where job_id = '\''doomed'\'' and state = '\''failed'\''")" -ge 2 ]'
+	'[ "$(sql "select count(*) from trigger_jobs where job_id = '\''doomed'\'' and state = '\''failed'\''")" -ge 2 ]'
 
 expect_eq "nothing delivered while the receiver is down" 0 "$(sql "select count(*) from notifications where delivered_at is not null")"
 expect_eq "... though deliveries were tried, and failed to connect" t \
@@ -107,14 +107,14 @@ expect_eq "the outbox keeps the secret's reference, never its value" "0|1" \
 python3 tests/integration/webhook_receiver.py --port "$HOOK_PORT" --log "$HOOK_LOG" --fail-for 3 &
 HOOK_PID=$!
 WAIT_STEP=0.2 wait_until "the receiver answered 500 at least once" 15 grep -q '"status": 500' "$HOOK_LOG"
-ended() { [ "$(sql "select count(*) from triggers where job_id = 'doomed' and state not in ('failed', 'succeeded')")" = 0 ] &&
-	[ "$(sql "select max(scheduled_at) < now() - interval '2 seconds' from triggers where job_id = 'doomed'")" = t ]; }
+ended() { [ "$(sql "select count(*) from trigger_jobs where job_id = 'doomed' and state not in ('failed', 'succeeded')")" = 0 ] &&
+	[ "$(sql "select max(scheduled_at) < now() - interval '2 seconds' from trigger_jobs where job_id = 'doomed'")" = t ]; }
 wait_until "doomed has ended (its schedule's end)" 20 ended
 all_delivered() { [ "$(sql "select count(*) from notifications where delivered_at is null")" = 0 ]; }
 wait_until "every notification delivered" 20 all_delivered
 
 events=$(sql "select event || '=' || count(*) from notifications group by event order by event" | paste -sd' ')
-doomed_failed=$(sql "select count(*) from triggers where job_id = 'doomed' and state = 'failed'")
+doomed_failed=$(sql "select count(*) from trigger_jobs where job_id = 'doomed' and state = 'failed'")
 expect_eq "one failed event per failed trigger of doomed" "$doomed_failed" "$(sql "select count(*) from notifications where job_id = 'doomed' and event = 'failed'")"
 expect_eq "flaky: one failed, one recovered (not one per success)" "failed recovered" "$(sql "select string_agg(event, ' ' order by id) from notifications where job_id = 'flaky'")"
 expect_eq "slow: one manual" "manual" "$(sql "select string_agg(event, ' ') from notifications where job_id = 'slow'")"
@@ -129,7 +129,7 @@ expect_eq "every request's signature verified with the secret" "true" "$(jq -s '
 expect_eq "every Idempotency-Key is the webhook-id" "true" "$(jq -s 'all(.key == .id)' "$HOOK_LOG")"
 expect_eq "some notifications were delivered again after a 500 (same id)" "true" \
 	"$(jq -s '[.[] | select(.status == 500) | .id] as $r | [.[] | select(.status == 200) | .id] as $o | any($r[]; . as $x | $o | index($x))' "$HOOK_LOG")"
-tid=$(sql "select id from triggers where job_id = 'flaky' and state = 'failed'")
+tid=$(sql "select id from trigger_jobs where job_id = 'flaky' and state = 'failed'")
 body=$(jq -c "select(.status == 200 and .body.data.event == \"failed\" and .body.data.job == \"flaky\") | .body" "$HOOK_LOG" | head -1)
 expect_eq "a failed event's body: job, trigger, instant, state, error class, attempts, console page (absolute: admin.public_url)" \
 	"palisade.job.failed flaky $tid true failed true 1 https://palisade.example.com/ops/console/job?id=flaky" \

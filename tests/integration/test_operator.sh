@@ -212,7 +212,7 @@ expect_exit "the guard refuses re-opening a cancelled trigger (G7)" 1 sql "UPDAT
 expect_exit "the guard refuses cancelling -> running (G7)" 1 sql "UPDATE triggers SET state = 'running' WHERE id = $C2"
 
 # --job: all non-terminal triggers of the job, reported per state.
-fresh_job_triggers=$(sql "SELECT count(*) FROM triggers WHERE job_id = 'billing.ledger' AND state NOT IN ('succeeded','failed','cancelled','skipped')")
+fresh_job_triggers=$(sql "SELECT count(*) FROM trigger_jobs WHERE job_id = 'billing.ledger' AND state NOT IN ('succeeded','failed','cancelled','skipped')")
 J1=$(mk billing.ledger pending); J2=$(mk billing.ledger retry_wait); J3=$(mk billing.ledger running)
 J4=$(mk billing.ledger unknown); J5=$(mk billing.ledger succeeded)
 expect_exit "cancel --job" 0 "$PAL" cancel --job billing.ledger --reason "decommission" --output json
@@ -265,7 +265,7 @@ RID=$(echo "$OUT" | python3 -c 'import json,sys; print(json.load(sys.stdin)["req
 expect_match "a generated request id is a UUID v4" "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$" "$RID"
 expect_eq "one manual trigger per partition, pending, latest version, due now" "2|manual|pending|1|t" \
 	"$(sql "SELECT count(*), min(source), min(state), min(version), bool_and(due_at = scheduled_at AND scheduled_at > now() - interval '1 minute') FROM triggers WHERE request_id = '$RID'")"
-expect_eq "tenant and group copied from the job" "billing|batch" "$(sql "SELECT DISTINCT tenant || '|' || resource_group FROM triggers WHERE request_id = '$RID'")"
+expect_eq "tenant and group copied from the job" "billing|batch" "$(sql "SELECT DISTINCT tenant || '|' || resource_group FROM trigger_jobs WHERE request_id = '$RID'")"
 expect_eq "audited with the request id" "alice@ops|customer asked|$RID" "$(sql "SELECT actor, reason, details->>'request_id' FROM audit_log WHERE action = 'trigger' ORDER BY id DESC LIMIT 1")"
 expect_exit "trigger with --request-id and --at" 0 "$PAL" trigger --job billing.invoices --request-id rerun-42 --at 2026-03-01T00:00:00Z --reason "rerun"
 expect_match "prints the trigger ids" "triggers: [0-9]+ [0-9]+" "$OUT"
@@ -305,7 +305,7 @@ expect_exit "an instant without unknown outcomes needs no flag" 0 "$PAL" trigger
 echo "  -- backfill (G2)"
 expect_exit "backfill one hour of a 5-minute job" 0 "$PAL" backfill --job ops.heartbeat --from 2026-01-01T00:00:00Z --to 2026-01-01T01:00:00Z --request-id bf-1 --reason "outage 2026-01-01"
 expect_eq "13 instants (both ends included), one request id, source backfill" "13|1|backfill" \
-	"$(sql "SELECT count(*), count(DISTINCT request_id), min(source) FROM triggers WHERE job_id = 'ops.heartbeat' AND request_id = 'bf-1'")"
+	"$(sql "SELECT count(*), count(DISTINCT request_id), min(source) FROM trigger_jobs WHERE job_id = 'ops.heartbeat' AND request_id = 'bf-1'")"
 expect_eq "audited with the count" "13|13" "$(sql "SELECT details->>'instants', details->>'inserted' FROM audit_log WHERE action = 'backfill' ORDER BY id DESC LIMIT 1")"
 expect_exit "the same backfill again" 0 "$PAL" backfill --job ops.heartbeat --from 2026-01-01T00:00:00Z --to 2026-01-01T01:00:00Z --request-id bf-1 --reason "again"
 expect_match "creates nothing new" "0 triggers created, 13 already existed" "$OUT"
@@ -397,7 +397,7 @@ expect_eq "3 rows, newest first" "3|True" "$(echo "$OUT" | python3 -c 'import js
 expect_eq "with the documented fields" "attempt_count fence id job_id last_error_class lease_owner lease_until partition request_id scheduled_at source state trace_id version" \
 	"$(echo "$OUT" | python3 -c 'import json,sys; print(" ".join(sorted(json.load(sys.stdin)[0].keys())))')"
 expect_exit "triggers --state cancelling" 0 "$PAL" triggers --job ops.heartbeat --state cancelling --limit 1000 --output json
-expect_eq "only cancelling ones" "$(sql "SELECT count(*) FROM triggers WHERE job_id = 'ops.heartbeat' AND state = 'cancelling'")|cancelling" \
+expect_eq "only cancelling ones" "$(sql "SELECT count(*) FROM trigger_jobs WHERE job_id = 'ops.heartbeat' AND state = 'cancelling'")|cancelling" \
 	"$(echo "$OUT" | python3 -c 'import json,sys; j=json.load(sys.stdin); print(len(j), "|".join(sorted({x["state"] for x in j})), sep="|")')"
 expect_exit "triggers --since" 0 "$PAL" triggers --job ops.heartbeat --since 2026-01-01T00:30:00Z --limit 1000 --output json
 expect_eq "only instants at or after --since" "True" "$(echo "$OUT" | python3 -c 'import json,sys; print(all(x["scheduled_at"] >= "2026-01-01T00:30:00Z" for x in json.load(sys.stdin)))')"

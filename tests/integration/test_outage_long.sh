@@ -42,10 +42,10 @@ while IFS='|' read -r s w; do W[$s]=$w; done < <(sql "select shard_id, extract(e
 
 RESTART=$(date +%s)
 start_node l1
-current() { [ "$(sql "select count(distinct job_id) from triggers where source = 'schedule' and scheduled_at >= to_timestamp($RESTART)")" = $N ]; }
+current() { [ "$(sql "select count(distinct job_id) from trigger_jobs where source = 'schedule' and scheduled_at >= to_timestamp($RESTART)")" = $N ]; }
 # Generous bound: the machine is shared; the figure printed below is what counts.
 wait_until "every job has a current instant planned after the restart" 120 current
-FIRST=$(( $(sql "select extract(epoch from max(created_at))::bigint from (select job_id, min(created_at) created_at from triggers where source = 'schedule' and scheduled_at >= to_timestamp($RESTART) group by job_id) f") - RESTART ))
+FIRST=$(( $(sql "select extract(epoch from max(created_at))::bigint from (select job_id, min(created_at) created_at from trigger_jobs where source = 'schedule' and scheduled_at >= to_timestamp($RESTART) group by job_id) f") - RESTART ))
 recorded() { [ "$(sql "select count(distinct job_id) from misfires where reason = 'outside_window'")" = $N ]; }
 wait_until "the catch-up of every job is recorded" 60 recorded
 sleep 2
@@ -67,8 +67,8 @@ good=$(sql "with m as (select job_id,
      min(count) filter (where reason = 'over_max_catchup') cc
    from misfires group by job_id),
  k as (select job_id, count(*) n, extract(epoch from min(scheduled_at))::bigint f, extract(epoch from max(scheduled_at))::bigint t
-   from triggers where source = 'catchup' group by job_id),
- s as (select job_id, extract(epoch from min(scheduled_at))::bigint f from triggers
+   from trigger_jobs where source = 'catchup' group by job_id),
+ s as (select job_id, extract(epoch from min(scheduled_at))::bigint f from trigger_jobs
    where source = 'schedule' and scheduled_at > to_timestamp($RESTART) - interval '5 minutes' group by job_id)
  select count(*) from m join k using (job_id) join s using (job_id) join jobs j using (job_id)
  where m.of = (array[${W[0]}, ${W[1]}, ${W[2]}, ${W[3]}])[j.shard + 1] + 1 and m.oc = m.ot - m.of + 1

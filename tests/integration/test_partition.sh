@@ -91,5 +91,5 @@ expect_exit "verify: no instant missing or doubled across the partition" 0 "$PAL
 expect_eq "no idempotency key has more than one effect" 0 \
 	"$(sql "select count(*) from (select idempotency_key from sink_ledger group by 1 having count(*) > 1) d")"
 expect_eq "no plan key has more than one trigger" 0 \
-	"$(sql "select count(*) from (select 1 from triggers where source = 'schedule' group by job_id, scheduled_at, partition having count(*) > 1) d")"
+	"$(sql "select count(*) from (select 1 from trigger_jobs where source = 'schedule' group by job_id, scheduled_at, partition having count(*) > 1) d")"
 finish

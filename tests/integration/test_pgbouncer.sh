@@ -108,7 +108,7 @@ check "the window holds the load (at least 60 x 15 triggers)" [ "$n_trig" -ge 90
 expect_eq "no idempotency key has more than one effect (sink_ledger)" 0 \
 	"$(sql "select count(*) from (select idempotency_key from sink_ledger group by idempotency_key having count(*) > 1) d")"
 expect_eq "every trigger's key has its effect at the sink" 0 \
-	"$(sql "select count(*) from triggers t where t.scheduled_at between '$T0' and '$T1' and not exists (select 1 from sink_effects e where e.idempotency_key = t.job_id || '/' || to_char(t.scheduled_at at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') || '/' || t.partition)")"
+	"$(sql "select count(*) from trigger_jobs t where t.scheduled_at between '$T0' and '$T1' and not exists (select 1 from sink_effects e where e.idempotency_key = t.job_id || '/' || to_char(t.scheduled_at at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') || '/' || t.partition)")"
 expect_exit "verify: no instant missing or doubled, no effect doubled at the sink" 0 \
 	"$PAL" verify --from "$T0" --to "$T1" --sink-pg "$DIRECT"
 echo "    $OUT" | head -2

@@ -33,7 +33,7 @@ start_node r1
 wait_until "shards led" 20 all_shards_led
 expect_exit "a manual run of flaky" 0 "$PAL" trigger --config "$CLUSTER_CONF" --job flaky --reason "report test"
 expect_exit "a manual run of doomed" 0 "$PAL" trigger --config "$CLUSTER_CONF" --job doomed --reason "report test"
-doomed_failed() { [ "$(sql "select state from triggers where job_id = 'doomed'")" = failed ]; }
+doomed_failed() { [ "$(sql "select state from trigger_jobs where job_id = 'doomed'")" = failed ]; }
 wait_until "doomed fails on its two attempts" 30 doomed_failed
 sink_faults '{"error_rate": 0}'
 cat >>"$NODE_DIR/jobs.yaml" <<YAML
@@ -43,21 +43,21 @@ cat >>"$NODE_DIR/jobs.yaml" <<YAML
     target: {url: "http://$SINK_ADDR/effects/steady", timeout: 2s}
 YAML
 expect_exit "apply steady" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
-flaky_ok() { [ "$(sql "select state from triggers where job_id = 'flaky'")" = succeeded ]; }
+flaky_ok() { [ "$(sql "select state from trigger_jobs where job_id = 'flaky'")" = succeeded ]; }
 wait_until "flaky succeeds" 30 flaky_ok
-steady_ran() { [ "$(sql "select count(*) from triggers where job_id = 'steady' and state = 'succeeded'")" -ge 3 ]; }
+steady_ran() { [ "$(sql "select count(*) from trigger_jobs where job_id = 'steady' and state = 'succeeded'")" -ge 3 ]; }
 wait_until "steady ran three instants" 30 steady_ran
 sleep 2
 # up to an instant whose triggers have all finished
-TO=$(sql "select to_char(max(scheduled_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') from triggers where job_id = 'steady' and state = 'succeeded'")
+TO=$(sql "select to_char(max(scheduled_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') from trigger_jobs where job_id = 'steady' and state = 'succeeded'")
 TO=$(date -u -d "$TO" +%s); TO=$(date -u -d "@$((TO + 1))" +%Y-%m-%dT%H:%M:%SZ)
 # manual runs are planned at the time of the command: inside [FROM, TO)
 rep=$("$PAL" report cost --config "$CLUSTER_CONF" --from "$FROM" --to "$TO" --output json)
 expect_eq "report cost exits 0" 0 $?
 job() { jq -c ".jobs[] | select(.job_id == \"$1\")" <<<"$rep"; }
-raw() { sql "select $1 from triggers t left join attempt_ledger a on a.trigger_id = t.id where t.scheduled_at >= '$FROM' and t.scheduled_at < '$TO' ${2:+and $2}"; }
+raw() { sql "select $1 from trigger_jobs t left join attempt_ledger a on a.trigger_id = t.id where t.scheduled_at >= '$FROM' and t.scheduled_at < '$TO' ${2:+and $2}"; }
 
-fa=$(sql "select count(*) from attempt_ledger a join triggers t on t.id = a.trigger_id where t.job_id = 'flaky'")
+fa=$(sql "select count(*) from attempt_ledger a join trigger_jobs t on t.id = a.trigger_id where t.job_id = 'flaky'")
 check "flaky took more than one attempt ($fa)" test "$fa" -ge 2
 expect_eq "flaky: one trigger, succeeded, attempts as the ledger has them" "1 1 $fa $((fa - 1)) $fa" \
 	"$(job flaky | jq -r '"\(.triggers) \(.succeeded) \(.attempts) \(.retries) \(.calls)"')"
@@ -89,14 +89,14 @@ expect_exit "two scopes: 64" 64 "$PAL" report cost --config "$CLUSTER_CONF" --fr
 
 # shadow instants are planned, never called: no work, not counted
 expect_exit "steady in shadow" 0 "$PAL" shadow --config "$CLUSTER_CONF" --job steady --reason "report test"
-shadowed() { [ "$(sql "select count(*) from triggers where job_id = 'steady' and state = 'shadow' and scheduled_at < now() - interval '1 second'")" -ge 2 ]; }
+shadowed() { [ "$(sql "select count(*) from trigger_jobs where job_id = 'steady' and state = 'shadow' and scheduled_at < now() - interval '1 second'")" -ge 2 ]; }
 wait_until "steady has past shadow instants" 20 shadowed
-SF=$(sql "select to_char(min(scheduled_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') from triggers where job_id = 'steady' and state = 'shadow'")
+SF=$(sql "select to_char(min(scheduled_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') from trigger_jobs where job_id = 'steady' and state = 'shadow'")
 ST=$(date -u -d "@$(( $(date +%s) - 1 ))" +%Y-%m-%dT%H:%M:%SZ)
-check "... some in the range" test "$(sql "select count(*) from triggers where job_id = 'steady' and scheduled_at >= '$SF' and scheduled_at < '$ST' and state = 'shadow'")" -ge 1
+check "... some in the range" test "$(sql "select count(*) from trigger_jobs where job_id = 'steady' and scheduled_at >= '$SF' and scheduled_at < '$ST' and state = 'shadow'")" -ge 1
 sh=$("$PAL" report cost --config "$CLUSTER_CONF" --from "$SF" --to "$ST" --job steady --output json)
 expect_eq "a range of shadow instants: the report counts only the others" \
-	"$(sql "select count(*) from triggers where job_id = 'steady' and scheduled_at >= '$SF' and scheduled_at < '$ST' and state <> 'shadow'")" \
+	"$(sql "select count(*) from trigger_jobs where job_id = 'steady' and scheduled_at >= '$SF' and scheduled_at < '$ST' and state <> 'shadow'")" \
 	"$(jq -r '.total.triggers' <<<"$sh")"
 echo "    figure: took $(($(date +%s) - T_START)) s"
 finish

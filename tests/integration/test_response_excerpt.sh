@@ -35,10 +35,10 @@ wait_until "shards led" 20 all_shards_led
 for j in cut whole none; do
 	"$PAL" trigger --config "$CLUSTER_CONF" --job "resp.$j" --reason "excerpt test" >/dev/null
 done
-settled() { [ "$(sql "select count(*) from triggers where job_id like 'resp.%' and state = 'succeeded'")" = 3 ]; }
+settled() { [ "$(sql "select count(*) from trigger_jobs where job_id like 'resp.%' and state = 'succeeded'")" = 3 ]; }
 wait_until "the three triggers succeed" 30 settled
-tid() { sql "select id from triggers where job_id = 'resp.$1'"; }
-row() { sql "select $2 from attempt_responses r join triggers t on t.id = r.trigger_id where t.job_id = 'resp.$1'"; }
+tid() { sql "select id from trigger_jobs where job_id = 'resp.$1'"; }
+row() { sql "select $2 from attempt_responses r join trigger_jobs t on t.id = r.trigger_id where t.job_id = 'resp.$1'"; }
 
 expect_eq "cut: exactly keep_body (1000) bytes kept" 1000 "$(row cut 'length(body)')"
 expect_eq "cut: flagged truncated (the answer had 10000)" t "$(row cut truncated)"

@@ -60,7 +60,7 @@ T1=$(iso $((S + 13)))
 settled() { [ "$(sql "select count(*) from triggers where scheduled_at <= '$T1' and state <> 'succeeded'")" = 0 ]; }
 wait_until "the window's triggers succeeded" 20 settled
 
-at_of() { sql "select string_agg(extract(epoch from scheduled_at)::bigint::text, ' ' order by scheduled_at) from triggers where job_id = '$1' and scheduled_at <= '$T1'"; }
+at_of() { sql "select string_agg(extract(epoch from scheduled_at)::bigint::text, ' ' order by scheduled_at) from trigger_jobs where job_id = '$1' and scheduled_at <= '$T1'"; }
 expect_eq "every 3s from start until end: its four instants" \
 	"$S $((S + 3)) $((S + 6)) $((S + 9))" "$(at_of sf.every.job-1)"
 expect_eq "at: its one instant" "$AT" "$(at_of sf.at.job-1)"
@@ -79,9 +79,9 @@ for j in 1 2; do
 	done
 	check "spread and jitter keep sf.spread.job-$j in its windows, in order ($got)" [ "$ok" = 1 ] && [ "$k" -ge 2 ]
 done
-expect_eq "the spent jobs planned nothing" 0 "$(sql "select count(*) from triggers where job_id like 'sf.past%'")"
+expect_eq "the spent jobs planned nothing" 0 "$(sql "select count(*) from trigger_jobs where job_id like 'sf.past%'")"
 expect_eq "every planned instant fired exactly once" 0 \
-	"$(sql "select count(*) from (select job_id, scheduled_at from triggers where scheduled_at <= '$T1' group by 1, 2 having count(*) > 1 or bool_or(state <> 'succeeded')) d")"
+	"$(sql "select count(*) from (select job_id, scheduled_at from trigger_jobs where scheduled_at <= '$T1' group by 1, 2 having count(*) > 1 or bool_or(state <> 'succeeded')) d")"
 expect_exit "verify (recomputing spread, jitter and H) is clean, the sink's ledger included" 0 \
 	"$PAL" verify --from "$T0" --to "$T1" --sink-pg "$PALISADE_PG"
 echo "    $OUT" | head -1

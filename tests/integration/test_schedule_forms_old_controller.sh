@@ -40,13 +40,13 @@ quarantined() { [ "$(sql "select count(*) from quarantine where job_id in ('so.e
 wait_until "it quarantines the every and spread jobs" 15 quarantined
 sleep 4
 expect_eq "and plans none of their instants" 0 \
-	"$(sql "select count(*) from triggers where job_id in ('so.every.job-1', 'so.spread.job-1')")"
+	"$(sql "select count(*) from trigger_jobs where job_id in ('so.every.job-1', 'so.spread.job-1')")"
 expect_match "saying why in its log" '"event":"controller.bad_job".*so.every.job-1' "$(cat "$NODE_DIR/o1.log")"
 H_CRON=$(sql "select cron from job_versions where job_id = 'so.hash.job-1'")
 H0=${H_CRON%%-*}
-off_grid=$(sql "select count(*) from triggers where job_id = 'so.hash.job-1' and
+off_grid=$(sql "select count(*) from trigger_jobs where job_id = 'so.hash.job-1' and
 	(extract(epoch from scheduled_at)::bigint % 60 - $H0) % 3 <> 0")
-n_h=$(sql "select count(*) from triggers where job_id = 'so.hash.job-1'")
+n_h=$(sql "select count(*) from trigger_jobs where job_id = 'so.hash.job-1'")
 check "it plans the H job ($H_CRON) on this release's instants ($n_h planned, $off_grid off the grid)" \
 	[ "$n_h" -ge 2 ] && [ "$off_grid" = 0 ]
 stop_node o1
@@ -54,11 +54,11 @@ stop_node o1
 start_node n1
 wait_until "this release's node leads" 20 all_shards_led
 expect_exit "release the every job" 0 "$PAL" release so.every.job-1 --reason "rolled to this release"
-every_planned() { [ "$(sql "select count(*) from triggers where job_id = 'so.every.job-1'")" -ge 2 ]; }
+every_planned() { [ "$(sql "select count(*) from trigger_jobs where job_id = 'so.every.job-1'")" -ge 2 ]; }
 wait_until "this release plans it" 20 every_planned
 ACT=$(sql "select floor(extract(epoch from effective_from))::bigint from job_versions where job_id = 'so.every.job-1'")
 expect_eq "every 2 s from its activation" 0 \
-	"$(sql "select count(*) from triggers where job_id = 'so.every.job-1' and (extract(epoch from scheduled_at)::bigint - $ACT) % 2 <> 0")"
+	"$(sql "select count(*) from trigger_jobs where job_id = 'so.every.job-1' and (extract(epoch from scheduled_at)::bigint - $ACT) % 2 <> 0")"
 stop_node n1
 echo "    took $(($(date +%s) - T_START)) s"
 finish
