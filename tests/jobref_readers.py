@@ -20,7 +20,9 @@ Each text is cut into statements at ';'.  In a statement, the names bound
 to triggers (`FROM triggers t`, `JOIN triggers AS t`, `UPDATE triggers t`,
 `, triggers t`) are its aliases; a read is `alias.job_id`,
 `alias.resource_group`, `triggers.job_id`, ..., or a bare `job_id` /
-`resource_group` in a statement whose only table is triggers, unaliased.
+`resource_group` in a statement whose only table is triggers, unaliased;
+in a trigger on triggers (its WHEN clause) and the function it runs,
+`NEW.job_id`, `OLD.resource_group`, ... too.
 The column lists and conflict targets of INSERT INTO triggers are writers
 (not looked at here).  A read is named `WHERE ALIAS.COLUMN`, WHERE the
 function or view, or the .c file.
@@ -104,23 +106,29 @@ def statements(text):
 
 
 def db_texts(conn):
-    """(name, text) of every function body and view of CONNINFO."""
+    """(name, text, row) of every function body, view and trigger of
+    CONNINFO; row: the text sees a trigger row as NEW or OLD (a trigger on
+    triggers, or the function it runs)."""
     q = r"""
-SELECT p.proname, pg_get_functiondef(p.oid) FROM pg_proc p
+SELECT p.proname, EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgfoid = p.oid
+         AND t.tgrelid = 'triggers'::regclass), pg_get_functiondef(p.oid) FROM pg_proc p
  WHERE p.pronamespace = 'public'::regnamespace AND p.prokind IN ('f', 'p')
    AND NOT EXISTS (SELECT 1 FROM pg_depend e WHERE e.objid = p.oid AND e.deptype = 'e')
 UNION ALL
-SELECT c.relname, pg_get_viewdef(c.oid) FROM pg_class c
+SELECT c.relname, false, pg_get_viewdef(c.oid) FROM pg_class c
  WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('v', 'm')
    AND NOT EXISTS (SELECT 1 FROM pg_depend e WHERE e.objid = c.oid AND e.deptype = 'e')
+UNION ALL
+SELECT t.tgname, true, pg_get_triggerdef(t.oid) FROM pg_trigger t
+ WHERE t.tgrelid = 'triggers'::regclass AND NOT t.tgisinternal
 """
     out = subprocess.run(["psql", conn, "-XAtq", "-v", "ON_ERROR_STOP=1", "-F", "\x01", "-R", "\x02",
                           "-c", q], check=True, capture_output=True, text=True).stdout
     for rec in out.split("\x02"):
         if rec.strip("\n"):
-            name, text = rec.lstrip("\n").split("\x01", 1)
+            name, row, text = rec.lstrip("\n").split("\x01", 2)
             m = re.search(r"AS (\$\w*\$)(.*)\1", text, re.S)
-            yield name, m.group(2) if m else text
+            yield name, m.group(2) if m else text, row == "t"
 
 
 def cpp_flags():
@@ -198,15 +206,18 @@ def c_texts():
                         paths)
         for path, pre in zip(paths, pres):
             for run in literal_runs(pre):
-                yield os.path.relpath(path, ROOT), run
+                yield os.path.relpath(path, ROOT), run, False
 
 
 def found(conn, c=True):
     got = set()
-    for name, text in list(db_texts(conn)) + (list(c_texts()) if c else []):
+    for name, text, row in list(db_texts(conn)) + (list(c_texts()) if c else []):
         for s in statements(text):
             for r in reads(s):
                 got.add("%s %s" % (name, r))
+        if row:
+            for m in re.finditer(r"\b(NEW|OLD)\.(%s)\b" % "|".join(COLS), text, re.I):
+                got.add("%s %s.%s" % (name, m.group(1).upper(), m.group(2)))
     return sorted(got)
 
 
