@@ -182,24 +182,21 @@ def literal_runs(pre):
     return runs
 
 
-def names_triggers(path, depth=1):
-    """Does the file, or a header of the tree it includes, say `triggers`?
-    (Only such files are run through the preprocessor.)"""
-    text = open(path).read()
-    if re.search(r"\btriggers\b", text):
+def has_sql(path):
+    """Is the file one whose strings can be SQL: the store's (whose
+    headers' macros build statements), or one with a literal that says
+    SELECT, UPDATE, INSERT, DELETE, FROM or JOIN?  Only those are run
+    through the preprocessor."""
+    if os.path.relpath(path, ROOT).startswith("src/store/"):
         return True
-    for h in re.findall(r'#include\s+"([^"]+)"', text) if depth else []:
-        for d in (os.path.dirname(path), os.path.join(ROOT, "include")):
-            if os.path.exists(os.path.join(d, h)) and names_triggers(os.path.join(d, h), depth - 1):
-                return True
-    return False
+    return re.search(r'"[^"\n]*\b(?:SELECT|UPDATE|INSERT|DELETE|FROM|JOIN)\b', open(path).read()) is not None
 
 
 def c_texts():
     flags = cpp_flags()
     paths = [os.path.join(d, f) for d, _, files in sorted(os.walk(os.path.join(ROOT, "src")))
              for f in sorted(files) if f.endswith(".c")]
-    paths = [p for p in paths if names_triggers(p)]
+    paths = [p for p in paths if has_sql(p)]
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         pres = pool.map(lambda p: subprocess.run(["cc", "-E"] + flags + [p], check=True,
                                                  capture_output=True, text=True, cwd=ROOT).stdout,
