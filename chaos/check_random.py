@@ -125,7 +125,7 @@ def main():
     R["never_active"] = sum(1 for j in jobs if j not in versions)
     trig = collections.defaultdict(collections.Counter)
     for job, at, part in psql(
-            "select job_id, floor(extract(epoch from scheduled_at))::bigint, partition from triggers"
+            "select job_id, floor(extract(epoch from scheduled_at))::bigint, partition from trigger_jobs"
             " where request_id is null and scheduled_at between to_timestamp(%d) and to_timestamp(%d)" % (t0, t1)):
         trig[job][(int(at), int(part))] += 1
     mis = collections.defaultdict(list)
@@ -166,7 +166,7 @@ def main():
     R["effects_doubled"] = len(d)
     samples["effects_doubled"] += ["%s chunk %s x%s" % tuple(r) for r in d[:10]]
     lost = psql(
-        "select t.id, t.job_id, k.key from triggers t"
+        "select t.id, t.job_id, k.key from trigger_jobs t"
         " cross join lateral (select a.idempotency_key as key from attempt_ledger a where a.trigger_id = t.id"
         "   and a.idempotency_key is not null order by a.fence desc limit 1) k"
         " left join sink_effects e on e.idempotency_key = k.key"
@@ -245,7 +245,7 @@ def main():
     R["manual"] = states.get("manual", 0)
     if R["stuck"]:
         samples["stuck"] += ["%s %s %s %s" % tuple(r) for r in psql(
-            "select id, job_id, state, scheduled_at from triggers where scheduled_at between to_timestamp(%d) and"
+            "select id, job_id, state, scheduled_at from trigger_jobs where scheduled_at between to_timestamp(%d) and"
             " to_timestamp(%d) and state in ('pending','running','retry_wait','unknown','pausing','cancelling','paused')"
             " order by scheduled_at limit 10" % (t0, t1))]
     R["samples_of"] = dict((k, v[:10]) for k, v in samples.items() if v)

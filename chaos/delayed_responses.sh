@@ -94,7 +94,7 @@ FIG[replayed_at_sink]=$(sink_stat replayed)
 # newer attempt superseded.
 FIG[late_committed]=$(sql "select count(*) from triggers t where scheduled_at between '$T0' and '$T1' and exists (select 1 from attempt_ledger b where b.trigger_id = t.id and b.fence > t.fence)")
 FIG[effects_doubled]=$(sql "select count(*) from (select idempotency_key, chunk from sink_ledger group by 1, 2 having count(*) > 1) d")
-FIG[planned_twice]=$(sql "select count(*) from (select 1 from triggers where scheduled_at between '$T0' and '$T1' group by job_id, scheduled_at, partition having count(*) > 1) d")
+FIG[planned_twice]=$(sql "select count(*) from (select 1 from trigger_jobs where scheduled_at between '$T0' and '$T1' group by job_id, scheduled_at, partition having count(*) > 1) d")
 read -r _ _ pconn _ preq _ presp _ plate <<<"$(grep '^stats' "$NODE_DIR/proxy.log" | tail -1 | tr '=' ' ')"
 check "a newer attempt (e3) took over triggers of the stopped executors (${FIG[taken_over]})" [ "${FIG[taken_over]}" -gt 0 ]
 check "late results reached the database fence and were refused (${FIG[fenced_db]} attempts 'fenced')" [ "${FIG[fenced_db]}" -gt 0 ]

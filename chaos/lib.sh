@@ -44,14 +44,14 @@ check_window() {
 		            (select string_agg(a.fence || ':' || coalesce(a.outcome, '-') || '@' || a.node ||
 		                    coalesce('/' || a.error_class, ''), ', ' order by a.fence)
 		               from attempt_ledger a where a.trigger_id = t.id and a.scheduled_at = t.scheduled_at)
-		       from triggers t where scheduled_at between '$t0' and '$t1' and state <> 'succeeded'
+		       from trigger_jobs t where scheduled_at between '$t0' and '$t1' and state <> 'succeeded'
 		      order by t.id limit 10" 2>&1 | sed 's/^/    left: /'
 	fi
 	expect_exit "verify: nothing missing or doubled over the window" 0 "$PAL" verify --from "$t0" --to "$t1"
 	echo "    $(echo "$OUT" | head -1)"
 	FIG[missing]=$(sed -n 's/.* missing=\([0-9]*\).*/\1/p' <<<"$OUT" | head -1)
 	FIG[triggers]=$(sql "select count(*) from triggers where scheduled_at between '$t0' and '$t1'")
-	FIG[planned_twice]=$(sql "select count(*) from (select 1 from triggers where scheduled_at between '$t0' and '$t1' group by job_id, scheduled_at, partition having count(*) > 1) d")
+	FIG[planned_twice]=$(sql "select count(*) from (select 1 from trigger_jobs where scheduled_at between '$t0' and '$t1' group by job_id, scheduled_at, partition having count(*) > 1) d")
 	FIG[effects_doubled]=$(${SINK_SQL:-sql} "select count(*) from (select idempotency_key from sink_ledger group by 1 having count(*) > 1) d")
 	expect_eq "no instant planned twice" 0 "${FIG[planned_twice]}"
 	expect_eq "one effect per key at the sink" 0 "${FIG[effects_doubled]}"

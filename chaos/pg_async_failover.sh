@@ -114,7 +114,7 @@ FIG[lag_bytes]=$(psql "$OLD_PG" -XAtqc "select coalesce(max(pg_wal_lsn_diff(pg_c
 FIG[patroni_lag_bytes]=$(curl -s --max-time 2 "http://127.0.0.1:$(awk -v i="$old" '$1 == i { print $3 }' "$HA_STATE/pgha.ports")/cluster" |
 	python3 -c 'import json,sys; print(max([m.get("lag", 0) if isinstance(m.get("lag", 0), int) else 0 for m in json.load(sys.stdin)["members"]] or [0]))' 2>/dev/null || echo null)
 snap() { # snap CONNINFO PREFIX: the window's triggers and attempts, as the member has them
-	psql "$1" -XAtq -F' ' -c "select id, job_id, to_char(scheduled_at at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'), partition, state, coalesce(fence, 0), (extract(epoch from created_at) * 1000000)::bigint from triggers where scheduled_at >= '$T0' order by id" >"$NODE_DIR/$2.triggers"
+	psql "$1" -XAtq -F' ' -c "select id, job_id, to_char(scheduled_at at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'), partition, state, coalesce(fence, 0), (extract(epoch from created_at) * 1000000)::bigint from trigger_jobs where scheduled_at >= '$T0' order by id" >"$NODE_DIR/$2.triggers"
 	psql "$1" -XAtq -F' ' -c "select a.fence, a.trigger_id, coalesce(a.outcome, '-'), (extract(epoch from a.claimed_at) * 1000000)::bigint from attempt_ledger a join triggers t on t.id = a.trigger_id where t.scheduled_at >= '$T0' order by a.fence" >"$NODE_DIR/$2.attempts"
 }
 snap "$OLD_PG" before
@@ -214,7 +214,7 @@ vals=$(awk '{ printf "%s(%s, %s::timestamptz, %s)", (NR > 1 ? "," : ""), "\x27" 
 [ -n "$vals" ] && sql "select k.job, k.at, k.part, count(t.id), coalesce(min(t.state), '-'),
 		coalesce((select min(a.idempotency_key) from attempt_ledger a where a.trigger_id = min(t.id) and a.idempotency_key is not null), '-')
 	from (values $vals) k(job, at, part)
-	left join triggers t on t.job_id = k.job and t.scheduled_at = k.at and t.partition = k.part and t.request_id is null
+	left join trigger_jobs t on t.job_id = k.job and t.scheduled_at = k.at and t.partition = k.part and t.request_id is null
 	group by 1, 2, 3" >"$NODE_DIR/redo.now"
 ssql "select idempotency_key, count(*) from sink_ledger group by 1" >"$NODE_DIR/ledger.counts"
 awk -F'|' 'NR == FNR { led[$1] = $2; next }

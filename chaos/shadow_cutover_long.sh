@@ -45,20 +45,20 @@ expect_exit "apply its jobs" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/
 start_node l1
 start_node l2
 wait_until "shards led" 30 all_shards_led
-effects() { sql "select count(*) from sink_effects e join triggers t on t.id = e.trigger_id where t.job_id like 'long.%' ${1:+and $1}"; }
+effects() { sql "select count(*) from sink_effects e join trigger_jobs t on t.id = e.trigger_id where t.job_id like 'long.%' ${1:+and $1}"; }
 
 # in shadow for SHADOW_S seconds
 S0=$(( $(date +%s) + 1 ))
 sleep "$SHADOW_S"
 S1=$(( $(date +%s) - 1 ))
 FIG[shadow_s]=$((S1 - S0))
-FIG[shadow_instants]=$(sql "select count(*) from triggers where job_id like 'long.%' and scheduled_at between to_timestamp($S0) and to_timestamp($S1)")
+FIG[shadow_instants]=$(sql "select count(*) from trigger_jobs where job_id like 'long.%' and scheduled_at between to_timestamp($S0) and to_timestamp($S1)")
 expect_eq "in shadow ${FIG[shadow_s]} s: no call of the group" 0 "$(effects)"
-expect_eq "... its instants planned, all shadow" "shadow" "$(sql "select string_agg(distinct state, ',') from triggers where job_id like 'long.%'")"
+expect_eq "... its instants planned, all shadow" "shadow" "$(sql "select string_agg(distinct state, ',') from trigger_jobs where job_id like 'long.%'")"
 check "... every instant of the window (${FIG[shadow_instants]}, 8 jobs every 2 s)" \
 	test "${FIG[shadow_instants]}" -ge $(( 8 * (FIG[shadow_s] / 2) ))
 expect_exit "verify of the shadow window: clean" 0 "$PAL" verify --config "$CLUSTER_CONF" --from "$(iso $S0)" --to "$(iso $S1)"
-sql "select job_id || ',' || to_char(scheduled_at at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') from triggers
+sql "select job_id || ',' || to_char(scheduled_at at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') from trigger_jobs
 	where job_id like 'long.%' and scheduled_at >= to_timestamp($S0) and scheduled_at < to_timestamp($S1)" >"$NODE_DIR/record.csv"
 expect_exit "shadow diff of the window against the old system's record: equal" 0 \
 	"$PAL" shadow diff --config "$CLUSTER_CONF" --group long --from "$(iso $S0)" --to "$(iso $S1)" --against "$NODE_DIR/record.csv"
@@ -85,17 +85,17 @@ FIG[effects_before_step]=$early
 expect_eq "no job called before its own step's instant" 0 "$early"
 expect_eq "every job calls from its step on" 0 "$late"
 FIG[effects]=$(effects)
-expect_eq "one effect per trigger, none doubled" "${FIG[effects]}" "$(sql "select count(distinct e.trigger_id) from sink_effects e join triggers t on t.id = e.trigger_id where t.job_id like 'long.%'")"
+expect_eq "one effect per trigger, none doubled" "${FIG[effects]}" "$(sql "select count(distinct e.trigger_id) from sink_effects e join trigger_jobs t on t.id = e.trigger_id where t.job_id like 'long.%'")"
 
 # roll-back with due triggers waiting
 expect_exit "pause the group" 0 "$PAL" pause --config "$CLUSTER_CONF" --group long --reason "trouble"
-waiting() { [ "$(sql "select count(*) from triggers where job_id like 'long.%' and state = 'pending' and due_at < now()")" -ge 8 ]; }
+waiting() { [ "$(sql "select count(*) from trigger_jobs where job_id like 'long.%' and state = 'pending' and due_at < now()")" -ge 8 ]; }
 wait_until "due triggers wait" 30 waiting
 out=$("$PAL" rollback --config "$CLUSTER_CONF" --group long --wait 5s --reason "back to the old system" --output json); ec=$?
 expect_eq "rollback: exit 0" 0 $ec
 RB=$(date -u -d "$(jq -r .at <<<"$out")" +%s)
 FIG[handed_back]=$(jq -r .handed_back <<<"$out")
-want=$(sql "select string_agg(id::text, ',' order by scheduled_at, job_id, partition) from triggers where job_id like 'long.%' and last_error_class = 'rolled_back' and scheduled_at <= to_timestamp($RB)")
+want=$(sql "select string_agg(id::text, ',' order by scheduled_at, job_id, partition) from trigger_jobs where job_id like 'long.%' and last_error_class = 'rolled_back' and scheduled_at <= to_timestamp($RB)")
 expect_eq "... lists exactly the due triggers it handed back (${FIG[handed_back]})" "$want" "$(jq -r '[.unfinished[].id] | join(",")' <<<"$out")"
 expect_eq "... each with the key its calls send" "" \
 	"$(jq -r '.unfinished[] | select(.idempotency_key != "\(.job_id)/\(.scheduled_at)/\(.partition)") | .id' <<<"$out")"
@@ -103,7 +103,7 @@ expect_exit "resume the group" 0 "$PAL" resume --config "$CLUSTER_CONF" --group 
 sleep 6
 FIG[effects_after_rollback]=$(effects "e.applied_at > to_timestamp($RB)")
 expect_eq "no call of the group after the roll-back" 0 "${FIG[effects_after_rollback]}"
-check "... its later instants planned shadow" test "$(sql "select count(*) from triggers where job_id like 'long.%' and scheduled_at > to_timestamp($RB) and state = 'shadow'")" -ge 8
+check "... its later instants planned shadow" test "$(sql "select count(*) from trigger_jobs where job_id like 'long.%' and scheduled_at > to_timestamp($RB) and state = 'shadow'")" -ge 8
 expect_exit "verify over the whole run: clean" 0 "$PAL" verify --config "$CLUSTER_CONF" --from "$(iso $S0)" --to "$(iso $((RB - 1)))"
 FIG[took_s]=$(( $(date +%s) - T_START ))
 echo "    figure: ${FIG[shadow_s]} s in shadow (${FIG[shadow_instants]} instants, 0 calls), steps 10/25/50/100 % ${STEP_S} s apart, ${FIG[effects]} effects (${FIG[effects_before_step]} before a job's step), ${FIG[handed_back]} handed back, ${FIG[effects_after_rollback]} calls after the roll-back; took ${FIG[took_s]} s"

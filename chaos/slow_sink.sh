@@ -66,7 +66,7 @@ done
 FIG[sink_in_progress]=$(sink_stat query_in_progress)
 FIG[sink_replayed]=$(sink_stat replayed)
 FIG[effects_doubled]=$(sql "select count(*) from (select idempotency_key, chunk from sink_ledger group by 1, 2 having count(*) > 1) d")
-FIG[planned_twice]=$(sql "select count(*) from (select 1 from triggers where scheduled_at between '$T0' and '$T1' group by job_id, scheduled_at, partition having count(*) > 1) d")
+FIG[planned_twice]=$(sql "select count(*) from (select 1 from trigger_jobs where scheduled_at between '$T0' and '$T1' group by job_id, scheduled_at, partition having count(*) > 1) d")
 check "calls timed out with the outcome unknown (${FIG[unknown_outcomes]} attempts)" [ "${FIG[unknown_outcomes]}" -gt 0 ]
 check "status queries answered found (${FIG[queries_found]}) and in progress (${FIG[sink_in_progress]} at the sink)" \
 	bash -c "[ ${FIG[queries_found]} -gt 0 ] && [ ${FIG[sink_in_progress]} -gt 0 ]"

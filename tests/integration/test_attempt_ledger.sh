@@ -88,7 +88,7 @@ expect_eq "its id is null (the trigger row holds it)" "None 1" \
 # job's default key first_key NULL; the ledger spells both out.
 F=$(plant)
 read -r id ff at <<<"$(claim n1 60000)"
-dkey=$(sql "SELECT palisade_default_key(job_id, scheduled_at, partition, request_id) FROM triggers WHERE id = $F")
+dkey=$(sql "SELECT palisade_default_key(job_id, scheduled_at, partition, request_id) FROM trigger_jobs WHERE id = $F")
 expect_eq "a success with the default key" "committed 1" "$(commit "$F $ff $at succeeded - 200 $dkey")"
 expect_eq "neither is stored" "||t" "$(sql "SELECT first_outcome, first_key, first_ended_at IS NOT NULL FROM triggers WHERE id = $F")"
 expect_eq "the ledger has them" "n1/succeeded/-/200/$dkey|t" "$(ledger "$F")|$(sql "SELECT in_row FROM attempt_ledger WHERE trigger_id = $F")"

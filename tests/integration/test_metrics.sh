@@ -41,7 +41,7 @@ expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml
 expect_exit "pause group held" 0 "$PAL" pause --config "$CLUSTER_CONF" --group held --reason "metrics test"
 start_node m1
 wait_until "shards led" 60 all_shards_led
-ok_done() { [ "$(sql "select count(*) from triggers where job_id = 'm.ok' and state = 'succeeded'")" -ge 3 ]; }
+ok_done() { [ "$(sql "select count(*) from trigger_jobs where job_id = 'm.ok' and state = 'succeeded'")" -ge 3 ]; }
 wait_until "m.ok succeeds" 60 ok_done
 replayed() { [ "$(metric m1 palisade_executor_idempotent_replays_total)" -ge 1 ]; }
 wait_until "a lost answer was retried and replayed" 60 replayed
@@ -49,7 +49,7 @@ wait_until "a lost answer was retried and replayed" 60 replayed
 sql "insert into tickets (job_id, reason) values ('m.ok', 'metrics test ticket')" >/dev/null
 M="$NODE_DIR/metrics.txt"
 val() { awk -v m="$1" '$1 == m { v = $2 } END { if (v == "") v = 0; print v }' "$M"; }
-last_ok() { sql "select coalesce(extract(epoch from max(finished_at)), 0) from triggers where job_id = 'm.ok' and state = 'succeeded'"; }
+last_ok() { sql "select coalesce(extract(epoch from max(finished_at)), 0) from trigger_jobs where job_id = 'm.ok' and state = 'succeeded'"; }
 open_tickets() { sql "select count(*) from tickets where state = 'open'"; }
 # scrape: /metrics into $M, bracketed by the database's figures read just
 # before (TICKETS0, LAST0) and just after (TICKETS1, LAST1) it: what the

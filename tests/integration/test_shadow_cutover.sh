@@ -43,22 +43,22 @@ expect_eq "apply" 0 $ec
 check "... reports the job its file puts in shadow" grep -qE "^shadow +spec.one \(mode: shadow" <<<"$out"
 start_node s1
 wait_until "shards led" 20 all_shards_led
-live_ran() { [ "$(sql "select count(*) from sink_effects e join triggers t on t.id = e.trigger_id where t.job_id = 'live.one'")" -ge 4 ]; }
+live_ran() { [ "$(sql "select count(*) from sink_effects e join trigger_jobs t on t.id = e.trigger_id where t.job_id = 'live.one'")" -ge 4 ]; }
 wait_until "the live job outside the group runs" 30 live_ran
-effects() { sql "select count(*) from sink_effects e join triggers t on t.id = e.trigger_id where t.job_id like 'mig.%' ${1:+and $1}"; }
+effects() { sql "select count(*) from sink_effects e join trigger_jobs t on t.id = e.trigger_id where t.job_id like 'mig.%' ${1:+and $1}"; }
 expect_eq "the shadow group made no call" 0 "$(effects)"
 expect_eq "nor the job whose file says mode: shadow, planned in shadow" "0|shadow" \
-	"$(sql "select count(e.*), string_agg(distinct t.state, ',') from triggers t left join sink_effects e on e.trigger_id = t.id where t.job_id = 'spec.one'")"
-expect_eq "... its instants are planned, all in shadow" "shadow" "$(sql "select string_agg(distinct state, ',') from triggers where job_id like 'mig.%'")"
-check "... and there are some" test "$(sql "select count(*) from triggers where job_id like 'mig.%' and scheduled_at <= now()")" -ge 3
+	"$(sql "select count(e.*), string_agg(distinct t.state, ',') from trigger_jobs t left join sink_effects e on e.trigger_id = t.id where t.job_id = 'spec.one'")"
+expect_eq "... its instants are planned, all in shadow" "shadow" "$(sql "select string_agg(distinct state, ',') from trigger_jobs where job_id like 'mig.%'")"
+check "... and there are some" test "$(sql "select count(*) from trigger_jobs where job_id like 'mig.%' and scheduled_at <= now()")" -ge 3
 expect_exit "verify of a shadow job: clean (its instants are planned)" 0 "$PAL" verify --config "$CLUSTER_CONF" --job "$J10" --from "$(date -u -d @$((T_START)) +%FT%TZ)" --to "$(date -u -d @$(( $(date +%s) - 1 )) +%FT%TZ)"
 
 # shadow diff: the shadow triggers as the old system's record, one removed, one added
-three_past() { [ "$(sql "select count(*) from triggers where job_id = '$J10' and scheduled_at < now() - interval '1 second'")" -ge 3 ]; }
+three_past() { [ "$(sql "select count(*) from trigger_jobs where job_id = '$J10' and scheduled_at < now() - interval '1 second'")" -ge 3 ]; }
 wait_until "three past instants of $J10 planned" 30 three_past
-A=$(sql "select to_char(min(scheduled_at) at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') from triggers where job_id = '$J10'")
+A=$(sql "select to_char(min(scheduled_at) at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') from trigger_jobs where job_id = '$J10'")
 B=$(date -u -d @$(( $(date +%s) - 1 )) +%FT%TZ)
-sql "select job_id || ',' || to_char(scheduled_at at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') from triggers where job_id = '$J10' and scheduled_at >= '$A' and scheduled_at < '$B' order by scheduled_at" >"$NODE_DIR/rec.csv"
+sql "select job_id || ',' || to_char(scheduled_at at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') from trigger_jobs where job_id = '$J10' and scheduled_at >= '$A' and scheduled_at < '$B' order by scheduled_at" >"$NODE_DIR/rec.csv"
 DROP=$(sed -n 2p "$NODE_DIR/rec.csv" | cut -d, -f2)
 ODD=$(date -u -d "@$(( $(date -u -d "$DROP" +%s) + 1 ))" +%FT%TZ)
 { grep -v ",$DROP\$" "$NODE_DIR/rec.csv"; echo "$J10,$ODD"; } >"$NODE_DIR/rec2.csv"
@@ -74,18 +74,18 @@ past_t1() { [ "$(effects "t.job_id = '$J10'")" -ge 3 ]; }
 wait_until "the 10 % job calls from T1 on" 30 past_t1
 expect_eq "... no effect of it before T1" 0 "$(effects "t.job_id = '$J10' and t.scheduled_at < to_timestamp($T1)")"
 expect_eq "... none of the other two" 0 "$(effects "t.job_id in ('$JA', '$JB')")"
-expect_eq "... its instants before T1 stay shadow" "shadow" "$(sql "select string_agg(distinct state, ',') from triggers where job_id = '$J10' and scheduled_at < to_timestamp($T1)")"
+expect_eq "... its instants before T1 stay shadow" "shadow" "$(sql "select string_agg(distinct state, ',') from trigger_jobs where job_id = '$J10' and scheduled_at < to_timestamp($T1)")"
 
 # a stop line: the group paused, the 10 % job's triggers wait past the bound
 expect_exit "pause the group" 0 "$PAL" pause --config "$CLUSTER_CONF" --group mig --reason "stop line drill"
-old_pending() { [ "$(sql "select count(*) from triggers where job_id = '$J10' and state = 'pending' and due_at < now() - interval '2 seconds'")" -ge 1 ]; }
+old_pending() { [ "$(sql "select count(*) from trigger_jobs where job_id = '$J10' and state = 'pending' and due_at < now() - interval '2 seconds'")" -ge 1 ]; }
 wait_until "a pending trigger of the live part is older than 2 s" 30 old_pending
 err=$("$PAL" cutover --config "$CLUSTER_CONF" --group mig --percent 100 --at "$(date -u -d @$(( $(date +%s) + 3 )) +%FT%TZ)" --max-pending-age 1s --reason "too early" 2>&1); ec=$?
 expect_eq "widening with a crossed stop line: refused (4)" 4 $ec
 check "... naming the line" grep -q "stop line crossed since the 10 % step: oldest_pending_s" <<<"$err"
 expect_eq "... no step written" 1 "$(sql "select count(*) from cutover_steps where scope = 'group:mig'")"
 expect_exit "resume the group" 0 "$PAL" resume --config "$CLUSTER_CONF" --group mig --reason "drill over"
-drained() { [ "$(sql "select count(*) from triggers where job_id = '$J10' and state = 'pending' and due_at < now() - interval '1 second'")" = 0 ]; }
+drained() { [ "$(sql "select count(*) from trigger_jobs where job_id = '$J10' and state = 'pending' and due_at < now() - interval '1 second'")" = 0 ]; }
 wait_until "the held triggers ran" 30 drained
 
 # 100 % from T2
@@ -95,17 +95,17 @@ expect_exit "a narrowing step is refused (64)" 64 "$PAL" cutover --config "$CLUS
 past_t2() { [ "$(effects "t.job_id in ('$JA', '$JB')")" -ge 4 ]; }
 wait_until "the other jobs call from T2 on" 30 past_t2
 expect_eq "... none of theirs before T2" 0 "$(effects "t.job_id in ('$JA', '$JB') and t.scheduled_at < to_timestamp($T2)")"
-expect_eq "no key applied twice, one effect per trigger" "$(effects)" "$(sql "select count(distinct e.trigger_id) from sink_effects e join triggers t on t.id = e.trigger_id where t.job_id like 'mig.%'")"
+expect_eq "no key applied twice, one effect per trigger" "$(effects)" "$(sql "select count(distinct e.trigger_id) from sink_effects e join trigger_jobs t on t.id = e.trigger_id where t.job_id like 'mig.%'")"
 T3=$(( $(date +%s) - 2 ))
 expect_exit "verify of the group's jobs over the whole run: clean" 0 "$PAL" verify --config "$CLUSTER_CONF" --from "$(date -u -d @$T_START +%FT%TZ)" --to "$(date -u -d @$T3 +%FT%TZ)"
 
 # roll-back: the group paused so that due triggers wait, then handed back
 expect_exit "pause the group again" 0 "$PAL" pause --config "$CLUSTER_CONF" --group mig --reason "trouble"
-waiting() { [ "$(sql "select count(*) from triggers where job_id like 'mig.%' and state = 'pending' and due_at < now()")" -ge 3 ]; }
+waiting() { [ "$(sql "select count(*) from trigger_jobs where job_id like 'mig.%' and state = 'pending' and due_at < now()")" -ge 3 ]; }
 wait_until "due triggers wait" 30 waiting
 out=$("$PAL" rollback --config "$CLUSTER_CONF" --group mig --wait 5s --reason "back to quartz" --output json); ec=$?
 expect_eq "rollback: exit 0" 0 $ec
-want=$(sql "select string_agg(id::text, ',' order by scheduled_at, job_id, partition) from triggers where job_id like 'mig.%' and last_error_class = 'rolled_back' and scheduled_at <= '$(jq -r .at <<<"$out")'")
+want=$(sql "select string_agg(id::text, ',' order by scheduled_at, job_id, partition) from trigger_jobs where job_id like 'mig.%' and last_error_class = 'rolled_back' and scheduled_at <= '$(jq -r .at <<<"$out")'")
 expect_eq "... lists exactly the due triggers it handed back" "$want" "$(jq -r '[.unfinished[].id] | join(",")' <<<"$out")"
 expect_eq "... as many as it says" "$(jq -r .handed_back <<<"$out")" "$(jq -r '.unfinished | length' <<<"$out")"
 check "... the three or more that were waiting" test "$(jq -r .handed_back <<<"$out")" -ge 3
@@ -115,13 +115,13 @@ expect_exit "resume the group" 0 "$PAL" resume --config "$CLUSTER_CONF" --group 
 RB=$(date -u -d "$(jq -r .at <<<"$out")" +%s)
 sleep 3
 expect_eq "after the roll-back no call of the group" 0 "$(effects "t.scheduled_at > to_timestamp($RB - 1) and e.applied_at > to_timestamp($RB)")"
-check "... its later instants are planned shadow" test "$(sql "select count(*) from triggers where job_id like 'mig.%' and scheduled_at > to_timestamp($RB) and state = 'shadow'")" -ge 3
+check "... its later instants are planned shadow" test "$(sql "select count(*) from trigger_jobs where job_id like 'mig.%' and scheduled_at > to_timestamp($RB) and state = 'shadow'")" -ge 3
 expect_eq "shadow list shows the scopes and the steps" "group:mig operator 0 3|job:spec.one spec 0 0" "$("$PAL" shadow list --config "$CLUSTER_CONF" --output json | jq -r '[.[] | "\(.scope) \(.source) \(.percent) \(.steps | length)"] | join("|")')"
 sed -i '/mode: shadow/d' "$NODE_DIR/jobs.yaml"
 expect_exit "the file without mode: shadow applied" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
 sleep 2
 expect_eq "... takes nothing out of shadow: still no call" "0|shadow" \
-	"$(sql "select count(e.*), string_agg(distinct t.state, ',') from triggers t left join sink_effects e on e.trigger_id = t.id where t.job_id = 'spec.one'")"
+	"$(sql "select count(e.*), string_agg(distinct t.state, ',') from trigger_jobs t left join sink_effects e on e.trigger_id = t.id where t.job_id = 'spec.one'")"
 expect_eq "audited" "cutover,cutover,rollback,shadow,shadow" "$(sql "select string_agg(action, ',' order by action) from audit_log where action in ('shadow', 'cutover', 'rollback')")"
 
 # the order of steps: a step never before the latest one; a roll-back
@@ -136,14 +136,14 @@ expect_eq "... overrides it: after its instant the group stays shadow" "f" \
 # a roll-back leaves alone a job that another scope keeps live
 expect_exit "the other group in shadow" 0 "$PAL" shadow --config "$CLUSTER_CONF" --group other --reason "second move"
 expect_exit "... live.one cut over on its own" 0 "$PAL" cutover --config "$CLUSTER_CONF" --job live.one --at "$(date -u -d @$(( $(date +%s) + 1 )) +%FT%TZ)" --reason "first"
-ahead() { [ "$(sql "select count(*) from triggers where job_id = 'live.one' and state = 'pending' and scheduled_at > now()")" -ge 1 ]; }
+ahead() { [ "$(sql "select count(*) from trigger_jobs where job_id = 'live.one' and state = 'pending' and scheduled_at > now()")" -ge 1 ]; }
 wait_until "live.one has a live instant planned ahead" 20 ahead
 out=$("$PAL" rollback --config "$CLUSTER_CONF" --group other --wait 0s --reason "back" --output json); ec=$?
 expect_eq "roll-back of the other group: exit 0" 0 $ec
-expect_eq "... hands back none of live.one's triggers" 0 "$(sql "select count(*) from triggers where job_id = 'live.one' and last_error_class = 'rolled_back'")"
+expect_eq "... hands back none of live.one's triggers" 0 "$(sql "select count(*) from trigger_jobs where job_id = 'live.one' and last_error_class = 'rolled_back'")"
 expect_eq "... nor lists any" "" "$(jq -r '.unfinished[] | select(.job_id == "live.one") | .id' <<<"$out")"
 RB2=$(date +%s)
-live_after() { [ "$(sql "select count(*) from sink_effects e join triggers t on t.id = e.trigger_id where t.job_id = 'live.one' and t.scheduled_at > to_timestamp($RB2)")" -ge 2 ]; }
+live_after() { [ "$(sql "select count(*) from sink_effects e join trigger_jobs t on t.id = e.trigger_id where t.job_id = 'live.one' and t.scheduled_at > to_timestamp($RB2)")" -ge 2 ]; }
 wait_until "... and live.one keeps calling" 20 live_after
 
 # the console counts the shadow triggers (estimated, as the finished ones)
@@ -154,8 +154,8 @@ check "the console shows the shadow triggers, marked as an estimate" \
 
 # a retired job's instants planned ahead in shadow stay shadow at a cut-over
 expect_exit "retire spec.one (in shadow, instants planned ahead)" 0 "$PAL" delete --config "$CLUSTER_CONF" --reason "gone" spec.one
-check "... its shadow instants after now are still there" test "$(sql "select count(*) from triggers where job_id = 'spec.one' and state = 'shadow' and scheduled_at > now() + interval '1 second'")" -ge 1
+check "... its shadow instants after now are still there" test "$(sql "select count(*) from trigger_jobs where job_id = 'spec.one' and state = 'shadow' and scheduled_at > now() + interval '1 second'")" -ge 1
 expect_exit "cut-over of the retired job" 0 "$PAL" cutover --config "$CLUSTER_CONF" --job spec.one --at "$(date -u -d @$(( $(date +%s) + 1 )) +%FT%TZ)" --reason "late"
-expect_eq "... makes none of them live" 0 "$(sql "select count(*) from triggers where job_id = 'spec.one' and state not in ('shadow', 'cancelled')")"
+expect_eq "... makes none of them live" 0 "$(sql "select count(*) from trigger_jobs where job_id = 'spec.one' and state not in ('shadow', 'cancelled')")"
 echo "    figure: took $(($(date +%s) - T_START)) s"
 finish

@@ -36,9 +36,9 @@ expect_exit "a manual run" 0 "$PAL" trigger --config "$CLUSTER_CONF" --job trace
 two_refused() { [ "$(sink_stat errors_injected)" -ge 2 ]; }
 WAIT_STEP=0.1 wait_until "the sink refused two attempts" 30 two_refused
 sink_faults '{"error_rate": 0}'
-done_ok() { [ "$(sql "select state from triggers where job_id = 'traced'")" = succeeded ]; }
+done_ok() { [ "$(sql "select state from trigger_jobs where job_id = 'traced'")" = succeeded ]; }
 wait_until "the trigger succeeds" 30 done_ok
-tid=$(sql "select id from triggers where job_id = 'traced'")
+tid=$(sql "select id from trigger_jobs where job_id = 'traced'")
 expect_eq "three attempts called" 3 "$(sql "select count(*) from attempt_ledger where trigger_id = $tid and outcome is distinct from 'deferred'")"
 
 trace=$("$PAL" triggers --config "$CLUSTER_CONF" --job traced --output json | jq -r '.[0].trace_id')

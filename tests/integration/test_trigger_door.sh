@@ -165,7 +165,7 @@ expect_eq "forbid: the due instant of a job with a live run is skipped" 1 "$(sql
 expect_eq "... with the door's side columns (finished, updated, lease cleared) and error class overlap" \
 	"skipped|f|f|t|overlap|t" "$(cols "$F")"
 expect_eq "... and a misfire row of its instant and partition" "1|0|overlap" \
-	"$(sql "SELECT count(*), min(m.partition), min(m.reason) FROM misfires m JOIN triggers t
+	"$(sql "SELECT count(*), min(m.partition), min(m.reason) FROM misfires m JOIN trigger_jobs t
 	        ON t.job_id = m.job_id AND t.scheduled_at = m.range_from WHERE t.id = $F")"
 expect_eq "the live run is left as it was" "running|t|t|f|http_5xx|f" "$(cols "$L")"
 O=$(mk running door.replace); N=$(mk pending door.replace "now() - interval '1 second'")
@@ -268,7 +268,7 @@ plan=$(psql "$PALISADE_PG" -XAtq -c "LOAD 'auto_explain'" -c "SET auto_explain.l
 	-c "SET auto_explain.log_nested_statements = on" -c "SET auto_explain.log_level = notice" \
 	-c "SET client_min_messages = notice" \
 	-c "SELECT count(*) FROM (SELECT array_agg(id) AS ids, array_agg(scheduled_at) AS ats, array_agg(state) AS froms FROM (
-	      SELECT id, scheduled_at, state FROM triggers WHERE job_id = 'door.job' AND state = 'pending'
+	      SELECT id, scheduled_at, state FROM trigger_jobs WHERE job_id = 'door.job' AND state = 'pending'
 	      ORDER BY scheduled_at DESC LIMIT 6000) s) a, palisade_trigger_move(a.ids, a.ats, a.froms, 'cancelled') m" 2>&1)
 expect_eq "6,000 moved" 6000 "$(tail -1 <<<"$plan")"
 door_plan=$(sed -n '/Query Text: WITH mv AS (UPDATE triggers t SET/,/^NOTICE:/p' <<<"$plan")
