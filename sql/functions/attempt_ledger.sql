@@ -12,8 +12,7 @@
 -- claim that moves it (palisade_claim_batch reads it with in_row, which
 -- leaves the attempts half out of the plan): an ended attempt whose
 -- first_outcome is NULL succeeded, and first_key NULL is the job's
--- default key (palisade_default_key, of the job's id read from jobs by
--- the row's job_ref, only for a row that needs it), '' none sent.
+-- default key (palisade_default_key), '' none sent.
 -- Readers filter by trigger_id: both halves then go through a key
 -- (attempts_trigger, the triggers primary key).
 CREATE OR REPLACE VIEW attempt_ledger AS
@@ -42,9 +41,7 @@ UNION ALL
         CASE
             WHEN (t.first_key = ''::text) THEN NULL::text
             WHEN (t.first_key IS NOT NULL) THEN t.first_key
-            WHEN (t.first_ended_at IS NOT NULL) THEN palisade_default_key(( SELECT j.job_id
-               FROM jobs j
-              WHERE (j.ref = t.job_ref)), t.scheduled_at, t.partition, t.request_id)
+            WHEN (t.first_ended_at IS NOT NULL) THEN palisade_default_key(t.job_id, t.scheduled_at, t.partition, t.request_id)
             ELSE NULL::text
         END AS idempotency_key,
         CASE

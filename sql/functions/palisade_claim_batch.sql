@@ -43,15 +43,9 @@
 --     empty read it sequentially for ever after (295-411 ms per claim
 --     after 100,000 instants were planned into it); every statement has an
 --     index for what it reads.
--- A candidate's job and version are a LATERAL lookup with LIMIT 1 (jobs
--- by the row's job_ref through jobs_ref, then job_versions by key), and
--- expired leases are those before statement_timestamp(): both keep a
--- claim's cost independent of the number of jobs and of running triggers.
--- A trigger row names its job by job_ref alone: the job's id and group
--- (gates' job: and group: scopes, group limits, what the claim returns)
--- are the job's, read from jobs; a job moved to another group takes its
--- triggers with it.  A row without job_ref (one 0.2.0 wrote before 041,
--- until the backfill reaches it) is not claimed until it has one.
+-- A candidate's job version is a LATERAL lookup with LIMIT 1, and expired
+-- leases are those before statement_timestamp(): both keep a claim's cost
+-- independent of the number of jobs and of running triggers.
 CREATE OR REPLACE FUNCTION palisade_claim_batch(p_node text, p_lease_ms integer, p_limit integer, p_ahead_ms integer, p_open_hosts text[], p_groups text[], p_group_node integer[], p_group_cluster integer[], p_tenants text[], p_tenant_cap integer[], p_tenant_weight double precision[], p_first_in_row boolean)
  RETURNS TABLE(id bigint, fence bigint, job_id text, version integer, at bigint, part integer, request_id text, attempt integer, prev_state text, prev_err text, checkpoint text, tenant text, resource_group text, ready_ms bigint, skipped integer, next_ms bigint, unknown boolean)
  LANGUAGE plpgsql
@@ -100,8 +94,7 @@ BEGIN
 	  sat AS (SELECT coalesce(array_agg(lg.name), '{}') AS grps
 	    FROM unnest(p_groups, p_group_node, p_group_cluster) AS lg(name, nr, cl)
 	    WHERE lg.nr <= 0 OR (lg.cl > 0 AND (SELECT count(*) FROM triggers l
-	      JOIN jobs j ON j.ref = l.job_ref
-	      WHERE j.resource_group = lg.name AND l.state IN ('running', 'pausing', 'cancelling')
+	      WHERE l.resource_group = lg.name AND l.state IN ('running', 'pausing', 'cancelling')
 	        AND (l.state <> 'running' OR l.lease_until >= clock_timestamp())) >= lg.cl)),
 	  satt AS (SELECT coalesce(array_agg(tl.name), '{}') AS tens
 	    FROM unnest(p_tenants, p_tenant_cap) AS tl(name, cap)
@@ -123,33 +116,33 @@ BEGIN
 	        c.priority + floor(extract(epoch FROM clock_timestamp() - c.ready_at) / 10), false
 	      )::palisade_claim_cand
 	    FROM ten, gated, sat, LATERAL (
-	        SELECT x.id, x.tenant, v.resource_group, v.job_id, x.partition, v.overlap_policy,
+	        SELECT x.id, x.tenant, x.resource_group, x.job_id, x.partition, v.overlap_policy,
 	          v.max_in_flight, coalesce(x.next_attempt_at, x.due_at) AS ready_at, x.priority
-	        FROM triggers x CROSS JOIN LATERAL (SELECT j.job_id, j.resource_group, v.overlap_policy, v.max_in_flight, v.target_host FROM jobs j JOIN job_versions v ON v.job_id = j.job_id AND v.version = x.version WHERE j.ref = x.job_ref LIMIT 1) v
+	        FROM triggers x CROSS JOIN LATERAL (SELECT v.overlap_policy, v.max_in_flight, v.target_host FROM job_versions v WHERE v.job_id = x.job_id AND v.version = x.version LIMIT 1) v
 	        WHERE x.tenant = ten.tenant AND x.state IN ('pending', 'retry_wait', 'unknown')
 	          AND coalesce(x.next_attempt_at, x.due_at) <= v_horizon
-	          AND v.job_id <> ALL (gated.jobs) AND v.resource_group <> ALL (gated.grps)
-	          AND v.job_id <> ALL (v_skip)
-	          AND v.resource_group <> ALL (sat.grps)
+	          AND x.job_id <> ALL (gated.jobs) AND x.resource_group <> ALL (gated.grps)
+	          AND x.job_id <> ALL (v_skip)
+	          AND x.resource_group <> ALL (sat.grps)
 	          AND v.target_host <> ALL (p_open_hosts)
 	          AND (v.max_in_flight = 0 OR (SELECT count(*) FROM triggers l
-	            WHERE l.job_ref = x.job_ref AND l.state IN ('running', 'pausing', 'cancelling')
+	            WHERE l.job_id = x.job_id AND l.state IN ('running', 'pausing', 'cancelling')
 	              AND (l.state <> 'running' OR l.lease_until >= clock_timestamp())) < v.max_in_flight)
 	          -- a cheap pre-filter; step 4 decides exactly
 	          AND (v.overlap_policy IN ('allow', 'replace') OR NOT EXISTS (SELECT 1 FROM triggers l
-	            WHERE l.job_ref = x.job_ref AND l.partition = x.partition AND l.id <> x.id
+	            WHERE l.job_id = x.job_id AND l.partition = x.partition AND l.id <> x.id
 	              AND l.state IN ('running', 'pausing', 'cancelling', 'unknown')))
 	        ORDER BY coalesce(x.next_attempt_at, x.due_at)
 	        LIMIT p_limit
 	        FOR UPDATE OF x SKIP LOCKED) c)
 	  || ARRAY(
-	    SELECT ROW(t.id, t.tenant, v.resource_group, v.job_id, t.partition, v.overlap_policy,
+	    SELECT ROW(t.id, t.tenant, t.resource_group, t.job_id, t.partition, v.overlap_policy,
 	        v.max_in_flight, t.lease_until, t.priority::double precision, true)::palisade_claim_cand
-	    FROM triggers t CROSS JOIN LATERAL (SELECT j.job_id, j.resource_group, v.overlap_policy, v.max_in_flight, v.target_host FROM jobs j JOIN job_versions v ON v.job_id = j.job_id AND v.version = t.version WHERE j.ref = t.job_ref LIMIT 1) v
+	    FROM triggers t CROSS JOIN LATERAL (SELECT v.overlap_policy, v.max_in_flight, v.target_host FROM job_versions v WHERE v.job_id = t.job_id AND v.version = t.version LIMIT 1) v
 	    WHERE t.state = 'running' AND t.lease_until < statement_timestamp()
 	      AND NOT EXISTS (SELECT 1 FROM gates g WHERE g.paused AND g.scope IN ('global',
-	        'job:' || v.job_id, 'group:' || v.resource_group, 'tenant:' || t.tenant))
-	      AND v.target_host <> ALL (p_open_hosts) AND v.job_id <> ALL (v_skip)
+	        'job:' || t.job_id, 'group:' || t.resource_group, 'tenant:' || t.tenant))
+	      AND v.target_host <> ALL (p_open_hosts) AND t.job_id <> ALL (v_skip)
 	    LIMIT p_limit
 	    FOR UPDATE OF t SKIP LOCKED)
 	INTO v_cand;
@@ -208,11 +201,10 @@ BEGIN
 	  -- Live runs of the candidates' tenants; `holds` is a run that occupies
 	  -- a slot (a running trigger whose lease expired does not: it is being
 	  -- re-claimed, or will be).
-	  lv AS MATERIALIZED (SELECT l.id, j.job_id, l.partition, l.tenant, j.resource_group,
+	  lv AS MATERIALIZED (SELECT l.id, l.job_id, l.partition, l.tenant, l.resource_group,
 	      (l.state IN ('pausing', 'cancelling')
 	        OR (l.state = 'running' AND l.lease_until >= clock_timestamp())) AS holds
-	    FROM triggers l JOIN jobs j ON j.ref = l.job_ref
-	    WHERE l.state IN ('running', 'pausing', 'cancelling', 'unknown')
+	    FROM triggers l WHERE l.state IN ('running', 'pausing', 'cancelling', 'unknown')
 	      AND l.tenant IN (SELECT c.tenant FROM c)
 	      -- needed only for a limit, an exclusive job or a fair share
 	      -- between tenants: one tenant's unlimited work skips the scan
@@ -258,13 +250,13 @@ BEGIN
 	RETURN QUERY
 	WITH prev AS MATERIALIZED (SELECT t.id, t.scheduled_at, t.state AS prev_state,
 	      coalesce(t.last_error_class, '') AS prev_err,
-	      t.attempt_count = 0 AND p_first_in_row AS in_row, j.job_id, t.version,
+	      t.attempt_count = 0 AND p_first_in_row AS in_row, t.job_id, t.version,
 	      floor(extract(epoch FROM t.scheduled_at))::bigint AS at, t.partition,
 	      coalesce(t.request_id, '') AS request_id, t.attempt_count + 1 AS attempt_count,
-	      t.checkpoint::text AS checkpoint, t.tenant, j.resource_group,
+	      t.checkpoint::text AS checkpoint, t.tenant, t.resource_group,
 	      floor(extract(epoch FROM coalesce(t.next_attempt_at, t.due_at)) * 1000)::bigint AS ready_ms,
 	      t.outcome_unknown, t.first_claimed_at IS NOT NULL AS holds
-	    FROM triggers t JOIN jobs j ON j.ref = t.job_ref WHERE t.id = ANY (v_pick)),
+	    FROM triggers t WHERE t.id = ANY (v_pick)),
 	  -- through the ledger, the one decoder of the row's compact form; read
 	  -- for the rows that hold an attempt only (an array computed once from
 	  -- prev: a first claim probes no partition here, where v_pick probed
@@ -298,10 +290,9 @@ BEGIN
 	IF EXISTS (SELECT 1 FROM unnest(v_cand) c WHERE c.ov = 'replace' AND c.id = ANY (v_pick)) THEN
 		PERFORM 1 FROM (SELECT array_agg(l.id) AS ids, array_agg(l.scheduled_at) AS ats,
 		      array_agg(l.state) AS froms
-		    FROM (SELECT DISTINCT j.ref, c.part FROM unnest(v_cand) c
-		        JOIN jobs j ON j.job_id = c.job_id
+		    FROM (SELECT DISTINCT c.job_id, c.part FROM unnest(v_cand) c
 		        WHERE c.ov = 'replace' AND c.id = ANY (v_pick)) r
-		    JOIN triggers l ON l.job_ref = r.ref AND l.partition = r.part
+		    JOIN triggers l ON l.job_id = r.job_id AND l.partition = r.part
 		    WHERE l.state = 'running' AND l.id <> ALL (v_pick)
 		    HAVING count(*) > 0) door
 		  CROSS JOIN LATERAL palisade_trigger_move(door.ids, door.ats, door.froms, 'cancelling',

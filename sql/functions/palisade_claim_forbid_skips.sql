@@ -4,9 +4,8 @@
 -- (palisade_trigger_move) and each is recorded in misfires; returns how
 -- many.  Nothing at all unless a forbid
 -- version exists (job_versions_forbid); otherwise driven from the few live
--- runs (triggers_live; their job from jobs by job_ref) to their job's
--- pending instants (triggers_pending_ref, by job_ref), never from a scan of
--- the day's partition, which
+-- runs (triggers_live) to their job's pending instants
+-- (triggers_pending_job), never from a scan of the day's partition, which
 -- holds every trigger finished so far that day first (42 ms per claim
 -- after 24,000 triggers before it was written this way).  Index-driven by
 -- design: a generic plan cannot know that one job has few pending
@@ -24,18 +23,17 @@ BEGIN
 	IF NOT EXISTS (SELECT 1 FROM job_versions f WHERE f.overlap_policy = 'forbid') THEN
 		RETURN 0;
 	END IF;
-	WITH live AS MATERIALIZED (SELECT l.id, l.job_ref, j.job_id, l.partition FROM triggers l
-	    JOIN jobs j ON j.ref = l.job_ref
+	WITH live AS MATERIALIZED (SELECT l.id, l.job_id, l.partition FROM triggers l
 	    WHERE l.state IN ('running', 'pausing', 'cancelling', 'unknown')
-	      AND EXISTS (SELECT 1 FROM job_versions f WHERE f.job_id = j.job_id
+	      AND EXISTS (SELECT 1 FROM job_versions f WHERE f.job_id = l.job_id
 	          AND f.overlap_policy = 'forbid')),
 	  -- per live run, its job's pending instants (OFFSET 0: kept a
 	  -- correlated subquery, so the plan cannot turn back into a scan of
 	  -- every pending trigger)
-	  victims AS (SELECT x.id, x.scheduled_at, x.partition FROM live r, LATERAL (
+	  victims AS (SELECT x.id, x.scheduled_at, x.partition FROM live l, LATERAL (
 	      SELECT t.id, t.scheduled_at, t.partition FROM triggers t
-	      JOIN job_versions v ON v.job_id = r.job_id AND v.version = t.version
-	      WHERE t.job_ref = r.job_ref AND t.partition = r.partition AND t.id <> r.id
+	      JOIN job_versions v ON v.job_id = t.job_id AND v.version = t.version
+	      WHERE t.job_id = l.job_id AND t.partition = l.partition AND t.id <> l.id
 	        AND v.overlap_policy = 'forbid' AND t.state = 'pending' AND t.request_id IS NULL
 	        AND t.due_at <= clock_timestamp()
 	      OFFSET 0

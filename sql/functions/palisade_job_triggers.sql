@@ -1,8 +1,7 @@
 -- palisade_job_triggers(job, limit, state, since, until): a job's latest
 -- triggers (of one state, scheduled within [since, until], where given),
 -- newest first, at most LIMIT (NULL: all): the scheduled ones backwards
--- along the plan key on job_ref (triggers_plan_ref), the manual ones
--- through the request key on job_ref, the job's ref looked up once.  STABLE and
+-- along the plan key, the manual ones through the request key.  STABLE and
 -- a single SELECT, so the planner inlines it.  The console, `palisade
 -- triggers --job`, the exporter's last success and `palisade trigger`'s
 -- check of an instant read a job's triggers this way.
@@ -12,16 +11,13 @@ CREATE OR REPLACE FUNCTION palisade_job_triggers(p_job text, p_limit integer, p_
  STABLE
 AS $function$
 	SELECT u.* FROM (
-	    (SELECT t.* FROM triggers t
-	     WHERE t.job_ref = (SELECT j.ref FROM jobs j WHERE j.job_id = p_job) AND t.request_id IS NULL
+	    (SELECT t.* FROM triggers t WHERE t.job_id = p_job AND t.request_id IS NULL
 	       AND (p_state IS NULL OR t.state = p_state)
 	       AND (p_since IS NULL OR t.scheduled_at >= p_since)
 	       AND (p_until IS NULL OR t.scheduled_at <= p_until)
 	     ORDER BY t.scheduled_at DESC, t.partition, t.id LIMIT p_limit)
 	    UNION ALL
-	    (SELECT t.* FROM triggers t
-	     WHERE t.job_ref = (SELECT j.ref FROM jobs j WHERE j.job_id = p_job)
-	       AND t.request_id IS NOT NULL
+	    (SELECT t.* FROM triggers t WHERE t.job_id = p_job AND t.request_id IS NOT NULL
 	       AND (p_state IS NULL OR t.state = p_state)
 	       AND (p_since IS NULL OR t.scheduled_at >= p_since)
 	       AND (p_until IS NULL OR t.scheduled_at <= p_until)

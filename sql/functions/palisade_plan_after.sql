@@ -98,13 +98,12 @@ BEGIN
 			       (SELECT uv.partitions FROM jobs uj
 				  JOIN job_versions uv ON uv.job_id = uj.job_id
 				   AND uv.version = uj.active_version
-				 WHERE uj.job_id = d.x ->> 'job') AS up_parts,
-			       (SELECT uj.ref FROM jobs uj WHERE uj.job_id = d.x ->> 'job') AS up_ref
+				 WHERE uj.job_id = d.x ->> 'job') AS up_parts
 			  FROM jsonb_array_elements(b.deps) WITH ORDINALITY d(x, ord)
 		), cand AS (
 			SELECT i.at, g.p
 			  FROM (SELECT DISTINCT t.scheduled_at AS at FROM triggers t
-				 WHERE t.job_ref = (SELECT up_ref FROM deps WHERE ord = 1)
+				 WHERE t.job_id = (SELECT up FROM deps WHERE ord = 1)
 				   AND t.request_id IS NULL
 				   AND t.scheduled_at > lo AND t.scheduled_at <= cap
 				   -- not in a retirement of B (a version whose end is
@@ -128,7 +127,7 @@ BEGIN
 			       min(t.id) FILTER (WHERE t.state NOT IN ('succeeded', 'failed',
 				   'cancelled', 'skipped')) AS waiting_id
 			  FROM cand c CROSS JOIN deps d
-			  LEFT JOIN triggers t ON t.job_ref = d.up_ref AND t.request_id IS NULL
+			  LEFT JOIN triggers t ON t.job_id = d.up AND t.request_id IS NULL
 			       AND t.scheduled_at = c.at
 			       AND (d.up_parts IS DISTINCT FROM b.partitions OR t.partition = c.p)
 			 GROUP BY c.at, c.p, d.ord, d.up, d.within_ms, d.up_from, d.up_parts, d.on_state
@@ -167,7 +166,7 @@ BEGIN
 			-- decided earlier: a trigger or an upstream_* misfire already there
 			SELECT d.*,
 			       EXISTS (SELECT 1 FROM triggers t
-					WHERE t.job_ref = b.ref AND t.request_id IS NULL
+					WHERE t.job_id = b.job_id AND t.request_id IS NULL
 					  AND t.scheduled_at = d.at AND t.partition = d.p)
 			       OR EXISTS (SELECT 1 FROM misfires m
 					   WHERE m.job_id = b.job_id AND m.range_from <= d.at
@@ -176,13 +175,13 @@ BEGIN
 					     AND (m.partition IS NULL OR m.partition = d.p)) AS done
 			  FROM decided d
 		), ins AS (
-			INSERT INTO triggers (version, scheduled_at, partition, source, priority,
-					      due_at, shard, epoch, tenant, job_ref)
-			SELECT b.version, d.at, d.p, 'schedule', b.priority, d.at, p_shard,
-			       p_epoch, b.tenant, coalesce(b.ref, palisade_job_ref(b.job_id))
+			INSERT INTO triggers (job_id, version, scheduled_at, partition, source, priority,
+					      due_at, shard, epoch, tenant, resource_group, job_ref)
+			SELECT b.job_id, b.version, d.at, d.p, 'schedule', b.priority, d.at, p_shard,
+			       p_epoch, b.tenant, b.resource_group, b.ref
 			  FROM taken d
 			 WHERE d.verdict = 'ready' AND NOT d.done
-			ON CONFLICT DO NOTHING
+			ON CONFLICT (job_id, scheduled_at, partition) WHERE request_id IS NULL DO NOTHING
 			RETURNING 1
 		), mis AS (
 			INSERT INTO misfires (job_id, version, partition, range_from, range_to, count,
@@ -221,8 +220,7 @@ BEGIN
 			 WHERE m.job_id = b.deps -> 0 ->> 'job' AND m.reason <> 'excluded'
 			   AND m.count > 0 AND m.range_to > lo AND m.range_to <= cap) m
 		 WHERE NOT EXISTS (SELECT 1 FROM triggers t
-				    WHERE t.job_ref = (SELECT uj.ref FROM jobs uj WHERE uj.job_id = m.job_id)
-				      AND t.request_id IS NULL
+				    WHERE t.job_id = m.job_id AND t.request_id IS NULL
 				      AND t.scheduled_at >= m.range_from
 				      AND t.scheduled_at <= m.range_to)
 		   AND NOT EXISTS (SELECT 1 FROM misfires o

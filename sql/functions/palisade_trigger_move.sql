@@ -39,10 +39,8 @@
 -- own WHERE and pass each one's key and the state they read; a row no
 -- longer in that state (moved by another transaction since; rechecked
 -- under the row lock) is left alone and not returned, as a conditional
--- UPDATE would.  Returns the rows moved, each with the state it left,
--- its token (a claim's new one) and its job's id, read from jobs by the
--- row's job_ref (one probe of jobs_ref per row), except for a claim: the
--- claim has the id from its candidates, and gets NULL.
+-- UPDATE would.  Returns the rows moved, each with the state it left and
+-- its token (a claim's new one).
 -- One UPDATE joined with the keys, no loop: each key one probe of the
 -- primary key (joins by nested loop, whatever the size: a hash join read
 -- every partition of triggers, measured 1.5 to 3 times slower for 50,000
@@ -105,15 +103,13 @@ BEGIN
 	          p_to = 'running' AND p_claimer IS NOT NULL AS claim
 	        FROM unnest(p_ids, p_ats, p_froms) AS u(id, at, from_state)) k
 	 WHERE t.id = k.id AND t.scheduled_at = k.at AND t.state = k.from_state
-	RETURNING t.id, t.scheduled_at, k.from_state, t.job_ref, t.version, t.shard, t.epoch, t.fence,
-	  k.stops, k.claim),
+	RETURNING t.id, t.scheduled_at, k.from_state, t.job_id, t.version, t.shard, t.epoch, t.fence,
+	  k.stops),
 	  -- any other attempt in flight ends in its attempts row, by its token
 	  att AS (UPDATE attempts a SET ended_at = clock_timestamp(), outcome = p_to
 	    FROM mv WHERE mv.stops AND a.fence = mv.fence AND a.trigger_id = mv.id
 	      AND a.scheduled_at = mv.scheduled_at AND a.ended_at IS NULL)
-	SELECT mv.id, mv.scheduled_at, mv.from_state,
-	  CASE WHEN NOT mv.claim THEN (SELECT j.job_id FROM jobs j WHERE j.ref = mv.job_ref) END,
-	  mv.version, mv.shard, mv.epoch, mv.fence
+	SELECT mv.id, mv.scheduled_at, mv.from_state, mv.job_id, mv.version, mv.shard, mv.epoch, mv.fence
 	FROM mv;
 END
 $function$;

@@ -102,15 +102,16 @@ int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int
 	const char *pi[] = { job_id, request_id, va, aa, pa };
 	rc = pal__ops_exec(
 	    st,
-	    "INSERT INTO triggers (version, scheduled_at, partition, source, request_id,"
-	    " tenant, priority, due_at, shard, job_ref)"
-	    " SELECT v.version, to_timestamp(u.a), u.p, 'backfill', $2,"
-	    "  coalesce(v.spec->>'tenant', j.tenant), v.priority,"
-	    "  to_timestamp(u.a), j.shard, coalesce(j.ref, palisade_job_ref(j.job_id))"
+	    "INSERT INTO triggers (job_id, version, scheduled_at, partition, source, request_id,"
+	    " tenant, resource_group, priority, due_at, shard, job_ref)"
+	    " SELECT j.job_id, v.version, to_timestamp(u.a), u.p, 'backfill', $2,"
+	    "  coalesce(v.spec->>'tenant', j.tenant), v.resource_group, v.priority,"
+	    "  to_timestamp(u.a), j.shard, j.ref"
 	    " FROM unnest($3::int[], $4::bigint[], $5::int[]) AS u(v, a, p)"
 	    " JOIN jobs j ON j.job_id = $1"
 	    " JOIN job_versions v ON v.job_id = j.job_id AND v.version = u.v"
-	    " ON CONFLICT DO NOTHING", /* the request key, on job_id or job_ref (plan.c) */
+	    " ON CONFLICT (job_id, request_id, scheduled_at, partition)"
+	    " WHERE request_id IS NOT NULL DO NOTHING",
 	    5, pi, &res->inserted, err, errlen);
 	g_free(va);
 	g_free(aa);

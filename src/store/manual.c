@@ -110,17 +110,18 @@ static int trigger_body(pal_store *st, void *vctx, char *err, size_t errlen)
 
 	r = pal__store_query(
 		st,
-		"INSERT INTO triggers (version, scheduled_at, partition, source, request_id,"
-		" tenant, priority, due_at, shard, job_ref)"
-		" SELECT v.version, a.t, p, 'manual', $2, coalesce(v.spec->>'tenant', j.tenant),"
-		"  v.priority, a.t, j.shard, coalesce(j.ref, palisade_job_ref(j.job_id))"
+		"INSERT INTO triggers (job_id, version, scheduled_at, partition, source, request_id,"
+		" tenant, resource_group, priority, due_at, shard, job_ref)"
+		" SELECT j.job_id, v.version, a.t, p, 'manual', $2, coalesce(v.spec->>'tenant', j.tenant),"
+		"  v.resource_group, v.priority, a.t, j.shard, j.ref"
 		" FROM jobs j JOIN job_versions v ON v.job_id = j.job_id"
 		"  AND v.version = coalesce(j.active_version, j.latest_version)"
 		" CROSS JOIN (SELECT coalesce(to_timestamp($3::bigint),"
 		"   date_trunc('second', clock_timestamp())) AS t) a"
 		" CROSS JOIN generate_series(0, v.partitions - 1) p"
 		" WHERE j.job_id = $1"
-		" ON CONFLICT DO NOTHING" /* the request key, on job_id or job_ref (plan.c) */
+		" ON CONFLICT (job_id, request_id, scheduled_at, partition) WHERE request_id IS NOT NULL"
+		" DO NOTHING"
 		" RETURNING id, version, floor(extract(epoch FROM scheduled_at))::bigint",
 		3, p, err, errlen);
 	if (!r)

@@ -485,14 +485,9 @@ static void arrs_free(char **s, int n)
  * per trigger only numbers travel (version slot, instant, partition,
  * catch-up flag).  The server then parses four numeric arrays and a few
  * short text arrays instead of eight arrays with a quoted id, tenant and
- * group per row.  The row names its job by job_ref alone (042: job_id and
- * resource_group are the fill trigger's, for 0.2.0 readers, until the
- * contract step drops them); a ref of 0 (the load found the job without
- * one: the backfill had not reached it) is asked of palisade_job_ref(),
- * which gives the job one.  The conflict has no target: the plan key is
- * the only unique key a planned row can meet, on job_id before the
- * contract step and on job_ref after it (the primary key's id is drawn
- * per row), and the statement must hold on either side of it.
+ * group per row.  A ref of 0 (the load found the job without one: the
+ * backfill had not reached it) goes as NULL, and the fill trigger of 041
+ * looks it up.
  */
 static int write_triggers(pal_store *st, int shard, int64_t epoch, const pal_plan_batch *b,
 			  int64_t *inserted, char *err, size_t errlen)
@@ -527,10 +522,10 @@ static int write_triggers(pal_store *st, int shard, int64_t epoch, const pal_pla
 	const char *p[] = { v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], s, e, v[9] };
 	PGresult *r = pal__store_query(
 		st,
-		"INSERT INTO triggers (version, scheduled_at, partition, source, priority,"
-		" due_at, shard, epoch, tenant, job_ref, state)"
-		" SELECT j.v, t.at, t.p, CASE WHEN t.c = 1 THEN 'catchup' ELSE 'schedule' END,"
-		"  j.pr, t.at, $10, $11, j.te, coalesce(nullif(j.jr, 0), palisade_job_ref(j.id)),"
+		"INSERT INTO triggers (job_id, version, scheduled_at, partition, source, priority,"
+		" due_at, shard, epoch, tenant, resource_group, job_ref, state)"
+		" SELECT j.id, j.v, t.at, t.p, CASE WHEN t.c = 1 THEN 'catchup' ELSE 'schedule' END,"
+		"  j.pr, t.at, $10, $11, j.te, j.g, nullif(j.jr, 0),"
 		/* shadow runs (sql/039): asked once per statement while no scope
 		 * is in shadow, per row only when one is */
 		"  CASE WHEN NOT (SELECT EXISTS (SELECT 1 FROM shadow_scopes)) THEN 'pending'"
@@ -539,7 +534,7 @@ static int write_triggers(pal_store *st, int shard, int64_t epoch, const pal_pla
 		"   FROM unnest($1::int[], $2::bigint[], $3::int[], $4::int[]) AS u(r, a, p, c)) t"
 		" JOIN unnest($5::text[], $6::int[], $7::int[], $8::text[], $9::text[], $12::int[])"
 		"   WITH ORDINALITY AS j(id, v, pr, te, g, jr, n) ON j.n = t.r"
-		" ON CONFLICT DO NOTHING",
+		" ON CONFLICT (job_id, scheduled_at, partition) WHERE request_id IS NULL DO NOTHING",
 		12, p, err, errlen);
 	arrs_free(v, NA);
 	if (!r)

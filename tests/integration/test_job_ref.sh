@@ -29,18 +29,6 @@ ref_indexes() { sql "SELECT coalesce(string_agg(i.indexrelid::regclass::text || 
                      FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
                      WHERE i.indrelid = 'jobs'::regclass AND a.attname = 'ref'"; }
 expect_eq "041 builds no index on jobs.ref" "" "$(ref_indexes)"
-# The keys on triggers.job_ref (042): each index on the parent, unique and
-# valid flags, and how many partitions have their own attached, against
-# the partitions of triggers.
-trig_keys() { sql "SELECT coalesce(string_agg(i.indexrelid::regclass::text || ' ' || i.indisunique::text::char || i.indisvalid::text::char
-                            || ' ' || (SELECT count(*) FROM pg_inherits x WHERE x.inhparent = i.indexrelid)
-                            || '/' || (SELECT count(*) FROM pg_inherits x WHERE x.inhparent = 'triggers'::regclass), ',' ORDER BY i.indexrelid::regclass::text), '')
-                   FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
-                   WHERE i.indrelid = 'triggers'::regclass AND a.attname = 'job_ref'"; }
-expect_eq "042 builds no key on triggers.job_ref" "" "$(trig_keys)"
-expect_eq "and leaves job_id and resource_group nullable" "job_id f|resource_group f" \
-	"$(sql "SELECT string_agg(attname || ' ' || attnotnull::text::char, '|' ORDER BY attname) FROM pg_attribute
-	        WHERE attrelid = 'triggers'::regclass AND attname IN ('job_id', 'resource_group')")"
 
 # A transaction of another database on the same server, begun before the
 # jobs step ends and open until the backfill has finished: transaction ids
@@ -62,7 +50,6 @@ expect_match "the triggers step: 200 rows in 2 batches, stopped" \
 	"backfill triggers.job_ref: 200 rows in 2 batches of up to 100, stopped" "$OUT"
 expect_match "and says the backfill is not finished" "backfill not finished" "$OUT"
 expect_eq "the run built jobs_ref, unique and valid, once the jobs step finished" "jobs_ref tt" "$(ref_indexes)"
-expect_eq "but no key on triggers.job_ref before the triggers step finished" "" "$(trig_keys)"
 expect_eq "every job has a ref, each its own" "250 250" "$(sql "SELECT count(ref) || ' ' || count(DISTINCT ref) FROM jobs")"
 expect_eq "800 trigger rows still wait for theirs" 800 "$(sql "SELECT count(*) FROM triggers WHERE job_ref IS NULL")"
 cursor=$(sql "SELECT cursor FROM palisade_backfills WHERE step = 'triggers.job_ref'")
@@ -76,14 +63,6 @@ old_id=$(sql "INSERT INTO triggers (job_id, version, scheduled_at, partition, so
      VALUES ('old.j7', 1, '2021-01-01', 0, 'schedule', 'default', 'default', '2021-01-01', 3) RETURNING id")
 expect_eq "a trigger inserted with job_id only gets its job's ref (the fill trigger)" \
 	"$(sql "SELECT ref FROM jobs WHERE job_id = 'old.j7'")" "$(sql "SELECT job_ref FROM triggers WHERE id = $old_id")"
-
-# A row of this release names its job by job_ref alone (042); the fill
-# trigger gives it the job's id and group, which 0.2.0 nodes read.
-new_id=$(sql "INSERT INTO triggers (job_ref, version, scheduled_at, partition, source, tenant, due_at, shard)
-     SELECT ref, 1, '2021-01-01', 1, 'schedule', 'default', '2021-01-01', 3 FROM jobs WHERE job_id = 'old.j7' RETURNING id")
-expect_eq "a trigger inserted with job_ref only gets its job's id and group (the fill trigger)" "old.j7 default" \
-	"$(sql "SELECT job_id || ' ' || resource_group FROM triggers WHERE id = $new_id")"
-sql "DELETE FROM triggers WHERE id = $new_id"
 
 # A row whose job does not exist (nothing deletes a job: a hand-made row)
 # can get no ref; the backfill must finish all the same.
@@ -108,19 +87,11 @@ sql "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'pos
 wait "$other_db" 2>/dev/null
 expect_eq "the backfill changed nothing else of the rows (updated_at included)" "$before" \
 	"$(sql "SELECT md5(string_agg(t::text, ',' ORDER BY id)) FROM (SELECT id, job_id, version, scheduled_at, partition, state, due_at, updated_at FROM triggers WHERE id < $old_id) t")"
-nparts=$(sql "SELECT count(*) FROM pg_inherits WHERE inhparent = 'triggers'::regclass")
-expect_eq "the run that finished the triggers step built the keys on job_ref, on every partition" \
-	"triggers_pending_ref ft $nparts/$nparts,triggers_plan_ref tt $nparts/$nparts,triggers_request_ref tt $nparts/$nparts" "$(trig_keys)"
-expect_match "and logged each" "store.datafill_index_built.*triggers_plan_ref.*triggers_request_ref.*triggers_pending_ref" "$(tr '\n' ' ' <<<"$OUT")"
-sql "SELECT palisade_partition_create('2030-01-01', '2030-01-02')" >/dev/null
-expect_eq "a partition made afterwards (retention) has its own, attached" \
-	"triggers_pending_ref ft $((nparts + 1))/$((nparts + 1)),triggers_plan_ref tt $((nparts + 1))/$((nparts + 1)),triggers_request_ref tt $((nparts + 1))/$((nparts + 1))" "$(trig_keys)"
 expect_exit "a third migrate has nothing left to fill" 0 "$PAL" migrate
 if grep -q backfill <<<"$OUT"; then fail "a finished backfill runs no batch: $OUT"; else pass "a finished backfill runs no batch"; fi
 
-# This release's writers name the job by job_ref alone (042): with the
-# fill trigger disabled, a job_id-only row stays without a ref, and theirs
-# carry the ref and no text.
+# This release's writers set job_ref themselves: with the fill trigger
+# disabled, a row without it stays NULL, and theirs still carry it.
 sql "ALTER TABLE triggers DISABLE TRIGGER triggers_job_ref"
 nul_id=$(sql "INSERT INTO triggers (job_id, version, scheduled_at, partition, source, tenant, resource_group, due_at, shard)
      VALUES ('old.j8', 1, '2021-01-01', 0, 'schedule', 'default', 'default', '2021-01-01', 0) RETURNING id")
@@ -142,7 +113,7 @@ expect_eq "apply's jobs get refs after every other" "252 253" "$(sql "SELECT str
 sql "UPDATE triggers SET job_ref = NULL WHERE job_id LIKE 'old.%'"
 sql "UPDATE palisade_backfills SET cursor = '0', finished_at = NULL WHERE step = 'triggers.job_ref'"
 start_node c1
-planned() { [ "$(sql "SELECT count(*) FROM triggers t JOIN jobs j ON j.ref = t.job_ref WHERE j.job_id = 'new.a'")" -ge 6 ]; }
+planned() { [ "$(sql "SELECT count(*) FROM triggers WHERE job_id = 'new.a'")" -ge 6 ]; }
 wait_until "the controller plans new.a" 20 planned
 refilled() { [ "$(sql "SELECT count(*) FROM palisade_backfills WHERE finished_at IS NULL")" = 0 ]; }
 wait_until "the node's retention round finishes the reopened backfill" 20 refilled
@@ -153,14 +124,10 @@ expect_match "and logs it: 1,001 rows in 4 batches, finished" \
 expect_exit "a manual run" 0 "$PAL" trigger --job new.b --reason "job ref"
 expect_exit "an operator backfill" 0 "$PAL" backfill --job new.a --from 2021-01-01T00:00:00Z --to 2021-01-01T00:00:02Z --reason "job ref"
 sql "ALTER TABLE triggers ENABLE TRIGGER triggers_job_ref"
-expect_eq "the planning, manual and backfill rows carry their job's ref and neither id nor group" \
-	"backfill manual schedule|0" \
-	"$(sql "SELECT string_agg(DISTINCT source, ' ' ORDER BY source) || '|' || count(*) FILTER (WHERE t.job_id IS NOT NULL OR t.resource_group IS NOT NULL)
-	        FROM triggers t JOIN jobs j ON j.ref = t.job_ref WHERE j.job_id LIKE 'new.%'")"
-expect_eq "every row is a job's, by job_id or by job_ref" 0 \
-	"$(sql "SELECT count(*) FROM triggers t WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.ref = t.job_ref OR j.job_id = t.job_id)")"
-# What the fill trigger would have written, for the reads by job_id below.
-sql "UPDATE triggers t SET job_id = j.job_id, resource_group = j.resource_group FROM jobs j WHERE j.ref = t.job_ref AND t.job_id IS NULL"
+expect_eq "the planning, manual and backfill rows each carry their job's ref" "0" \
+	"$(sql "SELECT count(*) FROM triggers t JOIN jobs j USING (job_id) WHERE j.job_id LIKE 'new.%' AND t.job_ref IS DISTINCT FROM j.ref")"
+expect_eq "of each source" "backfill manual schedule" \
+	"$(sql "SELECT string_agg(DISTINCT source, ' ' ORDER BY source) FROM triggers WHERE job_id LIKE 'new.%' AND job_ref IS NOT NULL")"
 expect_eq "no trigger row lacks job_ref" 0 "$(sql "SELECT count(*) FROM triggers WHERE job_ref IS NULL")"
 # trigger_jobs: each row with its job's id and group read through job_ref,
 # every column of triggers beside them (a column added to triggers and not
@@ -252,11 +219,13 @@ expect_eq "each step: a walk of one batch, then a check that finishes it" \
 expect_exit "a batch above 5,000 rows is refused" 64 "$PAL" migrate --backfill-batch 5001
 expect_match "with the range" "want a count from 1 to 5000" "$OUT"
 
-# A job without a ref (applied by 0.2.0, not yet reached by the backfill)
-# gets one from this release's first writer of its rows
-# (palisade_job_ref()), since the row names its job by job_ref alone:
-# new.a's ref taken away and the backfill kept from running (a session
-# holds its lock), the node plans new.a with a new ref, after every other.
+# A controller that loaded its jobs before the backfill gave them refs
+# takes the refs at its next reload (no restart), so that its rows stop
+# going through the fill trigger: new.a's ref taken away and the backfill
+# reopened, the node loads new.a without a ref while a session holds the
+# backfill's lock (its rounds find it busy); then the backfill finishes,
+# the fill trigger is disabled and a reload (SIGHUP: the 30 s reload's
+# path, sooner) must be enough for new rows to carry the ref.
 a_ref=$(sql "SELECT ref FROM jobs WHERE job_id = 'new.a'")
 sql "UPDATE jobs SET ref = NULL WHERE job_id = 'new.a'"
 reopen
@@ -266,16 +235,23 @@ echo "SELECT pg_advisory_lock(7076, 41); SELECT 'held';" >&"$lockfd"
 wait_until "a session holds the backfill's lock" 10 grep -q held "$PALISADE_TEST_TMP/lock.out"
 from_id=$(sql "SELECT coalesce(max(id), 0) FROM triggers")
 start_node c1 {lockfd}>&- # the node must not keep the session's input open
-planned_newref() { has "SELECT count(*) FROM triggers t JOIN jobs j ON j.ref = t.job_ref WHERE j.job_id = 'new.a' AND t.id > $from_id"; }
-wait_until "the node plans new.a while the job has no ref and the backfill cannot run" 20 planned_newref
-expect_eq "the planning gave new.a a new ref" 1 "$(sql "SELECT count(*) FROM jobs WHERE job_id = 'new.a' AND ref > $a_ref")"
-expect_eq "and no row planned since lacks one" 0 "$(sql "SELECT count(*) FROM triggers WHERE id > $from_id AND job_ref IS NULL")"
-stop_node c1
+planned_noref() { has "SELECT count(*) FROM triggers WHERE job_id = 'new.a' AND id > $from_id AND job_ref IS NULL"; }
+wait_until "the node plans new.a while the job has no ref" 20 planned_noref
 exec {lockfd}>&-
 wait "$lockpid"
 expect_exit "the backfill runs once the lock is let go" 0 "$PAL" migrate
-expect_eq "and finds new.a's ref given" "$(sql "SELECT ref FROM jobs WHERE job_id = 'new.a'")" \
-	"$(sql "SELECT max(job_ref) FROM triggers WHERE id > $from_id")"
+expect_eq "and gives new.a a new ref" 1 "$(sql "SELECT count(*) FROM jobs WHERE job_id = 'new.a' AND ref > $a_ref")"
+sql "ALTER TABLE triggers DISABLE TRIGGER triggers_job_ref"
+kill -HUP "${NODE_PID[c1]}"
+from_id=$(sql "SELECT coalesce(max(id), 0) FROM triggers")
+planned_ref() { has "SELECT count(*) FROM triggers WHERE job_id = 'new.a' AND id > $from_id AND job_ref IS NOT NULL"; }
+wait_until "after a reload, with the fill trigger off, new.a's new rows carry its ref" 10 planned_ref
+sleep 2
+from_id=$(sql "SELECT min(id) FROM triggers WHERE job_id = 'new.a' AND id > $from_id AND job_ref IS NOT NULL")
+expect_eq "every row planned since the first with it carries it" "0 $(sql "SELECT ref FROM jobs WHERE job_id = 'new.a'")" \
+	"$(sql "SELECT count(*) FILTER (WHERE job_ref IS NULL) || ' ' || coalesce(max(job_ref), 0) FROM triggers WHERE job_id = 'new.a' AND id >= $from_id")"
+stop_node c1
+sql "ALTER TABLE triggers ENABLE TRIGGER triggers_job_ref"
 
 # A round's batch is retention.delete_slice rows but at most 5,000: with a
 # slice of 100,000 the node's round fills the reopened steps in batches of
@@ -288,27 +264,6 @@ wait_until "the node's round finishes the reopened backfill" 20 refilled
 stop_node c1
 expect_match "in batches of 5,000" '"event":"retention.backfill","step":"triggers.job_ref",.*"batch":5000,' \
 	"$(grep retention.backfill "$NODE_DIR/c1.log")"
-
-# A fresh database: migrate builds every key at once (both steps finish
-# with nothing to fill).
-fresh_db it_job_ref_fresh
-expect_exit "migrate a fresh database, the backfill left out" 0 "$PAL" migrate --backfill-batches 0
-# A parent's index is made ON ONLY under a SHARE lock on triggers, for
-# which the runner waits at most 500 ms: a transaction that holds triggers
-# (here ROW EXCLUSIVE, as any writer's) makes the run give way, not fail.
-session hold
-holdpid=$S_PID holdfd=$S_FD
-echo "BEGIN; LOCK TABLE triggers IN ROW EXCLUSIVE MODE; SELECT 'held';" >&"$holdfd"
-wait_until "a transaction holds triggers" 10 grep -q held "$PALISADE_TEST_TMP/hold.out"
-expect_exit "a migrate beside it gives way to the lock" 0 "$PAL" migrate
-expect_match "and says the backfill is not finished" "backfill not finished \\(another run holds it, or a row lock was held\\)" "$OUT"
-echo "COMMIT;" >&"$holdfd"
-exec {holdfd}>&-
-wait "$holdpid"
-expect_exit "the next migrate" 0 "$PAL" migrate
-nparts=$(sql "SELECT count(*) FROM pg_inherits WHERE inhparent = 'triggers'::regclass")
-expect_eq "its keys on job_ref are valid on every partition" \
-	"triggers_pending_ref ft $nparts/$nparts,triggers_plan_ref tt $nparts/$nparts,triggers_request_ref tt $nparts/$nparts" "$(trig_keys)"
 
 echo "  figure: test took $((SECONDS - T0)) s"
 finish

@@ -126,13 +126,6 @@ old_rows=$(sql "select count(*) || ' ' || count(*) filter (where t.job_ref is di
                 from triggers t join jobs j using (job_id) where t.created_at > '$mig_ts'")
 check "old controllers' rows since the migration carry their job's ref (rows, wrong: $old_rows)" \
 	[ "${old_rows% *}" -gt 0 -a "${old_rows#* }" = 0 ]
-# 042: migrate's backfill finished beside the old nodes, and its runner
-# built the keys on job_ref (CONCURRENTLY per partition) without stopping
-# them.
-expect_eq "migrate built the keys on job_ref beside the old nodes, valid" \
-	"triggers_pending_ref t,triggers_plan_ref t,triggers_request_ref t" \
-	"$(sql "select string_agg(c.relname || ' ' || i.indisvalid::text::char, ',' order by c.relname) from pg_index i join pg_class c on c.oid = i.indexrelid
-	        where c.relname in ('triggers_plan_ref', 'triggers_request_ref', 'triggers_pending_ref')")"
 
 # The advertisement, as the new CLI reads it: a node of 0.1.0 advertises
 # no range ("unknown"); one of a later release its own, up to its schema.
@@ -270,16 +263,6 @@ expect_eq "no idempotency key has more than one effect at the sink" 0 \
 	"$(sql "select count(*) from (select idempotency_key from sink_ledger group by 1 having count(*) > 1) d")"
 expect_eq "no trigger row lacks its job's ref after the roll" 0 \
 	"$(sql "select count(*) from triggers t join jobs j using (job_id) where t.job_ref is distinct from j.ref")"
-# The new nodes' planning names the job by job_ref alone and the fill
-# trigger gives the row the text the old nodes read; the old nodes' the
-# other way.  Both planned the window's instants (each handoff hands a
-# shard's planned-ahead instants to a leader of the other release), and
-# the keys of either side let neither write an instant twice.
-expect_eq "every row of the roll window names its job both ways (job_id and job_ref, one job)" 0 \
-	"$(sql "select count(*) from triggers t where t.scheduled_at between '$T0' and '$T1'
-	        and not exists (select 1 from jobs j where j.ref = t.job_ref and j.job_id = t.job_id and j.resource_group = t.resource_group)")"
-expect_eq "no instant of a job and partition planned twice (by job_ref)" 0 \
-	"$(sql "select count(*) from (select 1 from triggers where request_id is null group by job_ref, scheduled_at, partition having count(*) > 1) d")"
 expect_exit "after the roll the database runs this tree's functions, the scheduler's and the sink's" 0 \
 	python3 tests/integration/sql_objects.py "$PALISADE_PG" sql/functions sql/sink/functions
 

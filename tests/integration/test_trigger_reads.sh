@@ -48,9 +48,6 @@ expect_eq "the live count of a mixed range equals a full count of its non-termin
 # A job's latest triggers: scheduled and manual interleaved, ties across
 # partitions, against the plain ordered scan; times from one fixed base.
 B="'$(sql "SELECT date_trunc('second', now())")'::timestamptz"
-# the jobs exist: a trigger row names its job by job_ref (jobs.ref)
-sql "INSERT INTO jobs (job_id, tenant, resource_group, shard, latest_version)
-     VALUES ('job.a', 'default', 'default', 0, 1), ('job.b', 'default', 'default', 0, 1)" >/dev/null
 for i in $(seq 1 40); do
 	ins job.a "$B - interval '$((i * 10)) s'" succeeded
 	[ $((i % 5)) = 0 ] && ins job.a "$B - interval '$((i * 10 + 5)) s'" failed "req-$i"
