@@ -56,11 +56,11 @@ done
 ins job.b "now()" pending
 bad=""
 for lim in 1 3 10 47 100; do
-	want=$(sql "SELECT string_agg(id::text, ',') FROM (SELECT id FROM trigger_jobs WHERE job_id = 'job.a'
+	want=$(sql "SELECT string_agg(id::text, ',') FROM (SELECT id FROM triggers WHERE job_id = 'job.a'
 	             ORDER BY scheduled_at DESC, partition, id LIMIT $lim) x")
 	got=$(sql "SELECT string_agg(id::text, ',') FROM palisade_job_triggers('job.a', $lim)")
 	[ "$got" = "$want" ] || bad="$bad limit=$lim"
-	want=$(sql "SELECT string_agg(id::text, ',') FROM (SELECT id FROM trigger_jobs WHERE job_id = 'job.a'
+	want=$(sql "SELECT string_agg(id::text, ',') FROM (SELECT id FROM triggers WHERE job_id = 'job.a'
 	             AND state = 'failed' AND scheduled_at >= $B - interval '300 s'
 	             AND scheduled_at <= $B - interval '60 s'
 	             ORDER BY scheduled_at DESC, partition, id LIMIT $lim) x")
@@ -70,10 +70,10 @@ for lim in 1 3 10 47 100; do
 done
 expect_eq "palisade_job_triggers returns what the ordered scan returns (limits 1-100, with state and window)" "" "$bad"
 expect_eq "with no limit it returns every trigger of the job and no other" \
-	"$(sql "SELECT count(*) FROM trigger_jobs WHERE job_id = 'job.a'")" \
-	"$(sql "SELECT count(*) FROM palisade_job_triggers('job.a', NULL) WHERE job_ref = (SELECT ref FROM jobs WHERE job_id = 'job.a')")"
+	"$(sql "SELECT count(*) FROM triggers WHERE job_id = 'job.a'")" \
+	"$(sql "SELECT count(*) FROM palisade_job_triggers('job.a', NULL) WHERE job_id = 'job.a'")"
 expect_eq "palisade triggers --job lists the job's latest, manual ones included" \
-	"$(sql "SELECT string_agg(id::text, ',') FROM (SELECT id FROM trigger_jobs WHERE job_id = 'job.a'
+	"$(sql "SELECT string_agg(id::text, ',') FROM (SELECT id FROM triggers WHERE job_id = 'job.a'
 	          ORDER BY scheduled_at DESC, partition, id DESC LIMIT 12) x")" \
 	"$("$PAL" triggers --job job.a --limit 12 --output json 2>/dev/null | python3 -c '
 import json, sys; print(",".join(str(t["id"]) for t in json.load(sys.stdin)))')"
