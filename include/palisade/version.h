@@ -5,6 +5,6 @@
 #ifndef PALISADE_VERSION_H
 #define PALISADE_VERSION_H
 
-#define PALISADE_VERSION "0.3.0"
+#define PALISADE_VERSION "0.4.0-dev"
 
 #endif
