@@ -31,6 +31,12 @@ COMMIT;
 SELECT 'reader done';
 SQL
 reader=$!
+# The round must start once the reader holds its lock: a round that ran
+# first would take what it needs of attempt_responses before the reader
+# and meet nobody.
+reader_locked() { has "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+	WHERE a.datname = current_database() AND l.granted AND l.relation = 'attempt_responses'::regclass"; }
+wait_until "the reader holds attempt_responses" 20 reader_locked
 # work for the round: ranges to create 3 days ahead
 expect_exit "a retention round meets the reader" 0 "$PAL" retention --interval 1h --ahead 3d --keep 30d
 wait "$reader"
