@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "palisade/cli.h"
+#include "palisade/clock.h"
 #include "palisade/coord.h"
 #include "palisade/err.h"
 #include "palisade/nodeconf.h"
@@ -113,8 +113,7 @@ static int wait_gone(const pal_cli_common *c, const char *node, int wait_s)
 			ec = PAL_EXIT_OK;
 			break;
 		}
-		struct timespec ts = {0, 100 * 1000000};
-		nanosleep(&ts, NULL);
+		pal_sleep_ms(100);
 	}
 	pal_coord_inspector_close(in);
 	if (ec == PAL_EXIT_FAIL)

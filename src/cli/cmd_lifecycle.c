@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "palisade/cli.h"
+#include "palisade/clock.h"
 #include "palisade/err.h"
 #include "palisade/lifecycle.h"
 #include "palisade/timefmt.h"
@@ -41,12 +41,6 @@ static void usage(FILE *fp)
 		DEFAULT_WAIT_MS / 1000);
 }
 
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-	nanosleep(&ts, NULL);
-}
-
 int pal__cli_retire_settle(const char *cmd, pal_store *st, const char *const *ids, size_t n,
 			   const char *reason, int64_t wait_ms, int64_t *late_cancelled)
 {
@@ -60,7 +54,7 @@ int pal__cli_retire_settle(const char *cmd, pal_store *st, const char *const *id
 		}
 		if (!pending || waited >= wait_ms)
 			break;
-		sleep_ms(200);
+		pal_sleep_ms(200);
 		waited += 200;
 	}
 	if (pal_store_retire_sweep(st, ids, n, pal_cli_actor(), reason, late_cancelled, err,
@@ -272,7 +266,7 @@ static int delete_remote(const pal_cli_common *c, const char *const *ids, size_t
 			pending += settling[i];
 		if (!pending || waited >= wait_ms)
 			break;
-		sleep_ms(200);
+		pal_sleep_ms(200);
 		waited += 200;
 		for (size_t i = 0; !ec && i < n; i++)
 			if (settling[i])

@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <zookeeper.h>
+#include "palisade/clock.h"
 #include "palisade/coord.h"
 
 /* The schema range a node advertises (docs/election.md): {"min", "max",
@@ -88,7 +88,6 @@ int pal_coord_inspector_open(const char *connect, int timeout_ms, pal_coord_insp
 	}
 	/* polled in short steps: a connection on loopback takes about a
 	 * millisecond, and a first step of 20 ms was most of a page */
-	struct timespec ts = {0, 2 * 1000000};
 	for (int waited = 0; zoo_state(zh) != ZOO_CONNECTED_STATE || !atomic_load(&in->greeted);
 	     waited += 2) {
 		if (waited >= timeout_ms) {
@@ -97,7 +96,7 @@ int pal_coord_inspector_open(const char *connect, int timeout_ms, pal_coord_insp
 			pal_coord_inspector_close(in);
 			return PAL_EZK;
 		}
-		nanosleep(&ts, NULL);
+		pal_sleep_ms(2);
 	}
 	*out = in;
 	return PAL_OK;

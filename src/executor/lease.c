@@ -14,13 +14,12 @@
  * them died or gave up before a safe point): one short statement that skips
  * locked rows, so it never waits behind a claim or a commit.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "executor_int.h"
+#include "palisade/clock.h"
 #include "palisade/execstore.h"
 #include "palisade/log.h"
 
@@ -132,12 +131,6 @@ int pal__leases_count(pal_leases *l)
 	return n;
 }
 
-static void sleep_ms(int64_t ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
 
 static void renewal_failed(pal_lease_thread *t, const char *err)
 {
@@ -276,7 +269,7 @@ static void *run(void *arg)
 				reap_once(t);
 			next = now + t->cfg.heartbeat_ms;
 		}
-		sleep_ms(next - pal_mono_ms() > 50 ? 50 : (next > now ? next - now : 1));
+		pal_sleep_ms(next - pal_mono_ms() > 50 ? 50 : (next > now ? next - now : 1));
 	}
 	pal_store_close(t->st);
 	return NULL;

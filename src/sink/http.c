@@ -37,11 +37,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 #include <glib.h>
 #include <jansson.h>
 #include <microhttpd.h>
+#include "palisade/clock.h"
 #include "palisade/httpguard.h"
 #include "palisade/listen.h"
 #include "palisade/log.h"
@@ -578,8 +578,7 @@ void pal__sink_listener_drain(sink_listener *l, int timeout_ms)
 	if (l->quiesced_fd < 0)
 		l->quiesced_fd = (int)MHD_quiesce_daemon(l->daemon);
 	for (int waited = 0; atomic_load(&l->active) > 0 && waited < timeout_ms; waited += 10) {
-		struct timespec ts = {0, 10 * 1000000L};
-		nanosleep(&ts, NULL);
+		pal_sleep_ms(10);
 	}
 }
 

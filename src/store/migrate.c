@@ -313,9 +313,7 @@ static int apply_retrying(pal_store *st, const step *s, int64_t *waited, char *e
 		pal_log(PAL_LOG_WARN, "store.migrate_lock_retry", "{s:s, s:i, s:s, s:i, s:I}",
 			"migration", s->name, "try", tries, "sqlstate", st->sqlstate, "pause_ms",
 			pause, "spent_ms", (json_int_t)spent);
-		struct timespec ts = {pause / 1000, (long)(pause % 1000) * 1000000L};
-		while (nanosleep(&ts, &ts) == -1)
-			;
+		pal_sleep_ms(pause);
 		*waited += pause;
 	}
 }
