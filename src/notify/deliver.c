@@ -2,11 +2,14 @@
  * deliver.c - the notification outbox's delivery thread (include/palisade/notify.h).
  *
  * Model: one pal_periodic thread per executor node, with its own
- * PostgreSQL connection and a blocking libcurl easy handle; nothing here
- * runs on the executor's loop.  A round: retention of the outbox (every
- * RETENTION_EVERY rounds), then claim up to CLAIM_MAX due notifications and
- * deliver them one after the other.  The lease of a claim covers every
- * delivery of it at its timeout; should it still expire, another node may
+ * PostgreSQL connection and a libcurl multi handle (its connections kept
+ * between rounds); nothing here runs on the executor's loop.  A round:
+ * retention of the outbox (every RETENTION_EVERY rounds), then claim up to
+ * CLAIM_MAX due notifications and deliver them all at once, so that a
+ * receiver that never answers holds the round for one TIMEOUT_MS, not one
+ * per notification, and the other receivers' notifications go out
+ * meanwhile.  The lease of a claim covers the round at its timeout (with
+ * a margin); should it still expire, another node may
  * deliver the same notification again, which the receiver recognises by
  * its webhook id (at least once, never lost within notify.retention).
  *
@@ -31,7 +34,7 @@
 
 #define CLAIM_MAX 16
 #define TIMEOUT_MS 5000L
-#define LEASE_MS (CLAIM_MAX * TIMEOUT_MS + 30000)
+#define LEASE_MS (TIMEOUT_MS + 30000)
 #define RETENTION_EVERY 10
 #define BACKOFF_INITIAL_MS 1000
 
@@ -44,7 +47,7 @@ struct pal_notifier {
 	pal_notifier_config cfg; /* strings owned */
 	pal_metrics *m;
 	pal_store *st; /* the thread's own connection, opened on first use */
-	CURL *curl;
+	CURLM *multi;
 	unsigned rounds;
 	atomic_bool stopping; /* set by pal_notifier_stop: a delivery under way
 				 is aborted, the rest of the round handed back */
@@ -134,30 +137,38 @@ char *pal_notify_absolute_console(const char *payload, const char *base)
 	return out;
 }
 
-/* POST notification V; true when the receiver answered 2xx.  *STATUS: the
- * HTTP status (0: none); WHY: what went wrong otherwise. */
-static bool post(struct pal_notifier *w, const pal_notif *v, int *status, char *why, size_t wlen)
+/* One delivery of a round: its request, then its outcome. */
+struct delivery {
+	CURL *e; /* NULL: not sent (why says so) */
+	struct curl_slist *h;
+	char *body;    /* the body signed and sent: the link made absolute */
+	int status;    /* the HTTP status (0: none) */
+	bool ok;       /* the receiver answered 2xx */
+	bool recorded; /* its outcome written to the outbox (or the connection lost) */
+	char why[512];
+};
+
+/* Prepare D, the POST of notification V: its signed headers and body; false
+ * (D->why set) when it cannot be sent. */
+static bool prepare(struct pal_notifier *w, const pal_notif *v, struct delivery *d)
 {
 	pal_tpl_vars none = {0};
 	char *secret = NULL, sig[128], terr[256];
-	struct curl_slist *h = NULL;
-	bool ok = false;
 
-	*status = 0;
 	if (pal_tpl_render(v->secret, &none, PAL_TPL_SECRETS, &secret, terr, sizeof terr)) {
-		snprintf(why, wlen, "secret %s: %s", v->secret, terr);
+		snprintf(d->why, sizeof d->why, "secret %s: %s", v->secret, terr);
 		return false;
 	}
-	/* the body signed is the body sent: with the link made absolute */
 	char *abs = pal_notify_absolute_console(v->payload, w->cfg.console_url);
-	const char *body = abs ? abs : v->payload;
+	d->body = abs ? abs : strdup(v->payload);
 	int64_t now = (int64_t)time(NULL);
-	int rc =
-	    pal_webhook_sign(secret, v->webhook_id, now, body, sig, sizeof sig, terr, sizeof terr);
+	int rc = d->body ? pal_webhook_sign(secret, v->webhook_id, now, d->body, sig, sizeof sig,
+					    terr, sizeof terr)
+			 : PAL_ENOMEM;
 	free(secret);
 	if (rc) {
-		snprintf(why, wlen, "secret %s: %s", v->secret, terr);
-		free(abs);
+		snprintf(d->why, sizeof d->why, "secret %s: %s", v->secret,
+			 d->body ? terr : "out of memory");
 		return false;
 	}
 	char *lines[] = {
@@ -169,19 +180,23 @@ static bool post(struct pal_notifier *w, const pal_notif *v, int *status, char *
 	    g_strdup("User-Agent: palisade-notify"),
 	};
 	for (size_t i = 0; i < G_N_ELEMENTS(lines); i++) {
-		h = curl_slist_append(h, lines[i]);
+		d->h = curl_slist_append(d->h, lines[i]);
 		g_free(lines[i]);
 	}
-	CURL *e = w->curl;
-	curl_easy_reset(e);
+	CURL *e = curl_easy_init();
+	if (!e) {
+		snprintf(d->why, sizeof d->why, "out of memory");
+		return false;
+	}
 	curl_easy_setopt(e, CURLOPT_URL, v->url);
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, d->h);
+	curl_easy_setopt(e, CURLOPT_POSTFIELDS, d->body);
+	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(d->body));
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
 	curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, abort_on_stop);
 	curl_easy_setopt(e, CURLOPT_XFERINFODATA, w);
+	curl_easy_setopt(e, CURLOPT_PRIVATE, d);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -190,20 +205,8 @@ static bool post(struct pal_notifier *w, const pal_notif *v, int *status, char *
 	/* as the side-effect calls: a proxy only when executor.proxy says so */
 	if (strcmp(w->cfg.proxy, "env") != 0)
 		curl_easy_setopt(e, CURLOPT_PROXY, w->cfg.proxy);
-	CURLcode cc = curl_easy_perform(e);
-	if (cc != CURLE_OK) {
-		snprintf(why, wlen, "%s", curl_easy_strerror(cc));
-	} else {
-		long code = 0;
-		curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
-		*status = (int)code;
-		ok = code >= 200 && code < 300;
-		if (!ok)
-			snprintf(why, wlen, "HTTP %ld", code);
-	}
-	curl_slist_free_all(h);
-	free(abs);
-	return ok;
+	d->e = e;
+	return true;
 }
 
 static int64_t backoff_ms(const struct pal_notifier *w, int attempts)
@@ -219,6 +222,94 @@ static void drop_conn(struct pal_notifier *w, const char *err)
 	pal_log(PAL_LOG_WARN, "notify.db_failed", "{s:s}", "error", err);
 	pal_store_close(w->st);
 	w->st = NULL;
+}
+
+/* Record the outcome of delivery D of notification V in the outbox; false
+ * when the database failed (the connection is dropped, and what the round
+ * has not recorded yet goes back at its lease's expiry). */
+static bool record(struct pal_notifier *w, const pal_notif *v, struct delivery *d)
+{
+	char err[1024] = "";
+	/* stopping: hand it back at once rather than at lease expiry */
+	if (atomic_load(&w->stopping) && !d->ok) {
+		if (pal_store_notif_done(w->st, v->id, w->cfg.node_id, false, d->status,
+					 "not delivered: the node stopped", 0, err, sizeof err)) {
+			drop_conn(w, err);
+			return false;
+		}
+		return true;
+	}
+	int64_t retry = d->ok ? 0 : backoff_ms(w, v->attempts);
+	pal_metric_inc(w->m, d->ok ? M_DELIVERED : M_FAILED, NULL, 1);
+	pal_log(d->ok ? PAL_LOG_DEBUG : PAL_LOG_INFO,
+		d->ok ? "notify.delivered" : "notify.delivery_failed",
+		"{s:s, s:s, s:i, s:i, s:s, s:I}", "webhook_id", v->webhook_id, "event", v->event,
+		"attempt", v->attempts, "status", d->status, "error", d->why, "retry_ms",
+		(json_int_t)retry);
+	if (pal_store_notif_done(w->st, v->id, w->cfg.node_id, d->ok, d->status,
+				 d->ok ? NULL : d->why, retry, err, sizeof err)) {
+		drop_conn(w, err);
+		return false;
+	}
+	return true;
+}
+
+/* Send the N prepared deliveries D of notifications V at once and record
+ * each outcome as it comes (each ends by its TIMEOUT_MS at the latest, or at
+ * once when the node stops); then those that were never sent. */
+static void send_all(struct pal_notifier *w, const pal_notif *v, struct delivery *d, size_t n)
+{
+	int running = 0;
+	bool db = true;
+	for (size_t i = 0; i < n; i++)
+		if (d[i].e && curl_multi_add_handle(w->multi, d[i].e) != CURLM_OK) {
+			snprintf(d[i].why, sizeof d[i].why, "cannot start the request");
+			curl_easy_cleanup(d[i].e);
+			d[i].e = NULL;
+		}
+	do {
+		if (curl_multi_perform(w->multi, &running) != CURLM_OK)
+			running = 0;
+		CURLMsg *msg;
+		int left;
+		while ((msg = curl_multi_info_read(w->multi, &left))) {
+			struct delivery *x = NULL;
+			if (msg->msg != CURLMSG_DONE ||
+			    curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x) ||
+			    !x)
+				continue;
+			if (msg->data.result != CURLE_OK) {
+				snprintf(x->why, sizeof x->why, "%s",
+					 curl_easy_strerror(msg->data.result));
+			} else {
+				long code = 0;
+				curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &code);
+				x->status = (int)code;
+				x->ok = code >= 200 && code < 300;
+				if (!x->ok)
+					snprintf(x->why, sizeof x->why, "HTTP %ld", code);
+			}
+			curl_multi_remove_handle(w->multi, x->e);
+			curl_easy_cleanup(x->e);
+			x->e = NULL;
+			x->recorded = true;
+			db = db && record(w, &v[x - d], x);
+		}
+		if (running)
+			curl_multi_poll(w->multi, NULL, 0, 100, NULL);
+	} while (running);
+	for (size_t i = 0; i < n; i++) {
+		if (d[i].e) { /* never finished: the multi handle failed */
+			curl_multi_remove_handle(w->multi, d[i].e);
+			curl_easy_cleanup(d[i].e);
+			if (!d[i].why[0])
+				snprintf(d[i].why, sizeof d[i].why, "no answer");
+		}
+		if (!d[i].recorded)
+			db = db && record(w, &v[i], &d[i]);
+		curl_slist_free_all(d[i].h);
+		free(d[i].body);
+	}
 }
 
 static void round_(void *arg)
@@ -251,33 +342,15 @@ static void round_(void *arg)
 		drop_conn(w, err);
 		return;
 	}
-	for (size_t i = 0; i < n; i++) {
-		char why[512] = "";
-		int status = 0;
-		/* stopping: hand the rest back at once rather than at lease expiry */
-		bool ok = !atomic_load(&w->stopping) && post(w, &v[i], &status, why, sizeof why);
-		if (atomic_load(&w->stopping) && !ok) {
-			if (pal_store_notif_done(w->st, v[i].id, w->cfg.node_id, false, status,
-						 "not delivered: the node stopped", 0, err,
-						 sizeof err)) {
-				drop_conn(w, err);
-				break;
-			}
-			continue;
-		}
-		int64_t retry = ok ? 0 : backoff_ms(w, v[i].attempts);
-		pal_metric_inc(w->m, ok ? M_DELIVERED : M_FAILED, NULL, 1);
-		pal_log(ok ? PAL_LOG_DEBUG : PAL_LOG_INFO,
-			ok ? "notify.delivered" : "notify.delivery_failed",
-			"{s:s, s:s, s:i, s:i, s:s, s:I}", "webhook_id", v[i].webhook_id, "event",
-			v[i].event, "attempt", v[i].attempts, "status", status, "error", why,
-			"retry_ms", (json_int_t)retry);
-		if (pal_store_notif_done(w->st, v[i].id, w->cfg.node_id, ok, status,
-					 ok ? NULL : why, retry, err, sizeof err)) {
-			drop_conn(w, err);
-			break;
-		}
+	struct delivery *d = n ? calloc(n, sizeof *d) : NULL;
+	if (n && !d) {
+		pal_notif_free(v, n); /* handed back at lease expiry */
+		return;
 	}
+	for (size_t i = 0; i < n && !atomic_load(&w->stopping); i++)
+		prepare(w, &v[i], &d[i]);
+	send_all(w, v, d, n);
+	free(d);
 	pal_notif_free(v, n);
 }
 
@@ -302,9 +375,9 @@ int pal_notifier_start(const pal_notifier_config *cfg, pal_metrics *m, pal_notif
 	w->cfg.proxy = strdup(cfg->proxy ? cfg->proxy : "");
 	w->cfg.console_url = strdup(cfg->console_url ? cfg->console_url : "");
 	w->m = m;
-	w->curl = curl_easy_init();
+	w->multi = curl_multi_init();
 	if (!w->cfg.conninfo || !w->cfg.node_id || !w->cfg.proxy || !w->cfg.console_url ||
-	    !w->curl) {
+	    !w->multi) {
 		snprintf(err, errlen, "out of memory for the notification thread");
 		pal_notifier_stop(w);
 		return PAL_ENOMEM;
@@ -340,8 +413,8 @@ void pal_notifier_stop(pal_notifier *w)
 	atomic_store(&w->stopping, true);
 	pal_periodic_stop(w->th);
 	pal_store_close(w->st);
-	if (w->curl)
-		curl_easy_cleanup(w->curl);
+	if (w->multi)
+		curl_multi_cleanup(w->multi);
 	config_free(&w->cfg);
 	free(w);
 }
