@@ -159,8 +159,10 @@ char *pal_api__tenants_literal(const pal_token_identity *w)
 	return g_string_free(s, FALSE);
 }
 
-/* The token sees TENANT; otherwise a problem: 403 for a write, 404 ("no
- * WHAT NAME", as if it did not exist) for a read. */
+/* The token sees TENANT; otherwise a problem: 403 for a write ("WHAT NAME
+ * is another tenant's", that tenant not named: a token must not learn the
+ * tenants of ids it tries), 404 ("no WHAT NAME", as if it did not exist)
+ * for a read. */
 bool pal_api__tenant_allowed(call *c, const char *tenant, bool write, const char *what,
 			     const char *name)
 {
@@ -168,7 +170,8 @@ bool pal_api__tenant_allowed(call *c, const char *tenant, bool write, const char
 		return true;
 	if (write)
 		pal_api__problem(c, 403, "forbidden-tenant", "Not your tenant",
-				 "token %s may not act on tenant %s", c->who.name, tenant);
+				 "%s %.64s is another tenant's; token %s may not act on it", what,
+				 name, c->who.name);
 	else
 		pal_api__problem(c, 404, "not-found", "Not found", "no %s \"%.64s\"", what, name);
 	return false;

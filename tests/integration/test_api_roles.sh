@@ -239,6 +239,20 @@ expect_eq "rollback by viewer, operator, admin-red of blue.b: 403 403 403" "403 
 expect_eq "by admin-red of red.a: 200, audited as admin-red" "200 admin-red|admin" \
 	"$(api r1 "${TOK[admin-red]}" POST /rollback "$RB\"red.a\"}") $(sql "select actor || '|' || role from audit_log where action = 'rollback'")"
 
+# A write to another tenant's job or trigger: 403 naming the job or trigger, never its tenant
+BT=$(sql "select id from triggers where job_id = 'blue.b' order by id limit 1")
+named=()
+for w in "POST /jobs/blue.b/pause" "POST /jobs/blue.b/trigger" "POST /jobs/blue.b/backfill" \
+	"POST /jobs/blue.b/release" "POST /jobs/blue.b/cancel" "DELETE /jobs/blue.b" "POST /triggers/$BT/cancel" \
+	"POST /shadow job" "POST /rollback job"; do
+	read -r m p k <<<"$w"
+	b='{"reason":"r"}'; [ -n "$k" ] && b="{\"reason\":\"r\",\"wait_ms\":0,\"$k\":\"blue.b\"}"
+	s=$(api r1 "${TOK[admin-red]}" "$m" "$p" "$b")
+	f=$PALISADE_TEST_TMP/api-out
+	named+=("$s:$(grep -c "is another tenant's" "$f"):$(grep -c 'tenant blue' "$f")")
+done
+expect_eq "admin-red's 9 writes to blue.b and its trigger $BT: 403, another tenant's, tenant blue unnamed" \
+	"$(printf '403:1:0 %.0s' 1 2 3 4 5 6 7 8 9)" "${named[*]} "
 CO='{"reason":"r","at":"2099-01-01T00:00:00Z","job":'
 expect_eq "cutover by viewer, operator, admin-red of blue.b: 403 403 403" "403 403 403" \
 	"$(api r1 "${TOK[viewer]}" POST /cutover "$CO\"red.a\"}") $(api r1 "${TOK[operator]}" POST /cutover "$CO\"red.a\"}") $(api r1 "${TOK[admin-red]}" POST /cutover "$CO\"blue.b\"}")"
