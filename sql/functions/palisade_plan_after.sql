@@ -11,12 +11,17 @@
 -- Per dependent job B (the active version of a job of the shard whose
 -- spec has "after"), its candidate instants are the instants t of its
 -- first upstream's scheduled triggers after B's watermark and at or
--- before the watermark of every upstream's shard (below which an
--- upstream's instants are all committed).  Each (t, partition) of B is
+-- before the watermark of every upstream's shard (below which an active
+-- upstream's instants are all committed; while an upstream is stored but
+-- not activated yet, B is not looked at).  Each (t, partition) of B is
 -- decided once:
 --   * every upstream reached the state named (succeeded; finished: any
 --     end) -> B's trigger at t, source 'schedule', inserted on the plan
 --     key, so a replay, a takeover or a second controller adds nothing;
+--     'pending', or 'shadow' when palisade_trigger_live says so for B
+--     (as the planner decides it) or when an upstream's trigger at t is
+--     shadow instead (the old system ran that instant, and runs B's:
+--     B follows its upstream into shadow once t is 5 s past);
 --   * an upstream failed, was cancelled or skipped (when `on` is
 --     succeeded), or has no trigger but a misfire row at t -> a misfire
 --     with reason 'upstream_failed' naming it (and its trigger);
@@ -52,6 +57,7 @@ DECLARE
 	undecided timestamptz;
 	n integer;
 	n2 integer;
+	any_shadow boolean;
 BEGIN
 	fenced := false;
 	jobs := 0;
@@ -62,6 +68,10 @@ BEGIN
 		fenced := true;
 		RETURN;
 	END IF;
+	-- The shadow rules, read once (as the planner's insert does); the read
+	-- holds shadow_scopes for the transaction, so `shadow`, `cutover` and
+	-- `rollback` (which lock it exclusively) wait for this call's commit.
+	SELECT EXISTS (SELECT 1 FROM shadow_scopes) INTO any_shadow;
 	-- From the versions with `after` (the partial index job_versions_after,
 	-- a handful of rows) to their jobs by key: never the shard's other jobs.
 	FOR b IN
@@ -80,8 +90,12 @@ BEGIN
 	LOOP
 		jobs := jobs + 1;
 		lo := coalesce(b.watermark, b.effective_from);
-		-- every upstream's instants are committed up to its shard's watermark
-		SELECT CASE WHEN bool_and(s.watermark IS NOT NULL) THEN min(s.watermark) END
+		-- every upstream's instants are committed up to its shard's watermark,
+		-- once it is active: a job stored but not activated yet is activated
+		-- at its controller's tick's now, below that watermark, and plans
+		-- from there in the same transaction; until then B waits (no cap)
+		SELECT CASE WHEN bool_and(s.watermark IS NOT NULL AND u.active_version IS NOT NULL)
+			    THEN min(s.watermark) END
 		  INTO cap
 		  FROM jsonb_array_elements(b.deps) d(x)
 		  LEFT JOIN jobs u ON u.job_id = d.x ->> 'job'
@@ -125,7 +139,8 @@ BEGIN
 			       min(t.id) FILTER (WHERE d.on_state = 'succeeded'
 				   AND t.state IN ('failed', 'cancelled', 'skipped')) AS failed_id,
 			       min(t.id) FILTER (WHERE t.state NOT IN ('succeeded', 'failed',
-				   'cancelled', 'skipped')) AS waiting_id
+				   'cancelled', 'skipped')) AS waiting_id,
+			       count(t.id) FILTER (WHERE t.state = 'shadow') AS shadowed
 			  FROM cand c CROSS JOIN deps d
 			  LEFT JOIN triggers t ON t.job_id = d.up AND t.request_id IS NULL
 			       AND t.scheduled_at = c.at
@@ -141,6 +156,12 @@ BEGIN
 					   AND m.range_to >= u.at AND m.reason <> 'excluded'
 					   AND (m.partition IS NULL OR u.needed > 1 OR m.partition = u.p))
 				    THEN 'failed'
+				    -- the old system's instant (shadow, never called
+				    -- here): settled once a cut-over can no longer make
+				    -- it live (its `at` is at most 1 s in the past)
+				    WHEN u.shadowed > 0 AND u.met + u.shadowed >= u.needed
+				    THEN CASE WHEN clock_timestamp() >= u.at + interval '5 seconds'
+					      THEN 'shadow' ELSE 'waiting' END
 				    WHEN u.met >= u.needed THEN 'met'
 				    WHEN clock_timestamp() > u.at + u.within_ms * interval '1 ms'
 				    THEN 'late'
@@ -150,12 +171,13 @@ BEGIN
 			SELECT j.at, j.p,
 			       CASE WHEN bool_or(j.st = 'absent') THEN 'absent'
 				    WHEN bool_or(j.st = 'failed') THEN 'upstream_failed'
-				    WHEN bool_and(j.st = 'met') THEN 'ready'
+				    WHEN bool_and(j.st IN ('met', 'shadow')) THEN 'ready'
 				    WHEN bool_or(j.st = 'late') THEN 'upstream_late'
 				    ELSE 'undecided' END AS verdict,
 			       coalesce((array_agg(j.up ORDER BY j.ord) FILTER (WHERE j.st = 'failed'))[1],
 					(array_agg(j.up ORDER BY j.ord) FILTER (WHERE j.st = 'late'))[1])
 				   AS up_job,
+			       bool_or(j.st = 'shadow') AS follows,
 			       coalesce((array_agg(j.failed_id ORDER BY j.ord)
 					     FILTER (WHERE j.st = 'failed'))[1],
 					(array_agg(j.waiting_id ORDER BY j.ord)
@@ -176,9 +198,15 @@ BEGIN
 			  FROM decided d
 		), ins AS (
 			INSERT INTO triggers (job_id, version, scheduled_at, partition, source, priority,
-					      due_at, shard, epoch, tenant, resource_group, job_ref)
+					      due_at, shard, epoch, tenant, resource_group, job_ref, state)
 			SELECT b.job_id, b.version, d.at, d.p, 'schedule', b.priority, d.at, p_shard,
-			       p_epoch, b.tenant, b.resource_group, b.ref
+			       p_epoch, b.tenant, b.resource_group, b.ref,
+			       -- shadow as the planner decides it for B's own scopes,
+			       -- and after an upstream instant that the old system ran
+			       CASE WHEN d.follows THEN 'shadow'
+				    WHEN NOT any_shadow THEN 'pending'
+				    WHEN palisade_trigger_live(b.job_id, b.tenant, b.resource_group, d.at)
+				    THEN 'pending' ELSE 'shadow' END
 			  FROM taken d
 			 WHERE d.verdict = 'ready' AND NOT d.done
 			ON CONFLICT (job_id, scheduled_at, partition) WHERE request_id IS NULL DO NOTHING
