@@ -23,7 +23,8 @@
 --                       (cancel, resume, the executors' reaper): either
 --                       way no result of that token is taken any more
 --   a claim: -> running a new token (fence, from palisade_fence), the
---   with CLAIMER given  lease CLAIMER holds for LEASE_MS, attempt_count
+--   with CLAIMER given  lease CLAIMER holds for LEASE_MS (from the
+--                       statement's start, below), attempt_count
 --                       + 1; the attempt kept in the row when it is the
 --                       trigger's first and FIRST_IN_ROW (first_claimed_at,
 --                       first_node), the row's other first_* cleared (the
@@ -41,6 +42,14 @@
 -- under the row lock) is left alone and not returned, as a conditional
 -- UPDATE would.  Returns the rows moved, each with the state it left and
 -- its token (a claim's new one).
+-- A claim's lease ends at statement_timestamp() + LEASE_MS, one end for
+-- every row of the statement: the entries of one claim in triggers_live
+-- are then equal keys, which the btree deduplicates into one posting list
+-- (a per-row clock_timestamp() gave each its own key).  The statement
+-- started after its claimer sent it, and the executor counts its own
+-- deadline from that send, so the database's lease still ends after the
+-- executor stops (docs/executor.md, "Leases"); it ends no later than a
+-- per-row clock_timestamp() would have.
 -- One UPDATE joined with the keys, no loop: each key one probe of the
 -- primary key (joins by nested loop, whatever the size: a hash join read
 -- every partition of triggers, measured 1.5 to 3 times slower for 50,000
@@ -69,7 +78,7 @@ BEGIN
 		                   THEN clock_timestamp() ELSE t.finished_at END,
 		lease_owner = CASE WHEN k.claim THEN p_claimer
 		                   WHEN p_to IN ('running', 'pausing', 'cancelling') THEN t.lease_owner END,
-		lease_until = CASE WHEN k.claim THEN clock_timestamp() + p_lease_ms * interval '1 millisecond'
+		lease_until = CASE WHEN k.claim THEN statement_timestamp() + p_lease_ms * interval '1 millisecond'
 		                   WHEN p_to IN ('running', 'pausing', 'cancelling') THEN t.lease_until END,
 		fence = CASE WHEN k.claim THEN nextval('palisade_fence') ELSE t.fence END,
 		attempt_count = CASE WHEN k.claim THEN t.attempt_count + 1 ELSE t.attempt_count END,

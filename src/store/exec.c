@@ -245,14 +245,17 @@ int pal_store_call_spec(pal_store *st, const char *job_id, int version, pal_call
  * renewed.  When the renewal waited for row locks, taken in the order of its
  * array, and the node's result commit took the same rows in the order of its
  * join, the server found a cycle now and then and aborted one of the two
- * (`deadlock detected`; tests/integration/test_lock_order.sh). */
+ * (`deadlock detected`; tests/integration/test_lock_order.sh).  Every lease
+ * it extends ends at the same time, the statement's start plus the lease:
+ * after the lease thread sent it, from which the executor counts its own
+ * deadline, and one key for all of them in triggers_live (deduplicated). */
 static const char SQL_RENEW[] =
 	"WITH mine AS MATERIALIZED (SELECT t.id, t.state FROM triggers t"
 	"   JOIN unnest($1::bigint[], $2::bigint[]) AS u(id, fence) ON t.id = u.id AND t.fence = u.fence"
 	"   WHERE t.lease_owner = $4 AND t.state IN ('running', 'pausing', 'cancelling')),"
 	" lk AS MATERIALIZED (SELECT t.id FROM triggers t WHERE t.id IN (SELECT id FROM mine)"
 	"   FOR UPDATE OF t SKIP LOCKED),"
-	" upd AS (UPDATE triggers t SET lease_until = clock_timestamp() + $3::int * interval '1 millisecond'"
+	" upd AS (UPDATE triggers t SET lease_until = statement_timestamp() + $3::int * interval '1 millisecond'"
 	"   FROM lk JOIN unnest($1::bigint[], $2::bigint[]) AS u(id, fence) ON u.id = lk.id"
 	"   WHERE t.id = lk.id AND t.fence = u.fence AND t.lease_owner = $4"
 	"   AND t.state IN ('running', 'pausing', 'cancelling')"

@@ -112,6 +112,21 @@ static int setup_round(pal_store *st, const char *job, int round, int n, race *x
 	return 0;
 }
 
+/* The database's clock_timestamp() as text into BUF; -1 on failure
+ * (printed). */
+static int db_now(pal_store *st, char *buf, size_t len)
+{
+	char err[1024];
+	PGresult *r = pal__store_query(st, "SELECT clock_timestamp()", 0, NULL, err, sizeof err);
+	if (!r) {
+		fprintf(stderr, "lock_probe: clock: %s\n", err);
+		return -1;
+	}
+	snprintf(buf, len, "%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *pg = NULL, *job = NULL;
@@ -217,6 +232,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "lock_probe: lock_timeout: %s\n", err);
 		return 1;
 	}
+	/* The database's time just before the renewal was sent and just
+	 * after its answer: the lease ends it writes lie between the two,
+	 * plus the lease. */
+	char before[64], after[64];
+	if (db_now(x.renew_st, before, sizeof before))
+		return 1;
 	pal_lease_state *out = calloc((size_t)x.n, sizeof *out);
 	int n_out = 0;
 	if (pal_store_renew(x.renew_st, "lock-probe", 600000, x.refs, x.n, out, &n_out, err,
@@ -224,6 +245,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "lock_probe: busy renewal: %s\n", err);
 		return 1;
 	}
+	if (db_now(x.renew_st, after, sizeof after))
+		return 1;
 	if (pal__store_exec(setup, "ROLLBACK", err, sizeof err)) {
 		fprintf(stderr, "lock_probe: rollback: %s\n", err);
 		return 1;
@@ -236,20 +259,26 @@ int main(int argc, char **argv)
 	}
 	free(out);
 	/* Renewed to 10 minutes: rows leased for 10 minutes at set-up moved
-	 * on; the busy ones did not. */
+	 * on; the busy ones did not.  The renewed ones share one end, from
+	 * the statement's start: not before the renewal was sent, not after
+	 * its answer. */
 	snprintf(sql, sizeof sql,
 		 "SELECT count(*) FILTER (WHERE id %% 2 = 0 AND lease_until > clock_timestamp() + interval '10 minutes'),"
-		 " count(*) FILTER (WHERE id %% 2 = 1 AND lease_until > clock_timestamp() + interval '9 minutes')"
+		 " count(*) FILTER (WHERE id %% 2 = 1 AND lease_until > clock_timestamp() + interval '9 minutes'),"
+		 " count(DISTINCT lease_until) FILTER (WHERE id %% 2 = 1),"
+		 " count(*) FILTER (WHERE id %% 2 = 1 AND (lease_until < $1::timestamptz + interval '10 minutes'"
+		 "   OR lease_until > $2::timestamptz + interval '10 minutes'))"
 		 " FROM trigger_jobs WHERE job_id = '%s' AND state = 'running'",
 		 job);
-	if (!(r = pal__store_query(setup, sql, 0, NULL, err, sizeof err))) {
+	const char *span[] = { before, after };
+	if (!(r = pal__store_query(setup, sql, 2, span, err, sizeof err))) {
 		fprintf(stderr, "lock_probe: lease check: %s\n", err);
 		return 1;
 	}
 	printf("busy_check rows=%d locked=%ld renewed=%d busy=%d busy_unlocked=%d lost=%d"
-	       " busy_extended=%s unlocked_extended=%s\n",
+	       " busy_extended=%s unlocked_extended=%s renewed_ends=%s renewed_outside=%s\n",
 	       x.n, locked, renewed, busy, busy_odd, x.n - n_out, PQgetvalue(r, 0, 0),
-	       PQgetvalue(r, 0, 1));
+	       PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 3));
 	PQclear(r);
 	pal_store_close(setup);
 	pal_store_close(x.renew_st);

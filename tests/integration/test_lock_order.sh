@@ -49,4 +49,7 @@ expect_eq "the other rows are renewed" 1000 "$(bkv renewed)"
 expect_eq "no lease reported lost" 0 "$(bkv lost)"
 expect_eq "no busy row's lease_until moved" 0 "$(bkv busy_extended)"
 expect_eq "every renewed row's lease_until moved" 1000 "$(bkv unlocked_extended)"
+expect_eq "the renewed rows share one lease end (one key in triggers_live)" 1 "$(bkv renewed_ends)"
+expect_eq "... the statement's start plus the lease: none before the renewal was sent or after its answer" \
+	0 "$(bkv renewed_outside)"
 finish

@@ -176,6 +176,38 @@ expect_eq "replace: the claim takes the new instant" "$N" "$got"
 expect_eq "... and the older run is asked to stop: cancelling, lease kept, updated, error class replaced" \
 	"cancelling|t|t|f|replaced|t" "$(cols "$O")"
 
+echo "  -- a claim's lease: one end for all its triggers, from the statement's start"
+# 200 due triggers of door.job; the claim runs in a transaction begun 0.3 s
+# before it (so now() is earlier than the claim's statement), and returns
+# its statement's start and the time it ended
+sql "INSERT INTO triggers (job_id, version, scheduled_at, partition, source, tenant, resource_group,
+       state, due_at, shard)
+     SELECT 'door.job', 1, now() + interval '3 hours' + g * interval '1 second', 0, 'schedule',
+       'default', 'default', 'pending', now() - interval '1 second', 0 FROM generate_series(1, 200) g" >/dev/null
+# leaseclaim NODE: NODE's claim (60 s lease): count|statement start|end
+leaseclaim() {
+	psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -c "BEGIN" -c "SELECT pg_sleep(0.3)" \
+		-c "SELECT count(*) || '|' || statement_timestamp() || '|' || clock_timestamp()
+		    FROM palisade_claim_batch('$1', 60000, 500, 0, '{}', '{}', '{}', '{}', '{}', '{}', '{}', true) c
+		    WHERE c.id IS NOT NULL" -c "COMMIT" | grep '|'
+}
+# leases NODE START END: NODE's triggers, their distinct lease ends, those
+# outside [START, END] + 60 s
+leases() {
+	sql "SELECT count(*), count(DISTINCT lease_until), count(*) FILTER (WHERE
+	       lease_until < '$2'::timestamptz + interval '60 s' OR lease_until > '$3'::timestamptz + interval '60 s')
+	     FROM triggers WHERE lease_owner = '$1' AND state = 'running'"
+}
+IFS='|' read -r n s e <<<"$(leaseclaim n-lease)"
+expect_eq "the claim takes the 200" 200 "$n"
+expect_eq "one lease end for the claim's 200, the statement's start plus 60 s (not the transaction's start, not later than the claim's end)" \
+	"200|1|0" "$(leases n-lease "$s" "$e")"
+sql "UPDATE triggers SET lease_until = clock_timestamp() - interval '1 second' WHERE lease_owner = 'n-lease'" >/dev/null
+IFS='|' read -r n s e <<<"$(leaseclaim n-take)"
+expect_eq "their leases expired, another node's claim takes them over" "200|200|0" \
+	"$n|$(leases n-take "$s" "$e" | cut -d'|' -f1)|$(leases n-lease "$s" "$e" | cut -d'|' -f1)"
+expect_eq "... with one lease end of its own" "200|1|0" "$(leases n-take "$s" "$e")"
+
 echo "  -- a result: the edges of the executor's commit (its own statement, outside the door)"
 PROBE=${PALISADE_ITESTS:-build/itests}/commit_probe
 # res ID STATE [FENCE]: a result line of ID for commit_probe (its token,
