@@ -219,6 +219,13 @@ int main(int argc, char **argv)
 		 " AND id %% 2 = 0 FOR UPDATE) l",
 		 job);
 	PGresult *r;
+	/* The database's time before the renewal was sent and after its
+	 * answer, read outside the open transaction (which the server ends
+	 * after 5 s idle): the lease ends it writes lie between the two, plus
+	 * the lease. */
+	char before[64], after[64];
+	if (db_now(x.renew_st, before, sizeof before))
+		return 1;
 	if (pal__store_exec(setup, "BEGIN", err, sizeof err) ||
 	    !(r = pal__store_query(setup, sql, 0, NULL, err, sizeof err))) {
 		fprintf(stderr, "lock_probe: busy check: %s\n", err);
@@ -232,12 +239,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "lock_probe: lock_timeout: %s\n", err);
 		return 1;
 	}
-	/* The database's time just before the renewal was sent and just
-	 * after its answer: the lease ends it writes lie between the two,
-	 * plus the lease. */
-	char before[64], after[64];
-	if (db_now(x.renew_st, before, sizeof before))
-		return 1;
 	pal_lease_state *out = calloc((size_t)x.n, sizeof *out);
 	int n_out = 0;
 	if (pal_store_renew(x.renew_st, "lock-probe", 600000, x.refs, x.n, out, &n_out, err,
@@ -245,12 +246,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "lock_probe: busy renewal: %s\n", err);
 		return 1;
 	}
-	if (db_now(x.renew_st, after, sizeof after))
-		return 1;
 	if (pal__store_exec(setup, "ROLLBACK", err, sizeof err)) {
 		fprintf(stderr, "lock_probe: rollback: %s\n", err);
 		return 1;
 	}
+	if (db_now(x.renew_st, after, sizeof after))
+		return 1;
 	int renewed = 0, busy = 0, busy_odd = 0;
 	for (int i = 0; i < n_out; i++) {
 		busy += out[i].busy;
