@@ -54,6 +54,10 @@ typedef struct pal_cutover_result {
 	int64_t previous_at;	 /* its instant, PAL_OPS_NOW when none */
 	int64_t jobs, live_jobs; /* the scope's jobs, and those live from AT on */
 	int64_t moved;		 /* planned shadow triggers at or after AT made pending */
+	/* the chains (`after:`) touching SC that the step leaves split at AT,
+	 * one side live and the other shadow: [{job, upstream, job_live}],
+	 * owned by the caller (json_decref) */
+	json_t *split;
 } pal_cutover_result;
 
 /* Make the jobs of SC whose bucket is below PERCENT live from AT on (at

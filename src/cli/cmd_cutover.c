@@ -209,6 +209,32 @@ int pal__cli_shadow_set(int argc, char **argv)
 
 /* ---- cutover ---- */
 
+/* A chain (`after:`) the step left with one side live and one shadow
+ * (docs/migrating.md, "Chains of jobs"), one line each on stderr. */
+static void warn_split(json_t *split)
+{
+	size_t i;
+	json_t *x;
+	json_array_foreach(split, i, x)
+	{
+		const char *job = json_string_value(json_object_get(x, "job"));
+		const char *up = json_string_value(json_object_get(x, "upstream"));
+		if (json_is_true(json_object_get(x, "job_live")))
+			pal_cli_err("cutover",
+				    "warning: %s is live but its upstream %s is in shadow: %s's "
+				    "instants follow %s's into shadow, so the old system runs both "
+				    "until %s is cut over",
+				    job, up, job, up, up);
+		else
+			pal_cli_err(
+			    "cutover",
+			    "warning: %s is live but %s, which runs after it, is in shadow: "
+			    "palisade plans %s's instants shadow after %s's runs, which the "
+			    "old system no longer makes; hint: cut %s over too",
+			    up, job, job, up, job);
+	}
+}
+
 static void usage_cutover(FILE *fp)
 {
 	fprintf(fp,
@@ -224,6 +250,8 @@ static void usage_cutover(FILE *fp)
 		"missing or doubled instants since it (verify; doubled effects with --sink-pg),\n"
 		"stale-token rejections above the same length of time before it, a pending\n"
 		"trigger older than --max-pending-age (default 60s), an open ticket.  Audited.\n"
+		"A chain of jobs (after:) the step leaves with one side live and the other\n"
+		"shadow is named in a warning on stderr (split_chains with --output json).\n"
 		"Exit: 0 done, 3 no such job or nothing in shadow, 4 a stop line is crossed (each\n"
 		"named), 64 usage (a narrowing step, --at in the past or before the latest\n"
 		"step), 69 database unreachable.\n");
@@ -339,6 +367,7 @@ int pal_cmd_cutover(int argc, char **argv)
 		       (long long)json_integer_value(json_object_get(ans, "live_jobs")),
 		       (long long)json_integer_value(json_object_get(ans, "jobs")),
 		       (long long)json_integer_value(json_object_get(ans, "moved")));
+		warn_split(json_object_get(ans, "split_chains"));
 	}
 	json_decref(ans);
 	return ec;

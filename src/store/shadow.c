@@ -284,6 +284,29 @@ int pal_store_stoplines_json(pal_store *st, const pal_scope *sc, json_t **out, c
 	    " AND j.retired_at IS NOT NULL) AND " IN_SCOPE("t") " AND " LIVE("t"),                 \
 	    "'pending'", "NULL")
 
+/* The chains with a job in the scope ($1, $2) whose dependent job and
+ * upstream are on two sides at $3, one live and one shadow
+ * (docs/migrating.md, "Chains of jobs"). */
+#define SPLIT_CHAINS_SQL                                                                           \
+	"SELECT coalesce(json_agg(json_build_object('job', t.job_id, 'upstream', u.job_id,"        \
+	"  'job_live', t.live) ORDER BY t.job_id, u.job_id), '[]')::text"                          \
+	" FROM (SELECT j.job_id, j.tenant, j.resource_group, v.spec -> 'after' AS deps,"           \
+	"   " LIVE_AT(                                                                             \
+	    "j",                                                                                   \
+	    "to_timestamp($3::bigint)") " AS live"                                                 \
+					"   FROM jobs j JOIN job_versions v ON v.job_id = "        \
+					"j.job_id"                                                 \
+					"    AND v.version = coalesce(j.active_version, "          \
+					"j.latest_version)"                                        \
+					"  WHERE v.spec ? 'after' AND j.retired_at IS NULL) t"     \
+					" CROSS JOIN jsonb_array_elements(t.deps) d(x)"            \
+					" JOIN jobs u ON u.job_id = d.x ->> 'job' AND "            \
+					"u.retired_at IS NULL"                                     \
+					" WHERE (" IN_SCOPE("t") " OR " IN_SCOPE(                  \
+					    "u") ")"                                               \
+						 "  AND t.live <> " LIVE_AT(                       \
+						     "u", "to_timestamp($3::bigint)")
+
 typedef struct cut_ctx {
 	const pal_scope *sc;
 	const char *scope, *actor, *reason;
@@ -296,6 +319,7 @@ static int cut_body(pal_store *st, void *vctx, char *err, size_t errlen)
 {
 	cut_ctx *c = vctx;
 	pal_cutover_result *res = c->res;
+	json_decref(res->split); /* a retried transaction's */
 	memset(res, 0, sizeof *res);
 	int rc = lock_shadow(st, c->sc, err, errlen);
 	if (rc)
@@ -367,7 +391,8 @@ static int cut_body(pal_store *st, void *vctx, char *err, size_t errlen)
 				     "SELECT count(*) FROM jobs t WHERE " IN_SCOPE(
 					 "t") " AND palisade_trigger_live(t.job_id, t.tenant,"
 					      "  t.resource_group, to_timestamp($3::bigint))",
-				     3, pm, &res->live_jobs, err, errlen)))
+				     3, pm, &res->live_jobs, err, errlen)) ||
+	    (rc = pal__store_query_json(st, SPLIT_CHAINS_SQL, 3, pm, &res->split, err, errlen)))
 		return rc;
 	return audit(st, c->actor, "cutover", c->scope, c->reason,
 		     json_pack("{s:i, s:I, s:i, s:I, s:I, s:I}", "percent", c->percent, "at",
@@ -384,6 +409,7 @@ int pal_store_cutover(pal_store *st, const pal_scope *sc, int percent, int64_t a
 	char scope[200];
 	pal_scope_format(sc, scope, sizeof scope);
 	cut_ctx c = {sc, scope, actor, reason, percent, at, res};
+	res->split = NULL;
 	return pal__ops_in_tx(st, cut_body, &c, err, errlen);
 }
 

@@ -29,6 +29,8 @@ jobs:
   - {id: as.back, after: [{job: as.up}], target: {url: "http://$SINK_ADDR/effects/back", timeout: 2s}}
   - {id: as.src, mode: shadow, schedule: {cron: "* * * * * ?"}, target: {url: "http://$SINK_ADDR/effects/src", timeout: 2s}}
   - {id: as.follow, after: [{job: as.src, within: 3s}], target: {url: "http://$SINK_ADDR/effects/follow", timeout: 2s}}
+  - {id: as.head, mode: shadow, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: {url: "http://$SINK_ADDR/effects/head", timeout: 2s}}
+  - {id: as.tail, mode: shadow, after: [{job: as.head}], target: {url: "http://$SINK_ADDR/effects/tail", timeout: 2s}}
 YAML
 expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml" || { finish; exit 1; }
 start_node n1
@@ -69,13 +71,21 @@ expect_eq "as.follow: a trigger for each as.src instant it decided" 0 \
 
 # The chain's head cut over: the follower goes live with it.
 T=$(($(date +%s) + 2))
-expect_exit "cut-over of as.src at T" 0 "$PAL" cutover --config "$CLUSTER_CONF" --job as.src --at "$(date -u -d @$T +%FT%TZ)" --reason "after shadow test"
+expect_exit "cut-over of as.src at T" 0 "$PAL" cutover --config "$CLUSTER_CONF" --job as.src --at "$(date -u -d @$T +%FT%TZ)" --reason "after shadow test" --output json
+expect_eq "... leaves no chain split" "[]" "$(jq -c .split_chains <<<"$OUT")"
 wait_until "as.follow called for 3 instants from T on" 20 \
 	has "select count(*) - 2 from triggers where job_id = 'as.follow' and state = 'succeeded' and scheduled_at >= to_timestamp($T)"
 expect_eq "as.follow: no live trigger before T, no shadow one from T on" 0 \
 	"$(sql "select count(*) from triggers where job_id = 'as.follow'
 	         and ((scheduled_at < to_timestamp($T)) = (state <> 'shadow'))")"
 expect_eq "as.follow: still no misfire" 0 "$(sql "select count(*) from misfires where job_id = 'as.follow'")"
+
+# An upstream cut over before the job after it is named; the job then too: none.
+AT=$(date -u -d @$(($(date +%s) + 1)) +%FT%TZ)
+expect_exit "cut-over of as.head alone" 0 "$PAL" cutover --config "$CLUSTER_CONF" --job as.head --at "$AT" --reason "after shadow test"
+expect_match "... warns that as.tail, after it, stays in shadow" "warning: as.head is live but as.tail, which runs after it, is in shadow" "$OUT"
+expect_exit "cut-over of as.tail" 0 "$PAL" cutover --config "$CLUSTER_CONF" --job as.tail --at "$AT" --reason "after shadow test" --output json
+expect_eq "... the chain is whole again" "[]" "$(jq -c .split_chains <<<"$OUT")"
 
 FROM=$(date -u -d @$T_START +%FT%TZ) TO=$(date -u -d @$(($(date +%s) - 3)) +%FT%TZ)
 expect_exit "verify over the run" 0 "$PAL" verify --config "$CLUSTER_CONF" --from "$FROM" --to "$TO"
