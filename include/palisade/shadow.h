@@ -72,21 +72,26 @@ PAL_MUST_CHECK int pal_store_cutover(pal_store *st, const pal_scope *sc, int per
 				     char *err, size_t errlen);
 
 /* Put SC back in shadow from now on (`palisade rollback`): a step of 0 %,
- * a shadow row for SC when it had none, and its schedule triggers that
- * wait (pending, retry_wait, paused) moved to shadow, but for jobs another
- * scope keeps live: *handed_back those
- * due by now, *later the ones after; *AT the database's now.  Audited
- * (rollback). */
+ * a shadow row for SC when it had none, its schedule triggers that wait
+ * (pending, retry_wait, paused) moved to shadow and those claimed ahead of
+ * their instant asked to pause, but for jobs another scope keeps live;
+ * *AT the later of the database's now and the last instant of SC's calls
+ * in flight, *handed_back the waiting ones up to *AT, *later the ones
+ * after.  Audited (rollback).  pal_store_rollback_json() is the whole
+ * command. */
 PAL_MUST_CHECK int pal_store_rollback(pal_store *st, const pal_scope *sc, const char *actor,
 				      const char *reason, int64_t *handed_back, int64_t *later,
 				      int64_t *at, char *err, size_t errlen);
 
 /* `palisade rollback` whole: pal_store_rollback(), then up to WAIT_MS for
- * the scope's running calls to finish or reach a safe point (blocks,
- * polling every 200 ms), then the unfinished triggers due by the roll-back
- * with the key each one's calls send, into *OUT (json_decref) as the
- * `rollback --output json` object {scope, at, handed_back, later,
- * in_flight, unfinished: pal_store_unfinished_json()'s rows}. */
+ * the scope's calls in flight to finish, reach a safe point or be handed
+ * back (blocks, polling every 200 ms), what they left waiting up to AT
+ * moved to shadow as well, then the unfinished triggers up to AT with the
+ * key each one's calls send, into *OUT (json_decref) as the `rollback
+ * --output json` object {scope, at, handed_back, later, in_flight,
+ * unfinished: pal_store_unfinished_json()'s rows}: every instant of the
+ * scope up to AT was called by palisade or is listed, and none after AT is
+ * called by palisade. */
 PAL_MUST_CHECK int pal_store_rollback_json(pal_store *st, const pal_scope *sc, const char *actor,
 					   const char *reason, int64_t wait_ms, json_t **out,
 					   char *err, size_t errlen);

@@ -384,11 +384,13 @@ static void usage_rollback(FILE *fp)
 	    "                         [--pg CONNINFO] [--config FILE]\n"
 	    "                         [--server URL [--token-file FILE]]\n"
 	    "Put a scope back in shadow from now on: no new claim in it, its waiting\n"
-	    "schedule triggers (pending, retry_wait, paused) handed back, running calls\n"
-	    "left to finish or checkpoint (up to --wait, default 30s).  Prints every\n"
-	    "unfinished trigger due by now with its instant, idempotency key and last\n"
-	    "outcome (unknown outcomes flagged), so the old system takes over exactly\n"
-	    "those, with the same business keys.  Audited.\n"
+	    "schedule triggers (pending, retry_wait, paused) handed back, those claimed\n"
+	    "ahead of their instant asked to pause, running calls left to finish or\n"
+	    "checkpoint (up to --wait, default 30s).  Prints the instant AT it took\n"
+	    "effect (now, or the last instant of a call in flight) and every unfinished\n"
+	    "trigger up to AT with its instant, idempotency key and last outcome\n"
+	    "(unknown outcomes flagged): the old system takes over exactly those, with\n"
+	    "the same business keys, and every instant after AT.  Audited.\n"
 	    "Exit: 0 done, 3 no such job, 64 usage, 69 database unreachable.\n");
 }
 

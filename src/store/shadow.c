@@ -9,8 +9,9 @@
  * the change moves the triggers already planned, and one that starts
  * later reads the new rules.  The moves of planned triggers are the edges
  * pending -> shadow (a scope goes to shadow), shadow -> pending (a
- * cut-over makes the instant live), and pending, retry_wait, paused ->
- * shadow (a roll-back, marked last_error_class 'rolled_back').
+ * cut-over makes the instant live), pending, retry_wait, paused -> shadow
+ * (a roll-back, marked last_error_class 'rolled_back'), and running ->
+ * pausing (a roll-back, for a trigger claimed ahead of its instant).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -415,25 +416,51 @@ int pal_store_cutover(pal_store *st, const pal_scope *sc, int percent, int64_t a
 
 /* Every waiting schedule trigger of the scope ($1, $2), the due ones too
  * (they were live instants, and the old system takes them over), unless
- * another scope keeps its job live: -> shadow with the error class
- * 'rolled_back', through the door. */
-#define BACK_MOVE                                                                                  \
+ * another scope keeps its job live, and that also matches AND: -> shadow
+ * with the error class 'rolled_back', through the door. */
+#define BACK_MOVE(and)                                                                             \
 	PAL__TRIGGER_MOVE_WHERE(                                                                   \
 	    "t.state IN ('pending', 'retry_wait', 'paused')"                                       \
 	    " AND t.source IN ('schedule', 'catchup') AND " IN_SCOPE("t") " AND NOT " LIVE_AT(     \
-		"t", "greatest(t.scheduled_at, now())"),                                           \
+		"t", "greatest(t.scheduled_at, now())") and,                                       \
 	    "'shadow'", "'rolled_back'")
+
+/* The scope's schedule triggers claimed ahead of their instant whose call
+ * has not started (it starts when the database's clock reaches
+ * next_attempt_at, else due_at), unless another scope keeps the job live:
+ * running -> pausing, through the door.  An executor that sees it before
+ * the instant hands it back without a call (it ends paused); one that does
+ * not (it learns of a state at its next lease renewal) calls it. */
+#define AHEAD_MOVE                                                                                 \
+	PAL__TRIGGER_MOVE_WHERE(                                                                   \
+	    "t.state = 'running' AND coalesce(t.next_attempt_at, t.due_at) > clock_timestamp()"    \
+	    " AND t.source IN ('schedule', 'catchup') AND " IN_SCOPE("t") " AND NOT " LIVE_AT(     \
+		"t", "greatest(t.scheduled_at, now())"),                                           \
+	    "'pausing'", "NULL")
+
+/* The scope's calls in flight, but of jobs another scope keeps live. */
+#define FLYING_WHERE                                                                               \
+	" t.state IN ('running', 'pausing', 'cancelling') AND " IN_SCOPE("t") " AND NOT " LIVE_AT( \
+	    "t", "greatest(t.scheduled_at, now())")
 
 typedef struct back_ctx {
 	const pal_scope *sc;
 	const char *scope, *actor, *reason;
-	int64_t *handed_back, *later, *at;
+	int64_t handed_back, later, at, ahead, flying;
 } back_ctx;
 
+/*
+ * The roll-back's transaction.  The waiting triggers are locked first: a
+ * claim that took one meanwhile has committed when that statement ends,
+ * and none can take one after it.  Then the calls in flight are final:
+ * AT is the later of now and the last of their instants, so every instant
+ * up to AT is either palisade's (finished) or listed, and none after it is
+ * ever called by palisade.
+ */
 static int back_body(pal_store *st, void *vctx, char *err, size_t errlen)
 {
 	back_ctx *c = vctx;
-	*c->handed_back = *c->later = 0;
+	c->handed_back = c->later = c->ahead = c->flying = 0;
 	int rc = lock_shadow(st, c->sc, err, errlen);
 	if (rc)
 		return rc;
@@ -448,23 +475,66 @@ static int back_body(pal_store *st, void *vctx, char *err, size_t errlen)
 				3, p, NULL, err, errlen)))
 		return rc;
 	const char *pk[] = {pal__ops_scope_kind(c->sc->kind), c->sc->name ? c->sc->name : ""};
-	PGresult *r =
-	    pal__store_query(st,
-			     "WITH m AS (SELECT x.scheduled_at <= now() AS due FROM " BACK_MOVE
-			     " x) SELECT count(*) FILTER (WHERE due),"
-			     " count(*) FILTER (WHERE NOT due),"
-			     " floor(extract(epoch FROM now()))::bigint FROM m",
-			     2, pk, err, errlen);
+	int64_t locked;
+	if ((rc = pal__ops_query_i64(st,
+				     "SELECT count(*) FROM (SELECT 1 FROM triggers t"
+				     " WHERE t.state IN ('pending', 'retry_wait', 'paused')"
+				     "  AND t.source IN ('schedule', 'catchup') AND " IN_SCOPE(
+					 "t") " FOR UPDATE OF t) l",
+				     2, pk, &locked, err, errlen)) ||
+	    (rc = pal__ops_query_i64(st, "SELECT count(*) FROM " AHEAD_MOVE " m", 2, pk, &c->ahead,
+				     err, errlen)))
+		return rc;
+	PGresult *r = pal__store_query(st,
+				       "SELECT greatest(floor(extract(epoch FROM now())),"
+				       " ceil(extract(epoch FROM max(t.scheduled_at))))::bigint,"
+				       " count(*) FROM triggers t WHERE" FLYING_WHERE,
+				       2, pk, err, errlen);
 	if (!r)
 		return PAL_EDB;
-	*c->handed_back = pal__ops_val_i64(r, 0, 0);
-	*c->later = pal__ops_val_i64(r, 0, 1);
-	*c->at = pal__ops_val_i64(r, 0, 2);
+	c->at = pal__ops_val_i64(r, 0, 0);
+	c->flying = pal__ops_val_i64(r, 0, 1);
+	PQclear(r);
+	char at[24];
+	pal__ops_i64s(at, sizeof at, c->at);
+	const char *pa[] = {pk[0], pk[1], at};
+	if (!(r = pal__store_query(
+		  st,
+		  "WITH m AS (SELECT x.scheduled_at <= to_timestamp($3::bigint) AS due"
+		  " FROM " BACK_MOVE("") " x) SELECT count(*) FILTER (WHERE due),"
+					 " count(*) FILTER (WHERE NOT due) FROM m",
+		  3, pa, err, errlen)))
+		return PAL_EDB;
+	c->handed_back = pal__ops_val_i64(r, 0, 0);
+	c->later = pal__ops_val_i64(r, 0, 1);
 	PQclear(r);
 	return audit(st, c->actor, "rollback", c->scope, c->reason,
-		     json_pack("{s:I, s:I}", "handed_back", (json_int_t)*c->handed_back, "later",
-			       (json_int_t)*c->later),
+		     json_pack("{s:I, s:I, s:I, s:I}", "handed_back", (json_int_t)c->handed_back,
+			       "later", (json_int_t)c->later, "at", (json_int_t)c->at,
+			       "ahead_to_pausing", (json_int_t)c->ahead),
 		     err, errlen);
+}
+
+/* After the wait: what the calls in flight at the roll-back left waiting
+ * up to its instant (a claimed-ahead call handed back, paused; a failed
+ * one in retry_wait) goes to shadow as the roll-back moved the rest. */
+static int back_after_body(pal_store *st, void *vctx, char *err, size_t errlen)
+{
+	back_ctx *c = vctx;
+	int rc = lock_shadow(st, c->sc, err, errlen);
+	if (rc)
+		return rc;
+	char at[24];
+	pal__ops_i64s(at, sizeof at, c->at);
+	const char *pa[] = {pal__ops_scope_kind(c->sc->kind), c->sc->name ? c->sc->name : "", at};
+	int64_t n;
+	if ((rc = pal__ops_query_i64(st,
+				     "SELECT count(*) FROM " BACK_MOVE(
+					 " AND t.scheduled_at <= to_timestamp($3::bigint)") " m",
+				     3, pa, &n, err, errlen)))
+		return rc;
+	c->handed_back += n;
+	return PAL_OK;
 }
 
 int pal_store_rollback(pal_store *st, const pal_scope *sc, const char *actor, const char *reason,
@@ -472,8 +542,12 @@ int pal_store_rollback(pal_store *st, const pal_scope *sc, const char *actor, co
 {
 	char scope[200];
 	pal_scope_format(sc, scope, sizeof scope);
-	back_ctx c = {sc, scope, actor, reason, handed_back, later, at};
-	return pal__ops_in_tx(st, back_body, &c, err, errlen);
+	back_ctx c = {sc, scope, actor, reason, 0, 0, 0, 0, 0};
+	int rc = pal__ops_in_tx(st, back_body, &c, err, errlen);
+	*handed_back = c.handed_back;
+	*later = c.later;
+	*at = c.at;
+	return rc;
 }
 
 int pal_store_scope_in_flight(pal_store *st, const pal_scope *sc, int64_t *n, char *err,
@@ -580,8 +654,11 @@ int pal_store_rollback_json(pal_store *st, const pal_scope *sc, const char *acto
 			    size_t errlen)
 {
 	*out = NULL;
-	int64_t back, later, at, flying = 0;
-	int rc = pal_store_rollback(st, sc, actor, reason, &back, &later, &at, err, errlen);
+	char scope[200], ts[32];
+	pal_scope_format(sc, scope, sizeof scope);
+	back_ctx c = {sc, scope, actor, reason, 0, 0, 0, 0, 0};
+	int64_t flying = 0;
+	int rc = pal__ops_in_tx(st, back_body, &c, err, errlen);
 	/* running calls finish or reach a safe point */
 	for (int64_t waited = 0; !rc; waited += 200) {
 		if ((rc = pal_store_scope_in_flight(st, sc, &flying, err, errlen)) || !flying ||
@@ -589,17 +666,17 @@ int pal_store_rollback_json(pal_store *st, const pal_scope *sc, const char *acto
 			break;
 		usleep(200 * 1000);
 	}
+	if (!rc && c.flying)
+		rc = pal__ops_in_tx(st, back_after_body, &c, err, errlen);
 	json_t *rows = NULL;
 	if (!rc)
-		rc = pal_store_unfinished_json(st, sc, at, &rows, err, errlen);
+		rc = pal_store_unfinished_json(st, sc, c.at, &rows, err, errlen);
 	if (rc)
 		return rc;
 	fill_keys(rows);
-	char scope[200], ts[32];
-	pal_scope_format(sc, scope, sizeof scope);
-	pal_fmt_rfc3339(at, ts, sizeof ts);
+	pal_fmt_rfc3339(c.at, ts, sizeof ts);
 	*out = json_pack("{s:s, s:s, s:I, s:I, s:I, s:o}", "scope", scope, "at", ts, "handed_back",
-			 (json_int_t)back, "later", (json_int_t)later, "in_flight",
+			 (json_int_t)c.handed_back, "later", (json_int_t)c.later, "in_flight",
 			 (json_int_t)flying, "unfinished", rows);
 	return PAL_OK;
 }
