@@ -30,24 +30,39 @@ typedef enum {
 	PAL_IDEM_MISMATCH,    /* the key was used for another request */
 } pal_idem_outcome;
 
-/* Seconds after which a request still in progress is taken to have died
- * with its node or connection: the next retry takes its key over. */
+/* A request still in progress is served by a node that holds a
+ * session-level advisory lock on its (token, key) from its record to its
+ * answer: while that session lives, a retry answers in progress, however
+ * long the request takes.  A record whose lock no session holds (the node
+ * died, or its database connection broke; PostgreSQL ended the session)
+ * is taken over by the next retry once it is older than this many seconds
+ * (PALISADE_IDEM_TAKEOVER_S in the environment sets another bound, for
+ * tests): the bound keeps a request that a node without the lock (0.3.0,
+ * during a roll) is serving from being taken over at once. */
 #define PAL_IDEM_TAKEOVER_S 60
 
+/* The take-over bound in seconds: PAL_IDEM_TAKEOVER_S, or
+ * PALISADE_IDEM_TAKEOVER_S when set to a positive number. */
+int pal_apistore_idem_takeover_s(void);
+
 /* Record (TOKEN, KEY) for METHOD PATH with body DIGEST, or find its earlier
- * answer (*response malloc()ed, free()).  A record still in progress after
- * PAL_IDEM_TAKEOVER_S is taken over (PAL_IDEM_NEW) by one conditional
- * UPDATE, so one retry acts.  Records older than a day are deleted on the
- * way. */
+ * answer (*response malloc()ed, free()).  A record still in progress whose
+ * lock is free after the take-over bound is taken over (PAL_IDEM_NEW) by
+ * one conditional UPDATE, so one retry acts.  With PAL_IDEM_NEW, *LOCKED
+ * says the lock is held by this session: pass it to
+ * pal_apistore_idem_finish, which releases it.  Records older than a day
+ * are deleted on the way. */
 PAL_MUST_CHECK int pal_apistore_idem_begin(pal_store *st, const char *token, const char *key,
 					   const char *method, const char *path, const char *digest,
-					   pal_idem_outcome *outcome, int *status, char **response,
-					   char *err, size_t errlen);
+					   pal_idem_outcome *outcome, bool *locked, int *status,
+					   char **response, char *err, size_t errlen);
 /* Keep STATUS and RESPONSE for (TOKEN, KEY); a 5xx answer (nothing was
- * done, or not surely) deletes the record instead, so a retry acts. */
+ * done, or not surely) deletes the record instead, so a retry acts.  With
+ * LOCKED, the key's lock is released in the same statement.  On failure
+ * the caller closes the connection (the session's end releases the lock). */
 PAL_MUST_CHECK int pal_apistore_idem_finish(pal_store *st, const char *token, const char *key,
-					    int status, const char *response, char *err,
-					    size_t errlen);
+					    int status, const char *response, bool locked,
+					    char *err, size_t errlen);
 
 /* The tenant of job JOB_ID into TENANT (65 bytes); PAL_ENOENT when none. */
 PAL_MUST_CHECK int pal_apistore_job_tenant(pal_store *st, const char *job_id, char tenant[65],

@@ -328,6 +328,7 @@ static void run(call *c)
 		return;
 	}
 	const char *key = pal_api__header(c, "Idempotency-Key");
+	bool idem_locked = false;
 	if (key && (strlen(key) < 1 || strlen(key) > 128)) {
 		pal_api__problem(c, 400, "bad-idempotency-key", "Bad Idempotency-Key",
 				 "an Idempotency-Key is 1-128 characters");
@@ -350,7 +351,8 @@ static void run(call *c)
 		int status;
 		char *resp;
 		int rc = pal_apistore_idem_begin(c->api->st, c->who.id, key, req->method, req->path,
-						 digest, &o, &status, &resp, err, sizeof err);
+						 digest, &o, &idem_locked, &status, &resp, err,
+						 sizeof err);
 		g_free(digest);
 		if (rc) {
 			pal_api__problem_rc(c, rc, err);
@@ -395,9 +397,13 @@ static void run(call *c)
 		if (keep != c->out)
 			json_decref(keep);
 		if (pal_apistore_idem_finish(c->api->st, c->who.id, key, keep_status,
-					     text ? text : "{}", err, sizeof err))
+					     text ? text : "{}", idem_locked, err, sizeof err)) {
 			pal_log(PAL_LOG_WARN, "api.idempotency_lost", "{s:s, s:s}", "key", key,
 				"error", err);
+			/* its session ends: the key's lock with it */
+			pal_store_close(c->api->st);
+			c->api->st = NULL;
+		}
 		free(text);
 	}
 }

@@ -30,50 +30,81 @@ int pal_apistore_identity(pal_store *st, const char *role, const char *client, c
 	return PAL_OK;
 }
 
+/* The session-level advisory lock of (token $1, key $2) that the node
+ * serving its request holds from its record to its answer (apistore.h). */
+#define IDEM_LOCK_KEY "hashtextextended('palisade.api_request:' || $1 || '/' || $2, 0)"
+
+int pal_apistore_idem_takeover_s(void)
+{
+	static int bound;
+	if (!bound) {
+		const char *e = getenv("PALISADE_IDEM_TAKEOVER_S");
+		bound = e && atoi(e) > 0 ? atoi(e) : PAL_IDEM_TAKEOVER_S;
+	}
+	return bound;
+}
+
 /*
- * The record (TOKEN, KEY) in progress since CREATED: when that is longer
- * than PAL_IDEM_TAKEOVER_S ago, restamp it (only if no one else did since)
- * and set *OUTCOME to PAL_IDEM_NEW.
+ * The record (TOKEN, KEY) in progress since CREATED: when no session holds
+ * its lock (the node that served it died, or its connection broke) and it
+ * is older than the take-over bound, take the lock, restamp the record
+ * (only if no one else did since) and set *OUTCOME to PAL_IDEM_NEW.
  */
 static int idem_take_over(pal_store *st, const char *token, const char *key, const char *created,
-			  pal_idem_outcome *outcome, char *err, size_t errlen)
+			  pal_idem_outcome *outcome, bool *locked, char *err, size_t errlen)
 {
-	char bound[32];
-	snprintf(bound, sizeof bound, "%d seconds", PAL_IDEM_TAKEOVER_S);
-	const char *p[] = {token, key, created, bound};
-	PGresult *r = pal__store_query(st,
-				       "UPDATE api_requests SET created_at = clock_timestamp()"
-				       " WHERE token_id = $1 AND key = $2 AND status IS NULL"
-				       "  AND created_at = $3::timestamptz"
-				       "  AND created_at < clock_timestamp() - $4::interval",
-				       4, p, err, errlen);
+	const char *pk[] = {token, key};
+	PGresult *r = pal__store_query(st, "SELECT pg_try_advisory_lock(" IDEM_LOCK_KEY ")", 2, pk,
+				       err, errlen);
 	if (!r)
 		return PAL_EDB;
-	if (!strcmp(PQcmdTuples(r), "1"))
-		*outcome = PAL_IDEM_NEW;
+	bool got = !strcmp(PQgetvalue(r, 0, 0), "t");
 	PQclear(r);
-	return PAL_OK;
+	if (!got)
+		return PAL_OK; /* still being served */
+	char bound[32];
+	snprintf(bound, sizeof bound, "%d seconds", pal_apistore_idem_takeover_s());
+	const char *p[] = {token, key, created, bound};
+	r = pal__store_query(st,
+			     "UPDATE api_requests SET created_at = clock_timestamp()"
+			     " WHERE token_id = $1 AND key = $2 AND status IS NULL"
+			     "  AND created_at = $3::timestamptz"
+			     "  AND created_at < clock_timestamp() - $4::interval",
+			     4, p, err, errlen);
+	bool taken = r && !strcmp(PQcmdTuples(r), "1");
+	PQclear(r);
+	if (taken) {
+		*outcome = PAL_IDEM_NEW;
+		*locked = true;
+		return PAL_OK;
+	}
+	PGresult *u = pal__store_query(st, "SELECT pg_advisory_unlock(" IDEM_LOCK_KEY ")", 2, pk,
+				       err, errlen);
+	PQclear(u);
+	return r && u ? PAL_OK : PAL_EDB;
 }
 
 int pal_apistore_idem_begin(pal_store *st, const char *token, const char *key, const char *method,
 			    const char *path, const char *digest, pal_idem_outcome *outcome,
-			    int *status, char **response, char *err, size_t errlen)
+			    bool *locked, int *status, char **response, char *err, size_t errlen)
 {
 	*outcome = PAL_IDEM_NEW;
+	*locked = false;
 	*status = 0;
 	*response = NULL;
 	const char *p[] = {token, key, method, path, digest};
 	/* The insert wins or the row exists; either way one row comes back:
-	 * new (inserted), or the earlier request's. */
+	 * new (inserted, its lock taken), or the earlier request's. */
 	PGresult *r = pal__store_query(
 	    st,
 	    "WITH old AS (DELETE FROM api_requests WHERE created_at < clock_timestamp() - interval "
 	    "'1 day'),"
 	    " ins AS (INSERT INTO api_requests (token_id, key, method, path, digest)"
 	    "  VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING 1)"
-	    " SELECT true, NULL, NULL, NULL, NULL, NULL, NULL FROM ins"
+	    " SELECT true, NULL, NULL, NULL, NULL, NULL, NULL,"
+	    "  pg_try_advisory_lock(" IDEM_LOCK_KEY ") FROM ins"
 	    " UNION ALL"
-	    " SELECT false, method, path, digest, status, response, created_at::text"
+	    " SELECT false, method, path, digest, status, response, created_at::text, NULL"
 	    "  FROM api_requests"
 	    "  WHERE token_id = $1 AND key = $2 AND NOT EXISTS (SELECT 1 FROM ins)",
 	    5, p, err, errlen);
@@ -85,6 +116,7 @@ int pal_apistore_idem_begin(pal_store *st, const char *token, const char *key, c
 		return PAL_OK;
 	}
 	if (!strcmp(PQgetvalue(r, 0, 0), "t")) {
+		*locked = !strcmp(PQgetvalue(r, 0, 7), "t");
 		PQclear(r);
 		return PAL_OK;
 	}
@@ -93,7 +125,8 @@ int pal_apistore_idem_begin(pal_store *st, const char *token, const char *key, c
 		*outcome = PAL_IDEM_MISMATCH;
 	else if (PQgetisnull(r, 0, 4)) {
 		*outcome = PAL_IDEM_IN_PROGRESS;
-		int rc = idem_take_over(st, token, key, PQgetvalue(r, 0, 6), outcome, err, errlen);
+		int rc = idem_take_over(st, token, key, PQgetvalue(r, 0, 6), outcome, locked, err,
+					errlen);
 		if (rc) {
 			PQclear(r);
 			return rc;
@@ -108,18 +141,23 @@ int pal_apistore_idem_begin(pal_store *st, const char *token, const char *key, c
 }
 
 int pal_apistore_idem_finish(pal_store *st, const char *token, const char *key, int status,
-			     const char *response, char *err, size_t errlen)
+			     const char *response, bool locked, char *err, size_t errlen)
 {
 	char s[16];
 	snprintf(s, sizeof s, "%d", status);
-	const char *p[] = {token, key, s, response};
+	const char *p[] = {token, key, s, response, locked ? "t" : "f"};
+	/* the answer kept and the lock released in one statement */
 	PGresult *r = pal__store_query(
 	    st,
-	    status >= 500 ? "DELETE FROM api_requests WHERE token_id = $1 AND key = $2"
-			    " AND $3::int IS NOT NULL AND $4::text IS NOT NULL"
-			  : "UPDATE api_requests SET status = $3::int, response = $4"
-			    " WHERE token_id = $1 AND key = $2",
-	    4, p, err, errlen);
+	    status >= 500 ? "WITH w AS (DELETE FROM api_requests WHERE token_id = $1 AND key = $2"
+			    " AND $3::int IS NOT NULL AND $4::text IS NOT NULL RETURNING 1)"
+			    " SELECT (SELECT count(*) FROM w), CASE WHEN $5::boolean"
+			    " THEN pg_advisory_unlock(" IDEM_LOCK_KEY ") END"
+			  : "WITH w AS (UPDATE api_requests SET status = $3::int, response = $4"
+			    " WHERE token_id = $1 AND key = $2 RETURNING 1)"
+			    " SELECT (SELECT count(*) FROM w), CASE WHEN $5::boolean"
+			    " THEN pg_advisory_unlock(" IDEM_LOCK_KEY ") END",
+	    5, p, err, errlen);
 	if (!r)
 		return PAL_EDB;
 	PQclear(r);
