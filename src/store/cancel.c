@@ -16,16 +16,19 @@
 
 /* The triggers of the selection that each step of cancel moves. */
 #define PAUSING_EXPIRED "state = 'pausing' AND lease_until < clock_timestamp()"
-#define CANCELLABLE                                                                                \
-	"(state IN ('paused', 'retry_wait', 'pending')"                                            \
-	" OR (state = 'cancelling' AND lease_until < clock_timestamp()))"
+#define CANCELLING_EXPIRED "state = 'cancelling' AND lease_until < clock_timestamp()"
+#define WAITING "state IN ('paused', 'retry_wait', 'pending')"
 #define RUNNING "state = 'running'"
 
 /* The statement that moves the triggers of the selection in state WHERE to
- * TO through the door; rows: each state left and how many left it. */
-#define CANCEL_MOVE(where, to)                                                                     \
-	"SELECT m.from_state, count(*) FROM " PAL__TRIGGER_MOVE_WHERE(                             \
-	    CANCEL_SEL " AND " where, to, "NULL") " m GROUP BY m.from_state"
+ * TO through the door (MOVE: PAL__TRIGGER_MOVE_WHERE, or
+ * PAL__TRIGGER_MOVE_LOCKED for a WHERE on the lease); rows: each state left
+ * and how many left it. */
+#define CANCEL_MOVE_BY(move, where, to)                                                            \
+	"SELECT m.from_state, count(*) FROM " move(CANCEL_SEL " AND " where, to,                   \
+						   "NULL") " m GROUP BY m.from_state"
+#define CANCEL_MOVE(where, to) CANCEL_MOVE_BY(PAL__TRIGGER_MOVE_WHERE, where, to)
+#define CANCEL_MOVE_LOCKED(where, to) CANCEL_MOVE_BY(PAL__TRIGGER_MOVE_LOCKED, where, to)
 
 /* Run SQL (a CANCEL_MOVE) with the selection P; adds to N[s] the triggers
  * that left state s. */
@@ -99,14 +102,23 @@ static int cancel_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	 * one moved backwards (running -> retry_wait) meanwhile. */
 	for (int pass = 0; pass < 5; pass++) {
 		/* Lease expired before the executor reached its safe point: finish
-		 * the step for it (legal edges; its holder is fenced by state). */
+		 * the step for it (legal edges; its holder is fenced by state).
+		 * Locked as read, the lease rechecked on the row's newest version:
+		 * a holder that renewed meanwhile is alive and keeps its trigger.
+		 * A row another transaction holds is left out (reported among
+		 * those left): to its holder, and an expired cancelling one also
+		 * to the executors' reaper, which takes it on a later round. */
 		int64_t n[PAL_TS__COUNT] = {0};
-		if ((rc = cancel_move(st, p, CANCEL_MOVE(PAUSING_EXPIRED, "'paused'"), n, err,
-				      errlen)))
+		if ((rc = cancel_move(st, p, CANCEL_MOVE_LOCKED(PAUSING_EXPIRED, "'paused'"), n,
+				      err, errlen)))
 			return rc;
-		/* An expired cancelling one, and the waiting ones, in one move. */
-		if ((rc = cancel_move(st, p, CANCEL_MOVE(CANCELLABLE, "'cancelled'"), n, err,
-				      errlen)))
+		if ((rc = cancel_move(st, p, CANCEL_MOVE_LOCKED(CANCELLING_EXPIRED, "'cancelled'"),
+				      n, err, errlen)))
+			return rc;
+		/* The waiting ones (with those just paused): no lease to recheck;
+		 * a row being claimed meanwhile is waited for, and the door's
+		 * recheck of the state leaves it to the next step. */
+		if ((rc = cancel_move(st, p, CANCEL_MOVE(WAITING, "'cancelled'"), n, err, errlen)))
 			return rc;
 		res->expired += n[PAL_TS_CANCELLING];
 		res->from_paused += n[PAL_TS_PAUSED];

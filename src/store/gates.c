@@ -29,6 +29,10 @@
  * through the door of the state machine (PAL__TRIGGER_MOVE); its row: how
  * many moved. */
 #define GATE_MOVE(where, to) "SELECT count(*) FROM " PAL__TRIGGER_MOVE_WHERE(where, to, "NULL") " m"
+/* GATE_MOVE of the rows no other transaction holds, WHERE rechecked on
+ * each as it is locked (PAL__TRIGGER_MOVE_LOCKED). */
+#define GATE_MOVE_LOCKED(where, to)                                                                \
+	"SELECT count(*) FROM " PAL__TRIGGER_MOVE_LOCKED(where, to, "NULL") " m"
 
 #define LOCK_TIMEOUT "10s"
 
@@ -410,12 +414,19 @@ static int resume_body(pal_store *st, void *vctx, char *err, size_t errlen)
 		return rc;
 	/* A pausing trigger whose lease expired lost its executor before the
 	 * safe point: nobody else would ever move it, so it is paused here
-	 * (its holder, if alive, is fenced by the state from then on). */
+	 * (its holder, if alive, is fenced by the state from then on).  Each
+	 * row is locked as it is read and its lease rechecked: a holder that
+	 * renews meanwhile is alive and keeps it (the door rechecks only the
+	 * state).  A row another transaction holds (its holder renewing or
+	 * committing, a cancel) is left out: with no gate over it any more the
+	 * next statement waits for it and sends a still pausing one back to
+	 * running; under another gate it stays pausing (still_pausing) for its
+	 * holder's safe point or the next resume. */
 	if ((rc = pal__ops_query_i64(
 		 st,
-		 GATE_MOVE("t.state = 'pausing' AND t.lease_until < clock_timestamp()"
-			   " AND " IN_SCOPE("t"),
-			   "'paused'"),
+		 GATE_MOVE_LOCKED("t.state = 'pausing' AND t.lease_until < clock_timestamp()"
+				  " AND " IN_SCOPE("t"),
+				  "'paused'"),
 		 2, pk, &res->expired, err, errlen)))
 		return rc;
 	/* A live pausing trigger whose pause no gate asks for any more goes back

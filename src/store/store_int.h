@@ -92,6 +92,17 @@ int pal__store_query_i64(pal_store *st, const char *sql, int nparams, const char
 #define PAL__TRIGGER_MOVE_WHERE(where, to, class)                                                  \
 	PAL__TRIGGER_MOVE("SELECT t.id, t.scheduled_at, t.state FROM triggers t WHERE " where, to, \
 			  class)
+/* PAL__TRIGGER_MOVE_WHERE of the triggers that match WHERE and that no
+ * other transaction holds: each row is locked as it is read (FOR UPDATE
+ * SKIP LOCKED), WHERE rechecked on its newest version, so the whole of
+ * WHERE still holds when the door moves it; the door itself rechecks only
+ * the state.  For a WHERE that reads what a row's holder changes without
+ * changing the state (the lease an executor renews).  A row another
+ * transaction holds is left out: the caller says who takes it. */
+#define PAL__TRIGGER_MOVE_LOCKED(where, to, class)                                                 \
+	PAL__TRIGGER_MOVE("SELECT t.id, t.scheduled_at, t.state FROM triggers t WHERE " where      \
+			  " FOR UPDATE OF t SKIP LOCKED",                                          \
+			  to, class)
 
 /* What attempt A (an alias of attempts in the statement) kept of the
  * service's answer, as a JSON expression: {status, headers, content_type,
