@@ -262,29 +262,29 @@ section_sink() {
 	# durable transaction) and --group-max 1 (one durable transaction per
 	# effect) alternated, twice each, on a fresh database each; the row is
 	# the better run of each.
-	local one=0 grp=0 n_one=0 n_grp=0 r gm bytes= rels= walsplit=
+	local one=0 grp=0 n_one=0 n_grp=0 r gm bytes= rels= walsplit= cpu= cpu1= group=
 	if command -v wrk >/dev/null; then
 		for r in 1 2; do
 			for gm in 1 64; do
 				sink_ceil_run "$gm" || continue
-				say "sink ceiling, --group-max $gm: $SC_RPS req/s"
+				say "sink ceiling, --group-max $gm: $SC_RPS req/s; CPU per effect (us): sink ${SC_CPU% *}, PostgreSQL ${SC_CPU#* }${SC_GROUP:+; mean group $SC_GROUP}"
 				if [ "$gm" = 1 ]; then
-					[ "$SC_RPS" -gt "$one" ] && one=$SC_RPS n_one=$SC_N
+					[ "$SC_RPS" -gt "$one" ] && one=$SC_RPS n_one=$SC_N cpu1=$SC_CPU
 				else
 					[ "$SC_RPS" -gt "$grp" ] && grp=$SC_RPS n_grp=$SC_N bytes=$SC_BYTES \
-						rels=$SC_RELS walsplit=$SC_WAL
+						rels=$SC_RELS walsplit=$SC_WAL cpu=$SC_CPU group=$SC_GROUP
 				fi
 			done
 		done
 	fi
 	[ "$grp" -gt 0 ] && SINK_CEIL=$grp
 	record "ceiling: reference sink, durable applies, 64 connections" "${SINK_CEIL:-null}" req/s null higher \
-		"wrk -t2 -c64 ${CEIL_S} s against palisade-sink (group commit: --group-max 64, --group-wait-ms 2, 4 committers) with its database (fsync on), a new key per request; better of 2 runs alternated with --group-max 1; $n_grp effects stored" \
-		applied="$n_grp"
+		"wrk -t2 -c64 ${CEIL_S} s against palisade-sink (group commit: --group-max 64, --group-wait-ms 2, 4 committers) with its database (fsync on), a new key per request; better of 2 runs alternated with --group-max 1; $n_grp effects stored; CPU per effect: sink ${cpu%% *} us, PostgreSQL ${cpu##* } us; mean group ${group:-?}" \
+		applied="$n_grp" sink_cpu_us="${cpu:+${cpu%% *}}" pg_cpu_us="${cpu:+${cpu##* }}" group="${group:-null}"
 	record "ceiling: reference sink, durable applies, one transaction per effect (--group-max 1)" \
 		"$([ "$one" -gt 0 ] && echo "$one" || echo null)" req/s null higher \
-		"the same with --group-max 1 (one durable transaction per effect, as before group commit); better of 2 runs; $n_one effects stored" \
-		applied="$n_one"
+		"the same with --group-max 1 (one durable transaction per effect, as before group commit); better of 2 runs; $n_one effects stored; CPU per effect: sink ${cpu1%% *} us, PostgreSQL ${cpu1##* } us" \
+		applied="$n_one" sink_cpu_us="${cpu1:+${cpu1%% *}}" pg_cpu_us="${cpu1:+${cpu1##* }}"
 	local tot= heap= idx= wal=
 	[ -n "$bytes" ] && read -r tot heap idx wal <<<"$bytes"
 	say "bytes per effect by relation: ${rels:-?}"
@@ -388,24 +388,42 @@ minimal_cost() {
 		"the same run, user + sys CPU of every process of the server (/proc/PID/stat of the postmaster and its children) from before the INSERT to the last completion"
 }
 
+# sink_cpu_us: CPU time (user + sys) the running sink has used, in us.
+sink_cpu_us() {
+	awk -v hz="$(getconf CLK_TCK)" '{ print int(($14 + $15) * 1000000 / hz) }' "/proc/$SINK_PID/stat"
+}
+# sink_metric NAME: a sample of the running sink's /metrics (0 when absent).
+sink_metric() {
+	curl -s --max-time 5 "http://$SINK_ADMIN/metrics" | awk -v m="$1" '$1 == m { v = $2 } END { print v + 0 }'
+}
+
 # sink_ceil_run GROUP_MAX: wrk against a durable sink with --group-max
 # GROUP_MAX on a fresh database; sets SC_RPS (req/s), SC_N (effects stored)
 # and SC_BYTES ("total heap indexes wal": the sink's tables with their
 # indexes and the server's WAL over the run, in bytes per stored effect;
 # the run is the only writer on the server), SC_RELS (each table and index
 # of the sink in bytes per effect, largest first, as the execution cost's
-# breakdown) and SC_WAL (the WAL by resource manager, per effect).
+# breakdown), SC_WAL (the WAL by resource manager, per effect), SC_CPU
+# ("SINK PG": CPU per stored effect over the wrk run, in us, of the
+# sink's process and of the whole PostgreSQL server) and SC_GROUP (the
+# mean group, from the sink's counters; empty with --group-max 1).
 sink_ceil_run() {
-	local w lsn lsn1
-	SC_RPS= SC_N=0 SC_BYTES= SC_RELS= SC_WAL=
+	local w lsn lsn1 c0 c1 p0 p1 g0 g1 e0 e1
+	SC_RPS= SC_N=0 SC_BYTES= SC_RELS= SC_WAL= SC_CPU= SC_GROUP=
 	new_db sinkceil
 	bench_sink --threads 64 --group-max "$1" || return 1
 	lsn=$(sql "SELECT pg_current_wal_lsn()")
+	c0=$(sink_cpu_us) p0=$(pg_cpu_us) g0=$(sink_metric palisade_sink_groups_total)
+	e0=$(sink_metric palisade_sink_group_requests_total)
 	w=$(wrk -t2 -c64 -d"${CEIL_S}s" -s tests/bench/post.lua "http://$SINK_ADDR/" 2>&1)
+	c1=$(sink_cpu_us) p1=$(pg_cpu_us) g1=$(sink_metric palisade_sink_groups_total)
+	e1=$(sink_metric palisade_sink_group_requests_total)
 	stop_sink
 	lsn1=$(sql "SELECT pg_current_wal_lsn()")
 	SC_RPS=$(awk '/^Requests\/sec/ {print int($2)}' <<<"$w")
 	SC_N=$(sql "SELECT count(*) FROM sink_effects")
+	[ "${SC_N:-0}" -gt 0 ] && SC_CPU="$(((c1 - c0) / SC_N)) $(((p1 - p0) / SC_N))"
+	[ "$((g1 - g0))" -gt 0 ] && SC_GROUP=$(((e1 - e0) / (g1 - g0)))
 	[ "${SC_N:-0}" -gt 0 ] && SC_BYTES=$(sql "SELECT round(sum(pg_total_relation_size(c.oid)) / $SC_N),
 	       round(sum(pg_relation_size(c.oid)) / $SC_N), round(sum(pg_indexes_size(c.oid)) / $SC_N),
 	       round(pg_wal_lsn_diff(pg_current_wal_lsn(), '$lsn') / $SC_N)
