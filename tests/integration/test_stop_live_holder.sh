@@ -49,14 +49,17 @@ fence() { sql "SELECT fence FROM triggers WHERE id = $1"; }
 F1=$(fence "$R1") G1=$(fence "$C1") G2=$(fence "$C2")
 open_attempt() { sql "SELECT coalesce(outcome, 'open') FROM attempt_ledger WHERE trigger_id = $1 AND fence = $2"; }
 
-# hold END SQL: in the background, a session runs SQL, sleeps 2 s holding
-# the rows SQL locked, then ENDs (COMMIT or ROLLBACK); returns once the
-# session sleeps (its row locks taken).  HOLD_PID.
+# hold END SQL [SECONDS]: in the background, a session runs SQL, sleeps
+# SECONDS (2) holding the rows SQL locked, then ENDs (COMMIT or ROLLBACK);
+# returns once the session sleeps (its row locks taken).  HOLD_PID.  A
+# command that comes late on a loaded box finds the rows free: after a
+# renewal that is the case the old code got right too, after a ROLLBACK a
+# failure, hence the longer hold there.
 hold() {
 	PGAPPNAME=it-hold "$PSQL" "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 >/dev/null <<SQL &
 BEGIN;
 $2;
-SELECT pg_sleep(2);
+SELECT pg_sleep(${3:-2});
 $1;
 SQL
 	HOLD_PID=$!
@@ -111,7 +114,7 @@ expect_eq "node-a's attempt of c2 is still open" open "$(open_attempt "$C2" "$G2
 echo "  -- node-a dies; a session holds its rows (no renewal) while the commands run"
 sql "UPDATE triggers SET lease_until = clock_timestamp() - interval '1 second' WHERE id IN ($R1, $C1, $C2)" >/dev/null
 expect_exit "pause s.res again (r1 running -> pausing, lease expired)" 0 "$PAL" pause --job s.res --reason test
-hold ROLLBACK "SELECT 1 FROM triggers WHERE id IN ($R1, $C1, $C2) FOR UPDATE"
+hold ROLLBACK "SELECT 1 FROM triggers WHERE id IN ($R1, $C1, $C2) FOR UPDATE" 4
 # cancel first: resume waits for the held r1 (in its pausing -> running step)
 cout=$("$PAL" cancel --job s.can --reason test --output json 2>&1)
 out=$("$PAL" resume --job s.res --reason test --output json 2>&1)
