@@ -526,12 +526,23 @@ PAL_MUST_CHECK int pal_store_plan_after(pal_store *st, int shard, int64_t epoch,
 PAL_MUST_CHECK int pal_store_after_links(pal_store *st, const char *job_id,
 					 const char *const *tenants, size_t n_tenants, json_t **out,
 					 char *err, size_t errlen);
+/* The dependent jobs (JOB_ID only, when not NULL) with the misfire ranges
+ * of their first upstream (not excluded) inside [FROM, TO] and what the
+ * job has decided: [{job, up, ranges: [[from, to]...]}] (unix seconds). */
+PAL_MUST_CHECK int pal_store_after_upstream_ranges(pal_store *st, const char *job_id,
+						   int64_t from, int64_t to, json_t **out,
+						   char *err, size_t errlen);
+
 /* verify's dependency check over instants in [FROM, TO] (unix seconds) of
  * the dependent jobs (JOB_ID only, when not NULL): every instant at or
  * below a dependent job's watermark at which its first upstream's
- * triggers all succeeded must have a trigger of the job or a misfire row.
- * *OUT: [{job, at, partition}] of those that have neither (json_decref). */
+ * triggers all succeeded, and every upstream instant given (dependent job
+ * JOBS[i], instant ATS[i]: an instant of a misfire range of the upstream;
+ * those with an upstream trigger are left out), must have a trigger of
+ * the job or a misfire row.  *OUT: [{job, at, partition}] of those that
+ * have neither (json_decref). */
 PAL_MUST_CHECK int pal_store_after_missing(pal_store *st, const char *job_id, int64_t from,
-					   int64_t to, json_t **out, char *err, size_t errlen);
+					   int64_t to, const char *const *jobs, const int64_t *ats,
+					   size_t n, json_t **out, char *err, size_t errlen);
 
 #endif

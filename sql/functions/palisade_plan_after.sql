@@ -38,9 +38,10 @@
 -- trigger or an upstream_* misfire is left alone.  Partitions: an upstream
 -- with as many partitions as B maps partition p to p; any other count
 -- makes every partition of B wait for all of the upstream's.  The first
--- upstream's own misfire ranges over instants it has no trigger for (its
--- planner's; other than excluded dates) become B's ranges with reason
--- upstream_failed, once each.  B's watermark moves up to just
+-- upstream's instants with no trigger in its misfire ranges (other than
+-- excluded dates; ranges may cover instants that have triggers and
+-- overlap each other) become B's upstream_failed rows, each instant in
+-- exactly one (below).  B's watermark moves up to just
 -- below its earliest undecided instant, never past the upstreams' shard
 -- watermarks.
 --
@@ -52,6 +53,7 @@ CREATE OR REPLACE FUNCTION palisade_plan_after(p_shard integer, p_epoch bigint, 
 AS $function$
 DECLARE
 	b record;
+	ur record;
 	lo timestamptz;
 	cap timestamptz;
 	undecided timestamptz;
@@ -226,39 +228,119 @@ BEGIN
 		planned := planned + n;
 		misfired := misfired + n2;
 
-		-- The first upstream's instants that never had a trigger (its
-		-- planner's misfire ranges): each range once per partition of B it
-		-- maps to (the upstream's partition when the counts match, all of
-		-- B's otherwise), unless B already has an upstream_* row
-		-- overlapping it.  Ranges over instants that have triggers (a
-		-- resume's 'paused', a forbid's 'overlap': the triggers were
-		-- skipped) are the triggers' to decide, in the statement above.
-		INSERT INTO misfires (job_id, version, partition, range_from, range_to, count, policy,
-				      reason, shard, epoch, upstream_job)
-		SELECT DISTINCT ON (m.range_from, m.range_to, m.bp)
-		       b.job_id, b.version, m.bp, m.range_from, m.range_to, m.count, 'after',
-		       'upstream_failed', p_shard, p_epoch, m.job_id
-		  FROM (SELECT m.*,
-			       CASE WHEN m.partition IS NOT NULL AND (SELECT uv.partitions
+		-- The first upstream's instants that have no trigger but lie in one
+		-- of its planner's misfire ranges (any reason but excluded), decided
+		-- per instant: a range may hold instants with triggers (a quarantined
+		-- job re-records from below its shard's watermark, over its planned
+		-- instants and its own earlier ranges; a resume's 'paused' and a
+		-- forbid's 'overlap' lie wholly over triggers) and overlap ranges B
+		-- has decided.  Per range (oldest first, so a range recorded again
+		-- meets B's rows for the older ones) and partition of B it maps to
+		-- (the upstream's when the counts match, all of B's otherwise), what
+		-- is already decided blocks: the upstream's trigger instants (the
+		-- statement above decides those), B's upstream_* rows, B's
+		-- watermark and B's retirements.  The instants below the first and
+		-- above the last block become B's upstream_failed rows; between
+		-- blocks there is nothing left (decided in the order recorded), so
+		-- a long range costs a few rows, not one per instant.  Instants are
+		-- whole seconds: a part's ends are the range's own or one second
+		-- inside a block.  Its count is the range's minus the instants known
+		-- blocked, at most one per second of the part (exact when every
+		-- block lies inside the range).
+		FOR ur IN
+			SELECT um.id, um.range_from, um.range_to, um.count,
+			       CASE WHEN um.partition IS NOT NULL AND (SELECT uv.partitions
 				      FROM jobs uj JOIN job_versions uv ON uv.job_id = uj.job_id
 				       AND uv.version = uj.active_version
-				     WHERE uj.job_id = m.job_id) = b.partitions
-				    THEN m.partition END AS bp
-			  FROM misfires m
-			 WHERE m.job_id = b.deps -> 0 ->> 'job' AND m.reason <> 'excluded'
-			   AND m.count > 0 AND m.range_to > lo AND m.range_to <= cap) m
-		 WHERE NOT EXISTS (SELECT 1 FROM triggers t
-				    WHERE t.job_id = m.job_id AND t.request_id IS NULL
-				      AND t.scheduled_at >= m.range_from
-				      AND t.scheduled_at <= m.range_to)
-		   AND NOT EXISTS (SELECT 1 FROM misfires o
-				    WHERE o.job_id = b.job_id
-				      AND o.reason IN ('upstream_failed', 'upstream_late')
-				      AND o.range_from <= m.range_to AND o.range_to >= m.range_from
-				      AND (o.partition IS NULL OR m.bp IS NULL OR o.partition = m.bp))
-		 ORDER BY m.range_from, m.range_to, m.bp, m.id;
-		GET DIAGNOSTICS n = ROW_COUNT;
-		misfired := misfired + n;
+				     WHERE uj.job_id = um.job_id) = b.partitions
+				    THEN um.partition END AS bp
+			  FROM misfires um
+			 WHERE um.job_id = b.deps -> 0 ->> 'job' AND um.reason <> 'excluded'
+			   AND um.count > 0 AND um.range_to > lo AND um.range_to <= cap
+			 ORDER BY um.id
+		LOOP
+			WITH tgt AS (
+				SELECT coalesce(ur.bp, g.p) AS p
+				  FROM generate_series(0, CASE WHEN ur.bp IS NULL THEN b.partitions - 1
+							       ELSE 0 END) g(p)
+			), ups AS (
+				SELECT DISTINCT t.scheduled_at AS at FROM triggers t
+				 WHERE t.job_id = b.deps -> 0 ->> 'job' AND t.request_id IS NULL
+				   AND t.scheduled_at >= ur.range_from AND t.scheduled_at <= ur.range_to
+			), blk AS (
+				-- inner: the block lies inside the range and holds a known
+				-- number of its instants (n)
+				SELECT g.p, u.at AS bs, u.at AS be, 1 AS n FROM tgt g CROSS JOIN ups u
+				UNION ALL
+				SELECT g.p, o.range_from, o.range_to,
+				       CASE WHEN o.range_from >= ur.range_from AND o.range_to <= ur.range_to
+					     AND NOT EXISTS (SELECT 1 FROM ups u
+						WHERE u.at BETWEEN o.range_from AND o.range_to)
+					    THEN o.count ELSE 0 END
+				  FROM tgt g JOIN misfires o ON o.job_id = b.job_id
+				   AND o.reason IN ('upstream_failed', 'upstream_late')
+				   AND o.range_from <= ur.range_to AND o.range_to >= ur.range_from
+				   AND (o.partition IS NULL OR o.partition = g.p)
+				UNION ALL
+				SELECT g.p, '-infinity'::timestamptz, lo, 0 FROM tgt g WHERE lo >= ur.range_from
+				UNION ALL
+				-- a retirement of B: from a version's end to the next activation
+				SELECT g.p, greatest(rv.effective_from,
+						(rv.spec -> 'schedule' ->> 'end')::timestamptz),
+				       coalesce((SELECT min(nv.effective_from) FROM job_versions nv
+						  WHERE nv.job_id = b.job_id AND nv.version > rv.version),
+						'infinity'), 0
+				  FROM tgt g JOIN job_versions rv ON rv.job_id = b.job_id
+				   AND rv.effective_from IS NOT NULL
+				   AND (rv.spec -> 'schedule' ->> 'end') IS NOT NULL
+			), hull AS (
+				SELECT g.p, min(k.bs) AS hs, max(k.be) AS he,
+				       ur.count - coalesce(sum(k.n), 0) AS left_n
+				  FROM tgt g LEFT JOIN blk k ON k.p = g.p
+				   AND k.bs <= ur.range_to AND k.be >= ur.range_from
+				 GROUP BY g.p
+			), part AS (
+				-- the part below the first block, the part above the last
+				SELECT h.p, h.left_n, 1 AS side, ur.range_from AS pf,
+				       coalesce(date_trunc('second', h.hs - interval '1 microsecond'),
+						ur.range_to) AS pt
+				  FROM hull h
+				 WHERE h.hs IS NULL OR h.hs > ur.range_from
+				UNION ALL
+				SELECT h.p, h.left_n, 2, date_trunc('second', h.he) + interval '1 second',
+				       ur.range_to
+				  FROM hull h
+				 WHERE h.he IS NOT NULL AND h.he < ur.range_to
+			), sized AS (
+				SELECT x.*, extract(epoch FROM x.pt - x.pf)::bigint + 1 AS secs,
+				       count(*) OVER (PARTITION BY x.p) AS parts
+				  FROM part x
+				 WHERE x.pf <= x.pt
+			), lower_n AS (
+				-- the lower part leaves at least one instant to the upper
+				SELECT s.*, greatest(1, least(s.secs, s.left_n - (s.parts - 1))) AS n
+				  FROM sized s
+			), counted AS (
+				SELECT s.p, s.pf, s.pt,
+				       CASE WHEN s.side = 1 THEN s.n
+					    ELSE greatest(1, least(s.secs, s.left_n - coalesce(lag(s.n)
+						OVER (PARTITION BY s.p ORDER BY s.side), 0))) END AS n
+				  FROM lower_n s
+			), shared AS (
+				-- a part alike in every partition of B is one row for all
+				SELECT c.*, ur.bp IS NULL AND count(*) OVER (PARTITION BY c.pf, c.pt, c.n)
+					= b.partitions AS all_p
+				  FROM counted c
+			)
+			INSERT INTO misfires (job_id, version, partition, range_from, range_to, count,
+					      policy, reason, shard, epoch, upstream_job)
+			SELECT b.job_id, b.version, CASE WHEN s.all_p THEN NULL ELSE s.p END, s.pf, s.pt,
+			       s.n, 'after', 'upstream_failed', p_shard, p_epoch, b.deps -> 0 ->> 'job'
+			  FROM shared s
+			 WHERE NOT s.all_p OR s.p = 0;
+			GET DIAGNOSTICS n = ROW_COUNT;
+			misfired := misfired + n;
+		END LOOP;
 
 		INSERT INTO after_watermarks AS w (job_id, watermark, shard, epoch)
 		VALUES (b.job_id, greatest(lo, least(cap, undecided - interval '1 microsecond')),

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <glib.h>
 #include "palisade/schedule.h"
 #include "palisade/timefmt.h"
 #include "palisade/horizoncheck.h"
@@ -60,8 +61,9 @@ static int cmp_inst(const void *a, const void *b)
 	return x->part - y->part;
 }
 
-/* Expected (instant, partition) pairs of one job in [from, to]. */
-static int plan_set(json_t *versions, const char *job, int64_t from, int64_t to, inst **out,
+/* Expected (instant, partition) pairs of one job in [from, to]; with
+ * INSTANTS, each instant once (partition 0) and none that is excluded. */
+static int plan_set(json_t *versions, bool instants, int64_t from, int64_t to, inst **out,
 		    size_t *n, char *err, size_t errlen)
 {
 	size_t cap = 256, k = 0;
@@ -92,7 +94,9 @@ static int plan_set(json_t *versions, const char *job, int64_t from, int64_t to,
 		while (pal_schedule_next_from(sc, lo, t, &x, &excl) == PAL_OK && x <= to &&
 		       x <= hi) {
 			t = x;
-			for (int p = 0; p < spec.partitions; p++) {
+			if (instants && excl)
+				continue;
+			for (int p = 0; p < (instants ? 1 : spec.partitions); p++) {
 				if (k == cap) {
 					inst *nv2 = realloc(v, (cap *= 2) * sizeof *v);
 					if (!nv2) {
@@ -109,7 +113,6 @@ static int plan_set(json_t *versions, const char *job, int64_t from, int64_t to,
 		pal_schedule_close(sc);
 		pal_job_spec_clear(&spec);
 	}
-	(void)job;
 	if (rc) {
 		free(v);
 		return rc;
@@ -147,7 +150,7 @@ static int verify_job(pal_store *st, json_t *job, int64_t from, int64_t to, pal_
 	size_t nexp = 0;
 	int rc = PAL_OK;
 	if (json_array_size(versions)) {
-		rc = plan_set(versions, id, from, to, &exp, &nexp, err, errlen);
+		rc = plan_set(versions, false, from, to, &exp, &nexp, err, errlen);
 		if (rc)
 			return rc;
 	}
@@ -253,19 +256,76 @@ static int never_activated(pal_store *st, int64_t from, int64_t to, const char *
 }
 
 /*
+ * The instants of the first upstreams' misfire ranges (not excluded) that
+ * the dependent jobs have decided: their upstream's schedule walked over
+ * each range, appended to JOBS (the dependent job) and ATS.
+ */
+static int upstream_misfired(pal_store *st, int64_t from, int64_t to, const char *job_id,
+			     GPtrArray *jobs, GArray *ats, json_t **keep, char *err, size_t errlen)
+{
+	json_t *deps, *d;
+	size_t i;
+	int rc = pal_store_after_upstream_ranges(st, job_id, from, to, &deps, err, errlen);
+
+	if (rc)
+		return rc;
+	json_array_foreach(deps, i, d)
+	{
+		json_t *up, *range;
+		size_t k;
+		if ((rc = pal_store_activated_versions(
+			 st, json_string_value(json_object_get(d, "up")), &up, err, errlen)))
+			break;
+		json_t *versions = json_object_get(json_array_get(up, 0), "versions");
+		json_array_foreach(json_object_get(d, "ranges"), k, range)
+		{
+			inst *v = NULL;
+			size_t nv = 0;
+			if (!json_array_size(versions))
+				break;
+			rc = plan_set(versions, true, json_integer_value(json_array_get(range, 0)),
+				      json_integer_value(json_array_get(range, 1)), &v, &nv, err,
+				      errlen);
+			if (rc)
+				break;
+			for (size_t x = 0; x < nv; x++) {
+				g_ptr_array_add(
+				    jobs, (gpointer)json_string_value(json_object_get(d, "job")));
+				g_array_append_val(ats, v[x].at);
+			}
+			free(v);
+		}
+		json_decref(up);
+		if (rc)
+			break;
+	}
+	*keep = deps; /* owns the job names in JOBS */
+	return rc;
+}
+
+/*
  * Dependent jobs (`after:`): every instant in [FROM, TO] at which the first
- * upstream's triggers all succeeded, up to the job's dependency watermark
- * (what its controller has decided), has a trigger of the job or a misfire
- * row (upstream_failed, upstream_late) for each partition; the others
- * count as missing.
+ * upstream's triggers all succeeded or which it recorded as a misfire (no
+ * trigger), up to the job's dependency watermark (what its controller has
+ * decided), has a trigger of the job or a misfire row (upstream_failed,
+ * upstream_late) for each partition; the others count as missing.
  */
 static int after_instants(pal_store *st, int64_t from, int64_t to, const char *job_id,
 			  pal_verify_report *r, char *err, size_t errlen)
 {
-	json_t *miss, *m;
+	json_t *miss, *m, *deps = NULL;
 	size_t i;
-	int rc = pal_store_after_missing(st, job_id, from, to, &miss, err, errlen);
+	GPtrArray *jobs = g_ptr_array_new();
+	GArray *ats = g_array_new(FALSE, FALSE, sizeof(int64_t));
+	int rc = upstream_misfired(st, from, to, job_id, jobs, ats, &deps, err, errlen);
 
+	if (!rc)
+		rc = pal_store_after_missing(st, job_id, from, to, (const char *const *)jobs->pdata,
+					     (const int64_t *)(void *)ats->data, jobs->len, &miss,
+					     err, errlen);
+	g_ptr_array_free(jobs, TRUE);
+	g_array_free(ats, TRUE);
+	json_decref(deps);
 	if (rc)
 		return rc;
 	json_array_foreach(miss, i, m)

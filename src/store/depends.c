@@ -145,21 +145,67 @@ int pal_store_after_links(pal_store *st, const char *job_id, const char *const *
 	return rc;
 }
 
-int pal_store_after_missing(pal_store *st, const char *job_id, int64_t from, int64_t to,
-			    json_t **out, char *err, size_t errlen)
+int pal_store_after_upstream_ranges(pal_store *st, const char *job_id, int64_t from, int64_t to,
+				    json_t **out, char *err, size_t errlen)
 {
 	char f[24], t[24];
 	snprintf(f, sizeof f, "%" PRId64, from);
 	snprintf(t, sizeof t, "%" PRId64, to);
 	const char *p[] = {job_id, f, t};
-	/* Instants of the first upstream whose scheduled triggers all
-	 * succeeded, after the dependent job's first activation with `after`
-	 * and up to its watermark (decided), each partition of the dependent
-	 * job: a trigger or a misfire row.  Not an instant of it: one at which
-	 * an upstream had not been activated yet and has no trigger, nor one
-	 * in a retirement of the dependent job (the version active then had
-	 * ended; palisade_plan_after passes both). */
+	/* The first upstream's misfire ranges (not excluded) cut to [FROM, TO]
+	 * and to what the dependent job has decided (after its first
+	 * activation with `after`, up to its watermark). */
 	return pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(json_build_object('job', b.job_id, 'up', b.up, 'ranges', "
+	    "r.ranges)"
+	    "  ORDER BY b.job_id), '[]')::text FROM ("
+	    " SELECT v.job_id, v.spec -> 'after' -> 0 ->> 'job' AS up,"
+	    "  least(w.watermark, to_timestamp($3::bigint)) AS hi,"
+	    "  greatest((SELECT min(bv.effective_from) FROM job_versions bv"
+	    "    WHERE bv.job_id = v.job_id AND bv.spec ? 'after'),"
+	    "   to_timestamp($2::bigint) - interval '1 microsecond') AS lo"
+	    "  FROM job_versions v JOIN jobs j ON j.job_id = v.job_id"
+	    "   AND j.active_version = v.version"
+	    "  JOIN after_watermarks w ON w.job_id = v.job_id"
+	    "  WHERE v.spec ? 'after' AND ($1::text IS NULL OR v.job_id = $1)) b"
+	    " CROSS JOIN LATERAL (SELECT json_agg(json_build_array("
+	    "   ceil(extract(epoch FROM greatest(m.range_from, b.lo + interval '1 "
+	    "microsecond')))::bigint,"
+	    "   floor(extract(epoch FROM least(m.range_to, b.hi)))::bigint) ORDER BY m.range_from)"
+	    "   AS ranges FROM misfires m WHERE m.job_id = b.up AND m.reason <> 'excluded'"
+	    "   AND m.count > 0 AND m.range_to > b.lo AND m.range_from <= b.hi) r"
+	    " WHERE r.ranges IS NOT NULL",
+	    3, p, out, err, errlen);
+}
+
+int pal_store_after_missing(pal_store *st, const char *job_id, int64_t from, int64_t to,
+			    const char *const *jobs, const int64_t *ats, size_t n, json_t **out,
+			    char *err, size_t errlen)
+{
+	char f[24], t[24];
+	pal_pgarr aj, aa;
+
+	snprintf(f, sizeof f, "%" PRId64, from);
+	snprintf(t, sizeof t, "%" PRId64, to);
+	pal__pgarr_init(&aj);
+	pal__pgarr_init(&aa);
+	for (size_t i = 0; i < n; i++) {
+		pal__pgarr_text(&aj, jobs[i]);
+		pal__pgarr_i64(&aa, ats[i]);
+	}
+	char *sj = pal__pgarr_end(&aj), *sa = pal__pgarr_end(&aa);
+	const char *p[] = {job_id, f, t, sj, sa};
+	/* Instants of the first upstream whose scheduled triggers all
+	 * succeeded, and the given instants of it (JOBS[i]'s upstream at
+	 * ATS[i], which has no trigger there: misfired), after the dependent
+	 * job's first activation with `after` and up to its watermark
+	 * (decided), each partition of the dependent job: a trigger or a
+	 * misfire row.  Not an instant of it: one at which an upstream had not
+	 * been activated yet and has no trigger, nor one in a retirement of
+	 * the dependent job (the version active then had ended;
+	 * palisade_plan_after passes both). */
+	int rc = pal__store_query_json(
 	    st,
 	    "SELECT coalesce(json_agg(json_build_object('job', m.job_id, 'at',"
 	    "  floor(extract(epoch FROM m.at))::bigint, 'partition', m.p)"
@@ -176,7 +222,12 @@ int pal_store_after_missing(pal_store *st, const char *job_id, int64_t from, int
 	    "   WHERE t.job_id = b.up AND t.request_id IS NULL"
 	    "    AND t.scheduled_at BETWEEN to_timestamp($2::bigint) AND to_timestamp($3::bigint)"
 	    "    AND t.scheduled_at <= b.watermark AND t.scheduled_at > b.since"
-	    "   GROUP BY t.scheduled_at HAVING bool_and(t.state = 'succeeded')) u"
+	    "   GROUP BY t.scheduled_at HAVING bool_and(t.state = 'succeeded')"
+	    "  UNION SELECT to_timestamp(x.s) FROM unnest($4::text[], $5::bigint[]) x(job, s)"
+	    "   WHERE x.job = b.job_id AND to_timestamp(x.s) <= b.watermark"
+	    "    AND to_timestamp(x.s) > b.since AND NOT EXISTS (SELECT 1 FROM triggers t"
+	    "     WHERE t.job_id = b.up AND t.request_id IS NULL"
+	    "      AND t.scheduled_at = to_timestamp(x.s))) u"
 	    " CROSS JOIN generate_series(0, b.partitions - 1) g(p)"
 	    " WHERE NOT EXISTS (SELECT 1 FROM job_versions rv WHERE rv.job_id = b.job_id"
 	    "   AND rv.effective_from <= u.at"
@@ -193,5 +244,8 @@ int pal_store_after_missing(pal_store *st, const char *job_id, int64_t from, int
 	    "  AND NOT EXISTS (SELECT 1 FROM misfires m WHERE m.job_id = b.job_id"
 	    "   AND m.range_from <= u.at AND m.range_to >= u.at"
 	    "   AND (m.partition IS NULL OR m.partition = g.p))) m",
-	    3, p, out, err, errlen);
+	    5, p, out, err, errlen);
+	g_free(sj);
+	g_free(sa);
+	return rc;
 }
