@@ -2,7 +2,8 @@
 # A dependent job around a quarantined upstream: every upstream instant ends
 # as exactly one of a trigger of the dependent job or a misfire row of it.
 #
-# q.up runs every second, q.down after it; the node is restarted twice
+# q.up runs every second, q.down after it (and q.down2, two partitions:
+# each decided on its own); the node is restarted twice
 # with q.up's planning failing (PALISADE_FAULT_PLAN_JOB), so q.up is
 # quarantined when loaded and re-records its instants from below its
 # shard's watermark up to the horizon: ranges over instants that ran
@@ -23,6 +24,7 @@ cat >"$NODE_DIR/jobs.yaml" <<YAML
 jobs:
   - {id: q.up, schedule: {cron: "* * * * * ?"}, target: {url: "http://$SINK_ADDR/effects/up", timeout: 2s}}
   - {id: q.down, after: [{job: q.up}], target: {url: "http://$SINK_ADDR/effects/down", timeout: 2s}}
+  - {id: q.down2, partitions: 2, after: [{job: q.up}], target: {url: "http://$SINK_ADDR/effects/down2", timeout: 2s}}
 YAML
 expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml" || { finish; exit 1; }
 FROM=$(date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -41,17 +43,19 @@ PALISADE_FAULT_PLAN_JOB=q.up start_node n1
 sleep 7
 stop_node n1
 
-# q.up's instants (every second) after q.down's activation up to its
-# watermark, with what each got
-INST="with d as (select v.effective_from as eff, w.watermark from job_versions v
-                 join after_watermarks w on w.job_id = v.job_id where v.job_id = 'q.down'),
-  inst as (select generate_series(date_trunc('second', d.eff) + interval '1 s', d.watermark, interval '1 s') as t from d),
-  g as (select t,
+# q.up's instants (every second) after each dependent job's activation up
+# to its watermark, per partition, with what each got
+INST="with d as (select v.job_id, v.partitions, v.effective_from as eff, w.watermark from job_versions v
+                 join after_watermarks w on w.job_id = v.job_id where v.job_id in ('q.down', 'q.down2')),
+  inst as (select d.job_id, p, generate_series(date_trunc('second', d.eff) + interval '1 s', d.watermark, interval '1 s') as t
+             from d, generate_series(0, d.partitions - 1) p),
+  g as (select job_id, p, t,
          exists (select 1 from triggers x where x.job_id = 'q.up' and x.scheduled_at = inst.t) as up_t,
          exists (select 1 from misfires m where m.job_id = 'q.up' and m.reason <> 'excluded'
                   and inst.t between m.range_from and m.range_to) as up_m,
-         (select count(*) from triggers x where x.job_id = 'q.down' and x.scheduled_at = inst.t) as dn_t,
-         (select count(*) from misfires m where m.job_id = 'q.down'
+         (select count(*) from triggers x where x.job_id = inst.job_id and x.partition = inst.p
+                  and x.scheduled_at = inst.t) as dn_t,
+         (select count(*) from misfires m where m.job_id = inst.job_id and coalesce(m.partition, inst.p) = inst.p
                   and inst.t between m.range_from and m.range_to) as dn_m
         from inst)"
 check "q.up has misfire ranges over instants that ran (mixed) and over each other (overlapping)" \
@@ -61,17 +65,20 @@ check "q.up has misfire ranges over instants that ran (mixed) and over each othe
 	                   and b.range_from <= a.range_to and b.range_to >= a.range_from)"
 echo "    q.up misfire rows: $(sql "select string_agg(to_char(range_from, 'MI:SS') || '-' || to_char(range_to, 'MI:SS') || '/' || count, ' ' order by id) from misfires where job_id = 'q.up'")"
 echo "    q.down misfire rows: $(sql "select string_agg(to_char(range_from, 'MI:SS') || '-' || to_char(range_to, 'MI:SS') || '/' || count, ' ' order by id) from misfires where job_id = 'q.down'")"
-check "q.down decided q.up's misfired instants (its watermark passed at least 5 of them)" \
-	has "$INST select count(*) - 4 from g where up_m and not up_t"
-expect_eq "q.up instants with neither a trigger nor a misfire row of q.down" "" \
-	"$(sql "$INST select string_agg(to_char(t, 'HH24:MI:SS'), ',' order by t) from g where (up_t or up_m) and dn_t + dn_m = 0")"
-expect_eq "q.up instants with more than one decision of q.down (a trigger and a misfire, or two misfire rows)" "" \
-	"$(sql "$INST select string_agg(to_char(t, 'HH24:MI:SS'), ',' order by t) from g where dn_t + dn_m > 1")"
+check "q.down and q.down2 decided q.up's misfired instants (their watermarks passed at least 5 of them each)" \
+	has "$INST select min(n) - 4 from (select job_id, p, count(*) filter (where up_m and not up_t) as n from g group by 1, 2) x having count(*) = 3"
+expect_eq "q.up instants with neither a trigger nor a misfire row of a dependent job (job/partition instant)" "" \
+	"$(sql "$INST select string_agg(job_id || '/' || p || ' ' || to_char(t, 'HH24:MI:SS'), ',' order by job_id, p, t) from g where (up_t or up_m) and dn_t + dn_m = 0")"
+expect_eq "q.up instants with more than one decision of a dependent job (a trigger and a misfire, or two misfire rows)" "" \
+	"$(sql "$INST select string_agg(job_id || '/' || p || ' ' || to_char(t, 'HH24:MI:SS'), ',' order by job_id, p, t) from g where dn_t + dn_m > 1")"
 expect_eq "q.down's misfire counts add up to the instants they cover" \
-	"$(sql "$INST select count(*) from g where dn_m > 0")" \
+	"$(sql "$INST select count(*) from g where job_id = 'q.down' and dn_m > 0")" \
 	"$(sql "select coalesce(sum(count), 0) from misfires where job_id = 'q.down'")"
+expect_eq "q.down2's rows over q.up's misfire ranges are one row for both partitions" "" \
+	"$(sql "select string_agg(id::text, ',') from misfires where job_id = 'q.down2' and upstream_trigger is null and partition is not null")"
 TO=$(sql "select to_char(watermark at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') from after_watermarks where job_id = 'q.down'")
 expect_exit "verify --job q.down passes" 0 "$PAL" verify --job q.down --from "$FROM" --to "$TO"
+expect_exit "verify --job q.down2 passes" 0 "$PAL" verify --job q.down2 --from "$FROM" --to "$TO"
 
 # delete q.down's widest misfire row over instants q.up has no trigger for
 ROW=$(sql "select m.id || ' ' || extract(epoch from m.range_from)::bigint || ' ' || extract(epoch from m.range_to)::bigint
