@@ -19,13 +19,18 @@
 #include "palisade/store.h"
 
 /* Put SC in shadow (`palisade shadow`): from now on its instants are
- * planned shadow, and its planned schedule triggers not yet attempted
- * move to shadow (*moved).  *already when SC was in shadow before (then
- * nothing changes; *live_percent is its cut-over so far).  Audited
+ * planned shadow, its planned schedule triggers not yet attempted move to
+ * shadow, and the first attempts claimed ahead of their instant are asked
+ * to pause (as a roll-back does); it waits for those to reach their
+ * instant (at most 12 s) and moves the ones handed back without a call to
+ * shadow.  Into *OUT (json_decref) the answer {scope, already (SC was in
+ * shadow before: nothing changed), live_percent (its cut-over so far),
+ * moved, handed_back, in_flight: the scope's calls in flight, which
+ * palisade finishes, as pal_store_unfinished_json()'s rows}.  Audited
  * (shadow). */
-PAL_MUST_CHECK int pal_store_shadow_set(pal_store *st, const pal_scope *sc, const char *actor,
-					const char *reason, bool *already, int *live_percent,
-					int64_t *moved, char *err, size_t errlen);
+PAL_MUST_CHECK int pal_store_shadow_set_json(pal_store *st, const pal_scope *sc, const char *actor,
+					     const char *reason, json_t **out, char *err,
+					     size_t errlen);
 
 /* The jobs IDS (JSON array of ids) whose file says `mode: shadow`, inside
  * the caller's open transaction (apply's, before its commit): each job not

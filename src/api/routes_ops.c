@@ -338,7 +338,7 @@ void pal_api__h_cutover(call *c)
 }
 
 /* `palisade shadow --job|--group|--tenant`: the scope of the body in
- * shadow from now on; {scope, already, live_percent, moved} as the CLI's
+ * shadow from now on; pal_store_shadow_set_json()'s answer, as the CLI's
  * --output json. */
 void pal_api__h_shadow_set(call *c)
 {
@@ -346,20 +346,14 @@ void pal_api__h_shadow_set(call *c)
 	const char *why;
 	if (!body_scope(c, &sc) || !pal_api__reason(c, false, &why))
 		return;
-	bool already;
-	int percent;
-	int64_t moved;
-	char err[1024], scope[200];
-	int rc = pal_store_shadow_set(c->api->st, &sc, c->who.name, why, &already, &percent, &moved,
-				      err, sizeof err);
-	if (rc) {
+	json_t *out;
+	char err[1024];
+	int rc =
+	    pal_store_shadow_set_json(c->api->st, &sc, c->who.name, why, &out, err, sizeof err);
+	if (rc)
 		pal_api__problem_rc(c, rc, err);
-		return;
-	}
-	pal_scope_format(&sc, scope, sizeof scope);
-	pal_api__ok(c, 200,
-		    json_pack("{s:s, s:b, s:i, s:I}", "scope", scope, "already", already,
-			      "live_percent", percent, "moved", (json_int_t)moved));
+	else
+		pal_api__ok(c, 200, out);
 }
 
 /* `palisade shadow list`: the scopes in shadow with their steps, by

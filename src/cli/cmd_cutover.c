@@ -96,8 +96,11 @@ static void usage_shadow_set(FILE *fp)
 	    "       (either with --server URL [--token-file FILE]: through the API)\n"
 	    "Put a scope in shadow: its instants are planned as triggers in the state\n"
 	    "shadow, which no executor claims, so no call leaves palisade for them; its\n"
-	    "planned schedule triggers not yet attempted move to shadow now.  A scope\n"
-	    "that was live and has calls in flight goes back with `palisade rollback`.\n"
+	    "planned schedule triggers not yet attempted move to shadow now, and first\n"
+	    "attempts claimed ahead of their instant are asked to pause (it waits for\n"
+	    "those instants, at most 12 s).  Lists the calls still in flight, which\n"
+	    "palisade finishes.  A scope that was live and has calls in flight goes back\n"
+	    "with `palisade rollback`, which lists what the old system takes over.\n"
 	    "`shadow list`: every scope in shadow with its cut-over steps.  Audited.\n"
 	    "Exit: 0 done, 3 no such job, 64 usage, 69 database unreachable.\n");
 }
@@ -132,9 +135,31 @@ static void print_set(const pal_cli_common *c, json_t *o)
 	else if (json_is_true(json_object_get(o, "already")))
 		printf("%s is in shadow already (cut over to %d %% so far); nothing changed\n",
 		       scope, (int)json_integer_value(json_object_get(o, "live_percent")));
-	else
-		printf("%s is in shadow: %lld planned triggers moved to shadow\n", scope,
+	else {
+		json_int_t back = json_integer_value(json_object_get(o, "handed_back"));
+		printf("%s is in shadow: %lld planned triggers moved to shadow", scope,
 		       (long long)json_integer_value(json_object_get(o, "moved")));
+		if (back)
+			printf(", %lld claimed ahead handed back without a call", (long long)back);
+		printf("\n");
+	}
+	json_t *fly = json_object_get(o, "in_flight");
+	if (c->json || !json_array_size(fly))
+		return;
+	printf("%zu calls in flight, which palisade finishes (the old system must not run these "
+	       "instants, or runs them with the same key):\n",
+	       json_array_size(fly));
+	size_t i;
+	json_t *r;
+	json_array_foreach(fly, i, r)
+	{
+		const char *key = json_string_value(json_object_get(r, "idempotency_key"));
+		printf("  %-32s %-20s %4lld %-10s %s\n",
+		       json_string_value(json_object_get(r, "job_id")),
+		       json_string_value(json_object_get(r, "scheduled_at")),
+		       (long long)json_integer_value(json_object_get(r, "partition")),
+		       json_string_value(json_object_get(r, "state")), key ? key : "-");
+	}
 }
 
 /* shadow (SC; NULL: shadow list, every page of it) through the API
@@ -191,17 +216,10 @@ int pal__cli_shadow_set(int argc, char **argv)
 		json_decref(rows);
 		return PAL_EXIT_OK;
 	}
-	bool already;
-	int percent;
-	int64_t moved;
-	rc = pal_store_shadow_set(st, &sc, pal_cli_actor(), reason, &already, &percent, &moved, err,
-				  sizeof err);
+	json_t *o;
+	rc = pal_store_shadow_set_json(st, &sc, pal_cli_actor(), reason, &o, err, sizeof err);
 	if ((ec = pal_cli_store_done(st, "shadow", rc, err)))
 		return ec;
-	char scope[200];
-	pal_scope_format(&sc, scope, sizeof scope);
-	json_t *o = json_pack("{s:s, s:b, s:i, s:I}", "scope", scope, "already", already,
-			      "live_percent", percent, "moved", (json_int_t)moved);
 	print_set(&c, o);
 	json_decref(o);
 	return PAL_EXIT_OK;

@@ -10,8 +10,10 @@
  * later reads the new rules.  The moves of planned triggers are the edges
  * pending -> shadow (a scope goes to shadow), shadow -> pending (a
  * cut-over makes the instant live), pending, retry_wait, paused -> shadow
- * (a roll-back, marked last_error_class 'rolled_back'), and running ->
- * pausing (a roll-back, for a trigger claimed ahead of its instant).
+ * (a roll-back, marked last_error_class 'rolled_back'), running ->
+ * pausing (a roll-back or a shadow, for a trigger claimed ahead of its
+ * instant) and paused -> shadow (a shadow, for such a trigger handed back
+ * without a call).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -112,25 +114,40 @@ static int shadow_pending(pal_store *st, const char *kind, const char *name, int
 	return rc;
 }
 
+/* The scope's schedule triggers claimed ahead of their instant whose call
+ * has not started (it starts when the database's clock reaches
+ * next_attempt_at, else due_at), unless another scope keeps the job live:
+ * running -> pausing, through the door.  An executor that sees it before
+ * the instant hands it back without a call (it ends paused); one that does
+ * not (it learns of a state at its next lease renewal) calls it.  AND:
+ * more conditions. */
+#define AHEAD_MOVE(and)                                                                            \
+	PAL__TRIGGER_MOVE_WHERE(                                                                   \
+	    "t.state = 'running' AND coalesce(t.next_attempt_at, t.due_at) > clock_timestamp()"    \
+	    " AND t.source IN ('schedule', 'catchup') AND " IN_SCOPE("t") " AND NOT " LIVE_AT(     \
+		"t", "greatest(t.scheduled_at, now())") and,                                       \
+	    "'pausing'", "NULL")
+
 typedef struct set_ctx {
 	const pal_scope *sc;
 	const char *scope, *actor, *reason;
-	bool *already;
-	int *percent;
-	int64_t *moved;
+	bool already;
+	int percent;
+	int64_t moved, ahead, handed_back;
+	char *ahead_ids; /* text[] literal of the triggers asked to pause */
 } set_ctx;
 
 static int set_body(pal_store *st, void *vctx, char *err, size_t errlen)
 {
 	set_ctx *c = vctx;
-	*c->already = false;
-	*c->percent = 0;
-	*c->moved = 0;
+	c->already = false;
+	c->percent = 0;
+	c->moved = c->ahead = 0;
 	int rc = lock_shadow(st, c->sc, err, errlen);
 	if (rc)
 		return rc;
 	int64_t at, ins = 0;
-	if ((rc = latest_step(st, c->scope, c->percent, &at, err, errlen)))
+	if ((rc = latest_step(st, c->scope, &c->percent, &at, err, errlen)))
 		return rc;
 	const char *p[] = {c->scope, c->actor, c->reason};
 	if ((rc = pal__ops_exec(st,
@@ -139,23 +156,106 @@ static int set_body(pal_store *st, void *vctx, char *err, size_t errlen)
 				3, p, &ins, err, errlen)))
 		return rc;
 	if (!ins) {
-		*c->already = true;
+		c->already = true;
 		return PAL_OK;
 	}
-	if ((rc = shadow_pending(st, pal__ops_scope_kind(c->sc->kind),
-				 c->sc->name ? c->sc->name : "", c->moved, err, errlen)))
+	const char *pk[] = {pal__ops_scope_kind(c->sc->kind), c->sc->name ? c->sc->name : ""};
+	if ((rc = shadow_pending(st, pk[0], pk[1], &c->moved, err, errlen)))
 		return rc;
+	/* After the move, in a statement of its own: a claim that took a
+	 * pending trigger before it has committed.  A first attempt only: a
+	 * retry was attempted, and palisade finishes it. */
+	PGresult *r = pal__store_query(
+	    st,
+	    "SELECT count(*), coalesce(array_agg(m.id), '{}')::text FROM " AHEAD_MOVE(
+		" AND t.attempt_count = 1") " m",
+	    2, pk, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	c->ahead = pal__ops_val_i64(r, 0, 0);
+	free(c->ahead_ids);
+	c->ahead_ids = strdup(PQgetvalue(r, 0, 1));
+	PQclear(r);
+	if (!c->ahead_ids) {
+		snprintf(err, errlen, "out of memory");
+		return PAL_ENOMEM;
+	}
 	return audit(st, c->actor, "shadow", c->scope, c->reason,
-		     json_pack("{s:I}", "moved", (json_int_t)*c->moved), err, errlen);
+		     json_pack("{s:I, s:I}", "moved", (json_int_t)c->moved, "ahead_to_pausing",
+			       (json_int_t)c->ahead),
+		     err, errlen);
 }
 
-int pal_store_shadow_set(pal_store *st, const pal_scope *sc, const char *actor, const char *reason,
-			 bool *already, int *live_percent, int64_t *moved, char *err, size_t errlen)
+/* The claimed-ahead triggers the shadow asked to pause, handed back since
+ * (paused, never called): -> shadow, through the door. */
+static int set_after_body(pal_store *st, void *vctx, char *err, size_t errlen)
 {
+	set_ctx *c = vctx;
+	int rc = lock_shadow(st, c->sc, err, errlen);
+	if (rc)
+		return rc;
+	const char *p[] = {c->ahead_ids};
+	return pal__ops_query_i64(st,
+				  "SELECT count(*) FROM " PAL__TRIGGER_MOVE_WHERE(
+				      "t.id = ANY ($1::bigint[]) AND t.state = 'paused'"
+				      " AND NOT " LIVE("t"),
+				      "'shadow'", "NULL") " m",
+				  1, p, &c->handed_back, err, errlen);
+}
+
+static void fill_keys(json_t *rows);
+/* pal_store_unfinished_json's bound for every instant: 9999-12-31T23:59:59Z */
+#define EVERY_INSTANT INT64_C(253402300799)
+
+/* How long `shadow` waits for the calls it asked to pause to reach their
+ * instant (claim_ahead is at most 10 s). */
+#define SHADOW_AHEAD_WAIT_MS 12000
+
+int pal_store_shadow_set_json(pal_store *st, const pal_scope *sc, const char *actor,
+			      const char *reason, json_t **out, char *err, size_t errlen)
+{
+	*out = NULL;
 	char scope[200];
 	pal_scope_format(sc, scope, sizeof scope);
-	set_ctx c = {sc, scope, actor, reason, already, live_percent, moved};
-	return pal__ops_in_tx(st, set_body, &c, err, errlen);
+	set_ctx c = {.sc = sc, .scope = scope, .actor = actor, .reason = reason};
+	int rc = pal__ops_in_tx(st, set_body, &c, err, errlen);
+	/* each one handed back at its instant, or called */
+	for (int64_t waited = 0, n = 1; !rc && c.ahead && n && waited < SHADOW_AHEAD_WAIT_MS;
+	     waited += 100) {
+		const char *p[] = {c.ahead_ids};
+		if ((rc = pal__ops_query_i64(
+			 st,
+			 "SELECT count(*) FROM triggers t WHERE t.id = ANY ($1::bigint[])"
+			 " AND t.state = 'pausing' AND coalesce(t.next_attempt_at, t.due_at)"
+			 "  > clock_timestamp() - interval '1 second'",
+			 1, p, &n, err, errlen)) ||
+		    !n)
+			break;
+		usleep(100 * 1000);
+	}
+	if (!rc && c.ahead)
+		rc = pal__ops_in_tx(st, set_after_body, &c, err, errlen);
+	free(c.ahead_ids);
+	json_t *rows = NULL, *flying = json_array();
+	if (!rc)
+		rc = pal_store_unfinished_json(st, sc, EVERY_INSTANT, &rows, err, errlen);
+	if (rc) {
+		json_decref(flying);
+		return rc;
+	}
+	size_t i;
+	json_t *r;
+	json_array_foreach(rows, i, r)
+	{
+		if (json_is_true(json_object_get(r, "in_flight")))
+			json_array_append(flying, r);
+	}
+	json_decref(rows);
+	fill_keys(flying);
+	*out = json_pack("{s:s, s:b, s:i, s:I, s:I, s:o}", "scope", scope, "already", c.already,
+			 "live_percent", c.percent, "moved", (json_int_t)c.moved, "handed_back",
+			 (json_int_t)c.handed_back, "in_flight", flying);
+	return PAL_OK;
 }
 
 int pal_store_shadow_spec(pal_store *st, const json_t *ids, const char *actor, json_t *added,
@@ -425,19 +525,6 @@ int pal_store_cutover(pal_store *st, const pal_scope *sc, int percent, int64_t a
 		"t", "greatest(t.scheduled_at, now())") and,                                       \
 	    "'shadow'", "'rolled_back'")
 
-/* The scope's schedule triggers claimed ahead of their instant whose call
- * has not started (it starts when the database's clock reaches
- * next_attempt_at, else due_at), unless another scope keeps the job live:
- * running -> pausing, through the door.  An executor that sees it before
- * the instant hands it back without a call (it ends paused); one that does
- * not (it learns of a state at its next lease renewal) calls it. */
-#define AHEAD_MOVE                                                                                 \
-	PAL__TRIGGER_MOVE_WHERE(                                                                   \
-	    "t.state = 'running' AND coalesce(t.next_attempt_at, t.due_at) > clock_timestamp()"    \
-	    " AND t.source IN ('schedule', 'catchup') AND " IN_SCOPE("t") " AND NOT " LIVE_AT(     \
-		"t", "greatest(t.scheduled_at, now())"),                                           \
-	    "'pausing'", "NULL")
-
 /* The scope's calls in flight, but of jobs another scope keeps live. */
 #define FLYING_WHERE                                                                               \
 	" t.state IN ('running', 'pausing', 'cancelling') AND " IN_SCOPE("t") " AND NOT " LIVE_AT( \
@@ -482,8 +569,8 @@ static int back_body(pal_store *st, void *vctx, char *err, size_t errlen)
 				     "  AND t.source IN ('schedule', 'catchup') AND " IN_SCOPE(
 					 "t") " FOR UPDATE OF t) l",
 				     2, pk, &locked, err, errlen)) ||
-	    (rc = pal__ops_query_i64(st, "SELECT count(*) FROM " AHEAD_MOVE " m", 2, pk, &c->ahead,
-				     err, errlen)))
+	    (rc = pal__ops_query_i64(st, "SELECT count(*) FROM " AHEAD_MOVE("") " m", 2, pk,
+				     &c->ahead, err, errlen)))
 		return rc;
 	PGresult *r = pal__store_query(st,
 				       "SELECT greatest(floor(extract(epoch FROM now())),"

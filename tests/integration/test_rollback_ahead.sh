@@ -7,9 +7,11 @@
 # --wait 0s it is listed as in flight, and a second roll-back hands it
 # back.  Either way the answer's `at` covers the instant, every instant up
 # to `at` is palisade's (called) or listed, and none after it is called.
+# `palisade shadow` of a live job asks the same of its claimed-ahead first
+# attempt, waits for its instant and moves the hand-back to shadow.
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
-guarantee "a roll-back makes no call the old system takes over: a trigger claimed ahead is handed back without a call and listed, or listed in flight; none after the answer's instant is called"
+guarantee "a roll-back or shadow makes no call the old system takes over: a trigger claimed ahead is handed back without a call and listed, or listed in flight; none after the roll-back's instant is called"
 T_START=$(date +%s)
 
 fresh_db it_rollback_ahead
@@ -22,6 +24,7 @@ cat >"$NODE_DIR/jobs.yaml" <<Y
 jobs:
   - {id: rb.a, schedule: {cron: "*/5 * * * * ?"}, target: {url: "http://$SINK_ADDR/effects/rb.a", timeout: 5s}}
   - {id: rb.b, schedule: {cron: "*/5 * * * * ?"}, target: {url: "http://$SINK_ADDR/effects/rb.b", timeout: 5s}}
+  - {id: rb.c, schedule: {cron: "*/5 * * * * ?"}, target: {url: "http://$SINK_ADDR/effects/rb.c", timeout: 5s}}
 Y
 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml" >/dev/null
 start_node n1
@@ -78,6 +81,19 @@ expect_eq "a second roll-back moves it to shadow and lists it" "shadow|rolled_ba
 	"$(sql "select state || '|' || last_error_class from triggers where id = $ID") $(listed rb.b2 "$ID")"
 expect_eq "sink: no effect of rb.b at or after the first roll-back's instant" 0 \
 	"$(sql "select count(*) from sink_effects where path like '%rb.b%' and scheduled_at >= to_timestamp($INST)")"
+
+# 3. shadow of the live rb.c: its claimed-ahead first attempt handed back, shadow
+wait_until "a trigger of rb.c claimed ahead, 1.5 s or more before its instant" 20 \
+	has "select count(*) from triggers where job_id = 'rb.c' and $AHEAD"
+ID=$(sql "select id from triggers where job_id = 'rb.c' and $AHEAD order by scheduled_at limit 1")
+INST=$(epoch "(select scheduled_at from triggers where id = $ID)")
+"$PAL" shadow --job rb.c --reason "back to the old system" --output json >"$NODE_DIR/rb.c.json"
+expect_eq "shadow of rb.c: its claimed-ahead trigger $ID handed back, shadow, never called; nothing in flight" \
+	"1 shadow 0 0" "$(ans rb.c handed_back) $(sql "select state from triggers where id = $ID") $(called "$ID") $(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['in_flight']))" "$NODE_DIR/rb.c.json")"
+after_c() { [ "$(sql "select clock_timestamp() > to_timestamp($INST + 6)")" = t ]; }
+wait_until "the next instant of rb.c has passed" 12 after_c
+expect_eq "no effect of rb.c from that instant on, each trigger shadow" "0 shadow" \
+	"$(sql "select count(*) from sink_effects where path like '%rb.c%' and scheduled_at >= to_timestamp($INST)") $(sql "select string_agg(distinct state, ',') from triggers where job_id = 'rb.c' and scheduled_at >= to_timestamp($INST)")"
 
 stop_node n1
 echo "  took $(( $(date +%s) - T_START )) s"
