@@ -142,11 +142,14 @@ PAL_MUST_CHECK int pal_store_job_meta_json(pal_store *st, const char *job_id, js
 /*
  * Whether a manual re-run of JOB_ID at AT (epoch seconds) could duplicate
  * an effect: triggers of the job scheduled at AT (any source) whose state
- * is unknown or manual, or with an attempt whose outcome was unknown (its
- * outcome unknown or manual, or an error class of a request that was sent
- * and not answered: timeout_after_send, reset_after_send, empty_reply,
- * garbage_reply, in_progress).  *out: [{trigger_id state attempts
- * [{fence outcome error_class}]}] (empty when none).
+ * is unknown or manual, whose call is in flight (running, pausing,
+ * cancelling), whose outcome_unknown is set, or with an attempt whose
+ * outcome was unknown (its outcome unknown or manual, an error class of a
+ * request that was sent and not answered: timeout_after_send,
+ * reset_after_send, empty_reply, garbage_reply, in_progress) or that a
+ * holder which lost its lease left open.  *out: [{trigger_id state
+ * outcome_unknown attempts [{fence outcome error_class}]}] (empty when
+ * none).
  */
 PAL_MUST_CHECK int pal_store_unknown_at(pal_store *st, const char *job_id, int64_t at,
 					json_t **out, char *err, size_t errlen);

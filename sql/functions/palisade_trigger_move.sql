@@ -12,16 +12,24 @@
 --   paused or manual    next_attempt_at cleared: the resumed or retried
 --   -> pending          trigger is due at once (a resume's ramp writes it
 --                       afterwards)
---   pausing -> paused,  the attempt in flight ends, as TO: the one its
---   cancelling ->       trigger row holds (first_ended_at, first_outcome,
---   cancelled           first_key '' - none sent, as the attempts row of
---                       any other attempt reads) or the attempts row of
---                       the row's token (ended_at, outcome); an attempt
---                       already ended is left as it is.  Its executor
---                       stopped at a safe point (the checkpoint), or lost
---                       its lease and the trigger was stopped for it
---                       (cancel, resume, the executors' reaper): either
---                       way no result of that token is taken any more
+--   pausing -> paused,  the attempt in flight ends: the one its trigger
+--   cancelling ->       row holds (first_ended_at, first_outcome,
+--   cancelled           first_key) or the attempts row of the row's token
+--                       (ended_at, outcome, idempotency_key); an attempt
+--                       already ended is left as it is.  Its key is
+--                       recorded (palisade_trigger_key): the request may
+--                       have been sent.  With CLAIMER given (the holder,
+--                       palisade_trigger_checkpoint) the executor stopped
+--                       itself at a safe point and knows what it sent: the
+--                       attempt ends as TO.  Without, the stop is made for
+--                       a holder that lost its lease (cancel, resume, the
+--                       executors' reaper): nobody knows what its request
+--                       did, so the attempt ends `unknown` and the trigger
+--                       gets outcome_unknown, as a claim taking over an
+--                       expired running lease treats it (the next claim
+--                       queries first; a spent budget goes to manual).
+--                       Either way no result of that token is taken any
+--                       more
 --   a claim: -> running a new token (fence, from palisade_fence), the
 --   with CLAIMER given  lease CLAIMER holds for LEASE_MS (from the
 --                       statement's start, below), attempt_count
@@ -86,6 +94,7 @@ BEGIN
 		                         OR (p_to = 'pending' AND k.from_state IN ('paused', 'manual')) THEN NULL
 		                       ELSE t.next_attempt_at END,
 		last_error_class = coalesce(p_error_class, t.last_error_class),
+		outcome_unknown = t.outcome_unknown OR k.lost,
 		-- a claim: a first attempt in the row, any other's left (moved by
 		-- the claim into an attempts row)
 		first_claimed_at = CASE WHEN k.claim THEN CASE WHEN t.attempt_count = 0 AND p_first_in_row
@@ -103,19 +112,30 @@ BEGIN
 		                      ELSE t.first_ended_at END,
 		first_outcome = CASE WHEN k.claim THEN NULL
 		                     WHEN k.stops AND t.first_claimed_at IS NOT NULL
-		                       AND t.first_ended_at IS NULL THEN p_to ELSE t.first_outcome END,
+		                       AND t.first_ended_at IS NULL
+		                     THEN CASE WHEN k.lost THEN 'unknown' ELSE p_to END
+		                     ELSE t.first_outcome END,
+		-- NULL: the job's default key, as the result commit writes it
 		first_key = CASE WHEN k.claim THEN NULL
 		                 WHEN k.stops AND t.first_claimed_at IS NOT NULL
-		                   AND t.first_ended_at IS NULL THEN '' ELSE t.first_key END
-	  FROM (SELECT u.id, u.at, u.from_state,
-	          (u.from_state, p_to) IN (('pausing', 'paused'), ('cancelling', 'cancelled')) AS stops,
+		                   AND t.first_ended_at IS NULL
+		                 THEN nullif(palisade_trigger_key(t.job_id, t.version, t.scheduled_at,
+		                        t.partition, t.id, t.request_id),
+		                      palisade_default_key(t.job_id, t.scheduled_at, t.partition, t.request_id))
+		                 ELSE t.first_key END
+	  FROM (SELECT u.id, u.at, u.from_state, s.stops, s.stops AND p_claimer IS NULL AS lost,
 	          p_to = 'running' AND p_claimer IS NOT NULL AS claim
-	        FROM unnest(p_ids, p_ats, p_froms) AS u(id, at, from_state)) k
+	        FROM unnest(p_ids, p_ats, p_froms) AS u(id, at, from_state),
+	          LATERAL (SELECT (u.from_state, p_to) IN (('pausing', 'paused'),
+	            ('cancelling', 'cancelled')) AS stops) s) k
 	 WHERE t.id = k.id AND t.scheduled_at = k.at AND t.state = k.from_state
 	RETURNING t.id, t.scheduled_at, k.from_state, t.job_id, t.version, t.shard, t.epoch, t.fence,
-	  k.stops),
+	  k.stops, k.lost, t.partition, t.request_id),
 	  -- any other attempt in flight ends in its attempts row, by its token
-	  att AS (UPDATE attempts a SET ended_at = clock_timestamp(), outcome = p_to
+	  att AS (UPDATE attempts a SET ended_at = clock_timestamp(),
+	      outcome = CASE WHEN mv.lost THEN 'unknown' ELSE p_to END,
+	      idempotency_key = palisade_trigger_key(mv.job_id, mv.version, mv.scheduled_at,
+	        mv.partition, mv.id, mv.request_id)
 	    FROM mv WHERE mv.stops AND a.fence = mv.fence AND a.trigger_id = mv.id
 	      AND a.scheduled_at = mv.scheduled_at AND a.ended_at IS NULL)
 	SELECT mv.id, mv.scheduled_at, mv.from_state, mv.job_id, mv.version, mv.shard, mv.epoch, mv.fence

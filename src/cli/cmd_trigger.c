@@ -121,10 +121,11 @@ static int check_rerun(pal_store *st, const char *job, int64_t at, const char *r
 				"key could make it a second time:\n",
 				job, ts);
 		}
-		fprintf(stderr, "  trigger %lld (%s, state %s):",
+		bool flag = json_is_true(json_object_get(t, "outcome_unknown"));
+		fprintf(stderr, "  trigger %lld (%s, state %s%s):",
 			(long long)json_integer_value(json_object_get(t, "trigger_id")),
 			json_string_value(json_object_get(t, "source")),
-			json_string_value(json_object_get(t, "state")));
+			json_string_value(json_object_get(t, "state")), flag ? ", outcome unknown" : "");
 		size_t k;
 		json_t *a;
 		json_array_foreach(json_object_get(t, "attempts"), k, a)
@@ -133,7 +134,7 @@ static int check_rerun(pal_store *st, const char *job, int64_t at, const char *r
 			const char *e = json_string_value(json_object_get(a, "error_class"));
 			fprintf(stderr, " [fence %lld %s%s%s]",
 				(long long)json_integer_value(json_object_get(a, "fence")),
-				o ? o : "running", e ? " " : "", e ? e : "");
+				o ? o : "open", e ? " " : "", e ? e : "");
 		}
 		fputc('\n', stderr);
 	}

@@ -338,17 +338,23 @@ int pal_store_unknown_at(pal_store *st, const char *job_id, int64_t at, json_t *
 	return pal__store_query_json(
 	    st,
 	    "SELECT coalesce(json_agg(json_build_object('trigger_id', t.id, 'state', t.state,"
-	    " 'source', t.source, 'request_id', t.request_id, 'attempts', (SELECT"
+	    " 'source', t.source, 'request_id', t.request_id, 'outcome_unknown', t.outcome_unknown,"
+	    " 'attempts', (SELECT"
 	    " coalesce(json_agg(json_build_object('fence', a.fence, 'outcome', a.outcome,"
 	    "  'error_class', a.error_class) ORDER BY a.fence), '[]')"
 	    "  FROM attempt_ledger a WHERE a.trigger_id = t.id)) ORDER BY t.id), '[]')"
 	    " FROM palisade_job_triggers($1, NULL, NULL, to_timestamp($2::bigint),"
 	    "  to_timestamp($2::bigint)) t"
-	    " WHERE (t.state IN ('unknown', 'manual') OR EXISTS (SELECT 1 FROM attempt_ledger a"
-	    "  WHERE a.trigger_id = t.id AND (a.outcome IN ('unknown', 'manual') OR a.error_class "
-	    "IN"
+	    " WHERE t.state IN ('unknown', 'manual', 'running', 'pausing', 'cancelling')"
+	    "  OR t.outcome_unknown OR EXISTS (SELECT 1 FROM attempt_ledger a"
+	    "  WHERE a.trigger_id = t.id AND (a.outcome IN ('unknown', 'manual') OR a.error_class IN"
 	    "  ('timeout_after_send', 'reset_after_send', 'empty_reply', 'garbage_reply',"
-	    "   'in_progress'))))",
+	    "   'in_progress')"
+	    /* left open by a holder that lost its lease: taken over (another
+	     * token holds the trigger now), or its lease ran out and nothing
+	     * stopped it yet */
+	    "  OR (a.ended_at IS NULL AND (a.fence <> t.fence"
+	    "   OR t.lease_until IS NULL OR t.lease_until < clock_timestamp()))))",
 	    2, p, out, err, errlen);
 }
 

@@ -176,8 +176,9 @@ expect_eq "the ledger: the first attempt fenced, the 0.2.0 one succeeded, each o
 # 9. A stop of a trigger whose executor lost its lease: `palisade cancel`
 # asks the running trigger to stop (cancelling, lease kept), then, the
 # lease expired, cancels it for its executor through the door, which ends
-# the attempt the row holds as cancelled; the executor's late result is
-# refused and leaves that end.
+# the attempt the row holds as unknown with its key (the request may have
+# been sent) and keeps the trigger's outcome unknown; the executor's late
+# result is refused and leaves that end.
 I=$(plant)
 read -r id fi at <<<"$(claim n1 60000)"
 "$PAL" cancel --trigger "$I" --reason test >/dev/null
@@ -185,10 +186,12 @@ expect_eq "cancel asks the running trigger to stop; its attempt is still in flig
 	"$(sql "SELECT state FROM triggers WHERE id = $I") $(ledger "$I")"
 sql "UPDATE triggers SET lease_until = clock_timestamp() - interval '1 second' WHERE id = $I" >/dev/null
 "$PAL" cancel --trigger "$I" --reason test >/dev/null
-expect_eq "its lease expired, cancel ends it: cancelled, the attempt ended cancelled" "cancelled n1/cancelled/-/-/-" \
-	"$(sql "SELECT state FROM triggers WHERE id = $I") $(ledger "$I")"
+IKEY=$(sql "SELECT palisade_default_key(job_id, scheduled_at, partition, request_id) FROM triggers WHERE id = $I")
+expect_eq "its lease expired, cancel ends it: cancelled, outcome unknown, the attempt ended unknown with its key" \
+	"cancelled t n1/unknown/-/-/$IKEY" \
+	"$(sql "SELECT state, outcome_unknown FROM triggers WHERE id = $I" | tr '|' ' ') $(ledger "$I")"
 expect_eq "the late result is refused" "committed 0" "$(commit "$I $fi $at succeeded - 200 key-i")"
-expect_eq "... and leaves the attempt's end" "n1/cancelled/-/-/-" "$(ledger "$I")"
+expect_eq "... and leaves the attempt's end" "n1/unknown/-/-/$IKEY" "$(ledger "$I")"
 
 echo "    figure: test took $(($(date +%s) - T_START)) s"
 finish

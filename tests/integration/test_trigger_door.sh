@@ -64,6 +64,10 @@ expect_eq "pending -> skipped with an error class" "$S:pending" "$(move skipped 
 expect_eq "writes the class" "skipped|f|f|t|paused|t" "$(cols "$S")"
 
 echo "  -- a stop ends the attempt in flight: pausing -> paused, cancelling -> cancelled"
+# A stop without a claimer is made for a holder that lost its lease: the
+# attempt ends unknown with its key (the request may have been sent), and
+# the trigger keeps outcome_unknown; the holder's own stop (the checkpoint
+# names it) ends it as the stop, with its key.
 # inrow ID: the row holds an attempt in flight (a 0.3.0 claim's first);
 # rowatt ID [FENCE]: an attempts row in flight (a later attempt's), of the
 # row's token or of FENCE (an older token)
@@ -78,16 +82,20 @@ led() {
 	       || coalesce(idempotency_key, '-') || '/' || in_row, ' ' ORDER BY fence)
 	     FROM attempt_ledger WHERE trigger_id = $1"
 }
+# key ID: the trigger's idempotency key (the job's default template)
+key() { sql "SELECT palisade_default_key(job_id, scheduled_at, partition, request_id) FROM triggers WHERE id = $1"; }
+unk() { sql "SELECT outcome_unknown FROM triggers WHERE id = $1"; }
 U=$(mk pausing); inrow "$U"
 expect_eq "pausing -> paused" "$U:pausing" "$(move paused "$U")"
-expect_eq "ends the attempt its row holds as paused, no key sent" "paused/true/-/true" "$(led "$U")"
+expect_eq "ends the attempt its row holds as unknown, its key possibly sent; outcome unknown" \
+	"unknown/true/$(key "$U")/true t" "$(led "$U") $(unk "$U")"
 X=$(mk cancelling); inrow "$X"
 move cancelled "$X" >/dev/null
-expect_eq "cancelling -> cancelled ends it as cancelled" "cancelled/true/-/true" "$(led "$X")"
+expect_eq "cancelling -> cancelled ends it the same way" "unknown/true/$(key "$X")/true t" "$(led "$X") $(unk "$X")"
 Y=$(mk cancelling); rowatt "$Y" 1; rowatt "$Y"
 move cancelled "$Y" >/dev/null
 expect_eq "an attempts row of the row's token ends the same way; one of an older token is left" \
-	"-/false/-/false cancelled/true/-/false" "$(led "$Y")"
+	"-/false/-/false unknown/true/$(key "$Y")/false" "$(led "$Y")"
 R=$(mk running); inrow "$R"
 move cancelling "$R" >/dev/null
 expect_eq "running -> cancelling leaves it in flight (its executor stops at its safe point)" \
@@ -107,29 +115,30 @@ expect_eq "a running trigger stores its checkpoint and carries on" "running|3|-/
 	"$(ckpt "$K")|$(sql "SELECT checkpoint->>'chunk' FROM triggers WHERE id = $K")|$(led "$K")"
 expect_eq "an older token is refused" "refused" "$(ckpt "$K" 1)"
 sql "UPDATE triggers SET state = 'pausing' WHERE id = $K" >/dev/null
-expect_eq "a pausing one: paused, lease cleared, attempt ended paused" "paused|paused|f|paused/true/-/true" \
-	"$(ckpt "$K")|$(sql "SELECT state, lease_owner IS NOT NULL FROM triggers WHERE id = $K")|$(led "$K")"
+expect_eq "a pausing one: paused, lease cleared, attempt ended paused with its key, outcome known" \
+	"paused|paused|f|paused/true/$(key "$K")/true|f" \
+	"$(ckpt "$K")|$(sql "SELECT state, lease_owner IS NOT NULL FROM triggers WHERE id = $K")|$(led "$K")|$(unk "$K")"
 K=$(mk cancelling); rowatt "$K"
 expect_eq "a cancelling one: cancelled, finished, its attempts row ended cancelled" \
-	"cancelled|cancelled|t|cancelled/true/-/false" \
-	"$(ckpt "$K")|$(sql "SELECT state, finished_at IS NOT NULL FROM triggers WHERE id = $K")|$(led "$K")"
+	"cancelled|cancelled|t|cancelled/true/$(key "$K")/false|f" \
+	"$(ckpt "$K")|$(sql "SELECT state, finished_at IS NOT NULL FROM triggers WHERE id = $K")|$(led "$K")|$(unk "$K")"
 expect_eq "a stopped trigger's checkpoint is refused" "refused" "$(ckpt "$K")"
 
-echo "  -- an operator's stop of a trigger whose executor lost its lease ends the attempt the same way"
+echo "  -- an operator's stop of a trigger whose executor lost its lease: its outcome unknown"
 expire() { sql "UPDATE triggers SET lease_until = clock_timestamp() - interval '1 second' WHERE id = $1" >/dev/null; }
 X=$(mk cancelling); inrow "$X"; expire "$X"
 "$PAL" cancel --trigger "$X" --reason test >/dev/null
-expect_eq "cancel: the expired cancelling trigger cancelled, its attempt ended cancelled" \
-	"cancelled|cancelled/true/-/true" "$(sql "SELECT state FROM triggers WHERE id = $X")|$(led "$X")"
+expect_eq "cancel: the expired cancelling trigger cancelled, its attempt ended unknown" \
+	"cancelled|unknown/true/$(key "$X")/true|t" "$(sql "SELECT state FROM triggers WHERE id = $X")|$(led "$X")|$(unk "$X")"
 X=$(mk pausing); rowatt "$X"; expire "$X"
 "$PAL" cancel --trigger "$X" --reason test >/dev/null
-expect_eq "cancel of an expired pausing one: paused, then cancelled; its attempt ended paused" \
-	"cancelled|paused/true/-/false" "$(sql "SELECT state FROM triggers WHERE id = $X")|$(led "$X")"
+expect_eq "cancel of an expired pausing one: paused, then cancelled; its attempt ended unknown" \
+	"cancelled|unknown/true/$(key "$X")/false|t" "$(sql "SELECT state FROM triggers WHERE id = $X")|$(led "$X")|$(unk "$X")"
 "$PAL" pause --job door.job --reason test >/dev/null
 X=$(mk pausing); inrow "$X"; expire "$X"
 "$PAL" resume --job door.job --reason test >/dev/null
-expect_eq "resume: the expired pausing trigger paused, then pending; its attempt ended paused" \
-	"pending|paused/true/-/true" "$(sql "SELECT state FROM triggers WHERE id = $X")|$(led "$X")"
+expect_eq "resume: the expired pausing trigger paused, then pending; its attempt ended unknown" \
+	"pending|unknown/true/$(key "$X")/true|t" "$(sql "SELECT state FROM triggers WHERE id = $X")|$(led "$X")|$(unk "$X")"
 
 echo "  -- a claim: -> running with the claimer"
 # claimmove IDS FIRST_IN_ROW: the door's claim of IDS by node-b, 60 s
