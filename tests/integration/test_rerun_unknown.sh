@@ -58,6 +58,15 @@ for j in r.pau r.tko; do
 	expect_exit "trigger --at $j: refused" 4 rerun $j
 	expect_match "... naming the unknown outcome" "outcome unknown" "$(cat "$NODE_DIR/$j.out")"
 done
+OP=$("$PAL" token create --name ops --role operator | tail -1)
+api_rerun() { # JOB: POST /api/v1/jobs/JOB/trigger at the instant: "HTTP-code problem-type"
+	curl -s -w ' %{http_code}' -X POST -H "Authorization: Bearer $OP" -H 'Content-Type: application/json' \
+		--data "{\"reason\": \"rerun\", \"at\": \"$AT\"}" "http://${NODE_ADMIN[ex]}/api/v1/jobs/$1/trigger" |
+		python3 -c 'import json,sys; b,c=sys.stdin.read().rsplit(" ",1); print(c, json.loads(b).get("type","").rsplit(":",1)[-1])'
+}
+for j in r.pau r.tko; do
+	expect_eq "the API's trigger of $j at the instant: refused" "409 unknown-outcome" "$(api_rerun $j)"
+done
 expect_eq "the refusals planned nothing" 3 "$(sql "select count(*) from triggers")"
 sink_faults '{"error_rate": 0}' # r.tko's retry (same key) is replayed
 done_tko() { [ "$(st r.tko)" = "succeeded|f" ]; }
