@@ -192,11 +192,14 @@ BEGIN
 			       EXISTS (SELECT 1 FROM triggers t
 					WHERE t.job_id = b.job_id AND t.request_id IS NULL
 					  AND t.scheduled_at = d.at AND t.partition = d.p)
-			       OR EXISTS (SELECT 1 FROM misfires m
+			       -- B's rows covering a partition are disjoint: only the
+			       -- last one starting at or before the instant can hold it
+			       OR EXISTS (SELECT 1 FROM (SELECT m.range_to FROM misfires m
 					   WHERE m.job_id = b.job_id AND m.range_from <= d.at
-					     AND m.range_to >= d.at
 					     AND m.reason IN ('upstream_failed', 'upstream_late')
-					     AND (m.partition IS NULL OR m.partition = d.p)) AS done
+					     AND (m.partition IS NULL OR m.partition = d.p)
+					   ORDER BY m.range_from DESC LIMIT 1) m
+					 WHERE m.range_to >= d.at) AS done
 			  FROM decided d
 		), ins AS (
 			INSERT INTO triggers (job_id, version, scheduled_at, partition, source, priority,
@@ -272,15 +275,28 @@ BEGIN
 				-- number of its instants (n)
 				SELECT g.p, u.at AS bs, u.at AS be, 1 AS n FROM tgt g CROSS JOIN ups u
 				UNION ALL
+				-- B's rows covering a partition are disjoint: those that
+				-- start in the range and the last one that starts before it
+				-- (an index range, not every older row of B)
 				SELECT g.p, o.range_from, o.range_to,
 				       CASE WHEN o.range_from >= ur.range_from AND o.range_to <= ur.range_to
 					     AND NOT EXISTS (SELECT 1 FROM ups u
 						WHERE u.at BETWEEN o.range_from AND o.range_to)
 					    THEN o.count ELSE 0 END
-				  FROM tgt g JOIN misfires o ON o.job_id = b.job_id
-				   AND o.reason IN ('upstream_failed', 'upstream_late')
-				   AND o.range_from <= ur.range_to AND o.range_to >= ur.range_from
-				   AND (o.partition IS NULL OR o.partition = g.p)
+				  FROM tgt g CROSS JOIN LATERAL (
+					SELECT o.range_from, o.range_to, o.count FROM misfires o
+					 WHERE o.job_id = b.job_id
+					   AND o.reason IN ('upstream_failed', 'upstream_late')
+					   AND o.range_from >= ur.range_from AND o.range_from <= ur.range_to
+					   AND (o.partition IS NULL OR o.partition = g.p)
+					UNION ALL
+					(SELECT o.range_from, o.range_to, o.count FROM misfires o
+					  WHERE o.job_id = b.job_id
+					    AND o.reason IN ('upstream_failed', 'upstream_late')
+					    AND o.range_from < ur.range_from
+					    AND (o.partition IS NULL OR o.partition = g.p)
+					  ORDER BY o.range_from DESC LIMIT 1)) o
+				 WHERE o.range_to >= ur.range_from
 				UNION ALL
 				SELECT g.p, '-infinity'::timestamptz, lo, 0 FROM tgt g WHERE lo >= ur.range_from
 				UNION ALL
