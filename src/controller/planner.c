@@ -453,9 +453,10 @@ static int plan_missed_counted(pal_plan_batch *b, pjob *j, int64_t now, int64_t 
 	j->t_next = next_after(j, last, true, &j->t_next_excl);
 	const char *pol = policy_name(lastv->misfire);
 	bool all = lastv->misfire == PAL_MISFIRE_FIRE_ALL;
+	bool windowed = all || lastv->misfire == PAL_MISFIRE_FIRE_ONCE;
 	int64_t ws = now - lastv->catchup_window_ms / 1000;
 	int64_t on = 0, of = 0, ol = 0;
-	if (all && ws - 1 > c0 && !count_run(j, c0, ws - 1, &on, &of, &ol, &v))
+	if (windowed && ws - 1 > c0 && !count_run(j, c0, ws - 1, &on, &of, &ol, &v))
 		return PAL_EINVAL;
 	pal_misfire_split s = pal_misfire_decide(lastv->misfire, n, on, lastv->max_catchup);
 	int rc = PAL_OK;
@@ -558,7 +559,11 @@ static int plan_missed(pal_planner *p, pal_plan_batch *b, pjob *j, int64_t now, 
 		goto out;
 	const pversion *s = lastv;
 	const char *pol = policy_name(s->misfire);
-	pal_misfire_split sp = pal_misfire_decide(s->misfire, count, 0, s->max_catchup);
+	int64_t window_start = now - s->catchup_window_ms / 1000;
+	/* the run is before the window whole or its newest instant is in it:
+	 * all fire_once asks (fire_all's split is redone below, per instant) */
+	pal_misfire_split sp = pal_misfire_decide(s->misfire, count,
+						  last < window_start ? count : 0, s->max_catchup);
 	if (sp.missed) {
 		/* the run but its newest instant when that one fires */
 		int64_t prev = last;
@@ -581,7 +586,6 @@ static int plan_missed(pal_planner *p, pal_plan_batch *b, pjob *j, int64_t now, 
 	}
 	/* Second pass over the run: the instants before the window are its
 	 * prefix, so the split is known at the first one inside it. */
-	int64_t window_start = now - s->catchup_window_ms / 1000;
 	int64_t out_from = PAL_NO_TIME, out_to = 0, cap_from = PAL_NO_TIME, cap_to = 0;
 	int64_t out_n = 0, cap_n = 0;
 	bool e2 = false, decided = false;

@@ -20,8 +20,9 @@ pal_misfire_split pal_misfire_decide(pal_misfire_policy policy, int64_t n, int64
 		break;
 	}
 	case PAL_MISFIRE_FIRE_ONCE:
-		s.fire = 1;
-		s.missed = n - 1;
+		/* the newest, unless it too lies before the window */
+		s.fire = n_outside < n ? 1 : 0;
+		s.missed = n - s.fire;
 		break;
 	case PAL_MISFIRE_MANUAL:
 		s.ticket = true;

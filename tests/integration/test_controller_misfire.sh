@@ -3,7 +3,7 @@
 # exactly what its misfire policy says.
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
-guarantee "G1 - instants missed through downtime are fired or recorded per policy (fire_all, fire_once, skip, manual), never silently lost"
+guarantee "G1 - instants missed through downtime are fired or recorded per policy (fire_all, fire_once, skip, manual; fire_once only inside catchup_window), never silently lost"
 
 fresh_db it_misfire
 "$PAL" migrate >/dev/null
@@ -14,6 +14,7 @@ jobs:
   - {id: mf.fire-all, schedule: {cron: "*/2 * * * * ?"}, misfire: {policy: fire_all, catchup_window: 1h, max_catchup: 100}, target: {url: "http://127.0.0.1:9/x"}}
   - {id: mf.fire-all-capped, schedule: {cron: "*/2 * * * * ?"}, misfire: {policy: fire_all, catchup_window: 1h, max_catchup: 3}, target: {url: "http://127.0.0.1:9/x"}}
   - {id: mf.fire-once, schedule: {cron: "*/2 * * * * ?"}, misfire: {policy: fire_once}, target: {url: "http://127.0.0.1:9/x"}}
+  - {id: mf.fire-once-1s, schedule: {cron: "*/2 * * * * ?"}, misfire: {policy: fire_once, catchup_window: 1s}, target: {url: "http://127.0.0.1:9/x"}}
   - {id: mf.skip, schedule: {cron: "*/2 * * * * ?"}, misfire: {policy: skip}, target: {url: "http://127.0.0.1:9/x"}}
   - {id: mf.manual, schedule: {cron: "*/2 * * * * ?"}, misfire: {policy: manual}, target: {url: "http://127.0.0.1:9/x"}}
 YAML
@@ -38,9 +39,9 @@ missed() { sql "select coalesce(sum(count), 0) from misfires where job_id = '$1'
 # every instant of every job was fired or recorded.
 total() { echo $(( $(catchup "$1") + $(missed "$1") )); }
 N=$(total mf.fire-all)
-echo "    figure: instants missed during ~20 s of downtime per job: $(for j in fire-all fire-all-capped fire-once skip manual; do printf '%s=%s ' $j "$(total mf.$j)"; done)"
+echo "    figure: instants missed during ~20 s of downtime per job: $(for j in fire-all fire-all-capped fire-once fire-once-1s skip manual; do printf '%s=%s ' $j "$(total mf.$j)"; done)"
 check "the downtime missed at least 5 instants" [ "$N" -ge 5 ]
-spread=$(for j in fire-all fire-all-capped fire-once skip manual; do total mf.$j; done | sort -n | sed -n '1p;$p' | paste -sd' ' | awk '{print $2 - $1}')
+spread=$(for j in fire-all fire-all-capped fire-once fire-once-1s skip manual; do total mf.$j; done | sort -n | sed -n '1p;$p' | paste -sd' ' | awk '{print $2 - $1}')
 check "every job missed the same instants, give or take the one at a shard's stop (spread $spread)" [ "$spread" -le 1 ]
 expect_eq "fire_all: every missed instant fired as catch-up" "$N" "$(catchup mf.fire-all)"
 expect_eq "fire_all: nothing recorded as misfire" 0 "$(missed mf.fire-all)"
@@ -49,6 +50,9 @@ expect_eq "fire_all capped: the rest recorded as over_max_catchup" "$(( $(total 
 expect_eq "fire_once: one catch-up" 1 "$(catchup mf.fire-once)"
 check "fire_once: the catch-up is later than every recorded misfire" [ "$(sql "select (select scheduled_at from trigger_jobs where job_id = 'mf.fire-once' and source = 'catchup') > (select max(range_to) from misfires where job_id = 'mf.fire-once')")" = t ]
 check "fire_once: the others recorded (at least 4)" [ "$(missed mf.fire-once)" -ge 4 ]
+# a missed instant is at least the threshold (3 s) old: outside a 1 s window
+expect_eq "fire_once, catchup_window 1s: no catch-up (every missed instant is older than the window)" 0 "$(catchup mf.fire-once-1s)"
+check "fire_once, catchup_window 1s: all recorded as missed (at least 5)" [ "$(sql "select coalesce(sum(count), 0) from misfires where job_id = 'mf.fire-once-1s' and reason = 'missed'")" -ge 5 ]
 expect_eq "skip: no catch-up" 0 "$(catchup mf.skip)"
 check "skip: all recorded (at least 5)" [ "$(missed mf.skip)" -ge 5 ]
 expect_eq "manual: no catch-up" 0 "$(catchup mf.manual)"

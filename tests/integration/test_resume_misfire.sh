@@ -4,7 +4,7 @@
 # recorded (reason paused, with the gate), never all run at once.
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
-guarantee "G1 + G7 - on resume, instants a pause held past the misfire threshold follow the job's policy (skip: none run, fire_once: one, fire_all: all in the window); each not run is a recorded misfire"
+guarantee "G1 + G7 - on resume, instants a pause held past the misfire threshold follow the job's policy (skip: none run, fire_once: one, none when it is older than catchup_window, fire_all: all in the window); each not run is a recorded misfire"
 T_START=$(date +%s)
 
 fresh_db it_resume_misfire
@@ -17,6 +17,7 @@ cat >"$NODE_DIR/jobs.yaml" <<YAML
 jobs:
   - {id: rs.skip, tenant: rs, schedule: {cron: "* * * * * ?"}, misfire: {policy: skip}, target: {url: "http://$SINK_ADDR/effects/skip"}}
   - {id: rs.once, tenant: rs, schedule: {cron: "* * * * * ?"}, misfire: {policy: fire_once}, target: {url: "http://$SINK_ADDR/effects/once"}}
+  - {id: rs.once-1s, tenant: rs, schedule: {cron: "* * * * * ?"}, misfire: {policy: fire_once, catchup_window: 1s}, target: {url: "http://$SINK_ADDR/effects/once-1s"}}
   - {id: rs.all, tenant: rs, schedule: {cron: "* * * * * ?"}, misfire: {policy: fire_all, catchup_window: 1h, max_catchup: 1000}, target: {url: "http://$SINK_ADDR/effects/all"}}
   - {id: rs.manual, tenant: rs, schedule: {cron: "* * * * * ?"}, misfire: {policy: manual}, target: {url: "http://$SINK_ADDR/effects/manual"}}
   - {id: rs.kept, tenant: rs, schedule: {cron: "* * * * * ?"}, misfire: {policy: skip}, target: {url: "http://$SINK_ADDR/effects/kept"}}
@@ -63,6 +64,10 @@ expect_eq "skip: every held-past instant is skipped" "$N" "$(sql "select count(*
 once_calls=$(sql "select count(*) from attempt_ledger a join trigger_jobs t on t.id = a.trigger_id where t.job_id = 'rs.once' and t.source = 'schedule' and t.scheduled_at > to_timestamp($((P0 + 1))) and t.scheduled_at <= (select (details->>'held_before')::timestamptz from audit_log where action = 'resume' order by id desc limit 1)")
 expect_eq "fire_once: exactly one call for the instants held past the threshold" 1 "$once_calls"
 check "fire_once: the rest recorded as misfires ($(paused_misfires rs.once) >= $((N - 1)))" [ "$(paused_misfires rs.once)" -ge $((N - 1)) ]
+# held past the threshold (3 s) is older than a 1 s window: none runs
+expect_eq "fire_once, catchup_window 1s: no call for an instant held past the threshold" 0 "$(calls rs.once-1s)"
+check "fire_once, catchup_window 1s: each recorded as a misfire, reason paused ($(paused_misfires rs.once-1s) >= $N)" [ "$(paused_misfires rs.once-1s)" -ge "$N" ]
+expect_eq "fire_once, catchup_window 1s: every held-past instant is skipped" "$N" "$(sql "select count(*) from trigger_jobs where job_id = 'rs.once-1s' and state = 'skipped' and $OLD")"
 all_done() { [ "$(sql "select count(*) from trigger_jobs where job_id = 'rs.all' and $OLD and state = 'succeeded'")" -eq "$N" ]; }
 wait_until "fire_all: every instant within the window runs" 10 all_done
 expect_eq "fire_all: no misfire recorded" 0 "$(paused_misfires rs.all)"

@@ -39,6 +39,17 @@ static void test_misfire_fire_once_skip_manual(void **state)
 	expect_split(pal_misfire_decide(PAL_MISFIRE_MANUAL, 9, 5, 100), 0, 0, 9, 0, true);
 }
 
+/* fire_once fires the newest only inside catchup_window: a run wholly
+ * before the window is all missed (an imported startingDeadlineSeconds). */
+static void test_misfire_fire_once_outside_window_fires_none(void **state)
+{
+	(void)state;
+	expect_split(pal_misfire_decide(PAL_MISFIRE_FIRE_ONCE, 9, 9, 100), 0, 0, 9, 0, false);
+	expect_split(pal_misfire_decide(PAL_MISFIRE_FIRE_ONCE, 1, 1, 100), 0, 0, 1, 0, false);
+	/* only the newest inside: it fires */
+	expect_split(pal_misfire_decide(PAL_MISFIRE_FIRE_ONCE, 9, 8, 100), 0, 0, 8, 1, false);
+}
+
 static void test_misfire_empty_run_decides_nothing(void **state)
 {
 	(void)state;
@@ -52,6 +63,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_misfire_fire_all_window_then_cap),
 		cmocka_unit_test(test_misfire_fire_once_skip_manual),
+		cmocka_unit_test(test_misfire_fire_once_outside_window_fires_none),
 		cmocka_unit_test(test_misfire_empty_run_decides_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

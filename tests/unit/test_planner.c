@@ -155,6 +155,101 @@ static void test_planner_misfire_fire_once_fires_latest(void **st)
 	pal_plan_batch_free(&b);
 }
 
+/* The window's edge: the newest missed instant (1940) fires when it is
+ * exactly now - catchup_window, and is recorded when one second older. */
+static void test_planner_misfire_fire_once_window_edge(void **st)
+{
+	pal_plan_batch b = after_downtime(PAL_MISFIRE_FIRE_ONCE, 60, 100);
+	assert_int_equal(count_source(&b, PAL_SOURCE_CATCHUP), 1);
+	assert_int_equal(b.n_mis, 1);
+	assert_int_equal(b.mis[0].count, 93);
+	pal_plan_batch_free(&b);
+	b = after_downtime(PAL_MISFIRE_FIRE_ONCE, 59, 100);
+	assert_int_equal(count_source(&b, PAL_SOURCE_CATCHUP), 0);
+	assert_int_equal(b.n_mis, 1);
+	assert_int_equal(b.mis[0].from, 1010);
+	assert_int_equal(b.mis[0].to, 1940);
+	assert_int_equal(b.mis[0].count, 94);
+	assert_string_equal(b.mis[0].policy, "fire_once");
+	assert_string_equal(b.mis[0].reason, "missed");
+	pal_plan_batch_free(&b);
+}
+
+/*
+ * A daily job with catchup_window 60 s (startingDeadlineSeconds: 60), every
+ * node down for 3 days 20 h: the latest missed midnight is 20 h old, so
+ * nothing fires and the three midnights are recorded as missed.  Counted,
+ * and walked (an excluded day makes the planner walk the run).
+ */
+static void fire_once_long_outage(bool walked)
+{
+	pal_planner *p = pal_planner_new(0, &cfg);
+	pal_job_spec s = spec("r.daily", "0 0 0 * * ?", PAL_MISFIRE_FIRE_ONCE);
+	s.catchup_window_ms = 60 * 1000;
+	int64_t D = 20880 * 86400LL; /* a midnight, UTC */
+	if (walked) {
+		s.exclusions = calloc(1, sizeof *s.exclusions);
+		s.exclusions[0] = (pal_exclusion){ 20881, 20881 };
+		s.n_exclusions = 1;
+	}
+	put1(p, s, 1, 0, D + 10);
+	pal_plan_batch b = { 0 };
+	assert_int_equal(pal_planner_tick(p, D + 10, D + 3 * 86400 + 20 * 3600, &b), 0);
+	assert_int_equal(count_source(&b, PAL_SOURCE_CATCHUP), 0);
+	int64_t missed = 0, excluded = 0, to = 0;
+	for (size_t i = 0; i < b.n_mis; i++) {
+		if (!strcmp(b.mis[i].reason, "excluded")) {
+			excluded += b.mis[i].count;
+			continue;
+		}
+		assert_string_equal(b.mis[i].reason, "missed");
+		assert_string_equal(b.mis[i].policy, "fire_once");
+		missed += b.mis[i].count;
+		to = b.mis[i].to > to ? b.mis[i].to : to;
+	}
+	assert_int_equal(missed, walked ? 2 : 3);
+	assert_int_equal(excluded, walked ? 1 : 0);
+	assert_int_equal(to, D + 3 * 86400);
+	pal_plan_batch_free(&b);
+	pal_planner_free(p);
+}
+
+static void test_planner_misfire_fire_once_outside_window_counted(void **st)
+{
+	fire_once_long_outage(false);
+}
+
+static void test_planner_misfire_fire_once_outside_window_walked(void **st)
+{
+	fire_once_long_outage(true);
+}
+
+/* A one-shot `at` with the defaults (fire_once, 1 h window) missed by a
+ * 3-day outage: recorded, not run 71 h late. */
+static void test_planner_misfire_at_outside_window(void **st)
+{
+	pal_planner *p = pal_planner_new(0, &cfg);
+	pal_job_spec s = spec("o.once", "* * * * * ?", PAL_MISFIRE_FIRE_ONCE);
+	int64_t E = 20880 * 86400LL;
+	free(s.cron);
+	s.cron = NULL;
+	s.has_at = true;
+	s.at = E + 3600;
+	char *text, err[256];
+	assert_int_equal(pal_schedule_text(&s, &text, err, sizeof err), 0);
+	s.cron = text;
+	put1(p, s, 1, E, E + 60);
+	pal_plan_batch b = { 0 };
+	assert_int_equal(pal_planner_tick(p, E + 60, E + 3 * 86400, &b), 0);
+	assert_int_equal(count_source(&b, PAL_SOURCE_CATCHUP), 0);
+	assert_int_equal(b.n_mis, 1);
+	assert_int_equal(b.mis[0].from, E + 3600);
+	assert_int_equal(b.mis[0].count, 1);
+	assert_string_equal(b.mis[0].reason, "missed");
+	pal_plan_batch_free(&b);
+	pal_planner_free(p);
+}
+
 static void test_planner_misfire_fire_all_window_and_cap(void **st)
 {
 	/* window 300 s: 1700..1940 inside (25), 1010..1690 outside (69);
@@ -732,6 +827,10 @@ int main(void)
 		cmocka_unit_test(test_planner_rescan_below_watermark_is_not_a_misfire),
 		cmocka_unit_test(test_planner_misfire_skip_records_all),
 		cmocka_unit_test(test_planner_misfire_fire_once_fires_latest),
+		cmocka_unit_test(test_planner_misfire_fire_once_window_edge),
+		cmocka_unit_test(test_planner_misfire_fire_once_outside_window_counted),
+		cmocka_unit_test(test_planner_misfire_fire_once_outside_window_walked),
+		cmocka_unit_test(test_planner_misfire_at_outside_window),
 		cmocka_unit_test(test_planner_misfire_fire_all_window_and_cap),
 		cmocka_unit_test(test_planner_misfire_fire_all_everything_in_window),
 		cmocka_unit_test(test_planner_misfire_manual_opens_ticket),
