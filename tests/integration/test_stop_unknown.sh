@@ -13,6 +13,9 @@ source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "G5 - query before retry: an attempt stopped for its lost executor keeps its outcome unknown (queried first, manual not failed, its key in the ledger); a checkpoint's stop records the key it sent"
 T0=$SECONDS
+# the claim statements in SQL with jit off, as a node's connections have
+# them: compiling them takes seconds
+jitoff() { PGOPTIONS="-c jit=off" "$@"; }
 fresh_db it_stop_unknown
 "$PAL" migrate >/dev/null
 DEAD=http://127.0.0.1:9/effects
@@ -36,9 +39,9 @@ expect_exit "apply" 0 "$PAL" apply "$NODE_DIR/jobs.yaml"
 # (claim_batch), one in an attempts row (palisade_claim, as 0.2.0 claims),
 # a key template of the job's own.
 "$PAL" trigger --job r.chk --request-id k1 --reason test >/dev/null
-read -r C1 F1 < <(sql "SELECT id, fence FROM palisade_claim_batch('cp', 60000, 10, 0, '{}', '{}', '{}', '{}', '{}', '{}', '{}', true) WHERE id IS NOT NULL" | tr '|' ' ')
+read -r C1 F1 < <(jitoff sql "SELECT id, fence FROM palisade_claim_batch('cp', 60000, 10, 0, '{}', '{}', '{}', '{}', '{}', '{}', '{}', true) WHERE id IS NOT NULL" | tr '|' ' ')
 "$PAL" trigger --job r.chk --request-id k2 --reason test >/dev/null
-read -r C2 F2 < <(sql "SELECT id, fence FROM palisade_claim('cp', 60000, 10, 0, '{}', '{}', '{}', '{}', '{}', '{}', '{}') WHERE id IS NOT NULL" | tr '|' ' ')
+read -r C2 F2 < <(jitoff sql "SELECT id, fence FROM palisade_claim('cp', 60000, 10, 0, '{}', '{}', '{}', '{}', '{}', '{}', '{}') WHERE id IS NOT NULL" | tr '|' ' ')
 expect_exit "pause r.chk while its calls are in flight" 0 "$PAL" pause --job r.chk --reason test
 expect_eq "both stop at their checkpoint" "paused paused" \
 	"$(sql "SELECT palisade_trigger_checkpoint($C1, $F1, '{\"offset\": 100}')") $(sql "SELECT palisade_trigger_checkpoint($C2, $F2, '{\"offset\": 100}')")"
@@ -56,7 +59,7 @@ key_of() { sql "SELECT palisade_default_key(job_id, scheduled_at, partition, req
 PKEY=$(key_of r.pau)
 # node 'ghost' (an executor of this release: the attempt in its trigger
 # row) claims both, sends their requests, dies; a 1 s lease
-sql "SELECT id, fence, prev_state FROM palisade_claim_batch('ghost', 1000, 10, 0, '{}', '{}', '{}', '{}', '{}', '{}', '{}', true) WHERE id IS NOT NULL" >/dev/null
+jitoff sql "SELECT id, fence, prev_state FROM palisade_claim_batch('ghost', 1000, 10, 0, '{}', '{}', '{}', '{}', '{}', '{}', '{}', true) WHERE id IS NOT NULL" >/dev/null
 expect_exit "pause r.pau while its call is in flight" 0 "$PAL" pause --job r.pau --reason test
 expired() { has "SELECT count(*) FROM triggers WHERE job_id = 'r.pau' AND lease_until < clock_timestamp()"; }
 wait_until "the ghost's lease expires" 10 expired
