@@ -33,6 +33,10 @@ jobs:
     schedule: {cron: "0 0 0 1 1 ? 2099"}
     idempotency_key: "k-{job}-{scheduled_at}-{partition}-{trigger}"
     target: {url: "$DEAD/x"}
+  - id: r.key
+    schedule: {cron: "0 0 0 1 1 ? 2099", timezone: Pacific/Kiritimati}
+    idempotency_key: "{request_id}:{job}@{scheduled_at}#{scheduled_date}"
+    target: {url: "$DEAD/x"}
 Y
 expect_exit "apply" 0 "$PAL" apply "$NODE_DIR/jobs.yaml"
 # An executor's own stop at its checkpoint: one attempt in its trigger row
@@ -88,5 +92,12 @@ expect_eq "paused and resumed: the same unknown outcome ends manual, not failed"
 expect_eq "... its second attempt queried the status first" "ex|manual|true" "$(second r.pau)"
 expect_eq "... with a ticket that says the outcome is unknown" "true" \
 	"$(sql "SELECT k.evidence->>'outcome_unknown' FROM tickets k JOIN trigger_jobs t ON t.id = k.trigger_id WHERE t.job_id = 'r.pau'")"
+# the key the ledger records is the one the executor renders: the date in
+# the job's zone (UTC+14), the request id where the template puts it
+"$PAL" trigger --job r.key --request-id q1 --reason test >/dev/null
+read -r KAT KEP < <(sql "SELECT to_char(scheduled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), extract(epoch FROM scheduled_at)::bigint FROM triggers WHERE job_id = 'r.key'" | tr '|' ' ')
+expect_eq "palisade_trigger_key renders the job's template as the executor does" \
+	"q1:r.key@$KAT#$(TZ=Pacific/Kiritimati date -d "@$KEP" +%F)" \
+	"$(sql "SELECT palisade_trigger_key(job_id, version, scheduled_at, partition, id, request_id) FROM triggers WHERE job_id = 'r.key'")"
 echo "    figure: test took $((SECONDS - T0)) s"
 finish
