@@ -58,6 +58,8 @@ AS $function$
 DECLARE
 	v_skipped integer := 0;
 	v_cand palisade_claim_cand[];
+	v_lo timestamptz;
+	v_hi timestamptz;
 	v_held text[];
 	v_horizon timestamptz := clock_timestamp() + p_ahead_ms * interval '1 millisecond';
 	v_next timestamptz;
@@ -110,14 +112,18 @@ BEGIN
 	        FROM s WHERE s.tenant IS NOT NULL)
 	      SELECT s.tenant FROM s WHERE s.tenant IS NOT NULL) r, gated, satt
 	    WHERE r.tenant <> ALL (gated.tens) AND r.tenant <> ALL (satt.tens) AND NOT gated.glob)
-	SELECT ARRAY(
+	-- With their instants' range (v_lo, v_hi): the partitions step 4 reads
+	-- the picked rows from.
+	SELECT coalesce(array_agg(k.cand), '{}'), min(k.at), max(k.at)
+	  INTO v_cand, v_lo, v_hi FROM (
 	    SELECT ROW(c.id, c.tenant, c.resource_group, c.job_id, c.partition, c.overlap_policy,
 	        c.max_in_flight, c.ready_at,
 	        c.priority + floor(extract(epoch FROM clock_timestamp() - c.ready_at) / 10), false
-	      )::palisade_claim_cand
+	      )::palisade_claim_cand AS cand, c.scheduled_at AS at
 	    FROM ten, gated, sat, LATERAL (
-	        SELECT x.id, x.tenant, x.resource_group, x.job_id, x.partition, v.overlap_policy,
-	          v.max_in_flight, coalesce(x.next_attempt_at, x.due_at) AS ready_at, x.priority
+	        SELECT x.id, x.scheduled_at, x.tenant, x.resource_group, x.job_id, x.partition,
+	          v.overlap_policy, v.max_in_flight, coalesce(x.next_attempt_at, x.due_at) AS ready_at,
+	          x.priority
 	        FROM triggers x CROSS JOIN LATERAL (SELECT v.overlap_policy, v.max_in_flight, v.target_host FROM job_versions v WHERE v.job_id = x.job_id AND v.version = x.version LIMIT 1) v
 	        WHERE x.tenant = ten.tenant AND x.state IN ('pending', 'retry_wait', 'unknown')
 	          AND coalesce(x.next_attempt_at, x.due_at) <= v_horizon
@@ -134,18 +140,19 @@ BEGIN
 	              AND l.state IN ('running', 'pausing', 'cancelling', 'unknown')))
 	        ORDER BY coalesce(x.next_attempt_at, x.due_at)
 	        LIMIT p_limit
-	        FOR UPDATE OF x SKIP LOCKED) c)
-	  || ARRAY(
+	        FOR UPDATE OF x SKIP LOCKED) c
+	  UNION ALL
+	  SELECT e.* FROM (
 	    SELECT ROW(t.id, t.tenant, t.resource_group, t.job_id, t.partition, v.overlap_policy,
-	        v.max_in_flight, t.lease_until, t.priority::double precision, true)::palisade_claim_cand
+	        v.max_in_flight, t.lease_until, t.priority::double precision, true
+	      )::palisade_claim_cand AS cand, t.scheduled_at AS at
 	    FROM triggers t CROSS JOIN LATERAL (SELECT v.overlap_policy, v.max_in_flight, v.target_host FROM job_versions v WHERE v.job_id = t.job_id AND v.version = t.version LIMIT 1) v
 	    WHERE t.state = 'running' AND t.lease_until < statement_timestamp()
 	      AND NOT EXISTS (SELECT 1 FROM gates g WHERE g.paused AND g.scope IN ('global',
 	        'job:' || t.job_id, 'group:' || t.resource_group, 'tenant:' || t.tenant))
 	      AND v.target_host <> ALL (p_open_hosts) AND t.job_id <> ALL (v_skip)
 	    LIMIT p_limit
-	    FOR UPDATE OF t SKIP LOCKED)
-	INTO v_cand;
+	    FOR UPDATE OF t SKIP LOCKED) e) k;
 
 	-- 3. keys of the cluster-wide limits the candidates fall under.
 	SELECT coalesce(array_agg(k.key), '{}') INTO v_held FROM (
@@ -246,7 +253,13 @@ BEGIN
 	-- (locked since step 2; the door's update, a later command, is not in
 	-- this statement's snapshot): what the claim returns besides the new
 	-- token, and an attempt the row still holds, which leaves it for an
-	-- attempts row (moved), under its own token, in this statement.
+	-- attempts row (moved), under its own token, in this statement.  Both
+	-- reads are bounded by the candidates' instants (v_lo, v_hi from step
+	-- 2), which prunes the partitions at executor start-up, as the result
+	-- commit's bound does: by id alone, prev probed the primary key of
+	-- every partition once per picked trigger (18 partitions under the
+	-- default retention; docs/performance.md, "Where a fire's database work
+	-- goes").
 	RETURN QUERY
 	WITH prev AS MATERIALIZED (SELECT t.id, t.scheduled_at, t.state AS prev_state,
 	      coalesce(t.last_error_class, '') AS prev_err,
@@ -256,7 +269,8 @@ BEGIN
 	      t.checkpoint::text AS checkpoint, t.tenant, t.resource_group,
 	      floor(extract(epoch FROM coalesce(t.next_attempt_at, t.due_at)) * 1000)::bigint AS ready_ms,
 	      t.outcome_unknown, t.first_claimed_at IS NOT NULL AS holds
-	    FROM triggers t WHERE t.id = ANY (v_pick)),
+	    FROM triggers t WHERE t.id = ANY (v_pick)
+	      AND t.scheduled_at >= v_lo AND t.scheduled_at <= v_hi),
 	  -- through the ledger, the one decoder of the row's compact form; read
 	  -- for the rows that hold an attempt only (an array computed once from
 	  -- prev: a first claim probes no partition here, where v_pick probed
@@ -266,7 +280,8 @@ BEGIN
 	    SELECT l.trigger_id, l.fence, l.node, l.scheduled_at, l.claimed_at, l.ended_at,
 	      l.idempotency_key, l.outcome, l.error_class, l.http_status, l.duration_ms, l.status_queries
 	    FROM attempt_ledger l
-	    WHERE l.in_row AND l.trigger_id = ANY (ARRAY(SELECT prev.id FROM prev WHERE prev.holds))),
+	    WHERE l.in_row AND l.trigger_id = ANY (ARRAY(SELECT prev.id FROM prev WHERE prev.holds))
+	      AND l.scheduled_at >= v_lo AND l.scheduled_at <= v_hi),
 	  -- the claim through the door: new token, lease, attempt
 	  upd AS (SELECT prev.*, m.fence FROM (SELECT array_agg(p.id) AS ids,
 	        array_agg(p.scheduled_at) AS ats, array_agg(p.prev_state) AS froms FROM prev p

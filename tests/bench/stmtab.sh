@@ -16,7 +16,10 @@
 #   bash tests/bench/stmtab.sh TREE [TREE...]   (each a built checkout: its
 #                                               bin/palisade and its exec.c)
 #   STMTAB_ROUNDS (120), STMTAB_RUNS (2), STMTAB_SQL (statements run in the
-#   database before the rounds, e.g. to disable a trigger)
+#   database before the rounds, e.g. to disable a trigger), STMTAB_PERF=DIR
+#   (perf record --call-graph dwarf of the session's backend over the
+#   rounds, DIR/TREE.RUN.perf: where a fire's CPU goes by C function;
+#   frame-pointer stacks, -g, lose the server's callers)
 # Asserts nothing.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -93,9 +96,25 @@ run() {
 			echo "RESET enable_nestloop;"
 		done
 	} >"$PALISADE_STATE/rounds.sql"
+	local pp="" bp
+	rm -f "$PALISADE_STATE/bpid"
+	if [ -n "${STMTAB_PERF:-}" ]; then # the backend, found by its PID
+		{ echo "SELECT pg_backend_pid() \\g $PALISADE_STATE/bpid"; echo "SELECT pg_sleep(1);"; cat "$PALISADE_STATE/rounds.sql"; } >"$PALISADE_STATE/rounds.p.sql"
+		mv "$PALISADE_STATE/rounds.p.sql" "$PALISADE_STATE/rounds.sql"
+	fi
 	c0=$(pg_cpu_us)
-	psql "$PG" -Xq -v ON_ERROR_STOP=1 -f "$PALISADE_STATE/rounds.sql" >/dev/null || return 1
+	psql "$PG" -XAtq -v ON_ERROR_STOP=1 -f "$PALISADE_STATE/rounds.sql" >/dev/null &
+	local ps=$!
+	if [ -n "${STMTAB_PERF:-}" ]; then
+		while [ ! -s "$PALISADE_STATE/bpid" ] && kill -0 $ps 2>/dev/null; do sleep 0.05; done
+		bp=$(head -1 "$PALISADE_STATE/bpid")
+		mkdir -p "$STMTAB_PERF"
+		perf record -q -F 999 --call-graph dwarf,16384 -o "$STMTAB_PERF/$(basename "$tree").$r.perf" -p "$bp" 2>/dev/null &
+		pp=$!
+	fi
+	wait $ps || { [ -z "$pp" ] || kill -INT $pp; return 1; }
 	c1=$(pg_cpu_us)
+	[ -z "$pp" ] || { kill -INT $pp 2>/dev/null; wait $pp 2>/dev/null; }
 	f=$(psql "$PG" -XAtq -c "SELECT count(*) FROM triggers WHERE state = 'succeeded'")
 	echo "$(basename "$tree"): $f fires, server CPU $(((c1 - c0) / f)) us/fire; least ms per 256: $(psql "$PG" -XAtq -c "
 	  SELECT string_agg(k || ' ' || to_char(m, 'FM990.00'), ', ' ORDER BY o) FROM (
