@@ -241,8 +241,8 @@ BEGIN
 		-- meets B's rows for the older ones) and partition of B it maps to
 		-- (the upstream's when the counts match, all of B's otherwise), what
 		-- is already decided blocks: the upstream's trigger instants (the
-		-- statement above decides those), B's upstream_* rows, B's
-		-- watermark and B's retirements.  The instants below the first and
+		-- statement above decides those), B's upstream_* rows, the time
+		-- before B's first activation and B's retirements.  The instants below the first and
 		-- above the last block become B's upstream_failed rows; between
 		-- blocks there is nothing left (decided in the order recorded), so
 		-- a long range costs a few rows, not one per instant.  Instants are
@@ -298,7 +298,14 @@ BEGIN
 					  ORDER BY o.range_from DESC LIMIT 1)) o
 				 WHERE o.range_to >= ur.range_from
 				UNION ALL
-				SELECT g.p, '-infinity'::timestamptz, lo, 0 FROM tgt g WHERE lo >= ur.range_from
+				-- B's instants begin after its first activation with `after`
+				-- (not at its watermark: a range that ends above the cap is
+				-- taken whole once the cap passes it, though the watermark
+				-- moved into it; what B decided below blocks)
+				SELECT g.p, '-infinity'::timestamptz, f.since, 0
+				  FROM tgt g, (SELECT min(bv.effective_from) AS since FROM job_versions bv
+						WHERE bv.job_id = b.job_id AND bv.spec ? 'after') f
+				 WHERE f.since >= ur.range_from
 				UNION ALL
 				-- a retirement of B: from a version's end to the next activation
 				SELECT g.p, greatest(rv.effective_from,
