@@ -48,6 +48,18 @@ uint64_t pal_schedule_hash(const char *tag, const char *job_id, int64_t n);
 PAL_MUST_CHECK int pal_schedule_open(const pal_job_spec *s, pal_schedule **out, char *err,
 				     size_t errlen);
 void pal_schedule_close(pal_schedule *sc);
+/*
+ * The same on CRON (S's expression with `H` resolved; NULL unless S is a
+ * cron job) and TZ (S's zone) that the caller compiled already and keeps
+ * alive while the schedule lives: for the job loader, which asks when a job
+ * fires (the instants pal_schedule_next() gives the planner, moved by spread
+ * and jitter, inside [start, end)) for many jobs on a few crons and zones.
+ * The shared calendars are left out: *excluded flags only the job's own
+ * `exclude:` dates.  Close with pal_schedule_close().
+ */
+PAL_MUST_CHECK int pal_schedule_open_borrowed(const pal_job_spec *s, const pal_cron *cron,
+					      const pal_tz *tz, pal_schedule **out, char *err,
+					      size_t errlen);
 
 /*
  * The schedule of planning version V, shared across the process: one
@@ -90,6 +102,8 @@ PAL_MUST_CHECK int pal_schedule_next_from(const pal_schedule *sc, int64_t anchor
 /* False for an `every` schedule without `start`: its instants depend on
  * the anchor. */
 bool pal_schedule_fixed_anchor(const pal_schedule *sc);
+/* The job's spread offset: every nominal instant moves by it (0: no spread). */
+int64_t pal_schedule_offset(const pal_schedule *sc);
 
 /* The shared calendar that excludes instant T of SC (the first the job
  * names), or NULL when none does or the job's own `exclude:` dates do. */

@@ -303,10 +303,13 @@ bool pal__cli_note_spent(const pal_job_spec *s, FILE *fp)
 {
 	if (!s->spent)
 		return false;
-	const char *what = s->has_at ? "its one instant (at) is past"
-			   : s->has_end && s->end <= (int64_t)time(NULL)
-			       ? "its end is past"
-			       : "every instant its cron names is past";
+	/* judged on the instants the planner plans: moved by spread and jitter */
+	bool moved = s->spread_s || s->jitter_s;
+	const char *what = s->has_at && moved ? "its one instant (at), moved by spread or jitter, is past"
+			   : s->has_at		  ? "its one instant (at) is past"
+			   : s->has_end && s->end <= (int64_t)time(NULL) ? "its end is past"
+			   : moved ? "every instant its cron names, moved by spread or jitter, is past"
+				   : "every instant its cron names is past";
 	fprintf(fp,
 		"%s:%d:%d: note: job %s will not fire again: %s; it is applied, and nothing "
 		"of it is planned\n",

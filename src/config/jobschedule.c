@@ -407,6 +407,32 @@ void pal__job_check_window(struct jctx *c, pal_job_spec *s)
 	}
 }
 
+/* Why the schedule of S never fires, at WHERE: no instant, moved by spread
+ * and jitter as the planner moves it, lies in [start, end). */
+static void diag_never_fires(struct jctx *c, const pal_ynode *where, const pal_job_spec *s,
+			     int64_t offset)
+{
+	char moved[160] = "";
+
+	if (offset || s->jitter_s)
+		snprintf(moved, sizeof moved,
+			 "; hint: start and end bound the instants moved by %s%s%s (this "
+			 "job's spread offset is %llds)",
+			 s->spread_s ? "spread" : "", s->spread_s && s->jitter_s ? " and " : "",
+			 s->jitter_s ? "jitter" : "", (long long)offset);
+	if (s->has_at)
+		pal__job_diag(c, where, "at is outside [start, end)%s%s", moved,
+			      *moved ? "" : "; hint: end is exclusive");
+	else if (s->every_s)
+		pal__job_diag(c, where, "every: no instant lies between start and end%s", moved);
+	else
+		pal__job_diag(c, where, "cron expression \"%s\" never fires%s%s", s->cron,
+			      s->has_end     ? " between start and end"
+			      : s->has_start ? " after start"
+					     : "",
+			      moved);
+}
+
 /*
  * The schedule as a whole: exactly one of cron, every and at; a schedule
  * that can never fire is a mistake, not a job (Feb 30, nothing between
@@ -414,14 +440,24 @@ void pal__job_check_window(struct jctx *c, pal_job_spec *s)
  * never will again (a past `at`, a cron whose years are past, an `end` gone
  * by) is valid: a file must not go bad with the mere passing of time, and
  * one such job must not block the apply of all the others.  It is marked
- * spent, and validate and apply report it.
+ * spent, and validate and apply report it.  Both are judged on the instants
+ * the planner plans, the nominal ones moved by spread and jitter, from the
+ * planner's own schedule (pal_schedule_next): a window that holds a nominal
+ * instant but not its moved one is refused, and an `at` just past whose
+ * moved instant is ahead is not spent.  An `every` without `start` counts
+ * from its activation, which only the controller knows: it is spent when
+ * its end is past, never refused.
  */
 void pal__job_check_schedule(struct jctx *c, const pal_ynode *job, pal_job_spec *s)
 {
 	const pal_ynode *where = c->n_cron ? c->n_cron : c->n_every ? c->n_every : c->n_at;
 	int forms = (c->n_cron != NULL) + (c->n_every != NULL) + (c->n_at != NULL);
-	int64_t now = (int64_t)time(NULL), first = 0;
-	bool fires_again = true;
+	int64_t now = (int64_t)time(NULL), t;
+	const pal_cron *cr = NULL;
+	const pal_tz *tz;
+	pal_schedule *sc;
+	char err[256], *text = NULL;
+	bool fires_again;
 
 	if (forms != 1) {
 		/* a bad cron was diagnosed already */
@@ -437,43 +473,34 @@ void pal__job_check_schedule(struct jctx *c, const pal_ynode *job, pal_job_spec 
 	}
 	if (s->has_start && s->has_end && s->start >= s->end)
 		return; /* diagnosed above */
-	if (s->every_s) {
-		first = s->has_start ? s->start : now;
-		fires_again = !s->has_end || s->end > now;
-	} else if (s->has_at) {
-		if ((s->has_start && s->at < s->start) || (s->has_end && s->at >= s->end)) {
-			pal__job_diag(c, c->n_at,
-				      "at is outside [start, end); hint: end is exclusive");
-			return;
-		}
-		fires_again = s->at > now;
-	} else if (c->cron_ok && c->tz_ok && s->cron && s->timezone) {
-		const pal_cron *cr;
-		const pal_tz *tz;
-		char err[256], *text = NULL;
-		int64_t after = s->has_start ? s->start - 1 : 0, next;
-
-		if (pal_cron_resolve_hash(s->cron, s->id ? s->id : "", &text, err, sizeof err) ||
-		    !(cr = pal__job_cached_cron(c->cache, text, err, sizeof err, NULL)) ||
-		    !(tz = pal__job_cached_tz(c->cache, s->timezone, err, sizeof err))) {
-			free(text);
-			return; /* diagnosed where the cron and zone were read */
-		}
+	if (!c->tz_ok || !s->timezone || (c->n_cron && (!c->cron_ok || !s->cron)))
+		return; /* diagnosed where the cron and zone were read */
+	if (s->cron &&
+	    (pal_cron_resolve_hash(s->cron, s->id ? s->id : "", &text, err, sizeof err) ||
+	     !(cr = pal__job_cached_cron(c->cache, text, err, sizeof err, NULL)))) {
 		free(text);
-		if (pal_cron_next(cr, tz, s->dst, after, &first) == PAL_ENOENT) {
-			pal__job_diag(c, c->n_cron, "cron expression \"%s\" never fires%s", s->cron,
-				      s->has_start ? " after start" : "");
-			return;
-		}
-		if (s->has_end && first >= s->end) {
-			pal__job_diag(c, c->n_cron,
-				      "cron expression \"%s\" never fires between start and end",
-				      s->cron);
-			return;
-		}
-		fires_again =
-		    pal_cron_next(cr, tz, s->dst, after > now ? after : now, &next) == 0 &&
-		    (!s->has_end || next < s->end);
+		return; /* diagnosed where the cron was read */
 	}
+	free(text);
+	if (!(tz = pal__job_cached_tz(c->cache, s->timezone, err, sizeof err)))
+		return; /* diagnosed where the zone was read */
+	if (pal_schedule_open_borrowed(s, cr, tz, &sc, err, sizeof err) != 0) {
+		pal__job_diag(c, where, "%s", err);
+		return;
+	}
+	if (pal_schedule_fixed_anchor(sc)) {
+		/* the first instant of all: none after start (at: before it) */
+		int64_t after = s->has_start ? s->start - 1 : s->has_at ? s->at - 1 : 0;
+
+		if (pal_schedule_next(sc, after, &t, NULL) != 0) {
+			diag_never_fires(c, where, s, pal_schedule_offset(sc));
+			pal_schedule_close(sc);
+			return;
+		}
+		fires_again = pal_schedule_next(sc, now, &t, NULL) == 0;
+	} else {
+		fires_again = !s->has_end || s->end > now;
+	}
+	pal_schedule_close(sc);
 	s->spent = !fires_again || (s->has_end && s->end <= now);
 }

@@ -59,6 +59,7 @@ struct pal_schedule {
 	pal_exclusion *excl;
 	size_t n_excl;
 	pal_cal_set *cals; /* NULL: no shared calendar (calendar.h) */
+	bool borrowed;	   /* cron and tz are the caller's (pal_schedule_open_borrowed) */
 	/* shared ones only (pal_schedule_acquire) */
 	unsigned refs;
 	char *key;			  /* in `schedules`; owned */
@@ -309,7 +310,10 @@ static int fill(pal_schedule *sc, const sched_form *f, const pal_plan_version *v
 	return PAL_OK;
 }
 
-int pal_schedule_open(const pal_job_spec *s, pal_schedule **out, char *err, size_t errlen)
+/* The schedule of spec S; CRON and TZ borrowed when given (then the shared
+ * calendars are left out), parsed and opened here otherwise. */
+static int open_spec(const pal_job_spec *s, const pal_cron *cron, const pal_tz *tz,
+		     pal_schedule **out, char *err, size_t errlen)
 {
 	*out = NULL;
 	pal_schedule *sc = calloc(1, sizeof *sc);
@@ -325,18 +329,31 @@ int pal_schedule_open(const pal_job_spec *s, pal_schedule **out, char *err, size
 		snprintf(err, errlen, "job %s: %s", s->id, e);
 		goto fail;
 	}
-	if (f.kind == SK_CRON && (rc = pal_cron_parse(f.cron, &sc->cron, e, sizeof e, NULL))) {
-		snprintf(err, errlen, "job %s: cron \"%s\": %s", s->id, f.cron, e);
-		goto fail;
-	}
-	rc = pal_tz_open(s->timezone, &sc->tz, e, sizeof e);
-	if (rc) {
-		snprintf(err, errlen, "job %s: %s", s->id, e);
-		goto fail;
+	if (tz) {
+		sc->borrowed = true;
+		sc->cron = (pal_cron *)cron;
+		sc->tz = (pal_tz *)tz;
+		if (f.kind == SK_CRON && !cron) {
+			snprintf(err, errlen, "job %s: no compiled cron for \"%s\"", s->id, f.cron);
+			rc = PAL_EINVAL;
+			goto fail;
+		}
+	} else {
+		if (f.kind == SK_CRON &&
+		    (rc = pal_cron_parse(f.cron, &sc->cron, e, sizeof e, NULL))) {
+			snprintf(err, errlen, "job %s: cron \"%s\": %s", s->id, f.cron, e);
+			goto fail;
+		}
+		rc = pal_tz_open(s->timezone, &sc->tz, e, sizeof e);
+		if (rc) {
+			snprintf(err, errlen, "job %s: %s", s->id, e);
+			goto fail;
+		}
 	}
 	if ((rc = fill(sc, &f, &v, s->id ? s->id : "")))
 		goto fail;
-	if ((rc = pal_cal_set_open(s->calendars, s->n_calendars, &sc->cals, e, sizeof e))) {
+	if (!sc->borrowed &&
+	    (rc = pal_cal_set_open(s->calendars, s->n_calendars, &sc->cals, e, sizeof e))) {
 		snprintf(err, errlen, "job %s: %s", s->id, e);
 		goto fail;
 	}
@@ -349,12 +366,25 @@ fail:
 	return rc;
 }
 
+int pal_schedule_open(const pal_job_spec *s, pal_schedule **out, char *err, size_t errlen)
+{
+	return open_spec(s, NULL, NULL, out, err, errlen);
+}
+
+int pal_schedule_open_borrowed(const pal_job_spec *s, const pal_cron *cron, const pal_tz *tz,
+			       pal_schedule **out, char *err, size_t errlen)
+{
+	return open_spec(s, cron, tz, out, err, errlen);
+}
+
 void pal_schedule_close(pal_schedule *sc)
 {
 	if (!sc)
 		return;
-	pal_cron_free(sc->cron);
-	pal_tz_close(sc->tz);
+	if (!sc->borrowed) {
+		pal_cron_free(sc->cron);
+		pal_tz_close(sc->tz);
+	}
 	free(sc->excl);
 	free(sc->jid);
 	pal_cal_set_close(sc->cals);
@@ -646,6 +676,11 @@ int pal_schedule_next_from(const pal_schedule *sc, int64_t anchor, int64_t after
 int pal_schedule_next(const pal_schedule *sc, int64_t after, int64_t *next, bool *excluded)
 {
 	return pal_schedule_next_from(sc, PAL_NO_TIME, after, next, excluded);
+}
+
+int64_t pal_schedule_offset(const pal_schedule *sc)
+{
+	return sc->offset;
 }
 
 bool pal_schedule_fixed_anchor(const pal_schedule *sc)

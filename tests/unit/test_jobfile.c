@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <glob.h>
 #include <cmocka.h>
@@ -737,6 +738,87 @@ static void test_jobfile_past_schedules_are_spent_not_refused(void **state)
 	done(&l);
 }
 
+/* Validation judges the instants the planner plans: the nominal ones moved
+ * by spread.  Job r.at2's spread offset in 1h is 3514 s, so 12:00 fires at
+ * 12:58:34: an end of 12:30 leaves it no instant (refused at its position,
+ * though the nominal 12:00 lies inside), a start of 12:30 keeps it. */
+static void test_jobfile_spread_moves_the_window_checks(void **state)
+{
+	struct loaded l;
+
+	(void)state;
+	load_str("jobs:\n"
+		 "  - id: r.at2\n"
+		 "    schedule: {at: \"2027-03-01T12:00:00Z\", end: \"2027-03-01T12:30:00Z\", "
+		 "spread: 1h}\n"
+		 "    target: {url: http://127.0.0.1:8089/x}\n"
+		 "  - id: r.x3\n"
+		 "    schedule: {cron: \"0 0 12 * * ?\", timezone: UTC, start: "
+		 "\"2027-03-01T00:00:00Z\", end: \"2027-03-01T12:30:00Z\", spread: 1h}\n"
+		 "    target: {url: http://127.0.0.1:8089/x}\n"
+		 "  - id: r.ev\n"
+		 "    schedule: {every: 1h, start: \"2027-03-01T12:00:00Z\", end: "
+		 "\"2027-03-01T12:30:00Z\", spread: 1h}\n"
+		 "    target: {url: http://127.0.0.1:8089/x}\n",
+		 &l);
+	assert_int_equal(l.rc, PAL_EINVAL);
+	ASSERT_DIAG(&l.diags, 3, 20, "at is outside [start, end)");
+	ASSERT_DIAG(&l.diags, 3, 0, "spread offset is 3514s");
+	ASSERT_DIAG(&l.diags, 6, 22, "never fires between start and end");
+	ASSERT_DIAG(&l.diags, 9, 23, "every: no instant lies between start and end");
+	done(&l);
+
+	/* the same instants with room for the offset; and a nominal instant
+	 * before start whose moved one is inside (the planner plans it) */
+	load_str("jobs:\n"
+		 "  - id: r.at2\n"
+		 "    schedule: {at: \"2027-03-01T12:00:00Z\", end: \"2027-03-01T13:00:00Z\", "
+		 "spread: 1h}\n"
+		 "    target: {url: http://127.0.0.1:8089/x}\n"
+		 "  - id: r.cron\n"
+		 "    schedule: {cron: \"0 0 12 * * ?\", spread: 1h}\n"
+		 "    target: {url: http://127.0.0.1:8089/x}\n"
+		 "  - id: r.late\n"
+		 "    schedule: {at: \"2027-03-01T12:00:00Z\", start: \"2027-03-01T12:30:00Z\", "
+		 "spread: 1h}\n"
+		 "    target: {url: http://127.0.0.1:8089/x}\n",
+		 &l);
+	if (l.rc)
+		pal_diags_print(&l.diags, stderr);
+	assert_int_equal(l.rc, 0);
+	assert_int_equal(l.set.n, 3);
+	done(&l);
+}
+
+/* An `at` just past whose moved instant is ahead is planned, so it is not
+ * spent (validate's note "will not fire again" would be false); one whose
+ * moved instant is past too is spent. */
+static void test_jobfile_spread_at_not_spent_while_moved_ahead(void **state)
+{
+	char buf[1024], recent[32], old[32];
+	int64_t now = (int64_t)time(NULL);
+	struct loaded l;
+
+	(void)state;
+	pal_fmt_rfc3339(now - 600, recent, sizeof recent); /* r.at2: fires at now + 2914 */
+	pal_fmt_rfc3339(now - 4200, old, sizeof old);	   /* r.old: fired at now - 3339 */
+	snprintf(buf, sizeof buf,
+		 "jobs:\n"
+		 "  - id: r.at2\n"
+		 "    schedule: {at: \"%s\", spread: 1h}\n"
+		 "    target: {url: http://127.0.0.1:8089/x}\n"
+		 "  - id: r.old\n"
+		 "    schedule: {at: \"%s\", spread: 1h}\n"
+		 "    target: {url: http://127.0.0.1:8089/x}\n",
+		 recent, old);
+	load_str(buf, &l);
+	assert_int_equal(l.rc, 0);
+	assert_int_equal(l.set.n, 2);
+	assert_false(l.set.jobs[0].spent);
+	assert_true(l.set.jobs[1].spent);
+	done(&l);
+}
+
 /* The schedule forms: one of cron, every, at; whole seconds; H checked. */
 static void test_jobfile_schedule_forms(void **state)
 {
@@ -1184,6 +1266,8 @@ int main(void)
 	    cmocka_unit_test(test_jobfile_invalid_cron_names_field),
 	    cmocka_unit_test(test_jobfile_cron_that_never_fires),
 	    cmocka_unit_test(test_jobfile_past_schedules_are_spent_not_refused),
+	    cmocka_unit_test(test_jobfile_spread_moves_the_window_checks),
+	    cmocka_unit_test(test_jobfile_spread_at_not_spent_while_moved_ahead),
 	    cmocka_unit_test(test_jobfile_schedule_forms),
 	    cmocka_unit_test(test_jobfile_idempotency_key_spaces),
 	    cmocka_unit_test(test_jobfile_url_messages_mask_passwords),
