@@ -414,12 +414,14 @@ static void diag_never_fires(struct jctx *c, const pal_ynode *where, const pal_j
 {
 	char moved[160] = "";
 
-	if (offset || s->jitter_s)
+	if (offset)
 		snprintf(moved, sizeof moved,
-			 "; hint: start and end bound the instants moved by %s%s%s (this "
-			 "job's spread offset is %llds)",
-			 s->spread_s ? "spread" : "", s->spread_s && s->jitter_s ? " and " : "",
-			 s->jitter_s ? "jitter" : "", (long long)offset);
+			 "; hint: start and end bound the instants moved by spread%s (this job's "
+			 "spread offset is %llds)",
+			 s->jitter_s ? " and jitter" : "", (long long)offset);
+	else if (s->jitter_s)
+		snprintf(moved, sizeof moved,
+			 "; hint: start and end bound the instants moved by jitter");
 	if (s->has_at)
 		pal__job_diag(c, where, "at is outside [start, end)%s%s", moved,
 			      *moved ? "" : "; hint: end is exclusive");
