@@ -159,4 +159,31 @@ bool pal_planner_is_quarantined(const pal_planner *p, const char *job_id);
  */
 PAL_MUST_CHECK int pal_planner_due_ids(const pal_planner *p, int64_t t, size_t max, GPtrArray *out);
 void pal_planner_cap_horizon(pal_planner *p, int64_t t);
+
+/*
+ * Takeover.  A job put anew at a committed watermark W resumes at
+ * W - overlap, but the leader before may have decided some of its instants
+ * past that point: a tick that defers one job's catch-up (the row cap)
+ * commits a watermark below the missed runs it decided for the jobs before
+ * it.  Planting those instants again would run instants recorded as not
+ * fired and record missed runs twice.  Before the first tick after such
+ * puts, pal_planner_loaded_due() fills OUT with the ids (borrowed from P;
+ * valid until the next put or removal) of the jobs put anew since the last
+ * pal_planner_loaded_checked() that the tick at database time NOW would
+ * plan (their next instant is by its horizon; quarantined ones are left
+ * out), and returns false when no job was put anew (nothing to check).
+ * The caller reads, for each, the latest instant above W - overlap that
+ * has a trigger or a misfire row, passes it to pal_planner_resume_after()
+ * (the job resumes after it; nothing when it is not past the job's
+ * cursor), and then calls pal_planner_loaded_checked().  A job put anew
+ * whose next instant lies past the horizon needs no check: an instant the
+ * leader before decided past W is at most its horizon, which the
+ * successor's horizon passes.  Jobs loaded without a watermark are never
+ * listed.  pal_planner_resume_after() returns PAL_ENOENT when JOB_ID is
+ * not loaded; call it only between ticks (not between a tick and its
+ * commit).
+ */
+bool pal_planner_loaded_due(const pal_planner *p, int64_t now, GPtrArray *out);
+int pal_planner_resume_after(pal_planner *p, const char *job_id, int64_t decided);
+void pal_planner_loaded_checked(pal_planner *p);
 #endif

@@ -331,6 +331,17 @@ PAL_MUST_CHECK int pal_store_shard_jobs_ids(pal_store *st, const int *shards,
 					    size_t errlen);
 
 /*
+ * For each job IDS[i], the latest instant above AFTER (a shard's
+ * watermark - overlap) that the planner decided: its newest schedule or
+ * catch-up trigger or planner-written misfire row (range_to), into
+ * DECIDED[i] (PAL_NO_TIME: none).  A successor's takeover check
+ * (pal_planner_loaded_due()), inside the tick's transaction.  Blocks.
+ */
+PAL_MUST_CHECK int pal_store_decided_after(pal_store *st, const char *const *ids, size_t n,
+					   int64_t after, int64_t *decided, char *err,
+					   size_t errlen);
+
+/*
  * Graceful handoff (src/store/jobs.c, sql/014_shard_handoff.sql).
  * pal_store_handoff_write: as NODE, leader of each ROWS[i].shard at its
  * epoch whose committed watermark is its watermark, record its ids as the

@@ -726,6 +726,33 @@ static void log_activations(pal_controller *c, int s, const pal_quarantined *bad
 			s, "epoch", (json_int_t)l->epoch, "count", (json_int_t)n, "first_job", first);
 }
 
+/*
+ * Jobs of shard S put anew since its last tick resume after the latest
+ * instant a leader before decided for them (pal_planner_loaded_due()):
+ * inside the tick's transaction, so it reads what the watermark WM stands
+ * for.  Only the jobs the tick would plan are read: none in a shard of
+ * idle jobs.
+ */
+static int resume_loaded(pal_controller *c, int s, int64_t wm, int64_t now, char *err,
+			 size_t errlen)
+{
+	pal_planner *pl = c->led[s].planner;
+	GPtrArray *ids = g_ptr_array_new();
+	int rc = PAL_OK;
+	if (wm != PAL_NO_TIME && pal_planner_loaded_due(pl, now, ids) && ids->len) {
+		int64_t *decided = g_new(int64_t, ids->len);
+		rc = pal_store_decided_after(c->st, (const char *const *)ids->pdata, ids->len,
+					     wm - c->cfg.overlap_s, decided, err, errlen);
+		for (guint i = 0; !rc && i < ids->len; i++)
+			(void)pal_planner_resume_after(pl, ids->pdata[i], decided[i]);
+		g_free(decided);
+	}
+	if (!rc)
+		pal_planner_loaded_checked(pl);
+	g_ptr_array_free(ids, TRUE);
+	return rc;
+}
+
 static void tick_shard(pal_controller *c, int s)
 {
 	led_shard *l = &c->led[s];
@@ -742,6 +769,11 @@ static void tick_shard(pal_controller *c, int s)
 	}
 	if (rc) {
 		db_failed(c, "tick begin", err);
+		return;
+	}
+	if ((rc = resume_loaded(c, s, wm, now, err, sizeof err))) {
+		pal_store_tick_abort(c->st);
+		db_failed(c, "takeover check", err);
 		return;
 	}
 	rc = pal_planner_tick(l->planner, wm, now, &c->batch);

@@ -64,6 +64,10 @@ typedef struct pjob {
 	int32_t t_ref_version;
 	bool next_excl, touched, t_next_excl;
 	bool quarantined; /* its instants become misfires (reason quarantined) */
+	/* loaded anew at a committed watermark and not yet checked against the
+	 * database (pal_planner_loaded_due()): valid while equal to the
+	 * planner's load_gen */
+	uint32_t loaded_gen;
 	pversion v[]; /* nv of them, then the id */
 } pjob;
 
@@ -77,6 +81,8 @@ struct pal_planner {
 	size_t n_pending;      /* jobs whose last version awaits activation */
 	int64_t horizon_cap;   /* ticks plan no later than this (PAL_NO_TIME: no cap) */
 	bool hold_deferred;    /* pal_planner_hold_deferred(): no deferred activation */
+	uint32_t load_gen;     /* see pjob.loaded_gen; starts at 1 */
+	bool loaded_unchecked; /* some job may carry the current load_gen */
 	pjob **touched; /* jobs of the last tick */
 	size_t n_touched, cap_touched;
 };
@@ -670,6 +676,7 @@ pal_planner *pal_planner_new(int shard, const pal_planner_config *cfg)
 	p->strings = g_string_chunk_new(1024);
 	p->shard = shard;
 	p->horizon_cap = PAL_NO_TIME;
+	p->load_gen = 1;
 	p->cfg = *cfg;
 	if (p->cfg.max_rows_per_tick <= 0)
 		p->cfg.max_rows_per_tick = 50000;
@@ -878,6 +885,10 @@ int pal_planner_put_job(pal_planner *p, const char *job_id, const pal_plan_versi
 	 * or below the cursor count as planned. */
 	j->cursor = watermark == PAL_NO_TIME ? PAL_NO_TIME : watermark - p->cfg.overlap_s;
 	j->next = next_after(j, j->cursor, false, &j->next_excl);
+	if ((!old && watermark != PAL_NO_TIME) || (old && old->loaded_gen == p->load_gen)) {
+		j->loaded_gen = p->load_gen; /* an unchecked job replaced stays unchecked */
+		p->loaded_unchecked = true;
+	}
 
 	if (old) {
 		/* Keep the old cursor if it is further: a reload must not re-plan. */
@@ -1251,4 +1262,48 @@ int pal_planner_due_ids(const pal_planner *p, int64_t t, size_t max, GPtrArray *
 void pal_planner_cap_horizon(pal_planner *p, int64_t t)
 {
 	p->horizon_cap = t;
+}
+
+static void loaded_walk(const pal_planner *p, size_t i, int64_t t, GPtrArray *out)
+{
+	if (i >= p->n || p->heap[i]->next > t)
+		return; /* the subtree's keys are >= this one */
+	const pjob *j = p->heap[i];
+	if (j->loaded_gen == p->load_gen && !j->quarantined)
+		g_ptr_array_add(out, (gpointer)j->id);
+	loaded_walk(p, 2 * i + 1, t, out);
+	loaded_walk(p, 2 * i + 2, t, out);
+}
+
+bool pal_planner_loaded_due(const pal_planner *p, int64_t now, GPtrArray *out)
+{
+	g_ptr_array_set_size(out, 0);
+	if (!p->loaded_unchecked)
+		return false;
+	int64_t horizon = now + p->cfg.lookahead_s;
+	if (p->horizon_cap != PAL_NO_TIME && horizon > p->horizon_cap)
+		horizon = p->horizon_cap;
+	loaded_walk(p, 0, horizon, out);
+	return true;
+}
+
+int pal_planner_resume_after(pal_planner *p, const char *job_id, int64_t decided)
+{
+	pjob *j = find(p, job_id);
+	if (!j)
+		return PAL_ENOENT;
+	if (decided == PAL_NO_TIME || (j->cursor != PAL_NO_TIME && decided <= j->cursor))
+		return PAL_OK;
+	j->cursor = decided;
+	j->next = next_after(j, j->cursor, false, &j->next_excl);
+	heap_fix(p, j->hidx);
+	return PAL_OK;
+}
+
+void pal_planner_loaded_checked(pal_planner *p)
+{
+	p->load_gen++;
+	if (!p->load_gen) /* wrapped: 0 is what a job checked never had */
+		p->load_gen = 1;
+	p->loaded_unchecked = false;
 }

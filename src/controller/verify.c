@@ -48,6 +48,41 @@ static bool covered(json_t *misfires, int64_t at, int part)
 	return false;
 }
 
+/* The rows of MISFIRES the planner wrote (new reference): an instant it
+ * decided has one of them or a trigger, never both nor two (a quarantine
+ * row, a forbid skip or a dependent job's row may stand beside a trigger). */
+static json_t *decided_rows(json_t *misfires)
+{
+	static const char *const planner[] = {"missed", "outside_window", "over_max_catchup",
+					      "excluded"};
+	json_t *out = json_array(), *m;
+	size_t i;
+	json_array_foreach(misfires, i, m)
+	{
+		const char *why = json_string_value(json_array_get(m, 3));
+		for (size_t k = 0; why && k < sizeof planner / sizeof *planner; k++)
+			if (!strcmp(why, planner[k]))
+				json_array_append(out, m);
+	}
+	return out;
+}
+
+/* How many rows of ROWS cover instant AT of partition PART. */
+static int covering(json_t *rows, int64_t at, int part)
+{
+	size_t i;
+	json_t *m;
+	int n = 0;
+	json_array_foreach(rows, i, m)
+	{
+		int64_t f = json_integer_value(json_array_get(m, 0));
+		int64_t t = json_integer_value(json_array_get(m, 1));
+		json_t *p = json_array_get(m, 2);
+		n += at >= f && at <= t && (json_is_null(p) || json_integer_value(p) == part);
+	}
+	return n;
+}
+
 typedef struct inst {
 	int64_t at;
 	int part;
@@ -160,6 +195,7 @@ static int verify_job(pal_store *st, json_t *job, int64_t from, int64_t to, pal_
 		free(exp);
 		return rc;
 	}
+	json_t *dec = decided_rows(mis);
 	r->jobs++;
 	r->expected += (int64_t)nexp;
 	size_t nt = json_array_size(trig), i = 0, j = 0;
@@ -179,6 +215,11 @@ static int verify_job(pal_store *st, json_t *job, int64_t from, int64_t to, pal_
 		if (c < 0) {
 			if (covered(mis, exp[i].at, exp[i].part)) {
 				r->misfired++;
+				int d = covering(dec, exp[i].at, exp[i].part);
+				if (d > 1) {
+					r->duplicates += d - 1;
+					sample(r, "decided_twice", id, exp[i].at, exp[i].part, d);
+				}
 			} else {
 				r->missing++;
 				sample(r, "missing", id, exp[i].at, exp[i].part, 0);
@@ -201,9 +242,15 @@ static int verify_job(pal_store *st, json_t *job, int64_t from, int64_t to, pal_
 				r->duplicates += rows - 1;
 				sample(r, "duplicates", id, got.at, got.part, rows);
 			}
+			int d = json_array_size(dec) ? covering(dec, got.at, got.part) : 0;
+			if (d) {
+				r->duplicates += d;
+				sample(r, "decided_twice", id, got.at, got.part, rows + d);
+			}
 			i++, j++;
 		}
 	}
+	json_decref(dec);
 	json_decref(trig);
 	json_decref(mis);
 	free(exp);

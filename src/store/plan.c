@@ -421,6 +421,46 @@ int pal_store_shard_jobs_ids(pal_store *st, const int *shards, const int64_t *cu
 			  errlen);
 }
 
+int pal_store_decided_after(pal_store *st, const char *const *ids, size_t n, int64_t after,
+			    int64_t *decided, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < n; i++)
+		decided[i] = PAL_NO_TIME;
+	if (!n)
+		return PAL_OK;
+	pal_pgarr ai;
+	pal__pgarr_init(&ai);
+	for (size_t i = 0; i < n; i++)
+		pal__pgarr_text(&ai, ids[i]);
+	char *ia = pal__pgarr_end(&ai), a[24];
+	snprintf(a, sizeof a, "%" PRId64, after);
+	const char *p[] = {ia, a};
+	/* Two probes a job: the plan key (job_id, scheduled_at, partition) from
+	 * its newest row down, and the job's misfire rows; only rows the
+	 * planner writes (a manual or backfill trigger, a forbid skip or a
+	 * resume's row says nothing about what the planner decided). */
+	PGresult *r = pal__store_query(
+	    st,
+	    "SELECT d.ord, floor(extract(epoch FROM greatest("
+	    "  (SELECT max(t.scheduled_at) FROM triggers t WHERE t.job_id = d.id"
+	    "    AND t.scheduled_at > to_timestamp($2::bigint) AND t.request_id IS NULL),"
+	    "  (SELECT max(m.range_to) FROM misfires m WHERE m.job_id = d.id"
+	    "    AND m.range_to > to_timestamp($2::bigint) AND m.reason IN"
+	    "    ('missed', 'outside_window', 'over_max_catchup', 'excluded', 'quarantined')))"
+	    "))::bigint FROM unnest($1::text[]) WITH ORDINALITY d(id, ord)",
+	    2, p, err, errlen);
+	g_free(ia);
+	if (!r)
+		return PAL_EDB;
+	for (int i = 0; i < PQntuples(r); i++) {
+		int64_t k = val_i64(r, i, 0);
+		if (k >= 1 && (size_t)k <= n && !PQgetisnull(r, i, 1))
+			decided[k - 1] = val_i64(r, i, 1);
+	}
+	PQclear(r);
+	return PAL_OK;
+}
+
 int pal_store_tick_begin(pal_store *st, int shard, int64_t epoch, int64_t *watermark, int64_t *now,
 			 char *err, size_t errlen)
 {

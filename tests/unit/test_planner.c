@@ -498,6 +498,113 @@ static void test_planner_handoff_due_ids_and_cap(void **st)
 	pal_planner_free(p);
 }
 
+/* A committed row of the database: job JOB's instants LO..HI have a
+ * trigger (LO == HI) or a misfire row. */
+typedef struct db_row {
+	const char *job;
+	int64_t lo, hi, count;
+	bool misfire;
+} db_row;
+
+static size_t db_add(db_row *db, size_t n, const pal_plan_batch *b)
+{
+	for (size_t i = 0; i < b->n_trig; i++)
+		db[n++] = (db_row){b->trig[i].job_id, b->trig[i].at, b->trig[i].at, 1, false};
+	for (size_t i = 0; i < b->n_mis; i++)
+		db[n++] =
+		    (db_row){b->mis[i].job_id, b->mis[i].from, b->mis[i].to, b->mis[i].count, true};
+	return n;
+}
+
+static void test_planner_takeover_resumes_after_decided(void **st)
+{
+	/* An hour down; the tick's row cap defers b.minutely's catch-up, so
+	 * the tick commits a watermark below the missed runs it decided for
+	 * a.skip and c.fill.  A successor loading the jobs at that watermark
+	 * must neither plant the instants recorded as not fired nor decide
+	 * the missed runs again: it resumes each job after the latest instant
+	 * the database holds for it (what pal_store_decided_after() reads). */
+	pal_planner_config c = cfg;
+	c.max_rows_per_tick = 200;
+	int64_t w0 = 1803988800 + 20, now = w0 + 3600; /* :20 past a minute */
+	const char *cron[] = {"* * * * * ?", "* * * * * ?", "0 * * * * ?", "0 0 0 1 1 ? 2090"};
+	const char *ids[] = {"a.skip", "c.fill", "b.minutely", "d.idle"};
+	pal_misfire_policy mp[] = {PAL_MISFIRE_SKIP, PAL_MISFIRE_FIRE_ALL, PAL_MISFIRE_FIRE_ALL,
+				   PAL_MISFIRE_SKIP};
+	pal_planner *p1 = pal_planner_new(0, &c), *p2 = pal_planner_new(0, &c);
+	for (int i = 0; i < 4; i++) {
+		pal_job_spec s = spec(ids[i], cron[i], mp[i]);
+		s.max_catchup = i == 1 ? 150 : 100;
+		put1(p1, s, 1, 0, w0);
+	}
+	pal_plan_batch b = {0};
+	assert_int_equal(pal_planner_tick(p1, w0, now, &b), 0);
+	assert_false(b.complete);
+	int64_t wm = b.watermark;
+	assert_true(wm < now - 60); /* below the runs decided */
+	db_row *db = malloc((b.n_trig + b.n_mis + 100000) * sizeof *db);
+	size_t n_db = db_add(db, 0, &b);
+	pal_planner_commit(p1, &b);
+
+	/* The leader dies; a successor loads the shard at WM. */
+	for (int i = 0; i < 4; i++) {
+		pal_job_spec s = spec(ids[i], cron[i], mp[i]);
+		s.max_catchup = i == 1 ? 150 : 100;
+		put1(p2, s, 1, 0, wm);
+	}
+	int64_t now2 = now + 2;
+	GPtrArray *due = g_ptr_array_new();
+	assert_true(pal_planner_loaded_due(p2, now2, due));
+	assert_int_equal(due->len, 3); /* not d.idle */
+	for (guint i = 0; i < due->len; i++) {
+		assert_true(strcmp(due->pdata[i], "d.idle"));
+		int64_t decided = PAL_NO_TIME;
+		for (size_t k = 0; k < n_db; k++)
+			if (!strcmp(db[k].job, due->pdata[i]) && db[k].hi > wm - c.overlap_s &&
+			    (decided == PAL_NO_TIME || db[k].hi > decided))
+				decided = db[k].hi;
+		assert_int_equal(pal_planner_resume_after(p2, due->pdata[i], decided), 0);
+	}
+	pal_planner_loaded_checked(p2);
+	assert_false(pal_planner_loaded_due(p2, now2, due));
+	assert_int_equal(pal_planner_resume_after(p2, "no.such", wm), PAL_ENOENT);
+
+	/* Until every missed run is decided: no instant in two rows. */
+	for (int t = 0; t < 10; t++) {
+		assert_int_equal(pal_planner_tick(p2, wm, now2 + t, &b), 0);
+		for (size_t i = 0; i < b.n_trig; i++)
+			for (size_t k = 0; k < n_db; k++)
+				if (!strcmp(db[k].job, b.trig[i].job_id) && db[k].misfire)
+					assert_false(b.trig[i].at >= db[k].lo &&
+						     b.trig[i].at <= db[k].hi);
+		for (size_t i = 0; i < b.n_mis; i++)
+			for (size_t k = 0; k < n_db; k++)
+				if (!strcmp(db[k].job, b.mis[i].job_id))
+					assert_false(b.mis[i].from <= db[k].hi &&
+						     db[k].lo <= b.mis[i].to);
+		n_db = db_add(db, n_db, &b);
+		pal_planner_commit(p2, &b);
+		wm = b.watermark;
+		if (b.complete)
+			break;
+	}
+	assert_true(b.complete);
+	/* Nothing lost either: every instant in (w0, wm] is in exactly one
+	 * row (no two rows share one, checked above). */
+	for (int i = 0; i < 3; i++) {
+		int64_t n = 0, want = i < 2 ? wm - w0 : (wm - (w0 + 40)) / 60 + 1;
+		for (size_t k = 0; k < n_db; k++)
+			if (!strcmp(db[k].job, ids[i]) && db[k].lo > w0 && db[k].hi <= wm)
+				n += db[k].count;
+		assert_int_equal(n, want);
+	}
+	g_ptr_array_free(due, TRUE);
+	free(db);
+	pal_plan_batch_free(&b);
+	pal_planner_free(p2);
+	pal_planner_free(p1);
+}
+
 /* Put job ID as version VERSION (activated at EFF) with CRON. */
 static void put_v(pal_planner *p, const char *id, const char *cron, int version, int64_t eff,
 		  int64_t wm)
@@ -842,6 +949,7 @@ int main(void)
 		cmocka_unit_test(test_planner_handoff_due_ids_and_cap),
 		cmocka_unit_test(test_planner_index_follows_50000_jobs),
 		cmocka_unit_test(test_planner_reload_unchanged_keeps_cursor),
+	    cmocka_unit_test(test_planner_takeover_resumes_after_decided),
 		cmocka_unit_test(test_planner_reload_new_version_keeps_old_schedule),
 		cmocka_unit_test(test_zone_acquire_shares_with_schedules),
 	};
