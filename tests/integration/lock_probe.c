@@ -158,7 +158,12 @@ int main(int argc, char **argv)
 	if (pal_store_open(pg, &setup, err, sizeof err) ||
 	    pal_store_open(pg, &x.renew_st, err, sizeof err) ||
 	    pal_store_open(pg, &x.commit_st, err, sizeof err) ||
-	    pal_store_prepare_commits(x.commit_st, err, sizeof err)) {
+	    pal_store_prepare_commits(x.commit_st, err, sizeof err) ||
+	    /* the busy check holds its transaction open while the renewal runs
+	     * on another session: on a loaded machine longer than the 5 s a
+	     * store session may idle in a transaction (conn.c) */
+	    pal__store_exec(setup, "SET idle_in_transaction_session_timeout = 0", err,
+			    sizeof err)) {
 		fprintf(stderr, "lock_probe: %s\n", err);
 		return 1;
 	}
