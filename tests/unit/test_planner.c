@@ -527,12 +527,13 @@ static void test_planner_takeover_resumes_after_decided(void **st)
 	pal_planner_config c = cfg;
 	c.max_rows_per_tick = 200;
 	int64_t w0 = 1803988800 + 20, now = w0 + 3600; /* :20 past a minute */
-	const char *cron[] = {"* * * * * ?", "* * * * * ?", "0 * * * * ?", "0 0 0 1 1 ? 2090"};
-	const char *ids[] = {"a.skip", "c.fill", "b.minutely", "d.idle"};
+	const char *cron[] = {"* * * * * ?", "* * * * * ?", "0 * * * * ?", "0 0 0 1 1 ? 2090",
+			      "* * * * * ?"};
+	const char *ids[] = {"a.skip", "c.fill", "b.minutely", "d.idle", "e.once"};
 	pal_misfire_policy mp[] = {PAL_MISFIRE_SKIP, PAL_MISFIRE_FIRE_ALL, PAL_MISFIRE_FIRE_ALL,
-				   PAL_MISFIRE_SKIP};
+				   PAL_MISFIRE_SKIP, PAL_MISFIRE_FIRE_ONCE};
 	pal_planner *p1 = pal_planner_new(0, &c), *p2 = pal_planner_new(0, &c);
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		pal_job_spec s = spec(ids[i], cron[i], mp[i]);
 		s.max_catchup = i == 1 ? 150 : 100;
 		put1(p1, s, 1, 0, w0);
@@ -547,7 +548,7 @@ static void test_planner_takeover_resumes_after_decided(void **st)
 	pal_planner_commit(p1, &b);
 
 	/* The leader dies; a successor loads the shard at WM. */
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		pal_job_spec s = spec(ids[i], cron[i], mp[i]);
 		s.max_catchup = i == 1 ? 150 : 100;
 		put1(p2, s, 1, 0, wm);
@@ -555,7 +556,7 @@ static void test_planner_takeover_resumes_after_decided(void **st)
 	int64_t now2 = now + 2;
 	GPtrArray *due = g_ptr_array_new();
 	assert_true(pal_planner_loaded_due(p2, now2, due));
-	assert_int_equal(due->len, 3); /* not d.idle */
+	assert_int_equal(due->len, 4); /* not d.idle */
 	for (guint i = 0; i < due->len; i++) {
 		assert_true(strcmp(due->pdata[i], "d.idle"));
 		int64_t decided = PAL_NO_TIME;
@@ -591,8 +592,10 @@ static void test_planner_takeover_resumes_after_decided(void **st)
 	assert_true(b.complete);
 	/* Nothing lost either: every instant in (w0, wm] is in exactly one
 	 * row (no two rows share one, checked above). */
-	for (int i = 0; i < 3; i++) {
-		int64_t n = 0, want = i < 2 ? wm - w0 : (wm - (w0 + 40)) / 60 + 1;
+	for (int i = 0; i < 5; i++) {
+		if (i == 3)
+			continue; /* d.idle */
+		int64_t n = 0, want = i != 2 ? wm - w0 : (wm - (w0 + 40)) / 60 + 1;
 		for (size_t k = 0; k < n_db; k++)
 			if (!strcmp(db[k].job, ids[i]) && db[k].lo > w0 && db[k].hi <= wm)
 				n += db[k].count;
