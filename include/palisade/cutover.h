@@ -18,6 +18,7 @@ typedef struct pal_cutover_req {
 	int64_t at;	       /* from this instant on (epoch seconds) */
 	int64_t max_pending_s; /* the oldest_pending_s stop line */
 	const char *sink_pg;   /* the sink's conninfo for doubled_effects, or NULL */
+	bool dry_run;	       /* stop lines and the step's answer, then roll it back */
 } pal_cutover_req;
 
 /*
@@ -27,7 +28,8 @@ typedef struct pal_cutover_req {
  * pending trigger older than max_pending_s, an open ticket.  Blocks (one
  * verify per job of the scope).  *OUT (json_decref) is the `cutover --output
  * json` object: {scope, percent, at, previous_percent, jobs, live_jobs,
- * moved} when taken, {scope, refused: true, previous_percent, crossed:
+ * made_live, moved, split_chains, dry_run} when taken (with DRY_RUN, as it
+ * would be: nothing is kept, no audit row), {scope, refused: true, previous_percent, crossed:
  * [{line, value, bound}]} with *REFUSED set when a stop line is crossed
  * (nothing changed).  Errors as pal_store_cutover() (PAL_EINVAL a narrowing
  * step or one before the latest, PAL_ENOENT nothing in shadow), PAL_EDB for

@@ -63,6 +63,10 @@ typedef struct pal_cutover_result {
 	 * one side live and the other shadow: [{job, upstream, job_live}],
 	 * owned by the caller (json_decref) */
 	json_t *split;
+	/* the ids of the scope's jobs, not retired, that are shadow at AT
+	 * without the step and live with it, sorted: the jobs to take out of
+	 * the old system at AT; owned by the caller (json_decref) */
+	json_t *made_live;
 } pal_cutover_result;
 
 /* Make the jobs of SC whose bucket is below PERCENT live from AT on (at
@@ -71,10 +75,11 @@ typedef struct pal_cutover_result {
  * widen the scope's latest step (narrowing is a roll-back) or AT is before
  * that step's instant (the last step taken governs), PAL_ENOENT
  * when no job of SC is in shadow.  Audited (cutover).  The caller checks
- * the stop lines first. */
+ * the stop lines first.  With DRY_RUN the same transaction is rolled back:
+ * RES says what the step would do, and nothing changes. */
 PAL_MUST_CHECK int pal_store_cutover(pal_store *st, const pal_scope *sc, int percent, int64_t at,
-				     const char *actor, const char *reason, pal_cutover_result *res,
-				     char *err, size_t errlen);
+				     const char *actor, const char *reason, bool dry_run,
+				     pal_cutover_result *res, char *err, size_t errlen);
 
 /* Put SC back in shadow from now on (`palisade rollback`): a step of 0 %,
  * a shadow row for SC when it had none, its schedule triggers that wait

@@ -267,7 +267,8 @@ void pal_api__h_rollback(call *c)
 }
 
 /* `palisade cutover`: one step of the scope of the body, "percent" (1..100,
- * default 100) live from "at" (RFC 3339, now or later), refused (409
+ * default 100) live from "at" (RFC 3339, now or later; ?dry_run=true: what
+ * it would do, nothing changed), refused (409
  * stop-line-crossed, the lines in "crossed") while a stop line of the
  * latest live step is crossed ("max_pending_age_ms", default 60000).  The
  * doubled-effects line needs the sink's database: the CLI's --sink-pg on
@@ -296,6 +297,13 @@ void pal_api__h_cutover(call *c)
 	}
 	if (mp)
 		rq.max_pending_s = json_integer_value(mp) / 1000;
+	const char *dry = pal_api__query(c, "dry_run");
+	if (dry && strcmp(dry, "true") && strcmp(dry, "false")) {
+		pal_api__problem(c, 400, "bad-parameter", "Bad parameter",
+				 "dry_run: expected true or false");
+		return;
+	}
+	rq.dry_run = dry && !strcmp(dry, "true");
 	if (rq.at < (int64_t)time(NULL) - 1) {
 		pal_api__problem(
 		    c, 400, "bad-step", "Not a step",

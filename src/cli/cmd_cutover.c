@@ -257,7 +257,7 @@ static void usage_cutover(FILE *fp)
 {
 	fprintf(fp,
 		"usage: palisade cutover (--job JOB | --group GROUP | --tenant TENANT)\n"
-		"                        --at RFC3339 --reason TEXT [--percent N]\n"
+		"                        --at RFC3339 --reason TEXT [--percent N] [--dry-run]\n"
 		"                        [--max-pending-age DURATION] [--sink-pg CONNINFO]\n"
 		"                        [--output table|json] [--pg CONNINFO] [--config FILE]\n"
 		"                        [--server URL [--token-file FILE]] (not with --sink-pg)\n"
@@ -270,6 +270,9 @@ static void usage_cutover(FILE *fp)
 		"trigger older than --max-pending-age (default 60s), an open ticket.  Audited.\n"
 		"A chain of jobs (after:) the step leaves with one side live and the other\n"
 		"shadow is named in a warning on stderr (split_chains with --output json).\n"
+		"It lists the jobs it makes live, one per line (made_live): take them out of\n"
+		"the old system at --at.  --dry-run checks the stop lines and answers what the\n"
+		"step would do, changing nothing (no audit row).\n"
 		"Exit: 0 done, 3 no such job or nothing in shadow, 4 a stop line is crossed (each\n"
 		"named), 64 usage (a narrowing step, --at in the past or before the latest\n"
 		"step), 69 database unreachable.\n");
@@ -280,6 +283,7 @@ typedef struct cutover_opts {
 	const char *sink_pg;
 	long long percent;
 	int64_t at, max_pending_ms;
+	bool dry_run;
 } cutover_opts;
 
 static int cutover_opt(void *ctx, const char *cmd, int opt, const char *arg)
@@ -297,6 +301,9 @@ static int cutover_opt(void *ctx, const char *cmd, int opt, const char *arg)
 	case 'K':
 		o->sink_pg = arg;
 		return 0;
+	case 'D':
+		o->dry_run = true;
+		return 0;
 	default:
 		return -1;
 	}
@@ -311,6 +318,7 @@ int pal_cmd_cutover(int argc, char **argv)
 					   {"percent", required_argument, NULL, 'P'},
 					   {"max-pending-age", required_argument, NULL, 'M'},
 					   {"sink-pg", required_argument, NULL, 'K'},
+					   {"dry-run", no_argument, NULL, 'D'},
 					   {0}};
 	int ec = parse_scope_args(&a, argc, argv, lo, cutover_opt, &o, usage_cutover, true);
 	if (ec >= 0)
@@ -330,7 +338,7 @@ int pal_cmd_cutover(int argc, char **argv)
 				       "would run again; give now or later");
 		return PAL_EXIT_USAGE;
 	}
-	pal_cutover_req rq = {sc, (int)percent, at, max_pending_ms / 1000, sink_pg};
+	pal_cutover_req rq = {sc, (int)percent, at, max_pending_ms / 1000, sink_pg, o.dry_run};
 	json_t *ans;
 	bool refused = false;
 	if (pal_cli_server(&c)) {
@@ -345,8 +353,10 @@ int pal_cmd_cutover(int argc, char **argv)
 					 sc.name, "reason", reason, "percent", (int)percent, "at",
 					 ts, "max_pending_age_ms", (json_int_t)max_pending_ms);
 		/* a crossed stop line: 409, its detail naming each, exit 4 */
-		if ((ec =
-			 pal_cli_remote_send(&c, "cutover", "POST", "/api/v1/cutover", body, &ans)))
+		if ((ec = pal_cli_remote_send(&c, "cutover", "POST",
+					      o.dry_run ? "/api/v1/cutover?dry_run=true"
+							: "/api/v1/cutover",
+					      body, &ans)))
 			return ec;
 	} else {
 		pal_store *st;
@@ -378,13 +388,19 @@ int pal_cmd_cutover(int argc, char **argv)
 			    (long long)json_integer_value(json_object_get(x, "bound")));
 		}
 	} else {
-		printf("%s cut over to %lld %% from %s: %lld of %lld jobs live from then on; %lld "
-		       "planned triggers made live\n",
+		json_t *made = json_object_get(ans, "made_live");
+		printf("%s%s cut over to %lld %% from %s: %lld of %lld jobs live from then on; "
+		       "%lld planned triggers made live; %zu jobs made live by this step%s\n",
+		       o.dry_run ? "dry run, nothing changed: " : "",
 		       json_string_value(json_object_get(ans, "scope")), percent,
 		       json_string_value(json_object_get(ans, "at")),
 		       (long long)json_integer_value(json_object_get(ans, "live_jobs")),
 		       (long long)json_integer_value(json_object_get(ans, "jobs")),
-		       (long long)json_integer_value(json_object_get(ans, "moved")));
+		       (long long)json_integer_value(json_object_get(ans, "moved")),
+		       json_array_size(made), json_array_size(made) ? ":" : "");
+		size_t i;
+		json_t *x;
+		json_array_foreach(made, i, x) printf("  %s\n", json_string_value(x));
 		warn_split(json_object_get(ans, "split_chains"));
 	}
 	json_decref(ans);

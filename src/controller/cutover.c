@@ -146,17 +146,19 @@ int pal_cutover_step(pal_store *st, const pal_cutover_req *rq, const char *actor
 		json_decref(crossed);
 	}
 	pal_cutover_result res;
-	rc = pal_store_cutover(st, &rq->scope, rq->percent, rq->at, actor, reason, &res, err,
-			       errlen);
+	rc = pal_store_cutover(st, &rq->scope, rq->percent, rq->at, actor, reason, rq->dry_run,
+			       &res, err, errlen);
 	if (rc) {
 		json_decref(res.split);
+		json_decref(res.made_live);
 		return rc;
 	}
 	char ts[32];
 	pal_fmt_rfc3339(rq->at, ts, sizeof ts);
-	*out = json_pack("{s:s, s:i, s:s, s:i, s:I, s:I, s:I, s:o}", "scope", scope, "percent",
-			 rq->percent, "at", ts, "previous_percent", res.previous_percent, "jobs",
-			 (json_int_t)res.jobs, "live_jobs", (json_int_t)res.live_jobs, "moved",
-			 (json_int_t)res.moved, "split_chains", res.split);
+	*out = json_pack("{s:s, s:i, s:s, s:i, s:I, s:I, s:o, s:I, s:o, s:b}", "scope", scope,
+			 "percent", rq->percent, "at", ts, "previous_percent", res.previous_percent,
+			 "jobs", (json_int_t)res.jobs, "live_jobs", (json_int_t)res.live_jobs,
+			 "made_live", res.made_live, "moved", (json_int_t)res.moved, "split_chains",
+			 res.split, "dry_run", rq->dry_run);
 	return PAL_OK;
 }

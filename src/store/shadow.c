@@ -421,6 +421,7 @@ static int cut_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	cut_ctx *c = vctx;
 	pal_cutover_result *res = c->res;
 	json_decref(res->split); /* a retried transaction's */
+	json_decref(res->made_live);
 	memset(res, 0, sizeof *res);
 	int rc = lock_shadow(st, c->sc, err, errlen);
 	if (rc)
@@ -476,13 +477,44 @@ static int cut_body(pal_store *st, void *vctx, char *err, size_t errlen)
 			 c->scope, res->previous_percent, prev);
 		return PAL_EINVAL;
 	}
+	/* the active jobs of the scope that are shadow at AT before the step:
+	 * those of them live after it are the ones it makes live */
+	const char *pm[] = {pk[0], pk[1], at};
+	PGresult *r = pal__store_query(
+	    st,
+	    "SELECT coalesce(array_agg(t.job_id ORDER BY t.job_id), '{}')::text FROM jobs t"
+	    " WHERE " IN_SCOPE("t") " AND t.retired_at IS NULL"
+				    "  AND NOT palisade_trigger_live(t.job_id, t.tenant,"
+				    "   t.resource_group, to_timestamp($3::bigint))",
+	    3, pm, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	char *shadow_before = strdup(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	if (!shadow_before) {
+		snprintf(err, errlen, "out of memory");
+		return PAL_ENOMEM;
+	}
 	const char *ps[] = {c->scope, at, pc, c->actor, c->reason};
 	if ((rc = pal__ops_exec(st,
 				"INSERT INTO cutover_steps (scope, at, percent, actor, reason)"
 				" VALUES ($1, to_timestamp($2::bigint), $3::int, $4, $5)",
-				5, ps, NULL, err, errlen)))
+				5, ps, NULL, err, errlen))) {
+		free(shadow_before);
 		return rc;
-	const char *pm[] = {pk[0], pk[1], at};
+	}
+	const char *pl[] = {shadow_before, at};
+	rc = pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(t.job_id ORDER BY t.job_id), '[]')"
+	    " FROM unnest($1::text[]) b(job_id)"
+	    " JOIN jobs t ON t.job_id = b.job_id"
+	    " WHERE palisade_trigger_live(t.job_id, t.tenant, t.resource_group,"
+	    "  to_timestamp($2::bigint))",
+	    2, pl, &res->made_live, err, errlen);
+	free(shadow_before);
+	if (rc)
+		return rc;
 	if ((rc = pal__ops_query_i64(st, "SELECT count(*) FROM " CUT_MOVE " m", 3, pm, &res->moved,
 				     err, errlen)))
 		return rc;
@@ -504,14 +536,20 @@ static int cut_body(pal_store *st, void *vctx, char *err, size_t errlen)
 }
 
 int pal_store_cutover(pal_store *st, const pal_scope *sc, int percent, int64_t at,
-		      const char *actor, const char *reason, pal_cutover_result *res, char *err,
-		      size_t errlen)
+		      const char *actor, const char *reason, bool dry_run, pal_cutover_result *res,
+		      char *err, size_t errlen)
 {
 	char scope[200];
 	pal_scope_format(sc, scope, sizeof scope);
 	cut_ctx c = {sc, scope, actor, reason, percent, at, res};
-	res->split = NULL;
-	return pal__ops_in_tx(st, cut_body, &c, err, errlen);
+	res->split = res->made_live = NULL;
+	if (!dry_run)
+		return pal__ops_in_tx(st, cut_body, &c, err, errlen);
+	if (pal__store_exec(st, "BEGIN", err, errlen))
+		return PAL_EDB;
+	int rc = cut_body(st, &c, err, errlen);
+	pal__store_rollback(st);
+	return rc;
 }
 
 /* Every waiting schedule trigger of the scope ($1, $2), the due ones too

@@ -342,6 +342,14 @@ import datetime
 LATER = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
 if tv:
     call("POST", "/api/v1/cutover", {"job": "c.one", "reason": "contract", "at": LATER}, token=tv["token"], want=403)
+st, co = call("POST", "/api/v1/cutover?dry_run=true", {"job": "c.one", "reason": "contract", "at": LATER}, want=200)
+# c.one was pruned above: retired, so no instant of it becomes live and the
+# old system keeps it (made_live names active jobs only)
+if st != 200 or (co["made_live"], co["dry_run"], co["previous_percent"]) != ([], True, 0):
+    failures.append(f"a dry run of a cutover of c.one to 100 %: {co}")
+    print(f"    FAIL a dry run of a cutover of c.one to 100 %: {co}")
+call("POST", "/api/v1/cutover?dry_run=maybe", {"job": "c.one", "reason": "contract", "at": LATER}, want=400)
+# the dry run left nothing: the step below is still the first
 st, co = call("POST", "/api/v1/cutover", {"job": "c.one", "reason": "contract", "at": LATER, "percent": 50, "max_pending_age_ms": 60000}, want=200)
 if st != 200 or (co["scope"], co["percent"], co["previous_percent"]) != ("job:c.one", 50, 0):
     failures.append(f"cutover of c.one to 50 %: {co}")

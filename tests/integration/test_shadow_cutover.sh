@@ -9,6 +9,7 @@
 # line; a roll-back hands back exactly the due triggers waiting, each with
 # its idempotency key, and later instants are shadow again; a step before
 # the latest one is refused, a roll-back overrides a step planned for later,
+# a step names the jobs it makes live and a dry run changes nothing,
 # and leaves alone a job another scope keeps live; a cut-over makes no
 # instant of a retired job live.
 source tests/integration/lib.sh
@@ -69,7 +70,15 @@ expect_eq "... exactly the instant removed and the one added" "palisade $DROP no
 
 # 10 %: the first job live from T1 on
 T1=$(( ($(date +%s) + 4) / 2 * 2 ))
-expect_exit "cut-over of 10 % from T1" 0 "$PAL" cutover --config "$CLUSTER_CONF" --group mig --percent 10 --at "$(date -u -d @$T1 +%FT%TZ)" --reason "first step"
+steps() { sql "select count(*) from cutover_steps where scope = 'group:mig'"; }
+out=$("$PAL" cutover --config "$CLUSTER_CONF" --group mig --percent 10 --at "$(date -u -d @$T1 +%FT%TZ)" --reason "try" --dry-run --output json); ec=$?
+expect_eq "a dry run of the 10 % step: exit 0" 0 $ec
+expect_eq "... names the one job it would make live, as a dry run" "$J10|true|1" "$(jq -r '"\(.made_live | join(" "))|\(.dry_run)|\(.live_jobs)"' <<<"$out")"
+expect_eq "... and changes nothing: no step, no audit row, every trigger still shadow" "0|0|shadow" \
+	"$(steps)|$(sql "select count(*) from audit_log where action = 'cutover'")|$(sql "select string_agg(distinct state, ',') from trigger_jobs where job_id like 'mig.%'")"
+out=$("$PAL" cutover --config "$CLUSTER_CONF" --group mig --percent 10 --at "$(date -u -d @$T1 +%FT%TZ)" --reason "first step"); ec=$?
+expect_eq "cut-over of 10 % from T1" 0 $ec
+expect_eq "... lists the job it makes live, alone" "  $J10" "$(grep '^  ' <<<"$out")"
 past_t1() { [ "$(effects "t.job_id = '$J10'")" -ge 3 ]; }
 wait_until "the 10 % job calls from T1 on" 30 past_t1
 expect_eq "... no effect of it before T1" 0 "$(effects "t.job_id = '$J10' and t.scheduled_at < to_timestamp($T1)")"
@@ -90,7 +99,10 @@ wait_until "the held triggers ran" 30 drained
 
 # 100 % from T2
 T2=$(( ($(date +%s) + 4) / 2 * 2 ))
-expect_exit "cut-over of 100 % from T2" 0 "$PAL" cutover --config "$CLUSTER_CONF" --group mig --percent 100 --at "$(date -u -d @$T2 +%FT%TZ)" --max-pending-age 5s --reason "all in"
+out=$("$PAL" cutover --config "$CLUSTER_CONF" --group mig --percent 100 --at "$(date -u -d @$T2 +%FT%TZ)" --max-pending-age 5s --reason "all in" --output json); ec=$?
+expect_eq "cut-over of 100 % from T2" 0 $ec
+expect_eq "... makes live the two other jobs, not the one live already" "$(printf '%s\n' "$JA" "$JB" | sort | paste -sd' ')|false" \
+	"$(jq -r '"\(.made_live | join(" "))|\(.dry_run)"' <<<"$out")"
 expect_exit "a narrowing step is refused (64)" 64 "$PAL" cutover --config "$CLUSTER_CONF" --group mig --percent 50 --at "$(date -u -d @$(( T2 + 10 )) +%FT%TZ)" --reason "no"
 past_t2() { [ "$(effects "t.job_id in ('$JA', '$JB')")" -ge 4 ]; }
 wait_until "the other jobs call from T2 on" 30 past_t2
