@@ -6,11 +6,38 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <glib.h>
 #include "palisade/apistore.h"
+#include "palisade/template.h"
 #include "palisade/lifecycle.h"
 #include "palisade/timefmt.h"
 #include "palisade/trace.h"
 #include "api_int.h"
+
+/*
+ * The request id a run takes from the Idempotency-Key header (none in the
+ * body): "TOKEN:KEY", the key in the calling token's name space, as the
+ * idempotency layer keeps keys per token.  Request ids are unique per job,
+ * so two systems that send the same key for two events get two runs, and
+ * a retried event of one system (after the day its answer is kept) finds
+ * its own run.  A pair longer than a request id may be takes the key's
+ * SHA-256 instead: "TOKEN::HEX", cut to fit.  Into OUT (at least
+ * PAL_TPL_REQUEST_ID_MAX + 1 bytes); false when KEY is not made of a
+ * request id's characters.
+ */
+static bool header_request_id(const call *c, const char *key, char *out)
+{
+	if (!pal_ops_request_id_ok(key))
+		return false;
+	size_t room = PAL_TPL_REQUEST_ID_MAX + 1;
+	int n = snprintf(out, room, "%s:%s", c->who.name, key);
+	if (n >= 0 && (size_t)n < room)
+		return true;
+	char *hex = g_compute_checksum_for_string(G_CHECKSUM_SHA256, key, -1);
+	snprintf(out, room, "%s::%s", c->who.name, hex);
+	g_free(hex);
+	return true;
+}
 
 #define BACKFILL_MAX 1000 /* instants of a backfill (its --max default) */
 
@@ -34,8 +61,19 @@ void pal_api__h_job_trigger(call *c)
 				 "at \"%.40s\": expected RFC 3339 (2026-01-01T00:00:00Z)", at_s);
 		return;
 	}
-	if (!rid)
-		rid = pal_api__header(c, "Idempotency-Key");
+	char from_key[PAL_TPL_REQUEST_ID_MAX + 1];
+	const char *key = pal_api__header(c, "Idempotency-Key");
+	if (!rid && key) {
+		if (!header_request_id(c, key, from_key)) {
+			pal_api__problem(
+			    c, 422, "invalid", "Invalid request",
+			    "Idempotency-Key \"%.40s\" as the run's request id: expected "
+			    "characters of A-Z a-z 0-9 . _ : -, or a request_id",
+			    key);
+			return;
+		}
+		rid = from_key;
+	}
 	char uuid[37];
 	if (!rid) {
 		if (pal_ops_uuid4(uuid)) {
@@ -189,8 +227,12 @@ void pal_api__h_job_backfill(call *c)
 				 "\"max\" must be a positive integer");
 		return;
 	}
-	if (!rid)
-		rid = pal_api__header(c, "Idempotency-Key");
+	char from_key[PAL_TPL_REQUEST_ID_MAX + 1];
+	const char *key = pal_api__header(c, "Idempotency-Key");
+	if (!rid && key && header_request_id(c, key, from_key))
+		rid = from_key;
+	else if (!rid && key)
+		rid = key; /* refused just below, as a request_id is */
 	char uuid[37], err[1024];
 	if (!rid && pal_ops_uuid4(uuid) == 0)
 		rid = uuid;

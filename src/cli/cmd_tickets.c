@@ -33,6 +33,8 @@ static void usage(FILE *fp)
 		"                  just resolved\n"
 		"  backfill        misfire ticket: plan its evidence range as a backfill\n"
 		"                  (request id ticket-ID; at most --max instants, default %d)\n"
+		"  release         quarantine ticket: the job leaves quarantine, as\n"
+		"                  `palisade release JOB` does\n"
 		"The ticket becomes resolved with actor, time, reason and evidence; audited.\n"
 		"Exit: 0 done, 3 no such ticket, 4 already resolved or its trigger not in\n"
 		"'manual', 64 usage, 65 action not allowed / bad evidence / over --max,\n"
@@ -53,7 +55,8 @@ static void actions(json_t *t, char *buf, size_t len)
 	json_t *a;
 	json_array_foreach(json_object_get(t, "allowed_actions"), i, a)
 	{
-		int n = snprintf(buf + used, len - used, "%s%s", i ? "," : "", json_string_value(a));
+		int n =
+		    snprintf(buf + used, len - used, "%s%s", i ? "," : "", json_string_value(a));
 		if (n < 0 || (size_t)n >= len - used)
 			break;
 		used += (size_t)n;
@@ -117,7 +120,7 @@ static bool parse_id(const char *arg, int64_t *out)
 static bool known_action(const char *a)
 {
 	return !strcmp(a, "retry") || !strcmp(a, "mark_succeeded") || !strcmp(a, "abandon") ||
-	       !strcmp(a, "backfill");
+	       !strcmp(a, "backfill") || !strcmp(a, "release");
 }
 
 static void dump(json_t *o)
@@ -141,18 +144,18 @@ int pal_cmd_tickets(int argc, char **argv)
 		usage(stderr);
 		return PAL_EXIT_USAGE;
 	}
-	pal_cli_common c = { 0 };
+	pal_cli_common c = {0};
 	bool all = false;
 	const char *action = NULL, *reason = NULL, *evidence = NULL;
 	int64_t max = DEFAULT_MAX;
-	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
-					    { "all", no_argument, NULL, 'a' },
-					    { "action", required_argument, NULL, 'A' },
-					    { "reason", required_argument, NULL, 'r' },
-					    { "evidence", required_argument, NULL, 'E' },
-					    { "max", required_argument, NULL, 'M' },
-					    { "help", no_argument, NULL, 'h' },
-					    { 0 } };
+	static const struct option lo[] = {PAL_CLI_COMMON_LONGOPTS,
+					   {"all", no_argument, NULL, 'a'},
+					   {"action", required_argument, NULL, 'A'},
+					   {"reason", required_argument, NULL, 'r'},
+					   {"evidence", required_argument, NULL, 'E'},
+					   {"max", required_argument, NULL, 'M'},
+					   {"help", no_argument, NULL, 'h'},
+					   {0}};
 	int opt, ec;
 	while ((opt = getopt_long(argc, argv, "har:", lo, NULL)) != -1) {
 		switch (opt) {
@@ -199,14 +202,17 @@ int pal_cmd_tickets(int argc, char **argv)
 	}
 	if (resolve) {
 		if (!action || !known_action(action)) {
-			pal_cli_err("tickets",
-				    "--action is required: retry, mark_succeeded, abandon or backfill");
+			pal_cli_err(
+			    "tickets",
+			    "--action is required: retry, mark_succeeded, abandon, backfill or "
+			    "release");
 			return PAL_EXIT_USAGE;
 		}
 		if (!reason || !*reason) {
-			pal_cli_err("tickets",
-				    "--reason is required: say why, it is kept in the ticket and the "
-				    "audit log");
+			pal_cli_err(
+			    "tickets",
+			    "--reason is required: say why, it is kept in the ticket and the "
+			    "audit log");
 			return PAL_EXIT_USAGE;
 		}
 	}
@@ -214,10 +220,9 @@ int pal_cmd_tickets(int argc, char **argv)
 		char path[256];
 		if (list) { /* every page, printed as the direct path prints them */
 			json_t *rows;
-			if ((ec = pal_cli_remote_items(&c, "tickets",
-						       all ? "/api/v1/tickets?all=true"
-							   : "/api/v1/tickets",
-						       &rows)))
+			if ((ec = pal_cli_remote_items(
+				 &c, "tickets",
+				 all ? "/api/v1/tickets?all=true" : "/api/v1/tickets", &rows)))
 				return ec;
 			if (c.json)
 				dump(rows);
@@ -267,8 +272,8 @@ int pal_cmd_tickets(int argc, char **argv)
 	if ((ec = pal_cli_store_done(st, "tickets", rc, err)))
 		return ec;
 	if (c.json) {
-		out = json_pack("{s:I, s:s, s:s}", "ticket", (json_int_t)id, "action", action, "state",
-				"resolved");
+		out = json_pack("{s:I, s:s, s:s}", "ticket", (json_int_t)id, "action", action,
+				"state", "resolved");
 		if (r.trigger_state[0])
 			json_object_set_new(out, "trigger_state", json_string(r.trigger_state));
 		if (!strcmp(action, "backfill"))

@@ -47,14 +47,15 @@ int pal__store_tickets_query(pal_store *st, bool all, const char *tenants, const
 
 int pal_ops_tickets_json(pal_store *st, bool all, json_t **out, char *err, size_t errlen)
 {
-	return pal__store_whole_list(pal__store_tickets_query(st, all, NULL, NULL, 0, out, err, errlen), out);
+	return pal__store_whole_list(
+	    pal__store_tickets_query(st, all, NULL, NULL, 0, out, err, errlen), out);
 }
 
 int pal_ops_ticket_json(pal_store *st, int64_t id, json_t **out, char *err, size_t errlen)
 {
 	char s[24];
 	pal__ops_i64s(s, sizeof s, id);
-	const char *p[] = { s };
+	const char *p[] = {s};
 	int rc =
 	    pal__store_query_json(st,
 				  "SELECT coalesce((SELECT " TICKET_FIELDS
@@ -66,7 +67,8 @@ int pal_ops_ticket_json(pal_store *st, int64_t id, json_t **out, char *err, size
 	if (json_is_null(*out)) {
 		json_decref(*out);
 		*out = NULL;
-		snprintf(err, errlen, "no ticket %s; hint: `palisade tickets list --all` lists them", s);
+		snprintf(err, errlen,
+			 "no ticket %s; hint: `palisade tickets list --all` lists them", s);
 		return PAL_ENOENT;
 	}
 	return PAL_OK;
@@ -97,21 +99,22 @@ static int resolve_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	memset(res, 0, sizeof *res);
 	char id[24];
 	pal__ops_i64s(id, sizeof id, c->id);
-	const char *p[] = { id, c->action };
+	const char *p[] = {id, c->action};
 	PGresult *r = pal__store_query(
-		st,
-		"SELECT t.state, t.trigger_id, coalesce(t.job_id, tr.job_id),"
-		" array_to_string(t.allowed_actions, ', '), $2 = ANY (t.allowed_actions),"
-		" t.evidence->>'range_from', t.evidence->>'range_to',"
-		" coalesce(t.resolution, ''), coalesce(t.actor, '')"
-		" FROM tickets t LEFT JOIN triggers tr ON tr.id = t.trigger_id"
-		" WHERE t.id = $1 FOR UPDATE OF t",
-		2, p, err, errlen);
+	    st,
+	    "SELECT t.state, t.trigger_id, coalesce(t.job_id, tr.job_id),"
+	    " array_to_string(t.allowed_actions, ', '), $2 = ANY (t.allowed_actions),"
+	    " t.evidence->>'range_from', t.evidence->>'range_to',"
+	    " coalesce(t.resolution, ''), coalesce(t.actor, '')"
+	    " FROM tickets t LEFT JOIN triggers tr ON tr.id = t.trigger_id"
+	    " WHERE t.id = $1 FOR UPDATE OF t",
+	    2, p, err, errlen);
 	if (!r)
 		return PAL_EDB;
 	if (!PQntuples(r)) {
 		PQclear(r);
-		snprintf(err, errlen, "no ticket %s; hint: `palisade tickets list --all` lists them", id);
+		snprintf(err, errlen,
+			 "no ticket %s; hint: `palisade tickets list --all` lists them", id);
 		return PAL_ENOENT;
 	}
 	bool resolved = strcmp(PQgetvalue(r, 0, 0), "open") != 0;
@@ -133,15 +136,15 @@ static int resolve_body(pal_store *st, void *vctx, char *err, size_t errlen)
 		return PAL_ESTALE;
 	}
 	if (!allowed) {
-		snprintf(err, errlen, "action %s is not allowed for ticket %s; allowed: %s", c->action,
-			 id, res->allowed);
+		snprintf(err, errlen, "action %s is not allowed for ticket %s; allowed: %s",
+			 c->action, id, res->allowed);
 		return PAL_EINVAL;
 	}
 
 	int rc = PAL_OK;
 	const char *target = resolve_target(c->action);
 	if (has_trigger && target) {
-		const char *pt[] = { trig, target };
+		const char *pt[] = {trig, target};
 		/* the door clears the lease and the retry time, and sets
 		 * finished_at on succeeded and failed */
 		r = pal__store_query(
@@ -156,32 +159,35 @@ static int resolve_body(pal_store *st, void *vctx, char *err, size_t errlen)
 		int n = PQntuples(r);
 		PQclear(r);
 		if (!n) {
-			r = pal__store_query(st, "SELECT state FROM triggers WHERE id = $1", 1, pt, err,
-					     errlen);
+			r = pal__store_query(st, "SELECT state FROM triggers WHERE id = $1", 1, pt,
+					     err, errlen);
 			if (!r)
 				return PAL_EDB;
 			snprintf(res->state, sizeof res->state, "%s",
 				 PQntuples(r) ? PQgetvalue(r, 0, 0) : "missing");
 			PQclear(r);
-			snprintf(err, errlen,
-				 "trigger %s of ticket %s is %s, not manual; the ticket stays open; "
-				 "hint: `palisade triggers --job %s` shows it",
-				 trig, id, res->state, job);
+			snprintf(
+			    err, errlen,
+			    "trigger %s of ticket %s is %s, not manual; the ticket stays open; "
+			    "hint: `palisade triggers --job %s` shows it",
+			    trig, id, res->state, job);
 			return PAL_ESTALE;
 		}
 		snprintf(res->trigger_state, sizeof res->trigger_state, "%s", target);
 	} else if (has_trigger) {
-		snprintf(err, errlen,
-			 "action %s needs a misfire ticket (a job and an evidence range); ticket %s "
-			 "is about trigger %s; hint: use retry",
-			 c->action, id, trig);
+		snprintf(
+		    err, errlen,
+		    "action %s needs a misfire ticket (a job and an evidence range); ticket %s "
+		    "is about trigger %s; hint: use retry",
+		    c->action, id, trig);
 		return PAL_EINVAL;
 	} else if (!strcmp(c->action, "backfill")) {
 		int64_t f, t;
 		if (!has_range || pal_parse_rfc3339(rfrom, &f) || pal_parse_rfc3339(rto, &t)) {
-			snprintf(err, errlen,
-				 "ticket %s has no evidence range (range_from, range_to) to backfill",
-				 id);
+			snprintf(
+			    err, errlen,
+			    "ticket %s has no evidence range (range_from, range_to) to backfill",
+			    id);
 			return PAL_EINVAL;
 		}
 		char rid[40];
@@ -190,14 +196,31 @@ static int resolve_body(pal_store *st, void *vctx, char *err, size_t errlen)
 		    (rc = pal__ops_backfill_in_tx(st, job, f, t, c->max, rid, &res->backfill, err,
 						  errlen)))
 			return rc;
+	} else if (!strcmp(c->action, "release")) {
+		/* a quarantine ticket: the job's quarantine of this ticket ends, as
+		 * `palisade release` ends it (audited, the controllers told); none
+		 * left (released meanwhile) resolves the ticket alone */
+		const char *pq[] = {job, id, c->actor, c->reason};
+		if ((rc = pal__ops_exec(
+			 st,
+			 "WITH q AS (DELETE FROM quarantine WHERE job_id = $1 AND ticket_id = "
+			 "$2::bigint"
+			 "   RETURNING *),"
+			 " a AS (INSERT INTO audit_log (actor, action, scope, reason, details)"
+			 "   SELECT $3, 'job.release', 'job:' || q.job_id, $4, jsonb_build_object("
+			 "   'version', q.version, 'since', q.since, 'error', q.error, 'ticket',"
+			 "   q.ticket_id) FROM q)"
+			 " SELECT count(pg_notify('palisade_apply', q.job_id)) FROM q",
+			 4, pq, NULL, err, errlen)))
+			return rc;
 	} else if (strcmp(c->action, "abandon") != 0) {
 		snprintf(err, errlen,
-			 "action %s needs a trigger, and ticket %s has none; allowed: %s", c->action,
-			 id, res->allowed);
+			 "action %s needs a trigger, and ticket %s has none; allowed: %s",
+			 c->action, id, res->allowed);
 		return PAL_EINVAL;
 	}
 
-	const char *pr[] = { id, c->action, c->actor, c->reason, c->evidence };
+	const char *pr[] = {id, c->action, c->actor, c->reason, c->evidence};
 	int64_t n;
 	if ((rc = pal__ops_exec(
 		 st,
@@ -218,15 +241,15 @@ static int resolve_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	char bi[24], bn[24];
 	pal__ops_i64s(bi, sizeof bi, res->backfill.instants);
 	pal__ops_i64s(bn, sizeof bn, res->backfill.inserted);
-	const char *pa[] = { c->actor,
-			     job[0] ? job : NULL,
-			     c->reason,
-			     id,
-			     c->action,
-			     has_trigger ? trig : NULL,
-			     res->trigger_state[0] ? res->trigger_state : NULL,
-			     !strcmp(c->action, "backfill") ? bi : NULL,
-			     !strcmp(c->action, "backfill") ? bn : NULL };
+	const char *pa[] = {c->actor,
+			    job[0] ? job : NULL,
+			    c->reason,
+			    id,
+			    c->action,
+			    has_trigger ? trig : NULL,
+			    res->trigger_state[0] ? res->trigger_state : NULL,
+			    !strcmp(c->action, "backfill") ? bi : NULL,
+			    !strcmp(c->action, "backfill") ? bn : NULL};
 	if ((rc = pal__ops_exec(
 		 st,
 		 "INSERT INTO audit_log (actor, action, scope, reason, details)"
@@ -256,6 +279,6 @@ int pal_ops_ticket_resolve(pal_store *st, int64_t id, const char *action, const 
 		}
 		json_decref(j);
 	}
-	resolve_ctx c = { id, max, action, evidence, actor, reason, res };
+	resolve_ctx c = {id, max, action, evidence, actor, reason, res};
 	return pal__ops_in_tx(st, resolve_body, &c, err, errlen);
 }

@@ -136,12 +136,18 @@ expect_eq "admin-red deletes red.new: 200, audited as the token" "200 admin-red|
 	"$(api r1 "${TOK[admin-red]}" DELETE /jobs/red.new '{"reason":"gone"}') $(sql "select actor || '|' || role from audit_log where action = 'job.retire' and scope = 'job:red.new'")"
 
 # Idempotency-Key: the retried trigger acts once and is answered the same.
-s1=$(api r1 "${TOK[operator]}" POST /jobs/red.a/trigger '{"reason":"deploy 42"}' -H 'Idempotency-Key: deploy-42'); b1=$BODY_OUT
-s2=$(api r2 "${TOK[operator]}" POST /jobs/red.a/trigger '{"reason":"deploy 42"}' -H 'Idempotency-Key: deploy-42' -D "$PALISADE_TEST_TMP/api-h"); b2=$BODY_OUT
+s1=$(api r1 "${TOK[operator]}" POST /jobs/red.a/trigger '{"reason":"deploy 42"}' -H 'Idempotency-Key: deploy-42'); b1=$(cat "$PALISADE_TEST_TMP/api-out")
+s2=$(api r2 "${TOK[operator]}" POST /jobs/red.a/trigger '{"reason":"deploy 42"}' -H 'Idempotency-Key: deploy-42' -D "$PALISADE_TEST_TMP/api-h"); b2=$(cat "$PALISADE_TEST_TMP/api-out")
 expect_eq "first trigger with a key 201, its retry (on the other node) replayed with the same status" "201 201" "$s1 $s2"
 expect_eq "the same answer" "$b1" "$b2"
 expect_match "marked Idempotent-Replayed" 'Idempotent-Replayed: true' "$(cat "$PALISADE_TEST_TMP/api-h")"
-expect_eq "one manual trigger for the key" 1 "$(sql "select count(*) from trigger_jobs where job_id = 'red.a' and request_id = 'deploy-42'")"
+expect_eq "one manual trigger for the key, its request id the key in the token's name space" 1 "$(sql "select count(*) from trigger_jobs where job_id = 'red.a' and request_id = 'operator:deploy-42'")"
+# Keys are per token: another system (token) sending the same key for its own
+# event gets a run of its own, not the first system's answer.
+s3=$(api r1 "${TOK[op-red]}" POST /jobs/red.a/trigger '{"reason":"deploy 42"}' -H 'Idempotency-Key: deploy-42'); b3=$(cat "$PALISADE_TEST_TMP/api-out")
+expect_eq "the same key from another token: a run of its own (201, not existed)" "201 false" "$s3 $(jq -r .existed <<<"$b3")"
+expect_eq "... two manual triggers, one per token" "op-red:deploy-42,operator:deploy-42" \
+	"$(sql "select string_agg(request_id, ',' order by request_id) from trigger_jobs where job_id = 'red.a' and request_id like '%deploy-42'")"
 expect_eq "the key with another body: 422" 422 \
 	"$(api r1 "${TOK[operator]}" POST /jobs/red.a/trigger '{"reason":"other"}' -H 'Idempotency-Key: deploy-42')"
 
