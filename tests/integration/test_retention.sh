@@ -50,10 +50,16 @@ fi
 expect_exit "a second round" 0 "$PAL" retention --interval 1h --ahead 3d --keep 1h
 expect_match "has nothing to create" "0 created" "$OUT"
 
-# -- two old ranges (set up by hand: they are in the past)
+# -- two old ranges (set up by hand: they are in the past), and the day
+# after them up to today's midnight, where the rounds' ranges begin: the
+# ranges stay contiguous, as the rounds make them (a range missing between
+# two others is one a round dropped, and moves the horizon past it)
 D=$(sql "select to_char(date_trunc('day', now() at time zone 'UTC'), 'YYYY-MM-DD')")
+expect_eq "the rounds' ranges begin at today's midnight" "${D}T00:00:00Z" \
+	"$(sql "select to_char(min(range_from) at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') from palisade_partitions")"
 sql "select palisade_partition_create('${D}T00:00Z'::timestamptz - interval '3 days', '${D}T00:00Z'::timestamptz - interval '2 days')" >/dev/null
 sql "select palisade_partition_create('${D}T00:00Z'::timestamptz - interval '2 days', '${D}T00:00Z'::timestamptz - interval '1 day')" >/dev/null
+sql "select palisade_partition_create('${D}T00:00Z'::timestamptz - interval '1 day', '${D}T00:00Z')" >/dev/null
 cat >"$PALISADE_TEST_TMP/ret.yaml" <<'YAML'
 jobs:
   - id: ret.job
@@ -127,7 +133,9 @@ mis() { # mis FROM TO: one misfire record of ret.job over [FROM, TO]
 	     select job_id, 1, now() - interval '$1', now() - interval '$2', 3, 'skip', 'missed', shard, 1 from jobs where job_id = 'ret.job'" >/dev/null
 }
 sql "delete from misfires; delete from audit_log" >/dev/null
-# an old range kept for a live trigger: the oldest range, before a 1-day cutoff
+# an old range kept for a live trigger: the oldest range, before a 1-day
+# cutoff, made below the days dropped above (a hole up to yesterday's
+# midnight, where the ranges left begin)
 sql "select palisade_partition_create('${D}T00:00Z'::timestamptz - interval '10 days', '${D}T00:00Z'::timestamptz - interval '9 days')" >/dev/null
 ins "$(sql "select '${D}T05:00Z'::timestamptz - interval '10 days'")" pending
 for i in 1 2 3 4 5; do mis "120 days" "100 days"; done
@@ -146,7 +154,9 @@ expect_eq "the range reaching past the cutoff and the young ones stay, untrimmed
 	"$(sql "select string_agg(count || '@' || round(extract(epoch from now() - range_to) / 3600), ',' order by range_to) from misfires")"
 expect_eq "the young audit row stays" "young" "$(sql "select string_agg(action, ',') from audit_log")"
 PMIN="select to_char(min(range_from) at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') from palisade_partitions"
-expect_eq "a 90-day cutoff is older than the oldest range: the horizon is that range's start" "$(sql "$PMIN")" "$("$PAL" retention --horizon)"
+expect_eq "a 90-day cutoff is older than the ranges: the horizon is the end of the hole above the oldest range, not that range's start" \
+	"$(sql "select to_char(('${D}T00:00Z'::timestamptz - interval '1 day') at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')")" \
+	"$("$PAL" retention --horizon)"
 expect_exit "a round with 1 day for misfires (as long as for triggers)" 0 "$PAL" retention --interval 1h --ahead 4d --keep 1d --misfires 1d --audit 90d
 expect_match "deletes the two records that ended before it" "deleted 2 misfires rows before " "$OUT"
 expect_eq "keeps the one reaching past it, whole" "3@20" \
