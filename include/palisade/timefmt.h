@@ -48,6 +48,11 @@ void pal_fmt_rfc3339(int64_t t, char *buf, size_t len);
  * "2026-01-01T02:00:00+02:00", fractional seconds truncated). */
 PAL_MUST_CHECK int pal_parse_rfc3339(const char *s, int64_t *out);
 
+/* True when S (an RFC 3339 timestamp) has a fraction of a second other than
+ * zeros: an instant of palisade is whole seconds, and cutting the fraction
+ * off would name another instant than the one written. */
+bool pal_rfc3339_has_fraction(const char *s);
+
 /* Parse "YYYY-MM-DD" into days since epoch. */
 PAL_MUST_CHECK int pal_parse_date(const char *s, int64_t *days);
 

@@ -232,6 +232,13 @@ bool pal_api__body_time(call *c, const char *field, bool required, int64_t *out)
 				 field);
 		return false;
 	}
+	if (pal_rfc3339_has_fraction(s)) {
+		pal_api__problem(c, 422, "invalid", "Invalid request",
+				 "\"%s\": instants are whole seconds; a fraction would be cut off "
+				 "and name another instant",
+				 field);
+		return false;
+	}
 	return true;
 }
 

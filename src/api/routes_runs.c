@@ -61,6 +61,13 @@ void pal_api__h_job_trigger(call *c)
 				 "at \"%.40s\": expected RFC 3339 (2026-01-01T00:00:00Z)", at_s);
 		return;
 	}
+	if (at_s && pal_rfc3339_has_fraction(at_s)) {
+		pal_api__problem(c, 422, "invalid", "Invalid request",
+				 "at \"%.40s\": instants are whole seconds; a fraction would be "
+				 "cut off and name another instant",
+				 at_s);
+		return;
+	}
 	char from_key[PAL_TPL_REQUEST_ID_MAX + 1];
 	const char *key = pal_api__header(c, "Idempotency-Key");
 	if (!rid && key) {

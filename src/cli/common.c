@@ -226,17 +226,12 @@ bool pal_cli_time(const char *cmd, const char *opt, const char *arg, int64_t *ou
 		pal_cli_err(cmd, "--%s \"%s\": expected RFC 3339 (2026-01-01T00:00:00Z)", opt, arg);
 		return false;
 	}
-	/* The fraction follows the seconds: "YYYY-MM-DDTHH:MM:SS.fff". */
-	if (strlen(arg) > 19 && arg[19] == '.') {
-		for (const char *p = arg + 20; *p >= '0' && *p <= '9'; p++)
-			if (*p != '0') {
-				pal_cli_err(cmd,
-					    "--%s \"%s\": instants are whole seconds; a fraction "
-					    "would be cut off and name another instant; hint: write "
-					    "%.19s%s",
-					    opt, arg, arg, arg + strcspn(arg + 20, "Zz+-") + 20);
-				return false;
-			}
+	if (pal_rfc3339_has_fraction(arg)) {
+		pal_cli_err(cmd,
+			    "--%s \"%s\": instants are whole seconds; a fraction would be cut off "
+			    "and name another instant; hint: write %.19s%s",
+			    opt, arg, arg, arg + strcspn(arg + 20, "Zz+-") + 20);
+		return false;
 	}
 	return true;
 }

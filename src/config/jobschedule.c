@@ -216,6 +216,13 @@ static void get_instant(struct jctx *c, const pal_ynode *v, const char *what, bo
 		    "%s: invalid timestamp \"%.64s\" (expected rfc 3339 with a zone, such as "
 		    "2026-01-01T00:00:00Z or 2026-01-01T02:00:00+02:00)",
 		    what, str);
+	} else if (pal_rfc3339_has_fraction(str)) {
+		pal__job_diag(c, v,
+			      "%s: \"%.64s\" has a fraction of a second; instants are whole "
+			      "seconds, and cutting it off would name another instant",
+			      what, str);
+		*has = true; /* the form is known: no "no schedule" besides */
+		*out = t;
 	} else {
 		*has = true;
 		*out = t;

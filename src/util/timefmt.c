@@ -105,6 +105,17 @@ static bool read_date(const char **p, int64_t *days)
 	return true;
 }
 
+bool pal_rfc3339_has_fraction(const char *s)
+{
+	/* the fraction follows the seconds: "YYYY-MM-DDTHH:MM:SS.fff" */
+	if (!s || strlen(s) <= 19 || s[19] != '.')
+		return false;
+	for (const char *p = s + 20; *p >= '0' && *p <= '9'; p++)
+		if (*p != '0')
+			return true;
+	return false;
+}
+
 /*
  * Accepts "YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)"; 't', 'z' and a
  * space separator are accepted as RFC 3339 allows.  The fraction is

@@ -154,6 +154,9 @@ call("POST", f"/api/v1/triggers/{tid}/cancel", R, want=409)
 call("POST", "/api/v1/jobs/c.one/cancel", R, want=200)
 call("POST", "/api/v1/jobs/c.one/backfill", {"reason": "contract", "from": "2026-01-01T00:00:00Z", "to": "2026-01-01T00:04:00Z", "request_id": "bf-1"}, want=200)
 call("POST", "/api/v1/jobs/c.one/backfill", {"reason": "contract", "from": "2020-01-01T00:00:00Z", "to": "2026-01-01T00:00:00Z", "max": 10}, want=422)
+# an instant with a fraction of a second would be cut off into another: refused
+call("POST", "/api/v1/jobs/c.one/trigger", {"reason": "contract", "at": "2098-01-01T00:00:00.9Z"}, want=422)
+call("POST", "/api/v1/jobs/c.one/backfill", {"reason": "contract", "from": "2026-01-01T00:00:00.5Z", "to": "2026-01-01T00:04:00Z"}, want=422)
 call("POST", "/api/v1/jobs/c.one/release", R, want=404)
 call("GET", "/api/v1/misfires?job=c.one", want=200)
 for kind in ("groups/default", "tenants/default"):

@@ -861,6 +861,21 @@ static void test_jobfile_schedule_forms(void **state)
 	ASSERT_DIAG(&l.diags, 9, 0, "invalid H in field 1");
 	ASSERT_DIAG(&l.diags, 12, 0, "at is outside [start, end)");
 	done(&l);
+	/* a fraction of a second in an instant would be cut off: refused */
+	load_str("jobs:\n"
+		 "  - id: frac.range\n"
+		 "    schedule: {cron: \"0 0 * * *\", start: 2027-01-01T00:00:00.5Z,\n"
+		 "               end: \"2027-01-03T00:00:00.000Z\"}\n"
+		 "    target: {url: \"http://127.0.0.1:8089/x\"}\n"
+		 "  - id: frac.at\n"
+		 "    schedule: {at: \"2030-01-01T00:00:00.9+02:00\"}\n"
+		 "    target: {url: \"http://127.0.0.1:8089/x\"}\n",
+		 &l);
+	assert_int_equal(l.rc, PAL_EINVAL);
+	assert_int_equal(l.diags.n, 2); /* the zeros of end's fraction are no fraction */
+	ASSERT_DIAG(&l.diags, 3, 0, "start: \"2027-01-01T00:00:00.5Z\" has a fraction of a second");
+	ASSERT_DIAG(&l.diags, 7, 0, "at: \"2030-01-01T00:00:00.9+02:00\" has a fraction");
+	done(&l);
 }
 
 /* HTTP drops leading and trailing spaces of a header value: a key
