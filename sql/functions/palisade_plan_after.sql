@@ -8,16 +8,26 @@
 -- (triggers, misfire rows, the job's watermark) is one statement's work,
 -- so it commits or vanishes whole.
 --
--- Per dependent job B (the active version of a job of the shard whose
--- spec has "after"), its candidate instants are the instants t of its
--- first upstream's scheduled triggers after B's watermark and at or
--- before the watermark of every upstream's shard (below which an active
--- upstream's instants are all committed; while an upstream is stored but
--- not activated yet, B is not looked at).  Each (t, partition) of B is
--- decided once:
+-- Per dependent job B (a job of the shard with a version whose spec has
+-- "after", while its watermark is below the end of its time with it), an
+-- instant t belongs to the version of B that owns it: the version active
+-- at t (the newest activated at or before it: effective_from < t, as the
+-- planner hands over), unless t is at or after the `end` of that version
+-- or of a newer one (a retirement).  t is decided with that version's
+-- `after` list, partitions and priority, whichever version is active now
+-- (B re-applied with another upstream or with a schedule, or deleted),
+-- and its trigger or misfire row carries that version.  Per version
+-- window, its candidate instants are the instants t of its first
+-- upstream's scheduled triggers after B's watermark and at or before the
+-- watermark of every upstream's shard (below which an active upstream's
+-- instants are all committed; while an upstream is stored but not
+-- activated yet, the window waits) and of B's own shard (where a new
+-- version of B is activated).  Each (t, partition) of B is decided once:
 --   * every upstream reached the state named (succeeded; finished: any
 --     end) -> B's trigger at t, source 'schedule', inserted on the plan
 --     key, so a replay, a takeover or a second controller adds nothing;
+--     'cancelled' when B is deleted (an instant before the deletion
+--     decided after it: the deletion cancels B's triggers not claimed),
 --     'pending', or 'shadow' when palisade_trigger_live says so for B
 --     (as the planner decides it) or when an upstream's trigger at t is
 --     shadow instead (the old system ran that instant, and runs B's:
@@ -31,8 +41,9 @@
 --     activation (it did not exist yet: a fan-in whose upstreams were
 --     activated by their controllers around t) -> t is not an instant
 --     of B: nothing is written and the watermark passes it;
---   * t falls in a retirement of B (the version active at t has ended:
---     B was deleted and applied again later) -> not an instant of B;
+--   * t falls in a retirement of B (at or after the end of the version
+--     active at t or of a newer one: B was deleted, and perhaps applied
+--     again later) -> in no window, not an instant of B;
 --   * otherwise undecided: looked at again next tick.
 -- A decision is never taken twice: a (t, partition) that already has a
 -- trigger or an upstream_* misfire is left alone.  Partitions: an upstream
@@ -42,8 +53,8 @@
 -- excluded dates; ranges may cover instants that have triggers and
 -- overlap each other) become B's upstream_failed rows, each instant in
 -- exactly one (below).  B's watermark moves up to just
--- below its earliest undecided instant, never past the upstreams' shard
--- watermarks.
+-- below its earliest undecided instant, never past a window's cap, and at
+-- most to the end of its last window with "after".
 --
 -- Returns fenced (nothing written), the number of dependent jobs of the
 -- shard, triggers inserted and misfire rows written.
@@ -53,19 +64,24 @@ CREATE OR REPLACE FUNCTION palisade_plan_after(p_shard integer, p_epoch bigint, 
 AS $function$
 DECLARE
 	b record;
+	v record;
 	ur record;
 	lo timestamptz;
+	wlo timestamptz;
 	cap timestamptz;
 	undecided timestamptz;
+	hold timestamptz;
+	top timestamptz;
 	n integer;
 	n2 integer;
 	any_shadow boolean;
+	own timestamptz;
 BEGIN
 	fenced := false;
 	jobs := 0;
 	planned := 0;
 	misfired := 0;
-	PERFORM 1 FROM shards WHERE shard_id = p_shard AND epoch = p_epoch FOR UPDATE;
+	SELECT watermark INTO own FROM shards WHERE shard_id = p_shard AND epoch = p_epoch FOR UPDATE;
 	IF NOT FOUND THEN
 		fenced := true;
 		RETURN;
@@ -76,301 +92,365 @@ BEGIN
 	SELECT EXISTS (SELECT 1 FROM shadow_scopes) INTO any_shadow;
 	-- From the versions with `after` (the partial index job_versions_after,
 	-- a handful of rows) to their jobs by key: never the shard's other jobs.
+	-- A job is looked at while its watermark is below the end of its time
+	-- with `after`: the activation of a newer version without it (a
+	-- `schedule`), or a retirement (the `end` of the version that retired
+	-- it); the job's active version itself may have no `after` any more,
+	-- or the job may be retired, while instants of an older version are
+	-- still undecided.
 	FOR b IN
 		WITH dv AS MATERIALIZED (
-			SELECT job_id, version, partitions, priority, effective_from,
-			       spec -> 'after' AS deps
+			SELECT job_id, max(version) AS la, min(effective_from) AS since
 			  FROM job_versions
-			 WHERE spec ? 'after' AND effective_from IS NOT NULL)
-		SELECT dv.job_id, dv.version, dv.partitions, dv.priority, j.tenant,
-		       j.resource_group, j.ref, dv.effective_from, dv.deps, w.watermark
+			 WHERE spec ? 'after' AND effective_from IS NOT NULL
+			 GROUP BY job_id)
+		SELECT dv.job_id, dv.since, j.tenant, j.resource_group, j.ref, j.retired_at,
+		       w.watermark
 		  FROM dv
-		  JOIN jobs j ON j.job_id = dv.job_id AND j.active_version = dv.version
+		  JOIN jobs j ON j.job_id = dv.job_id
 		  LEFT JOIN after_watermarks w ON w.job_id = dv.job_id
-		 WHERE j.shard = p_shard AND j.retired_at IS NULL
+		 WHERE j.shard = p_shard
+		   AND coalesce(w.watermark, '-infinity') < least(
+			coalesce((SELECT min(nv.effective_from) FROM job_versions nv
+				   WHERE nv.job_id = dv.job_id AND nv.version > dv.la), 'infinity'),
+			coalesce((SELECT min((ev.spec -> 'schedule' ->> 'end')::timestamptz)
+				    FROM job_versions ev
+				   WHERE ev.job_id = dv.job_id AND ev.version >= dv.la), 'infinity'))
 		 ORDER BY dv.job_id
 	LOOP
 		jobs := jobs + 1;
-		lo := coalesce(b.watermark, b.effective_from);
-		-- every upstream's instants are committed up to its shard's watermark,
-		-- once it is active: a job stored but not activated yet is activated
-		-- at its controller's tick's now, below that watermark, and plans
-		-- from there in the same transaction; until then B waits (no cap)
-		SELECT CASE WHEN bool_and(s.watermark IS NOT NULL AND u.active_version IS NOT NULL)
-			    THEN min(s.watermark) END
-		  INTO cap
-		  FROM jsonb_array_elements(b.deps) d(x)
-		  LEFT JOIN jobs u ON u.job_id = d.x ->> 'job'
-		  LEFT JOIN shards s ON s.shard_id = u.shard;
-		IF cap IS NULL OR cap <= lo THEN
-			CONTINUE;
-		END IF;
-
-		WITH deps AS (
-			SELECT d.ord, d.x ->> 'job' AS up, d.x ->> 'on' AS on_state,
-			       (d.x ->> 'within_ms')::bigint AS within_ms,
-			       (SELECT min(fv.effective_from) FROM job_versions fv
-				 WHERE fv.job_id = d.x ->> 'job') AS up_from,
-			       (SELECT uv.partitions FROM jobs uj
-				  JOIN job_versions uv ON uv.job_id = uj.job_id
-				   AND uv.version = uj.active_version
-				 WHERE uj.job_id = d.x ->> 'job') AS up_parts
-			  FROM jsonb_array_elements(b.deps) WITH ORDINALITY d(x, ord)
-		), cand AS (
-			SELECT i.at, g.p
-			  FROM (SELECT DISTINCT t.scheduled_at AS at FROM triggers t
-				 WHERE t.job_id = (SELECT up FROM deps WHERE ord = 1)
-				   AND t.request_id IS NULL
-				   AND t.scheduled_at > lo AND t.scheduled_at <= cap
-				   -- not in a retirement of B (a version whose end is
-				   -- at or before t, no newer version active by t)
-				   AND NOT EXISTS (SELECT 1 FROM job_versions rv
-					WHERE rv.job_id = b.job_id AND rv.effective_from <= t.scheduled_at
-					  AND (rv.spec -> 'schedule' ->> 'end')::timestamptz <= t.scheduled_at
-					  AND NOT EXISTS (SELECT 1 FROM job_versions nv
-						WHERE nv.job_id = b.job_id AND nv.version > rv.version
-						  AND nv.effective_from < t.scheduled_at))) i
-			 CROSS JOIN generate_series(0, b.partitions - 1) g(p)
-		), per_up AS (
-			SELECT c.at, c.p, d.ord, d.up, d.within_ms, d.up_from,
-			       CASE WHEN d.up_parts = b.partitions THEN 1
-				    ELSE coalesce(d.up_parts, 1) END AS needed,
-			       count(t.id) AS present,
-			       count(t.id) FILTER (WHERE t.state = 'succeeded' OR (d.on_state = 'finished'
-				   AND t.state IN ('failed', 'cancelled', 'skipped'))) AS met,
-			       min(t.id) FILTER (WHERE d.on_state = 'succeeded'
-				   AND t.state IN ('failed', 'cancelled', 'skipped')) AS failed_id,
-			       min(t.id) FILTER (WHERE t.state NOT IN ('succeeded', 'failed',
-				   'cancelled', 'skipped')) AS waiting_id,
-			       count(t.id) FILTER (WHERE t.state = 'shadow') AS shadowed
-			  FROM cand c CROSS JOIN deps d
-			  LEFT JOIN triggers t ON t.job_id = d.up AND t.request_id IS NULL
-			       AND t.scheduled_at = c.at
-			       AND (d.up_parts IS DISTINCT FROM b.partitions OR t.partition = c.p)
-			 GROUP BY c.at, c.p, d.ord, d.up, d.within_ms, d.up_from, d.up_parts, d.on_state
-		), judged AS (
-			SELECT u.*,
-			       CASE WHEN u.present = 0 AND u.at <= u.up_from THEN 'absent'
-				    WHEN u.failed_id IS NOT NULL THEN 'failed'
-				    WHEN u.present < u.needed AND EXISTS (
-					SELECT 1 FROM misfires m
-					 WHERE m.job_id = u.up AND m.range_from <= u.at
-					   AND m.range_to >= u.at AND m.reason <> 'excluded'
-					   AND (m.partition IS NULL OR u.needed > 1 OR m.partition = u.p))
-				    THEN 'failed'
-				    -- the old system's instant (shadow, never called
-				    -- here): settled once a cut-over can no longer make
-				    -- it live (its `at` is at most 1 s in the past)
-				    WHEN u.shadowed > 0 AND u.met + u.shadowed >= u.needed
-				    THEN CASE WHEN clock_timestamp() >= u.at + interval '5 seconds'
-					      THEN 'shadow' ELSE 'waiting' END
-				    WHEN u.met >= u.needed THEN 'met'
-				    WHEN clock_timestamp() > u.at + u.within_ms * interval '1 ms'
-				    THEN 'late'
-				    ELSE 'waiting' END AS st
-			  FROM per_up u
-		), decided AS (
-			SELECT j.at, j.p,
-			       CASE WHEN bool_or(j.st = 'absent') THEN 'absent'
-				    WHEN bool_or(j.st = 'failed') THEN 'upstream_failed'
-				    WHEN bool_and(j.st IN ('met', 'shadow')) THEN 'ready'
-				    WHEN bool_or(j.st = 'late') THEN 'upstream_late'
-				    ELSE 'undecided' END AS verdict,
-			       coalesce((array_agg(j.up ORDER BY j.ord) FILTER (WHERE j.st = 'failed'))[1],
-					(array_agg(j.up ORDER BY j.ord) FILTER (WHERE j.st = 'late'))[1])
-				   AS up_job,
-			       bool_or(j.st = 'shadow') AS follows,
-			       coalesce((array_agg(j.failed_id ORDER BY j.ord)
-					     FILTER (WHERE j.st = 'failed'))[1],
-					(array_agg(j.waiting_id ORDER BY j.ord)
-					     FILTER (WHERE j.st = 'late'))[1]) AS up_trigger
-			  FROM judged j
-			 GROUP BY j.at, j.p
-		), taken AS (
-			-- decided earlier: a trigger or an upstream_* misfire already there
-			SELECT d.*,
-			       EXISTS (SELECT 1 FROM triggers t
-					WHERE t.job_id = b.job_id AND t.request_id IS NULL
-					  AND t.scheduled_at = d.at AND t.partition = d.p)
-			       -- B's rows covering a partition are disjoint: only the
-			       -- last one starting at or before the instant can hold it
-			       OR EXISTS (SELECT 1 FROM (SELECT m.range_to FROM misfires m
-					   WHERE m.job_id = b.job_id AND m.range_from <= d.at
-					     AND m.reason IN ('upstream_failed', 'upstream_late')
-					     AND (m.partition IS NULL OR m.partition = d.p)
-					   ORDER BY m.range_from DESC LIMIT 1) m
-					 WHERE m.range_to >= d.at) AS done
-			  FROM decided d
-		), ins AS (
-			INSERT INTO triggers (job_id, version, scheduled_at, partition, source, priority,
-					      due_at, shard, epoch, tenant, resource_group, job_ref, state)
-			SELECT b.job_id, b.version, d.at, d.p, 'schedule', b.priority, d.at, p_shard,
-			       p_epoch, b.tenant, b.resource_group, b.ref,
-			       -- shadow as the planner decides it for B's own scopes,
-			       -- and after an upstream instant that the old system ran
-			       CASE WHEN d.follows THEN 'shadow'
-				    WHEN NOT any_shadow THEN 'pending'
-				    WHEN palisade_trigger_live(b.job_id, b.tenant, b.resource_group, d.at)
-				    THEN 'pending' ELSE 'shadow' END
-			  FROM taken d
-			 WHERE d.verdict = 'ready' AND NOT d.done
-			ON CONFLICT (job_id, scheduled_at, partition) WHERE request_id IS NULL DO NOTHING
-			RETURNING 1
-		), mis AS (
-			INSERT INTO misfires (job_id, version, partition, range_from, range_to, count,
-					      policy, reason, shard, epoch, upstream_job, upstream_trigger)
-			SELECT b.job_id, b.version, d.p, d.at, d.at, 1, 'after', d.verdict, p_shard,
-			       p_epoch, d.up_job, d.up_trigger
-			  FROM taken d
-			 WHERE d.verdict IN ('upstream_failed', 'upstream_late') AND NOT d.done
-			RETURNING 1
-		)
-		SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM mis),
-		       (SELECT min(at) FROM decided WHERE verdict = 'undecided')
-		  INTO n, n2, undecided;
-		planned := planned + n;
-		misfired := misfired + n2;
-
-		-- The first upstream's instants that have no trigger but lie in one
-		-- of its planner's misfire ranges (any reason but excluded), decided
-		-- per instant: a range may hold instants with triggers (a quarantined
-		-- job re-records from below its shard's watermark, over its planned
-		-- instants and its own earlier ranges; a resume's 'paused' and a
-		-- forbid's 'overlap' lie wholly over triggers) and overlap ranges B
-		-- has decided.  Per range (oldest first, so a range recorded again
-		-- meets B's rows for the older ones) and partition of B it maps to
-		-- (the upstream's when the counts match, all of B's otherwise), what
-		-- is already decided blocks: the upstream's trigger instants (the
-		-- statement above decides those), B's upstream_* rows, the time
-		-- before B's first activation and B's retirements.  The instants below the first and
-		-- above the last block become B's upstream_failed rows; between
-		-- blocks there is nothing left (decided in the order recorded), so
-		-- a long range costs a few rows, not one per instant.  Instants are
-		-- whole seconds: a part's ends are the range's own or one second
-		-- inside a block.  Its count is the range's minus the instants known
-		-- blocked, at most one per second of the part (exact when every
-		-- block lies inside the range).
-		FOR ur IN
-			SELECT um.id, um.range_from, um.range_to, um.count,
-			       CASE WHEN um.partition IS NOT NULL AND (SELECT uv.partitions
-				      FROM jobs uj JOIN job_versions uv ON uv.job_id = uj.job_id
-				       AND uv.version = uj.active_version
-				     WHERE uj.job_id = um.job_id) = b.partitions
-				    THEN um.partition END AS bp
-			  FROM misfires um
-			 WHERE um.job_id = b.deps -> 0 ->> 'job' AND um.reason <> 'excluded'
-			   AND um.count > 0 AND um.range_to > lo AND um.range_to <= cap
-			 ORDER BY um.id
+		lo := coalesce(b.watermark, b.since);
+		-- the watermark stays at or below hold (an undecided instant, a cap),
+		-- and at or below top, the end of the last window looked at
+		hold := 'infinity';
+		top := NULL;
+		-- B's version windows above lo: version V owns the instants t with
+		-- V.effective_from < t <= the next activated version's
+		-- effective_from, and t before the `end` of V or of any newer
+		-- version (a retirement: B was deleted at that end; t at or after
+		-- it is not an instant of B).  Each instant is decided with the
+		-- `after` list, partitions and priority of the version that owns
+		-- it; a window of a version without `after` has no instants here.
+		-- Read from the version that owns lo upwards (an index range of
+		-- B's newest versions, a handful of rows).
+		FOR v IN
+			WITH vs AS (
+				SELECT x.version, x.partitions, x.priority, x.spec, x.effective_from
+				  FROM job_versions x
+				 WHERE x.job_id = b.job_id
+				   AND x.version >= coalesce((SELECT o.version FROM job_versions o
+					WHERE o.job_id = b.job_id AND o.effective_from <= lo
+					ORDER BY o.version DESC LIMIT 1), 0))
+			SELECT a.* FROM (
+				SELECT x.version, x.partitions, x.priority, x.spec -> 'after' AS deps,
+				       x.effective_from AS wfrom,
+				       coalesce(lead(x.effective_from) OVER (ORDER BY x.version),
+						'infinity') AS wto,
+				       coalesce((SELECT min((y.spec -> 'schedule' ->> 'end')::timestamptz)
+						   FROM vs y WHERE y.version >= x.version),
+						'infinity') AS wend
+				  FROM vs x
+				 WHERE x.effective_from IS NOT NULL) a
+			 WHERE a.deps IS NOT NULL AND a.wto > lo AND a.wend > lo
+			   AND a.wend > a.wfrom
+			 ORDER BY a.version
 		LOOP
-			WITH tgt AS (
-				SELECT coalesce(ur.bp, g.p) AS p
-				  FROM generate_series(0, CASE WHEN ur.bp IS NULL THEN b.partitions - 1
-							       ELSE 0 END) g(p)
-			), ups AS (
-				SELECT DISTINCT t.scheduled_at AS at FROM triggers t
-				 WHERE t.job_id = b.deps -> 0 ->> 'job' AND t.request_id IS NULL
-				   AND t.scheduled_at >= ur.range_from AND t.scheduled_at <= ur.range_to
-			), blk AS (
-				-- inner: the block lies inside the range and holds a known
-				-- number of its instants (n)
-				SELECT g.p, u.at AS bs, u.at AS be, 1 AS n FROM tgt g CROSS JOIN ups u
-				UNION ALL
-				-- B's rows covering a partition are disjoint: those that
-				-- start in the range and the last one that starts before it
-				-- (an index range, not every older row of B)
-				SELECT g.p, o.range_from, o.range_to,
-				       CASE WHEN o.range_from >= ur.range_from AND o.range_to <= ur.range_to
-					     AND NOT EXISTS (SELECT 1 FROM ups u
-						WHERE u.at BETWEEN o.range_from AND o.range_to)
-					    THEN o.count ELSE 0 END
-				  FROM tgt g CROSS JOIN LATERAL (
-					SELECT o.range_from, o.range_to, o.count FROM misfires o
-					 WHERE o.job_id = b.job_id
-					   AND o.reason IN ('upstream_failed', 'upstream_late')
-					   AND o.range_from >= ur.range_from AND o.range_from <= ur.range_to
-					   AND (o.partition IS NULL OR o.partition = g.p)
-					UNION ALL
-					(SELECT o.range_from, o.range_to, o.count FROM misfires o
-					  WHERE o.job_id = b.job_id
-					    AND o.reason IN ('upstream_failed', 'upstream_late')
-					    AND o.range_from < ur.range_from
-					    AND (o.partition IS NULL OR o.partition = g.p)
-					  ORDER BY o.range_from DESC LIMIT 1)) o
-				 WHERE o.range_to >= ur.range_from
-				UNION ALL
-				-- B's instants begin after its first activation with `after`
-				-- (not at its watermark: a range that ends above the cap is
-				-- taken whole once the cap passes it, though the watermark
-				-- moved into it; what B decided below blocks)
-				SELECT g.p, '-infinity'::timestamptz, f.since, 0
-				  FROM tgt g, (SELECT min(bv.effective_from) AS since FROM job_versions bv
-						WHERE bv.job_id = b.job_id AND bv.spec ? 'after') f
-				 WHERE f.since >= ur.range_from
-				UNION ALL
-				-- a retirement of B: from a version's end to the next activation
-				SELECT g.p, greatest(rv.effective_from,
-						(rv.spec -> 'schedule' ->> 'end')::timestamptz),
-				       coalesce((SELECT min(nv.effective_from) FROM job_versions nv
-						  WHERE nv.job_id = b.job_id AND nv.version > rv.version),
-						'infinity'), 0
-				  FROM tgt g JOIN job_versions rv ON rv.job_id = b.job_id
-				   AND rv.effective_from IS NOT NULL
-				   AND (rv.spec -> 'schedule' ->> 'end') IS NOT NULL
-			), hull AS (
-				SELECT g.p, min(k.bs) AS hs, max(k.be) AS he,
-				       ur.count - coalesce(sum(k.n), 0) AS left_n
-				  FROM tgt g LEFT JOIN blk k ON k.p = g.p
-				   AND k.bs <= ur.range_to AND k.be >= ur.range_from
-				 GROUP BY g.p
-			), part AS (
-				-- the part below the first block, the part above the last
-				SELECT h.p, h.left_n, 1 AS side, ur.range_from AS pf,
-				       coalesce(date_trunc('second', h.hs - interval '1 microsecond'),
-						ur.range_to) AS pt
-				  FROM hull h
-				 WHERE h.hs IS NULL OR h.hs > ur.range_from
-				UNION ALL
-				SELECT h.p, h.left_n, 2, date_trunc('second', h.he) + interval '1 second',
-				       ur.range_to
-				  FROM hull h
-				 WHERE h.he IS NOT NULL AND h.he < ur.range_to
-			), sized AS (
-				SELECT x.*, extract(epoch FROM x.pt - x.pf)::bigint + 1 AS secs,
-				       count(*) OVER (PARTITION BY x.p) AS parts
-				  FROM part x
-				 WHERE x.pf <= x.pt
-			), lower_n AS (
-				-- the lower part leaves at least one instant to the upper
-				SELECT s.*, greatest(1, least(s.secs, s.left_n - (s.parts - 1))) AS n
-				  FROM sized s
-			), counted AS (
-				SELECT s.p, s.pf, s.pt,
-				       CASE WHEN s.side = 1 THEN s.n
-					    ELSE greatest(1, least(s.secs, s.left_n - coalesce(lag(s.n)
-						OVER (PARTITION BY s.p ORDER BY s.side), 0))) END AS n
-				  FROM lower_n s
-			), shared AS (
-				-- a part alike in every partition of B is one row for all
-				SELECT c.*, ur.bp IS NULL AND count(*) OVER (PARTITION BY c.pf, c.pt, c.n)
-					= b.partitions AS all_p
-				  FROM counted c
+			wlo := greatest(lo, v.wfrom);
+			top := least(v.wto, v.wend);
+			-- every upstream's instants are committed up to its shard's
+			-- watermark, once it is active: a job stored but not activated
+			-- yet is activated at its controller's tick's now, below that
+			-- watermark, and plans from there in the same transaction; until
+			-- then the window waits (no cap)
+			SELECT CASE WHEN bool_and(s.watermark IS NOT NULL AND u.active_version IS NOT NULL)
+				    THEN min(s.watermark) END
+			  INTO cap
+			  FROM jsonb_array_elements(v.deps) d(x)
+			  LEFT JOIN jobs u ON u.job_id = d.x ->> 'job'
+			  LEFT JOIN shards s ON s.shard_id = u.shard;
+			-- and never past B's own shard's watermark: a version of B
+			-- applied now is activated there, so an instant it will own is
+			-- never decided by the version before it (least() skips a
+			-- null: no cap stays no cap)
+			IF cap IS NOT NULL THEN
+				cap := least(cap, own);
+			END IF;
+			IF cap IS NULL OR cap <= wlo THEN
+				hold := least(hold, wlo);
+				CONTINUE;
+			END IF;
+
+			WITH deps AS (
+				SELECT d.ord, d.x ->> 'job' AS up, d.x ->> 'on' AS on_state,
+				       (d.x ->> 'within_ms')::bigint AS within_ms,
+				       (SELECT min(fv.effective_from) FROM job_versions fv
+					 WHERE fv.job_id = d.x ->> 'job') AS up_from,
+				       (SELECT uv.partitions FROM jobs uj
+					  JOIN job_versions uv ON uv.job_id = uj.job_id
+					   AND uv.version = uj.active_version
+					 WHERE uj.job_id = d.x ->> 'job') AS up_parts
+				  FROM jsonb_array_elements(v.deps) WITH ORDINALITY d(x, ord)
+			), cand AS (
+				-- the window's instants: above lo and the version's
+				-- activation, up to the cap and the next activation,
+				-- before a retirement
+				SELECT i.at, g.p
+				  FROM (SELECT DISTINCT t.scheduled_at AS at FROM triggers t
+					 WHERE t.job_id = (SELECT up FROM deps WHERE ord = 1)
+					   AND t.request_id IS NULL
+					   AND t.scheduled_at > wlo AND t.scheduled_at <= least(cap, v.wto)
+					   AND t.scheduled_at < v.wend) i
+				 CROSS JOIN generate_series(0, v.partitions - 1) g(p)
+			), per_up AS (
+				SELECT c.at, c.p, d.ord, d.up, d.within_ms, d.up_from,
+				       CASE WHEN d.up_parts = v.partitions THEN 1
+					    ELSE coalesce(d.up_parts, 1) END AS needed,
+				       count(t.id) AS present,
+				       count(t.id) FILTER (WHERE t.state = 'succeeded' OR (d.on_state = 'finished'
+					   AND t.state IN ('failed', 'cancelled', 'skipped'))) AS met,
+				       min(t.id) FILTER (WHERE d.on_state = 'succeeded'
+					   AND t.state IN ('failed', 'cancelled', 'skipped')) AS failed_id,
+				       min(t.id) FILTER (WHERE t.state NOT IN ('succeeded', 'failed',
+					   'cancelled', 'skipped')) AS waiting_id,
+				       count(t.id) FILTER (WHERE t.state = 'shadow') AS shadowed
+				  FROM cand c CROSS JOIN deps d
+				  LEFT JOIN triggers t ON t.job_id = d.up AND t.request_id IS NULL
+				       AND t.scheduled_at = c.at
+				       AND (d.up_parts IS DISTINCT FROM v.partitions OR t.partition = c.p)
+				 GROUP BY c.at, c.p, d.ord, d.up, d.within_ms, d.up_from, d.up_parts, d.on_state
+			), judged AS (
+				SELECT u.*,
+				       CASE WHEN u.present = 0 AND u.at <= u.up_from THEN 'absent'
+					    WHEN u.failed_id IS NOT NULL THEN 'failed'
+					    WHEN u.present < u.needed AND EXISTS (
+						SELECT 1 FROM misfires m
+						 WHERE m.job_id = u.up AND m.range_from <= u.at
+						   AND m.range_to >= u.at AND m.reason <> 'excluded'
+						   AND (m.partition IS NULL OR u.needed > 1 OR m.partition = u.p))
+					    THEN 'failed'
+					    -- the old system's instant (shadow, never called
+					    -- here): settled once a cut-over can no longer make
+					    -- it live (its `at` is at most 1 s in the past)
+					    WHEN u.shadowed > 0 AND u.met + u.shadowed >= u.needed
+					    THEN CASE WHEN clock_timestamp() >= u.at + interval '5 seconds'
+						      THEN 'shadow' ELSE 'waiting' END
+					    WHEN u.met >= u.needed THEN 'met'
+					    WHEN clock_timestamp() > u.at + u.within_ms * interval '1 ms'
+					    THEN 'late'
+					    ELSE 'waiting' END AS st
+				  FROM per_up u
+			), decided AS (
+				SELECT j.at, j.p,
+				       CASE WHEN bool_or(j.st = 'absent') THEN 'absent'
+					    WHEN bool_or(j.st = 'failed') THEN 'upstream_failed'
+					    WHEN bool_and(j.st IN ('met', 'shadow')) THEN 'ready'
+					    WHEN bool_or(j.st = 'late') THEN 'upstream_late'
+					    ELSE 'undecided' END AS verdict,
+				       coalesce((array_agg(j.up ORDER BY j.ord) FILTER (WHERE j.st = 'failed'))[1],
+						(array_agg(j.up ORDER BY j.ord) FILTER (WHERE j.st = 'late'))[1])
+					   AS up_job,
+				       bool_or(j.st = 'shadow') AS follows,
+				       coalesce((array_agg(j.failed_id ORDER BY j.ord)
+						     FILTER (WHERE j.st = 'failed'))[1],
+						(array_agg(j.waiting_id ORDER BY j.ord)
+						     FILTER (WHERE j.st = 'late'))[1]) AS up_trigger
+				  FROM judged j
+				 GROUP BY j.at, j.p
+			), taken AS (
+				-- decided earlier: a trigger or an upstream_* misfire already there
+				SELECT d.*,
+				       EXISTS (SELECT 1 FROM triggers t
+						WHERE t.job_id = b.job_id AND t.request_id IS NULL
+						  AND t.scheduled_at = d.at AND t.partition = d.p)
+				       -- B's rows covering a partition are disjoint: only the
+				       -- last one starting at or before the instant can hold it
+				       OR EXISTS (SELECT 1 FROM (SELECT m.range_to FROM misfires m
+						   WHERE m.job_id = b.job_id AND m.range_from <= d.at
+						     AND m.reason IN ('upstream_failed', 'upstream_late')
+						     AND (m.partition IS NULL OR m.partition = d.p)
+						   ORDER BY m.range_from DESC LIMIT 1) m
+						 WHERE m.range_to >= d.at) AS done
+				  FROM decided d
+			), ins AS (
+				INSERT INTO triggers (job_id, version, scheduled_at, partition, source, priority,
+						      due_at, shard, epoch, tenant, resource_group, job_ref, state,
+						      finished_at)
+				SELECT b.job_id, v.version, d.at, d.p, 'schedule', v.priority, d.at, p_shard,
+				       p_epoch, b.tenant, b.resource_group, b.ref, x.state,
+				       CASE WHEN x.state = 'cancelled' THEN clock_timestamp() END
+				  FROM taken d CROSS JOIN LATERAL (SELECT
+				       -- B deleted since (its instant before the deletion,
+				       -- decided after it): cancelled, as the deletion
+				       -- cancels B's triggers not claimed yet; shadow as the
+				       -- planner decides it for B's own scopes, and after an
+				       -- upstream instant that the old system ran
+				       CASE WHEN b.retired_at IS NOT NULL THEN 'cancelled'
+					    WHEN d.follows THEN 'shadow'
+					    WHEN NOT any_shadow THEN 'pending'
+					    WHEN palisade_trigger_live(b.job_id, b.tenant, b.resource_group, d.at)
+					    THEN 'pending' ELSE 'shadow' END AS state) x
+				 WHERE d.verdict = 'ready' AND NOT d.done
+				ON CONFLICT (job_id, scheduled_at, partition) WHERE request_id IS NULL DO NOTHING
+				RETURNING 1
+			), mis AS (
+				INSERT INTO misfires (job_id, version, partition, range_from, range_to, count,
+						      policy, reason, shard, epoch, upstream_job, upstream_trigger)
+				SELECT b.job_id, v.version, d.p, d.at, d.at, 1, 'after', d.verdict, p_shard,
+				       p_epoch, d.up_job, d.up_trigger
+				  FROM taken d
+				 WHERE d.verdict IN ('upstream_failed', 'upstream_late') AND NOT d.done
+				RETURNING 1
 			)
-			INSERT INTO misfires (job_id, version, partition, range_from, range_to, count,
-					      policy, reason, shard, epoch, upstream_job)
-			SELECT b.job_id, b.version, CASE WHEN s.all_p THEN NULL ELSE s.p END, s.pf, s.pt,
-			       s.n, 'after', 'upstream_failed', p_shard, p_epoch, b.deps -> 0 ->> 'job'
-			  FROM shared s
-			 WHERE NOT s.all_p OR s.p = 0;
-			GET DIAGNOSTICS n = ROW_COUNT;
-			misfired := misfired + n;
+			SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM mis),
+			       (SELECT min(at) FROM decided WHERE verdict = 'undecided')
+			  INTO n, n2, undecided;
+			planned := planned + n;
+			misfired := misfired + n2;
+			IF undecided IS NOT NULL THEN
+				hold := least(hold, undecided - interval '1 microsecond');
+			ELSIF cap < top THEN
+				hold := least(hold, cap);
+			END IF;
+
+			-- The window's first upstream's instants that have no trigger but
+			-- lie in one of its planner's misfire ranges (any reason but
+			-- excluded), decided per instant: a range may hold instants with
+			-- triggers (a quarantined job re-records from below its shard's
+			-- watermark, over its planned instants and its own earlier
+			-- ranges; a resume's 'paused' and a forbid's 'overlap' lie wholly
+			-- over triggers) and overlap ranges B has decided.  Each range is
+			-- cut to the window (rf..rt: after the version's activation, up
+			-- to the next one, before a retirement; not at B's watermark: a
+			-- range that ends above the cap is taken whole once the cap
+			-- passes it, though the watermark moved into it; what B decided
+			-- below blocks).  Per range (oldest first, so a range recorded
+			-- again meets B's rows for the older ones) and partition of B it
+			-- maps to (the upstream's when the counts match, all of B's
+			-- otherwise), what is already decided blocks: the upstream's
+			-- trigger instants (the statement above decides those) and B's
+			-- upstream_* rows.  The instants below the first and above the
+			-- last block become B's upstream_failed rows; between blocks
+			-- there is nothing left (decided in the order recorded), so a
+			-- long range costs a few rows, not one per instant.  Instants are
+			-- whole seconds: a part's ends are the cut range's own or one
+			-- second inside a block.  Its count is the range's minus the
+			-- instants known blocked, at most one per second of the part
+			-- (exact when the range lies in the window and every block lies
+			-- inside the range).
+			FOR ur IN
+				SELECT c.* FROM (
+					SELECT um.id, um.count,
+					       greatest(um.range_from, date_trunc('second', v.wfrom)
+							+ interval '1 second') AS rf,
+					       least(um.range_to, date_trunc('second', v.wto),
+						     date_trunc('second', v.wend - interval '1 microsecond')) AS rt,
+					       CASE WHEN um.partition IS NOT NULL AND (SELECT uv.partitions
+						      FROM jobs uj JOIN job_versions uv ON uv.job_id = uj.job_id
+						       AND uv.version = uj.active_version
+						     WHERE uj.job_id = um.job_id) = v.partitions
+						    THEN um.partition END AS bp
+					  FROM misfires um
+					 WHERE um.job_id = v.deps -> 0 ->> 'job' AND um.reason <> 'excluded'
+					   AND um.count > 0 AND um.range_to > lo AND um.range_from <= top) c
+				 WHERE c.rf <= c.rt AND c.rt > lo AND c.rt <= cap
+				 ORDER BY c.id
+			LOOP
+				WITH tgt AS (
+					SELECT coalesce(ur.bp, g.p) AS p
+					  FROM generate_series(0, CASE WHEN ur.bp IS NULL THEN v.partitions - 1
+								       ELSE 0 END) g(p)
+				), ups AS (
+					SELECT DISTINCT t.scheduled_at AS at FROM triggers t
+					 WHERE t.job_id = v.deps -> 0 ->> 'job' AND t.request_id IS NULL
+					   AND t.scheduled_at >= ur.rf AND t.scheduled_at <= ur.rt
+				), blk AS (
+					-- inner: the block lies inside the range and holds a known
+					-- number of its instants (n)
+					SELECT g.p, u.at AS bs, u.at AS be, 1 AS n FROM tgt g CROSS JOIN ups u
+					UNION ALL
+					-- B's rows covering a partition are disjoint: those that
+					-- start in the range and the last one that starts before it
+					-- (an index range, not every older row of B)
+					SELECT g.p, o.range_from, o.range_to,
+					       CASE WHEN o.range_from >= ur.rf AND o.range_to <= ur.rt
+						     AND NOT EXISTS (SELECT 1 FROM ups u
+							WHERE u.at BETWEEN o.range_from AND o.range_to)
+						    THEN o.count ELSE 0 END
+					  FROM tgt g CROSS JOIN LATERAL (
+						SELECT o.range_from, o.range_to, o.count FROM misfires o
+						 WHERE o.job_id = b.job_id
+						   AND o.reason IN ('upstream_failed', 'upstream_late')
+						   AND o.range_from >= ur.rf AND o.range_from <= ur.rt
+						   AND (o.partition IS NULL OR o.partition = g.p)
+						UNION ALL
+						(SELECT o.range_from, o.range_to, o.count FROM misfires o
+						  WHERE o.job_id = b.job_id
+						    AND o.reason IN ('upstream_failed', 'upstream_late')
+						    AND o.range_from < ur.rf
+						    AND (o.partition IS NULL OR o.partition = g.p)
+						  ORDER BY o.range_from DESC LIMIT 1)) o
+					 WHERE o.range_to >= ur.rf
+				), hull AS (
+					SELECT g.p, min(k.bs) AS hs, max(k.be) AS he,
+					       ur.count - coalesce(sum(k.n), 0) AS left_n
+					  FROM tgt g LEFT JOIN blk k ON k.p = g.p
+					   AND k.bs <= ur.rt AND k.be >= ur.rf
+					 GROUP BY g.p
+				), part AS (
+					-- the part below the first block, the part above the last
+					SELECT h.p, h.left_n, 1 AS side, ur.rf AS pf,
+					       coalesce(date_trunc('second', h.hs - interval '1 microsecond'),
+							ur.rt) AS pt
+					  FROM hull h
+					 WHERE h.hs IS NULL OR h.hs > ur.rf
+					UNION ALL
+					SELECT h.p, h.left_n, 2, date_trunc('second', h.he) + interval '1 second',
+					       ur.rt
+					  FROM hull h
+					 WHERE h.he IS NOT NULL AND h.he < ur.rt
+				), sized AS (
+					SELECT x.*, extract(epoch FROM x.pt - x.pf)::bigint + 1 AS secs,
+					       count(*) OVER (PARTITION BY x.p) AS parts
+					  FROM part x
+					 WHERE x.pf <= x.pt
+				), lower_n AS (
+					-- the lower part leaves at least one instant to the upper
+					SELECT s.*, greatest(1, least(s.secs, s.left_n - (s.parts - 1))) AS n
+					  FROM sized s
+				), counted AS (
+					SELECT s.p, s.pf, s.pt,
+					       CASE WHEN s.side = 1 THEN s.n
+						    ELSE greatest(1, least(s.secs, s.left_n - coalesce(lag(s.n)
+							OVER (PARTITION BY s.p ORDER BY s.side), 0))) END AS n
+					  FROM lower_n s
+				), shared AS (
+					-- a part alike in every partition of B is one row for all
+					SELECT c.*, ur.bp IS NULL AND count(*) OVER (PARTITION BY c.pf, c.pt, c.n)
+						= v.partitions AS all_p
+					  FROM counted c
+				)
+				INSERT INTO misfires (job_id, version, partition, range_from, range_to, count,
+						      policy, reason, shard, epoch, upstream_job)
+				SELECT b.job_id, v.version, CASE WHEN s.all_p THEN NULL ELSE s.p END, s.pf,
+				       s.pt, s.n, 'after', 'upstream_failed', p_shard, p_epoch,
+				       v.deps -> 0 ->> 'job'
+				  FROM shared s
+				 WHERE NOT s.all_p OR s.p = 0;
+				GET DIAGNOSTICS n = ROW_COUNT;
+				misfired := misfired + n;
+			END LOOP;
 		END LOOP;
 
-		INSERT INTO after_watermarks AS w (job_id, watermark, shard, epoch)
-		VALUES (b.job_id, greatest(lo, least(cap, undecided - interval '1 microsecond')),
-			p_shard, p_epoch)
-		ON CONFLICT (job_id) DO UPDATE
-		   SET watermark = greatest(w.watermark, excluded.watermark), shard = excluded.shard,
-		       epoch = excluded.epoch, updated_at = clock_timestamp();
+		-- B's watermark: just below its earliest undecided instant, never
+		-- past a window's cap, at most the end of its last window with
+		-- `after` (a window with no cap yet keeps it at that window's start)
+		IF top IS NOT NULL AND least(hold, top) < 'infinity' THEN
+			INSERT INTO after_watermarks AS w (job_id, watermark, shard, epoch)
+			VALUES (b.job_id, greatest(lo, least(hold, top)), p_shard, p_epoch)
+			ON CONFLICT (job_id) DO UPDATE
+			   SET watermark = greatest(w.watermark, excluded.watermark), shard = excluded.shard,
+			       epoch = excluded.epoch, updated_at = clock_timestamp();
+		END IF;
 	END LOOP;
 END
 $function$;

@@ -145,6 +145,22 @@ int pal_store_after_links(pal_store *st, const char *job_id, const char *const *
 	return rc;
 }
 
+/* The windows of the dependent jobs' versions with `after` (all of them, or
+ * JOB_ID's; "$1"): version V owns the instants t with V.effective_from < t
+ * <= wto (the next activated version's effective_from) and t < wend (the
+ * `end` of V or of a newer version: a retirement), as palisade_plan_after
+ * decides them. */
+#define AFTER_WINDOWS_SQL                                                                          \
+	"SELECT x.job_id, x.version, x.partitions, x.spec -> 'after' AS deps,"                     \
+	"  x.spec -> 'after' -> 0 ->> 'job' AS up, x.effective_from AS wfrom, x.wto,"              \
+	"  coalesce((SELECT min((y.spec -> 'schedule' ->> 'end')::timestamptz) FROM job_versions y" \
+	"    WHERE y.job_id = x.job_id AND y.version >= x.version), 'infinity') AS wend"           \
+	" FROM (SELECT v.*, coalesce(lead(v.effective_from) OVER (PARTITION BY v.job_id"           \
+	"   ORDER BY v.version), 'infinity') AS wto FROM job_versions v"                           \
+	"  WHERE v.effective_from IS NOT NULL AND ($1::text IS NULL OR v.job_id = $1)"             \
+	"   AND v.job_id IN (SELECT a.job_id FROM job_versions a WHERE a.spec ? 'after')) x"        \
+	" WHERE x.spec ? 'after'"
+
 int pal_store_after_upstream_ranges(pal_store *st, const char *job_id, int64_t from, int64_t to,
 				    json_t **out, char *err, size_t errlen)
 {
@@ -152,30 +168,28 @@ int pal_store_after_upstream_ranges(pal_store *st, const char *job_id, int64_t f
 	snprintf(f, sizeof f, "%" PRId64, from);
 	snprintf(t, sizeof t, "%" PRId64, to);
 	const char *p[] = {job_id, f, t};
-	/* The first upstream's misfire ranges (not excluded) cut to [FROM, TO]
-	 * and to what the dependent job has decided (after its first
-	 * activation with `after`, up to its watermark). */
+	/* Per window of a dependent job's version, the window's first
+	 * upstream's misfire ranges (not excluded) cut to [FROM, TO], to the
+	 * window and to what the dependent job has decided (up to its
+	 * watermark). */
 	return pal__store_query_json(
 	    st,
 	    "SELECT coalesce(json_agg(json_build_object('job', b.job_id, 'up', b.up, 'ranges', "
 	    "r.ranges)"
-	    "  ORDER BY b.job_id), '[]')::text FROM ("
-	    " SELECT v.job_id, v.spec -> 'after' -> 0 ->> 'job' AS up,"
-	    "  least(w.watermark, to_timestamp($3::bigint)) AS hi,"
-	    "  greatest((SELECT min(bv.effective_from) FROM job_versions bv"
-	    "    WHERE bv.job_id = v.job_id AND bv.spec ? 'after'),"
-	    "   to_timestamp($2::bigint) - interval '1 microsecond') AS lo"
-	    "  FROM job_versions v JOIN jobs j ON j.job_id = v.job_id"
-	    "   AND j.active_version = v.version"
-	    "  JOIN after_watermarks w ON w.job_id = v.job_id"
-	    "  WHERE v.spec ? 'after' AND ($1::text IS NULL OR v.job_id = $1)) b"
+	    "  ORDER BY b.job_id, b.version), '[]')::text FROM ("
+	    " SELECT v.job_id, v.version, v.up,"
+	    "  least(w.watermark, to_timestamp($3::bigint), v.wto,"
+	    "   v.wend - interval '1 microsecond') AS hi,"
+	    "  greatest(v.wfrom, to_timestamp($2::bigint) - interval '1 microsecond') AS lo"
+	    "  FROM (" AFTER_WINDOWS_SQL ") v"
+	    "  JOIN after_watermarks w ON w.job_id = v.job_id) b"
 	    " CROSS JOIN LATERAL (SELECT json_agg(json_build_array("
 	    "   ceil(extract(epoch FROM greatest(m.range_from, b.lo + interval '1 "
 	    "microsecond')))::bigint,"
 	    "   floor(extract(epoch FROM least(m.range_to, b.hi)))::bigint) ORDER BY m.range_from)"
 	    "   AS ranges FROM misfires m WHERE m.job_id = b.up AND m.reason <> 'excluded'"
 	    "   AND m.count > 0 AND m.range_to > b.lo AND m.range_from <= b.hi) r"
-	    " WHERE r.ranges IS NOT NULL",
+	    " WHERE b.lo < b.hi AND r.ranges IS NOT NULL",
 	    3, p, out, err, errlen);
 }
 
@@ -196,45 +210,38 @@ int pal_store_after_missing(pal_store *st, const char *job_id, int64_t from, int
 	}
 	char *sj = pal__pgarr_end(&aj), *sa = pal__pgarr_end(&aa);
 	const char *p[] = {job_id, f, t, sj, sa};
-	/* Instants of the first upstream whose scheduled triggers all
+	/* Per window of a dependent job's version (the version that owns the
+	 * instant decides it, with its own `after` list and partitions):
+	 * instants of the window's first upstream whose scheduled triggers all
 	 * succeeded, and the given instants of it (JOBS[i]'s upstream at
-	 * ATS[i], which has no trigger there: misfired), after the dependent
-	 * job's first activation with `after` and up to its watermark
-	 * (decided), each partition of the dependent job: a trigger or a
-	 * misfire row.  Not an instant of it: one at which an upstream had not
-	 * been activated yet and has no trigger, nor one in a retirement of
-	 * the dependent job (the version active then had ended;
-	 * palisade_plan_after passes both). */
+	 * ATS[i], which has no trigger there: misfired), in the window and up
+	 * to the job's watermark (decided), each partition of the version: a
+	 * trigger or a misfire row.  Not an instant of it: one at which an
+	 * upstream of the version had not been activated yet and has no
+	 * trigger (palisade_plan_after passes it), nor one outside every
+	 * window with `after` (a retirement, a version with a schedule). */
 	int rc = pal__store_query_json(
 	    st,
 	    "SELECT coalesce(json_agg(json_build_object('job', m.job_id, 'at',"
 	    "  floor(extract(epoch FROM m.at))::bigint, 'partition', m.p)"
 	    "  ORDER BY m.job_id, m.at, m.p), '[]')::text FROM ("
 	    " SELECT b.job_id, u.at, g.p FROM ("
-	    "  SELECT v.job_id, v.partitions, v.spec -> 'after' -> 0 ->> 'job' AS up, w.watermark,"
-	    "   v.spec -> 'after' AS deps, (SELECT min(bv.effective_from) FROM job_versions bv"
-	    "    WHERE bv.job_id = v.job_id AND bv.spec ? 'after') AS since"
-	    "   FROM job_versions v JOIN jobs j ON j.job_id = v.job_id"
-	    "    AND j.active_version = v.version"
-	    "   JOIN after_watermarks w ON w.job_id = v.job_id"
-	    "   WHERE v.spec ? 'after' AND ($1::text IS NULL OR v.job_id = $1)) b"
+	    "  SELECT v.*, w.watermark FROM (" AFTER_WINDOWS_SQL ") v"
+	    "   JOIN after_watermarks w ON w.job_id = v.job_id) b"
 	    " CROSS JOIN LATERAL (SELECT t.scheduled_at AS at FROM triggers t"
 	    "   WHERE t.job_id = b.up AND t.request_id IS NULL"
 	    "    AND t.scheduled_at BETWEEN to_timestamp($2::bigint) AND to_timestamp($3::bigint)"
-	    "    AND t.scheduled_at <= b.watermark AND t.scheduled_at > b.since"
+	    "    AND t.scheduled_at <= b.watermark AND t.scheduled_at > b.wfrom"
+	    "    AND t.scheduled_at <= b.wto AND t.scheduled_at < b.wend"
 	    "   GROUP BY t.scheduled_at HAVING bool_and(t.state = 'succeeded')"
 	    "  UNION SELECT to_timestamp(x.s) FROM unnest($4::text[], $5::bigint[]) x(job, s)"
 	    "   WHERE x.job = b.job_id AND to_timestamp(x.s) <= b.watermark"
-	    "    AND to_timestamp(x.s) > b.since AND NOT EXISTS (SELECT 1 FROM triggers t"
+	    "    AND to_timestamp(x.s) > b.wfrom AND to_timestamp(x.s) <= b.wto"
+	    "    AND to_timestamp(x.s) < b.wend AND NOT EXISTS (SELECT 1 FROM triggers t"
 	    "     WHERE t.job_id = b.up AND t.request_id IS NULL"
 	    "      AND t.scheduled_at = to_timestamp(x.s))) u"
 	    " CROSS JOIN generate_series(0, b.partitions - 1) g(p)"
-	    " WHERE NOT EXISTS (SELECT 1 FROM job_versions rv WHERE rv.job_id = b.job_id"
-	    "   AND rv.effective_from <= u.at"
-	    "   AND (rv.spec -> 'schedule' ->> 'end')::timestamptz <= u.at"
-	    "   AND NOT EXISTS (SELECT 1 FROM job_versions nv WHERE nv.job_id = b.job_id"
-	    "    AND nv.version > rv.version AND nv.effective_from < u.at))"
-	    "  AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(b.deps) d(x)"
+	    " WHERE NOT EXISTS (SELECT 1 FROM jsonb_array_elements(b.deps) d(x)"
 	    "   WHERE u.at <= (SELECT min(fv.effective_from) FROM job_versions fv"
 	    "     WHERE fv.job_id = d.x ->> 'job')"
 	    "    AND NOT EXISTS (SELECT 1 FROM triggers t WHERE t.job_id = d.x ->> 'job'"

@@ -184,6 +184,16 @@ stop_sink() {
 	wait "$SINK_PID" 2>/dev/null
 	SINK_PID=
 }
+# start_badserver DESC: tests/integration/badserver.py on free ports (port,
+# tls), its output in $NODE_DIR/bad.log, stopped on exit with the nodes and
+# the sink; waited for as DESC.
+start_badserver() {
+	port=$(free_port); tls=$(free_port)
+	python3 tests/integration/badserver.py --port "$port" --tls-port "$tls" >"$NODE_DIR/bad.log" 2>&1 &
+	BAD_PID=$!
+	trap 'kill $BAD_PID 2>/dev/null; stop_all_nodes; stop_sink' EXIT
+	wait_until "$1" 10 grep -q ready "$NODE_DIR/bad.log"
+}
 sink_stat() { curl -s "http://$SINK_ADMIN/admin/stats" | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
 sink_faults() { curl -s -X POST -d "$1" "http://$SINK_ADMIN/admin/faults" >/dev/null; }
 trap 'stop_all_nodes; stop_sink' EXIT

@@ -30,11 +30,7 @@ fresh_db it_after
 # This release's writers set job_ref themselves (041): with the trigger
 # that fills it for older writers off, every row still carries it.
 sql "ALTER TABLE triggers DISABLE TRIGGER triggers_job_ref"
-port=$(free_port); tls=$(free_port)
-python3 tests/integration/badserver.py --port "$port" --tls-port "$tls" >"$NODE_DIR/bad.log" 2>&1 &
-BAD_PID=$!
-trap 'kill $BAD_PID 2>/dev/null; stop_all_nodes; stop_sink' EXIT
-wait_until "target up" 10 grep -q ready "$NODE_DIR/bad.log"
+start_badserver "target up"
 SHARDS=4 write_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
 SHARDS=4
 sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"

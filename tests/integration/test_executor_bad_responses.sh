@@ -9,11 +9,7 @@ guarantee "bad responses are classified (permanent, retryable or unknown then qu
 fresh_db it_bad
 "$PAL" migrate >/dev/null
 start_sink || { fail "sink starts"; finish; exit 1; }
-port=$(free_port); tls=$(free_port)
-python3 tests/integration/badserver.py --port "$port" --tls-port "$tls" >"$NODE_DIR/bad.log" 2>&1 &
-BAD_PID=$!
-trap 'kill $BAD_PID 2>/dev/null; stop_all_nodes; stop_sink' EXIT
-wait_until "bad server up" 10 grep -q ready "$NODE_DIR/bad.log"
+start_badserver "bad server up"
 SHARDS=2 write_conf "$CLUSTER_CONF" "executor: {lease: 6s, heartbeat: 1s}"
 SHARDS=2
 sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"

@@ -10,11 +10,7 @@ T_START=$(date +%s)
 
 fresh_db it_excerpt
 "$PAL" migrate >/dev/null
-port=$(free_port); tls=$(free_port)
-python3 tests/integration/badserver.py --port "$port" --tls-port "$tls" >"$NODE_DIR/bad.log" 2>&1 &
-BAD_PID=$!
-trap 'kill $BAD_PID 2>/dev/null; stop_all_nodes' EXIT
-wait_until "echoing server up" 10 grep -q ready "$NODE_DIR/bad.log"
+start_badserver "echoing server up"
 SHARDS=2
 write_conf "$CLUSTER_CONF" "executor: {lease: 6s, heartbeat: 1s}"
 sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
