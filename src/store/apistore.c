@@ -378,10 +378,13 @@ int pal_apistore_triggers_page(pal_store *st, const char *job_id, const char *st
 {
 	long long us = 0, part = 0, id = 0;
 	char c1[24], c2[24], c3[24], l[16], t[24], s[24];
-	if (cursor && sscanf(cursor, "%lld_%lld_%lld", &us, &part, &id) != 3) {
+	long long cv[3];
+	if (cursor && !pal__store_cursor_ints(cursor, 3, 1u, cv)) {
 		snprintf(err, errlen, "cursor \"%.40s\" is not one this API gave", cursor);
 		return PAL_EINVAL;
 	}
+	if (cursor)
+		us = cv[0], part = cv[1], id = cv[2];
 	snprintf(c1, sizeof c1, "%lld", us);
 	snprintf(c2, sizeof c2, "%lld", part);
 	snprintf(c3, sizeof c3, "%lld", id);
@@ -433,7 +436,9 @@ int pal_apistore_audit_page(pal_store *st, const char *actor, const char *action
 	char l[16], s[24];
 	snprintf(l, sizeof l, "%d", limit + 1);
 	snprintf(s, sizeof s, "%" PRId64, since);
-	if (cursor && strspn(cursor, "0123456789") != strlen(cursor)) {
+	long long cv;
+	if (cursor && (strspn(cursor, "0123456789") != strlen(cursor) ||
+		       !pal__store_cursor_ints(cursor, 1, 0, &cv))) {
 		snprintf(err, errlen, "cursor \"%.40s\" is not one this API gave", cursor);
 		return PAL_EINVAL;
 	}

@@ -3,6 +3,7 @@
  * src/store file goes through, so that each PGresult is checked and cleared
  * on every path.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -441,4 +442,23 @@ int pal_store_db_clock_offsets(pal_store *st, int64_t *minus_mono_ms, int64_t *m
 	*minus_mono_ms = db - (m0 + m1) / 2;
 	*minus_wall_ms = db - (w0 + w1) / 2;
 	return PAL_OK;
+}
+
+bool pal__store_cursor_ints(const char *cursor, int n, unsigned us_mask, long long *v)
+{
+	const char *p = cursor;
+	for (int i = 0; i < n; i++) {
+		char *end;
+		if (!p || !(*p == '-' || (*p >= '0' && *p <= '9')))
+			return false;
+		errno = 0;
+		v[i] = strtoll(p, &end, 10);
+		if (errno || end == p || *end != (i + 1 < n ? '_' : '\0'))
+			return false;
+		bool us = us_mask & (1u << i);
+		if (us && (v[i] > PAL__CURSOR_US_MAX || v[i] < -PAL__CURSOR_US_MAX))
+			return false;
+		p = end + 1;
+	}
+	return true;
 }

@@ -137,12 +137,13 @@ int pal__store_attempts_query(pal_store *st, int64_t trigger_id, const char *aft
 			      json_t **out, char *err, size_t errlen)
 {
 	char id[24], l[16], f[24] = "0", us[24] = "0";
-	long long fence, at;
-	if (after && sscanf(after, "%lld_%lld", &fence, &at) != 2) {
+	long long cv[2], fence = 0, at = 0;
+	if (after && !pal__store_cursor_ints(after, 2, 2u, cv)) {
 		snprintf(err, errlen, "cursor \"%.40s\" is not one this API gave", after);
 		return PAL_EINVAL;
 	}
 	if (after) {
+		fence = cv[0], at = cv[1];
 		snprintf(f, sizeof f, "%lld", fence);
 		snprintf(us, sizeof us, "%lld", at);
 	}
@@ -223,11 +224,13 @@ int pal__store_misfires_query(pal_store *st, const char *job_id, int64_t from, i
 {
 	*out = NULL;
 	int rc;
-	long long us = 0, id = 0;
-	if (after && sscanf(after, "%lld_%lld", &us, &id) != 2) {
+	long long us = 0, id = 0, cv[2];
+	if (after && !pal__store_cursor_ints(after, 2, 1u, cv)) {
 		snprintf(err, errlen, "cursor \"%.40s\" is not one this API gave", after);
 		return PAL_EINVAL;
 	}
+	if (after)
+		us = cv[0], id = cv[1];
 	if (job_id && (rc = job_exists(st, job_id, err, errlen)))
 		return rc;
 	char f[24], t[24], l[16], u[24], n[24];

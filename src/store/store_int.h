@@ -68,6 +68,13 @@ PGresult *pal__store_query(pal_store *st, const char *sql, int nparams, const ch
  * row) and parse it into *OUT (json_decref by the caller; NULL on failure).
  * PAL_EDB with ERR when the query fails, PAL_EINVAL with ERR when it returns
  * no row, an SQL NULL or text that is not JSON. */
+/* A page cursor the API gave: N integers joined by '_', each an int64; those
+ * whose bit is set in US_MASK (1 << i) microseconds since the epoch within
+ * PostgreSQL's range (years 1970 +- 300).  Into V; false for any other
+ * text, so that a tampered cursor is a bad request, never a database error. */
+#define PAL__CURSOR_US_MAX 9467280000000000LL /* 300 years of microseconds */
+bool pal__store_cursor_ints(const char *cursor, int n, unsigned us_mask, long long *v);
+
 int pal__store_query_json(pal_store *st, const char *sql, int nparams, const char *const *params,
 			  json_t **out, char *err, size_t errlen);
 /* Run SQL that returns one integer (the first column of its first row)

@@ -131,8 +131,9 @@ int pal__store_tokens_query(pal_store *st, const char *after, int limit, json_t 
 	int revoked = 0, n = 0;
 	long long us = 0;
 	char id[17] = "", r[16], u[24], l[16];
-	if (after && (sscanf(after, "%1d_%lld_%16[0-9a-f]%n", &revoked, &us, id, &n) != 3 ||
-		      after[n] || revoked > 1)) {
+	bool bad = after && (sscanf(after, "%1d_%lld_%16[0-9a-f]%n", &revoked, &us, id, &n) != 3 ||
+			     after[n] || revoked > 1);
+	if (bad || us > PAL__CURSOR_US_MAX || us < -PAL__CURSOR_US_MAX) {
 		snprintf(err, errlen, "cursor \"%.40s\" is not one this API gave", after);
 		return PAL_EINVAL;
 	}

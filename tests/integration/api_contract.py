@@ -406,7 +406,14 @@ for path, at_least in (("/api/v1/shadow", 2), ("/api/v1/tokens", 2), ("/api/v1/g
     walk(path, at_least)
 for bad in ("/api/v1/tickets?cursor=x1", "/api/v1/tokens?cursor=9_9_zz",
             f"/api/v1/triggers/{tid}/attempts?cursor=1", "/api/v1/audit?cursor=-1",
-            "/api/v1/triggers?job=c.one&cursor=1_2", "/api/v1/misfires?job=c.one&cursor=x"):
+            "/api/v1/triggers?job=c.one&cursor=1_2", "/api/v1/misfires?job=c.one&cursor=x",
+            # the right shape, numbers out of range: still the caller's error, not 503
+            "/api/v1/audit?cursor=99999999999999999999999",
+            "/api/v1/tokens?cursor=0_99999999999999999999_ab",
+            "/api/v1/triggers?job=c.one&cursor=99999999999999999999_0_5",
+            "/api/v1/triggers?job=c.one&cursor=99999999999999999_0_5",
+            "/api/v1/misfires?job=c.one&cursor=99999999999999999_1",
+            f"/api/v1/triggers/{tid}/attempts?cursor=1_99999999999999999"):
     call("GET", bad, want=400)  # a cursor the API did not give
 
 # Last: the node drains (and exits) when asked.
