@@ -100,6 +100,7 @@ typedef struct request {
 	bool api;	  /* an /api/v1 request: its body is kept */
 	bool form;	  /* a console form (login, logout, act): its body is kept */
 	GString *body;	  /* the kept body (api), NULL until it comes */
+	bool too_big;	  /* over the limit: the rest is discarded, then 413 */
 } request;
 
 /* ---- responses ------------------------------------------------------- */
@@ -140,6 +141,19 @@ static enum MHD_Result respond(struct MHD_Connection *conn, unsigned code, const
 static enum MHD_Result respond_text(struct MHD_Connection *conn, unsigned code, const char *text)
 {
 	return respond(conn, code, "text/plain; charset=utf-8", (char *)text, strlen(text), false);
+}
+
+/* A body over the limit: 413, as a problem (too-big) on /api/v1, whose
+ * errors are all problems, as text elsewhere. */
+static enum MHD_Result respond_too_big(struct MHD_Connection *conn, bool api)
+{
+	if (!api)
+		return respond_text(conn, MHD_HTTP_CONTENT_TOO_LARGE, "request body too large\n");
+	static const char problem[] =
+	    "{\"type\": \"urn:palisade:problem:too-big\", \"title\": \"Request body too large\","
+	    " \"status\": 413, \"detail\": \"an /api/v1 body is at most 4 MiB\"}";
+	return respond(conn, MHD_HTTP_CONTENT_TOO_LARGE, "application/problem+json",
+		       (char *)problem, sizeof problem - 1, false);
 }
 
 /* The status object from the callback, or NULL when there is none. */
@@ -778,8 +792,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 							     MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl != NULL && strtoull(cl, NULL, 10) > (req->api ? API_BODY_MAX : BODY_MAX))
-			return respond_text(conn, MHD_HTTP_CONTENT_TOO_LARGE,
-					    "request body too large\n");
+			return respond_too_big(conn, req->api);
 		/* An API request without a token is answered from its head (401,
 		 * or what a route that needs none says), never after keeping a
 		 * body of up to API_BODY_MAX for a client that has shown nothing. */
@@ -788,17 +801,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_YES;
 	}
 	if (*upload_data_size != 0) {
+		size_t max = req->api ? API_BODY_MAX : BODY_MAX;
 		req->body_bytes += *upload_data_size;
-		if ((req->api || req->form) && !req->refused &&
-		    req->body_bytes <= (req->api ? API_BODY_MAX : BODY_MAX)) {
+		if ((req->api || req->form) && !req->refused && req->body_bytes <= max) {
 			if (req->body == NULL)
 				req->body = g_string_new(NULL);
 			g_string_append_len(req->body, upload_data, (gssize)*upload_data_size);
 		}
 		*upload_data_size = 0; /* other routes need no body: discarded */
-		return req->body_bytes > (req->api ? API_BODY_MAX : BODY_MAX) ? MHD_NO : MHD_YES;
+		/* A chunked body (no Content-Length) over the limit is read to its
+		 * end and answered 413; one that goes on past four times the limit
+		 * has its connection closed. */
+		req->too_big = req->body_bytes > max;
+		return req->body_bytes > 4 * (size_t)max ? MHD_NO : MHD_YES;
 	}
 	pal_httpguard_body_done(a->guard, conn);
+	if (req->too_big)
+		return respond_too_big(conn, req->api);
 	if (req->refused)
 		return refuse(a, conn, url, method, req->refused, req->why);
 	if (req->api)

@@ -35,6 +35,15 @@ expect_eq "an API write without a token announcing a 4 MB body: 401 at once" 401
 	"$(code --max-time 5 -X POST -H 'Content-Type: application/yaml' -H 'Content-Length: 4000000' \
 		--data-binary '' "http://$A/api/v1/apply")"
 expect_eq "the API's document needs no token: 200" 200 "$(code "http://$A/api/v1/openapi.json")"
+# A body over the API's 4 MiB: 413 as a problem, as every API error is, with
+# a Content-Length (answered from the head) and chunked (read to its end).
+BIG_TOKEN=$("$PAL" token create --name big-body --role admin | tail -1)
+head -c 5000000 /dev/zero | tr '\0' 'a' >"$NODE_DIR/big.yaml"
+big() { curl -s -o /dev/null -w '%{http_code} %{content_type}' --max-time 20 -X POST -H "Authorization: Bearer $BIG_TOKEN" \
+	-H 'Content-Type: application/yaml' "$@" --data-binary @"$NODE_DIR/big.yaml" "http://$A/api/v1/apply"; }
+expect_eq "an API body over 4 MiB: 413 as application/problem+json" "413 application/problem+json" "$(big)"
+expect_eq "the same body chunked: 413 as a problem too, not a dropped connection" "413 application/problem+json" \
+	"$(big -H 'Transfer-Encoding: chunked')"
 sleep 0.5
 check "after all that the node still runs" node_alive a1
 check "and is still ready" ready
