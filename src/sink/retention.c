@@ -29,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <jansson.h>
 #include <libpq-fe.h>
 #include "palisade/log.h"
@@ -43,19 +42,24 @@
 #define M_KEEP "palisade_sink_key_retention_seconds"
 #define M_ADOPTED "palisade_sink_retention_adopted_total"
 
-/* $1 cutoff (ms since the epoch), $2 slice.  A key's last request
+/* $1 --key-retention in ms, $2 slice.  The cutoff is taken from the
+ * database's clock, the one that wrote seen_at, applied_at and updated_at
+ * (clock_timestamp()), once per statement: a sink host whose clock is
+ * ahead must not forget keys early by its skew.  A key's last request
  * (seen_at) is never older than its effect's applied_at or updated_at
  * (every apply is a request); both are checked all the same, for a row
  * edited by hand.  Keys still in the tables of before 006_keys.sql are
  * adopted first (adopt() below), then forgotten here. */
 static const char SQL_SLICE[] =
-    "WITH c AS (SELECT k.idempotency_key AS key FROM sink_keys k"
-    "    WHERE k.seen_at < to_timestamp($1::bigint / 1000.0)"
+    "WITH t AS MATERIALIZED (SELECT clock_timestamp() - $1::bigint * interval '1 millisecond'"
+    "    AS cut),"
+    "  c AS (SELECT k.idempotency_key AS key FROM sink_keys k"
+    "    WHERE k.seen_at < (SELECT cut FROM t)"
     "    ORDER BY k.seen_at LIMIT $2::int),"
     "  lk AS (SELECT k.id, k.idempotency_key AS key FROM sink_keys k"
     "    WHERE k.idempotency_key IN (SELECT key FROM c)"
-    "      AND k.seen_at < to_timestamp($1::bigint / 1000.0)"
-    "      AND coalesce(k.updated_at, k.applied_at) < to_timestamp($1::bigint / 1000.0)"
+    "      AND k.seen_at < (SELECT cut FROM t)"
+    "      AND coalesce(k.updated_at, k.applied_at) < (SELECT cut FROM t)"
     "      AND pg_try_advisory_xact_lock(hashtextextended(k.idempotency_key, 0))"
     "    FOR UPDATE SKIP LOCKED),"
     "  dl AS (DELETE FROM sink_applies a WHERE a.key_id IN (SELECT id FROM lk) RETURNING 1),"
@@ -127,13 +131,10 @@ int pal__sink_retention_opt(sink_retention_opts *o, int opt, const char *arg)
 static int slices(PGconn *pg, const sink_retention_opts *o, int64_t *keys, int64_t *ledger,
 		  char *err, size_t errlen)
 {
-	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
-	char cut[32], sl[16];
-	snprintf(cut, sizeof cut, "%lld",
-		 (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000 - (long long)o->keep_ms);
+	char keep[32], sl[16];
+	snprintf(keep, sizeof keep, "%lld", (long long)o->keep_ms);
 	snprintf(sl, sizeof sl, "%d", o->slice);
-	const char *params[] = {cut, sl};
+	const char *params[] = {keep, sl};
 	for (;;) {
 		PGresult *r = PQexecParams(pg, SQL_SLICE, 2, NULL, params, NULL, NULL, 0);
 		if (PQresultStatus(r) != PGRES_TUPLES_OK) {

@@ -5,7 +5,7 @@
 # holds a live trigger.
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
-guarantee "retention - ranges are created ahead; an old range of terminal triggers is dropped with its attempts (DROP, not DELETE); an old range holding a live trigger is kept and reported; G2 holds across partitions; misfires and audit_log rows past their retention are deleted in slices (a misfire range reaching past the cutoff is kept whole) and move the verify horizon; apply refuses a job whose key horizon exceeds sink.key_retention; the sink forgets keys past --key-retention and never a key whose fence is newer"
+guarantee "retention - ranges are created ahead; an old range of terminal triggers is dropped with its attempts (DROP, not DELETE); an old range holding a live trigger is kept and reported; G2 holds across partitions; misfires and audit_log rows past their retention are deleted in slices (a misfire range reaching past the cutoff is kept whole) and move the verify horizon; apply refuses a job whose key horizon exceeds sink.key_retention; the sink forgets keys past --key-retention (by the database's clock, whatever the sink host's) and never a key whose fence is newer"
 
 fresh_db it_retention
 expect_exit "migrate" 0 "$PAL" migrate
@@ -247,5 +247,23 @@ wait_until "the running sink forgets it within a pass" 10 bash -c "[ \"\$(psql \
 expect_match "and counts it" 'palisade_sink_retention_deleted_total\{table="sink_keys"\} [1-9]' "$(curl -s "http://$SINK_ADMIN/metrics")"
 expect_match "and publishes its retention" 'palisade_sink_key_retention_seconds 86400' "$(curl -s "http://$SINK_ADMIN/metrics")"
 expect_eq "keys younger than a day stay, and the one whose last request is newer" "new-c,stale-lately" "$(sql "select string_agg(resource, ',' order by resource) from sink_fences")"
+# "older" by the database's clock, which wrote seen_at: a sink host whose
+# clock is 8 days ahead forgets no key used a moment ago (a late retry
+# would apply its effect twice), one 8 days behind still forgets old keys
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Idempotency-Key: skew-k' -H 'Palisade-Fencing-Token: 7' "http://$SINK_ADDR/effects/x")
+expect_eq "an effect applied" "201" "$code"
+stop_sink # a pass of its own would hide what the skewed ones do
+FT=$(faketime_lib) || fail "libfaketime installed"
+LD_PRELOAD=$FT FAKETIME="+8d" "$SINK" --retention-once --key-retention 7d --pg "$PALISADE_PG" >"$PALISADE_TEST_TMP/skew.out" 2>&1
+expect_eq "a sink whose clock is 8 days ahead keeps a key used a moment ago" 1 \
+	"$(sql "select count(*) from sink_effects where idempotency_key = 'skew-k'")"
+start_sink --pg "$PALISADE_PG" --key-retention 0
+rep=$(curl -s -o /dev/null -D - -X POST -H 'Idempotency-Key: skew-k' -H 'Palisade-Fencing-Token: 7' "http://$SINK_ADDR/effects/x" | tr -d '\r' | sed -n 's/^Idempotent-Replayed: //Ip')
+expect_eq "... so a retry of it is a replay, not a second effect" true "$rep"
+expect_eq "... the sink applied nothing" 0 "$(sink_stat applied)"
+key skew-old "10 days" "10 days" 1
+LD_PRELOAD=$FT FAKETIME="-8d" "$SINK" --retention-once --key-retention 7d --pg "$PALISADE_PG" >"$PALISADE_TEST_TMP/skew.out" 2>&1
+expect_eq "a sink whose clock is 8 days behind forgets a key 10 days old" 0 \
+	"$(sql "select count(*) from sink_effects where idempotency_key = 'skew-old'")"
 stop_sink
 finish
