@@ -218,7 +218,10 @@ chaos: all
 #     statements; test_operator runs their C), test_stop_unknown (the door's
 #     SQL; test_rerun_unknown runs the guard's C), test_after_version_switch
 #     (palisade_plan_after's SQL and verify's; the C of both, test_after,
-#     test_after_retire and test_after_quarantine run)
+#     test_after_retire and test_after_quarantine run),
+#     test_sink_query_inflight (the sink's set of keys in flight, which every
+#     sink test fills and every status query of test_sink reads; the
+#     executor's answer to a 409 status query, test_honest_outcomes)
 #   18 lines: test_mixed_upgrade - the node's schema-range refusal and its
 #     resign on a schema change (src/node/node.c); out because its
 #     sub-second handoff checks measure timing and its old binaries are not
@@ -236,7 +239,7 @@ ASAN_SKIP := test_controller_faults test_controller_handoff test_controller_relo
 	test_trigger_reads test_claim_stale_stats test_calendars_old_node \
 	test_schedule_forms_old_controller test_console_scale test_after_activation \
 	test_notify_slow_receiver test_stop_live_holder test_stop_unknown test_retention_verify_hole \
-	test_after_version_switch
+	test_after_version_switch test_sink_query_inflight
 asan:
 	ASAN_OPTIONS=detect_stack_use_after_return=1:$(ASAN_OPTIONS) PALISADE_IT_SKIP="$(ASAN_SKIP)" \
 		$(MAKE) O=build-asan SAN=1 LOAD_SECONDS=45 REFERENCE=0 CHECKS=0 test

@@ -24,7 +24,7 @@
 const char *const pal__sink_outcomes[] = {
     "applied",	   "replayed",	     "stale",	  "in_progress",     "payload_mismatch",
     "bad_request", "bad_checkpoint", "too_large", "errors_injected", "dropped_after_commit",
-    "db_errors",   "found",	     "not_found",     "query_in_progress",
+    "db_errors",   "commit_unknown", "found",	  "not_found",	     "query_in_progress",
 };
 const size_t pal__sink_n_outcomes = sizeof pal__sink_outcomes / sizeof pal__sink_outcomes[0];
 

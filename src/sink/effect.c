@@ -2,7 +2,9 @@
  * effect.c - the sink's transaction: check the fencing token and the
  * idempotency key atomically with the effect (G4, G5), and the status query
  * the executor uses after an unknown outcome (409 in_progress, never 404,
- * while an apply transaction for the key is open).
+ * while an apply transaction for the key is open or a request for it is
+ * in flight in this process).  A COMMIT whose answer was lost with the
+ * connection is neither applied nor "not applied" (503): SINK_UNKNOWN.
  *
  * One apply request is one PostgreSQL transaction, in this order:
  *
@@ -224,6 +226,22 @@ static void reply_db_error(sink_reply *out)
 	reply(out, SINK_DB_ERROR, 503, pal__sink_body_error("db_unavailable", NULL));
 }
 
+/* After a COMMIT (or a call that commits) failed: PostgreSQL said no and
+ * the session goes on - the transaction rolled back, "not applied" is the
+ * truth (503) - or the connection is gone, and with it the word on the
+ * COMMIT: it may have committed (SINK_UNKNOWN, answered by closing the
+ * HTTP connection without an answer, the protocol's "unknown").  A server
+ * error that arrives as the connection closes (a terminated backend) is
+ * not a "no": the backend may have committed before it was told to go. */
+static void reply_commit_failed(sink_conn *c, sink_reply *out)
+{
+	if (PQstatus(c->pg) == CONNECTION_OK && PQtransactionStatus(c->pg) == PQTRANS_IDLE) {
+		reply_db_error(out);
+		return;
+	}
+	reply(out, SINK_UNKNOWN, 0, NULL);
+}
+
 /* The refusals, shared by a request alone and a group. */
 static void reply_in_progress(sink_reply *out)
 {
@@ -405,11 +423,10 @@ void pal__sink_effect_apply(sink_ctx *ctx, sink_conn *c, const sink_apply_req *r
 	 * concurrent duplicate meanwhile sees 409 in_progress */
 	pal__sink_sleep_ms(ctx, rq->delay_ms);
 	if (!command(c, "COMMIT")) {
-		/* COMMIT's fate is unknown to us: the client must query or retry */
-		rollback(c);
 		free(out->body);
 		memset(out, 0, sizeof *out);
-		reply_db_error(out);
+		reply_commit_failed(c, out);
+		rollback(c);
 		return;
 	}
 	out->committed = true;
@@ -437,16 +454,21 @@ static char *group_json(const sink_apply_req *const *rqs, char **bodies, int n)
 	return text;
 }
 
-/* Every request of a group gets the unknown answer (503 db_unavailable):
- * the group's transaction failed or its COMMIT's fate is unknown. */
-static void group_failed(sink_conn *c, sink_reply *outs, int n)
+/* Every request of a group gets one answer when its call failed or its
+ * rows cannot be trusted: 503 db_unavailable when nothing was sent
+ * (SENT false) or PostgreSQL refused the call and the session goes on,
+ * else SINK_UNKNOWN (reply_commit_failed()). */
+static void group_failed(sink_conn *c, bool sent, sink_reply *outs, int n)
 {
-	rollback(c);
 	for (int i = 0; i < n; i++) {
 		free(outs[i].body);
 		memset(&outs[i], 0, sizeof outs[i]);
-		reply_db_error(&outs[i]);
+		if (sent)
+			reply_commit_failed(c, &outs[i]);
+		else
+			reply_db_error(&outs[i]);
 	}
+	rollback(c);
 }
 
 /* Row I of sink_apply_group()'s result into OUT; BODY (taken) is the
@@ -490,6 +512,7 @@ void pal__sink_effect_group(sink_conn *c, const sink_apply_req *const *rqs, sink
 	char *text = bodies ? group_json(rqs, bodies, n) : NULL;
 	q res = {0};
 	bool ok = text != NULL && ready(c, false);
+	bool sent = ok;
 	if (ok) {
 		/* The call is a transaction of its own (no BEGIN, no COMMIT: two
 		 * round trips fewer per group).  libpq returns its rows once the
@@ -511,7 +534,8 @@ void pal__sink_effect_group(sink_conn *c, const sink_apply_req *const *rqs, sink
 	}
 	free(text);
 	/* committed already: a short answer can only be "unknown" for all */
-	if (ok && PQntuples(res.r) != n) {
+	bool short_answer = ok && PQntuples(res.r) != n;
+	if (short_answer) {
 		pal_log(PAL_LOG_ERROR, "sink.group_mismatch", "{s:i, s:i}", "requests", n, "rows",
 			PQntuples(res.r));
 		ok = false;
@@ -525,8 +549,16 @@ void pal__sink_effect_group(sink_conn *c, const sink_apply_req *const *rqs, sink
 		free(bodies[i]);
 	free(bodies);
 	/* every answer waited for the COMMIT: a 2xx only for a durable effect */
+	if (short_answer) {
+		for (int i = 0; i < n; i++) {
+			free(outs[i].body);
+			memset(&outs[i], 0, sizeof outs[i]);
+			reply(&outs[i], SINK_UNKNOWN, 0, NULL);
+		}
+		return;
+	}
 	if (!ok) {
-		group_failed(c, outs, n);
+		group_failed(c, sent, outs, n);
 		return;
 	}
 	for (int i = 0; i < n; i++)
@@ -534,7 +566,7 @@ void pal__sink_effect_group(sink_conn *c, const sink_apply_req *const *rqs, sink
 		    outs[i].outcome == SINK_APPLIED || outs[i].outcome == SINK_REPLAYED;
 }
 
-void pal__sink_effect_query(sink_conn *c, const char *key, sink_reply *out)
+void pal__sink_effect_query(sink_conn *c, const char *key, bool inflight, sink_reply *out)
 {
 	memset(out, 0, sizeof *out);
 	if (!ready(c, true)) {
@@ -547,7 +579,9 @@ void pal__sink_effect_query(sink_conn *c, const char *key, sink_reply *out)
 	 * and the read below (a later statement, hence a later snapshot at
 	 * READ COMMITTED) sees everything committed before it: the answer is
 	 * exact.  Not taken: a complete record still answers 200; anything
-	 * else is 409 in_progress. */
+	 * else is 409 in_progress.  INFLIGHT, a request of this process not
+	 * in a transaction yet (paused, queued, waiting for a connection),
+	 * counts as a lock not taken: it may commit after this read. */
 	q res;
 	const char *p[] = {key};
 	if (!run(c, S_KEY_PEEK, 1, p, PGRES_TUPLES_OK, &res)) {
@@ -565,7 +599,7 @@ void pal__sink_effect_query(sink_conn *c, const char *key, sink_reply *out)
 	}
 	bool complete =
 	    PQntuples(res.r) > 0 && atoi(PQgetvalue(res.r, 0, 5)) >= atoi(PQgetvalue(res.r, 0, 6));
-	if (!free_key && !complete) {
+	if ((!free_key || inflight) && !complete) {
 		PQclear(res.r);
 		reply_in_progress(out);
 		return;

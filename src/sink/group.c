@@ -11,9 +11,12 @@
  * (pal__sink_effect_group(): a savepoint per request, one COMMIT).  While it
  * commits, another committer collects the next group; --group-committers
  * bounds the group transactions open at once.  Every request's answer is
- * handed back only after the group's COMMIT returned, or as 503
- * db_unavailable when the transaction or its COMMIT failed: never a 2xx
- * for an effect that is not durable.
+ * handed back only after the group's COMMIT returned, as 503
+ * db_unavailable when the transaction or its COMMIT failed, or as no
+ * answer at all (SINK_UNKNOWN: the connection is closed) when the
+ * connection to PostgreSQL was lost after the call was sent: never a 2xx
+ * for an effect that is not durable, never "not applied" for one that may
+ * be.
  *
  * Two requests for one key in one group: the group's transaction already
  * holds the key's advisory lock and key row when the second runs, so the

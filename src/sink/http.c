@@ -160,8 +160,11 @@ static enum MHD_Result query(sink_ctx *ctx, struct MHD_Connection *conn, const c
 	sink_conn *c = acquire(ctx);
 	if (c == NULL)
 		return unavailable(conn, "db_unavailable");
+	/* before the read: a request that leaves the set after it began
+	 * committed (or failed) before the read's snapshot */
+	bool inflight = pal__sink_inflight_has(ctx, key);
 	sink_reply rep;
-	pal__sink_effect_query(c, key, &rep);
+	pal__sink_effect_query(c, key, inflight, &rep);
 	pal__sink_pool_release(ctx->pool, c);
 	if (rep.outcome == SINK_DB_ERROR) {
 		pal__sink_count(ctx, "db_errors");
@@ -272,6 +275,8 @@ static const char *outcome_name(sink_outcome o)
 		return "bad_checkpoint";
 	case SINK_DB_ERROR:
 		return "db_errors";
+	case SINK_UNKNOWN:
+		return "commit_unknown";
 	}
 	return "db_errors";
 }
@@ -323,6 +328,15 @@ static enum MHD_Result apply_validated(sink_ctx *ctx, struct MHD_Connection *con
 		"trace_id", rq->trace_id, "span_id", rq->span_id, "trace_flags", rq->trace_flags,
 		"tracestate", rq->tracestate ? rq->tracestate : "");
 
+	if (rep.outcome == SINK_UNKNOWN) {
+		/* the COMMIT was sent and its answer lost: a 5xx would say "not
+		 * applied" (docs/protocol.md), so no answer at all, which the
+		 * client reads as unknown and resolves with the status query */
+		pal_log(PAL_LOG_WARN, "sink.commit_unknown", "{s:s, s:I}", "key", rq->key, "token",
+			(json_int_t)rq->token);
+		free(rep.body);
+		return MHD_NO;
+	}
 	if (rep.committed && f.drop_rate > 0 && g_random_double() < f.drop_rate) {
 		/* the lost response: committed, and the client hears nothing */
 		pal__sink_count(ctx, "dropped_after_commit");
@@ -355,17 +369,10 @@ static enum MHD_Result apply(sink_ctx *ctx, struct MHD_Connection *conn, const c
 	if (why != NULL)
 		return bad_request(ctx, conn, why);
 
-	pthread_mutex_lock(&ctx->mu);
-	int n = ++ctx->inflight;
-	pthread_mutex_unlock(&ctx->mu);
-	pal_metric_set(ctx->metrics, SINK_M_INFLIGHT, NULL, n);
-
+	/* in flight for the status query until answered (inflight.c) */
+	pal_metric_set(ctx->metrics, SINK_M_INFLIGHT, NULL, pal__sink_inflight_enter(ctx, rq.key));
 	enum MHD_Result ret = apply_validated(ctx, conn, req, &rq);
-
-	pthread_mutex_lock(&ctx->mu);
-	n = --ctx->inflight;
-	pthread_mutex_unlock(&ctx->mu);
-	pal_metric_set(ctx->metrics, SINK_M_INFLIGHT, NULL, n);
+	pal_metric_set(ctx->metrics, SINK_M_INFLIGHT, NULL, pal__sink_inflight_leave(ctx, rq.key));
 	return ret;
 }
 

@@ -348,6 +348,7 @@ static int ctx_init(sink_ctx *ctx, const cmdline *cl)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* faults.c sleeps on it */
 	pthread_cond_init(&ctx->cv, &ca);
 	pthread_condattr_destroy(&ca);
+	pal__sink_inflight_init(ctx);
 	ctx->metrics = pal_metrics_new();
 	if (ctx->metrics == NULL)
 		return PAL_ENOMEM;
@@ -380,6 +381,7 @@ static void ctx_stop(sink_ctx *ctx)
 static void ctx_free(sink_ctx *ctx)
 {
 	pal_metrics_free(ctx->metrics);
+	pal__sink_inflight_free(ctx);
 	pthread_cond_destroy(&ctx->cv);
 	pthread_mutex_destroy(&ctx->mu);
 }
@@ -389,7 +391,7 @@ static json_t *final_counts(pal_metrics *m)
 	static const char *const shown[] = {
 	    "applied",	   "replayed",	       "stale",
 	    "in_progress", "payload_mismatch", "dropped_after_commit",
-	    "db_errors"};
+	    "db_errors",   "commit_unknown"};
 	json_t *j = json_object();
 	json_object_set_new(j, "requests",
 			    json_integer((json_int_t)pal_metric_get(m, SINK_M_REQUESTS, NULL)));

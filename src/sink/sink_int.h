@@ -9,6 +9,7 @@
  *   proto.c   pure helpers: header values, percent-decoding, payload digest,
  *             response bodies (unit-tested by tests/unit/test_sink_proto.c)
  *   faults.c  run-time fault settings (delay, error rate, drop, pause)
+ *   inflight.c the apply requests in flight in this process, and their keys
  *   pool.c    a fixed pool of PostgreSQL connections, one per busy request
  *             or group
  *   schema.c  the sink's own schema (sql/sink/NNN_name.sql), applied at start-up
@@ -32,6 +33,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <glib.h>
 #include <libpq-fe.h>
 #include "palisade/err.h"
 #include "palisade/metrics.h"
@@ -183,12 +185,24 @@ typedef struct sink_ctx {
 	sink_listener *http;  /* owned */
 	sink_listener *admin; /* owned, NULL without --admin */
 
-	pthread_mutex_t mu; /* guards faults, stopping, inflight */
+	pthread_mutex_t mu; /* guards faults, stopping, inflight, inflight_keys */
 	pthread_cond_t cv;  /* broadcast on fault change and on stop */
 	sink_faults faults;
 	bool stopping;
-	int inflight; /* apply requests past validation, not yet answered */
+	int inflight;		   /* apply requests past validation, not yet answered */
+	GHashTable *inflight_keys; /* their keys (owned copies) -> requests for each */
 } sink_ctx;
+
+/* inflight.c: the apply requests in flight in this process (under ctx->mu).
+ * init makes the empty set (glib aborts when out of memory), free drops it.
+ * enter counts a request for KEY in flight, from header validation on;
+ * leave, once it is answered, takes one back: both return the requests now
+ * in flight.  has: whether a request for KEY is in flight. */
+void pal__sink_inflight_init(sink_ctx *ctx);
+void pal__sink_inflight_free(sink_ctx *ctx);
+int pal__sink_inflight_enter(sink_ctx *ctx, const char *key);
+int pal__sink_inflight_leave(sink_ctx *ctx, const char *key);
+bool pal__sink_inflight_has(sink_ctx *ctx, const char *key);
 
 /* faults.c */
 void pal__sink_faults_get(sink_ctx *ctx, sink_faults *out);
@@ -213,7 +227,10 @@ typedef enum sink_outcome {
 	SINK_IN_PROGRESS,    /* another request for the key is in flight */
 	SINK_MISMATCH,	     /* same key, another payload */
 	SINK_BAD_CHECKPOINT, /* checkpoint ahead of the stored progress */
-	SINK_DB_ERROR,	     /* PostgreSQL failed; outcome of COMMIT unknown */
+	SINK_DB_ERROR,	     /* PostgreSQL failed before anything committed: 503 */
+	SINK_UNKNOWN,	     /* the COMMIT was sent and its answer lost: it may
+				have committed; no answer (the connection is
+				closed), the protocol's "unknown" */
 } sink_outcome;
 
 /* One validated apply request; strings are borrowed. */
@@ -239,29 +256,36 @@ typedef struct sink_apply_req {
 
 typedef struct sink_reply {
 	sink_outcome outcome;
-	unsigned status;
-	char *body;	 /* malloc()ed JSON; the caller frees */
+	unsigned status; /* 0 with SINK_UNKNOWN */
+	char *body;	 /* malloc()ed JSON (NULL with SINK_UNKNOWN); the caller frees */
 	int64_t highest; /* SINK_STALE: the highest token seen */
 	bool committed;	 /* COMMIT succeeded */
 } sink_reply;
 
 /* Run the apply transaction of docs/sink.md on C.  Always fills OUT (body
- * may be NULL on ENOMEM); the connection is idle again on return. */
+ * may be NULL on ENOMEM); a failed COMMIT is SINK_DB_ERROR when PostgreSQL
+ * refused it and the session goes on, SINK_UNKNOWN when the connection was
+ * lost with it.  The connection is idle again on return. */
 void pal__sink_effect_apply(sink_ctx *ctx, sink_conn *c, const sink_apply_req *rq, sink_reply *out);
 /* GET /effects/<key>: 200 with the record when the effect is complete;
  * 409 in_progress (SINK_IN_PROGRESS) while an apply transaction holds the
- * key; 404 otherwise; 503 when PostgreSQL fails.  Fills OUT like apply. */
-void pal__sink_effect_query(sink_conn *c, const char *key, sink_reply *out);
+ * key, or when INFLIGHT (an apply request for the key is in flight in this
+ * process, pal__sink_inflight_has() before the call); 404 otherwise; 503
+ * when PostgreSQL fails.  Fills OUT like apply. */
+void pal__sink_effect_query(sink_conn *c, const char *key, bool inflight, sink_reply *out);
 /* Apply the N requests RQS in one transaction on C: BEGIN, one call of
  * sink_apply_group() (sql/sink/functions/sink_apply_group.sql: the steps
  * of pal__sink_effect_apply for every request, set-based when the keys
  * are distinct and every request is for chunk 1, else for each request in
  * a subtransaction of its own; what a request alone would roll back rolled
  * back for it only; then the group's applied_at), COMMIT.  OUTS[i]
- * answers RQS[i] (bodies malloc()ed, the caller frees); when the
- * transaction fails or its COMMIT does, every OUTS[i] is 503
- * db_unavailable.  No delay is held (requests with one are applied
- * alone).  C is idle again on return. */
+ * answers RQS[i] (bodies malloc()ed, the caller frees).  When the call
+ * fails, every OUTS[i] is 503 db_unavailable if nothing was sent or
+ * PostgreSQL refused it and the session goes on (rolled back), and
+ * SINK_UNKNOWN if the connection was lost once the call was sent (its
+ * implicit COMMIT may have happened); SINK_UNKNOWN too when the call
+ * committed but returned other rows than requests.  No delay is held
+ * (requests with one are applied alone).  C is idle again on return. */
 void pal__sink_effect_group(sink_conn *c, const sink_apply_req *const *rqs, sink_reply *outs,
 			    int n);
 
