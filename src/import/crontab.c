@@ -125,20 +125,26 @@ static void split_percent(const char *text, GString *cmd, GString *in, bool *has
 		percent_text(&text, in, false);
 }
 
-/* A field cron rejects although palisade reads it: a step after a single
- * value ("5/10"; cron takes steps after '*' or a range only). */
-static bool cron_rejects(const char *field)
+/* Why cron rejects FIELD although palisade reads it, or NULL: a character
+ * outside cron's grammar (numbers, names, '*', '-', '/', ','; palisade also
+ * reads Quartz's '?', 'L', 'W', '#'), or a step after a single value
+ * ("5/10"; cron takes steps after '*' or a range only).  Cron refuses such
+ * an entry, so it never ran. */
+static const char *cron_rejects(const char *field)
 {
+	if (field[strspn(field,
+			 "0123456789*,-/abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")])
+		return "a character outside cron's grammar (numbers, names, '*', '-', '/', ',')";
 	char **items = g_strsplit(field, ",", -1);
-	bool bad = false;
+	const char *why = NULL;
 
-	for (char **it = items; *it && !bad; it++) {
+	for (char **it = items; *it && !why; it++) {
 		const char *sl = strchr(*it, '/');
 		if (sl && **it != '*' && !memchr(*it, '-', (size_t)(sl - *it)))
-			bad = true;
+			why = "a step after a single value (write a range, e.g. \"5-59/10\")";
 	}
 	g_strfreev(items);
-	return bad;
+	return why;
 }
 
 static const char *next_token(const char *p, char **tok)
@@ -167,12 +173,22 @@ static void entry(cronfile *f, int lineno, const char *line, size_t len)
 		p = next_token(p, &fields[0]);
 		nf = 1;
 		bool known = false;
-		for (size_t i = 0; i < G_N_ELEMENTS(macros); i++)
-			known = known || !g_ascii_strcasecmp(fields[0], macros[i]);
-		if (!g_ascii_strcasecmp(fields[0], "@reboot")) {
+		bool other_case = false;
+		for (size_t i = 0; i < G_N_ELEMENTS(macros); i++) {
+			known = known || !strcmp(fields[0], macros[i]);
+			other_case = other_case || !g_ascii_strcasecmp(fields[0], macros[i]);
+		}
+		if (!strcmp(fields[0], "@reboot")) {
 			pal__import_issue(f->r, f->name, where, "not translated",
 					  "@reboot runs at the cron daemon's start, not on a "
 					  "schedule; palisade has no such instant");
+			ok = false;
+		} else if (!known && other_case) {
+			pal__import_issue(
+			    f->r, f->name, where, "not translated",
+			    "macro \"%s\": cron knows its macros in lower case only and "
+			    "rejects this one, so the entry never ran",
+			    fields[0]);
 			ok = false;
 		} else if (!known) {
 			pal__import_issue(f->r, f->name, where, "not translated",
@@ -189,12 +205,12 @@ static void entry(cronfile *f, int lineno, const char *line, size_t len)
 				ok = false;
 				break;
 			}
-			if (ok && cron_rejects(fields[i])) {
-				pal__import_issue(
-				    f->r, f->name, where, "not translated",
-				    "field %d \"%s\": cron itself rejects a step after a "
-				    "single value (write a range, e.g. \"5-59/10\")",
-				    i + 1, fields[i]);
+			const char *bad = ok ? cron_rejects(fields[i]) : NULL;
+			if (bad) {
+				pal__import_issue(f->r, f->name, where, "not translated",
+						  "field %d \"%s\": cron itself rejects %s, so the "
+						  "entry never ran",
+						  i + 1, fields[i], bad);
 				ok = false;
 			}
 			g_string_append_printf(cron, "%s%s", i ? " " : "",
@@ -366,7 +382,21 @@ int pal_import_crontab(pal_import_result *r, const char *name, const char *buf, 
 	for (size_t at = 0; at < len;) {
 		const char *nl = memchr(buf + at, '\n', len - at);
 		size_t n = nl ? (size_t)(nl - (buf + at)) : len - at;
-		line(&f, ++lineno, buf + at, n);
+		const char *t = buf + at;
+		size_t blank = 0;
+		while (blank < n && (t[blank] == ' ' || t[blank] == '\t'))
+			blank++;
+		if (!nl && blank < n && t[blank] != '#') {
+			/* cron drops the last line of a file that does not end in a
+			 * newline (and `crontab` refuses to install such a file) */
+			char where[32];
+			snprintf(where, sizeof where, "%d", ++lineno);
+			pal__import_issue(r, name, where, "not translated",
+					  "the file's last line has no newline at its end: cron "
+					  "drops such a line, so it never ran");
+		} else {
+			line(&f, ++lineno, t, n);
+		}
 		at += n + 1;
 	}
 	if (f.assumed->len)

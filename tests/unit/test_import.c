@@ -125,6 +125,26 @@ static void test_import_crontab_names_what_it_leaves_out(void **st)
 	pal_import_result_free(r);
 }
 
+/* Entries cron itself refuses never ran: named, not imported. */
+static void test_import_crontab_names_what_cron_refuses(void **st)
+{
+	pal_jobset set = {0};
+	pal_import_result *r;
+
+	r = import(true,
+		   "0 1 * * * ok\n@DAILY upper\n0 0 ? * * question\n@daily fine\n"
+		   "0 10 * * * no-newline",
+		   &opts, &set);
+	assert_int_equal(set.n, 2);
+	assert_non_null(strstr(pal_import_report(r), "tab:2: not translated: macro \"@DAILY\""));
+	assert_non_null(strstr(pal_import_report(r), "tab:3: not translated: field 3 \"?\""));
+	assert_non_null(strstr(pal_import_report(r),
+			       "tab:5: not translated: the file's last line has no newline"));
+	assert_int_equal(pal_import_issues(r), 3);
+	pal_jobset_free(&set);
+	pal_import_result_free(r);
+}
+
 static void test_import_crontab_system_user_and_gap(void **st)
 {
 	pal_jobset set = {0};
@@ -202,6 +222,7 @@ int main(void)
 	    cmocka_unit_test(test_import_crontab_command_survives_templates),
 	    cmocka_unit_test(test_import_crontab_ids_stable_and_unique),
 	    cmocka_unit_test(test_import_crontab_names_what_it_leaves_out),
+	    cmocka_unit_test(test_import_crontab_names_what_cron_refuses),
 	    cmocka_unit_test(test_import_crontab_system_user_and_gap),
 	    cmocka_unit_test(test_import_kubernetes_fields),
 	    cmocka_unit_test(test_import_target_placeholders),
