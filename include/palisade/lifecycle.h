@@ -147,12 +147,16 @@ PAL_MUST_CHECK int pal_store_job_meta_json(pal_store *st, const char *job_id, js
  * outcome was unknown (its outcome unknown or manual, an error class of a
  * request that was sent and not answered: timeout_after_send,
  * reset_after_send, empty_reply, garbage_reply, in_progress) or that a
- * holder which lost its lease left open.  *out: [{trigger_id state
- * outcome_unknown attempts [{fence outcome error_class}]}] (empty when
- * none).
+ * holder which lost its lease left open.  *out: [{trigger_id at partition
+ * state source request_id outcome_unknown attempts [{fence outcome
+ * error_class}]}] (empty when none), AT in epoch seconds.
  */
 PAL_MUST_CHECK int pal_store_unknown_at(pal_store *st, const char *job_id, int64_t at,
 					json_t **out, char *err, size_t errlen);
+/* The same for the triggers of JOB_ID scheduled in [FROM, TO] (a backfill's
+ * range), ordered by instant. */
+PAL_MUST_CHECK int pal_store_unknown_in(pal_store *st, const char *job_id, int64_t from,
+					int64_t to, json_t **out, char *err, size_t errlen);
 /* Whether JOB_ID is retired (*retired); PAL_ENOENT when it does not exist. */
 PAL_MUST_CHECK int pal_store_job_retired(pal_store *st, const char *job_id, bool *retired,
 					 char *err, size_t errlen);

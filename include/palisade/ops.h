@@ -187,6 +187,8 @@ typedef struct pal_backfill_result {
 	int64_t excluded;  /* of which on excluded calendar dates (not planned) */
 	int64_t rows;      /* trigger rows wanted (instants x partitions) */
 	int64_t inserted;  /* rows inserted now (conflicts with an earlier run excluded) */
+	int64_t unknown;   /* instants with an unknown outcome run again (NEW_EFFECT) */
+	char refused[24];  /* PAL_ESTALE: "unknown-outcome" or "job-retired" */
 } pal_backfill_result;
 
 /*
@@ -195,12 +197,18 @@ typedef struct pal_backfill_result {
  * range; before any effective_from the latest version), times partitions,
  * inserted as source 'backfill' with REQUEST_ID, ON CONFLICT DO NOTHING,
  * with an audit row counting them.  PAL_ETOOBIG (nothing written) when more
- * than MAX instants; PAL_ENOENT when the job does not exist.
+ * than MAX instants; PAL_ENOENT when the job does not exist; PAL_EINVAL
+ * when TO is after the database clock (the scheduler runs those instants).
+ * PAL_ESTALE (res->refused says why, ERR names the instants) when the job
+ * is retired, or when an instant of the backfill had a trigger whose
+ * outcome is unknown (pal_store_unknown_in; those of REQUEST_ID do not
+ * count) unless NEW_EFFECT.  The checks and the inserts share one
+ * transaction.
  */
 PAL_MUST_CHECK int pal_ops_backfill(pal_store *st, const char *job_id, int64_t from, int64_t to,
-				    int64_t max, const char *request_id, const char *actor,
-				    const char *reason, pal_backfill_result *res, char *err,
-				    size_t errlen);
+				    int64_t max, const char *request_id, bool new_effect,
+				    const char *actor, const char *reason,
+				    pal_backfill_result *res, char *err, size_t errlen);
 
 /* ---- tickets --------------------------------------------------------------- */
 

@@ -220,6 +220,20 @@ void pal_api__h_trigger_attempts(call *c)
 	pal_api__page_answer(c, rc, rows, next, err);
 }
 
+/* A backfill refused in the current state (res->refused): 409 of that
+ * type, as `trigger`'s refusals; false when RC is another answer. */
+static bool backfill_refused(call *c, int rc, const pal_backfill_result *r, const char *err)
+{
+	if (rc != PAL_ESTALE || !r->refused[0])
+		return false;
+	if (!strcmp(r->refused, "job-retired"))
+		pal_api__problem(c, 409, "job-retired", "The job is retired", "%s", err);
+	else
+		pal_api__problem(c, 409, "unknown-outcome",
+				 "An earlier attempt at an instant has an unknown outcome", "%s", err);
+	return true;
+}
+
 void pal_api__h_job_backfill(call *c)
 {
 	const char *why, *rid;
@@ -232,6 +246,12 @@ void pal_api__h_job_backfill(call *c)
 	if (mx && (!json_is_integer(mx) || json_integer_value(mx) < 1)) {
 		pal_api__problem(c, 422, "invalid", "Invalid request",
 				 "\"max\" must be a positive integer");
+		return;
+	}
+	json_t *ne = json_object_get(c->body, "new_effect");
+	if (ne && !json_is_boolean(ne)) {
+		pal_api__problem(c, 422, "invalid", "Invalid request",
+				 "field \"new_effect\" must be a boolean");
 		return;
 	}
 	char from_key[PAL_TPL_REQUEST_ID_MAX + 1];
@@ -250,16 +270,19 @@ void pal_api__h_job_backfill(call *c)
 	}
 	pal_backfill_result r;
 	int rc = pal_ops_backfill(c->api->st, c->arg[0], from, to,
-				  mx ? json_integer_value(mx) : BACKFILL_MAX, rid, c->who.name, why,
-				  &r, err, sizeof err);
+				  mx ? json_integer_value(mx) : BACKFILL_MAX, rid, json_is_true(ne),
+				  c->who.name, why, &r, err, sizeof err);
+	if (backfill_refused(c, rc, &r, err))
+		return;
 	if (rc)
 		pal_api__problem_rc(c, rc, err);
 	else
 		pal_api__ok(c, 200,
-			    json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "job_id", c->arg[0],
+			    json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "job_id", c->arg[0],
 				      "request_id", rid, "instants", (json_int_t)r.instants,
 				      "excluded", (json_int_t)r.excluded, "rows",
-				      (json_int_t)r.rows, "inserted", (json_int_t)r.inserted));
+				      (json_int_t)r.rows, "inserted", (json_int_t)r.inserted,
+				      "new_effect_instants", (json_int_t)r.unknown));
 }
 
 /* A per-job list's ?job= (required, visible to the token: into arg 0) and
@@ -442,6 +465,8 @@ void pal_api__h_ticket_resolve(call *c)
 				    mx ? json_integer_value(mx) : BACKFILL_MAX, c->who.name, why,
 				    &r, err, sizeof err);
 	free(evt);
+	if (backfill_refused(c, rc, &r.backfill, err))
+		return;
 	if (rc == PAL_EINVAL && r.allowed[0])
 		pal_api__problem(c, 422, "action-not-allowed", "Action not allowed",
 				 "ticket %lld allows: %s", (long long)id, r.allowed);

@@ -47,8 +47,8 @@ static void usage_backfill(FILE *fp)
 {
 	fprintf(fp,
 		"usage: palisade backfill --job JOB --from RFC3339 --to RFC3339 [--max N]\n"
-		"                         [--request-id ID] --reason TEXT [--output table|json]\n"
-		"                         [--pg CONNINFO] [--config FILE]\n"
+		"                         [--request-id ID] [--new-effect] --reason TEXT\n"
+		"                         [--output table|json] [--pg CONNINFO] [--config FILE]\n"
 		"                         [--server URL [--token-file FILE]]\n"
 		"Plan every instant of JOB in [from, to] (inclusive) as computed from its stored\n"
 		"versions (each for its effective range), times its partitions, as source\n"
@@ -56,10 +56,15 @@ static void usage_backfill(FILE *fp)
 		"already for that request id are kept (ON CONFLICT DO NOTHING), so repeating a\n"
 		"backfill with its request id creates nothing new.  Its keys end in '/' and the\n"
 		"request id as a manual run's do, so instants that already ran run again.\n"
-		"Refuses ranges of more than --max instants (default %d).  Written to\n"
-		"audit_log.\n"
-		"Exit: 0 done, 3 no such job, 64 usage, 65 over --max or request id already\n"
-		"used by a manual run, 69 database unreachable.\n",
+		"Refuses ranges of more than --max instants (default %d), a --to after the\n"
+		"database clock (the scheduler runs those instants), a retired job, and, as\n"
+		"`trigger --at` does, a range with an instant whose earlier trigger has an\n"
+		"unknown outcome (the effect may have happened; a new key could make it twice):\n"
+		"the message names those instants, nothing is written, unless --new-effect says\n"
+		"a second effect is wanted.  Written to audit_log.\n"
+		"Exit: 0 done, 3 no such job, 4 refused (unknown outcome without --new-effect,\n"
+		"or the job is retired), 64 usage, 65 over --max, --to in the future, or request\n"
+		"id already used by a manual run, 69 database unreachable.\n",
 		DEFAULT_MAX);
 }
 
@@ -267,12 +272,13 @@ int pal_cmd_backfill(int argc, char **argv)
 	pal_cli_common c = { 0 };
 	const char *job = NULL, *reason = NULL, *rid = NULL;
 	int64_t from = 0, to = 0, max = DEFAULT_MAX;
-	bool have_from = false, have_to = false;
+	bool have_from = false, have_to = false, new_effect = false;
 	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
 					    { "job", required_argument, NULL, 'j' },
 					    { "from", required_argument, NULL, 'f' },
 					    { "to", required_argument, NULL, 't' },
 					    { "max", required_argument, NULL, 'M' },
+					    { "new-effect", no_argument, NULL, 'E' },
 					    { "request-id", required_argument, NULL, 'R' },
 					    { "reason", required_argument, NULL, 'r' },
 					    { "help", no_argument, NULL, 'h' },
@@ -304,6 +310,9 @@ int pal_cmd_backfill(int argc, char **argv)
 		}
 		case 'R':
 			rid = optarg;
+			break;
+		case 'E':
+			new_effect = true;
 			break;
 		case 'r':
 			reason = optarg;
@@ -340,9 +349,9 @@ int pal_cmd_backfill(int argc, char **argv)
 		pal_fmt_rfc3339(from, f, sizeof f);
 		pal_fmt_rfc3339(to, t, sizeof t);
 		return pal_cli_remote_json(&c, "backfill", path,
-					   json_pack("{s:s, s:s, s:s, s:I, s:s}", "reason", reason,
+					   json_pack("{s:s, s:s, s:s, s:I, s:s, s:b}", "reason", reason,
 						     "from", f, "to", t, "max", (json_int_t)max,
-						     "request_id", rid));
+						     "request_id", rid, "new_effect", new_effect));
 	}
 	pal_store *st;
 	ec = pal_cli_connect(&c, false, &st);
@@ -350,18 +359,24 @@ int pal_cmd_backfill(int argc, char **argv)
 		return ec;
 	pal_backfill_result r;
 	char err[1024];
-	int rc = pal_ops_backfill(st, job, from, to, max, rid, pal_cli_actor(), reason, &r, err,
-				  sizeof err);
+	int rc = pal_ops_backfill(st, job, from, to, max, rid, new_effect, pal_cli_actor(), reason,
+				  &r, err, sizeof err);
 	if ((ec = pal_cli_store_done(st, "backfill", rc, err)))
 		return ec;
+	if (r.unknown)
+		fprintf(stderr,
+			"palisade backfill: warning: --new-effect given: %lld instant(s) whose earlier "
+			"outcome is unknown run again with a new key\n",
+			(long long)r.unknown);
 	char f[32], t[32];
 	pal_fmt_rfc3339(from, f, sizeof f);
 	pal_fmt_rfc3339(to, t, sizeof t);
 	if (c.json) {
-		json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I}", "job_id", job,
+		json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "job_id", job,
 				      "request_id", rid, "from", f, "to", t, "instants",
 				      (json_int_t)r.instants, "excluded", (json_int_t)r.excluded,
-				      "rows", (json_int_t)r.rows, "inserted", (json_int_t)r.inserted);
+				      "rows", (json_int_t)r.rows, "inserted", (json_int_t)r.inserted,
+				      "new_effect_instants", (json_int_t)r.unknown);
 		json_dumpf(o, stdout, JSON_INDENT(2));
 		putchar('\n');
 		json_decref(o);

@@ -6,6 +6,13 @@
  * transaction, computed on the planning side (pal_backfill_instants, the
  * same schedule code the controller plans with), so a ticket's backfill and
  * its resolution (tickets.c) share one transaction.
+ *
+ * Refused in that transaction, before any insert: a retired job (its row
+ * held FOR SHARE, so a concurrent delete waits or is seen), a range ending
+ * after the database clock (the controller plans those instants: they would
+ * run twice), and, unless new_effect, an instant whose earlier trigger has
+ * an unknown outcome (pal_store_unknown_in, the predicate `trigger --at`
+ * uses): a backfill's key is new, so the service could apply it twice.
  */
 #include <glib.h>
 #include <inttypes.h>
@@ -14,17 +21,120 @@
 #include <string.h>
 #include "palisade/ops.h"
 #include "palisade/backfill.h"
+#include "palisade/lifecycle.h"
 #include "palisade/timefmt.h"
 #include "ops_int.h"
 
 /* ---- backfill ----------------------------------------------------------------- */
 
+/* The job's row, held FOR SHARE until the transaction ends: refuse a
+ * retired job, and a range ending after the database clock. */
+static int check_job(pal_store *st, const char *job_id, int64_t to, pal_backfill_result *res,
+		     char *err, size_t errlen)
+{
+	const char *p[] = { job_id };
+	PGresult *r = pal__store_query(
+		st,
+		"SELECT retired_at IS NOT NULL, floor(extract(epoch FROM clock_timestamp()))::bigint"
+		" FROM jobs WHERE job_id = $1 FOR SHARE",
+		1, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	if (!PQntuples(r)) {
+		PQclear(r);
+		snprintf(err, errlen, "no job \"%s\"; hint: `palisade jobs` lists the jobs", job_id);
+		return PAL_ENOENT;
+	}
+	bool retired = !strcmp(PQgetvalue(r, 0, 0), "t");
+	int64_t now = pal__ops_val_i64(r, 0, 1);
+	PQclear(r);
+	if (retired) {
+		snprintf(res->refused, sizeof res->refused, "job-retired");
+		snprintf(err, errlen,
+			 "job %s is retired (`palisade jobs --retired`); nothing was written; "
+			 "hint: apply it again to run it",
+			 job_id);
+		return PAL_ESTALE;
+	}
+	if (to > now) {
+		char t[32], n[32];
+		pal_fmt_rfc3339(to, t, sizeof t);
+		pal_fmt_rfc3339(now, n, sizeof n);
+		snprintf(err, errlen,
+			 "backfill of job %s to %s reaches past the database clock (%s): the "
+			 "scheduler runs the instants still to come, a backfill would run them a "
+			 "second time; nothing was written; hint: end the range at %s or before",
+			 job_id, t, n, n);
+		return PAL_EINVAL;
+	}
+	return PAL_OK;
+}
+
+/* The instants of PL whose earlier triggers (not REQUEST_ID's) have an
+ * unknown outcome: into res->unknown; refused (PAL_ESTALE, ERR naming them)
+ * unless NEW_EFFECT. */
+static int check_unknown(pal_store *st, const char *job_id, int64_t from, int64_t to,
+			 const pal_backfill_plan *pl, const char *request_id, bool new_effect,
+			 pal_backfill_result *res, char *err, size_t errlen)
+{
+	json_t *unk = NULL;
+	int rc = pal_store_unknown_in(st, job_id, from, to, &unk, err, errlen);
+	if (rc)
+		return rc;
+	GString *names = g_string_new(NULL);
+	GHashTable *ats = g_hash_table_new(g_int64_hash, g_int64_equal); /* the plan's instants */
+	for (size_t k = 0; json_array_size(unk) && k < pl->n; k++)
+		g_hash_table_add(ats, &pl->v[k].at);
+	int64_t last = 0;
+	size_t i;
+	json_t *t;
+	json_array_foreach(unk, i, t)
+	{
+		const char *r = json_string_value(json_object_get(t, "request_id"));
+		int64_t at = json_integer_value(json_object_get(t, "at"));
+		if ((r && !strcmp(r, request_id)) || (res->unknown && at == last) ||
+		    !g_hash_table_contains(ats, &at))
+			continue;
+		last = at;
+		if (++res->unknown > 5)
+			continue;
+		char ts[32];
+		pal_fmt_rfc3339(at, ts, sizeof ts);
+		g_string_append_printf(
+		    names, "%s%s (trigger %lld, %s%s)", res->unknown > 1 ? ", " : "", ts,
+		    (long long)json_integer_value(json_object_get(t, "trigger_id")),
+		    json_string_value(json_object_get(t, "state")),
+		    json_is_true(json_object_get(t, "outcome_unknown")) ? ", outcome unknown" : "");
+	}
+	g_hash_table_destroy(ats);
+	json_decref(unk);
+	if (res->unknown > 5)
+		g_string_append_printf(names, " and %lld more", (long long)(res->unknown - 5));
+	if (res->unknown && !new_effect) {
+		snprintf(res->refused, sizeof res->refused, "unknown-outcome");
+		snprintf(err, errlen,
+			 "backfill of job %s: %lld instant(s) had a trigger whose outcome is unknown, "
+			 "so the effect may have happened and a backfill (a new key) could make it "
+			 "twice: %s; nothing was written; hint: resolve their tickets (`palisade "
+			 "tickets`: retry keeps the key, mark_succeeded if it happened) and leave "
+			 "those instants out of the range, or pass --new-effect (API \"new_effect\": "
+			 "true) to run them again anyway",
+			 job_id, (long long)res->unknown, names->str);
+		rc = PAL_ESTALE;
+	}
+	g_string_free(names, TRUE);
+	return rc;
+}
+
 /* Insert a backfill of JOB_ID in the open transaction (no audit). */
 int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int64_t to,
-			    int64_t max, const char *request_id, pal_backfill_result *res,
-			    char *err, size_t errlen)
+			    int64_t max, const char *request_id, bool new_effect,
+			    pal_backfill_result *res, char *err, size_t errlen)
 {
 	memset(res, 0, sizeof *res);
+	int rc = check_job(st, job_id, to, res, err, errlen);
+	if (rc)
+		return rc;
 	const char *p[] = { job_id, request_id };
 	PGresult *r = pal__store_query(
 		st,
@@ -49,7 +159,7 @@ int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int
 		return PAL_ENOENT;
 	}
 	pal_backfill_plan pl = { 0 };
-	int rc = pal_backfill_instants(versions, from, to, max, &pl, err, errlen);
+	rc = pal_backfill_instants(versions, from, to, max, &pl, err, errlen);
 	json_decref(versions);
 	if (rc == PAL_ETOOBIG) {
 		char f[32], t[32];
@@ -84,6 +194,11 @@ int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int
 			 "choose another --request-id",
 			 request_id, job_id);
 		return PAL_EINVAL;
+	}
+	if ((rc = check_unknown(st, job_id, from, to, &pl, request_id, new_effect, res, err,
+				errlen))) {
+		pal_backfill_plan_clear(&pl);
+		return rc;
 	}
 	pal_pgarr vs, as, ps;
 	pal__pgarr_init(&vs);
@@ -124,6 +239,7 @@ int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int
 typedef struct backfill_ctx {
 	const char *job_id, *request_id, *actor, *reason;
 	int64_t from, to, max;
+	bool new_effect;
 	pal_backfill_result *res;
 } backfill_ctx;
 
@@ -133,36 +249,41 @@ static int backfill_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	int rc = pal__ops_lock_request(st, c->job_id, c->request_id, err, errlen);
 	if (!rc)
 		rc = pal__ops_backfill_in_tx(st, c->job_id, c->from, c->to, c->max, c->request_id,
-					     c->res, err, errlen);
+					     c->new_effect, c->res, err, errlen);
 	if (rc)
 		return rc;
-	char f[24], t[24], n[24], ex[24], rows[24], ins[24];
+	char f[24], t[24], n[24], ex[24], rows[24], ins[24], unk[24];
 	pal__ops_i64s(f, sizeof f, c->from);
 	pal__ops_i64s(t, sizeof t, c->to);
 	pal__ops_i64s(n, sizeof n, c->res->instants);
 	pal__ops_i64s(ex, sizeof ex, c->res->excluded);
 	pal__ops_i64s(rows, sizeof rows, c->res->rows);
 	pal__ops_i64s(ins, sizeof ins, c->res->inserted);
-	const char *pa[] = { c->actor, c->job_id, c->reason, c->request_id, f, t, n, ex, rows, ins };
+	pal__ops_i64s(unk, sizeof unk, c->res->unknown);
+	const char *pa[] = { c->actor, c->job_id, c->reason, c->request_id, f, t, n, ex, rows, ins,
+			     c->res->unknown ? unk : NULL };
+	/* new_effect_instants: the instants with an unknown outcome that
+	 * --new-effect ran again (absent when none) */
 	return pal__ops_exec(
 	    st,
 	    "INSERT INTO audit_log (actor, action, scope, reason, details)"
-	    " VALUES ($1, 'backfill', 'job:' || $2, $3, jsonb_build_object("
+	    " VALUES ($1, 'backfill', 'job:' || $2, $3, jsonb_strip_nulls(jsonb_build_object("
 	    "  'request_id', $4::text, 'from', to_timestamp($5::bigint),"
 	    "  'to', to_timestamp($6::bigint), 'instants', $7::bigint,"
-	    "  'excluded', $8::bigint, 'rows', $9::bigint, 'inserted', $10::bigint))",
-	    10, pa, NULL, err, errlen);
+	    "  'excluded', $8::bigint, 'rows', $9::bigint, 'inserted', $10::bigint,"
+	    "  'new_effect_instants', $11::bigint)))",
+	    11, pa, NULL, err, errlen);
 }
 
 int pal_ops_backfill(pal_store *st, const char *job_id, int64_t from, int64_t to, int64_t max,
-		     const char *request_id, const char *actor, const char *reason,
-		     pal_backfill_result *res, char *err, size_t errlen)
+		     const char *request_id, bool new_effect, const char *actor,
+		     const char *reason, pal_backfill_result *res, char *err, size_t errlen)
 {
 	memset(res, 0, sizeof *res);
 	if (to < from) {
 		snprintf(err, errlen, "backfill range is empty: --to is before --from");
 		return PAL_EINVAL;
 	}
-	backfill_ctx c = { job_id, request_id, actor, reason, from, to, max, res };
+	backfill_ctx c = { job_id, request_id, actor, reason, from, to, max, new_effect, res };
 	return pal__ops_in_tx(st, backfill_body, &c, err, errlen);
 }

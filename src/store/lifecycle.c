@@ -332,22 +332,25 @@ int pal_store_job_meta_json(pal_store *st, const char *job_id, json_t **out, cha
 	    1, p, out, err, errlen);
 }
 
-int pal_store_unknown_at(pal_store *st, const char *job_id, int64_t at, json_t **out, char *err,
-			 size_t errlen)
+int pal_store_unknown_in(pal_store *st, const char *job_id, int64_t from, int64_t to,
+			 json_t **out, char *err, size_t errlen)
 {
-	char a[24];
-	snprintf(a, sizeof a, "%" PRId64, at);
-	const char *p[] = { job_id, a };
+	char f[24], t[24];
+	snprintf(f, sizeof f, "%" PRId64, from);
+	snprintf(t, sizeof t, "%" PRId64, to);
+	const char *p[] = { job_id, f, t };
 	return pal__store_query_json(
 	    st,
-	    "SELECT coalesce(json_agg(json_build_object('trigger_id', t.id, 'state', t.state,"
+	    "SELECT coalesce(json_agg(json_build_object('trigger_id', t.id,"
+	    " 'at', floor(extract(epoch FROM t.scheduled_at))::bigint, 'partition', t.partition,"
+	    " 'state', t.state,"
 	    " 'source', t.source, 'request_id', t.request_id, 'outcome_unknown', t.outcome_unknown,"
 	    " 'attempts', (SELECT"
 	    " coalesce(json_agg(json_build_object('fence', a.fence, 'outcome', a.outcome,"
 	    "  'error_class', a.error_class) ORDER BY a.fence), '[]')"
-	    "  FROM attempt_ledger a WHERE a.trigger_id = t.id)) ORDER BY t.id), '[]')"
+	    "  FROM attempt_ledger a WHERE a.trigger_id = t.id)) ORDER BY t.scheduled_at, t.id), '[]')"
 	    " FROM palisade_job_triggers($1, NULL, NULL, to_timestamp($2::bigint),"
-	    "  to_timestamp($2::bigint)) t"
+	    "  to_timestamp($3::bigint)) t"
 	    " WHERE t.state IN ('unknown', 'manual', 'running', 'pausing', 'cancelling')"
 	    "  OR t.outcome_unknown OR EXISTS (SELECT 1 FROM attempt_ledger a"
 	    "  WHERE a.trigger_id = t.id AND (a.outcome IN ('unknown', 'manual') OR a.error_class IN"
@@ -358,7 +361,13 @@ int pal_store_unknown_at(pal_store *st, const char *job_id, int64_t at, json_t *
 	     * stopped it yet */
 	    "  OR (a.ended_at IS NULL AND (a.fence <> t.fence"
 	    "   OR t.lease_until IS NULL OR t.lease_until < clock_timestamp()))))",
-	    2, p, out, err, errlen);
+	    3, p, out, err, errlen);
+}
+
+int pal_store_unknown_at(pal_store *st, const char *job_id, int64_t at, json_t **out, char *err,
+			 size_t errlen)
+{
+	return pal_store_unknown_in(st, job_id, at, at, out, err, errlen);
 }
 
 int pal_store_job_retired(pal_store *st, const char *job_id, bool *retired, char *err,

@@ -53,10 +53,10 @@ int pal__ops_notify(pal_store *st, const char *channel_sql, int np, const char *
 /* Serialise requests of one (job, request id) until the transaction ends. */
 int pal__ops_lock_request(pal_store *st, const char *job_id, const char *request_id, char *err,
 			  size_t errlen);
-/* Insert a backfill of JOB_ID in the open transaction, without an audit row
- * (backfill.c; a ticket's resolution uses it too). */
+/* Insert a backfill of JOB_ID in the open transaction, without an audit row,
+ * after its checks (pal_ops_backfill; a ticket's resolution uses it too). */
 int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int64_t to,
-			    int64_t max, const char *request_id, pal_backfill_result *res,
-			    char *err, size_t errlen);
+			    int64_t max, const char *request_id, bool new_effect,
+			    pal_backfill_result *res, char *err, size_t errlen);
 
 #endif

@@ -193,8 +193,8 @@ static int resolve_body(pal_store *st, void *vctx, char *err, size_t errlen)
 		char rid[40];
 		snprintf(rid, sizeof rid, "ticket-%s", id);
 		if ((rc = pal__ops_lock_request(st, job, rid, err, errlen)) ||
-		    (rc = pal__ops_backfill_in_tx(st, job, f, t, c->max, rid, &res->backfill, err,
-						  errlen)))
+		    (rc = pal__ops_backfill_in_tx(st, job, f, t, c->max, rid, false,
+						  &res->backfill, err, errlen)))
 			return rc;
 	} else if (!strcmp(c->action, "release")) {
 		/* a quarantine ticket: the job's quarantine of this ticket ends, as
