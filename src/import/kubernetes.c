@@ -31,9 +31,37 @@ typedef struct kdoc {
 	const pal_import_opts *o;
 	const char *name;
 	int index; /* 1-based document number */
-	const char *src;
+	const char *src; /* the text an entry's {digest} is of: its document's */
 	size_t src_len;
+	const char *doc;	/* the document, from its line doc_line of the file */
+	size_t doc_len;
+	int doc_line;
 } kdoc;
+
+/* The whole lines of the document that node N spans (an item of a List
+ * starts and ends on lines of its own, as `kubectl get -o yaml` prints it)
+ * into *S, *LEN; false when they are not in the document. */
+static bool node_lines(const kdoc *d, const pal_ynode *n, const char **s, size_t *len)
+{
+	int last = n->end_col > 1 ? n->end_line : n->end_line - 1;
+	const char *p = d->doc, *end = d->doc + d->doc_len, *from = NULL;
+
+	if (last < n->line)
+		last = n->line;
+	for (int l = d->doc_line; p < end; l++) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *next = nl ? nl + 1 : end;
+		if (l == n->line)
+			from = p;
+		if (l == last && from) {
+			*s = from;
+			*len = (size_t)(next - from);
+			return true;
+		}
+		p = next;
+	}
+	return false;
+}
 
 static void issue(kdoc *d, const pal_ynode *n, const char *what, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -344,8 +372,19 @@ static void object(kdoc *d, const pal_ynode *doc)
 	}
 	if (kind && !strcmp(kind, "List") && (items = pal_ynode_get(doc, "items")) &&
 	    items->kind == PAL_YNODE_SEQ) {
-		for (size_t i = 0; i < items->n; i++)
+		/* each entry's {digest} is of its own item, so that an edit of
+		 * one CronJob changes no other job's */
+		const char *src = d->src;
+		size_t src_len = d->src_len;
+		for (size_t i = 0; i < items->n; i++) {
+			if (!node_lines(d, items->vals[i], &d->src, &d->src_len)) {
+				d->src = src;
+				d->src_len = src_len;
+			}
 			object(d, items->vals[i]);
+		}
+		d->src = src;
+		d->src_len = src_len;
 		return;
 	}
 	if (!kind || strcmp(kind, "CronJob")) {
@@ -402,8 +441,9 @@ static int document(kdoc *d, int first_line, const char *buf, size_t len)
 	for (int i = 1; i < first_line; i++)
 		g_string_append_c(g, '\n');
 	g_string_append_len(g, buf, (gssize)len);
-	d->src = buf;
-	d->src_len = len;
+	d->src = d->doc = buf;
+	d->src_len = d->doc_len = len;
+	d->doc_line = first_line;
 	rc = pal_ydoc_load_buffer(d->name, g->str, g->len, &ydoc, &diags);
 	if (rc) {
 		for (size_t i = 0; i < diags.n; i++) {

@@ -205,6 +205,36 @@ static void test_import_kubernetes_fields(void **st)
 	pal_import_result_free(r);
 }
 
+/* The items of a kind: List (what `kubectl get cronjobs -o yaml` prints)
+ * each have the digest of their own text: an edit of one changes no
+ * other's. */
+static void test_import_kubernetes_list_digest_per_item(void **st)
+{
+	static const char *const fmt =
+	    "apiVersion: v1\nkind: List\nitems:\n"
+	    "- apiVersion: batch/v1\n  kind: CronJob\n  metadata: {name: a, namespace: ns}\n"
+	    "  spec:\n    schedule: \"0 1 * * *\"\n    timeZone: Etc/UTC\n"
+	    "    jobTemplate: {spec: {template: {spec: {containers: [{name: c, image: i}]}}}}\n"
+	    "- apiVersion: batch/v1\n  kind: CronJob\n  metadata: {name: b, namespace: ns}\n"
+	    "  spec:\n    schedule: \"%s\"\n    timeZone: Etc/UTC\n"
+	    "    jobTemplate: {spec: {template: {spec: {containers: [{name: c, image: i}]}}}}\n";
+	char one[1024], two[1024];
+	pal_jobset a = {0}, b = {0};
+
+	snprintf(one, sizeof one, fmt, "0 2 * * *");
+	snprintf(two, sizeof two, fmt, "0 3 * * *");
+	pal_import_result *ra = import(false, one, &opts, &a), *rb = import(false, two, &opts, &b);
+	assert_int_equal(a.n, 2);
+	assert_int_equal(b.n, 2);
+	assert_string_not_equal(strstr(a.jobs[0].url, "d="), strstr(a.jobs[1].url, "d="));
+	assert_string_equal(a.jobs[0].url, b.jobs[0].url);	  /* a's own text did not change */
+	assert_string_not_equal(a.jobs[1].url, b.jobs[1].url); /* b's did */
+	pal_jobset_free(&a);
+	pal_jobset_free(&b);
+	pal_import_result_free(ra);
+	pal_import_result_free(rb);
+}
+
 static void test_import_target_placeholders(void **st)
 {
 	char err[128];
@@ -225,6 +255,7 @@ int main(void)
 	    cmocka_unit_test(test_import_crontab_names_what_cron_refuses),
 	    cmocka_unit_test(test_import_crontab_system_user_and_gap),
 	    cmocka_unit_test(test_import_kubernetes_fields),
+	    cmocka_unit_test(test_import_kubernetes_list_digest_per_item),
 	    cmocka_unit_test(test_import_target_placeholders),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
