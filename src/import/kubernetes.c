@@ -30,10 +30,10 @@ typedef struct kdoc {
 	pal_import_result *r;
 	const pal_import_opts *o;
 	const char *name;
-	int index; /* 1-based document number */
+	int index;	 /* 1-based document number */
 	const char *src; /* the text an entry's {digest} is of: its document's */
 	size_t src_len;
-	const char *doc;	/* the document, from its line doc_line of the file */
+	const char *doc; /* the document, from its line doc_line of the file */
 	size_t doc_len;
 	int doc_line;
 } kdoc;

@@ -227,7 +227,7 @@ static void test_import_kubernetes_list_digest_per_item(void **st)
 	assert_int_equal(a.n, 2);
 	assert_int_equal(b.n, 2);
 	assert_string_not_equal(strstr(a.jobs[0].url, "d="), strstr(a.jobs[1].url, "d="));
-	assert_string_equal(a.jobs[0].url, b.jobs[0].url);	  /* a's own text did not change */
+	assert_string_equal(a.jobs[0].url, b.jobs[0].url);     /* a's own text did not change */
 	assert_string_not_equal(a.jobs[1].url, b.jobs[1].url); /* b's did */
 	pal_jobset_free(&a);
 	pal_jobset_free(&b);
