@@ -93,11 +93,20 @@ bool pal__job_url(struct jctx *c, const pal_ynode *v, const char *what, const ch
 		    what);
 		return false;
 	}
-	if (*end == '#') {
-		pal__job_diag_at(c, v, (size_t)(end - u),
+	const char *frag = strchr(end, '#');
+	if (frag) {
+		pal__job_diag_at(c, v, (size_t)(frag - u),
 				 "%s: a url fragment (#...) is never sent; remove it", what);
 		return false;
 	}
+	for (const char *q = strchr(end, '%'); q; q = strchr(q + 1, '%'))
+		if (!isxdigit((unsigned char)q[1]) || !isxdigit((unsigned char)q[2])) {
+			pal__job_diag_at(c, v, (size_t)(q - u),
+					 "%s: '%%' in a url starts an escape of two hex digits; "
+					 "hint: write a '%%' itself as %%25",
+					 what);
+			return false;
+		}
 	p = host;
 	if (*p == '[') {
 		while (p < end && *p != ']')

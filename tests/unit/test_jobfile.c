@@ -470,6 +470,18 @@ static void test_jobfile_bad_urls(void **state)
 		 &l);
 	ASSERT_DIAG(&l.diags, 4, 29, "url: placeholders such as \"{job}\" are not expanded here");
 	done(&l);
+	/* a fragment after the path is never sent either; a '%' starts an escape */
+	load_str("jobs:\n  - id: u\n    schedule: {cron: \"* * * * *\"}\n"
+		 "    target: {url: \"http://h/x#frag\"}\n"
+		 "  - id: v\n    schedule: {cron: \"* * * * *\"}\n"
+		 "    target: {url: \"http://h/x?q=%zz\"}\n"
+		 "  - id: w\n    schedule: {cron: \"* * * * *\"}\n"
+		 "    target: {url: \"http://h/a%20b?q=100%25\"}\n",
+		 &l);
+	assert_int_equal(l.diags.n, 2);
+	ASSERT_DIAG(&l.diags, 4, 0, "url: a url fragment (#...) is never sent");
+	ASSERT_DIAG(&l.diags, 7, 0, "starts an escape of two hex digits");
+	done(&l);
 	load_str("jobs:\n  - id: u\n    schedule: {cron: \"* * * * *\"}\n"
 		 "    target: {url: \"http://[::1]:8089/x?token=${TOKEN}\"}\n",
 		 &l);
