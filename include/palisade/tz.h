@@ -26,6 +26,14 @@ typedef struct pal_tz pal_tz;
  * accepted: a job names an IANA zone.  Free with pal_tz_close().
  */
 PAL_MUST_CHECK int pal_tz_open(const char *name, pal_tz **out, char *err, size_t errlen);
+/*
+ * pal_tz_open() for a name being defined (job files, calendars, imports,
+ * `cron next`): also refuses, with PAL_EINVAL, a name that is the host's own
+ * zone rather than one IANA zone ("localtime", "posixrules"), which nodes on
+ * hosts set to different zones would read as different zones.  Stored names
+ * are opened with pal_tz_open().
+ */
+PAL_MUST_CHECK int pal_tz_open_iana(const char *name, pal_tz **out, char *err, size_t errlen);
 void pal_tz_close(pal_tz *tz);
 const char *pal_tz_name(const pal_tz *tz);
 

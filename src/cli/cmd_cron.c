@@ -114,7 +114,7 @@ static int cron_open(const char *expr, const char *zone, pal_tz **tz, pal_cron *
 {
 	char why[448];
 	*field = 0;
-	if (pal_tz_open(zone, tz, why, sizeof why)) {
+	if (pal_tz_open_iana(zone, tz, why, sizeof why)) {
 		snprintf(err, errlen, "%s", why);
 		return PAL_EXIT_DATAERR;
 	}

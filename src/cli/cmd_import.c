@@ -18,6 +18,7 @@
 #include "palisade/cli.h"
 #include "palisade/err.h"
 #include "palisade/importer.h"
+#include "palisade/tz.h"
 #include "palisade/yamltree.h"
 #include "cli_int.h"
 
@@ -240,6 +241,14 @@ int pal_cmd_import(int argc, char **argv)
 	}
 	if (o.prefix && !pal_cli_name("import", "--prefix", o.prefix))
 		return PAL_EXIT_USAGE;
+	if (o.timezone) {
+		pal_tz *tz = NULL;
+		if (pal_tz_open_iana(o.timezone, &tz, err, sizeof err)) {
+			pal_cli_err("import", "--timezone: %s", err);
+			return PAL_EXIT_USAGE;
+		}
+		pal_tz_close(tz);
+	}
 	if (!crontab && (o.system || o.prefix)) {
 		pal_cli_err("import", "--system and --prefix are crontab options");
 		return PAL_EXIT_USAGE;

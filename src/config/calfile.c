@@ -200,7 +200,7 @@ int pal__calfile_parse(const pal_ydoc *doc, const pal_ynode *n, pal_calendar *ou
 		} else if (!strcmp(k, "timezone")) {
 			char *s = cstr(&c, v, "calendar timezone"), e[256];
 			pal_tz *tz = NULL;
-			if (s && pal_tz_open(s, &tz, e, sizeof e) != 0) {
+			if (s && pal_tz_open_iana(s, &tz, e, sizeof e) != 0) {
 				pal_ydiag(diags, doc, v,
 					  "calendar timezone: %s; hint: use an IANA name such as "
 					  "Europe/Berlin or UTC",

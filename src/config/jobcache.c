@@ -50,7 +50,7 @@ const pal_tz *pal__job_cached_tz(struct job_cache *k, const char *name, char *er
 
 	if (tz)
 		return tz;
-	if (pal_tz_open(name, &tz, err, errlen) != 0)
+	if (pal_tz_open_iana(name, &tz, err, errlen) != 0)
 		return NULL;
 	if ((key = strdup(name)))
 		g_hash_table_insert(k->tzs, key, tz);

@@ -139,7 +139,7 @@ char *pal__import_check_schedule(const char *cron, const char *zone, int64_t fro
 
 	if (pal_cron_parse(cron, &c, err, sizeof err, NULL))
 		return g_strdup_printf("invalid schedule \"%s\": %s", cron, err);
-	if (pal_tz_open(zone, &tz, err, sizeof err))
+	if (pal_tz_open_iana(zone, &tz, err, sizeof err))
 		why = g_strdup(err);
 	else if (pal_cron_next(c, tz, PAL_DST_AUTO, from, &next))
 		why = g_strdup_printf("schedule \"%s\" never fires again", cron);

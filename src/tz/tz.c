@@ -510,6 +510,38 @@ int pal_tz_open(const char *name, pal_tz **out, char *err, size_t errlen)
 	return PAL_OK;
 }
 
+/*
+ * Whether NAME names the host's own zone rather than one tzdata zone:
+ * "localtime" (a link to the host's /etc/localtime) and "posixrules" (which
+ * distributions point at different zones), in any directory.
+ */
+static bool name_is_host_zone(const char *name)
+{
+	const char *base = strrchr(name, '/');
+	base = base ? base + 1 : name;
+	return !strcmp(base, "localtime") || !strcmp(base, "posixrules");
+}
+
+/*
+ * Opens NAME as pal_tz_open() does for a name being defined (a job file, a
+ * calendar, an import, `cron next`): a host's own zone is refused as well
+ * (PAL_EINVAL), since hosts set to different zones read it differently.
+ */
+int pal_tz_open_iana(const char *name, pal_tz **out, char *err, size_t errlen)
+{
+	if (out && name && name_is_host_zone(name)) {
+		*out = NULL;
+		if (err && errlen)
+			snprintf(err, errlen,
+				 "time zone \"%.64s\" is the host's own zone, not one IANA zone "
+				 "(hosts set to different zones read it differently); name an "
+				 "IANA zone such as \"Europe/Berlin\" or \"UTC\"",
+				 name);
+		return PAL_EINVAL;
+	}
+	return pal_tz_open(name, out, err, errlen);
+}
+
 void pal_tz_close(pal_tz *tz)
 {
 	if (!tz)

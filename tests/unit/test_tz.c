@@ -62,6 +62,32 @@ static void test_tz_rejects_unknown_and_malformed_names(void **state)
 	assert_int_equal(pal_tz_open(NULL, &tz, NULL, 0), PAL_EINVAL);
 }
 
+/* "localtime" and "posixrules" are files under the zone directory that
+ * name the host's own zone: refused for a name being defined, in any
+ * directory; an IANA name still opens. */
+static void test_tz_open_iana_refuses_host_zones(void **state)
+{
+	(void)state;
+	static const char *const host[] = {"localtime", "posixrules", "posix/localtime",
+					   "Europe/localtime"};
+	for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) {
+		pal_tz *tz = (pal_tz *)1;
+		char err[256] = "";
+		if (pal_tz_open_iana(host[i], &tz, err, sizeof err) != PAL_EINVAL)
+			fail_msg("\"%s\" accepted", host[i]);
+		assert_null(tz);
+		assert_non_null(strstr(err, "the host's own zone"));
+		assert_non_null(strstr(err, "IANA zone such as"));
+	}
+	pal_tz *tz = NULL;
+	assert_int_equal(pal_tz_open_iana("Europe/Berlin", &tz, NULL, 0), PAL_OK);
+	assert_string_equal(pal_tz_name(tz), "Europe/Berlin");
+	pal_tz_close(tz);
+	assert_int_equal(pal_tz_open_iana("UTC", &tz, NULL, 0), PAL_OK);
+	pal_tz_close(tz);
+	assert_int_equal(pal_tz_open_iana("Mars/Olympus_Mons", &tz, NULL, 0), PAL_ENOENT);
+}
+
 static void test_tz_utc_and_name(void **state)
 {
 	(void)state;
@@ -285,6 +311,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_tz_rejects_unknown_and_malformed_names),
+		cmocka_unit_test(test_tz_open_iana_refuses_host_zones),
 		cmocka_unit_test(test_tz_utc_and_name),
 		cmocka_unit_test(test_tz_berlin_offsets_and_transitions),
 		cmocka_unit_test(test_tz_far_future_uses_footer_rule),
