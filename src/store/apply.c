@@ -200,6 +200,7 @@ struct item {
 	int latest;	    /* latest_version before this apply, 0 for a new job */
 	bool fresh;	    /* its jobs row was inserted by this apply */
 	bool meta;	    /* an existing job whose owner or description differ */
+	bool moved;	    /* an existing job whose tenant or group differ */
 };
 
 static const char *nz(const char *s)
@@ -383,8 +384,8 @@ static int jobs_copy_finish(pal_apply *a, struct item *it, size_t n, char *err, 
 }
 
 /* Statement 2: lock the jobs that existed (in chunk order) and read their
- * latest version and metadata (compared here: no statement of its own for
- * what rarely changes). */
+ * latest version, metadata, tenant and group (compared here: no statement
+ * of its own for what rarely changes). */
 static int lock_jobs(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
 {
 	pal_pgarr rest;
@@ -400,7 +401,8 @@ static int lock_jobs(pal_apply *a, struct item *it, size_t n, char *err, size_t 
 	int rc = PAL_OK;
 	if (old)
 		rc = query_rows(a,
-				"SELECT j.latest_version, j.owner, j.description"
+				"SELECT j.latest_version, j.owner, j.description, j.tenant,"
+				" j.resource_group"
 				" FROM unnest($1::text[]) WITH ORDINALITY AS u(id, i)"
 				" JOIN jobs j ON j.job_id = u.id ORDER BY u.i FOR UPDATE OF j",
 				1, (const char *const *)&p, (int)old, &r, err, errlen);
@@ -410,6 +412,8 @@ static int lock_jobs(pal_apply *a, struct item *it, size_t n, char *err, size_t 
 			it[i].meta = !a->stored_specs &&
 				     (strcmp(PQgetvalue(r, (int)row, 1), nz(it[i].s->owner)) ||
 				      strcmp(PQgetvalue(r, (int)row, 2), nz(it[i].s->description)));
+			it[i].moved = strcmp(PQgetvalue(r, (int)row, 3), it[i].s->tenant) ||
+				      strcmp(PQgetvalue(r, (int)row, 4), it[i].s->group);
 			row++;
 		}
 	PQclear(r);
@@ -465,25 +469,38 @@ static int compare_digests(pal_apply *a, struct item *it, size_t n, char *err, s
 	return rc;
 }
 
+/* Into P[0..2], for the jobs of the chunk whose owner or description
+ * changed (MOVED false) or whose tenant or group did (MOVED true): their
+ * ids and the two new values, as text arrays (g_free each).  Returns how
+ * many jobs. */
+static size_t changed_arrays(const struct item *it, size_t n, bool moved, const char *p[3])
+{
+	pal_pgarr ids, x, y;
+	size_t m = 0;
+	pal__pgarr_init(&ids);
+	pal__pgarr_init(&x);
+	pal__pgarr_init(&y);
+	for (size_t i = 0; i < n; i++)
+		if (moved ? it[i].moved : it[i].meta) {
+			const pal_job_spec *s = it[i].s;
+			pal__pgarr_text(&ids, s->id);
+			pal__pgarr_text(&x, moved ? s->tenant : nz(s->owner));
+			pal__pgarr_text(&y, moved ? s->group : nz(s->description));
+			m++;
+		}
+	p[0] = pal__pgarr_end(&ids);
+	p[1] = pal__pgarr_end(&x);
+	p[2] = pal__pgarr_end(&y);
+	return m;
+}
+
 /* Statement 5, only for a chunk where some existing job's owner or
  * description changed: update them in place and audit old and new (they
  * are not part of the spec, so no version is made for them). */
 static int update_meta(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
 {
-	pal_pgarr ids, ow, de;
-	size_t m = 0;
-	pal__pgarr_init(&ids);
-	pal__pgarr_init(&ow);
-	pal__pgarr_init(&de);
-	for (size_t i = 0; i < n; i++)
-		if (it[i].meta) {
-			pal__pgarr_text(&ids, it[i].s->id);
-			pal__pgarr_text(&ow, nz(it[i].s->owner));
-			pal__pgarr_text(&de, nz(it[i].s->description));
-			m++;
-		}
-	const char *p[] = {pal__pgarr_end(&ids), pal__pgarr_end(&ow), pal__pgarr_end(&de), a->actor,
-			   a->reason};
+	const char *p[5] = {[3] = a->actor, [4] = a->reason};
+	size_t m = changed_arrays(it, n, false, p);
 	int rc = PAL_OK;
 	PGresult *r = NULL;
 	if (m)
@@ -504,6 +521,38 @@ static int update_meta(pal_apply *a, struct item *it, size_t n, char *err, size_
 	PQclear(r);
 	if (!rc)
 		a->meta_changed += m;
+	for (size_t k = 0; k < 3; k++)
+		g_free((char *)p[k]);
+	return rc;
+}
+
+/* Statement 5b, only for a chunk where some existing job moves to another
+ * tenant or group: its unfinished triggers (planned, waiting, held,
+ * running) go with it, so the claim's and the pause's match on
+ * triggers.tenant / resource_group sees the job where it is now.  Not a
+ * change of state (no door): the rows keep state, fence and lease; a
+ * running call goes on.  Plain row locks: a claim holding one of the rows
+ * (FOR UPDATE, for a moment) is waited for, never passed over; until the
+ * apply commits, claims pass the moved rows over (SKIP LOCKED) and a
+ * running one's result waits for the commit.  The finished triggers keep
+ * the tenant and group they ran under.  The job's rows are found through
+ * triggers_plan_key (job_id first), its history included: a cost only a
+ * job that moves pays. */
+static int move_triggers(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
+{
+	const char *p[3];
+	size_t m = changed_arrays(it, n, true, p);
+	int rc = PAL_OK;
+	PGresult *r = NULL;
+	if (m)
+		rc = query_rows(
+		    a,
+		    "UPDATE triggers t SET tenant = u.te, resource_group = u.grp"
+		    " FROM unnest($1::text[], $2::text[], $3::text[]) AS u(id, te, grp)"
+		    " WHERE t.job_id = u.id"
+		    "   AND t.state NOT IN ('succeeded', 'failed', 'cancelled', 'skipped')",
+		    3, p, -1, &r, err, errlen);
+	PQclear(r);
 	for (size_t k = 0; k < 3; k++)
 		g_free((char *)p[k]);
 	return rc;
@@ -769,6 +818,8 @@ static int apply_chunk(pal_apply *a, struct item *it, size_t n, char *err, size_
 		rc = compare_digests(a, it, n, err, errlen);
 	if (!rc)
 		rc = update_meta(a, it, n, err, errlen);
+	if (!rc)
+		rc = move_triggers(a, it, n, err, errlen);
 	for (size_t i = 0; !rc && i < n; i++)
 		if (it[i].res->outcome == PAL_APPLY_UNCHANGED)
 			it[i].res->version = it[i].latest;
