@@ -271,6 +271,40 @@ static bool parse_body(call *c)
 	return true;
 }
 
+/*
+ * The first query argument that QUERY (pal_api_request's canonical text:
+ * "KLEN:KEY=VLEN:VALUE\n" per argument, sorted) gives more than once, into
+ * NAME (cut to N - 1 bytes); false when none.  Sorted, the entries of one
+ * key are next to each other.  A repeated argument is refused: the
+ * handlers read one occurrence, the Idempotency-Key digest covers all.
+ */
+static bool repeated_arg(const char *query, char *name, size_t n)
+{
+	const char *prev = NULL, *p = query;
+	size_t prev_len = 0;
+	while (p && *p) {
+		char *end;
+		unsigned long kl = strtoul(p, &end, 10);
+		if (*end != ':' || strnlen(end + 1, kl + 1) < kl + 1 || end[1 + kl] != '=')
+			return false; /* not the canonical text: nothing to compare */
+		const char *key = end + 1;
+		if (prev && prev_len == kl && !memcmp(prev, key, kl)) {
+			snprintf(name, n, "%.*s", (int)(kl < 64 ? kl : 64), key);
+			for (char *q = name; *q; q++) /* the detail is JSON text */
+				if (*q < 0x20 || *q > 0x7e)
+					*q = '?';
+			return true;
+		}
+		prev = key;
+		prev_len = kl;
+		unsigned long vl = strtoul(key + kl + 1, &end, 10);
+		if (*end != ':' || strnlen(end + 1, vl + 1) < vl + 1 || end[1 + vl] != '\n')
+			return false;
+		p = end + 1 + vl + 1;
+	}
+	return false;
+}
+
 static void run(call *c)
 {
 	const pal_api_request *req = c->req;
@@ -308,6 +342,12 @@ static void run(call *c)
 				 "token %s has role %s; %s %s needs %s", c->who.name,
 				 pal_role_name(c->who.role), r->method, r->pattern,
 				 pal_role_name(r->role));
+		return;
+	}
+	char arg[72];
+	if (req->query && repeated_arg(req->query, arg, sizeof arg)) {
+		pal_api__problem(c, 400, "bad-parameter", "Bad parameter",
+				 "argument %s given twice (give each argument once)", arg);
 		return;
 	}
 	bool write = strcmp(r->method, "GET") != 0; /* POST, DELETE */

@@ -119,6 +119,7 @@ for r in sorted(documented - routed):
 
 R = {"reason": "contract test"}
 call("GET", "/api/v1/status", want=200)
+call("GET", "/api/v1/status?x=1&x=1", want=400)
 call("GET", "/api/v1/verify?from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z", want=200)
 call("GET", "/api/v1/verify?from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z&job=c.one", want=200)
 call("GET", "/api/v1/verify?from=nope&to=2026-01-01T01:00:00Z", want=400)
@@ -221,6 +222,8 @@ if gone != ["c.one", "c.three"]:
     failures.append(f"apply with prune retired {gone}, want ['c.one', 'c.three']")
     print(f"    FAIL apply with prune retired {gone}")
 call("POST", "/api/v1/apply?prune=maybe", JOB, ctype="application/yaml", want=400)
+# an argument given twice, on any route: refused, not read as one of them
+call("POST", "/api/v1/apply?dry_run=true&dry_run=false", JOB, ctype="application/yaml", want=400)
 
 # Shared calendars: applied with a job naming one, read back a page at a
 # time; a change applied alone gives the job a version (it follows), and
