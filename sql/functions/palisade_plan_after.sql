@@ -76,6 +76,8 @@ DECLARE
 	n2 integer;
 	any_shadow boolean;
 	own timestamptz;
+	gone_ids bigint[];
+	gone_ats timestamptz[];
 BEGIN
 	fenced := false;
 	jobs := 0;
@@ -272,26 +274,25 @@ BEGIN
 						 WHERE m.range_to >= d.at) AS done
 				  FROM decided d
 			), ins AS (
+				-- B deleted since (its instant before the deletion,
+				-- decided after it): born pending and moved to
+				-- cancelled through the door below, in this transaction,
+				-- as the deletion cancels B's triggers not claimed yet;
+				-- shadow as the planner decides it for B's own scopes,
+				-- and after an upstream instant that the old system ran
 				INSERT INTO triggers (job_id, version, scheduled_at, partition, source, priority,
-						      due_at, shard, epoch, tenant, resource_group, job_ref, state,
-						      finished_at)
+						      due_at, shard, epoch, tenant, resource_group, job_ref, state)
 				SELECT b.job_id, v.version, d.at, d.p, 'schedule', v.priority, d.at, p_shard,
-				       p_epoch, b.tenant, b.resource_group, b.ref, x.state,
-				       CASE WHEN x.state = 'cancelled' THEN clock_timestamp() END
-				  FROM taken d CROSS JOIN LATERAL (SELECT
-				       -- B deleted since (its instant before the deletion,
-				       -- decided after it): cancelled, as the deletion
-				       -- cancels B's triggers not claimed yet; shadow as the
-				       -- planner decides it for B's own scopes, and after an
-				       -- upstream instant that the old system ran
-				       CASE WHEN b.retired_at IS NOT NULL THEN 'cancelled'
+				       p_epoch, b.tenant, b.resource_group, b.ref,
+				       CASE WHEN b.retired_at IS NOT NULL THEN 'pending'
 					    WHEN d.follows THEN 'shadow'
 					    WHEN NOT any_shadow THEN 'pending'
 					    WHEN palisade_trigger_live(b.job_id, b.tenant, b.resource_group, d.at)
-					    THEN 'pending' ELSE 'shadow' END AS state) x
+					    THEN 'pending' ELSE 'shadow' END
+				  FROM taken d
 				 WHERE d.verdict = 'ready' AND NOT d.done
 				ON CONFLICT (job_id, scheduled_at, partition) WHERE request_id IS NULL DO NOTHING
-				RETURNING 1
+				RETURNING id, scheduled_at
 			), mis AS (
 				INSERT INTO misfires (job_id, version, partition, range_from, range_to, count,
 						      policy, reason, shard, epoch, upstream_job, upstream_trigger)
@@ -302,8 +303,13 @@ BEGIN
 				RETURNING 1
 			)
 			SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM mis),
-			       (SELECT min(at) FROM decided WHERE verdict = 'undecided')
-			  INTO n, n2, undecided;
+			       (SELECT min(at) FROM decided WHERE verdict = 'undecided'),
+			       (SELECT array_agg(ins.id) FROM ins), (SELECT array_agg(ins.scheduled_at) FROM ins)
+			  INTO n, n2, undecided, gone_ids, gone_ats;
+			IF b.retired_at IS NOT NULL AND gone_ids IS NOT NULL THEN
+				PERFORM palisade_trigger_move(gone_ids, gone_ats,
+					array_fill('pending'::text, ARRAY[cardinality(gone_ids)]), 'cancelled');
+			END IF;
 			planned := planned + n;
 			misfired := misfired + n2;
 			IF undecided IS NOT NULL THEN
