@@ -189,6 +189,8 @@ typedef struct pal_backfill_result {
 	int64_t inserted;  /* rows inserted now (conflicts with an earlier run excluded) */
 	int64_t unknown;   /* instants with an unknown outcome run again (NEW_EFFECT) */
 	char refused[24];  /* PAL_ESTALE: "unknown-outcome" or "job-retired" */
+	int64_t ran;       /* a ticket's backfill: rows left out, their (instant, partition)
+			      ran or is to run (pal__ops_backfill_in_tx UNRUN_ONLY) */
 } pal_backfill_result;
 
 /*

@@ -32,7 +32,8 @@ static void usage(FILE *fp)
 		"  abandon         its trigger goes manual -> failed; a misfire ticket is\n"
 		"                  just resolved\n"
 		"  backfill        misfire ticket: plan its evidence range as a backfill\n"
-		"                  (request id ticket-ID; at most --max instants, default %d)\n"
+		"                  (request id ticket-ID; at most --max instants, default %d),\n"
+		"                  leaving out each instant and partition that ran or is to run\n"
 		"  release         quarantine ticket: the job leaves quarantine, as\n"
 		"                  `palisade release JOB` does\n"
 		"The ticket becomes resolved with actor, time, reason and evidence; audited.\n"
@@ -278,10 +279,11 @@ int pal_cmd_tickets(int argc, char **argv)
 			json_object_set_new(out, "trigger_state", json_string(r.trigger_state));
 		if (!strcmp(action, "backfill"))
 			json_object_set_new(out, "backfill",
-					    json_pack("{s:I, s:I, s:I}", "instants",
+					    json_pack("{s:I, s:I, s:I, s:I}", "instants",
 						      (json_int_t)r.backfill.instants, "rows",
 						      (json_int_t)r.backfill.rows, "inserted",
-						      (json_int_t)r.backfill.inserted));
+						      (json_int_t)r.backfill.inserted, "ran",
+						      (json_int_t)r.backfill.ran));
 		dump(out);
 		json_decref(out);
 		return PAL_EXIT_OK;
@@ -290,9 +292,10 @@ int pal_cmd_tickets(int argc, char **argv)
 	if (r.trigger_state[0])
 		printf("; its trigger is now %s", r.trigger_state);
 	if (!strcmp(action, "backfill"))
-		printf("; backfill request ticket-%lld: %lld instants, %lld triggers created",
+		printf("; backfill request ticket-%lld: %lld instants, %lld triggers created, "
+		       "%lld left out (their instant and partition ran or is to run)",
 		       (long long)id, (long long)r.backfill.instants,
-		       (long long)r.backfill.inserted);
+		       (long long)r.backfill.inserted, (long long)r.backfill.ran);
 	putchar('\n');
 	return PAL_EXIT_OK;
 }

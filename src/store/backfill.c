@@ -126,9 +126,17 @@ static int check_unknown(pal_store *st, const char *job_id, int64_t from, int64_
 	return rc;
 }
 
+/* The (instant, partition) of job $1 at to_timestamp(A), partition P has a
+ * trigger that ran or is to run: attempted, or neither skipped nor
+ * cancelled (any source: a scheduled one, a manual run, another backfill). */
+#define RAN(a, p)                                                                                  \
+	"EXISTS (SELECT 1 FROM triggers o WHERE o.job_id = $1 AND o.scheduled_at = to_timestamp(" a \
+	") AND o.partition = " p " AND (o.attempt_count > 0"                                       \
+	" OR o.state NOT IN ('skipped', 'cancelled')))"
+
 /* Insert a backfill of JOB_ID in the open transaction (no audit). */
 int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int64_t to,
-			    int64_t max, const char *request_id, bool new_effect,
+			    int64_t max, const char *request_id, bool new_effect, bool unrun_only,
 			    pal_backfill_result *res, char *err, size_t errlen)
 {
 	memset(res, 0, sizeof *res);
@@ -214,7 +222,18 @@ int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int
 	}
 	pal_backfill_plan_clear(&pl);
 	char *va = pal__pgarr_end(&vs), *aa = pal__pgarr_end(&as), *pa = pal__pgarr_end(&ps);
-	const char *pi[] = { job_id, request_id, va, aa, pa };
+	const char *pi[] = { job_id, request_id, va, aa, pa, unrun_only ? "true" : "false" };
+	const char *pr[] = { job_id, aa, pa };
+	if (unrun_only &&
+	    (rc = pal__ops_query_i64(st,
+				     "SELECT count(*) FROM unnest($2::bigint[], $3::int[]) AS u(a, p)"
+				     " WHERE " RAN("u.a", "u.p"),
+				     3, pr, &res->ran, err, errlen))) {
+		g_free(va);
+		g_free(aa);
+		g_free(pa);
+		return rc;
+	}
 	rc = pal__ops_exec(
 	    st,
 	    "INSERT INTO triggers (job_id, version, scheduled_at, partition, source, request_id,"
@@ -225,9 +244,10 @@ int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int
 	    " FROM unnest($3::int[], $4::bigint[], $5::int[]) AS u(v, a, p)"
 	    " JOIN jobs j ON j.job_id = $1"
 	    " JOIN job_versions v ON v.job_id = j.job_id AND v.version = u.v"
+	    " WHERE NOT ($6::boolean AND " RAN("u.a", "u.p") ")"
 	    " ON CONFLICT (job_id, request_id, scheduled_at, partition)"
 	    " WHERE request_id IS NOT NULL DO NOTHING",
-	    5, pi, &res->inserted, err, errlen);
+	    6, pi, &res->inserted, err, errlen);
 	g_free(va);
 	g_free(aa);
 	g_free(pa);
@@ -249,7 +269,7 @@ static int backfill_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	int rc = pal__ops_lock_request(st, c->job_id, c->request_id, err, errlen);
 	if (!rc)
 		rc = pal__ops_backfill_in_tx(st, c->job_id, c->from, c->to, c->max, c->request_id,
-					     c->new_effect, c->res, err, errlen);
+					     c->new_effect, false, c->res, err, errlen);
 	if (rc)
 		return rc;
 	char f[24], t[24], n[24], ex[24], rows[24], ins[24], unk[24];

@@ -164,14 +164,23 @@ int pal_ops_pause(pal_store *st, const pal_scope *sc, const char *actor, const c
 
 /* ---- resume ------------------------------------------------------------------- */
 
-/* A scheduled instant the gate held (alias T): pending, never attempted, no
- * checkpoint, older than the threshold $3 (ms), in the scope ($1, $2), no
- * other paused gate over it.  A trigger paused at its safe point (it ran)
+/* A scheduled instant the gate held past the threshold (alias T): pending,
+ * never attempted, no checkpoint, in the scope ($1, $2), no other paused
+ * gate over it, and held by the gate (closed at $4) for at least the
+ * threshold $3 (ms), counted from the later of its time and $4, while it
+ * was not already past the threshold when the gate closed:
+ *   greatest(scheduled_at, $4) <= now() - $3 AND scheduled_at > $4 - $3,
+ * written as three range tests on constants (the first split in two).  A
+ * backlog that was overdue past the threshold before the gate (executors
+ * down or saturated) is released as it was, and a gate younger than the
+ * threshold decides nothing.  A trigger paused at its safe point (it ran)
  * and manual runs and backfills (deliberate) never match. */
 #define HELD(t)                                                                                   \
 	t ".state = 'pending' AND " t ".source IN ('schedule', 'catchup')"                        \
 	" AND " t ".attempt_count = 0 AND " t ".checkpoint IS NULL"                               \
 	" AND " t ".scheduled_at <= now() - $3::bigint * interval '1 millisecond'"                \
+	" AND " t ".scheduled_at > $4::timestamptz - $3::bigint * interval '1 millisecond'"       \
+	" AND $4::timestamptz <= now() - $3::bigint * interval '1 millisecond'"                   \
 	" AND " IN_SCOPE(t) " AND NOT " GATED(t)
 
 /* The held instants of cut (a CTE of job_id, scheduled_at) still held,
@@ -198,13 +207,13 @@ static int policy_index(const char *name)
  * the shard and planning epoch of the skipped triggers) and, for manual, a
  * ticket.  Counts into c->res (misfired, tickets).
  */
-static int resume_held(pal_store *st, gate_ctx *c, const char *const *pk, char *err,
-		       size_t errlen)
+static int resume_held(pal_store *st, gate_ctx *c, const char *const *pk, const char *since,
+		       char *err, size_t errlen)
 {
 	pal_resume_result *res = c->res;
 	char thr[24];
 	pal__ops_i64s(thr, sizeof thr, c->opts->misfire_threshold_ms);
-	const char *p[] = { pk[0], pk[1], thr };
+	const char *p[] = { pk[0], pk[1], thr, since };
 	PGresult *r = pal__store_query(
 		st,
 		"WITH h AS (SELECT t.job_id, t.version, t.scheduled_at FROM triggers t"
@@ -217,7 +226,7 @@ static int resume_held(pal_store *st, gate_ctx *c, const char *const *pk, char *
 		" FROM l JOIN job_versions v ON v.job_id = l.job_id AND v.version = l.version"
 		" JOIN h ON h.job_id = l.job_id"
 		" GROUP BY l.job_id, v.misfire_policy, v.max_catchup",
-		3, p, err, errlen);
+		4, p, err, errlen);
 	if (!r)
 		return PAL_EDB;
 	pal_pgarr jobs, fire, pols;
@@ -244,12 +253,12 @@ static int resume_held(pal_store *st, gate_ctx *c, const char *const *pk, char *
 	char *aj = pal__pgarr_end(&jobs), *af = pal__pgarr_end(&fire), *ap = pal__pgarr_end(&pols);
 	int rc = PAL_OK;
 	if (skipping) {
-		const char *ps[] = { pk[0], pk[1], thr, aj, af, ap, c->scope };
+		const char *ps[] = { pk[0], pk[1], thr, since, aj, af, ap, c->scope };
 		/* a layout clang-format cannot keep: macros among the literals */
 		/* clang-format off */
 		r = pal__store_query(
 			st,
-			"WITH k AS (SELECT * FROM unnest($4::text[], $5::bigint[], $6::text[])"
+			"WITH k AS (SELECT * FROM unnest($5::text[], $6::bigint[], $7::text[])"
 			"   AS k(job_id, fire, policy)),"
 			" d AS (SELECT DISTINCT t.job_id, t.scheduled_at FROM triggers t"
 			"   JOIN k ON k.job_id = t.job_id WHERE " HELD("t") "),"
@@ -262,18 +271,18 @@ static int resume_held(pal_store *st, gate_ctx *c, const char *const *pk, char *
 			"   policy, reason, shard, epoch, gate)"
 			"   SELECT sk.job_id, max(sk.version), min(sk.scheduled_at),"
 			"    max(sk.scheduled_at), count(DISTINCT sk.scheduled_at), k.policy, 'paused',"
-			"    min(sk.shard), max(sk.epoch), $7 FROM sk JOIN k ON k.job_id = sk.job_id"
+			"    min(sk.shard), max(sk.epoch), $8 FROM sk JOIN k ON k.job_id = sk.job_id"
 			"   GROUP BY sk.job_id, k.policy"
 			"   RETURNING job_id, version, range_from, range_to, count, policy, epoch),"
 			" tk AS (INSERT INTO tickets (job_id, reason, evidence, allowed_actions)"
 			"   SELECT m.job_id, 'misfire: ' || m.count || ' instants held by the pause of '"
-			"    || $7 || ' (policy manual)', jsonb_build_object('version', m.version,"
+			"    || $8 || ' (policy manual)', jsonb_build_object('version', m.version,"
 			"    'range_from', m.range_from, 'range_to', m.range_to, 'count', m.count,"
-			"    'epoch', m.epoch, 'gate', $7::text), ARRAY['backfill', 'abandon']"
+			"    'epoch', m.epoch, 'gate', $8::text), ARRAY['backfill', 'abandon']"
 			"   FROM m WHERE m.policy = 'manual' RETURNING 1)"
 			" SELECT m.policy, sum(m.count)::bigint, (SELECT count(*) FROM tk) FROM m"
 			" GROUP BY m.policy",
-			7, ps, err, errlen);
+			8, ps, err, errlen);
 		/* clang-format on */
 		if (!r) {
 			rc = PAL_EDB;
@@ -393,15 +402,22 @@ static int resume_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	    (rc = pal__ops_job_exists(st, c->sc->name, err, errlen)))
 		return rc;
 	const char *ps[] = { c->scope };
-	int64_t n;
 	/* The gate row is deleted (not kept with paused = false): the audit log
 	 * keeps the history, and a claim's gate test stays one EXISTS. */
 	const char *pd[] = { c->scope, c->source };
-	if ((rc = pal__ops_exec(
-		 st, "DELETE FROM gates WHERE scope = $1 AND ($2 = 'operator' OR source = $2)", 2,
-		 pd, &n, err, errlen)))
-		return rc;
-	res->had_gate = n > 0;
+	PGresult *r = pal__store_query(
+		st,
+		"DELETE FROM gates WHERE scope = $1 AND ($2 = 'operator' OR source = $2)"
+		" RETURNING since::text",
+		2, pd, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	res->had_gate = PQntuples(r) > 0;
+	/* when the gate closed: what it held is counted from there (HELD) */
+	char since[64] = "";
+	if (res->had_gate)
+		snprintf(since, sizeof since, "%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
 	if (!res->had_gate && !strcmp(c->source, "spec"))
 		return PAL_OK; /* the gate is an operator's (or gone): the job file lifts nothing */
 
@@ -410,7 +426,7 @@ static int resume_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	 * policies first, before the moves below make more triggers pending
 	 * (only never-attempted instants qualify anyway); a scope without a
 	 * gate held nothing. */
-	if (res->had_gate && (rc = resume_held(st, c, pk, err, errlen)))
+	if (res->had_gate && (rc = resume_held(st, c, pk, since, err, errlen)))
 		return rc;
 	/* A pausing trigger whose lease expired lost its executor before the
 	 * safe point: nobody else would ever move it, so it is paused here
@@ -474,7 +490,7 @@ static int resume_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	char *rel = by_policy_text(res->released), *mis = by_policy_text(res->misfired);
 	const char *pa[] = { c->actor, c->scope, c->reason, resumed, gated, pausing,
 			     res->had_gate ? "true" : "false", expired, running, c->source,
-			     rel, mis, tickets, thr, ramp };
+			     rel, mis, tickets, thr, ramp, res->had_gate ? since : NULL };
 	rc = pal__ops_exec(
 	    st,
 	    "INSERT INTO audit_log (actor, action, scope, reason, details)"
@@ -485,8 +501,8 @@ static int resume_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	    "  'source', $10::text, 'released', $11::jsonb, 'misfired', $12::jsonb,"
 	    "  'tickets', $13::bigint, 'misfire_threshold_ms', $14::bigint,"
 	    "  'held_before', now() - $14::bigint * interval '1 millisecond',"
-	    "  'ramp_ms', $15::bigint))",
-	    15, pa, NULL, err, errlen);
+	    "  'ramp_ms', $15::bigint, 'gate_since', $16::timestamptz))",
+	    16, pa, NULL, err, errlen);
 	g_free(rel);
 	g_free(mis);
 	if (rc)

@@ -54,9 +54,12 @@ int pal__ops_notify(pal_store *st, const char *channel_sql, int np, const char *
 int pal__ops_lock_request(pal_store *st, const char *job_id, const char *request_id, char *err,
 			  size_t errlen);
 /* Insert a backfill of JOB_ID in the open transaction, without an audit row,
- * after its checks (pal_ops_backfill; a ticket's resolution uses it too). */
+ * after its checks (pal_ops_backfill; a ticket's resolution uses it too).
+ * With UNRUN_ONLY (a misfire ticket's backfill) an (instant, partition)
+ * that has a trigger of any source that ran or is to run (attempted, or
+ * neither skipped nor cancelled) is left out and counted in res->ran. */
 int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int64_t to,
-			    int64_t max, const char *request_id, bool new_effect,
+			    int64_t max, const char *request_id, bool new_effect, bool unrun_only,
 			    pal_backfill_result *res, char *err, size_t errlen);
 
 #endif

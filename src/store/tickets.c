@@ -193,7 +193,7 @@ static int resolve_body(pal_store *st, void *vctx, char *err, size_t errlen)
 		char rid[40];
 		snprintf(rid, sizeof rid, "ticket-%s", id);
 		if ((rc = pal__ops_lock_request(st, job, rid, err, errlen)) ||
-		    (rc = pal__ops_backfill_in_tx(st, job, f, t, c->max, rid, false,
+		    (rc = pal__ops_backfill_in_tx(st, job, f, t, c->max, rid, false, true,
 						  &res->backfill, err, errlen)))
 			return rc;
 	} else if (!strcmp(c->action, "release")) {
@@ -238,9 +238,10 @@ static int resolve_body(pal_store *st, void *vctx, char *err, size_t errlen)
 		snprintf(err, errlen, "ticket %s changed while it was resolved; hint: retry", id);
 		return PAL_ESTALE;
 	}
-	char bi[24], bn[24];
+	char bi[24], bn[24], br[24];
 	pal__ops_i64s(bi, sizeof bi, res->backfill.instants);
 	pal__ops_i64s(bn, sizeof bn, res->backfill.inserted);
+	pal__ops_i64s(br, sizeof br, res->backfill.ran);
 	const char *pa[] = {c->actor,
 			    job[0] ? job : NULL,
 			    c->reason,
@@ -249,15 +250,17 @@ static int resolve_body(pal_store *st, void *vctx, char *err, size_t errlen)
 			    has_trigger ? trig : NULL,
 			    res->trigger_state[0] ? res->trigger_state : NULL,
 			    !strcmp(c->action, "backfill") ? bi : NULL,
-			    !strcmp(c->action, "backfill") ? bn : NULL};
+			    !strcmp(c->action, "backfill") ? bn : NULL,
+			    !strcmp(c->action, "backfill") ? br : NULL};
 	if ((rc = pal__ops_exec(
 		 st,
 		 "INSERT INTO audit_log (actor, action, scope, reason, details)"
 		 " VALUES ($1, 'ticket.resolve', 'job:' || $2, $3, jsonb_strip_nulls("
 		 "  jsonb_build_object('ticket', $4::bigint, 'action', $5::text,"
 		 "  'trigger', $6::bigint, 'trigger_state', $7::text,"
-		 "  'backfill_instants', $8::bigint, 'backfill_inserted', $9::bigint)))",
-		 9, pa, NULL, err, errlen)))
+		 "  'backfill_instants', $8::bigint, 'backfill_inserted', $9::bigint,"
+		 "  'backfill_ran', $10::bigint)))",
+		 10, pa, NULL, err, errlen)))
 		return rc;
 	if (!strcmp(c->action, "retry"))
 		return pal__ops_notify(st, "NOTIFY palisade_triggers", 0, NULL, err, errlen);
