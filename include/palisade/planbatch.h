@@ -46,6 +46,9 @@ typedef struct pal_plan_version {
 	int32_t priority;
 	const char *tenant, *group;
 	int32_t job_ref; /* its job's jobs.ref; 0: none yet (the database fills it) */
+	/* when the version was stored (the apply's transaction time), read for
+	 * a version awaiting activation only; PAL_NO_TIME otherwise */
+	int64_t created_at;
 } pal_plan_version;
 
 /* VERSION's planning fields borrowed from spec S (tests, benches, verify). */

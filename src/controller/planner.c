@@ -46,6 +46,7 @@ typedef struct pversion {
 	int32_t version, partitions, priority, max_catchup;
 	int32_t job_ref; /* jobs.ref, 0 when the load had none */
 	pal_misfire_policy misfire;
+	bool has_end; /* its schedule has an `end` (a retiring version's has) */
 } pversion;
 
 typedef struct pjob {
@@ -55,6 +56,9 @@ typedef struct pjob {
 	/* a brand-new job awaiting activation: the tick that first saw it and
 	 * its first instant from then (PAL_NO_TIME until seen) */
 	int64_t pend_since, pend_next;
+	/* when its last version, awaiting activation, was stored (PAL_NO_TIME:
+	 * unknown, or none awaits) */
+	int64_t pend_created;
 	/* tentative state of the current tick */
 	int64_t t_cursor, t_next, t_eff;
 	uint32_t hidx; /* index in the main heap */
@@ -63,6 +67,10 @@ typedef struct pjob {
 	uint32_t t_ref;
 	int32_t t_ref_version;
 	bool next_excl, touched, t_next_excl;
+	/* this tick activates a version that takes over below the watermark
+	 * (switch_point): its instants after t_eff were never planned, and
+	 * the tick plans them up to the watermark at least */
+	bool t_fresh;
 	bool quarantined; /* its instants become misfires (reason quarantined) */
 	/* loaded anew at a committed watermark and not yet checked against the
 	 * database (pal_planner_loaded_due()): valid while equal to the
@@ -839,6 +847,8 @@ int pal_planner_put_job(pal_planner *p, const char *job_id, const pal_plan_versi
 	memcpy((char *)&j->v[n], job_id, idlen);
 	j->id = (const char *)&j->v[n];
 	j->pend_since = j->pend_next = PAL_NO_TIME;
+	j->pend_created = versions[n - 1].effective_from == PAL_NO_TIME ? versions[n - 1].created_at
+									 : PAL_NO_TIME;
 	for (size_t i = 0; i < n; i++) {
 		const pal_plan_version *in = &versions[i];
 		pversion *v = &j->v[j->nv];
@@ -850,6 +860,7 @@ int pal_planner_put_job(pal_planner *p, const char *job_id, const pal_plan_versi
 		v->max_catchup = in->max_catchup;
 		v->catchup_window_ms = in->catchup_window_ms;
 		v->misfire = in->misfire;
+		v->has_end = in->has_end;
 		v->tenant = g_string_chunk_insert_const(p->strings, in->tenant ? in->tenant : "");
 		v->group = g_string_chunk_insert_const(p->strings, in->group ? in->group : "");
 		j->nv++;
@@ -932,6 +943,7 @@ static int touch(pal_planner *p, pjob *j)
 	j->t_next = j->next;
 	j->t_next_excl = j->next_excl;
 	j->t_eff = PAL_NO_TIME;
+	j->t_fresh = false;
 	p->touched[p->n_touched++] = j;
 	return PAL_OK;
 }
@@ -961,6 +973,48 @@ static int collect(pal_planner *p, size_t i, int64_t horizon)
 }
 
 /*
+ * Where the version awaiting activation of active job J takes over, given
+ * the shard's watermark W (docs/jobs.md, "Where a new version takes over"):
+ * at W, the end of what is planned, while the version active before it (P,
+ * the last activated) has an instant after W.  When P has an `end` and no
+ * instant after W - it ended: a retired job applied again, a job whose
+ * `end` passed - nothing of P is left to plan and the instants between
+ * P's last one and W were planned by no version: the new version takes
+ * over at P's last instant, but never before it was stored (the instants
+ * of a retirement are not caught up) nor before P's own activation.  A job
+ * whose `end` passed long ago is activated at its apply; one that ends
+ * between its apply and W at the end.  A P without an `end` that has no
+ * instant (a job with `after`, whose dependent instants are decided up to
+ * its shard's watermark by the version that owns them) keeps W.
+ */
+static int64_t switch_point(const pjob *j, int64_t w)
+{
+	const pversion *prev = NULL;
+	for (size_t i = 0; i + 1 < j->nv; i++)
+		if (j->v[i].eff != PAL_NO_TIME)
+			prev = &j->v[i];
+	if (!prev || !prev->has_end || j->pend_created == PAL_NO_TIME)
+		return w;
+	int64_t from = prev->eff > j->pend_created ? prev->eff : j->pend_created, x;
+	bool ex;
+	if (from >= w || pal_schedule_next_from(prev->sched, prev->eff, w, &x, &ex) == PAL_OK)
+		return w;
+	/* P's last instant in (from, W], if any: at most a lookahead of them */
+	int64_t at = from;
+	while (pal_schedule_next_from(prev->sched, prev->eff, at, &x, &ex) == PAL_OK && x <= w)
+		at = x;
+	return at;
+}
+
+/* How far this tick plans J: the horizon, and at least the watermark for
+ * a job whose new version took over below it (a watermark moves only
+ * over what is planned). */
+static int64_t job_horizon(const pjob *j, int64_t watermark, int64_t horizon)
+{
+	return j->t_fresh && watermark > horizon ? watermark : horizon;
+}
+
+/*
  * The part of a tick before the merge for one touched job J: a quarantined
  * job's misfires, an activation, the re-scan below the watermark and the
  * missed run.  *MERGE: J has an instant by the horizon left for the merge.
@@ -978,16 +1032,25 @@ static int plan_due(pal_planner *p, pal_plan_batch *b, pjob *j, int64_t watermar
 	if (has_pending(j)) {
 		/* A new job starts when a tick first saw it (now, unless its
 		 * activation was deferred); a new version takes over at the
-		 * watermark (it applies only to instants not planned yet). */
+		 * watermark (it applies only to instants not planned yet), or
+		 * below it after a version that ended (switch_point): then the
+		 * cursor goes back to it and the instants after it are planned
+		 * now, as never planned (not a re-scan). */
 		bool active = has_active(j);
 		if (!active && j->pend_since == PAL_NO_TIME)
 			j->pend_since = now;
-		j->t_eff = active ? (watermark != PAL_NO_TIME ? watermark : now) : j->pend_since;
+		j->t_eff = active ? (watermark != PAL_NO_TIME ? switch_point(j, watermark) : now)
+				  : j->pend_since;
 		for (size_t k = 0; k + 1 < j->nv; k++)
 			if (j->v[k].eff != PAL_NO_TIME && j->v[k].eff > j->t_eff)
 				j->t_eff = j->v[k].eff;
 		if (!active && (j->t_cursor == PAL_NO_TIME || j->t_cursor < j->t_eff))
 			j->t_cursor = j->t_eff;
+		if (active && watermark != PAL_NO_TIME && j->t_eff < watermark) {
+			j->t_fresh = true;
+			if (j->t_cursor != PAL_NO_TIME && j->t_cursor > j->t_eff)
+				j->t_cursor = j->t_eff;
+		}
 		GROW(b->act, b->n_act, b->cap_act);
 		b->act[b->n_act++] = (pal_plan_activation){ .job_id = j->id,
 							    .version = j->v[j->nv - 1].version,
@@ -996,8 +1059,10 @@ static int plan_due(pal_planner *p, pal_plan_batch *b, pjob *j, int64_t watermar
 	}
 	/* Instants never planned and already past the threshold: misfires. */
 	if (watermark != PAL_NO_TIME && j->t_next != NEVER && j->t_next <= limit) {
-		/* Re-planting below the watermark is a re-scan, not a misfire. */
-		while (j->t_next != NEVER && j->t_next <= watermark && j->t_next <= horizon) {
+		/* Re-planting below the watermark is a re-scan, not a misfire
+		 * (but for the instants after a switch point below it). */
+		while (j->t_next != NEVER && j->t_next <= watermark && j->t_next <= horizon &&
+		       !(j->t_fresh && j->t_next > j->t_eff)) {
 			/* Excluded instants here were recorded when first passed. */
 			if (!j->t_next_excl && (rc = add_trigger(b, j, version_of(j, j->t_next),
 								 j->t_next, PAL_SOURCE_SCHEDULE)))
@@ -1033,7 +1098,7 @@ static int plan_due(pal_planner *p, pal_plan_batch *b, pjob *j, int64_t watermar
 			 j->id);
 		return PAL_EINVAL;
 	}
-	*merge = j->t_next <= horizon;
+	*merge = j->t_next <= job_horizon(j, watermark, horizon);
 	return PAL_OK;
 }
 
@@ -1114,6 +1179,7 @@ int pal_planner_tick(pal_planner *p, int64_t watermark, int64_t now, pal_plan_ba
 			j->t_next = j->next;
 			j->t_next_excl = j->next_excl;
 			j->t_eff = PAL_NO_TIME;
+			j->t_fresh = false;
 			j->t_ref_version = -1;
 			if (b->n_failed == b->cap_failed) {
 				size_t nc = b->cap_failed ? b->cap_failed * 2 : 8;
@@ -1149,7 +1215,8 @@ int pal_planner_tick(pal_planner *p, int64_t watermark, int64_t now, pal_plan_ba
 		const pversion *v = version_of(j, at);
 		if (j->t_next_excl) {
 			/* Recorded once: not again when a re-scan passes it. */
-			if ((watermark == PAL_NO_TIME || at > watermark) &&
+			if ((watermark == PAL_NO_TIME || at > watermark ||
+			     (j->t_fresh && at > j->t_eff)) &&
 			    (rc = add_excluded(b, j, v->version, at, at, 1,
 					       pal_schedule_excluding(v->sched, at))))
 				goto out;
@@ -1159,7 +1226,7 @@ int pal_planner_tick(pal_planner *p, int64_t watermark, int64_t now, pal_plan_ba
 		}
 		j->t_cursor = at;
 		j->t_next = next_after(j, at, true, &j->t_next_excl);
-		if (j->t_next <= horizon)
+		if (j->t_next <= job_horizon(j, watermark, horizon))
 			t_push(&th, j);
 	}
 	b->watermark = horizon;
@@ -1209,6 +1276,7 @@ int pal_planner_quarantine(pal_planner *p, const char *job_id)
 		j->t_next = j->next;
 		j->t_next_excl = j->next_excl;
 		j->t_eff = PAL_NO_TIME;
+		j->t_fresh = false;
 	}
 	return PAL_OK;
 }

@@ -96,6 +96,49 @@ static int cmp_inst(const void *a, const void *b)
 	return x->part - y->part;
 }
 
+/*
+ * Where version I of VERSIONS takes over, as the planner decides it
+ * (switch_point in src/controller/planner.c): its stored effective_from,
+ * unless the version before it has an `end` and no instant after that
+ * point (it had ended: a job deleted and applied again, a job whose `end`
+ * passed); then
+ * at the latest of that version's last instant, its activation and when
+ * version I was stored.  Recomputed rather than read, so that a switch
+ * point stored too late (the instants between the apply and it planned by
+ * no version) shows as missing instants.
+ */
+static int switch_from(json_t *versions, size_t i, int64_t *lo, char *err, size_t errlen)
+{
+	json_t *ver = json_array_get(versions, i);
+	json_t *created = json_object_get(ver, "created_at");
+	*lo = json_integer_value(json_object_get(ver, "effective_from"));
+	if (!i || !json_is_integer(created))
+		return PAL_OK;
+	json_t *prev = json_array_get(versions, i - 1);
+	int64_t plo = json_integer_value(json_object_get(prev, "effective_from"));
+	int64_t at = json_integer_value(created) > plo ? json_integer_value(created) : plo, x;
+	if (at >= *lo)
+		return PAL_OK;
+	pal_job_spec spec;
+	pal_schedule *sc;
+	int rc = pal_job_spec_from_canonical(json_object_get(prev, "spec"), &spec, err, errlen);
+	if (rc)
+		return rc;
+	if ((rc = pal_schedule_open(&spec, &sc, err, errlen))) {
+		pal_job_spec_clear(&spec);
+		return rc;
+	}
+	bool excl;
+	if (spec.has_end && pal_schedule_next_from(sc, plo, *lo, &x, &excl) != PAL_OK) {
+		while (pal_schedule_next_from(sc, plo, at, &x, &excl) == PAL_OK && x <= *lo)
+			at = x;
+		*lo = at;
+	}
+	pal_schedule_close(sc);
+	pal_job_spec_clear(&spec);
+	return PAL_OK;
+}
+
 /* Expected (instant, partition) pairs of one job in [from, to]; with
  * INSTANTS, each instant once (partition 0) and none that is excluded. */
 static int plan_set(json_t *versions, bool instants, int64_t from, int64_t to, inst **out,
@@ -109,10 +152,10 @@ static int plan_set(json_t *versions, bool instants, int64_t from, int64_t to, i
 	int rc = PAL_OK;
 	for (size_t i = 0; i < nv && !rc; i++) {
 		json_t *ver = json_array_get(versions, i);
-		int64_t lo = json_integer_value(json_object_get(ver, "effective_from"));
-		int64_t hi = i + 1 < nv ? json_integer_value(json_object_get(
-						  json_array_get(versions, i + 1), "effective_from"))
-					: INT64_MAX;
+		int64_t lo, hi = INT64_MAX;
+		if ((rc = switch_from(versions, i, &lo, err, errlen)) ||
+		    (i + 1 < nv && (rc = switch_from(versions, i + 1, &hi, err, errlen))))
+			break;
 		if (hi <= lo || hi < from || lo >= to)
 			continue;
 		pal_job_spec spec;

@@ -28,7 +28,8 @@ pal_plan_version pal_plan_version_of_spec(const pal_job_spec *s, int version,
 				   .partitions = s->partitions,
 				   .priority = s->priority,
 				   .tenant = s->tenant,
-				   .group = s->group };
+				   .group = s->group,
+				   .created_at = PAL_NO_TIME };
 }
 
 void pal_plan_batch_free(pal_plan_batch *b)

@@ -201,6 +201,7 @@ struct item {
 	bool fresh;	    /* its jobs row was inserted by this apply */
 	bool meta;	    /* an existing job whose owner or description differ */
 	bool moved;	    /* an existing job whose tenant or group differ */
+	bool retired;	    /* an existing job retired before this apply */
 };
 
 static const char *nz(const char *s)
@@ -402,7 +403,7 @@ static int lock_jobs(pal_apply *a, struct item *it, size_t n, char *err, size_t 
 	if (old)
 		rc = query_rows(a,
 				"SELECT j.latest_version, j.owner, j.description, j.tenant,"
-				" j.resource_group"
+				" j.resource_group, j.retired_at IS NOT NULL"
 				" FROM unnest($1::text[]) WITH ORDINALITY AS u(id, i)"
 				" JOIN jobs j ON j.job_id = u.id ORDER BY u.i FOR UPDATE OF j",
 				1, (const char *const *)&p, (int)old, &r, err, errlen);
@@ -414,6 +415,7 @@ static int lock_jobs(pal_apply *a, struct item *it, size_t n, char *err, size_t 
 				      strcmp(PQgetvalue(r, (int)row, 2), nz(it[i].s->description)));
 			it[i].moved = strcmp(PQgetvalue(r, (int)row, 3), it[i].s->tenant) ||
 				      strcmp(PQgetvalue(r, (int)row, 4), it[i].s->group);
+			it[i].retired = !strcmp(PQgetvalue(r, (int)row, 5), "t");
 			row++;
 		}
 	PQclear(r);
@@ -568,6 +570,96 @@ static int move_triggers(pal_apply *a, struct item *it, size_t n, char *err, siz
 	"   WHERE j.job_id = u.id AND u.fresh = 0)"                                                \
 	" SELECT count(pg_notify('palisade_apply', u.id)) FROM u"
 
+/* The cause of what `delete` cancels after its wait (pal_store_retire_sweep)
+ * and a re-apply before it (REAPPLY_SQL). */
+#define SWEEP_CAUSE "job retired (planned before its retiring version took over)"
+
+/* Statement 4r, only for a chunk that applies retired jobs again, before
+ * 4a takes their retired_at away: the job lives again from this apply's
+ * time (now(), its versions' created_at), so
+ *   - what the retirement left cancellable (pending, retry_wait, paused:
+ *     planned by the old version before its retiring version took over,
+ *     which `delete` sweeps after its wait) at or before now is cancelled,
+ *     as that sweep would (the retired period is not run);
+ *   - an instant after now that the retirement cancelled before any
+ *     attempt (its plan-key row, named in a `cancel` audit row whose
+ *     cause is the retirement) gets a new trigger: source backfill, the
+ *     request id `reapplied-<retired_at, epoch seconds>`, the cancelled
+ *     row's version, partition and due time, the job's tenant and group
+ *     as this apply makes them (as move_triggers moves the unfinished
+ *     rows).  The plan key keeps the cancelled row, so no controller can
+ *     plan that instant again.
+ * One audit row per job for each: `cancel` with the ids, and `backfill`
+ * with {cause, request_id, replaced, trigger_ids}.  Rows: job_id, the
+ * cancelled count, the inserted count. */
+#define REAPPLY_CANCELLABLE                                                                        \
+	"t.job_id IN (SELECT job_id FROM j) AND t.state IN ('pending', 'retry_wait', 'paused')"    \
+	" AND t.scheduled_at <= now()"
+#define REAPPLY_MOVE PAL__TRIGGER_MOVE_WHERE(REAPPLY_CANCELLABLE, "'cancelled'", "NULL")
+#define REAPPLY_SQL                                                                                \
+	"WITH j AS (SELECT x.job_id, x.retired_at, u.te, u.grp"                                    \
+	"   FROM unnest($1::text[], $4::text[], $5::text[]) AS u(id, te, grp)"                     \
+	"   JOIN jobs x ON x.job_id = u.id WHERE x.retired_at IS NOT NULL),"                       \
+	" c AS (SELECT m.job_id, m.id FROM " REAPPLY_MOVE " m),"                                   \
+	" ca AS (INSERT INTO audit_log (actor, action, scope, reason, details)"                    \
+	"   SELECT $2, 'cancel', 'job:' || c.job_id, $3, jsonb_build_object('cause', "             \
+	"'" SWEEP_CAUSE "',"                                                                       \
+	"     'cancelled', count(*), 'trigger_ids', jsonb_agg(c.id ORDER BY c.id))"                \
+	"   FROM c GROUP BY c.job_id),"                                                            \
+	" old AS (SELECT t.*, 'reapplied-' || floor(extract(epoch FROM j.retired_at))::bigint"     \
+	"   AS rid, j.te, j.grp FROM triggers t JOIN j ON t.job_id = j.job_id"                     \
+	"   WHERE t.request_id IS NULL AND t.state = 'cancelled' AND t.attempt_count = 0"          \
+	"   AND t.scheduled_at > now() AND EXISTS (SELECT 1 FROM audit_log a"                      \
+	"    WHERE a.at BETWEEN t.finished_at AND t.finished_at + interval '1 minute'"             \
+	"    AND a.action = 'cancel' AND a.scope = 'job:' || t.job_id"                             \
+	"    AND a.details ->> 'cause' LIKE 'job retired%'"                                        \
+	"    AND a.details -> 'trigger_ids' @> to_jsonb(t.id))),"                                  \
+	" r AS (INSERT INTO triggers (job_id, version, scheduled_at, partition, source,"           \
+	"   request_id, tenant, resource_group, priority, due_at, shard, job_ref)"                 \
+	"   SELECT job_id, version, scheduled_at, partition, 'backfill', rid, te, grp,"            \
+	"   priority, due_at, shard, job_ref FROM old"                                             \
+	"   ON CONFLICT (job_id, request_id, scheduled_at, partition)"                             \
+	"   WHERE request_id IS NOT NULL DO NOTHING RETURNING id, job_id, request_id),"            \
+	" ra AS (INSERT INTO audit_log (actor, action, scope, reason, details)"                    \
+	"   SELECT $2, 'backfill', 'job:' || r.job_id, $3, jsonb_build_object('cause',"            \
+	"     'job applied again: instants after it that its retirement cancelled',"               \
+	"     'request_id', min(r.request_id), 'inserted', count(*),"                              \
+	"     'replaced', (SELECT jsonb_agg(o.id ORDER BY o.id) FROM old o"                        \
+	"       WHERE o.job_id = r.job_id), 'trigger_ids', jsonb_agg(r.id ORDER BY r.id))"         \
+	"   FROM r GROUP BY r.job_id),"                                                            \
+	" n AS (SELECT pg_notify('palisade_triggers', '') FROM r LIMIT 1)"                         \
+	" SELECT j.job_id, (SELECT count(*) FROM c WHERE c.job_id = j.job_id),"                    \
+	"  (SELECT count(*) FROM r WHERE r.job_id = j.job_id), (SELECT count(*) FROM n) FROM j"
+
+static int reapply_retired(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
+{
+	pal_pgarr ids, te, gr;
+	size_t m = 0;
+	pal__pgarr_init(&ids);
+	pal__pgarr_init(&te);
+	pal__pgarr_init(&gr);
+	for (size_t i = 0; i < n; i++)
+		if (it[i].retired && it[i].res->outcome != PAL_APPLY_UNCHANGED) {
+			pal__pgarr_text(&ids, it[i].s->id);
+			pal__pgarr_text(&te, it[i].s->tenant);
+			pal__pgarr_text(&gr, it[i].s->group);
+			m++;
+		}
+	char *a1 = pal__pgarr_end(&ids), *a4 = pal__pgarr_end(&te), *a5 = pal__pgarr_end(&gr);
+	const char *p[] = {a1, a->actor, a->reason, a4, a5};
+	int rc = PAL_OK;
+	if (m) {
+		PGresult *r = pal__store_query(a->st, REAPPLY_SQL, 5, p, err, errlen);
+		if (!r)
+			rc = PAL_EDB;
+		PQclear(r);
+	}
+	g_free(a1);
+	g_free(a4);
+	g_free(a5);
+	return rc;
+}
+
 /* Statement 4c: an audit_log row per changed job (job.create, job.update
  * or job.retire, with the version and digest), by binary COPY. */
 #define AUDIT_COPY_SQL                                                                             \
@@ -669,8 +761,8 @@ static int send_versions(pal_apply *a, struct item *it, size_t n, char *err, siz
 	const char *p[NA];
 	for (int k = 0; k < NA; k++)
 		p[k] = pal__pgarr_end(&arr[k]);
-	int rc = PAL_OK;
-	if (m) {
+	int rc = m ? reapply_retired(a, it, n, err, errlen) : PAL_OK;
+	if (m && !rc) {
 		PGresult *r = pal__store_query(a->st, VERSIONS_META_SQL, NA, p, err, errlen);
 		if (!r)
 			rc = PAL_EDB;
@@ -1089,9 +1181,8 @@ int pal_store_retire_sweep(pal_store *st, const char *const *ids, size_t n, cons
 	for (size_t i = 0; i < n; i++)
 		pal__pgarr_text(&arr, ids[i]);
 	char *all = pal__pgarr_end(&arr);
-	int rc = cancel_retired(st, all, actor, reason ? reason : "",
-				"job retired (planned before its retiring version took over)", NULL,
-				NULL, cancelled, err, errlen);
+	int rc = cancel_retired(st, all, actor, reason ? reason : "", SWEEP_CAUSE, NULL, NULL,
+				cancelled, err, errlen);
 	g_free(all);
 	return rc;
 }

@@ -67,7 +67,7 @@ int pal_store_shard_claim(pal_store *st, int shard, int64_t epoch, const char *n
 enum {
 	SJ_SHARD, SJ_JOB, SJ_VERSION, SJ_EFF, SJ_CRON, SJ_TZ, SJ_DST, SJ_START, SJ_END, SJ_EXCL,
 	SJ_MISFIRE, SJ_CATCHUP_MS, SJ_MAX_CATCHUP, SJ_PARTITIONS, SJ_PRIORITY, SJ_TENANT, SJ_GROUP,
-	SJ_CALS, SJ_JOBREF, SJ_NCOLS
+	SJ_CALS, SJ_JOBREF, SJ_CREATED, SJ_NCOLS
 };
 
 /* The select list of both load statements (src/store/plan.c is the only
@@ -87,7 +87,10 @@ enum {
 	" v.plan_tenant, v.resource_group,"                                                        \
 	" CASE WHEN v.cron LIKE '@calendars(%' THEN"                                               \
 	"  (SELECT x.spec #>> '{schedule,calendars}' FROM job_versions x"                          \
-	"   WHERE x.job_id = v.job_id AND x.version = v.version) END, j.ref"
+	"   WHERE x.job_id = v.job_id AND x.version = v.version) END, j.ref,"                      \
+	" CASE WHEN v.effective_from IS NULL AND v.version > 1 THEN"                               \
+	"  (SELECT floor(extract(epoch FROM x.created_at))::bigint FROM job_versions x"            \
+	"   WHERE x.job_id = v.job_id AND x.version = v.version) END"
 /* The columns of job_versions the load reads: those of its covering primary
  * key (sql/018_version_writes.sql; the index job_versions_plan of 006
  * before), so that it is an index-only scan. */
@@ -100,7 +103,8 @@ enum {
  * gave it one takes it at the next reload). */
 #define SJ_LIST_COLUMNS                                                                            \
 	"j.shard, v.job_id, v.version, floor(extract(epoch FROM v.effective_from))::bigint,"      \
-	" NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, j.ref"
+	" NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, j.ref,"  \
+	" NULL"
 
 /* One job's rows while they stream in: single-row mode gives each row its
  * own PGresult, and the versions borrow their strings from them. */
@@ -222,6 +226,7 @@ static int sj_add(sj_job *j, PGresult *r, bool with_specs, char *err, size_t err
 	v->version = atoi(PQgetvalue(r, 0, SJ_VERSION));
 	v->effective_from = val_i64(r, 0, SJ_EFF);
 	v->job_ref = col_null(r, SJ_JOBREF) ? 0 : atoi(PQgetvalue(r, 0, SJ_JOBREF));
+	v->created_at = col_null(r, SJ_CREATED) ? PAL_NO_TIME : val_i64(r, 0, SJ_CREATED);
 	if (!with_specs)
 		return PAL_OK;
 	v->cron = col(r, SJ_CRON);

@@ -18,7 +18,8 @@ int pal_store_activated_versions(pal_store *st, const char *job_id, json_t **out
 	    "SELECT coalesce(json_agg(x ORDER BY x.job_id), '[]')::text FROM ("
 	    " SELECT j.job_id, (SELECT json_agg(json_build_object('version', v.version, 'spec', "
 	    "v.spec,"
-	    "   'effective_from', floor(extract(epoch FROM v.effective_from))::bigint) ORDER BY "
+	    "   'effective_from', floor(extract(epoch FROM v.effective_from))::bigint,"
+	    "   'created_at', floor(extract(epoch FROM v.created_at))::bigint) ORDER BY "
 	    "v.version)"
 	    "   FROM job_versions v WHERE v.job_id = j.job_id AND v.effective_from IS NOT NULL) AS "
 	    "versions"
@@ -33,14 +34,27 @@ int pal_store_planned(pal_store *st, const char *job_id, int64_t from, int64_t t
 	snprintf(f, sizeof f, "%" PRId64, from);
 	snprintf(t, sizeof t, "%" PRId64, to);
 	const char *p[] = { job_id, f, t };
-	/* [at, partition, rows] per plan key of scheduled sources */
+	/* [at, partition, rows] per plan key of scheduled sources.  An
+	 * instant after a retired job was applied again counts the run the
+	 * apply made for it (request id reapplied-N, source backfill) in place
+	 * of its scheduled row, when the retirement cancelled that row before
+	 * any attempt: a row cancelled so is no decision (docs/operations.md,
+	 * "Retiring a job"), and without that run the instant is missing. */
 	int rc = pal__store_query_json(
 	    st,
 	    "SELECT coalesce(json_agg(json_build_array(a, p, n) ORDER BY a, p), '[]')::text FROM ("
-	    " SELECT floor(extract(epoch FROM scheduled_at))::bigint AS a, partition AS p, "
+	    " SELECT floor(extract(epoch FROM t.scheduled_at))::bigint AS a, t.partition AS p, "
 	    "count(*) AS n"
-	    " FROM triggers WHERE job_id = $1 AND request_id IS NULL"
-	    " AND scheduled_at BETWEEN to_timestamp($2::bigint) AND to_timestamp($3::bigint)"
+	    " FROM triggers t WHERE t.job_id = $1"
+	    " AND t.scheduled_at BETWEEN to_timestamp($2::bigint) AND to_timestamp($3::bigint)"
+	    " AND CASE WHEN t.request_id IS NOT NULL"
+	    "  THEN t.source = 'backfill' AND t.request_id ~ '^reapplied-[0-9]+$'"
+	    "  ELSE NOT (t.state = 'cancelled' AND t.attempt_count = 0 AND EXISTS ("
+	    "   SELECT 1 FROM job_versions rv JOIN job_versions nv ON nv.job_id = rv.job_id"
+	    "    AND nv.version > rv.version"
+	    "   WHERE rv.job_id = t.job_id AND rv.version > t.version"
+	    "    AND (rv.spec -> 'schedule' ->> 'end')::timestamptz <= nv.created_at"
+	    "    AND nv.created_at < t.scheduled_at)) END"
 	    " GROUP BY 1, 2) x",
 	    3, p, triggers, err, errlen);
 	if (rc)

@@ -339,6 +339,74 @@ static void test_planner_new_version_applies_after_watermark(void **st)
 	pal_planner_free(p);
 }
 
+/* v1 every second; v2 its retiring version (end 1001, activated at 1005);
+ * v3, the job applied again at CREATED, awaiting activation; loaded at
+ * watermark WM. */
+static pal_planner *reapplied(int64_t created, int64_t wm)
+{
+	pal_planner *p = pal_planner_new(0, &cfg);
+	pal_job_spec s1 = spec("r.j", "* * * * * ?", PAL_MISFIRE_SKIP),
+		     s2 = spec("r.j", "* * * * * ?", PAL_MISFIRE_SKIP),
+		     s3 = spec("r.j", "* * * * * ?", PAL_MISFIRE_SKIP);
+	s2.has_end = true;
+	s2.end = 1001;
+	pal_plan_version v[3] = { pal_plan_version_of_spec(&s1, 1, 0),
+				  pal_plan_version_of_spec(&s2, 2, 1005),
+				  pal_plan_version_of_spec(&s3, 3, PAL_NO_TIME) };
+	v[2].created_at = created;
+	char err[256];
+	assert_int_equal(pal_planner_put_job(p, "r.j", v, 3, wm, err, sizeof err), 0);
+	pal_job_spec_clear(&s1);
+	pal_job_spec_clear(&s2);
+	pal_job_spec_clear(&s3);
+	return p;
+}
+
+static size_t version_at(const pal_plan_batch *b, int version, int64_t from, int64_t to)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < b->n_trig; i++)
+		n += b->trig[i].version == version && b->trig[i].at >= from && b->trig[i].at <= to;
+	return n;
+}
+
+/* The job applied again at CREATED, loaded at watermark WM, ticked at NOW:
+ * v3 takes over at WANT_EFF and the tick plans its instants after it (N of
+ * them up to TO), none before it, none of v2, no misfire, and a watermark
+ * that covers them. */
+static void takeover(int64_t created, int64_t wm, int64_t now, int64_t want_eff, int64_t to,
+		     size_t n)
+{
+	pal_planner *p = reapplied(created, wm);
+	pal_plan_batch b = { 0 };
+	assert_int_equal(pal_planner_tick(p, wm, now, &b), 0);
+	assert_int_equal(b.n_act, 1);
+	assert_int_equal(b.act[0].version, 3);
+	assert_int_equal(b.act[0].effective_from, want_eff);
+	assert_int_equal(version_at(&b, 3, want_eff + 1, to), n);
+	assert_int_equal(version_at(&b, 3, 0, want_eff), 0);
+	assert_int_equal(version_at(&b, 2, 0, 2000), 0);
+	assert_int_equal(b.n_mis, 0);
+	assert_true(b.watermark >= to);
+	pal_plan_batch_free(&b);
+	pal_planner_free(p);
+}
+
+/* A version after one that ended takes over where nothing is left of the
+ * old one, not at the watermark: at the apply, or at the retiring
+ * version's own switch point when the apply came before it; its instants
+ * between are planned in the tick that activates it, none of the retired
+ * period (1001 up to the switch point) is.  With a watermark far above
+ * the horizon (a longer lookahead before a restart) the cursor goes back
+ * to the switch point and the tick plans up to the watermark, which moves
+ * only over planned instants. */
+static void test_planner_version_after_ended_takes_over_at_apply(void **st)
+{
+	takeover(1007, 1010, 1008, 1007, 1013, 6);
+	takeover(1003, 1010, 1004, 1005, 1009, 4);
+	takeover(1007, 1100, 1008, 1007, 1100, 93);
+}
+
 static void test_planner_excluded_dates_are_recorded(void **st)
 {
 	pal_planner *p = pal_planner_new(0, &cfg);
@@ -945,6 +1013,7 @@ int main(void)
 		cmocka_unit_test(test_planner_misfire_fire_all_everything_in_window),
 		cmocka_unit_test(test_planner_misfire_manual_opens_ticket),
 		cmocka_unit_test(test_planner_new_version_applies_after_watermark),
+		cmocka_unit_test(test_planner_version_after_ended_takes_over_at_apply),
 		cmocka_unit_test(test_planner_excluded_dates_are_recorded),
 		cmocka_unit_test(test_planner_row_cap_cuts_at_clean_instant),
 		cmocka_unit_test(test_planner_catchup_sliced_by_row_cap),
