@@ -240,7 +240,7 @@ ASAN_SKIP := test_controller_faults test_controller_handoff test_controller_relo
 	test_schedule_forms_old_controller test_console_scale test_after_activation \
 	test_notify_slow_receiver test_stop_live_holder test_stop_unknown test_retention_verify_hole \
 	test_after_version_switch test_sink_query_inflight test_resume_backlog \
-	test_resume_ticket_partial test_reapply
+	test_resume_ticket_partial test_reapply test_resume_ramp_again
 asan:
 	ASAN_OPTIONS=detect_stack_use_after_return=1:$(ASAN_OPTIONS) PALISADE_IT_SKIP="$(ASAN_SKIP)" \
 		$(MAKE) O=build-asan SAN=1 LOAD_SECONDS=45 REFERENCE=0 CHECKS=0 test

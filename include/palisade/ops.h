@@ -165,6 +165,7 @@ typedef struct pal_run_result {
 	int version;      /* version the rows were planned from */
 	int64_t at;       /* their scheduled instant (epoch seconds) */
 	json_t *ids;      /* trigger ids (new, or the existing ones); json_decref */
+	char refused[24]; /* PAL_ESTALE: "job-retired", "unknown-outcome", "scheduled-instant" */
 } pal_run_result;
 
 void pal_run_result_clear(pal_run_result *r);
@@ -175,12 +176,19 @@ void pal_run_result_clear(pal_run_result *r);
  * at AT (epoch seconds), or at the database clock when AT is PAL_OPS_NOW.
  * A request id already used for the job inserts nothing (res->existed;
  * PAL_OK), unless it was used by a backfill or for another instant
- * (PAL_EINVAL).  PAL_ENOENT when the job does not exist.
+ * (PAL_EINVAL).  PAL_ENOENT when the job does not exist.  Refused in the
+ * insert's transaction (PAL_ESTALE, res->refused naming why, nothing
+ * written), the job's row held FOR SHARE: a retired job ("job-retired");
+ * unless NEW_EFFECT, an AT whose earlier triggers (not REQUEST_ID's) have an
+ * unknown outcome ("unknown-outcome"), and an AT still to come that is an
+ * instant of the job's schedule ("scheduled-instant": the scheduler runs
+ * it under its own key, a manual run would be a second effect).
  */
 #define PAL_OPS_NOW INT64_MIN
 PAL_MUST_CHECK int pal_ops_trigger(pal_store *st, const char *job_id, int64_t at,
-				   const char *request_id, const char *actor, const char *reason,
-				   pal_run_result *res, char *err, size_t errlen);
+				   const char *request_id, bool new_effect, const char *actor,
+				   const char *reason, pal_run_result *res, char *err,
+				   size_t errlen);
 
 typedef struct pal_backfill_result {
 	int64_t instants;  /* instants in [from, to] */

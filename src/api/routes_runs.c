@@ -136,9 +136,25 @@ void pal_api__h_job_trigger(call *c)
 		}
 	}
 	pal_run_result r = {0};
-	rc = pal_ops_trigger(c->api->st, job, at, rid, c->who.name, why, &r, err, sizeof err);
+	rc = pal_ops_trigger(c->api->st, job, at, rid, json_is_true(ne), c->who.name, why, &r, err,
+			     sizeof err);
+	if (rc == PAL_ESTALE && r.refused[0]) {
+		if (!strcmp(r.refused, "job-retired"))
+			pal_api__problem(c, 409, "job-retired", "The job is retired", "%s", err);
+		else if (!strcmp(r.refused, "unknown-outcome"))
+			pal_api__problem(
+			    c, 409, "unknown-outcome",
+			    "An earlier attempt at that instant has an unknown outcome", "%s", err);
+		else
+			pal_api__problem(c, 409, "scheduled-instant",
+					 "The instant is still to come in the job's schedule", "%s",
+					 err);
+		pal_run_result_clear(&r);
+		return;
+	}
 	if (rc) {
 		pal_api__problem_rc(c, rc, err);
+		pal_run_result_clear(&r);
 		return;
 	}
 	char ts[32];

@@ -37,9 +37,12 @@ static void usage_trigger(FILE *fp)
 		"may have happened: a re-run with a new key could make it twice.  Then the\n"
 		"command names those triggers and refuses unless --new-effect says that a\n"
 		"second effect is what you want (resolve the ticket instead: `palisade\n"
-		"tickets`, action retry keeps the key).  A retired job is refused.\n"
+		"tickets`, action retry keeps the key).  A retired job is refused, and so,\n"
+		"without --new-effect, is an --at still to come that the job's schedule has\n"
+		"(the scheduler runs it under its own key: a manual run is a second effect).\n"
 		"Exit: 0 created or already existing, 3 no such job, 4 refused (unknown\n"
-		"outcome without --new-effect, or the job is retired), 64 usage,\n"
+		"outcome or a scheduled instant to come without --new-effect, or the job is\n"
+		"retired), 64 usage,\n"
 		"65 request id already used differently, 69 database unreachable.\n");
 }
 
@@ -233,7 +236,8 @@ int pal_cmd_trigger(int argc, char **argv)
 		return ec;
 	}
 	pal_run_result r;
-	int rc = pal_ops_trigger(st, job, at, rid, pal_cli_actor(), reason, &r, err, sizeof err);
+	int rc = pal_ops_trigger(st, job, at, rid, new_effect, pal_cli_actor(), reason, &r, err,
+				 sizeof err);
 	pal_store_close(st);
 	if (rc) {
 		pal_cli_err("trigger", "%s", err);

@@ -134,16 +134,11 @@ static int check_unknown(pal_store *st, const char *job_id, int64_t from, int64_
 	") AND o.partition = " p " AND (o.attempt_count > 0"                                       \
 	" OR o.state NOT IN ('skipped', 'cancelled')))"
 
-/* Insert a backfill of JOB_ID in the open transaction (no audit). */
-int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int64_t to,
-			    int64_t max, const char *request_id, bool new_effect, bool unrun_only,
-			    pal_backfill_result *res, char *err, size_t errlen)
+int pal__ops_job_versions(pal_store *st, const char *job_id, json_t **out, char *err,
+			  size_t errlen)
 {
-	memset(res, 0, sizeof *res);
-	int rc = check_job(st, job_id, to, res, err, errlen);
-	if (rc)
-		return rc;
-	const char *p[] = { job_id, request_id };
+	*out = NULL;
+	const char *p[] = { job_id };
 	PGresult *r = pal__store_query(
 		st,
 		"SELECT coalesce(json_agg(json_build_object('version', v.version, 'spec', v.spec,"
@@ -166,6 +161,23 @@ int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int
 		snprintf(err, errlen, "no job \"%s\"; hint: `palisade jobs` lists the jobs", job_id);
 		return PAL_ENOENT;
 	}
+	*out = versions;
+	return PAL_OK;
+}
+
+/* Insert a backfill of JOB_ID in the open transaction (no audit). */
+int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int64_t to,
+			    int64_t max, const char *request_id, bool new_effect, bool unrun_only,
+			    pal_backfill_result *res, char *err, size_t errlen)
+{
+	memset(res, 0, sizeof *res);
+	int rc = check_job(st, job_id, to, res, err, errlen);
+	if (rc)
+		return rc;
+	const char *p[] = { job_id, request_id };
+	json_t *versions;
+	if ((rc = pal__ops_job_versions(st, job_id, &versions, err, errlen)))
+		return rc;
 	pal_backfill_plan pl = { 0 };
 	rc = pal_backfill_instants(versions, from, to, max, &pl, err, errlen);
 	json_decref(versions);

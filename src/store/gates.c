@@ -326,7 +326,11 @@ static int resume_release(pal_store *st, gate_ctx *c, const char *const *pk, cha
 		"   row_number() OVER (ORDER BY t.scheduled_at, t.id) - 1 AS k, count(*) OVER () AS n"
 		"  FROM triggers t JOIN job_versions v ON v.job_id = t.job_id AND v.version = t.version"
 		"  WHERE t.state IN ('pending', 'retry_wait')"
-		"   AND coalesce(t.next_attempt_at, t.due_at) <= clock_timestamp()"
+		"   AND (coalesce(t.next_attempt_at, t.due_at) <= clock_timestamp()"
+		/* a pending trigger's time still to come is an earlier resume's ramp
+		 * (the paused -> pending door clears it): this resume's own ramp, or
+		 * none, takes its place */
+		"    OR (t.state = 'pending' AND t.next_attempt_at > clock_timestamp()))"
 		"   AND " IN_SCOPE("t") " AND NOT " GATED("t") "),"
 		" q AS (SELECT clock_timestamp() AS t0, $3::double precision / 1000 AS d,"
 		"   greatest(1, (SELECT max(n) FROM r) / ($3::double precision / 1000) / 10) AS r0),"
@@ -337,7 +341,10 @@ static int resume_release(pal_store *st, gate_ctx *c, const char *const *pk, cha
 		"   FROM r, q WHERE $3::bigint > 0),"
 		" u AS (UPDATE triggers t SET next_attempt_at = o.ready FROM o"
 		"   WHERE t.id = o.id AND t.scheduled_at = o.scheduled_at"
-		"    AND t.state IN ('pending', 'retry_wait') RETURNING o.ready)"
+		"    AND t.state IN ('pending', 'retry_wait') RETURNING o.ready),"
+		" z AS (UPDATE triggers t SET next_attempt_at = NULL FROM r"
+		"   WHERE $3::bigint = 0 AND t.id = r.id AND t.scheduled_at = r.scheduled_at"
+		"    AND t.state = 'pending' AND t.next_attempt_at > clock_timestamp())"
 		" SELECT r.policy, count(*), (SELECT " TS("max(u.ready)") " FROM u) FROM r"
 		" GROUP BY r.policy",
 		3, p, err, errlen);

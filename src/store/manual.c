@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "palisade/backfill.h"
+#include "palisade/lifecycle.h"
 #include "palisade/ops.h"
 #include "palisade/template.h"
 #include "palisade/timefmt.h"
@@ -60,8 +62,91 @@ void pal_run_result_clear(pal_run_result *r)
 typedef struct run_ctx {
 	const char *job_id, *request_id, *actor, *reason;
 	int64_t at;
+	bool new_effect;
 	pal_run_result *res;
 } run_ctx;
+
+/*
+ * In the run's transaction, before its insert, the job's row held FOR
+ * SHARE (a concurrent delete waits or is seen): refuse a retired job, and
+ * unless new_effect, an instant whose earlier triggers have an unknown
+ * outcome (the callers warn about those before; this closes the window
+ * between their read and the insert) and an instant still to come that the
+ * job's schedule has (the scheduler runs it under its own key).
+ */
+static int check_run(pal_store *st, const run_ctx *c, char *err, size_t errlen)
+{
+	pal_run_result *res = c->res;
+	const char *p[] = { c->job_id };
+	PGresult *r = pal__store_query(
+		st,
+		"SELECT retired_at IS NOT NULL, floor(extract(epoch FROM clock_timestamp()))::bigint"
+		" FROM jobs WHERE job_id = $1 FOR SHARE",
+		1, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	if (!PQntuples(r)) {
+		PQclear(r);
+		snprintf(err, errlen, "no job \"%s\"; hint: `palisade jobs` lists the jobs",
+			 c->job_id);
+		return PAL_ENOENT;
+	}
+	bool retired = !strcmp(PQgetvalue(r, 0, 0), "t");
+	int64_t now = pal__ops_val_i64(r, 0, 1);
+	PQclear(r);
+	if (retired) {
+		snprintf(res->refused, sizeof res->refused, "job-retired");
+		snprintf(err, errlen,
+			 "job %s is retired (`palisade jobs --retired`); nothing was written; "
+			 "hint: apply it again to run it",
+			 c->job_id);
+		return PAL_ESTALE;
+	}
+	if (c->at == PAL_OPS_NOW || c->new_effect)
+		return PAL_OK;
+	char ts[32];
+	pal_fmt_rfc3339(c->at, ts, sizeof ts);
+	json_t *unk = NULL;
+	int rc = pal_store_unknown_at(st, c->job_id, c->at, &unk, err, errlen);
+	if (rc)
+		return rc;
+	size_t i, n = 0;
+	json_t *t;
+	json_array_foreach(unk, i, t)
+	{
+		const char *rid = json_string_value(json_object_get(t, "request_id"));
+		n += !rid || strcmp(rid, c->request_id);
+	}
+	json_decref(unk);
+	if (n) {
+		snprintf(res->refused, sizeof res->refused, "unknown-outcome");
+		snprintf(err, errlen,
+			 "job %s at %s: %zu earlier trigger(s) with an unknown outcome; nothing was "
+			 "written; hint: resolve the ticket (retry keeps the key), or --new-effect",
+			 c->job_id, ts, n);
+		return PAL_ESTALE;
+	}
+	if (c->at <= now)
+		return PAL_OK;
+	json_t *versions;
+	if ((rc = pal__ops_job_versions(st, c->job_id, &versions, err, errlen)))
+		return rc;
+	pal_backfill_plan pl = { 0 };
+	rc = pal_backfill_instants(versions, c->at, c->at, 1, &pl, err, errlen);
+	json_decref(versions);
+	bool scheduled = rc == PAL_OK && pl.n > 0;
+	pal_backfill_plan_clear(&pl);
+	if (scheduled) {
+		snprintf(res->refused, sizeof res->refused, "scheduled-instant");
+		snprintf(err, errlen,
+			 "job %s is scheduled at %s, still to come: the scheduler runs it under its "
+			 "own key, and a manual run would make a second effect; nothing was written; "
+			 "hint: --new-effect (API \"new_effect\": true) to run it twice on purpose",
+			 c->job_id, ts);
+		return PAL_ESTALE;
+	}
+	return PAL_OK;
+}
 
 static int trigger_body(pal_store *st, void *vctx, char *err, size_t errlen)
 {
@@ -107,6 +192,8 @@ static int trigger_body(pal_store *st, void *vctx, char *err, size_t errlen)
 		return PAL_OK;
 	}
 	PQclear(r);
+	if ((rc = check_run(st, c, err, errlen)))
+		return rc;
 
 	r = pal__store_query(
 		st,
@@ -161,10 +248,10 @@ static int trigger_body(pal_store *st, void *vctx, char *err, size_t errlen)
 }
 
 int pal_ops_trigger(pal_store *st, const char *job_id, int64_t at, const char *request_id,
-		    const char *actor, const char *reason, pal_run_result *res, char *err,
-		    size_t errlen)
+		    bool new_effect, const char *actor, const char *reason, pal_run_result *res,
+		    char *err, size_t errlen)
 {
 	memset(res, 0, sizeof *res);
-	run_ctx c = { job_id, request_id, actor, reason, at, res };
+	run_ctx c = { job_id, request_id, actor, reason, at, new_effect, res };
 	return pal__ops_in_tx(st, trigger_body, &c, err, errlen);
 }

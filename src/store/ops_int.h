@@ -61,5 +61,9 @@ int pal__ops_lock_request(pal_store *st, const char *job_id, const char *request
 int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int64_t to,
 			    int64_t max, const char *request_id, bool new_effect, bool unrun_only,
 			    pal_backfill_result *res, char *err, size_t errlen);
+/* Every stored version of JOB_ID, [{version, spec, effective_from}] by
+ * version, into *OUT (json_decref); PAL_ENOENT when the job has none. */
+int pal__ops_job_versions(pal_store *st, const char *job_id, json_t **out, char *err,
+			  size_t errlen);
 
 #endif

@@ -63,7 +63,7 @@ IT_LONG=" test_controller_handoff test_executor_faults test_shadow_cutover test_
 	test_rollback_ahead test_lock_order test_after_quarantine test_pgbouncer test_rolling_upgrade
 	test_console_act test_schedule_forms test_executor_stale test_resume_misfire test_stop_live_holder
 	test_after_shadow test_after_version_switch test_backfill_guard test_apply_move_tenant
-	test_resume_ticket_partial test_resume_backlog test_reapply "
+	test_resume_ticket_partial test_resume_backlog test_reapply test_trigger_guard test_resume_ramp_again "
 
 # run_test T: runs test T and prints its lines: "== NAME", its output, and
 # "passed in Ns" or, on a failure, the last lines of each of its process logs

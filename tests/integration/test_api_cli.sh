@@ -31,8 +31,8 @@ for s in "--group g1" "--tenant t1" "--all"; do
 	expect_exit "resume $s" 0 remote resume $s
 done
 expect_eq "no gate left" 0 "$(sql "select count(*) from gates")"
-expect_exit "trigger --at --request-id" 0 remote trigger --job cli.a --at 2098-01-01T00:00:00Z --request-id r-1 --reason "api cli"
-expect_exit "the same request id again: nothing new (exit 0)" 0 remote trigger --job cli.a --at 2098-01-01T00:00:00Z --request-id r-1 --reason "api cli"
+expect_exit "trigger --at --request-id" 0 remote trigger --job cli.a --at 2098-01-01T00:00:30Z --request-id r-1 --reason "api cli"
+expect_exit "the same request id again: nothing new (exit 0)" 0 remote trigger --job cli.a --at 2098-01-01T00:00:30Z --request-id r-1 --reason "api cli"
 expect_match "it says so" 'existed: true' "$OUT"
 TID=$(sql "select id from trigger_jobs where job_id = 'cli.a' and request_id = 'r-1'")
 expect_exit "triggers --job lists it" 0 remote triggers --job cli.a --output json
