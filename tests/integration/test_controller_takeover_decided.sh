@@ -84,7 +84,7 @@ sql "insert into misfires (job_id, version, range_from, range_to, count, policy,
 out=$("$PAL" verify --from "$(date -u -d @$((W0 + 1)) +%Y-%m-%dT%H:%M:%SZ)" --to "$(rfc3339_ago 30)" 2>&1)
 rc=$?
 echo "$out" | grep -m1 "verify:"
-check "verify exits 2 on instants decided twice (3 of them)" \
-	[ "$rc" = 2 ] && echo "$out" | grep -q "duplicates=3 "
+expect_eq "verify exits 2 on instants decided twice" 2 "$rc"
+check "... counting 3 of them" grep -q "duplicates=3 " <<<"$out"
 echo "    took ${SECONDS}s"
 finish

@@ -48,7 +48,7 @@ off_grid=$(sql "select count(*) from trigger_jobs where job_id = 'so.hash.job-1'
 	(extract(epoch from scheduled_at)::bigint % 60 - $H0) % 3 <> 0")
 n_h=$(sql "select count(*) from trigger_jobs where job_id = 'so.hash.job-1'")
 check "it plans the H job ($H_CRON) on this release's instants ($n_h planned, $off_grid off the grid)" \
-	[ "$n_h" -ge 2 ] && [ "$off_grid" = 0 ]
+	[ "$n_h" -ge 2 -a "$off_grid" = 0 ]
 stop_node o1
 
 start_node n1
