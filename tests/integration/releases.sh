@@ -35,26 +35,37 @@ build_release() {
 }
 
 build_with_migration() {
-	local dir=$1 extra=$2 main san=
+	local dir=$1 extra=$2 main san= flavour=plain syms
+	local -a cov=()
 	main=$(dirname "${PALISADE_ITESTS:-/nonexistent/itests}")
 	mkdir -p "$dir"
 	(
 		flock 9
 		# The objects of the build under test, when there is one: only the
 		# embedded migrations are compiled again, and the program linked.
-		[ -f "$main/libpalisade.a" ] && nm -A "$main/libpalisade.a" 2>/dev/null | grep -q __asan_init && san=1
-		# Objects of the other flavour (an ASan run before a plain one, or
+		# Their flavour: ASan (make asan) or gcov (tests/asan-select.sh:
+		# such objects link only with --coverage, and count into the
+		# build under test's files).
+		if [ -f "$main/libpalisade.a" ]; then
+			syms=$(nm -A "$main/libpalisade.a" 2>/dev/null)
+			if grep -q __asan_init <<<"$syms"; then
+				san=1 flavour=1
+			elif grep -q __gcov_merge_add <<<"$syms"; then
+				cov=(CFLAGS="-O1 -g --coverage" LDFLAGS=--coverage) flavour=gcov
+			fi
+		fi
+		# Objects of another flavour (an ASan run before a plain one, or
 		# back) are never linked with these: make and `cp -u` would keep
 		# them as up to date.
-		if [ "$(cat "$dir/.flavour" 2>/dev/null)" != "${san:-plain}" ]; then
+		if [ "$(cat "$dir/.flavour" 2>/dev/null)" != "$flavour" ]; then
 			rm -rf "$dir/src" "$dir/gen" "$dir/bin" "$dir/libpalisade.a"
-			echo "${san:-plain}" >"$dir/.flavour"
+			echo "$flavour" >"$dir/.flavour"
 		fi
 		if [ -f "$main/libpalisade.a" ]; then
 			(cd "$main" && find src -name '*.[od]' -print0 | xargs -0 -r cp -pu --parents -t "$dir") || exit 1
 			cp -p "$main"/.deps-* "$dir"/ 2>/dev/null
 		fi
-		make --no-print-directory O="$dir" SAN="$san" -j2 \
+		env "${cov[@]}" make --no-print-directory O="$dir" SAN="$san" -j2 \
 			SQL="$(ls sql/[0-9]*.sql | sort | tr '\n' ' ') $extra" \
 			"$dir/bin/palisade" >"$dir.build.log" 2>&1 || { tail -5 "$dir.build.log"; exit 1; }
 	) 9>"$dir.lock"
