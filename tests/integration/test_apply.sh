@@ -49,6 +49,10 @@ jobs:
 YAML
 expect_exit "an equivalent spelling applies" 0 "$PAL" apply "$D/reordered.yaml"
 expect_match "and is unchanged" "unchanged +ops.heartbeat v1" "$OUT"
+expect_exit "apply --output json" 0 "$PAL" apply --output json "$D/jobs.yaml"
+expect_eq "its report: each job once, with its outcome and version" \
+	'[["billing.daily-summary","unchanged",1],["ops.heartbeat","unchanged",1]]' \
+	"$(echo "$OUT" | jq -c '[.[] | [.job_id, .outcome, .version]] | sort')"
 
 sed -i 's/0 30 2 \* \* ?/0 45 3 * * ?/' "$D/jobs.yaml"
 expect_exit "apply of a changed cron" 0 "$PAL" apply "$D/jobs.yaml"
