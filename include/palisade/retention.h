@@ -3,8 +3,9 @@
  * attempts (docs/schema.md, "Retention"; sql/010_partitioning.sql).
  *
  * One round creates the time ranges needed up to now + ahead and drops the
- * ranges that ended more than `keep` ago and hold no live trigger (a range
- * with one is kept and reported, and looked at again next round).  A round
+ * ranges that ended more than `keep` ago and hold no live trigger and no
+ * trigger a dependent job still reads above its watermark (a range with one
+ * is kept and reported, and looked at again next round).  A round
  * runs in one transaction under a cluster-wide advisory lock, so any number
  * of nodes and `palisade retention` runs may call it: one works at a time,
  * the others are told `busy`.
@@ -41,6 +42,8 @@ typedef struct pal_retention_report {
 	int created, dropped, kept, busy;
 	int reshaped;          /* empty future ranges of another interval dropped */
 	int64_t kept_live;     /* live triggers in the kept ranges */
+	int kept_read;         /* kept ranges a dependent job still reads (palisade_partition_readers) */
+	char first_reader[256]; /* the first such range's: "JOB decides the instants of UP here above ..." */
 	int64_t dropped_bytes; /* what the dropped partitions held */
 	char first_kept[128];  /* the oldest kept partition, "" if none */
 	int64_t misfires_deleted, audit_deleted; /* pal_store_history_retention */

@@ -1,7 +1,10 @@
 -- palisade_history_retention(table, keep, slice): delete at most SLICE rows
 -- of TABLE ('misfires' or 'audit_log') older than now - KEEP, in the
 -- caller's transaction (docs/schema.md, "misfires and audit_log").  A
--- misfire row goes only when its whole range ended before the cutoff.  At
+-- misfire row goes only when its whole range ended before the cutoff, and
+-- not while the dependency planner still reads it: a row (other than
+-- excluded) of a dependent job or of one of its upstreams that ends above
+-- that dependent job's watermark (palisade_after_readers()).  At
 -- most one such slice runs at a time per table in the cluster (advisory
 -- lock 7076/2 or 7076/3; a second caller deletes nothing and gets busy =
 -- true).  Returns the rows deleted, whether the slice was full (more may
@@ -30,7 +33,11 @@ BEGIN
 	END IF;
 	IF p_table = 'misfires' THEN
 		DELETE FROM misfires m WHERE m.id = ANY (ARRAY(
+			WITH rd AS MATERIALIZED (
+				SELECT a.job_id, min(a.lo) AS lo FROM palisade_after_readers() a GROUP BY a.job_id)
 			SELECT x.id FROM misfires x WHERE x.range_to < v_cut
+			   AND NOT EXISTS (SELECT 1 FROM rd WHERE rd.job_id = x.job_id
+				AND x.range_to > rd.lo AND x.reason <> 'excluded')
 			 ORDER BY x.range_to LIMIT p_slice FOR UPDATE SKIP LOCKED));
 		GET DIAGNOSTICS v_n = ROW_COUNT;
 	ELSE

@@ -10,9 +10,14 @@
 --   2. a range that ended more than KEEP ago is dropped (its
 --      attempt_responses partition, its attempts partition, then its
 --      triggers partition: DETACH then DROP) when it
---      holds no trigger in a non-terminal state (palisade_partition_live());
---      else it is kept and reported ('kept', with the count of live
---      triggers), and every later round looks again.
+--      holds no trigger in a non-terminal state (palisade_partition_live())
+--      and no trigger the dependency planner still reads: a trigger of a
+--      dependent job or of one of its upstreams above that dependent job's
+--      watermark (palisade_partition_readers(); the planner decides an
+--      instant from them, and would otherwise lose it or record a false
+--      upstream_failed); else it is kept and reported ('kept', with the
+--      count of live triggers: 0 when only read), and every later round
+--      looks again.
 -- A round with something to do takes ACCESS EXCLUSIVE on triggers and
 -- attempts (in that order) before its first DDL, waiting at most LOCK_MS
 -- (lock_timeout), so that it never queues claims behind it for long; a
@@ -32,6 +37,7 @@ DECLARE
 	v_cur timestamptz;
 	v_next timestamptz;
 	r record;
+	v_read record;
 	v_live bigint;
 	v_bytes bigint;
 	v_busy boolean;
@@ -62,11 +68,13 @@ BEGIN
 			EXECUTE format('SELECT NOT EXISTS (SELECT 1 FROM %I) AND NOT EXISTS (SELECT 1 FROM %I)',
 				r.triggers_part, r.attempts_part) INTO v_work;
 		ELSIF r.range_to <= v_now - p_keep THEN
-			v_work := palisade_partition_live(r.triggers_part, true) = 0;
+			v_work := palisade_partition_live(r.triggers_part, true) = 0
+				AND NOT EXISTS (SELECT 1 FROM palisade_partition_readers(r.triggers_part));
 		END IF;
 	END LOOP;
 	IF NOT v_work THEN
-		-- report the ranges kept for their live triggers, change nothing
+		-- report the ranges kept for their live triggers or their readers,
+		-- change nothing
 		FOR r IN SELECT p.* FROM palisade_partitions p WHERE p.range_to <= v_now - p_keep
 		    ORDER BY p.range_from LOOP
 			v_live := palisade_partition_live(r.triggers_part, false);
@@ -144,6 +152,15 @@ BEGIN
 		IF v_live > 0 THEN
 			RAISE LOG 'palisade retention: % kept, % live triggers', r.triggers_part, v_live;
 			RETURN QUERY SELECT 'kept'::text, r.triggers_part, r.range_from, r.range_to, v_live,
+				NULL::bigint;
+			CONTINUE;
+		END IF;
+		SELECT x.reader, x.job_id, x.lo INTO v_read FROM palisade_partition_readers(r.triggers_part) x
+		 LIMIT 1;
+		IF FOUND THEN
+			RAISE LOG 'palisade retention: % kept, % decides the instants of % there above its watermark %',
+				r.triggers_part, v_read.reader, v_read.job_id, v_read.lo;
+			RETURN QUERY SELECT 'kept'::text, r.triggers_part, r.range_from, r.range_to, 0::bigint,
 				NULL::bigint;
 			CONTINUE;
 		END IF;

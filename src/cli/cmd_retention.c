@@ -22,7 +22,9 @@ static void usage(FILE *fp)
 		"                          [--pg CONNINFO] [--config FILE]\n"
 		"One round of retention.  Partition maintenance of triggers and attempts:\n"
 		"create the time ranges up to now + ahead, drop the ranges that ended more\n"
-		"than keep ago and hold no live trigger (a range with one is kept and listed).\n"
+		"than keep ago and hold no live trigger (a range with one is kept and listed)\n"
+		"and no trigger a dependent job (after:) still reads above its watermark (kept\n"
+		"and listed with the job).  Misfire records such a job still reads are kept too.\n"
 		"Then delete, in slices of retention.delete_slice rows, the misfire records\n"
 		"whose whole range ended more than --misfires ago and the audit_log rows\n"
 		"older than --audit (0: keep them).  Defaults: the config's\n"
@@ -140,9 +142,12 @@ int pal_cmd_retention(int argc, char **argv)
 		return PAL_EXIT_UNAVAIL;
 	}
 	fputs(rep.lines, stdout);
-	printf("retention: %d created, %d dropped (%lld bytes), %d kept (%lld live triggers), "
+	char readers[64] = "";
+	if (rep.kept_read)
+		snprintf(readers, sizeof readers, ", %d read by dependent jobs", rep.kept_read);
+	printf("retention: %d created, %d dropped (%lld bytes), %d kept (%lld live triggers%s), "
 	       "%d busy, %d reshaped, %lld misfires and %lld audit rows deleted\n", rep.created,
-	       rep.dropped, (long long)rep.dropped_bytes, rep.kept, (long long)rep.kept_live,
+	       rep.dropped, (long long)rep.dropped_bytes, rep.kept, (long long)rep.kept_live, readers,
 	       rep.busy + rep.history_busy, rep.reshaped, (long long)rep.misfires_deleted,
 	       (long long)rep.audit_deleted);
 	return PAL_EXIT_OK;

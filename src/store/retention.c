@@ -83,7 +83,11 @@ int pal_store_retention(pal_store *st, const pal_retention_conf *c, pal_retentio
 		"SELECT action, coalesce(part, ''), coalesce(to_char(range_from AT TIME ZONE 'UTC',"
 		"  'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), '-infinity'),"
 		" coalesce(to_char(range_to AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), ''),"
-		" coalesce(live, 0), coalesce(bytes, 0)"
+		" coalesce(live, 0), coalesce(bytes, 0),"
+		/* a kept range a dependent job reads: which, and above what */
+		" CASE WHEN action = 'kept' THEN (SELECT x.reader || ' decides the instants of '"
+		"  || x.job_id || ' here above its watermark ' || to_char(x.lo AT TIME ZONE 'UTC',"
+		"  'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM palisade_partition_readers(part) x LIMIT 1) END"
 		" FROM palisade_retention($1::bigint * interval '1 ms', $2::bigint * interval '1 ms',"
 		"  $3::bigint * interval '1 ms', $4::int)", 4, p, err, errlen);
 	if (!r)
@@ -92,6 +96,7 @@ int pal_store_retention(pal_store *st, const pal_retention_conf *c, pal_retentio
 		const char *act = PQgetvalue(r, i, 0), *part = PQgetvalue(r, i, 1);
 		const char *from = PQgetvalue(r, i, 2), *to = PQgetvalue(r, i, 3);
 		const char *live = PQgetvalue(r, i, 4), *bytes = PQgetvalue(r, i, 5);
+		const char *reader = PQgetvalue(r, i, 6);
 		if (!strcmp(act, "created")) {
 			rep->created++;
 			line(rep, "created %s [%s, %s)%s\n", part, from, to, "");
@@ -107,7 +112,16 @@ int pal_store_retention(pal_store *st, const pal_retention_conf *c, pal_retentio
 			rep->kept_live += atoll(live);
 			if (!rep->first_kept[0])
 				snprintf(rep->first_kept, sizeof rep->first_kept, "%s", part);
-			line(rep, "kept %s [%s, %s): %s live triggers\n", part, from, to, live);
+			char what[320];
+			if (reader[0]) {
+				rep->kept_read++;
+				if (!rep->first_reader[0])
+					snprintf(rep->first_reader, sizeof rep->first_reader, "%s",
+						 reader);
+			}
+			snprintf(what, sizeof what, "%s live triggers%s%s", live, reader[0] ? "; " : "",
+				 reader);
+			line(rep, "kept %s [%s, %s): %s\n", part, from, to, what);
 		} else {
 			rep->busy++;
 			line(rep, "busy %s%s%s%s\n", part[0] ? part : "(another round holds the lock)",
@@ -298,8 +312,9 @@ static void worker_round(void *arg)
 			(json_int_t)rep.misfires_deleted, "audit_deleted",
 			(json_int_t)rep.audit_deleted, "actions", rep.lines);
 	if (rep.kept)
-		pal_log(PAL_LOG_WARN, "retention.kept", "{s:i, s:I, s:s}", "partitions", rep.kept,
-			"live_triggers", (json_int_t)rep.kept_live, "oldest", rep.first_kept);
+		pal_log(PAL_LOG_WARN, "retention.kept", "{s:i, s:I, s:i, s:s, s:s}", "partitions",
+			rep.kept, "live_triggers", (json_int_t)rep.kept_live, "read_after",
+			rep.kept_read, "oldest", rep.first_kept, "reader", rep.first_reader);
 }
 
 int pal_retention_start(const char *conninfo, const pal_retention_conf *conf, int64_t check_ms,
@@ -324,7 +339,7 @@ int pal_retention_start(const char *conninfo, const pal_retention_conf *conf, in
 			   "bytes the partitions dropped by this node held");
 	pal_metric_declare(m, F_KEPT, PAL_METRIC_GAUGE,
 			   "ranges past retention kept at the last round because they hold a live "
-			   "trigger");
+			   "trigger or a trigger a dependent job still reads (after:)");
 	pal_metric_declare(m, F_KEPT_LIVE, PAL_METRIC_GAUGE,
 			   "live triggers in those kept ranges at the last round");
 	pal_metric_declare(m, F_HISTORY, PAL_METRIC_COUNTER,

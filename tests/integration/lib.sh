@@ -70,6 +70,24 @@ fresh_db() {
 	export PALISADE_PG="$PALISADE_PG_ADMIN dbname=$name"
 }
 
+# old_ranges FIRST: the ranges of triggers of an installation that had
+# them from the start, contiguous: the migration's are replaced by a round
+# with no keep (hourly ranges from M, this hour, on; nothing is in them
+# yet), then [F, R2), [R2, R3) and [R3, M) are made by hand, D being
+# today's midnight (UTC), R2 and R3 two days and one day before it, F
+# FIRST: -infinity, or how long before D ("3 days").
+old_ranges() {
+	sql "select 1 from palisade_retention('1 hour', '1 day', '0', 1000)" >/dev/null
+	D=$(sql "select date_trunc('day', now() at time zone 'UTC') at time zone 'UTC'")
+	R2=$(sql "select '$D'::timestamptz - interval '2 days'")
+	R3=$(sql "select '$D'::timestamptz - interval '1 day'")
+	M=$(sql "select min(range_from) from palisade_partitions")
+	F=$1
+	[ "$F" = -infinity ] || F=$(sql "select '$D'::timestamptz - interval '$1'")
+	sql "select palisade_partition_create('$F', '$R2'), palisade_partition_create('$R2', '$R3'),
+	            palisade_partition_create('$R3', '$M')" >/dev/null
+}
+
 # stale_partition JOB: JOB applied (an instant in 2099, so it never fires on
 # its own) and its version activated as a controller would; PART: today's
 # triggers partition, autovacuum off and analysed while empty, so that its

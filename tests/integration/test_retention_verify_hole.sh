@@ -24,15 +24,7 @@ fmt() { sql "select to_char('$1'::timestamptz at time zone 'UTC', 'YYYY-MM-DD\"T
 layout() {
 	fresh_db "$1"
 	expect_exit "migrate" 0 "$PAL" migrate
-	sql "select 1 from palisade_retention('1 hour', '1 day', '0', 1000)" >/dev/null
-	D=$(sql "select date_trunc('day', now() at time zone 'UTC') at time zone 'UTC'")
-	R2=$(sql "select '$D'::timestamptz - interval '2 days'")
-	R3=$(sql "select '$D'::timestamptz - interval '1 day'")
-	M=$(sql "select min(range_from) from palisade_partitions")
-	F=$2
-	[ "$F" = -infinity ] || F=$(sql "select '$D'::timestamptz - interval '$2'")
-	sql "select palisade_partition_create('$F', '$R2'), palisade_partition_create('$R2', '$R3'),
-	            palisade_partition_create('$R3', '$M')" >/dev/null
+	old_ranges "$2"
 	cat >"$PALISADE_TEST_TMP/j.yaml" <<'YAML'
 jobs:
   - id: vh.job
