@@ -61,7 +61,9 @@ if [ $# -eq 0 ]; then JOBS=${PALISADE_IT_JOBS:-2}; else JOBS=${PALISADE_IT_JOBS:
 IT_LONG=" test_controller_handoff test_executor_faults test_shadow_cutover test_resume_ramp test_calendars
 	test_controller_quarantine test_executor_retry test_controller_misfire test_after test_idem_rollback
 	test_rollback_ahead test_lock_order test_after_quarantine test_pgbouncer test_rolling_upgrade
-	test_console_act test_schedule_forms test_executor_stale test_resume_misfire test_stop_live_holder
+	test_console_act test_schedule_forms test_executor_stale test_operator test_commit_plan
+	test_executor_pause test_executor_host_connections test_migrate test_resume_misfire
+	test_after_old_node test_controller_sqlwords test_controller_stale test_stop_live_holder
 	test_after_shadow test_after_version_switch test_backfill_guard test_apply_move_tenant
 	test_resume_ticket_partial test_resume_backlog test_reapply test_trigger_guard test_resume_ramp_again "
 
