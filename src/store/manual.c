@@ -126,23 +126,59 @@ static int check_run(pal_store *st, const run_ctx *c, char *err, size_t errlen)
 			 c->job_id, ts, n);
 		return PAL_ESTALE;
 	}
-	if (c->at <= now)
-		return PAL_OK;
-	json_t *versions;
-	if ((rc = pal__ops_job_versions(st, c->job_id, &versions, err, errlen)))
-		return rc;
-	pal_backfill_plan pl = { 0 };
-	rc = pal_backfill_instants(versions, c->at, c->at, 1, &pl, err, errlen);
-	json_decref(versions);
-	bool scheduled = rc == PAL_OK && pl.n > 0;
-	pal_backfill_plan_clear(&pl);
+	/* the scheduler's own trigger at that instant, not run yet: it will be
+	 * (a past instant waiting for an executor, one planned ahead) */
+	char at[24];
+	pal__ops_i64s(at, sizeof at, c->at);
+	const char *pw[] = { c->job_id, at };
+	r = pal__store_query(st,
+			     "SELECT state FROM triggers WHERE job_id = $1"
+			     " AND scheduled_at = to_timestamp($2::bigint) AND request_id IS NULL"
+			     " AND state IN ('pending', 'retry_wait', 'paused', 'running', 'pausing')"
+			     " LIMIT 1",
+			     2, pw, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	char waiting[16] = "";
+	if (PQntuples(r))
+		snprintf(waiting, sizeof waiting, "%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
+	bool scheduled = waiting[0];
+	if (!scheduled && c->at > now) {
+		/* an instant still to come, not planned yet: by the versions as
+		 * stored, or, when the latest is stored and no controller has taken
+		 * it over yet, by it alone (it plans what is not planned yet) */
+		json_t *versions;
+		if ((rc = pal__ops_job_versions(st, c->job_id, &versions, err, errlen)))
+			return rc;
+		json_t *latest = json_array_get(versions, json_array_size(versions) - 1);
+		if (!json_is_integer(json_object_get(latest, "effective_from"))) {
+			json_t *alone = json_pack("[O]", latest);
+			json_decref(versions);
+			versions = alone;
+		}
+		pal_backfill_plan pl = { 0 };
+		rc = pal_backfill_instants(versions, c->at, c->at, 1, &pl, err, errlen);
+		scheduled = rc == PAL_OK && pl.n > 0;
+		pal_backfill_plan_clear(&pl);
+		json_decref(versions);
+	}
 	if (scheduled) {
 		snprintf(res->refused, sizeof res->refused, "scheduled-instant");
-		snprintf(err, errlen,
-			 "job %s is scheduled at %s, still to come: the scheduler runs it under its "
-			 "own key, and a manual run would make a second effect; nothing was written; "
-			 "hint: --new-effect (API \"new_effect\": true) to run it twice on purpose",
-			 c->job_id, ts);
+		if (waiting[0])
+			snprintf(err, errlen,
+				 "job %s at %s: the scheduler's trigger for that instant has not run "
+				 "yet (%s), and a manual run would make a second effect; nothing was "
+				 "written; hint: --new-effect (API \"new_effect\": true) to run it "
+				 "twice on purpose",
+				 c->job_id, ts, waiting);
+		else
+			snprintf(err, errlen,
+				 "job %s is scheduled at %s, still to come: the scheduler runs it under "
+				 "its own key, and a manual run would make a second effect; nothing was "
+				 "written; hint: --new-effect (API \"new_effect\": true) to run it "
+				 "twice on purpose",
+				 c->job_id, ts);
 		return PAL_ESTALE;
 	}
 	return PAL_OK;

@@ -5,7 +5,9 @@
 # under its own key (one effect for the instant, not two); a future --at the
 # schedule does not have is a one-off run; a delete that commits between
 # the command's first read and its insert (the window held open here by the
-# request's advisory lock) still gets the retired job refused, never run.
+# request's advisory lock) still gets the retired job refused, never run; a
+# past --at whose scheduled trigger has not run yet is refused as well, and
+# a version stored but not yet activated decides what is still to come.
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "trigger - a scheduled instant still to come runs once, under its scheduled key; a retired job never runs, even when the delete races the trigger"
@@ -20,6 +22,8 @@ cat >"$NODE_DIR/jobs.yaml" <<YAML
 jobs:
   - {id: tf.x, schedule: {cron: "*/2 * * * * ?"}, target: {url: "http://$SINK_ADDR/effects/tfx"}}
   - {id: rr.x, schedule: {cron: "*/2 * * * * ?"}, target: {url: "http://$SINK_ADDR/effects/rrx"}}
+  - {id: tf.p, schedule: {cron: "*/2 * * * * ?"}, target: {url: "http://$SINK_ADDR/effects/tfp"}}
+  - {id: nv.x, schedule: {cron: "0/4 * * * * ?"}, target: {url: "http://$SINK_ADDR/effects/nvx"}}
 YAML
 expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
 start_node n1
@@ -45,6 +49,32 @@ wait_until "the instants passed" 30 past
 wait_until "... the scheduled instant ran" 15 has "select count(*) from attempt_ledger a join trigger_jobs t on t.id = a.trigger_id where t.job_id = 'tf.x' and t.scheduled_at = to_timestamp($AT) and a.outcome = 'succeeded'"
 expect_eq "... once: one effect for the scheduled instant" 1 "$(calls tf.x $AT)"
 expect_eq "... and the one-off ran once" 1 "$(calls tf.x $ODD)"
+
+# a past instant whose scheduled trigger has not run yet (its job paused):
+# the scheduler still runs it, so a manual run would be a second effect
+expect_exit "pause tf.p" 0 "$PAL" pause --job tf.p --reason "hold"
+held() { [ -n "$(sql "select 1 from trigger_jobs where job_id = 'tf.p' and state = 'pending' and scheduled_at < now() - interval '1 second' limit 1")" ]; }
+wait_until "an instant of tf.p past and held" 20 held
+P=$(sql "select floor(extract(epoch from max(scheduled_at)))::bigint from trigger_jobs where job_id = 'tf.p' and state = 'pending' and scheduled_at < now() - interval '1 second'")
+out=$("$PAL" trigger --job tf.p --at "$(ts $P)" --reason "missed?" 2>&1); ec=$?
+expect_eq "trigger --at a past instant whose scheduled trigger waits: refused (exit 4)" 4 "$ec"
+check "... naming the waiting trigger" grep -q "has not run yet (pending)" <<<"$out"
+expect_exit "resume tf.p" 0 "$PAL" resume --job tf.p --reason "go"
+wait_until "... the held instant ran, under its scheduled key" 20 has "select count(*) from attempt_ledger a join trigger_jobs t on t.id = a.trigger_id where t.job_id = 'tf.p' and t.scheduled_at = to_timestamp($P) and a.outcome = 'succeeded'"
+expect_eq "... once" 1 "$(calls tf.p $P)"
+
+# a version stored and not yet taken over by a controller (its node away):
+# the instants still to come are the new schedule's
+stop_node n1
+sed -i 's|{id: nv.x, schedule: {cron: "0/4 \* \* \* \* ?"}|{id: nv.x, schedule: {cron: "2/4 * * * * ?"}|' "$NODE_DIR/jobs.yaml"
+expect_exit "apply nv.x v2 (seconds 2, 6, ... instead of 0, 4, ...) while no controller runs" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
+NOW=$(sql "select extract(epoch from now())::bigint")
+NEW=$(( (NOW + 30) / 4 * 4 + 2 ))   # an instant of v2 only
+OLD=$(( NEW + 2 ))                  # an instant of v1 only
+expect_exit "an --at only the new version has: refused (exit 4)" 4 "$PAL" trigger --job nv.x --at "$(ts $NEW)" --reason "v2's"
+expect_exit "an --at only the replaced version had: a one-off run (exit 0)" 0 "$PAL" trigger --job nv.x --at "$(ts $OLD)" --reason "v1's"
+start_node n1
+wait_until "shards led again" 20 all_shards_led
 
 # the delete races the trigger: hold the request lock of (rr.x, race-1)
 "$PSQL" "$PALISADE_PG" -XAtq -c "select pg_advisory_lock(hashtextextended('rr.x' || '/' || 'race-1', 7340))" \
