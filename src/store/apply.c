@@ -529,9 +529,12 @@ static int update_meta(pal_apply *a, struct item *it, size_t n, char *err, size_
 }
 
 /* Statement 5b, only for a chunk where some existing job moves to another
- * tenant or group: its unfinished triggers (planned, waiting, held,
- * running) go with it, so the claim's and the pause's match on
- * triggers.tenant / resource_group sees the job where it is now.  Not a
+ * tenant or group: its unfinished triggers (planned, waiting, running)
+ * go with it, so the claim's and the pause's match on triggers.tenant /
+ * resource_group sees the job where it is now.  A trigger a gate holds
+ * (paused, pausing) stays under the scope that gate names, or the resume
+ * that lifts the gate would no longer find it: it keeps its tenant and
+ * group until it ends.  Not a
  * change of state (no door): the rows keep state, fence and lease; a
  * running call goes on.  Plain row locks: a claim holding one of the rows
  * (FOR UPDATE, for a moment) is waited for, never passed over; until the
@@ -552,7 +555,8 @@ static int move_triggers(pal_apply *a, struct item *it, size_t n, char *err, siz
 		    "UPDATE triggers t SET tenant = u.te, resource_group = u.grp"
 		    " FROM unnest($1::text[], $2::text[], $3::text[]) AS u(id, te, grp)"
 		    " WHERE t.job_id = u.id"
-		    "   AND t.state NOT IN ('succeeded', 'failed', 'cancelled', 'skipped')",
+		    "   AND t.state NOT IN ('succeeded', 'failed', 'cancelled', 'skipped',"
+		    "    'paused', 'pausing')",
 		    3, p, -1, &r, err, errlen);
 	PQclear(r);
 	for (size_t k = 0; k < 3; k++)
