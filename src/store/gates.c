@@ -164,24 +164,59 @@ int pal_ops_pause(pal_store *st, const pal_scope *sc, const char *actor, const c
 
 /* ---- resume ------------------------------------------------------------------- */
 
-/* A scheduled instant the gate held past the threshold (alias T): pending,
- * never attempted, no checkpoint, in the scope ($1, $2), no other paused
- * gate over it, and held by the gate (closed at $4) for at least the
- * threshold $3 (ms), counted from the later of its time and $4, while it
- * was not already past the threshold when the gate closed:
- *   greatest(scheduled_at, $4) <= now() - $3 AND scheduled_at > $4 - $3,
- * written as three range tests on constants (the first split in two).  A
- * backlog that was overdue past the threshold before the gate (executors
- * down or saturated) is released as it was, and a gate younger than the
- * threshold decides nothing.  A trigger paused at its safe point (it ran)
- * and manual runs and backfills (deliberate) never match. */
-#define HELD(t)                                                                                   \
+/* A scheduled instant the resume may decide (alias T): pending, never
+ * attempted, no checkpoint, older than the threshold $3 (ms), in the scope
+ * ($1, $2), no other paused gate over it.  A trigger paused at its safe
+ * point (it ran) and manual runs and backfills (deliberate) never match. */
+#define UNGATED_HELD(t)                                                                           \
 	t ".state = 'pending' AND " t ".source IN ('schedule', 'catchup')"                        \
 	" AND " t ".attempt_count = 0 AND " t ".checkpoint IS NULL"                               \
 	" AND " t ".scheduled_at <= now() - $3::bigint * interval '1 millisecond'"                \
-	" AND " t ".scheduled_at > $4::timestamptz - $3::bigint * interval '1 millisecond'"       \
-	" AND $4::timestamptz <= now() - $3::bigint * interval '1 millisecond'"                   \
 	" AND " IN_SCOPE(t) " AND NOT " GATED(t)
+
+/*
+ * The head of a WITH that gives hs(job_id, rg, tenant, since): for each
+ * job, group and tenant of an UNGATED_HELD trigger, since when gates held
+ * it without a break.  That is the start $4 of the gate being lifted, or
+ * earlier when gates over it overlapped: a gate lifted earlier, while
+ * another still covered the trigger, left it held, and its resume row in
+ * the audit log (details.gate_since, at) tells over which span it held.
+ * Each such row over the trigger's job, group, tenant or globally, lifted
+ * at or after the start found so far and begun before it, moves the start
+ * back to its own.  Rows lifted before the oldest candidate instant cannot
+ * move the start below that instant, where it no longer changes HELD, and
+ * are not read (audit_log_at).  Gate rows are left as they are: `since`
+ * stays when that gate closed.
+ */
+#define HOLD_SINCE_WITH                                                                            \
+	"WITH RECURSIVE c AS (SELECT t.job_id, t.resource_group, t.tenant, t.scheduled_at"        \
+	"   FROM triggers t WHERE " UNGATED_HELD("t") "),"                                         \
+	" a AS (SELECT a.scope, (a.details ->> 'gate_since')::timestamptz AS s, a.at AS r"        \
+	"   FROM audit_log a WHERE a.action = 'resume' AND a.details ->> 'gate_since' IS NOT NULL" \
+	"    AND a.at >= (SELECT min(c.scheduled_at) FROM c)),"                                   \
+	" ch AS (SELECT DISTINCT c.job_id, c.resource_group AS rg, c.tenant, $4::timestamptz AS s" \
+	"   FROM c UNION SELECT ch.job_id, ch.rg, ch.tenant, a.s FROM ch JOIN a ON a.scope IN"      \
+	"   ('global', 'job:' || ch.job_id, 'group:' || ch.rg, 'tenant:' || ch.tenant)"           \
+	"   AND a.r >= ch.s AND a.s < ch.s),"                                                      \
+	" hs AS (SELECT ch.job_id, ch.rg, ch.tenant, min(ch.s) AS since FROM ch"                 \
+	"   GROUP BY ch.job_id, ch.rg, ch.tenant),"
+
+/* A scheduled instant the gates held past the threshold (alias T, in a
+ * statement that starts with HOLD_SINCE_WITH): UNGATED_HELD, and held
+ * since hs.since (S) for at least the threshold $3 (ms), counted from the
+ * later of its time and S, while it was not already past the threshold
+ * when S began:
+ *   greatest(scheduled_at, S) <= now() - $3 AND scheduled_at > S - $3,
+ * the first written as two tests (UNGATED_HELD has the one on its time).
+ * A backlog that was overdue past the threshold before the first gate
+ * (executors down or saturated) is released as it was, and a hold younger
+ * than the threshold decides nothing. */
+#define HELD(t)                                                                                   \
+	UNGATED_HELD(t) " AND EXISTS (SELECT 1 FROM hs WHERE hs.job_id = " t ".job_id"            \
+	" AND hs.rg IS NOT DISTINCT FROM " t ".resource_group"                                    \
+	" AND hs.tenant IS NOT DISTINCT FROM " t ".tenant"                                        \
+	" AND " t ".scheduled_at > hs.since - $3::bigint * interval '1 millisecond'"              \
+	" AND hs.since <= now() - $3::bigint * interval '1 millisecond')"
 
 /* The held instants of cut (a CTE of job_id, scheduled_at) still held,
  * moved to skipped with the error class 'paused' through the door. */
@@ -216,7 +251,8 @@ static int resume_held(pal_store *st, gate_ctx *c, const char *const *pk, const 
 	const char *p[] = { pk[0], pk[1], thr, since };
 	PGresult *r = pal__store_query(
 		st,
-		"WITH h AS (SELECT t.job_id, t.version, t.scheduled_at FROM triggers t"
+		HOLD_SINCE_WITH
+		" h AS (SELECT t.job_id, t.version, t.scheduled_at FROM triggers t"
 		"   WHERE " HELD("t") "),"
 		" l AS (SELECT DISTINCT ON (h.job_id) h.job_id, h.version FROM h"
 		"   ORDER BY h.job_id, h.scheduled_at DESC)"
@@ -258,7 +294,8 @@ static int resume_held(pal_store *st, gate_ctx *c, const char *const *pk, const 
 		/* clang-format off */
 		r = pal__store_query(
 			st,
-			"WITH k AS (SELECT * FROM unnest($5::text[], $6::bigint[], $7::text[])"
+			HOLD_SINCE_WITH
+			" k AS (SELECT * FROM unnest($5::text[], $6::bigint[], $7::text[])"
 			"   AS k(job_id, fire, policy)),"
 			" d AS (SELECT DISTINCT t.job_id, t.scheduled_at FROM triggers t"
 			"   JOIN k ON k.job_id = t.job_id WHERE " HELD("t") "),"
