@@ -34,13 +34,15 @@ P0=$(sql "select extract(epoch from since)::bigint from gates where scope = 'ten
 sleep 12
 # Two of rs.kept's held-past instants are not the pause's to decide: one
 # was running and stopped at its safe point (paused: it had an attempt),
-# one is a manual run an operator asked for.
+# one is a manual run an operator asked for (with --new-effect: the
+# scheduler's trigger for that instant is still pending, so trigger refuses
+# a plain run of it).
 KEPT=$(sql "select id from trigger_jobs where job_id = 'rs.kept' and state = 'pending' and scheduled_at > to_timestamp($P0 + 1) order by scheduled_at limit 1")
 sql "update triggers set state = 'running', fence = nextval('palisade_fence'), lease_owner = 'gone', lease_until = clock_timestamp() + interval '1 min', attempt_count = 1 where id = $KEPT" >/dev/null
 sql "update triggers set state = 'pausing' where id = $KEPT" >/dev/null
 sql "update triggers set state = 'paused', lease_owner = NULL, lease_until = NULL where id = $KEPT" >/dev/null
 AT=$(sql "select to_char(scheduled_at at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') from trigger_jobs where job_id = 'rs.kept' and state = 'pending' and scheduled_at > to_timestamp($P0 + 1) order by scheduled_at limit 1")
-expect_exit "a manual run at a held instant" 0 "$PAL" trigger --job rs.kept --at "$AT" --request-id kept-1 --reason "deliberate"
+expect_exit "a manual run at a held instant" 0 "$PAL" trigger --job rs.kept --at "$AT" --request-id kept-1 --new-effect --reason "deliberate"
 R0=$(sql "select extract(epoch from now())::bigint")
 out=$("$PAL" resume --tenant rs --reason "over" --config "$CLUSTER_CONF" --output json)
 echo "$out" | sed 's/^/    | /'
