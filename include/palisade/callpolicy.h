@@ -28,6 +28,7 @@ typedef struct pal_http_result {
 	int curl_code;          /* CURLcode; 0 = a response was received */
 	long status;            /* HTTP status, 0 when none */
 	bool request_sent;      /* bytes of the request reached the socket */
+	bool resent;            /* libcurl sent it again after a reused connection died */
 	bool stale_header;      /* Palisade-Stale-Token present */
 	int64_t retry_after_ms; /* Retry-After, -1 when absent */
 	const char *body;       /* NUL-terminated, possibly truncated */

@@ -58,6 +58,30 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 	return len;
 }
 
+/* libcurl resends a request by itself when the reused connection it went out
+ * on dies before any answer byte ("Connection died, retrying a fresh
+ * connect"): it goes back to connect, which opens a new socket (or takes
+ * another cached connection), and makes the request again.  The two
+ * callbacks below see that: a second request of one transfer, or a socket
+ * opened after its first request began. */
+static int on_prereq(void *ud, char *ip, char *local_ip, int port, int local_port)
+{
+	(void)ip, (void)local_ip, (void)port, (void)local_port;
+	pal__call *k = ud;
+	if (++k->sends > 1)
+		k->resent = true;
+	return CURL_PREREQFUNC_OK;
+}
+
+static int on_sockopt(void *ud, curl_socket_t fd, curlsocktype purpose)
+{
+	(void)fd, (void)purpose;
+	pal__call *k = ud;
+	if (k->sends > 0)
+		k->resent = true;
+	return CURL_SOCKOPT_OK;
+}
+
 void pal__call_reset_transfer(pal__call *k)
 {
 	if (k->easy) {
@@ -69,7 +93,8 @@ void pal__call_reset_transfer(pal__call *k)
 	free(k->resp);
 	k->resp = NULL;
 	k->resp_len = 0;
-	k->resp_truncated = k->stale_header = k->replayed = false;
+	k->resp_truncated = k->stale_header = k->replayed = k->resent = false;
+	k->sends = 0;
 	pal__excerpt_clear_transfer(k);
 	k->stale_token = 0;
 	k->retry_after_ms = -1;
@@ -253,6 +278,10 @@ int pal__call_start(pal_executor *ex, pal__call *k)
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, k);
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(e, CURLOPT_HEADERDATA, k);
+	curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_prereq);
+	curl_easy_setopt(e, CURLOPT_PREREQDATA, k);
+	curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, on_sockopt);
+	curl_easy_setopt(e, CURLOPT_SOCKOPTDATA, k);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");

@@ -117,9 +117,8 @@ static void success(const pal_http_result *r, pal_class *c)
 	json_decref(j);
 }
 
-void pal_classify(const pal_http_result *r, pal_class *c)
+static void classify(const pal_http_result *r, pal_class *c)
 {
-	memset(c, 0, sizeof *c);
 	if (r->curl_code && !(r->curl_code == CURLE_WRITE_ERROR && r->status)) {
 		transport(r, c);
 		return;
@@ -157,6 +156,20 @@ void pal_classify(const pal_http_result *r, pal_class *c)
 	}
 	/* 1xx or nonsense status after sending: we cannot know. */
 	set(c, PAL_OUT_UNKNOWN, "bad_status");
+}
+
+void pal_classify(const pal_http_result *r, pal_class *c)
+{
+	memset(c, 0, sizeof *c);
+	classify(r, c);
+	/* When a reused connection dies before any answer byte, libcurl sends
+	 * the request again on a fresh connection by itself.  The first
+	 * transmission may have been applied, so what the resend got - a 5xx,
+	 * a refused connection, any answer but success or a stale token - does
+	 * not say "not applied": the outcome is unknown. */
+	if (r->resent && (c->outcome == PAL_OUT_RETRYABLE || c->outcome == PAL_OUT_PERMANENT)) {
+		set(c, PAL_OUT_UNKNOWN, "reset_after_send");
+	}
 }
 
 bool pal_unknown_after(bool unknown, bool query, const pal_class *c, long status)

@@ -122,6 +122,11 @@ typedef struct pal__call {
 	int64_t parked_ms;    /* CLOCK_MONOTONIC when parked */
 	char host[256];
 	bool called; /* this claim already sent the side-effect request */
+	/* The current transfer's requests (libcurl's pre-request callback)
+	 * and whether libcurl sent it more than once: it opened a socket, or
+	 * began a second request, after the first had begun (call.c). */
+	int sends;
+	bool resent;
 	char last_class[48];
 	/* The error class of the queued result, copied: the commit reads it
 	 * passes later, when the classifier's buffer is long gone. */

@@ -142,6 +142,8 @@ void pal__call_finished(pal_executor *ex, pal__call *k, CURLcode code)
 	pal_http_result r = { .curl_code = code,
 			      .status = status,
 			      .request_sent = req_size > 0,
+			      /* a status query is a GET: its resend is harmless */
+			      .resent = k->resent && k->ph != PHASE_QUERY,
 			      .stale_header = k->stale_header,
 			      .retry_after_ms = k->retry_after_ms,
 			      .body = k->resp,

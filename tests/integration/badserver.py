@@ -19,8 +19,13 @@ Paths:
                a known third of an every-2-seconds job's instants, else 200 {};
                /third?delay_ms=N answers after N ms
   /log...      200 {}
-Requests to /third and /log... print one line each on stdout:
-  req PATH SCHEDULED_AT IDEMPOTENCY_KEY STATUS
+  /resend      keeps the connection alive: the first request on a connection
+               is answered 200 {}, a later one is read and its connection
+               closed without an answer (a COMMIT whose fate the service
+               lost), and a request for a key seen before is answered 503
+               (the service's database still away)
+Requests to /third, /log... and /resend print one line each on stdout:
+  req PATH SCHEDULED_AT IDEMPOTENCY_KEY STATUS (0: no answer)
 Plain TCP on --port, TLS with a self-signed certificate on --tls-port.
 Every request is counted per path in /tmp-free memory and printed on exit.
 """
@@ -52,15 +57,52 @@ def answer_logged(conn, path, data, delay_ms=0):
     else:
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
 
+SEEN = set()
+
+def read_body(conn, head, rest):
+    n = header(head, b"Content-Length")
+    want = int(n) if n.isdigit() else 0
+    while len(rest) < want:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        rest += chunk
+
+def read_head(conn):
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+def resend(conn, data):
+    for n in range(1000):
+        head, _, rest = data.partition(b"\r\n\r\n")
+        read_body(conn, head, rest)
+        key = header(head, b"Idempotency-Key")
+        with OUT:
+            seen = key in SEEN
+            SEEN.add(key)
+            status = 503 if seen else 200 if n == 0 else 0
+            print("req /resend", header(head, b"Palisade-Scheduled-At"), key, status, flush=True)
+        if status == 0:
+            return
+        if status == 503:
+            conn.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 2\r\n\r\n{}")
+        else:
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+        data = read_head(conn)
+        if data is None:
+            return
+
 def handle(conn):
     try:
         conn.settimeout(30)
-        data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = conn.recv(65536)
-            if not chunk:
-                return
-            data += chunk
+        data = read_head(conn)
+        if data is None:
+            return
         path = data.split(b" ", 2)[1].decode(errors="replace").split("?")[0]
         if path.startswith("/garbage"):
             conn.sendall(b"\x00\xffNOT HTTP AT ALL\r\n\r\n" * 10)
@@ -92,18 +134,14 @@ def handle(conn):
                          b"X-Request-Id: req-42\r\nX-Echo-Auth: " + auth + b"\r\n"
                          b"X-Dropped: not-kept\r\nContent-Length: " + str(len(body)).encode() +
                          b"\r\n\r\n" + body)
+        elif path.startswith("/resend"):
+            resend(conn, data)
         elif path.startswith("/hang"):
             time.sleep(120)
         elif path.startswith("/third") or path.startswith("/log"):
             # the body, if any, is small: read what Content-Length says
             head, _, rest = data.partition(b"\r\n\r\n")
-            n = header(head, b"Content-Length")
-            want = int(n) if n.isdigit() else 0
-            while len(rest) < want:
-                chunk = conn.recv(65536)
-                if not chunk:
-                    break
-                rest += chunk
+            read_body(conn, head, rest)
             q = data.split(b" ", 2)[1].decode(errors="replace").partition("?")[2]
             delay = [int(v) for k, _, v in (x.partition("=") for x in q.split("&"))
                      if k == "delay_ms" and v.isdigit()]

@@ -309,6 +309,45 @@ static void test_classify_garbage_after_send_is_unknown(void **st)
 	assert_int_equal(pal_outcome_decide(false, &c, 0, false, true), PAL_ACT_QUERY);
 }
 
+/* libcurl resent the request after the reused connection it first went out
+ * on died: whatever the resend got but success or a stale token is unknown,
+ * queried with the same key, never "not applied". */
+static void test_classify_resent_request_is_unknown(void **st)
+{
+	static const struct {
+		int curl;
+		long status;
+		bool sent;
+		bool stale;
+		pal_outcome want;
+	} cases[] = {
+		{ 0, 503, true, false, PAL_OUT_UNKNOWN },
+		{ 0, 429, true, false, PAL_OUT_UNKNOWN },
+		{ 0, 400, true, false, PAL_OUT_UNKNOWN },
+		{ 0, 409, true, false, PAL_OUT_UNKNOWN },
+		{ CURLE_COULDNT_CONNECT, 0, false, false, PAL_OUT_UNKNOWN },
+		{ CURLE_OPERATION_TIMEDOUT, 0, false, false, PAL_OUT_UNKNOWN },
+		{ CURLE_GOT_NOTHING, 0, true, false, PAL_OUT_UNKNOWN },
+		{ 0, 201, true, false, PAL_OUT_SUCCESS },
+		{ 0, 409, true, true, PAL_OUT_STALE },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		pal_http_result r = { .curl_code = cases[i].curl, .status = cases[i].status,
+				      .request_sent = cases[i].sent, .resent = true,
+				      .stale_header = cases[i].stale, .retry_after_ms = -1 };
+		pal_class c;
+		pal_classify(&r, &c);
+		assert_int_equal(c.outcome, cases[i].want);
+		if (c.outcome == PAL_OUT_UNKNOWN) {
+			assert_true(pal_unknown_after(false, false, &c, cases[i].status));
+			assert_int_equal(pal_outcome_decide(false, &c, cases[i].status, false, true),
+					 PAL_ACT_QUERY);
+		}
+	}
+	/* the same 503 without a resend: not applied */
+	assert_int_equal(classify(0, 503, true, false, NULL).outcome, PAL_OUT_RETRYABLE);
+}
+
 /* Which transfers leave an earlier send's outcome unknown, and what a spent
  * budget writes: an unknown outcome never becomes `failed`. */
 static void test_unknown_outcome_is_never_failed(void **st)
@@ -360,6 +399,7 @@ int main(void)
 		cmocka_unit_test(test_url_host),
 		cmocka_unit_test(test_outcome_follows_the_protocol_table),
 		cmocka_unit_test(test_classify_garbage_after_send_is_unknown),
+		cmocka_unit_test(test_classify_resent_request_is_unknown),
 		cmocka_unit_test(test_unknown_outcome_is_never_failed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
