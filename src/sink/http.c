@@ -175,6 +175,7 @@ static enum MHD_Result query(sink_ctx *ctx, struct MHD_Connection *conn, const c
 		pal__sink_count(ctx, "query_in_progress");
 		return pal__sink_respond(conn, rep.status, rep.body, "Retry-After", "1");
 	}
+	pal__sink_found(ctx, key); /* the database answered: 200 or 404 */
 	pal__sink_count(ctx, rep.status == MHD_HTTP_OK ? "found" : "not_found");
 	return pal__sink_respond(conn, rep.status, rep.body, NULL, NULL);
 }
@@ -281,6 +282,20 @@ static const char *outcome_name(sink_outcome o)
 	return "db_errors";
 }
 
+/* REP (any outcome, freed here) becomes 409 in_progress: for a request
+ * whose key's last COMMIT's fate was lost (inflight.c) and that cannot reach
+ * the database either, 503 would say "not applied" for an effect that may
+ * have committed (docs/sink.md, "A COMMIT whose fate is unknown"). */
+static void fate_lost(sink_reply *rep)
+{
+	free(rep->body);
+	memset(rep, 0, sizeof *rep);
+	rep->outcome = SINK_IN_PROGRESS;
+	rep->status = MHD_HTTP_CONFLICT;
+	rep->body = pal__sink_body_error("in_progress",
+					 "the fate of this key's last COMMIT is not known yet");
+}
+
 static enum MHD_Result apply_validated(sink_ctx *ctx, struct MHD_Connection *conn,
 				       const request *req, sink_apply_req *rq)
 {
@@ -316,10 +331,28 @@ static enum MHD_Result apply_validated(sink_ctx *ctx, struct MHD_Connection *con
 		 * request with a delay (the slow service holds its own
 		 * transaction, not a whole group and its committer) */
 		sink_conn *c = acquire(ctx);
-		if (c == NULL)
+		if (c == NULL && !pal__sink_lost_has(ctx, rq->key))
 			return unavailable(conn, "db_unavailable");
-		pal__sink_effect_apply(ctx, c, rq, &rep);
-		pal__sink_pool_release(ctx->pool, c);
+		memset(&rep, 0, sizeof rep);
+		rep.outcome = SINK_DB_ERROR;
+		if (c != NULL) {
+			pal__sink_effect_apply(ctx, c, rq, &rep);
+			pal__sink_pool_release(ctx->pool, c);
+		}
+	}
+	switch (rep.outcome) {
+	case SINK_DB_ERROR:
+		if (pal__sink_lost_has(ctx, rq->key))
+			fate_lost(&rep);
+		break;
+	case SINK_UNKNOWN:
+		pal__sink_lost(ctx, rq->key);
+		break;
+	case SINK_IN_PROGRESS:
+		break;
+	default: /* the database answered for the key */
+		pal__sink_found(ctx, rq->key);
+		break;
 	}
 	pal__sink_count(ctx, outcome_name(rep.outcome));
 	pal_log(PAL_LOG_DEBUG, "sink.apply", "{s:s, s:I, s:i, s:i, s:s, s:i, s:s, s:s, s:s, s:s}",

@@ -18,6 +18,13 @@
  * Ownership: the table (made by pal__sink_inflight_init(), freed by
  * pal__sink_inflight_free()) owns copies of its keys; a key's entry holds
  * the number of requests for it in flight and goes with the last of them.
+ *
+ * The keys whose COMMIT's fate was lost (ctx->lost_keys, also under
+ * ctx->mu, ctx->n_lost its size for a read without the lock): the request
+ * got no answer, and a client that sends it again - libcurl does so by
+ * itself when the connection was a reused one - while PostgreSQL is still
+ * away must not hear 503 "not applied" for an effect that may have
+ * committed.
  */
 #include <glib.h>
 #include "sink_int.h"
@@ -25,6 +32,8 @@
 void pal__sink_inflight_init(sink_ctx *ctx)
 {
 	ctx->inflight_keys = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	ctx->lost_keys = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	atomic_init(&ctx->n_lost, 0);
 }
 
 void pal__sink_inflight_free(sink_ctx *ctx)
@@ -32,6 +41,9 @@ void pal__sink_inflight_free(sink_ctx *ctx)
 	if (ctx->inflight_keys != NULL)
 		g_hash_table_destroy(ctx->inflight_keys);
 	ctx->inflight_keys = NULL;
+	if (ctx->lost_keys != NULL)
+		g_hash_table_destroy(ctx->lost_keys);
+	ctx->lost_keys = NULL;
 }
 
 int pal__sink_inflight_enter(sink_ctx *ctx, const char *key)
@@ -67,4 +79,34 @@ bool pal__sink_inflight_has(sink_ctx *ctx, const char *key)
 	bool has = g_hash_table_contains(ctx->inflight_keys, key);
 	pthread_mutex_unlock(&ctx->mu);
 	return has;
+}
+
+void pal__sink_lost(sink_ctx *ctx, const char *key)
+{
+	pthread_mutex_lock(&ctx->mu);
+	if (g_hash_table_size(ctx->lost_keys) >= SINK_LOST_MAX)
+		g_hash_table_remove_all(ctx->lost_keys);
+	g_hash_table_add(ctx->lost_keys, g_strdup(key));
+	atomic_store(&ctx->n_lost, (int)g_hash_table_size(ctx->lost_keys));
+	pthread_mutex_unlock(&ctx->mu);
+}
+
+bool pal__sink_lost_has(sink_ctx *ctx, const char *key)
+{
+	if (atomic_load(&ctx->n_lost) == 0)
+		return false;
+	pthread_mutex_lock(&ctx->mu);
+	bool has = g_hash_table_contains(ctx->lost_keys, key);
+	pthread_mutex_unlock(&ctx->mu);
+	return has;
+}
+
+void pal__sink_found(sink_ctx *ctx, const char *key)
+{
+	if (atomic_load(&ctx->n_lost) == 0)
+		return;
+	pthread_mutex_lock(&ctx->mu);
+	g_hash_table_remove(ctx->lost_keys, key);
+	atomic_store(&ctx->n_lost, (int)g_hash_table_size(ctx->lost_keys));
+	pthread_mutex_unlock(&ctx->mu);
 }

@@ -30,6 +30,7 @@
 #define PALISADE_SINK_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -185,12 +186,14 @@ typedef struct sink_ctx {
 	sink_listener *http;  /* owned */
 	sink_listener *admin; /* owned, NULL without --admin */
 
-	pthread_mutex_t mu; /* guards faults, stopping, inflight, inflight_keys */
+	pthread_mutex_t mu; /* guards faults, stopping, inflight, inflight_keys, lost_keys */
 	pthread_cond_t cv;  /* broadcast on fault change and on stop */
 	sink_faults faults;
 	bool stopping;
 	int inflight;		   /* apply requests past validation, not yet answered */
 	GHashTable *inflight_keys; /* their keys (owned copies) -> requests for each */
+	GHashTable *lost_keys;	   /* keys whose COMMIT's fate was lost (owned copies) */
+	atomic_int n_lost;	   /* their number, read without ctx->mu */
 } sink_ctx;
 
 /* inflight.c: the apply requests in flight in this process (under ctx->mu).
@@ -203,6 +206,19 @@ void pal__sink_inflight_free(sink_ctx *ctx);
 int pal__sink_inflight_enter(sink_ctx *ctx, const char *key);
 int pal__sink_inflight_leave(sink_ctx *ctx, const char *key);
 bool pal__sink_inflight_has(sink_ctx *ctx, const char *key);
+
+/* inflight.c too: the keys whose last COMMIT's fate the sink lost (answered
+ * without an answer, "A COMMIT whose fate is unknown" in docs/sink.md), kept
+ * until PostgreSQL answers a request or a status query for the key again:
+ * until then a request for such a key that cannot reach the database is
+ * answered 409 in_progress, not 503 "not applied".  lost: KEY's fate was
+ * lost; lost_has: whether it is kept; found: PostgreSQL answered for KEY.
+ * At most SINK_LOST_MAX keys are kept; past that the set starts again
+ * empty.  found and lost_has cost an atomic read while the set is empty. */
+#define SINK_LOST_MAX 4096
+void pal__sink_lost(sink_ctx *ctx, const char *key);
+bool pal__sink_lost_has(sink_ctx *ctx, const char *key);
+void pal__sink_found(sink_ctx *ctx, const char *key);
 
 /* faults.c */
 void pal__sink_faults_get(sink_ctx *ctx, sink_faults *out);

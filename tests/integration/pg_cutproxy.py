@@ -10,22 +10,30 @@ one answer is lost and the next connection works again.  Cutting on the
 answer of a COMMIT ("COMMIT", the command tag) or on a row the transaction
 returns only after its implicit COMMIT ("applied", a result of the sink's
 group call) loses the confirmation of a COMMIT PostgreSQL has made: the
-client cannot know whether it committed.  Used by
+client cannot know whether it committed.
+
+A number on ARM's second line makes the cut a failover: every connection is
+dropped and new ones are refused for that many seconds (a primary that died
+right after its COMMIT, its replica not promoted yet).  Used by
 tests/integration/test_sink_unknown_commit.sh.  Prints "ready" once
-listening and "cut" at each cut.
+listening, "cut" at each cut and "refused" for each connection refused.
 """
-import os, socket, sys, threading
+import os, socket, sys, threading, time
 
 lport, host, port, arm = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
 lock = threading.Lock()
+socks = set()
+down_until = [0.0]
 
 
 def armed_mark():
+    """ARM's mark and its seconds down (0: none), or (None, 0)."""
     try:
         with open(arm, "rb") as f:
-            return f.readline().strip()
+            mark, down = f.readline().strip(), f.readline().strip()
+            return mark, float(down or 0)
     except OSError:
-        return None
+        return None, 0
 
 
 def close(*socks):
@@ -45,17 +53,21 @@ def pipe(src, dst, from_server):
                 break
             if from_server:
                 with lock:
-                    mark = armed_mark()
+                    mark, down = armed_mark()
                     cut = bool(mark) and mark in d
                     if cut:
                         os.unlink(arm)
+                        down_until[0] = time.time() + down
+                        victims = list(socks) if down > 0 else [src, dst]
                 if cut:
                     print("cut", flush=True)
-                    close(src, dst)
+                    close(*victims)
                     return
             dst.sendall(d)
     except OSError:
         pass
+    with lock:
+        socks.difference_update((src, dst))
     close(src, dst)
 
 
@@ -66,10 +78,16 @@ srv.listen(64)
 print("ready", flush=True)
 while True:
     c, _ = srv.accept()
+    if time.time() < down_until[0]:
+        print("refused", flush=True)
+        close(c)
+        continue
     try:
         u = socket.create_connection((host, port))
     except OSError:
         c.close()
         continue
+    with lock:
+        socks.update((c, u))
     threading.Thread(target=pipe, args=(c, u, False), daemon=True).start()
     threading.Thread(target=pipe, args=(u, c, True), daemon=True).start()

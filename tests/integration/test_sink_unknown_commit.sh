@@ -77,10 +77,9 @@ SHARDS=2 write_conf "$CLUSTER_CONF" "executor: {lease: 3s, heartbeat: 1s}"
 sed -i 's/roles: \[controller\]/roles: [executor]/' "$CLUSTER_CONF"
 echo applied >"$ARM"
 start_node ex
-st() { sql "select state || '|' || outcome_unknown::char from trigger_jobs where job_id = 'cu' and request_id = 's1'"; }
-ended() { case "$(st)" in failed*|manual*|succeeded*) return 0;; esac; return 1; }
+st() { sql "select state || '|' || outcome_unknown::char from trigger_jobs where job_id = 'cu' and request_id = '${1:-s1}'"; }
+ended() { case "$(st "$@")" in failed*|manual*|succeeded*) return 0;; esac; return 1; }
 wait_until "the trigger ends" 30 ended
-stop_node ex
 expect_eq "the proxy lost the answer of the executor's request" 3 "$(cuts)"
 expect_eq "the instant's effect committed once" 1 \
 	"$(sql "select count(*) from sink_effects where idempotency_key like 'cu/$AT/%'")"
@@ -89,4 +88,54 @@ expect_match "the executor's request had no answer (unknown: empty_reply), not 5
 	'"phase":"request","http":0,"class":"empty_reply"' "$(grep '"event":"executor.call"' "$NODE_DIR/ex.log")"
 expect_eq "... and its attempt was resolved by the status query" "resolved_by_query" \
 	"$(sql "select string_agg(distinct a.error_class, ',') from attempt_ledger a join trigger_jobs t on t.id = a.trigger_id where t.job_id = 'cu'")"
+
+# ---- end to end on a kept-alive connection, in a failover ---------------------------
+# The executor keeps its connection to the sink (the status query's) alive,
+# and s2's request goes out on it.  The cut is a failover: every connection
+# to PostgreSQL dropped, new ones refused for 3 s.  The sink closes the HTTP
+# connection without an answer, libcurl sends the request again on a fresh
+# connection by itself.  PostgreSQL is still away, and the sink remembers
+# that s2's COMMIT's fate was lost: 409 in_progress, not 503 "not applied";
+# the executor, which saw the resend, classes the call unknown
+# (reset_after_send) either way (test_executor_resend: a service that
+# answers the resend 503).
+printf 'applied\n3\n' >"$ARM"
+AT2=$(date -u -d "@$(($(date +%s) - 4))" +%Y-%m-%dT%H:%M:%SZ)
+"$PAL" trigger --job cu --at "$AT2" --request-id s2 --reason test >/dev/null
+wait_until "s2 ends" 30 ended s2
+stop_node ex
+expect_eq "the proxy lost the answer of s2's request, and dropped every connection" 4 "$(cuts)"
+expect_eq "s2's effect committed once" 1 \
+	"$(sql "select count(*) from sink_effects where idempotency_key like 'cu/$AT2/%'")"
+expect_eq "s2 is not failed with its outcome known (succeeded by the query, or manual)" ok \
+	"$(case "$(st s2)" in succeeded*|manual*) echo ok;; *) st s2;; esac)"
+expect_match "libcurl's resend of s2 was answered 409, and the call classed unknown (reset_after_send)" \
+	'"phase":"request","http":409,"class":"reset_after_send"' "$(grep '"event":"executor.call"' "$NODE_DIR/ex.log")"
+case "$(st s2)" in
+succeeded*) ;; # resolved: a re-run would be a deliberate new effect
+*)
+	"$PAL" trigger --job cu --at "$AT2" --request-id s3 --reason rerun >/dev/null 2>&1
+	expect_eq "a re-run of s2's instant is refused (its outcome is unknown), exit 4" 4 "$?"
+	;;
+esac
+
+# ---- any client on a kept-alive connection: the sink's own part ---------------------
+# The same failover under a client that does not know of libcurl's resend
+# (curl's command line): k1 goes out on the connection a health check
+# opened, gets no answer, and curl sends it again at once.  PostgreSQL is
+# still away, but the sink remembers that k1's COMMIT's fate was lost:
+# 409 in_progress, not 503 "not applied".
+wait_until "the sink reaches its database again" 15 eval '[ "$(status g1)" = 200 ]'
+printf 'applied\n3\n' >"$ARM"
+out=$(curl -sv -o /dev/null -w '%{http_code}\n' "$U/healthz" --next -o /dev/null \
+	-w '%{http_code}\n' -X POST -H 'Idempotency-Key: k1' -H 'Palisade-Fencing-Token: 1' \
+	--data-binary x "$U/effects/o" 2>"$NODE_DIR/curl.err")
+expect_eq "the proxy lost the answer of k1's group call" 5 "$(cuts)"
+expect_match "curl sent k1 again on a fresh connection" "retrying a fresh connect" \
+	"$(cat "$NODE_DIR/curl.err")"
+expect_eq "k1's resend is answered 409 in_progress, not 503 'not applied'" "200 409" "$(echo $out)"
+expect_eq "k1 committed" 1 "$(effects k1)"
+wait_until "the sink reaches its database again" 15 eval '[ "$(status k1)" = 200 ]'
+apply k1
+expect_eq "once it does, k1 is a replay" 201 "$CODE"
 finish
