@@ -222,7 +222,7 @@ chaos: all
 #   test_resume_backlog, test_resume_ticket_partial (resume's and a misfire
 #     ticket's C, which test_resume_misfire and test_operator run: so
 #     test_resume_misfire stays, though the run found none of its lines its
-#     own), test_retention_verify_hole, test_reapply, test_resume_ramp_again
+#     own), test_retention_verify_hole, test_reapply, test_reapply_rounds, test_resume_ramp_again
 # `make asan ASAN_SKIP=` runs the whole suite (the load test then runs 45 s
 # instead of 60 s).  The cron reference comparison (process-heavy, same
 # engine as the unit tests) runs in `make test` only.
@@ -240,8 +240,8 @@ ASAN_SKIP := test_after_activation test_after_misfire_once test_apply_scale \
 	test_rollback_ahead test_rolling_upgrade test_schedule_forms_old_controller \
 	test_sink_upgrade test_sql_functions test_stop_unknown test_trigger_door test_trigger_reads \
 	test_after_version_switch test_sink_query_inflight test_resume_backlog \
-	test_resume_ticket_partial test_retention_verify_hole test_reapply test_resume_ramp_again \
-	test_resume_overlap
+	test_resume_ticket_partial test_retention_verify_hole test_reapply test_reapply_rounds \
+	test_resume_ramp_again test_resume_overlap
 asan:
 	ASAN_OPTIONS=detect_stack_use_after_return=1:$(ASAN_OPTIONS) PALISADE_IT_SKIP="$(ASAN_SKIP)" \
 		$(MAKE) O=build-asan SAN=1 LOAD_SECONDS=45 REFERENCE=0 CHECKS=0 test

@@ -163,8 +163,18 @@ BEGIN
 			-- watermark, once it is active: a job stored but not activated
 			-- yet is activated at its controller's tick's now, below that
 			-- watermark, and plans from there in the same transaction; until
-			-- then the window waits (no cap)
-			SELECT CASE WHEN bool_and(s.watermark IS NOT NULL AND u.active_version IS NOT NULL)
+			-- then the window waits (no cap); so does it while an
+			-- upstream whose active version has an `end` (a retired job)
+			-- has a newer version awaiting activation: that version takes
+			-- over below the watermark, at its apply, and plans the
+			-- instants after it in its activating tick (the apply
+			-- deleted the rows its retirement cancelled there)
+			SELECT CASE WHEN bool_and(s.watermark IS NOT NULL AND u.active_version IS NOT NULL
+						  AND NOT (u.latest_version > u.active_version
+							   AND EXISTS (SELECT 1 FROM job_versions av
+								WHERE av.job_id = u.job_id
+								  AND av.version = u.active_version
+								  AND av.spec -> 'schedule' ? 'end')))
 				    THEN min(s.watermark) END
 			  INTO cap
 			  FROM jsonb_array_elements(v.deps) d(x)
@@ -210,8 +220,13 @@ BEGIN
 				       count(t.id) AS present,
 				       count(t.id) FILTER (WHERE t.state = 'succeeded' OR (d.on_state = 'finished'
 					   AND t.state IN ('failed', 'cancelled', 'skipped'))) AS met,
+				       -- an upstream row cancelled before its instant (a
+				       -- retirement's: the job applied again deletes it and
+				       -- plans the instant anew) decides once the instant came
 				       min(t.id) FILTER (WHERE d.on_state = 'succeeded'
-					   AND t.state IN ('failed', 'cancelled', 'skipped')) AS failed_id,
+					   AND t.state IN ('failed', 'cancelled', 'skipped')
+					   AND (t.state <> 'cancelled'
+						OR t.scheduled_at <= clock_timestamp())) AS failed_id,
 				       min(t.id) FILTER (WHERE t.state NOT IN ('succeeded', 'failed',
 					   'cancelled', 'skipped')) AS waiting_id,
 				       count(t.id) FILTER (WHERE t.state = 'shadow') AS shadowed

@@ -985,18 +985,29 @@ static int collect(pal_planner *p, size_t i, int64_t horizon)
  * whose `end` passed long ago is activated at its apply; one that ends
  * between its apply and W at the end.  A P without an `end` that has no
  * instant (a job with `after`, whose dependent instants are decided up to
- * its shard's watermark by the version that owns them) keeps W.
+ * its shard's watermark by the version that owns them) keeps W.  A new
+ * version that itself has no instant after it was stored (a retiring
+ * version: its `end` is the retirement) takes over when it was stored, not
+ * before P's activation: nothing after that is planned for it, and the
+ * version applied after it can take over at its own apply.
  */
 static int64_t switch_point(const pjob *j, int64_t w)
 {
-	const pversion *prev = NULL;
+	const pversion *prev = NULL, *n = &j->v[j->nv - 1];
 	for (size_t i = 0; i + 1 < j->nv; i++)
 		if (j->v[i].eff != PAL_NO_TIME)
 			prev = &j->v[i];
-	if (!prev || !prev->has_end || j->pend_created == PAL_NO_TIME)
+	if (!prev || j->pend_created == PAL_NO_TIME)
 		return w;
 	int64_t from = prev->eff > j->pend_created ? prev->eff : j->pend_created, x;
 	bool ex;
+	/* A version that has no instant after it was stored (a retiring
+	 * version) takes over then: the old version's rows after it were
+	 * cancelled by the retirement and are not its to keep. */
+	if (n->has_end && from < w && pal_schedule_next_from(n->sched, from, from, &x, &ex) != PAL_OK)
+		return from;
+	if (!prev->has_end)
+		return w;
 	if (from >= w || pal_schedule_next_from(prev->sched, prev->eff, w, &x, &ex) == PAL_OK)
 		return w;
 	/* P's last instant in (from, W], if any: at most a lookahead of them */

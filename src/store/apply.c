@@ -585,24 +585,23 @@ static int move_triggers(pal_apply *a, struct item *it, size_t n, char *err, siz
  *     planned by the old version before its retiring version took over,
  *     which `delete` sweeps after its wait) at or before now is cancelled,
  *     as that sweep would (the retired period is not run);
- *   - an instant after now that the retirement cancelled before any
- *     attempt (its plan-key row, named in a `cancel` audit row whose
- *     cause is the retirement) gets a new trigger: source backfill, the
- *     request id `reapplied-<retired_at, epoch seconds>`, the cancelled
- *     row's version, partition and due time, the job's tenant and group
- *     as this apply makes them (as move_triggers moves the unfinished
- *     rows).  The plan key keeps the cancelled row, so no controller can
- *     plan that instant again.
- * One audit row per job for each: `cancel` with the ids, and `backfill`
- * with {cause, request_id, replaced, trigger_ids}.  Rows: job_id, the
- * cancelled count, the inserted count. */
+ *   - a row of an instant after now that a retirement cancelled before any
+ *     attempt (a plan-key row, named in a `cancel` audit row whose cause is
+ *     the retirement, with no attempt or ticket) is deleted: it never
+ *     reached the service, and it would hold the plan key, so that no
+ *     controller could plan the instant.  The version applied now takes
+ *     over at the apply (the retiring version took over when it was stored:
+ *     switch_point in src/controller/planner.c) and plans those instants by
+ *     its own schedule, target and keys.
+ * One audit row per job for each: `cancel` with the ids, and
+ * `job.reapply` with {cause, deleted, trigger_ids, scheduled_at}.  Rows:
+ * job_id, the cancelled count, the deleted count. */
 #define REAPPLY_CANCELLABLE                                                                        \
 	"t.job_id IN (SELECT job_id FROM j) AND t.state IN ('pending', 'retry_wait', 'paused')"    \
 	" AND t.scheduled_at <= now()"
 #define REAPPLY_MOVE PAL__TRIGGER_MOVE_WHERE(REAPPLY_CANCELLABLE, "'cancelled'", "NULL")
 #define REAPPLY_SQL                                                                                \
-	"WITH j AS (SELECT x.job_id, x.retired_at, u.te, u.grp"                                    \
-	"   FROM unnest($1::text[], $4::text[], $5::text[]) AS u(id, te, grp)"                     \
+	"WITH j AS (SELECT x.job_id FROM unnest($1::text[]) AS u(id)"                              \
 	"   JOIN jobs x ON x.job_id = u.id WHERE x.retired_at IS NOT NULL),"                       \
 	" c AS (SELECT m.job_id, m.id FROM " REAPPLY_MOVE " m),"                                   \
 	" ca AS (INSERT INTO audit_log (actor, action, scope, reason, details)"                    \
@@ -610,57 +609,49 @@ static int move_triggers(pal_apply *a, struct item *it, size_t n, char *err, siz
 	"'" SWEEP_CAUSE "',"                                                                       \
 	"     'cancelled', count(*), 'trigger_ids', jsonb_agg(c.id ORDER BY c.id))"                \
 	"   FROM c GROUP BY c.job_id),"                                                            \
-	" old AS (SELECT t.*, 'reapplied-' || floor(extract(epoch FROM j.retired_at))::bigint"     \
-	"   AS rid, j.te, j.grp FROM triggers t JOIN j ON t.job_id = j.job_id"                     \
+	" old AS (SELECT t.id, t.job_id, t.scheduled_at FROM triggers t JOIN j"                    \
+	"   ON t.job_id = j.job_id"                                                                \
 	"   WHERE t.request_id IS NULL AND t.state = 'cancelled' AND t.attempt_count = 0"          \
-	"   AND t.scheduled_at > now() AND EXISTS (SELECT 1 FROM audit_log a"                      \
+	"   AND t.scheduled_at > now()"                                                            \
+	"   AND NOT EXISTS (SELECT 1 FROM attempts x WHERE x.trigger_id = t.id"                     \
+	"    AND x.scheduled_at = t.scheduled_at)"                                                  \
+	"   AND NOT EXISTS (SELECT 1 FROM tickets k WHERE k.trigger_id = t.id)"                    \
+	"   AND EXISTS (SELECT 1 FROM audit_log a"                                                 \
 	"    WHERE a.at BETWEEN t.finished_at AND t.finished_at + interval '1 minute'"             \
 	"    AND a.action = 'cancel' AND a.scope = 'job:' || t.job_id"                             \
 	"    AND a.details ->> 'cause' LIKE 'job retired%'"                                        \
 	"    AND a.details -> 'trigger_ids' @> to_jsonb(t.id))),"                                  \
-	" r AS (INSERT INTO triggers (job_id, version, scheduled_at, partition, source,"           \
-	"   request_id, tenant, resource_group, priority, due_at, shard, job_ref)"                 \
-	"   SELECT job_id, version, scheduled_at, partition, 'backfill', rid, te, grp,"            \
-	"   priority, due_at, shard, job_ref FROM old"                                             \
-	"   ON CONFLICT (job_id, request_id, scheduled_at, partition)"                             \
-	"   WHERE request_id IS NOT NULL DO NOTHING RETURNING id, job_id, request_id),"            \
-	" ra AS (INSERT INTO audit_log (actor, action, scope, reason, details)"                    \
-	"   SELECT $2, 'backfill', 'job:' || r.job_id, $3, jsonb_build_object('cause',"            \
-	"     'job applied again: instants after it that its retirement cancelled',"               \
-	"     'request_id', min(r.request_id), 'inserted', count(*),"                              \
-	"     'replaced', (SELECT jsonb_agg(o.id ORDER BY o.id) FROM old o"                        \
-	"       WHERE o.job_id = r.job_id), 'trigger_ids', jsonb_agg(r.id ORDER BY r.id))"         \
-	"   FROM r GROUP BY r.job_id),"                                                            \
-	" n AS (SELECT pg_notify('palisade_triggers', '') FROM r LIMIT 1)"                         \
+	" d AS (DELETE FROM triggers t USING old WHERE t.id = old.id"                              \
+	"   AND t.scheduled_at = old.scheduled_at RETURNING t.id, t.job_id, t.scheduled_at),"      \
+	" da AS (INSERT INTO audit_log (actor, action, scope, reason, details)"                    \
+	"   SELECT $2, 'job.reapply', 'job:' || d.job_id, $3, jsonb_build_object('cause',"         \
+	"     'job applied again: rows after it that its retirement cancelled before any attempt',"\
+	"     'deleted', count(*), 'trigger_ids', jsonb_agg(d.id ORDER BY d.id),"                  \
+	"     'scheduled_at', jsonb_agg(d.scheduled_at ORDER BY d.id))"                            \
+	"   FROM d GROUP BY d.job_id)"                                                             \
 	" SELECT j.job_id, (SELECT count(*) FROM c WHERE c.job_id = j.job_id),"                    \
-	"  (SELECT count(*) FROM r WHERE r.job_id = j.job_id), (SELECT count(*) FROM n) FROM j"
+	"  (SELECT count(*) FROM d WHERE d.job_id = j.job_id) FROM j"
 
 static int reapply_retired(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
 {
-	pal_pgarr ids, te, gr;
+	pal_pgarr ids;
 	size_t m = 0;
 	pal__pgarr_init(&ids);
-	pal__pgarr_init(&te);
-	pal__pgarr_init(&gr);
 	for (size_t i = 0; i < n; i++)
 		if (it[i].retired && it[i].res->outcome != PAL_APPLY_UNCHANGED) {
 			pal__pgarr_text(&ids, it[i].s->id);
-			pal__pgarr_text(&te, it[i].s->tenant);
-			pal__pgarr_text(&gr, it[i].s->group);
 			m++;
 		}
-	char *a1 = pal__pgarr_end(&ids), *a4 = pal__pgarr_end(&te), *a5 = pal__pgarr_end(&gr);
-	const char *p[] = {a1, a->actor, a->reason, a4, a5};
+	char *a1 = pal__pgarr_end(&ids);
+	const char *p[] = {a1, a->actor, a->reason};
 	int rc = PAL_OK;
 	if (m) {
-		PGresult *r = pal__store_query(a->st, REAPPLY_SQL, 5, p, err, errlen);
+		PGresult *r = pal__store_query(a->st, REAPPLY_SQL, 3, p, err, errlen);
 		if (!r)
 			rc = PAL_EDB;
 		PQclear(r);
 	}
 	g_free(a1);
-	g_free(a4);
-	g_free(a5);
 	return rc;
 }
 

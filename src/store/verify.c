@@ -34,12 +34,15 @@ int pal_store_planned(pal_store *st, const char *job_id, int64_t from, int64_t t
 	snprintf(f, sizeof f, "%" PRId64, from);
 	snprintf(t, sizeof t, "%" PRId64, to);
 	const char *p[] = { job_id, f, t };
-	/* [at, partition, rows] per plan key of scheduled sources.  An
-	 * instant after a retired job was applied again counts the run the
-	 * apply made for it (request id reapplied-N, source backfill) in place
-	 * of its scheduled row, when the retirement cancelled that row before
-	 * any attempt: a row cancelled so is no decision (docs/operations.md,
-	 * "Retiring a job"), and without that run the instant is missing. */
+	/* [at, partition, rows] per plan key of scheduled sources.  A row of
+	 * an instant after a retired job was applied again that the
+	 * retirement cancelled before any attempt is no decision (the apply
+	 * deletes such rows: docs/operations.md, "Retiring a job"): without a
+	 * row of the new version the instant is missing.  A row of an older
+	 * version in a retired period (after the end of a version that took
+	 * over before it, before the job was applied again) is not counted:
+	 * cancelled by the retirement, or claimed before it and left to
+	 * finish. */
 	int rc = pal__store_query_json(
 	    st,
 	    "SELECT coalesce(json_agg(json_build_array(a, p, n) ORDER BY a, p), '[]')::text FROM ("
@@ -47,14 +50,18 @@ int pal_store_planned(pal_store *st, const char *job_id, int64_t from, int64_t t
 	    "count(*) AS n"
 	    " FROM triggers t WHERE t.job_id = $1"
 	    " AND t.scheduled_at BETWEEN to_timestamp($2::bigint) AND to_timestamp($3::bigint)"
-	    " AND CASE WHEN t.request_id IS NOT NULL"
-	    "  THEN t.source = 'backfill' AND t.request_id ~ '^reapplied-[0-9]+$'"
-	    "  ELSE NOT (t.state = 'cancelled' AND t.attempt_count = 0 AND EXISTS ("
+	    " AND t.request_id IS NULL"
+	    " AND NOT (t.state = 'cancelled' AND t.attempt_count = 0 AND EXISTS ("
 	    "   SELECT 1 FROM job_versions rv JOIN job_versions nv ON nv.job_id = rv.job_id"
 	    "    AND nv.version > rv.version"
 	    "   WHERE rv.job_id = t.job_id AND rv.version > t.version"
 	    "    AND (rv.spec -> 'schedule' ->> 'end')::timestamptz <= nv.created_at"
-	    "    AND nv.created_at < t.scheduled_at)) END"
+	    "    AND nv.created_at < t.scheduled_at))"
+	    " AND NOT EXISTS (SELECT 1 FROM job_versions rv WHERE rv.job_id = t.job_id"
+	    "  AND rv.version > t.version AND rv.effective_from < t.scheduled_at"
+	    "  AND (rv.spec -> 'schedule' ->> 'end')::timestamptz <= t.scheduled_at"
+	    "  AND NOT EXISTS (SELECT 1 FROM job_versions nv WHERE nv.job_id = rv.job_id"
+	    "   AND nv.version > rv.version AND nv.created_at < t.scheduled_at))"
 	    " GROUP BY 1, 2) x",
 	    3, p, triggers, err, errlen);
 	if (rc)

@@ -407,6 +407,35 @@ static void test_planner_version_after_ended_takes_over_at_apply(void **st)
 	takeover(1007, 1100, 1008, 1007, 1100, 93);
 }
 
+/* A retiring version (its `end` the retirement, stored at 1000 while the
+ * watermark is 1010) takes over when it was stored, not at the watermark,
+ * and plans nothing: the version applied after it can take over at its
+ * own apply. */
+static void test_planner_retiring_version_takes_over_when_stored(void **st)
+{
+	pal_planner *p = pal_planner_new(0, &cfg);
+	pal_job_spec s1 = spec("r.j", "* * * * * ?", PAL_MISFIRE_SKIP),
+		     s2 = spec("r.j", "* * * * * ?", PAL_MISFIRE_SKIP);
+	s2.has_end = true;
+	s2.end = 1001;
+	pal_plan_version v[2] = { pal_plan_version_of_spec(&s1, 1, 0),
+				  pal_plan_version_of_spec(&s2, 2, PAL_NO_TIME) };
+	v[1].created_at = 1000;
+	char err[256];
+	assert_int_equal(pal_planner_put_job(p, "r.j", v, 2, 1010, err, sizeof err), 0);
+	pal_plan_batch b = { 0 };
+	assert_int_equal(pal_planner_tick(p, 1010, 1001, &b), 0);
+	assert_int_equal(b.n_act, 1);
+	assert_int_equal(b.act[0].version, 2);
+	assert_int_equal(b.act[0].effective_from, 1000);
+	assert_int_equal(version_at(&b, 2, 0, 2000), 0);
+	assert_int_equal(b.n_mis, 0);
+	pal_plan_batch_free(&b);
+	pal_planner_free(p);
+	pal_job_spec_clear(&s1);
+	pal_job_spec_clear(&s2);
+}
+
 static void test_planner_excluded_dates_are_recorded(void **st)
 {
 	pal_planner *p = pal_planner_new(0, &cfg);
@@ -1014,6 +1043,7 @@ int main(void)
 		cmocka_unit_test(test_planner_misfire_manual_opens_ticket),
 		cmocka_unit_test(test_planner_new_version_applies_after_watermark),
 		cmocka_unit_test(test_planner_version_after_ended_takes_over_at_apply),
+		cmocka_unit_test(test_planner_retiring_version_takes_over_when_stored),
 		cmocka_unit_test(test_planner_excluded_dates_are_recorded),
 		cmocka_unit_test(test_planner_row_cap_cuts_at_clean_instant),
 		cmocka_unit_test(test_planner_catchup_sliced_by_row_cap),
