@@ -206,7 +206,7 @@ chaos: all
 #   test_apply_scale (apply's JSON report: test_apply runs it), and tests
 #     whose C the kept ones run (their checks are on SQL, old binaries or
 #     timing): test_after_activation, test_calendar_followers,
-#     test_calendars_old_node, test_claim_many_jobs, test_claim_probes,
+#     test_claim_many_jobs, test_claim_probes,
 #     test_claim_scans, test_claim_stale_stats, test_controller_cold_start,
 #     test_controller_sqlwords, test_job_ref_unfilled, test_lifecycle,
 #     test_manual_key, test_notify_slow_receiver, test_retention_gives_way,
@@ -222,26 +222,30 @@ chaos: all
 #   test_resume_backlog, test_resume_ticket_partial (resume's and a misfire
 #     ticket's C, which test_resume_misfire and test_operator run: so
 #     test_resume_misfire stays, though the run found none of its lines its
-#     own), test_retention_verify_hole, test_reapply, test_reapply_rounds, test_resume_ramp_again
+#     own), test_reapply_rounds, test_resume_ramp_again
+# A second run (115 tests, on 660a967 with the above) found 5 lines of src/
+# run only by left-out tests: test_reapply and test_retention_verify_hole
+# (verify's new checks) and test_calendars_old_node (one line of the
+# planner's merge) are under ASan again; test_controller_faults stays out
+# (one branch of the coordinator's retry timer, in a 60 s serial load test).
 # `make asan ASAN_SKIP=` runs the whole suite (the load test then runs 45 s
 # instead of 60 s).  The cron reference comparison (process-heavy, same
 # engine as the unit tests) runs in `make test` only.
 # detect_stack_use_after_return: a pointer to a returned frame kept for a
 # later pass (the executor's batched commits) is caught at once instead of
 # writing whatever the stack holds by then.
-ASAN_SKIP := test_after_activation test_after_misfire_once test_apply_scale \
-	test_calendar_followers test_calendars_old_node test_claim_many_jobs test_claim_probes \
-	test_claim_scans test_claim_stale_stats test_commit_plan test_controller_cold_start \
-	test_controller_faults test_controller_handoff test_controller_reload \
-	test_controller_sqlwords test_executor_clock_skew test_executor_fairness \
-	test_executor_overlap test_executor_pause_backlog test_executor_retry \
-	test_job_ref_unfilled test_lifecycle test_lock_order test_manual_key \
-	test_notify_slow_receiver test_outage_long test_retention_gives_way \
-	test_rollback_ahead test_rolling_upgrade test_schedule_forms_old_controller \
-	test_sink_upgrade test_sql_functions test_stop_unknown test_trigger_door test_trigger_reads \
-	test_after_version_switch test_sink_query_inflight test_resume_backlog \
-	test_resume_ticket_partial test_retention_verify_hole test_reapply test_reapply_rounds \
-	test_resume_ramp_again test_resume_overlap
+ASAN_SKIP := test_after_activation test_after_misfire_once test_apply_scale test_calendar_followers \
+	test_claim_many_jobs test_claim_probes test_claim_scans test_claim_stale_stats \
+	test_commit_plan test_controller_cold_start test_controller_faults \
+	test_controller_handoff test_controller_reload test_controller_sqlwords \
+	test_executor_clock_skew test_executor_fairness test_executor_overlap \
+	test_executor_pause_backlog test_executor_retry test_job_ref_unfilled test_lifecycle \
+	test_lock_order test_manual_key test_notify_slow_receiver test_outage_long \
+	test_retention_gives_way test_rollback_ahead test_rolling_upgrade \
+	test_schedule_forms_old_controller test_sink_upgrade test_sql_functions \
+	test_stop_unknown test_trigger_door test_trigger_reads test_after_version_switch \
+	test_sink_query_inflight test_resume_backlog test_resume_ticket_partial \
+	test_reapply_rounds test_resume_ramp_again test_resume_overlap
 asan:
 	ASAN_OPTIONS=detect_stack_use_after_return=1:$(ASAN_OPTIONS) PALISADE_IT_SKIP="$(ASAN_SKIP)" \
 		$(MAKE) O=build-asan SAN=1 LOAD_SECONDS=45 REFERENCE=0 CHECKS=0 test
