@@ -225,8 +225,9 @@ chaos: all
 #     own), test_reapply_rounds, test_resume_ramp_again
 # A second run (115 tests, on 660a967 with the above) found 5 lines of src/
 # run only by left-out tests: test_reapply and test_retention_verify_hole
-# (verify's new checks) and test_calendars_old_node (one line of the
-# planner's merge) are under ASan again; test_controller_faults stays out
+# (verify's new checks) and test_calendars_old_node (a line of the
+# planner's record of an excluded instant) are under ASan again;
+# test_controller_faults stays out
 # (one branch of the coordinator's retry timer, in a 60 s serial load test).
 # `make asan ASAN_SKIP=` runs the whole suite (the load test then runs 45 s
 # instead of 60 s).  The cron reference comparison (process-heavy, same
