@@ -47,7 +47,7 @@ K2=$(id_of "$T2" 1)
 sql "update triggers set state = 'running', fence = nextval('palisade_fence'), lease_owner = 'gone', lease_until = clock_timestamp() + interval '1 min', attempt_count = 1 where id = $K2" >/dev/null
 sql "update triggers set state = 'retry_wait', lease_owner = NULL, lease_until = NULL, next_attempt_at = clock_timestamp() where id = $K2" >/dev/null
 AT3=$(sql "select to_char('$T3'::timestamptz at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')")
-expect_exit "a manual run of T3 before the resume" 0 "$PAL" trigger --job pp.man --at "$AT3" --request-id by-hand --reason "deliberate"
+expect_exit "a manual run of T3 before the resume (held: a second effect on purpose, --new-effect)" 0 "$PAL" trigger --job pp.man --at "$AT3" --request-id by-hand --new-effect --reason "deliberate"
 out=$("$PAL" resume --job pp.man --reason over --config "$CLUSTER_CONF" --output json)
 echo "$out" | jq -c '{released, misfired, tickets}' | sed 's/^/    | /'
 TK=$(sql "select id from tickets where job_id = 'pp.man' and state = 'open'")
