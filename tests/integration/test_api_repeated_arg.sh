@@ -10,14 +10,14 @@ source tests/integration/cluster.sh
 guarantee "a repeated query argument is refused, not half-read: one Idempotency-Key digest never stands for two readings of a request"
 fresh_db it_api_repeated_arg
 "$PAL" migrate >/dev/null
-F=$PALISADE_TEST_TMP/e.yaml
+F=$NODE_DIR/e.yaml
 printf 'jobs:\n  - {id: e.two, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: {url: "http://127.0.0.1:9/x"}}\n' >"$F"
 SHARDS=2 write_conf "$CLUSTER_CONF"
 start_node r1
 ready() { [ "$(curl -s -o /dev/null -w '%{http_code}' "http://${NODE_ADMIN[$1]}/readyz")" = 200 ]; }
 wait_until "node r1 ready" 20 ready r1
 TOK=$("$PAL" token create --name e-admin --role admin | tail -1)
-O=$PALISADE_TEST_TMP/out
+O=$NODE_DIR/answer
 apply() { curl -s -o "$O" -D "$O.h" -w '%{http_code}' -H "Authorization: Bearer $TOK" -H 'Content-Type: application/yaml' \
 	-H "Idempotency-Key: $1" --data-binary @"$F" "http://${NODE_ADMIN[r1]}/api/v1/apply?reason=x&$2"; }
 ptype() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d.get("type"), d.get("detail"))' "$O"; }
