@@ -45,10 +45,10 @@ jobs:
 YAML
 expect_exit "apply the jobs" 0 "$PAL" apply "$f"
 PROBE=${PALISADE_ITESTS:-build/itests}/callspec_probe
-out=$("$PROBE" --pg "$PALISADE_PG" calls.plain calls.full calls.get 2>"$PALISADE_TEST_TMP/probe.err")
+out=$("$PROBE" --pg "$PALISADE_PG" calls.plain calls.full calls.get 2>"$NODE_DIR/probe.err")
 rc=$?
 sed 's/^/    /' <<<"$out"
-sed 's/^/    /' "$PALISADE_TEST_TMP/probe.err" | head -4
+sed 's/^/    /' "$NODE_DIR/probe.err" | head -4
 expect_eq "the probe ran" 0 "$rc"
 expect_eq "a job with every default: the same" "calls.plain ok" "$(grep '^calls.plain ' <<<"$out")"
 expect_eq "a job with every call field set: the same" "calls.full ok" "$(grep '^calls.full ' <<<"$out")"

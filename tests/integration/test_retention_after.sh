@@ -27,14 +27,14 @@ fresh_db it_retention_after
 expect_exit "migrate" 0 "$PAL" migrate
 old_ranges "3 days"
 R1=$F
-cat >"$PALISADE_TEST_TMP/j.yaml" <<'YAML'
+cat >"$NODE_DIR/j.yaml" <<'YAML'
 jobs:
   - {id: ra.up, schedule: {cron: "0 0 * * * ?"}, target: {url: "http://127.0.0.1:9/up"}}
   - {id: ra.down, after: [{job: ra.up, within: 30d}], target: {url: "http://127.0.0.1:9/down"}}
   - {id: ra.quiet, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: {url: "http://127.0.0.1:9/quiet"}}
   - {id: ra.down2, after: [{job: ra.quiet}], target: {url: "http://127.0.0.1:9/down2"}}
 YAML
-expect_exit "apply an hourly job and its dependent job" 0 "$PAL" apply "$PALISADE_TEST_TMP/j.yaml"
+expect_exit "apply an hourly job and its dependent job" 0 "$PAL" apply "$NODE_DIR/j.yaml"
 # activated long ago, as controllers would have; every shard led at epoch 1
 sql "update job_versions set activated_at = '$D'::timestamptz - interval '9 days', activated_epoch = 1,
             effective_from = '$D'::timestamptz - interval '9 days' - interval '1 second'" >/dev/null

@@ -25,7 +25,7 @@ layout() {
 	fresh_db "$1"
 	expect_exit "migrate" 0 "$PAL" migrate
 	old_ranges "$2"
-	cat >"$PALISADE_TEST_TMP/j.yaml" <<'YAML'
+	cat >"$NODE_DIR/j.yaml" <<'YAML'
 jobs:
   - id: vh.job
     tenant: t
@@ -33,7 +33,7 @@ jobs:
     schedule: {cron: "0 0 * * * ?"}
     target: {url: http://127.0.0.1:9/x}
 YAML
-	expect_exit "apply an hourly job" 0 "$PAL" apply "$PALISADE_TEST_TMP/j.yaml"
+	expect_exit "apply an hourly job" 0 "$PAL" apply "$NODE_DIR/j.yaml"
 	sql "update job_versions set activated_at = '$D'::timestamptz - interval '9 days', activated_epoch = 1,
 	            effective_from = '$D'::timestamptz - interval '9 days' - interval '1 second'" >/dev/null
 }
