@@ -27,10 +27,8 @@
 
 /* ---- backfill ----------------------------------------------------------------- */
 
-/* The job's row, held FOR SHARE until the transaction ends: refuse a
- * retired job, and a range ending after the database clock. */
-static int check_job(pal_store *st, const char *job_id, int64_t to, pal_backfill_result *res,
-		     char *err, size_t errlen)
+int pal__ops_hold_job(pal_store *st, const char *job_id, char refused[24], int64_t *now,
+		      char *err, size_t errlen)
 {
 	const char *p[] = { job_id };
 	PGresult *r = pal__store_query(
@@ -46,16 +44,28 @@ static int check_job(pal_store *st, const char *job_id, int64_t to, pal_backfill
 		return PAL_ENOENT;
 	}
 	bool retired = !strcmp(PQgetvalue(r, 0, 0), "t");
-	int64_t now = pal__ops_val_i64(r, 0, 1);
+	*now = pal__ops_val_i64(r, 0, 1);
 	PQclear(r);
 	if (retired) {
-		snprintf(res->refused, sizeof res->refused, "job-retired");
+		snprintf(refused, 24, "job-retired");
 		snprintf(err, errlen,
 			 "job %s is retired (`palisade jobs --retired`); nothing was written; "
 			 "hint: apply it again to run it",
 			 job_id);
 		return PAL_ESTALE;
 	}
+	return PAL_OK;
+}
+
+/* The job's row held (pal__ops_hold_job), and a range ending after the
+ * database clock refused. */
+static int check_job(pal_store *st, const char *job_id, int64_t to, pal_backfill_result *res,
+		     char *err, size_t errlen)
+{
+	int64_t now;
+	int rc = pal__ops_hold_job(st, job_id, res->refused, &now, err, errlen);
+	if (rc)
+		return rc;
 	if (to > now) {
 		char t[32], n[32];
 		pal_fmt_rfc3339(to, t, sizeof t);

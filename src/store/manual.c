@@ -77,37 +77,16 @@ typedef struct run_ctx {
 static int check_run(pal_store *st, const run_ctx *c, char *err, size_t errlen)
 {
 	pal_run_result *res = c->res;
-	const char *p[] = { c->job_id };
-	PGresult *r = pal__store_query(
-		st,
-		"SELECT retired_at IS NOT NULL, floor(extract(epoch FROM clock_timestamp()))::bigint"
-		" FROM jobs WHERE job_id = $1 FOR SHARE",
-		1, p, err, errlen);
-	if (!r)
-		return PAL_EDB;
-	if (!PQntuples(r)) {
-		PQclear(r);
-		snprintf(err, errlen, "no job \"%s\"; hint: `palisade jobs` lists the jobs",
-			 c->job_id);
-		return PAL_ENOENT;
-	}
-	bool retired = !strcmp(PQgetvalue(r, 0, 0), "t");
-	int64_t now = pal__ops_val_i64(r, 0, 1);
-	PQclear(r);
-	if (retired) {
-		snprintf(res->refused, sizeof res->refused, "job-retired");
-		snprintf(err, errlen,
-			 "job %s is retired (`palisade jobs --retired`); nothing was written; "
-			 "hint: apply it again to run it",
-			 c->job_id);
-		return PAL_ESTALE;
-	}
+	int64_t now;
+	int rc = pal__ops_hold_job(st, c->job_id, res->refused, &now, err, errlen);
+	if (rc)
+		return rc;
 	if (c->at == PAL_OPS_NOW || c->new_effect)
 		return PAL_OK;
 	char ts[32];
 	pal_fmt_rfc3339(c->at, ts, sizeof ts);
 	json_t *unk = NULL;
-	int rc = pal_store_unknown_at(st, c->job_id, c->at, &unk, err, errlen);
+	rc = pal_store_unknown_at(st, c->job_id, c->at, &unk, err, errlen);
 	if (rc)
 		return rc;
 	size_t i, n = 0;
@@ -131,7 +110,7 @@ static int check_run(pal_store *st, const run_ctx *c, char *err, size_t errlen)
 	char at[24];
 	pal__ops_i64s(at, sizeof at, c->at);
 	const char *pw[] = { c->job_id, at };
-	r = pal__store_query(st,
+	PGresult *r = pal__store_query(st,
 			     "SELECT state FROM triggers WHERE job_id = $1"
 			     " AND scheduled_at = to_timestamp($2::bigint) AND request_id IS NULL"
 			     " AND state IN ('pending', 'retry_wait', 'paused', 'running', 'pausing')"

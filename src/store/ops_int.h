@@ -61,6 +61,12 @@ int pal__ops_lock_request(pal_store *st, const char *job_id, const char *request
 int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int64_t to,
 			    int64_t max, const char *request_id, bool new_effect, bool unrun_only,
 			    pal_backfill_result *res, char *err, size_t errlen);
+/* In the open transaction: JOB_ID's row held FOR SHARE until it ends (a
+ * concurrent delete waits, or is seen), *NOW the database clock (epoch
+ * seconds); PAL_ENOENT for no such job, PAL_ESTALE with REFUSED
+ * "job-retired" for a retired one.  What trigger and backfill refuse first. */
+int pal__ops_hold_job(pal_store *st, const char *job_id, char refused[24], int64_t *now,
+		      char *err, size_t errlen);
 /* Every stored version of JOB_ID, [{version, spec, effective_from}] by
  * version, into *OUT (json_decref); PAL_ENOENT when the job has none. */
 int pal__ops_job_versions(pal_store *st, const char *job_id, json_t **out, char *err,
