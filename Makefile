@@ -222,7 +222,9 @@ chaos: all
 #   test_resume_backlog, test_resume_ticket_partial (resume's and a misfire
 #     ticket's C, which test_resume_misfire and test_operator run: so
 #     test_resume_misfire stays, though the run found none of its lines its
-#     own), test_reapply_rounds, test_resume_ramp_again
+#     own), test_reapply_rounds, test_resume_ramp_again,
+#   test_import_quartz_ids (a Quartz trigger's id: test_import_quartz and the
+#     unit test test_import run its C)
 # A second run (115 tests, on 660a967 with the above) found 5 lines of src/
 # run only by left-out tests: test_reapply and test_retention_verify_hole
 # (verify's new checks) and test_calendars_old_node (a line of the
@@ -247,7 +249,7 @@ ASAN_SKIP := test_after_activation test_after_misfire_once test_apply_scale test
 	test_stop_unknown test_trigger_door test_trigger_reads test_after_version_switch \
 	test_sink_query_inflight test_resume_backlog test_resume_ticket_partial \
 	test_reapply_rounds test_resume_ramp_again test_resume_overlap test_apply_move_paused \
-	test_mixed_upgrade test_executor_race
+	test_mixed_upgrade test_executor_race test_import_quartz_ids
 asan:
 	ASAN_OPTIONS=detect_stack_use_after_return=1:$(ASAN_OPTIONS) PALISADE_IT_SKIP="$(ASAN_SKIP)" \
 		$(MAKE) O=build-asan SAN=1 LOAD_SECONDS=45 REFERENCE=0 CHECKS=0 test

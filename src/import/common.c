@@ -56,17 +56,33 @@ size_t pal_import_issues(const pal_import_result *r)
 	return r->n_issues;
 }
 
+static void report_line(pal_import_result *r, const char *name, const char *where, const char *what,
+			const char *fmt, va_list ap)
+{
+	g_string_append_printf(r->report, "%s:%s: %s: ", name, where, what);
+	g_string_append_vprintf(r->report, fmt, ap);
+	g_string_append_c(r->report, '\n');
+}
+
 void pal__import_issue(pal_import_result *r, const char *name, const char *where, const char *what,
 		       const char *fmt, ...)
 {
 	va_list ap;
 
-	g_string_append_printf(r->report, "%s:%s: %s: ", name, where, what);
 	va_start(ap, fmt);
-	g_string_append_vprintf(r->report, fmt, ap);
+	report_line(r, name, where, what, fmt, ap);
 	va_end(ap);
-	g_string_append_c(r->report, '\n');
 	r->n_issues++;
+}
+
+void pal__import_note(pal_import_result *r, const char *name, const char *where, const char *what,
+		      const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	report_line(r, name, where, what, fmt, ap);
+	va_end(ap);
 }
 
 /* S quoted into G: as a YAML double-quoted scalar, or (JSON) as a JSON
@@ -191,6 +207,11 @@ out:
 	return why;
 }
 
+bool pal__import_taken(const pal_import_result *r, const char *id)
+{
+	return g_hash_table_contains(r->ids, id);
+}
+
 bool pal__import_text_ok(const char *s, size_t len)
 {
 	if (!g_utf8_validate(s, (gssize)len, NULL))
@@ -219,7 +240,8 @@ static const char *unique_id(pal_import_result *r, const char *want)
 	return id;
 }
 
-void pal__import_emit(pal_import_result *r, const pal__import_job *j, const pal_import_opts *o)
+const char *pal__import_emit(pal_import_result *r, const pal__import_job *j,
+			     const pal_import_opts *o)
 {
 	const char *id = unique_id(r, j->id);
 	char hex[65];
@@ -286,6 +308,7 @@ void pal__import_emit(pal_import_result *r, const pal__import_job *j, const pal_
 	g_string_append_c(y, '\n');
 	g_string_free(url, TRUE);
 	r->n_jobs++;
+	return id;
 }
 
 int pal_import_check_target(const char *tmpl, char *err, size_t errlen)

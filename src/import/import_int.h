@@ -1,4 +1,4 @@
-/* import_int.h - what the importers (crontab.c, kubernetes.c) share:
+/* import_int.h - what the importers (crontab.c, kubernetes.c, quartz.c) share:
  * the result, the report, quoting and the writing of one job (common.c). */
 #ifndef PALISADE_IMPORT_INT_H
 #define PALISADE_IMPORT_INT_H
@@ -41,9 +41,19 @@ typedef struct pal__import_job {
 void pal__import_issue(pal_import_result *r, const char *name, const char *where, const char *what,
 		       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
+/* The same line, as a note: it does not count as an element not
+ * translated exactly (pal_import_issues()), so the exit status stays. */
+void pal__import_note(pal_import_result *r, const char *name, const char *where, const char *what,
+		      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
 /* Write J into R with O's target URL ({job} the id used, {digest} of
- * J->source); the id gets "-2", "-3", ... when an earlier job has it. */
-void pal__import_emit(pal_import_result *r, const pal__import_job *j, const pal_import_opts *o);
+ * J->source); the id gets "-2", "-3", ... when an earlier job has it.
+ * Returns the id used, owned by R. */
+const char *pal__import_emit(pal_import_result *r, const pal__import_job *j,
+			     const pal_import_opts *o);
+
+/* An earlier job of R has the id ID. */
+bool pal__import_taken(const pal_import_result *r, const char *id);
 
 /* Append S as a JSON string (with its quotes) to G, escaped so that it is
  * taken literally in a palisade body template: '$' and '{' are written as

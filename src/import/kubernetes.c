@@ -197,6 +197,18 @@ static void cronjob(kdoc *d, const pal_ynode *doc)
 		      "CronJob without metadata.name or spec.schedule");
 		goto out;
 	}
+	/* NAMESPACE.NAME is the CronJob's own key, which a cluster holds once:
+	 * a suffix for a second one would depend on the order of the inputs,
+	 * and swap the two jobs when that changes */
+	g_string_printf(id, "%s.%s", ns, name);
+	if (pal__import_taken(d->r, id->str)) {
+		issue(d, meta, "not translated",
+		      "CronJob %s/%s again: an earlier document has its namespace and name, and "
+		      "the id %s; hint: import one cluster at a time (a second cluster's "
+		      "CronJob of this key needs an id of its own, by hand)",
+		      ns, name, id->str);
+		goto out;
+	}
 	text = scalar(sched);
 	if (!strncmp(text, "CRON_TZ=", 8) || !strncmp(text, "TZ=", 3)) {
 		const char *z = strchr(text, '=') + 1, *sp = z + strcspn(z, " \t");
@@ -327,7 +339,6 @@ static void cronjob(kdoc *d, const pal_ynode *doc)
 		goto out;
 	}
 
-	g_string_append_printf(id, "%s.%s", ns, name);
 	if (id->len > 128 || !pal__import_text_ok(id->str, id->len) ||
 	    strspn(id->str, "abcdefghijklmnopqrstuvwxyz0123456789.-") != id->len) {
 		issue(d, meta, "not translated",

@@ -13,11 +13,14 @@
  * for a simple trigger (the smart policy depends on the repeat count).
  * Calendar-interval, daily-interval and blob triggers need schedule forms
  * palisade does not have and are named, as are calendars and
- * Java-serialized job data.
+ * Java-serialized job data.  A job's id comes from its trigger's key alone
+ * (trigger_id()), so a trigger added or removed on the Quartz side, or the
+ * rows read in another order, change no other job's id.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include "palisade/sha256.h"
 #include "import_int.h"
 
 typedef struct qrow {
@@ -154,15 +157,66 @@ static bool simple_schedule(qrow *q, const pal_quartz_trigger *t, pal__import_jo
 	return true;
 }
 
+/* COMPONENT (a trigger's group, or its name when GROUP is false) as it
+ * stands in an id, or NULL when it cannot stand for itself: it is already
+ * an id word (runs of [a-z0-9] joined by single '-', at most 60 bytes), or
+ * it is Quartz's default group DEFAULT, which stands as "default" (so a
+ * group named "default" cannot).  Borrowed from COMPONENT or static. */
+static const char *as_is(const char *component, bool group)
+{
+	char *slug;
+	bool same;
+
+	if (group && !strcmp(component, "DEFAULT"))
+		return "default";
+	if (group && !strcmp(component, "default"))
+		return NULL;
+	slug = pal__import_slug(component, 60);
+	same = !strcmp(slug, component);
+	g_free(slug);
+	return same ? component : NULL;
+}
+
+/*
+ * The id of the trigger GROUP/NAME into ID, from that key alone, never from
+ * the other triggers: GROUP.NAME when both stand as they are (as_is()), else
+ * both reduced to id words (at most 59 bytes each) and '_' with 8 hex digits
+ * of the SHA-256 of GROUP, a NUL and NAME.  Two triggers of one scheduler
+ * never share an id: the first form maps each key to itself, the second
+ * carries a '_', which no id of the first form holds, and a hash of the
+ * exact key.  True when the id carries a hash.
+ */
+static bool trigger_id(GString *id, const char *group, const char *name)
+{
+	const char *g = as_is(group, true), *n = as_is(name, false);
+	char hex[65], *gs, *ns;
+	GString *key;
+
+	if (g && n) {
+		g_string_printf(id, "%s.%s", g, n);
+		return false;
+	}
+	key = g_string_new(group);
+	g_string_append_c(key, '\0');
+	g_string_append(key, name);
+	pal_sha256_hex(key->str, key->len, hex);
+	gs = pal__import_slug(group, 59);
+	ns = pal__import_slug(name, 59);
+	g_string_printf(id, "%s.%s_%.8s", *gs ? gs : "default", *ns ? ns : "trigger", hex);
+	g_free(gs);
+	g_free(ns);
+	g_string_free(key, TRUE);
+	return true;
+}
+
 static void trigger(qrow *q, const pal_quartz_trigger *t, const pal_import_opts *o)
 {
 	GString *id = g_string_new(NULL), *body = g_string_new(NULL), *desc = g_string_new(NULL);
 	GString *src = g_string_new(NULL);
-	char *g = pal__import_slug(t->trigger_group, 60),
-	     *n = pal__import_slug(t->trigger_name, 60);
 	char *why = NULL, mis[64];
-	const char *zone = t->time_zone, *m;
+	const char *zone = t->time_zone, *m, *used;
 	pal__import_job j = {0};
+	bool hashed;
 
 	bool simple = !strcmp(t->type, "SIMPLE");
 	if (strcmp(t->type, "CRON") && !simple) {
@@ -219,7 +273,7 @@ static void trigger(qrow *q, const pal_quartz_trigger *t, const pal_import_opts 
 		   : misfire(q, t->misfire_instr);
 	if (m && strcmp(m, "fire_once"))
 		j.misfire = strcpy(mis, m);
-	g_string_append_printf(id, "%s.%s", *g ? g : "default", *n ? n : "trigger");
+	hashed = trigger_id(id, t->trigger_group, t->trigger_name);
 	g_string_append_printf(desc, "Quartz trigger %s.%s of job %s.%s (%s)", t->trigger_group,
 			       t->trigger_name, t->job_group, t->job_name, t->job_class);
 	if (t->job_description)
@@ -265,11 +319,20 @@ static void trigger(qrow *q, const pal_quartz_trigger *t, const pal_import_opts 
 	j.body = body->str;
 	j.source = src->str;
 	j.source_len = src->len;
-	pal__import_emit(q->r, &j, o);
+	used = pal__import_emit(q->r, &j, o);
+	if (strcmp(used, id->str)) /* two keys of one reduction and one hash */
+		issue(q, "approximated",
+		      "id %s: %s is another trigger's too (the first 32 bits of the hashes of "
+		      "the two keys are equal), so this id depends on the order of the rows",
+		      used, id->str);
+	else if (hashed)
+		pal__import_note(q->r, "qrtz_triggers", q->where, "id",
+				 "%s: the group or the name is not an id as it stands, so the id "
+				 "carries a hash of the exact trigger key (the same on every "
+				 "import, whatever the other triggers)",
+				 used);
 out:
 	g_free(why);
-	g_free(g);
-	g_free(n);
 	g_string_free(id, TRUE);
 	g_string_free(body, TRUE);
 	g_string_free(desc, TRUE);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <glib.h>
 #include <jansson.h>
 #include "palisade/importer.h"
 #include "palisade/jobfile.h"
@@ -235,6 +236,134 @@ static void test_import_kubernetes_list_digest_per_item(void **st)
 	pal_import_result_free(rb);
 }
 
+/* A manifest of the same CronJob read twice (two clusters' files, or one
+ * file given twice) makes one job: a suffix for the second would depend on
+ * the order of the files. */
+static void test_import_kubernetes_same_cronjob_twice_refused(void **st)
+{
+	pal_import_result *r = pal_import_result_new();
+	pal_jobset set = {0};
+	pal_diags d = {0};
+	const char *y;
+
+	assert_int_equal(pal_import_kubernetes(r, "a.yaml", cronjobs, strlen(cronjobs), &opts), 0);
+	assert_int_equal(pal_import_kubernetes(r, "b.yaml", cronjobs, strlen(cronjobs), &opts), 0);
+	y = pal_import_yaml(r);
+	assert_int_equal(pal_jobfile_load_buffer("out.yaml", y, strlen(y), &set, &d), 0);
+	assert_int_equal(set.n, 1);
+	assert_string_equal(set.jobs[0].id, "ns.a");
+	assert_non_null(
+	    strstr(pal_import_report(r), "document 2: not translated: CronJob ns/a again"));
+	assert_int_equal(pal_import_issues(r), 3); /* and the Service twice */
+	pal_diags_free(&d);
+	pal_jobset_free(&set);
+	pal_import_result_free(r);
+}
+
+/* Import the Quartz triggers GROUP/NAME (N of them, KEYS[2i], KEYS[2i+1])
+ * of scheduler "s" as cron triggers; IDS[i] gets the id of row i (g_free).
+ * The result is the caller's. */
+static pal_import_result *quartz_ids(const char *const *keys, size_t n, char **ids)
+{
+	pal_quartz_trigger t[8];
+	pal_import_result *r = pal_import_result_new();
+	pal_jobset set = {0};
+	pal_diags d = {0};
+	const char *y;
+
+	assert_true(n <= 8);
+	for (size_t i = 0; i < n; i++)
+		t[i] = (pal_quartz_trigger){.trigger_group = keys[2 * i],
+					    .trigger_name = keys[2 * i + 1],
+					    .job_group = "g",
+					    .job_name = "j",
+					    .job_class = "com.example.J",
+					    .type = "CRON",
+					    .state = "WAITING",
+					    .cron = "0 0 * * * ?",
+					    .time_zone = "UTC",
+					    .misfire_instr = 2,
+					    .priority = 5};
+	assert_int_equal(pal_import_quartz(r, "s", t, n, &opts), 0);
+	y = pal_import_yaml(r);
+	assert_int_equal(pal_jobfile_load_buffer("out.yaml", y, strlen(y), &set, &d), 0);
+	assert_int_equal(set.n, n); /* every id valid, none twice */
+	for (size_t i = 0; i < n; i++)
+		ids[i] = g_strdup(set.jobs[i].id);
+	pal_diags_free(&d);
+	pal_jobset_free(&set);
+	return r;
+}
+
+/* A Quartz trigger's id depends on its own key alone: a trigger added
+ * whose name reduces alike, sorting before the others, or the rows in
+ * another order, change no other trigger's id; two keys never share one;
+ * the report names each id that carries a hash, with its key. */
+static void test_import_quartz_ids_from_the_key_alone(void **st)
+{
+	static const char *const two[] = {"DEFAULT", "Daily Report", "DEFAULT", "daily-report"};
+	static const char *const three[] = {"DEFAULT",	    "DAILY_REPORT", "DEFAULT",
+					    "Daily Report", "DEFAULT",	    "daily-report"};
+	static const char *const back[] = {"DEFAULT",	   "daily-report", "DEFAULT",
+					   "Daily Report", "DEFAULT",	   "DAILY_REPORT"};
+	char *a[2], *b[3], *c[3], note[256];
+	pal_import_result *ra = quartz_ids(two, 2, a), *rb = quartz_ids(three, 3, b),
+			  *rc = quartz_ids(back, 3, c);
+
+	assert_string_equal(a[1], "default.daily-report"); /* already an id */
+	assert_int_equal(strncmp(a[0], "default.daily-report_", 21), 0);
+	assert_int_equal(strlen(a[0]), 29);
+	assert_string_equal(b[1], a[0]);
+	assert_string_equal(b[2], a[1]);
+	assert_string_not_equal(b[0], b[1]);
+	assert_string_not_equal(b[0], b[2]);
+	assert_string_equal(c[0], b[2]);
+	assert_string_equal(c[1], b[1]);
+	assert_string_equal(c[2], b[0]);
+	snprintf(note, sizeof note, "qrtz_triggers:s/DEFAULT/Daily Report: id: %s: ", b[1]);
+	assert_non_null(strstr(pal_import_report(rb), note));
+	assert_null(strstr(pal_import_report(rb), "s/DEFAULT/daily-report:"));
+	assert_int_equal(pal_import_issues(rb), 0); /* a note, not an element left out */
+	for (int i = 0; i < 3; i++) {
+		g_free(b[i]);
+		g_free(c[i]);
+		if (i < 2)
+			g_free(a[i]);
+	}
+	pal_import_result_free(ra);
+	pal_import_result_free(rb);
+	pal_import_result_free(rc);
+}
+
+/* The keys whose reductions meet: the group "default" and Quartz's
+ * DEFAULT, names cut at 60 bytes, names without a letter or digit. */
+static void test_import_quartz_ids_never_shared(void **st)
+{
+	char long1[80], long2[80], *ids[6];
+	const char *keys[12] = {"DEFAULT", "x",	  "default", "x",  "DEFAULT", long1,
+				"DEFAULT", long2, "DEFAULT", "!!", "DEFAULT", "??"};
+	pal_import_result *r;
+
+	memset(long1, 'a', 70);
+	memcpy(long2, long1, 70);
+	long1[70] = '1';
+	long2[70] = '2';
+	long1[71] = long2[71] = '\0';
+	r = quartz_ids(keys, 6, ids);
+	assert_string_equal(ids[0], "default.x");
+	assert_int_equal(strncmp(ids[1], "default.x_", 10), 0);
+	assert_int_equal(strncmp(ids[2], "default.aaa", 11), 0);
+	assert_true(strlen(ids[2]) <= 128);
+	assert_int_equal(strncmp(ids[4], "default.trigger_", 16), 0);
+	for (int i = 0; i < 6; i++)
+		for (int k = 0; k < i; k++)
+			assert_string_not_equal(ids[i], ids[k]);
+	assert_int_equal(pal_import_issues(r), 0);
+	for (int i = 0; i < 6; i++)
+		g_free(ids[i]);
+	pal_import_result_free(r);
+}
+
 static void test_import_target_placeholders(void **st)
 {
 	char err[128];
@@ -256,6 +385,9 @@ int main(void)
 	    cmocka_unit_test(test_import_crontab_system_user_and_gap),
 	    cmocka_unit_test(test_import_kubernetes_fields),
 	    cmocka_unit_test(test_import_kubernetes_list_digest_per_item),
+	    cmocka_unit_test(test_import_kubernetes_same_cronjob_twice_refused),
+	    cmocka_unit_test(test_import_quartz_ids_from_the_key_alone),
+	    cmocka_unit_test(test_import_quartz_ids_never_shared),
 	    cmocka_unit_test(test_import_target_placeholders),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
