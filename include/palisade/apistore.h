@@ -19,12 +19,16 @@
 #include "palisade/store.h"
 
 /* Stamp the audit rows this connection writes from now on with ROLE and
- * CLIENT (sql/024: the audit_log trigger reads them); NULLs clear them. */
+ * CLIENT (sql/024: the audit_log trigger reads them), and with REQUEST, the
+ * JSON object {"token_id", "key"} of a write sent with an Idempotency-Key
+ * (the trigger puts it in details.api_request); NULLs clear them. */
 PAL_MUST_CHECK int pal_apistore_identity(pal_store *st, const char *role, const char *client,
-					 char *err, size_t errlen);
+					 const char *request, char *err, size_t errlen);
 
 typedef enum {
 	PAL_IDEM_NEW,	      /* first time: act, then pal_apistore_idem_finish */
+	PAL_IDEM_TAKEN_OVER,  /* left without an answer, taken over: as NEW, but an
+				 earlier attempt may have committed (idem_committed) */
 	PAL_IDEM_REPLAY,      /* answered before: *status and *response hold it */
 	PAL_IDEM_IN_PROGRESS, /* the first request is still being served */
 	PAL_IDEM_MISMATCH,    /* the key was used for another request */
@@ -47,11 +51,11 @@ int pal_apistore_idem_takeover_s(void);
 
 /* Record (TOKEN, KEY) for METHOD PATH with body DIGEST, or find its earlier
  * answer (*response malloc()ed, free()).  A record still in progress whose
- * lock is free after the take-over bound is taken over (PAL_IDEM_NEW) by
- * one conditional UPDATE, so one retry acts.  With PAL_IDEM_NEW, *LOCKED
- * says the lock is held by this session: pass it to
- * pal_apistore_idem_finish, which releases it.  Records older than a day
- * are deleted on the way. */
+ * lock is free after the take-over bound is taken over (PAL_IDEM_TAKEN_OVER)
+ * by one conditional UPDATE, so one retry acts.  With PAL_IDEM_NEW or
+ * PAL_IDEM_TAKEN_OVER, *LOCKED says the lock is held by this session: pass
+ * it to pal_apistore_idem_finish, which releases it.  Records older than a
+ * day are deleted on the way. */
 PAL_MUST_CHECK int pal_apistore_idem_begin(pal_store *st, const char *token, const char *key,
 					   const char *method, const char *path, const char *digest,
 					   pal_idem_outcome *outcome, bool *locked, int *status,
@@ -63,6 +67,15 @@ PAL_MUST_CHECK int pal_apistore_idem_begin(pal_store *st, const char *token, con
 PAL_MUST_CHECK int pal_apistore_idem_finish(pal_store *st, const char *token, const char *key,
 					    int status, const char *response, bool locked,
 					    char *err, size_t errlen);
+
+/* The audit rows that earlier attempts of (TOKEN, KEY) wrote (their
+ * details.api_request names them; pal_apistore_identity) within the day its
+ * record is kept, into *OUT: a JSON array of {id, at, action, scope}, empty
+ * when none committed.  Read under the key's lock after a take-over: the
+ * sessions of those attempts have ended, so what they committed is all
+ * they ever will. */
+PAL_MUST_CHECK int pal_apistore_idem_committed(pal_store *st, const char *token, const char *key,
+					       json_t **out, char *err, size_t errlen);
 
 /* The tenant of job JOB_ID into TENANT (65 bytes); PAL_ENOENT when none. */
 PAL_MUST_CHECK int pal_apistore_job_tenant(pal_store *st, const char *job_id, char tenant[65],

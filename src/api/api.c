@@ -27,6 +27,7 @@
  * reopened after it broke.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -305,6 +306,54 @@ static bool repeated_arg(const char *query, char *name, size_t n)
 	return false;
 }
 
+/*
+ * A key taken over (its earlier attempt's node died, or its connection
+ * broke, before the answer was kept): did that attempt commit?  Its audit
+ * rows name the key (pal_apistore_identity), and with the key's lock held
+ * its session is over, so what it committed is all it ever will.  When it
+ * did, the action is not done again: the answer is a 409
+ * request-committed-answer-lost naming those rows, kept as the key's
+ * answer.  Trigger and backfill are run again instead: their request id
+ * names the runs the first made, so a second run makes none (docs/api.md,
+ * "Idempotency").  1: answered; 0: act; -1: the check failed and the
+ * connection is closed (the key stays in progress, its lock released, for
+ * the next retry to take over and check again).
+ */
+static int answer_lost(call *c, const char *key)
+{
+	char err[1024];
+	json_t *rows = NULL;
+	int rc = pal_apistore_idem_committed(c->api->st, c->who.id, key, &rows, err, sizeof err);
+	if (rc) {
+		pal_api__problem_rc(c, rc, err);
+		if (c->status < 500)
+			pal_api__problem(c, 503, "unavailable", "Database unavailable", "%s", err);
+		pal_store_close(c->api->st);
+		c->api->st = NULL;
+		return -1;
+	}
+	if (!json_array_size(rows)) {
+		json_decref(rows);
+		return 0;
+	}
+	GString *ids = g_string_new(NULL);
+	size_t i;
+	json_t *row;
+	json_array_foreach(rows, i, row)
+	{
+		g_string_append_printf(ids, "%s%" JSON_INTEGER_FORMAT, i ? ", " : "",
+				       json_integer_value(json_object_get(row, "id")));
+	}
+	pal_api__problem(c, 409, "request-committed-answer-lost", "Request committed, answer lost",
+			 "an earlier attempt of this request committed its action (audit row%s "
+			 "%s) and its node stopped before its answer was kept; it is not done "
+			 "again",
+			 json_array_size(rows) > 1 ? "s" : "", ids->str);
+	g_string_free(ids, TRUE);
+	json_object_set_new(c->out, "audit", rows);
+	return 1;
+}
+
 static void run(call *c)
 {
 	const pal_api_request *req = c->req;
@@ -362,16 +411,27 @@ static void run(call *c)
 		c->body = json_object();
 	else if (!parse_body(c))
 		return;
-	if (pal_apistore_identity(c->api->st, pal_role_name(c->who.role), req->client, err,
-				  sizeof err)) {
-		pal_api__problem_rc(c, PAL_EDB, err);
-		return;
-	}
 	const char *key = pal_api__header(c, "Idempotency-Key");
 	bool idem_locked = false;
-	if (key && (strlen(key) < 1 || strlen(key) > 128)) {
+	pal_idem_outcome o = PAL_IDEM_NEW;
+	if (key && (strlen(key) < 1 || strlen(key) > 128 || !g_utf8_validate(key, -1, NULL))) {
 		pal_api__problem(c, 400, "bad-idempotency-key", "Bad Idempotency-Key",
-				 "an Idempotency-Key is 1-128 characters");
+				 "an Idempotency-Key is 1-128 bytes of UTF-8");
+		return;
+	}
+	/* a keyed write's audit rows name its (token, key): see answer_lost() */
+	json_t *rq = key ? json_pack("{s:s, s:s}", "token_id", c->who.id, "key", key) : NULL;
+	char *rq_text = rq ? json_dumps(rq, JSON_COMPACT) : NULL;
+	json_decref(rq);
+	if (key && !rq_text) {
+		pal_api__problem(c, 500, "internal", "Internal error", "out of memory");
+		return;
+	}
+	int irc = pal_apistore_identity(c->api->st, pal_role_name(c->who.role), req->client,
+					rq_text, err, sizeof err);
+	free(rq_text);
+	if (irc) {
+		pal_api__problem_rc(c, PAL_EDB, err);
 		return;
 	}
 	if (key) {
@@ -387,7 +447,6 @@ static void run(call *c)
 				  (gssize)req->body_len);
 		char *digest = g_strdup(g_checksum_get_string(sum));
 		g_checksum_free(sum);
-		pal_idem_outcome o;
 		int status;
 		char *resp;
 		int rc = pal_apistore_idem_begin(c->api->st, c->who.id, key, req->method, req->path,
@@ -418,7 +477,18 @@ static void run(call *c)
 			return;
 		}
 	}
-	r->fn(c);
+	if (o == PAL_IDEM_TAKEN_OVER && r->fn != pal_api__h_job_trigger &&
+	    r->fn != pal_api__h_job_backfill) {
+		int lost = answer_lost(c, key);
+		if (lost < 0)
+			return;
+		if (!lost)
+			r->fn(c);
+	} else {
+		r->fn(c);
+	}
+	if (key && getenv("PALISADE_FAULT_API_KILL_BEFORE_ANSWER")) /* tests only */
+		raise(SIGKILL);
 	if (key) {
 		/* A created token's secret is never stored: its key keeps a problem
 		 * that a replay answers instead. */
@@ -460,7 +530,7 @@ void pal_api_serve(pal_api *api, const pal_api_request *req, pal_api_reply *out)
 		api->st = NULL;
 	}
 	if (api->st && c.who.role != PAL_ROLE_NONE &&
-	    pal_apistore_identity(api->st, NULL, NULL, (char[64]){0}, 64)) {
+	    pal_apistore_identity(api->st, NULL, NULL, NULL, (char[64]){0}, 64)) {
 		pal_store_close(api->st);
 		api->st = NULL;
 	}

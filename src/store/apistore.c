@@ -16,14 +16,15 @@
 
 #define TS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
 
-int pal_apistore_identity(pal_store *st, const char *role, const char *client, char *err,
-			  size_t errlen)
+int pal_apistore_identity(pal_store *st, const char *role, const char *client, const char *request,
+			  char *err, size_t errlen)
 {
-	const char *p[] = {role ? role : "", client ? client : ""};
+	const char *p[] = {role ? role : "", client ? client : "", request ? request : ""};
 	PGresult *r = pal__store_query(st,
 				       "SELECT set_config('palisade.api_role', $1, false),"
-				       " set_config('palisade.api_client', $2, false)",
-				       2, p, err, errlen);
+				       " set_config('palisade.api_client', $2, false),"
+				       " set_config('palisade.api_request', $3, false)",
+				       3, p, err, errlen);
 	if (!r)
 		return PAL_EDB;
 	PQclear(r);
@@ -48,7 +49,7 @@ int pal_apistore_idem_takeover_s(void)
  * The record (TOKEN, KEY) in progress since CREATED: when no session holds
  * its lock (the node that served it died, or its connection broke) and it
  * is older than the take-over bound, take the lock, restamp the record
- * (only if no one else did since) and set *OUTCOME to PAL_IDEM_NEW.
+ * (only if no one else did since) and set *OUTCOME to PAL_IDEM_TAKEN_OVER.
  */
 static int idem_take_over(pal_store *st, const char *token, const char *key, const char *created,
 			  pal_idem_outcome *outcome, bool *locked, char *err, size_t errlen)
@@ -74,7 +75,7 @@ static int idem_take_over(pal_store *st, const char *token, const char *key, con
 	bool taken = r && !strcmp(PQcmdTuples(r), "1");
 	PQclear(r);
 	if (taken) {
-		*outcome = PAL_IDEM_NEW;
+		*outcome = PAL_IDEM_TAKEN_OVER;
 		*locked = true;
 		return PAL_OK;
 	}
@@ -162,6 +163,23 @@ int pal_apistore_idem_finish(pal_store *st, const char *token, const char *key, 
 		return PAL_EDB;
 	PQclear(r);
 	return PAL_OK;
+}
+
+int pal_apistore_idem_committed(pal_store *st, const char *token, const char *key, json_t **out,
+				char *err, size_t errlen)
+{
+	const char *p[] = {token, key};
+	/* the day bound is the record's (idem_begin deletes older ones) and
+	 * lets the scan use audit_log_at */
+	return pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(json_build_object('id', id, 'action', action, 'scope', scope,"
+	    " 'at', to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'))"
+	    " ORDER BY id), '[]')::text FROM audit_log"
+	    " WHERE at > clock_timestamp() - interval '1 day 1 hour'"
+	    "  AND details->'api_request'"
+	    "   = jsonb_build_object('token_id', $1::text, 'key', $2::text)",
+	    2, p, out, err, errlen);
 }
 
 int pal_apistore_job_tenant(pal_store *st, const char *job_id, char tenant[65], char *err,

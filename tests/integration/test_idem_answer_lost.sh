@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Idempotency-Key when the node dies between the action's commit and the
+# answer kept (docs/api.md, "Idempotency"): the key is left without an
+# answer and its lock is gone, so the retry after the take-over bound takes
+# it over.  The first attempt's audit rows name the key (details.api_request),
+# so the retry learns that it committed and does not act again: 409
+# request-committed-answer-lost naming those rows, kept as the key's answer.
+# Trigger is run again (its request id names the first run: nothing new).
+# The node is killed at that point by its test-only fault
+# PALISADE_FAULT_API_KILL_BEFORE_ANSWER (SIGKILL after the handler of a keyed
+# write, before the answer is kept).
+source tests/integration/lib.sh
+source tests/integration/cluster.sh
+guarantee "Idempotency-Key: a retried request does nothing twice, even when the node that served the first died after its commit and before its answer was kept"
+export PALISADE_IDEM_TAKEOVER_S=1
+fresh_db it_idem_answer_lost
+"$PAL" migrate >/dev/null
+F=$NODE_DIR/jobs.yaml
+printf 'jobs:\n  - {id: lost.a, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: {url: "http://127.0.0.1:9/x"}}\n  - {id: lost.b, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: {url: "http://127.0.0.1:9/x"}}\n' >"$F"
+SHARDS=2 write_conf "$CLUSTER_CONF"
+"$PAL" apply --config "$CLUSTER_CONF" "$F" >/dev/null
+TOK=$("$PAL" token create --name adm --role admin | tail -1)
+ready() { [ "$(curl -s -o /dev/null -w '%{http_code}' "http://${NODE_ADMIN[$1]}/readyz")" = 200 ]; }
+start_node r2
+wait_until "node r2 ready" 20 ready r2
+
+# NODE KEY PATH BODY: a keyed POST; prints the status; answer and headers in $NODE_DIR/ans-KEY-NODE{,.h}
+call() {
+	curl -s -o "$NODE_DIR/ans-$2-$1" -D "$NODE_DIR/ans-$2-$1.h" -w '%{http_code}' -X POST \
+		-H "Authorization: Bearer $TOK" -H 'Content-Type: application/json' \
+		-H "Idempotency-Key: $2" --data "$4" "http://${NODE_ADMIN[$1]}/api/v1$3"
+}
+audits() { sql "select count(*) from audit_log where actor = 'adm'"; }
+ptype() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("type"))' "$NODE_DIR/ans-$1-r2"; }
+past_bound() { [ "$(sql "select clock_timestamp() > created_at + interval '1.3 s' from api_requests where key = '$1'")" = t ]; }
+# KEY PATH BODY: sent to r1, which dies after the action's commit; then the key's record
+# is left without an answer and past the bound
+die_after_commit() {
+	PALISADE_FAULT_API_KILL_BEFORE_ANSWER=1 start_node r1
+	wait_until "node r1 (killed after its next keyed write) ready" 20 ready r1
+	local s; s=$(call r1 "$@")
+	expect_eq "$2 with key $1 on r1: no answer (the node died)" 000 "$s"
+	wait "${NODE_PID[r1]}" 2>/dev/null; unset "NODE_PID[r1]"
+	expect_eq "... its record left without an answer" 1 \
+		"$(sql "select count(*) from api_requests where key = '$1' and status is null")"
+	wait_until "... and older than the take-over bound" 10 past_bound "$1"
+}
+
+# 1. a pause: committed, then the node died
+die_after_commit p-1 /jobs/lost.a/pause '{"reason":"r"}'
+A0=$(audits)
+expect_eq "the pause committed: lost.a paused, one audit row naming the key" "1 1" \
+	"$(sql "select count(*) from gates where scope = 'job:lost.a' and paused") $(sql "select count(*) from audit_log where details->'api_request'->>'key' = 'p-1'")"
+S=$(call r2 p-1 /jobs/lost.a/pause '{"reason":"r"}')
+expect_eq "the retry on r2: 409 request-committed-answer-lost, nothing done again" \
+	"409 urn:palisade:problem:request-committed-answer-lost $A0" "$S $(ptype p-1) $(audits)"
+id=$(sql "select coalesce(string_agg(id::text, ' '), 'none') from audit_log where details->'api_request'->>'key' = 'p-1'")
+expect_eq "... naming the first attempt's audit row" "$id" \
+	"$(python3 -c 'import json,sys; print(" ".join(str(a["id"]) for a in json.load(open(sys.argv[1]))["audit"]))' "$NODE_DIR/ans-p-1-r2")"
+cp "$NODE_DIR/ans-p-1-r2" "$NODE_DIR/first-p-1"
+S=$(call r2 p-1 /jobs/lost.a/pause '{"reason":"r"}')
+expect_eq "a second retry: the same answer replayed" "409 1 same $A0" \
+	"$S $(grep -ci '^Idempotent-Replayed: true' "$NODE_DIR/ans-p-1-r2.h") $(cmp -s "$NODE_DIR/first-p-1" "$NODE_DIR/ans-p-1-r2" && echo same || echo differ) $(audits)"
+
+# 2. a resume: not run again (a second resume would be a second audit row, a new ramp)
+die_after_commit r-1 /jobs/lost.a/resume '{"reason":"r"}'
+A0=$(audits)
+S=$(call r2 r-1 /jobs/lost.a/resume '{"reason":"r"}')
+expect_eq "a resume whose node died after its commit: 409 on the retry, nothing done again" \
+	"409 urn:palisade:problem:request-committed-answer-lost $A0" "$S $(ptype r-1) $(audits)"
+
+# 3. a token created: no second token, no other answer
+die_after_commit t-1 /tokens '{"name":"lost-tok","role":"viewer"}'
+A0=$(audits)
+S=$(call r2 t-1 /tokens '{"name":"lost-tok","role":"viewer"}')
+expect_eq "a token create whose node died after its commit: 409 on the retry, one token" \
+	"409 urn:palisade:problem:request-committed-answer-lost $A0 1" \
+	"$S $(ptype t-1) $(audits) $(sql "select count(*) from api_tokens where name = 'lost-tok'")"
+
+# 4. a trigger is run again: its request id names the first run, so it makes none
+die_after_commit g-1 /jobs/lost.b/trigger '{"reason":"r"}'
+S=$(call r2 g-1 /jobs/lost.b/trigger '{"reason":"r"}')
+expect_eq "a trigger whose node died after its commit: run again on the retry, the first run answered (existed), one trigger" \
+	"200 true 1" "$S $(python3 -c 'import json,sys; print(str(json.load(open(sys.argv[1]))["existed"]).lower())' "$NODE_DIR/ans-g-1-r2") $(sql "select count(*) from triggers where job_id = 'lost.b'")"
+
+# 5. a key taken over whose first attempt did not commit: acted on
+sql "insert into api_requests (token_id, key, method, path, digest, created_at)
+	select id, 'n-1', 'POST', '/api/v1/jobs/lost.b/pause', encode(sha256('{\"reason\":\"r\"}'), 'hex'),
+	clock_timestamp() - interval '5 seconds' from api_tokens where name = 'adm'" >/dev/null
+A0=$(audits)
+S=$(call r2 n-1 /jobs/lost.b/pause '{"reason":"r"}')
+expect_eq "a key left in progress by an attempt that committed nothing: taken over and acted on" \
+	"200 $((A0 + 1))" "$S $(audits)"
+
+# the stamp is the request's only: a write without a key after keyed ones on the same node
+curl -s -o /dev/null -X POST -H "Authorization: Bearer $TOK" -H 'Content-Type: application/json' \
+	--data '{"reason":"r"}' "http://${NODE_ADMIN[r2]}/api/v1/jobs/lost.b/resume"
+expect_eq "an unkeyed write's audit row names no request" "resume f" \
+	"$(sql "select action, details ? 'api_request' from audit_log order by id desc limit 1" | tr '|' ' ')"
+# the stamp is JSON: a key that is not UTF-8 is refused as a bad key, before anything is done
+A0=$(audits)
+S=$(curl -s -o "$NODE_DIR/ans-bad" -w '%{http_code}' -X POST -H "Authorization: Bearer $TOK" \
+	-H 'Content-Type: application/json' -H $'Idempotency-Key: k\xff' --data '{"reason":"r"}' \
+	"http://${NODE_ADMIN[r2]}/api/v1/jobs/lost.b/pause")
+expect_eq "a key that is not UTF-8: 400 bad-idempotency-key, nothing done" \
+	"400 urn:palisade:problem:bad-idempotency-key $A0" \
+	"$S $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("type"))' "$NODE_DIR/ans-bad") $(audits)"
+stop_node r2
+finish
