@@ -37,6 +37,11 @@ bool pal_role_allows(pal_role have, pal_role need);
 
 #define PAL_TOKEN_TENANTS_MAX 32
 
+/* The name (and id) under which the node's admin token acts on the API: its
+ * audit rows' actor and the prefix of its trigger request ids.  No API
+ * token may take it. */
+#define PAL_ADMIN_TOKEN_NAME "admin-token"
+
 /* Who a verified token is. */
 typedef struct pal_token_identity {
 	char id[17];
@@ -53,8 +58,8 @@ bool pal_token_sees_tenant(const pal_token_identity *id, const char *tenant);
  * Create token NAME (1-64 bytes of [a-z0-9._-]) with ROLE and TENANTS[0..n)
  * (none: every tenant), written with an audit row by ACTOR.  The whole
  * token ("pal_<id>_<secret>", 85 bytes) goes to SECRET: it exists nowhere
- * else.  PAL_EINVAL for a bad name, role or tenant list; PAL_ESTALE when a
- * live token already has NAME.
+ * else.  PAL_EINVAL for a bad name (PAL_ADMIN_TOKEN_NAME included), role
+ * or tenant list; PAL_ESTALE when a live token already has NAME.
  */
 #define PAL_TOKEN_LEN 85
 PAL_MUST_CHECK int pal_token_create(pal_store *st, const char *name, pal_role role,

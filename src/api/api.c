@@ -166,8 +166,8 @@ static bool connect_store(pal_api *api, call *c)
 static bool identify(call *c, const char *tok)
 {
 	if (c->api->admin_token && pal_secret_equal(tok, c->api->admin_token)) {
-		snprintf(c->who.id, sizeof c->who.id, "admin-token");
-		snprintf(c->who.name, sizeof c->who.name, "admin-token");
+		snprintf(c->who.id, sizeof c->who.id, "%s", PAL_ADMIN_TOKEN_NAME);
+		snprintf(c->who.name, sizeof c->who.name, "%s", PAL_ADMIN_TOKEN_NAME);
 		c->who.role = PAL_ROLE_ADMIN;
 		return connect_store(c->api, c);
 	}

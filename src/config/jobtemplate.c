@@ -8,6 +8,8 @@
  * checked once the whole job is read: it must tell jobs, instants and
  * partitions apart, and fit the protocol's Idempotency-Key at its longest.
  */
+#include <ctype.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,6 +240,20 @@ void pal__job_key_idem(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 	c->n_idem = v; /* a scalar: checked as a template in pal__job_check_idem() */
 }
 
+/* Whether TPL's keys name their job unambiguously: {job} first, then a
+ * literal character outside a job id's alphabet ([a-z0-9._-]), so a key's
+ * text up to that character is its job's id and two jobs never share one.
+ * Text before {job}, or a placeholder or id character right after it, lets
+ * one job's key equal another's ("billing.{job}" for job invoice). */
+static bool idem_key_names_job(const char *tpl)
+{
+	static const char job[] = "{job}";
+	if (strncmp(tpl, job, sizeof job - 1))
+		return false;
+	unsigned char ch = (unsigned char)tpl[sizeof job - 1];
+	return ch > ' ' && ch < 0x7f && !islower(ch) && !isdigit(ch) && !strchr("._-{}$", ch);
+}
+
 /* The idempotency key against the rest of the job (partitions, the id), for
  * the checks that span keys. */
 void pal__job_check_idem(struct jctx *c, const pal_ynode *job, pal_job_spec *s)
@@ -270,6 +286,14 @@ void pal__job_check_idem(struct jctx *c, const pal_ynode *job, pal_job_spec *s)
 					      "idempotency_key: must contain {partition} when "
 					      "partitions is %d: partitions would share one key",
 					      (int)s->partitions);
+			if (c->n_idem && !idem_key_names_job(s->idempotency_key))
+				pal__job_diag(
+				    c, n,
+				    "idempotency_key: must begin with {job} and a character "
+				    "a job id cannot hold (\"{job}/\", \"{job}:\"): otherwise "
+				    "another job's keys can be this job's (\"billing.{job}\" "
+				    "for job invoice makes job billing.invoice's keys) and the "
+				    "service would take one job's effect for the other's");
 		}
 		if (c->errors == before && c->n_idem) {
 			size_t max = idem_key_max_len(s->idempotency_key, s->id);

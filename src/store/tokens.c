@@ -68,6 +68,13 @@ int pal_token_create(pal_store *st, const char *name, pal_role role, const char 
 			 name ? name : "");
 		return PAL_EINVAL;
 	}
+	if (!strcmp(name, PAL_ADMIN_TOKEN_NAME)) {
+		snprintf(err, errlen,
+			 "token name \"%s\" is the node admin token's (the actor of its audit rows, "
+			 "the prefix of its request ids): choose another",
+			 name);
+		return PAL_EINVAL;
+	}
 	if (role == PAL_ROLE_NONE || (unsigned)role >= G_N_ELEMENTS(role_names)) {
 		snprintf(err, errlen, "token role: expected viewer, operator or admin");
 		return PAL_EINVAL;

@@ -203,6 +203,12 @@ expect_eq "both still live" 2 "$(sql "select count(*) from api_tokens where (id 
 expect_exit "the name-alike revoked by its own id" 0 "$PAL" token revoke "$(sql "select id from api_tokens where name = '$vid'")"
 expect_eq "the viewer still live" 1 "$(sql "select count(*) from api_tokens where id = '$vid' and revoked_at is null")"
 expect_eq "a revoke by a name that is not id-shaped: the name only" 200 "$(api r1 "${TOK[admin]}" POST /tokens/keyed/revoke '{}')"
+# The node admin token acts as "admin-token": no API token may take its name
+# (their audit rows and request ids would be one actor's).
+expect_exit "token create --name admin-token: refused" 65 "$PAL" token create --name admin-token --role admin
+expect_match "... naming the node admin token" "is the node admin token's" "$OUT"
+expect_eq "... and through the API: 422" 422 "$(api r1 "${TOK[admin]}" POST /tokens '{"name": "admin-token", "role": "viewer"}')"
+expect_eq "no token of that name was made" 0 "$(sql "select count(*) from api_tokens where name = 'admin-token'")"
 
 # An apply whose last step fails (mode: shadow, refused here by a CHECK the
 # test adds to shadow_scopes) is rolled back by the API itself: nothing of

@@ -31,11 +31,11 @@ jobs:
     retry: {max_attempts: 2, backoff: {initial: 100ms, max: 100ms, jitter: none}}
   - id: r.chk
     schedule: {cron: "0 0 0 1 1 ? 2099"}
-    idempotency_key: "k-{job}-{scheduled_at}-{partition}-{trigger}"
+    idempotency_key: "{job}/k-{scheduled_at}-{partition}-{trigger}"
     target: {url: "$DEAD/x"}
   - id: r.key
     schedule: {cron: "0 0 0 1 1 ? 2099", timezone: Pacific/Kiritimati}
-    idempotency_key: "{request_id}:{job}@{scheduled_at}#{scheduled_date}"
+    idempotency_key: "{job}@{request_id}:{scheduled_at}#{scheduled_date}"
     target: {url: "$DEAD/x"}
 Y
 expect_exit "apply" 0 "$PAL" apply "$NODE_DIR/jobs.yaml"
@@ -53,7 +53,7 @@ at_of() { sql "SELECT to_char(scheduled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"H
 for c in "$C1 k1 t" "$C2 k2 f"; do
 	read -r id rid inrow <<<"$c"
 	expect_eq "checkpoint stop ($rid, in_row $inrow): paused with the key it sent, outcome known" \
-		"f|cp|paused|k-r.chk-$(at_of "$id")-0-$id/$rid|$inrow" \
+		"f|cp|paused|r.chk/k-$(at_of "$id")-0-$id/$rid|$inrow" \
 		"$(sql "SELECT t.outcome_unknown, l.node, l.outcome, l.idempotency_key, l.in_row FROM attempt_ledger l JOIN triggers t ON t.id = l.trigger_id WHERE t.id = $id")"
 done
 
@@ -97,7 +97,7 @@ expect_eq "... with a ticket that says the outcome is unknown" "true" \
 "$PAL" trigger --job r.key --request-id q1 --reason test >/dev/null
 read -r KAT KEP < <(sql "SELECT to_char(scheduled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), extract(epoch FROM scheduled_at)::bigint FROM triggers WHERE job_id = 'r.key'" | tr '|' ' ')
 expect_eq "palisade_trigger_key renders the job's template as the executor does" \
-	"q1:r.key@$KAT#$(TZ=Pacific/Kiritimati date -d "@$KEP" +%F)" \
+	"r.key@q1:$KAT#$(TZ=Pacific/Kiritimati date -d "@$KEP" +%F)" \
 	"$(sql "SELECT palisade_trigger_key(job_id, version, scheduled_at, partition, id, request_id) FROM triggers WHERE job_id = 'r.key'")"
 echo "    figure: test took $((SECONDS - T0)) s"
 finish

@@ -610,6 +610,27 @@ static void test_jobfile_templates_and_secrets(void **state)
 		 &l);
 	assert_int_equal(l.rc, 0);
 	done(&l);
+	/* A key must name its job: {job} first, then a character no id holds. */
+	static const char *const ambiguous[] = {
+	    "billing.{job}/{scheduled_at}", "k-{job}-{scheduled_at}", "{job}{scheduled_at}",
+	    "{job}.{scheduled_at}", "{job}-x/{scheduled_at}", "{request_id}:{job}@{scheduled_at}"};
+	for (size_t i = 0; i < sizeof ambiguous / sizeof *ambiguous; i++) {
+		char line[128];
+		snprintf(line, sizeof line, "    idempotency_key: \"%s\"\n", ambiguous[i]);
+		load_job(line, &l);
+		assert_int_equal(l.rc, PAL_EINVAL);
+		ASSERT_DIAG(&l.diags, 5, 22, "idempotency_key: must begin with {job} and a character");
+		done(&l);
+	}
+	static const char *const named[] = {"{job}:{scheduled_at}", "{job}@{request_id}:{scheduled_at}",
+					    "{job}#{scheduled_at}", "{job}/x-{scheduled_at}"};
+	for (size_t i = 0; i < sizeof named / sizeof *named; i++) {
+		char line[128];
+		snprintf(line, sizeof line, "    idempotency_key: \"%s\"\n", named[i]);
+		load_job(line, &l);
+		assert_int_equal(l.rc, 0);
+		done(&l);
+	}
 
 	load_str("jobs:\n  - id: s\n    schedule: {cron: \"* * * * *\"}\n"
 		 "    target:\n"
