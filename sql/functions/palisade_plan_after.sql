@@ -24,7 +24,8 @@
 -- activated yet, the window waits) and of B's own shard (where a new
 -- version of B is activated).  Each (t, partition) of B is decided once:
 --   * every upstream reached the state named (succeeded; finished: any
---     end) -> B's trigger at t, source 'schedule', inserted on the plan
+--     end, an end other than succeeded counted once t came: see below)
+--     -> B's trigger at t, source 'schedule', inserted on the plan
 --     key, so a replay, a takeover or a second controller adds nothing;
 --     'cancelled' when B is deleted (an instant before the deletion
 --     decided after it: the deletion cancels B's triggers not claimed),
@@ -35,6 +36,11 @@
 --   * an upstream failed, was cancelled or skipped (when `on` is
 --     succeeded), or has no trigger but a misfire row at t -> a misfire
 --     with reason 'upstream_failed' naming it (and its trigger);
+--     an upstream row that ended other than succeeded before t (a row
+--     cancelled while planned, by `palisade cancel` or a retirement)
+--     counts, for either `on`, only once t came: until then t is
+--     undecided, so B never gets its trigger for t before t, and a
+--     re-apply of a retired upstream in between plans t anew;
 --   * neither, and t + within is past -> 'upstream_late', naming the
 --     first upstream still waiting;
 --   * an upstream has no trigger at t and t is not after its first
@@ -218,15 +224,18 @@ BEGIN
 				       CASE WHEN d.up_parts = v.partitions THEN 1
 					    ELSE coalesce(d.up_parts, 1) END AS needed,
 				       count(t.id) AS present,
+				       -- an upstream row that ended other than succeeded
+				       -- before its instant (cancelled while planned: by
+				       -- `palisade cancel`, or by a retirement, whose rows
+				       -- the job applied again deletes to plan the instant
+				       -- anew) decides nothing until the instant came,
+				       -- whichever `on`: B's instant is never decided before t
 				       count(t.id) FILTER (WHERE t.state = 'succeeded' OR (d.on_state = 'finished'
-					   AND t.state IN ('failed', 'cancelled', 'skipped'))) AS met,
-				       -- an upstream row cancelled before its instant (a
-				       -- retirement's: the job applied again deletes it and
-				       -- plans the instant anew) decides once the instant came
+					   AND t.state IN ('failed', 'cancelled', 'skipped')
+					   AND t.scheduled_at <= clock_timestamp())) AS met,
 				       min(t.id) FILTER (WHERE d.on_state = 'succeeded'
 					   AND t.state IN ('failed', 'cancelled', 'skipped')
-					   AND (t.state <> 'cancelled'
-						OR t.scheduled_at <= clock_timestamp())) AS failed_id,
+					   AND t.scheduled_at <= clock_timestamp()) AS failed_id,
 				       min(t.id) FILTER (WHERE t.state NOT IN ('succeeded', 'failed',
 					   'cancelled', 'skipped')) AS waiting_id,
 				       count(t.id) FILTER (WHERE t.state = 'shadow') AS shadowed

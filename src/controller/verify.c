@@ -395,10 +395,11 @@ static int upstream_misfired(pal_store *st, int64_t from, int64_t to, const char
 
 /*
  * Dependent jobs (`after:`): every instant in [FROM, TO] at which the first
- * upstream's triggers all succeeded or which it recorded as a misfire (no
- * trigger), up to the job's dependency watermark (what its controller has
- * decided), has a trigger of the job or a misfire row (upstream_failed,
- * upstream_late) for each partition; the others count as missing.
+ * upstream's triggers all ended (succeeded, failed, cancelled or skipped)
+ * or which it recorded as a misfire (no trigger), up to the job's
+ * dependency watermark (what its controller has decided), has a trigger of
+ * the job or a misfire row (upstream_failed, upstream_late) for each
+ * partition; the others count as missing.
  */
 static int after_instants(pal_store *st, int64_t from, int64_t to, const char *job_id,
 			  pal_verify_report *r, char *err, size_t errlen)

@@ -213,10 +213,14 @@ int pal_store_after_missing(pal_store *st, const char *job_id, int64_t from, int
 	/* Per window of a dependent job's version (the version that owns the
 	 * instant decides it, with its own `after` list and partitions):
 	 * instants of the window's first upstream whose scheduled triggers all
-	 * succeeded, and the given instants of it (JOBS[i]'s upstream at
-	 * ATS[i], which has no trigger there: misfired), in the window and up
-	 * to the job's watermark (decided), each partition of the version: a
-	 * trigger or a misfire row.  Not an instant of it: one at which an
+	 * ended (succeeded, failed, cancelled or skipped: the job has its
+	 * trigger or an upstream_* row there, as its `on` says; a row that
+	 * ended before its instant is decided once the instant came, the
+	 * watermark staying below it until then), and the given instants of
+	 * it (JOBS[i]'s upstream at ATS[i], which has no trigger there:
+	 * misfired), in the window and up to the job's watermark (decided),
+	 * each partition of the version: a trigger or a misfire row.  Not an
+	 * instant of it: one at which an
 	 * upstream of the version had not been activated yet and has no
 	 * trigger (palisade_plan_after passes it), nor one outside every
 	 * window with `after` (a retirement, a version with a schedule). */
@@ -233,7 +237,8 @@ int pal_store_after_missing(pal_store *st, const char *job_id, int64_t from, int
 	    "    AND t.scheduled_at BETWEEN to_timestamp($2::bigint) AND to_timestamp($3::bigint)"
 	    "    AND t.scheduled_at <= b.watermark AND t.scheduled_at > b.wfrom"
 	    "    AND t.scheduled_at <= b.wto AND t.scheduled_at < b.wend"
-	    "   GROUP BY t.scheduled_at HAVING bool_and(t.state = 'succeeded')"
+	    "   GROUP BY t.scheduled_at"
+	    "   HAVING bool_and(t.state IN ('succeeded', 'failed', 'cancelled', 'skipped'))"
 	    "  UNION SELECT to_timestamp(x.s) FROM unnest($4::text[], $5::bigint[]) x(job, s)"
 	    "   WHERE x.job = b.job_id AND to_timestamp(x.s) <= b.watermark"
 	    "    AND to_timestamp(x.s) > b.wfrom AND to_timestamp(x.s) <= b.wto"
