@@ -11,6 +11,7 @@
 #include "palisade/err.h"
 #include "palisade/ops.h"
 #include "palisade/store.h"
+#include "palisade/tokens.h"
 
 typedef struct pal_cutover_req {
 	pal_scope scope;
@@ -19,6 +20,9 @@ typedef struct pal_cutover_req {
 	int64_t max_pending_s; /* the oldest_pending_s stop line */
 	const char *sink_pg;   /* the sink's conninfo for doubled_effects, or NULL */
 	bool dry_run;	       /* stop lines and the step's answer, then roll it back */
+	/* who asks: split_chains leaves out the chains with a job of a tenant
+	 * it does not see (counted in hidden_split_chains); NULL: every tenant */
+	const pal_token_identity *who;
 } pal_cutover_req;
 
 /*
@@ -28,7 +32,7 @@ typedef struct pal_cutover_req {
  * pending trigger older than max_pending_s, an open ticket.  Blocks (one
  * verify per job of the scope).  *OUT (json_decref) is the `cutover --output
  * json` object: {scope, percent, at, previous_percent, jobs, live_jobs,
- * made_live, moved, split_chains, dry_run} when taken (with DRY_RUN, as it
+ * made_live, moved, split_chains, hidden_split_chains, dry_run} when taken (with DRY_RUN, as it
  * would be: nothing is kept, no audit row), {scope, refused: true, previous_percent, crossed:
  * [{line, value, bound}]} with *REFUSED set when a stop line is crossed
  * (nothing changed).  Errors as pal_store_cutover() (PAL_EINVAL a narrowing

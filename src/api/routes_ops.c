@@ -304,6 +304,7 @@ void pal_api__h_cutover(call *c)
 		return;
 	}
 	rq.dry_run = dry && !strcmp(dry, "true");
+	rq.who = &c->who;
 	if (rq.at < (int64_t)time(NULL) - 1) {
 		pal_api__problem(
 		    c, 400, "bad-step", "Not a step",

@@ -338,7 +338,7 @@ int pal_cmd_cutover(int argc, char **argv)
 				       "would run again; give now or later");
 		return PAL_EXIT_USAGE;
 	}
-	pal_cutover_req rq = {sc, (int)percent, at, max_pending_ms / 1000, sink_pg, o.dry_run};
+	pal_cutover_req rq = {sc, (int)percent, at, max_pending_ms / 1000, sink_pg, o.dry_run, NULL};
 	json_t *ans;
 	bool refused = false;
 	if (pal_cli_server(&c)) {

@@ -118,6 +118,30 @@ static int latest_step(pal_store *st, const char *scope, int *percent, int64_t *
 	return PAL_OK;
 }
 
+/* OUT's split_chains as WHO may see them (NULL: every tenant): a chain
+ * with a job of a tenant WHO does not see is left out, counted in
+ * hidden_split_chains, its ids unsaid (as plan diff's hidden_followers);
+ * the tenants the store names in each chain for this are not answered. */
+static void split_chains_seen(const pal_token_identity *who, json_t *out)
+{
+	json_t *a = json_object_get(out, "split_chains");
+	json_int_t hidden = 0;
+	for (size_t i = json_array_size(a); i-- > 0;) {
+		json_t *x = json_array_get(a, i);
+		const char *jt = json_string_value(json_object_get(x, "job_tenant"));
+		const char *ut = json_string_value(json_object_get(x, "upstream_tenant"));
+		if (who && (!pal_token_sees_tenant(who, jt ? jt : "") ||
+			    !pal_token_sees_tenant(who, ut ? ut : ""))) {
+			json_array_remove(a, i);
+			hidden++;
+			continue;
+		}
+		json_object_del(x, "job_tenant");
+		json_object_del(x, "upstream_tenant");
+	}
+	json_object_set_new(out, "hidden_split_chains", json_integer(hidden));
+}
+
 int pal_cutover_step(pal_store *st, const pal_cutover_req *rq, const char *actor,
 		     const char *reason, json_t **out, bool *refused, char *err, size_t errlen)
 {
@@ -160,5 +184,6 @@ int pal_cutover_step(pal_store *st, const pal_cutover_req *rq, const char *actor
 			 "jobs", (json_int_t)res.jobs, "live_jobs", (json_int_t)res.live_jobs,
 			 "made_live", res.made_live, "moved", (json_int_t)res.moved, "split_chains",
 			 res.split, "dry_run", rq->dry_run);
+	split_chains_seen(rq->who, *out);
 	return PAL_OK;
 }

@@ -387,10 +387,12 @@ int pal_store_stoplines_json(pal_store *st, const pal_scope *sc, json_t **out, c
 
 /* The chains with a job in the scope ($1, $2) whose dependent job and
  * upstream are on two sides at $3, one live and one shadow
- * (docs/migrating.md, "Chains of jobs"). */
+ * (docs/migrating.md, "Chains of jobs"), with both jobs' tenants (the API
+ * leaves out the chains a token limited to tenants does not see). */
 #define SPLIT_CHAINS_SQL                                                                           \
 	"SELECT coalesce(json_agg(json_build_object('job', t.job_id, 'upstream', u.job_id,"        \
-	"  'job_live', t.live) ORDER BY t.job_id, u.job_id), '[]')::text"                          \
+	"  'job_live', t.live, 'job_tenant', t.tenant, 'upstream_tenant', u.tenant)"               \
+	"  ORDER BY t.job_id, u.job_id), '[]')::text"                                              \
 	" FROM (SELECT j.job_id, j.tenant, j.resource_group, v.spec -> 'after' AS deps,"           \
 	"   " LIVE_AT(                                                                             \
 	    "j",                                                                                   \
