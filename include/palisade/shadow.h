@@ -19,13 +19,17 @@
 #include "palisade/store.h"
 
 /* Put SC in shadow (`palisade shadow`): from now on its instants are
- * planned shadow, its planned schedule triggers not yet attempted move to
- * shadow, and the first attempts claimed ahead of their instant are asked
- * to pause (as a roll-back does); it waits for those to reach their
- * instant (at most 12 s) and moves the ones handed back without a call to
- * shadow.  Into *OUT (json_decref) the answer {scope, already (SC was in
- * shadow before: nothing changed), live_percent (its cut-over so far),
- * moved, handed_back, in_flight: the scope's calls in flight, which
+ * planned shadow (those before now keep the rule they had: live, for a
+ * live scope), its planned schedule triggers of those instants not yet
+ * attempted move to shadow, and the first attempts claimed ahead of their
+ * instant are asked to pause (as a roll-back does); it waits for those to
+ * reach their instant (at most 12 s) and moves the ones handed back
+ * without a call to shadow.  Into *OUT (json_decref) the answer {scope,
+ * already (SC was in shadow before: nothing changed), live_percent (its
+ * cut-over so far), since (RFC 3339: the first second of the scope's
+ * shadow), moved, handed_back, in_flight: every unfinished trigger of the
+ * scope that is not shadow - a call in flight, a retry, a paused one, a
+ * due instant still waiting, an unknown outcome, a manual one - which
  * palisade finishes, as pal_store_unfinished_json()'s rows}.  Audited
  * (shadow). */
 PAL_MUST_CHECK int pal_store_shadow_set_json(pal_store *st, const pal_scope *sc, const char *actor,

@@ -94,13 +94,15 @@ static void usage_shadow_set(FILE *fp)
 	    "                       [--output table|json] [--pg CONNINFO] [--config FILE]\n"
 	    "       palisade shadow list [--output table|json]\n"
 	    "       (either with --server URL [--token-file FILE]: through the API)\n"
-	    "Put a scope in shadow: its instants are planned as triggers in the state\n"
-	    "shadow, which no executor claims, so no call leaves palisade for them; its\n"
-	    "planned schedule triggers not yet attempted move to shadow now, and first\n"
-	    "attempts claimed ahead of their instant are asked to pause (it waits for\n"
-	    "those instants, at most 12 s).  Lists the calls still in flight, which\n"
-	    "palisade finishes.  A scope that was live and has calls in flight goes back\n"
-	    "with `palisade rollback`, which lists what the old system takes over.\n"
+	    "Put a scope in shadow from now on: its instants from now are planned as\n"
+	    "triggers in the state shadow, which no executor claims, so no call leaves\n"
+	    "palisade for them; its planned schedule triggers of those instants not yet\n"
+	    "attempted move to shadow now, and first attempts claimed ahead of their\n"
+	    "instant are asked to pause (it waits for those instants, at most 12 s).\n"
+	    "Instants before now stay palisade's: it lists the unfinished ones (calls in\n"
+	    "flight, retries, due instants still waiting), which palisade finishes.  To\n"
+	    "hand those to the old system instead, use `palisade rollback`, which lists\n"
+	    "what the old system takes over.\n"
 	    "`shadow list`: every scope in shadow with its cut-over steps.  Audited.\n"
 	    "Exit: 0 done, 3 no such job, 64 usage, 69 database unreachable.\n");
 }
@@ -137,7 +139,8 @@ static void print_set(const pal_cli_common *c, json_t *o)
 		       scope, (int)json_integer_value(json_object_get(o, "live_percent")));
 	else {
 		json_int_t back = json_integer_value(json_object_get(o, "handed_back"));
-		printf("%s is in shadow: %lld planned triggers moved to shadow", scope,
+		printf("%s is in shadow from %s on: %lld planned triggers moved to shadow", scope,
+		       json_string_value(json_object_get(o, "since")),
 		       (long long)json_integer_value(json_object_get(o, "moved")));
 		if (back)
 			printf(", %lld claimed ahead handed back without a call", (long long)back);
@@ -146,8 +149,9 @@ static void print_set(const pal_cli_common *c, json_t *o)
 	json_t *fly = json_object_get(o, "in_flight");
 	if (c->json || !json_array_size(fly))
 		return;
-	printf("%zu calls in flight, which palisade finishes (the old system must not run these "
-	       "instants, or runs them with the same key):\n",
+	printf("%zu unfinished instants, which palisade finishes (calls in flight, retries, due "
+	       "instants waiting; the old system must not run them, or runs them with the same "
+	       "key):\n",
 	       json_array_size(fly));
 	size_t i;
 	json_t *r;

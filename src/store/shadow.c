@@ -8,7 +8,8 @@
  * insert reads them, so one that read the old rules has committed before
  * the change moves the triggers already planned, and one that starts
  * later reads the new rules.  The moves of planned triggers are the edges
- * pending -> shadow (a scope goes to shadow), shadow -> pending (a
+ * pending -> shadow (a scope goes to shadow: the instants from the
+ * command on; those before it stay palisade's), shadow -> pending (a
  * cut-over makes the instant live), pending, retry_wait, paused -> shadow
  * (a roll-back, marked last_error_class 'rolled_back'), running ->
  * pausing (a roll-back or a shadow, for a trigger claimed ahead of its
@@ -134,6 +135,7 @@ typedef struct set_ctx {
 	bool already;
 	int percent;
 	int64_t moved, ahead, handed_back;
+	int64_t since;	 /* the scope's shadow row's since, rounded up to the second */
 	char *ahead_ids; /* text[] literal of the triggers asked to pause */
 } set_ctx;
 
@@ -153,7 +155,11 @@ static int set_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	if ((rc = pal__ops_exec(st,
 				"INSERT INTO shadow_scopes (scope, source, actor, reason)"
 				" VALUES ($1, 'operator', $2, $3) ON CONFLICT (scope) DO NOTHING",
-				3, p, &ins, err, errlen)))
+				3, p, &ins, err, errlen)) ||
+	    (rc = pal__ops_query_i64(st,
+				     "SELECT ceil(extract(epoch FROM since))::bigint"
+				     " FROM shadow_scopes WHERE scope = $1",
+				     1, p, &c->since, err, errlen)))
 		return rc;
 	if (!ins) {
 		c->already = true;
@@ -204,6 +210,7 @@ static int set_after_body(pal_store *st, void *vctx, char *err, size_t errlen)
 }
 
 static void fill_keys(json_t *rows);
+static int kept_json(pal_store *st, const pal_scope *sc, json_t **out, char *err, size_t errlen);
 /* pal_store_unfinished_json's bound for every instant: 9999-12-31T23:59:59Z */
 #define EVERY_INSTANT INT64_C(253402300799)
 
@@ -236,25 +243,18 @@ int pal_store_shadow_set_json(pal_store *st, const pal_scope *sc, const char *ac
 	if (!rc && c.ahead)
 		rc = pal__ops_in_tx(st, set_after_body, &c, err, errlen);
 	free(c.ahead_ids);
-	json_t *rows = NULL, *flying = json_array();
+	json_t *kept = NULL;
 	if (!rc)
-		rc = pal_store_unfinished_json(st, sc, EVERY_INSTANT, &rows, err, errlen);
-	if (rc) {
-		json_decref(flying);
+		rc = kept_json(st, sc, &kept, err, errlen);
+	if (rc)
 		return rc;
-	}
-	size_t i;
-	json_t *r;
-	json_array_foreach(rows, i, r)
-	{
-		if (json_is_true(json_object_get(r, "in_flight")))
-			json_array_append(flying, r);
-	}
-	json_decref(rows);
-	fill_keys(flying);
-	*out = json_pack("{s:s, s:b, s:i, s:I, s:I, s:o}", "scope", scope, "already", c.already,
-			 "live_percent", c.percent, "moved", (json_int_t)c.moved, "handed_back",
-			 (json_int_t)c.handed_back, "in_flight", flying);
+	fill_keys(kept);
+	char since[32];
+	pal_fmt_rfc3339(c.since, since, sizeof since);
+	*out =
+	    json_pack("{s:s, s:b, s:i, s:s, s:I, s:I, s:o}", "scope", scope, "already", c.already,
+		      "live_percent", c.percent, "since", since, "moved", (json_int_t)c.moved,
+		      "handed_back", (json_int_t)c.handed_back, "in_flight", kept);
 	return PAL_OK;
 }
 
@@ -688,47 +688,71 @@ int pal_store_scope_in_flight(pal_store *st, const pal_scope *sc, int64_t *n, ch
 				  2, pk, n, err, errlen);
 }
 
-int pal_store_unfinished_json(pal_store *st, const pal_scope *sc, int64_t before, json_t **out,
-			      char *err, size_t errlen)
+/* The unfinished triggers of SC up to BEFORE (epoch s) in a state STATES
+ * (an SQL condition on t), but of jobs another scope keeps live, as
+ * pal_store_unfinished_json()'s rows. */
+#define UNFINISHED_SQL(states)                                                                     \
+	"SELECT coalesce(json_agg(json_build_object('id', t.id, 'job_id', t.job_id,"               \
+	"  'scheduled_at', " TS(                                                                   \
+	    "t.scheduled_at") ", 'partition', t.partition,"                                        \
+			      "  'state', t.state, 'version', t.version, 'request_id', "           \
+			      "t.request_id,"                                                      \
+			      "  'idempotency_key', la.idempotency_key,"                           \
+			      "  'key_template', v.idempotency_key, 'timezone', v.timezone,"       \
+			      "  'scheduled_date', to_char(t.scheduled_at AT TIME ZONE "           \
+			      "v.timezone, 'YYYY-MM-DD'),"                                         \
+			      "  'last_outcome', CASE WHEN la.fence IS NOT NULL THEN "             \
+			      "json_build_object("                                                 \
+			      "    'outcome', la.outcome, 'error_class', la.error_class,"          \
+			      "    'http_status', la.http_status) END,"                            \
+			      "  'unknown_outcome', t.outcome_unknown OR t.state = 'unknown',"     \
+			      "  'in_flight', t.state IN ('running', 'pausing', 'cancelling'),"    \
+			      "  'attempts', t.attempt_count) ORDER BY t.scheduled_at, t.job_id, " \
+			      "t.partition),"                                                      \
+			      "  '[]')::text"                                                      \
+			      " FROM triggers t JOIN job_versions v ON v.job_id = t.job_id AND "   \
+			      "v.version = t.version"                                              \
+			      " LEFT JOIN LATERAL (SELECT a.fence, a.idempotency_key, a.outcome, " \
+			      "a.error_class,"                                                     \
+			      "   a.http_status FROM attempt_ledger a WHERE a.trigger_id = t.id"   \
+			      "   AND a.scheduled_at = t.scheduled_at ORDER BY a.fence DESC "      \
+			      "LIMIT 1) la ON true"                                                \
+			      " WHERE t.scheduled_at <= to_timestamp($3::bigint) AND " IN_SCOPE(   \
+				  "t") " AND (" states ")"                                         \
+				       "  AND NOT " LIVE_AT("t",                                   \
+							    "greatest(t.scheduled_at, now())")
+
+/* SQL (UNFINISHED_SQL) for the scope SC up to BEFORE */
+static int unfinished_rows(pal_store *st, const pal_scope *sc, int64_t before, const char *sql,
+			   json_t **out, char *err, size_t errlen)
 {
 	char b[24];
 	pal__ops_i64s(b, sizeof b, before);
 	const char *p[] = {pal__ops_scope_kind(sc->kind), sc->name ? sc->name : "", b};
-	return pal__store_query_json(
-	    st,
-	    "SELECT coalesce(json_agg(json_build_object('id', t.id, 'job_id', t.job_id,"
-	    "  'scheduled_at', " TS(
-		"t.scheduled_at") ", 'partition', t.partition,"
-				  "  'state', t.state, 'version', t.version, 'request_id', "
-				  "t.request_id,"
-				  "  'idempotency_key', la.idempotency_key,"
-				  "  'key_template', v.idempotency_key, 'timezone', v.timezone,"
-				  "  'scheduled_date', to_char(t.scheduled_at AT TIME ZONE "
-				  "v.timezone, 'YYYY-MM-DD'),"
-				  "  'last_outcome', CASE WHEN la.fence IS NOT NULL THEN "
-				  "json_build_object("
-				  "    'outcome', la.outcome, 'error_class', la.error_class,"
-				  "    'http_status', la.http_status) END,"
-				  "  'unknown_outcome', t.outcome_unknown OR t.state = 'unknown',"
-				  "  'in_flight', t.state IN ('running', 'pausing', 'cancelling'),"
-				  "  'attempts', t.attempt_count) ORDER BY t.scheduled_at, "
-				  "t.job_id, t.partition), '[]')::text"
-				  " FROM triggers t JOIN job_versions v ON v.job_id = t.job_id AND "
-				  "v.version = t.version"
-				  " LEFT JOIN LATERAL (SELECT a.fence, a.idempotency_key, "
-				  "a.outcome, a.error_class,"
-				  "   a.http_status FROM attempt_ledger a WHERE a.trigger_id = t.id"
-				  "   AND a.scheduled_at = t.scheduled_at ORDER BY a.fence DESC "
-				  "LIMIT 1) la ON true"
-				  " WHERE t.scheduled_at <= to_timestamp($3::bigint) AND " IN_SCOPE(
-				      "t") "  AND (t.state IN ('running', 'pausing', 'cancelling', "
-					   "'unknown', 'manual')"
-					   "   OR (t.state = 'shadow' AND t.last_error_class = "
-					   "'rolled_back'))"
-					   /* not a job another scope keeps live */
-					   "  AND NOT " LIVE_AT("t",
-								"greatest(t.scheduled_at, now())"),
-	    3, p, out, err, errlen);
+	return pal__store_query_json(st, sql, 3, p, out, err, errlen);
+}
+
+int pal_store_unfinished_json(pal_store *st, const pal_scope *sc, int64_t before, json_t **out,
+			      char *err, size_t errlen)
+{
+	return unfinished_rows(
+	    st, sc, before,
+	    UNFINISHED_SQL("t.state IN ('running', 'pausing', 'cancelling', 'unknown', 'manual')"
+			   " OR (t.state = 'shadow' AND t.last_error_class = 'rolled_back')"),
+	    out, err, errlen);
+}
+
+/* What `shadow` leaves to palisade: every unfinished trigger of SC that is
+ * not shadow (a call in flight, a retry, a paused one, a due instant from
+ * before the command still waiting, one of unknown outcome or waiting for
+ * a person), as pal_store_unfinished_json()'s rows. */
+static int kept_json(pal_store *st, const pal_scope *sc, json_t **out, char *err, size_t errlen)
+{
+	return unfinished_rows(
+	    st, sc, EVERY_INSTANT,
+	    UNFINISHED_SQL("t.state IN ('pending', 'retry_wait', 'paused', 'running', 'pausing',"
+			   " 'cancelling', 'unknown', 'manual')"),
+	    out, err, errlen);
 }
 
 int pal_store_scope_jobs_json(pal_store *st, const pal_scope *sc, json_t **out, char *err,

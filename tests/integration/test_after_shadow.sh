@@ -3,8 +3,8 @@
 # "Chains of jobs").  as.up runs live every second; after it:
 #   * as.spec (mode: shadow): every trigger shadow, no call;
 #   * as.op, put in shadow with `palisade shadow --job` while it runs, and
-#     as.back, rolled back with `palisade rollback --job`: every trigger
-#     planned after the command shadow, no call after it;
+#     as.back, rolled back with `palisade rollback --job`: every trigger of
+#     an instant after the command shadow, no call for one;
 # and as.src, in shadow (mode: shadow), with the live as.follow after it:
 # as.follow follows each shadow instant of as.src into shadow (the old
 # system ran it): shadow triggers, no call, no upstream_late although
@@ -39,26 +39,29 @@ wait_until "shards led" 20 all_shards_led &&
 		has "select count(*) - 1 from triggers where job_id in ('as.op', 'as.back') and state = 'succeeded'" ||
 	{ finish; exit 1; }
 expect_exit "shadow --job as.op" 0 "$PAL" shadow --config "$CLUSTER_CONF" --job as.op --reason "after shadow test"
+OP_AT=$(sql "select now()")
 expect_exit "rollback --job as.back" 0 "$PAL" rollback --config "$CLUSTER_CONF" --job as.back --wait 2s --reason "after shadow test"
 CMD_AT=$(sql "select now()")
 wait_until "4 triggers of each of as.op and as.back planned after the commands" 15 \
 	has "select min(n) - 3 from (select count(*) n from triggers where job_id in ('as.op', 'as.back') and created_at > '$CMD_AT' group by job_id) x having count(*) = 2"
 wait_until "as.follow has 4 triggers" 15 has "select count(*) - 3 from triggers where job_id = 'as.follow'"
 
-shadow_only() { # JOB [SINCE]: "shadow N" when every trigger of JOB (created after SINCE) is shadow
+# An instant before the command keeps its rule (live) even when planned
+# after it: the checks look at the instants after the command.
+shadow_only() { # JOB [SINCE]: "shadow N" when every trigger of JOB (of an instant after SINCE) is shadow
 	sql "select string_agg(state || ' ' || n, ',' order by state) from (select state, count(*) n from triggers
-	      where job_id = '$1' and created_at > '${2:--infinity}' group by state) x"
+	      where job_id = '$1' and scheduled_at > '${2:--infinity}' group by state) x"
 }
-calls() { # JOB [SINCE]: attempts made for JOB (claimed after SINCE)
+calls() { # JOB [SINCE]: attempts made for JOB (for an instant after SINCE)
 	sql "select count(*) from attempt_ledger a join triggers t on t.id = a.trigger_id
-	      where t.job_id = '$1' and a.claimed_at > '${2:--infinity}'"
+	      where t.job_id = '$1' and t.scheduled_at > '${2:--infinity}'"
 }
 expect_match "as.spec (mode: shadow): every trigger shadow" '^shadow [0-9]+$' "$(shadow_only as.spec)"
 expect_eq "as.spec: no call" 0 "$(calls as.spec)"
-expect_match "as.op (shadow --job): every trigger planned after it shadow" '^shadow [0-9]+$' "$(shadow_only as.op "$CMD_AT")"
-expect_eq "as.op: no call after the command" 0 "$(calls as.op "$CMD_AT")"
-expect_match "as.back (rollback): every trigger planned after it shadow" '^shadow [0-9]+$' "$(shadow_only as.back "$CMD_AT")"
-expect_eq "as.back: no call after the roll-back" 0 "$(calls as.back "$CMD_AT")"
+expect_match "as.op (shadow --job): every trigger of an instant after it shadow" '^shadow [0-9]+$' "$(shadow_only as.op "$OP_AT")"
+expect_eq "as.op: no call for an instant after the command" 0 "$(calls as.op "$OP_AT")"
+expect_match "as.back (rollback): every trigger of an instant after it shadow" '^shadow [0-9]+$' "$(shadow_only as.back "$CMD_AT")"
+expect_eq "as.back: no call for an instant after the roll-back" 0 "$(calls as.back "$CMD_AT")"
 expect_match "as.follow (live, after the shadow as.src): every trigger shadow" '^shadow [0-9]+$' "$(shadow_only as.follow)"
 expect_eq "as.follow: no call" 0 "$(calls as.follow)"
 expect_eq "as.follow: no misfire (no upstream_late although within passed)" 0 \
