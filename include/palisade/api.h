@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "palisade/err.h"
+#include "palisade/secrets.h"
 #include "palisade/tokens.h"
 
 typedef struct pal_api_config {
@@ -43,6 +44,9 @@ typedef struct pal_api_config {
 	/* zookeeper.connect and zookeeper.root: apply reads the live nodes'
 	 * schemas there (pal_coord_require_schema) */
 	const char *zk_connect, *zk_root;
+	/* the node's secret policy: apply and plan diff refuse a job naming a
+	 * secret it may not (borrowed: outlives the API; NULL: the default) */
+	const pal_secret_policy *secrets;
 } pal_api_config;
 
 typedef struct pal_api pal_api;

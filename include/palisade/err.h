@@ -26,6 +26,7 @@ enum {
 	PAL_ESCHEMA = -8,  /* database schema newer than this binary */
 	PAL_ETOOBIG = -9,  /* input over a size or expansion limit */
 	PAL_EBUSY = -10,   /* resource held elsewhere; try later */
+	PAL_EPERM = -11,   /* not permitted: a secret a job may not name */
 };
 
 /* Static string naming the code; never NULL. */

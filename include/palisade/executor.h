@@ -25,6 +25,7 @@
 #include "palisade/err.h"
 #include "palisade/metrics.h"
 #include "palisade/limits.h"
+#include "palisade/secrets.h"
 
 typedef struct pal_executor_config {
 	const char *conninfo;	     /* claims, lease renewals: may reach a transaction pooler */
@@ -50,6 +51,9 @@ typedef struct pal_executor_config {
 				   read at start only, not kept */
 	bool trace_sampled;     /* traceparent's sampled flag */
 	int64_t keep_body_max;  /* body bytes an attempt keeps at most (cut to body_cap) */
+	/* the ${NAME} secrets a trigger's tenant may have resolved (borrowed:
+	 * must outlive the executor; NULL: the default policy) */
+	const pal_secret_policy *secrets;
 } pal_executor_config;
 
 typedef struct pal_executor pal_executor;

@@ -30,6 +30,7 @@
 #include "palisade/diags.h"
 #include "palisade/limits.h"  /* pal_group_conf, pal_tenant_conf */
 #include "palisade/log.h"     /* pal_log_level */
+#include "palisade/secrets.h" /* pal_secret_grant, pal_secret_policy */
 
 enum { PAL_ROLE_CONTROLLER = 1u << 0, PAL_ROLE_EXECUTOR = 1u << 1 };
 
@@ -75,6 +76,8 @@ typedef struct pal_nodeconf {
 	size_t n_groups;
 	pal_tenant_conf *tenants; /* sorted by name */
 	size_t n_tenants;
+	pal_secret_grant *secrets; /* executor.secrets, sorted by tenant; none: no binding */
+	size_t n_secrets;
 	int64_t claim_ahead_ms;
 	int32_t claim_connections; /* claims in flight at once, 1 or 2 */
 	char *proxy;		   /* "" direct, "env", or a proxy URL */
@@ -124,6 +127,7 @@ typedef enum {
 	PAL_CONF_ROLES,	 /* list of controller, executor */
 	PAL_CONF_GROUPS, /* mapping name -> {concurrency, cluster_concurrency} */
 	PAL_CONF_TENANTS, /* mapping name -> {cap, weight} */
+	PAL_CONF_SECRETS, /* mapping tenant -> [NAME or PREFIX*, ...] */
 } pal_conf_type;
 
 typedef struct pal_conf_key {
@@ -198,5 +202,9 @@ int pal_nodeconf_restart_changes(const pal_nodeconf *old, const pal_nodeconf *ne
  * otherwise).  PAL_EINVAL with ERR filled when the file is set but cannot
  * be read or is empty. */
 int pal_nodeconf_admin_token(const pal_nodeconf *c, char **out, char *err, size_t errlen);
+
+/* The secret policy of C (secrets.h): admin.token_env, zookeeper.auth_env
+ * and executor.secrets, borrowed from C (valid while C is). */
+pal_secret_policy pal_nodeconf_secret_policy(const pal_nodeconf *c);
 
 #endif

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include "palisade/err.h"
 #include "palisade/metrics.h"
+#include "palisade/secrets.h"
 
 typedef struct pal_notifier pal_notifier;
 
@@ -30,6 +31,9 @@ typedef struct pal_notifier_config {
 	int64_t keep_delivered_ms; /* notify.keep_delivered */
 	const char *console_url;   /* admin.public_url: "" or NULL, the console link
 				      stays a path */
+	/* which secret references a job's tenant may have resolved (borrowed:
+	 * must outlive the notifier; NULL: the default policy) */
+	const pal_secret_policy *secrets;
 } pal_notifier_config;
 
 /* Start the delivery thread (strings of CFG are copied; M is borrowed).

@@ -22,6 +22,7 @@ typedef struct pal_notif {
 	char *secret;  /* the ${NAME} reference */
 	char *payload; /* JSON text, the request body */
 	char *event;
+	char *tenant; /* the job's tenant ("" when the job is gone) */
 	int attempts; /* this delivery included */
 } pal_notif;
 

@@ -3,7 +3,8 @@
  * {placeholder}s (job, scheduled_at, scheduled_date, partition, trigger,
  * request_id, idempotency_key) and ${ENV_NAME} secret references.
  *
- * Secrets are resolved here, at call time, from the process environment;
+ * Secrets are resolved here, at call time, from the process environment,
+ * once the node's policy allows the job's tenant to name them (secrets.h);
  * they are never stored resolved, and error messages name the variable,
  * never its value.  A '{' not followed by a known name and '}' is literal
  * (JSON bodies are full of braces).
@@ -15,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "palisade/err.h"
+#include "palisade/secrets.h"
 
 typedef struct pal_tpl_vars {
 	const char *job;
@@ -24,6 +26,10 @@ typedef struct pal_tpl_vars {
 	int64_t trigger;            /* trigger id */
 	const char *request_id;     /* "" for scheduled triggers */
 	const char *idempotency_key;/* NULL while rendering the key itself */
+	/* PAL_TPL_SECRETS: the node's policy (NULL: the default one) and the
+	 * tenant of the trigger, which decide the names it may resolve */
+	const pal_secret_policy *secrets;
+	const char *tenant;
 } pal_tpl_vars;
 
 enum {
@@ -31,8 +37,10 @@ enum {
 	PAL_TPL_SECRETS = 1u << 1, /* resolve ${ENV} from the environment */
 };
 
-/* Render TPL into *out (caller frees).  PAL_ENOENT when a referenced
- * environment variable is unset (message names it), PAL_ENOMEM. */
+/* Render TPL into *out (caller frees).  PAL_EPERM when a reference is one
+ * v->secrets refuses to v->tenant (pal_secret_check: checked before the
+ * environment is read), PAL_ENOENT when a referenced environment variable
+ * is unset (the message names it), PAL_ENOMEM. */
 PAL_MUST_CHECK int pal_tpl_render(const char *tpl, const pal_tpl_vars *v, unsigned flags, char **out,
 				  char *err, size_t errlen);
 
@@ -40,6 +48,11 @@ PAL_MUST_CHECK int pal_tpl_render(const char *tpl, const pal_tpl_vars *v, unsign
  * set in this process's environment: the values pal_tpl_render() with
  * PAL_TPL_SECRETS puts in, for masking them in what comes back. */
 void pal_tpl_each_secret(const char *tpl, void (*fn)(const char *value, void *ud), void *ud);
+
+/* Call FN(name, UD) for each ${NAME} reference of TPL (may be NULL), as
+ * pal_tpl_render() with PAL_TPL_SECRETS reads them; NAME is valid during
+ * the call only. */
+void pal_tpl_each_secret_name(const char *tpl, void (*fn)(const char *name, void *ud), void *ud);
 
 /* True when TPL uses placeholder NAME ("request_id"), as pal_tpl_render()
  * without flags reads it. */

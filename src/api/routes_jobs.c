@@ -169,10 +169,11 @@ void pal_api__h_job_delete(call *c)
 
 /* The problem of an invalid job file: every diagnostic as {file line
  * column message}, as `palisade validate` prints them. */
-static void problem_diags(call *c, const pal_diags *d)
+/* 422 TYPE: the diagnostics D as "errors", as `palisade apply` prints them. */
+static void problem_diags_as(call *c, const char *type, const char *title, const pal_diags *d)
 {
-	pal_api__problem(c, 422, "invalid-job-file", "Invalid job file",
-			 "%zu error%s; nothing applied", d->n, d->n == 1 ? "" : "s");
+	pal_api__problem(c, 422, type, title, "%zu error%s; nothing applied", d->n,
+			 d->n == 1 ? "" : "s");
 	json_t *errs = json_array();
 	for (size_t i = 0; i < d->n; i++)
 		json_array_append_new(errs, json_pack("{s:s, s:i, s:i, s:s}", "file",
@@ -180,6 +181,11 @@ static void problem_diags(call *c, const pal_diags *d)
 						      d->v[i].line, "column", d->v[i].col,
 						      "message", d->v[i].msg));
 	json_object_set_new(c->out, "errors", errs);
+}
+
+static void problem_diags(call *c, const pal_diags *d)
+{
+	problem_diags_as(c, "invalid-job-file", "Invalid job file", d);
 }
 
 /* pal_store_apply_spec_gates()'s question: does the body define job ID? */
@@ -464,10 +470,11 @@ static int check_after(call *c, const pal_jobset *set, pal_diags *diags)
 /*
  * The job files of the body (Content-Type application/yaml), validated as
  * `palisade apply` validates them, into SET; every job's tenant, in the file
- * and as stored for a job that exists, must be the token's.  False with the
+ * and as stored for a job that exists, must be the token's, and every secret
+ * a job names one the node's policy gives its tenant.  False with the
  * problem set (415, 422 invalid-job-file, 403; 404 for a READ (plan diff, a
  * dry run) of a job id another tenant holds, as GET /jobs/{id} answers:
- * neither answer names that tenant).
+ * neither answer names that tenant; 422 forbidden-secret).
  */
 static bool load_body(call *c, pal_jobset *set, bool read)
 {
@@ -524,7 +531,14 @@ static bool load_body(call *c, pal_jobset *set, bool read)
 					 j->id, c->who.name);
 		return false;
 	}
-	return true;
+	/* After the tenants: a token hears only of its own tenants' jobs. */
+	size_t refused = 0;
+	for (size_t i = 0; i < set->n; i++)
+		refused += pal_job_secrets_check(&set->jobs[i], c->api->secrets, &diags);
+	if (refused)
+		problem_diags_as(c, "forbidden-secret", "Secret not allowed", &diags);
+	pal_diags_free(&diags);
+	return refused == 0;
 }
 
 /* The followers plan diff shows: those the token sees into JOBS, the

@@ -58,6 +58,9 @@ static void usage(FILE *fp)
 		"         would be created, updated, retired, suspended; store nothing.\n"
 		"A job that may repeat an idempotency key later than the config's\n"
 		"sink.key_retention (default 7d) after its instant is refused (docs/protocol.md).\n"
+		"A job naming a ${NAME} secret the config's policy refuses to its tenant is\n"
+		"refused (docs/jobs.md, \"Secrets\"; without --config: the node's own\n"
+		"PALISADE_*, PG* and proxy variables only).\n"
 		"A job created or updated with after:, notify: or target.keep_* is refused while\n"
 		"a live node runs a binary older than those keys (docs/upgrades.md).\n"
 		"Exit: 0 applied, 4 refused (older nodes live), 65 invalid files (nothing\n"
@@ -327,6 +330,8 @@ static void take_batch(void *arg, pal_jobset *set)
 {
 	struct batch_ctx *b = arg;
 	if (pal__cli_check_key_horizons(b->r->c->config, set, b->diags))
+		b->refused = true;
+	if (pal__cli_check_secrets(b->r->c->config, set, b->diags))
 		b->refused = true;
 	if (b->store && !b->refused && !jobs_move(&b->ready, set))
 		b->r->db_ec = PAL_EXIT_SOFTWARE; /* out of memory: stop storing */

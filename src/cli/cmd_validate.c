@@ -28,6 +28,10 @@ static void usage(FILE *fp)
 		    "A job whose retry and catch-up horizon exceeds sink.key_retention of the\n"
 		    "node config FILE (default 7d) is refused: the services it calls would have\n"
 		    "forgotten its idempotency key (docs/protocol.md).\n"
+		    "A job naming a ${NAME} secret that is the node's own (PALISADE_*, PG*,\n"
+		    "the proxy variables; with --config also admin.token_env and\n"
+		    "zookeeper.auth_env) or that the config's executor.secrets does not give\n"
+		    "the job's tenant is refused (docs/jobs.md, \"Secrets\").\n"
 		    "\n"
 		    "exit status: 0 valid, 65 invalid, 64 usage error\n");
 }
@@ -71,6 +75,8 @@ int pal_cmd_validate(int argc, char **argv)
 	n_files = (size_t)(argc - optind);
 	rc = pal_jobfiles_load((const char *const *)(argv + optind), n_files, &set, &diags);
 	if (rc == 0 && pal__cli_check_key_horizons(config, &set, &diags))
+		rc = PAL_EINVAL;
+	if (rc == 0 && pal__cli_check_secrets(config, &set, &diags))
 		rc = PAL_EINVAL;
 	if (rc == 0 && diags.n == 0) {
 		size_t spent = 0;

@@ -78,6 +78,17 @@ int pal__cli_check_key_horizons(const char *config, const pal_jobset *set, pal_d
 	return bad;
 }
 
+size_t pal__cli_check_secrets(const char *config, const pal_jobset *set, pal_diags *d)
+{
+	pal_secret_policy p = {0};
+	if (config)
+		p = pal_nodeconf_secret_policy(load(config));
+	size_t bad = 0;
+	for (size_t i = 0; i < set->n; i++)
+		bad += pal_job_secrets_check(&set->jobs[i], config ? &p : NULL, d);
+	return bad;
+}
+
 const char *pal__cli_config_zk_root(const pal_cli_common *c)
 {
 	return c->config ? load(c->config)->zk_root : "/palisade";

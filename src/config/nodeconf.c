@@ -127,6 +127,11 @@ static const pal_conf_key table[] = {
 	  "tenant quotas: name -> {cap: calls in flight cluster-wide (0 = unlimited), weight: "
 	  "share of claims beside other waiting tenants (default 1)}; the same on every node",
 	  OFF(tenants), NULL, 0 },
+	{ "executor.secrets", PAL_CONF_SECRETS, "{}", "", 0, 1000, false,
+	  "which environment variables each tenant's jobs may name as ${NAME} secrets: "
+	  "tenant -> [NAME or PREFIX*, ...]; empty: any tenant any name but the node's own "
+	  "(PALISADE_*, PG*, the proxy variables, admin.token_env, zookeeper.auth_env); set: "
+	  "a tenant not listed may name none", OFF(secrets), NULL, 0 },
 	{ "executor.claim_ahead", PAL_CONF_DURATION, "500ms", "ms", 0, 10 * MS_S, false,
 	  "claim triggers due this much ahead of their instant and call them at the instant "
 	  "(0 = only due triggers); at most lease / 4", OFF(claim_ahead_ms), NULL, 0 },
@@ -287,6 +292,17 @@ static void tenants_free(pal_tenant_conf *t, size_t n)
 	free(t);
 }
 
+static void secrets_free(pal_secret_grant *g, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		for (size_t j = 0; j < g[i].n_names; j++)
+			free(g[i].names[j]);
+		free(g[i].names);
+		free(g[i].tenant);
+	}
+	free(g);
+}
+
 void pal_nodeconf_free(pal_nodeconf *c)
 {
 	if (!c)
@@ -296,6 +312,7 @@ void pal_nodeconf_free(pal_nodeconf *c)
 			free(*str_at(c, &table[i]));
 	groups_free(c->groups, c->n_groups);
 	tenants_free(c->tenants, c->n_tenants);
+	secrets_free(c->secrets, c->n_secrets);
 	free(c->file);
 	memset(c, 0, sizeof *c);
 }
@@ -637,6 +654,97 @@ static void set_tenants(struct nctx *x, const pal_conf_key *k, const pal_ynode *
 	c->n_tenants = n;
 }
 
+static int secret_grant_cmp(const void *a, const void *b)
+{
+	return strcmp(((const pal_secret_grant *)a)->tenant, ((const pal_secret_grant *)b)->tenant);
+}
+
+/* NAME ([A-Z_][A-Z0-9_]*, as a ${NAME} reference), PREFIX* or "*". */
+static bool secret_pattern_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n && s[n - 1] == '*')
+		n--;
+	if (n > 128 || (n && s[0] >= '0' && s[0] <= '9'))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+			return false;
+	return n > 0 || s[0] == '*';
+}
+
+/* executor.secrets: a mapping from tenant names (as a job's tenant key) to
+ * sequences of patterns. */
+static void set_secrets(struct nctx *x, const pal_conf_key *k, const pal_ynode *v,
+			pal_nodeconf *c)
+{
+	if (pal_yexpect_map(x->doc, v, k->name, x->diags) != 0) {
+		x->errors++;
+		return;
+	}
+	if ((int64_t)v->n > k->max) {
+		ndiag(x, v, "%s: too many entries (%zu, at most %lld)", k->name, v->n,
+		      (long long)k->max);
+		return;
+	}
+	pal_secret_grant *g = calloc(v->n ? v->n : 1, sizeof *g);
+	if (!g) {
+		ndiag(x, v, "%s: out of memory", k->name);
+		return;
+	}
+	size_t n = 0;
+	int before = x->errors;
+	for (size_t i = 0; i < v->n; i++) {
+		const pal_ynode *kn = v->keys[i], *ev = v->vals[i];
+		if (!name_ok(kn->str, false) || strlen(kn->str) > 64) {
+			ndiag(x, kn,
+			      "%s: invalid tenant name \"%.64s\" (allowed: lower-case letters, "
+			      "digits, '.', '_' and '-', as in a job's tenant key)",
+			      k->name, kn->str);
+			continue;
+		}
+		char what[96];
+		snprintf(what, sizeof what, "%s: %s", k->name, kn->str);
+		if (pal_yexpect_seq(x->doc, ev, what, x->diags) != 0) {
+			x->errors++;
+			continue;
+		}
+		pal_secret_grant *one = &g[n++];
+		one->tenant = strdup(kn->str);
+		one->names = calloc(ev->n ? ev->n : 1, sizeof *one->names);
+		if (!one->tenant || !one->names) {
+			ndiag(x, kn, "%s: out of memory", k->name);
+			continue;
+		}
+		for (size_t j = 0; j < ev->n; j++) {
+			char *pat = NULL;
+			if (pal_yget_string(x->doc, ev->vals[j], "secret name", &pat, x->diags) != 0) {
+				x->errors++;
+				continue;
+			}
+			if (!secret_pattern_ok(pat)) {
+				ndiag(x, ev->vals[j],
+				      "%s: invalid secret name \"%.64s\" of tenant \"%s\" "
+				      "(expected NAME as in ${NAME}: A-Z, 0-9 and _, not starting "
+				      "with a digit; or PREFIX* for every name that starts with "
+				      "PREFIX)",
+				      k->name, pat, kn->str);
+				free(pat);
+				continue;
+			}
+			one->names[one->n_names++] = pat;
+		}
+	}
+	if (x->errors != before) {
+		secrets_free(g, n);
+		return;
+	}
+	qsort(g, n, sizeof *g, secret_grant_cmp);
+	secrets_free(c->secrets, c->n_secrets);
+	c->secrets = g;
+	c->n_secrets = n;
+}
+
 /* Apply value V of key K to C. */
 static void apply(struct nctx *x, const pal_conf_key *k, const pal_ynode *v, pal_nodeconf *c)
 {
@@ -695,6 +803,9 @@ static void apply(struct nctx *x, const pal_conf_key *k, const pal_ynode *v, pal
 		break;
 	case PAL_CONF_TENANTS:
 		set_tenants(x, k, v, c);
+		break;
+	case PAL_CONF_SECRETS:
+		set_secrets(x, k, v, c);
 		break;
 	}
 }
@@ -1079,6 +1190,18 @@ char *pal_nodeconf_format(const pal_nodeconf *c, const pal_conf_key *k)
 					       c->tenants[i].weight);
 		g_string_append_c(out, '}');
 		break;
+	case PAL_CONF_SECRETS:
+		g_string_append_c(out, '{');
+		for (size_t i = 0; i < c->n_secrets; i++) {
+			g_string_append_printf(out, "%s%s: [", i ? ", " : "", c->secrets[i].tenant);
+			for (size_t j = 0; j < c->secrets[i].n_names; j++) {
+				g_string_append(out, j ? ", " : "");
+				append_scalar(out, c->secrets[i].names[j]);
+			}
+			g_string_append_c(out, ']');
+		}
+		g_string_append_c(out, '}');
+		break;
 	}
 	res = strdup(out->str);
 	g_string_free(out, TRUE);
@@ -1119,6 +1242,18 @@ bool pal_nodeconf_key_equal(const pal_nodeconf *a, const pal_nodeconf *b, const 
 			    a->tenants[i].cap != b->tenants[i].cap ||
 			    a->tenants[i].weight != b->tenants[i].weight)
 				return false;
+		return true;
+	case PAL_CONF_SECRETS:
+		if (a->n_secrets != b->n_secrets)
+			return false;
+		for (size_t i = 0; i < a->n_secrets; i++) {
+			if (strcmp(a->secrets[i].tenant, b->secrets[i].tenant) ||
+			    a->secrets[i].n_names != b->secrets[i].n_names)
+				return false;
+			for (size_t j = 0; j < a->secrets[i].n_names; j++)
+				if (strcmp(a->secrets[i].names[j], b->secrets[i].names[j]))
+					return false;
+		}
 		return true;
 	}
 	return false;
@@ -1173,4 +1308,12 @@ int pal_nodeconf_admin_token(const pal_nodeconf *c, char **out, char *err, size_
 	if (v && *v)
 		*out = strdup(v);
 	return PAL_OK;
+}
+
+pal_secret_policy pal_nodeconf_secret_policy(const pal_nodeconf *c)
+{
+	return (pal_secret_policy){.token_env = c->admin_token_env,
+				   .zk_auth_env = c->zk_auth_env,
+				   .grants = c->secrets,
+				   .n_grants = c->n_secrets};
 }

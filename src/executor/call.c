@@ -174,7 +174,9 @@ static int render_all(pal_executor *ex, pal__call *k, char *err, size_t errlen)
 			  .partition = k->c.partition,
 			  .trigger = k->c.id,
 			  .request_id = k->c.request_id,
-			  .idempotency_key = NULL};
+			  .idempotency_key = NULL,
+			  .secrets = ex->cfg.secrets,
+			  .tenant = k->c.tenant};
 	/* Rendered again for every transfer of the call (a status query, the
 	 * request, each chunk): the same key each time, since it depends on the
 	 * trigger's stored fields only (a manual run's or backfill's request id
@@ -314,6 +316,18 @@ int pal__call_start(pal_executor *ex, pal__call *k)
 
 bool pal__render_skip(pal_executor *ex, pal__call *k, int rc)
 {
+	if (rc == PAL_EPERM) {
+		/* A secret the trigger's tenant may not name (a job stored
+		 * without the apply check): nothing was sent, and no node
+		 * would send it, so the attempt ends here (`failed`, `manual`
+		 * with a ticket while an earlier outcome is unknown). */
+		pal_log(PAL_LOG_ERROR, "executor.secret_refused", "{s:I, s:s, s:s, s:s}", "trigger",
+			(json_int_t)k->c.id, "job", k->c.job_id, "tenant", k->c.tenant, "error",
+			k->render_err);
+		pal__minc(ex, "palisade_executor_secret_refusals_total", NULL, 1);
+		pal__spent(ex, k, "secret_refused", 0, NULL);
+		return true;
+	}
 	if (rc != PAL_ENOENT)
 		return false;
 	/* A secret this node lacks may be set on another: nothing was sent,

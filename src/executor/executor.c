@@ -70,6 +70,9 @@ static void declare_metrics(pal_metrics *m)
 			   "triggers sent to manual because their budget ran out with the outcome unknown");
 	pal_metric_declare(m, "palisade_executor_render_skips_total", PAL_METRIC_COUNTER,
 			   "triggers handed back because a secret of the request is missing on this node");
+	pal_metric_declare(m, "palisade_executor_secret_refusals_total", PAL_METRIC_COUNTER,
+			   "attempts ended without a call because the request names a secret the "
+			   "node's policy refuses to the trigger's tenant");
 	pal_metric_declare(m, "palisade_executor_spec_unavailable_total", PAL_METRIC_COUNTER,
 			   "triggers handed back because their job version could not be read "
 			   "(database error), not failed");
@@ -138,6 +141,7 @@ static void declare_metrics(pal_metrics *m)
 		{ "palisade_executor_idempotent_replays_total", NULL },
 		{ "palisade_executor_unknown_tickets_total", NULL },
 		{ "palisade_executor_render_skips_total", NULL },
+		{ "palisade_executor_secret_refusals_total", NULL },
 		{ "palisade_executor_spec_unavailable_total", NULL },
 		{ "palisade_executor_spec_cache_evictions_total", NULL },
 		{ "palisade_executor_spec_read_seconds_total", NULL },
@@ -506,8 +510,7 @@ static int64_t run_waiting(pal_executor *ex, int64_t now, bool draining)
 				break;
 			}
 			pal__phase_set(ex, k, PHASE_CALL);
-			if (pal__call_start(ex, k))
-				pal__queue_result(ex, k, PAL_TS_FAILED, "render", 0, PAL_NEXT_NONE, NULL);
+			pal__start_or_defer(ex, k);
 			break;
 		default:
 			break;

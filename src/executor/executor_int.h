@@ -294,7 +294,10 @@ const char *pal__phase_name(pal__phase p);
 int pal__call_start(pal_executor *ex, pal__call *k);
 /* RC is pal__call_start's failure: for a missing secret, hand K back
  * (pending, attempt not spent, a skip of the job for this node, a ticket
- * when no live node can render it) and return true; else false. */
+ * when no live node can render it) and return true; for a secret the
+ * node's policy refuses to the trigger's tenant (PAL_EPERM), end K
+ * (`secret_refused`: `failed`, `manual` while its outcome is unknown) and
+ * return true; else false. */
 bool pal__render_skip(pal_executor *ex, pal__call *k, int rc);
 /* Start K; when it cannot be rendered, defer it (missing secret) or end it
  * (`failed`, `manual` while its outcome is unknown). */

@@ -60,6 +60,9 @@ static void on_hup(int sig)
 
 typedef struct node {
 	pal_nodeconf conf;
+	/* which ${NAME} secrets a job may name, borrowed from conf (its keys
+	 * are restart-only): the API's apply, the executor, the notifier */
+	pal_secret_policy secrets;
 	const char *pg, *zk;
 	const char *pg_direct; /* the connections that need a session (postgres.direct_conninfo) */
 	int n_shards;
@@ -442,6 +445,7 @@ static int apply_opts(node *n, const pal_node_opts *o)
 		fprintf(stderr, "palisade node: %s\n", terr);
 		return PAL_EXIT_DATAERR;
 	}
+	n->secrets = pal_nodeconf_secret_policy(&n->conf);
 	n->pg = pal_nodeconf_pg(&n->conf, o->pg);
 	n->zk = pal_nodeconf_zk(&n->conf, o->zk);
 	n->pg_direct = pal_nodeconf_pg_direct(&n->conf, n->pg);
@@ -602,7 +606,8 @@ int pal_node_run(const pal_node_opts *o)
 				.drain_arg = &n,
 				.cluster = n.conf.cluster,
 				.zk_connect = n.zk,
-				.zk_root = n.conf.zk_root };
+				.zk_root = n.conf.zk_root,
+				.secrets = &n.secrets };
 	if (pal_api_open(&pcfg, &n.api, err, sizeof err))
 		pal_log(PAL_LOG_WARN, "node.api_failed", "{s:s}", "error", err);
 	pal_admin_config acfg = { .listen = n.conf.admin_listen,
@@ -756,6 +761,7 @@ int pal_node_run(const pal_node_opts *o)
 			.cluster = n.conf.cluster,
 			.trace_sampled = n.conf.trace_sampled != 0,
 			.keep_body_max = n.conf.keep_body_max,
+			.secrets = &n.secrets,
 		};
 		if (pal_executor_start(&ecfg, n.m, &n.exe, err, sizeof err)) {
 			pal_log(PAL_LOG_ERROR, "node.executor_failed", "{s:s}", "error", err);
@@ -771,7 +777,8 @@ int pal_node_run(const pal_node_opts *o)
 					    .backoff_max_ms = n.conf.notify_backoff_max_ms,
 					    .retention_ms = n.conf.notify_retention_ms,
 					    .keep_delivered_ms = n.conf.notify_keep_delivered_ms,
-					    .console_url = n.conf.admin_public_url};
+					    .console_url = n.conf.admin_public_url,
+					    .secrets = &n.secrets};
 		if (pal_notifier_start(&ncfg, n.m, &n.notifier, err, sizeof err))
 			pal_log(PAL_LOG_WARN, "node.notifier_failed", "{s:s}", "error", err);
 	}

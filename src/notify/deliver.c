@@ -152,7 +152,7 @@ struct delivery {
  * (D->why set) when it cannot be sent. */
 static bool prepare(struct pal_notifier *w, const pal_notif *v, struct delivery *d)
 {
-	pal_tpl_vars none = {0};
+	pal_tpl_vars none = {.secrets = w->cfg.secrets, .tenant = v->tenant};
 	char *secret = NULL, sig[128], terr[256];
 
 	if (pal_tpl_render(v->secret, &none, PAL_TPL_SECRETS, &secret, terr, sizeof terr)) {

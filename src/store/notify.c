@@ -22,7 +22,8 @@ static const char SQL_CLAIM[] =
     "   AND (x.lease_until IS NULL OR x.lease_until < clock_timestamp())"
     "   ORDER BY x.next_attempt_at LIMIT $3 FOR UPDATE OF x SKIP LOCKED) d"
     " WHERE n.id = d.id"
-    " RETURNING n.id, n.webhook_id, n.url, n.secret, n.payload::text, n.event, n.attempts";
+    " RETURNING n.id, n.webhook_id, n.url, n.secret, n.payload::text, n.event, n.attempts,"
+    "   coalesce((SELECT j.tenant FROM jobs j WHERE j.job_id = n.job_id), '')";
 
 int pal_store_notif_claim(pal_store *st, const char *node, int64_t lease_ms, int limit,
 			  pal_notif **out, size_t *n, char *err, size_t errlen)
@@ -51,7 +52,9 @@ int pal_store_notif_claim(pal_store *st, const char *node, int64_t lease_ms, int
 		v[i].payload = strdup(PQgetvalue(r, i, 4));
 		v[i].event = strdup(PQgetvalue(r, i, 5));
 		v[i].attempts = atoi(PQgetvalue(r, i, 6));
-		if (!v[i].webhook_id || !v[i].url || !v[i].secret || !v[i].payload || !v[i].event) {
+		v[i].tenant = strdup(PQgetvalue(r, i, 7));
+		if (!v[i].webhook_id || !v[i].url || !v[i].secret || !v[i].payload || !v[i].event ||
+		    !v[i].tenant) {
 			PQclear(r);
 			pal_notif_free(v, (size_t)i + 1);
 			snprintf(err, errlen, "out of memory for %d notifications", rows);
@@ -74,6 +77,7 @@ void pal_notif_free(pal_notif *v, size_t n)
 		free(v[i].secret);
 		free(v[i].payload);
 		free(v[i].event);
+		free(v[i].tenant);
 	}
 	free(v);
 }

@@ -15,6 +15,7 @@ const char *pal_strerror(int code)
 	case PAL_ESCHEMA: return "database schema is newer than this binary";
 	case PAL_ETOOBIG: return "input too large";
 	case PAL_EBUSY: return "busy";
+	case PAL_EPERM: return "not permitted";
 	default: return "unknown error";
 	}
 }

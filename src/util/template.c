@@ -70,14 +70,31 @@ static const char *secret_ref(const char *p, char name[SECRET_NAME_MAX])
 	return e + 1;
 }
 
-void pal_tpl_each_secret(const char *tpl, void (*fn)(const char *value, void *ud), void *ud)
+void pal_tpl_each_secret_name(const char *tpl, void (*fn)(const char *name, void *ud), void *ud)
 {
 	char name[SECRET_NAME_MAX];
-	for (const char *p = tpl ? strchr(tpl, '$') : NULL; p; p = strchr(p + 1, '$')) {
-		const char *e = secret_ref(p, name), *val = e ? getenv(name) : NULL;
-		if (val)
-			fn(val, ud);
-	}
+	for (const char *p = tpl ? strchr(tpl, '$') : NULL; p; p = strchr(p + 1, '$'))
+		if (secret_ref(p, name))
+			fn(name, ud);
+}
+
+struct each_value {
+	void (*fn)(const char *value, void *ud);
+	void *ud;
+};
+
+static void value_of(const char *name, void *ud)
+{
+	const struct each_value *e = ud;
+	const char *val = getenv(name);
+	if (val)
+		e->fn(val, e->ud);
+}
+
+void pal_tpl_each_secret(const char *tpl, void (*fn)(const char *value, void *ud), void *ud)
+{
+	struct each_value e = {fn, ud};
+	pal_tpl_each_secret_name(tpl, value_of, &e);
 }
 
 int pal_tpl_render(const char *tpl, const pal_tpl_vars *v, unsigned flags, char **out, char *err,
@@ -90,6 +107,14 @@ int pal_tpl_render(const char *tpl, const pal_tpl_vars *v, unsigned flags, char 
 		char name[SECRET_NAME_MAX];
 		const char *e;
 		if ((flags & PAL_TPL_SECRETS) && (e = secret_ref(p, name))) {
+			/* the policy first: a name the job may not use is refused
+			 * whether or not this node has it */
+			pal_secret_verdict sv = pal_secret_check(v->secrets, v->tenant, name);
+			if (sv != PAL_SECRET_OK) {
+				pal_secret_refusal(sv, v->tenant, name, err, errlen);
+				g_string_free(g, TRUE);
+				return PAL_EPERM;
+			}
 			const char *val = getenv(name);
 			if (!val) {
 				snprintf(err, errlen,

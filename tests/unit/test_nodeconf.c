@@ -230,6 +230,61 @@ static void test_nodeconf_values_and_groups_load(void **state)
 	pal_nodeconf_free(&c);
 }
 
+static void test_nodeconf_secrets_load_and_are_checked(void **state)
+{
+	pal_nodeconf c;
+	pal_diags d = {0};
+
+	(void)state;
+	assert_int_equal(load_str("executor:\n"
+				  "  secrets:\n"
+				  "    red: [RED_*, SHARED]\n"
+				  "    blue: [\"*\"]\n"
+				  "    none: []\n",
+				  &c, &d),
+			 0);
+	assert_int_equal(d.n, 0);
+	assert_int_equal(c.n_secrets, 3);
+	assert_string_equal(c.secrets[0].tenant, "blue"); /* sorted */
+	assert_string_equal(c.secrets[0].names[0], "*");
+	assert_int_equal(c.secrets[1].n_names, 0);
+	assert_string_equal(c.secrets[2].names[1], "SHARED");
+	pal_secret_policy p = pal_nodeconf_secret_policy(&c);
+	assert_int_equal(pal_secret_check(&p, "red", "RED_KEY"), PAL_SECRET_OK);
+	assert_int_equal(pal_secret_check(&p, "none", "RED_KEY"), PAL_SECRET_NOT_GRANTED);
+	assert_int_equal(pal_secret_check(&p, "green", "RED_KEY"), PAL_SECRET_NOT_GRANTED);
+	assert_int_equal(pal_secret_check(&p, "blue", "PALISADE_ADMIN_TOKEN"), PAL_SECRET_NODE);
+	const pal_conf_key *k = NULL;
+	size_t n;
+	const pal_conf_key *t = pal_nodeconf_table(&n);
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(t[i].name, "executor.secrets"))
+			k = &t[i];
+	assert_non_null(k);
+	char *f = pal_nodeconf_format(&c, k);
+	assert_string_equal(f, "{blue: [\"*\"], none: [], red: [RED_*, SHARED]}");
+	free(f);
+	pal_nodeconf_free(&c);
+
+	/* the variable admin.token_env names is the node's, whatever it is */
+	assert_int_equal(load_str("admin: {token_env: NODE_TOK}\n", &c, &d), 0);
+	p = pal_nodeconf_secret_policy(&c);
+	assert_int_equal(pal_secret_check(&p, "red", "NODE_TOK"), PAL_SECRET_NODE);
+	assert_int_equal(pal_secret_check(&p, "red", "ANY_KEY"), PAL_SECRET_OK); /* no grants */
+	pal_nodeconf_free(&c);
+
+	assert_int_equal(load_str("executor:\n"
+				  "  secrets: {Bad: [X], red: [lower, 9LIVES, \"A*B\"], blue: X}\n",
+				  &c, &d),
+			 PAL_EINVAL);
+	ASSERT_DIAG(&d, 2, 13, "invalid tenant name \"Bad\"");
+	ASSERT_DIAG(&d, 2, 29, "invalid secret name \"lower\" of tenant \"red\"");
+	ASSERT_DIAG(&d, 2, 36, "invalid secret name \"9LIVES\"");
+	ASSERT_DIAG(&d, 2, 44, "invalid secret name \"A*B\"");
+	ASSERT_DIAG(&d, 2, 58, "executor.secrets: blue: expected a sequence");
+	pal_diags_free(&d);
+}
+
 static void test_nodeconf_tenants_load_and_are_checked(void **state)
 {
 	pal_nodeconf c;
@@ -439,6 +494,7 @@ int main(void)
 	    cmocka_unit_test(test_nodeconf_connection_precedence_flag_file_env),
 	    cmocka_unit_test(test_nodeconf_direct_conninfo_only_behind_a_transaction_pooler),
 	    cmocka_unit_test(test_nodeconf_reload_reports_restart_only_changes),
+	    cmocka_unit_test(test_nodeconf_secrets_load_and_are_checked),
 	    cmocka_unit_test(test_nodeconf_tenants_load_and_are_checked),
 	};
 

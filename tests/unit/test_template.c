@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -62,6 +63,90 @@ static void test_template_missing_secret_names_variable_not_value(void **st)
 			 PAL_ENOENT);
 	assert_null(out);
 	assert_non_null(strstr(err, "PAL_TEST_MISSING"));
+}
+
+/* Render TPL with secrets for a trigger of TENANT under policy P: the
+ * return code, the message into ERR. */
+static int render_as(const char *tpl, const pal_secret_policy *p, const char *tenant, char **out,
+		     char err[512])
+{
+	pal_tpl_vars v = vars;
+	v.secrets = p;
+	v.tenant = tenant;
+	*out = NULL;
+	return pal_tpl_render(tpl, &v, PAL_TPL_SECRETS, out, err, 512);
+}
+
+static void test_template_node_own_variables_are_never_resolved(void **st)
+{
+	/* set on the node, yet refused before the environment is read; the
+	 * message names the variable, never its value */
+	const char *own[] = {"PALISADE_ADMIN_TOKEN", "PALISADE_ZK_AUTH", "PGPASSWORD",
+			     "HTTPS_PROXY", "NODE_TOK", "ZK_CREDS"};
+	pal_secret_policy p = {.token_env = "NODE_TOK", .zk_auth_env = "ZK_CREDS"};
+	for (size_t i = 0; i < sizeof own / sizeof *own; i++) {
+		setenv(own[i], "v4lue", 1);
+		char tpl[64], err[512], *out;
+		snprintf(tpl, sizeof tpl, "x ${%s}", own[i]);
+		assert_int_equal(render_as(tpl, &p, "red", &out, err), PAL_EPERM);
+		assert_null(out);
+		assert_non_null(strstr(err, own[i]));
+		assert_non_null(strstr(err, "node's own"));
+		assert_null(strstr(err, "v4lue"));
+		unsetenv(own[i]);
+	}
+	/* the default policy (NULL) knows the fixed names only */
+	setenv("NODE_TOK", "v4lue", 1);
+	setenv("PALISADE_ADMIN_TOKEN", "v4lue", 1);
+	char err[512], *out;
+	assert_int_equal(render_as("${PALISADE_ADMIN_TOKEN}", NULL, "red", &out, err), PAL_EPERM);
+	assert_int_equal(render_as("${NODE_TOK}", NULL, "red", &out, err), 0);
+	free(out);
+	/* a name that merely contains PG or PALISADE is a job's */
+	setenv("MY_PG_PASSWORD", "ok", 1);
+	assert_int_equal(render_as("${MY_PG_PASSWORD}", &p, "red", &out, err), 0);
+	assert_string_equal(out, "ok");
+	free(out);
+	unsetenv("NODE_TOK");
+	unsetenv("PALISADE_ADMIN_TOKEN");
+}
+
+static void test_template_secrets_bound_to_tenants(void **st)
+{
+	char *red_names[] = {"RED_*", "SHARED_KEY"}, *all_names[] = {"*"};
+	pal_secret_grant g[] = {{.tenant = "ops", .names = all_names, .n_names = 1},
+				{.tenant = "red", .names = red_names, .n_names = 2}};
+	pal_secret_policy p = {.token_env = "PALISADE_ADMIN_TOKEN", .grants = g, .n_grants = 2};
+	setenv("RED_API_KEY", "r", 1);
+	setenv("SHARED_KEY", "s", 1);
+	setenv("BLUE_API_KEY", "b", 1);
+	char err[512], *out;
+	assert_int_equal(render_as("${RED_API_KEY}/${SHARED_KEY}", &p, "red", &out, err), 0);
+	assert_string_equal(out, "r/s");
+	free(out);
+	/* another tenant's variable, and a tenant not listed */
+	assert_int_equal(render_as("${BLUE_API_KEY}", &p, "red", &out, err), PAL_EPERM);
+	assert_non_null(strstr(err, "does not give BLUE_API_KEY to tenant red"));
+	assert_int_equal(render_as("${SHARED_KEY}", &p, "blue", &out, err), PAL_EPERM);
+	/* SHARED_KEY is exact, not a prefix */
+	setenv("SHARED_KEY2", "x", 1);
+	assert_int_equal(render_as("${SHARED_KEY2}", &p, "red", &out, err), PAL_EPERM);
+	/* "*" gives any name, but never the node's own */
+	assert_int_equal(render_as("${BLUE_API_KEY}", &p, "ops", &out, err), 0);
+	free(out);
+	assert_int_equal(render_as("${PALISADE_ADMIN_TOKEN}", &p, "ops", &out, err), PAL_EPERM);
+	/* without grants: any tenant, any name but the node's own */
+	p.n_grants = 0;
+	assert_int_equal(render_as("${BLUE_API_KEY}", &p, "red", &out, err), 0);
+	free(out);
+	/* refused before the environment is read: not a missing secret (which
+	 * would hand the trigger back for another node) */
+	unsetenv("BLUE_API_KEY");
+	p.n_grants = 2;
+	assert_int_equal(render_as("${BLUE_API_KEY}", &p, "red", &out, err), PAL_EPERM);
+	unsetenv("RED_API_KEY");
+	unsetenv("SHARED_KEY");
+	unsetenv("SHARED_KEY2");
 }
 
 /* The key a trigger sends: TPL rendered for VARS with request id RID. */
@@ -127,6 +212,8 @@ int main(void)
 		cmocka_unit_test(test_template_url_encodes_values),
 		cmocka_unit_test(test_template_secrets_resolved_only_when_asked),
 		cmocka_unit_test(test_template_missing_secret_names_variable_not_value),
+		cmocka_unit_test(test_template_node_own_variables_are_never_resolved),
+		cmocka_unit_test(test_template_secrets_bound_to_tenants),
 		cmocka_unit_test(test_template_key_of_scheduled_run_is_the_template),
 		cmocka_unit_test(test_template_key_of_manual_run_ends_in_its_request_id),
 		cmocka_unit_test(test_template_key_using_request_id_is_rendered_as_written),

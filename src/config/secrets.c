@@ -1,0 +1,121 @@
+/*
+ * secrets.c - which ${NAME} secret references a job may hold (secrets.h).
+ *
+ * The rules are pure functions of the name, the job's tenant and the node's
+ * policy: the loader's check (pal_job_secrets_check, at validate and apply)
+ * and the render-time check (pal_tpl_render, in the executor and the
+ * notification delivery) call the same pal_secret_check, so a job refused at
+ * apply is refused at render too, whoever stored it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "palisade/jobspec.h"
+#include "palisade/secrets.h"
+#include "palisade/template.h"
+
+/* Names the node reads for itself, whatever its config says: its own and
+ * the CLI's variables, libpq's, and libcurl's proxy variables (a proxy URL
+ * may hold credentials). */
+static const char *const node_prefixes[] = {"PALISADE_", "PG"};
+static const char *const node_names[] = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"};
+
+static bool is_node_own(const pal_secret_policy *p, const char *name)
+{
+	for (size_t i = 0; i < sizeof node_prefixes / sizeof *node_prefixes; i++)
+		if (!strncmp(name, node_prefixes[i], strlen(node_prefixes[i])))
+			return true;
+	for (size_t i = 0; i < sizeof node_names / sizeof *node_names; i++)
+		if (!strcmp(name, node_names[i]))
+			return true;
+	return p && ((p->token_env && *p->token_env && !strcmp(name, p->token_env)) ||
+		     (p->zk_auth_env && *p->zk_auth_env && !strcmp(name, p->zk_auth_env)));
+}
+
+static bool pattern_matches(const char *pat, const char *name)
+{
+	size_t n = strlen(pat);
+	if (n && pat[n - 1] == '*')
+		return !strncmp(name, pat, n - 1);
+	return !strcmp(name, pat);
+}
+
+pal_secret_verdict pal_secret_check(const pal_secret_policy *p, const char *tenant,
+				    const char *name)
+{
+	if (is_node_own(p, name))
+		return PAL_SECRET_NODE;
+	if (!p || !p->n_grants)
+		return PAL_SECRET_OK;
+	for (size_t i = 0; tenant && i < p->n_grants; i++) {
+		if (strcmp(p->grants[i].tenant, tenant))
+			continue;
+		for (size_t j = 0; j < p->grants[i].n_names; j++)
+			if (pattern_matches(p->grants[i].names[j], name))
+				return PAL_SECRET_OK;
+	}
+	return PAL_SECRET_NOT_GRANTED;
+}
+
+const char *pal_secret_refusal(pal_secret_verdict v, const char *tenant, const char *name,
+			       char *buf, size_t len)
+{
+	if (v == PAL_SECRET_NODE)
+		snprintf(buf, len,
+			 "secret reference ${%s}: %s is one of the node's own variables "
+			 "(PALISADE_*, PG*, the proxy variables, admin.token_env, "
+			 "zookeeper.auth_env), never a job's",
+			 name, name);
+	else if (v == PAL_SECRET_NOT_GRANTED)
+		snprintf(buf, len,
+			 "secret reference ${%s}: executor.secrets does not give %s to tenant "
+			 "%s; hint: list it (or a PREFIX* covering it) under the tenant in "
+			 "executor.secrets",
+			 name, name, tenant && *tenant ? tenant : "(none)");
+	else
+		snprintf(buf, len, "secret reference ${%s}: allowed", name);
+	return buf;
+}
+
+struct walk {
+	const pal_job_spec *s;
+	const pal_secret_policy *p;
+	pal_diags *d;
+	const char *where;
+	size_t refused;
+};
+
+static void check_one(const char *name, void *ud)
+{
+	struct walk *w = ud;
+	pal_secret_verdict v = pal_secret_check(w->p, w->s->tenant, name);
+	if (v == PAL_SECRET_OK)
+		return;
+	char msg[512];
+	pal_diags_addf(w->d, w->s->file, w->s->line, w->s->col, "job \"%s\": %s: %s", w->s->id,
+		       w->where, pal_secret_refusal(v, w->s->tenant, name, msg, sizeof msg));
+	w->refused++;
+}
+
+size_t pal_job_secrets_check(const struct pal_job_spec *s, const pal_secret_policy *p, pal_diags *d)
+{
+	struct walk w = {.s = s, .p = p, .d = d};
+	char where[300];
+	w.where = "target.url";
+	pal_tpl_each_secret_name(s->url, check_one, &w);
+	for (size_t i = 0; i < s->n_headers; i++) {
+		snprintf(where, sizeof where, "target.headers.%s", s->headers[i].name);
+		w.where = where;
+		pal_tpl_each_secret_name(s->headers[i].value, check_one, &w);
+	}
+	w.where = "target.body";
+	pal_tpl_each_secret_name(s->body, check_one, &w);
+	w.where = "target.status_url";
+	pal_tpl_each_secret_name(s->status_url, check_one, &w);
+	for (size_t i = 0; i < s->n_notify; i++) {
+		snprintf(where, sizeof where, "notify[%zu].secret", i);
+		w.where = where;
+		pal_tpl_each_secret_name(s->notify[i].secret, check_one, &w);
+	}
+	return w.refused;
+}
