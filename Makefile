@@ -360,13 +360,16 @@ check-install: $(PROGS)
 	echo "check-install: make install DESTDIR=$$d gives a tree that runs ($$v)"
 
 # The integration runner fails a run whose test fails (once a runner took
-# $$? after a command substitution and counted every failed test passed).
+# $$? after a command substitution and counted every failed test passed),
+# and a test whose query fails (sql records it; the check it fed passes).
 check-runner: $(PROGS)
 	@out=$$(PALISADE_BIN=$(abspath $(BIN)) PALISADE_ITESTS=$(abspath $(O)/itests) \
-		bash tests/integration/run.sh tests/integration/selfcheck/test_fails.sh 2>&1); rc=$$?; \
-	if [ $$rc -ne 0 ] && echo "$$out" | grep -q "1 tests, 1 failed"; then \
+		bash tests/integration/run.sh tests/integration/selfcheck/test_fails.sh \
+		tests/integration/selfcheck/sql_fails.sh 2>&1); rc=$$?; \
+	if [ $$rc -ne 0 ] && echo "$$out" | grep -q "2 tests, 2 failed test_fails sql_fails"; then \
 		echo "check-runner: a failing test fails the integration run"; \
-	else echo "$$out" | tail -5; echo "check-runner: a failing test did not fail the run (exit $$rc)"; exit 1; fi
+		echo "check-runner: a query that fails fails its test (the check it fed passed on the empty output)"; \
+	else echo "$$out" | tail -8; echo "check-runner: a failing test or query did not fail the run (exit $$rc)"; exit 1; fi
 	@out=$$(bash tests/integration/selfcheck/scope.sh 2>&1) && \
 		echo "check-runner: the wait and check helpers leave their callers' variables alone" || \
 		{ echo "$$out"; echo "check-runner: a helper's local shadows its caller's (tests/integration/selfcheck/scope.sh)"; exit 1; }

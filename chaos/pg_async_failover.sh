@@ -75,7 +75,7 @@ expect_eq "asynchronous replication: no synchronous standby" "async async" \
 
 "$PAL" migrate >/dev/null
 start_sink --pg "$SINK_PG" || { fail "sink starts"; finish; exit 1; }
-ssql() { psql "$SINK_PG" -XAtq -v ON_ERROR_STOP=1 -c "$1"; }
+ssql() { sql_run "$1" psql "$SINK_PG" -XAtq -v ON_ERROR_STOP=1 -c "$1"; } # records a failure as sql does
 SHARDS=4
 ZK_SESSION=4s write_conf "$CLUSTER_CONF" "executor: {lease: 10s, heartbeat: 2s}"
 sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
@@ -178,7 +178,7 @@ if [ "${FIG[lost_commits]}" = 0 ] && [ "${FIG[lost_successes]}" = 0 ]; then
 fi
 q() { psql "$PALISADE_PG connect_timeout=2" -XAtq -c "$1" 2>/dev/null; }
 planned_again() { [ "$(q "select count(*) from triggers where created_at > '$kill_ts'")" -gt 0 ]; }
-applied_again() { [ "$(ssql "select count(*) from sink_ledger where applied_at > '$kill_ts'")" -gt 0 ]; }
+applied_again() { [ "$(PALISADE_PG=$SINK_PG q "select count(*) from sink_ledger where applied_at > '$kill_ts'")" -gt 0 ]; }
 wait_until "planning resumes on the new primary" 90 planned_again
 wait_until "execution resumes (effects applied at the sink)" 60 applied_again
 # From the database, not from when this script noticed (on a loaded box the

@@ -213,7 +213,7 @@ wait_planned() {
 				n=
 			fi
 		fi
-		[ $live = 1 ] || n=$(sql "$q" 2>/dev/null)
+		[ $live = 1 ] || n=$(sql_try "$q" 2>/dev/null)
 		if [ "$n" = 16 ]; then
 			ms
 			rc=0

@@ -14,8 +14,8 @@ T_CHECKS=0
 # Name the guarantee the test proves; printed once at the top.
 guarantee() { echo "  proves: $*"; }
 
-pass() { T_CHECKS=$((T_CHECKS + 1)); echo "    ok   $*"; }
-fail() { T_CHECKS=$((T_CHECKS + 1)); T_FAILS=$((T_FAILS + 1)); echo "    FAIL $*"; }
+pass() { sql_errors; T_CHECKS=$((T_CHECKS + 1)); echo "    ok   $*"; }
+fail() { sql_errors; T_CHECKS=$((T_CHECKS + 1)); T_FAILS=$((T_FAILS + 1)); echo "    FAIL $*"; }
 
 # check DESC COMMAND...: passes when COMMAND succeeds.
 # (Locals of the helpers that run a command are prefixed: a function run by
@@ -42,9 +42,51 @@ expect_match() {
 # sql QUERY: one value or rows, unaligned.  PostgreSQL 15's own psql when
 # installed: Debian's psql is a Perl wrapper that picks the version, twice
 # the CPU per call of a loop that polls (the bench's, a test's wait_until).
+#
+# A query that fails (an error, no connection) fails the test: sql runs
+# mostly in a command substitution, a subshell whose fail() would be lost,
+# and `expect_eq D "" "$(sql ...)"` would pass on its empty output.  So
+# sql passes psql's error on to stderr and appends a line (the query's
+# first line, psql's error) to $SQL_ERRORS, a file of this test's own;
+# the next pass or fail of the test's shell, and finish, fail the test
+# with each such line.  A query meant to fail (a refused write, a query
+# polled while the server is down) runs with sql_try: psql's status,
+# nothing recorded.  has, seq_scans and sql_samples record as sql does.
 PSQL=psql
 [ -x /usr/lib/postgresql/15/bin/psql ] && PSQL=/usr/lib/postgresql/15/bin/psql
-sql() { "$PSQL" "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -c "$1"; }
+SQL_ERRORS=$(mktemp "${PALISADE_TEST_TMP:-${TMPDIR:-/tmp}}/sql-errors.XXXXXX")
+sql() { sql_run "$1" "$PSQL" "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -c "$1"; }
+sql_try() { "$PSQL" "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -c "$1"; }
+
+# sql_run QUERY COMMAND...: COMMAND (a psql), its stdout passed on, its
+# stderr too once it ends; when it fails, the failure of QUERY is recorded
+# in $SQL_ERRORS.  Returns COMMAND's status.
+sql_run() {
+	local _sr_q=$1 _sr_err _sr_rc
+	shift
+	{ _sr_err=$("$@" 2>&1 >&3 3>&-); } 3>&1
+	_sr_rc=$?
+	[ -n "$_sr_err" ] && printf '%s\n' "$_sr_err" >&2
+	[ "$_sr_rc" -eq 0 ] && return 0
+	_sr_q=$(grep -m1 '[^[:space:]]' <<<"$_sr_q" | sed 's/^[[:space:]]*//' | cut -c1-120)
+	_sr_err=$(grep -m1 -E 'ERROR|FATAL|error' <<<"$_sr_err" || head -1 <<<"$_sr_err")
+	echo "sql failed (psql exit $_sr_rc): $_sr_q: ${_sr_err:-no message}" >>"$SQL_ERRORS"
+	return "$_sr_rc"
+}
+
+# sql_errors: a fail for each query failure recorded since the last call
+# (the same failure recorded N times, as a poll records it, once, with
+# "(N times)").  Called by pass, fail and finish; only in the test's own
+# shell, where the fail counts.
+sql_errors() {
+	[ -s "$SQL_ERRORS" ] && [ "$BASHPID" = "$$" ] || return 0
+	local _se_l
+	mv -f "$SQL_ERRORS" "$SQL_ERRORS.read" || return 0
+	while IFS= read -r _se_l; do fail "$_se_l"; done < <(awk '!n[$0]++ { o[++k] = $0 }
+		END { for (i = 1; i <= k; i++) print o[i] (n[o[i]] > 1 ? " (" n[o[i]] " times)" : "") }' "$SQL_ERRORS.read")
+	rm -f "$SQL_ERRORS.read"
+}
+
 # has QUERY: true when QUERY (a count) is above 0, for wait_until.
 has() { [ "$(sql "$1")" -gt 0 ]; }
 
@@ -59,7 +101,7 @@ seq_scans() { sql "SELECT pg_stat_force_next_flush(); SELECT seq_scan FROM pg_st
 sql_samples() {
 	local i
 	for ((i = 0; i < $1; i++)); do echo "$3;"; echo "select pg_sleep($2);"; done |
-		psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1
+		sql_run "$3" "$PSQL" "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1
 }
 
 # fresh_db NAME: create an empty database NAME and point PALISADE_PG at it.
@@ -115,6 +157,7 @@ due_sql() {
 }
 
 finish() {
+	sql_errors
 	echo "  $T_CHECKS checks, $T_FAILS failed"
 	[ "$T_FAILS" -eq 0 ]
 }

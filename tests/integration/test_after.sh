@@ -174,7 +174,7 @@ select j.job_id, a.scheduled_at as at, g.p,
   join (select distinct job_id, scheduled_at from trigger_jobs where $in_window and request_id is null) a on a.job_id = j.up
   cross join lateral generate_series(0, j.parts - 1) g(p);
 SQL
-q() { "$PSQL" "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -f "$NODE_DIR/expect.sql" -c "$1"; }
+q() { sql_run "$1" "$PSQL" "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -f "$NODE_DIR/expect.sql" -c "$1"; }
 st() { echo "(select state from trigger_jobs x where x.job_id = '$1' and x.scheduled_at = got.at and x.partition = $2)"; }
 bad() { q "select count(*) from got where job_id = '$1' and not ($2)"; }
 show() { q "select job_id, at, p, trig, coalesce(mis, '-') from got where job_id = '$1' and not ($2) limit 5" | sed 's/^/      /'; }

@@ -22,7 +22,7 @@ for p in "${pids[@]}"; do wait "$p"; done
 "$PAL" resume --tenant t3 --reason "thaw 3" >/dev/null
 # many rows in one statement, as apply writes them (INSERT ... SELECT, COPY)
 sql "INSERT INTO audit_log (actor, action) SELECT 'test', 'bulk.' || i FROM generate_series(1, 3) i" >/dev/null
-printf 'test\tcopy.1\ntest\tcopy.2\n' | "$PSQL" "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -c "COPY audit_log (actor, action) FROM STDIN" >/dev/null
+printf 'test\tcopy.1\ntest\tcopy.2\n' | sql_run "COPY audit_log" "$PSQL" "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -c "COPY audit_log (actor, action) FROM STDIN" >/dev/null
 expect_eq "15 audit rows, seq 1..15, each sealed" "15|1|15|15" \
 	"$(sql "SELECT count(*), min(seq), max(seq), count(hash) FROM audit_log")"
 expect_exit "verify is clean" 0 "$PAL" audit verify
@@ -49,7 +49,7 @@ expect_match "16 is sealed" "13 rows checked \(seq 4\.\.16\)" "$OUT"
 # one, not 500.
 reads() { sql "SELECT pg_stat_force_next_flush(); SELECT seq_scan + coalesce(idx_scan, 0) FROM pg_stat_user_tables WHERE relname = 'audit_log'" | tail -1; }
 r0=$(reads)
-"$PSQL" "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 \
+sql_run "INSERT INTO audit_log: 500 rows in one statement" "$PSQL" "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 \
 	-c "INSERT INTO audit_log (actor, action) SELECT 'test', 'many.' || i FROM generate_series(1, 500) i" \
 	-c "SELECT pg_stat_force_next_flush()" >/dev/null
 r1=$(reads)
@@ -58,7 +58,7 @@ check "500 rows in one statement read the chain's tail once (read $((r1 - r0)) t
 # Several statements of one transaction chain on; rows of a subtransaction
 # rolled back take their seqs with them; a tail set in the session (not
 # by the seal, in this transaction) is not believed.
-"$PSQL" "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
+sql_run "one transaction's statements, a savepoint rolled back" "$PSQL" "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
 SET palisade.audit_tail = '1:1:00';
 BEGIN;
 INSERT INTO audit_log (actor, action) VALUES ('test', 'tx.1');

@@ -47,7 +47,7 @@ flush="SELECT pg_stat_force_next_flush()"
 reads="SELECT 'reads', (SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) FROM pg_stat_user_tables
          WHERE relname = 'job_versions'), (SELECT idx_tup_read FROM pg_stat_user_indexes
          WHERE indexrelid = '$LEASE_IDX'::regclass)"
-out=$(psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -F ' ' -c "SET jit = off" -c "$flush" -c "$reads" \
+out=$(sql_run "$claim" psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -F ' ' -c "SET jit = off" -c "$flush" -c "$reads" \
 	-c "$claim" -c "$claim" -c "$claim" -c "$claim" -c "$flush" -c "$reads")
 echo "    figure: $(echo $out)"
 read -r v0 l0 v1 l1 <<<"$(awk '$1 == "reads" {printf "%s %s ", $2, $3}' <<<"$out")"

@@ -37,7 +37,7 @@ descents() {
 	sql "SELECT pg_stat_force_next_flush(); SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes WHERE $1" | tail -1
 }
 claim() { # LIMIT -> triggers claimed, as an executor's claim (generic plans: the second of two calls)
-	psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -c "SET jit = off" \
+	sql_run "claim(): palisade_claim_batch twice, LIMIT $1" psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -c "SET jit = off" \
 		-c "SELECT count(*) FROM palisade_claim_batch('probe-node', 30000, 1, 0, '{}', '{}', '{}', '{}', '{}', '{}', '{}', true) WHERE id IS NOT NULL" \
 		-c "SELECT count(*) FROM palisade_claim_batch('probe-node', 30000, $1, 0, '{}', '{}', '{}', '{}', '{}', '{}', '{}', true) WHERE id IS NOT NULL" |
 		tail -1

@@ -45,7 +45,7 @@ claims() { # N LIMIT -> rows claimed, in one session (the executor's plans are p
 	for i in $(seq 1 "$1"); do
 		q="$q SELECT count(*) FROM palisade_claim('scan-node', 30000, $2, 0, '{}', '{}', '{}', '{}', '{}', '{}', '{}') WHERE id IS NOT NULL;"
 	done
-	psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -c "SET jit = off" -c "$q" |
+	sql_run "$q" psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -c "SET jit = off" -c "$q" |
 		awk '{s += $1} END {print s + 0}'
 }
 s0=$(seq_scans "$PART")

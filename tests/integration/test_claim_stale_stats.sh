@@ -27,7 +27,7 @@ flush="SELECT pg_stat_force_next_flush()"
 scans="SELECT 'scans', seq_scan FROM pg_stat_user_tables WHERE relname = '$PART'"
 # One session, as the executor's: a claim makes and caches the plans on
 # the small partition; then the burst lands; then three more claims.
-out=$(psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -F ' ' -c "SET jit = off" -c "$claim" \
+out=$(sql_run "$claim" psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -F ' ' -c "SET jit = off" -c "$claim" \
 	-c "$(due_sql stale.job 20000 300)" -c "$flush" -c "$scans" -c "$claim" -c "$claim" -c "$claim" -c "$flush" -c "$scans")
 echo "    figure: $(echo $out)"
 read -r s0 s1 <<<"$(awk '$1 == "scans" {printf "%s ", $2}' <<<"$out")"

@@ -44,7 +44,7 @@ TEN[w2]='a "quoted" name';  GRP[w2]='a,b'
 TEN[w3]='{braced}';         GRP[w3]='back\slash'
 TEN[w4]=' spaced  out ';    GRP[w4]='}{ "\'
 for j in w1 w2 w3 w4; do
-	psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -v j="$j" -v t="${TEN[$j]}" -v g="${GRP[$j]}" <<'SQL' >/dev/null
+	sql_run "UPDATE job_versions, jobs: tenant and group of $j" psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -v j="$j" -v t="${TEN[$j]}" -v g="${GRP[$j]}" <<'SQL' >/dev/null
 UPDATE job_versions SET spec = jsonb_set(jsonb_set(spec, '{tenant}', to_jsonb(:'t'::text)), '{group}', to_jsonb(:'g'::text)),
 	resource_group = :'g' WHERE job_id = :'j';
 UPDATE jobs SET tenant = :'t', resource_group = :'g' WHERE job_id = :'j';

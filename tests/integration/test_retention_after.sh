@@ -74,7 +74,7 @@ INST="with g as (select t,
 # (neither a trigger nor a misfire row), instants with a false
 # upstream_failed (ra.up has a trigger there), and real ones
 peek() {
-	"$PSQL" "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -c "begin" -c "select 1 from palisade_plan_after($SHARD, 1)" \
+	sql_run "peek: palisade_plan_after, rolled back" "$PSQL" "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -c "begin" -c "select 1 from palisade_plan_after($SHARD, 1)" \
 		-c "$INST select count(*) filter (where dn_t + dn_m = 0) || ' ' || count(*) filter (where dn_f > 0 and up_t)
 		           || ' ' || count(*) filter (where dn_f > 0 and not up_t) from g" -c "rollback" | sed -n 2p
 }

@@ -35,13 +35,14 @@ mk() {
 	     FROM (SELECT now() + nextval('it_instant') * interval '1 minute' AS t) a RETURNING id"
 }
 # move TO IDS [CLASS]: the door over the triggers IDS (comma-separated), in
-# the states read
+# the states read; move_try: the same for a move the door refuses (sql_try)
 move() {
-	sql "SELECT string_agg(m.id || ':' || m.from_state, ',' ORDER BY m.id) FROM (
+	${_mv_run:-sql} "SELECT string_agg(m.id || ':' || m.from_state, ',' ORDER BY m.id) FROM (
 	       SELECT array_agg(id) AS ids, array_agg(scheduled_at) AS ats, array_agg(state) AS froms
 	       FROM triggers WHERE id IN ($2)) a,
 	       palisade_trigger_move(a.ids, a.ats, a.froms, '$1', ${3:-NULL}) m"
 }
+move_try() { local _mv_run=sql_try; move "$@"; }
 cols() { sql "SELECT state, lease_owner IS NOT NULL, next_attempt_at IS NOT NULL, finished_at IS NOT NULL,
 	        coalesce(last_error_class, '-'), updated_at > now() - interval '1 minute' FROM triggers WHERE id = $1"; }
 
@@ -195,7 +196,7 @@ sql "INSERT INTO triggers (job_id, version, scheduled_at, partition, source, ten
        'default', 'default', 'pending', now() - interval '1 second', 0 FROM generate_series(1, 200) g" >/dev/null
 # leaseclaim NODE: NODE's claim (60 s lease): count|statement start|end
 leaseclaim() {
-	psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -c "BEGIN" -c "SELECT pg_sleep(0.3)" \
+	sql_run "leaseclaim $1: palisade_claim_batch" psql "$PALISADE_PG" -XAtq -v ON_ERROR_STOP=1 -c "BEGIN" -c "SELECT pg_sleep(0.3)" \
 		-c "SELECT count(*) || '|' || statement_timestamp() || '|' || clock_timestamp()
 		    FROM palisade_claim_batch('$1', 60000, 500, 0, '{}', '{}', '{}', '{}', '{}', '{}', '{}', true) c
 		    WHERE c.id IS NOT NULL" -c "COMMIT" | grep '|'
@@ -256,29 +257,29 @@ expect_eq "a result with a stale token: state, lease and retry time left alone" 
 
 echo "  -- illegal edges"
 M=$(mk pending)
-OUT=$(move running "$P,$M" 2>&1)
+OUT=$(move_try running "$P,$M" 2>&1)
 expect_match "cancelled -> running is refused, naming the trigger" \
 	"illegal trigger state change cancelled -> running \\(trigger $P\\)" "$OUT"
 expect_eq "and nothing of the statement moved" "pending" "$(sql "SELECT state FROM triggers WHERE id = $M")"
-OUT=$(move done "$M" 2>&1)
+OUT=$(move_try done "$M" 2>&1)
 expect_match "a state that is none of the machine's is refused" "illegal trigger state change pending -> done \\(trigger $M\\)" "$OUT"
-OUT=$(sql "UPDATE triggers SET state = 'running' WHERE id = $P" 2>&1)
+OUT=$(sql_try "UPDATE triggers SET state = 'running' WHERE id = $P" 2>&1)
 expect_match "a direct update along an illegal edge is still refused by the row check" \
 	"illegal trigger state change cancelled -> running \\(trigger $P\\)" "$OUT"
 M2=$(mk pending)
-OUT=$(sql "UPDATE triggers SET state = 'running' WHERE id IN ($P, $M2)" 2>&1)
+OUT=$(sql_try "UPDATE triggers SET state = 'running' WHERE id IN ($P, $M2)" 2>&1)
 expect_match "one illegal row stops a direct update of several" \
 	"illegal trigger state change cancelled -> running \\(trigger $P\\)" "$OUT"
 expect_eq "and its legal row is not written either" "pending" "$(sql "SELECT state FROM triggers WHERE id = $M2")"
 # The statement-level check this replaced let a statement pass whole when
 # the session had set palisade.trigger_move (the door's marker then).
-OUT=$(sql "BEGIN; SELECT set_config('palisade.trigger_move', 'on', true); UPDATE triggers SET state = 'running' WHERE id = $P; COMMIT" 2>&1)
+OUT=$(sql_try "BEGIN; SELECT set_config('palisade.trigger_move', 'on', true); UPDATE triggers SET state = 'running' WHERE id = $P; COMMIT" 2>&1)
 expect_match "a session that says its edges are checked is checked all the same" \
 	"illegal trigger state change cancelled -> running \\(trigger $P\\)" "$OUT"
 expect_eq "no trigger of triggers captures a transition table (each update would copy its rows twice)" 0 \
 	"$(sql "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'triggers'::regclass
 	        AND (tgoldtable IS NOT NULL OR tgnewtable IS NOT NULL)")"
-OUT=$(sql "BEGIN; SELECT count(*) FROM palisade_trigger_move('{}'::bigint[], '{}'::timestamptz[], '{}'::text[], 'pending'); UPDATE triggers SET state = 'running' WHERE id = $P; COMMIT" 2>&1)
+OUT=$(sql_try "BEGIN; SELECT count(*) FROM palisade_trigger_move('{}'::bigint[], '{}'::timestamptz[], '{}'::text[], 'pending'); UPDATE triggers SET state = 'running' WHERE id = $P; COMMIT" 2>&1)
 expect_match "also after the door ran in the same transaction" \
 	"illegal trigger state change cancelled -> running \\(trigger $P\\)" "$OUT"
 
