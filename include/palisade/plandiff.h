@@ -21,6 +21,16 @@ typedef struct pal_plan_diff {
 	bool *stored_ex, *next_ex; /* the instant falls on an excluded date */
 } pal_plan_diff;
 
+/* Instants of one plan diff through the API (the CLI's default bound): the
+ * jobs, the body's and the stored ones that follow its calendars, times
+ * COUNT (each also has as many stored ones): a 1,500-job file at count 5
+ * takes 7,500, ten jobs at the largest count (10,000) all of it. */
+#define PAL_PLAN_DIFF_MAX_INSTANTS 100000
+
+/* Whether N_JOBS jobs of COUNT instants each stay within MAX (<= 0: no
+ * bound); else false with ERR saying the bound and how to narrow it. */
+bool pal_plan_diff_within(size_t n_jobs, int count, int64_t max, char *err, size_t errlen);
+
 /* The next COUNT instants after FROM of the stored latest version of S's job
  * and of S, into OUT (free with pal_plan_diff_clear).  PAL_EDB, PAL_EINVAL
  * (a schedule that does not open), PAL_ENOMEM, with ERR filled. */

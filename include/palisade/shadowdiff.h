@@ -73,7 +73,11 @@ PAL_MUST_CHECK int pal_shadow_plan_job(json_t *job, int64_t from, int64_t to, si
 #include "palisade/ops.h"
 #include "palisade/store.h"
 
-#define PAL_SHADOW_MAX_INSTANTS 1000000 /* of one job in the range, either side */
+/* Instants planned by one shadow diff through the API over every job it
+ * compares (fired, excluded and misfired; the CLI's default bound): over
+ * five times the lines of a record the API's 4 MiB body holds (182,000 at
+ * the shortest). */
+#define PAL_SHADOW_MAX_INSTANTS 1000000
 
 /* The old system's record of what it fired over [from, to): one
  * "job_id,RFC3339" line per fired instant. */
@@ -96,12 +100,14 @@ bool pal_shadow_record_line(pal_shadow_record *r, char *line);
  * does not know.  Lines of jobs palisade does not know are differences
  * (unknown_job) without a scope, skipped lines with one.  Takes R's
  * instants (free R after).  PAL_ENOENT for a job scope naming no job,
- * PAL_ETOOBIG for a job of more than PAL_SHADOW_MAX_INSTANTS instants in
- * the range, PAL_EINVAL for a spec palisade cannot read, PAL_EDB; ERR says.
+ * PAL_ETOOBIG when the jobs have more than MAX_INSTANTS instants in the
+ * range together (0: no bound; found before more are held, ERR says the
+ * bound and how to narrow), PAL_EINVAL for a spec palisade cannot read,
+ * PAL_EDB; ERR says.
  * Blocks on ST.
  */
 PAL_MUST_CHECK int pal_shadow_report(pal_store *st, const pal_scope *sc, const char *const *tenants,
 				     size_t n_tenants, pal_shadow_record *r, size_t limit,
-				     json_t **out, char *err, size_t errlen);
+				     size_t max_instants, json_t **out, char *err, size_t errlen);
 
 #endif

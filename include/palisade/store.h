@@ -459,6 +459,9 @@ PAL_MUST_CHECK int pal_store_release_quarantine(pal_store *st, const char *job_i
 
 /* ---- verify (src/store/verify.c) ------------------------------------------- */
 
+/* The database clock, in whole Unix seconds (floor). */
+PAL_MUST_CHECK int pal_store_db_now(pal_store *st, int64_t *now, char *err, size_t errlen);
+
 /* Activated versions of every job (or JOB_ID): JSON [{job_id, versions:
  * [{version, spec, effective_from}]}], versions ascending. */
 PAL_MUST_CHECK int pal_store_activated_versions(pal_store *st, const char *job_id, json_t **out,

@@ -22,6 +22,7 @@
 #define PALISADE_VERIFY_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include "palisade/err.h"
 #include "palisade/store.h"
@@ -39,6 +40,8 @@ typedef struct pal_verify_report {
 	int64_t stuck;		 /* triggers in a non-terminal state past the bound */
 	int64_t sink_duplicates; /* keys applied twice at the sink (--sink-pg) */
 	int64_t key_horizon;	 /* jobs over sink.key_retention (open tickets) */
+	int64_t from, to; /* the range checked: TO no later than the database clock */
+	bool to_clamped;  /* the TO asked for was later: the range ends at the clock */
 	json_t *samples; /* up to 20 examples per kind: {"missing": [...], ...} */
 } pal_verify_report;
 
@@ -52,22 +55,33 @@ typedef struct pal_verify_opts {
 	 * is stuck; <= 0: not checked */
 	int64_t stuck_after_s;
 	pal_store *sink; /* a palisade-sink database, or NULL */
+	/* at most this many (instant, partition) pairs recomputed over every
+	 * job (the plan set, a never-activated job's instants, the upstream
+	 * instants of dependent jobs): past it pal_verify stops at once and
+	 * answers PAL_ETOOBIG, having held no more than that; <= 0: no bound */
+	int64_t max_instants;
 } pal_verify_opts;
 
 #define PAL_VERIFY_ACTIVATION_GRACE_S 60
 #define PAL_VERIFY_STUCK_AFTER_S 3600
+/* The bound of one verify through the API (and the CLI's default): a day of
+ * eleven jobs every second, of 694 every minute, a year of 114 hourly. */
+#define PAL_VERIFY_MAX_INSTANTS 1000000
 
-/* Check [FROM, TO] for JOB_ID (NULL: every job).  Fills R (free with
- * pal_verify_report_free).  PAL_EDB / PAL_EINVAL with a message on failure.
- * OPTS may be NULL (the defaults, no sink). */
+/* Check [FROM, TO] for JOB_ID (NULL: every job).  A TO after the database
+ * clock is taken as the clock (R->to_clamped): an instant still to come is
+ * not missing.  Fills R (free with pal_verify_report_free).  PAL_EDB /
+ * PAL_EINVAL with a message on failure, PAL_ETOOBIG past OPTS->max_instants
+ * (the message says the bound and how to narrow the range).  OPTS may be
+ * NULL (the defaults: no sink, PAL_VERIFY_MAX_INSTANTS). */
 PAL_MUST_CHECK int pal_verify(pal_store *st, int64_t from, int64_t to, const char *job_id,
 			      const pal_verify_opts *opts, pal_verify_report *r, char *err,
 			      size_t errlen);
 void pal_verify_report_free(pal_verify_report *r);
 /* Every count of R is zero: the cluster agrees with its plan. */
 bool pal_verify_ok(const pal_verify_report *r);
-/* R as `verify --output json` prints it: {ok, the counts, samples}; a new
- * reference. */
+/* R as `verify --output json` prints it: {ok, from, to, to_clamped, the
+ * counts, samples}; a new reference. */
 json_t *pal_verify_report_json(const pal_verify_report *r);
 
 #endif

@@ -58,6 +58,12 @@ void pal_api__problem_rc(call *c, int rc, const char *err)
 	}
 }
 
+void pal_api__too_many(call *c, long long limit, const char *err)
+{
+	pal_api__problem(c, 422, "too-many-instants", "Too many instants", "%s", err);
+	json_object_set_new(c->out, "limit", json_integer(limit));
+}
+
 void pal_api__ok(call *c, unsigned status, json_t *out)
 {
 	json_decref(c->out);

@@ -61,6 +61,9 @@ typedef struct call {
 void pal_api__problem(call *c, unsigned status, const char *type, const char *title,
 		      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 void pal_api__problem_rc(call *c, int rc, const char *err);
+/* 422 too-many-instants: the request would compute more than LIMIT
+ * instants (its "limit"); ERR says which and how to narrow it. */
+void pal_api__too_many(call *c, long long limit, const char *err);
 void pal_api__ok(call *c, unsigned status, json_t *out);
 const char *pal_api__header(call *c, const char *name);
 const char *pal_api__query(call *c, const char *name);

@@ -547,6 +547,11 @@ typedef struct {
 	const pal_token_identity *who;
 	json_t *jobs;
 	int hidden;
+	size_t n;	  /* jobs diffed so far, the body's and these */
+	int count;	  /* instants of each */
+	int64_t max;	  /* at most n x count (0: no bound) */
+	char *err;	  /* past it: why (PAL_ETOOBIG) */
+	size_t errlen;
 } follow_out;
 
 /* pal_plan_follow_fn: a stored job that follows a calendar of the body,
@@ -556,6 +561,8 @@ static int follower_diff(void *ctx, const char *job_id, const char *tenant, cons
 			 const pal_plan_diff *d)
 {
 	follow_out *o = ctx;
+	if (!pal_plan_diff_within(++o->n, o->count, o->max, o->err, o->errlen))
+		return PAL_ETOOBIG;
 	if (pal_token_sees_tenant(o->who, tenant))
 		json_array_append_new(o->jobs, pal_plan_diff_json(d, job_id, follows));
 	else
@@ -564,15 +571,21 @@ static int follower_diff(void *ctx, const char *job_id, const char *tenant, cons
 }
 
 /* What `plan diff` shows for SET: the next instants, stored and new, and
- * those of the stored jobs that would follow a calendar of SET.  As apply's
- * dry run (CHECK_NODES), refused as apply would be while live nodes would
- * ignore a key a job it creates or changes sets (require_node_schemas). */
-static void diff_set(call *c, pal_jobset *set, int64_t from, int count, bool prune,
+ * those of the stored jobs that would follow a calendar of SET, at most MAX
+ * in all (0: no bound; 422 too-many-instants past it, before they are
+ * held).  As apply's dry run (CHECK_NODES), refused as apply would be while
+ * live nodes would ignore a key a job it creates or changes sets
+ * (require_node_schemas). */
+static void diff_set(call *c, pal_jobset *set, int64_t from, int count, int64_t max, bool prune,
 		     bool check_nodes)
 {
+	char err[1024] = "out of memory";
+	if (!pal_plan_diff_within(set->n, count, max, err, sizeof err)) {
+		pal_api__too_many(c, max, err);
+		return;
+	}
 	json_t *jobs = json_array();
 	pal_apply_result *res = calloc(set->n ? set->n : 1, sizeof *res);
-	char err[1024] = "out of memory";
 	int rc = res ? pal_store_calendar_versions(c->api->st, set->calendars, set->n_calendars,
 						   err, sizeof err)
 		     : PAL_ENOMEM;
@@ -592,7 +605,7 @@ static void diff_set(call *c, pal_jobset *set, int64_t from, int count, bool pru
 	}
 	bool refused = !rc && check_nodes && !require_node_schemas(c, set, res);
 	free(res);
-	follow_out fo = {&c->who, jobs, 0};
+	follow_out fo = {&c->who, jobs, 0, set->n, count, max, err, sizeof err};
 	if (!rc && !refused)
 		rc = pal_plan_diff_followers(c->api->st, set, from, count, follower_diff, &fo, err,
 					     sizeof err);
@@ -601,7 +614,9 @@ static void diff_set(call *c, pal_jobset *set, int64_t from, int count, bool pru
 		rc = PAL_EDB;
 	if (rc || refused) {
 		json_decref(jobs);
-		if (!refused)
+		if (rc == PAL_ETOOBIG)
+			pal_api__too_many(c, max, err);
+		else if (!refused)
 			pal_api__problem_rc(c, rc, err);
 		return;
 	}
@@ -632,7 +647,7 @@ void pal_api__h_apply(call *c)
 	bool dry_run = dry && !strcmp(dry, "true");
 	if (load_body(c, &set, dry_run)) {
 		if (dry_run) /* nothing is written */
-			diff_set(c, &set, (int64_t)time(NULL), DIFF_COUNT, prune, true);
+			diff_set(c, &set, (int64_t)time(NULL), DIFF_COUNT, 0, prune, true);
 		else
 			apply_set(c, &set,
 				  pal_api__query(c, "reason") ? pal_api__query(c, "reason") : "",
@@ -643,7 +658,9 @@ void pal_api__h_apply(call *c)
 
 /* `palisade plan diff` of the body's job files: writes nothing.  ?count=
  * instants per job (1..DIFF_COUNT_MAX, default DIFF_COUNT) after ?from= (an
- * RFC 3339 instant, default now), as the CLI's --count and --from. */
+ * RFC 3339 instant, default now), as the CLI's --count and --from; at most
+ * PAL_PLAN_DIFF_MAX_INSTANTS over the jobs (apply's dry run has no such
+ * bound: 5 instants of each job of the body, admin only). */
 void pal_api__h_plan_diff(call *c)
 {
 	int64_t from = (int64_t)time(NULL);
@@ -663,6 +680,6 @@ void pal_api__h_plan_diff(call *c)
 	}
 	pal_jobset set = {0};
 	if (load_body(c, &set, true))
-		diff_set(c, &set, from, (int)count, false, false);
+		diff_set(c, &set, from, (int)count, PAL_PLAN_DIFF_MAX_INSTANTS, false, false);
 	pal_jobset_free(&set);
 }

@@ -386,7 +386,9 @@ void pal_api__h_shadow_list(call *c)
  * fired ("job_id,RFC3339" lines, text/csv or text/plain, up to the
  * listener's body limit), against palisade's plan of the jobs of ?job=,
  * ?group= or ?tenant= (none: every job) over [?from, ?to), at most ?limit=
- * differences (1..SHADOW_DIFF_LIMIT_MAX, default SHADOW_DIFF_LIMIT).  A
+ * differences (1..SHADOW_DIFF_LIMIT_MAX, default SHADOW_DIFF_LIMIT), at
+ * most PAL_SHADOW_MAX_INSTANTS planned over every job (422
+ * too-many-instants past it, found before they are held).  A
  * line that is not one answers 422 invalid-record naming it.  A token
  * limited to tenants sees its tenants' jobs only: a job or tenant of
  * another is 404, another tenant's jobs in a group or in the record are as
@@ -446,10 +448,10 @@ void pal_api__h_shadow_diff(call *c)
 	json_t *rep;
 	char err[1024];
 	int rc = pal_shadow_report(c->api->st, &sc, tenants, c->who.n_tenants, rec, (size_t)limit,
-				   &rep, err, sizeof err);
+				   PAL_SHADOW_MAX_INSTANTS, &rep, err, sizeof err);
 	pal_shadow_record_free(rec);
 	if (rc == PAL_ETOOBIG)
-		pal_api__problem(c, 400, "bad-parameter", "Bad parameter", "%s", err);
+		pal_api__too_many(c, PAL_SHADOW_MAX_INSTANTS, err);
 	else if (rc)
 		pal_api__problem_rc(c, rc, err);
 	else

@@ -44,7 +44,10 @@ void pal_api__h_gates(call *c)
 	pal_api__page_answer(c, rc, rows, next, err);
 }
 
-/* `palisade verify`: the plan set of [from, to] against the triggers. */
+/* `palisade verify`: the plan set of [from, to] against the triggers, up to
+ * the database clock (a later `to` is taken as it, and the answer says so:
+ * to_clamped), at most PAL_VERIFY_MAX_INSTANTS recomputed (422
+ * too-many-instants past it, found before they are held). */
 void pal_api__h_verify(call *c)
 {
 	int64_t from, to;
@@ -83,7 +86,9 @@ void pal_api__h_verify(call *c)
 	}
 	pal_verify_report r;
 	rc = pal_verify(c->api->st, from, to, job, NULL, &r, err, sizeof err);
-	if (rc)
+	if (rc == PAL_ETOOBIG)
+		pal_api__too_many(c, PAL_VERIFY_MAX_INSTANTS, err);
+	else if (rc)
 		pal_api__problem_rc(c, rc, err);
 	else
 		pal_api__ok(c, 200, pal_verify_report_json(&r));

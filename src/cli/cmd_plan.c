@@ -19,7 +19,8 @@
 static void usage(FILE *fp)
 {
 	fprintf(fp,
-		"usage: palisade plan diff [--count N] [--from RFC3339] [--output table|json]\n"
+		"usage: palisade plan diff [--count N] [--from RFC3339] [--max-instants N]\n"
+		"                          [--output table|json]\n"
 		"                          [--pg CONNINFO] [--config FILE]\n"
 		"                          [--server URL [--token-file FILE]] FILE...\n"
 		"For every job in FILE, compare the next N (default 5) fire instants after\n"
@@ -29,8 +30,14 @@ static void usage(FILE *fp)
 		"one whose exclusion changes (a changed calendar).  The stored jobs that\n"
 		"name a calendar of the files at another version follow it on apply: they\n"
 		"are listed too, with the calendars they follow.  Nothing is written.\n"
-		"Through --server (POST /api/v1/plan/diff) it takes one file.\n"
-		"Exit: 0 shown, 65 invalid files, 69 database unreachable.\n");
+		"--max-instants N: show at most N instants of each side (the jobs, with\n"
+		"the followers, times --count), else refuse (exit 65): a smaller --count or\n"
+		"fewer jobs at a time (default %d, the API's bound; 0: no bound).\n"
+		"Through --server (POST /api/v1/plan/diff) it takes one file, and the\n"
+		"node's bound holds (no --max-instants).\n"
+		"Exit: 0 shown, 65 invalid files or over --max-instants, 69 database\n"
+		"unreachable.\n",
+		PAL_PLAN_DIFF_MAX_INSTANTS);
 }
 
 /* Merge two ascending lists and print them diff-style. */
@@ -93,12 +100,25 @@ static int diff_job(pal_store *st, const pal_job_spec *s, int64_t from, int coun
 	return PAL_EXIT_OK;
 }
 
+/* Where the followers go, and the bound over every job. */
+typedef struct {
+	json_t *out;
+	size_t n; /* jobs shown so far */
+	int count;
+	int64_t max;
+	char *err;
+	size_t errlen;
+} follow_out;
+
 /* pal_plan_follow_fn: a stored job that follows a calendar of the files */
-static int show_follower(void *out, const char *id, const char *tenant, const char *follows,
+static int show_follower(void *ctx, const char *id, const char *tenant, const char *follows,
 			 const pal_plan_diff *d)
 {
+	follow_out *o = ctx;
 	(void)tenant; /* the CLI reads the database: every tenant's */
-	show(d, id, follows, out);
+	if (!pal_plan_diff_within(++o->n, o->count, o->max, o->err, o->errlen))
+		return PAL_ETOOBIG;
+	show(d, id, follows, o->out);
 	return 0;
 }
 
@@ -202,9 +222,12 @@ int pal_cmd_plan(int argc, char **argv)
 	pal_cli_common c = {0};
 	int count = 5;
 	int64_t from = (int64_t)time(NULL);
+	long long max = PAL_PLAN_DIFF_MAX_INSTANTS;
+	bool have_max = false;
 	static const struct option lo[] = {PAL_CLI_COMMON_LONGOPTS,
 					   {"count", required_argument, NULL, 'n'},
 					   {"from", required_argument, NULL, 'f'},
+					   {"max-instants", required_argument, NULL, 'M'},
 					   {"help", no_argument, NULL, 'h'},
 					   {0}};
 	if (argc < 2 || strcmp(argv[1], "diff")) {
@@ -217,8 +240,13 @@ int pal_cmd_plan(int argc, char **argv)
 	}
 	argc--, argv++;
 	int opt, ec;
-	while ((opt = getopt_long(argc, argv, "hn:f:", lo, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "hn:f:M:", lo, NULL)) != -1) {
 		switch (opt) {
+		case 'M':
+			if (!pal_cli_int("plan diff", "max-instants", optarg, 0, INT64_MAX, &max))
+				return PAL_EXIT_USAGE;
+			have_max = true;
+			break;
 		case 'n': {
 			long long v;
 			if (!pal_cli_int("plan diff", "count", optarg, 1, 10000, &v))
@@ -248,6 +276,12 @@ int pal_cmd_plan(int argc, char **argv)
 						 "(its documents in one body)");
 			return PAL_EXIT_USAGE;
 		}
+		if (have_max) {
+			pal_cli_err("plan diff", "--max-instants: through --server the node's "
+						 "bound holds (%d)",
+				    PAL_PLAN_DIFF_MAX_INSTANTS);
+			return PAL_EXIT_USAGE;
+		}
 		return diff_remote(&c, argv[optind], from, count);
 	}
 	pal_jobset set = {0};
@@ -260,6 +294,12 @@ int pal_cmd_plan(int argc, char **argv)
 		return PAL_EXIT_DATAERR;
 	}
 	pal_diags_free(&diags);
+	char err[1024];
+	if (!pal_plan_diff_within(set.n, count, max, err, sizeof err)) {
+		pal_cli_err("plan diff", "%s (--max-instants sets the bound, 0 none)", err);
+		pal_jobset_free(&set);
+		return PAL_EXIT_DATAERR;
+	}
 	pal_store *st;
 	ec = pal_cli_connect(&c, false, &st);
 	if (ec) {
@@ -268,7 +308,6 @@ int pal_cmd_plan(int argc, char **argv)
 	}
 	/* the versions the calendars would get: a changed one shows in the
 	 * digest (and the instants) of every job that names it */
-	char err[1024];
 	if (pal_store_calendar_versions(st, set.calendars, set.n_calendars, err, sizeof err)) {
 		pal_cli_err("plan diff", "%s", err);
 		pal_store_close(st);
@@ -280,10 +319,12 @@ int pal_cmd_plan(int argc, char **argv)
 	for (size_t i = 0; i < set.n && !ec; i++)
 		ec = diff_job(st, &set.jobs[i], from, count, out);
 	int rc;
-	if (!ec && (rc = pal_plan_diff_followers(st, &set, from, count, show_follower, out, err,
+	follow_out fo = {out, set.n, count, max, err, sizeof err};
+	if (!ec && (rc = pal_plan_diff_followers(st, &set, from, count, show_follower, &fo, err,
 						 sizeof err))) {
-		pal_cli_err("plan diff", "%s", err);
-		ec = exit_of(rc);
+		pal_cli_err("plan diff", "%s%s", err,
+			    rc == PAL_ETOOBIG ? " (--max-instants sets the bound, 0 none)" : "");
+		ec = rc == PAL_ETOOBIG ? PAL_EXIT_DATAERR : exit_of(rc);
 	}
 	pal_store_close(st);
 	if (out) {

@@ -28,7 +28,7 @@ static void usage(FILE *fp)
 	    "       palisade shadow list\n"
 	    "       palisade shadow diff --from RFC3339 --to RFC3339 --against FILE|-\n"
 	    "                            [--job JOB | --group GROUP | --tenant TENANT]\n"
-	    "                            [--limit N] [--output table|json]\n"
+	    "                            [--limit N] [--max-instants N] [--output table|json]\n"
 	    "                            [--pg CONNINFO] [--config FILE]\n"
 	    "                            [--server URL [--token-file FILE]]\n"
 	    "shadow --job|--group|--tenant, shadow list: see `palisade shadow list --help`.\n"
@@ -41,11 +41,16 @@ static void usage(FILE *fp)
 	    "Without a scope, lines of jobs palisade does not know are differences\n"
 	    "(unknown_job); with one, lines of other jobs are skipped.  At most --limit\n"
 	    "differences are listed (default %d); the counts cover all.\n"
+	    "--max-instants N: plan at most N instants of the jobs together, else\n"
+	    "refuse (exit 65) before holding more: a shorter range or fewer jobs\n"
+	    "(default %d, the API's bound; 0: no bound).\n"
 	    "Through --server the file goes whole to the node (POST /api/v1/shadow/diff;\n"
-	    "--limit at most 100000 there).\n"
-	    "Exit: 0 equal, 2 different, 3 no such job, 64 usage, 65 unreadable FILE\n"
-	    "or a line of it not \"job_id,RFC3339\", 69 database unreachable.\n",
-	    DEFAULT_LIMIT);
+	    "--limit at most 100000 there, the node's bound of instants, no\n"
+	    "--max-instants).\n"
+	    "Exit: 0 equal, 2 different, 3 no such job, 64 usage, 65 unreadable FILE,\n"
+	    "a line of it not \"job_id,RFC3339\" or over --max-instants, 69 database\n"
+	    "unreachable.\n",
+	    DEFAULT_LIMIT, PAL_SHADOW_MAX_INSTANTS);
 }
 
 /* The record of PATH ("-": stdin) into R.  65 with the line named when a
@@ -147,16 +152,18 @@ static int diff(int argc, char **argv)
 	pal_cli_common c = {0};
 	pal_cli_range r = {.from = PAL_OPS_NOW, .to = PAL_OPS_NOW};
 	const char *against = NULL;
-	long long limit = DEFAULT_LIMIT;
+	long long limit = DEFAULT_LIMIT, max = PAL_SHADOW_MAX_INSTANTS;
+	bool have_max = false;
 	static const struct option lo[] = {PAL_CLI_COMMON_LONGOPTS,
 					   PAL_CLI_RANGE_LONGOPTS,
 					   {"against", required_argument, NULL, 'a'},
 					   {"limit", required_argument, NULL, 'n'},
+					   {"max-instants", required_argument, NULL, 'M'},
 					   {"help", no_argument, NULL, 'h'},
 					   {0}};
 	int opt, ec;
 	bool ok;
-	while ((opt = getopt_long(argc, argv, "hn:", lo, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "hn:M:", lo, NULL)) != -1) {
 		if (pal_cli_range_opt("shadow", opt, optarg, &r, &ok)) {
 			if (!ok)
 				return PAL_EXIT_USAGE;
@@ -165,6 +172,10 @@ static int diff(int argc, char **argv)
 		} else if (opt == 'n') {
 			if (!pal_cli_int("shadow", "limit", optarg, 1, 1000000, &limit))
 				return PAL_EXIT_USAGE;
+		} else if (opt == 'M') {
+			if (!pal_cli_int("shadow", "max-instants", optarg, 0, INT64_MAX, &max))
+				return PAL_EXIT_USAGE;
+			have_max = true;
 		} else if ((ec = pal_cli_opt_other(&c, opt, optarg, usage)) >= 0) {
 			return ec;
 		}
@@ -176,6 +187,11 @@ static int diff(int argc, char **argv)
 		return PAL_EXIT_USAGE;
 	}
 	json_t *rep = NULL;
+	if (pal_cli_server(&c) && have_max) {
+		pal_cli_err("shadow", "--max-instants: through --server the node's bound holds (%d)",
+			    PAL_SHADOW_MAX_INSTANTS);
+		return PAL_EXIT_USAGE;
+	}
 	if (pal_cli_server(&c)) {
 		if ((ec = diff_remote(&c, &r, against, limit, &rep)))
 			return ec;
@@ -184,11 +200,13 @@ static int diff(int argc, char **argv)
 		pal_store *st = NULL;
 		if (!(ec = read_record(against, rec)) && !(ec = pal_cli_connect(&c, false, &st))) {
 			char err[1024];
-			int rc = pal_shadow_report(st, &r.scope, NULL, 0, rec, (size_t)limit, &rep,
-						   err, sizeof err);
+			int rc = pal_shadow_report(st, &r.scope, NULL, 0, rec, (size_t)limit,
+						   (size_t)max, &rep, err, sizeof err);
 			if (rc) {
-				pal_cli_err("shadow", "%s", err);
-				ec = rc == PAL_ETOOBIG	? PAL_EXIT_USAGE
+				pal_cli_err("shadow", "%s%s", err,
+					    rc == PAL_ETOOBIG ? " (--max-instants sets the bound, 0 none)"
+							      : "");
+				ec = rc == PAL_ETOOBIG	? PAL_EXIT_DATAERR
 				     : rc == PAL_EINVAL ? PAL_EXIT_SOFTWARE
 							: pal_cli_exit_code(rc);
 			}

@@ -19,6 +19,7 @@ static void usage(FILE *fp)
 	fprintf(fp,
 		"usage: palisade verify --from RFC3339 --to RFC3339 [--job JOB]\n"
 		"                       [--stuck-after DURATION] [--sink-pg CONNINFO]\n"
+		"                       [--max-instants N]\n"
 		"                       [--output table|json] [--pg CONNINFO] [--config FILE]\n"
 		"                       [--server URL [--token-file FILE]]\n"
 		"Recompute every instant of every activated job version in [from, to] and\n"
@@ -37,9 +38,25 @@ static void usage(FILE *fp)
 		"  key horizon jobs a controller found may send a key later than its\n"
 		"              sink.key_retention (an open ticket each; docs/protocol.md)\n"
 		"A range that starts before the retention horizon (`palisade retention\n"
-		"--horizon`) is refused: its triggers may have been dropped.\n"
+		"--horizon`) is refused: its triggers may have been dropped.  A --to after\n"
+		"the database clock is taken as the clock (said on stderr; to_clamped in\n"
+		"the JSON): an instant still to come is not missing.\n"
+		"--max-instants N  recompute at most N instants (times partitions), else\n"
+		"              refuse (exit 65) before holding more: verify a shorter range\n"
+		"              or one job (default 1000000, the API's bound; 0: no bound;\n"
+		"              not with --server, where the node's bound holds)\n"
 		"Exit: 0 all zero, 2 verify found a mismatch, 3 no such job, 4 range before\n"
-		"the retention horizon, 64 usage, 69 database unreachable.\n");
+		"the retention horizon, 64 usage, 65 over --max-instants, 69 database\n"
+		"unreachable.\n");
+}
+
+/* The note of a report whose --to was after the database clock. */
+static void say_clamped(const char *to)
+{
+	pal_cli_err("verify",
+		    "--to is after the database clock: checked up to %s, the later instants "
+		    "have not come",
+		    to ? to : "now");
 }
 
 /* verify through the API (--server): the report's counts on one line and
@@ -56,6 +73,8 @@ static int verify_remote(const pal_cli_common *c, int64_t from, int64_t to, cons
 	if (ec)
 		return ec;
 	bool ok = json_is_true(json_object_get(o, "ok"));
+	if (json_is_true(json_object_get(o, "to_clamped")))
+		say_clamped(json_string_value(json_object_get(o, "to")));
 	if (c->json) {
 		json_dumpf(o, stdout, JSON_INDENT(2));
 		putchar('\n');
@@ -90,19 +109,21 @@ int pal_cmd_verify(int argc, char **argv)
 	pal_cli_common c = { 0 };
 	const char *job = NULL, *sink_pg = NULL;
 	pal_verify_opts vo = { .activation_grace_s = PAL_VERIFY_ACTIVATION_GRACE_S,
-			       .stuck_after_s = PAL_VERIFY_STUCK_AFTER_S };
+			       .stuck_after_s = PAL_VERIFY_STUCK_AFTER_S,
+			       .max_instants = PAL_VERIFY_MAX_INSTANTS };
 	int64_t from = 0, to = 0;
-	bool have_from = false, have_to = false;
+	bool have_from = false, have_to = false, have_max = false;
 	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
 					    { "from", required_argument, NULL, 'f' },
 					    { "to", required_argument, NULL, 't' },
 					    { "job", required_argument, NULL, 'j' },
 					    { "stuck-after", required_argument, NULL, 'S' },
 					    { "sink-pg", required_argument, NULL, 'K' },
+					    { "max-instants", required_argument, NULL, 'M' },
 					    { "help", no_argument, NULL, 'h' },
 					    { 0 } };
 	int opt, ec;
-	while ((opt = getopt_long(argc, argv, "hf:t:j:S:K:", lo, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "hf:t:j:S:K:M:", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'f':
 		case 't':
@@ -132,6 +153,14 @@ int pal_cmd_verify(int argc, char **argv)
 		case 'K':
 			sink_pg = optarg;
 			break;
+		case 'M': {
+			long long v;
+			if (!pal_cli_int("verify", "max-instants", optarg, 0, INT64_MAX, &v))
+				return PAL_EXIT_USAGE;
+			vo.max_instants = v;
+			have_max = true;
+			break;
+		}
 		default:
 			if ((ec = pal_cli_opt_other(&c, opt, optarg, usage)) >= 0)
 				return ec;
@@ -143,8 +172,14 @@ int pal_cmd_verify(int argc, char **argv)
 		usage(stderr);
 		return PAL_EXIT_USAGE;
 	}
-	if (pal_cli_server(&c) && !sink_pg)
+	if (pal_cli_server(&c) && !sink_pg) {
+		if (have_max) {
+			pal_cli_err("verify", "--max-instants: through --server the node's bound "
+				    "holds (%d)", PAL_VERIFY_MAX_INSTANTS);
+			return PAL_EXIT_USAGE;
+		}
 		return verify_remote(&c, from, to, job);
+	}
 	pal_store *st;
 	ec = pal_cli_connect(&c, false, &st);
 	if (ec)
@@ -180,11 +215,19 @@ int pal_cmd_verify(int argc, char **argv)
 	if (vo.sink)
 		pal_store_close(vo.sink);
 	if (rc) {
-		pal_cli_err("verify", "%s", err);
+		pal_cli_err("verify", "%s%s", err,
+			    rc == PAL_ETOOBIG ? " (--max-instants sets the bound, 0 none)" : "");
 		pal_verify_report_free(&r);
-		return rc == PAL_ENOENT ? PAL_EXIT_NOTFOUND : PAL_EXIT_UNAVAIL;
+		return rc == PAL_ENOENT	   ? PAL_EXIT_NOTFOUND
+		       : rc == PAL_ETOOBIG ? PAL_EXIT_DATAERR
+					   : PAL_EXIT_UNAVAIL;
 	}
 	bool ok = pal_verify_ok(&r);
+	if (r.to_clamped) {
+		char t[32];
+		pal_fmt_rfc3339(r.to, t, sizeof t);
+		say_clamped(t);
+	}
 	if (c.json) {
 		json_t *o = pal_verify_report_json(&r);
 		json_dumpf(o, stdout, JSON_INDENT(2));

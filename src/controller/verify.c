@@ -139,10 +139,18 @@ static int switch_from(json_t *versions, size_t i, int64_t *lo, char *err, size_
 	return PAL_OK;
 }
 
+/* Take one pair from the request's budget *LEFT (NULL: unbounded); false
+ * when it is spent (PAL_ETOOBIG: pal_verify says the bound). */
+static bool spend(int64_t *left)
+{
+	return !left || (*left)-- > 0;
+}
+
 /* Expected (instant, partition) pairs of one job in [from, to]; with
- * INSTANTS, each instant once (partition 0) and none that is excluded. */
-static int plan_set(json_t *versions, bool instants, int64_t from, int64_t to, inst **out,
-		    size_t *n, char *err, size_t errlen)
+ * INSTANTS, each instant once (partition 0) and none that is excluded.
+ * Each pair spends one of *LEFT: past it, PAL_ETOOBIG with nothing kept. */
+static int plan_set(json_t *versions, bool instants, int64_t from, int64_t to, int64_t *left,
+		    inst **out, size_t *n, char *err, size_t errlen)
 {
 	size_t cap = 256, k = 0;
 	inst *v = malloc(cap * sizeof *v);
@@ -175,6 +183,10 @@ static int plan_set(json_t *versions, bool instants, int64_t from, int64_t to, i
 			if (instants && excl)
 				continue;
 			for (int p = 0; p < (instants ? 1 : spec.partitions); p++) {
+				if (!spend(left)) {
+					rc = PAL_ETOOBIG;
+					break;
+				}
 				if (k == cap) {
 					inst *nv2 = realloc(v, (cap *= 2) * sizeof *v);
 					if (!nv2) {
@@ -219,8 +231,8 @@ static bool dependent_at(json_t *versions, int64_t at)
 	return false;
 }
 
-static int verify_job(pal_store *st, json_t *job, int64_t from, int64_t to, pal_verify_report *r,
-		      char *err, size_t errlen)
+static int verify_job(pal_store *st, json_t *job, int64_t from, int64_t to, int64_t *left,
+		      pal_verify_report *r, char *err, size_t errlen)
 {
 	const char *id = json_string_value(json_object_get(job, "job_id"));
 	json_t *versions = json_object_get(job, "versions");
@@ -228,7 +240,7 @@ static int verify_job(pal_store *st, json_t *job, int64_t from, int64_t to, pal_
 	size_t nexp = 0;
 	int rc = PAL_OK;
 	if (json_array_size(versions)) {
-		rc = plan_set(versions, false, from, to, &exp, &nexp, err, errlen);
+		rc = plan_set(versions, false, from, to, left, &exp, &nexp, err, errlen);
 		if (rc)
 			return rc;
 	}
@@ -305,7 +317,8 @@ static int verify_job(pal_store *st, json_t *job, int64_t from, int64_t to, pal_
  * latest version after it was stored (and after FROM) is missing.
  */
 static int never_activated(pal_store *st, int64_t from, int64_t to, const char *job_id,
-			   int64_t grace, pal_verify_report *r, char *err, size_t errlen)
+			   int64_t grace, int64_t *left, pal_verify_report *r, char *err,
+			   size_t errlen)
 {
 	json_t *jobs;
 	int rc = pal_store_never_activated_json(st, job_id, to - grace, &jobs, err, errlen);
@@ -327,11 +340,14 @@ static int never_activated(pal_store *st, int64_t from, int64_t to, const char *
 		}
 		int64_t t = created > from - 1 ? created : from - 1, x, n = 0, first = 0;
 		bool excl;
-		while (pal_schedule_next_from(sc, created, t, &x, &excl) == PAL_OK && x <= to) {
+		while (!rc && pal_schedule_next_from(sc, created, t, &x, &excl) == PAL_OK &&
+		       x <= to) {
 			t = x;
 			if (!n)
 				first = x;
-			n += excl ? 0 : spec.partitions;
+			for (int p = 0; !excl && p < spec.partitions && !rc; p++, n++)
+				if (!spend(left))
+					rc = PAL_ETOOBIG;
 		}
 		r->never_activated++;
 		r->expected += n;
@@ -340,6 +356,8 @@ static int never_activated(pal_store *st, int64_t from, int64_t to, const char *
 			sample(r, "never_activated", id, first, 0, (int)n);
 		pal_schedule_close(sc);
 		pal_job_spec_clear(&spec);
+		if (rc)
+			break;
 	}
 	json_decref(jobs);
 	return rc;
@@ -351,7 +369,8 @@ static int never_activated(pal_store *st, int64_t from, int64_t to, const char *
  * each range, appended to JOBS (the dependent job) and ATS.
  */
 static int upstream_misfired(pal_store *st, int64_t from, int64_t to, const char *job_id,
-			     GPtrArray *jobs, GArray *ats, json_t **keep, char *err, size_t errlen)
+			     int64_t *left, GPtrArray *jobs, GArray *ats, json_t **keep, char *err,
+			     size_t errlen)
 {
 	json_t *deps, *d;
 	size_t i;
@@ -374,8 +393,8 @@ static int upstream_misfired(pal_store *st, int64_t from, int64_t to, const char
 			if (!json_array_size(versions))
 				break;
 			rc = plan_set(versions, true, json_integer_value(json_array_get(range, 0)),
-				      json_integer_value(json_array_get(range, 1)), &v, &nv, err,
-				      errlen);
+				      json_integer_value(json_array_get(range, 1)), left, &v, &nv,
+				      err, errlen);
 			if (rc)
 				break;
 			for (size_t x = 0; x < nv; x++) {
@@ -402,13 +421,13 @@ static int upstream_misfired(pal_store *st, int64_t from, int64_t to, const char
  * partition; the others count as missing.
  */
 static int after_instants(pal_store *st, int64_t from, int64_t to, const char *job_id,
-			  pal_verify_report *r, char *err, size_t errlen)
+			  int64_t *left, pal_verify_report *r, char *err, size_t errlen)
 {
 	json_t *miss, *m, *deps = NULL;
 	size_t i;
 	GPtrArray *jobs = g_ptr_array_new();
 	GArray *ats = g_array_new(FALSE, FALSE, sizeof(int64_t));
-	int rc = upstream_misfired(st, from, to, job_id, jobs, ats, &deps, err, errlen);
+	int rc = upstream_misfired(st, from, to, job_id, left, jobs, ats, &deps, err, errlen);
 
 	if (!rc)
 		rc = pal_store_after_missing(st, job_id, from, to, (const char *const *)jobs->pdata,
@@ -438,15 +457,11 @@ static void samples_of(pal_verify_report *r, const char *kind, json_t *a)
 	json_decref(a);
 }
 
-int pal_verify(pal_store *st, int64_t from, int64_t to, const char *job_id,
-	       const pal_verify_opts *opts, pal_verify_report *r, char *err, size_t errlen)
+/* The checks over [FROM, TO] that recompute instants, spending *LEFT. */
+static int recompute(pal_store *st, int64_t from, int64_t to, const char *job_id,
+		     const pal_verify_opts *opts, int64_t *left, pal_verify_report *r, char *err,
+		     size_t errlen)
 {
-	pal_verify_opts dflt = { .activation_grace_s = PAL_VERIFY_ACTIVATION_GRACE_S,
-				 .stuck_after_s = PAL_VERIFY_STUCK_AFTER_S };
-	if (!opts)
-		opts = &dflt;
-	memset(r, 0, sizeof *r);
-	r->samples = json_object();
 	json_t *jobs;
 	int rc = pal_store_activated_versions(st, job_id, &jobs, err, errlen);
 	if (rc)
@@ -460,12 +475,52 @@ int pal_verify(pal_store *st, int64_t from, int64_t to, const char *job_id,
 	json_t *j;
 	json_array_foreach(jobs, i, j)
 	{
-		if ((rc = verify_job(st, j, from, to, r, err, errlen)))
+		if ((rc = verify_job(st, j, from, to, left, r, err, errlen)))
 			break;
 	}
 	json_decref(jobs);
 	if (!rc)
-		rc = after_instants(st, from, to, job_id, r, err, errlen);
+		rc = after_instants(st, from, to, job_id, left, r, err, errlen);
+	if (!rc)
+		rc = never_activated(st, from, to, job_id, opts->activation_grace_s, left, r, err,
+				     errlen);
+	return rc;
+}
+
+int pal_verify(pal_store *st, int64_t from, int64_t to, const char *job_id,
+	       const pal_verify_opts *opts, pal_verify_report *r, char *err, size_t errlen)
+{
+	pal_verify_opts dflt = { .activation_grace_s = PAL_VERIFY_ACTIVATION_GRACE_S,
+				 .stuck_after_s = PAL_VERIFY_STUCK_AFTER_S,
+				 .max_instants = PAL_VERIFY_MAX_INSTANTS };
+	if (!opts)
+		opts = &dflt;
+	memset(r, 0, sizeof *r);
+	r->samples = json_object();
+	/* An instant after the database clock has not come: it is not missing. */
+	int64_t now;
+	int rc = pal_store_db_now(st, &now, err, errlen);
+	if (rc)
+		return rc;
+	if (to > now) {
+		to = now;
+		r->to_clamped = true;
+	}
+	r->from = from;
+	r->to = to;
+	int64_t left = opts->max_instants;
+	rc = recompute(st, from, to, job_id, opts, opts->max_instants > 0 ? &left : NULL, r, err,
+		       errlen);
+	if (rc == PAL_ETOOBIG) {
+		char f[32], t[32];
+		pal_fmt_rfc3339(from, f, sizeof f);
+		pal_fmt_rfc3339(to, t, sizeof t);
+		snprintf(err, errlen,
+			 "%s to %s holds more than %lld instants (times partitions) to recompute, "
+			 "the bound of one verify: verify a shorter range%s",
+			 f, t, (long long)opts->max_instants,
+			 job_id ? "" : ", or one job at a time");
+	}
 	if (rc)
 		return rc;
 	/* Quarantined jobs: planning is not keeping its promise for them. */
@@ -480,8 +535,6 @@ int pal_verify(pal_store *st, int64_t from, int64_t to, const char *job_id,
 		return rc;
 	r->key_horizon = (int64_t)json_array_size(q);
 	samples_of(r, "key_horizon", q);
-	if ((rc = never_activated(st, from, to, job_id, opts->activation_grace_s, r, err, errlen)))
-		return rc;
 	if (opts->stuck_after_s > 0) {
 		if ((rc = pal_store_stuck_json(st, job_id, from, to, opts->stuck_after_s, &q, err,
 					       errlen)))
@@ -506,8 +559,12 @@ bool pal_verify_ok(const pal_verify_report *r)
 
 json_t *pal_verify_report_json(const pal_verify_report *r)
 {
-	return json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:O}",
-			 "ok", pal_verify_ok(r), "quarantined", (json_int_t)r->quarantined,
+	char f[32], t[32];
+	pal_fmt_rfc3339(r->from, f, sizeof f);
+	pal_fmt_rfc3339(r->to, t, sizeof t);
+	return json_pack("{s:b, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:O}",
+			 "ok", pal_verify_ok(r), "from", f, "to", t, "to_clamped", r->to_clamped,
+			 "quarantined", (json_int_t)r->quarantined,
 			 "key_horizon", (json_int_t)r->key_horizon, "never_activated",
 			 (json_int_t)r->never_activated, "stuck", (json_int_t)r->stuck,
 			 "sink_duplicates", (json_int_t)r->sink_duplicates, "jobs",

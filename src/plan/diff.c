@@ -29,6 +29,18 @@ static int instants(const pal_job_spec *s, int64_t anchor, int64_t from, int n, 
 	return k;
 }
 
+bool pal_plan_diff_within(size_t n_jobs, int count, int64_t max, char *err, size_t errlen)
+{
+	if (max <= 0 || (int64_t)n_jobs * count <= max)
+		return true;
+	snprintf(err, errlen,
+		 "%zu jobs (with the stored jobs that follow a calendar of the files) times %d "
+		 "instants is more than %lld, the bound of one plan diff: a smaller count, or "
+		 "fewer jobs at a time",
+		 n_jobs, count, (long long)max);
+	return false;
+}
+
 void pal_plan_diff_clear(pal_plan_diff *d)
 {
 	free(d->stored);

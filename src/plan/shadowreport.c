@@ -75,11 +75,13 @@ bool pal_shadow_record_line(pal_shadow_record *r, char *line)
 	return true;
 }
 
-/* Diff every job of JOBS against its record in OLD (taken out of OLD). */
+/* Diff every job of JOBS against its record in OLD (taken out of OLD),
+ * planning at most MAX instants over them all (0: no bound; PAL_ETOOBIG
+ * past it, before they are held). */
 static int diff_jobs(json_t *jobs, GHashTable *old, int64_t from, int64_t to, size_t limit,
-		     json_t *diffs, pal_shadow_counts *c, char *err, size_t errlen)
+		     size_t max, json_t *diffs, pal_shadow_counts *c, char *err, size_t errlen)
 {
-	size_t i;
+	size_t i, used = 0;
 	json_t *job;
 	json_array_foreach(jobs, i, job)
 	{
@@ -88,8 +90,9 @@ static int diff_jobs(json_t *jobs, GHashTable *old, int64_t from, int64_t to, si
 		GArray *excl = g_array_new(FALSE, FALSE, sizeof(int64_t));
 		GArray *mis = g_array_new(FALSE, FALSE, sizeof(int64_t));
 		const pal_tz *zone = NULL;
-		int rc = pal_shadow_plan_job(job, from, to, PAL_SHADOW_MAX_INSTANTS, fire, excl,
+		int rc = pal_shadow_plan_job(job, from, to, max ? max - used : SIZE_MAX, fire, excl,
 					     mis, &zone, err, errlen);
+		used += fire->len + excl->len + mis->len;
 		GArray *o = g_hash_table_lookup(old, id);
 		if (!rc) {
 			if (o)
@@ -133,8 +136,8 @@ static void keep_tenants(json_t *jobs, const char *const *tenants, size_t n)
 }
 
 int pal_shadow_report(pal_store *st, const pal_scope *sc, const char *const *tenants,
-		      size_t n_tenants, pal_shadow_record *r, size_t limit, json_t **out, char *err,
-		      size_t errlen)
+		      size_t n_tenants, pal_shadow_record *r, size_t limit, size_t max_instants,
+		      json_t **out, char *err, size_t errlen)
 {
 	*out = NULL;
 	json_t *jobs;
@@ -178,7 +181,17 @@ int pal_shadow_report(pal_store *st, const pal_scope *sc, const char *const *ten
 		g_hash_table_iter_remove(&it);
 	}
 	g_hash_table_destroy(known);
-	rc = diff_jobs(jobs, r->jobs, r->from, r->to, limit, diffs, &n, err, errlen);
+	rc = diff_jobs(jobs, r->jobs, r->from, r->to, limit, max_instants, diffs, &n, err, errlen);
+	if (rc == PAL_ETOOBIG) {
+		char f[32], t[32];
+		pal_fmt_rfc3339(r->from, f, sizeof f);
+		pal_fmt_rfc3339(r->to, t, sizeof t);
+		snprintf(err, errlen,
+			 "%s to %s holds more than %zu instants of the jobs compared, the bound of "
+			 "one shadow diff: compare a shorter range%s",
+			 f, t, max_instants,
+			 sc->kind == PAL_SCOPE_JOB ? "" : ", or fewer jobs (a job, group or tenant)");
+	}
 	if (rc) {
 		json_decref(jobs);
 		json_decref(diffs);

@@ -9,6 +9,17 @@
 #include "palisade/store.h"
 #include "store_int.h"
 
+int pal_store_db_now(pal_store *st, int64_t *now, char *err, size_t errlen)
+{
+	PGresult *r = pal__store_query(
+	    st, "SELECT floor(extract(epoch FROM clock_timestamp()))::bigint", 0, NULL, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	*now = atoll(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return PAL_OK;
+}
+
 int pal_store_activated_versions(pal_store *st, const char *job_id, json_t **out, char *err,
 				 size_t errlen)
 {

@@ -123,6 +123,10 @@ call("GET", "/api/v1/status?x=1&x=1", want=400)
 call("GET", "/api/v1/verify?from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z", want=200)
 call("GET", "/api/v1/verify?from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z&job=c.one", want=200)
 call("GET", "/api/v1/verify?from=nope&to=2026-01-01T01:00:00Z", want=400)
+# a to after the database clock: the range ends at the clock, and the answer says so
+st, v = call("GET", "/api/v1/verify?from=2026-01-01T00:00:00Z&to=2099-01-01T00:00:00Z&job=c.one", want=200)
+if st == 200 and (v.get("to_clamped") is not True or v.get("to", "9") >= "2099"):
+    failures.append(f"verify to 2099: not taken as the database clock: {v}")
 COST = "/api/v1/report/cost?from=2026-01-01T00:00:00Z&to=2099-01-01T00:00:00Z"
 st, rep = call("GET", COST, want=200)
 if st != 200 or rep["total"]["job_id"] is not None or rep["jobs_truncated"]:
@@ -188,6 +192,11 @@ if not pd or [i["at"] for j in pd.get("jobs", []) for i in j["new"]] != ["2030-0
     failures.append(f"plan diff with count=2 from 2030-01-01: {pd}")
 call("POST", "/api/v1/plan/diff?count=0", JOB, ctype="application/yaml", want=400)
 call("POST", "/api/v1/plan/diff?from=soon", JOB, ctype="application/yaml", want=400)
+# over the bound of one plan diff (11 jobs x 10000 instants > 100000): 422 too-many-instants
+MANY = "jobs:\n" + "".join(f'  - {{id: c.many{i}, schedule: {{cron: "* * * * * ?"}}, target: {{url: "http://127.0.0.1:9/x"}}}}\n' for i in range(11))
+st, tm = call("POST", "/api/v1/plan/diff?count=10000", MANY, ctype="application/yaml", want=422)
+if st == 422 and (tm.get("type") != "urn:palisade:problem:too-many-instants" or tm.get("limit") != 100000):
+    failures.append(f"plan diff over its bound: {tm}")
 call("POST", "/api/v1/apply?reason=contract", JOB, ctype="application/yaml", want=200)
 call("POST", "/api/v1/apply", "jobs:\n  - {id: c.bad, schedule: {cron: \"61 * * * * ?\"}}\n", ctype="application/yaml", want=422)
 call("POST", "/api/v1/apply", JOB, want=415)
@@ -339,6 +348,11 @@ if not bad or bad.get("line") != 2:
 call("POST", SD, {"x": 1}, want=415)
 call("POST", SD + "&limit=0", "", ctype="text/csv", want=400)
 call("POST", SD.replace("c.two", "nope"), "", ctype="text/csv", want=404)
+# over the bound of one shadow diff: c.fast (every second, in shadow: no call) over 12 days, 1,036,800 instants
+call("POST", "/api/v1/apply?reason=contract", 'jobs:\n  - {id: c.fast, mode: shadow, schedule: {cron: "* * * * * ?"}, target: {url: "http://127.0.0.1:9/x"}}\n', ctype="application/yaml", want=200)
+st, tm = call("POST", "/api/v1/shadow/diff?from=2099-01-01T00:00:00Z&to=2099-01-13T00:00:00Z&job=c.fast", "", ctype="text/csv", want=422)
+if st == 422 and (tm.get("type") != "urn:palisade:problem:too-many-instants" or tm.get("limit") != 1000000):
+    failures.append(f"shadow diff over its bound: {tm}")
 if tv:
     call("GET", "/api/v1/shadow", token=tv["token"], want=403)
     call("POST", "/api/v1/shadow", {"group": "c-shadow", "reason": "contract"}, token=tv["token"], want=403)

@@ -82,8 +82,11 @@ check "... naming the file and line" grep -q "record.csv.bad:2: expected \"job_i
 expect_exit "a missing file: 65" 65 sd --against "$NODE_DIR/none.csv"
 expect_exit "an unknown --job: 3" 3 sd --against "$rec" --job nosuch
 expect_exit "no --against: 64" 64 "$PAL" shadow diff --config "$CLUSTER_CONF" --from "$FROM" --to "$TO"
-expect_exit "a range of more instants than a diff takes: 64" 64 \
+expect_exit "a range of more instants than a diff takes: 65, as the API's 422" 65 \
 	"$PAL" shadow diff --config "$CLUSTER_CONF" --from 2026-03-01T00:00:00Z --to 2026-04-01T00:00:00Z --against "$rec" --job busy
+expect_match "naming the bound and how to narrow" "more than 1000000 instants of the jobs compared.*compare a shorter range.*--max-instants" "$OUT"
+expect_exit "--max-instants 0: no bound (the operator's own process)" 2 \
+	"$PAL" shadow diff --config "$CLUSTER_CONF" --from 2026-03-01T00:00:00Z --to 2026-03-20T00:00:00Z --against "$rec" --job busy --max-instants 0
 
 # Through the API: the same report as the database's, with no database in
 # the environment; the exit codes are the CLI's.  The node's controller
