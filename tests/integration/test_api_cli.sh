@@ -176,7 +176,7 @@ expect_exit "--sink-pg through the API: usage (exit 64)" 64 remote cutover "${AD
 # shadow and shadow list through the API: the direct path's answers.
 expect_exit "shadow as an operator: refused (exit 77)" 77 remote shadow --group g9 --reason "api cli"
 expect_exit "shadow --group through the API" 0 remote shadow "${ADM[@]}" --group g9 --reason "api cli"
-expect_eq "prints what the direct path prints" "group:g9 is in shadow: 0 planned triggers moved to shadow" "$OUT"
+expect_match "prints what the direct path prints" '^group:g9 is in shadow from [0-9-]{10}T[0-9:]{8}Z on: 0 planned triggers moved to shadow$' "$OUT"
 expect_exit "again through the API" 0 remote shadow "${ADM[@]}" --group g9 --reason "api cli" --output json
 via_api=$OUT
 expect_exit "again on the database" 0 "$PAL" shadow --group g9 --reason "api cli" --output json
