@@ -71,9 +71,10 @@ typedef struct pal_resume_result {
 	bool had_gate;       /* a gate of exactly this scope was deleted */
 	int64_t resumed;     /* paused -> pending */
 	int64_t expired;     /* pausing with an expired lease -> paused (then resumed) */
-	int64_t still_gated; /* paused triggers of the scope held by another gate */
+	int64_t still_gated; /* paused triggers of the scope held by another gate, or by a
+			      * roll-back (their instant shadow) */
 	int64_t continued;   /* live pausing -> running (the executor carries on) */
-	int64_t pausing;     /* pausing triggers another gate still holds */
+	int64_t pausing;     /* pausing triggers another gate or a roll-back still holds */
 	/* By misfire policy (pal_misfire_policy, the version of each trigger or
 	 * of a job's newest held instant): */
 	int64_t released[4]; /* triggers of the scope ready to run now that no gate holds */

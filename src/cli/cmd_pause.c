@@ -222,15 +222,17 @@ static int gate_cmd(int argc, char **argv, bool pause)
 		printf("  %lld pausing %s had lost their executor (lease expired) and were resumed\n",
 		       (long long)r.expired, plural(r.expired, "trigger", "triggers"));
 	if (r.still_gated)
-		printf("  %lld paused %s stay paused: another gate still covers them "
-		       "(SELECT * FROM gates)\n",
+		printf("  %lld paused %s stay paused: another gate still covers them, or a "
+		       "roll-back handed their instant to the old system (SELECT * FROM gates; "
+		       "palisade shadow list)\n",
 		       (long long)r.still_gated, plural(r.still_gated, "trigger", "triggers"));
 	if (r.continued)
 		printf("  %lld pausing %s had not reached a safe point yet and carry on running\n",
 		       (long long)r.continued, plural(r.continued, "trigger", "triggers"));
 	if (r.pausing)
 		printf("  %lld pausing %s stay on their way to paused: another gate still covers "
-		       "them (SELECT * FROM gates)\n",
+		       "them, or a roll-back handed their instant to the old system (SELECT * FROM "
+		       "gates; palisade shadow list)\n",
 		       (long long)r.pausing, plural(r.pausing, "trigger", "triggers"));
 	return PAL_EXIT_OK;
 }

@@ -25,6 +25,22 @@
 	"EXISTS (SELECT 1 FROM gates g WHERE g.paused AND g.scope IN ('global',"                  \
 	" 'job:' || " t ".job_id, 'group:' || " t ".resource_group, 'tenant:' || " t ".tenant))"
 
+/* Schedule trigger (alias T) whose instant is shadow (docs/migrating.md),
+ * which a roll-back or `shadow` asked to pause before its instant: it
+ * was handed back without a call (paused, last_error_class 'handed_back'),
+ * or it is still claimed ahead (pausing, its call not started), and its
+ * instant is the old system's now, so no resume may wake it (it stays
+ * paused, or pausing for its executor's hand-back, until a roll-back moves
+ * it to shadow).  palisade_trigger_live() is asked only when a scope is in
+ * shadow. */
+#define SHADOW_HELD(t)                                                                             \
+	"(" t ".source IN ('schedule', 'catchup') AND EXISTS (SELECT 1 FROM shadow_scopes)"        \
+	" AND (" t ".state = 'paused' AND " t ".last_error_class = 'handed_back'"                 \
+	"  OR " t ".state = 'pausing' AND coalesce(" t ".next_attempt_at, " t ".due_at)"           \
+	"   > clock_timestamp())"                                                                  \
+	" AND NOT palisade_trigger_live(" t ".job_id, " t ".tenant, " t ".resource_group, " t     \
+	".scheduled_at))"
+
 /* The statement that moves the triggers (alias t) in WHERE to state TO
  * through the door of the state machine (PAL__TRIGGER_MOVE); its row: how
  * many moved. */
@@ -499,14 +515,16 @@ static int resume_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	 * pauses meanwhile is then caught by the sweep's fresh snapshot. */
 	if ((rc = pal__ops_query_i64(
 		 st,
-		 GATE_MOVE("t.state = 'pausing' AND " IN_SCOPE("t") " AND NOT " GATED("t"),
+		 GATE_MOVE("t.state = 'pausing' AND " IN_SCOPE("t") " AND NOT " GATED("t")
+			   " AND NOT " SHADOW_HELD("t"),
 			   "'running'"),
 		 2, pk, &res->continued, err, errlen)))
 		return rc;
 	/* the door clears the lease and the retry time of paused -> pending */
 	if ((rc = pal__ops_query_i64(
 		 st,
-		 GATE_MOVE("t.state = 'paused' AND " IN_SCOPE("t") " AND NOT " GATED("t"),
+		 GATE_MOVE("t.state = 'paused' AND " IN_SCOPE("t") " AND NOT " GATED("t")
+			   " AND NOT " SHADOW_HELD("t"),
 			   "'pending'"),
 		 2, pk, &res->resumed, err, errlen)))
 		return rc;

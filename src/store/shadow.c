@@ -96,13 +96,15 @@ static int latest_step(pal_store *st, const char *scope, int *percent, int64_t *
 
 #define SHADOW_PENDING_MOVE                                                                        \
 	PAL__TRIGGER_MOVE_WHERE(                                                                   \
-	    "t.state = 'pending' AND t.attempt_count = 0"                                          \
+	    "(t.state = 'pending' AND t.attempt_count = 0"                                         \
+	    "  OR t.state = 'paused' AND t.last_error_class = 'handed_back')"                      \
 	    " AND t.source IN ('schedule', 'catchup') AND " IN_SCOPE("t") " AND NOT " LIVE("t"),   \
 	    "'shadow'", "NULL")
 
 /* The planned schedule triggers of the scope (KIND, NAME) not attempted
- * yet and no longer live: pending -> shadow (the scope went to shadow),
- * through the door; how many into *MOVED unless it is NULL. */
+ * yet (pending, or handed back by their executor before their instant
+ * without a call: paused) and no longer live: -> shadow (the scope went
+ * to shadow), through the door; how many into *MOVED unless it is NULL. */
 static int shadow_pending(pal_store *st, const char *kind, const char *name, int64_t *moved,
 			  char *err, size_t errlen)
 {
@@ -170,11 +172,23 @@ static int set_body(pal_store *st, void *vctx, char *err, size_t errlen)
 		return rc;
 	/* After the move, in a statement of its own: a claim that took a
 	 * pending trigger before it has committed.  A first attempt only: a
-	 * retry was attempted, and palisade finishes it. */
+	 * retry was attempted, and palisade finishes it.  The ones a pause
+	 * gate asked to pause already are waited for too (the statement's
+	 * snapshot sees the moved ones still running). */
 	PGresult *r = pal__store_query(
 	    st,
-	    "SELECT count(*), coalesce(array_agg(m.id), '{}')::text FROM " AHEAD_MOVE(
-		" AND t.attempt_count = 1") " m",
+	    "WITH m AS (SELECT m.id FROM " AHEAD_MOVE(
+		" AND t.attempt_count = 1") " m)"
+					    " SELECT (SELECT count(*) FROM m), (SELECT "
+					    "coalesce(array_agg(x.id), '{}')::text"
+					    "  FROM (SELECT id FROM m UNION ALL SELECT t.id FROM "
+					    "triggers t"
+					    "   WHERE t.state = 'pausing' AND t.attempt_count = 1"
+					    "    AND coalesce(t.next_attempt_at, t.due_at) > "
+					    "clock_timestamp()"
+					    "    AND t.source IN ('schedule', 'catchup') "
+					    "AND " IN_SCOPE("t") " AND NOT " LIVE_AT(
+						"t", "greatest(t.scheduled_at, now())") ") x)",
 	    2, pk, err, errlen);
 	if (!r)
 		return PAL_EDB;
@@ -227,7 +241,8 @@ int pal_store_shadow_set_json(pal_store *st, const pal_scope *sc, const char *ac
 	set_ctx c = {.sc = sc, .scope = scope, .actor = actor, .reason = reason};
 	int rc = pal__ops_in_tx(st, set_body, &c, err, errlen);
 	/* each one handed back at its instant, or called */
-	for (int64_t waited = 0, n = 1; !rc && c.ahead && n && waited < SHADOW_AHEAD_WAIT_MS;
+	bool waiting = c.ahead_ids && strcmp(c.ahead_ids, "{}");
+	for (int64_t waited = 0, n = 1; !rc && waiting && n && waited < SHADOW_AHEAD_WAIT_MS;
 	     waited += 100) {
 		const char *p[] = {c.ahead_ids};
 		if ((rc = pal__ops_query_i64(
@@ -240,7 +255,7 @@ int pal_store_shadow_set_json(pal_store *st, const pal_scope *sc, const char *ac
 			break;
 		usleep(100 * 1000);
 	}
-	if (!rc && c.ahead)
+	if (!rc && waiting)
 		rc = pal__ops_in_tx(st, set_after_body, &c, err, errlen);
 	free(c.ahead_ids);
 	json_t *kept = NULL;
