@@ -13,9 +13,9 @@
  * for a simple trigger (the smart policy depends on the repeat count).
  * Calendar-interval, daily-interval and blob triggers need schedule forms
  * palisade does not have and are named, as are calendars and
- * Java-serialized job data.  A job's id comes from its trigger's key alone
- * (trigger_id()), so a trigger added or removed on the Quartz side, or the
- * rows read in another order, change no other job's id.
+ * Java-serialized job data.  A job's id comes from its trigger's key and
+ * whether another trigger's key reduces alike (trigger_id()), never from
+ * the order of the rows, and no key takes an id another key had.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -157,45 +157,43 @@ static bool simple_schedule(qrow *q, const pal_quartz_trigger *t, pal__import_jo
 	return true;
 }
 
-/* COMPONENT (a trigger's group, or its name when GROUP is false) as it
- * stands in an id, or NULL when it cannot stand for itself: it is already
- * an id word (runs of [a-z0-9] joined by single '-', at most 60 bytes), or
- * it is Quartz's default group DEFAULT, which stands as "default" (so a
- * group named "default" cannot).  Borrowed from COMPONENT or static. */
-static const char *as_is(const char *component, bool group)
+/* The reduction of the key GROUP/NAME: both reduced to id words (runs of
+ * [a-z0-9] joined by single '-', at most 60 bytes each), "default" and
+ * "trigger" for an empty one: the id palisade 0.3.0 gave a trigger (a key
+ * already made of id words, and Quartz's DEFAULT group, reduce to
+ * themselves).  g_free'd by the caller. */
+static char *reduced_id(const char *group, const char *name)
 {
-	char *slug;
-	bool same;
-
-	if (group && !strcmp(component, "DEFAULT"))
-		return "default";
-	if (group && !strcmp(component, "default"))
-		return NULL;
-	slug = pal__import_slug(component, 60);
-	same = !strcmp(slug, component);
-	g_free(slug);
-	return same ? component : NULL;
+	char *gs = pal__import_slug(group, 60), *ns = pal__import_slug(name, 60);
+	char *id = g_strdup_printf("%s.%s", *gs ? gs : "default", *ns ? ns : "trigger");
+	g_free(gs);
+	g_free(ns);
+	return id;
 }
 
 /*
- * The id of the trigger GROUP/NAME into ID, from that key alone, never from
- * the other triggers: GROUP.NAME when both stand as they are (as_is()), else
- * both reduced to id words (at most 59 bytes each) and '_' with 8 hex digits
- * of the SHA-256 of GROUP, a NUL and NAME.  Two triggers of one scheduler
- * never share an id: the first form maps each key to itself, the second
- * carries a '_', which no id of the first form holds, and a hash of the
- * exact key.  True when the id carries a hash.
+ * The id of the trigger GROUP/NAME into ID, never from the order of the
+ * rows: the key's reduction (reduced_id()) when no other trigger of the
+ * scheduler reduces alike (REDUCED counts each reduction), so that every
+ * such id is the one palisade 0.3.0 gave; else, for each of the keys that
+ * share a reduction, both reduced to id words (at most 59 bytes each) and
+ * '_' with 8 hex digits of the SHA-256 of GROUP, a NUL and NAME.  Two
+ * triggers never share an id: a reduction stands for one key only, a hashed
+ * id carries a '_', which no reduction holds, and a hash of the exact key.
+ * No key ever takes the id another key had: a reduction that a second key
+ * comes to share is left by both.  True when the id carries a hash.
  */
-static bool trigger_id(GString *id, const char *group, const char *name)
+static bool trigger_id(GString *id, const char *group, const char *name, GHashTable *reduced)
 {
-	const char *g = as_is(group, true), *n = as_is(name, false);
-	char hex[65], *gs, *ns;
+	char hex[65], *gs, *ns, *r = reduced_id(group, name);
 	GString *key;
 
-	if (g && n) {
-		g_string_printf(id, "%s.%s", g, n);
+	if (GPOINTER_TO_UINT(g_hash_table_lookup(reduced, r)) == 1) {
+		g_string_assign(id, r);
+		g_free(r);
 		return false;
 	}
+	g_free(r);
 	key = g_string_new(group);
 	g_string_append_c(key, '\0');
 	g_string_append(key, name);
@@ -209,7 +207,8 @@ static bool trigger_id(GString *id, const char *group, const char *name)
 	return true;
 }
 
-static void trigger(qrow *q, const pal_quartz_trigger *t, const pal_import_opts *o)
+static void trigger(qrow *q, const pal_quartz_trigger *t, const pal_import_opts *o,
+		    GHashTable *reduced)
 {
 	GString *id = g_string_new(NULL), *body = g_string_new(NULL), *desc = g_string_new(NULL);
 	GString *src = g_string_new(NULL);
@@ -273,7 +272,7 @@ static void trigger(qrow *q, const pal_quartz_trigger *t, const pal_import_opts 
 		   : misfire(q, t->misfire_instr);
 	if (m && strcmp(m, "fire_once"))
 		j.misfire = strcpy(mis, m);
-	hashed = trigger_id(id, t->trigger_group, t->trigger_name);
+	hashed = trigger_id(id, t->trigger_group, t->trigger_name, reduced);
 	g_string_append_printf(desc, "Quartz trigger %s.%s of job %s.%s (%s)", t->trigger_group,
 			       t->trigger_name, t->job_group, t->job_name, t->job_class);
 	if (t->job_description)
@@ -327,9 +326,9 @@ static void trigger(qrow *q, const pal_quartz_trigger *t, const pal_import_opts 
 		      used, id->str);
 	else if (hashed)
 		pal__import_note(q->r, "qrtz_triggers", q->where, "id",
-				 "%s: the group or the name is not an id as it stands, so the id "
-				 "carries a hash of the exact trigger key (the same on every "
-				 "import, whatever the other triggers)",
+				 "%s: another trigger of the scheduler reduces to the same id, so "
+				 "the id of each carries a hash of its exact key (an earlier "
+				 "import may have given the reduction to one of them)",
 				 used);
 out:
 	g_free(why);
@@ -342,11 +341,19 @@ out:
 int pal_import_quartz(pal_import_result *r, const char *sched, const pal_quartz_trigger *t,
 		      size_t n, const pal_import_opts *o)
 {
+	/* how many triggers of the scheduler each reduction stands for */
+	GHashTable *reduced = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	for (size_t i = 0; i < n; i++) {
+		char *k = reduced_id(t[i].trigger_group, t[i].trigger_name);
+		guint c = GPOINTER_TO_UINT(g_hash_table_lookup(reduced, k));
+		g_hash_table_replace(reduced, k, GUINT_TO_POINTER(c + 1));
+	}
 	for (size_t i = 0; i < n; i++) {
 		qrow q = {.r = r, .sched = sched};
 		snprintf(q.where, sizeof q.where, "%s/%s/%s", sched, t[i].trigger_group,
 			 t[i].trigger_name);
-		trigger(&q, &t[i], o);
+		trigger(&q, &t[i], o, reduced);
 	}
+	g_hash_table_destroy(reduced);
 	return 0;
 }
