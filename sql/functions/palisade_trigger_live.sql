@@ -12,9 +12,16 @@
 -- that command on, does not run it.  A roll-back is a step of 0 %; being
 -- taken after a cut-over planned for later, it overrides it (a cut-over is
 -- never earlier than the step before it: pal_store_cutover refuses that).
+-- A roll-back of the job itself (a 0 % step of 'job:J' in force by AT)
+-- overrides, for the job, every step of any scope taken before it: the
+-- old system was told it runs the job's instants after the roll-back, a
+-- group's step planned for later included; a step taken after it counts.
+-- A roll-back of a group, tenant or the whole cluster overrides that
+-- scope's own steps only: a job another scope keeps live stays live.
 -- Read by the planner's insert for every trigger of a statement only when
 -- shadow_scopes has a row (the insert asks that once first), and by
--- `shadow`, `cutover` and `rollback` when they move planned triggers.
+-- `shadow`, `cutover`, `rollback` and `resume` when they move planned
+-- triggers.
 CREATE OR REPLACE FUNCTION palisade_trigger_live(job_id text, tenant text, grp text, at timestamp with time zone)
  RETURNS boolean
  LANGUAGE sql
@@ -25,8 +32,11 @@ AS $function$
 	                      AND s.since <= palisade_trigger_live.at)
 	    OR palisade_job_bucket(job_id) < coalesce((
 	         SELECT max(c.percent) FROM (
-	           SELECT DISTINCT ON (c.scope) c.percent FROM cutover_steps c
+	           SELECT DISTINCT ON (c.scope) c.id, c.percent FROM cutover_steps c
 	            WHERE c.scope IN ('global', 'job:' || job_id, 'group:' || grp, 'tenant:' || tenant)
 	              AND c.at <= palisade_trigger_live.at
-	            ORDER BY c.scope, c.id DESC) c), 0)
+	            ORDER BY c.scope, c.id DESC) c
+	          WHERE c.id >= coalesce((SELECT max(r.id) FROM cutover_steps r
+	                                   WHERE r.scope = 'job:' || job_id AND r.percent = 0
+	                                     AND r.at <= palisade_trigger_live.at), 0)), 0)
 $function$
