@@ -2,9 +2,16 @@
 -- a job with `notify:`, called by the executor's result commit in its own
 -- statement (so in the transaction that writes the state).  failed and
 -- manual are sent as themselves; a notified one marks the job in
--- notify_state, and the job's next succeeded result clears the mark and
--- sends recovered, once.  Other states send nothing.  Returns the rows
--- inserted.
+-- notify_state and its partition in notify_parts (with the latest failed
+-- instant of that partition).  A succeeded result clears its partition's
+-- mark when its instant is not earlier than the marked one; once no
+-- partition of the job is marked, it clears the job's mark and sends
+-- recovered, once.  So a job whose partition 1 keeps failing while
+-- partition 0 succeeds sends no recovered, nor does an earlier instant's
+-- success committed after a later one's failure.  A job marked before
+-- notify_parts existed (no row there) recovers at its next success.  Other
+-- states send nothing.  Locks: the job's notify_state row first, then its
+-- notify_parts rows, in every branch.  Returns the rows inserted.
 CREATE OR REPLACE FUNCTION palisade_notify_result(p_job text, p_version integer, p_trigger bigint, p_fence bigint, p_scheduled_at timestamp with time zone, p_partition integer, p_state text, p_error_class text, p_attempts integer)
  RETURNS integer
  LANGUAGE plpgsql
@@ -22,8 +29,21 @@ BEGIN
 			INSERT INTO notify_state AS s (job_id, failed_since) VALUES (p_job, clock_timestamp())
 			ON CONFLICT (job_id) DO UPDATE SET failed_since = coalesce(s.failed_since, excluded.failed_since),
 			  updated_at = clock_timestamp();
+			INSERT INTO notify_parts AS s (job_id, partition, failed_at)
+			VALUES (p_job, p_partition, p_scheduled_at)
+			ON CONFLICT (job_id, partition) DO UPDATE
+			  SET failed_at = greatest(s.failed_at, excluded.failed_at);
 		END IF;
 	ELSIF p_state = 'succeeded' THEN
+		PERFORM 1 FROM notify_state WHERE job_id = p_job AND failed_since IS NOT NULL FOR UPDATE;
+		IF NOT FOUND THEN
+			RETURN 0;
+		END IF;
+		DELETE FROM notify_parts
+		 WHERE job_id = p_job AND partition = p_partition AND failed_at <= p_scheduled_at;
+		IF EXISTS (SELECT 1 FROM notify_parts WHERE job_id = p_job) THEN
+			RETURN 0;
+		END IF;
 		UPDATE notify_state SET failed_since = NULL, updated_at = clock_timestamp()
 		 WHERE job_id = p_job AND failed_since IS NOT NULL;
 		IF FOUND THEN

@@ -218,13 +218,14 @@ static const pal_conf_key table[] = {
 	  "slices until none is full, at most 100)", OFF(retention_slice), NULL, 0 },
 	{ "notify.interval", PAL_CONF_DURATION, "1s", "ms", 100, 1 * MS_M, false,
 	  "how often an executor node looks for due notifications of the outbox and delivers "
-	  "them (docs/protocol.md, \"Notifications\")", OFF(notify_interval_ms), NULL, 0 },
+	  "them, also while deliveries are under way (docs/protocol.md, \"Notifications\")",
+	  OFF(notify_interval_ms), NULL, 0 },
 	{ "notify.backoff_max", PAL_CONF_DURATION, "5m", "ms", 1 * MS_S, 1 * MS_D, false,
 	  "longest wait between two deliveries of one notification (the wait starts at 1s and "
 	  "doubles)", OFF(notify_backoff_max_ms), NULL, 0 },
 	{ "notify.retention", PAL_CONF_DURATION, "7d", "ms", 1 * MS_S, 3650 * MS_D, false,
-	  "how long an undelivered notification is kept and retried; older ones are deleted and "
-	  "counted as failed", OFF(notify_retention_ms), NULL, 0 },
+	  "how long an undelivered notification is kept and retried; it has a last try at this "
+	  "age, then is deleted and counted as expired", OFF(notify_retention_ms), NULL, 0 },
 	{ "notify.keep_delivered", PAL_CONF_DURATION, "1d", "ms", 1 * MS_S, 3650 * MS_D, false,
 	  "how long a delivered notification stays in the outbox", OFF(notify_keep_delivered_ms),
 	  NULL, 0 },

@@ -4,14 +4,16 @@
  * Model: one pal_periodic thread per executor node, with its own
  * PostgreSQL connection and a libcurl multi handle (its connections kept
  * between rounds); nothing here runs on the executor's loop.  A round:
- * retention of the outbox (every RETENTION_EVERY rounds), then claim up to
- * CLAIM_MAX due notifications and deliver them all at once, so that a
- * receiver that never answers holds the round for one TIMEOUT_MS, not one
- * per notification, and the other receivers' notifications go out
- * meanwhile.  The lease of a claim covers the round at its timeout (with
- * a margin); should it still expire, another node may
- * deliver the same notification again, which the receiver recognises by
- * its webhook id (at least once, never lost within notify.retention).
+ * retention of the outbox (every RETENTION_EVERY intervals), then
+ * deliver_round: up to IN_FLIGHT_MAX deliveries under way at once, at
+ * most PER_URL of them to one receiver URL, claimed again as they end and
+ * every interval while any is under way, so that a receiver that never
+ * answers holds PER_URL deliveries for one TIMEOUT_MS each, whatever its
+ * backlog, and the other receivers' notifications go out meanwhile.  The lease of a claim covers
+ * its deliveries at their timeout (with a margin); should it still expire,
+ * another node may deliver the same notification again, which the receiver
+ * recognises by its webhook id (at least once, never lost within
+ * notify.retention).
  *
  * Secrets: the row holds the job's ${NAME} reference; it is resolved from
  * this process's environment for each delivery (as target secrets are),
@@ -32,7 +34,8 @@
 #include "palisade/periodic.h"
 #include "palisade/template.h"
 
-#define CLAIM_MAX 16
+#define IN_FLIGHT_MAX 32 /* deliveries under way at once */
+#define PER_URL 4	 /* of them to one receiver URL */
 #define TIMEOUT_MS 5000L
 #define LEASE_MS (TIMEOUT_MS + 30000)
 #define RETENTION_EVERY 10
@@ -42,13 +45,14 @@
 #define M_DELIVERED "palisade_notify_delivered_total"
 #define M_FAILED "palisade_notify_failed_total"
 #define M_EXPIRED "palisade_notify_expired_total"
+#define M_OLDEST "palisade_notify_oldest_pending_seconds"
 
 struct pal_notifier {
 	pal_notifier_config cfg; /* strings owned */
 	pal_metrics *m;
 	pal_store *st; /* the thread's own connection, opened on first use */
 	CURLM *multi;
-	unsigned rounds;
+	int64_t retained_ms;  /* monotonic time of the last retention pass (0: none) */
 	atomic_bool stopping; /* set by pal_notifier_stop: a delivery under way
 				 is aborted, the rest of the round handed back */
 	pal_periodic *th;
@@ -137,14 +141,15 @@ char *pal_notify_absolute_console(const char *payload, const char *base)
 	return out;
 }
 
-/* One delivery of a round: its request, then its outcome. */
+/* One delivery of a round: its notification, its request, then its
+ * outcome. */
 struct delivery {
-	CURL *e; /* NULL: not sent (why says so) */
+	pal_notif v; /* the claimed row (its strings owned) */
+	CURL *e;     /* NULL: not sent (why says so) */
 	struct curl_slist *h;
-	char *body;    /* the body signed and sent: the link made absolute */
-	int status;    /* the HTTP status (0: none) */
-	bool ok;       /* the receiver answered 2xx */
-	bool recorded; /* its outcome written to the outbox (or the connection lost) */
+	char *body; /* the body signed and sent: the link made absolute */
+	int status; /* the HTTP status (0: none) */
+	bool ok;    /* the receiver answered 2xx */
 	char why[512];
 };
 
@@ -224,16 +229,18 @@ static void drop_conn(struct pal_notifier *w, const char *err)
 	w->st = NULL;
 }
 
-/* Record the outcome of delivery D of notification V in the outbox; false
- * when the database failed (the connection is dropped, and what the round
- * has not recorded yet goes back at its lease's expiry). */
-static bool record(struct pal_notifier *w, const pal_notif *v, struct delivery *d)
+/* Record the outcome of delivery D in the outbox; false when the database
+ * failed (the connection is dropped, and what the round has not recorded
+ * yet goes back at its lease's expiry). */
+static bool record(struct pal_notifier *w, struct delivery *d)
 {
+	const pal_notif *v = &d->v;
 	char err[1024] = "";
 	/* stopping: hand it back at once rather than at lease expiry */
 	if (atomic_load(&w->stopping) && !d->ok) {
 		if (pal_store_notif_done(w->st, v->id, w->cfg.node_id, false, d->status,
-					 "not delivered: the node stopped", 0, err, sizeof err)) {
+					 "not delivered: the node stopped", 0, w->cfg.retention_ms,
+					 err, sizeof err)) {
 			drop_conn(w, err);
 			return false;
 		}
@@ -247,31 +254,135 @@ static bool record(struct pal_notifier *w, const pal_notif *v, struct delivery *
 		"attempt", v->attempts, "status", d->status, "error", d->why, "retry_ms",
 		(json_int_t)retry);
 	if (pal_store_notif_done(w->st, v->id, w->cfg.node_id, d->ok, d->status,
-				 d->ok ? NULL : d->why, retry, err, sizeof err)) {
+				 d->ok ? NULL : d->why, retry, w->cfg.retention_ms, err,
+				 sizeof err)) {
 		drop_conn(w, err);
 		return false;
 	}
 	return true;
 }
 
-/* Send the N prepared deliveries D of notifications V at once and record
- * each outcome as it comes (each ends by its TIMEOUT_MS at the latest, or at
- * once when the node stops); then those that were never sent. */
-static void send_all(struct pal_notifier *w, const pal_notif *v, struct delivery *d, size_t n)
+static void delivery_free(struct delivery *d)
 {
-	int running = 0;
+	if (d->e)
+		curl_easy_cleanup(d->e);
+	curl_slist_free_all(d->h);
+	free(d->body);
+	pal_notif_clear(&d->v);
+	free(d);
+}
+
+/* Claim up to IN_FLIGHT_MAX - LIVE->len due notifications (at most PER_URL
+ * per receiver, counting those under way in LIVE), prepare each and start
+ * those that can be sent; those that cannot are recorded at once.  The
+ * number claimed, or -1 when the database failed (the connection is
+ * dropped). */
+static int claim_more(struct pal_notifier *w, GPtrArray *live)
+{
+	char err[1024] = "";
+	const char **busy = g_new0(const char *, live->len + 1);
+	for (guint i = 0; i < live->len; i++)
+		busy[i] = ((struct delivery *)live->pdata[i])->v.url;
+	pal_notif *v;
+	size_t n;
+	int rc =
+	    pal_store_notif_claim(w->st, w->cfg.node_id, LEASE_MS, IN_FLIGHT_MAX - (int)live->len,
+				  PER_URL, busy, live->len, &v, &n, err, sizeof err);
+	g_free(busy);
+	if (rc) {
+		drop_conn(w, err);
+		return -1;
+	}
 	bool db = true;
-	for (size_t i = 0; i < n; i++)
-		if (d[i].e && curl_multi_add_handle(w->multi, d[i].e) != CURLM_OK) {
-			snprintf(d[i].why, sizeof d[i].why, "cannot start the request");
-			curl_easy_cleanup(d[i].e);
-			d[i].e = NULL;
+	for (size_t i = 0; i < n; i++) {
+		struct delivery *d = calloc(1, sizeof *d);
+		if (!d) { /* the rest is handed back at lease expiry */
+			for (size_t j = i; j < n; j++)
+				pal_notif_clear(&v[j]);
+			break;
 		}
-	do {
+		d->v = v[i]; /* its strings move to the delivery */
+		if (!atomic_load(&w->stopping) && prepare(w, &d->v, d) &&
+		    curl_multi_add_handle(w->multi, d->e) == CURLM_OK) {
+			g_ptr_array_add(live, d);
+			continue;
+		}
+		if (d->e && !d->why[0])
+			snprintf(d->why, sizeof d->why, "cannot start the request");
+		if (atomic_load(&w->stopping) && !d->why[0])
+			snprintf(d->why, sizeof d->why, "not delivered: the node stopped");
+		db = db && record(w, d);
+		delivery_free(d);
+	}
+	free(v); /* the strings went to the deliveries */
+	return db ? (int)n : -1;
+}
+
+/* The outbox's retention, every RETENTION_EVERY intervals; false when the
+ * database failed (the connection is dropped). */
+static bool retain(struct pal_notifier *w)
+{
+	char err[1024] = "";
+	int64_t now = g_get_monotonic_time() / 1000;
+	if (w->retained_ms && now - w->retained_ms < RETENTION_EVERY * w->cfg.interval_ms)
+		return true;
+	w->retained_ms = now;
+	int64_t expired, pending;
+	double oldest;
+	if (pal_store_notif_retention(w->st, w->cfg.keep_delivered_ms, w->cfg.retention_ms,
+				      &expired, &pending, &oldest, err, sizeof err)) {
+		drop_conn(w, err);
+		return false;
+	}
+	pal_metric_set(w->m, M_PENDING, NULL, (double)pending);
+	pal_metric_set(w->m, M_OLDEST, NULL, oldest);
+	if (expired) {
+		pal_metric_inc(w->m, M_EXPIRED, NULL, (double)expired);
+		pal_log(PAL_LOG_WARN, "notify.expired", "{s:I}", "notifications",
+			(json_int_t)expired);
+	}
+	return true;
+}
+
+/*
+ * A round: claim due notifications and send them at once, record each
+ * outcome as it comes (each ends by its TIMEOUT_MS at the latest, or at
+ * once when the node stops), and claim again whenever a delivery ends and
+ * every notify.interval, for as long as any is under way (the retention
+ * runs on its own schedule meanwhile).  So a receiver that never answers
+ * holds at most PER_URL of the IN_FLIGHT_MAX deliveries, each for one
+ * timeout, while every other receiver's notifications, older or newer than
+ * its backlog, go out beside them within an interval; and a backlog to
+ * receivers that answer is delivered as fast as they answer.  The round
+ * ends when nothing is under way and nothing was due.
+ */
+static void deliver_round(struct pal_notifier *w)
+{
+	GPtrArray *live = g_ptr_array_new();
+	int64_t claimed = 0; /* monotonic time of the last claim */
+	bool db = true, again = true;
+	for (;;) {
+		int64_t now = g_get_monotonic_time() / 1000;
+		bool stopping = atomic_load(&w->stopping);
+		if (db && !stopping && live->len && !retain(w))
+			db = false;
+		if (db && !stopping && live->len < IN_FLIGHT_MAX &&
+		    (again || now - claimed >= w->cfg.interval_ms)) {
+			int got = claim_more(w, live);
+			db = got >= 0;
+			claimed = now;
+			again = false;
+			if (got <= 0 && live->len == 0)
+				break;
+		}
+		if (live->len == 0 && (!again || !db || stopping))
+			break;
+		int running = 0;
 		if (curl_multi_perform(w->multi, &running) != CURLM_OK)
-			running = 0;
+			break;
 		CURLMsg *msg;
 		int left;
+		bool ended = false;
 		while ((msg = curl_multi_info_read(w->multi, &left))) {
 			struct delivery *x = NULL;
 			if (msg->msg != CURLMSG_DONE ||
@@ -292,24 +403,24 @@ static void send_all(struct pal_notifier *w, const pal_notif *v, struct delivery
 			curl_multi_remove_handle(w->multi, x->e);
 			curl_easy_cleanup(x->e);
 			x->e = NULL;
-			x->recorded = true;
-			db = db && record(w, &v[x - d], x);
+			g_ptr_array_remove_fast(live, x);
+			db = db && record(w, x);
+			delivery_free(x);
+			again = ended = true;
 		}
-		if (running)
+		if (live->len && !ended)
 			curl_multi_poll(w->multi, NULL, 0, 100, NULL);
-	} while (running);
-	for (size_t i = 0; i < n; i++) {
-		if (d[i].e) { /* never finished: the multi handle failed */
-			curl_multi_remove_handle(w->multi, d[i].e);
-			curl_easy_cleanup(d[i].e);
-			if (!d[i].why[0])
-				snprintf(d[i].why, sizeof d[i].why, "no answer");
-		}
-		if (!d[i].recorded)
-			db = db && record(w, &v[i], &d[i]);
-		curl_slist_free_all(d[i].h);
-		free(d[i].body);
 	}
+	for (guint i = 0; i < live->len; i++) { /* never finished: the multi handle failed */
+		struct delivery *d = live->pdata[i];
+		curl_multi_remove_handle(w->multi, d->e);
+		curl_easy_cleanup(d->e);
+		d->e = NULL;
+		snprintf(d->why, sizeof d->why, "no answer");
+		db = db && record(w, d);
+		delivery_free(d);
+	}
+	g_ptr_array_free(live, TRUE);
 }
 
 static void round_(void *arg)
@@ -321,37 +432,8 @@ static void round_(void *arg)
 		drop_conn(w, err);
 		return;
 	}
-	if (w->rounds++ % RETENTION_EVERY == 0) {
-		int64_t expired, pending;
-		if (pal_store_notif_retention(w->st, w->cfg.keep_delivered_ms, w->cfg.retention_ms,
-					      &expired, &pending, err, sizeof err)) {
-			drop_conn(w, err);
-			return;
-		}
-		pal_metric_set(w->m, M_PENDING, NULL, (double)pending);
-		if (expired) {
-			pal_metric_inc(w->m, M_EXPIRED, NULL, (double)expired);
-			pal_log(PAL_LOG_WARN, "notify.expired", "{s:I}", "notifications",
-				(json_int_t)expired);
-		}
-	}
-	pal_notif *v;
-	size_t n;
-	if (pal_store_notif_claim(w->st, w->cfg.node_id, LEASE_MS, CLAIM_MAX, &v, &n, err,
-				  sizeof err)) {
-		drop_conn(w, err);
-		return;
-	}
-	struct delivery *d = n ? calloc(n, sizeof *d) : NULL;
-	if (n && !d) {
-		pal_notif_free(v, n); /* handed back at lease expiry */
-		return;
-	}
-	for (size_t i = 0; i < n && !atomic_load(&w->stopping); i++)
-		prepare(w, &v[i], &d[i]);
-	send_all(w, v, d, n);
-	free(d);
-	pal_notif_free(v, n);
+	if (retain(w))
+		deliver_round(w);
 }
 
 static void config_free(pal_notifier_config *c)
@@ -370,6 +452,8 @@ int pal_notifier_start(const pal_notifier_config *cfg, pal_metrics *m, pal_notif
 	if (!w)
 		return PAL_ENOMEM;
 	w->cfg = *cfg;
+	if (w->cfg.interval_ms <= 0)
+		w->cfg.interval_ms = 1000;
 	w->cfg.conninfo = strdup(cfg->conninfo ? cfg->conninfo : "");
 	w->cfg.node_id = strdup(cfg->node_id ? cfg->node_id : "");
 	w->cfg.proxy = strdup(cfg->proxy ? cfg->proxy : "");
@@ -393,11 +477,17 @@ int pal_notifier_start(const pal_notifier_config *cfg, pal_metrics *m, pal_notif
 	pal_metric_declare(m, M_EXPIRED, PAL_METRIC_COUNTER,
 			   "undelivered notifications deleted past notify.retention by this node: "
 			   "events lost to a receiver that stayed down");
+	pal_metric_declare(
+	    m, M_OLDEST, PAL_METRIC_GAUGE,
+	    "age in seconds of the oldest notification in the outbox not delivered "
+	    "yet, 0 when none is (cluster-wide, at this node's last retention pass): "
+	    "grows while any one receiver is down");
 	pal_metric_set(m, M_PENDING, NULL, 0);
+	pal_metric_set(m, M_OLDEST, NULL, 0);
 	pal_metric_inc(m, M_DELIVERED, NULL, 0);
 	pal_metric_inc(m, M_FAILED, NULL, 0);
 	pal_metric_inc(m, M_EXPIRED, NULL, 0);
-	if (pal_periodic_start(round_, w, cfg->interval_ms > 0 ? cfg->interval_ms : 1000, &w->th)) {
+	if (pal_periodic_start(round_, w, w->cfg.interval_ms, &w->th)) {
 		snprintf(err, errlen, "cannot start the notification thread");
 		pal_notifier_stop(w);
 		return PAL_EIO;
