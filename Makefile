@@ -225,7 +225,7 @@ chaos: all
 #     own), test_reapply_rounds, test_resume_ramp_again,
 #   test_import_quartz_ids (a Quartz trigger's id: test_import_quartz and the
 #     unit test test_import run its C)
-#   test_notify_partition, test_notify_expiry (their
+#   test_notify_partition, test_notify_expiry, test_notify_shadow (their
 #     checks are on SQL functions and timing; the C they run, test_notify
 #     runs); test_notify_slow_receiver is under ASan again: it alone keeps a
 #     receiver's deliveries under way while the others are claimed beside
@@ -255,7 +255,7 @@ ASAN_SKIP := test_rollback_job_step test_rollback_resume test_shadow_live test_s
 	test_sink_query_inflight test_resume_backlog test_resume_ticket_partial \
 	test_reapply_rounds test_resume_ramp_again test_resume_overlap test_apply_move_paused \
 	test_mixed_upgrade test_executor_race test_import_quartz_ids test_after_finished_cancel \
-	test_notify_partition test_notify_expiry
+	test_notify_partition test_notify_expiry test_notify_shadow
 asan:
 	ASAN_OPTIONS=detect_stack_use_after_return=1:$(ASAN_OPTIONS) PALISADE_IT_SKIP="$(ASAN_SKIP)" \
 		$(MAKE) O=build-asan SAN=1 LOAD_SECONDS=45 REFERENCE=0 CHECKS=0 test

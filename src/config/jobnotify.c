@@ -73,7 +73,7 @@ void pal__job_key_notify(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 {
 	static const char *const keys[] = {"on", "url", "secret"};
 	pal_notify *out;
-	size_t n = 0;
+	size_t n = 0, idx[MAX_NOTIFY]; /* idx: the entry each of out came from */
 
 	if (pal_yexpect_seq(c->doc, v, "notify", c->diags) != 0) {
 		c->errors++;
@@ -137,11 +137,29 @@ void pal__job_key_notify(struct jctx *c, const pal_ynode *v, pal_job_spec *s)
 		if (d.url && pal__job_url(c, url, "notify: url", d.url))
 			pal__job_template(c, url, "notify: url", 0, false);
 		d.secret = notify_secret(c, sec);
+		/* one event, one request per receiver: the webhook id ends in the
+		 * entry's index, so two entries of one url that share an event
+		 * would send it twice under two ids, which no receiver can
+		 * deduplicate */
+		for (size_t j = 0; j < n && c->errors == before && d.events && d.url; j++) {
+			unsigned both = out[j].events & d.events;
+			if (!strcmp(out[j].url, d.url) && both) {
+				int e = 0;
+				while (!(both & (1u << e)))
+					e++;
+				pal__job_diag(
+				    c, url,
+				    "notify: url %s already gets \"%s\" from entry %zu: list "
+				    "each event once per url",
+				    d.url, pal_notify_event_names[e], idx[j]);
+			}
+		}
 		if (c->errors != before || !d.events || !d.url || !d.secret) {
 			free(d.url);
 			free(d.secret);
 			continue;
 		}
+		idx[n] = i;
 		out[n++] = d;
 	}
 	for (size_t i = 0; i < s->n_notify; i++) {

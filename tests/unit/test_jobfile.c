@@ -1015,6 +1015,28 @@ static void test_jobfile_notify(void **state)
 		}
 		done(&l);
 	}
+	{ /* two entries of one url may not share an event (one event, two ids) */
+		struct loaded l;
+		load_str(
+		    "jobs:\n  - id: told\n    schedule: {cron: \"* * * * *\"}\n"
+		    "    target: {url: \"http://127.0.0.1:8089/x\"}\n    notify:\n"
+		    "      - {on: [failed], url: \"http://h/x\", secret: \"${H}\"}\n"
+		    "      - {on: [manual], url: \"http://h/y\", secret: \"${H}\"}\n"
+		    "      - {on: [recovered, failed], url: \"http://h/x\", secret: \"${G}\"}\n",
+		    &l);
+		assert_int_equal(l.rc, PAL_EINVAL);
+		ASSERT_DIAG(&l.diags, 8, 0,
+			    "notify: url http://h/x already gets \"failed\" from entry 0");
+		done(&l);
+		load_str("jobs:\n  - id: told\n    schedule: {cron: \"* * * * *\"}\n"
+			 "    target: {url: \"http://127.0.0.1:8089/x\"}\n    notify:\n"
+			 "      - {on: [failed], url: \"http://h/x\", secret: \"${H}\"}\n"
+			 "      - {on: [recovered], url: \"http://h/x\", secret: \"${G}\"}\n",
+			 &l);
+		assert_int_equal(l.rc, 0);
+		assert_int_equal(l.set.jobs[0].n_notify, 2);
+		done(&l);
+	}
 	{
 		struct loaded a, b;
 		char da[65], db[65];
