@@ -97,24 +97,37 @@ smuggle "sink POST /effects/k" "$SINK_ADDR" /effects/k
 smuggle "sink admin POST /admin/faults" "$SINK_ADMIN" /admin/faults
 
 # ---- the siege: probes every 200 ms, each phase 3 s -----------------------------
-siege() { # siege NAME TARGET PROBE-PATHS...
-	local name=$1 target=$2 out p; shift 2
+# The three listeners are besieged at once (each by its own attacker, from
+# the same 127.0.0.2.. addresses): the probes of each then wait beside the
+# load on the other two, the sink's two listeners in one process.
+siege_start() { # siege_start NAME TARGET PROBE-PATHS...: the attack, in the background
+	local name=$1 target=$2 p; shift 2
 	local probes=()
 	for p in "$@"; do probes+=(--probe "$p"); done
-	out=$($SIEGE attack --target "$target" "${probes[@]}" \
-		--phase trickle:64:1:3 --phase trickle:256:8:3 --phase idle:1500:10:3)
+	$SIEGE attack --target "$target" "${probes[@]}" \
+		--phase trickle:64:1:3 --phase trickle:256:8:3 --phase idle:1500:10:3 \
+		>"$NODE_DIR/siege.${name// /_}" &
+	SIEGES+=($!)
+}
+siege_check() { # siege_check NAME: its phases and probes, once it ended
+	local name=$1 out sent ok
+	out=$(cat "$NODE_DIR/siege.${name// /_}")
 	echo "$out" | sed "s/^/    $name: /"
-	local sent ok
 	sent=$(echo "$out" | sed -n 's/.* probes=\([0-9]*\).*/\1/p' | paste -sd+ | bc)
 	ok=$(echo "$out" | sed -n 's/.* answered=\([0-9]*\).*/\1/p' | paste -sd+ | bc)
 	check "$name: at least 95 % of $sent probes answered 2xx within 1 s ($ok)" \
 		awk -v s="$sent" -v o="$ok" 'BEGIN { exit !(s >= 36 && o * 100 >= s * 95) }'
 	expect_eq "$name: all three phases ran" 3 "$(echo "$out" | grep -c '^phase=')"
 }
-siege "node admin" "$NA" /healthz /readyz
+SIEGES=()
+siege_start "node admin" "$NA" /healthz /readyz
+siege_start "sink" "$SINK_ADDR" /healthz
+siege_start "sink admin" "$SINK_ADMIN" /healthz
+wait "${SIEGES[@]}"
+siege_check "node admin"
 check "the node is still running" node_alive l1
-siege "sink" "$SINK_ADDR" /healthz
-siege "sink admin" "$SINK_ADMIN" /healthz
+siege_check "sink"
+siege_check "sink admin"
 check "the sink is still running" kill -0 "$SINK_PID"
 expect_eq "and answers afterwards" '{"ok":true}' "$(curl -s "http://$SINK_ADDR/healthz")"
 
