@@ -140,6 +140,12 @@ all_shards_led() {
 	[ "$(sql "select count(*) from shards where leader is not null and watermark > clock_timestamp()")" = "${SHARDS:-16}" ]
 }
 
+# planned_past T: every shard's watermark is past T, so every instant up to
+# T is planned (a watermark moves only with the rows of its tick committed).
+planned_past() {
+	[ "$(sql "select count(*) from shards where watermark > '$1'")" = "${SHARDS:-16}" ]
+}
+
 # shards_of NODE: shard ids led by NODE according to PostgreSQL.
 # nodes_live A,B,...: every one registered in ZooKeeper (palisade status).
 nodes_live() {

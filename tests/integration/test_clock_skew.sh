@@ -39,7 +39,7 @@ T0=$(now_rfc3339)
 # node (30 s gave 640, every node with over 100 retries)
 sleep 15
 T1=$(rfc3339_ago 0)
-sleep 4
+wait_until "every shard planned past the window" 30 planned_past "$T1"
 settled() { [ "$(sql "select count(*) from triggers where scheduled_at between '$T0' and '$T1' and state <> 'succeeded'")" = 0 ]; }
 wait_until "every trigger planned in the window ends succeeded" 60 settled
 echo "    states: $(sql "select string_agg(state || coalesce('/' || last_error_class, '') || '=' || n, ' ') from (select state, last_error_class, count(*) n from triggers where scheduled_at between '$T0' and '$T1' group by 1, 2) x")"
