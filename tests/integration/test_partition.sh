@@ -51,8 +51,9 @@ wait_until "all shards led" 30 all_shards_led
 leads_cut() { [ -n "$(shards_of cut)" ]; }
 wait_until "the namespaced node leads shards (balance)" 30 leads_cut
 T0=$(now_rfc3339)
-sleep 4
-busy_cut() { [ "$(sql "select count(*) from triggers where state = 'running' and lease_owner = 'cut'")" -gt 0 ]; }
+# calls in flight on it, of instants in the window: the window holds load
+# from before the cut
+busy_cut() { [ "$(sql "select count(*) from triggers where state = 'running' and lease_owner = 'cut' and scheduled_at >= '$T0'")" -gt 0 ]; }
 wait_until "the namespaced node holds leases (calls in flight)" 40 busy_cut
 cut_shards=$(shards_of cut)
 echo "    the namespaced node leads shards $cut_shards and holds $(sql "select count(*) from triggers where state = 'running' and lease_owner = 'cut'") leases"
