@@ -17,10 +17,11 @@ expect_exit "apply 100 jobs" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/
 for n in e1 e2 e3; do start_node "$n"; done
 wait_until "all shards led" 30 all_shards_led
 T0=$(now_rfc3339)
-sleep 10
 
-# SIGSTOP an executor that holds leases (mid-call) past its lease, resume it.
-busy() { sql "select lease_owner from triggers where state = 'running' and lease_owner is not null group by 1 order by count(*) desc limit 1"; }
+# SIGSTOP an executor that holds leases (mid-call) past its lease, resume it:
+# calls of instants in the window in flight, so the window holds load from
+# before the faults.
+busy() { sql "select lease_owner from triggers where state = 'running' and lease_owner is not null and scheduled_at >= '$T0' group by 1 order by count(*) desc limit 1"; }
 has_busy() { victim=$(busy); [ -n "$victim" ]; }
 wait_until "some executor holds leases" 10 has_busy
 victim=$(busy)
