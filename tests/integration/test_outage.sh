@@ -17,7 +17,8 @@ start_node o1
 start_node o2
 wait_until "shards led" 20 all_shards_led
 T0=$(rfc3339_ago -1)
-sleep 6
+ran() { [ "$(sql "select count(*) from triggers where scheduled_at >= '$T0' and state = 'succeeded'")" -gt 0 ]; }
+wait_until "the window's first instants ran before the outages" 20 ran
 
 # ZooKeeper outage (shorter than the session timeout).
 zk=$(cat "$PALISADE_STATE/zk/zk.pid")
@@ -27,8 +28,13 @@ coord_down() { [ "$(metric o1 palisade_coord_connected | cut -d. -f1)" = 0 ] || 
 wait_until "palisade_coord_connected is 0 on a node" 10 coord_down
 sleep 2
 kill -CONT "$zk"
-wait_until "leadership resumes after ZooKeeper returns" 20 all_shards_led
-sleep 4
+# Both nodes connected again and every shard led and planned past a
+# lookahead from now (the watermarks planned before the outage stop short
+# of it): planning resumed.
+CONT_AHEAD=$(rfc3339_ago -5)
+coord_up() { [ "$(metric o1 palisade_coord_connected | cut -d. -f1)" = 1 ] && [ "$(metric o2 palisade_coord_connected | cut -d. -f1)" = 1 ] &&
+	all_shards_led && planned_past "$CONT_AHEAD"; }
+wait_until "leadership resumes after ZooKeeper returns" 20 coord_up
 
 # PostgreSQL outage: stop it, wait, start it again.
 PGD=$(cat "$PALISADE_STATE/pg.path")/data
@@ -40,8 +46,10 @@ wait_until "the executor closes its commit gate after failed renewals" 15 grep -
 as_pg /usr/lib/postgresql/15/bin/pg_ctl -D "$PGD" -l "$(dirname "$PGD")/postgres.log" -o "-p $PALISADE_PG_PORT" -w start >/dev/null
 wait_until "planning resumes after PostgreSQL returns" 30 all_shards_led
 wait_until "the commit gate opens again" 15 grep -q '"event":"executor.gate_open"' "$NODE_DIR/o1.log" "$NODE_DIR/o2.log"
-sleep 10
-T1=$(rfc3339_ago 4)
+# The window ends 6 s after the gate opened: its last instants are planned
+# and run once the cluster is back.
+T1=$(rfc3339_ago -6)
+wait_until "every shard planned past the window" 30 planned_past "$T1"
 settled() { [ "$(sql "select count(*) from triggers where scheduled_at between '$T0' and '$T1' and state <> 'succeeded'")" = 0 ]; }
 wait_until "every trigger of the window ends succeeded" 60 settled
 expect_exit "verify: nothing missing or doubled across both outages" 0 "$PAL" verify --from "$T0" --to "$T1"
