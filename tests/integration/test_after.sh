@@ -137,9 +137,12 @@ while :; do
 	[ "$LONG" -gt 0 ] && [ $(( $(date +%s) + 30 )) -lt "$end" ] || break
 	sleep 22
 done
+# The window ends at $end, or 6 s before the last round ended; the checks
+# wait for it to be planned, decided and ended, not a fixed 6 s.
 now=$(date +%s)
-[ "$now" -lt "$(( end + 6 ))" ] && sleep $(( end + 6 - now ))
+[ "$now" -lt "$end" ] && sleep $(( end - now ))
 T1=$(( $(date +%s) - 6 ))
+[ "$T1" -lt "$end" ] && T1=$end
 from=$(date -u -d "@$T0" +%Y-%m-%dT%H:%M:%SZ)
 to=$(date -u -d "@$T1" +%Y-%m-%dT%H:%M:%SZ)
 in_window="scheduled_at between '$from' and '$to'"
@@ -151,6 +154,9 @@ wait_until "every dependent job decided up to the window's end" 15 decided ||
 	  sql "select job_id, scheduled_at, partition, state, lease_owner from trigger_jobs where job_id like 'dep.%' and scheduled_at <= '$to' and state not in ('succeeded', 'failed', 'cancelled', 'skipped') order by 2" | sed 's/^/      open: /'
 	  date -u +"      now: %H:%M:%S (window to $to)"
 	  grep -h after_failed "$NODE_DIR"/c*.log | tail -3; }
+wait_until "every shard planned past the window" 15 planned_past "$to"
+ended() { [ "$(sql "select count(*) from trigger_jobs where job_id like 'dep.%' and $in_window and state not in ('succeeded', 'failed', 'cancelled', 'skipped')")" = 0 ]; }
+wait_until "every trigger of the window ended" 30 ended
 
 n_a=$(sql "select count(*) from trigger_jobs where job_id = 'dep.a' and $in_window")
 n_failed=$(sql "select count(*) from trigger_jobs where job_id = 'dep.a' and state = 'failed' and $in_window")
