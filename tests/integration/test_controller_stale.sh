@@ -35,6 +35,10 @@ mono=1
 IFS=, read -ra a <<<"$wm_before"; IFS=, read -ra b <<<"$wm_after"
 for i in "${!a[@]}"; do [ "${b[$i]}" -ge "${a[$i]}" ] || mono=0; done
 expect_eq "watermarks only moved forward" 1 "$mono"
-sleep 8
-expect_exit "verify: nothing missing or doubled" 0 "$PAL" verify --from "$T0" --to "$(rfc3339_ago 5)"
+# The window ends 3 s from now; verify once every shard has planned past
+# it (rather than a lookahead's margin of wall clock after it).
+T1=$(rfc3339_ago -3)
+sleep 3
+wait_until "every shard planned past the window" 15 planned_past "$T1"
+expect_exit "verify: nothing missing or doubled" 0 "$PAL" verify --from "$T0" --to "$T1"
 finish
