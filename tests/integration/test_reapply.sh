@@ -32,14 +32,17 @@ expect_exit "re-apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.y
 V=$(sql "select latest_version from jobs where job_id = 'ra.sec'")
 R=$(sql "select extract(epoch from (spec->'schedule'->>'end')::timestamptz)::bigint from job_versions where job_id = 'ra.sec' and version = $V - 1")
 A=$(sql "select floor(extract(epoch from created_at))::bigint from job_versions where job_id = 'ra.sec' and version = $V")
-sleep 12
+# the 8 s after the re-apply have run (succeeded), or 30 s have passed
+unrun_after() { sql "select count(*) from generate_series(to_timestamp($A + 1), to_timestamp($A + 8), interval '1 s') g(t) where not exists (select 1 from trigger_jobs t where t.job_id = 'ra.sec' and t.scheduled_at = g.t and t.state = 'succeeded')"; }
+all_ran_after() { [ "$(unrun_after)" = 0 ]; }
+wait_until "the 8 s after the re-apply ran" 30 all_ran_after
 sql "select to_char(scheduled_at at time zone 'UTC','HH24:MI:SS'), version, state, source from trigger_jobs where job_id = 'ra.sec' and scheduled_at > to_timestamp($R - 2) order by scheduled_at, id limit 30" | tr '\n' ' ' | fold -w 150 | sed 's/^/    | /'
 echo
 E=$(sql "select floor(extract(epoch from effective_from))::bigint from job_versions where job_id = 'ra.sec' and version = $V")
 RUNS=$(sql "select coalesce(sum((details->>'deleted')::int), 0) from audit_log where action = 'job.reapply' and scope = 'job:ra.sec'")
 echo "    figure: retired at $(date -u -d @$R +%T), re-applied at $(date -u -d @$A +%T), v$V takes over at $(date -u -d @$E +%T); $RUNS rows after the re-apply that the retirement had cancelled deleted by the apply"
 expect_eq "no instant with two effects" 0 "$(sql "select count(*) from (select split_part(idempotency_key,'/',2) from sink_effects group by 1 having count(*) > 1) x")"
-L=$(sql "select count(*) from generate_series(to_timestamp($A + 1), to_timestamp($A + 8), interval '1 s') g(t) where not exists (select 1 from trigger_jobs t where t.job_id = 'ra.sec' and t.scheduled_at = g.t and t.state = 'succeeded')")
+L=$(unrun_after)
 echo "    figure: $L instants in the 8 s after the re-apply that did not run"
 expect_eq "every instant after the re-apply runs" 0 "$L"
 E2=$(sql "select floor(extract(epoch from effective_from))::bigint from job_versions where job_id = 'ra.sec' and version = $V - 1")
