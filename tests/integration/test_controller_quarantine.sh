@@ -64,8 +64,11 @@ expect_eq "release audited" 1 "$(sql "select count(*) from audit_log where actio
 planned_after() { [ "$(sql "select count(*) from trigger_jobs where job_id = 'poison' and scheduled_at > to_timestamp($REL)")" -gt 0 ]; }
 wait_until "the released job is planned again" 20 planned_after
 expect_exit "release of a job not quarantined: not found (3)" 3 "$PAL" release poison --reason again
-sleep 8
-T2=$(rfc3339_ago 6)
+# The window ends 2 s from now; verify once the shard has planned past it
+# (rather than a lookahead's margin of wall clock after it).
+T2=$(rfc3339_ago -2)
+sleep 2
+wait_until "the shard planned past the window" 15 planned_past "$T2"
 expect_exit "verify of the released job over the whole run: every instant triggered or recorded" 0 \
 	"$PAL" verify --job poison --from "$T0" --to "$T2"
 echo "    $OUT" | head -1
