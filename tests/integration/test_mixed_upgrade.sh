@@ -60,7 +60,10 @@ expect_exit "old CLI applies 60 jobs" 0 "$OLD_PAL" apply --config "$CLUSTER_CONF
 for n in r1 r2 r3; do PAL=$OLD_PAL start_node "$n"; done
 wait_until "all shards led by old nodes" 30 all_shards_led
 T0=$(now_rfc3339)
-sleep 4
+# the roll window holds load from before the migration: the old executors
+# have run instants of it
+ran_old() { [ "$(sql "select count(*) from triggers where scheduled_at >= '$T0' and state = 'succeeded'")" -gt 0 ]; }
+wait_until "old executors ran the window's first instants" 20 ran_old
 
 # ---- the new tree's migrations while every node runs the old binary --------------
 mig_ts=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)
