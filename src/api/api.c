@@ -34,6 +34,7 @@
 #include <strings.h>
 #include "palisade/apistore.h"
 #include "palisade/clock.h"
+#include "palisade/lifecycle.h"
 #include "palisade/log.h"
 #include "palisade/secret.h"
 #include "palisade/trace.h"
@@ -67,56 +68,92 @@ static void h_openapi(call *c)
 
 /* ---- routes ----------------------------------------------------------------- */
 
+/*
+ * What a retry does when it takes a keyed write's key over and the earlier
+ * attempt's audit rows show it committed (answer_lost(), docs/api.md,
+ * "Idempotency").  A route answers "committed, answer lost" only when all it
+ * does commits in the transaction of its audit rows; one that does more
+ * after that commit is finished or run again.
+ */
+typedef enum takeover {
+	/* 409 request-committed-answer-lost: nothing is done again */
+	TAKEOVER_LOST,
+	/* the handler runs again: a second run is harmless and does what the
+	 * first may not have done (trigger and backfill: their request id names
+	 * the first's runs; delete: "already retired", then the sweep; drain:
+	 * the node is asked again) */
+	TAKEOVER_RERUN,
+	/* apply: the 409, after the sweep of the jobs its job.retire rows name
+	 * (?prune=true retires them, then sweeps in a second transaction); not
+	 * run again, which would store the body over later applies and find no
+	 * pruned job left to sweep */
+	TAKEOVER_SWEEP,
+} takeover;
+
 typedef struct route {
 	const char *method;
 	const char *pattern; /* segments; "*" captures one */
 	pal_role role;	     /* PAL_ROLE_NONE: no token needed */
 	void (*fn)(call *c);
-	bool raw_body; /* the handler reads the body itself (not JSON) */
+	bool raw_body;	      /* the handler reads the body itself (not JSON) */
+	takeover on_takeover; /* a keyed write's retry that takes its key over */
 } route;
 
 static const route routes[] = {
-    {"GET", "/api/v1/openapi.json", PAL_ROLE_NONE, h_openapi, false},
-    {"GET", "/api/v1/status", PAL_ROLE_VIEWER, pal_api__h_status, false},
-    {"GET", "/api/v1/verify", PAL_ROLE_VIEWER, pal_api__h_verify, false},
-    {"GET", "/api/v1/report/cost", PAL_ROLE_VIEWER, pal_api__h_report_cost, false},
-    {"POST", "/api/v1/rollback", PAL_ROLE_ADMIN, pal_api__h_rollback, false},
-    {"POST", "/api/v1/cutover", PAL_ROLE_ADMIN, pal_api__h_cutover, false},
-    {"POST", "/api/v1/shadow", PAL_ROLE_ADMIN, pal_api__h_shadow_set, false},
-    {"GET", "/api/v1/shadow", PAL_ROLE_VIEWER, pal_api__h_shadow_list, false},
-    {"POST", "/api/v1/shadow/diff", PAL_ROLE_VIEWER, pal_api__h_shadow_diff, true},
-    {"POST", "/api/v1/drain", PAL_ROLE_ADMIN, pal_api__h_drain, false},
-    {"POST", "/api/v1/plan/diff", PAL_ROLE_VIEWER, pal_api__h_plan_diff, true},
-    {"POST", "/api/v1/apply", PAL_ROLE_ADMIN, pal_api__h_apply, true},
-    {"GET", "/api/v1/jobs", PAL_ROLE_VIEWER, pal_api__h_jobs, false},
-    {"GET", "/api/v1/jobs/*", PAL_ROLE_VIEWER, pal_api__h_job, false},
-    {"GET", "/api/v1/calendars", PAL_ROLE_VIEWER, pal_api__h_calendars, false},
-    {"GET", "/api/v1/calendars/*", PAL_ROLE_VIEWER, pal_api__h_calendars, false},
-    {"DELETE", "/api/v1/jobs/*", PAL_ROLE_ADMIN, pal_api__h_job_delete, false},
-    {"POST", "/api/v1/jobs/*/pause", PAL_ROLE_OPERATOR, pal_api__h_job_pause, false},
-    {"POST", "/api/v1/jobs/*/resume", PAL_ROLE_OPERATOR, pal_api__h_job_resume, false},
-    {"POST", "/api/v1/jobs/*/trigger", PAL_ROLE_OPERATOR, pal_api__h_job_trigger, false},
-    {"POST", "/api/v1/jobs/*/cancel", PAL_ROLE_OPERATOR, pal_api__h_job_cancel, false},
-    {"POST", "/api/v1/groups/*/pause", PAL_ROLE_OPERATOR, pal_api__h_group_pause, false},
-    {"POST", "/api/v1/groups/*/resume", PAL_ROLE_OPERATOR, pal_api__h_group_resume, false},
-    {"POST", "/api/v1/tenants/*/pause", PAL_ROLE_OPERATOR, pal_api__h_tenant_pause, false},
-    {"POST", "/api/v1/tenants/*/resume", PAL_ROLE_OPERATOR, pal_api__h_tenant_resume, false},
-    {"POST", "/api/v1/pause", PAL_ROLE_OPERATOR, pal_api__h_all_pause, false},
-    {"POST", "/api/v1/resume", PAL_ROLE_OPERATOR, pal_api__h_all_resume, false},
-    {"POST", "/api/v1/jobs/*/backfill", PAL_ROLE_OPERATOR, pal_api__h_job_backfill, false},
-    {"POST", "/api/v1/jobs/*/release", PAL_ROLE_OPERATOR, pal_api__h_job_release, false},
-    {"GET", "/api/v1/triggers", PAL_ROLE_VIEWER, pal_api__h_triggers, false},
-    {"POST", "/api/v1/triggers/*/cancel", PAL_ROLE_OPERATOR, pal_api__h_trigger_cancel, false},
-    {"GET", "/api/v1/triggers/*/attempts", PAL_ROLE_VIEWER, pal_api__h_trigger_attempts, false},
-    {"GET", "/api/v1/misfires", PAL_ROLE_VIEWER, pal_api__h_misfires, false},
-    {"GET", "/api/v1/tickets", PAL_ROLE_VIEWER, pal_api__h_tickets, false},
-    {"GET", "/api/v1/tickets/*", PAL_ROLE_VIEWER, pal_api__h_ticket, false},
-    {"POST", "/api/v1/tickets/*/resolve", PAL_ROLE_OPERATOR, pal_api__h_ticket_resolve, false},
-    {"GET", "/api/v1/gates", PAL_ROLE_VIEWER, pal_api__h_gates, false},
-    {"GET", "/api/v1/audit", PAL_ROLE_VIEWER, pal_api__h_audit, false},
-    {"GET", "/api/v1/tokens", PAL_ROLE_ADMIN, pal_api__h_tokens, false},
-    {"POST", "/api/v1/tokens", PAL_ROLE_ADMIN, pal_api__h_token_create, false},
-    {"POST", "/api/v1/tokens/*/revoke", PAL_ROLE_ADMIN, pal_api__h_token_revoke, false},
+    {"GET", "/api/v1/openapi.json", PAL_ROLE_NONE, h_openapi, false, TAKEOVER_LOST},
+    {"GET", "/api/v1/status", PAL_ROLE_VIEWER, pal_api__h_status, false, TAKEOVER_LOST},
+    {"GET", "/api/v1/verify", PAL_ROLE_VIEWER, pal_api__h_verify, false, TAKEOVER_LOST},
+    {"GET", "/api/v1/report/cost", PAL_ROLE_VIEWER, pal_api__h_report_cost, false, TAKEOVER_LOST},
+    {"POST", "/api/v1/rollback", PAL_ROLE_ADMIN, pal_api__h_rollback, false, TAKEOVER_LOST},
+    {"POST", "/api/v1/cutover", PAL_ROLE_ADMIN, pal_api__h_cutover, false, TAKEOVER_LOST},
+    {"POST", "/api/v1/shadow", PAL_ROLE_ADMIN, pal_api__h_shadow_set, false, TAKEOVER_LOST},
+    {"GET", "/api/v1/shadow", PAL_ROLE_VIEWER, pal_api__h_shadow_list, false, TAKEOVER_LOST},
+    {"POST", "/api/v1/shadow/diff", PAL_ROLE_VIEWER, pal_api__h_shadow_diff, true, TAKEOVER_LOST},
+    {"POST", "/api/v1/drain", PAL_ROLE_ADMIN, pal_api__h_drain, false, TAKEOVER_RERUN},
+    {"POST", "/api/v1/plan/diff", PAL_ROLE_VIEWER, pal_api__h_plan_diff, true, TAKEOVER_LOST},
+    {"POST", "/api/v1/apply", PAL_ROLE_ADMIN, pal_api__h_apply, true, TAKEOVER_SWEEP},
+    {"GET", "/api/v1/jobs", PAL_ROLE_VIEWER, pal_api__h_jobs, false, TAKEOVER_LOST},
+    {"GET", "/api/v1/jobs/*", PAL_ROLE_VIEWER, pal_api__h_job, false, TAKEOVER_LOST},
+    {"GET", "/api/v1/calendars", PAL_ROLE_VIEWER, pal_api__h_calendars, false, TAKEOVER_LOST},
+    {"GET", "/api/v1/calendars/*", PAL_ROLE_VIEWER, pal_api__h_calendars, false, TAKEOVER_LOST},
+    {"DELETE", "/api/v1/jobs/*", PAL_ROLE_ADMIN, pal_api__h_job_delete, false, TAKEOVER_RERUN},
+    {"POST", "/api/v1/jobs/*/pause", PAL_ROLE_OPERATOR, pal_api__h_job_pause, false, TAKEOVER_LOST},
+    {"POST", "/api/v1/jobs/*/resume", PAL_ROLE_OPERATOR, pal_api__h_job_resume, false,
+     TAKEOVER_LOST},
+    {"POST", "/api/v1/jobs/*/trigger", PAL_ROLE_OPERATOR, pal_api__h_job_trigger, false,
+     TAKEOVER_RERUN},
+    {"POST", "/api/v1/jobs/*/cancel", PAL_ROLE_OPERATOR, pal_api__h_job_cancel, false,
+     TAKEOVER_LOST},
+    {"POST", "/api/v1/groups/*/pause", PAL_ROLE_OPERATOR, pal_api__h_group_pause, false,
+     TAKEOVER_LOST},
+    {"POST", "/api/v1/groups/*/resume", PAL_ROLE_OPERATOR, pal_api__h_group_resume, false,
+     TAKEOVER_LOST},
+    {"POST", "/api/v1/tenants/*/pause", PAL_ROLE_OPERATOR, pal_api__h_tenant_pause, false,
+     TAKEOVER_LOST},
+    {"POST", "/api/v1/tenants/*/resume", PAL_ROLE_OPERATOR, pal_api__h_tenant_resume, false,
+     TAKEOVER_LOST},
+    {"POST", "/api/v1/pause", PAL_ROLE_OPERATOR, pal_api__h_all_pause, false, TAKEOVER_LOST},
+    {"POST", "/api/v1/resume", PAL_ROLE_OPERATOR, pal_api__h_all_resume, false, TAKEOVER_LOST},
+    {"POST", "/api/v1/jobs/*/backfill", PAL_ROLE_OPERATOR, pal_api__h_job_backfill, false,
+     TAKEOVER_RERUN},
+    {"POST", "/api/v1/jobs/*/release", PAL_ROLE_OPERATOR, pal_api__h_job_release, false,
+     TAKEOVER_LOST},
+    {"GET", "/api/v1/triggers", PAL_ROLE_VIEWER, pal_api__h_triggers, false, TAKEOVER_LOST},
+    {"POST", "/api/v1/triggers/*/cancel", PAL_ROLE_OPERATOR, pal_api__h_trigger_cancel, false,
+     TAKEOVER_LOST},
+    {"GET", "/api/v1/triggers/*/attempts", PAL_ROLE_VIEWER, pal_api__h_trigger_attempts, false,
+     TAKEOVER_LOST},
+    {"GET", "/api/v1/misfires", PAL_ROLE_VIEWER, pal_api__h_misfires, false, TAKEOVER_LOST},
+    {"GET", "/api/v1/tickets", PAL_ROLE_VIEWER, pal_api__h_tickets, false, TAKEOVER_LOST},
+    {"GET", "/api/v1/tickets/*", PAL_ROLE_VIEWER, pal_api__h_ticket, false, TAKEOVER_LOST},
+    {"POST", "/api/v1/tickets/*/resolve", PAL_ROLE_OPERATOR, pal_api__h_ticket_resolve, false,
+     TAKEOVER_LOST},
+    {"GET", "/api/v1/gates", PAL_ROLE_VIEWER, pal_api__h_gates, false, TAKEOVER_LOST},
+    {"GET", "/api/v1/audit", PAL_ROLE_VIEWER, pal_api__h_audit, false, TAKEOVER_LOST},
+    {"GET", "/api/v1/tokens", PAL_ROLE_ADMIN, pal_api__h_tokens, false, TAKEOVER_LOST},
+    {"POST", "/api/v1/tokens", PAL_ROLE_ADMIN, pal_api__h_token_create, false, TAKEOVER_LOST},
+    {"POST", "/api/v1/tokens/*/revoke", PAL_ROLE_ADMIN, pal_api__h_token_revoke, false,
+     TAKEOVER_LOST},
 };
 
 /* PATH matches PATTERN; the captured segments go to C's args. */
@@ -306,6 +343,17 @@ static bool repeated_arg(const char *query, char *name, size_t n)
 	return false;
 }
 
+/* answer_lost()'s database error RC (ERR): 503, the connection closed */
+static int lost_check_failed(call *c, int rc, const char *err)
+{
+	pal_api__problem_rc(c, rc, err);
+	if (c->status < 500)
+		pal_api__problem(c, 503, "unavailable", "Database unavailable", "%s", err);
+	pal_store_close(c->api->st);
+	c->api->st = NULL;
+	return -1;
+}
+
 /*
  * A key taken over (its earlier attempt's node died, or its connection
  * broke, before the answer was kept): did that attempt commit?  Its audit
@@ -313,32 +361,47 @@ static bool repeated_arg(const char *query, char *name, size_t n)
  * its session is over, so what it committed is all it ever will.  When it
  * did, the action is not done again: the answer is a 409
  * request-committed-answer-lost naming those rows, kept as the key's
- * answer.  Trigger and backfill are run again instead: their request id
- * names the runs the first made, so a second run makes none (docs/api.md,
- * "Idempotency").  1: answered; 0: act; -1: the check failed and the
+ * answer.  With SWEEP (TAKEOVER_SWEEP), the jobs the rows retired are
+ * swept first, as the first attempt did after its commit if it got that
+ * far (the sweep is idempotent; the answer's late_cancelled).  Routes that
+ * are run again instead do not come here (takeover, docs/api.md,
+ * "Idempotency").
+ * 1: answered; 0: act; -1: the check or the sweep failed and the
  * connection is closed (the key stays in progress, its lock released, for
  * the next retry to take over and check again).
  */
-static int answer_lost(call *c, const char *key)
+static int answer_lost(call *c, const char *key, bool sweep)
 {
 	char err[1024];
 	json_t *rows = NULL;
 	int rc = pal_apistore_idem_committed(c->api->st, c->who.id, key, &rows, err, sizeof err);
-	if (rc) {
-		pal_api__problem_rc(c, rc, err);
-		if (c->status < 500)
-			pal_api__problem(c, 503, "unavailable", "Database unavailable", "%s", err);
-		pal_store_close(c->api->st);
-		c->api->st = NULL;
-		return -1;
-	}
+	if (rc)
+		return lost_check_failed(c, rc, err);
 	if (!json_array_size(rows)) {
 		json_decref(rows);
 		return 0;
 	}
-	GString *ids = g_string_new(NULL);
+	GPtrArray *retired = g_ptr_array_new();
 	size_t i;
 	json_t *row;
+	json_array_foreach(rows, i, row)
+	{
+		const char *scope = json_string_value(json_object_get(row, "scope"));
+		if (sweep && scope && !strncmp(scope, "job:", 4) &&
+		    !g_strcmp0(json_string_value(json_object_get(row, "action")), "job.retire"))
+			g_ptr_array_add(retired, (gpointer)(scope + 4));
+	}
+	int64_t late = 0;
+	const char *why = pal_api__query(c, "reason");
+	rc = pal_store_retire_sweep(c->api->st, (const char *const *)retired->pdata, retired->len,
+				    c->who.name, why ? why : "", &late, err, sizeof err);
+	guint n_retired = retired->len;
+	g_ptr_array_free(retired, TRUE);
+	if (rc) {
+		json_decref(rows);
+		return lost_check_failed(c, rc, err);
+	}
+	GString *ids = g_string_new(NULL);
 	json_array_foreach(rows, i, row)
 	{
 		g_string_append_printf(ids, "%s%" JSON_INTEGER_FORMAT, i ? ", " : "",
@@ -351,6 +414,8 @@ static int answer_lost(call *c, const char *key)
 			 json_array_size(rows) > 1 ? "s" : "", ids->str);
 	g_string_free(ids, TRUE);
 	json_object_set_new(c->out, "audit", rows);
+	if (n_retired) /* what the sweep cancelled now */
+		json_object_set_new(c->out, "late_cancelled", json_integer(late));
 	return 1;
 }
 
@@ -477,9 +542,8 @@ static void run(call *c)
 			return;
 		}
 	}
-	if (o == PAL_IDEM_TAKEN_OVER && r->fn != pal_api__h_job_trigger &&
-	    r->fn != pal_api__h_job_backfill) {
-		int lost = answer_lost(c, key);
+	if (o == PAL_IDEM_TAKEN_OVER && r->on_takeover != TAKEOVER_RERUN) {
+		int lost = answer_lost(c, key, r->on_takeover == TAKEOVER_SWEEP);
 		if (lost < 0)
 			return;
 		if (!lost)
