@@ -81,7 +81,8 @@ typedef enum takeover {
 	/* the handler runs again: a second run is harmless and does what the
 	 * first may not have done (trigger and backfill: their request id names
 	 * the first's runs; delete: "already retired", then the sweep; drain:
-	 * the node is asked again) */
+	 * the node is asked again; rollback: a second step of the scope already
+	 * rolled back, then the hand-back the first may not have reached) */
 	TAKEOVER_RERUN,
 	/* apply: the 409, after the sweep of the jobs its job.retire rows name
 	 * (?prune=true retires them, then sweeps in a second transaction); not
@@ -104,7 +105,7 @@ static const route routes[] = {
     {"GET", "/api/v1/status", PAL_ROLE_VIEWER, pal_api__h_status, false, TAKEOVER_LOST},
     {"GET", "/api/v1/verify", PAL_ROLE_VIEWER, pal_api__h_verify, false, TAKEOVER_LOST},
     {"GET", "/api/v1/report/cost", PAL_ROLE_VIEWER, pal_api__h_report_cost, false, TAKEOVER_LOST},
-    {"POST", "/api/v1/rollback", PAL_ROLE_ADMIN, pal_api__h_rollback, false, TAKEOVER_LOST},
+    {"POST", "/api/v1/rollback", PAL_ROLE_ADMIN, pal_api__h_rollback, false, TAKEOVER_RERUN},
     {"POST", "/api/v1/cutover", PAL_ROLE_ADMIN, pal_api__h_cutover, false, TAKEOVER_LOST},
     {"POST", "/api/v1/shadow", PAL_ROLE_ADMIN, pal_api__h_shadow_set, false, TAKEOVER_LOST},
     {"GET", "/api/v1/shadow", PAL_ROLE_VIEWER, pal_api__h_shadow_list, false, TAKEOVER_LOST},
