@@ -27,6 +27,7 @@ enum {
 	PAL_ETOOBIG = -9,  /* input over a size or expansion limit */
 	PAL_EBUSY = -10,   /* resource held elsewhere; try later */
 	PAL_EPERM = -11,   /* not permitted: a secret a job may not name */
+	PAL_ENOGRANT = -12, /* a secret this node's policy does not give the tenant */
 };
 
 /* Static string naming the code; never NULL. */

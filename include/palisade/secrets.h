@@ -8,10 +8,12 @@
  *
  *  - The node's own credentials are never a job's: PALISADE_* (the node's
  *    and the CLI's variables, the default admin.token_env and
- *    zookeeper.auth_env among them), PG* (libpq's: PGPASSWORD, PGSERVICE...),
- *    the proxy variables libcurl reads (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY,
- *    NO_PROXY), and the variables the node's admin.token_env and
- *    zookeeper.auth_env name, whatever they are called.
+ *    zookeeper.auth_env among them), TZDIR and JOURNAL_STREAM, the
+ *    variables libpq reads (PGPASSWORD, PGSERVICE, ...: its documented list,
+ *    not every name beginning with PG), the proxy variables libcurl reads
+ *    (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY), and the variables the
+ *    node's admin.token_env and zookeeper.auth_env name, whatever they are
+ *    called.
  *  - executor.secrets binds the other names to tenants: {TENANT: [NAME or
  *    PREFIX*, ...]}.  Empty (the default), every tenant's jobs may name any
  *    variable but the node's own; set, a job may name only what its tenant
@@ -38,7 +40,7 @@ typedef struct pal_secret_grant {
 
 /* What a node allows; borrows its strings (from the node's pal_nodeconf,
  * which outlives every user).  A NULL policy is the default one: only the
- * fixed rules (PALISADE_*, PG*, the proxy variables). */
+ * fixed rules (PALISADE_*, libpq's, the proxy variables). */
 typedef struct pal_secret_policy {
 	const char *token_env;		/* admin.token_env ("" or NULL: none) */
 	const char *zk_auth_env;	/* zookeeper.auth_env ("" or NULL: none) */

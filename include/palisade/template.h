@@ -37,10 +37,12 @@ enum {
 	PAL_TPL_SECRETS = 1u << 1, /* resolve ${ENV} from the environment */
 };
 
-/* Render TPL into *out (caller frees).  PAL_EPERM when a reference is one
- * v->secrets refuses to v->tenant (pal_secret_check: checked before the
- * environment is read), PAL_ENOENT when a referenced environment variable
- * is unset (the message names it), PAL_ENOMEM. */
+/* Render TPL into *out (caller frees).  A reference v->secrets refuses to
+ * v->tenant (pal_secret_check: checked before the environment is read):
+ * PAL_EPERM for one of the node's own variables (refused on every node),
+ * PAL_ENOGRANT for a name executor.secrets does not give the tenant (a
+ * node whose policy differs may).  PAL_ENOENT when a referenced environment
+ * variable is unset (the message names it), PAL_ENOMEM. */
 PAL_MUST_CHECK int pal_tpl_render(const char *tpl, const pal_tpl_vars *v, unsigned flags, char **out,
 				  char *err, size_t errlen);
 

@@ -60,7 +60,7 @@ static void usage(FILE *fp)
 		"sink.key_retention (default 7d) after its instant is refused (docs/protocol.md).\n"
 		"A job naming a ${NAME} secret the config's policy refuses to its tenant is\n"
 		"refused (docs/jobs.md, \"Secrets\"; without --config: the node's own\n"
-		"PALISADE_*, PG* and proxy variables only).\n"
+		"PALISADE_*, libpq's PG variables and proxy variables only).\n"
 		"A job created or updated with after:, notify: or target.keep_* is refused while\n"
 		"a live node runs a binary older than those keys (docs/upgrades.md).\n"
 		"Exit: 0 applied, 4 refused (older nodes live), 65 invalid files (nothing\n"

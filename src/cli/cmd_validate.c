@@ -28,7 +28,7 @@ static void usage(FILE *fp)
 		    "A job whose retry and catch-up horizon exceeds sink.key_retention of the\n"
 		    "node config FILE (default 7d) is refused: the services it calls would have\n"
 		    "forgotten its idempotency key (docs/protocol.md).\n"
-		    "A job naming a ${NAME} secret that is the node's own (PALISADE_*, PG*,\n"
+		    "A job naming a ${NAME} secret that is the node's own (PALISADE_*, libpq's,\n"
 		    "the proxy variables; with --config also admin.token_env and\n"
 		    "zookeeper.auth_env) or that the config's executor.secrets does not give\n"
 		    "the job's tenant is refused (docs/jobs.md, \"Secrets\").\n"

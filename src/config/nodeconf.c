@@ -130,8 +130,8 @@ static const pal_conf_key table[] = {
 	{ "executor.secrets", PAL_CONF_SECRETS, "{}", "", 0, 1000, false,
 	  "which environment variables each tenant's jobs may name as ${NAME} secrets: "
 	  "tenant -> [NAME or PREFIX*, ...]; empty: any tenant any name but the node's own "
-	  "(PALISADE_*, PG*, the proxy variables, admin.token_env, zookeeper.auth_env); set: "
-	  "a tenant not listed may name none", OFF(secrets), NULL, 0 },
+	  "(PALISADE_*, libpq's PG variables, the proxy variables, admin.token_env, "
+	  "zookeeper.auth_env); set: a tenant not listed may name none", OFF(secrets), NULL, 0 },
 	{ "executor.claim_ahead", PAL_CONF_DURATION, "500ms", "ms", 0, 10 * MS_S, false,
 	  "claim triggers due this much ahead of their instant and call them at the instant "
 	  "(0 = only due triggers); at most lease / 4", OFF(claim_ahead_ms), NULL, 0 },

@@ -15,10 +15,29 @@
 #include "palisade/template.h"
 
 /* Names the node reads for itself, whatever its config says: its own and
- * the CLI's variables, libpq's, and libcurl's proxy variables (a proxy URL
- * may hold credentials). */
-static const char *const node_prefixes[] = {"PALISADE_", "PG"};
-static const char *const node_names[] = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"};
+ * the CLI's (PALISADE_*, and TZDIR and JOURNAL_STREAM, read by palisade
+ * too), libpq's (PostgreSQL 15's documented list, "Environment Variables",
+ * which is what the libpq palisade is built with reads, and the ones newer
+ * libpq versions add: PGREQUIREAUTH, PGSSLCERTMODE, PGLOADBALANCEHOSTS,
+ * PGGSSDELEGATION, PGSSLNEGOTIATION), and libcurl's proxy variables (a
+ * proxy URL may hold credentials).  A name that merely begins with PG
+ * (PGP_SIGNING_KEY) is not libpq's. */
+static const char *const node_prefixes[] = {"PALISADE_"};
+static const char *const node_names[] = {
+    /* libpq */
+    "PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER", "PGPASSWORD", "PGPASSFILE",
+    "PGCHANNELBINDING", "PGSERVICE", "PGSERVICEFILE", "PGOPTIONS", "PGAPPNAME", "PGSSLMODE",
+    "PGREQUIRESSL", "PGSSLCOMPRESSION", "PGSSLCERT", "PGSSLKEY", "PGSSLROOTCERT", "PGSSLCRL",
+    "PGSSLCRLDIR", "PGSSLSNI", "PGREQUIREPEER", "PGSSLMINPROTOCOLVERSION",
+    "PGSSLMAXPROTOCOLVERSION", "PGGSSENCMODE", "PGKRBSRVNAME", "PGGSSLIB", "PGCONNECT_TIMEOUT",
+    "PGCLIENTENCODING", "PGTARGETSESSIONATTRS", "PGDATESTYLE", "PGTZ", "PGGEQO", "PGSYSCONFDIR",
+    "PGLOCALEDIR",
+    /* libpq after PostgreSQL 15 */
+    "PGREQUIREAUTH", "PGSSLCERTMODE", "PGLOADBALANCEHOSTS", "PGGSSDELEGATION", "PGSSLNEGOTIATION",
+    /* libcurl's proxies */
+    "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
+    /* palisade's own beside PALISADE_* */
+    "TZDIR", "JOURNAL_STREAM"};
 
 static bool is_node_own(const pal_secret_policy *p, const char *name)
 {
@@ -63,8 +82,8 @@ const char *pal_secret_refusal(pal_secret_verdict v, const char *tenant, const c
 	if (v == PAL_SECRET_NODE)
 		snprintf(buf, len,
 			 "secret reference ${%s}: %s is one of the node's own variables "
-			 "(PALISADE_*, PG*, the proxy variables, admin.token_env, "
-			 "zookeeper.auth_env), never a job's",
+			 "(PALISADE_*, libpq's PG variables, the proxy variables, "
+			 "admin.token_env, zookeeper.auth_env), never a job's",
 			 name, name);
 	else if (v == PAL_SECRET_NOT_GRANTED)
 		snprintf(buf, len,

@@ -317,10 +317,10 @@ int pal__call_start(pal_executor *ex, pal__call *k)
 bool pal__render_skip(pal_executor *ex, pal__call *k, int rc)
 {
 	if (rc == PAL_EPERM) {
-		/* A secret the trigger's tenant may not name (a job stored
-		 * without the apply check): nothing was sent, and no node
-		 * would send it, so the attempt ends here (`failed`, `manual`
-		 * with a ticket while an earlier outcome is unknown). */
+		/* One of the node's own variables (a job stored without the
+		 * apply check): the same names on every node, so no node would
+		 * send it; nothing was sent, and the attempt ends here (`failed`,
+		 * `manual` with a ticket while an earlier outcome is unknown). */
 		pal_log(PAL_LOG_ERROR, "executor.secret_refused", "{s:I, s:s, s:s, s:s}", "trigger",
 			(json_int_t)k->c.id, "job", k->c.job_id, "tenant", k->c.tenant, "error",
 			k->render_err);
@@ -328,17 +328,22 @@ bool pal__render_skip(pal_executor *ex, pal__call *k, int rc)
 		pal__spent(ex, k, "secret_refused", 0, NULL);
 		return true;
 	}
-	if (rc != PAL_ENOENT)
+	if (rc != PAL_ENOENT && rc != PAL_ENOGRANT)
 		return false;
-	/* A secret this node lacks may be set on another: nothing was sent,
-	 * so the trigger goes back (the attempt is given back) and this node
-	 * passes the job over for a while (render_skips, sql/007). */
-	pal_log(PAL_LOG_WARN, "executor.render_skip", "{s:I, s:s, s:s, s:s, s:s}", "trigger",
-		(json_int_t)k->c.id, "job", k->c.job_id, "node", ex->cfg.node_id, "error",
-		k->render_err, "skip", "5m");
+	/* A secret this node lacks may be set on another, and one this node's
+	 * executor.secrets does not give the tenant may be given by another
+	 * node's (the setting is restart-only: nodes differ during a roll).
+	 * Nothing was sent, so the trigger goes back (the attempt is given
+	 * back) and this node passes the job over for a while (render_skips,
+	 * sql/007); when no live node can render it, the result's commit makes
+	 * it `manual` with a ticket. */
+	pal_log(PAL_LOG_WARN, "executor.render_skip", "{s:I, s:s, s:s, s:s, s:s, s:s}", "trigger",
+		(json_int_t)k->c.id, "job", k->c.job_id, "tenant", k->c.tenant, "node",
+		ex->cfg.node_id, "error", k->render_err, "skip", "5m");
 	pal__minc(ex, "palisade_executor_render_skips_total", NULL, 1);
 	k->render_skip = true;
-	pal__queue_result(ex, k, PAL_TS_PENDING, "render_secret", 0, 1000, NULL);
+	pal__queue_result(ex, k, PAL_TS_PENDING,
+			  rc == PAL_ENOGRANT ? "secret_not_granted" : "render_secret", 0, 1000, NULL);
 	return true;
 }
 

@@ -290,17 +290,18 @@ const char *pal__phase_name(pal__phase p);
 /* call.c */
 /* Render and add the transfer; on a render failure K->render_err holds the
  * message and the return code says why (PAL_ENOENT: a ${ENV} secret is not
- * set on this node). */
+ * set on this node; PAL_ENOGRANT: this node's executor.secrets does not
+ * give it to the trigger's tenant; PAL_EPERM: one of the node's own). */
 int pal__call_start(pal_executor *ex, pal__call *k);
-/* RC is pal__call_start's failure: for a missing secret, hand K back
- * (pending, attempt not spent, a skip of the job for this node, a ticket
- * when no live node can render it) and return true; for a secret the
- * node's policy refuses to the trigger's tenant (PAL_EPERM), end K
- * (`secret_refused`: `failed`, `manual` while its outcome is unknown) and
- * return true; else false. */
+/* RC is pal__call_start's failure: for a secret missing on this node or
+ * not given to the trigger's tenant by this node's executor.secrets, hand K
+ * back (pending, attempt not spent, a skip of the job for this node, a
+ * ticket when no live node can render it) and return true; for one of the
+ * node's own variables (PAL_EPERM), end K (`secret_refused`: `failed`,
+ * `manual` while its outcome is unknown) and return true; else false. */
 bool pal__render_skip(pal_executor *ex, pal__call *k, int rc);
-/* Start K; when it cannot be rendered, defer it (missing secret) or end it
- * (`failed`, `manual` while its outcome is unknown). */
+/* Start K; when it cannot be rendered, defer it (a secret another node may
+ * send) or end it (`failed`, `manual` while its outcome is unknown). */
 void pal__start_or_defer(pal_executor *ex, pal__call *k);
 void pal__call_reset_transfer(pal__call *k);
 /* The span id of K's current transfer (trace.h: its phase, attempt and

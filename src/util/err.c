@@ -16,6 +16,7 @@ const char *pal_strerror(int code)
 	case PAL_ETOOBIG: return "input too large";
 	case PAL_EBUSY: return "busy";
 	case PAL_EPERM: return "not permitted";
+	case PAL_ENOGRANT: return "not granted on this node";
 	default: return "unknown error";
 	}
 }

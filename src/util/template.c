@@ -113,7 +113,7 @@ int pal_tpl_render(const char *tpl, const pal_tpl_vars *v, unsigned flags, char 
 			if (sv != PAL_SECRET_OK) {
 				pal_secret_refusal(sv, v->tenant, name, err, errlen);
 				g_string_free(g, TRUE);
-				return PAL_EPERM;
+				return sv == PAL_SECRET_NODE ? PAL_EPERM : PAL_ENOGRANT;
 			}
 			const char *val = getenv(name);
 			if (!val) {
