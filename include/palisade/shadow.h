@@ -100,7 +100,9 @@ PAL_MUST_CHECK int pal_store_rollback(pal_store *st, const pal_scope *sc, const 
 /* `palisade rollback` whole: pal_store_rollback(), then up to WAIT_MS for
  * the scope's calls in flight to finish, reach a safe point or be handed
  * back (blocks, polling every 200 ms), what they left waiting up to AT
- * moved to shadow as well, then the unfinished triggers up to AT with the
+ * moved to shadow as well, the dependent instants (`after`) of the calls
+ * still in flight planned shadow, handed back (the old system's chain runs
+ * them), then the unfinished triggers up to AT with the
  * key each one's calls send, into *OUT (json_decref) as the `rollback
  * --output json` object {scope, at, handed_back, later, in_flight,
  * unfinished: pal_store_unfinished_json()'s rows}: every instant of the

@@ -14,7 +14,8 @@
  * (a roll-back, marked last_error_class 'rolled_back'), running ->
  * pausing (a roll-back or a shadow, for a trigger claimed ahead of its
  * instant) and paused -> shadow (a shadow, for such a trigger handed back
- * without a call).
+ * without a call).  A roll-back also plans, born shadow, the dependent
+ * instants of the upstream calls it lists in flight (FOLLOW_INSERT).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -679,6 +680,38 @@ static int back_after_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	return PAL_OK;
 }
 
+/* The dependent instants of the calls in flight the answer lists: for
+ * each upstream call of the scope still in flight up to $3 (epoch s), the
+ * instant of every job whose version in force then waits for it (`after`),
+ * each partition it waits on, is planned now, shadow, handed back
+ * ('rolled_back').  The old system takes the upstream instant over, and in
+ * its chain that run starts the dependent one; palisade, finishing the call,
+ * finds the dependent instant decided and plans nothing (one already
+ * planned is left: its upstream had ended, so the call is not listed).  A
+ * mark on the upstream trigger would not do: the result commit writes its
+ * error class, a 0.3.0 node's too.  Run before the answer's rows are read,
+ * so an upstream call listed in flight has its dependent instants
+ * listed. */
+#define FOLLOW_INSERT                                                                              \
+	"WITH up AS (SELECT DISTINCT t.job_id, t.scheduled_at, t.partition, uv.partitions"         \
+	"  FROM triggers t JOIN job_versions uv ON uv.job_id = t.job_id AND uv.version = t.version" \
+	"  WHERE t.request_id IS NULL AND t.scheduled_at <= to_timestamp($3::bigint) AND"          \
+	FLYING_WHERE "), ins AS ("                                                                 \
+	"INSERT INTO triggers (job_id, version, scheduled_at, partition, source, priority, due_at," \
+	" shard, tenant, resource_group, job_ref, state, last_error_class)"                         \
+	" SELECT DISTINCT j.job_id, v.version, u.scheduled_at, p, 'schedule', v.priority,"         \
+	"  u.scheduled_at, j.shard, j.tenant, j.resource_group, j.ref, 'shadow', 'rolled_back'"    \
+	" FROM up u CROSS JOIN jobs j"                                                              \
+	" CROSS JOIN LATERAL (SELECT x.version, x.partitions, x.priority, x.spec FROM job_versions x" \
+	"   WHERE x.job_id = j.job_id AND x.effective_from <= u.scheduled_at"                      \
+	"   ORDER BY x.version DESC LIMIT 1) v"                                                     \
+	" CROSS JOIN generate_series(0, v.partitions - 1) p"                                        \
+	" WHERE j.retired_at IS NULL"                                                               \
+	"  AND v.spec -> 'after' @> jsonb_build_array(jsonb_build_object('job', u.job_id))"        \
+	"  AND (u.partitions IS DISTINCT FROM v.partitions OR p = u.partition)"                     \
+	" ON CONFLICT (job_id, scheduled_at, partition) WHERE request_id IS NULL DO NOTHING"        \
+	" RETURNING 1) SELECT count(*) FROM ins"
+
 int pal_store_rollback(pal_store *st, const pal_scope *sc, const char *actor, const char *reason,
 		       int64_t *handed_back, int64_t *later, int64_t *at, char *err, size_t errlen)
 {
@@ -834,6 +867,14 @@ int pal_store_rollback_json(pal_store *st, const pal_scope *sc, const char *acto
 	}
 	if (!rc && c.flying)
 		rc = pal__ops_in_tx(st, back_after_body, &c, err, errlen);
+	if (!rc && flying) {
+		char at[24];
+		pal__ops_i64s(at, sizeof at, c.at);
+		const char *pa[] = {pal__ops_scope_kind(sc->kind), sc->name ? sc->name : "", at};
+		int64_t followed = 0;
+		rc = pal__ops_query_i64(st, FOLLOW_INSERT, 3, pa, &followed, err, errlen);
+		c.handed_back += followed;
+	}
 	json_t *rows = NULL;
 	if (!rc)
 		rc = pal_store_unfinished_json(st, sc, c.at, &rows, err, errlen);
