@@ -1002,8 +1002,10 @@ static int64_t switch_point(const pjob *j, int64_t w)
 	int64_t from = prev->eff > j->pend_created ? prev->eff : j->pend_created, x;
 	bool ex;
 	/* A version that has no instant after it was stored (a retiring
-	 * version) takes over then: the old version's rows after it were
-	 * cancelled by the retirement and are not its to keep. */
+	 * version, one applied with its `end` reached) takes over then: the
+	 * old version's rows after it were cancelled by the retirement's
+	 * sweep or by the apply (stop_ended in src/store/apply.c) and are not
+	 * its to keep. */
 	if (n->has_end && from < w && pal_schedule_next_from(n->sched, from, from, &x, &ex) != PAL_OK)
 		return from;
 	if (!prev->has_end)

@@ -74,6 +74,7 @@ struct pal_apply {
 	GHashTable *cals;
 	bool cals_changed; /* one of them got a new version here */
 	bool followed;	   /* apply_followers ran */
+	int64_t now;	   /* the apply's time (apply_time), PAL_NO_TIME until read */
 };
 
 static void calendar_free(gpointer c)
@@ -122,6 +123,7 @@ int pal_store_apply_begin(pal_store *st, const char *actor, const char *reason, 
 		return PAL_ENOMEM;
 	}
 	a->st = st;
+	a->now = PAL_NO_TIME;
 	int rc = pal_store_shard_count(st, default_shards, &a->nshards, err, errlen);
 	/* The transaction spans the CLI's reading of the files between chunks
 	 * (at most one 4 MiB file, well under a second; more under a
@@ -655,6 +657,96 @@ static int reapply_retired(pal_apply *a, struct item *it, size_t n, char *err, s
 	return rc;
 }
 
+/* Statement 4e, only for a chunk with an existing job whose new version
+ * has no instant after the apply's time (its `end` is reached or it
+ * comes before its next instant; a one-shot `at` in the past): that
+ * version takes over at the apply (switch_point in
+ * src/controller/planner.c), not at the shard's watermark, so what the
+ * old version planned after it is not the old version's to run.  Its
+ * unclaimed scheduled rows (pending, paused) at or after the cut are
+ * cancelled through the door, as `delete`'s sweep does: the cut is the
+ * new `end` where it is at or before the apply, else the apply's next
+ * second.  A claimed row (running, retry_wait, ...) is left to finish.
+ * One `cancel` audit row per job with the ids.  $1 ids, $2 cuts (epoch
+ * seconds), $3 actor, $4 reason. */
+#define STOP_CANCELLABLE                                                                           \
+	"t.job_id = c.id AND t.state IN ('pending', 'paused')"                                     \
+	" AND t.source IN ('schedule', 'catchup') AND t.scheduled_at >= to_timestamp(c.cut)"
+#define STOP_SQL                                                                                   \
+	"WITH c AS (SELECT * FROM unnest($1::text[], $2::bigint[]) AS c(id, cut)),"                \
+	" m AS (SELECT m.job_id, m.id FROM " PAL__TRIGGER_MOVE(                                    \
+	    "SELECT t.id, t.scheduled_at, t.state FROM triggers t JOIN c ON " STOP_CANCELLABLE,    \
+	    "'cancelled'", "NULL") " m)"                                                           \
+	" INSERT INTO audit_log (actor, action, scope, reason, details)"                           \
+	" SELECT $3, 'cancel', 'job:' || m.job_id, $4, jsonb_build_object('cause',"                \
+	"   'a version with no instant after its apply took over (planned by the version before "   \
+	"it)', 'cancelled', count(*), 'trigger_ids', jsonb_agg(m.id ORDER BY m.id))"               \
+	" FROM m GROUP BY m.job_id"
+
+/* The apply's time (the transaction's, the versions' created_at), in
+ * whole seconds as the planner reads it. */
+static int apply_time(pal_apply *a, char *err, size_t errlen)
+{
+	if (a->now != PAL_NO_TIME)
+		return PAL_OK;
+	return pal__store_query_i64(a->st, "SELECT floor(extract(epoch FROM now()))::bigint", 0,
+				    NULL, PAL_NO_TIME, &a->now, err, errlen);
+}
+
+/* Where statement 4e cuts the old version's rows of S (stored at NOW), or
+ * PAL_NO_TIME when S has an instant after NOW (it takes over at the
+ * watermark). */
+static int64_t stop_cut(const pal_job_spec *s, int64_t now)
+{
+	pal_schedule *sc;
+	char e[256];
+	int64_t x;
+	bool ex;
+	if (!s->has_end && !s->has_at)
+		return PAL_NO_TIME; /* cron and `every` go on for ever */
+	if (pal_schedule_open(s, &sc, e, sizeof e))
+		return PAL_NO_TIME; /* validation refuses such a spec */
+	bool none = pal_schedule_next_from(sc, now, now, &x, &ex) != PAL_OK;
+	pal_schedule_close(sc);
+	if (!none)
+		return PAL_NO_TIME;
+	return s->has_end && s->end <= now ? s->end : now + 1;
+}
+
+static int stop_ended(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
+{
+	if (a->retiring)
+		return PAL_OK; /* retire_chunk cancels them all */
+	pal_pgarr ids, cuts;
+	size_t m = 0;
+	int rc = PAL_OK;
+	pal__pgarr_init(&ids);
+	pal__pgarr_init(&cuts);
+	for (size_t i = 0; !rc && i < n; i++) {
+		if (it[i].fresh || it[i].retired || it[i].res->outcome == PAL_APPLY_UNCHANGED)
+			continue;
+		if ((rc = apply_time(a, err, errlen)))
+			break;
+		int64_t cut = stop_cut(it[i].s, a->now);
+		if (cut == PAL_NO_TIME)
+			continue;
+		pal__pgarr_text(&ids, it[i].s->id);
+		pal__pgarr_i64(&cuts, cut);
+		m++;
+	}
+	char *p1 = pal__pgarr_end(&ids), *p2 = pal__pgarr_end(&cuts);
+	const char *p[] = {p1, p2, a->actor, a->reason};
+	if (!rc && m) {
+		PGresult *r = pal__store_query(a->st, STOP_SQL, 4, p, err, errlen);
+		if (!r)
+			rc = PAL_EDB;
+		PQclear(r);
+	}
+	g_free(p1);
+	g_free(p2);
+	return rc;
+}
+
 /* Statement 4c: an audit_log row per changed job (job.create, job.update
  * or job.retire, with the version and digest), by binary COPY. */
 #define AUDIT_COPY_SQL                                                                             \
@@ -757,6 +849,8 @@ static int send_versions(pal_apply *a, struct item *it, size_t n, char *err, siz
 	for (int k = 0; k < NA; k++)
 		p[k] = pal__pgarr_end(&arr[k]);
 	int rc = m ? reapply_retired(a, it, n, err, errlen) : PAL_OK;
+	if (m && !rc)
+		rc = stop_ended(a, it, n, err, errlen);
 	if (m && !rc) {
 		PGresult *r = pal__store_query(a->st, VERSIONS_META_SQL, NA, p, err, errlen);
 		if (!r)
