@@ -102,6 +102,8 @@ PAL_MUST_CHECK int pal_schedule_next_from(const pal_schedule *sc, int64_t anchor
 /* False for an `every` schedule without `start`: its instants depend on
  * the anchor. */
 bool pal_schedule_fixed_anchor(const pal_schedule *sc);
+/* True for a one-shot (`at`) schedule. */
+bool pal_schedule_one_shot(const pal_schedule *sc);
 /* The job's spread offset: every nominal instant moves by it (0: no spread). */
 int64_t pal_schedule_offset(const pal_schedule *sc);
 

@@ -987,9 +987,11 @@ static int collect(pal_planner *p, size_t i, int64_t horizon)
  * instant (a job with `after`, whose dependent instants are decided up to
  * its shard's watermark by the version that owns them) keeps W.  A new
  * version that itself has no instant after it was stored (a retiring
- * version: its `end` is the retirement) takes over when it was stored, not
- * before P's activation: nothing after that is planned for it, and the
- * version applied after it can take over at its own apply.
+ * version: its `end` is the retirement; a job applied with its `end`
+ * reached) takes over when it was stored, not before P's activation:
+ * nothing after that is planned for it, and the version applied after it
+ * can take over at its own apply.  So does a version of which it or P is a
+ * one-shot (`at`).
  */
 static int64_t switch_point(const pjob *j, int64_t w)
 {
@@ -1007,6 +1009,13 @@ static int64_t switch_point(const pjob *j, int64_t w)
 	 * sweep or by the apply (stop_ended in src/store/apply.c) and are not
 	 * its to keep. */
 	if (n->has_end && from < w && pal_schedule_next_from(n->sched, from, from, &x, &ex) != PAL_OK)
+		return from;
+	/* A one-shot moved, or a job changed to or from one, takes over then
+	 * too: at W the old instant up to W would still fire (a second
+	 * effect) or the new one up to W would fire under no version; the
+	 * apply cancelled the old version's rows after it but at the new
+	 * version's own instants. */
+	if (from < w && (pal_schedule_one_shot(n->sched) || pal_schedule_one_shot(prev->sched)))
 		return from;
 	if (!prev->has_end)
 		return w;

@@ -103,7 +103,8 @@ static int cmp_inst(const void *a, const void *b)
  * point (it had ended: a job deleted and applied again, a job whose `end`
  * passed); then
  * at the latest of that version's last instant, its activation and when
- * version I was stored.  Recomputed rather than read, so that a switch
+ * version I was stored; when version I or the one before it is a one-shot
+ * (`at`), at the latter two.  Recomputed rather than read, so that a switch
  * point stored too late (the instants between the apply and it planned by
  * no version) shows as missing instants.
  */
@@ -119,6 +120,11 @@ static int switch_from(json_t *versions, size_t i, int64_t *lo, char *err, size_
 	int64_t at = json_integer_value(created) > plo ? json_integer_value(created) : plo, x;
 	if (at >= *lo)
 		return PAL_OK;
+	if (json_object_get(json_object_get(json_object_get(ver, "spec"), "schedule"), "at") ||
+	    json_object_get(json_object_get(json_object_get(prev, "spec"), "schedule"), "at")) {
+		*lo = at; /* a one-shot or a job changed to or from one */
+		return PAL_OK;
+	}
 	pal_job_spec spec;
 	pal_schedule *sc;
 	int rc = pal_job_spec_from_canonical(json_object_get(prev, "spec"), &spec, err, errlen);

@@ -688,6 +688,11 @@ bool pal_schedule_fixed_anchor(const pal_schedule *sc)
 	return sc->kind != SK_EVERY || sc->has_start;
 }
 
+bool pal_schedule_one_shot(const pal_schedule *sc)
+{
+	return sc->kind == SK_AT;
+}
+
 /* ---- counting ---------------------------------------------------------------- */
 
 /*

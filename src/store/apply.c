@@ -38,6 +38,7 @@
  * specs stops after statement 3 and ships no spec; a changed spec creates
  * version n+1; history is never rewritten.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -657,30 +658,48 @@ static int reapply_retired(pal_apply *a, struct item *it, size_t n, char *err, s
 	return rc;
 }
 
-/* Statement 4e, only for a chunk with an existing job whose new version
- * has no instant after the apply's time (its `end` is reached or it
- * comes before its next instant; a one-shot `at` in the past): that
- * version takes over at the apply (switch_point in
- * src/controller/planner.c), not at the shard's watermark, so what the
- * old version planned after it is not the old version's to run.  Its
- * unclaimed scheduled rows (pending, paused) at or after the cut are
- * cancelled through the door, as `delete`'s sweep does: the cut is the
- * new `end` where it is at or before the apply, else the apply's next
- * second.  A claimed row (running, retry_wait, ...) is left to finish.
- * One `cancel` audit row per job with the ids.  $1 ids, $2 cuts (epoch
- * seconds), $3 actor, $4 reason. */
-#define STOP_CANCELLABLE                                                                           \
-	"t.job_id = c.id AND t.state IN ('pending', 'paused')"                                     \
-	" AND t.source IN ('schedule', 'catchup') AND t.scheduled_at >= to_timestamp(c.cut)"
-#define STOP_SQL                                                                                   \
-	"WITH c AS (SELECT * FROM unnest($1::text[], $2::bigint[]) AS c(id, cut)),"                \
-	" m AS (SELECT m.job_id, m.id FROM " PAL__TRIGGER_MOVE(                                    \
-	    "SELECT t.id, t.scheduled_at, t.state FROM triggers t JOIN c ON " STOP_CANCELLABLE,    \
+/* Statements 4e: where a new version takes over at its apply instead of
+ * at the shard's watermark (switch_point in src/controller/planner.c):
+ * one with no instant after the apply (its `end` reached or before its
+ * next instant, a one-shot `at` past), and one whose schedule or whose
+ * predecessor's is a one-shot `at` (docs/jobs.md, "Where a new version
+ * takes over").  What the old version planned after that point, up to
+ * the watermark, is not its to run: its unclaimed scheduled rows
+ * (pending, paused) at or after the cut are cancelled through the door,
+ * as `delete`'s sweep does, but for a row at an instant the new version
+ * fires itself (it keeps the instant's plan key and runs it once).  The
+ * cut is the new `end` where it is at or before the apply, else the
+ * apply's next second.  A claimed row (running, retry_wait, ...) is left
+ * to finish.  4e reads the candidates ($1 ids, $2 cuts or NULL: only when
+ * the latest stored version is a one-shot, $3 the apply's next second);
+ * 4f cancels the chosen ones ($1 ids, $2 instants, $3 actor, $4 reason)
+ * with one `cancel` audit row per job. */
+/* How the cron column of a one-shot's version reads (pal_schedule_text,
+ * after a calendars prefix if any). */
+#define ONE_SHOT_TEXT "@palisade;at="
+#define NO_TIME_SQL "(-9223372036854775807 - 1)"
+#define TAKEOVER_ROWS_SQL                                                                          \
+	"SELECT t.job_id, t.id, floor(extract(epoch FROM t.scheduled_at))::bigint"                 \
+	" FROM (SELECT u.id, nullif(u.cut, " NO_TIME_SQL ") AS cut"                                \
+	"  FROM unnest($1::text[], $2::bigint[]) AS u(id, cut)) c"                                 \
+	" JOIN jobs j ON j.job_id = c.id"                                                          \
+	" JOIN job_versions v ON v.job_id = c.id AND v.version = j.latest_version"                 \
+	" JOIN triggers t ON t.job_id = c.id AND t.state IN ('pending', 'paused')"                 \
+	"  AND t.source IN ('schedule', 'catchup')"                                                \
+	"  AND t.scheduled_at >= to_timestamp(coalesce(c.cut, $3::bigint))"                        \
+	" WHERE c.cut IS NOT NULL OR strpos(v.cron, '" ONE_SHOT_TEXT "') > 0"                      \
+	" ORDER BY t.job_id COLLATE \"C\", t.scheduled_at"
+#define TAKEOVER_CANCEL_SQL                                                                        \
+	"WITH m AS (SELECT m.job_id, m.id FROM " PAL__TRIGGER_MOVE(                                \
+	    "SELECT t.id, t.scheduled_at, t.state FROM triggers t JOIN unnest($1::bigint[],"       \
+	    " $2::bigint[]) AS c(id, at) ON t.id = c.id AND t.scheduled_at = to_timestamp(c.at)"   \
+	    " WHERE t.state IN ('pending', 'paused')",                                             \
 	    "'cancelled'", "NULL") " m)"                                                           \
 	" INSERT INTO audit_log (actor, action, scope, reason, details)"                           \
 	" SELECT $3, 'cancel', 'job:' || m.job_id, $4, jsonb_build_object('cause',"                \
-	"   'a version with no instant after its apply took over (planned by the version before "   \
-	"it)', 'cancelled', count(*), 'trigger_ids', jsonb_agg(m.id ORDER BY m.id))"               \
+	"   'a version that takes over at its apply (no instant after it, or a one-shot)"          \
+	" replaced the version that planned them', 'cancelled', count(*),"                         \
+	"   'trigger_ids', jsonb_agg(m.id ORDER BY m.id))"                                         \
 	" FROM m GROUP BY m.job_id"
 
 /* The apply's time (the transaction's, the versions' created_at), in
@@ -693,10 +712,10 @@ static int apply_time(pal_apply *a, char *err, size_t errlen)
 				    NULL, PAL_NO_TIME, &a->now, err, errlen);
 }
 
-/* Where statement 4e cuts the old version's rows of S (stored at NOW), or
- * PAL_NO_TIME when S has an instant after NOW (it takes over at the
- * watermark). */
-static int64_t stop_cut(const pal_job_spec *s, int64_t now)
+/* Where 4e cuts the old version's rows of S (stored at NOW) when S itself
+ * takes over at its apply, or PAL_NO_TIME (then only an old one-shot makes
+ * it take over there). */
+static int64_t takeover_cut(const pal_job_spec *s, int64_t now)
 {
 	pal_schedule *sc;
 	char e[256];
@@ -708,18 +727,33 @@ static int64_t stop_cut(const pal_job_spec *s, int64_t now)
 		return PAL_NO_TIME; /* validation refuses such a spec */
 	bool none = pal_schedule_next_from(sc, now, now, &x, &ex) != PAL_OK;
 	pal_schedule_close(sc);
-	if (!none)
-		return PAL_NO_TIME;
-	return s->has_end && s->end <= now ? s->end : now + 1;
+	if (none)
+		return s->has_end && s->end <= now ? s->end : now + 1;
+	return s->has_at ? now + 1 : PAL_NO_TIME;
 }
 
-static int stop_ended(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
+/* Whether S, taking over at NOW, fires instant AT itself. */
+static bool fires_at(const pal_job_spec *s, int64_t now, int64_t at)
+{
+	pal_schedule *sc;
+	char e[256];
+	int64_t x;
+	bool ex, hit;
+	if (at <= now || pal_schedule_open(s, &sc, e, sizeof e))
+		return false;
+	hit = pal_schedule_next_from(sc, now, at - 1, &x, &ex) == PAL_OK && x == at;
+	pal_schedule_close(sc);
+	return hit;
+}
+
+static int takeover_sweep(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
 {
 	if (a->retiring)
 		return PAL_OK; /* retire_chunk cancels them all */
 	pal_pgarr ids, cuts;
 	size_t m = 0;
 	int rc = PAL_OK;
+	GHashTable *spec = g_hash_table_new(g_str_hash, g_str_equal);
 	pal__pgarr_init(&ids);
 	pal__pgarr_init(&cuts);
 	for (size_t i = 0; !rc && i < n; i++) {
@@ -727,17 +761,39 @@ static int stop_ended(pal_apply *a, struct item *it, size_t n, char *err, size_t
 			continue;
 		if ((rc = apply_time(a, err, errlen)))
 			break;
-		int64_t cut = stop_cut(it[i].s, a->now);
-		if (cut == PAL_NO_TIME)
-			continue;
+		int64_t cut = takeover_cut(it[i].s, a->now);
 		pal__pgarr_text(&ids, it[i].s->id);
-		pal__pgarr_i64(&cuts, cut);
+		pal__pgarr_i64(&cuts, cut); /* PAL_NO_TIME: NULL (nullif below) */
+		g_hash_table_insert(spec, (gpointer)it[i].s->id, (gpointer)it[i].s);
 		m++;
 	}
-	char *p1 = pal__pgarr_end(&ids), *p2 = pal__pgarr_end(&cuts);
-	const char *p[] = {p1, p2, a->actor, a->reason};
-	if (!rc && m) {
-		PGresult *r = pal__store_query(a->st, STOP_SQL, 4, p, err, errlen);
+	char *p1 = pal__pgarr_end(&ids), *p2 = pal__pgarr_end(&cuts), nx[24];
+	snprintf(nx, sizeof nx, "%" PRId64, a->now + 1);
+	const char *p[] = {p1, p2, nx};
+	PGresult *r = NULL;
+	if (!rc && m && !(r = pal__store_query(a->st, TAKEOVER_ROWS_SQL, 3, p, err, errlen)))
+		rc = PAL_EDB;
+	g_free(p1);
+	g_free(p2);
+	pal__pgarr_init(&ids);
+	pal__pgarr_init(&cuts);
+	size_t k = 0;
+	for (int row = 0; r && row < PQntuples(r); row++) {
+		const pal_job_spec *s = g_hash_table_lookup(spec, PQgetvalue(r, row, 0));
+		int64_t at = strtoll(PQgetvalue(r, row, 2), NULL, 10);
+		if (!s || fires_at(s, a->now, at))
+			continue;
+		pal__pgarr_i64(&ids, strtoll(PQgetvalue(r, row, 1), NULL, 10));
+		pal__pgarr_i64(&cuts, at);
+		k++;
+	}
+	PQclear(r);
+	g_hash_table_destroy(spec);
+	p1 = pal__pgarr_end(&ids);
+	p2 = pal__pgarr_end(&cuts);
+	const char *q[] = {p1, p2, a->actor, a->reason};
+	if (!rc && k) {
+		r = pal__store_query(a->st, TAKEOVER_CANCEL_SQL, 4, q, err, errlen);
 		if (!r)
 			rc = PAL_EDB;
 		PQclear(r);
@@ -850,7 +906,7 @@ static int send_versions(pal_apply *a, struct item *it, size_t n, char *err, siz
 		p[k] = pal__pgarr_end(&arr[k]);
 	int rc = m ? reapply_retired(a, it, n, err, errlen) : PAL_OK;
 	if (m && !rc)
-		rc = stop_ended(a, it, n, err, errlen);
+		rc = takeover_sweep(a, it, n, err, errlen);
 	if (m && !rc) {
 		PGresult *r = pal__store_query(a->st, VERSIONS_META_SQL, NA, p, err, errlen);
 		if (!r)

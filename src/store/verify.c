@@ -51,8 +51,9 @@ int pal_store_planned(pal_store *st, const char *job_id, int64_t from, int64_t t
 	 * deletes such rows: docs/operations.md, "Retiring a job"): without a
 	 * row of the new version the instant is missing.  A row of an older
 	 * version after the end of a version that took over before it (a
-	 * retired job, a version applied with its `end` reached), before the
-	 * job was applied again, is not counted when it was cancelled before
+	 * retired job, a version applied with its `end` reached) or after a
+	 * version that took over at its apply as a one-shot or after one,
+	 * before the job was applied again, is not counted when it was cancelled before
 	 * any attempt (by the retirement or that apply) or claimed before
 	 * that version was stored and left to finish (an executor claims up
 	 * to claim_ahead early); one claimed later ran outside every
@@ -74,10 +75,13 @@ int pal_store_planned(pal_store *st, const char *job_id, int64_t from, int64_t t
 	    " AND NOT EXISTS ("
 	    "  SELECT 1 FROM job_versions rv WHERE rv.job_id = t.job_id"
 	    "  AND rv.version > t.version AND rv.effective_from < t.scheduled_at"
+	    "  AND (rv.spec -> 'schedule' ? 'at' OR EXISTS (SELECT 1 FROM job_versions ov"
+	    "   WHERE ov.job_id = rv.job_id AND ov.version = rv.version - 1"
+	    "   AND ov.spec -> 'schedule' ? 'at')"
+	    "   OR (rv.spec -> 'schedule' ->> 'end')::timestamptz <= t.scheduled_at)"
 	    "  AND ((t.state = 'cancelled' AND t.attempt_count = 0)"
 	    "   OR least(t.first_claimed_at, (SELECT min(x.claimed_at) FROM attempts x"
 	    "    WHERE x.trigger_id = t.id AND x.scheduled_at = t.scheduled_at)) < rv.created_at)"
-	    "  AND (rv.spec -> 'schedule' ->> 'end')::timestamptz <= t.scheduled_at"
 	    "  AND NOT EXISTS (SELECT 1 FROM job_versions nv WHERE nv.job_id = rv.job_id"
 	    "   AND nv.version > rv.version AND nv.created_at < t.scheduled_at))"
 	    " GROUP BY 1, 2) x",

@@ -42,7 +42,7 @@ ran=$(sql "select count(*) from triggers t where job_id = '$J' and scheduled_at 
 expect_eq "nothing at or after the end runs but a row claimed before the apply" 0 "$ran"
 cancelled=$(sql "select count(*) from triggers where job_id = '$J' and scheduled_at > to_timestamp($A) and state = 'cancelled' and attempt_count = 0")
 check "the apply cancelled the old version's rows after it ($cancelled)" [ "$cancelled" -ge 1 ]
-aud=$(sql "select coalesce(sum((details->>'cancelled')::int), 0) from audit_log where action = 'cancel' and scope = 'job:$J' and details->>'cause' like 'a version with no instant after its apply%'")
+aud=$(sql "select coalesce(sum((details->>'cancelled')::int), 0) from audit_log where action = 'cancel' and scope = 'job:$J' and details->>'cause' like 'a version that takes over at its apply%'")
 check "the apply audits what it cancelled ($aud)" [ "$aud" -ge "$cancelled" ]
 "$PAL" verify --from "$T0" --to "$T1" --sink-pg "$PALISADE_PG" >"$NODE_DIR/v.out" 2>&1; rc=$?
 sed 's/^/    /' "$NODE_DIR/v.out" | head -3
