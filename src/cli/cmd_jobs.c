@@ -33,21 +33,6 @@ static const char *str(json_t *o, const char *k)
 	return s ? s : "-";
 }
 
-/* When version VERSION of job row J was activated (its effective_from), or
- * NOW when it is not yet: an `every` without `start` counts from there. */
-static int64_t version_anchor(json_t *j, int version, int64_t now)
-{
-	size_t i;
-	json_t *v;
-	json_array_foreach(json_object_get(j, "versions"), i, v)
-	{
-		json_t *e = json_object_get(v, "effective_from");
-		if (json_integer_value(json_object_get(v, "version")) == version && json_is_integer(e))
-			return json_integer_value(e);
-	}
-	return now;
-}
-
 /* Add "next": [RFC 3339...] (N instants of the latest version) to each job. */
 static int add_next(pal_store *st, json_t *jobs, int n)
 {
@@ -60,7 +45,12 @@ static int add_next(pal_store *st, json_t *jobs, int n)
 		json_t *spec_json;
 		int version;
 		char err[1024];
-		if (pal_store_latest_spec(st, id, &spec_json, &version, err, sizeof err)) {
+		/* an `every` without `start` counts from the latest version's
+		 * activation, or where the controller will take it over while it
+		 * awaits activation (the shard's watermark), as plan diff does */
+		int64_t a, unused;
+		if (pal_store_job_anchors(st, id, &a, &unused, err, sizeof err) ||
+		    pal_store_latest_spec(st, id, &spec_json, &version, err, sizeof err)) {
 			pal_cli_err("jobs", "%s", err);
 			return PAL_EXIT_UNAVAIL;
 		}
@@ -70,7 +60,6 @@ static int add_next(pal_store *st, json_t *jobs, int n)
 		if (!pal_job_spec_from_canonical(spec_json, &spec, err, sizeof err)) {
 			if (!pal_schedule_open(&spec, &sc, err, sizeof err)) {
 				int64_t t = now, x;
-				int64_t a = version_anchor(j, version, now);
 				bool ex;
 				for (int k = 0;
 				     k < n && pal_schedule_next_from(sc, a, t, &x, &ex) == PAL_OK; k++) {
