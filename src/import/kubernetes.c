@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "palisade/timefmt.h"
 #include "palisade/yamltree.h"
 #include "import_int.h"
 
@@ -130,6 +131,59 @@ static void to_json(GString *g, const pal_ynode *n)
 	pal__import_json_str(g, n->str);
 }
 
+/* The interval of "@every D" as the controller's parser (robfig/cron)
+ * reads it: D a Go duration (time.ParseDuration: an optional sign, then
+ * number-unit groups, units ns us µs ms s m h, or "0"), then its Every():
+ * below 1s it is 1s, else cut to whole seconds.  -1 when D is no Go
+ * duration (the API server refuses such a CronJob), -2 past 2^63 ns. */
+static int64_t every_seconds(const char *t)
+{
+	static const struct {
+		const char *u;
+		long double ns;
+	} units[] = {{"ns", 1}, {"us", 1e3}, {"\xc2\xb5s", 1e3}, {"\xce\xbcs", 1e3},
+		     {"ms", 1e6},	{"s", 1e9},   {"m", 60e9},	    {"h", 3600e9}};
+	long double total = 0;
+	bool neg = *t == '-';
+
+	if (*t == '-' || *t == '+')
+		t++;
+	if (!strcmp(t, "0"))
+		return 1;
+	if (!*t)
+		return -1;
+	while (*t) {
+		const char *p = t;
+		long double v = 0, scale = 1;
+		bool digits = false;
+		for (; g_ascii_isdigit(*p); p++, digits = true)
+			v = v * 10 + (*p - '0');
+		if (*p == '.')
+			for (p++; g_ascii_isdigit(*p); p++, digits = true)
+				v += (*p - '0') * (scale /= 10);
+		if (!digits)
+			return -1;
+		size_t k, best = 0, len = 0;
+		for (k = 0; k < G_N_ELEMENTS(units); k++) {
+			size_t l = strlen(units[k].u);
+			if (!strncmp(p, units[k].u, l) && l > len) {
+				best = k;
+				len = l;
+			}
+		}
+		/* "m" is a prefix of "ms": the longest unit that matches */
+		if (!len)
+			return -1;
+		total += v * units[best].ns;
+		t = p + len;
+	}
+	if (total >= 9223372036854775808.0L)
+		return -2;
+	if (neg || total < 1e9L)
+		return 1;
+	return (int64_t)(total / 1e9L);
+}
+
 /* The schedule in palisade's form: macros kept, day fields "*\/n" written
  * as ranges.  NULL (reported) when it has no palisade meaning. */
 static char *schedule(kdoc *d, const pal_ynode *n, const char *text)
@@ -138,14 +192,8 @@ static char *schedule(kdoc *d, const pal_ynode *n, const char *text)
 	GString *g;
 	guint nf;
 
-	if (text[0] == '@') {
-		if (!g_ascii_strncasecmp(text, "@every", 6)) {
-			issue(d, n, "not translated",
-			      "spec.schedule \"%s\": a fixed interval has no cron form", text);
-			return NULL;
-		}
+	if (text[0] == '@')
 		return g_strdup(text);
-	}
 	f = g_strsplit_set(text, " \t", -1);
 	g = g_string_new(NULL);
 	nf = 0;
@@ -188,7 +236,8 @@ static void cronjob(kdoc *d, const pal_ynode *doc)
 	const char *zone = NULL, *text, *overlap = NULL, *v;
 	char *cron = NULL, *why = NULL, *misfire = NULL, *tzpre = NULL;
 	GString *id = g_string_new(NULL), *body = g_string_new(NULL), *desc = g_string_new(NULL);
-	bool suspend = false;
+	bool suspend = false, has_start = false;
+	int64_t every_s = 0, created, start = 0;
 
 	if (!ns)
 		ns = "default";
@@ -230,16 +279,52 @@ static void cronjob(kdoc *d, const pal_ynode *doc)
 	} else {
 		zone = "UTC";
 	}
-	if (!(cron = schedule(d, sched, text)))
-		goto out;
-	if (!tzpre && !scalar(pal_ynode_get(spec, "timeZone")) && !d->o->timezone)
-		issue(d, sched, "approximated",
-		      "%s/%s has no spec.timeZone: the controller manager reads the schedule in "
-		      "its own local zone; taken as UTC",
-		      ns, name);
-	if ((why = pal__import_check_schedule(cron, zone, d->o->now))) {
-		issue(d, sched, "not translated", "%s", why);
-		goto out;
+	if (!strncmp(text, "@every ", 7)) {
+		/* a fixed interval: the controller counts it from the CronJob's
+		 * creation (the first run one interval after it, each next one
+		 * an interval after the last), in no zone */
+		every_s = every_seconds(text + 7);
+		if (every_s < 1 || every_s > 366LL * 86400) {
+			issue(d, sched, "not translated", "spec.schedule \"%s\": %s", text,
+			      every_s == -1 ? "not a Go duration (the API server refuses it)"
+					    : "an interval over palisade's 366d");
+			goto out;
+		}
+		/* the zone only places exclusion dates, but the job file names it */
+		if ((why = pal__import_check_schedule("* * * * *", zone, d->o->now))) {
+			issue(d, sched, "not translated", "%s", why);
+			goto out;
+		}
+		v = scalar(pal_ynode_get(meta, "creationTimestamp"));
+		if (v && !pal_parse_rfc3339(v, &created)) {
+			has_start = true;
+			start = created + every_s;
+		} else {
+			issue(d, sched, "approximated",
+			      "spec.schedule \"%s\": the controller counts the interval from the "
+			      "CronJob's metadata.creationTimestamp, %s; palisade counts it from "
+			      "the job's activation (give `start`: the creation plus one interval)",
+			      text, v ? "which is not an RFC 3339 time" : "which this manifest lacks");
+		}
+		if (pal_ynode_get(spec, "startingDeadlineSeconds"))
+			issue(d, sched, "approximated",
+			      "spec.schedule \"%s\" with spec.startingDeadlineSeconds: when its "
+			      "last run is older than the deadline, the controller counts the "
+			      "interval from the deadline's start instead, so its runs leave the "
+			      "count from the creation that palisade keeps",
+			      text);
+	} else {
+		if (!(cron = schedule(d, sched, text)))
+			goto out;
+		if (!tzpre && !scalar(pal_ynode_get(spec, "timeZone")) && !d->o->timezone)
+			issue(d, sched, "approximated",
+			      "%s/%s has no spec.timeZone: the controller manager reads the "
+			      "schedule in its own local zone; taken as UTC",
+			      ns, name);
+		if ((why = pal__import_check_schedule(cron, zone, d->o->now))) {
+			issue(d, sched, "not translated", "%s", why);
+			goto out;
+		}
 	}
 
 	for (size_t i = 0; i < spec->n; i++) {
@@ -350,6 +435,9 @@ static void cronjob(kdoc *d, const pal_ynode *doc)
 	    .id = id->str,
 	    .tenant = ns,
 	    .cron = cron,
+	    .every_s = every_s,
+	    .has_start = has_start,
+	    .start = start,
 	    .timezone = zone,
 	    .misfire = misfire,
 	    .overlap = overlap,

@@ -79,7 +79,8 @@ CASES = [
     ("kubernetes/edge-cases.yaml", "kubernetes", [],
      [("document 1", "Deployment web"), ("document 2", "successfulJobsHistoryLimit"),
       ("document 2", "failedJobsHistoryLimit"), ("document 2", "metadata.labels"),
-      ("document 5", "@every"), ("document 6", "ConfigMap")]),
+      ("document 5", "creationTimestamp"), ("document 5", "startingDeadlineSeconds"),
+      ("document 6", "ConfigMap"), ("document 7", "startingDeadlineSeconds")]),
 ]
 
 MONTHS = "jan feb mar apr may jun jul aug sep oct nov dec".split()
@@ -287,7 +288,8 @@ def kubernetes_sources(path, default_zone):
             if m:
                 zone, sched = m.group(2), m.group(3)
             ns = obj["metadata"].get("namespace", "default")
-            out[(i, ns + "." + obj["metadata"]["name"])] = (sched, zone or default_zone)
+            out[(i, ns + "." + obj["metadata"]["name"])] = (
+                sched, zone or default_zone, obj["metadata"].get("creationTimestamp"))
     return out, kinds
 
 
@@ -323,6 +325,45 @@ def compare(name, job, entry_src, pal, ref, approximated, what):
     problem("%s: job %s (%s): palisade %d instants, %s %d; palisade only %s, %s only %s"
             % (name, job["id"], entry_src, len(pal), what, len(ref), fmt(extra), what,
                fmt(missing)))
+
+
+GO_UNITS = {"ns": 1, "us": 1e3, "\u00b5s": 1e3, "\u03bcs": 1e3, "ms": 1e6, "s": 1e9,
+            "m": 60e9, "h": 3600e9}
+
+
+def every_runs(name, job, sched, created, label):
+    """A CronJob's "@every D": the controller's parser (robfig/cron) reads D
+    as Go's time.ParseDuration does and cuts it to whole seconds (1s at
+    least); its runs are the creation time plus k intervals, k >= 1.  The
+    job's runs are palisade's `every` from its `start` (docs/jobs.md:
+    start, start + every, ...).  Without a creation time the anchor is
+    unknown (the report names it): only the interval is compared."""
+    ns = 0.0
+    for num, unit in re.findall(r"([0-9.]+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)", sched[7:]):
+        ns += float(num) * GO_UNITS[unit]
+    want = max(1, int(ns // 1e9))
+    got = job["schedule"].get("every")
+    if got != "%ds" % want:
+        problem("%s: job %s (%s): every %s, the controller's interval %ds"
+                % (name, job["id"], label, got, want))
+        return
+    if created is None:
+        if "start" in job["schedule"]:
+            problem("%s: job %s (%s): a start without a creation time" % (name, job["id"], label))
+        return
+    anchor = int(dt.datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp())
+    start = int(dt.datetime.fromisoformat(
+        str(job["schedule"].get("start", "")).replace("Z", "+00:00") or "1970-01-01T00:00:00+00:00"
+    ).timestamp())
+    for w in WINDOWS:
+        lo, hi = int(w.timestamp()), int(w.timestamp()) + DAYS * 86400
+        ref = [anchor + k * want for k in range(1, (hi - anchor) // want + 2)
+               if lo < anchor + k * want < hi]
+        pal = [start + k * want for k in range(0, (hi - start) // want + 2)
+               if lo < start + k * want < hi]
+        if pal != ref:
+            problem("%s: job %s (%s): palisade %d runs from %s, the controller %d"
+                    % (name, job["id"], label, len(pal), job["schedule"].get("start"), len(ref)))
 
 
 def run_case(binary, fixture, kind, opts, expected):
@@ -384,7 +425,10 @@ def run_case(binary, fixture, kind, opts, expected):
         src, kinds = kubernetes_sources(path, zone_opt)
         for j in jobs:
             i = int(re.search(r"document (\d+)", j["description"]).group(1))
-            sched, zone = src[(i, j["id"])]
+            sched, zone, created = src[(i, j["id"])]
+            if sched.startswith("@every "):
+                every_runs(name, j, sched, created, "document %d" % i)
+                continue
             pairs.append((j, Entry(sched, robfig=True), zone, "document %d" % i, False))
         done = {int(re.search(r"document (\d+)", j["description"]).group(1)) for j in jobs}
         for i, ks in kinds.items():

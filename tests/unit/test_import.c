@@ -206,6 +206,64 @@ static void test_import_kubernetes_fields(void **st)
 	pal_import_result_free(r);
 }
 
+/* "@every D" (robfig/cron's fixed interval, which the API server accepts)
+ * becomes `every`, D read as Go reads a duration and cut to whole seconds
+ * (below 1s: 1s); with metadata.creationTimestamp, `start` is the
+ * controller's first run, one interval after the creation. */
+static void test_import_kubernetes_every(void **st)
+{
+	static const struct {
+		const char *every;
+		int64_t s;
+	} cases[] = {{"10m", 600},   {"1h30m", 5400}, {"1.5h", 5400}, {"90s", 90},
+		     {"2500ms", 2},  {"500ms", 1},    {"1m0.9s", 60}, {"36h", 129600},
+		     {"1h1m1s", 3661}};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char text[512];
+		snprintf(text, sizeof text,
+			 "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: e\n"
+			 "  namespace: ns\n  creationTimestamp: \"2026-05-01T10:00:07Z\"\n"
+			 "spec:\n  schedule: \"@every %s\"\n  timeZone: UTC\n"
+			 "  startingDeadlineSeconds: 60\n  jobTemplate: {}\n",
+			 cases[i].every);
+		pal_jobset set = {0};
+		pal_import_result *r = import(false, text, &opts, &set);
+		assert_int_equal(set.n, 1);
+		assert_null(set.jobs[0].cron);
+		assert_int_equal(set.jobs[0].every_s, cases[i].s);
+		assert_true(set.jobs[0].has_start);
+		assert_int_equal(set.jobs[0].start, 1777629607 + cases[i].s);
+		/* only the deadline's effect on the count is named */
+		assert_int_equal(pal_import_issues(r), 1);
+		assert_non_null(strstr(pal_import_report(r), "startingDeadlineSeconds"));
+		pal_jobset_free(&set);
+		pal_import_result_free(r);
+	}
+	/* no creation time: counted from the activation, named; no Go duration:
+	 * not translated */
+	static const char *const more[] = {
+	    "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: a, namespace: ns}\n"
+	    "spec: {schedule: \"@every 5m\", startingDeadlineSeconds: 60, jobTemplate: {}}\n",
+	    "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: b, namespace: ns}\n"
+	    "spec: {schedule: \"@every 5\", startingDeadlineSeconds: 60, jobTemplate: {}}\n",
+	    "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c, namespace: ns}\n"
+	    "spec: {schedule: \"@every 9000h\", startingDeadlineSeconds: 60, jobTemplate: {}}\n"};
+	for (int k = 0; k < 3; k++) {
+		pal_jobset set = {0};
+		pal_import_result *r = import(false, more[k], &opts, &set);
+		assert_int_equal(set.n, k ? 0 : 1);
+		assert_non_null(strstr(pal_import_report(r), k == 0   ? "creationTimestamp"
+							     : k == 1 ? "not a Go duration"
+								      : "366d"));
+		if (!k) {
+			assert_int_equal(set.jobs[0].every_s, 300);
+			assert_false(set.jobs[0].has_start);
+		}
+		pal_jobset_free(&set);
+		pal_import_result_free(r);
+	}
+}
+
 /* The items of a kind: List (what `kubectl get cronjobs -o yaml` prints)
  * each have the digest of their own text: an edit of one changes no
  * other's. */
@@ -407,6 +465,7 @@ int main(void)
 	    cmocka_unit_test(test_import_crontab_names_what_cron_refuses),
 	    cmocka_unit_test(test_import_crontab_system_user_and_gap),
 	    cmocka_unit_test(test_import_kubernetes_fields),
+	    cmocka_unit_test(test_import_kubernetes_every),
 	    cmocka_unit_test(test_import_kubernetes_list_digest_per_item),
 	    cmocka_unit_test(test_import_kubernetes_same_cronjob_twice_refused),
 	    cmocka_unit_test(test_import_quartz_ids_from_the_key_alone),
