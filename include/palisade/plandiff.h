@@ -37,6 +37,24 @@ bool pal_plan_diff_within(size_t n_jobs, int count, int64_t max, char *err, size
 PAL_MUST_CHECK int pal_plan_diff_job(pal_store *st, const pal_job_spec *s, int64_t from, int count,
 				     pal_plan_diff *out, char *err, size_t errlen);
 void pal_plan_diff_clear(pal_plan_diff *d);
+
+/* Most next instants one read lists (`jobs --next`, GET /api/v1/jobs?next=):
+ * per job, and a page of jobs times its count. */
+#define PAL_JOB_NEXT_MAX 1000
+#define PAL_JOB_NEXT_MAX_INSTANTS 100000
+
+/* The next N fire instants after NOW of the canonical spec SPEC_JSON, an
+ * `every` without `start` counted from ANCHOR: a new array of RFC 3339
+ * strings, empty when the spec does not load or its schedule does not open. */
+json_t *pal_plan_spec_next(const json_t *spec_json, int64_t anchor, int64_t now, int n);
+
+/* The next N fire instants after NOW of the stored latest version of job
+ * JOB_ID, an `every` without `start` counted from that version's activation
+ * (or, while it awaits one, where the controller will take it over), as
+ * plan diff counts: a new array of RFC 3339 strings into *OUT (empty when
+ * the schedule does not open).  PAL_EDB, PAL_ENOENT with ERR filled. */
+PAL_MUST_CHECK int pal_plan_job_next(pal_store *st, const char *job_id, int64_t now, int n,
+				     json_t **out, char *err, size_t errlen);
 /* {job_id status new [stored_version stored] [follows]}, each list [{at
  * excluded}] (the `plan diff --output json` object); FOLLOWS NULL for a job
  * of the files (pal_plan_follow_fn's otherwise); a new reference. */

@@ -114,21 +114,26 @@ bool pal_api__reason(call *c, bool optional, const char **out)
 }
 
 /* ?limit= in 1..PAGE_MAX (default PAGE_DEFAULT); false (problem) otherwise. */
-bool pal_api__page_limit(call *c, int *limit)
+bool pal_api__query_int(call *c, const char *name, int lo, int hi, int dflt, int *out)
 {
-	const char *s = pal_api__query(c, "limit");
-	*limit = PAGE_DEFAULT;
+	const char *s = pal_api__query(c, name);
+	*out = dflt;
 	if (!s)
 		return true;
 	char *end;
 	long v = strtol(s, &end, 10);
-	if (*end || v < 1 || v > PAGE_MAX) {
+	if (*end || v < lo || v > hi) {
 		pal_api__problem(c, 400, "bad-parameter", "Bad parameter",
-				 "limit \"%.20s\": expected an integer in 1..%d", s, PAGE_MAX);
+				 "%s \"%.20s\": expected an integer in %d..%d", name, s, lo, hi);
 		return false;
 	}
-	*limit = (int)v;
+	*out = (int)v;
 	return true;
+}
+
+bool pal_api__page_limit(call *c, int *limit)
+{
+	return pal_api__query_int(c, "limit", 1, PAGE_MAX, PAGE_DEFAULT, limit);
 }
 
 /* {"items": ITEMS, "next_cursor": NEXT or null}; takes both. */

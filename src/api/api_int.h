@@ -69,6 +69,9 @@ const char *pal_api__header(call *c, const char *name);
 const char *pal_api__query(call *c, const char *name);
 bool pal_api__body_str(call *c, const char *name, const char **out);
 bool pal_api__reason(call *c, bool optional, const char **out);
+/* ?NAME=N, an integer in LO..HI, into *OUT (DFLT without it); false with
+ * a 400 bad-parameter answered. */
+bool pal_api__query_int(call *c, const char *name, int lo, int hi, int dflt, int *out);
 bool pal_api__page_limit(call *c, int *limit);
 json_t *pal_api__page_json(json_t *items, char *next);
 void pal_api__page_answer(call *c, int rc, json_t *rows, char *next, const char *err);

@@ -23,10 +23,36 @@
 #define DIFF_COUNT 5	     /* instants per job of a dry run (plan diff's default) */
 #define DIFF_COUNT_MAX 10000 /* plan diff's --count bound */
 
+/* ?next=N (1..PAL_JOB_NEXT_MAX, `jobs --next N`): into *N, 0 without it;
+ * false with a 400 answered. */
+static bool next_count(call *c, int *n)
+{
+	return pal_api__query_int(c, "next", 1, PAL_JOB_NEXT_MAX, 0, n);
+}
+
+/* "next": the next N instants of each job of JOBS (its latest version);
+ * PAL_OK, or the store's code with ERR. */
+static int add_next(call *c, json_t *jobs, int n, char *err, size_t errlen)
+{
+	int64_t now = (int64_t)time(NULL);
+	size_t i;
+	json_t *j;
+	json_array_foreach(jobs, i, j)
+	{
+		json_t *next;
+		int rc = pal_plan_job_next(c->api->st, json_string_value(json_object_get(j, "job_id")),
+					   now, n, &next, err, errlen);
+		if (rc)
+			return rc;
+		json_object_set_new(j, "next", next);
+	}
+	return PAL_OK;
+}
+
 void pal_api__h_jobs(call *c)
 {
-	int limit;
-	if (!pal_api__page_limit(c, &limit))
+	int limit, n;
+	if (!pal_api__page_limit(c, &limit) || !next_count(c, &n))
 		return;
 	const char *retired = pal_api__query(c, "retired");
 	if (retired && strcmp(retired, "true") && strcmp(retired, "false")) {
@@ -35,12 +61,23 @@ void pal_api__h_jobs(call *c)
 		return;
 	}
 	char *tl = pal_api__tenants_literal(&c->who), *next = NULL, err[1024];
+	if ((long long)n * limit > PAL_JOB_NEXT_MAX_INSTANTS) {
+		snprintf(err, sizeof err,
+			 "a page of %d jobs times %d instants is more than %d: a smaller limit "
+			 "or next",
+			 limit, n, PAL_JOB_NEXT_MAX_INSTANTS);
+		g_free(tl);
+		pal_api__too_many(c, PAL_JOB_NEXT_MAX_INSTANTS, err);
+		return;
+	}
 	json_t *rows;
 	int rc = pal_apistore_jobs_page(
 	    c->api->st, tl, pal_api__query(c, "tenant"), pal_api__query(c, "group"),
 	    retired && !strcmp(retired, "true"), pal_api__query(c, "cursor"), limit, &rows, &next,
 	    err, sizeof err);
 	g_free(tl);
+	if (!rc && n && (rc = add_next(c, rows, n, err, sizeof err)))
+		json_decref(rows);
 	pal_api__page_answer(c, rc, rows, next, err);
 }
 
@@ -48,8 +85,9 @@ void pal_api__h_jobs(call *c)
  * many times has many), the cursor of the next in "versions_next_cursor". */
 void pal_api__h_job(call *c)
 {
-	int limit;
-	if (!pal_api__job_visible(c, false) || !pal_api__page_limit(c, &limit))
+	int limit, n;
+	if (!pal_api__job_visible(c, false) || !pal_api__page_limit(c, &limit) ||
+	    !next_count(c, &n))
 		return;
 	json_t *j = NULL, *meta = NULL;
 	char *next = NULL, err[1024];
@@ -57,6 +95,11 @@ void pal_api__h_job(call *c)
 				       &j, &next, err, sizeof err);
 	if (!rc)
 		rc = pal_store_job_meta_json(c->api->st, c->arg[0], &meta, err, sizeof err);
+	if (!rc && n) {
+		json_t *one = json_pack("[O]", j);
+		rc = add_next(c, one, n, err, sizeof err);
+		json_decref(one);
+	}
 	if (rc == PAL_EINVAL) {
 		pal_api__problem(c, 400, "bad-parameter", "Bad parameter", "%s", err);
 	} else if (rc) {

@@ -11,7 +11,10 @@
 #include "palisade/retention.h"
 #include "palisade/timefmt.h"
 #include "palisade/verify.h"
+#include "palisade/coord.h"
 #include "api_int.h"
+
+#define STATUS_ZK_MS 2000 /* the most a status waits for ZooKeeper's node list */
 
 #define COST_LIMIT 50	      /* job rows of report cost (its --limit default) */
 #define COST_LIMIT_MAX 100000 /* report cost's --limit bound */
@@ -102,10 +105,21 @@ void pal_api__h_status(call *c)
 	if (!pal_api__unscoped(c)) /* cluster-wide figures */
 		return;
 	int rc = pal_store_status_json(c->api->st, &st, err, sizeof err);
-	if (rc)
+	if (rc) {
 		pal_api__problem_rc(c, rc, err);
+		return;
+	}
+	/* the live nodes, as `palisade status` reads them from ZooKeeper: an
+	 * operator through the API has no ZooKeeper address or credentials */
+	json_t *nodes;
+	if (!c->api->zk_connect)
+		json_object_set_new(st, "nodes_error", json_string("the node has no ZooKeeper"));
+	else if (pal_coord_list_nodes(c->api->zk_connect, c->api->zk_root, c->api->cluster,
+				      STATUS_ZK_MS, &nodes, err, sizeof err))
+		json_object_set_new(st, "nodes_error", json_string(err));
 	else
-		pal_api__ok(c, 200, st);
+		json_object_set_new(st, "nodes", nodes);
+	pal_api__ok(c, 200, st);
 }
 
 /* `palisade report cost`: what each correct result cost over [from, to),

@@ -148,6 +148,10 @@ int pal_cli_remote_items(const pal_cli_common *c, const char *cmd, const char *p
  * the API, a page of at most 1000 at a time. */
 int pal_cli_remote_rows(const pal_cli_common *c, const char *cmd, const char *path, long long max,
 			json_t **items);
+/* The same with pages of at most PAGE rows (1..1000): a list whose page
+ * the API bounds further (`jobs --next`). */
+int pal_cli_remote_pages(const pal_cli_common *c, const char *cmd, const char *path, long long max,
+			 int page, json_t **items);
 
 /* Actor for audit rows: $PALISADE_ACTOR, else user@host. Static buffer. */
 const char *pal_cli_actor(void);

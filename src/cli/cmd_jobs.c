@@ -8,7 +8,7 @@
 #include "palisade/cli.h"
 #include "palisade/err.h"
 #include "palisade/lifecycle.h"
-#include "palisade/schedule.h"
+#include "palisade/plandiff.h"
 #include "palisade/timefmt.h"
 #include <stdlib.h>
 #include <time.h>
@@ -41,38 +41,13 @@ static int add_next(pal_store *st, json_t *jobs, int n)
 	int64_t now = (int64_t)time(NULL);
 	json_array_foreach(jobs, i, j)
 	{
-		const char *id = json_string_value(json_object_get(j, "job_id"));
-		json_t *spec_json;
-		int version;
+		json_t *next;
 		char err[1024];
-		/* an `every` without `start` counts from the latest version's
-		 * activation, or where the controller will take it over while it
-		 * awaits activation (the shard's watermark), as plan diff does */
-		int64_t a, unused;
-		if (pal_store_job_anchors(st, id, &a, &unused, err, sizeof err) ||
-		    pal_store_latest_spec(st, id, &spec_json, &version, err, sizeof err)) {
+		if (pal_plan_job_next(st, json_string_value(json_object_get(j, "job_id")), now, n,
+				      &next, err, sizeof err)) {
 			pal_cli_err("jobs", "%s", err);
 			return PAL_EXIT_UNAVAIL;
 		}
-		pal_job_spec spec;
-		pal_schedule *sc = NULL;
-		json_t *next = json_array();
-		if (!pal_job_spec_from_canonical(spec_json, &spec, err, sizeof err)) {
-			if (!pal_schedule_open(&spec, &sc, err, sizeof err)) {
-				int64_t t = now, x;
-				bool ex;
-				for (int k = 0;
-				     k < n && pal_schedule_next_from(sc, a, t, &x, &ex) == PAL_OK; k++) {
-					char buf[32];
-					pal_fmt_rfc3339(x, buf, sizeof buf);
-					json_array_append_new(next, json_string(buf));
-					t = x;
-				}
-				pal_schedule_close(sc);
-			}
-			pal_job_spec_clear(&spec);
-		}
-		json_decref(spec_json);
 		json_object_set_new(j, "next", next);
 	}
 	return PAL_EXIT_OK;
@@ -141,14 +116,18 @@ static int print_jobs(const pal_cli_common *c, json_t *jobs, bool versions)
 	return PAL_EXIT_OK;
 }
 
-/* JOB through the API with every page of its versions into *OUT. */
-static int job_remote(const pal_cli_common *c, const char *job, json_t **out)
+/* JOB through the API with every page of its versions into *OUT, and its
+ * NEXT instants (0: none). */
+static int job_remote(const pal_cli_common *c, const char *job, int next, json_t **out)
 {
 	char *cursor = NULL;
 	int ec;
 	*out = NULL;
 	do {
-		char *path = g_strdup_printf("/api/v1/jobs/%s?limit=1000%s%s", job,
+		char n[24] = "";
+		if (next && !cursor)
+			snprintf(n, sizeof n, "&next=%d", next);
+		char *path = g_strdup_printf("/api/v1/jobs/%s?limit=1000%s%s%s", job, n,
 					     cursor ? "&cursor=" : "", cursor ? cursor : "");
 		json_t *o;
 		ec = pal_cli_remote_get(c, "jobs", path, &o);
@@ -175,21 +154,54 @@ static int job_remote(const pal_cli_common *c, const char *job, json_t **out)
 	return ec;
 }
 
-/* `jobs [JOB]` through the API (--server): one job, or every page of the list. */
-static int jobs_remote(const pal_cli_common *c, const char *job, bool versions)
+/* The retired jobs (JOBS, taken) as JSON or as their table; exit 0. */
+static int print_retired(const pal_cli_common *c, json_t *jobs)
+{
+	if (c->json) {
+		json_dumpf(jobs, stdout, JSON_INDENT(2));
+		putchar('\n');
+	} else {
+		printf("%-32s %-12s %-12s %6s %-20s  %s\n", "JOB", "TENANT", "GROUP", "LATEST",
+		       "RETIRED", "OWNER");
+		size_t i;
+		json_t *j;
+		json_array_foreach(jobs, i, j)
+		printf("%-32s %-12s %-12s %5s%lld %-20s  %s\n", str(j, "job_id"), str(j, "tenant"),
+		       str(j, "group"), "v",
+		       (long long)json_integer_value(json_object_get(j, "latest_version")),
+		       str(j, "retired_at"), str(j, "owner"));
+	}
+	json_decref(jobs);
+	return PAL_EXIT_OK;
+}
+
+/* `jobs [JOB]` through the API (--server): one job, or every page of the
+ * list (the retired ones with RETIRED); NEXT instants of each (?next=, in
+ * pages the API's bound of a page's instants allows). */
+static int jobs_remote(const pal_cli_common *c, const char *job, bool versions, bool retired,
+		       int next)
 {
 	json_t *jobs = json_array(), *o;
 	int ec;
-	if (job) {
-		if ((ec = job_remote(c, job, &o))) {
+	if (job && !retired) {
+		if ((ec = job_remote(c, job, next, &o))) {
 			json_decref(jobs);
 			return ec;
 		}
 		json_array_append_new(jobs, o);
 	} else {
 		json_decref(jobs);
-		if ((ec = pal_cli_remote_items(c, "jobs", "/api/v1/jobs", &jobs)))
+		char *path = g_strdup_printf("/api/v1/jobs%s%s", retired ? "?retired=true" : "",
+					     next ? (retired ? "&next=" : "?next=") : "");
+		char *full = next ? g_strdup_printf("%s%d", path, next) : g_strdup(path);
+		int page = next ? PAL_JOB_NEXT_MAX_INSTANTS / next : 1000;
+		ec = pal_cli_remote_pages(c, "jobs", full, 0, page < 1000 ? page : 1000, &jobs);
+		g_free(path);
+		g_free(full);
+		if (ec)
 			return ec;
+		if (retired)
+			return print_retired(c, jobs);
 	}
 	return print_jobs(c, jobs, versions || job);
 }
@@ -209,7 +221,7 @@ int pal_cmd_jobs(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "hV", lo, NULL)) != -1) {
 		if (opt == 'N') {
 			long long v;
-			if (!pal_cli_int("jobs", "next", optarg, 1, 1000, &v))
+			if (!pal_cli_int("jobs", "next", optarg, 1, PAL_JOB_NEXT_MAX, &v))
 				return PAL_EXIT_USAGE;
 			next = (int)v;
 			continue;
@@ -232,8 +244,8 @@ int pal_cmd_jobs(int argc, char **argv)
 	const char *job = optind < argc ? argv[optind] : NULL;
 	if (job && !pal_cli_name("jobs", "job", job))
 		return PAL_EXIT_USAGE;
-	if (pal_cli_server(&c) && !next && !retired)
-		return jobs_remote(&c, job, versions);
+	if (pal_cli_server(&c))
+		return jobs_remote(&c, job, versions, retired, next);
 	pal_store *st;
 	ec = pal_cli_connect(&c, false, &st);
 	if (ec)
@@ -244,22 +256,7 @@ int pal_cmd_jobs(int argc, char **argv)
 		int rc = pal_store_retired_json(st, &jobs, err, sizeof err);
 		if ((ec = pal_cli_store_done(st, "jobs", rc, err)))
 			return ec;
-		if (c.json) {
-			json_dumpf(jobs, stdout, JSON_INDENT(2));
-			putchar('\n');
-		} else {
-			printf("%-32s %-12s %-12s %6s %-20s  %s\n", "JOB", "TENANT", "GROUP", "LATEST",
-			       "RETIRED", "OWNER");
-			size_t i;
-			json_t *j;
-			json_array_foreach(jobs, i, j)
-			printf("%-32s %-12s %-12s %5s%lld %-20s  %s\n", str(j, "job_id"),
-			       str(j, "tenant"), str(j, "group"), "v",
-			       (long long)json_integer_value(json_object_get(j, "latest_version")),
-			       str(j, "retired_at"), str(j, "owner"));
-		}
-		json_decref(jobs);
-		return PAL_EXIT_OK;
+		return print_retired(&c, jobs);
 	}
 	int rc = pal_store_jobs_json(st, job, &jobs, err, sizeof err);
 	if (!rc)

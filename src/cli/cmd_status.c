@@ -11,9 +11,10 @@
 static void usage(FILE *fp)
 {
 	fprintf(fp, "usage: palisade status [--output table|json] [--pg CONNINFO] [--zk HOSTS]\n"
-		    "                       [--config FILE]\n"
+		    "                       [--config FILE] [--server URL [--token-file FILE]]\n"
 		    "Live nodes (from ZooKeeper, when reachable) and, per shard: leader, epoch,\n"
-		    "watermark lag, due and planned triggers, oldest due age.\n");
+		    "watermark lag, due and planned triggers, oldest due age.  Through --server\n"
+		    "the node reads both (GET /api/v1/status).\n");
 }
 
 static double num(json_t *o, const char *k)
@@ -75,19 +76,24 @@ int pal_cmd_status(int argc, char **argv)
 	int ec = pal_cli_parse_common(argc, argv, &c, usage);
 	if (ec >= 0)
 		return ec;
-	pal_store *st;
-	ec = pal_cli_connect(&c, false, &st);
-	if (ec)
-		return ec;
 	json_t *status;
-	char err[1024];
-	int rc = pal_store_status_json(st, &status, err, sizeof err);
-	pal_store_close(st);
-	if (rc) {
-		pal_cli_err("status", "%s", err);
-		return PAL_EXIT_UNAVAIL;
+	if (pal_cli_server(&c)) {
+		if ((ec = pal_cli_remote_get(&c, "status", "/api/v1/status", &status)))
+			return ec;
+	} else {
+		pal_store *st;
+		ec = pal_cli_connect(&c, false, &st);
+		if (ec)
+			return ec;
+		char err[1024];
+		int rc = pal_store_status_json(st, &status, err, sizeof err);
+		pal_store_close(st);
+		if (rc) {
+			pal_cli_err("status", "%s", err);
+			return PAL_EXIT_UNAVAIL;
+		}
+		pal__cli_add_nodes(&c, status);
 	}
-	pal__cli_add_nodes(&c, status);
 	if (c.json) {
 		json_dumpf(status, stdout, JSON_INDENT(2));
 		putchar('\n');

@@ -244,6 +244,12 @@ int pal_cli_remote_items(const pal_cli_common *c, const char *cmd, const char *p
 int pal_cli_remote_rows(const pal_cli_common *c, const char *cmd, const char *path, long long max,
 			json_t **items)
 {
+	return pal_cli_remote_pages(c, cmd, path, max, PAGE_MAX, items);
+}
+
+int pal_cli_remote_pages(const pal_cli_common *c, const char *cmd, const char *path, long long max,
+			 int page, json_t **items)
+{
 	*items = json_array();
 	const char *sep = strchr(path, '?') ? "&" : "?";
 	char *cursor = NULL;
@@ -252,7 +258,7 @@ int pal_cli_remote_rows(const pal_cli_common *c, const char *cmd, const char *pa
 		long long left = max - (long long)json_array_size(*items);
 		char *q = cursor ? g_uri_escape_string(cursor, NULL, FALSE) : NULL;
 		char *url = g_strdup_printf("%s%slimit=%lld%s%s", path, sep,
-					    max && left < PAGE_MAX ? left : PAGE_MAX,
+					    max && left < page ? left : page,
 					    q ? "&cursor=" : "", q ? q : "");
 		json_t *o;
 		ec = remote_call(c, cmd, "GET", url, NULL, NULL, 0, &o);

@@ -30,6 +30,7 @@
 #include "palisade/coord.h"
 #include "palisade/jobspec.h"
 #include "palisade/log.h"
+#include "palisade/plandiff.h"
 #include "palisade/schedule.h"
 #include "palisade/store.h"
 #include "palisade/timefmt.h"
@@ -162,28 +163,9 @@ static json_t *peer_status(pal_console *c, const char *admin, char *err, size_t 
  * or the spec does not load. */
 static json_t *next_instants(const json_t *spec, const json_t *anchor, int n)
 {
-	json_t *out = json_array();
-	if (!json_is_object(spec))
-		return out;
-	pal_job_spec js;
-	char err[256];
-	if (pal_job_spec_from_canonical(spec, &js, err, sizeof err))
-		return out;
-	pal_schedule *sc = NULL;
-	if (!pal_schedule_open(&js, &sc, err, sizeof err)) {
-		int64_t t = (int64_t)time(NULL), x;
-		int64_t a = json_is_integer(anchor) ? json_integer_value(anchor) : t;
-		bool ex;
-		for (int k = 0; k < n && pal_schedule_next_from(sc, a, t, &x, &ex) == PAL_OK; k++) {
-			char buf[32];
-			pal_fmt_rfc3339(x, buf, sizeof buf);
-			json_array_append_new(out, json_string(buf));
-			t = x;
-		}
-		pal_schedule_close(sc);
-	}
-	pal_job_spec_clear(&js);
-	return out;
+	int64_t now = (int64_t)time(NULL);
+	return pal_plan_spec_next(spec, json_is_integer(anchor) ? json_integer_value(anchor) : now,
+				  now, n);
 }
 
 static json_t *find_by(json_t *arr, const char *key, const char *val)

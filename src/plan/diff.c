@@ -41,6 +41,47 @@ bool pal_plan_diff_within(size_t n_jobs, int count, int64_t max, char *err, size
 	return false;
 }
 
+json_t *pal_plan_spec_next(const json_t *spec_json, int64_t anchor, int64_t now, int n)
+{
+	json_t *next = json_array();
+	pal_job_spec spec;
+	pal_schedule *sc = NULL;
+	char err[512];
+	if (!json_is_object(spec_json) ||
+	    pal_job_spec_from_canonical(spec_json, &spec, err, sizeof err))
+		return next;
+	if (!pal_schedule_open(&spec, &sc, err, sizeof err)) {
+		int64_t t = now, x;
+		bool ex;
+		for (int k = 0; k < n && pal_schedule_next_from(sc, anchor, t, &x, &ex) == PAL_OK; k++) {
+			char buf[32];
+			pal_fmt_rfc3339(x, buf, sizeof buf);
+			json_array_append_new(next, json_string(buf));
+			t = x;
+		}
+		pal_schedule_close(sc);
+	}
+	pal_job_spec_clear(&spec);
+	return next;
+}
+
+int pal_plan_job_next(pal_store *st, const char *job_id, int64_t now, int n, json_t **out,
+		      char *err, size_t errlen)
+{
+	*out = NULL;
+	json_t *spec_json = NULL;
+	int version;
+	int64_t anchor, unused;
+	int rc = pal_store_job_anchors(st, job_id, &anchor, &unused, err, errlen);
+	if (!rc)
+		rc = pal_store_latest_spec(st, job_id, &spec_json, &version, err, errlen);
+	if (rc)
+		return rc;
+	*out = pal_plan_spec_next(spec_json, anchor, now, n);
+	json_decref(spec_json);
+	return PAL_OK;
+}
+
 void pal_plan_diff_clear(pal_plan_diff *d)
 {
 	free(d->stored);

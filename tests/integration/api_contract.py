@@ -144,6 +144,18 @@ call("GET", "/api/v1/jobs?limit=0", want=400)
 call("GET", "/api/v1/jobs", token=None, want=401)
 call("GET", "/api/v1/jobs/c.one", want=200)
 call("GET", "/api/v1/jobs/nope", want=404)
+# ?next=N: each job's next instants (c.one fires every minute, at second 0)
+st, nx = call("GET", "/api/v1/jobs/c.one?next=3", want=200)
+if st == 200 and (len(nx.get("next") or []) != 3 or not all(t.endswith(":00Z") for t in nx["next"])):
+    failures.append(f"jobs/c.one?next=3: not three instants at second 0: {nx.get('next')}")
+st, nx = call("GET", "/api/v1/jobs?next=2&limit=5", want=200)
+if st == 200 and [len(j.get("next") or []) for j in nx["items"]] != [2] * len(nx["items"]):
+    failures.append(f"jobs?next=2: not two instants per job: {nx}")
+call("GET", "/api/v1/jobs?next=0", want=400)
+call("GET", "/api/v1/jobs/c.one?next=1001", want=400)
+st, tm = call("GET", "/api/v1/jobs?next=1000&limit=101", want=422)
+if st == 422 and (tm.get("type") != "urn:palisade:problem:too-many-instants" or tm.get("limit") != 100000):
+    failures.append(f"jobs?next=1000&limit=101 over the bound: {tm}")
 call("POST", "/api/v1/jobs/c.one/pause", R, want=200)
 call("POST", "/api/v1/jobs/c.one/pause", {}, want=422)
 call("POST", "/api/v1/jobs/c.one/pause", "x=1", ctype="application/x-www-form-urlencoded", want=415)

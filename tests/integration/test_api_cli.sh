@@ -59,6 +59,12 @@ expect_exit "jobs" 0 remote jobs
 expect_match "lists the job" 'cli\.a' "$OUT"
 expect_exit "jobs JOB" 0 remote jobs cli.a
 expect_exit "gates" 0 remote gates
+# status through the API: the node reads the shards and the live nodes
+expect_exit "status through the API" 0 remote status --output json
+expect_eq "... the two shards and the live node, as on the database with --zk" \
+	"$("$PAL" status --config "$CLUSTER_CONF" --output json | jq -c '[[.shards[].shard], [.nodes[].id]]')" "$(jq -c '[[.shards[].shard], [.nodes[].id]]' <<<"$OUT")"
+expect_exit "status through the API, as a table" 0 remote status
+expect_match "... names the live node" 'nodes: 1 live' "$OUT"
 expect_exit "audit" 0 remote audit --limit 5
 expect_exit "misfires --job" 0 remote misfires --job cli.a
 # misfires --from --to through the API: the rows of the direct path (of
@@ -212,6 +218,20 @@ via_api=$OUT
 expect_eq "... every version, as on the database ($(jq '.[0].versions | length' <<<"$via_api") versions)" \
 	"$("$PAL" jobs cli.d1 --output json)" "$via_api"
 sql "DELETE FROM job_versions WHERE job_id = 'cli.d1' AND version > 1000" >/dev/null
+# jobs --next and --retired through the API: what the database path prints.
+nexts='[.[] | [.job_id, .next]]'
+expect_exit "jobs cli.a --next 3 through the API" 0 remote jobs cli.a --next 3 --output json
+via_api=$OUT
+expect_eq "... three next instants, those of the database path" \
+	"3 $("$PAL" jobs cli.a --next 3 --output json | jq -c "$nexts")" "$(jq '.[0].next | length' <<<"$via_api") $(jq -c "$nexts" <<<"$via_api")"
+expect_exit "jobs --next 150 through the API (pages within the API's bound of instants)" 0 remote jobs --next 150 --output json
+via_api=$OUT
+expect_eq "... every live job with its next instants, as on the database" \
+	"$("$PAL" jobs --next 150 --output json | jq -c "$nexts")" "$(jq -c "$nexts" <<<"$via_api")"
+expect_exit "jobs --retired through the API" 0 remote jobs --retired --output json
+via_api=$OUT
+expect_eq "... the retired jobs of the database" \
+	"$("$PAL" jobs --retired --output json | jq -c '[.[] | [.job_id, .latest_version]]')" "$(jq -c '[.[] | [.job_id, .latest_version]]' <<<"$via_api")"
 # --limit above a page: audit and triggers --job read pages up to it.
 sql "INSERT INTO audit_log (actor, action, scope, reason, details)
 	SELECT 'api cli', 'pages', 'job:cli.a', 'row ' || i, '{}' FROM generate_series(1, 1100) i" >/dev/null
