@@ -121,7 +121,10 @@ PAL_MUST_CHECK int pal_apistore_gates_page(pal_store *st, const char *after, int
 PAL_MUST_CHECK int pal_apistore_attempts_page(pal_store *st, int64_t trigger_id, const char *after,
 					      int limit, json_t **out, char **next, char *err,
 					      size_t errlen);
+/* JOB, TENANT: only the tickets of that job, of that tenant's jobs (NULL:
+ * any). */
 PAL_MUST_CHECK int pal_apistore_tickets_page(pal_store *st, bool all, const char *tenants,
+					     const char *job, const char *tenant,
 					     const char *after, int limit, json_t **out,
 					     char **next, char *err, size_t errlen);
 PAL_MUST_CHECK int pal_apistore_tokens_page(pal_store *st, const char *after, int limit,
@@ -155,11 +158,12 @@ PAL_MUST_CHECK int pal_apistore_triggers_page(pal_store *st, const char *job_id,
 					      size_t errlen);
 
 /* Audit rows, newest first, filtered by ACTOR, ACTION and SCOPE (NULL:
- * any) and at or after SINCE (Unix seconds; PAL_OPS_NOW: any time, as
- * `palisade audit --since`): [{id at actor role client action scope reason
- * details}]. */
+ * any), at or after SINCE and before UNTIL (Unix seconds; PAL_OPS_NOW: any
+ * time; SINCE as `palisade audit --since`): [{id at actor role client
+ * action scope reason details}]. */
 PAL_MUST_CHECK int pal_apistore_audit_page(pal_store *st, const char *actor, const char *action,
-					   const char *scope, int64_t since, const char *cursor,
+					   const char *scope, int64_t since, int64_t until,
+					   const char *cursor,
 					   int limit, json_t **out, char **next, char *err,
 					   size_t errlen);
 

@@ -22,15 +22,16 @@
 void pal_api__h_audit(call *c)
 {
 	int limit;
-	int64_t since = PAL_OPS_NOW;
+	int64_t since = PAL_OPS_NOW, until = PAL_OPS_NOW;
 	if (!pal_api__unscoped(c) || !pal_api__page_limit(c, &limit) ||
-	    (pal_api__query(c, "since") && !pal_api__query_time(c, "since", &since)))
+	    (pal_api__query(c, "since") && !pal_api__query_time(c, "since", &since)) ||
+	    (pal_api__query(c, "until") && !pal_api__query_time(c, "until", &until)))
 		return;
 	json_t *rows;
 	char *next, err[1024];
 	int rc = pal_apistore_audit_page(c->api->st, pal_api__query(c, "actor"),
 					 pal_api__query(c, "action"), pal_api__query(c, "scope"),
-					 since, pal_api__query(c, "cursor"), limit, &rows, &next,
+					 since, until, pal_api__query(c, "cursor"), limit, &rows, &next,
 					 err, sizeof err);
 	pal_api__page_answer(c, rc, rows, next, err);
 }

@@ -407,9 +407,10 @@ void pal_api__h_tickets(call *c)
 	if (!pal_api__page_limit(c, &limit))
 		return;
 	char *tl = pal_api__tenants_literal(&c->who);
-	int rc = pal_apistore_tickets_page(c->api->st, all && !strcmp(all, "true"), tl,
-					   pal_api__query(c, "cursor"), limit, &rows, &next, err,
-					   sizeof err);
+	int rc = pal_apistore_tickets_page(
+	    c->api->st, all && !strcmp(all, "true"), tl, pal_api__query(c, "job"),
+	    pal_api__query(c, "tenant"), pal_api__query(c, "cursor"), limit, &rows, &next, err,
+	    sizeof err);
 	g_free(tl);
 	pal_api__page_answer(c, rc, rows, next, err);
 }

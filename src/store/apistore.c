@@ -376,10 +376,12 @@ int pal_apistore_attempts_page(pal_store *st, int64_t trigger_id, const char *af
 		   out, limit, next);
 }
 
-int pal_apistore_tickets_page(pal_store *st, bool all, const char *tenants, const char *after,
-			      int limit, json_t **out, char **next, char *err, size_t errlen)
+int pal_apistore_tickets_page(pal_store *st, bool all, const char *tenants, const char *job,
+			      const char *tenant, const char *after, int limit, json_t **out,
+			      char **next, char *err, size_t errlen)
 {
-	return cut(pal__store_tickets_query(st, all, tenants, after, limit + 1, out, err, errlen),
+	return cut(pal__store_tickets_query(st, all, tenants, job, tenant, after, limit + 1, out,
+					    err, errlen),
 		   out, limit, next);
 }
 
@@ -448,19 +450,21 @@ int pal_apistore_triggers_page(pal_store *st, const char *job_id, const char *st
 }
 
 int pal_apistore_audit_page(pal_store *st, const char *actor, const char *action, const char *scope,
-			    int64_t since, const char *cursor, int limit, json_t **out, char **next,
-			    char *err, size_t errlen)
+			    int64_t since, int64_t until, const char *cursor, int limit, json_t **out,
+			    char **next, char *err, size_t errlen)
 {
-	char l[16], s[24];
+	char l[16], s[24], u[24];
 	snprintf(l, sizeof l, "%d", limit + 1);
 	snprintf(s, sizeof s, "%" PRId64, since);
+	snprintf(u, sizeof u, "%" PRId64, until);
 	long long cv;
 	if (cursor && (strspn(cursor, "0123456789") != strlen(cursor) ||
 		       !pal__store_cursor_ints(cursor, 1, 0, &cv))) {
 		snprintf(err, errlen, "cursor \"%.40s\" is not one this API gave", cursor);
 		return PAL_EINVAL;
 	}
-	const char *p[] = {actor, action, scope, cursor, l, since == PAL_OPS_NOW ? NULL : s};
+	const char *p[] = {actor, action, scope, cursor, l, since == PAL_OPS_NOW ? NULL : s,
+			   until == PAL_OPS_NOW ? NULL : u};
 	return page(
 	    st,
 	    "SELECT coalesce(json_agg(json_build_object('id', id, 'at', " TS(
@@ -472,6 +476,7 @@ int pal_apistore_audit_page(pal_store *st, const char *actor, const char *action
 		      "  AND ($2::text IS NULL OR action = $2) AND ($3::text IS NULL OR scope = $3)"
 		      "  AND ($4::bigint IS NULL OR id < $4::bigint)"
 		      "  AND ($6::bigint IS NULL OR at >= to_timestamp($6::bigint))"
+		      "  AND ($7::bigint IS NULL OR at < to_timestamp($7::bigint))"
 		      "  ORDER BY id DESC LIMIT $5::int) a",
-	    6, p, limit, out, next, err, errlen);
+	    7, p, limit, out, next, err, errlen);
 }

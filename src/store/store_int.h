@@ -214,8 +214,11 @@ int pal__store_gates_query(pal_store *st, const char *after, int limit, json_t *
 			   size_t errlen);
 int pal__store_attempts_query(pal_store *st, int64_t trigger_id, const char *after, int limit,
 			      json_t **out, char *err, size_t errlen);
-int pal__store_tickets_query(pal_store *st, bool all, const char *tenants, const char *after,
-			     int limit, json_t **out, char *err, size_t errlen);
+/* JOB, TENANT: only the tickets of that job, of that tenant's jobs (NULL:
+ * any). */
+int pal__store_tickets_query(pal_store *st, bool all, const char *tenants, const char *job,
+			     const char *tenant, const char *after, int limit, json_t **out,
+			     char *err, size_t errlen);
 int pal__store_tokens_query(pal_store *st, const char *after, int limit, json_t **out, char *err,
 			    size_t errlen);
 int pal__store_whole_list(int rc, json_t **rows);

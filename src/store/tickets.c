@@ -19,8 +19,9 @@
 	" 'created_at', " TS("t.created_at") ", 'resolved_at', " TS("t.resolved_at")
 #define TICKET_FIELDS "json_build_object(" TICKET_KEYS ")"
 
-int pal__store_tickets_query(pal_store *st, bool all, const char *tenants, const char *after,
-			     int limit, json_t **out, char *err, size_t errlen)
+int pal__store_tickets_query(pal_store *st, bool all, const char *tenants, const char *job,
+			     const char *tenant, const char *after, int limit, json_t **out,
+			     char *err, size_t errlen)
 {
 	char l[16];
 	if (after &&
@@ -29,26 +30,30 @@ int pal__store_tickets_query(pal_store *st, bool all, const char *tenants, const
 		return PAL_EINVAL;
 	}
 	snprintf(l, sizeof l, "%d", limit);
-	const char *p[] = {all ? "true" : "false", tenants, after, limit > 0 ? l : NULL};
+	const char *p[] = {all ? "true" : "false", tenants, after, limit > 0 ? l : NULL, job, tenant};
 	/* a ticket is its job's tenant's; one without a job is no tenant's */
 	return pal__store_query_json(
 	    st,
 	    "SELECT coalesce(json_agg(json_build_object(" TICKET_KEYS ", '_c', t.id::text)"
 	    " ORDER BY t.id DESC), '[]')::text"
-	    " FROM (SELECT * FROM tickets k WHERE ($1::boolean OR k.state = 'open')"
+	    " FROM (SELECT k.* FROM tickets k CROSS JOIN LATERAL (SELECT coalesce(k.job_id,"
+	    "   (SELECT kt.job_id FROM triggers kt WHERE kt.id = k.trigger_id)) AS job_id) kj"
+	    "  WHERE ($1::boolean OR k.state = 'open')"
 	    "  AND ($3::bigint IS NULL OR k.id < $3::bigint)"
-	    "  AND ($2::text[] IS NULL OR EXISTS (SELECT 1 FROM jobs j WHERE j.job_id = coalesce("
-	    "   k.job_id, (SELECT kt.job_id FROM triggers kt WHERE kt.id = k.trigger_id))"
+	    "  AND ($5::text IS NULL OR kj.job_id = $5)"
+	    "  AND ($2::text[] IS NULL OR EXISTS (SELECT 1 FROM jobs j WHERE j.job_id = kj.job_id"
 	    "   AND j.tenant = ANY ($2::text[])))"
+	    "  AND ($6::text IS NULL OR EXISTS (SELECT 1 FROM jobs j WHERE j.job_id = kj.job_id"
+	    "   AND j.tenant = $6))"
 	    "  ORDER BY k.id DESC LIMIT $4::int) t"
 	    " LEFT JOIN triggers tr ON tr.id = t.trigger_id",
-	    4, p, out, err, errlen);
+	    6, p, out, err, errlen);
 }
 
 int pal_ops_tickets_json(pal_store *st, bool all, json_t **out, char *err, size_t errlen)
 {
 	return pal__store_whole_list(
-	    pal__store_tickets_query(st, all, NULL, NULL, 0, out, err, errlen), out);
+	    pal__store_tickets_query(st, all, NULL, NULL, NULL, NULL, 0, out, err, errlen), out);
 }
 
 int pal_ops_ticket_json(pal_store *st, int64_t id, json_t **out, char *err, size_t errlen)

@@ -183,12 +183,25 @@ call("POST", "/api/v1/pause", R, want=200)
 call("POST", "/api/v1/resume", R, want=200)
 st, tickets = call("GET", "/api/v1/tickets", want=200)
 tk = tickets["items"][0]["id"] if tickets and tickets["items"] else 0
+# filtered by job and by tenant: c.one's ticket is the default tenant's
+for q, want_ids in (("job=c.one", [tk]), ("job=nope", []), ("tenant=default", [tk]), ("tenant=nobody", []),
+                    ("job=c.one&tenant=nobody", [])):
+    st, tl = call("GET", "/api/v1/tickets?" + q, want=200)
+    if st == 200 and [t["id"] for t in tl["items"]] != want_ids:
+        failures.append(f"tickets?{q}: expected ticket ids {want_ids}, got {[t['id'] for t in tl['items']]}")
 call("GET", f"/api/v1/tickets/{tk}", want=200)
 call("POST", f"/api/v1/tickets/{tk}/resolve", {"reason": "contract", "action": "retry"}, want=422)
 call("POST", f"/api/v1/tickets/{tk}/resolve", {"reason": "contract", "action": "abandon"}, want=200)
 call("POST", f"/api/v1/tickets/{tk}/resolve", {"reason": "contract", "action": "abandon"}, want=409)
 call("GET", "/api/v1/gates", want=200)
 call("GET", "/api/v1/audit?limit=2", want=200)
+# a time range: since and until
+for q, some in (("until=2000-01-01T00:00:00Z", False), ("since=2000-01-01T00:00:00Z&until=2099-01-01T00:00:00Z", True),
+                ("since=2099-01-01T00:00:00Z", False)):
+    st, al = call("GET", "/api/v1/audit?" + q, want=200)
+    if st == 200 and bool(al["items"]) != some:
+        failures.append(f"audit?{q}: expected {'some' if some else 'no'} rows, got {len(al['items'])}")
+call("GET", "/api/v1/audit?until=soon", want=400)
 st, created = call("POST", "/api/v1/tokens", {"name": "contract-viewer", "role": "viewer"}, want=201)
 call("GET", "/api/v1/tokens", want=200)
 if created:
