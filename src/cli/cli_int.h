@@ -148,6 +148,13 @@ int pal_cli_remote_items(const pal_cli_common *c, const char *cmd, const char *p
  * the API, a page of at most 1000 at a time. */
 int pal_cli_remote_rows(const pal_cli_common *c, const char *cmd, const char *path, long long max,
 			json_t **items);
+/* GET PATH (one object of the API, a query allowed) whose array LIST comes
+ * a page at a time (CURSOR_KEY: the ?cursor= of its next page, null at the
+ * last): the object with the whole array into *OUT, CURSOR_KEY removed.
+ * FIRST, when not NULL, is the object's first page had already (borrowed).
+ * The exit code as pal_cli_remote(). */
+int pal_cli_remote_whole(const pal_cli_common *c, const char *cmd, const char *path,
+			 const char *list, const char *cursor_key, json_t *first, json_t **out);
 /* The same with pages of at most PAGE rows (1..1000): a list whose page
  * the API bounds further (`jobs --next`). */
 int pal_cli_remote_pages(const pal_cli_common *c, const char *cmd, const char *path, long long max,

@@ -120,37 +120,12 @@ static int print_jobs(const pal_cli_common *c, json_t *jobs, bool versions)
  * NEXT instants (0: none). */
 static int job_remote(const pal_cli_common *c, const char *job, int next, json_t **out)
 {
-	char *cursor = NULL;
-	int ec;
-	*out = NULL;
-	do {
-		char n[24] = "";
-		if (next && !cursor)
-			snprintf(n, sizeof n, "&next=%d", next);
-		char *path = g_strdup_printf("/api/v1/jobs/%s?limit=1000%s%s%s", job, n,
-					     cursor ? "&cursor=" : "", cursor ? cursor : "");
-		json_t *o;
-		ec = pal_cli_remote_get(c, "jobs", path, &o);
-		g_free(path);
-		g_free(cursor);
-		cursor = NULL;
-		if (ec)
-			break;
-		const char *nc = json_string_value(json_object_get(o, "versions_next_cursor"));
-		cursor = nc ? g_strdup(nc) : NULL;
-		json_object_del(o, "versions_next_cursor");
-		if (*out) {
-			json_array_extend(json_object_get(*out, "versions"),
-					  json_object_get(o, "versions"));
-			json_decref(o);
-		} else {
-			*out = o;
-		}
-	} while (cursor);
-	if (ec) {
-		json_decref(*out);
-		*out = NULL;
-	}
+	char n[24] = "";
+	if (next)
+		snprintf(n, sizeof n, "?next=%d", next);
+	char *path = g_strdup_printf("/api/v1/jobs/%s%s", job, n);
+	int ec = pal_cli_remote_whole(c, "jobs", path, "versions", "versions_next_cursor", NULL, out);
+	g_free(path);
 	return ec;
 }
 

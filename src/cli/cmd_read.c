@@ -485,7 +485,7 @@ int pal_cmd_audit(int argc, char **argv)
 static void usage_calendars(FILE *fp)
 {
 	fprintf(fp, "usage: palisade calendars [--output table|json] [--pg CONNINFO] [--config FILE]\n"
-		    "                          [NAME]\n"
+		    "                          [--server URL [--token-file FILE]] [NAME]\n"
 		    "The shared calendars (docs/jobs.md, \"Calendars\") at their latest version:\n"
 		    "zone, mode, digest, who applied it, and the live jobs whose latest version\n"
 		    "names the calendar with the calendar version they carry (a job on an\n"
@@ -528,6 +528,53 @@ static int read_calendars(pal_store *st, const void *ctx, json_t **rows, char *e
 	return rc;
 }
 
+/* Calendar NAME through the API with every page of its jobs into *OUT: CAL
+ * its item of the list (borrowed; its first jobs and their cursor), or NULL
+ * to read it from its first page.  The exit code. */
+static int calendar_remote(const pal_cli_common *c, const char *name, json_t *cal, json_t **out)
+{
+	char *n = g_uri_escape_string(name, NULL, FALSE);
+	char *path = g_strdup_printf("/api/v1/calendars/%s", n);
+	int ec = pal_cli_remote_whole(c, "calendars", path, "jobs", "jobs_next_cursor", cal, out);
+	g_free(path);
+	g_free(n);
+	return ec;
+}
+
+/* `calendars [NAME]` through the API (--server): every page of the
+ * calendars, each with every page of its jobs, printed as on the database. */
+static int calendars_remote(const pal_cli_common *c, const char *name)
+{
+	json_t *rows, *cal;
+	int ec;
+	if (name) {
+		if ((ec = calendar_remote(c, name, NULL, &cal)))
+			return ec;
+		rows = json_array();
+		json_array_append_new(rows, cal);
+	} else {
+		if ((ec = pal_cli_remote_items(c, "calendars", "/api/v1/calendars", &rows)))
+			return ec;
+		size_t i;
+		json_t *item;
+		json_array_foreach(rows, i, item)
+		{
+			const char *nm = json_string_value(json_object_get(item, "name"));
+			if ((ec = calendar_remote(c, nm ? nm : "", item, &cal))) {
+				json_decref(rows);
+				return ec;
+			}
+			json_array_set_new(rows, i, cal);
+		}
+	}
+	if (c->json)
+		dump(rows);
+	else
+		table_calendars(rows);
+	json_decref(rows);
+	return PAL_EXIT_OK;
+}
+
 int pal_cmd_calendars(int argc, char **argv)
 {
 	pal_cli_common c = { 0 };
@@ -537,5 +584,7 @@ int pal_cmd_calendars(int argc, char **argv)
 	const char *name = argc > optind ? argv[optind] : NULL;
 	if (name && !pal_cli_name("calendars", "calendar", name))
 		return PAL_EXIT_USAGE;
+	if (pal_cli_server(&c))
+		return calendars_remote(&c, name);
 	return run("calendars", &c, read_calendars, name, table_calendars, NULL, 0);
 }

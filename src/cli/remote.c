@@ -247,6 +247,52 @@ int pal_cli_remote_rows(const pal_cli_common *c, const char *cmd, const char *pa
 	return pal_cli_remote_pages(c, cmd, path, max, PAGE_MAX, items);
 }
 
+/* GET PATH (SEP: "?" or "&" to add to it) with ?limit=LIMIT and the
+ * ?cursor= *CURSOR (taken and set to NULL; none when NULL) into *O. */
+static int get_page(const pal_cli_common *c, const char *cmd, const char *path, const char *sep,
+		    long long limit, char **cursor, json_t **o)
+{
+	char *q = *cursor ? g_uri_escape_string(*cursor, NULL, FALSE) : NULL;
+	char *url = g_strdup_printf("%s%slimit=%lld%s%s", path, sep, limit, q ? "&cursor=" : "",
+				    q ? q : "");
+	int ec = remote_call(c, cmd, "GET", url, NULL, NULL, 0, o);
+	g_free(url);
+	g_free(q);
+	g_free(*cursor);
+	*cursor = NULL;
+	return ec;
+}
+
+int pal_cli_remote_whole(const pal_cli_common *c, const char *cmd, const char *path,
+			 const char *list, const char *cursor_key, json_t *first, json_t **out)
+{
+	json_t *whole = first ? json_deep_copy(first) : NULL;
+	const char *sep = strchr(path, '?') ? "&" : "?";
+	char *cursor = g_strdup(whole ? json_string_value(json_object_get(whole, cursor_key)) : NULL);
+	int ec = PAL_EXIT_OK;
+	while (!whole || cursor) {
+		json_t *o;
+		if ((ec = get_page(c, cmd, path, sep, PAGE_MAX, &cursor, &o)))
+			break;
+		cursor = g_strdup(json_string_value(json_object_get(o, cursor_key)));
+		if (whole) {
+			json_array_extend(json_object_get(whole, list), json_object_get(o, list));
+			json_decref(o);
+		} else {
+			whole = o;
+		}
+	}
+	g_free(cursor);
+	if (ec) {
+		json_decref(whole);
+		whole = NULL;
+	} else {
+		json_object_del(whole, cursor_key);
+	}
+	*out = whole;
+	return ec;
+}
+
 int pal_cli_remote_pages(const pal_cli_common *c, const char *cmd, const char *path, long long max,
 			 int page, json_t **items)
 {
@@ -256,17 +302,8 @@ int pal_cli_remote_pages(const pal_cli_common *c, const char *cmd, const char *p
 	int ec;
 	do {
 		long long left = max - (long long)json_array_size(*items);
-		char *q = cursor ? g_uri_escape_string(cursor, NULL, FALSE) : NULL;
-		char *url = g_strdup_printf("%s%slimit=%lld%s%s", path, sep,
-					    max && left < page ? left : page,
-					    q ? "&cursor=" : "", q ? q : "");
 		json_t *o;
-		ec = remote_call(c, cmd, "GET", url, NULL, NULL, 0, &o);
-		g_free(url);
-		g_free(q);
-		g_free(cursor);
-		cursor = NULL;
-		if (ec)
+		if ((ec = get_page(c, cmd, path, sep, max && left < page ? left : page, &cursor, &o)))
 			break;
 		json_array_extend(*items, json_object_get(o, "items"));
 		const char *nc = json_string_value(json_object_get(o, "next_cursor"));

@@ -247,6 +247,22 @@ via_api=$OUT
 expect_eq "... the database's 1050 rows, newest first ($(jq length <<<"$via_api"))" \
 	"$("$PAL" misfires --job cli.a --limit 1050 --output json | jq -c '[.[].id]')" "$(jq -c '[.[].id]' <<<"$via_api")"
 sql "DELETE FROM misfires WHERE reason = 'pages'" >/dev/null
+# calendars through the API: a calendar 150 jobs name (more than the 100 a
+# list's item holds), every job of it as on the database.
+{
+	printf 'calendars:\n  - {name: office, timezone: UTC, exclude: {yearly: ["12-25"]}}\njobs:\n'
+	for i in $(seq 1 150); do
+		printf '  - {id: cal.j%03d, schedule: {cron: "0 0 * * * ?", calendar: office}, target: {url: "http://127.0.0.1:9/x"}}\n' "$i"
+	done
+} >"$PALISADE_TEST_TMP/api-cal.yaml"
+expect_exit "apply a calendar and 150 jobs naming it (database)" 0 "$PAL" apply "$PALISADE_TEST_TMP/api-cal.yaml"
+expect_exit "calendars --output json through the API" 0 remote calendars --output json
+via_api=$OUT
+expect_eq "... every calendar with every job, as on the database ($(jq '.[0].jobs | length' <<<"$via_api") jobs)" \
+	"$("$PAL" calendars --output json)" "$via_api"
+expect_exit "calendars office through the API, as a table" 0 remote calendars office
+expect_eq "... the database's table" "$("$PAL" calendars office)" "$OUT"
+expect_exit "calendars of an unknown name through the API: exit 3" 3 remote calendars nope
 expect_exit "a database-only command with --server: usage (exit 64)" 64 \
 	env -u PALISADE_PG "$PAL" verify --server "http://${NODE_ADMIN[s1]}"
 expect_exit "no token: exit 64" 64 env -u PALISADE_PG -u PALISADE_TOKEN "$PAL" pause --all --reason x --server "http://${NODE_ADMIN[s1]}"
