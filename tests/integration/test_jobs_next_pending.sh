@@ -34,7 +34,10 @@ NOW=$(date +%s)
 N1=$(nxt jn.every.job-1 3)
 sleep 3
 N2=$(nxt jn.every.job-1 3)
-sleep 25
+# the checks need every instant named above planned (or never to be): wait
+# until every shard's watermark is past the latest of them
+last=$(printf '%s\n' $N1 $N2 $CN | sort -n | tail -1)
+wait_until "every shard planned past the latest instant named" 60 planned_past "$(date -u -d "@${last:-$((NOW + 25))}" +%FT%TZ)"
 P=$(planned_after jn.every.job-1 "$NOW" 40)
 echo "    planned after the apply (NOW=$NOW): $(for x in $P; do printf '%s ' $((x - NOW)); done)"
 echo "    jobs --next right after the apply: $(for x in $N1; do printf '%s ' $((x - NOW)); done); 3 s later: $(for x in $N2; do printf '%s ' $((x - NOW)); done)"

@@ -74,6 +74,7 @@ check "the namespaced node survived the partition" node_alive cut
 # ---- after the heal ------------------------------------------------------------------
 back() { [ "$(metric cut palisade_coord_connected)" = 1 ] && [ -n "$(shards_of cut)" ]; }
 wait_until "it reconnects and leads shards again (balance)" 40 back
+t_back=$(sql "select clock_timestamp()")
 logged() { grep -q "\"event\":\"$1\"" "$NODE_DIR/cut.log"; }
 check "it logged the ZooKeeper suspension (coord.suspended)" logged coord.suspended
 check "it logged the session expiry (coord.session.expired)" logged coord.session.expired
@@ -81,7 +82,10 @@ check "its executor logged failed lease renewals or lost leases" bash -c \
 	"grep -qE '\"event\":\"executor\\.(renew_failed|gate_closed|call_abandoned|commit_failed|db_unavailable)' '$NODE_DIR/cut.log'"
 check "metrics: a session expiry counted" [ "$(metric cut palisade_coord_session_expiries_total | cut -d. -f1)" -ge 1 ]
 check "metrics: failed lease renewals counted" [ "$(metric cut 'palisade_executor_renewals_total{outcome="failed"}' | cut -d. -f1)" -ge 1 ]
-sleep 6
+# The window goes on past the rejoin: until the rejoined node has ended a
+# call of an instant that fell due after it led shards again.
+works_again() { [ "$(sql "select count(*) from attempt_ledger a join triggers t on t.id = a.trigger_id where a.node = 'cut' and a.outcome = 'succeeded' and t.scheduled_at > '$t_back'")" -gt 0 ]; }
+wait_until "the rejoined node ends a call of an instant due after it leads again" 30 works_again
 T1=$(rfc3339_ago 0)
 settled() { [ "$(sql "select count(*) from triggers where scheduled_at between '$T0' and '$T1' and state <> 'succeeded'")" = 0 ]; }
 wait_until "every trigger planned in the window ends succeeded" 90 settled
