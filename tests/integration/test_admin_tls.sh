@@ -29,6 +29,9 @@ expect_eq "the API over HTTPS with a token" 200 \
 	"$(curl -s --cacert "$D/cert.pem" -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $TOK" "https://$A/api/v1/jobs")"
 expect_eq "and without one: 401" 401 \
 	"$(curl -s --cacert "$D/cert.pem" -o /dev/null -w '%{http_code}' "https://$A/api/v1/jobs")"
+hdr=$(curl -s --cacert "$D/cert.pem" -D - -o /dev/null --data-urlencode "token=$TOK" "https://$A/console/login" | tr -d '\r')
+expect_match "a console login over HTTPS: a Secure, HttpOnly, SameSite=Strict session cookie (no token in it)" \
+	'^Set-Cookie: palisade_session=[0-9a-f]{64}; Path=/; HttpOnly; SameSite=Strict; Secure$' "$(grep -i '^set-cookie' <<<"$hdr")"
 expect_eq "a foreign Host over HTTPS: 421" 421 \
 	"$(curl -s --cacert "$D/cert.pem" -o /dev/null -w '%{http_code}' -H 'Host: evil.example' "https://$A/healthz")"
 expect_eq "POST /drain without the admin token: 401" 401 \
