@@ -180,6 +180,15 @@ typedef struct pal_job_spec {
 #define PAL_KEEP_BODY_MAX (1024 * 1024)
 /* target.keep_headers: at most this many names. */
 #define PAL_KEEP_HEADERS_MAX 32
+/* What an attempt keeps of the named headers (names, values after masking,
+ * the ", " joining a repeated one) and, apart, of the content type: at
+ * most this many bytes each.  A value that would go past is cut there and
+ * the later ones are left out; the stored headers then carry the key
+ * PAL_KEEP_HEADERS_CUT_KEY (not an HTTP token, so never a header's name)
+ * with the string "true" (a 0.3.0 reader shows it as one more header),
+ * which the readers show as response.headers_truncated. */
+#define PAL_KEEP_HEADERS_BYTES 8192
+#define PAL_KEEP_HEADERS_CUT_KEY "(truncated)"
 
 typedef struct pal_jobset {
 	pal_job_spec *jobs;

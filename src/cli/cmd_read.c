@@ -100,6 +100,8 @@ static void response_excerpt(json_t *r)
 	{
 		printf("         %s: %s\n", k, json_string_value(v));
 	}
+	if (json_is_true(json_object_get(r, "headers_truncated")))
+		printf("         (headers cut at %d B)\n", PAL_KEEP_HEADERS_BYTES);
 	if (!body || !*body)
 		return;
 	/* a whole UTF-8 character at the cut */

@@ -46,6 +46,8 @@ static void response_row(GString *o, json_t *r, size_t span)
 		pal_html_text(o, json_string_value(v));
 		g_string_append_c(o, '\n');
 	}
+	if (json_is_true(json_object_get(r, "headers_truncated")))
+		g_string_append_printf(o, "(headers cut at %d B)\n", PAL_KEEP_HEADERS_BYTES);
 	if (body && *body) {
 		const char *end = body;
 		for (int n = 0; *end && n < PAGE_EXCERPT_CHARS; n++)

@@ -90,14 +90,18 @@ static void add_secret(const char *value, void *ud)
 	g_ptr_array_add(ud, (gpointer)value);
 }
 
-/* S masked and shown escaped, as a new string (g_free). */
-static char *shown(const char *s, size_t n, GPtrArray *secrets)
+/* S[0..n) masked, then cut to at most ROOM bytes, shown escaped, as a new
+ * string (g_free); *TOOK: the masked bytes kept, *CUT: some were not. */
+static char *shown(const char *s, size_t n, GPtrArray *secrets, size_t room, size_t *took,
+		   bool *cut)
 {
 	size_t mlen;
 	char *m =
 	    pal_excerpt_mask(s, n, (const char *const *)secrets->pdata, secrets->len, false, &mlen);
-	GString *g = g_string_sized_new(mlen + 8);
-	pal_excerpt_escape(g, m, mlen);
+	*cut = mlen > room;
+	*took = *cut ? room : mlen;
+	GString *g = g_string_sized_new(*took + 8);
+	pal_excerpt_escape(g, m, *took);
 	g_free(m);
 	return g_string_free(g, FALSE);
 }
@@ -130,13 +134,28 @@ void pal__excerpt_keep(pal_executor *ex, pal__call *k)
 		k->ex_body_len = mlen < (size_t)keep ? mlen : (size_t)keep;
 		k->ex_body = m;
 	}
+	size_t took;
+	bool cut;
 	if (k->resp_ctype)
-		k->ex_ctype = shown(k->resp_ctype, strlen(k->resp_ctype), secrets);
+		k->ex_ctype = shown(k->resp_ctype, strlen(k->resp_ctype), secrets,
+				    PAL_KEEP_HEADERS_BYTES, &took, &cut);
+	/* The named headers, names and masked values, within
+	 * PAL_KEEP_HEADERS_BYTES: a service repeating one header thousands of
+	 * times (libcurl takes up to 300 KB of them) keeps 8 KiB of it. */
 	json_t *o = hdrs ? json_object() : NULL;
-	for (guint i = 0; hdrs && i + 1 < k->resp_hdrs->len; i += 2) {
+	size_t room = PAL_KEEP_HEADERS_BYTES;
+	bool hcut = false;
+	for (guint i = 0; hdrs && !hcut && i + 1 < k->resp_hdrs->len; i += 2) {
 		const char *name = k->resp_hdrs->pdata[i], *raw = k->resp_hdrs->pdata[i + 1];
-		char *v = shown(raw, strlen(raw), secrets);
 		json_t *had = json_object_get(o, name);
+		size_t cost = had ? 2 : strlen(name); /* ", " or the name */
+		if (cost >= room) {
+			hcut = true;
+			break;
+		}
+		room -= cost;
+		char *v = shown(raw, strlen(raw), secrets, room, &took, &hcut);
+		room -= took;
 		if (had) { /* a repeated header: one value, joined as HTTP allows */
 			char *j = g_strdup_printf("%s, %s", json_string_value(had), v);
 			json_object_set_new(o, name, json_string(j));
@@ -146,6 +165,8 @@ void pal__excerpt_keep(pal_executor *ex, pal__call *k)
 		}
 		g_free(v);
 	}
+	if (hcut)
+		json_object_set_new(o, PAL_KEEP_HEADERS_CUT_KEY, json_string("true"));
 	if (o) { /* else none: the commit writes {} */
 		char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
 		json_decref(o);

@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 #include <stdint.h>
+#include "palisade/jobspec.h"
 #include "palisade/store.h"
 
 struct pal_store {
@@ -113,17 +114,22 @@ int pal__store_query_i64(pal_store *st, const char *sql, int nparams, const char
 
 /* What attempt A (an alias of attempts in the statement) kept of the
  * service's answer, as a JSON expression: {status, headers, content_type,
- * body_base64, bytes, truncated} from attempt_responses (034), the status
+ * body_base64, bytes, truncated, headers_truncated} from attempt_responses
+ * (034; the headers without PAL_KEEP_HEADERS_CUT_KEY, which sets
+ * headers_truncated), the status
  * alone when the attempt kept nothing else, null without an answer.
  * pal__store_show_bodies then adds the body shown escaped. */
 #define PAL__RESPONSE_JSON(a)                                                                      \
-	"coalesce((SELECT json_build_object('status', " a ".http_status, 'headers', r.headers,"    \
+	"coalesce((SELECT json_build_object('status', " a ".http_status, 'headers',"               \
+	" r.headers - '" PAL_KEEP_HEADERS_CUT_KEY "', 'headers_truncated',"                        \
+	" r.headers ? '" PAL_KEEP_HEADERS_CUT_KEY "',"                                             \
 	" 'content_type', r.content_type, 'body_base64', translate(encode(r.body, 'base64'),"      \
 	" E'\\n', ''), 'bytes', length(r.body), 'truncated', r.truncated)"                         \
 	" FROM attempt_responses r WHERE r.fence = " a ".fence"                                    \
 	" AND r.scheduled_at = " a ".scheduled_at),"                                               \
 	" CASE WHEN " a ".http_status IS NOT NULL THEN json_build_object('status', " a             \
-	".http_status, 'headers', '{}'::json, 'content_type', NULL, 'body_base64', '',"            \
+	".http_status, 'headers', '{}'::json, 'headers_truncated', false,"                         \
+	" 'content_type', NULL, 'body_base64', '',"                                                \
 	" 'bytes', 0, 'truncated', false) END)"
 /* To each attempt of the array ATTEMPTS with a "response" object (from
  * PAL__RESPONSE_JSON), add "body": its bytes shown escaped as text

@@ -9,10 +9,11 @@ Paths:
   /hang        reads the request, never answers
   /reset       closes the connection right after reading the request
   /ok          200 {}
-  /echo?n=N    200 with a body of N bytes (at least the first line): the
+  /echo?n=N[&rep=R]  200 with a body of N bytes (at least the first line): the
                request's Authorization value echoed on its first line and in
                X-Echo-Auth, then a known filler with a NUL and a 0xff byte;
-               also X-Request-Id: req-42 and X-Dropped: not-kept
+               also X-Request-Id: req-42 and X-Dropped: not-kept, then R
+               lines X-Rep: with the Authorization value (default 0)
   /third       400 (a permanent failure) when (T // 2 + P) % 3 == 0, T the instant of
                Palisade-Scheduled-At in seconds since the epoch, P the partition
                (the key's last segment, default key template; 0 if not a number):
@@ -119,8 +120,9 @@ def handle(conn):
                 conn.sendall(b"x")
                 time.sleep(1)
         elif path.startswith("/echo"):
-            q = data.split(b" ", 2)[1].split(b"?", 1)
-            n = int(q[1].split(b"=", 1)[1]) if len(q) > 1 else 0
+            q = data.split(b" ", 2)[1].partition(b"?")[2].decode(errors="replace")
+            args = {k: int(v) for k, _, v in (x.partition("=") for x in q.split("&")) if v.isdigit()}
+            n, rep = args.get("n", 0), args.get("rep", 0)
             auth = b""
             for line in data.split(b"\r\n"):
                 if line.lower().startswith(b"authorization:"):
@@ -132,7 +134,9 @@ def handle(conn):
             body = body[:max(n, len(b"token=") + len(auth) + 1)]
             conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\n"
                          b"X-Request-Id: req-42\r\nX-Echo-Auth: " + auth + b"\r\n"
-                         b"X-Dropped: not-kept\r\nContent-Length: " + str(len(body)).encode() +
+                         b"X-Dropped: not-kept\r\n" +
+                         b"".join(b"X-Rep: " + auth + b"\r\n" for _ in range(rep)) +
+                         b"Content-Length: " + str(len(body)).encode() +
                          b"\r\n\r\n" + body)
         elif path.startswith("/resend"):
             resend(conn, data)

@@ -3,6 +3,8 @@
 # and the first keep_body bytes of the body (attempt_responses), a ${ENV}
 # secret the answer echoes is masked before anything is written, keep_body 0
 # keeps nothing, and `palisade attempts`, the API and the console show it.
+# A header repeated 7,000 times (224 KB, a size libcurl accepts) keeps
+# 8 KiB of names and masked values, flagged as headers_truncated.
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "responses - an attempt keeps exactly the named headers and the first keep_body bytes of the answer, truncated flagged, and no byte of a job's secret reaches the database"
@@ -23,16 +25,17 @@ jobs:
   - {id: resp.cut, $base, target: {url: "http://127.0.0.1:$port/echo?n=10000", $auth, keep_body: 1000, keep_headers: [X-Request-Id, x-echo-auth, X-Request-Id]}}
   - {id: resp.whole, $base, target: {url: "http://127.0.0.1:$port/echo?n=300", $auth}}
   - {id: resp.none, $base, target: {url: "http://127.0.0.1:$port/echo?n=300", $auth, keep_body: 0}}
+  - {id: resp.rep, $base, target: {url: "http://127.0.0.1:$port/echo?n=300&rep=7000", $auth, keep_headers: [X-Request-Id, X-Rep]}}
 YAML
 expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
 expect_exit "a keep_body that is not a size is refused (65)" 65 "$PAL" validate <(sed 's/keep_body: 1000/keep_body: 2GiB/' "$NODE_DIR/jobs.yaml")
 start_node x1
 wait_until "shards led" 20 all_shards_led
-for j in cut whole none; do
+for j in cut whole none rep; do
 	"$PAL" trigger --config "$CLUSTER_CONF" --job "resp.$j" --reason "excerpt test" >/dev/null
 done
-settled() { [ "$(sql "select count(*) from trigger_jobs where job_id like 'resp.%' and state = 'succeeded'")" = 3 ]; }
-wait_until "the three triggers succeed" 30 settled
+settled() { [ "$(sql "select count(*) from trigger_jobs where job_id like 'resp.%' and state = 'succeeded'")" = 4 ]; }
+wait_until "the four triggers succeed" 30 settled
 tid() { sql "select id from trigger_jobs where job_id = 'resp.$1'"; }
 row() { sql "select $2 from attempt_responses r join trigger_jobs t on t.id = r.trigger_id where t.job_id = 'resp.$1'"; }
 
@@ -53,6 +56,17 @@ expect_eq "whole: the whole answer, secrets masked, not truncated" "$want false"
 expect_eq "whole: no headers named, none kept" "{}" "$(row whole headers)"
 expect_eq "keep_body 0 and no headers: no row" "" "$(row none r.fence)"
 expect_eq "... though the attempt has its status" 200 "$(sql "select http_status from attempt_ledger where trigger_id = $(tid none)")"
+# The repeated header: its names and masked values fill PAL_KEEP_HEADERS_BYTES
+# (8192; the cut may leave the 2 bytes of a ", " unused), cut after the
+# masking (never inside a secret: what follows the last whole "Bearer ***"
+# is the start of ", Bearer ***"), the rest left out and flagged.
+kept="(select coalesce(sum(octet_length(key) + octet_length(value)), 0) from jsonb_each_text(r.headers) where key <> '(truncated)')"
+expect_eq "rep: the kept names and values fill the 8 KiB cap, no more" t "$(row rep "$kept between 8190 and 8192")"
+expect_eq "rep: the header before the repeated one kept whole" req-42 "$(row rep "headers->>'x-request-id'")"
+expect_eq "rep: cut after masking, at a \"Bearer ***\" boundary or inside one" t \
+	"$(row rep "starts_with(', Bearer ***', regexp_replace(headers->>'x-rep', '(, )?Bearer \\*\\*\\*', '', 'g'))")"
+expect_eq "rep: the cut is flagged in the row" t "$(row rep "headers ? '(truncated)'")"
+expect_eq "rep: the body kept whole beside it" t "$(row rep "length(body) > 0 and not truncated")"
 # The secret, in clear or hex, appears nowhere in the table (a bytea shows
 # as hex in text output).
 dump=$(sql "select r::text from attempt_responses r")
@@ -72,6 +86,14 @@ expect_eq "... response.body shown escaped" 'token=Bearer ***\n0123456789abcdef\
 expect_eq "... and its exact bytes" 1000 "$(jq -r '.[0].response.body_base64' <<<"$j" | base64 -d | wc -c)"
 expect_eq "an attempt that kept nothing: the status alone" '200 {} false' \
 	"$("$PAL" attempts --config "$CLUSTER_CONF" --output json "$(tid none)" | jq -r '.[0].response | "\(.status) \(.headers) \(.truncated)"')"
+jr=$("$PAL" attempts --config "$CLUSTER_CONF" --output json "$(tid rep)")
+expect_eq "attempts --output json: response.headers_truncated, the body's truncated apart" "true false" \
+	"$(jq -r '.[0].response | "\(.headers_truncated) \(.truncated)"' <<<"$jr")"
+expect_eq "... the flag is no header" "req-42 x-rep,x-request-id" \
+	"$(jq -r '.[0].response.headers | "\(.["x-request-id"]) \(keys | join(","))"' <<<"$jr")"
+expect_eq "... and false where nothing was cut" false "$(jq -r '.[0].response.headers_truncated' <<<"$j")"
+check "attempts (table) says the headers were cut" grep -qF '(headers cut at 8192 B)' \
+	<("$PAL" attempts --config "$CLUSTER_CONF" "$(tid rep)")
 check "attempts (table) shows a short escaped excerpt" grep -qF 'token=Bearer ***\n0123' \
 	<("$PAL" attempts --config "$CLUSTER_CONF" "$(tid cut)")
 tok=$("$PAL" token create --name excerpt-viewer --role viewer | tail -1)
@@ -80,5 +102,7 @@ expect_eq "the API's attempts route returns the same response" "$(jq -c '.[0].re
 page=$(curl -s "http://${NODE_ADMIN[x1]}/console/job?id=resp.cut")
 check "the console's job page shows the excerpt, HTML-escaped" grep -qF 'token=Bearer ***\n0123456789abcdef\x00\xffBearer ***|' <<<"$page"
 check "... and the kept header" grep -qF 'x-request-id: req-42' <<<"$page"
+check "... and where kept headers were cut" grep -qF '(headers cut at 8192 B)' \
+	<(curl -s "http://${NODE_ADMIN[x1]}/console/job?id=resp.rep")
 echo "    figure: took $(($(date +%s) - T_START)) s"
 finish
