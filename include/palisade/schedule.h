@@ -107,6 +107,17 @@ bool pal_schedule_one_shot(const pal_schedule *sc);
 /* The job's spread offset: every nominal instant moves by it (0: no spread). */
 int64_t pal_schedule_offset(const pal_schedule *sc);
 
+/*
+ * The first nominal instant before AT that SC's spread or jitter moves to AT
+ * or later, inside [start, end): *nominal and *moved (its fired instant).
+ * A boundary judged on the fired instant (a cut-over's `at`) gives that
+ * nominal instant to the side after it although it lies before.  ANCHOR as
+ * for pal_schedule_next_from().  PAL_ENOENT when there is none (always for
+ * a schedule without spread or jitter).
+ */
+PAL_MUST_CHECK int pal_schedule_across(const pal_schedule *sc, int64_t anchor, int64_t at,
+				       int64_t *nominal, int64_t *moved);
+
 /* The shared calendar that excludes instant T of SC (the first the job
  * names), or NULL when none does or the job's own `exclude:` dates do. */
 const pal_calendar *pal_schedule_excluding(const pal_schedule *sc, int64_t t);

@@ -678,6 +678,27 @@ int pal_schedule_next(const pal_schedule *sc, int64_t after, int64_t *next, bool
 	return pal_schedule_next_from(sc, PAL_NO_TIME, after, next, excluded);
 }
 
+int pal_schedule_across(const pal_schedule *sc, int64_t anchor, int64_t at, int64_t *nominal,
+			int64_t *moved)
+{
+	if (!sc->offset && !sc->jitter)
+		return PAL_ENOENT;
+	if (anchor == PAL_NO_TIME)
+		anchor = at;
+	/* a nominal instant before at - offset - jitter fires before AT */
+	int64_t n;
+	int rc = base_next(sc, anchor, at - sc->offset - sc->jitter - 1, &n);
+	for (; rc == PAL_OK && n < at; rc = base_next(sc, anchor, n, &n)) {
+		int64_t t = n + sc->offset + jit(sc, anchor, n);
+		if (t >= at && (!sc->has_start || t >= sc->start) && (!sc->has_end || t < sc->end)) {
+			*nominal = n;
+			*moved = t;
+			return PAL_OK;
+		}
+	}
+	return PAL_ENOENT;
+}
+
 int64_t pal_schedule_offset(const pal_schedule *sc)
 {
 	return sc->offset;

@@ -814,6 +814,28 @@ int pal_store_scope_jobs_json(pal_store *st, const pal_scope *sc, json_t **out, 
 	    2, pk, out, err, errlen);
 }
 
+int pal_store_moved_jobs_json(pal_store *st, json_t *ids, json_t **out, char *err, size_t errlen)
+{
+	char *list = json_dumps(ids ? ids : json_array(), JSON_COMPACT);
+	if (!list) {
+		snprintf(err, errlen, "out of memory");
+		return PAL_ENOMEM;
+	}
+	const char *p[] = {list};
+	int rc = pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(json_build_object('job_id', j.job_id, 'spec', v.spec,"
+	    "  'anchor', floor(extract(epoch FROM coalesce(v.effective_from, clock_timestamp())))"
+	    "  ::bigint) ORDER BY j.job_id), '[]')::text"
+	    " FROM json_array_elements_text($1::json) i(id)"
+	    " JOIN jobs j ON j.job_id = i.id"
+	    " JOIN job_versions v ON v.job_id = j.job_id AND v.version = j.latest_version"
+	    " WHERE v.spec -> 'schedule' ?| array['spread_ms', 'jitter_ms']",
+	    1, p, out, err, errlen);
+	free(list);
+	return rc;
+}
+
 /* The key each unfinished trigger's calls send: its last attempt's, else
  * rendered from its version's template as the executor would. */
 static void fill_keys(json_t *rows)
