@@ -148,12 +148,14 @@ PAL_MUST_CHECK int pal_apistore_jobs_page(pal_store *st, const char *tenants, co
 					  size_t errlen);
 
 /* Triggers of JOB_ID, newest instant first, optionally in STATE, at or
- * after SINCE (Unix seconds; PAL_OPS_NOW: any instant, as `palisade
- * triggers --since`) and only the one of id TRIGGER_ID when it is above 0:
- * [{id job_id version scheduled_at partition source request_id state fence
- * lease_owner lease_until attempt_count last_error_class}]. */
+ * after SINCE and before UNTIL (Unix seconds; PAL_OPS_NOW: any instant;
+ * SINCE as `palisade triggers --since`) and only the one of id TRIGGER_ID
+ * when it is above 0: [{id job_id version scheduled_at partition source
+ * request_id state fence lease_owner lease_until attempt_count
+ * last_error_class}]. */
 PAL_MUST_CHECK int pal_apistore_triggers_page(pal_store *st, const char *job_id, const char *state,
-					      int64_t since, int64_t trigger_id, const char *cursor,
+					      int64_t since, int64_t until, int64_t trigger_id,
+					      const char *cursor,
 					      int limit, json_t **out, char **next, char *err,
 					      size_t errlen);
 

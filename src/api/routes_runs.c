@@ -343,9 +343,10 @@ void pal_api__h_misfires(call *c)
 void pal_api__h_triggers(call *c)
 {
 	int limit;
-	int64_t since = PAL_OPS_NOW;
+	int64_t since = PAL_OPS_NOW, until = PAL_OPS_NOW;
 	if (!job_query(c, "triggers", &limit) ||
-	    (pal_api__query(c, "since") && !pal_api__query_time(c, "since", &since)))
+	    (pal_api__query(c, "since") && !pal_api__query_time(c, "since", &since)) ||
+	    (pal_api__query(c, "until") && !pal_api__query_time(c, "until", &until)))
 		return;
 	const char *job = c->arg[0], *trace = pal_api__query(c, "trace_id");
 	int64_t trigger = 0;
@@ -365,7 +366,7 @@ void pal_api__h_triggers(call *c)
 	}
 	json_t *rows;
 	int rc = pal_apistore_triggers_page(c->api->st, job, pal_api__query(c, "state"), since,
-					    trigger, pal_api__query(c, "cursor"), limit, &rows,
+					    until, trigger, pal_api__query(c, "cursor"), limit, &rows,
 					    &next, err, sizeof err);
 	if (!rc)
 		pal_trace_ids_json(rows, c->api->trace_prefix);

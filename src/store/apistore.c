@@ -393,11 +393,11 @@ int pal_apistore_tokens_page(pal_store *st, const char *after, int limit, json_t
 }
 
 int pal_apistore_triggers_page(pal_store *st, const char *job_id, const char *state, int64_t since,
-			       int64_t trigger_id, const char *cursor, int limit, json_t **out,
-			       char **next, char *err, size_t errlen)
+			       int64_t until, int64_t trigger_id, const char *cursor, int limit,
+			       json_t **out, char **next, char *err, size_t errlen)
 {
 	long long us = 0, part = 0, id = 0;
-	char c1[24], c2[24], c3[24], l[16], t[24], s[24];
+	char c1[24], c2[24], c3[24], l[16], t[24], s[24], u[24];
 	long long cv[3];
 	if (cursor && !pal__store_cursor_ints(cursor, 3, 1u, cv)) {
 		snprintf(err, errlen, "cursor \"%.40s\" is not one this API gave", cursor);
@@ -411,14 +411,22 @@ int pal_apistore_triggers_page(pal_store *st, const char *job_id, const char *st
 	snprintf(l, sizeof l, "%d", limit + 1);
 	snprintf(t, sizeof t, "%lld", (long long)trigger_id);
 	snprintf(s, sizeof s, "%" PRId64, since);
-	const char *p[] = {
-	    job_id, state, cursor ? c1 : NULL,	      c2,
-	    c3,	    l,	   trigger_id > 0 ? t : NULL, since == PAL_OPS_NOW ? NULL : s};
+	snprintf(u, sizeof u, "%" PRId64, until);
+	const char *p[] = {job_id,
+			   state,
+			   cursor ? c1 : NULL,
+			   c2,
+			   c3,
+			   l,
+			   trigger_id > 0 ? t : NULL,
+			   since == PAL_OPS_NOW ? NULL : s,
+			   until == PAL_OPS_NOW ? NULL : u};
 	/* Plan and request keys apart, as palisade_job_triggers() (sql/020):
 	 * each branch walks one index of (job_id, scheduled_at, ...) backwards. */
 #define AFTER                                                                                      \
 	" AND ($2::text IS NULL OR state = $2) AND ($7::bigint IS NULL OR id = $7) AND"            \
 	" ($8::bigint IS NULL OR scheduled_at >= to_timestamp($8::bigint)) AND"                    \
+	" ($9::bigint IS NULL OR scheduled_at < to_timestamp($9::bigint)) AND"                     \
 	" ($3::bigint IS NULL OR"                                                                  \
 	" (scheduled_at, partition, id) < ('epoch'::timestamptz + $3::bigint * interval '1"        \
 	" microsecond', $4::int, $5::bigint))"                                                     \
@@ -444,7 +452,7 @@ int pal_apistore_triggers_page(pal_store *st, const char *job_id, const char *st
 						   "job_id = $1 AND request_id IS NOT NULL" AFTER
 						   " ORDER BY scheduled_at DESC, partition DESC, "
 						   "id DESC LIMIT $6::int) t",
-	    8, p, limit, out, next, err, errlen);
+	    9, p, limit, out, next, err, errlen);
 #undef AFTER
 	return rc;
 }

@@ -170,6 +170,13 @@ call("POST", f"/api/v1/triggers/{tid}/cancel", R, want=200)
 call("POST", f"/api/v1/triggers/{tid}/cancel", R, want=409)
 call("POST", "/api/v1/jobs/c.one/cancel", R, want=200)
 call("POST", "/api/v1/jobs/c.one/backfill", {"reason": "contract", "from": "2026-01-01T00:00:00Z", "to": "2026-01-01T00:04:00Z", "request_id": "bf-1"}, want=200)
+# the backfill's instants (00:00..00:04) in a time range: since and until
+for q, want_at in (("until=2026-01-01T00:02:00Z", ["2026-01-01T00:01:00", "2026-01-01T00:00:00"]),
+                   ("since=2026-01-01T00:01:00Z&until=2026-01-01T00:03:00Z", ["2026-01-01T00:02:00", "2026-01-01T00:01:00"])):
+    st, tr = call("GET", "/api/v1/triggers?job=c.one&" + q, want=200)
+    if st == 200 and [t["scheduled_at"][:19] for t in tr["items"]] != want_at:
+        failures.append(f"triggers?{q}: expected {want_at}, got {[t['scheduled_at'] for t in tr['items']]}")
+call("GET", "/api/v1/triggers?job=c.one&until=soon", want=400)
 call("POST", "/api/v1/jobs/c.one/backfill", {"reason": "contract", "from": "2020-01-01T00:00:00Z", "to": "2026-01-01T00:00:00Z", "max": 10}, want=422)
 # an instant with a fraction of a second would be cut off into another: refused
 call("POST", "/api/v1/jobs/c.one/trigger", {"reason": "contract", "at": "2098-01-01T00:00:00.9Z"}, want=422)
