@@ -60,8 +60,12 @@ PAL_MUST_CHECK int pal_apistore_idem_begin(pal_store *st, const char *token, con
 					   const char *method, const char *path, const char *digest,
 					   pal_idem_outcome *outcome, bool *locked, int *status,
 					   char **response, char *err, size_t errlen);
-/* Keep STATUS and RESPONSE for (TOKEN, KEY); a 5xx answer (nothing was
- * done, or not surely) deletes the record instead, so a retry acts.  With
+/* Keep STATUS and RESPONSE for (TOKEN, KEY).  A 5xx answer is not kept:
+ * when no audit row names the key (no attempt committed an action) the
+ * record is deleted, so a retry acts; when one does (the action committed,
+ * then the handler failed), the record is left in progress, dated back past
+ * every take-over bound, so the next retry takes it over at once and goes
+ * the way of a node that died before its answer (idem_committed).  With
  * LOCKED, the key's lock is released in the same statement.  On failure
  * the caller closes the connection (the session's end releases the lock). */
 PAL_MUST_CHECK int pal_apistore_idem_finish(pal_store *st, const char *token, const char *key,

@@ -10,7 +10,9 @@
  * the role (403), parse the JSON body of a write (400 / 415), then for a
  * write with an Idempotency-Key look up its earlier answer (replayed as it
  * was, 409 while the first is still served, 422 when the key was used for
- * another request), then run the handler, whose answer is kept for the key.
+ * another request), then run the handler, whose answer is kept for the key
+ * (a 5xx is not kept: the key is deleted when nothing committed, and
+ * otherwise left for the next retry to take over, pal_apistore_idem_finish).
  * Before any write the connection is stamped with the token's role and the
  * client address, which the audit rows of the request carry (sql/024); the
  * actor of those rows is the token's name.
@@ -554,6 +556,9 @@ static void run(call *c)
 	}
 	if (key && getenv("PALISADE_FAULT_API_KILL_BEFORE_ANSWER")) /* tests only */
 		raise(SIGKILL);
+	if (key && c->status < 300 && getenv("PALISADE_FAULT_API_500_AFTER_ACTION")) /* tests only */
+		pal_api__problem(c, 500, "internal", "Internal error",
+				 "PALISADE_FAULT_API_500_AFTER_ACTION: answer lost after the action");
 	if (key) {
 		/* A created token's secret is never stored: its key keeps a problem
 		 * that a replay answers instead. */

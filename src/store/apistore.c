@@ -141,24 +141,44 @@ int pal_apistore_idem_begin(pal_store *st, const char *token, const char *key, c
 	return PAL_OK;
 }
 
+/* The audit rows that attempts of (token $1, key $2) committed, within the
+ * day its record is kept (idem_begin deletes older ones; the bound lets a
+ * scan use audit_log_at): pal_apistore_identity stamps them. */
+#define IDEM_AUDIT_WHERE                                                                           \
+	"at > clock_timestamp() - interval '1 day 1 hour'"                                         \
+	"  AND details->'api_request' = jsonb_build_object('token_id', $1::text, 'key', $2::text)"
+
 int pal_apistore_idem_finish(pal_store *st, const char *token, const char *key, int status,
 			     const char *response, bool locked, char *err, size_t errlen)
 {
-	char s[16];
+	char s[16], bound[32];
 	snprintf(s, sizeof s, "%d", status);
-	const char *p[] = {token, key, s, response, locked ? "t" : "f"};
-	/* the answer kept and the lock released in one statement */
+	int takeover_s = pal_apistore_idem_takeover_s();
+	snprintf(bound, sizeof bound, "%d seconds",
+		 1 + (takeover_s > PAL_IDEM_TAKEOVER_S ? takeover_s : PAL_IDEM_TAKEOVER_S));
+	const char *p[] = {token, key, s, response, locked ? "t" : "f", bound};
+	/* the answer kept and the lock released in one statement; a 5xx is
+	 * not kept: the record is deleted when no audit row names the key (no
+	 * attempt committed), or else left in progress, dated back past every
+	 * take-over bound, for the next retry to take over at once */
 	PGresult *r = pal__store_query(
 	    st,
-	    status >= 500 ? "WITH w AS (DELETE FROM api_requests WHERE token_id = $1 AND key = $2"
-			    " AND $3::int IS NOT NULL AND $4::text IS NOT NULL RETURNING 1)"
-			    " SELECT (SELECT count(*) FROM w), CASE WHEN $5::boolean"
-			    " THEN pg_advisory_unlock(" IDEM_LOCK_KEY ") END"
+	    status >= 500 ? "WITH c AS (SELECT EXISTS (SELECT 1 FROM audit_log WHERE " IDEM_AUDIT_WHERE
+			    ") AS done),"
+			    " d AS (DELETE FROM api_requests WHERE token_id = $1 AND key = $2"
+			    "  AND NOT (SELECT done FROM c)"
+			    "  AND $3::int IS NOT NULL AND $4::text IS NOT NULL RETURNING 1),"
+			    " u AS (UPDATE api_requests"
+			    "  SET created_at = clock_timestamp() - $6::interval"
+			    "  WHERE token_id = $1 AND key = $2 AND status IS NULL"
+			    "  AND (SELECT done FROM c) RETURNING 1)"
+			    " SELECT (SELECT count(*) FROM d) + (SELECT count(*) FROM u),"
+			    " CASE WHEN $5::boolean THEN pg_advisory_unlock(" IDEM_LOCK_KEY ") END"
 			  : "WITH w AS (UPDATE api_requests SET status = $3::int, response = $4"
 			    " WHERE token_id = $1 AND key = $2 RETURNING 1)"
 			    " SELECT (SELECT count(*) FROM w), CASE WHEN $5::boolean"
 			    " THEN pg_advisory_unlock(" IDEM_LOCK_KEY ") END",
-	    5, p, err, errlen);
+	    status >= 500 ? 6 : 5, p, err, errlen);
 	if (!r)
 		return PAL_EDB;
 	PQclear(r);
@@ -169,16 +189,11 @@ int pal_apistore_idem_committed(pal_store *st, const char *token, const char *ke
 				char *err, size_t errlen)
 {
 	const char *p[] = {token, key};
-	/* the day bound is the record's (idem_begin deletes older ones) and
-	 * lets the scan use audit_log_at */
 	return pal__store_query_json(
 	    st,
 	    "SELECT coalesce(json_agg(json_build_object('id', id, 'action', action, 'scope', scope,"
 	    " 'at', to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'))"
-	    " ORDER BY id), '[]')::text FROM audit_log"
-	    " WHERE at > clock_timestamp() - interval '1 day 1 hour'"
-	    "  AND details->'api_request'"
-	    "   = jsonb_build_object('token_id', $1::text, 'key', $2::text)",
+	    " ORDER BY id), '[]')::text FROM audit_log WHERE " IDEM_AUDIT_WHERE,
 	    2, p, out, err, errlen);
 }
 
