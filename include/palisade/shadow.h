@@ -102,7 +102,8 @@ PAL_MUST_CHECK int pal_store_rollback(pal_store *st, const pal_scope *sc, const 
  * back (blocks, polling every 200 ms), what they left waiting up to AT
  * moved to shadow as well, the dependent instants (`after`) of the calls
  * still in flight planned shadow, handed back (the old system's chain runs
- * them), then the unfinished triggers up to AT with the
+ * them; not one palisade decided already: planned, or an upstream_late or
+ * upstream_failed misfire), then the unfinished triggers up to AT with the
  * key each one's calls send, into *OUT (json_decref) as the `rollback
  * --output json` object {scope, at, handed_back, later, in_flight,
  * unfinished: pal_store_unfinished_json()'s rows}: every instant of the

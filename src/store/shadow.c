@@ -686,8 +686,11 @@ static int back_after_body(pal_store *st, void *vctx, char *err, size_t errlen)
  * each partition it waits on, is planned now, shadow, handed back
  * ('rolled_back').  The old system takes the upstream instant over, and in
  * its chain that run starts the dependent one; palisade, finishing the call,
- * finds the dependent instant decided and plans nothing (one already
- * planned is left: its upstream had ended, so the call is not listed).  A
+ * finds the dependent instant decided and plans nothing.  An instant
+ * palisade decided already is left as it is and not listed: one planned
+ * (its upstream had ended, so the call is not listed), or one given up, an
+ * upstream_late or upstream_failed misfire (the row that covers it, as
+ * palisade_plan_after finds it): palisade never runs that one.  A
  * mark on the upstream trigger would not do: the result commit writes its
  * error class, a 0.3.0 node's too.  Run before the answer's rows are read,
  * so an upstream call listed in flight has its dependent instants
@@ -709,6 +712,11 @@ static int back_after_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	" WHERE j.retired_at IS NULL"                                                               \
 	"  AND v.spec -> 'after' @> jsonb_build_array(jsonb_build_object('job', u.job_id))"        \
 	"  AND (u.partitions IS DISTINCT FROM v.partitions OR p = u.partition)"                     \
+	"  AND NOT EXISTS (SELECT 1 FROM (SELECT m.range_to FROM misfires m"                        \
+	"   WHERE m.job_id = j.job_id AND m.range_from <= u.scheduled_at"                          \
+	"    AND m.reason IN ('upstream_failed', 'upstream_late')"                                  \
+	"    AND (m.partition IS NULL OR m.partition = p)"                                          \
+	"   ORDER BY m.range_from DESC LIMIT 1) m WHERE m.range_to >= u.scheduled_at)"             \
 	" ON CONFLICT (job_id, scheduled_at, partition) WHERE request_id IS NULL DO NOTHING"        \
 	" RETURNING 1) SELECT count(*) FROM ins"
 

@@ -10,25 +10,8 @@
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "a roll-back that hands an upstream call in flight to the old system hands it the dependent instant too: exactly one system runs it"
-fresh_db it_rollback_after_flight
-"$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
-SHARDS=1
-write_conf "$CLUSTER_CONF" "executor: {lease: 6s, heartbeat: 500ms}"
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
-cat >"$NODE_DIR/jobs.yaml" <<Y
-jobs:
-  - {id: ch.up, group: ch, schedule: {cron: "*/5 * * * * ?"}, target: {url: "http://$SINK_ADDR/effects/up", timeout: 30s}}
-  - {id: ch.down, group: ch, after: [{job: ch.up}], target: {url: "http://$SINK_ADDR/effects/down", timeout: 5s}}
-Y
-expect_exit "group ch in shadow" 0 "$PAL" shadow --config "$CLUSTER_CONF" --group ch --reason "moving"
-"$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml" >/dev/null
-expect_exit "group ch cut over (100 %)" 0 "$PAL" cutover --config "$CLUSTER_CONF" --group ch --at "$(date -u -d @$(( $(date +%s) + 1 )) +%FT%TZ)" --reason "all"
-start_node n1
-wait_until "shards led" 20 all_shards_led || { finish; exit 1; }
-wait_until "the chain runs (a dependent effect)" 30 has "select count(*) from sink_effects e join trigger_jobs t on t.id = e.trigger_id where t.job_id = 'ch.down'"
-sink_faults '{"paused": true}'
-wait_until "an upstream call in flight (held by the sink)" 20 has "select count(*) from trigger_jobs where job_id = 'ch.up' and state = 'running' and scheduled_at < now()"
+source tests/integration/chain_flight.sh
+chain_flight_start it_rollback_after_flight || { finish; exit 1; }
 out=$("$PAL" rollback --config "$CLUSTER_CONF" --group ch --reason "back to the old system" --wait 0s --output json); ec=$?
 echo "    rollback: $(jq -c '{at, handed_back, later, in_flight, rows: [.unfinished[] | "\(.job_id) \(.scheduled_at) \(.state) in_flight=\(.in_flight)"]}' <<<"$out")"
 expect_eq "roll-back: exit 0" 0 $ec
