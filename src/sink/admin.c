@@ -30,9 +30,10 @@ const size_t pal__sink_n_outcomes = sizeof pal__sink_outcomes / sizeof pal__sink
 
 static json_t *faults_json(const sink_faults *f)
 {
-	return json_pack("{s:I, s:f, s:f, s:b}", "delay_ms", (json_int_t)f->delay_ms, "error_rate",
-			 f->error_rate, "drop_after_commit_rate", f->drop_rate, "paused",
-			 f->paused);
+	return json_pack("{s:I, s:f, s:i, s:f, s:b}", "delay_ms", (json_int_t)f->delay_ms,
+			 "error_rate", f->error_rate, "error_status",
+			 f->error_status ? f->error_status : 503, "drop_after_commit_rate",
+			 f->drop_rate, "paused", f->paused);
 }
 
 static char *dump(json_t *j)

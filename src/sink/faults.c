@@ -79,6 +79,15 @@ int pal__sink_faults_update(sink_ctx *ctx, const char *text, size_t len, sink_fa
 			}
 		} else if (strcmp(k, "error_rate") == 0) {
 			rc = rate_of(v, k, &f.error_rate, err, errlen);
+		} else if (strcmp(k, "error_status") == 0) {
+			if (!json_is_integer(v) || json_integer_value(v) < 500 ||
+			    json_integer_value(v) > 599) {
+				snprintf(err, errlen,
+					 "\"error_status\" must be an integer between 500 and 599");
+				rc = PAL_EINVAL;
+			} else {
+				f.error_status = (int)json_integer_value(v);
+			}
 		} else if (strcmp(k, "drop_after_commit_rate") == 0) {
 			rc = rate_of(v, k, &f.drop_rate, err, errlen);
 		} else if (strcmp(k, "paused") == 0) {
@@ -91,6 +100,7 @@ int pal__sink_faults_update(sink_ctx *ctx, const char *text, size_t len, sink_fa
 		} else {
 			snprintf(err, errlen,
 				 "unknown fault setting \"%s\" (expected delay_ms, error_rate, "
+				 "error_status, "
 				 "drop_after_commit_rate, paused)",
 				 k);
 			rc = PAL_EINVAL;

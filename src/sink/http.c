@@ -309,6 +309,10 @@ static enum MHD_Result apply_validated(sink_ctx *ctx, struct MHD_Connection *con
 			"key", rq->key, "token", (json_int_t)rq->token, "trace_id", rq->trace_id,
 			"span_id", rq->span_id, "trace_flags", rq->trace_flags, "tracestate",
 			rq->tracestate ? rq->tracestate : "");
+		if (f.error_status && f.error_status != MHD_HTTP_SERVICE_UNAVAILABLE)
+			return pal__sink_respond(conn, (unsigned)f.error_status,
+						 pal__sink_body_error("injected", NULL), NULL,
+						 NULL);
 		return unavailable(conn, "injected");
 	}
 	char digest[65];

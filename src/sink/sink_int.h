@@ -105,6 +105,7 @@ char *pal__sink_body_error(const char *code, const char *detail);
 typedef struct sink_faults {
 	int64_t delay_ms;  /* held inside the transaction before COMMIT */
 	double error_rate; /* share answered 503 before touching the database */
+	int error_status;  /* the status of those answers, 500-599 (0: 503) */
 	double drop_rate;  /* share whose connection is dropped after COMMIT */
 	bool paused;	   /* apply requests wait until unpaused */
 } sink_faults;
@@ -222,7 +223,7 @@ void pal__sink_found(sink_ctx *ctx, const char *key);
 
 /* faults.c */
 void pal__sink_faults_get(sink_ctx *ctx, sink_faults *out);
-/* Validate a JSON object {"delay_ms", "error_rate", "drop_after_commit_rate",
+/* Validate a JSON object {"delay_ms", "error_rate", "error_status", "drop_after_commit_rate",
  * "paused"} (any subset, nothing else) and apply it all or nothing.  Returns
  * 0 or PAL_EINVAL with ERR filled; OUT receives the settings now in force. */
 PAL_MUST_CHECK int pal__sink_faults_update(sink_ctx *ctx, const char *json, size_t len,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # W3C Trace Context across the call: a trigger whose first two attempts the
-# sink answers 503 reaches the sink three times with one trace id and three
+# sink answers 500 reaches the sink three times with one trace id and three
 # span ids, each naming its attempt and token; the executor logs the same
 # ids; `palisade triggers --trace-id` finds the trigger; a traceparent in the
 # job's own headers loses to palisade's; the sampled flag follows the config.
@@ -12,6 +12,7 @@ T_START=$(date +%s)
 fresh_db it_trace
 "$PAL" migrate >/dev/null
 start_sink --log-level debug --error-rate 1 || { fail "sink starts"; finish; exit 1; }
+expect_eq "the sink's injected answers are 500s" 500 "$(curl -s -X POST -d '{"error_status": 500}' "http://$SINK_ADMIN/admin/faults" | jq -r .error_status)"
 SHARDS=2
 write_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s, trace_sampled: false}"
 sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
@@ -32,7 +33,7 @@ start_node t1
 wait_until "shards led" 20 all_shards_led
 expect_exit "a manual run" 0 "$PAL" trigger --config "$CLUSTER_CONF" --job traced --reason "trace test"
 
-# The sink answers 503 until two requests were refused, then applies.
+# The sink answers 500 until two requests were refused, then applies.
 two_refused() { [ "$(sink_stat errors_injected)" -ge 2 ]; }
 WAIT_STEP=0.1 wait_until "the sink refused two attempts" 30 two_refused
 sink_faults '{"error_rate": 0}'
@@ -40,6 +41,8 @@ done_ok() { [ "$(sql "select state from trigger_jobs where job_id = 'traced'")" 
 wait_until "the trigger succeeds" 30 done_ok
 tid=$(sql "select id from trigger_jobs where job_id = 'traced'")
 expect_eq "three attempts called" 3 "$(sql "select count(*) from attempt_ledger where trigger_id = $tid and outcome is distinct from 'deferred'")"
+expect_eq "... answered 500, 500, then 201 (applied)" "500 500 201" \
+	"$(sql "select string_agg(http_status::text, ' ' order by fence, claimed_at) from attempt_ledger where trigger_id = $tid and outcome is distinct from 'deferred'")"
 
 trace=$("$PAL" triggers --config "$CLUSTER_CONF" --job traced --output json | jq -r '.[0].trace_id')
 expect_match "the trace id is the cluster prefix and the trigger id" "^[0-9a-f]{16}$(printf %016x "$tid")\$" "$trace"
