@@ -340,34 +340,63 @@ void pal_api__h_misfires(call *c)
 	pal_api__page_answer(c, rc, rows, next, err);
 }
 
-void pal_api__h_triggers(call *c)
+/* ?trace_id= (docs/protocol.md, "Trace context"): the trigger it names into
+ * *TRIGGER; false with a 400 answered for one not of this cluster. */
+static bool trace_trigger(call *c, const char *trace, int64_t *trigger)
 {
-	int limit;
-	int64_t since = PAL_OPS_NOW, until = PAL_OPS_NOW;
-	if (!job_query(c, "triggers", &limit) ||
-	    (pal_api__query(c, "since") && !pal_api__query_time(c, "since", &since)) ||
-	    (pal_api__query(c, "until") && !pal_api__query_time(c, "until", &until)))
-		return;
-	const char *job = c->arg[0], *trace = pal_api__query(c, "trace_id");
-	int64_t trigger = 0;
 	uint64_t prefix;
-	char *next, err[1024];
-	/* a trace id names its trigger (docs/protocol.md, "Trace context") */
-	if (trace && pal_trace_id_parse(trace, &prefix, &trigger, err, sizeof err)) {
+	char err[512];
+	if (pal_trace_id_parse(trace, &prefix, trigger, err, sizeof err)) {
 		pal_api__problem(c, 400, "bad-parameter", "Bad parameter", "trace_id: %s", err);
-		return;
+		return false;
 	}
-	if (trace && prefix != c->api->trace_prefix) {
+	if (prefix != c->api->trace_prefix) {
 		pal_api__problem(
 		    c, 400, "bad-parameter", "Bad parameter",
 		    "trace_id: not a trace id of this cluster (its ids begin with %016llx)",
 		    (unsigned long long)c->api->trace_prefix);
+		return false;
+	}
+	return true;
+}
+
+/* GET /api/v1/triggers: a job's (?job=), or with ?trace_id= alone the one
+ * trigger whose calls carried that trace id, whatever its job (an empty
+ * page when it names none, or another tenant's). */
+void pal_api__h_triggers(call *c)
+{
+	int limit;
+	int64_t since = PAL_OPS_NOW, until = PAL_OPS_NOW, trigger = 0;
+	const char *trace = pal_api__query(c, "trace_id");
+	char *next = NULL, err[1024];
+	if (trace && !trace_trigger(c, trace, &trigger))
+		return;
+	if (trace && !pal_api__query(c, "job")) {
+		char tenant[65];
+		int rc = pal_apistore_trigger_job(c->api->st, trigger, c->argbuf[0], tenant, err,
+						  sizeof err);
+		if (rc == PAL_ENOENT || (!rc && !pal_token_sees_tenant(&c->who, tenant))) {
+			if (pal_api__page_limit(c, &limit))
+				pal_api__ok(c, 200, pal_api__page_json(json_array(), NULL));
+			return;
+		}
+		if (rc) {
+			pal_api__problem_rc(c, rc, err);
+			return;
+		}
+		c->arg[0] = c->argbuf[0];
+		if (!pal_api__page_limit(c, &limit))
+			return;
+	} else if (!job_query(c, "triggers", &limit)) {
 		return;
 	}
+	if ((pal_api__query(c, "since") && !pal_api__query_time(c, "since", &since)) ||
+	    (pal_api__query(c, "until") && !pal_api__query_time(c, "until", &until)))
+		return;
 	json_t *rows;
-	int rc = pal_apistore_triggers_page(c->api->st, job, pal_api__query(c, "state"), since,
-					    until, trigger, pal_api__query(c, "cursor"), limit, &rows,
-					    &next, err, sizeof err);
+	int rc = pal_apistore_triggers_page(c->api->st, c->arg[0], pal_api__query(c, "state"),
+					    since, until, trigger, pal_api__query(c, "cursor"),
+					    limit, &rows, &next, err, sizeof err);
 	if (!rc)
 		pal_trace_ids_json(rows, c->api->trace_prefix);
 	pal_api__page_answer(c, rc, rows, next, err);

@@ -152,7 +152,8 @@ int pal_cmd_triggers(int argc, char **argv)
 			pal_cli_err("triggers", "--trace-id: %s", err);
 			return PAL_EXIT_USAGE;
 		}
-		if (p != prefix) {
+		/* through --server the node checks it against its own cluster */
+		if (p != prefix && !pal_cli_server(&c)) {
 			pal_cli_err(
 			    "triggers",
 			    "--trace-id %s: not a trace id of cluster \"%s\" (its ids begin "
@@ -163,13 +164,16 @@ int pal_cmd_triggers(int argc, char **argv)
 		}
 	}
 	json_t *list;
-	if (pal_cli_server(&c) && job) {
-		/* the API lists one job's, newest first: its pages up to --limit */
+	if (pal_cli_server(&c) && (job || trace)) {
+		/* the API lists one job's, newest first: its pages up to --limit;
+		 * or the trigger of a trace id; each with the trace id its calls
+		 * carry, of the node's cluster */
 		char path[384], at[32] = "";
 		if (since != PAL_OPS_NOW)
 			pal_fmt_rfc3339(since, at, sizeof at);
-		snprintf(path, sizeof path, "/api/v1/triggers?job=%s%s%s%s%s", job,
-			 state ? "&state=" : "", state ? state : "", *at ? "&since=" : "", at);
+		snprintf(path, sizeof path, "/api/v1/triggers?%s=%s%s%s%s%s",
+			 job ? "job" : "trace_id", job ? job : trace, state ? "&state=" : "",
+			 state ? state : "", *at ? "&since=" : "", at);
 		if ((ec = pal_cli_remote_rows(&c, "triggers", path, limit, &list)))
 			return ec;
 	} else {
@@ -183,7 +187,8 @@ int pal_cmd_triggers(int argc, char **argv)
 		if ((ec = pal_cli_store_done(st, "triggers", rc, err)))
 			return ec;
 	}
-	pal_trace_ids_json(list, prefix);
+	if (!pal_cli_server(&c) || !(job || trace))
+		pal_trace_ids_json(list, prefix);
 	if (trace && !json_array_size(list)) {
 		pal_cli_err("triggers",
 			    "no trigger of trace id %s (trigger %lld): it may have "

@@ -163,7 +163,16 @@ call("POST", "/api/v1/jobs/c.one/resume", {}, want=200)
 st, run = call("POST", "/api/v1/jobs/c.one/trigger", {"reason": "contract", "at": "2098-01-01T00:00:30Z", "request_id": "contract-1"}, want=201)
 call("POST", "/api/v1/jobs/c.one/trigger", {"reason": "contract", "at": "2098-01-01T00:00:30Z", "request_id": "contract-1"}, want=200)
 tid = run["trigger_ids"][0] if run else 0
-call("GET", f"/api/v1/triggers?job=c.one&limit=1", want=200)
+st, one = call("GET", f"/api/v1/triggers?job=c.one&limit=1", want=200)
+# ?trace_id= alone: the one trigger whose calls carry it, whatever its job
+if st == 200 and one["items"]:
+    tr0 = one["items"][0]
+    st, bytrace = call("GET", "/api/v1/triggers?trace_id=" + tr0["trace_id"], want=200)
+    if st == 200 and [t["id"] for t in bytrace["items"]] != [tr0["id"]]:
+        failures.append(f"triggers?trace_id={tr0['trace_id']}: expected trigger {tr0['id']}, got {bytrace['items']}")
+else:
+    failures.append(f"triggers?job=c.one: no trigger to take a trace id from: {one}")
+call("GET", "/api/v1/triggers?trace_id=nothex", want=400)
 call("GET", "/api/v1/triggers", want=400)
 call("GET", f"/api/v1/triggers/{tid}/attempts", want=200)
 call("POST", f"/api/v1/triggers/{tid}/cancel", R, want=200)

@@ -51,6 +51,14 @@ expect_exit "triggers --since on the database" 0 "$PAL" triggers --job cli.a --s
 expect_eq "the same triggers, without the backfill's first two" \
 	"$(python3 -c "$ids" <<<"$OUT") 2" "$via_api $(sql "select count(*) from trigger_jobs where job_id = 'cli.a' and scheduled_at < '2026-01-01T02:00:00Z'")"
 check "... the backfill's 02:00 and 03:00 among them ($via_api)" [ "$(wc -w <<<"$via_api")" -ge 2 ]
+# triggers --trace-id through the API, and the trace ids it prints: those of
+# the node's cluster, as the database path prints them with the node's config
+direct=$("$PAL" triggers --config "$CLUSTER_CONF" --job cli.a --output json)
+TRACE=$(jq -r '.[0].trace_id' <<<"$direct")
+expect_exit "triggers --trace-id through the API" 0 remote triggers --trace-id "$TRACE" --output json
+expect_eq "... the trigger of that trace id" "$(jq -c '[.[0] | .id, .trace_id]' <<<"$direct")" "$(jq -c '[.[] | .id, .trace_id]' <<<"$OUT")"
+expect_exit "triggers --job through the API" 0 remote triggers --job cli.a --output json
+expect_eq "... with the trace ids of the node's cluster" "$(jq -c '[.[].trace_id]' <<<"$direct")" "$(jq -c '[.[].trace_id]' <<<"$OUT")"
 expect_exit "cancel --job" 0 remote cancel --job cli.a --reason "api cli"
 expect_exit "tickets list" 0 remote tickets list
 expect_exit "tickets resolve of no ticket: exit 3" 3 remote tickets resolve 999 --action abandon --reason "api cli"
