@@ -76,8 +76,11 @@ void pal_api__h_jobs(call *c)
 	    retired && !strcmp(retired, "true"), pal_api__query(c, "cursor"), limit, &rows, &next,
 	    err, sizeof err);
 	g_free(tl);
-	if (!rc && n && (rc = add_next(c, rows, n, err, sizeof err)))
+	if (!rc && n && (rc = add_next(c, rows, n, err, sizeof err))) {
 		json_decref(rows);
+		g_free(next);
+		next = NULL;
+	}
 	pal_api__page_answer(c, rc, rows, next, err);
 }
 
