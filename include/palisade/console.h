@@ -38,7 +38,10 @@ typedef struct pal_console_config {
 	const char *zk_root;	/* "/palisade" */
 	const char *cluster;	/* cluster name */
 	const char *node_id;	/* this node (its row comes from its own status) */
-	const char *peer_token; /* bearer token sent to peers' /status; NULL: none */
+	/* Peers' /status is asked without credentials (the console never sends
+	 * a token to an address read from ZooKeeper); with peer_cacert, over
+	 * https:// verified against that PEM file, else over http://. */
+	const char *peer_cacert;
 	int timeout_ms;		/* per database statement and ZooKeeper wait; 0: 2000 */
 	struct pal_metrics *metrics; /* the node's registry (the charts' samples); NULL: none */
 } pal_console_config;

@@ -38,7 +38,7 @@ int pal_console_open(const pal_console_config *cfg, pal_console **out, char *err
 	c->zk_root = strdup(cfg->zk_root ? cfg->zk_root : "/palisade");
 	c->cluster = strdup(cfg->cluster ? cfg->cluster : "default");
 	c->node_id = strdup(cfg->node_id ? cfg->node_id : "");
-	c->peer_token = cfg->peer_token && *cfg->peer_token ? strdup(cfg->peer_token) : NULL;
+	c->peer_cacert = cfg->peer_cacert && *cfg->peer_cacert ? strdup(cfg->peer_cacert) : NULL;
 	c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 2000;
 	pthread_mutex_init(&c->mu, NULL);
 	c->sessions = pal__sessions_new();
@@ -61,7 +61,7 @@ void pal_console_close(pal_console *c)
 	free(c->zk_root);
 	free(c->cluster);
 	free(c->node_id);
-	free(c->peer_token);
+	free(c->peer_cacert);
 	free(c);
 }
 

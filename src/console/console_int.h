@@ -19,7 +19,7 @@ typedef struct pal__sessions pal__sessions;
 typedef struct pal__history pal__history;
 
 struct pal_console {
-	char *conninfo, *zk_connect, *zk_root, *cluster, *node_id, *peer_token;
+	char *conninfo, *zk_connect, *zk_root, *cluster, *node_id, *peer_cacert;
 	int timeout_ms;
 	pthread_mutex_t mu;
 	pal_store *st; /* NULL until the first page, and after a failure */

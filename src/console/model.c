@@ -117,33 +117,32 @@ static json_t *peer_status(pal_console *c, const char *admin, char *err, size_t 
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
+	/* No credentials: the address comes from ZooKeeper, whoever can write
+	 * a registration names it, and a token is a credential for every
+	 * node.  A peer whose reads need a token answers 401, shown as such. */
 	char url[600];
-	snprintf(url, sizeof url, "http://%s/status", admin);
+	snprintf(url, sizeof url, "%s://%s/status", c->peer_cacert ? "https" : "http", admin);
 	GString *body = g_string_new(NULL);
-	struct curl_slist *hdr = NULL;
-	if (c->peer_token) {
-		char *a = g_strdup_printf("Authorization: Bearer %s", c->peer_token);
-		hdr = curl_slist_append(hdr, a);
-		g_free(a);
-	}
 	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, c->peer_cacert ? "https" : "http");
+	if (c->peer_cacert)
+		curl_easy_setopt(h, CURLOPT_CAINFO, c->peer_cacert);
 	curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)PEER_TIMEOUT_MS);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)PEER_TIMEOUT_MS);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, peer_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
-	if (hdr)
-		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
 	CURLcode rc = curl_easy_perform(h);
 	long code = 0;
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
 	curl_easy_cleanup(h);
-	curl_slist_free_all(hdr);
 	json_t *st = NULL;
 	if (rc != CURLE_OK)
 		snprintf(err, errlen, "%s", curl_easy_strerror(rc));
+	else if (code == 401)
+		snprintf(err, errlen, "/status needs a token (admin.reads: token), which the "
+				      "console does not send to peers");
 	else if (code != 200)
 		snprintf(err, errlen, "/status answered %ld", code);
 	else if (!(st = json_loads(body->str, 0, NULL)) || !json_is_object(st)) {

@@ -581,12 +581,20 @@ int pal_node_run(const pal_node_opts *o)
 	/* Admin first, so that health and metrics answer (not ready) while the
 	 * database and ZooKeeper are reached. */
 	/* The console's reads run read-only, a session setting: direct. */
+	/* Peers' /status over the scheme of this node's own listener: a TLS
+	 * node verifies its peers against $PALISADE_CACERT, else against its
+	 * own certificate file (curl accepts any certificate of that chain). */
+	const char *peer_cacert = NULL;
+	if (n.conf.admin_tls_cert[0]) {
+		const char *ca = getenv("PALISADE_CACERT");
+		peer_cacert = ca && *ca ? ca : n.conf.admin_tls_cert;
+	}
 	pal_console_config kcfg = { .conninfo = n.pg_direct,
 				    .zk_connect = n.zk,
 				    .zk_root = n.conf.zk_root,
 				    .cluster = n.conf.cluster,
 				    .node_id = n.conf.node_id,
-				    .peer_token = n.token,
+				    .peer_cacert = peer_cacert,
 				    .metrics = n.m };
 	if (pal_console_open(&kcfg, &n.console, err, sizeof err))
 		pal_log(PAL_LOG_WARN, "node.console_failed", "{s:s}", "error", err);

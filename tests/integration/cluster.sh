@@ -35,6 +35,19 @@ write_conf() {
 	} >"$f"
 }
 
+# A self-signed certificate for 127.0.0.1 ($TLS_DIR/cert.pem, key.pem) and
+# FILE (write_conf, the same environment) with the admin listeners speaking
+# TLS with it.
+write_tls_conf() {
+	TLS_DIR=$PALISADE_TEST_TMP/tls
+	mkdir -p "$TLS_DIR"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
+		-addext "subjectAltName=IP:127.0.0.1" -keyout "$TLS_DIR/key.pem" \
+		-out "$TLS_DIR/cert.pem" 2>/dev/null
+	chmod 600 "$TLS_DIR/key.pem"
+	write_conf "$1" "admin: {tls_cert: $TLS_DIR/cert.pem, tls_key: $TLS_DIR/key.pem}"
+}
+
 source "$(dirname "${BASH_SOURCE[0]}")/../ports.sh" # free_port
 
 start_node() {

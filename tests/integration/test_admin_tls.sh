@@ -9,12 +9,8 @@ T0=$SECONDS
 
 fresh_db it_admin_tls
 "$PAL" migrate >/dev/null
-D=$PALISADE_TEST_TMP/tls
-mkdir -p "$D"
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
-	-addext "subjectAltName=IP:127.0.0.1" -keyout "$D/key.pem" -out "$D/cert.pem" 2>/dev/null
-chmod 600 "$D/key.pem"
-SHARDS=2 write_conf "$CLUSTER_CONF" "admin: {tls_cert: $D/cert.pem, tls_key: $D/key.pem}"
+SHARDS=2 write_tls_conf "$CLUSTER_CONF"
+D=$TLS_DIR
 start_node t1
 A=${NODE_ADMIN[t1]}
 wait_until "the node answers /readyz over HTTPS" 20 bash -c \
