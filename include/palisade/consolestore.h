@@ -22,7 +22,7 @@ typedef struct pal_console_limits {
 	int jobs;	     /* job rows (ordered by job id) */
 	int tickets;	     /* open ticket rows (newest first) */
 	int attempt_sample;  /* latest attempts read for rates, stale rejections, breakers */
-	int job_lookback;    /* a job's latest triggers searched for its last success/failure */
+	int job_lookback;    /* triggers of a job's latest past instants searched for its last success/failure */
 	int triggers;	     /* job page: latest triggers (by scheduled instant) */
 } pal_console_limits;
 

@@ -394,7 +394,11 @@ void pal__console_gate_acts(GString *o, const pal__viewer *v, const json_t *row)
 		const char *t = scope + strlen(k[i].prefix);
 		if (strncmp(scope, k[i].prefix, strlen(k[i].prefix)))
 			continue;
-		if (pal__console_may(v, !strcmp(k[i].op, "resume-tenant") ? t : NULL))
+		/* a group may hold several tenants' jobs: an unlimited token's */
+		const char *tn = !strcmp(k[i].op, "resume-tenant") ? t
+				 : !strcmp(k[i].op, "resume-job")  ? row_tenant(v, row)
+								   : NULL;
+		if (pal__console_may(v, tn))
 			pal__console_act_form(o, v, k[i].op, t, "resume", NULL);
 	}
 }

@@ -187,9 +187,24 @@ void pal__console_set_from(json_t *dst, const char *dkey, json_t *src, const cha
 		json_object_set(dst, dkey, v);
 }
 
+/* What a login limited to tenants is shown of a node's /status: its
+ * identity and health, nothing of every tenant's (shards, elected shards,
+ * the executor's counters). */
+static json_t *status_identity(const json_t *st)
+{
+	static const char *const keep[] = { "node",	 "cluster",   "version",  "roles", "ready",
+					    "not_ready", "healthy",   "unhealthy", "draining" };
+	json_t *out = json_object();
+	for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++)
+		pal__console_set_from(out, keep[i], (json_t *)st, keep[i]);
+	return out;
+}
+
 /* One row per node known to any source: ZooKeeper (live), the database
- * (shard leaders, lease holders, attempt makers), and this node. */
-static json_t *merge_nodes(pal_console *c, json_t *zk, json_t *view, const json_t *self)
+ * (shard leaders, lease holders, attempt makers), and this node; SCOPED
+ * (a login limited to tenants): without the executors' counters. */
+static json_t *merge_nodes(pal_console *c, json_t *zk, json_t *view, const json_t *self,
+			   bool scoped)
 {
 	json_t *rows = json_array();
 	json_t *activity = json_object_get(view, "nodes");
@@ -236,7 +251,7 @@ static json_t *merge_nodes(pal_console *c, json_t *zk, json_t *view, const json_
 				pal__console_set_from(e, "roles", st, "roles");
 			pal__console_set_from(e, "ready", st, "ready");
 			pal__console_set_from(e, "draining", st, "draining");
-			json_t *ex = json_object_get(st, "executor");
+			json_t *ex = scoped ? NULL : json_object_get(st, "executor");
 			pal__console_set_from(e, "stale_rejections_sink", ex,
 					      "stale_rejections_sink");
 			pal__console_set_from(e, "stale_rejections_db", ex, "stale_rejections_db");
@@ -322,12 +337,14 @@ json_t *pal__console_cluster_model(pal_console *c, const json_t *self, const cha
 	json_object_set_new(m, "database", source(view != NULL, c->db_err));
 	json_t *zk = zk_nodes(c);
 	json_object_set_new(m, "zookeeper", source(zk != NULL, c->zk_err));
-	json_object_set_new(m, "this_node", self ? json_deep_copy(self) : json_null());
+	json_object_set_new(m, "this_node", !self	   ? json_null()
+					    : sc->n ? status_identity(self)
+						    : json_deep_copy(self));
 	/* The node's samples (its fires, their lateness, the backlog of every
 	 * group) are every tenant's: a login limited to tenants gets null,
 	 * which the page says; absent means the node keeps no samples. */
 	json_object_set_new(m, "history", sc->n ? json_null() : pal__history_json(c->history));
-	json_object_set_new(m, "nodes", sort_nodes(merge_nodes(c, zk, view, self)));
+	json_object_set_new(m, "nodes", sort_nodes(merge_nodes(c, zk, view, self, sc->n > 0)));
 	if (view) {
 		json_object_del(view, "nodes"); /* merged above */
 		size_t i;

@@ -39,11 +39,14 @@ static const char *backlog_class(const json_t *r)
 
 static const char *job_class(const json_t *r)
 {
+	/* red when the newest instant with a failed partition is not older
+	 * than the newest with a succeeded one: an instant whose partitions
+	 * both failed and succeeded has failed */
 	json_t *f = json_object_get(r, "last_failure");
 	if (json_is_object(f)) {
-		const char *fa = json_string_value(json_object_get(f, "at"));
-		const char *ok = json_string_value(json_object_get(r, "last_success"));
-		if (!ok || (fa && strcmp(fa, ok) > 0))
+		const char *fa = json_string_value(json_object_get(f, "scheduled_at"));
+		const char *ok = json_string_value(json_object_get(r, "last_success_instant"));
+		if (!ok || (fa && strcmp(fa, ok) >= 0))
 			return "bad";
 	}
 	return json_is_string(json_object_get(r, "paused_by")) ? "warn" : NULL;

@@ -5,9 +5,9 @@
  *
  * Everything that could grow with history is bounded: rates, stale
  * rejections and breakers are read from the latest attempts (by id, an
- * index scan of the primary key), a job's last success and failure from its
- * latest triggers (palisade_job_triggers(): the plan key and the request
- * key, sql/020), backlogs from the ready-work index (triggers_tenant_ready)
+ * index scan of the primary key), a job's last success and failure and its
+ * page's triggers from its latest past instants (LOOKBACK_FROM, along the
+ * plan key), backlogs from the ready-work index (triggers_tenant_ready)
  * and the live-lease index (triggers_live).
  */
 #include <stdio.h>
@@ -66,6 +66,35 @@ int pal_store_console_open(const char *conninfo, int timeout_ms, pal_store **out
 	"(SELECT string_agg(g.scope, ', ' ORDER BY g.scope) FROM gates g WHERE g.paused AND"       \
 	" g.scope IN ('global', 'job:' || " j ".job_id, 'group:' || " j ".resource_group,"          \
 	" 'tenant:' || " j ".tenant))"
+
+/* The oldest instant of job J the console looks back to: walking back from
+ * now (planned future instants are left out) one scheduled instant at a
+ * time along the plan key (triggers_plan_key, WHERE request_id IS NULL: one
+ * probe per instant, a count of its partitions), until the instants walked
+ * hold N triggers or none is left.  The newest past instant is always taken
+ * whole, whatever its partitions, so its failed partition is seen; the range
+ * [it, now] holds at most N - 1 scheduled triggers plus one instant's
+ * partitions.  now(), not clock_timestamp(): a volatile bound would not
+ * bound the index scans.  NULL: no past scheduled trigger. */
+#define LOOKBACK_FROM(j, n)                                                                        \
+	"(WITH RECURSIVE w(at, n) AS (SELECT x.at, (SELECT count(*) FROM triggers c"               \
+	"   WHERE c.job_id = " j " AND c.request_id IS NULL AND c.scheduled_at = x.at)"             \
+	"  FROM (SELECT max(t.scheduled_at) AS at FROM triggers t WHERE t.job_id = " j              \
+	"    AND t.request_id IS NULL AND t.scheduled_at <= now()) x WHERE x.at IS NOT NULL"        \
+	" UNION ALL SELECT x.at, w.n + (SELECT count(*) FROM triggers c"                            \
+	"   WHERE c.job_id = " j " AND c.request_id IS NULL AND c.scheduled_at = x.at)"             \
+	"  FROM w, LATERAL (SELECT max(t.scheduled_at) AS at FROM triggers t WHERE t.job_id = " j   \
+	"    AND t.request_id IS NULL AND t.scheduled_at < w.at) x"                                 \
+	"  WHERE w.n < " n " AND x.at IS NOT NULL)"                                                 \
+	" SELECT min(at) FROM w)"
+
+/* Job J's triggers scheduled in [LO, now]: the scheduled ones through the
+ * plan key, the manual ones (a job has few) through the request key. */
+#define SINCE(j, lo)                                                                               \
+	"(SELECT * FROM triggers t WHERE t.job_id = " j " AND t.request_id IS NULL"                 \
+	"   AND t.scheduled_at >= " lo " AND t.scheduled_at <= now()"                               \
+	" UNION ALL SELECT * FROM triggers t WHERE t.job_id = " j " AND t.request_id IS NOT NULL"   \
+	"   AND t.scheduled_at >= coalesce(" lo ", '-infinity') AND t.scheduled_at <= now())"
 
 /* $1 attempt sample, $2 tickets, $3 jobs, $4 job lookback, $5 the jobs'
  * search text (NULL: every job), $6 the job id the page starts after
@@ -152,7 +181,8 @@ static const char SQL_CLUSTER[] =
 	 * whether a next page exists */
 	" jp AS (SELECT * FROM jm WHERE $6::text IS NULL OR jm.job_id > $6"
 	"   ORDER BY jm.job_id LIMIT $3::int + 1),"
-	" jl AS (SELECT j.*, v.cron, v.timezone, v.spec, v.effective_from AS v_eff FROM jp j"
+	" jl AS (SELECT j.*, v.cron, v.timezone, v.spec, v.effective_from AS v_eff,"
+	"   " LOOKBACK_FROM("j.job_id", "$4::int") " AS lo FROM jp j"
 	"   LEFT JOIN job_versions v ON v.job_id = j.job_id"
 	"     AND v.version = coalesce(j.active_version, j.latest_version)"
 	"   ORDER BY j.job_id LIMIT $3::int),"
@@ -167,6 +197,9 @@ static const char SQL_CLUSTER[] =
 	"  'gates', (SELECT coalesce(json_agg(json_build_object('scope', g.scope, 'reason',"
 	" g.reason,"
 	"     'actor', g.actor, 'since', " TS("g.since") ", 'held', h.n,"
+	/* a job's gate: its job's tenant, whose operators may resume it */
+	"     'tenant', CASE WHEN g.scope LIKE 'job:%' THEN (SELECT jb.tenant FROM jobs jb"
+	"       WHERE jb.job_id = substr(g.scope, 5)) END,"
 	"     'oldest_held', " TS("h.oldest") ") ORDER BY g.scope), '[]') FROM gates g"
 	"     LEFT JOIN LATERAL (SELECT count(*) AS n, min(t.scheduled_at) AS oldest FROM"
 	" triggers t"
@@ -207,6 +240,8 @@ static const char SQL_CLUSTER[] =
 	"     'rows', (SELECT coalesce(json_agg(x ORDER BY (x->>'id')::bigint DESC), '[]') FROM"
 	"      (SELECT json_build_object('id', t.id, 'job_id', coalesce(t.job_id, tr.job_id),"
 	"        'trigger_id', t.trigger_id, 'trigger_state', tr.state, 'reason', t.reason,"
+	"        'tenant', coalesce(tr.tenant, (SELECT jb.tenant FROM jobs jb"
+	"          WHERE jb.job_id = t.job_id)),"
 	"        'error_class', t.evidence->>'error_class', 'allowed_actions', t.allowed_actions,"
 	"        'created_at', " TS("t.created_at") ", 'age_s', round(" AGE("t.created_at") "::numeric, 1)) AS x"
 	"       FROM tickets t LEFT JOIN triggers tr ON tr.id = t.trigger_id WHERE t.state ="
@@ -235,14 +270,16 @@ static const char SQL_CLUSTER[] =
 	"     'paused_by', " PAUSED_BY("jl") ","
 	"     'due', coalesce(bj.due, 0), 'oldest_due_s', round(" AGE("bj.oldest") "::numeric, 1),"
 	"     'last_success', (SELECT " TS("coalesce(t.finished_at, t.updated_at)") " FROM"
-	"       palisade_job_triggers(jl.job_id, $4::int) t"
-	"       WHERE t.state = 'succeeded' ORDER BY t.scheduled_at DESC LIMIT 1),"
+	"       " SINCE("jl.job_id", "jl.lo") " t"
+	"       WHERE t.state = 'succeeded' ORDER BY t.scheduled_at DESC, t.partition LIMIT 1),"
+	"     'last_success_instant', (SELECT " TS("max(t.scheduled_at)") " FROM"
+	"       " SINCE("jl.job_id", "jl.lo") " t WHERE t.state = 'succeeded'),"
 	"     'last_failure', (SELECT json_build_object('trigger_id', t.id,"
 	"        'scheduled_at', " TS("t.scheduled_at") ", 'at', " TS("coalesce(t.finished_at, t.updated_at)") ","
 	"        'state', t.state, 'error_class', t.last_error_class) FROM"
-	"       palisade_job_triggers(jl.job_id, $4::int) t"
+	"       " SINCE("jl.job_id", "jl.lo") " t"
 	"       WHERE t.state IN ('failed', 'manual', 'retry_wait', 'unknown')"
-	"       ORDER BY t.scheduled_at DESC LIMIT 1),"
+	"       ORDER BY t.scheduled_at DESC, t.partition LIMIT 1),"
 	"     'planned_next', (SELECT " TS("min(t.scheduled_at)") " FROM triggers t"
 	"       WHERE t.job_id = jl.job_id AND t.state = 'pending' AND t.scheduled_at >"
 	" clock_timestamp()))"
@@ -321,8 +358,12 @@ static const char SQL_JOB[] =
 	"     'duration_ms', a.duration_ms, 'response', " PAL__RESPONSE_JSON("a") ")"
 	"     ORDER BY a.fence), '[]') FROM attempt_ledger a"
 	"     WHERE a.trigger_id = t.id))"
-	"   ORDER BY t.scheduled_at DESC, t.partition, t.id), '[]')"
-	"   FROM palisade_job_triggers(j.job_id, $2::int) t),"
+	"   ORDER BY t.scheduled_at DESC, t.state = 'succeeded', t.partition, t.id), '[]')"
+	/* the latest $2 past triggers, an instant's unsuccessful partitions
+	 * first (planned future instants are the next instants' business) */
+	"   FROM (SELECT * FROM " SINCE("j.job_id", LOOKBACK_FROM("j.job_id", "$2::int")) " t"
+	"     ORDER BY t.scheduled_at DESC, t.state = 'succeeded', t.partition, t.id"
+	"     LIMIT $2::int) t),"
 	" 'misfires', (SELECT coalesce(json_agg(json_build_object('range_from', " TS("m.range_from") ","
 	"   'range_to', " TS("m.range_to") ", 'count', m.count, 'policy', m.policy, 'reason', m.reason,"
 	"   'partition', m.partition, 'decided_at', " TS("m.decided_at") ","
