@@ -42,10 +42,16 @@ void pal_plan_diff_clear(pal_plan_diff *d);
  * per job, and a page of jobs times its count. */
 #define PAL_JOB_NEXT_MAX 1000
 #define PAL_JOB_NEXT_MAX_INSTANTS 100000
+/* Most excluded instants one job's list walks past (a job excluded for a
+ * long time lists fewer instants instead of walking on). */
+#define PAL_JOB_NEXT_SKIP_MAX 2048
 
 /* The next N fire instants after NOW of the canonical spec SPEC_JSON, an
  * `every` without `start` counted from ANCHOR: a new array of RFC 3339
- * strings, empty when the spec does not load or its schedule does not open. */
+ * strings, empty when the spec does not load or its schedule does not open.
+ * Instants on excluded dates (`exclude:`, shared calendars) are left out, as
+ * the controller never plans them; past PAL_JOB_NEXT_SKIP_MAX of them the
+ * list ends short. */
 json_t *pal_plan_spec_next(const json_t *spec_json, int64_t anchor, int64_t now, int n);
 
 /* The next N fire instants after NOW of the stored latest version of job

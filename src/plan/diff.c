@@ -53,11 +53,18 @@ json_t *pal_plan_spec_next(const json_t *spec_json, int64_t anchor, int64_t now,
 	if (!pal_schedule_open(&spec, &sc, err, sizeof err)) {
 		int64_t t = now, x;
 		bool ex;
-		for (int k = 0; k < n && pal_schedule_next_from(sc, anchor, t, &x, &ex) == PAL_OK; k++) {
+		int skipped = 0;
+		for (int k = 0; k < n && pal_schedule_next_from(sc, anchor, t, &x, &ex) == PAL_OK;) {
+			t = x;
+			if (ex) { /* recorded as an excluded misfire, never planned */
+				if (++skipped > PAL_JOB_NEXT_SKIP_MAX)
+					break;
+				continue;
+			}
+			k++;
 			char buf[32];
 			pal_fmt_rfc3339(x, buf, sizeof buf);
 			json_array_append_new(next, json_string(buf));
-			t = x;
 		}
 		pal_schedule_close(sc);
 	}

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # The console's figures agree with what the scheduler does and holds:
+#   A. next instants (job page, jobs table) leave out the instants the
+#      controller never plans: a job's `exclude:` dates;
 #   B. a partitioned job whose newest instant failed in one partition (the
 #      600th) shows that failure as its last failure, and its job page lists
 #      the failed partition first, not 30 successes of partitions 0-29; planned
@@ -18,8 +20,15 @@ fresh_db it_console_figures
 SHARDS=2 LOOKAHEAD=2s OVERLAP=2s write_conf "$CLUSTER_CONF"
 trap 'stop_all_nodes' EXIT
 
+D0=$(date -u +%F); D1=$(date -u -d tomorrow +%F); D2=$(date -u -d '2 days' +%F)
 cat >"$NODE_DIR/jobs.yaml" <<YAML
 jobs:
+  # hourly, but today and tomorrow (UTC) are excluded: no instant fires
+  # before the day after tomorrow
+  - id: fig.excl
+    tenant: shop
+    schedule: {cron: "0 0 * * * ?", timezone: UTC, exclude: ["$D0", "$D1"]}
+    target: {url: "http://127.0.0.1:9/never"}
   # 600 partitions per instant, never planned (its triggers are made below)
   - id: fig.parts
     tenant: shop
@@ -36,7 +45,20 @@ YAML
 start_node r1 --roles controller
 A=${NODE_ADMIN[r1]}
 wait_until "r1 answers" 20 curl -sf "http://$A/healthz"
-wait_until "fig.parts's version active" 20 has "select count(*) from jobs where job_id = 'fig.parts' and active_version is not null"
+wait_until "fig.excl's version active" 20 has "select count(*) from jobs where job_id = 'fig.excl' and active_version is not null"
+
+echo "  -- A: next instants of a job with excluded dates"
+nx=$(curl -s "http://$A/api/job?id=fig.excl" | python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)["next"]))')
+echo "    /api/job next: $nx"
+expect_eq "the job page's first next instant is the first of $D2 (today and tomorrow are excluded)" \
+	"${D2}T00:00:00Z" "${nx%% *}"
+check "and none of its 5 is on an excluded date" bash -c '! grep -qE "$1|$2" <<<"$3"' _ "$D0" "$D1" "$nx"
+jn=$(curl -s "http://$A/api/cluster?section=jobs" | python3 -c 'import json,sys; r=[j for j in json.load(sys.stdin)["jobs"]["rows"] if j["job_id"]=="fig.excl"][0]; print(" ".join(r["next"]))')
+echo "    jobs table next: $jn"
+expect_eq "the jobs table's next instants: the first two of $D2" "${D2}T00:00:00Z ${D2}T01:00:00Z" "$jn"
+cli=$("$PAL" jobs --next 2 --output json 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); r=[j for j in (d if isinstance(d, list) else d.get("jobs", [])) if j.get("job_id")=="fig.excl"][0]; print(" ".join(r["next"]))' 2>&1)
+echo "    palisade jobs --next 2: $cli"
+expect_eq "palisade jobs --next 2 says the same" "${D2}T00:00:00Z ${D2}T01:00:00Z" "$cli"
 
 echo "  -- B: a partitioned job's failed partition"
 SHARD=$(sql "select shard from jobs where job_id = 'fig.parts'")
