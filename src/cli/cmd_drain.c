@@ -19,11 +19,14 @@ static void usage(FILE *fp)
 {
 	fprintf(fp, "usage: palisade drain (--node ID | --admin HOST:PORT) [--wait SECONDS]\n"
 		    "                      [--zk HOSTS] [--config FILE]\n"
+		    "       palisade drain --server URL [--token-file FILE]\n"
 		    "Ask a node to drain: stop planning, delete its election znodes so that the\n"
 		    "next nodes in line take its shards over at once, and exit 0.  --node looks\n"
 		    "its admin address up in ZooKeeper; --wait waits until it has left.\n"
 		    "The request carries the node's admin token: --config's admin.token_file,\n"
-		    "else $PALISADE_ADMIN_TOKEN (admin.token_env).\n"
+		    "else $PALISADE_ADMIN_TOKEN (admin.token_env).  With --server (and neither\n"
+		    "--node nor --admin) an admin API token drains the node that serves URL\n"
+		    "(POST /api/v1/drain), audited under the token's name.\n"
 		    "Exit: 0 accepted (and gone, with --wait), 1 refused or still there, 65 token\n"
 		    "file unreadable, 69 unreachable.\n");
 }
@@ -121,6 +124,21 @@ static int wait_gone(const pal_cli_common *c, const char *node, int wait_s)
 	return ec;
 }
 
+/* `drain --server URL`: POST /api/v1/drain with the API token (admin) drains
+ * the node serving URL, audited under the token's name; the exit code. */
+static int drain_remote(const pal_cli_common *c)
+{
+	json_t *o;
+	int ec = pal_cli_remote_call(c, "drain", "POST", "/api/v1/drain", "application/json", "{}",
+				     2, &o);
+	if (ec)
+		return ec;
+	const char *id = json_string_value(json_object_get(o, "node"));
+	printf("drain: accepted by %s at %s\n", id ? id : "the node", pal_cli_server(c));
+	json_decref(o);
+	return PAL_EXIT_OK;
+}
+
 int pal_cmd_drain(int argc, char **argv)
 {
 	pal_cli_common c = {0};
@@ -152,6 +170,12 @@ int pal_cmd_drain(int argc, char **argv)
 			if ((ec = pal_cli_opt_other(&c, opt, optarg, usage)) >= 0)
 				return ec;
 		}
+	}
+	if (optind == argc && !node && !admin && pal_cli_server(&c)) {
+		if (!wait_s)
+			return drain_remote(&c);
+		pal_cli_err("drain", "--wait needs --node (to watch the node leave)");
+		return PAL_EXIT_USAGE;
 	}
 	if (optind != argc || (!node == !admin) || (wait_s && !node)) {
 		if (wait_s && !node)

@@ -297,6 +297,14 @@ big_err=$(env -u PALISADE_PG PALISADE_SERVER="http://127.0.0.1:$big_port" PALISA
 check "an answer over 64 MiB refused (exit not 0)" bash -c '! env -u PALISADE_PG PALISADE_SERVER="$1" PALISADE_TOKEN="$2" "$3" jobs >/dev/null 2>&1' _ "http://127.0.0.1:$big_port" "$OP" "$PAL"
 expect_match "with a clear error" 'larger than 64 MiB' "$big_err"
 kill "$big_pid"; wait "$big_pid" 2>/dev/null
+# drain through the API: an admin token, no admin token of the node, no ZooKeeper
+expect_exit "drain --server with an operator token: refused (77)" 77 remote drain
+expect_exit "drain --server with an admin token" 0 env -u PALISADE_PG -u PALISADE_ADMIN_TOKEN \
+	"$PAL" drain --server "http://${NODE_ADMIN[s1]}" --token-file "$PALISADE_TEST_TMP/admin.token"
+expect_match "... accepted by the node that serves it" '^drain: accepted by s1 at ' "$OUT"
+wait_until "the node drained through the API exits" 15 bash -c "! kill -0 ${NODE_PID[s1]} 2>/dev/null"
+expect_eq "the drain audited under the token's name and role" "deployer|admin|node:s1" \
+	"$(sql "select actor || '|' || role || '|' || scope from audit_log where action = 'drain'")"
 stop_node s1
 echo "  took $((SECONDS - T0)) s"
 finish
