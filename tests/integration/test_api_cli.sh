@@ -240,6 +240,8 @@ expect_exit "jobs --retired through the API" 0 remote jobs --retired --output js
 via_api=$OUT
 expect_eq "... the retired jobs of the database" \
 	"$("$PAL" jobs --retired --output json | jq -c '[.[] | [.job_id, .latest_version]]')" "$(jq -c '[.[] | [.job_id, .latest_version]]' <<<"$via_api")"
+expect_exit "jobs --retired through the API, as a table" 0 remote jobs --retired
+expect_eq "... the database's table (retired at whole seconds)" "$("$PAL" jobs --retired)" "$OUT"
 # --limit above a page: audit and triggers --job read pages up to it.
 sql "INSERT INTO audit_log (actor, action, scope, reason, details)
 	SELECT 'api cli', 'pages', 'job:cli.a', 'row ' || i, '{}' FROM generate_series(1, 1100) i" >/dev/null
