@@ -156,10 +156,11 @@ static json_t *peer_status(pal_console *c, const char *admin, char *err, size_t 
 
 /* ---- the model ----------------------------------------------------------- */
 
-/* The next N instants of the job whose canonical spec is SPEC (RFC 3339,
- * after now) for its version activated at ANCHOR (epoch seconds, null when
- * not activated yet: as if activated now); an empty array when it has none
- * or the spec does not load. */
+/* The next N instants of the job whose canonical spec is SPEC (its latest
+ * version's; RFC 3339, after now) counted from ANCHOR (epoch seconds, the
+ * store's PAL__ANCHOR_SQL: its activation, or where the controller takes it
+ * over while it awaits activation, as `jobs --next` counts; null: now); an
+ * empty array when it has none or the spec does not load. */
 static json_t *next_instants(const json_t *spec, const json_t *anchor, int n)
 {
 	int64_t now = (int64_t)time(NULL);

@@ -71,21 +71,12 @@ int pal_store_job_anchors(pal_store *st, const char *job_id, int64_t *stored, in
 			  char *err, size_t errlen)
 {
 	const char *p[] = {job_id};
-	/* the takeover as the controller computes it (planner.c, plan_due and
-	 * switch_point): the shard's watermark (now before the first tick), now
-	 * after a latest version that has ended (a retired job), never before
-	 * an older version's own start */
+	/* the takeover as the controller computes it (PAL__TAKEOVER_SQL) */
 	PGresult *r = pal__store_query(
 	    st,
 	    "SELECT floor(extract(epoch FROM clock_timestamp()))::bigint,"
-	    " floor(extract(epoch FROM v.effective_from))::bigint,"
-	    " floor(extract(epoch FROM greatest(CASE WHEN (v.spec -> 'schedule' ->> 'end')"
-	    "  ::timestamptz <= clock_timestamp() THEN clock_timestamp()"
-	    "  ELSE coalesce(s.watermark, clock_timestamp()) END,"
-	    "  (SELECT max(w.effective_from) FROM job_versions w WHERE w.job_id = "
-	    "j.job_id))))::bigint,"
-	    " EXISTS (SELECT 1 FROM job_versions w WHERE w.job_id = j.job_id"
-	    "  AND w.effective_from IS NOT NULL)"
+	    " floor(extract(epoch FROM v.effective_from))::bigint, " PAL__TAKEOVER_SQL("j", "v", "s")
+	    ", " PAL__ACTIVATED_SQL("j")
 	    " FROM (SELECT 1) one LEFT JOIN jobs j ON j.job_id = $1"
 	    " LEFT JOIN job_versions v ON v.job_id = j.job_id AND v.version = j.latest_version"
 	    " LEFT JOIN shards s ON s.shard_id = j.shard",

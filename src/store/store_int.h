@@ -112,6 +112,27 @@ int pal__store_query_i64(pal_store *st, const char *sql, int nparams, const char
 			  " FOR UPDATE OF t SKIP LOCKED",                                          \
 			  to, class)
 
+/* Where job J's latest version V counts an `every` without `start` from,
+ * in epoch seconds, as the controller takes it over (planner.c, plan_due
+ * and switch_point): its effective_from once activated; while it awaits
+ * activation, the watermark of the job's shard S (now before the shard's
+ * first tick), now after a latest version that has ended (a retired job),
+ * never before an older version's own start; now for a job none of whose
+ * versions was activated yet.  `jobs --next`, `plan diff` and the console
+ * read it. */
+#define PAL__TAKEOVER_SQL(j, v, s)                                                                 \
+	"floor(extract(epoch FROM greatest(CASE WHEN (" v ".spec -> 'schedule' ->> 'end')"           \
+	"  ::timestamptz <= clock_timestamp() THEN clock_timestamp()"                              \
+	"  ELSE coalesce(" s ".watermark, clock_timestamp()) END,"                                 \
+	"  (SELECT max(w.effective_from) FROM job_versions w WHERE w.job_id = " j ".job_id))))::bigint"
+#define PAL__ACTIVATED_SQL(j)                                                                      \
+	"EXISTS (SELECT 1 FROM job_versions w WHERE w.job_id = " j ".job_id"                       \
+	" AND w.effective_from IS NOT NULL)"
+#define PAL__ANCHOR_SQL(j, v, s)                                                                   \
+	"coalesce(floor(extract(epoch FROM " v ".effective_from))::bigint, CASE WHEN "             \
+	PAL__ACTIVATED_SQL(j) " THEN " PAL__TAKEOVER_SQL(j, v, s) " ELSE"                          \
+	" floor(extract(epoch FROM clock_timestamp()))::bigint END)"
+
 /* What attempt A (an alias of attempts in the statement) kept of the
  * service's answer, as a JSON expression: {status, headers, content_type,
  * body_base64, bytes, truncated, headers_truncated} from attempt_responses
