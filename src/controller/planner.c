@@ -290,7 +290,8 @@ static int add_trigger(pal_plan_batch *b, pjob *j, const pversion *v, int64_t at
 							  .priority = v->priority,
 							  .tenant = v->tenant,
 							  .group = v->group,
-							  .job_ref = v->job_ref };
+							  .job_ref = v->job_ref,
+							  .known = j->v[j->nv - 1].version };
 	}
 	for (int part = 0; part < v->partitions; part++) {
 		GROW(b->trig, b->n_trig, b->cap_trig);
