@@ -36,6 +36,12 @@ typedef struct pal_retention_conf {
 	int64_t misfires_ms; /* misfire records whose range ended this long ago; 0: kept */
 	int64_t audit_ms;    /* audit_log rows; 0: kept */
 	int32_t slice;       /* rows per delete transaction (0: 5000) */
+	/* The node's worker only: where its part of the data backfills runs when
+	 * its own connection goes through a transaction pooler (the jobs_ref
+	 * build holds a session advisory lock across statements):
+	 * postgres.direct_conninfo, connected for the round and closed after.
+	 * NULL: the worker's own connection. */
+	const char *direct_conninfo;
 } pal_retention_conf;
 
 typedef struct pal_retention_report {

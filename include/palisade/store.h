@@ -93,6 +93,11 @@ PAL_MUST_CHECK int pal_store_open_session(const char *conninfo, pal_store **out,
 					  size_t errlen);
 /* ST was opened through a transaction pooler (see above). */
 bool pal_store_pooled(const pal_store *st);
+/* *BEHIND: ST reaches PostgreSQL through a connection pooler, whatever it
+ * was opened as: the server process that answers is not the one the
+ * connection was given at connect (a pooler such as PgBouncer answers the
+ * connection with a backend key of its own).  PAL_EDB on a database error. */
+PAL_MUST_CHECK int pal_store_behind_pooler(pal_store *st, bool *behind, char *err, size_t errlen);
 void pal_store_close(pal_store *st);
 /* Asynchronous statements (one at a time per store): the socket to poll
  * for input, whether a statement is in flight, and reading what arrived -

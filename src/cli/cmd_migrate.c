@@ -150,6 +150,30 @@ int pal_cmd_migrate(int argc, char **argv)
 	if (ec)
 		return ec;
 	char err[1024];
+	/* The migration lock is a session's.  --pg and PALISADE_PG must name
+	 * PostgreSQL itself: through a transaction pooler the lock would be
+	 * taken on one server connection and left held there (--config names
+	 * postgres.direct_conninfo, which may be a session-mode pool). */
+	bool pooler = false;
+	if ((c.pg && *c.pg) || !c.config) {
+		if (pal_store_behind_pooler(st, &pooler, err, sizeof err)) {
+			pal_store_close(st);
+			pal_cli_err("migrate", "%s", err);
+			return PAL_EXIT_UNAVAIL;
+		}
+		if (pooler) {
+			pal_store_close(st);
+			pal_cli_err(
+			    "migrate",
+			    "refusing: the connection goes through a connection pooler (the "
+			    "server process that answers is not the one given at connect), "
+			    "where the migration lock, a session's, would be taken on one "
+			    "server connection and stay held there; give --pg (or "
+			    "PALISADE_PG) PostgreSQL itself, or --config with "
+			    "postgres.direct_conninfo; nothing applied");
+			return PAL_EXIT_REFUSED;
+		}
+	}
 	pal_pending_contract pc;
 	/* Check and apply under the migrations' lock: what is pending cannot
 	 * change in between (a node or another migrate applying some). */

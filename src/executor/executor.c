@@ -100,7 +100,10 @@ static void declare_metrics(pal_metrics *m)
 	pal_metric_declare(m, "palisade_executor_spec_cache_evictions_total", PAL_METRIC_COUNTER,
 			   "compiled job versions dropped from the cache to keep it in its bound");
 	pal_metric_declare(m, "palisade_executor_db_up", PAL_METRIC_GAUGE,
-			   "1 when the executor's PostgreSQL connection is up");
+			   "1 when the executor's PostgreSQL connections are up (listening, "
+			   "claims, results) and its last lease renewal succeeded");
+	pal_metric_declare(m, "palisade_executor_renewal_age_seconds", PAL_METRIC_GAUGE,
+			   "time since the last lease renewal that succeeded");
 	pal_metric_declare(m, "palisade_executor_breaker_open", PAL_METRIC_GAUGE,
 			   "1 while the circuit breaker of a target host is open");
 	pal_metric_declare(m, "palisade_executor_idempotent_replays_total", PAL_METRIC_COUNTER,
@@ -269,8 +272,8 @@ static bool ensure_db(pal_executor *ex)
 	}
 	if (!rc) {
 		ex->db_backoff_ms = 500;
-		if (ex->m)
-			pal_metric_set(ex->m, "palisade_executor_db_up", NULL, 1);
+		/* palisade_executor_db_up goes to 1 with the next status, once
+		 * the lease renewals succeed as well */
 		pal_log(PAL_LOG_INFO, "executor.db_connected", NULL);
 		return true;
 	}
@@ -345,19 +348,78 @@ static void enforce_leases(pal_executor *ex)
 	}
 }
 
+/* The first of the executor's database paths that is down, NULL when all
+ * are up: each connection, and the lease thread's (its last renewal). */
+static const char *db_down(pal_executor *ex)
+{
+	if (!ex->st)
+		return "listening";
+	for (int i = 0; i < ex->n_cst; i++)
+		if (!ex->cst[i])
+			return "claims";
+	if (!ex->rst)
+		return "results";
+	if (!atomic_load(&ex->leases.renew_ok))
+		return "lease renewals";
+	return NULL;
+}
+
+/* How long a renewal may be missing, or a claim in flight, before it is
+ * reported stalled (a pooler whose server connections are all busy queues
+ * them without an error): two heartbeats, at most half the lease. */
+static int64_t stall_ms(const pal_executor *ex)
+{
+	int64_t t = 2 * ex->cfg.heartbeat_ms;
+	return t > ex->cfg.lease_ms / 2 ? ex->cfg.lease_ms / 2 : t;
+}
+
+/* Logs a change of the database's state once: a path down or up again,
+ * renewals or a claim stalled or going again. */
+static void log_db_state(pal_executor *ex, const char *down)
+{
+	if (down != ex->db_down_shown) {
+		if (down)
+			pal_log(PAL_LOG_WARN, "executor.db_down", "{s:s}", "connection", down);
+		else
+			pal_log(PAL_LOG_INFO, "executor.db_up", NULL);
+		ex->db_down_shown = down;
+	}
+	int64_t now = pal_mono_ms(), renew_age = now - atomic_load(&ex->leases.renewed_ms);
+	int64_t claim_age = 0;
+	for (int i = 0; i < ex->n_cst; i++)
+		if (ex->cst[i] && pal_store_busy(ex->cst[i]) && !ex->spec_want[i].n &&
+		    now - ex->claim_sent_ms[i] > claim_age)
+			claim_age = now - ex->claim_sent_ms[i];
+	if (ex->m)
+		pal_metric_set(ex->m, "palisade_executor_renewal_age_seconds", NULL,
+			       (double)renew_age / 1000);
+	bool stalled = renew_age > stall_ms(ex) || claim_age > stall_ms(ex);
+	if (stalled && !ex->stall_shown && !down)
+		pal_log(PAL_LOG_WARN, "executor.db_stalled", "{s:I, s:I, s:I}",
+			"last_renewal_ms_ago", (json_int_t)renew_age, "claim_in_flight_ms",
+			(json_int_t)claim_age, "threshold_ms", (json_int_t)stall_ms(ex));
+	else if (!stalled && ex->stall_shown)
+		pal_log(PAL_LOG_INFO, "executor.db_stall_over", "{s:I}", "last_renewal_ms_ago",
+			(json_int_t)renew_age);
+	ex->stall_shown = stalled && (ex->stall_shown || !down);
+}
+
 static void publish_status(pal_executor *ex)
 {
-	json_t *s = json_pack("{s:b, s:b, s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "db_up",
-			      ex->st != NULL, "gate_open", pal__leases_gate_open(&ex->leases),
-			      "inflight", ex->inflight, "held_leases",
-			      pal__leases_count(&ex->leases), "claimed",
-			      (json_int_t)atomic_load(&ex->claimed), "succeeded",
-			      (json_int_t)atomic_load(&ex->succeeded), "failed",
-			      (json_int_t)atomic_load(&ex->failed), "stale_rejections_db",
-			      (json_int_t)atomic_load(&ex->stale_db), "stale_rejections_sink",
-			      (json_int_t)atomic_load(&ex->stale_sink), "leases_lost",
-			      (json_int_t)atomic_load(&ex->lost), "self_stops",
-			      (json_int_t)atomic_load(&ex->self_stops));
+	const char *down = db_down(ex);
+	log_db_state(ex, down);
+	if (ex->m)
+		pal_metric_set(ex->m, "palisade_executor_db_up", NULL, down ? 0 : 1);
+	json_t *s = json_pack(
+	    "{s:b, s:s?, s:b, s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "db_up", down == NULL,
+	    "db_down", down, "gate_open", pal__leases_gate_open(&ex->leases), "inflight",
+	    ex->inflight, "held_leases", pal__leases_count(&ex->leases), "claimed",
+	    (json_int_t)atomic_load(&ex->claimed), "succeeded",
+	    (json_int_t)atomic_load(&ex->succeeded), "failed", (json_int_t)atomic_load(&ex->failed),
+	    "stale_rejections_db", (json_int_t)atomic_load(&ex->stale_db), "stale_rejections_sink",
+	    (json_int_t)atomic_load(&ex->stale_sink), "leases_lost",
+	    (json_int_t)atomic_load(&ex->lost), "self_stops",
+	    (json_int_t)atomic_load(&ex->self_stops));
 	pthread_mutex_lock(&ex->mu);
 	json_decref(ex->status);
 	ex->status = s;

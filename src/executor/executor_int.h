@@ -169,6 +169,8 @@ typedef struct pal_leases {
 	atomic_bool gate_open;
 	atomic_int renew_failures; /* threshold that closes the gate (reloadable) */
 	int failures;
+	atomic_bool renew_ok;	 /* the last renewal (or ping) succeeded */
+	atomic_llong renewed_ms; /* CLOCK_MONOTONIC of the last one that succeeded */
 	pal_metrics *m;
 } pal_leases;
 
@@ -250,6 +252,11 @@ struct pal_executor {
 	size_t new_n_groups;
 	pal_tenant_conf *new_tenants;
 	size_t new_n_tenants;
+
+	/* what publish_status last logged: the connection down (NULL: all up),
+	 * and whether renewals or a claim were reported stalled */
+	const char *db_down_shown;
+	bool stall_shown;
 
 	/* counters for status */
 	atomic_llong claimed, succeeded, failed, stale_db, stale_sink, lost, self_stops;

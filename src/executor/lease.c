@@ -48,6 +48,8 @@ int pal__leases_init(pal_leases *l, const pal_executor_config *cfg, pal_metrics 
 	pthread_mutex_init(&l->mu, NULL);
 	l->map = g_hash_table_new_full(g_int64_hash, g_int64_equal, free, free_view);
 	atomic_store(&l->gate_open, true);
+	atomic_store(&l->renew_ok, true);
+	atomic_store(&l->renewed_ms, pal_mono_ms());
 	l->failures = 0;
 	l->m = m;
 	if (m) {
@@ -136,6 +138,7 @@ static void renewal_failed(pal_lease_thread *t, const char *err)
 {
 	pal_leases *l = t->l;
 	l->failures++;
+	atomic_store(&l->renew_ok, false);
 	if (l->m)
 		pal_metric_inc(l->m, "palisade_executor_renewals_total", "outcome=\"failed\"", 1);
 	pal_log(PAL_LOG_WARN, "executor.renew_failed", "{s:i, s:s}", "consecutive", l->failures,
@@ -232,6 +235,8 @@ static void renew_once(pal_lease_thread *t)
 			pal_metric_inc(l->m, "palisade_executor_renewals_skipped_total", NULL, busy);
 	}
 	l->failures = 0;
+	atomic_store(&l->renew_ok, true);
+	atomic_store(&l->renewed_ms, pal_mono_ms());
 	if (!atomic_exchange(&l->gate_open, true)) {
 		pal_log(PAL_LOG_INFO, "executor.gate_open", NULL);
 		if (l->m)

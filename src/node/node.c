@@ -262,14 +262,21 @@ static bool ready_check(node *n, char *why, size_t len)
 	json_t *parts[2] = { n->ctl ? pal_controller_status(n->ctl) : NULL,
 			     n->exe ? pal_executor_status(n->exe) : NULL };
 	bool db = true;
+	char which[64] = "";
 	for (int i = 0; i < 2; i++) {
 		json_t *v = parts[i] ? json_object_get(parts[i], "db_up") : NULL;
-		if (v && !json_is_true(v))
+		const char *d = parts[i] ? json_string_value(json_object_get(parts[i], "db_down"))
+					 : NULL;
+		if (v && !json_is_true(v)) {
+			/* the executor names the path that is down */
+			if (db && d)
+				snprintf(which, sizeof which, " (executor: %s)", d);
 			db = false;
+		}
 		json_decref(parts[i]);
 	}
 	if (!db) {
-		snprintf(why, len, "PostgreSQL unreachable");
+		snprintf(why, len, "PostgreSQL unreachable%s", which);
 		return false;
 	}
 	return true;
@@ -808,7 +815,8 @@ int pal_node_run(const pal_node_opts *o)
 					   .lock_ms = PAL_RETENTION_LOCK_MS,
 					   .misfires_ms = n.conf.retention_misfires_ms,
 					   .audit_ms = n.conf.retention_audit_ms,
-					   .slice = n.conf.retention_slice };
+					   .slice = n.conf.retention_slice,
+					   .direct_conninfo = n.pg_direct };
 		if (pal_retention_start(n.pg, &rcf, n.conf.retention_check_ms, n.m, &n.retention, err,
 					sizeof err))
 			pal_log(PAL_LOG_WARN, "node.retention_failed", "{s:s}", "error", err);

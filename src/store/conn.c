@@ -168,6 +168,17 @@ bool pal_store_pooled(const pal_store *st)
 	return st->pooled;
 }
 
+int pal_store_behind_pooler(pal_store *st, bool *behind, char *err, size_t errlen)
+{
+	*behind = false;
+	PGresult *r = pal__store_query(st, "SELECT pg_backend_pid()", 0, NULL, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	*behind = atoi(PQgetvalue(r, 0, 0)) != PQbackendPID(st->conn);
+	PQclear(r);
+	return PAL_OK;
+}
+
 void pal_store_close(pal_store *st)
 {
 	if (!st)

@@ -41,7 +41,10 @@ static int exec1(pal_store *st, const char *sql, char *err, size_t errlen)
  * advisory lock 7076/42; another gets *busy).  An invalid one, left by a
  * build that was interrupted, is dropped and built again.  *built when it
  * exists and is valid afterwards.  041 leaves it out of its transaction,
- * where the read of jobs would hold jobs under ACCESS EXCLUSIVE.
+ * where the read of jobs would hold jobs under ACCESS EXCLUSIVE.  The lock
+ * is a session's (CREATE INDEX CONCURRENTLY runs in no transaction): ST
+ * must not go through a transaction pooler, and a release that finds the
+ * lock not held is an error.
  */
 static int jobs_ref_index(pal_store *st, bool *built, bool *busy, char *err, size_t errlen)
 {
@@ -61,6 +64,9 @@ static int jobs_ref_index(pal_store *st, bool *built, bool *busy, char *err, siz
 		*built = valid;
 		return PAL_OK;
 	}
+	int rc = pal__store_needs_session(st, "the jobs_ref build's advisory lock", err, errlen);
+	if (rc)
+		return rc;
 	if (!(r = pal__store_query(st, "SELECT pg_try_advisory_lock(7076, 42)", 0, NULL, err,
 				   errlen)))
 		return PAL_EDB;
@@ -70,19 +76,27 @@ static int jobs_ref_index(pal_store *st, bool *built, bool *busy, char *err, siz
 		*busy = true;
 		return PAL_OK;
 	}
-	int rc =
-	    exists ? exec1(st, "DROP INDEX CONCURRENTLY IF EXISTS jobs_ref", err, errlen) : PAL_OK;
+	rc = exists ? exec1(st, "DROP INDEX CONCURRENTLY IF EXISTS jobs_ref", err, errlen) : PAL_OK;
 	if (!rc)
 		rc = exec1(st,
 			   "CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS jobs_ref ON jobs (ref)",
 			   err, errlen);
 	char e2[256];
-	int urc = exec1(st, "SELECT pg_advisory_unlock(7076, 42)", e2, sizeof e2);
+	r = pal__store_query(st, "SELECT pg_advisory_unlock(7076, 42)", 0, NULL, e2, sizeof e2);
+	bool released = r && PQgetvalue(r, 0, 0)[0] == 't';
+	PQclear(r);
 	if (rc)
 		return rc;
-	if (urc) {
+	if (!r) {
 		snprintf(err, errlen, "%s", e2);
-		return urc;
+		return PAL_EDB;
+	}
+	if (!released) {
+		snprintf(err, errlen,
+			 "the jobs_ref build's advisory lock (7076, 42) was not held "
+			 "by this session when released: the connection goes through "
+			 "a transaction pooler");
+		return PAL_EINVAL;
 	}
 	*built = true;
 	pal_log(PAL_LOG_INFO, "store.datafill_index_built", "{s:s}", "index", "jobs_ref");

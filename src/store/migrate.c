@@ -387,6 +387,36 @@ static int apply_objects(pal_store *st, const pal_schema_range *r, int upto, int
 	return rc;
 }
 
+/*
+ * Take (LOCK) or release the migrations' session advisory lock.  A release
+ * that finds the lock not held by this session is an error, not a warning
+ * to pass over: the lock was taken on another server connection (the
+ * connection goes through a transaction pooler) and stays held there,
+ * which blocks every later migration until that connection ends.
+ */
+static int migrate_lock(pal_store *st, bool lock, char *err, size_t errlen)
+{
+	PGresult *r = pal__store_query(
+	    st,
+	    lock ? "SELECT pg_advisory_lock(" PAL_MIGRATE_LOCK_KEY "), pg_backend_pid()"
+		 : "SELECT pg_advisory_unlock(" PAL_MIGRATE_LOCK_KEY "), pg_backend_pid()",
+	    0, NULL, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	bool released = lock || PQgetvalue(r, 0, 0)[0] == 't';
+	int pid = atoi(PQgetvalue(r, 0, 1));
+	PQclear(r);
+	if (released)
+		return PAL_OK;
+	snprintf(err, errlen,
+		 "the migration lock was not held by this session when released (server "
+		 "process %d answered the release): the connection goes through a transaction "
+		 "pooler, which ran the lock on another server connection, where it stays held "
+		 "until that connection ends; run migrate on a direct connection to PostgreSQL",
+		 pid);
+	return PAL_EINVAL;
+}
+
 static int migrate(pal_store *st, bool contract, int upto, int *applied, bool *functions, char *err,
 		   size_t errlen)
 {
@@ -400,7 +430,7 @@ static int migrate(pal_store *st, bool contract, int upto, int *applied, bool *f
 	int rc = pal__store_needs_session(st, "the migration lock", err, errlen);
 	if (rc)
 		return rc;
-	rc = pal__store_exec(st, "SELECT pg_advisory_lock(" PAL_MIGRATE_LOCK_KEY ")", err, errlen);
+	rc = migrate_lock(st, true, err, errlen);
 	if (rc)
 		return rc;
 	/* Quiet the NOTICE "relation already exists, skipping". */
@@ -446,12 +476,11 @@ static int migrate(pal_store *st, bool contract, int upto, int *applied, bool *f
 	}
 	if (!rc)
 		rc = apply_objects(st, &r, upto, &waited, functions, err, errlen);
-	char uerr[256];
-	if (pal__store_exec(st, "SELECT pg_advisory_unlock(" PAL_MIGRATE_LOCK_KEY ")", uerr,
-			    sizeof uerr) &&
-	    !rc) {
+	char uerr[512];
+	int urc = migrate_lock(st, false, uerr, sizeof uerr);
+	if (urc && !rc) {
 		snprintf(err, errlen, "%s", uerr);
-		rc = PAL_EDB;
+		rc = urc;
 	}
 	return rc;
 }
@@ -475,12 +504,7 @@ int pal_store_migrate_lock(pal_store *st, bool lock, char *err, size_t errlen)
 {
 	/* Session-level advisory locks nest: migrate() takes and releases the
 	 * same lock once more inside. */
-	return pal__store_exec(st,
-			       lock ? "SELECT pg_advisory_lock(" PAL_MIGRATE_LOCK_KEY ")"
-				    : "SELECT pg_advisory_unlock(" PAL_MIGRATE_LOCK_KEY ")",
-			       err, errlen)
-		   ? PAL_EDB
-		   : PAL_OK;
+	return migrate_lock(st, lock, err, errlen);
 }
 
 int pal_store_migrate_all(pal_store *st, int upto, int *applied, bool *functions, char *err,

@@ -213,6 +213,7 @@ int pal_store_retention_horizon(pal_store *st, bool *have, int64_t *at_ms, char 
 
 struct pal_retention_worker {
 	char *conninfo;
+	char *direct; /* conf.direct_conninfo, owned (NULL: none) */
 	pal_retention_conf conf;
 	pal_metrics *m;
 	pal_store *st;	   /* the thread's own connection, opened on first use */
@@ -247,7 +248,20 @@ static void worker_fill(struct pal_retention_worker *w)
 				    .wait_ms = PAL_DATAFILL_ROUND_MS,
 				    .stop = worker_stopping,
 				    .stop_arg = w };
-	if (pal_store_datafill(w->st, &lim, &fr, err, sizeof err)) {
+	/* Through a transaction pooler the jobs_ref build's session lock would
+	 * stay on one server connection: the backfills run on a direct
+	 * connection of the round's own, until they are done. */
+	pal_store *st = w->st, *direct = NULL;
+	if (pal_store_pooled(w->st) && w->direct) {
+		if (pal_store_open_session(w->direct, &direct, err, sizeof err)) {
+			pal_log(PAL_LOG_WARN, "retention.backfill_failed", "{s:s}", "error", err);
+			return;
+		}
+		st = direct;
+	}
+	int rc = pal_store_datafill(st, &lim, &fr, err, sizeof err);
+	pal_store_close(direct);
+	if (rc) {
 		pal_log(PAL_LOG_WARN, "retention.backfill_failed", "{s:s}", "error", err);
 		return;
 	}
@@ -329,6 +343,13 @@ int pal_retention_start(const char *conninfo, const pal_retention_conf *conf, in
 		return PAL_ENOMEM;
 	}
 	w->conf = *conf;
+	w->conf.direct_conninfo = NULL;
+	if (conf->direct_conninfo && *conf->direct_conninfo &&
+	    !(w->direct = strdup(conf->direct_conninfo))) {
+		free(w->conninfo);
+		free(w);
+		return PAL_ENOMEM;
+	}
 	w->m = m;
 	pal_metric_declare(m, F_ROUNDS, PAL_METRIC_COUNTER,
 			   "partition maintenance rounds by result (done, busy: another node's "
@@ -371,5 +392,6 @@ void pal_retention_stop(pal_retention_worker *w)
 	pal_periodic_stop(w->th);
 	pal_store_close(w->st);
 	free(w->conninfo);
+	free(w->direct);
 	free(w);
 }

@@ -12,79 +12,15 @@ source tests/integration/cluster.sh
 guarantee "G1 + G2 + G3 behind PgBouncer 1.18 in transaction mode, 3 nodes sharing a 4-connection server pool: zero missing and zero doubled instants (palisade verify), one effect per key at the sink, no prepared-statement or session error"
 T_START=$(date +%s)
 
-PGBOUNCER=$(command -v pgbouncer || echo /usr/sbin/pgbouncer)
-if [ ! -x "$PGBOUNCER" ]; then
-	fail "pgbouncer is installed (bash ops/deps.sh)"
-	finish
-	exit 1
-fi
-
-fresh_db it_pgbouncer
-DIRECT=$PALISADE_PG
-expect_exit "migrate (direct)" 0 "$PAL" migrate
-
-# ---- PgBouncer on a free loopback port ------------------------------------------
-# It refuses to run as root: as root it switches to postgres (-u), so its
-# directory is that user's (outside the harness's private one).
-PGB_DIR=$(mktemp -d /tmp/palisade-pgbouncer.XXXXXX)
-PGB_PORT=$(free_port)
-PGB_POOL=4
-PGB_USER=()
-[ "$(id -u)" -eq 0 ] && PGB_USER=(-u postgres)
-echo '"palisade" ""' >"$PGB_DIR/users.txt"
-# The session settings a pooled palisade connection does not make itself
-# (docs/operations.md): on every server connection, by connect_query.
-cat >"$PGB_DIR/pgbouncer.ini" <<EOF
-[databases]
-it_pgbouncer = host=127.0.0.1 port=$PALISADE_PG_PORT dbname=it_pgbouncer user=palisade connect_query='SET jit = off; SET idle_in_transaction_session_timeout = 5000'
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = $PGB_PORT
-unix_socket_dir =
-auth_type = trust
-auth_file = $PGB_DIR/users.txt
-admin_users = palisade
-pool_mode = transaction
-default_pool_size = $PGB_POOL
-min_pool_size = 0
-reserve_pool_size = 0
-max_client_conn = 500
-query_timeout = 30
-idle_transaction_timeout = 5
-logfile = $PGB_DIR/pgbouncer.log
-stats_period = 1
-EOF
-[ "$(id -u)" -eq 0 ] && chown -R postgres: "$PGB_DIR"
-"$PGBOUNCER" "${PGB_USER[@]}" "$PGB_DIR/pgbouncer.ini" >>"$NODE_DIR/pgbouncer.out" 2>&1 &
-PGB_PID=$!
-stop_pgbouncer() {
-	[ -n "${PGB_PID:-}" ] || return 0
-	kill "$PGB_PID" 2>/dev/null
-	wait "$PGB_PID" 2>/dev/null
-	cp "$PGB_DIR/pgbouncer.log" "$NODE_DIR/pgbouncer.log" 2>/dev/null
-	rm -rf "$PGB_DIR"
-	PGB_PID=
-}
-trap 'stop_all_nodes; stop_sink; stop_pgbouncer' EXIT
-POOLED="host=127.0.0.1 port=$PGB_PORT user=palisade dbname=it_pgbouncer"
-pgb_up() { "$PSQL" "$POOLED" -XAtqc "select 1" >/dev/null 2>&1; }
-wait_until "PgBouncer answers on :$PGB_PORT" 10 pgb_up
-# pgb_show WHAT: PgBouncer's admin console (SHOW WHAT), rows as a|b|c
-pgb_show() { "$PSQL" "host=127.0.0.1 port=$PGB_PORT user=palisade dbname=pgbouncer" -XAtqc "SHOW $1"; }
-
-# ---- three nodes and the sink ---------------------------------------------------
-start_sink || { fail "sink starts"; finish; exit 1; }
-write_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s, batch: 64, max_inflight: 128}" \
-	"postgres: {conninfo: \"$POOLED\", pool_mode: ${POOL_MODE:-transaction}, direct_conninfo: \"$DIRECT\"}"
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+source tests/integration/pgbouncer_lib.sh
+pgb_cluster it_pgbouncer || { finish; exit 1; }
 # An operator's command given the node config is one session (the migration
 # lock): it goes to postgres.direct_conninfo, never through the pooler.
 logins() { grep -c 'login attempt' "$PGB_DIR/pgbouncer.log"; }
 before=$(logins)
 expect_exit "palisade migrate --config (no --pg, no PALISADE_PG)" 0 env -u PALISADE_PG "$PAL" migrate --config "$CLUSTER_CONF"
 expect_eq "... connected directly, not through PgBouncer (logins before and after)" "$before" "$(logins)"
-gen_sink_jobs "$NODE_DIR/jobs.yaml" 60 "* * * * * ?" t1 load
-expect_exit "apply 60 jobs every second" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
+pgb_jobs 60
 for n in p1 p2 p3; do start_node "$n"; done
 wait_until "all shards led" 30 all_shards_led
 T0=$(now_rfc3339)
