@@ -143,11 +143,13 @@ PAL_MUST_CHECK int pal_apistore_job_page(pal_store *st, const char *job_id, cons
 					 size_t errlen);
 
 /* Jobs ordered by id, after cursor AFTER, filtered by TENANT and GROUP
- * (NULL: any) and RETIRED (false: live jobs only): [{job_id tenant group
- * shard latest_version active_version created_at updated_at retired_at
- * owner description}]. */
+ * (NULL: any), by the label LABEL_KEY of value LABEL_VALUE in the latest
+ * version's spec (LABEL_KEY NULL: any) and RETIRED (false: live jobs only):
+ * [{job_id tenant group shard latest_version active_version created_at
+ * updated_at retired_at owner description labels}]. */
 PAL_MUST_CHECK int pal_apistore_jobs_page(pal_store *st, const char *tenants, const char *tenant,
-					  const char *group, bool retired, const char *after,
+					  const char *group, const char *label_key,
+					  const char *label_value, bool retired, const char *after,
 					  int limit, json_t **out, char **next, char *err,
 					  size_t errlen);
 

@@ -89,6 +89,23 @@ typedef struct pal_notify {
 	char *secret;	 /* a "${NAME}" reference to a whsec_ secret, unresolved */
 } pal_notify;
 
+/* One of a job's `labels:` (docs/jobs.md): informative only, never read
+ * by planning or calls.  Key and value follow Kubernetes' label rule
+ * (pal_label_key_problem, pal_label_value_problem). */
+typedef struct pal_label {
+	char *key;
+	char *value;
+} pal_label;
+#define PAL_LABELS_MAX 64
+
+/* Why KEY is not a Kubernetes label key (an optional DNS-subdomain prefix
+ * of at most 253 bytes and a '/', then a name of 1-63 bytes of letters,
+ * digits, '-', '_' and '.', beginning and ending with a letter or digit),
+ * or NULL when it is one.  The reason is static text. */
+const char *pal_label_key_problem(const char *key);
+/* The same for a value: empty, or a name as above (at most 63 bytes). */
+const char *pal_label_value_problem(const char *value);
+
 typedef struct pal_job_spec {
 	char *id;     /* [a-z0-9._-]+, unique across the loaded set */
 	char *tenant; /* default "default" */
@@ -148,6 +165,11 @@ typedef struct pal_job_spec {
 	/* notify: in the canonical form only when there is at least one */
 	pal_notify *notify;
 	size_t n_notify;
+
+	/* labels: sorted by key, each key once; in the canonical form only
+	 * when there is at least one */
+	pal_label *labels;
+	size_t n_labels;
 
 	/* retry */
 	int32_t max_attempts;			    /* default 5 */
@@ -250,6 +272,9 @@ PAL_MUST_CHECK int pal_job_spec_follow_calendar(pal_job_spec *s, const pal_calen
 #define PAL_SCHEMA_NOTIFY 33	/* notify: 033_notifications */
 #define PAL_SCHEMA_RESPONSES 34 /* target.keep_headers, target.keep_body: 034_attempt_responses */
 #define PAL_SCHEMA_AFTER 35	/* after: 035_after */
+/* labels: no migration of its own; a controller of 0.3.0 (schema 41) cannot
+ * read a version that has them, so it needs a binary of schema 42 */
+#define PAL_SCHEMA_LABELS 42
 
 /* The binary schema every node must run for job S: the largest
  * PAL_SCHEMA_* among the keys S sets, with *KEY naming it ("after",

@@ -60,6 +60,15 @@ void pal_api__h_jobs(call *c)
 				 "retired: expected true or false");
 		return;
 	}
+	/* ?label=KEY=VALUE: the jobs whose latest version has that label */
+	const char *label = pal_api__query(c, "label"), *eq = label ? strchr(label, '=') : NULL;
+	char *lkey = eq ? g_strndup(label, (gsize)(eq - label)) : NULL;
+	if (label && (!eq || pal_label_key_problem(lkey) || pal_label_value_problem(eq + 1))) {
+		pal_api__problem(c, 400, "bad-parameter", "Bad parameter",
+				 "label: expected KEY=VALUE, a label key and value (docs/jobs.md)");
+		g_free(lkey);
+		return;
+	}
 	char *tl = pal_api__tenants_literal(&c->who), *next = NULL, err[1024];
 	if ((long long)n * limit > PAL_JOB_NEXT_MAX_INSTANTS) {
 		snprintf(err, sizeof err,
@@ -67,15 +76,18 @@ void pal_api__h_jobs(call *c)
 			 "or next",
 			 limit, n, PAL_JOB_NEXT_MAX_INSTANTS);
 		g_free(tl);
+		g_free(lkey);
 		pal_api__too_many(c, PAL_JOB_NEXT_MAX_INSTANTS, err);
 		return;
 	}
 	json_t *rows;
-	int rc = pal_apistore_jobs_page(
-	    c->api->st, tl, pal_api__query(c, "tenant"), pal_api__query(c, "group"),
-	    retired && !strcmp(retired, "true"), pal_api__query(c, "cursor"), limit, &rows, &next,
-	    err, sizeof err);
+	int rc = pal_apistore_jobs_page(c->api->st, tl, pal_api__query(c, "tenant"),
+					pal_api__query(c, "group"), lkey, eq ? eq + 1 : NULL,
+					retired && !strcmp(retired, "true"),
+					pal_api__query(c, "cursor"), limit, &rows, &next, err,
+					sizeof err);
 	g_free(tl);
+	g_free(lkey);
 	if (!rc && n && (rc = add_next(c, rows, n, err, sizeof err))) {
 		json_decref(rows);
 		g_free(next);

@@ -20,8 +20,9 @@ static void usage(FILE *fp)
 		    "                     [--pg CONNINFO] [--config FILE]\n"
 		    "                     [--server URL [--token-file FILE]] [JOB]\n"
 		    "List the live jobs (or one JOB, live or retired) with their latest and\n"
-		    "active plan versions, owner and description; --versions adds one line per\n"
-		    "stored version, --next N the next N fire instants of the latest version.\n"
+		    "active plan versions, owner, description and labels; --versions adds one\n"
+		    "line per stored version, --next N the next N fire instants of the latest\n"
+		    "version.\n"
 		    "JSON always holds the versions.  --retired lists the retired jobs instead\n"
 		    "(`palisade delete`, `apply --prune`), with when they were retired.\n"
 		    "Exit: 0 listed, 3 no such job, 64 usage, 69 database unreachable.\n");
@@ -80,6 +81,13 @@ static void print_table(json_t *jobs, bool versions)
 			printf("    owner: %s\n", ow);
 		if (de && *de)
 			printf("    description: %.*s\n", (int)strcspn(de, "\n"), de);
+		const char *lk;
+		json_t *lv;
+		int nl = 0;
+		json_object_foreach(json_object_get(j, "labels"), lk, lv)
+		printf("%s%s=%s", nl++ ? ", " : "    labels: ", lk, json_string_value(lv));
+		if (nl)
+			putchar('\n');
 		json_t *next = json_object_get(j, "next");
 		if (json_array_size(next)) {
 			printf("    next:");

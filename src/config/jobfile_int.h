@@ -169,6 +169,7 @@ bool pal__job_url(struct jctx *c, const pal_ynode *v, const char *what, const ch
 
 void pal__job_key_after(struct jctx *c, const pal_ynode *v, pal_job_spec *s);	/* jobafter.c */
 void pal__job_key_notify(struct jctx *c, const pal_ynode *v, pal_job_spec *s);	/* jobnotify.c */
+void pal__job_key_labels(struct jctx *c, const pal_ynode *v, pal_job_spec *s); /* joblabels.c */
 void pal__job_key_idem(struct jctx *c, const pal_ynode *v, pal_job_spec *s);	/* jobtemplate.c */
 void pal__job_key_misfire(struct jctx *c, const pal_ynode *v, pal_job_spec *s); /* jobpolicy.c */
 void pal__job_key_partitions(struct jctx *c, const pal_ynode *v, pal_job_spec *s); /* jobpolicy.c */

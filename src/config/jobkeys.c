@@ -89,6 +89,7 @@ static const struct keydef job_keys[] = {
     {"mode", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, pal__job_key_mode, false},
     {"owner", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_owner, false},
     {"description", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, k_description, false},
+    {"labels", K_CUSTOM, 0, 0, 0, NULL, 0, NULL, NULL, pal__job_key_labels, false},
 };
 const struct section pal__job_section = {"job", job_keys, N(job_keys)};
 

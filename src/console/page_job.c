@@ -145,6 +145,19 @@ void pal__console_render_job(GString *o, const json_t *m, const char *id, const 
 		}
 		g_string_append(o, "</td></tr>\n");
 	}
+	/* the labels of the latest version, as key=value */
+	const char *lk;
+	json_t *lv;
+	int nl = 0;
+	json_object_foreach(json_object_get(job, "labels"), lk, lv)
+	{
+		g_string_append(o, nl++ ? ", " : "<tr><th>labels</th><td id=\"job-labels\">");
+		pal_html_text(o, lk);
+		g_string_append_c(o, '=');
+		pal_html_text(o, json_string_value(lv));
+	}
+	if (nl)
+		g_string_append(o, "</td></tr>\n");
 	g_string_append(o, "<tr><th>next instants</th><td>");
 	size_t i;
 	json_t *e;

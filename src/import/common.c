@@ -271,6 +271,14 @@ const char *pal__import_emit(pal_import_result *r, const pal__import_job *j,
 		g_string_append(y, "\n    description: ");
 		yaml_str(y, j->description);
 	}
+	if (j->n_labels)
+		g_string_append(y, "\n    labels:");
+	for (size_t i = 0; i < j->n_labels; i++) {
+		g_string_append(y, "\n      ");
+		yaml_str(y, j->labels[2 * i]);
+		g_string_append(y, ": ");
+		yaml_str(y, j->labels[2 * i + 1]);
+	}
 	g_string_append(y, "\n    schedule:\n      ");
 	if (j->every_s) {
 		g_string_append_printf(y, "every: %llds", (long long)j->every_s);

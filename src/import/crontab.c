@@ -284,12 +284,24 @@ static void entry(cronfile *f, int lineno, const char *line, size_t len)
 	slug = pal__import_slug(cmd->str, 40);
 	g_string_append_printf(id, "%s.%s%s%.8s", f->prefix, slug, *slug ? "-" : "", hex);
 
+	/* a system crontab's user becomes the label "user" (and stays in the
+	 * description and the body, where the runner reads it) */
+	const char *labels[] = {"user", user};
+	if (user && pal_label_value_problem(user)) {
+		pal__import_issue(f->r, f->name, where, "approximated",
+				  "user \"%s\" is not a label value (%s): no label \"user\"; the "
+				  "user is in the description and the body",
+				  user, pal_label_value_problem(user));
+		labels[1] = NULL;
+	}
 	pal__import_job j = {
 	    .id = id->str,
 	    .cron = cron->str,
 	    .timezone = zone,
 	    .misfire = "skip",
 	    .description = desc->str,
+	    .labels = labels,
+	    .n_labels = labels[1] ? 1 : 0,
 	    .body = body->str,
 	    .source = line,
 	    .source_len = len,

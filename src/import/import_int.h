@@ -6,6 +6,7 @@
 #include <glib.h>
 #include <stdbool.h>
 #include "palisade/importer.h"
+#include "palisade/jobspec.h"
 
 struct pal_import_result {
 	GString *yaml;	 /* "  - id: ..." items */
@@ -32,6 +33,10 @@ typedef struct pal__import_job {
 	int64_t start, end; /* UTC seconds */
 	int priority;
 	const char *description;
+	/* labels: n_labels pairs, labels[2i] the key and labels[2i+1] the
+	 * value, each valid (pal_label_key_problem) */
+	const char *const *labels;
+	size_t n_labels;
 	const char *body;   /* a JSON body template (pal__import_json_str) */
 	const char *source; /* the source entry's text: {digest} */
 	size_t source_len;

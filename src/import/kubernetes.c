@@ -238,6 +238,8 @@ static void cronjob(kdoc *d, const pal_ynode *doc)
 	GString *id = g_string_new(NULL), *body = g_string_new(NULL), *desc = g_string_new(NULL);
 	bool suspend = false, has_start = false;
 	int64_t every_s = 0, created, start = 0;
+	const char *labels[2 * PAL_LABELS_MAX];
+	size_t n_labels = 0;
 
 	if (!ns)
 		ns = "default";
@@ -383,18 +385,41 @@ static void cronjob(kdoc *d, const pal_ynode *doc)
 				    "`palisade retention` drops its partition, not a count per job",
 				    key, scalar(n) ? scalar(n) : "?");
 		}
+	/* metadata.labels become the job's labels, as they are (Kubernetes and
+	 * palisade check them by the same rule); one that is not a valid label
+	 * anyway, or past the 64 a job holds, and every annotation (free text
+	 * a label could not hold) are kept in the description */
 	for (int k = 0; k < 2; k++) {
 		const char *key = k ? "annotations" : "labels";
 		const pal_ynode *m = pal_ynode_get(meta, key);
 		if (!m || m->kind != PAL_YNODE_MAP || !m->n)
 			continue;
 		GString *kv = g_string_new(NULL);
-		for (size_t i = 0; i < m->n; i++)
-			g_string_append_printf(kv, "%s%s=%s", i ? ", " : "", m->keys[i]->str,
-					       scalar(m->vals[i]) ? scalar(m->vals[i]) : "");
-		issue(d, m, "not translated",
-		      "metadata.%s (%s): palisade jobs have no %s; kept in the description", key,
-		      kv->str, key);
+		for (size_t i = 0; i < m->n; i++) {
+			const char *val = scalar(m->vals[i]);
+			if (!k && val && !pal_label_key_problem(m->keys[i]->str) &&
+			    !pal_label_value_problem(val) && n_labels < PAL_LABELS_MAX) {
+				labels[2 * n_labels] = m->keys[i]->str;
+				labels[2 * n_labels++ + 1] = val;
+				continue;
+			}
+			g_string_append_printf(kv, "%s%s=%s", kv->len ? ", " : "",
+					       m->keys[i]->str, val ? val : "");
+		}
+		if (!kv->len) {
+			g_string_free(kv, TRUE);
+			continue;
+		}
+		if (k)
+			issue(d, m, "not translated",
+			      "metadata.annotations (%s): palisade jobs have no annotations; "
+			      "kept in the description",
+			      kv->str);
+		else
+			issue(d, m, "not translated",
+			      "metadata.labels (%s): not valid labels, or past the %d a job "
+			      "holds; kept in the description",
+			      kv->str, PAL_LABELS_MAX);
 		g_string_append_printf(desc, "\n%s: %s", key, kv->str);
 		g_string_free(kv, TRUE);
 	}
@@ -443,6 +468,8 @@ static void cronjob(kdoc *d, const pal_ynode *doc)
 	    .overlap = overlap,
 	    .suspend = suspend,
 	    .description = desc->str,
+	    .labels = labels,
+	    .n_labels = n_labels,
 	    .body = body->str,
 	    .source = d->src,
 	    .source_len = d->src_len,

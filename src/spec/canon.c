@@ -141,6 +141,11 @@ void pal_job_spec_clear(pal_job_spec *s)
 		free(s->notify[i].secret);
 	}
 	free(s->notify);
+	for (size_t i = 0; i < s->n_labels; i++) {
+		free(s->labels[i].key);
+		free(s->labels[i].value);
+	}
+	free(s->labels);
 	for (size_t i = 0; i < s->n_keep_headers; i++)
 		free(s->keep_headers[i]);
 	free(s->keep_headers);
@@ -414,6 +419,13 @@ json_t *pal_job_spec_canonical(const pal_job_spec *s)
 	SET(root, "deadline_ms", json_integer(s->deadline_ms));
 	SET(root, "idempotency_key",
 	    json_string(s->idempotency_key ? s->idempotency_key : DEFAULT_IDEM));
+	/* only when set: a job without labels keeps the digest it had */
+	if (s->n_labels) {
+		json_t *lb = json_object();
+		for (size_t i = 0; lb && i < s->n_labels; i++)
+			json_object_set_new(lb, s->labels[i].key, json_string(s->labels[i].value));
+		SET(root, "labels", lb);
+	}
 
 	SET(tgt, "method", json_string(s->method ? s->method : "POST"));
 	SET(tgt, "url", str_or_null(s->url));
@@ -659,6 +671,15 @@ static int canonical_text(const pal_job_spec *s, GString *g, pal_canon_spans *sp
 	cw_str_or_null(&w, s->id);
 	KEY(",\"idempotency_key\":");
 	cw_str(&w, s->idempotency_key ? s->idempotency_key : DEFAULT_IDEM);
+	/* sorted by key (the loader and cj_labels keep them so) */
+	for (size_t i = 0; i < s->n_labels; i++) {
+		KEY(i ? "," : ",\"labels\":{");
+		cw_str(&w, s->labels[i].key);
+		KEY(":");
+		cw_str(&w, s->labels[i].value);
+	}
+	if (s->n_labels)
+		KEY("}");
 	KEY(",\"max_in_flight\":");
 	cw_int(&w, s->max_in_flight);
 	KEY(",\"misfire\":{\"catchup_window_ms\":");
@@ -1097,6 +1118,48 @@ static void cj_notify(struct cj *c, const json_t *arr, pal_job_spec *s)
 	}
 }
 
+static int cmp_label(const void *a, const void *b)
+{
+	return strcmp(((const pal_label *)a)->key, ((const pal_label *)b)->key);
+}
+
+/* "labels": a non-empty object of at most PAL_LABELS_MAX string values,
+ * keys and values by the label rule; kept sorted by key. */
+static void cj_labels(struct cj *c, const json_t *obj, pal_job_spec *s)
+{
+	const char *k;
+	json_t *v;
+
+	if (!obj || c->bad)
+		return;
+	if (!json_is_object(obj) || !json_object_size(obj) ||
+	    json_object_size(obj) > PAL_LABELS_MAX) {
+		cj_fail(c, "labels: expected an object of 1 to %d labels", PAL_LABELS_MAX);
+		return;
+	}
+	s->labels = calloc(json_object_size(obj), sizeof *s->labels);
+	if (!s->labels) {
+		cj_fail(c, "out of memory");
+		return;
+	}
+	json_object_foreach((json_t *)obj, k, v)
+	{
+		if (!json_is_string(v) || pal_label_key_problem(k) ||
+		    pal_label_value_problem(json_string_value(v))) {
+			cj_fail(c, "labels: \"%.64s\" is not a valid label", k);
+			return;
+		}
+		pal_label *l = &s->labels[s->n_labels++];
+		l->key = strdup(k);
+		l->value = strdup(json_string_value(v));
+		if (!l->key || !l->value) {
+			cj_fail(c, "out of memory");
+			return;
+		}
+	}
+	qsort(s->labels, s->n_labels, sizeof *s->labels, cmp_label);
+}
+
 /* An optional schedule duration of whole seconds, stored in ms; 0 when absent. */
 static int64_t sched_seconds(struct cj *c, const json_t *sched, const char *key)
 {
@@ -1176,7 +1239,7 @@ int pal_job_spec_from_canonical(const json_t *j, pal_job_spec *out, char *err, s
 	static const char *const k_root[] = {
 	    "format",  "id",	     "tenant",	 "group",	  "schedule",	 "misfire",
 	    "overlap", "partitions", "priority", "max_in_flight", "deadline_ms", "idempotency_key",
-	    "target",  "retry",	     "?notify",	 "?after"};
+	    "target",  "retry",	     "?notify",	 "?after",	  "?labels"};
 	static const char *const k_sched[] = {"cron",	   "timezone",	 "dst",	       "start",
 					      "end",	   "exclude",	 "?calendars", "?at",
 					      "?every_ms", "?spread_ms", "?jitter_ms"};
@@ -1304,6 +1367,7 @@ int pal_job_spec_from_canonical(const json_t *j, pal_job_spec *out, char *err, s
 
 	if (json_object_get(j, "notify"))
 		cj_notify(&c, json_object_get(j, "notify"), out);
+	cj_labels(&c, json_object_get(j, "labels"), out);
 
 	out->max_attempts = (int32_t)cj_int(&c, retry, "max_attempts", 1, INT32_MAX);
 	out->max_age_ms = cj_int(&c, retry, "max_age_ms", 0, 3650 * day);
@@ -1329,6 +1393,10 @@ fail:
 int pal_job_spec_min_schema(const pal_job_spec *s, const char **key)
 {
 	*key = NULL;
+	if (s->n_labels) {
+		*key = "labels";
+		return PAL_SCHEMA_LABELS;
+	}
 	if (s->n_after) {
 		*key = "after";
 		return PAL_SCHEMA_AFTER;

@@ -276,30 +276,35 @@ static int page(pal_store *st, const char *sql, int np, const char *const *p, in
 }
 
 int pal_apistore_jobs_page(pal_store *st, const char *tenants, const char *tenant,
-			   const char *group, bool retired, const char *after, int limit,
-			   json_t **out, char **next, char *err, size_t errlen)
+			   const char *group, const char *label_key, const char *label_value,
+			   bool retired, const char *after, int limit, json_t **out, char **next,
+			   char *err, size_t errlen)
 {
 	char l[16];
 	snprintf(l, sizeof l, "%d", limit + 1);
-	const char *p[] = {tenants, tenant, group, retired ? "t" : "f", after, l};
+	const char *p[] = {tenants,  tenant, group, retired ? "t" : "f", after, l, label_key,
+			   label_value};
+	/* labels: those of the latest version's stored spec, and the label
+	 * filter on them (a primary-key lookup per job of the scan) */
 	return page(
 	    st,
 	    "SELECT coalesce(json_agg(json_build_object('job_id', job_id, 'tenant', tenant,"
 	    " 'group', resource_group, 'shard', shard, 'latest_version', latest_version,"
-	    " 'active_version', active_version, 'created_at', " TS(
-		"created_at") ","
-			      " 'updated_at', " TS("updated_at") ", 'retired_at', " TS(
-				  "retired_at") ","
-						" 'owner', owner, 'description', description, "
-						"'_c', job_id) ORDER BY job_id), '[]')"
-						" FROM (SELECT * FROM jobs WHERE ($1::text[] IS "
-						"NULL OR tenant = ANY ($1::text[]))"
-						"  AND ($2::text IS NULL OR tenant = $2) AND "
-						"($3::text IS NULL OR resource_group = $3)"
-						"  AND (retired_at IS NOT NULL) = $4::boolean"
-						"  AND ($5::text IS NULL OR job_id > $5) ORDER BY "
-						"job_id LIMIT $6::int) j",
-	    6, p, limit, out, next, err, errlen);
+	    " 'active_version', active_version, 'created_at', " TS("created_at") ","
+	    " 'updated_at', " TS("updated_at") ", 'retired_at', " TS("retired_at") ","
+	    " 'owner', owner, 'description', description,"
+	    " 'labels', " PAL__LABELS_JSON("spec") ", '_c', job_id) ORDER BY job_id), '[]')"
+	    " FROM (SELECT jobs.*, v.spec FROM jobs"
+	    "  LEFT JOIN job_versions v ON v.job_id = jobs.job_id"
+	    "   AND v.version = jobs.latest_version"
+	    "  WHERE ($1::text[] IS NULL OR jobs.tenant = ANY ($1::text[]))"
+	    "  AND ($2::text IS NULL OR jobs.tenant = $2)"
+	    "  AND ($3::text IS NULL OR jobs.resource_group = $3)"
+	    "  AND (jobs.retired_at IS NOT NULL) = $4::boolean"
+	    "  AND ($5::text IS NULL OR jobs.job_id > $5)"
+	    "  AND ($7::text IS NULL OR v.spec -> 'labels' ->> $7::text = $8::text)"
+	    "  ORDER BY jobs.job_id LIMIT $6::int) j",
+	    8, p, limit, out, next, err, errlen);
 }
 
 int pal_apistore_calendars_page(pal_store *st, const char *tenants, const char *name,

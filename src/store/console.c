@@ -337,7 +337,9 @@ static const char SQL_JOB[] =
 	" 'job', json_build_object('job_id', j.job_id, 'tenant', j.tenant, 'group', j.resource_group,"
 	"   'shard', j.shard, 'latest_version', j.latest_version, 'active_version', j.active_version,"
 	"   'created_at', " TS("j.created_at") ", 'updated_at', " TS("j.updated_at") ","
-	"   'paused_by', " PAUSED_BY("j") "),"
+	"   'paused_by', " PAUSED_BY("j") ","
+	"   'labels', " PAL__LABELS_JSON("SELECT v.spec FROM job_versions v"
+				 " WHERE v.job_id = j.job_id AND v.version = j.latest_version") "),"
 	/* next instants: the latest version's, counted as `jobs --next` does */
 	" 'spec', (SELECT v.spec FROM job_versions v WHERE v.job_id = j.job_id"
 	"   AND v.version = j.latest_version),"

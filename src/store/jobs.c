@@ -108,6 +108,8 @@ int pal__store_jobs_query(pal_store *st, const char *job_id, int after_version, 
 	    "SELECT coalesce(json_agg(x ORDER BY x.job_id), '[]')::text FROM ("
 	    " SELECT j.job_id, j.tenant, j.resource_group AS \"group\", j.shard,"
 	    "  j.latest_version, j.active_version, j.created_at, j.updated_at,"
+	    "  " PAL__LABELS_JSON("SELECT l.spec FROM job_versions l WHERE l.job_id = j.job_id"
+				  " AND l.version = j.latest_version") " AS labels,"
 	    "  (SELECT json_agg(json_build_object('version', v.version, 'digest', v.digest,"
 	    "     'cron', v.cron, 'timezone', v.timezone, 'partitions', v.partitions,"
 	    "     'created_by', v.created_by, 'created_at', v.created_at,"

@@ -261,6 +261,13 @@ int pal__store_jobs_query(pal_store *st, const char *job_id, int after_version, 
 			  json_t **out, char *err, size_t errlen);
 
 /* pg_advisory_lock key of the migration lock ("palisade" as 8 bytes). */
+/* The labels of the stored spec SPEC (a jsonb expression, may be NULL) as a
+ * json object sorted by key in byte order, as the canonical form has them
+ * (jsonb would order them by length first); {} when it has none. */
+#define PAL__LABELS_JSON(spec)                                                                     \
+	"coalesce((SELECT json_object_agg(lb.key, lb.value ORDER BY lb.key COLLATE \"C\")"          \
+	" FROM jsonb_each_text((" spec ") -> 'labels') lb), '{}'::json)"
+
 #define PAL_MIGRATE_LOCK_KEY "7075283591402447205"
 
 #endif

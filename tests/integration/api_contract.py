@@ -152,6 +152,16 @@ call("GET", "/api/v1/jobs?limit=0", want=400)
 call("GET", "/api/v1/jobs", token=None, want=401)
 call("GET", "/api/v1/jobs/c.one", want=200)
 call("GET", "/api/v1/jobs/nope", want=404)
+# labels: shown on the job and the list, and ?label=KEY=VALUE filters on them
+st, one = call("GET", "/api/v1/jobs/c.one", want=200)
+if (one or {}).get("labels") != {"team": "core"}:
+    failures.append(f"jobs/c.one: labels {(one or {}).get('labels')}, expected team=core")
+for q, want_ids in (("team=core", ["c.one"]), ("team=other", []), ("team=", []), ("nope=core", [])):
+    st, pg = call("GET", "/api/v1/jobs?label=" + q, want=200)
+    if [j["job_id"] for j in (pg or {}).get("items", [])] != want_ids:
+        failures.append(f"jobs?label={q}: {pg}, expected {want_ids}")
+call("GET", "/api/v1/jobs?label=team", want=400)
+call("GET", "/api/v1/jobs?label=-bad=x", want=400)
 # ?next=N: each job's next instants (c.one fires every minute, at second 0)
 st, nx = call("GET", "/api/v1/jobs/c.one?next=3", want=200)
 if st == 200 and (len(nx.get("next") or []) != 3 or not all(t.endswith(":00Z") for t in nx["next"])):

@@ -10,10 +10,12 @@ T0=$SECONDS
 
 fresh_db it_api_contract
 "$PAL" migrate >/dev/null
-printf 'jobs:\n  - {id: c.one, schedule: {cron: "0 * * * * ?"}, target: {url: "http://127.0.0.1:9/x"}}\n' \
+printf 'jobs:\n  - {id: c.one, schedule: {cron: "0 * * * * ?"}, target: {url: "http://127.0.0.1:9/x"}, labels: {team: core}}\n' \
 	>"$PALISADE_TEST_TMP/api-contract.yaml"
 expect_exit "apply a job" 0 "$PAL" apply "$PALISADE_TEST_TMP/api-contract.yaml"
 sql "INSERT INTO tickets (job_id, reason, evidence, allowed_actions) VALUES ('c.one', 'contract test', '{}', ARRAY['abandon'])"
+expect_eq "palisade jobs shows the job's labels (JSON and table)" '{"team": "core"}|    labels: team=core' \
+	"$("$PAL" jobs --output json c.one | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)[0]["labels"]))')|$("$PAL" jobs c.one | grep labels:)"
 SHARDS=2 write_conf "$CLUSTER_CONF"
 start_node k1
 wait_until "node ready" 20 bash -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' http://${NODE_ADMIN[k1]}/readyz)\" = 200 ]"

@@ -44,6 +44,7 @@ jobs:
     schedule: {cron: "* * * * * ?"}
     overlap: forbid
     retry: {max_attempts: 1}
+    labels: {team: shop-ops, app.kubernetes.io/name: hold}
     target: {url: "http://127.0.0.1:$HOLD_PORT/hold", timeout: 2s}
   - id: con.paused
     tenant: books
@@ -104,6 +105,7 @@ dom job "versions" versions "$(sql "select digest from job_versions where job_id
 dom job "recent triggers with their attempts (node, outcome)" triggers manual c
 dom job "the job's ticket" tickets "$TICKET"
 dom job "the job's misfires" misfires overlap
+dom job "the job's labels" job-labels "app.kubernetes.io/name=hold, team=shop-ops"
 check "an attempt row under a trigger" grep -q 'class="attempt"' "$ART/job.html"
 
 echo "  -- the same view from c2, as JSON"

@@ -8,6 +8,9 @@ comes from) it runs `palisade import`, and checks:
 
   * the job file on stdout passes `palisade validate`;
   * the exit status is 2 when the report on stderr names something, else 0;
+  * every job's labels are those of its source, read from the source: a
+    system crontab entry's user as the label "user", a CronJob's
+    metadata.labels as they are (none otherwise);
   * the report names exactly the expected elements (line or document and a
     word of the reason, listed below), and every entry of the source that
     became no job is among them (found here by reading the source itself);
@@ -78,7 +81,7 @@ CASES = [
      [("document 1", "startingDeadlineSeconds")]),
     ("kubernetes/edge-cases.yaml", "kubernetes", [],
      [("document 1", "Deployment web"), ("document 2", "successfulJobsHistoryLimit"),
-      ("document 2", "failedJobsHistoryLimit"), ("document 2", "metadata.labels"),
+      ("document 2", "failedJobsHistoryLimit"),
       ("document 5", "creationTimestamp"), ("document 5", "startingDeadlineSeconds"),
       ("document 6", "ConfigMap"), ("document 7", "startingDeadlineSeconds")]),
 ]
@@ -247,8 +250,8 @@ def has_change(zone, start, end):
 # ---- the sources, read here ---------------------------------------------------
 
 def crontab_sources(path, system, default_zone):
-    """{line: (schedule text, zone)} of every entry, and the entry lines, and
-    the MAILTO lines, as cron reads the file."""
+    """{line: (schedule text, zone, user or None)} of every entry, and the
+    entry lines, and the MAILTO lines, as cron reads the file."""
     out, entries, mailto = {}, [], []
     cron_tz = None
     for n, line in enumerate(open(path, encoding="utf-8", errors="replace"), 1):
@@ -259,7 +262,9 @@ def crontab_sources(path, system, default_zone):
             entries.append(n)
             parts = s.split()
             sched = parts[0] if s[0] == "@" else " ".join(parts[:5])
-            out[n] = (sched, cron_tz or default_zone)
+            nf = 1 if s[0] == "@" else 5
+            user = parts[nf] if system and len(parts) > nf else None
+            out[n] = (sched, cron_tz or default_zone, user)
             continue
         m = re.match(r'\s*([^=\s]+)\s*=\s*(.*)$', s)
         if m:
@@ -272,7 +277,8 @@ def crontab_sources(path, system, default_zone):
 
 
 def kubernetes_sources(path, default_zone):
-    """{document index: (schedule, zone, robfig)} of every CronJob."""
+    """{(document index, id): (schedule, zone, creation time, labels)} of
+    every CronJob."""
     out, kinds = {}, {}
     docs = [d for d in yaml.safe_load_all(open(path)) if d is not None]
     for i, d in enumerate(docs, 1):
@@ -289,7 +295,8 @@ def kubernetes_sources(path, default_zone):
                 zone, sched = m.group(2), m.group(3)
             ns = obj["metadata"].get("namespace", "default")
             out[(i, ns + "." + obj["metadata"]["name"])] = (
-                sched, zone or default_zone, obj["metadata"].get("creationTimestamp"))
+                sched, zone or default_zone, obj["metadata"].get("creationTimestamp"),
+                {str(k): str(v) for k, v in (obj["metadata"].get("labels") or {}).items()})
     return out, kinds
 
 
@@ -414,7 +421,10 @@ def run_case(binary, fixture, kind, opts, expected):
                 named.update(int(x) for x in m.group(1).split(","))
         for j in jobs:
             n = int(re.search(r" line (\d+)", j["description"]).group(1))
-            sched, zone = src[n]
+            sched, zone, user = src[n]
+            want = {"user": user} if user else {}
+            if j.get("labels", {}) != want:
+                problem("%s: line %d: labels %r, expected %r" % (name, n, j.get("labels"), want))
             approx = any(l.startswith("%s:%d: approximated" % (name, n)) for l in report)
             pairs.append((j, Entry(sched), zone, "line %d" % n, approx))
         done = {int(re.search(r" line (\d+)", j["description"]).group(1)) for j in jobs}
@@ -425,7 +435,10 @@ def run_case(binary, fixture, kind, opts, expected):
         src, kinds = kubernetes_sources(path, zone_opt)
         for j in jobs:
             i = int(re.search(r"document (\d+)", j["description"]).group(1))
-            sched, zone, created = src[(i, j["id"])]
+            sched, zone, created, want = src[(i, j["id"])]
+            if j.get("labels", {}) != want:
+                problem("%s: document %d: labels %r, expected %r"
+                        % (name, i, j.get("labels"), want))
             if sched.startswith("@every "):
                 every_runs(name, j, sched, created, "document %d" % i)
                 continue

@@ -167,6 +167,70 @@ static void test_import_crontab_system_user_and_gap(void **st)
 	pal_import_result_free(r);
 }
 
+/* A system crontab's user is the job's label "user" (and stays in the body
+ * and the description); a user that is no label value is named in the
+ * report and gets no label. */
+static void test_import_crontab_user_label(void **st)
+{
+	pal_jobset set = {0};
+	pal_import_opts o = opts;
+	pal_import_result *r;
+
+	(void)st;
+	o.system = true;
+	r = import(true, "30 3 * * * www-data once\n15 3 * * * _apt twice\n", &o, &set);
+	assert_int_equal(set.n, 2);
+	assert_int_equal(set.jobs[0].n_labels, 1);
+	assert_string_equal(set.jobs[0].labels[0].key, "user");
+	assert_string_equal(set.jobs[0].labels[0].value, "www-data");
+	assert_non_null(strstr(set.jobs[0].description, "user www-data"));
+	assert_int_equal(set.jobs[1].n_labels, 0);
+	assert_non_null(strstr(set.jobs[1].description, "user _apt"));
+	assert_non_null(strstr(pal_import_report(r),
+			       "tab:2: approximated: user \"_apt\" is not a label value"));
+	assert_int_equal(pal_import_issues(r), 1);
+	pal_jobset_free(&set);
+	pal_import_result_free(r);
+
+	/* a user crontab has no user column: no label */
+	o.system = false;
+	r = import(true, "30 3 * * * once\n", &o, &set);
+	assert_int_equal(set.jobs[0].n_labels, 0);
+	assert_int_equal(pal_import_issues(r), 0);
+	pal_jobset_free(&set);
+	pal_import_result_free(r);
+}
+
+/* A CronJob's metadata.labels are the job's labels, not reported; one that
+ * is no valid label stays in the description and is reported, as the
+ * annotations are. */
+static void test_import_kubernetes_labels(void **st)
+{
+	pal_jobset set = {0};
+	pal_import_result *r;
+
+	(void)st;
+	r = import(false,
+		   "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: a\n  namespace: ns\n"
+		   "  labels: {app.kubernetes.io/name: web, tier: batch, \"bad key\": x}\n"
+		   "  annotations: {note: \"free text\"}\n"
+		   "spec:\n  schedule: \"0 9 * * *\"\n  timeZone: UTC\n  startingDeadlineSeconds: 3600\n",
+		   &opts, &set);
+	assert_int_equal(set.n, 1);
+	assert_int_equal(set.jobs[0].n_labels, 2);
+	assert_string_equal(set.jobs[0].labels[0].key, "app.kubernetes.io/name");
+	assert_string_equal(set.jobs[0].labels[0].value, "web");
+	assert_string_equal(set.jobs[0].labels[1].key, "tier");
+	assert_non_null(strstr(set.jobs[0].description, "labels: bad key=x"));
+	assert_null(strstr(set.jobs[0].description, "tier"));
+	assert_non_null(strstr(set.jobs[0].description, "annotations: note=free text"));
+	assert_non_null(strstr(pal_import_report(r), "metadata.labels (bad key=x): not valid"));
+	assert_non_null(strstr(pal_import_report(r), "metadata.annotations (note=free text)"));
+	assert_int_equal(pal_import_issues(r), 2);
+	pal_jobset_free(&set);
+	pal_import_result_free(r);
+}
+
 static const char cronjobs[] =
     "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n"
     "---\n"
@@ -464,6 +528,8 @@ int main(void)
 	    cmocka_unit_test(test_import_crontab_names_what_it_leaves_out),
 	    cmocka_unit_test(test_import_crontab_names_what_cron_refuses),
 	    cmocka_unit_test(test_import_crontab_system_user_and_gap),
+	    cmocka_unit_test(test_import_crontab_user_label),
+	    cmocka_unit_test(test_import_kubernetes_labels),
 	    cmocka_unit_test(test_import_kubernetes_fields),
 	    cmocka_unit_test(test_import_kubernetes_every),
 	    cmocka_unit_test(test_import_kubernetes_list_digest_per_item),

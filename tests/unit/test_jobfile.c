@@ -1065,6 +1065,78 @@ static void test_jobfile_notify(void **state)
 	}
 }
 
+/* labels: a mapping of Kubernetes label keys to values, kept sorted by key;
+ * a bad key, a bad value, too many labels and a non-mapping are refused at
+ * their line and column. */
+static void test_jobfile_labels(void **state)
+{
+	static const struct {
+		const char *labels;
+		int col;	  /* of the diagnostic on line 5 */
+		const char *diag; /* NULL: accepted */
+	} cases[] = {
+	    {"{user: root, app.kubernetes.io/name: web, tier: \"\"}", 0, NULL},
+	    {"{a-b_c.D9: V-1_x.y}", 0, NULL},
+	    {"{-bad: x}", 14, "labels: key \"-bad\" must begin and end with a letter or digit"},
+	    {"{Example.com/x: y}", 14, "prefix that is not a DNS subdomain"},
+	    {"{a/b/c: y}", 14, "may hold one '/' at most"},
+	    {"{x/: y}", 14, "has an empty name"},
+	    {"{ok: \"has space\"}", 18, "labels: value \"has space\" of \"ok\" may hold only"},
+	    {"{ok: \"0123456789012345678901234567890123456789012345678901234567890123\"}", 18,
+	     "labels: value: too long (64 bytes, at most 63)"},
+	    {"[user, root]", 13, "labels"},
+	    {"{}", 13, "labels: expected 1 to 64 labels, got 0"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char buf[512];
+		struct loaded l;
+
+		snprintf(buf, sizeof buf,
+			 "jobs:\n  - id: tagged\n    schedule: {cron: \"* * * * *\"}\n"
+			 "    target: {url: \"http://127.0.0.1:8089/x\"}\n    labels: %s\n",
+			 cases[i].labels);
+		load_str(buf, &l);
+		if (cases[i].diag) {
+			assert_int_equal(l.rc, PAL_EINVAL);
+			ASSERT_DIAG(&l.diags, 5, cases[i].col, cases[i].diag);
+		} else {
+			assert_int_equal(l.rc, 0);
+			assert_true(l.set.jobs[0].n_labels >= 1);
+		}
+		done(&l);
+	}
+	{ /* sorted by key, whatever the file's order */
+		struct loaded l;
+		load_str("jobs:\n  - id: tagged\n    schedule: {cron: \"* * * * *\"}\n"
+			 "    target: {url: \"http://127.0.0.1:8089/x\"}\n"
+			 "    labels: {user: root, app: web, tier: \"\"}\n",
+			 &l);
+		assert_int_equal(l.rc, 0);
+		assert_int_equal(l.set.jobs[0].n_labels, 3);
+		assert_string_equal(l.set.jobs[0].labels[0].key, "app");
+		assert_string_equal(l.set.jobs[0].labels[1].key, "tier");
+		assert_string_equal(l.set.jobs[0].labels[1].value, "");
+		assert_string_equal(l.set.jobs[0].labels[2].value, "root");
+		done(&l);
+	}
+	{ /* at most 64 */
+		char buf[2048];
+		size_t n = (size_t)snprintf(buf, sizeof buf,
+					    "jobs:\n  - id: tagged\n    schedule: {cron: \"* * * * *\"}\n"
+					    "    target: {url: \"http://127.0.0.1:8089/x\"}\n"
+					    "    labels:\n");
+		struct loaded l;
+		for (int k = 0; k < 65; k++)
+			n += (size_t)snprintf(buf + n, sizeof buf - n, "      k%d: v\n", k);
+		load_str(buf, &l);
+		assert_int_equal(l.rc, PAL_EINVAL);
+		ASSERT_DIAG(&l.diags, 6, 7, "labels: expected 1 to 64 labels, got 65");
+		done(&l);
+	}
+}
+
 /* target.keep_body is a size up to 1 MiB; keep_headers are header names,
  * kept in lower case, sorted, each once.  Neither changes the digest of a
  * job that does not set it. */
@@ -1343,6 +1415,7 @@ int main(void)
 	    cmocka_unit_test(test_jobfile_url_messages_mask_passwords),
 	    cmocka_unit_test(test_jobfile_tracestate),
 	    cmocka_unit_test(test_jobfile_notify),
+	    cmocka_unit_test(test_jobfile_labels),
 	    cmocka_unit_test(test_jobfile_keep_body_and_headers),
 	    cmocka_unit_test(test_jobfile_owner_description_suspend),
 	    cmocka_unit_test(test_jobfile_unknown_zone),
