@@ -162,9 +162,15 @@ typedef struct pal_job_spec {
 	char **keep_headers;
 	size_t n_keep_headers;
 
-	/* notify: in the canonical form only when there is at least one */
+	/* notify: in the canonical form only when there is at least one.
+	 * Once merged with the notify rules of the job's group and tenant
+	 * (pal_job_spec_merge_notify), the first n_notify_own entries are
+	 * the job's own and the others inherited; before, all are its own.
+	 * notify_none: `notify: []`, none and nothing inherited. */
 	pal_notify *notify;
 	size_t n_notify;
+	bool notify_none, notify_merged;
+	size_t n_notify_own;
 
 	/* labels: sorted by key, each key once; in the canonical form only
 	 * when there is at least one */
@@ -212,9 +218,45 @@ typedef struct pal_job_spec {
 #define PAL_KEEP_HEADERS_BYTES 8192
 #define PAL_KEEP_HEADERS_CUT_KEY "(truncated)"
 
+/* One entry of `notify_rules:` (docs/jobs.md, "Notify rules"): the
+ * webhook N for every job of a group (tenant false) or a tenant, or, with
+ * remove, the end of the rule of that scope and url (N.events 0, N.secret
+ * NULL). */
+typedef struct pal_notify_rule {
+	bool tenant;
+	char *name; /* the group or the tenant */
+	pal_notify n;
+	bool remove;
+} pal_notify_rule;
+
+void pal_notify_rule_clear(pal_notify_rule *r);
+/* Clear RULES[0..n) and free the array. */
+void pal_notify_rules_free(pal_notify_rule *rules, size_t n);
+/* A spec read back from job_versions gets what the version's notify_own
+ * says (COL, the column's text; NULL or "" for SQL NULL, a version written
+ * without rules: every entry is the job's own). */
+void pal_job_spec_stored_notify_own(pal_job_spec *s, const char *col);
+
+/*
+ * The effective notify of S: its own entries (the first n_notify_own
+ * when S was merged before, e.g. read back from the store), then those
+ * of the rules RULES[0..n) of its group, then of its tenant (each level
+ * in the order of RULES), an event a url gets already from an earlier
+ * entry left out of the later one (an entry left with none is dropped):
+ * the job's own entry wins over its group's, its group's over its
+ * tenant's.  Nothing is inherited with notify_none.  Removal entries of
+ * RULES are skipped.  0 or PAL_ENOMEM (S unchanged).
+ */
+PAL_MUST_CHECK int pal_job_spec_merge_notify(pal_job_spec *s, const pal_notify_rule *rules,
+					     size_t n);
+
 typedef struct pal_jobset {
 	pal_job_spec *jobs;
 	size_t n;
+	/* the `notify_rules:` the files defined, in file order; stored by
+	 * apply before the jobs */
+	pal_notify_rule *notify_rules;
+	size_t n_notify_rules;
 	/* the `calendars:` the files defined (jobs hold copies of those they
 	 * name); stored by apply before the jobs */
 	pal_calendar *calendars;

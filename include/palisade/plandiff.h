@@ -66,18 +66,19 @@ PAL_MUST_CHECK int pal_plan_job_next(pal_store *st, const char *job_id, int64_t 
  * of the files (pal_plan_follow_fn's otherwise); a new reference. */
 json_t *pal_plan_diff_json(const pal_plan_diff *d, const char *job_id, const char *follows);
 
-/* A stored job outside the files that follows a calendar of them: its id,
- * its TENANT (the API leaves out another tenant's), FOLLOWS "calendar NAME
- * vN[, ...]" and its plan diff (borrowed).  0 to go on, else the code to
- * stop with. */
+/* A stored job outside the files that follows a calendar or a notify rule
+ * of them: its id, its TENANT (the API leaves out another tenant's),
+ * FOLLOWS "calendar NAME vN[, ...][, notify rules of group G or tenant T]"
+ * and its plan diff (borrowed).  0 to go on, else the code to stop with. */
 typedef int (*pal_plan_follow_fn)(void *ctx, const char *job_id, const char *tenant,
 				  const char *follows, const pal_plan_diff *d);
 /* The stored live jobs outside SET whose latest version carries one of
  * SET's calendars at another version than SET's (set by
- * pal_store_calendar_versions): apply gives each a version with the new
- * rules (docs/jobs.md "Calendars"), so FN gets the plan diff of its stored
- * spec with them, by job id.  PAL_EDB, PAL_EINVAL, PAL_ENOMEM with ERR, or
- * FN's code. */
+ * pal_store_calendar_versions), and those of the groups and tenants of
+ * SET's notify rules whose notify the rules change: apply gives each a
+ * version with the new rules (docs/jobs.md "Calendars", "Notify rules"),
+ * so FN gets the plan diff of its stored spec with them, by job id.
+ * PAL_EDB, PAL_EINVAL, PAL_ENOMEM with ERR, or FN's code. */
 PAL_MUST_CHECK int pal_plan_diff_followers(pal_store *st, const pal_jobset *set, int64_t from,
 					   int count, pal_plan_follow_fn fn, void *ctx, char *err,
 					   size_t errlen);

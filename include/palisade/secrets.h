@@ -71,5 +71,12 @@ const char *pal_secret_refusal(pal_secret_verdict v, const char *tenant, const c
 struct pal_job_spec;
 size_t pal_job_secrets_check(const struct pal_job_spec *s, const pal_secret_policy *p,
 			     pal_diags *d);
+/* The secret of notify rule R (docs/jobs.md, "Notify rules") under P: a
+ * tenant's rule as a job of the tenant; a group's, whose jobs may be of
+ * any tenant, only for the node's own credentials (the delivery checks
+ * each job's tenant).  One diagnostic per refusal; returns their number. */
+struct pal_notify_rule;
+size_t pal_notify_rule_secrets_check(const struct pal_notify_rule *r, const pal_secret_policy *p,
+				     pal_diags *d);
 
 #endif

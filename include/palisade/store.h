@@ -245,15 +245,56 @@ PAL_MUST_CHECK int pal_store_apply_calendars(pal_apply *a, pal_calendar *cals, s
  * version.  Call after the jobs, --prune's retirements and before commit;
  * commit calls it when the caller did not.
  */
-typedef void (*pal_apply_follow_fn)(void *ctx, const char *job_id, int version);
+/*
+ * The same for notify rules: when this apply changed a rule
+ * (pal_store_apply_notify_rules), every live job of its group or tenant
+ * outside this apply, or applied by it before the rule, whose effective
+ * notify changes (docs/jobs.md, "Notify rules") gets version n+1 with its
+ * own entries and the rules' in place of its old inherited ones.  FN gets
+ * FOLLOWS: "a calendar it names" or "its group's or tenant's notify rules".
+ */
+typedef void (*pal_apply_follow_fn)(void *ctx, const char *job_id, int version,
+				    const char *follows);
 PAL_MUST_CHECK int pal_store_apply_followers(pal_apply *a, pal_apply_follow_fn fn, void *ctx,
 					     char *err, size_t errlen);
+/*
+ * Store the notify rules RULES[0..n) (docs/jobs.md, "Notify rules"): a
+ * rule whose scope and url are stored with other events or another secret
+ * is updated, a new one inserted, one with remove deleted, each audited
+ * (notify_rule.create, .update, .delete); an equal one, or the removal of
+ * none, changes nothing.  OUT[i] (may be NULL) gets what happened.  The
+ * jobs added after it merge the stored rules into their notify.  Call
+ * before adding the jobs.
+ */
+typedef enum {
+	PAL_RULE_UNCHANGED,
+	PAL_RULE_CREATED,
+	PAL_RULE_UPDATED,
+	PAL_RULE_REMOVED
+} pal_rule_outcome;
+PAL_MUST_CHECK int pal_store_apply_notify_rules(pal_apply *a, const pal_notify_rule *rules,
+						size_t n, pal_rule_outcome *out, char *err,
+						size_t errlen);
+/* The stored notify rules, with RULES[0..n) (a set's, not stored) in place
+ * of those of the same scope and url (a removal marked removed, which the
+ * merge skips), in the order apply merges them, into *OUT, *NOUT
+ * (pal_notify_rules_free); and that merged into the notify of each job of
+ * SET (`plan diff`: what apply would store).  0, PAL_EDB or PAL_ENOMEM. */
+PAL_MUST_CHECK int pal_store_notify_rules_overlay(pal_store *st, const pal_notify_rule *rules,
+						  size_t n, pal_notify_rule **out, size_t *nout,
+						  char *err, size_t errlen);
+/* The live jobs of the groups and tenants RULES[0..n) name that inherit
+ * rules, as a JSON array of {job_id, spec, notify_own (text or null)}. */
+PAL_MUST_CHECK int pal_store_rule_scope_jobs_json(pal_store *st, const pal_notify_rule *rules,
+						  size_t n, json_t **out, char *err, size_t errlen);
+PAL_MUST_CHECK int pal_store_merge_notify_rules(pal_store *st, pal_jobset *set, char *err,
+						size_t errlen);
 /* What version each of CALS[0..n) would get from an apply now (`plan
  * diff`): sets cals[i].version, writes nothing. */
 PAL_MUST_CHECK int pal_store_calendar_versions(pal_store *st, pal_calendar *cals, size_t n,
 					       char *err, size_t errlen);
 /* The live stored jobs that would follow CALS[0..n) (their versions set as
- * by pal_store_calendar_versions): [{job_id, spec}], the latest canonical
+ * by pal_store_calendar_versions): [{job_id, spec, notify_own}], the latest canonical
  * spec of each job whose copy of one of them is at another version, by job
  * id (json_decref). */
 PAL_MUST_CHECK int pal_store_calendar_followers_json(pal_store *st, const pal_calendar *cals,
@@ -264,7 +305,7 @@ PAL_MUST_CHECK int pal_store_calendar_followers_json(pal_store *st, const pal_ca
 PAL_MUST_CHECK int pal_store_calendars_json(pal_store *st, const char *name, json_t **out,
 					    char *err, size_t errlen);
 
-/* The whole of SET in one call: begin, add, commit. */
+/* The whole of SET in one call: begin, calendars, notify rules, add, commit. */
 PAL_MUST_CHECK int pal_store_apply(pal_store *st, const pal_jobset *set, const char *actor,
 				   const char *reason, int default_shards,
 				   pal_apply_result *results, char *err, size_t errlen);

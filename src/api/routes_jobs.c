@@ -294,8 +294,9 @@ static GPtrArray *prune_ids(call *c, const pal_jobset *set, char *err, size_t er
 
 /* pal_apply_follow_fn: a stored job that follows a calendar, as an element
  * of the answer's jobs (CTX the array). */
-static void follower_json(void *ctx, const char *job_id, int version)
+static void follower_json(void *ctx, const char *job_id, int version, const char *follows)
 {
+	(void)follows;
 	json_array_append_new(ctx, json_pack("{s:s, s:s, s:i}", "job_id", job_id, "outcome",
 					     "updated", "version", version));
 }
@@ -343,6 +344,14 @@ static void apply_set(call *c, const pal_jobset *set, const char *why, bool prun
 	if (!rc && (rc = pal_store_apply_calendars(ap, set->calendars, set->n_calendars, NULL, err,
 						   sizeof err)))
 		pal_store_apply_abort(ap);
+	/* then the notify rules: the jobs inherit them */
+	pal_rule_outcome *rout = calloc(set->n_notify_rules + 1, sizeof *rout);
+	if (!rc && !rout) {
+		pal_store_apply_abort(ap);
+		rc = PAL_ENOMEM;
+	} else if (!rc && (rc = pal_store_apply_notify_rules(
+			       ap, set->notify_rules, set->n_notify_rules, rout, err, sizeof err)))
+		pal_store_apply_abort(ap);
 	else if (!rc && (rc = pal_store_apply_add(ap, set->jobs, set->n, res, err, sizeof err)))
 		pal_store_apply_abort(ap);
 	bool answered = false; /* the problem is set */
@@ -385,11 +394,20 @@ static void apply_set(call *c, const pal_jobset *set, const char *why, bool prun
 			for (size_t k = 0; k < set->n_calendars; k++)
 				g_string_append_printf(cals, "%s%s", k ? ", " : "",
 						       set->calendars[k].name);
-			pal_api__problem(c, 403, "forbidden-tenant", "Not your tenant",
-					 "a job of another tenant names %s %s, which this body "
-					 "changes; token %s may not act on it; nothing stored",
-					 set->n_calendars == 1 ? "calendar" : "one of calendars",
-					 cals->str, c->who.name);
+			if (set->n_calendars)
+				pal_api__problem(
+				    c, 403, "forbidden-tenant", "Not your tenant",
+				    "a job of another tenant names %s %s, or inherits a notify "
+				    "rule "
+				    "this body changes; token %s may not act on it; nothing stored",
+				    set->n_calendars == 1 ? "calendar" : "one of calendars",
+				    cals->str, c->who.name);
+			else
+				pal_api__problem(c, 403, "forbidden-tenant", "Not your tenant",
+						 "a job of another tenant inherits a notify rule "
+						 "this body changes; token %s may not act on it; "
+						 "nothing stored",
+						 c->who.name);
 			g_string_free(cals, TRUE);
 			rc = -1;
 		}
@@ -428,10 +446,23 @@ static void apply_set(call *c, const pal_jobset *set, const char *why, bool prun
 							      outcome_word[res[i].outcome],
 							      "version", res[i].version));
 		json_array_extend(jobs, followers);
+		static const char *const rw[] = {"unchanged", "created", "updated", "removed"};
+		json_t *rules = json_array();
+		for (size_t i = 0; i < set->n_notify_rules; i++) {
+			const pal_notify_rule *x = &set->notify_rules[i];
+			json_array_append_new(rules, json_pack("{s:s, s:s, s:s, s:s}", "scope",
+							       x->tenant ? "tenant" : "group",
+							       "name", x->name, "url", x->n.url,
+							       "outcome", rw[rout[i]]));
+		}
 		pal_api__ok(c, 200,
 			    json_pack("{s:b, s:o, s:O, s:O, s:O}", "dry_run", 0, "jobs", jobs,
 				      "suspended", closed, "resumed", lifted, "shadowed",
 				      shadowed));
+		if (set->n_notify_rules)
+			json_object_set_new(c->out, "notify_rules", rules);
+		else
+			json_decref(rules);
 		if (gone) {
 			json_t *ret = json_array();
 			for (guint i = 0; i < gone->len; i++)
@@ -449,6 +480,7 @@ static void apply_set(call *c, const pal_jobset *set, const char *why, bool prun
 	}
 	json_decref(shadowed);
 	json_decref(followers);
+	free(rout);
 	if (gone)
 		g_ptr_array_unref(gone);
 	free(gres);
@@ -560,6 +592,18 @@ static bool load_body(call *c, pal_jobset *set, bool read)
 	pal_diags_free(&diags);
 	if (rc)
 		return false;
+	/* A token limited to tenants sets the notify rules of those tenants
+	 * only: a group's rule reaches every tenant's jobs of the group. */
+	for (size_t i = 0; c->who.n_tenants && i < set->n_notify_rules; i++) {
+		const pal_notify_rule *x = &set->notify_rules[i];
+		if (!x->tenant || !pal_token_sees_tenant(&c->who, x->name)) {
+			pal_api__problem(c, 403, "forbidden-tenant", "Not your tenant",
+					 "notify rule of %s %s: token %s may set the rules of its "
+					 "own tenants only; nothing applied",
+					 x->tenant ? "tenant" : "group", x->name, c->who.name);
+			return false;
+		}
+	}
 	for (size_t i = 0; i < set->n; i++) {
 		const pal_job_spec *j = &set->jobs[i];
 		/* The stored tenant counts too: apply rewrites it, so a file
@@ -593,6 +637,9 @@ static bool load_body(call *c, pal_jobset *set, bool read)
 	size_t refused = 0;
 	for (size_t i = 0; i < set->n; i++)
 		refused += pal_job_secrets_check(&set->jobs[i], c->api->secrets, &diags);
+	for (size_t i = 0; i < set->n_notify_rules; i++)
+		refused +=
+		    pal_notify_rule_secrets_check(&set->notify_rules[i], c->api->secrets, &diags);
 	if (refused)
 		problem_diags_as(c, "forbidden-secret", "Secret not allowed", &diags);
 	pal_diags_free(&diags);
@@ -649,6 +696,8 @@ static void diff_set(call *c, pal_jobset *set, int64_t from, int count, int64_t 
 		     : PAL_ENOMEM;
 	if (!rc)
 		pal_jobset_calendar_versions(set);
+	if (!rc)
+		rc = pal_store_merge_notify_rules(c->api->st, set, err, sizeof err);
 	for (size_t i = 0; !rc && i < set->n; i++) {
 		pal_plan_diff d;
 		rc = pal_plan_diff_job(c->api->st, &set->jobs[i], from, count, &d, err, sizeof err);

@@ -221,6 +221,20 @@ static void store_set(struct run *r, const pal_jobset *set)
 	for (size_t i = 0; !rc && !r->c->json && i < nc; i++)
 		fprintf(r->out, "%-9s calendar %s v%d\n", word[res[i].outcome],
 			set->calendars[i].name, res[i].version);
+	/* then the notify rules: the jobs after them inherit the rules */
+	size_t nr = set->n_notify_rules;
+	pal_rule_outcome *ro = rc ? NULL : calloc(nr + 1, sizeof *ro);
+	if (!rc)
+		rc = ro ? pal_store_apply_notify_rules(r->ap, set->notify_rules, nr, ro, err,
+						       sizeof err)
+			: PAL_ENOMEM;
+	for (size_t i = 0; !rc && !r->c->json && i < nr; i++) {
+		static const char *const rw[] = {"unchanged", "created", "updated", "removed"};
+		const pal_notify_rule *x = &set->notify_rules[i];
+		fprintf(r->out, "%-9s notify rule %s %s %s\n", rw[ro[i]],
+			x->tenant ? "tenant" : "group", x->name, x->n.url);
+	}
+	free(ro);
 	if (!rc)
 		rc = pal_store_apply_add(r->ap, set->jobs, set->n, res, err, sizeof err);
 	if (rc) {
@@ -249,12 +263,14 @@ static void store_set(struct run *r, const pal_jobset *set)
 	free(res);
 }
 
-/* pal_apply_follow_fn: a job outside the files that follows a calendar. */
-static void report_follower(void *ctx, const char *job_id, int version)
+/* pal_apply_follow_fn: a job that follows a calendar or notify rules. */
+static void report_follower(void *ctx, const char *job_id, int version, const char *follows)
 {
 	struct run *r = ctx;
 	pal_apply_result res = {.outcome = PAL_APPLY_UPDATED, .version = version};
-	report(r->out, r->c->json, r->count, job_id, &res, "(follows a calendar it names)");
+	char why[96];
+	snprintf(why, sizeof why, "(follows %s)", follows);
+	report(r->out, r->c->json, r->count, job_id, &res, why);
 }
 
 /* Keys that nodes older than their schema ignore (`after`, `notify`,
@@ -308,6 +324,19 @@ static bool jobs_move(pal_jobset *to, pal_jobset *set)
 		set->calendars = NULL;
 		set->n_calendars = 0;
 	}
+	if (set->n_notify_rules) {
+		pal_notify_rule *rv = realloc(
+		    to->notify_rules, (to->n_notify_rules + set->n_notify_rules) * sizeof *rv);
+		if (!rv)
+			return false;
+		memcpy(rv + to->n_notify_rules, set->notify_rules,
+		       set->n_notify_rules * sizeof *rv);
+		to->notify_rules = rv;
+		to->n_notify_rules += set->n_notify_rules;
+		free(set->notify_rules);
+		set->notify_rules = NULL;
+		set->n_notify_rules = 0;
+	}
 	pal_job_spec *v = realloc(to->jobs, (to->n + set->n + 1) * sizeof *v);
 	if (!v)
 		return false;
@@ -336,7 +365,7 @@ static void take_batch(void *arg, pal_jobset *set)
 	if (b->store && !b->refused && !jobs_move(&b->ready, set))
 		b->r->db_ec = PAL_EXIT_SOFTWARE; /* out of memory: stop storing */
 	pal_jobset_free(set);
-	if ((b->ready.n || b->ready.n_calendars) && !b->refused &&
+	if ((b->ready.n || b->ready.n_calendars || b->ready.n_notify_rules) && !b->refused &&
 	    (b->r->ap || b->r->db_ec || !b->r->op->started || atomic_load(&b->r->op->done))) {
 		store_set(b->r, &b->ready);
 		pal_jobset_free(&b->ready);
@@ -446,7 +475,7 @@ int pal_cmd_apply(int argc, char **argv)
 		if (pal_jobloader_file_batches(l, argv[i], BATCH, take_batch, &b, &diags) ||
 		    b.refused)
 			bad++;
-		else if (b.ready.n || b.ready.n_calendars)
+		else if (b.ready.n || b.ready.n_calendars || b.ready.n_notify_rules)
 			store_set(&r, &b.ready);
 		pal_jobset_free(&b.ready);
 	}

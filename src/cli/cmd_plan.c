@@ -28,8 +28,9 @@ static void usage(FILE *fp)
 		"spec.  Lines: '-' only in the stored plan, '+' only in the new one, ' ' both;\n"
 		"'x' marks an excluded instant (an exclude: date or a shared calendar), '~'\n"
 		"one whose exclusion changes (a changed calendar).  The stored jobs that\n"
-		"name a calendar of the files at another version follow it on apply: they\n"
-		"are listed too, with the calendars they follow.  Nothing is written.\n"
+		"name a calendar of the files at another version, and those whose notify\n"
+		"the files' notify rules change, follow them on apply: they are listed\n"
+		"too, with what they follow.  Nothing is written.\n"
 		"--max-instants N: show at most N instants of each side (the jobs, with\n"
 		"the followers, times --count), else refuse (exit 65): a smaller --count or\n"
 		"fewer jobs at a time (default %d, the API's bound; 0: no bound).\n"
@@ -308,7 +309,10 @@ int pal_cmd_plan(int argc, char **argv)
 	}
 	/* the versions the calendars would get: a changed one shows in the
 	 * digest (and the instants) of every job that names it */
-	if (pal_store_calendar_versions(st, set.calendars, set.n_calendars, err, sizeof err)) {
+	/* and the notify the jobs would inherit from the stored rules and
+	 * the files' */
+	if (pal_store_calendar_versions(st, set.calendars, set.n_calendars, err, sizeof err) ||
+	    pal_store_merge_notify_rules(st, &set, err, sizeof err)) {
 		pal_cli_err("plan diff", "%s", err);
 		pal_store_close(st);
 		pal_jobset_free(&set);

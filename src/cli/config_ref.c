@@ -86,6 +86,8 @@ size_t pal__cli_check_secrets(const char *config, const pal_jobset *set, pal_dia
 	size_t bad = 0;
 	for (size_t i = 0; i < set->n; i++)
 		bad += pal_job_secrets_check(&set->jobs[i], config ? &p : NULL, d);
+	for (size_t i = 0; i < set->n_notify_rules; i++)
+		bad += pal_notify_rule_secrets_check(&set->notify_rules[i], config ? &p : NULL, d);
 	return bad;
 }
 

@@ -37,6 +37,7 @@ struct pal_jobloader {
 	GPtrArray *files;	/* the file names idpos point to */
 	struct job_cache cache; /* parsed zones and crons, the calendars loaded so far */
 	pal_after_graph *after; /* the valid jobs with `after`, for the set's checks */
+	GHashTable *rules;	/* "g|t name url" of each notify rule -> "file:line:col" */
 };
 
 pal_jobloader *pal_jobloader_new(void)
@@ -47,6 +48,7 @@ pal_jobloader *pal_jobloader_new(void)
 		return NULL;
 	l->ids = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, free);
 	l->files = g_ptr_array_new_with_free_func(free);
+	l->rules = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	pal__job_cache_init(&l->cache);
 	l->after = pal_after_graph_new();
 	if (!l->after) {
@@ -62,6 +64,7 @@ void pal_jobloader_free(pal_jobloader *l)
 		return;
 	g_hash_table_destroy(l->ids);
 	g_ptr_array_free(l->files, TRUE);
+	g_hash_table_destroy(l->rules);
 	pal__job_cache_clear(&l->cache);
 	pal_after_graph_free(l->after);
 	free(l);
@@ -242,14 +245,54 @@ static int load_calendar(const pal_ydoc *doc, const pal_ynode *n, pal_jobset *se
 	return 0;
 }
 
+/* Validate one item of `notify_rules:`; appended to SET when it has no
+ * problem and no earlier rule of the set has its scope and url.  Returns
+ * the number of problems. */
+static int load_rule(const pal_ydoc *doc, const pal_ynode *n, pal_jobset *set, pal_jobloader *l,
+		     pal_diags *diags)
+{
+	pal_notify_rule r;
+	int errors = pal__notify_rule_parse(doc, n, &r, diags);
+
+	if (errors)
+		return errors;
+	char *key = g_strdup_printf("%c %s %s", r.tenant ? 't' : 'g', r.name, r.n.url);
+	const char *first = g_hash_table_lookup(l->rules, key);
+
+	if (first) {
+		pal_ydiag(diags, doc, n,
+			  "duplicate notify rule for %s %s and url %s (first defined at %s); "
+			  "hint: one entry per scope and url, listing all its events",
+			  r.tenant ? "tenant" : "group", r.name, r.n.url, first);
+		g_free(key);
+		pal_notify_rule_clear(&r);
+		return 1;
+	}
+	pal_notify_rule *v =
+	    realloc(set->notify_rules, (set->n_notify_rules + 1) * sizeof *set->notify_rules);
+	if (!v) {
+		pal_ydiag(diags, doc, n, "out of memory");
+		g_free(key);
+		pal_notify_rule_clear(&r);
+		return 1;
+	}
+	set->notify_rules = v;
+	set->notify_rules[set->n_notify_rules++] = r;
+	g_hash_table_insert(
+	    l->rules, key,
+	    g_strdup_printf("%s:%d:%d", doc->file ? doc->file : "?", n->line, n->col));
+	return 0;
+}
+
 /* The top level of DOC: its calendars, then its jobs, the first SKIP_CALS
  * and SKIP of which were loaded already (while the file was parsed:
  * pal_jobloader_file_batches). */
 static int load_doc(const pal_ydoc *doc, pal_jobset *set, pal_jobloader *l, pal_diags *diags,
-		    size_t skip_cals, size_t skip)
+		    size_t skip_cals, size_t skip_rules, size_t skip)
 {
-	static const char *const top[] = {"jobs", "calendars"};
+	static const char *const top[] = {"jobs", "calendars", "notify_rules"};
 	const pal_ynode *root = doc->root, *jobs = NULL, *cals = NULL, *jobs_key = NULL;
+	const pal_ynode *rules = NULL;
 	int errors = 0;
 
 	if (!root || root->kind != PAL_YNODE_MAP) {
@@ -268,13 +311,16 @@ static int load_doc(const pal_ydoc *doc, pal_jobset *set, pal_jobloader *l, pal_
 			jobs_key = kn;
 			continue;
 		}
-		if (!strcmp(kn->str, "calendars")) {
-			cals = root->vals[i];
+		/* the lists the jobs use: before them */
+		bool is_cals = !strcmp(kn->str, "calendars");
+		if (is_cals || !strcmp(kn->str, "notify_rules")) {
+			*(is_cals ? &cals : &rules) = root->vals[i];
 			if (jobs_key) {
 				pal_ydiag(diags, doc, kn,
-					  "\"calendars\" after \"jobs\" (line %d); hint: define "
-					  "calendars before the jobs that name them",
-					  jobs_key->line);
+					  "\"%s\" after \"jobs\" (line %d); hint: define %s before "
+					  "the jobs",
+					  kn->str, jobs_key->line,
+					  is_cals ? "calendars" : "notify rules");
 				errors++;
 			}
 			continue;
@@ -287,17 +333,23 @@ static int load_doc(const pal_ydoc *doc, pal_jobset *set, pal_jobloader *l, pal_
 				  "mean \"%s\"?)",
 				  kn->str, hint);
 		else
-			pal_ydiag(diags, doc, kn,
-				  "unknown key \"%.64s\" at the top level; hint: "
-				  "a job file holds only \"calendars:\" and \"jobs:\"",
-				  kn->str);
+			pal_ydiag(
+			    diags, doc, kn,
+			    "unknown key \"%.64s\" at the top level; hint: "
+			    "a job file holds only \"calendars:\", \"notify_rules:\" and \"jobs:\"",
+			    kn->str);
 	}
 	if (cals && pal_yexpect_seq(doc, cals, "calendars", diags) != 0)
 		errors++;
 	else
 		for (size_t i = skip_cals; cals && i < cals->n; i++)
 			errors += load_calendar(doc, cals->vals[i], set, l, diags);
-	if (!jobs && cals)
+	if (rules && pal_yexpect_seq(doc, rules, "notify_rules", diags) != 0)
+		errors++;
+	else
+		for (size_t i = skip_rules; rules && i < rules->n; i++)
+			errors += load_rule(doc, rules->vals[i], set, l, diags);
+	if (!jobs && (cals || rules))
 		return errors;
 	if (!jobs) {
 		if (!errors)
@@ -387,7 +439,7 @@ int pal_jobfile_load_buffer(const char *name, const void *buf, size_t len, pal_j
 		return PAL_ENOMEM;
 	rc = pal_ydoc_load_buffer(name, buf, len, &doc, diags);
 	if (rc == 0)
-		errors = load_doc(&doc, set, l, diags, 0, 0);
+		errors = load_doc(&doc, set, l, diags, 0, 0, 0);
 	sort_diags(diags, from);
 	pal_ydoc_free(&doc);
 	pal_jobloader_free(l);
@@ -403,7 +455,7 @@ int pal_jobloader_file(pal_jobloader *l, const char *path, pal_jobset *set, pal_
 	int rc = pal_ydoc_load_file(path, &doc, diags), bad = 0;
 
 	if (rc == 0)
-		bad = load_doc(&doc, set, l, diags, 0, 0);
+		bad = load_doc(&doc, set, l, diags, 0, 0, 0);
 	sort_diags(diags, from);
 	pal_ydoc_free(&doc);
 	return rc || bad ? PAL_EINVAL : 0;
@@ -416,9 +468,10 @@ struct batches {
 	size_t size;
 	pal_jobbatch_fn take;
 	void *arg;
-	pal_jobset cur;	  /* valid jobs not handed over yet */
-	size_t done;	  /* items of `jobs` loaded while the file was parsed */
-	size_t cals_done; /* and of `calendars` */
+	pal_jobset cur;	   /* valid jobs not handed over yet */
+	size_t done;	   /* items of `jobs` loaded while the file was parsed */
+	size_t cals_done;  /* and of `calendars` */
+	size_t rules_done; /* and of `notify_rules` */
 	int errors;
 };
 
@@ -440,6 +493,11 @@ static void batch_item(void *arg, const pal_ydoc *doc, const pal_ynode *key, con
 		b->cals_done++;
 		return;
 	}
+	if (!strcmp(key->str, "notify_rules")) {
+		b->errors += load_rule(doc, item, &b->cur, b->l, b->diags);
+		b->rules_done++;
+		return;
+	}
 	if (strcmp(key->str, "jobs"))
 		return; /* an unknown top-level key: load_doc reports it */
 	b->errors += load_job(doc, intern_file(b->l, doc->file), item, &b->cur, b->l, b->diags);
@@ -458,7 +516,7 @@ int pal_jobloader_file_batches(pal_jobloader *l, const char *path, size_t size,
 	int rc = pal_ydoc_load_file_items(path, &doc, diags, batch_item, &b);
 
 	if (rc == 0)
-		b.errors += load_doc(&doc, &b.cur, l, diags, b.cals_done, b.done);
+		b.errors += load_doc(&doc, &b.cur, l, diags, b.cals_done, b.rules_done, b.done);
 	if (rc == 0 && !b.errors)
 		hand_over(&b);
 	pal_jobset_free(&b.cur);

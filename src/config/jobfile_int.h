@@ -176,6 +176,11 @@ void pal__job_key_partitions(struct jctx *c, const pal_ynode *v, pal_job_spec *s
 void pal__job_key_suspend(struct jctx *c, const pal_ynode *v, pal_job_spec *s);	   /* jobpolicy.c */
 void pal__job_key_mode(struct jctx *c, const pal_ynode *v, pal_job_spec *s);	   /* jobpolicy.c */
 
+/* Validate `notify_rules:` item N of DOC into OUT: returns the number of
+ * problems, each appended to DIAGS; OUT is cleared on any (jobnotify.c). */
+int pal__notify_rule_parse(const pal_ydoc *doc, const pal_ynode *n, pal_notify_rule *out,
+			   pal_diags *diags);
+
 /* ---- checks that span keys, run by the loader in this order ---- */
 
 void pal__job_check_window(struct jctx *c, pal_job_spec *s);			 /* jobschedule.c */

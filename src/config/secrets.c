@@ -116,6 +116,36 @@ static void check_one(const char *name, void *ud)
 	w->refused++;
 }
 
+struct rule_walk {
+	const pal_notify_rule *r;
+	const pal_secret_policy *p;
+	pal_diags *d;
+	size_t refused;
+};
+
+static void check_rule_one(const char *name, void *ud)
+{
+	struct rule_walk *w = ud;
+	pal_secret_verdict v = pal_secret_check(w->p, w->r->tenant ? w->r->name : NULL, name);
+	if (v == PAL_SECRET_OK || (!w->r->tenant && v != PAL_SECRET_NODE))
+		return;
+	char msg[512];
+	pal_diags_addf(
+	    w->d, NULL, 0, 0, "notify rule of %s %s (%s): %s", w->r->tenant ? "tenant" : "group",
+	    w->r->name, w->r->n.url,
+	    pal_secret_refusal(v, w->r->tenant ? w->r->name : NULL, name, msg, sizeof msg));
+	w->refused++;
+}
+
+size_t pal_notify_rule_secrets_check(const struct pal_notify_rule *r, const pal_secret_policy *p,
+				     pal_diags *d)
+{
+	struct rule_walk w = {.r = r, .p = p, .d = d};
+	if (r->n.secret)
+		pal_tpl_each_secret_name(r->n.secret, check_rule_one, &w);
+	return w.refused;
+}
+
 size_t pal_job_secrets_check(const struct pal_job_spec *s, const pal_secret_policy *p, pal_diags *d)
 {
 	struct walk w = {.s = s, .p = p, .d = d};

@@ -163,17 +163,15 @@ int pal_plan_diff_job(pal_store *st, const pal_job_spec *s, int64_t from, int co
 	return PAL_OK;
 }
 
-int pal_plan_diff_followers(pal_store *st, const pal_jobset *set, int64_t from, int count,
-			    pal_plan_follow_fn fn, void *ctx, char *err, size_t errlen)
+/* The followers in ROWS ([{job_id, spec, notify_own}]) but those of MINE
+ * (added to it as they are seen): each with SET's calendars and the rules
+ * RULES[0..nr) merged in; a job whose spec does not change by it is left
+ * out when ONLY_CHANGED. */
+static int diff_rows(pal_store *st, const pal_jobset *set, const pal_notify_rule *rules, size_t nr,
+		     json_t *rows, GHashTable *mine, bool only_changed, int64_t from, int count,
+		     pal_plan_follow_fn fn, void *ctx, char *err, size_t errlen)
 {
-	json_t *rows;
-	int rc = pal_store_calendar_followers_json(st, set->calendars, set->n_calendars, &rows, err,
-						   errlen);
-	if (rc)
-		return rc;
-	GHashTable *mine = g_hash_table_new(g_str_hash, g_str_equal);
-	for (size_t i = 0; i < set->n; i++)
-		g_hash_table_add(mine, set->jobs[i].id);
+	int rc = PAL_OK;
 	size_t i;
 	json_t *row;
 	json_array_foreach(rows, i, row)
@@ -181,6 +179,7 @@ int pal_plan_diff_followers(pal_store *st, const pal_jobset *set, int64_t from, 
 		const char *id = json_string_value(json_object_get(row, "job_id"));
 		if (g_hash_table_contains(mine, id))
 			continue;
+		g_hash_table_add(mine, (gpointer)id);
 		pal_job_spec s;
 		char e[512];
 		if (pal_job_spec_from_canonical(json_object_get(row, "spec"), &s, e, sizeof e)) {
@@ -188,6 +187,8 @@ int pal_plan_diff_followers(pal_store *st, const pal_jobset *set, int64_t from, 
 			rc = PAL_EINVAL;
 			break;
 		}
+		pal_job_spec_stored_notify_own(
+		    &s, json_string_value(json_object_get(row, "notify_own")));
 		GString *follows = g_string_new(NULL);
 		for (size_t k = 0; !rc && k < set->n_calendars; k++) {
 			bool taken;
@@ -198,8 +199,19 @@ int pal_plan_diff_followers(pal_store *st, const pal_jobset *set, int64_t from, 
 				    follows, "%scalendar %s v%d", follows->len ? ", " : "",
 				    set->calendars[k].name, set->calendars[k].version);
 		}
+		char *c0 = NULL, *c1 = NULL, h0[65], h1[65];
+		if (!rc && nr && !(rc = pal_job_spec_digest(&s, &c0, h0)) &&
+		    !(rc = pal_job_spec_merge_notify(&s, rules, nr)) &&
+		    !(rc = pal_job_spec_digest(&s, &c1, h1)) && strcmp(h0, h1))
+			g_string_append_printf(follows, "%snotify rules of group %s or tenant %s",
+					       follows->len ? ", " : "", s.group, s.tenant);
+		free(c0);
+		free(c1);
+		if (rc && !*err)
+			snprintf(err, errlen, "out of memory");
 		pal_plan_diff d;
-		if (!rc && !(rc = pal_plan_diff_job(st, &s, from, count, &d, err, errlen))) {
+		if (!rc && (follows->len || !only_changed) &&
+		    !(rc = pal_plan_diff_job(st, &s, from, count, &d, err, errlen))) {
 			rc = fn(ctx, id, s.tenant, follows->str, &d);
 			pal_plan_diff_clear(&d);
 		}
@@ -208,8 +220,37 @@ int pal_plan_diff_followers(pal_store *st, const pal_jobset *set, int64_t from, 
 		if (rc)
 			break;
 	}
+	return rc;
+}
+
+int pal_plan_diff_followers(pal_store *st, const pal_jobset *set, int64_t from, int count,
+			    pal_plan_follow_fn fn, void *ctx, char *err, size_t errlen)
+{
+	json_t *rows = NULL, *scoped = NULL;
+	pal_notify_rule *rules = NULL;
+	size_t nr = 0;
+	*err = '\0';
+	int rc = pal_store_calendar_followers_json(st, set->calendars, set->n_calendars, &rows, err,
+						   errlen);
+	if (!rc && set->n_notify_rules)
+		rc = pal_store_notify_rules_overlay(st, set->notify_rules, set->n_notify_rules,
+						    &rules, &nr, err, errlen);
+	if (!rc && set->n_notify_rules)
+		rc = pal_store_rule_scope_jobs_json(st, set->notify_rules, set->n_notify_rules,
+						    &scoped, err, errlen);
+	GHashTable *mine = g_hash_table_new(g_str_hash, g_str_equal);
+	for (size_t i = 0; i < set->n; i++)
+		g_hash_table_add(mine, set->jobs[i].id);
+	if (!rc)
+		rc = diff_rows(st, set, rules, nr, rows, mine, false, from, count, fn, ctx, err,
+			       errlen);
+	if (!rc && scoped)
+		rc = diff_rows(st, set, rules, nr, scoped, mine, true, from, count, fn, ctx, err,
+			       errlen);
 	g_hash_table_destroy(mine);
 	json_decref(rows);
+	json_decref(scoped);
+	pal_notify_rules_free(rules, nr);
 	return rc;
 }
 

@@ -172,6 +172,99 @@ void pal_jobset_free(pal_jobset *set)
 	free(set->calendars);
 	set->calendars = NULL;
 	set->n_calendars = 0;
+	for (size_t i = 0; i < set->n_notify_rules; i++)
+		pal_notify_rule_clear(&set->notify_rules[i]);
+	free(set->notify_rules);
+	set->notify_rules = NULL;
+	set->n_notify_rules = 0;
+}
+
+void pal_notify_rule_clear(pal_notify_rule *r)
+{
+	if (!r)
+		return;
+	free(r->name);
+	free(r->n.url);
+	free(r->n.secret);
+	memset(r, 0, sizeof *r);
+}
+
+void pal_notify_rules_free(pal_notify_rule *rules, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		pal_notify_rule_clear(&rules[i]);
+	free(rules);
+}
+
+void pal_job_spec_stored_notify_own(pal_job_spec *s, const char *col)
+{
+	if (!col || !*col)
+		return;
+	long own = strtol(col, NULL, 10);
+	s->notify_merged = true;
+	s->notify_none = own < 0;
+	s->n_notify_own = own < 0 ? 0 : (size_t)own;
+	if (s->n_notify_own > s->n_notify)
+		s->n_notify_own = s->n_notify;
+}
+
+/* The events URL gets from V[0..n) already. */
+static unsigned notify_has(const pal_notify *v, size_t n, const char *url)
+{
+	unsigned ev = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v[i].url, url))
+			ev |= v[i].events;
+	return ev;
+}
+
+int pal_job_spec_merge_notify(pal_job_spec *s, const pal_notify_rule *rules, size_t n)
+{
+	size_t own = s->notify_merged ? s->n_notify_own : s->n_notify;
+	pal_notify *v = calloc(own + n + 1, sizeof *v);
+	size_t m = 0;
+
+	if (!v)
+		return PAL_ENOMEM;
+	for (size_t i = 0; i < own; i++)
+		v[m++] = s->notify[i];
+	for (int level = 0; level < 2 && !s->notify_none; level++)
+		for (size_t i = 0; i < n; i++) {
+			const pal_notify_rule *r = &rules[i];
+			unsigned ev;
+
+			if (r->remove || r->tenant != (level == 1) ||
+			    strcmp(r->name, level ? s->tenant : s->group))
+				continue;
+			ev = r->n.events & ~notify_has(v, m, r->n.url);
+			if (!ev)
+				continue;
+			v[m].events = ev;
+			v[m].url = strdup(r->n.url);
+			v[m].secret = strdup(r->n.secret);
+			if (!v[m].url || !v[m].secret) {
+				free(v[m].url);
+				free(v[m].secret);
+				for (size_t k = own; k < m; k++) {
+					free(v[k].url);
+					free(v[k].secret);
+				}
+				free(v);
+				return PAL_ENOMEM;
+			}
+			m++;
+		}
+	for (size_t i = own; i < s->n_notify; i++) {
+		free(s->notify[i].url);
+		free(s->notify[i].secret);
+	}
+	free(s->notify);
+	s->notify = v;
+	s->n_notify = m;
+	s->n_notify_own = own;
+	s->notify_merged = true;
+	return 0;
 }
 
 void pal_jobset_calendar_versions(pal_jobset *set)

@@ -75,13 +75,35 @@ struct pal_apply {
 	GHashTable *cals;
 	bool cals_changed; /* one of them got a new version here */
 	bool followed;	   /* apply_followers ran */
-	int64_t now;	   /* the apply's time (apply_time), PAL_NO_TIME until read */
+	/* the stored notify rules (load_rules), merged into every job added
+	 * but a retiring one; reloaded after pal_store_apply_notify_rules
+	 * changed one, whose scopes ("g NAME", "t NAME") rule_scopes holds */
+	pal_notify_rule *rules;
+	size_t n_rules;
+	bool rules_loaded;
+	GHashTable *rule_scopes;
+	int64_t now; /* the apply's time (apply_time), PAL_NO_TIME until read */
 };
 
 static void calendar_free(gpointer c)
 {
 	pal_calendar_clear(c);
 	free(c);
+}
+
+#define rules_free pal_notify_rules_free
+
+/* What apply holds besides the transaction. */
+static void apply_free(pal_apply *a)
+{
+	if (a->cals)
+		g_hash_table_destroy(a->cals);
+	if (a->rule_scopes)
+		g_hash_table_destroy(a->rule_scopes);
+	rules_free(a->rules, a->n_rules);
+	free(a->actor);
+	free(a->reason);
+	free(a);
 }
 
 /* Read the result of the statement in flight, if any; a failure is
@@ -171,11 +193,7 @@ void pal_store_apply_abort(pal_apply *a)
 	char err[256];
 	(void)collect(a, err, sizeof err);
 	pal__store_rollback(a->st);
-	if (a->cals)
-		g_hash_table_destroy(a->cals);
-	free(a->actor);
-	free(a->reason);
-	free(a);
+	apply_free(a);
 }
 
 int pal_store_apply_commit(pal_apply *a, char *err, size_t errlen)
@@ -185,11 +203,7 @@ int pal_store_apply_commit(pal_apply *a, char *err, size_t errlen)
 		rc = PAL_EDB;
 	if (rc)
 		pal__store_rollback(a->st);
-	if (a->cals)
-		g_hash_table_destroy(a->cals);
-	free(a->actor);
-	free(a->reason);
-	free(a);
+	apply_free(a);
 	return rc;
 }
 
@@ -429,29 +443,40 @@ static int lock_jobs(pal_apply *a, struct item *it, size_t n, char *err, size_t 
 /* Statement 3: mark the jobs whose latest version has our digest unchanged. */
 static int compare_digests(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
 {
-	pal_pgarr ids, lv, dg;
+	pal_pgarr ids, lv, dg, own;
 	size_t m = 0;
 	pal__pgarr_init(&ids);
 	pal__pgarr_init(&lv);
 	pal__pgarr_init(&dg);
+	pal__pgarr_init(&own);
 	for (size_t i = 0; i < n; i++) {
 		if (it[i].fresh)
 			continue; /* a new job: no version to compare with */
-		pal__pgarr_text(&ids, it[i].s->id);
+		const pal_job_spec *s = it[i].s;
+		pal__pgarr_text(&ids, s->id);
 		pal__pgarr_i64(&lv, it[i].latest);
 		pal__pgarr_text(&dg, it[i].hex);
+		pal__pgarr_i64(&own, s->notify_none	? -1
+				     : s->notify_merged ? (int64_t)s->n_notify_own
+							: (int64_t)s->n_notify);
 		m++;
 	}
-	char *p[] = {pal__pgarr_end(&ids), pal__pgarr_end(&lv), pal__pgarr_end(&dg)};
+	char *p[] = {pal__pgarr_end(&ids), pal__pgarr_end(&lv), pal__pgarr_end(&dg),
+		     pal__pgarr_end(&own)};
 	int rc = PAL_OK;
 	if (m) {
 		PGresult *r = NULL;
-		rc = query_rows(a,
-				"SELECT u.i FROM unnest($1::text[], $2::int[], $3::text[])"
-				"  WITH ORDINALITY AS u(id, lv, dg, i)"
-				" JOIN job_versions v ON v.job_id = u.id AND v.version = u.lv"
-				" WHERE v.digest = u.dg",
-				3, (const char *const *)p, -1, &r, err, errlen);
+		rc = query_rows(
+		    a,
+		    "SELECT u.i FROM unnest($1::text[], $2::int[], $3::text[], $4::int[])"
+		    "  WITH ORDINALITY AS u(id, lv, dg, own, i)"
+		    " JOIN job_versions v ON v.job_id = u.id AND v.version = u.lv"
+		    " WHERE v.digest = u.dg"
+		    /* the same entries, and as many of them the job's own
+		     * (NULL: all, written before notify rules) */
+		    "  AND coalesce(v.notify_own,"
+		    "   jsonb_array_length(coalesce(v.spec -> 'notify', '[]'))) = u.own",
+		    4, (const char *const *)p, -1, &r, err, errlen);
 		/* u.i counts the compared jobs only: map it back. */
 		size_t *map = rc ? NULL : malloc(m * sizeof *map);
 		if (!rc && !map) {
@@ -469,7 +494,7 @@ static int compare_digests(pal_apply *a, struct item *it, size_t n, char *err, s
 		free(map);
 		PQclear(r);
 	}
-	for (size_t k = 0; k < 3; k++)
+	for (size_t k = 0; k < 4; k++)
 		g_free(p[k]);
 	return rc;
 }
@@ -814,9 +839,9 @@ static int takeover_sweep(pal_apply *a, struct item *it, size_t n, char *err, si
 #define VERSIONS_COPY_SQL                                                                          \
 	"COPY job_versions (job_id, version, spec, digest, cron, timezone, misfire_policy,"        \
 	" catchup_window_ms, max_catchup, overlap_policy, priority, deadline_ms, max_in_flight,"   \
-	" idempotency_key, retry, resource_group, target, partitions, created_by, target_host)"    \
-	" FROM STDIN (FORMAT binary)"
-enum { VERSIONS_COPY_FIELDS = 20 };
+	" idempotency_key, retry, resource_group, target, partitions, created_by, target_host,"    \
+	" notify_own) FROM STDIN (FORMAT binary)"
+enum { VERSIONS_COPY_FIELDS = 21 };
 
 /*
  * The cron column of S's version: its schedule text (pal_schedule_text).
@@ -872,6 +897,10 @@ static void version_row(pal_apply *a, pal_pgcopy *cp, const struct item *it, int
 	pal__pgcopy_i32(cp, s->partitions);
 	pal__pgcopy_text(cp, a->actor);
 	pal__pgcopy_text(cp, host);
+	if (!s->notify_merged)
+		pal__pgcopy_text(cp, NULL);
+	else
+		pal__pgcopy_i32(cp, s->notify_none ? -1 : (int32_t)s->n_notify_own);
 }
 
 /* Statement 4 for the changed jobs of a chunk: 4a (waited for), the COPY
@@ -1016,12 +1045,268 @@ static int stamp_calendars(pal_apply *a, const pal_job_spec *s, char *err, size_
 	return PAL_OK;
 }
 
+/* ---- notify rules (docs/jobs.md, "Notify rules") ----------------------------- */
+
+/* The stored rules, by scope (group first), name and url: the order
+ * pal_job_spec_merge_notify inherits them in. */
+#define RULES_SQL                                                                                  \
+	"SELECT scope = 'tenant', name, url, array_to_string(events, ' '), secret"                 \
+	" FROM notify_rules ORDER BY scope, name COLLATE \"C\", url COLLATE \"C\""
+
+static int cmp_rule(const void *x, const void *y)
+{
+	const pal_notify_rule *a = x, *b = y;
+	if (a->tenant != b->tenant)
+		return a->tenant ? 1 : -1;
+	int c = strcmp(a->name, b->name);
+	return c ? c : strcmp(a->n.url, b->n.url);
+}
+
+/* The stored rules into *OUT, *N (rules_free). */
+static int read_rules(pal_store *st, pal_notify_rule **out, size_t *n, char *err, size_t errlen)
+{
+	*out = NULL;
+	*n = 0;
+	PGresult *r = pal__store_query(st, RULES_SQL, 0, NULL, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	size_t m = (size_t)PQntuples(r);
+	pal_notify_rule *v = calloc(m ? m : 1, sizeof *v);
+	int rc = v ? PAL_OK : PAL_ENOMEM;
+	for (size_t i = 0; !rc && i < m; i++) {
+		pal_notify_rule *x = &v[i];
+		x->tenant = !strcmp(PQgetvalue(r, (int)i, 0), "t");
+		x->name = strdup(PQgetvalue(r, (int)i, 1));
+		x->n.url = strdup(PQgetvalue(r, (int)i, 2));
+		x->n.secret = strdup(PQgetvalue(r, (int)i, 4));
+		gchar **ev = g_strsplit(PQgetvalue(r, (int)i, 3), " ", -1);
+		for (size_t k = 0; ev[k]; k++)
+			for (int e = 0; e < PAL_NOTIFY_N_EVENTS; e++)
+				if (!strcmp(ev[k], pal_notify_event_names[e]))
+					x->n.events |= 1u << e;
+		g_strfreev(ev);
+		if (!x->name || !x->n.url || !x->n.secret)
+			rc = PAL_ENOMEM;
+	}
+	PQclear(r);
+	if (rc) {
+		rules_free(v, m);
+		snprintf(err, errlen, "out of memory");
+		return rc;
+	}
+	*out = v;
+	*n = m;
+	return PAL_OK;
+}
+
+/* The rules' lock: taken shared by an apply that reads the rules (until
+ * its commit), exclusive by one that changes them, so that the jobs an
+ * apply creates with the rules it read are seen by the followers' scan of
+ * a change of them, whichever commits first. */
+#define RULES_LOCK "hashtextextended('palisade.notify_rules', 0)"
+
+static int load_rules(pal_apply *a, char *err, size_t errlen)
+{
+	if (a->rules_loaded)
+		return PAL_OK;
+	rules_free(a->rules, a->n_rules);
+	a->rules = NULL;
+	a->n_rules = 0;
+	PGresult *l = pal__store_query(a->st, "SELECT pg_advisory_xact_lock_shared(" RULES_LOCK ")",
+				       0, NULL, err, errlen);
+	if (!l)
+		return PAL_EDB;
+	PQclear(l);
+	int rc = read_rules(a->st, &a->rules, &a->n_rules, err, errlen);
+	a->rules_loaded = !rc;
+	return rc;
+}
+
+/* RULE's events as a text[] literal ("{failed,manual}"; g_free). */
+static char *rule_events(const pal_notify *n)
+{
+	GString *g = g_string_new("{");
+	for (int e = 0; e < PAL_NOTIFY_N_EVENTS; e++)
+		if (n->events & (1u << e))
+			g_string_append_printf(g, "%s%s", g->len > 1 ? "," : "",
+					       pal_notify_event_names[e]);
+	g_string_append_c(g, '}');
+	return g_string_free(g, FALSE);
+}
+
+/* Insert or update one rule, audited; the row's "existed" when it changed. */
+#define RULE_UPSERT_SQL                                                                            \
+	"WITH old AS (SELECT 1 FROM notify_rules WHERE scope = $1 AND name = $2 AND url = $3),"    \
+	" up AS (INSERT INTO notify_rules (scope, name, url, events, secret, updated_by)"          \
+	"  VALUES ($1, $2, $3, $4::text[], $5, $6)"                                                \
+	"  ON CONFLICT (scope, name, url) DO UPDATE SET events = EXCLUDED.events,"                 \
+	"   secret = EXCLUDED.secret, updated_by = EXCLUDED.updated_by, updated_at = now()"        \
+	"  WHERE (notify_rules.events, notify_rules.secret)"                                       \
+	"   IS DISTINCT FROM (EXCLUDED.events, EXCLUDED.secret)"                                   \
+	"  RETURNING EXISTS (SELECT 1 FROM old) AS existed),"                                      \
+	" aud AS (INSERT INTO audit_log (actor, action, scope, reason, details)"                   \
+	"  SELECT $6, CASE WHEN existed THEN 'notify_rule.update' ELSE 'notify_rule.create' END,"  \
+	"   'notify_rule:' || $1 || ':' || $2, nullif($7, ''),"                                    \
+	"   jsonb_build_object('url', $3, 'events', to_jsonb($4::text[]), 'secret', $5) FROM up)"  \
+	" SELECT existed FROM up"
+
+#define RULE_DELETE_SQL                                                                            \
+	"WITH d AS (DELETE FROM notify_rules WHERE scope = $1 AND name = $2 AND url = $3"          \
+	"  RETURNING 1),"                                                                          \
+	" aud AS (INSERT INTO audit_log (actor, action, scope, reason, details)"                   \
+	"  SELECT $4, 'notify_rule.delete', 'notify_rule:' || $1 || ':' || $2, nullif($5, ''),"    \
+	"   jsonb_build_object('url', $3) FROM d)"                                                 \
+	" SELECT count(*) FROM d"
+
+int pal_store_apply_notify_rules(pal_apply *a, const pal_notify_rule *rules, size_t n,
+				 pal_rule_outcome *out, char *err, size_t errlen)
+{
+	int rc = collect(a, err, errlen);
+	if (!rc && n) {
+		/* two applies of rules: the second waits for the first, then
+		 * sees its rules (and its followers' versions); see RULES_LOCK */
+		PGresult *l = pal__store_query(
+		    a->st, "SELECT pg_advisory_xact_lock(" RULES_LOCK ")", 0, NULL, err, errlen);
+		rc = l ? PAL_OK : PAL_EDB;
+		PQclear(l);
+	}
+	for (size_t i = 0; !rc && i < n; i++) {
+		const pal_notify_rule *x = &rules[i];
+		const char *scope = x->tenant ? "tenant" : "group";
+		pal_rule_outcome o = PAL_RULE_UNCHANGED;
+		PGresult *r;
+		if (x->remove) {
+			const char *p[] = {scope, x->name, x->n.url, a->actor, a->reason};
+			r = pal__store_query(a->st, RULE_DELETE_SQL, 5, p, err, errlen);
+			if (r && atoi(PQgetvalue(r, 0, 0)) > 0)
+				o = PAL_RULE_REMOVED;
+		} else {
+			char *ev = rule_events(&x->n);
+			const char *p[] = {scope,	x->name,  x->n.url, ev,
+					   x->n.secret, a->actor, a->reason};
+			r = pal__store_query(a->st, RULE_UPSERT_SQL, 7, p, err, errlen);
+			g_free(ev);
+			if (r && PQntuples(r))
+				o = !strcmp(PQgetvalue(r, 0, 0), "t") ? PAL_RULE_UPDATED
+								      : PAL_RULE_CREATED;
+		}
+		if (!r) {
+			rc = PAL_EDB;
+			break;
+		}
+		PQclear(r);
+		if (out)
+			out[i] = o;
+		if (o == PAL_RULE_UNCHANGED)
+			continue;
+		if (!a->rule_scopes)
+			a->rule_scopes =
+			    g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+		g_hash_table_add(a->rule_scopes,
+				 g_strdup_printf("%c %s", x->tenant ? 't' : 'g', x->name));
+		a->rules_loaded = false;
+	}
+	return rc;
+}
+
+int pal_store_notify_rules_overlay(pal_store *st, const pal_notify_rule *rules, size_t n,
+				   pal_notify_rule **out, size_t *nout, char *err, size_t errlen)
+{
+	pal_notify_rule *v;
+	size_t ns;
+	int rc = read_rules(st, &v, &ns, err, errlen);
+	if (rc)
+		return rc;
+	pal_notify_rule *all = calloc(ns + n + 1, sizeof *all);
+	size_t m = ns;
+	if (!all) {
+		rules_free(v, ns);
+		snprintf(err, errlen, "out of memory");
+		return PAL_ENOMEM;
+	}
+	if (ns)
+		memcpy(all, v, ns * sizeof *v);
+	free(v);
+	for (size_t i = 0; !rc && i < n; i++) {
+		const pal_notify_rule *x = &rules[i];
+		size_t k = 0;
+		while (k < ns && !(all[k].tenant == x->tenant && !strcmp(all[k].name, x->name) &&
+				   !strcmp(all[k].n.url, x->n.url)))
+			k++;
+		if (k == ns)
+			k = m++;
+		else
+			pal_notify_rule_clear(&all[k]);
+		all[k].tenant = x->tenant;
+		all[k].remove = x->remove;
+		all[k].n.events = x->n.events;
+		if (!(all[k].name = strdup(x->name)) || !(all[k].n.url = strdup(x->n.url)) ||
+		    (x->n.secret && !(all[k].n.secret = strdup(x->n.secret))))
+			rc = PAL_ENOMEM;
+	}
+	if (rc) {
+		rules_free(all, m);
+		snprintf(err, errlen, "out of memory");
+		return rc;
+	}
+	/* by scope, name and url, as read_rules orders them (apply merges
+	 * in that order) */
+	qsort(all, m, sizeof *all, cmp_rule);
+	*out = all;
+	*nout = m;
+	return PAL_OK;
+}
+
+int pal_store_merge_notify_rules(pal_store *st, pal_jobset *set, char *err, size_t errlen)
+{
+	pal_notify_rule *all;
+	size_t m;
+	int rc = pal_store_notify_rules_overlay(st, set->notify_rules, set->n_notify_rules, &all,
+						&m, err, errlen);
+	for (size_t i = 0; !rc && i < set->n; i++)
+		if ((rc = pal_job_spec_merge_notify(&set->jobs[i], all, m)))
+			snprintf(err, errlen, "out of memory");
+	if (!rc)
+		rules_free(all, m);
+	return rc;
+}
+
+/* The live jobs of the groups and tenants of RULES[0..n) that inherit
+ * (not notify: []), as [{job_id, spec, notify_own}] (plan diff). */
+#define RULE_SCOPE_JOBS_SQL                                                                        \
+	"SELECT coalesce(json_agg(json_build_object('job_id', j.job_id, 'spec', v.spec,"           \
+	"  'notify_own', v.notify_own::text) ORDER BY j.job_id COLLATE \"C\"), '[]')::text"        \
+	" FROM jobs j JOIN job_versions v ON v.job_id = j.job_id AND v.version = j.latest_version" \
+	" WHERE j.retired_at IS NULL AND v.notify_own IS DISTINCT FROM -1"                         \
+	"  AND (j.resource_group = ANY ($1::text[]) OR j.tenant = ANY ($2::text[]))"
+
+int pal_store_rule_scope_jobs_json(pal_store *st, const pal_notify_rule *rules, size_t n,
+				   json_t **out, char *err, size_t errlen)
+{
+	pal_pgarr g, t;
+	pal__pgarr_init(&g);
+	pal__pgarr_init(&t);
+	for (size_t i = 0; i < n; i++)
+		pal__pgarr_text(rules[i].tenant ? &t : &g, rules[i].name);
+	char *p[] = {pal__pgarr_end(&g), pal__pgarr_end(&t)};
+	int rc = pal__store_query_json(st, RULE_SCOPE_JOBS_SQL, 2, (const char *const *)p, out, err,
+				       errlen);
+	g_free(p[0]);
+	g_free(p[1]);
+	return rc;
+}
+
 static int apply_chunk(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < n; i++)
 		it[i].res->outcome = PAL_APPLY_CREATED; /* until compared */
 	qsort(it, n, sizeof *it, cmp_item);
 	int rc = collect(a, err, errlen);
+	/* the rules' entries go into every job's notify, but a retiring
+	 * one's (that keeps its stored version's): read before the jobs COPY,
+	 * which may fail in its savepoint (statement 1) */
+	if (!rc && !a->retiring)
+		rc = load_rules(a, err, errlen);
 	/* After a chunk of new jobs only (a file of new jobs: the bench, a
 	 * first apply) the next chunk is taken to be new as well and its
 	 * rows go straight to the COPY, without the probe (~5 ms of server
@@ -1039,6 +1324,15 @@ static int apply_chunk(pal_apply *a, struct item *it, size_t n, char *err, size_
 	for (size_t i = 0; !rc && i < n; i++) {
 		if ((rc = stamp_calendars(a, it[i].s, err, errlen)))
 			break;
+		/* without rules, a job that was never merged keeps its list as
+		 * it is (notify_own NULL: all its own), at no cost */
+		const pal_job_spec *js = it[i].s;
+		bool merge = !a->retiring && (a->n_rules || js->notify_merged || js->notify_none);
+		if (merge &&
+		    (rc = pal_job_spec_merge_notify((pal_job_spec *)js, a->rules, a->n_rules))) {
+			snprintf(err, errlen, "out of memory");
+			break;
+		}
 		rc = pal_job_spec_digest_spans(it[i].s, &it[i].canon, it[i].hex, &it[i].sp);
 		if (rc)
 			snprintf(err, errlen, "job %s: cannot canonicalise spec: %s", it[i].s->id,
@@ -1095,6 +1389,9 @@ int pal_store_apply(pal_store *st, const pal_jobset *set, const char *actor, con
 		return rc;
 	rc = pal_store_apply_calendars(a, set->calendars, set->n_calendars, NULL, err, errlen);
 	if (!rc)
+		rc = pal_store_apply_notify_rules(a, set->notify_rules, set->n_notify_rules, NULL,
+						  err, errlen);
+	if (!rc)
 		rc = pal_store_apply_add(a, set->jobs, set->n, results, err, errlen);
 	if (rc) {
 		pal_store_apply_abort(a);
@@ -1105,26 +1402,12 @@ int pal_store_apply(pal_store *st, const pal_jobset *set, const char *actor, con
 
 /* ---- a calendar's followers --------------------------------------------------- */
 
-int pal_store_apply_followers(pal_apply *a, pal_apply_follow_fn fn, void *ctx, char *err,
-			      size_t errlen)
+/* Add the stored specs of R's rows (job_id, spec, notify_own) again, as
+ * followers: FN gets those that got a new version. */
+static int add_followers(pal_apply *a, PGresult *r, pal_apply_follow_fn fn, void *ctx,
+			 const char *follows, char *err, size_t errlen)
 {
-	a->followed = true;
-	int rc = collect(a, err, errlen);
-	/* only after a change: the scan reads the latest version of every job
-	 * that names a calendar (measured: 0.5 s beside 100,000 jobs) */
-	if (rc || !a->cals_changed)
-		return rc;
-	GPtrArray *cals = g_ptr_array_new();
-	GHashTableIter hi;
-	gpointer v;
-	g_hash_table_iter_init(&hi, a->cals);
-	while (g_hash_table_iter_next(&hi, NULL, &v))
-		g_ptr_array_add(cals, v);
-	PGresult *r = pal__store_calendar_followers(a->st, (const pal_calendar *const *)cals->pdata,
-						    cals->len, true, err, errlen);
-	g_ptr_array_free(cals, TRUE);
-	if (!r)
-		return PAL_EDB;
+	int rc = PAL_OK;
 	size_t n = (size_t)PQntuples(r);
 	pal_job_spec *specs = calloc(n ? n : 1, sizeof *specs);
 	pal_apply_result *res = calloc(n ? n : 1, sizeof *res);
@@ -1143,19 +1426,91 @@ int pal_store_apply_followers(pal_apply *a, pal_apply_follow_fn fn, void *ctx, c
 			rc = PAL_EINVAL;
 		}
 		json_decref(j);
+		if (!rc)
+			pal_job_spec_stored_notify_own(&specs[m], PQgetvalue(r, (int)m, 2));
 	}
-	PQclear(r);
 	if (!rc && n) {
 		a->stored_specs = true;
 		rc = pal_store_apply_add(a, specs, n, res, err, errlen);
 		a->stored_specs = false;
 	}
 	for (size_t i = 0; !rc && fn && i < n; i++)
-		fn(ctx, specs[i].id, res[i].version);
+		if (res[i].outcome != PAL_APPLY_UNCHANGED)
+			fn(ctx, specs[i].id, res[i].version, follows);
 	for (size_t i = 0; i < m; i++)
 		pal_job_spec_clear(&specs[i]);
 	free(specs);
 	free(res);
+	return rc;
+}
+
+/* The live jobs of the groups ($1) and tenants ($2) whose rules changed,
+ * but those that opted out (notify: []): locked first, then read by a
+ * statement of its own (as the calendars' followers, FOLLOWERS_LOCK_SQL). */
+#define RULE_FOLLOWERS_LOCK_SQL                                                                    \
+	"SELECT j.job_id FROM jobs j WHERE j.retired_at IS NULL"                                   \
+	" AND (j.resource_group = ANY ($1::text[]) OR j.tenant = ANY ($2::text[]))"                \
+	" ORDER BY j.job_id COLLATE \"C\" FOR UPDATE OF j"
+#define RULE_FOLLOWERS_SQL                                                                         \
+	"SELECT j.job_id, v.spec::text, v.notify_own"                                              \
+	" FROM jobs j JOIN job_versions v ON v.job_id = j.job_id AND v.version = j.latest_version" \
+	" WHERE j.retired_at IS NULL AND v.notify_own IS DISTINCT FROM -1"                         \
+	"  AND (j.resource_group = ANY ($1::text[]) OR j.tenant = ANY ($2::text[]))"               \
+	" ORDER BY j.job_id COLLATE \"C\""
+
+static int rule_followers(pal_apply *a, pal_apply_follow_fn fn, void *ctx, char *err, size_t errlen)
+{
+	pal_pgarr g, t;
+	pal__pgarr_init(&g);
+	pal__pgarr_init(&t);
+	GHashTableIter hi;
+	gpointer k;
+	g_hash_table_iter_init(&hi, a->rule_scopes);
+	while (g_hash_table_iter_next(&hi, &k, NULL)) {
+		const char *key = k;
+		pal__pgarr_text(key[0] == 't' ? &t : &g, key + 2);
+	}
+	char *p[] = {pal__pgarr_end(&g), pal__pgarr_end(&t)};
+	PGresult *r = pal__store_query(a->st, RULE_FOLLOWERS_LOCK_SQL, 2, (const char *const *)p,
+				       err, errlen);
+	if (r) {
+		PQclear(r);
+		r = pal__store_query(a->st, RULE_FOLLOWERS_SQL, 2, (const char *const *)p, err,
+				     errlen);
+	}
+	g_free(p[0]);
+	g_free(p[1]);
+	if (!r)
+		return PAL_EDB;
+	int rc = add_followers(a, r, fn, ctx, "its group's or tenant's notify rules", err, errlen);
+	PQclear(r);
+	return rc;
+}
+
+int pal_store_apply_followers(pal_apply *a, pal_apply_follow_fn fn, void *ctx, char *err,
+			      size_t errlen)
+{
+	a->followed = true;
+	int rc = collect(a, err, errlen);
+	if (!rc && a->rule_scopes)
+		rc = rule_followers(a, fn, ctx, err, errlen);
+	/* only after a change: the scan reads the latest version of every job
+	 * that names a calendar (measured: 0.5 s beside 100,000 jobs) */
+	if (rc || !a->cals_changed)
+		return rc;
+	GPtrArray *cals = g_ptr_array_new();
+	GHashTableIter hi;
+	gpointer v;
+	g_hash_table_iter_init(&hi, a->cals);
+	while (g_hash_table_iter_next(&hi, NULL, &v))
+		g_ptr_array_add(cals, v);
+	PGresult *r = pal__store_calendar_followers(a->st, (const pal_calendar *const *)cals->pdata,
+						    cals->len, true, err, errlen);
+	g_ptr_array_free(cals, TRUE);
+	if (!r)
+		return PAL_EDB;
+	rc = add_followers(a, r, fn, ctx, "a calendar it names", err, errlen);
+	PQclear(r);
 	return rc;
 }
 
@@ -1223,7 +1578,7 @@ static int retire_chunk(pal_apply *a, const char *const *ids, size_t n, pal_reti
 	PGresult *r = pal__store_query(
 	    a->st,
 	    "SELECT j.job_id, j.retired_at IS NOT NULL, j.latest_version, v.spec::text,"
-	    " ceil(extract(epoch FROM clock_timestamp()))::bigint"
+	    " ceil(extract(epoch FROM clock_timestamp()))::bigint, v.notify_own"
 	    " FROM jobs j JOIN job_versions v ON v.job_id = j.job_id AND v.version = "
 	    "j.latest_version"
 	    " WHERE j.job_id = ANY($1::text[]) ORDER BY j.job_id COLLATE \"C\" FOR UPDATE OF j",
@@ -1266,8 +1621,10 @@ static int retire_chunk(pal_apply *a, const char *const *ids, size_t n, pal_reti
 		}
 		json_decref(j);
 		/* The retiring version: the latest spec, its schedule ending now
-		 * (end is exclusive; never before its start). */
+		 * (end is exclusive; never before its start); its notify as it
+		 * was, inherited entries included. */
 		pal_job_spec *s = &specs[m];
+		pal_job_spec_stored_notify_own(s, PQgetvalue(r, row, 5));
 		int64_t end = s->has_end && s->end < at ? s->end : at;
 		if (s->has_start && end < s->start)
 			end = s->start;

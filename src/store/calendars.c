@@ -141,7 +141,7 @@ int pal_store_calendars_json(pal_store *st, const char *name, json_t **out, char
 /* The latest versions that name calendars (the cron column's prefix) are
  * read only when there are calendars to compare with. */
 #define FOLLOWERS_SQL                                                                              \
-	"SELECT j.job_id, v.spec::text"                                                            \
+	"SELECT j.job_id, v.spec::text, v.notify_own"                                              \
 	" FROM jobs j JOIN job_versions v ON v.job_id = j.job_id AND v.version = j.latest_version" \
 	" WHERE j.retired_at IS NULL AND v.cron LIKE '@calendars(%'"                               \
 	"  AND EXISTS (SELECT 1 FROM jsonb_array_elements(v.spec #> '{schedule,calendars}') e"     \
@@ -205,7 +205,9 @@ int pal_store_calendar_followers_json(pal_store *st, const pal_calendar *cals, s
 	for (int row = 0; r && row < PQntuples(r); row++) {
 		json_t *spec = json_loads(PQgetvalue(r, row, 1), 0, NULL);
 		json_array_append_new(
-		    a, json_pack("{s:s, s:o?}", "job_id", PQgetvalue(r, row, 0), "spec", spec));
+		    a,
+		    json_pack("{s:s, s:o?, s:s?}", "job_id", PQgetvalue(r, row, 0), "spec", spec,
+			      "notify_own", PQgetisnull(r, row, 2) ? NULL : PQgetvalue(r, row, 2)));
 	}
 	PQclear(r);
 	*out = a;

@@ -969,6 +969,97 @@ static void test_jobfile_tracestate(void **state)
 	}
 }
 
+/* notify_rules: each entry has one scope, a job's entry's keys and checks
+ * (or remove with its url only); one entry per scope and url.  The merge
+ * puts the job's own entries first, then its group's, then its tenant's,
+ * each event once per url (the more specific level wins); notify: [] gets
+ * nothing; merging again replaces the inherited entries only. */
+static void test_jobfile_notify_rules(void **state)
+{
+	struct loaded l;
+
+	(void)state;
+	load_str("notify_rules:\n"
+		 "  - {group: g, on: [failed, manual], url: \"http://h/a\", secret: \"${G}\"}\n"
+		 "  - {tenant: t, on: [failed, recovered], url: \"http://h/a\", secret: \"${T}\"}\n"
+		 "  - {tenant: t, on: [failed], url: \"http://h/b\", secret: \"${T}\"}\n"
+		 "  - {tenant: t, url: \"http://h/c\", remove: true}\n"
+		 "jobs:\n"
+		 "  - id: own\n    tenant: t\n    group: g\n    schedule: {cron: \"* * * * *\"}\n"
+		 "    target: {url: \"http://127.0.0.1:8089/x\"}\n"
+		 "    notify: [{on: [manual], url: \"http://h/a\", secret: \"${J}\"}]\n"
+		 "  - id: none\n    tenant: t\n    group: g\n    schedule: {cron: \"* * * * *\"}\n"
+		 "    target: {url: \"http://127.0.0.1:8089/x\"}\n    notify: []\n",
+		 &l);
+	assert_int_equal(l.rc, 0);
+	assert_int_equal(l.set.n_notify_rules, 4);
+	assert_true(l.set.notify_rules[3].remove);
+	assert_null(l.set.notify_rules[3].n.secret);
+	assert_true(l.set.jobs[1].notify_none);
+	assert_int_equal(l.set.jobs[1].n_notify, 0);
+	pal_job_spec *s = &l.set.jobs[0];
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(pal_job_spec_merge_notify(s, l.set.notify_rules, 4), 0);
+		assert_true(s->notify_merged);
+		assert_int_equal(s->n_notify_own, 1);
+		assert_int_equal(s->n_notify, 4);
+		/* own: manual at a (${J}); group: failed at a (manual left
+		 * out); tenant: recovered at a (failed left out), failed at b */
+		assert_int_equal(s->notify[0].events, 1u << PAL_NOTIFY_MANUAL);
+		assert_string_equal(s->notify[0].secret, "${J}");
+		assert_int_equal(s->notify[1].events, 1u << PAL_NOTIFY_FAILED);
+		assert_string_equal(s->notify[1].secret, "${G}");
+		assert_int_equal(s->notify[2].events, 1u << PAL_NOTIFY_RECOVERED);
+		assert_string_equal(s->notify[2].url, "http://h/a");
+		assert_string_equal(s->notify[2].secret, "${T}");
+		assert_int_equal(s->notify[3].events, 1u << PAL_NOTIFY_FAILED);
+		assert_string_equal(s->notify[3].url, "http://h/b");
+	}
+	/* fewer rules: the inherited entries go, the own one stays */
+	assert_int_equal(pal_job_spec_merge_notify(s, NULL, 0), 0);
+	assert_int_equal(s->n_notify, 1);
+	assert_string_equal(s->notify[0].secret, "${J}");
+	assert_int_equal(pal_job_spec_merge_notify(&l.set.jobs[1], l.set.notify_rules, 4), 0);
+	assert_int_equal(l.set.jobs[1].n_notify, 0);
+	done(&l);
+
+	static const struct {
+		const char *rules;
+		int line;
+		const char *diag;
+	} bad[] = {
+	    {"  - {group: g, tenant: t, on: [failed], url: \"http://h/a\", secret: \"${G}\"}\n", 2,
+	     "exactly one of \"group\" and \"tenant\""},
+	    {"  - {on: [failed], url: \"http://h/a\", secret: \"${G}\"}\n", 2,
+	     "exactly one of \"group\" and \"tenant\""},
+	    {"  - {group: g, on: [failed], url: \"http://h/a\", secret: whsec_x}\n", 2,
+	     "not the secret itself"},
+	    {"  - {group: g, on: [failed], url: \"http://h/a\", secret: \"${G}\", remove: true}\n",
+	     2, "with remove: true"},
+	    {"  - {group: g, url: \"http://h/a\"}\n", 2, "missing key \"on\""},
+	    {"  - {group: g, on: [failed], url: \"http://h/a\", secret: \"${G}\", grup: 1}\n", 2,
+	     "unknown key \"grup\" in notify rule"},
+	    {"  - {group: g, on: [failed], url: \"http://h/a\", secret: \"${G}\"}\n"
+	     "  - {group: g, on: [manual], url: \"http://h/a\", secret: \"${G}\"}\n",
+	     3, "duplicate notify rule for group g"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char buf[1024];
+		snprintf(buf, sizeof buf, "notify_rules:\n%s", bad[i].rules);
+		load_str(buf, &l);
+		assert_int_equal(l.rc, PAL_EINVAL);
+		ASSERT_DIAG(&l.diags, bad[i].line, 0, bad[i].diag);
+		done(&l);
+	}
+	load_str("jobs:\n  - id: j\n    schedule: {cron: \"* * * * *\"}\n"
+		 "    target: {url: \"http://127.0.0.1:8089/x\"}\n"
+		 "notify_rules: []\n",
+		 &l);
+	assert_int_equal(l.rc, PAL_EINVAL);
+	ASSERT_DIAG(&l.diags, 5, 0, "\"notify_rules\" after \"jobs\"");
+	done(&l);
+}
+
 /* notify: entries load with their events; a literal secret, an unknown
  * event, a placeholder in the url and a missing key are refused at their
  * position; a job without notify keeps its digest. */
@@ -1415,6 +1506,7 @@ int main(void)
 	    cmocka_unit_test(test_jobfile_url_messages_mask_passwords),
 	    cmocka_unit_test(test_jobfile_tracestate),
 	    cmocka_unit_test(test_jobfile_notify),
+	    cmocka_unit_test(test_jobfile_notify_rules),
 	    cmocka_unit_test(test_jobfile_labels),
 	    cmocka_unit_test(test_jobfile_keep_body_and_headers),
 	    cmocka_unit_test(test_jobfile_owner_description_suspend),
