@@ -12,14 +12,14 @@ guarantee "cutover: a job made live whose spread or jitter moves a nominal insta
 
 fresh_db it_cutover_spread
 "$PAL" migrate >/dev/null
-cat >"$PALISADE_TEST_TMP/mv.yaml" <<'YAML'
+cat >"$PALISADE_TEST_TMP/cutover-spread.yaml" <<'YAML'
 jobs:
   - {id: mv.spread, group: mv, schedule: {every: 1h, start: "2026-01-01T00:00:00Z", spread: 1h}, target: {url: "http://127.0.0.1:9/x"}}
   - {id: mv.jitter, group: mv, schedule: {every: 1h, start: "2026-01-01T00:00:00Z", jitter: 30m}, target: {url: "http://127.0.0.1:9/x"}}
   - {id: mv.plain, group: mv, schedule: {every: 1h, start: "2026-01-01T00:00:00Z"}, target: {url: "http://127.0.0.1:9/x"}}
 YAML
 expect_exit "shadow --group mv (before its jobs exist)" 0 "$PAL" shadow --group mv --reason "moving in"
-expect_exit "apply three hourly jobs: spread 1h, jitter 30m, neither" 0 "$PAL" apply "$PALISADE_TEST_TMP/mv.yaml"
+expect_exit "apply three hourly jobs: spread 1h, jitter 30m, neither" 0 "$PAL" apply "$PALISADE_TEST_TMP/cutover-spread.yaml"
 
 # the model: h(tag, id, n) = first 8 bytes of SHA-256("tag:id:n"), big-endian
 model() {
@@ -65,8 +65,8 @@ out=$("$PAL" cutover --group mv --at "$(iso "$L")" --reason "step" --dry-run --o
 expect_eq "a step after N's fired instants: spread_across empty" 0 "$(jq '.spread_across | length' <<<"$out")"
 
 # the table output warns on stderr, and the step is taken as before
-"$PAL" cutover --group mv --at "$(iso $((N + 1)))" --reason "step" >"$PALISADE_TEST_TMP/out" 2>"$PALISADE_TEST_TMP/err"
+"$PAL" cutover --group mv --at "$(iso $((N + 1)))" --reason "step" >"$PALISADE_TEST_TMP/cutover-spread.out" 2>"$PALISADE_TEST_TMP/cutover-spread.err"
 expect_eq "the step itself: exit 0" 0 "$?"
-expect_eq "one warning per straddling job on stderr" "$(wc -w <<<"$WANT")" "$(grep -c "warning: mv\.\(spread\|jitter\)'s nominal instant $(iso "$N")" "$PALISADE_TEST_TMP/err")"
+expect_eq "one warning per straddling job on stderr" "$(wc -w <<<"$WANT")" "$(grep -c "warning: mv\.\(spread\|jitter\)'s nominal instant $(iso "$N")" "$PALISADE_TEST_TMP/cutover-spread.err")"
 expect_eq "the step is recorded" 1 "$(sql "select count(*) from cutover_steps where scope = 'group:mv'")"
 finish
