@@ -45,6 +45,10 @@ typedef enum {
  * during a roll) is serving from being taken over at once. */
 #define PAL_IDEM_TAKEOVER_S 60
 
+/* The longest [since, until) of a list of every job's triggers (seconds):
+ * one default partition interval, so that a page meets at most two. */
+#define PAL_API_TRIGGERS_SPAN 86400
+
 /* The take-over bound in seconds: PAL_IDEM_TAKEOVER_S, or
  * PALISADE_IDEM_TAKEOVER_S when set to a positive number. */
 int pal_apistore_idem_takeover_s(void);
@@ -158,8 +162,13 @@ PAL_MUST_CHECK int pal_apistore_jobs_page(pal_store *st, const char *tenants, co
  * SINCE as `palisade triggers --since`) and only the one of id TRIGGER_ID
  * when it is above 0: [{id job_id version scheduled_at partition source
  * request_id state fence lease_owner lease_until attempt_count
- * last_error_class}]. */
-PAL_MUST_CHECK int pal_apistore_triggers_page(pal_store *st, const char *job_id, const char *state,
+ * last_error_class}].  JOB_ID NULL: the triggers of every job whose
+ * tenant is in TENANTS (a text[] literal; NULL: every tenant) and is
+ * TENANT (NULL: any) over [SINCE, UNTIL), both given: the caller bounds
+ * that range (PAL_API_TRIGGERS_SPAN); read from UNTIL back in widening
+ * windows, each job's along its plan and request keys. */
+PAL_MUST_CHECK int pal_apistore_triggers_page(pal_store *st, const char *job_id, const char *tenants,
+					      const char *tenant, const char *state,
 					      int64_t since, int64_t until, int64_t trigger_id,
 					      const char *cursor,
 					      int limit, json_t **out, char **next, char *err,

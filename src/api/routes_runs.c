@@ -360,18 +360,49 @@ static bool trace_trigger(call *c, const char *trace, int64_t *trigger)
 	return true;
 }
 
+/* Without ?job= or ?trace_id=: every job's triggers, which needs ?since=
+ * and ?until= at most PAL_API_TRIGGERS_SPAN apart (the bound of the read);
+ * false with a 400 answered otherwise. */
+static bool all_jobs_range(call *c, int64_t *since, int64_t *until)
+{
+	if (!pal_api__query(c, "since") || !pal_api__query(c, "until")) {
+		pal_api__problem(c, 400, "bad-parameter", "Bad parameter",
+				 "job, trace_id, or since and until (at most %d s apart) are "
+				 "required: every job's triggers are listed over a bounded range",
+				 PAL_API_TRIGGERS_SPAN);
+		return false;
+	}
+	if (!pal_api__query_time(c, "since", since) || !pal_api__query_time(c, "until", until))
+		return false;
+	if (*until <= *since || *until - *since > PAL_API_TRIGGERS_SPAN) {
+		pal_api__problem(c, 400, "bad-parameter", "Bad parameter",
+				 "until must be after since and at most %d s later (every job's "
+				 "triggers are listed over a bounded range)",
+				 PAL_API_TRIGGERS_SPAN);
+		return false;
+	}
+	return true;
+}
+
 /* GET /api/v1/triggers: a job's (?job=), or with ?trace_id= alone the one
  * trigger whose calls carried that trace id, whatever its job (an empty
- * page when it names none, or another tenant's). */
+ * page when it names none, or another tenant's), or with neither every
+ * job's over [since, until), of the token's tenants (?tenant=: one). */
 void pal_api__h_triggers(call *c)
 {
 	int limit;
 	int64_t since = PAL_OPS_NOW, until = PAL_OPS_NOW, trigger = 0;
 	const char *trace = pal_api__query(c, "trace_id");
-	char *next = NULL, err[1024];
+	char *next = NULL, *tl = NULL, err[1024];
+	const char *job = pal_api__query(c, "job");
 	if (trace && !trace_trigger(c, trace, &trigger))
 		return;
-	if (trace && !pal_api__query(c, "job")) {
+	if (!trace && !job) {
+		if (!pal_api__page_limit(c, &limit) || !all_jobs_range(c, &since, &until))
+			return;
+		c->arg[0] = NULL;
+		tl = pal_api__tenants_literal(&c->who);
+	} else if (trace && !job) {
 		char tenant[65];
 		int rc = pal_apistore_trigger_job(c->api->st, trigger, c->argbuf[0], tenant, err,
 						  sizeof err);
@@ -390,13 +421,16 @@ void pal_api__h_triggers(call *c)
 	} else if (!job_query(c, "triggers", &limit)) {
 		return;
 	}
-	if ((pal_api__query(c, "since") && !pal_api__query_time(c, "since", &since)) ||
-	    (pal_api__query(c, "until") && !pal_api__query_time(c, "until", &until)))
+	if (c->arg[0] &&
+	    ((pal_api__query(c, "since") && !pal_api__query_time(c, "since", &since)) ||
+	     (pal_api__query(c, "until") && !pal_api__query_time(c, "until", &until))))
 		return;
 	json_t *rows;
-	int rc = pal_apistore_triggers_page(c->api->st, c->arg[0], pal_api__query(c, "state"),
-					    since, until, trigger, pal_api__query(c, "cursor"),
-					    limit, &rows, &next, err, sizeof err);
+	int rc = pal_apistore_triggers_page(c->api->st, c->arg[0], tl, pal_api__query(c, "tenant"),
+					    pal_api__query(c, "state"), since, until, trigger,
+					    pal_api__query(c, "cursor"), limit, &rows, &next, err,
+					    sizeof err);
+	g_free(tl);
 	if (!rc)
 		pal_trace_ids_json(rows, c->api->trace_prefix);
 	pal_api__page_answer(c, rc, rows, next, err);

@@ -148,6 +148,9 @@ int pal_cli_remote_items(const pal_cli_common *c, const char *cmd, const char *p
  * the API, a page of at most 1000 at a time. */
 int pal_cli_remote_rows(const pal_cli_common *c, const char *cmd, const char *path, long long max,
 			json_t **items);
+/* FIELD of each row of ROWS (an instant of the API, with microseconds) at
+ * whole seconds, as the database path prints it: "...T04:34:00Z". */
+void pal_cli_whole_seconds(json_t *rows, const char *field);
 /* GET PATH (one object of the API, a query allowed) whose array LIST comes
  * a page at a time (CURSOR_KEY: the ?cursor= of its next page, null at the
  * last): the object with the whole array into *OUT, CURSOR_KEY removed.

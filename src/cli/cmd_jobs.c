@@ -184,19 +184,7 @@ static int jobs_remote(const pal_cli_common *c, const char *job, bool versions, 
 		if (ec)
 			return ec;
 		if (retired) {
-			/* whole seconds, as the database path prints them */
-			size_t i;
-			json_t *j;
-			json_array_foreach(jobs, i, j)
-			{
-				const char *at = json_string_value(json_object_get(j, "retired_at"));
-				const char *dot = at ? strchr(at, '.') : NULL;
-				if (dot) {
-					char *whole = g_strdup_printf("%.*sZ", (int)(dot - at), at);
-					json_object_set_new(j, "retired_at", json_string(whole));
-					g_free(whole);
-				}
-			}
+			pal_cli_whole_seconds(jobs, "retired_at");
 			return print_retired(c, jobs);
 		}
 	}

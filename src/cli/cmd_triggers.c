@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <glib.h>
+#include "palisade/apistore.h"
 #include "palisade/cli.h"
 #include "palisade/err.h"
 #include "palisade/ops.h"
@@ -18,10 +20,11 @@
 
 static void usage(FILE *fp)
 {
-	static const char lead[] = "--since keeps instants at or after it.  STATE is one of";
+	static const char lead[] = "STATE is one of";
 	fprintf(fp,
 		"usage: palisade triggers [--job JOB | --trace-id ID] [--state STATE]\n"
-		"                         [--since RFC3339] [--limit N] [--output table|json]\n"
+		"                         [--since RFC3339] [--until RFC3339] [--limit N]\n"
+		"                         [--output table|json]\n"
 		"                         [--pg CONNINFO] [--config FILE]\n"
 		"                         [--server URL [--token-file FILE]]\n"
 		"List triggers of JOB (or of all jobs), newest scheduled instant first, at most\n"
@@ -29,8 +32,10 @@ static void usage(FILE *fp)
 		"state, fence, lease owner and expiry, attempts, last error class, and (json)\n"
 		"the trace id its calls carry.  --trace-id: the trigger whose calls carried the\n"
 		"traceparent trace id ID (32 hex digits) in the cluster of --config.\n"
+		"--since keeps instants at or after it, --until those before it.  Through\n"
+		"--server the triggers of all jobs need both, at most %d s apart.\n"
 		"%s",
-		lead);
+		PAL_API_TRIGGERS_SPAN, lead);
 	/* From the state table itself (tstate.def), so the list cannot drift. */
 	size_t col = sizeof lead - 1;
 	for (int s = 0; s < PAL_TS__COUNT; s++) {
@@ -82,11 +87,18 @@ static void print_table(json_t *list)
 		printf("(no triggers)\n");
 }
 
+/* NAME=VALUE added to the query of Q, when VALUE is set and not empty. */
+static void query_arg(GString *q, const char *name, const char *value)
+{
+	if (value && *value)
+		g_string_append_printf(q, "%c%s=%s", strchr(q->str, '?') ? '&' : '?', name, value);
+}
+
 int pal_cmd_triggers(int argc, char **argv)
 {
 	pal_cli_common c = {0};
 	const char *job = NULL, *state = NULL;
-	int64_t since = PAL_OPS_NOW;
+	int64_t since = PAL_OPS_NOW, until = PAL_OPS_NOW;
 	int limit = 50;
 	const char *trace = NULL;
 	int64_t trigger_id = 0;
@@ -95,6 +107,7 @@ int pal_cmd_triggers(int argc, char **argv)
 					   {"job", required_argument, NULL, 'j'},
 					   {"state", required_argument, NULL, 's'},
 					   {"since", required_argument, NULL, 'S'},
+					   {"until", required_argument, NULL, 'U'},
 					   {"limit", required_argument, NULL, 'n'},
 					   {"help", no_argument, NULL, 'h'},
 					   {0}};
@@ -122,6 +135,10 @@ int pal_cmd_triggers(int argc, char **argv)
 			break;
 		case 'S':
 			if (!pal_cli_time("triggers", "since", optarg, &since))
+				return PAL_EXIT_USAGE;
+			break;
+		case 'U':
+			if (!pal_cli_time("triggers", "until", optarg, &until))
 				return PAL_EXIT_USAGE;
 			break;
 		case 'n': {
@@ -163,31 +180,51 @@ int pal_cmd_triggers(int argc, char **argv)
 			return PAL_EXIT_NOTFOUND;
 		}
 	}
+	if (pal_cli_server(&c) && !job && !trace &&
+	    (since == PAL_OPS_NOW || until == PAL_OPS_NOW || until <= since ||
+	     until - since > PAL_API_TRIGGERS_SPAN)) {
+		pal_cli_err("triggers",
+			    "through --server the triggers of all jobs need --since and --until, "
+			    "at most %d s apart (or --job, or --trace-id)",
+			    PAL_API_TRIGGERS_SPAN);
+		return PAL_EXIT_USAGE;
+	}
 	json_t *list;
-	if (pal_cli_server(&c) && (job || trace)) {
+	if (pal_cli_server(&c)) {
 		/* the API lists one job's, newest first: its pages up to --limit;
-		 * or the trigger of a trace id; each with the trace id its calls
-		 * carry, of the node's cluster */
-		char path[384], at[32] = "";
+		 * or the trigger of a trace id; or every job's over [since, until);
+		 * each with the trace id its calls carry, of the node's cluster */
+		char at[32] = "", to[32] = "";
 		if (since != PAL_OPS_NOW)
 			pal_fmt_rfc3339(since, at, sizeof at);
-		snprintf(path, sizeof path, "/api/v1/triggers?%s=%s%s%s%s%s",
-			 job ? "job" : "trace_id", job ? job : trace, state ? "&state=" : "",
-			 state ? state : "", *at ? "&since=" : "", at);
-		if ((ec = pal_cli_remote_rows(&c, "triggers", path, limit, &list)))
+		if (until != PAL_OPS_NOW)
+			pal_fmt_rfc3339(until, to, sizeof to);
+		GString *q = g_string_new("/api/v1/triggers");
+		query_arg(q, "job", job);
+		query_arg(q, "trace_id", trace);
+		query_arg(q, "state", state);
+		query_arg(q, "since", at);
+		query_arg(q, "until", to);
+		char *path = g_string_free(q, FALSE);
+		ec = pal_cli_remote_rows(&c, "triggers", path, limit, &list);
+		g_free(path);
+		if (ec)
 			return ec;
+		/* whole seconds, as the database path prints them */
+		pal_cli_whole_seconds(list, "scheduled_at");
+		pal_cli_whole_seconds(list, "lease_until");
 	} else {
 		pal_store *st;
 		ec = pal_cli_connect(&c, false, &st);
 		if (ec)
 			return ec;
 		char err[1024];
-		int rc = pal_ops_triggers_json(st, job, state, since, trigger_id, limit, &list, err,
-					       sizeof err);
+		int rc = pal_ops_triggers_json(st, job, state, since, until, trigger_id, limit,
+					       &list, err, sizeof err);
 		if ((ec = pal_cli_store_done(st, "triggers", rc, err)))
 			return ec;
 	}
-	if (!pal_cli_server(&c) || !(job || trace))
+	if (!pal_cli_server(&c))
 		pal_trace_ids_json(list, prefix);
 	if (trace && !json_array_size(list)) {
 		pal_cli_err("triggers",

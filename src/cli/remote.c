@@ -247,6 +247,22 @@ int pal_cli_remote_rows(const pal_cli_common *c, const char *cmd, const char *pa
 	return pal_cli_remote_pages(c, cmd, path, max, PAGE_MAX, items);
 }
 
+void pal_cli_whole_seconds(json_t *rows, const char *field)
+{
+	size_t i;
+	json_t *j;
+	json_array_foreach(rows, i, j)
+	{
+		const char *at = json_string_value(json_object_get(j, field));
+		const char *dot = at ? strchr(at, '.') : NULL;
+		if (dot) {
+			char *whole = g_strdup_printf("%.*sZ", (int)(dot - at), at);
+			json_object_set_new(j, field, json_string(whole));
+			g_free(whole);
+		}
+	}
+}
+
 /* GET PATH (SEP: "?" or "&" to add to it) with ?limit=LIMIT and the
  * ?cursor= *CURSOR (taken and set to NULL; none when NULL) into *O. */
 static int get_page(const pal_cli_common *c, const char *cmd, const char *path, const char *sep,

@@ -412,13 +412,44 @@ int pal_apistore_tokens_page(pal_store *st, const char *after, int limit, json_t
 		   next);
 }
 
-int pal_apistore_triggers_page(pal_store *st, const char *job_id, const char *state, int64_t since,
-			       int64_t until, int64_t trigger_id, const char *cursor, int limit,
-			       json_t **out, char **next, char *err, size_t errlen)
+/* Plan and request keys apart, as palisade_job_triggers() (sql/020): each
+ * branch walks one index of (job_id, scheduled_at, ...) backwards. */
+#define TRIGGERS_AFTER                                                                             \
+	" AND ($2::text IS NULL OR state = $2) AND ($7::bigint IS NULL OR id = $7) AND"            \
+	" ($8::bigint IS NULL OR scheduled_at >= to_timestamp($8::bigint)) AND"                    \
+	" ($9::bigint IS NULL OR scheduled_at < to_timestamp($9::bigint)) AND"                     \
+	" ($3::bigint IS NULL OR"                                                                  \
+	" (scheduled_at, partition, id) < ('epoch'::timestamptz + $3::bigint * interval '1"        \
+	" microsecond', $4::int, $5::bigint))"                                                     \
+	" ORDER BY scheduled_at DESC, partition DESC, id DESC LIMIT $6::int)"
+#define TRIGGERS_KEYS(JOB)                                                                         \
+	"(SELECT * FROM triggers WHERE job_id = " JOB " AND request_id IS NULL" TRIGGERS_AFTER    \
+	" UNION ALL (SELECT * FROM triggers WHERE job_id = " JOB                                   \
+	" AND request_id IS NOT NULL" TRIGGERS_AFTER
+#define TRIGGERS_ROWS                                                                              \
+	"SELECT coalesce(json_agg(json_build_object('id', id, 'job_id', job_id,"                  \
+	" 'version', version, 'scheduled_at', " TS("scheduled_at") ", 'partition', partition,"    \
+	" 'source', source, 'request_id', request_id, 'state', state, 'fence', fence,"            \
+	" 'lease_owner', lease_owner, 'lease_until', " TS("lease_until") ","                       \
+	" 'attempt_count', attempt_count, 'last_error_class', last_error_class,"                   \
+	" '_c', (extract(epoch FROM scheduled_at) * 1000000)::bigint || '_' || partition"         \
+	"  || '_' || id) ORDER BY scheduled_at DESC, partition DESC, id DESC), '[]')"
+
+/* The first window of every job's triggers (s); each next one is WIDEN
+ * times the one before, back to since. */
+#define ALL_JOBS_WINDOW 60
+#define ALL_JOBS_WIDEN 4
+
+int pal_apistore_triggers_page(pal_store *st, const char *job_id, const char *tenants,
+			       const char *tenant, const char *state, int64_t since, int64_t until,
+			       int64_t trigger_id, const char *cursor, int limit, json_t **out,
+			       char **next, char *err, size_t errlen)
 {
 	long long us = 0, part = 0, id = 0;
 	char c1[24], c2[24], c3[24], l[16], t[24], s[24], u[24];
 	long long cv[3];
+	*out = NULL;
+	*next = NULL;
 	if (cursor && !pal__store_cursor_ints(cursor, 3, 1u, cv)) {
 		snprintf(err, errlen, "cursor \"%.40s\" is not one this API gave", cursor);
 		return PAL_EINVAL;
@@ -440,42 +471,60 @@ int pal_apistore_triggers_page(pal_store *st, const char *job_id, const char *st
 			   l,
 			   trigger_id > 0 ? t : NULL,
 			   since == PAL_OPS_NOW ? NULL : s,
-			   until == PAL_OPS_NOW ? NULL : u};
-	/* Plan and request keys apart, as palisade_job_triggers() (sql/020):
-	 * each branch walks one index of (job_id, scheduled_at, ...) backwards. */
-#define AFTER                                                                                      \
-	" AND ($2::text IS NULL OR state = $2) AND ($7::bigint IS NULL OR id = $7) AND"            \
-	" ($8::bigint IS NULL OR scheduled_at >= to_timestamp($8::bigint)) AND"                    \
-	" ($9::bigint IS NULL OR scheduled_at < to_timestamp($9::bigint)) AND"                     \
-	" ($3::bigint IS NULL OR"                                                                  \
-	" (scheduled_at, partition, id) < ('epoch'::timestamptz + $3::bigint * interval '1"        \
-	" microsecond', $4::int, $5::bigint))"                                                     \
-	" ORDER BY scheduled_at DESC, partition DESC, id DESC LIMIT $6::int)"
-	int rc = page(
-	    st,
-	    "SELECT coalesce(json_agg(json_build_object('id', id, 'job_id', job_id,"
-	    " 'version', version, 'scheduled_at', " TS(
-		"scheduled_at") ", 'partition', partition,"
-				" 'source', source, 'request_id', request_id, 'state', state, "
-				"'fence', fence,"
-				" 'lease_owner', lease_owner, 'lease_until', " TS(
-				    "lease_until") ","
-						   " 'attempt_count', attempt_count, "
-						   "'last_error_class', last_error_class,"
-						   " '_c', (extract(epoch FROM scheduled_at) * "
-						   "1000000)::bigint || '_' || partition"
-						   "  || '_' || id) ORDER BY scheduled_at DESC, "
-						   "partition DESC, id DESC), '[]')"
-						   " FROM ((SELECT * FROM triggers WHERE job_id = "
-						   "$1 AND request_id IS NULL" AFTER
-						   " UNION ALL (SELECT * FROM triggers WHERE "
-						   "job_id = $1 AND request_id IS NOT NULL" AFTER
-						   " ORDER BY scheduled_at DESC, partition DESC, "
-						   "id DESC LIMIT $6::int) t",
-	    9, p, limit, out, next, err, errlen);
-#undef AFTER
-	return rc;
+			   until == PAL_OPS_NOW ? NULL : u,
+			   tenants,
+			   tenant};
+	if (job_id)
+		return page(st,
+			    TRIGGERS_ROWS " FROM (" TRIGGERS_KEYS("$1") " ORDER BY scheduled_at DESC,"
+								       " partition DESC, id DESC"
+								       " LIMIT $6::int) t",
+			    9, p, limit, out, next, err, errlen);
+	/*
+	 * Every job's (SINCE and UNTIL given): the two walks for each job of
+	 * the tenants (a lateral join over jobs), each cut at what the page
+	 * still needs, merged.  Over windows of the range from its end (after
+	 * the cursor, its instant), each WIDEN times the one before, so that
+	 * a page reads about its own rows and a few index descents per job
+	 * and window, however many rows each job has in the range.
+	 */
+	json_t *all = json_array();
+	int64_t hi = until, w = ALL_JOBS_WINDOW;
+	if (cursor && us / 1000000 + 1 < hi)
+		hi = us / 1000000 + 1;
+	int rc = PAL_OK;
+	while (hi > since && json_array_size(all) < (size_t)limit + 1) {
+		int64_t lo = hi - w > since ? hi - w : since;
+		snprintf(l, sizeof l, "%d", limit + 1 - (int)json_array_size(all));
+		snprintf(s, sizeof s, "%" PRId64, lo);
+		snprintf(u, sizeof u, "%" PRId64, hi);
+		json_t *rows;
+		rc = pal__store_query_json(
+		    st,
+		    TRIGGERS_ROWS " FROM (SELECT k.* FROM jobs j CROSS JOIN LATERAL (" TRIGGERS_KEYS(
+			"j.job_id") ") k WHERE $1::text IS NULL"
+				    " AND ($10::text[] IS NULL OR j.tenant = ANY ($10::text[]))"
+				    " AND ($11::text IS NULL OR j.tenant = $11)"
+				    " ORDER BY scheduled_at DESC, partition DESC, id DESC"
+				    " LIMIT $6::int) t",
+		    11, p, &rows, err, errlen);
+		if (rc)
+			break;
+		json_array_extend(all, rows);
+		json_decref(rows);
+		hi = lo;
+		w *= ALL_JOBS_WIDEN;
+	}
+	if (rc) {
+		json_decref(all);
+		return rc;
+	}
+	*out = all;
+	return cut(PAL_OK, out, limit, next);
 }
+#undef TRIGGERS_ROWS
+#undef TRIGGERS_KEYS
+#undef TRIGGERS_AFTER
 
 int pal_apistore_audit_page(pal_store *st, const char *actor, const char *action, const char *scope,
 			    int64_t since, int64_t until, const char *cursor, int limit, json_t **out,

@@ -204,6 +204,29 @@ for q, want_at in (("until=2026-01-01T00:02:00Z", ["2026-01-01T00:01:00", "2026-
     if st == 200 and [t["scheduled_at"][:19] for t in tr["items"]] != want_at:
         failures.append(f"triggers?{q}: expected {want_at}, got {[t['scheduled_at'] for t in tr['items']]}")
 call("GET", "/api/v1/triggers?job=c.one&until=soon", want=400)
+# every job's triggers over [since, until) (at most a day): keyset pages
+# newest first, the backfill's 00:02, 00:01, 00:00 of c.one
+ALL = "/api/v1/triggers?since=2026-01-01T00:00:00Z&until=2026-01-01T00:03:00Z"
+got, cursor = [], ""
+for _ in range(4):
+    st, tr = call("GET", ALL + "&limit=2" + (f"&cursor={cursor}" if cursor else ""), want=200)
+    got += [(t["job_id"], t["scheduled_at"][:19]) for t in (tr or {}).get("items", [])]
+    cursor = (tr or {}).get("next_cursor")
+    if not cursor:
+        break
+want_all = [("c.one", "2026-01-01T00:02:00"), ("c.one", "2026-01-01T00:01:00"), ("c.one", "2026-01-01T00:00:00")]
+if got != want_all:
+    failures.append(f"triggers of every job in pages of 2: expected {want_all}, got {got}")
+st, tr = call("GET", ALL + "&tenant=default&state=" + ((tr or {}).get("items") or [{"state": "x"}])[0]["state"], want=200)
+if st == 200 and len(tr["items"]) != 3:
+    failures.append(f"triggers of every job of tenant default in the backfill's state: {tr}")
+st, tr = call("GET", ALL + "&tenant=nobody", want=200)
+if st == 200 and tr["items"]:
+    failures.append(f"triggers of every job of tenant nobody: {tr}")
+call("GET", "/api/v1/triggers?since=2026-01-01T00:00:00Z", want=400)
+call("GET", "/api/v1/triggers?since=2026-01-01T00:00:00Z&until=2026-01-02T00:00:01Z", want=400)
+call("GET", "/api/v1/triggers?since=2026-01-01T00:00:00Z&until=2026-01-01T00:00:00Z", want=400)
+call("GET", ALL + "&cursor=1_2", want=400)
 call("POST", "/api/v1/jobs/c.one/backfill", {"reason": "contract", "from": "2020-01-01T00:00:00Z", "to": "2026-01-01T00:00:00Z", "max": 10}, want=422)
 # an instant with a fraction of a second would be cut off into another: refused
 call("POST", "/api/v1/jobs/c.one/trigger", {"reason": "contract", "at": "2098-01-01T00:00:00.9Z"}, want=422)
@@ -350,6 +373,9 @@ if tv:
         failures.append(f"a token of another tenant sees calendars its jobs do not name: {seen}")
     call("GET", "/api/v1/calendars/c-cal", token=tv["token"], want=404)
     call("GET", COST + "&tenant=t-other", token=tv["token"], want=200)
+    st, tr = call("GET", ALL, token=tv["token"], want=200)
+    if st == 200 and tr["items"]:
+        failures.append(f"a token of another tenant sees the triggers of every job: {tr}")
     call("GET", COST + "&tenant=default", token=tv["token"], want=404)
     call("GET", COST + "&job=c.one", token=tv["token"], want=404)
     call("GET", COST + "&group=default", token=tv["token"], want=403)

@@ -59,6 +59,28 @@ expect_exit "triggers --trace-id through the API" 0 remote triggers --trace-id "
 expect_eq "... the trigger of that trace id" "$(jq -c '[.[0] | .id, .trace_id]' <<<"$direct")" "$(jq -c '[.[] | .id, .trace_id]' <<<"$OUT")"
 expect_exit "triggers --job through the API" 0 remote triggers --job cli.a --output json
 expect_eq "... with the trace ids of the node's cluster" "$(jq -c '[.[].trace_id]' <<<"$direct")" "$(jq -c '[.[].trace_id]' <<<"$OUT")"
+# triggers of every job through the API: over --since/--until (at most a
+# day), the database path's output, table and json; a second job of
+# another tenant at the same instants
+printf 'jobs:\n  - {id: cli.x, tenant: t2, schedule: {cron: "0 0 * * * ?"}, target: {url: "http://127.0.0.1:9/x"}}\n' >"$PALISADE_TEST_TMP/api-x.yaml"
+expect_exit "apply a second job (database)" 0 "$PAL" apply "$PALISADE_TEST_TMP/api-x.yaml"
+expect_exit "backfill it" 0 remote backfill --job cli.x --from 2026-01-01T00:00:00Z --to 2026-01-01T03:00:00Z --reason "api cli"
+RANGE=(--since 2026-01-01T01:00:00Z --until 2026-01-01T03:00:00Z)
+for out in json table; do
+	expect_exit "triggers of every job through the API ($out)" 0 remote triggers "${RANGE[@]}" --output "$out"
+	via_api=$OUT
+	expect_exit "... on the database ($out)" 0 "$PAL" triggers --config "$CLUSTER_CONF" "${RANGE[@]}" --output "$out"
+	expect_eq "... the same output ($out)" "$OUT" "$via_api"
+done
+expect_eq "... both jobs' 01:00 and 02:00, newest first" "cli.x 02 cli.a 02 cli.x 01 cli.a 01" \
+	"$(jq -r '[.[] | .job_id + " " + .scheduled_at[11:13]] | join(" ")' <<<"$(remote triggers "${RANGE[@]}" --output json)")"
+expect_exit "... --state pending --limit 3 through the API" 0 remote triggers "${RANGE[@]}" --state pending --limit 3 --output json
+via_api=$OUT
+expect_exit "... on the database" 0 "$PAL" triggers --config "$CLUSTER_CONF" "${RANGE[@]}" --state pending --limit 3 --output json
+expect_eq "... the same three" "$OUT" "$via_api"
+expect_exit "triggers of every job without --until through the API: usage (exit 64)" 64 remote triggers --since 2026-01-01T00:00:00Z
+expect_match "... it says what it needs" 'need --since and --until, at most 86400 s apart' "$OUT"
+expect_exit "... more than a day apart: exit 64" 64 remote triggers --since 2026-01-01T00:00:00Z --until 2026-01-02T00:00:01Z
 expect_exit "cancel --job" 0 remote cancel --job cli.a --reason "api cli"
 expect_exit "tickets list" 0 remote tickets list
 expect_exit "tickets resolve of no ticket: exit 3" 3 remote tickets resolve 999 --action abandon --reason "api cli"
