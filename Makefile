@@ -255,7 +255,8 @@ ASAN_SKIP := test_trigger_scan_scale test_rollback_job_step test_rollback_after_
 	test_sink_query_inflight test_resume_backlog test_resume_ticket_partial \
 	test_reapply_rounds test_resume_ramp_again test_resume_overlap test_apply_move_paused \
 	test_mixed_upgrade test_executor_race test_import_quartz_ids test_after_finished_cancel \
-	test_notify_partition test_notify_expiry test_notify_shadow test_console_next_pending
+	test_notify_partition test_notify_expiry test_notify_shadow test_console_next_pending \
+	test_console_many_jobs
 asan:
 	ASAN_OPTIONS=detect_stack_use_after_return=1:$(ASAN_OPTIONS) PALISADE_IT_SKIP="$(ASAN_SKIP)" \
 		$(MAKE) O=build-asan SAN=1 LOAD_SECONDS=45 REFERENCE=0 CHECKS=0 test

@@ -6,9 +6,9 @@
  * Everything that could grow with history is bounded: rates, stale
  * rejections and breakers are read from the latest attempts (by id, an
  * index scan of the primary key), a job's last success and failure and its
- * page's triggers from its latest past instants (LOOKBACK_FROM, along the
- * plan key), backlogs from the ready-work index (triggers_tenant_ready)
- * and the live-lease index (triggers_live).
+ * page's triggers from its latest past instants (LOOKBACK_FROM, one
+ * bounded backward scan of the plan key), backlogs from the ready-work
+ * index (triggers_tenant_ready) and the live-lease index (triggers_live).
  */
 #include <stdio.h>
 #include <string.h>
@@ -67,26 +67,24 @@ int pal_store_console_open(const char *conninfo, int timeout_ms, pal_store **out
 	" g.scope IN ('global', 'job:' || " j ".job_id, 'group:' || " j ".resource_group,"          \
 	" 'tenant:' || " j ".tenant))"
 
-/* The oldest instant of job J the console looks back to: walking back from
- * now (planned future instants are left out) one scheduled instant at a
- * time along the plan key (triggers_plan_key, WHERE request_id IS NULL: one
- * probe per instant, a count of its partitions), until the instants walked
- * hold N triggers or none is left.  The newest past instant is always taken
- * whole, whatever its partitions, so its failed partition is seen; the range
- * [it, now] holds at most N - 1 scheduled triggers plus one instant's
- * partitions.  now(), not clock_timestamp(): a volatile bound would not
- * bound the index scans.  NULL: no past scheduled trigger. */
+/* The oldest instant of job J the console looks back to: the instant of
+ * its N-th latest past scheduled trigger, found by one backward scan of the
+ * plan key (triggers_plan_key, WHERE request_id IS NULL) that stops at that
+ * row (for a job of a few hundred past triggers the planner may read them
+ * all in one bitmap scan and sort them instead), or its oldest past
+ * instant when it has fewer (one more descent); planned future instants
+ * are left out.  The range [it, now] is read whole, so the newest past
+ * instant is taken whole, whatever its partitions, and its failed partition
+ * is seen; the range holds at most N - 1 scheduled triggers plus one
+ * instant's partitions.  No plan node runs once per instant.  now(), not
+ * clock_timestamp(): a volatile bound would not bound the index scans.
+ * NULL: no past scheduled trigger. */
 #define LOOKBACK_FROM(j, n)                                                                        \
-	"(WITH RECURSIVE w(at, n) AS (SELECT x.at, (SELECT count(*) FROM triggers c"               \
-	"   WHERE c.job_id = " j " AND c.request_id IS NULL AND c.scheduled_at = x.at)"             \
-	"  FROM (SELECT max(t.scheduled_at) AS at FROM triggers t WHERE t.job_id = " j              \
-	"    AND t.request_id IS NULL AND t.scheduled_at <= now()) x WHERE x.at IS NOT NULL"        \
-	" UNION ALL SELECT x.at, w.n + (SELECT count(*) FROM triggers c"                            \
-	"   WHERE c.job_id = " j " AND c.request_id IS NULL AND c.scheduled_at = x.at)"             \
-	"  FROM w, LATERAL (SELECT max(t.scheduled_at) AS at FROM triggers t WHERE t.job_id = " j   \
-	"    AND t.request_id IS NULL AND t.scheduled_at < w.at) x"                                 \
-	"  WHERE w.n < " n " AND x.at IS NOT NULL)"                                                 \
-	" SELECT min(at) FROM w)"
+	"coalesce((SELECT t.scheduled_at FROM triggers t WHERE t.job_id = " j                      \
+	"   AND t.request_id IS NULL AND t.scheduled_at <= now()"                                   \
+	"   ORDER BY t.scheduled_at DESC OFFSET greatest(" n " - 1, 0) LIMIT 1),"                   \
+	" (SELECT min(t.scheduled_at) FROM triggers t WHERE t.job_id = " j                          \
+	"   AND t.request_id IS NULL AND t.scheduled_at <= now()))"
 
 /* Job J's triggers scheduled in [LO, now]: the scheduled ones through the
  * plan key, the manual ones (a job has few) through the request key. */
@@ -189,6 +187,18 @@ static const char SQL_CLUSTER[] =
 	"   LEFT JOIN job_versions lv ON lv.job_id = j.job_id AND lv.version = j.latest_version"
 	"   LEFT JOIN shards sh ON sh.shard_id = j.shard"
 	"   ORDER BY j.job_id LIMIT $3::int),"
+	/* a job's last success and last failure: one read of its triggers
+	 * in [lo, now] (the order of each: newest instant, lowest partition) */
+	" jf AS (SELECT jl.job_id, f.* FROM jl, LATERAL (SELECT"
+	"     (array_agg(coalesce(t.finished_at, t.updated_at) ORDER BY t.scheduled_at DESC,"
+	"       t.partition) FILTER (WHERE t.state = 'succeeded'))[1] AS ok_at,"
+	"     max(t.scheduled_at) FILTER (WHERE t.state = 'succeeded') AS ok_instant,"
+	"     (array_agg(json_build_object('trigger_id', t.id,"
+	"        'scheduled_at', " TS("t.scheduled_at") ", 'at', " TS("coalesce(t.finished_at, t.updated_at)") ","
+	"        'state', t.state, 'error_class', t.last_error_class)"
+	"       ORDER BY t.scheduled_at DESC, t.partition)"
+	"       FILTER (WHERE t.state IN ('failed', 'manual', 'retry_wait', 'unknown')))[1] AS failure"
+	"   FROM " SINCE("jl.job_id", "jl.lo") " t) f),"
 	" bj AS (SELECT job_id, count(*) AS due, min(ready_at) AS oldest FROM b"
 	"   WHERE ready_at <= clock_timestamp() AND job_id IN (SELECT job_id FROM jl) GROUP BY"
 	" job_id) SELECT json_build_object("
@@ -272,21 +282,13 @@ static const char SQL_CLUSTER[] =
 	"     'spec', jl.spec, 'anchor', jl.anchor,"
 	"     'paused_by', " PAUSED_BY("jl") ","
 	"     'due', coalesce(bj.due, 0), 'oldest_due_s', round(" AGE("bj.oldest") "::numeric, 1),"
-	"     'last_success', (SELECT " TS("coalesce(t.finished_at, t.updated_at)") " FROM"
-	"       " SINCE("jl.job_id", "jl.lo") " t"
-	"       WHERE t.state = 'succeeded' ORDER BY t.scheduled_at DESC, t.partition LIMIT 1),"
-	"     'last_success_instant', (SELECT " TS("max(t.scheduled_at)") " FROM"
-	"       " SINCE("jl.job_id", "jl.lo") " t WHERE t.state = 'succeeded'),"
-	"     'last_failure', (SELECT json_build_object('trigger_id', t.id,"
-	"        'scheduled_at', " TS("t.scheduled_at") ", 'at', " TS("coalesce(t.finished_at, t.updated_at)") ","
-	"        'state', t.state, 'error_class', t.last_error_class) FROM"
-	"       " SINCE("jl.job_id", "jl.lo") " t"
-	"       WHERE t.state IN ('failed', 'manual', 'retry_wait', 'unknown')"
-	"       ORDER BY t.scheduled_at DESC, t.partition LIMIT 1),"
+	"     'last_success', " TS("jf.ok_at") ", 'last_success_instant', " TS("jf.ok_instant") ","
+	"     'last_failure', jf.failure,"
 	"     'planned_next', (SELECT " TS("min(t.scheduled_at)") " FROM triggers t"
 	"       WHERE t.job_id = jl.job_id AND t.state = 'pending' AND t.scheduled_at >"
 	" clock_timestamp()))"
-	"     ORDER BY jl.job_id), '[]') FROM jl LEFT JOIN bj ON bj.job_id = jl.job_id)) )::text";
+	"     ORDER BY jl.job_id), '[]') FROM jl JOIN jf ON jf.job_id = jl.job_id"
+	"     LEFT JOIN bj ON bj.job_id = jl.job_id)) )::text";
 // clang-format on
 
 int pal_store_console_cluster(pal_store *st, const pal_console_limits *lim,
