@@ -34,4 +34,12 @@ char *pal_excerpt_mask(const char *buf, size_t len, const char *const *secrets, 
  */
 void pal_excerpt_escape(GString *out, const char *buf, size_t len);
 
+/*
+ * As pal_excerpt_escape, appending at most ROOM bytes: it stops before the
+ * first byte or character whose shown form would go past ROOM, so what it
+ * appends ends on a whole escape and a whole UTF-8 character.  Returns how
+ * many bytes of BUF it showed (LEN when all fit).
+ */
+size_t pal_excerpt_escape_max(GString *out, const char *buf, size_t len, size_t room);
+
 #endif

@@ -90,18 +90,19 @@ static void add_secret(const char *value, void *ud)
 	g_ptr_array_add(ud, (gpointer)value);
 }
 
-/* S[0..n) masked, then cut to at most ROOM bytes, shown escaped, as a new
- * string (g_free); *TOOK: the masked bytes kept, *CUT: some were not. */
+/* S[0..n) masked and shown escaped, cut so that what is shown (what is
+ * stored) takes at most ROOM bytes, at a whole character and a whole
+ * escape, as a new string (g_free); *TOOK: its length, *CUT: some of S was
+ * not shown. */
 static char *shown(const char *s, size_t n, GPtrArray *secrets, size_t room, size_t *took,
 		   bool *cut)
 {
 	size_t mlen;
 	char *m =
 	    pal_excerpt_mask(s, n, (const char *const *)secrets->pdata, secrets->len, false, &mlen);
-	*cut = mlen > room;
-	*took = *cut ? room : mlen;
-	GString *g = g_string_sized_new(*took + 8);
-	pal_excerpt_escape(g, m, *took);
+	GString *g = g_string_sized_new(mlen < room ? mlen + 8 : room + 8);
+	*cut = pal_excerpt_escape_max(g, m, mlen, room) < mlen;
+	*took = g->len;
 	g_free(m);
 	return g_string_free(g, FALSE);
 }
@@ -139,9 +140,10 @@ void pal__excerpt_keep(pal_executor *ex, pal__call *k)
 	if (k->resp_ctype)
 		k->ex_ctype = shown(k->resp_ctype, strlen(k->resp_ctype), secrets,
 				    PAL_KEEP_HEADERS_BYTES, &took, &cut);
-	/* The named headers, names and masked values, within
-	 * PAL_KEEP_HEADERS_BYTES: a service repeating one header thousands of
-	 * times (libcurl takes up to 300 KB of them) keeps 8 KiB of it. */
+	/* The named headers, names and masked values as stored (escaped),
+	 * within PAL_KEEP_HEADERS_BYTES: a service repeating one header
+	 * thousands of times (libcurl takes up to 300 KB of them) keeps 8 KiB
+	 * of it. */
 	json_t *o = hdrs ? json_object() : NULL;
 	size_t room = PAL_KEEP_HEADERS_BYTES;
 	bool hcut = false;

@@ -3,6 +3,8 @@
  * (see include/palisade/excerpt.h).  The executor masks with it before a
  * result is queued for commit; the store shows the stored bytes with it.
  */
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include "palisade/excerpt.h"
 
@@ -50,33 +52,43 @@ char *pal_excerpt_mask(const char *buf, size_t len, const char *const *secrets, 
 	return g_string_free(g, FALSE);
 }
 
-void pal_excerpt_escape(GString *out, const char *buf, size_t len)
+size_t pal_excerpt_escape_max(GString *out, const char *buf, size_t len, size_t room)
 {
 	if (!len)
-		return; /* BUF may be NULL then (an empty body) */
+		return 0; /* BUF may be NULL then (an empty body) */
 	const char *p = buf, *end = buf + len;
+	char esc[8];
 	while (p < end) {
 		unsigned char c = (unsigned char)*p;
+		const char *shown = esc;
+		size_t in = 1, n;
 		if (c == '\\') {
-			g_string_append(out, "\\\\");
-			p++;
+			shown = "\\\\";
 		} else if (c == '\n' || c == '\r' || c == '\t') {
-			g_string_append(out, c == '\n' ? "\\n" : c == '\r' ? "\\r" : "\\t");
-			p++;
+			shown = c == '\n' ? "\\n" : c == '\r' ? "\\r" : "\\t";
 		} else if (c >= 0x20 && c < 0x7f) {
-			g_string_append_c(out, (char)c);
-			p++;
+			shown = p;
 		} else {
 			gunichar u =
 			    c >= 0x80 ? g_utf8_get_char_validated(p, end - p) : (gunichar)-1;
 			if (u != (gunichar)-1 && u != (gunichar)-2 && !g_unichar_iscntrl(u)) {
-				const char *next = g_utf8_next_char(p);
-				g_string_append_len(out, p, next - p);
-				p = next;
+				shown = p;
+				in = (size_t)(g_utf8_next_char(p) - p);
 			} else {
-				g_string_append_printf(out, "\\x%02x", c);
-				p++;
+				snprintf(esc, sizeof esc, "\\x%02x", c);
 			}
 		}
+		n = shown == p ? in : strlen(shown);
+		if (n > room)
+			break; /* the next one whole would go past ROOM */
+		g_string_append_len(out, shown, (gssize)n);
+		room -= n;
+		p += in;
 	}
+	return (size_t)(p - buf);
+}
+
+void pal_excerpt_escape(GString *out, const char *buf, size_t len)
+{
+	pal_excerpt_escape_max(out, buf, len, SIZE_MAX);
 }

@@ -4,7 +4,9 @@
 # secret the answer echoes is masked before anything is written, keep_body 0
 # keeps nothing, and `palisade attempts`, the API and the console show it.
 # A header repeated 7,000 times (224 KB, a size libcurl accepts) keeps
-# 8 KiB of names and masked values, flagged as headers_truncated.
+# 8 KiB of names and masked values as stored (escaped), flagged as
+# headers_truncated, cut before a character or an escape that would not fit
+# whole.
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "responses - an attempt keeps exactly the named headers and the first keep_body bytes of the answer, truncated flagged, and no byte of a job's secret reaches the database"
@@ -26,16 +28,18 @@ jobs:
   - {id: resp.whole, $base, target: {url: "http://127.0.0.1:$port/echo?n=300", $auth}}
   - {id: resp.none, $base, target: {url: "http://127.0.0.1:$port/echo?n=300", $auth, keep_body: 0}}
   - {id: resp.rep, $base, target: {url: "http://127.0.0.1:$port/echo?n=300&rep=7000", $auth, keep_headers: [X-Request-Id, X-Rep]}}
+  - {id: resp.utf8, $base, target: {url: "http://127.0.0.1:$port/echo?n=300&rep=7000", headers: {Authorization: "a€€€€€€€€€€"}, keep_headers: [X-Request-Id, X-Rep]}}
+  - {id: resp.esc, $base, target: {url: "http://127.0.0.1:$port/echo?n=300&rep=7000", headers: {Authorization: "a\\\\b\\tc"}, keep_headers: [X-Request-Id, X-Rep]}}
 YAML
 expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
 expect_exit "a keep_body that is not a size is refused (65)" 65 "$PAL" validate <(sed 's/keep_body: 1000/keep_body: 2GiB/' "$NODE_DIR/jobs.yaml")
 start_node x1
 wait_until "shards led" 20 all_shards_led
-for j in cut whole none rep; do
+for j in cut whole none rep utf8 esc; do
 	"$PAL" trigger --config "$CLUSTER_CONF" --job "resp.$j" --reason "excerpt test" >/dev/null
 done
-settled() { [ "$(sql "select count(*) from trigger_jobs where job_id like 'resp.%' and state = 'succeeded'")" = 4 ]; }
-wait_until "the four triggers succeed" 30 settled
+settled() { [ "$(sql "select count(*) from trigger_jobs where job_id like 'resp.%' and state = 'succeeded'")" = 6 ]; }
+wait_until "the six triggers succeed" 30 settled
 tid() { sql "select id from trigger_jobs where job_id = 'resp.$1'"; }
 row() { sql "select $2 from attempt_responses r join trigger_jobs t on t.id = r.trigger_id where t.job_id = 'resp.$1'"; }
 
@@ -67,6 +71,26 @@ expect_eq "rep: cut after masking, at a \"Bearer ***\" boundary or inside one" t
 	"$(row rep "starts_with(', Bearer ***', regexp_replace(headers->>'x-rep', '(, )?Bearer \\*\\*\\*', '', 'g'))")"
 expect_eq "rep: the cut is flagged in the row" t "$(row rep "headers ? '(truncated)'")"
 expect_eq "rep: the body kept whole beside it" t "$(row rep "length(body) > 0 and not truncated")"
+# "a" and ten euro signs (31 bytes) repeated: the cut lands inside a
+# character, which is left out whole (never stored as "\xe2\x82").
+expect_eq "utf8: the cut is flagged" t "$(row utf8 "headers ? '(truncated)'")"
+echo "    tail of the kept utf8 value: $(row utf8 "right(headers->>'x-rep', 12)")"
+expect_eq "utf8: no torn character kept (no \\x escape: the service sent none)" f \
+	"$(row utf8 "strpos(headers->>'x-rep', '\\x') > 0")"
+expect_eq "utf8: the kept value ends on a whole character" t "$(row utf8 "right(headers->>'x-rep', 1) in ('a', '€')")"
+expect_eq "utf8: within the 8 KiB cap, no more" t "$(row utf8 "$kept between 8186 and 8192")"
+# "a\b<tab>c" (5 bytes) is stored as a\\b\tc (7): the cap counts what is
+# stored, and the cut falls between escapes.
+expect_eq "esc: the cut is flagged" t "$(row esc "headers ? '(truncated)'")"
+expect_eq "esc: the stored (escaped) names and values fill the 8 KiB cap, no more" t \
+	"$(row esc "$kept between 8186 and 8192")"
+expect_eq "esc: every value whole but the last, cut between escapes" ok \
+	"$(row esc "headers->>'x-rep'" | python3 -c '
+import sys
+v = sys.stdin.read().rstrip("\n").split(", ")
+whole = "a\\\\b\\tc"
+ok = all(x == whole for x in v[:-1]) and v[-1] in ("a", "a\\\\", "a\\\\b", "a\\\\b\\t", whole)
+print("ok" if ok else "no: ...%r" % v[-3:])')"
 # The secret, in clear or hex, appears nowhere in the table (a bytea shows
 # as hex in text output).
 dump=$(sql "select r::text from attempt_responses r")

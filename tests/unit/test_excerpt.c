@@ -78,6 +78,34 @@ static void test_excerpt_escape_names_every_byte(void **state)
 	g_free(s);
 }
 
+static void test_excerpt_escape_max_cuts_at_a_whole_character(void **state)
+{
+	(void)state;
+	/* "a" and three euro signs (3 bytes each): 6 bytes of room hold "a€"
+	 * and not the half of the next one */
+	const char *v = "a\xe2\x82\xac\xe2\x82\xac\xe2\x82\xac";
+	for (size_t room = 0; room <= 12; room++) {
+		GString *g = g_string_new(NULL);
+		size_t in = pal_excerpt_escape_max(g, v, 10, room);
+		size_t want = room == 0 ? 0 : 1 + (room - 1) / 3 * 3;
+		assert_int_equal(in, want > 10 ? 10 : want);
+		assert_int_equal(g->len, in);
+		assert_true(g_utf8_validate(g->str, -1, NULL));
+		g_string_free(g, TRUE);
+	}
+	/* the room counts what is shown: a tab is "\\t", a stray byte "\\xNN" */
+	GString *g = g_string_new(NULL);
+	assert_int_equal(pal_excerpt_escape_max(g, "\t\t\xff", 3, 5), 2);
+	assert_string_equal(g->str, "\\t\\t");
+	g_string_truncate(g, 0);
+	assert_int_equal(pal_excerpt_escape_max(g, "\\\xff", 2, 5), 1);
+	assert_string_equal(g->str, "\\\\");
+	g_string_truncate(g, 0);
+	assert_int_equal(pal_excerpt_escape_max(g, "\\\xff", 2, 6), 2);
+	assert_string_equal(g->str, "\\\\\\xff");
+	g_string_free(g, TRUE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -85,6 +113,7 @@ int main(void)
 	    cmocka_unit_test(test_excerpt_cut_drops_a_half_read_secret),
 	    cmocka_unit_test(test_excerpt_mask_keeps_nul_bytes),
 	    cmocka_unit_test(test_excerpt_escape_names_every_byte),
+	    cmocka_unit_test(test_excerpt_escape_max_cuts_at_a_whole_character),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
