@@ -72,6 +72,7 @@ typedef struct pal_plan_trigger {
 	const char *job_id; /* points into the planner; valid until the next put/remove */
 	int version;
 	int64_t at;
+	int64_t nominal; /* the nominal instant spread or jitter moved to AT; AT when none */
 	int partition;
 	pal_plan_source source;
 	int priority;

@@ -108,15 +108,14 @@ bool pal_schedule_one_shot(const pal_schedule *sc);
 int64_t pal_schedule_offset(const pal_schedule *sc);
 
 /*
- * The first nominal instant before AT that SC's spread or jitter moves to AT
- * or later, inside [start, end): *nominal and *moved (its fired instant).
- * A boundary judged on the fired instant (a cut-over's `at`) gives that
- * nominal instant to the side after it although it lies before.  ANCHOR as
- * for pal_schedule_next_from().  PAL_ENOENT when there is none (always for
- * a schedule without spread or jitter).
+ * The nominal instant of SC that fires at T (an instant pal_schedule_next_from()
+ * gave for ANCHOR): T less the spread offset and T's jitter.  T itself for a
+ * schedule without spread or jitter, and for a T no nominal instant fires at.
  */
-PAL_MUST_CHECK int pal_schedule_across(const pal_schedule *sc, int64_t anchor, int64_t at,
-				       int64_t *nominal, int64_t *moved);
+int64_t pal_schedule_nominal(const pal_schedule *sc, int64_t anchor, int64_t t);
+/* False when every instant of SC is its nominal instant (no spread offset,
+ * no jitter): pal_schedule_nominal() is then the identity. */
+bool pal_schedule_moves(const pal_schedule *sc);
 
 /* The shared calendar that excludes instant T of SC (the first the job
  * names), or NULL when none does or the job's own `exclude:` dates do. */

@@ -117,12 +117,6 @@ PAL_MUST_CHECK int pal_store_rollback_json(pal_store *st, const pal_scope *sc, c
 PAL_MUST_CHECK int pal_store_scope_jobs_json(pal_store *st, const pal_scope *sc, json_t **out,
 					     char *err, size_t errlen);
 
-/* Of the jobs IDS (a JSON array of ids), those whose latest version has
- * `spread` or `jitter`: [{job_id, spec (canonical), anchor (epoch s: the
- * version's activation, now when it has none yet)}] into *OUT. */
-PAL_MUST_CHECK int pal_store_moved_jobs_json(pal_store *st, json_t *ids, json_t **out, char *err,
-					     size_t errlen);
-
 /* Triggers of SC still running (running, pausing, cancelling). */
 PAL_MUST_CHECK int pal_store_scope_in_flight(pal_store *st, const pal_scope *sc, int64_t *n,
 					     char *err, size_t errlen);

@@ -21,7 +21,9 @@
 -- Read by the planner's insert for every trigger of a statement only when
 -- shadow_scopes has a row (the insert asks that once first), and by
 -- `shadow`, `cutover`, `rollback` and `resume` when they move planned
--- triggers.
+-- triggers.  Those callers pass a trigger's nominal instant,
+-- coalesce(nominal_at, scheduled_at) (045): for a job with spread or jitter
+-- the instant the old system fires, not the moved one palisade fires.
 CREATE OR REPLACE FUNCTION palisade_trigger_live(job_id text, tenant text, grp text, at timestamp with time zone)
  RETURNS boolean
  LANGUAGE sql

@@ -257,34 +257,6 @@ static void warn_split(json_t *split)
 	}
 }
 
-/* A job the step makes live whose spread or jitter moves a nominal instant
- * before `at` to `at` or later (docs/migrating.md, "Spread and jitter at a
- * boundary"): one line each on stderr. */
-static void warn_across(json_t *ans)
-{
-	size_t i;
-	json_t *x;
-	json_array_foreach(json_object_get(ans, "spread_across"), i, x)
-	pal_cli_err("cutover",
-		    "warning: %s's nominal instant %s, before the step, fires at %s, after "
-		    "it: the old system runs it at %s and palisade at %s; hint: take %s out "
-		    "of the old system before %s, or step at an instant no nominal instant "
-		    "of it precedes by less than its spread and jitter",
-		    json_string_value(json_object_get(x, "job")),
-		    json_string_value(json_object_get(x, "nominal")),
-		    json_string_value(json_object_get(x, "fires")),
-		    json_string_value(json_object_get(x, "nominal")),
-		    json_string_value(json_object_get(x, "fires")),
-		    json_string_value(json_object_get(x, "job")),
-		    json_string_value(json_object_get(x, "nominal")));
-	const char *e = json_string_value(json_object_get(ans, "spread_across_error"));
-	if (e)
-		pal_cli_err("cutover",
-			    "warning: the step is taken, but the jobs' spread and jitter at its "
-			    "boundary could not be checked: %s",
-			    e);
-}
-
 static void usage_cutover(FILE *fp)
 {
 	fprintf(fp,
@@ -301,9 +273,7 @@ static void usage_cutover(FILE *fp)
 		"stale-token rejections above the same length of time before it, a pending\n"
 		"trigger older than --max-pending-age (default 60s), an open ticket.  Audited.\n"
 		"A chain of jobs (after:) the step leaves with one side live and the other\n"
-		"shadow is named in a warning on stderr (split_chains with --output json), and\n"
-		"so is a job made live whose spread or jitter moves a nominal instant before\n"
-		"--at to after it, which both systems then run (spread_across).\n"
+		"shadow is named in a warning on stderr (split_chains with --output json).\n"
 		"It lists the jobs it makes live, one per line (made_live): take them out of\n"
 		"the old system at --at.  --dry-run checks the stop lines and answers what the\n"
 		"step would do, changing nothing (no audit row).\n"
@@ -436,7 +406,6 @@ int pal_cmd_cutover(int argc, char **argv)
 		json_t *x;
 		json_array_foreach(made, i, x) printf("  %s\n", json_string_value(x));
 		warn_split(json_object_get(ans, "split_chains"));
-		warn_across(ans);
 	}
 	json_decref(ans);
 	return ec;
@@ -517,7 +486,7 @@ int pal_cmd_rollback(int argc, char **argv)
 		json_array_foreach(rows, i, r)
 		{
 			json_t *lo = json_object_get(r, "last_outcome");
-			char last[96] = "-";
+			char last[160] = "-";
 			if (json_is_object(lo))
 				snprintf(last, sizeof last, "%s%s%s",
 					 json_string_value(json_object_get(lo, "outcome"))
@@ -529,6 +498,10 @@ int pal_cmd_rollback(int argc, char **argv)
 					 json_is_true(json_object_get(r, "in_flight"))
 					     ? " (in flight)"
 					     : "");
+			const char *nom = json_string_value(json_object_get(r, "nominal_at"));
+			if (nom) /* moved by spread or jitter: the old system's instant */
+				snprintf(last + strlen(last), sizeof last - strlen(last),
+					 " (nominal %s)", nom);
 			printf("%-32s %-20s %4lld %-10s %-40s %s\n",
 			       json_string_value(json_object_get(r, "job_id")),
 			       json_string_value(json_object_get(r, "scheduled_at")),

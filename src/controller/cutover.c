@@ -8,7 +8,6 @@
 #include <string.h>
 #include <time.h>
 #include "palisade/cutover.h"
-#include "palisade/schedule.h"
 #include "palisade/shadow.h"
 #include "palisade/timefmt.h"
 #include "palisade/verify.h"
@@ -143,47 +142,6 @@ static void split_chains_seen(const pal_token_identity *who, json_t *out)
 	json_object_set_new(out, "hidden_split_chains", json_integer(hidden));
 }
 
-/* Of the jobs MADE_LIVE, those with a nominal instant before AT that their
- * spread or jitter moves to AT or later: the old system fired it before AT,
- * and palisade fires it from AT on, so it runs in both (docs/migrating.md,
- * "Spread and jitter at a boundary").  [{job, nominal, fires}] into *OUT. */
-static int spread_across(pal_store *st, json_t *made_live, int64_t at, json_t **out, char *err,
-			 size_t errlen)
-{
-	json_t *jobs;
-	*out = json_array();
-	int rc = pal_store_moved_jobs_json(st, made_live, &jobs, err, errlen);
-	if (rc)
-		return rc;
-	size_t i;
-	json_t *j;
-	json_array_foreach(jobs, i, j)
-	{
-		pal_job_spec spec;
-		pal_schedule *sc;
-		char serr[256];
-		if (pal_job_spec_from_canonical(json_object_get(j, "spec"), &spec, serr,
-						sizeof serr))
-			continue;
-		if (!pal_schedule_open(&spec, &sc, serr, sizeof serr)) {
-			int64_t n, m;
-			if (pal_schedule_across(sc, json_integer_value(json_object_get(j, "anchor")),
-						at, &n, &m) == PAL_OK) {
-				char a[32], b[32];
-				pal_fmt_rfc3339(n, a, sizeof a);
-				pal_fmt_rfc3339(m, b, sizeof b);
-				json_array_append_new(*out, json_pack("{s:O, s:s, s:s}", "job",
-								      json_object_get(j, "job_id"),
-								      "nominal", a, "fires", b));
-			}
-			pal_schedule_close(sc);
-		}
-		pal_job_spec_clear(&spec);
-	}
-	json_decref(jobs);
-	return PAL_OK;
-}
-
 int pal_cutover_step(pal_store *st, const pal_cutover_req *rq, const char *actor,
 		     const char *reason, json_t **out, bool *refused, char *err, size_t errlen)
 {
@@ -219,23 +177,13 @@ int pal_cutover_step(pal_store *st, const pal_cutover_req *rq, const char *actor
 		json_decref(res.made_live);
 		return rc;
 	}
-	/* the step is taken: a failure to read the jobs' schedules here is
-	 * answered with it, not as the step's failure */
-	json_t *across;
-	char aerr[512] = "";
-	if (spread_across(st, res.made_live, rq->at, &across, aerr, sizeof aerr)) {
-		json_decref(across);
-		across = json_null();
-	}
 	char ts[32];
 	pal_fmt_rfc3339(rq->at, ts, sizeof ts);
-	*out = json_pack("{s:s, s:i, s:s, s:i, s:I, s:I, s:o, s:I, s:o, s:o, s:b}", "scope", scope,
+	*out = json_pack("{s:s, s:i, s:s, s:i, s:I, s:I, s:o, s:I, s:o, s:b}", "scope", scope,
 			 "percent", rq->percent, "at", ts, "previous_percent", res.previous_percent,
 			 "jobs", (json_int_t)res.jobs, "live_jobs", (json_int_t)res.live_jobs,
 			 "made_live", res.made_live, "moved", (json_int_t)res.moved, "split_chains",
-			 res.split, "spread_across", across, "dry_run", rq->dry_run);
-	if (json_is_null(across))
-		json_object_set_new(*out, "spread_across_error", json_string(aerr));
+			 res.split, "dry_run", rq->dry_run);
 	split_chains_seen(rq->who, *out);
 	return PAL_OK;
 }

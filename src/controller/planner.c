@@ -47,6 +47,7 @@ typedef struct pversion {
 	int32_t job_ref; /* jobs.ref, 0 when the load had none */
 	pal_misfire_policy misfire;
 	bool has_end; /* its schedule has an `end` (a retiring version's has) */
+	bool moves;   /* its schedule has spread or jitter (pal_schedule_moves) */
 } pversion;
 
 typedef struct pjob {
@@ -293,11 +294,16 @@ static int add_trigger(pal_plan_batch *b, pjob *j, const pversion *v, int64_t at
 							  .job_ref = v->job_ref,
 							  .known = j->v[j->nv - 1].version };
 	}
+	/* the instant the old system fires, for a shadow scope's boundaries */
+	int64_t nominal =
+	    v->moves ? pal_schedule_nominal(v->sched, v->eff != PAL_NO_TIME ? v->eff : j->t_eff, at)
+		     : at;
 	for (int part = 0; part < v->partitions; part++) {
 		GROW(b->trig, b->n_trig, b->cap_trig);
 		b->trig[b->n_trig++] = (pal_plan_trigger){ .job_id = j->id,
 							   .version = v->version,
 							   .at = at,
+							   .nominal = nominal,
 							   .partition = part,
 							   .source = src,
 							   .priority = v->priority,
@@ -893,6 +899,8 @@ int pal_planner_put_job(pal_planner *p, const char *job_id, const pal_plan_versi
 			}
 		}
 	}
+	for (size_t i = 0; i < j->nv; i++)
+		j->v[i].moves = pal_schedule_moves(j->v[i].sched);
 	/* Resume at watermark - overlap (or the first activation); instants at
 	 * or below the cursor count as planned. */
 	j->cursor = watermark == PAL_NO_TIME ? PAL_NO_TIME : watermark - p->cfg.overlap_s;

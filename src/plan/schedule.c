@@ -678,25 +678,24 @@ int pal_schedule_next(const pal_schedule *sc, int64_t after, int64_t *next, bool
 	return pal_schedule_next_from(sc, PAL_NO_TIME, after, next, excluded);
 }
 
-int pal_schedule_across(const pal_schedule *sc, int64_t anchor, int64_t at, int64_t *nominal,
-			int64_t *moved)
+bool pal_schedule_moves(const pal_schedule *sc)
 {
-	if (!sc->offset && !sc->jitter)
-		return PAL_ENOENT;
+	return sc->offset || sc->jitter;
+}
+
+int64_t pal_schedule_nominal(const pal_schedule *sc, int64_t anchor, int64_t t)
+{
+	if (!sc->jitter)
+		return t - sc->offset;
 	if (anchor == PAL_NO_TIME)
-		anchor = at;
-	/* a nominal instant before at - offset - jitter fires before AT */
-	int64_t n;
-	int rc = base_next(sc, anchor, at - sc->offset - sc->jitter - 1, &n);
-	for (; rc == PAL_OK && n < at; rc = base_next(sc, anchor, n, &n)) {
-		int64_t t = n + sc->offset + jit(sc, anchor, n);
-		if (t >= at && (!sc->has_start || t >= sc->start) && (!sc->has_end || t < sc->end)) {
-			*nominal = n;
-			*moved = t;
-			return PAL_OK;
-		}
-	}
-	return PAL_ENOENT;
+		anchor = t;
+	/* as pal_schedule_next_from(): the nominal instants from the first
+	 * that can fire at T on, in order, their fired instants increasing */
+	int64_t n, f = 0;
+	int rc = base_next(sc, anchor, t - sc->offset - sc->jitter - 1, &n);
+	while (rc == PAL_OK && (f = n + sc->offset + jit(sc, anchor, n)) < t)
+		rc = base_next(sc, anchor, n, &n);
+	return rc == PAL_OK && f == t ? n : t;
 }
 
 int64_t pal_schedule_offset(const pal_schedule *sc)

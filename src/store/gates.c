@@ -38,8 +38,8 @@
 	" AND (" t ".state = 'paused' AND " t ".last_error_class = 'handed_back'"                 \
 	"  OR " t ".state = 'pausing' AND coalesce(" t ".next_attempt_at, " t ".due_at)"           \
 	"   > clock_timestamp())"                                                                  \
-	" AND NOT palisade_trigger_live(" t ".job_id, " t ".tenant, " t ".resource_group, " t     \
-	".scheduled_at))"
+	" AND NOT palisade_trigger_live(" t ".job_id, " t ".tenant, " t ".resource_group, "       \
+	PAL__TRIGGER_NOMINAL(t) "))"
 
 /* The statement that moves the triggers (alias t) in WHERE to state TO
  * through the door of the state machine (PAL__TRIGGER_MOVE); its row: how

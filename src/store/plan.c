@@ -531,6 +531,25 @@ static void arrs_free(char **s, int n)
 		g_free(s[i]);
 }
 
+/* The INSERT of write_triggers(), COL and NOM naming the nominal instant
+ * (docs/migrating.md, "Spread and jitter at a boundary") when a trigger of
+ * the batch has one, or nothing more. */
+#define INSERT_TRIGGERS(col, nom_val, nom_arr, nom_name, nom)                                      \
+	"INSERT INTO triggers (job_id, version, scheduled_at, partition, source, priority,"        \
+	" due_at, shard, epoch, tenant, resource_group, job_ref, state" col ")"                    \
+	" SELECT j.id, j.v, t.at, t.p, CASE WHEN t.c = 1 THEN 'catchup' ELSE 'schedule' END,"      \
+	"  j.pr, t.at, $10, $11, j.te, j.g, nullif(j.jr, 0),"                                      \
+	/* shadow runs (sql/039): asked once per statement while no scope \
+	 * is in shadow, per row only when one is */                                               \
+	"  CASE WHEN NOT (SELECT EXISTS (SELECT 1 FROM shadow_scopes)) THEN 'pending'"             \
+	"   WHEN palisade_trigger_live(j.id, j.te, j.g, " nom ") THEN 'pending' ELSE 'shadow' END" \
+	nom_val " FROM (SELECT u.r, to_timestamp(u.a) AS at, u.p, u.c" nom_name                    \
+	"   FROM unnest($1::int[], $2::bigint[], $3::int[], $4::int[]" nom_arr                     \
+	") AS u(r, a, p, c" nom_name ")) t"                                                        \
+	" JOIN unnest($5::text[], $6::int[], $7::int[], $8::text[], $9::text[], $12::int[])"       \
+	"   WITH ORDINALITY AS j(id, v, pr, te, g, jr, n) ON j.n = t.r"                            \
+	" ON CONFLICT (job_id, scheduled_at, partition) WHERE request_id IS NULL DO NOTHING"
+
 /*
  * The tick's triggers in one INSERT ... ON CONFLICT DO NOTHING (G2).  What
  * the triggers of one job version share (id, version, priority, tenant,
@@ -540,7 +559,10 @@ static void arrs_free(char **s, int n)
  * short text arrays instead of eight arrays with a quoted id, tenant and
  * group per row.  A ref of 0 (the load found the job without one: the
  * backfill had not reached it) goes as NULL, and the fill trigger of 041
- * looks it up.
+ * looks it up.  A batch with an instant moved by spread or jitter sends a
+ * fifth numeric array, the nominal instants (0 where none moved: NULL in
+ * nominal_at), and judges the shadow state on them; any other batch sends
+ * what it sent before 045.
  */
 static int write_triggers(pal_store *st, int shard, int64_t epoch, const pal_plan_batch *b,
 			  int64_t *inserted, char *err, size_t errlen)
@@ -548,16 +570,22 @@ static int write_triggers(pal_store *st, int shard, int64_t epoch, const pal_pla
 	*inserted = 0;
 	if (!b->n_trig)
 		return PAL_OK;
-	enum { NA = 10 };
+	enum { NA = 11 };
 	pal_pgarr a[NA];
 	char *v[NA];
 	arrs_init(a, NA);
+	bool moved = false;
 	for (size_t i = 0; i < b->n_trig; i++) {
 		const pal_plan_trigger *t = &b->trig[i];
 		pal__pgarr_i64(&a[0], (int64_t)t->ref + 1);
 		pal__pgarr_i64(&a[1], t->at);
 		pal__pgarr_i64(&a[2], t->partition);
 		pal__pgarr_i64(&a[3], t->source == PAL_SOURCE_CATCHUP);
+		moved = moved || t->nominal != t->at;
+	}
+	for (size_t i = 0; moved && i < b->n_trig; i++) {
+		const pal_plan_trigger *t = &b->trig[i];
+		pal__pgarr_i64(&a[10], t->nominal != t->at ? t->nominal : 0);
 	}
 	for (size_t i = 0; i < b->n_refs; i++) {
 		const pal_plan_jobref *r = &b->refs[i];
@@ -572,23 +600,16 @@ static int write_triggers(pal_store *st, int shard, int64_t epoch, const pal_pla
 	char s[16], e[24];
 	snprintf(s, sizeof s, "%d", shard);
 	snprintf(e, sizeof e, "%" PRId64, epoch);
-	const char *p[] = { v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], s, e, v[9] };
-	PGresult *r = pal__store_query(
-		st,
-		"INSERT INTO triggers (job_id, version, scheduled_at, partition, source, priority,"
-		" due_at, shard, epoch, tenant, resource_group, job_ref, state)"
-		" SELECT j.id, j.v, t.at, t.p, CASE WHEN t.c = 1 THEN 'catchup' ELSE 'schedule' END,"
-		"  j.pr, t.at, $10, $11, j.te, j.g, nullif(j.jr, 0),"
-		/* shadow runs (sql/039): asked once per statement while no scope
-		 * is in shadow, per row only when one is */
-		"  CASE WHEN NOT (SELECT EXISTS (SELECT 1 FROM shadow_scopes)) THEN 'pending'"
-		"   WHEN palisade_trigger_live(j.id, j.te, j.g, t.at) THEN 'pending' ELSE 'shadow' END"
-		" FROM (SELECT u.r, to_timestamp(u.a) AS at, u.p, u.c"
-		"   FROM unnest($1::int[], $2::bigint[], $3::int[], $4::int[]) AS u(r, a, p, c)) t"
-		" JOIN unnest($5::text[], $6::int[], $7::int[], $8::text[], $9::text[], $12::int[])"
-		"   WITH ORDINALITY AS j(id, v, pr, te, g, jr, n) ON j.n = t.r"
-		" ON CONFLICT (job_id, scheduled_at, partition) WHERE request_id IS NULL DO NOTHING",
-		12, p, err, errlen);
+	const char *p[] = { v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], s, e, v[9], v[10] };
+	PGresult *r =
+		moved ? pal__store_query(st,
+					 INSERT_TRIGGERS(", nominal_at",
+							 ", to_timestamp(nullif(t.n, 0))",
+							 ", $13::bigint[]", ", n",
+							 "coalesce(to_timestamp(nullif(t.n, 0)), t.at)"),
+					 13, p, err, errlen)
+		      : pal__store_query(st, INSERT_TRIGGERS("", "", "", "", "t.at"), 12, p, err,
+					 errlen);
 	arrs_free(v, NA);
 	if (!r)
 		return PAL_EDB;

@@ -3,7 +3,9 @@
  * (include/palisade/shadow.h, sql/039_shadow.sql, docs/migrating.md).
  *
  * Which instants are shadow is decided when a trigger is planned, by
- * palisade_trigger_live() over shadow_scopes and cutover_steps.  Each
+ * palisade_trigger_live() over shadow_scopes and cutover_steps, on the
+ * trigger's nominal instant (NOM: the one the old system fires, before
+ * spread and jitter).  Each
  * change here locks both tables (ACCESS EXCLUSIVE) first: a planning
  * insert reads them, so one that read the old rules has committed before
  * the change moves the triggers already planned, and one that starts
@@ -31,7 +33,12 @@
 
 #define LIVE_AT(t, at)                                                                             \
 	"palisade_trigger_live(" t ".job_id, " t ".tenant, " t ".resource_group, " at ")"
-#define LIVE(t) LIVE_AT(t, t ".scheduled_at")
+/* live at the trigger's nominal instant: the one the old system fires */
+#define NOM(t) PAL__TRIGGER_NOMINAL(t)
+#define LIVE(t) LIVE_AT(t, NOM(t))
+/* live at the later of the trigger's nominal instant and now: a roll-back's
+ * step (at now) covers the due ones too */
+#define LIVE_NOW(t) LIVE_AT(t, "greatest(" NOM(t) ", now())")
 
 /* Lock both tables for the transaction; PAL_ENOENT when SC names a job
  * that does not exist. */
@@ -125,11 +132,10 @@ static int shadow_pending(pal_store *st, const char *kind, const char *name, int
  * the instant hands it back without a call (it ends paused); one that does
  * not (it learns of a state at its next lease renewal) calls it.  AND:
  * more conditions. */
-#define AHEAD_MOVE(and)                                                                            \
+#define AHEAD_MOVE(live, and)                                                                      \
 	PAL__TRIGGER_MOVE_WHERE(                                                                   \
 	    "t.state = 'running' AND coalesce(t.next_attempt_at, t.due_at) > clock_timestamp()"    \
-	    " AND t.source IN ('schedule', 'catchup') AND " IN_SCOPE("t") " AND NOT " LIVE_AT(     \
-		"t", "greatest(t.scheduled_at, now())") and,                                       \
+	    " AND t.source IN ('schedule', 'catchup') AND " IN_SCOPE("t") " AND NOT " live and,    \
 	    "'pausing'", "NULL")
 
 typedef struct set_ctx {
@@ -179,7 +185,7 @@ static int set_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	PGresult *r = pal__store_query(
 	    st,
 	    "WITH m AS (SELECT m.id FROM " AHEAD_MOVE(
-		" AND t.attempt_count = 1") " m)"
+		LIVE("t"), " AND t.attempt_count = 1") " m)"
 					    " SELECT (SELECT count(*) FROM m), (SELECT "
 					    "coalesce(array_agg(x.id), '{}')::text"
 					    "  FROM (SELECT id FROM m UNION ALL SELECT t.id FROM "
@@ -188,8 +194,7 @@ static int set_body(pal_store *st, void *vctx, char *err, size_t errlen)
 					    "    AND coalesce(t.next_attempt_at, t.due_at) > "
 					    "clock_timestamp()"
 					    "    AND t.source IN ('schedule', 'catchup') "
-					    "AND " IN_SCOPE("t") " AND NOT " LIVE_AT(
-						"t", "greatest(t.scheduled_at, now())") ") x)",
+					    "AND " IN_SCOPE("t") " AND NOT " LIVE("t") ") x)",
 	    2, pk, err, errlen);
 	if (!r)
 		return PAL_EDB;
@@ -390,13 +395,15 @@ int pal_store_stoplines_json(pal_store *st, const pal_scope *sc, json_t **out, c
 	    3, p, out, err, errlen);
 }
 
-/* The shadow triggers of the scope ($1, $2) from the instant $3 (epoch s)
- * on that the step makes live: shadow -> pending, through the door.  A
+/* The shadow triggers of the scope ($1, $2) whose nominal instant is $3
+ * (epoch s) or later that the step makes live: shadow -> pending, through
+ * the door (one moved by spread or jitter from before $3 to after it is
+ * the old system's, which fires it before the step).  A
  * retired job's instants planned ahead stay shadow: the retirement
  * cancelled its live ones. */
 #define CUT_MOVE                                                                                   \
 	PAL__TRIGGER_MOVE_WHERE(                                                                   \
-	    "t.state = 'shadow' AND t.scheduled_at >= to_timestamp($3::bigint)"                    \
+	    "t.state = 'shadow' AND " NOM("t") " >= to_timestamp($3::bigint)"                     \
 	    " AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.job_id = t.job_id"                      \
 	    " AND j.retired_at IS NOT NULL) AND " IN_SCOPE("t") " AND " LIVE("t"),                 \
 	    "'pending'", "NULL")
@@ -577,14 +584,12 @@ int pal_store_cutover(pal_store *st, const pal_scope *sc, int percent, int64_t a
 #define BACK_MOVE(and)                                                                             \
 	PAL__TRIGGER_MOVE_WHERE(                                                                   \
 	    "t.state IN ('pending', 'retry_wait', 'paused')"                                       \
-	    " AND t.source IN ('schedule', 'catchup') AND " IN_SCOPE("t") " AND NOT " LIVE_AT(     \
-		"t", "greatest(t.scheduled_at, now())") and,                                       \
+	    " AND t.source IN ('schedule', 'catchup') AND " IN_SCOPE("t") " AND NOT " LIVE_NOW("t") and, \
 	    "'shadow'", "'rolled_back'")
 
 /* The scope's calls in flight, but of jobs another scope keeps live. */
 #define FLYING_WHERE                                                                               \
-	" t.state IN ('running', 'pausing', 'cancelling') AND " IN_SCOPE("t") " AND NOT " LIVE_AT( \
-	    "t", "greatest(t.scheduled_at, now())")
+	" t.state IN ('running', 'pausing', 'cancelling') AND " IN_SCOPE("t") " AND NOT " LIVE_NOW("t")
 
 typedef struct back_ctx {
 	const pal_scope *sc;
@@ -596,9 +601,10 @@ typedef struct back_ctx {
  * The roll-back's transaction.  The waiting triggers are locked first: a
  * claim that took one meanwhile has committed when that statement ends,
  * and none can take one after it.  Then the calls in flight are final:
- * AT is the later of now and the last of their instants, so every instant
- * up to AT is either palisade's (finished) or listed, and none after it is
- * ever called by palisade.
+ * AT is the later of now and the last of their nominal instants, so every
+ * nominal instant up to AT is either palisade's (finished) or listed, and
+ * none after it is ever called by palisade: the old system's, even when
+ * spread or jitter moved one from before AT to after it.
  */
 static int back_body(pal_store *st, void *vctx, char *err, size_t errlen)
 {
@@ -625,12 +631,12 @@ static int back_body(pal_store *st, void *vctx, char *err, size_t errlen)
 				     "  AND t.source IN ('schedule', 'catchup') AND " IN_SCOPE(
 					 "t") " FOR UPDATE OF t) l",
 				     2, pk, &locked, err, errlen)) ||
-	    (rc = pal__ops_query_i64(st, "SELECT count(*) FROM " AHEAD_MOVE("") " m", 2, pk,
+	    (rc = pal__ops_query_i64(st, "SELECT count(*) FROM " AHEAD_MOVE(LIVE_NOW("t"), "") " m", 2, pk,
 				     &c->ahead, err, errlen)))
 		return rc;
 	PGresult *r = pal__store_query(st,
 				       "SELECT greatest(floor(extract(epoch FROM now())),"
-				       " ceil(extract(epoch FROM max(t.scheduled_at))))::bigint,"
+				       " ceil(extract(epoch FROM max(" NOM("t") "))))::bigint,"
 				       " count(*) FROM triggers t WHERE" FLYING_WHERE,
 				       2, pk, err, errlen);
 	if (!r)
@@ -643,8 +649,12 @@ static int back_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	const char *pa[] = {pk[0], pk[1], at};
 	if (!(r = pal__store_query(
 		  st,
-		  "WITH m AS (SELECT x.scheduled_at <= to_timestamp($3::bigint) AS due"
-		  " FROM " BACK_MOVE("") " x) SELECT count(*) FILTER (WHERE due),"
+		  "WITH m AS (SELECT coalesce(o.nominal_at, x.scheduled_at)"
+		  "  <= to_timestamp($3::bigint) AS due FROM " BACK_MOVE("") " x"
+		  /* the row as the statement began: its nominal_at (the door
+		   * answers the scheduled_at) */
+		  "  LEFT JOIN triggers o ON o.id = x.id AND o.scheduled_at = x.scheduled_at)"
+		  " SELECT count(*) FILTER (WHERE due),"
 					 " count(*) FILTER (WHERE NOT due) FROM m",
 		  3, pa, err, errlen)))
 		return PAL_EDB;
@@ -673,7 +683,7 @@ static int back_after_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	int64_t n;
 	if ((rc = pal__ops_query_i64(st,
 				     "SELECT count(*) FROM " BACK_MOVE(
-					 " AND t.scheduled_at <= to_timestamp($3::bigint)") " m",
+					 " AND " NOM("t") " <= to_timestamp($3::bigint)") " m",
 				     3, pa, &n, err, errlen)))
 		return rc;
 	c->handed_back += n;
@@ -694,16 +704,19 @@ static int back_after_body(pal_store *st, void *vctx, char *err, size_t errlen)
  * mark on the upstream trigger would not do: the result commit writes its
  * error class, a 0.3.0 node's too.  Run before the answer's rows are read,
  * so an upstream call listed in flight has its dependent instants
- * listed. */
+ * listed (with the upstream's nominal instant: listed by it as the
+ * upstream is). */
 #define FOLLOW_INSERT                                                                              \
-	"WITH up AS (SELECT DISTINCT t.job_id, t.scheduled_at, t.partition, uv.partitions"         \
+	"WITH up AS (SELECT DISTINCT t.job_id, t.scheduled_at, t.nominal_at, t.partition,"         \
+	"  uv.partitions"                                                                           \
 	"  FROM triggers t JOIN job_versions uv ON uv.job_id = t.job_id AND uv.version = t.version" \
-	"  WHERE t.request_id IS NULL AND t.scheduled_at <= to_timestamp($3::bigint) AND"          \
+	"  WHERE t.request_id IS NULL AND " NOM("t") " <= to_timestamp($3::bigint) AND"           \
 	FLYING_WHERE "), ins AS ("                                                                 \
 	"INSERT INTO triggers (job_id, version, scheduled_at, partition, source, priority, due_at," \
-	" shard, tenant, resource_group, job_ref, state, last_error_class)"                         \
+	" shard, tenant, resource_group, job_ref, state, last_error_class, nominal_at)"             \
 	" SELECT DISTINCT j.job_id, v.version, u.scheduled_at, p, 'schedule', v.priority,"         \
-	"  u.scheduled_at, j.shard, j.tenant, j.resource_group, j.ref, 'shadow', 'rolled_back'"    \
+	"  u.scheduled_at, j.shard, j.tenant, j.resource_group, j.ref, 'shadow', 'rolled_back',"   \
+	"  u.nominal_at"                                                                            \
 	" FROM up u CROSS JOIN jobs j"                                                              \
 	" CROSS JOIN LATERAL (SELECT x.version, x.partitions, x.priority, x.spec FROM job_versions x" \
 	"   WHERE x.job_id = j.job_id AND x.effective_from <= u.scheduled_at"                      \
@@ -750,7 +763,7 @@ int pal_store_scope_in_flight(pal_store *st, const pal_scope *sc, int64_t *n, ch
 #define UNFINISHED_SQL(states)                                                                     \
 	"SELECT coalesce(json_agg(json_build_object('id', t.id, 'job_id', t.job_id,"               \
 	"  'scheduled_at', " TS(                                                                   \
-	    "t.scheduled_at") ", 'partition', t.partition,"                                        \
+	    "t.scheduled_at") ", 'nominal_at', " TS("t.nominal_at") ", 'partition', t.partition,"   \
 			      "  'state', t.state, 'version', t.version, 'request_id', "           \
 			      "t.request_id,"                                                      \
 			      "  'idempotency_key', la.idempotency_key,"                           \
@@ -773,10 +786,9 @@ int pal_store_scope_in_flight(pal_store *st, const pal_scope *sc, int64_t *n, ch
 			      "   a.http_status FROM attempt_ledger a WHERE a.trigger_id = t.id"   \
 			      "   AND a.scheduled_at = t.scheduled_at ORDER BY a.fence DESC "      \
 			      "LIMIT 1) la ON true"                                                \
-			      " WHERE t.scheduled_at <= to_timestamp($3::bigint) AND " IN_SCOPE(   \
+			      " WHERE " NOM("t") " <= to_timestamp($3::bigint) AND " IN_SCOPE(  \
 				  "t") " AND (" states ")"                                         \
-				       "  AND NOT " LIVE_AT("t",                                   \
-							    "greatest(t.scheduled_at, now())")
+				       "  AND NOT " LIVE_NOW("t")
 
 /* SQL (UNFINISHED_SQL) for the scope SC up to BEFORE */
 static int unfinished_rows(pal_store *st, const pal_scope *sc, int64_t before, const char *sql,
@@ -822,28 +834,6 @@ int pal_store_scope_jobs_json(pal_store *st, const pal_scope *sc, json_t **out, 
 	    2, pk, out, err, errlen);
 }
 
-int pal_store_moved_jobs_json(pal_store *st, json_t *ids, json_t **out, char *err, size_t errlen)
-{
-	char *list = json_dumps(ids ? ids : json_array(), JSON_COMPACT);
-	if (!list) {
-		snprintf(err, errlen, "out of memory");
-		return PAL_ENOMEM;
-	}
-	const char *p[] = {list};
-	int rc = pal__store_query_json(
-	    st,
-	    "SELECT coalesce(json_agg(json_build_object('job_id', j.job_id, 'spec', v.spec,"
-	    "  'anchor', floor(extract(epoch FROM coalesce(v.effective_from, clock_timestamp())))"
-	    "  ::bigint) ORDER BY j.job_id), '[]')::text"
-	    " FROM json_array_elements_text($1::json) i(id)"
-	    " JOIN jobs j ON j.job_id = i.id"
-	    " JOIN job_versions v ON v.job_id = j.job_id AND v.version = j.latest_version"
-	    " WHERE v.spec -> 'schedule' ?| array['spread_ms', 'jitter_ms']",
-	    1, p, out, err, errlen);
-	free(list);
-	return rc;
-}
-
 /* The key each unfinished trigger's calls send: its last attempt's, else
  * rendered from its version's template as the executor would. */
 static void fill_keys(json_t *rows)
@@ -872,6 +862,8 @@ static void fill_keys(json_t *rows)
 			json_object_set_new(r, "idempotency_key", json_string(key));
 		free(key);
 	drop:
+		if (json_is_null(json_object_get(r, "nominal_at")))
+			json_object_del(r, "nominal_at"); /* not moved: its scheduled_at */
 		json_object_del(r, "key_template");
 		json_object_del(r, "scheduled_date");
 		json_object_del(r, "timezone");

@@ -97,6 +97,10 @@ int pal__store_query_i64(pal_store *st, const char *sql, int nparams, const char
 	"(SELECT array_agg(s.id) AS ids, array_agg(s.scheduled_at) AS ats,"                        \
 	" array_agg(s.state) AS froms FROM (" sel ") s) door,"                                     \
 	" palisade_trigger_move(door.ids, door.ats, door.froms, " to ", " class ")"
+/* The nominal instant of trigger T (an alias): its scheduled_at, unless
+ * spread or jitter moved it (045, nominal_at).  The boundaries of a shadow
+ * scope are judged on it (palisade_trigger_live, docs/migrating.md). */
+#define PAL__TRIGGER_NOMINAL(t) "coalesce(" t ".nominal_at, " t ".scheduled_at)"
 /* PAL__TRIGGER_MOVE of the triggers (alias t) that match WHERE. */
 #define PAL__TRIGGER_MOVE_WHERE(where, to, class)                                                  \
 	PAL__TRIGGER_MOVE("SELECT t.id, t.scheduled_at, t.state FROM triggers t WHERE " where, to, \

@@ -200,7 +200,7 @@ expect_exit "rollback of no such job through the API: exit 3" 3 remote rollback 
 at1=$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ) at2=$(date -u -d '+2 hours' +%Y-%m-%dT%H:%M:%SZ)
 expect_exit "cutover as an operator: refused (exit 77)" 77 remote cutover --job cli.a --at "$at1" --reason "api cli"
 expect_exit "cutover --percent 50 through the API" 0 remote cutover "${ADM[@]}" --job cli.a --at "$at1" --percent 50 --reason "api cli" --output json
-expect_eq "the direct path's JSON fields" "['at', 'dry_run', 'hidden_split_chains', 'jobs', 'live_jobs', 'made_live', 'moved', 'percent', 'previous_percent', 'scope', 'split_chains', 'spread_across'] 50" \
+expect_eq "the direct path's JSON fields" "['at', 'dry_run', 'hidden_split_chains', 'jobs', 'live_jobs', 'made_live', 'moved', 'percent', 'previous_percent', 'scope', 'split_chains'] 50" \
 	"$(python3 -c 'import json,sys; o=json.loads(sys.stdin.read()); print(sorted(o), o["percent"])' <<<"$OUT")"
 expect_eq "audited as the token" "deployer admin" "$(sql "select actor || ' ' || role from audit_log where action = 'cutover' order by id desc limit 1")"
 sql "INSERT INTO tickets (job_id, reason, evidence, allowed_actions) VALUES ('cli.a', 'api cli', '{}', ARRAY['abandon'])" >/dev/null

@@ -172,6 +172,9 @@ static void test_jitter_per_instant_and_never_past_the_next(void **state)
 		int64_t j = (int64_t)(model_hash("jitter", "jittery", nominal) % 300);
 		want[k] = nominal + off + j;
 		moved = moved || (k && want[k] - want[k - 1] != 3600);
+		/* and back: the nominal instant of each fired one */
+		if (k < n)
+			assert_int_equal(pal_schedule_nominal(sc, PAL_NO_TIME, got[k]), nominal);
 	}
 	same_list(got, n, want, 48, "hourly, spread 2m, jitter 5m");
 	assert_true(moved);
@@ -192,6 +195,7 @@ static void test_jitter_per_instant_and_never_past_the_next(void **state)
 		want[k] = nominal + (int64_t)(model_hash("jitter", "jitter.wide", nominal) % 60);
 		if (k)
 			assert_true(want[k] > want[k - 1]);
+		assert_int_equal(pal_schedule_nominal(sc, PAL_NO_TIME, got[k]), nominal);
 	}
 	same_list(got, n, want, 48, "every 1m, jitter 1h cut to 1m");
 	pal_schedule_close(sc);
@@ -371,7 +375,7 @@ static void test_planner_every_and_jitter_after_downtime(void **state)
 	for (int i = 0; i < 2; i++) {
 		/* the model: nominal 1003 + 10k, moved by the jitter hash below 5 */
 		long long missed = 0, planned = 0, first_missed = -1, last_missed = -1;
-		int64_t want[16];
+		int64_t want[16], want_nominal[16];
 		for (long long n = 1013; n <= 2005; n += 10) {
 			long long at =
 			    n + (i ? (long long)(model_hash("jitter", ids[i], n) % 5) : 0);
@@ -384,17 +388,22 @@ static void test_planner_every_and_jitter_after_downtime(void **state)
 				missed++;
 			} else {
 				assert_true(planned < 16);
+				want_nominal[planned] = n;
 				want[planned++] = at;
 			}
 		}
-		int64_t got[16];
+		int64_t got[16], got_nominal[16];
 		int n_got = 0;
 		for (size_t k = 0; k < b.n_trig; k++)
 			if (!strcmp(b.trig[k].job_id, ids[i])) {
 				assert_true(n_got < 16);
+				got_nominal[n_got] = b.trig[k].nominal;
 				got[n_got++] = b.trig[k].at;
 			}
 		same_list(got, n_got, want, (int)planned, ids[i]);
+		/* each trigger carries its nominal instant (the version's
+		 * activation anchors the intervals) */
+		same_list(got_nominal, n_got, want_nominal, (int)planned, ids[i]);
 		long long m = 0, mf = -1, ml = -1;
 		for (size_t k = 0; k < b.n_mis; k++)
 			if (!strcmp(b.mis[k].job_id, ids[i])) {

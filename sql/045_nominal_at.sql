@@ -1,0 +1,17 @@
+-- 045_nominal_at.sql - the nominal instant of a trigger moved by spread or
+-- jitter (docs/jobs.md "spread", docs/migrating.md "Spread and jitter at a
+-- boundary").
+--
+-- compatible_from: 10
+--
+-- Expand only: one nullable column, no default (no rewrite of any
+-- partition).  The planner writes it for a schedule or catch-up trigger
+-- whose fired instant (scheduled_at) is its nominal instant moved by the
+-- job's spread offset and jitter, and leaves it NULL when the two are
+-- equal: a job without spread or jitter writes nothing more.  The
+-- boundaries of `shadow`, `cutover` and `rollback` are judged on
+-- coalesce(nominal_at, scheduled_at), the instant the old system fires, so
+-- every nominal instant is run by exactly one of the two systems.  0.3.0
+-- nodes never plan a job with spread or jitter (they refuse its version),
+-- so every row they insert has nominal_at NULL and means what it meant.
+ALTER TABLE triggers ADD COLUMN nominal_at timestamptz;
