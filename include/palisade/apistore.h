@@ -126,6 +126,13 @@ PAL_MUST_CHECK int pal_apistore_shadow_page(pal_store *st, const char *after, in
 					    json_t **out, char **next, char *err, size_t errlen);
 PAL_MUST_CHECK int pal_apistore_gates_page(pal_store *st, const char *after, int limit,
 					   json_t **out, char **next, char *err, size_t errlen);
+/* The notify rules (pal_store_notify_rules_json's rows) a page at a time.
+ * TENANTS (a text[] literal; NULL: all): only the rules of those tenants,
+ * and a group's rules when the group has jobs and all of them (live or
+ * retired) are of those tenants. */
+PAL_MUST_CHECK int pal_apistore_notify_rules_page(pal_store *st, const char *tenants,
+						  const char *after, int limit, json_t **out,
+						  char **next, char *err, size_t errlen);
 PAL_MUST_CHECK int pal_apistore_attempts_page(pal_store *st, int64_t trigger_id, const char *after,
 					      int limit, json_t **out, char **next, char *err,
 					      size_t errlen);

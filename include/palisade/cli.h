@@ -13,6 +13,7 @@ int pal_cmd_migrate(int argc, char **argv);
 int pal_cmd_apply(int argc, char **argv);
 int pal_cmd_jobs(int argc, char **argv);
 int pal_cmd_calendars(int argc, char **argv);
+int pal_cmd_notify_rules(int argc, char **argv);
 int pal_cmd_plan(int argc, char **argv);     /* plan diff FILE... */
 int pal_cmd_verify(int argc, char **argv);
 int pal_cmd_status(int argc, char **argv);

@@ -113,6 +113,11 @@ PAL_MUST_CHECK int pal_store_attempts_json(pal_store *st, int64_t trigger_id, js
 					   char *err, size_t errlen);
 /* Gates: [{scope paused reason actor since source}] by scope. */
 PAL_MUST_CHECK int pal_store_gates_json(pal_store *st, json_t **out, char *err, size_t errlen);
+/* Notify rules (docs/jobs.md, "Notify rules"): [{scope name url events
+ * secret updated_by updated_at}] by scope (group first), name and url; the
+ * secret is the stored ${NAME} reference. */
+PAL_MUST_CHECK int pal_store_notify_rules_json(pal_store *st, json_t **out, char *err,
+					       size_t errlen);
 /* Misfire rows of JOB_ID (NULL: all) whose range overlaps [FROM, TO]
  * (PAL_OPS_NOW: open), newest first, at most LIMIT: [{id job_id version
  * partition range_from range_to count policy reason decided_at}].
@@ -120,12 +125,12 @@ PAL_MUST_CHECK int pal_store_gates_json(pal_store *st, json_t **out, char *err, 
 PAL_MUST_CHECK int pal_store_misfires_json(pal_store *st, const char *job_id, int64_t from,
 					   int64_t to, int limit, json_t **out, char *err,
 					   size_t errlen);
-/* Audit rows at or after SINCE (PAL_OPS_NOW: any) of ACTOR, ACTION and
- * SCOPE (NULL: any), newest first, at most LIMIT: [{id at actor role
- * client action scope reason details}]. */
-PAL_MUST_CHECK int pal_store_audit_json(pal_store *st, int64_t since, const char *actor,
-					const char *action, const char *scope, int limit,
-					json_t **out, char *err, size_t errlen);
+/* Audit rows at or after SINCE and before UNTIL (PAL_OPS_NOW: no bound)
+ * of ACTOR, ACTION and SCOPE (NULL: any), newest first, at most LIMIT:
+ * [{id at actor role client action scope reason details}]. */
+PAL_MUST_CHECK int pal_store_audit_json(pal_store *st, int64_t since, int64_t until,
+					const char *actor, const char *action, const char *scope,
+					int limit, json_t **out, char *err, size_t errlen);
 /* The audit log's hash chain recomputed (palisade_audit_verify):
  * {checked first_seq last_seq problem seq id missing_from missing_to};
  * problem null: the chain is whole. */

@@ -260,16 +260,17 @@ PAL_MUST_CHECK int pal_ops_ticket_resolve(pal_store *st, int64_t id, const char 
 
 /* ---- trigger listing ------------------------------------------------------- */
 
-/* Triggers of JOB_ID (NULL: all jobs), optionally in STATE and scheduled at
- * or after SINCE and before UNTIL (PAL_OPS_NOW: no bound), only the one of id TRIGGER_ID when
+/* Triggers of JOB_ID (NULL: all jobs, or those of TENANT's jobs when
+ * TENANT is set), optionally in STATE and scheduled at or after SINCE and
+ * before UNTIL (PAL_OPS_NOW: no bound), only the one of id TRIGGER_ID when
  * it is above 0 (with JOB_ID NULL), newest first, at most LIMIT, as a
  * JSON array (json_decref).  Fields: id job_id version scheduled_at
  * partition source request_id state fence lease_owner lease_until
  * attempt_count last_error_class.  PAL_ENOENT when JOB_ID names no job. */
-PAL_MUST_CHECK int pal_ops_triggers_json(pal_store *st, const char *job_id, const char *state,
-					 int64_t since, int64_t until, int64_t trigger_id, int limit,
-					 json_t **out,
-					 char *err, size_t errlen);
+PAL_MUST_CHECK int pal_ops_triggers_json(pal_store *st, const char *job_id, const char *tenant,
+					 const char *state, int64_t since, int64_t until,
+					 int64_t trigger_id, int limit, json_t **out, char *err,
+					 size_t errlen);
 
 
 #endif

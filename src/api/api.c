@@ -119,6 +119,8 @@ static const route routes[] = {
     {"GET", "/api/v1/jobs/*", PAL_ROLE_VIEWER, pal_api__h_job, false, TAKEOVER_LOST},
     {"GET", "/api/v1/calendars", PAL_ROLE_VIEWER, pal_api__h_calendars, false, TAKEOVER_LOST},
     {"GET", "/api/v1/calendars/*", PAL_ROLE_VIEWER, pal_api__h_calendars, false, TAKEOVER_LOST},
+    {"GET", "/api/v1/notify_rules", PAL_ROLE_VIEWER, pal_api__h_notify_rules, false,
+     TAKEOVER_LOST},
     {"DELETE", "/api/v1/jobs/*", PAL_ROLE_ADMIN, pal_api__h_job_delete, false, TAKEOVER_RERUN},
     {"POST", "/api/v1/jobs/*/pause", PAL_ROLE_OPERATOR, pal_api__h_job_pause, false, TAKEOVER_LOST},
     {"POST", "/api/v1/jobs/*/resume", PAL_ROLE_OPERATOR, pal_api__h_job_resume, false,

@@ -87,10 +87,11 @@ bool pal_api__query_scope(call *c, pal_scope *sc);
 
 /* ---- the handlers of the route table (api.c), by family ----------------- */
 
-/* routes_jobs.c: jobs, calendars, apply, plan diff, delete */
+/* routes_jobs.c: jobs, calendars, notify rules, apply, plan diff, delete */
 void pal_api__h_jobs(call *c);
 void pal_api__h_job(call *c);
 void pal_api__h_calendars(call *c);
+void pal_api__h_notify_rules(call *c);
 void pal_api__h_job_delete(call *c);
 void pal_api__h_apply(call *c);
 void pal_api__h_plan_diff(call *c);

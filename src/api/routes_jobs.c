@@ -166,6 +166,23 @@ void pal_api__h_calendars(call *c)
 	}
 }
 
+/* GET /api/v1/notify_rules: a page of the notify rules (?limit=, ?cursor=),
+ * each secret the stored ${NAME} reference.  A token limited to tenants
+ * sees its tenants' rules, and a group's only when the group has jobs and
+ * every one of them is of its tenants (pal_apistore_notify_rules_page). */
+void pal_api__h_notify_rules(call *c)
+{
+	int limit;
+	if (!pal_api__page_limit(c, &limit))
+		return;
+	char *tl = pal_api__tenants_literal(&c->who), *next = NULL, err[1024];
+	json_t *rows;
+	int rc = pal_apistore_notify_rules_page(c->api->st, tl, pal_api__query(c, "cursor"), limit,
+						&rows, &next, err, sizeof err);
+	g_free(tl);
+	pal_api__page_answer(c, rc, rows, next, err);
+}
+
 /*
  * DELETE /api/v1/jobs/{id}: retire the job as `palisade delete` does (its
  * last version ends its schedule now, its waiting triggers are cancelled,

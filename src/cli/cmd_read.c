@@ -1,6 +1,7 @@
 /*
  * cmd_read.c - the read commands of the operator: `palisade attempts
- * TRIGGER`, `gates`, `misfires`, `audit` (SQL in src/store/lifecycle.c).
+ * TRIGGER`, `gates`, `misfires`, `audit`, `calendars`, `notify-rules` (SQL
+ * in src/store/lifecycle.c).
  * A readable table by default, the rows as JSON with --output json.
  */
 #include <getopt.h>
@@ -328,14 +329,15 @@ int pal_cmd_misfires(int argc, char **argv)
 static void usage_audit(FILE *fp)
 {
 	fprintf(fp,
-		"usage: palisade audit [--since RFC3339] [--limit N] [--actor A] [--action X]\n"
-		"                      [--scope S] [--output table|json] [--pg CONNINFO]\n"
+		"usage: palisade audit [--since RFC3339] [--until RFC3339] [--limit N]\n"
+		"                      [--actor A] [--action X] [--scope S]\n"
+		"                      [--output table|json] [--pg CONNINFO]\n"
 		"                      [--config FILE] [--server URL [--token-file FILE]]\n"
 		"The audit log, newest first: every operator action and every automatic\n"
 		"decision worth explaining, with actor, scope, reason and details (and for\n"
 		"rows written through the HTTP API the token's role and the client address);\n"
-		"rows at or after --since (whole seconds), of --actor, --action and --scope\n"
-		"(exact), at most --limit (default %d).\n"
+		"rows at or after --since and before --until (whole seconds), of --actor,\n"
+		"--action and --scope (exact), at most --limit (default %d).\n"
 		"Exit: 0 listed, 64 usage, 69 database unreachable.\n"
 		"\n"
 		"usage: palisade audit verify [--output table|json] [--pg CONNINFO]\n"
@@ -412,7 +414,7 @@ static void table_audit(json_t *rows)
 }
 
 struct audit_args {
-	int64_t since;
+	int64_t since, until;
 	const char *actor, *action, *scope;
 	int limit;
 };
@@ -420,8 +422,8 @@ struct audit_args {
 static int read_audit(pal_store *st, const void *ctx, json_t **rows, char *err, size_t errlen)
 {
 	const struct audit_args *a = ctx;
-	return pal_store_audit_json(st, a->since, a->actor, a->action, a->scope, a->limit, rows,
-				    err, errlen);
+	return pal_store_audit_json(st, a->since, a->until, a->actor, a->action, a->scope,
+				    a->limit, rows, err, errlen);
 }
 
 int pal_cmd_audit(int argc, char **argv)
@@ -429,10 +431,11 @@ int pal_cmd_audit(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "verify"))
 		return audit_verify(argc - 1, argv + 1);
 	pal_cli_common c = { 0 };
-	struct audit_args a = { .since = PAL_OPS_NOW };
+	struct audit_args a = { .since = PAL_OPS_NOW, .until = PAL_OPS_NOW };
 	long long limit = DEFAULT_LIMIT;
 	static const struct option lo[] = { PAL_CLI_COMMON_LONGOPTS,
 					    { "since", required_argument, NULL, 's' },
+					    { "until", required_argument, NULL, 'u' },
 					    { "limit", required_argument, NULL, 'n' },
 					    { "actor", required_argument, NULL, 'A' },
 					    { "action", required_argument, NULL, 'C' },
@@ -444,6 +447,10 @@ int pal_cmd_audit(int argc, char **argv)
 		switch (opt) {
 		case 's':
 			if (!pal_cli_time("audit", "since", optarg, &a.since))
+				return PAL_EXIT_USAGE;
+			break;
+		case 'u':
+			if (!pal_cli_time("audit", "until", optarg, &a.until))
 				return PAL_EXIT_USAGE;
 			break;
 		case 'n':
@@ -472,6 +479,11 @@ int pal_cmd_audit(int argc, char **argv)
 		char since[32];
 		pal_fmt_rfc3339(a.since, since, sizeof since);
 		query_arg(remote, "since", since);
+	}
+	if (a.until != PAL_OPS_NOW) {
+		char until[32];
+		pal_fmt_rfc3339(a.until, until, sizeof until);
+		query_arg(remote, "until", until);
 	}
 	/* through the API: its pages, up to --limit rows (the first "&" of the
 	 * filters begins the query) */
@@ -589,4 +601,62 @@ int pal_cmd_calendars(int argc, char **argv)
 	if (pal_cli_server(&c))
 		return calendars_remote(&c, name);
 	return run("calendars", &c, read_calendars, name, table_calendars, NULL, 0);
+}
+
+/* ---- notify-rules ---- */
+
+static void usage_notify_rules(FILE *fp)
+{
+	fprintf(fp,
+		"usage: palisade notify-rules [--output table|json] [--pg CONNINFO]\n"
+		"                             [--config FILE] [--server URL [--token-file FILE]]\n"
+		"The stored notify rules (docs/jobs.md, \"Notify rules\"), groups' first, by\n"
+		"name and url: scope, name, events, the secret's ${NAME} reference (never its\n"
+		"value), who applied the rule last and when, url.  Through --server a token\n"
+		"limited to tenants sees its tenants' rules, and a group's only when the group\n"
+		"has jobs and every one of them is of its tenants.\n"
+		"Exit: 0 listed, 64 usage, 69 database unreachable.\n");
+}
+
+/* The strings of array A comma-separated into BUF ("-" for none; cut at
+ * LEN: a rule's events are a few short names). */
+static const char *joined(json_t *a, char *buf, size_t len)
+{
+	size_t n = 0;
+	snprintf(buf, len, "-");
+	for (size_t k = 0; k < json_array_size(a) && n < len; k++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", k ? "," : "",
+				      json_string_value(json_array_get(a, k)));
+	return buf;
+}
+
+static void table_notify_rules(json_t *rows)
+{
+	printf("%-7s %-24s %-28s %-24s %-20s %-20s  %s\n", "SCOPE", "NAME", "EVENTS", "SECRET",
+	       "UPDATED BY", "UPDATED AT", "URL");
+	char ev[160];
+	for (size_t i = 0; i < json_array_size(rows); i++) {
+		json_t *r = json_array_get(rows, i);
+		printf("%-7s %-24s %-28s %-24s %-20s %-20s  %s\n", s_(r, "scope"), s_(r, "name"),
+		       joined(json_object_get(r, "events"), ev, sizeof ev), s_(r, "secret"),
+		       s_(r, "updated_by"), s_(r, "updated_at"), s_(r, "url"));
+	}
+	if (!json_array_size(rows))
+		printf("(no notify rules)\n");
+}
+
+static int read_notify_rules(pal_store *st, const void *ctx, json_t **rows, char *err,
+			     size_t errlen)
+{
+	return pal_store_notify_rules_json(st, rows, err, errlen);
+}
+
+int pal_cmd_notify_rules(int argc, char **argv)
+{
+	pal_cli_common c = { 0 };
+	int ec = pal_cli_parse_common(argc, argv, &c, usage_notify_rules);
+	if (ec >= 0)
+		return ec;
+	return run("notify-rules", &c, read_notify_rules, NULL, table_notify_rules,
+		   "/api/v1/notify_rules", 0);
 }

@@ -1,5 +1,5 @@
 /*
- * cmd_triggers.c - `palisade triggers [--job JOB | --trace-id ID]`: planned
+ * cmd_triggers.c - `palisade triggers [--job JOB | --trace-id ID | --tenant T]`: planned
  * executions with their state, fence, lease and trace id, newest first
  * (src/store/listings.c); a trace id names its trigger (trace.h), so --trace-id
  * reads one trigger by its id, without an index of trace ids.
@@ -22,7 +22,7 @@ static void usage(FILE *fp)
 {
 	static const char lead[] = "STATE is one of";
 	fprintf(fp,
-		"usage: palisade triggers [--job JOB | --trace-id ID] [--state STATE]\n"
+		"usage: palisade triggers [--job JOB | --trace-id ID | --tenant T] [--state STATE]\n"
 		"                         [--since RFC3339] [--until RFC3339] [--limit N]\n"
 		"                         [--output table|json]\n"
 		"                         [--pg CONNINFO] [--config FILE]\n"
@@ -32,6 +32,7 @@ static void usage(FILE *fp)
 		"state, fence, lease owner and expiry, attempts, last error class, and (json)\n"
 		"the trace id its calls carry.  --trace-id: the trigger whose calls carried the\n"
 		"traceparent trace id ID (32 hex digits) in the cluster of --config.\n"
+		"--tenant: the triggers of tenant T's jobs only.\n"
 		"--since keeps instants at or after it, --until those before it.  Through\n"
 		"--server the triggers of all jobs need both, at most %d s apart.\n"
 		"%s",
@@ -97,7 +98,7 @@ static void query_arg(GString *q, const char *name, const char *value)
 int pal_cmd_triggers(int argc, char **argv)
 {
 	pal_cli_common c = {0};
-	const char *job = NULL, *state = NULL;
+	const char *job = NULL, *state = NULL, *tenant = NULL;
 	int64_t since = PAL_OPS_NOW, until = PAL_OPS_NOW;
 	int limit = 50;
 	const char *trace = NULL;
@@ -105,6 +106,7 @@ int pal_cmd_triggers(int argc, char **argv)
 	static const struct option lo[] = {PAL_CLI_COMMON_LONGOPTS,
 					   {"trace-id", required_argument, NULL, 'T'},
 					   {"job", required_argument, NULL, 'j'},
+					   {"tenant", required_argument, NULL, 't'},
 					   {"state", required_argument, NULL, 's'},
 					   {"since", required_argument, NULL, 'S'},
 					   {"until", required_argument, NULL, 'U'},
@@ -118,6 +120,11 @@ int pal_cmd_triggers(int argc, char **argv)
 			if (!pal_cli_name("triggers", "job", optarg))
 				return PAL_EXIT_USAGE;
 			job = optarg;
+			break;
+		case 't':
+			if (!pal_cli_name("triggers", "tenant", optarg))
+				return PAL_EXIT_USAGE;
+			tenant = optarg;
 			break;
 		case 's': {
 			pal_tstate st;
@@ -155,6 +162,11 @@ int pal_cmd_triggers(int argc, char **argv)
 	}
 	if (optind != argc) {
 		usage(stderr);
+		return PAL_EXIT_USAGE;
+	}
+	if (tenant && (job || trace)) {
+		pal_cli_err("triggers", "--tenant lists the triggers of a tenant's jobs; drop %s",
+			    job ? "--job" : "--trace-id");
 		return PAL_EXIT_USAGE;
 	}
 	uint64_t prefix = pal_trace_cluster(pal__cli_config_cluster(&c));
@@ -202,6 +214,7 @@ int pal_cmd_triggers(int argc, char **argv)
 		GString *q = g_string_new("/api/v1/triggers");
 		query_arg(q, "job", job);
 		query_arg(q, "trace_id", trace);
+		query_arg(q, "tenant", tenant);
 		query_arg(q, "state", state);
 		query_arg(q, "since", at);
 		query_arg(q, "until", to);
@@ -219,8 +232,8 @@ int pal_cmd_triggers(int argc, char **argv)
 		if (ec)
 			return ec;
 		char err[1024];
-		int rc = pal_ops_triggers_json(st, job, state, since, until, trigger_id, limit,
-					       &list, err, sizeof err);
+		int rc = pal_ops_triggers_json(st, job, tenant, state, since, until, trigger_id,
+					       limit, &list, err, sizeof err);
 		if ((ec = pal_cli_store_done(st, "triggers", rc, err)))
 			return ec;
 	}

@@ -43,6 +43,7 @@ static const struct command commands[] = {
     {"gates", pal_cmd_gates, "list the gates (pauses) and who set them"},
     {"misfires", pal_cmd_misfires, "list recorded non-runs (misfires) of jobs"},
     {"calendars", pal_cmd_calendars, "list shared calendars and the jobs that name them"},
+    {"notify-rules", pal_cmd_notify_rules, "list the notify rules of groups and tenants"},
     {"audit", pal_cmd_audit, "list the audit log"},
     {"release", pal_cmd_release, "release a quarantined job (audited)"},
     {"token", pal_cmd_token, "create, list and revoke tokens of the HTTP API"},
@@ -56,7 +57,7 @@ static void usage(FILE *fp)
 {
 	fprintf(fp, "usage: palisade COMMAND [ARGS...]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-		fprintf(fp, "  %-10s %s\n", commands[i].name, commands[i].summary);
+		fprintf(fp, "  %-12s %s\n", commands[i].name, commands[i].summary);
 	fprintf(fp,
 		"\nexit codes: 0 ok, 2 verify found a mismatch, 3 not found, 4 refused,\n"
 		"64 usage, 65 invalid input, 69 database or ZooKeeper unavailable, 70 internal,\n"

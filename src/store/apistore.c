@@ -389,6 +389,13 @@ int pal_apistore_gates_page(pal_store *st, const char *after, int limit, json_t 
 		   next);
 }
 
+int pal_apistore_notify_rules_page(pal_store *st, const char *tenants, const char *after,
+				   int limit, json_t **out, char **next, char *err, size_t errlen)
+{
+	return cut(pal__store_notify_rules_query(st, tenants, after, limit + 1, out, err, errlen),
+		   out, limit, next);
+}
+
 int pal_apistore_attempts_page(pal_store *st, int64_t trigger_id, const char *after, int limit,
 			       json_t **out, char **next, char *err, size_t errlen)
 {

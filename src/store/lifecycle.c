@@ -197,6 +197,43 @@ int pal_store_gates_json(pal_store *st, json_t **out, char *err, size_t errlen)
 	return pal__store_whole_list(pal__store_gates_query(st, NULL, 0, out, err, errlen), out);
 }
 
+/* A rule's cursor is "SCOPE:NAME:URL" (a name has no ':'), compared as the
+ * rows are ordered: by scope (group first), name, url. */
+int pal__store_notify_rules_query(pal_store *st, const char *tenants, const char *after,
+				  int limit, json_t **out, char *err, size_t errlen)
+{
+	char l[16];
+	snprintf(l, sizeof l, "%d", limit);
+	const char *p[] = {tenants, after, limit > 0 ? l : NULL};
+	/* a token limited to TENANTS: its tenants' rules, and a group's when
+	 * the group has jobs and every one of them (live or retired) is of
+	 * those tenants */
+	return pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(json_build_object('scope', scope, 'name', name, 'url', url,"
+	    " 'events', to_json(events), 'secret', secret, 'updated_by', updated_by,"
+	    " 'updated_at', " TS("updated_at") ", '_c', scope || ':' || name || ':' || url)"
+	    " ORDER BY scope, name COLLATE \"C\", url COLLATE \"C\"), '[]')"
+	    " FROM (SELECT * FROM notify_rules r"
+	    "  WHERE ($1::text[] IS NULL"
+	    "   OR (scope = 'tenant' AND name = ANY ($1::text[]))"
+	    "   OR (scope = 'group'"
+	    "    AND EXISTS (SELECT 1 FROM jobs WHERE resource_group = r.name)"
+	    "    AND NOT EXISTS (SELECT 1 FROM jobs WHERE resource_group = r.name"
+	    "     AND NOT coalesce(tenant = ANY ($1::text[]), false))))"
+	    "  AND ($2::text IS NULL OR (scope, name COLLATE \"C\", url COLLATE \"C\") >"
+	    "   (split_part($2, ':', 1), split_part($2, ':', 2),"
+	    "    substr($2, length(split_part($2, ':', 1)) + length(split_part($2, ':', 2)) + 3)))"
+	    "  ORDER BY scope, name COLLATE \"C\", url COLLATE \"C\" LIMIT $3::int) g",
+	    3, p, out, err, errlen);
+}
+
+int pal_store_notify_rules_json(pal_store *st, json_t **out, char *err, size_t errlen)
+{
+	return pal__store_whole_list(
+	    pal__store_notify_rules_query(st, NULL, NULL, 0, out, err, errlen), out);
+}
+
 static int job_exists(pal_store *st, const char *job_id, char *err, size_t errlen)
 {
 	const char *p[] = { job_id };
@@ -280,13 +317,16 @@ int pal__store_misfires_query(pal_store *st, const char *job_id, int64_t from, i
 	    6, p, out, err, errlen);
 }
 
-int pal_store_audit_json(pal_store *st, int64_t since, const char *actor, const char *action,
-			 const char *scope, int limit, json_t **out, char *err, size_t errlen)
+int pal_store_audit_json(pal_store *st, int64_t since, int64_t until, const char *actor,
+			 const char *action, const char *scope, int limit, json_t **out, char *err,
+			 size_t errlen)
 {
-	char s[24], l[16];
+	char s[24], u[24], l[16];
 	snprintf(s, sizeof s, "%" PRId64, since);
+	snprintf(u, sizeof u, "%" PRId64, until);
 	snprintf(l, sizeof l, "%d", limit);
-	const char *p[] = { since == PAL_OPS_NOW ? NULL : s, l, actor, action, scope };
+	const char *p[] = { since == PAL_OPS_NOW ? NULL : s, l, actor, action, scope,
+			    until == PAL_OPS_NOW ? NULL : u };
 	return pal__store_query_json(
 	    st,
 	    "SELECT coalesce(json_agg(json_build_object('id', id, 'at', " TS(
@@ -297,8 +337,9 @@ int pal_store_audit_json(pal_store *st, int64_t since, const char *actor, const 
 		      " FROM (SELECT * FROM audit_log WHERE ($1::bigint IS NULL OR at >= "
 		      "to_timestamp($1::bigint)) AND ($3::text IS NULL OR actor = $3)"
 		      "  AND ($4::text IS NULL OR action = $4) AND ($5::text IS NULL OR scope = $5)"
+		      "  AND ($6::bigint IS NULL OR at < to_timestamp($6::bigint))"
 		      "  ORDER BY id DESC LIMIT $2::int) a",
-	    5, p, out, err, errlen);
+	    6, p, out, err, errlen);
 }
 
 int pal_store_audit_verify_json(pal_store *st, json_t **out, char *err, size_t errlen)

@@ -8,9 +8,9 @@
 
 /* ---- trigger listing ----------------------------------------------------------- */
 
-int pal_ops_triggers_json(pal_store *st, const char *job_id, const char *state, int64_t since,
-			  int64_t until, int64_t trigger_id, int limit, json_t **out, char *err,
-			  size_t errlen)
+int pal_ops_triggers_json(pal_store *st, const char *job_id, const char *tenant, const char *state,
+			  int64_t since, int64_t until, int64_t trigger_id, int limit, json_t **out,
+			  char *err, size_t errlen)
 {
 	char s[24], l[16], t[24], u[24];
 	pal__ops_i64s(s, sizeof s, since);
@@ -18,7 +18,7 @@ int pal_ops_triggers_json(pal_store *st, const char *job_id, const char *state, 
 	snprintf(l, sizeof l, "%d", limit);
 	pal__ops_i64s(t, sizeof t, trigger_id);
 	const char *p[] = { job_id, state, since == PAL_OPS_NOW ? NULL : s, l,
-			    until == PAL_OPS_NOW ? NULL : u, trigger_id > 0 ? t : NULL };
+			    until == PAL_OPS_NOW ? NULL : u, trigger_id > 0 ? t : NULL, tenant };
 #define TRIGGERS_JSON                                                                              \
 	"SELECT coalesce(json_agg(json_build_object('id', id, 'job_id', job_id,"                  \
 	"  'version', version, 'scheduled_at', " TS("scheduled_at") ", 'partition', partition,"   \
@@ -37,8 +37,9 @@ int pal_ops_triggers_json(pal_store *st, const char *job_id, const char *state, 
 		"  AND ($3::bigint IS NULL OR scheduled_at >= to_timestamp($3::bigint))"
 		"  AND ($5::bigint IS NULL OR scheduled_at < to_timestamp($5::bigint))"
 		"  AND ($6::bigint IS NULL OR id = $6::bigint)"
+		"  AND ($7::text IS NULL OR job_id IN (SELECT job_id FROM jobs WHERE tenant = $7))"
 		"  ORDER BY scheduled_at DESC, partition DESC, id DESC LIMIT $4::int) t",
-	    job_id ? 5 : 6, p, out, err, errlen);
+	    job_id ? 5 : 7, p, out, err, errlen);
 #undef TRIGGERS_JSON
 	if (rc || !job_id || json_array_size(*out))
 		return rc;

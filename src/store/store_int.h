@@ -244,6 +244,10 @@ int pal__store_shadow_query(pal_store *st, const char *after, int limit, json_t 
 			    size_t errlen);
 int pal__store_gates_query(pal_store *st, const char *after, int limit, json_t **out, char *err,
 			   size_t errlen);
+/* The notify rules by scope (group first), name and url; TENANTS (a text[]
+ * literal, NULL: all) as pal_apistore_notify_rules_page's. */
+int pal__store_notify_rules_query(pal_store *st, const char *tenants, const char *after,
+				  int limit, json_t **out, char *err, size_t errlen);
 int pal__store_attempts_query(pal_store *st, int64_t trigger_id, const char *after, int limit,
 			      json_t **out, char *err, size_t errlen);
 /* JOB, TENANT: only the tickets of that job, of that tenant's jobs (NULL:

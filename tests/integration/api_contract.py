@@ -474,6 +474,39 @@ for p, ops in doc["paths"].items():
         print(f"    FAIL GET {p} answers a list without ?limit=")
 
 
+# Notify rules: listed a page at a time, each secret its ${NAME} reference;
+# a token limited to tenant t-other sees that tenant's rule and a group's
+# only while every job of the group is of t-other.
+RULES = ('notify_rules:\n'
+         '  - {group: c-rg, on: [failed], url: "http://127.0.0.1:9/g", secret: "${C_HOOK}"}\n'
+         '  - {group: c-nojobs, on: [failed], url: "http://127.0.0.1:9/n", secret: "${C_HOOK}"}\n'
+         '  - {tenant: default, on: [failed, manual], url: "http://127.0.0.1:9/d", secret: "${C_HOOK}"}\n'
+         '  - {tenant: t-other, on: [quarantined], url: "http://127.0.0.1:9/o", secret: "${C_OTHER}"}\n'
+         'jobs:\n'
+         '  - {id: c.rg, tenant: t-other, group: c-rg, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: {url: "http://127.0.0.1:9/x"}}\n')
+call("POST", "/api/v1/apply?reason=contract", RULES, ctype="application/yaml", want=200)
+st, nr = call("GET", "/api/v1/notify_rules", want=200)
+got = [(r["scope"], r["name"], r["url"][-2:], r["events"], r["secret"]) for r in (nr or {}).get("items", [])]
+if got != [("group", "c-nojobs", "/n", ["failed"], "${C_HOOK}"), ("group", "c-rg", "/g", ["failed"], "${C_HOOK}"),
+           ("tenant", "default", "/d", ["failed", "manual"], "${C_HOOK}"),
+           ("tenant", "t-other", "/o", ["quarantined"], "${C_OTHER}")]:
+    failures.append(f"GET /api/v1/notify_rules: {got}")
+    print(f"    FAIL GET /api/v1/notify_rules: {got}")
+if tv:
+    st, seen = call("GET", "/api/v1/notify_rules", token=tv["token"], want=200)
+    names = [(r["scope"], r["name"]) for r in (seen or {}).get("items", [])]
+    if names != [("group", "c-rg"), ("tenant", "t-other")]:
+        failures.append(f"a token of tenant t-other sees the notify rules {names}")
+        print(f"    FAIL a token of tenant t-other sees the notify rules {names}")
+    call("POST", "/api/v1/apply?reason=contract", 'jobs:\n  - {id: c.rg2, group: c-rg, schedule: {cron: "0 0 0 1 1 ? 2099"}, '
+         'target: {url: "http://127.0.0.1:9/x"}}\n', ctype="application/yaml", want=200)
+    st, seen = call("GET", "/api/v1/notify_rules", token=tv["token"], want=200)
+    names = [(r["scope"], r["name"]) for r in (seen or {}).get("items", [])]
+    if names != [("tenant", "t-other")]:
+        failures.append(f"with a job of tenant default in group c-rg, t-other's token sees {names}")
+        print(f"    FAIL with a job of tenant default in group c-rg, t-other's token sees {names}")
+
+
 def walk(path, at_least):
     sep = "&" if "?" in path else "?"
     st, whole = call("GET", f"{path}{sep}limit=1000", want=200)
@@ -493,7 +526,7 @@ def walk(path, at_least):
     # rows by their keys: a controller may update a job between two reads
     def keys(items):
         return [tuple(r.get(k) for k in ("id", "scope", "name", "job_id", "fence")) for r in items]
-    if not whole or keys(rows) != keys(whole["items"]) or len(rows) < at_least:
+    if not whole or "items" not in whole or keys(rows) != keys(whole["items"]) or len(rows) < at_least:
         failures.append(f"{path}: the pages of 1 ({len(rows)} rows) are not the list of "
                         f"{len((whole or {}).get('items', []))} rows (at least {at_least} expected)")
         print(f"    FAIL {path}: its pages are not its list")
@@ -503,7 +536,8 @@ def walk(path, at_least):
 for path, at_least in (("/api/v1/shadow", 2), ("/api/v1/tokens", 2), ("/api/v1/gates", 0),
                        ("/api/v1/tickets?all=true", 1), (f"/api/v1/triggers/{tid}/attempts", 0),
                        ("/api/v1/jobs", 1), ("/api/v1/audit?action=pause", 2),
-                       ("/api/v1/calendars", 2), ("/api/v1/misfires?job=c.one", 0)):
+                       ("/api/v1/calendars", 2), ("/api/v1/misfires?job=c.one", 0),
+                       ("/api/v1/notify_rules", 4)):
     walk(path, at_least)
 for bad in ("/api/v1/tickets?cursor=x1", "/api/v1/tokens?cursor=9_9_zz",
             f"/api/v1/triggers/{tid}/attempts?cursor=1", "/api/v1/audit?cursor=-1",

@@ -74,6 +74,16 @@ for out in json table; do
 done
 expect_eq "... both jobs' 01:00 and 02:00, newest first" "cli.x 02 cli.a 02 cli.x 01 cli.a 01" \
 	"$(jq -r '[.[] | .job_id + " " + .scheduled_at[11:13]] | join(" ")' <<<"$(remote triggers "${RANGE[@]}" --output json)")"
+# triggers --tenant: only that tenant's jobs, through the API as on the database
+for out in json table; do
+	expect_exit "triggers --tenant t2 through the API ($out)" 0 remote triggers "${RANGE[@]}" --tenant t2 --output "$out"
+	via_api=$OUT
+	expect_exit "... on the database ($out)" 0 "$PAL" triggers --config "$CLUSTER_CONF" "${RANGE[@]}" --tenant t2 --output "$out"
+	expect_eq "... the same output ($out)" "$OUT" "$via_api"
+done
+expect_eq "... cli.x's 02:00 and 01:00 only" "cli.x 02 cli.x 01" \
+	"$(jq -r '[.[] | .job_id + " " + .scheduled_at[11:13]] | join(" ")' <<<"$(remote triggers "${RANGE[@]}" --tenant t2 --output json)")"
+expect_exit "triggers --tenant with --job: usage (exit 64)" 64 "$PAL" triggers --job cli.a --tenant t2
 expect_exit "... --state pending --limit 3 through the API" 0 remote triggers "${RANGE[@]}" --state pending --limit 3 --output json
 via_api=$OUT
 expect_exit "... on the database" 0 "$PAL" triggers --config "$CLUSTER_CONF" "${RANGE[@]}" --state pending --limit 3 --output json
@@ -119,6 +129,14 @@ via_api=$(python3 -c "$ids" <<<"$OUT")
 expect_exit "audit --since on the database" 0 "$PAL" audit --since "$since" --limit 1000 --output json
 expect_eq "the same rows, newest first, fewer than the whole log ($(sql "select count(*) from audit_log") rows)" \
 	"$(python3 -c "$ids" <<<"$OUT") yes" "$via_api $([ "$(wc -w <<<"$via_api")" -lt "$(sql "select count(*) from audit_log")" ] && echo yes)"
+# audit --until through the API: the rows of the direct path (all but the
+# newest second's)
+expect_exit "audit --until through the API" 0 remote audit --until "$since" --limit 1000 --output json
+via_api=$(python3 -c "$ids" <<<"$OUT")
+expect_exit "audit --until on the database" 0 "$PAL" audit --until "$since" --limit 1000 --output json
+expect_eq "the same rows, some but not all of the log" \
+	"$(python3 -c "$ids" <<<"$OUT") yes" "$via_api $(n=$(wc -w <<<"$via_api"); [ "$n" -gt 0 ] && [ "$n" -lt "$(sql "select count(*) from audit_log")" ] && echo yes)"
+expect_eq "... none at or after --until" 0 "$(sql "select count(*) from audit_log where id in ($(tr ' ' ',' <<<"${via_api:-0}")) and at >= '$since'")"
 expect_eq "the API refuses a since that is no instant: 400" 400 \
 	"$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $OP" "http://${NODE_ADMIN[s1]}/api/v1/audit?since=yesterday")"
 expect_exit "verify through the API" 0 remote verify --from 2026-01-01T00:00:00Z --to 2026-01-01T01:00:00Z --job cli.a
@@ -295,6 +313,25 @@ expect_eq "... every calendar with every job, as on the database ($(jq '.[0].job
 expect_exit "calendars office through the API, as a table" 0 remote calendars office
 expect_eq "... the database's table" "$("$PAL" calendars office)" "$OUT"
 expect_exit "calendars of an unknown name through the API: exit 3" 3 remote calendars nope
+# notify-rules through the API: the database path's rows and table, each
+# secret its ${NAME} reference, never its value
+export CLI_HOOK=whsec_cliparityvalue
+cat >"$PALISADE_TEST_TMP/api-rules.yaml" <<'YAML'
+notify_rules:
+  - {group: g1, on: [failed], url: "http://127.0.0.1:9/g1", secret: "${CLI_HOOK}"}
+  - {tenant: t2, on: [failed, manual], url: "http://127.0.0.1:9/t2", secret: "${CLI_HOOK}"}
+YAML
+expect_exit "apply two notify rules (database)" 0 "$PAL" apply "$PALISADE_TEST_TMP/api-rules.yaml"
+for out in json table; do
+	expect_exit "notify-rules through the API ($out)" 0 remote notify-rules --output "$out"
+	via_api=$OUT
+	expect_exit "... on the database ($out)" 0 "$PAL" notify-rules --output "$out"
+	expect_eq "... the same output ($out)" "$OUT" "$via_api"
+done
+expect_eq "... both rules, the group's first, with the secret's reference" \
+	'group g1 failed ${CLI_HOOK}|tenant t2 failed,manual ${CLI_HOOK}' \
+	"$(jq -r '[.[] | "\(.scope) \(.name) \(.events | join(",")) \(.secret)"] | join("|")' <<<"$(remote notify-rules --output json)")"
+expect_eq "... never the secret's value" 0 "$( (remote notify-rules; "$PAL" notify-rules --output json) | grep -c cliparityvalue)"
 expect_exit "a database-only command with --server: usage (exit 64)" 64 \
 	env -u PALISADE_PG "$PAL" verify --server "http://${NODE_ADMIN[s1]}"
 expect_exit "no token: exit 64" 64 env -u PALISADE_PG -u PALISADE_TOKEN "$PAL" pause --all --reason x --server "http://${NODE_ADMIN[s1]}"
