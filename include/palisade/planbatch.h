@@ -65,7 +65,6 @@ typedef struct pal_plan_jobref {
 	int priority;
 	const char *tenant, *group; /* point into the planner, like job_id */
 	int32_t job_ref;	    /* jobs.ref; 0: none yet */
-	int known;		    /* the newest version of the job the planner loaded */
 } pal_plan_jobref;
 
 typedef struct pal_plan_trigger {

@@ -431,12 +431,6 @@ PAL_MUST_CHECK int pal_store_tick_commit(pal_store *st, int shard, int64_t epoch
 					 size_t errlen);
 void pal_store_tick_abort(pal_store *st);
 
-/* The jobs of the batch that pal_store_tick_commit() refused with
- * PAL_ESTALE because a version newer than the planner's (pal_plan_jobref
- * .known) was stored: reload them and plan again.  *n = 0 otherwise.  Valid
- * until the next tick commit. */
-const char *const *pal_store_tick_superseded(const pal_store *st, size_t *n);
-
 /* The last failure was a statement the server refused (a constraint, bad
  * data, a bug in it) on a connection that is still up: retrying the same
  * rows cannot succeed, but other rows can. */

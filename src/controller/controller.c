@@ -820,35 +820,6 @@ static void tick_shard(pal_controller *c, int s)
 		free(bad);
 		return;
 	}
-	size_t n_sup = 0;
-	const char *const *sup = rc == PAL_ESTALE ? pal_store_tick_superseded(c->st, &n_sup) : NULL;
-	if (n_sup) {
-		/* An apply stored a version the plan did not know (committed
-		 * before this controller heard of it): nothing of the tick was
-		 * written; load those jobs and plan them again next pass. */
-		pal_log(PAL_LOG_INFO, "controller.tick_superseded", "{s:i, s:I, s:s}", "shard", s,
-			"jobs", (json_int_t)n_sup, "error", err);
-		minc(c, "palisade_controller_ticks_superseded_total", NULL, 1);
-		GPtrArray *ids = g_ptr_array_new_with_free_func(g_free);
-		for (size_t i = 0; i < n_sup; i++)
-			g_ptr_array_add(ids, g_strdup(sup[i]));
-		load_stats ls = { 0 };
-		for (guint i = 0; c->st && l->planner && i < ids->len; i++)
-			load_jobs(c, &s, 1, ids->pdata[i], &ls);
-		if (c->st && l->planner)
-			check_key_horizons(c, s, (const char *const *)ids->pdata, ids->len,
-					   "job changed");
-		g_ptr_array_free(ids, TRUE);
-		free(bad);
-		return;
-	}
-	if (rc && pal_store_lock_timeout(c->st)) {
-		/* A job row of the batch is held by an apply in progress (the
-		 * version check and the foreign key of triggers wait for it). */
-		pal_log(PAL_LOG_WARN, "controller.tick_waiting", "{s:i, s:s}", "shard", s, "error", err);
-		free(bad);
-		return;
-	}
 	if (rc == PAL_ESTALE) {
 		if (strstr(err, "activated by someone else")) {
 			drop_shard(c, s, err); /* re-acquired and reloaded on the next pass */

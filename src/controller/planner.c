@@ -291,8 +291,7 @@ static int add_trigger(pal_plan_batch *b, pjob *j, const pversion *v, int64_t at
 							  .priority = v->priority,
 							  .tenant = v->tenant,
 							  .group = v->group,
-							  .job_ref = v->job_ref,
-							  .known = j->v[j->nv - 1].version };
+							  .job_ref = v->job_ref };
 	}
 	/* the instant the old system fires, for a shadow scope's boundaries */
 	int64_t nominal =

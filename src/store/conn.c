@@ -184,8 +184,6 @@ void pal_store_close(pal_store *st)
 	if (!st)
 		return;
 	PQfinish(st->conn);
-	if (st->superseded)
-		g_ptr_array_free(st->superseded, TRUE);
 	free(st);
 }
 

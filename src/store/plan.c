@@ -755,79 +755,12 @@ static int write_failed(pal_store *st, int shard, int64_t epoch, const pal_plan_
 	return rc;
 }
 
-/* Whether the planner of batch B knew every version stored of the jobs
- * it plans rows of.  An apply (or a retirement, a calendar change) holds
- * its jobs' rows FOR UPDATE from before it stores their versions and
- * sweeps their rows until its commit; a tick that plans from a job's
- * older versions after that commit (a plan made before the controller
- * heard of it) would land rows the apply could not see: those of an old
- * version after a new one that takes over at its apply (docs/jobs.md,
- * "Where a new version takes over").  So the rows are locked here (KEY
- * SHARE, as the foreign key of triggers does; in job-id order, as the
- * apply does) and read as they are once any apply holding them
- * committed: either the apply comes after this commit and its sweep sees
- * these rows, or it came before and its version is known here.  A job
- * with a version newer than the planner's .known refuses the tick with
- * PAL_ESTALE and lists the job (pal_store_tick_superseded). */
-static int check_versions(pal_store *st, const pal_plan_batch *b, char *err, size_t errlen)
-{
-	if (st->superseded)
-		g_ptr_array_set_size(st->superseded, 0);
-	if (!b->n_refs)
-		return PAL_OK;
-	pal_pgarr a[2];
-	char *v[2];
-	arrs_init(a, 2);
-	for (size_t i = 0; i < b->n_refs; i++) {
-		pal__pgarr_text(&a[0], b->refs[i].job_id);
-		pal__pgarr_i64(&a[1], b->refs[i].known);
-	}
-	arrs_end(a, v, 2);
-	const char *p[] = { v[0], v[1] };
-	PGresult *r = pal__store_query(
-		st,
-		"SELECT j.job_id, j.latest_version > u.k"
-		" FROM unnest($1::text[], $2::int[]) AS u(id, k) JOIN jobs j ON j.job_id = u.id"
-		" ORDER BY j.job_id COLLATE \"C\" FOR KEY SHARE OF j",
-		2, p, err, errlen);
-	arrs_free(v, 2);
-	if (!r)
-		return PAL_EDB;
-	for (int i = 0; i < PQntuples(r); i++) {
-		if (strcmp(PQgetvalue(r, i, 1), "t"))
-			continue;
-		if (!st->superseded)
-			st->superseded = g_ptr_array_new_with_free_func(g_free);
-		const char *id = PQgetvalue(r, i, 0);
-		if (!st->superseded->len ||
-		    strcmp(g_ptr_array_index(st->superseded, st->superseded->len - 1), id))
-			g_ptr_array_add(st->superseded, g_strdup(id));
-	}
-	PQclear(r);
-	if (st->superseded && st->superseded->len) {
-		snprintf(err, errlen,
-			 "%u job(s) (first: %s) have a version stored after the plan was made;"
-			 " reloading them",
-			 st->superseded->len, (const char *)g_ptr_array_index(st->superseded, 0));
-		return PAL_ESTALE;
-	}
-	return PAL_OK;
-}
-
-const char *const *pal_store_tick_superseded(const pal_store *st, size_t *n)
-{
-	*n = st->superseded ? st->superseded->len : 0;
-	return *n ? (const char *const *)st->superseded->pdata : NULL;
-}
-
 /* The rows of batch B (no watermark, no commit). */
 static int write_batch(pal_store *st, int shard, int64_t epoch, const char *node,
 		       const pal_plan_batch *b, int64_t *inserted, char *err, size_t errlen)
 {
 	*inserted = 0;
-	int rc = check_versions(st, b, err, errlen);
-	if (!rc)
-		rc = write_activations(st, epoch, node, b, err, errlen);
+	int rc = write_activations(st, epoch, node, b, err, errlen);
 	if (!rc)
 		rc = write_triggers(st, shard, epoch, b, inserted, err, errlen);
 	if (!rc)

@@ -15,7 +15,6 @@ struct pal_store {
 	bool busy;	   /* an asynchronous statement is in flight */
 	unsigned prepared; /* PAL__PREP_* bits: statements prepared on this connection */
 	bool pooled;	   /* through a transaction pooler: no session state (pal_store_open) */
-	GPtrArray *superseded; /* jobs the last tick commit found newer versions of */
 };
 
 /* The network side of a connection: libpq's connect_timeout (s),
