@@ -30,7 +30,9 @@
 --     'cancelled' when B is deleted (an instant before the deletion
 --     decided after it: the deletion cancels B's triggers not claimed),
 --     'pending', or 'shadow' when palisade_trigger_live says so for B
---     (as the planner decides it) or when an upstream's trigger at t is
+--     (as the planner decides it, on the nominal instant B's trigger
+--     carries: its first upstream's nominal_at at t, NULL when neither
+--     spread nor jitter moved t) or when an upstream's trigger at t is
 --     shadow instead (the old system ran that instant, and runs B's:
 --     B follows its upstream into shadow once t is 5 s past);
 --   * an upstream failed, was cancelled or skipped (when `on` is
@@ -238,7 +240,11 @@ BEGIN
 					   AND t.scheduled_at <= clock_timestamp()) AS failed_id,
 				       min(t.id) FILTER (WHERE t.state NOT IN ('succeeded', 'failed',
 					   'cancelled', 'skipped')) AS waiting_id,
-				       count(t.id) FILTER (WHERE t.state = 'shadow') AS shadowed
+				       count(t.id) FILTER (WHERE t.state = 'shadow') AS shadowed,
+				       -- its nominal instant (045: NULL unless its spread or
+				       -- jitter moved t; a 0.3.0 node's rows: NULL), read
+				       -- from the rows the join reads anyway
+				       max(t.nominal_at) AS nom
 				  FROM cand c CROSS JOIN deps d
 				  LEFT JOIN triggers t ON t.job_id = d.up AND t.request_id IS NULL
 				       AND t.scheduled_at = c.at
@@ -276,6 +282,9 @@ BEGIN
 						(array_agg(j.up ORDER BY j.ord) FILTER (WHERE j.st = 'late'))[1])
 					   AS up_job,
 				       bool_or(j.st = 'shadow') AS follows,
+				       -- the first upstream's nominal instant: the old system
+				       -- runs B's instant after that one
+				       max(j.nom) FILTER (WHERE j.ord = 1) AS nom,
 				       coalesce((array_agg(j.failed_id ORDER BY j.ord)
 						     FILTER (WHERE j.st = 'failed'))[1],
 						(array_agg(j.waiting_id ORDER BY j.ord)
@@ -303,16 +312,21 @@ BEGIN
 				-- cancelled through the door below, in this transaction,
 				-- as the deletion cancels B's triggers not claimed yet;
 				-- shadow as the planner decides it for B's own scopes,
-				-- and after an upstream instant that the old system ran
+				-- and after an upstream instant that the old system ran;
+				-- with the first upstream's nominal instant, on which
+				-- its liveness is judged (NULL: t itself)
 				INSERT INTO triggers (job_id, version, scheduled_at, partition, source, priority,
-						      due_at, shard, epoch, tenant, resource_group, job_ref, state)
+						      due_at, shard, epoch, tenant, resource_group, job_ref, state,
+						      nominal_at)
 				SELECT b.job_id, v.version, d.at, d.p, 'schedule', v.priority, d.at, p_shard,
 				       p_epoch, b.tenant, b.resource_group, b.ref,
 				       CASE WHEN b.retired_at IS NOT NULL THEN 'pending'
 					    WHEN d.follows THEN 'shadow'
 					    WHEN NOT any_shadow THEN 'pending'
-					    WHEN palisade_trigger_live(b.job_id, b.tenant, b.resource_group, d.at)
-					    THEN 'pending' ELSE 'shadow' END
+					    WHEN palisade_trigger_live(b.job_id, b.tenant, b.resource_group,
+								       coalesce(d.nom, d.at))
+					    THEN 'pending' ELSE 'shadow' END,
+				       d.nom
 				  FROM taken d
 				 WHERE d.verdict = 'ready' AND NOT d.done
 				ON CONFLICT (job_id, scheduled_at, partition) WHERE request_id IS NULL DO NOTHING
