@@ -53,6 +53,25 @@ PAL_MUST_CHECK int pal_store_retire_sweep(pal_store *st, const char *const *ids,
 					  const char *actor, const char *reason,
 					  int64_t *cancelled, char *err, size_t errlen);
 
+/* After pal_store_apply_commit on ST, as `delete` does after its commit:
+ * the jobs whose new version took over at the apply (its `end` reached, a
+ * one-shot, or a one-shot before it: docs/jobs.md), whose old rows the
+ * apply's transaction cancelled, are waited for up to WAIT_MS, polled
+ * every 200 ms, until the controllers that plan their shards (shard row
+ * touched in the last 10 s) have activated their latest version; then
+ * the rows a controller planned from the old version meanwhile are
+ * cancelled with the apply's criteria and audited as its own sweep
+ * (*cancelled counts them).  *pending is how many had not been taken in
+ * when the wait ran out.  Nothing to do (0, 0) after an apply that cut
+ * nothing, or when called twice. */
+PAL_MUST_CHECK int pal_store_apply_settle(pal_store *st, const char *actor, const char *reason,
+					  int64_t wait_ms, int64_t *cancelled, int64_t *pending,
+					  char *err, size_t errlen);
+
+/* Whether the last apply committed on ST left jobs for
+ * pal_store_apply_settle. */
+bool pal_store_apply_took_over(const pal_store *st);
+
 /* How many of the retired jobs among IDS have a latest (retiring) version
  * not activated yet on a shard that a controller plans now (its shard row
  * touched in the last 10 s): those a controller may still plan from the

@@ -23,6 +23,10 @@
 #define DIFF_COUNT 5	     /* instants per job of a dry run (plan diff's default) */
 #define DIFF_COUNT_MAX 10000 /* plan diff's --count bound */
 
+/* How long POST /api/v1/apply waits for the controllers to take in a
+ * version that took over at the apply (pal_store_apply_settle). */
+#define API_SETTLE_MS 5000
+
 /* ?next=N (1..PAL_JOB_NEXT_MAX, `jobs --next N`): into *N, 0 without it;
  * false with a 400 answered. */
 static bool next_count(call *c, int *n)
@@ -445,6 +449,14 @@ static void apply_set(call *c, const pal_jobset *set, const char *why, bool prun
 	json_decref(shadow);
 	if (!rc)
 		rc = pal_store_apply_commit(ap, err, sizeof err);
+	/* what a controller planned from the old version of a job whose new
+	 * version took over at the apply: waited for (at most API_SETTLE_MS:
+	 * this connection serves every request) and swept, as the CLI does */
+	int64_t tk_pending = 0, tk_late = 0;
+	bool tk = !rc && pal_store_apply_took_over(c->api->st);
+	if (tk)
+		rc = pal_store_apply_settle(c->api->st, c->who.name, why, API_SETTLE_MS, &tk_late,
+					    &tk_pending, err, sizeof err);
 	int64_t pending = 0, late = 0;
 	if (!rc && gone && gone->len &&
 	    !(rc = pal_store_retire_pending(c->api->st, (const char *const *)gone->pdata, gone->len,
@@ -480,6 +492,11 @@ static void apply_set(call *c, const pal_jobset *set, const char *why, bool prun
 			json_object_set_new(c->out, "notify_rules", rules);
 		else
 			json_decref(rules);
+		if (tk)
+			json_object_set_new(c->out, "takeover",
+					    json_pack("{s:I, s:I}", "late_cancelled",
+						      (json_int_t)tk_late, "settling",
+						      (json_int_t)tk_pending));
 		if (gone) {
 			json_t *ret = json_array();
 			for (guint i = 0; i < gone->len; i++)

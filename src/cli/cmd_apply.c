@@ -63,6 +63,10 @@ static void usage(FILE *fp)
 		"PALISADE_*, libpq's PG variables and proxy variables only).\n"
 		"A job created or updated with after:, notify: or target.keep_* is refused while\n"
 		"a live node runs a binary older than those keys (docs/upgrades.md).\n"
+		"A version that stops or moves its job's instants at the apply (an end\n"
+		"reached, a one-shot) cancels the old version's waiting rows; after the\n"
+		"commit apply waits up to 10 s for the controllers to take it in and cancels\n"
+		"what they planned from the old version meanwhile (docs/jobs.md).\n"
 		"Exit: 0 applied, 4 refused (older nodes live), 65 invalid files (nothing\n"
 		"stored), 69 database or ZooKeeper unreachable.\n");
 }
@@ -425,6 +429,33 @@ static int apply_remote(const pal_cli_common *c, int n, char **files, const char
 	return ec;
 }
 
+/* After the commit: what a controller planned from the old version of a
+ * job whose new version took over at the apply, while the apply ran
+ * (pal_store_apply_settle), as `delete` sweeps after its own.  A note on
+ * stderr for what it cancelled and for jobs not taken in within 10 s. */
+static int takeover_settle(pal_store *st, const char *reason)
+{
+	char err[1024];
+	int64_t late = 0, pending = 0;
+	if (pal_store_apply_settle(st, pal_cli_actor(), reason, 10000, &late, &pending, err,
+				   sizeof err)) {
+		pal_cli_err("apply", "%s (the versions are applied)", err);
+		return PAL_EXIT_UNAVAIL;
+	}
+	if (late)
+		fprintf(stderr,
+			"palisade apply: note: %lld trigger%s planned from a replaced version "
+			"during the apply cancelled\n",
+			(long long)late, late == 1 ? "" : "s");
+	if (pending)
+		fprintf(stderr,
+			"palisade apply: note: %lld job%s whose new version stops or moves its "
+			"instants not taken in by its controller within 10 s; rows its old version "
+			"planned after the apply may still run: `palisade verify` counts them\n",
+			(long long)pending, pending == 1 ? "" : "s");
+	return PAL_EXIT_OK;
+}
+
 int pal_cmd_apply(int argc, char **argv)
 {
 	pal_cli_common c = {0};
@@ -577,6 +608,8 @@ int pal_cmd_apply(int argc, char **argv)
 						 gone->len, reason, 10000, &late)))
 			r.db_ec = ec;
 	}
+	if (!r.db_ec && !dry)
+		r.db_ec = takeover_settle(r.st, reason);
 	pal_store_close(r.st);
 	if (r.db_ec) {
 		fclose(r.out);

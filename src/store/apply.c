@@ -47,6 +47,7 @@
 #include "palisade/url.h"
 #include "palisade/lifecycle.h"
 #include "palisade/schedule.h"
+#include "palisade/clock.h"
 #include "pgcopy.h"
 
 /* Jobs per set of statements: large enough that the round trips vanish
@@ -83,7 +84,22 @@ struct pal_apply {
 	bool rules_loaded;
 	GHashTable *rule_scopes;
 	int64_t now; /* the apply's time (apply_time), PAL_NO_TIME until read */
+	/* the jobs its takeover sweeps cut (takeover_sweep), handed to the
+	 * store at the commit for pal_store_apply_settle */
+	struct pal__takeover *tk;
 };
+
+void pal__takeover_free(struct pal__takeover *t)
+{
+	if (!t)
+		return;
+	if (t->n) {
+		g_free(pal__pgarr_end(&t->ids));
+		g_free(pal__pgarr_end(&t->cuts));
+		g_free(pal__pgarr_end(&t->versions));
+	}
+	free(t);
+}
 
 static void calendar_free(gpointer c)
 {
@@ -101,6 +117,7 @@ static void apply_free(pal_apply *a)
 	if (a->rule_scopes)
 		g_hash_table_destroy(a->rule_scopes);
 	rules_free(a->rules, a->n_rules);
+	pal__takeover_free(a->tk);
 	free(a->actor);
 	free(a->reason);
 	free(a);
@@ -203,6 +220,12 @@ int pal_store_apply_commit(pal_apply *a, char *err, size_t errlen)
 		rc = PAL_EDB;
 	if (rc)
 		pal__store_rollback(a->st);
+	pal__takeover_free(a->st->takeover);
+	a->st->takeover = NULL;
+	if (!rc && a->tk && a->tk->n) {
+		a->st->takeover = a->tk;
+		a->tk = NULL;
+	}
 	apply_free(a);
 	return rc;
 }
@@ -703,16 +726,21 @@ static int reapply_retired(pal_apply *a, struct item *it, size_t n, char *err, s
  * after a calendars prefix if any). */
 #define ONE_SHOT_TEXT "@palisade;at="
 #define NO_TIME_SQL "(-9223372036854775807 - 1)"
-#define TAKEOVER_ROWS_SQL                                                                          \
-	"SELECT t.job_id, t.id, floor(extract(epoch FROM t.scheduled_at))::bigint"                 \
+/* The jobs 4e looks at, each with its cut ($3: the apply's next second
+ * where only an old one-shot makes the new version take over). */
+#define TAKEOVER_JOBS_SQL                                                                          \
+	"SELECT c.id, coalesce(c.cut, $3::bigint)"                                                 \
 	" FROM (SELECT u.id, nullif(u.cut, " NO_TIME_SQL ") AS cut"                                \
 	"  FROM unnest($1::text[], $2::bigint[]) AS u(id, cut)) c"                                 \
 	" JOIN jobs j ON j.job_id = c.id"                                                          \
 	" JOIN job_versions v ON v.job_id = c.id AND v.version = j.latest_version"                 \
+	" WHERE c.cut IS NOT NULL OR strpos(v.cron, '" ONE_SHOT_TEXT "') > 0"
+/* Their rows at or after the cut ($1 ids, $2 cuts). */
+#define TAKEOVER_ROWS_SQL                                                                          \
+	"SELECT t.job_id, t.id, floor(extract(epoch FROM t.scheduled_at))::bigint"                 \
+	" FROM unnest($1::text[], $2::bigint[]) AS c(id, cut)"                                     \
 	" JOIN triggers t ON t.job_id = c.id AND t.state IN ('pending', 'paused')"                 \
-	"  AND t.source IN ('schedule', 'catchup')"                                                \
-	"  AND t.scheduled_at >= to_timestamp(coalesce(c.cut, $3::bigint))"                        \
-	" WHERE c.cut IS NOT NULL OR strpos(v.cron, '" ONE_SHOT_TEXT "') > 0"                      \
+	"  AND t.source IN ('schedule', 'catchup') AND t.scheduled_at >= to_timestamp(c.cut)"      \
 	" ORDER BY t.job_id COLLATE \"C\", t.scheduled_at"
 #define TAKEOVER_CANCEL_SQL                                                                        \
 	"WITH m AS (SELECT m.job_id, m.id FROM " PAL__TRIGGER_MOVE(                                \
@@ -771,6 +799,47 @@ static bool fires_at(const pal_job_spec *s, int64_t now, int64_t at)
 	return hit;
 }
 
+/* 4e's rows of the jobs IDS (cuts CUTS, literals) but those at an instant
+ * their version (SPEC: id -> pal_job_spec) taking over at NOW fires itself,
+ * cancelled and audited (4f); their count added to *CANCELLED. */
+static int takeover_cancel(pal_store *st, const char *ids, const char *cuts, GHashTable *spec,
+			   int64_t now, const char *actor, const char *reason, int64_t *cancelled,
+			   char *err, size_t errlen)
+{
+	const char *p[] = {ids, cuts};
+	PGresult *r = pal__store_query(st, TAKEOVER_ROWS_SQL, 2, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	pal_pgarr tid, tat;
+	pal__pgarr_init(&tid);
+	pal__pgarr_init(&tat);
+	size_t k = 0;
+	for (int row = 0; row < PQntuples(r); row++) {
+		const pal_job_spec *s = g_hash_table_lookup(spec, PQgetvalue(r, row, 0));
+		int64_t at = strtoll(PQgetvalue(r, row, 2), NULL, 10);
+		if (!s || fires_at(s, now, at))
+			continue;
+		pal__pgarr_i64(&tid, strtoll(PQgetvalue(r, row, 1), NULL, 10));
+		pal__pgarr_i64(&tat, at);
+		k++;
+	}
+	PQclear(r);
+	char *p1 = pal__pgarr_end(&tid), *p2 = pal__pgarr_end(&tat);
+	const char *q[] = {p1, p2, actor, reason};
+	int rc = PAL_OK;
+	if (k) {
+		r = pal__store_query(st, TAKEOVER_CANCEL_SQL, 4, q, err, errlen);
+		if (!r)
+			rc = PAL_EDB;
+		PQclear(r);
+	}
+	if (!rc)
+		*cancelled += (int64_t)k;
+	g_free(p1);
+	g_free(p2);
+	return rc;
+}
+
 static int takeover_sweep(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
 {
 	if (a->retiring)
@@ -779,6 +848,7 @@ static int takeover_sweep(pal_apply *a, struct item *it, size_t n, char *err, si
 	size_t m = 0;
 	int rc = PAL_OK;
 	GHashTable *spec = g_hash_table_new(g_str_hash, g_str_equal);
+	GHashTable *ver = g_hash_table_new(g_str_hash, g_str_equal);
 	pal__pgarr_init(&ids);
 	pal__pgarr_init(&cuts);
 	for (size_t i = 0; !rc && i < n; i++) {
@@ -790,41 +860,56 @@ static int takeover_sweep(pal_apply *a, struct item *it, size_t n, char *err, si
 		pal__pgarr_text(&ids, it[i].s->id);
 		pal__pgarr_i64(&cuts, cut); /* PAL_NO_TIME: NULL (nullif below) */
 		g_hash_table_insert(spec, (gpointer)it[i].s->id, (gpointer)it[i].s);
+		g_hash_table_insert(ver, (gpointer)it[i].s->id,
+				    GINT_TO_POINTER(it[i].res->version));
 		m++;
 	}
 	char *p1 = pal__pgarr_end(&ids), *p2 = pal__pgarr_end(&cuts), nx[24];
 	snprintf(nx, sizeof nx, "%" PRId64, a->now + 1);
 	const char *p[] = {p1, p2, nx};
 	PGresult *r = NULL;
-	if (!rc && m && !(r = pal__store_query(a->st, TAKEOVER_ROWS_SQL, 3, p, err, errlen)))
+	if (!rc && m && !(r = pal__store_query(a->st, TAKEOVER_JOBS_SQL, 3, p, err, errlen)))
 		rc = PAL_EDB;
 	g_free(p1);
 	g_free(p2);
+	/* the jobs and their cuts, for this sweep and, kept in the apply, for
+	 * the one after its commit (pal_store_apply_settle) */
 	pal__pgarr_init(&ids);
 	pal__pgarr_init(&cuts);
-	size_t k = 0;
 	for (int row = 0; r && row < PQntuples(r); row++) {
-		const pal_job_spec *s = g_hash_table_lookup(spec, PQgetvalue(r, row, 0));
-		int64_t at = strtoll(PQgetvalue(r, row, 2), NULL, 10);
-		if (!s || fires_at(s, a->now, at))
-			continue;
-		pal__pgarr_i64(&ids, strtoll(PQgetvalue(r, row, 1), NULL, 10));
-		pal__pgarr_i64(&cuts, at);
-		k++;
+		const char *id = PQgetvalue(r, row, 0), *cut = PQgetvalue(r, row, 1);
+		pal__pgarr_text(&ids, id);
+		pal__pgarr_i64(&cuts, strtoll(cut, NULL, 10));
+		if (!a->tk)
+			a->tk = calloc(1, sizeof *a->tk);
+		if (!a->tk) {
+			snprintf(err, errlen, "out of memory");
+			rc = PAL_ENOMEM;
+			break;
+		}
+		if (!a->tk->n) {
+			pal__pgarr_init(&a->tk->ids);
+			pal__pgarr_init(&a->tk->cuts);
+			pal__pgarr_init(&a->tk->versions);
+		}
+		pal__pgarr_text(&a->tk->ids, id);
+		pal__pgarr_i64(&a->tk->cuts, strtoll(cut, NULL, 10));
+		pal__pgarr_i64(&a->tk->versions, GPOINTER_TO_INT(g_hash_table_lookup(ver, id)));
+		a->tk->n++;
+		a->tk->now = a->now;
 	}
+	int64_t k = 0;
+	bool any = r && PQntuples(r) > 0;
 	PQclear(r);
-	g_hash_table_destroy(spec);
 	p1 = pal__pgarr_end(&ids);
 	p2 = pal__pgarr_end(&cuts);
-	const char *q[] = {p1, p2, a->actor, a->reason};
-	if (!rc && k) {
-		r = pal__store_query(a->st, TAKEOVER_CANCEL_SQL, 4, q, err, errlen);
-		if (!r)
-			rc = PAL_EDB;
-		PQclear(r);
-	}
+	if (!rc && any)
+		rc = takeover_cancel(a->st, p1, p2, spec, a->now, a->actor, a->reason, &k, err,
+				     errlen);
 	g_free(p1);
 	g_free(p2);
+	g_hash_table_destroy(spec);
+	g_hash_table_destroy(ver);
 	return rc;
 }
 
@@ -1558,6 +1643,23 @@ static int cancel_retired(pal_store *st, const char *ids, const char *actor, con
 	return PAL_OK;
 }
 
+/* The spec of job ID from the canonical TEXT of its stored version. */
+static int stored_spec(const char *text, const char *id, pal_job_spec *out, char *err,
+		       size_t errlen)
+{
+	json_error_t je;
+	json_t *j = json_loads(text, 0, &je);
+	int rc = PAL_OK;
+	if (!j) {
+		snprintf(err, errlen, "job %s: stored spec is not JSON", id);
+		rc = PAL_EINVAL;
+	} else if (pal_job_spec_from_canonical(j, out, err, errlen)) {
+		rc = PAL_EINVAL;
+	}
+	json_decref(j);
+	return rc;
+}
+
 /* pal_store_apply_retire for at most CHUNK ids (their specs are read at
  * once). */
 static int retire_chunk(pal_apply *a, const char *const *ids, size_t n, pal_retire_result *res,
@@ -1610,16 +1712,8 @@ static int retire_chunk(pal_apply *a, const char *const *ids, size_t n, pal_reti
 			res[i].outcome = PAL_RETIRE_ALREADY;
 			continue;
 		}
-		json_error_t je;
-		json_t *j = json_loads(PQgetvalue(r, row, 3), 0, &je);
-		if (!j || pal_job_spec_from_canonical(j, &specs[m], err, errlen)) {
-			if (!j)
-				snprintf(err, errlen, "job %s: stored spec is not JSON", ids[i]);
-			json_decref(j);
-			rc = PAL_EINVAL;
+		if ((rc = stored_spec(PQgetvalue(r, row, 3), ids[i], &specs[m], err, errlen)))
 			break;
-		}
-		json_decref(j);
 		/* The retiring version: the latest spec, its schedule ending now
 		 * (end is exclusive; never before its start); its notify as it
 		 * was, inherited entries included. */
@@ -1686,6 +1780,78 @@ int pal_store_retire_sweep(pal_store *st, const char *const *ids, size_t n, cons
 	int rc = cancel_retired(st, all, actor, reason ? reason : "", SWEEP_CAUSE, NULL, NULL,
 				cancelled, err, errlen);
 	g_free(all);
+	return rc;
+}
+
+/* How many of the jobs of T have a latest version no controller planning
+ * their shard took in yet (the signal pal_store_retire_pending reads). */
+#define TAKEOVER_PENDING_SQL                                                                       \
+	"SELECT count(*) FROM jobs j JOIN job_versions v ON v.job_id = j.job_id"                   \
+	" AND v.version = j.latest_version WHERE j.job_id = ANY($1::text[])"                       \
+	" AND v.activated_at IS NULL AND EXISTS (SELECT 1 FROM shards s"                           \
+	"  WHERE s.shard_id = j.shard AND s.leader IS NOT NULL"                                    \
+	"  AND s.updated_at > clock_timestamp() - interval '10 seconds')"
+/* The versions the apply stored, to tell the instants they fire. */
+#define TAKEOVER_SPECS_SQL                                                                         \
+	"SELECT v.job_id, v.spec::text FROM unnest($1::text[], $2::int[]) AS u(id, ver)"           \
+	" JOIN job_versions v ON v.job_id = u.id AND v.version = u.ver"
+
+bool pal_store_apply_took_over(const pal_store *st)
+{
+	return st->takeover != NULL;
+}
+
+int pal_store_apply_settle(pal_store *st, const char *actor, const char *reason, int64_t wait_ms,
+			   int64_t *cancelled, int64_t *pending, char *err, size_t errlen)
+{
+	*cancelled = *pending = 0;
+	struct pal__takeover *t = st->takeover;
+	st->takeover = NULL;
+	if (!t)
+		return PAL_OK;
+	char *ids = pal__pgarr_end(&t->ids), *cuts = pal__pgarr_end(&t->cuts),
+	     *vers = pal__pgarr_end(&t->versions);
+	t->n = 0; /* the literals are ours now */
+	const char *p[] = {ids, vers};
+	int rc = PAL_OK;
+	for (int64_t waited = 0;; waited += 200) {
+		if ((rc = pal__store_query_i64(st, TAKEOVER_PENDING_SQL, 1, p, -1, pending, err,
+					       errlen)))
+			break;
+		if (!*pending || waited >= wait_ms)
+			break;
+		pal_sleep_ms(200);
+	}
+	PGresult *r = NULL;
+	if (!rc && !(r = pal__store_query(st, TAKEOVER_SPECS_SQL, 2, p, err, errlen)))
+		rc = PAL_EDB;
+	int nr = r ? PQntuples(r) : 0;
+	pal_job_spec *specs = calloc(nr ? (size_t)nr : 1, sizeof *specs);
+	GHashTable *spec = g_hash_table_new(g_str_hash, g_str_equal);
+	int m = 0;
+	if (!rc && !specs) {
+		snprintf(err, errlen, "out of memory");
+		rc = PAL_ENOMEM;
+	}
+	for (int row = 0; !rc && row < nr; row++) {
+		if ((rc = stored_spec(PQgetvalue(r, row, 1), PQgetvalue(r, row, 0), &specs[m], err,
+				      errlen)))
+			break;
+		g_hash_table_insert(spec, (gpointer)specs[m].id, &specs[m]);
+		m++;
+	}
+	PQclear(r);
+	if (!rc)
+		rc = takeover_cancel(st, ids, cuts, spec, t->now, actor ? actor : "",
+				     reason ? reason : "", cancelled, err, errlen);
+	g_hash_table_destroy(spec);
+	for (int k = 0; k < m; k++)
+		pal_job_spec_clear(&specs[k]);
+	free(specs);
+	g_free(ids);
+	g_free(cuts);
+	g_free(vers);
+	free(t);
 	return rc;
 }
 

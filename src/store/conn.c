@@ -184,6 +184,7 @@ void pal_store_close(pal_store *st)
 	if (!st)
 		return;
 	PQfinish(st->conn);
+	pal__takeover_free(st->takeover);
 	free(st);
 }
 

@@ -15,6 +15,9 @@ struct pal_store {
 	bool busy;	   /* an asynchronous statement is in flight */
 	unsigned prepared; /* PAL__PREP_* bits: statements prepared on this connection */
 	bool pooled;	   /* through a transaction pooler: no session state (pal_store_open) */
+	/* the jobs of the last committed apply whose new version took over
+	 * at the apply, until pal_store_apply_settle sweeps them again */
+	struct pal__takeover *takeover;
 };
 
 /* The network side of a connection: libpq's connect_timeout (s),
@@ -181,6 +184,16 @@ typedef struct pal_pgarr {
 	int n;
 } pal_pgarr;
 void pal__pgarr_init(pal_pgarr *a);
+
+/* What an apply's takeover sweep (src/store/apply.c) cut: N jobs as the
+ * literals IDS, CUTS (the first instant cancelled) and VERSIONS (the one
+ * the apply stored), at the apply's time NOW. */
+struct pal__takeover {
+	pal_pgarr ids, cuts, versions;
+	size_t n;
+	int64_t now;
+};
+void pal__takeover_free(struct pal__takeover *t);
 void pal__pgarr_text(pal_pgarr *a, const char *v);
 void pal__pgarr_i64(pal_pgarr *a, int64_t v);
 char *pal__pgarr_end(pal_pgarr *a);
