@@ -24,8 +24,11 @@
 #define DIFF_COUNT_MAX 10000 /* plan diff's --count bound */
 
 /* How long POST /api/v1/apply waits for the controllers to take in a
- * version that took over at the apply (pal_store_apply_settle). */
-#define API_SETTLE_MS 5000
+ * version that took over at the apply (pal_store_apply_settle): not at
+ * all.  The API serves one request at a time on one connection, so a wait
+ * would stall every other request of the node; the apply sweeps once
+ * after its commit and answers how many jobs are still settling. */
+#define API_SETTLE_MS 0
 
 /* ?next=N (1..PAL_JOB_NEXT_MAX, `jobs --next N`): into *N, 0 without it;
  * false with a 400 answered. */
@@ -450,8 +453,8 @@ static void apply_set(call *c, const pal_jobset *set, const char *why, bool prun
 	if (!rc)
 		rc = pal_store_apply_commit(ap, err, sizeof err);
 	/* what a controller planned from the old version of a job whose new
-	 * version took over at the apply: waited for (at most API_SETTLE_MS:
-	 * this connection serves every request) and swept, as the CLI does */
+	 * version took over at the apply: swept once more after the commit,
+	 * without the CLI's wait (API_SETTLE_MS) */
 	int64_t tk_pending = 0, tk_late = 0;
 	bool tk = !rc && pal_store_apply_took_over(c->api->st);
 	if (tk)

@@ -432,7 +432,8 @@ static int apply_remote(const pal_cli_common *c, int n, char **files, const char
 /* After the commit: what a controller planned from the old version of a
  * job whose new version took over at the apply, while the apply ran
  * (pal_store_apply_settle), as `delete` sweeps after its own.  A note on
- * stderr for what it cancelled and for jobs not taken in within 10 s. */
+ * stderr for what it cancelled and for jobs not taken in within 10 s
+ * (a shard whose controller went stale meanwhile counts as not taken in). */
 static int takeover_settle(pal_store *st, const char *reason)
 {
 	char err[1024];
@@ -450,7 +451,8 @@ static int takeover_settle(pal_store *st, const char *reason)
 	if (pending)
 		fprintf(stderr,
 			"palisade apply: note: %lld job%s whose new version stops or moves its "
-			"instants not taken in by its controller within 10 s; rows its old version "
+			"instants not taken in by its controller within 10 s (or whose controller "
+			"stopped answering); rows its old version "
 			"planned after the apply may still run: `palisade verify` counts them\n",
 			(long long)pending, pending == 1 ? "" : "s");
 	return PAL_EXIT_OK;

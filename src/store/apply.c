@@ -735,12 +735,15 @@ static int reapply_retired(pal_apply *a, struct item *it, size_t n, char *err, s
 	" JOIN jobs j ON j.job_id = c.id"                                                          \
 	" JOIN job_versions v ON v.job_id = c.id AND v.version = j.latest_version"                 \
 	" WHERE c.cut IS NOT NULL OR strpos(v.cron, '" ONE_SHOT_TEXT "') > 0"
-/* Their rows at or after the cut ($1 ids, $2 cuts). */
+/* Their rows at or after the cut ($1 ids, $2 cuts; $3 the versions the
+ * apply stored or NULL: with them, only the rows planned from an older
+ * version, so that the sweep after the commit leaves a later version's). */
 #define TAKEOVER_ROWS_SQL                                                                          \
 	"SELECT t.job_id, t.id, floor(extract(epoch FROM t.scheduled_at))::bigint"                 \
-	" FROM unnest($1::text[], $2::bigint[]) AS c(id, cut)"                                     \
+	" FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS c(id, cut, k)"                  \
 	" JOIN triggers t ON t.job_id = c.id AND t.state IN ('pending', 'paused')"                 \
 	"  AND t.source IN ('schedule', 'catchup') AND t.scheduled_at >= to_timestamp(c.cut)"      \
+	"  AND ($3::int[] IS NULL OR t.version < ($3::int[])[c.k])"                                \
 	" ORDER BY t.job_id COLLATE \"C\", t.scheduled_at"
 #define TAKEOVER_CANCEL_SQL                                                                        \
 	"WITH m AS (SELECT m.job_id, m.id FROM " PAL__TRIGGER_MOVE(                                \
@@ -802,12 +805,12 @@ static bool fires_at(const pal_job_spec *s, int64_t now, int64_t at)
 /* 4e's rows of the jobs IDS (cuts CUTS, literals) but those at an instant
  * their version (SPEC: id -> pal_job_spec) taking over at NOW fires itself,
  * cancelled and audited (4f); their count added to *CANCELLED. */
-static int takeover_cancel(pal_store *st, const char *ids, const char *cuts, GHashTable *spec,
-			   int64_t now, const char *actor, const char *reason, int64_t *cancelled,
-			   char *err, size_t errlen)
+static int takeover_cancel(pal_store *st, const char *ids, const char *cuts, const char *vers,
+			   GHashTable *spec, int64_t now, const char *actor, const char *reason,
+			   int64_t *cancelled, char *err, size_t errlen)
 {
-	const char *p[] = {ids, cuts};
-	PGresult *r = pal__store_query(st, TAKEOVER_ROWS_SQL, 2, p, err, errlen);
+	const char *p[] = {ids, cuts, vers};
+	PGresult *r = pal__store_query(st, TAKEOVER_ROWS_SQL, 3, p, err, errlen);
 	if (!r)
 		return PAL_EDB;
 	pal_pgarr tid, tat;
@@ -904,8 +907,8 @@ static int takeover_sweep(pal_apply *a, struct item *it, size_t n, char *err, si
 	p1 = pal__pgarr_end(&ids);
 	p2 = pal__pgarr_end(&cuts);
 	if (!rc && any)
-		rc = takeover_cancel(a->st, p1, p2, spec, a->now, a->actor, a->reason, &k, err,
-				     errlen);
+		rc = takeover_cancel(a->st, p1, p2, NULL, spec, a->now, a->actor, a->reason, &k,
+				     err, errlen);
 	g_free(p1);
 	g_free(p2);
 	g_hash_table_destroy(spec);
@@ -1784,16 +1787,24 @@ int pal_store_retire_sweep(pal_store *st, const char *const *ids, size_t n, cons
 }
 
 /* How many of the jobs of T have a latest version no controller planning
- * their shard took in yet (the signal pal_store_retire_pending reads). */
-#define TAKEOVER_PENDING_SQL                                                                       \
+ * their shard took in yet: TAKEOVER_WAIT_SQL counts those of a shard whose
+ * controller is alive (the signal pal_store_retire_pending reads, what the
+ * wait is for), TAKEOVER_PENDING_SQL those of a shard with a leader at all,
+ * stale or not (what is reported as not taken in). */
+#define TAKEOVER_COUNT_SQL(alive)                                                                  \
 	"SELECT count(*) FROM jobs j JOIN job_versions v ON v.job_id = j.job_id"                   \
 	" AND v.version = j.latest_version WHERE j.job_id = ANY($1::text[])"                       \
 	" AND v.activated_at IS NULL AND EXISTS (SELECT 1 FROM shards s"                           \
-	"  WHERE s.shard_id = j.shard AND s.leader IS NOT NULL"                                    \
-	"  AND s.updated_at > clock_timestamp() - interval '10 seconds')"
-/* The versions the apply stored, to tell the instants they fire. */
+	"  WHERE s.shard_id = j.shard AND s.leader IS NOT NULL" alive ")"
+#define TAKEOVER_WAIT_SQL                                                                          \
+	TAKEOVER_COUNT_SQL(" AND s.updated_at > clock_timestamp() - interval '10 seconds'")
+#define TAKEOVER_PENDING_SQL TAKEOVER_COUNT_SQL("")
+/* The versions the apply stored that are still the latest, to tell the
+ * instants they fire (a job a later apply stored a version of meanwhile is
+ * left to that apply, which swept with its own). */
 #define TAKEOVER_SPECS_SQL                                                                         \
 	"SELECT v.job_id, v.spec::text FROM unnest($1::text[], $2::int[]) AS u(id, ver)"           \
+	" JOIN jobs j ON j.job_id = u.id AND j.latest_version = u.ver"                             \
 	" JOIN job_versions v ON v.job_id = u.id AND v.version = u.ver"
 
 bool pal_store_apply_took_over(const pal_store *st)
@@ -1815,13 +1826,17 @@ int pal_store_apply_settle(pal_store *st, const char *actor, const char *reason,
 	const char *p[] = {ids, vers};
 	int rc = PAL_OK;
 	for (int64_t waited = 0;; waited += 200) {
-		if ((rc = pal__store_query_i64(st, TAKEOVER_PENDING_SQL, 1, p, -1, pending, err,
+		if ((rc = pal__store_query_i64(st, TAKEOVER_WAIT_SQL, 1, p, -1, pending, err,
 					       errlen)))
 			break;
 		if (!*pending || waited >= wait_ms)
 			break;
 		pal_sleep_ms(200);
 	}
+	/* a shard whose controller went stale during the wait did not take
+	 * its jobs in either */
+	if (!rc)
+		rc = pal__store_query_i64(st, TAKEOVER_PENDING_SQL, 1, p, -1, pending, err, errlen);
 	PGresult *r = NULL;
 	if (!rc && !(r = pal__store_query(st, TAKEOVER_SPECS_SQL, 2, p, err, errlen)))
 		rc = PAL_EDB;
@@ -1842,7 +1857,7 @@ int pal_store_apply_settle(pal_store *st, const char *actor, const char *reason,
 	}
 	PQclear(r);
 	if (!rc)
-		rc = takeover_cancel(st, ids, cuts, spec, t->now, actor ? actor : "",
+		rc = takeover_cancel(st, ids, cuts, vers, spec, t->now, actor ? actor : "",
 				     reason ? reason : "", cancelled, err, errlen);
 	g_hash_table_destroy(spec);
 	for (int k = 0; k < m; k++)
