@@ -8,7 +8,8 @@
 -- reached it) with job_id NULL, and a query that reads no column of the
 -- job skips jobs altogether (jobs_ref is unique, so PostgreSQL removes the
 -- join).  The columns are named one by one, never t.*, so that the view
--- keeps the same columns on either side of the contract step.  A job
+-- keeps the same columns on either side of the contract step; a column
+-- added to triggers is added here at the end (nominal_at, 045).  A job
 -- moved to another resource group shows its triggers in the new one.
 CREATE OR REPLACE VIEW trigger_jobs AS
  SELECT t.id,
@@ -45,6 +46,7 @@ CREATE OR REPLACE VIEW trigger_jobs AS
     t.first_error,
     t.first_key,
     t.first_queries,
-    t.job_ref
+    t.job_ref,
+    t.nominal_at
    FROM (triggers t
      LEFT JOIN jobs j ON ((j.ref = t.job_ref)));
