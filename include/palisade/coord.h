@@ -110,6 +110,11 @@ uint64_t pal_coord_wait(pal_coord *c, uint64_t gen, int timeout_ms);
  * caller was told to stop). */
 void pal_coord_wake(pal_coord *c);
 
+/* Replace the data of our nodes/<node-id> with INFO (JSON, copied): written
+ * when the session is connected, and registered with by a later session.
+ * Asynchronous; a newer call before the write replaces an older one. */
+void pal_coord_set_info(pal_coord *c, const char *info);
+
 /* The controller found itself fenced in PostgreSQL for SHARD (or gives it up):
  * delete our election znode for it and re-join at the tail.  Asynchronous. */
 void pal_coord_resign(pal_coord *c, int shard);

@@ -8,9 +8,11 @@
  *     serves the page;
  *   - ZooKeeper (pal_coord_inspector_nodes, through a session the console
  *     keeps from page to page): the live nodes and what they registered
- *     (version, roles, schema, admin address);
+ *     (version, roles, schema, admin address, ready, draining);
  *   - each live peer's /status (ready, draining, its executor's counters),
- *     fetched with a short timeout; this node's own status from memory.
+ *     fetched with a short timeout and no credentials; of a peer whose
+ *     /status needs the token, ready and draining from its registration
+ *     and no counters; this node's own status from memory.
  * A source that fails is named on the page (and in the JSON under
  * database/zookeeper) and the rest still renders.  After a failure the
  * source is not retried for RETRY_MS, so a page with the database down
@@ -109,8 +111,10 @@ static size_t peer_write(char *p, size_t size, size_t n, void *arg)
 	return size * n;
 }
 
-/* A peer's /status at ADMIN ("host:port"), or NULL with ERR. */
-static json_t *peer_status(pal_console *c, const char *admin, char *err, size_t errlen)
+/* A peer's /status at ADMIN ("host:port"), or NULL with ERR and *CODE, its
+ * HTTP status (0: no answer). */
+static json_t *peer_status(pal_console *c, const char *admin, long *code, char *err,
+			   size_t errlen)
 {
 	CURL *h = curl_easy_init();
 	if (!h) {
@@ -119,7 +123,8 @@ static json_t *peer_status(pal_console *c, const char *admin, char *err, size_t 
 	}
 	/* No credentials: the address comes from ZooKeeper, whoever can write
 	 * a registration names it, and a token is a credential for every
-	 * node.  A peer whose reads need a token answers 401, shown as such. */
+	 * node.  A peer whose reads need a token answers 401: merge_nodes()
+	 * then shows what the peer publishes in ZooKeeper. */
 	char url[600];
 	snprintf(url, sizeof url, "%s://%s/status", c->peer_cacert ? "https" : "http", admin);
 	GString *body = g_string_new(NULL);
@@ -134,17 +139,17 @@ static json_t *peer_status(pal_console *c, const char *admin, char *err, size_t 
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, peer_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
 	CURLcode rc = curl_easy_perform(h);
-	long code = 0;
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	*code = 0;
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, code);
 	curl_easy_cleanup(h);
 	json_t *st = NULL;
 	if (rc != CURLE_OK)
 		snprintf(err, errlen, "%s", curl_easy_strerror(rc));
-	else if (code == 401)
+	else if (*code == 401)
 		snprintf(err, errlen, "/status needs a token (admin.reads: token), which the "
 				      "console does not send to peers");
-	else if (code != 200)
-		snprintf(err, errlen, "/status answered %ld", code);
+	else if (*code != 200)
+		snprintf(err, errlen, "/status answered %ld", *code);
 	else if (!(st = json_loads(body->str, 0, NULL)) || !json_is_object(st)) {
 		json_decref(st);
 		st = NULL;
@@ -201,6 +206,27 @@ static json_t *status_identity(const json_t *st)
 	return out;
 }
 
+/* Row E of a live peer whose /status needs the token (admin.reads: token):
+ * its readiness and draining as it publishes them in its ZooKeeper
+ * registration INFO (a node of 0.3.0 publishes neither: an error row), the
+ * executor's counters unavailable (null; SCOPED: absent, as for any peer). */
+static void published_readiness(json_t *e, const json_t *info, bool scoped)
+{
+	pal__console_set_from(e, "ready", (json_t *)info, "ready");
+	json_object_set_new(e, "draining",
+			    json_boolean(json_is_true(json_object_get(info, "draining"))));
+	json_object_set_new(e, "status_from", json_string("zookeeper"));
+	json_object_set_new(e, "status_note",
+			    json_string("counters unavailable: /status needs a token "
+					"(admin.reads: token), which the console does not send "
+					"to peers; ready and draining as the node publishes "
+					"them in ZooKeeper"));
+	if (!scoped) {
+		json_object_set_new(e, "stale_rejections_sink", json_null());
+		json_object_set_new(e, "stale_rejections_db", json_null());
+	}
+}
+
 /* One row per node known to any source: ZooKeeper (live), the database
  * (shard leaders, lease holders, attempt makers), and this node; SCOPED
  * (a login limited to tenants): without the executors' counters. */
@@ -240,9 +266,12 @@ static json_t *merge_nodes(pal_console *c, json_t *zk, json_t *view, const json_
 			st = json_incref((json_t *)self);
 		} else if (z && json_is_string(json_object_get(info, "admin"))) {
 			char err[256];
-			st = peer_status(c, json_string_value(json_object_get(info, "admin")), err,
-					 sizeof err);
-			if (!st)
+			long code;
+			st = peer_status(c, json_string_value(json_object_get(info, "admin")), &code,
+					 err, sizeof err);
+			if (!st && code == 401 && json_is_boolean(json_object_get(info, "ready")))
+				published_readiness(e, info, scoped);
+			else if (!st)
 				json_object_set_new(e, "status_error", json_string(err));
 		}
 		if (st) {

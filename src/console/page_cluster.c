@@ -22,6 +22,30 @@ static const char *node_class(const json_t *r)
 	return NULL;
 }
 
+/* The nodes table's rows: NODES with "status" (the error, else the note of
+ * a peer whose /status needs the token) and "unavailable" for counters the
+ * model has as null.  A new reference. */
+static json_t *node_rows(const json_t *nodes)
+{
+	json_t *rows = json_deep_copy(nodes);
+	size_t i;
+	json_t *r;
+	json_array_foreach(rows, i, r)
+	{
+		json_t *why = json_object_get(r, "status_error");
+		if (why == NULL)
+			why = json_object_get(r, "status_note");
+		if (why != NULL)
+			json_object_set(r, "status", why);
+		static const char *const counters[] = { "stale_rejections_sink",
+							"stale_rejections_db" };
+		for (size_t k = 0; k < G_N_ELEMENTS(counters); k++)
+			if (json_is_null(json_object_get(r, counters[k])))
+				json_object_set_new(r, counters[k], json_string("unavailable"));
+	}
+	return rows;
+}
+
 static const char *shard_class(const json_t *r)
 {
 	return json_is_null(json_object_get(r, "leader")) ? "bad" : NULL;
@@ -218,10 +242,12 @@ void pal__console_render_cluster(GString *o, const json_t *m, const pal__viewer 
 		{ "expired_leases", "leases expired", C_NUM }, { "attempts", "attempts", C_NUM },
 		{ "failed", "failed", C_NUM },	     { "fenced", "stale-token rejections (db)", C_NUM },
 		{ "stale_rejections_sink", "stale rejections (sink)", C_NUM },
-		{ "admin", "admin", C_TEXT },	     { "status_error", "status", C_TEXT },
+		{ "admin", "admin", C_TEXT },	     { "status", "status", C_TEXT },
 	};
-	pal__console_table(o, nodes, ncols, G_N_ELEMENTS(ncols), "/api/cluster?section=nodes",
+	json_t *nrows = node_rows(nodes);
+	pal__console_table(o, nrows, ncols, G_N_ELEMENTS(ncols), "/api/cluster?section=nodes",
 			   "palisade status", node_class);
+	json_decref(nrows);
 	if (db_ok) {
 		g_string_append_printf(o, "<p class=\"src\">database schema version %lld; attempts "
 					  "and rejections over the latest attempts (rate window ",

@@ -299,7 +299,7 @@ static bool work_pending(const pal_coord *c)
 {
 	if (c->retry_at_ms != 0)
 		return false;
-	if (c->nodes_dirty)
+	if (c->nodes_dirty || c->info_dirty)
 		return true;
 	for (int i = 0; i < c->n_shards; i++)
 		if (c->sh[i].dirty)
@@ -323,7 +323,8 @@ static coord_events take_events(pal_coord *c)
 	pthread_mutex_lock(&c->mu);
 	for (;;) {
 		bool any = c->stop || c->ev_connected || c->ev_disconnected || c->ev_expired ||
-			   c->ev_nodes || c->req_handoff || c->drop_create_replies > 0;
+			   c->ev_nodes || c->req_handoff || c->drop_create_replies > 0 ||
+			   c->info_next != NULL;
 		for (int i = 0; i < c->n_shards && !any; i++)
 			any = c->ev_watch[i] || c->req_resign[i];
 		int64_t now = pal_mono_ms();
@@ -345,6 +346,12 @@ static coord_events take_events(pal_coord *c)
 	if (c->ev_nodes)
 		c->nodes_dirty = true;
 	c->ev_nodes = false;
+	if (c->info_next != NULL) {
+		free(c->node_info);
+		c->node_info = c->info_next; /* a new session registers with it too */
+		c->info_next = NULL;
+		c->info_dirty = true;
+	}
 	c->drop_creates += c->drop_create_replies;
 	c->drop_create_replies = 0;
 	for (int i = 0; i < c->n_shards; i++) {
@@ -408,11 +415,27 @@ static coord_shard *next_in_order(pal_coord *c, int *k)
 	return NULL;
 }
 
+/* Write node_info to nodes/<node-id>.  Gone (the session expired): the
+ * next session registers with it. */
+static coord_step publish_info(pal_coord *c)
+{
+	int zrc = zoo_set(c->zh, c->self_path, c->node_info, (int)strlen(c->node_info), -1);
+	return zrc == ZOK || zrc == ZNONODE ? COORD_DONE : pal_coord__classify(zrc);
+}
+
 static void run_round(pal_coord *c)
 {
 	int64_t now = pal_mono_ms();
 	if (c->retry_at_ms != 0 && now >= c->retry_at_ms)
 		c->retry_at_ms = 0;
+	/* first: a drain's "draining" shows while its candidacies go */
+	if (c->info_dirty) {
+		coord_step st = publish_info(c);
+		if (st == COORD_DONE)
+			c->info_dirty = false;
+		else
+			c->retry_at_ms = now + (st == COORD_CONN ? RETRY_CONN_MS : RETRY_LATER_MS);
+	}
 	int k = 0;
 	for (coord_shard *s; (s = next_in_order(c, &k));) {
 		if (!s->dirty)
@@ -584,6 +607,7 @@ static void coord_free(pal_coord *c)
 	free(c->ident);
 	free(c->node_id);
 	free(c->node_info);
+	free(c->info_next);
 	free(c->base);
 	free(c->nodes_path);
 	free(c->self_path);
@@ -854,6 +878,18 @@ void pal_coord_wake(pal_coord *c)
 	pthread_mutex_lock(&c->mu);
 	c->kicks++;
 	pthread_cond_broadcast(&c->changed);
+	pthread_mutex_unlock(&c->mu);
+}
+
+void pal_coord_set_info(pal_coord *c, const char *info)
+{
+	char *copy = strdup(info);
+	if (copy == NULL)
+		return; /* the registration keeps its older data */
+	pthread_mutex_lock(&c->mu);
+	free(c->info_next);
+	c->info_next = copy;
+	pthread_cond_signal(&c->wake);
 	pthread_mutex_unlock(&c->mu);
 }
 

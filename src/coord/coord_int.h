@@ -76,7 +76,9 @@ typedef struct coord_shard {
 } coord_shard;
 
 struct pal_coord {
-	/* Immutable after pal_coord_open(); owned copies of the config. */
+	/* Immutable after pal_coord_open(); owned copies of the config.
+	 * node_info, the data of nodes/<node-id>: thread only once the thread
+	 * runs, replaced by info_next (pal_coord_set_info()). */
 	char *connect, *node_id, *node_info;
 	char *auth;			 /* digest "user:password", NULL = none */
 	const struct ACL_vector *acl;	 /* for znodes from base down */
@@ -110,6 +112,7 @@ struct pal_coord {
 	/* Under mu: requests from API callers. */
 	bool *req_resign;
 	bool req_handoff, handoff_done, stop;
+	char *info_next; /* new data for nodes/<node-id>, NULL = none; owned */
 	int drop_create_replies; /* test hook */
 	bool open_done;
 	int open_rc;
@@ -129,6 +132,7 @@ struct pal_coord {
 	int fault_drain_ms;
 	bool suspended; /* a disconnect was seen and not yet resumed */
 	bool nodes_dirty;
+	bool info_dirty; /* node_info not yet written to nodes/<node-id> */
 	int live_controllers; /* from nodes/ */
 	int drop_creates;     /* test hook, copied from drop_create_replies */
 	uint64_t round_seq;   /* conn_changes when the current round began */

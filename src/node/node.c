@@ -91,6 +91,10 @@ typedef struct node {
 	atomic_bool schema_resign;  /* the range was left while running: drain, exit 70 */
 	char *token; /* admin bearer token, NULL when none */
 	struct timespec started;
+	/* The data of our nodes/<node-id> in ZooKeeper (main thread only):
+	 * what a peer's console shows of this node when its reads need the
+	 * token, which consoles do not send to peers (publish_readiness()). */
+	json_t *reg_info;
 } node;
 
 /* A thread's loop that has not beaten for this long is stuck (/healthz
@@ -98,6 +102,7 @@ typedef struct node {
  * drills shorten it with $PALISADE_STALL_LIMIT_MS. */
 static int64_t STALL_MS = 15000;
 #define BUSY_RETRY_MS 500 /* while our id is held by another session */
+#define PUBLISH_MS 1000	  /* readiness into ZooKeeper: checked this often */
 
 static void sleep_ms(int ms)
 {
@@ -285,6 +290,28 @@ static bool ready_check(node *n, char *why, size_t len)
 static bool ready_cb(void *arg, char *why, size_t len)
 {
 	return ready_check(arg, why, len);
+}
+
+/* Readiness and draining into our nodes/<node-id> when they changed: a
+ * console shows them for a peer whose /status needs the token (admin.reads:
+ * token), since it sends peers no credential.  Only the two flags, not the
+ * reason, which /readyz keeps behind the token.  Fresh to PUBLISH_MS while
+ * ZooKeeper is reachable; a node that loses it keeps its last flags there
+ * until its session expires and the entry goes. */
+static void publish_readiness(node *n)
+{
+	char why[256];
+	bool ready = ready_check(n, why, sizeof why), draining = atomic_load(&n->draining);
+	if (n->coord == NULL || n->reg_info == NULL ||
+	    (json_is_true(json_object_get(n->reg_info, "ready")) == ready &&
+	     json_is_true(json_object_get(n->reg_info, "draining")) == draining))
+		return;
+	json_object_set_new(n->reg_info, "ready", json_boolean(ready));
+	json_object_set_new(n->reg_info, "draining", json_boolean(draining));
+	char *s = json_dumps(n->reg_info, JSON_COMPACT);
+	if (s != NULL)
+		pal_coord_set_info(n->coord, s);
+	free(s);
 }
 
 /* Record the schema check's outcome for /status, /readyz and the metrics;
@@ -666,16 +693,17 @@ int pal_node_run(const pal_node_opts *o)
 		 n.conf.admin_listen, pal_admin_port(n.admin));
 	/* schema_min and schema_compatible_from: the range (docs/election.md);
 	 * a node of v0.1.0 writes neither and reads as "range unknown". */
-	json_t *info = json_pack("{s:s, s:[], s:s, s:i, s:i, s:i, s:i}", "version",
+	json_t *info = json_pack("{s:s, s:[], s:s, s:i, s:i, s:i, s:i, s:b, s:b}", "version",
 				 PALISADE_VERSION, "roles", "admin", admin_addr, "pid", (int)getpid(),
 				 "schema", n.schema.binary, "schema_min", n.schema.min,
-				 "schema_compatible_from", n.schema.compatible_from);
+				 "schema_compatible_from", n.schema.compatible_from, "ready", false,
+				 "draining", false);
 	if (n.conf.roles & PAL_ROLE_CONTROLLER)
 		json_array_append_new(json_object_get(info, "roles"), json_string("controller"));
 	if (n.conf.roles & PAL_ROLE_EXECUTOR)
 		json_array_append_new(json_object_get(info, "roles"), json_string("executor"));
 	char *info_s = json_dumps(info, JSON_COMPACT);
-	json_decref(info);
+	n.reg_info = info;
 	char *zk_auth = NULL;
 	if (pal_coord_auth_load(n.conf.zk_auth_file, n.conf.zk_auth_env, &zk_auth, err,
 				sizeof err) != 0) {
@@ -834,6 +862,7 @@ int pal_node_run(const pal_node_opts *o)
 	int64_t wd_every = sd_watchdog_enabled(0, &wd_usec) > 0 ? (int64_t)(wd_usec / 2000) : 0;
 	int64_t next_wd = 0;
 	bool was_healthy = true;
+	int64_t next_publish = 0;
 	const char *stall = getenv("PALISADE_FAULT_STALL_MAIN_MS"); /* drills only */
 	while (!term_signals && !atomic_load(&n.drain_requested)) {
 		pal_health_beat("main", STALL_MS);
@@ -855,6 +884,10 @@ int pal_node_run(const pal_node_opts *o)
 			was_healthy = healthy;
 		}
 		int64_t now = pal_mono_ms();
+		if (now >= next_publish) {
+			publish_readiness(&n);
+			next_publish = now + PUBLISH_MS;
+		}
 		if (wd_every && healthy && now >= next_wd) {
 			sd_notify(0, "WATCHDOG=1");
 			next_wd = now + wd_every;
@@ -869,6 +902,7 @@ int pal_node_run(const pal_node_opts *o)
 	pal_metric_set(n.m, "palisade_node_draining", NULL, 1);
 	sd_notify(0, "STOPPING=1\nSTATUS=draining");
 	bool resign = atomic_load(&n.schema_resign);
+	publish_readiness(&n);
 	pal_log(resign ? PAL_LOG_ERROR : PAL_LOG_INFO, "node.draining", "{s:s}", "cause",
 		term_signals ? "signal"
 		: resign     ? "database schema outside this binary's range (node.schema_refused)"
@@ -902,6 +936,7 @@ out:
 	pal_metrics_free(n.m);
 	pal_log(PAL_LOG_INFO, "node.stopped", "{s:i}", "exit", ec);
 	pal_nodeconf_free(&n.conf);
+	json_decref(n.reg_info);
 	free(n.token);
 	pthread_mutex_destroy(&n.schema_mu);
 	return ec;

@@ -138,6 +138,35 @@ tk=$(curl -s -H "Authorization: Bearer console-test-token" "http://$A4/api/clust
 expect_eq "with the token it serves the view: c1, c2 and c4 ready" "c1=True c2=True c4=True" \
 	"$(python3 -c 'import json,sys; print(" ".join("%s=%s" % (n["node"], n.get("ready")) for n in sorted(json.load(sys.stdin)["nodes"], key=lambda n: n["node"]) if n["node"] in ("c1","c2","c4")))' <<<"$tk")"
 
+echo "  -- peers whose reads need the token: readiness from their ZooKeeper registration"
+# c5 reads behind the token too, a controller whose drain withdraws each of its
+# candidacies 1.5 s late: its draining lasts long enough to be seen
+PALISADE_FAULT_SLOW_DRAIN_MS=1500 PALISADE_ADMIN_TOKEN=console-test-token CLUSTER_CONF=$NODE_DIR/token.yaml start_node c5 --roles controller
+A5=${NODE_ADMIN[c5]}
+wait_until "c5 is ready" 20 curl -sf -H "Authorization: Bearer console-test-token" "http://$A5/readyz"
+# peer_row FROM NODE [TOKEN]: NODE's row in FROM's nodes table (ready, draining,
+# where they came from, error, the sink counter, a note)
+peer_row() {
+	curl -s ${3:+-H "Authorization: Bearer $3"} "http://$1/api/cluster?section=nodes" | python3 -c '
+import json, sys
+r = [n for n in json.load(sys.stdin)["nodes"] if n["node"] == sys.argv[1]]
+print("none" if not r else "ready=%s draining=%s from=%s error=%s sink=%s note=%s" % (r[0].get("ready"), r[0].get("draining"),
+      r[0].get("status_from"), r[0].get("status_error"), r[0].get("stale_rejections_sink", "absent"), "status_note" in r[0]))' "$2"
+}
+row_is() { [ "$(peer_row "$1" "$2" "$3")" = "$4" ]; }
+READY_ROW="ready=True draining=False from=zookeeper error=None sink=None note=True"
+wait_until "c4 (reads: token) shows its peer c5 (reads: token) ready, not draining, counters unavailable, no error" \
+	10 row_is "$A4" c5 console-test-token "$READY_ROW"
+echo "    c5 as c4's console sees it: $(peer_row "$A4" c5 console-test-token)"
+expect_eq "c1 (reads open) shows its peer c4 (reads: token) the same way" "$READY_ROW" "$(peer_row "$A1" c4)"
+page5=$(curl -s -H "Authorization: Bearer console-test-token" "http://$A4/console")
+check "c4's page says c5's counters are unavailable, not an error" \
+	bash -c 'grep -q "counters unavailable" <<<"$1" && grep -q ">unavailable<" <<<"$1"' _ "$page5"
+expect_eq "c5 is asked to drain" 202 "$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer console-test-token" "http://$A5/drain")"
+DRAIN_ROW="ready=False draining=True from=zookeeper error=None sink=None note=True"
+wait_until "c4 shows c5 draining, not ready (as c5 publishes it)" 5 row_is "$A4" c5 console-test-token "$DRAIN_ROW"
+echo "    c5 as c4's console sees it: $(peer_row "$A4" c5 console-test-token)"
+
 echo "  -- a node whose database is unreachable"
 start_node c3 --roles controller --pg "host=127.0.0.1 port=1 dbname=none connect_timeout=1"
 wait_until "c3 answers /healthz" 20 curl -sf "http://${NODE_ADMIN[c3]}/healthz"
