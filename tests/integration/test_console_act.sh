@@ -281,7 +281,7 @@ echo "    figure: /api/cluster as ops-blue $(curl -s -o /dev/null -w '%{time_tot
 echo "  -- a page waiting on the database holds one admin thread, not the endpoint"
 "$PSQL" "$PALISADE_PG" -XAtq -c "BEGIN; LOCK TABLE gates IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(3); COMMIT" >/dev/null &
 LOCK_PID=$!
-wait_until "a lock on gates held" 5 has "select count(*) from pg_locks l join pg_class c on c.oid = l.relation where c.relname = 'gates' and l.mode = 'AccessExclusiveLock' and l.granted"
+wait_until "a lock on gates held" 5 has "select count(*) from pg_locks l join pg_class c on c.oid = l.relation where l.database = (select oid from pg_database where datname = current_database()) and c.relname = 'gates' and l.mode = 'AccessExclusiveLock' and l.granted"
 curl -s -o /dev/null -w '%{time_total}' "http://$A/console" >"$PALISADE_TEST_TMP/page-time" &
 PAGE_PID=$!
 sleep 0.3

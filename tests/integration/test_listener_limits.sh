@@ -61,7 +61,7 @@ expect_eq "node admin: 300 idle from 10 addresses (30 each), the 44 oldest close
 # oldest waiting (300 + 3 pages against 256), the pages kept.
 "$PSQL" "$PALISADE_PG" -XAtq -c "BEGIN; LOCK TABLE gates IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(60); COMMIT" >/dev/null 2>&1 &
 LOCK_PID=$!
-wait_until "a lock on gates held" 5 has "select count(*) from pg_locks l join pg_class c on c.oid = l.relation where c.relname = 'gates' and l.mode = 'AccessExclusiveLock' and l.granted"
+wait_until "a lock on gates held" 5 has "select count(*) from pg_locks l join pg_class c on c.oid = l.relation where l.database = (select oid from pg_database where datname = current_database()) and c.relname = 'gates' and l.mode = 'AccessExclusiveLock' and l.granted"
 pages=()
 for i in 1 2 3; do
 	curl -s -o /dev/null -w '%{http_code}\n' "http://$NA/console" >"$NODE_DIR/page.$i" &

@@ -70,7 +70,7 @@ mpid=$!
 # The migration's backend holds attempts and waits for a lock on triggers.
 migration_in_cycle() {
 	[ "$(sql "SELECT EXISTS (SELECT 1 FROM pg_locks w JOIN pg_locks h ON h.pid = w.pid
-	            WHERE NOT w.granted AND w.relation = 'triggers'::regclass
+	            WHERE w.database = (select oid from pg_database where datname = current_database()) AND NOT w.granted AND w.relation = 'triggers'::regclass
 	              AND h.granted AND h.relation = 'attempts'::regclass
 	              AND h.mode = 'AccessExclusiveLock')")" = t ]
 }
@@ -94,7 +94,7 @@ expect_exit "migrate --to 19" 0 "$PAL" migrate --to 19
 psql "$PALISADE_PG" -XAtq -c "BEGIN; LOCK TABLE attempts IN ACCESS SHARE MODE; SELECT pg_sleep(20); COMMIT" \
 	>/dev/null 2>&1 &
 hpid=$!
-attempts_held() { [ "$(sql "SELECT count(*) FROM pg_locks WHERE granted AND relation = 'attempts'::regclass")" -gt 0 ]; }
+attempts_held() { [ "$(sql "SELECT count(*) FROM pg_locks WHERE granted AND database = (select oid from pg_database where datname = current_database()) AND relation = 'attempts'::regclass")" -gt 0 ]; }
 wait_until "a long transaction reads attempts" 10 attempts_held
 expect_exit "migrate gives up on the locks it cannot take (EX_TEMPFAIL)" 75 "$PAL" migrate
 expect_match "and says why and what to do" \
@@ -102,7 +102,7 @@ expect_match "and says why and what to do" \
 expect_eq "020 is not applied" "$before" "$(sql 'SELECT max(version) FROM schema_migrations')"
 expect_eq "its foreign key is still there" 1 "$(fk_count)"
 kill "$hpid" 2>/dev/null
-sql "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE relation = 'attempts'::regclass AND pid <> pg_backend_pid()" >/dev/null
+sql "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE database = (select oid from pg_database where datname = current_database()) AND relation = 'attempts'::regclass AND pid <> pg_backend_pid()" >/dev/null
 wait "$hpid" 2>/dev/null
 expect_exit "a second run applies the rest" 0 "$PAL" migrate
 expect_match "up to this binary's schema" "schema at version $latest" "$OUT"

@@ -28,7 +28,7 @@ for _ in 1 2 3; do
 	"$PSQL" "$POOLED" -XAtq -f "$NODE_DIR/churn.sql" >/dev/null 2>&1 &
 	CHURN+=($!)
 done
-holders() { sql "select count(*) from pg_locks where locktype = 'advisory' and classid = 7076 and objid = 42 and granted"; }
+holders() { sql "select count(*) from pg_locks where locktype = 'advisory' and database = (select oid from pg_database where datname = current_database()) and classid = 7076 and objid = 42 and granted"; }
 built() { [ "$(sql "select count(*) from pg_index where indexrelid = to_regclass('jobs_ref') and indisvalid")" = 1 ]; }
 # Three nodes starting together: their first rounds race for the build.
 for n in j1 j2 j3; do start_node "$n"; done

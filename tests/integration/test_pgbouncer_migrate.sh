@@ -19,7 +19,7 @@ wait_until "all shards led" 30 all_shards_led
 sleep 2
 
 # The lock's key, PAL_MIGRATE_LOCK_KEY, as pg_locks shows a bigint key.
-held() { sql "select count(*) from pg_locks where locktype = 'advisory' and ((classid::bigint << 32) | objid::bigint) = 7075283591402447205 and granted"; }
+held() { sql "select count(*) from pg_locks where locktype = 'advisory' and database = (select oid from pg_database where datname = current_database()) and ((classid::bigint << 32) | objid::bigint) = 7075283591402447205 and granted"; }
 # Under load: the pooler's server connections are shared by the nodes'
 # claims and renewals between the command's statements.
 for i in 1 2 3 4 5; do

@@ -21,7 +21,7 @@ BEGIN;
 LOCK TABLE attempt_responses IN ACCESS SHARE MODE;
 DO $$ BEGIN
 	FOR i IN 1..1000 LOOP
-		EXIT WHEN EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted
+		EXIT WHEN EXISTS (SELECT 1 FROM pg_locks WHERE database = (select oid from pg_database where datname = current_database()) AND NOT granted
 			AND relation = 'attempt_responses'::regclass);
 		PERFORM pg_sleep(0.01);
 	END LOOP;
