@@ -230,6 +230,9 @@ chaos: all
 #     runs); test_notify_slow_receiver is under ASan again: it alone keeps a
 #     receiver's deliveries under way while the others are claimed beside
 #     them (src/notify/deliver.c)
+#   test_verify_gap (verify over jobs stopped and started again: the C of
+#     apply, delete and verify's switch points, which test_reapply and
+#     test_reapply_end_reached run)
 # A second run (115 tests, on 660a967 with the above) found 5 lines of src/
 # run only by left-out tests: test_reapply and test_retention_verify_hole
 # (verify's new checks) and test_calendars_old_node (a line of the
@@ -256,7 +259,7 @@ ASAN_SKIP := test_trigger_scan_scale test_after_nominal test_rollback_job_step t
 	test_reapply_rounds test_resume_ramp_again test_resume_overlap test_apply_move_paused \
 	test_mixed_upgrade test_executor_race test_import_quartz_ids test_after_finished_cancel \
 	test_notify_partition test_notify_expiry test_notify_shadow test_console_next_pending \
-	test_console_many_jobs
+	test_console_many_jobs test_verify_gap
 asan:
 	ASAN_OPTIONS=detect_stack_use_after_return=1:$(ASAN_OPTIONS) PALISADE_IT_SKIP="$(ASAN_SKIP)" \
 		$(MAKE) O=build-asan SAN=1 LOAD_SECONDS=45 REFERENCE=0 CHECKS=0 test
