@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include "palisade/err.h"
 #include "palisade/secrets.h"
+#include "palisade/targethosts.h"
 #include "palisade/tokens.h"
 
 typedef struct pal_api_config {
@@ -47,6 +48,10 @@ typedef struct pal_api_config {
 	/* the node's secret policy: apply and plan diff refuse a job naming a
 	 * secret it may not (borrowed: outlives the API; NULL: the default) */
 	const pal_secret_policy *secrets;
+	/* the node's target host policy: apply and plan diff refuse a job
+	 * calling or notifying a host its tenant is not given (borrowed;
+	 * NULL: any host) */
+	const pal_target_policy *targets;
 } pal_api_config;
 
 typedef struct pal_api pal_api;

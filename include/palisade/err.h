@@ -28,6 +28,7 @@ enum {
 	PAL_EBUSY = -10,   /* resource held elsewhere; try later */
 	PAL_EPERM = -11,   /* not permitted: a secret a job may not name */
 	PAL_ENOGRANT = -12, /* a secret this node's policy does not give the tenant */
+	PAL_ENOHOST = -13,  /* a target host this node's policy does not give the tenant */
 };
 
 /* Static string naming the code; never NULL. */

@@ -26,6 +26,7 @@
 #include "palisade/metrics.h"
 #include "palisade/limits.h"
 #include "palisade/secrets.h"
+#include "palisade/targethosts.h"
 
 typedef struct pal_executor_config {
 	const char *conninfo;	     /* claims, lease renewals: may reach a transaction pooler */
@@ -54,6 +55,9 @@ typedef struct pal_executor_config {
 	/* the ${NAME} secrets a trigger's tenant may have resolved (borrowed:
 	 * must outlive the executor; NULL: the default policy) */
 	const pal_secret_policy *secrets;
+	/* the hosts a trigger's tenant may call (borrowed: must outlive the
+	 * executor; NULL: any host) */
+	const pal_target_policy *targets;
 } pal_executor_config;
 
 typedef struct pal_executor pal_executor;

@@ -31,6 +31,7 @@
 #include "palisade/limits.h"  /* pal_group_conf, pal_tenant_conf */
 #include "palisade/log.h"     /* pal_log_level */
 #include "palisade/secrets.h" /* pal_secret_grant, pal_secret_policy */
+#include "palisade/targethosts.h" /* pal_target_policy */
 
 enum { PAL_ROLE_CONTROLLER = 1u << 0, PAL_ROLE_EXECUTOR = 1u << 1 };
 
@@ -78,6 +79,8 @@ typedef struct pal_nodeconf {
 	size_t n_tenants;
 	pal_secret_grant *secrets; /* executor.secrets, sorted by tenant; none: no binding */
 	size_t n_secrets;
+	pal_tenant_grant *target_hosts; /* executor.target_hosts, sorted by tenant; none: any */
+	size_t n_target_hosts;
 	int64_t claim_ahead_ms;
 	int32_t claim_connections; /* claims in flight at once, 1 or 2 */
 	char *proxy;		   /* "" direct, "env", or a proxy URL */
@@ -128,6 +131,7 @@ typedef enum {
 	PAL_CONF_GROUPS, /* mapping name -> {concurrency, cluster_concurrency} */
 	PAL_CONF_TENANTS, /* mapping name -> {cap, weight} */
 	PAL_CONF_SECRETS, /* mapping tenant -> [NAME or PREFIX*, ...] */
+	PAL_CONF_TARGET_HOSTS, /* mapping tenant -> [host pattern, ...] */
 } pal_conf_type;
 
 typedef struct pal_conf_key {
@@ -206,5 +210,8 @@ int pal_nodeconf_admin_token(const pal_nodeconf *c, char **out, char *err, size_
 /* The secret policy of C (secrets.h): admin.token_env, zookeeper.auth_env
  * and executor.secrets, borrowed from C (valid while C is). */
 pal_secret_policy pal_nodeconf_secret_policy(const pal_nodeconf *c);
+/* The target host policy of C (targethosts.h): executor.target_hosts,
+ * borrowed from C (valid while C is). */
+pal_target_policy pal_nodeconf_target_policy(const pal_nodeconf *c);
 
 #endif

@@ -18,6 +18,7 @@
 #include "palisade/err.h"
 #include "palisade/metrics.h"
 #include "palisade/secrets.h"
+#include "palisade/targethosts.h"
 
 typedef struct pal_notifier pal_notifier;
 
@@ -34,6 +35,9 @@ typedef struct pal_notifier_config {
 	/* which secret references a job's tenant may have resolved (borrowed:
 	 * must outlive the notifier; NULL: the default policy) */
 	const pal_secret_policy *secrets;
+	/* the hosts a job's tenant may be notified at (borrowed: must outlive
+	 * the notifier; NULL: any host) */
+	const pal_target_policy *targets;
 } pal_notifier_config;
 
 /* Start the delivery thread (strings of CFG are copied; M is borrowed).

@@ -31,12 +31,16 @@
 #include <stddef.h>
 #include "palisade/diags.h"
 
-/* One tenant's entry of executor.secrets. */
-typedef struct pal_secret_grant {
+/* One tenant's entry of a per-tenant list of the node config: of
+ * executor.secrets (pal_secret_grant: NAME or PREFIX*) and of
+ * executor.target_hosts (targethosts.h: host patterns). */
+typedef struct pal_tenant_grant {
 	char *tenant; /* the tenant, as a job's tenant key */
 	char **names; /* NAME, or PREFIX* (a trailing '*'; "*" alone: any) */
 	size_t n_names;
-} pal_secret_grant;
+} pal_tenant_grant;
+/* One tenant's entry of executor.secrets. */
+typedef pal_tenant_grant pal_secret_grant;
 
 /* What a node allows; borrows its strings (from the node's pal_nodeconf,
  * which outlives every user).  A NULL policy is the default one: only the

@@ -655,6 +655,7 @@ int pal_api_open(const pal_api_config *cfg, pal_api **out, char *err, size_t err
 	api->admin_token = cfg->admin_token && *cfg->admin_token ? strdup(cfg->admin_token) : NULL;
 	api->key_retention_ms = cfg->key_retention_ms;
 	api->secrets = cfg->secrets;
+	api->targets = cfg->targets;
 	api->default_shards = cfg->default_shards > 0 ? cfg->default_shards : 16;
 	api->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 5000;
 	api->node_id = strdup(cfg->node_id ? cfg->node_id : "");

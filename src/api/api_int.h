@@ -37,6 +37,7 @@ struct pal_api {
 	uint64_t trace_prefix;		      /* pal_trace_cluster(cluster.name) */
 	char *cluster, *zk_connect, *zk_root; /* apply's check of the nodes' schemas */
 	const pal_secret_policy *secrets;     /* borrowed (pal_api_config) */
+	const pal_target_policy *targets;     /* borrowed (pal_api_config) */
 };
 
 /* One request being served. */

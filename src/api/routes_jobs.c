@@ -598,10 +598,11 @@ static int check_after(call *c, const pal_jobset *set, pal_diags *diags)
  * The job files of the body (Content-Type application/yaml), validated as
  * `palisade apply` validates them, into SET; every job's tenant, in the file
  * and as stored for a job that exists, must be the token's, and every secret
- * a job names one the node's policy gives its tenant.  False with the
- * problem set (415, 422 invalid-job-file, 403; 404 for a READ (plan diff, a
- * dry run) of a job id another tenant holds, as GET /jobs/{id} answers:
- * neither answer names that tenant; 422 forbidden-secret).
+ * a job names and every host it calls or notifies one the node's policies
+ * give its tenant.  False with the problem set (415, 422 invalid-job-file,
+ * 403; 404 for a READ (plan diff, a dry run) of a job id another tenant
+ * holds, as GET /jobs/{id} answers: neither answer names that tenant; 422
+ * forbidden-secret, then 422 forbidden-target).
  */
 static bool load_body(call *c, pal_jobset *set, bool read)
 {
@@ -677,8 +678,18 @@ static bool load_body(call *c, pal_jobset *set, bool read)
 	for (size_t i = 0; i < set->n_notify_rules; i++)
 		refused +=
 		    pal_notify_rule_secrets_check(&set->notify_rules[i], c->api->secrets, &diags);
-	if (refused)
+	if (refused) {
 		problem_diags_as(c, "forbidden-secret", "Secret not allowed", &diags);
+		pal_diags_free(&diags);
+		return false;
+	}
+	for (size_t i = 0; i < set->n; i++)
+		refused += pal_job_targets_check(&set->jobs[i], c->api->targets, &diags);
+	for (size_t i = 0; i < set->n_notify_rules; i++)
+		refused +=
+		    pal_notify_rule_targets_check(&set->notify_rules[i], c->api->targets, &diags);
+	if (refused)
+		problem_diags_as(c, "forbidden-target", "Target host not allowed", &diags);
 	pal_diags_free(&diags);
 	return refused == 0;
 }

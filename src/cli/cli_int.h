@@ -69,11 +69,12 @@ void pal__cli_resume_opts(const char *config, pal_scope_kind kind, pal_resume_op
 /* Check every job of SET against that retention (pal_job_key_horizon_check);
  * returns how many were refused, their diagnostics appended to D. */
 int pal__cli_check_key_horizons(const char *config, const pal_jobset *set, pal_diags *d);
-/* Check every job of SET against the secret policy of node config CONFIG
- * (NULL: the default one: the node's own variables only;
- * pal_job_secrets_check); returns how many references were refused, their
- * diagnostics appended to D. */
-size_t pal__cli_check_secrets(const char *config, const pal_jobset *set, pal_diags *d);
+/* Check every job of SET against the secret and target host policies of
+ * node config CONFIG (NULL: the default ones: the node's own variables
+ * only, any host; pal_job_secrets_check, pal_job_targets_check); returns
+ * how many references and urls were refused, their diagnostics appended to
+ * D. */
+size_t pal__cli_check_tenant_policy(const char *config, const pal_jobset *set, pal_diags *d);
 /* When job S is spent (no instant of its schedule still to come: a past
  * `at`, past years, an `end` gone by), say so on FP as
  * "FILE:LINE:COL: note: ..." and return true.  Such a job is valid and is

@@ -60,7 +60,9 @@ static void usage(FILE *fp)
 		"sink.key_retention (default 7d) after its instant is refused (docs/protocol.md).\n"
 		"A job naming a ${NAME} secret the config's policy refuses to its tenant is\n"
 		"refused (docs/jobs.md, \"Secrets\"; without --config: the node's own\n"
-		"PALISADE_*, libpq's PG variables and proxy variables only).\n"
+		"PALISADE_*, libpq's PG variables and proxy variables only), and so is one\n"
+		"calling or notifying a host the config's executor.target_hosts does not\n"
+		"give its tenant (docs/jobs.md, \"Target hosts\"; not checked without --config).\n"
 		"A job created or updated with after:, notify: or target.keep_* is refused while\n"
 		"a live node runs a binary older than those keys (docs/upgrades.md).\n"
 		"A version that stops or moves its job's instants at the apply (an end\n"
@@ -364,7 +366,7 @@ static void take_batch(void *arg, pal_jobset *set)
 	struct batch_ctx *b = arg;
 	if (pal__cli_check_key_horizons(b->r->c->config, set, b->diags))
 		b->refused = true;
-	if (pal__cli_check_secrets(b->r->c->config, set, b->diags))
+	if (pal__cli_check_tenant_policy(b->r->c->config, set, b->diags))
 		b->refused = true;
 	if (b->store && !b->refused && !jobs_move(&b->ready, set))
 		b->r->db_ec = PAL_EXIT_SOFTWARE; /* out of memory: stop storing */

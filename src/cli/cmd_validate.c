@@ -31,7 +31,10 @@ static void usage(FILE *fp)
 		    "A job naming a ${NAME} secret that is the node's own (PALISADE_*, libpq's,\n"
 		    "the proxy variables; with --config also admin.token_env and\n"
 		    "zookeeper.auth_env) or that the config's executor.secrets does not give\n"
-		    "the job's tenant is refused (docs/jobs.md, \"Secrets\").\n"
+		    "the job's tenant is refused (docs/jobs.md, \"Secrets\"), and with --config\n"
+		    "so is a job whose target.url, target.status_url or notify url names a\n"
+		    "host the config's executor.target_hosts does not give its tenant\n"
+		    "(docs/jobs.md, \"Target hosts\").\n"
 		    "\n"
 		    "exit status: 0 valid, 65 invalid, 64 usage error\n");
 }
@@ -76,7 +79,7 @@ int pal_cmd_validate(int argc, char **argv)
 	rc = pal_jobfiles_load((const char *const *)(argv + optind), n_files, &set, &diags);
 	if (rc == 0 && pal__cli_check_key_horizons(config, &set, &diags))
 		rc = PAL_EINVAL;
-	if (rc == 0 && pal__cli_check_secrets(config, &set, &diags))
+	if (rc == 0 && pal__cli_check_tenant_policy(config, &set, &diags))
 		rc = PAL_EINVAL;
 	if (rc == 0 && diags.n == 0) {
 		size_t spent = 0;

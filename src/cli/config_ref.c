@@ -78,16 +78,21 @@ int pal__cli_check_key_horizons(const char *config, const pal_jobset *set, pal_d
 	return bad;
 }
 
-size_t pal__cli_check_secrets(const char *config, const pal_jobset *set, pal_diags *d)
+size_t pal__cli_check_tenant_policy(const char *config, const pal_jobset *set, pal_diags *d)
 {
 	pal_secret_policy p = {0};
-	if (config)
+	pal_target_policy t = {0};
+	if (config) {
 		p = pal_nodeconf_secret_policy(load(config));
+		t = pal_nodeconf_target_policy(load(config));
+	}
 	size_t bad = 0;
 	for (size_t i = 0; i < set->n; i++)
-		bad += pal_job_secrets_check(&set->jobs[i], config ? &p : NULL, d);
+		bad += pal_job_secrets_check(&set->jobs[i], config ? &p : NULL, d) +
+		       pal_job_targets_check(&set->jobs[i], &t, d);
 	for (size_t i = 0; i < set->n_notify_rules; i++)
-		bad += pal_notify_rule_secrets_check(&set->notify_rules[i], config ? &p : NULL, d);
+		bad += pal_notify_rule_secrets_check(&set->notify_rules[i], config ? &p : NULL, d) +
+		       pal_notify_rule_targets_check(&set->notify_rules[i], &t, d);
 	return bad;
 }
 

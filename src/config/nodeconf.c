@@ -132,6 +132,10 @@ static const pal_conf_key table[] = {
 	  "tenant -> [NAME or PREFIX*, ...]; empty: any tenant any name but the node's own "
 	  "(PALISADE_*, libpq's PG variables, the proxy variables, admin.token_env, "
 	  "zookeeper.auth_env); set: a tenant not listed may name none", OFF(secrets), NULL, 0 },
+	{ "executor.target_hosts", PAL_CONF_TARGET_HOSTS, "{}", "", 0, 1000, false,
+	  "which hosts each tenant's jobs may call and notify: tenant -> [host, *.domain or *, "
+	  "each with an optional :port]; empty: any tenant any host; set: a tenant not listed "
+	  "may call none", OFF(target_hosts), NULL, 0 },
 	{ "executor.claim_ahead", PAL_CONF_DURATION, "500ms", "ms", 0, 10 * MS_S, false,
 	  "claim triggers due this much ahead of their instant and call them at the instant "
 	  "(0 = only due triggers); at most lease / 4", OFF(claim_ahead_ms), NULL, 0 },
@@ -293,7 +297,7 @@ static void tenants_free(pal_tenant_conf *t, size_t n)
 	free(t);
 }
 
-static void secrets_free(pal_secret_grant *g, size_t n)
+static void grants_free(pal_tenant_grant *g, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		for (size_t j = 0; j < g[i].n_names; j++)
@@ -313,7 +317,8 @@ void pal_nodeconf_free(pal_nodeconf *c)
 			free(*str_at(c, &table[i]));
 	groups_free(c->groups, c->n_groups);
 	tenants_free(c->tenants, c->n_tenants);
-	secrets_free(c->secrets, c->n_secrets);
+	grants_free(c->secrets, c->n_secrets);
+	grants_free(c->target_hosts, c->n_target_hosts);
 	free(c->file);
 	memset(c, 0, sizeof *c);
 }
@@ -655,9 +660,9 @@ static void set_tenants(struct nctx *x, const pal_conf_key *k, const pal_ynode *
 	c->n_tenants = n;
 }
 
-static int secret_grant_cmp(const void *a, const void *b)
+static int grant_cmp(const void *a, const void *b)
 {
-	return strcmp(((const pal_secret_grant *)a)->tenant, ((const pal_secret_grant *)b)->tenant);
+	return strcmp(((const pal_tenant_grant *)a)->tenant, ((const pal_tenant_grant *)b)->tenant);
 }
 
 /* NAME ([A-Z_][A-Z0-9_]*, as a ${NAME} reference), PREFIX* or "*". */
@@ -674,10 +679,41 @@ static bool secret_pattern_ok(const char *s)
 	return n > 0 || s[0] == '*';
 }
 
-/* executor.secrets: a mapping from tenant names (as a job's tenant key) to
- * sequences of patterns. */
-static void set_secrets(struct nctx *x, const pal_conf_key *k, const pal_ynode *v,
-			pal_nodeconf *c)
+/* What a per-tenant list of the config (executor.secrets,
+ * executor.target_hosts) holds: its entries' word, the check of one, and
+ * what a valid one is. */
+struct grant_kind {
+	const char *what; /* "secret name" */
+	bool (*ok)(const char *);
+	const char *expected; /* the diagnostic's explanation of a valid one */
+};
+
+static const struct grant_kind secret_kind = {
+    "secret name", secret_pattern_ok,
+    "expected NAME as in ${NAME}: A-Z, 0-9 and _, not starting with a digit; or PREFIX* for "
+    "every name that starts with PREFIX"};
+static const struct grant_kind host_kind = {
+    "host pattern", pal_target_pattern_ok,
+    "expected a host (name, IPv4 or [IPv6] address), *.DOMAIN for any name under DOMAIN, or "
+    "* for any host; each optionally followed by :PORT"};
+
+/* The list key K (of type PAL_CONF_SECRETS or PAL_CONF_TARGET_HOSTS) sets
+ * in C, its length in **N; the format and compare callers only read it. */
+static pal_tenant_grant **grants_at(const pal_nodeconf *c, const pal_conf_key *k, size_t **n)
+{
+	pal_nodeconf *m = (pal_nodeconf *)c;
+	if (k->type == PAL_CONF_SECRETS) {
+		*n = &m->n_secrets;
+		return &m->secrets;
+	}
+	*n = &m->n_target_hosts;
+	return &m->target_hosts;
+}
+
+/* executor.secrets, executor.target_hosts: a mapping from tenant names (as
+ * a job's tenant key) to sequences of patterns of KIND. */
+static void set_grants(struct nctx *x, const pal_conf_key *k, const pal_ynode *v, pal_nodeconf *c,
+		       const struct grant_kind *kind)
 {
 	if (pal_yexpect_map(x->doc, v, k->name, x->diags) != 0) {
 		x->errors++;
@@ -688,7 +724,7 @@ static void set_secrets(struct nctx *x, const pal_conf_key *k, const pal_ynode *
 		      (long long)k->max);
 		return;
 	}
-	pal_secret_grant *g = calloc(v->n ? v->n : 1, sizeof *g);
+	pal_tenant_grant *g = calloc(v->n ? v->n : 1, sizeof *g);
 	if (!g) {
 		ndiag(x, v, "%s: out of memory", k->name);
 		return;
@@ -710,7 +746,7 @@ static void set_secrets(struct nctx *x, const pal_conf_key *k, const pal_ynode *
 			x->errors++;
 			continue;
 		}
-		pal_secret_grant *one = &g[n++];
+		pal_tenant_grant *one = &g[n++];
 		one->tenant = strdup(kn->str);
 		one->names = calloc(ev->n ? ev->n : 1, sizeof *one->names);
 		if (!one->tenant || !one->names) {
@@ -719,17 +755,13 @@ static void set_secrets(struct nctx *x, const pal_conf_key *k, const pal_ynode *
 		}
 		for (size_t j = 0; j < ev->n; j++) {
 			char *pat = NULL;
-			if (pal_yget_string(x->doc, ev->vals[j], "secret name", &pat, x->diags) != 0) {
+			if (pal_yget_string(x->doc, ev->vals[j], kind->what, &pat, x->diags) != 0) {
 				x->errors++;
 				continue;
 			}
-			if (!secret_pattern_ok(pat)) {
-				ndiag(x, ev->vals[j],
-				      "%s: invalid secret name \"%.64s\" of tenant \"%s\" "
-				      "(expected NAME as in ${NAME}: A-Z, 0-9 and _, not starting "
-				      "with a digit; or PREFIX* for every name that starts with "
-				      "PREFIX)",
-				      k->name, pat, kn->str);
+			if (!kind->ok(pat)) {
+				ndiag(x, ev->vals[j], "%s: invalid %s \"%.64s\" of tenant \"%s\" (%s)", k->name,
+				      kind->what, pat, kn->str, kind->expected);
 				free(pat);
 				continue;
 			}
@@ -737,13 +769,15 @@ static void set_secrets(struct nctx *x, const pal_conf_key *k, const pal_ynode *
 		}
 	}
 	if (x->errors != before) {
-		secrets_free(g, n);
+		grants_free(g, n);
 		return;
 	}
-	qsort(g, n, sizeof *g, secret_grant_cmp);
-	secrets_free(c->secrets, c->n_secrets);
-	c->secrets = g;
-	c->n_secrets = n;
+	qsort(g, n, sizeof *g, grant_cmp);
+	size_t *at_n;
+	pal_tenant_grant **at = grants_at(c, k, &at_n);
+	grants_free(*at, *at_n);
+	*at = g;
+	*at_n = n;
 }
 
 /* Apply value V of key K to C. */
@@ -806,7 +840,10 @@ static void apply(struct nctx *x, const pal_conf_key *k, const pal_ynode *v, pal
 		set_tenants(x, k, v, c);
 		break;
 	case PAL_CONF_SECRETS:
-		set_secrets(x, k, v, c);
+		set_grants(x, k, v, c, &secret_kind);
+		break;
+	case PAL_CONF_TARGET_HOSTS:
+		set_grants(x, k, v, c, &host_kind);
 		break;
 	}
 }
@@ -1192,17 +1229,21 @@ char *pal_nodeconf_format(const pal_nodeconf *c, const pal_conf_key *k)
 		g_string_append_c(out, '}');
 		break;
 	case PAL_CONF_SECRETS:
+	case PAL_CONF_TARGET_HOSTS: {
+		size_t *n;
+		const pal_tenant_grant *g = *grants_at(c, k, &n);
 		g_string_append_c(out, '{');
-		for (size_t i = 0; i < c->n_secrets; i++) {
-			g_string_append_printf(out, "%s%s: [", i ? ", " : "", c->secrets[i].tenant);
-			for (size_t j = 0; j < c->secrets[i].n_names; j++) {
+		for (size_t i = 0; i < *n; i++) {
+			g_string_append_printf(out, "%s%s: [", i ? ", " : "", g[i].tenant);
+			for (size_t j = 0; j < g[i].n_names; j++) {
 				g_string_append(out, j ? ", " : "");
-				append_scalar(out, c->secrets[i].names[j]);
+				append_scalar(out, g[i].names[j]);
 			}
 			g_string_append_c(out, ']');
 		}
 		g_string_append_c(out, '}');
 		break;
+	}
 	}
 	res = strdup(out->str);
 	g_string_free(out, TRUE);
@@ -1245,17 +1286,20 @@ bool pal_nodeconf_key_equal(const pal_nodeconf *a, const pal_nodeconf *b, const 
 				return false;
 		return true;
 	case PAL_CONF_SECRETS:
-		if (a->n_secrets != b->n_secrets)
+	case PAL_CONF_TARGET_HOSTS: {
+		size_t *na, *nb;
+		const pal_tenant_grant *ga = *grants_at(a, k, &na), *gb = *grants_at(b, k, &nb);
+		if (*na != *nb)
 			return false;
-		for (size_t i = 0; i < a->n_secrets; i++) {
-			if (strcmp(a->secrets[i].tenant, b->secrets[i].tenant) ||
-			    a->secrets[i].n_names != b->secrets[i].n_names)
+		for (size_t i = 0; i < *na; i++) {
+			if (strcmp(ga[i].tenant, gb[i].tenant) || ga[i].n_names != gb[i].n_names)
 				return false;
-			for (size_t j = 0; j < a->secrets[i].n_names; j++)
-				if (strcmp(a->secrets[i].names[j], b->secrets[i].names[j]))
+			for (size_t j = 0; j < ga[i].n_names; j++)
+				if (strcmp(ga[i].names[j], gb[i].names[j]))
 					return false;
 		}
 		return true;
+	}
 	}
 	return false;
 }
@@ -1317,4 +1361,9 @@ pal_secret_policy pal_nodeconf_secret_policy(const pal_nodeconf *c)
 				   .zk_auth_env = c->zk_auth_env,
 				   .grants = c->secrets,
 				   .n_grants = c->n_secrets};
+}
+
+pal_target_policy pal_nodeconf_target_policy(const pal_nodeconf *c)
+{
+	return (pal_target_policy){.grants = c->target_hosts, .n_grants = c->n_target_hosts};
 }

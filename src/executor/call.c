@@ -16,6 +16,7 @@
 #include "palisade/timefmt.h"
 #include "palisade/trace.h"
 #include "palisade/tz.h"
+#include "palisade/url.h"
 #include "executor_int.h"
 
 /* ---- response buffers ---------------------------------------------------------- */
@@ -195,6 +196,16 @@ static int render_all(pal_executor *ex, pal__call *k, char *err, size_t errlen)
 	rc = pal_tpl_render(url_tpl, &v, PAL_TPL_URL | PAL_TPL_SECRETS, &k->url, err, errlen);
 	if (rc)
 		return rc;
+	/* executor.target_hosts, before anything is sent (a job stored without
+	 * the apply check, or under another node's setting during a roll) */
+	if (!pal_target_granted(ex->cfg.targets, k->c.tenant, k->url)) {
+		char shown[300], why[512];
+		pal_url_redact(k->url, shown, sizeof shown);
+		snprintf(err, errlen, "%s %s: %s",
+			 k->ph == PHASE_QUERY ? "target.status_url" : "target.url", shown,
+			 pal_target_refusal(k->c.tenant, k->url, why, sizeof why));
+		return PAL_ENOHOST;
+	}
 	free(k->body);
 	k->body = NULL;
 	if (k->ph == PHASE_CALL && s->body)
@@ -328,11 +339,12 @@ bool pal__render_skip(pal_executor *ex, pal__call *k, int rc)
 		pal__spent(ex, k, "secret_refused", 0, NULL);
 		return true;
 	}
-	if (rc != PAL_ENOENT && rc != PAL_ENOGRANT)
+	if (rc != PAL_ENOENT && rc != PAL_ENOGRANT && rc != PAL_ENOHOST)
 		return false;
-	/* A secret this node lacks may be set on another, and one this node's
-	 * executor.secrets does not give the tenant may be given by another
-	 * node's (the setting is restart-only: nodes differ during a roll).
+	/* A secret this node lacks may be set on another, and a secret or a
+	 * host this node's executor.secrets or executor.target_hosts does not
+	 * give the tenant may be given by another node's (the settings are
+	 * restart-only: nodes differ during a roll).
 	 * Nothing was sent, so the trigger goes back (the attempt is given
 	 * back) and this node passes the job over for a while (render_skips,
 	 * sql/007); when no live node can render it, the result's commit makes
@@ -343,7 +355,10 @@ bool pal__render_skip(pal_executor *ex, pal__call *k, int rc)
 	pal__minc(ex, "palisade_executor_render_skips_total", NULL, 1);
 	k->render_skip = true;
 	pal__queue_result(ex, k, PAL_TS_PENDING,
-			  rc == PAL_ENOGRANT ? "secret_not_granted" : "render_secret", 0, 1000, NULL);
+			  rc == PAL_ENOHOST    ? "target_not_granted"
+			  : rc == PAL_ENOGRANT ? "secret_not_granted"
+					       : "render_secret",
+			  0, 1000, NULL);
 	return true;
 }
 

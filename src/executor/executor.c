@@ -69,7 +69,9 @@ static void declare_metrics(pal_metrics *m)
 	pal_metric_declare(m, "palisade_executor_unknown_tickets_total", PAL_METRIC_COUNTER,
 			   "triggers sent to manual because their budget ran out with the outcome unknown");
 	pal_metric_declare(m, "palisade_executor_render_skips_total", PAL_METRIC_COUNTER,
-			   "triggers handed back because a secret of the request is missing on this node");
+			   "triggers handed back because a secret of the request is missing on this "
+			   "node, or this node's policy does not give a secret or the url's host "
+			   "to the trigger's tenant");
 	pal_metric_declare(m, "palisade_executor_secret_refusals_total", PAL_METRIC_COUNTER,
 			   "attempts ended without a call because the request names a secret the "
 			   "node's policy refuses to the trigger's tenant");

@@ -298,10 +298,13 @@ const char *pal__phase_name(pal__phase p);
 /* Render and add the transfer; on a render failure K->render_err holds the
  * message and the return code says why (PAL_ENOENT: a ${ENV} secret is not
  * set on this node; PAL_ENOGRANT: this node's executor.secrets does not
- * give it to the trigger's tenant; PAL_EPERM: one of the node's own). */
+ * give it to the trigger's tenant; PAL_ENOHOST: this node's
+ * executor.target_hosts does not give the url's host to the trigger's
+ * tenant, nothing sent; PAL_EPERM: one of the node's own). */
 int pal__call_start(pal_executor *ex, pal__call *k);
 /* RC is pal__call_start's failure: for a secret missing on this node or
- * not given to the trigger's tenant by this node's executor.secrets, hand K
+ * not given to the trigger's tenant by this node's executor.secrets, or a
+ * host its executor.target_hosts does not give the tenant, hand K
  * back (pending, attempt not spent, a skip of the job for this node, a
  * ticket when no live node can render it) and return true; for one of the
  * node's own variables (PAL_EPERM), end K (`secret_refused`: `failed`,

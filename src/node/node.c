@@ -63,6 +63,8 @@ typedef struct node {
 	/* which ${NAME} secrets a job may name, borrowed from conf (its keys
 	 * are restart-only): the API's apply, the executor, the notifier */
 	pal_secret_policy secrets;
+	/* which hosts a job may call and notify, borrowed from conf as well */
+	pal_target_policy targets;
 	const char *pg, *zk;
 	const char *pg_direct; /* the connections that need a session (postgres.direct_conninfo) */
 	int n_shards;
@@ -480,6 +482,7 @@ static int apply_opts(node *n, const pal_node_opts *o)
 		return PAL_EXIT_DATAERR;
 	}
 	n->secrets = pal_nodeconf_secret_policy(&n->conf);
+	n->targets = pal_nodeconf_target_policy(&n->conf);
 	n->pg = pal_nodeconf_pg(&n->conf, o->pg);
 	n->zk = pal_nodeconf_zk(&n->conf, o->zk);
 	n->pg_direct = pal_nodeconf_pg_direct(&n->conf, n->pg);
@@ -649,7 +652,8 @@ int pal_node_run(const pal_node_opts *o)
 				.cluster = n.conf.cluster,
 				.zk_connect = n.zk,
 				.zk_root = n.conf.zk_root,
-				.secrets = &n.secrets };
+				.secrets = &n.secrets,
+				.targets = &n.targets };
 	if (pal_api_open(&pcfg, &n.api, err, sizeof err))
 		pal_log(PAL_LOG_WARN, "node.api_failed", "{s:s}", "error", err);
 	pal_admin_config acfg = { .listen = n.conf.admin_listen,
@@ -805,6 +809,7 @@ int pal_node_run(const pal_node_opts *o)
 			.trace_sampled = n.conf.trace_sampled != 0,
 			.keep_body_max = n.conf.keep_body_max,
 			.secrets = &n.secrets,
+			.targets = &n.targets,
 		};
 		if (pal_executor_start(&ecfg, n.m, &n.exe, err, sizeof err)) {
 			pal_log(PAL_LOG_ERROR, "node.executor_failed", "{s:s}", "error", err);
@@ -821,7 +826,8 @@ int pal_node_run(const pal_node_opts *o)
 					    .retention_ms = n.conf.notify_retention_ms,
 					    .keep_delivered_ms = n.conf.notify_keep_delivered_ms,
 					    .console_url = n.conf.admin_public_url,
-					    .secrets = &n.secrets};
+					    .secrets = &n.secrets,
+					    .targets = &n.targets};
 		if (pal_notifier_start(&ncfg, n.m, &n.notifier, err, sizeof err))
 			pal_log(PAL_LOG_WARN, "node.notifier_failed", "{s:s}", "error", err);
 	}

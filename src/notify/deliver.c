@@ -33,6 +33,7 @@
 #include "palisade/notifystore.h"
 #include "palisade/periodic.h"
 #include "palisade/template.h"
+#include "palisade/url.h"
 
 #define IN_FLIGHT_MAX 32 /* deliveries under way at once */
 #define PER_URL 4	 /* of them to one receiver URL */
@@ -46,6 +47,7 @@
 #define M_FAILED "palisade_notify_failed_total"
 #define M_EXPIRED "palisade_notify_expired_total"
 #define M_OLDEST "palisade_notify_oldest_pending_seconds"
+#define M_TARGET_REFUSED "palisade_notify_target_refusals_total"
 
 struct pal_notifier {
 	pal_notifier_config cfg; /* strings owned */
@@ -160,6 +162,22 @@ static bool prepare(struct pal_notifier *w, const pal_notif *v, struct delivery 
 	pal_tpl_vars none = {.secrets = w->cfg.secrets, .tenant = v->tenant};
 	char *secret = NULL, sig[128], terr[256];
 
+	/* executor.target_hosts, as the executor checks a call's url: a url
+	 * stored without the apply check (or a group's rule, which apply
+	 * cannot judge per tenant) is not sent; the delivery fails and is
+	 * retried with backoff, so a node whose setting gives the host (a
+	 * roll) may still deliver it. */
+	if (!pal_target_granted(w->cfg.targets, v->tenant, v->url)) {
+		char shown[300], why[512];
+		pal_url_redact(v->url, shown, sizeof shown);
+		snprintf(d->why, sizeof d->why, "url %s: %s", shown,
+			 pal_target_refusal(v->tenant, v->url, why, sizeof why));
+		pal_log(PAL_LOG_WARN, "notify.target_refused", "{s:s, s:s, s:s, s:s}", "webhook_id",
+			v->webhook_id, "event", v->event, "tenant", v->tenant ? v->tenant : "",
+			"error", d->why);
+		pal_metric_inc(w->m, M_TARGET_REFUSED, NULL, 1);
+		return false;
+	}
 	if (pal_tpl_render(v->secret, &none, PAL_TPL_SECRETS, &secret, terr, sizeof terr)) {
 		snprintf(d->why, sizeof d->why, "secret %s: %s", v->secret, terr);
 		return false;
@@ -474,6 +492,10 @@ int pal_notifier_start(const pal_notifier_config *cfg, pal_metrics *m, pal_notif
 	pal_metric_declare(m, M_FAILED, PAL_METRIC_COUNTER,
 			   "deliveries of notifications by this node that failed (no answer, not "
 			   "2xx, or the secret missing); each is retried with backoff");
+	pal_metric_declare(m, M_TARGET_REFUSED, PAL_METRIC_COUNTER,
+			   "deliveries this node did not send because executor.target_hosts does "
+			   "not give the url's host to the job's tenant (each also counts as a "
+			   "failed delivery and is retried with backoff)");
 	pal_metric_declare(m, M_EXPIRED, PAL_METRIC_COUNTER,
 			   "undelivered notifications deleted past notify.retention by this node: "
 			   "events lost to a receiver that stayed down");
@@ -486,6 +508,7 @@ int pal_notifier_start(const pal_notifier_config *cfg, pal_metrics *m, pal_notif
 	pal_metric_set(m, M_OLDEST, NULL, 0);
 	pal_metric_inc(m, M_DELIVERED, NULL, 0);
 	pal_metric_inc(m, M_FAILED, NULL, 0);
+	pal_metric_inc(m, M_TARGET_REFUSED, NULL, 0);
 	pal_metric_inc(m, M_EXPIRED, NULL, 0);
 	if (pal_periodic_start(round_, w, w->cfg.interval_ms, &w->th)) {
 		snprintf(err, errlen, "cannot start the notification thread");

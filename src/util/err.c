@@ -17,6 +17,7 @@ const char *pal_strerror(int code)
 	case PAL_EBUSY: return "busy";
 	case PAL_EPERM: return "not permitted";
 	case PAL_ENOGRANT: return "not granted on this node";
+	case PAL_ENOHOST: return "host not granted on this node";
 	default: return "unknown error";
 	}
 }

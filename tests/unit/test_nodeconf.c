@@ -55,6 +55,18 @@ static int load_str(const char *text, pal_nodeconf *c, pal_diags *d)
 	return pal_nodeconf_load_buffer("palisade.yaml", text, strlen(text), c, d);
 }
 
+/* The table's entry of key NAME (fails the test when there is none). */
+static const pal_conf_key *table_key(const char *name)
+{
+	size_t n;
+	const pal_conf_key *t = pal_nodeconf_table(&n);
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(t[i].name, name))
+			return &t[i];
+	fail_msg("no key %s in the table", name);
+	return NULL;
+}
+
 static void test_nodeconf_defaults_match_table(void **state)
 {
 	pal_nodeconf c;
@@ -254,14 +266,7 @@ static void test_nodeconf_secrets_load_and_are_checked(void **state)
 	assert_int_equal(pal_secret_check(&p, "none", "RED_KEY"), PAL_SECRET_NOT_GRANTED);
 	assert_int_equal(pal_secret_check(&p, "green", "RED_KEY"), PAL_SECRET_NOT_GRANTED);
 	assert_int_equal(pal_secret_check(&p, "blue", "PALISADE_ADMIN_TOKEN"), PAL_SECRET_NODE);
-	const pal_conf_key *k = NULL;
-	size_t n;
-	const pal_conf_key *t = pal_nodeconf_table(&n);
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(t[i].name, "executor.secrets"))
-			k = &t[i];
-	assert_non_null(k);
-	char *f = pal_nodeconf_format(&c, k);
+	char *f = pal_nodeconf_format(&c, table_key("executor.secrets"));
 	assert_string_equal(f, "{blue: [\"*\"], none: [], red: [RED_*, SHARED]}");
 	free(f);
 	pal_nodeconf_free(&c);
@@ -282,6 +287,87 @@ static void test_nodeconf_secrets_load_and_are_checked(void **state)
 	ASSERT_DIAG(&d, 2, 36, "invalid secret name \"9LIVES\"");
 	ASSERT_DIAG(&d, 2, 44, "invalid secret name \"A*B\"");
 	ASSERT_DIAG(&d, 2, 58, "executor.secrets: blue: expected a sequence");
+	pal_diags_free(&d);
+}
+
+static void test_nodeconf_target_hosts_load_and_match(void **state)
+{
+	pal_nodeconf c;
+	pal_diags d = {0};
+
+	(void)state;
+	assert_int_equal(load_str("executor:\n"
+				  "  target_hosts:\n"
+				  "    red: [api.example.com, \"*.red.example.com:443\", \"[::1]:8080\", "
+				  "10.0.0.7]\n"
+				  "    blue: [\"*\"]\n"
+				  "    none: []\n"
+				  "    port: [\"*:8443\"]\n",
+				  &c, &d),
+			 0);
+	assert_int_equal(d.n, 0);
+	assert_int_equal(c.n_target_hosts, 4);
+	assert_string_equal(c.target_hosts[0].tenant, "blue"); /* sorted */
+	pal_target_policy p = pal_nodeconf_target_policy(&c);
+	/* a host, case-insensitively, on any port */
+	assert_true(pal_target_granted(&p, "red", "https://api.example.com/x"));
+	assert_true(pal_target_granted(&p, "red", "http://API.Example.COM:9000?q=1"));
+	assert_true(pal_target_granted(&p, "red", "http://10.0.0.7"));
+	assert_false(pal_target_granted(&p, "red", "http://api.example.com.evil.net/"));
+	assert_false(pal_target_granted(&p, "red", "http://example.com/"));
+	assert_false(pal_target_granted(&p, "red", "http://10.0.0.70/"));
+	/* *.DOMAIN:PORT: a longer name, on that port (https's default counts) */
+	assert_true(pal_target_granted(&p, "red", "https://a.b.red.example.com/"));
+	assert_true(pal_target_granted(&p, "red", "http://a.red.example.com:443/"));
+	assert_false(pal_target_granted(&p, "red", "https://red.example.com/"));
+	assert_false(pal_target_granted(&p, "red", "http://a.red.example.com/"));
+	assert_false(pal_target_granted(&p, "red", "https://xred.example.com/"));
+	assert_true(pal_target_granted(&p, "red", "http://[::1]:8080/"));
+	assert_false(pal_target_granted(&p, "red", "http://[::1]/"));
+	/* what libcurl could read as another host never passes */
+	assert_false(pal_target_granted(&p, "red", "http://api.example.com@127.0.0.1/"));
+	assert_false(pal_target_granted(&p, "red", "http://api.example.com\\@127.0.0.1/"));
+	assert_false(pal_target_granted(&p, "red", "http://api.example.com%2e/"));
+	assert_false(pal_target_granted(&p, "red", "ftp://api.example.com/"));
+	assert_false(pal_target_granted(&p, "red", "HTTP://api.example.com/"));
+	assert_false(pal_target_granted(&p, "red", "http://api.example.com:0/"));
+	assert_false(pal_target_granted(&p, "red", "http://api.example.com:99999/"));
+	/* "*" any host; "*:PORT" any host on that port; none, or not listed: nothing */
+	assert_true(pal_target_granted(&p, "blue", "http://169.254.169.254/latest"));
+	assert_true(pal_target_granted(&p, "port", "https://any.where:8443/"));
+	assert_false(pal_target_granted(&p, "port", "https://any.where/"));
+	assert_false(pal_target_granted(&p, "none", "http://api.example.com/"));
+	assert_false(pal_target_granted(&p, "default", "http://api.example.com/"));
+	assert_false(pal_target_granted(&p, NULL, "http://api.example.com/"));
+	char msg[512];
+	assert_non_null(strstr(pal_target_refusal("red", "http://127.0.0.1:9464/metrics", msg,
+						  sizeof msg),
+			       "executor.target_hosts does not give host 127.0.0.1:9464 to tenant red"));
+	char *f = pal_nodeconf_format(&c, table_key("executor.target_hosts"));
+	assert_string_equal(f, "{blue: [\"*\"], none: [], port: [\"*:8443\"], red: [api.example.com, "
+			       "\"*.red.example.com:443\", \"[::1]:8080\", 10.0.0.7]}");
+	free(f);
+	pal_nodeconf_free(&c);
+
+	/* the default: no grants, any host */
+	assert_int_equal(load_str("executor: {lease: 30s}\n", &c, &d), 0);
+	p = pal_nodeconf_target_policy(&c);
+	assert_true(pal_target_granted(&p, "red", "http://127.0.0.1:9464/metrics"));
+	assert_true(pal_target_granted(NULL, "red", "http://127.0.0.1:9464/metrics"));
+	pal_nodeconf_free(&c);
+
+	assert_int_equal(load_str("executor:\n"
+				  "  target_hosts: {red: [\"a b\", \"*.\", \"x:0\", \"**\", \"h:\", "
+				  "\"u@h\"], blue: x}\n",
+				  &c, &d),
+			 PAL_EINVAL);
+	ASSERT_DIAG(&d, 2, 24, "invalid host pattern \"a b\" of tenant \"red\"");
+	ASSERT_DIAG(&d, 2, 31, "invalid host pattern \"*.\"");
+	ASSERT_DIAG(&d, 2, 37, "invalid host pattern \"x:0\"");
+	ASSERT_DIAG(&d, 2, 44, "invalid host pattern \"**\"");
+	ASSERT_DIAG(&d, 2, 50, "invalid host pattern \"h:\"");
+	ASSERT_DIAG(&d, 2, 56, "invalid host pattern \"u@h\"");
+	ASSERT_DIAG(&d, 2, 70, "executor.target_hosts: blue: expected a sequence");
 	pal_diags_free(&d);
 }
 
@@ -495,6 +581,7 @@ int main(void)
 	    cmocka_unit_test(test_nodeconf_direct_conninfo_only_behind_a_transaction_pooler),
 	    cmocka_unit_test(test_nodeconf_reload_reports_restart_only_changes),
 	    cmocka_unit_test(test_nodeconf_secrets_load_and_are_checked),
+	    cmocka_unit_test(test_nodeconf_target_hosts_load_and_match),
 	    cmocka_unit_test(test_nodeconf_tenants_load_and_are_checked),
 	};
 
