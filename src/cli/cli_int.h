@@ -103,11 +103,21 @@ int pal_cli_connect(const pal_cli_common *c, bool migrating, pal_store **out);
  * without printing: the message (a line, "" when none) goes to MSG for the
  * caller to print.  Touches no CLI state: safe in a thread of its own. */
 int pal__cli_connect_msg(const char *ci, bool migrating, pal_store **out, char *msg, size_t msglen);
-/* The end of a command's work on a connection of pal_cli_connect(): closes
- * ST and, when RC (what the store call returned) is an error, prints ERR
- * (its message) as "palisade CMD: ERR".  Returns the exit code of RC
- * (pal_cli_exit_code()): 0 when RC is 0. */
-int pal_cli_store_done(pal_store *st, const char *cmd, int rc, const char *err);
+/* One call of a command on the store: a PAL_E* code, ERR (ERRLEN bytes)
+ * filled when it fails.  CTX holds its arguments (and pointers to where
+ * results other than JSON go); OUT is where a call with a JSON answer puts
+ * it (owned by the caller of pal_cli_store_call()). */
+typedef int (*pal_cli_store_fn)(pal_store *st, const void *ctx, json_t **out, char *err,
+				size_t errlen);
+/* The opening most commands share on the database: connect
+ * (pal_cli_connect(): refused with --server, the schema checked), FN(CTX,
+ * OUT), close, and on a failure of FN "palisade CMD: ERR" on stderr.
+ * Returns the exit code: the connection's, else pal_cli_exit_code() of what
+ * FN returned (0 when it succeeded).  Prints nothing else: the command
+ * prints what FN got, after the connection is closed.  Blocks on the
+ * database. */
+int pal_cli_store_call(const pal_cli_common *c, const char *cmd, pal_cli_store_fn fn,
+		       const void *ctx, json_t **out);
 
 /*
  * The HTTP API instead of the database (remote.c, docs/api.md): --server URL,

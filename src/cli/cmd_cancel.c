@@ -44,6 +44,19 @@ static void print_left(json_t *left)
 	       " manual: resolve its ticket)\n");
 }
 
+struct cancel_args {
+	long long trigger;
+	const char *job, *reason;
+	pal_cancel_result *r;
+};
+
+static int cancel_call(pal_store *st, const void *ctx, json_t **out, char *err, size_t errlen)
+{
+	const struct cancel_args *a = ctx;
+	return pal_ops_cancel(st, a->trigger, a->job, pal_cli_actor(), a->reason, a->r, err,
+			      errlen);
+}
+
 int pal_cmd_cancel(int argc, char **argv)
 {
 	pal_cli_common c = { 0 };
@@ -95,16 +108,9 @@ int pal_cmd_cancel(int argc, char **argv)
 			snprintf(path, sizeof path, "/api/v1/jobs/%s/cancel", job);
 		return pal_cli_remote_json(&c, "cancel", path, json_pack("{s:s}", "reason", reason));
 	}
-	pal_store *st;
-	ec = pal_cli_connect(&c, false, &st);
-	if (ec)
-		return ec;
-	pal_cancel_result r;
-	char err[1024];
-	int rc = pal_ops_cancel(st, trigger, job, pal_cli_actor(), reason, &r, err, sizeof err);
-	pal_store_close(st);
-	if (rc) {
-		pal_cli_err("cancel", "%s", err);
+	pal_cancel_result r = {0}; /* state stays "" when the connection fails */
+	struct cancel_args a = {trigger, job, reason, &r};
+	if ((ec = pal_cli_store_call(&c, "cancel", cancel_call, &a, NULL))) {
 		if (c.json && r.state[0]) {
 			json_t *o = json_pack("{s:I, s:s, s:b}", "trigger", (json_int_t)trigger, "state",
 					      r.state, "cancelled", 0);
@@ -113,7 +119,7 @@ int pal_cmd_cancel(int argc, char **argv)
 			json_decref(o);
 		}
 		pal_cancel_result_clear(&r);
-		return pal_cli_exit_code(rc);
+		return ec;
 	}
 	if (c.json) {
 		json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:O}", "pending_to_cancelled",

@@ -166,24 +166,31 @@ static void print_set(const pal_cli_common *c, json_t *o)
 	}
 }
 
-/* shadow (SC; NULL: shadow list, every page of it) through the API
- * (--server) */
-static int shadow_remote(const pal_cli_common *c, const pal_scope *sc, const char *reason)
+/* shadow SC (NULL: shadow list) with REASON */
+struct shadow_args {
+	const pal_scope *sc;
+	const char *reason;
+};
+
+/* The answer of shadow through the API (--server; the list, every page of
+ * it) into *O; the exit code. */
+static int shadow_remote(const pal_cli_common *c, const struct shadow_args *a, json_t **o)
 {
-	json_t *o;
-	int ec = sc ? pal_cli_remote_send(c, "shadow", "POST", "/api/v1/shadow",
-					  json_pack("{s:s, s:s}", pal_scope_kind_name(sc->kind),
-						    sc->name, "reason", reason),
-					  &o)
-		    : pal_cli_remote_items(c, "shadow", "/api/v1/shadow", &o);
-	if (ec)
-		return ec;
-	if (sc)
-		print_set(c, o);
-	else
-		print_list(c, o);
-	json_decref(o);
-	return PAL_EXIT_OK;
+	if (!a->sc)
+		return pal_cli_remote_items(c, "shadow", "/api/v1/shadow", o);
+	return pal_cli_remote_send(c, "shadow", "POST", "/api/v1/shadow",
+				   json_pack("{s:s, s:s}", pal_scope_kind_name(a->sc->kind),
+					     a->sc->name, "reason", a->reason),
+				   o);
+}
+
+/* The same on the database (pal_cli_store_call) */
+static int shadow_call(pal_store *st, const void *ctx, json_t **o, char *err, size_t errlen)
+{
+	const struct shadow_args *a = ctx;
+	if (!a->sc)
+		return pal_store_shadow_list_json(st, o, err, errlen);
+	return pal_store_shadow_set_json(st, a->sc, pal_cli_actor(), a->reason, o, err, errlen);
 }
 
 int pal__cli_shadow_set(int argc, char **argv)
@@ -202,29 +209,16 @@ int pal__cli_shadow_set(int argc, char **argv)
 		return PAL_EXIT_USAGE;
 	}
 	pal_cli_common c = a.c;
-	pal_scope sc = a.sc;
-	const char *reason = a.reason;
-	if (pal_cli_server(&c))
-		return shadow_remote(&c, list ? NULL : &sc, reason);
-	pal_store *st;
-	if ((ec = pal_cli_connect(&c, false, &st)))
-		return ec;
-	char err[1024];
-	int rc;
-	if (list) {
-		json_t *rows;
-		rc = pal_store_shadow_list_json(st, &rows, err, sizeof err);
-		if ((ec = pal_cli_store_done(st, "shadow", rc, err)))
-			return ec;
-		print_list(&c, rows);
-		json_decref(rows);
-		return PAL_EXIT_OK;
-	}
+	struct shadow_args sa = {list ? NULL : &a.sc, a.reason};
 	json_t *o;
-	rc = pal_store_shadow_set_json(st, &sc, pal_cli_actor(), reason, &o, err, sizeof err);
-	if ((ec = pal_cli_store_done(st, "shadow", rc, err)))
+	ec = pal_cli_server(&c) ? shadow_remote(&c, &sa, &o)
+				: pal_cli_store_call(&c, "shadow", shadow_call, &sa, &o);
+	if (ec)
 		return ec;
-	print_set(&c, o);
+	if (list)
+		print_list(&c, o);
+	else
+		print_set(&c, o);
 	json_decref(o);
 	return PAL_EXIT_OK;
 }
@@ -439,6 +433,19 @@ static int rollback_opt(void *ctx, const char *cmd, int opt, const char *arg)
 	return duration_opt(cmd, "wait", arg, ctx) ? 0 : PAL_EXIT_USAGE;
 }
 
+struct rollback_args {
+	const pal_scope *sc;
+	const char *reason;
+	int64_t wait_ms;
+};
+
+static int rollback_call(pal_store *st, const void *ctx, json_t **o, char *err, size_t errlen)
+{
+	const struct rollback_args *a = ctx;
+	return pal_store_rollback_json(st, a->sc, pal_cli_actor(), a->reason, a->wait_ms, o, err,
+				       errlen);
+}
+
 int pal_cmd_rollback(int argc, char **argv)
 {
 	scope_args a = {.cmd = "rollback", .sc = {PAL_SCOPE_GLOBAL, NULL}};
@@ -459,13 +466,8 @@ int pal_cmd_rollback(int argc, char **argv)
 			 pal_cli_remote_send(&c, "rollback", "POST", "/api/v1/rollback", body, &o)))
 			return ec;
 	} else {
-		pal_store *st;
-		if ((ec = pal_cli_connect(&c, false, &st)))
-			return ec;
-		char err[1024];
-		int rc = pal_store_rollback_json(st, &sc, pal_cli_actor(), reason, wait_ms, &o, err,
-						 sizeof err);
-		if ((ec = pal_cli_store_done(st, "rollback", rc, err)))
+		struct rollback_args ra = {&sc, reason, wait_ms};
+		if ((ec = pal_cli_store_call(&c, "rollback", rollback_call, &ra, &o)))
 			return ec;
 	}
 	json_t *rows = json_object_get(o, "unfinished");

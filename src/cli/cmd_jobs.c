@@ -191,6 +191,11 @@ static int jobs_remote(const pal_cli_common *c, const char *job, bool versions, 
 	return print_jobs(c, jobs, versions || job);
 }
 
+static int retired_call(pal_store *st, const void *ctx, json_t **out, char *err, size_t errlen)
+{
+	return pal_store_retired_json(st, out, err, errlen);
+}
+
 int pal_cmd_jobs(int argc, char **argv)
 {
 	pal_cli_common c = { 0 };
@@ -231,18 +236,17 @@ int pal_cmd_jobs(int argc, char **argv)
 		return PAL_EXIT_USAGE;
 	if (pal_cli_server(&c))
 		return jobs_remote(&c, job, versions, retired, next);
+	json_t *jobs, *meta = NULL;
+	if (retired) {
+		if ((ec = pal_cli_store_call(&c, "jobs", retired_call, NULL, &jobs)))
+			return ec;
+		return print_retired(&c, jobs);
+	}
 	pal_store *st;
 	ec = pal_cli_connect(&c, false, &st);
 	if (ec)
 		return ec;
-	json_t *jobs, *meta = NULL;
 	char err[1024];
-	if (retired) {
-		int rc = pal_store_retired_json(st, &jobs, err, sizeof err);
-		if ((ec = pal_cli_store_done(st, "jobs", rc, err)))
-			return ec;
-		return print_retired(&c, jobs);
-	}
 	int rc = pal_store_jobs_json(st, job, &jobs, err, sizeof err);
 	if (!rc)
 		rc = pal_store_job_meta_json(st, job, &meta, err, sizeof err);

@@ -66,6 +66,23 @@ static void print_by_policy(const int64_t *n)
 		printf(")");
 }
 
+/* pause (P given) or resume (RO and R given) of scope SC */
+struct gate_args {
+	const pal_scope *sc;
+	const char *reason;
+	const pal_resume_opts *ro;
+	pal_pause_result *p;
+	pal_resume_result *r;
+};
+
+static int gate_call(pal_store *st, const void *ctx, json_t **out, char *err, size_t errlen)
+{
+	const struct gate_args *a = ctx;
+	if (a->p)
+		return pal_ops_pause(st, a->sc, pal_cli_actor(), a->reason, a->p, err, errlen);
+	return pal_ops_resume(st, a->sc, pal_cli_actor(), a->reason, a->ro, a->r, err, errlen);
+}
+
 static int gate_cmd(int argc, char **argv, bool pause)
 {
 	const char *cmd = pause ? "pause" : "resume";
@@ -147,17 +164,13 @@ static int gate_cmd(int argc, char **argv, bool pause)
 			return PAL_EXIT_USAGE;
 		}
 	}
-	pal_store *st;
-	int ec = pal_cli_connect(&c, false, &st);
-	if (ec)
-		return ec;
-	char scope[300], err[1024];
+	char scope[300];
 	pal_scope_format(&sc, scope, sizeof scope);
 	int rc;
 	if (pause) {
 		pal_pause_result r;
-		rc = pal_ops_pause(st, &sc, pal_cli_actor(), reason, &r, err, sizeof err);
-		if ((rc = pal_cli_store_done(st, cmd, rc, err)))
+		struct gate_args ga = {&sc, reason, NULL, &r, NULL};
+		if ((rc = pal_cli_store_call(&c, cmd, gate_call, &ga, NULL)))
 			return rc;
 		if (c.json) {
 			json_t *o = json_pack("{s:s, s:b, s:s, s:I, s:I, s:I}", "scope", scope,
@@ -182,8 +195,8 @@ static int gate_cmd(int argc, char **argv, bool pause)
 		return PAL_EXIT_OK;
 	}
 	pal_resume_result r;
-	rc = pal_ops_resume(st, &sc, pal_cli_actor(), reason, &ro, &r, err, sizeof err);
-	if ((rc = pal_cli_store_done(st, cmd, rc, err)))
+	struct gate_args ga = {&sc, reason, &ro, NULL, &r};
+	if ((rc = pal_cli_store_call(&c, cmd, gate_call, &ga, NULL)))
 		return rc;
 	int64_t nrel = 0, nmis = 0;
 	for (int i = 0; i < 4; i++) {

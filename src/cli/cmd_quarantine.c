@@ -29,6 +29,13 @@ static void usage(FILE *fp)
 		"69 database unreachable.\n");
 }
 
+/* CTX: the job and the reason */
+static int release_call(pal_store *st, const void *ctx, json_t **out, char *err, size_t errlen)
+{
+	const char *const *a = ctx;
+	return pal_store_release_quarantine(st, a[0], pal_cli_actor(), a[1], err, errlen);
+}
+
 int pal_cmd_release(int argc, char **argv)
 {
 	pal_cli_common c = { 0 };
@@ -58,17 +65,13 @@ int pal_cmd_release(int argc, char **argv)
 		pal_cli_err("release", "--reason is required: say why, it is kept in the audit log");
 		return PAL_EXIT_USAGE;
 	}
-	pal_store *st;
 	if (pal_cli_server(&c)) {
 		char path[256];
 		snprintf(path, sizeof path, "/api/v1/jobs/%s/release", job);
 		return pal_cli_remote_json(&c, "release", path, json_pack("{s:s}", "reason", reason));
 	}
-	if ((ec = pal_cli_connect(&c, false, &st)))
-		return ec;
-	char err[1024];
-	int rc = pal_store_release_quarantine(st, job, pal_cli_actor(), reason, err, sizeof err);
-	if ((ec = pal_cli_store_done(st, "release", rc, err)))
+	const char *args[] = {job, reason};
+	if ((ec = pal_cli_store_call(&c, "release", release_call, args, NULL)))
 		return ec;
 	printf("job %s released from quarantine; its controller plans it again from its next "
 	       "tick\n",

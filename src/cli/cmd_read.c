@@ -36,31 +36,18 @@ static void dump(json_t *j)
 	putchar('\n');
 }
 
-/* What a command reads: its rows from the store (ctx: its arguments). */
-typedef int (*read_fn)(pal_store *st, const void *ctx, json_t **rows, char *err, size_t errlen);
-
-/* Connect, read with FN and print the rows: JSON, or TABLE.  Through the
- * API (--server) the rows are the "items" of the pages of GET REMOTE
- * instead, up to ROWS_MAX rows (0: every page); NULL: the command needs
- * the database. */
-static int run(const char *cmd, const pal_cli_common *c, read_fn fn, const void *ctx,
+/* Read the rows with FN (its arguments CTX) and print them: JSON, or
+ * TABLE.  Through the API (--server) the rows are the "items" of the pages
+ * of GET REMOTE instead, up to ROWS_MAX rows (0: every page); NULL: the
+ * command needs the database. */
+static int run(const char *cmd, const pal_cli_common *c, pal_cli_store_fn fn, const void *ctx,
 	       void (*table)(json_t *rows), const char *remote, long long rows_max)
 {
 	json_t *rows = NULL;
-	if (pal_cli_server(c) && remote) {
-		int ec = pal_cli_remote_rows(c, cmd, remote, rows_max, &rows);
-		if (ec)
-			return ec;
-	} else {
-		pal_store *st;
-		int ec = pal_cli_connect(c, false, &st);
-		if (ec)
-			return ec;
-		char err[1024];
-		int rc = fn(st, ctx, &rows, err, sizeof err);
-		if ((rc = pal_cli_store_done(st, cmd, rc, err)))
-			return rc;
-	}
+	int ec = pal_cli_server(c) && remote ? pal_cli_remote_rows(c, cmd, remote, rows_max, &rows)
+					     : pal_cli_store_call(c, cmd, fn, ctx, &rows);
+	if (ec)
+		return ec;
 	if (c->json)
 		dump(rows);
 	else
@@ -349,6 +336,11 @@ static void usage_audit(FILE *fp)
 		DEFAULT_LIMIT);
 }
 
+static int read_audit_verify(pal_store *st, const void *ctx, json_t **out, char *err, size_t errlen)
+{
+	return pal_store_audit_verify_json(st, out, err, errlen);
+}
+
 /* `palisade audit verify`: the chain from the database, one line or the
  * JSON object; exit 2 when a link is broken. */
 static int audit_verify(int argc, char **argv)
@@ -361,14 +353,9 @@ static int audit_verify(int argc, char **argv)
 		pal_cli_err("audit verify", "reads the database: --pg or --config, not --server");
 		return PAL_EXIT_USAGE;
 	}
-	pal_store *st;
-	if ((ec = pal_cli_connect(&c, false, &st)))
-		return ec;
-	char err[1024];
 	json_t *v = NULL;
-	int rc = pal_store_audit_verify_json(st, &v, err, sizeof err);
-	if ((rc = pal_cli_store_done(st, "audit verify", rc, err)))
-		return rc;
+	if ((ec = pal_cli_store_call(&c, "audit verify", read_audit_verify, NULL, &v)))
+		return ec;
 	const char *problem = json_string_value(json_object_get(v, "problem"));
 	if (c.json)
 		dump(v);

@@ -88,6 +88,11 @@ static int cost_remote(const pal_cli_common *c, const pal_cli_range *r, int limi
 	return ec;
 }
 
+static int cost_call(pal_store *st, const void *ctx, json_t **out, char *err, size_t errlen)
+{
+	return pal_store_cost_json(st, ctx, out, err, errlen);
+}
+
 static int cost(int argc, char **argv)
 {
 	pal_cli_common c = {0};
@@ -117,18 +122,10 @@ static int cost(int argc, char **argv)
 	}
 	pal_cost_scope s = {r.from, r.to, r.scope, (int)limit};
 	json_t *rep;
-	if (pal_cli_server(&c)) {
-		if ((ec = cost_remote(&c, &r, s.limit, &rep)))
-			return ec;
-	} else {
-		pal_store *st;
-		if ((ec = pal_cli_connect(&c, false, &st)))
-			return ec;
-		char err[1024];
-		int rc = pal_store_cost_json(st, &s, &rep, err, sizeof err);
-		if ((ec = pal_cli_store_done(st, "report", rc, err)))
-			return ec;
-	}
+	ec = pal_cli_server(&c) ? cost_remote(&c, &r, s.limit, &rep)
+				: pal_cli_store_call(&c, "report", cost_call, &s, &rep);
+	if (ec)
+		return ec;
 	if (c.json) {
 		json_dumpf(rep, stdout, JSON_INDENT(2));
 		putchar('\n');

@@ -43,6 +43,26 @@ static bool dur(const char *name, const char *arg, int64_t *out)
 	return true;
 }
 
+/* A round of retention with CONF into *REP, or (CONF NULL) the horizon
+ * into *HAVE and *AT. */
+struct retention_args {
+	const pal_retention_conf *conf;
+	pal_retention_report *rep;
+	bool *have;
+	int64_t *at;
+};
+
+static int retention_call(pal_store *st, const void *ctx, json_t **out, char *err, size_t errlen)
+{
+	const struct retention_args *a = ctx;
+	int rc = a->conf ? pal_store_retention(st, a->conf, a->rep, err, errlen)
+			 : pal_store_retention_horizon(st, a->have, a->at, err, errlen);
+	if (!rc && a->conf)
+		rc = pal_store_history_retention(st, a->conf, a->rep, err, errlen);
+	/* exit 69 for any failure: the conf was checked before connecting */
+	return rc ? PAL_EDB : PAL_OK;
+}
+
 int pal_cmd_retention(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -113,33 +133,18 @@ int pal_cmd_retention(int argc, char **argv)
 		pal_cli_err("retention", "%s", err);
 		return PAL_EXIT_USAGE;
 	}
-	pal_store *st;
-	if ((ec = pal_cli_connect(&c, false, &st)))
+	bool have;
+	int64_t at;
+	pal_retention_report rep;
+	struct retention_args ra = {horizon ? NULL : &rc, &rep, &have, &at};
+	if ((ec = pal_cli_store_call(&c, "retention", retention_call, &ra, NULL)))
 		return ec;
-	int rcode;
 	if (horizon) {
-		bool have;
-		int64_t at;
-		rcode = pal_store_retention_horizon(st, &have, &at, err, sizeof err);
-		pal_store_close(st);
-		if (rcode) {
-			pal_cli_err("retention", "%s", err);
-			return PAL_EXIT_UNAVAIL;
-		}
 		char buf[64];
 		if (have)
 			pal_fmt_rfc3339(at / 1000, buf, sizeof buf);
 		printf("%s\n", have ? buf : "none (nothing dropped yet)");
 		return PAL_EXIT_OK;
-	}
-	pal_retention_report rep;
-	rcode = pal_store_retention(st, &rc, &rep, err, sizeof err);
-	if (!rcode)
-		rcode = pal_store_history_retention(st, &rc, &rep, err, sizeof err);
-	pal_store_close(st);
-	if (rcode) {
-		pal_cli_err("retention", "%s", err);
-		return PAL_EXIT_UNAVAIL;
 	}
 	fputs(rep.lines, stdout);
 	char readers[64] = "";

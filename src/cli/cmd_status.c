@@ -70,6 +70,12 @@ static void print_table(json_t *st)
 	free(trig);
 }
 
+static int status_call(pal_store *st, const void *ctx, json_t **out, char *err, size_t errlen)
+{
+	/* exit 69 for any failure, an answer that does not parse too */
+	return pal_store_status_json(st, out, err, errlen) ? PAL_EDB : PAL_OK;
+}
+
 int pal_cmd_status(int argc, char **argv)
 {
 	pal_cli_common c = { 0 };
@@ -81,17 +87,8 @@ int pal_cmd_status(int argc, char **argv)
 		if ((ec = pal_cli_remote_get(&c, "status", "/api/v1/status", &status)))
 			return ec;
 	} else {
-		pal_store *st;
-		ec = pal_cli_connect(&c, false, &st);
-		if (ec)
+		if ((ec = pal_cli_store_call(&c, "status", status_call, NULL, &status)))
 			return ec;
-		char err[1024];
-		int rc = pal_store_status_json(st, &status, err, sizeof err);
-		pal_store_close(st);
-		if (rc) {
-			pal_cli_err("status", "%s", err);
-			return PAL_EXIT_UNAVAIL;
-		}
 		pal__cli_add_nodes(&c, status);
 	}
 	if (c.json) {

@@ -130,6 +130,26 @@ static void dump(json_t *o)
 	putchar('\n');
 }
 
+/* tickets list (LIST), show ID, or resolve ID (R given) */
+struct tickets_args {
+	bool list, all;
+	int64_t id;
+	const char *action, *evidence;
+	int64_t max;
+	const char *reason;
+	pal_resolve_result *r;
+};
+
+static int tickets_call(pal_store *st, const void *ctx, json_t **out, char *err, size_t errlen)
+{
+	const struct tickets_args *a = ctx;
+	if (a->r)
+		return pal_ops_ticket_resolve(st, a->id, a->action, a->evidence, a->max,
+					      pal_cli_actor(), a->reason, a->r, err, errlen);
+	return a->list ? pal_ops_tickets_json(st, a->all, out, err, errlen)
+		       : pal_ops_ticket_json(st, a->id, out, err, errlen);
+}
+
 int pal_cmd_tickets(int argc, char **argv)
 {
 	const char *sub = "list";
@@ -246,18 +266,12 @@ int pal_cmd_tickets(int argc, char **argv)
 						     "action", action, "max", (json_int_t)max,
 						     "evidence", ev));
 	}
-	pal_store *st;
-	ec = pal_cli_connect(&c, false, &st);
-	if (ec)
-		return ec;
-	char err[1024];
-	int rc;
 	json_t *out = NULL;
+	pal_resolve_result r = {0}, *res = resolve ? &r : NULL;
+	struct tickets_args ta = {list, all, id, action, evidence, max, reason, res};
+	if ((ec = pal_cli_store_call(&c, "tickets", tickets_call, &ta, &out)))
+		return ec;
 	if (list || show) {
-		rc = list ? pal_ops_tickets_json(st, all, &out, err, sizeof err)
-			  : pal_ops_ticket_json(st, id, &out, err, sizeof err);
-		if ((ec = pal_cli_store_done(st, "tickets", rc, err)))
-			return ec;
 		if (c.json)
 			dump(out);
 		else if (list)
@@ -267,11 +281,6 @@ int pal_cmd_tickets(int argc, char **argv)
 		json_decref(out);
 		return PAL_EXIT_OK;
 	}
-	pal_resolve_result r;
-	rc = pal_ops_ticket_resolve(st, id, action, evidence, max, pal_cli_actor(), reason, &r, err,
-				    sizeof err);
-	if ((ec = pal_cli_store_done(st, "tickets", rc, err)))
-		return ec;
 	if (c.json) {
 		out = json_pack("{s:I, s:s, s:s}", "ticket", (json_int_t)id, "action", action,
 				"state", "resolved");

@@ -29,6 +29,33 @@ static void usage(FILE *fp)
 		"69 database unreachable.\n");
 }
 
+/* token create: the secret into SECRET (PAL_TOKEN_LEN + 1 bytes) */
+struct create_args {
+	const char *name;
+	pal_role role;
+	const char *const *tenants;
+	size_t n;
+	char *secret;
+};
+
+static int create_call(pal_store *st, const void *ctx, json_t **out, char *err, size_t errlen)
+{
+	const struct create_args *a = ctx;
+	return pal_token_create(st, a->name, a->role, a->tenants, a->n, pal_cli_actor(), a->secret,
+				err, errlen);
+}
+
+static int list_call(pal_store *st, const void *ctx, json_t **out, char *err, size_t errlen)
+{
+	return pal_token_list_json(st, out, err, errlen);
+}
+
+/* CTX: the id of the token */
+static int revoke_call(pal_store *st, const void *ctx, json_t **out, char *err, size_t errlen)
+{
+	return pal_token_revoke(st, ctx, pal_cli_actor(), err, errlen);
+}
+
 static int token_create(int argc, char **argv)
 {
 	pal_cli_common c = {0};
@@ -76,13 +103,9 @@ static int token_create(int argc, char **argv)
 	}
 	if (!pal_cli_name("token", "token", name))
 		return PAL_EXIT_USAGE;
-	pal_store *st;
-	if ((ec = pal_cli_connect(&c, false, &st)))
-		return ec;
-	char secret[PAL_TOKEN_LEN + 1], err[1024];
-	int rc =
-	    pal_token_create(st, name, role, tenants, n, pal_cli_actor(), secret, err, sizeof err);
-	if ((ec = pal_cli_store_done(st, "token", rc, err)))
+	char secret[PAL_TOKEN_LEN + 1];
+	struct create_args ca = {name, role, tenants, n, secret};
+	if ((ec = pal_cli_store_call(&c, "token", create_call, &ca, NULL)))
 		return ec;
 	printf("created token %s (role %s", name, pal_role_name(role));
 	for (size_t i = 0; i < n; i++)
@@ -97,13 +120,8 @@ static int token_list(int argc, char **argv)
 	int ec = pal_cli_parse_common(argc, argv, &c, usage);
 	if (ec >= 0)
 		return ec;
-	pal_store *st;
-	if ((ec = pal_cli_connect(&c, false, &st)))
-		return ec;
 	json_t *rows;
-	char err[1024];
-	int rc = pal_token_list_json(st, &rows, err, sizeof err);
-	if ((ec = pal_cli_store_done(st, "token", rc, err)))
+	if ((ec = pal_cli_store_call(&c, "token", list_call, NULL, &rows)))
 		return ec;
 	if (c.json) {
 		json_dumpf(rows, stdout, JSON_INDENT(2));
@@ -145,12 +163,7 @@ static int token_revoke(int argc, char **argv)
 		usage(stderr);
 		return PAL_EXIT_USAGE;
 	}
-	pal_store *st;
-	if ((ec = pal_cli_connect(&c, false, &st)))
-		return ec;
-	char err[1024];
-	int rc = pal_token_revoke(st, argv[optind], pal_cli_actor(), err, sizeof err);
-	if ((ec = pal_cli_store_done(st, "token", rc, err)))
+	if ((ec = pal_cli_store_call(&c, "token", revoke_call, argv[optind], NULL)))
 		return ec;
 	printf("revoked token %s\n", argv[optind]);
 	return PAL_EXIT_OK;

@@ -271,6 +271,22 @@ int pal_cmd_trigger(int argc, char **argv)
 	return PAL_EXIT_OK;
 }
 
+struct backfill_args {
+	const char *job;
+	int64_t from, to, max;
+	const char *rid;
+	bool new_effect;
+	const char *reason;
+	pal_backfill_result *r;
+};
+
+static int backfill_call(pal_store *st, const void *ctx, json_t **out, char *err, size_t errlen)
+{
+	const struct backfill_args *a = ctx;
+	return pal_ops_backfill(st, a->job, a->from, a->to, a->max, a->rid, a->new_effect,
+				pal_cli_actor(), a->reason, a->r, err, errlen);
+}
+
 int pal_cmd_backfill(int argc, char **argv)
 {
 	pal_cli_common c = { 0 };
@@ -357,15 +373,9 @@ int pal_cmd_backfill(int argc, char **argv)
 						     "from", f, "to", t, "max", (json_int_t)max,
 						     "request_id", rid, "new_effect", new_effect));
 	}
-	pal_store *st;
-	ec = pal_cli_connect(&c, false, &st);
-	if (ec)
-		return ec;
 	pal_backfill_result r;
-	char err[1024];
-	int rc = pal_ops_backfill(st, job, from, to, max, rid, new_effect, pal_cli_actor(), reason,
-				  &r, err, sizeof err);
-	if ((ec = pal_cli_store_done(st, "backfill", rc, err)))
+	struct backfill_args ba = {job, from, to, max, rid, new_effect, reason, &r};
+	if ((ec = pal_cli_store_call(&c, "backfill", backfill_call, &ba, NULL)))
 		return ec;
 	if (r.unknown)
 		fprintf(stderr,

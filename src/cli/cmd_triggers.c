@@ -95,6 +95,19 @@ static void query_arg(GString *q, const char *name, const char *value)
 		g_string_append_printf(q, "%c%s=%s", strchr(q->str, '?') ? '&' : '?', name, value);
 }
 
+struct triggers_args {
+	const char *job, *tenant, *state;
+	int64_t since, until, trigger_id;
+	int limit;
+};
+
+static int triggers_call(pal_store *st, const void *ctx, json_t **out, char *err, size_t errlen)
+{
+	const struct triggers_args *a = ctx;
+	return pal_ops_triggers_json(st, a->job, a->tenant, a->state, a->since, a->until,
+				     a->trigger_id, a->limit, out, err, errlen);
+}
+
 int pal_cmd_triggers(int argc, char **argv)
 {
 	pal_cli_common c = {0};
@@ -227,14 +240,8 @@ int pal_cmd_triggers(int argc, char **argv)
 		pal_cli_whole_seconds(list, "scheduled_at");
 		pal_cli_whole_seconds(list, "lease_until");
 	} else {
-		pal_store *st;
-		ec = pal_cli_connect(&c, false, &st);
-		if (ec)
-			return ec;
-		char err[1024];
-		int rc = pal_ops_triggers_json(st, job, tenant, state, since, until, trigger_id,
-					       limit, &list, err, sizeof err);
-		if ((ec = pal_cli_store_done(st, "triggers", rc, err)))
+		struct triggers_args ta = {job, tenant, state, since, until, trigger_id, limit};
+		if ((ec = pal_cli_store_call(&c, "triggers", triggers_call, &ta, &list)))
 			return ec;
 	}
 	if (!pal_cli_server(&c))

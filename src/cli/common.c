@@ -187,8 +187,15 @@ int pal_cli_exit_code(int rc)
 	}
 }
 
-int pal_cli_store_done(pal_store *st, const char *cmd, int rc, const char *err)
+int pal_cli_store_call(const pal_cli_common *c, const char *cmd, pal_cli_store_fn fn,
+		       const void *ctx, json_t **out)
 {
+	pal_store *st;
+	int ec = pal_cli_connect(c, false, &st);
+	if (ec)
+		return ec;
+	char err[1024] = "";
+	int rc = fn(st, ctx, out, err, sizeof err);
 	pal_store_close(st);
 	if (rc)
 		pal_cli_err(cmd, "%s", err);
