@@ -77,6 +77,10 @@ typedef struct pal_plan_trigger {
 	int priority;
 	const char *tenant, *group; /* point into the planner, like job_id */
 	uint32_t ref;		    /* its job version in pal_plan_batch.refs */
+	/* planned by a version that took over below the watermark (a one-shot,
+	 * or after a version that ended): an older version's `excluded` record
+	 * of AT, written when that version passed it, is dropped in the tick */
+	bool fresh;
 } pal_plan_trigger;
 
 typedef struct pal_plan_misfire {

@@ -308,7 +308,8 @@ static int add_trigger(pal_plan_batch *b, pjob *j, const pversion *v, int64_t at
 							   .priority = v->priority,
 							   .tenant = v->tenant,
 							   .group = v->group,
-							   .ref = j->t_ref };
+							   .ref = j->t_ref,
+							   .fresh = j->t_fresh && at > j->t_eff };
 	}
 	return PAL_OK;
 }

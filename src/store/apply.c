@@ -788,7 +788,8 @@ static int64_t takeover_cut(const pal_job_spec *s, int64_t now)
 	return s->has_at ? now + 1 : PAL_NO_TIME;
 }
 
-/* Whether S, taking over at NOW, fires instant AT itself. */
+/* Whether S, taking over at NOW, fires instant AT itself.  An instant S
+ * excludes is not one: S records it `excluded`, so the old row must go. */
 static bool fires_at(const pal_job_spec *s, int64_t now, int64_t at)
 {
 	pal_schedule *sc;
@@ -797,7 +798,7 @@ static bool fires_at(const pal_job_spec *s, int64_t now, int64_t at)
 	bool ex, hit;
 	if (at <= now || pal_schedule_open(s, &sc, e, sizeof e))
 		return false;
-	hit = pal_schedule_next_from(sc, now, at - 1, &x, &ex) == PAL_OK && x == at;
+	hit = pal_schedule_next_from(sc, now, at - 1, &x, &ex) == PAL_OK && x == at && !ex;
 	pal_schedule_close(sc);
 	return hit;
 }

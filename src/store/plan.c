@@ -660,6 +660,57 @@ static int write_misfires(pal_store *st, int shard, int64_t epoch, const pal_pla
 	return PAL_OK;
 }
 
+/*
+ * The `excluded` records an older version of a job wrote for an instant
+ * that the tick's version, which took over below the watermark, fires
+ * (pal_plan_trigger.fresh): a one-shot whose calendar or `exclude:` no
+ * longer excludes its planned instant.  The trigger is the instant's one
+ * decision (verify: not decided twice); each dropped row leaves an
+ * audit_log row (action `misfire.supersede`).  A record of more than that
+ * one instant (a run of a cron version) is left.
+ */
+static int write_superseded(pal_store *st, int64_t epoch, const char *node,
+			    const pal_plan_batch *b, char *err, size_t errlen)
+{
+	enum { NA = 3 };
+	pal_pgarr a[NA];
+	char *v[NA];
+	size_t n = 0;
+	arrs_init(a, NA);
+	for (size_t i = 0; i < b->n_trig; i++) {
+		const pal_plan_trigger *t = &b->trig[i];
+		if (!t->fresh || t->partition)
+			continue;
+		pal__pgarr_text(&a[0], t->job_id);
+		pal__pgarr_i64(&a[1], t->version);
+		pal__pgarr_i64(&a[2], t->at);
+		n++;
+	}
+	arrs_end(a, v, NA);
+	char e[24];
+	snprintf(e, sizeof e, "%" PRId64, epoch);
+	const char *p[] = { v[0], v[1], v[2], e, node };
+	PGresult *r = !n ? NULL : pal__store_query(
+		st,
+		"WITH u AS (SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[]) AS u(j, v, a)),"
+		" d AS (DELETE FROM misfires m USING u WHERE m.job_id = u.j AND m.version < u.v"
+		"   AND m.reason = 'excluded' AND m.range_from = to_timestamp(u.a)"
+		"   AND m.range_to = m.range_from"
+		"   RETURNING m.job_id, m.version, m.range_from, m.calendar, m.calendar_version,"
+		"   u.v AS by)"
+		" INSERT INTO audit_log (actor, action, scope, details)"
+		" SELECT 'controller:' || $5, 'misfire.supersede', 'job:' || d.job_id,"
+		"  jsonb_build_object('version', d.by, 'instant', d.range_from, 'excluded_by_version',"
+		"   d.version, 'calendar', d.calendar, 'calendar_version', d.calendar_version,"
+		"   'epoch', $4::bigint) FROM d",
+		5, p, err, errlen);
+	arrs_free(v, NA);
+	if (n && !r)
+		return PAL_EDB;
+	PQclear(r);
+	return PAL_OK;
+}
+
 /* Every activation of the tick in one statement (a first start activates
  * a whole shard: one statement per job took most of the start).  Both
  * updates probe the primary keys in a nested loop over the unnested
@@ -765,6 +816,8 @@ static int write_batch(pal_store *st, int shard, int64_t epoch, const char *node
 		rc = write_triggers(st, shard, epoch, b, inserted, err, errlen);
 	if (!rc)
 		rc = write_misfires(st, shard, epoch, b, err, errlen);
+	if (!rc)
+		rc = write_superseded(st, epoch, node, b, err, errlen);
 	if (!rc)
 		rc = write_tickets(st, epoch, b, err, errlen);
 	if (!rc)
