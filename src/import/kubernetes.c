@@ -13,17 +13,21 @@
  * --target-url whose JSON body carries the jobTemplate.  Everything else is
  * named in the report.
  *
- * The controller's cron parser (robfig/cron) treats a day field "*\/n"
- * (n > 1) as restricted, where Vixie cron and palisade treat any field
- * starting with '*' as unrestricted for the day-of-month/day-of-week OR
- * rule; such a field is written as the range it stands for ("1-31/n",
- * "0-6/n"), which both read alike.
+ * The controller's cron parser (robfig/cron v3) reads day fields
+ * otherwise than Vixie cron and palisade; day_field() writes them so that
+ * both fire the same days.  Its clock handling (a fixed time a
+ * spring-forward change skips is dropped, one a fall-back change repeats
+ * runs twice) is not dst: auto's: dst_difference() names it.  Scalars are
+ * typed as kubectl's YAML 1.1 reader types them (resolve()).
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "palisade/cron.h"
 #include "palisade/timefmt.h"
+#include "palisade/tz.h"
 #include "palisade/yamltree.h"
 #include "import_int.h"
 
@@ -88,47 +92,227 @@ static const char *scalar(const pal_ynode *n)
 	return n && n->kind == PAL_YNODE_SCALAR && !pal_ynode_is_null(n) ? n->str : NULL;
 }
 
-/* N as JSON, plain scalars typed the way Kubernetes' YAML reader types
- * them (null, booleans, numbers), every string escaped for a template. */
-static void to_json(GString *g, const pal_ynode *n)
+/* How Kubernetes types a scalar: kubectl reads a manifest with go-yaml v2
+ * (YAML 1.1, through sigs.k8s.io/yaml) into untyped values, whose JSON the
+ * API server gets.  Only a plain scalar is typed: y/yes/on/true and
+ * n/no/off/false in three casings are booleans, ""/~/null in three casings
+ * null; after '_' is dropped, an integer in Go's base-prefixed syntax
+ * (0x, 0o, 0b, a leading 0 for octal: 0755 is 493) is an integer, and
+ * [-+]?(.d+|d+(.d*)?)([eE][-+]?d+)? a float (08 is 8.0); the rest,
+ * timestamps included, stays a string. */
+typedef enum { KT_STR, KT_NULL, KT_BOOL, KT_INT, KT_FLOAT, KT_BAD } ktype;
+
+/* Go's strconv.ParseInt/ParseUint(S, 0, 64) as go-yaml v2 tries them:
+ * true with the value's sign and magnitude when one of them reads S;
+ * *RANGE when ParseUint failed only for its size (a big integer). */
+static bool go_int(const char *s, bool *neg, guint64 *mag, bool *range)
+{
+	bool sign = *s == '+' || *s == '-';
+	int base = 10;
+	guint64 v = 0;
+
+	*neg = *s == '-';
+	*range = false;
+	if (sign)
+		s++;
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		base = 16, s += 2;
+	else if (s[0] == '0' && (s[1] == 'o' || s[1] == 'O'))
+		base = 8, s += 2;
+	else if (s[0] == '0' && (s[1] == 'b' || s[1] == 'B'))
+		base = 2, s += 2;
+	else if (s[0] == '0' && s[1])
+		base = 8, s++;
+	if (!*s)
+		return false;
+	for (; *s; s++) {
+		int dv = g_ascii_xdigit_value(*s);
+		if (dv < 0 || dv >= base)
+			return false;
+		if (v > (G_MAXUINT64 - (guint64)dv) / (guint64)base) {
+			*range = !sign; /* ParseUint takes no sign */
+			return false;
+		}
+		v = v * (guint64)base + (guint64)dv;
+	}
+	*mag = v;
+	/* ParseInt: -2^63 .. 2^63-1; ParseUint (no sign): up to 2^64-1 */
+	if (*neg ? v > (guint64)G_MAXINT64 + 1 : sign && v > (guint64)G_MAXINT64) {
+		*range = false;
+		return false;
+	}
+	return true;
+}
+
+/* S matches go-yaml v2's float pattern [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)? */
+static bool yaml_float_text(const char *s)
+{
+	size_t d;
+
+	if (*s == '+' || *s == '-')
+		s++;
+	if (*s == '.') {
+		if (!(d = strspn(++s, "0123456789")))
+			return false;
+		s += d;
+	} else {
+		if (!(d = strspn(s, "0123456789")))
+			return false;
+		s += d;
+		if (*s == '.')
+			s += 1 + strspn(s + 1, "0123456789");
+	}
+	if (*s == 'e' || *s == 'E') {
+		s++;
+		if (*s == '+' || *s == '-')
+			s++;
+		if (!(d = strspn(s, "0123456789")))
+			return false;
+		s += d;
+	}
+	return !*s;
+}
+
+/* V as Go's encoding/json writes a float64: the fewest digits that read
+ * back as V, fixed notation from 1e-6 to below 1e21, else an exponent
+ * without leading zeros ("1e+21", "1.5e-7"). */
+static void json_float(GString *g, double v)
+{
+	char buf[400];
+	double a = v < 0 ? -v : v;
+
+	if (a != 0 && (a < 1e-6 || a >= 1e21)) {
+		for (int p = 0; p <= 17; p++) {
+			snprintf(buf, sizeof buf, "%.*e", p, v);
+			if (g_ascii_strtod(buf, NULL) == v)
+				break;
+		}
+		char *e = strchr(buf, 'e');
+		g_string_append_len(g, buf, e - buf + 2); /* "...e+" */
+		e += 2;
+		while (e[0] == '0' && e[1])
+			e++;
+		g_string_append(g, e);
+		return;
+	}
+	for (int p = 0; p <= 330; p++) {
+		snprintf(buf, sizeof buf, "%.*f", p, v);
+		if (g_ascii_strtod(buf, NULL) == v)
+			break;
+	}
+	g_string_append(g, buf);
+}
+
+/* N's type as Kubernetes reads it, and its JSON into G (when not NULL).
+ * KT_BAD: a value JSON cannot hold (.nan, .inf, an integer past 64 bits),
+ * which kubectl refuses. */
+static ktype resolve(const pal_ynode *n, GString *g)
+{
+	static const char *const yes[] = {"y",	  "Y",	  "yes", "Yes", "YES", "true",
+					  "True", "TRUE", "on",	 "On",	"ON"};
+	static const char *const no[] = {"n",	  "N",	   "no",  "No",	 "NO", "false",
+					 "False", "FALSE", "off", "Off", "OFF"};
+	static const char *const bad[] = {".nan",  ".NaN",  ".NAN",  ".inf",  ".Inf",  ".INF",
+					  "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF"};
+	const char *s = n->str;
+	ktype t = KT_STR;
+	double f = 0;
+	bool neg = false, range = false;
+	guint64 mag = 0;
+	char *plain = NULL;
+
+	if (n->style != PAL_YSTYLE_PLAIN)
+		goto out;
+	if (pal_ynode_is_null(n)) {
+		t = KT_NULL;
+		goto out;
+	}
+	for (size_t i = 0; i < G_N_ELEMENTS(yes); i++)
+		if (!strcmp(s, yes[i]) || !strcmp(s, no[i])) {
+			t = KT_BOOL;
+			neg = !strcmp(s, no[i]);
+			goto out;
+		}
+	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++)
+		if (!strcmp(s, bad[i])) {
+			t = KT_BAD;
+			goto out;
+		}
+	if (*s == '.') {
+		/* strconv.ParseFloat on the text as it is */
+		if (yaml_float_text(s) && isfinite(f = g_ascii_strtod(s, NULL)))
+			t = KT_FLOAT;
+		goto out;
+	}
+	if (!g_ascii_isdigit(*s) && *s != '+' && *s != '-')
+		goto out;
+	{
+		GString *p = g_string_new(NULL);
+		for (const char *c = s; *c; c++)
+			if (*c != '_')
+				g_string_append_c(p, *c);
+		plain = g_string_free(p, FALSE);
+	}
+	if (go_int(plain, &neg, &mag, &range))
+		t = KT_INT;
+	else if (yaml_float_text(plain) && isfinite(f = g_ascii_strtod(plain, NULL)))
+		t = KT_FLOAT;
+	else if (range)
+		t = KT_BAD; /* a big.Int, which the JSON conversion refuses */
+out:
+	if (g) {
+		if (t == KT_NULL)
+			g_string_append(g, "null");
+		else if (t == KT_BOOL)
+			g_string_append(g, neg ? "false" : "true");
+		else if (t == KT_INT)
+			g_string_append_printf(g, "%s%" G_GUINT64_FORMAT, neg && mag ? "-" : "",
+					       mag);
+		else if (t == KT_FLOAT)
+			json_float(g, f);
+		else
+			pal__import_json_str(g, n->str);
+	}
+	g_free(plain);
+	return t;
+}
+
+/* N as JSON, its scalars typed as Kubernetes types them (resolve()), its
+ * keys as sigs.k8s.io/yaml writes them (a boolean or integer key as its
+ * text), every string escaped for a template.  Returns NULL, or the first
+ * node kubectl could not write as JSON (KT_BAD; a key that is null, a
+ * float or past int64). */
+static const pal_ynode *to_json(GString *g, const pal_ynode *n)
 {
 	if (n->kind == PAL_YNODE_MAP || n->kind == PAL_YNODE_SEQ) {
 		bool map = n->kind == PAL_YNODE_MAP;
+		const pal_ynode *bad = NULL;
 		g_string_append_c(g, map ? '{' : '[');
-		for (size_t i = 0; i < n->n; i++) {
+		for (size_t i = 0; i < n->n && !bad; i++) {
 			if (i)
 				g_string_append(g, ", ");
 			if (map) {
-				pal__import_json_str(g, n->keys[i]->str);
+				GString *k = g_string_new(NULL);
+				ktype t = resolve(n->keys[i], k);
+				if (t == KT_STR)
+					pal__import_json_str(g, n->keys[i]->str);
+				else if ((t == KT_BOOL ||
+					  (t == KT_INT &&
+					   (k->str[0] == '-' ||
+					    g_ascii_strtoull(k->str, NULL, 10) <= G_MAXINT64))))
+					pal__import_json_str(g, k->str);
+				else
+					bad = n->keys[i];
+				g_string_free(k, TRUE);
 				g_string_append(g, ": ");
 			}
-			to_json(g, n->vals[i]);
+			if (!bad)
+				bad = to_json(g, n->vals[i]);
 		}
 		g_string_append_c(g, map ? '}' : ']');
-		return;
+		return bad;
 	}
-	if (n->style == PAL_YSTYLE_PLAIN) {
-		char *end;
-		if (pal_ynode_is_null(n)) {
-			g_string_append(g, "null");
-			return;
-		}
-		if (!strcmp(n->str, "true") || !strcmp(n->str, "false")) {
-			g_string_append(g, n->str);
-			return;
-		}
-		if (!strcmp(n->str, "True") || !strcmp(n->str, "False")) {
-			g_string_append(g, n->str[0] == 'T' ? "true" : "false");
-			return;
-		}
-		strtod(n->str, &end);
-		if (*n->str && !*end && strspn(n->str, "0123456789+-.eE") == strlen(n->str) &&
-		    !(n->str[0] == '0' && n->len > 1 && g_ascii_isdigit(n->str[1]))) {
-			g_string_append(g, n->str[0] == '+' ? n->str + 1 : n->str);
-			return;
-		}
-	}
-	pal__import_json_str(g, n->str);
+	return resolve(n, g) == KT_BAD ? n : NULL;
 }
 
 /* The interval of "@every D" as the controller's parser (robfig/cron)
@@ -184,8 +368,67 @@ static int64_t every_seconds(const char *t)
 	return (int64_t)(total / 1e9L);
 }
 
-/* The schedule in palisade's form: macros kept, day fields "*\/n" written
- * as ranges.  NULL (reported) when it has no palisade meaning. */
+/* Day field F (NF 2: day of month, 4: day of week) of a CronJob's
+ * schedule into G, written so that palisade reads the days the
+ * controller's parser (robfig/cron v3, getRange) reads:
+ *  - robfig counts a field as unrestricted for the day-of-month/day-of-week
+ *    rule (its star bit) when any comma item is "*" or "?" with no step
+ *    over 1 ("1,*", "*\/1"); Vixie cron and palisade look at the field's
+ *    first character only.  Such a field stands for every day: "*".
+ *  - "*\/n" or "?/n" (n > 1) is restricted for robfig and not for palisade:
+ *    the range it stands for, "1-31/n" or "0-6/n".
+ *  - a single value with a step, "N/step", is N up to the field's maximum,
+ *    which for the day of week is 6 in robfig and 7 (Sunday again) in
+ *    palisade: "N-6/step" ("mon/2" is 1-6/2, Mon, Wed, Fri). */
+static void day_field(GString *g, const char *f, guint nf)
+{
+	char **items = g_strsplit(f, ",", -1);
+	bool star = false;
+
+	for (char **it = items; *it; it++) {
+		const char *slash = strchr(*it, '/');
+		size_t low = strcspn(*it, "-/");
+		if (low == 1 && (**it == '*' || **it == '?') &&
+		    (!slash || (slash[1] && strspn(slash + 1, "0123456789") == strlen(slash + 1) &&
+				strtoul(slash + 1, NULL, 10) <= 1)))
+			star = true;
+	}
+	if (star) {
+		g_string_append_c(g, '*');
+		g_strfreev(items);
+		return;
+	}
+	for (char **it = items; *it; it++) {
+		const char *slash = strchr(*it, '/');
+		size_t low = strcspn(*it, "-/");
+		if (it != items)
+			g_string_append_c(g, ',');
+		if (slash && low == 1 && (**it == '*' || **it == '?')) {
+			g_string_append_printf(g, "%s%s", nf == 2 ? "1-31" : "0-6", slash);
+		} else if (slash && nf == 4 && *it + low == slash) {
+			static const char *const dows[] = {"sun", "mon", "tue", "wed",
+							   "thu", "fri", "sat"};
+			char *n = g_strndup(*it, low);
+			int v = -1;
+			for (int k = 0; k < 7; k++)
+				if (!g_ascii_strcasecmp(n, dows[k]))
+					v = k;
+			if (v < 0 && *n && strspn(n, "0123456789") == low)
+				v = atoi(n);
+			if (v >= 0 && v <= 6)
+				g_string_append_printf(g, "%d-6%s", v, slash);
+			else
+				g_string_append(g, *it); /* palisade or the API server refuses it */
+			g_free(n);
+		} else {
+			g_string_append(g, *it);
+		}
+	}
+	g_strfreev(items);
+}
+
+/* The schedule in palisade's form: macros kept, day fields as day_field()
+ * writes them.  NULL (reported) when it has no palisade meaning. */
 static char *schedule(kdoc *d, const pal_ynode *n, const char *text)
 {
 	char **f;
@@ -200,10 +443,12 @@ static char *schedule(kdoc *d, const pal_ynode *n, const char *text)
 	for (char **p = f; *p; p++) {
 		if (!**p)
 			continue;
-		if ((nf == 2 || nf == 4) && (*p)[0] == '*' && (*p)[1] == '/' && strcmp(*p + 2, "1"))
-			g_string_append_printf(g, " %s%s", nf == 2 ? "1-31" : "0-6", *p + 1);
+		if (nf)
+			g_string_append_c(g, ' ');
+		if (nf == 2 || nf == 4)
+			day_field(g, *p, nf);
 		else
-			g_string_append_printf(g, "%s%s", nf ? " " : "", *p);
+			g_string_append(g, *p);
 		nf++;
 	}
 	g_strfreev(f);
@@ -214,6 +459,58 @@ static char *schedule(kdoc *d, const pal_ynode *n, const char *text)
 		return NULL;
 	}
 	return g_string_free(g, FALSE);
+}
+
+/* NULL, or how the controller's runs of the fixed-time CRON in ZONE differ
+ * from palisade's at the first clock changes in [FROM, TO) that concern
+ * it (g_free()).  robfig/cron walks absolute time and matches each instant's
+ * wall clock: a wall time a spring-forward change skips never comes, so
+ * that run is dropped; one a fall-back change repeats comes in both passes,
+ * so it runs twice.  palisade's dst: auto fires the first once at the
+ * change and the second once (docs/jobs.md, `dst`).  A schedule that
+ * follows the wall clock (minute or hour field starting with '*') is read
+ * alike by both. */
+static char *dst_difference(const char *cron, const char *zone, int64_t from, int64_t to)
+{
+	char err[256], day[16];
+	GString *why = g_string_new(NULL);
+	pal_cron *c = NULL;
+	pal_tz *tz = NULL, *utc = NULL;
+	bool seen[2] = {false, false}; /* [0] forward, [1] back */
+
+	if (pal_cron_parse(cron, &c, err, sizeof err, NULL))
+		goto out;
+	if (pal_cron_follows_wall_clock(c) || pal_tz_open(zone, &tz, err, sizeof err) ||
+	    pal_tz_open("UTC", &utc, err, sizeof err))
+		goto out;
+	for (int64_t t = from; t < to && !(seen[0] && seen[1]); t += 3600) {
+		int32_t o1 = pal_tz_offset_at(tz, t), o2 = pal_tz_offset_at(tz, t + 3600);
+		int back = o2 < o1;
+		int64_t a = t + (back ? o2 : o1) - 1, end = t + 3600 + (back ? o1 : o2), at[2];
+		if (o1 == o2 || seen[back])
+			continue;
+		/* the schedule's wall times around the change (read in UTC,
+		 * which has no change): one that the change skips or repeats */
+		while (!seen[back] && !pal_cron_next(c, utc, PAL_DST_AUTO, a, &a) && a < end)
+			seen[back] = pal_tz_resolve(tz, a, at, NULL) == (back ? 2 : 0);
+		if (!seen[back])
+			continue;
+		pal_fmt_date(a / 86400, day, sizeof day);
+		g_string_append_printf(
+		    why, "%son %s, when %s %s, the controller %s; palisade %s",
+		    why->len ? "; " : "", day, zone,
+		    back ? "sets its clock back" : "skips its clock forward",
+		    back ? "runs this schedule's time in the repeated hour twice, once in each "
+			   "pass"
+			 : "skips this schedule's time in the skipped span (its parser never "
+			   "meets that wall time)",
+		    back ? "fires it once (dst: auto)" : "fires it at the change (dst: auto)");
+	}
+out:
+	pal_tz_close(utc);
+	pal_tz_close(tz);
+	pal_cron_free(c);
+	return g_string_free(why, !why->len);
 }
 
 static const char *const known_spec[] = {
@@ -241,12 +538,19 @@ static void cronjob(kdoc *d, const pal_ynode *doc)
 	const char *labels[2 * PAL_LABELS_MAX];
 	size_t n_labels = 0;
 
-	if (!ns)
-		ns = "default";
 	if (!name || !spec || spec->kind != PAL_YNODE_MAP || !scalar(sched)) {
 		issue(d, meta ? meta : doc, "not translated",
 		      "CronJob without metadata.name or spec.schedule");
 		goto out;
+	}
+	if (!ns) {
+		/* kubectl puts it in the namespace of -n or of its context */
+		ns = "default";
+		issue(d, meta, "approximated",
+		      "CronJob %s has no metadata.namespace: taken as \"default\" (the id, the "
+		      "tenant and the body's cronjob.namespace), where kubectl puts it in the "
+		      "namespace of -n or of its context; hint: set metadata.namespace",
+		      name);
 	}
 	/* NAMESPACE.NAME is the CronJob's own key, which a cluster holds once:
 	 * a suffix for a second one would depend on the order of the inputs,
@@ -327,6 +631,8 @@ static void cronjob(kdoc *d, const pal_ynode *doc)
 			issue(d, sched, "not translated", "%s", why);
 			goto out;
 		}
+		if ((why = dst_difference(cron, zone, d->o->now, d->o->now + 10 * 366 * 86400LL)))
+			issue(d, sched, "approximated", "spec.schedule \"%s\": %s", text, why);
 	}
 
 	for (size_t i = 0; i < spec->n; i++) {
@@ -338,19 +644,35 @@ static void cronjob(kdoc *d, const pal_ynode *doc)
 			      spec->keys[i]->str);
 	}
 	if ((n = pal_ynode_get(spec, "concurrencyPolicy")) && (v = scalar(n))) {
-		if (!strcmp(v, "Forbid"))
-			overlap = "forbid";
-		else if (!strcmp(v, "Replace"))
+		if (!strcmp(v, "Forbid")) {
+			/* the controller does not record a time it skips for an
+			 * active Job: when that Job ends, the next sync starts the
+			 * latest such time, within startingDeadlineSeconds */
+			overlap = "queue";
+			issue(d, n, "approximated",
+			      "spec.concurrencyPolicy Forbid: overlap queue.  The controller "
+			      "starts a time that came while a Job ran once that Job ends, but "
+			      "only the latest such time, and only within "
+			      "spec.startingDeadlineSeconds when it is set; palisade's queue runs "
+			      "every such instant after the previous run (`overlap: forbid` "
+			      "would skip them all)");
+		} else if (!strcmp(v, "Replace"))
 			overlap = "replace";
 		else if (strcmp(v, "Allow"))
 			issue(d, n, "not translated",
 			      "spec.concurrencyPolicy \"%s\" (expected Allow, Forbid, Replace)", v);
 	}
-	if ((n = pal_ynode_get(spec, "startingDeadlineSeconds")) && (v = scalar(n))) {
-		char *end;
-		long long s = strtoll(v, &end, 10);
-		if (*end || s < 0) {
-			issue(d, n, "not translated", "spec.startingDeadlineSeconds \"%s\"", v);
+	if ((n = pal_ynode_get(spec, "startingDeadlineSeconds")) && scalar(n)) {
+		GString *num = g_string_new(NULL);
+		ktype t = resolve(n, num);
+		/* a float that is a whole number is one in the JSON kubectl sends */
+		bool whole = t == KT_INT ||
+			     (t == KT_FLOAT && strspn(num->str, "-0123456789") == num->len);
+		long long s = whole ? g_ascii_strtoll(num->str, NULL, 10) : -1;
+		g_string_free(num, TRUE);
+		if (!whole || s < 0) {
+			issue(d, n, "not translated", "spec.startingDeadlineSeconds \"%s\"",
+			      n->str);
 		} else {
 			if (s < 1 || s > 90LL * 86400)
 				issue(
@@ -367,11 +689,20 @@ static void cronjob(kdoc *d, const pal_ynode *doc)
 		    "no spec.startingDeadlineSeconds: the controller starts the latest missed run "
 		    "however late; palisade catches up within its default window (1h)");
 	}
-	if ((n = pal_ynode_get(spec, "suspend")) && (v = scalar(n))) {
-		if (!strcmp(v, "true"))
-			suspend = true;
-		else if (strcmp(v, "false"))
-			issue(d, n, "not translated", "spec.suspend \"%s\"", v);
+	if ((n = pal_ynode_get(spec, "suspend")) && scalar(n)) {
+		/* a YAML 1.1 boolean (True, yes, on, ...); anything else is no
+		 * boolean, which the API server refuses: no job rather than a
+		 * live one */
+		GString *b = g_string_new(NULL);
+		ktype t = resolve(n, b);
+		suspend = t == KT_BOOL && !strcmp(b->str, "true");
+		g_string_free(b, TRUE);
+		if (t != KT_BOOL) {
+			issue(d, n, "not translated",
+			      "spec.suspend \"%s\": not a boolean (the API server refuses it)",
+			      n->str);
+			goto out;
+		}
 	}
 	if ((n = pal_ynode_get(spec, "successfulJobsHistoryLimit")) ||
 	    (n = pal_ynode_get(spec, "failedJobsHistoryLimit")))
@@ -437,10 +768,19 @@ static void cronjob(kdoc *d, const pal_ynode *doc)
 	g_string_append(body, ", \"name\": ");
 	pal__import_json_str(body, name);
 	g_string_append(body, "}, \"jobTemplate\": ");
-	if ((n = pal_ynode_get(spec, "jobTemplate")))
-		to_json(body, n);
-	else
+	if ((n = pal_ynode_get(spec, "jobTemplate"))) {
+		const pal_ynode *bad = to_json(body, n);
+		if (bad) {
+			issue(d, bad, "not translated",
+			      "spec.jobTemplate: \"%s\" has no JSON form (kubectl reads it as "
+			      "NaN, an infinity or an integer past 64 bits, or as a map key "
+			      "that is null, a float or past int64) and refuses this CronJob",
+			      bad->str);
+			goto out;
+		}
+	} else {
 		g_string_append(body, "null");
+	}
 	g_string_append(body, ", \"scheduled_at\": \"{scheduled_at}\"}");
 	if (body->len > 64 * 1024) {
 		issue(d, n, "not translated",

@@ -23,20 +23,33 @@ comes from) it runs `palisade import`, and checks:
         minute and fixed-time entries once for every skipped minute; when it
         jumps back it runs wildcard entries only, until it has caught up;
         days as Vixie reads them (the day-of-month/day-of-week OR rule when
-        neither field starts with '*'); for Kubernetes, the CronJob
-        controller's parser's day rule (a "*/n" day field counts as
-        restricted) and the same clock-change rules;
+        neither field starts with '*');
+      - for Kubernetes, the CronJob controller's parser (robfig/cron v3):
+        its fields (day of week 0-6, "N/step" up to the field's maximum),
+        its day rule (a day field is unrestricted when any item is "*" or
+        "?" without a step over 1) and its clock: every instant whose wall
+        time matches, so a time a spring-forward change skips never runs
+        and one a fall-back change repeats runs twice;
       - croniter (python3-croniter) as a second opinion, in the window with
         no clock change and for entries whose day rule it reads as cron does.
     Three windows: one over the European spring-forward, one over the
     European and American fall-back, one with no change at all.  An entry
     the report calls approximated may differ from cron's runs only in runs
-    doubled at one instant (the clock-change case the importer names).
+    doubled at one instant (the clock-change case the importer names); a
+    CronJob the report names for a clock change only in what palisade's
+    dst: auto does there (a skipped time fired at the change, a repeated
+    time fired once).
+  * for Kubernetes, each job's suspend, overlap and the body's jobTemplate
+    against the CronJob's spec.suspend, concurrencyPolicy (Forbid is queue)
+    and jobTemplate as kubectl reads them (go-yaml v2, YAML 1.1: yes/no/on/
+    off booleans, 0755 octal, 1_000, 08 a float).
 
 Prints one line per problem and a summary; exit 0 when clean, 1 otherwise.
 """
 import argparse
 import datetime as dt
+import json
+import math
 import os
 import re
 import subprocess
@@ -76,14 +89,20 @@ CASES = [
       ("17", "@reboot"), ("22", "step after a single value"), ("25", "Mars/Olympus"),
       ("26", "out of range"), ("27", "day-of-week"), ("28", "neither")]),
     ("kubernetes/docs-cronjob.yaml", "kubernetes", [],
-     [("document 1", "spec.timeZone"), ("document 1", "startingDeadlineSeconds")]),
+     [("document 1", "spec.timeZone"), ("document 1", "startingDeadlineSeconds"),
+      ("document 1", "metadata.namespace")]),
     ("kubernetes/docs-cronjob-v1beta1.yaml", "kubernetes", ["--timezone", "Europe/Berlin"],
-     [("document 1", "startingDeadlineSeconds")]),
+     [("document 1", "startingDeadlineSeconds"), ("document 1", "metadata.namespace")]),
     ("kubernetes/edge-cases.yaml", "kubernetes", [],
      [("document 1", "Deployment web"), ("document 2", "successfulJobsHistoryLimit"),
-      ("document 2", "failedJobsHistoryLimit"),
+      ("document 2", "failedJobsHistoryLimit"), ("document 2", "skips its clock forward"),
+      ("document 2", "concurrencyPolicy Forbid"),
       ("document 5", "creationTimestamp"), ("document 5", "startingDeadlineSeconds"),
       ("document 6", "ConfigMap"), ("document 7", "startingDeadlineSeconds")]),
+    ("kubernetes/controller-parser.yaml", "kubernetes", [],
+     [("document 4", "metadata.namespace"), ("document 5", "concurrencyPolicy Forbid"),
+      ("document 7", "sets its clock back"), ("document 8", "spec.suspend"),
+      ("document 9", "no JSON form")]),
 ]
 
 MONTHS = "jan feb mar apr may jun jul aug sep oct nov dec".split()
@@ -102,7 +121,9 @@ def problem(msg):
 
 # ---- cron's reading of an entry ----------------------------------------------
 
-def field_values(text, lo, hi, names=None):
+def field_values(text, lo, hi, names=None, robfig=False):
+    """The values of a field; ROBFIG: robfig/cron's getRange, where a single
+    value with a step, "N/step", runs up to the field's maximum."""
     def num(s):
         s = s.lower()
         if names and s in names:
@@ -110,8 +131,8 @@ def field_values(text, lo, hi, names=None):
         return int(s)
     vals = set()
     for item in text.split(","):
-        step = 1
-        if "/" in item:
+        step, slash = 1, "/" in item
+        if slash:
             item, s = item.split("/")
             step = int(s)
         if item in ("*", "?"):
@@ -120,6 +141,8 @@ def field_values(text, lo, hi, names=None):
             a, b = (num(x) for x in item.split("-"))
         else:
             a = b = num(item)
+            if robfig and slash:
+                b = hi
         vals.update(range(a, b + 1, step))
     return vals
 
@@ -136,10 +159,15 @@ class Entry:
         self.hour = field_values(f[1], 0, 23)
         self.dom = field_values(f[2], 1, 31)
         self.month = field_values(f[3], 1, 12, MONTHS)
-        self.dow = {d % 7 for d in field_values(f[4], 0, 7, DOWS)}
-        if robfig:  # robfig/cron: "*" or "?", a step over 1 clears it
-            def star(t):
-                return t[0] in "*?" and not ("/" in t and int(t.split("/")[1]) > 1)
+        if robfig:  # robfig/cron: the day of week is 0-6
+            self.dom = field_values(f[2], 1, 31, robfig=True)
+            self.dow = field_values(f[4], 0, 6, DOWS, robfig=True)
+        else:
+            self.dow = {d % 7 for d in field_values(f[4], 0, 7, DOWS)}
+        if robfig:  # robfig/cron: any item "*" or "?" sets the star bit,
+            def star(t):  # a step over 1 clears that item's
+                return any(i.split("/")[0] in ("*", "?") and
+                           not ("/" in i and int(i.split("/")[1]) > 1) for i in t.split(","))
         else:       # Vixie: the text starts with '*'
             def star(t):
                 return t[0] == "*"
@@ -147,6 +175,11 @@ class Entry:
         self.wild = f[0][0] == "*" or f[1][0] == "*"   # MIN_STAR or HR_STAR
         self.raw_dom_star = f[2][0] == "*"
         self.raw_dow_star = f[4][0] == "*"
+        # croniter reads neither a "*" item after the first nor "N/step"
+        # in the day of week as robfig does: no second opinion for those
+        self.croniter_ok = not robfig or (
+            self.dom_star == self.raw_dom_star and self.dow_star == self.raw_dow_star and
+            not re.search(r"(^|,)[^*?,/-]+/", f[4]))
         self.dom_full = self.dom == set(range(1, 32))
         self.dow_full = self.dow == set(range(7))
 
@@ -166,7 +199,8 @@ class Entry:
     def croniter_agrees(self):
         # croniter ORs when both expanded sets are restricted: the same as
         # cron only when "starts with '*'" and "is the full set" coincide
-        return (self.dom_star == self.dom_full) and (self.dow_star == self.dow_full)
+        return (self.croniter_ok and (self.dom_star == self.dom_full) and
+                (self.dow_star == self.dow_full))
 
 
 _civil = {}
@@ -228,6 +262,33 @@ def cron_daemon_runs(entries, zone, start, end):
     return runs
 
 
+def robfig_runs(entries, zone, start, end):
+    """The Kubernetes CronJob controller's runs (UTC seconds) of each entry
+    in (start, end): its parser (robfig/cron v3, SpecSchedule.Next) steps
+    through absolute time and takes every instant whose wall clock matches,
+    so a wall time a spring-forward change skips never runs and one a
+    fall-back change repeats runs in both passes."""
+    runs = [[] for _ in entries]
+    by_minute = [[i for i, e in enumerate(entries) if m in e.minute] for m in range(60)]
+    for t in range(start + 60, end, 60):
+        vm = local_minute(t, zone)
+        for i in by_minute[vm % 60]:
+            if entries[i].matches(vm):
+                runs[i].append(t)
+    return runs
+
+
+def dst_only(pal, ref, zone):
+    """PAL and REF differ only as palisade's dst: auto and the controller do
+    at clock changes: palisade's extra instants are spring-forward changes
+    (a skipped time fired at the change), the controller's extra ones are
+    the second pass of a repeated wall time palisade fired once."""
+    off = lambda t: dt.datetime.fromtimestamp(t, zone).utcoffset()
+    pal_wall = {local_minute(t, zone) for t in pal}
+    return (all(off(t - 1) < off(t) for t in set(pal) - set(ref)) and
+            all(local_minute(t, zone) in pal_wall for t in set(ref) - set(pal)))
+
+
 def croniter_runs(entry, zone, start, end, limit):
     """croniter's first LIMIT instants in (start, end) (it is slow: the
     dense entries are compared over their first instants only)."""
@@ -276,14 +337,72 @@ def crontab_sources(path, system, default_zone):
     return out, entries, mailto
 
 
+GO_BOOLS = dict([(w, True) for w in "y Y yes Yes YES true True TRUE on On ON".split()] +
+                [(w, False) for w in "n N no No NO false False FALSE off Off OFF".split()])
+GO_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?\Z")
+GO_INT = re.compile(r"([-+]?)(0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)\Z")
+
+
+def go_yaml_scalar(text):
+    """A plain scalar as kubectl's YAML reader (go-yaml v2's resolve(), YAML
+    1.1) types it for the JSON the API server gets."""
+    if text in GO_BOOLS:
+        return GO_BOOLS[text]
+    if text in ("", "~", "null", "Null", "NULL"):
+        return None
+    if text[:1] == "." and GO_FLOAT.match(text) and math.isfinite(float(text)):
+        return float(text)
+    if text[:1] not in tuple("+-0123456789"):
+        return text
+    plain = text.replace("_", "")
+    m = GO_INT.match(plain)
+    if m:
+        sign, body = m.groups()
+        base = {"x": 16, "o": 8, "b": 2}.get(body[1:2].lower(), 8 if len(body) > 1 and
+                                             body[0] == "0" else 10)
+        v = int(body[2:] if base != 10 and body[1:2].isalpha() else body, base)
+        v = -v if sign == "-" else v
+        if -2**63 <= v < 2**63 or (not sign and v < 2**64):
+            return v
+    if GO_FLOAT.match(plain) and math.isfinite(float(plain)):
+        return float(plain)
+    return text
+
+
+def go_yaml_value(node):
+    """NODE (yaml.compose) as the JSON kubectl sends: plain scalars typed,
+    a boolean or integer map key as its text."""
+    if isinstance(node, yaml.MappingNode):
+        out = {}
+        for k, v in node.value:
+            key = go_yaml_scalar(k.value) if k.style is None else k.value
+            out[str(key).lower() if isinstance(key, bool) else str(key)] = go_yaml_value(v)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [go_yaml_value(v) for v in node.value]
+    return go_yaml_scalar(node.value) if node.style is None else node.value
+
+
+def node_get(node, key):
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if k.value == key:
+                return v
+    return None
+
+
 def kubernetes_sources(path, default_zone):
     """{(document index, id): (schedule, zone, creation time, labels)} of
-    every CronJob."""
-    out, kinds = {}, {}
+    every CronJob, its spec as nodes {(document index, id): node}, and the
+    kinds of every document."""
+    out, kinds, specs = {}, {}, {}
     docs = [d for d in yaml.safe_load_all(open(path)) if d is not None]
-    for i, d in enumerate(docs, 1):
-        items = d.get("items", []) if d.get("kind") == "List" else [d]
-        for obj in items:
+    nodes = [n for n in yaml.compose_all(open(path)) if n is not None]
+    for i, (d, dn) in enumerate(zip(docs, nodes), 1):
+        items, item_nodes = [d], [dn]
+        if d.get("kind") == "List":
+            items, item_nodes = d.get("items", []), node_get(dn, "items").value
+        for obj, on in zip(items, item_nodes):
             kinds.setdefault(i, []).append(obj.get("kind"))
             if obj.get("kind") != "CronJob":
                 continue
@@ -294,10 +413,39 @@ def kubernetes_sources(path, default_zone):
             if m:
                 zone, sched = m.group(2), m.group(3)
             ns = obj["metadata"].get("namespace", "default")
+            specs[(i, ns + "." + obj["metadata"]["name"])] = node_get(on, "spec")
             out[(i, ns + "." + obj["metadata"]["name"])] = (
                 sched, zone or default_zone, obj["metadata"].get("creationTimestamp"),
                 {str(k): str(v) for k, v in (obj["metadata"].get("labels") or {}).items()})
-    return out, kinds
+    return out, kinds, specs
+
+
+def spec_checks(name, job, spec, label):
+    """A CronJob's suspend, concurrencyPolicy and jobTemplate as the job
+    holds them, each read from the source as Kubernetes reads it."""
+    v = lambda key: go_yaml_value(node_get(spec, key)) if node_get(spec, key) else None
+    if job.get("suspend", False) is not (v("suspend") is True):
+        problem("%s: %s: suspend %r, the CronJob's spec.suspend %r"
+                % (name, label, job.get("suspend"), v("suspend")))
+    want = {None: "allow", "Allow": "allow", "Forbid": "queue", "Replace": "replace"}
+    if job.get("overlap", "allow") != want.get(v("concurrencyPolicy")):
+        problem("%s: %s: overlap %r, the CronJob's concurrencyPolicy %r"
+                % (name, label, job.get("overlap"), v("concurrencyPolicy")))
+    def canon(x):  # JSON text, 1.0 and 1 alike, true and 1 not
+        if isinstance(x, dict):
+            return {k: canon(y) for k, y in x.items()}
+        if isinstance(x, list):
+            return [canon(y) for y in x]
+        return int(x) if isinstance(x, float) and x.is_integer() else x
+    try:
+        body = json.loads(job["target"]["body"])["jobTemplate"]
+    except ValueError as e:
+        problem("%s: %s: the body is no JSON (%s): %s" % (name, label, e, job["target"]["body"]))
+        return
+    if json.dumps(canon(body), sort_keys=True) != json.dumps(canon(v("jobTemplate")),
+                                                              sort_keys=True):
+        problem("%s: %s: the body's jobTemplate %s, as kubectl reads the source %s"
+                % (name, label, json.dumps(body), json.dumps(v("jobTemplate"))))
 
 
 # ---- the checks -------------------------------------------------------------
@@ -321,10 +469,12 @@ def palisade_instants(binary, jobs, counts, start, end):
     return res
 
 
-def compare(name, job, entry_src, pal, ref, approximated, what):
+def compare(name, job, entry_src, pal, ref, approximated, what, zone=None):
     if pal == ref:
         return
     if approximated and sorted(set(ref)) == pal:
+        return
+    if approximated and zone is not None and dst_only(pal, ref, zone):
         return
     extra = sorted(set(pal) - set(ref))[:3]
     missing = sorted(set(ref) - set(pal))[:3]
@@ -432,7 +582,7 @@ def run_case(binary, fixture, kind, opts, expected):
             if n not in done and n not in named:
                 problem("%s: line %d became no job and the report does not name it" % (name, n))
     else:
-        src, kinds = kubernetes_sources(path, zone_opt)
+        src, kinds, spec_nodes = kubernetes_sources(path, zone_opt)
         for j in jobs:
             i = int(re.search(r"document (\d+)", j["description"]).group(1))
             sched, zone, created, want = src[(i, j["id"])]
@@ -442,7 +592,13 @@ def run_case(binary, fixture, kind, opts, expected):
             if sched.startswith("@every "):
                 every_runs(name, j, sched, created, "document %d" % i)
                 continue
-            pairs.append((j, Entry(sched, robfig=True), zone, "document %d" % i, False))
+            # the report names a clock change the controller and dst: auto
+            # read differently
+            approx = any(re.match(re.escape(name) + r":\d+: document %d: approximated: "
+                                  r".*(skips its clock forward|sets its clock back)" % i, l)
+                         for l in report)
+            pairs.append((j, Entry(sched, robfig=True), zone, "document %d" % i, approx))
+            spec_checks(name, j, spec_nodes[(i, j["id"])], "document %d" % i)
         done = {int(re.search(r"document (\d+)", j["description"]).group(1)) for j in jobs}
         for i, ks in kinds.items():
             if i not in done and not any("document %d:" % i in l for l in report):
@@ -456,14 +612,17 @@ def run_case(binary, fixture, kind, opts, expected):
         by_zone, refs = {}, [None] * len(pairs)
         for k, (j, e, zone, label, approx) in enumerate(pairs):
             by_zone.setdefault(zone, []).append(k)
+        runs = cron_daemon_runs if kind == "crontab" else robfig_runs
         for zone, ks in by_zone.items():
-            for k, r in zip(ks, cron_daemon_runs([pairs[k][1] for k in ks],
-                                                 zoneinfo.ZoneInfo(zone), start, end)):
+            for k, r in zip(ks, runs([pairs[k][1] for k in ks], zoneinfo.ZoneInfo(zone),
+                                     start, end)):
                 refs[k] = r
         pal = palisade_instants(binary, [p[0] for p in pairs], [len(r) + 2 for r in refs],
                                 start, end)
         for k, (j, e, zone, label, approx) in enumerate(pairs):
-            compare(name, j, label, pal[k], refs[k], approx, "cron")
+            compare(name, j, label, pal[k], refs[k], approx,
+                    "cron" if kind == "crontab" else "the controller",
+                    zoneinfo.ZoneInfo(zone) if kind == "kubernetes" else None)
             z = zoneinfo.ZoneInfo(zone)
             if e.croniter_agrees() and not has_change(z, start - 86400,
                                                                    end + 86400):

@@ -252,7 +252,8 @@ static void test_import_kubernetes_fields(void **st)
 	assert_string_equal(j->tenant, "ns");
 	assert_string_equal(j->cron, "0 9 1-31/2 * MON"); /* robfig: "*\/2" is restricted */
 	assert_string_equal(j->timezone, "America/New_York");
-	assert_int_equal(j->overlap, PAL_OVERLAP_FORBID);
+	/* Forbid: the controller starts a time it skipped once the Job ends */
+	assert_int_equal(j->overlap, PAL_OVERLAP_QUEUE);
 	assert_int_equal(j->catchup_window_ms, 120000);
 	assert_true(j->suspend);
 	b = body(j);
@@ -264,10 +265,53 @@ static void test_import_kubernetes_fields(void **st)
 	assert_non_null(strstr(dump, "\"${X}\""));
 	free(dump);
 	assert_non_null(strstr(pal_import_report(r), "k.yaml:1: document 1: skipped: Service s"));
-	assert_int_equal(pal_import_issues(r), 1);
+	assert_non_null(
+	    strstr(pal_import_report(r),
+		   "k.yaml:10: document 2: approximated: spec.concurrencyPolicy Forbid"));
+	assert_int_equal(pal_import_issues(r), 2);
 	json_decref(b);
 	pal_jobset_free(&set);
 	pal_import_result_free(r);
+}
+
+/* The days, suspend and jobTemplate scalars as the controller reads them:
+ * robfig/cron v3's day fields (a "*" item anywhere, "N/step" up to 6 in the
+ * day of week) and kubectl's YAML 1.1 (go-yaml v2) scalars. */
+static void test_import_kubernetes_controller_reading(void **st)
+{
+	static const struct {
+		const char *schedule, *cron;
+	} cases[] = {{"0 9 * * 1/2", "0 9 * * 1-6/2"},
+		     {"0 9 * * mon/3", "0 9 * * 1-6/3"},
+		     {"0 9 1 * 1,*", "0 9 1 * *"},
+		     {"0 9 */01 * 5", "0 9 * * 5"},
+		     {"0 9 */2 * ?/3", "0 9 1-31/2 * 0-6/3"},
+		     {"0 9 5/10 * 1-5/2", "0 9 5/10 * 1-5/2"}};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char text[512];
+		snprintf(
+		    text, sizeof text,
+		    "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: e, namespace: ns}\n"
+		    "spec:\n  schedule: \"%s\"\n  timeZone: UTC\n"
+		    "  startingDeadlineSeconds: 1_800\n  suspend: %s\n"
+		    "  jobTemplate: {a: [0755, 0x1F, 08, .5, no, On, ~, \"1\", 12:30, 1e999]}\n",
+		    cases[i].schedule, i % 2 ? "True" : "no");
+		pal_jobset set = {0};
+		pal_import_result *r = import(false, text, &opts, &set);
+		assert_int_equal(set.n, 1);
+		assert_string_equal(set.jobs[0].cron, cases[i].cron);
+		assert_int_equal(set.jobs[0].suspend, i % 2 == 1);
+		assert_int_equal(set.jobs[0].catchup_window_ms, 1800000);
+		json_t *b = body(&set.jobs[0]);
+		char *dump = json_dumps(json_object_get(b, "jobTemplate"), JSON_COMPACT);
+		assert_string_equal(
+		    dump, "{\"a\":[493,31,8,0.5,false,true,null,\"1\",\"12:30\",\"1e999\"]}");
+		assert_int_equal(pal_import_issues(r), 0);
+		free(dump);
+		json_decref(b);
+		pal_jobset_free(&set);
+		pal_import_result_free(r);
+	}
 }
 
 /* "@every D" (robfig/cron's fixed interval, which the API server accepts)
@@ -376,7 +420,7 @@ static void test_import_kubernetes_same_cronjob_twice_refused(void **st)
 	assert_string_equal(set.jobs[0].id, "ns.a");
 	assert_non_null(
 	    strstr(pal_import_report(r), "document 2: not translated: CronJob ns/a again"));
-	assert_int_equal(pal_import_issues(r), 3); /* and the Service twice */
+	assert_int_equal(pal_import_issues(r), 4); /* and the Service twice, Forbid once */
 	pal_diags_free(&d);
 	pal_jobset_free(&set);
 	pal_import_result_free(r);
@@ -531,6 +575,7 @@ int main(void)
 	    cmocka_unit_test(test_import_crontab_user_label),
 	    cmocka_unit_test(test_import_kubernetes_labels),
 	    cmocka_unit_test(test_import_kubernetes_fields),
+	    cmocka_unit_test(test_import_kubernetes_controller_reading),
 	    cmocka_unit_test(test_import_kubernetes_every),
 	    cmocka_unit_test(test_import_kubernetes_list_digest_per_item),
 	    cmocka_unit_test(test_import_kubernetes_same_cronjob_twice_refused),
