@@ -224,7 +224,9 @@ chaos: all
 #     test_resume_misfire stays, though the run found none of its lines its
 #     own), test_reapply_rounds, test_resume_ramp_again,
 #   test_import_quartz_ids (a Quartz trigger's id: test_import_quartz and the
-#     unit test test_import run its C)
+#     unit test test_import run its C), test_import_move (75 s of waiting for
+#     minutes: the importer's C is test_import's and test_import_reimport's,
+#     the shadow and cut-over's test_shadow_cutover's)
 #   test_notify_partition, test_notify_expiry, test_notify_shadow (their
 #     checks are on SQL functions and timing; the C they run, test_notify
 #     runs); test_notify_slow_receiver is under ASan again: it alone keeps a
@@ -245,7 +247,7 @@ chaos: all
 # detect_stack_use_after_return: a pointer to a returned frame kept for a
 # later pass (the executor's batched commits) is caught at once instead of
 # writing whatever the stack holds by then.
-ASAN_SKIP := test_trigger_scan_scale test_after_nominal test_rollback_job_step test_rollback_after_late test_rollback_resume test_shadow_live test_shadow_planned_late test_after_activation test_after_misfire_once test_apply_scale test_calendar_followers \
+ASAN_SKIP := test_trigger_scan_scale test_import_move test_after_nominal test_rollback_job_step test_rollback_after_late test_rollback_resume test_shadow_live test_shadow_planned_late test_after_activation test_after_misfire_once test_apply_scale test_calendar_followers \
 	test_claim_many_jobs test_claim_probes test_claim_scans test_claim_stale_stats \
 	test_commit_plan test_controller_cold_start test_controller_faults \
 	test_controller_handoff test_controller_reload test_controller_sqlwords \

@@ -34,6 +34,17 @@ typedef struct pal_import_opts {
 	const char *prefix;
 	/* crontab: the file has the user column (/etc/crontab, /etc/cron.d). */
 	bool system;
+	/* crontab: where the file is, its directory resolved (the caller's
+	 * realpath() of the directory and the file's own name), so that a file
+	 * of /etc/cron.d named by a relative path is still a system crontab and
+	 * one whose name cron ignores is skipped; NULL: judged by the name. */
+	const char *resolved;
+	/* The resource group of every job (`group:`); NULL: none written (the
+	 * group `default`). */
+	const char *group;
+	/* Every job written with `mode: shadow`: applied, it is planned and
+	 * never called until `palisade cutover` (docs/migrating.md). */
+	bool shadow;
 	/* crontab: the DST changes of the ten years from this UTC instant are
 	 * searched for entries cron would run more often than palisade. */
 	int64_t now;

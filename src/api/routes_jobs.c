@@ -47,8 +47,9 @@ static int add_next(call *c, json_t *jobs, int n, char *err, size_t errlen)
 	json_array_foreach(jobs, i, j)
 	{
 		json_t *next;
-		int rc = pal_plan_job_next(c->api->st, json_string_value(json_object_get(j, "job_id")),
-					   now, n, &next, err, errlen);
+		int rc =
+		    pal_plan_job_next(c->api->st, json_string_value(json_object_get(j, "job_id")),
+				      now, n, &next, err, errlen);
 		if (rc)
 			return rc;
 		json_object_set_new(j, "next", next);
@@ -88,11 +89,10 @@ void pal_api__h_jobs(call *c)
 		return;
 	}
 	json_t *rows;
-	int rc = pal_apistore_jobs_page(c->api->st, tl, pal_api__query(c, "tenant"),
-					pal_api__query(c, "group"), lkey, eq ? eq + 1 : NULL,
-					retired && !strcmp(retired, "true"),
-					pal_api__query(c, "cursor"), limit, &rows, &next, err,
-					sizeof err);
+	int rc = pal_apistore_jobs_page(
+	    c->api->st, tl, pal_api__query(c, "tenant"), pal_api__query(c, "group"), lkey,
+	    eq ? eq + 1 : NULL, retired && !strcmp(retired, "true"), pal_api__query(c, "cursor"),
+	    limit, &rows, &next, err, sizeof err);
 	g_free(tl);
 	g_free(lkey);
 	if (!rc && n && (rc = add_next(c, rows, n, err, sizeof err))) {
@@ -287,20 +287,28 @@ static const char *const outcome_word[] = {"created", "updated", "unchanged"};
  * tenant's).  *PRUNE says whether it was asked; false with a problem. */
 static bool prune_arg(call *c, bool *prune)
 {
-	const char *p = pal_api__query(c, "prune");
-	*prune = p && !strcmp(p, "true");
+	const char *p = pal_api__query(c, "prune"), *x = pal_api__query(c, "prune_prefix");
+	*prune = (p && !strcmp(p, "true")) || x;
 	if (p && strcmp(p, "true") && strcmp(p, "false")) {
 		pal_api__problem(c, 400, "bad-parameter", "Bad parameter",
 				 "prune: expected true or false");
+		return false;
+	}
+	if (x && (!*x || (p && !strcmp(p, "true")))) {
+		pal_api__problem(c, 400, "bad-parameter", "Bad parameter", "prune_prefix: %s",
+				 *x ? "give prune=true or prune_prefix, not both"
+				    : "an empty prefix is prune=true");
 		return false;
 	}
 	return !*prune || pal_api__unscoped(c);
 }
 
 /* The ids of the live stored jobs SET does not define (g_ptr_array_unref),
- * NULL with ERR on a database error. */
+ * with ?prune_prefix=P those whose id begins with P only; NULL with ERR on
+ * a database error. */
 static GPtrArray *prune_ids(call *c, const pal_jobset *set, char *err, size_t errlen)
 {
+	const char *prefix = pal_api__query(c, "prune_prefix");
 	json_t *live = NULL;
 	if (pal_store_live_job_ids(c->api->st, &live, err, errlen))
 		return NULL;
@@ -309,7 +317,8 @@ static GPtrArray *prune_ids(call *c, const pal_jobset *set, char *err, size_t er
 	json_t *id;
 	json_array_foreach(live, i, id)
 	{
-		if (!set_defines((void *)set, json_string_value(id)))
+		if (!set_defines((void *)set, json_string_value(id)) &&
+		    (!prefix || g_str_has_prefix(json_string_value(id), prefix)))
 			g_ptr_array_add(gone, g_strdup(json_string_value(id)));
 	}
 	json_decref(live);
@@ -700,10 +709,10 @@ typedef struct {
 	const pal_token_identity *who;
 	json_t *jobs;
 	int hidden;
-	size_t n;	  /* jobs diffed so far, the body's and these */
-	int count;	  /* instants of each */
-	int64_t max;	  /* at most n x count (0: no bound) */
-	char *err;	  /* past it: why (PAL_ETOOBIG) */
+	size_t n;    /* jobs diffed so far, the body's and these */
+	int count;   /* instants of each */
+	int64_t max; /* at most n x count (0: no bound) */
+	char *err;   /* past it: why (PAL_ETOOBIG) */
 	size_t errlen;
 } follow_out;
 

@@ -41,7 +41,8 @@
 static void usage(FILE *fp)
 {
 	fprintf(fp,
-		"usage: palisade apply [--prune] [--dry-run] [--reason TEXT] [--pg CONNINFO]\n"
+		"usage: palisade apply [--prune | --prune-prefix PREFIX] [--dry-run]\n"
+		"                      [--reason TEXT] [--pg CONNINFO]\n"
 		"                      [--config FILE] [--output table|json]\n"
 		"                      [--server URL [--token-file FILE]] FILE...\n"
 		"Validate the job files, then store each job as a new plan version when its\n"
@@ -54,6 +55,9 @@ static void usage(FILE *fp)
 		"--prune  also retire every stored live job that none of the files defines\n"
 		"         (as `palisade delete` does: history kept; applying it again later\n"
 		"         makes a new version).\n"
+		"--prune-prefix PREFIX  the same for the live jobs whose id begins with PREFIX\n"
+		"         only (e.g. host-a. after `palisade import crontab --prefix host-a`):\n"
+		"         the files are the whole truth of those ids, not of the cluster.\n"
 		"--dry-run  do everything in a transaction that is rolled back: report what\n"
 		"         would be created, updated, retired, suspended; store nothing.\n"
 		"A job that may repeat an idempotency key later than the config's\n"
@@ -401,7 +405,7 @@ static size_t check_after_stored(struct run *r, pal_jobloader *l, pal_diags *dia
 /* apply through the API (--server): one file, its documents in one body;
  * --prune retires the live jobs it does not define (?prune=true). */
 static int apply_remote(const pal_cli_common *c, int n, char **files, const char *reason,
-			bool prune, bool dry)
+			bool prune, const char *prefix, bool dry)
 {
 	if (n != 1) {
 		pal_cli_err("apply",
@@ -410,7 +414,8 @@ static int apply_remote(const pal_cli_common *c, int n, char **files, const char
 		return PAL_EXIT_USAGE;
 	}
 	char *text = NULL, *q_reason = g_uri_escape_string(reason, NULL, FALSE),
-	     *q_file = g_uri_escape_string(files[0], NULL, FALSE);
+	     *q_file = g_uri_escape_string(files[0], NULL, FALSE),
+	     *q_prefix = prefix ? g_uri_escape_string(prefix, NULL, FALSE) : NULL;
 	gsize len = 0;
 	GError *ge = NULL;
 	if (!g_file_get_contents(files[0], &text, &len, &ge)) {
@@ -418,16 +423,19 @@ static int apply_remote(const pal_cli_common *c, int n, char **files, const char
 		g_error_free(ge);
 		g_free(q_reason);
 		g_free(q_file);
+		g_free(q_prefix);
 		return PAL_EXIT_DATAERR;
 	}
 	char *path =
-	    g_strdup_printf("/api/v1/apply?dry_run=%s&reason=%s&file=%s%s", dry ? "true" : "false",
-			    q_reason, q_file, prune ? "&prune=true" : "");
+	    g_strdup_printf("/api/v1/apply?dry_run=%s&reason=%s&file=%s%s%s%s",
+			    dry ? "true" : "false", q_reason, q_file, prune ? "&prune=true" : "",
+			    q_prefix ? "&prune_prefix=" : "", q_prefix ? q_prefix : "");
 	int ec = pal_cli_remote(c, "apply", "POST", path, "application/yaml", text, len);
 	g_free(path);
 	g_free(text);
 	g_free(q_reason);
 	g_free(q_file);
+	g_free(q_prefix);
 	return ec;
 }
 
@@ -463,16 +471,27 @@ static int takeover_settle(pal_store *st, const char *reason)
 int pal_cmd_apply(int argc, char **argv)
 {
 	pal_cli_common c = {0};
-	const char *reason = "";
+	const char *reason = "", *prefix = NULL;
 	bool prune = false, dry = false;
-	static const struct option lo[] = {
-	    PAL_CLI_COMMON_LONGOPTS,	       {"reason", required_argument, NULL, 'r'},
-	    {"prune", no_argument, NULL, 'P'}, {"dry-run", no_argument, NULL, 'n'},
-	    {"help", no_argument, NULL, 'h'},  {0}};
+	static const struct option lo[] = {PAL_CLI_COMMON_LONGOPTS,
+					   {"reason", required_argument, NULL, 'r'},
+					   {"prune", no_argument, NULL, 'P'},
+					   {"prune-prefix", required_argument, NULL, 'X'},
+					   {"dry-run", no_argument, NULL, 'n'},
+					   {"help", no_argument, NULL, 'h'},
+					   {0}};
 	int opt, ec;
 	while ((opt = getopt_long(argc, argv, "hr:n", lo, NULL)) != -1) {
 		if (opt == 'r') {
 			reason = optarg;
+			continue;
+		}
+		if (opt == 'X') {
+			if (!*optarg) {
+				pal_cli_err("apply", "--prune-prefix: an empty prefix is --prune");
+				return PAL_EXIT_USAGE;
+			}
+			prefix = optarg;
 			continue;
 		}
 		if (opt == 'P' || opt == 'n') {
@@ -486,8 +505,13 @@ int pal_cmd_apply(int argc, char **argv)
 		usage(stderr);
 		return PAL_EXIT_USAGE;
 	}
+	if (prune && prefix) {
+		pal_cli_err("apply", "--prune and --prune-prefix: give one of them");
+		return PAL_EXIT_USAGE;
+	}
 	if (pal_cli_server(&c))
-		return apply_remote(&c, argc - optind, argv + optind, reason, prune, dry);
+		return apply_remote(&c, argc - optind, argv + optind, reason, prune, prefix, dry);
+	prune = prune || prefix;
 	struct run r = {.c = &c,
 			.reason = reason,
 			.out = tmpfile(),
@@ -557,7 +581,9 @@ int pal_cmd_apply(int argc, char **argv)
 			rc = pal_store_live_job_ids(r.st, &live, err, sizeof err);
 		size_t i;
 		json_t *id;
-		json_array_foreach(live, i, id) if (!pal_jobloader_seen(l, json_string_value(id)))
+		json_array_foreach(
+		    live, i, id) if (!pal_jobloader_seen(l, json_string_value(id)) &&
+				     (!prefix || g_str_has_prefix(json_string_value(id), prefix)))
 		    g_ptr_array_add(gone, g_strdup(json_string_value(id)));
 		json_decref(live);
 		gres = calloc(gone->len ? gone->len : 1, sizeof *gres);

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <glib.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,11 +27,12 @@ static void usage(FILE *fp)
 {
 	fprintf(
 	    fp,
-	    "usage: palisade import crontab [--system] [--prefix NAME] --target-url URL\n"
-	    "                               [--timezone ZONE] FILE|-\n"
-	    "       palisade import kubernetes --target-url URL [--timezone ZONE] FILE...\n"
+	    "usage: palisade import crontab [--system] --prefix NAME --target-url URL\n"
+	    "                               [--timezone ZONE] [--group NAME] [--mode MODE] FILE|-\n"
+	    "       palisade import kubernetes --target-url URL [--timezone ZONE] [--group NAME]\n"
+	    "                                  [--mode MODE] FILE...\n"
 	    "       palisade import quartz --pg CONNINFO [--sched-name NAME] --target-url URL\n"
-	    "                              [--timezone ZONE]\n"
+	    "                              [--timezone ZONE] [--group NAME] [--mode MODE]\n"
 	    "\n"
 	    "Translate crontab files, Kubernetes CronJob manifests (batch/v1, batch/v1beta1,\n"
 	    "multi-document YAML) or the cron triggers of a Quartz 2.x JDBC job store\n"
@@ -41,10 +43,16 @@ static void usage(FILE *fp)
 	    "                    {digest} by 16 hex digits of the SHA-256 of the source entry\n"
 	    "  --timezone ZONE   the zone the old system reads schedules in when the source\n"
 	    "                    does not name one (default: UTC, reported as assumed)\n"
+	    "  --group NAME      the resource group of every job: the scope to move them by\n"
+	    "                    (`palisade cutover --group NAME --at T`)\n"
+	    "  --mode MODE       shadow (default): every job is written with `mode: shadow`, so\n"
+	    "                    that palisade plans it and calls nothing until a cut-over\n"
+	    "                    while the old system still runs it; live: no mode written\n"
 	    "  --system          crontab: the file has the user column (implied for\n"
-	    "                    /etc/crontab and /etc/cron.d/*)\n"
-	    "  --prefix NAME     crontab: the first part of every job id (default: the file's\n"
-	    "                    name)\n"
+	    "                    /etc/crontab and /etc/cron.d/*, also by a relative path)\n"
+	    "  --prefix NAME     crontab, required: the first part of every job id, one per\n"
+	    "                    host and file (e.g. host-a.root), so that two hosts' files of\n"
+	    "                    one name never share ids\n"
 	    "  --pg CONNINFO     quartz: the PostgreSQL database holding the QRTZ_ tables\n"
 	    "  --sched-name NAME quartz: the scheduler (SCHED_NAME) to import; needed when\n"
 	    "                    the store holds several\n"
@@ -93,6 +101,23 @@ static bool slurp(const char *path, char **buf, size_t *len)
 	return b != NULL;
 }
 
+/* PATH with its directory resolved (realpath) and its own name kept, so a
+ * symbolic link in /etc/cron.d stays there; NULL for stdin or a directory
+ * that does not resolve (the importer then judges by PATH). */
+static char *resolve_dir(const char *path)
+{
+	if (!strcmp(path, "-"))
+		return NULL;
+	char *dir = g_path_get_dirname(path), *base = g_path_get_basename(path);
+	char *real = realpath(dir, NULL), *out = NULL;
+	if (real)
+		out = g_build_filename(real, base, NULL);
+	free(real);
+	g_free(dir);
+	g_free(base);
+	return out; /* g_free() */
+}
+
 /* Where the old system's record of what it fired comes from, for
  * `palisade shadow diff --against` (docs/migrating.md, "Comparing"): one
  * line per kind of source, printed after an import that wrote jobs. */
@@ -117,7 +142,7 @@ static const char *record_hint(const char *kind)
 }
 
 /* Print R's report and job file; the exit code. */
-static int finish(const char *kind, pal_import_result *r, int ec)
+static int finish(const char *kind, pal_import_result *r, const pal_import_opts *o, int ec)
 {
 	fputs(pal_import_report(r), stderr);
 	if (ec == PAL_EXIT_OK) {
@@ -129,6 +154,14 @@ static int finish(const char *kind, pal_import_result *r, int ec)
 		kind, pal_import_jobs(r), pal_import_jobs(r) == 1 ? "" : "s", pal_import_issues(r),
 		pal_import_issues(r) == 1 ? "" : "s",
 		ec == PAL_EXIT_DATAERR ? " (unreadable input: no job file written)" : "");
+	if (ec != PAL_EXIT_DATAERR && pal_import_jobs(r) && o->shadow)
+		fprintf(
+		    stderr,
+		    "palisade import %s: every job is in shadow (mode: shadow): `palisade apply`, "
+		    "compare with `palisade shadow diff%s%s`, then `palisade cutover %s%s --at T` "
+		    "and remove the old entries at T (docs/migrating.md)\n",
+		    kind, o->group ? " --group " : "", o->group ? o->group : "",
+		    o->group ? "--group " : "--job ", o->group ? o->group : "ID (each job)");
 	if (ec != PAL_EXIT_DATAERR && pal_import_jobs(r))
 		fprintf(
 		    stderr,
@@ -165,7 +198,7 @@ static int import_quartz(const char *pg, const char *sched, const pal_import_opt
 	else if (sched && !n)
 		pal_cli_err("import", "scheduler \"%s\" has no triggers in the store", sched);
 	pal_quartz_free(rows_owner);
-	return finish("quartz", r, rc ? PAL_EXIT_DATAERR : PAL_EXIT_OK);
+	return finish("quartz", r, o, rc ? PAL_EXIT_DATAERR : PAL_EXIT_OK);
 }
 
 int pal_cmd_import(int argc, char **argv)
@@ -178,9 +211,11 @@ int pal_cmd_import(int argc, char **argv)
 	    {"timezone", required_argument, NULL, 'z'},
 	    {"pg", required_argument, NULL, 'g'},
 	    {"sched-name", required_argument, NULL, 'n'},
+	    {"group", required_argument, NULL, 'G'},
+	    {"mode", required_argument, NULL, 'm'},
 	    {NULL, 0, NULL, 0},
 	};
-	pal_import_opts o = {.now = (int64_t)time(NULL)};
+	pal_import_opts o = {.now = (int64_t)time(NULL), .shadow = true};
 	pal_import_result *r;
 	const char *kind;
 	char err[256];
@@ -226,6 +261,17 @@ int pal_cmd_import(int argc, char **argv)
 		case 'n':
 			sched = optarg;
 			break;
+		case 'G':
+			o.group = optarg;
+			break;
+		case 'm':
+			if (strcmp(optarg, "shadow") && strcmp(optarg, "live")) {
+				pal_cli_err("import", "--mode: expected shadow or live, got \"%s\"",
+					    optarg);
+				return PAL_EXIT_USAGE;
+			}
+			o.shadow = !strcmp(optarg, "shadow");
+			break;
 		case 'h':
 			usage(stdout);
 			return PAL_EXIT_OK;
@@ -241,6 +287,17 @@ int pal_cmd_import(int argc, char **argv)
 	}
 	if (o.prefix && !pal_cli_name("import", "--prefix", o.prefix))
 		return PAL_EXIT_USAGE;
+	if (o.group && !pal_cli_name("import", "group", o.group))
+		return PAL_EXIT_USAGE;
+	if (crontab && !o.prefix) {
+		pal_cli_err("import",
+			    "crontab needs --prefix NAME, the first part of every job id: one per "
+			    "host and file (e.g. host-a or host-a.root), so that the same file of "
+			    "two hosts does not give the same ids (an import without it used the "
+			    "file's name with every run of other characters one '-', `crontab` for "
+			    "stdin: give that to keep its ids)");
+		return PAL_EXIT_USAGE;
+	}
 	if (o.timezone) {
 		pal_tz *tz = NULL;
 		if (pal_tz_open_iana(o.timezone, &tz, err, sizeof err)) {
@@ -275,11 +332,15 @@ int pal_cmd_import(int argc, char **argv)
 			ec = PAL_EXIT_DATAERR;
 			continue;
 		}
+		char *resolved = crontab ? resolve_dir(argv[i]) : NULL;
+		o.resolved = resolved;
 		rc = crontab ? pal_import_crontab(r, argv[i], buf, len, &o)
 			     : pal_import_kubernetes(r, argv[i], buf, len, &o);
+		o.resolved = NULL;
+		g_free(resolved);
 		if (rc)
 			ec = PAL_EXIT_DATAERR;
 		free(buf);
 	}
-	return finish(kind, r, ec);
+	return finish(kind, r, &o, ec);
 }

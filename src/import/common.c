@@ -267,6 +267,12 @@ const char *pal__import_emit(pal_import_result *r, const pal__import_job *j,
 		g_string_append(y, "\n    tenant: ");
 		yaml_str(y, j->tenant);
 	}
+	if (o->group) {
+		g_string_append(y, "\n    group: ");
+		yaml_str(y, o->group);
+	}
+	if (o->shadow)
+		g_string_append(y, "\n    mode: shadow");
 	if (j->description) {
 		g_string_append(y, "\n    description: ");
 		yaml_str(y, j->description);

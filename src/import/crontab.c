@@ -27,6 +27,16 @@ typedef struct var {
 	char *name, *value;
 } var;
 
+/* An entry translated, waiting for its id: a job's id depends on whether
+ * another entry of the file has the same user and command. */
+typedef struct pending {
+	char *base;  /* PREFIX.SLUG-HASH of the user and the command */
+	char *sched; /* the schedule as written and CRON_TZ: tells twins apart */
+	char *cron, *zone, *desc, *user, *body, *source;
+	size_t source_len;
+	int lineno;
+} pending;
+
 typedef struct cronfile {
 	pal_import_result *r;
 	const pal_import_opts *o;
@@ -36,7 +46,25 @@ typedef struct cronfile {
 	GArray *env;	  /* var, in file order, a later assignment replacing */
 	char *cron_tz;	  /* CRON_TZ in effect, or NULL */
 	GString *assumed; /* lines whose zone was assumed */
+	GPtrArray *pending;
 } cronfile;
+
+static void pending_free(gpointer p)
+{
+	pending *e = p;
+	g_free(e->base);
+	g_free(e->sched);
+	g_free(e->cron);
+	g_free(e->zone);
+	g_free(e->desc);
+	g_free(e->user);
+	g_free(e->body);
+	g_free(e->source);
+	g_free(e);
+}
+
+/* The names Debian's cron reads in /etc/cron.d (run-parts' rule). */
+#define CRON_D_NAME "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 
 static const char *const macros[] = {"@yearly", "@annually", "@monthly", "@weekly",
 				     "@daily",	"@midnight", "@hourly"};
@@ -286,27 +314,23 @@ static void entry(cronfile *f, int lineno, const char *line, size_t len)
 
 	/* a system crontab's user becomes the label "user" (and stays in the
 	 * description and the body, where the runner reads it) */
-	const char *labels[] = {"user", user};
-	if (user && pal_label_value_problem(user)) {
+	if (user && pal_label_value_problem(user))
 		pal__import_issue(f->r, f->name, where, "approximated",
 				  "user \"%s\" is not a label value (%s): no label \"user\"; the "
 				  "user is in the description and the body",
 				  user, pal_label_value_problem(user));
-		labels[1] = NULL;
-	}
-	pal__import_job j = {
-	    .id = id->str,
-	    .cron = cron->str,
-	    .timezone = zone,
-	    .misfire = "skip",
-	    .description = desc->str,
-	    .labels = labels,
-	    .n_labels = labels[1] ? 1 : 0,
-	    .body = body->str,
-	    .source = line,
-	    .source_len = len,
-	};
-	pal__import_emit(f->r, &j, f->o);
+	pending *e = g_new0(pending, 1);
+	e->base = g_strdup(id->str);
+	e->sched = g_strdup_printf("%s\n%s", cron->str, f->cron_tz ? f->cron_tz : "");
+	e->cron = g_strdup(cron->str);
+	e->zone = g_strdup(zone);
+	e->desc = g_strdup(desc->str);
+	e->user = user && !pal_label_value_problem(user) ? g_strdup(user) : NULL;
+	e->body = g_strdup(body->str);
+	e->source = g_strndup(line, len);
+	e->source_len = len;
+	e->lineno = lineno;
+	g_ptr_array_add(f->pending, e);
 	g_free(slug);
 	g_free(idsrc);
 out:
@@ -320,6 +344,65 @@ out:
 	g_string_free(body, TRUE);
 	g_string_free(desc, TRUE);
 	g_string_free(id, TRUE);
+}
+
+/* Write every pending entry, in file order.  An entry whose user and
+ * command no other entry of the file has keeps PREFIX.SLUG-HASH, whatever
+ * its schedule; entries that share them (one command at several schedules)
+ * each get "_" and 8 hex digits of the SHA-256 of their own schedule (and
+ * CRON_TZ), so that no entry's id depends on where the others stand, and
+ * removing one of three leaves the other two their ids (the last of two
+ * takes PREFIX.SLUG-HASH: the report names each such id, so that the
+ * import is applied with --prune-prefix).  Entries equal in all of these
+ * get "-2", "-3", ... (pal__import_emit): they differ in nothing the id
+ * could name. */
+static void emit_all(cronfile *f)
+{
+	GHashTable *n = g_hash_table_new(g_str_hash, g_str_equal);
+
+	for (guint i = 0; i < f->pending->len; i++) {
+		pending *e = g_ptr_array_index(f->pending, i);
+		g_hash_table_insert(
+		    n, e->base,
+		    GINT_TO_POINTER(GPOINTER_TO_INT(g_hash_table_lookup(n, e->base)) + 1));
+	}
+	for (guint i = 0; i < f->pending->len; i++) {
+		pending *e = g_ptr_array_index(f->pending, i);
+		char hex[65], *id;
+		bool twin = GPOINTER_TO_INT(g_hash_table_lookup(n, e->base)) > 1;
+		if (twin) {
+			pal_sha256_hex(e->sched, strlen(e->sched), hex);
+			id = g_strdup_printf("%s_%.8s", e->base, hex);
+		} else {
+			id = g_strdup(e->base);
+		}
+		const char *labels[] = {"user", e->user};
+		pal__import_job j = {
+		    .id = id,
+		    .cron = e->cron,
+		    .timezone = e->zone,
+		    .misfire = "skip",
+		    .description = e->desc,
+		    .labels = labels,
+		    .n_labels = e->user ? 1 : 0,
+		    .body = e->body,
+		    .source = e->source,
+		    .source_len = e->source_len,
+		};
+		const char *used = pal__import_emit(f->r, &j, f->o);
+		if (twin) {
+			char where[32];
+			snprintf(where, sizeof where, "%d", e->lineno);
+			pal__import_note(f->r, f->name, where, "id",
+					 "%s: another entry has the same user and command, so the "
+					 "id carries this entry's schedule; when one of them is "
+					 "added or removed the others' ids change: apply the "
+					 "import with `--prune-prefix %s.`",
+					 used, f->prefix);
+		}
+		g_free(id);
+	}
+	g_hash_table_destroy(n);
 }
 
 static void line(cronfile *f, int lineno, const char *text, size_t len)
@@ -377,7 +460,19 @@ int pal_import_crontab(pal_import_result *r, const char *name, const char *buf, 
 		pal__import_issue(r, name, where, "unreadable", "a NUL byte: not a crontab");
 		return PAL_EINVAL;
 	}
-	f.system = o->system || !strcmp(name, "/etc/crontab") || !strncmp(name, "/etc/cron.d/", 12);
+	/* where the file is, by its resolved directory: `cd /etc/cron.d` and a
+	 * relative name is a system crontab too */
+	const char *at = o->resolved ? o->resolved : name;
+	f.system = o->system || !strcmp(at, "/etc/crontab") || !strncmp(at, "/etc/cron.d/", 12);
+	if (!strncmp(at, "/etc/cron.d/", 12) &&
+	    (!at[12] || at[12 + strspn(at + 12, CRON_D_NAME)])) {
+		pal__import_issue(r, name, "1", "not translated",
+				  "skipped: cron reads only the files of /etc/cron.d named with "
+				  "letters, digits, '_' and '-' (run-parts' rule) and ignores "
+				  "this one (a dpkg leftover, a disabled copy), so none of its "
+				  "entries ran");
+		return 0;
+	}
 	base = base ? base + 1 : name;
 	if (o->prefix)
 		f.prefix = g_strdup(o->prefix);
@@ -391,6 +486,7 @@ int pal_import_crontab(pal_import_result *r, const char *name, const char *buf, 
 	}
 	f.env = g_array_new(FALSE, FALSE, sizeof(var));
 	f.assumed = g_string_new(NULL);
+	f.pending = g_ptr_array_new_with_free_func(pending_free);
 	for (size_t at = 0; at < len;) {
 		const char *nl = memchr(buf + at, '\n', len - at);
 		size_t n = nl ? (size_t)(nl - (buf + at)) : len - at;
@@ -411,6 +507,7 @@ int pal_import_crontab(pal_import_result *r, const char *name, const char *buf, 
 		}
 		at += n + 1;
 	}
+	emit_all(&f);
 	if (f.assumed->len)
 		pal__import_issue(r, name, f.assumed->str, "approximated",
 				  "no CRON_TZ and no --timezone: cron reads these schedules in "
@@ -421,6 +518,7 @@ int pal_import_crontab(pal_import_result *r, const char *name, const char *buf, 
 	}
 	g_array_free(f.env, TRUE);
 	g_string_free(f.assumed, TRUE);
+	g_ptr_array_free(f.pending, TRUE);
 	g_free(f.cron_tz);
 	g_free(f.prefix);
 	return 0;

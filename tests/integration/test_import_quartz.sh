@@ -47,7 +47,8 @@ for j in yaml.load(open(sys.argv[1]), Loader=yaml.BaseLoader)["jobs"]:
     if j["id"] == sys.argv[2]:
         print(" ".join("%s=%s" % (k, j[k] if not isinstance(j[k], dict) else
               ",".join("%s:%s" % kv for kv in sorted(j[k].items()))) for k in sorted(j)
-              if k not in ("description", "target")))' "$D/jobs.yaml" "$1"; }
+              if k not in ("description", "target", "mode")))' "$D/jobs.yaml" "$1"; }
+expect_eq "every job in shadow (the default --mode)" "$(grep -c -- '- id:' "$D/jobs.yaml")" "$(grep -cx '    mode: shadow' "$D/jobs.yaml")"
 expect_eq "summary-daily: expression and zone kept, start, priority, default misfire" \
 	"id=reports.summary-daily priority=5 schedule=cron:0 30 2 ? * MON-FRI,start:2026-01-01T00:00:00Z,timezone:Europe/Berlin" \
 	"$(job reports.summary-daily)"

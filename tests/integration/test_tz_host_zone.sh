@@ -42,7 +42,7 @@ expect_eq "cron next --tz localtime is refused (exit 65)" 65 "$?"
 
 # importers: the entry is named, no job in the output
 E=$PALISADE_TEST_TMP/import.err
-OUT=$(printf 'CRON_TZ=localtime\n0 9 * * * echo hi\n' | "$PAL" import crontab --target-url http://127.0.0.1:9/run - 2>"$E")
+OUT=$(printf 'CRON_TZ=localtime\n0 9 * * * echo hi\n' | "$PAL" import crontab --prefix tz --target-url http://127.0.0.1:9/run - 2>"$E")
 expect_eq "import crontab: CRON_TZ=localtime is not translated (exit 2)" 2 "$?"
 expect_eq "... no job written" "jobs: []" "$OUT"
 expect_match "... the line is named" '^-:2: not translated: time zone "localtime" is the host.s own zone' "$(cat "$E")"
@@ -52,7 +52,7 @@ OUT=$("$PAL" import kubernetes --target-url http://127.0.0.1:9/run "$K" 2>"$E")
 expect_eq "import kubernetes: timeZone: localtime is not translated (exit 2)" 2 "$?"
 expect_eq "... no job written" "jobs: []" "$OUT"
 expect_match "... the entry is named" 'k8s.yaml:5: .*not translated: time zone "localtime" is the host.s own zone' "$(cat "$E")"
-echo | "$PAL" import crontab --timezone posixrules --target-url http://127.0.0.1:9/run - >/dev/null 2>&1
+echo | "$PAL" import crontab --prefix tz --timezone posixrules --target-url http://127.0.0.1:9/run - >/dev/null 2>&1
 expect_eq "import --timezone posixrules is refused (exit 64)" 64 "$?"
 
 SHARDS=2 write_conf "$CLUSTER_CONF"

@@ -86,7 +86,7 @@ CASES = [
      [("4", "MAILTO")]),
     ("crontab/edge-cases", "crontab", [],
      [("2", "MAILTO"), ("6", "skips its clock"), ("7", "skips its clock"),
-      ("17", "@reboot"), ("22", "step after a single value"), ("25", "Mars/Olympus"),
+      ("17", "@reboot"), ("19", "id:"), ("21", "id:"), ("22", "step after a single value"), ("25", "Mars/Olympus"),
       ("26", "out of range"), ("27", "day-of-week"), ("28", "neither")]),
     ("kubernetes/docs-cronjob.yaml", "kubernetes", [],
      [("document 1", "spec.timeZone"), ("document 1", "startingDeadlineSeconds"),
@@ -523,10 +523,17 @@ def every_runs(name, job, sched, created, label):
                     % (name, job["id"], label, len(pal), job["schedule"].get("start"), len(ref)))
 
 
+def prefix(kind, name):
+    """`import crontab` needs --prefix: the file's name as a name."""
+    if kind != "crontab":
+        return []
+    return ["--prefix", re.sub(r"[^a-z0-9]+", "-", os.path.basename(name).lower()).strip("-")]
+
+
 def run_case(binary, fixture, kind, opts, expected):
     path = os.path.join(FIX, fixture)
     name = os.path.relpath(path)
-    cmd = [binary, "import", kind, "--target-url", URL] + opts + [name]
+    cmd = [binary, "import", kind, "--target-url", URL] + prefix(kind, name) + opts + [name]
     p = subprocess.run(cmd, capture_output=True, text=True)
     report = [l for l in p.stderr.splitlines() if not l.startswith("palisade import")]
     want_rc = 2 if expected else 0
@@ -641,7 +648,7 @@ def unreadable(binary):
             path = os.path.join(d, kind)
             with open(path, "wb") as f:
                 f.write(text)
-            p = subprocess.run([binary, "import", kind, "--target-url", URL, path],
+            p = subprocess.run([binary, "import", kind, "--target-url", URL] + prefix(kind, path) + [path],
                                capture_output=True, text=True)
             if p.returncode != 65 or p.stdout or where not in p.stderr:
                 problem("unreadable %s: exit %d (expected 65), stdout %r, stderr %r"

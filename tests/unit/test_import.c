@@ -86,14 +86,14 @@ static void test_import_crontab_command_survives_templates(void **st)
 static void test_import_crontab_ids_stable_and_unique(void **st)
 {
 	pal_jobset a = {0}, b = {0};
-	pal_import_result *ra = import(true, "0 1 * * * backup\n0 2 * * 6 backup\n", &opts, &a);
+	pal_import_result *ra = import(true, "0 1 * * * backup\n0 2 * * 6 other\n", &opts, &a);
 	pal_import_result *rb = import(true, "# moved\n\n5 3 * * * backup\n", &opts, &b);
 
 	assert_int_equal(a.n, 2);
 	assert_string_equal(a.jobs[0].id, b.jobs[0].id); /* schedule and line changed */
 	assert_int_equal(strncmp(a.jobs[0].id, "tab.backup-", 11), 0);
+	assert_null(strchr(a.jobs[0].id, '_'));
 	assert_string_not_equal(a.jobs[0].id, a.jobs[1].id);
-	assert_int_equal(strcmp(a.jobs[1].id + strlen(a.jobs[0].id), "-2"), 0);
 	/* {job} in the URL is the id, {digest} the entry's (its line differs) */
 	assert_int_equal(strncmp(a.jobs[0].url, "http://runner:8080/run/tab.backup-", 34), 0);
 	assert_string_not_equal(a.jobs[0].url + strlen(a.jobs[0].url) - 16,
@@ -102,6 +102,88 @@ static void test_import_crontab_ids_stable_and_unique(void **st)
 	pal_jobset_free(&b);
 	pal_import_result_free(ra);
 	pal_import_result_free(rb);
+}
+
+/* One command at several schedules: each entry's id carries its own
+ * schedule's hash, so the ids do not depend on the order of the lines, and
+ * removing one entry leaves the others' ids alone (but for the last twin,
+ * which takes the command's id); equal entries get -2. */
+static void test_import_crontab_twins_by_schedule(void **st)
+{
+	pal_jobset a = {0}, b = {0}, c = {0}, d = {0};
+	pal_import_result *ra =
+	    import(true, "0 1 * * * backup\n0 13 * * * backup\n0 7 * * 1 backup\n", &opts, &a);
+	pal_import_result *rb =
+	    import(true, "0 7 * * 1 backup\n0 13 * * * backup\n0 1 * * * backup\n", &opts, &b);
+	pal_import_result *rc = import(true, "0 13 * * * backup\n0 7 * * 1 backup\n", &opts, &c);
+	pal_import_result *rd = import(true, "0 13 * * * backup\n0 13 * * * backup\n", &opts, &d);
+
+	assert_int_equal(a.n, 3);
+	assert_int_equal(b.n, 3);
+	for (size_t i = 0; i < 3; i++) {
+		const pal_job_spec *x = &a.jobs[i], *y = &b.jobs[2 - i];
+		assert_string_equal(x->cron, y->cron);
+		assert_string_equal(x->id, y->id); /* the same entry, the same id */
+		assert_non_null(strchr(x->id, '_'));
+		assert_int_equal(strncmp(x->id, a.jobs[0].id, strlen(x->id) - 9), 0);
+	}
+	assert_string_not_equal(a.jobs[0].id, a.jobs[1].id);
+	assert_string_not_equal(a.jobs[1].id, a.jobs[2].id);
+	/* the 01:00 entry removed: the others keep their ids */
+	assert_int_equal(c.n, 2);
+	assert_string_equal(c.jobs[0].id, a.jobs[1].id);
+	assert_string_equal(c.jobs[1].id, a.jobs[2].id);
+	/* two equal entries: cron runs both, so two jobs */
+	assert_int_equal(d.n, 2);
+	assert_string_equal(d.jobs[0].id, a.jobs[1].id);
+	assert_int_equal(strcmp(d.jobs[1].id + strlen(d.jobs[0].id), "-2"), 0);
+	pal_jobset_free(&a);
+	pal_jobset_free(&b);
+	pal_jobset_free(&c);
+	pal_jobset_free(&d);
+	pal_import_result_free(ra);
+	pal_import_result_free(rb);
+	pal_import_result_free(rc);
+	pal_import_result_free(rd);
+}
+
+/* Where the file is decides, by its resolved directory: a file of
+ * /etc/cron.d named by a relative path has the user column; one whose name
+ * cron ignores (a dot: a dpkg leftover) is skipped and named.  --group and
+ * --mode shadow land in every job. */
+static void test_import_crontab_where_and_scope(void **st)
+{
+	pal_jobset a = {0}, b = {0};
+	pal_import_opts o = opts;
+	pal_import_result *r;
+	json_t *j;
+
+	o.resolved = "/etc/cron.d/rotate";
+	o.group = "host-a";
+	o.shadow = true;
+	r = pal_import_result_new();
+	assert_int_equal(pal_import_crontab(r, "rotate", "15 4 * * * root rotate-it\n", strlen("15 4 * * * root rotate-it\n"), &o), 0);
+	pal_diags dg = {0};
+	const char *y = pal_import_yaml(r);
+	assert_int_equal(pal_jobfile_load_buffer("out.yaml", y, strlen(y), &a, &dg), 0);
+	pal_diags_free(&dg);
+	assert_int_equal(a.n, 1);
+	j = body(&a.jobs[0]);
+	assert_string_equal(json_string_value(json_object_get(j, "user")), "root");
+	assert_string_equal(json_string_value(json_object_get(j, "command")), "rotate-it");
+	assert_string_equal(a.jobs[0].group, "host-a");
+	assert_true(a.jobs[0].shadow);
+	json_decref(j);
+	pal_import_result_free(r);
+
+	o.resolved = "/etc/cron.d/rotate.dpkg-old";
+	r = import(true, "15 4 * * * root rotate-it\n", &o, &b);
+	assert_int_equal(b.n, 0);
+	assert_non_null(strstr(pal_import_report(r), "tab:1: not translated: skipped: cron reads"));
+	assert_int_equal(pal_import_issues(r), 1);
+	pal_import_result_free(r);
+	pal_jobset_free(&a);
+	pal_jobset_free(&b);
 }
 
 static void test_import_crontab_names_what_it_leaves_out(void **st)
@@ -569,6 +651,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_import_crontab_command_survives_templates),
 	    cmocka_unit_test(test_import_crontab_ids_stable_and_unique),
+	    cmocka_unit_test(test_import_crontab_twins_by_schedule),
+	    cmocka_unit_test(test_import_crontab_where_and_scope),
 	    cmocka_unit_test(test_import_crontab_names_what_it_leaves_out),
 	    cmocka_unit_test(test_import_crontab_names_what_cron_refuses),
 	    cmocka_unit_test(test_import_crontab_system_user_and_gap),
