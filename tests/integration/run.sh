@@ -39,7 +39,7 @@ if [ $# -eq 0 ] && [ -n "${PALISADE_IT_SKIP:-}" ]; then
 	done
 	tests=("${kept[@]}")
 fi
-# PALISADE_IT_JOBS=N: run up to N tests at a time (default: 2 for a
+# PALISADE_IT_JOBS=N: run up to N tests at a time (default: 3 for a
 # whole-suite run, as make test and make asan do; 1 for named tests).  Each test
 # has its own database, ZooKeeper cluster name, node directory and ports, so
 # tests share only the servers and the cores; those named in IT_SERIAL run
@@ -51,7 +51,7 @@ IT_SERIAL=" test_outage test_coord test_drain_zk_blip test_executor_race test_mi
 	test_executor_overlap test_executor_fairness test_systemd_notify
 	test_partition test_clock_skew test_executor_clock_skew test_outage_long
 	test_apply_scale test_console test_sink_group test_migrate_contract test_listener_limits "
-if [ $# -eq 0 ]; then JOBS=${PALISADE_IT_JOBS:-2}; else JOBS=${PALISADE_IT_JOBS:-1}; fi
+if [ $# -eq 0 ]; then JOBS=${PALISADE_IT_JOBS:-3}; else JOBS=${PALISADE_IT_JOBS:-1}; fi
 # Of the tests that may share the box, those that take 20 s or more (their
 # "passed in" of a whole-suite run; most of it the load or the wait their
 # guarantee needs) start first, longest first, then the rest in file order:
