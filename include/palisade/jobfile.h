@@ -55,6 +55,14 @@ typedef void (*pal_jobbatch_fn)(void *arg, pal_jobset *set);
 PAL_MUST_CHECK int pal_jobloader_file_batches(pal_jobloader *l, const char *path, size_t size,
 					      pal_jobbatch_fn take, void *arg, pal_diags *diags);
 void pal_jobloader_free(pal_jobloader *l);
+/*
+ * Only the `notify_rules:` of the file at PATH, appended to SET (its
+ * calendars and jobs are neither read nor checked), for `apply`, which
+ * takes in the rules of all its files before it stores any job.  Returns
+ * 0, or an error with the problems in DIAGS (the rules appended before it
+ * was found stay in SET); the loading of the file proper checks it again.
+ */
+PAL_MUST_CHECK int pal_jobfile_load_rules(const char *path, pal_jobset *set, pal_diags *diags);
 /* Whether a file loaded so far defined job ID (`apply --prune` retires the
  * stored jobs that none did). */
 bool pal_jobloader_seen(const pal_jobloader *l, const char *id);

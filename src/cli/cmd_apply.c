@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "palisade/cli.h"
 #include "palisade/err.h"
@@ -208,7 +209,30 @@ struct run {
 	int need_schema;
 	char *need_job;
 	const char *need_key;
+	/* the notify rules of the files after the first (prescan_rules),
+	 * stored with the first set, before any job */
+	pal_jobset early;
+	bool early_stored;
 };
+
+/* Store SET's notify rules in the apply and report each. */
+static int store_rules(struct run *r, const pal_jobset *set, char *err, size_t errlen)
+{
+	size_t nr = set->n_notify_rules;
+	if (!nr)
+		return PAL_OK;
+	pal_rule_outcome *ro = calloc(nr, sizeof *ro);
+	int rc = ro ? pal_store_apply_notify_rules(r->ap, set->notify_rules, nr, ro, err, errlen)
+		    : PAL_ENOMEM;
+	for (size_t i = 0; !rc && !r->c->json && i < nr; i++) {
+		static const char *const rw[] = {"unchanged", "created", "updated", "removed"};
+		const pal_notify_rule *x = &set->notify_rules[i];
+		fprintf(r->out, "%-9s notify rule %s %s %s\n", rw[ro[i]],
+			x->tenant ? "tenant" : "group", x->name, x->n.url);
+	}
+	free(ro);
+	return rc;
+}
 
 /* Hand SET to the store (connecting on first use); a failure is kept in
  * r->db_ec and stops further stores, not the validation of later files. */
@@ -231,20 +255,15 @@ static void store_set(struct run *r, const pal_jobset *set)
 	for (size_t i = 0; !rc && !r->c->json && i < nc; i++)
 		fprintf(r->out, "%-9s calendar %s v%d\n", word[res[i].outcome],
 			set->calendars[i].name, res[i].version);
-	/* then the notify rules: the jobs after them inherit the rules */
-	size_t nr = set->n_notify_rules;
-	pal_rule_outcome *ro = rc ? NULL : calloc(nr + 1, sizeof *ro);
+	/* then the notify rules, this set's and, with the first set, those of
+	 * the later files: the jobs inherit them */
 	if (!rc)
-		rc = ro ? pal_store_apply_notify_rules(r->ap, set->notify_rules, nr, ro, err,
-						       sizeof err)
-			: PAL_ENOMEM;
-	for (size_t i = 0; !rc && !r->c->json && i < nr; i++) {
-		static const char *const rw[] = {"unchanged", "created", "updated", "removed"};
-		const pal_notify_rule *x = &set->notify_rules[i];
-		fprintf(r->out, "%-9s notify rule %s %s %s\n", rw[ro[i]],
-			x->tenant ? "tenant" : "group", x->name, x->n.url);
+		rc = store_rules(r, set, err, sizeof err);
+	if (!rc && !r->early_stored) {
+		r->early_stored = true;
+		rc = store_rules(r, &r->early, err, sizeof err);
+		pal_jobset_free(&r->early);
 	}
-	free(ro);
 	if (!rc)
 		rc = pal_store_apply_add(r->ap, set->jobs, set->n, res, err, sizeof err);
 	if (rc) {
@@ -313,6 +332,7 @@ struct batch_ctx {
 	pal_diags *diags;
 	bool store;	  /* no earlier file was refused */
 	bool refused;	  /* a key horizon of this file is refused */
+	bool early;	  /* its notify rules are in r->early (prescan_rules) */
 	pal_jobset ready; /* checked jobs waiting for the connection */
 };
 
@@ -372,6 +392,11 @@ static void take_batch(void *arg, pal_jobset *set)
 		b->refused = true;
 	if (pal__cli_check_tenant_policy(b->r->c->config, set, b->diags))
 		b->refused = true;
+	if (b->early) { /* checked here as well, but stored before the first job */
+		pal_notify_rules_free(set->notify_rules, set->n_notify_rules);
+		set->notify_rules = NULL;
+		set->n_notify_rules = 0;
+	}
 	if (b->store && !b->refused && !jobs_move(&b->ready, set))
 		b->r->db_ec = PAL_EXIT_SOFTWARE; /* out of memory: stop storing */
 	pal_jobset_free(set);
@@ -379,6 +404,45 @@ static void take_batch(void *arg, pal_jobset *set)
 	    (b->r->ap || b->r->db_ec || !b->r->op->started || atomic_load(&b->r->op->done))) {
 		store_set(b->r, &b->ready);
 		pal_jobset_free(&b->ready);
+	}
+}
+
+/*
+ * The notify rules of the files after the first (the first file's come
+ * before its jobs), into r->early: stored with the first set, before any
+ * job, so that every job of the apply inherits every rule of it whatever
+ * the order of the files (else a job stored before a later file's rule got
+ * a second version, following it, in the same apply).  Only a regular file
+ * that holds the text "notify_rules" is parsed (for its rules only; a file
+ * read from a pipe cannot be read twice: its rules are stored where it
+ * stands).  A file whose rules cannot be read here is left to its loading,
+ * which reports the problem.  EARLY[i]: file i's rules are in r->early.
+ */
+static void prescan_rules(struct run *r, int n, char **files, bool *early)
+{
+	for (int i = 1; i < n; i++) {
+		struct stat sb;
+		gchar *text = NULL;
+		gsize len = 0;
+		if (stat(files[i], &sb) || !S_ISREG(sb.st_mode) ||
+		    !g_file_get_contents(files[i], &text, &len, NULL))
+			continue;
+		bool has = memmem(text, len, "notify_rules", strlen("notify_rules")) != NULL;
+		g_free(text);
+		if (!has)
+			continue;
+		pal_jobset set = {0};
+		pal_diags d = {0};
+		if (!pal_jobfile_load_rules(files[i], &set, &d)) {
+			pal_jobset rules = {.notify_rules = set.notify_rules,
+					    .n_notify_rules = set.n_notify_rules};
+			set.notify_rules = NULL;
+			set.n_notify_rules = 0;
+			early[i] = jobs_move(&r->early, &rules);
+			pal_jobset_free(&rules);
+		}
+		pal_jobset_free(&set);
+		pal_diags_free(&d);
 	}
 }
 
@@ -527,10 +591,13 @@ int pal_cmd_apply(int argc, char **argv)
 		return PAL_EXIT_SOFTWARE;
 	}
 	r.op = opener_start(&c, reason);
+	bool *early = g_new0(bool, argc - optind);
+	prescan_rules(&r, argc - optind, argv + optind, early);
 	pal_diags diags = {0};
 	size_t bad = 0;
 	for (int i = optind; i < argc; i++) {
-		struct batch_ctx b = {.r = &r, .diags = &diags, .store = !bad};
+		struct batch_ctx b = {
+		    .r = &r, .diags = &diags, .store = !bad, .early = early[i - optind]};
 		if (pal_jobloader_file_batches(l, argv[i], BATCH, take_batch, &b, &diags) ||
 		    b.refused)
 			bad++;
@@ -542,6 +609,8 @@ int pal_cmd_apply(int argc, char **argv)
 		pal_jobset none = {0}; /* files without jobs: still one (empty) apply */
 		store_set(&r, &none);
 	}
+	g_free(early);
+	pal_jobset_free(&r.early); /* stored with the first set, or not to be */
 	if (!bad && r.ap && !r.db_ec && !pal_after_graph_empty(pal_jobloader_after(l)) &&
 	    check_after_stored(&r, l, &diags))
 		bad++;

@@ -525,6 +525,36 @@ int pal_jobloader_file_batches(pal_jobloader *l, const char *path, size_t size,
 	return rc || b.errors ? PAL_EINVAL : 0;
 }
 
+/* An item of `notify_rules:` for pal_jobfile_load_rules (pal_ydoc_item_fn). */
+struct rules_only {
+	pal_jobloader *l;
+	pal_jobset *set;
+	pal_diags *diags;
+	int errors;
+};
+
+static void rule_item(void *arg, const pal_ydoc *doc, const pal_ynode *key, const pal_ynode *item)
+{
+	struct rules_only *r = arg;
+
+	if (!strcmp(key->str, "notify_rules"))
+		r->errors += load_rule(doc, item, r->set, r->l, r->diags);
+}
+
+int pal_jobfile_load_rules(const char *path, pal_jobset *set, pal_diags *diags)
+{
+	pal_ydoc doc;
+	struct rules_only r = {.l = pal_jobloader_new(), .set = set, .diags = diags};
+
+	if (!r.l)
+		return PAL_ENOMEM;
+	int rc = pal_ydoc_load_file_items(path, &doc, diags, rule_item, &r);
+
+	pal_ydoc_free(&doc);
+	pal_jobloader_free(r.l);
+	return rc ? rc : r.errors ? PAL_EINVAL : 0;
+}
+
 int pal_jobfiles_load(const char *const *paths, size_t n, pal_jobset *set, pal_diags *diags)
 {
 	pal_jobloader *l = loader_for(set);
