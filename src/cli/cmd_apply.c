@@ -72,8 +72,9 @@ static void usage(FILE *fp)
 		"a live node runs a binary older than those keys (docs/upgrades.md).\n"
 		"A version that stops or moves its job's instants at the apply (an end\n"
 		"reached, a one-shot) cancels the old version's waiting rows; after the\n"
-		"commit apply waits up to 10 s for the controllers to take it in and cancels\n"
-		"what they planned from the old version meanwhile (docs/jobs.md).\n"
+		"commit (and after applying a retired job again) apply waits up to 10 s for\n"
+		"the controllers to take it in and cancels what they planned from the old\n"
+		"version meanwhile (docs/jobs.md).\n"
 		"Exit: 0 applied, 4 refused (older nodes live), 65 invalid files (nothing\n"
 		"stored), 69 database or ZooKeeper unreachable.\n");
 }
@@ -525,7 +526,7 @@ static int takeover_settle(pal_store *st, const char *reason)
 	if (pending)
 		fprintf(stderr,
 			"palisade apply: note: %lld job%s whose new version stops or moves its "
-			"instants not taken in by its controller within 10 s (or whose controller "
+			"instants (or lives again) not taken in by its controller within 10 s (or whose controller "
 			"stopped answering); rows its old version "
 			"planned after the apply may still run: `palisade verify` counts them\n",
 			(long long)pending, pending == 1 ? "" : "s");

@@ -97,6 +97,7 @@ void pal__takeover_free(struct pal__takeover *t)
 		g_free(pal__pgarr_end(&t->ids));
 		g_free(pal__pgarr_end(&t->cuts));
 		g_free(pal__pgarr_end(&t->versions));
+		g_free(pal__pgarr_end(&t->retired));
 	}
 	free(t);
 }
@@ -737,13 +738,19 @@ static int reapply_retired(pal_apply *a, struct item *it, size_t n, char *err, s
 	" WHERE c.cut IS NOT NULL OR strpos(v.cron, '" ONE_SHOT_TEXT "') > 0"
 /* Their rows at or after the cut ($1 ids, $2 cuts; $3 the versions the
  * apply stored or NULL: with them, only the rows planned from an older
- * version, so that the sweep after the commit leaves a later version's). */
+ * version, so that the sweep after the commit leaves a later version's;
+ * $4 with them: 1 for a retired job applied again, whose rows are also
+ * after the switch point its controller stored, none before it stored
+ * one). */
 #define TAKEOVER_ROWS_SQL                                                                          \
 	"SELECT t.job_id, t.id, floor(extract(epoch FROM t.scheduled_at))::bigint"                 \
 	" FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS c(id, cut, k)"                  \
 	" JOIN triggers t ON t.job_id = c.id AND t.state IN ('pending', 'paused')"                 \
 	"  AND t.source IN ('schedule', 'catchup') AND t.scheduled_at >= to_timestamp(c.cut)"      \
 	"  AND ($3::int[] IS NULL OR t.version < ($3::int[])[c.k])"                                \
+	"  AND ($4::int[] IS NULL OR ($4::int[])[c.k] = 0 OR t.scheduled_at > (SELECT"             \
+	"   v.effective_from FROM job_versions v WHERE v.job_id = c.id"                            \
+	"   AND v.version = ($3::int[])[c.k]))"                                                    \
 	" ORDER BY t.job_id COLLATE \"C\", t.scheduled_at"
 #define TAKEOVER_CANCEL_SQL                                                                        \
 	"WITH m AS (SELECT m.job_id, m.id FROM " PAL__TRIGGER_MOVE(                                \
@@ -753,8 +760,9 @@ static int reapply_retired(pal_apply *a, struct item *it, size_t n, char *err, s
 	    "'cancelled'", "NULL") " m)"                                                           \
 	" INSERT INTO audit_log (actor, action, scope, reason, details)"                           \
 	" SELECT $3, 'cancel', 'job:' || m.job_id, $4, jsonb_build_object('cause',"                \
-	"   'a version that takes over at its apply (no instant after it, or a one-shot)"          \
-	" replaced the version that planned them', 'cancelled', count(*),"                         \
+	"   'a version that takes over at its apply (no instant after it, a one-shot, or a"        \
+	" retired job applied again) replaced the version that planned them', 'cancelled',"        \
+	"   count(*),"                                                                             \
 	"   'trigger_ids', jsonb_agg(m.id ORDER BY m.id))"                                         \
 	" FROM m GROUP BY m.job_id"
 
@@ -807,11 +815,11 @@ static bool fires_at(const pal_job_spec *s, int64_t now, int64_t at)
  * their version (SPEC: id -> pal_job_spec) taking over at NOW fires itself,
  * cancelled and audited (4f); their count added to *CANCELLED. */
 static int takeover_cancel(pal_store *st, const char *ids, const char *cuts, const char *vers,
-			   GHashTable *spec, int64_t now, const char *actor, const char *reason,
-			   int64_t *cancelled, char *err, size_t errlen)
+			   const char *retired, GHashTable *spec, int64_t now, const char *actor,
+			   const char *reason, int64_t *cancelled, char *err, size_t errlen)
 {
-	const char *p[] = {ids, cuts, vers};
-	PGresult *r = pal__store_query(st, TAKEOVER_ROWS_SQL, 3, p, err, errlen);
+	const char *p[] = {ids, cuts, vers, retired};
+	PGresult *r = pal__store_query(st, TAKEOVER_ROWS_SQL, 4, p, err, errlen);
 	if (!r)
 		return PAL_EDB;
 	pal_pgarr tid, tat;
@@ -844,6 +852,32 @@ static int takeover_cancel(pal_store *st, const char *ids, const char *cuts, con
 	return rc;
 }
 
+/* Job ID (its cut, the version stored) into the jobs the sweep after the
+ * commit looks at (pal_store_apply_settle). */
+static int takeover_add(pal_apply *a, const char *id, int64_t cut, int version, bool retired,
+			char *err, size_t errlen)
+{
+	if (!a->tk)
+		a->tk = calloc(1, sizeof *a->tk);
+	if (!a->tk) {
+		snprintf(err, errlen, "out of memory");
+		return PAL_ENOMEM;
+	}
+	if (!a->tk->n) {
+		pal__pgarr_init(&a->tk->ids);
+		pal__pgarr_init(&a->tk->cuts);
+		pal__pgarr_init(&a->tk->versions);
+		pal__pgarr_init(&a->tk->retired);
+	}
+	pal__pgarr_text(&a->tk->ids, id);
+	pal__pgarr_i64(&a->tk->cuts, cut);
+	pal__pgarr_i64(&a->tk->versions, version);
+	pal__pgarr_i64(&a->tk->retired, retired);
+	a->tk->n++;
+	a->tk->now = a->now;
+	return PAL_OK;
+}
+
 static int takeover_sweep(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
 {
 	if (a->retiring)
@@ -856,10 +890,25 @@ static int takeover_sweep(pal_apply *a, struct item *it, size_t n, char *err, si
 	pal__pgarr_init(&ids);
 	pal__pgarr_init(&cuts);
 	for (size_t i = 0; !rc && i < n; i++) {
-		if (it[i].fresh || it[i].retired || it[i].res->outcome == PAL_APPLY_UNCHANGED)
+		if (it[i].fresh || it[i].res->outcome == PAL_APPLY_UNCHANGED)
 			continue;
 		if ((rc = apply_time(a, err, errlen)))
 			break;
+		/* A retired job applied again lives from the apply on: what an
+		 * older version planned after the apply that the retirement's
+		 * sweep did not reach (a tick in flight, `delete` that did not
+		 * wait) is not its to run (REAPPLY_SQL cancelled the rows up to
+		 * the apply).  Swept after the commit only, past the switch
+		 * point its controller stores: at the apply when the controller
+		 * had taken the retiring version in, at its watermark when it
+		 * went from the old version straight to this one (the old
+		 * version keeps its instants up to it, as for any new version). */
+		if (it[i].retired) {
+			if ((rc = takeover_add(a, it[i].s->id, a->now + 1, it[i].res->version,
+					       true, err, errlen)))
+				break;
+			continue;
+		}
 		int64_t cut = takeover_cut(it[i].s, a->now);
 		pal__pgarr_text(&ids, it[i].s->id);
 		pal__pgarr_i64(&cuts, cut); /* PAL_NO_TIME: NULL (nullif below) */
@@ -884,23 +933,10 @@ static int takeover_sweep(pal_apply *a, struct item *it, size_t n, char *err, si
 		const char *id = PQgetvalue(r, row, 0), *cut = PQgetvalue(r, row, 1);
 		pal__pgarr_text(&ids, id);
 		pal__pgarr_i64(&cuts, strtoll(cut, NULL, 10));
-		if (!a->tk)
-			a->tk = calloc(1, sizeof *a->tk);
-		if (!a->tk) {
-			snprintf(err, errlen, "out of memory");
-			rc = PAL_ENOMEM;
+		if ((rc = takeover_add(a, id, strtoll(cut, NULL, 10),
+				       GPOINTER_TO_INT(g_hash_table_lookup(ver, id)), false, err,
+				       errlen)))
 			break;
-		}
-		if (!a->tk->n) {
-			pal__pgarr_init(&a->tk->ids);
-			pal__pgarr_init(&a->tk->cuts);
-			pal__pgarr_init(&a->tk->versions);
-		}
-		pal__pgarr_text(&a->tk->ids, id);
-		pal__pgarr_i64(&a->tk->cuts, strtoll(cut, NULL, 10));
-		pal__pgarr_i64(&a->tk->versions, GPOINTER_TO_INT(g_hash_table_lookup(ver, id)));
-		a->tk->n++;
-		a->tk->now = a->now;
 	}
 	int64_t k = 0;
 	bool any = r && PQntuples(r) > 0;
@@ -908,8 +944,8 @@ static int takeover_sweep(pal_apply *a, struct item *it, size_t n, char *err, si
 	p1 = pal__pgarr_end(&ids);
 	p2 = pal__pgarr_end(&cuts);
 	if (!rc && any)
-		rc = takeover_cancel(a->st, p1, p2, NULL, spec, a->now, a->actor, a->reason, &k,
-				     err, errlen);
+		rc = takeover_cancel(a->st, p1, p2, NULL, NULL, spec, a->now, a->actor, a->reason,
+				     &k, err, errlen);
 	g_free(p1);
 	g_free(p2);
 	g_hash_table_destroy(spec);
@@ -1822,7 +1858,7 @@ int pal_store_apply_settle(pal_store *st, const char *actor, const char *reason,
 	if (!t)
 		return PAL_OK;
 	char *ids = pal__pgarr_end(&t->ids), *cuts = pal__pgarr_end(&t->cuts),
-	     *vers = pal__pgarr_end(&t->versions);
+	     *vers = pal__pgarr_end(&t->versions), *ret = pal__pgarr_end(&t->retired);
 	t->n = 0; /* the literals are ours now */
 	const char *p[] = {ids, vers};
 	int rc = PAL_OK;
@@ -1858,7 +1894,7 @@ int pal_store_apply_settle(pal_store *st, const char *actor, const char *reason,
 	}
 	PQclear(r);
 	if (!rc)
-		rc = takeover_cancel(st, ids, cuts, vers, spec, t->now, actor ? actor : "",
+		rc = takeover_cancel(st, ids, cuts, vers, ret, spec, t->now, actor ? actor : "",
 				     reason ? reason : "", cancelled, err, errlen);
 	g_hash_table_destroy(spec);
 	for (int k = 0; k < m; k++)
@@ -1867,6 +1903,7 @@ int pal_store_apply_settle(pal_store *st, const char *actor, const char *reason,
 	g_free(ids);
 	g_free(cuts);
 	g_free(vers);
+	g_free(ret);
 	free(t);
 	return rc;
 }

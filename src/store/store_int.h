@@ -189,7 +189,9 @@ void pal__pgarr_init(pal_pgarr *a);
  * literals IDS, CUTS (the first instant cancelled) and VERSIONS (the one
  * the apply stored), at the apply's time NOW. */
 struct pal__takeover {
-	pal_pgarr ids, cuts, versions;
+	/* retired: 1 for a retired job applied again (swept only after the
+	 * commit, past the switch point its controller stored) */
+	pal_pgarr ids, cuts, versions, retired;
 	size_t n;
 	int64_t now;
 };

@@ -9,6 +9,7 @@
 #   wait_wall DESC SECONDS CMD...     the same, polling every second
 #   faketime_lib                      the path of libfaketimeMT, if installed
 #   gen_jobs FILE N CRON [POLICY]     N jobs firing on CRON
+#   hold_inserts_setup | hold_inserts SECONDS | insert_held   hold the inserts of triggers
 #   netns_up NAME | netns_down        a network namespace behind a veth link
 #   netns_forward LOG HOST:PORT       a forwarder from the link's host side
 #   netns_forward_cluster             ... to PostgreSQL and ZooKeeper: NS_PG, NS_ZK
@@ -238,6 +239,19 @@ gen_sink_jobs() {
 		done
 	} >"$f"
 }
+
+# ---- the controller's insert of triggers held (the apply race) -------------------
+# hold_inserts_setup: a statement trigger of the test's database that holds
+# every insert into triggers for the seconds hold_inserts set (0 at first);
+# insert_held: such an insert is being held now.
+hold_inserts_setup() {
+	sql "create table it_slow (n int);
+create function it_slow_tick() returns trigger language plpgsql as \$\$
+begin perform pg_sleep(coalesce((select max(n) from it_slow), 0)); return null; end \$\$;
+create trigger it_slow before insert on triggers for each statement execute function it_slow_tick();" >/dev/null
+}
+hold_inserts() { sql "delete from it_slow; insert into it_slow select $1 where $1 > 0" >/dev/null; }
+insert_held() { [ "$(sql "select count(*) from pg_stat_activity where wait_event = 'PgSleep' and query like 'INSERT INTO triggers%'")" -ge 1 ]; }
 
 # ---- a node cut off behind a veth link -------------------------------------------
 # netns_up NAME: the network namespace palisade-NAME-PID joined to the host by

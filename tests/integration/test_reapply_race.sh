@@ -25,19 +25,15 @@ N=6
 gen_sink_jobs "$NODE_DIR/e.yaml" $N "* * * * * ?" t1 rr.end
 gen_sink_jobs "$NODE_DIR/a.yaml" $N "* * * * * ?" t1 rr.api
 "$PAL" token create --name deployer --role admin | tail -1 >"$NODE_DIR/admin.token"
-sql "create table it_slow (n int);
-create function it_slow_tick() returns trigger language plpgsql as \$\$
-begin perform pg_sleep(coalesce((select max(n) from it_slow), 0)); return null; end \$\$;
-create trigger it_slow before insert on triggers for each statement execute function it_slow_tick();" >/dev/null
+hold_inserts_setup
 start_node f1
 start_node x1 --roles executor
 wait_until "shards led" 40 all_shards_led
 T0=$(iso $(( $(date +%s) - 1 )))
 expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/e.yaml" "$NODE_DIR/a.yaml"
 sleep 6
-sql "insert into it_slow values (3)" >/dev/null
-in_sleep() { [ "$(sql "select count(*) from pg_stat_activity where wait_event = 'PgSleep' and query like 'INSERT INTO triggers%'")" -ge 1 ]; }
-wait_until "a tick's insert of triggers is held" 10 in_sleep
+hold_inserts 3
+wait_until "a tick's insert of triggers is held" 10 insert_held
 pause_node x1
 END=$(( $(date +%s) - 1 ))
 sed -i "s|schedule: {cron: \"\* \* \* \* \* ?\"}|schedule: {cron: \"* * * * * ?\", end: $(iso $END)}|" "$NODE_DIR/e.yaml"
@@ -50,7 +46,7 @@ expect_eq "the controllers took the new versions in within the wait" 0 "$(grep -
 # The ticks' hold is 1 s from here: the API's apply waits for a tick that
 # holds its shard's row, and two 3-s holds in a row outlast the API's
 # statement timeout (5 s) on a loaded box (a 503, nothing applied).
-sql "update it_slow set n = 1" >/dev/null
+hold_inserts 1
 END2=$(( $(date +%s) - 1 ))
 sed -i "s|schedule: {cron: \"\* \* \* \* \* ?\"}|schedule: {cron: \"* * * * * ?\", end: $(iso $END2)}|" "$NODE_DIR/a.yaml"
 A0=$(date +%s%N)
@@ -63,7 +59,7 @@ expect_match "the API's answer: the jobs still settling" '^[0-9]+$' "$(jq -r .ta
 APPLIED=$(date +%s.%N)
 resume_node x1
 sleep 1
-sql "delete from it_slow" >/dev/null
+hold_inserts 0
 sleep 10
 T1=$(iso $(( $(date +%s) - 1 )))
 sql "select job_id, extract(epoch from scheduled_at)::bigint - $END, version, state from trigger_jobs where scheduled_at > to_timestamp($END) and job_id like 'rr.end.%' order by 1, 2" | tr "\n" " " | sed "s/^/    job|offset|version|state: /"; echo
