@@ -80,7 +80,9 @@ typedef struct pal_cutover_result {
  * that step's instant (the last step taken governs), PAL_ENOENT
  * when no job of SC is in shadow.  Audited (cutover).  The caller checks
  * the stop lines first.  With DRY_RUN the same transaction is rolled back:
- * RES says what the step would do, and nothing changes. */
+ * RES says what the step would do, and nothing changes.  RES is zeroed
+ * first, so after an error too its SPLIT and MADE_LIVE are the caller's to
+ * json_decref (NULL unless filled before the error). */
 PAL_MUST_CHECK int pal_store_cutover(pal_store *st, const pal_scope *sc, int percent, int64_t at,
 				     const char *actor, const char *reason, bool dry_run,
 				     pal_cutover_result *res, char *err, size_t errlen);

@@ -174,7 +174,7 @@ int pal_cmd_migrate(int argc, char **argv)
 			return PAL_EXIT_REFUSED;
 		}
 	}
-	pal_pending_contract pc;
+	pal_pending_contract pc = {0}; /* read only once filled (!rc) */
 	/* Check and apply under the migrations' lock: what is pending cannot
 	 * change in between (a node or another migrate applying some). */
 	int rc = pal_store_migrate_lock(st, true, err, sizeof err);

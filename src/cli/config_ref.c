@@ -53,8 +53,11 @@ int64_t pal__cli_config_key_retention(const char *path)
 
 void pal__cli_resume_opts(const char *config, pal_scope_kind kind, pal_resume_opts *o)
 {
-	pal_nodeconf d, *c = config ? load(config) : &d;
-	if (!config && pal_nodeconf_defaults(&d)) {
+	pal_nodeconf d;
+	const pal_nodeconf *c = &d;
+	if (config)
+		c = load(config);
+	else if (pal_nodeconf_defaults(&d)) {
 		fprintf(stderr, "palisade: out of memory\n");
 		exit(PAL_EXIT_SOFTWARE);
 	}

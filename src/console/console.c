@@ -73,16 +73,21 @@ static void reply_json(pal_console_reply *out, unsigned status, const json_t *v)
 	char *s = json_dumps(v, JSON_INDENT(2) | JSON_ENCODE_ANY);
 	size_t n = s ? strlen(s) : 0;
 	char *b = malloc(n + 2);
-	if (b) {
-		memcpy(b, s ? s : "", n);
-		b[n] = '\n';
-		b[n + 1] = '\0';
-	}
-	free(s);
-	out->status = b ? status : 500;
 	out->content_type = "application/json";
-	out->body = b ? b : strdup("");
-	out->len = b ? n + 1 : 0;
+	if (!b) {
+		free(s);
+		out->status = 500;
+		out->body = strdup("");
+		out->len = 0;
+		return;
+	}
+	memcpy(b, s ? s : "", n);
+	b[n] = '\n';
+	b[n + 1] = '\0';
+	free(s);
+	out->status = status;
+	out->body = b;
+	out->len = n + 1;
 }
 
 static void reply_html(pal_console_reply *out, unsigned status, GString *html)

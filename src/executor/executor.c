@@ -614,7 +614,7 @@ static void *run(void *arg)
 			drain_notifies(ex);
 			refresh_db_clock(ex, now);
 		}
-		bool claim_busy[PAL__CLAIM_CONNS_MAX];
+		bool claim_busy[PAL__CLAIM_CONNS_MAX] = {false};
 		/* A claim in flight (not the version read that may follow it). */
 		for (int i = 0; i < ex->n_cst; i++)
 			claim_busy[i] = ex->cst[i] && pal_store_busy(ex->cst[i]) &&

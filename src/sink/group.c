@@ -185,6 +185,11 @@ void pal__sink_group_apply(sink_group *g, const sink_apply_req *rq, sink_reply *
 	sem_init(&it.done, 0, 0);
 	pthread_mutex_lock(&g->mu);
 	*g->tail = &it;
+	/* The wait list is intrusive, on the waiters' stacks (no allocation
+	 * per request): the committer takes IT off the queue under G->mu, and
+	 * G->tail off IT.next (back to &G->head, or a later item's next),
+	 * before it posts IT.done, which this frame waits for below. */
+	/* cppcheck-suppress autoVariables */
 	g->tail = &it.next;
 	g->queued++;
 	if (!g->collecting)

@@ -566,8 +566,8 @@ int pal_store_cutover(pal_store *st, const pal_scope *sc, int percent, int64_t a
 {
 	char scope[200];
 	pal_scope_format(sc, scope, sizeof scope);
+	*res = (pal_cutover_result){0}; /* defined on every return, an error's too */
 	cut_ctx c = {sc, scope, actor, reason, percent, at, res};
-	res->split = res->made_live = NULL;
 	if (!dry_run)
 		return pal__ops_in_tx(st, cut_body, &c, err, errlen);
 	if (pal__store_exec(st, "BEGIN", err, errlen))
