@@ -159,7 +159,7 @@ integration: all
 
 REFERENCE ?= 1
 # The checks of the tree after the tests (install, units, runner, OpenAPI,
-# state writers, dashboard) read the sources and the harness, not the
+# state writers, dashboard, lint) read the sources and the harness, not the
 # sanitized code: `make asan` leaves them to `make test` (CHECKS=0).
 CHECKS ?= 1
 # The load of the controller fault test (kill -9, SIGSTOP, drain under 200
@@ -172,7 +172,7 @@ test: all
 	@python3 tests/reference/import_reference.py --bin $(BIN)/palisade
 	@LOAD_SECONDS=$(LOAD_SECONDS) PALISADE_BIN=$(abspath $(BIN)) PALISADE_ITESTS=$(abspath $(O)/itests) bash tests/integration/run.sh
 	@if [ "$(CHECKS)" = 1 ]; then $(MAKE) --no-print-directory check-install check-units check-runner \
-		check-openapi check-state-writers check-dashboard; fi
+		check-openapi check-state-writers check-dashboard lint; fi
 
 # Every fault drill (chaos/run.sh), each with its verdict line and JSON
 # report; the long variants: 180 s of load in the controller fault drill,
