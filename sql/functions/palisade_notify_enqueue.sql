@@ -1,13 +1,19 @@
 -- palisade_notify_enqueue(job, version, event, key, data): the one door of
--- the notification outbox.  Inserts one row per `notify:` entry of the job
--- version whose `on` lists EVENT, and returns how many it inserted.  The
--- webhook id is msg_<key>_<entry index>: KEY names the state change (a
--- trigger's token and event, a misfire row, a quarantine row), so the row
--- of a replayed change is the same row (ON CONFLICT DO NOTHING) and a
--- receiver sees one id per event however often it is delivered.  The
--- secret column keeps the entry's ${NAME} reference; the delivering
--- executor resolves it.  Callers that know the job has no notify (the
--- executor's result commit) never call it.
+-- the notification outbox.  Inserts one row per `notify:` entry of the
+-- job's latest version (jobs.latest_version: what apply stored last) whose
+-- `on` lists EVENT, and returns how many it inserted.  VERSION is the
+-- version the event is of (a trigger's, a misfire row's): it goes into the
+-- payload, not into the choice of receivers, so that an event of a trigger
+-- planned before an apply removed or changed a receiver (a retry, a
+-- `manual` trigger, an instant planned ahead of the switch) goes to the
+-- receivers the job has now (docs/jobs.md, "Notify rules").  The webhook
+-- id is msg_<key>_<entry index>: KEY names the state change (a trigger's
+-- token and event, a misfire row, a quarantine row), so the row of a
+-- replayed change is the same row (ON CONFLICT DO NOTHING) and a receiver
+-- sees one id per event however often it is delivered.  The secret column
+-- keeps the entry's ${NAME} reference; the delivering executor resolves
+-- it.  Callers that know the job has no notify (the executor's result
+-- commit of a version without it) never call it.
 CREATE OR REPLACE FUNCTION palisade_notify_enqueue(p_job text, p_version integer, p_event text, p_key text, p_data jsonb)
  RETURNS integer
  LANGUAGE plpgsql
@@ -21,9 +27,10 @@ BEGIN
 	         'timestamp', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
 	         'data', jsonb_build_object('event', p_event, 'job', p_job, 'version', p_version,
 	           'console', '/console/job?id=' || p_job) || p_data)
-	  FROM job_versions v
+	  FROM jobs j
+	  JOIN job_versions v ON v.job_id = j.job_id AND v.version = j.latest_version
 	 CROSS JOIN LATERAL jsonb_array_elements(v.spec->'notify') WITH ORDINALITY AS e(entry, ord)
-	 WHERE v.job_id = p_job AND v.version = p_version AND jsonb_typeof(v.spec->'notify') = 'array'
+	 WHERE j.job_id = p_job AND jsonb_typeof(v.spec->'notify') = 'array'
 	   AND e.entry->'on' ? p_event
 	ON CONFLICT (webhook_id) DO NOTHING;
 	GET DIAGNOSTICS v_n = ROW_COUNT;

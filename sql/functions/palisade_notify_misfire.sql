@@ -1,9 +1,10 @@
 -- palisade_notify_misfire(): the body of the misfires_notify trigger.  A
--- misfire row of a job version with `notify:` gets its misfire
+-- misfire row of a job whose latest version has `notify:` gets its misfire
 -- notification in the transaction that records it, whichever writer
 -- inserted it (the planner, a resume, a claim's overlap skip; older
 -- binaries' inserts too).  A row of a job without notify costs one lookup
--- of its version (in palisade_notify_enqueue), which inserts nothing.  A
+-- of its latest version (in palisade_notify_enqueue), which inserts
+-- nothing.  A
 -- range whose first instant is shadow (palisade_trigger_live: a job in
 -- shadow, or not yet cut over) sends nothing: its instants are the old
 -- scheduler's to run (docs/migrating.md), and palisade would report runs

@@ -1,7 +1,7 @@
 -- palisade_notify_quarantine(): the body of the quarantine_notify trigger.
 -- A job taken out of planning sends quarantined, in the transaction that
--- quarantines it, when its version has `notify:` (palisade_notify_enqueue
--- inserts nothing otherwise).  The key is the row's job and creation time:
+-- quarantines it, when the job's latest version has `notify:`
+-- (palisade_notify_enqueue inserts nothing otherwise).  The key is the row's job and creation time:
 -- a job quarantined again after a release is a new event.
 CREATE OR REPLACE FUNCTION palisade_notify_quarantine()
  RETURNS trigger

@@ -1,6 +1,9 @@
 -- palisade_notify_result(...): the notifications of one committed result of
--- a job with `notify:`, called by the executor's result commit in its own
--- statement (so in the transaction that writes the state).  failed and
+-- a trigger whose version has `notify:`, called by the executor's result
+-- commit in its own statement (so in the transaction that writes the
+-- state); the receivers are those of the job's latest version
+-- (palisade_notify_enqueue), and an apply of a version without failed or
+-- manual entries ends the mark (src/store/apply.c, VERSIONS_META_SQL).  failed and
 -- manual are sent as themselves; a notified one marks the job in
 -- notify_state and its partition in notify_parts (with the latest failed
 -- instant of that partition).  A succeeded result clears its partition's

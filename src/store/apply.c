@@ -617,13 +617,38 @@ static int move_triggers(pal_apply *a, struct item *it, size_t n, char *err, siz
 }
 
 /* Statement 4a: the jobs rows of the changed existing jobs and a NOTIFY
- * palisade_apply per changed job (no spec travels in it). */
+ * palisade_apply per changed job (no spec travels in it).  The outbox
+ * follows the new version (docs/jobs.md, "Notify rules"): an undelivered
+ * event of a url the version has no entry for ($6: {url: secret} of its
+ * entries) is deleted, one `notification.drop` audit row per job and url
+ * naming the webhook ids, and one of a url it keeps takes the entry's
+ * secret reference; a version without an entry that lists failed or
+ * manual ($7 false) ends the job's failure mark (notify_state, then
+ * notify_parts, the order palisade_notify_result locks them in), so that
+ * a receiver added later gets no `recovered` for a failure it never
+ * heard of.  New jobs (fresh) have none of those rows: skipped. */
 #define VERSIONS_META_SQL                                                                          \
 	"WITH u AS (SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[],"           \
-	"   $5::int[]) AS u(id, v, te, grp, fresh)),"                                              \
+	"   $5::int[], $6::jsonb[], $7::boolean[]) AS u(id, v, te, grp, fresh, ns, mark)),"        \
 	" upd AS (UPDATE jobs j SET latest_version = u.v, tenant = u.te,"                          \
 	"   resource_group = u.grp, updated_at = now(), retired_at = NULL FROM u"                  \
-	"   WHERE j.job_id = u.id AND u.fresh = 0)"                                                \
+	"   WHERE j.job_id = u.id AND u.fresh = 0),"                                               \
+	" dn AS (DELETE FROM notifications n WHERE n.delivered_at IS NULL"                         \
+	"   AND n.job_id = ANY ($1::text[]) AND EXISTS (SELECT 1 FROM u WHERE u.id = n.job_id"     \
+	"     AND u.fresh = 0 AND NOT u.ns ? n.url)"                                               \
+	"   RETURNING n.job_id, n.url, n.webhook_id),"                                             \
+	" da AS (INSERT INTO audit_log (actor, action, scope, reason, details)"                    \
+	"   SELECT $8, 'notification.drop', 'job:' || d.job_id, nullif($9, ''),"                   \
+	"     jsonb_build_object('cause', 'its url is not in the job''s new version', 'url', d.url,"\
+	"       'webhook_ids', jsonb_agg(d.webhook_id ORDER BY d.webhook_id))"                     \
+	"   FROM dn d GROUP BY d.job_id, d.url),"                                                  \
+	" sn AS (UPDATE notifications n SET secret = u.ns ->> n.url FROM u"                        \
+	"   WHERE n.delivered_at IS NULL AND n.job_id = ANY ($1::text[]) AND u.id = n.job_id"      \
+	"   AND u.fresh = 0 AND u.ns ? n.url AND n.secret <> u.ns ->> n.url),"                     \
+	" ms AS (DELETE FROM notify_state s WHERE s.job_id = ANY ($1::text[])"                     \
+	"   AND EXISTS (SELECT 1 FROM u WHERE u.id = s.job_id AND u.fresh = 0 AND NOT u.mark)"     \
+	"   RETURNING s.job_id),"                                                                  \
+	" mp AS (DELETE FROM notify_parts p WHERE p.job_id IN (SELECT job_id FROM ms))"            \
 	" SELECT count(pg_notify('palisade_apply', u.id)) FROM u"
 
 /* The cause of what `delete` cancels after its wait (pal_store_retire_sweep)
@@ -1034,9 +1059,32 @@ static void version_row(pal_apply *a, pal_pgcopy *cp, const struct item *it, int
  * rows while the CLI builds the others (the larger part of its work here),
  * and its result is left pending: the CLI goes on (the next chunk, the next
  * file) while the server inserts the last rows. */
+/* S's notify entries as a JSON object {url: secret reference} (free()),
+ * NULL when out of memory; "{}" without any. */
+static char *notify_urls_json(const pal_job_spec *s)
+{
+	json_t *o = json_object();
+	for (size_t i = 0; o && i < s->n_notify; i++)
+		json_object_set_new(o, s->notify[i].url, json_string(s->notify[i].secret));
+	char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	return t;
+}
+
+/* Whether one of S's notify entries lists an event that marks the job
+ * failed (palisade_notify_result: failed, manual). */
+static bool notify_marks(const pal_job_spec *s)
+{
+	for (size_t i = 0; i < s->n_notify; i++)
+		if (s->notify[i].events &
+		    ((1u << PAL_NOTIFY_FAILED) | (1u << PAL_NOTIFY_MANUAL)))
+			return true;
+	return false;
+}
+
 static int send_versions(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
 {
-	enum { ID, VER, TEN, GRP, FRESH, NA };
+	enum { ID, VER, TEN, GRP, FRESH, NS, MARK, NA };
 	pal_pgarr arr[NA];
 	size_t m = 0;
 	for (int k = 0; k < NA; k++)
@@ -1051,18 +1099,24 @@ static int send_versions(pal_apply *a, struct item *it, size_t n, char *err, siz
 		pal__pgarr_text(&arr[TEN], s->tenant);
 		pal__pgarr_text(&arr[GRP], s->group);
 		pal__pgarr_i64(&arr[FRESH], it[i].fresh);
+		char *ns = notify_urls_json(s);
+		pal__pgarr_text(&arr[NS], ns ? ns : "{}");
+		free(ns);
+		pal__pgarr_text(&arr[MARK], notify_marks(s) ? "t" : "f");
 		it[i].res->outcome = it[i].latest ? PAL_APPLY_UPDATED : PAL_APPLY_CREATED;
 		it[i].res->version = v;
 		m++;
 	}
-	const char *p[NA];
+	const char *p[NA + 2];
 	for (int k = 0; k < NA; k++)
 		p[k] = pal__pgarr_end(&arr[k]);
+	p[NA] = a->actor;
+	p[NA + 1] = a->reason;
 	int rc = m ? reapply_retired(a, it, n, err, errlen) : PAL_OK;
 	if (m && !rc)
 		rc = takeover_sweep(a, it, n, err, errlen);
 	if (m && !rc) {
-		PGresult *r = pal__store_query(a->st, VERSIONS_META_SQL, NA, p, err, errlen);
+		PGresult *r = pal__store_query(a->st, VERSIONS_META_SQL, NA + 2, p, err, errlen);
 		if (!r)
 			rc = PAL_EDB;
 		PQclear(r);

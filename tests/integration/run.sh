@@ -66,7 +66,8 @@ IT_LONG=" test_jobs_next_pending test_import_move test_boundary_nominal test_aft
 	test_after_old_node test_controller_sqlwords test_controller_stale test_stop_live_holder
 	test_after_shadow test_after_version_switch test_backfill_guard test_apply_move_tenant
 	test_resume_ticket_partial test_resume_backlog test_reapply test_trigger_guard test_resume_ramp_again
-	test_after_finished_cancel test_pgbouncer_readyz test_trigger_scan_scale "
+	test_after_finished_cancel test_pgbouncer_readyz test_trigger_scan_scale
+	test_notify_rule_removed test_notify_rule_recovered "
 
 # run_test T: runs test T and prints its lines: "== NAME", its output, and
 # "passed in Ns" or, on a failure, the last lines of each of its process logs
