@@ -219,6 +219,14 @@ typedef struct pal_apply pal_apply;
 PAL_MUST_CHECK int pal_store_apply_begin(pal_store *st, const char *actor, const char *reason,
 					 int default_shards, pal_apply **out, char *err,
 					 size_t errlen);
+/* pal_store_apply_begin for an apply that may change notify rules (RULES
+ * true: pal_store_apply_notify_rules will be given some): its first
+ * statement takes the rules' lock exclusive, where pal_store_apply_begin
+ * takes it shared, so that no apply waits for it while holding another
+ * lock.  Blocks while another apply holds it in the other mode. */
+PAL_MUST_CHECK int pal_store_apply_begin_rules(pal_store *st, const char *actor,
+					       const char *reason, int default_shards, bool rules,
+					       pal_apply **out, char *err, size_t errlen);
 PAL_MUST_CHECK int pal_store_apply_add(pal_apply *a, const pal_job_spec *specs, size_t n,
 				       pal_apply_result *results, char *err, size_t errlen);
 PAL_MUST_CHECK int pal_store_apply_commit(pal_apply *a, char *err, size_t errlen);

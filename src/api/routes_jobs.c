@@ -370,8 +370,9 @@ static void apply_set(call *c, const pal_jobset *set, const char *why, bool prun
 	for (size_t i = 0; i < set->n; i++)
 		if (set->jobs[i].suspend)
 			json_array_append_new(susp, json_string(set->jobs[i].id));
-	int rc = res ? pal_store_apply_begin(c->api->st, c->who.name, why, c->api->default_shards,
-					     &ap, err, sizeof err)
+	int rc = res ? pal_store_apply_begin_rules(c->api->st, c->who.name, why,
+						   c->api->default_shards, set->n_notify_rules > 0,
+						   &ap, err, sizeof err)
 		     : PAL_ENOMEM;
 	/* the calendars first: the jobs carry the versions they get */
 	if (!rc && (rc = pal_store_apply_calendars(ap, set->calendars, set->n_calendars, NULL, err,

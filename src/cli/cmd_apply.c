@@ -25,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include "palisade/cli.h"
 #include "palisade/err.h"
@@ -111,6 +110,7 @@ struct opener {
 	char *conninfo, *actor; /* copies: a detached thread outlives the run */
 	const char *reason;	/* an argv string */
 	int shards;
+	bool rules;	/* a file may hold notify rules (files_name_rules) */
 	pal_store *st;
 	pal_apply *ap;
 	int ec, rc;	/* pal__cli_connect_msg's exit code, pal_store_apply_begin's rc */
@@ -123,19 +123,46 @@ static void *opener_run(void *arg)
 	struct opener *o = arg;
 	o->ec = pal__cli_connect_msg(o->conninfo, false, &o->st, o->msg, sizeof o->msg);
 	if (!o->ec)
-		o->rc = pal_store_apply_begin(o->st, o->actor, o->reason, o->shards, &o->ap, o->err,
-					      sizeof o->err);
+		o->rc = pal_store_apply_begin_rules(o->st, o->actor, o->reason, o->shards, o->rules,
+						    &o->ap, o->err, sizeof o->err);
 	atomic_store(&o->done, true);
 	return NULL;
 }
 
-/* Start opening; the thread gets copies of what it reads.  Freed by
- * opener_take() or opener_drop(). */
-static struct opener *opener_start(const pal_cli_common *c, const char *reason)
+/* Whether PATH is a regular file holding the text "notify_rules" (a
+ * mention outside a rules document only costs a needless look).  A pipe
+ * cannot be read twice: false. */
+static bool file_names_rules(const char *path)
+{
+	gchar *text = NULL;
+	gsize len = 0;
+	if (!g_file_test(path, G_FILE_TEST_IS_REGULAR) ||
+	    !g_file_get_contents(path, &text, &len, NULL))
+		return false;
+	bool has = memmem(text, len, "notify_rules", strlen("notify_rules")) != NULL;
+	g_free(text);
+	return has;
+}
+
+/* Whether one of FILES[0..n) may hold notify rules (file_names_rules):
+ * the apply then takes the rules' lock exclusive from its start; a pipe's
+ * rules take it when they come (pal_store_apply_begin_rules). */
+static bool files_name_rules(int n, char **files)
+{
+	for (int i = 0; i < n; i++)
+		if (file_names_rules(files[i]))
+			return true;
+	return false;
+}
+
+/* Start opening; the thread gets copies of what it reads.  RULES: the
+ * files may change notify rules.  Freed by opener_take() or opener_drop(). */
+static struct opener *opener_start(const pal_cli_common *c, const char *reason, bool rules)
 {
 	struct opener *o = g_new0(struct opener, 1);
 	atomic_init(&o->done, false);
 	o->reason = reason;
+	o->rules = rules;
 	o->conninfo = g_strdup(pal_cli_pg(c));
 	o->shards = pal__cli_config_shards(c);
 	o->actor = g_strdup(pal_cli_actor());
@@ -422,15 +449,7 @@ static void take_batch(void *arg, pal_jobset *set)
 static void prescan_rules(struct run *r, int n, char **files, bool *early)
 {
 	for (int i = 1; i < n; i++) {
-		struct stat sb;
-		gchar *text = NULL;
-		gsize len = 0;
-		if (stat(files[i], &sb) || !S_ISREG(sb.st_mode) ||
-		    !g_file_get_contents(files[i], &text, &len, NULL))
-			continue;
-		bool has = memmem(text, len, "notify_rules", strlen("notify_rules")) != NULL;
-		g_free(text);
-		if (!has)
+		if (!file_names_rules(files[i]))
 			continue;
 		pal_jobset set = {0};
 		pal_diags d = {0};
@@ -591,7 +610,7 @@ int pal_cmd_apply(int argc, char **argv)
 		pal_jobloader_free(l);
 		return PAL_EXIT_SOFTWARE;
 	}
-	r.op = opener_start(&c, reason);
+	r.op = opener_start(&c, reason, files_name_rules(argc - optind, argv + optind));
 	bool *early = g_new0(bool, argc - optind);
 	prescan_rules(&r, argc - optind, argv + optind, early);
 	pal_diags diags = {0};

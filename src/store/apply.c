@@ -54,6 +54,17 @@
  * (~4 per chunk), small enough that a chunk's arrays stay a few MiB. */
 #define CHUNK 5000
 
+/* The rules' lock: taken shared by an apply that reads the rules (until
+ * its commit), exclusive by one that changes them, so that the jobs an
+ * apply creates with the rules it read are seen by the followers' scan of
+ * a change of them, whichever commits first.  Every apply takes it in its
+ * first statement (pal_store_apply_begin_rules), before any other lock:
+ * an apply that took it later, after a calendar's or a job's audit row
+ * (which holds the audit seal's lock until commit, palisade_audit_seal)
+ * or a job's row lock, deadlocked with an apply of a rule that held it
+ * and waited for those. */
+#define RULES_LOCK "hashtextextended('palisade.notify_rules', 0)"
+
 struct pal_apply {
 	pal_store *st;
 	char *actor, *reason;
@@ -82,6 +93,7 @@ struct pal_apply {
 	pal_notify_rule *rules;
 	size_t n_rules;
 	bool rules_loaded;
+	bool rules_excl; /* the rules' lock is held exclusive (else shared) */
 	GHashTable *rule_scopes;
 	int64_t now; /* the apply's time (apply_time), PAL_NO_TIME until read */
 	/* the jobs its takeover sweeps cut (takeover_sweep), handed to the
@@ -152,6 +164,19 @@ static int collect(pal_apply *a, char *err, size_t errlen)
 int pal_store_apply_begin(pal_store *st, const char *actor, const char *reason, int default_shards,
 			  pal_apply **out, char *err, size_t errlen)
 {
+	return pal_store_apply_begin_rules(st, actor, reason, default_shards, false, out, err,
+					   errlen);
+}
+
+#define APPLY_SESSION_SQL                                                                          \
+	"SELECT set_config('idle_in_transaction_session_timeout', '60s', true),"                   \
+	" set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),"\
+	" set_config('enable_seqscan', 'off', true), set_config('work_mem', '64MB', true),"
+
+int pal_store_apply_begin_rules(pal_store *st, const char *actor, const char *reason,
+				int default_shards, bool rules, pal_apply **out, char *err,
+				size_t errlen)
+{
 	*out = NULL;
 	pal_apply *a = calloc(1, sizeof *a);
 	if (!a || !(a->actor = strdup(actor ? actor : "")) ||
@@ -181,15 +206,13 @@ int pal_store_apply_begin(pal_store *st, const char *actor, const char *reason, 
 	 * growing, where the key index takes 1-3 ms.  Statement 4 keeps a
 	 * chunk's rows (specs parsed and as text, ~15 MiB) in a tuplestore:
 	 * with the default 4 MB of work_mem it went to disk.  All in one
-	 * round trip (set_config(..., true) is SET LOCAL). */
+	 * round trip (set_config(..., true) is SET LOCAL), with the rules'
+	 * lock (RULES_LOCK): before any other. */
 	if (!rc && (pal__store_exec(st, "BEGIN", err, errlen) ||
 		    pal__store_exec(
 			st,
-			"SELECT set_config('idle_in_transaction_session_timeout', '60s', true),"
-			" set_config('enable_hashjoin', 'off', true),"
-			" set_config('enable_mergejoin', 'off', true),"
-			" set_config('enable_seqscan', 'off', true),"
-			" set_config('work_mem', '64MB', true)",
+			rules ? APPLY_SESSION_SQL " pg_advisory_xact_lock(" RULES_LOCK ")"
+			      : APPLY_SESSION_SQL " pg_advisory_xact_lock_shared(" RULES_LOCK ")",
 			err, errlen))) {
 		pal__store_rollback(st);
 		rc = PAL_EDB;
@@ -200,6 +223,7 @@ int pal_store_apply_begin(pal_store *st, const char *actor, const char *reason, 
 		free(a);
 		return rc;
 	}
+	a->rules_excl = rules;
 	*out = a;
 	return PAL_OK;
 }
@@ -1278,12 +1302,6 @@ static int read_rules(pal_store *st, pal_notify_rule **out, size_t *n, char *err
 	return PAL_OK;
 }
 
-/* The rules' lock: taken shared by an apply that reads the rules (until
- * its commit), exclusive by one that changes them, so that the jobs an
- * apply creates with the rules it read are seen by the followers' scan of
- * a change of them, whichever commits first. */
-#define RULES_LOCK "hashtextextended('palisade.notify_rules', 0)"
-
 static int load_rules(pal_apply *a, char *err, size_t errlen)
 {
 	if (a->rules_loaded)
@@ -1291,11 +1309,6 @@ static int load_rules(pal_apply *a, char *err, size_t errlen)
 	rules_free(a->rules, a->n_rules);
 	a->rules = NULL;
 	a->n_rules = 0;
-	PGresult *l = pal__store_query(a->st, "SELECT pg_advisory_xact_lock_shared(" RULES_LOCK ")",
-				       0, NULL, err, errlen);
-	if (!l)
-		return PAL_EDB;
-	PQclear(l);
 	int rc = read_rules(a->st, &a->rules, &a->n_rules, err, errlen);
 	a->rules_loaded = !rc;
 	return rc;
@@ -1341,13 +1354,18 @@ int pal_store_apply_notify_rules(pal_apply *a, const pal_notify_rule *rules, siz
 				 pal_rule_outcome *out, char *err, size_t errlen)
 {
 	int rc = collect(a, err, errlen);
-	if (!rc && n) {
+	if (!rc && n && !a->rules_excl) {
 		/* two applies of rules: the second waits for the first, then
-		 * sees its rules (and its followers' versions); see RULES_LOCK */
+		 * sees its rules (and its followers' versions); see RULES_LOCK.
+		 * Taken here only by an apply begun without it (its caller
+		 * could not tell that rules would come): it holds the lock
+		 * shared already, and two such applies at once deadlock on it
+		 * (PostgreSQL aborts one; nothing of it is stored). */
 		PGresult *l = pal__store_query(
 		    a->st, "SELECT pg_advisory_xact_lock(" RULES_LOCK ")", 0, NULL, err, errlen);
 		rc = l ? PAL_OK : PAL_EDB;
 		PQclear(l);
+		a->rules_excl = !rc;
 	}
 	for (size_t i = 0; !rc && i < n; i++) {
 		const pal_notify_rule *x = &rules[i];
