@@ -82,5 +82,14 @@ size_t pal_job_secrets_check(const struct pal_job_spec *s, const pal_secret_poli
 struct pal_notify_rule;
 size_t pal_notify_rule_secrets_check(const struct pal_notify_rule *r, const pal_secret_policy *p,
 				     pal_diags *d);
+/* The inherited notify entries of job S (those after its n_notify_own, once
+ * merged with RULES[0..n), the rules it was merged with) checked under P
+ * against the job's tenant, as its own entries are.  PAL_SECRET_OK, else
+ * the first refusal's verdict with MSG naming the job, its tenant, the
+ * rule (scope, name, url) and the reference. */
+pal_secret_verdict pal_job_inherited_secrets_check(const struct pal_job_spec *s,
+						   const struct pal_notify_rule *rules, size_t n,
+						   const pal_secret_policy *p, char *msg,
+						   size_t len);
 
 #endif

@@ -224,6 +224,14 @@ PAL_MUST_CHECK int pal_store_apply_begin(pal_store *st, const char *actor, const
  * statement takes the rules' lock exclusive, where pal_store_apply_begin
  * takes it shared, so that no apply waits for it while holding another
  * lock.  Blocks while another apply holds it in the other mode. */
+/* Check the notify entries the jobs of apply A inherit from their group's
+ * and tenant's rules (its own jobs' and the followers') against each job's
+ * tenant under P (borrowed until A ends; NULL, the default: not checked):
+ * a refused one fails pal_store_apply_add or pal_store_apply_followers
+ * with PAL_ENOGRANT (PAL_EPERM for one of the node's own variables), the
+ * message naming the job, its tenant, the rule and the reference. */
+struct pal_secret_policy;
+void pal_store_apply_secret_policy(pal_apply *a, const struct pal_secret_policy *p);
 PAL_MUST_CHECK int pal_store_apply_begin_rules(pal_store *st, const char *actor,
 					       const char *reason, int default_shards, bool rules,
 					       pal_apply **out, char *err, size_t errlen);

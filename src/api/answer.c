@@ -48,6 +48,10 @@ void pal_api__problem_rc(call *c, int rc, const char *err)
 	case PAL_ETOOBIG:
 		pal_api__problem(c, 422, "too-big", "Over a limit", "%s", err);
 		break;
+	case PAL_EPERM:
+	case PAL_ENOGRANT:
+		pal_api__problem(c, 422, "forbidden-secret", "Secret not allowed", "%s", err);
+		break;
 	case PAL_EBUSY:
 	case PAL_EDB:
 		pal_api__problem(c, 503, "unavailable", "Database unavailable", "%s", err);

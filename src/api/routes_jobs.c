@@ -374,6 +374,8 @@ static void apply_set(call *c, const pal_jobset *set, const char *why, bool prun
 						   c->api->default_shards, set->n_notify_rules > 0,
 						   &ap, err, sizeof err)
 		     : PAL_ENOMEM;
+	if (!rc)
+		pal_store_apply_secret_policy(ap, c->api->secrets);
 	/* the calendars first: the jobs carry the versions they get */
 	if (!rc && (rc = pal_store_apply_calendars(ap, set->calendars, set->n_calendars, NULL, err,
 						   sizeof err)))

@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include "palisade/jobfile.h"
 #include "palisade/ops.h"
+#include "palisade/secrets.h"
 #include "palisade/store.h"
 
 /* Options every cluster-touching command accepts. */
@@ -75,6 +76,10 @@ int pal__cli_check_key_horizons(const char *config, const pal_jobset *set, pal_d
  * how many references and urls were refused, their diagnostics appended to
  * D. */
 size_t pal__cli_check_tenant_policy(const char *config, const pal_jobset *set, pal_diags *d);
+/* The secret policy of CONFIG's executor.secrets (kept until exit), NULL
+ * without a config: what apply checks the inherited notify entries
+ * under (pal_store_apply_secret_policy). */
+const pal_secret_policy *pal__cli_config_secrets(const char *config);
 /* When job S is spent (no instant of its schedule still to come: a past
  * `at`, past years, an `end` gone by), say so on FP as
  * "FILE:LINE:COL: note: ..." and return true.  Such a job is valid and is

@@ -274,6 +274,7 @@ static void store_set(struct run *r, const pal_jobset *set)
 		r->op = NULL;
 		if (r->db_ec)
 			return;
+		pal_store_apply_secret_policy(r->ap, pal__cli_config_secrets(r->c->config));
 	}
 	/* the calendars first: the jobs after them carry their versions */
 	size_t nc = set->n_calendars;
@@ -299,7 +300,9 @@ static void store_set(struct run *r, const pal_jobset *set)
 			    rc == PAL_ENOMEM ? "out of memory" : err);
 		pal_store_apply_abort(r->ap);
 		r->ap = NULL;
-		r->db_ec = rc == PAL_EDB ? PAL_EXIT_UNAVAIL : PAL_EXIT_SOFTWARE;
+		r->db_ec = rc == PAL_EDB			      ? PAL_EXIT_UNAVAIL
+			   : rc == PAL_ENOGRANT || rc == PAL_EPERM ? PAL_EXIT_DATAERR
+								   : PAL_EXIT_SOFTWARE;
 	}
 	for (size_t i = 0; !rc && i < set->n; i++) {
 		report(r->out, r->c->json, r->count, set->jobs[i].id, &res[i], NULL);

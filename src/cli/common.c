@@ -180,6 +180,8 @@ int pal_cli_exit_code(int rc)
 	case PAL_ENOENT: return PAL_EXIT_NOTFOUND;
 	case PAL_ESTALE: return PAL_EXIT_REFUSED;
 	case PAL_EINVAL:
+	case PAL_EPERM:
+	case PAL_ENOGRANT:
 	case PAL_ETOOBIG: return PAL_EXIT_DATAERR;
 	case PAL_EDB:
 	case PAL_EBUSY: return PAL_EXIT_UNAVAIL;

@@ -99,6 +99,15 @@ size_t pal__cli_check_tenant_policy(const char *config, const pal_jobset *set, p
 	return bad;
 }
 
+const pal_secret_policy *pal__cli_config_secrets(const char *config)
+{
+	static pal_secret_policy p;
+	if (!config)
+		return NULL;
+	p = pal_nodeconf_secret_policy(load(config));
+	return &p;
+}
+
 const char *pal__cli_config_zk_root(const pal_cli_common *c)
 {
 	return c->config ? load(c->config)->zk_root : "/palisade";

@@ -168,3 +168,58 @@ size_t pal_job_secrets_check(const struct pal_job_spec *s, const pal_secret_poli
 	}
 	return w.refused;
 }
+
+struct inherited_walk {
+	const pal_secret_policy *p;
+	const char *tenant;
+	pal_secret_verdict v;
+	const char *name; /* the first refused, borrowed for the walk */
+	char refused[128];
+};
+
+static void check_inherited_one(const char *name, void *ud)
+{
+	struct inherited_walk *w = ud;
+	if (w->v != PAL_SECRET_OK)
+		return;
+	w->v = pal_secret_check(w->p, w->tenant, name);
+	if (w->v != PAL_SECRET_OK)
+		snprintf(w->refused, sizeof w->refused, "%s", name);
+}
+
+pal_secret_verdict pal_job_inherited_secrets_check(const struct pal_job_spec *s,
+						   const struct pal_notify_rule *rules, size_t n,
+						   const pal_secret_policy *p, char *msg,
+						   size_t len)
+{
+	if (!s->notify_merged)
+		return PAL_SECRET_OK;
+	for (size_t i = s->n_notify_own; i < s->n_notify; i++) {
+		const pal_notify *e = &s->notify[i];
+		struct inherited_walk w = {.p = p, .tenant = s->tenant};
+		if (e->secret)
+			pal_tpl_each_secret_name(e->secret, check_inherited_one, &w);
+		if (w.v == PAL_SECRET_OK)
+			continue;
+		/* the rule the entry came from: the group's before the
+		 * tenant's, as pal_job_spec_merge_notify takes them */
+		const pal_notify_rule *r = NULL;
+		for (int lvl = 0; lvl < 2 && !r; lvl++)
+			for (size_t k = 0; k < n && !r; k++)
+				if (!rules[k].remove && rules[k].tenant == (lvl == 1) &&
+				    !strcmp(rules[k].name, lvl ? s->tenant : s->group) &&
+				    !strcmp(rules[k].n.url, e->url) && rules[k].n.secret &&
+				    !strcmp(rules[k].n.secret, e->secret))
+					r = &rules[k];
+		char why[512];
+		snprintf(msg, len,
+			 "job \"%s\" (tenant %s) inherits notify[%zu] from the notify rule of "
+			 "%s%s%s (%s): %s",
+			 s->id, s->tenant, i,
+			 r ? (r->tenant ? "tenant" : "group") : "its group or tenant", r ? " " : "",
+			 r ? r->name : "", e->url,
+			 pal_secret_refusal(w.v, s->tenant, w.refused, why, sizeof why));
+		return w.v;
+	}
+	return PAL_SECRET_OK;
+}

@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "palisade/store.h"
+#include "palisade/secrets.h"
 #include "store_int.h"
 #include "palisade/url.h"
 #include "palisade/lifecycle.h"
@@ -94,6 +95,9 @@ struct pal_apply {
 	size_t n_rules;
 	bool rules_loaded;
 	bool rules_excl; /* the rules' lock is held exclusive (else shared) */
+	/* the policy the inherited entries are checked under
+	 * (pal_store_apply_secret_policy; NULL: not checked), borrowed */
+	const pal_secret_policy *secrets;
 	GHashTable *rule_scopes;
 	int64_t now; /* the apply's time (apply_time), PAL_NO_TIME until read */
 	/* the jobs its takeover sweeps cut (takeover_sweep), handed to the
@@ -226,6 +230,11 @@ int pal_store_apply_begin_rules(pal_store *st, const char *actor, const char *re
 	a->rules_excl = rules;
 	*out = a;
 	return PAL_OK;
+}
+
+void pal_store_apply_secret_policy(pal_apply *a, const pal_secret_policy *p)
+{
+	a->secrets = p;
 }
 
 void pal_store_apply_abort(pal_apply *a)
@@ -1528,6 +1537,14 @@ static int apply_chunk(pal_apply *a, struct item *it, size_t n, char *err, size_
 		if (merge &&
 		    (rc = pal_job_spec_merge_notify((pal_job_spec *)js, a->rules, a->n_rules))) {
 			snprintf(err, errlen, "out of memory");
+			break;
+		}
+		pal_secret_verdict sv = merge && a->secrets
+					    ? pal_job_inherited_secrets_check(js, a->rules, a->n_rules,
+									      a->secrets, err, errlen)
+					    : PAL_SECRET_OK;
+		if (sv != PAL_SECRET_OK) {
+			rc = sv == PAL_SECRET_NODE ? PAL_EPERM : PAL_ENOGRANT;
 			break;
 		}
 		rc = pal_job_spec_digest_spans(it[i].s, &it[i].canon, it[i].hex, &it[i].sp);
