@@ -109,6 +109,7 @@ typedef struct pal_nodeconf {
 	int64_t retention_check_ms;
 	int64_t retention_misfires_ms; /* misfires: whole range older than this */
 	int64_t retention_audit_ms;    /* audit_log */
+	int64_t retention_request_ids_ms; /* request_ids: used longer ago than this */
 	int32_t retention_slice;       /* rows per delete transaction */
 	/* notify: the outbox's delivery by executor nodes */
 	int64_t notify_interval_ms;

@@ -35,6 +35,9 @@ typedef struct pal_retention_conf {
 	int64_t lock_ms;     /* longest wait for a DDL lock */
 	int64_t misfires_ms; /* misfire records whose range ended this long ago; 0: kept */
 	int64_t audit_ms;    /* audit_log rows; 0: kept */
+	/* request_ids rows used longer ago than this, but never less than
+	 * keep_ms (sql/046_request_ids.sql); 0: kept */
+	int64_t request_ids_ms;
 	int32_t slice;       /* rows per delete transaction (0: 5000) */
 	/* The node's worker only: where its part of the data backfills runs when
 	 * its own connection goes through a transaction pooler (the jobs_ref
@@ -53,6 +56,7 @@ typedef struct pal_retention_report {
 	int64_t dropped_bytes; /* what the dropped partitions held */
 	char first_kept[128];  /* the oldest kept partition, "" if none */
 	int64_t misfires_deleted, audit_deleted; /* pal_store_history_retention */
+	int64_t request_ids_deleted;             /* likewise */
 	int history_busy;      /* tables whose slice another round held */
 	bool history_more;     /* the slice limit stopped it: rows older than the cutoff remain */
 	char lines[32768];     /* one line per action (truncated past this), for the log */
@@ -67,8 +71,9 @@ PAL_MUST_CHECK int pal_store_retention(pal_store *st, const pal_retention_conf *
 				       pal_retention_report *rep, char *err, size_t errlen);
 
 /* The history part of a round (sql/013_history_retention.sql): delete
- * misfire records whose whole range ended more than misfires_ms ago and
- * audit rows older than audit_ms, slice rows per transaction (each slice
+ * misfire records whose whole range ended more than misfires_ms ago,
+ * audit rows older than audit_ms and request ids used before
+ * max(request_ids_ms, keep_ms), slice rows per transaction (each slice
  * its own statement, so no transaction holds many row locks or much WAL),
  * until a slice is not full or HISTORY_SLICES_MAX (100) slices per table.
  * Adds the counts and a line per table to REP (not cleared: call it after

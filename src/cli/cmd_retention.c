@@ -125,6 +125,7 @@ int pal_cmd_retention(int argc, char **argv)
 		.lock_ms = PAL_RETENTION_LOCK_MS,
 		.misfires_ms = mis >= 0 ? mis : nc.retention_misfires_ms,
 		.audit_ms = aud >= 0 ? aud : nc.retention_audit_ms,
+		.request_ids_ms = nc.retention_request_ids_ms,
 		.slice = nc.retention_slice,
 	};
 	pal_nodeconf_free(&nc);

@@ -217,9 +217,13 @@ static const pal_conf_key table[] = {
 	  "ago (at least retention.triggers)", OFF(retention_misfires_ms), NULL, 0 },
 	{ "retention.audit", PAL_CONF_DURATION, "90d", "ms", 1 * MS_S, 3650 * MS_D, false,
 	  "how long audit_log rows are kept", OFF(retention_audit_ms), NULL, 0 },
+	{ "retention.request_ids", PAL_CONF_DURATION, "90d", "ms", 1 * MS_S, 3650 * MS_D, false,
+	  "how long a request id a manual run used is remembered after its use (a repeat "
+	  "within it creates nothing, also once retention dropped the run's triggers; at "
+	  "least retention.triggers)", OFF(retention_request_ids_ms), NULL, 0 },
 	{ "retention.delete_slice", PAL_CONF_INT, "5000", "", 1, 1000000, false,
-	  "rows of misfires or audit_log deleted per transaction by a round (a round deletes "
-	  "slices until none is full, at most 100)", OFF(retention_slice), NULL, 0 },
+	  "rows of misfires, audit_log or request_ids deleted per transaction by a round (a "
+	  "round deletes slices until none is full, at most 100)", OFF(retention_slice), NULL, 0 },
 	{ "notify.interval", PAL_CONF_DURATION, "1s", "ms", 100, 1 * MS_M, false,
 	  "how often an executor node looks for due notifications of the outbox and delivers "
 	  "them, also while deliveries are under way (docs/protocol.md, \"Notifications\")",
@@ -897,6 +901,21 @@ int pal_nodeconf_defaults(pal_nodeconf *c)
 
 /* ---- loading ---- */
 
+/* retention.KEY (MS) must be at least retention.triggers, because WHY. */
+static void keeps_triggers(struct nctx *x, const pal_ynode *root, const pal_nodeconf *c,
+			   const char *key, int64_t ms, const char *why)
+{
+	char a[32], b[32];
+
+	if (ms >= c->retention_keep_ms)
+		return;
+	const pal_ynode *n = pal_ynode_get(pal_ynode_get(root, "retention"), key);
+
+	ndiag(x, n ? n : root, "retention.%s (%s) must be at least retention.triggers (%s): %s",
+	      key, pal_fmt_duration(ms, a, sizeof a),
+	      pal_fmt_duration(c->retention_keep_ms, b, sizeof b), why);
+}
+
 static void cross_checks(struct nctx *x, const pal_ynode *root, pal_nodeconf *c)
 {
 	char a[32], b[32];
@@ -948,15 +967,11 @@ static void cross_checks(struct nctx *x, const pal_ynode *root, pal_nodeconf *c)
 		      "retention.ahead: a partition is the smallest unit kept or dropped",
 		      pal_fmt_duration(c->retention_interval_ms, a, sizeof a));
 	}
-	if (c->retention_misfires_ms < c->retention_keep_ms) {
-		const pal_ynode *n = pal_ynode_get(pal_ynode_get(root, "retention"), "misfires");
-
-		ndiag(x, n ? n : root,
-		      "retention.misfires (%s) must be at least retention.triggers (%s): verify "
-		      "needs the misfire record of every instant whose trigger is still kept",
-		      pal_fmt_duration(c->retention_misfires_ms, a, sizeof a),
-		      pal_fmt_duration(c->retention_keep_ms, b, sizeof b));
-	}
+	keeps_triggers(x, root, c, "misfires", c->retention_misfires_ms,
+		       "verify needs the misfire record of every instant whose trigger is still "
+		       "kept");
+	keeps_triggers(x, root, c, "request_ids", c->retention_request_ids_ms,
+		       "a request id is remembered by its run's triggers until those go");
 }
 
 /* Walk the file: ROOT's keys are sections, each a mapping of keys. */

@@ -849,6 +849,7 @@ int pal_node_run(const pal_node_opts *o)
 					   .lock_ms = PAL_RETENTION_LOCK_MS,
 					   .misfires_ms = n.conf.retention_misfires_ms,
 					   .audit_ms = n.conf.retention_audit_ms,
+					   .request_ids_ms = n.conf.retention_request_ids_ms,
 					   .slice = n.conf.retention_slice,
 					   .direct_conninfo = n.pg_direct };
 		if (pal_retention_start(n.pg, &rcf, n.conf.retention_check_ms, n.m, &n.retention, err,

@@ -85,6 +85,26 @@ static int check_run(pal_store *st, const run_ctx *c, char *err, size_t errlen)
 		return PAL_OK;
 	char ts[32];
 	pal_fmt_rfc3339(c->at, ts, sizeof ts);
+	/* before the retention horizon the instant's triggers may have gone
+	 * with their range: an unknown outcome there can no longer be seen */
+	int64_t h;
+	if ((rc = pal__store_query_i64(
+		 st, "SELECT floor(extract(epoch FROM palisade_retention_horizon()))::bigint", 0,
+		 NULL, INT64_MIN, &h, err, errlen)))
+		return rc;
+	if (c->at < h) {
+		char hs[32];
+		pal_fmt_rfc3339(h, hs, sizeof hs);
+		snprintf(res->refused, sizeof res->refused, "unknown-outcome");
+		snprintf(err, errlen,
+			 "job %s at %s: the instant is before the retention horizon %s (the "
+			 "triggers before it may have been dropped), so an earlier trigger's "
+			 "unknown outcome cannot be ruled out; nothing was written; hint: "
+			 "--new-effect (API \"new_effect\": true) to run it knowing it may be a "
+			 "second effect",
+			 c->job_id, ts, hs);
+		return PAL_ESTALE;
+	}
 	json_t *unk = NULL;
 	rc = pal_store_unknown_at(st, c->job_id, c->at, &unk, err, errlen);
 	if (rc)
@@ -177,10 +197,17 @@ static int trigger_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	pal__ops_i64s(at, sizeof at, c->at);
 	const char *p[] = { c->job_id, c->request_id, c->at == PAL_OPS_NOW ? NULL : at };
 
+	/* its triggers, or once retention dropped them, what request_ids kept
+	 * of them (sql/046; retention.request_ids) */
 	PGresult *r = pal__store_query(
 		st,
 		"SELECT id, source, floor(extract(epoch FROM scheduled_at))::bigint, version"
-		" FROM triggers WHERE job_id = $1 AND request_id = $2 ORDER BY partition, id",
+		" FROM triggers WHERE job_id = $1 AND request_id = $2"
+		" UNION ALL (SELECT unnest(u.trigger_ids), 'manual',"
+		"  floor(extract(epoch FROM u.scheduled_at))::bigint, u.version FROM request_ids u"
+		"  WHERE u.job_id = $1 AND u.request_id = $2 AND NOT EXISTS (SELECT 1 FROM triggers t"
+		"   WHERE t.job_id = $1 AND t.request_id = $2))"
+		" ORDER BY 1",
 		2, p, err, errlen);
 	if (!r)
 		return PAL_EDB;
@@ -256,6 +283,15 @@ static int trigger_body(pal_store *st, void *vctx, char *err, size_t errlen)
 			   "  'request_id', $4::text, 'version', $5::int,"
 			   "  'scheduled_at', to_timestamp($6::bigint), 'triggers', $7::jsonb))",
 			   7, pa, NULL, err, errlen);
+	/* the id outlives the triggers (their range dropped by retention) */
+	const char *pu[] = { c->job_id, c->request_id, ts, ver, ids ? ids : "[]" };
+	if (!rc)
+		rc = pal__ops_exec(st,
+				   "INSERT INTO request_ids (job_id, request_id, scheduled_at, version,"
+				   " trigger_ids) SELECT $1, $2, to_timestamp($3::bigint), $4::int,"
+				   " ARRAY(SELECT jsonb_array_elements_text($5::jsonb)::bigint)"
+				   " ON CONFLICT (job_id, request_id) DO NOTHING",
+				   5, pu, NULL, err, errlen);
 	free(ids);
 	if (rc)
 		return rc;

@@ -29,6 +29,7 @@
 #include "palisade/metrics.h"
 #include "palisade/periodic.h"
 #include "palisade/retention.h"
+#include "palisade/timefmt.h"
 #include "store_int.h"
 
 int pal_retention_check(const pal_retention_conf *c, char *err, size_t errlen)
@@ -161,6 +162,33 @@ static int history_table(pal_store *st, const char *table, int64_t keep_ms, int3
 	return PAL_OK;
 }
 
+/* The request ids manual runs used more than KEEP_MS ago (sql/046), SLICE
+ * rows per statement, until a slice is not full or HISTORY_SLICES_MAX. */
+static int request_ids_trim(pal_store *st, int64_t keep_ms, int32_t slice, int64_t *n,
+			    bool *more, char *err, size_t errlen)
+{
+	char kp[32], sl[16];
+	snprintf(kp, sizeof kp, "%lld", (long long)keep_ms);
+	snprintf(sl, sizeof sl, "%d", slice > 0 ? slice : 5000);
+	const char *p[] = { kp, sl };
+	*more = false;
+	for (int i = 0; i < PAL_HISTORY_SLICES_MAX; i++) {
+		PGresult *r = pal__store_query(st,
+			"DELETE FROM request_ids WHERE ctid = ANY (ARRAY(SELECT ctid FROM request_ids"
+			"  WHERE used_at < now() - $1::bigint * interval '1 ms' LIMIT $2::int))",
+			2, p, err, errlen);
+		if (!r)
+			return PAL_EDB;
+		int64_t k = atoll(PQcmdTuples(r));
+		PQclear(r);
+		*n += k;
+		*more = k >= atoll(sl);
+		if (!*more)
+			break;
+	}
+	return PAL_OK;
+}
+
 int pal_store_history_retention(pal_store *st, const pal_retention_conf *c,
 				pal_retention_report *rep, char *err, size_t errlen)
 {
@@ -187,6 +215,20 @@ int pal_store_history_retention(pal_store *st, const pal_retention_conf *c,
 		else
 			line(rep, "deleted %s %s rows before %s%s\n", num, names[t], cut,
 			     more ? " (slice limit reached: more next round)" : "");
+	}
+	if (c->request_ids_ms > 0) {
+		int64_t kr = c->request_ids_ms > c->keep_ms ? c->request_ids_ms : c->keep_ms, n = 0;
+		bool more;
+		char num[32], age[32];
+		int rc = request_ids_trim(st, kr, c->slice, &n, &more, err, errlen);
+		if (rc)
+			return rc;
+		rep->request_ids_deleted += n;
+		rep->history_more = rep->history_more || more;
+		snprintf(num, sizeof num, "%lld", (long long)n);
+		line(rep, "deleted %s request_ids rows used more than %s ago%s%s\n", num,
+		     pal_fmt_duration(kr, age, sizeof age),
+		     more ? " (slice limit reached: more next round)" : "", "");
 	}
 	return PAL_OK;
 }
@@ -306,10 +348,11 @@ static void worker_round(void *arg)
 	}
 	pal_metric_inc(w->m, F_HISTORY, "table=\"misfires\"", (double)rep.misfires_deleted);
 	pal_metric_inc(w->m, F_HISTORY, "table=\"audit_log\"", (double)rep.audit_deleted);
+	pal_metric_inc(w->m, F_HISTORY, "table=\"request_ids\"", (double)rep.request_ids_deleted);
 	if (!w->filled)
 		worker_fill(w);
 	bool busy_only = rep.busy && !rep.created && !rep.dropped && !rep.kept && !rep.reshaped &&
-			 !rep.misfires_deleted && !rep.audit_deleted;
+			 !rep.misfires_deleted && !rep.audit_deleted && !rep.request_ids_deleted;
 	pal_metric_inc(w->m, F_ROUNDS, busy_only ? "result=\"busy\"" : "result=\"done\"", 1);
 	if (busy_only)
 		return;
@@ -318,7 +361,7 @@ static void worker_round(void *arg)
 	pal_metric_set(w->m, F_KEPT, NULL, rep.kept);
 	pal_metric_set(w->m, F_KEPT_LIVE, NULL, (double)rep.kept_live);
 	if (rep.created || rep.dropped || rep.busy || rep.reshaped || rep.misfires_deleted ||
-	    rep.audit_deleted)
+	    rep.audit_deleted || rep.request_ids_deleted)
 		pal_log(PAL_LOG_INFO, "retention.round",
 			"{s:i, s:i, s:I, s:i, s:i, s:i, s:I, s:I, s:s}", "created", rep.created,
 			"dropped", rep.dropped, "dropped_bytes", (json_int_t)rep.dropped_bytes, "kept",
