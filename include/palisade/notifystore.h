@@ -24,6 +24,7 @@ typedef struct pal_notif {
 	char *event;
 	char *tenant; /* the job's tenant ("" when the job is gone) */
 	int attempts; /* this delivery included */
+	bool group_rule; /* its url is a group's notify rule's (set by an operator) */
 } pal_notif;
 
 /* Claim up to LIMIT due, undelivered notifications whose lease is free

@@ -163,11 +163,13 @@ static bool prepare(struct pal_notifier *w, const pal_notif *v, struct delivery 
 	char *secret = NULL, sig[128], terr[256];
 
 	/* executor.target_hosts, as the executor checks a call's url: a url
-	 * stored without the apply check (or a group's rule, which apply
-	 * cannot judge per tenant) is not sent; the delivery fails and is
-	 * retried with backoff, so a node whose setting gives the host (a
-	 * roll) may still deliver it. */
-	if (!pal_target_granted(w->cfg.targets, v->tenant, v->url)) {
+	 * stored without the apply check is not sent; the delivery fails and
+	 * is retried with backoff, so a node whose setting gives the host (a
+	 * roll) may still deliver it.  A group's notify rule is the operator's
+	 * channel (only a token without a tenant limit sets one, and no tenant
+	 * changes its url): its deliveries are not judged by the job's
+	 * tenant. */
+	if (!v->group_rule && !pal_target_granted(w->cfg.targets, v->tenant, v->url)) {
 		char shown[300], why[512];
 		pal_url_redact(v->url, shown, sizeof shown);
 		snprintf(d->why, sizeof d->why, "url %s: %s", shown,

@@ -38,7 +38,15 @@ static const char SQL_CLAIM[] =
     "   FOR UPDATE OF x SKIP LOCKED) d"
     " WHERE n.id = d.id"
     " RETURNING n.id, n.webhook_id, n.url, n.secret, n.payload::text, n.event, n.attempts,"
-    "   coalesce((SELECT j.tenant FROM jobs j WHERE j.job_id = n.job_id), '')";
+    "   coalesce((SELECT j.tenant FROM jobs j WHERE j.job_id = n.job_id), ''),"
+    /* whether its url came from a group's notify rule: an inherited entry
+     * (its index, the webhook id's last field, at or past the version's
+     * own entries) whose url a stored rule of the version's group names */
+    "   EXISTS (SELECT 1 FROM job_versions v JOIN notify_rules r ON r.scope = 'group'"
+    "     AND r.name = v.resource_group AND r.url = n.url"
+    "     WHERE v.job_id = n.job_id AND v.notify_own >= 0"
+    "     AND v.version = (substring(n.payload -> 'data' ->> 'version' from '^[0-9]{1,9}$'))::int"
+    "     AND (substring(n.webhook_id from '_([0-9]{1,9})$'))::int >= v.notify_own)";
 
 int pal_store_notif_claim(pal_store *st, const char *node, int64_t lease_ms, int limit, int per_url,
 			  const char *const *busy, size_t nbusy, pal_notif **out, size_t *n,
@@ -76,6 +84,7 @@ int pal_store_notif_claim(pal_store *st, const char *node, int64_t lease_ms, int
 		v[i].event = strdup(PQgetvalue(r, i, 5));
 		v[i].attempts = atoi(PQgetvalue(r, i, 6));
 		v[i].tenant = strdup(PQgetvalue(r, i, 7));
+		v[i].group_rule = PQgetvalue(r, i, 8)[0] == 't';
 		if (!v[i].webhook_id || !v[i].url || !v[i].secret || !v[i].payload || !v[i].event ||
 		    !v[i].tenant) {
 			PQclear(r);
