@@ -30,7 +30,8 @@ typedef struct pal_import_opts {
 	 * does not say (the cron daemon's or the controller manager's local
 	 * zone).  NULL: UTC, and the assumption is reported. */
 	const char *timezone;
-	/* crontab: the first part of every job id; NULL: from the file name. */
+	/* The first part of every job id, one dot-free segment.  crontab: NULL
+	 * takes the file name; kubernetes: NULL writes NAMESPACE.NAME alone. */
 	const char *prefix;
 	/* crontab: the file has the user column (/etc/crontab, /etc/cron.d). */
 	bool system;

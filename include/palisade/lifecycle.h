@@ -83,6 +83,19 @@ PAL_MUST_CHECK int pal_store_retire_pending(pal_store *st, const char *const *id
 PAL_MUST_CHECK int pal_store_live_job_ids(pal_store *st, json_t **out, char *err,
 					  size_t errlen);
 
+/* What `apply --prune` / `--prune-prefix PREFIX` retires: the live jobs
+ * DEFINED (called with CTX and the id) says no file defines, appended to
+ * GONE (a JSON array of ids).  With PREFIX only the ids of its whole
+ * dot-separated segments: the id PREFIX itself and those beginning with
+ * PREFIX and a '.' (a '.' ending PREFIX is that one), so `host-a.` takes
+ * neither `host-ab.x` nor, from a crontab import, `host-a-root.x`; and the
+ * jobs a cut-over made or makes palisade's (in a shadow scope whose steps,
+ * planned ones included, make them live: their entries are gone from the
+ * old system) go to KEPT instead, not to GONE. */
+PAL_MUST_CHECK int pal_store_prune_ids(pal_store *st, const char *prefix,
+				       bool (*defined)(void *ctx, const char *id), void *ctx,
+				       json_t *gone, json_t *kept, char *err, size_t errlen);
+
 /* ---- gates of job files ---------------------------------------------------- */
 
 /* Job-scope gates as {job_id: source} ("operator" or "spec"). */

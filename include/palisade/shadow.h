@@ -36,14 +36,23 @@ PAL_MUST_CHECK int pal_store_shadow_set_json(pal_store *st, const pal_scope *sc,
 					     const char *reason, json_t **out, char *err,
 					     size_t errlen);
 
-/* The jobs IDS (JSON array of ids) whose file says `mode: shadow`, inside
- * the caller's open transaction (apply's, before its commit): each job not
- * in shadow yet gets its shadow row (source spec) and its planned schedule
- * triggers not yet attempted move to shadow.  *ADDED: the jobs put in
- * shadow now (a JSON array the caller made).  Apply never takes a job out
- * of shadow: a cut-over does. */
-PAL_MUST_CHECK int pal_store_shadow_spec(pal_store *st, const json_t *ids, const char *actor,
-					 json_t *added, char *err, size_t errlen);
+/* The jobs whose file says `mode: shadow`, inside the caller's open
+ * transaction (apply's, before its commit).  IDS (a JSON array of ids): the
+ * jobs this apply creates or brings back from retirement; each not in
+ * shadow yet gets its shadow row (source spec) and its planned schedule
+ * triggers not yet attempted move to shadow.  LIVE: those that were live
+ * before the apply; `mode: shadow` never puts them in shadow (palisade may
+ * be the only system that runs them: `palisade shadow --job` does it on
+ * purpose); those of them not in shadow are appended to *IGNORED.
+ * *ADDED: the jobs put in shadow now that no cut-over step makes live;
+ * *COVERED: those put in shadow now that a cut-over step already taken
+ * (of their group, tenant or the whole cluster) makes live, one object
+ * each {job_id, live_from (RFC 3339), now (live_from is not after the
+ * transaction's start)}.  The caller makes the three arrays.  Apply never
+ * takes a job out of shadow: a cut-over does. */
+PAL_MUST_CHECK int pal_store_shadow_spec(pal_store *st, const json_t *ids, const json_t *live,
+					 const char *actor, json_t *added, json_t *ignored,
+					 json_t *covered, char *err, size_t errlen);
 
 /* Every scope in shadow with its cut-over steps: [{scope, source, actor,
  * reason, since, percent (the latest step's, 0 without), steps: [{at,

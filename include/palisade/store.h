@@ -189,6 +189,7 @@ typedef enum { PAL_APPLY_CREATED, PAL_APPLY_UPDATED, PAL_APPLY_UNCHANGED } pal_a
 typedef struct pal_apply_result {
 	pal_apply_outcome outcome;
 	int version; /* the job's latest version after apply */
+	bool was_live; /* the job was stored and not retired before this apply */
 } pal_apply_result;
 
 /* The largest pal_job_spec_min_schema() among the N jobs of JOBS that RES

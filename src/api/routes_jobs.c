@@ -304,24 +304,22 @@ static bool prune_arg(call *c, bool *prune)
 }
 
 /* The ids of the live stored jobs SET does not define (g_ptr_array_unref),
- * with ?prune_prefix=P those whose id begins with P only; NULL with ERR on
- * a database error. */
-static GPtrArray *prune_ids(call *c, const pal_jobset *set, char *err, size_t errlen)
+ * with ?prune_prefix=P those of P's segments only, but for those a cut-over
+ * made palisade's, appended to KEPT instead (pal_store_prune_ids); NULL
+ * with ERR on a database error. */
+static GPtrArray *prune_ids(call *c, const pal_jobset *set, json_t *kept, char *err, size_t errlen)
 {
-	const char *prefix = pal_api__query(c, "prune_prefix");
-	json_t *live = NULL;
-	if (pal_store_live_job_ids(c->api->st, &live, err, errlen))
+	json_t *ids = json_array();
+	if (pal_store_prune_ids(c->api->st, pal_api__query(c, "prune_prefix"), set_defines,
+				(void *)set, ids, kept, err, errlen)) {
+		json_decref(ids);
 		return NULL;
+	}
 	GPtrArray *gone = g_ptr_array_new_with_free_func(g_free);
 	size_t i;
 	json_t *id;
-	json_array_foreach(live, i, id)
-	{
-		if (!set_defines((void *)set, json_string_value(id)) &&
-		    (!prefix || g_str_has_prefix(json_string_value(id), prefix)))
-			g_ptr_array_add(gone, g_strdup(json_string_value(id)));
-	}
-	json_decref(live);
+	json_array_foreach(ids, i, id) g_ptr_array_add(gone, g_strdup(json_string_value(id)));
+	json_decref(ids);
 	return gone;
 }
 
@@ -399,9 +397,10 @@ static void apply_set(call *c, const pal_jobset *set, const char *why, bool prun
 	 * transaction (then swept once after it, as DELETE does) */
 	GPtrArray *gone = NULL;
 	pal_retire_result *gres = NULL;
+	json_t *kept = json_array(); /* cut over: not retired by prune_prefix */
 	if (!rc && prune) {
 		if ((rc = pal_store_apply_sync(ap, err, sizeof err)) == 0 &&
-		    !(gone = prune_ids(c, set, err, sizeof err)))
+		    !(gone = prune_ids(c, set, kept, err, sizeof err)))
 			rc = PAL_EDB;
 		if (!rc && !(gres = calloc(gone->len ? gone->len : 1, sizeof *gres)))
 			rc = PAL_ENOMEM;
@@ -451,17 +450,20 @@ static void apply_set(call *c, const pal_jobset *set, const char *why, bool prun
 	if (!rc)
 		rc = pal_store_apply_spec_gates(ap, c->api->st, susp, set_defines, (void *)set,
 						c->who.name, &ro, closed, lifted, err, sizeof err);
-	json_t *shadow = json_array(), *shadowed = json_array();
+	json_t *shadow = json_array(), *shadow_live = json_array(), *shadowed = json_array(),
+	       *ignored = json_array(), *covered = json_array();
 	for (size_t i = 0; i < set->n; i++)
 		if (set->jobs[i].shadow)
-			json_array_append_new(shadow, json_string(set->jobs[i].id));
+			json_array_append_new(res[i].was_live ? shadow_live : shadow,
+					      json_string(set->jobs[i].id));
 	/* the gates step ends the transaction itself when it fails; this one
 	 * does not: roll it back here, or the connection stays in an aborted
 	 * transaction holding the apply's locks (and AP is lost) */
-	if (!rc && (rc = pal_store_shadow_spec(c->api->st, shadow, c->who.name, shadowed, err,
-					       sizeof err)))
+	if (!rc && (rc = pal_store_shadow_spec(c->api->st, shadow, shadow_live, c->who.name,
+					       shadowed, ignored, covered, err, sizeof err)))
 		pal_store_apply_abort(ap);
 	json_decref(shadow);
+	json_decref(shadow_live);
 	if (!rc)
 		rc = pal_store_apply_commit(ap, err, sizeof err);
 	/* what a controller planned from the old version of a job whose new
@@ -503,6 +505,8 @@ static void apply_set(call *c, const pal_jobset *set, const char *why, bool prun
 			    json_pack("{s:b, s:o, s:O, s:O, s:O}", "dry_run", 0, "jobs", jobs,
 				      "suspended", closed, "resumed", lifted, "shadowed",
 				      shadowed));
+		json_object_set(c->out, "shadow_ignored", ignored);
+		json_object_set(c->out, "live_by_cutover", covered);
 		if (set->n_notify_rules)
 			json_object_set_new(c->out, "notify_rules", rules);
 		else
@@ -523,11 +527,15 @@ static void apply_set(call *c, const pal_jobset *set, const char *why, bool prun
 						       : "already retired",
 						   "version", gres[i].version));
 			json_object_set_new(c->out, "retired", ret);
+			json_object_set(c->out, "kept", kept);
 			json_object_set_new(c->out, "late_cancelled", json_integer(late));
 			json_object_set_new(c->out, "settling", json_boolean(pending > 0));
 		}
 	}
 	json_decref(shadowed);
+	json_decref(ignored);
+	json_decref(covered);
+	json_decref(kept);
 	json_decref(followers);
 	free(rout);
 	if (gone)
@@ -777,10 +785,12 @@ static void diff_set(call *c, pal_jobset *set, int64_t from, int count, int64_t 
 		rc = pal_plan_diff_followers(c->api->st, set, from, count, follower_diff, &fo, err,
 					     sizeof err);
 	GPtrArray *gone = NULL; /* what ?prune=true would retire */
-	if (!rc && !refused && prune && !(gone = prune_ids(c, set, err, sizeof err)))
+	json_t *kept = json_array();
+	if (!rc && !refused && prune && !(gone = prune_ids(c, set, kept, err, sizeof err)))
 		rc = PAL_EDB;
 	if (rc || refused) {
 		json_decref(jobs);
+		json_decref(kept);
 		if (rc == PAL_ETOOBIG)
 			pal_api__too_many(c, max, err);
 		else if (!refused)
@@ -794,8 +804,10 @@ static void diff_set(call *c, pal_jobset *set, int64_t from, int count, int64_t 
 		for (guint i = 0; i < gone->len; i++)
 			json_array_append_new(ids, json_string(gone->pdata[i]));
 		json_object_set_new(out, "would_retire", ids);
+		json_object_set(out, "kept", kept);
 		g_ptr_array_unref(gone);
 	}
+	json_decref(kept);
 	pal_api__ok(c, 200, out);
 }
 

@@ -55,9 +55,11 @@ static void usage(FILE *fp)
 		"--prune  also retire every stored live job that none of the files defines\n"
 		"         (as `palisade delete` does: history kept; applying it again later\n"
 		"         makes a new version).\n"
-		"--prune-prefix PREFIX  the same for the live jobs whose id begins with PREFIX\n"
-		"         only (e.g. host-a. after `palisade import crontab --prefix host-a`):\n"
-		"         the files are the whole truth of those ids, not of the cluster.\n"
+		"--prune-prefix PREFIX  the same for the live jobs of PREFIX's whole segments\n"
+		"         only (host-a. or host-a: host-a.x, not host-ab.x; after `palisade\n"
+		"         import crontab --prefix host-a`): the files are the whole truth of\n"
+		"         those ids, not of the cluster; but a job a cut-over makes live stays\n"
+		"         live (its entry is gone from the old system), named as kept.\n"
 		"--dry-run  do everything in a transaction that is rolled back: report what\n"
 		"         would be created, updated, retired, suspended; store nothing.\n"
 		"A job that may repeat an idempotency key later than the config's\n"
@@ -229,7 +231,8 @@ struct run {
 	FILE *out;
 	size_t count[3];
 	GPtrArray *suspended; /* ids of the jobs whose file says suspend: true */
-	json_t *shadow;	      /* ids of the jobs whose file says mode: shadow */
+	json_t *shadow;	      /* ids of the new jobs whose file says mode: shadow */
+	json_t *shadow_live;  /* ... and of the jobs live before the apply */
 	GHashTable *defined;  /* every id the files define (for the gates) */
 	struct opener *op;    /* until the first store_set(), or the end of a failed run */
 	/* the newest key a created or updated job sets that older nodes
@@ -310,7 +313,8 @@ static void store_set(struct run *r, const pal_jobset *set)
 		if (set->jobs[i].suspend)
 			g_ptr_array_add(r->suspended, g_strdup(set->jobs[i].id));
 		if (set->jobs[i].shadow)
-			json_array_append_new(r->shadow, json_string(set->jobs[i].id));
+			json_array_append_new(res[i].was_live ? r->shadow_live : r->shadow,
+					      json_string(set->jobs[i].id));
 	}
 	const char *job, *key;
 	int need = rc ? 0 : pal_apply_min_schema(set->jobs, res, set->n, &job, &key);
@@ -555,6 +559,23 @@ static int takeover_settle(pal_store *st, const char *reason)
 	return PAL_EXIT_OK;
 }
 
+/* One report line after the jobs' of the job ID (a JSON string), the Nth
+ * element of the report: {job_id, outcome: WORD[, live_from: AT]} with
+ * --output json, else "WORD ID (NOTE)", or "WORD ID NOTE" when AT is given
+ * (the note then begins with when). */
+static void report_job_note(struct run *r, size_t nth, const json_t *id, const char *word,
+			    const char *at, const char *note)
+{
+	if (r->c->json)
+		fprintf(r->out,
+			"%s  {\n    \"job_id\": \"%s\",\n    \"outcome\": \"%s\"%s%s%s\n  }",
+			nth > 1 ? ",\n" : "", json_string_value(id), word,
+			at ? ",\n    \"live_from\": \"" : "", at ? at : "", at ? "\"" : "");
+	else
+		fprintf(r->out, at ? "%-9s %s %s\n" : "%-9s %s (%s)\n", word, json_string_value(id),
+			note);
+}
+
 int pal_cmd_apply(int argc, char **argv)
 {
 	pal_cli_common c = {0};
@@ -603,7 +624,8 @@ int pal_cmd_apply(int argc, char **argv)
 			.reason = reason,
 			.out = tmpfile(),
 			.suspended = g_ptr_array_new_with_free_func(g_free),
-			.shadow = json_array()};
+			.shadow = json_array(),
+			.shadow_live = json_array()};
 	pal_jobloader *l = pal_jobloader_new();
 	if (!r.out || !l) {
 		pal_cli_err("apply", "%s; nothing applied",
@@ -643,6 +665,7 @@ int pal_cmd_apply(int argc, char **argv)
 		pal_jobloader_free(l);
 		g_ptr_array_free(r.suspended, TRUE);
 		json_decref(r.shadow);
+		json_decref(r.shadow_live);
 		pal_store_apply_abort(r.ap);
 		pal_store_close(r.st);
 		fclose(r.out);
@@ -666,18 +689,18 @@ int pal_cmd_apply(int argc, char **argv)
 	/* --prune: the live jobs no file defines, retired in this transaction. */
 	GPtrArray *gone = g_ptr_array_new_with_free_func(g_free);
 	pal_retire_result *gres = NULL;
+	json_t *kept = json_array(); /* --prune-prefix: cut over, not retired */
 	if (!r.db_ec && prune) {
-		json_t *live = NULL;
+		json_t *ids = json_array();
 		rc = pal_store_apply_sync(r.ap, err, sizeof err);
 		if (!rc)
-			rc = pal_store_live_job_ids(r.st, &live, err, sizeof err);
+			rc = pal_store_prune_ids(r.st, prefix, loader_seen, l, ids, kept, err,
+						 sizeof err);
 		size_t i;
 		json_t *id;
-		json_array_foreach(
-		    live, i, id) if (!pal_jobloader_seen(l, json_string_value(id)) &&
-				     (!prefix || g_str_has_prefix(json_string_value(id), prefix)))
+		json_array_foreach(ids, i, id)
 		    g_ptr_array_add(gone, g_strdup(json_string_value(id)));
-		json_decref(live);
+		json_decref(ids);
 		gres = calloc(gone->len ? gone->len : 1, sizeof *gres);
 		if (!rc && !gres)
 			rc = PAL_ENOMEM;
@@ -697,6 +720,8 @@ int pal_cmd_apply(int argc, char **argv)
 	 * commit; each an audited pause or resume. */
 	json_t *close = json_array(), *lift = json_array(), *susp = json_array();
 	json_t *shadowed = json_array(); /* put in shadow by `mode: shadow` */
+	json_t *ignored = json_array();	 /* live before: `mode: shadow` left aside */
+	json_t *covered = json_array();	 /* put in shadow, live by a cut-over step */
 	for (guint i = 0; i < r.suspended->len; i++)
 		json_array_append_new(susp, json_string(r.suspended->pdata[i]));
 	pal_resume_opts ro;
@@ -706,8 +731,8 @@ int pal_cmd_apply(int argc, char **argv)
 						&ro, close, lift, err, sizeof err);
 	/* `mode: shadow`: in the same transaction (docs/migrating.md) */
 	if (!rc && !r.db_ec)
-		rc = pal_store_shadow_spec(r.st, r.shadow, pal_cli_actor(), shadowed, err,
-					   sizeof err);
+		rc = pal_store_shadow_spec(r.st, r.shadow, r.shadow_live, pal_cli_actor(), shadowed,
+					   ignored, covered, err, sizeof err);
 	json_decref(susp);
 	pal_jobloader_free(l);
 	if (!rc && !r.db_ec) {
@@ -777,19 +802,45 @@ int pal_cmd_apply(int argc, char **argv)
 					  : "suspend: true: its gate is closed");
 		}
 	}
-	for (size_t i = 0; i < json_array_size(shadowed); i++) {
-		const char *id = json_string_value(json_array_get(shadowed, i));
-		extra++;
-		if (c.json)
-			fprintf(r.out,
-				"%s  {\n    \"job_id\": \"%s\",\n    \"outcome\": \"%s\"\n  }",
-				r.count[0] + r.count[1] + r.count[2] + extra > 1 ? ",\n" : "", id,
-				dry ? "would shadow" : "shadow");
-		else
-			fprintf(r.out,
-				"%-9s %s (mode: shadow: planned, never called until a cutover)\n",
-				dry ? "would shadow" : "shadow", id);
+	size_t before = r.count[0] + r.count[1] + r.count[2];
+	for (size_t i = 0; i < json_array_size(shadowed); i++)
+		report_job_note(&r, before + ++extra, json_array_get(shadowed, i),
+				dry ? "would shadow" : "shadow", NULL,
+				"mode: shadow: planned, never called until a cutover");
+	for (size_t i = 0; i < json_array_size(covered); i++) {
+		json_t *o = json_array_get(covered, i);
+		const char *at = json_string_value(json_object_get(o, "live_from"));
+		char *note =
+		    json_is_true(json_object_get(o, "now"))
+			? g_strdup("now (mode: shadow, but a cut-over step of its scope already "
+				   "taken makes it live: palisade calls it; remove its entry from "
+				   "the old system now)")
+			: g_strdup_printf("from %s (mode: shadow, but the cut-over step at %s "
+					  "covers it: remove its entry from the old system before "
+					  "%s)",
+					  at, at, at);
+		report_job_note(&r, before + ++extra, json_object_get(o, "job_id"),
+				dry ? "would be live" : "live", at, note);
+		g_free(note);
 	}
+	/* the jobs `mode: shadow` left live, those --prune-prefix kept */
+	static const char *const why[] = {
+	    "mode: shadow has no effect on a job that is live and was never in shadow: it stays "
+	    "live; `palisade shadow --job %s` puts it in shadow",
+	    "not in the file, but cut over to palisade: its entry is gone from the old system, "
+	    "so --prune-prefix leaves it live; `palisade delete %s` retires it"};
+	json_t *left[] = {ignored, kept};
+	for (int k = 0; k < 2; k++)
+		for (size_t i = 0; i < json_array_size(left[k]); i++) {
+			json_t *id = json_array_get(left[k], i);
+			char *note = g_strdup_printf(why[k], json_string_value(id));
+			report_job_note(&r, before + ++extra, id,
+					k	 ? "kept"
+					: c.json ? "shadow ignored"
+						 : "live",
+					NULL, note);
+			g_free(note);
+		}
 	size_t total = r.count[0] + r.count[1] + r.count[2] + extra;
 	/* Committed: now the report. */
 	if (c.json)
@@ -812,6 +863,10 @@ int pal_cmd_apply(int argc, char **argv)
 			       json_array_size(lift));
 		if (json_array_size(shadowed))
 			printf(", %zu put in shadow", json_array_size(shadowed));
+		if (json_array_size(covered))
+			printf(", %zu live by a cut-over", json_array_size(covered));
+		if (json_array_size(kept))
+			printf(", %zu cut over and kept", json_array_size(kept));
 		printf("%s\n", dry ? " (dry run: nothing stored)" : "");
 		if (late)
 			printf(
@@ -824,7 +879,11 @@ out:
 	json_decref(close);
 	json_decref(lift);
 	json_decref(shadowed);
+	json_decref(ignored);
+	json_decref(covered);
+	json_decref(kept);
 	json_decref(r.shadow);
+	json_decref(r.shadow_live);
 	g_ptr_array_free(gone, TRUE);
 	g_ptr_array_free(r.suspended, TRUE);
 	free(gres);

@@ -29,8 +29,8 @@ static void usage(FILE *fp)
 	    fp,
 	    "usage: palisade import crontab [--system] --prefix NAME --target-url URL\n"
 	    "                               [--timezone ZONE] [--group NAME] [--mode MODE] FILE|-\n"
-	    "       palisade import kubernetes --target-url URL [--timezone ZONE] [--group NAME]\n"
-	    "                                  [--mode MODE] FILE...\n"
+	    "       palisade import kubernetes [--prefix NAME] --target-url URL [--timezone ZONE]\n"
+	    "                                  [--group NAME] [--mode MODE] FILE...\n"
 	    "       palisade import quartz --pg CONNINFO [--sched-name NAME] --target-url URL\n"
 	    "                              [--timezone ZONE] [--group NAME] [--mode MODE]\n"
 	    "\n"
@@ -50,9 +50,12 @@ static void usage(FILE *fp)
 	    "                    while the old system still runs it; live: no mode written\n"
 	    "  --system          crontab: the file has the user column (implied for\n"
 	    "                    /etc/crontab and /etc/cron.d/*, also by a relative path)\n"
-	    "  --prefix NAME     crontab, required: the first part of every job id, one per\n"
-	    "                    host and file (e.g. host-a.root), so that two hosts' files of\n"
-	    "                    one name never share ids\n"
+	    "  --prefix NAME     the first part of every job id, one segment (no '.'): crontab,\n"
+	    "                    required: one per host and file (e.g. host-a, host-a-root), so\n"
+	    "                    that two hosts' files of one name never share ids;\n"
+	    "                    kubernetes: the cluster (ids PREFIX.NAMESPACE.NAME), so that\n"
+	    "                    two clusters' CronJobs of one namespace and name never do;\n"
+	    "                    `apply --prune-prefix NAME.` takes that import's jobs only\n"
 	    "  --pg CONNINFO     quartz: the PostgreSQL database holding the QRTZ_ tables\n"
 	    "  --sched-name NAME quartz: the scheduler (SCHED_NAME) to import; needed when\n"
 	    "                    the store holds several\n"
@@ -159,7 +162,8 @@ static int finish(const char *kind, pal_import_result *r, const pal_import_opts 
 		    stderr,
 		    "palisade import %s: every job is in shadow (mode: shadow): `palisade apply`, "
 		    "compare with `palisade shadow diff%s%s`, then `palisade cutover %s%s --at T` "
-		    "and remove the old entries at T (docs/migrating.md)\n",
+		    "and remove the old entries before T, after their last instant before it "
+		    "(docs/migrating.md)\n",
 		    kind, o->group ? " --group " : "", o->group ? o->group : "",
 		    o->group ? "--group " : "--job ", o->group ? o->group : "ID (each job)");
 	if (ec != PAL_EXIT_DATAERR && pal_import_jobs(r))
@@ -287,12 +291,20 @@ int pal_cmd_import(int argc, char **argv)
 	}
 	if (o.prefix && !pal_cli_name("import", "--prefix", o.prefix))
 		return PAL_EXIT_USAGE;
+	if (o.prefix && strchr(o.prefix, '.')) {
+		pal_cli_err("import",
+			    "--prefix %s: one segment, without '.' (e.g. host-a-root, not "
+			    "host-a.root), so that `apply --prune-prefix` of one import never "
+			    "takes another's jobs",
+			    o.prefix);
+		return PAL_EXIT_USAGE;
+	}
 	if (o.group && !pal_cli_name("import", "group", o.group))
 		return PAL_EXIT_USAGE;
 	if (crontab && !o.prefix) {
 		pal_cli_err("import",
 			    "crontab needs --prefix NAME, the first part of every job id: one per "
-			    "host and file (e.g. host-a or host-a.root), so that the same file of "
+			    "host and file (e.g. host-a or host-a-root), so that the same file of "
 			    "two hosts does not give the same ids (an import without it used the "
 			    "file's name with every run of other characters one '-', `crontab` for "
 			    "stdin: give that to keep its ids)");
@@ -306,8 +318,12 @@ int pal_cmd_import(int argc, char **argv)
 		}
 		pal_tz_close(tz);
 	}
-	if (!crontab && (o.system || o.prefix)) {
-		pal_cli_err("import", "--system and --prefix are crontab options");
+	if (quartz && o.prefix) {
+		pal_cli_err("import", "--prefix is an option of crontab and kubernetes");
+		return PAL_EXIT_USAGE;
+	}
+	if (!crontab && o.system) {
+		pal_cli_err("import", "--system is a crontab option");
 		return PAL_EXIT_USAGE;
 	}
 	if (quartz != (pg != NULL) || (sched && !quartz)) {

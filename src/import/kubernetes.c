@@ -554,8 +554,10 @@ static void cronjob(kdoc *d, const pal_ynode *doc)
 	}
 	/* NAMESPACE.NAME is the CronJob's own key, which a cluster holds once:
 	 * a suffix for a second one would depend on the order of the inputs,
-	 * and swap the two jobs when that changes */
-	g_string_printf(id, "%s.%s", ns, name);
+	 * and swap the two jobs when that changes; --prefix (the cluster)
+	 * before it tells two clusters' CronJobs of one key apart */
+	g_string_printf(id, "%s%s%s.%s", d->o->prefix ? d->o->prefix : "", d->o->prefix ? "." : "",
+			ns, name);
 	if (pal__import_taken(d->r, id->str)) {
 		issue(d, meta, "not translated",
 		      "CronJob %s/%s again: an earlier document has its namespace and name, and "

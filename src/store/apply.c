@@ -490,6 +490,7 @@ static int lock_jobs(pal_apply *a, struct item *it, size_t n, char *err, size_t 
 			it[i].moved = strcmp(PQgetvalue(r, (int)row, 3), it[i].s->tenant) ||
 				      strcmp(PQgetvalue(r, (int)row, 4), it[i].s->group);
 			it[i].retired = !strcmp(PQgetvalue(r, (int)row, 5), "t");
+			it[i].res->was_live = !it[i].retired;
 			row++;
 		}
 	PQclear(r);
@@ -1505,7 +1506,7 @@ int pal_store_rule_scope_jobs_json(pal_store *st, const pal_notify_rule *rules, 
 static int apply_chunk(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < n; i++)
-		it[i].res->outcome = PAL_APPLY_CREATED; /* until compared */
+		*it[i].res = (pal_apply_result){.outcome = PAL_APPLY_CREATED}; /* until compared */
 	qsort(it, n, sizeof *it, cmp_item);
 	int rc = collect(a, err, errlen);
 	/* the rules' entries go into every job's notify, but a retiring

@@ -54,6 +54,41 @@ int pal_store_live_job_ids(pal_store *st, json_t **out, char *err, size_t errlen
 	    0, NULL, out, err, errlen);
 }
 
+int pal_store_prune_ids(pal_store *st, const char *prefix,
+			bool (*defined)(void *ctx, const char *id), void *ctx, json_t *gone,
+			json_t *kept, char *err, size_t errlen)
+{
+	char *seg = prefix ? g_strdup(prefix) : NULL;
+	size_t n = seg ? strlen(seg) : 0;
+	if (n && seg[n - 1] == '.')
+		seg[n - 1] = '\0';
+	const char *p[] = {seg};
+	json_t *rows = NULL;
+	int rc = pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(json_build_array(j.job_id, $1::text IS NOT NULL AND"
+	    "  EXISTS (SELECT 1 FROM shadow_scopes s WHERE s.scope IN ('global',"
+	    "   'job:' || j.job_id, 'group:' || j.resource_group, 'tenant:' || j.tenant))"
+	    "  AND palisade_trigger_live(j.job_id, j.tenant, j.resource_group, 'infinity'))"
+	    "  ORDER BY j.job_id), '[]') FROM jobs j WHERE j.retired_at IS NULL"
+	    " AND ($1::text IS NULL OR j.job_id = $1"
+	    "  OR left(j.job_id, length($1) + 1) = $1 || '.')",
+	    1, p, &rows, err, errlen);
+	g_free(seg);
+	if (rc)
+		return rc;
+	size_t i;
+	json_t *row;
+	json_array_foreach(rows, i, row)
+	{
+		json_t *id = json_array_get(row, 0);
+		if (!defined(ctx, json_string_value(id)))
+			json_array_append(json_is_true(json_array_get(row, 1)) ? kept : gone, id);
+	}
+	json_decref(rows);
+	return PAL_OK;
+}
+
 int pal_store_job_gates(pal_store *st, json_t **out, char *err, size_t errlen)
 {
 	return pal__store_query_json(

@@ -279,9 +279,76 @@ int pal_store_shadow_set_json(pal_store *st, const pal_scope *sc, const char *ac
 	return PAL_OK;
 }
 
-int pal_store_shadow_spec(pal_store *st, const json_t *ids, const char *actor, json_t *added,
-			  char *err, size_t errlen)
+/* Of LIST (a JSON array of ids), those with no shadow row of their own,
+ * appended to *OUT. */
+static int spec_ignored(pal_store *st, const char *list, json_t *out, char *err, size_t errlen)
 {
+	json_t *ids = NULL;
+	const char *p[] = {list};
+	int rc = pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(j ORDER BY j), '[]') FROM json_array_elements_text($1::json)"
+	    " AS j WHERE NOT EXISTS (SELECT 1 FROM shadow_scopes s WHERE s.scope = 'job:' || j)",
+	    1, p, &ids, err, errlen);
+	if (!rc)
+		json_array_extend(out, ids);
+	json_decref(ids);
+	return rc;
+}
+
+/* Of the jobs ADDED put in shadow, those a cut-over step already taken
+ * makes live, and from when: moved from ADDED to COVERED. */
+static int spec_covered(pal_store *st, json_t *added, json_t *covered, char *err, size_t errlen)
+{
+	char *list = json_dumps(added, JSON_COMPACT);
+	if (!list) {
+		snprintf(err, errlen, "out of memory");
+		return PAL_ENOMEM;
+	}
+	json_t *rows = NULL;
+	const char *p[] = {list};
+	int rc = pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(json_build_object('job_id', job_id, 'live_from',"
+	    "  to_char(f AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), 'now', f <= now())"
+	    "  ORDER BY job_id), '[]') FROM ("
+	    " SELECT j.job_id, min(greatest(c.at, now())) AS f FROM jobs j"
+	    " JOIN cutover_steps c ON c.scope IN ('global', 'job:' || j.job_id,"
+	    "  'group:' || j.resource_group, 'tenant:' || j.tenant)"
+	    " WHERE j.job_id IN (SELECT json_array_elements_text($1::json))"
+	    "  AND palisade_trigger_live(j.job_id, j.tenant, j.resource_group,"
+	    "   greatest(c.at, now()))"
+	    " GROUP BY j.job_id) x",
+	    1, p, &rows, err, errlen);
+	free(list);
+	size_t i;
+	json_t *row;
+	json_array_foreach(rows, i, row)
+	{
+		const char *id = json_string_value(json_object_get(row, "job_id"));
+		for (size_t k = 0; k < json_array_size(added); k++)
+			if (!strcmp(json_string_value(json_array_get(added, k)), id)) {
+				json_array_remove(added, k);
+				break;
+			}
+		json_array_append(covered, row);
+	}
+	json_decref(rows);
+	return rc;
+}
+
+int pal_store_shadow_spec(pal_store *st, const json_t *ids, const json_t *live, const char *actor,
+			  json_t *added, json_t *ignored, json_t *covered, char *err, size_t errlen)
+{
+	if (json_array_size(live)) {
+		char *l = json_dumps(live, JSON_COMPACT);
+		int rc = l ? spec_ignored(st, l, ignored, err, errlen) : PAL_ENOMEM;
+		if (!l)
+			snprintf(err, errlen, "out of memory");
+		free(l);
+		if (rc)
+			return rc;
+	}
 	if (!json_array_size(ids))
 		return PAL_OK;
 	pal_scope any = {PAL_SCOPE_GLOBAL, NULL};
@@ -321,7 +388,7 @@ int pal_store_shadow_spec(pal_store *st, const json_t *ids, const char *actor, j
 		if ((rc = shadow_pending(st, "job", json_string_value(id), NULL, err, errlen)))
 			return rc;
 	}
-	return PAL_OK;
+	return spec_covered(st, added, covered, err, errlen);
 }
 
 int pal__store_shadow_query(pal_store *st, const char *after, int limit, json_t **out, char *err,
