@@ -824,6 +824,29 @@ static int reapply_retired(pal_apply *a, struct item *it, size_t n, char *err, s
 	"   count(*),"                                                                             \
 	"   'trigger_ids', jsonb_agg(m.id ORDER BY m.id))"                                         \
 	" FROM m GROUP BY m.job_id"
+/* A row of an instant the new version excludes, never claimed nor tried
+ * ($1 ids, $2 instants, $3 actor, $4 reason), is deleted rather than
+ * cancelled: a cancelled row would keep the instant's plan key, so that
+ * a later version that fires the instant again (the exclusion removed)
+ * could not plan it, while its tick drops the `excluded` record.  One
+ * `trigger.drop` audit row per job.  A row that does not qualify (claimed
+ * meanwhile, or with an attempt or ticket) is left to TAKEOVER_CANCEL_SQL. */
+#define TAKEOVER_DROP_SQL                                                                          \
+	"WITH d AS (DELETE FROM triggers t USING unnest($1::bigint[], $2::bigint[]) AS c(id, at)"  \
+	"   WHERE t.id = c.id AND t.scheduled_at = to_timestamp(c.at)"                             \
+	"   AND t.state IN ('pending', 'paused') AND t.request_id IS NULL"                         \
+	"   AND t.attempt_count = 0"                                                               \
+	"   AND NOT EXISTS (SELECT 1 FROM attempts x WHERE x.trigger_id = t.id"                     \
+	"    AND x.scheduled_at = t.scheduled_at)"                                                  \
+	"   AND NOT EXISTS (SELECT 1 FROM tickets k WHERE k.trigger_id = t.id)"                    \
+	"   RETURNING t.id, t.job_id, t.scheduled_at)"                                             \
+	" INSERT INTO audit_log (actor, action, scope, reason, details)"                           \
+	" SELECT $3, 'trigger.drop', 'job:' || d.job_id, $4, jsonb_build_object('cause',"          \
+	"   'an instant the version that took over at its apply excludes, planned by the"          \
+	" version it replaced and never claimed', 'dropped', count(*),"                            \
+	"   'trigger_ids', jsonb_agg(d.id ORDER BY d.id),"                                         \
+	"   'scheduled_at', jsonb_agg(d.scheduled_at ORDER BY d.id))"                              \
+	" FROM d GROUP BY d.job_id"
 
 /* The apply's time (the transaction's, the versions' created_at), in
  * whole seconds as the planner reads it. */
@@ -855,24 +878,31 @@ static int64_t takeover_cut(const pal_job_spec *s, int64_t now)
 	return s->has_at ? now + 1 : PAL_NO_TIME;
 }
 
-/* Whether S, taking over at NOW, fires instant AT itself.  An instant S
- * excludes is not one: S records it `excluded`, so the old row must go. */
-static bool fires_at(const pal_job_spec *s, int64_t now, int64_t at)
+/* What S, taking over at NOW, does with instant AT: fires it itself,
+ * excludes it (S records it `excluded`, so the old row must go, and must
+ * not keep its plan key), or has no such instant. */
+enum at_fate { AT_NONE, AT_FIRES, AT_EXCLUDED };
+
+static enum at_fate fires_at(const pal_job_spec *s, int64_t now, int64_t at)
 {
 	pal_schedule *sc;
 	char e[256];
 	int64_t x;
-	bool ex, hit;
+	bool ex;
+	enum at_fate f = AT_NONE;
 	if (at <= now || pal_schedule_open(s, &sc, e, sizeof e))
-		return false;
-	hit = pal_schedule_next_from(sc, now, at - 1, &x, &ex) == PAL_OK && x == at && !ex;
+		return AT_NONE;
+	if (pal_schedule_next_from(sc, now, at - 1, &x, &ex) == PAL_OK && x == at)
+		f = ex ? AT_EXCLUDED : AT_FIRES;
 	pal_schedule_close(sc);
-	return hit;
+	return f;
 }
 
 /* 4e's rows of the jobs IDS (cuts CUTS, literals) but those at an instant
- * their version (SPEC: id -> pal_job_spec) taking over at NOW fires itself,
- * cancelled and audited (4f); their count added to *CANCELLED. */
+ * their version (SPEC: id -> pal_job_spec) taking over at NOW fires itself:
+ * those at an instant it excludes dropped where never claimed nor tried
+ * (TAKEOVER_DROP_SQL), the others cancelled, all audited (4f); their count
+ * added to *CANCELLED. */
 static int takeover_cancel(pal_store *st, const char *ids, const char *cuts, const char *vers,
 			   const char *retired, GHashTable *spec, int64_t now, const char *actor,
 			   const char *reason, int64_t *cancelled, char *err, size_t errlen)
@@ -881,24 +911,42 @@ static int takeover_cancel(pal_store *st, const char *ids, const char *cuts, con
 	PGresult *r = pal__store_query(st, TAKEOVER_ROWS_SQL, 4, p, err, errlen);
 	if (!r)
 		return PAL_EDB;
-	pal_pgarr tid, tat;
+	pal_pgarr tid, tat, xid, xat;
 	pal__pgarr_init(&tid);
 	pal__pgarr_init(&tat);
-	size_t k = 0;
+	pal__pgarr_init(&xid);
+	pal__pgarr_init(&xat);
+	size_t k = 0, kx = 0;
 	for (int row = 0; row < PQntuples(r); row++) {
 		const pal_job_spec *s = g_hash_table_lookup(spec, PQgetvalue(r, row, 0));
 		int64_t at = strtoll(PQgetvalue(r, row, 2), NULL, 10);
-		if (!s || fires_at(s, now, at))
+		int64_t id = strtoll(PQgetvalue(r, row, 1), NULL, 10);
+		enum at_fate f = s ? fires_at(s, now, at) : AT_FIRES;
+		if (f == AT_FIRES)
 			continue;
-		pal__pgarr_i64(&tid, strtoll(PQgetvalue(r, row, 1), NULL, 10));
+		if (f == AT_EXCLUDED) {
+			pal__pgarr_i64(&xid, id);
+			pal__pgarr_i64(&xat, at);
+			kx++;
+		}
+		pal__pgarr_i64(&tid, id);
 		pal__pgarr_i64(&tat, at);
 		k++;
 	}
 	PQclear(r);
 	char *p1 = pal__pgarr_end(&tid), *p2 = pal__pgarr_end(&tat);
-	const char *q[] = {p1, p2, actor, reason};
+	char *x1 = pal__pgarr_end(&xid), *x2 = pal__pgarr_end(&xat);
+	const char *q[] = {p1, p2, actor, reason}, *qx[] = {x1, x2, actor, reason};
 	int rc = PAL_OK;
-	if (k) {
+	/* the drop first: what it leaves (claimed meanwhile, tried) the
+	 * cancel takes as any other row */
+	if (kx) {
+		r = pal__store_query(st, TAKEOVER_DROP_SQL, 4, qx, err, errlen);
+		if (!r)
+			rc = PAL_EDB;
+		PQclear(r);
+	}
+	if (!rc && k) {
 		r = pal__store_query(st, TAKEOVER_CANCEL_SQL, 4, q, err, errlen);
 		if (!r)
 			rc = PAL_EDB;
@@ -908,6 +956,8 @@ static int takeover_cancel(pal_store *st, const char *ids, const char *cuts, con
 		*cancelled += (int64_t)k;
 	g_free(p1);
 	g_free(p2);
+	g_free(x1);
+	g_free(x2);
 	return rc;
 }
 

@@ -666,8 +666,11 @@ static int write_misfires(pal_store *st, int shard, int64_t epoch, const pal_pla
  * (pal_plan_trigger.fresh): a one-shot whose calendar or `exclude:` no
  * longer excludes its planned instant.  The trigger is the instant's one
  * decision (verify: not decided twice); each dropped row leaves an
- * audit_log row (action `misfire.supersede`).  A record of more than that
- * one instant (a run of a cron version) is left.
+ * audit_log row (action `misfire.supersede`).  Only where the tick's
+ * trigger holds the instant: one whose insert met an older row of the
+ * instant's plan key (ON CONFLICT DO NOTHING) replaces nothing, and the
+ * record stays.  A record of more than that one instant (a run of a cron
+ * version) is left.
  */
 static int write_superseded(pal_store *st, int64_t epoch, const char *node,
 			    const pal_plan_batch *b, char *err, size_t errlen)
@@ -696,6 +699,9 @@ static int write_superseded(pal_store *st, int64_t epoch, const char *node,
 		" d AS (DELETE FROM misfires m USING u WHERE m.job_id = u.j AND m.version < u.v"
 		"   AND m.reason = 'excluded' AND m.range_from = to_timestamp(u.a)"
 		"   AND m.range_to = m.range_from"
+		"   AND EXISTS (SELECT 1 FROM triggers t WHERE t.job_id = u.j"
+		"    AND t.scheduled_at = to_timestamp(u.a) AND t.partition = 0"
+		"    AND t.request_id IS NULL AND t.version = u.v)"
 		"   RETURNING m.job_id, m.version, m.range_from, m.calendar, m.calendar_version,"
 		"   u.v AS by)"
 		" INSERT INTO audit_log (actor, action, scope, details)"
