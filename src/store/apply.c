@@ -799,9 +799,8 @@ static int reapply_retired(pal_apply *a, struct item *it, size_t n, char *err, s
  * apply stored or NULL: with them, only the rows planned from an older
  * version, so that the sweep after the commit leaves a later version's;
  * $4 with them: 1 for a retired job applied again, whose rows are also
- * after the switch point its controller stored for the first version it
- * took in of those from the stored one on (a later apply's version when
- * the controller went straight to it), none before it stored one). */
+ * after the switch point its controller stored, none before it stored
+ * one). */
 #define TAKEOVER_ROWS_SQL                                                                          \
 	"SELECT t.job_id, t.id, floor(extract(epoch FROM t.scheduled_at))::bigint"                 \
 	" FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS c(id, cut, k)"                  \
@@ -810,8 +809,7 @@ static int reapply_retired(pal_apply *a, struct item *it, size_t n, char *err, s
 	"  AND ($3::int[] IS NULL OR t.version < ($3::int[])[c.k])"                                \
 	"  AND ($4::int[] IS NULL OR ($4::int[])[c.k] = 0 OR t.scheduled_at > (SELECT"             \
 	"   v.effective_from FROM job_versions v WHERE v.job_id = c.id"                            \
-	"   AND v.version >= ($3::int[])[c.k] AND v.effective_from IS NOT NULL"                    \
-	"   ORDER BY v.version LIMIT 1))"                                                          \
+	"   AND v.version = ($3::int[])[c.k]))"                                                    \
 	" ORDER BY t.job_id COLLATE \"C\", t.scheduled_at"
 #define TAKEOVER_CANCEL_SQL                                                                        \
 	"WITH m AS (SELECT m.job_id, m.id FROM " PAL__TRIGGER_MOVE(                                \
@@ -1980,16 +1978,11 @@ int pal_store_retire_sweep(pal_store *st, const char *const *ids, size_t n, cons
 #define TAKEOVER_PENDING_SQL TAKEOVER_COUNT_SQL("")
 /* The versions the apply stored that are still the latest, to tell the
  * instants they fire (a job a later apply stored a version of meanwhile is
- * left to that apply, which swept with its own); for a retired job applied
- * again ($3: 1), the job's latest version whichever apply stored it: a
- * later apply of a job no longer retired does not sweep for the
- * retirement. */
+ * left to that apply, which swept with its own). */
 #define TAKEOVER_SPECS_SQL                                                                         \
-	"SELECT v.job_id, v.spec::text"                                                            \
-	" FROM unnest($1::text[], $2::int[], $3::int[]) AS u(id, ver, ret)"                        \
-	" JOIN jobs j ON j.job_id = u.id AND (j.latest_version = u.ver"                            \
-	"  OR (u.ret = 1 AND j.latest_version > u.ver))"                                           \
-	" JOIN job_versions v ON v.job_id = u.id AND v.version = j.latest_version"
+	"SELECT v.job_id, v.spec::text FROM unnest($1::text[], $2::int[]) AS u(id, ver)"           \
+	" JOIN jobs j ON j.job_id = u.id AND j.latest_version = u.ver"                             \
+	" JOIN job_versions v ON v.job_id = u.id AND v.version = u.ver"
 
 bool pal_store_apply_took_over(const pal_store *st)
 {
@@ -2022,8 +2015,7 @@ int pal_store_apply_settle(pal_store *st, const char *actor, const char *reason,
 	if (!rc)
 		rc = pal__store_query_i64(st, TAKEOVER_PENDING_SQL, 1, p, -1, pending, err, errlen);
 	PGresult *r = NULL;
-	const char *ps[] = {ids, vers, ret};
-	if (!rc && !(r = pal__store_query(st, TAKEOVER_SPECS_SQL, 3, ps, err, errlen)))
+	if (!rc && !(r = pal__store_query(st, TAKEOVER_SPECS_SQL, 2, p, err, errlen)))
 		rc = PAL_EDB;
 	int nr = r ? PQntuples(r) : 0;
 	pal_job_spec *specs = calloc(nr ? (size_t)nr : 1, sizeof *specs);

@@ -10,8 +10,6 @@
 #   faketime_lib                      the path of libfaketimeMT, if installed
 #   gen_jobs FILE N CRON [POLICY]     N jobs firing on CRON
 #   hold_inserts_setup | hold_inserts SECONDS | insert_held   hold the inserts of triggers
-#   retired_in_flight N | retired_judge N APPLIED   jobs deleted under a held tick
-#   verify_jobs PREFIX N FROM TO      verify of each of N jobs clean
 #   netns_up NAME | netns_down        a network namespace behind a veth link
 #   netns_forward LOG HOST:PORT       a forwarder from the link's host side
 #   netns_forward_cluster             ... to PostgreSQL and ZooKeeper: NS_PG, NS_ZK
@@ -254,68 +252,6 @@ create trigger it_slow before insert on triggers for each statement execute func
 }
 hold_inserts() { sql "delete from it_slow; insert into it_slow select $1 where $1 > 0" >/dev/null; }
 insert_held() { [ "$(sql "select count(*) from pg_stat_activity where wait_event = 'PgSleep' and query like 'INSERT INTO triggers%'")" -ge 1 ]; }
-
-# retired_in_flight N: nodes f1 (controller) and x1 (executor) on 2 shards,
-# lookahead 8s, with N jobs rt.ret.job-I every second (file $NODE_DIR/e.yaml)
-# deleted with --wait 0 while a tick that planned from their old version
-# is in flight (its insert held 3 s), so that it writes rows of the old
-# version after the delete's sweep; returns once the controller took the
-# retiring versions in, x1 paused (test_reapply_retired_race).
-retired_in_flight() {
-	SHARDS=2
-	LOOKAHEAD=8s SHARDS=2 write_conf "$CLUSTER_CONF" "executor: {lease: 10s, heartbeat: 2s}"
-	gen_sink_jobs "$NODE_DIR/e.yaml" "$1" "* * * * * ?" t1 rt.ret
-	hold_inserts_setup
-	start_node f1
-	start_node x1 --roles executor
-	wait_until "shards led" 40 all_shards_led
-	expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/e.yaml"
-	sleep 9
-	hold_inserts 3
-	wait_until "a tick's insert of triggers is held" 10 insert_held
-	pause_node x1
-	expect_exit "delete the jobs (no wait)" 0 "$PAL" delete --config "$CLUSTER_CONF" --wait 0 \
-		--reason "retire" $(seq -f "rt.ret.job-%g" 1 "$1")
-	hold_inserts 0
-	_retired_taken() { [ "$(sql "select count(*) from job_versions where job_id like 'rt.ret.%' and version = 2 and activated_at is not null")" = "$1" ]; }
-	wait_until "the controller took the retiring versions in" 15 _retired_taken "$1"
-}
-# verify_jobs PREFIX N FROM TO: verify each of the jobs PREFIX1..PREFIXN over
-# [FROM, TO] (one verify a job): no unexpected effect, each clean; what a
-# failed one reported is printed.
-verify_jobs() {
-	local i unexp=0 rcs=0
-	for i in $(seq 1 "$2"); do
-		"$PAL" verify --from "$3" --to "$4" --job "$1$i" --sink-pg "$PALISADE_PG" \
-			--output json >"$NODE_DIR/v.out" 2>&1 ||
-			{ rcs=$((rcs + 1)); echo "    | verify $1$i: $(jq -c 'del(.jobs)' "$NODE_DIR/v.out" 2>/dev/null | head -c 600)"; }
-		unexp=$((unexp + $(jq -r .unexpected "$NODE_DIR/v.out" 2>/dev/null || echo 1)))
-	done
-	expect_eq "verify finds no unexpected effect" 0 "$unexp"
-	expect_eq "verify is clean" 0 "$rcs"
-}
-# retired_judge N APPLIED: after retired_in_flight's jobs were applied again
-# at APPLIED (every 2 s), each of their old version's rows after the switch
-# point of the job's latest version stays unrun at an odd second, verify of
-# each job from APPLIED - 12 s to a second ago is clean, and the apply's
-# sweep after its commit is audited.
-retired_judge() {
-	local t1 after
-	t1=$(date -u -d "@$(( $(date +%s) - 1 ))" +%Y-%m-%dT%H:%M:%SZ)
-	sql "select job_id, version, extract(epoch from created_at)::bigint - $2, extract(epoch from effective_from)::bigint - $2 from job_versions where job_id like 'rt.ret.%' and version > 1 order by 1, 2" | tr "\n" " " | sed "s/^/    job|version|created|effective_from (from the apply): /"; echo
-	sql "select job_id, extract(epoch from scheduled_at)::bigint - $2, version, state from trigger_jobs where scheduled_at > to_timestamp($2) and job_id like 'rt.ret.%' and version = 1 order by 1, 2" | tr "\n" " " | sed "s/^/    job|offset|version|state (the old version's, after the apply): /"; echo
-	after="from triggers t join jobs j on j.job_id = t.job_id
-  join job_versions v on v.job_id = t.job_id and v.version = j.latest_version
-  where t.job_id like 'rt.ret.%' and t.version = 1 and t.scheduled_at > v.effective_from"
-	expect_eq "the held tick left rows of the old version after the latest version's switch point" t "$(sql "select count(*) > 0 $after")"
-	expect_eq "none of them runs at an instant the new version does not fire" 0 "$(sql "select count(*) $after
-  and extract(epoch from t.scheduled_at)::bigint % 2 = 1 and t.state <> 'cancelled'")"
-	verify_jobs rt.ret.job- "$1" "$(date -u -d "@$(( $2 - 12 ))" +%Y-%m-%dT%H:%M:%SZ)" "$t1"
-	expect_eq "the apply's sweep after its commit is audited as its first" t "$(sql "select count(*) > 0 from audit_log where action = 'cancel'
-  and details ->> 'cause' like 'a version that takes over at its apply%'
-  and scope like 'job:rt.ret.%' and id > (select max(id) from audit_log where action = 'job.update'
-  and scope like 'job:rt.ret.%')")"
-}
 
 # ---- a node cut off behind a veth link -------------------------------------------
 # netns_up NAME: the network namespace palisade-NAME-PID joined to the host by

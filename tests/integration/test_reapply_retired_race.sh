@@ -19,8 +19,24 @@ guarantee "a retired job applied again runs nothing its old version planned afte
 fresh_db it_reapply_retired_race
 "$PAL" migrate >/dev/null
 start_sink || { fail "sink starts"; finish; exit 1; }
+SHARDS=2; LOOKAHEAD=8s SHARDS=2 write_conf "$CLUSTER_CONF" "executor: {lease: 10s, heartbeat: 2s}"
+iso() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ; }
 N=4
-retired_in_flight $N
+gen_sink_jobs "$NODE_DIR/e.yaml" $N "* * * * * ?" t1 rt.ret
+hold_inserts_setup
+start_node f1
+start_node x1 --roles executor
+wait_until "shards led" 40 all_shards_led
+expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/e.yaml"
+sleep 9
+hold_inserts 3
+wait_until "a tick's insert of triggers is held" 10 insert_held
+pause_node x1
+IDS=$(seq -f "rt.ret.job-%g" 1 $N)
+expect_exit "delete the jobs (no wait)" 0 "$PAL" delete --config "$CLUSTER_CONF" --wait 0 --reason "retire" $IDS
+hold_inserts 0
+taken() { [ "$(sql "select count(*) from job_versions where job_id like 'rt.ret.%' and version = 2 and activated_at is not null")" = $N ]; }
+wait_until "the controller took the retiring versions in" 15 taken
 sed -i 's|cron: "\* \* \* \* \* ?"|cron: "*/2 * * * * ?"|' "$NODE_DIR/e.yaml"
 expect_exit "apply them again, every 2 s" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/e.yaml"
 echo "$OUT" | grep "^palisade apply: note:" | sed "s/^/    | /"
@@ -29,7 +45,26 @@ APPLIED=$(sql "select floor(extract(epoch from max(created_at)))::bigint from jo
 expect_match "it says what it swept after its commit" "note: [0-9]+ triggers? planned from a replaced version during the apply cancelled" "$OUT"
 expect_eq "the controllers took the new versions in within the wait" 0 "$(grep -c "not taken in" <<<"$OUT")"
 sleep 10
-retired_judge $N "$APPLIED"
+T1=$(iso $(( $(date +%s) - 1 )))
+sql "select job_id, version, extract(epoch from created_at)::bigint - $APPLIED, extract(epoch from effective_from)::bigint - $APPLIED from job_versions where job_id like 'rt.ret.%' and version > 1 order by 1, 2" | tr "\n" " " | sed "s/^/    job|version|created|effective_from (from the apply): /"; echo
+sql "select job_id, extract(epoch from scheduled_at)::bigint - $APPLIED, version, state from trigger_jobs where scheduled_at > to_timestamp($APPLIED) and job_id like 'rt.ret.%' and version = 1 order by 1, 2" | tr "\n" " " | sed "s/^/    job|offset|version|state (the old version's, after the apply): /"; echo
+after="from triggers t join job_versions v on v.job_id = t.job_id and v.version = 3
+  where t.job_id like 'rt.ret.%' and t.version = 1 and t.scheduled_at > v.effective_from"
+expect_eq "the held tick left rows of the old version after the new version's switch point" t "$(sql "select count(*) > 0 $after")"
+expect_eq "none of them runs at an instant the new version does not fire" 0 "$(sql "select count(*) $after
+  and extract(epoch from t.scheduled_at)::bigint % 2 = 1 and t.state <> 'cancelled'")"
+unexp=0 rcs=0
+for i in $(seq 1 $N); do
+	"$PAL" verify --from "$(iso $(( APPLIED - 12 )))" --to "$T1" --job "rt.ret.job-$i" --sink-pg "$PALISADE_PG" \
+		--output json >"$NODE_DIR/v.out" 2>&1 || { rcs=$((rcs + 1)); echo "    | verify rt.ret.job-$i: $(jq -c 'del(.jobs)' "$NODE_DIR/v.out" 2>/dev/null | head -c 600)"; }
+	unexp=$((unexp + $(jq -r .unexpected "$NODE_DIR/v.out" 2>/dev/null || echo 1)))
+done
+expect_eq "verify finds no unexpected effect" 0 "$unexp"
+expect_eq "verify is clean" 0 "$rcs"
+expect_eq "the apply's second sweep is audited as its first" t "$(sql "select count(*) > 0 from audit_log where action = 'cancel'
+  and details ->> 'cause' like 'a version that takes over at its apply%'
+  and scope like 'job:rt.ret.%' and id > (select max(id) from audit_log where action = 'job.update'
+  and scope like 'job:rt.ret.%')")"
 stop_node x1
 stop_node f1
 finish
