@@ -130,11 +130,6 @@ PAL_MUST_CHECK int pal_store_renew(pal_store *st, const char *node, int64_t leas
 PAL_MUST_CHECK int pal_store_reap_cancelling(pal_store *st, int64_t *n, char *err,
 					     size_t errlen);
 
-/* The due 'pending' triggers of a job that every live executor node skips
- * (render_skips) go 'manual', each with a ticket (and its job's `manual`
- * notification), as the result commit's hand-back does; *n: how many. */
-PAL_MUST_CHECK int pal_store_nowhere_manual(pal_store *st, int64_t *n, char *err, size_t errlen);
-
 /* A result without a next attempt (next_attempt_at NULL). */
 #define PAL_NEXT_NONE (-1)
 

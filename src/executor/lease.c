@@ -246,49 +246,25 @@ static void renew_once(pal_lease_thread *t)
 	free(got);
 }
 
-/* One sweep of the lease thread: FN's count logged as EVENT {KEY: n} when
- * not 0, its failure as FAILED. */
-static void sweep(pal_lease_thread *t, int (*fn)(pal_store *, int64_t *, char *, size_t),
-		  const char *failed, const char *event, const char *key)
-{
-	char err[1024];
-	int64_t n = 0;
-	if (!t->st)
-		return;
-	if (fn(t->st, &n, err, sizeof err))
-		pal_log(PAL_LOG_WARN, failed, "{s:s}", "error", err);
-	else if (n)
-		pal_log(PAL_LOG_INFO, event, "{s:I}", key, (json_int_t)n);
-}
-
 /* Every few heartbeats, after a renewal: expired 'cancelling' triggers end
  * 'cancelled' (pal_store_reap_cancelling).  A failure only waits for the
  * next round; it is not a failed renewal. */
 static void reap_once(pal_lease_thread *t)
 {
-	sweep(t, pal_store_reap_cancelling, "executor.reap_failed", "executor.cancelling_expired",
-	      "cancelled");
-}
-
-/* How often a node looks for due triggers of jobs that every live executor
- * node skips (docs/executor.md, "A secret missing on one node"): their
- * tickets come within this of their due time, whatever the heartbeat. */
-#define NOWHERE_EVERY_MS 2000
-
-/* Due 'pending' triggers of a job no live executor node can render go
- * 'manual' with a ticket (pal_store_nowhere_manual).  A failure only waits
- * for the next round. */
-static void nowhere_once(pal_lease_thread *t)
-{
-	sweep(t, pal_store_nowhere_manual, "executor.render_manual_failed",
-	      "executor.render_manual", "manual");
+	char err[1024];
+	int64_t n = 0;
+	if (!t->st)
+		return;
+	if (pal_store_reap_cancelling(t->st, &n, err, sizeof err))
+		pal_log(PAL_LOG_WARN, "executor.reap_failed", "{s:s}", "error", err);
+	else if (n)
+		pal_log(PAL_LOG_INFO, "executor.cancelling_expired", "{s:I}", "cancelled", (json_int_t)n);
 }
 
 static void *run(void *arg)
 {
 	pal_lease_thread *t = arg;
 	int64_t next = pal_mono_ms() + t->cfg.heartbeat_ms;
-	int64_t nowhere = pal_mono_ms() + NOWHERE_EVERY_MS;
 	int beats = 0;
 	while (!atomic_load(&t->stop)) {
 		int64_t now = pal_mono_ms();
@@ -297,10 +273,6 @@ static void *run(void *arg)
 			if (++beats % 3 == 0)
 				reap_once(t);
 			next = now + t->cfg.heartbeat_ms;
-		}
-		if (now >= nowhere) {
-			nowhere_once(t);
-			nowhere = pal_mono_ms() + NOWHERE_EVERY_MS;
 		}
 		pal_sleep_ms(next - pal_mono_ms() > 50 ? 50 : (next > now ? next - now : 1));
 	}

@@ -312,78 +312,15 @@ static const char SQL_REAP_CANCELLING[] = "SELECT count(*) FROM " PAL__TRIGGER_M
     " AND x.lease_until < clock_timestamp() LIMIT 1000 FOR UPDATE OF x SKIP LOCKED",
     "'cancelled'", "NULL") " m";
 
-/* *N: the first column of the one row of SQL (no parameters). */
-static int query_count(pal_store *st, const char *sql, int64_t *n, char *err, size_t errlen)
+int pal_store_reap_cancelling(pal_store *st, int64_t *n, char *err, size_t errlen)
 {
 	*n = 0;
-	PGresult *r = pal__store_query(st, sql, 0, NULL, err, errlen);
+	PGresult *r = pal__store_query(st, SQL_REAP_CANCELLING, 0, NULL, err, errlen);
 	if (!r)
 		return PAL_EDB;
 	*n = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
 	PQclear(r);
 	return PAL_OK;
-}
-
-int pal_store_reap_cancelling(pal_store *st, int64_t *n, char *err, size_t errlen)
-{
-	return query_count(st, SQL_REAP_CANCELLING, n, err, errlen);
-}
-
-/* An executor node is live while it claimed in the last minute
- * (executor_nodes.seen_at of alias N). */
-#define PAL_EXECUTOR_LIVE_SQL(n) n ".seen_at > clock_timestamp() - interval '1 minute'"
-/* The reason of the ticket of a trigger no live executor node can send. */
-#define PAL_NOWHERE_REASON_SQL "'no live executor node can render the request: '"
-
-/*
- * The later instants of a job that no live executor node can send.  A
- * render hand-back skips the whole job on its node for a while (rs, in the
- * result commit below), so no claim takes the job's other triggers, and the
- * commit's rule (a hand-back none of the live nodes could take goes
- * `manual` with a ticket) never sees them: they would wait, past due and
- * ticketless, until the skips expire.  Here the due `pending` triggers of a
- * job that every live executor node skips (at least one of them) go
- * `manual` through the door, each with the commit's ticket and, for a job
- * with `notify:`, its `manual` notification.  A job that one live node does
- * not skip is left to that node's claims (a roll: one node refusing, one
- * granting).  Rows another transaction holds (a claim) are left out, never
- * waited for: the lease thread runs this.  Without a job to move (the
- * usual case) the door is not called (a one-time filter).  Rows: how many
- * moved.
- */
-/* clang-format off */
-static const char SQL_NOWHERE[] =
-    "WITH j AS (SELECT s.job_id FROM render_skips s JOIN executor_nodes n ON n.node = s.node"
-    "   AND " PAL_EXECUTOR_LIVE_SQL("n") " WHERE s.until > clock_timestamp()"
-    "   GROUP BY s.job_id HAVING NOT EXISTS (SELECT 1 FROM executor_nodes o"
-    "     WHERE " PAL_EXECUTOR_LIVE_SQL("o") " AND NOT EXISTS (SELECT 1 FROM render_skips k"
-    "       WHERE k.node = o.node AND k.job_id = s.job_id AND k.until > clock_timestamp()))),"
-    " m AS (SELECT m.id, m.scheduled_at, m.job_id, m.version, m.fence FROM " PAL__TRIGGER_MOVE(
-	"SELECT t.id, t.scheduled_at, t.state FROM triggers t WHERE t.job_id IN (SELECT job_id FROM j)"
-	" AND t.state = 'pending' AND coalesce(t.next_attempt_at, t.due_at) <= clock_timestamp()"
-	" LIMIT 1000 FOR UPDATE OF t SKIP LOCKED",
-	"'manual'", "NULL") " m WHERE EXISTS (SELECT 1 FROM j)),"
-    " e AS (SELECT s.job_id, (array_agg(s.error ORDER BY s.at DESC))[1] AS error,"
-    "   jsonb_agg(s.node ORDER BY s.node) AS nodes FROM render_skips s"
-    "   WHERE s.job_id IN (SELECT job_id FROM m) AND s.until > clock_timestamp() GROUP BY s.job_id),"
-    " tk AS (INSERT INTO tickets (trigger_id, job_id, reason, evidence, allowed_actions)"
-    "   SELECT m.id, m.job_id, " PAL_NOWHERE_REASON_SQL " || e.error,"
-    "     jsonb_build_object('error_class', t.last_error_class, 'fence', m.fence,"
-    "       'render_error', e.error, 'nodes_that_cannot_render', e.nodes),"
-    "     ARRAY['retry', 'mark_succeeded', 'abandon']"
-    "   FROM m JOIN e ON e.job_id = m.job_id"
-    "   JOIN triggers t ON t.id = m.id AND t.scheduled_at = m.scheduled_at RETURNING 1),"
-    " nt AS MATERIALIZED (SELECT palisade_notify_result(x.job_id, x.version, x.id,"
-    "   coalesce(x.fence, 0), x.scheduled_at, x.partition, 'manual', x.last_error_class,"
-    "   x.attempt_count) AS n FROM (SELECT m.*, t.partition, t.last_error_class, t.attempt_count"
-    "     FROM m JOIN triggers t ON t.id = m.id AND t.scheduled_at = m.scheduled_at"
-    "     ORDER BY m.job_id, m.id OFFSET 0) x)"
-    " SELECT (SELECT count(*) FROM m), (SELECT count(*) FROM tk), (SELECT count(*) FROM nt)";
-/* clang-format on */
-
-int pal_store_nowhere_manual(pal_store *st, int64_t *n, char *err, size_t errlen)
-{
-	return query_count(st, SQL_NOWHERE, n, err, errlen);
 }
 
 static int id_ref_cmp(const void *a, const void *b)
@@ -463,7 +400,7 @@ size_t pal__id_refs_find(const pal_id_ref *refs, size_t n, int64_t id)
 	" nowhere AS (SELECT u.id FROM u JOIN triggers t ON t.id = u.id" \
 	"   WHERE u.rnode <> '' AND t.id = ANY ($1::bigint[])" PART_T " AND NOT EXISTS (" \
 	"     SELECT 1 FROM executor_nodes n WHERE n.node <> u.rnode" \
-	"       AND " PAL_EXECUTOR_LIVE_SQL("n") \
+	"       AND n.seen_at > clock_timestamp() - interval '1 minute'" \
 	"       AND NOT EXISTS (SELECT 1 FROM render_skips s WHERE s.node = n.node" \
 	"         AND s.job_id = t.job_id AND s.until > clock_timestamp())))," \
 	" upd AS (UPDATE triggers t SET" \
@@ -544,7 +481,7 @@ size_t pal__id_refs_find(const pal_id_ref *refs, size_t n, int64_t id)
 	 * render ticket, the nodes that could not render the job. */ \
 	" tk AS (INSERT INTO tickets (trigger_id, job_id, reason, evidence, allowed_actions)" \
 	"   SELECT upd.id, upd.job_id," \
-	"     CASE WHEN u.rnode <> '' THEN " PAL_NOWHERE_REASON_SQL " || u.tr" \
+	"     CASE WHEN u.rnode <> '' THEN 'no live executor node can render the request: ' || u.tr" \
 	"       ELSE u.tr END," \
 	"     jsonb_build_object('error_class', u.err," \
 	"     'http_status', u.http, 'fence', u.fence, 'idempotency_key', u.ikey," \
