@@ -742,6 +742,12 @@ int pal_cmd_apply(int argc, char **argv)
 			rc = pal_store_apply_commit(r.ap, err, sizeof err);
 		r.ap = NULL;
 	}
+	/* A step after the jobs failed (the followers of a rule change, the
+	 * gates, `mode: shadow`): its transaction is rolled back and freed. */
+	if (r.ap) {
+		pal_store_apply_abort(r.ap);
+		r.ap = NULL;
+	}
 	if (rc) {
 		pal_cli_err("apply", "%s; nothing applied",
 			    rc == PAL_ENOMEM ? "out of memory" : err);
