@@ -105,16 +105,17 @@ expect_match "the new ones in" "^ +\+ [0-9T:Z-]+$" "$OUT"
 # watermark where it would take over, as the controller plans them.
 PDF=$(( $(date +%s) + 101 ))
 [ $(( (PDF - ACT) % 4 )) = 0 ] && PDF=$((PDF + 1))
-diff_at() { # the instants of plan diff's output with MARK, epoch seconds
-	sed -n "s/^ *[$1] \([0-9T:Z-]*\).*/\1/p" <<<"$OUT" | while read -r t; do date -u -d "$t" +%s; done | tr '\n' ' '; }
+# The instants of plan diff's JSON (OUT) in LIST (new, stored), epoch
+# seconds; `status` prints the job's status.
+diff_list() { python3 -c 'import json,sys,datetime
+d=json.loads(sys.argv[1])[0]
+e=lambda x: int(datetime.datetime.strptime(x["at"],"%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc).timestamp())
+print(d["status"] if sys.argv[2] == "status" else " ".join(str(e(x)) for x in d[sys.argv[2]]))' "$OUT" "$1"; }
 expect_exit "plan diff of the stored every, from an instant off its grid" 0 "$PAL" plan diff --config "$CLUSTER_CONF" \
 	--count 3 --from "$(iso $PDF)" --output json "$NODE_DIR/anchor.yaml"
 first=$(( ACT + ((PDF - ACT) / 4 + 1) * 4 ))
 expect_eq "unchanged, its instants on the activation's grid (activated $ACT)" "unchanged $first $((first + 4)) $((first + 8))" \
-	"$(python3 -c 'import json,sys,datetime
-d=json.loads(sys.argv[1])[0]
-e=lambda x: int(datetime.datetime.strptime(x["at"],"%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc).timestamp())
-print(d["status"], *[e(x) for x in d["new"]])' "$OUT")"
+	"$(diff_list status) $(diff_list new)"
 sed -i "s|every: 4s|every: 5s|" "$NODE_DIR/anchor.yaml"
 # Where the controller would take the new version over: its shard's
 # watermark, or the job's latest activation if that is later (a tick may
@@ -126,10 +127,13 @@ takeover_at() {
 }
 WM0=$(takeover_at)
 TD=$(date +%s)
-expect_exit "plan diff of a changed every" 0 "$PAL" plan diff --config "$CLUSTER_CONF" --count 3 "$NODE_DIR/anchor.yaml"
+# The lists from JSON: in the diff-style text an instant on both grids
+# is one line, marked neither - nor +.
+expect_exit "plan diff of a changed every" 0 "$PAL" plan diff --config "$CLUSTER_CONF" --count 3 \
+	--output json "$NODE_DIR/anchor.yaml"
 WM1=$(takeover_at)
-read -r s1 s2 _ <<<"$(diff_at -)"
-read -r n1 n2 _ <<<"$(diff_at +)"
+read -r s1 s2 _ <<<"$(diff_list stored)"
+read -r n1 n2 _ <<<"$(diff_list new)"
 check "the stored instants on the activation's grid ($s1 $s2)" [ $(( (s1 - ACT) % 4 )) = 0 -a $((s2 - s1)) = 4 ]
 # On the grid of a takeover point W in [WM0, WM1 + 1] (seconds read down,
 # an instant may be a fraction after): n1 = W + 5k, the first
