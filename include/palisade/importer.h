@@ -35,6 +35,12 @@ typedef struct pal_import_opts {
 	const char *prefix;
 	/* crontab: the file has the user column (/etc/crontab, /etc/cron.d). */
 	bool system;
+	/* crontab: the cron daemon that ran the file, for CRON_TZ: "debian"
+	 * (Vixie cron 3.0 as Debian ships it: CRON_TZ is one more variable of
+	 * the command's environment; the schedules are in the host's zone) or
+	 * "cronie" (the zone of the entries after it).  NULL: read as cronie
+	 * does, and each CRON_TZ line is reported as approximated. */
+	const char *cron;
 	/* crontab: where the file is, its directory resolved (the caller's
 	 * realpath() of the directory and the file's own name), so that a file
 	 * of /etc/cron.d named by a relative path is still a system crontab and

@@ -28,7 +28,8 @@ static void usage(FILE *fp)
 	fprintf(
 	    fp,
 	    "usage: palisade import crontab [--system] --prefix NAME --target-url URL\n"
-	    "                               [--timezone ZONE] [--group NAME] [--mode MODE] FILE|-\n"
+	    "                               [--timezone ZONE] [--cron debian|cronie]\n"
+	    "                               [--group NAME] [--mode MODE] FILE|-\n"
 	    "       palisade import kubernetes [--prefix NAME] --target-url URL [--timezone ZONE]\n"
 	    "                                  [--group NAME] [--mode MODE] FILE...\n"
 	    "       palisade import quartz --pg CONNINFO [--sched-name NAME] --target-url URL\n"
@@ -48,6 +49,11 @@ static void usage(FILE *fp)
 	    "  --mode MODE       shadow (default): every job is written with `mode: shadow`, so\n"
 	    "                    that palisade plans it and calls nothing until a cut-over\n"
 	    "                    while the old system still runs it; live: no mode written\n"
+	    "  --cron DAEMON     crontab: the cron that ran the file, for CRON_TZ lines:\n"
+	    "                    cronie reads the entries after one in its zone; debian\n"
+	    "                    (Debian's cron) does not read it: the schedules are in the\n"
+	    "                    host's zone (--timezone) and CRON_TZ is passed in `env`.\n"
+	    "                    Without it a CRON_TZ line is read as cronie does and named\n"
 	    "  --system          crontab: the file has the user column (implied for\n"
 	    "                    /etc/crontab and /etc/cron.d/*, also by a relative path)\n"
 	    "  --prefix NAME     the first part of every job id, one segment (no '.'): crontab,\n"
@@ -217,6 +223,7 @@ int pal_cmd_import(int argc, char **argv)
 	    {"sched-name", required_argument, NULL, 'n'},
 	    {"group", required_argument, NULL, 'G'},
 	    {"mode", required_argument, NULL, 'm'},
+	    {"cron", required_argument, NULL, 'c'},
 	    {NULL, 0, NULL, 0},
 	};
 	pal_import_opts o = {.now = (int64_t)time(NULL), .shadow = true};
@@ -267,6 +274,14 @@ int pal_cmd_import(int argc, char **argv)
 			break;
 		case 'G':
 			o.group = optarg;
+			break;
+		case 'c':
+			if (strcmp(optarg, "debian") && strcmp(optarg, "cronie")) {
+				pal_cli_err("import", "--cron: expected debian or cronie, got \"%s\"",
+					    optarg);
+				return PAL_EXIT_USAGE;
+			}
+			o.cron = optarg;
 			break;
 		case 'm':
 			if (strcmp(optarg, "shadow") && strcmp(optarg, "live")) {
@@ -322,8 +337,8 @@ int pal_cmd_import(int argc, char **argv)
 		pal_cli_err("import", "--prefix is an option of crontab and kubernetes");
 		return PAL_EXIT_USAGE;
 	}
-	if (!crontab && o.system) {
-		pal_cli_err("import", "--system is a crontab option");
+	if (!crontab && (o.system || o.cron)) {
+		pal_cli_err("import", "--%s is a crontab option", o.system ? "system" : "cron");
 		return PAL_EXIT_USAGE;
 	}
 	if (quartz != (pg != NULL) || (sched && !quartz)) {

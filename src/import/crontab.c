@@ -7,8 +7,9 @@
  * files (/etc/crontab, /etc/cron.d/, or opts->system), then the command to
  * the end of the line.  In the command the first '%' not escaped by a
  * backslash ends it and the rest is the command's standard input, each
- * further '%' a newline; "\%" is a literal '%'.  CRON_TZ (cronie's
- * variable) is the zone of the entries after it.
+ * further '%' a newline; "\%" is a literal '%'.  CRON_TZ is cronie's
+ * variable, the zone of the entries after it; Debian's cron does not read
+ * it (opts->cron says which daemon ran the file).
  *
  * An entry becomes one job: the same five fields (palisade's 5-field form
  * is Vixie's, the day-of-month/day-of-week OR rule and the DST behaviour
@@ -44,7 +45,8 @@ typedef struct cronfile {
 	char *prefix;
 	bool system;
 	GArray *env;	  /* var, in file order, a later assignment replacing */
-	char *cron_tz;	  /* CRON_TZ in effect, or NULL */
+	bool read_tz;	  /* CRON_TZ moves the schedules (cronie) */
+	char *cron_tz;	  /* CRON_TZ in effect when read_tz, or NULL */
 	GString *assumed; /* lines whose zone was assumed */
 	GPtrArray *pending;
 } cronfile;
@@ -288,7 +290,7 @@ static void entry(cronfile *f, int lineno, const char *line, size_t len)
 	g_string_append(body, ", \"env\": {");
 	for (guint i = 0, n = 0; i < f->env->len; i++) {
 		var *v = &g_array_index(f->env, var, i);
-		if (!strcmp(v->name, "CRON_TZ"))
+		if (!strcmp(v->name, "CRON_TZ") && f->read_tz)
 			continue;
 		g_string_append(body, n++ ? ", " : "");
 		pal__import_json_str(body, v->name);
@@ -428,9 +430,16 @@ static void line(cronfile *f, int lineno, const char *text, size_t len)
 				  "neither an entry nor a NAME=VALUE line");
 		goto out;
 	}
-	if (!strcmp(name, "CRON_TZ")) {
+	if (!strcmp(name, "CRON_TZ") && f->read_tz) {
 		g_free(f->cron_tz);
 		f->cron_tz = *value ? g_strdup(value) : NULL;
+		if (!f->o->cron && *value)
+			pal__import_issue(f->r, f->name, where, "approximated",
+					  "CRON_TZ=%s taken as the zone of the entries after it, as "
+					  "cronie reads it; Debian's cron does not read CRON_TZ (its "
+					  "entries run in the host's zone): --cron cronie or --cron "
+					  "debian says which daemon ran the file",
+					  value);
 	} else if (!strcmp(name, "MAILTO") && *value) {
 		pal__import_issue(f->r, f->name, where, "not translated",
 				  "MAILTO=%s: palisade mails no output; each call's outcome is "
@@ -447,7 +456,7 @@ out:
 int pal_import_crontab(pal_import_result *r, const char *name, const char *buf, size_t len,
 		       const pal_import_opts *o)
 {
-	cronfile f = {.r = r, .o = o, .name = name};
+	cronfile f = {.r = r, .o = o, .name = name, .read_tz = !o->cron || strcmp(o->cron, "debian")};
 	const char *base = strrchr(name, '/'), *nul;
 	int lineno = 0;
 
@@ -510,8 +519,10 @@ int pal_import_crontab(pal_import_result *r, const char *name, const char *buf, 
 	emit_all(&f);
 	if (f.assumed->len)
 		pal__import_issue(r, name, f.assumed->str, "approximated",
-				  "no CRON_TZ and no --timezone: cron reads these schedules in "
-				  "its host's local zone; taken as UTC");
+				  f.read_tz ? "no CRON_TZ and no --timezone: cron reads these "
+					      "schedules in its host's local zone; taken as UTC"
+					    : "no --timezone: cron reads these schedules in its "
+					      "host's local zone; taken as UTC");
 	for (guint i = 0; i < f.env->len; i++) {
 		g_free(g_array_index(f.env, var, i).name);
 		g_free(g_array_index(f.env, var, i).value);

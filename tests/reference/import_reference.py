@@ -85,8 +85,18 @@ CASES = [
     ("crontab/crontab.5-example", "crontab", ["--timezone", "America/New_York"],
      [("4", "MAILTO")]),
     ("crontab/edge-cases", "crontab", [],
+     [("2", "MAILTO"), ("4", "as cronie reads it"), ("6", "skips its clock"), ("7", "skips its clock"),
+      ("17", "@reboot"), ("18", "as cronie reads it"), ("19", "id:"), ("21", "id:"),
+      ("22", "step after a single value"), ("24", "as cronie reads it"), ("25", "Mars/Olympus"),
+      ("26", "out of range"), ("27", "day-of-week"), ("28", "neither")]),
+    ("crontab/edge-cases", "crontab", ["--cron", "cronie"],
      [("2", "MAILTO"), ("6", "skips its clock"), ("7", "skips its clock"),
       ("17", "@reboot"), ("19", "id:"), ("21", "id:"), ("22", "step after a single value"), ("25", "Mars/Olympus"),
+      ("26", "out of range"), ("27", "day-of-week"), ("28", "neither")]),
+    # Debian's cron: CRON_TZ moves nothing, every entry is in the host's zone
+    ("crontab/edge-cases", "crontab", ["--cron", "debian", "--timezone", "Europe/Berlin"],
+     [("2", "MAILTO"), ("6", "skips its clock"), ("7", "skips its clock"),
+      ("17", "@reboot"), ("19", "id:"), ("21", "id:"), ("22", "step after a single value"),
       ("26", "out of range"), ("27", "day-of-week"), ("28", "neither")]),
     ("kubernetes/docs-cronjob.yaml", "kubernetes", [],
      [("document 1", "spec.timeZone"), ("document 1", "startingDeadlineSeconds"),
@@ -310,9 +320,11 @@ def has_change(zone, start, end):
 
 # ---- the sources, read here ---------------------------------------------------
 
-def crontab_sources(path, system, default_zone):
+def crontab_sources(path, system, default_zone, read_tz=True):
     """{line: (schedule text, zone, user or None)} of every entry, and the
-    entry lines, and the MAILTO lines, as cron reads the file."""
+    entry lines, and the MAILTO lines, as cron reads the file: cronie
+    (READ_TZ) reads the entries after a CRON_TZ line in its zone, Debian's
+    cron (Vixie cron 3.0) does not read CRON_TZ at all."""
     out, entries, mailto = {}, [], []
     cron_tz = None
     for n, line in enumerate(open(path, encoding="utf-8", errors="replace"), 1):
@@ -330,7 +342,7 @@ def crontab_sources(path, system, default_zone):
         m = re.match(r'\s*([^=\s]+)\s*=\s*(.*)$', s)
         if m:
             name, val = m.group(1), m.group(2).strip().strip("\"'")
-            if name == "CRON_TZ":
+            if name == "CRON_TZ" and read_tz:
                 cron_tz = val or None
             if name == "MAILTO" and val:
                 mailto.append(n)
@@ -570,7 +582,8 @@ def run_case(binary, fixture, kind, opts, expected):
     pairs = []   # (job, Entry, zone, label, approximated)
     if kind == "crontab":
         system = "--system" in opts
-        src, entry_lines, mailto = crontab_sources(path, system, zone_opt)
+        debian = "--cron" in opts and opts[opts.index("--cron") + 1] == "debian"
+        src, entry_lines, mailto = crontab_sources(path, system, zone_opt, not debian)
         named = set()
         for l in report:
             m = re.match(re.escape(name) + r":([\d, ]+):", l)
