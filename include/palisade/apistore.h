@@ -13,6 +13,7 @@
 #ifndef PALISADE_APISTORE_H
 #define PALISADE_APISTORE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <jansson.h>
 #include "palisade/err.h"
@@ -173,7 +174,14 @@ PAL_MUST_CHECK int pal_apistore_jobs_page(pal_store *st, const char *tenants, co
  * tenant is in TENANTS (a text[] literal; NULL: every tenant) and is
  * TENANT (NULL: any) over [SINCE, UNTIL), both given: the caller bounds
  * that range (PAL_API_TRIGGERS_SPAN); read from UNTIL back in widening
- * windows, each job's along its plan and request keys. */
+ * windows, each job's along its plan and request keys.  Or neither SINCE
+ * nor UNTIL with STATE one of the rare open states
+ * (pal_apistore_state_open_rare()): every job's in it, whatever the
+ * instant, along the partial index of those states. */
+/* retry_wait, unknown, pausing, paused, cancelling, manual: the states
+ * of the partial index triggers_open_rare, few rows at any time, so a
+ * listing of every job's triggers in one needs no range. */
+bool pal_apistore_state_open_rare(const char *state);
 PAL_MUST_CHECK int pal_apistore_triggers_page(pal_store *st, const char *job_id, const char *tenants,
 					      const char *tenant, const char *state,
 					      int64_t since, int64_t until, int64_t trigger_id,

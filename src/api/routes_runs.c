@@ -361,13 +361,18 @@ static bool trace_trigger(call *c, const char *trace, int64_t *trigger)
 }
 
 /* Without ?job= or ?trace_id=: every job's triggers, which needs ?since=
- * and ?until= at most PAL_API_TRIGGERS_SPAN apart (the bound of the read);
- * false with a 400 answered otherwise. */
+ * and ?until= at most PAL_API_TRIGGERS_SPAN apart (the bound of the read),
+ * or neither with ?state= one of the rare open states (few rows, their
+ * own index); false with a 400 answered otherwise. */
 static bool all_jobs_range(call *c, int64_t *since, int64_t *until)
 {
+	if (!pal_api__query(c, "since") && !pal_api__query(c, "until") &&
+	    pal_apistore_state_open_rare(pal_api__query(c, "state")))
+		return true;
 	if (!pal_api__query(c, "since") || !pal_api__query(c, "until")) {
 		pal_api__problem(c, 400, "bad-parameter", "Bad parameter",
-				 "job, trace_id, or since and until (at most %d s apart) are "
+				 "job, trace_id, since and until (at most %d s apart), or a state "
+				 "of retry_wait, unknown, pausing, paused, cancelling, manual are "
 				 "required: every job's triggers are listed over a bounded range",
 				 PAL_API_TRIGGERS_SPAN);
 		return false;

@@ -34,7 +34,9 @@ static void usage(FILE *fp)
 		"traceparent trace id ID (32 hex digits) in the cluster of --config.\n"
 		"--tenant: the triggers of tenant T's jobs only.\n"
 		"--since keeps instants at or after it, --until those before it.  Through\n"
-		"--server the triggers of all jobs need both, at most %d s apart.\n"
+		"--server the triggers of all jobs need both, at most %d s apart, or\n"
+		"neither with a --state of retry_wait, unknown, pausing, paused, cancelling\n"
+		"or manual (every such trigger, whatever its instant).\n"
 		"%s",
 		PAL_API_TRIGGERS_SPAN, lead);
 	/* From the state table itself (tstate.def), so the list cannot drift. */
@@ -206,11 +208,13 @@ int pal_cmd_triggers(int argc, char **argv)
 		}
 	}
 	if (pal_cli_server(&c) && !job && !trace &&
+	    !(since == PAL_OPS_NOW && until == PAL_OPS_NOW && pal_apistore_state_open_rare(state)) &&
 	    (since == PAL_OPS_NOW || until == PAL_OPS_NOW || until <= since ||
 	     until - since > PAL_API_TRIGGERS_SPAN)) {
 		pal_cli_err("triggers",
 			    "through --server the triggers of all jobs need --since and --until, "
-			    "at most %d s apart (or --job, or --trace-id)",
+			    "at most %d s apart (or --job, --trace-id, or --state with one of "
+			    "retry_wait, unknown, pausing, paused, cancelling, manual)",
 			    PAL_API_TRIGGERS_SPAN);
 		return PAL_EXIT_USAGE;
 	}

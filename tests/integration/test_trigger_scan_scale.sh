@@ -7,7 +7,7 @@
 # tenant t1), one every 6 s per job, are inserted with generate_series.
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
-guarantee "a list of every job's triggers is bounded: its time range is required and at most a day, and its cost follows the jobs and that range, not the size of the triggers table"
+guarantee "a list of every job's triggers is bounded: its time range is required and at most a day, or a state of the rare open ones (manual, unknown, ...) whatever the instant, and its cost follows the jobs and that range, or those few rows, not the size of the triggers table"
 T0=$SECONDS
 SIZE=${SIZE:-1000000}
 JOBS=${JOBS:-100}
@@ -25,12 +25,18 @@ f=$PALISADE_TEST_TMP/scan-jobs.yaml
 expect_exit "apply $JOBS jobs" 0 "$PAL" apply "$f"
 t=$SECONDS
 # job g % JOBS, at now - 6 s * (g / JOBS) to the second: SIZE / JOBS
-# instants per job, each shared by every job; one in 50 failed
+# instants per job, each shared by every job; one in 50 failed, one in
+# 9,973 waiting for an operator (manual), spread over every day
 sql "INSERT INTO triggers (job_id, version, scheduled_at, partition, source, tenant, resource_group, due_at, shard, state, finished_at)
      SELECT 'scan.j' || (g % $JOBS), 1, t, 0, 'schedule', 't' || (g % $JOBS % 2 + 1), 'default', t, 0,
-            CASE WHEN g / $JOBS % 50 = 7 THEN 'failed' ELSE 'succeeded' END, t
+            CASE WHEN g % 9973 = 0 THEN 'manual' WHEN g / $JOBS % 50 = 7 THEN 'failed' ELSE 'succeeded' END,
+            CASE WHEN g % 9973 = 0 THEN NULL ELSE t END
      FROM (SELECT g, date_trunc('minute', now()) - interval '1 hour' - (g / $JOBS) * interval '6 seconds' AS t
            FROM generate_series(0, $SIZE - 1) g) x" >/dev/null
+# and one manual trigger three days before the rest
+old_manual=$(sql "SELECT to_char(date_trunc('minute', now()) - interval '3 days', 'YYYY-MM-DD\"T\"HH24:MI:SS') FROM (SELECT set_config('timezone', 'UTC', true)) z")
+sql "INSERT INTO triggers (job_id, version, scheduled_at, partition, source, tenant, resource_group, due_at, shard, state)
+     VALUES ('scan.j1', 1, '${old_manual}Z', 0, 'schedule', 't2', 'default', '${old_manual}Z', 0, 'manual')" >/dev/null
 sql "ANALYZE triggers" >/dev/null
 echo "    figure: $(sql "select count(*) from triggers") triggers of $JOBS jobs over $(sql "select round(extract(epoch from max(scheduled_at) - min(scheduled_at)) / 86400, 1) from triggers") days inserted and analysed in $((SECONDS - t)) s"
 
@@ -74,6 +80,27 @@ for q in "$R&limit=100" "$R&limit=100&cursor=$next" "$R&limit=100&tenant=t1" "$R
 	echo "    figure: ?${q#"$R&"} over a day at $SIZE triggers: median $ms ms of 7"
 	check "?${q#"$R&"} answers in under 300 ms (median): $ms ms" [ "$ms" -lt 300 ]
 done
+# Every job's triggers in a rare open state, whatever their instant: no
+# range needed, all of them (days apart), newest first, in pages.
+nman=$(sql "SELECT count(*) FROM triggers WHERE state = 'manual'")
+man=$(get "state=manual&limit=1000")
+expect_eq "state=manual without since/until: every manual trigger ($nman), newest first" "$nman true" \
+	"$(jq -r '[(.items | length), ([.items[].scheduled_at] == ([.items[].scheduled_at] | sort | reverse))] | join(" ")' <<<"$man")"
+expect_eq "... the one of three days ago included" 1 "$(jq -r --arg old "$old_manual" '[.items[] | select(.scheduled_at[0:19] == $old)] | length' <<<"$man")"
+m1=$(get "state=manual&limit=2")
+m2=$(get "state=manual&limit=2&cursor=$(jq -r .next_cursor <<<"$m1")")
+expect_eq "... paged: the next page goes on after the first" \
+	"$(jq -r '[.items[2:4][].id] | join(" ")' <<<"$man")" "$(jq -r '[.items[].id] | join(" ")' <<<"$m2")"
+expect_eq "... tenant=t1: only t1's" "$(sql "SELECT count(*) FROM triggers t JOIN jobs j USING (job_id) WHERE t.state = 'manual' AND j.tenant = 't1'") t1" \
+	"$(get "state=manual&tenant=t1&limit=1000" | jq -r '[(.items | length), ([.items[].job_id | ltrimstr("scan.j") | tonumber % 2 + 1 | "t\(.)"] | unique | join(","))] | join(" ")')"
+expect_eq "state=failed without since/until: still 400 (not a rare state)" 400 \
+	"$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $PALISADE_ADMIN_TOKEN" "http://$A/api/v1/triggers?state=failed")"
+expect_exit "palisade triggers --server --state manual (no range)" 0 env PALISADE_TOKEN="$PALISADE_ADMIN_TOKEN" "$PAL" triggers --server "http://$A" \
+	--state manual --limit 3 --output json
+expect_eq "... its 3 newest" "$(jq -r '[.items[0:3][].id] | join(" ")' <<<"$man")" "$(jq -r '[.[].id] | join(" ")' <<<"$OUT")"
+ms=$(time_ms "state=manual&limit=100")
+echo "    figure: ?state=manual (no range) at $SIZE triggers: median $ms ms of 7"
+check "?state=manual answers in under 300 ms (median): $ms ms" [ "$ms" -lt 300 ]
 # The plan of the read (src/store/apistore.c): per job, an index scan of
 # the plan key's partitions of the range, never a sequential scan.
 plan=$(sql "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON)
