@@ -193,6 +193,17 @@ PAL_MUST_CHECK int pal_coord_require_schema(const char *connect, const char *roo
 					    const char *cluster, int timeout_ms, int min_schema,
 					    const char *what, char *msg, size_t len);
 
+/* The settings executor nodes must agree on and do not, in NODES (as
+ * pal_coord_list_nodes() returns them; each executor publishes digests
+ * of them in its info's "config"): an array of messages, one per
+ * setting, naming each value and its nodes ("executor.target_hosts
+ * differs between executor nodes: default: x1; 3fa2c1d0e9ab: x2, x3");
+ * empty when they agree.  A new reference. */
+json_t *pal_coord_config_drift(const json_t *nodes);
+/* NODES (stolen) into STATUS's "nodes", and its drift, when there is
+ * some, into "warnings" (`palisade status`, GET /api/v1/status). */
+void pal_coord_status_nodes(json_t *status, json_t *nodes);
+
 /* "id (version, schema S), ..." of the nodes of OLDER (as
  * pal_coord_older_nodes() returns them) into BUF; returns BUF. */
 const char *pal_coord_describe_nodes(const json_t *older, char *buf, size_t len);

@@ -119,7 +119,7 @@ void pal_api__h_status(call *c)
 				      STATUS_ZK_MS, &nodes, err, sizeof err))
 		json_object_set_new(st, "nodes_error", json_string(err));
 	else
-		json_object_set_new(st, "nodes", nodes);
+		pal_coord_status_nodes(st, nodes);
 	pal_api__ok(c, 200, st);
 }
 

@@ -14,7 +14,8 @@ static void usage(FILE *fp)
 		    "                       [--config FILE] [--server URL [--token-file FILE]]\n"
 		    "Live nodes (from ZooKeeper, when reachable) and, per shard: leader, epoch,\n"
 		    "watermark lag, due and planned triggers, oldest due age.  Through --server\n"
-		    "the node reads both (GET /api/v1/status).\n");
+		    "the node reads both (GET /api/v1/status).  A warning names the executor\n"
+		    "nodes that disagree on executor.target_hosts, .secrets or .tenants.\n");
 }
 
 static double num(json_t *o, const char *k)
@@ -41,6 +42,10 @@ static void print_table(json_t *st)
 							? json_string_value(json_object_get(st, "nodes_error"))
 							: "no ZooKeeper given");
 	}
+	size_t wi;
+	json_t *w;
+	json_array_foreach(json_object_get(st, "warnings"), wi, w)
+		printf("warning: %s\n", json_string_value(w));
 	printf("%5s %-16s %20s %9s %5s %7s %7s %7s %9s\n", "SHARD", "LEADER", "EPOCH", "LAG_S",
 	       "JOBS", "DUE", "PLANNED", "RUNNING", "OLDEST_S");
 	size_t i;

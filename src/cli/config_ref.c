@@ -154,5 +154,5 @@ void pal__cli_add_nodes(const pal_cli_common *c, json_t *status)
 				 &nodes, err, sizeof err))
 		json_object_set_new(status, "nodes_error", json_string(err));
 	else
-		json_object_set_new(status, "nodes", nodes);
+		pal_coord_status_nodes(status, nodes);
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <glib.h>
 #include <zookeeper.h>
 #include "palisade/clock.h"
 #include "palisade/coord.h"
@@ -224,6 +225,89 @@ const char *pal_coord_describe_nodes(const json_t *older, char *buf, size_t len)
 		at += (size_t)w;
 	}
 	return buf;
+}
+
+/* Whether NODE's info names ROLE. */
+static bool has_role(const json_t *node, const char *role)
+{
+	size_t i;
+	json_t *r;
+	json_array_foreach(json_object_get(json_object_get(node, "info"), "roles"), i, r)
+	{
+		if (json_is_string(r) && !strcmp(json_string_value(r), role))
+			return true;
+	}
+	return false;
+}
+
+json_t *pal_coord_config_drift(const json_t *nodes)
+{
+	json_t *out = json_array(), *keys = json_object();
+	size_t i;
+	json_t *n;
+	/* every key any executor publishes */
+	json_array_foreach(nodes, i, n)
+	{
+		const char *k;
+		json_t *v;
+		if (!has_role(n, "executor"))
+			continue;
+		json_object_foreach(json_object_get(json_object_get(n, "info"), "config"), k, v)
+			json_object_set_new(keys, k, json_true());
+	}
+	const char *key;
+	json_t *unused;
+	json_object_foreach(keys, key, unused)
+	{
+		/* value -> "id, id" in node order; a node of an older release
+		 * publishes none */
+		json_t *by = json_object();
+		json_array_foreach(nodes, i, n)
+		{
+			if (!has_role(n, "executor"))
+				continue;
+			json_t *v = json_object_get(json_object_get(json_object_get(n, "info"), "config"),
+						    key);
+			const char *val = json_is_string(v) ? json_string_value(v)
+							    : "unpublished (an older release)";
+			json_t *ids = json_object_get(by, val);
+			const char *id = json_string_value(json_object_get(n, "id"));
+			if (!ids)
+				json_object_set_new(by, val, json_string(id ? id : "?"));
+			else
+				json_object_set_new(by, val,
+						    json_sprintf("%s, %s", json_string_value(ids),
+								 id ? id : "?"));
+		}
+		if (json_object_size(by) > 1) {
+			GString *w = g_string_new(NULL);
+			g_string_printf(w, "%s differs between executor nodes:", key);
+			const char *val;
+			json_t *ids;
+			size_t k = 0;
+			json_object_foreach(by, val, ids)
+				g_string_append_printf(w, "%s %s: %s", k++ ? ";" : "", val,
+						       json_string_value(ids));
+			if (!strcmp(key, "executor.target_hosts"))
+				g_string_append(w, " (a node where it is default or unpublished "
+						   "calls any host)");
+			json_array_append_new(out, json_string(w->str));
+			g_string_free(w, TRUE);
+		}
+		json_decref(by);
+	}
+	json_decref(keys);
+	return out;
+}
+
+void pal_coord_status_nodes(json_t *status, json_t *nodes)
+{
+	json_t *drift = pal_coord_config_drift(nodes);
+	json_object_set_new(status, "nodes", nodes);
+	if (json_array_size(drift))
+		json_object_set_new(status, "warnings", drift);
+	else
+		json_decref(drift);
 }
 
 int pal_coord_require_schema(const char *connect, const char *root, const char *cluster,

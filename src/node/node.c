@@ -39,6 +39,7 @@
 #include "palisade/periodic.h"
 #include "palisade/retention.h"
 #include "palisade/notify.h"
+#include "palisade/sha256.h"
 #include "palisade/store.h"
 
 #include "palisade/version.h"
@@ -316,6 +317,38 @@ static void publish_readiness(node *n)
 	free(s);
 }
 
+/* The settings every executor node of a cluster must agree on, as
+ * digests in our nodes/<node-id> ("default", or 12 hex digits of the
+ * SHA-256 of the value as written), so that `palisade status` can say
+ * which nodes differ (pal_coord_config_drift()): a node whose
+ * executor.target_hosts is unset calls any host.  RUNNING: the node's
+ * values; FRESH (NULL at start): a reload's file, whose reloadable keys
+ * take effect now. */
+static json_t *shared_config(const pal_nodeconf *running, const pal_nodeconf *fresh)
+{
+	static const char *const keys[] = {"executor.target_hosts", "executor.secrets",
+					   "executor.tenants"};
+	size_t n;
+	const pal_conf_key *table = pal_nodeconf_table(&n);
+	json_t *out = json_object();
+	for (size_t i = 0; i < n; i++) {
+		for (size_t j = 0; j < sizeof keys / sizeof *keys; j++) {
+			if (strcmp(table[i].name, keys[j]))
+				continue;
+			const pal_nodeconf *c = fresh && table[i].reloadable ? fresh : running;
+			char *v = pal_nodeconf_format(c, &table[i]), hex[65];
+			if (!v)
+				continue;
+			bool def = !strcmp(v, table[i].def);
+			pal_sha256_hex(v, strlen(v), hex);
+			hex[12] = '\0';
+			json_object_set_new(out, keys[j], json_string(def ? "default" : hex));
+			free(v);
+		}
+	}
+	return out;
+}
+
 /* Record the schema check's outcome for /status, /readyz and the metrics;
  * REFUSED is the reason ("" when the schema is in range).  Logs a change. */
 static void schema_outcome(node *n, const pal_schema_range *r, bool known, const char *refused)
@@ -552,6 +585,13 @@ static void reload(node *n, const pal_node_opts *o)
 							fresh.renew_failures_to_close_gate, fresh.groups,
 							fresh.n_groups, fresh.tenants, fresh.n_tenants);
 			pal_log(PAL_LOG_INFO, "node.config_reloaded", "{s:i}", "restart_only_changes", k);
+			if (n->exe && n->coord && n->reg_info) {
+				json_object_set_new(n->reg_info, "config", shared_config(&n->conf, &fresh));
+				char *s = json_dumps(n->reg_info, JSON_COMPACT);
+				if (s != NULL)
+					pal_coord_set_info(n->coord, s);
+				free(s);
+			}
 			pal_nodeconf_free(&fresh);
 		}
 	}
@@ -704,8 +744,10 @@ int pal_node_run(const pal_node_opts *o)
 				 "draining", false);
 	if (n.conf.roles & PAL_ROLE_CONTROLLER)
 		json_array_append_new(json_object_get(info, "roles"), json_string("controller"));
-	if (n.conf.roles & PAL_ROLE_EXECUTOR)
+	if (n.conf.roles & PAL_ROLE_EXECUTOR) {
 		json_array_append_new(json_object_get(info, "roles"), json_string("executor"));
+		json_object_set_new(info, "config", shared_config(&n.conf, NULL));
+	}
 	char *info_s = json_dumps(info, JSON_COMPACT);
 	n.reg_info = info;
 	char *zk_auth = NULL;
