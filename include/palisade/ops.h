@@ -213,8 +213,11 @@ typedef struct pal_backfill_result {
  * PAL_ESTALE (res->refused says why, ERR names the instants) when the job
  * is retired, or when an instant of the backfill had a trigger whose
  * outcome is unknown (pal_store_unknown_in; those of REQUEST_ID do not
- * count) unless NEW_EFFECT.  The checks and the inserts share one
- * transaction.
+ * count), or lies before the retention horizon, or when REQUEST_ID is
+ * remembered in request_ids as a backfill's whose triggers retention
+ * dropped, unless NEW_EFFECT.  PAL_EINVAL when REQUEST_ID is a manual
+ * run's.  The request id is kept in request_ids (version 0).  The checks
+ * and the inserts share one transaction.
  */
 PAL_MUST_CHECK int pal_ops_backfill(pal_store *st, const char *job_id, int64_t from, int64_t to,
 				    int64_t max, const char *request_id, bool new_effect,

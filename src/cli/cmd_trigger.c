@@ -62,12 +62,15 @@ static void usage_backfill(FILE *fp)
 		"Refuses ranges of more than --max instants (default %d), a --to after the\n"
 		"database clock (the scheduler runs those instants), a retired job, and, as\n"
 		"`trigger --at` does, a range with an instant whose earlier trigger has an\n"
-		"unknown outcome (the effect may have happened; a new key could make it twice):\n"
-		"the message names those instants, nothing is written, unless --new-effect says\n"
-		"a second effect is wanted.  Written to audit_log.\n"
-		"Exit: 0 done, 3 no such job, 4 refused (unknown outcome without --new-effect,\n"
-		"or the job is retired), 64 usage, 65 over --max, --to in the future, or request\n"
-		"id already used by a manual run, 69 database unreachable.\n",
+		"unknown outcome (the effect may have happened; a new key could make it twice)\n"
+		"or that is before the retention horizon (its triggers may be gone), and a\n"
+		"request id whose earlier backfill's triggers retention dropped (kept for\n"
+		"retention.request_ids): the message names them, nothing is written, unless\n"
+		"--new-effect says a second effect is wanted.  Written to audit_log.\n"
+		"Exit: 0 done, 3 no such job, 4 refused (unknown outcome, retention horizon or\n"
+		"dropped backfill without --new-effect, or the job is retired), 64 usage, 65\n"
+		"over --max, --to in the future, or request id already used by a manual run,\n"
+		"69 database unreachable.\n",
 		DEFAULT_MAX);
 }
 

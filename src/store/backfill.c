@@ -13,6 +13,10 @@
  * run twice), and, unless new_effect, an instant whose earlier trigger has
  * an unknown outcome (pal_store_unknown_in, the predicate `trigger --at`
  * uses): a backfill's key is new, so the service could apply it twice.
+ * Also unless new_effect: a request id whose earlier backfill retention
+ * dropped (check_remembered), and an instant before the retention horizon
+ * (check_horizon), where neither can be ruled out any more.  The request
+ * id is kept in request_ids (sql/046), version 0 marking a backfill's.
  */
 #include <glib.h>
 #include <inttypes.h>
@@ -136,6 +140,82 @@ static int check_unknown(pal_store *st, const char *job_id, int64_t from, int64_
 	return rc;
 }
 
+/* REQUEST_ID remembered in request_ids as a backfill's (sql/046, version
+ * 0) while no trigger holds it any more (retention dropped them): its
+ * instants ran then, and the service may have forgotten their keys, so a
+ * repeat would run them a second time.  Refused (PAL_ESTALE) unless
+ * NEW_EFFECT. */
+static int check_remembered(pal_store *st, const char *job_id, const char *request_id,
+			    bool new_effect, pal_backfill_result *res, char *err, size_t errlen)
+{
+	if (new_effect)
+		return PAL_OK;
+	const char *p[] = { job_id, request_id };
+	PGresult *r = pal__store_query(
+		st,
+		"SELECT floor(extract(epoch FROM u.scheduled_at))::bigint,"
+		"  cardinality(u.trigger_ids), floor(extract(epoch FROM u.used_at))::bigint"
+		" FROM request_ids u WHERE u.job_id = $1 AND u.request_id = $2 AND u.version = 0"
+		"  AND NOT EXISTS (SELECT 1 FROM triggers t WHERE t.job_id = $1"
+		"   AND t.request_id = $2)",
+		2, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	if (!PQntuples(r)) {
+		PQclear(r);
+		return PAL_OK;
+	}
+	char f[32], u[32];
+	pal_fmt_rfc3339(pal__ops_val_i64(r, 0, 0), f, sizeof f);
+	pal_fmt_rfc3339(pal__ops_val_i64(r, 0, 2), u, sizeof u);
+	long long n = pal__ops_val_i64(r, 0, 1);
+	PQclear(r);
+	snprintf(res->refused, sizeof res->refused, "unknown-outcome");
+	snprintf(err, errlen,
+		 "backfill of job %s: request id \"%s\" was used by a backfill from %s (%lld "
+		 "triggers, at %s) whose triggers retention has dropped: its instants ran "
+		 "then, and a repeat would run them a second time; nothing was written; hint: "
+		 "another range needs another --request-id; --new-effect (API \"new_effect\": "
+		 "true) runs it again knowing it is a second effect",
+		 job_id, request_id, f, n, u);
+	return PAL_ESTALE;
+}
+
+/* The instants of PL before the retention horizon (palisade_retention_
+ * horizon(): their triggers may have gone with a dropped range, and with
+ * them an unknown outcome or an earlier run of this request id):
+ * refused (PAL_ESTALE), as `trigger --at` refuses one. */
+static int check_horizon(pal_store *st, const char *job_id, const pal_backfill_plan *pl,
+			 pal_backfill_result *res, char *err, size_t errlen)
+{
+	int64_t h, first = INT64_MAX, n = 0;
+	int rc = pal__ops_horizon(st, &h, err, errlen);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < pl->n; i++) {
+		if (pl->v[i].at >= h)
+			continue;
+		n++;
+		if (pl->v[i].at < first)
+			first = pl->v[i].at;
+	}
+	if (!n)
+		return PAL_OK;
+	char fs[32], hs[32];
+	pal_fmt_rfc3339(first, fs, sizeof fs);
+	pal_fmt_rfc3339(h, hs, sizeof hs);
+	snprintf(res->refused, sizeof res->refused, "unknown-outcome");
+	snprintf(err, errlen,
+		 "backfill of job %s: %lld instant(s), the first at %s, are before the retention "
+		 "horizon %s (the triggers before it may have been dropped), so an earlier "
+		 "trigger's unknown outcome, or an earlier run of this request id, cannot be "
+		 "ruled out; nothing was written; hint: start the range at %s or later, or "
+		 "--new-effect (API \"new_effect\": true) to run them knowing each may be a "
+		 "second effect",
+		 job_id, (long long)n, fs, hs, hs);
+	return PAL_ESTALE;
+}
+
 /* The (instant, partition) of job $1 at to_timestamp(A), partition P has a
  * trigger that ran or is to run: attempted, or neither skipped nor
  * cancelled (any source: a scheduled one, a manual run, another backfill). */
@@ -207,12 +287,15 @@ int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int
 	res->instants = (int64_t)pl.n;
 	res->excluded = pl.excluded;
 
-	/* Another request kind under the same id would mix two requests. */
+	/* Another request kind under the same id would mix two requests: a
+	 * manual run's triggers, or once retention dropped them, its row in
+	 * request_ids (version 0 marks a backfill's). */
 	int64_t manual;
 	if ((rc = pal__ops_query_i64(
 		 st,
-		 "SELECT count(*) FROM triggers WHERE job_id = $1 AND request_id = $2"
-		 " AND source <> 'backfill'",
+		 "SELECT (SELECT count(*) FROM triggers WHERE job_id = $1 AND request_id = $2"
+		 " AND source <> 'backfill') + (SELECT count(*) FROM request_ids WHERE job_id = $1"
+		 " AND request_id = $2 AND version <> 0)",
 		 2, p, &manual, err, errlen))) {
 		pal_backfill_plan_clear(&pl);
 		return rc;
@@ -225,7 +308,10 @@ int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int
 			 request_id, job_id);
 		return PAL_EINVAL;
 	}
-	if ((rc = check_unknown(st, job_id, from, to, &pl, request_id, new_effect, res, err,
+	if ((rc = check_remembered(st, job_id, request_id, new_effect, res, err, errlen)) ||
+	    (!unrun_only && !new_effect &&
+	     (rc = check_horizon(st, job_id, &pl, res, err, errlen))) ||
+	    (rc = check_unknown(st, job_id, from, to, &pl, request_id, new_effect, res, err,
 				errlen))) {
 		pal_backfill_plan_clear(&pl);
 		return rc;
@@ -244,7 +330,9 @@ int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int
 	}
 	pal_backfill_plan_clear(&pl);
 	char *va = pal__pgarr_end(&vs), *aa = pal__pgarr_end(&as), *pa = pal__pgarr_end(&ps);
-	const char *pi[] = { job_id, request_id, va, aa, pa, unrun_only ? "true" : "false" };
+	char fr[24];
+	pal__ops_i64s(fr, sizeof fr, from);
+	const char *pi[] = { job_id, request_id, va, aa, pa, unrun_only ? "true" : "false", fr };
 	const char *pr[] = { job_id, aa, pa };
 	if (unrun_only &&
 	    (rc = pal__ops_query_i64(st,
@@ -256,10 +344,13 @@ int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int
 		g_free(pa);
 		return rc;
 	}
-	rc = pal__ops_exec(
+	/* the id outlives the triggers (their range dropped by retention):
+	 * request_ids keeps it as a backfill's (version 0, scheduled_at its
+	 * earliest from), used again by each repeat that adds triggers */
+	rc = pal__ops_query_i64(
 	    st,
-	    "INSERT INTO triggers (job_id, version, scheduled_at, partition, source, request_id,"
-	    " tenant, resource_group, priority, due_at, shard, job_ref)"
+	    "WITH ins AS (INSERT INTO triggers (job_id, version, scheduled_at, partition, source,"
+	    "  request_id, tenant, resource_group, priority, due_at, shard, job_ref)"
 	    " SELECT j.job_id, v.version, to_timestamp(u.a), u.p, 'backfill', $2,"
 	    "  coalesce(v.spec->>'tenant', j.tenant), v.resource_group, v.priority,"
 	    "  to_timestamp(u.a), j.shard, j.ref"
@@ -268,8 +359,16 @@ int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int
 	    " JOIN job_versions v ON v.job_id = j.job_id AND v.version = u.v"
 	    " WHERE NOT ($6::boolean AND " RAN("u.a", "u.p") ")"
 	    " ON CONFLICT (job_id, request_id, scheduled_at, partition)"
-	    " WHERE request_id IS NOT NULL DO NOTHING",
-	    6, pi, &res->inserted, err, errlen);
+	    " WHERE request_id IS NOT NULL DO NOTHING RETURNING id),"
+	    " rem AS (INSERT INTO request_ids (job_id, request_id, scheduled_at, version,"
+	    "  trigger_ids) SELECT $1, $2, to_timestamp($7::bigint), 0, array_agg(id ORDER BY id)"
+	    "  FROM ins HAVING count(*) > 0"
+	    "  ON CONFLICT (job_id, request_id) DO UPDATE SET trigger_ids ="
+	    "   request_ids.trigger_ids || EXCLUDED.trigger_ids, scheduled_at ="
+	    "   least(request_ids.scheduled_at, EXCLUDED.scheduled_at), used_at = EXCLUDED.used_at"
+	    "  WHERE request_ids.version = 0)"
+	    " SELECT count(*) FROM ins",
+	    7, pi, &res->inserted, err, errlen);
 	g_free(va);
 	g_free(aa);
 	g_free(pa);

@@ -88,9 +88,7 @@ static int check_run(pal_store *st, const run_ctx *c, char *err, size_t errlen)
 	/* before the retention horizon the instant's triggers may have gone
 	 * with their range: an unknown outcome there can no longer be seen */
 	int64_t h;
-	if ((rc = pal__store_query_i64(
-		 st, "SELECT floor(extract(epoch FROM palisade_retention_horizon()))::bigint", 0,
-		 NULL, INT64_MIN, &h, err, errlen)))
+	if ((rc = pal__ops_horizon(st, &h, err, errlen)))
 		return rc;
 	if (c->at < h) {
 		char hs[32];
@@ -198,12 +196,13 @@ static int trigger_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	const char *p[] = { c->job_id, c->request_id, c->at == PAL_OPS_NOW ? NULL : at };
 
 	/* its triggers, or once retention dropped them, what request_ids kept
-	 * of them (sql/046; retention.request_ids) */
+	 * of them (sql/046; retention.request_ids; version 0: a backfill's) */
 	PGresult *r = pal__store_query(
 		st,
 		"SELECT id, source, floor(extract(epoch FROM scheduled_at))::bigint, version"
 		" FROM triggers WHERE job_id = $1 AND request_id = $2"
-		" UNION ALL (SELECT unnest(u.trigger_ids), 'manual',"
+		" UNION ALL (SELECT unnest(u.trigger_ids),"
+		"  CASE WHEN u.version = 0 THEN 'backfill' ELSE 'manual' END,"
 		"  floor(extract(epoch FROM u.scheduled_at))::bigint, u.version FROM request_ids u"
 		"  WHERE u.job_id = $1 AND u.request_id = $2 AND NOT EXISTS (SELECT 1 FROM triggers t"
 		"   WHERE t.job_id = $1 AND t.request_id = $2))"

@@ -114,6 +114,13 @@ int pal__ops_lock_request(pal_store *st, const char *job_id, const char *request
 	    err, errlen);
 }
 
+int pal__ops_horizon(pal_store *st, int64_t *h, char *err, size_t errlen)
+{
+	return pal__store_query_i64(
+	    st, "SELECT floor(extract(epoch FROM palisade_retention_horizon()))::bigint", 0, NULL,
+	    INT64_MIN, h, err, errlen);
+}
+
 const char *pal__ops_scope_kind(pal_scope_kind k)
 {
 	static const char *const names[] = {"global", "job", "group", "tenant"};

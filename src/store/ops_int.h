@@ -50,6 +50,10 @@ int pal__ops_job_exists(pal_store *st, const char *job_id, char *err, size_t err
 /* Run a pg_notify statement (CHANNEL_SQL with its parameters). */
 int pal__ops_notify(pal_store *st, const char *channel_sql, int np, const char *const *p, char *err,
 		    size_t errlen);
+/* The retention horizon (palisade_retention_horizon(): instants before it
+ * may have lost their triggers) into *H, epoch seconds; INT64_MIN while
+ * nothing was dropped. */
+int pal__ops_horizon(pal_store *st, int64_t *h, char *err, size_t errlen);
 /* Serialise requests of one (job, request id) until the transaction ends. */
 int pal__ops_lock_request(pal_store *st, const char *job_id, const char *request_id, char *err,
 			  size_t errlen);
