@@ -31,7 +31,8 @@ typedef struct pal_import_opts {
 	 * zone).  NULL: UTC, and the assumption is reported. */
 	const char *timezone;
 	/* The first part of every job id, one dot-free segment.  crontab: NULL
-	 * takes the file name; kubernetes: NULL writes NAMESPACE.NAME alone. */
+	 * takes the file name; kubernetes: NULL writes NAMESPACE.NAME alone;
+	 * quartz: NULL writes GROUP.NAME (the trigger's key) alone. */
 	const char *prefix;
 	/* crontab: the file has the user column (/etc/crontab, /etc/cron.d). */
 	bool system;

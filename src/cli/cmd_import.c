@@ -32,8 +32,9 @@ static void usage(FILE *fp)
 	    "                               [--group NAME] [--mode MODE] FILE|-\n"
 	    "       palisade import kubernetes [--prefix NAME] --target-url URL [--timezone ZONE]\n"
 	    "                                  [--group NAME] [--mode MODE] FILE...\n"
-	    "       palisade import quartz --pg CONNINFO [--sched-name NAME] --target-url URL\n"
-	    "                              [--timezone ZONE] [--group NAME] [--mode MODE]\n"
+	    "       palisade import quartz --pg CONNINFO [--sched-name NAME] [--prefix NAME]\n"
+	    "                              --target-url URL [--timezone ZONE] [--group NAME]\n"
+	    "                              [--mode MODE]\n"
 	    "\n"
 	    "Translate crontab files, Kubernetes CronJob manifests (batch/v1, batch/v1beta1,\n"
 	    "multi-document YAML) or the cron triggers of a Quartz 2.x JDBC job store\n"
@@ -61,6 +62,8 @@ static void usage(FILE *fp)
 	    "                    that two hosts' files of one name never share ids;\n"
 	    "                    kubernetes: the cluster (ids PREFIX.NAMESPACE.NAME), so that\n"
 	    "                    two clusters' CronJobs of one namespace and name never do;\n"
+	    "                    quartz: the scheduler (ids PREFIX.GROUP.NAME), so that two\n"
+	    "                    schedulers' triggers of one group and name never do;\n"
 	    "                    `apply --prune-prefix NAME.` takes that import's jobs only\n"
 	    "  --pg CONNINFO     quartz: the PostgreSQL database holding the QRTZ_ tables\n"
 	    "  --sched-name NAME quartz: the scheduler (SCHED_NAME) to import; needed when\n"
@@ -332,10 +335,6 @@ int pal_cmd_import(int argc, char **argv)
 			return PAL_EXIT_USAGE;
 		}
 		pal_tz_close(tz);
-	}
-	if (quartz && o.prefix) {
-		pal_cli_err("import", "--prefix is an option of crontab and kubernetes");
-		return PAL_EXIT_USAGE;
 	}
 	if (!crontab && (o.system || o.cron)) {
 		pal_cli_err("import", "--%s is a crontab option", o.system ? "system" : "cron");

@@ -273,6 +273,19 @@ static void trigger(qrow *q, const pal_quartz_trigger *t, const pal_import_opts 
 	if (m && strcmp(m, "fire_once"))
 		j.misfire = strcpy(mis, m);
 	hashed = trigger_id(id, t->trigger_group, t->trigger_name, reduced);
+	/* --prefix (the scheduler) before it tells two schedulers' triggers of
+	 * one key apart, and gives `apply --prune-prefix` this import's jobs */
+	if (o->prefix) {
+		g_string_prepend_c(id, '.');
+		g_string_prepend(id, o->prefix);
+		if (id->len > 128) {
+			issue(q, "not translated",
+			      "id %s: %zu bytes with --prefix %s, over the 128 of a job id; hint: "
+			      "a shorter --prefix",
+			      id->str, id->len, o->prefix);
+			goto out;
+		}
+	}
 	g_string_append_printf(desc, "Quartz trigger %s.%s of job %s.%s (%s)", t->trigger_group,
 			       t->trigger_name, t->job_group, t->job_name, t->job_class);
 	if (t->job_description)
