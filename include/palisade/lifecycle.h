@@ -72,6 +72,24 @@ PAL_MUST_CHECK int pal_store_apply_settle(pal_store *st, const char *actor, cons
  * pal_store_apply_settle. */
 bool pal_store_apply_took_over(const pal_store *st);
 
+/* The first job of apply A (in the order stored, followers included) whose
+ * new version takes over at the apply, as pal_store_apply_settle's jobs
+ * (its `end` reached, a one-shot or a one-shot before it, a retired job
+ * applied again), or NULL when none.  The apply cancels what the old
+ * version planned after the apply, counting on the controller to activate
+ * the new version at the apply; a controller of 0.3.0 (schema 41) or
+ * older activates it at its shard's watermark, so an instant of the new
+ * version between the two would never be planned.  Such an apply is
+ * committed only while every live node runs a binary of schema
+ * PAL_SCHEMA_TAKEOVER or later (`palisade apply`, POST /api/v1/apply: the
+ * older nodes named, exit 4 or 409 older-nodes; docs/upgrades.md), WHAT
+ * the words of the refusal, PAL_TAKEOVER_WHAT the format with the job. */
+const char *pal_store_apply_takeover_job(const pal_apply *a);
+#define PAL_SCHEMA_TAKEOVER 42
+#define PAL_TAKEOVER_WHAT                                                                          \
+	"job %s takes over at its apply (a one-shot moved or changed, no instant after the "       \
+	"apply, or a retired job applied again: its old rows after the apply are cancelled)"
+
 /* How many of the retired jobs among IDS have a latest (retiring) version
  * not activated yet on a shard that a controller plans now (its shard row
  * touched in the last 10 s): those a controller may still plan from the

@@ -332,20 +332,13 @@ static void follower_json(void *ctx, const char *job_id, int version, const char
 					     "updated", "version", version));
 }
 
-/* Keys that nodes older than their schema ignore (`after`, `notify`,
- * `target.keep_*`), set by a job SET creates or updates (RES), are applied
- * only while every live node understands them (docs/upgrades.md), as
- * `palisade apply` checks, its dry run too: true, else false with the
- * problem set, 409 older-nodes (the nodes named, as the CLI's exit 4) or
- * 503 unavailable (ZooKeeper not read, exit 69). */
-static bool require_node_schemas(call *c, const pal_jobset *set, const pal_apply_result *res)
+/* Whether every live node runs a binary of schema NEED or later, as WHAT
+ * needs: true, else false with the problem set, 409 older-nodes (the nodes
+ * named, as the CLI's exit 4) or 503 unavailable (ZooKeeper not read,
+ * exit 69). */
+static bool require_schema(call *c, int need, const char *what)
 {
-	const char *key, *job;
-	int need = pal_apply_min_schema(set->jobs, res, set->n, &job, &key);
-	if (!need)
-		return true;
-	char what[256], err[1024];
-	snprintf(what, sizeof what, "job %s sets %s", job, key);
+	char err[1024];
 	int rc = pal_coord_require_schema(c->api->zk_connect, c->api->zk_root, c->api->cluster,
 					  5000, need, what, err, sizeof err);
 	if (rc == PAL_EBUSY)
@@ -355,6 +348,34 @@ static bool require_node_schemas(call *c, const pal_jobset *set, const pal_apply
 		pal_api__problem(c, 503, "unavailable", "ZooKeeper unavailable",
 				 "%s; nothing applied", err);
 	return rc == PAL_OK;
+}
+
+/* Keys that nodes older than their schema ignore (`after`, `notify`,
+ * `target.keep_*`), set by a job SET creates or updates (RES), are applied
+ * only while every live node understands them (docs/upgrades.md), as
+ * `palisade apply` checks, its dry run too. */
+static bool require_node_schemas(call *c, const pal_jobset *set, const pal_apply_result *res)
+{
+	const char *key, *job;
+	int need = pal_apply_min_schema(set->jobs, res, set->n, &job, &key);
+	if (!need)
+		return true;
+	char what[256];
+	snprintf(what, sizeof what, "job %s sets %s", job, key);
+	return require_schema(c, need, what);
+}
+
+/* A version that takes over at its apply (pal_store_apply_takeover_job)
+ * is stored only while every live node's controller activates it there,
+ * as `palisade apply` checks: true, else false with the problem set. */
+static bool require_takeover_schema(call *c, const pal_apply *ap)
+{
+	const char *job = pal_store_apply_takeover_job(ap);
+	if (!job)
+		return true;
+	char what[512];
+	snprintf(what, sizeof what, PAL_TAKEOVER_WHAT, job);
+	return require_schema(c, PAL_SCHEMA_TAKEOVER, what);
 }
 
 /* Store SET as `palisade apply` does, its suspend gates included. */
@@ -464,6 +485,10 @@ static void apply_set(call *c, const pal_jobset *set, const char *why, bool prun
 		pal_store_apply_abort(ap);
 	json_decref(shadow);
 	json_decref(shadow_live);
+	if (!rc && !require_takeover_schema(c, ap)) {
+		pal_store_apply_abort(ap);
+		rc = -1, answered = true;
+	}
 	if (!rc)
 		rc = pal_store_apply_commit(ap, err, sizeof err);
 	/* what a controller planned from the old version of a job whose new

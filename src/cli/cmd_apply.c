@@ -75,7 +75,8 @@ static void usage(FILE *fp)
 		"reached, a one-shot) cancels the old version's waiting rows; after the\n"
 		"commit (and after applying a retired job again) apply waits up to 10 s for\n"
 		"the controllers to take it in and cancels what they planned from the old\n"
-		"version meanwhile (docs/jobs.md).\n"
+		"version meanwhile (docs/jobs.md); it is refused, as those keys, while a live\n"
+		"node's controller would activate it at its watermark instead (0.3.0).\n"
 		"Exit: 0 applied, 4 refused (older nodes live), 65 invalid files (nothing\n"
 		"stored), 69 database or ZooKeeper unreachable.\n");
 }
@@ -337,23 +338,45 @@ static void report_follower(void *ctx, const char *job_id, int version, const ch
 	report(r->out, r->c->json, r->count, job_id, &res, why);
 }
 
-/* Keys that nodes older than their schema ignore (`after`, `notify`,
- * `target.keep_*`) are applied only while every live node understands
- * them (docs/upgrades.md).  Returns 0, else the exit code after saying why:
- * 4 with the older nodes named, 69 when the live nodes cannot be read. */
-static int check_node_schemas(const struct run *r)
+/* Whether every live node runs a binary of schema NEED or later, as WHAT
+ * needs.  Returns 0, else the exit code after saying why: 4 with the older
+ * nodes named, 69 when the live nodes cannot be read. */
+static int require_schema(const struct run *r, int need, const char *what)
 {
-	if (!r->need_schema)
-		return PAL_EXIT_OK;
-	char what[256], msg[2048];
-	snprintf(what, sizeof what, "job %s sets %s", r->need_job, r->need_key);
+	char msg[2048];
 	int rc = pal_coord_require_schema(pal__cli_zk(r->c), pal__cli_config_zk_root(r->c),
-					  pal__cli_config_cluster(r->c), 5000, r->need_schema, what,
-					  msg, sizeof msg);
+					  pal__cli_config_cluster(r->c), 5000, need, what, msg,
+					  sizeof msg);
 	if (!rc)
 		return PAL_EXIT_OK;
 	pal_cli_err("apply", "%s; nothing applied", msg);
 	return rc == PAL_EBUSY ? PAL_EXIT_REFUSED : PAL_EXIT_UNAVAIL;
+}
+
+/* Keys that nodes older than their schema ignore (`after`, `notify`,
+ * `target.keep_*`) are applied only while every live node understands
+ * them (docs/upgrades.md). */
+static int check_node_schemas(const struct run *r)
+{
+	if (!r->need_schema)
+		return PAL_EXIT_OK;
+	char what[256];
+	snprintf(what, sizeof what, "job %s sets %s", r->need_job, r->need_key);
+	return require_schema(r, r->need_schema, what);
+}
+
+/* A version that takes over at its apply (pal_store_apply_takeover_job:
+ * the apply cancels the old version's rows after it) is applied only
+ * while every live node's controller activates it there, the dry run
+ * checked too: 0, else the exit code after saying why (4, 69). */
+static int check_takeover(const struct run *r)
+{
+	const char *job = pal_store_apply_takeover_job(r->ap);
+	if (!job)
+		return PAL_EXIT_OK;
+	char what[512];
+	snprintf(what, sizeof what, PAL_TAKEOVER_WHAT, job);
+	return require_schema(r, PAL_SCHEMA_TAKEOVER, what);
 }
 
 /* Jobs handed to the store at a time while a file is parsed: the server
@@ -735,6 +758,8 @@ int pal_cmd_apply(int argc, char **argv)
 					   ignored, covered, err, sizeof err);
 	json_decref(susp);
 	pal_jobloader_free(l);
+	if (!rc && !r.db_ec)
+		r.db_ec = check_takeover(&r);
 	if (!rc && !r.db_ec) {
 		if (dry)
 			pal_store_apply_abort(r.ap);

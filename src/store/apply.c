@@ -109,6 +109,7 @@ void pal__takeover_free(struct pal__takeover *t)
 {
 	if (!t)
 		return;
+	g_free(t->first);
 	if (t->n) {
 		g_free(pal__pgarr_end(&t->ids));
 		g_free(pal__pgarr_end(&t->cuts));
@@ -972,6 +973,8 @@ static int takeover_add(pal_apply *a, const char *id, int64_t cut, int version, 
 		snprintf(err, errlen, "out of memory");
 		return PAL_ENOMEM;
 	}
+	if (!a->tk->first)
+		a->tk->first = g_strdup(id);
 	if (!a->tk->n) {
 		pal__pgarr_init(&a->tk->ids);
 		pal__pgarr_init(&a->tk->cuts);
@@ -1989,6 +1992,11 @@ bool pal_store_apply_took_over(const pal_store *st)
 	return st->takeover != NULL;
 }
 
+const char *pal_store_apply_takeover_job(const pal_apply *a)
+{
+	return a && a->tk && a->tk->n ? a->tk->first : NULL;
+}
+
 int pal_store_apply_settle(pal_store *st, const char *actor, const char *reason, int64_t wait_ms,
 			   int64_t *cancelled, int64_t *pending, char *err, size_t errlen)
 {
@@ -2044,7 +2052,7 @@ int pal_store_apply_settle(pal_store *st, const char *actor, const char *reason,
 	g_free(cuts);
 	g_free(vers);
 	g_free(ret);
-	free(t);
+	pal__takeover_free(t); /* its literals taken above */
 	return rc;
 }
 

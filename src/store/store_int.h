@@ -193,6 +193,7 @@ struct pal__takeover {
 	 * commit, past the switch point its controller stored) */
 	pal_pgarr ids, cuts, versions, retired;
 	size_t n;
+	char *first; /* the first job's id (pal_store_apply_takeover_job) */
 	int64_t now;
 };
 void pal__takeover_free(struct pal__takeover *t);
