@@ -62,7 +62,8 @@ typedef struct pal_datafill_limits {
 	int64_t wait_ms;      /* how long a step's check waits, asked again every
 			       * PAL_DATAFILL_WAIT_STEP_MS, for the transactions older
 			       * than the previous step's end (within max_ms; 0: not) */
-	bool (*stop)(void *); /* asked before each batch: true stops the run (NULL: never) */
+	bool (*stop)(void *); /* asked before each batch and, every PAL_DATAFILL_WAIT_STEP_MS,
+			       * during the jobs_ref build: true stops the run (NULL: never) */
 	void *stop_arg;
 } pal_datafill_limits;
 
@@ -74,8 +75,12 @@ typedef struct pal_datafill_limits {
  * LIM->wait_ms (asked again meanwhile: a check right after the previous
  * step's end finds the transactions then in flight, which end soon).  A
  * step's check of its whole table, after its walk, is a call of its own,
- * not counted as a batch.  REP filled.  Logs store.datafill_finished once
- * per step that finishes.  PAL_EINVAL for a batch out of range; PAL_EDB with
+ * not counted as a batch.  Then, once the jobs step has finished, the
+ * unique index jobs_ref is built (CONCURRENTLY: it waits for every older
+ * transaction), unless LIM->stop says stop; when it says so during the
+ * build, the build is cancelled (REP->stopped) and the invalid index it
+ * leaves is dropped and built again by the next run.  REP filled.  Logs
+ * store.datafill_finished once per step that finishes.  PAL_EINVAL for a batch out of range; PAL_EDB with
  * ERR on any other database error; on a database without
  * palisade_backfills (a schema before 041), REP says done.
  */

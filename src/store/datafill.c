@@ -4,8 +4,11 @@
  * commits before the next starts and a stop loses at most the batch in
  * flight.  `palisade migrate` runs them to the end; a node's retention
  * worker runs up to a bounded number of batches, for a bounded time, per
- * round, and stops between batches when the node stops.
+ * round, and stops between batches when the node stops, or cancels the
+ * jobs_ref build it is in.
  */
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +38,50 @@ static int exec1(pal_store *st, const char *sql, char *err, size_t errlen)
 }
 
 /*
+ * SQL, one statement whose result is not needed, on ST; while it runs,
+ * LIM->stop (when set) is asked every PAL_DATAFILL_WAIT_STEP_MS, and once it
+ * says stop the statement is cancelled (PQcancel): *STOPPED then, PAL_OK.  A
+ * statement that waits (a concurrent index build waits for every older
+ * transaction) thus holds up a stopping node for one step at most.  Blocks
+ * until the statement has ended.
+ */
+static int exec_stoppable(pal_store *st, const char *sql, const pal_datafill_limits *lim,
+			  bool *stopped, char *err, size_t errlen)
+{
+	*stopped = false;
+	if (!lim->stop)
+		return exec1(st, sql, err, errlen);
+	if (!PQsendQuery(st->conn, sql)) {
+		pal__store_errmsg(st, NULL, "query failed", err, errlen);
+		return PAL_EDB;
+	}
+	st->busy = true;
+	bool cancelled = false;
+	while (PQisBusy(st->conn)) {
+		if (!cancelled && lim->stop(lim->stop_arg)) {
+			cancelled = true; /* asked once: a failed request is logged, not retried */
+			char e[256] = "";
+			PGcancel *c = PQgetCancel(st->conn);
+			if (!c || !PQcancel(c, e, sizeof e))
+				pal_log(PAL_LOG_WARN, "store.datafill_cancel_failed", "{s:s}", "error",
+					c ? e : "no cancel handle");
+			PQfreeCancel(c);
+		}
+		struct pollfd pfd = {.fd = PQsocket(st->conn), .events = POLLIN};
+		if ((poll(&pfd, 1, PAL_DATAFILL_WAIT_STEP_MS) < 0 && errno != EINTR) ||
+		    !PQconsumeInput(st->conn))
+			break; /* the result below says what went wrong */
+	}
+	PGresult *r = pal__store_result(st, err, errlen);
+	PQclear(r);
+	if (!r && cancelled && !strcmp(st->sqlstate, "57014")) { /* query_canceled */
+		*stopped = true;
+		return PAL_OK;
+	}
+	return r ? PAL_OK : PAL_EDB;
+}
+
+/*
  * The unique index on jobs.ref (jobs_ref), once the jobs step has finished:
  * built CONCURRENTLY (SHARE UPDATE EXCLUSIVE: apply, shard loads and every
  * reader of jobs go on meanwhile), by one runner at a time (session
@@ -44,11 +91,14 @@ static int exec1(pal_store *st, const char *sql, char *err, size_t errlen)
  * where the read of jobs would hold jobs under ACCESS EXCLUSIVE.  The lock
  * is a session's (CREATE INDEX CONCURRENTLY runs in no transaction): ST
  * must not go through a transaction pooler, and a release that finds the
- * lock not held is an error.
+ * lock not held is an error.  With LIM->stop set, the drop and the build
+ * are cancelled when it says stop (exec_stoppable): *STOPPED, and an invalid
+ * index is left for the next run to drop and build again.
  */
-static int jobs_ref_index(pal_store *st, bool *built, bool *busy, char *err, size_t errlen)
+static int jobs_ref_index(pal_store *st, const pal_datafill_limits *lim, bool *built, bool *busy,
+			  bool *stopped, char *err, size_t errlen)
 {
-	*built = *busy = false;
+	*built = *busy = *stopped = false;
 	PGresult *r = pal__store_query(
 	    st,
 	    "SELECT (SELECT f.finished_at IS NOT NULL FROM palisade_backfills f"
@@ -76,11 +126,13 @@ static int jobs_ref_index(pal_store *st, bool *built, bool *busy, char *err, siz
 		*busy = true;
 		return PAL_OK;
 	}
-	rc = exists ? exec1(st, "DROP INDEX CONCURRENTLY IF EXISTS jobs_ref", err, errlen) : PAL_OK;
-	if (!rc)
-		rc = exec1(st,
-			   "CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS jobs_ref ON jobs (ref)",
-			   err, errlen);
+	rc = exists ? exec_stoppable(st, "DROP INDEX CONCURRENTLY IF EXISTS jobs_ref", lim, stopped,
+				     err, errlen)
+		    : PAL_OK;
+	if (!rc && !*stopped)
+		rc = exec_stoppable(
+		    st, "CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS jobs_ref ON jobs (ref)", lim,
+		    stopped, err, errlen);
 	char e2[256];
 	r = pal__store_query(st, "SELECT pg_advisory_unlock(7076, 42)", 0, NULL, e2, sizeof e2);
 	bool released = r && PQgetvalue(r, 0, 0)[0] == 't';
@@ -97,6 +149,10 @@ static int jobs_ref_index(pal_store *st, bool *built, bool *busy, char *err, siz
 			 "by this session when released: the connection goes through "
 			 "a transaction pooler");
 		return PAL_EINVAL;
+	}
+	if (*stopped) {
+		pal_log(PAL_LOG_INFO, "store.datafill_index_stopped", "{s:s}", "index", "jobs_ref");
+		return PAL_OK;
 	}
 	*built = true;
 	pal_log(PAL_LOG_INFO, "store.datafill_index_built", "{s:s}", "index", "jobs_ref");
@@ -183,12 +239,19 @@ int pal_store_datafill(pal_store *st, const pal_datafill_limits *lim, pal_datafi
 		}
 		PQclear(r);
 	}
-	/* once the jobs step is finished, whatever else this run did */
-	bool built, busy;
-	int rc = jobs_ref_index(st, &built, &busy, err, errlen);
+	/* once the jobs step is finished, whatever else this run did, unless
+	 * it was told to stop: a stop waits for one batch at most */
+	if (lim->stop && lim->stop(lim->stop_arg)) {
+		rep->stopped = true;
+		rep->done = false;
+		return PAL_OK;
+	}
+	bool built, busy, stopped;
+	int rc = jobs_ref_index(st, lim, &built, &busy, &stopped, err, errlen);
 	if (rc)
 		return rc;
 	rep->busy |= busy;
+	rep->stopped |= stopped;
 	rep->done &= built;
 	return PAL_OK;
 }

@@ -267,7 +267,9 @@ struct pal_retention_worker {
 /* What a round's part of the data backfills does at most: batches of
  * min(retention.delete_slice, PAL_DATAFILL_BATCH_MAX) rows, this many, for
  * this long (a batch under way is let finish), so that a round, and a node
- * stopping while one is under way, wait for a few seconds at most. */
+ * stopping while one is under way, wait for a few seconds at most.  The
+ * jobs_ref build after them waits for every older transaction: it holds up
+ * the round as long, but a stopping node cancels it (worker_stopping). */
 #define PAL_DATAFILL_ROUND_BATCHES 100
 #define PAL_DATAFILL_ROUND_MS 2000
 
