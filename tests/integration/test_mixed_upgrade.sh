@@ -18,8 +18,8 @@
 # /status and a metric, and running nodes resign (drain, exit 70); the same
 # future step declared expand-style is accepted and the node leads.
 #
-# Environment: PALISADE_OLD_TAG (the release rolled from, default v0.2.0, the
-# previous one; v0.1.0 still works), PALISADE_OLD_ARCHIVE (default
+# Environment: PALISADE_OLD_TAG (the release rolled from, default v0.3.0, the
+# previous one; v0.2.0 and v0.1.0 still work), PALISADE_OLD_ARCHIVE (default
 # ops/releases/palisade-X.Y.Z.tar.xz of that tag), PALISADE_OLD_TREE (the build tree,
 # default /tmp/palisade-X.Y.Z-build; kept and reused: its bin/ is the cache;
 # PALISADE_OLD_CLEAN=1 removes it at the end), PALISADE_REFUSAL_BIN (the
@@ -34,7 +34,7 @@ guarantee "G1 + G2 + G3 + G6 - a roll from the previous release to this tree und
 
 t0=$SECONDS
 NEW_PAL=$PAL
-OLD_TAG=${PALISADE_OLD_TAG:-v0.2.0}
+OLD_TAG=${PALISADE_OLD_TAG:-v0.3.0}
 OLD_ARCHIVE=${PALISADE_OLD_ARCHIVE:-ops/releases/palisade-${OLD_TAG#v}.tar.xz}
 OLD_TREE=${PALISADE_OLD_TREE:-/tmp/palisade-${OLD_TAG#v}-build}
 REFUSAL_PAL=${PALISADE_REFUSAL_BIN:-$NEW_PAL}
@@ -122,9 +122,9 @@ ERRS=$(old_errors)
 expect_eq "old nodes log no database error under the new schema" "" "$ERRS"
 after=$(sql "select count(*) from attempt_ledger where ended_at > '$mig_ts' and outcome = 'succeeded'")
 check "old executors committed successful attempts after the migration ($after)" [ "${after:-0}" -gt 0 ]
-# The job reference (041): the old controllers insert job_id alone; the fill
-# trigger gives their rows the ref, and migrate's backfill gave it to the
-# rows of before.
+# The job reference (041): 0.3.0 controllers send it with each row; 0.2.0
+# (and 0.1.0) ones insert job_id alone and the fill trigger gives their rows
+# the ref; migrate's backfill gave it to the rows of before.
 old_rows=$(sql "select count(*) || ' ' || count(*) filter (where t.job_ref is distinct from j.ref)
                 from triggers t join jobs j using (job_id) where t.created_at > '$mig_ts'")
 check "old controllers' rows since the migration carry their job's ref (rows, wrong: $old_rows)" \
