@@ -664,6 +664,11 @@ static void set_tenants(struct nctx *x, const pal_conf_key *k, const pal_ynode *
 	c->n_tenants = n;
 }
 
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 static int grant_cmp(const void *a, const void *b)
 {
 	return strcmp(((const pal_tenant_grant *)a)->tenant, ((const pal_tenant_grant *)b)->tenant);
@@ -777,6 +782,21 @@ static void set_grants(struct nctx *x, const pal_conf_key *k, const pal_ynode *v
 		return;
 	}
 	qsort(g, n, sizeof *g, grant_cmp);
+	/* each tenant's names sorted, once each: the value (and the digest
+	 * palisade status compares across nodes) does not depend on their
+	 * order in the file, which grants nothing */
+	for (size_t i = 0; i < n; i++) {
+		pal_tenant_grant *one = &g[i];
+		size_t kept = 0;
+		qsort(one->names, one->n_names, sizeof *one->names, str_cmp);
+		for (size_t j = 0; j < one->n_names; j++) {
+			if (kept && !strcmp(one->names[kept - 1], one->names[j]))
+				free(one->names[j]);
+			else
+				one->names[kept++] = one->names[j];
+		}
+		one->n_names = kept;
+	}
 	size_t *at_n;
 	pal_tenant_grant **at = grants_at(c, k, &at_n);
 	grants_free(*at, *at_n);

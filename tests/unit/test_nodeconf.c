@@ -250,7 +250,7 @@ static void test_nodeconf_secrets_load_and_are_checked(void **state)
 	(void)state;
 	assert_int_equal(load_str("executor:\n"
 				  "  secrets:\n"
-				  "    red: [RED_*, SHARED]\n"
+				  "    red: [SHARED, RED_*, SHARED]\n"
 				  "    blue: [\"*\"]\n"
 				  "    none: []\n",
 				  &c, &d),
@@ -260,6 +260,8 @@ static void test_nodeconf_secrets_load_and_are_checked(void **state)
 	assert_string_equal(c.secrets[0].tenant, "blue"); /* sorted */
 	assert_string_equal(c.secrets[0].names[0], "*");
 	assert_int_equal(c.secrets[1].n_names, 0);
+	assert_int_equal(c.secrets[2].n_names, 2); /* sorted, each once */
+	assert_string_equal(c.secrets[2].names[0], "RED_*");
 	assert_string_equal(c.secrets[2].names[1], "SHARED");
 	pal_secret_policy p = pal_nodeconf_secret_policy(&c);
 	assert_int_equal(pal_secret_check(&p, "red", "RED_KEY"), PAL_SECRET_OK);
@@ -344,8 +346,9 @@ static void test_nodeconf_target_hosts_load_and_match(void **state)
 						  sizeof msg),
 			       "executor.target_hosts does not give host 127.0.0.1:9464 to tenant red"));
 	char *f = pal_nodeconf_format(&c, table_key("executor.target_hosts"));
-	assert_string_equal(f, "{blue: [\"*\"], none: [], port: [\"*:8443\"], red: [api.example.com, "
-			       "\"*.red.example.com:443\", \"[::1]:8080\", 10.0.0.7]}");
+	/* each tenant's patterns sorted (the file's order grants nothing) */
+	assert_string_equal(f, "{blue: [\"*\"], none: [], port: [\"*:8443\"], red: "
+			       "[\"*.red.example.com:443\", 10.0.0.7, \"[::1]:8080\", api.example.com]}");
 	free(f);
 	pal_nodeconf_free(&c);
 
