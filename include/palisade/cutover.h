@@ -43,4 +43,21 @@ PAL_MUST_CHECK int pal_cutover_step(pal_store *st, const pal_cutover_req *rq, co
 				    const char *reason, json_t **out, bool *refused, char *err,
 				    size_t errlen);
 
+/* The schema that writes nominal_at (sql/045_nominal_at.sql). */
+#define PAL_BOUNDARY_MIN_SCHEMA 45
+
+/*
+ * Whether CMD ("shadow", "cutover", "rollback") may judge the boundary of
+ * scope SC now: 0 when no job of SC has spread or jitter, or every live
+ * node (ZooKeeper ZK, ROOT, CLUSTER) runs schema PAL_BOUNDARY_MIN_SCHEMA or
+ * later.  A 0.3.0 node plans such a job's instants moved and judges them
+ * on the moved instant, so a boundary set while it lives would leave an
+ * instant to both systems or to neither (docs/migrating.md).  PAL_EBUSY
+ * with MSG naming the older nodes, PAL_EZK when the live nodes cannot be
+ * read (ZK NULL included), PAL_EDB.  Blocks up to 5 s.
+ */
+PAL_MUST_CHECK int pal_boundary_check_nodes(pal_store *st, const pal_scope *sc, const char *cmd,
+					    const char *zk, const char *root, const char *cluster,
+					    char *msg, size_t len);
+
 #endif

@@ -18,6 +18,12 @@
 #include "palisade/ops.h"
 #include "palisade/store.h"
 
+/* Into JOB a job of scope SC, not retired, whose version in force or a
+ * later one has spread or jitter ("ID"), or follows (`after:`, first) a job
+ * that has ("ID, after UPSTREAM,"); "" when none. */
+PAL_MUST_CHECK int pal_store_scope_moving_job(pal_store *st, const pal_scope *sc, char *job,
+					      size_t len, char *err, size_t errlen);
+
 /* Put SC in shadow (`palisade shadow`): from now on its instants are
  * planned shadow (those before now keep the rule they had: live, for a
  * live scope), its planned schedule triggers of those instants not yet

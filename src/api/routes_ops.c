@@ -235,6 +235,24 @@ static bool body_scope(call *c, pal_scope *sc)
 	return scope_arg(c, sc->kind, sc);
 }
 
+/* pal_boundary_check_nodes() for CMD over SC: true, else false with the
+ * problem set: 409 older-nodes (the nodes named, as the CLI's exit 4), 503
+ * unavailable (ZooKeeper not read, exit 69). */
+static bool boundary_nodes_ok(call *c, const pal_scope *sc, const char *cmd)
+{
+	char msg[2048];
+	int rc = pal_boundary_check_nodes(c->api->st, sc, cmd, c->api->zk_connect,
+					  c->api->zk_root, c->api->cluster, msg, sizeof msg);
+	if (rc == PAL_EBUSY)
+		pal_api__problem(c, 409, "older-nodes", "Live nodes would judge it otherwise", "%s",
+				 msg);
+	else if (rc == PAL_EZK)
+		pal_api__problem(c, 503, "unavailable", "ZooKeeper unavailable", "%s", msg);
+	else if (rc)
+		pal_api__problem_rc(c, rc, msg);
+	return rc == PAL_OK;
+}
+
 /* `palisade rollback`: the scope back in shadow from now on; waits up to
  * "wait_ms" (0..ROLLBACK_WAIT_MAX_MS, default 30 s as the CLI's --wait)
  * for its running calls, then answers what the old system takes over. */
@@ -256,6 +274,8 @@ void pal_api__h_rollback(call *c)
 		}
 		wait_ms = json_integer_value(w);
 	}
+	if (!boundary_nodes_ok(c, &sc, "rollback"))
+		return;
 	json_t *out;
 	char err[1024];
 	int rc = pal_store_rollback_json(c->api->st, &sc, c->who.name, why, wait_ms, &out, err,
@@ -312,6 +332,8 @@ void pal_api__h_cutover(call *c)
 		    "give now or later");
 		return;
 	}
+	if (!boundary_nodes_ok(c, &rq.scope, "cutover"))
+		return;
 	json_t *out;
 	bool refused;
 	char err[1024];
@@ -354,6 +376,8 @@ void pal_api__h_shadow_set(call *c)
 	pal_scope sc;
 	const char *why;
 	if (!body_scope(c, &sc) || !pal_api__reason(c, false, &why))
+		return;
+	if (!boundary_nodes_ok(c, &sc, "shadow"))
 		return;
 	json_t *out;
 	char err[1024];

@@ -104,7 +104,10 @@ static void usage_shadow_set(FILE *fp)
 	    "hand those to the old system instead, use `palisade rollback`, which lists\n"
 	    "what the old system takes over.\n"
 	    "`shadow list`: every scope in shadow with its cut-over steps.  Audited.\n"
-	    "Exit: 0 done, 3 no such job, 64 usage, 69 database unreachable.\n");
+	    "A scope holding a job with spread or jitter (or following one) is refused\n"
+	    "while a node older than schema 45 is live (read from ZooKeeper, as apply).\n"
+	    "Exit: 0 done, 3 no such job, 4 refused (older nodes live), 64 usage,\n"
+	    "69 database or ZooKeeper unreachable.\n");
 }
 
 /* shadow list's rows (pal_store_shadow_list_json()'s) as JSON or a table */
@@ -170,7 +173,19 @@ static void print_set(const pal_cli_common *c, json_t *o)
 struct shadow_args {
 	const pal_scope *sc;
 	const char *reason;
+	const pal_cli_common *c;
 };
+
+/* pal_boundary_check_nodes() for CMD over SC, its answer as the codes
+ * pal_cli_exit_code() reads: PAL_ESTALE (exit 4) for older nodes live,
+ * PAL_EDB (exit 69) when they cannot be read. */
+static int check_nodes(const pal_cli_common *c, pal_store *st, const pal_scope *sc,
+		       const char *cmd, char *err, size_t errlen)
+{
+	int rc = pal_boundary_check_nodes(st, sc, cmd, pal__cli_zk(c), pal__cli_config_zk_root(c),
+					  pal__cli_config_cluster(c), err, errlen);
+	return rc == PAL_EBUSY ? PAL_ESTALE : rc == PAL_EZK ? PAL_EDB : rc;
+}
 
 /* The answer of shadow through the API (--server; the list, every page of
  * it) into *O; the exit code. */
@@ -190,7 +205,10 @@ static int shadow_call(pal_store *st, const void *ctx, json_t **o, char *err, si
 	const struct shadow_args *a = ctx;
 	if (!a->sc)
 		return pal_store_shadow_list_json(st, o, err, errlen);
-	return pal_store_shadow_set_json(st, a->sc, pal_cli_actor(), a->reason, o, err, errlen);
+	int rc = check_nodes(a->c, st, a->sc, "shadow", err, errlen);
+	return rc ? rc
+		  : pal_store_shadow_set_json(st, a->sc, pal_cli_actor(), a->reason, o, err,
+					      errlen);
 }
 
 int pal__cli_shadow_set(int argc, char **argv)
@@ -209,7 +227,7 @@ int pal__cli_shadow_set(int argc, char **argv)
 		return PAL_EXIT_USAGE;
 	}
 	pal_cli_common c = a.c;
-	struct shadow_args sa = {list ? NULL : &a.sc, a.reason};
+	struct shadow_args sa = {list ? NULL : &a.sc, a.reason, &c};
 	json_t *o;
 	ec = pal_cli_server(&c) ? shadow_remote(&c, &sa, &o)
 				: pal_cli_store_call(&c, "shadow", shadow_call, &sa, &o);
@@ -271,9 +289,11 @@ static void usage_cutover(FILE *fp)
 		"It lists the jobs it makes live, one per line (made_live): take them out of\n"
 		"the old system at --at.  --dry-run checks the stop lines and answers what the\n"
 		"step would do, changing nothing (no audit row).\n"
+		"A scope holding a job with spread or jitter (or following one) is refused\n"
+		"while a node older than schema 45 is live (read from ZooKeeper, as apply).\n"
 		"Exit: 0 done, 3 no such job or nothing in shadow, 4 a stop line is crossed (each\n"
-		"named), 64 usage (a narrowing step, --at in the past or before the latest\n"
-		"step), 69 database unreachable.\n");
+		"named) or older nodes are live, 64 usage (a narrowing step, --at in the past\n"
+		"or before the latest step), 69 database or ZooKeeper unreachable.\n");
 }
 
 /* cutover's own options */
@@ -361,8 +381,10 @@ int pal_cmd_cutover(int argc, char **argv)
 		if ((ec = pal_cli_connect(&c, false, &st)))
 			return ec;
 		char err[1024];
-		int rc = pal_cutover_step(st, &rq, pal_cli_actor(), reason, &ans, &refused, err,
-					  sizeof err);
+		int rc = check_nodes(&c, st, &sc, "cutover", err, sizeof err);
+		if (!rc)
+			rc = pal_cutover_step(st, &rq, pal_cli_actor(), reason, &ans, &refused, err,
+					      sizeof err);
 		pal_store_close(st);
 		if (rc) {
 			pal_cli_err("cutover", "%s", err);
@@ -423,7 +445,10 @@ static void usage_rollback(FILE *fp)
 	    "trigger up to AT with its instant, idempotency key and last outcome\n"
 	    "(unknown outcomes flagged): the old system takes over exactly those, with\n"
 	    "the same business keys, and every instant after AT.  Audited.\n"
-	    "Exit: 0 done, 3 no such job, 64 usage, 69 database unreachable.\n");
+	    "A scope holding a job with spread or jitter (or following one) is refused\n"
+	    "while a node older than schema 45 is live (read from ZooKeeper, as apply).\n"
+	    "Exit: 0 done, 3 no such job, 4 refused (older nodes live), 64 usage,\n"
+	    "69 database or ZooKeeper unreachable.\n");
 }
 
 static int rollback_opt(void *ctx, const char *cmd, int opt, const char *arg)
@@ -437,13 +462,16 @@ struct rollback_args {
 	const pal_scope *sc;
 	const char *reason;
 	int64_t wait_ms;
+	const pal_cli_common *c;
 };
 
 static int rollback_call(pal_store *st, const void *ctx, json_t **o, char *err, size_t errlen)
 {
 	const struct rollback_args *a = ctx;
-	return pal_store_rollback_json(st, a->sc, pal_cli_actor(), a->reason, a->wait_ms, o, err,
-				       errlen);
+	int rc = check_nodes(a->c, st, a->sc, "rollback", err, errlen);
+	return rc ? rc
+		  : pal_store_rollback_json(st, a->sc, pal_cli_actor(), a->reason, a->wait_ms, o,
+					    err, errlen);
 }
 
 int pal_cmd_rollback(int argc, char **argv)
@@ -466,7 +494,7 @@ int pal_cmd_rollback(int argc, char **argv)
 			 pal_cli_remote_send(&c, "rollback", "POST", "/api/v1/rollback", body, &o)))
 			return ec;
 	} else {
-		struct rollback_args ra = {&sc, reason, wait_ms};
+		struct rollback_args ra = {&sc, reason, wait_ms, &c};
 		if ((ec = pal_cli_store_call(&c, "rollback", rollback_call, &ra, &o)))
 			return ec;
 	}

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include "palisade/coord.h"
 #include "palisade/cutover.h"
 #include "palisade/shadow.h"
 #include "palisade/timefmt.h"
@@ -186,4 +187,39 @@ int pal_cutover_step(pal_store *st, const pal_cutover_req *rq, const char *actor
 			 res.split, "dry_run", rq->dry_run);
 	split_chains_seen(rq->who, *out);
 	return PAL_OK;
+}
+
+int pal_boundary_check_nodes(pal_store *st, const pal_scope *sc, const char *cmd,
+			     const char *zk, const char *root, const char *cluster, char *msg,
+			     size_t len)
+{
+	char job[256], scope[200], err[512], who[1024];
+	int rc = pal_store_scope_moving_job(st, sc, job, sizeof job, msg, len);
+	if (rc || !*job)
+		return rc;
+	pal_scope_format(sc, scope, sizeof scope);
+	json_t *older = NULL;
+	rc = zk && *zk ? pal_coord_older_nodes(zk, root, cluster, 5000, PAL_BOUNDARY_MIN_SCHEMA,
+					       &older, err, sizeof err)
+		       : PAL_EZK;
+	if (rc) {
+		snprintf(msg, len,
+			 "%s of %s judges the nominal instants of %s (spread or jitter), which "
+			 "nodes older than schema %d do not write, and the live nodes cannot be "
+			 "read (%s): run it once ZooKeeper answers; nothing changed",
+			 cmd, scope, job, PAL_BOUNDARY_MIN_SCHEMA,
+			 zk && *zk ? err : "no ZooKeeper connect string is known");
+		return PAL_EZK;
+	}
+	size_t n = json_array_size(older);
+	if (n)
+		snprintf(msg, len,
+			 "%s of %s judges the nominal instants of %s (spread or jitter), which "
+			 "nodes older than schema %d neither write nor plan by (docs/migrating.md, "
+			 "\"Spread and jitter at a boundary\"); live node%s older than that: %s; run "
+			 "it once every node runs a release of schema %d or later; nothing changed",
+			 cmd, scope, job, PAL_BOUNDARY_MIN_SCHEMA, n == 1 ? "" : "s",
+			 pal_coord_describe_nodes(older, who, sizeof who), PAL_BOUNDARY_MIN_SCHEMA);
+	json_decref(older);
+	return n ? PAL_EBUSY : PAL_OK;
 }

@@ -26,6 +26,12 @@
 /* "global", "job", "group" or "tenant": the kind as IN_SCOPE reads it. */
 const char *pal__ops_scope_kind(pal_scope_kind k);
 
+/* Give the open schedule triggers of the scope (KIND as IN_SCOPE reads
+ * it, NAME) that a node wrote without nominal_at (0.3.0) for a version
+ * with spread or jitter their nominal instant (src/store/nominal.c);
+ * *FILLED: how many. */
+PAL_MUST_CHECK int pal__store_fill_nominal_scope(pal_store *st, const char *kind, const char *name,
+						 int64_t *filled, char *err, size_t errlen);
 /* Decimal text of V into BUF. */
 void pal__ops_i64s(char *buf, size_t len, int64_t v);
 /* The int64 in row ROW, column COL of R. */

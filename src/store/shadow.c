@@ -42,7 +42,7 @@
 
 /* Lock both tables for the transaction; PAL_ENOENT when SC names a job
  * that does not exist. */
-static int lock_shadow(pal_store *st, const pal_scope *sc, char *err, size_t errlen)
+static int lock_tables(pal_store *st, const pal_scope *sc, char *err, size_t errlen)
 {
 	if (pal__store_exec(st, "SET LOCAL lock_timeout = '" LOCK_TIMEOUT "'", err, errlen))
 		return PAL_EDB;
@@ -58,6 +58,19 @@ static int lock_shadow(pal_store *st, const pal_scope *sc, char *err, size_t err
 		return PAL_EDB;
 	}
 	return sc->kind == PAL_SCOPE_JOB ? pal__ops_job_exists(st, sc->name, err, errlen) : PAL_OK;
+}
+
+/* lock_tables(), then the scope's triggers that a 0.3.0 node planned for a
+ * job with spread or jitter get their nominal instant (it writes none):
+ * every judge below reads NOM, the instant the old system fires.  Under
+ * the lock, so no planning insert adds one meanwhile. */
+static int lock_shadow(pal_store *st, const pal_scope *sc, char *err, size_t errlen)
+{
+	int64_t filled;
+	int rc = lock_tables(st, sc, err, errlen);
+	return rc ? rc
+		  : pal__store_fill_nominal_scope(st, pal__ops_scope_kind(sc->kind), sc->name,
+						  &filled, err, errlen);
 }
 
 static int audit(pal_store *st, const char *actor, const char *action, const char *scope,
@@ -352,7 +365,7 @@ int pal_store_shadow_spec(pal_store *st, const json_t *ids, const json_t *live, 
 	if (!json_array_size(ids))
 		return PAL_OK;
 	pal_scope any = {PAL_SCOPE_GLOBAL, NULL};
-	int rc = lock_shadow(st, &any, err, errlen);
+	int rc = lock_tables(st, &any, err, errlen);
 	if (rc)
 		return rc;
 	char *list = json_dumps(ids, JSON_COMPACT);
@@ -385,7 +398,10 @@ int pal_store_shadow_spec(pal_store *st, const json_t *ids, const json_t *live, 
 	json_t *id;
 	json_array_foreach(added, i, id)
 	{
-		if ((rc = shadow_pending(st, "job", json_string_value(id), NULL, err, errlen)))
+		int64_t filled;
+		if ((rc = pal__store_fill_nominal_scope(st, "job", json_string_value(id), &filled,
+							err, errlen)) ||
+		    (rc = shadow_pending(st, "job", json_string_value(id), NULL, err, errlen)))
 			return rc;
 	}
 	return spec_covered(st, added, covered, err, errlen);
