@@ -308,11 +308,13 @@ int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int
 			 request_id, job_id);
 		return PAL_EINVAL;
 	}
+	/* the unknown outcomes still kept before the horizon: a refusal for
+	 * those names them, with their tickets */
 	if ((rc = check_remembered(st, job_id, request_id, new_effect, res, err, errlen)) ||
-	    (!unrun_only && !new_effect &&
-	     (rc = check_horizon(st, job_id, &pl, res, err, errlen))) ||
 	    (rc = check_unknown(st, job_id, from, to, &pl, request_id, new_effect, res, err,
-				errlen))) {
+				errlen)) ||
+	    (!unrun_only && !new_effect &&
+	     (rc = check_horizon(st, job_id, &pl, res, err, errlen)))) {
 		pal_backfill_plan_clear(&pl);
 		return rc;
 	}

@@ -85,24 +85,8 @@ static int check_run(pal_store *st, const run_ctx *c, char *err, size_t errlen)
 		return PAL_OK;
 	char ts[32];
 	pal_fmt_rfc3339(c->at, ts, sizeof ts);
-	/* before the retention horizon the instant's triggers may have gone
-	 * with their range: an unknown outcome there can no longer be seen */
-	int64_t h;
-	if ((rc = pal__ops_horizon(st, &h, err, errlen)))
-		return rc;
-	if (c->at < h) {
-		char hs[32];
-		pal_fmt_rfc3339(h, hs, sizeof hs);
-		snprintf(res->refused, sizeof res->refused, "unknown-outcome");
-		snprintf(err, errlen,
-			 "job %s at %s: the instant is before the retention horizon %s (the "
-			 "triggers before it may have been dropped), so an earlier trigger's "
-			 "unknown outcome cannot be ruled out; nothing was written; hint: "
-			 "--new-effect (API \"new_effect\": true) to run it knowing it may be a "
-			 "second effect",
-			 c->job_id, ts, hs);
-		return PAL_ESTALE;
-	}
+	/* first the unknown outcomes palisade still has: the refusal names
+	 * them, whatever the horizon */
 	json_t *unk = NULL;
 	rc = pal_store_unknown_at(st, c->job_id, c->at, &unk, err, errlen);
 	if (rc)
@@ -121,6 +105,25 @@ static int check_run(pal_store *st, const run_ctx *c, char *err, size_t errlen)
 			 "job %s at %s: %zu earlier trigger(s) with an unknown outcome; nothing was "
 			 "written; hint: resolve the ticket (retry keeps the key), or --new-effect",
 			 c->job_id, ts, n);
+		return PAL_ESTALE;
+	}
+	/* before the retention horizon the instant's triggers may have gone
+	 * with their range: an unknown outcome there can no longer be seen
+	 * (one still kept is named above, with its ticket) */
+	int64_t h;
+	if ((rc = pal__ops_horizon(st, &h, err, errlen)))
+		return rc;
+	if (c->at < h) {
+		char hs[32];
+		pal_fmt_rfc3339(h, hs, sizeof hs);
+		snprintf(res->refused, sizeof res->refused, "unknown-outcome");
+		snprintf(err, errlen,
+			 "job %s at %s: the instant is before the retention horizon %s (the "
+			 "triggers before it may have been dropped), so an earlier trigger's "
+			 "unknown outcome cannot be ruled out; nothing was written; hint: "
+			 "--new-effect (API \"new_effect\": true) to run it knowing it may be a "
+			 "second effect",
+			 c->job_id, ts, hs);
 		return PAL_ESTALE;
 	}
 	/* the scheduler's own trigger at that instant, not run yet: it will be
