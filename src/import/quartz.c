@@ -181,14 +181,19 @@ static char *reduced_id(const char *group, const char *name)
  * triggers never share an id: a reduction stands for one key only, a hashed
  * id carries a '_', which no reduction holds, and a hash of the exact key.
  * No key ever takes the id another key had: a reduction that a second key
- * comes to share is left by both.  True when the id carries a hash.
+ * comes to share is left by both.  ROOM: the bytes the id may take (128, a
+ * job id's, less a --prefix and its '.'): a reduction longer than that
+ * takes the hashed form too, whose two parts are cut to fit.  True when
+ * the id carries a hash.
  */
-static bool trigger_id(GString *id, const char *group, const char *name, GHashTable *reduced)
+static bool trigger_id(GString *id, const char *group, const char *name, GHashTable *reduced,
+		       size_t room)
 {
 	char hex[65], *gs, *ns, *r = reduced_id(group, name);
 	GString *key;
+	size_t part = room > 10 ? (room - 10) / 2 : 1; /* '.', '_' and 8 hex digits */
 
-	if (GPOINTER_TO_UINT(g_hash_table_lookup(reduced, r)) == 1) {
+	if (GPOINTER_TO_UINT(g_hash_table_lookup(reduced, r)) == 1 && strlen(r) <= room) {
 		g_string_assign(id, r);
 		g_free(r);
 		return false;
@@ -198,8 +203,8 @@ static bool trigger_id(GString *id, const char *group, const char *name, GHashTa
 	g_string_append_c(key, '\0');
 	g_string_append(key, name);
 	pal_sha256_hex(key->str, key->len, hex);
-	gs = pal__import_slug(group, 59);
-	ns = pal__import_slug(name, 59);
+	gs = pal__import_slug(group, part < 59 ? part : 59);
+	ns = pal__import_slug(name, part < 59 ? part : 59);
 	g_string_printf(id, "%s.%s_%.8s", *gs ? gs : "default", *ns ? ns : "trigger", hex);
 	g_free(gs);
 	g_free(ns);
@@ -272,7 +277,8 @@ static void trigger(qrow *q, const pal_quartz_trigger *t, const pal_import_opts 
 		   : misfire(q, t->misfire_instr);
 	if (m && strcmp(m, "fire_once"))
 		j.misfire = strcpy(mis, m);
-	hashed = trigger_id(id, t->trigger_group, t->trigger_name, reduced);
+	hashed = trigger_id(id, t->trigger_group, t->trigger_name, reduced,
+			    128 - (o->prefix ? strlen(o->prefix) + 1 : 0));
 	/* --prefix (the scheduler) before it tells two schedulers' triggers of
 	 * one key apart, and gives `apply --prune-prefix` this import's jobs */
 	if (o->prefix) {

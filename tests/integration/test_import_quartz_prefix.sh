@@ -61,16 +61,33 @@ expect_eq "sched-b.default.weekly retired" 1 "$(sql "select count(*) from jobs w
 
 expect_exit "a dotted --prefix: refused" 64 q --sched-name reports --prefix sched.a
 expect_match "... one segment" "one segment, without '.'" "$OUT"
-# a key whose reduction is 121 bytes: with a prefix of 7 over the 128 of a job id
+# a key whose reduction is 121 bytes: with a prefix of 7 over the 128 of a
+# job id, so it takes the hashed form, its parts cut to fit
 G=$(printf 'g%.0s' $(seq 60)); N=$(printf 'n%.0s' $(seq 60))
 sql "INSERT INTO qrtz_job_details VALUES ('long', 'report', 'DEFAULT', NULL, 'com.example.jobs.ReportJob', true, false, false, false, NULL);
      INSERT INTO qrtz_triggers (sched_name, trigger_name, trigger_group, job_name, job_group, priority,
                                 trigger_state, trigger_type, start_time, end_time, calendar_name, misfire_instr, job_data) VALUES
       ('long', '$N', '$G', 'report', 'DEFAULT', 5, 'WAITING', 'CRON', 1767225600000, 0, NULL, 2, NULL);
      INSERT INTO qrtz_cron_triggers VALUES ('long', '$N', '$G', '0 0 6 * * ?', 'UTC')" >/dev/null
-OUT=$(q --sched-name long --prefix sched-l 2>&1 >/dev/null)
-expect_eq "an id over 128 bytes with the prefix: exit 2" 2 $?
-expect_match "... not translated, named with the hint" "^qrtz_triggers:long/$G/$N: not translated: id sched-l\.$G\.$N: 129 bytes with --prefix sched-l, over the 128 of a job id; hint: a shorter --prefix" "$OUT"
+ids() { awk -F'"' '/- id:/ {print $2}'; }
+ID=$(q --sched-name long --prefix sched-l 2>/dev/null | ids)
+expect_match "a reduction over 128 bytes with the prefix: translated, hashed, cut to fit" \
+	'^sched-l\.g{55}\.n{55}_[0-9a-f]{8}$' "$ID"
 OUT=$(q --sched-name long 2>/dev/null)
 expect_eq "... without the prefix: translated" 0 $?
+# two keys that reduce alike, group and names of 70: hashed ids of 128
+# bytes without a prefix; with one, still both, cut to fit
+G=$(printf 'G%.0s' $(seq 70)); N1=$(printf 'N%.0s' $(seq 70)); N2=$(printf 'n%.0s' $(seq 70))
+sql "INSERT INTO qrtz_job_details VALUES ('hashed', 'exp', '$G', NULL, 'com.example.ExportJob', true, false, false, false, NULL);
+     INSERT INTO qrtz_triggers (sched_name, trigger_name, trigger_group, job_name, job_group, priority,
+                                trigger_state, trigger_type, start_time, end_time, calendar_name, misfire_instr, job_data) VALUES
+      ('hashed', '$N1', '$G', 'exp', '$G', 5, 'WAITING', 'CRON', 1767225600000, 0, NULL, 2, NULL),
+      ('hashed', '$N2', '$G', 'exp', '$G', 5, 'WAITING', 'CRON', 1767225600000, 0, NULL, 2, NULL);
+     INSERT INTO qrtz_cron_triggers VALUES
+      ('hashed', '$N1', '$G', '0 30 6 * * ?', 'UTC'), ('hashed', '$N2', '$G', '0 0 8 * * ?', 'UTC');" >/dev/null
+NOP=$(q --sched-name hashed 2>/dev/null | ids)
+expect_eq "hashed ids without --prefix: two of 128 bytes" "128 128" "$(for i in $NOP; do printf '%s\n' ${#i}; done | paste -sd' ')"
+WP=$(q --sched-name hashed --prefix x 2>/dev/null | ids)
+expect_eq "... with --prefix x: both translated, distinct, at most 128 bytes" "2 2 1" \
+	"$(echo "$WP" | grep -c .) $(echo "$WP" | sort -u | grep -c .) $(for i in $WP; do [ ${#i} -le 128 ] && echo ok; done | sort -u | grep -c ok)"
 finish
