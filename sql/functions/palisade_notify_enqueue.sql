@@ -13,7 +13,8 @@
 -- sees one id per event however often it is delivered.  The secret column
 -- keeps the entry's ${NAME} reference; the delivering executor resolves
 -- it.  Callers that know the job has no notify (the executor's result
--- commit of a version without it) never call it.
+-- commit of a version without it, when the job's latest version has none
+-- either or the result is a success) never call it.
 CREATE OR REPLACE FUNCTION palisade_notify_enqueue(p_job text, p_version integer, p_event text, p_key text, p_data jsonb)
  RETURNS integer
  LANGUAGE plpgsql

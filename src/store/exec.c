@@ -386,8 +386,8 @@ size_t pal__id_refs_find(const pal_id_ref *refs, size_t n, int64_t id)
 #define FIRST_ENDS FIRST_SET("CASE WHEN u.st = 'pending' THEN 'deferred' ELSE u.st END")
 #define FIRST_ENDS_FENCED FIRST_SET("'fenced'")
 
-/* The statement's CTEs up to fl; RET: what upd returns (the notify
- * variant needs more of the trigger). */
+/* The statement's CTEs up to fl; RET: what upd returns (nt, below,
+ * needs more of the trigger than the final SELECT). */
 /* tests/integration/test_after.sh finds this statement waiting in
  * pg_stat_activity by the alias list of u (the first 1 KiB of its text). */
 #define COMMIT_CTES(RET) \
@@ -512,26 +512,46 @@ size_t pal__id_refs_find(const pal_id_ref *refs, size_t n, int64_t id)
 	" fl AS (SELECT count(nextval('palisade_fence')) AS n FROM generate_series(1," \
 	"   least(100000, $13::bigint - (SELECT last_value FROM palisade_fence))))"
 
-#define COMMIT_RET " RETURNING t.id, t.fence, t.state, t.job_id, t.scheduled_at"
+#define COMMIT_RET                                                                                 \
+	" RETURNING t.id, t.fence, t.state, t.job_id, t.scheduled_at,"                             \
+	" t.version, t.partition, t.attempt_count, t.last_error_class"
 #define COMMIT_SELECT " SELECT id, state FROM upd UNION ALL SELECT -1, NULL FROM fl WHERE fl.n > 0"
 
-static const char SQL_COMMIT[] = COMMIT_CTES(COMMIT_RET) COMMIT_SELECT;
+/* nt: the notifications of the batch's results, queued in the same
+ * transaction by palisade_notify_result(), in job order (its notify_state
+ * rows are locked in one order by every commit); referenced by the final
+ * SELECT so that it runs, no row of it returned.  WHICH selects the
+ * results from upd.  A result whose trigger's version has `notify:` ($21
+ * in SQL_COMMIT_NOTIFY) is always asked for.  One whose version has none
+ * is asked for when it is failed or manual and the job's latest version,
+ * another one (an apply gave the job entries while the trigger ran or
+ * waited), has `notify:`: the receivers are the latest version's
+ * (palisade_notify_enqueue), so a failure that ends after the apply
+ * reaches them.  That costs two lookups by key per failed or manual
+ * result of a job without notify, in subplans (the result connection has
+ * enable_nestloop off: a join would read all of jobs), and nothing per
+ * succeeded one: a success of a trigger of an earlier version is of an
+ * instant before the switch, which clears no mark a later failure set
+ * (docs/protocol.md, "Notifications"). */
+#define NOTIFY_LATEST                                                                              \
+	"CASE WHEN upd.state IN ('failed', 'manual') THEN (SELECT v.spec ? 'notify'"               \
+	"   FROM job_versions v WHERE v.job_id = upd.job_id AND v.version <> upd.version"          \
+	"   AND v.version = (SELECT j.latest_version FROM jobs j WHERE j.job_id = upd.job_id))"    \
+	" END IS TRUE"
+#define COMMIT_NT(WHICH)                                                                           \
+	", nt AS MATERIALIZED (SELECT palisade_notify_result(x.job_id, x.version, x.id, x.fence,"  \
+	"   x.scheduled_at, x.partition, x.state, x.last_error_class, x.attempt_count) AS n"       \
+	"   FROM (SELECT upd.* FROM " WHICH                                                        \
+	" ORDER BY upd.job_id, upd.id OFFSET 0) x)" COMMIT_SELECT                                  \
+	" UNION ALL SELECT -2, NULL FROM nt WHERE nt.n < 0"
+
+static const char SQL_COMMIT[] = COMMIT_CTES(COMMIT_RET) COMMIT_NT("upd WHERE " NOTIFY_LATEST);
 
 /* The same commit for a batch with results of jobs that have `notify:`
- * ($21: per result, whether its job has).  Their notifications are queued
- * in the same transaction by palisade_notify_result(), in job order (its
- * notify_state rows are locked in one order by every commit).  nt is
- * referenced by the final SELECT so that it runs; no row of it is
- * returned.  Batches without such jobs use SQL_COMMIT, which has no nt:
- * a job without notify costs nothing. */
-static const char SQL_COMMIT_NOTIFY[] =
-	COMMIT_CTES(COMMIT_RET ", t.version, t.partition, t.attempt_count,"
-		    " t.last_error_class")
-	", nt AS MATERIALIZED (SELECT palisade_notify_result(x.job_id, x.version, x.id, x.fence,"
-	"   x.scheduled_at, x.partition, x.state, x.last_error_class, x.attempt_count) AS n"
-	"   FROM (SELECT upd.* FROM upd JOIN unnest($2::bigint[], $21::boolean[]) AS f(fence, ntf)"
-	"     ON f.fence = upd.fence AND f.ntf ORDER BY upd.job_id, upd.id OFFSET 0) x)"
-	COMMIT_SELECT " UNION ALL SELECT -2, NULL FROM nt WHERE nt.n < 0";
+ * ($21: per result, whether its trigger's version has). */
+static const char SQL_COMMIT_NOTIFY[] = COMMIT_CTES(COMMIT_RET)
+    COMMIT_NT("upd JOIN unnest($2::bigint[], $21::boolean[]) AS f(fence, ntf)"
+	      " ON f.fence = upd.fence WHERE f.ntf OR " NOTIFY_LATEST);
 
 int pal_store_prepare_commits(pal_store *st, char *err, size_t errlen)
 {

@@ -1,0 +1,52 @@
+# tests/integration/notify_lib.sh - helpers of the notify tests that follow
+# a job's receivers across applies (test_notify_latest_receiver.sh),
+# sourced after lib.sh, cluster.sh and the
+# test's guarantee: a fresh database (it_ and the test's name without
+# test_), migrated; the one-node config (controller and executor, fast
+# delivery), HOOK_SECRET,
+# webhook receivers and the job's service on free ports (stopped at exit),
+# and readers of what they got.
+_nl_name=$(basename "$0" .sh)
+fresh_db "it_${_nl_name#test_}"
+"$PAL" migrate >/dev/null
+PIDS=
+trap 'stop_all_nodes; for p in $PIDS; do kill "$p" 2>/dev/null; done' EXIT
+export HOOK_SECRET="whsec_$(head -c 24 /dev/urandom | base64)"
+write_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}" "notify: {interval: 200ms, backoff_max: 1s}"
+sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+T_PORT=$(free_port) # the jobs' service (receiver T)
+
+# receiver NAME PORT [FAIL_FOR]: a webhook receiver on PORT logging to
+# $NODE_DIR/NAME.jsonl, answering 500 for FAIL_FOR seconds from now, then
+# 200; T0 is set to now.
+receiver() {
+	python3 tests/integration/webhook_receiver.py --port "$2" --log "$NODE_DIR/$1.jsonl" --fail-for "${3:-0}" &
+	PIDS="$PIDS $!"
+	T0=$(date +%s)
+}
+
+# notify_job ID TENANT [RETRY]: a jobs entry calling receiver T, run only
+# by `palisade trigger`.
+notify_job() {
+	cat <<YAML
+  - id: $1
+    tenant: $2
+    schedule: {cron: "0 0 0 1 1 ? 2099"}
+    target: {url: "http://127.0.0.1:$T_PORT/x", timeout: 2s}
+    retry: ${3:-{max_attempts: 1\}}
+YAML
+}
+
+# states JOB: the states of JOB's triggers, in instant order.
+states() { sql "select coalesce(string_agg(state, ',' order by scheduled_at), '') from trigger_jobs where job_id = '$1'"; }
+
+# got NAME: the events receiver NAME answered 200 to, in order.
+got() {
+	python3 -c 'import json,sys; print(" ".join(r["event"] for r in map(json.loads, open(sys.argv[1])) if r["status"] == 200))' "$NODE_DIR/$1.jsonl" 2>/dev/null
+}
+
+# until_t0 S: sleeps until S seconds after T0.
+until_t0() {
+	local w=$((T0 + $1 - $(date +%s)))
+	if [ "$w" -gt 0 ]; then sleep "$w"; fi
+}
