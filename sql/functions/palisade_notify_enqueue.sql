@@ -1,5 +1,7 @@
--- palisade_notify_enqueue(job, version, event, key, data): the one door of
--- the notification outbox.  Inserts one row per `notify:` entry of the
+-- palisade_notify_enqueue(job, version, event, key, data): the door of the
+-- notification outbox for a state change (the other writer is the apply
+-- that tells a receiver it adds of the job's failure: src/store/apply.c,
+-- TELL_SQL).  Inserts one row per `notify:` entry of the
 -- job's latest version (jobs.latest_version: what apply stored last) whose
 -- `on` lists EVENT, and returns how many it inserted.  VERSION is the
 -- version the event is of (a trigger's, a misfire row's): it goes into the

@@ -103,6 +103,12 @@ struct pal_apply {
 	/* the jobs its takeover sweeps cut (takeover_sweep), handed to the
 	 * store at the commit for pal_store_apply_settle */
 	struct pal__takeover *tk;
+	/* the existing jobs it gave a version with an entry listing failed
+	 * or manual, and those versions: told of a failure at the commit
+	 * (TELL_SQL) */
+	pal_pgarr told_ids, told_vers;
+	size_t n_told;
+	bool unmarks; /* it gave an existing job a version listing neither */
 };
 
 void pal__takeover_free(struct pal__takeover *t)
@@ -136,6 +142,10 @@ static void apply_free(pal_apply *a)
 		g_hash_table_destroy(a->rule_scopes);
 	rules_free(a->rules, a->n_rules);
 	pal__takeover_free(a->tk);
+	if (a->n_told) {
+		g_free(pal__pgarr_end(&a->told_ids));
+		g_free(pal__pgarr_end(&a->told_vers));
+	}
 	free(a->actor);
 	free(a->reason);
 	free(a);
@@ -248,9 +258,79 @@ void pal_store_apply_abort(pal_apply *a)
 	apply_free(a);
 }
 
+/* The last statement before the commit, for the existing jobs the apply
+ * gave a version listing failed or manual ($1, $2: each job's versions
+ * stored here; a job versioned twice is judged by its last against the
+ * one before the apply): a job marked failing (notify_state) tells the
+ * failure to each url its new version makes a receiver of it, so that the
+ * `recovered` that url gets later follows a failure it heard of
+ * (docs/protocol.md, "A receiver added while the job is failing").  An
+ * entry that lists the mark's event where the version before the apply
+ * had no entry of that url listing it gets the event now.  The mark's
+ * event is the state of the trigger of its latest failed instant
+ * (notify_parts), `manual` while it waits for a person, else `failed`.
+ * The marks are locked (mk, in job order as the result commits lock
+ * them), so a commit clearing one meanwhile is waited for and no failure
+ * is told after its `recovered`; run last, so that a result committed
+ * during the apply, which queued its events for the version before, has
+ * marked the job by then.  LOCK skips the marks a commit holds when the
+ * apply ended a mark (statement 4a, ms and mp): a commit may be waiting
+ * for those rows while it holds another job's mark, and waiting for it
+ * here would deadlock. */
+#define TELL_SQL(LOCK)                                                                             \
+	"WITH u AS (SELECT id, max(v) AS v, min(v) - 1 AS ov"                                      \
+	"   FROM unnest($1::text[], $2::int[]) AS u(id, v) GROUP BY id),"                          \
+	" mk AS (SELECT s.job_id, s.failed_since FROM notify_state s"                              \
+	"   WHERE s.job_id = ANY ($1::text[]) AND s.failed_since IS NOT NULL"                      \
+	"   ORDER BY s.job_id FOR UPDATE OF s" LOCK "),"                                           \
+	" fe AS (SELECT u.id, u.v, u.ov, nv.spec->'notify' AS ne, k.failed_since, p.partition,"    \
+	"   p.failed_at, t.id AS tid, t.version AS tv, t.last_error_class, t.attempt_count,"       \
+	"   CASE WHEN t.state = 'manual' THEN 'manual' ELSE 'failed' END AS ev"                    \
+	"   FROM mk k JOIN u ON u.id = k.job_id"                                                   \
+	"   JOIN job_versions nv ON nv.job_id = u.id AND nv.version = u.v"                         \
+	"   LEFT JOIN LATERAL (SELECT q.partition, q.failed_at FROM notify_parts q"                \
+	"     WHERE q.job_id = u.id ORDER BY q.failed_at DESC, q.partition LIMIT 1) p ON true"     \
+	"   LEFT JOIN LATERAL (SELECT x.* FROM triggers x WHERE x.job_id = u.id"                   \
+	"     AND x.scheduled_at = p.failed_at AND x.partition = p.partition"                      \
+	"     ORDER BY x.state IN ('failed', 'manual') DESC, x.id DESC LIMIT 1) t ON true"         \
+	"   WHERE jsonb_typeof(nv.spec->'notify') = 'array')"                                      \
+	" INSERT INTO notifications (webhook_id, job_id, event, url, secret, payload)"             \
+	" SELECT 'msg_failing' || md5(f.id || '/' || f.v) || '_' || (e.ord - 1), f.id, f.ev,"      \
+	"   e.entry->>'url', e.entry->>'secret',"                                                  \
+	"   jsonb_build_object('type', 'palisade.job.' || f.ev, 'timestamp',"                      \
+	"     to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),"    \
+	"     'data', jsonb_build_object('event', f.ev, 'job', f.id,"                              \
+	"       'version', coalesce(f.tv, f.ov), 'console', '/console/job?id=' || f.id,"           \
+	"       'trigger', f.tid, 'partition', f.partition, 'scheduled_at',"                       \
+	"       to_char(f.failed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),"        \
+	"       'state', f.ev, 'error_class', f.last_error_class, 'attempts', f.attempt_count,"    \
+	"       'failed_since',"                                                                   \
+	"       to_char(f.failed_since AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')))"    \
+	" FROM fe f CROSS JOIN LATERAL jsonb_array_elements(f.ne) WITH ORDINALITY e(entry, ord)"   \
+	" WHERE e.entry->'on' ? f.ev AND NOT EXISTS (SELECT 1 FROM job_versions o"                 \
+	"   CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(o.spec->'notify')"      \
+	"     = 'array' THEN o.spec->'notify' END) AS oe(entry)"                                   \
+	"   WHERE o.job_id = f.id AND o.version = f.ov"                                            \
+	"   AND oe.entry->>'url' = e.entry->>'url' AND oe.entry->'on' ? f.ev)"                     \
+	" ON CONFLICT (webhook_id) DO NOTHING"
+
+static int tell_failing(pal_apply *a, char *err, size_t errlen)
+{
+	const char *p[2] = {pal__pgarr_end(&a->told_ids), pal__pgarr_end(&a->told_vers)};
+	a->n_told = 0;
+	PGresult *r = pal__store_query(a->st, a->unmarks ? TELL_SQL(" SKIP LOCKED") : TELL_SQL(""),
+				       2, p, err, errlen);
+	PQclear(r);
+	g_free((char *)p[0]);
+	g_free((char *)p[1]);
+	return r ? PAL_OK : PAL_EDB;
+}
+
 int pal_store_apply_commit(pal_apply *a, char *err, size_t errlen)
 {
 	int rc = collect(a, err, errlen);
+	if (!rc && a->n_told)
+		rc = tell_failing(a, err, errlen);
 	if (!rc && pal__store_exec(a->st, "COMMIT", err, errlen))
 		rc = PAL_EDB;
 	if (rc)
@@ -661,7 +741,8 @@ static int move_triggers(pal_apply *a, struct item *it, size_t n, char *err, siz
  * manual ($7 false) ends the job's failure mark (notify_state, then
  * notify_parts, the order palisade_notify_result locks them in), so that
  * a receiver added later gets no `recovered` for a failure it never
- * heard of.  New jobs (fresh) have none of those rows: skipped. */
+ * heard of (a version that keeps it: TELL_SQL, at the commit).
+ * New jobs (fresh) have none of those rows: skipped. */
 #define VERSIONS_META_SQL                                                                          \
 	"WITH u AS (SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[],"           \
 	"   $5::int[], $6::jsonb[], $7::boolean[]) AS u(id, v, te, grp, fresh, ns, mark)),"        \
@@ -1189,7 +1270,18 @@ static int send_versions(pal_apply *a, struct item *it, size_t n, char *err, siz
 		char *ns = notify_urls_json(s);
 		pal__pgarr_text(&arr[NS], ns ? ns : "{}");
 		free(ns);
-		pal__pgarr_text(&arr[MARK], notify_marks(s) ? "t" : "f");
+		bool marks = notify_marks(s);
+		pal__pgarr_text(&arr[MARK], marks ? "t" : "f");
+		a->unmarks |= !marks && !it[i].fresh;
+		if (marks && !it[i].fresh) {
+			if (!a->n_told) {
+				pal__pgarr_init(&a->told_ids);
+				pal__pgarr_init(&a->told_vers);
+			}
+			pal__pgarr_text(&a->told_ids, s->id);
+			pal__pgarr_i64(&a->told_vers, v);
+			a->n_told++;
+		}
 		it[i].res->outcome = it[i].latest ? PAL_APPLY_UPDATED : PAL_APPLY_CREATED;
 		it[i].res->version = v;
 		m++;

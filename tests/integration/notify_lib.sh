@@ -1,6 +1,6 @@
 # tests/integration/notify_lib.sh - helpers of the notify tests that follow
-# a job's receivers across applies (test_notify_latest_receiver.sh),
-# sourced after lib.sh, cluster.sh and the
+# a job's receivers across applies (test_notify_latest_receiver.sh,
+# test_notify_rule_swap.sh), sourced after lib.sh, cluster.sh and the
 # test's guarantee: a fresh database (it_ and the test's name without
 # test_), migrated; the one-node config (controller and executor, fast
 # delivery), HOOK_SECRET,
