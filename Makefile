@@ -262,7 +262,7 @@ ASAN_SKIP := test_trigger_scan_scale test_boundary_nominal_old test_import_move 
 	test_mixed_upgrade test_executor_race test_import_quartz_ids test_after_finished_cancel \
 	test_notify_partition test_notify_expiry test_notify_shadow test_console_next_pending \
 	test_console_many_jobs test_verify_gap test_calendar_oneshot test_notify_rule_removed \
-	test_notify_rule_recovered test_takeover_old_controller \
+	test_notify_rule_recovered test_takeover_old_controller test_takeover_old_apply \
 	test_notify_latest_receiver test_notify_rule_swap
 asan:
 	ASAN_OPTIONS=detect_stack_use_after_return=1:$(ASAN_OPTIONS) PALISADE_IT_SKIP="$(ASAN_SKIP)" \

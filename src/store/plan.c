@@ -771,6 +771,121 @@ static int write_activations(pal_store *st, int64_t epoch, const char *node,
 	return PAL_OK;
 }
 
+/*
+ * The rows an older version planned after the switch point of a version
+ * this tick activates below the shard's watermark (switch_point in
+ * src/controller/planner.c: a one-shot moved, a job changed to or from one,
+ * a version with no instant after its apply), at an instant that version
+ * does not decide: cancelled through the door, one `cancel` audit row per
+ * job.  This release's apply cancels them in its own transaction
+ * (TAKEOVER_* in src/store/apply.c), an apply of 0.3.0 does not: without
+ * this a one-shot moved by a 0.3.0 CLI or API node beside this release's
+ * controller kept its old row pending beside the new one (two effects).
+ * Only up to where the tick decided the job's instants (its new
+ * watermark; in a tick cut short, the last instant it decided for the
+ * job); a row at an instant the tick plans (its insert met the old row:
+ * the old row keeps the plan key and runs it once) or records as a misfire
+ * (missed, excluded: left to the apply's sweep, which drops an excluded
+ * one) stays.  A claimed row is left to finish, and so is a retired job
+ * (its retiring version: `delete` sweeps its rows, and the cause of that
+ * sweep's audit row is what a later apply of the job reads).  The same
+ * cause as the apply's sweep.
+ */
+#define TICK_TAKEOVER_SQL                                                                          \
+	"WITH a AS (SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[], $4::bigint[])"       \
+	"   AS a(j, v, f, u)"                                                                      \
+	"   WHERE to_timestamp(a.f) < (SELECT s.watermark FROM shards s WHERE s.shard_id = $5)"    \
+	"   AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.job_id = a.j"                             \
+	"    AND r.retired_at IS NOT NULL)),"                                                      \
+	" k AS (SELECT * FROM unnest($6::text[], $7::bigint[]) AS k(j, at)),"                      \
+	" x AS (SELECT * FROM unnest($8::text[], $9::bigint[], $10::bigint[]) AS x(j, f, t)),"     \
+	" m AS (SELECT m.job_id, m.id FROM " PAL__TRIGGER_MOVE(                                    \
+	    "SELECT t.id, t.scheduled_at, t.state FROM a JOIN triggers t ON t.job_id = a.j"        \
+	    " AND t.version < a.v AND t.scheduled_at > to_timestamp(a.f)"                          \
+	    " AND t.scheduled_at <= to_timestamp(a.u)"                                             \
+	    " AND t.state IN ('pending', 'paused') AND t.source IN ('schedule', 'catchup')"        \
+	    " WHERE NOT EXISTS (SELECT 1 FROM k WHERE k.j = t.job_id"                              \
+	    "  AND to_timestamp(k.at) = t.scheduled_at)"                                           \
+	    " AND NOT EXISTS (SELECT 1 FROM x WHERE x.j = t.job_id"                                \
+	    "  AND t.scheduled_at BETWEEN to_timestamp(x.f) AND to_timestamp(x.t))",               \
+	    "'cancelled'", "NULL") " m)"                                                           \
+	" INSERT INTO audit_log (actor, action, scope, details)"                                   \
+	" SELECT 'controller:' || $11, 'cancel', 'job:' || m.job_id, jsonb_build_object('cause',"  \
+	"   'a version that takes over at its apply (no instant after it, a one-shot, or a"        \
+	" retired job applied again) replaced the version that planned them; cancelled by the"     \
+	" controller that activated it', 'cancelled', count(*),"                                   \
+	"   'trigger_ids', jsonb_agg(m.id ORDER BY m.id), 'epoch', $12::bigint)"                   \
+	" FROM m GROUP BY m.job_id"
+
+static int write_takeovers(pal_store *st, int shard, int64_t epoch, const char *node,
+			   const pal_plan_batch *b, char *err, size_t errlen)
+{
+	/* each job activated at a version after its first (one with a version
+	 * to replace): where the tick decided its instants up to, the new
+	 * watermark, or in a tick cut short the last instant it decided */
+	GHashTable *act = g_hash_table_new(g_str_hash, g_str_equal);
+	int64_t *upto = malloc((b->n_act + 1) * sizeof *upto);
+	if (!upto) {
+		g_hash_table_destroy(act);
+		snprintf(err, errlen, "out of memory");
+		return PAL_ENOMEM;
+	}
+	for (size_t i = 0; i < b->n_act; i++) {
+		upto[i] = b->complete ? b->watermark : PAL_NO_TIME;
+		if (b->act[i].version > 1)
+			g_hash_table_insert(act, (gpointer)b->act[i].job_id, &upto[i]);
+	}
+	for (size_t i = 0; !b->complete && i < b->n_trig; i++) {
+		int64_t *u = g_hash_table_lookup(act, b->trig[i].job_id);
+		if (u && (*u == PAL_NO_TIME || b->trig[i].at > *u))
+			*u = b->trig[i].at;
+	}
+	for (size_t i = 0; !b->complete && i < b->n_mis; i++) {
+		int64_t *u = g_hash_table_lookup(act, b->mis[i].job_id);
+		if (u && (*u == PAL_NO_TIME || b->mis[i].to > *u))
+			*u = b->mis[i].to;
+	}
+	enum { AJ, AV, AF, AU, KJ, KA, XJ, XF, XT, NA };
+	pal_pgarr a[NA];
+	char *v[NA];
+	arrs_init(a, NA);
+	size_t n = 0;
+	for (size_t i = 0; i < b->n_act; i++) {
+		if (b->act[i].version <= 1 || upto[i] == PAL_NO_TIME)
+			continue;
+		pal__pgarr_text(&a[AJ], b->act[i].job_id);
+		pal__pgarr_i64(&a[AV], b->act[i].version);
+		pal__pgarr_i64(&a[AF], b->act[i].effective_from);
+		pal__pgarr_i64(&a[AU], upto[i]);
+		n++;
+	}
+	for (size_t i = 0; n && i < b->n_trig; i++)
+		if (g_hash_table_contains(act, b->trig[i].job_id)) {
+			pal__pgarr_text(&a[KJ], b->trig[i].job_id);
+			pal__pgarr_i64(&a[KA], b->trig[i].at);
+		}
+	for (size_t i = 0; n && i < b->n_mis; i++)
+		if (g_hash_table_contains(act, b->mis[i].job_id)) {
+			pal__pgarr_text(&a[XJ], b->mis[i].job_id);
+			pal__pgarr_i64(&a[XF], b->mis[i].from);
+			pal__pgarr_i64(&a[XT], b->mis[i].to);
+		}
+	g_hash_table_destroy(act);
+	free(upto);
+	arrs_end(a, v, NA);
+	char s[16], e[24];
+	snprintf(s, sizeof s, "%d", shard);
+	snprintf(e, sizeof e, "%" PRId64, epoch);
+	const char *p[] = { v[AJ], v[AV], v[AF], v[AU], s,     v[KJ],
+			    v[KA], v[XJ], v[XF], v[XT], node, e };
+	PGresult *r = !n ? NULL : pal__store_query(st, TICK_TAKEOVER_SQL, 12, p, err, errlen);
+	arrs_free(v, NA);
+	if (n && !r)
+		return PAL_EDB;
+	PQclear(r);
+	return PAL_OK;
+}
+
 static int write_tickets(pal_store *st, int64_t epoch, const pal_plan_batch *b, char *err,
 			 size_t errlen)
 {
@@ -824,6 +939,8 @@ static int write_batch(pal_store *st, int shard, int64_t epoch, const char *node
 		rc = write_misfires(st, shard, epoch, b, err, errlen);
 	if (!rc)
 		rc = write_superseded(st, epoch, node, b, err, errlen);
+	if (!rc)
+		rc = write_takeovers(st, shard, epoch, node, b, err, errlen);
 	if (!rc)
 		rc = write_tickets(st, epoch, b, err, errlen);
 	if (!rc)

@@ -8,6 +8,13 @@
 #       running at once build it once).  Built from the archive, not from
 #       git: a CI checkout may have no tags or history; where the tag is
 #       present the archive is first checked against it.
+#   db_from_030 DB    0.3.0 built (its palisade in OLD_PAL; the build tree
+#       PALISADE_OLD_TREE, default /tmp/palisade-0.3.0-build) and a fresh
+#       database DB migrated by it, then by this tree: the schema of a roll
+#       from 0.3.0.  A failure is a failed check; returns 1 when 0.3.0 does
+#       not build.
+#   iso EPOCH, hms EPOCH    an instant as a job file's `at` takes it, and as
+#       the tests print it (UTC).
 #   build_with_migration DIR SQLFILE  this tree's palisade with one more
 #       migration (SQLFILE, named NNN_name.sql) in DIR/bin/palisade: a
 #       build of its own under DIR (make O=DIR, kept as the cache), starting
@@ -33,6 +40,19 @@ build_release() {
 		echo "$want" >"$tree/bin/.built-from"
 	) 9>"$tree.lock"
 }
+
+db_from_030() {
+	local tree=${PALISADE_OLD_TREE:-/tmp/palisade-0.3.0-build}
+	build_release v0.3.0 ops/releases/palisade-0.3.0.tar.xz "$tree" ||
+		{ fail "0.3.0 builds from its release archive"; return 1; }
+	OLD_PAL=$tree/bin/palisade
+	fresh_db "$1"
+	expect_exit "0.3.0 migrates the empty database" 0 "$OLD_PAL" migrate
+	expect_exit "this tree migrates it further" 0 "$PAL" migrate --backfill-batches 0
+}
+
+iso() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ; }
+hms() { date -u -d "@$1" +%H:%M:%S; }
 
 build_with_migration() {
 	local dir=$1 extra=$2 main san= flavour=plain syms

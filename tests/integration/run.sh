@@ -67,7 +67,7 @@ IT_LONG=" test_jobs_next_pending test_boundary_nominal_old test_import_move test
 	test_after_shadow test_after_version_switch test_backfill_guard test_apply_move_tenant
 	test_resume_ticket_partial test_resume_backlog test_reapply test_trigger_guard test_resume_ramp_again
 	test_after_finished_cancel test_pgbouncer_readyz test_trigger_scan_scale
-	test_notify_rule_removed test_notify_rule_recovered test_takeover_old_controller
+	test_notify_rule_removed test_notify_rule_recovered test_takeover_old_controller test_takeover_old_apply
 	test_notify_latest_receiver test_notify_rule_swap "
 
 # run_test T: runs test T and prints its lines: "== NAME", its output, and

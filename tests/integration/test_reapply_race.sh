@@ -38,7 +38,12 @@ pause_node x1
 END=$(( $(date +%s) - 1 ))
 sed -i "s|schedule: {cron: \"\* \* \* \* \* ?\"}|schedule: {cron: \"* * * * * ?\", end: $(iso $END)}|" "$NODE_DIR/e.yaml"
 expect_exit "re-apply with an end just passed" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/e.yaml"
-expect_match "it says what it swept after its commit" "note: [0-9]+ triggers? planned from a replaced version during the apply cancelled" "$OUT"
+# what the held tick wrote after the apply's sweep is cancelled by the
+# apply's second sweep, or first by the controller's tick that activates the
+# new version below the watermark (write_takeovers, src/store/plan.c)
+swept() { grep -Eq "note: [0-9]+ triggers? planned from a replaced version during the apply cancelled" <<<"$OUT" ||
+	has "select count(*) from audit_log where action = 'cancel' and actor like 'controller:%' and scope like 'job:rr.end.%'"; }
+check "what the held tick wrote after the sweep is cancelled after the commit (the apply says so, or the controller audited it)" swept
 echo "$OUT" | grep "^palisade apply: note:" | sed "s/^/    | /"
 expect_eq "the controllers took the new versions in within the wait" 0 "$(grep -c "not taken in" <<<"$OUT")"
 # The same through the API (POST /api/v1/apply, the same store call, without

@@ -19,18 +19,9 @@ source tests/integration/cluster.sh
 source tests/integration/releases.sh
 guarantee "G1 during a roll from 0.3.0: a one-shot moved (or a retired job applied again) is refused while a 0.3.0 node is live, so its instant is not lost; applied once none is, it fires once at its new instant"
 T_START=$(date +%s)
-OLD_TREE=${PALISADE_OLD_TREE:-/tmp/palisade-0.3.0-build}
-build_release v0.3.0 ops/releases/palisade-0.3.0.tar.xz "$OLD_TREE" ||
-	{ fail "0.3.0 builds from its release archive"; finish; exit 1; }
-OLD_PAL=$OLD_TREE/bin/palisade
-
-fresh_db it_takeover_old
-expect_exit "0.3.0 migrates the empty database" 0 "$OLD_PAL" migrate
-expect_exit "this tree migrates it further" 0 "$PAL" migrate --backfill-batches 0
+db_from_030 it_takeover_old || { finish; exit 1; }
 SHARDS=1 LOOKAHEAD=90s MISFIRE=2m
 write_conf "$CLUSTER_CONF"
-iso() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ; }
-hms() { date -u -d "@$1" +%H:%M:%S; }
 T1=$(($(date +%s) + 75))
 T2=$((T1 - 10))
 url='{url: "http://127.0.0.1:9/x"}'
