@@ -130,6 +130,18 @@ PAL_MUST_CHECK int pal_store_renew(pal_store *st, const char *node, int64_t leas
 PAL_MUST_CHECK int pal_store_reap_cancelling(pal_store *st, int64_t *n, char *err,
 					     size_t errlen);
 
+/* The due 'pending' triggers of a job version that every live executor
+ * node skips (render_skips) go 'manual', each with a ticket (and its job's
+ * `manual` notification), as the result commit's hand-back does; *n: how
+ * many. */
+PAL_MUST_CHECK int pal_store_nowhere_manual(pal_store *st, int64_t *n, char *err, size_t errlen);
+
+/* Executor NODE is seen now (executor_nodes.seen_at; written when older
+ * than 2 s).  START: it has just started: its own render skips are
+ * deleted too, and the row is written whatever its age. */
+PAL_MUST_CHECK int pal_store_executor_seen(pal_store *st, const char *node, bool start, char *err,
+					   size_t errlen);
+
 /* A result without a next attempt (next_attempt_at NULL). */
 #define PAL_NEXT_NONE (-1)
 

@@ -66,16 +66,21 @@ DECLARE
 	v_simple boolean;
 	v_pick bigint[];
 	v_skip text[];
+	v_skipv integer[];
 BEGIN
 	-- 0. this node is a live executor (seen_at, written at most every 2 s),
-	-- and the jobs it cannot render for now.
+	-- and the jobs it cannot render for now: each skip with the version it
+	-- was recorded against (v_skipv; NULL, written by a 0.3.0 node: every
+	-- version), read once.  A candidate is passed over when a skip of its
+	-- job counts for its version (047).
 	IF NOT EXISTS (SELECT 1 FROM executor_nodes n WHERE n.node = p_node
 	    AND n.seen_at > clock_timestamp() - interval '2 s') THEN
 		INSERT INTO executor_nodes AS n (node, seen_at) VALUES (p_node, clock_timestamp())
 		ON CONFLICT (node) DO UPDATE SET seen_at = excluded.seen_at;
 	END IF;
-	v_skip := ARRAY(SELECT s.job_id FROM render_skips s WHERE s.node = p_node
-	    AND s.until > clock_timestamp());
+	SELECT coalesce(array_agg(s.job_id), '{}'), coalesce(array_agg(s.version), '{}')
+	  INTO v_skip, v_skipv FROM render_skips s WHERE s.node = p_node
+	    AND s.until > clock_timestamp();
 
 	-- 1. forbid-skips, driven from the few live runs.
 	v_skipped := palisade_claim_forbid_skips();
@@ -128,7 +133,9 @@ BEGIN
 	        WHERE x.tenant = ten.tenant AND x.state IN ('pending', 'retry_wait', 'unknown')
 	          AND coalesce(x.next_attempt_at, x.due_at) <= v_horizon
 	          AND x.job_id <> ALL (gated.jobs) AND x.resource_group <> ALL (gated.grps)
-	          AND x.job_id <> ALL (v_skip)
+	          AND (x.job_id <> ALL (v_skip) OR NOT EXISTS (SELECT 1 FROM unnest(v_skip, v_skipv)
+	            AS k(job_id, version) WHERE k.job_id = x.job_id
+	              AND (k.version IS NULL OR k.version = x.version)))
 	          AND x.resource_group <> ALL (sat.grps)
 	          AND v.target_host <> ALL (p_open_hosts)
 	          AND (v.max_in_flight = 0 OR (SELECT count(*) FROM triggers l
@@ -150,7 +157,10 @@ BEGIN
 	    WHERE t.state = 'running' AND t.lease_until < statement_timestamp()
 	      AND NOT EXISTS (SELECT 1 FROM gates g WHERE g.paused AND g.scope IN ('global',
 	        'job:' || t.job_id, 'group:' || t.resource_group, 'tenant:' || t.tenant))
-	      AND v.target_host <> ALL (p_open_hosts) AND t.job_id <> ALL (v_skip)
+	      AND v.target_host <> ALL (p_open_hosts)
+	      AND (t.job_id <> ALL (v_skip) OR NOT EXISTS (SELECT 1 FROM unnest(v_skip, v_skipv)
+	        AS k(job_id, version) WHERE k.job_id = t.job_id
+	          AND (k.version IS NULL OR k.version = t.version)))
 	    LIMIT p_limit
 	    FOR UPDATE OF t SKIP LOCKED) e) k;
 

@@ -802,6 +802,7 @@ void pal_executor_stop(pal_executor *ex, int64_t grace_ms)
 	if (!ex)
 		return;
 	ex->drain_deadline_ms = pal_mono_ms() + grace_ms;
+	atomic_store(&ex->leases.draining, true);
 	atomic_store(&ex->draining, true);
 	pthread_join(ex->thread, NULL);
 	pal__lease_thread_stop(ex->lt);

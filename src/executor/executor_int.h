@@ -171,6 +171,7 @@ typedef struct pal_leases {
 	int failures;
 	atomic_bool renew_ok;	 /* the last renewal (or ping) succeeded */
 	atomic_llong renewed_ms; /* CLOCK_MONOTONIC of the last one that succeeded */
+	atomic_bool draining;	 /* the node drains: the lease thread no longer marks it seen */
 	pal_metrics *m;
 } pal_leases;
 

@@ -12,7 +12,10 @@
  * claims and no new side effects until a renewal succeeds.  Every third
  * heartbeat the thread also ends expired 'cancelling' triggers (whoever held
  * them died or gave up before a safe point): one short statement that skips
- * locked rows, so it never waits behind a claim or a commit.
+ * locked rows, so it never waits behind a claim or a commit.  Every 2 s,
+ * from start until the node drains, it marks the node a live executor
+ * (executor_nodes.seen_at), and moves the due triggers of job versions no
+ * live executor node can render to 'manual' with a ticket.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -29,6 +32,7 @@ struct pal_lease_thread {
 	pal_leases *l;
 	pal_executor_config cfg;
 	pal_store *st;
+	bool registered; /* seen once since start (its skips deleted) */
 };
 
 int64_t pal__lease_margin(const pal_executor_config *cfg)
@@ -50,6 +54,7 @@ int pal__leases_init(pal_leases *l, const pal_executor_config *cfg, pal_metrics 
 	atomic_store(&l->gate_open, true);
 	atomic_store(&l->renew_ok, true);
 	atomic_store(&l->renewed_ms, pal_mono_ms());
+	atomic_store(&l->draining, false);
 	l->failures = 0;
 	l->m = m;
 	if (m) {
@@ -246,25 +251,76 @@ static void renew_once(pal_lease_thread *t)
 	free(got);
 }
 
-/* Every few heartbeats, after a renewal: expired 'cancelling' triggers end
- * 'cancelled' (pal_store_reap_cancelling).  A failure only waits for the
- * next round; it is not a failed renewal. */
-static void reap_once(pal_lease_thread *t)
+/* One sweep of the lease thread: FN's count logged as EVENT {KEY: n} when
+ * not 0, its failure as FAILED. */
+static void sweep(pal_lease_thread *t, int (*fn)(pal_store *, int64_t *, char *, size_t),
+		  const char *failed, const char *event, const char *key)
 {
 	char err[1024];
 	int64_t n = 0;
 	if (!t->st)
 		return;
-	if (pal_store_reap_cancelling(t->st, &n, err, sizeof err))
-		pal_log(PAL_LOG_WARN, "executor.reap_failed", "{s:s}", "error", err);
+	if (fn(t->st, &n, err, sizeof err))
+		pal_log(PAL_LOG_WARN, failed, "{s:s}", "error", err);
 	else if (n)
-		pal_log(PAL_LOG_INFO, "executor.cancelling_expired", "{s:I}", "cancelled", (json_int_t)n);
+		pal_log(PAL_LOG_INFO, event, "{s:I}", key, (json_int_t)n);
+}
+
+/* Every few heartbeats, after a renewal: expired 'cancelling' triggers end
+ * 'cancelled' (pal_store_reap_cancelling).  A failure only waits for the
+ * next round; it is not a failed renewal. */
+static void reap_once(pal_lease_thread *t)
+{
+	sweep(t, pal_store_reap_cancelling, "executor.reap_failed", "executor.cancelling_expired",
+	      "cancelled");
+}
+
+/* How often a node marks itself seen and looks for due triggers of job
+ * versions that every live executor node skips (docs/executor.md, "A
+ * secret missing on one node"): their tickets come within this of their
+ * due time, whatever the heartbeat. */
+#define NOWHERE_EVERY_MS 2000
+
+/* The node is a live executor (executor_nodes.seen_at), whatever its claims
+ * do: a node at its in-flight limit sends none, yet is alive and will send
+ * the jobs it can.  The first time, at start, its own render skips go too:
+ * they were judged by the settings it had before a restart.  Not
+ * while draining: it takes nothing more.  A failure only waits for the next
+ * round (the first one is tried again). */
+static void seen_once(pal_lease_thread *t)
+{
+	char err[1024];
+	if (atomic_load(&t->l->draining))
+		return;
+	if (!t->st && pal_store_open(t->cfg.conninfo, &t->st, err, sizeof err)) {
+		pal_log(PAL_LOG_WARN, "executor.seen_failed", "{s:s}", "error", err);
+		return;
+	}
+	if (pal_store_executor_seen(t->st, t->cfg.node_id, !t->registered, err, sizeof err)) {
+		pal_log(PAL_LOG_WARN, "executor.seen_failed", "{s:s}", "error", err);
+		pal_store_close(t->st);
+		t->st = NULL;
+		return;
+	}
+	t->registered = true;
+}
+
+/* Due 'pending' triggers of a job version no live executor node can
+ * render go 'manual' with a ticket (pal_store_nowhere_manual).  A failure
+ * only waits for the next round. */
+static void nowhere_once(pal_lease_thread *t)
+{
+	seen_once(t);
+	sweep(t, pal_store_nowhere_manual, "executor.render_manual_failed",
+	      "executor.render_manual", "manual");
 }
 
 static void *run(void *arg)
 {
 	pal_lease_thread *t = arg;
 	int64_t next = pal_mono_ms() + t->cfg.heartbeat_ms;
+	int64_t nowhere = pal_mono_ms() + NOWHERE_EVERY_MS;
+	seen_once(t); /* registered at start, whether or not it claims */
 	int beats = 0;
 	while (!atomic_load(&t->stop)) {
 		int64_t now = pal_mono_ms();
@@ -273,6 +329,10 @@ static void *run(void *arg)
 			if (++beats % 3 == 0)
 				reap_once(t);
 			next = now + t->cfg.heartbeat_ms;
+		}
+		if (now >= nowhere) {
+			nowhere_once(t);
+			nowhere = pal_mono_ms() + NOWHERE_EVERY_MS;
 		}
 		pal_sleep_ms(next - pal_mono_ms() > 50 ? 50 : (next > now ? next - now : 1));
 	}

@@ -312,15 +312,139 @@ static const char SQL_REAP_CANCELLING[] = "SELECT count(*) FROM " PAL__TRIGGER_M
     " AND x.lease_until < clock_timestamp() LIMIT 1000 FOR UPDATE OF x SKIP LOCKED",
     "'cancelled'", "NULL") " m";
 
-int pal_store_reap_cancelling(pal_store *st, int64_t *n, char *err, size_t errlen)
+/* *N: the first column of the one row of SQL (no parameters). */
+static int query_count(pal_store *st, const char *sql, int64_t *n, char *err, size_t errlen)
 {
 	*n = 0;
-	PGresult *r = pal__store_query(st, SQL_REAP_CANCELLING, 0, NULL, err, errlen);
+	PGresult *r = pal__store_query(st, sql, 0, NULL, err, errlen);
 	if (!r)
 		return PAL_EDB;
 	*n = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
 	PQclear(r);
 	return PAL_OK;
+}
+
+int pal_store_reap_cancelling(pal_store *st, int64_t *n, char *err, size_t errlen)
+{
+	return query_count(st, SQL_REAP_CANCELLING, n, err, errlen);
+}
+
+/* An executor node (alias N of executor_nodes) is live while it was seen
+ * in the last minute - its claims write seen_at, and so does its lease
+ * thread every 2 s whatever the claims do, from its start until it drains
+ * (pal_store_executor_seen) - or while it holds an unexpired lease: a 0.3.0
+ * node writes seen_at at its claims only, and sends none while it is at its
+ * in-flight limit, yet renews the leases of its calls. */
+#define PAL_EXECUTOR_LIVE_SQL(n)                                                              \
+	"(" n ".seen_at > clock_timestamp() - interval '1 minute' OR EXISTS (SELECT 1"           \
+	" FROM triggers l WHERE l.state IN ('running', 'pausing', 'cancelling')"                 \
+	" AND l.lease_until > clock_timestamp() AND l.lease_owner = " n ".node))"
+/* Render skip S (an alias of render_skips) counts for a trigger of job
+ * version V: it was recorded against V, or by a 0.3.0 node (version NULL,
+ * every version; 047). */
+#define PAL_SKIP_COUNTS_SQL(s, v) "(" s ".version IS NULL OR " s ".version = " v ")"
+/* The reason of the ticket of a trigger no live executor node can send. */
+#define PAL_NOWHERE_REASON_SQL "'no live executor node can render the request: '"
+
+static const char SQL_EXECUTOR_SEEN[] =
+	"INSERT INTO executor_nodes AS n (node, seen_at) VALUES ($1, clock_timestamp())"
+	" ON CONFLICT (node) DO UPDATE SET seen_at = excluded.seen_at"
+	" WHERE n.seen_at < excluded.seen_at - interval '2 s'";
+/* At start: the node's own skips go too (the settings a render is judged by,
+ * executor.secrets, executor.target_hosts and the environment, change only
+ * with a restart), then it is seen. */
+static const char SQL_EXECUTOR_START[] =
+	"WITH d AS (DELETE FROM render_skips WHERE node = $1)"
+	" INSERT INTO executor_nodes (node, seen_at) VALUES ($1, clock_timestamp())"
+	" ON CONFLICT (node) DO UPDATE SET seen_at = excluded.seen_at";
+
+int pal_store_executor_seen(pal_store *st, const char *node, bool start, char *err, size_t errlen)
+{
+	const char *p[] = { node };
+	PGresult *r = pal__store_query(st, start ? SQL_EXECUTOR_START : SQL_EXECUTOR_SEEN, 1, p,
+				       err, errlen);
+	if (!r)
+		return PAL_EDB;
+	PQclear(r);
+	return PAL_OK;
+}
+
+/*
+ * The later instants of a job version that no live executor node can send.
+ * A render hand-back skips the job version on its node for a while (rs, in
+ * the result commit below), so no claim of that node takes its other
+ * triggers, and the commit's rule (a hand-back none of the live nodes could
+ * take goes `manual` with a ticket) never sees them: they would wait, past
+ * due and ticketless, until the skips expire.  Here the due `pending`
+ * triggers of a job version that every live executor node skips (at least
+ * one node live) go `manual` through the door, each with the commit's ticket
+ * and, for a job with `notify:`, its `manual` notification.  A version one
+ * live node does not skip is left to that node's claims (a roll: one node
+ * refusing, one granting; a new version that renders).  The live skips are
+ * read once (sk): which versions move and each ticket's reason come from
+ * the same rows, so a skip expiring meanwhile cannot move a trigger without
+ * its ticket.  Triggers are read by job (triggers_pending_job) and by key,
+ * from the few skipped jobs and moved rows, never scanned whole (DISTINCT
+ * and LIMIT keep the planner from flattening those lookups into joins that
+ * scan every pending trigger).  Rows
+ * another transaction holds (a claim) are left out, never
+ * waited for: the lease thread runs this.  It is sent only while a skip is
+ * live (SQL_SKIP_LIVE); without a skip of a due trigger's job nothing else
+ * is read and the door is not called (one-time filters).  Rows: how many
+ * moved.
+ */
+/* clang-format off */
+static const char SQL_NOWHERE[] =
+    "WITH sk AS MATERIALIZED (SELECT s.node, s.job_id, s.version, s.error, s.at"
+    "   FROM render_skips s WHERE s.until > clock_timestamp()),"
+    " live AS MATERIALIZED (SELECT n.node FROM executor_nodes n"
+    "   WHERE EXISTS (SELECT 1 FROM sk) AND " PAL_EXECUTOR_LIVE_SQL("n") "),"
+    " j AS MATERIALIZED (SELECT v.job_id, v.version FROM (SELECT sj.job_id, t.version"
+    "     FROM (SELECT DISTINCT sk.job_id FROM sk) sj CROSS JOIN LATERAL (SELECT DISTINCT t.version"
+    "       FROM triggers t WHERE t.job_id = sj.job_id AND t.state = 'pending'"
+    "         AND coalesce(t.next_attempt_at, t.due_at) <= clock_timestamp()) t) v"
+    "   WHERE EXISTS (SELECT 1 FROM live) AND NOT EXISTS (SELECT 1 FROM live o"
+    "     WHERE NOT EXISTS (SELECT 1 FROM sk k WHERE k.node = o.node AND k.job_id = v.job_id"
+    "       AND " PAL_SKIP_COUNTS_SQL("k", "v.version") "))),"
+    " m AS (SELECT m.id, m.scheduled_at, m.job_id, m.version, m.fence FROM " PAL__TRIGGER_MOVE(
+	"SELECT t.id, t.scheduled_at, t.state FROM j CROSS JOIN LATERAL (SELECT t.id,"
+	" t.scheduled_at, t.state FROM triggers t WHERE t.job_id = j.job_id"
+	" AND t.version = j.version AND t.state = 'pending'"
+	" AND coalesce(t.next_attempt_at, t.due_at) <= clock_timestamp()"
+	" LIMIT 1000 FOR UPDATE OF t SKIP LOCKED) t LIMIT 1000",
+	"'manual'", "NULL") " m WHERE EXISTS (SELECT 1 FROM j)),"
+    " e AS (SELECT j.job_id, j.version, (array_agg(k.error ORDER BY k.at DESC))[1] AS error,"
+    "   jsonb_agg(k.node ORDER BY k.node) AS nodes FROM j JOIN sk k ON k.job_id = j.job_id"
+    "     AND " PAL_SKIP_COUNTS_SQL("k", "j.version") " GROUP BY j.job_id, j.version),"
+    " tk AS (INSERT INTO tickets (trigger_id, job_id, reason, evidence, allowed_actions)"
+    "   SELECT m.id, m.job_id, " PAL_NOWHERE_REASON_SQL
+    "     || coalesce(e.error, 'every live executor node skips the job'),"
+    "     jsonb_build_object('error_class', t.last_error_class, 'fence', m.fence,"
+    "       'render_error', e.error, 'nodes_that_cannot_render', coalesce(e.nodes, '[]')),"
+    "     ARRAY['retry', 'mark_succeeded', 'abandon']"
+    "   FROM m LEFT JOIN e ON e.job_id = m.job_id AND e.version = m.version"
+    "   CROSS JOIN LATERAL (SELECT t.last_error_class FROM triggers t"
+    "     WHERE t.id = m.id AND t.scheduled_at = m.scheduled_at LIMIT 1) t RETURNING 1),"
+    " nt AS MATERIALIZED (SELECT palisade_notify_result(x.job_id, x.version, x.id,"
+    "   coalesce(x.fence, 0), x.scheduled_at, x.partition, 'manual', x.last_error_class,"
+    "   x.attempt_count) AS n FROM (SELECT m.*, t.partition, t.last_error_class, t.attempt_count"
+    "     FROM m CROSS JOIN LATERAL (SELECT t.partition, t.last_error_class, t.attempt_count"
+    "       FROM triggers t WHERE t.id = m.id AND t.scheduled_at = m.scheduled_at LIMIT 1) t"
+    "     ORDER BY m.job_id, m.id OFFSET 0) x)"
+    " SELECT (SELECT count(*) FROM m), (SELECT count(*) FROM tk), (SELECT count(*) FROM nt)";
+/* clang-format on */
+
+/* Whether a render skip is live: SQL_NOWHERE costs its planning (over every
+ * partition of triggers) however little it reads, so it is sent only then. */
+static const char SQL_SKIP_LIVE[] =
+	"SELECT count(*) FROM (SELECT 1 FROM render_skips WHERE until > clock_timestamp() LIMIT 1) s";
+
+int pal_store_nowhere_manual(pal_store *st, int64_t *n, char *err, size_t errlen)
+{
+	int rc = query_count(st, SQL_SKIP_LIVE, n, err, errlen);
+	if (rc || !*n)
+		return rc;
+	return query_count(st, SQL_NOWHERE, n, err, errlen);
 }
 
 static int id_ref_cmp(const void *a, const void *b)
@@ -395,14 +519,16 @@ size_t pal__id_refs_find(const pal_id_ref *refs, size_t n, int64_t id)
 	"   $5::int[], $6::bigint[], $7::int[], $8::text[], $9::text[], $10::boolean[]," \
 	"   $11::text[], $12::text[])" \
 	"   AS u(id, fence, st, err, http, nxt, dur, ikey, tr, unk, sq, rnode))," \
-	/* a render hand-back whose job no other live executor can render \
-	 * either (each has a live skip for it): manual, with a ticket */ \
+	/* a render hand-back whose job version no other live executor can \
+	 * render either (each has a live skip that counts for it): manual, \
+	 * with a ticket */ \
 	" nowhere AS (SELECT u.id FROM u JOIN triggers t ON t.id = u.id" \
 	"   WHERE u.rnode <> '' AND t.id = ANY ($1::bigint[])" PART_T " AND NOT EXISTS (" \
 	"     SELECT 1 FROM executor_nodes n WHERE n.node <> u.rnode" \
-	"       AND n.seen_at > clock_timestamp() - interval '1 minute'" \
+	"       AND " PAL_EXECUTOR_LIVE_SQL("n") \
 	"       AND NOT EXISTS (SELECT 1 FROM render_skips s WHERE s.node = n.node" \
-	"         AND s.job_id = t.job_id AND s.until > clock_timestamp())))," \
+	"         AND s.job_id = t.job_id AND " PAL_SKIP_COUNTS_SQL("s", "t.version") \
+	"         AND s.until > clock_timestamp())))," \
 	" upd AS (UPDATE triggers t SET" \
 	"   state = CASE" \
 	"     WHEN t.state = 'cancelling' AND u.st <> 'succeeded' THEN 'cancelled'" \
@@ -467,21 +593,23 @@ size_t pal__id_refs_find(const pal_id_ref *refs, size_t n, int64_t id)
 	"   FROM unnest($16::bigint[], $17::text[], $18::text[], $19::text[], $20::boolean[])" \
 	"     AS r(fence, hdr, ct, body, trunc) JOIN upd ON upd.fence = r.fence" \
 	"   ON CONFLICT (fence, scheduled_at) DO NOTHING)," \
-	/* the node that could not render stops claiming the job for a while */ \
-	" rs AS (INSERT INTO render_skips AS s (node, job_id, until, error)" \
+	/* the node that could not render stops claiming the job version for a \
+	 * while (the newest of the batch, when it holds two of a job) */ \
+	" rs AS (INSERT INTO render_skips AS s (node, job_id, until, error, version)" \
 	"   SELECT DISTINCT ON (u.rnode, t.job_id) u.rnode, t.job_id," \
-	"     clock_timestamp() + " PAL_RENDER_SKIP_SQL ", u.tr" \
+	"     clock_timestamp() + " PAL_RENDER_SKIP_SQL ", u.tr, t.version" \
 	"   FROM u JOIN triggers t ON t.id = u.id WHERE u.rnode <> '' AND t.id = ANY ($1::bigint[])" \
 	PART_T \
+	"   ORDER BY u.rnode, t.job_id, t.version DESC" \
 	"   ON CONFLICT (node, job_id) DO UPDATE SET until = excluded.until, error = excluded.error," \
-	"     at = clock_timestamp())," \
+	"     version = excluded.version, at = clock_timestamp())," \
 	/* Evidence: what the executor knew.  An unknown outcome's ticket lists \
 	 * every attempt of the trigger (this one from the batch: the UPDATE \
 	 * above is not visible to this statement) with its status queries; a \
 	 * render ticket, the nodes that could not render the job. */ \
 	" tk AS (INSERT INTO tickets (trigger_id, job_id, reason, evidence, allowed_actions)" \
 	"   SELECT upd.id, upd.job_id," \
-	"     CASE WHEN u.rnode <> '' THEN 'no live executor node can render the request: ' || u.tr" \
+	"     CASE WHEN u.rnode <> '' THEN " PAL_NOWHERE_REASON_SQL " || u.tr" \
 	"       ELSE u.tr END," \
 	"     jsonb_build_object('error_class', u.err," \
 	"     'http_status', u.http, 'fence', u.fence, 'idempotency_key', u.ikey," \
@@ -499,6 +627,7 @@ size_t pal__id_refs_find(const pal_id_ref *refs, size_t n, int64_t id)
 	"     || CASE WHEN u.rnode <> '' THEN jsonb_build_object('render_error', u.tr," \
 	"       'nodes_that_cannot_render', (SELECT jsonb_agg(DISTINCT s.node) FROM (" \
 	"         SELECT s.node FROM render_skips s WHERE s.job_id = upd.job_id" \
+	"           AND " PAL_SKIP_COUNTS_SQL("s", "upd.version") \
 	"           AND s.until > clock_timestamp() UNION SELECT u.rnode) s))" \
 	"       ELSE '{}'::jsonb END," \
 	/* never "run with a new key": retry keeps the trigger, hence the key */ \

@@ -170,6 +170,27 @@ sys.exit(0 if all(x in live for x in sys.argv[1].split(",")) else 1)' "$1"
 }
 shards_of() { sql "select string_agg(shard_id::text, ',' order by shard_id) from shards where leader = '$1'"; }
 
+# node_ready NODE: its /readyz answers 200.
+node_ready() { [ "$(curl -s -o /dev/null -w '%{http_code}' "http://${NODE_ADMIN[$1]}/readyz")" = 200 ]; }
+
+# start_executor_pair X1 X2: nodes x1 (config $CLUSTER_CONF) and x2
+# ($NODE_DIR/x2.yaml), both controllers and executors of 2 shards (lease
+# 5 s, heartbeat 1 s), with the further executor settings X1 and X2 (", key:
+# value" each, e.g. executor.target_hosts that differ between them); x2 run
+# by $PAL2 (default $PAL, e.g. an older release's binary); both waited ready.
+start_executor_pair() {
+	local f
+	SHARDS=2 write_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s$1}"
+	SHARDS=2 write_conf "$NODE_DIR/x2.yaml" "executor: {lease: 5s, heartbeat: 1s$2}"
+	for f in "$CLUSTER_CONF" "$NODE_DIR/x2.yaml"; do
+		sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$f"
+	done
+	start_node x1
+	PAL=${PAL2:-$PAL} CLUSTER_CONF=$NODE_DIR/x2.yaml start_node x2
+	wait_until "x1 ready" 30 node_ready x1
+	wait_until "x2 ready" 30 node_ready x2
+}
+
 # start_hold: a service on HOLD_PORT that accepts connections and never
 # answers (a call to it times out with an unknown outcome); HOLD_PID.
 start_hold() {

@@ -58,7 +58,7 @@ if [ $# -eq 0 ]; then JOBS=${PALISADE_IT_JOBS:-3}; else JOBS=${PALISADE_IT_JOBS:
 # the run's tail, once fewer than JOBS tests are left, is then a short
 # test's length rather than a long one's.  A test missing here only runs
 # in its file order.
-IT_LONG=" test_jobs_next_pending test_boundary_nominal_old test_import_move test_boundary_nominal test_after_nominal test_console_next_pending test_reapply_race test_reapply_retired_race test_reapply_newer test_verify_gap test_reapply_at_moved test_rollback_resume test_reapply_rounds test_controller_handoff test_executor_faults test_shadow_cutover test_resume_ramp test_calendars test_calendar_oneshot
+IT_LONG=" test_target_hosts_busy_node test_target_hosts_busy_old_node test_target_hosts_nowhere test_target_hosts_roll test_target_hosts_fixed_version test_jobs_next_pending test_boundary_nominal_old test_import_move test_boundary_nominal test_after_nominal test_console_next_pending test_reapply_race test_reapply_retired_race test_reapply_newer test_verify_gap test_reapply_at_moved test_rollback_resume test_reapply_rounds test_controller_handoff test_executor_faults test_shadow_cutover test_resume_ramp test_calendars test_calendar_oneshot
 	test_controller_quarantine test_executor_retry test_controller_misfire test_after test_idem_rollback
 	test_rollback_ahead test_lock_order test_after_quarantine test_pgbouncer test_rolling_upgrade
 	test_console_act test_schedule_forms test_executor_stale test_operator test_commit_plan

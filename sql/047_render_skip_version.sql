@@ -1,0 +1,17 @@
+-- 047_render_skip_version.sql - a render skip names the job version it
+-- was recorded against (docs/executor.md, "A secret missing on one node").
+--
+-- compatible_from: 10
+--
+-- Expand only: one nullable column, no default (a catalog change).  A
+-- node that cannot render a trigger's request skips the job on that node
+-- for a while (007); the skip now also holds the version of the trigger
+-- it was recorded for, and counts for that version's triggers only: the
+-- claim, the result commit's "no live node can render" rule and the
+-- executors' sweep of jobs every live node skips all compare it with the
+-- trigger's version.  A version is not known from the time a skip was
+-- written: the triggers an older version planned before the newer one's
+-- switch point are still claimed, and handed back, after the newer one
+-- was stored.  NULL: a skip a 0.3.0 node's result commit wrote (it does
+-- not know the column), which counts for every version, as it did.
+ALTER TABLE render_skips ADD COLUMN version integer;
