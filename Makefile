@@ -247,7 +247,7 @@ chaos: all
 # detect_stack_use_after_return: a pointer to a returned frame kept for a
 # later pass (the executor's batched commits) is caught at once instead of
 # writing whatever the stack holds by then.
-ASAN_SKIP := test_target_hosts_roll test_target_hosts_busy_node test_target_hosts_busy_old_node test_trigger_scan_scale test_boundary_nominal_old test_import_move test_after_nominal test_rollback_job_step test_rollback_after_late test_rollback_resume test_shadow_live test_shadow_planned_late test_after_activation test_after_misfire_once test_apply_scale test_calendar_followers \
+ASAN_SKIP := test_gates_old_executor test_target_hosts_roll test_target_hosts_busy_node test_target_hosts_busy_old_node test_trigger_scan_scale test_boundary_nominal_old test_import_move test_after_nominal test_rollback_job_step test_rollback_after_late test_rollback_resume test_shadow_live test_shadow_planned_late test_after_activation test_after_misfire_once test_apply_scale test_calendar_followers \
 	test_claim_many_jobs test_claim_probes test_claim_scans test_claim_stale_stats \
 	test_commit_plan test_controller_cold_start test_controller_faults \
 	test_controller_handoff test_controller_reload test_controller_sqlwords \

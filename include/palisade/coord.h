@@ -176,10 +176,12 @@ void pal_coord_inspector_close(pal_coord_inspector *in);
  * pal_coord_list_nodes(): "no node seen" is never made up for "cannot see".
  * Blocks up to TIMEOUT_MS.  Used where an action is safe only once no
  * older binary runs: migrate's contract steps, apply's newer job keys.
+ * ROLE ("controller"): only the nodes that advertise it, or advertise no
+ * roles at all; NULL: every node.
  */
 PAL_MUST_CHECK int pal_coord_older_nodes(const char *connect, const char *root, const char *cluster,
-					 int timeout_ms, int min_schema, json_t **older, char *err,
-					 size_t errlen);
+					 int timeout_ms, int min_schema, const char *role,
+					 json_t **older, char *err, size_t errlen);
 
 /*
  * Whether every live node of CLUSTER runs a binary of schema MIN_SCHEMA or
@@ -187,11 +189,13 @@ PAL_MUST_CHECK int pal_coord_older_nodes(const char *connect, const char *root, 
  * MSG naming the older nodes; PAL_EZK with MSG when the live nodes cannot
  * be read (CONNECT NULL included), which refuses as well.  Blocks up to
  * TIMEOUT_MS.  apply's check of the keys older nodes ignore
- * (pal_job_spec_min_schema(), docs/upgrades.md).
+ * (pal_job_spec_min_schema(), docs/upgrades.md).  ROLE as
+ * pal_coord_older_nodes().
  */
 PAL_MUST_CHECK int pal_coord_require_schema(const char *connect, const char *root,
 					    const char *cluster, int timeout_ms, int min_schema,
-					    const char *what, char *msg, size_t len);
+					    const char *role, const char *what, char *msg,
+					    size_t len);
 
 /* The settings executor nodes must agree on and do not, in NODES (as
  * pal_coord_list_nodes() returns them; each executor publishes digests

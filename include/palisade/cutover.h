@@ -52,12 +52,16 @@ PAL_MUST_CHECK int pal_cutover_step(pal_store *st, const pal_cutover_req *rq, co
  * node (ZooKeeper ZK, ROOT, CLUSTER) runs schema PAL_BOUNDARY_MIN_SCHEMA or
  * later.  A 0.3.0 node plans such a job's instants moved and judges them
  * on the moved instant, so a boundary set while it lives would leave an
- * instant to both systems or to neither (docs/migrating.md).  PAL_EBUSY
- * with MSG naming the older nodes, PAL_EZK when the live nodes cannot be
- * read (ZK NULL included), PAL_EDB.  Blocks up to 5 s.
+ * instant to both systems or to neither (docs/migrating.md).  Only nodes
+ * that advertise the controller role (or no roles) count: an executor
+ * plans nothing.  PAL_EBUSY with MSG naming the older nodes, PAL_EZK when
+ * the live nodes cannot be read (ZK NULL included), PAL_EDB.  LENIENT (a
+ * rollback, the emergency brake, and a dry run): live nodes that cannot be
+ * read are no refusal: 0 with MSG saying so, for a warning (MSG is empty
+ * on any other 0).  Blocks up to 5 s.
  */
 PAL_MUST_CHECK int pal_boundary_check_nodes(pal_store *st, const pal_scope *sc, const char *cmd,
 					    const char *zk, const char *root, const char *cluster,
-					    char *msg, size_t len);
+					    bool lenient, char *msg, size_t len);
 
 #endif

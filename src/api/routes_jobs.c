@@ -336,11 +336,11 @@ static void follower_json(void *ctx, const char *job_id, int version, const char
  * needs: true, else false with the problem set, 409 older-nodes (the nodes
  * named, as the CLI's exit 4) or 503 unavailable (ZooKeeper not read,
  * exit 69). */
-static bool require_schema(call *c, int need, const char *what)
+static bool require_schema(call *c, int need, const char *role, const char *what)
 {
 	char err[1024];
 	int rc = pal_coord_require_schema(c->api->zk_connect, c->api->zk_root, c->api->cluster,
-					  5000, need, what, err, sizeof err);
+					  5000, need, role, what, err, sizeof err);
 	if (rc == PAL_EBUSY)
 		pal_api__problem(c, 409, "older-nodes", "Live nodes would ignore it",
 				 "%s; nothing applied", err);
@@ -362,7 +362,7 @@ static bool require_node_schemas(call *c, const pal_jobset *set, const pal_apply
 		return true;
 	char what[256];
 	snprintf(what, sizeof what, "job %s sets %s", job, key);
-	return require_schema(c, need, what);
+	return require_schema(c, need, NULL, what);
 }
 
 /* A version that takes over at its apply (pal_store_apply_takeover_job)
@@ -375,7 +375,8 @@ static bool require_takeover_schema(call *c, const pal_apply *ap)
 		return true;
 	char what[512];
 	snprintf(what, sizeof what, PAL_TAKEOVER_WHAT, job);
-	return require_schema(c, PAL_SCHEMA_TAKEOVER, what);
+	/* the controllers: they activate the version (an executor plans nothing) */
+	return require_schema(c, PAL_SCHEMA_TAKEOVER, "controller", what);
 }
 
 /* Store SET as `palisade apply` does, its suspend gates included. */

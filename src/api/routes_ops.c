@@ -11,6 +11,7 @@
 #include <time.h>
 #include "palisade/cutover.h"
 #include "palisade/lifecycle.h"
+#include "palisade/log.h"
 #include "palisade/apistore.h"
 #include "palisade/name.h"
 #include "palisade/shadow.h"
@@ -237,12 +238,16 @@ static bool body_scope(call *c, pal_scope *sc)
 
 /* pal_boundary_check_nodes() for CMD over SC: true, else false with the
  * problem set: 409 older-nodes (the nodes named, as the CLI's exit 4), 503
- * unavailable (ZooKeeper not read, exit 69). */
-static bool boundary_nodes_ok(call *c, const pal_scope *sc, const char *cmd)
+ * unavailable (ZooKeeper not read, exit 69), unless LENIENT (rollback, a
+ * dry run): then logged as a warning. */
+static bool boundary_nodes_ok(call *c, const pal_scope *sc, const char *cmd, bool lenient)
 {
 	char msg[2048];
 	int rc = pal_boundary_check_nodes(c->api->st, sc, cmd, c->api->zk_connect,
-					  c->api->zk_root, c->api->cluster, msg, sizeof msg);
+					  c->api->zk_root, c->api->cluster, lenient, msg, sizeof msg);
+	if (!rc && msg[0])
+		pal_log(PAL_LOG_WARN, "api.boundary_nodes_unread", "{s:s, s:s}", "command", cmd,
+			"warning", msg);
 	if (rc == PAL_EBUSY)
 		pal_api__problem(c, 409, "older-nodes", "Live nodes would judge it otherwise", "%s",
 				 msg);
@@ -274,7 +279,7 @@ void pal_api__h_rollback(call *c)
 		}
 		wait_ms = json_integer_value(w);
 	}
-	if (!boundary_nodes_ok(c, &sc, "rollback"))
+	if (!boundary_nodes_ok(c, &sc, "rollback", true))
 		return;
 	json_t *out;
 	char err[1024];
@@ -332,7 +337,7 @@ void pal_api__h_cutover(call *c)
 		    "give now or later");
 		return;
 	}
-	if (!boundary_nodes_ok(c, &rq.scope, "cutover"))
+	if (!boundary_nodes_ok(c, &rq.scope, "cutover", rq.dry_run))
 		return;
 	json_t *out;
 	bool refused;
@@ -377,7 +382,7 @@ void pal_api__h_shadow_set(call *c)
 	const char *why;
 	if (!body_scope(c, &sc) || !pal_api__reason(c, false, &why))
 		return;
-	if (!boundary_nodes_ok(c, &sc, "shadow"))
+	if (!boundary_nodes_ok(c, &sc, "shadow", false))
 		return;
 	json_t *out;
 	char err[1024];

@@ -338,14 +338,15 @@ static void report_follower(void *ctx, const char *job_id, int version, const ch
 	report(r->out, r->c->json, r->count, job_id, &res, why);
 }
 
-/* Whether every live node runs a binary of schema NEED or later, as WHAT
- * needs.  Returns 0, else the exit code after saying why: 4 with the older
- * nodes named, 69 when the live nodes cannot be read. */
-static int require_schema(const struct run *r, int need, const char *what)
+/* Whether every live node (of ROLE, NULL: any) runs a binary of schema
+ * NEED or later, as WHAT needs.  Returns 0, else the exit code after
+ * saying why: 4 with the older nodes named, 69 when the live nodes cannot
+ * be read. */
+static int require_schema(const struct run *r, int need, const char *role, const char *what)
 {
 	char msg[2048];
 	int rc = pal_coord_require_schema(pal__cli_zk(r->c), pal__cli_config_zk_root(r->c),
-					  pal__cli_config_cluster(r->c), 5000, need, what, msg,
+					  pal__cli_config_cluster(r->c), 5000, need, role, what, msg,
 					  sizeof msg);
 	if (!rc)
 		return PAL_EXIT_OK;
@@ -362,7 +363,7 @@ static int check_node_schemas(const struct run *r)
 		return PAL_EXIT_OK;
 	char what[256];
 	snprintf(what, sizeof what, "job %s sets %s", r->need_job, r->need_key);
-	return require_schema(r, r->need_schema, what);
+	return require_schema(r, r->need_schema, NULL, what);
 }
 
 /* A version that takes over at its apply (pal_store_apply_takeover_job:
@@ -376,7 +377,8 @@ static int check_takeover(const struct run *r)
 		return PAL_EXIT_OK;
 	char what[512];
 	snprintf(what, sizeof what, PAL_TAKEOVER_WHAT, job);
-	return require_schema(r, PAL_SCHEMA_TAKEOVER, what);
+	/* the controllers: they activate the version (an executor plans nothing) */
+	return require_schema(r, PAL_SCHEMA_TAKEOVER, "controller", what);
 }
 
 /* Jobs handed to the store at a time while a file is parsed: the server

@@ -178,12 +178,15 @@ struct shadow_args {
 
 /* pal_boundary_check_nodes() for CMD over SC, its answer as the codes
  * pal_cli_exit_code() reads: PAL_ESTALE (exit 4) for older nodes live,
- * PAL_EDB (exit 69) when they cannot be read. */
+ * PAL_EDB (exit 69) when they cannot be read, unless LENIENT (rollback, a
+ * dry run): then a warning on stderr. */
 static int check_nodes(const pal_cli_common *c, pal_store *st, const pal_scope *sc,
-		       const char *cmd, char *err, size_t errlen)
+		       const char *cmd, bool lenient, char *err, size_t errlen)
 {
 	int rc = pal_boundary_check_nodes(st, sc, cmd, pal__cli_zk(c), pal__cli_config_zk_root(c),
-					  pal__cli_config_cluster(c), err, errlen);
+					  pal__cli_config_cluster(c), lenient, err, errlen);
+	if (!rc && err[0])
+		fprintf(stderr, "palisade %s: warning: %s\n", cmd, err);
 	return rc == PAL_EBUSY ? PAL_ESTALE : rc == PAL_EZK ? PAL_EDB : rc;
 }
 
@@ -205,7 +208,7 @@ static int shadow_call(pal_store *st, const void *ctx, json_t **o, char *err, si
 	const struct shadow_args *a = ctx;
 	if (!a->sc)
 		return pal_store_shadow_list_json(st, o, err, errlen);
-	int rc = check_nodes(a->c, st, a->sc, "shadow", err, errlen);
+	int rc = check_nodes(a->c, st, a->sc, "shadow", false, err, errlen);
 	return rc ? rc
 		  : pal_store_shadow_set_json(st, a->sc, pal_cli_actor(), a->reason, o, err,
 					      errlen);
@@ -381,7 +384,7 @@ int pal_cmd_cutover(int argc, char **argv)
 		if ((ec = pal_cli_connect(&c, false, &st)))
 			return ec;
 		char err[1024];
-		int rc = check_nodes(&c, st, &sc, "cutover", err, sizeof err);
+		int rc = check_nodes(&c, st, &sc, "cutover", o.dry_run, err, sizeof err);
 		if (!rc)
 			rc = pal_cutover_step(st, &rq, pal_cli_actor(), reason, &ans, &refused, err,
 					      sizeof err);
@@ -468,7 +471,7 @@ struct rollback_args {
 static int rollback_call(pal_store *st, const void *ctx, json_t **o, char *err, size_t errlen)
 {
 	const struct rollback_args *a = ctx;
-	int rc = check_nodes(a->c, st, a->sc, "rollback", err, errlen);
+	int rc = check_nodes(a->c, st, a->sc, "rollback", true, err, errlen);
 	return rc ? rc
 		  : pal_store_rollback_json(st, a->sc, pal_cli_actor(), a->reason, a->wait_ms, o,
 					    err, errlen);

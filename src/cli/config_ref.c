@@ -138,7 +138,7 @@ int pal__cli_older_nodes(const pal_cli_common *c, int min_schema, json_t **older
 		return PAL_EXIT_USAGE;
 	}
 	if (pal_coord_older_nodes(zk, pal__cli_config_zk_root(c), pal__cli_config_cluster(c), 5000,
-				  min_schema, older, err, errlen))
+				  min_schema, NULL, older, err, errlen))
 		return PAL_EXIT_UNAVAIL;
 	return PAL_EXIT_OK;
 }

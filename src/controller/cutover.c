@@ -190,18 +190,30 @@ int pal_cutover_step(pal_store *st, const pal_cutover_req *rq, const char *actor
 }
 
 int pal_boundary_check_nodes(pal_store *st, const pal_scope *sc, const char *cmd,
-			     const char *zk, const char *root, const char *cluster, char *msg,
-			     size_t len)
+			     const char *zk, const char *root, const char *cluster, bool lenient,
+			     char *msg, size_t len)
 {
 	char job[256], scope[200], err[512], who[1024];
 	int rc = pal_store_scope_moving_job(st, sc, job, sizeof job, msg, len);
+	if (!rc)
+		msg[0] = '\0';
 	if (rc || !*job)
 		return rc;
 	pal_scope_format(sc, scope, sizeof scope);
 	json_t *older = NULL;
 	rc = zk && *zk ? pal_coord_older_nodes(zk, root, cluster, 5000, PAL_BOUNDARY_MIN_SCHEMA,
-					       &older, err, sizeof err)
+					       "controller", &older, err, sizeof err)
 		       : PAL_EZK;
+	if (rc && lenient) {
+		snprintf(msg, len,
+			 "%s of %s goes ahead without knowing the live nodes (%s): %s has spread "
+			 "or jitter, whose nominal instants a controller older than schema %d "
+			 "neither writes nor plans by; if one still runs, check the boundary's "
+			 "instants with palisade shadow diff",
+			 cmd, scope, zk && *zk ? err : "no ZooKeeper connect string is known", job,
+			 PAL_BOUNDARY_MIN_SCHEMA);
+		return PAL_OK;
+	}
 	if (rc) {
 		snprintf(msg, len,
 			 "%s of %s judges the nominal instants of %s (spread or jitter), which "

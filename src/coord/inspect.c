@@ -179,8 +179,29 @@ int pal_coord_list_nodes(const char *connect, const char *root, const char *clus
 	return rc;
 }
 
+/* Whether NODE's info names ROLE. */
+static bool has_role(const json_t *node, const char *role)
+{
+	size_t i;
+	json_t *r;
+	json_array_foreach(json_object_get(json_object_get(node, "info"), "roles"), i, r)
+	{
+		if (json_is_string(r) && !strcmp(json_string_value(r), role))
+			return true;
+	}
+	return false;
+}
+
+/* Whether NODE advertises ROLE, or no roles at all (its release unknown). */
+static bool may_have_role(const json_t *node, const char *role)
+{
+	return !json_is_array(json_object_get(json_object_get(node, "info"), "roles")) ||
+	       has_role(node, role);
+}
+
 int pal_coord_older_nodes(const char *connect, const char *root, const char *cluster,
-			  int timeout_ms, int min_schema, json_t **older, char *err, size_t errlen)
+			  int timeout_ms, int min_schema, const char *role, json_t **older,
+			  char *err, size_t errlen)
 {
 	json_t *nodes = NULL;
 	*older = NULL;
@@ -193,7 +214,8 @@ int pal_coord_older_nodes(const char *connect, const char *root, const char *clu
 	json_array_foreach(nodes, i, n)
 	{
 		json_t *s = json_object_get(json_object_get(n, "info"), "schema");
-		if (json_is_integer(s) && json_integer_value(s) >= min_schema)
+		if ((json_is_integer(s) && json_integer_value(s) >= min_schema) ||
+		    (role && !may_have_role(n, role)))
 			continue;
 		json_array_append_new(
 		    *older, json_pack("{s:O, s:O, s:o}", "id", json_object_get(n, "id"), "version",
@@ -225,19 +247,6 @@ const char *pal_coord_describe_nodes(const json_t *older, char *buf, size_t len)
 		at += (size_t)w;
 	}
 	return buf;
-}
-
-/* Whether NODE's info names ROLE. */
-static bool has_role(const json_t *node, const char *role)
-{
-	size_t i;
-	json_t *r;
-	json_array_foreach(json_object_get(json_object_get(node, "info"), "roles"), i, r)
-	{
-		if (json_is_string(r) && !strcmp(json_string_value(r), role))
-			return true;
-	}
-	return false;
 }
 
 json_t *pal_coord_config_drift(const json_t *nodes)
@@ -311,13 +320,14 @@ void pal_coord_status_nodes(json_t *status, json_t *nodes)
 }
 
 int pal_coord_require_schema(const char *connect, const char *root, const char *cluster,
-			     int timeout_ms, int min_schema, const char *what, char *msg,
-			     size_t len)
+			     int timeout_ms, int min_schema, const char *role, const char *what,
+			     char *msg, size_t len)
 {
 	char err[512], who[1024];
 	json_t *older = NULL;
 	int rc = connect && *connect ? pal_coord_older_nodes(connect, root, cluster, timeout_ms,
-							     min_schema, &older, err, sizeof err)
+							     min_schema, role, &older, err,
+							     sizeof err)
 				     : PAL_EZK;
 	if (rc) {
 		snprintf(

@@ -68,7 +68,7 @@ IT_LONG=" test_target_hosts_busy_node test_target_hosts_busy_old_node test_targe
 	test_resume_ticket_partial test_resume_backlog test_reapply test_trigger_guard test_resume_ramp_again
 	test_after_finished_cancel test_pgbouncer_readyz test_trigger_scan_scale
 	test_notify_rule_removed test_notify_rule_recovered test_takeover_old_controller test_takeover_old_apply
-	test_notify_latest_receiver test_notify_rule_swap "
+	test_notify_latest_receiver test_notify_rule_swap  test_gates_old_executor"
 
 # run_test T: runs test T and prints its lines: "== NAME", its output, and
 # "passed in Ns" or, on a failure, the last lines of each of its process logs
