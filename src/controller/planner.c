@@ -40,6 +40,10 @@
 
 typedef struct pversion {
 	int64_t eff; /* PAL_NO_TIME: pending activation */
+	/* A version never activated: when it was stored; for one stored
+	 * between the active one and the latest, where this tick activates
+	 * it (switch_point; PAL_NO_TIME: it does not) */
+	int64_t stored, t_eff;
 	int64_t catchup_window_ms;
 	pal_schedule *sched; /* shared: pal_schedule_release */
 	const char *tenant, *group; /* interned in the planner's `strings` */
@@ -190,7 +194,19 @@ static int64_t eff_of(const pjob *j, size_t i, bool tentative)
 {
 	if (j->v[i].eff != PAL_NO_TIME)
 		return j->v[i].eff;
-	return tentative ? j->t_eff : PAL_NO_TIME;
+	if (!tentative)
+		return PAL_NO_TIME;
+	return i + 1 == j->nv ? j->t_eff : j->v[i].t_eff;
+}
+
+/* Forget what a tick decided for J's versions (touch, a failed or
+ * quarantined job). */
+static void t_reset(pjob *j)
+{
+	j->t_eff = PAL_NO_TIME;
+	j->t_fresh = false;
+	for (size_t i = 0; i < j->nv; i++)
+		j->v[i].t_eff = PAL_NO_TIME;
 }
 
 /* The instants version I of J owns: (*lo, *hi] (hi NEVER for the last
@@ -294,9 +310,8 @@ static int add_trigger(pal_plan_batch *b, pjob *j, const pversion *v, int64_t at
 							  .job_ref = v->job_ref };
 	}
 	/* the instant the old system fires, for a shadow scope's boundaries */
-	int64_t nominal =
-	    v->moves ? pal_schedule_nominal(v->sched, v->eff != PAL_NO_TIME ? v->eff : j->t_eff, at)
-		     : at;
+	int64_t eff = v->moves ? eff_of(j, (size_t)(v - j->v), true) : PAL_NO_TIME;
+	int64_t nominal = v->moves ? pal_schedule_nominal(v->sched, eff, at) : at;
 	for (int part = 0; part < v->partitions; part++) {
 		GROW(b->trig, b->n_trig, b->cap_trig);
 		b->trig[b->n_trig++] = (pal_plan_trigger){ .job_id = j->id,
@@ -868,6 +883,8 @@ int pal_planner_put_job(pal_planner *p, const char *job_id, const pal_plan_versi
 		v->catchup_window_ms = in->catchup_window_ms;
 		v->misfire = in->misfire;
 		v->has_end = in->has_end;
+		v->stored = in->effective_from == PAL_NO_TIME ? in->created_at : PAL_NO_TIME;
+		v->t_eff = PAL_NO_TIME;
 		v->tenant = g_string_chunk_insert_const(p->strings, in->tenant ? in->tenant : "");
 		v->group = g_string_chunk_insert_const(p->strings, in->group ? in->group : "");
 		j->nv++;
@@ -951,8 +968,7 @@ static int touch(pal_planner *p, pjob *j)
 	j->t_cursor = j->cursor;
 	j->t_next = j->next;
 	j->t_next_excl = j->next_excl;
-	j->t_eff = PAL_NO_TIME;
-	j->t_fresh = false;
+	t_reset(j);
 	p->touched[p->n_touched++] = j;
 	return PAL_OK;
 }
@@ -1002,15 +1018,9 @@ static int collect(pal_planner *p, size_t i, int64_t horizon)
  * can take over at its own apply.  So does a version of which it or P is a
  * one-shot (`at`).
  */
-static int64_t switch_point(const pjob *j, int64_t w)
+static int64_t switch_between(const pversion *prev, const pversion *n, int64_t created, int64_t w)
 {
-	const pversion *prev = NULL, *n = &j->v[j->nv - 1];
-	for (size_t i = 0; i + 1 < j->nv; i++)
-		if (j->v[i].eff != PAL_NO_TIME)
-			prev = &j->v[i];
-	if (!prev || j->pend_created == PAL_NO_TIME)
-		return w;
-	int64_t from = prev->eff > j->pend_created ? prev->eff : j->pend_created, x;
+	int64_t from = prev->eff > created ? prev->eff : created, x;
 	bool ex;
 	/* A version that has no instant after it was stored (a retiring
 	 * version, one applied with its `end` reached) takes over then: the
@@ -1035,6 +1045,83 @@ static int64_t switch_point(const pjob *j, int64_t w)
 	while (pal_schedule_next_from(prev->sched, prev->eff, at, &x, &ex) == PAL_OK && x <= w)
 		at = x;
 	return at;
+}
+
+/* Whether version S, taking over at FROM, has no instant after it: a stop
+ * (the retiring version of `delete`, one applied with its `end` reached). */
+static bool is_stop(const pversion *s, int64_t from)
+{
+	int64_t x;
+	bool ex;
+	return s->has_end && pal_schedule_next_from(s->sched, from, from, &x, &ex) != PAL_OK;
+}
+
+/* Where N, stored at CREATED, takes over after C, a never-activated
+ * version this tick activates at C_EFF (switch_point): when N was stored
+ * (not before C_EFF) where C is a stop (it has no instant after it was
+ * stored, so nothing is planned for it that N would have to leave alone),
+ * where N is one, or where either is a one-shot; otherwise by the rule
+ * above, as if C had been activated at C_EFF. */
+static int64_t switch_after(const pversion *c, int64_t c_eff, const pversion *n, int64_t created,
+			    int64_t w)
+{
+	int64_t from = created > c_eff ? created : c_eff;
+	if (is_stop(c, c->stored > c_eff ? c->stored : c_eff) || is_stop(n, from) ||
+	    pal_schedule_one_shot(c->sched) || pal_schedule_one_shot(n->sched))
+		return from;
+	pversion cv = *c;
+	cv.eff = c_eff;
+	int64_t at = switch_between(&cv, n, created, w);
+	return at < c_eff ? c_eff : at;
+}
+
+/*
+ * switch_point for job J at watermark W.  The versions stored after the
+ * active version P that no tick activated before the latest one was
+ * stored (a `delete` and an apply within one scan, or while the shard had
+ * no controller) are activated in this tick one after the other, each
+ * where a tick that saw it in time would have: after P by the rule above
+ * (where it was stored for a stop or a one-shot, else at W; a stop at W
+ * when W is below where it was stored), after such a version by
+ * switch_after.  One that would take over from P at W and is neither a
+ * stop nor a one-shot is left out: a version after it takes over there
+ * too.  So the instants before a stop stay P's, those between a stop and
+ * the next apply belong to no version, a version applied after a stop (or
+ * after or as a one-shot) has those from its apply to the next switch, and
+ * the latest version those after its own.  Sets their t_eff.
+ */
+static int64_t switch_point(pjob *j, int64_t w)
+{
+	size_t pi = j->nv;
+	for (size_t i = 0; i + 1 < j->nv; i++)
+		if (j->v[i].eff != PAL_NO_TIME)
+			pi = i;
+	if (pi == j->nv || j->pend_created == PAL_NO_TIME)
+		return w;
+	const pversion *c = &j->v[pi];
+	int64_t c_eff = c->eff;
+	for (size_t k = pi + 1; k + 1 < j->nv; k++) {
+		pversion *s = &j->v[k];
+		if (s->eff != PAL_NO_TIME || s->stored == PAL_NO_TIME)
+			continue;
+		int64_t at;
+		if (c == &j->v[pi]) {
+			at = switch_between(c, s, s->stored, w);
+			if (at < c_eff)
+				at = c_eff;
+			if (at >= w && !is_stop(s, at > s->stored ? at : s->stored) &&
+			    !pal_schedule_one_shot(s->sched))
+				continue;
+		} else {
+			at = switch_after(c, c_eff, s, s->stored, w);
+		}
+		s->t_eff = at;
+		c = s;
+		c_eff = at;
+	}
+	if (c == &j->v[pi])
+		return switch_between(c, &j->v[j->nv - 1], j->pend_created, w);
+	return switch_after(c, c_eff, &j->v[j->nv - 1], j->pend_created, w);
 }
 
 /* How far this tick plans J: the horizon, and at least the watermark for
@@ -1081,6 +1168,19 @@ static int plan_due(pal_planner *p, pal_plan_batch *b, pjob *j, int64_t watermar
 			j->t_fresh = true;
 			if (j->t_cursor != PAL_NO_TIME && j->t_cursor > j->t_eff)
 				j->t_cursor = j->t_eff;
+		}
+		for (size_t k = 0; k + 1 < j->nv; k++) {
+			if (j->v[k].t_eff == PAL_NO_TIME)
+				continue;
+			/* a version activated here below what is planned has its
+			 * instants planned now (the older version's rows there
+			 * were cancelled, and those after an apply deleted by it) */
+			if (active && j->t_cursor != PAL_NO_TIME && j->t_cursor > j->v[k].t_eff)
+				j->t_cursor = j->v[k].t_eff;
+			GROW(b->act, b->n_act, b->cap_act);
+			b->act[b->n_act++] = (pal_plan_activation){ .job_id = j->id,
+								    .version = j->v[k].version,
+								    .effective_from = j->v[k].t_eff };
 		}
 		GROW(b->act, b->n_act, b->cap_act);
 		b->act[b->n_act++] = (pal_plan_activation){ .job_id = j->id,
@@ -1209,8 +1309,7 @@ int pal_planner_tick(pal_planner *p, int64_t watermark, int64_t now, pal_plan_ba
 			j->t_cursor = j->cursor;
 			j->t_next = j->next;
 			j->t_next_excl = j->next_excl;
-			j->t_eff = PAL_NO_TIME;
-			j->t_fresh = false;
+			t_reset(j);
 			j->t_ref_version = -1;
 			if (b->n_failed == b->cap_failed) {
 				size_t nc = b->cap_failed ? b->cap_failed * 2 : 8;
@@ -1282,6 +1381,9 @@ void pal_planner_commit(pal_planner *p, const pal_plan_batch *b)
 	for (size_t i = 0; i < p->n_touched; i++) {
 		pjob *j = p->touched[i];
 		if (j->t_eff != PAL_NO_TIME && has_pending(j)) {
+			for (size_t k = 0; k + 1 < j->nv; k++)
+				if (j->v[k].eff == PAL_NO_TIME && j->v[k].t_eff != PAL_NO_TIME)
+					j->v[k].eff = j->v[k].t_eff;
 			j->v[j->nv - 1].eff = j->t_eff;
 			p->n_pending--;
 		}
@@ -1306,8 +1408,7 @@ int pal_planner_quarantine(pal_planner *p, const char *job_id)
 		j->t_cursor = j->cursor;
 		j->t_next = j->next;
 		j->t_next_excl = j->next_excl;
-		j->t_eff = PAL_NO_TIME;
-		j->t_fresh = false;
+		t_reset(j);
 	}
 	return PAL_OK;
 }

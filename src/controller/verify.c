@@ -96,6 +96,30 @@ static int cmp_inst(const void *a, const void *b)
 	return x->part - y->part;
 }
 
+/* Whether VER's schedule is a one-shot (`at`). */
+static bool one_shot(json_t *ver)
+{
+	return json_object_get(json_object_get(json_object_get(ver, "spec"), "schedule"), "at");
+}
+
+/* *ENDED: VER has an `end` and no instant after FROM (a stop, from there). */
+static int ended(json_t *ver, int64_t from, bool *out, char *err, size_t errlen)
+{
+	pal_job_spec spec;
+	pal_schedule *sc;
+	int64_t x;
+	bool excl;
+	int rc = pal_job_spec_from_canonical(json_object_get(ver, "spec"), &spec, err, errlen);
+	if (!rc && (rc = pal_schedule_open(&spec, &sc, err, errlen)))
+		pal_job_spec_clear(&spec);
+	if (rc)
+		return rc;
+	*out = spec.has_end && pal_schedule_next_from(sc, from, from, &x, &excl) != PAL_OK;
+	pal_schedule_close(sc);
+	pal_job_spec_clear(&spec);
+	return PAL_OK;
+}
+
 /*
  * Where version I of VERSIONS takes over, as the planner decides it
  * (switch_point in src/controller/planner.c): its stored effective_from,
@@ -104,30 +128,44 @@ static int cmp_inst(const void *a, const void *b)
  * passed); then
  * at the latest of that version's last instant, its activation and when
  * version I was stored; when version I or the one before it is a one-shot
- * (`at`), at the latter two.  Recomputed rather than read, so that a switch
- * point stored too late (the instants between the apply and it planned by
- * no version) shows as missing instants.
+ * (`at`), at the latter two.  A version no controller activated before
+ * the job was applied again (effective_from null, kept by with_stops), and
+ * the version after it, take over when they were stored (never before the
+ * switch point of the version before them), as the planner activates them.
+ * Recomputed rather than read, so that a switch point stored too late (the
+ * instants between the apply and it planned by no version) shows as
+ * missing instants.
  */
 static int switch_from(json_t *versions, size_t i, int64_t *lo, char *err, size_t errlen)
 {
 	json_t *ver = json_array_get(versions, i);
 	json_t *created = json_object_get(ver, "created_at");
+	bool stop = !json_is_integer(json_object_get(ver, "effective_from"));
 	*lo = json_integer_value(json_object_get(ver, "effective_from"));
 	if (!i || !json_is_integer(created))
 		return PAL_OK;
 	json_t *prev = json_array_get(versions, i - 1);
 	int64_t plo = json_integer_value(json_object_get(prev, "effective_from"));
+	int rc;
+	bool prev_stop = !json_is_integer(json_object_get(prev, "effective_from"));
+	if (prev_stop && (rc = switch_from(versions, i - 1, &plo, err, errlen)))
+		return rc;
 	int64_t at = json_integer_value(created) > plo ? json_integer_value(created) : plo, x;
+	if (stop || prev_stop) {
+		/* a version no controller activated in time (with_stops), and
+		 * the version after it: each takes over when it was stored */
+		*lo = at;
+		return PAL_OK;
+	}
 	if (at >= *lo)
 		return PAL_OK;
-	if (json_object_get(json_object_get(json_object_get(ver, "spec"), "schedule"), "at") ||
-	    json_object_get(json_object_get(json_object_get(prev, "spec"), "schedule"), "at")) {
+	if (one_shot(ver) || one_shot(prev)) {
 		*lo = at; /* a one-shot or a job changed to or from one */
 		return PAL_OK;
 	}
 	pal_job_spec spec;
 	pal_schedule *sc;
-	int rc = pal_job_spec_from_canonical(json_object_get(prev, "spec"), &spec, err, errlen);
+	rc = pal_job_spec_from_canonical(json_object_get(prev, "spec"), &spec, err, errlen);
 	if (rc)
 		return rc;
 	if ((rc = pal_schedule_open(&spec, &sc, err, errlen))) {
@@ -145,6 +183,55 @@ static int switch_from(json_t *versions, size_t i, int64_t *lo, char *err, size_
 	return PAL_OK;
 }
 
+/*
+ * VERSIONS as the planner judges them (switch_point in
+ * src/controller/planner.c): the activated ones, and of the versions that
+ * no controller activated (pal_store_activated_versions: stored between
+ * two activated ones, passed over by a controller of 0.3.0) those the
+ * planner activates with the version after them, as if a controller had
+ * seen them in time: each one that is a stop (no instant after it was
+ * stored or after the switch point of the version before), follows one,
+ * or is or follows a one-shot.  Each takes over when it was stored.  A new
+ * reference in *OUT.
+ */
+static int with_stops(json_t *versions, json_t **out, char *err, size_t errlen)
+{
+	json_t *keep = json_array(), *ver, *c = NULL;
+	size_t i;
+	int64_t clo = 0;
+	int rc = PAL_OK;
+	json_array_foreach(versions, i, ver)
+	{
+		json_t *eff = json_object_get(ver, "effective_from");
+		if (json_is_integer(eff)) {
+			clo = json_integer_value(eff);
+			c = ver;
+			json_array_append(keep, ver);
+			continue;
+		}
+		if (!c)
+			continue;
+		int64_t from = json_integer_value(json_object_get(ver, "created_at"));
+		if (from < clo)
+			from = clo;
+		bool stop = false, c_stop = false;
+		if ((rc = ended(ver, from, &stop, err, errlen)) ||
+		    (rc = ended(c, from, &c_stop, err, errlen)))
+			break;
+		if (stop || c_stop || one_shot(ver) || one_shot(c)) {
+			clo = from;
+			c = ver;
+			json_array_append(keep, ver);
+		}
+	}
+	if (rc) {
+		json_decref(keep);
+		return rc;
+	}
+	*out = keep;
+	return PAL_OK;
+}
+
 /* Take one pair from the request's budget *LEFT (NULL: unbounded); false
  * when it is spent (PAL_ETOOBIG: pal_verify says the bound). */
 static bool spend(int64_t *left)
@@ -155,15 +242,20 @@ static bool spend(int64_t *left)
 /* Expected (instant, partition) pairs of one job in [from, to]; with
  * INSTANTS, each instant once (partition 0) and none that is excluded.
  * Each pair spends one of *LEFT: past it, PAL_ETOOBIG with nothing kept. */
-static int plan_set(json_t *versions, bool instants, int64_t from, int64_t to, int64_t *left,
-		    inst **out, size_t *n, char *err, size_t errlen)
+static int plan_set(json_t *all, bool instants, int64_t from, int64_t to, int64_t *left, inst **out,
+		    size_t *n, char *err, size_t errlen)
 {
 	size_t cap = 256, k = 0;
+	json_t *versions;
+	int rc = with_stops(all, &versions, err, errlen);
+	if (rc)
+		return rc;
 	inst *v = malloc(cap * sizeof *v);
-	if (!v)
+	if (!v) {
+		json_decref(versions);
 		return PAL_ENOMEM;
+	}
 	size_t nv = json_array_size(versions);
-	int rc = PAL_OK;
 	for (size_t i = 0; i < nv && !rc; i++) {
 		json_t *ver = json_array_get(versions, i);
 		int64_t lo, hi = INT64_MAX;
@@ -209,6 +301,7 @@ static int plan_set(json_t *versions, bool instants, int64_t from, int64_t to, i
 		pal_schedule_close(sc);
 		pal_job_spec_clear(&spec);
 	}
+	json_decref(versions);
 	if (rc) {
 		free(v);
 		return rc;
@@ -227,10 +320,15 @@ static bool dependent_at(json_t *versions, int64_t at)
 
 	for (size_t i = 0; i < nv; i++) {
 		json_t *ver = json_array_get(versions, i);
+		if (!json_is_integer(json_object_get(ver, "effective_from")))
+			continue; /* a stop no controller activated: it has no instant */
 		int64_t lo = json_integer_value(json_object_get(ver, "effective_from"));
-		int64_t hi = i + 1 < nv ? json_integer_value(json_object_get(
-						  json_array_get(versions, i + 1), "effective_from"))
-					: INT64_MAX;
+		int64_t hi = INT64_MAX;
+		for (size_t k = i + 1; k < nv && hi == INT64_MAX; k++) {
+			json_t *e = json_object_get(json_array_get(versions, k), "effective_from");
+			if (json_is_integer(e))
+				hi = json_integer_value(e);
+		}
 		if (at > lo && at <= hi)
 			return json_object_get(json_object_get(ver, "spec"), "after") != NULL;
 	}

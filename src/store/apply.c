@@ -771,8 +771,13 @@ static int move_triggers(pal_apply *a, struct item *it, size_t n, char *err, siz
  * and a re-apply before it (REAPPLY_SQL). */
 #define SWEEP_CAUSE "job retired (planned before its retiring version took over)"
 
-/* Statement 4r, only for a chunk that applies retired jobs again, before
- * 4a takes their retired_at away: the job lives again from this apply's
+/* Statement 4r, for a chunk that applies retired jobs again, or jobs whose
+ * latest version has an `end` or is a one-shot, before 4a takes the
+ * retired ones' retired_at away.  A job stopped by a version that took
+ * over at its apply (4e, below) and applied again: the rows of
+ * instants after now that 4e cancelled before any attempt are deleted as
+ * below (the version applied now takes over at its apply after such a
+ * stop, and plans them).  A retired job lives again from this apply's
  * time (now(), its versions' created_at), so
  *   - what the retirement left cancellable (pending, retry_wait, paused:
  *     planned by the old version before its retiring version took over,
@@ -802,8 +807,10 @@ static int move_triggers(pal_apply *a, struct item *it, size_t n, char *err, siz
 	"'" SWEEP_CAUSE "',"                                                                       \
 	"     'cancelled', count(*), 'trigger_ids', jsonb_agg(c.id ORDER BY c.id))"                \
 	"   FROM c GROUP BY c.job_id),"                                                            \
-	" old AS (SELECT t.id, t.job_id, t.scheduled_at FROM triggers t JOIN j"                    \
-	"   ON t.job_id = j.job_id"                                                                \
+	" jo AS (SELECT x.job_id FROM unnest($4::text[]) AS u(id)"                                 \
+	"   JOIN jobs x ON x.job_id = u.id),"                                                      \
+	" old AS (SELECT t.id, t.job_id, t.scheduled_at FROM triggers t JOIN jo"                   \
+	"   ON t.job_id = jo.job_id"                                                               \
 	"   WHERE t.request_id IS NULL AND t.state = 'cancelled' AND t.attempt_count = 0"          \
 	"   AND t.scheduled_at > now()"                                                            \
 	"   AND NOT EXISTS (SELECT 1 FROM attempts x WHERE x.trigger_id = t.id"                     \
@@ -812,39 +819,84 @@ static int move_triggers(pal_apply *a, struct item *it, size_t n, char *err, siz
 	"   AND EXISTS (SELECT 1 FROM audit_log a"                                                 \
 	"    WHERE a.at BETWEEN t.finished_at AND t.finished_at + interval '1 minute'"             \
 	"    AND a.action = 'cancel' AND a.scope = 'job:' || t.job_id"                             \
-	"    AND a.details ->> 'cause' LIKE 'job retired%'"                                        \
+	"    AND (a.details ->> 'cause' LIKE 'job retired%'"                                       \
+	"     OR a.details ->> 'cause' LIKE 'a version that takes over at its apply%')"            \
 	"    AND a.details -> 'trigger_ids' @> to_jsonb(t.id))),"                                  \
 	" d AS (DELETE FROM triggers t USING old WHERE t.id = old.id"                              \
 	"   AND t.scheduled_at = old.scheduled_at RETURNING t.id, t.job_id, t.scheduled_at),"      \
 	" da AS (INSERT INTO audit_log (actor, action, scope, reason, details)"                    \
 	"   SELECT $2, 'job.reapply', 'job:' || d.job_id, $3, jsonb_build_object('cause',"         \
-	"     'job applied again: rows after it that its retirement cancelled before any attempt',"\
+	"     'job applied again: rows after it that its retirement, or a version that took over"  \
+	" at its apply, cancelled before any attempt',"                                            \
 	"     'deleted', count(*), 'trigger_ids', jsonb_agg(d.id ORDER BY d.id),"                  \
 	"     'scheduled_at', jsonb_agg(d.scheduled_at ORDER BY d.id))"                            \
 	"   FROM d GROUP BY d.job_id)"                                                             \
 	" SELECT j.job_id, (SELECT count(*) FROM c WHERE c.job_id = j.job_id),"                    \
 	"  (SELECT count(*) FROM d WHERE d.job_id = j.job_id) FROM j"
 
+/* The jobs among IT whose latest version before this apply has an `end`
+ * or is a one-shot (a version that may have taken over at its apply, 4e):
+ * added to *ALL, their count to *M. */
+static int after_takeover(pal_apply *a, struct item *it, size_t n, pal_pgarr *all, size_t *m,
+			  char *err, size_t errlen)
+{
+	pal_pgarr ids, vers;
+	size_t k = 0;
+	pal__pgarr_init(&ids);
+	pal__pgarr_init(&vers);
+	for (size_t i = 0; i < n; i++) {
+		if (it[i].fresh || it[i].retired || !it[i].latest ||
+		    it[i].res->outcome == PAL_APPLY_UNCHANGED)
+			continue;
+		pal__pgarr_text(&ids, it[i].s->id);
+		pal__pgarr_i64(&vers, it[i].latest);
+		k++;
+	}
+	char *a1 = pal__pgarr_end(&ids), *a2 = pal__pgarr_end(&vers);
+	const char *p[] = {a1, a2};
+	int rc = PAL_OK;
+	PGresult *r = NULL;
+	if (k && !(r = pal__store_query(
+			a->st,
+			"SELECT u.id FROM unnest($1::text[], $2::int[]) AS u(id, ver)"
+			" JOIN job_versions pv ON pv.job_id = u.id AND pv.version = u.ver"
+			" WHERE pv.spec -> 'schedule' ->> 'end' IS NOT NULL"
+			" OR pv.spec -> 'schedule' ? 'at'",
+			2, p, err, errlen)))
+		rc = PAL_EDB;
+	for (int row = 0; r && row < PQntuples(r); row++) {
+		pal__pgarr_text(all, PQgetvalue(r, row, 0));
+		(*m)++;
+	}
+	PQclear(r);
+	g_free(a1);
+	g_free(a2);
+	return rc;
+}
+
 static int reapply_retired(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
 {
-	pal_pgarr ids;
+	pal_pgarr ids, all;
 	size_t m = 0;
 	pal__pgarr_init(&ids);
+	pal__pgarr_init(&all);
 	for (size_t i = 0; i < n; i++)
 		if (it[i].retired && it[i].res->outcome != PAL_APPLY_UNCHANGED) {
 			pal__pgarr_text(&ids, it[i].s->id);
+			pal__pgarr_text(&all, it[i].s->id);
 			m++;
 		}
-	char *a1 = pal__pgarr_end(&ids);
-	const char *p[] = {a1, a->actor, a->reason};
-	int rc = PAL_OK;
-	if (m) {
-		PGresult *r = pal__store_query(a->st, REAPPLY_SQL, 3, p, err, errlen);
+	int rc = after_takeover(a, it, n, &all, &m, err, errlen);
+	char *a1 = pal__pgarr_end(&ids), *a4 = pal__pgarr_end(&all);
+	const char *p[] = {a1, a->actor, a->reason, a4};
+	if (m && !rc) {
+		PGresult *r = pal__store_query(a->st, REAPPLY_SQL, 4, p, err, errlen);
 		if (!r)
 			rc = PAL_EDB;
 		PQclear(r);
 	}
 	g_free(a1);
+	g_free(a4);
 	return rc;
 }
 

@@ -370,10 +370,13 @@ static int shard_jobs(pal_store *st, const int *shards, const int64_t *cutoffs, 
 	 * ordered so that a job's rows are adjacent, with the versions still
 	 * relevant at the shard's re-scan start (the latest one activated at
 	 * or before the cutoff, every later activated one, and the latest,
-	 * maybe pending).
+	 * maybe pending), and each version stored after the last activated
+	 * one that no controller activated (the planner activates such a
+	 * version with the latest where a tick that saw it in time would
+	 * have: switch_point in src/controller/planner.c).
 	 */
 	const char *cols = with_specs ? SJ_COLUMNS : SJ_LIST_COLUMNS;
-	char q[2048];
+	char q[4096];
 	snprintf(q, sizeof q,
 		 n_shards <= 3 || ids
 			 ? "SELECT %s FROM jobs j CROSS JOIN LATERAL ("
@@ -396,7 +399,10 @@ static int shard_jobs(pal_store *st, const int *shards, const int64_t *cutoffs, 
 			 "  v.version = j.latest_version OR (v.effective_from IS NOT NULL AND"
 			 "   v.version >= coalesce((SELECT max(w.version) FROM job_versions w"
 			 "    WHERE w.job_id = j.job_id AND w.effective_from <= to_timestamp(s.cutoff)),"
-			 "    0)))"
+			 "    0))"
+			 "  OR (v.effective_from IS NULL AND v.version >"
+			 "   (SELECT max(w.version) FROM job_versions w"
+			 "    WHERE w.job_id = j.job_id AND w.effective_from IS NOT NULL)))"
 			 " ORDER BY v.job_id, v.version",
 			 cols);
 		rc = stream_jobs(st, q, 3, p, with_specs, fn, ctx, jobs, err, errlen);
@@ -748,8 +754,9 @@ static int write_activations(pal_store *st, int64_t epoch, const char *node,
 		"   activated_epoch = $4, effective_from = to_timestamp(a.f)"
 		"   FROM a WHERE jv.job_id = a.j AND jv.version = a.v AND jv.effective_from IS NULL"
 		"   RETURNING jv.job_id, jv.version, jv.effective_from),"
-		" j AS (UPDATE jobs SET active_version = act.version, updated_at = now() FROM act"
-		"   WHERE jobs.job_id = act.job_id AND coalesce(jobs.active_version, 0) < act.version"
+		" j AS (UPDATE jobs SET active_version = m.version, updated_at = now()"
+		"   FROM (SELECT job_id, max(version) AS version FROM act GROUP BY job_id) m"
+		"   WHERE jobs.job_id = m.job_id AND coalesce(jobs.active_version, 0) < m.version"
 		"   RETURNING jobs.job_id),"
 		" au AS (INSERT INTO audit_log (actor, action, scope, details)"
 		"   SELECT 'controller:' || $5, 'job.activate', 'job:' || act.job_id,"

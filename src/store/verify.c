@@ -20,6 +20,10 @@ int pal_store_db_now(pal_store *st, int64_t *now, char *err, size_t errlen)
 	return PAL_OK;
 }
 
+/* The activated versions of a job, and those stored between two activated
+ * ones that no controller activated (effective_from null: passed over by a
+ * controller that loaded only the activated versions and the latest;
+ * verify judges them as the planner does). */
 int pal_store_activated_versions(pal_store *st, const char *job_id, json_t **out, char *err,
 				 size_t errlen)
 {
@@ -32,7 +36,11 @@ int pal_store_activated_versions(pal_store *st, const char *job_id, json_t **out
 	    "   'effective_from', floor(extract(epoch FROM v.effective_from))::bigint,"
 	    "   'created_at', floor(extract(epoch FROM v.created_at))::bigint) ORDER BY "
 	    "v.version)"
-	    "   FROM job_versions v WHERE v.job_id = j.job_id AND v.effective_from IS NOT NULL) AS "
+	    "   FROM job_versions v WHERE v.job_id = j.job_id AND (v.effective_from IS NOT NULL"
+	    "    OR (EXISTS (SELECT 1 FROM job_versions w"
+	    "     WHERE w.job_id = v.job_id AND w.version < v.version AND w.effective_from IS NOT NULL)"
+	    "     AND EXISTS (SELECT 1 FROM job_versions w WHERE w.job_id = v.job_id"
+	    "     AND w.version > v.version AND w.effective_from IS NOT NULL)))) AS "
 	    "versions"
 	    " FROM jobs j WHERE $1::text IS NULL OR j.job_id = $1) x",
 	    1, p, out, err, errlen);
@@ -57,7 +65,10 @@ int pal_store_planned(pal_store *st, const char *job_id, int64_t from, int64_t t
 	 * any attempt (by the retirement or that apply) or claimed before
 	 * that version was stored and left to finish (an executor claims up
 	 * to claim_ahead early); one claimed later ran outside every
-	 * version's range and is counted (unexpected). */
+	 * version's range and is counted (unexpected).  A version that no
+	 * controller activated before a later one (passed over), or one with
+	 * an `end` not activated yet, counts as taking over when it was
+	 * stored, as verify judges it. */
 	int rc = pal__store_query_json(
 	    st,
 	    "SELECT coalesce(json_agg(json_build_array(a, p, n) ORDER BY a, p), '[]')::text FROM ("
@@ -74,7 +85,11 @@ int pal_store_planned(pal_store *st, const char *job_id, int64_t from, int64_t t
 	    "    AND nv.created_at < t.scheduled_at))"
 	    " AND NOT EXISTS ("
 	    "  SELECT 1 FROM job_versions rv WHERE rv.job_id = t.job_id"
-	    "  AND rv.version > t.version AND rv.effective_from < t.scheduled_at"
+	    "  AND rv.version > t.version"
+	    "  AND coalesce(rv.effective_from, CASE WHEN rv.spec -> 'schedule' ->> 'end' IS NOT NULL"
+	    "   OR EXISTS (SELECT 1 FROM job_versions av WHERE av.job_id = rv.job_id"
+	    "    AND av.version > rv.version AND av.effective_from IS NOT NULL)"
+	    "   THEN rv.created_at END) < t.scheduled_at"
 	    "  AND (rv.spec -> 'schedule' ? 'at' OR EXISTS (SELECT 1 FROM job_versions ov"
 	    "   WHERE ov.job_id = rv.job_id AND ov.version = rv.version - 1"
 	    "   AND ov.spec -> 'schedule' ? 'at')"

@@ -339,10 +339,10 @@ static void test_planner_new_version_applies_after_watermark(void **st)
 	pal_planner_free(p);
 }
 
-/* v1 every second; v2 its retiring version (end 1001, activated at 1005);
- * v3, the job applied again at CREATED, awaiting activation; loaded at
- * watermark WM. */
-static pal_planner *reapplied(int64_t created, int64_t wm)
+/* v1 every second; v2 its retiring version (end 1001, activated at EFF2 or,
+ * PAL_NO_TIME, stored at 1000 and not activated); v3, the job applied again
+ * at CREATED, awaiting activation; loaded at watermark WM. */
+static pal_planner *retired_and_reapplied(int64_t eff2, int64_t created, int64_t wm)
 {
 	pal_planner *p = pal_planner_new(0, &cfg);
 	pal_job_spec s1 = spec("r.j", "* * * * * ?", PAL_MISFIRE_SKIP),
@@ -351,8 +351,10 @@ static pal_planner *reapplied(int64_t created, int64_t wm)
 	s2.has_end = true;
 	s2.end = 1001;
 	pal_plan_version v[3] = { pal_plan_version_of_spec(&s1, 1, 0),
-				  pal_plan_version_of_spec(&s2, 2, 1005),
+				  pal_plan_version_of_spec(&s2, 2, eff2),
 				  pal_plan_version_of_spec(&s3, 3, PAL_NO_TIME) };
+	if (eff2 == PAL_NO_TIME)
+		v[1].created_at = 1000;
 	v[2].created_at = created;
 	char err[256];
 	assert_int_equal(pal_planner_put_job(p, "r.j", v, 3, wm, err, sizeof err), 0);
@@ -360,6 +362,11 @@ static pal_planner *reapplied(int64_t created, int64_t wm)
 	pal_job_spec_clear(&s2);
 	pal_job_spec_clear(&s3);
 	return p;
+}
+
+static pal_planner *reapplied(int64_t created, int64_t wm)
+{
+	return retired_and_reapplied(1005, created, wm);
 }
 
 static size_t version_at(const pal_plan_batch *b, int version, int64_t from, int64_t to)
@@ -434,6 +441,185 @@ static void test_planner_retiring_version_takes_over_when_stored(void **st)
 	pal_planner_free(p);
 	pal_job_spec_clear(&s1);
 	pal_job_spec_clear(&s2);
+}
+
+/* v1 every second (active); v2 its retiring version (end 1001, stored at
+ * 1000) that no tick activated; v3 the job applied again at 1003 or
+ * CREATED, both awaiting activation: loaded at watermark WM and ticked at
+ * NOW, the tick activates v2 where a tick that saw it in time would have
+ * (WANT2), then v3 at the later of that and its apply (WANT3). */
+static pal_plan_batch stop_unseen(int64_t created, int64_t wm, int64_t now, int64_t want2,
+				  int64_t want3, pal_planner **out)
+{
+	pal_planner *p = retired_and_reapplied(PAL_NO_TIME, created, wm);
+	pal_plan_batch b = { 0 };
+	assert_int_equal(pal_planner_tick(p, wm, now, &b), 0);
+	assert_int_equal(b.n_act, 2);
+	assert_int_equal(b.act[0].version, 2);
+	assert_int_equal(b.act[0].effective_from, want2);
+	assert_int_equal(b.act[1].version, 3);
+	assert_int_equal(b.act[1].effective_from, want3);
+	assert_int_equal(b.n_mis, 0);
+	*out = p;
+	return b;
+}
+
+/* A stop that no tick activated before the job was applied again still
+ * stops it: within one scan (the watermark above both applies) v2 takes
+ * over when it was stored and v3 at its apply, which plans its instants
+ * from there, also those below the watermark, and v1 none after the stop;
+ * with the controller down across both (the watermark below them) v2
+ * takes over at the watermark and runs the instants before its end, none
+ * of the retired period runs, and v3 has those after its apply.  The
+ * next tick activates nothing. */
+static void test_planner_unseen_stop_still_stops(void **st)
+{
+	pal_planner *p;
+	pal_plan_batch b = stop_unseen(1003, 1010, 1004, 1000, 1003, &p);
+	assert_int_equal(version_at(&b, 3, 1004, 1010), 7);
+	assert_int_equal(version_at(&b, 3, 0, 1003), 0);
+	assert_int_equal(version_at(&b, 1, 1001, 2000), 0);
+	assert_int_equal(version_at(&b, 2, 0, 2000), 0);
+	assert_true(b.watermark >= 1010);
+	pal_planner_commit(p, &b);
+	assert_int_equal(pal_planner_pending(p), 0);
+	int64_t wm = b.watermark;
+	assert_int_equal(pal_planner_tick(p, wm, 1006, &b), 0);
+	assert_int_equal(b.n_act, 0);
+	assert_int_equal(version_at(&b, 3, wm + 1, 1011), b.n_trig);
+	pal_plan_batch_free(&b);
+	pal_planner_free(p);
+
+	b = stop_unseen(1005, 990, 1008, 990, 1005, &p);
+	assert_int_equal(version_at(&b, 1, 991, 2000), 0);
+	assert_int_equal(version_at(&b, 2, 991, 1000), 10);
+	assert_int_equal(version_at(&b, 2, 1001, 2000), 0);
+	assert_int_equal(version_at(&b, 3, 0, 1005), 0);
+	assert_int_equal(version_at(&b, 3, 1006, 1013), 8);
+	pal_plan_batch_free(&b);
+	pal_planner_free(p);
+}
+
+/* Job c.j, every second from 0, planned by ticks through 1010; then loaded
+ * again with N versions after v1 (SPECS, each stored at STORED[i]) that no
+ * tick activated, and ticked at watermark 1010, now 1009: the activations
+ * must be WANT[i] (PAL_NO_TIME: left out).  The batch in *B. */
+static pal_planner *chain(pal_job_spec *specs, const int64_t *stored, const int64_t *want,
+			  size_t n, pal_plan_batch *b)
+{
+	pal_planner *p = pal_planner_new(0, &cfg);
+	pal_job_spec s1 = spec("c.j", "* * * * * ?", PAL_MISFIRE_SKIP);
+	pal_plan_version v[8] = { pal_plan_version_of_spec(&s1, 1, 0) };
+	char err[256];
+	assert_int_equal(pal_planner_put_job(p, "c.j", v, 1, 990, err, sizeof err), 0);
+	assert_int_equal(pal_planner_tick(p, 990, 1005, b), 0);
+	assert_int_equal(b->watermark, 1010);
+	pal_planner_commit(p, b);
+	for (size_t i = 0; i < n; i++) {
+		v[i + 1] = pal_plan_version_of_spec(&specs[i], (int)i + 2, PAL_NO_TIME);
+		v[i + 1].created_at = stored[i];
+	}
+	assert_int_equal(pal_planner_put_job(p, "c.j", v, n + 1, 1010, err, sizeof err), 0);
+	assert_int_equal(pal_planner_tick(p, 1010, 1009, b), 0);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (want[i] == PAL_NO_TIME)
+			continue;
+		assert_true(k < b->n_act);
+		assert_int_equal(b->act[k].version, (int)i + 2);
+		assert_int_equal(b->act[k].effective_from, want[i]);
+		k++;
+	}
+	assert_int_equal(b->n_act, k);
+	assert_int_equal(b->n_mis, 0);
+	pal_job_spec_clear(&s1);
+	return p;
+}
+
+/* A version applied between two stops that no tick activated, and a
+ * one-shot between two cron versions, are activated where a tick that saw
+ * them in time would have, and their instants planned, also those below
+ * what was planned: (1) v2 retiring (end 1001, stored 1000), v3 applied
+ * again at 1003, v4 retiring (end 1006, stored 1005), v5 applied again at
+ * 1008: v3 fires 1004 and 1005, nothing runs in 1001..1003 nor 1006..1008,
+ * v5 from 1009; (2) v2 a one-shot at 1003 stored at 1001, v3 every second
+ * again at 1004: 1003 fires under v2, 1002 and 1004 under none, v3 from
+ * 1005; (3) v2 a cron version at 1001 and v3 at 1004 (neither a stop nor a
+ * one-shot): v2 is left out, v3 takes over at the watermark; (4) v2
+ * retiring (end 1001, stored 1000), v3 applied again at 1003, v4 a cron
+ * version at 1006: v3 has 1004..1010 (v4 takes over at the watermark, as
+ * after any version that has not ended), v4 from 1011. */
+static void test_planner_unseen_versions_chain(void **st)
+{
+	pal_plan_batch b = { 0 };
+	pal_job_spec s[4] = { spec("c.j", "* * * * * ?", PAL_MISFIRE_SKIP),
+			      spec("c.j", "* * * * * ?", PAL_MISFIRE_SKIP),
+			      spec("c.j", "* * * * * ?", PAL_MISFIRE_SKIP),
+			      spec("c.j", "* * * * * ?", PAL_MISFIRE_SKIP) };
+	s[0].has_end = true;
+	s[0].end = 1001;
+	s[2].has_end = true;
+	s[2].end = 1006;
+	pal_planner *p = chain(s, (int64_t[]){ 1000, 1003, 1005, 1008 },
+			       (int64_t[]){ 1000, 1003, 1005, 1008 }, 4, &b);
+	assert_int_equal(version_at(&b, 1, 1001, 2000), 0);
+	assert_int_equal(version_at(&b, 2, 0, 2000), 0);
+	assert_int_equal(version_at(&b, 3, 1004, 1005), 2);
+	assert_int_equal(version_at(&b, 3, 1006, 2000) + version_at(&b, 3, 0, 1003), 0);
+	assert_int_equal(version_at(&b, 4, 0, 2000), 0);
+	assert_int_equal(version_at(&b, 5, 0, 1008), 0);
+	assert_int_equal(version_at(&b, 5, 1009, 1014), 6);
+	pal_planner_commit(p, &b);
+	assert_int_equal(pal_planner_tick(p, b.watermark, 1010, &b), 0);
+	assert_int_equal(b.n_act, 0);
+	assert_int_equal(version_at(&b, 5, 1015, 1015), b.n_trig);
+	pal_planner_free(p);
+	for (int i = 0; i < 4; i++)
+		pal_job_spec_clear(&s[i]);
+
+	pal_job_spec o[2] = { spec("c.j", "* * * * * ?", PAL_MISFIRE_SKIP),
+			      spec("c.j", "* * * * * ?", PAL_MISFIRE_SKIP) };
+	char *text, err[256];
+	free(o[0].cron);
+	o[0].cron = NULL;
+	o[0].has_at = true;
+	o[0].at = 1003;
+	assert_int_equal(pal_schedule_text(&o[0], &text, err, sizeof err), 0);
+	o[0].cron = text;
+	p = chain(o, (int64_t[]){ 1001, 1004 }, (int64_t[]){ 1001, 1004 }, 2, &b);
+	assert_int_equal(version_at(&b, 1, 1002, 2000), 0);
+	assert_int_equal(version_at(&b, 2, 1003, 1003), 1);
+	assert_int_equal(version_at(&b, 2, 0, 2000), 1);
+	assert_int_equal(version_at(&b, 3, 0, 1004), 0);
+	assert_int_equal(version_at(&b, 3, 1005, 1014), 10);
+	pal_planner_free(p);
+	pal_job_spec_clear(&o[1]);
+	pal_job_spec_clear(&o[0]);
+
+	pal_job_spec c[2] = { spec("c.j", "*/2 * * * * ?", PAL_MISFIRE_SKIP),
+			      spec("c.j", "*/3 * * * * ?", PAL_MISFIRE_SKIP) };
+	p = chain(c, (int64_t[]){ 1001, 1004 }, (int64_t[]){ PAL_NO_TIME, 1010 }, 2, &b);
+	assert_int_equal(version_at(&b, 1, 1011, 2000) + version_at(&b, 2, 0, 2000), 0);
+	assert_int_equal(version_at(&b, 3, 0, 1010), 0);
+	pal_planner_free(p);
+	pal_job_spec_clear(&c[0]);
+	pal_job_spec_clear(&c[1]);
+
+	pal_job_spec m[3] = { spec("c.j", "* * * * * ?", PAL_MISFIRE_SKIP),
+			      spec("c.j", "* * * * * ?", PAL_MISFIRE_SKIP),
+			      spec("c.j", "* * * * * ?", PAL_MISFIRE_SKIP) };
+	m[0].has_end = true;
+	m[0].end = 1001;
+	p = chain(m, (int64_t[]){ 1000, 1003, 1006 }, (int64_t[]){ 1000, 1003, 1010 }, 3, &b);
+	assert_int_equal(version_at(&b, 1, 1001, 2000) + version_at(&b, 2, 0, 2000), 0);
+	assert_int_equal(version_at(&b, 3, 1004, 1010), 7);
+	assert_int_equal(version_at(&b, 3, 0, 1003) + version_at(&b, 3, 1011, 2000), 0);
+	assert_int_equal(version_at(&b, 4, 0, 1010), 0);
+	assert_int_equal(version_at(&b, 4, 1011, 1014), 4);
+	pal_planner_free(p);
+	for (int i = 0; i < 3; i++)
+		pal_job_spec_clear(&m[i]);
+	pal_plan_batch_free(&b);
 }
 
 static void test_planner_excluded_dates_are_recorded(void **st)
@@ -1044,6 +1230,8 @@ int main(void)
 		cmocka_unit_test(test_planner_new_version_applies_after_watermark),
 		cmocka_unit_test(test_planner_version_after_ended_takes_over_at_apply),
 		cmocka_unit_test(test_planner_retiring_version_takes_over_when_stored),
+		cmocka_unit_test(test_planner_unseen_stop_still_stops),
+		cmocka_unit_test(test_planner_unseen_versions_chain),
 		cmocka_unit_test(test_planner_excluded_dates_are_recorded),
 		cmocka_unit_test(test_planner_row_cap_cuts_at_clean_instant),
 		cmocka_unit_test(test_planner_catchup_sliced_by_row_cap),
