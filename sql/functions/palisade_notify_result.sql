@@ -1,6 +1,7 @@
 -- palisade_notify_result(...): the notifications of one committed result of
 -- a trigger whose version has `notify:` (or, failed or manual, of a job
--- whose latest version has), called by the executor's result commit in its
+-- whose latest version has; succeeded, of a job marked failing), called
+-- by the executor's result commit in its
 -- own statement (so in the transaction that writes the
 -- state); the receivers are those of the job's latest version
 -- (palisade_notify_enqueue), and an apply of a version without failed or

@@ -656,16 +656,20 @@ size_t pal__id_refs_find(const pal_id_ref *refs, size_t n, int64_t id)
  * another one (an apply gave the job entries while the trigger ran or
  * waited), has `notify:`: the receivers are the latest version's
  * (palisade_notify_enqueue), so a failure that ends after the apply
- * reaches them.  That costs two lookups by key per failed or manual
- * result of a job without notify, in subplans (the result connection has
- * enable_nestloop off: a join would read all of jobs), and nothing per
- * succeeded one: a success of a trigger of an earlier version is of an
- * instant before the switch, which clears no mark a later failure set
+ * reaches them.  A succeeded one is asked for when the job is marked
+ * failing (notify_state): such a failure may have set the mark, and a
+ * later instant's success (or the same trigger's, retried) clears it and
+ * sends `recovered` by the usual rule.  That costs two lookups by key per
+ * failed or manual result of a job without notify and one per succeeded
+ * one (notify_state, usually empty or small), in subplans (the result
+ * connection has enable_nestloop off: a join would read all of jobs)
  * (docs/protocol.md, "Notifications"). */
 #define NOTIFY_LATEST                                                                              \
 	"CASE WHEN upd.state IN ('failed', 'manual') THEN (SELECT v.spec ? 'notify'"               \
 	"   FROM job_versions v WHERE v.job_id = upd.job_id AND v.version <> upd.version"          \
 	"   AND v.version = (SELECT j.latest_version FROM jobs j WHERE j.job_id = upd.job_id))"    \
+	" WHEN upd.state = 'succeeded' THEN EXISTS (SELECT 1 FROM notify_state s"                  \
+	"   WHERE s.job_id = upd.job_id AND s.failed_since IS NOT NULL)"                           \
 	" END IS TRUE"
 #define COMMIT_NT(WHICH)                                                                           \
 	", nt AS MATERIALIZED (SELECT palisade_notify_result(x.job_id, x.version, x.id, x.fence,"  \

@@ -25,6 +25,21 @@ receiver() {
 	T0=$(date +%s)
 }
 
+# hooks NAME...: for each NAME, a free port in NAME_PORT and the url of a
+# receiver on it in NAME.
+hooks() {
+	local h p
+	for h; do
+		p=$(free_port)
+		eval "${h}_PORT=$p $h=http://127.0.0.1:$p/hooks"
+	done
+}
+
+# tenant_rule URL SPEC: a notify_rules entry of tenant billing for URL;
+# FAILED_RECOVERED, a SPEC.
+tenant_rule() { printf '  - {tenant: billing, url: "%s", %s}\n' "$1" "$2"; }
+FAILED_RECOVERED='on: [failed, recovered], secret: "${HOOK_SECRET}"'
+
 # notify_job ID TENANT [RETRY]: a jobs entry calling receiver T, run only
 # by `palisade trigger`.
 notify_job() {
