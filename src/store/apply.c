@@ -266,7 +266,12 @@ void pal_store_apply_abort(pal_apply *a)
  * `recovered` that url gets later follows a failure it heard of
  * (docs/protocol.md, "A receiver added while the job is failing").  An
  * entry that lists the mark's event where the version before the apply
- * had no entry of that url listing it gets the event now.  The mark's
+ * had no entry of that url listing it gets the event now, unless the
+ * outbox holds that event of that trigger for that url already (a
+ * receiver removed and added back while the same failure lasts; a
+ * delivered row the outbox no longer keeps, after notify.keep_delivered,
+ * no longer counts).  The outbox has no index by job: the check reads
+ * it, only for the entries of a marked job given such a version.  The mark's
  * event is the state of the trigger of its latest failed instant
  * (notify_parts), `manual` while it waits for a person, else `failed`.
  * The marks are locked (mk, in job order as the result commits lock
@@ -312,6 +317,9 @@ void pal_store_apply_abort(pal_apply *a)
 	"     = 'array' THEN o.spec->'notify' END) AS oe(entry)"                                   \
 	"   WHERE o.job_id = f.id AND o.version = f.ov"                                            \
 	"   AND oe.entry->>'url' = e.entry->>'url' AND oe.entry->'on' ? f.ev)"                     \
+	" AND NOT EXISTS (SELECT 1 FROM notifications n WHERE n.job_id = f.id"                     \
+	"   AND n.url = e.entry->>'url' AND n.event = f.ev"                                        \
+	"   AND n.payload->'data'->>'trigger' = f.tid::text)"                                      \
 	" ON CONFLICT (webhook_id) DO NOTHING"
 
 static int tell_failing(pal_apply *a, char *err, size_t errlen)

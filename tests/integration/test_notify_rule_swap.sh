@@ -10,13 +10,9 @@ source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "notify - a receiver added while the job is failing is told of the failure before it gets recovered"
 source tests/integration/notify_lib.sh
-A_PORT=$(free_port) B_PORT=$(free_port) C_PORT=$(free_port)
-A="http://127.0.0.1:$A_PORT/hooks"
-B="http://127.0.0.1:$B_PORT/hooks"
-C="http://127.0.0.1:$C_PORT/hooks"
-rule() { printf '  - {tenant: billing, url: "%s", %s}\n' "$1" "$2"; }
-FR='on: [failed, recovered], secret: "${HOOK_SECRET}"'
-{ echo "notify_rules:"; rule "$A" "$FR"; rule "$C" "$FR"; echo "jobs:"; notify_job j billing; notify_job plain ops; } >"$NODE_DIR/v1.yaml"
+hooks A B C
+FR=$FAILED_RECOVERED
+{ echo "notify_rules:"; tenant_rule "$A" "$FR"; tenant_rule "$C" "$FR"; echo "jobs:"; notify_job j billing; notify_job plain ops; } >"$NODE_DIR/v1.yaml"
 expect_exit "apply rules A and C (failed, recovered), j and plain (tenant ops, no notify)" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/v1.yaml"
 receiver A "$A_PORT"
 receiver B "$B_PORT"
@@ -28,7 +24,7 @@ expect_exit "trigger j" 0 "$PAL" trigger --config "$CLUSTER_CONF" --job j --reas
 wait_until "run 1 failed" 15 eval '[ "$(states j)" = failed ]'
 wait_until "A and C got failed" 10 eval '[ "$(got A)" = failed ] && [ "$(got C)" = failed ]'
 # the apply also changes a job without notify (one whose mark, had it one, it would end)
-{ echo "notify_rules:"; rule "$A" 'remove: true'; rule "$B" "$FR"; echo "jobs:"; notify_job plain ops '{max_attempts: 2}'; } >"$NODE_DIR/swap.yaml"
+{ echo "notify_rules:"; tenant_rule "$A" 'remove: true'; tenant_rule "$B" "$FR"; echo "jobs:"; notify_job plain ops '{max_attempts: 2}'; } >"$NODE_DIR/swap.yaml"
 expect_exit "one apply removes rule A and adds rule B while j is failing (and changes plain)" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/swap.yaml"
 expect_eq "... plain got v2" 2 "$(sql "select latest_version from jobs where job_id = 'plain'")"
 expect_eq "... j's v2 notifies B and C, not A (A B C)" "0 1 1" "$(sql "select count(*) filter (where e->>'url' = '$A') || ' ' || count(*) filter (where e->>'url' = '$B') || ' ' || count(*) filter (where e->>'url' = '$C') from jobs j join job_versions v on v.job_id = j.job_id and v.version = j.latest_version, jsonb_array_elements(v.spec->'notify') as x(e)")"
