@@ -2,8 +2,10 @@
 -- state machine (G7)?  running -> running is the re-claim of an expired
 -- lease (new token); pausing -> running is a resume that arrives before the
 -- executor reached a safe point (it keeps its lease and carries on).
--- shadow (planned, never claimed) leaves only for pending, when a cut-over
--- makes its instant live.  succeeded, failed, cancelled and skipped are
+-- shadow (planned, never claimed) leaves for pending, when a cut-over
+-- makes its instant live, or for cancelled, when a version that takes over
+-- at its apply replaced the version that planned it (its instant no longer
+-- that version's to run).  succeeded, failed, cancelled and skipped are
 -- terminal.  Read by
 -- palisade_trigger_edges_check() for every updated trigger.
 CREATE OR REPLACE FUNCTION palisade_trigger_edge_ok(old_state text, new_state text)
@@ -22,7 +24,7 @@ AS $function$
 		WHEN 'paused'     THEN new_state IN ('pending', 'cancelled', 'manual', 'shadow')
 		WHEN 'cancelling' THEN new_state IN ('cancelled', 'succeeded')
 		WHEN 'manual'     THEN new_state IN ('pending', 'succeeded', 'failed', 'cancelled')
-		WHEN 'shadow'     THEN new_state IN ('pending')
+		WHEN 'shadow'     THEN new_state IN ('pending', 'cancelled')
 		ELSE false  -- succeeded, failed, cancelled, skipped are terminal
 	END
 $function$;

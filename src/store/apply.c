@@ -915,9 +915,11 @@ static int reapply_retired(pal_apply *a, struct item *it, size_t n, char *err, s
  * predecessor's is a one-shot `at` (docs/jobs.md, "Where a new version
  * takes over").  What the old version planned after that point, up to
  * the watermark, is not its to run: its unclaimed scheduled rows
- * (pending, paused) at or after the cut are cancelled through the door,
- * as `delete`'s sweep does, but for a row at an instant the new version
- * fires itself (it keeps the instant's plan key and runs it once).  The
+ * (pending, paused, and shadow: a cut-over makes every shadow row at or
+ * after its instant live, whatever version planned it) at or after the
+ * cut are cancelled through the door, as `delete`'s sweep does, but for a
+ * row at an instant the new version fires itself (it keeps the instant's
+ * plan key and runs it once).  The
  * cut is the new `end` where it is at or before the apply, else the
  * apply's next second.  A claimed row (running, retry_wait, ...) is left
  * to finish.  4e reads the candidates ($1 ids, $2 cuts or NULL: only when
@@ -946,7 +948,7 @@ static int reapply_retired(pal_apply *a, struct item *it, size_t n, char *err, s
 #define TAKEOVER_ROWS_SQL                                                                          \
 	"SELECT t.job_id, t.id, floor(extract(epoch FROM t.scheduled_at))::bigint"                 \
 	" FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS c(id, cut, k)"                  \
-	" JOIN triggers t ON t.job_id = c.id AND t.state IN ('pending', 'paused')"                 \
+	" JOIN triggers t ON t.job_id = c.id AND t.state IN ('pending', 'paused', 'shadow')"       \
 	"  AND t.source IN ('schedule', 'catchup') AND t.scheduled_at >= to_timestamp(c.cut)"      \
 	"  AND ($3::int[] IS NULL OR t.version < ($3::int[])[c.k])"                                \
 	"  AND ($4::int[] IS NULL OR ($4::int[])[c.k] = 0 OR t.scheduled_at > (SELECT"             \
@@ -957,7 +959,7 @@ static int reapply_retired(pal_apply *a, struct item *it, size_t n, char *err, s
 	"WITH m AS (SELECT m.job_id, m.id FROM " PAL__TRIGGER_MOVE(                                \
 	    "SELECT t.id, t.scheduled_at, t.state FROM triggers t JOIN unnest($1::bigint[],"       \
 	    " $2::bigint[]) AS c(id, at) ON t.id = c.id AND t.scheduled_at = to_timestamp(c.at)"   \
-	    " WHERE t.state IN ('pending', 'paused')",                                             \
+	    " WHERE t.state IN ('pending', 'paused', 'shadow')",                                   \
 	    "'cancelled'", "NULL") " m)"                                                           \
 	" INSERT INTO audit_log (actor, action, scope, reason, details)"                           \
 	" SELECT $3, 'cancel', 'job:' || m.job_id, $4, jsonb_build_object('cause',"                \
@@ -976,7 +978,7 @@ static int reapply_retired(pal_apply *a, struct item *it, size_t n, char *err, s
 #define TAKEOVER_DROP_SQL                                                                          \
 	"WITH d AS (DELETE FROM triggers t USING unnest($1::bigint[], $2::bigint[]) AS c(id, at)"  \
 	"   WHERE t.id = c.id AND t.scheduled_at = to_timestamp(c.at)"                             \
-	"   AND t.state IN ('pending', 'paused') AND t.request_id IS NULL"                         \
+	"   AND t.state IN ('pending', 'paused', 'shadow') AND t.request_id IS NULL"               \
 	"   AND t.attempt_count = 0"                                                               \
 	"   AND NOT EXISTS (SELECT 1 FROM attempts x WHERE x.trigger_id = t.id"                     \
 	"    AND x.scheduled_at = t.scheduled_at)"                                                  \

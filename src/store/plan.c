@@ -783,7 +783,8 @@ static int write_activations(pal_store *st, int64_t epoch, const char *node,
  * this tick activates below the shard's watermark (switch_point in
  * src/controller/planner.c: a one-shot moved, a job changed to or from one,
  * a version with no instant after its apply), at an instant that version
- * does not decide: cancelled through the door, one `cancel` audit row per
+ * does not decide (pending, paused, and shadow, which a cut-over would
+ * make live): cancelled through the door, one `cancel` audit row per
  * job.  This release's apply cancels them in its own transaction
  * (TAKEOVER_* in src/store/apply.c), an apply of 0.3.0 does not: without
  * this a one-shot moved by a 0.3.0 CLI or API node beside this release's
@@ -810,7 +811,8 @@ static int write_activations(pal_store *st, int64_t epoch, const char *node,
 	    "SELECT t.id, t.scheduled_at, t.state FROM a JOIN triggers t ON t.job_id = a.j"        \
 	    " AND t.version < a.v AND t.scheduled_at > to_timestamp(a.f)"                          \
 	    " AND t.scheduled_at <= to_timestamp(a.u)"                                             \
-	    " AND t.state IN ('pending', 'paused') AND t.source IN ('schedule', 'catchup')"        \
+	    " AND t.state IN ('pending', 'paused', 'shadow')"                                      \
+	    " AND t.source IN ('schedule', 'catchup')"                                             \
 	    " WHERE NOT EXISTS (SELECT 1 FROM k WHERE k.j = t.job_id"                              \
 	    "  AND to_timestamp(k.at) = t.scheduled_at)"                                           \
 	    " AND NOT EXISTS (SELECT 1 FROM x WHERE x.j = t.job_id"                                \
