@@ -16,12 +16,20 @@ write_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}" "notify: {inte
 sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
 T_PORT=$(free_port) # the jobs' service (receiver T)
 
-# receiver NAME PORT [FAIL_FOR]: a webhook receiver on PORT logging to
-# $NODE_DIR/NAME.jsonl, answering 500 for FAIL_FOR seconds from now, then
-# 200; T0 is set to now.
+# receiver NAME PORT [FAIL_FOR [FAIL_FIRST]]: a webhook receiver on PORT
+# logging to $NODE_DIR/NAME.jsonl, answering 500 for FAIL_FOR seconds from
+# its start and to its first FAIL_FIRST requests, then 200; returns once it
+# accepts connections (a loaded box starts python in seconds: a call before
+# that would fail unlogged), and T0 is set to then.
 receiver() {
-	python3 tests/integration/webhook_receiver.py --port "$2" --log "$NODE_DIR/$1.jsonl" --fail-for "${3:-0}" &
+	python3 tests/integration/webhook_receiver.py --port "$2" --log "$NODE_DIR/$1.jsonl" \
+		--fail-for "${3:-0}" --fail-first "${4:-0}" &
 	PIDS="$PIDS $!"
+	local i
+	for ((i = 0; i < 200; i++)); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null && break
+		sleep 0.05
+	done
 	T0=$(date +%s)
 }
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """A webhook receiver for tests/integration/test_notify.sh (tests only).
 
-webhook_receiver.py --port P --log FILE --fail-for S
-Answers every POST 500 for the first S seconds after it started, then 200.
+webhook_receiver.py --port P --log FILE [--fail-for S] [--fail-first N]
+Answers every POST 500 for the first S seconds after it started, and the
+first N POSTs (a count, which no slow start moves), then 200.
 Each request is appended to FILE as one JSON line: webhook-id, the
 Idempotency-Key, the event of the body, the status answered, and whether
 the Standard Webhooks signature verified against the secret in the
@@ -28,7 +29,9 @@ def main():
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--log", required=True)
     ap.add_argument("--fail-for", type=float, default=0)
+    ap.add_argument("--fail-first", type=int, default=0)
     a = ap.parse_args()
+    seen = [0]
     secret = os.environ["HOOK_SECRET"]
     t0 = time.monotonic()
     lock = threading.Lock()
@@ -40,7 +43,10 @@ def main():
             ts = self.headers.get("webhook-timestamp", "")
             ok = verify(secret, mid, ts, body, self.headers.get("webhook-signature", ""))
             fresh = abs(time.time() - int(ts or 0)) < 300
-            status = 500 if time.monotonic() - t0 < a.fail_for else 200
+            with lock:
+                seen[0] += 1
+                nth = seen[0]
+            status = 500 if time.monotonic() - t0 < a.fail_for or nth <= a.fail_first else 200
             try:
                 event = json.loads(body)["data"]["event"]
             except Exception:
