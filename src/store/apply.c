@@ -919,7 +919,9 @@ static int reapply_retired(pal_apply *a, struct item *it, size_t n, char *err, s
  * after its instant live, whatever version planned it) at or after the
  * cut are cancelled through the door, as `delete`'s sweep does, but for a
  * row at an instant the new version fires itself (it keeps the instant's
- * plan key and runs it once).  The
+ * plan key and runs it once).  A shadow row is dropped instead
+ * (TAKEOVER_DROP_SQL), and only from the apply's next second: one before
+ * it is an instant the old system has run.  The
  * cut is the new `end` where it is at or before the apply, else the
  * apply's next second.  A claimed row (running, retry_wait, ...) is left
  * to finish.  4e reads the candidates ($1 ids, $2 cuts or NULL: only when
@@ -944,12 +946,16 @@ static int reapply_retired(pal_apply *a, struct item *it, size_t n, char *err, s
  * version, so that the sweep after the commit leaves a later version's;
  * $4 with them: 1 for a retired job applied again, whose rows are also
  * after the switch point its controller stored, none before it stored
- * one). */
+ * one; $5 the apply's next second: a shadow row before it, even after a
+ * past `end`, is an instant the old system has run), and whether each is
+ * a shadow row. */
 #define TAKEOVER_ROWS_SQL                                                                          \
-	"SELECT t.job_id, t.id, floor(extract(epoch FROM t.scheduled_at))::bigint"                 \
+	"SELECT t.job_id, t.id, floor(extract(epoch FROM t.scheduled_at))::bigint,"                \
+	" t.state = 'shadow'"                                                                      \
 	" FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS c(id, cut, k)"                  \
 	" JOIN triggers t ON t.job_id = c.id AND t.state IN ('pending', 'paused', 'shadow')"       \
 	"  AND t.source IN ('schedule', 'catchup') AND t.scheduled_at >= to_timestamp(c.cut)"      \
+	"  AND (t.state <> 'shadow' OR t.scheduled_at >= to_timestamp($5::bigint))"                \
 	"  AND ($3::int[] IS NULL OR t.version < ($3::int[])[c.k])"                                \
 	"  AND ($4::int[] IS NULL OR ($4::int[])[c.k] = 0 OR t.scheduled_at > (SELECT"             \
 	"   v.effective_from FROM job_versions v WHERE v.job_id = c.id"                            \
@@ -974,7 +980,18 @@ static int reapply_retired(pal_apply *a, struct item *it, size_t n, char *err, s
  * a later version that fires the instant again (the exclusion removed)
  * could not plan it, while its tick drops the `excluded` record.  One
  * `trigger.drop` audit row per job.  A row that does not qualify (claimed
- * meanwhile, or with an attempt or ticket) is left to TAKEOVER_CANCEL_SQL. */
+ * meanwhile, or with an attempt or ticket) is left to TAKEOVER_CANCEL_SQL.
+ * A `shadow` row (the old system's instant) is dropped the same way,
+ * whatever the new version does at its instant: a cancelled upstream row
+ * reads as finished or failed to a live `after:` dependent
+ * (palisade_plan_after), an absent one plans it nothing there.  $5 the
+ * audit row's cause. */
+#define TAKEOVER_DROP_EXCLUDED                                                                     \
+	"an instant the version that took over at its apply excludes, planned by the version it"   \
+	" replaced and never claimed"
+#define TAKEOVER_DROP_SHADOW                                                                       \
+	"a shadow instant of the version that a version taking over at its apply replaced (the"    \
+	" old system's to run), never claimed"
 #define TAKEOVER_DROP_SQL                                                                          \
 	"WITH d AS (DELETE FROM triggers t USING unnest($1::bigint[], $2::bigint[]) AS c(id, at)"  \
 	"   WHERE t.id = c.id AND t.scheduled_at = to_timestamp(c.at)"                             \
@@ -986,8 +1003,7 @@ static int reapply_retired(pal_apply *a, struct item *it, size_t n, char *err, s
 	"   RETURNING t.id, t.job_id, t.scheduled_at)"                                             \
 	" INSERT INTO audit_log (actor, action, scope, reason, details)"                           \
 	" SELECT $3, 'trigger.drop', 'job:' || d.job_id, $4, jsonb_build_object('cause',"          \
-	"   'an instant the version that took over at its apply excludes, planned by the"          \
-	" version it replaced and never claimed', 'dropped', count(*),"                            \
+	"   $5::text, 'dropped', count(*),"                                                        \
 	"   'trigger_ids', jsonb_agg(d.id ORDER BY d.id),"                                         \
 	"   'scheduled_at', jsonb_agg(d.scheduled_at ORDER BY d.id))"                              \
 	" FROM d GROUP BY d.job_id"
@@ -1051,16 +1067,20 @@ static int takeover_cancel(pal_store *st, const char *ids, const char *cuts, con
 			   const char *retired, GHashTable *spec, int64_t now, const char *actor,
 			   const char *reason, int64_t *cancelled, char *err, size_t errlen)
 {
-	const char *p[] = {ids, cuts, vers, retired};
-	PGresult *r = pal__store_query(st, TAKEOVER_ROWS_SQL, 4, p, err, errlen);
+	char nx[24];
+	snprintf(nx, sizeof nx, "%" PRId64, now + 1);
+	const char *p[] = {ids, cuts, vers, retired, nx};
+	PGresult *r = pal__store_query(st, TAKEOVER_ROWS_SQL, 5, p, err, errlen);
 	if (!r)
 		return PAL_EDB;
-	pal_pgarr tid, tat, xid, xat;
+	pal_pgarr tid, tat, xid, xat, sid, sat;
 	pal__pgarr_init(&tid);
 	pal__pgarr_init(&tat);
 	pal__pgarr_init(&xid);
 	pal__pgarr_init(&xat);
-	size_t k = 0, kx = 0;
+	pal__pgarr_init(&sid);
+	pal__pgarr_init(&sat);
+	size_t k = 0, kx = 0, ks = 0;
 	for (int row = 0; row < PQntuples(r); row++) {
 		const pal_job_spec *s = g_hash_table_lookup(spec, PQgetvalue(r, row, 0));
 		int64_t at = strtoll(PQgetvalue(r, row, 2), NULL, 10);
@@ -1068,7 +1088,11 @@ static int takeover_cancel(pal_store *st, const char *ids, const char *cuts, con
 		enum at_fate f = s ? fires_at(s, now, at) : AT_FIRES;
 		if (f == AT_FIRES)
 			continue;
-		if (f == AT_EXCLUDED) {
+		if (PQgetvalue(r, row, 3)[0] == 't') {
+			pal__pgarr_i64(&sid, id);
+			pal__pgarr_i64(&sat, at);
+			ks++;
+		} else if (f == AT_EXCLUDED) {
 			pal__pgarr_i64(&xid, id);
 			pal__pgarr_i64(&xat, at);
 			kx++;
@@ -1080,12 +1104,21 @@ static int takeover_cancel(pal_store *st, const char *ids, const char *cuts, con
 	PQclear(r);
 	char *p1 = pal__pgarr_end(&tid), *p2 = pal__pgarr_end(&tat);
 	char *x1 = pal__pgarr_end(&xid), *x2 = pal__pgarr_end(&xat);
-	const char *q[] = {p1, p2, actor, reason}, *qx[] = {x1, x2, actor, reason};
+	char *s1 = pal__pgarr_end(&sid), *s2 = pal__pgarr_end(&sat);
+	const char *q[] = {p1, p2, actor, reason};
+	const char *qx[] = {x1, x2, actor, reason, TAKEOVER_DROP_EXCLUDED};
+	const char *qs[] = {s1, s2, actor, reason, TAKEOVER_DROP_SHADOW};
 	int rc = PAL_OK;
-	/* the drop first: what it leaves (claimed meanwhile, tried) the
+	/* the drops first: what they leave (claimed meanwhile, tried) the
 	 * cancel takes as any other row */
 	if (kx) {
-		r = pal__store_query(st, TAKEOVER_DROP_SQL, 4, qx, err, errlen);
+		r = pal__store_query(st, TAKEOVER_DROP_SQL, 5, qx, err, errlen);
+		if (!r)
+			rc = PAL_EDB;
+		PQclear(r);
+	}
+	if (!rc && ks) {
+		r = pal__store_query(st, TAKEOVER_DROP_SQL, 5, qs, err, errlen);
 		if (!r)
 			rc = PAL_EDB;
 		PQclear(r);
@@ -1102,6 +1135,8 @@ static int takeover_cancel(pal_store *st, const char *ids, const char *cuts, con
 	g_free(p2);
 	g_free(x1);
 	g_free(x2);
+	g_free(s1);
+	g_free(s2);
 	return rc;
 }
 

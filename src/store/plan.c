@@ -785,7 +785,10 @@ static int write_activations(pal_store *st, int64_t epoch, const char *node,
  * a version with no instant after its apply), at an instant that version
  * does not decide (pending, paused, and shadow, which a cut-over would
  * make live): cancelled through the door, one `cancel` audit row per
- * job.  This release's apply cancels them in its own transaction
+ * job; a shadow row (only after the apply: one before it is an instant
+ * the old system has run) that no attempt reached is deleted instead, one
+ * `trigger.drop` audit row per job, so that a live `after:` dependent
+ * reads it as absent rather than finished or failed.  This release's apply cancels them in its own transaction
  * (TAKEOVER_* in src/store/apply.c), an apply of 0.3.0 does not: without
  * this a one-shot moved by a 0.3.0 CLI or API node beside this release's
  * controller kept its old row pending beside the new one (two effects).
@@ -807,16 +810,27 @@ static int write_activations(pal_store *st, int64_t epoch, const char *node,
 	"    AND r.retired_at IS NOT NULL)),"                                                      \
 	" k AS (SELECT * FROM unnest($6::text[], $7::bigint[]) AS k(j, at)),"                      \
 	" x AS (SELECT * FROM unnest($8::text[], $9::bigint[], $10::bigint[]) AS x(j, f, t)),"     \
+	" c AS (SELECT t.id, t.scheduled_at, t.state, t.job_id, t.state = 'shadow'"                \
+	"   AND t.request_id IS NULL AND t.attempt_count = 0"                                      \
+	"   AND NOT EXISTS (SELECT 1 FROM attempts y WHERE y.trigger_id = t.id"                     \
+	"    AND y.scheduled_at = t.scheduled_at)"                                                  \
+	"   AND NOT EXISTS (SELECT 1 FROM tickets z WHERE z.trigger_id = t.id) AS dr"              \
+	"   FROM a JOIN triggers t ON t.job_id = a.j"                                              \
+	"   AND t.version < a.v AND t.scheduled_at > to_timestamp(a.f)"                            \
+	"   AND t.scheduled_at <= to_timestamp(a.u)"                                               \
+	"   AND t.state IN ('pending', 'paused', 'shadow')"                                        \
+	"   AND t.source IN ('schedule', 'catchup')"                                               \
+	"   AND (t.state <> 'shadow' OR t.scheduled_at > (SELECT w.created_at"                     \
+	"    FROM job_versions w WHERE w.job_id = a.j AND w.version = a.v))"                       \
+	"   WHERE NOT EXISTS (SELECT 1 FROM k WHERE k.j = t.job_id"                                \
+	"    AND to_timestamp(k.at) = t.scheduled_at)"                                             \
+	"   AND NOT EXISTS (SELECT 1 FROM x WHERE x.j = t.job_id"                                  \
+	"    AND t.scheduled_at BETWEEN to_timestamp(x.f) AND to_timestamp(x.t))),"                \
+	" d AS (DELETE FROM triggers t USING c WHERE c.dr AND t.id = c.id"                       \
+	"   AND t.scheduled_at = c.scheduled_at AND t.state = 'shadow'"                            \
+	"   RETURNING t.id, t.job_id, t.scheduled_at),"                                            \
 	" m AS (SELECT m.job_id, m.id FROM " PAL__TRIGGER_MOVE(                                    \
-	    "SELECT t.id, t.scheduled_at, t.state FROM a JOIN triggers t ON t.job_id = a.j"        \
-	    " AND t.version < a.v AND t.scheduled_at > to_timestamp(a.f)"                          \
-	    " AND t.scheduled_at <= to_timestamp(a.u)"                                             \
-	    " AND t.state IN ('pending', 'paused', 'shadow')"                                      \
-	    " AND t.source IN ('schedule', 'catchup')"                                             \
-	    " WHERE NOT EXISTS (SELECT 1 FROM k WHERE k.j = t.job_id"                              \
-	    "  AND to_timestamp(k.at) = t.scheduled_at)"                                           \
-	    " AND NOT EXISTS (SELECT 1 FROM x WHERE x.j = t.job_id"                                \
-	    "  AND t.scheduled_at BETWEEN to_timestamp(x.f) AND to_timestamp(x.t))",               \
+	    "SELECT c.id, c.scheduled_at, c.state FROM c WHERE NOT c.dr",                          \
 	    "'cancelled'", "NULL") " m)"                                                           \
 	" INSERT INTO audit_log (actor, action, scope, details)"                                   \
 	" SELECT 'controller:' || $11, 'cancel', 'job:' || m.job_id, jsonb_build_object('cause',"  \
@@ -824,7 +838,15 @@ static int write_activations(pal_store *st, int64_t epoch, const char *node,
 	" retired job applied again) replaced the version that planned them; cancelled by the"     \
 	" controller that activated it', 'cancelled', count(*),"                                   \
 	"   'trigger_ids', jsonb_agg(m.id ORDER BY m.id), 'epoch', $12::bigint)"                   \
-	" FROM m GROUP BY m.job_id"
+	" FROM m GROUP BY m.job_id"                                                                \
+	" UNION ALL"                                                                               \
+	" SELECT 'controller:' || $11, 'trigger.drop', 'job:' || d.job_id,"                        \
+	"   jsonb_build_object('cause', 'a shadow instant of the version that a version taking"    \
+	" over at its apply replaced (the old system''s to run), never claimed; dropped by the"    \
+	" controller that activated it', 'dropped', count(*),"                                     \
+	"   'trigger_ids', jsonb_agg(d.id ORDER BY d.id),"                                         \
+	"   'scheduled_at', jsonb_agg(d.scheduled_at ORDER BY d.id), 'epoch', $12::bigint)"        \
+	" FROM d GROUP BY d.job_id"
 
 static int write_takeovers(pal_store *st, int shard, int64_t epoch, const char *node,
 			   const pal_plan_batch *b, char *err, size_t errlen)

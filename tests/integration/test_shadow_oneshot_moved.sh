@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A one-shot moved while its job is in shadow, then cut over: the apply
-# cancels (through the door, audited) the replaced version's shadow row at
-# the old instant, as it cancels a pending one, so the cut-over, which
+# drops (audited trigger.drop) the replaced version's shadow row at the
+# old instant, as it drops an excluded pending one, so the cut-over, which
 # makes every shadow row from its instant on live, finds only the new
 # version's row: the one-shot runs once, at its new instant (one effect).
 # verify agrees.
@@ -27,10 +27,10 @@ sed -i "s|at: [0-9TZ:-]*|at: $(iso $((NOW + 14)))|" "$NODE_DIR/so.yaml"
 expect_exit "move it to now + 14 s (still in shadow)" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/so.yaml"
 A=$(date +%s)
 sleep 2
-expect_eq "the old instant's shadow row is cancelled by the apply" cancelled \
-	"$(sql "select state from trigger_jobs where job_id = '$J' and scheduled_at = to_timestamp($((NOW + 10)))")"
-expect_eq "... audited with the takeover's cause" 1 \
-	"$(sql "select count(*) from audit_log where action = 'cancel' and scope = 'job:$J' and details ->> 'cause' like 'a version that takes over at its apply%'")"
+expect_eq "the old instant's shadow row is dropped by the apply" 0 \
+	"$(sql "select count(*) from trigger_jobs where job_id = '$J' and scheduled_at = to_timestamp($((NOW + 10)))")"
+expect_eq "... audited (trigger.drop) with the takeover's cause" 1 \
+	"$(sql "select count(*) from audit_log where action = 'trigger.drop' and scope = 'job:$J' and details ->> 'cause' like 'a shadow instant of the version that a version taking over at its apply%'")"
 sql "select version, extract(epoch from scheduled_at)::bigint - $NOW, state from trigger_jobs where job_id = '$J' order by scheduled_at" | sed 's/^/    /'
 expect_exit "cut the job over (100 %, now)" 0 "$PAL" cutover --config "$CLUSTER_CONF" --job $J --percent 100 --at "$(iso $(date +%s))" --reason go
 sql "select version, extract(epoch from scheduled_at)::bigint - $NOW, state from trigger_jobs where job_id = '$J' order by scheduled_at" | sed 's/^/    /'

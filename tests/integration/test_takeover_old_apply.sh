@@ -64,10 +64,10 @@ expect_eq "... every cron row after the apply that had not begun cancelled" 0 \
 # a shadow row of the replaced version would be made live by a cut-over
 # (every shadow row from its instant on), whatever version planned it
 echo "    | ta.s rows: $(rows ta.s)"
-expect_eq "ta.s (in shadow): T1's shadow row cancelled, not left for a cut-over to make live" cancelled \
-	"$(sql "select state from triggers where job_id = 'ta.s' and scheduled_at = '$(iso "$T1")'")"
-expect_eq "... by the controller, audited" 1 \
-	"$(sql "select count(*) from audit_log where action = 'cancel' and scope = 'job:ta.s' and actor = 'controller:n1'")"
+expect_eq "ta.s (in shadow): T1's shadow row dropped, not left for a cut-over to make live" 0 \
+	"$(sql "select count(*) from triggers where job_id = 'ta.s' and scheduled_at = '$(iso "$T1")'")"
+expect_eq "... by the controller, audited (trigger.drop)" 1 \
+	"$(sql "select count(*) from audit_log where action = 'trigger.drop' and scope = 'job:ta.s' and actor = 'controller:n1'")"
 expect_eq "... its only shadow row is T2's, of the new version" "1 $(hms "$T2") v2" \
 	"$(sql "select count(*) || ' ' || string_agg(to_char(scheduled_at at time zone 'UTC', 'HH24:MI:SS') || ' v' || version, ',') from triggers where job_id = 'ta.s' and state = 'shadow'")"
 stop_all_nodes
