@@ -126,11 +126,11 @@ else
 		for t in "${tests[@]}"; do [ "$(basename "$t" .sh)" = "$n" ] && ordered+=("$t"); done
 	done
 	for t in "${tests[@]}"; do
-		case "$IT_LONG" in *[[:space:]]"$(basename "$t" .sh)"[[:space:]]*) ;; *) ordered+=("$t") ;; esac
+		case " $IT_LONG " in *[[:space:]]"$(basename "$t" .sh)"[[:space:]]*) ;; *) ordered+=("$t") ;; esac
 	done
 	for t in "${ordered[@]}"; do
 		n=$(basename "$t" .sh)
-		case "$IT_SERIAL" in *[[:space:]]"$n"[[:space:]]*) serial+=("$t"); continue ;; esac
+		case " $IT_SERIAL " in *[[:space:]]"$n"[[:space:]]*) serial+=("$t"); continue ;; esac
 		while [ ${#RUNNING[@]} -ge "$JOBS" ]; do reap; done
 		run_test "$t" >"$PALISADE_TEST_TMP/out/$n.out" 2>&1 &
 		RUNNING[$!]=$n
