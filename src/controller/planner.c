@@ -1033,8 +1033,11 @@ static int64_t switch_between(const pversion *prev, const pversion *n, int64_t c
 	 * too: at W the old instant up to W would still fire (a second
 	 * effect) or the new one up to W would fire under no version; the
 	 * apply cancelled the old version's rows after it but at the new
-	 * version's own instants. */
-	if (from < w && (pal_schedule_one_shot(n->sched) || pal_schedule_one_shot(prev->sched)))
+	 * version's own instants.  Also when W is below that (the shard had
+	 * no controller for longer than the lookahead): P keeps the instants
+	 * in (W, from] and plans them as missed by its misfire policy, and
+	 * a version after a one-shot has no instant before it was stored. */
+	if (pal_schedule_one_shot(n->sched) || pal_schedule_one_shot(prev->sched))
 		return from;
 	if (!prev->has_end)
 		return w;
@@ -1081,13 +1084,14 @@ static int64_t switch_after(const pversion *c, int64_t c_eff, const pversion *n,
  * stored (a `delete` and an apply within one scan, or while the shard had
  * no controller) are activated in this tick one after the other, each
  * where a tick that saw it in time would have: after P by the rule above
- * (where it was stored for a stop or a one-shot, else at W; a stop at W
- * when W is below where it was stored), after such a version by
- * switch_after.  One that would take over from P at W and is neither a
- * stop nor a one-shot is left out: a version after it takes over there
- * too.  So the instants before a stop stay P's, those between a stop and
- * the next apply belong to no version, a version applied after a stop (or
- * after or as a one-shot) has those from its apply to the next switch, and
+ * (where it was stored for a stop, a one-shot or a version after one,
+ * else at W; a stop at W when W is below where it was stored), after such
+ * a version by switch_after.  One that would take over from P at W and is
+ * neither a stop nor a one-shot, nor follows a one-shot P, is left out: a
+ * version after it takes over there too.  So the instants before a stop
+ * stay P's, those between a stop and the next apply belong to no version,
+ * a version applied after a stop (or after or as a one-shot) has those
+ * from its apply to the next switch, and
  * the latest version those after its own.  Sets their t_eff.
  */
 static int64_t switch_point(pjob *j, int64_t w)
@@ -1110,7 +1114,7 @@ static int64_t switch_point(pjob *j, int64_t w)
 			if (at < c_eff)
 				at = c_eff;
 			if (at >= w && !is_stop(s, at > s->stored ? at : s->stored) &&
-			    !pal_schedule_one_shot(s->sched))
+			    !pal_schedule_one_shot(s->sched) && !pal_schedule_one_shot(c->sched))
 				continue;
 		} else {
 			at = switch_after(c, c_eff, s, s->stored, w);
@@ -1151,9 +1155,12 @@ static int plan_due(pal_planner *p, pal_plan_batch *b, pjob *j, int64_t watermar
 		/* A new job starts when a tick first saw it (now, unless its
 		 * activation was deferred); a new version takes over at the
 		 * watermark (it applies only to instants not planned yet), or
-		 * below it after a version that ended (switch_point): then the
-		 * cursor goes back to it and the instants after it are planned
-		 * now, as never planned (not a re-scan). */
+		 * at its apply for a one-shot or after one (above the watermark
+		 * after a long absence: the old version keeps the instants up
+		 * to it), or below it after a version that ended
+		 * (switch_point): then the cursor goes back to it and the
+		 * instants after it are planned now, as never planned (not a
+		 * re-scan). */
 		bool active = has_active(j);
 		if (!active && j->pend_since == PAL_NO_TIME)
 			j->pend_since = now;

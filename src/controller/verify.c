@@ -128,7 +128,8 @@ static int ended(json_t *ver, int64_t from, bool *out, char *err, size_t errlen)
  * passed); then
  * at the latest of that version's last instant, its activation and when
  * version I was stored; when version I or the one before it is a one-shot
- * (`at`), at the latter two.  A version no controller activated before
+ * (`at`), at the latter two, also where the stored effective_from is below
+ * them (the planner takes them above its watermark too).  A version no controller activated before
  * the job was applied again (effective_from null, kept by with_stops), and
  * the version after it, take over when they were stored (never before the
  * switch point of the version before them), as the planner activates them.
@@ -157,12 +158,14 @@ static int switch_from(json_t *versions, size_t i, int64_t *lo, char *err, size_
 		*lo = at;
 		return PAL_OK;
 	}
-	if (at >= *lo)
-		return PAL_OK;
 	if (one_shot(ver) || one_shot(prev)) {
-		*lo = at; /* a one-shot or a job changed to or from one */
+		/* a one-shot or a job changed to or from one, also where the
+		 * stored effective_from is below it */
+		*lo = at;
 		return PAL_OK;
 	}
+	if (at >= *lo)
+		return PAL_OK;
 	pal_job_spec spec;
 	pal_schedule *sc;
 	rc = pal_job_spec_from_canonical(json_object_get(prev, "spec"), &spec, err, errlen);

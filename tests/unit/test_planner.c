@@ -536,6 +536,18 @@ static pal_planner *chain(pal_job_spec *specs, const int64_t *stored, const int6
 	return p;
 }
 
+/* S made a one-shot `at` AT (its cron column as pal_schedule_text reads). */
+static void make_one_shot(pal_job_spec *s, int64_t at)
+{
+	char *text, err[256];
+	free(s->cron);
+	s->cron = NULL;
+	s->has_at = true;
+	s->at = at;
+	assert_int_equal(pal_schedule_text(s, &text, err, sizeof err), 0);
+	s->cron = text;
+}
+
 /* A version applied between two stops that no tick activated, and a
  * one-shot between two cron versions, are activated where a tick that saw
  * them in time would have, and their instants planned, also those below
@@ -579,13 +591,7 @@ static void test_planner_unseen_versions_chain(void **st)
 
 	pal_job_spec o[2] = { spec("c.j", "* * * * * ?", PAL_MISFIRE_SKIP),
 			      spec("c.j", "* * * * * ?", PAL_MISFIRE_SKIP) };
-	char *text, err[256];
-	free(o[0].cron);
-	o[0].cron = NULL;
-	o[0].has_at = true;
-	o[0].at = 1003;
-	assert_int_equal(pal_schedule_text(&o[0], &text, err, sizeof err), 0);
-	o[0].cron = text;
+	make_one_shot(&o[0], 1003);
 	p = chain(o, (int64_t[]){ 1001, 1004 }, (int64_t[]){ 1001, 1004 }, 2, &b);
 	assert_int_equal(version_at(&b, 1, 1002, 2000), 0);
 	assert_int_equal(version_at(&b, 2, 1003, 1003), 1);
@@ -619,6 +625,95 @@ static void test_planner_unseen_versions_chain(void **st)
 	pal_planner_free(p);
 	for (int i = 0; i < 3; i++)
 		pal_job_spec_clear(&m[i]);
+	pal_plan_batch_free(&b);
+}
+
+/* Job d.j, version 1 (S[0], active from 0) planned up to watermark WM,
+ * versions 2.. (S[1..N-1], each stored at STORED[i - 1]) applied while the
+ * shard had no controller, all loaded and ticked at NOW.  The batch in *B. */
+static pal_planner *down_chain(pal_job_spec *s, const int64_t *stored, size_t n, int64_t wm,
+			       int64_t now, pal_plan_batch *b)
+{
+	pal_planner *p = pal_planner_new(0, &cfg);
+	pal_plan_version v[8] = { pal_plan_version_of_spec(&s[0], 1, 0) };
+	for (size_t i = 1; i < n; i++) {
+		v[i] = pal_plan_version_of_spec(&s[i], (int)i + 1, PAL_NO_TIME);
+		v[i].created_at = stored[i - 1];
+	}
+	char err[256];
+	assert_int_equal(pal_planner_put_job(p, "d.j", v, n, wm, err, sizeof err), 0);
+	assert_int_equal(pal_planner_tick(p, wm, now, b), 0);
+	for (size_t i = 0; i < n; i++)
+		pal_job_spec_clear(&s[i]);
+	return p;
+}
+
+/* A switch to or from a one-shot applied while the shard had no controller
+ * for longer than the lookahead (the watermark below the apply) takes over
+ * at the apply, not at the watermark: (1) a cron job made a one-shot at
+ * 1020 at 1010, watermark 1000: the cron version keeps 1001..1010, the
+ * one-shot fires once; (2) a one-shot at 1005 made a cron job at 1010: the
+ * one-shot fires, the cron version nothing up to its apply; (3) the same
+ * with a second cron version (every 2 s) stored at 1012: the first cron
+ * version is not left out (it takes over at its apply, the second one
+ * there too, as after any version that has not ended), nothing of either
+ * before 1008; (4) as (1) but ticked after the misfire threshold: each of
+ * 1001..1010 has a trigger or is in a misfire range. */
+static void test_planner_one_shot_switch_while_down(void **st)
+{
+	pal_plan_batch b = { 0 };
+	pal_job_spec a[2] = { spec("d.j", "* * * * * ?", PAL_MISFIRE_FIRE_ALL),
+			      spec("d.j", "* * * * * ?", PAL_MISFIRE_FIRE_ALL) };
+	make_one_shot(&a[1], 1020);
+	pal_planner *p = down_chain(a, (int64_t[]){ 1010 }, 2, 1000, 1030, &b);
+	assert_int_equal(b.n_act, 1);
+	assert_int_equal(b.act[0].effective_from, 1010);
+	assert_int_equal(version_at(&b, 1, 1001, 1010), 10);
+	assert_int_equal(version_at(&b, 1, 1011, 2000), 0);
+	assert_int_equal(version_at(&b, 2, 1020, 1020), 1);
+	assert_int_equal(version_at(&b, 2, 0, 2000), 1);
+	pal_planner_free(p);
+
+	pal_job_spec f[2] = { spec("d.j", "* * * * * ?", PAL_MISFIRE_FIRE_ALL),
+			      spec("d.j", "* * * * * ?", PAL_MISFIRE_FIRE_ALL) };
+	make_one_shot(&f[0], 1005);
+	p = down_chain(f, (int64_t[]){ 1010 }, 2, 1000, 1012, &b);
+	assert_int_equal(b.n_act, 1);
+	assert_int_equal(b.act[0].effective_from, 1010);
+	assert_int_equal(version_at(&b, 1, 1005, 1005), 1);
+	assert_int_equal(version_at(&b, 2, 0, 1010), 0);
+	assert_int_equal(version_at(&b, 2, 1011, 1017), 7);
+	pal_planner_free(p);
+
+	pal_job_spec y[3] = { spec("d.j", "* * * * * ?", PAL_MISFIRE_FIRE_ALL),
+			      spec("d.j", "* * * * * ?", PAL_MISFIRE_FIRE_ALL),
+			      spec("d.j", "*/2 * * * * ?", PAL_MISFIRE_FIRE_ALL) };
+	make_one_shot(&y[0], 1005);
+	p = down_chain(y, (int64_t[]){ 1008, 1012 }, 3, 1000, 1014, &b);
+	assert_int_equal(b.n_act, 2);
+	assert_int_equal(b.act[0].version, 2);
+	assert_int_equal(b.act[0].effective_from, 1008);
+	assert_int_equal(b.act[1].version, 3);
+	assert_int_equal(b.act[1].effective_from, 1008);
+	assert_int_equal(version_at(&b, 1, 1005, 1005), 1);
+	assert_int_equal(version_at(&b, 2, 0, 2000) + version_at(&b, 3, 0, 1008), 0);
+	assert_int_equal(version_at(&b, 3, 1010, 1019), 5);
+	pal_planner_free(p);
+
+	pal_job_spec m[2] = { spec("d.j", "* * * * * ?", PAL_MISFIRE_FIRE_ALL),
+			      spec("d.j", "* * * * * ?", PAL_MISFIRE_FIRE_ALL) };
+	make_one_shot(&m[1], 1020);
+	p = down_chain(m, (int64_t[]){ 1010 }, 2, 1000, 1200, &b);
+	assert_int_equal(b.n_act, 1);
+	assert_int_equal(b.act[0].effective_from, 1010);
+	for (int64_t t = 1001; t <= 1010; t++) {
+		size_t n = version_at(&b, 1, t, t);
+		for (size_t i = 0; i < b.n_mis; i++)
+			n += b.mis[i].from <= t && t <= b.mis[i].to;
+		assert_int_equal(n, 1);
+	}
+	assert_int_equal(version_at(&b, 1, 1011, 2000), 0);
+	pal_planner_free(p);
 	pal_plan_batch_free(&b);
 }
 
@@ -1232,6 +1327,7 @@ int main(void)
 		cmocka_unit_test(test_planner_retiring_version_takes_over_when_stored),
 		cmocka_unit_test(test_planner_unseen_stop_still_stops),
 		cmocka_unit_test(test_planner_unseen_versions_chain),
+		cmocka_unit_test(test_planner_one_shot_switch_while_down),
 		cmocka_unit_test(test_planner_excluded_dates_are_recorded),
 		cmocka_unit_test(test_planner_row_cap_cuts_at_clean_instant),
 		cmocka_unit_test(test_planner_catchup_sliced_by_row_cap),
