@@ -26,11 +26,14 @@ int pal_ops_triggers_json(pal_store *st, const char *job_id, const char *tenant,
 	"  'lease_owner', lease_owner, 'lease_until', " TS("lease_until") ","                      \
 	"  'attempt_count', attempt_count, 'last_error_class', last_error_class)"                 \
 	"  ORDER BY scheduled_at DESC, partition DESC, id DESC), '[]')::text"
-	/* one job's: through its plan and request keys (sql/020) */
+	/* one job's: through its plan and request keys (sql/020); the function's
+	 * until is inclusive (0.3.0 nodes call it so), the listing's exclusive
+	 * as on every other path: the bound passed is a microsecond before it */
 	int rc = pal__store_query_json(
 	    st,
 	    job_id ? TRIGGERS_JSON " FROM palisade_job_triggers($1::text, $4::int,"
-				   " $2::text, to_timestamp($3::bigint), to_timestamp($5::bigint)) t"
+				   " $2::text, to_timestamp($3::bigint),"
+				   " to_timestamp($5::bigint) - interval '1 microsecond') t"
 		   : TRIGGERS_JSON
 		" FROM (SELECT * FROM triggers"
 		"  WHERE $1::text IS NULL AND ($2::text IS NULL OR state = $2::text)"

@@ -51,6 +51,13 @@ expect_exit "triggers --since on the database" 0 "$PAL" triggers --job cli.a --s
 expect_eq "the same triggers, without the backfill's first two" \
 	"$(python3 -c "$ids" <<<"$OUT") 2" "$via_api $(sql "select count(*) from trigger_jobs where job_id = 'cli.a' and scheduled_at < '2026-01-01T02:00:00Z'")"
 check "... the backfill's 02:00 and 03:00 among them ($via_api)" [ "$(wc -w <<<"$via_api")" -ge 2 ]
+# triggers --job --until: the instants before it, not the one at it, on
+# both paths (a page ending at an instant seen does not show it again)
+expect_exit "triggers --job --until through the API" 0 remote triggers --job cli.a --until 2026-01-01T02:00:00Z --output json
+via_api=$(jq -r '[.[].scheduled_at[11:13]] | join(" ")' <<<"$OUT")
+expect_exit "triggers --job --until on the database" 0 "$PAL" triggers --job cli.a --until 2026-01-01T02:00:00Z --output json
+expect_eq "the backfill's 01:00 and 00:00 on the database, not the 02:00 at --until" "01 00" "$(jq -r '[.[].scheduled_at[11:13]] | join(" ")' <<<"$OUT")"
+expect_eq "... and through the API" "01 00" "$via_api"
 # triggers --trace-id through the API, and the trace ids it prints: those of
 # the node's cluster, as the database path prints them with the node's config
 direct=$("$PAL" triggers --config "$CLUSTER_CONF" --job cli.a --output json)
