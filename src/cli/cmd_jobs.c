@@ -63,7 +63,9 @@ static void print_table(json_t *jobs, bool versions)
 	json_array_foreach(jobs, i, j)
 	{
 		json_t *vs = json_object_get(j, "versions");
-		json_t *last = json_array_get(vs, json_array_size(vs) - 1);
+		/* the API's job list carries the latest version's schedule only */
+		json_t *last = vs ? json_array_get(vs, json_array_size(vs) - 1)
+				  : json_object_get(j, "latest");
 		json_t *act = json_object_get(j, "active_version");
 		char active[16] = "-";
 		if (json_is_integer(act))
@@ -186,6 +188,19 @@ static int jobs_remote(const pal_cli_common *c, const char *job, bool versions, 
 		if (retired) {
 			pal_cli_whole_seconds(jobs, "retired_at");
 			return print_retired(c, jobs);
+		}
+		/* the versions (JSON holds them, as --versions prints them): each
+		 * job's own read, the list carrying the latest one's schedule */
+		size_t i;
+		json_t *j;
+		json_array_foreach((versions || c->json) ? jobs : NULL, i, j)
+		{
+			if ((ec = job_remote(c, json_string_value(json_object_get(j, "job_id")),
+					     next, &o))) {
+				json_decref(jobs);
+				return ec;
+			}
+			json_array_set_new(jobs, i, o);
 		}
 	}
 	return print_jobs(c, jobs, versions || job);

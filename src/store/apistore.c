@@ -285,7 +285,8 @@ int pal_apistore_jobs_page(pal_store *st, const char *tenants, const char *tenan
 	const char *p[] = {tenants,  tenant, group, retired ? "t" : "f", after, l, label_key,
 			   label_value};
 	/* labels: those of the latest version's stored spec, and the label
-	 * filter on them (a primary-key lookup per job of the scan) */
+	 * filter on them (a primary-key lookup per job of the scan); latest:
+	 * that version's schedule, which `palisade jobs --server` prints */
 	return page(
 	    st,
 	    "SELECT coalesce(json_agg(json_build_object('job_id', job_id, 'tenant', tenant,"
@@ -293,8 +294,10 @@ int pal_apistore_jobs_page(pal_store *st, const char *tenants, const char *tenan
 	    " 'active_version', active_version, 'created_at', " TS("created_at") ","
 	    " 'updated_at', " TS("updated_at") ", 'retired_at', " TS("retired_at") ","
 	    " 'owner', owner, 'description', description,"
-	    " 'labels', " PAL__LABELS_JSON("spec") ", '_c', job_id) ORDER BY job_id), '[]')"
-	    " FROM (SELECT jobs.*, v.spec FROM jobs"
+	    " 'labels', " PAL__LABELS_JSON("spec") ","
+	    " 'latest', json_build_object('version', latest_version, 'cron', v_cron,"
+	    "  'timezone', v_timezone), '_c', job_id) ORDER BY job_id), '[]')"
+	    " FROM (SELECT jobs.*, v.spec, v.cron AS v_cron, v.timezone AS v_timezone FROM jobs"
 	    "  LEFT JOIN job_versions v ON v.job_id = jobs.job_id"
 	    "   AND v.version = jobs.latest_version"
 	    "  WHERE ($1::text[] IS NULL OR jobs.tenant = ANY ($1::text[]))"

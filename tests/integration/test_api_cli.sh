@@ -104,6 +104,11 @@ expect_exit "tickets resolve of no ticket: exit 3" 3 remote tickets resolve 999 
 expect_exit "release of a job not quarantined: exit 3" 3 remote release cli.a --reason "api cli"
 expect_exit "jobs" 0 remote jobs
 expect_match "lists the job" 'cli\.a' "$OUT"
+expect_match "... with its schedule, as the direct path prints it" 'cli\.a .*v1  0 0 \* \* \* \? \(UTC\)' "$OUT"
+expect_exit "jobs --output json through the API" 0 remote jobs --output json
+expect_eq "... holds each job's versions, as on the database" \
+	"$("$PAL" jobs --output json | jq -c '[.[] | [.job_id, [.versions[] | .version, .digest, .cron]]]')" \
+	"$(jq -c '[.[] | [.job_id, [.versions[] | .version, .digest, .cron]]]' <<<"$OUT")"
 expect_exit "jobs JOB" 0 remote jobs cli.a
 expect_exit "gates" 0 remote gates
 # status through the API: the node reads the shards and the live nodes
