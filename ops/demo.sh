@@ -23,7 +23,11 @@ cleanup() {
 	bash ops/devcluster.sh down
 	echo "logs are in $LOGS/"
 }
-trap cleanup INT TERM EXIT
+# Ctrl-C or a TERM is the way to stop the demo: once everything is stopped
+# the script ends there (exit 0), rather than going on against the stopped
+# cluster
+trap 'cleanup; exit 0' INT TERM
+trap cleanup EXIT
 
 step "dev cluster (ops/devcluster.sh up)"
 eval "$(bash ops/devcluster.sh up)"
