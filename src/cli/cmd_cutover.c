@@ -103,7 +103,9 @@ static void usage_shadow_set(FILE *fp)
 	    "flight, retries, due instants still waiting), which palisade finishes.  To\n"
 	    "hand those to the old system instead, use `palisade rollback`, which lists\n"
 	    "what the old system takes over.\n"
-	    "`shadow list`: every scope in shadow with its cut-over steps.  Audited.\n"
+	    "`shadow list`: every scope in shadow, and every scope with cut-over steps,\n"
+	    "with its steps; a job's LIVE %% is the greatest its own, its group's, its\n"
+	    "tenant's or the cluster's latest step gives it.  Audited.\n"
 	    "A scope holding a job with spread or jitter (or following one) is refused\n"
 	    "while a node older than schema 45 is live (read from ZooKeeper, as apply).\n"
 	    "Exit: 0 done, 3 no such job, 4 refused (older nodes live), 64 usage,\n"
@@ -122,12 +124,16 @@ static void print_list(const pal_cli_common *c, json_t *rows)
 	json_t *r;
 	json_array_foreach(rows, i, r)
 	{
-		printf("%-32s %-8s %7lld  %-20s %s\n",
-		       json_string_value(json_object_get(r, "scope")),
+		/* a job's percent given by its group's, tenant's or the cluster's step */
+		const char *scope = json_string_value(json_object_get(r, "scope"));
+		const char *from = json_string_value(json_object_get(r, "percent_from"));
+		bool other = from && strcmp(from, scope);
+		printf("%-32s %-8s %7lld  %-20s %s%s%s%s\n", scope,
 		       json_string_value(json_object_get(r, "source")),
 		       (long long)json_integer_value(json_object_get(r, "percent")),
 		       json_string_value(json_object_get(r, "since")),
-		       json_string_value(json_object_get(r, "reason")));
+		       json_string_value(json_object_get(r, "reason")), other ? " (live % by " : "",
+		       other ? from : "", other ? ")" : "");
 	}
 }
 

@@ -407,6 +407,15 @@ int pal_store_shadow_spec(pal_store *st, const json_t *ids, const json_t *live, 
 	return spec_covered(st, added, covered, err, errlen);
 }
 
+/*
+ * The scopes in shadow (shadow_scopes) and those with cut-over steps but no
+ * row of their own (source "steps": a group, tenant or the cluster whose
+ * jobs are in shadow by their files' `mode: shadow`), by scope.  percent:
+ * the scope's latest step; for a job, the greatest latest step of the
+ * scopes covering it (itself, its group, its tenant, global; those taken
+ * before a roll-back of the job left out, as palisade_trigger_live() reads
+ * them), percent_from the scope that gave it (null: no step).
+ */
 int pal__store_shadow_query(pal_store *st, const char *after, int limit, json_t **out, char *err,
 			    size_t errlen)
 {
@@ -416,19 +425,26 @@ int pal__store_shadow_query(pal_store *st, const char *after, int limit, json_t 
 	return pal__store_query_json(
 	    st,
 	    "SELECT coalesce(json_agg(json_build_object('scope', s.scope, 'source', s.source,"
-	    "  'actor', s.actor, 'reason', s.reason, '_c', s.scope, 'since', " TS(
-		"s.since") ","
-			   "  'percent', coalesce((SELECT c.percent FROM cutover_steps c WHERE "
-			   "c.scope = s.scope"
-			   "    ORDER BY c.id DESC LIMIT 1), 0),"
-			   "  'steps', coalesce((SELECT json_agg(json_build_object('at', " TS(
-			       "c.at") ","
-				       "    'percent', c.percent, 'actor', c.actor, 'reason', "
-				       "c.reason) ORDER BY c.id)"
-				       "    FROM cutover_steps c WHERE c.scope = s.scope), '[]'))"
-				       "  ORDER BY s.scope), '[]')::text FROM (SELECT * FROM "
-				       "shadow_scopes WHERE $1::text IS NULL OR scope > $1"
-				       "  ORDER BY scope LIMIT $2::int) s",
+	    "  'actor', s.actor, 'reason', s.reason, '_c', s.scope, 'since', " TS("s.since") ","
+	    "  'percent', coalesce(pc.percent, 0), 'percent_from', pc.scope,"
+	    "  'steps', coalesce((SELECT json_agg(json_build_object('at', " TS("c.at") ","
+	    "    'percent', c.percent, 'actor', c.actor, 'reason', c.reason) ORDER BY c.id)"
+	    "    FROM cutover_steps c WHERE c.scope = s.scope), '[]'))"
+	    "  ORDER BY s.scope), '[]')::text"
+	    " FROM (SELECT * FROM (SELECT scope, source, actor, reason, since FROM shadow_scopes"
+	    "   UNION ALL (SELECT DISTINCT ON (c.scope) c.scope, 'steps', c.actor, c.reason,"
+	    "    min(c.at) OVER (PARTITION BY c.scope) FROM cutover_steps c"
+	    "    WHERE NOT EXISTS (SELECT 1 FROM shadow_scopes w WHERE w.scope = c.scope)"
+	    "    ORDER BY c.scope, c.id DESC)) u"
+	    "  WHERE $1::text IS NULL OR scope > $1 ORDER BY scope LIMIT $2::int) s"
+	    " LEFT JOIN jobs j ON s.scope = 'job:' || j.job_id"
+	    " LEFT JOIN LATERAL (SELECT c.scope, c.percent FROM (SELECT DISTINCT ON (c.scope)"
+	    "    c.scope, c.id, c.percent FROM cutover_steps c WHERE c.scope = s.scope"
+	    "    OR (j.job_id IS NOT NULL AND c.scope IN ('global', 'group:' || j.resource_group,"
+	    "     'tenant:' || j.tenant)) ORDER BY c.scope, c.id DESC) c"
+	    "   WHERE c.id >= coalesce((SELECT max(r.id) FROM cutover_steps r"
+	    "    WHERE j.job_id IS NOT NULL AND r.scope = s.scope AND r.percent = 0), 0)"
+	    "   ORDER BY c.percent DESC, c.scope = s.scope DESC LIMIT 1) pc ON true",
 	    2, p, out, err, errlen);
 }
 
