@@ -7,7 +7,10 @@
  * (ops.h, lifecycle.h, tokens.h, apistore.h).
  *
  * Flow of a request: match a route (404 / 405), authenticate (401), check
- * the role (403), parse the JSON body of a write (400 / 415), then for a
+ * the role (403), refuse a query argument given twice or one the route does
+ * not accept (400), parse the JSON body of a write (400 / 415) and refuse a
+ * field the route does not accept (422: what each accepts is declared beside
+ * its handler, PAL_API_ACCEPTS, and named by the route table), then for a
  * write with an Idempotency-Key look up its earlier answer (replayed as it
  * was, 409 while the first is still served, 422 when the key was used for
  * another request), then run the handler, whose answer is kept for the key
@@ -56,6 +59,7 @@ struct bucket {
 	int64_t at_ms; /* CLOCK_MONOTONIC of the last refill */
 };
 
+static const pal_api_accepts a_openapi = {"", ""};
 static void h_openapi(call *c)
 {
 	json_error_t je;
@@ -98,67 +102,95 @@ typedef struct route {
 	const char *pattern; /* segments; "*" captures one */
 	pal_role role;	     /* PAL_ROLE_NONE: no token needed */
 	void (*fn)(call *c);
-	bool raw_body;	      /* the handler reads the body itself (not JSON) */
-	takeover on_takeover; /* a keyed write's retry that takes its key over */
+	const pal_api_accepts *accepts; /* what FN reads: any other name is refused */
+	bool raw_body;			/* the handler reads the body itself (not JSON) */
+	takeover on_takeover;		/* a keyed write's retry that takes its key over */
 } route;
 
 static const route routes[] = {
-    {"GET", "/api/v1/openapi.json", PAL_ROLE_NONE, h_openapi, false, TAKEOVER_LOST},
-    {"GET", "/api/v1/status", PAL_ROLE_VIEWER, pal_api__h_status, false, TAKEOVER_LOST},
-    {"GET", "/api/v1/verify", PAL_ROLE_VIEWER, pal_api__h_verify, false, TAKEOVER_LOST},
-    {"GET", "/api/v1/report/cost", PAL_ROLE_VIEWER, pal_api__h_report_cost, false, TAKEOVER_LOST},
-    {"POST", "/api/v1/rollback", PAL_ROLE_ADMIN, pal_api__h_rollback, false, TAKEOVER_RERUN},
-    {"POST", "/api/v1/cutover", PAL_ROLE_ADMIN, pal_api__h_cutover, false, TAKEOVER_LOST},
-    {"POST", "/api/v1/shadow", PAL_ROLE_ADMIN, pal_api__h_shadow_set, false, TAKEOVER_LOST},
-    {"GET", "/api/v1/shadow", PAL_ROLE_VIEWER, pal_api__h_shadow_list, false, TAKEOVER_LOST},
-    {"POST", "/api/v1/shadow/diff", PAL_ROLE_VIEWER, pal_api__h_shadow_diff, true, TAKEOVER_LOST},
-    {"POST", "/api/v1/drain", PAL_ROLE_ADMIN, pal_api__h_drain, false, TAKEOVER_RERUN},
-    {"POST", "/api/v1/plan/diff", PAL_ROLE_VIEWER, pal_api__h_plan_diff, true, TAKEOVER_LOST},
-    {"POST", "/api/v1/apply", PAL_ROLE_ADMIN, pal_api__h_apply, true, TAKEOVER_SWEEP},
-    {"GET", "/api/v1/jobs", PAL_ROLE_VIEWER, pal_api__h_jobs, false, TAKEOVER_LOST},
-    {"GET", "/api/v1/jobs/*", PAL_ROLE_VIEWER, pal_api__h_job, false, TAKEOVER_LOST},
-    {"GET", "/api/v1/calendars", PAL_ROLE_VIEWER, pal_api__h_calendars, false, TAKEOVER_LOST},
-    {"GET", "/api/v1/calendars/*", PAL_ROLE_VIEWER, pal_api__h_calendars, false, TAKEOVER_LOST},
-    {"GET", "/api/v1/notify_rules", PAL_ROLE_VIEWER, pal_api__h_notify_rules, false,
+    {"GET", "/api/v1/openapi.json", PAL_ROLE_NONE, h_openapi, &a_openapi, false, TAKEOVER_LOST},
+    {"GET", "/api/v1/status", PAL_ROLE_VIEWER, pal_api__h_status, &pal_api__a_status, false,
      TAKEOVER_LOST},
-    {"DELETE", "/api/v1/jobs/*", PAL_ROLE_ADMIN, pal_api__h_job_delete, false, TAKEOVER_RERUN},
-    {"POST", "/api/v1/jobs/*/pause", PAL_ROLE_OPERATOR, pal_api__h_job_pause, false, TAKEOVER_LOST},
-    {"POST", "/api/v1/jobs/*/resume", PAL_ROLE_OPERATOR, pal_api__h_job_resume, false,
+    {"GET", "/api/v1/verify", PAL_ROLE_VIEWER, pal_api__h_verify, &pal_api__a_verify, false,
      TAKEOVER_LOST},
-    {"POST", "/api/v1/jobs/*/trigger", PAL_ROLE_OPERATOR, pal_api__h_job_trigger, false,
+    {"GET", "/api/v1/report/cost", PAL_ROLE_VIEWER, pal_api__h_report_cost, &pal_api__a_report_cost,
+     false, TAKEOVER_LOST},
+    {"POST", "/api/v1/rollback", PAL_ROLE_ADMIN, pal_api__h_rollback, &pal_api__a_rollback, false,
      TAKEOVER_RERUN},
-    {"POST", "/api/v1/jobs/*/cancel", PAL_ROLE_OPERATOR, pal_api__h_job_cancel, false,
+    {"POST", "/api/v1/cutover", PAL_ROLE_ADMIN, pal_api__h_cutover, &pal_api__a_cutover, false,
      TAKEOVER_LOST},
-    {"POST", "/api/v1/groups/*/pause", PAL_ROLE_OPERATOR, pal_api__h_group_pause, false,
+    {"POST", "/api/v1/shadow", PAL_ROLE_ADMIN, pal_api__h_shadow_set, &pal_api__a_shadow_set, false,
      TAKEOVER_LOST},
-    {"POST", "/api/v1/groups/*/resume", PAL_ROLE_OPERATOR, pal_api__h_group_resume, false,
-     TAKEOVER_LOST},
-    {"POST", "/api/v1/tenants/*/pause", PAL_ROLE_OPERATOR, pal_api__h_tenant_pause, false,
-     TAKEOVER_LOST},
-    {"POST", "/api/v1/tenants/*/resume", PAL_ROLE_OPERATOR, pal_api__h_tenant_resume, false,
-     TAKEOVER_LOST},
-    {"POST", "/api/v1/pause", PAL_ROLE_OPERATOR, pal_api__h_all_pause, false, TAKEOVER_LOST},
-    {"POST", "/api/v1/resume", PAL_ROLE_OPERATOR, pal_api__h_all_resume, false, TAKEOVER_LOST},
-    {"POST", "/api/v1/jobs/*/backfill", PAL_ROLE_OPERATOR, pal_api__h_job_backfill, false,
+    {"GET", "/api/v1/shadow", PAL_ROLE_VIEWER, pal_api__h_shadow_list, &pal_api__a_shadow_list,
+     false, TAKEOVER_LOST},
+    {"POST", "/api/v1/shadow/diff", PAL_ROLE_VIEWER, pal_api__h_shadow_diff,
+     &pal_api__a_shadow_diff, true, TAKEOVER_LOST},
+    {"POST", "/api/v1/drain", PAL_ROLE_ADMIN, pal_api__h_drain, &pal_api__a_drain, false,
      TAKEOVER_RERUN},
-    {"POST", "/api/v1/jobs/*/release", PAL_ROLE_OPERATOR, pal_api__h_job_release, false,
+    {"POST", "/api/v1/plan/diff", PAL_ROLE_VIEWER, pal_api__h_plan_diff, &pal_api__a_plan_diff,
+     true, TAKEOVER_LOST},
+    {"POST", "/api/v1/apply", PAL_ROLE_ADMIN, pal_api__h_apply, &pal_api__a_apply, true,
+     TAKEOVER_SWEEP},
+    {"GET", "/api/v1/jobs", PAL_ROLE_VIEWER, pal_api__h_jobs, &pal_api__a_jobs, false,
      TAKEOVER_LOST},
-    {"GET", "/api/v1/triggers", PAL_ROLE_VIEWER, pal_api__h_triggers, false, TAKEOVER_LOST},
-    {"POST", "/api/v1/triggers/*/cancel", PAL_ROLE_OPERATOR, pal_api__h_trigger_cancel, false,
+    {"GET", "/api/v1/jobs/*", PAL_ROLE_VIEWER, pal_api__h_job, &pal_api__a_job, false,
      TAKEOVER_LOST},
-    {"GET", "/api/v1/triggers/*/attempts", PAL_ROLE_VIEWER, pal_api__h_trigger_attempts, false,
+    {"GET", "/api/v1/calendars", PAL_ROLE_VIEWER, pal_api__h_calendars, &pal_api__a_calendars,
+     false, TAKEOVER_LOST},
+    {"GET", "/api/v1/calendars/*", PAL_ROLE_VIEWER, pal_api__h_calendars, &pal_api__a_calendars,
+     false, TAKEOVER_LOST},
+    {"GET", "/api/v1/notify_rules", PAL_ROLE_VIEWER, pal_api__h_notify_rules,
+     &pal_api__a_notify_rules, false, TAKEOVER_LOST},
+    {"DELETE", "/api/v1/jobs/*", PAL_ROLE_ADMIN, pal_api__h_job_delete, &pal_api__a_job_delete,
+     false, TAKEOVER_RERUN},
+    {"POST", "/api/v1/jobs/*/pause", PAL_ROLE_OPERATOR, pal_api__h_job_pause, &pal_api__a_job_pause,
+     false, TAKEOVER_LOST},
+    {"POST", "/api/v1/jobs/*/resume", PAL_ROLE_OPERATOR, pal_api__h_job_resume,
+     &pal_api__a_job_resume, false, TAKEOVER_LOST},
+    {"POST", "/api/v1/jobs/*/trigger", PAL_ROLE_OPERATOR, pal_api__h_job_trigger,
+     &pal_api__a_job_trigger, false, TAKEOVER_RERUN},
+    {"POST", "/api/v1/jobs/*/cancel", PAL_ROLE_OPERATOR, pal_api__h_job_cancel,
+     &pal_api__a_job_cancel, false, TAKEOVER_LOST},
+    {"POST", "/api/v1/groups/*/pause", PAL_ROLE_OPERATOR, pal_api__h_group_pause,
+     &pal_api__a_group_pause, false, TAKEOVER_LOST},
+    {"POST", "/api/v1/groups/*/resume", PAL_ROLE_OPERATOR, pal_api__h_group_resume,
+     &pal_api__a_group_resume, false, TAKEOVER_LOST},
+    {"POST", "/api/v1/tenants/*/pause", PAL_ROLE_OPERATOR, pal_api__h_tenant_pause,
+     &pal_api__a_tenant_pause, false, TAKEOVER_LOST},
+    {"POST", "/api/v1/tenants/*/resume", PAL_ROLE_OPERATOR, pal_api__h_tenant_resume,
+     &pal_api__a_tenant_resume, false, TAKEOVER_LOST},
+    {"POST", "/api/v1/pause", PAL_ROLE_OPERATOR, pal_api__h_all_pause, &pal_api__a_all_pause, false,
      TAKEOVER_LOST},
-    {"GET", "/api/v1/misfires", PAL_ROLE_VIEWER, pal_api__h_misfires, false, TAKEOVER_LOST},
-    {"GET", "/api/v1/tickets", PAL_ROLE_VIEWER, pal_api__h_tickets, false, TAKEOVER_LOST},
-    {"GET", "/api/v1/tickets/*", PAL_ROLE_VIEWER, pal_api__h_ticket, false, TAKEOVER_LOST},
-    {"POST", "/api/v1/tickets/*/resolve", PAL_ROLE_OPERATOR, pal_api__h_ticket_resolve, false,
+    {"POST", "/api/v1/resume", PAL_ROLE_OPERATOR, pal_api__h_all_resume, &pal_api__a_all_resume,
+     false, TAKEOVER_LOST},
+    {"POST", "/api/v1/jobs/*/backfill", PAL_ROLE_OPERATOR, pal_api__h_job_backfill,
+     &pal_api__a_job_backfill, false, TAKEOVER_RERUN},
+    {"POST", "/api/v1/jobs/*/release", PAL_ROLE_OPERATOR, pal_api__h_job_release,
+     &pal_api__a_job_release, false, TAKEOVER_LOST},
+    {"GET", "/api/v1/triggers", PAL_ROLE_VIEWER, pal_api__h_triggers, &pal_api__a_triggers, false,
      TAKEOVER_LOST},
-    {"GET", "/api/v1/gates", PAL_ROLE_VIEWER, pal_api__h_gates, false, TAKEOVER_LOST},
-    {"GET", "/api/v1/audit", PAL_ROLE_VIEWER, pal_api__h_audit, false, TAKEOVER_LOST},
-    {"GET", "/api/v1/tokens", PAL_ROLE_ADMIN, pal_api__h_tokens, false, TAKEOVER_LOST},
-    {"POST", "/api/v1/tokens", PAL_ROLE_ADMIN, pal_api__h_token_create, false, TAKEOVER_LOST},
-    {"POST", "/api/v1/tokens/*/revoke", PAL_ROLE_ADMIN, pal_api__h_token_revoke, false,
+    {"POST", "/api/v1/triggers/*/cancel", PAL_ROLE_OPERATOR, pal_api__h_trigger_cancel,
+     &pal_api__a_trigger_cancel, false, TAKEOVER_LOST},
+    {"GET", "/api/v1/triggers/*/attempts", PAL_ROLE_VIEWER, pal_api__h_trigger_attempts,
+     &pal_api__a_trigger_attempts, false, TAKEOVER_LOST},
+    {"GET", "/api/v1/misfires", PAL_ROLE_VIEWER, pal_api__h_misfires, &pal_api__a_misfires, false,
      TAKEOVER_LOST},
+    {"GET", "/api/v1/tickets", PAL_ROLE_VIEWER, pal_api__h_tickets, &pal_api__a_tickets, false,
+     TAKEOVER_LOST},
+    {"GET", "/api/v1/tickets/*", PAL_ROLE_VIEWER, pal_api__h_ticket, &pal_api__a_ticket, false,
+     TAKEOVER_LOST},
+    {"POST", "/api/v1/tickets/*/resolve", PAL_ROLE_OPERATOR, pal_api__h_ticket_resolve,
+     &pal_api__a_ticket_resolve, false, TAKEOVER_LOST},
+    {"GET", "/api/v1/gates", PAL_ROLE_VIEWER, pal_api__h_gates, &pal_api__a_gates, false,
+     TAKEOVER_LOST},
+    {"GET", "/api/v1/audit", PAL_ROLE_VIEWER, pal_api__h_audit, &pal_api__a_audit, false,
+     TAKEOVER_LOST},
+    {"GET", "/api/v1/tokens", PAL_ROLE_ADMIN, pal_api__h_tokens, &pal_api__a_tokens, false,
+     TAKEOVER_LOST},
+    {"POST", "/api/v1/tokens", PAL_ROLE_ADMIN, pal_api__h_token_create, &pal_api__a_token_create,
+     false, TAKEOVER_LOST},
+    {"POST", "/api/v1/tokens/*/revoke", PAL_ROLE_ADMIN, pal_api__h_token_revoke,
+     &pal_api__a_token_revoke, false, TAKEOVER_LOST},
 };
 
 /* PATH matches PATTERN; the captured segments go to C's args. */
@@ -315,36 +347,161 @@ static bool parse_body(call *c)
 }
 
 /*
- * The first query argument that QUERY (pal_api_request's canonical text:
- * "KLEN:KEY=VLEN:VALUE\n" per argument, sorted) gives more than once, into
- * NAME (cut to N - 1 bytes); false when none.  Sorted, the entries of one
- * key are next to each other.  A repeated argument is refused: the
- * handlers read one occurrence, the Idempotency-Key digest covers all.
+ * The next argument of QUERY (pal_api_request's canonical text:
+ * "KLEN:KEY=VLEN:VALUE\n" per argument, sorted) at *P: its key into *KEY
+ * and *KL (not NUL-terminated), *P moved past it; false at the end, or
+ * when the text is not the canonical one (nothing more to read).
+ */
+static bool next_arg(const char **p, const char **key, size_t *kl)
+{
+	if (!*p || !**p)
+		return false;
+	char *end;
+	unsigned long n = strtoul(*p, &end, 10);
+	if (*end != ':' || strnlen(end + 1, n + 1) < n + 1 || end[1 + n] != '=')
+		return false;
+	*key = end + 1;
+	*kl = n;
+	unsigned long vl = strtoul(*key + n + 1, &end, 10);
+	if (*end != ':' || strnlen(end + 1, vl + 1) < vl + 1 || end[1 + vl] != '\n')
+		return false;
+	*p = end + 1 + vl + 1;
+	return true;
+}
+
+/* KEY (KL bytes) into NAME (cut to N - 1 bytes), as JSON text may hold it:
+ * a byte outside printable ASCII, or a quote, becomes '?'. */
+static void arg_name(const char *key, size_t kl, char *name, size_t n)
+{
+	snprintf(name, n, "%.*s", (int)(kl < 64 ? kl : 64), key);
+	for (char *q = name; *q; q++)
+		if (*q < 0x20 || *q > 0x7e || *q == '"' || *q == '\\')
+			*q = '?';
+}
+
+/*
+ * The first query argument that QUERY gives more than once, into NAME (cut
+ * to N - 1 bytes); false when none.  Sorted, the entries of one key are
+ * next to each other.  A repeated argument is refused: the handlers read
+ * one occurrence, the Idempotency-Key digest covers all.
  */
 static bool repeated_arg(const char *query, char *name, size_t n)
 {
-	const char *prev = NULL, *p = query;
-	size_t prev_len = 0;
-	while (p && *p) {
-		char *end;
-		unsigned long kl = strtoul(p, &end, 10);
-		if (*end != ':' || strnlen(end + 1, kl + 1) < kl + 1 || end[1 + kl] != '=')
-			return false; /* not the canonical text: nothing to compare */
-		const char *key = end + 1;
+	const char *prev = NULL, *p = query, *key;
+	size_t prev_len = 0, kl;
+	while (next_arg(&p, &key, &kl)) {
 		if (prev && prev_len == kl && !memcmp(prev, key, kl)) {
-			snprintf(name, n, "%.*s", (int)(kl < 64 ? kl : 64), key);
-			for (char *q = name; *q; q++) /* the detail is JSON text */
-				if (*q < 0x20 || *q > 0x7e)
-					*q = '?';
+			arg_name(key, kl, name, n);
 			return true;
 		}
 		prev = key;
 		prev_len = kl;
-		unsigned long vl = strtoul(key + kl + 1, &end, 10);
-		if (*end != ':' || strnlen(end + 1, vl + 1) < vl + 1 || end[1 + vl] != '\n')
-			return false;
-		p = end + 1 + vl + 1;
 	}
+	return false;
+}
+
+/* NAME (LEN bytes) is a word of LIST, a space-separated list. */
+static bool accepted(const char *list, const char *name, size_t len)
+{
+	for (const char *w = list; *w;) {
+		size_t wl = strcspn(w, " ");
+		if (wl == len && !memcmp(w, name, len))
+			return true;
+		w += wl;
+		w += strspn(w, " ");
+	}
+	return false;
+}
+
+static gint cmp_names(gconstpointer a, gconstpointer b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * The problem for the names of UNKNOWN (taken) that route R does not
+ * accept: 422 invalid for fields of the body (BODY), 400 bad-parameter for
+ * query arguments.  The detail names them (sorted) and the accepted ones,
+ * as do the problem's members "unknown" and "accepted" (arrays of names).
+ */
+static void refuse_unknown(call *c, const route *r, bool body, GPtrArray *unknown)
+{
+	const char *list = body ? r->accepts->body : r->accepts->query;
+	g_ptr_array_sort(unknown, cmp_names);
+	GString *names = g_string_new(NULL), *acc = g_string_new(NULL);
+	json_t *ju = json_array(), *ja = json_array();
+	for (guint i = 0; i < unknown->len; i++) {
+		const char *u = g_ptr_array_index(unknown, i);
+		g_string_append_printf(names, "%s\"%s\"", i ? ", " : "", u);
+		json_array_append_new(ju, json_string(u));
+	}
+	for (const char *w = list; *w;) {
+		size_t wl = strcspn(w, " ");
+		g_string_append_printf(acc, "%s%.*s", acc->len ? ", " : "", (int)wl, w);
+		json_array_append_new(ja, json_stringn(w, wl));
+		w += wl;
+		w += strspn(w, " ");
+	}
+	const char *what = body ? "field" : "query argument";
+	if (!acc->len)
+		g_string_printf(acc, "%s %s takes no %s", r->method, r->pattern,
+				body ? "body fields" : "query arguments");
+	else
+		g_string_prepend(acc, "expected ");
+	pal_api__problem(c, body ? 422 : 400, body ? "invalid" : "bad-parameter",
+			 body ? "Invalid request" : "Bad parameter",
+			 "unknown %s%s %s (%s); nothing was done", what,
+			 unknown->len > 1 ? "s" : "", names->str, acc->str);
+	json_object_set_new(c->out, "unknown", ju);
+	json_object_set_new(c->out, "accepted", ja);
+	g_string_free(names, TRUE);
+	g_string_free(acc, TRUE);
+	g_ptr_array_free(unknown, TRUE);
+}
+
+/* Every query argument of the request is one route R accepts; false with
+ * a 400 bad-parameter answered otherwise. */
+static bool query_accepted(call *c, const route *r)
+{
+	GPtrArray *unknown = g_ptr_array_new_with_free_func(g_free);
+	const char *p = c->req->query, *key;
+	size_t kl;
+	char name[72];
+	while (next_arg(&p, &key, &kl)) {
+		if (accepted(r->accepts->query, key, kl))
+			continue;
+		arg_name(key, kl, name, sizeof name);
+		g_ptr_array_add(unknown, g_strdup(name));
+	}
+	if (!unknown->len) {
+		g_ptr_array_free(unknown, TRUE);
+		return true;
+	}
+	refuse_unknown(c, r, false, unknown);
+	return false;
+}
+
+/* Every field of the JSON body is one route R accepts; false with a 422
+ * invalid answered otherwise. */
+static bool body_accepted(call *c, const route *r)
+{
+	GPtrArray *unknown = g_ptr_array_new_with_free_func(g_free);
+	const char *k;
+	json_t *v;
+	json_object_foreach(c->body, k, v)
+	{
+		(void)v;
+		char name[72];
+		if (accepted(r->accepts->body, k, strlen(k)))
+			continue;
+		arg_name(k, strlen(k), name, sizeof name);
+		g_ptr_array_add(unknown, g_strdup(name));
+	}
+	if (!unknown->len) {
+		g_ptr_array_free(unknown, TRUE);
+		return true;
+	}
+	refuse_unknown(c, r, true, unknown);
 	return false;
 }
 
@@ -451,7 +608,8 @@ static void run(call *c)
 		return;
 	}
 	if (r->role == PAL_ROLE_NONE) {
-		r->fn(c);
+		if (query_accepted(c, r))
+			r->fn(c);
 		return;
 	}
 	if (!authenticate(c))
@@ -469,6 +627,10 @@ static void run(call *c)
 				 "argument %s given twice (give each argument once)", arg);
 		return;
 	}
+	/* a name the route does not read would be dropped silently: a misspelt
+	 * "dry_run" would act, a misspelt "request_id" run twice */
+	if (!query_accepted(c, r))
+		return;
 	bool write = strcmp(r->method, "GET") != 0; /* POST, DELETE */
 	if (!write) {
 		r->fn(c);
@@ -479,7 +641,7 @@ static void run(call *c)
 	char err[1024];
 	if (r->raw_body)
 		c->body = json_object();
-	else if (!parse_body(c))
+	else if (!parse_body(c) || !body_accepted(c, r))
 		return;
 	const char *key = pal_api__header(c, "Idempotency-Key");
 	bool idem_locked = false;
@@ -558,9 +720,11 @@ static void run(call *c)
 	}
 	if (key && getenv("PALISADE_FAULT_API_KILL_BEFORE_ANSWER")) /* tests only */
 		raise(SIGKILL);
-	if (key && c->status < 300 && getenv("PALISADE_FAULT_API_500_AFTER_ACTION")) /* tests only */
-		pal_api__problem(c, 500, "internal", "Internal error",
-				 "PALISADE_FAULT_API_500_AFTER_ACTION: answer lost after the action");
+	if (key && c->status < 300 &&
+	    getenv("PALISADE_FAULT_API_500_AFTER_ACTION")) /* tests only */
+		pal_api__problem(
+		    c, 500, "internal", "Internal error",
+		    "PALISADE_FAULT_API_500_AFTER_ACTION: answer lost after the action");
 	if (key) {
 		/* A created token's secret is never stored: its key keeps a problem
 		 * that a replay answers instead. */

@@ -86,55 +86,80 @@ bool pal_api__body_time(call *c, const char *field, bool required, int64_t *out)
 bool pal_api__query_time(call *c, const char *name, int64_t *out);
 bool pal_api__query_scope(call *c, pal_scope *sc);
 
+/* ---- what a route accepts ----------------------------------------------- */
+
+/*
+ * The names a route reads of its request besides its path: the fields of
+ * its JSON body and its query arguments, each a space-separated list ("":
+ * none).  Each handler declares its own beside its code (PAL_API_ACCEPTS,
+ * one per handler, naming every field and argument the handler or a helper
+ * it calls reads); the route table of api.c names it with the handler, and
+ * run() refuses a request with any other name before the handler runs: 422
+ * invalid for a body field, 400 bad-parameter for a query argument
+ * (docs/api.md, "Unknown fields and arguments").  A body that is not JSON
+ * (apply, plan diff, shadow diff) has no fields to check.
+ */
+typedef struct pal_api_accepts {
+	const char *body;
+	const char *query;
+} pal_api_accepts;
+
+#define PAL_API_ACCEPTS(NAME, BODY, QUERY) const pal_api_accepts pal_api__a_##NAME = {BODY, QUERY}
+
+/* A handler of the route table and what it accepts. */
+#define PAL_API_ROUTE(NAME)                                                                        \
+	void pal_api__h_##NAME(call *c);                                                           \
+	extern const pal_api_accepts pal_api__a_##NAME
+
 /* ---- the handlers of the route table (api.c), by family ----------------- */
 
 /* routes_jobs.c: jobs, calendars, notify rules, apply, plan diff, delete */
-void pal_api__h_jobs(call *c);
-void pal_api__h_job(call *c);
-void pal_api__h_calendars(call *c);
-void pal_api__h_notify_rules(call *c);
-void pal_api__h_job_delete(call *c);
-void pal_api__h_apply(call *c);
-void pal_api__h_plan_diff(call *c);
+PAL_API_ROUTE(jobs);
+PAL_API_ROUTE(job);
+PAL_API_ROUTE(calendars);
+PAL_API_ROUTE(notify_rules);
+PAL_API_ROUTE(job_delete);
+PAL_API_ROUTE(apply);
+PAL_API_ROUTE(plan_diff);
 
 /* routes_runs.c: triggers and runs of jobs, attempts, misfires, tickets */
-void pal_api__h_job_trigger(call *c);
-void pal_api__h_job_cancel(call *c);
-void pal_api__h_trigger_cancel(call *c);
-void pal_api__h_trigger_attempts(call *c);
-void pal_api__h_job_backfill(call *c);
-void pal_api__h_misfires(call *c);
-void pal_api__h_triggers(call *c);
-void pal_api__h_tickets(call *c);
-void pal_api__h_ticket(call *c);
-void pal_api__h_ticket_resolve(call *c);
+PAL_API_ROUTE(job_trigger);
+PAL_API_ROUTE(job_cancel);
+PAL_API_ROUTE(trigger_cancel);
+PAL_API_ROUTE(trigger_attempts);
+PAL_API_ROUTE(job_backfill);
+PAL_API_ROUTE(misfires);
+PAL_API_ROUTE(triggers);
+PAL_API_ROUTE(tickets);
+PAL_API_ROUTE(ticket);
+PAL_API_ROUTE(ticket_resolve);
 
 /* routes_ops.c: pauses and resumes, release, drain, tokens, rollback,
  * cutover, shadow */
-void pal_api__h_job_pause(call *c);
-void pal_api__h_job_resume(call *c);
-void pal_api__h_job_release(call *c);
-void pal_api__h_drain(call *c);
-void pal_api__h_tokens(call *c);
-void pal_api__h_token_create(call *c);
-void pal_api__h_token_revoke(call *c);
-void pal_api__h_rollback(call *c);
-void pal_api__h_cutover(call *c);
-void pal_api__h_shadow_set(call *c);
-void pal_api__h_shadow_list(call *c);
-void pal_api__h_shadow_diff(call *c);
-void pal_api__h_group_pause(call *c);
-void pal_api__h_group_resume(call *c);
-void pal_api__h_tenant_pause(call *c);
-void pal_api__h_tenant_resume(call *c);
-void pal_api__h_all_pause(call *c);
-void pal_api__h_all_resume(call *c);
+PAL_API_ROUTE(job_pause);
+PAL_API_ROUTE(job_resume);
+PAL_API_ROUTE(job_release);
+PAL_API_ROUTE(drain);
+PAL_API_ROUTE(tokens);
+PAL_API_ROUTE(token_create);
+PAL_API_ROUTE(token_revoke);
+PAL_API_ROUTE(rollback);
+PAL_API_ROUTE(cutover);
+PAL_API_ROUTE(shadow_set);
+PAL_API_ROUTE(shadow_list);
+PAL_API_ROUTE(shadow_diff);
+PAL_API_ROUTE(group_pause);
+PAL_API_ROUTE(group_resume);
+PAL_API_ROUTE(tenant_pause);
+PAL_API_ROUTE(tenant_resume);
+PAL_API_ROUTE(all_pause);
+PAL_API_ROUTE(all_resume);
 
 /* routes_reads.c: audit, gates, verify, status, report cost */
-void pal_api__h_audit(call *c);
-void pal_api__h_gates(call *c);
-void pal_api__h_verify(call *c);
-void pal_api__h_status(call *c);
-void pal_api__h_report_cost(call *c);
+PAL_API_ROUTE(audit);
+PAL_API_ROUTE(gates);
+PAL_API_ROUTE(verify);
+PAL_API_ROUTE(status);
+PAL_API_ROUTE(report_cost);
 
 #endif

@@ -57,6 +57,7 @@ static int add_next(call *c, json_t *jobs, int n, char *err, size_t errlen)
 	return PAL_OK;
 }
 
+PAL_API_ACCEPTS(jobs, "", "limit cursor next retired label tenant group");
 void pal_api__h_jobs(call *c)
 {
 	int limit, n;
@@ -105,6 +106,7 @@ void pal_api__h_jobs(call *c)
 
 /* One job with a page of its versions (?limit=, ?cursor=: a job applied
  * many times has many), the cursor of the next in "versions_next_cursor". */
+PAL_API_ACCEPTS(job, "", "limit cursor next");
 void pal_api__h_job(call *c)
 {
 	int limit, n;
@@ -146,6 +148,7 @@ void pal_api__h_job(call *c)
  * calendar a page of its jobs (?limit=, ?cursor=: a calendar many jobs
  * name has them all).  jobs_next_cursor is the ?cursor= of the next jobs of
  * /calendars/{name}. */
+PAL_API_ACCEPTS(calendars, "", "limit cursor");
 void pal_api__h_calendars(call *c)
 {
 	int limit;
@@ -177,6 +180,7 @@ void pal_api__h_calendars(call *c)
  * each secret the stored ${NAME} reference.  A token limited to tenants
  * sees its tenants' rules, and a group's only when the group has jobs and
  * every one of them is of its tenants (pal_apistore_notify_rules_page). */
+PAL_API_ACCEPTS(notify_rules, "", "limit cursor");
 void pal_api__h_notify_rules(call *c)
 {
 	int limit;
@@ -200,6 +204,7 @@ void pal_api__h_notify_rules(call *c)
  * DELETE repeated later sweeps again.  The reason comes from the JSON
  * body or ?reason=.
  */
+PAL_API_ACCEPTS(job_delete, "reason", "reason");
 void pal_api__h_job_delete(call *c)
 {
 	const char *why;
@@ -837,6 +842,7 @@ static void diff_set(call *c, pal_jobset *set, int64_t from, int count, int64_t 
 	pal_api__ok(c, 200, out);
 }
 
+PAL_API_ACCEPTS(apply, "", "dry_run reason file prune prune_prefix");
 void pal_api__h_apply(call *c)
 {
 	const char *dry = pal_api__query(c, "dry_run");
@@ -866,6 +872,7 @@ void pal_api__h_apply(call *c)
  * RFC 3339 instant, default now), as the CLI's --count and --from; at most
  * PAL_PLAN_DIFF_MAX_INSTANTS over the jobs (apply's dry run has no such
  * bound: 5 instants of each job of the body, admin only). */
+PAL_API_ACCEPTS(plan_diff, "", "from count file");
 void pal_api__h_plan_diff(call *c)
 {
 	int64_t from = (int64_t)time(NULL);

@@ -55,12 +55,14 @@ static void gate(call *c, const pal_scope *sc, bool pause)
 		pal_api__problem_rc(c, rc, err);
 }
 
+PAL_API_ACCEPTS(job_pause, "reason", "");
 void pal_api__h_job_pause(call *c)
 {
 	if (pal_api__job_visible(c, true))
 		gate(c, &(pal_scope){PAL_SCOPE_JOB, c->arg[0]}, true);
 }
 
+PAL_API_ACCEPTS(job_resume, "reason", "");
 void pal_api__h_job_resume(call *c)
 {
 	if (pal_api__job_visible(c, true))
@@ -86,6 +88,12 @@ static bool scope_arg(call *c, pal_scope_kind kind, pal_scope *sc)
 	return kind == PAL_SCOPE_TENANT || pal_api__unscoped(c);
 }
 
+PAL_API_ACCEPTS(group_pause, "reason", "");
+PAL_API_ACCEPTS(group_resume, "reason", "");
+PAL_API_ACCEPTS(tenant_pause, "reason", "");
+PAL_API_ACCEPTS(tenant_resume, "reason", "");
+PAL_API_ACCEPTS(all_pause, "reason", "");
+PAL_API_ACCEPTS(all_resume, "reason", "");
 #define SCOPE_HANDLERS(NAME, KIND)                                                                 \
 	void pal_api__h_##NAME##_pause(call *c)                                                    \
 	{                                                                                          \
@@ -103,6 +111,7 @@ SCOPE_HANDLERS(group, PAL_SCOPE_GROUP)
 SCOPE_HANDLERS(tenant, PAL_SCOPE_TENANT)
 SCOPE_HANDLERS(all, PAL_SCOPE_GLOBAL)
 
+PAL_API_ACCEPTS(job_release, "reason", "");
 void pal_api__h_job_release(call *c)
 {
 	const char *why;
@@ -119,6 +128,7 @@ void pal_api__h_job_release(call *c)
 
 /* Drain this node (as `palisade drain`): audited, then asked; the node
  * hands its shards off and exits. */
+PAL_API_ACCEPTS(drain, "reason", "");
 void pal_api__h_drain(call *c)
 {
 	const char *why;
@@ -141,6 +151,7 @@ void pal_api__h_drain(call *c)
 	pal_api__ok(c, 202, json_pack("{s:s, s:b}", "node", c->api->node_id, "draining", 1));
 }
 
+PAL_API_ACCEPTS(tokens, "", "limit cursor");
 void pal_api__h_tokens(call *c)
 {
 	int limit;
@@ -153,6 +164,7 @@ void pal_api__h_tokens(call *c)
 	pal_api__page_answer(c, rc, rows, next, err);
 }
 
+PAL_API_ACCEPTS(token_create, "name role tenants", "");
 void pal_api__h_token_create(call *c)
 {
 	const char *name, *role_s;
@@ -196,6 +208,9 @@ void pal_api__h_token_create(call *c)
 				      secret));
 }
 
+/* "reason" is documented (OptionalReason) and accepted; the revocation's
+ * audit row does not carry it. */
+PAL_API_ACCEPTS(token_revoke, "reason", "");
 void pal_api__h_token_revoke(call *c)
 {
 	char err[1024];
@@ -261,6 +276,7 @@ static bool boundary_nodes_ok(call *c, const pal_scope *sc, const char *cmd, boo
 /* `palisade rollback`: the scope back in shadow from now on; waits up to
  * "wait_ms" (0..ROLLBACK_WAIT_MAX_MS, default 30 s as the CLI's --wait)
  * for its running calls, then answers what the old system takes over. */
+PAL_API_ACCEPTS(rollback, "job group tenant reason wait_ms", "");
 void pal_api__h_rollback(call *c)
 {
 	pal_scope sc;
@@ -298,6 +314,7 @@ void pal_api__h_rollback(call *c)
  * latest live step is crossed ("max_pending_age_ms", default 60000).  The
  * doubled-effects line needs the sink's database: the CLI's --sink-pg on
  * the database only; the API does not connect where a body says. */
+PAL_API_ACCEPTS(cutover, "job group tenant reason at percent max_pending_age_ms", "dry_run");
 void pal_api__h_cutover(call *c)
 {
 	pal_cutover_req rq = {.percent = 100, .max_pending_s = CUTOVER_MAX_PENDING_MS / 1000};
@@ -376,6 +393,7 @@ void pal_api__h_cutover(call *c)
 /* `palisade shadow --job|--group|--tenant`: the scope of the body in
  * shadow from now on; pal_store_shadow_set_json()'s answer, as the CLI's
  * --output json. */
+PAL_API_ACCEPTS(shadow_set, "job group tenant reason", "");
 void pal_api__h_shadow_set(call *c)
 {
 	pal_scope sc;
@@ -398,6 +416,7 @@ void pal_api__h_shadow_set(call *c)
  * scope, a page at a time (a job file's `mode: shadow` puts each of its
  * jobs in shadow: one row each).  Cluster-wide: not for a tenant-scoped
  * token. */
+PAL_API_ACCEPTS(shadow_list, "", "limit cursor");
 void pal_api__h_shadow_list(call *c)
 {
 	int limit;
@@ -423,6 +442,7 @@ void pal_api__h_shadow_list(call *c)
  * another is 404, another tenant's jobs in a group or in the record are as
  * jobs palisade does not know (unknown_job without a scope).
  */
+PAL_API_ACCEPTS(shadow_diff, "", "from to limit job group tenant");
 void pal_api__h_shadow_diff(call *c)
 {
 	int64_t from, to;

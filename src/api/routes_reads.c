@@ -19,6 +19,7 @@
 #define COST_LIMIT 50	      /* job rows of report cost (its --limit default) */
 #define COST_LIMIT_MAX 100000 /* report cost's --limit bound */
 
+PAL_API_ACCEPTS(audit, "", "actor action scope since until limit cursor");
 void pal_api__h_audit(call *c)
 {
 	int limit;
@@ -36,6 +37,7 @@ void pal_api__h_audit(call *c)
 	pal_api__page_answer(c, rc, rows, next, err);
 }
 
+PAL_API_ACCEPTS(gates, "", "limit cursor");
 void pal_api__h_gates(call *c)
 {
 	int limit;
@@ -52,6 +54,7 @@ void pal_api__h_gates(call *c)
  * the database clock (a later `to` is taken as it, and the answer says so:
  * to_clamped), at most PAL_VERIFY_MAX_INSTANTS recomputed (422
  * too-many-instants past it, found before they are held). */
+PAL_API_ACCEPTS(verify, "", "job from to");
 void pal_api__h_verify(call *c)
 {
 	int64_t from, to;
@@ -99,6 +102,7 @@ void pal_api__h_verify(call *c)
 	pal_verify_report_free(&r);
 }
 
+PAL_API_ACCEPTS(status, "", "");
 void pal_api__h_status(call *c)
 {
 	json_t *st;
@@ -128,6 +132,7 @@ void pal_api__h_status(call *c)
  * costliest ?limit= jobs (1..COST_LIMIT_MAX, default COST_LIMIT).  A token
  * limited to tenants names a job or one of its tenants: another tenant's
  * job or tenant is not found (404), a group or every job refused (403). */
+PAL_API_ACCEPTS(report_cost, "", "from to limit job group tenant");
 void pal_api__h_report_cost(call *c)
 {
 	pal_cost_scope s = {.limit = COST_LIMIT};

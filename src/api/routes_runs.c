@@ -41,6 +41,7 @@ static bool header_request_id(const call *c, const char *key, char *out)
 
 #define BACKFILL_MAX 1000 /* instants of a backfill (its --max default) */
 
+PAL_API_ACCEPTS(job_trigger, "reason at request_id new_effect", "");
 void pal_api__h_job_trigger(call *c)
 {
 	if (!pal_api__job_visible(c, true))
@@ -191,6 +192,7 @@ static void cancel(call *c, int64_t trigger, const char *job)
 	pal_cancel_result_clear(&r);
 }
 
+PAL_API_ACCEPTS(job_cancel, "reason", "");
 void pal_api__h_job_cancel(call *c)
 {
 	if (pal_api__job_visible(c, true))
@@ -216,6 +218,7 @@ static bool trigger_visible(call *c, bool write, int64_t *id)
 	return pal_api__tenant_allowed(c, tenant, write, "trigger", c->arg[0]);
 }
 
+PAL_API_ACCEPTS(trigger_cancel, "reason", "");
 void pal_api__h_trigger_cancel(call *c)
 {
 	int64_t id;
@@ -223,6 +226,7 @@ void pal_api__h_trigger_cancel(call *c)
 		cancel(c, id, NULL);
 }
 
+PAL_API_ACCEPTS(trigger_attempts, "", "limit cursor");
 void pal_api__h_trigger_attempts(call *c)
 {
 	int64_t id;
@@ -250,6 +254,7 @@ static bool backfill_refused(call *c, int rc, const pal_backfill_result *r, cons
 	return true;
 }
 
+PAL_API_ACCEPTS(job_backfill, "reason from to request_id max new_effect", "");
 void pal_api__h_job_backfill(call *c)
 {
 	const char *why, *rid;
@@ -320,6 +325,7 @@ static bool job_query(call *c, const char *what, int *limit)
 
 /* `palisade misfires --job`: ?from and ?to keep the decisions whose range
  * meets [from, to], as --from and --to do. */
+PAL_API_ACCEPTS(misfires, "", "job from to limit cursor");
 void pal_api__h_misfires(call *c)
 {
 	int limit;
@@ -393,6 +399,7 @@ static bool all_jobs_range(call *c, int64_t *since, int64_t *until)
  * trigger whose calls carried that trace id, whatever its job (an empty
  * page when it names none, or another tenant's), or with neither every
  * job's over [since, until), of the token's tenants (?tenant=: one). */
+PAL_API_ACCEPTS(triggers, "", "job trace_id tenant state since until limit cursor");
 void pal_api__h_triggers(call *c)
 {
 	int limit;
@@ -467,6 +474,7 @@ static bool ticket_visible(call *c, const json_t *t, bool write)
 
 /* Tickets newest first, a page at a time: a tenant-scoped token's only
  * those of its tenants' jobs (as ticket_visible). */
+PAL_API_ACCEPTS(tickets, "", "all job tenant limit cursor");
 void pal_api__h_tickets(call *c)
 {
 	const char *all = pal_api__query(c, "all");
@@ -497,6 +505,7 @@ static bool ticket_id(call *c, int64_t *id)
 	return true;
 }
 
+PAL_API_ACCEPTS(ticket, "", "");
 void pal_api__h_ticket(call *c)
 {
 	int64_t id;
@@ -515,6 +524,7 @@ void pal_api__h_ticket(call *c)
 		json_decref(t);
 }
 
+PAL_API_ACCEPTS(ticket_resolve, "reason action evidence max", "");
 void pal_api__h_ticket_resolve(call *c)
 {
 	int64_t id;

@@ -125,6 +125,54 @@ for r in sorted(documented - routed):
     failures.append(f"documented route not served {r[0].upper()} {r[1]}")
     print(f"    FAIL documented route not served {r[0].upper()} {r[1]}")
 
+# What each route accepts (PAL_API_ACCEPTS beside its handler, named by the
+# route table): the document lists the same query arguments and body fields,
+# and its JSON request schemas allow no other (additionalProperties: false).
+# A name not listed is refused before anything is done: 400 for a query
+# argument, 422 for a body field (docs/api.md, "Unknown fields and arguments").
+src_dir = SRC.rsplit("/", 1)[0]
+import glob
+accepts = {"a_openapi": (set(), set())}
+for f in glob.glob(src_dir + "/*.c"):
+    for name, body, query in re.findall(r'PAL_API_ACCEPTS\((\w+),\s*"([^"]*)",\s*"([^"]*)"\)', open(f).read()):
+        accepts["pal_api__a_" + name] = (set(body.split()), set(query.split()))
+route_accepts = {}
+for m, p, a in re.findall(r'\{"(GET|POST|DELETE)",\s*"(/api/v1[^"]*)",\s*\w+,\s*\w+,\s*&(\w+)', open(SRC).read()):
+    if a not in accepts:
+        failures.append(f"route {m} {p}: no PAL_API_ACCEPTS for {a}")
+        print(f"    FAIL route {m} {p}: no PAL_API_ACCEPTS for {a}")
+        continue
+    route_accepts[(m.lower(), p)] = accepts[a]
+for tmpl, ops in doc["paths"].items():
+    for m, op in ops.items():
+        key = (m, re.sub(r"\{[^}]+\}", "*", tmpl))
+        if key not in route_accepts:
+            continue
+        body_c, query_c = route_accepts[key]
+        params = [deref(x) for x in op.get("parameters", [])]
+        query_d = {x["name"] for x in params if x.get("in") == "query"}
+        rb = deref(op.get("requestBody", {})).get("content", {}).get("application/json")
+        body_d = set()
+        if rb:
+            sch = rb["schema"]
+            body_d = set(sch.get("properties", {}))
+            if sch.get("additionalProperties") is not False:
+                failures.append(f"{m.upper()} {tmpl}: request schema without additionalProperties: false")
+                print(f"    FAIL {m.upper()} {tmpl}: request schema without additionalProperties: false")
+        for what, c_set, d_set in (("query arguments", query_c, query_d), ("body fields", body_c, body_d)):
+            if c_set != d_set:
+                failures.append(f"{m.upper()} {tmpl}: {what} accepted {sorted(c_set)}, documented {sorted(d_set)}")
+                print(f"    FAIL {m.upper()} {tmpl}: {what} accepted {sorted(c_set)}, documented {sorted(d_set)}")
+        path = re.sub(r"\{[^}]+\}", "x", tmpl)
+        tok = None if op.get("security") == [] else TOKEN
+        st, pb = call(m.upper(), path + "?zz_unknown=1", token=tok, want=400)
+        if pb and pb.get("unknown") != ["zz_unknown"]:
+            failures.append(f"{m.upper()} {tmpl}?zz_unknown=1: the problem's unknown is {pb.get('unknown')}")
+        if rb:
+            st, pb = call(m.upper(), path, {"zz_unknown": 1}, want=422)
+            if pb and (pb.get("unknown") != ["zz_unknown"] or set(pb.get("accepted", [])) != body_c):
+                failures.append(f"{m.upper()} {tmpl} body zz_unknown: the problem's unknown/accepted are {pb.get('unknown')}/{pb.get('accepted')}")
+
 R = {"reason": "contract test"}
 call("GET", "/api/v1/status", want=200)
 call("GET", "/api/v1/status?x=1&x=1", want=400)

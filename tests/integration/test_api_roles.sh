@@ -258,7 +258,8 @@ for w in "POST /jobs/blue.b/pause" "POST /jobs/blue.b/trigger" "POST /jobs/blue.
 	"POST /jobs/blue.b/release" "POST /jobs/blue.b/cancel" "DELETE /jobs/blue.b" "POST /triggers/$BT/cancel" \
 	"POST /shadow job" "POST /rollback job"; do
 	read -r m p k <<<"$w"
-	b='{"reason":"r"}'; [ -n "$k" ] && b="{\"reason\":\"r\",\"wait_ms\":0,\"$k\":\"blue.b\"}"
+	b='{"reason":"r"}'; [ -n "$k" ] && b="{\"reason\":\"r\",\"$k\":\"blue.b\"}"
+	[ "$p" = /rollback ] && b="{\"reason\":\"r\",\"wait_ms\":0,\"$k\":\"blue.b\"}" # shadow takes no wait_ms
 	s=$(api r1 "${TOK[admin-red]}" "$m" "$p" "$b")
 	f=$PALISADE_TEST_TMP/api-out
 	named+=("$s:$(grep -c "is another tenant's" "$f"):$(grep -c 'tenant blue' "$f")")
