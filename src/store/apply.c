@@ -919,7 +919,8 @@ static int reapply_retired(pal_apply *a, struct item *it, size_t n, char *err, s
  * after its instant live, whatever version planned it) at or after the
  * cut are cancelled through the door, as `delete`'s sweep does, but for a
  * row at an instant the new version fires itself (it keeps the instant's
- * plan key and runs it once).  A shadow row is dropped instead
+ * plan key and runs it once; a shadow one whose instant is live now goes
+ * pending: TAKEOVER_LIVE_SQL).  A shadow row is dropped instead
  * (TAKEOVER_DROP_SQL), and only from the apply's next second: one before
  * it is an instant the old system has run.  The
  * cut is the new `end` where it is at or before the apply, else the
@@ -1007,6 +1008,28 @@ static int reapply_retired(pal_apply *a, struct item *it, size_t n, char *err, s
 	"   'trigger_ids', jsonb_agg(d.id ORDER BY d.id),"                                         \
 	"   'scheduled_at', jsonb_agg(d.scheduled_at ORDER BY d.id))"                              \
 	" FROM d GROUP BY d.job_id"
+/* A shadow row kept at an instant the new version fires ($1 ids, $2
+ * instants, $3 actor, $4 reason) whose instant is live now
+ * (PAL__SHADOW_LIVE: on its nominal instant, as a cut-over judges it):
+ * shadow -> pending through the door, as the cut-over's move (CUT_MOVE in
+ * src/store/shadow.c) would have made it, one `trigger.live` audit row per
+ * job.  Such a row is one a cut-over left shadow because its job was
+ * retired then: kept shadow in a live scope, it would hold the instant's
+ * plan key with no one to run it.  It keeps its version and the plan key,
+ * as a kept pending row does, and runs the instant once. */
+#define TAKEOVER_LIVE_CAUSE                                                                        \
+	"a shadow instant of the version that a version taking over at its apply replaced, at an"  \
+	" instant that version fires and that a cut-over has made live since it was planned"
+#define TAKEOVER_LIVE_SQL                                                                          \
+	"WITH m AS (SELECT m.job_id, m.id FROM " PAL__TRIGGER_MOVE(                                \
+	    "SELECT t.id, t.scheduled_at, t.state FROM triggers t JOIN unnest($1::bigint[],"       \
+	    " $2::bigint[]) AS c(id, at) ON t.id = c.id AND t.scheduled_at = to_timestamp(c.at)"   \
+	    " WHERE t.state = 'shadow' AND " PAL__SHADOW_LIVE("t"),                                \
+	    "'pending'", "NULL") " m)"                                                             \
+	" INSERT INTO audit_log (actor, action, scope, reason, details)"                           \
+	" SELECT $3, 'trigger.live', 'job:' || m.job_id, $4, jsonb_build_object('cause', $5::text," \
+	"   'moved', count(*), 'trigger_ids', jsonb_agg(m.id ORDER BY m.id))"                      \
+	" FROM m GROUP BY m.job_id"
 
 /* The apply's time (the transaction's, the versions' created_at), in
  * whole seconds as the planner reads it. */
@@ -1062,7 +1085,8 @@ static enum at_fate fires_at(const pal_job_spec *s, int64_t now, int64_t at)
  * their version (SPEC: id -> pal_job_spec) taking over at NOW fires itself:
  * those at an instant it excludes dropped where never claimed nor tried
  * (TAKEOVER_DROP_SQL), the others cancelled, all audited (4f); their count
- * added to *CANCELLED. */
+ * added to *CANCELLED.  A shadow row kept at an instant the version fires
+ * goes pending where its instant is live now (TAKEOVER_LIVE_SQL). */
 static int takeover_cancel(pal_store *st, const char *ids, const char *cuts, const char *vers,
 			   const char *retired, GHashTable *spec, int64_t now, const char *actor,
 			   const char *reason, int64_t *cancelled, char *err, size_t errlen)
@@ -1073,21 +1097,29 @@ static int takeover_cancel(pal_store *st, const char *ids, const char *cuts, con
 	PGresult *r = pal__store_query(st, TAKEOVER_ROWS_SQL, 5, p, err, errlen);
 	if (!r)
 		return PAL_EDB;
-	pal_pgarr tid, tat, xid, xat, sid, sat;
+	pal_pgarr tid, tat, xid, xat, sid, sat, lid, lat;
+	pal__pgarr_init(&lid);
+	pal__pgarr_init(&lat);
 	pal__pgarr_init(&tid);
 	pal__pgarr_init(&tat);
 	pal__pgarr_init(&xid);
 	pal__pgarr_init(&xat);
 	pal__pgarr_init(&sid);
 	pal__pgarr_init(&sat);
-	size_t k = 0, kx = 0, ks = 0;
+	size_t k = 0, kx = 0, ks = 0, kl = 0;
 	for (int row = 0; row < PQntuples(r); row++) {
 		const pal_job_spec *s = g_hash_table_lookup(spec, PQgetvalue(r, row, 0));
 		int64_t at = strtoll(PQgetvalue(r, row, 2), NULL, 10);
 		int64_t id = strtoll(PQgetvalue(r, row, 1), NULL, 10);
 		enum at_fate f = s ? fires_at(s, now, at) : AT_FIRES;
-		if (f == AT_FIRES)
+		if (f == AT_FIRES) {
+			if (PQgetvalue(r, row, 3)[0] == 't') {
+				pal__pgarr_i64(&lid, id);
+				pal__pgarr_i64(&lat, at);
+				kl++;
+			}
 			continue;
+		}
 		if (PQgetvalue(r, row, 3)[0] == 't') {
 			pal__pgarr_i64(&sid, id);
 			pal__pgarr_i64(&sat, at);
@@ -1105,12 +1137,15 @@ static int takeover_cancel(pal_store *st, const char *ids, const char *cuts, con
 	char *p1 = pal__pgarr_end(&tid), *p2 = pal__pgarr_end(&tat);
 	char *x1 = pal__pgarr_end(&xid), *x2 = pal__pgarr_end(&xat);
 	char *s1 = pal__pgarr_end(&sid), *s2 = pal__pgarr_end(&sat);
+	char *l1 = pal__pgarr_end(&lid), *l2 = pal__pgarr_end(&lat);
 	const char *q[] = {p1, p2, actor, reason};
+	const char *ql[] = {l1, l2, actor, reason, TAKEOVER_LIVE_CAUSE};
 	const char *qx[] = {x1, x2, actor, reason, TAKEOVER_DROP_EXCLUDED};
 	const char *qs[] = {s1, s2, actor, reason, TAKEOVER_DROP_SHADOW};
 	int rc = PAL_OK;
 	/* the drops first: what they leave (claimed meanwhile, tried) the
-	 * cancel takes as any other row */
+	 * cancel takes as any other row (every row a drop is given is in
+	 * tid too) */
 	if (kx) {
 		r = pal__store_query(st, TAKEOVER_DROP_SQL, 5, qx, err, errlen);
 		if (!r)
@@ -1129,8 +1164,16 @@ static int takeover_cancel(pal_store *st, const char *ids, const char *cuts, con
 			rc = PAL_EDB;
 		PQclear(r);
 	}
+	if (!rc && kl) {
+		r = pal__store_query(st, TAKEOVER_LIVE_SQL, 5, ql, err, errlen);
+		if (!r)
+			rc = PAL_EDB;
+		PQclear(r);
+	}
 	if (!rc)
 		*cancelled += (int64_t)k;
+	g_free(l1);
+	g_free(l2);
 	g_free(p1);
 	g_free(p2);
 	g_free(x1);

@@ -795,7 +795,10 @@ static int write_activations(pal_store *st, int64_t epoch, const char *node,
  * Only up to where the tick decided the job's instants (its new
  * watermark; in a tick cut short, the last instant it decided for the
  * job); a row at an instant the tick plans (its insert met the old row:
- * the old row keeps the plan key and runs it once) or records as a misfire
+ * the old row keeps the plan key and runs it once: a shadow one whose
+ * instant is live now, one a cut-over left shadow while the job was
+ * retired, goes shadow -> pending through the door, one `trigger.live`
+ * audit row per job, as TAKEOVER_LIVE_SQL in apply.c) or records as a misfire
  * (missed, excluded: left to the apply's sweep, which drops an excluded
  * one) stays.  A claimed row is left to finish, and so is a retired job
  * (its retiring version: `delete` sweeps its rows, and the cause of that
@@ -831,7 +834,17 @@ static int write_activations(pal_store *st, int64_t epoch, const char *node,
 	"   RETURNING t.id, t.job_id, t.scheduled_at),"                                            \
 	" m AS (SELECT m.job_id, m.id FROM " PAL__TRIGGER_MOVE(                                    \
 	    "SELECT c.id, c.scheduled_at, c.state FROM c WHERE NOT c.dr",                          \
-	    "'cancelled'", "NULL") " m)"                                                           \
+	    "'cancelled'", "NULL") " m),"                                                          \
+	" l AS (SELECT l.job_id, l.id FROM " PAL__TRIGGER_MOVE(                                    \
+	    "SELECT t.id, t.scheduled_at, t.state FROM a JOIN triggers t ON t.job_id = a.j"        \
+	    " AND t.version < a.v AND t.scheduled_at > to_timestamp(a.f)"                          \
+	    " AND t.scheduled_at <= to_timestamp(a.u) AND t.state = 'shadow'"                      \
+	    " AND t.source IN ('schedule', 'catchup')"                                             \
+	    " AND t.scheduled_at > (SELECT w.created_at FROM job_versions w"                       \
+	    "  WHERE w.job_id = a.j AND w.version = a.v)"                                          \
+	    " JOIN k ON k.j = t.job_id AND to_timestamp(k.at) = t.scheduled_at"                    \
+	    " WHERE " PAL__SHADOW_LIVE("t"),                                                       \
+	    "'pending'", "NULL") " l)"                                                             \
 	" INSERT INTO audit_log (actor, action, scope, details)"                                   \
 	" SELECT 'controller:' || $11, 'cancel', 'job:' || m.job_id, jsonb_build_object('cause',"  \
 	"   'a version that takes over at its apply (no instant after it, a one-shot, or a"        \
@@ -839,6 +852,14 @@ static int write_activations(pal_store *st, int64_t epoch, const char *node,
 	" controller that activated it', 'cancelled', count(*),"                                   \
 	"   'trigger_ids', jsonb_agg(m.id ORDER BY m.id), 'epoch', $12::bigint)"                   \
 	" FROM m GROUP BY m.job_id"                                                                \
+	" UNION ALL"                                                                               \
+	" SELECT 'controller:' || $11, 'trigger.live', 'job:' || l.job_id,"                        \
+	"   jsonb_build_object('cause', 'a shadow instant of the version that a version taking"    \
+	" over at its apply replaced, at an instant that version fires and that a cut-over has"    \
+	" made live since it was planned; made live by the controller that activated it',"        \
+	"   'moved', count(*), 'trigger_ids', jsonb_agg(l.id ORDER BY l.id),"                      \
+	"   'epoch', $12::bigint)"                                                                 \
+	" FROM l GROUP BY l.job_id"                                                                \
 	" UNION ALL"                                                                               \
 	" SELECT 'controller:' || $11, 'trigger.drop', 'job:' || d.job_id,"                        \
 	"   jsonb_build_object('cause', 'a shadow instant of the version that a version taking"    \

@@ -103,6 +103,16 @@ int pal__store_query_i64(pal_store *st, const char *sql, int nparams, const char
  * spread or jitter moved it (045, nominal_at).  The boundaries of a shadow
  * scope are judged on it (palisade_trigger_live, docs/migrating.md). */
 #define PAL__TRIGGER_NOMINAL(t) "coalesce(" t ".nominal_at, " t ".scheduled_at)"
+/* Whether the `shadow` trigger T (an alias) is at an instant its scope
+ * makes live now: palisade_trigger_live on its nominal instant, or for one
+ * a roll-back handed back (last_error_class 'rolled_back', its step
+ * covering the due ones too: LIVE_NOW in src/store/shadow.c) on the later
+ * of that and the hand-back (the door's updated_at).  Such a row is one no
+ * one calls: palisade's was made live, the old system's was cut over. */
+#define PAL__SHADOW_LIVE(t)                                                                        \
+	"palisade_trigger_live(" t ".job_id, " t ".tenant, " t ".resource_group, CASE WHEN "       \
+	t ".last_error_class = 'rolled_back' THEN greatest(" PAL__TRIGGER_NOMINAL(t) ", " t        \
+	".updated_at) ELSE " PAL__TRIGGER_NOMINAL(t) " END)"
 /* PAL__TRIGGER_MOVE of the triggers (alias t) that match WHERE. */
 #define PAL__TRIGGER_MOVE_WHERE(where, to, class)                                                  \
 	PAL__TRIGGER_MOVE("SELECT t.id, t.scheduled_at, t.state FROM triggers t WHERE " where, to, \

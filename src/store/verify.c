@@ -68,7 +68,12 @@ int pal_store_planned(pal_store *st, const char *job_id, int64_t from, int64_t t
 	 * version's range and is counted (unexpected).  A version that no
 	 * controller activated before a later one (passed over), or one with
 	 * an `end` not activated yet, counts as taking over when it was
-	 * stored, as verify judges it. */
+	 * stored, as verify judges it.  A shadow row of a past instant that
+	 * its scope makes live (PAL__SHADOW_LIVE) is not counted: no one
+	 * called it (palisade plans such an instant pending, a cut-over moves
+	 * it, and the old system was cut over), so the instant is missing.
+	 * One whose scope is still shadow there is the old system's and is
+	 * counted. */
 	int rc = pal__store_query_json(
 	    st,
 	    "SELECT coalesce(json_agg(json_build_array(a, p, n) ORDER BY a, p), '[]')::text FROM ("
@@ -77,6 +82,8 @@ int pal_store_planned(pal_store *st, const char *job_id, int64_t from, int64_t t
 	    " FROM triggers t WHERE t.job_id = $1"
 	    " AND t.scheduled_at BETWEEN to_timestamp($2::bigint) AND to_timestamp($3::bigint)"
 	    " AND t.request_id IS NULL"
+	    " AND NOT (t.state = 'shadow' AND t.scheduled_at <= clock_timestamp()"
+	    "  AND " PAL__SHADOW_LIVE("t") ")"
 	    " AND NOT (t.state = 'cancelled' AND t.attempt_count = 0 AND EXISTS ("
 	    "   SELECT 1 FROM job_versions rv JOIN job_versions nv ON nv.job_id = rv.job_id"
 	    "    AND nv.version > rv.version"
