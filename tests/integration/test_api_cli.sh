@@ -356,8 +356,12 @@ expect_eq "... never the secret's value" 0 "$( (remote notify-rules; "$PAL" noti
 expect_exit "a database-only command with --server: usage (exit 64)" 64 \
 	env -u PALISADE_PG "$PAL" verify --server "http://${NODE_ADMIN[s1]}"
 expect_exit "no token: exit 64" 64 env -u PALISADE_PG -u PALISADE_TOKEN "$PAL" pause --all --reason x --server "http://${NODE_ADMIN[s1]}"
-expect_eq "every write audited as the token, none as a unix user" 0 \
-	"$(sql "select count(*) from audit_log where action in ('pause','resume','trigger','cancel','backfill') and actor not in ('ops-bot')")"
+# (the rows the system writes for its own reasons carry a cause: an apply's
+# or the controller's cancel of the triggers a version change replaced, which
+# exist only when an instant of the old schedule was within the lookahead)
+by_others="from audit_log where action in ('pause','resume','trigger','cancel','backfill') and actor not in ('ops-bot') and not coalesce(details ? 'cause', false)"
+expect_eq "every write audited as the token, none as a unix user" "0 " \
+	"$(sql "select count(*) $by_others") $(sql "select string_agg(id || ' ' || actor || ' ' || action || ' ' || details::text, '; ') $by_others")"
 expect_eq "with the client address" 0 "$(sql "select count(*) from audit_log where actor = 'ops-bot' and client is null")"
 # A server whose answer never ends (65 MiB here): the CLI stops reading at 64 MiB.
 big_port=$(free_port)
