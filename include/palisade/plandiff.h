@@ -19,6 +19,8 @@ typedef struct pal_plan_diff {
 	int n_stored, n_new;	   /* instants in each list */
 	int64_t *stored, *next;	   /* ascending epoch seconds */
 	bool *stored_ex, *next_ex; /* the instant falls on an excluded date */
+	const char *after;	   /* a dependent job's first upstream, whose instants
+				    * are its own (none of its schedule); borrowed */
 } pal_plan_diff;
 
 /* Instants of one plan diff through the API (the CLI's default bound): the

@@ -34,6 +34,27 @@ static const char *str(json_t *o, const char *k)
 	return s ? s : "-";
 }
 
+/* V's schedule as the table prints it: "after: a, b" for a dependent job
+ * (its stored cron is the never-firing placeholder), else "CRON (ZONE)"
+ * (with PAREN) or "CRON ZONE". */
+static void sched_text(json_t *v, bool paren, char *buf, size_t len)
+{
+	json_t *after = json_object_get(v, "after");
+	if (!json_array_size(after)) {
+		snprintf(buf, len, paren ? "%s (%s)" : "%s %s", str(v, "cron"), str(v, "timezone"));
+		return;
+	}
+	size_t i, off = 0;
+	json_t *u;
+	off = (size_t)snprintf(buf, len, "after:");
+	json_array_foreach(after, i, u)
+	{
+		if (off < len)
+			off += (size_t)snprintf(buf + off, len - off, "%s %s", i ? "," : "",
+						json_string_value(u));
+	}
+}
+
 /* Add "next": [RFC 3339...] (N instants of the latest version) to each job. */
 static int add_next(pal_store *st, json_t *jobs, int n)
 {
@@ -67,14 +88,15 @@ static void print_table(json_t *jobs, bool versions)
 		json_t *last = vs ? json_array_get(vs, json_array_size(vs) - 1)
 				  : json_object_get(j, "latest");
 		json_t *act = json_object_get(j, "active_version");
-		char active[16] = "-";
+		char active[16] = "-", sched[1024];
 		if (json_is_integer(act))
 			snprintf(active, sizeof active, "v%lld", (long long)json_integer_value(act));
-		printf("%-32s %-12s %-12s %5lld %5s%lld %6s  %s (%s)%s%s\n", str(j, "job_id"),
+		sched_text(last, true, sched, sizeof sched);
+		printf("%-32s %-12s %-12s %5lld %5s%lld %6s  %s%s%s\n", str(j, "job_id"),
 		       str(j, "tenant"), str(j, "group"),
 		       (long long)json_integer_value(json_object_get(j, "shard")), "v",
 		       (long long)json_integer_value(json_object_get(j, "latest_version")), active,
-		       str(last, "cron"), str(last, "timezone"),
+		       sched,
 		       json_is_string(json_object_get(j, "retired_at")) ? "  retired at " : "",
 		       json_is_string(json_object_get(j, "retired_at")) ? str(j, "retired_at") : "");
 		const char *ow = json_string_value(json_object_get(j, "owner"));
@@ -91,7 +113,12 @@ static void print_table(json_t *jobs, bool versions)
 		if (nl)
 			putchar('\n');
 		json_t *next = json_object_get(j, "next");
-		if (json_array_size(next)) {
+		json_t *ups = json_object_get(last, "after");
+		if (next && !json_array_size(next) && json_array_size(ups))
+			/* a dependent's instants are its first upstream's (docs/jobs.md) */
+			printf("    next: at the instants of %s, as it runs them\n",
+			       json_string_value(json_array_get(ups, 0)));
+		else if (json_array_size(next)) {
 			printf("    next:");
 			size_t k;
 			json_t *x;
@@ -105,10 +132,10 @@ static void print_table(json_t *jobs, bool versions)
 		json_t *v;
 		json_array_foreach(vs, k, v)
 		{
-			printf("    v%-4lld digest %.12s  %s %s  by %s at %s\n",
+			sched_text(v, false, sched, sizeof sched);
+			printf("    v%-4lld digest %.12s  %s  by %s at %s\n",
 			       (long long)json_integer_value(json_object_get(v, "version")),
-			       str(v, "digest"), str(v, "cron"), str(v, "timezone"),
-			       str(v, "created_by"), str(v, "created_at"));
+			       str(v, "digest"), sched, str(v, "created_by"), str(v, "created_at"));
 		}
 	}
 }

@@ -78,6 +78,9 @@ static void show(const pal_plan_diff *d, const char *id, const char *follows, js
 		printf("%s: new job\n", id);
 	if (strcmp(d->status, "unchanged"))
 		print_merge(d->stored, d->stored_ex, d->n_stored, d->next, d->next_ex, d->n_new);
+	if (strcmp(d->status, "unchanged") && d->after && !d->n_new)
+		printf("  (after: no schedule of its own; it runs at the instants of %s)\n",
+		       d->after);
 }
 
 static int exit_of(int rc)
@@ -150,6 +153,7 @@ static bool show_remote(const json_t *o)
 	if (!id || !status)
 		return false;
 	pal_plan_diff d = {.status = status,
+			   .after = json_string_value(json_object_get(o, "after")),
 			   .stored_version =
 			       (int)json_integer_value(json_object_get(o, "stored_version"))};
 	d.stored = calloc(n + 1, sizeof *d.stored);

@@ -100,6 +100,7 @@ int pal_plan_diff_job(pal_store *st, const pal_job_spec *s, int64_t from, int co
 		      pal_plan_diff *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof *out);
+	out->after = s->n_after ? s->after[0].job : NULL;
 	char hex[65];
 	char *canon = NULL;
 	json_t *old_json = NULL;
@@ -271,6 +272,8 @@ json_t *pal_plan_diff_json(const pal_plan_diff *d, const char *job_id, const cha
 			      list_json(d->next, d->next_ex, d->n_new));
 	if (follows)
 		json_object_set_new(o, "follows", json_string(follows));
+	if (d->after)
+		json_object_set_new(o, "after", json_string(d->after));
 	if (d->stored_version) {
 		json_object_set_new(o, "stored_version", json_integer(d->stored_version));
 		json_object_set_new(o, "stored", list_json(d->stored, d->stored_ex, d->n_stored));

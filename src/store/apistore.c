@@ -286,7 +286,8 @@ int pal_apistore_jobs_page(pal_store *st, const char *tenants, const char *tenan
 			   label_value};
 	/* labels: those of the latest version's stored spec, and the label
 	 * filter on them (a primary-key lookup per job of the scan); latest:
-	 * that version's schedule, which `palisade jobs --server` prints */
+	 * that version's schedule (its upstreams for a dependent), which
+	 * `palisade jobs --server` prints */
 	return page(
 	    st,
 	    "SELECT coalesce(json_agg(json_build_object('job_id', job_id, 'tenant', tenant,"
@@ -296,7 +297,8 @@ int pal_apistore_jobs_page(pal_store *st, const char *tenants, const char *tenan
 	    " 'owner', owner, 'description', description,"
 	    " 'labels', " PAL__LABELS_JSON("spec") ","
 	    " 'latest', json_build_object('version', latest_version, 'cron', v_cron,"
-	    "  'timezone', v_timezone), '_c', job_id) ORDER BY job_id), '[]')"
+	    "  'timezone', v_timezone, 'after', " PAL__AFTER_JSON("spec") "),"
+	    " '_c', job_id) ORDER BY job_id), '[]')"
 	    " FROM (SELECT jobs.*, v.spec, v.cron AS v_cron, v.timezone AS v_timezone FROM jobs"
 	    "  LEFT JOIN job_versions v ON v.job_id = jobs.job_id"
 	    "   AND v.version = jobs.latest_version"

@@ -180,7 +180,7 @@ static const char SQL_CLUSTER[] =
 	" jp AS (SELECT * FROM jm WHERE $6::text IS NULL OR jm.job_id > $6"
 	"   ORDER BY jm.job_id LIMIT $3::int + 1),"
 	/* next instants: the latest version's, counted as `jobs --next` does */
-	" jl AS (SELECT j.*, v.cron, v.timezone, lv.spec, " PAL__ANCHOR_SQL("j", "lv", "sh")
+	" jl AS (SELECT j.*, " PAL__SCHEDULE_TEXT("v.spec", "v.cron") " AS cron, v.timezone, lv.spec, " PAL__ANCHOR_SQL("j", "lv", "sh")
 	"   AS anchor, " LOOKBACK_FROM("j.job_id", "$4::int") " AS lo FROM jp j"
 	"   LEFT JOIN job_versions v ON v.job_id = j.job_id"
 	"     AND v.version = coalesce(j.active_version, j.latest_version)"
@@ -349,7 +349,8 @@ static const char SQL_JOB[] =
 	"   LEFT JOIN shards s ON s.shard_id = j.shard"
 	"   WHERE v.job_id = j.job_id AND v.version = j.latest_version),"
 	" 'versions', (SELECT coalesce(json_agg(json_build_object('version', v.version,"
-	"   'digest', v.digest, 'cron', v.cron, 'timezone', v.timezone,"
+	"   'digest', v.digest, 'cron', " PAL__SCHEDULE_TEXT("v.spec", "v.cron") ","
+	"   'timezone', v.timezone,"
 	"   'misfire_policy', v.misfire_policy, 'overlap_policy', v.overlap_policy,"
 	"   'partitions', v.partitions, 'target_host', v.target_host, 'created_by', v.created_by,"
 	"   'created_at', " TS("v.created_at") ", 'activated_at', " TS("v.activated_at") ","

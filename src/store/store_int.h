@@ -301,6 +301,17 @@ int pal__store_jobs_query(pal_store *st, const char *job_id, int after_version, 
 	"coalesce((SELECT json_object_agg(lb.key, lb.value ORDER BY lb.key COLLATE \"C\")"          \
 	" FROM jsonb_each_text((" spec ") -> 'labels') lb), '{}'::json)"
 
+/* A dependent job's upstreams (its spec's `after:`, in order) as a JSON
+ * array of job ids, NULL for a job with a schedule; and the schedule as
+ * listings print it: "after: a, b" for a dependent (whose stored cron is
+ * the never-firing PAL_AFTER_CRON), else CRON. */
+#define PAL__AFTER_FROM(spec)                                                                      \
+	" FROM jsonb_array_elements((" spec ") -> 'after') WITH ORDINALITY af(e, n))"
+#define PAL__AFTER_JSON(spec) "(SELECT json_agg(af.e ->> 'job' ORDER BY af.n)" PAL__AFTER_FROM(spec)
+#define PAL__SCHEDULE_TEXT(spec, cron)                                                             \
+	"coalesce('after: ' || (SELECT string_agg(af.e ->> 'job', ', ' ORDER BY af.n)"              \
+	PAL__AFTER_FROM(spec) ", " cron ")"
+
 #define PAL_MIGRATE_LOCK_KEY "7075283591402447205"
 
 #endif
