@@ -3,9 +3,11 @@
  * versions in a window, inserted as triggers of kind backfill.
  *
  * The instants come from the job's versions as read in the same
- * transaction, computed on the planning side (pal_backfill_instants, the
- * same schedule code the controller plans with), so a ticket's backfill and
- * its resolution (tickets.c) share one transaction.
+ * transaction, computed on the planning side (pal_backfill_instants_after,
+ * the same schedule code the controller plans with; a version with `after`
+ * has its first upstream's instants, read through the chain of first
+ * upstreams' versions), so a ticket's backfill and its resolution
+ * (tickets.c) share one transaction.
  *
  * Refused in that transaction, before any insert: a retired job (its row
  * held FOR SHARE, so a concurrent delete waits or is seen), a range ending
@@ -255,6 +257,40 @@ int pal__ops_job_versions(pal_store *st, const char *job_id, json_t **out, char 
 	return PAL_OK;
 }
 
+int pal__ops_upstream_versions(pal_store *st, json_t *versions, json_t **out, char *err,
+			       size_t errlen)
+{
+	json_t *ups = json_object();
+	json_t *todo = json_array(); /* versions arrays still to walk */
+	json_array_append(todo, versions);
+	int rc = PAL_OK;
+	for (size_t k = 0; !rc && k < json_array_size(todo); k++) {
+		size_t i;
+		json_t *v;
+		json_array_foreach(json_array_get(todo, k), i, v)
+		{
+			const char *up = pal_backfill_first_upstream(v);
+			if (!up || json_object_get(ups, up))
+				continue;
+			json_t *uv;
+			rc = pal__ops_job_versions(st, up, &uv, err, errlen);
+			if (rc == PAL_ENOENT) /* no such job: no instant */
+				uv = json_array(), rc = PAL_OK;
+			if (rc)
+				break;
+			json_object_set_new(ups, up, uv);
+			json_array_append(todo, uv);
+		}
+	}
+	json_decref(todo);
+	if (rc) {
+		json_decref(ups);
+		ups = NULL;
+	}
+	*out = ups;
+	return rc;
+}
+
 /* Insert a backfill of JOB_ID in the open transaction (no audit). */
 int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int64_t to,
 			    int64_t max, const char *request_id, bool new_effect, bool unrun_only,
@@ -268,9 +304,15 @@ int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int
 	json_t *versions;
 	if ((rc = pal__ops_job_versions(st, job_id, &versions, err, errlen)))
 		return rc;
+	json_t *ups;
+	if ((rc = pal__ops_upstream_versions(st, versions, &ups, err, errlen))) {
+		json_decref(versions);
+		return rc;
+	}
 	pal_backfill_plan pl = { 0 };
-	rc = pal_backfill_instants(versions, from, to, max, &pl, err, errlen);
+	rc = pal_backfill_instants_after(versions, ups, from, to, max, &pl, err, errlen);
 	json_decref(versions);
+	json_decref(ups);
 	if (rc == PAL_ETOOBIG) {
 		char f[32], t[32];
 		pal_fmt_rfc3339(from, f, sizeof f);

@@ -67,12 +67,74 @@ typedef struct run_ctx {
 } run_ctx;
 
 /*
+ * Whether C->at is an instant of the job that its controller has still to
+ * run: one still to come, by the versions as stored, or, when the latest is
+ * stored and no controller has taken it over yet, by it alone (it plans
+ * what is not planned yet).  A version with `after` has its first
+ * upstream's instants (pal_backfill_instants_after, as the dependency
+ * planner decides them); for one of those, a past instant too while the
+ * dependency planner has not decided it (after the job's first activation
+ * with `after`, where that planner starts, above its after_watermarks row,
+ * with neither a trigger nor an upstream_* misfire of the job at it):
+ * it plans the job's trigger there once its upstreams end (*WAITS_UPSTREAM).
+ */
+static int coming_instant(pal_store *st, const run_ctx *c, int64_t now, bool *scheduled,
+			  bool *waits_upstream, char *err, size_t errlen)
+{
+	json_t *versions, *ups;
+	int rc = pal__ops_job_versions(st, c->job_id, &versions, err, errlen);
+	if (rc)
+		return rc;
+	json_t *latest = json_array_get(versions, json_array_size(versions) - 1);
+	if (!json_is_integer(json_object_get(latest, "effective_from"))) {
+		json_t *alone = json_pack("[O]", latest);
+		json_decref(versions);
+		versions = alone;
+	}
+	if ((rc = pal__ops_upstream_versions(st, versions, &ups, err, errlen))) {
+		json_decref(versions);
+		return rc;
+	}
+	pal_backfill_plan pl = { 0 };
+	rc = pal_backfill_instants_after(versions, ups, c->at, c->at, 1, &pl, err, errlen);
+	bool inst = rc == PAL_OK && pl.n > 0, after = inst && pl.v[0].after;
+	pal_backfill_plan_clear(&pl);
+	json_decref(versions);
+	json_decref(ups);
+	*scheduled = inst && c->at > now;
+	if (*scheduled || !after)
+		return PAL_OK;
+	char at[24];
+	pal__ops_i64s(at, sizeof at, c->at);
+	const char *p[] = { c->job_id, at };
+	int64_t undecided;
+	if ((rc = pal__ops_query_i64(
+		 st,
+		 "SELECT count(*) FROM (SELECT to_timestamp($2::bigint) AS t) a"
+		 " WHERE a.t > coalesce((SELECT watermark FROM after_watermarks"
+		 "  WHERE job_id = $1), '-infinity')"
+		 " AND a.t > (SELECT min(effective_from) FROM job_versions WHERE job_id = $1"
+		 "  AND spec ? 'after')"
+		 " AND NOT EXISTS (SELECT 1 FROM triggers WHERE job_id = $1 AND request_id IS NULL"
+		 "  AND scheduled_at = a.t)"
+		 " AND NOT EXISTS (SELECT 1 FROM misfires WHERE job_id = $1"
+		 "  AND reason IN ('upstream_failed', 'upstream_late')"
+		 "  AND range_from <= a.t AND range_to >= a.t)",
+		 2, p, &undecided, err, errlen)))
+		return rc;
+	*scheduled = *waits_upstream = undecided > 0;
+	return PAL_OK;
+}
+
+/*
  * In the run's transaction, before its insert, the job's row held FOR
  * SHARE (a concurrent delete waits or is seen): refuse a retired job, and
  * unless new_effect, an instant whose earlier triggers have an unknown
  * outcome (the callers warn about those before; this closes the window
  * between their read and the insert) and an instant still to come that the
- * job's schedule has (the scheduler runs it under its own key).
+ * job's schedule has, or for a job with `after` its upstream's, or one of
+ * those the dependency planner has not decided yet (the scheduler runs it
+ * under its own key).
  */
 static int check_run(pal_store *st, const run_ctx *c, char *err, size_t errlen)
 {
@@ -143,26 +205,10 @@ static int check_run(pal_store *st, const run_ctx *c, char *err, size_t errlen)
 	if (PQntuples(r))
 		snprintf(waiting, sizeof waiting, "%s", PQgetvalue(r, 0, 0));
 	PQclear(r);
-	bool scheduled = waiting[0];
-	if (!scheduled && c->at > now) {
-		/* an instant still to come, not planned yet: by the versions as
-		 * stored, or, when the latest is stored and no controller has taken
-		 * it over yet, by it alone (it plans what is not planned yet) */
-		json_t *versions;
-		if ((rc = pal__ops_job_versions(st, c->job_id, &versions, err, errlen)))
-			return rc;
-		json_t *latest = json_array_get(versions, json_array_size(versions) - 1);
-		if (!json_is_integer(json_object_get(latest, "effective_from"))) {
-			json_t *alone = json_pack("[O]", latest);
-			json_decref(versions);
-			versions = alone;
-		}
-		pal_backfill_plan pl = { 0 };
-		rc = pal_backfill_instants(versions, c->at, c->at, 1, &pl, err, errlen);
-		scheduled = rc == PAL_OK && pl.n > 0;
-		pal_backfill_plan_clear(&pl);
-		json_decref(versions);
-	}
+	bool scheduled = waiting[0], upstream = false;
+	if (!scheduled &&
+	    (rc = coming_instant(st, c, now, &scheduled, &upstream, err, errlen)))
+		return rc;
 	if (scheduled) {
 		snprintf(res->refused, sizeof res->refused, "scheduled-instant");
 		if (waiting[0])
@@ -172,6 +218,14 @@ static int check_run(pal_store *st, const run_ctx *c, char *err, size_t errlen)
 				 "written; hint: --new-effect (API \"new_effect\": true) to run it "
 				 "twice on purpose",
 				 c->job_id, ts, waiting);
+		else if (upstream)
+			snprintf(err, errlen,
+				 "job %s at %s: an instant of its upstream (after:) that the "
+				 "dependency planner has not decided yet: it runs the job there under "
+				 "its own key once the upstream ends, and a manual run would make a "
+				 "second effect; nothing was written; hint: --new-effect (API "
+				 "\"new_effect\": true) to run it twice on purpose",
+				 c->job_id, ts);
 		else
 			snprintf(err, errlen,
 				 "job %s is scheduled at %s, still to come: the scheduler runs it under "

@@ -81,5 +81,11 @@ int pal__ops_hold_job(pal_store *st, const char *job_id, char refused[24], int64
  * version, into *OUT (json_decref); PAL_ENOENT when the job has none. */
 int pal__ops_job_versions(pal_store *st, const char *job_id, json_t **out, char *err,
 			  size_t errlen);
+/* The versions of the first upstream (`after`) of each version of VERSIONS
+ * and, recursively, of theirs: *OUT an object job id -> versions, as
+ * pal_backfill_instants_after takes it (an upstream with no job row: an
+ * empty array). */
+int pal__ops_upstream_versions(pal_store *st, json_t *versions, json_t **out, char *err,
+			       size_t errlen);
 
 #endif
