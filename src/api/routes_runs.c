@@ -158,12 +158,17 @@ void pal_api__h_job_trigger(call *c)
 		pal_run_result_clear(&r);
 		return;
 	}
+	/* the pauses that hold the run until their resume (written already:
+	 * a failed read of them leaves the field out) */
+	json_t *held = NULL;
+	if (pal_store_job_held_json(c->api->st, job, &held, err, sizeof err))
+		held = NULL;
 	char ts[32];
 	pal_fmt_rfc3339(r.at, ts, sizeof ts);
 	pal_api__ok(c, r.existed ? 200 : 201,
-		    json_pack("{s:s, s:s, s:b, s:i, s:s, s:O}", "job_id", job, "request_id", rid,
-			      "existed", r.existed, "version", r.version, "scheduled_at", ts,
-			      "trigger_ids", r.ids));
+		    json_pack("{s:s, s:s, s:b, s:i, s:s, s:O, s:o*}", "job_id", job, "request_id",
+			      rid, "existed", r.existed, "version", r.version, "scheduled_at", ts,
+			      "trigger_ids", r.ids, "held_by", held));
 	pal_run_result_clear(&r);
 }
 

@@ -140,6 +140,8 @@ const char *pal_cli_server(const pal_cli_common *c);
  * unreachable server, 77 for 401 and 403, else 70. */
 int pal_cli_remote(const pal_cli_common *c, const char *cmd, const char *method, const char *path,
 		   const char *ctype, const char *body, size_t len);
+/* An answer O of the API printed as pal_cli_remote() prints it. */
+void pal_cli_print_answer(const pal_cli_common *c, const json_t *o);
 /* The same, the answer of a 2xx into *OUT (json_decref) instead of being
  * printed; nothing printed but an error. */
 int pal_cli_remote_call(const pal_cli_common *c, const char *cmd, const char *method,

@@ -43,6 +43,8 @@ static void usage_trigger(FILE *fp)
 		"for a job with after: its first upstream's instants, and also a past one the\n"
 		"dependency planner has not decided yet (it runs the job there once the\n"
 		"upstream ends).\n"
+		"A paused job's run (its own, group's, tenant's or a global pause) waits for\n"
+		"the resume: a note on stderr names each pause (held_by in JSON).\n"
 		"Exit: 0 created or already existing, 3 no such job, 4 refused (unknown\n"
 		"outcome or a scheduled instant to come without --new-effect, or the job is\n"
 		"retired), 64 usage,\n"
@@ -88,6 +90,22 @@ static const char *request_id(const char *cmd, const char *given, char buf[37])
 		return NULL;
 	}
 	return buf;
+}
+
+/* The note on stderr that the run of JOB waits for the resume of the
+ * pauses HELD ([{scope since reason}]) covering it; none when empty. */
+static void note_held(const char *job, const json_t *held)
+{
+	size_t i;
+	json_t *g;
+	json_array_foreach(held, i, g)
+	fprintf(stderr,
+		"palisade trigger: note: job %s is held by %s (paused since %s: %s): the run "
+		"waits for the resume (`palisade resume`), and fails if the job's deadline "
+		"passes first\n",
+		job, json_string_value(json_object_get(g, "scope")),
+		json_string_value(json_object_get(g, "since")),
+		json_string_value(json_object_get(g, "reason")));
 }
 
 /*
@@ -228,10 +246,18 @@ int pal_cmd_trigger(int argc, char **argv)
 		snprintf(path, sizeof path, "/api/v1/jobs/%s/trigger", job);
 		if (at != PAL_OPS_NOW)
 			pal_fmt_rfc3339(at, ts, sizeof ts);
-		return pal_cli_remote_json(&c, "trigger", path,
-					   json_pack("{s:s, s:s, s:b, s:s?}", "reason", reason,
-						     "request_id", rid, "new_effect", new_effect, "at",
-						     ts[0] ? ts : NULL));
+		json_t *ans = NULL;
+		ec = pal_cli_remote_send(&c, "trigger", "POST", path,
+					 json_pack("{s:s, s:s, s:b, s:s?}", "reason", reason,
+						   "request_id", rid, "new_effect", new_effect,
+						   "at", ts[0] ? ts : NULL),
+					 &ans);
+		if (!ec) {
+			note_held(job, json_object_get(ans, "held_by"));
+			pal_cli_print_answer(&c, ans);
+		}
+		json_decref(ans);
+		return ec;
 	}
 	pal_store *st;
 	ec = pal_cli_connect(&c, false, &st);
@@ -245,18 +271,24 @@ int pal_cmd_trigger(int argc, char **argv)
 	pal_run_result r;
 	int rc = pal_ops_trigger(st, job, at, rid, new_effect, pal_cli_actor(), reason, &r, err,
 				 sizeof err);
+	/* the pauses that hold it (the run is written: a failed read only
+	 * leaves the note out) */
+	json_t *held = NULL;
+	if (!rc && pal_store_job_held_json(st, job, &held, err, sizeof err))
+		held = NULL;
 	pal_store_close(st);
 	if (rc) {
 		pal_cli_err("trigger", "%s", err);
 		pal_run_result_clear(&r);
 		return pal_cli_exit_code(rc);
 	}
+	note_held(job, held);
 	char ts[32];
 	pal_fmt_rfc3339(r.at, ts, sizeof ts);
 	if (c.json) {
-		json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:b, s:O}", "job_id", job, "request_id",
-				      rid, "version", r.version, "scheduled_at", ts, "existed",
-				      r.existed, "triggers", r.ids);
+		json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:b, s:O, s:O*}", "job_id", job,
+				      "request_id", rid, "version", r.version, "scheduled_at", ts,
+				      "existed", r.existed, "triggers", r.ids, "held_by", held);
 		json_dumpf(o, stdout, JSON_INDENT(2));
 		putchar('\n');
 		json_decref(o);
@@ -275,6 +307,7 @@ int pal_cmd_trigger(int argc, char **argv)
 		putchar('\n');
 	}
 	pal_run_result_clear(&r);
+	json_decref(held);
 	return PAL_EXIT_OK;
 }
 

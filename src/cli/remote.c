@@ -70,7 +70,7 @@ static void print_value(const json_t *v)
 	free(s);
 }
 
-static void print_answer(const pal_cli_common *c, const json_t *o)
+void pal_cli_print_answer(const pal_cli_common *c, const json_t *o)
 {
 	if (c->json) {
 		json_dumpf(o, stdout, JSON_INDENT(2));
@@ -217,7 +217,7 @@ int pal_cli_remote(const pal_cli_common *c, const char *cmd, const char *method,
 	json_t *o;
 	int ec = remote_call(c, cmd, method, path, ctype, body, len, &o);
 	if (!ec)
-		print_answer(c, o);
+		pal_cli_print_answer(c, o);
 	json_decref(o);
 	return ec;
 }

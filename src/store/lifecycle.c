@@ -446,6 +446,19 @@ int pal_store_unknown_at(pal_store *st, const char *job_id, int64_t at, json_t *
 	return pal_store_unknown_in(st, job_id, at, at, out, err, errlen);
 }
 
+int pal_store_job_held_json(pal_store *st, const char *job_id, json_t **out, char *err,
+			    size_t errlen)
+{
+	const char *p[] = { job_id };
+	return pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(json_build_object('scope', g.scope, 'since', " TS("g.since") ","
+	    "  'reason', g.reason) ORDER BY g.scope), '[]')::text"
+	    " FROM jobs j JOIN gates g ON g.paused AND g.scope IN ('global', 'job:' || j.job_id,"
+	    "  'group:' || j.resource_group, 'tenant:' || j.tenant) WHERE j.job_id = $1",
+	    1, p, out, err, errlen);
+}
+
 int pal_store_job_retired(pal_store *st, const char *job_id, bool *retired, char *err,
 			  size_t errlen)
 {
