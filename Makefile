@@ -254,6 +254,7 @@ chaos: all
 #   and test_pgbouncer (its node code through the pooler: test_executor_faults,
 #     test_calendars, test_pgbouncer_migrate and test_controller_misfire run
 #     every line of it)
+# test_demo_stop runs ops/demo.sh with stand-ins for every binary: no C code.
 # `make asan ASAN_SKIP=` runs the whole suite (the load test then runs 45 s
 # instead of 60 s).  The cron reference comparison (process-heavy, same
 # engine as the unit tests) runs in `make test` only.
@@ -278,7 +279,8 @@ ASAN_SKIP := test_shadow_oneshot_moved test_shadow_moved_after test_shadow_retir
 	test_notify_rule_recovered test_takeover_old_controller test_takeover_old_apply \
 	test_notify_latest_receiver test_notify_rule_swap \
 	test_reapply_newer test_reapply_retired_race test_jobs_next_pending \
-	test_target_hosts_fixed_version test_target_hosts_nowhere test_pgbouncer
+	test_target_hosts_fixed_version test_target_hosts_nowhere test_pgbouncer \
+	test_demo_stop
 asan:
 	ASAN_OPTIONS=detect_stack_use_after_return=1:$(ASAN_OPTIONS) PALISADE_IT_SKIP="$(ASAN_SKIP)" \
 		$(MAKE) O=build-asan SAN=1 LOAD_SECONDS=45 REFERENCE=0 CHECKS=0 test
