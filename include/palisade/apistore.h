@@ -65,6 +65,12 @@ PAL_MUST_CHECK int pal_apistore_idem_begin(pal_store *st, const char *token, con
 					   const char *method, const char *path, const char *digest,
 					   pal_idem_outcome *outcome, bool *locked, int *status,
 					   char **response, char *err, size_t errlen);
+/* *KNOWN: (TOKEN, KEY) has a record of METHOD PATH with body DIGEST (within
+ * the day records are kept), answered or not.  Reads only: a request that
+ * will not act looks up its earlier attempt without making a record. */
+PAL_MUST_CHECK int pal_apistore_idem_known(pal_store *st, const char *token, const char *key,
+					   const char *method, const char *path, const char *digest,
+					   bool *known, char *err, size_t errlen);
 /* Keep STATUS and RESPONSE for (TOKEN, KEY).  A 5xx answer is not kept:
  * when no audit row names the key (no attempt committed an action) the
  * record is deleted, so a retry acts; when one does (the action committed,

@@ -581,6 +581,23 @@ static int answer_lost(call *c, const char *key, bool sweep)
 	return 1;
 }
 
+/* The SHA-256 (hex, g_free) that a keyed request's record keeps of it.
+ * The query counts (apply reads dry_run and reason from it); without one
+ * the digest is the body's alone, as keys stored before it counted were
+ * made. */
+static char *request_digest(const pal_api_request *req)
+{
+	GChecksum *sum = g_checksum_new(G_CHECKSUM_SHA256);
+	if (req->query && *req->query) {
+		g_checksum_update(sum, (const guchar *)req->query, -1);
+		g_checksum_update(sum, (const guchar *)"\n\n", 2);
+	}
+	g_checksum_update(sum, (const guchar *)(req->body ? req->body : ""), (gssize)req->body_len);
+	char *digest = g_strdup(g_checksum_get_string(sum));
+	g_checksum_free(sum);
+	return digest;
+}
+
 static void run(call *c)
 {
 	const pal_api_request *req = c->req;
@@ -627,11 +644,15 @@ static void run(call *c)
 				 "argument %s given twice (give each argument once)", arg);
 		return;
 	}
+	bool write = strcmp(r->method, "GET") != 0; /* POST, DELETE */
+	const char *key = write ? pal_api__header(c, "Idempotency-Key") : NULL;
+	bool key_ok = key && strlen(key) >= 1 && strlen(key) <= 128 &&
+		      g_utf8_validate(key, -1, NULL);
 	/* a name the route does not read would be dropped silently: a misspelt
 	 * "dry_run" would act, a misspelt "request_id" run twice */
-	if (!query_accepted(c, r))
+	bool refused = !query_accepted(c, r);
+	if (refused && !key_ok)
 		return;
-	bool write = strcmp(r->method, "GET") != 0; /* POST, DELETE */
 	if (!write) {
 		r->fn(c);
 		return;
@@ -641,12 +662,31 @@ static void run(call *c)
 	char err[1024];
 	if (r->raw_body)
 		c->body = json_object();
-	else if (!parse_body(c) || !body_accepted(c, r))
+	else if (!parse_body(c))
 		return;
-	const char *key = pal_api__header(c, "Idempotency-Key");
+	else if (!refused)
+		refused = !body_accepted(c, r);
+	char *digest = key_ok ? request_digest(req) : NULL;
+	/* Refused, but the key may be the retry of this very request that a
+	 * node not checking names (0.3.0, during a roll) carried out: its
+	 * record, looked up without making one, is answered as any retry's
+	 * (replayed, in progress, taken over); the handler never runs. */
+	if (refused) {
+		bool known = false;
+		int rc = key_ok ? pal_apistore_idem_known(c->api->st, c->who.id, key, req->method,
+							  req->path, digest, &known, err,
+							  sizeof err)
+				: PAL_OK;
+		if (rc || !known) {
+			if (rc)
+				pal_api__problem_rc(c, rc, err);
+			g_free(digest);
+			return;
+		}
+	}
 	bool idem_locked = false;
 	pal_idem_outcome o = PAL_IDEM_NEW;
-	if (key && (strlen(key) < 1 || strlen(key) > 128 || !g_utf8_validate(key, -1, NULL))) {
+	if (key && !key_ok) {
 		pal_api__problem(c, 400, "bad-idempotency-key", "Bad Idempotency-Key",
 				 "an Idempotency-Key is 1-128 bytes of UTF-8");
 		return;
@@ -657,6 +697,7 @@ static void run(call *c)
 	json_decref(rq);
 	if (key && !rq_text) {
 		pal_api__problem(c, 500, "internal", "Internal error", "out of memory");
+		g_free(digest);
 		return;
 	}
 	int irc = pal_apistore_identity(c->api->st, pal_role_name(c->who.role), req->client,
@@ -664,21 +705,10 @@ static void run(call *c)
 	free(rq_text);
 	if (irc) {
 		pal_api__problem_rc(c, PAL_EDB, err);
+		g_free(digest);
 		return;
 	}
 	if (key) {
-		/* The query counts (apply reads dry_run and reason from it); without
-		 * one the digest is the body's alone, as keys stored before it
-		 * counted were made. */
-		GChecksum *sum = g_checksum_new(G_CHECKSUM_SHA256);
-		if (req->query && *req->query) {
-			g_checksum_update(sum, (const guchar *)req->query, -1);
-			g_checksum_update(sum, (const guchar *)"\n\n", 2);
-		}
-		g_checksum_update(sum, (const guchar *)(req->body ? req->body : ""),
-				  (gssize)req->body_len);
-		char *digest = g_strdup(g_checksum_get_string(sum));
-		g_checksum_free(sum);
 		int status;
 		char *resp;
 		int rc = pal_apistore_idem_begin(c->api->st, c->who.id, key, req->method, req->path,
@@ -709,15 +739,17 @@ static void run(call *c)
 			return;
 		}
 	}
-	if (o == PAL_IDEM_TAKEN_OVER && r->on_takeover != TAKEOVER_RERUN) {
-		int lost = answer_lost(c, key, r->on_takeover == TAKEOVER_SWEEP);
-		if (lost < 0)
-			return;
-		if (!lost)
-			r->fn(c);
-	} else {
+	/* refused: the handler cannot run again (it would drop the names) */
+	bool check_lost = o == PAL_IDEM_TAKEN_OVER && (refused || r->on_takeover != TAKEOVER_RERUN);
+	int lost = check_lost ? answer_lost(c, key, r->on_takeover == TAKEOVER_SWEEP) : 0;
+	if (lost < 0)
+		return;
+	if (lost)
+		refused = false; /* its answer is kept */
+	else if (refused)
+		(void)(query_accepted(c, r) && body_accepted(c, r)); /* the refusal again */
+	else
 		r->fn(c);
-	}
 	if (key && getenv("PALISADE_FAULT_API_KILL_BEFORE_ANSWER")) /* tests only */
 		raise(SIGKILL);
 	if (key && c->status < 300 &&
@@ -742,6 +774,10 @@ static void run(call *c)
 		char *text = json_dumps(keep, JSON_COMPACT);
 		if (keep != c->out)
 			json_decref(keep);
+		/* a refusal is not kept: its record goes as a 5xx's (nothing
+		 * committed), so the corrected request may use the key */
+		if (refused)
+			keep_status = 500;
 		if (pal_apistore_idem_finish(c->api->st, c->who.id, key, keep_status,
 					     text ? text : "{}", idem_locked, err, sizeof err)) {
 			pal_log(PAL_LOG_WARN, "api.idempotency_lost", "{s:s, s:s}", "key", key,

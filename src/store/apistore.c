@@ -141,6 +141,25 @@ int pal_apistore_idem_begin(pal_store *st, const char *token, const char *key, c
 	return PAL_OK;
 }
 
+int pal_apistore_idem_known(pal_store *st, const char *token, const char *key, const char *method,
+			    const char *path, const char *digest, bool *known, char *err,
+			    size_t errlen)
+{
+	*known = false;
+	const char *p[] = {token, key, method, path, digest};
+	PGresult *r = pal__store_query(
+	    st,
+	    "SELECT EXISTS (SELECT 1 FROM api_requests WHERE token_id = $1 AND key = $2"
+	    "  AND method = $3 AND path = $4 AND digest = $5"
+	    "  AND created_at >= clock_timestamp() - interval '1 day')",
+	    5, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	*known = !strcmp(PQgetvalue(r, 0, 0), "t");
+	PQclear(r);
+	return PAL_OK;
+}
+
 /* The audit rows that attempts of (token $1, key $2) committed, within the
  * day its record is kept (idem_begin deletes older ones; the bound lets a
  * scan use audit_log_at): pal_apistore_identity stamps them. */
