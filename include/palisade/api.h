@@ -78,16 +78,17 @@ typedef struct pal_api_request {
 } pal_api_request;
 
 /* An answer: STATUS, CONTENT_TYPE (static), BODY (LEN bytes, malloc()ed,
- * freed by the caller with free()) and up to two extra headers (static
- * names, values in the struct). */
+ * freed by the caller with free()) and up to four extra headers (static
+ * names, values in the struct): Palisade-Version, the node's release, on
+ * every answer (a client finds out what the node reads; 0.3.0 sets none). */
 typedef struct pal_api_reply {
 	unsigned status;
 	const char *content_type;
 	char *body;
 	size_t len;
 	int n_headers;
-	const char *header_name[2];
-	char header_value[2][128];
+	const char *header_name[4];
+	char header_value[4][128];
 } pal_api_reply;
 
 /* Serve REQ into OUT.  Blocks for at most a few statement timeouts. */

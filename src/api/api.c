@@ -43,6 +43,7 @@
 #include "palisade/log.h"
 #include "palisade/secret.h"
 #include "palisade/trace.h"
+#include "palisade/version.h"
 #include "api_int.h"
 
 /*
@@ -821,6 +822,9 @@ void pal_api_serve(pal_api *api, const pal_api_request *req, pal_api_reply *out)
 	}
 	out->status = c.status ? c.status : 500;
 	out->content_type = c.problem ? "application/problem+json" : "application/json";
+	out->header_name[out->n_headers] = "Palisade-Version";
+	snprintf(out->header_value[out->n_headers++], sizeof out->header_value[0], "%s",
+		 PALISADE_VERSION);
 	if (c.status == 401) {
 		out->header_name[out->n_headers] = "WWW-Authenticate";
 		snprintf(out->header_value[out->n_headers++], sizeof out->header_value[0],

@@ -140,6 +140,12 @@ const char *pal_cli_server(const pal_cli_common *c);
  * unreachable server, 77 for 401 and 403, else 70. */
 int pal_cli_remote(const pal_cli_common *c, const char *cmd, const char *method, const char *path,
 		   const char *ctype, const char *body, size_t len);
+/* Before sending WHAT (an option's name, as the user gave it), which a
+ * node of 0.3.0 does not read and drops (acting without it): the node at
+ * the server names its release (a Palisade-Version header, since 0.4.0),
+ * else an error saying so and 69.  A balancer may send the request itself
+ * to another node: the caller judges from the answer too. */
+int pal_cli_remote_needs(const pal_cli_common *c, const char *cmd, const char *what);
 /* An answer O of the API printed as pal_cli_remote() prints it. */
 void pal_cli_print_answer(const pal_cli_common *c, const json_t *o);
 /* The same, the answer of a 2xx into *OUT (json_decref) instead of being

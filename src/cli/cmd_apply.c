@@ -542,11 +542,20 @@ static int apply_remote(const pal_cli_common *c, int n, char **files, const char
 		g_free(q_prefix);
 		return PAL_EXIT_DATAERR;
 	}
+	/* 0.3.0 drops ?prune_prefix and applies without retiring */
+	int ec = prefix ? pal_cli_remote_needs(c, "apply", "--prune-prefix") : PAL_EXIT_OK;
+	if (ec) {
+		g_free(text);
+		g_free(q_reason);
+		g_free(q_file);
+		g_free(q_prefix);
+		return ec;
+	}
 	char *path =
 	    g_strdup_printf("/api/v1/apply?dry_run=%s&reason=%s&file=%s%s%s%s",
 			    dry ? "true" : "false", q_reason, q_file, prune ? "&prune=true" : "",
 			    q_prefix ? "&prune_prefix=" : "", q_prefix ? q_prefix : "");
-	int ec = pal_cli_remote(c, "apply", "POST", path, "application/yaml", text, len);
+	ec = pal_cli_remote(c, "apply", "POST", path, "application/yaml", text, len);
 	g_free(path);
 	g_free(text);
 	g_free(q_reason);

@@ -379,6 +379,11 @@ int pal_cmd_cutover(int argc, char **argv)
 		json_t *body = json_pack("{s:s, s:s, s:i, s:s, s:I}", pal_scope_kind_name(sc.kind),
 					 sc.name, "reason", reason, "percent", (int)percent, "at",
 					 ts, "max_pending_age_ms", (json_int_t)max_pending_ms);
+		/* 0.3.0 drops ?dry_run and takes the step */
+		if (o.dry_run && (ec = pal_cli_remote_needs(&c, "cutover", "--dry-run"))) {
+			json_decref(body);
+			return ec;
+		}
 		/* a crossed stop line: 409, its detail naming each, exit 4 */
 		if ((ec = pal_cli_remote_send(&c, "cutover", "POST",
 					      o.dry_run ? "/api/v1/cutover?dry_run=true"
@@ -401,6 +406,13 @@ int pal_cmd_cutover(int argc, char **argv)
 		}
 	}
 	ec = refused ? EXIT_STOPLINE : PAL_EXIT_OK;
+	/* what was done is the answer's word, not the flag's */
+	bool dry = json_is_true(json_object_get(ans, "dry_run"));
+	if (o.dry_run && !dry && !refused) {
+		pal_cli_err("cutover", "--dry-run was asked, but the node's answer is not a dry "
+				       "run: the step below WAS taken (a node older than 0.4.0?)");
+		ec = PAL_EXIT_SOFTWARE;
+	}
 	if (c.json) {
 		dump(ans);
 	} else if (refused) {
@@ -420,7 +432,7 @@ int pal_cmd_cutover(int argc, char **argv)
 		json_t *made = json_object_get(ans, "made_live");
 		printf("%s%s cut over to %lld %% from %s: %lld of %lld jobs live from then on; "
 		       "%lld planned triggers made live; %zu jobs made live by this step%s\n",
-		       o.dry_run ? "dry run, nothing changed: " : "",
+		       dry ? "dry run, nothing changed: " : "",
 		       json_string_value(json_object_get(ans, "scope")), percent,
 		       json_string_value(json_object_get(ans, "at")),
 		       (long long)json_integer_value(json_object_get(ans, "live_jobs")),

@@ -123,6 +123,27 @@ static int exit_for(long status)
 	}
 }
 
+/* A handle for SERVER's PATH, its URL into *URL (g_free): the timeout and
+ * PALISADE_CACERT set; NULL when curl has none. */
+static CURL *handle(const char *server, const char *path, char **url)
+{
+	CURL *h = curl_easy_init();
+	if (!h)
+		return NULL;
+	size_t n = strlen(server);
+	while (n && server[n - 1] == '/')
+		n--;
+	*url = g_strdup_printf("%.*s%s", (int)n, server, path);
+	curl_easy_setopt(h, CURLOPT_URL, *url);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, (long)REMOTE_TIMEOUT_S);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	/* an https:// server whose certificate the system does not trust */
+	const char *ca = getenv("PALISADE_CACERT");
+	if (ca && *ca)
+		curl_easy_setopt(h, CURLOPT_CAINFO, ca);
+	return h;
+}
+
 /* The request of pal_cli_remote(); the answer of a 2xx goes to *OUT
  * (json_decref) instead of being printed. */
 static int remote_call(const pal_cli_common *c, const char *cmd, const char *method,
@@ -134,30 +155,20 @@ static int remote_call(const pal_cli_common *c, const char *cmd, const char *met
 	char *tok = token(c, cmd);
 	if (!tok)
 		return PAL_EXIT_USAGE;
-	CURL *h = curl_easy_init();
+	char *url;
+	CURL *h = handle(server, path, &url);
 	if (!h) {
 		g_free(tok);
 		return PAL_EXIT_SOFTWARE;
 	}
-	size_t n = strlen(server);
-	while (n && server[n - 1] == '/')
-		n--;
-	char *url = g_strdup_printf("%.*s%s", (int)n, server, path);
 	char *auth = g_strdup_printf("Authorization: Bearer %s", tok);
 	char *ct = ctype ? g_strdup_printf("Content-Type: %s", ctype) : NULL;
 	struct curl_slist *hdr = curl_slist_append(NULL, auth);
 	if (ct)
 		hdr = curl_slist_append(hdr, ct);
 	GString *resp = g_string_new(NULL);
-	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, (long)REMOTE_TIMEOUT_S);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	/* an https:// server whose certificate the system does not trust */
-	const char *ca = getenv("PALISADE_CACERT");
-	if (ca && *ca)
-		curl_easy_setopt(h, CURLOPT_CAINFO, ca);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, resp);
 	if (body) {
@@ -209,6 +220,59 @@ static int remote_call(const pal_cli_common *c, const char *cmd, const char *met
 	g_free(url);
 	g_free(tok);
 	return ec;
+}
+
+/* A Palisade-Version header line P into CTX (char[64]); others skipped. */
+static size_t version_header(char *p, size_t size, size_t n, void *ctx)
+{
+	static const char name[] = "palisade-version:";
+	size_t len = size * n, l = len;
+	if (l <= sizeof name - 1 || g_ascii_strncasecmp(p, name, sizeof name - 1))
+		return len;
+	const char *v = p + sizeof name - 1;
+	l -= sizeof name - 1;
+	while (l && (*v == ' ' || *v == '\t'))
+		v++, l--;
+	while (l && (v[l - 1] == '\r' || v[l - 1] == '\n' || v[l - 1] == ' '))
+		l--;
+	snprintf(ctx, 64, "%.*s", (int)l, v);
+	return len;
+}
+
+int pal_cli_remote_needs(const pal_cli_common *c, const char *cmd, const char *what)
+{
+	const char *server = pal_cli_server(c);
+	char *url;
+	CURL *h = handle(server, "/api/v1/openapi.json", &url);
+	if (!h)
+		return PAL_EXIT_SOFTWARE;
+	char version[64] = "";
+	curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, version_header);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, version);
+	CURLcode cc = curl_easy_perform(h);
+	long status = 0;
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_cleanup(h);
+	g_free(url);
+	if (cc != CURLE_OK) {
+		pal_cli_err(cmd, "%s: %s", server, curl_easy_strerror(cc));
+		return PAL_EXIT_UNAVAIL;
+	}
+	if (status != 200) {
+		pal_cli_err(cmd, "%s answered %ld to HEAD /api/v1/openapi.json; nothing was sent",
+			    server, status);
+		return PAL_EXIT_UNAVAIL;
+	}
+	if (!*version) {
+		pal_cli_err(cmd,
+			    "%s needs a node of release 0.4.0 or later: %s names no release "
+			    "(no Palisade-Version header: 0.3.0 or older), and such a node drops "
+			    "%s and acts for real; nothing was sent",
+			    what, server, what);
+		return PAL_EXIT_UNAVAIL;
+	}
+	return PAL_EXIT_OK;
 }
 
 int pal_cli_remote(const pal_cli_common *c, const char *cmd, const char *method, const char *path,

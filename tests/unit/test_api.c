@@ -16,6 +16,7 @@
 #include "palisade/name.h"
 #include "palisade/secret.h"
 #include "palisade/tokens.h"
+#include "palisade/version.h"
 
 static void test_roles_are_ordered(void **state)
 {
@@ -127,8 +128,10 @@ static void test_missing_token_is_401_without_database(void **state)
 	pal_api_reply r = serve("GET", "/api/v1/jobs", NULL);
 	assert_int_equal(r.status, 401);
 	assert_string_equal(problem_type(&r), "urn:palisade:problem:unauthorized");
-	assert_int_equal(r.n_headers, 1);
-	assert_string_equal(r.header_name[0], "WWW-Authenticate");
+	assert_int_equal(r.n_headers, 2);
+	assert_string_equal(r.header_name[0], "Palisade-Version");
+	assert_string_equal(r.header_value[0], PALISADE_VERSION);
+	assert_string_equal(r.header_name[1], "WWW-Authenticate");
 	free(r.body);
 	r = serve("GET", "/api/v1/jobs", "Basic abc");
 	assert_int_equal(r.status, 401);
