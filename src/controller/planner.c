@@ -324,7 +324,10 @@ static int add_trigger(pal_plan_batch *b, pjob *j, const pversion *v, int64_t at
 							   .tenant = v->tenant,
 							   .group = v->group,
 							   .ref = j->t_ref,
-							   .fresh = j->t_fresh && at > j->t_eff };
+							   /* a brand-new job has no older
+							    * version's record to supersede */
+							   .fresh = j->t_fresh && at > j->t_eff &&
+								    has_active(j) };
 	}
 	return PAL_OK;
 }
@@ -918,9 +921,14 @@ int pal_planner_put_job(pal_planner *p, const char *job_id, const pal_plan_versi
 	}
 	for (size_t i = 0; i < j->nv; i++)
 		j->v[i].moves = pal_schedule_moves(j->v[i].sched);
-	/* Resume at watermark - overlap (or the first activation); instants at
-	 * or below the cursor count as planned. */
-	j->cursor = watermark == PAL_NO_TIME ? PAL_NO_TIME : watermark - p->cfg.overlap_s;
+	/* Resume at watermark - overlap; instants at or below the cursor count
+	 * as planned.  A job none of whose versions was ever activated was
+	 * planned by nobody: no cursor, so that the tick activating it plans
+	 * from its activation on (plan_due), not from watermark - overlap,
+	 * which is above the activation when the lookahead is longer than the
+	 * overlap. */
+	j->cursor = watermark == PAL_NO_TIME || !has_active(j) ? PAL_NO_TIME
+							       : watermark - p->cfg.overlap_s;
 	j->next = next_after(j, j->cursor, false, &j->next_excl);
 	if ((!old && watermark != PAL_NO_TIME) || (old && old->loaded_gen == p->load_gen)) {
 		j->loaded_gen = p->load_gen; /* an unchecked job replaced stays unchecked */
@@ -1171,9 +1179,13 @@ static int plan_due(pal_planner *p, pal_plan_batch *b, pjob *j, int64_t watermar
 				j->t_eff = j->v[k].eff;
 		if (!active && (j->t_cursor == PAL_NO_TIME || j->t_cursor < j->t_eff))
 			j->t_cursor = j->t_eff;
-		if (active && watermark != PAL_NO_TIME && j->t_eff < watermark) {
+		/* A brand-new job activated below the watermark (the lookahead
+		 * is ahead of now) has its instants from the activation on
+		 * planned now, as never planned, like a version switching
+		 * below it. */
+		if (watermark != PAL_NO_TIME && j->t_eff < watermark) {
 			j->t_fresh = true;
-			if (j->t_cursor != PAL_NO_TIME && j->t_cursor > j->t_eff)
+			if (active && j->t_cursor != PAL_NO_TIME && j->t_cursor > j->t_eff)
 				j->t_cursor = j->t_eff;
 		}
 		for (size_t k = 0; k + 1 < j->nv; k++) {

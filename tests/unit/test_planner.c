@@ -80,6 +80,50 @@ static void test_planner_new_job_activates_now_and_plans_lookahead(void **st)
 	pal_planner_free(p);
 }
 
+/* A job applied while its shard runs, with a lookahead (30 s) longer than
+ * the overlap (10 s): the watermark is 29 s ahead of now, and every instant
+ * from the activation on is planned, once - none between the activation
+ * and watermark - overlap is lost.  A reload after the activation and a
+ * takeover by a new planner (the job active, loaded at the watermark)
+ * re-scan from watermark - overlap as before, not from the activation. */
+static void test_planner_new_job_below_watermark_plans_from_activation(void **st)
+{
+	pal_planner_config c = cfg;
+	c.lookahead_s = 30;
+	pal_planner *p = pal_planner_new(0, &c);
+	put1(p, spec("a.new", "* * * * * ?", PAL_MISFIRE_SKIP), 1, PAL_NO_TIME, 1030);
+	pal_plan_batch b = { 0 };
+	assert_int_equal(pal_planner_tick(p, 1030, 1001, &b), 0);
+	assert_int_equal(b.n_act, 1);
+	assert_int_equal(b.act[0].effective_from, 1001);
+	assert_int_equal(b.n_mis, 0);
+	/* 1002..1031, each once, in order */
+	assert_int_equal(b.n_trig, 30);
+	for (size_t i = 0; i < b.n_trig; i++)
+		assert_int_equal(b.trig[i].at, 1002 + (int64_t)i);
+	assert_int_equal(b.watermark, 1031);
+	pal_planner_commit(p, &b);
+	/* a reload of the activated job keeps its cursor: nothing again */
+	put1(p, spec("a.new", "* * * * * ?", PAL_MISFIRE_SKIP), 1, 1001, 1031);
+	assert_int_equal(pal_planner_tick(p, 1031, 1002, &b), 0);
+	assert_int_equal(b.n_act, 0);
+	assert_int_equal(b.n_trig, 1);
+	assert_int_equal(b.trig[0].at, 1032);
+	pal_planner_commit(p, &b);
+	pal_planner_free(p);
+	/* a new leader loads it active: re-scan (1022, 1032] (ON CONFLICT
+	 * keeps those), not from the activation */
+	p = pal_planner_new(0, &c);
+	put1(p, spec("a.new", "* * * * * ?", PAL_MISFIRE_SKIP), 1, 1001, 1032);
+	assert_int_equal(pal_planner_tick(p, 1032, 1003, &b), 0);
+	assert_int_equal(b.n_act, 0);
+	assert_int_equal(b.n_mis, 0);
+	assert_int_equal(b.trig[0].at, 1023);
+	assert_int_equal(b.trig[b.n_trig - 1].at, 1033);
+	pal_plan_batch_free(&b);
+	pal_planner_free(p);
+}
+
 static void test_planner_uncommitted_tick_is_repeated(void **st)
 {
 	pal_planner *p = pal_planner_new(0, &cfg);
@@ -1311,6 +1355,7 @@ int main(void)
 		cmocka_unit_test(test_planner_hold_deferred),
 		cmocka_unit_test(test_planner_shares_schedules_and_zones),
 		cmocka_unit_test(test_planner_failing_job_is_left_out_alone),
+		cmocka_unit_test(test_planner_new_job_below_watermark_plans_from_activation),
 		cmocka_unit_test(test_planner_uncommitted_tick_is_repeated),
 		cmocka_unit_test(test_planner_rescan_below_watermark_is_not_a_misfire),
 		cmocka_unit_test(test_planner_misfire_skip_records_all),
