@@ -71,9 +71,10 @@ PAL_MUST_CHECK int pal_token_create(pal_store *st, const char *name, pal_role ro
 PAL_MUST_CHECK int pal_token_list_json(pal_store *st, json_t **out, char *err, size_t errlen);
 
 /* Revoke the live token named NAME_OR_ID (its name or its id), with an
- * audit row by ACTOR.  PAL_ENOENT when no live token has it. */
+ * audit row by ACTOR giving REASON (NULL or empty: none).  PAL_ENOENT when
+ * no live token has it. */
 PAL_MUST_CHECK int pal_token_revoke(pal_store *st, const char *name_or_id, const char *actor,
-				    char *err, size_t errlen);
+				    const char *reason, char *err, size_t errlen);
 
 /*
  * Check TOKEN as presented by a client against the database (one indexed

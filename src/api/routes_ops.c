@@ -208,15 +208,15 @@ void pal_api__h_token_create(call *c)
 				      secret));
 }
 
-/* "reason" is documented (OptionalReason) and accepted; the revocation's
- * audit row does not carry it. */
+/* "reason" (optional) goes in the revocation's audit row. */
 PAL_API_ACCEPTS(token_revoke, "reason", "");
 void pal_api__h_token_revoke(call *c)
 {
 	char err[1024];
-	if (!pal_api__unscoped(c))
+	const char *why;
+	if (!pal_api__unscoped(c) || !pal_api__reason(c, true, &why))
 		return;
-	int rc = pal_token_revoke(c->api->st, c->arg[0], c->who.name, err, sizeof err);
+	int rc = pal_token_revoke(c->api->st, c->arg[0], c->who.name, why, err, sizeof err);
 	if (rc)
 		pal_api__problem_rc(c, rc, err);
 	else

@@ -17,13 +17,14 @@ static void usage(FILE *fp)
 		"usage: palisade token create --name NAME --role viewer|operator|admin\n"
 		"                             [--tenant T]... [--pg CONNINFO] [--config FILE]\n"
 		"       palisade token list [--output table|json] [--pg CONNINFO] [--config FILE]\n"
-		"       palisade token revoke NAME|ID [--pg CONNINFO] [--config FILE]\n"
+		"       palisade token revoke NAME|ID [--reason TEXT] [--pg CONNINFO] [--config FILE]\n"
 		"Tokens of the HTTP API (/api/v1 on every node's admin listener).  create\n"
 		"prints the token once, alone on the last line of stdout: only a salted hash\n"
 		"is stored, so it cannot be shown again.  Roles: viewer reads; operator also\n"
 		"pauses, resumes, triggers, cancels, backfills and resolves tickets; admin\n"
 		"also applies, deletes and drains.  --tenant (repeatable) limits the token to\n"
-		"the jobs of those tenants.  revoke refuses the token at once on every node.\n"
+		"the jobs of those tenants.  revoke refuses the token at once on every node\n"
+		"(--reason: why, kept in its audit row).\n"
 		"Written to audit_log.  Needs the database's credentials (not the API).\n"
 		"Exit: 0 done, 3 no such live token, 4 a live token has that name, 64 usage,\n"
 		"69 database unreachable.\n");
@@ -50,10 +51,16 @@ static int list_call(pal_store *st, const void *ctx, json_t **out, char *err, si
 	return pal_token_list_json(st, out, err, errlen);
 }
 
-/* CTX: the id of the token */
+/* token revoke: the token's name or id, and the reason (or NULL) */
+struct revoke_args {
+	const char *token;
+	const char *reason;
+};
+
 static int revoke_call(pal_store *st, const void *ctx, json_t **out, char *err, size_t errlen)
 {
-	return pal_token_revoke(st, ctx, pal_cli_actor(), err, errlen);
+	const struct revoke_args *a = ctx;
+	return pal_token_revoke(st, a->token, pal_cli_actor(), a->reason, err, errlen);
 }
 
 static int token_create(int argc, char **argv)
@@ -153,17 +160,24 @@ static int token_list(int argc, char **argv)
 static int token_revoke(int argc, char **argv)
 {
 	pal_cli_common c = {0};
-	static const struct option lo[] = {
-	    PAL_CLI_COMMON_LONGOPTS, {"help", no_argument, NULL, 'h'}, {0}};
+	static const struct option lo[] = {PAL_CLI_COMMON_LONGOPTS,
+					   {"reason", required_argument, NULL, 'r'},
+					   {"help", no_argument, NULL, 'h'},
+					   {0}};
+	struct revoke_args ra = {NULL, NULL};
 	int opt, ec;
-	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1)
-		if ((ec = pal_cli_opt_other(&c, opt, optarg, usage)) >= 0)
+	while ((opt = getopt_long(argc, argv, "hr:", lo, NULL)) != -1) {
+		if (opt == 'r')
+			ra.reason = optarg;
+		else if ((ec = pal_cli_opt_other(&c, opt, optarg, usage)) >= 0)
 			return ec;
+	}
 	if (optind + 1 != argc) {
 		usage(stderr);
 		return PAL_EXIT_USAGE;
 	}
-	if ((ec = pal_cli_store_call(&c, "token", revoke_call, argv[optind], NULL)))
+	ra.token = argv[optind];
+	if ((ec = pal_cli_store_call(&c, "token", revoke_call, &ra, NULL)))
 		return ec;
 	printf("revoked token %s\n", argv[optind]);
 	return PAL_EXIT_OK;

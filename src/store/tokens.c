@@ -181,14 +181,14 @@ static bool all_hex(const char *s, size_t n)
 	return s[n] == '\0' || s[n] == '_';
 }
 
-int pal_token_revoke(pal_store *st, const char *name_or_id, const char *actor, char *err,
-		     size_t errlen)
+int pal_token_revoke(pal_store *st, const char *name_or_id, const char *actor, const char *reason,
+		     char *err, size_t errlen)
 {
 	/* The id is matched only for an argument of its form (16 hex digits);
 	 * a name can have that form too, and then both would match: refuse
 	 * rather than revoke two. */
 	bool id_form = name_or_id && strlen(name_or_id) == 16 && all_hex(name_or_id, 16);
-	const char *p[] = {name_or_id, actor, id_form ? "t" : "f"};
+	const char *p[] = {name_or_id, actor, id_form ? "t" : "f", reason && *reason ? reason : NULL};
 	PGresult *r = pal__store_query(
 	    st,
 	    "WITH c AS (SELECT id FROM api_tokens WHERE revoked_at IS NULL"
@@ -197,10 +197,10 @@ int pal_token_revoke(pal_store *st, const char *name_or_id, const char *actor, c
 	    "  WHERE id IN (SELECT id FROM c) AND (SELECT count(*) FROM c) = 1"
 	    "  RETURNING id, name, role),"
 	    " a AS (INSERT INTO audit_log (actor, action, scope, reason, details)"
-	    "  SELECT $2, 'token.revoke', 'token:' || t.name, NULL,"
+	    "  SELECT $2, 'token.revoke', 'token:' || t.name, $4,"
 	    "  jsonb_build_object('id', t.id, 'role', t.role) FROM t RETURNING 1)"
 	    " SELECT (SELECT count(*) FROM c), (SELECT count(*) FROM a)",
-	    3, p, err, errlen);
+	    4, p, err, errlen);
 	if (!r)
 		return PAL_EDB;
 	int n = atoi(PQgetvalue(r, 0, 0));
