@@ -216,6 +216,8 @@ chaos: all
 # Tests added after that run, left out where their C is run by kept tests:
 #   test_after_version_switch (palisade_plan_after's SQL and verify's; the C
 #     of both, test_after, test_after_retire and test_after_quarantine run),
+#   test_after_chain (chains of dependent jobs: the same SQL and C, which
+#     test_after and test_controller_handoff run),
 #   test_sink_query_inflight (the sink's set of keys in flight, which every
 #     sink test fills and every status query of test_sink reads; the
 #     executor's answer to a 409 status query, test_honest_outcomes),
@@ -261,7 +263,7 @@ chaos: all
 # detect_stack_use_after_return: a pointer to a returned frame kept for a
 # later pass (the executor's batched commits) is caught at once instead of
 # writing whatever the stack holds by then.
-ASAN_SKIP := test_new_job_lookahead test_shadow_oneshot_moved test_shadow_moved_after test_shadow_retired_reapplied test_notify_v1_success test_notify_readd test_gates_old_executor test_target_hosts_roll test_target_hosts_busy_node test_target_hosts_busy_old_node test_trigger_scan_scale test_boundary_nominal_old test_import_move test_after_nominal test_rollback_job_step test_rollback_after_late test_rollback_resume test_shadow_live test_shadow_planned_late test_after_activation test_after_misfire_once test_apply_scale test_calendar_followers \
+ASAN_SKIP := test_new_job_lookahead test_shadow_oneshot_moved test_shadow_moved_after test_shadow_retired_reapplied test_notify_v1_success test_notify_readd test_gates_old_executor test_target_hosts_roll test_target_hosts_busy_node test_target_hosts_busy_old_node test_trigger_scan_scale test_boundary_nominal_old test_import_move test_after_nominal test_rollback_job_step test_rollback_after_late test_rollback_resume test_shadow_live test_shadow_planned_late test_after_activation test_after_chain test_after_misfire_once test_apply_scale test_calendar_followers \
 	test_claim_many_jobs test_claim_probes test_claim_scans test_claim_stale_stats \
 	test_commit_plan test_controller_cold_start test_controller_faults \
 	test_controller_handoff test_controller_reload test_controller_sqlwords \

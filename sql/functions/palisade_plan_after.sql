@@ -21,8 +21,12 @@
 -- upstream's scheduled triggers after B's watermark and at or before the
 -- watermark of every upstream's shard (below which an active upstream's
 -- instants are all committed; while an upstream is stored but not
--- activated yet, the window waits) and of B's own shard (where a new
--- version of B is activated).  Each (t, partition) of B is decided once:
+-- activated yet, the window waits), or, for an upstream that is itself
+-- dependent (in its time with `after`), its own watermark here (below
+-- which its instants are all decided: a chain follows what is decided up
+-- the chain, never the shard's planning watermark, above its upstream's
+-- triggers still to come), and of B's own shard (where a new version of B
+-- is activated).  Each (t, partition) of B is decided once:
 --   * every upstream reached the state named (succeeded; finished: any
 --     end, an end other than succeeded counted once t came: see below)
 --     -> B's trigger at t, source 'schedule', inserted on the plan
@@ -177,17 +181,41 @@ BEGIN
 			-- over below the watermark, at its apply, and plans the
 			-- instants after it in its activating tick (the apply
 			-- deleted the rows its retirement cancelled there)
+			-- A dependent upstream (one in its time with `after`, as the
+			-- loop above picks B) has its triggers written by this function
+			-- once its own upstreams ended, below its shard's watermark: its
+			-- instants are all decided only up to its own dependency
+			-- watermark (from its first version with `after` until it has
+			-- one), which caps B's window instead; once that time is over
+			-- (a version with a schedule took over, or a retirement), its
+			-- shard's watermark does again.
 			SELECT CASE WHEN bool_and(s.watermark IS NOT NULL AND u.active_version IS NOT NULL
 						  AND NOT (u.latest_version > u.active_version
 							   AND EXISTS (SELECT 1 FROM job_versions av
 								WHERE av.job_id = u.job_id
 								  AND av.version = u.active_version
 								  AND av.spec -> 'schedule' ? 'end')))
-				    THEN min(s.watermark) END
+				    THEN min(least(s.watermark, coalesce(ud.decided, 'infinity'))) END
 			  INTO cap
 			  FROM jsonb_array_elements(v.deps) d(x)
 			  LEFT JOIN jobs u ON u.job_id = d.x ->> 'job'
-			  LEFT JOIN shards s ON s.shard_id = u.shard;
+			  LEFT JOIN shards s ON s.shard_id = u.shard
+			  LEFT JOIN LATERAL (
+				SELECT coalesce(uw.watermark, ua.since) AS decided
+				  FROM (SELECT max(av.version) AS la, min(av.effective_from) AS since
+					  FROM job_versions av
+					 WHERE av.job_id = u.job_id AND av.spec ? 'after'
+					   AND av.effective_from IS NOT NULL) ua
+				  LEFT JOIN after_watermarks uw ON uw.job_id = u.job_id
+				 WHERE ua.la IS NOT NULL
+				   AND coalesce(uw.watermark, '-infinity') < least(
+					coalesce((SELECT min(nv.effective_from) FROM job_versions nv
+						   WHERE nv.job_id = u.job_id AND nv.version > ua.la),
+						 'infinity'),
+					coalesce((SELECT min((ev.spec -> 'schedule' ->> 'end')::timestamptz)
+						    FROM job_versions ev
+						   WHERE ev.job_id = u.job_id AND ev.version >= ua.la),
+						 'infinity'))) ud ON true;
 			-- and never past B's own shard's watermark: a version of B
 			-- applied now is activated there, so an instant it will own is
 			-- never decided by the version before it (least() skips a
