@@ -2,9 +2,9 @@
  * lifecycle.h - a job's life after apply: retiring (`palisade delete`,
  * `apply --prune`), the gates job files close (`suspend: true`), and the
  * read commands of the operator (attempts, gates, misfires, audit, retired
- * jobs).  SQL in src/store/apply.c (retiring, inside an apply transaction),
- * src/store/gates.c (the gates) and src/store/lifecycle.c (the rest);
- * docs/operations.md describes the commands.
+ * jobs).  SQL in src/store/apply_retire.c (retiring, inside an apply
+ * transaction), src/store/gates.c (the gates) and src/store/lifecycle.c
+ * (the rest); docs/operations.md describes the commands.
  */
 #ifndef PALISADE_LIFECYCLE_H
 #define PALISADE_LIFECYCLE_H

@@ -252,10 +252,10 @@ void pal_store_apply_abort(pal_apply *a);
 PAL_MUST_CHECK int pal_store_apply_calendars(pal_apply *a, pal_calendar *cals, size_t n,
 					     pal_apply_result *results, char *err, size_t errlen);
 /*
- * A calendar's followers (src/store/apply.c): when this apply stored a new
- * version of a calendar, every live job outside this apply whose latest
- * version names a calendar this apply stored, with a copy at another
- * version, gets version n+1 with the stored calendar in
+ * A calendar's followers (src/store/apply_followers.c): when this apply
+ * stored a new version of a calendar, every live job outside this apply
+ * whose latest version names a calendar this apply stored, with a copy at
+ * another version, gets version n+1 with the stored calendar in
  * place of its copy (the rest of its spec as stored), in the apply's
  * transaction, so that no job keeps planning against a calendar's old
  * rules.  FN (may be NULL) is called with each such job's id and new

@@ -1033,8 +1033,8 @@ static int64_t switch_between(const pversion *prev, const pversion *n, int64_t c
 	/* A version that has no instant after it was stored (a retiring
 	 * version, one applied with its `end` reached) takes over then: the
 	 * old version's rows after it were cancelled by the retirement's
-	 * sweep or by the apply (stop_ended in src/store/apply.c) and are not
-	 * its to keep. */
+	 * sweep or by the apply (its takeover sweep, src/store/apply_takeover.c)
+	 * and are not its to keep. */
 	if (n->has_end && from < w && pal_schedule_next_from(n->sched, from, from, &x, &ex) != PAL_OK)
 		return from;
 	/* A one-shot moved, or a job changed to or from one, takes over then

@@ -789,7 +789,7 @@ static int write_activations(pal_store *st, int64_t epoch, const char *node,
  * the old system has run) that no attempt reached is deleted instead, one
  * `trigger.drop` audit row per job, so that a live `after:` dependent
  * reads it as absent rather than finished or failed.  This release's apply cancels them in its own transaction
- * (TAKEOVER_* in src/store/apply.c), an apply of 0.3.0 does not: without
+ * (TAKEOVER_* in src/store/apply_takeover.c), an apply of 0.3.0 does not: without
  * this a one-shot moved by a 0.3.0 CLI or API node beside this release's
  * controller kept its old row pending beside the new one (two effects).
  * Only up to where the tick decided the job's instants (its new
@@ -798,7 +798,7 @@ static int write_activations(pal_store *st, int64_t epoch, const char *node,
  * the old row keeps the plan key and runs it once: a shadow one whose
  * instant is live now, one a cut-over left shadow while the job was
  * retired, goes shadow -> pending through the door, one `trigger.live`
- * audit row per job, as TAKEOVER_LIVE_SQL in apply.c) or records as a misfire
+ * audit row per job, as TAKEOVER_LIVE_SQL in apply_takeover.c) or records as a misfire
  * (missed, excluded: left to the apply's sweep, which drops an excluded
  * one) stays.  A claimed row is left to finish, and so is a retired job
  * (its retiring version: `delete` sweeps its rows, and the cause of that

@@ -195,9 +195,9 @@ typedef struct pal_pgarr {
 } pal_pgarr;
 void pal__pgarr_init(pal_pgarr *a);
 
-/* What an apply's takeover sweep (src/store/apply.c) cut: N jobs as the
- * literals IDS, CUTS (the first instant cancelled) and VERSIONS (the one
- * the apply stored), at the apply's time NOW. */
+/* What an apply's takeover sweep (src/store/apply_takeover.c) cut: N jobs
+ * as the literals IDS, CUTS (the first instant cancelled) and VERSIONS
+ * (the one the apply stored), at the apply's time NOW. */
 struct pal__takeover {
 	/* retired: 1 for a retired job applied again (swept only after the
 	 * commit, past the switch point its controller stored) */

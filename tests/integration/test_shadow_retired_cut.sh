@@ -10,7 +10,7 @@
 #
 # The controller that activates the new version (at the apply) moves them
 # in that tick (write_takeovers, src/store/plan.c); the apply's sweep after
-# it (TAKEOVER_LIVE_SQL, src/store/apply.c) finds none left.
+# it (TAKEOVER_LIVE_SQL, src/store/apply_takeover.c) finds none left.
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "a job retired, cut over, and applied again runs every instant of its new version"

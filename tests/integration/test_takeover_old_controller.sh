@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # During a roll from 0.3.0, an apply whose version takes over at the apply
-# (a one-shot `at` moved, a retired job applied again; src/store/apply.c
+# (a one-shot `at` moved, a retired job applied again; src/store/apply_takeover.c
 # TAKEOVER_*) is refused while a node older than schema 42 is live: the
 # apply would cancel what the old version planned after it, counting on
 # the controller to activate the new version at the apply, and a 0.3.0
