@@ -494,8 +494,11 @@ static int plan_missed_counted(pal_plan_batch *b, pjob *j, int64_t now, int64_t 
 	bool all = lastv->misfire == PAL_MISFIRE_FIRE_ALL;
 	bool windowed = all || lastv->misfire == PAL_MISFIRE_FIRE_ONCE;
 	int64_t ws = now - lastv->catchup_window_ms / 1000;
+	/* the run's instants before the window: (c0, ws - 1], never past LAST
+	 * (the next version's instants are not this run's) */
+	int64_t we = ws - 1 < last ? ws - 1 : last;
 	int64_t on = 0, of = 0, ol = 0;
-	if (windowed && ws - 1 > c0 && !count_run(j, c0, ws - 1, &on, &of, &ol, &v))
+	if (windowed && we > c0 && !count_run(j, c0, we, &on, &of, &ol, &v))
 		return PAL_EINVAL;
 	pal_misfire_split s = pal_misfire_decide(lastv->misfire, n, on, lastv->max_catchup);
 	int rc = PAL_OK;
@@ -512,7 +515,7 @@ static int plan_missed_counted(pal_plan_batch *b, pjob *j, int64_t now, int64_t 
 		return rc || !s.fire
 			   ? rc
 			   : add_trigger(b, j, version_of(j, last), last, PAL_SOURCE_CATCHUP);
-	int64_t a0 = ws - 1 > c0 ? ws - 1 : c0, ni, fi, li;
+	int64_t a0 = we > c0 ? we : c0, ni, fi, li;
 	if (!count_run(j, a0, last, &ni, &fi, &li, &v))
 		return PAL_EINVAL;
 	rc = add_misfire(b, j, lastv->version, of, ol, (int)on, pol, "outside_window");
@@ -558,12 +561,13 @@ static int plan_missed_counted(pal_plan_batch *b, pjob *j, int64_t now, int64_t 
 }
 
 /*
- * The missed run of job J: instants in (W, LIMIT] (LIMIT = now - threshold)
- * starting at j->t_next.  Decides per the policy of the version owning the
- * last missed instant, emits catch-up triggers and misfire ranges, and leaves
- * j->t_cursor / t_next after the run.
+ * The part of a missed run of job J owned by one version: instants in
+ * (W, LIMIT] starting at j->t_next, all of the version owning the last one
+ * (plan_missed cuts LIMIT at that version's end).  Decides per that
+ * version's policy, emits catch-up triggers and misfire ranges, and leaves
+ * j->t_cursor / t_next after the part.
  */
-static int plan_missed(pal_planner *p, pal_plan_batch *b, pjob *j, int64_t now, int64_t limit)
+static int plan_missed_part(pal_planner *p, pal_plan_batch *b, pjob *j, int64_t now, int64_t limit)
 {
 	int fast = plan_missed_counted(b, j, now, limit);
 	if (fast != 1)
@@ -574,7 +578,7 @@ static int plan_missed(pal_planner *p, pal_plan_batch *b, pjob *j, int64_t now, 
 	const pversion *lastv = version_of(j, j->t_next);
 	int64_t x = j->t_next;
 	bool xe = j->t_next_excl;
-	/* Policy of the newest version in the run decides; find it as we go. */
+	/* The version of the part's instants decides; find it as we go. */
 	while (x != NEVER && x <= limit) {
 		const pversion *v = version_of(j, x);
 		if (xe) {
@@ -658,6 +662,32 @@ static int plan_missed(pal_planner *p, pal_plan_batch *b, pjob *j, int64_t now, 
 out:
 	(void)p;
 	return rc;
+}
+
+/*
+ * The missed run of job J: instants in (W, LIMIT] (LIMIT = now - threshold)
+ * starting at j->t_next.  A run that crosses a version switch (a controller
+ * away past a switch to or from a one-shot, whose new version takes over
+ * above W) is split there: each version's instants are decided by that
+ * version's own misfire policy, window and max_catchup, and its rows name
+ * it.  Leaves j->t_cursor / t_next after the run.
+ */
+static int plan_missed(pal_planner *p, pal_plan_batch *b, pjob *j, int64_t now, int64_t limit)
+{
+	while (j->t_next != NEVER && j->t_next <= limit) {
+		int64_t end = limit;
+		for (size_t i = 0; i < j->nv; i++) {
+			int64_t lo, hi;
+			if (owned_span(j, i, true, &lo, &hi) && lo < j->t_next && j->t_next <= hi) {
+				end = hi < limit ? hi : limit;
+				break;
+			}
+		}
+		int rc = plan_missed_part(p, b, j, now, end);
+		if (rc)
+			return rc;
+	}
+	return PAL_OK;
 }
 
 /*

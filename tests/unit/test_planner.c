@@ -761,6 +761,72 @@ static void test_planner_one_shot_switch_while_down(void **st)
 	pal_plan_batch_free(&b);
 }
 
+/* The misfire rows of version V in B with POLICY and REASON: how many
+ * instants, the range's bounds in *FROM and *TO (one row expected). */
+static int misfires_of(const pal_plan_batch *b, int v, const char *policy, const char *reason,
+		       int64_t *from, int64_t *to)
+{
+	int n = 0;
+	for (size_t i = 0; i < b->n_mis; i++) {
+		if (b->mis[i].version != v || strcmp(b->mis[i].policy, policy) ||
+		    strcmp(b->mis[i].reason, reason))
+			continue;
+		n += b->mis[i].count;
+		*from = b->mis[i].from;
+		*to = b->mis[i].to;
+	}
+	return n;
+}
+
+/* A missed run that crosses a switch to or from a one-shot (applied at
+ * 1010 while the shard had no controller, watermark 1000, ticked at 1200,
+ * past the threshold) is split at the switch: each version's instants are
+ * decided by its own policy and its rows name it.  (1) cron `skip` made a
+ * `fire_all` one-shot at 1020: 1001..1010 recorded missed under version 1
+ * (skip), none runs, the one-shot runs; (2) cron `fire_all` made a
+ * `fire_once` one-shot: all ten cron instants run, and the one-shot;
+ * (3) a `fire_once` one-shot at 1005 made a `skip` cron job: the one-shot
+ * runs, the cron seconds 1011..1140 are missed under version 2. */
+static void test_planner_missed_run_split_at_one_shot_switch(void **st)
+{
+	pal_plan_batch b = { 0 };
+	int64_t f = 0, t = 0;
+	pal_job_spec a[2] = { spec("d.j", "* * * * * ?", PAL_MISFIRE_SKIP),
+			      spec("d.j", "* * * * * ?", PAL_MISFIRE_FIRE_ALL) };
+	make_one_shot(&a[1], 1020);
+	pal_planner *p = down_chain(a, (int64_t[]){ 1010 }, 2, 1000, 1200, &b);
+	assert_int_equal(version_at(&b, 1, 1001, 2000), 0);
+	assert_int_equal(misfires_of(&b, 1, "skip", "missed", &f, &t), 10);
+	assert_int_equal(f, 1001);
+	assert_int_equal(t, 1010);
+	assert_int_equal(version_at(&b, 2, 1020, 1020), 1);
+	assert_int_equal(b.n_mis, 1);
+	pal_planner_free(p);
+
+	pal_job_spec o[2] = { spec("d.j", "* * * * * ?", PAL_MISFIRE_FIRE_ALL),
+			      spec("d.j", "* * * * * ?", PAL_MISFIRE_FIRE_ONCE) };
+	make_one_shot(&o[1], 1020);
+	p = down_chain(o, (int64_t[]){ 1010 }, 2, 1000, 1200, &b);
+	assert_int_equal(version_at(&b, 1, 1001, 1010), 10);
+	assert_int_equal(version_at(&b, 2, 1020, 1020), 1);
+	assert_int_equal(version_at(&b, 1, 1011, 2000) + version_at(&b, 2, 0, 1019), 0);
+	assert_int_equal(b.n_mis, 0);
+	pal_planner_free(p);
+
+	pal_job_spec c[2] = { spec("d.j", "* * * * * ?", PAL_MISFIRE_FIRE_ONCE),
+			      spec("d.j", "* * * * * ?", PAL_MISFIRE_SKIP) };
+	make_one_shot(&c[0], 1005);
+	p = down_chain(c, (int64_t[]){ 1010 }, 2, 1000, 1200, &b);
+	assert_int_equal(version_at(&b, 1, 1005, 1005), 1);
+	assert_int_equal(version_at(&b, 2, 0, 1140), 0);
+	assert_int_equal(misfires_of(&b, 2, "skip", "missed", &f, &t), 130);
+	assert_int_equal(f, 1011);
+	assert_int_equal(t, 1140);
+	assert_int_equal(b.n_mis, 1);
+	pal_planner_free(p);
+	pal_plan_batch_free(&b);
+}
+
 static void test_planner_excluded_dates_are_recorded(void **st)
 {
 	pal_planner *p = pal_planner_new(0, &cfg);
@@ -1373,6 +1439,7 @@ int main(void)
 		cmocka_unit_test(test_planner_unseen_stop_still_stops),
 		cmocka_unit_test(test_planner_unseen_versions_chain),
 		cmocka_unit_test(test_planner_one_shot_switch_while_down),
+		cmocka_unit_test(test_planner_missed_run_split_at_one_shot_switch),
 		cmocka_unit_test(test_planner_excluded_dates_are_recorded),
 		cmocka_unit_test(test_planner_row_cap_cuts_at_clean_instant),
 		cmocka_unit_test(test_planner_catchup_sliced_by_row_cap),
