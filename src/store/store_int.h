@@ -134,12 +134,20 @@ int pal__store_query_i64(pal_store *st, const char *sql, int nparams, const char
  * and switch_point): its effective_from once activated; while it awaits
  * activation, the watermark of the job's shard S (now before the shard's
  * first tick), now after a latest version that has ended (a retired job),
- * never before an older version's own start; now for a job none of whose
- * versions was activated yet.  `jobs --next`, `plan diff` and the console
- * read it. */
+ * when V was stored where V or the version before it is a one-shot (`at`;
+ * switch_between's one-shot rule, whatever the watermark), never before an
+ * older version's own start; now for a job none of whose versions was
+ * activated yet.  For `plan diff`'s next version, after an activated V: the
+ * watermark, or now after a one-shot V (the next apply).  `jobs --next`,
+ * `plan diff` and the console read it. */
 #define PAL__TAKEOVER_SQL(j, v, s)                                                                 \
 	"floor(extract(epoch FROM greatest(CASE WHEN (" v ".spec -> 'schedule' ->> 'end')"           \
 	"  ::timestamptz <= clock_timestamp() THEN clock_timestamp()"                              \
+	"  WHEN " v ".effective_from IS NULL AND ((" v ".spec -> 'schedule' ->> 'at') IS NOT NULL"  \
+	"  OR EXISTS (SELECT 1 FROM job_versions o WHERE o.job_id = " v ".job_id"                  \
+	"  AND o.version = " v ".version - 1 AND (o.spec -> 'schedule' ->> 'at') IS NOT NULL))"      \
+	"  THEN " v ".created_at"                                                                   \
+	"  WHEN (" v ".spec -> 'schedule' ->> 'at') IS NOT NULL THEN clock_timestamp()"            \
 	"  ELSE coalesce(" s ".watermark, clock_timestamp()) END,"                                 \
 	"  (SELECT max(w.effective_from) FROM job_versions w WHERE w.job_id = " j ".job_id))))::bigint"
 #define PAL__ACTIVATED_SQL(j)                                                                      \

@@ -12,6 +12,9 @@
 #  zs.at:   a one-shot at T1 (fire_once), T1 in (W, apply], made a cron job
 #           (skip): the one-shot's instant runs once; the cron version's
 #           missed seconds are recorded under version 2, none before its apply.
+#  zs.every: a one-shot (far ahead) made `every: 7s` (no start): while it
+#           awaits activation `jobs --next` counts from the apply, as the
+#           controller then does, not from the old watermark.
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "a missed run across a switch to or from a one-shot is decided by each version's own policy"
@@ -27,13 +30,16 @@ sed -i "s|policy: fire_all|policy: skip|" "$NODE_DIR/s.yaml"
 gen_sink_jobs "$NODE_DIR/a.yaml" 1 "* * * * * ?" t1 zs.all
 gen_sink_jobs "$NODE_DIR/t.yaml" 1 "* * * * * ?" t1 zs.at
 sed -i "s|schedule: {cron: \"[^\"]*\"}|schedule: {at: $(iso $T1)}|; s|policy: fire_all|policy: fire_once|" "$NODE_DIR/t.yaml"
+gen_sink_jobs "$NODE_DIR/e.yaml" 1 "* * * * * ?" t1 zs.every
+sed -i "s|schedule: {cron: \"[^\"]*\"}|schedule: {at: $(iso $(( T0 + 600 )))}|" "$NODE_DIR/e.yaml"
 S=zs.skip.job-1
 A=zs.all.job-1
 B=zs.at.job-1
+E=zs.every.job-1
 start_node f1
 start_node x1 --roles executor
 wait_until "shards led" 40 all_shards_led
-expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/s.yaml" "$NODE_DIR/a.yaml" "$NODE_DIR/t.yaml"
+expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/s.yaml" "$NODE_DIR/a.yaml" "$NODE_DIR/t.yaml" "$NODE_DIR/e.yaml"
 sleep 5
 stop_node f1
 W0=$(sql "select extract(epoch from watermark)::bigint from shards limit 1")
@@ -44,8 +50,11 @@ sed -i "s|schedule: {cron: \"[^\"]*\"}|schedule: {at: $(iso $AT)}|; s|policy: sk
 sed -i "s|schedule: {cron: \"[^\"]*\"}|schedule: {at: $(iso $AT)}|; s|policy: fire_all|policy: fire_once|" "$NODE_DIR/a.yaml"
 gen_sink_jobs "$NODE_DIR/t2.yaml" 1 "* * * * * ?" t1 zs.at
 sed -i "s|policy: fire_all|policy: skip|" "$NODE_DIR/t2.yaml"
-expect_exit "while down: $S and $A made one-shots, $B a cron job" 0 \
-	"$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/s.yaml" "$NODE_DIR/a.yaml" "$NODE_DIR/t2.yaml"
+sed -i "s|schedule: {at: [^}]*}|schedule: {every: 7s}|" "$NODE_DIR/e.yaml"
+expect_exit "while down: $S and $A made one-shots, $B a cron job, $E an every: 7s job" 0 \
+	"$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/s.yaml" "$NODE_DIR/a.yaml" "$NODE_DIR/t2.yaml" "$NODE_DIR/e.yaml"
+"$PAL" jobs "$E" --next 3 --output json >"$NODE_DIR/next.json" 2>&1
+echo "    | jobs $E --next 3 while down: $(jq -c '.[0].next' "$NODE_DIR/next.json" 2>/dev/null || head -c 300 "$NODE_DIR/next.json")"
 sleep 12
 start_node f1
 wait_until "shards led again" 40 all_shards_led
@@ -63,7 +72,7 @@ listed() {
 			echo "$head $(date -u -d "$from" +%s) $(date -u -d "$to" +%s)"
 		done | sort -k5n
 }
-for j in $S $A $B; do
+for j in $S $A $B $E; do
 	sql "select version, effective_from, created_at, spec->'schedule', spec->'misfire' from job_versions where job_id = '$j' order by 1" | sed "s/^/    | /"
 	sql "select version, state, source, count(*), min(scheduled_at), max(scheduled_at) from triggers where job_id = '$j' group by 1, 2, 3 order by 5" | sed "s/^/    | /"
 	listed "$j" | sed "s/^/    | misfires: /"
@@ -91,6 +100,10 @@ expect_eq "$B: palisade misfires names version 2 (skip) for the cron seconds onl
 	"0" "$(listed $B | awk -v from="$SB" '$1 != 2 || $2 != "skip" || $5 <= from' | wc -l)"
 expect_eq "$B: no cron second ran before the run caught up (skip)" 0 \
 	"$(sql "select count(*) from triggers where job_id = '$B' and version = 2 and source = 'catchup'")"
+planned=$(sql "select string_agg(floor(extract(epoch from scheduled_at))::bigint::text, ' ' order by scheduled_at) from (select scheduled_at from triggers where job_id = '$E' and version = 2 order by scheduled_at limit 3) x")
+shown=$(jq -r '.[0].next[]' "$NODE_DIR/next.json" 2>/dev/null | while read -r t; do date -u -d "$t" +%s; done | tr '\n' ' ' | sed 's/ $//')
+echo "    | $E: effective_from $(sql "select floor(extract(epoch from effective_from))::bigint from job_versions where job_id = '$E' and version = 2"), stored $(ver $E 2)"
+expect_eq "$E: jobs --next while it awaited activation named the instants the controller planned" "$planned" "$shown"
 stop_node x1
 stop_node f1
 finish
