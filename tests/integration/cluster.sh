@@ -2,6 +2,9 @@
 # Sourced after lib.sh.  Every process is tracked by PID (never by name).
 #
 #   write_conf FILE [yaml lines...]   node config for tests (short timeouts)
+#   write_exec_conf FILE [yaml lines...]  the same, the node a controller and executor
+#   sink_up | apply_jobs [DESC] | lead_shards SECONDS NODE...
+#                                     the usual set-up of a test (below)
 #   start_node ID [args...]           palisade node, log in $NODE_DIR/ID.log
 #   stop_node ID                      SIGTERM and wait (drain)
 #   kill9_node ID | pause_node ID | resume_node ID
@@ -31,10 +34,11 @@ write_conf() {
 		echo "zookeeper: {session_timeout: ${ZK_SESSION:-2s}, root: /palisade-test}"
 		echo "cluster: {name: ${CLUSTER_NAME:-$IT_CLUSTER}, shards: ${SHARDS:-16}}"
 		echo "controller: {scan_interval: ${SCAN:-1s}, overlap: ${OVERLAP:-10s}, lookahead: ${LOOKAHEAD:-5s}, misfire_threshold: ${MISFIRE:-60s}}"
-		echo "node: {roles: [controller]}"
+		echo "node: {roles: [${ROLES:-controller}]}"
 		for l in "$@"; do echo "$l"; done
 	} >"$f"
 }
+write_exec_conf() { ROLES="controller, executor" write_conf "$@"; }
 
 # A self-signed certificate for 127.0.0.1 ($TLS_DIR/cert.pem, key.pem) and
 # FILE (write_conf, the same environment) with the admin listeners speaking
@@ -259,6 +263,112 @@ gen_sink_jobs() {
 			for l in "$@"; do echo "    $l"; done
 		done
 	} >"$f"
+}
+
+# ---- a test's usual set-up ------------------------------------------------------
+# sink_up [start_sink's args]: the sink started, or the test fails
+# ("sink starts") and ends.
+sink_up() { start_sink "$@" || { fail "sink starts"; finish; exit 1; }; }
+# apply_jobs [DESC]: the job file on stdin written to $NODE_DIR/jobs.yaml
+# and applied with $CLUSTER_CONF; with DESC a check (expect_exit DESC 0,
+# the output in $OUT), without one unchecked (its output discarded).
+# Returns the apply's status.
+apply_jobs() {
+	cat >"$NODE_DIR/jobs.yaml"
+	if [ $# -gt 0 ]; then
+		expect_exit "$1" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
+		[ "$OUT_RC" -eq 0 ]
+	else
+		"$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml" >/dev/null
+	fi
+}
+# lead_shards SECONDS NODE...: the nodes started (start_node, no further
+# arguments) and every shard led within SECONDS (the check "shards led").
+lead_shards() {
+	local _lsh_s=$1 _lsh_n
+	shift
+	for _lsh_n; do start_node "$_lsh_n"; done
+	wait_until "shards led" "$_lsh_s" all_shards_led
+}
+
+# claim_ahead_cluster PREFIX: the set-up of the roll-back tests of a
+# trigger claimed ahead: a fresh database (it_db), the sink, one shard
+# (SHARDS=1) led by n1, a controller and executor that claims 3 s ahead
+# (lease 12 s, heartbeat 500 ms), and jobs PREFIX.a, PREFIX.b and PREFIX.c
+# firing every 5 s, each calling the sink at /effects/ITS_ID (applied
+# unchecked); AHEAD, the SQL condition of a trigger claimed 1.5 s or more
+# before its instant.  Returns as lead_shards.
+claim_ahead_cluster() {
+	local _ca_j
+	it_db
+	sink_up
+	SHARDS=1
+	write_exec_conf "$CLUSTER_CONF" "executor: {lease: 12s, heartbeat: 500ms, claim_ahead: 3s}"
+	apply_jobs < <(
+		echo "jobs:"
+		for _ca_j in "$1".a "$1".b "$1".c; do
+			echo "  - {id: $_ca_j, schedule: {cron: \"*/5 * * * * ?\"}, target: {url: \"http://$SINK_ADDR/effects/$_ca_j\", timeout: 5s}}"
+		done
+	)
+	AHEAD="state = 'running' AND scheduled_at > clock_timestamp() + interval '1.5 s'"
+	lead_shards 20 n1
+}
+
+# ramp_held N NODE...: the set-up of the resume --ramp tests: a fresh
+# database (it_db), the sink, $SHARDS shards led by NODE... (controllers
+# and executors, lease 4 s; misfire threshold 3 s, lookahead 1 s, overlap
+# 2 s), and job rp.all (fire_all, catch-up window 1 h, at most 1000; its
+# schedule fires in 2099) applied and paused, with N instants the pause
+# held: whole seconds (the key template has the instant in seconds) from
+# 60 + N to 61 s ago, older than the threshold, inside the window.
+ramp_held() {
+	local _rh_n=$1
+	shift
+	it_db
+	sink_up
+	MISFIRE=3s LOOKAHEAD=1s OVERLAP=2s write_exec_conf "$CLUSTER_CONF" "executor: {lease: 4s, heartbeat: 1s}"
+	apply_jobs apply <<YAML
+jobs:
+  - {id: rp.all, schedule: {cron: "0 0 0 1 1 ? 2099"}, misfire: {policy: fire_all, catchup_window: 1h, max_catchup: 1000}, target: {url: "http://$SINK_ADDR/effects/ramp"}}
+YAML
+	expect_exit "pause the job" 0 "$PAL" pause --job rp.all --reason "ramp test"
+	sql "INSERT INTO triggers (job_id, version, scheduled_at, partition, source, tenant, resource_group, due_at, shard)
+	     SELECT 'rp.all', 1, t, 0, 'schedule', 'default', 'default', t, 0
+	     FROM (SELECT date_trunc('second', now()) - (60 + g) * interval '1 second' AS t
+	           FROM generate_series(1, $_rh_n) g) x"
+	lead_shards 20 "$@"
+}
+
+# misfire_cluster NODE [EXECUTOR]: the cluster of the tests of what a
+# pause held past the misfire threshold: two shards (SHARDS=2; misfire
+# threshold 3 s, lookahead 1 s, overlap 2 s) led by NODE, a controller,
+# and an executor too when EXECUTOR, its settings (e.g. "lease: 5s,
+# heartbeat: 1s"), is given; the job file on stdin applied (the check
+# "apply").  Returns as lead_shards.  The caller starts the sink first
+# (sink_up): the job file names $SINK_ADDR.
+misfire_cluster() {
+	SHARDS=2
+	if [ $# -gt 1 ]; then
+		MISFIRE=3s LOOKAHEAD=1s OVERLAP=2s write_exec_conf "$CLUSTER_CONF" "executor: {$2}"
+	else
+		MISFIRE=3s LOOKAHEAD=1s OVERLAP=2s write_conf "$CLUSTER_CONF"
+	fi
+	apply_jobs apply
+	lead_shards 20 "$1"
+}
+
+# old_ranges_cluster: the set-up of the tests of what retention dropped: a
+# fresh database (it_db) with the ranges of triggers of an installation
+# that had them for 3 days (old_ranges: D, R2, R3, M, F set), the sink
+# (SINK, its binary, for its own retention), and $CLUSTER_CONF for one
+# shard (SHARDS=1), a controller and executor (lease 5 s, heartbeat 1 s).
+old_ranges_cluster() {
+	it_db
+	sink_up
+	SINK=$PALISADE_BIN/palisade-sink
+	old_ranges "3 days"
+	SHARDS=1
+	write_exec_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
 }
 
 # ---- the controller's insert of triggers held (the apply race) -------------------

@@ -27,10 +27,11 @@ expect_eq() {
 	if [ "$2" == "$3" ]; then pass "$1"; else fail "$1: expected [$2], got [$3]"; fi
 }
 
-# expect_exit DESC CODE COMMAND...: runs COMMAND, output into $OUT (stdout+stderr).
+# expect_exit DESC CODE COMMAND...: runs COMMAND, output into $OUT (stdout+stderr),
+# its exit status into $OUT_RC.
 expect_exit() {
 	local _ee_d=$1 _ee_want=$2; shift 2
-	OUT=$("$@" 2>&1); local _ee_rc=$?
+	OUT=$("$@" 2>&1); OUT_RC=$?; local _ee_rc=$OUT_RC
 	if [ "$_ee_rc" -eq "$_ee_want" ]; then pass "$_ee_d (exit $_ee_rc)"; else fail "$_ee_d: exit $_ee_rc, want $_ee_want: $(echo "$OUT" | head -5)"; fi
 }
 
@@ -112,6 +113,15 @@ fresh_db() {
 	export PALISADE_PG="$PALISADE_PG_ADMIN dbname=$name"
 }
 
+# it_db [NAME]: a fresh database it_NAME (default NAME: the test's name
+# without test_), migrated by this tree (its output discarded); returns
+# the migration's status.
+it_db() {
+	local _id_n=${1:-$(basename "$0" .sh)}
+	fresh_db "it_${_id_n#test_}"
+	"$PAL" migrate >/dev/null
+}
+
 # old_ranges FIRST: the ranges of triggers of an installation that had
 # them from the start, contiguous: the migration's are replaced by a round
 # with no keep (hourly ranges from M, this hour, on; nothing is in them
@@ -144,6 +154,18 @@ stale_partition() {
 	PART=$(sql "SELECT triggers_part FROM palisade_partitions WHERE now() >= range_from AND now() < range_to")
 	sql "ALTER TABLE $PART SET (autovacuum_enabled = off)"
 	sql "VACUUM ANALYZE $PART"
+}
+
+# add_attempt TRIGGER COLUMNS VALUES: an attempt row of TRIGGER as an
+# executor writes it (with the trigger's scheduled_at where the schema
+# partitions attempts by it).
+add_attempt() {
+	sql "DO \$\$ BEGIN
+	  IF EXISTS (SELECT 1 FROM information_schema.columns WHERE table_name = 'attempts' AND column_name = 'scheduled_at') THEN
+	    INSERT INTO attempts (trigger_id, scheduled_at, $2) SELECT id, scheduled_at, $3 FROM triggers WHERE id = $1;
+	  ELSE
+	    INSERT INTO attempts (trigger_id, $2) SELECT id, $3 FROM triggers WHERE id = $1;
+	  END IF; END \$\$" >/dev/null
 }
 
 # due_sql JOB N [FROM]: the INSERT of N due triggers of JOB, microseconds

@@ -13,6 +13,11 @@
 #       database DB migrated by it, then by this tree: the schema of a roll
 #       from 0.3.0.  A failure is a failed check; returns 1 when 0.3.0 does
 #       not build.
+#   old_release VERSION    the release VERSION's palisade (and
+#       palisade-sink) built by build_release in OLD_TREE
+#       (PALISADE_OLD_TREE, default /tmp/palisade-VERSION-build), its
+#       palisade in OLD_PAL.  When it does not build, a failed check
+#       ("VERSION builds from its release archive") and status 1.
 #   iso EPOCH, hms EPOCH    an instant as a job file's `at` takes it, and as
 #       the tests print it (UTC).
 #   build_with_migration DIR SQLFILE  this tree's palisade with one more
@@ -49,6 +54,13 @@ db_from_030() {
 	fresh_db "$1"
 	expect_exit "0.3.0 migrates the empty database" 0 "$OLD_PAL" migrate
 	expect_exit "this tree migrates it further" 0 "$PAL" migrate --backfill-batches 0
+}
+
+old_release() {
+	OLD_TREE=${PALISADE_OLD_TREE:-/tmp/palisade-$1-build}
+	build_release "v$1" "ops/releases/palisade-$1.tar.xz" "$OLD_TREE" ||
+		{ fail "$1 builds from its release archive"; return 1; }
+	OLD_PAL=$OLD_TREE/bin/palisade
 }
 
 iso() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ; }

@@ -8,8 +8,7 @@ source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "admin security and health: POST /drain without the token, from a form of another site or under a foreign Host is refused and the node keeps running; with the token it drains, audited with the client address; /healthz names a stuck thread; /readyz fails without PostgreSQL (at start, and when cut while running), and without ZooKeeper"
 
-fresh_db it_admin
-"$PAL" migrate >/dev/null
+it_db admin
 SHARDS=2 write_conf "$CLUSTER_CONF"
 # the main loop hangs 3 s on SIGHUP (drill), a thread silent 1 s is stuck
 PALISADE_STALL_LIMIT_MS=1000 PALISADE_FAULT_STALL_MAIN_MS=3000 start_node a1

@@ -7,8 +7,7 @@ source tests/integration/cluster.sh
 guarantee "the admin endpoint and the API speak HTTPS when admin.tls_cert and admin.tls_key are set: a client that trusts the certificate gets /healthz and /api/v1, plain HTTP gets nothing, an untrusted client is refused by the handshake, the Host check and the tokens still apply"
 T0=$SECONDS
 
-fresh_db it_admin_tls
-"$PAL" migrate >/dev/null
+it_db
 SHARDS=2 write_tls_conf "$CLUSTER_CONF"
 D=$TLS_DIR
 start_node t1

@@ -15,14 +15,11 @@ source tests/integration/cluster.sh
 guarantee "G1/G2 for a dependent job applied with its upstream - every upstream instant after both activations has exactly one trigger of the dependent job, whichever shard plans first; verify clean"
 T_START=$(date +%s)
 
-fresh_db it_after_activation
-"$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
+it_db
+sink_up
 SHARDS=4
-write_conf "$CLUSTER_CONF" "executor: {lease: 4s, heartbeat: 1s}"
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
-start_node n1
-wait_until "shards led" 20 all_shards_led || { finish; exit 1; }
+write_exec_conf "$CLUSTER_CONF" "executor: {lease: 4s, heartbeat: 1s}"
+lead_shards 20 n1 || { finish; exit 1; }
 {
 	echo "jobs:"
 	for i in 1 2 3 4 5 6 7 8; do

@@ -13,22 +13,18 @@ source tests/integration/cluster.sh
 guarantee "a dependent instant (after:) of a spread upstream carries its nominal instant: a shadow boundary between the nominal and the moved instant judges it in exactly one system"
 T_START=$(date +%s)
 
-fresh_db it_after_nominal
-"$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
+it_db
+sink_up
 SHARDS=1 LOOKAHEAD=30s
-write_conf "$CLUSTER_CONF" "executor: {lease: 4s, heartbeat: 1s}"
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
-cat >"$NODE_DIR/jobs.yaml" <<YAML
+write_exec_conf "$CLUSTER_CONF" "executor: {lease: 4s, heartbeat: 1s}"
+apply_jobs apply <<YAML || { finish; exit 1; }
 jobs:
   - {id: an.head, group: an, schedule: {every: 20s, start: "2026-01-01T00:00:00Z", spread: 19s}, target: {url: "http://$SINK_ADDR/effects/head", timeout: 2s}}
   - {id: an.dep, group: an, after: [{job: an.head}], target: {url: "http://$SINK_ADDR/effects/dep", timeout: 2s}}
 YAML
-expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml" || { finish; exit 1; }
 O=$(python3 -c 'import hashlib; print(int.from_bytes(hashlib.sha256(b"spread:an.head:0").digest()[:8], "big") % 19)')
 expect_eq "an.head's spread offset (the model)" 9 "$O"
-start_node n1
-wait_until "shards led" 20 all_shards_led || { finish; exit 1; }
+lead_shards 20 n1 || { finish; exit 1; }
 
 # S: a second after the next nominal instant n at least 3 s away
 N=$((($(date +%s) + 3 + 19) / 20 * 20))

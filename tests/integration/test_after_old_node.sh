@@ -12,16 +12,12 @@ source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "G1 during a roll from 0.2.0: a job whose after:, notify: or keep_* an old node would ignore is refused while one is live (CLI and API), applied once none is"
 T_START=$(date +%s)
-OLD_TREE=${PALISADE_OLD_TREE:-/tmp/palisade-0.2.0-build}
 source tests/integration/releases.sh
-build_release v0.2.0 ops/releases/palisade-0.2.0.tar.xz "$OLD_TREE" ||
-	{ fail "0.2.0 builds from its release archive"; finish; exit 1; }
-OLD_PAL=$OLD_TREE/bin/palisade
+old_release 0.2.0 || { finish; exit 1; }
 
-fresh_db it_after_old
-"$PAL" migrate >/dev/null
-SHARDS=2 write_conf "$CLUSTER_CONF"
+it_db after_old
 SHARDS=2
+write_conf "$CLUSTER_CONF"
 url='{url: "http://127.0.0.1:9/x"}'
 cat >"$NODE_DIR/plain.yaml" <<YAML
 jobs:

@@ -8,22 +8,18 @@ source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "G1/G7 across a dependent job's retirement: no trigger for the upstream instants while it was retired, planned again after the re-apply, verify clean over it all"
 
-fresh_db it_after_retire
-"$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
+it_db
+sink_up
 trap 'stop_all_nodes; stop_sink' EXIT
-SHARDS=2 LOOKAHEAD=1s MISFIRE=3s write_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
 SHARDS=2
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
-cat >"$NODE_DIR/jobs.yaml" <<YAML
+LOOKAHEAD=1s MISFIRE=3s write_exec_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
+apply_jobs apply <<YAML || { finish; exit 1; }
 jobs:
   - {id: rt.u, schedule: {cron: "* * * * * ?"}, target: {url: "http://$SINK_ADDR/effects/u"}}
   - {id: rt.b, after: [{job: rt.u, within: 1h}], target: {url: "http://$SINK_ADDR/effects/b"}}
 YAML
-expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml" || { finish; exit 1; }
 from=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-start_node h1
-wait_until "shards led" 20 all_shards_led &&
+lead_shards 20 h1 &&
 	wait_until "rt.b runs after rt.u" 20 has "select count(*) - 2 from trigger_jobs where job_id = 'rt.b'" ||
 	{ finish; exit 1; }
 expect_exit "delete rt.b" 0 "$PAL" delete --config "$CLUSTER_CONF" --reason "retire it" rt.b

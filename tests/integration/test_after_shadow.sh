@@ -15,13 +15,11 @@ source tests/integration/cluster.sh
 guarantee "shadow for dependent jobs (G1) - a dependent job in shadow (its spec, the shadow command, a roll-back) is planned shadow and makes no call; a live dependent job follows a shadow upstream instant into shadow (no call, no upstream_late) and goes live with its upstream's cut-over"
 T_START=$(date +%s)
 
-fresh_db it_after_shadow
-"$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
+it_db
+sink_up
 SHARDS=2
-write_conf "$CLUSTER_CONF" "executor: {lease: 4s, heartbeat: 1s}"
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
-cat >"$NODE_DIR/jobs.yaml" <<YAML
+write_exec_conf "$CLUSTER_CONF" "executor: {lease: 4s, heartbeat: 1s}"
+apply_jobs apply <<YAML || { finish; exit 1; }
 jobs:
   - {id: as.up, schedule: {cron: "* * * * * ?"}, target: {url: "http://$SINK_ADDR/effects/up", timeout: 2s}}
   - {id: as.spec, mode: shadow, after: [{job: as.up}], target: {url: "http://$SINK_ADDR/effects/spec", timeout: 2s}}
@@ -32,9 +30,7 @@ jobs:
   - {id: as.head, mode: shadow, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: {url: "http://$SINK_ADDR/effects/head", timeout: 2s}}
   - {id: as.tail, mode: shadow, after: [{job: as.head}], target: {url: "http://$SINK_ADDR/effects/tail", timeout: 2s}}
 YAML
-expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml" || { finish; exit 1; }
-start_node n1
-wait_until "shards led" 20 all_shards_led &&
+lead_shards 20 n1 &&
 	wait_until "as.op and as.back called (live)" 15 \
 		has "select count(*) - 1 from triggers where job_id in ('as.op', 'as.back') and state = 'succeeded'" ||
 	{ finish; exit 1; }

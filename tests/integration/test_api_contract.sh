@@ -8,8 +8,7 @@ source tests/integration/cluster.sh
 guarantee "the HTTP API answers as docs/api/openapi.json says: every documented operation called, every answer's status, type and body valid against its schema, no undocumented route"
 T0=$SECONDS
 
-fresh_db it_api_contract
-"$PAL" migrate >/dev/null
+it_db
 printf 'jobs:\n  - {id: c.one, schedule: {cron: "0 * * * * ?"}, target: {url: "http://127.0.0.1:9/x"}, labels: {team: core}}\n' \
 	>"$PALISADE_TEST_TMP/api-contract.yaml"
 expect_exit "apply a job" 0 "$PAL" apply "$PALISADE_TEST_TMP/api-contract.yaml"

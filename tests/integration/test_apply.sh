@@ -1,21 +1,9 @@
 #!/usr/bin/env bash
 # apply / jobs / plan diff against a real PostgreSQL.
 source tests/integration/lib.sh
-# add_attempt TRIGGER COLUMNS VALUES: an attempt row of TRIGGER as an
-# executor writes it (with the trigger's scheduled_at where the schema
-# partitions attempts by it).
-add_attempt() {
-	sql "DO \$\$ BEGIN
-	  IF EXISTS (SELECT 1 FROM information_schema.columns WHERE table_name = 'attempts' AND column_name = 'scheduled_at') THEN
-	    INSERT INTO attempts (trigger_id, scheduled_at, $2) SELECT id, scheduled_at, $3 FROM triggers WHERE id = $1;
-	  ELSE
-	    INSERT INTO attempts (trigger_id, $2) SELECT id, $3 FROM triggers WHERE id = $1;
-	  END IF; END \$\$" >/dev/null
-}
 guarantee "plan versions are immutable: re-applying the same spec creates nothing, a change creates version n+1, history is never rewritten; invalid files store nothing"
 
-fresh_db it_apply
-"$PAL" migrate >/dev/null
+it_db
 D=$PALISADE_TEST_TMP/apply
 mkdir -p "$D"
 cat >"$D/jobs.yaml" <<'YAML'

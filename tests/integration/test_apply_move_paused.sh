@@ -6,12 +6,10 @@
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "G1 - an instant paused by a gate runs on when that gate is lifted, even if the job moved tenant in between"
-fresh_db it_apply_move_paused
-"$PAL" migrate >/dev/null
-start_sink --log-level debug || { fail "sink starts"; finish; exit 1; }
-SHARDS=2 write_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
+it_db
+sink_up --log-level debug
 SHARDS=2
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+write_exec_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
 mk() { cat >"$NODE_DIR/jobs.yaml" <<YAML
 jobs:
   - {id: p.chunky, tenant: $1, group: $2, schedule: {cron: "0 0 0 1 1 ? 2099"},
@@ -20,8 +18,7 @@ YAML
 }
 mk tc gc
 expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
-start_node x1
-wait_until "shards led" 60 all_shards_led
+lead_shards 60 x1
 state_of() { sql "select state from triggers where id = $1"; }
 sink_faults '{"paused": true}'
 "$PAL" trigger --job p.chunky --reason "go" >/dev/null 2>&1

@@ -7,11 +7,9 @@
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "a pause of a job's tenant or group stops every run of the job, also the ones planned before the job moved there"
-fresh_db it_apply_move_tenant
-"$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
-SHARDS=2 write_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+it_db
+sink_up
+SHARDS=2 write_exec_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
 F=$NODE_DIR/jobs.yaml
 printf 'jobs:\n  - {id: m.job, tenant: blue, group: gb, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: {url: "http://%s/effects/m"}}\n' "$SINK_ADDR" >"$F"
 expect_exit "apply m.job as blue's (group gb)" 0 "$PAL" apply "$F"

@@ -15,13 +15,11 @@ source tests/integration/cluster.sh
 guarantee "G5 - a backfill never re-runs, under a new key, an instant whose effect may have happened, nor plans instants still to come; it refuses a retired job as trigger does"
 T0=$SECONDS
 
-fresh_db it_backfill_guard
-"$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
-SHARDS=2 LOOKAHEAD=1s OVERLAP=2s write_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
+it_db
+sink_up
 SHARDS=2
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
-cat >"$NODE_DIR/jobs.yaml" <<YAML
+LOOKAHEAD=1s OVERLAP=2s write_exec_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
+apply_jobs apply <<YAML
 jobs:
   - id: bu.sec
     schedule: {cron: "*/2 * * * * ?"}
@@ -29,9 +27,7 @@ jobs:
     retry: {max_attempts: 1}
   - {id: bf.old, schedule: {cron: "*/2 * * * * ?"}, target: {url: "http://$SINK_ADDR/effects/old"}}
 YAML
-expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
-start_node n1
-wait_until "shards led" 20 all_shards_led
+lead_shards 20 n1
 ran() { has "select count(*) from trigger_jobs where job_id = 'bu.sec' and state = 'succeeded'"; }
 wait_until "the job runs" 20 ran
 OP=$("$PAL" token create --name ops --role operator | tail -1)

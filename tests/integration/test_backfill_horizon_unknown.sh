@@ -6,18 +6,11 @@
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "G5 - a backfill or manual-run refusal names the instants with a known unknown outcome, also before the retention horizon"
-fresh_db it_backfill_horizon_unknown
-"$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
-old_ranges "3 days"
-SHARDS=1 write_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
-SHARDS=1
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+old_ranges_cluster
 printf 'jobs:\n  - {id: bf.ev, schedule: {cron: "0 30 2,3 * * ?"}, target: {url: "http://%s/effects/bf"}, retry: {max_attempts: 1}}\n' "$SINK_ADDR" >"$NODE_DIR/j.yaml"
 expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/j.yaml"
 expect_exit "retention round (the range of $FROM dropped)" 0 "$PAL" retention --config "$CLUSTER_CONF" --interval 1h --ahead 1d --keep 1d
-start_node n1
-wait_until "shards led" 20 all_shards_led
+lead_shards 20 n1
 ts() { sql "select to_char(('$1'::timestamptz + interval '$2') at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"; }
 FROM=$(ts "$R2" "0 hours")
 TO=$(ts "$R2" "6 hours")

@@ -9,19 +9,11 @@
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "G5 - a repeated backfill request id makes no second run within retention.request_ids, also after retention dropped its triggers; a backfill before the retention horizon needs --new-effect"
-fresh_db it_backfill_request_id_retention
-"$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
-SINK=$PALISADE_BIN/palisade-sink
-old_ranges "3 days"
-SHARDS=1 write_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
-SHARDS=1
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+old_ranges_cluster
 # two instants a day, at 02:30 and 03:30 UTC
 printf 'jobs:\n  - {id: bf.ev, schedule: {cron: "0 30 2,3 * * ?"}, target: {url: "http://%s/effects/bf"}}\n' "$SINK_ADDR" >"$NODE_DIR/j.yaml"
 expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/j.yaml"
-start_node n1
-wait_until "shards led" 20 all_shards_led
+lead_shards 20 n1
 ts() { sql "select to_char(('$1'::timestamptz + interval '$2') at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"; }
 FROM=$(ts "$R2" "0 hours")
 TO=$(ts "$R2" "6 hours")

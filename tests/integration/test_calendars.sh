@@ -12,12 +12,10 @@ source tests/integration/cluster.sh
 guarantee "G1 - an instant a shared calendar excludes is recorded (reason excluded, calendar and version), never silently dropped; a calendar change moves every job that names it"
 T_START=$(date +%s)
 
-fresh_db it_calendars
-"$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
-SHARDS=2 LOOKAHEAD=2s write_conf "$CLUSTER_CONF" "executor: {lease: 10s, heartbeat: 2s}"
+it_db
+sink_up
 SHARDS=2
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+LOOKAHEAD=2s write_exec_conf "$CLUSTER_CONF" "executor: {lease: 10s, heartbeat: 2s}"
 
 # A window must not cross midnight (UTC, the calendar's zone).
 while [ $(( $(date -u +%s) % 86400 )) -gt $(( 86400 - 60 )) ]; do sleep 1; done
@@ -62,8 +60,7 @@ expect_exit "the jobs without their calendar's file: refused" 65 "$PAL" validate
 expect_exit "apply the calendar and the two jobs" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/cal.yaml" "$NODE_DIR/jobs.yaml"
 expect_match "calendar office v1 created" "created +calendar office v1" "$OUT"
 T0=$(rfc3339_ago -2)
-start_node c1
-wait_until "shards led" 20 all_shards_led
+lead_shards 20 c1
 
 excluded() { # JOB VERSION: instants recorded excluded by office vVERSION
 	sql "select coalesce(sum(count), 0) from misfires where job_id = '$1' and reason = 'excluded'

@@ -13,24 +13,19 @@ source tests/integration/cluster.sh
 guarantee "G1 - during a roll from 0.2.0 a job naming a calendar is never planned without it: the old controller quarantines it (ticket), the new one plans it"
 T_START=$(date +%s)
 NEW_PAL=$PAL
-OLD_TREE=${PALISADE_OLD_TREE:-/tmp/palisade-0.2.0-build}
 source tests/integration/releases.sh
-build_release v0.2.0 ops/releases/palisade-0.2.0.tar.xz "$OLD_TREE" ||
-	{ fail "0.2.0 builds from its release archive"; finish; exit 1; }
-OLD_PAL=$OLD_TREE/bin/palisade
+old_release 0.2.0 || { finish; exit 1; }
 
-fresh_db it_calendars_old
-"$PAL" migrate >/dev/null
-SHARDS=1 LOOKAHEAD=2s write_conf "$CLUSTER_CONF"
+it_db calendars_old
 SHARDS=1
-cat >"$NODE_DIR/jobs.yaml" <<'YAML'
+LOOKAHEAD=2s write_conf "$CLUSTER_CONF"
+apply_jobs "the new CLI applies a calendar and a job naming it" <<'YAML'
 calendars:
   - {name: nights, exclude: {windows: ["00:00-06:00", "18:00-24:00"]}}
 jobs:
   - {id: co.cal, schedule: {cron: "* * * * * ?", calendar: nights}, target: {url: "http://127.0.0.1:9/x"}}
   - {id: co.plain, schedule: {cron: "* * * * * ?"}, target: {url: "http://127.0.0.1:9/x"}}
 YAML
-expect_exit "the new CLI applies a calendar and a job naming it" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
 expect_eq "its cron column carries the calendars' names" "@calendars(nights) * * * * * ?" \
 	"$(sql "select cron from job_versions where job_id = 'co.cal'")"
 

@@ -16,8 +16,7 @@ source tests/integration/lib.sh
 guarantee "performance - a claim of first attempts with no gate paused looks up no gate scope and no attempt of the rows it claims, and reads and updates them by key: two primary-key descents per claimed trigger whatever the number of partitions, not one more per partition; a paused gate still stops its job"
 t0=$SECONDS
 
-fresh_db it_claim_probes
-"$PAL" migrate >/dev/null || { echo "  migrate failed"; exit 1; }
+it_db || { echo "  migrate failed"; exit 1; }
 f=$PALISADE_TEST_TMP/probes.yaml
 printf 'jobs:\n  - {id: probe.job, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: {url: "http://127.0.0.1:9/e"}}\n' >"$f"
 "$PAL" apply "$f" >/dev/null || { echo "  apply failed"; exit 1; }

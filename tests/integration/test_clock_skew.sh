@@ -15,12 +15,10 @@ if [ -z "$FT" ]; then
 	exit 1
 fi
 
-fresh_db it_skew
-"$PAL" migrate >/dev/null
-start_sink --error-rate 0.3 || { fail "sink starts"; finish; exit 1; }
-SHARDS=6 write_conf "$CLUSTER_CONF" "executor: {lease: 4s, heartbeat: 1s}"
+it_db skew
+sink_up --error-rate 0.3
 SHARDS=6
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+write_exec_conf "$CLUSTER_CONF" "executor: {lease: 4s, heartbeat: 1s}"
 gen_sink_jobs "$NODE_DIR/jobs.yaml" 40 "*/2 * * * * ?" t1 skew
 expect_exit "apply 40 jobs" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
 start_node k0

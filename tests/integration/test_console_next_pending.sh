@@ -11,11 +11,10 @@
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "the console names the next instants the controller then plans, as jobs --next does"
-fresh_db it_console_next_pending
-"$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
-SHARDS=2; SHARDS=2 write_conf "$CLUSTER_CONF" "executor: {lease: 10s, heartbeat: 2s}"
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+it_db
+sink_up
+SHARDS=2
+write_exec_conf "$CLUSTER_CONF" "executor: {lease: 10s, heartbeat: 2s}"
 gen_sink_jobs "$NODE_DIR/n.yaml" 1 "unused" t1 cn.every
 sed -i "s|schedule: {cron: \"unused\"}|schedule: {every: 3s}|" "$NODE_DIR/n.yaml"
 start_node f1

@@ -15,8 +15,7 @@ source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "G1 - shards claimed together all plan before deferred activations are written; every job is still activated, as of its shard's first tick, and the due job is planned from then on"
 
-fresh_db it_cold_start
-"$PAL" migrate >/dev/null
+it_db cold_start
 write_conf "$CLUSTER_CONF"
 IDLE=160
 gen_jobs "$NODE_DIR/jobs.yaml" $IDLE "0 0 0 1 1 ? 2099" skip cs.idle

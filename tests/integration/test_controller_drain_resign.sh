@@ -12,8 +12,7 @@ source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "G1 - a drain resigns before the planners are freed: the survivor takes the shards while the draining node still frees them; one leader per shard throughout, every instant planned once"
 
-fresh_db it_drain_resign
-"$PAL" migrate >/dev/null
+it_db drain_resign
 SHARDS=4
 gen_jobs "$NODE_DIR/jobs.yaml" 40 "* * * * * ?" fire_all
 SHARDS=4 write_conf "$CLUSTER_CONF"

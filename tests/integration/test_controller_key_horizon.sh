@@ -10,14 +10,13 @@ source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "G5 - a job whose idempotency key may outlive the services' key retention is never silent: after sink.key_retention is lowered by a reload or a restart, every such job of a controller's shards is logged, counted, ticketed and reported by verify, keeps being planned, and its ticket closes once it fits again"
 
-fresh_db it_key_horizon
-"$PAL" migrate >/dev/null
+it_db key_horizon
 SHARDS=2
 conf() { SHARDS=2 write_conf "$CLUSTER_CONF" "sink: {key_retention: $1}"; }
 conf 7d
 # kh.long may retry for 3 days (max_age 3d): its horizon is 3d + 30 s.
 # kh.short keeps the defaults (cut by max_age 1h).
-cat >"$NODE_DIR/jobs.yaml" <<'YAML'
+apply_jobs "apply under sink.key_retention 7d" <<'YAML'
 jobs:
   - id: kh.long
     schedule: {cron: "* * * * * ?"}
@@ -29,10 +28,8 @@ jobs:
     misfire: skip
     target: {url: "http://127.0.0.1:9/x"}
 YAML
-expect_exit "apply under sink.key_retention 7d" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
 T0=$(rfc3339_ago -2)
-start_node k1
-wait_until "shards led" 20 all_shards_led
+lead_shards 20 k1
 checked() { [ "$(grep -c '"event":"controller.key_horizon_checked".*"checked":"'"$1"'"' "$NODE_DIR/k1.log")" -ge "$2" ]; }
 wait_until "the jobs are checked when the shards are acquired" 20 checked "shard acquired" 2
 open_tickets() { sql "select count(*) from tickets where state = 'open' and reason = 'key horizon exceeds sink.key_retention'${1:+ and job_id = '$1'}"; }

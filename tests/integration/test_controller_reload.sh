@@ -7,18 +7,15 @@ source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "G1 - a job version written without NOTIFY (LISTEN missed) is still activated by the full reload, and applies from its activation on"
 
-fresh_db it_reload_jobs
-"$PAL" migrate >/dev/null
-SHARDS=2 write_conf "$CLUSTER_CONF"
+it_db reload_jobs
 SHARDS=2
-cat >"$NODE_DIR/jobs.yaml" <<'YAML'
+write_conf "$CLUSTER_CONF"
+apply_jobs apply <<'YAML'
 jobs:
   - {id: rl.a, schedule: {cron: "* * * * * ?"}, target: {url: "http://127.0.0.1:9/x"}}
   - {id: rl.b, schedule: {cron: "* * * * * ?"}, target: {url: "http://127.0.0.1:9/x"}}
 YAML
-expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
-start_node h1
-wait_until "shards led" 20 all_shards_led
+lead_shards 20 h1
 sleep 2
 # Version 2 of rl.a with two partitions, written the way no palisade command
 # writes it: no NOTIFY, so only the full reload can see it.

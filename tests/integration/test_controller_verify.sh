@@ -7,17 +7,14 @@ source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "verify exits 2 on a missing instant, an effect applied twice (--sink-pg), a stuck trigger and a never-activated job, and 0 on a clean run"
 
-fresh_db it_verify
-"$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
-SHARDS=2 write_conf "$CLUSTER_CONF" "executor: {lease: 10s, heartbeat: 2s}"
+it_db verify
+sink_up
 SHARDS=2
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+write_exec_conf "$CLUSTER_CONF" "executor: {lease: 10s, heartbeat: 2s}"
 gen_sink_jobs "$NODE_DIR/jobs.yaml" 3 "*/2 * * * * ?" t1 vf
 expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
 T0=$(rfc3339_ago -2)
-start_node v1
-wait_until "shards led" 20 all_shards_led
+lead_shards 20 v1
 sleep 10
 T1=$(rfc3339_ago 4)
 settled() { [ "$(sql "select count(*) from triggers where scheduled_at between '$T0' and '$T1' and state <> 'succeeded'")" = 0 ]; }

@@ -7,8 +7,7 @@ source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "api: a tenant-scoped token's cut-over answer names no job of another tenant (split_chains), and counts what it leaves out"
 
-fresh_db it_cutover_tenant_scope
-"$PAL" migrate >/dev/null
+it_db
 cat >"$NODE_DIR/scope.yaml" <<'YAML'
 jobs:
   - {id: red.up, tenant: red, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: {url: "http://127.0.0.1:9/x"}}

@@ -23,9 +23,8 @@ if [ -z "$FT" ]; then
 	exit 1
 fi
 
-fresh_db it_exec_skew
-"$PAL" migrate >/dev/null
-start_sink --error-rate 0.15 || { fail "sink starts"; finish; exit 1; }
+it_db exec_skew
+sink_up --error-rate 0.15
 SHARDS=4
 write_conf "$CLUSTER_CONF" "executor: {lease: 10s, heartbeat: 2s}"
 EXE_CONF=$NODE_DIR/executor.yaml

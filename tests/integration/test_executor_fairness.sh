@@ -6,13 +6,11 @@ source tests/integration/cluster.sh
 BOUND_S=${FAIRNESS_P99_BOUND_S:-3}
 guarantee "fairness - a tenant with 10x the load (more than the executor can serve) does not push the light tenant's p99 wait (claim - due) past ${BOUND_S} s"
 
-fresh_db it_fair
-"$PAL" migrate >/dev/null
-start_sink --delay-ms 100 || { fail "sink starts"; finish; exit 1; }
-SHARDS=4 write_conf "$CLUSTER_CONF" "executor: {lease: 10s, heartbeat: 2s, batch: 8, max_inflight: 4}"
+it_db fair
+sink_up --delay-ms 100
 SHARDS=4
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
-{
+write_exec_conf "$CLUSTER_CONF" "executor: {lease: 10s, heartbeat: 2s, batch: 8, max_inflight: 4}"
+apply_jobs "apply 50 heavy and 5 light jobs" < <(
 	echo "jobs:"
 	for i in $(seq 1 50); do
 		echo "  - {id: heavy.job-$i, tenant: heavy, schedule: {cron: \"* * * * * ?\"}, target: {url: \"http://$SINK_ADDR/effects/h\"}, retry: {max_age: 1h}}"
@@ -20,10 +18,8 @@ sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
 	for i in $(seq 1 5); do
 		echo "  - {id: light.job-$i, tenant: light, schedule: {cron: \"* * * * * ?\"}, target: {url: \"http://$SINK_ADDR/effects/l\"}, retry: {max_age: 1h}}"
 	done
-} >"$NODE_DIR/jobs.yaml"
-expect_exit "apply 50 heavy and 5 light jobs" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
-start_node f1
-wait_until "shards led" 20 all_shards_led
+)
+lead_shards 20 f1
 T0=$(sql "select clock_timestamp() + interval '2 s'")
 # 15 s of overload: the heavy backlog grows by ~35 triggers a second and the
 # window holds ~40 light triggers (30 s gave 1,035 and the same p99)

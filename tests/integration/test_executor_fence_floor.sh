@@ -14,11 +14,10 @@ source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "G4/G5 - a token sequence rewound by a failover catches up with the sink: the refused trigger is handed back, the sequence moves past the sink's token by nextval, the next attempt is accepted and the effect stays single"
 
-fresh_db it_fence_floor
-"$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
+it_db fence_floor
+sink_up
 SHARDS=2 write_conf "$CLUSTER_CONF" "executor: {lease: 2s, heartbeat: 500ms}"
-cat >"$NODE_DIR/jobs.yaml" <<YAML
+apply_jobs apply <<YAML
 jobs:
   - id: floor.job
     schedule: {cron: "0 0 0 1 1 ? 2099"}
@@ -27,7 +26,6 @@ jobs:
       body: '{"job": "{job}"}'
     retry: {max_attempts: 20, backoff: {initial: 200ms, max: 1s}}
 YAML
-expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
 state_of() { sql "select state from trigger_jobs where job_id = 'floor.job'"; }
 effects() { sql "select count(*) from sink_effects where idempotency_key like 'floor.job/%'"; }
 succeeded() { [ "$(state_of)" = succeeded ]; }

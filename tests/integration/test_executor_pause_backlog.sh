@@ -6,18 +6,15 @@ source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "G7 + fairness - a paused job's backlog (deeper than the claim window) does not starve the other jobs of its tenant; nothing of the paused job runs"
 
-fresh_db it_pause_backlog
-"$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
-SHARDS=2 write_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s, batch: 1}"
+it_db pause_backlog
+sink_up
 SHARDS=2
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
-cat >"$NODE_DIR/jobs.yaml" <<YAML
+write_exec_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s, batch: 1}"
+apply_jobs apply <<YAML
 jobs:
   - {id: q.paused, tenant: tq, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: {url: "http://$SINK_ADDR/effects/paused"}}
   - {id: q.other, tenant: tq, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: {url: "http://$SINK_ADDR/effects/other"}}
 YAML
-expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
 expect_exit "pause q.paused" 0 "$PAL" pause --job q.paused --reason "deep backlog test"
 # 200 instants of the paused job, all due before the other job's run: with
 # executor.batch 1 the claim window is 32 rows, so they fill it many times over.
@@ -29,8 +26,7 @@ YAML
 expect_exit "apply a per-second schedule to the paused job" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/busy.yaml"
 from=$(rfc3339_ago 400); to=$(rfc3339_ago 200)
 expect_exit "backfill 200 instants of the paused job" 0 "$PAL" backfill --job q.paused --from "$from" --to "$to" --reason "backlog"
-start_node w1
-wait_until "shards led" 20 all_shards_led
+lead_shards 20 w1
 backlog=$(sql "select count(*) from trigger_jobs where job_id = 'q.paused' and state = 'pending'")
 echo "    figure: paused backlog $backlog pending triggers (claim window 32)"
 check "the paused backlog is deeper than the claim window" [ "$backlog" -gt 32 ]

@@ -12,8 +12,7 @@
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "G5 - a request libcurl resent after a reused connection died is never read as not applied"
-fresh_db it_executor_resend
-"$PAL" migrate >/dev/null
+it_db
 start_badserver "bad server up"
 cat >"$NODE_DIR/jobs.yaml" <<Y
 jobs:

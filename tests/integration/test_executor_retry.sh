@@ -4,14 +4,12 @@ source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "retry budget: with the sink failing 50% of calls, attempts per trigger never exceed max_attempts and every trigger ends succeeded or failed; breaker: calls to a target whose breaker is open stop"
 
-fresh_db it_exec_retry
-"$PAL" migrate >/dev/null
-start_sink --error-rate 0.5 || { fail "sink starts"; finish; exit 1; }
-SHARDS=4 write_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
+it_db exec_retry
+sink_up --error-rate 0.5
 SHARDS=4
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+write_exec_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
 dead=$(free_port)
-{
+apply_jobs apply < <(
 	echo "jobs:"
 	for i in $(seq 1 20); do
 		echo "  - {id: flaky.job-$i, schedule: {cron: \"*/2 * * * * ?\"}, target: {url: \"http://$SINK_ADDR/effects/flaky\", status_url: \"http://$SINK_ADDR/effects/{idempotency_key}\", timeout: 2s}, retry: {max_attempts: 4, backoff: {initial: 100ms, max: 400ms}, max_age: 1m}}"
@@ -19,10 +17,8 @@ dead=$(free_port)
 	for i in $(seq 1 5); do
 		echo "  - {id: dead.job-$i, schedule: {cron: \"* * * * * ?\"}, target: {url: \"http://127.0.0.1:$dead/x\", timeout: 1s}, retry: {max_attempts: 1000, backoff: {initial: 50ms, max: 100ms}, max_age: 10m}}"
 	done
-} >"$NODE_DIR/jobs.yaml"
-expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
-start_node r1
-wait_until "shards led" 20 all_shards_led
+)
+lead_shards 20 r1
 T0=$(now_rfc3339)
 # 15 s: ~100 flaky triggers in the window (25 s gave 200: 94 retried, 11
 # failed after 4 attempts), and the breaker judged over the last 10 s

@@ -8,12 +8,10 @@ source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "an unknown outcome never becomes failed (manual + ticket with key, attempts, query answers); a missing secret defers to another node, that node skips the job, and a ticket opens when no node can render it"
 
-fresh_db it_honest
-"$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
-SHARDS=2 write_conf "$CLUSTER_CONF" "executor: {lease: 6s, heartbeat: 1s}"
+it_db honest
+sink_up
 SHARDS=2
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+write_exec_conf "$CLUSTER_CONF" "executor: {lease: 6s, heartbeat: 1s}"
 never='schedule: {cron: "0 0 0 1 1 ? 2099"}'
 key='idempotency_key: "{job}/{scheduled_at}/{trigger}"'
 retry='retry: {max_attempts: 2, backoff: {initial: 100ms, max: 200ms}}'

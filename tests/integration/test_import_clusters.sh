@@ -11,8 +11,7 @@
 #      still retires it.
 source tests/integration/lib.sh
 guarantee "an import of one cluster never updates or retires another cluster's job; a re-import's prune never retires a job a cut-over made palisade's"
-fresh_db it_import_clusters
-"$PAL" migrate >/dev/null
+it_db
 D=$PALISADE_TEST_TMP/cl
 mkdir -p "$D"
 cj() { # NAME SCHEDULE IMAGE

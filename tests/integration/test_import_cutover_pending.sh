@@ -6,8 +6,7 @@
 # live from its apply, and apply says so.
 source tests/integration/lib.sh
 guarantee "every job a cut-over makes live is named to the operator as an entry to remove from the old system"
-fresh_db it_import_cutover_pending
-"$PAL" migrate >/dev/null
+it_db
 D=$PALISADE_TEST_TMP/cp
 mkdir -p "$D"
 imp() { "$PAL" import crontab --prefix hostp --group hostp --target-url 'http://127.0.0.1:9/{job}' "$D/crontab"; }

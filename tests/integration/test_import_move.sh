@@ -11,12 +11,10 @@
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "an imported crontab moves at one instant: before the cut-over's T only cron runs it, from T only palisade, each instant once"
-fresh_db it_import_move
-"$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
+it_db
+sink_up
 SHARDS=2
-write_conf "$CLUSTER_CONF" "executor: {lease: 4s, heartbeat: 1s}"
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+write_exec_conf "$CLUSTER_CONF" "executor: {lease: 4s, heartbeat: 1s}"
 printf '%s\n' '* * * * * /usr/local/bin/sync-orders' >"$NODE_DIR/crontab"
 "$PAL" import crontab --prefix hosta --group hosta --timezone UTC \
 	--target-url "http://$SINK_ADDR/effects/{job}" "$NODE_DIR/crontab" >"$NODE_DIR/jobs.yaml" 2>"$NODE_DIR/report"
@@ -28,8 +26,7 @@ check "the report says how to move it" grep -q 'cutover --group hosta --at T' "$
 expect_exit "validate" 0 "$PAL" validate "$NODE_DIR/jobs.yaml"
 expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" --reason "moving from cron on host-a" "$NODE_DIR/jobs.yaml"
 check "... puts the job in shadow" grep -qE "^shadow +$J " <<<"$OUT"
-start_node s1
-wait_until "shards led" 20 all_shards_led
+lead_shards 20 s1
 due() { [ "$(sql "select count(*) from trigger_jobs where job_id = '$J' and scheduled_at <= now() - interval '3 seconds'")" -ge 1 ]; }
 wait_wall "an instant came due while the cron line still runs it" 70 due
 expect_eq "its instants are shadow" "shadow" "$(sql "select string_agg(distinct state, ',') from trigger_jobs where job_id = '$J'")"

@@ -14,8 +14,7 @@
 #      shadow, and the old ones retired.
 source tests/integration/lib.sh
 guarantee "a re-import applied with --prune-prefix retires only its own entries' jobs and mode: shadow stops no live job"
-fresh_db it_import_prune_prefix
-"$PAL" migrate >/dev/null
+it_db
 D=$PALISADE_TEST_TMP/pp
 mkdir -p "$D"
 inshadow() { sql "select count(*) from shadow_scopes where scope = 'job:$1'"; }
@@ -62,8 +61,7 @@ check "... says so" grep -qE "^live +$SYNC \(mode: shadow has no effect" <<<"$OU
 expect_eq "a job live since 0.3.0 (its cron line long gone) is not put in shadow" 0 "$(inshadow "$SYNC")"
 expect_eq "... its instants from now on are live (palisade_trigger_live)" t "$(sql "select palisade_trigger_live('$SYNC', null, 'default', now() + interval '1 minute')")"
 # the same upgrade with --mode live, as docs/upgrades.md says
-fresh_db it_import_prune_prefix_b
-"$PAL" migrate >/dev/null
+it_db import_prune_prefix_b
 expect_exit "the 0.3.0-style live import on a fresh cluster" 0 "$PAL" apply --reason "0.3.0" "$D/old030.yaml"
 imp --prefix crontab --mode live "$D/crontab" >"$D/new-live.yaml" 2>/dev/null
 expect_exit "re-import with --mode live, applied with --prune-prefix crontab." 0 "$PAL" apply --prune-prefix crontab. --reason "0.4.0" "$D/new-live.yaml"

@@ -8,8 +8,7 @@
 # prefix touched.  The same line order reversed gives the same ids.
 source tests/integration/lib.sh
 guarantee "a re-imported crontab applied with --prune-prefix leaves exactly one live job per entry, and no other host's"
-fresh_db it_import_reimport
-"$PAL" migrate >/dev/null
+it_db
 D=$PALISADE_TEST_TMP/re
 mkdir -p "$D"
 imp() { "$PAL" import crontab --prefix "$1" --group "$1" --timezone UTC --target-url 'http://127.0.0.1:9/{job}' "$2"; }

@@ -7,17 +7,15 @@
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "jobs --next names the instants the controller then plans"
-fresh_db it_jobs_next_pending
-"$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
-SHARDS=2; SHARDS=2 write_conf "$CLUSTER_CONF" "executor: {lease: 10s, heartbeat: 2s}"
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+it_db
+sink_up
+SHARDS=2
+write_exec_conf "$CLUSTER_CONF" "executor: {lease: 10s, heartbeat: 2s}"
 gen_sink_jobs "$NODE_DIR/n.yaml" 1 "unused" t1 jn.every
 sed -i "s|schedule: {cron: \"unused\"}|schedule: {every: 3s}|" "$NODE_DIR/n.yaml"
 gen_sink_jobs "$NODE_DIR/c.yaml" 1 "*/7 * * * * ?" t1 jn.cron
 sed -i "s|schedule: {cron: \"\*/7 \* \* \* \* ?\"}|schedule: {cron: \"*/7 * * * * ?\", spread: 3s, jitter: 5s}|" "$NODE_DIR/c.yaml"
-start_node f1
-wait_until "shards led" 40 all_shards_led
+lead_shards 40 f1
 expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/n.yaml" "$NODE_DIR/c.yaml"
 sleep 5
 nxt() { "$PAL" jobs --next "$2" "$1" --output json | python3 -c 'import json,sys,datetime

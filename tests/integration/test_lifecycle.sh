@@ -6,18 +6,15 @@ source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "G1 and G7 across a job's retirement: palisade delete stops the planning of a live job (its last version ends at the retirement; no instant at or after it stays live), cancels and records what was planned ahead, keeps the history, and a re-apply makes a new version that plans again"
 
-fresh_db it_lifecycle_ctl
-"$PAL" migrate >/dev/null
-SHARDS=2 LOOKAHEAD=5s write_conf "$CLUSTER_CONF"
+it_db lifecycle_ctl
 SHARDS=2
-cat >"$NODE_DIR/jobs.yaml" <<'YAML'
+LOOKAHEAD=5s write_conf "$CLUSTER_CONF"
+apply_jobs apply <<'YAML'
 jobs:
   - {id: lc.gone, schedule: {cron: "* * * * * ?"}, target: {url: "http://127.0.0.1:9/x"}}
   - {id: lc.stays, schedule: {cron: "* * * * * ?"}, target: {url: "http://127.0.0.1:9/x"}}
 YAML
-expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
-start_node h1
-wait_until "shards led" 20 all_shards_led
+lead_shards 20 h1
 ahead() { [ "$(sql "select count(*) from trigger_jobs where job_id = 'lc.gone' and scheduled_at > now() + interval '2 seconds'")" -gt 0 ]; }
 wait_until "the controller plans lc.gone ahead" 20 ahead
 N0=$(sql "select count(*) from trigger_jobs where job_id = 'lc.gone'")

@@ -12,14 +12,12 @@ source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "G5 and G2 for deliberate runs: a manual run or backfill has its own idempotency key, distinct from every scheduled run's and every other request id's, the same across its attempts, status queries and takeovers; a repeated request id creates nothing"
 
-fresh_db it_manual_key
-"$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
-SHARDS=2 write_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
+it_db
+sink_up
 SHARDS=2
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+write_exec_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
 J=key.rerun
-cat >"$NODE_DIR/jobs.yaml" <<YAML
+apply_jobs "apply a job with the default key template" <<YAML
 jobs:
   - id: $J
     schedule: {cron: "* * * * * ?"}
@@ -30,9 +28,7 @@ jobs:
       status_url: http://$SINK_ADDR/effects/{idempotency_key}
     retry: {max_attempts: 5, backoff: {initial: 200ms, max: 1s}}
 YAML
-expect_exit "apply a job with the default key template" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
-start_node m1
-wait_until "shards led" 20 all_shards_led
+lead_shards 20 m1
 
 # T1: the first of three consecutive scheduled instants that succeeded.
 first_of_three() {

@@ -9,8 +9,7 @@ source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "a node restarted within its old session's timeout joins once that session expires; a live node's id is never taken over by a second process"
 
-fresh_db it_idbusy
-"$PAL" migrate >/dev/null
+it_db idbusy
 SHARDS=4
 ZK_SESSION=4s SHARDS=4 write_conf "$CLUSTER_CONF"
 

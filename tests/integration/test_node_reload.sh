@@ -5,10 +5,9 @@ source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "configuration reload: a valid SIGHUP applies the reloadable keys, names restart-only changes, keeps the command-line overrides, and a broken file keeps the running configuration"
 
-fresh_db it_reload
-"$PAL" migrate >/dev/null
-SHARDS=2 write_conf "$CLUSTER_CONF"
+it_db reload
 SHARDS=2
+write_conf "$CLUSTER_CONF"
 start_node h1
 wait_until "node up" 20 all_shards_led
 sed -i 's/scan_interval: 1s/scan_interval: 2s/' "$CLUSTER_CONF"

@@ -12,22 +12,20 @@ source tests/integration/cluster.sh
 guarantee "notify - every event of a job with notify: is delivered at least once, signed, with one webhook id across its redeliveries, whatever the receiver did meanwhile"
 T_START=$(date +%s)
 
-fresh_db it_notify
-"$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
+it_db
+sink_up
 HOOK_PORT=$(free_port)
 HOOK_LOG=$NODE_DIR/hooks.jsonl
 HOOK_PID=
 trap 'stop_all_nodes; stop_sink; [ -n "$HOOK_PID" ] && kill "$HOOK_PID" 2>/dev/null' EXIT
 # the secret the node signs with and the receiver verifies with
 export HOOK_SECRET="whsec_$(head -c 24 /dev/urandom | base64)"
-LOOKAHEAD=2s MISFIRE=4s write_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}" \
+LOOKAHEAD=2s MISFIRE=4s write_exec_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}" \
 	"notify: {interval: 200ms, backoff_max: 2s}" "admin: {public_url: \"https://palisade.example.com/ops/\"}"
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
 DEAD=127.0.0.1:$(free_port) # nothing listens: connection refused
 HOOK="notify: [{on: [failed, manual, misfire, recovered], url: \"http://127.0.0.1:$HOOK_PORT/hooks\", secret: \"\${HOOK_SECRET}\"}]"
 END=$(date -u -d '+12 seconds' +%Y-%m-%dT%H:%M:%SZ)
-cat >"$NODE_DIR/jobs.yaml" <<YAML
+apply_jobs "apply jobs with notify:" <<YAML
 jobs:
   - id: doomed
     schedule: {cron: "*/2 * * * * ?", end: $END}
@@ -59,15 +57,13 @@ jobs:
     target: {url: "http://$DEAD/q", timeout: 1s}
     retry: {max_attempts: 1}
 YAML
-expect_exit "apply jobs with notify:" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
 [ "$T_FAILS" = 0 ] || { echo "$OUT"; finish; exit 1; }
 sed "s|\\\${HOOK_SECRET}|$HOOK_SECRET|" "$NODE_DIR/jobs.yaml" >"$NODE_DIR/literal.yaml"
 expect_exit "a literal secret is refused (65)" 65 "$PAL" validate "$NODE_DIR/literal.yaml"
 expect_match "... saying why" "not the secret itself" "$OUT"
 expect_eq "... and the stored spec holds the reference only" 0 "$(sql "select count(*) from job_versions where spec::text like '%whsec_%'")"
 "$PAL" pause --job held --reason "notify test" >/dev/null
-start_node n1
-wait_until "shards led" 20 all_shards_led || { finish; exit 1; }
+lead_shards 20 n1 || { finish; exit 1; }
 
 # planning poisoned fails (its rows are refused): the controller quarantines it
 sql "alter table triggers add constraint it_poison check (job_ref <> $(sql "select ref from jobs where job_id = 'poisoned'")) not valid" >/dev/null

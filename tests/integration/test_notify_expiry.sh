@@ -11,16 +11,14 @@ source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "notify - a receiver down for less than notify.retention loses nothing; an event expires only after a try at its expiry"
 
-fresh_db it_notify_expiry
-"$PAL" migrate >/dev/null
+it_db
 HOOK_PORT=$(free_port)
 DEAD_PORT=$(free_port)
 HOOK_LOG=$NODE_DIR/hooks.jsonl
 HOOK_PID=
 trap 'stop_all_nodes; [ -n "$HOOK_PID" ] && kill "$HOOK_PID" 2>/dev/null' EXIT
 export HOOK_SECRET="whsec_$(head -c 24 /dev/urandom | base64)"
-write_conf "$CLUSTER_CONF" "notify: {interval: 200ms, backoff_max: 10s, retention: 12s}"
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+write_exec_conf "$CLUSTER_CONF" "notify: {interval: 200ms, backoff_max: 10s, retention: 12s}"
 start_node n1
 wait_until "node up" 20 all_shards_led || { finish; exit 1; }
 row() { # WEBHOOK_ID PORT

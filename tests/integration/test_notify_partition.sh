@@ -8,8 +8,7 @@ source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "notify - recovered is not sent while a partition that failed still fails"
 
-fresh_db it_notify_partition
-"$PAL" migrate >/dev/null
+it_db
 HOOK_PORT=$(free_port)
 SVC_PORT=$(free_port)
 HOOK_LOG=$NODE_DIR/hooks.jsonl
@@ -17,8 +16,7 @@ HOOK_PID= SVC_PID=
 FIXED=$NODE_DIR/fixed
 trap 'stop_all_nodes; for p in $HOOK_PID $SVC_PID; do kill "$p" 2>/dev/null; done' EXIT
 export HOOK_SECRET="whsec_$(head -c 24 /dev/urandom | base64)"
-LOOKAHEAD=2s MISFIRE=10s write_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}" "notify: {interval: 200ms, backoff_max: 2s}"
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+LOOKAHEAD=2s MISFIRE=10s write_exec_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}" "notify: {interval: 200ms, backoff_max: 2s}"
 python3 tests/integration/webhook_receiver.py --port "$HOOK_PORT" --log "$HOOK_LOG" &
 HOOK_PID=$!
 # the service: partition 0 is applied (200), partition 1 always breaks (500)
@@ -36,7 +34,7 @@ ThreadingHTTPServer.request_queue_size = 64
 ThreadingHTTPServer(('127.0.0.1', $SVC_PORT), H).serve_forever()" &
 SVC_PID=$!
 END=$(date -u -d '+16 seconds' +%Y-%m-%dT%H:%M:%SZ)
-cat >"$NODE_DIR/jobs.yaml" <<YAML
+apply_jobs apply <<YAML
 jobs:
   - id: split
     schedule: {cron: "*/2 * * * * ?", end: $END}
@@ -45,9 +43,7 @@ jobs:
     target: {url: "http://127.0.0.1:$SVC_PORT/apply", body: '{"p": {partition}}', timeout: 2s}
     notify: [{on: [failed, recovered], url: "http://127.0.0.1:$HOOK_PORT/hooks", secret: "\${HOOK_SECRET}"}]
 YAML
-expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
-start_node n1
-wait_until "shards led" 20 all_shards_led || { finish; exit 1; }
+lead_shards 20 n1 || { finish; exit 1; }
 ended() { [ "$(sql "select count(*) from trigger_jobs where job_id = 'split' and state not in ('failed', 'succeeded')")" = 0 ] &&
 	[ "$(sql "select count(*) from trigger_jobs where job_id = 'split'")" -ge 6 ]; }
 wait_until "the job's instants have run (its schedule's end)" 40 ended

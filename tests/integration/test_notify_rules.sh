@@ -11,15 +11,13 @@ source tests/integration/cluster.sh
 guarantee "notify - a group's or tenant's notify rule reaches every job of its scope as its own entries would, and a change or removal of the rule reaches them without their files"
 T_START=$(date +%s)
 
-fresh_db it_notify_rules
-"$PAL" migrate >/dev/null
+it_db
 A_PORT=$(free_port)
 B_PORT=$(free_port)
 A_PID= B_PID=
 trap 'stop_all_nodes; for p in $A_PID $B_PID; do kill "$p" 2>/dev/null; done' EXIT
 export HOOK_SECRET="whsec_$(head -c 24 /dev/urandom | base64)"
-write_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}" "notify: {interval: 200ms, backoff_max: 1s}"
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+write_exec_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}" "notify: {interval: 200ms, backoff_max: 1s}"
 DEAD=127.0.0.1:$(free_port) # nothing listens: every call fails
 A="http://127.0.0.1:$A_PORT/hooks"
 B="http://127.0.0.1:$B_PORT/hooks"
@@ -67,8 +65,7 @@ python3 tests/integration/webhook_receiver.py --port "$A_PORT" --log "$NODE_DIR/
 A_PID=$!
 python3 tests/integration/webhook_receiver.py --port "$B_PORT" --log "$NODE_DIR/b.jsonl" &
 B_PID=$!
-start_node n1
-wait_until "shards led" 20 all_shards_led || { finish; exit 1; }
+lead_shards 20 n1 || { finish; exit 1; }
 
 failed_n() { sql "select count(*) from trigger_jobs where job_id = '$1' and state = 'failed'"; }
 fail_all() { # round: trigger each job once and wait for the failures

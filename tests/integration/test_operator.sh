@@ -4,21 +4,9 @@
 # backfills, tickets and the trigger listing.  No executor runs here: the
 # triggers an executor would have moved are put in place with SQL.
 source tests/integration/lib.sh
-# add_attempt TRIGGER COLUMNS VALUES: an attempt row of TRIGGER as an
-# executor writes it (with the trigger's scheduled_at where the schema
-# partitions attempts by it).
-add_attempt() {
-	sql "DO \$\$ BEGIN
-	  IF EXISTS (SELECT 1 FROM information_schema.columns WHERE table_name = 'attempts' AND column_name = 'scheduled_at') THEN
-	    INSERT INTO attempts (trigger_id, scheduled_at, $2) SELECT id, scheduled_at, $3 FROM triggers WHERE id = $1;
-	  ELSE
-	    INSERT INTO attempts (trigger_id, $2) SELECT id, $3 FROM triggers WHERE id = $1;
-	  END IF; END \$\$" >/dev/null
-}
 guarantee "G7: every operator action is a legal edge of the trigger state machine, made by conditional updates that never overwrite an executor's commit, and leaves an audit row with actor, reason, scope and time; G2 for manual runs and backfills (a repeated request id plans nothing new)"
 
-fresh_db it_operator
-"$PAL" migrate >/dev/null || { echo "  migrate failed"; exit 1; }
+it_db || { echo "  migrate failed"; exit 1; }
 export PALISADE_ACTOR=alice@ops
 D=$PALISADE_TEST_TMP/operator
 mkdir -p "$D"

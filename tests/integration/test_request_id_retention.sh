@@ -10,14 +10,7 @@
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "G5 - a repeated request id never makes a second run within retention.request_ids, also after retention dropped the first run's triggers; a re-run before the retention horizon needs --new-effect"
-fresh_db it_request_id_retention
-"$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
-SINK=$PALISADE_BIN/palisade-sink
-old_ranges "3 days"
-SHARDS=1 write_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
-SHARDS=1
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+old_ranges_cluster
 # a manual run made before 046 (its trigger by SQL, as a 0.3.0 node makes
 # it; 046 undone and applied again) is remembered from its triggers
 printf 'jobs:\n  - {id: pre.j, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: {url: "http://127.0.0.1:9/x"}}\n' >"$PALISADE_TEST_TMP/pre.yaml"
@@ -35,8 +28,7 @@ expect_eq "046 remembers the earlier manual run's request id" "1 $(sql "select i
 	printf '  - {id: uk.j, schedule: {cron: "0 0 0 1 1 ? 2099"}, target: {url: "http://127.0.0.1:9/x"}}\n'
 } >"$NODE_DIR/j.yaml"
 expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/j.yaml"
-start_node n1
-wait_until "shards led" 20 all_shards_led
+lead_shards 20 n1
 AT=$(sql "select to_char(('$R2'::timestamptz + interval '1 hour') at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')")
 applied() { sql "select count(*) from sink_ledger where idempotency_key like 'rq.ev/%'"; }
 expect_exit "the event: trigger --at $AT --request-id EVT-1" 0 "$PAL" trigger --config "$CLUSTER_CONF" --job rq.ev --at "$AT" --request-id EVT-1 --reason event

@@ -12,17 +12,15 @@ source tests/integration/cluster.sh
 guarantee "responses - an attempt keeps exactly the named headers and the first keep_body bytes of the answer, truncated flagged, and no byte of a job's secret reaches the database"
 T_START=$(date +%s)
 
-fresh_db it_excerpt
-"$PAL" migrate >/dev/null
+it_db excerpt
 start_badserver "echoing server up"
 SHARDS=2
-write_conf "$CLUSTER_CONF" "executor: {lease: 6s, heartbeat: 1s}"
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+write_exec_conf "$CLUSTER_CONF" "executor: {lease: 6s, heartbeat: 1s}"
 SECRET='Zq9-s3cr3t-v4lue'
 export RESP_SECRET=$SECRET
 base="schedule: {cron: \"0 0 0 1 1 ? 2099\"}, retry: {max_attempts: 1}"
 auth="headers: {Authorization: \"Bearer \${RESP_SECRET}\"}"
-cat >"$NODE_DIR/jobs.yaml" <<YAML
+apply_jobs apply <<YAML
 jobs:
   - {id: resp.cut, $base, target: {url: "http://127.0.0.1:$port/echo?n=10000", $auth, keep_body: 1000, keep_headers: [X-Request-Id, x-echo-auth, X-Request-Id]}}
   - {id: resp.whole, $base, target: {url: "http://127.0.0.1:$port/echo?n=300", $auth}}
@@ -31,10 +29,8 @@ jobs:
   - {id: resp.utf8, $base, target: {url: "http://127.0.0.1:$port/echo?n=300&rep=7000", headers: {Authorization: "a€€€€€€€€€€"}, keep_headers: [X-Request-Id, X-Rep]}}
   - {id: resp.esc, $base, target: {url: "http://127.0.0.1:$port/echo?n=300&rep=7000", headers: {Authorization: "a\\\\b\\tc"}, keep_headers: [X-Request-Id, X-Rep]}}
 YAML
-expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
 expect_exit "a keep_body that is not a size is refused (65)" 65 "$PAL" validate <(sed 's/keep_body: 1000/keep_body: 2GiB/' "$NODE_DIR/jobs.yaml")
-start_node x1
-wait_until "shards led" 20 all_shards_led
+lead_shards 20 x1
 for j in cut whole none rep utf8 esc; do
 	"$PAL" trigger --config "$CLUSTER_CONF" --job "resp.$j" --reason "excerpt test" >/dev/null
 done

@@ -11,20 +11,14 @@ source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "G1 - a resume decides by misfire policy only what its gate held past the threshold; an older backlog is released as it was"
 
-fresh_db it_resume_backlog
-"$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
-SHARDS=2 MISFIRE=3s LOOKAHEAD=1s OVERLAP=2s write_conf "$CLUSTER_CONF"
-SHARDS=2
-cat >"$NODE_DIR/jobs.yaml" <<YAML
+it_db
+sink_up
+# a controller only: no executor runs, the instants wait
+misfire_cluster c1 <<YAML
 jobs:
   - {id: bl.skip, tenant: bl, schedule: {cron: "* * * * * ?"}, misfire: {policy: skip}, target: {url: "http://$SINK_ADDR/effects/skip"}}
   - {id: bl.once, tenant: bl, schedule: {cron: "* * * * * ?"}, misfire: {policy: fire_once}, target: {url: "http://$SINK_ADDR/effects/once"}}
 YAML
-expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
-# a controller only: no executor runs, the instants wait as a backlog
-start_node c1
-wait_until "shards led" 20 all_shards_led
 backlog() { [ "$(sql "select count(*) from trigger_jobs where job_id = 'bl.skip' and state = 'pending' and scheduled_at < now() - interval '5 s'")" -ge 6 ]; }
 wait_until "a backlog of pending instants older than the threshold" 30 backlog
 

@@ -7,13 +7,9 @@ source tests/integration/cluster.sh
 guarantee "G1 + G7 - on resume, instants a pause held past the misfire threshold follow the job's policy (skip: none run, fire_once: one, none when it is older than catchup_window, fire_all: all in the window); each not run is a recorded misfire"
 T_START=$(date +%s)
 
-fresh_db it_resume_misfire
-"$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
-SHARDS=2 MISFIRE=3s LOOKAHEAD=1s OVERLAP=2s write_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
-SHARDS=2
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
-cat >"$NODE_DIR/jobs.yaml" <<YAML
+it_db
+sink_up
+misfire_cluster r1 "lease: 5s, heartbeat: 1s" <<YAML
 jobs:
   - {id: rs.skip, tenant: rs, schedule: {cron: "* * * * * ?"}, misfire: {policy: skip}, target: {url: "http://$SINK_ADDR/effects/skip"}}
   - {id: rs.once, tenant: rs, schedule: {cron: "* * * * * ?"}, misfire: {policy: fire_once}, target: {url: "http://$SINK_ADDR/effects/once"}}
@@ -22,9 +18,6 @@ jobs:
   - {id: rs.manual, tenant: rs, schedule: {cron: "* * * * * ?"}, misfire: {policy: manual}, target: {url: "http://$SINK_ADDR/effects/manual"}}
   - {id: rs.kept, tenant: rs, schedule: {cron: "* * * * * ?"}, misfire: {policy: skip}, target: {url: "http://$SINK_ADDR/effects/kept"}}
 YAML
-expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
-start_node r1
-wait_until "shards led" 20 all_shards_led
 ran() { [ "$(sql "select count(*) from trigger_jobs where job_id like 'rs.%' and state = 'succeeded'")" -ge 8 ]; }
 wait_until "every job runs before the pause" 20 ran
 expect_exit "pause the tenant" 0 "$PAL" pause --tenant rs --reason "resume policy test"

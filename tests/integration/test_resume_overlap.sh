@@ -13,21 +13,15 @@ source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "G1 - an instant held by overlapping pauses past the threshold follows the misfire policy, whichever gate lifts last"
 
-fresh_db it_resume_overlap
-"$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
-SHARDS=2 MISFIRE=3s LOOKAHEAD=1s OVERLAP=2s write_conf "$CLUSTER_CONF"
-SHARDS=2
-cat >"$NODE_DIR/jobs.yaml" <<YAML
+it_db
+sink_up
+# a controller only: no executor runs, the instants wait
+misfire_cluster c1 <<YAML
 jobs:
   - {id: ta.skip, tenant: ta, schedule: {cron: "* * * * * ?"}, misfire: {policy: skip}, target: {url: "http://$SINK_ADDR/effects/ta"}}
   - {id: tb.skip, tenant: tb, schedule: {cron: "* * * * * ?"}, misfire: {policy: skip}, target: {url: "http://$SINK_ADDR/effects/tb"}}
   - {id: tb.late, tenant: tb, schedule: {cron: "* * * * * ?"}, misfire: {policy: skip}, target: {url: "http://$SINK_ADDR/effects/late"}}
 YAML
-expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
-# a controller only: no executor runs, the instants stay pending
-start_node c1
-wait_until "shards led" 20 all_shards_led
 gate_since() { sql "select extract(epoch from since) from gates where scope = '$1'"; }
 expect_exit "pause tenant ta (G1)" 0 "$PAL" pause --tenant ta --reason "first"
 expect_exit "pause job tb.skip (G1)" 0 "$PAL" pause --job tb.skip --reason "first"

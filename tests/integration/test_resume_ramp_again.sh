@@ -7,24 +7,8 @@
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "resume --ramp, a pause mid-ramp, a second resume: nothing lost or doubled, and the second resume releases what it held on its own ramp (0: at once) and counts it"
-fresh_db it_resume_ramp_again
-"$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
-SHARDS=1 MISFIRE=3s LOOKAHEAD=1s OVERLAP=2s write_conf "$CLUSTER_CONF" "executor: {lease: 4s, heartbeat: 1s}"
 SHARDS=1
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
-cat >"$NODE_DIR/jobs.yaml" <<YAML
-jobs:
-  - {id: rp.all, schedule: {cron: "0 0 0 1 1 ? 2099"}, misfire: {policy: fire_all, catchup_window: 1h, max_catchup: 1000}, target: {url: "http://$SINK_ADDR/effects/ramp"}}
-YAML
-expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
-expect_exit "pause the job" 0 "$PAL" pause --job rp.all --reason "ramp test"
-sql "INSERT INTO triggers (job_id, version, scheduled_at, partition, source, tenant, resource_group, due_at, shard)
-     SELECT 'rp.all', 1, t, 0, 'schedule', 'default', 'default', t, 0
-     FROM (SELECT date_trunc('second', now()) - (60 + g) * interval '1 second' AS t
-           FROM generate_series(1, 60) g) x"
-start_node r1
-wait_until "shards led" 20 all_shards_led
+ramp_held 60 r1
 out=$("$PAL" resume --job rp.all --reason "ramp" --ramp 30s --config "$CLUSTER_CONF" --output json)
 echo "$out" | jq -c '{released, misfired, ramp_ms, ramp_until}' | sed 's/^/    | /'
 sleep 6

@@ -16,19 +16,12 @@ source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "G5 - a misfire ticket's backfill runs only what neither ran nor is to run: no instant and partition with two effects"
 
-fresh_db it_resume_ticket_partial
-"$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
-SHARDS=2 MISFIRE=3s LOOKAHEAD=1s OVERLAP=2s write_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
-SHARDS=2
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
-cat >"$NODE_DIR/jobs.yaml" <<YAML
+it_db
+sink_up
+misfire_cluster n1 "lease: 5s, heartbeat: 1s" <<YAML
 jobs:
   - {id: pp.man, tenant: pp, partitions: 2, schedule: {cron: "*/2 * * * * ?"}, misfire: {policy: manual}, target: {url: "http://$SINK_ADDR/effects/pp"}}
 YAML
-expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
-start_node n1
-wait_until "shards led" 20 all_shards_led
 ran() { has "select count(*) from trigger_jobs where job_id = 'pp.man' and state = 'succeeded'"; }
 wait_until "the job runs" 20 ran
 expect_exit "pause" 0 "$PAL" pause --job pp.man --reason test

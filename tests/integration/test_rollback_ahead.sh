@@ -14,23 +14,8 @@ source tests/integration/cluster.sh
 guarantee "a roll-back or shadow makes no call the old system takes over: a trigger claimed ahead is handed back without a call and listed, or listed in flight; none after the roll-back's instant is called"
 T_START=$(date +%s)
 
-fresh_db it_rollback_ahead
-"$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
-SHARDS=1
-write_conf "$CLUSTER_CONF" "executor: {lease: 12s, heartbeat: 500ms, claim_ahead: 3s}"
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
-cat >"$NODE_DIR/jobs.yaml" <<Y
-jobs:
-  - {id: rb.a, schedule: {cron: "*/5 * * * * ?"}, target: {url: "http://$SINK_ADDR/effects/rb.a", timeout: 5s}}
-  - {id: rb.b, schedule: {cron: "*/5 * * * * ?"}, target: {url: "http://$SINK_ADDR/effects/rb.b", timeout: 5s}}
-  - {id: rb.c, schedule: {cron: "*/5 * * * * ?"}, target: {url: "http://$SINK_ADDR/effects/rb.c", timeout: 5s}}
-Y
-"$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml" >/dev/null
-start_node n1
-wait_until "shards led" 20 all_shards_led
+claim_ahead_cluster rb
 
-AHEAD="state = 'running' AND scheduled_at > clock_timestamp() + interval '1.5 s'"
 # JOB FIELD: from the answer in $NODE_DIR/JOB.json
 ans() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$NODE_DIR/$1.json" "$2"; }
 # JOB ID: the unfinished row of trigger ID as "state in_flight", or "absent"

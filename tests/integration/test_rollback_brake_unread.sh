@@ -7,8 +7,7 @@
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "the emergency brake (rollback) is never refused for want of ZooKeeper; what needs to know the controllers' release says so"
-fresh_db it_rollback_brake_unread
-"$PAL" migrate >/dev/null
+it_db
 SHARDS=1
 write_conf "$CLUSTER_CONF"
 cat >"$NODE_DIR/jobs.yaml" <<'JOBS'

@@ -10,12 +10,10 @@ source tests/integration/cluster.sh
 guarantee "a roll-back of a job keeps it in shadow past a step of its group taken before it: the old system, told it runs the job's instants after the roll-back, is the only one that does"
 T_START=$(date +%s)
 
-fresh_db it_rollback_job_step
-"$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
+it_db
+sink_up
 SHARDS=1
-write_conf "$CLUSTER_CONF" "executor: {lease: 4s, heartbeat: 500ms}"
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+write_exec_conf "$CLUSTER_CONF" "executor: {lease: 4s, heartbeat: 500ms}"
 cat >"$NODE_DIR/jobs.yaml" <<Y
 jobs:
   - {id: fs.a, group: g, schedule: {cron: "* * * * * ?"}, target: {url: "http://$SINK_ADDR/effects/fs.a", timeout: 2s}}
@@ -23,8 +21,7 @@ jobs:
 Y
 expect_exit "group g in shadow" 0 "$PAL" shadow --config "$CLUSTER_CONF" --group g --reason "moving"
 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml" >/dev/null
-start_node n1
-wait_until "shards led" 20 all_shards_led || { finish; exit 1; }
+lead_shards 20 n1 || { finish; exit 1; }
 effects_sql() { # JOB FROM [TO]: the query of the effects of JOB's instants in [FROM, TO)
 	echo "select count(*) from sink_effects e join trigger_jobs t on t.id = e.trigger_id
 	      where t.job_id = '$1' and t.scheduled_at >= to_timestamp($2) and t.scheduled_at < to_timestamp(${3:-2000000000})"

@@ -15,22 +15,7 @@ source tests/integration/cluster.sh
 guarantee "a resume after a roll-back or shadow makes no call for an instant handed to the old system"
 T_START=$(date +%s)
 
-fresh_db it_rollback_resume
-"$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
-SHARDS=1
-write_conf "$CLUSTER_CONF" "executor: {lease: 12s, heartbeat: 500ms, claim_ahead: 3s}"
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
-cat >"$NODE_DIR/jobs.yaml" <<Y
-jobs:
-  - {id: rr.a, schedule: {cron: "*/5 * * * * ?"}, target: {url: "http://$SINK_ADDR/effects/rr.a", timeout: 5s}}
-  - {id: rr.b, schedule: {cron: "*/5 * * * * ?"}, target: {url: "http://$SINK_ADDR/effects/rr.b", timeout: 5s}}
-  - {id: rr.c, schedule: {cron: "*/5 * * * * ?"}, target: {url: "http://$SINK_ADDR/effects/rr.c", timeout: 5s}}
-Y
-"$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml" >/dev/null
-start_node n1
-wait_until "shards led" 20 all_shards_led || { finish; exit 1; }
-AHEAD="state = 'running' AND scheduled_at > clock_timestamp() + interval '1.5 s'"
+claim_ahead_cluster rr || { finish; exit 1; }
 called() { sql "select count(*) from sink_effects where trigger_id = $1"; }
 state() { sql "select state from triggers where id = $1"; }
 

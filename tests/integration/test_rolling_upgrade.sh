@@ -7,12 +7,10 @@ source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "G1 + G2 + G3 - a rolling restart of every node under load (ops/rolling-upgrade.sh): no instant missing or doubled, every trigger succeeded, one effect per key"
 
-fresh_db it_rolling
-"$PAL" migrate >/dev/null
-start_sink || { fail "sink starts"; finish; exit 1; }
-SHARDS=8 write_conf "$CLUSTER_CONF" "executor: {lease: 4s, heartbeat: 1s}"
+it_db rolling
+sink_up
 SHARDS=8
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
+write_exec_conf "$CLUSTER_CONF" "executor: {lease: 4s, heartbeat: 1s}"
 gen_sink_jobs "$NODE_DIR/jobs.yaml" 60 "*/2 * * * * ?" t1 roll
 expect_exit "apply 60 jobs" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
 for n in r1 r2 r3; do start_node "$n"; done

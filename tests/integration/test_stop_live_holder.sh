@@ -18,8 +18,7 @@ source tests/integration/cluster.sh
 guarantee "a live pausing or cancelling trigger is left to its executor: resume and cancel never stop a holder that renewed its lease while they ran, and what they leave out is taken later"
 T0=$SECONDS
 
-fresh_db it_stop_live_holder
-"$PAL" migrate >/dev/null
+it_db
 f=$PALISADE_TEST_TMP/stop-jobs.yaml
 cat >"$f" <<'YAML'
 jobs:

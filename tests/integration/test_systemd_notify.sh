@@ -8,8 +8,7 @@ source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "sd_notify: READY=1 after start, WATCHDOG=1 pings only while healthy, RELOADING=1 ... READY=1 around a reload, STOPPING=1 at drain"
 
-fresh_db it_notify
-"$PAL" migrate >/dev/null
+it_db notify
 SHARDS=2 write_conf "$CLUSTER_CONF"
 SOCK=$NODE_DIR/notify.sock
 MSGS=$NODE_DIR/notify.log

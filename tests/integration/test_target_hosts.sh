@@ -18,8 +18,7 @@
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "a job calls and notifies only the hosts its tenant was given: a token limited to a tenant cannot make the executor read the node's admin port or an internal service and hand the answer back through keep_body"
-fresh_db it_target_hosts
-"$PAL" migrate >/dev/null
+it_db
 # listen.py PORT FILE: answers every request 200 {"internal": "data"} and
 # records its method and path
 cat >"$NODE_DIR/listen.py" <<'PY'
@@ -43,10 +42,9 @@ python3 "$NODE_DIR/listen.py" "$LPORT" "$NODE_DIR/calls.txt" & LPID=$!
 python3 "$NODE_DIR/listen.py" "$IPORT" "$NODE_DIR/internal.txt" & IPID=$!
 trap 'kill $LPID $IPID 2>/dev/null; stop_all_nodes' EXIT
 export RED_WHSEC=whsec_cmVkLXdlYmhvb2stc2VjcmV0
-SHARDS=2 write_conf "$CLUSTER_CONF" \
+SHARDS=2 write_exec_conf "$CLUSTER_CONF" \
 	"executor: {lease: 5s, heartbeat: 1s, target_hosts: {red: [\"127.0.0.1:$LPORT\"], blue: [\"127.0.0.1:$IPORT\", \"*.blue.example\"]}}" \
 	"notify: {interval: 200ms}"
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
 out=$("$PAL" token create --name admin-red --role admin --tenant red) || fail "token create"
 TOK=$(tail -1 <<<"$out")
 start_node x1

@@ -15,8 +15,7 @@
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "a render skip counts for the job version it was recorded against, and not past the node's restart: a fixed version or a fixed node sends the job's instants"
-fresh_db it_target_hosts_fixed_version
-"$PAL" migrate >/dev/null
+it_db
 LPORT=$(free_port)
 IPORT=$(free_port)
 RPORT=$(free_port)
@@ -25,9 +24,8 @@ python3 -m http.server --bind 127.0.0.1 --directory "$NODE_DIR" "$IPORT" >"$NODE
 python3 -m http.server --bind 127.0.0.1 --directory "$NODE_DIR" "$LPORT" >"$NODE_DIR/http2.log" 2>&1 & LPID=$!
 python3 -m http.server --bind 127.0.0.1 --directory "$NODE_DIR" "$RPORT" >"$NODE_DIR/http3.log" 2>&1 & RPID=$!
 trap 'kill $IPID $LPID $RPID 2>/dev/null; stop_all_nodes' EXIT
-SHARDS=2 write_conf "$CLUSTER_CONF" \
+SHARDS=2 write_exec_conf "$CLUSTER_CONF" \
 	"executor: {lease: 5s, heartbeat: 1s, target_hosts: {red: [\"127.0.0.1:$LPORT\"]}}"
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
 start_node x1
 wait_until "node x1 ready" 30 node_ready x1
 job() { printf 'jobs:\n  - id: %s\n    tenant: red\n    schedule: {cron: "0/2 * * * * ?"}\n    target:\n      url: http://127.0.0.1:%s/x\n      method: GET\n' "$1" "$2" >"$NODE_DIR/$1.yaml"; }

@@ -11,8 +11,7 @@
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "an operator's group notify rule reaches its hook for the jobs of every tenant, while a tenant's own notify url is still bound to its tenant's hosts"
-fresh_db it_target_hosts_group_rule
-"$PAL" migrate >/dev/null
+it_db
 cat >"$NODE_DIR/listen.py" <<'PY'
 import http.server, sys
 class H(http.server.BaseHTTPRequestHandler):
@@ -31,10 +30,9 @@ python3 "$NODE_DIR/listen.py" "$LPORT" "$NODE_DIR/red.txt" & LPID=$!
 python3 "$NODE_DIR/listen.py" "$OPORT" "$NODE_DIR/ops.txt" & OPID=$!
 trap 'kill $LPID $OPID 2>/dev/null; stop_all_nodes' EXIT
 export OPS_WHSEC=whsec_cmVkLXdlYmhvb2stc2VjcmV0
-SHARDS=2 write_conf "$CLUSTER_CONF" \
+SHARDS=2 write_exec_conf "$CLUSTER_CONF" \
 	"executor: {lease: 5s, heartbeat: 1s, target_hosts: {red: [\"127.0.0.1:$LPORT\"]}, secrets: {red: [\"OPS_WHSEC\"]}}" \
 	"notify: {interval: 200ms}"
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
 cat >"$NODE_DIR/jobs.yaml" <<YAML
 notify_rules:
   - group: reports

@@ -13,16 +13,14 @@
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "every instant of a job no live executor node may send ends manual with a ticket within seconds, not only the first"
-fresh_db it_target_hosts_nowhere
-"$PAL" migrate >/dev/null
+it_db
 LPORT=$(free_port)
 IPORT=$(free_port)
 python3 -m http.server --bind 127.0.0.1 "$IPORT" >"$NODE_DIR/http.log" 2>&1 & IPID=$!
 trap 'kill $IPID 2>/dev/null; stop_all_nodes' EXIT
 export BLUE_KEY=k
-SHARDS=2 write_conf "$CLUSTER_CONF" \
+SHARDS=2 write_exec_conf "$CLUSTER_CONF" \
 	"executor: {lease: 5s, heartbeat: 1s, target_hosts: {red: [\"127.0.0.1:$LPORT\"]}, secrets: {blue: [BLUE_KEY]}}"
-sed -i 's/roles: \[controller\]/roles: [controller, executor]/' "$CLUSTER_CONF"
 start_node x1
 ready() { [ "$(curl -s -o /dev/null -w '%{http_code}' "http://${NODE_ADMIN[x1]}/readyz")" = 200 ]; }
 wait_until "node x1 ready" 30 ready

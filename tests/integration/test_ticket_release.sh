@@ -8,10 +8,9 @@ source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "operator intent - a ticket's allowed action resolves it: release ends the quarantine it names"
 
-fresh_db it_ticket_release
-"$PAL" migrate >/dev/null
-SHARDS=1 write_conf "$CLUSTER_CONF"
+it_db
 SHARDS=1
+write_conf "$CLUSTER_CONF"
 {
 	echo "jobs:"
 	for j in poison qz.good1; do
