@@ -161,7 +161,7 @@ void pal_api__h_job_trigger(call *c)
 	/* the pauses that hold the run until their resume (written already:
 	 * a failed read of them leaves the field out) */
 	json_t *held = NULL;
-	if (pal_store_job_held_json(c->api->st, job, &held, err, sizeof err))
+	if (pal_store_job_held_json(c->api->st, r.ids, &held, err, sizeof err))
 		held = NULL;
 	char ts[32];
 	pal_fmt_rfc3339(r.at, ts, sizeof ts);

@@ -274,7 +274,7 @@ int pal_cmd_trigger(int argc, char **argv)
 	/* the pauses that hold it (the run is written: a failed read only
 	 * leaves the note out) */
 	json_t *held = NULL;
-	if (!rc && pal_store_job_held_json(st, job, &held, err, sizeof err))
+	if (!rc && pal_store_job_held_json(st, r.ids, &held, err, sizeof err))
 		held = NULL;
 	pal_store_close(st);
 	if (rc) {

@@ -446,17 +446,29 @@ int pal_store_unknown_at(pal_store *st, const char *job_id, int64_t at, json_t *
 	return pal_store_unknown_in(st, job_id, at, at, out, err, errlen);
 }
 
-int pal_store_job_held_json(pal_store *st, const char *job_id, json_t **out, char *err,
+int pal_store_job_held_json(pal_store *st, const json_t *trigger_ids, json_t **out, char *err,
 			    size_t errlen)
 {
-	const char *p[] = { job_id };
-	return pal__store_query_json(
+	/* the claim's own gate test, on the group and tenant each trigger row
+	 * was written with (the active version's: an applied move to another
+	 * group or tenant counts from its activation) */
+	char *ids = json_dumps(trigger_ids, JSON_COMPACT | JSON_ENCODE_ANY);
+	if (!ids) {
+		snprintf(err, errlen, "out of memory");
+		return PAL_ENOMEM;
+	}
+	const char *p[] = { ids };
+	int rc = pal__store_query_json(
 	    st,
 	    "SELECT coalesce(json_agg(json_build_object('scope', g.scope, 'since', " TS("g.since") ","
 	    "  'reason', g.reason) ORDER BY g.scope), '[]')::text"
-	    " FROM jobs j JOIN gates g ON g.paused AND g.scope IN ('global', 'job:' || j.job_id,"
-	    "  'group:' || j.resource_group, 'tenant:' || j.tenant) WHERE j.job_id = $1",
+	    " FROM gates g WHERE g.paused AND EXISTS (SELECT 1 FROM triggers t"
+	    "  WHERE t.id IN (SELECT value::bigint FROM json_array_elements_text($1::json))"
+	    "  AND g.scope IN ('global', 'job:' || t.job_id, 'group:' || t.resource_group,"
+	    "   'tenant:' || t.tenant))",
 	    1, p, out, err, errlen);
+	free(ids);
+	return rc;
 }
 
 int pal_store_job_retired(pal_store *st, const char *job_id, bool *retired, char *err,
