@@ -63,6 +63,7 @@
 #include "palisade/listen.h"
 #include "palisade/log.h"
 #include "palisade/secret.h"
+#include "palisade/version.h"
 
 #define BODY_MAX 65536		/* bytes of request body we are willing to read */
 #define API_BODY_MAX (4u << 20) /* an /api/v1 body: a job file may be 4 MiB */
@@ -132,6 +133,16 @@ static enum MHD_Result queue(struct MHD_Connection *conn, unsigned code, struct 
 	return ret;
 }
 
+/* R (may be NULL) with the Palisade-Version header when API: every answer
+ * under /api/v1 names the node's release, those the listener gives itself
+ * (a refusal, a body too large, no API) as well as the API's own. */
+static struct MHD_Response *versioned(struct MHD_Response *r, bool api)
+{
+	if (r != NULL && api)
+		MHD_add_response_header(r, "Palisade-Version", PALISADE_VERSION);
+	return r;
+}
+
 static enum MHD_Result respond(struct MHD_Connection *conn, unsigned code, const char *ctype,
 			       char *body, size_t len, bool owned)
 {
@@ -152,8 +163,10 @@ static enum MHD_Result respond_too_big(struct MHD_Connection *conn, bool api)
 	static const char problem[] =
 	    "{\"type\": \"urn:palisade:problem:too-big\", \"title\": \"Request body too large\","
 	    " \"status\": 413, \"detail\": \"an /api/v1 body is at most 4 MiB\"}";
-	return respond(conn, MHD_HTTP_CONTENT_TOO_LARGE, "application/problem+json",
-		       (char *)problem, sizeof problem - 1, false);
+	return queue(conn, MHD_HTTP_CONTENT_TOO_LARGE,
+		     versioned(new_response("application/problem+json", (char *)problem,
+					    sizeof problem - 1, false),
+			       true));
 }
 
 /* The status object from the callback, or NULL when there is none. */
@@ -676,8 +689,9 @@ static enum MHD_Result refuse(const pal_admin *a, struct MHD_Connection *conn, c
 	pal_log(is_write_route(url) ? PAL_LOG_WARN : PAL_LOG_DEBUG, "admin.refused",
 		"{s:s, s:s, s:s, s:i, s:s}", "client", client, "method", method, "path", url,
 		"status", (int)code, "reason", why);
-	struct MHD_Response *r =
-	    new_response("text/plain; charset=utf-8", (char *)why, strlen(why), false);
+	struct MHD_Response *r = versioned(
+	    new_response("text/plain; charset=utf-8", (char *)why, strlen(why), false),
+	    is_api_path(url));
 	if (r != NULL && code == MHD_HTTP_UNAUTHORIZED)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
 					"Bearer realm=\"palisade\"");
@@ -722,8 +736,13 @@ static char *canonical_query(struct MHD_Connection *conn)
 static enum MHD_Result api_route(pal_admin *a, struct MHD_Connection *conn, const char *url,
 				 const char *method, const request *req)
 {
-	if (a->api == NULL)
-		return respond_text(conn, MHD_HTTP_NOT_FOUND, "no API on this node\n");
+	if (a->api == NULL) {
+		static const char none[] = "no API on this node\n";
+		return queue(conn, MHD_HTTP_NOT_FOUND,
+			     versioned(new_response("text/plain; charset=utf-8", (char *)none,
+						    sizeof none - 1, false),
+				       true));
+	}
 	char client[80];
 	client_addr(conn, client, sizeof client);
 	pal_api_request ar = {.method = method,
@@ -781,8 +800,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*con_cls = req;
 		const char *smuggled = pal_httpguard_head(a->guard, conn);
 		if (smuggled != NULL) {
-			struct MHD_Response *r = new_response(
-			    "text/plain; charset=utf-8", (char *)smuggled, strlen(smuggled), false);
+			struct MHD_Response *r =
+			    versioned(new_response("text/plain; charset=utf-8", (char *)smuggled,
+						   strlen(smuggled), false),
+				      is_api_path(url));
 			pal_httpguard_close_after(r);
 			return queue(conn, MHD_HTTP_BAD_REQUEST, r);
 		}
