@@ -287,6 +287,16 @@ static bool set_defines(void *ctx, const char *id)
 
 static const char *const outcome_word[] = {"created", "updated", "unchanged"};
 
+/* ?prune_prefix=P echoed in the answer OUT ("prune_prefix": P): a node that
+ * drops the argument (0.3.0) answers without it, and the CLI, which may have
+ * asked another node behind a balancer for the release, tells them apart. */
+static void echo_prefix(call *c, json_t *out)
+{
+	const char *x = pal_api__query(c, "prune_prefix");
+	if (x)
+		json_object_set_new(out, "prune_prefix", json_string(x));
+}
+
 /* ?prune=true: the live stored jobs SET does not define go (as `apply
  * --prune`), which only an unlimited token may ask (they may be any
  * tenant's).  *PRUNE says whether it was asked; false with a problem. */
@@ -559,6 +569,7 @@ static void apply_set(call *c, const pal_jobset *set, const char *why, bool prun
 						   "version", gres[i].version));
 			json_object_set_new(c->out, "retired", ret);
 			json_object_set(c->out, "kept", kept);
+			echo_prefix(c, c->out);
 			json_object_set_new(c->out, "late_cancelled", json_integer(late));
 			json_object_set_new(c->out, "settling", json_boolean(pending > 0));
 		}
@@ -836,6 +847,7 @@ static void diff_set(call *c, pal_jobset *set, int64_t from, int count, int64_t 
 			json_array_append_new(ids, json_string(gone->pdata[i]));
 		json_object_set_new(out, "would_retire", ids);
 		json_object_set(out, "kept", kept);
+		echo_prefix(c, out);
 		g_ptr_array_unref(gone);
 	}
 	json_decref(kept);

@@ -555,8 +555,24 @@ static int apply_remote(const pal_cli_common *c, int n, char **files, const char
 	    g_strdup_printf("/api/v1/apply?dry_run=%s&reason=%s&file=%s%s%s%s",
 			    dry ? "true" : "false", q_reason, q_file, prune ? "&prune=true" : "",
 			    q_prefix ? "&prune_prefix=" : "", q_prefix ? q_prefix : "");
-	ec = pal_cli_remote(c, "apply", "POST", path, "application/yaml", text, len);
+	json_t *ans = NULL;
+	ec = pal_cli_remote_call(c, "apply", "POST", path, "application/yaml", text, len, &ans);
 	g_free(path);
+	/* what was pruned is the answer's word: a balancer may have passed the
+	 * request to another node than the one that named its release */
+	if (!ec && prefix &&
+	    g_strcmp0(json_string_value(json_object_get(ans, "prune_prefix")), prefix)) {
+		pal_cli_err("apply",
+			    "--prune-prefix was asked, but the node's answer names no prune_prefix "
+			    "(a node older than 0.4.0, behind a balancer?): %s; run it again "
+			    "against a 0.4.0 node's own admin listener",
+			    dry ? "the dry run below shows no retirement"
+				: "the file WAS applied and nothing was retired");
+		ec = PAL_EXIT_SOFTWARE;
+	}
+	if (ans)
+		pal_cli_print_answer(c, ans);
+	json_decref(ans);
 	g_free(text);
 	g_free(q_reason);
 	g_free(q_file);
