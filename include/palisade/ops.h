@@ -197,7 +197,8 @@ typedef struct pal_backfill_result {
 	int64_t rows;      /* trigger rows wanted (instants x partitions) */
 	int64_t inserted;  /* rows inserted now (conflicts with an earlier run excluded) */
 	int64_t unknown;   /* instants with an unknown outcome run again (NEW_EFFECT) */
-	char refused[24];  /* PAL_ESTALE: "unknown-outcome" or "job-retired" */
+	char refused[24];  /* PAL_ESTALE: "unknown-outcome", "scheduled-instant" or
+			      "job-retired" */
 	int64_t ran;       /* a ticket's backfill: rows left out, their (instant, partition)
 			      ran or is to run (pal__ops_backfill_in_tx UNRUN_ONLY) */
 } pal_backfill_result;
@@ -213,7 +214,9 @@ typedef struct pal_backfill_result {
  * PAL_ESTALE (res->refused says why, ERR names the instants) when the job
  * is retired, or when an instant of the backfill had a trigger whose
  * outcome is unknown (pal_store_unknown_in; those of REQUEST_ID do not
- * count), or lies before the retention horizon, or when REQUEST_ID is
+ * count), or lies before the retention horizon, or for a job with
+ * `after` is one the dependency planner has not decided yet (refused
+ * "scheduled-instant", as `trigger --at`), or when REQUEST_ID is
  * remembered in request_ids as a backfill's whose triggers retention
  * dropped, unless NEW_EFFECT.  PAL_EINVAL when REQUEST_ID is a manual
  * run's.  The request id is kept in request_ids (version 0).  The checks

@@ -253,6 +253,9 @@ static bool backfill_refused(call *c, int rc, const pal_backfill_result *r, cons
 		return false;
 	if (!strcmp(r->refused, "job-retired"))
 		pal_api__problem(c, 409, "job-retired", "The job is retired", "%s", err);
+	else if (!strcmp(r->refused, "scheduled-instant"))
+		pal_api__problem(c, 409, "scheduled-instant",
+				 "The scheduler runs an instant of the range", "%s", err);
 	else
 		pal_api__problem(c, 409, "unknown-outcome",
 				 "An earlier attempt at an instant has an unknown outcome", "%s", err);

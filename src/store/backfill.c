@@ -15,7 +15,9 @@
  * run twice), and, unless new_effect, an instant whose earlier trigger has
  * an unknown outcome (pal_store_unknown_in, the predicate `trigger --at`
  * uses): a backfill's key is new, so the service could apply it twice.
- * Also unless new_effect: a request id whose earlier backfill retention
+ * Also unless new_effect: an instant of a version with `after` that the
+ * dependency planner has not decided yet (pal__ops_after_undecided, the
+ * predicate `trigger --at` uses: it runs the job there itself), a request id whose earlier backfill retention
  * dropped (check_remembered), and an instant before the retention horizon
  * (check_horizon), where neither can be ruled out any more.  The request
  * id is kept in request_ids (sql/046), version 0 marking a backfill's.
@@ -291,6 +293,67 @@ int pal__ops_upstream_versions(pal_store *st, json_t *versions, json_t **out, ch
 	return rc;
 }
 
+int pal__ops_after_undecided(pal_store *st, const char *job_id, const char *ats, int64_t *n,
+			     int64_t *first, char *err, size_t errlen)
+{
+	*n = *first = 0;
+	const char *p[] = { job_id, ats };
+	PGresult *r = pal__store_query(
+	    st,
+	    "SELECT count(*), coalesce(min(u.a), 0) FROM unnest($2::bigint[]) AS u(a)"
+	    " WHERE to_timestamp(u.a) > coalesce((SELECT watermark FROM after_watermarks"
+	    "  WHERE job_id = $1), '-infinity')"
+	    " AND to_timestamp(u.a) > (SELECT min(effective_from) FROM job_versions"
+	    "  WHERE job_id = $1 AND spec ? 'after')"
+	    " AND NOT EXISTS (SELECT 1 FROM triggers WHERE job_id = $1 AND request_id IS NULL"
+	    "  AND scheduled_at = to_timestamp(u.a))"
+	    " AND NOT EXISTS (SELECT 1 FROM misfires WHERE job_id = $1"
+	    "  AND reason IN ('upstream_failed', 'upstream_late')"
+	    "  AND range_from <= to_timestamp(u.a) AND range_to >= to_timestamp(u.a))",
+	    2, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	*n = pal__ops_val_i64(r, 0, 0);
+	*first = pal__ops_val_i64(r, 0, 1);
+	PQclear(r);
+	return PAL_OK;
+}
+
+/* The instants of PL owned by a version with `after` that the dependency
+ * planner has not decided yet (pal__ops_after_undecided): it runs the job
+ * there under its own key once the upstreams end, so a backfill would be a
+ * second effect.  Refused (PAL_ESTALE, "scheduled-instant", as `trigger
+ * --at` refuses one) unless NEW_EFFECT. */
+static int check_undecided(pal_store *st, const char *job_id, const pal_backfill_plan *pl,
+			   bool new_effect, pal_backfill_result *res, char *err, size_t errlen)
+{
+	if (new_effect)
+		return PAL_OK;
+	pal_pgarr as;
+	pal__pgarr_init(&as);
+	size_t k = 0;
+	for (size_t i = 0; i < pl->n; i++)
+		if (pl->v[i].after)
+			pal__pgarr_i64(&as, pl->v[i].at), k++;
+	char *aa = pal__pgarr_end(&as);
+	int64_t n = 0, first = 0;
+	int rc = k ? pal__ops_after_undecided(st, job_id, aa, &n, &first, err, errlen) : PAL_OK;
+	g_free(aa);
+	if (rc || !n)
+		return rc;
+	char fs[32];
+	pal_fmt_rfc3339(first, fs, sizeof fs);
+	snprintf(res->refused, sizeof res->refused, "scheduled-instant");
+	snprintf(err, errlen,
+		 "backfill of job %s: %lld instant(s), the first at %s, are instants of its "
+		 "upstream (after:) that the dependency planner has not decided yet: it runs the "
+		 "job there under its own key once the upstream ends, and a backfill would make a "
+		 "second effect; nothing was written; hint: end the range before %s, or "
+		 "--new-effect (API \"new_effect\": true) to run them twice on purpose",
+		 job_id, (long long)n, fs, fs);
+	return PAL_ESTALE;
+}
+
 /* Insert a backfill of JOB_ID in the open transaction (no audit). */
 int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int64_t to,
 			    int64_t max, const char *request_id, bool new_effect, bool unrun_only,
@@ -353,6 +416,7 @@ int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int
 	/* the unknown outcomes still kept before the horizon: a refusal for
 	 * those names them, with their tickets */
 	if ((rc = check_remembered(st, job_id, request_id, new_effect, res, err, errlen)) ||
+	    (rc = check_undecided(st, job_id, &pl, new_effect, res, err, errlen)) ||
 	    (rc = check_unknown(st, job_id, from, to, &pl, request_id, new_effect, res, err,
 				errlen)) ||
 	    (!unrun_only && !new_effect &&

@@ -73,10 +73,8 @@ typedef struct run_ctx {
  * what is not planned yet).  A version with `after` has its first
  * upstream's instants (pal_backfill_instants_after, as the dependency
  * planner decides them); for one of those, a past instant too while the
- * dependency planner has not decided it (after the job's first activation
- * with `after`, where that planner starts, above its after_watermarks row,
- * with neither a trigger nor an upstream_* misfire of the job at it):
- * it plans the job's trigger there once its upstreams end (*WAITS_UPSTREAM).
+ * dependency planner has not decided it (pal__ops_after_undecided, the
+ * predicate a backfill checks too): it plans the job's trigger there once its upstreams end (*WAITS_UPSTREAM).
  */
 static int coming_instant(pal_store *st, const run_ctx *c, int64_t now, bool *scheduled,
 			  bool *waits_upstream, char *err, size_t errlen)
@@ -104,23 +102,10 @@ static int coming_instant(pal_store *st, const run_ctx *c, int64_t now, bool *sc
 	*scheduled = inst && c->at > now;
 	if (*scheduled || !after)
 		return PAL_OK;
-	char at[24];
-	pal__ops_i64s(at, sizeof at, c->at);
-	const char *p[] = { c->job_id, at };
-	int64_t undecided;
-	if ((rc = pal__ops_query_i64(
-		 st,
-		 "SELECT count(*) FROM (SELECT to_timestamp($2::bigint) AS t) a"
-		 " WHERE a.t > coalesce((SELECT watermark FROM after_watermarks"
-		 "  WHERE job_id = $1), '-infinity')"
-		 " AND a.t > (SELECT min(effective_from) FROM job_versions WHERE job_id = $1"
-		 "  AND spec ? 'after')"
-		 " AND NOT EXISTS (SELECT 1 FROM triggers WHERE job_id = $1 AND request_id IS NULL"
-		 "  AND scheduled_at = a.t)"
-		 " AND NOT EXISTS (SELECT 1 FROM misfires WHERE job_id = $1"
-		 "  AND reason IN ('upstream_failed', 'upstream_late')"
-		 "  AND range_from <= a.t AND range_to >= a.t)",
-		 2, p, &undecided, err, errlen)))
+	char ats[32];
+	snprintf(ats, sizeof ats, "{%lld}", (long long)c->at);
+	int64_t undecided, first;
+	if ((rc = pal__ops_after_undecided(st, c->job_id, ats, &undecided, &first, err, errlen)))
 		return rc;
 	*scheduled = *waits_upstream = undecided > 0;
 	return PAL_OK;
