@@ -456,6 +456,25 @@ static int64_t count_from(const pjob *j, int64_t t, int64_t last)
 	return n;
 }
 
+/* Instants of the brand-new job J, activated at pend_since, up to the
+ * WATERMARK, counted (walked, up to MAX + 1, when its schedule has
+ * exclusions). */
+static int64_t fresh_rows(pjob *j, int64_t watermark, int64_t max)
+{
+	int64_t keep = j->t_eff, n = 0, f, l;
+	const pversion *v;
+	j->t_eff = j->pend_since;
+	if (!count_run(j, j->pend_since, watermark, &n, &f, &l, &v)) {
+		bool ex;
+		n = 0;
+		for (int64_t t = next_after(j, j->pend_since, true, &ex); t <= watermark && n <= max;
+		     t = next_after(j, t, true, &ex))
+			n++;
+	}
+	j->t_eff = keep;
+	return n;
+}
+
 /* Up to N catch-up triggers: the instants of J after A, in order. */
 static int add_catchups(pal_plan_batch *b, pjob *j, int64_t a, int64_t n)
 {
@@ -1308,6 +1327,17 @@ int pal_planner_tick(pal_planner *p, int64_t watermark, int64_t now, pal_plan_ba
 	 * deferring changes when the row is written, not what is planned: it
 	 * has no instant in (pend_since, horizon] until it is activated. */
 	int quota = p->hold_deferred ? 0 : p->cfg.max_activations_per_tick;
+	/* A brand-new job activated below the watermark has its instants up
+	 * to the watermark planned in the activating tick, whole (the merge
+	 * does not stop inside them: committed with its activation, a part
+	 * of them would be all a new leader knows).  So that a large apply
+	 * does not make one huge tick, new jobs are activated while their
+	 * rows below the watermark fit in the row cap; the others wait for
+	 * the next tick, activated as of pend_since all the same (their
+	 * instants that come due meanwhile are planned late, or past the
+	 * threshold through the misfire policy).  The first one of a tick is
+	 * activated whatever its count. */
+	int64_t fresh = 0, fresh_max = p->cfg.max_rows_per_tick;
 	for (size_t i = 0; !rc && p->n_pending && i < p->n; i++) {
 		pjob *j = p->heap[i];
 		if (!has_pending(j))
@@ -1325,6 +1355,12 @@ int pal_planner_tick(pal_planner *p, int64_t watermark, int64_t now, pal_plan_ba
 				if (quota <= 0)
 					continue;
 				quota--;
+			}
+			if (!j->touched && watermark != PAL_NO_TIME && j->pend_since < watermark) {
+				int64_t n = fresh_rows(j, watermark, fresh_max);
+				if (fresh && fresh + n > fresh_max)
+					continue;
+				fresh += n ? n : 1;
 			}
 		}
 		rc = touch(p, j);
@@ -1383,9 +1419,12 @@ int pal_planner_tick(pal_planner *p, int64_t watermark, int64_t now, pal_plan_ba
 			t_push(&th, j);
 	}
 
-	/* Merge the remaining instants in time order, under the row cap. */
+	/* Merge the remaining instants in time order, under the row cap; but
+	 * for the instants up to the watermark of a version taking over below
+	 * it (t_fresh), planned whole (see above). */
 	while (th.n) {
-		if (b->n_trig >= (size_t)p->cfg.max_rows_per_tick) {
+		if (b->n_trig >= (size_t)p->cfg.max_rows_per_tick &&
+		    (watermark == PAL_NO_TIME || !th.h[0]->t_fresh || th.h[0]->t_next > watermark)) {
 			b->complete = false;
 			break;
 		}

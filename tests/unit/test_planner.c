@@ -124,6 +124,54 @@ static void test_planner_new_job_below_watermark_plans_from_activation(void **st
 	pal_planner_free(p);
 }
 
+/* New jobs whose instants up to the watermark pass the row cap (40): a
+ * tick activates them while those rows fit, plans each one's whole (none
+ * left to memory alone: the activation commits with them), and leaves the
+ * others for the next tick, activated as of the same instant.  A job alone
+ * over the cap is activated and planned whole up to the watermark. */
+static void test_planner_new_jobs_over_row_cap_activate_in_slices(void **st)
+{
+	pal_planner_config c = cfg;
+	c.lookahead_s = 30;
+	c.max_rows_per_tick = 40;
+	pal_planner *p = pal_planner_new(0, &c);
+	put1(p, spec("a.one", "* * * * * ?", PAL_MISFIRE_SKIP), 1, PAL_NO_TIME, 1030);
+	put1(p, spec("a.two", "* * * * * ?", PAL_MISFIRE_SKIP), 1, PAL_NO_TIME, 1030);
+	put1(p, spec("a.three", "* * * * * ?", PAL_MISFIRE_SKIP), 1, PAL_NO_TIME, 1030);
+	pal_plan_batch b = { 0 };
+	int64_t wm = 1030;
+	for (int tick = 0; tick < 3; tick++) {
+		assert_int_equal(pal_planner_tick(p, wm, 1001 + tick, &b), 0);
+		/* one activation per tick, at the tick that first saw them */
+		assert_int_equal(b.n_act, 1);
+		assert_int_equal(b.act[0].effective_from, 1001);
+		assert_int_equal(b.n_mis, 0);
+		/* its instants 1002..watermark, each once */
+		int64_t want = 1002;
+		for (size_t i = 0; i < b.n_trig; i++)
+			if (!strcmp(b.trig[i].job_id, b.act[0].job_id))
+				assert_int_equal(b.trig[i].at, want++);
+		assert_true(want > wm);
+		assert_true(b.watermark >= wm);
+		wm = b.watermark;
+		pal_planner_commit(p, &b);
+	}
+	assert_int_equal(pal_planner_pending(p), 0);
+	pal_planner_free(p);
+
+	c.max_rows_per_tick = 10;
+	p = pal_planner_new(0, &c);
+	put1(p, spec("a.big", "* * * * * ?", PAL_MISFIRE_SKIP), 1, PAL_NO_TIME, 1030);
+	assert_int_equal(pal_planner_tick(p, 1030, 1001, &b), 0);
+	assert_int_equal(b.n_act, 1);
+	assert_int_equal(b.n_trig, 29); /* 1002..1030, past the cap of 10 */
+	for (size_t i = 0; i < b.n_trig; i++)
+		assert_int_equal(b.trig[i].at, 1002 + (int64_t)i);
+	assert_int_equal(b.watermark, 1030);
+	pal_plan_batch_free(&b);
+	pal_planner_free(p);
+}
+
 static void test_planner_uncommitted_tick_is_repeated(void **st)
 {
 	pal_planner *p = pal_planner_new(0, &cfg);
@@ -1422,6 +1470,7 @@ int main(void)
 		cmocka_unit_test(test_planner_shares_schedules_and_zones),
 		cmocka_unit_test(test_planner_failing_job_is_left_out_alone),
 		cmocka_unit_test(test_planner_new_job_below_watermark_plans_from_activation),
+		cmocka_unit_test(test_planner_new_jobs_over_row_cap_activate_in_slices),
 		cmocka_unit_test(test_planner_uncommitted_tick_is_repeated),
 		cmocka_unit_test(test_planner_rescan_below_watermark_is_not_a_misfire),
 		cmocka_unit_test(test_planner_misfire_skip_records_all),
