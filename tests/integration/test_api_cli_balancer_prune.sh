@@ -47,10 +47,10 @@ python3 "$PALISADE_TEST_TMP/lb.py" "$LB_PORT" "${NODE_ADMIN[n1]}" "${NODE_ADMIN[
 LB_PID=$!
 wait_until "balancer up" 10 curl -sf -o /dev/null "http://127.0.0.1:$LB_PORT/api/v1/openapi.json"
 AD=$("$PAL" token create --name ad --role admin | tail -1)
-printf 'jobs:\n  - {id: team.a, schedule: {cron: "0 0 3 * * ?"}, target: {url: "http://127.0.0.1:9/x"}}\n  - {id: team.b, schedule: {cron: "0 0 3 * * ?"}, target: {url: "http://127.0.0.1:9/x"}}\n' >"$PALISADE_TEST_TMP/t2.yaml"
-expect_exit "team.a and team.b applied (0.3.0 CLI)" 0 "$OLD_PAL" apply "$PALISADE_TEST_TMP/t2.yaml"
-printf 'jobs:\n  - {id: team.a, schedule: {cron: "0 0 3 * * ?"}, target: {url: "http://127.0.0.1:9/x"}}\n' >"$PALISADE_TEST_TMP/t1.yaml"
-lb() { env -u PALISADE_PG PALISADE_TOKEN="$AD" "$PAL" "$@" --server "http://127.0.0.1:$LB_PORT" "$PALISADE_TEST_TMP/t1.yaml"; }
+printf 'jobs:\n  - {id: team.a, schedule: {cron: "0 0 3 * * ?"}, target: {url: "http://127.0.0.1:9/x"}}\n  - {id: team.b, schedule: {cron: "0 0 3 * * ?"}, target: {url: "http://127.0.0.1:9/x"}}\n' >"$PALISADE_TEST_TMP/test_api_cli_balancer_prune.t2.yaml"
+expect_exit "team.a and team.b applied (0.3.0 CLI)" 0 "$OLD_PAL" apply "$PALISADE_TEST_TMP/test_api_cli_balancer_prune.t2.yaml"
+printf 'jobs:\n  - {id: team.a, schedule: {cron: "0 0 3 * * ?"}, target: {url: "http://127.0.0.1:9/x"}}\n' >"$PALISADE_TEST_TMP/test_api_cli_balancer_prune.t1.yaml"
+lb() { env -u PALISADE_PG PALISADE_TOKEN="$AD" "$PAL" "$@" --server "http://127.0.0.1:$LB_PORT" "$PALISADE_TEST_TMP/test_api_cli_balancer_prune.t1.yaml"; }
 out=$(lb apply --dry-run --prune-prefix team --reason "team.b goes" 2>&1); ec=$?
 echo "$out" | head -4 | sed 's/^/    | /'
 expect_eq "dry run --prune-prefix answered by the 0.3.0 node: exit 70" 70 "$ec"
@@ -61,7 +61,7 @@ expect_eq "apply --prune-prefix answered by the 0.3.0 node: exit 70, not 0" 70 "
 expect_match "... saying the file was applied and nothing retired" "WAS applied and nothing was retired" "$out"
 expect_eq "team.b not retired (0.3.0 dropped the prefix)" f "$(sql "select retired_at is not null from jobs where job_id = 'team.b'")"
 # the same straight to the 0.4.0 node: the answer echoes the prefix
-out=$(env -u PALISADE_PG PALISADE_TOKEN="$AD" "$PAL" apply --prune-prefix team --reason "team.b goes" --output json --server "http://${NODE_ADMIN[n1]}" "$PALISADE_TEST_TMP/t1.yaml"); ec=$?
+out=$(env -u PALISADE_PG PALISADE_TOKEN="$AD" "$PAL" apply --prune-prefix team --reason "team.b goes" --output json --server "http://${NODE_ADMIN[n1]}" "$PALISADE_TEST_TMP/test_api_cli_balancer_prune.t1.yaml"); ec=$?
 expect_eq "apply --prune-prefix through the 0.4.0 node: exit 0" 0 "$ec"
 expect_eq "... its answer echoes prune_prefix" team "$(jq -r .prune_prefix <<<"$out")"
 expect_eq "... and retires team.b" t "$(sql "select retired_at is not null from jobs where job_id = 'team.b'")"

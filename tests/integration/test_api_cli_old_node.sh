@@ -11,7 +11,7 @@ source tests/integration/cluster.sh
 source tests/integration/releases.sh
 guarantee "cutover --dry-run through --server never takes a step, whatever node answers"
 db_from_030 it_api_cli_old_node || { finish; exit 1; }
-F=$PALISADE_TEST_TMP/j.yaml
+F=$PALISADE_TEST_TMP/test_api_cli_old_node.j.yaml
 printf 'jobs:\n  - {id: j.imp, group: hostb, mode: shadow, schedule: {cron: "*/2 * * * * ?"}, target: {url: "http://127.0.0.1:9/x"}}\n' >"$F"
 expect_exit "apply (0.3.0 CLI)" 0 "$OLD_PAL" apply "$F"
 SHARDS=1 write_conf "$CLUSTER_CONF"
@@ -32,10 +32,10 @@ expect_eq "... saying the release it needs" 1 "$(grep -c 'needs a node of releas
 expect_eq "the dry run took no step" 0 "$(sql "select count(*) from cutover_steps where scope = 'group:hostb'")"
 expect_eq "... and audited nothing" 0 "$(sql "select count(*) from audit_log where actor = 'ad'")"
 # apply --prune-prefix through --server: 0.3.0 drops ?prune_prefix= and applies without retiring
-printf 'jobs:\n  - {id: team.a, schedule: {cron: "0 0 3 * * ?"}, target: {url: "http://127.0.0.1:9/x"}}\n  - {id: team.b, schedule: {cron: "0 0 3 * * ?"}, target: {url: "http://127.0.0.1:9/x"}}\n' >"$PALISADE_TEST_TMP/t2.yaml"
-expect_exit "team.a and team.b applied (0.3.0 CLI)" 0 "$OLD_PAL" apply "$PALISADE_TEST_TMP/t2.yaml"
-printf 'jobs:\n  - {id: team.a, schedule: {cron: "0 0 3 * * ?"}, target: {url: "http://127.0.0.1:9/x"}}\n' >"$PALISADE_TEST_TMP/t1.yaml"
-out=$(env -u PALISADE_PG PALISADE_TOKEN="$AD" "$PAL" apply --prune-prefix team --reason "team.b goes" --server "http://${NODE_ADMIN[o1]}" "$PALISADE_TEST_TMP/t1.yaml" 2>&1); ec=$?
+printf 'jobs:\n  - {id: team.a, schedule: {cron: "0 0 3 * * ?"}, target: {url: "http://127.0.0.1:9/x"}}\n  - {id: team.b, schedule: {cron: "0 0 3 * * ?"}, target: {url: "http://127.0.0.1:9/x"}}\n' >"$PALISADE_TEST_TMP/test_api_cli_old_node.t2.yaml"
+expect_exit "team.a and team.b applied (0.3.0 CLI)" 0 "$OLD_PAL" apply "$PALISADE_TEST_TMP/test_api_cli_old_node.t2.yaml"
+printf 'jobs:\n  - {id: team.a, schedule: {cron: "0 0 3 * * ?"}, target: {url: "http://127.0.0.1:9/x"}}\n' >"$PALISADE_TEST_TMP/test_api_cli_old_node.t1.yaml"
+out=$(env -u PALISADE_PG PALISADE_TOKEN="$AD" "$PAL" apply --prune-prefix team --reason "team.b goes" --server "http://${NODE_ADMIN[o1]}" "$PALISADE_TEST_TMP/test_api_cli_old_node.t1.yaml" 2>&1); ec=$?
 echo "    | exit $ec: $out" | head -8
 expect_eq "apply --prune-prefix through the 0.3.0 node is refused (69)" 69 "$ec"
 expect_eq "... and applied nothing: team.b is live" "f" \
@@ -46,7 +46,7 @@ echo "    | exit $ec: $out" | head -4
 expect_eq "cutover --dry-run through the 0.4.0 node answers (0)" 0 "$ec"
 expect_eq "... printed as a dry run" 1 "$(grep -c '^dry run, nothing changed: group:hostb' <<<"$out")"
 expect_eq "... and took no step" 0 "$(sql "select count(*) from cutover_steps where scope = 'group:hostb'")"
-out=$(env -u PALISADE_PG PALISADE_TOKEN="$AD" "$PAL" apply --prune-prefix team --reason "team.b goes" --server "http://${NODE_ADMIN[n1]}" "$PALISADE_TEST_TMP/t1.yaml" 2>&1); ec=$?
+out=$(env -u PALISADE_PG PALISADE_TOKEN="$AD" "$PAL" apply --prune-prefix team --reason "team.b goes" --server "http://${NODE_ADMIN[n1]}" "$PALISADE_TEST_TMP/test_api_cli_old_node.t1.yaml" 2>&1); ec=$?
 echo "    | exit $ec: $out" | head -4
 expect_eq "apply --prune-prefix through the 0.4.0 node (0)" 0 "$ec"
 expect_eq "... retires team.b" "t" "$(sql "select retired_at is not null from jobs where job_id = 'team.b'")"

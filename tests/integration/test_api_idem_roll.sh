@@ -11,7 +11,7 @@ source tests/integration/cluster.sh
 source tests/integration/releases.sh
 guarantee "an Idempotency-Key retry of a request a 0.3.0 node did is replayed, not refused as not done"
 db_from_030 it_api_idem_roll || { finish; exit 1; }
-F=$PALISADE_TEST_TMP/j.yaml
+F=$PALISADE_TEST_TMP/test_api_idem_roll.j.yaml
 printf 'jobs:\n  - {id: j.live, schedule: {cron: "0 0 3 * * ?"}, target: {url: "http://127.0.0.1:9/x"}}\n' >"$F"
 expect_exit "apply (0.3.0 CLI)" 0 "$OLD_PAL" apply "$F"
 SHARDS=1 write_conf "$CLUSTER_CONF"
@@ -20,7 +20,7 @@ start_node n1
 wait_until "o1 ready" 20 node_ready o1
 wait_until "n1 ready" 20 node_ready n1
 OP=$("$PAL" token create --name op --role operator | tail -1)
-O=$PALISADE_TEST_TMP/out
+O=$PALISADE_TEST_TMP/test_api_idem_roll.answer
 post() { curl -s -o "$O" -w '%{http_code}' -X POST -H "Authorization: Bearer $OP" -H "Idempotency-Key: ${K:-K-1}" -H 'Content-Type: application/json' --data "$2" "http://${NODE_ADMIN[$1]}/api/v1/jobs/j.live/trigger"; }
 b='{"reason":"re-run","requestid":"INC-1"}'
 expect_eq "0.3.0 node o1 runs the trigger (201)" 201 "$(post o1 "$b")"

@@ -14,7 +14,7 @@ AD=$("$PAL" token create --name ad --role admin | tail -1)
 "$PAL" token create --name ci --role operator >/dev/null
 "$PAL" token create --name cd --role operator >/dev/null
 "$PAL" token create --name qa --role viewer >/dev/null
-O=$PALISADE_TEST_TMP/out
+O=$PALISADE_TEST_TMP/test_api_revoke_reason.answer
 code=$(curl -s -o "$O" -w '%{http_code}' -X POST -H "Authorization: Bearer $AD" -H 'Content-Type: application/json' \
 	--data '{"reason":"INC-42 leaked in a CI log"}' "http://${NODE_ADMIN[r1]}/api/v1/tokens/ci/revoke")
 echo "    | $code $(cat "$O")"

@@ -12,7 +12,7 @@ source tests/integration/cluster.sh
 guarantee "the HTTP API refuses unknown body fields (422) and query arguments (400) before acting, naming them and the accepted ones; known ones still work"
 fresh_db it_api_unknown_fields
 "$PAL" migrate >/dev/null
-F=$PALISADE_TEST_TMP/j.yaml
+F=$PALISADE_TEST_TMP/test_api_unknown_fields.j.yaml
 cat >"$F" <<'YAML'
 jobs:
   - {id: j.live, schedule: {cron: "*/2 * * * * ?"}, target: {url: "http://127.0.0.1:9/x"}}
@@ -27,7 +27,7 @@ ready() { [ "$(curl -s -o /dev/null -w '%{http_code}' "http://${NODE_ADMIN[$1]}/
 wait_until "node r1 ready" 20 ready r1
 OP=$("$PAL" token create --name op --role operator | tail -1)
 AD=$("$PAL" token create --name ad --role admin | tail -1)
-O=$PALISADE_TEST_TMP/out
+O=$PALISADE_TEST_TMP/test_api_unknown_fields.answer
 URL=http://${NODE_ADMIN[r1]}/api/v1
 post() { curl -s -o "$O" -w '%{http_code}' -X POST -H "Authorization: Bearer $1" -H 'Content-Type: application/json' --data "$3" "$URL$2"; }
 audit_rows() { sql "select count(*) from audit_log where actor in ('op', 'ad')"; }

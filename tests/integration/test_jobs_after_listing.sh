@@ -8,7 +8,7 @@ source tests/integration/cluster.sh
 guarantee "a dependent job's schedule is shown as its upstreams everywhere a job is listed, and its instants as its upstream's"
 fresh_db it_jobs_after_listing
 "$PAL" migrate >/dev/null
-F=$PALISADE_TEST_TMP/j.yaml
+F=$PALISADE_TEST_TMP/test_jobs_after_listing.j.yaml
 cat >"$F" <<'YAML'
 jobs:
   - {id: j.up, schedule: {cron: "0 0 3 * * ?"}, target: {url: "http://127.0.0.1:9/x"}}

@@ -8,7 +8,7 @@ source tests/integration/cluster.sh
 guarantee "shadow list names a group's or tenant's cut-over step and the live percent it gives each job in shadow by its file"
 fresh_db it_shadow_list_steps
 "$PAL" migrate >/dev/null
-F=$PALISADE_TEST_TMP/j.yaml
+F=$PALISADE_TEST_TMP/test_shadow_list_steps.j.yaml
 cat >"$F" <<'YAML'
 jobs:
   - {id: hb.a, group: hb, mode: shadow, schedule: {cron: "0 0 3 * * ?"}, target: {url: "http://127.0.0.1:9/x"}}

@@ -8,21 +8,21 @@ source tests/integration/cluster.sh
 guarantee "trigger of a job held by a pause (its own, its group's, its tenant's, global) names the pause: the run waits for the resume"
 fresh_db it_trigger_paused
 "$PAL" migrate >/dev/null
-F=$PALISADE_TEST_TMP/j.yaml
+F=$PALISADE_TEST_TMP/test_trigger_paused.j.yaml
 cat >"$F" <<'YAML'
 jobs:
   - {id: p.one, group: pg, schedule: {cron: "0 0 3 * * ?"}, target: {url: "http://127.0.0.1:9/x"}}
   - {id: p.two, schedule: {cron: "0 0 3 * * ?"}, target: {url: "http://127.0.0.1:9/x"}}
 YAML
 expect_exit "apply" 0 "$PAL" apply "$F"
-E=$PALISADE_TEST_TMP/err
+E=$PALISADE_TEST_TMP/test_trigger_paused.err
 expect_exit "pause --job p.one" 0 "$PAL" pause --job p.one --reason hold
 "$PAL" trigger --job p.one --reason "run now" >/dev/null 2>"$E"
 expect_match "trigger of the paused job says the run waits for the resume" \
 	'note: job p\.one is held by job:p\.one \(paused since [0-9T:-]+Z: hold\): the run waits for the resume' "$(cat "$E")"
 expect_exit "pause --group pg too" 0 "$PAL" pause --group pg --reason "group hold"
-"$PAL" trigger --job p.one --reason "run now" --output json >"$PALISADE_TEST_TMP/one" 2>"$E"
-expect_eq "trigger --output json: held_by names both pauses" "group:pg job:p.one" "$(jq -r '[.held_by[].scope] | join(" ")' "$PALISADE_TEST_TMP/one")"
+"$PAL" trigger --job p.one --reason "run now" --output json >"$PALISADE_TEST_TMP/test_trigger_paused.one" 2>"$E"
+expect_eq "trigger --output json: held_by names both pauses" "group:pg job:p.one" "$(jq -r '[.held_by[].scope] | join(" ")' "$PALISADE_TEST_TMP/test_trigger_paused.one")"
 expect_eq "... the note, a line for each" 2 "$(grep -c 'the run waits for the resume' "$E")"
 "$PAL" trigger --job p.two --reason "run now" --output json >"$PALISADE_TEST_TMP/two" 2>"$E"
 expect_eq "a job not paused: no note" "" "$(cat "$E")"
