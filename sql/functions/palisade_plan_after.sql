@@ -21,7 +21,7 @@
 -- upstream's scheduled triggers after B's watermark and at or before the
 -- watermark of every upstream's shard (below which an active upstream's
 -- instants are all committed; while an upstream is stored but not
--- activated yet, the window waits), or, for an upstream that is itself
+-- activated yet, the window waits), or, for a first upstream that is itself
 -- dependent (in its time with `after`), its own watermark here (below
 -- which its instants are all decided: a chain follows what is decided up
 -- the chain, never the shard's planning watermark, above its upstream's
@@ -181,23 +181,30 @@ BEGIN
 			-- over below the watermark, at its apply, and plans the
 			-- instants after it in its activating tick (the apply
 			-- deleted the rows its retirement cancelled there)
-			-- A dependent upstream (one in its time with `after`, as the
-			-- loop above picks B) has its triggers written by this function
-			-- once its own upstreams ended, below its shard's watermark: its
-			-- instants are all decided only up to its own dependency
-			-- watermark (from its first version with `after` until it has
-			-- one), which caps B's window instead; once that time is over
-			-- (a version with a schedule took over, or a retirement), its
-			-- shard's watermark does again.
+			-- A dependent first upstream (one in its time with `after`, as
+			-- the loop above picks B) has its triggers written by this
+			-- function once its own upstreams ended, below its shard's
+			-- watermark: its instants, B's candidates, are all there only
+			-- up to its own dependency watermark (from its first version
+			-- with `after` until it has one), which caps B's window
+			-- instead; once that time is over (a version with a schedule
+			-- took over, or a retirement), its shard's watermark does
+			-- again.  Not so for a later upstream: its trigger at a
+			-- candidate t is only looked up, and one not written yet
+			-- leaves t waiting, then upstream_late once t + within is
+			-- past (a held upstream never freezes B's other instants);
+			-- a dependent upstream's upstream_* misfire at t counts as
+			-- failed, as any upstream's misfire row does.
 			SELECT CASE WHEN bool_and(s.watermark IS NOT NULL AND u.active_version IS NOT NULL
 						  AND NOT (u.latest_version > u.active_version
 							   AND EXISTS (SELECT 1 FROM job_versions av
 								WHERE av.job_id = u.job_id
 								  AND av.version = u.active_version
 								  AND av.spec -> 'schedule' ? 'end')))
-				    THEN min(least(s.watermark, coalesce(ud.decided, 'infinity'))) END
+				    THEN min(least(s.watermark, coalesce(CASE WHEN d.ord = 1
+						THEN ud.decided END, 'infinity'))) END
 			  INTO cap
-			  FROM jsonb_array_elements(v.deps) d(x)
+			  FROM jsonb_array_elements(v.deps) WITH ORDINALITY d(x, ord)
 			  LEFT JOIN jobs u ON u.job_id = d.x ->> 'job'
 			  LEFT JOIN shards s ON s.shard_id = u.shard
 			  LEFT JOIN LATERAL (
