@@ -1135,6 +1135,23 @@ static int64_t switch_after(const pversion *c, int64_t c_eff, const pversion *n,
 	return at < c_eff ? c_eff : at;
 }
 
+/* Where the version after J's version K (the next one no tick activated,
+ * else the pending one) would take over from C, active since C_EFF, were K
+ * left out. */
+static int64_t next_takeover(const pjob *j, size_t k, const pversion *c, int64_t c_eff, int64_t w)
+{
+	const pversion *n = &j->v[j->nv - 1];
+	int64_t created = j->pend_created;
+	for (size_t m = k + 1; m + 1 < j->nv; m++)
+		if (j->v[m].eff == PAL_NO_TIME && j->v[m].stored != PAL_NO_TIME) {
+			n = &j->v[m];
+			created = n->stored;
+			break;
+		}
+	int64_t at = switch_between(c, n, created, w);
+	return at < c_eff ? c_eff : at;
+}
+
 /*
  * switch_point for job J at watermark W.  The versions stored after the
  * active version P that no tick activated before the latest one was
@@ -1144,8 +1161,10 @@ static int64_t switch_after(const pversion *c, int64_t c_eff, const pversion *n,
  * (where it was stored for a stop, a one-shot or a version after one,
  * else at W; a stop at W when W is below where it was stored), after such
  * a version by switch_after.  One that would take over from P at W and is
- * neither a stop nor a one-shot, nor follows a one-shot P, is left out: a
- * version after it takes over there too.  So the instants before a stop
+ * neither a stop nor a one-shot, nor follows a one-shot P, is left out
+ * when the version after it takes over there too; when that one takes
+ * over later (a one-shot, a stop), it is activated, so that the instants
+ * between are its own and not P's.  So the instants before a stop
  * stay P's, those between a stop and the next apply belong to no version,
  * a version applied after a stop (or after or as a one-shot) has those
  * from its apply to the next switch, and
@@ -1171,7 +1190,8 @@ static int64_t switch_point(pjob *j, int64_t w)
 			if (at < c_eff)
 				at = c_eff;
 			if (at >= w && !is_stop(s, at > s->stored ? at : s->stored) &&
-			    !pal_schedule_one_shot(s->sched) && !pal_schedule_one_shot(c->sched))
+			    !pal_schedule_one_shot(s->sched) && !pal_schedule_one_shot(c->sched) &&
+			    next_takeover(j, k, c, c_eff, w) <= at)
 				continue;
 		} else {
 			at = switch_after(c, c_eff, s, s->stored, w);

@@ -194,7 +194,9 @@ static int switch_from(json_t *versions, size_t i, int64_t *lo, char *err, size_
  * planner activates with the version after them, as if a controller had
  * seen them in time: each one that is a stop (no instant after it was
  * stored or after the switch point of the version before), follows one,
- * or is or follows a one-shot.  Each takes over when it was stored.  A new
+ * is or follows a one-shot, or comes before one (that one takes over at
+ * its own apply, not where this one would).  Each takes over when it was
+ * stored.  A new
  * reference in *OUT.
  */
 static int with_stops(json_t *versions, json_t **out, char *err, size_t errlen)
@@ -221,7 +223,8 @@ static int with_stops(json_t *versions, json_t **out, char *err, size_t errlen)
 		if ((rc = ended(ver, from, &stop, err, errlen)) ||
 		    (rc = ended(c, from, &c_stop, err, errlen)))
 			break;
-		if (stop || c_stop || one_shot(ver) || one_shot(c)) {
+		json_t *next = json_array_get(versions, i + 1);
+		if (stop || c_stop || one_shot(ver) || one_shot(c) || (next && one_shot(next))) {
 			clo = from;
 			c = ver;
 			json_array_append(keep, ver);
