@@ -293,24 +293,31 @@ int pal__ops_upstream_versions(pal_store *st, json_t *versions, json_t **out, ch
 	return rc;
 }
 
-int pal__ops_after_undecided(pal_store *st, const char *job_id, const char *ats, int64_t *n,
-			     int64_t *first, char *err, size_t errlen)
+int pal__ops_after_undecided(pal_store *st, const char *job_id, const char *ats,
+			     const char *parts, int64_t *n, int64_t *first, char *err,
+			     size_t errlen)
 {
 	*n = *first = 0;
-	const char *p[] = { job_id, ats };
+	const char *p[] = { job_id, ats, parts };
+	/* per (instant, partition), as palisade_plan_after's `taken`: one
+	 * partition decided leaves the others waiting (an upstream with as
+	 * many partitions maps p to p) */
 	PGresult *r = pal__store_query(
 	    st,
-	    "SELECT count(*), coalesce(min(u.a), 0) FROM unnest($2::bigint[]) AS u(a)"
+	    "SELECT count(DISTINCT u.a), coalesce(min(u.a), 0)"
+	    " FROM unnest($2::bigint[], $3::int[]) AS u(a, np)"
+	    " CROSS JOIN LATERAL generate_series(0, u.np - 1) g(p)"
 	    " WHERE to_timestamp(u.a) > coalesce((SELECT watermark FROM after_watermarks"
 	    "  WHERE job_id = $1), '-infinity')"
 	    " AND to_timestamp(u.a) > (SELECT min(effective_from) FROM job_versions"
 	    "  WHERE job_id = $1 AND spec ? 'after')"
 	    " AND NOT EXISTS (SELECT 1 FROM triggers WHERE job_id = $1 AND request_id IS NULL"
-	    "  AND scheduled_at = to_timestamp(u.a))"
+	    "  AND scheduled_at = to_timestamp(u.a) AND partition = g.p)"
 	    " AND NOT EXISTS (SELECT 1 FROM misfires WHERE job_id = $1"
 	    "  AND reason IN ('upstream_failed', 'upstream_late')"
+	    "  AND (partition IS NULL OR partition = g.p)"
 	    "  AND range_from <= to_timestamp(u.a) AND range_to >= to_timestamp(u.a))",
-	    2, p, err, errlen);
+	    3, p, err, errlen);
 	if (!r)
 		return PAL_EDB;
 	*n = pal__ops_val_i64(r, 0, 0);
@@ -329,16 +336,22 @@ static int check_undecided(pal_store *st, const char *job_id, const pal_backfill
 {
 	if (new_effect)
 		return PAL_OK;
-	pal_pgarr as;
+	pal_pgarr as, ps;
 	pal__pgarr_init(&as);
+	pal__pgarr_init(&ps);
 	size_t k = 0;
 	for (size_t i = 0; i < pl->n; i++)
-		if (pl->v[i].after)
-			pal__pgarr_i64(&as, pl->v[i].at), k++;
-	char *aa = pal__pgarr_end(&as);
+		if (pl->v[i].after) {
+			pal__pgarr_i64(&as, pl->v[i].at);
+			pal__pgarr_i64(&ps, pl->v[i].partitions);
+			k++;
+		}
+	char *aa = pal__pgarr_end(&as), *pa = pal__pgarr_end(&ps);
 	int64_t n = 0, first = 0;
-	int rc = k ? pal__ops_after_undecided(st, job_id, aa, &n, &first, err, errlen) : PAL_OK;
+	int rc = k ? pal__ops_after_undecided(st, job_id, aa, pa, &n, &first, err, errlen)
+		   : PAL_OK;
 	g_free(aa);
+	g_free(pa);
 	if (rc || !n)
 		return rc;
 	char fs[32];

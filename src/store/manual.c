@@ -96,16 +96,19 @@ static int coming_instant(pal_store *st, const run_ctx *c, int64_t now, bool *sc
 	pal_backfill_plan pl = { 0 };
 	rc = pal_backfill_instants_after(versions, ups, c->at, c->at, 1, &pl, err, errlen);
 	bool inst = rc == PAL_OK && pl.n > 0, after = inst && pl.v[0].after;
+	int parts = inst ? pl.v[0].partitions : 1;
 	pal_backfill_plan_clear(&pl);
 	json_decref(versions);
 	json_decref(ups);
 	*scheduled = inst && c->at > now;
 	if (*scheduled || !after)
 		return PAL_OK;
-	char ats[32];
+	char ats[32], ps[16];
 	snprintf(ats, sizeof ats, "{%lld}", (long long)c->at);
+	snprintf(ps, sizeof ps, "{%d}", parts);
 	int64_t undecided, first;
-	if ((rc = pal__ops_after_undecided(st, c->job_id, ats, &undecided, &first, err, errlen)))
+	if ((rc = pal__ops_after_undecided(st, c->job_id, ats, ps, &undecided, &first, err,
+					   errlen)))
 		return rc;
 	*scheduled = *waits_upstream = undecided > 0;
 	return PAL_OK;

@@ -52,14 +52,19 @@ typedef int (*pal__ops_tx_body)(pal_store *st, void *ctx, char *err, size_t errl
  */
 int pal__ops_in_tx(pal_store *st, pal__ops_tx_body body, void *ctx, char *err, size_t errlen);
 /* Of the instants ATS (a bigint[] literal, epoch seconds) of JOB_ID, a job
- * with `after`, those the dependency planner has not decided yet: after the
- * job's first activation with `after` (where that planner starts), above
- * its after_watermarks row, with neither a trigger without a request id
- * nor an upstream_* misfire of the job at them.  It plans the job's trigger
+ * with `after`, each with the partition count PARTS (an int[] literal, one
+ * per instant: its owning version's), those the dependency planner has not
+ * decided yet: after the job's first activation with `after` (where that
+ * planner starts), above its after_watermarks row, with a partition that
+ * has neither a trigger without a request id nor an upstream_* misfire of
+ * the job (for all partitions or that one) at the instant: the planner
+ * decides each (instant, partition) on its own.  It plans the job's trigger
  * there once the upstreams end, so a manual run or a backfill there would
- * be a second effect.  *N: how many; *FIRST: the earliest (0 when none). */
+ * be a second effect.  *N: how many instants; *FIRST: the earliest (0 when
+ * none). */
 PAL_MUST_CHECK int pal__ops_after_undecided(pal_store *st, const char *job_id, const char *ats,
-					    int64_t *n, int64_t *first, char *err, size_t errlen);
+					    const char *parts, int64_t *n, int64_t *first,
+					    char *err, size_t errlen);
 /* PAL_ENOENT with a hint when no job JOB_ID exists. */
 int pal__ops_job_exists(pal_store *st, const char *job_id, char *err, size_t errlen);
 /* Run a pg_notify statement (CHANNEL_SQL with its parameters). */
