@@ -5,13 +5,17 @@
 # (`palisade drain --wait`: its shards are handed off at once, its executor
 # finishes or hands back its calls, it exits 0), wait until every shard is led
 # again, run the restart command, wait until the node is back, ready and
-# leading its share.  Stops at the first step that does not complete.
+# leading its share.  Stops at the first step that does not complete.  Then,
+# with --migrate, `palisade migrate`: the release's after-roll schema steps,
+# which its nodes run with or without and leave pending (docs/upgrades.md);
+# without it, says which are pending.
 set -uo pipefail
 
 usage() {
 	cat <<'EOF'
 usage: ops/rolling-upgrade.sh --restart CMD [--config FILE] [--palisade BIN]
-                              [--timeout SECONDS] [--max-lag SECONDS] [NODE...]
+                              [--timeout SECONDS] [--max-lag SECONDS] [--migrate]
+                              [NODE...]
 Restart the given nodes (default: every live node, in id order) one at a time.
   --restart CMD     shell command that starts a drained node again, with {node}
                     replaced by its id, e.g. 'systemctl start palisade@{node}'
@@ -22,12 +26,17 @@ Restart the given nodes (default: every live node, in id order) one at a time.
   --timeout S       limit for each wait (default 120)
   --max-lag S       a shard counts as led when its watermark lags now by less
                     than this (default 3)
-Exit: 0 every node restarted, 1 a step did not complete (the remaining nodes
-are left alone), 64 usage, 69 the cluster is unreachable or unhealthy.
+  --migrate         once every node is back, run 'palisade migrate' (with
+                    --config): it applies the release's after-roll schema
+                    steps, and refuses (exit 4) while a node of an older
+                    release is live.  Without it, the pending steps are named.
+Exit: 0 every node restarted (and migrated), 1 a step did not complete (the
+remaining nodes are left alone) or the final migrate failed, 64 usage, 69 the
+cluster is unreachable or unhealthy.
 EOF
 }
 
-RESTART= CONFIG= PAL= TIMEOUT=120 MAX_LAG=3
+RESTART= CONFIG= PAL= TIMEOUT=120 MAX_LAG=3 MIGRATE=0
 NODES=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -36,6 +45,7 @@ while [ $# -gt 0 ]; do
 	--palisade) PAL=${2:-}; shift 2 ;;
 	--timeout) TIMEOUT=${2:-}; shift 2 ;;
 	--max-lag) MAX_LAG=${2:-}; shift 2 ;;
+	--migrate) MIGRATE=1; shift ;;
 	-h|--help) usage; exit 0 ;;
 	-*) usage >&2; exit 64 ;;
 	*) NODES+=("$1"); shift ;;
@@ -85,6 +95,8 @@ elif q == "controllers":
     print(sum(1 for i in nodes.values() if "controller" in i.get("roles", [])))
 elif q == "nshards":
     print(len(shards))
+elif q == "pending":            # after-roll schema steps the database lacks
+    print(", ".join((s.get("schema") or {}).get("pending_after_roll") or []))
 elif q == "leads":              # shards led by ARG
     print(sum(1 for sh in shards if sh.get("leader") == arg and led(sh)))
 ' "$1" "${2:-}" "$MAX_LAG"
@@ -156,3 +168,13 @@ for n in "${NODES[@]}"; do
 	log "$n: drained in ${drain_ms} ms (controller: $was_controller), all shards led ${led_ms} ms later; restarted $old_version -> $(status version "$n"), ready after ${back_ms} ms${share}"
 done
 log "done: ${#NODES[@]} nodes restarted"
+if [ "$MIGRATE" = 1 ]; then
+	out=$("$PAL" migrate "${CONF_ARGS[@]}" 2>&1)
+	rc=$?
+	echo "$out" | sed 's/^/rolling-upgrade: /'
+	[ "$rc" = 0 ] || { log "FAILED: the final palisade migrate (exit $rc)"; exit 1; }
+else
+	pending=$(status pending)
+	[ -z "$pending" ] ||
+		log "after-roll schema steps pending: $pending; once every node runs this release, run 'palisade migrate' (or this script with --migrate)"
+fi

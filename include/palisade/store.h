@@ -42,11 +42,21 @@ extern const char pal_objects_digest[];
  * the N of a "-- compatible_from: N" line in M's leading comment block (an
  * expand step), else M's own version (a contract step).  docs/upgrades.md. */
 int pal_migration_compatible_from(const pal_migration *m);
+/* M declares, with a header line "-- applied: after the roll", that the
+ * binary carrying it works with or without it applied: a node leaves it to
+ * `palisade migrate`, which applies it once no live node is older than its
+ * compatible_from (docs/upgrades.md, "Steps applied after the roll"). */
+bool pal_migration_after_roll(const pal_migration *m);
+/* The N migrations MS (in version order) are a valid list: no expand step
+ * (compatible_from below its version) after an after-roll step.  PAL_EINVAL
+ * with ERR naming both otherwise. */
+int pal_migrations_check(const pal_migration *ms, int n, char *err, size_t errlen);
 
 /* A binary's schema range and a database's schema, side by side. */
 typedef struct pal_schema_range {
 	int binary;		/* highest migration compiled in */
-	int min;		/* lowest database schema it runs on (it migrates up to it) */
+	int min;		/* lowest database schema it runs on (it migrates up to it):
+				 * the highest migration before its after-roll tail */
 	int compatible_from;	/* declared by its own newest migration */
 	int db_version;		/* highest applied version, 0 when none */
 	int db_compatible_from; /* largest compatible_from recorded */
@@ -55,6 +65,8 @@ typedef struct pal_schema_range {
 
 /* The binary's side of R (the database's fields are zeroed). */
 void pal_store_binary_schema(pal_schema_range *r);
+/* The same for the N migrations MS (in version order). */
+void pal_schema_range_of(const pal_migration *ms, int n, pal_schema_range *r);
 /* The database supports this binary: db_version >= min and
  * db_compatible_from <= binary. */
 bool pal_schema_supported(const pal_schema_range *r);
@@ -64,6 +76,12 @@ typedef struct pal_store pal_store;
 /* Fill R for this binary and the database of ST (no lock, read only). */
 PAL_MUST_CHECK int pal_store_schema_range(pal_store *st, pal_schema_range *r, char *err,
 					  size_t errlen);
+/* The binary's after-roll steps the database of ST lacks: *N of them, the
+ * names (static) of the first MAX into NAMES (may be NULL); all of them on
+ * an empty database.  Read only, no lock. */
+enum { PAL_AFTER_ROLL_MAX = 16 }; /* names a caller keeps room for */
+PAL_MUST_CHECK int pal_store_pending_after_roll(pal_store *st, const char **names, int max, int *n,
+						char *err, size_t errlen);
 
 /*
  * Connect with CONNINFO (libpq keyword/value string or URI).  Sets
@@ -125,14 +143,19 @@ PAL_MUST_CHECK int pal_store_db_clock_offsets(pal_store *st, int64_t *minus_mono
  * receives how many this call applied.  A database at a version this binary
  * does not know is run against when every recorded compatible_from is <= the
  * binary's schema (expand steps); otherwise PAL_ESCHEMA, before anything is
- * applied.  A contract step for the nodes running (pal_store_pending_contract)
- * is not applied either: PAL_ESCHEMA, nothing applied, ERR naming it and
- * `palisade migrate`.  pal_store_migrate_all() applies those too (the CLI,
- * once it has checked the live nodes), the ones up to version UPTO only
- * when UPTO > 0 (`palisade migrate --to`).
+ * applied.  pal_store_migrate() (a node) applies no after-roll step
+ * (pal_migration_after_roll) but on an empty database: it stops at the
+ * binary's minimum.  A contract step for the nodes running
+ * (pal_store_pending_contract) below that is not applied either:
+ * PAL_ESCHEMA, nothing applied, ERR naming it and `palisade migrate`.
+ * pal_store_migrate_all() applies those too (the CLI, once it has checked
+ * the live nodes), the ones up to version UPTO only when UPTO > 0
+ * (`palisade migrate --to`, and --before-roll: UPTO the minimum).  The
+ * functions come with any run that reaches the binary's minimum.
+ * pal_migrations_check() failing: PAL_EINVAL, nothing applied.
  *
  * Then the functions, views and triggers (pal_objects), when the database
- * is at the binary's version and does not run them yet (docs/schema.md,
+ * is at the binary's minimum at least and does not run them yet (docs/schema.md,
  * "Functions, views and triggers"): *FUNCTIONS says whether this call
  * applied them; pal_store_migrate() logs store.functions_applied instead.
  *
@@ -539,7 +562,8 @@ PAL_MUST_CHECK int pal_store_planned(pal_store *st, const char *job_id, int64_t 
 
 /* Cluster status JSON (src/store/status.c): {now, shards: [{shard leader
  * epoch watermark lag_s jobs due planned running oldest_due_s}], triggers:
- * {state: count}, open_tickets, misfires}. */
+ * {state: count}, open_tickets, misfires, schema: {version, pending_after_roll:
+ * [name...]}}. */
 PAL_MUST_CHECK int pal_store_status_json(pal_store *st, json_t **out, char *err, size_t errlen);
 /* The same with the live states counted exactly and the finished ones
  * (succeeded, failed, cancelled, skipped) estimated from the planner's

@@ -62,8 +62,8 @@
 -- primary key (joins by nested loop, whatever the size: a hash join read
 -- every partition of triggers, measured 1.5 to 3 times slower for 50,000
 -- keys among 1,000,000 rows); the attempts rows it ends are found by
--- trigger, token and instant (attempts_trigger or, while it exists,
--- attempts_fence; pruned by scheduled_at), and only for the two edges that
+-- trigger, token and instant (attempts_trigger, or attempts_fence until
+-- 048 drops it after the roll; pruned by scheduled_at), and only for the two edges that
 -- end an attempt.  The row check of every update
 -- (triggers_state_edges) passes its rows by its WHEN clause alone: their
 -- edges are legal, or the statement stopped before writing them.

@@ -13,6 +13,12 @@
  * (schema.contract_forced) naming the steps and the nodes it overrode.
  * docs/upgrades.md.
  *
+ * The binary's after-roll steps (pal_migration_after_roll) are contract
+ * steps like any other here: applied once no live node is older than their
+ * compatible_from.  --before-roll leaves them (the steps up to the binary's
+ * minimum, as a node of it migrates), whatever the database.  The report
+ * names the after-roll steps it applied and those it left.
+ *
  * Then, once the schema is this binary's, it runs the data backfills of the
  * expand steps to the end (datafill.h), in batches that commit one by one,
  * and prints a line per step it worked on.
@@ -30,27 +36,35 @@
 
 static void usage(FILE *fp)
 {
-	fprintf(fp, "usage: palisade migrate [--pg CONNINFO] [--zk HOSTS] [--config FILE]\n"
-		    "                        [--to VERSION] [--force [--reason TEXT]]\n"
-		    "                        [--backfill-batch N] [--backfill-batches N]\n"
-		    "Apply the schema migrations this binary carries (sql/NNN_*.sql) under an\n"
-		    "advisory lock, or those up to VERSION only (--to; nodes of this binary\n"
-		    "apply the rest when they start).  Refuses a database whose schema is newer\n"
-		    "than the binary.  Each migration waits at most 500 ms for a lock that\n"
-		    "live nodes hold, and is rolled back and tried again for up to 15 s.\n"
-		    "Refuses a contract step (a migration whose compatible_from is above the\n"
-		    "database's) while a live node (ZooKeeper: --zk, the config's\n"
-		    "zookeeper.connect, else $PALISADE_ZK) runs an older schema than it needs,\n"
-		    "or while the live nodes cannot be read.  --force applies it anyway and\n"
-		    "records that in the audit log (schema.contract_forced, with --reason).\n"
-		    "Then fills the values expand steps added to existing rows (jobs.ref,\n"
-		    "triggers.job_ref), N rows per transaction (--backfill-batch, default\n"
-		    "and most 5000), to the end or for at most --backfill-batches batches\n"
-		    "(0: none);\n"
-		    "a later run, or a node's retention round, goes on where it stopped.\n"
-		    "Exit: 0 done, 4 contract step refused (older nodes live), 69 database or\n"
-		    "ZooKeeper unreachable, 70 schema newer than this binary, 75 a migration's\n"
-		    "locks not taken in time (nothing of it applied; run again).\n");
+	fprintf(fp,
+		"usage: palisade migrate [--pg CONNINFO] [--zk HOSTS] [--config FILE]\n"
+		"                        [--to VERSION | --before-roll] [--force [--reason TEXT]]\n"
+		"                        [--backfill-batch N] [--backfill-batches N]\n"
+		"Apply the schema migrations this binary carries (sql/NNN_*.sql) under an\n"
+		"advisory lock, or those up to VERSION only (--to; nodes of this binary\n"
+		"apply the rest when they start, but for the after-roll steps).\n"
+		"After-roll steps (header '-- applied: after the roll', the last ones): a\n"
+		"node of this binary runs with or without them and leaves them pending;\n"
+		"migrate applies them as contract steps (below), or leaves them with\n"
+		"--before-roll (every step before them and the functions: what a node\n"
+		"applies), and says which it applied and which are left.  An empty\n"
+		"database gets them all, but with --before-roll.\n"
+		"Refuses a database whose schema is newer than the binary.  Each\n"
+		"migration waits at most 500 ms for a lock that\n"
+		"live nodes hold, and is rolled back and tried again for up to 15 s.\n"
+		"Refuses a contract step (a migration whose compatible_from is above the\n"
+		"database's) while a live node (ZooKeeper: --zk, the config's\n"
+		"zookeeper.connect, else $PALISADE_ZK) runs an older schema than it needs,\n"
+		"or while the live nodes cannot be read.  --force applies it anyway and\n"
+		"records that in the audit log (schema.contract_forced, with --reason).\n"
+		"Then fills the values expand steps added to existing rows (jobs.ref,\n"
+		"triggers.job_ref), N rows per transaction (--backfill-batch, default\n"
+		"and most 5000), to the end or for at most --backfill-batches batches\n"
+		"(0: none);\n"
+		"a later run, or a node's retention round, goes on where it stopped.\n"
+		"Exit: 0 done, 4 contract step refused (older nodes live), 69 database or\n"
+		"ZooKeeper unreachable, 70 schema newer than this binary, 75 a migration's\n"
+		"locks not taken in time (nothing of it applied; run again).\n");
 }
 
 /*
@@ -78,15 +92,42 @@ static int older_nodes(const pal_cli_common *c, const pal_pending_contract *pc, 
 	return PAL_EXIT_OK;
 }
 
+/* The report's lines on the after-roll steps: those pending before the run
+ * (BEFORE, NB) that it applied, and those still pending (AFTER, NA). */
+static void report_after_roll(const char **before, int nb, const char **after, int na)
+{
+	char done[512] = "", left[512] = "";
+	size_t dl = 0, ll = 0;
+	for (int i = 0; i < nb && i < PAL_AFTER_ROLL_MAX; i++) {
+		bool still = false;
+		for (int j = 0; j < na && j < PAL_AFTER_ROLL_MAX; j++)
+			still |= before[i] == after[j];
+		if (!still && dl < sizeof done)
+			dl += (size_t)snprintf(done + dl, sizeof done - dl, "%s%s", dl ? ", " : "",
+					       before[i]);
+	}
+	for (int j = 0; j < na && j < PAL_AFTER_ROLL_MAX && ll < sizeof left; j++)
+		ll +=
+		    (size_t)snprintf(left + ll, sizeof left - ll, "%s%s", ll ? ", " : "", after[j]);
+	if (*done)
+		printf("migrate: applied after-roll step%s: %s\n", nb - na == 1 ? "" : "s", done);
+	if (*left)
+		printf("migrate: after-roll step%s left pending: %s (this release's nodes run "
+		       "with or without %s; run 'palisade migrate' once every node runs this "
+		       "release, docs/upgrades.md)\n",
+		       na == 1 ? "" : "s", left, na == 1 ? "it" : "them");
+}
+
 int pal_cmd_migrate(int argc, char **argv)
 {
 	pal_cli_common c = {0};
-	bool force = false;
+	bool force = false, before_roll = false;
 	const char *reason = NULL;
 	int upto = 0, fill_batch = 5000, fill_max = -1;
 	static const struct option lo[] = {PAL_CLI_COMMON_LONGOPTS,
 					   {"backfill-batch", required_argument, NULL, 'b'},
 					   {"backfill-batches", required_argument, NULL, 'B'},
+					   {"before-roll", no_argument, NULL, 'R'},
 					   {"force", no_argument, NULL, 'f'},
 					   {"reason", required_argument, NULL, 'r'},
 					   {"to", required_argument, NULL, 't'},
@@ -100,6 +141,9 @@ int pal_cmd_migrate(int argc, char **argv)
 			break;
 		case 'r':
 			reason = optarg;
+			break;
+		case 'R':
+			before_roll = true;
 			break;
 		case 'b':
 		case 'B': {
@@ -135,13 +179,19 @@ int pal_cmd_migrate(int argc, char **argv)
 				return ec;
 		}
 	}
-	if (optind != argc || (reason && !force)) {
+	if (optind != argc || (reason && !force) || (before_roll && upto)) {
 		if (reason && !force)
 			pal_cli_err("migrate",
 				    "--reason goes with --force (it is the audit's reason)");
+		if (before_roll && upto)
+			pal_cli_err("migrate", "--before-roll and --to: give one of them");
 		usage(stderr);
 		return PAL_EXIT_USAGE;
 	}
+	pal_schema_range bin;
+	pal_store_binary_schema(&bin);
+	if (before_roll && bin.min < bin.binary)
+		upto = bin.min; /* a node's own run: the functions come with it */
 	/* The store's warnings (a migration giving way to locks) are
 	 * diagnostics: stderr, beside the errors, not in the report. */
 	pal_log_set_fd(2);
@@ -178,6 +228,11 @@ int pal_cmd_migrate(int argc, char **argv)
 	/* Check and apply under the migrations' lock: what is pending cannot
 	 * change in between (a node or another migrate applying some). */
 	int rc = pal_store_migrate_lock(st, true, err, sizeof err);
+	const char *tail_before[PAL_AFTER_ROLL_MAX], *tail_after[PAL_AFTER_ROLL_MAX];
+	int n_before = 0, n_after = 0;
+	if (!rc)
+		rc = pal_store_pending_after_roll(st, tail_before, PAL_AFTER_ROLL_MAX, &n_before,
+						  err, sizeof err);
 	if (!rc)
 		rc = pal_store_pending_contract(st, upto, &pc, err, sizeof err);
 	json_t *older = NULL;
@@ -197,12 +252,15 @@ int pal_cmd_migrate(int argc, char **argv)
 				    "refusing contract step %s (compatible_from %d; %d contract "
 				    "step%s pending, database at schema %d): live node%s older "
 				    "than schema %d: %s; roll %s to a release of schema >= %d "
-				    "first (docs/upgrades.md), or pass --force; nothing applied",
+				    "first (docs/upgrades.md), or pass --force; nothing applied%s",
 				    pc.name, pc.compatible_from, pc.steps, pc.steps == 1 ? "" : "s",
 				    pc.db_version, json_array_size(older) == 1 ? "" : "s",
 				    pc.compatible_from, who,
-				    json_array_size(older) == 1 ? "it" : "them",
-				    pc.compatible_from);
+				    json_array_size(older) == 1 ? "it" : "them", pc.compatible_from,
+				    pc.version > bin.min && !upto
+					? " (--before-roll applies the steps before the after-roll "
+					  "ones)"
+					: "");
 				pal_store_close(st); /* and the lock */
 				json_decref(older);
 				return PAL_EXIT_REFUSED;
@@ -236,6 +294,9 @@ int pal_cmd_migrate(int argc, char **argv)
 					       "--force was not written");
 	}
 	json_decref(older);
+	if (!rc)
+		rc = pal_store_pending_after_roll(st, tail_after, PAL_AFTER_ROLL_MAX, &n_after, err,
+						  sizeof err);
 	char uerr[256];
 	if (pal_store_migrate_lock(st, false, uerr, sizeof uerr) && !rc) {
 		snprintf(err, sizeof err, "%s", uerr);
@@ -248,9 +309,10 @@ int pal_cmd_migrate(int argc, char **argv)
 		version = r.db_version;
 	} else if (!rc)
 		rc = pal_store_schema_check(st, &version, err, sizeof err);
-	/* The backfills need the schema whole (their functions come with it). */
+	/* The backfills need the schema up to the binary's minimum at least
+	 * (their functions come with it). */
 	pal_datafill_report fill = {.done = true};
-	if (!rc && !upto && fill_max)
+	if (!rc && (!upto || upto >= bin.min) && fill_max)
 		rc = pal_store_datafill(
 		    st,
 		    &(pal_datafill_limits){.batch = fill_batch,
@@ -268,7 +330,8 @@ int pal_cmd_migrate(int argc, char **argv)
 	       applied == 1 ? "" : "s", version);
 	if (functions)
 		printf("migrate: applied the %d functions, views and triggers of schema %d\n",
-		       pal_n_objects, version);
+		       pal_n_objects, bin.binary);
+	report_after_roll(tail_before, n_before, tail_after, n_after);
 	for (int i = 0; i < fill.n; i++)
 		if (fill.s[i].filled || !fill.s[i].finished) /* not a new database's empty steps */
 			printf("migrate: backfill %s: %lld rows in %d batch%s of up to %d, %s\n",

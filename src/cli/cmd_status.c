@@ -42,6 +42,18 @@ static void print_table(json_t *st)
 							? json_string_value(json_object_get(st, "nodes_error"))
 							: "no ZooKeeper given");
 	}
+	json_t *sc = json_object_get(st, "schema"),
+	       *pend = json_object_get(sc, "pending_after_roll");
+	if (json_is_object(sc)) {
+		printf("schema: %lld",
+		       (long long)json_integer_value(json_object_get(sc, "version")));
+		size_t pi;
+		json_t *p;
+		json_array_foreach(pend, pi, p)
+			printf("%s%s", pi ? ", " : "; after-roll steps pending (palisade migrate): ",
+			       json_string_value(p));
+		putchar('\n');
+	}
 	size_t wi;
 	json_t *w;
 	json_array_foreach(json_object_get(st, "warnings"), wi, w)

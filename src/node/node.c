@@ -89,6 +89,9 @@ typedef struct node {
 	pal_schema_range schema;
 	bool schema_known;
 	char schema_refused[512]; /* "" when not refused */
+	/* The binary's after-roll steps the database lacks (-1: not read). */
+	int after_roll_n;
+	const char *after_roll[PAL_AFTER_ROLL_MAX];
 	pal_periodic *schema_watch; /* re-checks the range while the roles run */
 	pal_store *schema_st;	    /* its connection (its thread only), NULL when none */
 	atomic_bool schema_resign;  /* the range was left while running: drain, exit 70 */
@@ -154,6 +157,12 @@ static json_t *status_cb(void *arg)
 	}
 	if (n->schema_refused[0])
 		json_object_set_new(sc, "refused", json_string(n->schema_refused));
+	if (n->after_roll_n >= 0) {
+		json_t *pend = json_array();
+		for (int i = 0; i < n->after_roll_n && i < PAL_AFTER_ROLL_MAX; i++)
+			json_array_append_new(pend, json_string(n->after_roll[i]));
+		json_object_set_new(sc, "pending_after_roll", pend);
+	}
 	pthread_mutex_unlock(&n->schema_mu);
 	json_object_set_new(st, "schema", sc);
 	if (n->coord) {
@@ -379,6 +388,30 @@ static void schema_outcome(node *n, const pal_schema_range *r, bool known, const
 			r->binary, "db_schema", r->db_version);
 }
 
+/* Record which of the binary's after-roll steps the database of ST lacks
+ * (/status: schema.pending_after_roll); logs node.schema_after_roll_applied
+ * when the last of them has been applied beside the running node. */
+static void after_roll_outcome(node *n, pal_store *st)
+{
+	const char *names[PAL_AFTER_ROLL_MAX];
+	int cnt = 0;
+	char err[256];
+	if (pal_store_pending_after_roll(st, names, PAL_AFTER_ROLL_MAX, &cnt, err, sizeof err))
+		return;
+	pthread_mutex_lock(&n->schema_mu);
+	int was = n->after_roll_n;
+	n->after_roll_n = cnt;
+	memcpy(n->after_roll, names, sizeof names);
+	pthread_mutex_unlock(&n->schema_mu);
+	if (was > 0 && cnt == 0)
+		pal_log(PAL_LOG_INFO, "node.schema_after_roll_applied", "{s:i}", "steps", was);
+	else if (cnt > 0 && was != cnt)
+		pal_log(PAL_LOG_INFO, "node.schema_after_roll_pending", "{s:i, s:s, s:s}", "steps",
+			cnt, "first", names[0], "hint",
+			"this node runs with or without them; 'palisade migrate' applies them once "
+			"every node runs this release");
+}
+
 /* How often a running node re-reads the database's schema range. */
 #define SCHEMA_WATCH_MS 10000
 
@@ -399,6 +432,16 @@ static void schema_watch(void *arg)
 		if (rc == PAL_EDB) {
 			pal_store_close(n->schema_st);
 			n->schema_st = NULL;
+		}
+		pthread_mutex_lock(&n->schema_mu);
+		bool pending = n->after_roll_n != 0;
+		pthread_mutex_unlock(&n->schema_mu);
+		if (!rc && pending) {
+			/* an after-roll step applied beside it: in range still */
+			pal_schema_range r;
+			if (!pal_store_schema_range(n->schema_st, &r, err, sizeof err))
+				schema_outcome(n, &r, true, "");
+			after_roll_outcome(n, n->schema_st);
 		}
 		return;
 	}
@@ -431,6 +474,8 @@ static int prepare_database(node *n)
 			bool known = pal_store_schema_range(st, &r, rerr, sizeof rerr) == 0;
 			if (!rc)
 				rc = pal_store_shard_count(st, n->conf.shards, &n->n_shards, err, sizeof err);
+			if (!rc)
+				after_roll_outcome(n, st);
 			pal_store_close(st);
 			if (!rc) {
 				schema_outcome(n, &r, known, "");
@@ -610,6 +655,7 @@ int pal_node_run(const pal_node_opts *o)
 	memset(&n, 0, sizeof n);
 	pthread_mutex_init(&n.schema_mu, NULL);
 	pal_store_binary_schema(&n.schema);
+	n.after_roll_n = -1;
 	int ec = apply_opts(&n, o);
 	if (ec)
 		return ec;

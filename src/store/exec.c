@@ -557,8 +557,8 @@ size_t pal__id_refs_find(const pal_id_ref *refs, size_t n, int64_t id)
 	/* a join, not a NOT EXISTS per row: that was quadratic in the batch \
 	 * (a 9 728-result batch ran past the 30 s statement timeout).  The \
 	 * attempt is found through its trigger (attempts_trigger), not its \
-	 * token alone: attempts_fence is there only for 0.2.0 binaries, whose \
-	 * commit reads it, and goes in a contract step (docs/upgrades.md). */ \
+	 * token alone: attempts_fence was there only for 0.2.0 binaries, whose \
+	 * commit read it; 048 drops it after the roll (docs/upgrades.md). */ \
 	/* a result refused for its state, of an attempt its trigger row holds \
 	 * (token still its own): ended there as fenced, as att ends a row; \
 	 * disjoint from upd (a state upd requires is not true here), so only \

@@ -18,6 +18,14 @@
  * step beyond S is refused (PAL_ESCHEMA): an old binary must not write to a
  * schema it does not understand.
  *
+ * After-roll steps: a migration whose header has the line "-- applied: after
+ * the roll" declares that the binary carrying it works with or without it
+ * applied.  Such steps come last (pal_migrations_check refuses an expand
+ * step after one): the binary's tail.  Its range is then min = the highest
+ * migration before the tail, binary = the highest: a node migrates up to
+ * min (and installs the functions, which serve both sides), leaves the tail
+ * to `palisade migrate`, and leads; an empty database gets the tail too.
+ *
  * Contract steps and live nodes (pal_store_pending_contract): a migration
  * whose compatible_from is above the database's is a contract step for the
  * nodes running on it now (each of them runs a schema >= the database's
@@ -67,40 +75,94 @@ static const char SQL_RANGE[] =
     "   ORDER BY coalesce(compatible_from, version) DESC, version DESC LIMIT 1)"
     " FROM schema_migrations";
 
-static int max_known(void)
+/* The first line of M's leading comment block that starts with KEY, or
+ * NULL: the header ends at the first line that is not a comment. */
+static const char *header_line(const pal_migration *m, const char *key)
 {
-	int m = 0;
-	for (int i = 0; i < pal_n_migrations; i++)
-		if (pal_migrations[i].version > m)
-			m = pal_migrations[i].version;
-	return m;
+	size_t len = strlen(key);
+	for (const char *l = m->sql; l && *l;) {
+		if (!strncmp(l, key, len))
+			return l;
+		if (strncmp(l, "--", 2))
+			break;
+		const char *nl = strchr(l, '\n');
+		l = nl ? nl + 1 : NULL;
+	}
+	return NULL;
 }
 
 int pal_migration_compatible_from(const pal_migration *m)
 {
 	static const char key[] = "-- compatible_from:";
-	for (const char *l = m->sql; l && *l;) {
-		if (!strncmp(l, key, sizeof key - 1)) {
-			char *end;
-			long v = strtol(l + sizeof key - 1, &end, 10);
-			if (end != l + sizeof key - 1 && v > 0 && v <= m->version)
-				return (int)v;
-			return m->version; /* malformed or above itself: contract */
+	const char *l = header_line(m, key);
+	if (!l)
+		return m->version;
+	char *end;
+	long v = strtol(l + sizeof key - 1, &end, 10);
+	if (end != l + sizeof key - 1 && v > 0 && v <= m->version)
+		return (int)v;
+	return m->version; /* malformed or above itself: contract */
+}
+
+bool pal_migration_after_roll(const pal_migration *m)
+{
+	static const char key[] = "-- applied: after the roll";
+	const char *l = header_line(m, key);
+	/* the whole line: nothing but blanks after it */
+	for (l = l ? l + sizeof key - 1 : NULL; l && *l && *l != '\n'; l++)
+		if (*l != ' ' && *l != '\t' && *l != '\r')
+			return false;
+	return l != NULL;
+}
+
+int pal_migrations_check(const pal_migration *ms, int n, char *err, size_t errlen)
+{
+	const pal_migration *after = NULL;
+	for (int i = 0; i < n; i++) {
+		if (pal_migration_after_roll(&ms[i])) {
+			if (!after)
+				after = &ms[i];
+			continue;
 		}
-		if (strncmp(l, "--", 2))
-			break; /* the header ends at the first line that is not a comment */
-		const char *nl = strchr(l, '\n');
-		l = nl ? nl + 1 : NULL;
+		if (after && pal_migration_compatible_from(&ms[i]) < ms[i].version) {
+			snprintf(err, errlen,
+				 "migration %s is an expand step (compatible_from %d) after %s, "
+				 "which is applied after the roll: after-roll steps come after "
+				 "every expand step of the binary",
+				 ms[i].name, pal_migration_compatible_from(&ms[i]), after->name);
+			return PAL_EINVAL;
+		}
 	}
-	return m->version;
+	return PAL_OK;
+}
+
+/* The index of the first step of the tail of MS (its last steps, each
+ * applied after the roll), N when there is none. */
+static int tail_start(const pal_migration *ms, int n)
+{
+	int t = n;
+	while (t > 0 && pal_migration_after_roll(&ms[t - 1]))
+		t--;
+	return t;
+}
+
+void pal_schema_range_of(const pal_migration *ms, int n, pal_schema_range *r)
+{
+	*r = (pal_schema_range){0};
+	int t = tail_start(ms, n);
+	for (int i = 0; i < n; i++) {
+		if (ms[i].version >= r->binary) {
+			r->binary = ms[i].version;
+			r->compatible_from = pal_migration_compatible_from(&ms[i]);
+		}
+		if (i < t && ms[i].version > r->min)
+			r->min = ms[i].version;
+	}
 }
 
 void pal_store_binary_schema(pal_schema_range *r)
 {
-	*r = (pal_schema_range){.binary = max_known(), .min = max_known()};
-	for (int i = 0; i < pal_n_migrations; i++)
-		if (pal_migrations[i].version == r->binary)
-			r->compatible_from = pal_migration_compatible_from(&pal_migrations[i]);
+	pal_schema_range_of(pal_migrations, pal_n_migrations, r);
 }
 
 #define SQL_HAS_COMPAT                                                                             \
@@ -354,8 +416,9 @@ static int pending_contract(pal_store *st, const pal_schema_range *r, int upto,
 
 /* The functions, views and triggers (pal_objects), applied after the
  * numbered steps when this run has brought the database to the binary's
- * own version (R: the database's side as it was before them; UPTO: the
- * run's limit, 0 none) and the database has not these bodies yet:
+ * minimum at least (R: the database's side as it was before them; UPTO:
+ * the run's limit, 0 none; the set serves both sides of the after-roll
+ * tail) and the database has not these bodies yet:
  * schema_functions names an older version, or this one with another
  * digest.  A binary older than the database, or than the version recorded
  * there, leaves them alone: the newer binary's bodies serve the schema
@@ -365,7 +428,7 @@ static int pending_contract(pal_store *st, const pal_schema_range *r, int upto,
 static int apply_objects(pal_store *st, const pal_schema_range *r, int upto, int64_t *waited,
 			 bool *done, char *err, size_t errlen)
 {
-	if (pal_n_objects == 0 || r->db_version > r->binary || (upto > 0 && upto < r->binary))
+	if (pal_n_objects == 0 || r->db_version > r->binary || (upto > 0 && upto < r->min))
 		return PAL_OK;
 	PGresult *q = pal__store_query(st, "SELECT version, digest FROM schema_functions", 0, NULL,
 				       err, errlen);
@@ -425,9 +488,12 @@ static int migrate(pal_store *st, bool contract, int upto, int *applied, bool *f
 		*functions = false;
 	pal_schema_range r;
 	pal_store_binary_schema(&r);
+	int rc = pal_migrations_check(pal_migrations, pal_n_migrations, err, errlen);
+	if (rc)
+		return rc;
 	/* The lock is a session's: through a transaction pooler it would stay
 	 * on one server connection while the steps ran on others. */
-	int rc = pal__store_needs_session(st, "the migration lock", err, errlen);
+	rc = pal__store_needs_session(st, "the migration lock", err, errlen);
 	if (rc)
 		return rc;
 	rc = migrate_lock(st, true, err, errlen);
@@ -450,6 +516,10 @@ static int migrate(pal_store *st, bool contract, int upto, int *applied, bool *f
 	 * migrations under a contract step it does not know. */
 	if (!rc && r.db_compatible_from > r.binary)
 		rc = refuse_newer(&r, err, errlen);
+	/* A node leaves the after-roll tail to `palisade migrate`, except on
+	 * an empty database, on which no node runs yet. */
+	if (!contract && r.db_version > 0 && r.min < r.binary && (upto == 0 || upto > r.min))
+		upto = r.min;
 	pal_pending_contract pc;
 	if (!rc && !contract && !(rc = pending_contract(st, &r, upto, &pc, err, errlen)) &&
 	    pc.steps > 0) {
@@ -481,6 +551,27 @@ static int migrate(pal_store *st, bool contract, int upto, int *applied, bool *f
 	if (urc && !rc) {
 		snprintf(err, errlen, "%s", uerr);
 		rc = urc;
+	}
+	return rc;
+}
+
+int pal_store_pending_after_roll(pal_store *st, const char **names, int max, int *n, char *err,
+				 size_t errlen)
+{
+	*n = 0;
+	pal_schema_range r;
+	pal_store_binary_schema(&r);
+	if (r.min == r.binary)
+		return PAL_OK;
+	int rc = db_range(st, &r, err, errlen);
+	for (int i = 0; !rc && i < pal_n_migrations; i++) {
+		if (pal_migrations[i].version <= r.min)
+			continue;
+		bool done = false; /* an empty database lacks them all */
+		if (r.db_version > 0)
+			rc = is_applied(st, pal_migrations[i].version, &done, err, errlen);
+		if (!rc && !done && (*n)++ < max && names)
+			names[*n - 1] = pal_migrations[i].name;
 	}
 	return rc;
 }

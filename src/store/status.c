@@ -92,9 +92,35 @@ static const char *const status_sql[] = {
 		   " state), '[]') FROM " FINISHED_ESTIMATE " e)"),
 };
 
+/* {version, pending_after_roll: [name...]} of the database's schema into
+ * OUT's "schema" (docs/upgrades.md, "Steps applied after the roll"). */
+static int add_schema(pal_store *st, json_t *out, char *err, size_t errlen)
+{
+	pal_schema_range r;
+	const char *names[PAL_AFTER_ROLL_MAX];
+	int n = 0;
+	int rc = pal_store_schema_range(st, &r, err, errlen);
+	if (!rc)
+		rc = pal_store_pending_after_roll(st, names, PAL_AFTER_ROLL_MAX, &n, err, errlen);
+	if (rc)
+		return rc;
+	json_t *pend = json_array();
+	for (int i = 0; i < n && i < PAL_AFTER_ROLL_MAX; i++)
+		json_array_append_new(pend, json_string(names[i]));
+	json_object_set_new(
+	    out, "schema",
+	    json_pack("{s:i, s:o}", "version", r.db_version, "pending_after_roll", pend));
+	return PAL_OK;
+}
+
 int pal_store_status_json(pal_store *st, json_t **out, char *err, size_t errlen)
 {
-	return pal__store_query_json(st, status_sql[STATUS_EXACT], 0, NULL, out, err, errlen);
+	int rc = pal__store_query_json(st, status_sql[STATUS_EXACT], 0, NULL, out, err, errlen);
+	if (!rc && (rc = add_schema(st, *out, err, errlen))) {
+		json_decref(*out);
+		*out = NULL;
+	}
+	return rc;
 }
 
 int pal_store_status_live_json(pal_store *st, json_t **out, char *err, size_t errlen)

@@ -113,13 +113,14 @@ fresh_db() {
 	export PALISADE_PG="$PALISADE_PG_ADMIN dbname=$name"
 }
 
-# it_db [NAME]: a fresh database it_NAME (default NAME: the test's name
-# without test_), migrated by this tree (its output discarded); returns
-# the migration's status.
+# it_db [NAME [ARG...]]: a fresh database it_NAME (default NAME: the
+# test's name without test_), migrated by this tree with `migrate ARG...`
+# (its output discarded; --before-roll for a database that nodes of an
+# older release run on too); returns the migration's status.
 it_db() {
 	local _id_n=${1:-$(basename "$0" .sh)}
 	fresh_db "it_${_id_n#test_}"
-	"$PAL" migrate >/dev/null
+	"$PAL" migrate "${@:2}" >/dev/null
 }
 
 # old_ranges FIRST: the ranges of triggers of an installation that had

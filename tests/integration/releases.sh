@@ -10,8 +10,8 @@
 #       present the archive is first checked against it.
 #   db_from_030 DB    0.3.0 built (its palisade in OLD_PAL; the build tree
 #       PALISADE_OLD_TREE, default /tmp/palisade-0.3.0-build) and a fresh
-#       database DB migrated by it, then by this tree: the schema of a roll
-#       from 0.3.0.  A failure is a failed check; returns 1 when 0.3.0 does
+#       database DB migrated by it, then by this tree (--before-roll): the
+#       schema of a roll from 0.3.0.  A failure is a failed check; returns 1 when 0.3.0 does
 #       not build.
 #   old_release VERSION    the release VERSION's palisade (and
 #       palisade-sink) built by build_release in OLD_TREE
@@ -53,7 +53,8 @@ db_from_030() {
 	OLD_PAL=$tree/bin/palisade
 	fresh_db "$1"
 	expect_exit "0.3.0 migrates the empty database" 0 "$OLD_PAL" migrate
-	expect_exit "this tree migrates it further" 0 "$PAL" migrate --backfill-batches 0
+	expect_exit "this tree migrates it further (but for its after-roll steps)" 0 \
+		"$PAL" migrate --before-roll --backfill-batches 0
 }
 
 old_release() {

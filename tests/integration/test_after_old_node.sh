@@ -15,7 +15,7 @@ T_START=$(date +%s)
 source tests/integration/releases.sh
 old_release 0.2.0 || { finish; exit 1; }
 
-it_db after_old
+it_db after_old --before-roll
 SHARDS=2
 write_conf "$CLUSTER_CONF"
 url='{url: "http://127.0.0.1:9/x"}'

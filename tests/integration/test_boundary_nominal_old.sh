@@ -33,7 +33,7 @@ OLD_PAL=$OLD_TREE/bin/palisade
 
 fresh_db it_boundary_nominal_old
 expect_exit "0.3.0 migrates the empty database" 0 "$OLD_PAL" migrate
-expect_exit "this tree migrates it beside the 0.3.0 node-to-be (041 -> 046)" 0 "$PAL" migrate --backfill-batches 0
+expect_exit "this tree migrates it beside the 0.3.0 node-to-be (041 -> 046)" 0 "$PAL" migrate --before-roll --backfill-batches 0
 SHARDS=1 LOOKAHEAD=60s MISFIRE=2m
 write_conf "$CLUSTER_CONF"
 # every 20 s, spread 19 s: co.spread1's offset is 14 s, sh.spread's 18 s

@@ -13,7 +13,7 @@ build_release v0.3.0 ops/releases/palisade-0.3.0.tar.xz "$OLD_TREE" || { fail "0
 OLD_PAL=$OLD_TREE/bin/palisade
 fresh_db it_gates_old_executor
 expect_exit "0.3.0 migrates" 0 "$OLD_PAL" migrate
-expect_exit "this tree migrates further" 0 "$PAL" migrate --backfill-batches 0
+expect_exit "this tree migrates further" 0 "$PAL" migrate --before-roll --backfill-batches 0
 SHARDS=1 LOOKAHEAD=60s MISFIRE=2m
 write_conf "$CLUSTER_CONF"
 iso() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ; }

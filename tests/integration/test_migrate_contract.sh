@@ -35,6 +35,8 @@ build_release "$OLD_TAG" "$OLD_ARCHIVE" "$OLD_TREE" ||
 	{ fail "release $OLD_TAG builds in $OLD_TREE"; finish; exit 1; }
 OLD_PAL=$OLD_TREE/bin/palisade
 NEW_SCHEMA=$(ls sql/[0-9]*.sql | sed 's|.*/0*\([0-9]*\)_.*|\1|' | sort -n | tail -1)
+# this tree's highest migration before its after-roll steps (its minimum)
+NEW_MIN=$(grep -L '^-- applied: after the roll' sql/[0-9]*.sql | sed 's|.*/0*\([0-9]*\)_.*|\1|' | sort -n | tail -1)
 CT_V=$((NEW_SCHEMA + 1))
 CT_NAME=$(printf '%03d_contract_drill' "$CT_V")
 mkdir -p "$CT_TREE/sql"
@@ -71,10 +73,11 @@ write_conf "$CLUSTER_CONF"
 PAL=$OLD_PAL start_node o1
 wait_wall "the $OLD_TAG node o1 leads every shard (registered in ZooKeeper)" 40 all_shards_led
 
-# Expand steps only (this tree beyond 10): applied with o1 live.
-expect_exit "this tree's migrate applies its expand steps while $OLD_TAG node o1 is live" 0 \
-	"$NEW_PAL" migrate --config "$CLUSTER_CONF"
-expect_eq "schema $OLD_SCHEMA -> $NEW_SCHEMA" "$NEW_SCHEMA" "$(schema)"
+# Expand steps only (this tree beyond 10, but for its after-roll steps):
+# applied with o1 live.
+expect_exit "this tree's migrate --before-roll applies its expand steps while $OLD_TAG node o1 is live" 0 \
+	"$NEW_PAL" migrate --config "$CLUSTER_CONF" --before-roll
+expect_eq "schema $OLD_SCHEMA -> $NEW_MIN" "$NEW_MIN" "$(schema)"
 expect_eq "and nothing was forced" 0 "$(sql "select count(*) from audit_log where action = 'schema.contract_forced'")"
 check "o1 keeps running on the expanded schema" node_alive o1
 start_node n1
@@ -85,27 +88,27 @@ expect_exit "the contract step is refused while o1 ($OLD_TAG) and n1 (schema $NE
 	"$CT_PAL" migrate --config "$CLUSTER_CONF"
 expect_match "naming the step, its compatible_from and both nodes" \
 	"refusing contract step $CT_NAME \\(compatible_from $CT_V.*o1 \\(${OLD_TAG#v}, schema $OLD_SCHEMA\\).*n1 \\([^,]*, schema $NEW_SCHEMA\\)" "$OUT"
-expect_eq "nothing applied" "$NEW_SCHEMA" "$(schema)"
+expect_eq "nothing applied" "$NEW_MIN" "$(schema)"
 expect_exit "refused when the live nodes cannot be read (no ZooKeeper known)" 64 \
 	env -u PALISADE_ZK "$CT_PAL" migrate
 expect_match "saying why" "cannot tell whether nodes older than schema $CT_V are live; nothing applied" "$OUT"
 expect_exit "refused when ZooKeeper does not answer" 69 \
 	"$CT_PAL" migrate --config "$CLUSTER_CONF" --zk "127.0.0.1:$(free_port)"
-expect_eq "still nothing applied" "$NEW_SCHEMA" "$(schema)"
+expect_eq "still nothing applied" "$NEW_MIN" "$(schema)"
 expect_exit "--reason without --force is a usage error" 64 "$CT_PAL" migrate --reason x
 
 stop_node o1
 wait_wall "o1 has left" 20 gone o1
 expect_exit "o1 gone, the step is still refused for n1" 4 "$CT_PAL" migrate --config "$CLUSTER_CONF"
 expect_match "naming n1 only" "older than schema $CT_V: n1 \\([^,]*, schema $NEW_SCHEMA\\); roll it" "$OUT"
-expect_eq "nothing applied" "$NEW_SCHEMA" "$(schema)"
+expect_eq "nothing applied" "$NEW_MIN" "$(schema)"
 
 # A node of the contract binary does not apply the step itself when it starts.
 PAL=$CT_PAL start_node c1
 wait_wall "a node of schema $CT_V started on it refuses to apply the step" 30 \
 	grep -q '"event":"node.schema_refused".*migration '"$CT_NAME"' is a contract step.*is not applied by a node' "$NODE_DIR/c1.log"
 expect_match "readyz says why" "$CT_NAME is a contract step.*palisade migrate" "$(curl -s "http://${NODE_ADMIN[c1]}/readyz")"
-expect_eq "nothing applied" "$NEW_SCHEMA" "$(schema)"
+expect_eq "nothing applied" "$NEW_MIN" "$(schema)"
 check "c1 is not registered (it joins ZooKeeper only once the schema is ready)" gone c1
 
 # ---- --force: applied and audited ----------------------------------------------------

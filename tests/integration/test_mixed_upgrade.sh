@@ -12,7 +12,11 @@
 # the roll window, one effect per key at the sink, every trigger succeeded,
 # no database error logged by an old node under the new schema, each handoff
 # (drain to the first plan of the new leader of each shard the drained node
-# led) under one second.  Then the schema range check: a node started under
+# led) under one second.  The last node's roll ends with `palisade migrate`
+# (ops/rolling-upgrade.sh --migrate), which applies this tree's after-roll
+# steps under load: the new nodes keep leading, no restart, and verify and
+# the sink still find nothing missing or doubled over the window, which goes
+# on past it.  Then the schema range check: a node started under
 # a database whose recorded compatible_from is beyond its schema (a fake
 # future contract step) refuses to lead and says so in its log, /readyz,
 # /status and a metric, and running nodes resign (drain, exit 70); the same
@@ -67,8 +71,13 @@ wait_until "old executors ran the window's first instants" 20 ran_old
 
 # ---- the new tree's migrations while every node runs the old binary --------------
 mig_ts=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)
-expect_exit "new binary applies this tree's migrations beside the old nodes" 0 "$NEW_PAL" migrate
+expect_exit "new binary's plain migrate refuses its after-roll steps while old nodes run" 4 \
+	"$NEW_PAL" migrate --config "$CLUSTER_CONF"
+expect_match "naming the step and --before-roll" "refusing contract step 048_drop_attempts_fence.*--before-roll" "$OUT"
+expect_exit "new binary applies this tree's migrations beside the old nodes (--before-roll)" 0 \
+	"$NEW_PAL" migrate --before-roll
 echo "    | $(grep -v '"event":"store' <<<"$OUT")"
+expect_match "and says which after-roll steps it left" "after-roll step left pending: 048_drop_attempts_fence" "$OUT"
 # (the old sink's functions, in the same database, are the old sink's
 # until it rolls)
 expect_exit "and replaces the old release's functions and triggers by sql/functions/ exactly" 0 \
@@ -227,8 +236,9 @@ for n in r1 r2 r3; do
 	[ "$n" = r2 ] && roll_sink
 	led=$(shards_of "$n")
 	since=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)
+	# the last one ends with the final migrate (--migrate)
 	OUT=$(bash ops/rolling-upgrade.sh --config "$CLUSTER_CONF" --palisade "$NEW_PAL" --timeout 60 \
-		--restart "bash $NODE_DIR/restart.sh {node}" "$n" 2>&1)
+		--restart "bash $NODE_DIR/restart.sh {node}" $([ "$n" = r3 ] && echo --migrate) "$n" 2>&1)
 	rc=$?
 	echo "$OUT" | grep -v '^rolling-upgrade: nodes:' | sed 's/^/    | /'
 	[ -f "$NODE_DIR/$n.pid" ] && NODE_PID[$n]=$(cat "$NODE_DIR/$n.pid")
@@ -237,6 +247,10 @@ for n in r1 r2 r3; do
 	echo "    figure: handoff $n (led ${led:-none}): shard:ms $h"
 	for x in $h; do HANDOFFS+=("$n/$x"); done
 done
+t_migrated=$(date +%s)
+expect_match "the final migrate of the roll applied the after-roll step under load" \
+	"rolling-upgrade: migrate: applied after-roll step: 048_drop_attempts_fence" "$OUT"
+expect_eq "attempts_fence is gone" "t" "$(sql "select to_regclass('attempts_fence') is null")"
 for p in $old_pids; do
 	check "old process $p has exited" bash -c "! kill -0 $p 2>/dev/null"
 done
@@ -260,6 +274,16 @@ expect_eq "every handoff under one second" 0 "$over"
 t_rolled=$(sql "select clock_timestamp()")
 rolled_work() { [ "$(sql "select count(*) from attempt_ledger a join triggers t on t.id = a.trigger_id where a.outcome = 'succeeded' and t.scheduled_at > '$t_rolled'")" -gt 0 ]; }
 wait_until "a new node ends a call of an instant due after the roll" 30 rolled_work
+# The window goes on past the nodes' 10 s schema re-check since the final
+# migrate: they keep leading under the after-roll step, with no restart.
+while [ $(($(date +%s) - t_migrated)) -lt 12 ]; do sleep 1; done
+for n in r1 r2 r3; do
+	check "$n (this tree) still runs after the final migrate, no restart" node_alive "$n"
+	expect_eq "$n's /status: no after-roll step pending" "[]" \
+		"$(curl -s --noproxy '*' -m 2 "http://${NODE_ADMIN[$n]}/status" | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["schema"].get("pending_after_roll")))' 2>/dev/null)"
+done
+check "each logged node.schema_after_roll_applied" \
+	[ "$(grep -l '"event":"node.schema_after_roll_applied"' "$NODE_DIR"/r?.log | wc -l)" = 3 ]
 T1=$(rfc3339_ago 0)
 settled() { [ "$(sql "select count(*) from triggers where scheduled_at between '$T0' and '$T1' and state <> 'succeeded'")" = 0 ]; }
 wait_until "every trigger planned in the roll window ends succeeded" 60 settled
@@ -274,7 +298,7 @@ expect_exit "after the roll the database runs this tree's functions, the schedul
 	python3 tests/integration/sql_objects.py "$PALISADE_PG" sql/functions sql/sink/functions
 
 # ---- the schema range: a future contract step is refused, an expand step run -------
-BIN_SCHEMA=$NEW_SCHEMA
+BIN_SCHEMA=$(sql "select max(version) from schema_migrations") # the tail applied: this binary's
 # Running nodes: a contract step applied beside them (beyond their schema)
 # makes each resign within its re-check interval: drain, exit 70.
 t=$(date +%s%3N)

@@ -20,7 +20,7 @@ build_release "$OLD_TAG" "ops/releases/palisade-${OLD_TAG#v}.tar.xz" "$OLD_TREE"
 OLD_PAL=$OLD_TREE/bin/palisade
 
 fresh_db it_sched_old
-"$PAL" migrate >/dev/null
+"$PAL" migrate --before-roll >/dev/null
 start_sink || { fail "sink starts"; finish; exit 1; }
 SHARDS=2 write_conf "$CLUSTER_CONF" "executor: {lease: 10s, heartbeat: 2s}"
 SHARDS=2

@@ -17,7 +17,8 @@ if [ -z "${BUSY_OLD_PAL:-}" ]; then
 	guarantee "a live executor node at its in-flight limit that can send a job keeps the job's instants out of manual"
 	fresh_db it_target_hosts_busy_node
 fi
-"$PAL" migrate >/dev/null
+# a 0.3.0 executor runs on it too: this tree's after-roll steps stay pending
+"$PAL" migrate ${BUSY_OLD_PAL:+--before-roll} >/dev/null
 IPORT=$(free_port)
 cat >"$NODE_DIR/slow.py" <<'PY'
 import http.server, sys, time

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdbool.h>
+#include <string.h>
 #include "palisade/store.h"
 
 static int cf(int version, const char *sql)
@@ -48,8 +50,81 @@ static void test_migrate_binary_schema_is_its_newest_migration(void **state)
 		if (pal_migrations[i].version > max)
 			max = pal_migrations[i].version;
 	assert_int_equal(r.binary, max);
-	assert_int_equal(r.min, max);
+	/* min: the highest migration before the after-roll tail */
+	int min = 0;
+	bool tail = true;
+	for (int i = pal_n_migrations - 1; i >= 0; i--) {
+		tail = tail && pal_migration_after_roll(&pal_migrations[i]);
+		if (!tail && pal_migrations[i].version > min)
+			min = pal_migrations[i].version;
+	}
+	assert_int_equal(r.min, min);
+	assert_true(r.min <= r.binary);
 	assert_true(r.compatible_from >= 1 && r.compatible_from <= max);
+}
+
+static void test_migrate_after_roll_marker(void **state)
+{
+	(void)state;
+	pal_migration m = { .version = 48, .name = "048_x",
+			    .sql = "-- 048_x.sql - what\n--\n-- compatible_from: 48\n"
+				   "-- applied: after the roll\n--\nDROP INDEX x;\n" };
+	assert_true(pal_migration_after_roll(&m));
+	assert_int_equal(pal_migration_compatible_from(&m), 48);
+	m.sql = "-- applied: after the roll  \r\nSELECT 1;\n";
+	assert_true(pal_migration_after_roll(&m));
+	m.sql = "-- compatible_from: 47\nSELECT 1;\n-- applied: after the roll\n";
+	assert_false(pal_migration_after_roll(&m)); /* below the header */
+	m.sql = "-- applied: after the rollout\nSELECT 1;\n";
+	assert_false(pal_migration_after_roll(&m));
+	m.sql = "-- applied: before\nSELECT 1;\n";
+	assert_false(pal_migration_after_roll(&m));
+}
+
+#define EXPAND(v) { v, #v "_expand", "-- compatible_from: 10\nSELECT 1;\n" }
+#define CONTRACT(v) { v, #v "_contract", "SELECT 1;\n" }
+#define AFTER(v) { v, #v "_after", "-- applied: after the roll\nSELECT 1;\n" }
+
+static void test_migrate_after_roll_steps_come_last(void **state)
+{
+	(void)state;
+	char err[256];
+	const pal_migration ok[] = { EXPAND(11), CONTRACT(12), AFTER(13), AFTER(14) };
+	assert_int_equal(pal_migrations_check(ok, 4, err, sizeof err), 0);
+	/* a plain contract step after one: allowed, the tail is then empty */
+	const pal_migration contract[] = { EXPAND(11), AFTER(12), CONTRACT(13) };
+	assert_int_equal(pal_migrations_check(contract, 3, err, sizeof err), 0);
+	const pal_migration bad[] = { EXPAND(11), AFTER(12), EXPAND(13) };
+	assert_int_equal(pal_migrations_check(bad, 3, err, sizeof err), PAL_EINVAL);
+	assert_non_null(strstr(err, "13_expand is an expand step"));
+	assert_non_null(strstr(err, "after 12_after"));
+	/* the binary's own list */
+	assert_int_equal(pal_migrations_check(pal_migrations, pal_n_migrations, err, sizeof err), 0);
+}
+
+static void test_migrate_after_roll_range(void **state)
+{
+	(void)state;
+	pal_schema_range r;
+	const pal_migration tail[] = { EXPAND(11), EXPAND(12), AFTER(14) };
+	pal_schema_range_of(tail, 3, &r);
+	assert_int_equal(r.binary, 14);
+	assert_int_equal(r.min, 12);
+	assert_int_equal(r.compatible_from, 14);
+	r.db_version = 12, r.db_compatible_from = 10; /* the tail pending */
+	assert_true(pal_schema_supported(&r));
+	r.db_version = 14, r.db_compatible_from = 14; /* applied */
+	assert_true(pal_schema_supported(&r));
+	r.db_version = 11, r.db_compatible_from = 10; /* below min: migrate first */
+	assert_false(pal_schema_supported(&r));
+	const pal_migration none[] = { EXPAND(11), AFTER(12), CONTRACT(13) };
+	pal_schema_range_of(none, 3, &r);
+	assert_int_equal(r.min, 13);
+	assert_int_equal(r.binary, 13);
+	const pal_migration plain[] = { EXPAND(11), EXPAND(12) };
+	pal_schema_range_of(plain, 2, &r);
+	assert_int_equal(r.min, 12);
+	assert_int_equal(r.compatible_from, 10);
 }
 
 static void test_migrate_supported_range(void **state)
@@ -73,6 +148,9 @@ int main(void)
 		cmocka_unit_test(test_migrate_no_header_is_a_contract_step),
 		cmocka_unit_test(test_migrate_bad_header_is_a_contract_step),
 		cmocka_unit_test(test_migrate_binary_schema_is_its_newest_migration),
+		cmocka_unit_test(test_migrate_after_roll_marker),
+		cmocka_unit_test(test_migrate_after_roll_steps_come_last),
+		cmocka_unit_test(test_migrate_after_roll_range),
 		cmocka_unit_test(test_migrate_supported_range),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,21 @@
+-- 048_drop_attempts_fence.sql - attempts lose the index of their token
+-- alone (docs/upgrades.md, "Steps applied after the roll").
+--
+-- compatible_from: 48
+-- applied: after the roll
+--
+-- A contract step that this release's binary runs on both sides of: a
+-- node of this release leaves it pending when it migrates and leads all
+-- the same; `palisade migrate` applies it once no node older than schema
+-- 48 is live (an older node refuses the database from then on).
+--
+-- attempts_fence (fence), made by 010 on the partitioned attempts (so one
+-- index per partition, each dropped with it), served the result commit
+-- of 0.2.0 binaries, which finds the attempt to end by its token alone.
+-- This release finds it through its trigger (attempts_trigger) and the
+-- token: the result commit (src/store/exec.c) and the door's stop edges
+-- (palisade_trigger_move) name both.  One index entry less per attempt
+-- row (docs/performance.md, "What a fire costs").  A partitioned index
+-- cannot be dropped CONCURRENTLY: the drop takes attempts' exclusive lock
+-- for a catalog change, under the migrations' lock budget.
+DROP INDEX IF EXISTS attempts_fence;
