@@ -259,9 +259,11 @@ int pal__ops_job_versions(pal_store *st, const char *job_id, json_t **out, char 
 	return PAL_OK;
 }
 
-int pal__ops_upstream_versions(pal_store *st, json_t *versions, json_t **out, char *err,
-			       size_t errlen)
+int pal__ops_upstream_versions(pal_store *st, json_t *versions, bool pending, json_t **out,
+			       bool *alone, char *err, size_t errlen)
 {
+	if (alone)
+		*alone = false;
 	json_t *ups = json_object();
 	json_t *todo = json_array(); /* versions arrays still to walk */
 	json_array_append(todo, versions);
@@ -280,6 +282,16 @@ int pal__ops_upstream_versions(pal_store *st, json_t *versions, json_t **out, ch
 				uv = json_array(), rc = PAL_OK;
 			if (rc)
 				break;
+			size_t nv = json_array_size(uv);
+			json_t *latest = json_array_get(uv, nv - 1);
+			if (pending && nv > 1 &&
+			    !json_is_integer(json_object_get(latest, "effective_from"))) {
+				json_t *one = json_pack("[O]", latest);
+				json_decref(uv);
+				uv = one;
+				if (alone)
+					*alone = true;
+			}
 			json_object_set_new(ups, up, uv);
 			json_array_append(todo, uv);
 		}
@@ -381,7 +393,7 @@ int pal__ops_backfill_in_tx(pal_store *st, const char *job_id, int64_t from, int
 	if ((rc = pal__ops_job_versions(st, job_id, &versions, err, errlen)))
 		return rc;
 	json_t *ups;
-	if ((rc = pal__ops_upstream_versions(st, versions, &ups, err, errlen))) {
+	if ((rc = pal__ops_upstream_versions(st, versions, false, &ups, NULL, err, errlen))) {
 		json_decref(versions);
 		return rc;
 	}

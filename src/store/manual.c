@@ -66,20 +66,39 @@ typedef struct run_ctx {
 	pal_run_result *res;
 } run_ctx;
 
+/* Whether AT is an instant of VERSIONS, whose first upstreams' versions
+ * are UPS (*IN: it); an error computing them counts as no instant. */
+static bool instant_by(json_t *versions, json_t *ups, int64_t at, pal_backfill_inst *in)
+{
+	pal_backfill_plan pl = { 0 };
+	char e[256];
+	int rc = pal_backfill_instants_after(versions, ups, at, at, 1, &pl, e, sizeof e);
+	bool found = rc == PAL_OK && pl.n > 0;
+	if (found)
+		*in = pl.v[0];
+	pal_backfill_plan_clear(&pl);
+	return found;
+}
+
 /*
  * Whether C->at is an instant of the job that its controller has still to
  * run: one still to come, by the versions as stored, or, when the latest is
  * stored and no controller has taken it over yet, by it alone (it plans
  * what is not planned yet).  A version with `after` has its first
  * upstream's instants (pal_backfill_instants_after, as the dependency
- * planner decides them); for one of those, a past instant too while the
- * dependency planner has not decided it (pal__ops_after_undecided, the
- * predicate a backfill checks too): it plans the job's trigger there once its upstreams end (*WAITS_UPSTREAM).
+ * planner decides them), by the upstreams' activated versions, or by an
+ * upstream's latest version stored and not activated yet alone (its
+ * controller fires its instants once it takes it over: a roll, an outage, a
+ * retired upstream applied again; *PENDING_UP when only that version has
+ * C->at); for one of those, a past instant too while the dependency planner
+ * has not decided it (pal__ops_after_undecided, the predicate a backfill
+ * checks too): it plans the job's trigger there once its upstreams end
+ * (*WAITS_UPSTREAM).
  */
 static int coming_instant(pal_store *st, const run_ctx *c, int64_t now, bool *scheduled,
-			  bool *waits_upstream, char *err, size_t errlen)
+			  bool *waits_upstream, bool *pending_up, char *err, size_t errlen)
 {
-	json_t *versions, *ups;
+	json_t *versions, *ups = NULL, *pend;
 	int rc = pal__ops_job_versions(st, c->job_id, &versions, err, errlen);
 	if (rc)
 		return rc;
@@ -89,23 +108,30 @@ static int coming_instant(pal_store *st, const run_ctx *c, int64_t now, bool *sc
 		json_decref(versions);
 		versions = alone;
 	}
-	if ((rc = pal__ops_upstream_versions(st, versions, &ups, err, errlen))) {
+	bool subst = false;
+	rc = pal__ops_upstream_versions(st, versions, true, &pend, &subst, err, errlen);
+	if (!rc && subst)
+		rc = pal__ops_upstream_versions(st, versions, false, &ups, NULL, err, errlen);
+	else if (!rc)
+		ups = json_incref(pend);
+	if (rc) {
+		json_decref(pend);
 		json_decref(versions);
 		return rc;
 	}
-	pal_backfill_plan pl = { 0 };
-	rc = pal_backfill_instants_after(versions, ups, c->at, c->at, 1, &pl, err, errlen);
-	bool inst = rc == PAL_OK && pl.n > 0, after = inst && pl.v[0].after;
-	int parts = inst ? pl.v[0].partitions : 1;
-	pal_backfill_plan_clear(&pl);
+	pal_backfill_inst in = { 0 };
+	bool inst = instant_by(versions, ups, c->at, &in);
+	if (!inst && subst)
+		inst = *pending_up = instant_by(versions, pend, c->at, &in);
 	json_decref(versions);
 	json_decref(ups);
+	json_decref(pend);
 	*scheduled = inst && c->at > now;
-	if (*scheduled || !after)
+	if (*scheduled || !inst || !in.after)
 		return PAL_OK;
 	char ats[32], ps[16];
 	snprintf(ats, sizeof ats, "{%lld}", (long long)c->at);
-	snprintf(ps, sizeof ps, "{%d}", parts);
+	snprintf(ps, sizeof ps, "{%d}", in.partitions);
 	int64_t undecided, first;
 	if ((rc = pal__ops_after_undecided(st, c->job_id, ats, ps, &undecided, &first, err,
 					   errlen)))
@@ -193,9 +219,9 @@ static int check_run(pal_store *st, const run_ctx *c, char *err, size_t errlen)
 	if (PQntuples(r))
 		snprintf(waiting, sizeof waiting, "%s", PQgetvalue(r, 0, 0));
 	PQclear(r);
-	bool scheduled = waiting[0], upstream = false;
+	bool scheduled = waiting[0], upstream = false, pending = false;
 	if (!scheduled &&
-	    (rc = coming_instant(st, c, now, &scheduled, &upstream, err, errlen)))
+	    (rc = coming_instant(st, c, now, &scheduled, &upstream, &pending, err, errlen)))
 		return rc;
 	if (scheduled) {
 		snprintf(res->refused, sizeof res->refused, "scheduled-instant");
@@ -206,6 +232,16 @@ static int check_run(pal_store *st, const run_ctx *c, char *err, size_t errlen)
 				 "written; hint: --new-effect (API \"new_effect\": true) to run it "
 				 "twice on purpose",
 				 c->job_id, ts, waiting);
+		else if (pending)
+			snprintf(err, errlen,
+				 "job %s at %s: an instant of a version of its upstream (after:) "
+				 "stored but not activated yet (no controller has taken it over): "
+				 "once one does, the upstream runs there (a missed instant by its "
+				 "misfire policy) and the dependency planner "
+				 "runs the job after it under its own key, so a manual run would make "
+				 "a second effect; nothing was written; hint: --new-effect (API "
+				 "\"new_effect\": true) to run it twice on purpose",
+				 c->job_id, ts);
 		else if (upstream)
 			snprintf(err, errlen,
 				 "job %s at %s: an instant of its upstream (after:) that the "

@@ -98,8 +98,11 @@ int pal__ops_job_versions(pal_store *st, const char *job_id, json_t **out, char 
 /* The versions of the first upstream (`after`) of each version of VERSIONS
  * and, recursively, of theirs: *OUT an object job id -> versions, as
  * pal_backfill_instants_after takes it (an upstream with no job row: an
- * empty array). */
-int pal__ops_upstream_versions(pal_store *st, json_t *versions, json_t **out, char *err,
-			       size_t errlen);
+ * empty array).  With PENDING, an upstream whose latest version is stored
+ * and not activated yet, after an activated one, counts by that version
+ * alone (its instants once a controller takes it over; *ALONE, when not
+ * NULL: some upstream did). */
+int pal__ops_upstream_versions(pal_store *st, json_t *versions, bool pending, json_t **out,
+			       bool *alone, char *err, size_t errlen);
 
 #endif
