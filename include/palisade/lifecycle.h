@@ -212,10 +212,12 @@ PAL_MUST_CHECK int pal_store_unknown_at(pal_store *st, const char *job_id, int64
  * range), ordered by instant. */
 PAL_MUST_CHECK int pal_store_unknown_in(pal_store *st, const char *job_id, int64_t from,
 					int64_t to, json_t **out, char *err, size_t errlen);
-/* The pause gates holding the triggers TRIGGER_IDS (a JSON array of ids):
- * global, their job's, and the group's and tenant's each row was written
- * with, the test the claim makes; as [{scope since reason}] by scope, []
- * when none.  The triggers wait for their resume (a manual run too). */
+/* The pause gates holding the triggers TRIGGER_IDS (a JSON array of ids)
+ * still to be claimed (pending, retry_wait, unknown, paused): global, their
+ * job's, and the group's and tenant's each row was written with, the test
+ * the claim makes; as [{scope since reason}] by scope, [] when none (also
+ * when every run ended or is running).  The triggers wait for their resume
+ * (a manual run too). */
 PAL_MUST_CHECK int pal_store_job_held_json(pal_store *st, const json_t *trigger_ids,
 					   json_t **out, char *err, size_t errlen);
 /* Whether JOB_ID is retired (*retired); PAL_ENOENT when it does not exist. */

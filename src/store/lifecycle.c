@@ -451,7 +451,9 @@ int pal_store_job_held_json(pal_store *st, const json_t *trigger_ids, json_t **o
 {
 	/* the claim's own gate test, on the group and tenant each trigger row
 	 * was written with (the active version's: an applied move to another
-	 * group or tenant counts from its activation) */
+	 * group or tenant counts from its activation), for the rows still to be
+	 * claimed (the claim's states, and 'paused': a resume makes it pending);
+	 * a run that ended, or one running, waits for no resume */
 	char *ids = json_dumps(trigger_ids, JSON_COMPACT | JSON_ENCODE_ANY);
 	if (!ids) {
 		snprintf(err, errlen, "out of memory");
@@ -464,6 +466,7 @@ int pal_store_job_held_json(pal_store *st, const json_t *trigger_ids, json_t **o
 	    "  'reason', g.reason) ORDER BY g.scope), '[]')::text"
 	    " FROM gates g WHERE g.paused AND EXISTS (SELECT 1 FROM triggers t"
 	    "  WHERE t.id IN (SELECT value::bigint FROM json_array_elements_text($1::json))"
+	    "  AND t.state IN ('pending', 'retry_wait', 'unknown', 'paused')"
 	    "  AND g.scope IN ('global', 'job:' || t.job_id, 'group:' || t.resource_group,"
 	    "   'tenant:' || t.tenant))",
 	    1, p, out, err, errlen);
