@@ -273,7 +273,7 @@ ASAN_SKIP := test_oneshot_switch_misfire test_new_job_lookahead test_new_job_row
 	test_retention_gives_way test_rollback_ahead test_rolling_upgrade \
 	test_schedule_forms_old_controller test_sink_upgrade test_sql_functions \
 	test_stop_unknown test_trigger_door test_trigger_reads test_after_version_switch \
-	test_after_backfill_partition test_trigger_held_by_done \
+	test_after_backfill_partition test_trigger_held_by_done test_api_trigger_undecided \
 	test_sink_query_inflight test_resume_backlog test_resume_ticket_partial \
 	test_reapply_rounds test_resume_ramp_again test_resume_overlap test_apply_move_paused \
 	test_mixed_upgrade test_executor_race test_import_quartz_ids test_after_finished_cancel \

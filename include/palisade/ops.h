@@ -167,6 +167,8 @@ typedef struct pal_run_result {
 	int64_t at;       /* their scheduled instant (epoch seconds) */
 	json_t *ids;      /* trigger ids (new, or the existing ones); json_decref */
 	char refused[24]; /* PAL_ESTALE: "job-retired", "unknown-outcome", "scheduled-instant" */
+	bool waits_upstream; /* "scheduled-instant": a past instant of a job with `after` that
+				the dependency planner has not decided yet */
 } pal_run_result;
 
 void pal_run_result_clear(pal_run_result *r);

@@ -148,8 +148,11 @@ void pal_api__h_job_trigger(call *c)
 			    "An earlier attempt at that instant has an unknown outcome", "%s", err);
 		else
 			pal_api__problem(c, 409, "scheduled-instant",
-					 "The instant is still to come in the job's schedule", "%s",
-					 err);
+					 r.waits_upstream
+					     ? "The dependency planner runs the instant once its "
+					       "upstreams end"
+					     : "The instant is still to come in the job's schedule",
+					 "%s", err);
 		pal_run_result_clear(&r);
 		return;
 	}

@@ -225,6 +225,7 @@ static int check_run(pal_store *st, const run_ctx *c, char *err, size_t errlen)
 		return rc;
 	if (scheduled) {
 		snprintf(res->refused, sizeof res->refused, "scheduled-instant");
+		res->waits_upstream = !waiting[0] && upstream;
 		if (waiting[0])
 			snprintf(err, errlen,
 				 "job %s at %s: the scheduler's trigger for that instant has not run "
