@@ -1217,12 +1217,14 @@ static int64_t job_horizon(const pjob *j, int64_t watermark, int64_t horizon)
  * The part of a tick before the merge for one touched job J: a quarantined
  * job's misfires, an activation, the re-scan below the watermark and the
  * missed run.  *MERGE: J has an instant by the horizon left for the merge.
- * A failure (ERR filled when it has more to say than the code) concerns J
- * alone but for PAL_ENOMEM; the caller takes J's rows back out.
+ * *HELD: J's activation waits for the next tick (see below); the caller
+ * takes J back out of the batch, its activation with it.  A failure (ERR
+ * filled when it has more to say than the code) concerns J alone but for
+ * PAL_ENOMEM; the caller takes J's rows back out.
  */
 static int plan_due(pal_planner *p, pal_plan_batch *b, pjob *j, int64_t watermark, int64_t now,
-		    int64_t limit, int64_t horizon, int64_t *deferred, bool *merge, char *err,
-		    size_t errlen)
+		    int64_t limit, int64_t horizon, int64_t *deferred, bool *merge, bool *held,
+		    char *err, size_t errlen)
 {
 	int rc;
 	*err = '\0';
@@ -1297,6 +1299,17 @@ static int plan_due(pal_planner *p, pal_plan_batch *b, pjob *j, int64_t watermar
 			if (b->n_trig >= (size_t)p->cfg.max_rows_per_tick / 2) {
 				if (j->t_next < *deferred)
 					*deferred = j->t_next;
+				/* A version taking over below the watermark (a
+				 * brand-new job among them) is not activated
+				 * without its missed run: committed alone, its
+				 * instants from the activation on would have
+				 * neither a trigger nor a misfire (a new leader
+				 * resumes it at watermark - overlap), and the
+				 * next tick would re-plant them as a re-scan,
+				 * past the misfire policy.  It waits, pending, for
+				 * a tick with room (a brand-new one as of the same
+				 * pend_since). */
+				*held = j->t_fresh;
 				return PAL_OK;
 			}
 			if ((rc = plan_missed(p, b, j, now, limit))) {
@@ -1399,23 +1412,26 @@ int pal_planner_tick(pal_planner *p, int64_t watermark, int64_t now, pal_plan_ba
 		size_t n_trig = b->n_trig, n_refs = b->n_refs, n_mis = b->n_mis, n_act = b->n_act,
 		       n_tick = b->n_tick;
 		int64_t was_deferred = deferred;
-		bool merge = false;
+		bool merge = false, held = false;
 		char e[sizeof b->failed->error];
-		rc = plan_due(p, b, j, watermark, now, limit, horizon, &deferred, &merge, e, sizeof e);
+		rc = plan_due(p, b, j, watermark, now, limit, horizon, &deferred, &merge, &held, e,
+			      sizeof e);
 		if (rc == PAL_ENOMEM)
 			goto out;
-		if (rc) {
+		if (rc || held) {
 			b->n_trig = n_trig;
 			b->n_refs = n_refs;
 			b->n_mis = n_mis;
 			b->n_act = n_act;
 			b->n_tick = n_tick;
-			deferred = was_deferred;
 			j->t_cursor = j->cursor;
 			j->t_next = j->next;
 			j->t_next_excl = j->next_excl;
 			t_reset(j);
 			j->t_ref_version = -1;
+			if (held)
+				continue; /* DEFERRED keeps the watermark below it */
+			deferred = was_deferred;
 			if (b->n_failed == b->cap_failed) {
 				size_t nc = b->cap_failed ? b->cap_failed * 2 : 8;
 				void *np = realloc(b->failed, nc * sizeof *b->failed);

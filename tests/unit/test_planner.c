@@ -172,6 +172,64 @@ static void test_planner_new_jobs_over_row_cap_activate_in_slices(void **st)
 	pal_planner_free(p);
 }
 
+/* New jobs the row cap deferred, activated by a late tick (a slow tick, a
+ * stall): their first instants are past the misfire threshold while the
+ * tick already holds half its row cap in catch-ups.  A job is not activated
+ * there without its missed run (committed alone, a new leader would resume
+ * it at watermark - overlap with nothing below): it waits, and the next
+ * tick activates it as of the same instant with its missed run decided by
+ * its own policy (skip: misfires, not triggers re-planted as a re-scan). */
+static void test_planner_deferred_new_job_not_activated_without_missed_run(void **st)
+{
+	pal_planner_config c = cfg;
+	c.lookahead_s = 30;
+	c.max_rows_per_tick = 60;
+	pal_planner *p = pal_planner_new(0, &c);
+	const char *ids[] = { "a.1", "a.2", "a.3", "a.4" };
+	for (int i = 0; i < 4; i++)
+		put1(p, spec(ids[i], "* * * * * ?", i < 3 ? PAL_MISFIRE_FIRE_ALL : PAL_MISFIRE_SKIP),
+		     1, PAL_NO_TIME, 1030);
+	pal_plan_batch b = { 0 };
+	assert_int_equal(pal_planner_tick(p, 1030, 1001, &b), 0);
+	assert_int_equal(b.n_act, 2);
+	int64_t wm = b.watermark;
+	pal_planner_commit(p, &b);
+	int64_t a4_from = PAL_NO_TIME, a4_mis_to = PAL_NO_TIME;
+	for (int64_t now = 1100; now < 1104; now++) {
+		int64_t limit = now - c.misfire_threshold_s;
+		assert_int_equal(pal_planner_tick(p, wm, now, &b), 0);
+		for (size_t a = 0; a < b.n_act; a++) {
+			size_t rows = 0, mis = 0;
+			for (size_t i = 0; i < b.n_trig; i++)
+				rows += !strcmp(b.trig[i].job_id, b.act[a].job_id);
+			for (size_t i = 0; i < b.n_mis; i++)
+				mis += !strcmp(b.mis[i].job_id, b.act[a].job_id);
+			/* never an activation with neither */
+			assert_true(rows + mis > 0);
+			assert_int_equal(b.act[a].effective_from, 1001);
+			if (!strcmp(b.act[a].job_id, "a.4"))
+				a4_from = b.act[a].effective_from;
+		}
+		for (size_t i = 0; i < b.n_trig; i++)
+			if (!strcmp(b.trig[i].job_id, "a.4"))
+				assert_true(b.trig[i].at > limit); /* skip: none past the threshold */
+		for (size_t i = 0; i < b.n_mis; i++)
+			if (!strcmp(b.mis[i].job_id, "a.4")) {
+				assert_string_equal(b.mis[i].reason, "missed");
+				assert_int_equal(b.mis[i].from, 1002);
+				a4_mis_to = b.mis[i].to;
+			}
+		assert_true(b.watermark >= wm);
+		wm = b.watermark;
+		pal_planner_commit(p, &b);
+	}
+	assert_int_equal(a4_from, 1001);
+	assert_true(a4_mis_to >= 1040);
+	assert_int_equal(pal_planner_pending(p), 0);
+	pal_plan_batch_free(&b);
+	pal_planner_free(p);
+}
+
 static void test_planner_uncommitted_tick_is_repeated(void **st)
 {
 	pal_planner *p = pal_planner_new(0, &cfg);
@@ -1471,6 +1529,7 @@ int main(void)
 		cmocka_unit_test(test_planner_failing_job_is_left_out_alone),
 		cmocka_unit_test(test_planner_new_job_below_watermark_plans_from_activation),
 		cmocka_unit_test(test_planner_new_jobs_over_row_cap_activate_in_slices),
+		cmocka_unit_test(test_planner_deferred_new_job_not_activated_without_missed_run),
 		cmocka_unit_test(test_planner_uncommitted_tick_is_repeated),
 		cmocka_unit_test(test_planner_rescan_below_watermark_is_not_a_misfire),
 		cmocka_unit_test(test_planner_misfire_skip_records_all),
