@@ -276,6 +276,7 @@ ASAN_SKIP := test_oneshot_switch_misfire test_new_job_lookahead test_new_job_row
 	test_after_backfill_partition test_trigger_held_by_done test_api_trigger_undecided \
 	test_sink_query_inflight test_resume_backlog test_resume_ticket_partial \
 	test_reapply_rounds test_resume_ramp_again test_resume_overlap test_apply_move_paused \
+	test_apply_tenant_move_ahead \
 	test_mixed_upgrade test_executor_race test_import_quartz_ids test_after_finished_cancel \
 	test_notify_partition test_notify_expiry test_notify_shadow test_console_next_pending \
 	test_console_many_jobs test_verify_gap test_calendar_oneshot test_notify_rule_removed \

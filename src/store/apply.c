@@ -616,41 +616,6 @@ static int update_meta(pal_apply *a, struct item *it, size_t n, char *err, size_
 	return rc;
 }
 
-/* After statement 5b, for the jobs it moved ($1 ids, $2 actor, $3 reason):
- * a moved row not yet claimed whose instant, from the apply on, its new
- * scope judges otherwise than its state says goes through the door, as
- * the cut-over and the shadow command move a scope's rows.  A `shadow`
- * row the new scope makes live (PAL__SHADOW_LIVE) -> pending, one
- * `trigger.live` audit row per job; a `pending` one never attempted
- * (SHADOW_PENDING_MOVE in src/store/shadow.c) that the new scope holds in
- * shadow -> shadow, one `trigger.shadow` audit row per job.  Instants
- * before the apply keep their state, as a cut-over leaves those before
- * its step: the system that owned the instant then runs it.  A retired
- * job's rows are left to the takeover (statement 4e), as the cut-over
- * leaves them; a row in flight or a retry finishes. */
-#define MOVE_LIVE_WHERE(state)                                                                     \
-	"t.job_id = ANY ($1::text[]) AND t.state = '" state "'"                                     \
-	" AND " PAL__TRIGGER_NOMINAL("t") " >= now()"                                               \
-	" AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.job_id = t.job_id"                          \
-	"  AND j.retired_at IS NOT NULL) AND "
-#define MOVE_LIVE_SQL                                                                              \
-	"WITH l AS (SELECT l.job_id, l.id FROM " PAL__TRIGGER_MOVE_WHERE(                          \
-	    MOVE_LIVE_WHERE("shadow") PAL__SHADOW_LIVE("t"), "'pending'", "NULL") " l),"             \
-	" s AS (SELECT s.job_id, s.id FROM " PAL__TRIGGER_MOVE_WHERE(                              \
-	    MOVE_LIVE_WHERE("pending") "t.attempt_count = 0 AND t.source IN ('schedule', 'catchup')" \
-	    " AND NOT palisade_trigger_live(t.job_id, t.tenant, t.resource_group, "                \
-	    PAL__TRIGGER_NOMINAL("t") ")", "'shadow'", "NULL") " s)"                                \
-	" INSERT INTO audit_log (actor, action, scope, reason, details)"                           \
-	" SELECT $2, 'trigger.live', 'job:' || l.job_id, nullif($3, ''), jsonb_build_object("      \
-	"   'cause', 'its job moved to a tenant or group that is live at the instant',"            \
-	"   'moved', count(*), 'trigger_ids', jsonb_agg(l.id ORDER BY l.id))"                      \
-	" FROM l GROUP BY l.job_id"                                                                \
-	" UNION ALL"                                                                               \
-	" SELECT $2, 'trigger.shadow', 'job:' || s.job_id, nullif($3, ''), jsonb_build_object("    \
-	"   'cause', 'its job moved to a tenant or group that is in shadow at the instant',"       \
-	"   'moved', count(*), 'trigger_ids', jsonb_agg(s.id ORDER BY s.id))"                      \
-	" FROM s GROUP BY s.job_id"
-
 /* Statement 5b, only for a chunk where some existing job moves to another
  * tenant or group: its unfinished triggers (planned, waiting, running)
  * go with it, so the claim's and the pause's match on triggers.tenant /
@@ -665,8 +630,10 @@ static int update_meta(pal_apply *a, struct item *it, size_t n, char *err, size_
  * running one's result waits for the commit.  The finished triggers keep
  * the tenant and group they ran under.  The job's rows are found through
  * triggers_plan_key (job_id first), its history included: a cost only a
- * job that moves pays.  Then (MOVE_LIVE_SQL) the moved rows whose scope
- * changes between live and shadow go through the door. */
+ * job that moves pays.  Then (PAL__MOVE_SIDE_SQL, PAL__MOVE_AHEAD_SQL in
+ * store_int.h) the moved rows whose scope changes between live and
+ * shadow from the apply on go through the door, those claimed ahead into
+ * a shadow scope included. */
 static int move_triggers(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
 {
 	const char *p[3];
@@ -674,19 +641,23 @@ static int move_triggers(pal_apply *a, struct item *it, size_t n, char *err, siz
 	int rc = PAL_OK;
 	PGresult *r = NULL;
 	if (m)
-		rc = query_rows(
-		    a,
-		    "UPDATE triggers t SET tenant = u.te, resource_group = u.grp"
-		    " FROM unnest($1::text[], $2::text[], $3::text[]) AS u(id, te, grp)"
-		    " WHERE t.job_id = u.id"
-		    "   AND t.state NOT IN ('succeeded', 'failed', 'cancelled', 'skipped',"
-		    "    'paused', 'pausing')",
-		    3, p, -1, &r, err, errlen);
+		rc = query_rows(a,
+				"UPDATE triggers t SET tenant = u.te, resource_group = u.grp"
+				" FROM unnest($1::text[], $2::text[], $3::text[]) AS u(id, te, grp)"
+				" WHERE t.job_id = u.id AND t.state NOT IN " PAL__MOVE_KEEPS_SCOPE,
+				3, p, -1, &r, err, errlen);
 	PQclear(r);
 	r = NULL;
 	if (m && !rc) {
 		const char *pl[] = {p[0], a->actor, a->reason};
-		rc = query_rows(a, MOVE_LIVE_SQL, 3, pl, -1, &r, err, errlen);
+		rc = query_rows(a, PAL__MOVE_SIDE_SQL("now()", "$2", "nullif($3, '')", "", ""), 3,
+				pl, -1, &r, err, errlen);
+		PQclear(r);
+		r = NULL;
+		if (!rc)
+			rc = query_rows(
+			    a, PAL__MOVE_AHEAD_SQL("now()", "$2", "nullif($3, '')", "", ""), 3, pl,
+			    -1, &r, err, errlen);
 		PQclear(r);
 	}
 	for (size_t k = 0; k < 3; k++)

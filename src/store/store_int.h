@@ -117,6 +117,71 @@ int pal__store_query_i64(pal_store *st, const char *sql, int nparams, const char
 #define PAL__TRIGGER_MOVE_WHERE(where, to, class)                                                  \
 	PAL__TRIGGER_MOVE("SELECT t.id, t.scheduled_at, t.state FROM triggers t WHERE " where, to, \
 			  class)
+/*
+ * A job moved to another tenant or group (the apply's move_triggers): the
+ * job's unfinished triggers take its new scope, but a finished one keeps
+ * the scope it ran under and one a gate holds (paused, pausing) the scope
+ * of that gate, so that the resume lifting the gate finds it.
+ */
+#define PAL__MOVE_KEEPS_SCOPE "('succeeded', 'failed', 'cancelled', 'skipped', 'paused', 'pausing')"
+/* Then the moved rows of the jobs $1 (text[]) whose instant, from the
+ * apply that moved the job on (FROM: SQL of that instant for the row t),
+ * their new scope judges otherwise than their state says go through the
+ * door, as the cut-over and the shadow command move a scope's rows: a
+ * `shadow` row the scope makes live (PAL__SHADOW_LIVE) -> pending, one
+ * `trigger.live` audit row per job; a `pending` one never attempted that
+ * the scope holds in shadow -> shadow, one `trigger.shadow` audit row per
+ * job.  Instants before the apply keep their state, as a cut-over leaves
+ * those before its step: the system that owned the instant then runs it.
+ * A retired job's rows are left to the takeover, as the cut-over leaves
+ * them.  ACTOR and REASON: SQL of the audit rows' actor and reason; BY:
+ * text appended to their cause; MORE: more pairs of their details. */
+#define PAL__MOVE_SIDE_WHERE(state, from)                                                          \
+	"t.job_id = ANY ($1::text[]) AND t.state = '" state "'"                                    \
+	" AND " PAL__TRIGGER_NOMINAL("t") " >= " from                                              \
+	" AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.job_id = t.job_id"                          \
+	"  AND j.retired_at IS NOT NULL) AND "
+#define PAL__MOVE_SIDE_SQL(from, actor, reason, by, more)                                          \
+	"WITH l AS (SELECT l.job_id, l.id FROM " PAL__TRIGGER_MOVE_WHERE(                          \
+	    PAL__MOVE_SIDE_WHERE("shadow", from) PAL__SHADOW_LIVE("t"), "'pending'", "NULL") " l)," \
+	" s AS (SELECT s.job_id, s.id FROM " PAL__TRIGGER_MOVE_WHERE(                              \
+	    PAL__MOVE_SIDE_WHERE("pending", from) "t.attempt_count = 0"                            \
+	    " AND t.source IN ('schedule', 'catchup')"                                             \
+	    " AND NOT palisade_trigger_live(t.job_id, t.tenant, t.resource_group, "                \
+	    PAL__TRIGGER_NOMINAL("t") ")", "'shadow'", "NULL") " s)"                               \
+	" INSERT INTO audit_log (actor, action, scope, reason, details)"                           \
+	" SELECT " actor ", 'trigger.live', 'job:' || l.job_id, " reason ", jsonb_build_object("   \
+	"   'cause', 'its job moved to a tenant or group that is live at the instant" by "',"      \
+	"   'moved', count(*), 'trigger_ids', jsonb_agg(l.id ORDER BY l.id)" more ")"              \
+	" FROM l GROUP BY l.job_id"                                                                \
+	" UNION ALL"                                                                               \
+	" SELECT " actor ", 'trigger.shadow', 'job:' || s.job_id, " reason ", jsonb_build_object(" \
+	"   'cause', 'its job moved to a tenant or group that is in shadow at the instant" by "'," \
+	"   'moved', count(*), 'trigger_ids', jsonb_agg(s.id ORDER BY s.id)" more ")"              \
+	" FROM s GROUP BY s.job_id"
+/* After PAL__MOVE_SIDE_SQL, in a statement of its own (a claim that took
+ * a pending row before that statement has committed): a first attempt of
+ * a schedule row of the jobs $1 claimed ahead of its instant, its call
+ * not started, that the new scope holds in shadow -> pausing, as the
+ * shadow command asks (AHEAD_MOVE in src/store/shadow.c): the executor
+ * hands it back without a call at its instant (it ends paused, and no
+ * resume wakes it: SHADOW_HELD in src/store/gates.c), or, if it learns
+ * of the state only at its next lease renewal, calls it.  One
+ * `trigger.shadow` audit row per job, details {cause, ahead_to_pausing,
+ * trigger_ids}. */
+#define PAL__MOVE_AHEAD_SQL(from, actor, reason, by, more)                                         \
+	"WITH a AS (SELECT a.job_id, a.id FROM " PAL__TRIGGER_MOVE_WHERE(                          \
+	    PAL__MOVE_SIDE_WHERE("running", from) "t.attempt_count = 1"                            \
+	    " AND coalesce(t.next_attempt_at, t.due_at) > clock_timestamp()"                       \
+	    " AND t.source IN ('schedule', 'catchup')"                                             \
+	    " AND NOT palisade_trigger_live(t.job_id, t.tenant, t.resource_group, "                \
+	    PAL__TRIGGER_NOMINAL("t") ")", "'pausing'", "NULL") " a)"                              \
+	" INSERT INTO audit_log (actor, action, scope, reason, details)"                           \
+	" SELECT " actor ", 'trigger.shadow', 'job:' || a.job_id, " reason ", jsonb_build_object(" \
+	"   'cause', 'its job moved to a tenant or group that is in shadow at the instant, claimed" \
+	" ahead and not called yet: asked to pause, its executor hands it back" by "',"            \
+	"   'ahead_to_pausing', count(*), 'trigger_ids', jsonb_agg(a.id ORDER BY a.id)" more ")"   \
+	" FROM a GROUP BY a.job_id"
 /* PAL__TRIGGER_MOVE_WHERE of the triggers that match WHERE and that no
  * other transaction holds: each row is locked as it is read (FOR UPDATE
  * SKIP LOCKED), WHERE rechecked on its newest version, so the whole of
