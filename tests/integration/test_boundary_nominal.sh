@@ -14,6 +14,10 @@
 # A controller plans (no executor: nothing is called), 40 s ahead, so the
 # cut-over moves planned triggers and the planner plans later ones.
 # Expected instants come from an independent model (python's hashlib).
+# The three boundaries follow one nominal instant B, chosen at the start:
+# each group's jitter job is the first id whose jitter at B is large enough
+# (the model), so the test waits for B rather than for an instant that a
+# given job happens to move far enough.
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "shadow, roll-back and cut-over judge a spread or jittered instant on its nominal instant: each one runs in exactly one system"
@@ -23,27 +27,6 @@ fresh_db it_boundary_nominal
 "$PAL" migrate >/dev/null
 SHARDS=1 LOOKAHEAD=40s MISFIRE=2m
 write_conf "$CLUSTER_CONF"
-# every 20 s from a start on the grid; spread and jitter below 20 s, so an
-# instant's nominal instant is its scheduled_at rounded down to 20 s.  The
-# spread offsets (model below): sh.spread 18 s, rb.spread 12 s, co.spread1 14 s.
-{
-	echo "jobs:"
-	for j in sh.spread rb.spread co.spread1; do
-		echo "  - {id: $j, group: ${j%%.*}, schedule: {every: 20s, start: \"2026-01-01T00:00:00Z\", spread: 19s}, target: {url: \"http://127.0.0.1:9/x\"}}"
-	done
-	for g in sh rb co; do
-		echo "  - {id: $g.jitter, group: $g, schedule: {every: 20s, start: \"2026-01-01T00:00:00Z\", jitter: 19s}, target: {url: \"http://127.0.0.1:9/x\"}}"
-		echo "  - {id: $g.plain, group: $g, schedule: {every: 20s, start: \"2026-01-01T00:00:00Z\"}, target: {url: \"http://127.0.0.1:9/x\"}}"
-	done
-} >"$NODE_DIR/jobs.yaml"
-SC=$("$PAL" shadow --config "$CLUSTER_CONF" --group co --reason "moving in" --output json)
-expect_eq "shadow --group co (before its jobs exist): exit 0" 0 $?
-# co is in shadow from SC on: a nominal instant before it (the test may
-# start just after one) stays with palisade, as docs/migrating.md says.
-SC=$(date -d "$(jq -r .since <<<"$SC")" +%s.%N)
-expect_exit "apply: per group a spread, a jitter and a plain job, every 20 s" 0 \
-	"$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
-
 # model: h(tag, id, n) = first 8 bytes of SHA-256("tag:id:n"), big-endian
 model() {
 	python3 - "$@" <<'PY'
@@ -55,13 +38,44 @@ if what == "spread":
     print(h("spread", sys.argv[2], 0) % 19)
 elif what == "jitter":
     print(h("jitter", sys.argv[2], int(sys.argv[3])) % 19)
-else:  # next: the first nominal instant >= argv[3] whose jitter (job argv[2]) is >= argv[4]
-    n = (int(sys.argv[3]) + 19) // 20 * 20
-    while h("jitter", sys.argv[2], n) % 19 < int(sys.argv[4]):
-        n += 20
-    print(n)
+else:  # pick B GROUP:MIN...: per group the first id GROUP.jitterK whose jitter
+    # at B and at B + 20 (the fallback) is MIN s or more
+    b = int(sys.argv[2])
+    for arg in sys.argv[3:]:
+        g, least = arg.split(":")
+        k = 0
+        while min(h("jitter", "%s.jitter%d" % (g, k), n) % 19 for n in (b, b + 20)) < int(least):
+            k += 1
+        print("%s.jitter%d" % (g, k))
 PY
 }
+# B: the first 20 s instant 24 s or more from now, or the next one if the
+# set-up below takes longer; jitter at B: co 6 s or more, sh 8, rb 10 (the
+# shadow's and roll-back's commands run one after the other after B)
+B=$(( ($(date +%s) + 24 + 19) / 20 * 20 ))
+declare -A JIT
+read -r "JIT[co]" "JIT[sh]" "JIT[rb]" <<<"$(model pick "$B" co:6 sh:8 rb:10 | tr '\n' ' ')"
+# every 20 s from a start on the grid; spread and jitter below 20 s, so an
+# instant's nominal instant is its scheduled_at rounded down to 20 s.  The
+# spread offsets (the model): sh.spread 18 s, rb.spread 12 s, co.spread1 14 s.
+{
+	echo "jobs:"
+	for j in sh.spread rb.spread co.spread1; do
+		echo "  - {id: $j, group: ${j%%.*}, schedule: {every: 20s, start: \"2026-01-01T00:00:00Z\", spread: 19s}, target: {url: \"http://127.0.0.1:9/x\"}}"
+	done
+	for g in sh rb co; do
+		echo "  - {id: ${JIT[$g]}, group: $g, schedule: {every: 20s, start: \"2026-01-01T00:00:00Z\", jitter: 19s}, target: {url: \"http://127.0.0.1:9/x\"}}"
+		echo "  - {id: $g.plain, group: $g, schedule: {every: 20s, start: \"2026-01-01T00:00:00Z\"}, target: {url: \"http://127.0.0.1:9/x\"}}"
+	done
+} >"$NODE_DIR/jobs.yaml"
+SC=$("$PAL" shadow --config "$CLUSTER_CONF" --group co --reason "moving in" --output json)
+expect_eq "shadow --group co (before its jobs exist): exit 0" 0 $?
+# co is in shadow from SC on: a nominal instant before it (the test may
+# start just after one) stays with palisade, as docs/migrating.md says.
+SC=$(date -d "$(jq -r .since <<<"$SC")" +%s.%N)
+expect_exit "apply: per group a spread, a jitter and a plain job, every 20 s" 0 \
+	"$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
+
 iso() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ; }
 # a trigger's nominal instant (epoch s) and fired offset, in SQL
 NOMINAL="floor(extract(epoch FROM scheduled_at) / 20)::bigint * 20"
@@ -75,35 +89,34 @@ for j in sh.spread rb.spread co.spread1; do
 	expect_eq "$j: every instant fired at its nominal instant + $(model spread $j) s (the model)" 0 \
 		"$(sql "select count(*) from trigger_jobs where job_id = '$j' and extract(epoch FROM scheduled_at)::bigint - $NOMINAL <> $(model spread $j)")"
 done
-expect_eq "rb.jitter: every instant's jitter as the model's" "" \
-	"$(sql "select extract(epoch FROM scheduled_at)::bigint || ' ' || $NOMINAL from trigger_jobs where job_id = 'rb.jitter'" |
-		while read -r at n; do [ $((at - n)) -eq "$(model jitter rb.jitter "$n")" ] || echo "$at"; done)"
+expect_eq "${JIT[rb]}: every instant's jitter as the model's" "" \
+	"$(sql "select extract(epoch FROM scheduled_at)::bigint || ' ' || $NOMINAL from trigger_jobs where job_id = '${JIT[rb]}'" |
+		while read -r at n; do [ $((at - n)) -eq "$(model jitter "${JIT[rb]}" "$n")" ] || echo "$at"; done)"
 
-# cut-over at T: two seconds after a nominal instant that co.jitter moves by
-# 6 s or more, planned already (shadow)
+# cut-over at T: two seconds after B, 12 s or more ahead, planned already
+# (shadow)
 now=$(date +%s)
-N=$(model next co.jitter $((now + 12)) 6)
-T=$((N + 2))
-echo "    cut-over: nominal $(iso "$N"), co.spread1 fires it at +$(model spread co.spread1) s, co.jitter at +$(model jitter co.jitter "$N") s; T = $(iso "$T")"
+[ $((now + 12)) -le "$B" ] || B=$((B + 20))
+if [ $((now + 12)) -gt "$B" ]; then
+	fail "the set-up took over 30 s: B is less than 12 s ahead"
+	finish
+	exit 1
+fi
+N=$B T=$((B + 2))
+echo "    cut-over: nominal $(iso "$N"), co.spread1 fires it at +$(model spread co.spread1) s, ${JIT[co]} at +$(model jitter "${JIT[co]}" "$N") s; T = $(iso "$T")"
 expect_exit "cutover --group co --at T" 0 "$PAL" cutover --config "$CLUSTER_CONF" --group co --at "$(iso "$T")" --reason step
 
-# shadow at S and roll-back at `at`: a second or so after a nominal instant
-# the group's jitter job moves by 8 s or more (and its spread job by 12 or 18)
-boundary_after() { # JOB: sleep until a second after its next such instant; echo it
-	local n; n=$(model next "$1" $(($(date +%s) + 2)) 8)
-	sleep "$(python3 -c "import time; print(max(0, $n + 1.2 - time.time()))")"
-	echo "$n"
-}
-NS=$(boundary_after sh.jitter)
+# shadow at S and roll-back at `at`: a second or so after B
+sleep "$(python3 -c "import time; print(max(0, $B + 1.2 - time.time()))")"
+NS=$B NR=$B
 SH=$("$PAL" shadow --config "$CLUSTER_CONF" --group sh --reason "back" --output json)
 expect_eq "shadow --group sh: exit 0" 0 $?
 S=$(date -d "$(jq -r .since <<<"$SH")" +%s)
-echo "    shadow: nominal $(iso "$NS"), since $(iso "$S") (sh.jitter +$(model jitter sh.jitter "$NS") s)"
-NR=$(boundary_after rb.jitter)
+echo "    shadow: nominal $(iso "$NS"), since $(iso "$S") (${JIT[sh]} +$(model jitter "${JIT[sh]}" "$NS") s)"
 RB=$("$PAL" rollback --config "$CLUSTER_CONF" --group rb --reason "back" --wait 0s --output json)
 expect_eq "rollback --group rb: exit 0" 0 $?
 AT=$(date -d "$(jq -r .at <<<"$RB")" +%s)
-echo "    roll-back: nominal $(iso "$NR"), at $(iso "$AT") (rb.jitter +$(model jitter rb.jitter "$NR") s); $(jq -c '{handed_back, later}' <<<"$RB")"
+echo "    roll-back: nominal $(iso "$NR"), at $(iso "$AT") (${JIT[rb]} +$(model jitter "${JIT[rb]}" "$NR") s); $(jq -c '{handed_back, later}' <<<"$RB")"
 check "each boundary lies after its nominal instant, before its fired ones" \
 	test "$N" -lt "$T" -a "$NS" -lt "$S" -a "$S" -le $((NS + 8)) -a "$NR" -lt "$AT" -a "$AT" -lt $((NR + 8))
 
