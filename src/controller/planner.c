@@ -456,23 +456,23 @@ static int64_t count_from(const pjob *j, int64_t t, int64_t last)
 	return n;
 }
 
-/* Instants of the brand-new job J, activated at pend_since, up to the
- * WATERMARK, counted (walked, up to MAX + 1, when its schedule has
- * exclusions). */
+/* Rows of the brand-new job J, activated at pend_since, up to the
+ * WATERMARK: its instants there (counted; walked, until past MAX rows,
+ * when its schedule has exclusions) times its partitions, a row each. */
 static int64_t fresh_rows(pjob *j, int64_t watermark, int64_t max)
 {
-	int64_t keep = j->t_eff, n = 0, f, l;
+	int64_t keep = j->t_eff, n = 0, f, l, parts = j->v[j->nv - 1].partitions;
 	const pversion *v;
 	j->t_eff = j->pend_since;
 	if (!count_run(j, j->pend_since, watermark, &n, &f, &l, &v)) {
 		bool ex;
 		n = 0;
-		for (int64_t t = next_after(j, j->pend_since, true, &ex); t <= watermark && n <= max;
-		     t = next_after(j, t, true, &ex))
+		for (int64_t t = next_after(j, j->pend_since, true, &ex);
+		     t <= watermark && n * parts <= max; t = next_after(j, t, true, &ex))
 			n++;
 	}
 	j->t_eff = keep;
-	return n;
+	return n * parts;
 }
 
 /* Up to N catch-up triggers: the instants of J after A, in order. */
@@ -1365,11 +1365,12 @@ int pal_planner_tick(pal_planner *p, int64_t watermark, int64_t now, pal_plan_ba
 	 * does not stop inside them: committed with its activation, a part
 	 * of them would be all a new leader knows).  So that a large apply
 	 * does not make one huge tick, new jobs are activated while their
-	 * rows below the watermark fit in the row cap; the others wait for
-	 * the next tick, activated as of pend_since all the same (their
-	 * instants that come due meanwhile are planned late, or past the
-	 * threshold through the misfire policy).  The first one of a tick is
-	 * activated whatever its count. */
+	 * rows below the watermark (instants x partitions) fit in the row
+	 * cap; the others wait for the next tick, activated as of pend_since
+	 * all the same (their instants that come due meanwhile are planned
+	 * late, or past the threshold through the misfire policy).  The
+	 * first one of a tick is activated whatever its count: a job alone
+	 * over the cap has a tick of its own. */
 	int64_t fresh = 0, fresh_max = p->cfg.max_rows_per_tick;
 	for (size_t i = 0; !rc && p->n_pending && i < p->n; i++) {
 		pjob *j = p->heap[i];

@@ -124,6 +124,46 @@ static void test_planner_new_job_below_watermark_plans_from_activation(void **st
 	pal_planner_free(p);
 }
 
+/* Three new every-second jobs, PARTITIONS each, under a row cap of CAP
+ * that holds the rows up to the watermark of one of them but not two: one
+ * activation a tick, as of the tick that first saw them, each with every
+ * partition of every instant 1002..watermark, once. */
+static void three_new_jobs_one_a_tick(int cap, int partitions)
+{
+	pal_planner_config c = cfg;
+	c.lookahead_s = 30;
+	c.max_rows_per_tick = cap;
+	pal_planner *p = pal_planner_new(0, &c);
+	const char *ids[] = { "a.one", "a.two", "a.three" };
+	for (int i = 0; i < 3; i++) {
+		pal_job_spec s = spec(ids[i], "* * * * * ?", PAL_MISFIRE_SKIP);
+		s.partitions = partitions;
+		put1(p, s, 1, PAL_NO_TIME, 1030);
+	}
+	pal_plan_batch b = { 0 };
+	int64_t wm = 1030;
+	for (int tick = 0; tick < 3; tick++) {
+		assert_int_equal(pal_planner_tick(p, wm, 1001 + tick, &b), 0);
+		assert_int_equal(b.n_act, 1);
+		assert_int_equal(b.act[0].effective_from, 1001);
+		assert_int_equal(b.n_mis, 0);
+		size_t rows = 0;
+		for (size_t i = 0; i < b.n_trig; i++)
+			if (!strcmp(b.trig[i].job_id, b.act[0].job_id)) {
+				assert_int_equal(b.trig[i].at, 1002 + (int64_t)rows / partitions);
+				assert_int_equal(b.trig[i].partition, (int)rows % partitions);
+				rows++;
+			}
+		assert_true(1002 + (int64_t)rows / partitions > wm);
+		assert_true(b.watermark >= wm);
+		wm = b.watermark;
+		pal_planner_commit(p, &b);
+	}
+	assert_int_equal(pal_planner_pending(p), 0);
+	pal_plan_batch_free(&b);
+	pal_planner_free(p);
+}
+
 /* New jobs whose instants up to the watermark pass the row cap (40): a
  * tick activates them while those rows fit, plans each one's whole (none
  * left to memory alone: the activation commits with them), and leaves the
@@ -131,36 +171,13 @@ static void test_planner_new_job_below_watermark_plans_from_activation(void **st
  * over the cap is activated and planned whole up to the watermark. */
 static void test_planner_new_jobs_over_row_cap_activate_in_slices(void **st)
 {
+	three_new_jobs_one_a_tick(40, 1);
+
 	pal_planner_config c = cfg;
 	c.lookahead_s = 30;
-	c.max_rows_per_tick = 40;
-	pal_planner *p = pal_planner_new(0, &c);
-	put1(p, spec("a.one", "* * * * * ?", PAL_MISFIRE_SKIP), 1, PAL_NO_TIME, 1030);
-	put1(p, spec("a.two", "* * * * * ?", PAL_MISFIRE_SKIP), 1, PAL_NO_TIME, 1030);
-	put1(p, spec("a.three", "* * * * * ?", PAL_MISFIRE_SKIP), 1, PAL_NO_TIME, 1030);
-	pal_plan_batch b = { 0 };
-	int64_t wm = 1030;
-	for (int tick = 0; tick < 3; tick++) {
-		assert_int_equal(pal_planner_tick(p, wm, 1001 + tick, &b), 0);
-		/* one activation per tick, at the tick that first saw them */
-		assert_int_equal(b.n_act, 1);
-		assert_int_equal(b.act[0].effective_from, 1001);
-		assert_int_equal(b.n_mis, 0);
-		/* its instants 1002..watermark, each once */
-		int64_t want = 1002;
-		for (size_t i = 0; i < b.n_trig; i++)
-			if (!strcmp(b.trig[i].job_id, b.act[0].job_id))
-				assert_int_equal(b.trig[i].at, want++);
-		assert_true(want > wm);
-		assert_true(b.watermark >= wm);
-		wm = b.watermark;
-		pal_planner_commit(p, &b);
-	}
-	assert_int_equal(pal_planner_pending(p), 0);
-	pal_planner_free(p);
-
 	c.max_rows_per_tick = 10;
-	p = pal_planner_new(0, &c);
+	pal_planner *p = pal_planner_new(0, &c);
+	pal_plan_batch b = { 0 };
 	put1(p, spec("a.big", "* * * * * ?", PAL_MISFIRE_SKIP), 1, PAL_NO_TIME, 1030);
 	assert_int_equal(pal_planner_tick(p, 1030, 1001, &b), 0);
 	assert_int_equal(b.n_act, 1);
@@ -170,6 +187,15 @@ static void test_planner_new_jobs_over_row_cap_activate_in_slices(void **st)
 	assert_int_equal(b.watermark, 1030);
 	pal_plan_batch_free(&b);
 	pal_planner_free(p);
+}
+
+/* The same count is of rows, not instants: a partitioned job's instant is
+ * a row per partition.  Three jobs of 29 instants x 2 partitions up to the
+ * watermark (58 rows) under a cap of 100: one activation a tick, each with
+ * every partition of every instant up to the watermark. */
+static void test_planner_new_jobs_row_cap_counts_partitions(void **st)
+{
+	three_new_jobs_one_a_tick(100, 2);
 }
 
 /* New jobs the row cap deferred, activated by a late tick (a slow tick, a
@@ -1529,6 +1555,7 @@ int main(void)
 		cmocka_unit_test(test_planner_failing_job_is_left_out_alone),
 		cmocka_unit_test(test_planner_new_job_below_watermark_plans_from_activation),
 		cmocka_unit_test(test_planner_new_jobs_over_row_cap_activate_in_slices),
+		cmocka_unit_test(test_planner_new_jobs_row_cap_counts_partitions),
 		cmocka_unit_test(test_planner_deferred_new_job_not_activated_without_missed_run),
 		cmocka_unit_test(test_planner_uncommitted_tick_is_repeated),
 		cmocka_unit_test(test_planner_rescan_below_watermark_is_not_a_misfire),
