@@ -633,7 +633,9 @@ static int update_meta(pal_apply *a, struct item *it, size_t n, char *err, size_
  * job that moves pays.  Then (PAL__MOVE_SIDE_SQL, PAL__MOVE_AHEAD_SQL in
  * store_int.h) the moved rows whose scope changes between live and
  * shadow from the apply on go through the door, those claimed ahead into
- * a shadow scope included. */
+ * a shadow scope included.  A tick in flight that planned from the old
+ * version writes its rows after this: the controller moves them
+ * (write_moves in src/store/plan.c). */
 static int move_triggers(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
 {
 	const char *p[3];

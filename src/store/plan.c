@@ -938,6 +938,119 @@ static int write_takeovers(pal_store *st, int shard, int64_t epoch, const char *
 	return PAL_OK;
 }
 
+/*
+ * A job moved to another tenant or group by an apply: the apply moved the
+ * job's unfinished rows to the new scope and their side with it
+ * (move_triggers in src/store/apply.c), but a tick in flight that planned
+ * from the old version, and committed after the apply's move, wrote its
+ * rows with the old scope and judged their side by it (pending in a scope
+ * the job left for a shadow one: palisade called instants that are the
+ * old system's; shadow where it is now live: no one called them).  So,
+ * after its insert, in a statement of its own (a snapshot taken after the
+ * insert, which a large batch makes long), a tick moves the rows of
+ * - the jobs it planned rows of ($3..$5: the scope it planned them with)
+ *   whose stored scope is another now: the apply committed while it ran;
+ * - the jobs whose version it activates ($1, $2) and whose version before
+ *   it had another scope: this tick runs after the apply committed and
+ *   after every tick of the shard that planned from the old version, so
+ *   it moves what one committed after its own check (or what an apply of
+ *   0.3.0 left: it moves no row).
+ * Their unfinished rows in another scope than the job's
+ * (PAL__MOVE_KEEPS_SCOPE) take the job's, and then their side from the
+ * apply that moved the job to its present scope on (the first version
+ * after the last one in another scope: its created_at; PAL__MOVE_SIDE_SQL,
+ * PAL__MOVE_AHEAD_SQL), audited as the controller's.  Instants between the
+ * apply and this tick change sides too: one made live is called late,
+ * one made shadow is the old system's (palisade_trigger_live says so
+ * since the apply); a row claimed meanwhile finishes.
+ */
+#define TICK_RETAG_SQL                                                                             \
+	"WITH a AS (SELECT a.j, min(a.v) AS v FROM unnest($1::text[], $2::int[]) AS a(j, v)"       \
+	"   WHERE a.v > 1 GROUP BY a.j),"                                                          \
+	" c AS (SELECT r.job_id, r.tenant, r.resource_group FROM a JOIN jobs r ON r.job_id = a.j"  \
+	"   WHERE EXISTS (SELECT 1 FROM (SELECT coalesce(w.plan_tenant, 'default') AS te,"         \
+	"    w.resource_group AS g FROM job_versions w WHERE w.job_id = a.j AND w.version < a.v"   \
+	"    ORDER BY w.version DESC LIMIT 1) p"                                                   \
+	"    WHERE (p.te, p.g) IS DISTINCT FROM (r.tenant, r.resource_group))"                     \
+	"  UNION SELECT r.job_id, r.tenant, r.resource_group"                                      \
+	"   FROM unnest($3::text[], $4::text[], $5::text[]) AS f(j, te, g)"                        \
+	"   JOIN jobs r ON r.job_id = f.j"                                                         \
+	"   WHERE (f.te, f.g) IS DISTINCT FROM (r.tenant, r.resource_group)),"                     \
+	" m AS (UPDATE triggers t SET tenant = c.tenant, resource_group = c.resource_group"        \
+	"   FROM c WHERE t.job_id = c.job_id AND t.state NOT IN " PAL__MOVE_KEEPS_SCOPE            \
+	"   AND (t.tenant, t.resource_group) IS DISTINCT FROM (c.tenant, c.resource_group)"        \
+	"   RETURNING t.job_id)"                                                                   \
+	" SELECT count(*), coalesce(array_agg(x.job_id ORDER BY x.job_id), '{}')::text,"           \
+	"  coalesce(array_agg(x.at ORDER BY x.job_id), '{}')::text FROM ("                         \
+	"  SELECT c.job_id, (SELECT min(w.created_at) FROM job_versions w"                         \
+	"   WHERE w.job_id = c.job_id AND w.version > coalesce((SELECT max(o.version)"             \
+	"    FROM job_versions o WHERE o.job_id = c.job_id"                                        \
+	"    AND (coalesce(o.plan_tenant, 'default'), o.resource_group)"                           \
+	"    IS DISTINCT FROM (c.tenant, c.resource_group)), 0)) AS at"                            \
+	"  FROM c WHERE c.job_id IN (SELECT m.job_id FROM m)) x"
+/* Where the apply that moved the job of row t to its present scope was
+ * ($1 the jobs, $4 those instants). */
+#define TICK_MOVE_FROM                                                                             \
+	"(SELECT f.at FROM unnest($1::text[], $4::timestamptz[]) AS f(j, at) WHERE f.j = t.job_id)"
+#define TICK_MOVE_BY "; moved by the controller of its shard"
+#define TICK_MOVE_ACTOR "'controller:' || $2"
+#define TICK_MOVE_MORE ", 'epoch', $3::bigint"
+
+static int write_moves(pal_store *st, int64_t epoch, const char *node, const pal_plan_batch *b,
+		       char *err, size_t errlen)
+{
+	enum { AJ, AV, RJ, RT, RG, NA };
+	pal_pgarr a[NA];
+	char *v[NA];
+	arrs_init(a, NA);
+	size_t n = b->n_refs;
+	for (size_t i = 0; i < b->n_act; i++) {
+		if (b->act[i].version <= 1)
+			continue;
+		pal__pgarr_text(&a[AJ], b->act[i].job_id);
+		pal__pgarr_i64(&a[AV], b->act[i].version);
+		n++;
+	}
+	for (size_t i = 0; i < b->n_refs; i++) {
+		pal__pgarr_text(&a[RJ], b->refs[i].job_id);
+		pal__pgarr_text(&a[RT], b->refs[i].tenant);
+		pal__pgarr_text(&a[RG], b->refs[i].group);
+	}
+	arrs_end(a, v, NA);
+	PGresult *r =
+	    !n ? NULL : pal__store_query(st, TICK_RETAG_SQL, NA, (const char **)v, err, errlen);
+	arrs_free(v, NA);
+	if (!n)
+		return PAL_OK;
+	if (!r)
+		return PAL_EDB;
+	bool moved = strcmp(PQgetvalue(r, 0, 0), "0") != 0;
+	char *ids = moved ? g_strdup(PQgetvalue(r, 0, 1)) : NULL;
+	char *ats = moved ? g_strdup(PQgetvalue(r, 0, 2)) : NULL;
+	PQclear(r);
+	if (!moved)
+		return PAL_OK;
+	char e[24];
+	snprintf(e, sizeof e, "%" PRId64, epoch);
+	const char *p[] = {ids, node, e, ats};
+	/* in this order, a statement each (PAL__MOVE_AHEAD_SQL) */
+	static const char *const moves[] = {
+	    PAL__MOVE_SIDE_SQL(TICK_MOVE_FROM, TICK_MOVE_ACTOR, "NULL", TICK_MOVE_BY,
+			       TICK_MOVE_MORE),
+	    PAL__MOVE_AHEAD_SQL(TICK_MOVE_FROM, TICK_MOVE_ACTOR, "NULL", TICK_MOVE_BY,
+				TICK_MOVE_MORE)};
+	int rc = PAL_OK;
+	for (size_t k = 0; !rc && k < 2; k++) {
+		r = pal__store_query(st, moves[k], 4, p, err, errlen);
+		if (!r)
+			rc = PAL_EDB;
+		PQclear(r);
+	}
+	g_free(ids);
+	g_free(ats);
+	return rc;
+}
+
 static int write_tickets(pal_store *st, int64_t epoch, const pal_plan_batch *b, char *err,
 			 size_t errlen)
 {
@@ -993,6 +1106,8 @@ static int write_batch(pal_store *st, int shard, int64_t epoch, const char *node
 		rc = write_superseded(st, epoch, node, b, err, errlen);
 	if (!rc)
 		rc = write_takeovers(st, shard, epoch, node, b, err, errlen);
+	if (!rc)
+		rc = write_moves(st, epoch, node, b, err, errlen);
 	if (!rc)
 		rc = write_tickets(st, epoch, b, err, errlen);
 	if (!rc)

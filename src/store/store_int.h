@@ -118,8 +118,9 @@ int pal__store_query_i64(pal_store *st, const char *sql, int nparams, const char
 	PAL__TRIGGER_MOVE("SELECT t.id, t.scheduled_at, t.state FROM triggers t WHERE " where, to, \
 			  class)
 /*
- * A job moved to another tenant or group (the apply's move_triggers): the
- * job's unfinished triggers take its new scope, but a finished one keeps
+ * A job moved to another tenant or group (the apply's move_triggers, and
+ * a tick that wrote rows of it with the old scope: write_moves in
+ * src/store/plan.c): the job's unfinished triggers take its new scope, but a finished one keeps
  * the scope it ran under and one a gate holds (paused, pausing) the scope
  * of that gate, so that the resume lifting the gate finds it.
  */

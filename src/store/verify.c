@@ -73,7 +73,11 @@ int pal_store_planned(pal_store *st, const char *job_id, int64_t from, int64_t t
 	 * called it (palisade plans such an instant pending, a cut-over moves
 	 * it, and the old system was cut over), so the instant is missing.
 	 * One whose scope is still shadow there is the old system's and is
-	 * counted. */
+	 * counted.  A shadow row is unfinished, so it has its job's tenant
+	 * and group (a move takes it along): one left in another scope (a
+	 * tick that planned from the version before a move and was not moved
+	 * after it) is judged by the job's scope too, and not counted where
+	 * that scope makes its instant live: no one called it. */
 	int rc = pal__store_query_json(
 	    st,
 	    "SELECT coalesce(json_agg(json_build_array(a, p, n) ORDER BY a, p), '[]')::text FROM ("
@@ -83,7 +87,11 @@ int pal_store_planned(pal_store *st, const char *job_id, int64_t from, int64_t t
 	    " AND t.scheduled_at BETWEEN to_timestamp($2::bigint) AND to_timestamp($3::bigint)"
 	    " AND t.request_id IS NULL"
 	    " AND NOT (t.state = 'shadow' AND t.scheduled_at <= clock_timestamp()"
-	    "  AND " PAL__SHADOW_LIVE("t") ")"
+	    "  AND (" PAL__SHADOW_LIVE("t") " OR EXISTS (SELECT 1 FROM jobs r"
+	    "   WHERE r.job_id = t.job_id"
+	    "   AND (r.tenant, r.resource_group) IS DISTINCT FROM (t.tenant, t.resource_group)"
+	    "   AND palisade_trigger_live(t.job_id, r.tenant, r.resource_group, "
+	    PAL__TRIGGER_NOMINAL("t") "))))"
 	    " AND NOT (t.state = 'cancelled' AND t.attempt_count = 0 AND EXISTS ("
 	    "   SELECT 1 FROM job_versions rv JOIN job_versions nv ON nv.job_id = rv.job_id"
 	    "    AND nv.version > rv.version"
