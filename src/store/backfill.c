@@ -259,6 +259,42 @@ int pal__ops_job_versions(pal_store *st, const char *job_id, json_t **out, char 
 	return PAL_OK;
 }
 
+/* Where job UP's latest version, stored and not activated yet, takes over
+ * once a controller activates it, in epoch seconds (*AT): the takeover the
+ * listings show (PAL__TAKEOVER_SQL: the shard's watermark, where it was
+ * stored for a one-shot), but no later than where it was stored (not
+ * before the active version's activation) when the active version has an
+ * `end`: a retired job applied again, a job whose `end` passed, which the
+ * controller may switch from below the watermark (planner.c,
+ * switch_between), so that no instant it runs is taken for nobody's. */
+static int pending_takeover(pal_store *st, const char *up, int64_t *at, char *err, size_t errlen)
+{
+	const char *p[] = { up };
+	PGresult *r = pal__store_query(
+	    st,
+	    "SELECT " PAL__TAKEOVER_SQL("j", "v", "s") ", (SELECT floor(extract(epoch FROM"
+	    "  greatest(a.effective_from, v.created_at)))::bigint FROM job_versions a"
+	    "  WHERE a.job_id = j.job_id AND a.effective_from IS NOT NULL"
+	    "  AND (a.spec -> 'schedule' ->> 'end') IS NOT NULL AND a.version = (SELECT"
+	    "  max(b.version) FROM job_versions b WHERE b.job_id = j.job_id"
+	    "  AND b.effective_from IS NOT NULL))"
+	    " FROM jobs j JOIN job_versions v ON v.job_id = j.job_id AND v.version = j.latest_version"
+	    " LEFT JOIN shards s ON s.shard_id = j.shard WHERE j.job_id = $1",
+	    1, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	if (!PQntuples(r)) {
+		PQclear(r);
+		*at = INT64_MAX; /* gone meanwhile: it owns no instant */
+		return PAL_OK;
+	}
+	*at = pal__ops_val_i64(r, 0, 0);
+	if (!PQgetisnull(r, 0, 1) && pal__ops_val_i64(r, 0, 1) < *at)
+		*at = pal__ops_val_i64(r, 0, 1);
+	PQclear(r);
+	return PAL_OK;
+}
+
 int pal__ops_upstream_versions(pal_store *st, json_t *versions, bool pending, json_t **out,
 			       bool *alone, char *err, size_t errlen)
 {
@@ -286,9 +322,14 @@ int pal__ops_upstream_versions(pal_store *st, json_t *versions, bool pending, js
 			json_t *latest = json_array_get(uv, nv - 1);
 			if (pending && nv > 1 &&
 			    !json_is_integer(json_object_get(latest, "effective_from"))) {
-				json_t *one = json_pack("[O]", latest);
-				json_decref(uv);
-				uv = one;
+				/* the versions as they will be once it is activated:
+				 * the activated ones up to its takeover, it after */
+				int64_t at;
+				if ((rc = pending_takeover(st, up, &at, err, errlen))) {
+					json_decref(uv);
+					break;
+				}
+				json_object_set_new(latest, "effective_from", json_integer(at));
 				if (alone)
 					*alone = true;
 			}

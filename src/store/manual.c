@@ -86,11 +86,11 @@ static bool instant_by(json_t *versions, json_t *ups, int64_t at, pal_backfill_i
  * stored and no controller has taken it over yet, by it alone (it plans
  * what is not planned yet).  A version with `after` has its first
  * upstream's instants (pal_backfill_instants_after, as the dependency
- * planner decides them), by the upstreams' activated versions, or by an
- * upstream's latest version stored and not activated yet alone (its
- * controller fires its instants once it takes it over: a roll, an outage, a
- * retired upstream applied again; *PENDING_UP when only that version has
- * C->at); for one of those, a past instant too while the dependency planner
+ * planner decides them), by the upstreams' activated versions, or as they
+ * will be once an upstream's latest version stored and not activated yet
+ * is (its controller fires its instants after where it switches to it: a
+ * roll, an outage, a retired upstream applied again; *PENDING_UP when only
+ * that version has C->at); for one of those, a past instant too while the dependency planner
  * has not decided it (pal__ops_after_undecided, the predicate a backfill
  * checks too): it plans the job's trigger there once its upstreams end
  * (*WAITS_UPSTREAM).

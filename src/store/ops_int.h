@@ -99,9 +99,10 @@ int pal__ops_job_versions(pal_store *st, const char *job_id, json_t **out, char 
  * and, recursively, of theirs: *OUT an object job id -> versions, as
  * pal_backfill_instants_after takes it (an upstream with no job row: an
  * empty array).  With PENDING, an upstream whose latest version is stored
- * and not activated yet, after an activated one, counts by that version
- * alone (its instants once a controller takes it over; *ALONE, when not
- * NULL: some upstream did). */
+ * and not activated yet, after an activated one, counts as once a
+ * controller takes it over: that version owns the instants after where the
+ * controller switches to it (its effective_from set there), the activated
+ * ones those before (*ALONE, when not NULL: some upstream did). */
 int pal__ops_upstream_versions(pal_store *st, json_t *versions, bool pending, json_t **out,
 			       bool *alone, char *err, size_t errlen);
 

@@ -282,6 +282,16 @@ apply_jobs() {
 		"$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml" >/dev/null
 	fi
 }
+# up_jobs CRON [YAML]: a job file of up.u (cron CRON) and up.b (after up.u,
+# within 1h), calling the badserver at log/u and log/b (timeout 20 s), then
+# the lines YAML (more jobs of the list).
+up_jobs() {
+	local _uj_t="\"http://127.0.0.1:$port/log"
+	echo "jobs:"
+	echo "  - {id: up.u, schedule: {cron: \"$1\"}, target: {url: $_uj_t/u\", timeout: 20s}}"
+	echo "  - {id: up.b, after: [{job: up.u, within: 1h}], target: {url: $_uj_t/b\", timeout: 20s}}"
+	[ -z "${2:-}" ] || echo "$2"
+}
 # lead_shards SECONDS NODE...: the nodes started (start_node, no further
 # arguments) and every shard led within SECONDS (the check "shards led").
 lead_shards() {

@@ -18,14 +18,13 @@ SHARDS=2
 write_exec_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
 url() { echo "{url: \"http://127.0.0.1:$port/$1\", timeout: 20s}"; }
 jobs() {
-	cat <<YAML
-jobs:
-  - {id: up.u, schedule: {cron: "$1"}, target: $(url log/u)}
-  - {id: up.b, after: [{job: up.u, within: 1h}], target: $(url log/b)}
+	up_jobs "$1" "$(
+		cat <<YAML
   - {id: up.d, schedule: {cron: "$1"}, target: $(url log/d)}
   - {id: up.r, schedule: {cron: "$1"}, target: $(url log/r)}
   - {id: up.rb, after: [{job: up.r, within: 1h}], target: $(url log/rb)}
 YAML
+	)"
 }
 jobs "0 0 0 * * ?" | apply_jobs "apply v1 (daily)" || { finish; exit 1; }
 lead_shards 20 b1 || { finish; exit 1; }
