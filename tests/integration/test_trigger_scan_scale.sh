@@ -113,7 +113,12 @@ SELECT k.id FROM jobs j CROSS JOIN LATERAL (
     ORDER BY scheduled_at DESC, partition DESC, id DESC LIMIT 101)) k
 ORDER BY scheduled_at DESC, partition DESC, id DESC LIMIT 101")
 echo "$plan" | sed 's/^/    plan: /'
-expect_eq "the plan reads no triggers partition sequentially" 0 "$(grep -c 'Seq Scan on triggers' <<<"$plan")"
+# The history partition holds the one old manual trigger planted above: a
+# sequential read of its page is the planner's cheapest choice there (a
+# loaded run chose it), and the check is about the partitions of the range.
+expect_eq "the history partition holds a handful of rows" 1 "$(sql "select (count(*) < 10)::int from triggers_phistory")"
+expect_eq "the plan reads no partition of the range sequentially" 0 \
+	"$(grep 'Seq Scan on triggers' <<<"$plan" | grep -vc 'Seq Scan on triggers_phistory ')"
 check "... but each job's plan key backwards" grep -q 'Index Scan Backward using .*job_id_scheduled_at_partition_idx' <<<"$plan"
 stop_node s1
 echo "    figure: test_trigger_scan_scale took $((SECONDS - T0)) s"
