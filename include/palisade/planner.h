@@ -67,6 +67,10 @@ int pal_planner_shard(const pal_planner *p);
 /* Replace the configuration (a reload); takes effect at the next tick. */
 void pal_planner_set_config(pal_planner *p, const pal_planner_config *cfg);
 size_t pal_planner_jobs(const pal_planner *p);
+/* The shard's last fenced write before this leader claimed it was at
+ * LAST_WRITE (PAL_NO_TIME: unknown): a previous leader's ticks saw no job
+ * stored after it.  Before the first put. */
+void pal_planner_inherit(pal_planner *p, int64_t last_write);
 
 /*
  * Add or replace job JOB_ID with VERSIONS[0..n) (ascending by version; they
@@ -75,7 +79,10 @@ size_t pal_planner_jobs(const pal_planner *p);
  * job resumes planning at watermark - overlap (re-inserting what is already
  * planned is harmless: the plan key is unique).  Returns PAL_EINVAL with a
  * message when a version's cron or zone cannot be opened; the job loaded
- * before, if any, is then kept unchanged.
+ * before, if any, is then kept unchanged.  A brand-new job stored
+ * (created_at) at or before the time given to pal_planner_inherit() is
+ * activated as of when it was stored (a previous leader may have seen it:
+ * docs/controller.md); any other one as of the first tick that sees it.
  *
  * A (job_id, version) pair names one immutable spec, as job_versions rows
  * do: when the job is loaded with the same versions and activations

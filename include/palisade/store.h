@@ -376,11 +376,14 @@ PAL_MUST_CHECK int pal_store_jobs_json(pal_store *st, const char *job_id, json_t
 /*
  * Claim SHARD for EPOCH in PostgreSQL: succeeds only when the stored epoch is
  * lower (or equal and ours, after a reconnect).  *watermark receives the
- * shard's watermark (PAL_NO_TIME if none).  PAL_ESTALE with a message when a
- * newer or equal foreign epoch holds it.
+ * shard's watermark (PAL_NO_TIME if none), *last_write the time of the last
+ * fenced write before the claim (shards.updated_at: the previous leader's
+ * last committed tick or later write, or the previous claim).  PAL_ESTALE
+ * with a message when a newer or equal foreign epoch holds it.
  */
 PAL_MUST_CHECK int pal_store_shard_claim(pal_store *st, int shard, int64_t epoch, const char *node,
-					 int64_t *watermark, char *err, size_t errlen);
+					 int64_t *watermark, int64_t *last_write, char *err,
+					 size_t errlen);
 
 /*
  * Called once per job of a shard load with its shard and its versions,

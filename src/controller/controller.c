@@ -382,8 +382,8 @@ static bool claim_shard(pal_controller *c, int s, int64_t epoch)
 	if (l->planner)
 		drop_shard(c, s, "new epoch");
 	char err[1024];
-	int64_t wm;
-	int rc = pal_store_shard_claim(c->st, s, epoch, c->node_id, &wm, err, sizeof err);
+	int64_t wm, last_write;
+	int rc = pal_store_shard_claim(c->st, s, epoch, c->node_id, &wm, &last_write, err, sizeof err);
 	if (rc == PAL_ESTALE) {
 		pal_log(PAL_LOG_ERROR, "controller.claim_rejected", "{s:i, s:I, s:s}", "shard", s,
 			"epoch", (json_int_t)epoch, "error", err);
@@ -414,6 +414,7 @@ static bool claim_shard(pal_controller *c, int s, int64_t epoch)
 			pal_strerror(PAL_ENOMEM));
 		return false;
 	}
+	pal_planner_inherit(l->planner, last_write);
 	return true;
 }
 

@@ -58,7 +58,8 @@ typedef struct pjob {
 	const char *id; /* points after v[nv], in the same allocation */
 	int64_t cursor; /* every instant <= cursor is planned (PAL_NO_TIME: none yet) */
 	int64_t next;   /* first instant > cursor, NEVER when none */
-	/* a brand-new job awaiting activation: the tick that first saw it and
+	/* a brand-new job awaiting activation: the tick that first saw it (or
+	 * when it was stored: first_sight) and
 	 * its first instant from then (PAL_NO_TIME until seen) */
 	int64_t pend_since, pend_next;
 	/* when its last version, awaiting activation, was stored (PAL_NO_TIME:
@@ -96,6 +97,7 @@ struct pal_planner {
 	bool hold_deferred;    /* pal_planner_hold_deferred(): no deferred activation */
 	uint32_t load_gen;     /* see pjob.loaded_gen; starts at 1 */
 	bool loaded_unchecked; /* some job may carry the current load_gen */
+	int64_t inherited;     /* pal_planner_inherit() (first_sight) */
 	pjob **touched; /* jobs of the last tick */
 	size_t n_touched, cap_touched;
 };
@@ -758,6 +760,7 @@ pal_planner *pal_planner_new(int shard, const pal_planner_config *cfg)
 	p->strings = g_string_chunk_new(1024);
 	p->shard = shard;
 	p->horizon_cap = PAL_NO_TIME;
+	p->inherited = PAL_NO_TIME;
 	p->load_gen = 1;
 	p->cfg = *cfg;
 	if (p->cfg.max_rows_per_tick <= 0)
@@ -765,6 +768,11 @@ pal_planner *pal_planner_new(int shard, const pal_planner_config *cfg)
 	if (p->cfg.max_activations_per_tick <= 0)
 		p->cfg.max_activations_per_tick = PAL_PLANNER_ACTIVATIONS_PER_TICK;
 	return p;
+}
+
+void pal_planner_inherit(pal_planner *p, int64_t last_write)
+{
+	p->inherited = last_write;
 }
 
 static void job_free(pjob *j)
@@ -887,6 +895,31 @@ void pal_planner_remove_job(pal_planner *p, const char *job_id)
 	job_free(j);
 }
 
+/*
+ * A brand-new job J stored (its last version's created_at, the apply's
+ * transaction start) at or before the shard's last fenced write before
+ * this leader claimed it (p->inherited: a previous leader's last committed
+ * tick, or a later write of it): that leader may have seen it and deferred
+ * its activation (the row cap), keeping that first sight in its memory
+ * only.  Such a job is activated as of when it was stored, at or before
+ * any tick's first sight, so a leader change while it waits loses none of
+ * its instants (those before this leader's first tick are planned as never
+ * planned, by the misfire policy past the threshold).  One stored after
+ * that write (applied while no controller ran, or during the leader
+ * change) starts when a tick of this leader first sees it.
+ */
+static void first_sight(const pal_planner *p, pjob *j)
+{
+	if (p->inherited == PAL_NO_TIME || has_active(j) || !has_pending(j) ||
+	    j->pend_created == PAL_NO_TIME || j->pend_created > p->inherited)
+		return;
+	bool ex;
+	int64_t keep = j->t_eff;
+	j->pend_since = j->t_eff = j->pend_created;
+	j->pend_next = next_after(j, j->pend_since, true, &ex);
+	j->t_eff = keep;
+}
+
 int pal_planner_put_job(pal_planner *p, const char *job_id, const pal_plan_version *versions,
 			size_t n, int64_t watermark, char *err, size_t errlen)
 {
@@ -979,6 +1012,7 @@ int pal_planner_put_job(pal_planner *p, const char *job_id, const pal_plan_versi
 	j->cursor = watermark == PAL_NO_TIME || !has_active(j) ? PAL_NO_TIME
 							       : watermark - p->cfg.overlap_s;
 	j->next = next_after(j, j->cursor, false, &j->next_excl);
+	first_sight(p, j);
 	if ((!old && watermark != PAL_NO_TIME) || (old && old->loaded_gen == p->load_gen)) {
 		j->loaded_gen = p->load_gen; /* an unchecked job replaced stays unchecked */
 		p->loaded_unchecked = true;

@@ -29,7 +29,7 @@ static int64_t val_i64(PGresult *r, int row, int col)
 }
 
 int pal_store_shard_claim(pal_store *st, int shard, int64_t epoch, const char *node,
-			  int64_t *watermark, char *err, size_t errlen)
+			  int64_t *watermark, int64_t *last_write, char *err, size_t errlen)
 {
 	char s[16], e[24];
 	snprintf(s, sizeof s, "%d", shard);
@@ -37,9 +37,13 @@ int pal_store_shard_claim(pal_store *st, int shard, int64_t epoch, const char *n
 	const char *p[] = { s, e, node };
 	PGresult *r = pal__store_query(
 		st,
-		"UPDATE shards SET epoch = $2, leader = $3, updated_at = clock_timestamp()"
-		" WHERE shard_id = $1 AND (epoch < $2 OR (epoch = $2 AND leader = $3))"
-		" RETURNING floor(extract(epoch FROM watermark))::bigint",
+		/* the row as the last write before this claim left it (locked
+		 * first: read after a previous leader's tick that holds it) */
+		"WITH o AS (SELECT shard_id, updated_at FROM shards WHERE shard_id = $1 FOR UPDATE)"
+		" UPDATE shards s SET epoch = $2, leader = $3, updated_at = clock_timestamp() FROM o"
+		" WHERE s.shard_id = o.shard_id AND (s.epoch < $2 OR (s.epoch = $2 AND s.leader = $3))"
+		" RETURNING floor(extract(epoch FROM s.watermark))::bigint,"
+		" floor(extract(epoch FROM o.updated_at))::bigint",
 		3, p, err, errlen);
 	if (!r)
 		return PAL_EDB;
@@ -59,6 +63,7 @@ int pal_store_shard_claim(pal_store *st, int shard, int64_t epoch, const char *n
 		return PAL_ESTALE;
 	}
 	*watermark = val_i64(r, 0, 0);
+	*last_write = val_i64(r, 0, 1);
 	PQclear(r);
 	return PAL_OK;
 }
@@ -88,7 +93,7 @@ enum {
 	" CASE WHEN v.cron LIKE '@calendars(%' THEN"                                               \
 	"  (SELECT x.spec #>> '{schedule,calendars}' FROM job_versions x"                          \
 	"   WHERE x.job_id = v.job_id AND x.version = v.version) END, j.ref,"                      \
-	" CASE WHEN v.effective_from IS NULL AND v.version > 1 THEN"                               \
+	" CASE WHEN v.effective_from IS NULL THEN"                                                 \
 	"  (SELECT floor(extract(epoch FROM x.created_at))::bigint FROM job_versions x"            \
 	"   WHERE x.job_id = v.job_id AND x.version = v.version) END"
 /* The columns of job_versions the load reads: those of its covering primary

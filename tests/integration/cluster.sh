@@ -448,3 +448,36 @@ netns_forward_cluster() {
 	NS_PG=$(sed "s/host=[^ ]*/host=$HIP/; s/port=[0-9]*/port=$FWD_PG_PORT/" <<<"$PALISADE_PG")
 	NS_ZK=$HIP:$FWD_ZK_PORT
 }
+
+# Of the new-job row-cap tests (cap.* jobs, every second, 1 shard).
+# cap_leader DB: a fresh database DB, the sink, and f1 leading with a
+# 2-minute lookahead, its watermark ~2 min ahead.
+cap_leader() {
+	fresh_db "$1"
+	"$PAL" migrate >/dev/null
+	start_sink || { fail "sink starts"; finish; exit 1; }
+	SHARDS=1 SCAN=4s LOOKAHEAD=2m MISFIRE=15m
+	write_conf "$CLUSTER_CONF"
+	start_node f1
+	wait_until "shards led" 40 all_shards_led
+	wait_until "the watermark is ~2 min ahead" 30 cap_wm_ahead 100
+}
+cap_wm_ahead() { [ "$(sql "select (watermark > now() + interval '$1 s')::int from shards")" = 1 ]; }
+# cap_wm: the shard's watermark (epoch seconds).
+cap_wm() { sql "select extract(epoch from watermark)::bigint from shards"; }
+# cap_undecided FROM: instants (partition 0) of the cap.* jobs in
+# (FROM, watermark] with neither a trigger nor a misfire; FROM is an SQL
+# expression over v (the job's job_versions row), e.g. a number.
+cap_undecided() {
+	sql "select count(*) from job_versions v cross join lateral
+	       generate_series(($1)::bigint + 1, $(cap_wm)) g
+	      where v.job_id like 'cap.%' and v.effective_from is not null
+	        and not exists (select 1 from trigger_jobs t where t.job_id = v.job_id and t.partition = 0
+	                         and extract(epoch from t.scheduled_at)::bigint = g)
+	        and not exists (select 1 from misfires m where m.job_id = v.job_id
+	                         and g between extract(epoch from m.range_from)::bigint and extract(epoch from m.range_to)::bigint)"
+}
+# cap_twice: cap.* instants with two triggers.
+cap_twice() {
+	sql "select count(*) from (select 1 from trigger_jobs where job_id like 'cap.%' group by job_id, partition, scheduled_at having count(*) > 1) d"
+}

@@ -68,8 +68,11 @@ sleep 3
 expect_eq "no instant past the threshold planned as an ordinary trigger (the misfire policy decides those)" 0 \
 	"$(sql "select count(*) from trigger_jobs where job_id like 'cap.%' and partition = 0 and source = 'schedule' and created_at > scheduled_at + interval '34 s'")"
 echo "    triggers of cap.* by source: $(sql "select string_agg(source || '=' || n, ' ') from (select source, count(*) n from trigger_jobs where job_id like 'cap.%' and partition = 0 group by 1) s")"
-expect_eq "all activated as of the tick that first saw them" 1 \
-	"$(sql "select count(distinct effective_from) from job_versions where job_id like 'cap.%'")"
+# (a leader change meanwhile activates the waiting ones as of their apply,
+# before that tick: test_new_job_leader_change.sh)
+expect_eq "none activated after the tick that first saw them" 0 \
+	"$(sql "select count(*) from job_versions where job_id like 'cap.%' and effective_from >
+	         (select effective_from from job_versions where job_id like 'cap.%' order by activated_at, effective_from limit 1)")"
 kill9_node f1
 start_node f2
 wait_until "shards led again" 80 all_shards_led

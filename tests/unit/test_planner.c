@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -252,6 +253,107 @@ static void test_planner_deferred_new_job_not_activated_without_missed_run(void 
 	assert_int_equal(a4_from, 1001);
 	assert_true(a4_mis_to >= 1040);
 	assert_int_equal(pal_planner_pending(p), 0);
+	pal_plan_batch_free(&b);
+	pal_planner_free(p);
+}
+
+/* Load new every-second job ID, stored at CREATED, at watermark WM: active
+ * as of EFF, or awaiting activation (EFF PAL_NO_TIME). */
+static void put_new(pal_planner *p, const char *id, int64_t created, int64_t eff, int64_t wm)
+{
+	pal_job_spec s = spec(id, "* * * * * ?", PAL_MISFIRE_SKIP);
+	pal_plan_version v = pal_plan_version_of_spec(&s, 1, eff);
+	v.created_at = eff == PAL_NO_TIME ? created : PAL_NO_TIME;
+	char err[256];
+	assert_int_equal(pal_planner_put_job(p, id, &v, 1, wm, err, sizeof err), 0);
+	pal_job_spec_clear(&s);
+}
+
+/* Each activation of B has a trigger for every instant from its
+ * effective_from to B's watermark, once; returns the effective_from of
+ * ID's activation (PAL_NO_TIME: none). */
+static int64_t activated_whole(const pal_plan_batch *b, const char *id)
+{
+	int64_t eff = PAL_NO_TIME;
+	for (size_t a = 0; a < b->n_act; a++) {
+		int64_t next = b->act[a].effective_from + 1;
+		for (size_t i = 0; i < b->n_trig; i++)
+			if (!strcmp(b->trig[i].job_id, b->act[a].job_id)) {
+				assert_int_equal(b->trig[i].at, next);
+				next++;
+			}
+		assert_true(next > b->watermark);
+		if (!strcmp(b->act[a].job_id, id))
+			eff = b->act[a].effective_from;
+	}
+	return eff;
+}
+
+/* New jobs the row cap deferred when their leader went away: the first
+ * sight was in its memory only.  A new leader activates those stored at or
+ * before the shard's last write before its claim (the last committed tick:
+ * pal_planner_inherit) as of when they were stored, at or before that
+ * first sight, so no instant from it on is lost; one stored after it
+ * starts at the new leader's first sight.  A reload of the same versions
+ * keeps what the load decided. */
+static void test_planner_new_leader_keeps_first_sight_of_deferred_jobs(void **st)
+{
+	pal_planner_config c = cfg;
+	c.lookahead_s = 30;
+	c.max_rows_per_tick = 40;
+	pal_planner *p = pal_planner_new(0, &c);
+	const char *ids[] = { "a.one", "a.two", "a.three" };
+	/* no previous leader (pal_planner_inherit not called): first seen by
+	 * the tick at 1001 */
+	for (int i = 0; i < 3; i++)
+		put_new(p, ids[i], 1001, PAL_NO_TIME, 1030);
+	pal_plan_batch b = { 0 };
+	assert_int_equal(pal_planner_tick(p, 1030, 1001, &b), 0);
+	assert_int_equal(b.n_act, 1);
+	assert_int_equal(b.act[0].effective_from, 1001);
+	char first[16]; /* the id belongs to the planner */
+	snprintf(first, sizeof first, "%s", b.act[0].job_id);
+	int64_t wm = b.watermark;
+	pal_planner_commit(p, &b);
+	pal_planner_free(p); /* the leader dies with two jobs waiting */
+
+	p = pal_planner_new(0, &c);
+	pal_planner_inherit(p, 1001); /* the tick at 1001 was the last write */
+	for (int i = 0; i < 3; i++)
+		put_new(p, ids[i], 1001, strcmp(ids[i], first) ? PAL_NO_TIME : 1001, wm);
+	/* stored after the last write: first seen by this leader's first tick */
+	int64_t late = 1002;
+	put_new(p, "a.late", late, PAL_NO_TIME, wm);
+	int64_t eff[3] = { PAL_NO_TIME, PAL_NO_TIME, PAL_NO_TIME }, eff_late = PAL_NO_TIME;
+	for (int64_t now = 1010; pal_planner_pending(p) && now < 1020; now++) {
+		assert_int_equal(pal_planner_tick(p, wm, now, &b), 0);
+		assert_int_equal(b.n_mis, 0);
+		for (int i = 0; i < 3; i++) {
+			int64_t e = activated_whole(&b, ids[i]);
+			if (e != PAL_NO_TIME) {
+				assert_string_not_equal(ids[i], first);
+				eff[i] = e;
+			}
+		}
+		int64_t e = activated_whole(&b, "a.late");
+		if (e != PAL_NO_TIME)
+			eff_late = e;
+		assert_true(b.watermark >= wm);
+		wm = b.watermark;
+		pal_planner_commit(p, &b);
+		/* a reload of the same versions (at the new watermark) keeps
+		 * what the load and the first sight decided */
+		for (int i = 0; i < 3; i++)
+			if (eff[i] == PAL_NO_TIME && strcmp(ids[i], first))
+				put_new(p, ids[i], 1001, PAL_NO_TIME, wm);
+		if (eff_late == PAL_NO_TIME)
+			put_new(p, "a.late", late, PAL_NO_TIME, wm);
+	}
+	assert_int_equal(pal_planner_pending(p), 0);
+	for (int i = 0; i < 3; i++)
+		if (strcmp(ids[i], first))
+			assert_int_equal(eff[i], 1001);
+	assert_int_equal(eff_late, 1010);
 	pal_plan_batch_free(&b);
 	pal_planner_free(p);
 }
@@ -1557,6 +1659,7 @@ int main(void)
 		cmocka_unit_test(test_planner_new_jobs_over_row_cap_activate_in_slices),
 		cmocka_unit_test(test_planner_new_jobs_row_cap_counts_partitions),
 		cmocka_unit_test(test_planner_deferred_new_job_not_activated_without_missed_run),
+		cmocka_unit_test(test_planner_new_leader_keeps_first_sight_of_deferred_jobs),
 		cmocka_unit_test(test_planner_uncommitted_tick_is_repeated),
 		cmocka_unit_test(test_planner_rescan_below_watermark_is_not_a_misfire),
 		cmocka_unit_test(test_planner_misfire_skip_records_all),
