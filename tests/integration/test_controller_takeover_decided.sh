@@ -35,10 +35,23 @@ sql "begin; delete from triggers; delete from misfires;
  update shards set watermark = date_trunc('minute', watermark) + interval '20 seconds' - interval '10 days';
  commit" >/dev/null
 W0=$(sql "select extract(epoch from watermark)::bigint from shards")
+# The leader ticks again at once after its first tick (the claim's tick,
+# then the pass's own): the second one would finish the catch-up before
+# the kill.  A row trigger holds any tick that moves the watermark past
+# an hour of the outage, so the leader dies with only its first tick
+# committed; the held transaction is cut off with it.
+sql "create function test_hold_tick() returns trigger language plpgsql as \$\$
+ begin perform pg_sleep(120); return new; end \$\$;
+ create trigger hold_tick before update on shards for each row
+ when (new.watermark > to_timestamp($W0 + 3600)) execute function test_hold_tick()" >/dev/null
 start_node l1
 skipped() { [ "$(sql "select count(*) from misfires where job_id = 'aa.skip'")" -ge 1 ]; }
 wait_until "aa.skip's missed run recorded" 60 skipped
+held() { [ "$(sql "select count(*) from pg_stat_activity where wait_event = 'PgSleep'")" -ge 1 ]; }
+wait_until "the second tick is held" 60 held
 kill9_node l1
+sql "select pg_terminate_backend(pid) from pg_stat_activity where wait_event = 'PgSleep'" >/dev/null
+sql "drop trigger hold_tick on shards; drop function test_hold_tick()" >/dev/null
 W1=$(sql "select extract(epoch from watermark)::bigint from shards")
 echo "    first leader's tick: watermark W0 + $((W1 - W0)), misfire rows $(sql "select count(*) from misfires")"
 check "the first tick deferred a catch-up (its watermark below its decided runs)" \
