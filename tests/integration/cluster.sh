@@ -239,6 +239,20 @@ start_badserver() {
 	trap 'kill $BAD_PID 2>/dev/null; stop_all_nodes; stop_sink' EXIT
 	wait_until "$1" 10 grep -q ready "$NODE_DIR/bad.log"
 }
+# badserver_cluster DB SHARDS [TIMEOUT]: a fresh database DB migrated, the
+# bad server up as every job's target, and $CLUSTER_CONF for nodes that plan
+# and execute SHARDS shards with a 5 s lease (write_conf's environment, such
+# as LOOKAHEAD=, passes through); url PATH then prints a target at the bad
+# server's PATH with TIMEOUT (default 20s).
+badserver_cluster() {
+	fresh_db "$1"
+	"$PAL" migrate >/dev/null
+	start_badserver "target up"
+	SHARDS=$2
+	BAD_TIMEOUT=${3:-20s}
+	write_exec_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
+}
+url() { echo "{url: \"http://127.0.0.1:$port/$1\", timeout: $BAD_TIMEOUT}"; }
 sink_stat() { curl -s "http://$SINK_ADMIN/admin/stats" | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
 sink_faults() { curl -s -X POST -d "$1" "http://$SINK_ADMIN/admin/faults" >/dev/null; }
 trap 'stop_all_nodes; stop_sink' EXIT

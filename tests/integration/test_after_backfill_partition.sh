@@ -9,12 +9,7 @@
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "backfill/trigger --at of a dependent job never doubles a partition the dependency planner still runs"
-fresh_db it_after_backfill_partition
-"$PAL" migrate >/dev/null
-start_badserver "target up"
-SHARDS=2
-write_exec_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
-url() { echo "{url: \"http://127.0.0.1:$port/$1\", timeout: 20s}"; }
+badserver_cluster it_after_backfill_partition 2
 apply_jobs "apply" <<YAML || { finish; exit 1; }
 jobs:
   - {id: pp.up, partitions: 2, max_in_flight: 1, schedule: {cron: "*/30 * * * * ?"}, target: $(url "log/up?delay_ms=9000")}

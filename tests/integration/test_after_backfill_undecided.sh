@@ -7,12 +7,7 @@
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "backfill of a dependent job never doubles an instant the dependency planner still runs"
-fresh_db it_after_backfill_undecided
-"$PAL" migrate >/dev/null
-start_badserver "target up"
-SHARDS=2
-write_exec_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
-url() { echo "{url: \"http://127.0.0.1:$port/$1\", timeout: 20s}"; }
+badserver_cluster it_after_backfill_undecided 2
 apply_jobs "apply" <<YAML || { finish; exit 1; }
 jobs:
   - {id: bt.up, schedule: {cron: "*/10 * * * * ?"}, target: $(url "log/up?delay_ms=8000")}

@@ -9,12 +9,7 @@
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "a fan-in's within is kept when its dependent upstream is held"
-fresh_db it_after_fanin_held
-"$PAL" migrate >/dev/null
-start_badserver "target up"
-SHARDS=2
-write_exec_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
-url() { echo "{url: \"http://127.0.0.1:$port/$1\", timeout: 5s}"; }
+badserver_cluster it_after_fanin_held 2 5s
 apply_jobs "apply" <<YAML || { finish; exit 1; }
 jobs:
   - {id: fp.a, schedule: {cron: "*/5 * * * * ?"}, target: $(url log/a)}

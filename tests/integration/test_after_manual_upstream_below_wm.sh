@@ -11,11 +11,7 @@
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "trigger --at of a dependent job accepts an instant of its upstream's stored version below where a controller switches to it"
-fresh_db it_after_manual_upstream_below_wm
-"$PAL" migrate >/dev/null
-start_badserver "target up"
-SHARDS=1
-MISFIRE=200s LOOKAHEAD=90s write_exec_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
+MISFIRE=200s LOOKAHEAD=90s badserver_cluster it_after_manual_upstream_below_wm 1
 up_jobs "0 0 0 * * ?" | apply_jobs "apply v1 (daily)" || { finish; exit 1; }
 lead_shards 20 b1 || { finish; exit 1; }
 wait_until "both activated" 20 has "select (count(*) = 2)::int from jobs where active_version = 1"

@@ -11,12 +11,7 @@
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "trigger --at of a dependent job refuses an instant its upstream's stored version fires"
-fresh_db it_after_manual_upstream_pending
-"$PAL" migrate >/dev/null
-start_badserver "target up"
-SHARDS=2
-write_exec_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
-url() { echo "{url: \"http://127.0.0.1:$port/$1\", timeout: 20s}"; }
+badserver_cluster it_after_manual_upstream_pending 2
 jobs() {
 	up_jobs "$1" "$(
 		cat <<YAML

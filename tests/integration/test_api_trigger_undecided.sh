@@ -7,12 +7,7 @@
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "the API's refusal of an undecided past instant says what it is"
-fresh_db it_api_trigger_undecided
-"$PAL" migrate >/dev/null
-start_badserver "target up"
-SHARDS=1
-write_exec_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
-url() { echo "{url: \"http://127.0.0.1:$port/$1\", timeout: 20s}"; }
+badserver_cluster it_api_trigger_undecided 1
 apply_jobs "apply" <<YAML || { finish; exit 1; }
 jobs:
   - {id: at.up, schedule: {cron: "*/10 * * * * ?"}, target: $(url "log/up?delay_ms=8000")}

@@ -7,11 +7,7 @@
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "trigger's held_by names only pauses that hold a run still to be claimed"
-fresh_db it_trigger_held_by_done
-"$PAL" migrate >/dev/null
-start_badserver "target up"
-SHARDS=1
-write_exec_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
+badserver_cluster it_trigger_held_by_done 1
 apply_jobs "apply" <<YAML || { finish; exit 1; }
 jobs:
   - {id: hd.one, schedule: {cron: "0 0 3 * * ?"}, target: {url: "http://127.0.0.1:$port/log/one", timeout: 5s}}
