@@ -395,6 +395,13 @@ old_ranges_cluster() {
 	write_exec_conf "$CLUSTER_CONF" "executor: {lease: 5s, heartbeat: 1s}"
 }
 
+# OUR_SLEEP: the SQL condition (over pg_stat_activity) of a backend of the
+# test's own database in pg_sleep, a statement a test's row trigger holds.
+# The harness runs tests side by side on one PostgreSQL server: a condition
+# without the database sees (and pg_terminate_backend cuts off) another
+# test's held statements and sql_samples.
+OUR_SLEEP="wait_event = 'PgSleep' and datname = current_database()"
+
 # ---- the controller's insert of triggers held (the apply race) -------------------
 # hold_inserts_setup: a statement trigger of the test's database that holds
 # every insert into triggers for the seconds hold_inserts set (0 at first);
@@ -406,7 +413,7 @@ begin perform pg_sleep(coalesce((select max(n) from it_slow), 0)); return null; 
 create trigger it_slow before insert on triggers for each statement execute function it_slow_tick();" >/dev/null
 }
 hold_inserts() { sql "delete from it_slow; insert into it_slow select $1 where $1 > 0" >/dev/null; }
-insert_held() { [ "$(sql "select count(*) from pg_stat_activity where wait_event = 'PgSleep' and query like 'INSERT INTO triggers%'")" -ge 1 ]; }
+insert_held() { [ "$(sql "select count(*) from pg_stat_activity where $OUR_SLEEP and query like 'INSERT INTO triggers%'")" -ge 1 ]; }
 
 # ---- a node cut off behind a veth link -------------------------------------------
 # netns_up NAME: the network namespace palisade-NAME-PID joined to the host by

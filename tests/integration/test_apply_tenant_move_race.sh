@@ -24,7 +24,7 @@ begin perform pg_sleep(coalesce((select max(n) from it_slow_mark), 0)); return n
 create trigger it_slow_mark before update of watermark on shards for each row
  when (old.watermark is distinct from new.watermark) execute function it_slow_mark();" >/dev/null
 hold_marks() { sql "delete from it_slow_mark; insert into it_slow_mark select $1 where $1 > 0" >/dev/null; }
-mark_held() { [ "$(sql "select count(*) from pg_stat_activity where wait_event = 'PgSleep' and query like 'UPDATE shards SET watermark%'")" -ge 1 ]; }
+mark_held() { [ "$(sql "select count(*) from pg_stat_activity where $OUR_SLEEP and query like 'UPDATE shards SET watermark%'")" -ge 1 ]; }
 iso() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ; }
 lead_shards 40 f1
 expect_exit "tenant t2 in shadow" 0 "$PAL" shadow --config "$CLUSTER_CONF" --tenant t2 --reason s

@@ -47,10 +47,10 @@ sql "create function test_hold_tick() returns trigger language plpgsql as \$\$
 start_node l1
 skipped() { [ "$(sql "select count(*) from misfires where job_id = 'aa.skip'")" -ge 1 ]; }
 wait_until "aa.skip's missed run recorded" 60 skipped
-held() { [ "$(sql "select count(*) from pg_stat_activity where wait_event = 'PgSleep'")" -ge 1 ]; }
+held() { [ "$(sql "select count(*) from pg_stat_activity where $OUR_SLEEP")" -ge 1 ]; }
 wait_until "the second tick is held" 60 held
 kill9_node l1
-sql "select pg_terminate_backend(pid) from pg_stat_activity where wait_event = 'PgSleep'" >/dev/null
+sql "select pg_terminate_backend(pid) from pg_stat_activity where $OUR_SLEEP" >/dev/null
 sql "drop trigger hold_tick on shards; drop function test_hold_tick()" >/dev/null
 W1=$(sql "select extract(epoch from watermark)::bigint from shards")
 echo "    first leader's tick: watermark W0 + $((W1 - W0)), misfire rows $(sql "select count(*) from misfires")"

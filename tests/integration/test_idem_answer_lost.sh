@@ -111,7 +111,7 @@ sql "CREATE FUNCTION zz_plan_between() RETURNS trigger LANGUAGE plpgsql AS \$\$ 
        EXECUTE FUNCTION zz_plan_between();
      CREATE FUNCTION zz_slow_sweep() RETURNS trigger LANGUAGE plpgsql AS \$\$ BEGIN
        PERFORM pg_sleep(20); RETURN NEW; END \$\$;" >/dev/null
-sweeping() { has "select count(*) from pg_stat_activity where state = 'active' and wait_event = 'PgSleep' and query like '%palisade_trigger_move%'"; }
+sweeping() { has "select count(*) from pg_stat_activity where state = 'active' and $OUR_SLEEP and query like '%palisade_trigger_move%'"; }
 # KEY JOB METHOD PATH TYPE BODY: a keyed request to r2 (answer in $NODE_DIR/ans-KEY-r2)
 send() {
 	curl -s -m 30 -o "$NODE_DIR/ans-$1-r2" -w '%{http_code}' -X "$3" -H "Authorization: Bearer $TOK" \
@@ -126,7 +126,7 @@ cut_before_sweep() {
 	( send "$@" >/dev/null ) &
 	local req=$!
 	wait_until "$3 $4 with key $1: the retirement committed, the sweep running" 10 sweeping
-	sql "select pg_terminate_backend(pid) from pg_stat_activity where wait_event = 'PgSleep' and query like '%palisade_trigger_move%'" >/dev/null
+	sql "select pg_terminate_backend(pid) from pg_stat_activity where $OUR_SLEEP and query like '%palisade_trigger_move%'" >/dev/null
 	wait "$req" 2>/dev/null
 	sql "DROP TRIGGER zz_slow_sweep ON triggers" >/dev/null
 	expect_eq "... cut: $2 retired, 1 trigger planned from its old version left pending, the key without an answer" "1 1 1" \

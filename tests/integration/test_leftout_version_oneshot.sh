@@ -19,7 +19,11 @@ start_node f1
 start_node x1 --roles executor
 wait_until "shards led" 40 all_shards_led
 expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/c.yaml"
-sleep 4
+# v1 active and running when f1 dies (after a fixed sleep, a loaded box
+# could kill it before the activation: the versions applied below would
+# then find no active version to switch from)
+wait_until "v1 activated and one of its instants run" 30 \
+	has "select count(*) from triggers where job_id = '$L' and version = 1 and state = 'succeeded'"
 kill9_node f1
 W0=$(sql "select extract(epoch from watermark)::bigint from shards limit 1")
 while [ "$(date +%s)" -le $(( W0 + 3 )) ]; do sleep 0.5; done

@@ -19,15 +19,29 @@ cap_leader it_new_job_leader_change
 N=2000
 gen_sink_jobs "$NODE_DIR/a.yaml" $N "* * * * * ?" t1 cap
 n_act() { sql "select count(*) from job_versions where job_id like 'cap.%' and effective_from is not null"; }
+# The leader ticks again at once after a slice: polled for the first
+# slice, a loaded box lets the next ones (all of them) commit before the
+# kill.  A row trigger holds the activation of any tick after the one
+# that committed the first slice (activated_at before the holding tick's
+# own start), so the leader dies with that slice only; the held
+# transaction is cut off with it.
+sql "create function test_hold_slice() returns trigger language plpgsql as \$\$
+ begin
+   if exists (select 1 from job_versions where job_id like 'cap.%' and activated_at < now()) then
+     perform pg_sleep(120);
+   end if;
+   return new;
+ end \$\$;
+ create trigger hold_slice before update of effective_from on job_versions for each row
+ when (old.effective_from is null and new.effective_from is not null and new.job_id like 'cap.%')
+ execute function test_hold_slice()" >/dev/null
 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/a.yaml" >/dev/null &
 apply_pid=$!
-a=0
-for i in $(seq 1 600); do
-	a=$(n_act)
-	[ "$a" -gt 0 ] && break
-	sleep 0.1
-done
+held() { [ "$(sql "select count(*) from pg_stat_activity where $OUR_SLEEP")" -ge 1 ]; }
+wait_until "the tick after the first slice is held" 120 held
 kill9_node f1
+sql "select pg_terminate_backend(pid) from pg_stat_activity where $OUR_SLEEP" >/dev/null
+sql "drop trigger hold_slice on job_versions; drop function test_hold_slice()" >/dev/null
 wait $apply_pid
 a=$(n_act)
 echo "    activated when the leader was killed: $a of $N"
