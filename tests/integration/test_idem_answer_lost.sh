@@ -102,6 +102,10 @@ expect_eq "a key left in progress by an attempt that committed nothing: taken ov
 # hooks: when JOB is retired, one more trigger is planned from its old version
 # (the row the sweep exists for), and the sweep's cancel of it sleeps, so that its
 # connection is cut (pg_terminate_backend) after the first commit, before the second.
+# The sleep is one trigger created here and armed per job by a row of
+# zz_sweep_hold: a CREATE or DROP TRIGGER on the partitioned triggers table
+# while the nodes run locks its partitions one by one and can deadlock with
+# a node's transaction (a DROP did, and the trigger stayed).
 sql "CREATE FUNCTION zz_plan_between() RETURNS trigger LANGUAGE plpgsql AS \$\$ BEGIN
        INSERT INTO triggers (job_id, version, scheduled_at, partition, source, tenant, resource_group, due_at, shard)
        VALUES (NEW.job_id, 1, now() + interval '1 hour', 0, 'schedule', 'default', 'default', now() + interval '1 hour', 0);
@@ -109,8 +113,12 @@ sql "CREATE FUNCTION zz_plan_between() RETURNS trigger LANGUAGE plpgsql AS \$\$ 
      CREATE TRIGGER zz_plan_between AFTER UPDATE OF retired_at ON jobs FOR EACH ROW
        WHEN (OLD.retired_at IS NULL AND NEW.retired_at IS NOT NULL AND NEW.job_id IN ('del.a', 'prune.a'))
        EXECUTE FUNCTION zz_plan_between();
+     CREATE TABLE zz_sweep_hold (job_id text);
      CREATE FUNCTION zz_slow_sweep() RETURNS trigger LANGUAGE plpgsql AS \$\$ BEGIN
-       PERFORM pg_sleep(20); RETURN NEW; END \$\$;" >/dev/null
+       IF EXISTS (SELECT 1 FROM zz_sweep_hold WHERE job_id = OLD.job_id) THEN PERFORM pg_sleep(20); END IF;
+       RETURN NEW; END \$\$;
+     CREATE TRIGGER zz_slow_sweep BEFORE UPDATE ON triggers FOR EACH ROW
+       WHEN (OLD.job_id IN ('del.a', 'prune.a') AND NEW.state = 'cancelled') EXECUTE FUNCTION zz_slow_sweep();" >/dev/null
 sweeping() { has "select count(*) from pg_stat_activity where state = 'active' and $OUR_SLEEP and query like '%palisade_trigger_move%'"; }
 # KEY JOB METHOD PATH TYPE BODY: a keyed request to r2 (answer in $NODE_DIR/ans-KEY-r2)
 send() {
@@ -121,14 +129,13 @@ pending_of() { sql "select count(*) from triggers where job_id = '$1' and state 
 # KEY JOB METHOD PATH TYPE BODY: sent to r2, its connection cut between the retirement's
 # commit and the sweep's; the key is left without an answer and past the bound
 cut_before_sweep() {
-	sql "CREATE TRIGGER zz_slow_sweep BEFORE UPDATE ON triggers FOR EACH ROW
-	       WHEN (OLD.job_id = '$2' AND NEW.state = 'cancelled') EXECUTE FUNCTION zz_slow_sweep()" >/dev/null
+	sql "insert into zz_sweep_hold values ('$2')" >/dev/null
 	( send "$@" >/dev/null ) &
 	local req=$!
 	wait_until "$3 $4 with key $1: the retirement committed, the sweep running" 10 sweeping
 	sql "select pg_terminate_backend(pid) from pg_stat_activity where $OUR_SLEEP and query like '%palisade_trigger_move%'" >/dev/null
 	wait "$req" 2>/dev/null
-	sql "DROP TRIGGER zz_slow_sweep ON triggers" >/dev/null
+	sql "delete from zz_sweep_hold" >/dev/null
 	expect_eq "... cut: $2 retired, 1 trigger planned from its old version left pending, the key without an answer" "1 1 1" \
 		"$(sql "select count(*) from jobs where job_id = '$2' and retired_at is not null") $(pending_of "$2") $(sql "select count(*) from api_requests where key = '$1' and status is null")"
 	wait_until "... and older than the take-over bound" 10 past_bound "$1"
