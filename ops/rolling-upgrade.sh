@@ -30,9 +30,13 @@ Restart the given nodes (default: every live node, in id order) one at a time.
                     --config): it applies the release's after-roll schema
                     steps, and refuses (exit 4) while a node of an older
                     release is live.  Without it, the pending steps are named.
+                    Needs the new release's palisade (--palisade): with an
+                    older one (no schema.pending_after_roll in its status)
+                    it refuses before touching a node.
 Exit: 0 every node restarted (and migrated), 1 a step did not complete (the
-remaining nodes are left alone) or the final migrate failed, 64 usage, 69 the
-cluster is unreachable or unhealthy.
+remaining nodes are left alone) or the final migrate failed, 64 usage (or
+--migrate with an older release's palisade), 69 the cluster is unreachable or
+unhealthy.
 EOF
 }
 
@@ -95,6 +99,8 @@ elif q == "controllers":
     print(sum(1 for i in nodes.values() if "controller" in i.get("roles", [])))
 elif q == "nshards":
     print(len(shards))
+elif q == "knows_after_roll":   # a CLI of a release with after-roll steps
+    sys.exit(0 if "pending_after_roll" in (s.get("schema") or {}) else 1)
 elif q == "pending":            # after-roll schema steps the database lacks
     print(", ".join((s.get("schema") or {}).get("pending_after_roll") or []))
 elif q == "leads":              # shards led by ARG
@@ -125,6 +131,17 @@ leads_some() { [ "$(status leads "$1")" -ge 1 ]; }
 if ! out=$("$PAL" status --output json "${CONF_ARGS[@]}" 2>&1 >/dev/null); then
 	log "cannot read the cluster's status: $out"
 	exit 69
+fi
+# An older release's CLI (on PATH while the roll from it goes on) shows no
+# pending after-roll steps, and its migrate knows neither this release's
+# migrations nor which are after-roll ones: it would report success with
+# them pending.  Refused before any node is touched.
+if ! status knows_after_roll; then
+	if [ "$MIGRATE" = 1 ]; then
+		log "refusing --migrate: $PAL ($("$PAL" --version 2>/dev/null | head -1)) shows no schema.pending_after_roll in its status: the CLI of an older release, whose migrate would leave the new release's after-roll steps pending and report success; pass --palisade with the palisade of the release being rolled out; nothing done"
+		exit 64
+	fi
+	log "warning: $PAL shows no schema.pending_after_roll (an older release's CLI): the after-roll steps left pending cannot be named; use --palisade with the new release's binary"
 fi
 [ ${#NODES[@]} -gt 0 ] || read -r -a NODES <<<"$(status nodes)"
 [ ${#NODES[@]} -gt 0 ] || { log "no live node in the cluster"; exit 69; }

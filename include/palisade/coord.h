@@ -149,6 +149,13 @@ void pal_coord_debug_drop_create_replies(pal_coord *c, int n);
  */
 PAL_MUST_CHECK int pal_coord_list_nodes(const char *connect, const char *root, const char *cluster,
 					int timeout_ms, json_t **out, char *err, size_t errlen);
+/* The same for a check that must not take "never registered" for "none
+ * live" (migrate's contract steps): a nodes path that does not exist (no
+ * node of CLUSTER under ROOT ever registered with that ZooKeeper, or ROOT
+ * and CLUSTER are not the nodes') is PAL_ENOENT, ERR naming the path. */
+PAL_MUST_CHECK int pal_coord_list_registered_nodes(const char *connect, const char *root,
+						   const char *cluster, int timeout_ms,
+						   json_t **out, char *err, size_t errlen);
 
 /*
  * The same through a session that lasts (the console's, src/coord/inspect.c):
@@ -182,6 +189,9 @@ void pal_coord_inspector_close(pal_coord_inspector *in);
 PAL_MUST_CHECK int pal_coord_older_nodes(const char *connect, const char *root, const char *cluster,
 					 int timeout_ms, int min_schema, const char *role,
 					 json_t **older, char *err, size_t errlen);
+/* The nodes of NODES (as pal_coord_list_nodes() returns them) that
+ * pal_coord_older_nodes() would return: a new reference. */
+json_t *pal_coord_older_of(const json_t *nodes, int min_schema, const char *role);
 
 /*
  * Whether every live node of CLUSTER runs a binary of schema MIN_SCHEMA or

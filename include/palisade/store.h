@@ -47,9 +47,13 @@ int pal_migration_compatible_from(const pal_migration *m);
  * `palisade migrate`, which applies it once no live node is older than its
  * compatible_from (docs/upgrades.md, "Steps applied after the roll"). */
 bool pal_migration_after_roll(const pal_migration *m);
-/* The N migrations MS (in version order) are a valid list: no expand step
- * (compatible_from below its version) after an after-roll step.  PAL_EINVAL
- * with ERR naming both otherwise. */
+/* The N migrations MS are a valid list: each numbered, each number above
+ * the one before (schema_migrations knows a step by its number: of two of
+ * one number, the second would pass for applied).  PAL_EINVAL with ERR
+ * naming them otherwise: a fault of the build, which `palisade migrate`
+ * (exit 65) and a node (node.migrations_invalid, exit 65) check before
+ * they touch the database.  An after-roll step may be followed by any
+ * step: it is then a plain contract step (not in the tail). */
 int pal_migrations_check(const pal_migration *ms, int n, char *err, size_t errlen);
 
 /* A binary's schema range and a database's schema, side by side. */
@@ -82,6 +86,13 @@ PAL_MUST_CHECK int pal_store_schema_range(pal_store *st, pal_schema_range *r, ch
 enum { PAL_AFTER_ROLL_MAX = 16 }; /* names a caller keeps room for */
 PAL_MUST_CHECK int pal_store_pending_after_roll(pal_store *st, const char **names, int max, int *n,
 						char *err, size_t errlen);
+/* The nodes a shard row names as its leader and that wrote it (a claim or
+ * a tick) in the last WITHIN_MS, as a JSON array of {"node", "shards",
+ * "age_ms"} (shards: how many such rows, age_ms: since the latest write),
+ * into *OUT, a new reference.  What `palisade migrate` holds against the
+ * live nodes ZooKeeper lists.  Read only, no lock. */
+PAL_MUST_CHECK int pal_store_recent_leaders(pal_store *st, int within_ms, json_t **out, char *err,
+					    size_t errlen);
 
 /*
  * Connect with CONNINFO (libpq keyword/value string or URI).  Sets

@@ -92,12 +92,14 @@ const char *pal__cli_config_cluster(const pal_cli_common *c);
 /* The ZooKeeper connect string of C: --zk, the config's
  * zookeeper.connect, else $PALISADE_ZK; NULL when none is known. */
 const char *pal__cli_zk(const pal_cli_common *c);
-/* The live nodes of C's cluster whose binary schema is below MIN_SCHEMA
- * (pal_coord_older_nodes()) into *OLDER, which the caller json_decref()s.
- * Returns 0, else an exit code with ERR and *OLDER NULL: 64 when no connect
- * string is known, 69 when ZooKeeper cannot be read. */
-int pal__cli_older_nodes(const pal_cli_common *c, int min_schema, json_t **older, char *err,
-			 size_t errlen);
+/* The live nodes of C's cluster (pal_coord_list_registered_nodes()) into
+ * *LIVE, those whose binary schema is below MIN_SCHEMA
+ * (pal_coord_older_of()) into *OLDER; the caller json_decref()s both.
+ * Returns 0, else an exit code with ERR and both NULL: 64 when no connect
+ * string is known, 69 when ZooKeeper cannot be read or has no nodes path
+ * for the cluster (never registered: no node seen is not no node live). */
+int pal__cli_older_nodes(const pal_cli_common *c, int min_schema, json_t **live, json_t **older,
+			 char *err, size_t errlen);
 /* Add "nodes": [{id, info}] from ZooKeeper to STATUS (or "nodes_error"). */
 void pal__cli_add_nodes(const pal_cli_common *c, json_t *status);
 

@@ -54,32 +54,96 @@ static void usage(FILE *fp)
 		"live nodes hold, and is rolled back and tried again for up to 15 s.\n"
 		"Refuses a contract step (a migration whose compatible_from is above the\n"
 		"database's) while a live node (ZooKeeper: --zk, the config's\n"
-		"zookeeper.connect, else $PALISADE_ZK) runs an older schema than it needs,\n"
-		"or while the live nodes cannot be read.  --force applies it anyway and\n"
+		"zookeeper.connect, else $PALISADE_ZK; under the config's zookeeper.root\n"
+		"and cluster.name, else /palisade and default) runs an older schema than\n"
+		"it needs, or while the live nodes cannot be read.  --force applies it anyway and\n"
 		"records that in the audit log (schema.contract_forced, with --reason).\n"
 		"Then fills the values expand steps added to existing rows (jobs.ref,\n"
 		"triggers.job_ref), N rows per transaction (--backfill-batch, default\n"
 		"and most 5000), to the end or for at most --backfill-batches batches\n"
 		"(0: none);\n"
 		"a later run, or a node's retention round, goes on where it stopped.\n"
-		"Exit: 0 done, 4 contract step refused (older nodes live), 69 database or\n"
-		"ZooKeeper unreachable, 70 schema newer than this binary, 75 a migration's\n"
-		"locks not taken in time (nothing of it applied; run again).\n");
+		"Exit: 0 done, 4 contract step refused (older nodes live), 64 bad command\n"
+		"line or no ZooKeeper connect string, 65 this binary's list of migrations\n"
+		"invalid (a build fault), 69 database or ZooKeeper unreachable, or the live\n"
+		"nodes not readable (no nodes path for the cluster, or the database shows a\n"
+		"leader ZooKeeper does not list), 70 schema newer than this binary, 75 a\n"
+		"migration's locks not taken in time (nothing of it applied; run again).\n");
+}
+
+/* How recently a shard row must have been written for its leader to count
+ * as running now: a leader writes it at its claim and at every tick (each
+ * controller.scan_interval, 1 s by default). */
+enum { LEADER_RECENT_MS = 20000 };
+
+/* Whether the database shows a node running that LIVE, ZooKeeper's list
+ * of the cluster (read at PATH), lacks: a shard row written in the last
+ * LEADER_RECENT_MS by a leader not in it.  Then ZooKeeper's list is not
+ * this database's cluster (another root or cluster name), and "no older
+ * node listed" says nothing: PAL_ENOENT with ERR naming the leaders.  A
+ * leader that stopped a moment ago and whose shards no node has claimed
+ * yet is named too, until they are claimed. */
+static int unlisted_leaders(pal_store *st, const json_t *live, const char *path, char *err,
+			    size_t errlen)
+{
+	json_t *leaders;
+	int rc = pal_store_recent_leaders(st, LEADER_RECENT_MS, &leaders, err, errlen);
+	if (rc)
+		return rc;
+	char who[512] = "";
+	size_t at = 0, i, j;
+	json_t *l, *n;
+	json_array_foreach(leaders, i, l)
+	{
+		const char *id = json_string_value(json_object_get(l, "node"));
+		bool listed = false;
+		json_array_foreach(live, j, n)
+			listed |= id && !strcmp(id, json_string_value(json_object_get(n, "id")) ?: "");
+		if (!listed && at < sizeof who)
+			at += (size_t)snprintf(who + at, sizeof who - at,
+					       "%s%s (%lld shard%s, last written %lld ms ago)",
+					       at ? ", " : "", id ? id : "?",
+					       json_integer_value(json_object_get(l, "shards")),
+					       json_integer_value(json_object_get(l, "shards")) == 1
+						   ? ""
+						   : "s",
+					       json_integer_value(json_object_get(l, "age_ms")));
+	}
+	json_decref(leaders);
+	if (!at)
+		return PAL_OK;
+	snprintf(err, errlen,
+		 "the database shows shards led in the last %d s by %s, which ZooKeeper does not "
+		 "list under %s (are the root and cluster name the nodes'? pass --config with the "
+		 "nodes' configuration)",
+		 LEADER_RECENT_MS / 1000, who, path);
+	return PAL_ENOENT;
 }
 
 /*
  * The live nodes that run a schema below PC's compatible_from, as a JSON
  * array of {id, version, schema} (new reference) into *older.  Returns 0,
- * else the exit code after printing why the nodes could not be read
- * (with FORCE: a warning, 0, an empty *older and *zk_error set, a static
- * string).
+ * else the exit code after printing why the nodes could not be read, or
+ * why ZooKeeper's list cannot be taken for the cluster of ST's database
+ * (unlisted_leaders()) (with FORCE: a warning, 0, an empty *older and
+ * *zk_error set, a static string).
  */
-static int older_nodes(const pal_cli_common *c, const pal_pending_contract *pc, bool force,
-		       json_t **older, const char **zk_error)
+static int older_nodes(const pal_cli_common *c, pal_store *st, const pal_pending_contract *pc,
+		       bool force, json_t **older, const char **zk_error)
 {
-	static char err[512];
+	static char err[1024];
+	char path[512];
+	json_t *live = NULL;
 	*zk_error = NULL;
-	int ec = pal__cli_older_nodes(c, pc->compatible_from, older, err, sizeof err);
+	snprintf(path, sizeof path, "%s/%s/nodes", pal__cli_config_zk_root(c),
+		 pal__cli_config_cluster(c));
+	int ec = pal__cli_older_nodes(c, pc->compatible_from, &live, older, err, sizeof err);
+	if (!ec && unlisted_leaders(st, live, path, err, sizeof err)) {
+		json_decref(*older);
+		*older = NULL;
+		ec = PAL_EXIT_UNAVAIL;
+	}
+	json_decref(live);
 	if (!ec)
 		return PAL_EXIT_OK;
 	pal_cli_err("migrate", "%s: cannot tell whether nodes older than schema %d are live%s", err,
@@ -188,6 +252,13 @@ int pal_cmd_migrate(int argc, char **argv)
 		usage(stderr);
 		return PAL_EXIT_USAGE;
 	}
+	char err[1024];
+	/* A fault of the build: nothing to ask the database */
+	if (pal_migrations_check(pal_migrations, pal_n_migrations, err, sizeof err)) {
+		pal_cli_err("migrate", "this binary's list of migrations is invalid: %s; nothing "
+				       "applied", err);
+		return PAL_EXIT_DATAERR;
+	}
 	pal_schema_range bin;
 	pal_store_binary_schema(&bin);
 	if (before_roll && bin.min < bin.binary)
@@ -199,7 +270,6 @@ int pal_cmd_migrate(int argc, char **argv)
 	ec = pal_cli_connect(&c, true, &st);
 	if (ec)
 		return ec;
-	char err[1024];
 	/* The migration lock is a session's.  --pg and PALISADE_PG must name
 	 * PostgreSQL itself: through a transaction pooler the lock would be
 	 * taken on one server connection and left held there (--config names
@@ -238,7 +308,7 @@ int pal_cmd_migrate(int argc, char **argv)
 	json_t *older = NULL;
 	const char *zk_error = NULL;
 	if (!rc && pc.steps > 0) {
-		if ((ec = older_nodes(&c, &pc, force, &older, &zk_error))) {
+		if ((ec = older_nodes(&c, st, &pc, force, &older, &zk_error))) {
 			pal_store_close(st); /* ends the session: the lock goes with it */
 			json_decref(older);
 			return ec;

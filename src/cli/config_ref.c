@@ -126,20 +126,21 @@ const char *pal__cli_zk(const pal_cli_common *c)
 	return zk && *zk ? zk : NULL;
 }
 
-int pal__cli_older_nodes(const pal_cli_common *c, int min_schema, json_t **older, char *err,
-			 size_t errlen)
+int pal__cli_older_nodes(const pal_cli_common *c, int min_schema, json_t **live, json_t **older,
+			 char *err, size_t errlen)
 {
 	const char *zk = pal__cli_zk(c);
-	*older = NULL;
+	*live = *older = NULL;
 	if (!zk) {
 		snprintf(err, errlen,
 			 "no ZooKeeper connect string to read the live nodes from (pass --zk or "
 			 "--config, or export PALISADE_ZK)");
 		return PAL_EXIT_USAGE;
 	}
-	if (pal_coord_older_nodes(zk, pal__cli_config_zk_root(c), pal__cli_config_cluster(c), 5000,
-				  min_schema, NULL, older, err, errlen))
+	if (pal_coord_list_registered_nodes(zk, pal__cli_config_zk_root(c),
+					    pal__cli_config_cluster(c), 5000, live, err, errlen))
 		return PAL_EXIT_UNAVAIL;
+	*older = pal_coord_older_of(*live, min_schema, NULL);
 	return PAL_EXIT_OK;
 }
 

@@ -113,8 +113,10 @@ void pal_coord_inspector_close(pal_coord_inspector *in)
 	free(in);
 }
 
-int pal_coord_inspector_nodes(pal_coord_inspector *in, const char *root, const char *cluster,
-			      json_t **out, char *err, size_t errlen)
+/* The nodes of CLUSTER under ROOT through IN; a nodes path that does not
+ * exist is no node when ABSENT_OK, else PAL_ENOENT with ERR naming it. */
+static int nodes_at(pal_coord_inspector *in, const char *root, const char *cluster,
+		    bool absent_ok, json_t **out, char *err, size_t errlen)
 {
 	*out = NULL;
 	zhandle_t *zh = in->zh;
@@ -132,6 +134,14 @@ int pal_coord_inspector_nodes(pal_coord_inspector *in, const char *root, const c
 	snprintf(path, sizeof path, "%s/%s/nodes", root, cluster);
 	struct String_vector kids = {0, NULL};
 	int zrc = zoo_get_children(zh, path, 0, &kids);
+	if (zrc == ZNONODE && !absent_ok) {
+		snprintf(err, errlen,
+			 "%s does not exist in ZooKeeper at %s: no node of cluster \"%s\" under "
+			 "root %s has ever registered there (are the root and cluster name the "
+			 "nodes'? pass --config with the nodes' configuration)",
+			 path, in->connect, cluster, root);
+		return PAL_ENOENT;
+	}
 	json_t *arr = json_array();
 	if (zrc == ZNONODE) {
 		*out = arr;
@@ -167,16 +177,36 @@ int pal_coord_inspector_nodes(pal_coord_inspector *in, const char *root, const c
 	return PAL_OK;
 }
 
-int pal_coord_list_nodes(const char *connect, const char *root, const char *cluster, int timeout_ms,
-			 json_t **out, char *err, size_t errlen)
+int pal_coord_inspector_nodes(pal_coord_inspector *in, const char *root, const char *cluster,
+			      json_t **out, char *err, size_t errlen)
+{
+	return nodes_at(in, root, cluster, true, out, err, errlen);
+}
+
+/* pal_coord_list_nodes(), or with ABSENT_OK false
+ * pal_coord_list_registered_nodes(). */
+static int list_nodes(const char *connect, const char *root, const char *cluster, int timeout_ms,
+		      bool absent_ok, json_t **out, char *err, size_t errlen)
 {
 	*out = NULL;
 	pal_coord_inspector *in;
 	int rc = pal_coord_inspector_open(connect, timeout_ms, &in, err, errlen);
 	if (!rc)
-		rc = pal_coord_inspector_nodes(in, root, cluster, out, err, errlen);
+		rc = nodes_at(in, root, cluster, absent_ok, out, err, errlen);
 	pal_coord_inspector_close(in);
 	return rc;
+}
+
+int pal_coord_list_nodes(const char *connect, const char *root, const char *cluster, int timeout_ms,
+			 json_t **out, char *err, size_t errlen)
+{
+	return list_nodes(connect, root, cluster, timeout_ms, true, out, err, errlen);
+}
+
+int pal_coord_list_registered_nodes(const char *connect, const char *root, const char *cluster,
+				    int timeout_ms, json_t **out, char *err, size_t errlen)
+{
+	return list_nodes(connect, root, cluster, timeout_ms, false, out, err, errlen);
 }
 
 /* Whether NODE's info names ROLE. */
@@ -208,7 +238,14 @@ int pal_coord_older_nodes(const char *connect, const char *root, const char *clu
 	int rc = pal_coord_list_nodes(connect, root, cluster, timeout_ms, &nodes, err, errlen);
 	if (rc)
 		return rc;
-	*older = json_array();
+	*older = pal_coord_older_of(nodes, min_schema, role);
+	json_decref(nodes);
+	return PAL_OK;
+}
+
+json_t *pal_coord_older_of(const json_t *nodes, int min_schema, const char *role)
+{
+	json_t *older = json_array();
 	size_t i;
 	json_t *n;
 	json_array_foreach(nodes, i, n)
@@ -218,12 +255,11 @@ int pal_coord_older_nodes(const char *connect, const char *root, const char *clu
 		    (role && !may_have_role(n, role)))
 			continue;
 		json_array_append_new(
-		    *older, json_pack("{s:O, s:O, s:o}", "id", json_object_get(n, "id"), "version",
-				      json_object_get(n, "version"), "schema",
-				      json_is_integer(s) ? json_copy(s) : json_string("unknown")));
+		    older, json_pack("{s:O, s:O, s:o}", "id", json_object_get(n, "id"), "version",
+				     json_object_get(n, "version"), "schema",
+				     json_is_integer(s) ? json_copy(s) : json_string("unknown")));
 	}
-	json_decref(nodes);
-	return PAL_OK;
+	return older;
 }
 
 const char *pal_coord_describe_nodes(const json_t *older, char *buf, size_t len)

@@ -770,6 +770,13 @@ int pal_node_run(const pal_node_opts *o)
 		pal_log(PAL_LOG_WARN, "node.admin_read_only", "{s:s}", "hint",
 			"no admin token (admin.token_file, admin.token_env): POST /drain is refused; "
 			"SIGTERM still drains");
+	/* A fault of the build, not of the database: said once, and no
+	 * restart would mend it (65, RestartPreventExitStatus). */
+	if (pal_migrations_check(pal_migrations, pal_n_migrations, err, sizeof err)) {
+		pal_log(PAL_LOG_ERROR, "node.migrations_invalid", "{s:s}", "error", err);
+		ec = PAL_EXIT_DATAERR;
+		goto out;
+	}
 	sd_notify(0, "STATUS=waiting for PostgreSQL");
 	if ((ec = prepare_database(&n)) || term_signals)
 		goto out;

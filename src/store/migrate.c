@@ -20,8 +20,9 @@
  *
  * After-roll steps: a migration whose header has the line "-- applied: after
  * the roll" declares that the binary carrying it works with or without it
- * applied.  Such steps come last (pal_migrations_check refuses an expand
- * step after one): the binary's tail.  Its range is then min = the highest
+ * applied.  The run of such steps at the end of the list is the binary's
+ * tail; one followed by any later step (a later release's) is a plain
+ * contract step for this binary.  Its range is then min = the highest
  * migration before the tail, binary = the highest: a node migrates up to
  * min (and installs the functions, which serve both sides), leaves the tail
  * to `palisade migrate`, and leads; an empty database gets the tail too.
@@ -117,21 +118,22 @@ bool pal_migration_after_roll(const pal_migration *m)
 
 int pal_migrations_check(const pal_migration *ms, int n, char *err, size_t errlen)
 {
-	const pal_migration *after = NULL;
+	/* schema_migrations records a step by its number alone: of two steps of
+	 * one number, the second would read as applied and be skipped */
 	for (int i = 0; i < n; i++) {
-		if (pal_migration_after_roll(&ms[i])) {
-			if (!after)
-				after = &ms[i];
+		if (ms[i].version > 0 && (i == 0 || ms[i].version > ms[i - 1].version))
 			continue;
-		}
-		if (after && pal_migration_compatible_from(&ms[i]) < ms[i].version) {
+		if (ms[i].version <= 0)
 			snprintf(err, errlen,
-				 "migration %s is an expand step (compatible_from %d) after %s, "
-				 "which is applied after the roll: after-roll steps come after "
-				 "every expand step of the binary",
-				 ms[i].name, pal_migration_compatible_from(&ms[i]), after->name);
-			return PAL_EINVAL;
-		}
+				 "migration %s has no version number (want NNN_name.sql)",
+				 ms[i].name);
+		else
+			snprintf(err, errlen,
+				 "migrations %s and %s: the numbers of the migrations must rise "
+				 "from one to the next, and these do not (%d, then %d): renumber "
+				 "the newer one",
+				 ms[i - 1].name, ms[i].name, ms[i - 1].version, ms[i].version);
+		return PAL_EINVAL;
 	}
 	return PAL_OK;
 }

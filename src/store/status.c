@@ -113,6 +113,23 @@ static int add_schema(pal_store *st, json_t *out, char *err, size_t errlen)
 	return PAL_OK;
 }
 
+int pal_store_recent_leaders(pal_store *st, int within_ms, json_t **out, char *err, size_t errlen)
+{
+	char w[16];
+	snprintf(w, sizeof w, "%d", within_ms);
+	const char *p[] = {w};
+	/* a leader's claim and each of its ticks write updated_at */
+	return pal__store_query_json(
+	    st,
+	    "SELECT coalesce(json_agg(json_build_object('node', leader, 'shards', n, 'age_ms', age)"
+	    " ORDER BY leader), '[]') FROM (SELECT leader, count(*) AS n,"
+	    " (extract(epoch FROM clock_timestamp() - max(updated_at)) * 1000)::bigint AS age"
+	    " FROM shards WHERE leader IS NOT NULL"
+	    " AND updated_at > clock_timestamp() - $1::int * interval '1 millisecond'"
+	    " GROUP BY leader) l",
+	    1, p, out, err, errlen);
+}
+
 int pal_store_status_json(pal_store *st, json_t **out, char *err, size_t errlen)
 {
 	int rc = pal__store_query_json(st, status_sql[STATUS_EXACT], 0, NULL, out, err, errlen);

@@ -18,6 +18,8 @@
 #       (PALISADE_OLD_TREE, default /tmp/palisade-VERSION-build), its
 #       palisade in OLD_PAL.  When it does not build, a failed check
 #       ("VERSION builds from its release archive") and status 1.
+#   tree_schema    this tree's schema range from sql/: BIN its highest
+#       migration, MIN the highest before its after-roll steps (its minimum)
 #   iso EPOCH, hms EPOCH    an instant as a job file's `at` takes it, and as
 #       the tests print it (UTC).
 #   build_with_migration DIR SQLFILE  this tree's palisade with one more
@@ -62,6 +64,11 @@ old_release() {
 	build_release "v$1" "ops/releases/palisade-$1.tar.xz" "$OLD_TREE" ||
 		{ fail "$1 builds from its release archive"; return 1; }
 	OLD_PAL=$OLD_TREE/bin/palisade
+}
+
+tree_schema() {
+	MIN=$(grep -L '^-- applied: after the roll' sql/[0-9]*.sql | sed 's|.*/0*\([0-9]*\)_.*|\1|' | sort -n | tail -1)
+	BIN=$(ls sql/[0-9]*.sql | sed 's|.*/0*\([0-9]*\)_.*|\1|' | sort -n | tail -1)
 }
 
 iso() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ; }

@@ -16,8 +16,7 @@ guarantee "G1 + G5 + G8 - an after-roll step: this release's node leads while it
 
 old_release 0.3.0 || { finish; exit 1; }
 STEP=048_drop_attempts_fence
-MIN=$(grep -L '^-- applied: after the roll' sql/[0-9]*.sql | sed 's|.*/0*\([0-9]*\)_.*|\1|' | sort -n | tail -1)
-BIN=$(ls sql/[0-9]*.sql | sed 's|.*/0*\([0-9]*\)_.*|\1|' | sort -n | tail -1)
+tree_schema
 schema() { sql "select max(version) from schema_migrations"; }
 has_fence() { sql "select to_regclass('attempts_fence') is not null"; }
 node_schema() { curl -s --noproxy '*' -m 2 "http://${NODE_ADMIN[$1]}/status" |

@@ -85,21 +85,51 @@ static void test_migrate_after_roll_marker(void **state)
 #define CONTRACT(v) { v, #v "_contract", "SELECT 1;\n" }
 #define AFTER(v) { v, #v "_after", "-- applied: after the roll\nSELECT 1;\n" }
 
-static void test_migrate_after_roll_steps_come_last(void **state)
+static void test_migrate_after_roll_step_may_be_followed(void **state)
 {
 	(void)state;
 	char err[256];
+	pal_schema_range r;
 	const pal_migration ok[] = { EXPAND(11), CONTRACT(12), AFTER(13), AFTER(14) };
 	assert_int_equal(pal_migrations_check(ok, 4, err, sizeof err), 0);
-	/* a plain contract step after one: allowed, the tail is then empty */
-	const pal_migration contract[] = { EXPAND(11), AFTER(12), CONTRACT(13) };
-	assert_int_equal(pal_migrations_check(contract, 3, err, sizeof err), 0);
-	const pal_migration bad[] = { EXPAND(11), AFTER(12), EXPAND(13) };
-	assert_int_equal(pal_migrations_check(bad, 3, err, sizeof err), PAL_EINVAL);
-	assert_non_null(strstr(err, "13_expand is an expand step"));
-	assert_non_null(strstr(err, "after 12_after"));
+	/* the next release: an expand step 49 after the released 48, marked */
+	const pal_migration next[] = { EXPAND(47), AFTER(48), EXPAND(49) };
+	assert_int_equal(pal_migrations_check(next, 3, err, sizeof err), 0);
+	pal_schema_range_of(next, 3, &r);
+	assert_int_equal(r.binary, 49);
+	assert_int_equal(r.min, 49); /* 48 is a plain contract step here */
+	assert_int_equal(r.compatible_from, 10);
+	/* a database at 47 (48 pending) or 48: below min, a node migrates
+	 * first; it applies 49 on 48, and on 47 refuses the contract step 48 */
+	r.db_version = 47, r.db_compatible_from = 10;
+	assert_false(pal_schema_supported(&r));
+	r.db_version = 48, r.db_compatible_from = 48;
+	assert_false(pal_schema_supported(&r));
+	r.db_version = 49, r.db_compatible_from = 48;
+	assert_true(pal_schema_supported(&r));
+	/* and a tail of its own after it */
+	const pal_migration later[] = { EXPAND(11), AFTER(12), EXPAND(13), AFTER(14) };
+	assert_int_equal(pal_migrations_check(later, 4, err, sizeof err), 0);
+	pal_schema_range_of(later, 4, &r);
+	assert_int_equal(r.min, 13);
+	assert_int_equal(r.binary, 14);
 	/* the binary's own list */
 	assert_int_equal(pal_migrations_check(pal_migrations, pal_n_migrations, err, sizeof err), 0);
+}
+
+static void test_migrate_list_numbers_rise(void **state)
+{
+	(void)state;
+	char err[256];
+	const pal_migration twice[] = { EXPAND(11), EXPAND(12), CONTRACT(12) };
+	assert_int_equal(pal_migrations_check(twice, 3, err, sizeof err), PAL_EINVAL);
+	assert_non_null(strstr(err, "migrations 12_expand and 12_contract"));
+	assert_non_null(strstr(err, "(12, then 12)"));
+	const pal_migration down[] = { EXPAND(12), EXPAND(11) };
+	assert_int_equal(pal_migrations_check(down, 2, err, sizeof err), PAL_EINVAL);
+	const pal_migration none[] = { EXPAND(0) };
+	assert_int_equal(pal_migrations_check(none, 1, err, sizeof err), PAL_EINVAL);
+	assert_non_null(strstr(err, "0_expand has no version number"));
 }
 
 static void test_migrate_after_roll_range(void **state)
@@ -149,7 +179,8 @@ int main(void)
 		cmocka_unit_test(test_migrate_bad_header_is_a_contract_step),
 		cmocka_unit_test(test_migrate_binary_schema_is_its_newest_migration),
 		cmocka_unit_test(test_migrate_after_roll_marker),
-		cmocka_unit_test(test_migrate_after_roll_steps_come_last),
+		cmocka_unit_test(test_migrate_after_roll_step_may_be_followed),
+		cmocka_unit_test(test_migrate_list_numbers_rise),
 		cmocka_unit_test(test_migrate_after_roll_range),
 		cmocka_unit_test(test_migrate_supported_range),
 	};
