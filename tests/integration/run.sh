@@ -50,8 +50,7 @@ fi
 IT_SERIAL=" test_outage test_coord test_drain_zk_blip test_executor_race test_mixed_upgrade test_controller_faults
 	test_executor_overlap test_executor_fairness test_systemd_notify
 	test_partition test_clock_skew test_executor_clock_skew test_outage_long
-	test_apply_scale test_console test_sink_group test_migrate_contract test_migrate_next_release
-	test_listener_limits "
+	test_apply_scale test_console test_sink_group test_migrate_contract test_listener_limits "
 if [ $# -eq 0 ]; then JOBS=${PALISADE_IT_JOBS:-3}; else JOBS=${PALISADE_IT_JOBS:-1}; fi
 # Of the tests that may share the box, those that take 20 s or more (their
 # "passed in" of a whole-suite run; most of it the load or the wait their
@@ -69,7 +68,8 @@ IT_LONG=" test_oneshot_switch_misfire test_leftout_version_oneshot test_new_job_
 	test_resume_ticket_partial test_resume_backlog test_reapply test_trigger_guard test_resume_ramp_again
 	test_after_finished_cancel test_pgbouncer_readyz test_trigger_scan_scale
 	test_notify_rule_removed test_notify_rule_recovered test_takeover_old_controller test_takeover_old_apply
-	test_notify_latest_receiver test_notify_rule_swap  test_gates_old_executor test_migrate_zk_path"
+	test_notify_latest_receiver test_notify_rule_swap  test_gates_old_executor test_migrate_zk_path
+	test_migrate_next_release"
 
 # run_test T: runs test T and prints its lines: "== NAME", its output, and
 # "passed in Ns" or, on a failure, the last lines of each of its process logs
