@@ -40,17 +40,20 @@ if [ $# -eq 0 ] && [ -n "${PALISADE_IT_SKIP:-}" ]; then
 	tests=("${kept[@]}")
 fi
 # PALISADE_IT_JOBS=N: run up to N tests at a time (default: 3 for a
-# whole-suite run, as make test and make asan do; 1 for named tests).  Each test
-# has its own database, ZooKeeper cluster name, node directory and ports, so
-# tests share only the servers and the cores; those named in IT_SERIAL run
-# alone after the others, for they stop the shared PostgreSQL (test_outage)
-# or bound timings that another test's load would stretch (failover and
-# handoff times, sampling rates, latency percentiles, watchdog pings).  A
-# test's lines are printed whole when it ends.
+# whole-suite run, 1 for named tests; make test runs 4, make asan 3: IT_JOBS
+# in the Makefile).  Each test has its own database, ZooKeeper cluster name,
+# node directory and ports, so tests share only the servers and the cores;
+# those named in IT_SERIAL run alone after the others, for they stop the
+# shared PostgreSQL (test_outage) or bound timings that another test's load
+# would stretch (failover and handoff times, sampling rates, latency
+# percentiles, watchdog pings, statement timeouts that a tick's insert or a
+# console page's query must beat).  A test's lines are printed whole when
+# it ends.
 IT_SERIAL=" test_outage test_coord test_drain_zk_blip test_executor_race test_mixed_upgrade test_controller_faults
 	test_executor_overlap test_executor_fairness test_systemd_notify
 	test_partition test_clock_skew test_executor_clock_skew test_outage_long
-	test_apply_scale test_console test_sink_group test_migrate_contract test_listener_limits "
+	test_apply_scale test_console test_sink_group test_migrate_contract test_listener_limits
+	test_console_scale test_console_act test_new_job_partitions_cap "
 if [ $# -eq 0 ]; then JOBS=${PALISADE_IT_JOBS:-3}; else JOBS=${PALISADE_IT_JOBS:-1}; fi
 # Of the tests that may share the box, those that take 20 s or more (their
 # "passed in" of a whole-suite run; most of it the load or the wait their
@@ -58,10 +61,10 @@ if [ $# -eq 0 ]; then JOBS=${PALISADE_IT_JOBS:-3}; else JOBS=${PALISADE_IT_JOBS:
 # the run's tail, once fewer than JOBS tests are left, is then a short
 # test's length rather than a long one's.  A test missing here only runs
 # in its file order.
-IT_LONG=" test_oneshot_switch_misfire test_leftout_version_oneshot test_new_job_lookahead test_new_job_row_cap test_new_job_deferred_late test_new_job_leader_change test_new_job_partitions_cap test_notify_v1_success test_after_manual test_after_chain test_after_backfill_undecided test_after_backfill_partition test_after_manual_upstream_pending test_after_manual_upstream_below_wm test_after_fanin_held test_target_hosts_busy_node test_target_hosts_busy_old_node test_target_hosts_nowhere test_target_hosts_roll test_target_hosts_fixed_version test_jobs_next_pending test_boundary_nominal_old test_import_move test_boundary_nominal test_after_nominal test_console_next_pending test_reapply_race test_reapply_retired_race test_reapply_newer test_reapply_unactivated_stop test_oneshot_switch_down_to test_oneshot_switch_down_from test_verify_gap test_reapply_at_moved test_rollback_resume test_reapply_rounds test_controller_handoff test_executor_faults test_shadow_cutover test_resume_ramp test_calendars test_calendar_oneshot test_shadow_oneshot_moved test_shadow_moved_after test_shadow_retired_reapplied test_shadow_retired_cut test_apply_tenant_shadow_move test_apply_tenant_move_ahead test_apply_tenant_move_race
+IT_LONG=" test_oneshot_switch_misfire test_leftout_version_oneshot test_new_job_lookahead test_new_job_row_cap test_new_job_deferred_late test_new_job_leader_change test_notify_v1_success test_after_manual test_after_chain test_after_backfill_undecided test_after_backfill_partition test_after_manual_upstream_pending test_after_manual_upstream_below_wm test_after_fanin_held test_target_hosts_busy_node test_target_hosts_busy_old_node test_target_hosts_nowhere test_target_hosts_roll test_target_hosts_fixed_version test_jobs_next_pending test_boundary_nominal_old test_import_move test_boundary_nominal test_after_nominal test_console_next_pending test_reapply_race test_reapply_retired_race test_reapply_newer test_reapply_unactivated_stop test_oneshot_switch_down_to test_oneshot_switch_down_from test_verify_gap test_reapply_at_moved test_rollback_resume test_reapply_rounds test_controller_handoff test_executor_faults test_shadow_cutover test_resume_ramp test_calendars test_calendar_oneshot test_shadow_oneshot_moved test_shadow_moved_after test_shadow_retired_reapplied test_shadow_retired_cut test_apply_tenant_shadow_move test_apply_tenant_move_ahead test_apply_tenant_move_race
 	test_controller_quarantine test_executor_retry test_controller_misfire test_after test_idem_rollback
 	test_rollback_ahead test_lock_order test_after_quarantine test_pgbouncer test_rolling_upgrade test_metrics
-	test_console_act test_schedule_forms test_executor_stale test_operator test_commit_plan
+	test_schedule_forms test_executor_stale test_operator test_commit_plan
 	test_executor_pause test_executor_host_connections test_migrate test_resume_misfire
 	test_after_old_node test_controller_sqlwords test_controller_stale test_stop_live_holder
 	test_after_shadow test_after_version_switch test_backfill_guard test_apply_move_tenant

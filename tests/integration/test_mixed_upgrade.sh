@@ -104,7 +104,15 @@ DB_CF=$(sql "select max(coalesce(compatible_from, version)) from schema_migratio
 echo "    figure: schema $OLD_SCHEMA -> $NEW_SCHEMA; new migrations: $(sql "select string_agg(name || ' (compatible_from ' || coalesce(compatible_from::text, 'none') || ')', ', ' order by version) from schema_migrations where version > $OLD_SCHEMA")"
 check "every migration after $OLD_SCHEMA declares itself compatible with schema $OLD_SCHEMA (expand style: compatible_from <= $OLD_SCHEMA; is ${DB_CF:-none})" \
 	[ -z "$DB_CF" -o "${DB_CF:-0}" -le "$OLD_SCHEMA" ]
-sleep 8
+# The old nodes run under the new schema until an old executor has committed
+# an attempt and an old controller has planned rows since it was in place:
+# each old path has then met it once (the two checks below).
+schema_in=$(sql "select clock_timestamp()")
+old_ran_since() {
+	[ "$(sql "select count(*) > 0 from attempt_ledger where ended_at > '$schema_in' and outcome = 'succeeded'")" = t ] &&
+		[ "$(sql "select count(*) > 0 from triggers where created_at > '$schema_in'")" = t ]
+}
+wait_until "an old executor committed an attempt, and rows were planned, under the new schema" 30 old_ran_since
 # What an old node logged as a database error since the migration.
 old_errors() {
 	python3 - "$mig_ts" "$NODE_DIR"/r?.log <<'PY'
