@@ -955,11 +955,14 @@ static int write_takeovers(pal_store *st, int shard, int64_t epoch, const char *
  * insert, which a large batch makes long), a tick moves the rows of
  * - the jobs it planned rows of ($3..$5: the scope it planned them with)
  *   whose stored scope is another now: the apply committed while it ran;
- * - the jobs whose version it activates ($1, $2) and whose version before
- *   it had another scope: this tick runs after the apply committed and
- *   after every tick of the shard that planned from the old version, so
- *   it moves what one committed after its own check (or what an apply of
- *   0.3.0 left: it moves no row).
+ * - the jobs whose version it activates ($1, $2) and whose last version
+ *   activated before it had another scope: this tick runs after the apply
+ *   committed and after every tick of the shard that planned from the old
+ *   version, so it moves what one committed after its own check (or what
+ *   an apply of 0.3.0 left: it moves no row).  The last one activated, not
+ *   the one before: the moving version may have been passed over (applied
+ *   again at once, the next tick activates the latest alone), and the rows
+ *   were planned with the scope of the version in force.
  * Their unfinished rows in another scope than the job's
  * (PAL__MOVE_KEEPS_SCOPE) take the job's, and then their side from the
  * apply that moved the job to its present scope on (the first version
@@ -975,7 +978,7 @@ static int write_takeovers(pal_store *st, int shard, int64_t epoch, const char *
 	" c AS (SELECT r.job_id, r.tenant, r.resource_group FROM a JOIN jobs r ON r.job_id = a.j"  \
 	"   WHERE EXISTS (SELECT 1 FROM (SELECT coalesce(w.plan_tenant, 'default') AS te,"         \
 	"    w.resource_group AS g FROM job_versions w WHERE w.job_id = a.j AND w.version < a.v"   \
-	"    ORDER BY w.version DESC LIMIT 1) p"                                                   \
+	"    AND w.effective_from IS NOT NULL ORDER BY w.version DESC LIMIT 1) p"                  \
 	"    WHERE (p.te, p.g) IS DISTINCT FROM (r.tenant, r.resource_group))"                     \
 	"  UNION SELECT r.job_id, r.tenant, r.resource_group"                                      \
 	"   FROM unnest($3::text[], $4::text[], $5::text[]) AS f(j, te, g)"                        \
