@@ -733,7 +733,12 @@ static int write_superseded(pal_store *st, int64_t epoch, const char *node,
  * updates probe the primary keys in a nested loop over the unnested
  * arrays.  (An extra `job_id = ANY($1)` term made each probe of jobs
  * scan the whole array: 1000 activations at 1M jobs took 3.2 s with it,
- * 0.2 s without; EXPLAIN ANALYZE.) */
+ * 0.2 s without; EXPLAIN ANALYZE.)  The audit insert reads `j` first (its
+ * InitPlan runs that update to the end): the server runs the later CTE
+ * first otherwise, and the tick took the audit chain's lock (7076/4,
+ * palisade_audit_seal) before waiting for a jobs row that an apply had
+ * locked, the apply waiting for that lock to write its own audit row
+ * (`deadlock detected`).  Both now lock the jobs rows first. */
 static int write_activations(pal_store *st, int64_t epoch, const char *node,
 			     const pal_plan_batch *b, char *err, size_t errlen)
 {
@@ -766,7 +771,8 @@ static int write_activations(pal_store *st, int64_t epoch, const char *node,
 		" au AS (INSERT INTO audit_log (actor, action, scope, details)"
 		"   SELECT 'controller:' || $5, 'job.activate', 'job:' || act.job_id,"
 		"   jsonb_build_object('version', act.version, 'epoch', $4::bigint,"
-		"     'effective_from', act.effective_from) FROM act)"
+		"     'effective_from', act.effective_from) FROM act"
+		"   WHERE (SELECT count(*) FROM j) >= 0)"
 		" SELECT count(*) FROM act",
 		5, p, err, errlen);
 	arrs_free(v, NA);
