@@ -240,7 +240,8 @@ static int open_conn(pal_executor *ex, pal_store **out, bool session, bool liste
 		     : pal_store_open(ex->cfg.conninfo, out, err, errlen)) != PAL_OK)
 		return PAL_EDB;
 	if (pal_store_set_statement_timeout(*out, 30000, err, errlen) ||
-	    (listen && pal_store_listen(*out, "palisade_triggers", err, errlen))) {
+	    (listen && (pal_store_listen(*out, "palisade_triggers", err, errlen) ||
+			pal_store_listen(*out, "palisade_handback", err, errlen)))) {
 		pal_store_close(*out);
 		*out = NULL;
 		return PAL_EDB;
@@ -288,19 +289,33 @@ static bool ensure_db(pal_executor *ex)
 	return false;
 }
 
+/* A controller planned triggers (palisade_triggers): claim now.  A
+ * trigger claimed ahead was asked to pause (palisade_handback: a job moved
+ * into a scope in shadow, `palisade shadow`, a roll-back): renew the leases
+ * now, whose answer brings the states, so that the call is handed back at
+ * its instant (run_waiting) rather than made because the next heartbeat
+ * comes after it.  A move committed within a few milliseconds of the
+ * instant may still be called. */
+static void on_notify(void *ctx, const char *channel, const char *payload)
+{
+	pal_executor *ex = ctx;
+	(void)payload;
+	if (!strcmp(channel, "palisade_handback"))
+		pal__lease_thread_renew_now(ex->lt);
+	else
+		ex->next_claim_ms = 0;
+}
+
 static void drain_notifies(pal_executor *ex)
 {
 	if (!ex->st)
 		return;
 	char err[512];
 	int n;
-	if (pal_store_notifications(ex->st, NULL, NULL, &n, err, sizeof err)) {
+	if (pal_store_notifications(ex->st, on_notify, ex, &n, err, sizeof err)) {
 		pal_log(PAL_LOG_ERROR, "executor.db_lost", "{s:s}", "error", err);
 		pal__drop_conn(ex, &ex->st);
-		return;
 	}
-	if (n)
-		ex->next_claim_ms = 0; /* a controller planned triggers: claim now */
 }
 
 /* Measure the database clock's offsets at most once a second (one short

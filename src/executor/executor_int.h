@@ -356,5 +356,7 @@ void pal__results_free(pal_executor *ex);
 int pal__lease_thread_start(pal_leases *l, const pal_executor_config *cfg, pal_lease_thread **out,
 			    char *err, size_t errlen);
 void pal__lease_thread_stop(pal_lease_thread *t);
+/* Renew every lease now, between heartbeats (the thread wakes at once). */
+void pal__lease_thread_renew_now(pal_lease_thread *t);
 
 #endif

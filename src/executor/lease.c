@@ -15,10 +15,15 @@
  * locked rows, so it never waits behind a claim or a commit.  Every 2 s,
  * from start until the node drains, it marks the node a live executor
  * (executor_nodes.seen_at), and moves the due triggers of job versions no
- * live executor node can render to 'manual' with a ticket.
+ * live executor node can render to 'manual' with a ticket.  Asked by the
+ * executor thread (pal__lease_thread_renew_now: a NOTIFY palisade_handback
+ * said a trigger claimed ahead was asked to pause), it renews at once, in
+ * between heartbeats, so that the executor sees the state before the
+ * trigger's instant.
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include "executor_int.h"
@@ -33,6 +38,9 @@ struct pal_lease_thread {
 	pal_executor_config cfg;
 	pal_store *st;
 	bool registered; /* seen once since start (its skips deleted) */
+	pthread_mutex_t wmu; /* guards renew_now; wcv wakes the thread */
+	pthread_cond_t wcv;  /* on CLOCK_MONOTONIC */
+	bool renew_now;
 };
 
 int64_t pal__lease_margin(const pal_executor_config *cfg)
@@ -315,6 +323,28 @@ static void nowhere_once(pal_lease_thread *t)
 	      "executor.render_manual", "manual");
 }
 
+/* Wait up to MS or until asked to renew or stop; true when asked to renew
+ * (the request taken). */
+static bool nap(pal_lease_thread *t, int64_t ms)
+{
+	pthread_mutex_lock(&t->wmu);
+	if (!t->renew_now && !atomic_load(&t->stop) && ms > 0) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += ms / 1000;
+		ts.tv_nsec += (ms % 1000) * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&t->wcv, &t->wmu, &ts);
+	}
+	bool asked = t->renew_now;
+	t->renew_now = false;
+	pthread_mutex_unlock(&t->wmu);
+	return asked;
+}
+
 static void *run(void *arg)
 {
 	pal_lease_thread *t = arg;
@@ -322,6 +352,7 @@ static void *run(void *arg)
 	int64_t nowhere = pal_mono_ms() + NOWHERE_EVERY_MS;
 	seen_once(t); /* registered at start, whether or not it claims */
 	int beats = 0;
+	bool asked = false;
 	while (!atomic_load(&t->stop)) {
 		int64_t now = pal_mono_ms();
 		if (now >= next) {
@@ -329,12 +360,15 @@ static void *run(void *arg)
 			if (++beats % 3 == 0)
 				reap_once(t);
 			next = now + t->cfg.heartbeat_ms;
+		} else if (asked) {
+			renew_once(t); /* the heartbeat keeps its time */
 		}
 		if (now >= nowhere) {
 			nowhere_once(t);
 			nowhere = pal_mono_ms() + NOWHERE_EVERY_MS;
 		}
-		pal_sleep_ms(next - pal_mono_ms() > 50 ? 50 : (next > now ? next - now : 1));
+		int64_t left = (next < nowhere ? next : nowhere) - pal_mono_ms();
+		asked = nap(t, left > 0 ? left : 1);
 	}
 	pal_store_close(t->st);
 	return NULL;
@@ -348,8 +382,16 @@ int pal__lease_thread_start(pal_leases *l, const pal_executor_config *cfg, pal_l
 		return PAL_ENOMEM;
 	t->l = l;
 	t->cfg = *cfg;
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&t->wcv, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&t->wmu, NULL);
 	if (pthread_create(&t->thread, NULL, run, t)) {
 		snprintf(err, errlen, "cannot start the lease thread");
+		pthread_cond_destroy(&t->wcv);
+		pthread_mutex_destroy(&t->wmu);
 		free(t);
 		return PAL_ENOMEM;
 	}
@@ -361,7 +403,22 @@ void pal__lease_thread_stop(pal_lease_thread *t)
 {
 	if (!t)
 		return;
+	pthread_mutex_lock(&t->wmu);
 	atomic_store(&t->stop, true);
+	pthread_cond_signal(&t->wcv);
+	pthread_mutex_unlock(&t->wmu);
 	pthread_join(t->thread, NULL);
+	pthread_cond_destroy(&t->wcv);
+	pthread_mutex_destroy(&t->wmu);
 	free(t);
+}
+
+void pal__lease_thread_renew_now(pal_lease_thread *t)
+{
+	if (!t)
+		return;
+	pthread_mutex_lock(&t->wmu);
+	t->renew_now = true;
+	pthread_cond_signal(&t->wcv);
+	pthread_mutex_unlock(&t->wmu);
 }

@@ -660,6 +660,11 @@ static int move_triggers(pal_apply *a, struct item *it, size_t n, char *err, siz
 			rc = query_rows(
 			    a, PAL__MOVE_AHEAD_SQL("now()", "$2", "nullif($3, '')", "", ""), 3, pl,
 			    -1, &r, err, errlen);
+		bool asked = !rc && strcmp(PQcmdTuples(r), "0");
+		PQclear(r);
+		r = NULL;
+		if (asked)
+			rc = query_rows(a, PAL__HANDBACK_NOTIFY, 0, NULL, -1, &r, err, errlen);
 		PQclear(r);
 	}
 	for (size_t k = 0; k < 3; k++)

@@ -1054,12 +1054,17 @@ static int write_moves(pal_store *st, int64_t epoch, const char *node, const pal
 	    PAL__MOVE_AHEAD_SQL(TICK_MOVE_FROM, TICK_MOVE_ACTOR, "NULL", TICK_MOVE_BY,
 				TICK_MOVE_MORE)};
 	int rc = PAL_OK;
+	bool asked = false;
 	for (size_t k = 0; !rc && k < 2; k++) {
 		r = pal__store_query(st, moves[k], 4, p, err, errlen);
 		if (!r)
 			rc = PAL_EDB;
+		else if (k == 1)
+			asked = strcmp(PQcmdTuples(r), "0") != 0;
 		PQclear(r);
 	}
+	if (!rc && asked)
+		rc = pal__store_exec(st, PAL__HANDBACK_NOTIFY, err, errlen);
 	g_free(ids);
 	g_free(ats);
 	return rc;

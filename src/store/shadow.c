@@ -142,14 +142,23 @@ static int shadow_pending(pal_store *st, const char *kind, const char *name, int
  * has not started (it starts when the database's clock reaches
  * next_attempt_at, else due_at), unless another scope keeps the job live:
  * running -> pausing, through the door.  An executor that sees it before
- * the instant hands it back without a call (it ends paused); one that does
- * not (it learns of a state at its next lease renewal) calls it.  AND:
- * more conditions. */
+ * the instant hands it back without a call (it ends paused): told by
+ * handback_notify, it renews its leases at once, and one that learns of it
+ * only after the instant (the move committed within a few milliseconds of
+ * it, or an executor of 0.3.0, which hears of a state at its next lease
+ * renewal) calls it.  AND: more conditions. */
 #define AHEAD_MOVE(live, and)                                                                      \
 	PAL__TRIGGER_MOVE_WHERE(                                                                   \
 	    "t.state = 'running' AND coalesce(t.next_attempt_at, t.due_at) > clock_timestamp()"    \
 	    " AND t.source IN ('schedule', 'catchup') AND " IN_SCOPE("t") " AND NOT " live and,    \
 	    "'pausing'", "NULL")
+
+/* The executors holding the triggers AHEAD_MOVE asked to pause learn of
+ * it at once (PAL__HANDBACK_NOTIFY), not at their next lease renewal. */
+static int handback_notify(pal_store *st, char *err, size_t errlen)
+{
+	return pal__ops_notify(st, PAL__HANDBACK_NOTIFY, 0, NULL, err, errlen);
+}
 
 typedef struct set_ctx {
 	const pal_scope *sc;
@@ -212,6 +221,10 @@ static int set_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	if (!r)
 		return PAL_EDB;
 	c->ahead = pal__ops_val_i64(r, 0, 0);
+	if (c->ahead > 0 && (rc = handback_notify(st, err, errlen))) {
+		PQclear(r);
+		return rc;
+	}
 	free(c->ahead_ids);
 	c->ahead_ids = strdup(PQgetvalue(r, 0, 1));
 	PQclear(r);
@@ -731,7 +744,8 @@ static int back_body(pal_store *st, void *vctx, char *err, size_t errlen)
 					 "t") " FOR UPDATE OF t) l",
 				     2, pk, &locked, err, errlen)) ||
 	    (rc = pal__ops_query_i64(st, "SELECT count(*) FROM " AHEAD_MOVE(LIVE_NOW("t"), "") " m", 2, pk,
-				     &c->ahead, err, errlen)))
+				     &c->ahead, err, errlen)) ||
+	    (c->ahead > 0 && (rc = handback_notify(st, err, errlen))))
 		return rc;
 	PGresult *r = pal__store_query(st,
 				       "SELECT greatest(floor(extract(epoch FROM now())),"

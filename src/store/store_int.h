@@ -166,10 +166,10 @@ int pal__store_query_i64(pal_store *st, const char *sql, int nparams, const char
  * not started, that the new scope holds in shadow -> pausing, as the
  * shadow command asks (AHEAD_MOVE in src/store/shadow.c): the executor
  * hands it back without a call at its instant (it ends paused, and no
- * resume wakes it: SHADOW_HELD in src/store/gates.c), or, if it learns
- * of the state only at its next lease renewal, calls it.  One
+ * resume wakes it: SHADOW_HELD in src/store/gates.c).  One
  * `trigger.shadow` audit row per job, details {cause, ahead_to_pausing,
- * trigger_ids}. */
+ * trigger_ids}.  The caller then sends PAL__HANDBACK_NOTIFY when it asked
+ * any. */
 #define PAL__MOVE_AHEAD_SQL(from, actor, reason, by, more)                                         \
 	"WITH a AS (SELECT a.job_id, a.id FROM " PAL__TRIGGER_MOVE_WHERE(                          \
 	    PAL__MOVE_SIDE_WHERE("running", from) "t.attempt_count = 1"                            \
@@ -183,6 +183,12 @@ int pal__store_query_i64(pal_store *st, const char *sql, int nparams, const char
 	" ahead and not called yet: asked to pause, its executor hands it back" by "',"            \
 	"   'ahead_to_pausing', count(*), 'trigger_ids', jsonb_agg(a.id ORDER BY a.id)" more ")"   \
 	" FROM a GROUP BY a.job_id"
+/* Sent by whoever asks triggers claimed ahead to pause (the moves above,
+ * the shadow and roll-back commands): on it an executor renews its leases
+ * at once, and so learns of the state before the instants it holds
+ * (executor.c, drain_notifies), not at its next heartbeat, which comes
+ * after them most of the time (claim_ahead 500 ms, heartbeat 10 s). */
+#define PAL__HANDBACK_NOTIFY "NOTIFY palisade_handback"
 /* PAL__TRIGGER_MOVE_WHERE of the triggers that match WHERE and that no
  * other transaction holds: each row is locked as it is read (FOR UPDATE
  * SKIP LOCKED), WHERE rechecked on its newest version, so the whole of

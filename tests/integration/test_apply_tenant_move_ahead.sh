@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # A job moved from a live tenant into a shadow one while an executor holds
-# one of its instants claimed ahead (claim_ahead 10 s, its call not
+# one of its instants claimed ahead (claim_ahead 7 s, its call not
 # started): the apply asks that row to pause (running -> pausing, as the
 # shadow command does), the executor hands it back at its instant without
 # a call, and the old system, which owns the instant from the apply on,
-# runs it alone.
+# runs it alone.  The executor learns of the pause at once (NOTIFY
+# palisade_handback: it renews its leases), not at its next heartbeat.
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "a job moved into a shadow tenant: palisade calls none of its instants after the apply, one claimed ahead included"
@@ -12,12 +13,14 @@ it_db
 sink_up
 SHARDS=1
 # The apply must commit before the claimed instant: claimed as far ahead
-# as the executor allows (a quarter of the lease), the instant picked 5 s
-# or more ahead leaves the apply (a process, ZooKeeper, a transaction)
-# seconds on a loaded box, not the 1.5 s a 3 s claim_ahead left (the
-# lookahead past it, so that the instant is planned to be claimed; the
-# instant before it may be claimed ahead too, and moved with it).
-LOOKAHEAD=15s write_exec_conf "$CLUSTER_CONF" "executor: {lease: 40s, heartbeat: 500ms, claim_ahead: 10s}"
+# as the default lease (30 s) allows the executor (a quarter of it), the
+# instant picked 5 s or more ahead leaves the apply (a process, ZooKeeper,
+# a transaction) seconds on a loaded box (the lookahead past it, so that
+# the instant is planned to be claimed; the instant before it may be
+# claimed ahead too, and moved with it).  The default heartbeat (10 s):
+# the executor hears of the pause from the apply's NOTIFY, not from a
+# renewal due in time.
+LOOKAHEAD=15s write_exec_conf "$CLUSTER_CONF" "executor: {claim_ahead: 7s}"
 lead_shards 40 f1
 expect_exit "tenant t2 in shadow" 0 "$PAL" shadow --config "$CLUSTER_CONF" --tenant t2 --reason s
 L=lv.job-1
