@@ -46,6 +46,13 @@ int pal_store_activated_versions(pal_store *st, const char *job_id, json_t **out
 	    1, p, out, err, errlen);
 }
 
+/* COL of the job's version in force at the nominal instant of trigger t
+ * (the latest stored by then: a move counts from its apply), else ROW (the
+ * row's own column). */
+#define SCOPE_THEN(col, row)                                                                       \
+	"coalesce((SELECT " col " FROM job_versions w WHERE w.job_id = t.job_id"                   \
+	" AND w.created_at <= " PAL__TRIGGER_NOMINAL("t") " ORDER BY w.version DESC LIMIT 1), " row ")"
+
 int pal_store_planned(pal_store *st, const char *job_id, int64_t from, int64_t to,
 		      json_t **triggers, json_t **misfires, char *err, size_t errlen)
 {
@@ -73,11 +80,13 @@ int pal_store_planned(pal_store *st, const char *job_id, int64_t from, int64_t t
 	 * called it (palisade plans such an instant pending, a cut-over moves
 	 * it, and the old system was cut over), so the instant is missing.
 	 * One whose scope is still shadow there is the old system's and is
-	 * counted.  A shadow row is unfinished, so it has its job's tenant
-	 * and group (a move takes it along): one left in another scope (a
-	 * tick that planned from the version before a move and was not moved
-	 * after it) is judged by the job's scope too, and not counted where
-	 * that scope makes its instant live: no one called it. */
+	 * counted.  The scope is the job's at the instant (SCOPE_THEN), not
+	 * the row's: a move takes a job's unfinished rows along, past shadow
+	 * ones too, but changes the side of those from the apply on only, so
+	 * a shadow row before a move into a live scope is the old system's,
+	 * and one after a move that a tick left in the old scope (planned
+	 * from the version before the move and not moved after it) is
+	 * judged by the new scope: where it is live no one called it. */
 	int rc = pal__store_query_json(
 	    st,
 	    "SELECT coalesce(json_agg(json_build_array(a, p, n) ORDER BY a, p), '[]')::text FROM ("
@@ -87,11 +96,11 @@ int pal_store_planned(pal_store *st, const char *job_id, int64_t from, int64_t t
 	    " AND t.scheduled_at BETWEEN to_timestamp($2::bigint) AND to_timestamp($3::bigint)"
 	    " AND t.request_id IS NULL"
 	    " AND NOT (t.state = 'shadow' AND t.scheduled_at <= clock_timestamp()"
-	    "  AND (" PAL__SHADOW_LIVE("t") " OR EXISTS (SELECT 1 FROM jobs r"
-	    "   WHERE r.job_id = t.job_id"
-	    "   AND (r.tenant, r.resource_group) IS DISTINCT FROM (t.tenant, t.resource_group)"
-	    "   AND palisade_trigger_live(t.job_id, r.tenant, r.resource_group, "
-	    PAL__TRIGGER_NOMINAL("t") "))))"
+	    "  AND palisade_trigger_live(t.job_id, " SCOPE_THEN("coalesce(w.plan_tenant, 'default')",
+							   "t.tenant") ", "
+	    SCOPE_THEN("w.resource_group", "t.resource_group") ", CASE WHEN"
+	    "  t.last_error_class = 'rolled_back' THEN greatest(" PAL__TRIGGER_NOMINAL("t") ","
+	    "  t.updated_at) ELSE " PAL__TRIGGER_NOMINAL("t") " END))"
 	    " AND NOT (t.state = 'cancelled' AND t.attempt_count = 0 AND EXISTS ("
 	    "   SELECT 1 FROM job_versions rv JOIN job_versions nv ON nv.job_id = rv.job_id"
 	    "    AND nv.version > rv.version"
