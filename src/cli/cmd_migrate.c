@@ -114,9 +114,10 @@ static int unlisted_leaders(pal_store *st, const json_t *live, const char *path,
 		return PAL_OK;
 	snprintf(err, errlen,
 		 "the database shows shards led in the last %d s by %s, which ZooKeeper does not "
-		 "list under %s (are the root and cluster name the nodes'? pass --config with the "
-		 "nodes' configuration)",
-		 LEADER_RECENT_MS / 1000, who, path);
+		 "list under %s (a node that stopped a moment ago counts until another claims its "
+		 "shards or %d s pass: run migrate again then; otherwise are the root and cluster "
+		 "name the nodes'? pass --config with the nodes' configuration)",
+		 LEADER_RECENT_MS / 1000, who, path, LEADER_RECENT_MS / 1000);
 	return PAL_ENOENT;
 }
 
