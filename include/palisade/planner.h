@@ -79,10 +79,12 @@ void pal_planner_inherit(pal_planner *p, int64_t last_write);
  * job resumes planning at watermark - overlap (re-inserting what is already
  * planned is harmless: the plan key is unique).  Returns PAL_EINVAL with a
  * message when a version's cron or zone cannot be opened; the job loaded
- * before, if any, is then kept unchanged.  A brand-new job stored
- * (created_at) at or before the time given to pal_planner_inherit() is
- * activated as of when it was stored (a previous leader may have seen it:
- * docs/controller.md); any other one as of the first tick that sees it.
+ * before, if any, is then kept unchanged.  A brand-new job stored (its
+ * first version's created_at) at or before the time given to
+ * pal_planner_inherit() is activated as of when it was stored (a previous
+ * leader may have seen it: docs/controller.md); any other one as of the
+ * first tick that sees it, which a brand-new job replacing a waiting one
+ * (applied again) keeps.
  *
  * A (job_id, version) pair names one immutable spec, as job_versions rows
  * do: when the job is loaded with the same versions and activations

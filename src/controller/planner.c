@@ -281,6 +281,34 @@ static bool has_active(const pjob *j)
 	return false;
 }
 
+/* Whether version S, taking over at FROM, has no instant after it: a stop
+ * (the retiring version of `delete`, one applied with its `end` reached). */
+static bool is_stop(const pversion *s, int64_t from)
+{
+	int64_t x;
+	bool ex;
+	return s->has_end && pal_schedule_next_from(s->sched, from, from, &x, &ex) != PAL_OK;
+}
+
+/* When J's versions awaiting activation were stored (PAL_NO_TIME: none
+ * awaits): the latest one's created_at for a job with a version activated
+ * (where the new version takes over).  For a brand-new job, the first
+ * one's after the last stop among them: the first that a tick could have
+ * seen of the job as it is now (a re-apply while it waits changes what
+ * is activated, not since when). */
+static int64_t pending_created(const pjob *j)
+{
+	if (!has_pending(j))
+		return PAL_NO_TIME;
+	if (has_active(j))
+		return j->v[j->nv - 1].stored;
+	int64_t t = j->v[0].stored;
+	for (size_t i = 0; i + 1 < j->nv; i++)
+		if (is_stop(&j->v[i], j->v[i].stored))
+			t = j->v[i + 1].stored;
+	return t;
+}
+
 /* ---- batch ----------------------------------------------------------------- */
 
 #define GROW(arr, n, cap)                                                                          \
@@ -895,8 +923,19 @@ void pal_planner_remove_job(pal_planner *p, const char *job_id)
 	job_free(j);
 }
 
+/* Brand-new job J (no version activated) was first seen at SINCE: it is
+ * activated as of then, its first instant from then recomputed. */
+static void seen_at(pjob *j, int64_t since)
+{
+	bool ex;
+	int64_t keep = j->t_eff;
+	j->pend_since = j->t_eff = since;
+	j->pend_next = next_after(j, j->pend_since, true, &ex);
+	j->t_eff = keep;
+}
+
 /*
- * A brand-new job J stored (its last version's created_at, the apply's
+ * A brand-new job J stored (its first version's created_at, the apply's
  * transaction start) at or before the shard's last fenced write before
  * this leader claimed it (p->inherited: a previous leader's last committed
  * tick, or a later write of it): that leader may have seen it and deferred
@@ -913,11 +952,21 @@ static void first_sight(const pal_planner *p, pjob *j)
 	if (p->inherited == PAL_NO_TIME || has_active(j) || !has_pending(j) ||
 	    j->pend_created == PAL_NO_TIME || j->pend_created > p->inherited)
 		return;
-	bool ex;
-	int64_t keep = j->t_eff;
-	j->pend_since = j->t_eff = j->pend_created;
-	j->pend_next = next_after(j, j->pend_since, true, &ex);
-	j->t_eff = keep;
+	seen_at(j, j->pend_created);
+}
+
+/* A brand-new job J replacing OLD (re-applied while it waits for
+ * activation) keeps OLD's first sight when it is earlier: the instants
+ * from there are still its own, planned by no one.  Not when the job as
+ * it is now was stored after that sight (a stop in between: deleted and
+ * applied again). */
+static void keep_first_sight(pjob *j, const pjob *old)
+{
+	if (has_active(j) || has_active(old) || old->pend_since == PAL_NO_TIME ||
+	    (j->pend_created != PAL_NO_TIME && j->pend_created > old->pend_since))
+		return;
+	if (j->pend_since == PAL_NO_TIME || old->pend_since < j->pend_since)
+		seen_at(j, old->pend_since);
 }
 
 int pal_planner_put_job(pal_planner *p, const char *job_id, const pal_plan_version *versions,
@@ -954,8 +1003,6 @@ int pal_planner_put_job(pal_planner *p, const char *job_id, const pal_plan_versi
 	memcpy((char *)&j->v[n], job_id, idlen);
 	j->id = (const char *)&j->v[n];
 	j->pend_since = j->pend_next = PAL_NO_TIME;
-	j->pend_created = versions[n - 1].effective_from == PAL_NO_TIME ? versions[n - 1].created_at
-									 : PAL_NO_TIME;
 	for (size_t i = 0; i < n; i++) {
 		const pal_plan_version *in = &versions[i];
 		pversion *v = &j->v[j->nv];
@@ -1003,6 +1050,7 @@ int pal_planner_put_job(pal_planner *p, const char *job_id, const pal_plan_versi
 	}
 	for (size_t i = 0; i < j->nv; i++)
 		j->v[i].moves = pal_schedule_moves(j->v[i].sched);
+	j->pend_created = pending_created(j);
 	/* Resume at watermark - overlap; instants at or below the cursor count
 	 * as planned.  A job none of whose versions was ever activated was
 	 * planned by nobody: no cursor, so that the tick activating it plans
@@ -1019,6 +1067,7 @@ int pal_planner_put_job(pal_planner *p, const char *job_id, const pal_plan_versi
 	}
 
 	if (old) {
+		keep_first_sight(j, old);
 		/* Keep the old cursor if it is further: a reload must not re-plan. */
 		if (old->cursor != PAL_NO_TIME && (j->cursor == PAL_NO_TIME || old->cursor > j->cursor)) {
 			j->cursor = old->cursor;
@@ -1139,15 +1188,6 @@ static int64_t switch_between(const pversion *prev, const pversion *n, int64_t c
 	while (pal_schedule_next_from(prev->sched, prev->eff, at, &x, &ex) == PAL_OK && x <= w)
 		at = x;
 	return at;
-}
-
-/* Whether version S, taking over at FROM, has no instant after it: a stop
- * (the retiring version of `delete`, one applied with its `end` reached). */
-static bool is_stop(const pversion *s, int64_t from)
-{
-	int64_t x;
-	bool ex;
-	return s->has_end && pal_schedule_next_from(s->sched, from, from, &x, &ex) != PAL_OK;
 }
 
 /* Where N, stored at CREATED, takes over after C, a never-activated

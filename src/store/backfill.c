@@ -259,17 +259,22 @@ int pal__ops_job_versions(pal_store *st, const char *job_id, json_t **out, char 
 	return PAL_OK;
 }
 
-/* Where job UP's latest version, stored and not activated yet, takes over
- * once a controller activates it, in epoch seconds (*AT): the takeover the
- * listings show (PAL__TAKEOVER_SQL: the shard's watermark, where it was
- * stored for a one-shot), but no later than where it was stored (not
- * before the active version's activation) when the active version has an
- * `end`: a retired job applied again, a job whose `end` passed, which the
- * controller may switch from below the watermark (planner.c,
- * switch_between), so that no instant it runs is taken for nobody's. */
-static int pending_takeover(pal_store *st, const char *up, int64_t *at, char *err, size_t errlen)
+/* Where job UP's version VERSION, stored and not activated yet, takes
+ * over once a controller activates it, in epoch seconds (*AT): the
+ * takeover the listings show (PAL__TAKEOVER_SQL: the shard's watermark,
+ * where it was stored for a one-shot or a version after one), but, for
+ * the FIRST such version after the active one, no later than where it was
+ * stored (not before the active version's activation) when the active
+ * version has an `end`: a retired job applied again, a job whose `end`
+ * passed, which the controller may switch from below the watermark
+ * (planner.c, switch_between), so that no instant it runs is taken for
+ * nobody's. */
+static int pending_takeover(pal_store *st, const char *up, int version, bool first, int64_t *at,
+			    char *err, size_t errlen)
 {
-	const char *p[] = { up };
+	char vs[16];
+	snprintf(vs, sizeof vs, "%d", version);
+	const char *p[] = { up, vs };
 	PGresult *r = pal__store_query(
 	    st,
 	    "SELECT " PAL__TAKEOVER_SQL("j", "v", "s") ", (SELECT floor(extract(epoch FROM"
@@ -278,9 +283,9 @@ static int pending_takeover(pal_store *st, const char *up, int64_t *at, char *er
 	    "  AND (a.spec -> 'schedule' ->> 'end') IS NOT NULL AND a.version = (SELECT"
 	    "  max(b.version) FROM job_versions b WHERE b.job_id = j.job_id"
 	    "  AND b.effective_from IS NOT NULL))"
-	    " FROM jobs j JOIN job_versions v ON v.job_id = j.job_id AND v.version = j.latest_version"
+	    " FROM jobs j JOIN job_versions v ON v.job_id = j.job_id AND v.version = $2::int"
 	    " LEFT JOIN shards s ON s.shard_id = j.shard WHERE j.job_id = $1",
-	    1, p, err, errlen);
+	    2, p, err, errlen);
 	if (!r)
 		return PAL_EDB;
 	if (!PQntuples(r)) {
@@ -289,9 +294,41 @@ static int pending_takeover(pal_store *st, const char *up, int64_t *at, char *er
 		return PAL_OK;
 	}
 	*at = pal__ops_val_i64(r, 0, 0);
-	if (!PQgetisnull(r, 0, 1) && pal__ops_val_i64(r, 0, 1) < *at)
+	if (first && !PQgetisnull(r, 0, 1) && pal__ops_val_i64(r, 0, 1) < *at)
 		*at = pal__ops_val_i64(r, 0, 1);
 	PQclear(r);
+	return PAL_OK;
+}
+
+/* Job UP's versions UV as they will be once a controller activates those
+ * stored after its last activated one: each from where it takes over
+ * (pending_takeover), not before the one before it, as switch_point
+ * activates them one after the other (a job none of whose versions was
+ * activated: its latest alone).  A version between the active one and
+ * the latest owns instants too: one after a one-shot takes over where
+ * it was stored, below the watermark, and runs them. */
+static int pending_takeovers(pal_store *st, const char *up, json_t *uv, char *err, size_t errlen)
+{
+	size_t nv = json_array_size(uv), m = nv;
+	int64_t prev = INT64_MIN;
+	while (m > 0 && !json_is_integer(json_object_get(json_array_get(uv, m - 1), "effective_from")))
+		m--;
+	if (m > 0)
+		prev = json_integer_value(json_object_get(json_array_get(uv, m - 1), "effective_from"));
+	else
+		m = nv - 1; /* none activated: the latest is, alone */
+	for (size_t i = m; i < nv; i++) {
+		json_t *v = json_array_get(uv, i);
+		int64_t at;
+		int rc = pending_takeover(st, up, (int)json_integer_value(json_object_get(v, "version")),
+					  i == m, &at, err, errlen);
+		if (rc)
+			return rc;
+		if (at < prev)
+			at = prev;
+		json_object_set_new(v, "effective_from", json_integer(at));
+		prev = at;
+	}
 	return PAL_OK;
 }
 
@@ -323,13 +360,12 @@ int pal__ops_upstream_versions(pal_store *st, json_t *versions, bool pending, js
 			if (pending && nv > 1 &&
 			    !json_is_integer(json_object_get(latest, "effective_from"))) {
 				/* the versions as they will be once it is activated:
-				 * the activated ones up to its takeover, it after */
-				int64_t at;
-				if ((rc = pending_takeover(st, up, &at, err, errlen))) {
+				 * the activated ones up to the takeovers, the
+				 * pending ones after */
+				if ((rc = pending_takeovers(st, up, uv, err, errlen))) {
 					json_decref(uv);
 					break;
 				}
-				json_object_set_new(latest, "effective_from", json_integer(at));
 				if (alone)
 					*alone = true;
 			}

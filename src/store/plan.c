@@ -378,7 +378,9 @@ static int shard_jobs(pal_store *st, const int *shards, const int64_t *cutoffs, 
 	 * maybe pending), and each version stored after the last activated
 	 * one that no controller activated (the planner activates such a
 	 * version with the latest where a tick that saw it in time would
-	 * have: switch_point in src/controller/planner.c).
+	 * have: switch_point in src/controller/planner.c); for a job none of
+	 * whose versions was activated, every version (its first sight goes
+	 * back to its first one's apply: first_sight there).
 	 */
 	const char *cols = with_specs ? SJ_COLUMNS : SJ_LIST_COLUMNS;
 	char q[4096];
@@ -405,9 +407,9 @@ static int shard_jobs(pal_store *st, const int *shards, const int64_t *cutoffs, 
 			 "   v.version >= coalesce((SELECT max(w.version) FROM job_versions w"
 			 "    WHERE w.job_id = j.job_id AND w.effective_from <= to_timestamp(s.cutoff)),"
 			 "    0))"
-			 "  OR (v.effective_from IS NULL AND v.version >"
+			 "  OR (v.effective_from IS NULL AND v.version > coalesce("
 			 "   (SELECT max(w.version) FROM job_versions w"
-			 "    WHERE w.job_id = j.job_id AND w.effective_from IS NOT NULL)))"
+			 "    WHERE w.job_id = j.job_id AND w.effective_from IS NOT NULL), 0)))"
 			 " ORDER BY v.job_id, v.version",
 			 cols);
 		rc = stream_jobs(st, q, 3, p, with_specs, fn, ctx, jobs, err, errlen);
@@ -789,6 +791,74 @@ static int write_activations(pal_store *st, int64_t epoch, const char *node,
 	return PAL_OK;
 }
 
+/* The dependent jobs (`after:`, transitively: a chain) of the jobs
+ * activated in $1 ($2: effective_from, epoch seconds), with the earliest
+ * activation they follow (f), for those whose dependency watermark is
+ * above it. */
+#define PAL__LOWERED_AFTER_SQL                                                                     \
+	"WITH RECURSIVE a AS (SELECT * FROM unnest($1::text[], $2::bigint[]) AS a(j, f)),"         \
+	" dep(job_id, f) AS (SELECT dv.job_id, to_timestamp(a.f) FROM a JOIN job_versions dv"      \
+	"   ON dv.spec ? 'after' AND dv.spec -> 'after' @> jsonb_build_array("                     \
+	"    jsonb_build_object('job', a.j))"                                                      \
+	"  UNION SELECT dv.job_id, dep.f FROM dep JOIN job_versions dv"                            \
+	"   ON dv.spec ? 'after' AND dv.spec -> 'after' @> jsonb_build_array("                     \
+	"    jsonb_build_object('job', dep.job_id))),"                                             \
+	" low AS (SELECT w.job_id, min(dep.f) AS f FROM dep JOIN after_watermarks w"               \
+	"   ON w.job_id = dep.job_id GROUP BY w.job_id, w.watermark HAVING w.watermark > min(dep.f))"
+
+/*
+ * A version activated below the shard's watermark (a one-shot moved, a
+ * job changed to or from one, a brand-new job, a version after one that
+ * ended: switch_point in src/controller/planner.c) has its instants after
+ * its effective_from planned in this tick, below where the dependency
+ * planner may already have moved its dependents' watermarks (an upstream
+ * with no instant, a one-shot that ran, lets it pass up to the shard's
+ * watermark): those instants would never be looked at for them.  Their
+ * after_watermarks go back down to that effective_from
+ * (palisade_plan_after decides each instant once: what they decided
+ * there stays).  Each dependent's shard row is held first (FOR KEY
+ * SHARE: against palisade_plan_after, which locks it FOR UPDATE, not
+ * against that shard's ticks), so a dependency planner working from a
+ * snapshot before this tick cannot move the watermark back up over the
+ * lowered one after it: it commits before this statement reads, or
+ * starts after this tick commits.
+ */
+static int lower_after_watermarks(pal_store *st, const pal_plan_batch *b, char *err, size_t errlen)
+{
+	if (!b->n_act)
+		return PAL_OK;
+	enum { NA = 2 };
+	pal_pgarr a[NA];
+	char *v[NA];
+	arrs_init(a, NA);
+	for (size_t i = 0; i < b->n_act; i++) {
+		pal__pgarr_text(&a[0], b->act[i].job_id);
+		pal__pgarr_i64(&a[1], b->act[i].effective_from);
+	}
+	arrs_end(a, v, NA);
+	const char *p[] = { v[0], v[1] };
+	PGresult *r = pal__store_query(
+		st,
+		PAL__LOWERED_AFTER_SQL
+		" SELECT 1 FROM shards s WHERE s.shard_id IN (SELECT j.shard FROM low"
+		"  JOIN jobs j ON j.job_id = low.job_id) ORDER BY s.shard_id FOR KEY SHARE",
+		NA, p, err, errlen);
+	if (r && PQntuples(r) > 0) {
+		PQclear(r);
+		r = pal__store_query(st,
+				     PAL__LOWERED_AFTER_SQL
+				     " UPDATE after_watermarks w SET watermark = low.f,"
+				     " updated_at = clock_timestamp() FROM low"
+				     " WHERE w.job_id = low.job_id AND w.watermark > low.f",
+				     NA, p, err, errlen);
+	}
+	arrs_free(v, NA);
+	if (!r)
+		return PAL_EDB;
+	PQclear(r);
+	return PAL_OK;
+}
+
 /*
  * The rows an older version planned after the switch point of a version
  * this tick activates below the shard's watermark (switch_point in
@@ -1117,6 +1187,8 @@ static int write_batch(pal_store *st, int shard, int64_t epoch, const char *node
 {
 	*inserted = 0;
 	int rc = write_activations(st, epoch, node, b, err, errlen);
+	if (!rc)
+		rc = lower_after_watermarks(st, b, err, errlen);
 	if (!rc)
 		rc = write_triggers(st, shard, epoch, b, inserted, err, errlen);
 	if (!rc)

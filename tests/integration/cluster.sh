@@ -299,12 +299,23 @@ apply_jobs() {
 # up_jobs CRON [YAML]: a job file of up.u (cron CRON) and up.b (after up.u,
 # within 1h), calling the badserver at log/u and log/b (timeout 20 s), then
 # the lines YAML (more jobs of the list).
-up_jobs() {
+up_jobs() { up_sched_jobs "{cron: \"$1\"}" "${2:-}"; }
+# up_sched_jobs SCHEDULE [YAML]: the same with up.u's schedule SCHEDULE.
+up_sched_jobs() {
 	local _uj_t="\"http://127.0.0.1:$port/log"
 	echo "jobs:"
-	echo "  - {id: up.u, schedule: {cron: \"$1\"}, target: {url: $_uj_t/u\", timeout: 20s}}"
+	echo "  - {id: up.u, schedule: $1, target: {url: $_uj_t/u\", timeout: 20s}}"
 	echo "  - {id: up.b, after: [{job: up.u, within: 1h}], target: {url: $_uj_t/b\", timeout: 20s}}"
 	[ -z "${2:-}" ] || echo "$2"
+}
+# oneshot_up [YAML]: after badserver_cluster, up.u a one-shot 15 s ahead
+# and up.b after it (up_sched_jobs, with YAML) applied (the check "apply
+# up.u as a one-shot"), b1 leading, and the one-shot run.
+oneshot_up() {
+	up_sched_jobs "{at: \"$(date -u -d "@$(($(date -u +%s) + 15))" +%FT%TZ)\"}" "${1:-}" |
+		apply_jobs "apply up.u as a one-shot" || return 1
+	lead_shards 20 b1 || return 1
+	wait_until "the one-shot ran" 40 has "select count(*) from triggers where job_id = 'up.u' and state = 'succeeded'"
 }
 # lead_shards SECONDS NODE...: the nodes started (start_node, no further
 # arguments) and every shard led within SECONDS (the check "shards led").
@@ -471,28 +482,41 @@ netns_forward_cluster() {
 }
 
 # Of the new-job row-cap tests (cap.* jobs, every second, 1 shard).
-# cap_leader DB: a fresh database DB, the sink, and f1 leading with a
-# 2-minute lookahead, its watermark ~2 min ahead.
+# cap_leader DB [MINUTES]: a fresh database DB, the sink, and f1 leading
+# with a lookahead of MINUTES (2), its watermark that far ahead.
 cap_leader() {
+	local m=${2:-2}
 	fresh_db "$1"
 	"$PAL" migrate >/dev/null
 	start_sink || { fail "sink starts"; finish; exit 1; }
-	SHARDS=1 SCAN=4s LOOKAHEAD=2m MISFIRE=15m
+	SHARDS=1 SCAN=4s LOOKAHEAD=${m}m MISFIRE=15m
 	write_conf "$CLUSTER_CONF"
 	start_node f1
 	wait_until "shards led" 40 all_shards_led
-	wait_until "the watermark is ~2 min ahead" 30 cap_wm_ahead 100
+	wait_until "the watermark is ~$m min ahead" 30 cap_wm_ahead $((m * 60 - 20))
+}
+# cap_reapply IDS: the cap.* jobs of $NODE_DIR/a.yaml listed in file IDS
+# applied again with a timeout of 3 s (a second version).
+cap_reapply() {
+	awk 'NR == FNR { w["  - id: " $0]; next } /^  - id: / { keep = $0 in w }
+	     /^jobs:/ || keep { sub(/timeout: 2s/, "timeout: 3s"); print }' "$1" "$NODE_DIR/a.yaml" >"$NODE_DIR/b.yaml"
+	"$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/b.yaml" >/dev/null
+}
+# cap_waiting: the cap.* jobs none of whose versions is activated yet.
+cap_waiting() {
+	sql "select job_id from job_versions where job_id like 'cap.%' group by job_id having bool_and(effective_from is null) order by job_id"
 }
 cap_wm_ahead() { [ "$(sql "select (watermark > now() + interval '$1 s')::int from shards")" = 1 ]; }
 # cap_wm: the shard's watermark (epoch seconds).
 cap_wm() { sql "select extract(epoch from watermark)::bigint from shards"; }
-# cap_undecided FROM: instants (partition 0) of the cap.* jobs in
-# (FROM, watermark] with neither a trigger nor a misfire; FROM is an SQL
-# expression over v (the job's job_versions row), e.g. a number.
+# cap_undecided FROM [WHERE]: instants (partition 0) of the cap.* jobs
+# (those WHERE holds) in (FROM, watermark] with neither a trigger nor a
+# misfire; FROM and WHERE are SQL over v (the job's activated
+# job_versions row), e.g. a number.
 cap_undecided() {
 	sql "select count(*) from job_versions v cross join lateral
 	       generate_series(($1)::bigint + 1, $(cap_wm)) g
-	      where v.job_id like 'cap.%' and v.effective_from is not null
+	      where v.job_id like 'cap.%' and v.effective_from is not null and (${2:-true})
 	        and not exists (select 1 from trigger_jobs t where t.job_id = v.job_id and t.partition = 0
 	                         and extract(epoch from t.scheduled_at)::bigint = g)
 	        and not exists (select 1 from misfires m where m.job_id = v.job_id

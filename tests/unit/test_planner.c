@@ -289,6 +289,25 @@ static int64_t activated_whole(const pal_plan_batch *b, const char *id)
 	return eff;
 }
 
+/* NEW_IDS: three brand-new jobs stored at CREATED (three_deferred). */
+static const char *new_ids[] = { "a.one", "a.two", "a.three" };
+
+/* A planner with config *C (a lookahead of 30 s, a row cap of 40: one
+ * brand-new every-second job a tick) holding the jobs NEW_IDS, and its tick
+ * at 1001 (watermark 1030), which activates one of them, in B. */
+static pal_planner *three_deferred(pal_planner_config *c, int64_t created, pal_plan_batch *b)
+{
+	*c = cfg;
+	c->lookahead_s = 30;
+	c->max_rows_per_tick = 40;
+	pal_planner *p = pal_planner_new(0, c);
+	for (int i = 0; i < 3; i++)
+		put_new(p, new_ids[i], created, PAL_NO_TIME, 1030);
+	assert_int_equal(pal_planner_tick(p, 1030, 1001, b), 0);
+	assert_int_equal(b->n_act, 1);
+	return p;
+}
+
 /* New jobs the row cap deferred when their leader went away: the first
  * sight was in its memory only.  A new leader activates those stored at or
  * before the shard's last write before its claim (the last committed tick:
@@ -298,18 +317,11 @@ static int64_t activated_whole(const pal_plan_batch *b, const char *id)
  * keeps what the load decided. */
 static void test_planner_new_leader_keeps_first_sight_of_deferred_jobs(void **st)
 {
-	pal_planner_config c = cfg;
-	c.lookahead_s = 30;
-	c.max_rows_per_tick = 40;
-	pal_planner *p = pal_planner_new(0, &c);
-	const char *ids[] = { "a.one", "a.two", "a.three" };
+	pal_planner_config c;
+	pal_plan_batch b = { 0 };
 	/* no previous leader (pal_planner_inherit not called): first seen by
 	 * the tick at 1001 */
-	for (int i = 0; i < 3; i++)
-		put_new(p, ids[i], 1001, PAL_NO_TIME, 1030);
-	pal_plan_batch b = { 0 };
-	assert_int_equal(pal_planner_tick(p, 1030, 1001, &b), 0);
-	assert_int_equal(b.n_act, 1);
+	pal_planner *p = three_deferred(&c, 1001, &b);
 	assert_int_equal(b.act[0].effective_from, 1001);
 	char first[16]; /* the id belongs to the planner */
 	snprintf(first, sizeof first, "%s", b.act[0].job_id);
@@ -320,7 +332,7 @@ static void test_planner_new_leader_keeps_first_sight_of_deferred_jobs(void **st
 	p = pal_planner_new(0, &c);
 	pal_planner_inherit(p, 1001); /* the tick at 1001 was the last write */
 	for (int i = 0; i < 3; i++)
-		put_new(p, ids[i], 1001, strcmp(ids[i], first) ? PAL_NO_TIME : 1001, wm);
+		put_new(p, new_ids[i], 1001, strcmp(new_ids[i], first) ? PAL_NO_TIME : 1001, wm);
 	/* stored after the last write: first seen by this leader's first tick */
 	int64_t late = 1002;
 	put_new(p, "a.late", late, PAL_NO_TIME, wm);
@@ -329,9 +341,9 @@ static void test_planner_new_leader_keeps_first_sight_of_deferred_jobs(void **st
 		assert_int_equal(pal_planner_tick(p, wm, now, &b), 0);
 		assert_int_equal(b.n_mis, 0);
 		for (int i = 0; i < 3; i++) {
-			int64_t e = activated_whole(&b, ids[i]);
+			int64_t e = activated_whole(&b, new_ids[i]);
 			if (e != PAL_NO_TIME) {
-				assert_string_not_equal(ids[i], first);
+				assert_string_not_equal(new_ids[i], first);
 				eff[i] = e;
 			}
 		}
@@ -344,16 +356,71 @@ static void test_planner_new_leader_keeps_first_sight_of_deferred_jobs(void **st
 		/* a reload of the same versions (at the new watermark) keeps
 		 * what the load and the first sight decided */
 		for (int i = 0; i < 3; i++)
-			if (eff[i] == PAL_NO_TIME && strcmp(ids[i], first))
-				put_new(p, ids[i], 1001, PAL_NO_TIME, wm);
+			if (eff[i] == PAL_NO_TIME && strcmp(new_ids[i], first))
+				put_new(p, new_ids[i], 1001, PAL_NO_TIME, wm);
 		if (eff_late == PAL_NO_TIME)
 			put_new(p, "a.late", late, PAL_NO_TIME, wm);
 	}
 	assert_int_equal(pal_planner_pending(p), 0);
 	for (int i = 0; i < 3; i++)
-		if (strcmp(ids[i], first))
+		if (strcmp(new_ids[i], first))
 			assert_int_equal(eff[i], 1001);
 	assert_int_equal(eff_late, 1010);
+	pal_plan_batch_free(&b);
+	pal_planner_free(p);
+}
+
+/* Brand-new job ID with two versions, neither activated, stored at C1
+ * and C2 (a re-apply while it waits). */
+static void put_new2(pal_planner *p, const char *id, int64_t c1, int64_t c2, int64_t wm)
+{
+	pal_job_spec s = spec(id, "* * * * * ?", PAL_MISFIRE_SKIP);
+	pal_plan_version v[2] = { pal_plan_version_of_spec(&s, 1, PAL_NO_TIME),
+				  pal_plan_version_of_spec(&s, 2, PAL_NO_TIME) };
+	v[0].created_at = c1;
+	v[1].created_at = c2;
+	char err[256];
+	assert_int_equal(pal_planner_put_job(p, id, v, 2, wm, err, sizeof err), 0);
+	pal_job_spec_clear(&s);
+}
+
+/* New jobs the row cap deferred, applied again (a second version) while
+ * they wait: under the same leader the reload keeps the tick's first
+ * sight; a new leader judges them by their first version's apply, not
+ * the second's (stored after the shard's last write). */
+static void test_planner_reapplied_waiting_jobs_keep_first_sight(void **st)
+{
+	pal_planner_config c;
+	pal_plan_batch b = { 0 };
+	pal_planner *p = three_deferred(&c, 1000, &b);
+	int first = 0;
+	while (strcmp(new_ids[first], b.act[0].job_id))
+		first++;
+	const char *same = new_ids[(first + 1) % 3], *next = new_ids[(first + 2) % 3];
+	int64_t wm = b.watermark;
+	pal_planner_commit(p, &b);
+	put_new2(p, same, 1000, 1002, wm); /* same leader */
+	int64_t eff = PAL_NO_TIME;
+	for (int64_t now = 1003; eff == PAL_NO_TIME && now < 1010; now++) {
+		assert_int_equal(pal_planner_tick(p, wm, now, &b), 0);
+		eff = activated_whole(&b, same);
+		wm = b.watermark;
+		pal_planner_commit(p, &b);
+	}
+	assert_int_equal(eff, 1001);
+	pal_planner_free(p); /* the leader dies with NEXT waiting */
+
+	p = pal_planner_new(0, &c);
+	pal_planner_inherit(p, 1004);
+	put_new2(p, next, 1000, 1006, wm); /* v2 stored after the last write */
+	eff = PAL_NO_TIME;
+	for (int64_t now = 1010; eff == PAL_NO_TIME && now < 1020; now++) {
+		assert_int_equal(pal_planner_tick(p, wm, now, &b), 0);
+		eff = activated_whole(&b, next);
+		wm = b.watermark;
+		pal_planner_commit(p, &b);
+	}
+	assert_int_equal(eff, 1000);
 	pal_plan_batch_free(&b);
 	pal_planner_free(p);
 }
@@ -1660,6 +1727,7 @@ int main(void)
 		cmocka_unit_test(test_planner_new_jobs_row_cap_counts_partitions),
 		cmocka_unit_test(test_planner_deferred_new_job_not_activated_without_missed_run),
 		cmocka_unit_test(test_planner_new_leader_keeps_first_sight_of_deferred_jobs),
+		cmocka_unit_test(test_planner_reapplied_waiting_jobs_keep_first_sight),
 		cmocka_unit_test(test_planner_uncommitted_tick_is_repeated),
 		cmocka_unit_test(test_planner_rescan_below_watermark_is_not_a_misfire),
 		cmocka_unit_test(test_planner_misfire_skip_records_all),
