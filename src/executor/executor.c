@@ -246,6 +246,10 @@ static int open_conn(pal_executor *ex, pal_store **out, bool session, bool liste
 		*out = NULL;
 		return PAL_EDB;
 	}
+	/* a hand-back asked while no connection listened was not heard: the
+	 * leases' states now */
+	if (listen)
+		pal__lease_thread_renew_now(ex->lt);
 	return PAL_OK;
 }
 

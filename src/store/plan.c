@@ -793,16 +793,16 @@ static int write_activations(pal_store *st, int64_t epoch, const char *node,
 
 /* The dependent jobs (`after:`, transitively: a chain) of the jobs
  * activated in $1 ($2: effective_from, epoch seconds), with the earliest
- * activation they follow (f), for those whose dependency watermark is
- * above it. */
+ * activation they follow (f); low: those whose dependency watermark is
+ * above it.  Each version with `after:` (the partial index
+ * job_versions_after) is joined to the activated jobs by the upstreams it
+ * names, a hash join, not one containment test per pair. */
 #define PAL__LOWERED_AFTER_SQL                                                                     \
 	"WITH RECURSIVE a AS (SELECT * FROM unnest($1::text[], $2::bigint[]) AS a(j, f)),"         \
-	" dep(job_id, f) AS (SELECT dv.job_id, to_timestamp(a.f) FROM a JOIN job_versions dv"      \
-	"   ON dv.spec ? 'after' AND dv.spec -> 'after' @> jsonb_build_array("                     \
-	"    jsonb_build_object('job', a.j))"                                                      \
-	"  UNION SELECT dv.job_id, dep.f FROM dep JOIN job_versions dv"                            \
-	"   ON dv.spec ? 'after' AND dv.spec -> 'after' @> jsonb_build_array("                     \
-	"    jsonb_build_object('job', dep.job_id))),"                                             \
+	" up AS (SELECT dv.job_id, u ->> 'job' AS upstream FROM job_versions dv,"                  \
+	"   jsonb_array_elements(dv.spec -> 'after') u WHERE dv.spec ? 'after'),"                  \
+	" dep(job_id, f) AS (SELECT up.job_id, to_timestamp(a.f) FROM a JOIN up ON up.upstream = a.j" \
+	"  UNION SELECT up.job_id, dep.f FROM dep JOIN up ON up.upstream = dep.job_id),"          \
 	" low AS (SELECT w.job_id, min(dep.f) AS f FROM dep JOIN after_watermarks w"               \
 	"   ON w.job_id = dep.job_id GROUP BY w.job_id, w.watermark HAVING w.watermark > min(dep.f))"
 
@@ -822,11 +822,13 @@ static int write_activations(pal_store *st, int64_t epoch, const char *node,
  * snapshot before this tick cannot move the watermark back up over the
  * lowered one after it: it commits before this statement reads, or
  * starts after this tick commits.
+ *
+ * after_query() runs PAL__LOWERED_AFTER_SQL followed by TAIL over B's
+ * activations; *ROWS (when not NULL): whether it returned a row.
  */
-static int lower_after_watermarks(pal_store *st, const pal_plan_batch *b, char *err, size_t errlen)
+static int after_query(pal_store *st, const pal_plan_batch *b, const char *tail, bool *rows,
+		       char *err, size_t errlen)
 {
-	if (!b->n_act)
-		return PAL_OK;
 	enum { NA = 2 };
 	pal_pgarr a[NA];
 	char *v[NA];
@@ -837,26 +839,45 @@ static int lower_after_watermarks(pal_store *st, const pal_plan_batch *b, char *
 	}
 	arrs_end(a, v, NA);
 	const char *p[] = { v[0], v[1] };
-	PGresult *r = pal__store_query(
-		st,
-		PAL__LOWERED_AFTER_SQL
-		" SELECT 1 FROM shards s WHERE s.shard_id IN (SELECT j.shard FROM low"
-		"  JOIN jobs j ON j.job_id = low.job_id) ORDER BY s.shard_id FOR KEY SHARE",
-		NA, p, err, errlen);
-	if (r && PQntuples(r) > 0) {
-		PQclear(r);
-		r = pal__store_query(st,
-				     PAL__LOWERED_AFTER_SQL
-				     " UPDATE after_watermarks w SET watermark = low.f,"
-				     " updated_at = clock_timestamp() FROM low"
-				     " WHERE w.job_id = low.job_id AND w.watermark > low.f",
-				     NA, p, err, errlen);
-	}
+	char sql[2048];
+	snprintf(sql, sizeof sql, "%s%s", PAL__LOWERED_AFTER_SQL, tail);
+	PGresult *r = pal__store_query(st, sql, NA, p, err, errlen);
 	arrs_free(v, NA);
 	if (!r)
 		return PAL_EDB;
+	if (rows)
+		*rows = PQntuples(r) > 0;
 	PQclear(r);
 	return PAL_OK;
+}
+
+/* The shard rows of every dependent of the jobs B activates, whatever
+ * its dependency watermark now (one at or below the activation may be
+ * moved above it by a dependency planner working from an older snapshot:
+ * it must commit before lower_after_watermarks() reads, or start after
+ * this tick), FOR KEY SHARE, in shard order; taken before the tick's
+ * audit rows (the audit chain's lock), so that an apply or another
+ * tick does not wait behind this one's wait.  *ANY: whether B has a
+ * dependent at all. */
+static int lock_after_shards(pal_store *st, const pal_plan_batch *b, bool *any, char *err,
+			     size_t errlen)
+{
+	*any = false;
+	if (!b->n_act)
+		return PAL_OK;
+	return after_query(st, b,
+			   " SELECT 1 FROM shards s WHERE s.shard_id IN (SELECT j.shard FROM dep"
+			   "  JOIN jobs j ON j.job_id = dep.job_id) ORDER BY s.shard_id FOR KEY SHARE",
+			   any, err, errlen);
+}
+
+static int lower_after_watermarks(pal_store *st, const pal_plan_batch *b, char *err, size_t errlen)
+{
+	return after_query(st, b,
+			   " UPDATE after_watermarks w SET watermark = low.f,"
+			   " updated_at = clock_timestamp() FROM low"
+			   " WHERE w.job_id = low.job_id AND w.watermark > low.f",
+			   NULL, err, errlen);
 }
 
 /*
@@ -1186,8 +1207,11 @@ static int write_batch(pal_store *st, int shard, int64_t epoch, const char *node
 		       const pal_plan_batch *b, int64_t *inserted, char *err, size_t errlen)
 {
 	*inserted = 0;
-	int rc = write_activations(st, epoch, node, b, err, errlen);
+	bool deps = false;
+	int rc = lock_after_shards(st, b, &deps, err, errlen);
 	if (!rc)
+		rc = write_activations(st, epoch, node, b, err, errlen);
+	if (!rc && deps)
 		rc = lower_after_watermarks(st, b, err, errlen);
 	if (!rc)
 		rc = write_triggers(st, shard, epoch, b, inserted, err, errlen);
