@@ -86,6 +86,11 @@ PAL_MUST_CHECK int pal_store_schema_range(pal_store *st, pal_schema_range *r, ch
 enum { PAL_AFTER_ROLL_MAX = 16 }; /* names a caller keeps room for */
 PAL_MUST_CHECK int pal_store_pending_after_roll(pal_store *st, const char **names, int max, int *n,
 						char *err, size_t errlen);
+/* Whether a node ever ran on ST's database (*RAN): a shard row names a
+ * leader, or an executor marked itself seen.  A database `palisade
+ * migrate` alone set up has neither: no node can be told apart there,
+ * live or not, for none registered anywhere.  Read only, no lock. */
+PAL_MUST_CHECK int pal_store_nodes_ever_ran(pal_store *st, bool *ran, char *err, size_t errlen);
 /* The nodes a shard row names as its leader and that wrote it (a claim or
  * a tick) in the last WITHIN_MS, as a JSON array of {"node", "shards",
  * "age_ms"} (shards: how many such rows, age_ms: since the latest write),

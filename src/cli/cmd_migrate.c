@@ -56,7 +56,8 @@ static void usage(FILE *fp)
 		"database's) while a live node (ZooKeeper: --zk, the config's\n"
 		"zookeeper.connect, else $PALISADE_ZK; under the config's zookeeper.root\n"
 		"and cluster.name, else /palisade and default) runs an older schema than\n"
-		"it needs, or while the live nodes cannot be read.  --force applies it anyway and\n"
+		"it needs, or while the live nodes cannot be read (a database no node\n"
+		"ever ran on asks no ZooKeeper).  --force applies it anyway and\n"
 		"records that in the audit log (schema.contract_forced, with --reason).\n"
 		"Then fills the values expand steps added to existing rows (jobs.ref,\n"
 		"triggers.job_ref), N rows per transaction (--backfill-batch, default\n"
@@ -136,6 +137,17 @@ static int older_nodes(const pal_cli_common *c, pal_store *st, const pal_pending
 	char path[512];
 	json_t *live = NULL;
 	*zk_error = NULL;
+	/* no node ever ran on it (set up by migrate alone, `--to` included):
+	 * none to wait for, and none registered anywhere to read */
+	bool ran = true;
+	if (pal_store_nodes_ever_ran(st, &ran, err, sizeof err)) {
+		pal_cli_err("migrate", "%s", err);
+		return PAL_EXIT_UNAVAIL;
+	}
+	if (!ran) {
+		*older = json_array();
+		return PAL_EXIT_OK;
+	}
 	snprintf(path, sizeof path, "%s/%s/nodes", pal__cli_config_zk_root(c),
 		 pal__cli_config_cluster(c));
 	int ec = pal__cli_older_nodes(c, pc->compatible_from, &live, older, err, sizeof err);

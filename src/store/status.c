@@ -11,6 +11,7 @@
  * takes the finished ones from the planner's statistics.
  */
 #include <stdio.h>
+#include <string.h>
 #include "palisade/store.h"
 #include "store_int.h"
 
@@ -128,6 +129,19 @@ int pal_store_recent_leaders(pal_store *st, int within_ms, json_t **out, char *e
 	    " AND updated_at > clock_timestamp() - $1::int * interval '1 millisecond'"
 	    " GROUP BY leader) l",
 	    1, p, out, err, errlen);
+}
+
+int pal_store_nodes_ever_ran(pal_store *st, bool *ran, char *err, size_t errlen)
+{
+	PGresult *r = pal__store_query(st,
+				       "SELECT EXISTS (SELECT 1 FROM shards WHERE leader IS NOT NULL)"
+				       " OR EXISTS (SELECT 1 FROM executor_nodes)",
+				       0, NULL, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	*ran = !strcmp(PQgetvalue(r, 0, 0), "t");
+	PQclear(r);
+	return PAL_OK;
 }
 
 int pal_store_status_json(pal_store *st, json_t **out, char *err, size_t errlen)
