@@ -100,8 +100,10 @@ wait_until "this release's controller leads" 40 \
 	has "select count(*) from triggers where job_id = 'co.plain' and scheduled_at > now() + interval '55 s'" ||
 	{ finish; exit 1; }
 # cut-over at T = n + 2 for a nominal instant n the 0.3.0 node planned
-# (fired n + 14)
-N=$(sql "select min($NOMINAL) from triggers where job_id = 'co.spread1' and nominal_at is null and scheduled_at > now() + interval '5 s'")
+# (fired n + 14), n at least 4 s ahead: T must still be ahead when the
+# cutover command runs (a row merely fired ahead may have its nominal
+# instant up to 9 s past, and `--at` in the past is refused)
+N=$(sql "select min($NOMINAL) from triggers where job_id = 'co.spread1' and nominal_at is null and $NOMINAL >= extract(epoch from now())::bigint + 4")
 check "a row of co.spread1 that 0.3.0 planned is still ahead" test -n "$N"
 T=$((N + 2))
 echo "    | cut-over at $(iso $T); co.spread1's nominal $(iso "$N") fired at $(sql "select scheduled_at from triggers where job_id = 'co.spread1' and $NOMINAL = $N"), planned by 0.3.0"
