@@ -110,10 +110,17 @@ passed=0
 # `ran "$(basename ...)" $?` the command substitution resets $? to 0 and
 # every failed test counted as passed.
 ran() { if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed+=("$1"); fi; }
+mkdir -p "$PALISADE_TEST_TMP/out"
+# one T: runs test T in the foreground, its lines kept for the summary.
+one() {
+	local n
+	n=$(basename "$1" .sh)
+	run_test "$1" 2>&1 | tee "$PALISADE_TEST_TMP/out/$n.out"
+	ran "$n" "${PIPESTATUS[0]}"
+}
 if [ "$JOBS" -le 1 ]; then
-	for t in "${tests[@]}"; do run_test "$t"; rc=$?; ran "$(basename "$t" .sh)" "$rc"; done
+	for t in "${tests[@]}"; do one "$t"; done
 else
-	mkdir -p "$PALISADE_TEST_TMP/out"
 	declare -A RUNNING=() # pid -> test name
 	# reap: wait for one running test to end and print its lines.
 	reap() {
@@ -140,8 +147,17 @@ else
 		RUNNING[$!]=$n
 	done
 	while [ ${#RUNNING[@]} -gt 0 ]; do reap; done
-	for t in "${serial[@]}"; do run_test "$t"; rc=$?; ran "$(basename "$t" .sh)" "$rc"; done
+	for t in "${serial[@]}"; do one "$t"; done
 fi
+# The failed checks again, last: a CI log is often read from its tail, which
+# would otherwise show only the last test's lines and the count.  At most 4
+# per test, each cut to 200 characters; the full lines are above.
+for n in "${failed[@]}"; do
+	f="$PALISADE_TEST_TMP/out/$n.out"
+	[ -f "$f" ] || continue
+	echo "  $n:"
+	grep -E '^    FAIL |^   sanitizer report in' "$f" | head -4 | cut -c1-200
+done
 # A test that never reported (the harness broke) is a failure too.
 [ $((passed + ${#failed[@]})) -eq ${#tests[@]} ] || failed+=("(only $((passed + ${#failed[@]})) of ${#tests[@]} tests reported)")
 echo "integration: ${#tests[@]} tests, ${#failed[@]} failed ${failed[*]:-}"
