@@ -143,6 +143,9 @@ PAL_MUST_CHECK int pal_store_consume(pal_store *st, bool *done, char *err, size_
 /* The last failed query hit lock_timeout (SQLSTATE 55P03): the row is held
  * elsewhere (e.g. by a paused process); retry later, the connection is fine. */
 bool pal_store_lock_timeout(const pal_store *st);
+/* The last failed query was aborted as a deadlock (SQLSTATE 40P01): its
+ * transaction was rolled back; retry, the connection is fine. */
+bool pal_store_deadlock(const pal_store *st);
 /* The database clock minus this host's CLOCK_MONOTONIC (*MINUS_MONO_MS) and
  * minus its CLOCK_REALTIME (*MINUS_WALL_MS), in ms, measured around one
  * round trip.  Decisions that compare times stored in the database

@@ -42,6 +42,9 @@ static void declare_metrics(pal_metrics *m)
 			   "planning transactions rejected because a newer epoch holds the shard");
 	pal_metric_declare(m, "palisade_controller_ticks_total", PAL_METRIC_COUNTER,
 			   "planning transactions committed");
+	pal_metric_declare(m, "palisade_controller_tick_lock_waits_total", PAL_METRIC_COUNTER,
+			   "planning transactions rolled back for a lock held past the lock "
+			   "timeout or a deadlock (the shard tries again)");
 	pal_metric_declare(m, "palisade_controller_triggers_planned_total", PAL_METRIC_COUNTER,
 			   "trigger rows inserted (plan-key conflicts excluded)");
 	pal_metric_declare(m, "palisade_controller_misfires_total", PAL_METRIC_COUNTER,
@@ -66,6 +69,7 @@ static void declare_metrics(pal_metrics *m)
 	/* Counters start at 0 (increase() and absent() need a sample). */
 	pal_metric_inc(m, "palisade_controller_db_errors_total", NULL, 0);
 	pal_metric_inc(m, "palisade_controller_fenced_total", NULL, 0);
+	pal_metric_inc(m, "palisade_controller_tick_lock_waits_total", NULL, 0);
 	pal_metric_inc(m, "palisade_controller_quarantined_total", NULL, 0);
 	pal_metric_set(m, "palisade_controller_jobs_key_horizon_exceeded", NULL, 0);
 	static const char *const reasons[] = { "missed", "quarantined" };
@@ -818,6 +822,18 @@ static void tick_shard(pal_controller *c, int s)
 		l->refused_until_ms = pal_mono_ms() + l->refused_backoff_ms;
 		pal_log(PAL_LOG_ERROR, "controller.tick_failed", "{s:i, s:s, s:i}", "shard", s,
 			"error", err, "retry_ms", l->refused_backoff_ms);
+		free(bad);
+		return;
+	}
+	if (rc && (pal_store_lock_timeout(c->st) || pal_store_deadlock(c->st))) {
+		/* A row the tick locks (a dependent's shard row, a job's row) was
+		 * held past the lock timeout, or the server chose this tick in a
+		 * deadlock: the tick was rolled back and is tentative (nothing of
+		 * the planner moved), so this shard tries again on the next pass;
+		 * the connection is fine and the other shards go on. */
+		pal_log(PAL_LOG_WARN, "controller.tick_waiting", "{s:i, s:s, s:s}", "shard", s,
+			"during", "commit", "error", err);
+		minc(c, "palisade_controller_tick_lock_waits_total", NULL, 1);
 		free(bad);
 		return;
 	}

@@ -292,6 +292,11 @@ bool pal_store_lock_timeout(const pal_store *st)
 	return !strcmp(st->sqlstate, "55P03");
 }
 
+bool pal_store_deadlock(const pal_store *st)
+{
+	return !strcmp(st->sqlstate, "40P01");
+}
+
 
 void pal__store_errmsg(pal_store *st, const PGresult *r, const char *what, char *err, size_t errlen)
 {
