@@ -123,6 +123,30 @@ static int unlisted_leaders(pal_store *st, const json_t *live, const char *path,
 }
 
 /*
+ * PATH is not where the database's nodes register: the last node of this
+ * release to start recorded another (pal_store_zk_nodes_path_record()).
+ * Another cluster's path may list nodes, even nodes of the same names, and
+ * none of them old: read as "no older node live", a contract step would
+ * land beside the nodes that do run on this database.  Returns 0 (the same
+ * path, or none recorded: no node of this release has started), else the
+ * exit code with ERR set.
+ */
+static int recorded_path_differs(pal_store *st, const char *path, char *err, size_t errlen)
+{
+	char rec[256], at[64];
+	if (pal_store_zk_nodes_path(st, rec, sizeof rec, at, sizeof at, err, errlen))
+		return PAL_EXIT_UNAVAIL;
+	if (!*rec || !strcmp(rec, path))
+		return PAL_EXIT_OK;
+	snprintf(err, errlen,
+		 "this migrate reads %s, but the nodes of this database register under %s "
+		 "(recorded by the last node that started, at %s): pass --config with the nodes' "
+		 "configuration",
+		 path, rec, at);
+	return PAL_EXIT_UNAVAIL;
+}
+
+/*
  * The live nodes that run a schema below PC's compatible_from, as a JSON
  * array of {id, version, schema} (new reference) into *older.  Returns 0,
  * else the exit code after printing why the nodes could not be read, or
@@ -150,7 +174,9 @@ static int older_nodes(const pal_cli_common *c, pal_store *st, const pal_pending
 	}
 	snprintf(path, sizeof path, "%s/%s/nodes", pal__cli_config_zk_root(c),
 		 pal__cli_config_cluster(c));
-	int ec = pal__cli_older_nodes(c, pc->compatible_from, &live, older, err, sizeof err);
+	int ec = recorded_path_differs(st, path, err, sizeof err);
+	if (!ec)
+		ec = pal__cli_older_nodes(c, pc->compatible_from, &live, older, err, sizeof err);
 	if (!ec && unlisted_leaders(st, live, path, err, sizeof err)) {
 		json_decref(*older);
 		*older = NULL;

@@ -388,6 +388,25 @@ static void schema_outcome(node *n, const pal_schema_range *r, bool known, const
 			r->binary, "db_schema", r->db_version);
 }
 
+/* Record in the database where this node registers in ZooKeeper, for
+ * `palisade migrate` to check that it reads the nodes' path; a change
+ * (the cluster moved to another root or name, or a node configured for
+ * another cluster on this database) is logged.  A failure is logged and
+ * not fatal: the record only sharpens migrate's check. */
+static void record_zk_path(node *n, pal_store *st)
+{
+	char path[512], prev[512], err[512];
+	snprintf(path, sizeof path, "%s/%s/nodes", n->conf.zk_root, n->conf.cluster);
+	if (pal_store_zk_nodes_path_record(st, path, prev, sizeof prev, err, sizeof err)) {
+		pal_log(PAL_LOG_WARN, "node.zk_path_unrecorded", "{s:s, s:s}", "path", path, "error",
+			err);
+		return;
+	}
+	if (*prev)
+		pal_log(PAL_LOG_WARN, "node.zk_path_changed", "{s:s, s:s}", "path", path, "was",
+			prev);
+}
+
 /* Record which of the binary's after-roll steps the database of ST lacks
  * (/status: schema.pending_after_roll); logs node.schema_after_roll_applied
  * when the last of them has been applied beside the running node. */
@@ -474,8 +493,10 @@ static int prepare_database(node *n)
 			bool known = pal_store_schema_range(st, &r, rerr, sizeof rerr) == 0;
 			if (!rc)
 				rc = pal_store_shard_count(st, n->conf.shards, &n->n_shards, err, sizeof err);
-			if (!rc)
+			if (!rc) {
 				after_roll_outcome(n, st);
+				record_zk_path(n, st);
+			}
 			pal_store_close(st);
 			if (!rc) {
 				schema_outcome(n, &r, known, "");

@@ -264,3 +264,40 @@ int pal_store_handoff_clear(pal_store *st, const int *shards, size_t n, char *er
 	PQclear(r);
 	return PAL_OK;
 }
+
+int pal_store_zk_nodes_path_record(pal_store *st, const char *path, char *prev, size_t prevlen,
+				   char *err, size_t errlen)
+{
+	const char *p[] = {path};
+	PGresult *r = pal__store_query(
+	    st,
+	    "WITH old AS (SELECT value FROM cluster_settings WHERE name = 'zk_nodes_path')"
+	    " INSERT INTO cluster_settings (name, value) VALUES ('zk_nodes_path', $1)"
+	    " ON CONFLICT (name) DO UPDATE SET value = excluded.value, created_at = now()"
+	    "  WHERE cluster_settings.value <> excluded.value"
+	    " RETURNING (SELECT value FROM old)",
+	    1, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	snprintf(prev, prevlen, "%s",
+		 PQntuples(r) && !PQgetisnull(r, 0, 0) ? PQgetvalue(r, 0, 0) : "");
+	PQclear(r);
+	return PAL_OK;
+}
+
+int pal_store_zk_nodes_path(pal_store *st, char *path, size_t pathlen, char *at, size_t atlen,
+			    char *err, size_t errlen)
+{
+	PGresult *r = pal__store_query(
+	    st,
+	    "SELECT value, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+	    " FROM cluster_settings WHERE name = 'zk_nodes_path'",
+	    0, NULL, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	bool got = PQntuples(r) == 1;
+	snprintf(path, pathlen, "%s", got ? PQgetvalue(r, 0, 0) : "");
+	snprintf(at, atlen, "%s", got ? PQgetvalue(r, 0, 1) : "");
+	PQclear(r);
+	return PAL_OK;
+}

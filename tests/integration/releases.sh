@@ -71,6 +71,22 @@ tree_schema() {
 	BIN=$(ls sql/[0-9]*.sql | sed 's|.*/0*\([0-9]*\)_.*|\1|' | sort -n | tail -1)
 }
 
+# old_leader_db DB: a fresh database DB migrated by the 0.3.0 release
+# (old_release first), the 0.3.0 node o1 leading every one of its 4 shards
+# ($CLUSTER_CONF, SHARDS=4), then this tree's `migrate --before-roll`
+# (tree_schema first): the database at $MIN, the after-roll steps pending.
+old_leader_db() {
+	fresh_db "$1"
+	expect_exit "0.3.0 migrates the empty database" 0 "$OLD_PAL" migrate
+	SHARDS=4
+	write_exec_conf "$CLUSTER_CONF"
+	PAL=$OLD_PAL start_node o1
+	_old_led() { [ "$(sql "select count(*) from shards where leader = 'o1'")" = "$SHARDS" ]; }
+	wait_until "the 0.3.0 node o1 leads every shard" 30 _old_led
+	expect_exit "--before-roll: this tree's minimum, the after-roll steps left pending" 0 \
+		"$PAL" migrate --before-roll
+}
+
 iso() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ; }
 hms() { date -u -d "@$1" +%H:%M:%S; }
 

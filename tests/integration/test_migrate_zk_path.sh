@@ -24,13 +24,7 @@ tree_schema
 state() { echo "$(sql "select max(version) from schema_migrations") $(sql "select to_regclass('attempts_fence') is not null")"; }
 all_led_by() { [ "$(sql "select count(*) from shards where leader = '$1'")" = "$SHARDS" ]; }
 
-fresh_db it_migrate_zk_path
-expect_exit "0.3.0 migrates the empty database" 0 "$OLD_PAL" migrate
-SHARDS=4
-write_exec_conf "$CLUSTER_CONF"
-PAL=$OLD_PAL start_node o1
-wait_until "the 0.3.0 node o1 leads every shard" 30 all_led_by o1
-expect_exit "--before-roll: this tree's minimum, $STEP left pending" 0 "$PAL" migrate --before-roll
+old_leader_db it_migrate_zk_path
 expect_eq "schema $MIN, attempts_fence there" "$MIN t" "$(state)"
 
 # ---- the default path (/palisade/default/nodes), which does not exist ------------
