@@ -211,7 +211,11 @@ static int cancel_body(pal_store *st, void *vctx, char *err, size_t errlen)
 	free(left);
 	if (rc)
 		return rc;
-	if (res->to_cancelling) {
+	/* A trigger claimed ahead of its instant learns of it now, not at its
+	 * executor's next renewal (after the instant?): no call is made. */
+	if (res->to_cancelling)
+		rc = pal__ops_notify(st, PAL__HANDBACK_NOTIFY, 0, NULL, err, errlen);
+	if (!rc && res->to_cancelling) {
 		const char *pj[] = { pa[1] };
 		rc = pal__ops_notify(
 		    st,

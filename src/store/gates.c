@@ -140,6 +140,11 @@ static int pause_body(pal_store *st, void *vctx, char *err, size_t errlen)
 		 st, GATE_MOVE("t.state = 'running' AND " IN_SCOPE("t"), "'pausing'"), 2, pk,
 		 &res->asked, err, errlen)))
 		return rc;
+	/* A trigger claimed ahead of its instant (running, its call not made
+	 * yet) learns of the pause now, not at its executor's next renewal,
+	 * which may come after the instant: it is handed back without a call. */
+	if (res->asked && (rc = pal__ops_notify(st, PAL__HANDBACK_NOTIFY, 0, NULL, err, errlen)))
+		return rc;
 	if ((rc = pal__ops_query_i64(
 		 st,
 		 "SELECT count(*) FROM triggers t"

@@ -326,10 +326,11 @@ lead_shards() {
 	wait_until "shards led" "$_lsh_s" all_shards_led
 }
 
-# claim_ahead_cluster PREFIX: the set-up of the roll-back tests of a
+# claim_ahead_cluster PREFIX [EXEC]: the set-up of the roll-back tests of a
 # trigger claimed ahead: a fresh database (it_db), the sink, one shard
 # (SHARDS=1) led by n1, a controller and executor that claims 3 s ahead
-# (lease 12 s, heartbeat 500 ms), and jobs PREFIX.a, PREFIX.b and PREFIX.c
+# (lease 12 s, heartbeat 500 ms; EXEC, the executor's settings in
+# flow style, replaces those), and jobs PREFIX.a, PREFIX.b and PREFIX.c
 # firing every 5 s, each calling the sink at /effects/ITS_ID (applied
 # unchecked); AHEAD, the SQL condition of a trigger claimed 1.5 s or more
 # before its instant.  Returns as lead_shards.
@@ -338,7 +339,7 @@ claim_ahead_cluster() {
 	it_db
 	sink_up
 	SHARDS=1
-	write_exec_conf "$CLUSTER_CONF" "executor: {lease: 12s, heartbeat: 500ms, claim_ahead: 3s}"
+	write_exec_conf "$CLUSTER_CONF" "executor: {${2:-lease: 12s, heartbeat: 500ms, claim_ahead: 3s}}"
 	apply_jobs < <(
 		echo "jobs:"
 		for _ca_j in "$1".a "$1".b "$1".c; do
