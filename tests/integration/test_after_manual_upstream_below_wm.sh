@@ -19,11 +19,11 @@ sleep 3
 stop_all_nodes
 sleep 11 # no shard row touched in the last 10 s: the apply does not wait
 applied=$(date -u +%s)
-up_jobs "*/20 * * * * ?" | apply_jobs "apply v2 (every 20 s), no controller running" || { finish; exit 1; }
+up_jobs "*/10 * * * * ?" | apply_jobs "apply v2 (every 10 s), no controller running" || { finish; exit 1; }
 # P: the first v2 instant after the apply, once past; T: the next one, still to come
-P=$(( (applied + 20) / 20 * 20 ))
+P=$(( (applied + 10) / 10 * 10 ))
 sleep $(( P - $(date -u +%s) + 1 ))
-T=$(( P + 20 ))
+T=$(( P + 10 ))
 PS=$(date -u -d "@$P" +%FT%TZ)
 TS=$(date -u -d "@$T" +%FT%TZ)
 WM=$(sql "select extract(epoch from max(watermark))::bigint from shards")
@@ -32,11 +32,13 @@ expect_eq "P and T are below the stored watermark (v2 takes over there)" 1 "$(( 
 "$PAL" trigger --job up.b --at "$PS" --reason x --request-id m1 >"$NODE_DIR/tr1.out" 2>&1
 rc1=$?
 sed 's/^/    trigger P: /' "$NODE_DIR/tr1.out"
+sent2=$(date -u +%s)
 "$PAL" trigger --job up.b --at "$TS" --reason x --request-id m2 >"$NODE_DIR/tr2.out" 2>&1
 rc2=$?
 sed 's/^/    trigger T: /' "$NODE_DIR/tr2.out"
 expect_eq "trigger up.b --at P (past, below the watermark) is accepted" 0 "$rc1"
 expect_eq "trigger up.b --at T (to come, below the watermark) is accepted" 0 "$rc2"
+check "... T was still to come when it was sent" test "$sent2" -lt "$T"
 expect_eq "no refusal claiming the upstream runs there" 0 \
 	"$(cat "$NODE_DIR/tr1.out" "$NODE_DIR/tr2.out" | grep -c "stored but not activated yet")"
 lead_shards 20 b2 || { finish; exit 1; }
