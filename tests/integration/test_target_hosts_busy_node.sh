@@ -41,9 +41,12 @@ printf 'jobs:\n  - id: red.slow\n    tenant: red\n    schedule: {cron: "0/2 * * 
 expect_exit "apply without --config" 0 "$PAL" apply "$NODE_DIR/slow.yaml"
 running() { [ "$(sql "SELECT count(*) FROM triggers WHERE job_id = 'red.slow' AND state = 'running'")" -ge 1 ]; }
 wait_until "x2 sends one call (held 100 s by the service)" 20 running
+CLAIMED=$(date +%s) # x2's last claim is before this
 skipped() { [ "$(sql "SELECT count(*) FROM render_skips WHERE job_id = 'red.slow' AND node = 'x1' AND until > now()")" = 1 ]; }
 wait_until "x1 skips the job (it does not give the host)" 20 skipped
-sleep 75
+# past the minute that liveness looks back from x2's last claim, and 10 s
+# of x1's sweeps (its lease thread's, every heartbeat) more
+sleep $((CLAIMED + 70 - $(date +%s)))
 echo "    states: $(sql "SELECT string_agg(state || '=' || n, ' ') FROM (SELECT state, count(*) n FROM triggers WHERE job_id = 'red.slow' GROUP BY state) s")"
 echo "    executor_nodes: $(sql "SELECT string_agg(node || ' seen ' || round(extract(epoch FROM clock_timestamp() - seen_at)) || 's ago', ', ') FROM executor_nodes")"
 check "x2 is alive (readyz)" node_ready x2
