@@ -19,6 +19,9 @@ Paths:
                (the key's last segment, default key template; 0 if not a number):
                a known third of an every-2-seconds job's instants, else 200 {};
                /third?delay_ms=N answers after N ms
+  /...?hold=PATH[&hold_part=P]  (/third, /log...) answers once the file PATH
+               is gone (at most 5 minutes), only the key's partition P with
+               hold_part: a test holds an outcome while it looks
   /log...      200 {}
   /resend      keeps the connection alive: the first request on a connection
                is answered 200 {}, a later one is read and its connection
@@ -41,9 +44,19 @@ def header(data, name):
             return v.strip().decode(errors="replace")
     return "-"
 
-def answer_logged(conn, path, data, delay_ms=0):
+def held(data, hold):
+    path, part = hold.get("hold"), hold.get("hold_part")
+    if not path:
+        return False
+    return part is None or header(data, b"Idempotency-Key").rsplit("/", 1)[-1] == part
+
+def answer_logged(conn, path, data, delay_ms=0, hold={}):
     if delay_ms > 0:
         time.sleep(delay_ms / 1000.0)
+    if held(data, hold):
+        end = time.time() + 300
+        while os.path.exists(hold["hold"]) and time.time() < end:
+            time.sleep(0.05)
     at = header(data, b"Palisade-Scheduled-At")
     status = 200
     if path.startswith("/third") and at != "-":
@@ -147,9 +160,10 @@ def handle(conn):
             head, _, rest = data.partition(b"\r\n\r\n")
             read_body(conn, head, rest)
             q = data.split(b" ", 2)[1].decode(errors="replace").partition("?")[2]
-            delay = [int(v) for k, _, v in (x.partition("=") for x in q.split("&"))
-                     if k == "delay_ms" and v.isdigit()]
-            answer_logged(conn, path, head, delay[0] if delay else 0)
+            args = dict((k, v) for k, _, v in (x.partition("=") for x in q.split("&")))
+            delay = args.get("delay_ms", "")
+            hold = {k: args[k] for k in ("hold", "hold_part") if k in args}
+            answer_logged(conn, path, head, int(delay) if delay.isdigit() else 0, hold)
         elif path.startswith("/reset"):
             conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
         else:

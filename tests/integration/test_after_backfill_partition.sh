@@ -9,10 +9,16 @@
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "backfill/trigger --at of a dependent job never doubles a partition the dependency planner still runs"
-badserver_cluster it_after_backfill_partition 2
+badserver_cluster it_after_backfill_partition 2 60s
+# pp.up's partition 1 is answered once HOLD is gone: its instant stays
+# running (pp.down's T/p1 undecided) while the backfill and trigger --at
+# run, however slow the box.  Each call takes 3 s: T/p0 succeeds 3 s or
+# more after T, so the backfill's range (to now - 1 s) holds T.
+HOLD=$NODE_DIR/up.hold
+touch "$HOLD"
 apply_jobs "apply" <<YAML || { finish; exit 1; }
 jobs:
-  - {id: pp.up, partitions: 2, max_in_flight: 1, schedule: {cron: "*/30 * * * * ?"}, target: $(url "log/up?delay_ms=9000")}
+  - {id: pp.up, partitions: 2, schedule: {cron: "*/30 * * * * ?"}, target: $(url "log/up?delay_ms=3000&hold=$HOLD&hold_part=1")}
   - {id: pp.down, partitions: 2, after: [{job: pp.up, within: 1h}], target: $(url log/down)}
 YAML
 lead_shards 20 b1 || { finish; exit 1; }
@@ -30,6 +36,7 @@ rc=$?
 sed 's/^/    trigger: /' "$NODE_DIR/tr.out"
 expect_eq "trigger pp.down --at $T (p1 undecided) is refused (exit 4)" 4 "$rc"
 expect_eq "neither wrote a row" 0 "$(sql "select count(*) from triggers where job_id = 'pp.down' and request_id is not null")"
+rm -f "$HOLD"
 wait_until "pp.up at $T p1 ended" 30 has "select count(*) from triggers where job_id = 'pp.up' and scheduled_at = '$T' and request_id is null and partition = 1 and state = 'succeeded'"
 wait_until "pp.down has its own T/p1" 20 has "select count(*) from triggers where job_id = 'pp.down' and scheduled_at = '$T' and request_id is null and partition = 1"
 sleep 3

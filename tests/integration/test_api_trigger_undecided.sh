@@ -7,10 +7,14 @@
 source tests/integration/lib.sh
 source tests/integration/cluster.sh
 guarantee "the API's refusal of an undecided past instant says what it is"
-badserver_cluster it_api_trigger_undecided 1
+badserver_cluster it_api_trigger_undecided 1 60s
+# at.up's calls are answered once HOLD is gone: its instant stays running
+# (at.down's undecided) until the POST is answered, however slow the box
+HOLD=$NODE_DIR/up.hold
+touch "$HOLD"
 apply_jobs "apply" <<YAML || { finish; exit 1; }
 jobs:
-  - {id: at.up, schedule: {cron: "*/10 * * * * ?"}, target: $(url "log/up?delay_ms=8000")}
+  - {id: at.up, schedule: {cron: "*/10 * * * * ?"}, target: $(url "log/up?hold=$HOLD")}
   - {id: at.down, after: [{job: at.up, within: 1h}], target: $(url log/down)}
 YAML
 lead_shards 20 b1 || { finish; exit 1; }
@@ -22,6 +26,7 @@ sleep 1
 O=$NODE_DIR/api.out
 code=$(curl -s -o "$O" -w '%{http_code}' -X POST -H "Authorization: Bearer $OP" -H 'Content-Type: application/json' \
 	--data "{\"at\": \"$T\", \"reason\": \"x\"}" "http://${NODE_ADMIN[b1]}/api/v1/jobs/at.down/trigger")
+rm -f "$HOLD"
 sed 's/^/    | /' "$O"; echo
 expect_eq "409" 409 "$code"
 expect_eq "type scheduled-instant" "urn:palisade:problem:scheduled-instant" "$(jq -r .type "$O")"
