@@ -149,6 +149,12 @@ void pal_coord_debug_drop_create_replies(pal_coord *c, int n);
  */
 PAL_MUST_CHECK int pal_coord_list_nodes(const char *connect, const char *root, const char *cluster,
 					int timeout_ms, json_t **out, char *err, size_t errlen);
+/* The full path under which the nodes of CLUSTER under ROOT register with
+ * the ZooKeeper of CONNECT, its chroot (the "/..." after the host list)
+ * included: what tells two clusters apart that share an ensemble.  Into
+ * OUT (truncated to LEN). */
+void pal_coord_nodes_path(const char *connect, const char *root, const char *cluster, char *out,
+			  size_t len);
 /* The same for a check that must not take "never registered" for "none
  * live" (migrate's contract steps): a nodes path that does not exist (no
  * node of CLUSTER under ROOT ever registered with that ZooKeeper, or ROOT

@@ -224,17 +224,21 @@ PAL_MUST_CHECK int pal_store_schema_check(pal_store *st, int *version, char *err
  * NOTHING with DEFAULT_SHARDS), then fixed.  Also seeds the shards rows. */
 PAL_MUST_CHECK int pal_store_shard_count(pal_store *st, int default_shards, int *n, char *err,
 					 size_t errlen);
-/* The ZooKeeper path a node of the cluster registers under
- * (<root>/<cluster>/nodes), recorded in cluster_settings by every node of
- * this release as it starts, so that `palisade migrate` can tell that the
- * path it reads is the nodes' (the last node started wins).  *PREV: the
- * path recorded before when this one replaced it, else "". */
-PAL_MUST_CHECK int pal_store_zk_nodes_path_record(pal_store *st, const char *path, char *prev,
-						  size_t prevlen, char *err, size_t errlen);
-/* The recorded path ("" when no node of this release has started) and when
- * it was recorded (UTC, ISO 8601). */
-PAL_MUST_CHECK int pal_store_zk_nodes_path(pal_store *st, char *path, size_t pathlen, char *at,
-					   size_t atlen, char *err, size_t errlen);
+/* Where the nodes of this database register in ZooKeeper (the chroot of
+ * zookeeper.connect, then <root>/<cluster>/nodes), as each node of this
+ * release says at its start and every 10 s after: one cluster_settings row
+ * per path, its created_at the last time a node said so (written at most
+ * every PAL_ZK_PATH_REFRESH_S).  A path said within 6 x that is live.
+ * `palisade migrate` reads them to tell that the path it reads is the
+ * nodes' (docs/upgrades.md).  pal_store_zk_nodes_path_seen() records PATH
+ * and gives the other live paths, comma-separated, in OTHERS ("" when
+ * none); pal_store_zk_nodes_paths() gives every recorded path as a JSON
+ * array of {path, seen_s_ago, live}, the last seen first. */
+#define PAL_ZK_PATH_REFRESH_S 5
+PAL_MUST_CHECK int pal_store_zk_nodes_path_seen(pal_store *st, const char *path, char *others,
+						size_t otherslen, char *err, size_t errlen);
+PAL_MUST_CHECK int pal_store_zk_nodes_paths(pal_store *st, json_t **out, char *err,
+					    size_t errlen);
 
 typedef enum { PAL_APPLY_CREATED, PAL_APPLY_UPDATED, PAL_APPLY_UNCHANGED } pal_apply_outcome;
 

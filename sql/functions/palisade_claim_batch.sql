@@ -322,6 +322,12 @@ BEGIN
 		    HAVING count(*) > 0) door
 		  CROSS JOIN LATERAL palisade_trigger_move(door.ids, door.ats, door.froms, 'cancelling',
 		    'replaced') m;
+		-- one of them may be claimed ahead of its instant, its call not
+		-- made yet: its executor learns of it now (at its next renewal,
+		-- which may come after the instant, the call would go out)
+		IF FOUND THEN
+			PERFORM pg_notify('palisade_handback', '');
+		END IF;
 	END IF;
 
 	-- The summary: when the next trigger becomes ready after the horizon.

@@ -123,27 +123,48 @@ static int unlisted_leaders(pal_store *st, const json_t *live, const char *path,
 }
 
 /*
- * PATH is not where the database's nodes register: the last node of this
- * release to start recorded another (pal_store_zk_nodes_path_record()).
- * Another cluster's path may list nodes, even nodes of the same names, and
- * none of them old: read as "no older node live", a contract step would
- * land beside the nodes that do run on this database.  Returns 0 (the same
- * path, or none recorded: no node of this release has started), else the
- * exit code with ERR set.
+ * PATH is not where the database's nodes register, as the nodes of this
+ * release say it (pal_store_zk_nodes_path_seen()): another cluster's path
+ * may list nodes, even nodes of the same names, none of them old, and read
+ * as "no older node live" a contract step would land beside the nodes
+ * that do run on this database.  Refused when a path other than PATH is
+ * live (a node of this release said it in the last 30 s), or when none is
+ * and the last one said is not PATH.  Returns 0 (no path recorded: no node
+ * of this release has started; or PATH is the one), else the exit code
+ * with ERR set.
  */
 static int recorded_path_differs(pal_store *st, const char *path, char *err, size_t errlen)
 {
-	char rec[256], at[64];
-	if (pal_store_zk_nodes_path(st, rec, sizeof rec, at, sizeof at, err, errlen))
+	json_t *paths = NULL, *p;
+	size_t i;
+	if (pal_store_zk_nodes_paths(st, &paths, err, errlen))
 		return PAL_EXIT_UNAVAIL;
-	if (!*rec || !strcmp(rec, path))
-		return PAL_EXIT_OK;
-	snprintf(err, errlen,
-		 "this migrate reads %s, but the nodes of this database register under %s "
-		 "(recorded by the last node that started, at %s): pass --config with the nodes' "
-		 "configuration",
-		 path, rec, at);
-	return PAL_EXIT_UNAVAIL;
+	const char *other = NULL;
+	long long ago = 0;
+	bool live_other = false;
+	json_array_foreach(paths, i, p) {
+		const char *v = json_string_value(json_object_get(p, "path")) ?: "";
+		bool live = json_is_true(json_object_get(p, "live"));
+		bool last = i == 0; /* the last one said comes first */
+		if (strcmp(v, path) && (live || (last && !live))) {
+			other = v;
+			ago = json_integer_value(json_object_get(p, "seen_s_ago"));
+			live_other = live;
+			break;
+		}
+	}
+	if (other)
+		snprintf(err, errlen,
+			 "this migrate reads %s, but %s said it registers under %s (%lld s ago)%s: "
+			 "pass --config with the nodes' configuration (and --zk with their chroot)",
+			 path, live_other ? "a live node of this database" : "the last node that ran",
+			 other, ago,
+			 live_other ? "; if that node is misconfigured, stop it: its path stops "
+				      "counting 30 s later"
+				    : "; if that node was misconfigured, start one node with the "
+				      "right configuration first");
+	json_decref(paths);
+	return other ? PAL_EXIT_UNAVAIL : PAL_EXIT_OK;
 }
 
 /*
@@ -172,8 +193,8 @@ static int older_nodes(const pal_cli_common *c, pal_store *st, const pal_pending
 		*older = json_array();
 		return PAL_EXIT_OK;
 	}
-	snprintf(path, sizeof path, "%s/%s/nodes", pal__cli_config_zk_root(c),
-		 pal__cli_config_cluster(c));
+	pal_coord_nodes_path(pal__cli_zk(c), pal__cli_config_zk_root(c), pal__cli_config_cluster(c),
+			     path, sizeof path);
 	int ec = recorded_path_differs(st, path, err, sizeof err);
 	if (!ec)
 		ec = pal__cli_older_nodes(c, pc->compatible_from, &live, older, err, sizeof err);

@@ -758,6 +758,20 @@ static int resume_loaded(pal_controller *c, int s, int64_t wm, int64_t now, char
 	return rc;
 }
 
+/* Shard S's tick gave way to a lock (or a deadlock) and will try again:
+ * counted, and its lag (NOW, the database's clock in seconds, minus its
+ * committed watermark) kept current, so that a shard whose ticks wait for
+ * ever shows in palisade_controller_watermark_lag_seconds (and its alert)
+ * rather than holding the value of its last commit. */
+static void tick_waited(pal_controller *c, int s, int64_t now)
+{
+	char lab[96];
+	minc(c, "palisade_controller_tick_lock_waits_total", NULL, 1);
+	snprintf(lab, sizeof lab, "shard=\"%d\"", s);
+	mset(c, "palisade_controller_watermark_lag_seconds", lab,
+	     now > c->led[s].watermark ? (double)(now - c->led[s].watermark) : 0);
+}
+
 static void tick_shard(pal_controller *c, int s)
 {
 	led_shard *l = &c->led[s];
@@ -770,6 +784,7 @@ static void tick_shard(pal_controller *c, int s)
 	}
 	if (rc && pal_store_lock_timeout(c->st)) {
 		pal_log(PAL_LOG_WARN, "controller.tick_waiting", "{s:i, s:s}", "shard", s, "error", err);
+		tick_waited(c, s, (int64_t)time(NULL)); /* no database clock read: this host's */
 		return;
 	}
 	if (rc) {
@@ -833,7 +848,7 @@ static void tick_shard(pal_controller *c, int s)
 		 * the connection is fine and the other shards go on. */
 		pal_log(PAL_LOG_WARN, "controller.tick_waiting", "{s:i, s:s, s:s}", "shard", s,
 			"during", "commit", "error", err);
-		minc(c, "palisade_controller_tick_lock_waits_total", NULL, 1);
+		tick_waited(c, s, now);
 		free(bad);
 		return;
 	}

@@ -385,3 +385,15 @@ int pal_coord_require_schema(const char *connect, const char *root, const char *
 	json_decref(older);
 	return n ? PAL_EBUSY : PAL_OK;
 }
+
+void pal_coord_nodes_path(const char *connect, const char *root, const char *cluster, char *out,
+			  size_t len)
+{
+	const char *chroot = connect ? strchr(connect, '/') : NULL;
+	size_t n = chroot ? strlen(chroot) : 0;
+	while (n > 1 && chroot[n - 1] == '/')
+		n--; /* "/east/" is "/east"; a lone "/" is no chroot */
+	if (n == 1)
+		n = 0;
+	snprintf(out, len, "%.*s%s/%s/nodes", (int)n, n ? chroot : "", root, cluster);
+}

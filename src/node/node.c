@@ -388,23 +388,25 @@ static void schema_outcome(node *n, const pal_schema_range *r, bool known, const
 			r->binary, "db_schema", r->db_version);
 }
 
-/* Record in the database where this node registers in ZooKeeper, for
- * `palisade migrate` to check that it reads the nodes' path; a change
- * (the cluster moved to another root or name, or a node configured for
- * another cluster on this database) is logged.  A failure is logged and
- * not fatal: the record only sharpens migrate's check. */
-static void record_zk_path(node *n, pal_store *st)
+/* Say in the database where this node registers in ZooKeeper (at start,
+ * then every SCHEMA_WATCH_MS), for `palisade migrate` to check that it
+ * reads the nodes' path; another path live on the database (a node
+ * configured for another cluster, the chroot, root or name changed) is
+ * logged.  A failure is logged and not fatal: the record only sharpens
+ * migrate's check. */
+static void say_zk_path(node *n, pal_store *st, bool at_start)
 {
-	char path[512], prev[512], err[512];
-	snprintf(path, sizeof path, "%s/%s/nodes", n->conf.zk_root, n->conf.cluster);
-	if (pal_store_zk_nodes_path_record(st, path, prev, sizeof prev, err, sizeof err)) {
-		pal_log(PAL_LOG_WARN, "node.zk_path_unrecorded", "{s:s, s:s}", "path", path, "error",
-			err);
+	char path[512], others[512], err[512];
+	pal_coord_nodes_path(n->zk, n->conf.zk_root, n->conf.cluster, path, sizeof path);
+	if (pal_store_zk_nodes_path_seen(st, path, others, sizeof others, err, sizeof err)) {
+		if (at_start)
+			pal_log(PAL_LOG_WARN, "node.zk_path_unrecorded", "{s:s, s:s}", "path", path,
+				"error", err);
 		return;
 	}
-	if (*prev)
-		pal_log(PAL_LOG_WARN, "node.zk_path_changed", "{s:s, s:s}", "path", path, "was",
-			prev);
+	if (*others && at_start)
+		pal_log(PAL_LOG_WARN, "node.zk_path_other", "{s:s, s:s}", "path", path, "others",
+			others);
 }
 
 /* Record which of the binary's after-roll steps the database of ST lacks
@@ -447,6 +449,8 @@ static void schema_watch(void *arg)
 		return;
 	int v = 0;
 	int rc = pal_store_schema_check(n->schema_st, &v, err, sizeof err);
+	if (!rc)
+		say_zk_path(n, n->schema_st, false);
 	if (rc != PAL_ESCHEMA) {
 		if (rc == PAL_EDB) {
 			pal_store_close(n->schema_st);
@@ -495,7 +499,7 @@ static int prepare_database(node *n)
 				rc = pal_store_shard_count(st, n->conf.shards, &n->n_shards, err, sizeof err);
 			if (!rc) {
 				after_roll_outcome(n, st);
-				record_zk_path(n, st);
+				say_zk_path(n, st, true);
 			}
 			pal_store_close(st);
 			if (!rc) {

@@ -265,39 +265,43 @@ int pal_store_handoff_clear(pal_store *st, const int *shards, size_t n, char *er
 	return PAL_OK;
 }
 
-int pal_store_zk_nodes_path_record(pal_store *st, const char *path, char *prev, size_t prevlen,
-				   char *err, size_t errlen)
+/* A path's row in cluster_settings: name 'zk_nodes_path <path>', value the
+ * path, created_at when a node of this release registered under it last
+ * said so (refreshed at most every PAL_ZK_PATH_REFRESH_S). */
+int pal_store_zk_nodes_path_seen(pal_store *st, const char *path, char *others, size_t otherslen,
+				 char *err, size_t errlen)
 {
-	const char *p[] = {path};
+	char fresh[16];
+	snprintf(fresh, sizeof fresh, "%d", PAL_ZK_PATH_REFRESH_S);
+	const char *p[] = {path, fresh};
 	PGresult *r = pal__store_query(
 	    st,
-	    "WITH old AS (SELECT value FROM cluster_settings WHERE name = 'zk_nodes_path')"
-	    " INSERT INTO cluster_settings (name, value) VALUES ('zk_nodes_path', $1)"
-	    " ON CONFLICT (name) DO UPDATE SET value = excluded.value, created_at = now()"
-	    "  WHERE cluster_settings.value <> excluded.value"
-	    " RETURNING (SELECT value FROM old)",
-	    1, p, err, errlen);
+	    "WITH ins AS (INSERT INTO cluster_settings (name, value)"
+	    "  VALUES ('zk_nodes_path ' || $1, $1) ON CONFLICT (name) DO NOTHING RETURNING 1),"
+	    " upd AS (UPDATE cluster_settings SET created_at = now()"
+	    "  WHERE name = 'zk_nodes_path ' || $1"
+	    "   AND created_at < now() - $2::int * interval '1 second' RETURNING 1)"
+	    " SELECT string_agg(value, ', ' ORDER BY value) FROM cluster_settings"
+	    " WHERE name LIKE 'zk\\_nodes\\_path %' AND value <> $1"
+	    "  AND created_at > now() - $2::int * interval '6 second'",
+	    2, p, err, errlen);
 	if (!r)
 		return PAL_EDB;
-	snprintf(prev, prevlen, "%s",
-		 PQntuples(r) && !PQgetisnull(r, 0, 0) ? PQgetvalue(r, 0, 0) : "");
+	snprintf(others, otherslen, "%s", PQgetisnull(r, 0, 0) ? "" : PQgetvalue(r, 0, 0));
 	PQclear(r);
 	return PAL_OK;
 }
 
-int pal_store_zk_nodes_path(pal_store *st, char *path, size_t pathlen, char *at, size_t atlen,
-			    char *err, size_t errlen)
+int pal_store_zk_nodes_paths(pal_store *st, json_t **out, char *err, size_t errlen)
 {
-	PGresult *r = pal__store_query(
+	char fresh[16];
+	snprintf(fresh, sizeof fresh, "%d", PAL_ZK_PATH_REFRESH_S);
+	const char *p[] = {fresh};
+	return pal__store_query_json(
 	    st,
-	    "SELECT value, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
-	    " FROM cluster_settings WHERE name = 'zk_nodes_path'",
-	    0, NULL, err, errlen);
-	if (!r)
-		return PAL_EDB;
-	bool got = PQntuples(r) == 1;
-	snprintf(path, pathlen, "%s", got ? PQgetvalue(r, 0, 0) : "");
-	snprintf(at, atlen, "%s", got ? PQgetvalue(r, 0, 1) : "");
-	PQclear(r);
-	return PAL_OK;
+	    "SELECT coalesce(json_agg(json_build_object('path', value, 'seen_s_ago',"
+	    "  extract(epoch from now() - created_at)::bigint, 'live',"
+	    "  created_at > now() - $1::int * interval '6 second') ORDER BY created_at DESC), '[]')"
+	    " FROM cluster_settings WHERE name LIKE 'zk\\_nodes\\_path %'",
+	    1, p, out, err, errlen);
 }

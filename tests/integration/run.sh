@@ -72,7 +72,7 @@ IT_LONG=" test_oneshot_switch_misfire test_leftout_version_oneshot test_new_job_
 	test_after_finished_cancel test_pgbouncer_readyz test_trigger_scan_scale
 	test_notify_rule_removed test_notify_rule_recovered test_takeover_old_controller test_takeover_old_apply
 	test_notify_latest_receiver test_notify_rule_swap  test_gates_old_executor test_migrate_zk_path
-	test_migrate_next_release test_tick_lock_wait test_migrate_zk_recorded test_pause_ahead"
+	test_migrate_next_release test_tick_lock_wait test_migrate_zk_recorded test_pause_ahead test_replace_ahead"
 
 # run_test T: runs test T and prints its lines: "== NAME", its output, and
 # "passed in Ns" or, on a failure, the last lines of each of its process logs

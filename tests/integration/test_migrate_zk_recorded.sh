@@ -33,27 +33,35 @@ old_leader_db it_migrate_zk_recorded
 ROLES=executor write_conf "$NODE_DIR/x.yaml"
 CLUSTER_CONF=$NODE_DIR/x.yaml start_node x1
 wait_until "this tree's executor x1 is ready" 30 node_ready x1
-expect_eq "x1 recorded where this cluster's nodes register" "/palisade-test/$IT_CLUSTER/nodes" \
-	"$(sql "select value from cluster_settings where name = 'zk_nodes_path'")"
-stop_node x1
+expect_eq "x1 says where this cluster's nodes register" "/palisade-test/$IT_CLUSTER/nodes" \
+	"$(sql "select string_agg(value, ' ') from cluster_settings where name like 'zk%nodes%path %'")"
 
 expect_exit "migrate --config of the other cluster refuses: cannot tell (exit 69)" 69 \
 	"$PAL" migrate --config "$NODE_DIR/other.yaml"
-expect_match "naming the path it reads and the recorded one" \
-	"this migrate reads /palisade-test/$OTHER/nodes, but the nodes of this database register under /palisade-test/$IT_CLUSTER/nodes .*nothing applied" "$OUT"
+expect_match "naming the path it reads and the live one" \
+	"this migrate reads /palisade-test/$OTHER/nodes, but a live node of this database said it registers under /palisade-test/$IT_CLUSTER/nodes .*nothing applied" "$OUT"
 expect_eq "nothing applied" "$MIN t" "$(state)"
 sleep 12 # past the 0.3.0 node's 10 s schema re-check
 check "o1 (0.3.0) still runs" node_alive o1
 expect_eq "o1 still leads every shard" "$SHARDS" "$(sql "select count(*) from shards where leader = 'o1'")"
 expect_exit "with the nodes' own config: refused while o1 lives (exit 4)" 4 "$PAL" migrate --config "$CLUSTER_CONF"
 
-# ---- a node that registers elsewhere changes the record, and says so -------------
+# ---- a node started on this database with the other cluster's name ---------------
 CLUSTER_NAME=$OTHER ROLES=executor write_conf "$NODE_DIR/x2.yaml"
 CLUSTER_CONF=$NODE_DIR/x2.yaml start_node x2
 wait_until "x2 (the other cluster's name, this database) is ready" 30 node_ready x2
-check "x2 logged node.zk_path_changed with the path it replaced" \
-	grep -q "\"event\":\"node.zk_path_changed\".*\"was\":\"/palisade-test/$IT_CLUSTER/nodes\"" "$NODE_DIR/x2.log"
+check "x2 logged node.zk_path_other naming the path live beside its own" \
+	grep -q "\"event\":\"node.zk_path_other\".*\"others\":\"/palisade-test/$IT_CLUSTER/nodes\"" "$NODE_DIR/x2.log"
+expect_exit "while x2 runs, migrate --config of the other cluster still refuses (exit 69)" 69 \
+	"$PAL" migrate --config "$NODE_DIR/other.yaml"
+expect_exit "... and so does migrate with the nodes' own config (two paths live: cannot tell)" 69 \
+	"$PAL" migrate --config "$CLUSTER_CONF"
+expect_match "naming x2's path, live" "but a live node of this database said it registers under /palisade-test/$OTHER/nodes" "$OUT"
 stop_node x2
+counts_again() { "$PAL" migrate --config "$CLUSTER_CONF" >/dev/null 2>&1; [ $? -eq 4 ]; }
+wait_until "30 s after x2 stopped its path no longer counts: the nodes' config is refused for o1 alone (exit 4)" 50 counts_again
+expect_eq "nothing applied" "$MIN t" "$(state)"
+stop_node x1
 stop_node o1
 kill -TERM "$OTHER_O1" 2>/dev/null; wait "$OTHER_O1" 2>/dev/null
 finish

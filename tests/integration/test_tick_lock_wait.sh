@@ -40,6 +40,9 @@ expect_exit "apply U v2" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/v2.y
 waiting() { grep '"event":"controller.tick_waiting"' "$NODE_DIR/f1.log" | grep -q '"during":"commit"'; }
 wait_until "the tick activating v2 gives up on shard $B's row" 60 waiting
 expect_eq "U v2 not activated while the row is held" 0 "$(active 2 && echo 1 || echo 0)"
+lagging() { curl -s "http://${NODE_ADMIN[f1]}/metrics" |
+	grep -Eq "^palisade_controller_watermark_lag_seconds\{shard=\"$US\"\} [1-9]"; }
+wait_until "shard $US's watermark lag grows while its ticks wait (past the 5 s lookahead)" 30 lagging
 sql "select pg_terminate_backend(pid) from pg_stat_activity where $HOLDER" >/dev/null
 wait $HOLD
 wait_until "U v2 activated once the row is free" 20 active 2
