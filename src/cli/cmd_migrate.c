@@ -195,9 +195,13 @@ static int older_nodes(const pal_cli_common *c, pal_store *st, const pal_pending
 	}
 	pal_coord_nodes_path(pal__cli_zk(c), pal__cli_config_zk_root(c), pal__cli_config_cluster(c),
 			     path, sizeof path);
-	int ec = recorded_path_differs(st, path, err, sizeof err);
-	if (!ec)
-		ec = pal__cli_older_nodes(c, pc->compatible_from, &live, older, err, sizeof err);
+	/* the nodes read first: no ZooKeeper known (64) or none answering (69)
+	 * says so before any judgement of the path */
+	int ec = pal__cli_older_nodes(c, pc->compatible_from, &live, older, err, sizeof err);
+	if (!ec && (ec = recorded_path_differs(st, path, err, sizeof err))) {
+		json_decref(*older);
+		*older = NULL;
+	}
 	if (!ec && unlisted_leaders(st, live, path, err, sizeof err)) {
 		json_decref(*older);
 		*older = NULL;
