@@ -205,6 +205,56 @@ int pal__apply_stored_spec(const char *text, const char *id, pal_job_spec *out, 
 	return rc;
 }
 
+/* The not-yet-claimed triggers of the jobs among $1, locked so that no
+ * executor claims one (a claim passes locked rows over) before the cancel
+ * below takes them; then the clock, and the end of the retirement (the
+ * clock rounded up to the second). */
+#define RETIRE_LOCK_SQL                                                                            \
+	"SELECT 1 FROM triggers t WHERE t.job_id = ANY($1::text[])"                                \
+	" AND t.state IN ('pending', 'retry_wait', 'paused') FOR UPDATE OF t"
+#define RETIRE_CLOCK_SQL                                                                           \
+	"SELECT c::text, ceil(extract(epoch FROM c))::bigint FROM clock_timestamp() c"
+
+/* Set the created_at of the retiring versions $2 of jobs $1 (arrays) to
+ * $3 (RETIRE_CLOCK_SQL). */
+#define RETIRE_STORED_SQL                                                                          \
+	"UPDATE job_versions v SET created_at = $3::timestamptz"                                   \
+	" FROM unnest($1::text[], $2::int[]) AS u(id, ver)"                                        \
+	" WHERE v.job_id = u.id AND v.version = u.ver"
+
+/* Run SQL, which returns nothing the caller needs. */
+static int run(pal_store *st, const char *sql, int n, const char *const *p, char *err,
+	       size_t errlen)
+{
+	PGresult *r = pal__store_query(st, sql, n, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	PQclear(r);
+	return PAL_OK;
+}
+
+/* The retiring versions are stored when their jobs' triggers were locked
+ * (*STORED), not when the transaction began: a trigger that an executor
+ * claimed between the two (up to claim_ahead early) runs, and is one
+ * claimed before its retiring version was stored, as verify judges it
+ * (left to finish), not one run outside every version's range.  Two
+ * statements: the clock is read after the lock has waited for a claim. */
+static int retire_clock(pal_store *st, const char *ids, char *stored, size_t len, int64_t *at,
+			char *err, size_t errlen)
+{
+	const char *p[] = {ids};
+	int rc = run(st, RETIRE_LOCK_SQL, 1, p, err, errlen);
+	PGresult *r = NULL;
+	if (!rc && !(r = pal__store_query(st, RETIRE_CLOCK_SQL, 0, NULL, err, errlen)))
+		rc = PAL_EDB;
+	if (rc)
+		return rc;
+	snprintf(stored, len, "%s", PQgetvalue(r, 0, 0));
+	*at = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+	PQclear(r);
+	return PAL_OK;
+}
+
 /* pal_store_apply_retire for at most CHUNK ids (their specs are read at
  * once). */
 static int retire_chunk(pal_apply *a, const char *const *ids, size_t n, pal_retire_result *res,
@@ -225,7 +275,7 @@ static int retire_chunk(pal_apply *a, const char *const *ids, size_t n, pal_reti
 	PGresult *r = pal__store_query(
 	    a->st,
 	    "SELECT j.job_id, j.retired_at IS NOT NULL, j.latest_version, v.spec::text,"
-	    " ceil(extract(epoch FROM clock_timestamp()))::bigint, v.notify_own"
+	    " v.notify_own"
 	    " FROM jobs j JOIN job_versions v ON v.job_id = j.job_id AND v.version = "
 	    "j.latest_version"
 	    " WHERE j.job_id = ANY($1::text[]) ORDER BY j.job_id COLLATE \"C\" FOR UPDATE OF j",
@@ -242,10 +292,13 @@ static int retire_chunk(pal_apply *a, const char *const *ids, size_t n, pal_reti
 	pal_apply_result *ar = calloc(nr ? (size_t)nr : 1, sizeof *ar);
 	size_t *of = calloc(nr ? (size_t)nr : 1, sizeof *of);
 	size_t m = 0;
-	int64_t at = nr ? strtoll(PQgetvalue(r, 0, 4), NULL, 10) : 0;
+	int64_t at = 0;
+	char stored[64] = "";
 	if (!specs || !ar || !of) {
 		snprintf(err, errlen, "out of memory");
 		rc = PAL_ENOMEM;
+	} else if (nr) {
+		rc = retire_clock(a->st, all, stored, sizeof stored, &at, err, errlen);
 	}
 	for (int row = 0; !rc && row < nr; row++) {
 		size_t i = GPOINTER_TO_SIZE(g_hash_table_lookup(index, PQgetvalue(r, row, 0)));
@@ -264,7 +317,7 @@ static int retire_chunk(pal_apply *a, const char *const *ids, size_t n, pal_reti
 		 * (end is exclusive; never before its start); its notify as it
 		 * was, inherited entries included. */
 		pal_job_spec *s = &specs[m];
-		pal_job_spec_stored_notify_own(s, PQgetvalue(r, row, 5));
+		pal_job_spec_stored_notify_own(s, PQgetvalue(r, row, 4));
 		int64_t end = s->has_end && s->end < at ? s->end : at;
 		if (s->has_start && end < s->start)
 			end = s->start;
@@ -286,17 +339,24 @@ static int retire_chunk(pal_apply *a, const char *const *ids, size_t n, pal_reti
 	for (size_t k = 0; !rc && k < m; k++)
 		res[of[k]].version = ar[k].version;
 	if (!rc && m) {
-		pal_pgarr ret;
+		pal_pgarr ret, vers;
 		pal__pgarr_init(&ret);
-		for (size_t k = 0; k < m; k++)
+		pal__pgarr_init(&vers);
+		for (size_t k = 0; k < m; k++) {
 			pal__pgarr_text(&ret, ids[of[k]]);
-		char *rids = pal__pgarr_end(&ret);
+			pal__pgarr_i64(&vers, ar[k].version);
+		}
+		char *rids = pal__pgarr_end(&ret), *rvers = pal__pgarr_end(&vers);
+		const char *sp[] = {rids, rvers, stored};
+		rc = run(a->st, RETIRE_STORED_SQL, 3, sp, err, errlen);
+		g_free(rvers);
 		char ats[24];
 		snprintf(ats, sizeof ats, "%lld", (long long)at);
 		GHashTable *counts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 		int64_t total = 0;
-		rc = cancel_retired(a->st, rids, a->actor, a->reason, "job retired", ats, counts,
-				    &total, err, errlen);
+		if (!rc)
+			rc = cancel_retired(a->st, rids, a->actor, a->reason, "job retired", ats,
+					    counts, &total, err, errlen);
 		for (size_t k = 0; !rc && k < m; k++)
 			res[of[k]].cancelled =
 			    GPOINTER_TO_INT(g_hash_table_lookup(counts, ids[of[k]]));
