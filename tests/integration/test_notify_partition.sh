@@ -33,6 +33,10 @@ class H(BaseHTTPRequestHandler):
 ThreadingHTTPServer.request_queue_size = 64
 ThreadingHTTPServer(('127.0.0.1', $SVC_PORT), H).serve_forever()" &
 SVC_PID=$!
+# up before the first instant: a call a loaded box makes before the
+# service listens fails partition 0 too, and sends a failed of its own
+svc_up() { [ "$(curl -s -o /dev/null -w '%{http_code}' -X POST -d '{"p": 0}' "http://127.0.0.1:$SVC_PORT/apply")" = 200 ]; }
+wait_until "the service answers" 20 svc_up
 END=$(date -u -d '+16 seconds' +%Y-%m-%dT%H:%M:%SZ)
 apply_jobs apply <<YAML
 jobs:
@@ -44,7 +48,11 @@ jobs:
     notify: [{on: [failed, recovered], url: "http://127.0.0.1:$HOOK_PORT/hooks", secret: "\${HOOK_SECRET}"}]
 YAML
 lead_shards 20 n1 || { finish; exit 1; }
-ended() { [ "$(sql "select count(*) from trigger_jobs where job_id = 'split' and state not in ('failed', 'succeeded')")" = 0 ] &&
+# every instant up to END planned (the watermarks past it: a loaded
+# planner may not have planned the last ones yet when the first have run)
+# and each one ended
+ended() { planned_past "$END" &&
+	[ "$(sql "select count(*) from trigger_jobs where job_id = 'split' and state not in ('failed', 'succeeded')")" = 0 ] &&
 	[ "$(sql "select count(*) from trigger_jobs where job_id = 'split'")" -ge 6 ]; }
 wait_until "the job's instants have run (its schedule's end)" 40 ended
 wait_until "every notification delivered" 20 eval '[ "$(sql "select count(*) from notifications where delivered_at is null")" = 0 ]'
