@@ -69,6 +69,11 @@ static void apply_free(pal_apply *a)
 		g_hash_table_destroy(a->rule_scopes);
 	rules_free(a->rules, a->n_rules);
 	pal__takeover_free(a->tk);
+	if (a->n_stored) {
+		g_free(pal__pgarr_end(&a->stored_ids));
+		g_free(pal__pgarr_end(&a->stored_vers));
+		g_free(pal__pgarr_end(&a->stored_ats));
+	}
 	if (a->n_told) {
 		g_free(pal__pgarr_end(&a->told_ids));
 		g_free(pal__pgarr_end(&a->told_vers));
@@ -266,6 +271,8 @@ int pal_store_apply_commit(pal_apply *a, char *err, size_t errlen)
 	int rc = pal__apply_collect(a, err, errlen);
 	if (!rc && a->n_told)
 		rc = tell_failing(a, err, errlen);
+	if (!rc)
+		rc = pal__apply_takeover_stored(a, err, errlen);
 	if (!rc && pal__store_exec(a->st, "COMMIT", err, errlen))
 		rc = PAL_EDB;
 	if (rc)

@@ -66,6 +66,11 @@ struct pal_apply {
 	const pal_secret_policy *secrets;
 	GHashTable *rule_scopes;
 	int64_t now; /* the apply's time (apply_time), PAL_NO_TIME until read */
+	/* the versions that take over at the apply (N_STORED: jobs, versions)
+	 * and, for each, the clock read once their old rows were locked
+	 * (pal__apply_takeover_sweep): their created_at at the commit */
+	pal_pgarr stored_ids, stored_vers, stored_ats;
+	size_t n_stored;
 	/* the jobs its takeover sweeps cut (pal__apply_takeover_sweep),
 	 * handed to the store at the commit for pal_store_apply_settle */
 	struct pal__takeover *tk;
@@ -96,6 +101,10 @@ int pal__apply_collect(pal_apply *a, char *err, size_t errlen);
 
 /* Statements 4e and 4f for a chunk: the old versions' rows that a version
  * taking over at its apply cuts (apply_takeover.c). */
+/* The versions that took over at the apply are stored when their old rows
+ * were locked (a->stored_at), not when the apply began: set at the commit,
+ * once their rows are in. */
+int pal__apply_takeover_stored(pal_apply *a, char *err, size_t errlen);
 int pal__apply_takeover_sweep(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen);
 
 /* Statement 4r for a chunk: retired jobs applied again, and jobs whose

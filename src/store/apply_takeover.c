@@ -331,6 +331,67 @@ static int takeover_add(pal_apply *a, const char *id, int64_t cut, int version, 
 	return PAL_OK;
 }
 
+/* The unclaimed scheduled rows at or after the cut of the jobs $1 (cuts
+ * $2), locked: an executor passes a locked row over, so that none is
+ * claimed between here and the cancel (4f); then the clock.  A row claimed
+ * before (up to claim_ahead early, since the apply began) is left to
+ * finish, and the version is stored at that clock
+ * (pal__apply_takeover_stored): such a run is one claimed before its
+ * version was stored, as verify judges it, not a run outside every
+ * version's range. */
+#define TAKEOVER_LOCK_SQL                                                                          \
+	"SELECT 1 FROM unnest($1::text[], $2::bigint[]) AS c(id, cut)"                             \
+	" JOIN triggers t ON t.job_id = c.id AND t.state IN ('pending', 'paused', 'shadow')"       \
+	"  AND t.source IN ('schedule', 'catchup') AND t.scheduled_at >= to_timestamp(c.cut)"      \
+	" FOR UPDATE OF t"
+#define TAKEOVER_STORED_SQL                                                                        \
+	"UPDATE job_versions v SET created_at = u.at"                                              \
+	" FROM unnest($1::text[], $2::int[], $3::timestamptz[]) AS u(id, ver, at)"                 \
+	" WHERE v.job_id = u.id AND v.version = u.ver"
+
+static int takeover_lock(pal_apply *a, const char *ids, const char *cuts, GPtrArray *jobs,
+			 GArray *vers, char *err, size_t errlen)
+{
+	const char *p[] = {ids, cuts};
+	PGresult *r = pal__store_query(a->st, TAKEOVER_LOCK_SQL, 2, p, err, errlen);
+	if (!r)
+		return PAL_EDB;
+	PQclear(r);
+	if (!(r = pal__store_query(a->st, "SELECT clock_timestamp()::text", 0, NULL, err, errlen)))
+		return PAL_EDB;
+	if (!a->n_stored) {
+		pal__pgarr_init(&a->stored_ids);
+		pal__pgarr_init(&a->stored_vers);
+		pal__pgarr_init(&a->stored_ats);
+	}
+	for (guint i = 0; i < jobs->len; i++) {
+		pal__pgarr_text(&a->stored_ids, g_ptr_array_index(jobs, i));
+		pal__pgarr_i64(&a->stored_vers, g_array_index(vers, int, i));
+		pal__pgarr_text(&a->stored_ats, PQgetvalue(r, 0, 0));
+		a->n_stored++;
+	}
+	PQclear(r);
+	return PAL_OK;
+}
+
+int pal__apply_takeover_stored(pal_apply *a, char *err, size_t errlen)
+{
+	if (!a->n_stored)
+		return PAL_OK;
+	char *p1 = pal__pgarr_end(&a->stored_ids), *p2 = pal__pgarr_end(&a->stored_vers),
+	     *p3 = pal__pgarr_end(&a->stored_ats);
+	a->n_stored = 0;
+	const char *p[] = {p1, p2, p3};
+	PGresult *r = pal__store_query(a->st, TAKEOVER_STORED_SQL, 3, p, err, errlen);
+	g_free(p1);
+	g_free(p2);
+	g_free(p3);
+	if (!r)
+		return PAL_EDB;
+	PQclear(r);
+	return PAL_OK;
+}
+
 int pal__apply_takeover_sweep(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)
 {
 	if (a->retiring)
@@ -380,15 +441,18 @@ int pal__apply_takeover_sweep(pal_apply *a, struct item *it, size_t n, char *err
 	g_free(p2);
 	/* the jobs and their cuts, for this sweep and, kept in the apply, for
 	 * the one after its commit (pal_store_apply_settle) */
+	GPtrArray *jobs = g_ptr_array_new_with_free_func(g_free);
+	GArray *vers = g_array_new(FALSE, FALSE, sizeof(int));
 	pal__pgarr_init(&ids);
 	pal__pgarr_init(&cuts);
 	for (int row = 0; r && row < PQntuples(r); row++) {
 		const char *id = PQgetvalue(r, row, 0), *cut = PQgetvalue(r, row, 1);
+		int v = GPOINTER_TO_INT(g_hash_table_lookup(ver, id));
 		pal__pgarr_text(&ids, id);
 		pal__pgarr_i64(&cuts, strtoll(cut, NULL, 10));
-		if ((rc = takeover_add(a, id, strtoll(cut, NULL, 10),
-				       GPOINTER_TO_INT(g_hash_table_lookup(ver, id)), false, err,
-				       errlen)))
+		g_ptr_array_add(jobs, g_strdup(id));
+		g_array_append_val(vers, v);
+		if ((rc = takeover_add(a, id, strtoll(cut, NULL, 10), v, false, err, errlen)))
 			break;
 	}
 	int64_t k = 0;
@@ -396,6 +460,10 @@ int pal__apply_takeover_sweep(pal_apply *a, struct item *it, size_t n, char *err
 	PQclear(r);
 	p1 = pal__pgarr_end(&ids);
 	p2 = pal__pgarr_end(&cuts);
+	if (!rc && any)
+		rc = takeover_lock(a, p1, p2, jobs, vers, err, errlen);
+	g_ptr_array_free(jobs, TRUE);
+	g_array_free(vers, TRUE);
 	if (!rc && any)
 		rc = takeover_cancel(a->st, p1, p2, NULL, NULL, spec, a->now, a->actor, a->reason,
 				     &k, err, errlen);
