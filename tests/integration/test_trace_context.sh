@@ -26,14 +26,16 @@ jobs:
       headers: {traceparent: "00-ffffffffffffffffffffffffffffffff-ffffffffffffffff-01", tracestate: "job=header"}
       tracestate: "palisade=t1,other@sys=x"
       timeout: 2s
-    retry: {max_attempts: 5, backoff: {initial: 2s, max: 2s, jitter: none}, max_age: 5m}
+    retry: {max_attempts: 5, backoff: {initial: 6s, max: 6s, jitter: none}, max_age: 5m}
 YAML
 expect_exit "apply" 0 "$PAL" apply --config "$CLUSTER_CONF" "$NODE_DIR/jobs.yaml"
 start_node t1
 wait_until "shards led" 20 all_shards_led
 expect_exit "a manual run" 0 "$PAL" trigger --config "$CLUSTER_CONF" --job traced --reason "trace test"
 
-# The sink answers 500 until two requests were refused, then applies.
+# The sink answers 500 until two requests were refused, then applies.  The
+# 6 s between attempts is the time the test has to turn the errors off
+# after the second refusal (with 2 s a loaded CI box let a third through).
 two_refused() { [ "$(sink_stat errors_injected)" -ge 2 ]; }
 WAIT_STEP=0.1 wait_until "the sink refused two attempts" 30 two_refused
 sink_faults '{"error_rate": 0}'
