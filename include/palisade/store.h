@@ -228,13 +228,14 @@ PAL_MUST_CHECK int pal_store_shard_count(pal_store *st, int default_shards, int 
  * zookeeper.connect, then <root>/<cluster>/nodes), as each node of this
  * release says at its start and every 10 s after: one cluster_settings row
  * per path, its created_at the last time a node said so (written at most
- * every PAL_ZK_PATH_REFRESH_S).  A path said within 6 x that is live.
+ * every PAL_ZK_PATH_REFRESH_S).  A path said within PAL_ZK_PATH_LIVE_S is live.
  * `palisade migrate` reads them to tell that the path it reads is the
  * nodes' (docs/upgrades.md).  pal_store_zk_nodes_path_seen() records PATH
  * and gives the other live paths, comma-separated, in OTHERS ("" when
  * none); pal_store_zk_nodes_paths() gives every recorded path as a JSON
  * array of {path, seen_s_ago, live}, the last seen first. */
 #define PAL_ZK_PATH_REFRESH_S 5
+#define PAL_ZK_PATH_LIVE_S (6 * PAL_ZK_PATH_REFRESH_S)
 PAL_MUST_CHECK int pal_store_zk_nodes_path_seen(pal_store *st, const char *path, char *others,
 						size_t otherslen, char *err, size_t errlen);
 PAL_MUST_CHECK int pal_store_zk_nodes_paths(pal_store *st, json_t **out, char *err,

@@ -128,7 +128,7 @@ static int unlisted_leaders(pal_store *st, const json_t *live, const char *path,
  * may list nodes, even nodes of the same names, none of them old, and read
  * as "no older node live" a contract step would land beside the nodes
  * that do run on this database.  Refused when a path other than PATH is
- * live (a node of this release said it in the last 30 s), or when none is
+ * live (a node of this release said it in the last PAL_ZK_PATH_LIVE_S), or when none is
  * and the last one said is not PATH.  Returns 0 (no path recorded: no node
  * of this release has started; or PATH is the one), else the exit code
  * with ERR set.
@@ -153,16 +153,20 @@ static int recorded_path_differs(pal_store *st, const char *path, char *err, siz
 			break;
 		}
 	}
-	if (other)
+	if (other && live_other)
 		snprintf(err, errlen,
-			 "this migrate reads %s, but %s said it registers under %s (%lld s ago)%s: "
-			 "pass --config with the nodes' configuration (and --zk with their chroot)",
-			 path, live_other ? "a live node of this database" : "the last node that ran",
-			 other, ago,
-			 live_other ? "; if that node is misconfigured, stop it: its path stops "
-				      "counting 30 s later"
-				    : "; if that node was misconfigured, start one node with the "
-				      "right configuration first");
+			 "this migrate reads %s, but a live node of this database said it registers "
+			 "under %s (%lld s ago); if that node is misconfigured, stop it: its path stops "
+			 "counting %d s later: pass --config with the nodes' configuration (and --zk "
+			 "with their chroot)",
+			 path, other, ago, PAL_ZK_PATH_LIVE_S);
+	else if (other)
+		snprintf(err, errlen,
+			 "this migrate reads %s, but the last node that ran said it registers under "
+			 "%s (%lld s ago); if that node was misconfigured, start one node with the "
+			 "right configuration first: pass --config with the nodes' configuration (and "
+			 "--zk with their chroot)",
+			 path, other, ago);
 	json_decref(paths);
 	return other ? PAL_EXIT_UNAVAIL : PAL_EXIT_OK;
 }

@@ -10,6 +10,7 @@
 #include "palisade/store.h"
 #include "store_int.h"
 #include "apply_int.h"
+#include "ops_int.h"
 
 /* The cause of what `delete` cancels after its wait (pal_store_retire_sweep)
  * and a re-apply before it (REAPPLY_SQL). */
@@ -222,17 +223,6 @@ int pal__apply_stored_spec(const char *text, const char *id, pal_job_spec *out, 
 	" FROM unnest($1::text[], $2::int[]) AS u(id, ver)"                                        \
 	" WHERE v.job_id = u.id AND v.version = u.ver"
 
-/* Run SQL, which returns nothing the caller needs. */
-static int run(pal_store *st, const char *sql, int n, const char *const *p, char *err,
-	       size_t errlen)
-{
-	PGresult *r = pal__store_query(st, sql, n, p, err, errlen);
-	if (!r)
-		return PAL_EDB;
-	PQclear(r);
-	return PAL_OK;
-}
-
 /* The retiring versions are stored when their jobs' triggers were locked
  * (*STORED), not when the transaction began: a trigger that an executor
  * claimed between the two (up to claim_ahead early) runs, and is one
@@ -243,7 +233,7 @@ static int retire_clock(pal_store *st, const char *ids, char *stored, size_t len
 			char *err, size_t errlen)
 {
 	const char *p[] = {ids};
-	int rc = run(st, RETIRE_LOCK_SQL, 1, p, err, errlen);
+	int rc = pal__ops_exec(st, RETIRE_LOCK_SQL, 1, p, NULL, err, errlen);
 	PGresult *r = NULL;
 	if (!rc && !(r = pal__store_query(st, RETIRE_CLOCK_SQL, 0, NULL, err, errlen)))
 		rc = PAL_EDB;
@@ -348,7 +338,7 @@ static int retire_chunk(pal_apply *a, const char *const *ids, size_t n, pal_reti
 		}
 		char *rids = pal__pgarr_end(&ret), *rvers = pal__pgarr_end(&vers);
 		const char *sp[] = {rids, rvers, stored};
-		rc = run(a->st, RETIRE_STORED_SQL, 3, sp, err, errlen);
+		rc = pal__ops_exec(a->st, RETIRE_STORED_SQL, 3, sp, NULL, err, errlen);
 		g_free(rvers);
 		char ats[24];
 		snprintf(ats, sizeof ats, "%lld", (long long)at);

@@ -13,6 +13,7 @@
 #include "palisade/store.h"
 #include "store_int.h"
 #include "apply_int.h"
+#include "ops_int.h"
 
 void pal__takeover_free(struct pal__takeover *t)
 {
@@ -353,10 +354,9 @@ static int takeover_lock(pal_apply *a, const char *ids, const char *cuts, GPtrAr
 			 GArray *vers, char *err, size_t errlen)
 {
 	const char *p[] = {ids, cuts};
-	PGresult *r = pal__store_query(a->st, TAKEOVER_LOCK_SQL, 2, p, err, errlen);
-	if (!r)
+	PGresult *r;
+	if (pal__ops_exec(a->st, TAKEOVER_LOCK_SQL, 2, p, NULL, err, errlen))
 		return PAL_EDB;
-	PQclear(r);
 	if (!(r = pal__store_query(a->st, "SELECT clock_timestamp()::text", 0, NULL, err, errlen)))
 		return PAL_EDB;
 	if (!a->n_stored) {
@@ -382,14 +382,11 @@ int pal__apply_takeover_stored(pal_apply *a, char *err, size_t errlen)
 	     *p3 = pal__pgarr_end(&a->stored_ats);
 	a->n_stored = 0;
 	const char *p[] = {p1, p2, p3};
-	PGresult *r = pal__store_query(a->st, TAKEOVER_STORED_SQL, 3, p, err, errlen);
+	int rc = pal__ops_exec(a->st, TAKEOVER_STORED_SQL, 3, p, NULL, err, errlen);
 	g_free(p1);
 	g_free(p2);
 	g_free(p3);
-	if (!r)
-		return PAL_EDB;
-	PQclear(r);
-	return PAL_OK;
+	return rc;
 }
 
 int pal__apply_takeover_sweep(pal_apply *a, struct item *it, size_t n, char *err, size_t errlen)

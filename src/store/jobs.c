@@ -271,9 +271,10 @@ int pal_store_handoff_clear(pal_store *st, const int *shards, size_t n, char *er
 int pal_store_zk_nodes_path_seen(pal_store *st, const char *path, char *others, size_t otherslen,
 				 char *err, size_t errlen)
 {
-	char fresh[16];
+	char fresh[16], live[16];
 	snprintf(fresh, sizeof fresh, "%d", PAL_ZK_PATH_REFRESH_S);
-	const char *p[] = {path, fresh};
+	snprintf(live, sizeof live, "%d", PAL_ZK_PATH_LIVE_S);
+	const char *p[] = {path, fresh, live};
 	PGresult *r = pal__store_query(
 	    st,
 	    "WITH ins AS (INSERT INTO cluster_settings (name, value)"
@@ -283,8 +284,8 @@ int pal_store_zk_nodes_path_seen(pal_store *st, const char *path, char *others, 
 	    "   AND created_at < now() - $2::int * interval '1 second' RETURNING 1)"
 	    " SELECT string_agg(value, ', ' ORDER BY value) FROM cluster_settings"
 	    " WHERE name LIKE 'zk\\_nodes\\_path %' AND value <> $1"
-	    "  AND created_at > now() - $2::int * interval '6 second'",
-	    2, p, err, errlen);
+	    "  AND created_at > now() - $3::int * interval '1 second'",
+	    3, p, err, errlen);
 	if (!r)
 		return PAL_EDB;
 	snprintf(others, otherslen, "%s", PQgetisnull(r, 0, 0) ? "" : PQgetvalue(r, 0, 0));
@@ -294,14 +295,14 @@ int pal_store_zk_nodes_path_seen(pal_store *st, const char *path, char *others, 
 
 int pal_store_zk_nodes_paths(pal_store *st, json_t **out, char *err, size_t errlen)
 {
-	char fresh[16];
-	snprintf(fresh, sizeof fresh, "%d", PAL_ZK_PATH_REFRESH_S);
-	const char *p[] = {fresh};
+	char live[16];
+	snprintf(live, sizeof live, "%d", PAL_ZK_PATH_LIVE_S);
+	const char *p[] = {live};
 	return pal__store_query_json(
 	    st,
 	    "SELECT coalesce(json_agg(json_build_object('path', value, 'seen_s_ago',"
 	    "  extract(epoch from now() - created_at)::bigint, 'live',"
-	    "  created_at > now() - $1::int * interval '6 second') ORDER BY created_at DESC), '[]')"
+	    "  created_at > now() - $1::int * interval '1 second') ORDER BY created_at DESC), '[]')"
 	    " FROM cluster_settings WHERE name LIKE 'zk\\_nodes\\_path %'",
 	    1, p, out, err, errlen);
 }
